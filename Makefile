@@ -1,0 +1,46 @@
+# Two commands on a fresh machine: `make sim` (main job) and `make test`.
+# Both set up what is missing first: MONA (apt) and a pinned virtual environment in .venv.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+LARK   := lark==1.3.1
+export MUJOCO_GL ?= egl
+
+.PHONY: setup sim test bench clean mona
+
+setup: mona $(STAMP)
+
+mona:
+	@command -v mona >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "Installing MONA (Debian package mona) ..."; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mona) >/dev/null; \
+	  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then \
+	    (sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mona) >/dev/null; \
+	  else \
+	    echo "MONA is missing and cannot be installed without root. Run:"; \
+	    echo "    sudo apt-get install -y mona"; exit 1; \
+	  fi; }
+	@command -v mona >/dev/null 2>&1 || { echo "MONA install failed. Run: sudo apt-get install -y mona"; exit 1; }
+
+$(STAMP): requirements.txt setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --force-reinstall --no-deps $(LARK)
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
+	$(PY) -c "import lark, ltlf2dfa.parser.ltlf, rosidl_parser.parser, rclpy, mujoco, rosbags; assert lark.__version__ >= '1.1.5', lark.__version__"
+	touch $(STAMP)
+
+sim: setup
+	$(VENV)/bin/safety-monitor sim $(ARGS)
+
+test: setup
+	$(PY) -m pytest -q test $(PYTEST_ARGS)
+
+bench: setup
+	$(PY) benchmarks/bench_monitor.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,44 @@
+"""The `safety-monitor` command: one sub-command per job, each registered by its own module.
+
+Each module in `_COMMAND_MODULES` has `register(subparsers)` adding its sub-commands, with heavy
+imports (mujoco, rclpy, matplotlib) kept inside the handlers so `--help` stays fast.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from safety_monitor import __version__
+from safety_monitor.errors import SafetyMonitorError
+
+_COMMAND_MODULES = (
+    "safety_monitor.spec.cli",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="safety-monitor",
+        description="Temporal-logic safety monitoring for ROS 2 manipulators.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in _COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except SafetyMonitorError as exc:
+        print(f"safety-monitor {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

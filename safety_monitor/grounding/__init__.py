@@ -1,0 +1,1 @@
+"""Predicate grounding: RobotState -> named booleans, with explicit debounce state. Pure: no rclpy."""

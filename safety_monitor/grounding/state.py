@@ -1,0 +1,60 @@
+"""`RobotState`: one control frame of everything the estimators may read (DESIGN.md section 2).
+
+Every source (live topics, a rosbag, the simulator) is only an adapter that builds these.
+Slower streams are sampled at the control frame as their latest value plus its age in seconds.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Pose:
+    """Position (m, world frame) and orientation as a unit quaternion (w, x, y, z), MuJoCo's order."""
+
+    position: np.ndarray  # shape (3,)
+    quaternion: np.ndarray  # shape (4,), w first
+
+
+@dataclass(frozen=True)
+class Wrench:
+    """Force (N) and torque (N m) at the wrist sensor, in the sensor frame."""
+
+    force: np.ndarray  # shape (3,)
+    torque: np.ndarray  # shape (3,)
+
+
+@dataclass(frozen=True)
+class Contact:
+    """A privileged simulator contact between two named bodies (validation only; hardware has none)."""
+
+    body1: str
+    body2: str
+    distance: float  # negative: penetration depth
+
+
+@dataclass(frozen=True)
+class RobotState:
+    """Snapshot of one control frame. `t` is in seconds and must increase frame to frame."""
+
+    t: float
+    joint_names: tuple[str, ...]
+    joint_position: np.ndarray
+    joint_velocity: np.ndarray | None = None
+    joint_effort: np.ndarray | None = None
+    wrench: Wrench | None = None
+    wrench_age: float | None = None
+    object_poses: Mapping[str, Pose] = field(default_factory=dict)
+    object_ages: Mapping[str, float] = field(default_factory=dict)  # seconds since each pose arrived
+    contacts: tuple[Contact, ...] | None = None  # None: no privileged contacts (hardware)
+    events: frozenset[str] = frozenset()  # discrete external events this frame, e.g. "sanitized"
+
+    def joint(self, name: str) -> float:
+        """Position of one joint by name (KeyError names the joint)."""
+        try:
+            return float(self.joint_position[self.joint_names.index(name)])
+        except ValueError:
+            raise KeyError(f"joint {name!r} is not in this frame's joint_states") from None

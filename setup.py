@@ -1,0 +1,36 @@
+"""ament_python package: `colcon build` in a ROS 2 workspace, or `pip install .` on a plain machine."""
+from glob import glob
+
+from setuptools import find_packages, setup
+
+PACKAGE = "safety_monitor"
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    packages=find_packages(exclude=["test", "test.*", "benchmarks"]),
+    package_data={PACKAGE: ["py.typed", "data/*"]},
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
+        (f"share/{PACKAGE}", ["package.xml"]),
+        (f"share/{PACKAGE}/launch", glob("launch/*.launch.py")),
+        (f"share/{PACKAGE}/config", glob("config/*.yaml")),
+    ],
+    python_requires=">=3.10",
+    install_requires=["setuptools", "numpy", "PyYAML", "ltlf2dfa>=2.0", "lark>=1.1.5"],
+    zip_safe=False,
+    maintainer="safety_monitor maintainers",
+    maintainer_email="safety-monitor@example.org",
+    description="Temporal-logic safety monitoring for ROS 2 manipulators.",
+    license="Apache-2.0",
+    tests_require=["pytest", "hypothesis"],
+    entry_points={
+        "console_scripts": [
+            "safety-monitor = safety_monitor.cli:main",
+            "sim_node = safety_monitor.nodes.sim_node:main",
+            "estimator_node = safety_monitor.nodes.estimator_node:main",
+            "monitor_node = safety_monitor.nodes.monitor_node:main",
+            "alerts = safety_monitor.nodes.alerts:main",
+        ],
+    },
+)
