@@ -26,7 +26,7 @@ mona:
 
 $(STAMP): requirements.txt setup.py
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q --upgrade pip setuptools wheel
 	$(PY) -m pip install -q -r requirements.txt
 	$(PY) -m pip install -q --force-reinstall --no-deps $(LARK)
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e .

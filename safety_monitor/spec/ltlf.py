@@ -1,0 +1,328 @@
+"""LTLf formulas: parse with ltlf2dfa's grammar into a small frozen AST, print, and evaluate directly.
+
+The AST is ours (frozen dataclasses) so classification, CTL lifting and the reference evaluator do
+not depend on ltlf2dfa's internal classes; parsing reuses ltlf2dfa's own grammar so that whatever
+parses here compiles there. Precedence (tightest first): unary `! X WX G F`, then `R`, `U`, `&`,
+`|`, `->`, `<->`; `U` and `R` group to the right, `->` to the left. `G a -> b` is `(G a) -> b`.
+"""
+from __future__ import annotations
+
+import functools
+import importlib.util
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Union
+
+import numpy as np
+from lark import Lark, Token, Transformer
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+
+from safety_monitor.errors import SpecError, ToolMissingError
+
+
+@dataclass(frozen=True)
+class Atom:
+    name: str
+
+
+@dataclass(frozen=True)
+class Const:
+    value: bool
+
+
+@dataclass(frozen=True)
+class Last:
+    """True exactly at the last position of the trace."""
+
+
+@dataclass(frozen=True)
+class Not:
+    arg: Formula
+
+
+@dataclass(frozen=True)
+class And:
+    args: tuple[Formula, ...]
+
+
+@dataclass(frozen=True)
+class Or:
+    args: tuple[Formula, ...]
+
+
+@dataclass(frozen=True)
+class Implies:
+    left: Formula
+    right: Formula
+
+
+@dataclass(frozen=True)
+class Equiv:
+    left: Formula
+    right: Formula
+
+
+@dataclass(frozen=True)
+class Next:
+    """Strong next: a next position exists and `arg` holds there."""
+
+    arg: Formula
+
+
+@dataclass(frozen=True)
+class WeakNext:
+    """Weak next: at the last position true, otherwise `arg` at the next position."""
+
+    arg: Formula
+
+
+@dataclass(frozen=True)
+class Until:
+    left: Formula
+    right: Formula
+
+
+@dataclass(frozen=True)
+class Release:
+    left: Formula
+    right: Formula
+
+
+@dataclass(frozen=True)
+class Always:
+    arg: Formula
+
+
+@dataclass(frozen=True)
+class Eventually:
+    arg: Formula
+
+
+Formula = Union[Atom, Const, Last, Not, And, Or, Implies, Equiv, Next, WeakNext, Until, Release, Always, Eventually]
+
+@functools.lru_cache(maxsize=1)
+def _parser() -> Lark:
+    """A LALR parser over ltlf2dfa's own grammar file, built without importing ltlf2dfa (and sympy)."""
+    spec = importlib.util.find_spec("ltlf2dfa")
+    if spec is None or not spec.submodule_search_locations:
+        raise ToolMissingError("the Python package ltlf2dfa is not installed (pip install ltlf2dfa)")
+    folder = Path(next(iter(spec.submodule_search_locations))) / "parser"
+    grammar = (folder / "ltlf.lark").read_text(encoding="utf-8")
+    return Lark(grammar, parser="lalr", import_paths=[str(folder)], cache=True)
+
+
+def parse(text: str) -> Formula:
+    """Parse ltlf2dfa syntax; a SpecError gives line, column and what was expected."""
+    if not isinstance(text, str) or not text.strip():
+        raise SpecError("empty formula")
+    try:
+        tree = _parser().parse(text)
+    except UnexpectedInput as exc:
+        raise SpecError(_describe_syntax_error(text, exc)) from None
+    try:
+        return _ToAst(text).transform(tree)
+    except VisitError as exc:
+        if isinstance(exc.orig_exc, SpecError):
+            raise exc.orig_exc from None
+        raise
+
+
+def ltlf2dfa_formula(text: str):
+    """ltlf2dfa's own formula object for `text`, which the compiler hands to MONA (imports sympy)."""
+    from ltlf2dfa.parser.ltlf import LTLfParser
+
+    return LTLfParser()(text)
+
+
+def _describe_syntax_error(text: str, exc: UnexpectedInput) -> str:
+    line, column = getattr(exc, "line", 1), getattr(exc, "column", len(text) + 1)
+    if isinstance(exc, UnexpectedEOF) or (isinstance(exc, UnexpectedToken) and exc.token.type == "$END"):
+        what, line, column = "unexpected end of formula", 1, len(text) + 1
+    elif isinstance(exc, UnexpectedCharacters):
+        what = f"unexpected character {text[exc.pos_in_stream]!r}"
+        if text[exc.pos_in_stream].isupper() or text[exc.pos_in_stream] in "-.":
+            what += " (predicate names must be lower-case snake_case: [a-z][a-z0-9_]*)"
+    else:
+        what = f"unexpected {exc.token!s:.20}"
+    pointer = " " * (max(column, 1) - 1) + "^"
+    return f"syntax error at line {line}, column {column}: {what}\n    {text}\n    {pointer}"
+
+
+class _ToAst(Transformer):
+    """lark tree of ltlf2dfa's grammar -> our AST, with ltlf2dfa's associativity."""
+
+    def __init__(self, text: str):
+        super().__init__()
+        self._text = text
+
+    @staticmethod
+    def _operands(children) -> list:
+        return [c for c in children if not isinstance(c, Token)]
+
+    def start(self, c):
+        return c[0]
+
+    def ltlf_symbol(self, c):
+        return Atom(str(c[0]))
+
+    def ltlf_true(self, c):
+        return Const(True)
+
+    def ltlf_false(self, c):
+        return Const(False)
+
+    def ltlf_last(self, c):
+        return Last()
+
+    def ltlf_wrapped(self, c):
+        return self._operands(c)[0]
+
+    def ltlf_not(self, c):
+        return Not(c[-1])
+
+    def ltlf_next(self, c):
+        return Next(c[-1])
+
+    def ltlf_weak_next(self, c):
+        return WeakNext(c[-1])
+
+    def ltlf_always(self, c):
+        return Always(c[-1])
+
+    def ltlf_eventually(self, c):
+        return Eventually(c[-1])
+
+    def ltlf_and(self, c):
+        return And(tuple(self._operands(c)))
+
+    def ltlf_or(self, c):
+        return Or(tuple(self._operands(c)))
+
+    def ltlf_implication(self, c):
+        """a -> b -> c is (a -> b) -> c, as in ltlf2dfa."""
+        return functools.reduce(Implies, self._operands(c))
+
+    def ltlf_until(self, c):
+        """a U b U c is a U (b U c), as in ltlf2dfa."""
+        ops = self._operands(c)
+        return functools.reduce(lambda r, left: Until(left, r), reversed(ops[:-1]), ops[-1])
+
+    def ltlf_release(self, c):
+        ops = self._operands(c)
+        return functools.reduce(lambda r, left: Release(left, r), reversed(ops[:-1]), ops[-1])
+
+    def ltlf_equivalence(self, c):
+        ops = self._operands(c)
+        if len(ops) != 2:
+            raise SpecError(f"chained '<->' is ambiguous, add parentheses: {self._text}")
+        return Equiv(*ops)
+
+
+def atoms_of(f: Formula) -> tuple[str, ...]:
+    """The formula's atomic propositions, sorted (the bit order of its TableDFA letters)."""
+    found: set[str] = set()
+
+    def walk(g: Formula) -> None:
+        if isinstance(g, Atom):
+            found.add(g.name)
+        for child in children(g):
+            walk(child)
+
+    walk(f)
+    return tuple(sorted(found))
+
+
+def children(f: Formula) -> tuple[Formula, ...]:
+    if isinstance(f, (Atom, Const, Last)):
+        return ()
+    if isinstance(f, (And, Or)):
+        return f.args
+    if isinstance(f, (Implies, Equiv, Until, Release)):
+        return (f.left, f.right)
+    return (f.arg,)
+
+
+_BINARY_SYMBOL = {Implies: "->", Equiv: "<->", Until: "U", Release: "R"}
+_UNARY_SYMBOL = {Not: "!", Next: "X", WeakNext: "WX", Always: "G", Eventually: "F"}
+
+
+def to_text(f: Formula) -> str:
+    """Canonical, fully parenthesised ltlf2dfa syntax (also the compile-cache key)."""
+    if isinstance(f, Atom):
+        return f.name
+    if isinstance(f, Const):
+        return "true" if f.value else "false"
+    if isinstance(f, Last):
+        return "last"
+    if isinstance(f, And):
+        return "(" + " & ".join(to_text(a) for a in f.args) + ")"
+    if isinstance(f, Or):
+        return "(" + " | ".join(to_text(a) for a in f.args) + ")"
+    if type(f) in _BINARY_SYMBOL:
+        return f"({to_text(f.left)} {_BINARY_SYMBOL[type(f)]} {to_text(f.right)})"
+    return f"{_UNARY_SYMBOL[type(f)]}({to_text(f.arg)})"
+
+
+def is_propositional(f: Formula) -> bool:
+    """No temporal operator (and no `last`): its value depends on the current frame only."""
+    if isinstance(f, (Next, WeakNext, Until, Release, Always, Eventually, Last)):
+        return False
+    return all(is_propositional(c) for c in children(f))
+
+
+def evaluate(f: Formula, trace: Sequence[Mapping[str, bool]], i: int = 0) -> bool:
+    """Reference LTLf semantics on a non-empty finite trace at position i (direct recursion).
+
+    Deliberately naive: it is the oracle the compiled DFAs are tested against.
+    """
+    n = len(trace)
+    if isinstance(f, Atom):
+        return bool(trace[i][f.name])
+    if isinstance(f, Const):
+        return f.value
+    if isinstance(f, Last):
+        return i == n - 1
+    if isinstance(f, Not):
+        return not evaluate(f.arg, trace, i)
+    if isinstance(f, And):
+        return all(evaluate(a, trace, i) for a in f.args)
+    if isinstance(f, Or):
+        return any(evaluate(a, trace, i) for a in f.args)
+    if isinstance(f, Implies):
+        return (not evaluate(f.left, trace, i)) or evaluate(f.right, trace, i)
+    if isinstance(f, Equiv):
+        return evaluate(f.left, trace, i) == evaluate(f.right, trace, i)
+    if isinstance(f, Next):
+        return i + 1 < n and evaluate(f.arg, trace, i + 1)
+    if isinstance(f, WeakNext):
+        return i + 1 >= n or evaluate(f.arg, trace, i + 1)
+    if isinstance(f, Always):
+        return all(evaluate(f.arg, trace, j) for j in range(i, n))
+    if isinstance(f, Eventually):
+        return any(evaluate(f.arg, trace, j) for j in range(i, n))
+    if isinstance(f, Until):
+        return any(
+            evaluate(f.right, trace, k) and all(evaluate(f.left, trace, j) for j in range(i, k))
+            for k in range(i, n)
+        )
+    if isinstance(f, Release):  # dual of until: not (!left U !right)
+        return not any(
+            (not evaluate(f.right, trace, k)) and all(not evaluate(f.left, trace, j) for j in range(i, k))
+            for k in range(i, n)
+        )
+    raise TypeError(f"not a formula: {f!r}")
+
+
+def truth_table(f: Formula, atoms: Sequence[str]) -> np.ndarray:
+    """Value of a propositional formula for every letter over `atoms` (bit i = atoms[i])."""
+    if not is_propositional(f):
+        raise SpecError(f"expected a propositional formula (no temporal operators): {to_text(f)}")
+    missing = set(atoms_of(f)) - set(atoms)
+    if missing:
+        raise SpecError(f"atoms {sorted(missing)} are not among {list(atoms)}")
+    out = np.zeros(1 << len(atoms), dtype=bool)
+    for letter in range(out.size):
+        valuation = {a: bool(letter >> i & 1) for i, a in enumerate(atoms)}
+        out[letter] = evaluate(f, [valuation])
+    return out

@@ -1,0 +1,253 @@
+"""Spec files: a predicate vocabulary and properties (LTLf formula + recovery), validated and compiled.
+
+Validation collects every problem in the file and reports them together, each naming the file, the
+property and what is wrong, so a user fixes a spec file in one pass.
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from safety_monitor.errors import SpecError
+from safety_monitor.spec.compile import compile_formula
+from safety_monitor.spec.dfa import TableDFA
+from safety_monitor.spec.ltlf import (
+    Always,
+    Formula,
+    Implies,
+    Not,
+    atoms_of,
+    is_propositional,
+    parse,
+    to_text,
+    truth_table,
+)
+
+NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+CATEGORIES = (
+    "collision_contact",
+    "grasp_stability",
+    "release_stability",
+    "cross_contamination",
+    "action_onset",
+    "mechanism",
+    "containment",
+    "enclosure_access",
+)
+_TOP_KEYS = {"predicates", "properties"}
+_PROPERTY_KEYS = {
+    "name", "category", "formula", "recovery", "min_resolve_frames", "trigger", "description", "follows", "options",
+}
+
+
+@dataclass(frozen=True)
+class Property:
+    """One safety property. `trigger` is propositional; its rising edges are the triggered events."""
+
+    name: str
+    category: str
+    formula: str
+    recovery: str | None = None
+    min_resolve_frames: int = 0
+    description: str = ""
+    trigger: str | None = None
+    follows: str = ""
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SpecSet:
+    path: str
+    predicates: tuple[str, ...]
+    properties: tuple[Property, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class CompiledProperty:
+    prop: Property
+    main: TableDFA
+    recovery: TableDFA | None
+    trigger_table: np.ndarray  # bool per letter over trigger_atoms
+    trigger_atoms: tuple[str, ...]
+    compile_ms: float
+
+    @property
+    def atoms(self) -> tuple[str, ...]:
+        """Every predicate this property reads (main, recovery and trigger)."""
+        rec = self.recovery.atoms if self.recovery else ()
+        return tuple(sorted(set(self.main.atoms) | set(rec) | set(self.trigger_atoms)))
+
+
+def default_trigger(f: Formula) -> Formula | None:
+    """The antecedent of the usual safety shapes: G(p -> ...) gives p, G(!p) gives p, G(p) gives !p."""
+    if not isinstance(f, Always):
+        return None
+    body = f.arg
+    if isinstance(body, Implies) and is_propositional(body.left):
+        return body.left
+    if isinstance(body, Not) and is_propositional(body.arg):
+        return body.arg
+    if is_propositional(body):
+        return Not(body)
+    return None
+
+
+def load_specs(path: str | Path) -> SpecSet:
+    """Read and validate a spec file; one SpecError lists every problem found."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read spec file: {exc.strerror or exc}") from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise SpecError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    return parse_specs(doc, str(path))
+
+
+def parse_specs(doc: Any, source: str) -> SpecSet:
+    """Validate an already-loaded spec document (`source` names it in messages)."""
+    problems: list[str] = []
+    if not isinstance(doc, dict):
+        raise SpecError(f"{source}: expected a mapping with 'predicates' and 'properties'")
+    for key in sorted(set(doc) - _TOP_KEYS):
+        problems.append(f"unknown top-level key {key!r} (allowed: {', '.join(sorted(_TOP_KEYS))})")
+    vocabulary = _vocabulary(doc.get("predicates"), problems)
+    raw_props = doc.get("properties")
+    if not isinstance(raw_props, list) or not raw_props:
+        problems.append("'properties' must be a non-empty list")
+        raw_props = []
+    properties: list[Property] = []
+    seen: set[str] = set()
+    for i, raw in enumerate(raw_props):
+        prop = _property(raw, i, vocabulary, problems)
+        if prop is None:
+            continue
+        if prop.name in seen:
+            problems.append(f"property {prop.name!r}: duplicate name")
+        seen.add(prop.name)
+        properties.append(prop)
+    if problems:
+        raise SpecError(f"{source}: {len(problems)} problem(s):\n  - " + "\n  - ".join(problems))
+    return SpecSet(source, vocabulary, tuple(properties))
+
+
+def _vocabulary(raw: Any, problems: list[str]) -> tuple[str, ...]:
+    if not isinstance(raw, list) or not raw:
+        problems.append("'predicates' must be a non-empty list of predicate names")
+        return ()
+    names: list[str] = []
+    for item in raw:
+        if not isinstance(item, str) or not NAME.match(item):
+            problems.append(f"predicate {item!r}: names must be lower-case snake_case ([a-z][a-z0-9_]*), as ltlf2dfa requires")
+        elif item in names:
+            problems.append(f"predicate {item!r} is listed twice")
+        else:
+            names.append(item)
+    return tuple(names)
+
+
+def _property(raw: Any, index: int, vocabulary: tuple[str, ...], problems: list[str]) -> Property | None:
+    if not isinstance(raw, dict):
+        problems.append(f"properties[{index}]: expected a mapping")
+        return None
+    name = raw.get("name")
+    label = f"property {name!r}" if isinstance(name, str) else f"properties[{index}]"
+    before = len(problems)
+    for key in sorted(set(raw) - _PROPERTY_KEYS):
+        problems.append(f"{label}: unknown key {key!r} (allowed: {', '.join(sorted(_PROPERTY_KEYS))})")
+    if not isinstance(name, str) or not NAME.match(name):
+        problems.append(f"{label}: 'name' must be lower-case snake_case")
+    category = raw.get("category")
+    if not isinstance(category, str) or not NAME.match(category):
+        problems.append(f"{label}: 'category' must be lower-case snake_case (usual: {', '.join(CATEGORIES)})")
+    formula = _formula(raw.get("formula"), "formula", label, vocabulary, problems, required=True)
+    _formula(raw.get("recovery"), "recovery", label, vocabulary, problems, required=False)
+    trigger = _formula(raw.get("trigger"), "trigger", label, vocabulary, problems, required=False)
+    if trigger is not None and not is_propositional(trigger):
+        problems.append(f"{label}: 'trigger' must be propositional (no temporal operators)")
+    if trigger is None and formula is not None and raw.get("trigger") is None and default_trigger(formula) is None:
+        problems.append(f"{label}: cannot derive the trigger from the formula's shape; add a propositional 'trigger'")
+    mrf = raw.get("min_resolve_frames", 0)
+    if isinstance(mrf, bool) or not isinstance(mrf, int) or mrf < 0:
+        problems.append(f"{label}: 'min_resolve_frames' must be a non-negative integer (frames), got {mrf!r}")
+    options = raw.get("options", {}) or {}
+    if not isinstance(options, dict):
+        problems.append(f"{label}: 'options' must be a mapping")
+    for key in ("description", "follows"):
+        if not isinstance(raw.get(key, ""), str):
+            problems.append(f"{label}: {key!r} must be text")
+    if len(problems) > before:
+        return None
+    return Property(
+        name=name,
+        category=category,
+        formula=raw["formula"],
+        recovery=raw.get("recovery"),
+        min_resolve_frames=mrf,
+        description=raw.get("description", "") or "",
+        trigger=raw.get("trigger"),
+        follows=raw.get("follows", "") or "",
+        options=dict(options),
+    )
+
+
+def _formula(text: Any, key: str, label: str, vocabulary, problems: list[str], required: bool) -> Formula | None:
+    if text is None:
+        if required:
+            problems.append(f"{label}: missing {key!r}")
+        return None
+    if not isinstance(text, str):
+        problems.append(f"{label}: {key!r} must be a string, got {type(text).__name__}")
+        return None
+    try:
+        f = parse(text)
+    except SpecError as exc:
+        problems.append(f"{label}: {key}: {exc}")
+        return None
+    unknown = [a for a in atoms_of(f) if a not in vocabulary]
+    if unknown and vocabulary:
+        problems.append(f"{label}: {key} uses predicates outside the vocabulary: {', '.join(unknown)}")
+        return None
+    return f
+
+
+def compile_property(prop: Property) -> CompiledProperty:
+    start = time.perf_counter()
+    main = compile_formula(prop.formula)
+    recovery = compile_formula(prop.recovery) if prop.recovery else None
+    trigger = parse(prop.trigger) if prop.trigger else default_trigger(parse(prop.formula))
+    if trigger is None:
+        raise SpecError(f"property {prop.name!r}: cannot derive the trigger; add a propositional 'trigger'")
+    trigger_atoms = atoms_of(trigger)
+    table = truth_table(trigger, trigger_atoms)
+    table.setflags(write=False)
+    elapsed_ms = (time.perf_counter() - start) * 1000.0
+    return CompiledProperty(prop, main, recovery, table, trigger_atoms, elapsed_ms)
+
+
+def compile_specs(spec_set: SpecSet) -> list[CompiledProperty]:
+    """Compile every property (cached); a SpecError names the property that failed."""
+    compiled = []
+    for prop in spec_set.properties:
+        try:
+            compiled.append(compile_property(prop))
+        except SpecError as exc:
+            raise SpecError(f"{spec_set.path}: property {prop.name!r}: {exc}") from None
+    return compiled
+
+
+def trigger_text(compiled: CompiledProperty) -> str:
+    """The trigger as text (given or derived), for reports."""
+    if compiled.prop.trigger:
+        return compiled.prop.trigger
+    return to_text(default_trigger(parse(compiled.prop.formula)))

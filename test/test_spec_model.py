@@ -1,0 +1,96 @@
+"""Spec-file validation names the file, the property and the problem; valid files compile."""
+import json
+import textwrap
+
+import pytest
+
+from safety_monitor.cli import main
+from safety_monitor.errors import SpecError
+from safety_monitor.spec.model import compile_specs, load_specs
+
+GOOD = """
+predicates: [object_grasped, object_sync, object_grasped_raw, object_dropped, collision]
+properties:
+  - name: grasp_synced
+    category: grasp_stability
+    formula: "G(object_grasped -> ((object_sync U !object_grasped_raw) | G object_sync))"
+    recovery: "G((object_grasped & !object_sync) -> F(object_sync | object_dropped))"
+    description: keep the grasp synchronised until it is released
+  - name: no_collision
+    category: collision_contact
+    formula: "G(!collision)"
+    recovery: "F(!collision)"
+    min_resolve_frames: 3
+"""
+
+
+def write(tmp_path, text, name="specs.yaml"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_valid_file_loads_and_compiles(tmp_path):
+    spec_set = load_specs(write(tmp_path, GOOD))
+    assert [p.name for p in spec_set.properties] == ["grasp_synced", "no_collision"]
+    compiled = compile_specs(spec_set)
+    grasp, collision = compiled
+    assert grasp.main.atoms == ("object_grasped", "object_grasped_raw", "object_sync")
+    assert grasp.trigger_atoms == ("object_grasped",) and grasp.trigger_table.tolist() == [False, True]
+    assert collision.trigger_table.tolist() == [False, True]  # derived from G(!collision)
+    assert collision.prop.min_resolve_frames == 3
+
+
+@pytest.mark.parametrize(
+    "mutation, fragments",
+    [
+        (GOOD.replace("description:", "descripton:"), ["property 'grasp_synced'", "unknown key 'descripton'"]),
+        (GOOD.replace("name: no_collision", "name: grasp_synced"), ["property 'grasp_synced': duplicate name"]),
+        (GOOD.replace('"G(!collision)"', '"G(!collision"'), ["property 'no_collision'", "formula: syntax error", "column"]),
+        (GOOD.replace('"G(!collision)"', '"G(!bump)"'), ["property 'no_collision'", "outside the vocabulary: bump"]),
+        (GOOD.replace("name: no_collision", "name: NoCollision"), ["lower-case snake_case"]),
+        (GOOD.replace("[object_grasped,", "[ObjectGrasped, object_grasped,"), ["predicate 'ObjectGrasped'"]),
+        (GOOD.replace("min_resolve_frames: 3", "min_resolve_frames: -1"), ["'min_resolve_frames' must be a non-negative"]),
+        (GOOD + "extra: 1\n", ["unknown top-level key 'extra'"]),
+        (GOOD.replace('"G(!collision)"', '"F(collision)"'), ["cannot derive the trigger"]),
+    ],
+)
+def test_each_problem_is_named(tmp_path, mutation, fragments):
+    path = write(tmp_path, mutation)
+    with pytest.raises(SpecError) as info:
+        load_specs(path)
+    message = str(info.value)
+    assert str(path) in message
+    for fragment in fragments:
+        assert fragment in message, message
+
+
+def test_all_problems_reported_together(tmp_path):
+    text = GOOD.replace("description:", "descripton:").replace('"G(!collision)"', '"G(!bump)"')
+    with pytest.raises(SpecError, match=r"2 problem\(s\)"):
+        load_specs(write(tmp_path, text))
+
+
+def test_yaml_syntax_error_gives_position(tmp_path):
+    with pytest.raises(SpecError, match=r"not valid YAML at line \d+, column \d+"):
+        load_specs(write(tmp_path, "predicates: [a\nproperties: {"))
+
+
+def test_missing_file_is_named(tmp_path):
+    with pytest.raises(SpecError, match="nope.yaml: cannot read"):
+        load_specs(tmp_path / "nope.yaml")
+
+
+def test_specs_check_cli_json(tmp_path, capsys):
+    assert main(["specs", "check", str(write(tmp_path, GOOD)), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["name"] for r in rows] == ["grasp_synced", "no_collision"]
+    assert rows[1]["states"] == 2 and rows[1]["atoms"] == ["collision"]
+    assert {"name", "category", "atoms", "states"} <= set(rows[0])
+
+
+def test_specs_check_cli_reports_errors_in_one_line_and_exit_2(tmp_path, capsys):
+    path = write(tmp_path, GOOD.replace('"G(!collision)"', '"G(!bump)"'))
+    assert main(["specs", "check", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "error:" in err and "bump" in err and "Traceback" not in err
