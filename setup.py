@@ -9,7 +9,7 @@ setup(
     name=PACKAGE,
     version="0.1.0",
     packages=find_packages(exclude=["test", "test.*", "benchmarks"]),
-    package_data={PACKAGE: ["py.typed", "data/*"]},
+    package_data={PACKAGE: ["py.typed", "data/*", "sim/*.xml"]},
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),
