@@ -1,0 +1,95 @@
+"""Cartesian control of the arm: damped-least-squares IK on MuJoCo's site Jacobian.
+
+A kinematic shadow (its own `MjData`) carries the desired joint vector; each control step moves it
+one resolved-rate step toward the commanded end-effector pose, and the arm's position servos
+(with the workcell's gravity compensation) track it. Solving on the shadow rather than on the
+measured state keeps the reference smooth when the arm is blocked or pushed.
+"""
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+
+from safety_monitor.sim.workcell import ARM_JOINTS, Workcell
+
+HOME_POSITION = np.array([0.30, 0.0, 0.65])
+_HOME_GUESS = np.array([0.0, 0.2, 1.9, 0.0, 1.04, 0.0])  # elbow up, hand roughly down
+
+
+def rot_z(angle: float) -> np.ndarray:
+    c, s = np.cos(angle), np.sin(angle)
+    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+def rot_y(angle: float) -> np.ndarray:
+    c, s = np.cos(angle), np.sin(angle)
+    return np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
+
+
+def hand_down(yaw: float = 0.0) -> np.ndarray:
+    """Hand pointing down; at yaw 0 the fingers close along world y."""
+    return rot_z(yaw) @ rot_y(np.pi)
+
+
+def hand_forward(yaw: float = 0.0) -> np.ndarray:
+    """Hand pointing horizontally along +x rotated by yaw; fingers close horizontally."""
+    return rot_z(yaw) @ rot_y(np.pi / 2)
+
+
+class ArmController:
+    """Holds the commanded end-effector pose and gripper opening; `update()` writes the servo targets."""
+
+    def __init__(self, workcell: Workcell, damping: float = 0.03, max_joint_step: float = 0.01) -> None:
+        m = workcell.model
+        self.workcell = workcell
+        self._shadow = mujoco.MjData(m)
+        self._qadr = np.array([m.joint(n).qposadr[0] for n in ARM_JOINTS])
+        self._dofs = np.array([m.joint(n).dofadr[0] for n in ARM_JOINTS])
+        self._low = m.jnt_range[[m.joint(n).id for n in ARM_JOINTS], 0]
+        self._high = m.jnt_range[[m.joint(n).id for n in ARM_JOINTS], 1]
+        self._site = workcell.ee_site
+        self._damping = damping ** 2 * np.eye(6)
+        self._max_step = max_joint_step
+        self._jac = np.zeros((6, m.nv))
+        self._error = np.zeros(6)
+        self.q = _HOME_GUESS.copy()
+        self.target_position = HOME_POSITION.copy()
+        self.target_rotation = hand_down()
+        self.opening = 0.04
+        for _ in range(400):
+            self._ik_step(max_step=0.05)
+        workcell.set_arm(self.q)
+        workcell.command(self.q, self.opening)
+
+    def pose_of(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """End-effector position and rotation matrix for arm joints `q` (forward kinematics)."""
+        d = self._shadow
+        d.qpos[self._qadr] = q
+        mujoco.mj_kinematics(self.workcell.model, d)
+        return d.site_xpos[self._site].copy(), d.site_xmat[self._site].reshape(3, 3).copy()
+
+    def _ik_step(self, max_step: float) -> float:
+        """One DLS step of the shadow toward the target; returns the remaining position error (m)."""
+        m, d = self.workcell.model, self._shadow
+        d.qpos[self._qadr] = self.q
+        mujoco.mj_kinematics(m, d)
+        mujoco.mj_comPos(m, d)
+        error = self._error
+        error[:3] = self.target_position - d.site_xpos[self._site]
+        r = self.target_rotation @ d.site_xmat[self._site].reshape(3, 3).T
+        error[3:] = 0.5 * (r[2, 1] - r[1, 2]), 0.5 * (r[0, 2] - r[2, 0]), 0.5 * (r[1, 0] - r[0, 1])
+        mujoco.mj_jacSite(m, d, self._jac[:3], self._jac[3:], self._site)
+        jac = self._jac[:, self._dofs]
+        dq = jac.T @ np.linalg.solve(jac @ jac.T + self._damping, error)
+        dq = np.minimum(np.maximum(dq, -max_step), max_step)
+        self.q = np.minimum(np.maximum(self.q + dq, self._low), self._high)
+        return float(np.sqrt(error[0] ** 2 + error[1] ** 2 + error[2] ** 2))
+
+    def update(self) -> None:
+        """One control step: advance the IK reference and command servos and fingers."""
+        self._ik_step(self._max_step)
+        self.workcell.command(self.q, self.opening)
+
+    def reference_pose(self) -> tuple[np.ndarray, np.ndarray]:
+        """Where the IK reference currently puts the end effector (not the measured pose)."""
+        return self.pose_of(self.q)
