@@ -1,0 +1,320 @@
+"""Messages in arrival order -> one RobotState per /joint_states message (DESIGN.md section 2).
+
+One code path for live and replay: the estimator node feeds this from rclpy callbacks, replay feeds
+it from a bag, in the order messages arrived. The control-rate joint stream drives the frames; the
+wrench and object poses are sampled as their latest value and its age (frame time minus the
+sample's header stamp). Times are header stamps; a zero stamp falls back to the arrival time.
+
+Bad input is never repaired silently: a message with NaN positions, a stamp that goes backwards or
+repeats, or joints that cannot be attributed is dropped and reported as a `StreamIssue`; a stream
+older than its limit (or never seen) is reported stale on every frame it affects.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from safety_monitor.errors import SourceError
+from safety_monitor.grounding.state import Pose, RobotState, Wrench
+from safety_monitor.sources.messages import joint_state_sample, pose_of, wrench_of
+
+JOINTS = "joint_states"
+WRENCH = "wrench"
+
+
+def pose_stream(name: str) -> str:
+    """Stream name used in stale sets and issues for an object's pose."""
+    return f"pose/{name}"
+
+
+@dataclass(frozen=True)
+class StreamMapping:
+    """Where each stream lives (topics) and how the source names joints and objects.
+
+    Real bags name things their own way: `joint_names` maps a source joint name to the robot's
+    (names not listed are kept), `objects` maps an object name to its pose topic (others use
+    `object_pose` with `{name}` substituted). `wrench` None: the robot has no wrist sensor.
+    """
+
+    joint_states: str = "/joint_states"
+    wrench: str | None = "/wrist_wrench"
+    object_pose: str = "/objects/{name}/pose"
+    objects: Mapping[str, str] = field(default_factory=dict)
+    predicates: str = "/safety_monitor/predicates"
+    events: str = "/safety_monitor/events"
+    joint_names: Mapping[str, str] = field(default_factory=dict)
+
+    def pose_topic(self, name: str) -> str:
+        return self.objects.get(name) or self.object_pose.format(name=name)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], origin: str = "topic mapping") -> StreamMapping:
+        known = set(cls.__dataclass_fields__)
+        if unknown := sorted(set(data) - known):
+            raise SourceError(f"{origin}: unknown keys {unknown}; expected some of {sorted(known)}")
+        for key in ("objects", "joint_names"):
+            if not isinstance(data.get(key, {}), Mapping):
+                raise SourceError(f"{origin}: {key!r} must be a mapping of names")
+        values = dict(data)
+        for key in ("objects", "joint_names"):
+            if key in values:
+                values[key] = {str(k): str(v) for k, v in values[key].items()}
+        return cls(**values)
+
+    @classmethod
+    def parse(cls, text: str) -> StreamMapping:
+        """A YAML file path, or inline `key=value,...` (e.g. `joint_states=/arm/joint_states`)."""
+        path = Path(text)
+        if path.is_file():
+            try:
+                data = yaml.safe_load(path.read_text()) or {}
+            except yaml.YAMLError as exc:
+                raise SourceError(f"{path}: not valid YAML: {exc}") from None
+            if not isinstance(data, Mapping):
+                raise SourceError(f"{path}: expected a mapping of stream names to topics")
+            return cls.from_dict(data, str(path))
+        pairs = [p for p in text.split(",") if p.strip()]
+        if not pairs or any("=" not in p for p in pairs):
+            raise SourceError(f"--topics {text!r}: neither a file nor key=value pairs")
+        data = {}
+        for pair in pairs:
+            key, value = (s.strip() for s in pair.split("=", 1))
+            data[key] = None if key == WRENCH and value.lower() in {"", "none"} else value
+        return cls.from_dict(data, f"--topics {text!r}")
+
+
+@dataclass(frozen=True)
+class StaleLimits:
+    """Seconds after which a stream counts as stale (the monitor then reports itself blind).
+
+    `joint_states` is the largest gap between consecutive control frames; a bigger gap is a time
+    jump and the frame after it is stale.
+    """
+
+    joint_states: float = 0.05
+    wrench: float = 0.05
+    pose: float = 0.25
+
+
+@dataclass(frozen=True)
+class StreamIssue:
+    """A problem with one input message; `kind` is one of ISSUE_KINDS."""
+
+    kind: str
+    stream: str
+    t: float
+    detail: str
+
+
+ISSUE_KINDS = (
+    "nan", "backwards", "duplicate_stamp", "time_jump", "empty_names", "length_mismatch",
+    "joint_names_changed", "unknown_joints", "missing_joints", "zero_stamp", "stream_stopped",
+)
+
+
+@dataclass(frozen=True)
+class AssembledFrame:
+    """One frame: the state, the streams stale at it, and issues raised since the previous frame."""
+
+    state: RobotState
+    stale: frozenset[str]
+    issues: tuple[StreamIssue, ...]
+
+
+class FrameAssembler:
+    """Builds RobotState frames from JointState, WrenchStamped and PoseStamped messages.
+
+    `joints`: the robot's joint names in frame order (None: taken from the first JointState).
+    `objects`: names whose poses are expected; a missing or old pose is reported stale.
+    """
+
+    def __init__(
+        self,
+        joints: Sequence[str] | None = None,
+        objects: Iterable[str] = (),
+        mapping: StreamMapping | None = None,
+        limits: StaleLimits | None = None,
+    ) -> None:
+        self.mapping = mapping or StreamMapping()
+        self.limits = limits or StaleLimits()
+        self.objects = tuple(objects)
+        self.joints: tuple[str, ...] | None = tuple(joints) if joints is not None else None
+        self._position: np.ndarray | None = None
+        self._velocity: np.ndarray | None = None
+        self._effort: np.ndarray | None = None
+        self._seen: np.ndarray | None = None
+        self._layouts: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {}
+        self._t: float | None = None  # last frame time
+        self._wrench: tuple[Wrench, float] | None = None
+        self._poses: dict[str, Pose] = {}
+        self._pose_stamps: dict[str, float] = {}
+        self._stopped_flagged = False
+        self._pending: list[StreamIssue] = []
+        self.frames = 0
+
+    # ------------------------------------------------------------------------------- helpers
+    def _issue(self, kind: str, stream: str, t: float, detail: str) -> None:
+        self._pending.append(StreamIssue(kind, stream, t, detail))
+
+    def drain_issues(self) -> tuple[StreamIssue, ...]:
+        """Issues raised since the last frame (call at the end of a stream to collect the tail)."""
+        issues, self._pending = tuple(self._pending), []
+        return issues
+
+    def _stamp(self, stamp: float, received: float | None, stream: str) -> float:
+        if stamp == 0.0 and received is not None:
+            self._issue("zero_stamp", stream, received, "header stamp is zero; using the arrival time")
+            return received
+        return stamp
+
+    def _init_joints(self, names: tuple[str, ...]) -> None:
+        self.joints = names if self.joints is None else self.joints
+        n = len(self.joints)
+        self._position = np.zeros(n)
+        self._velocity = np.full(n, np.nan)
+        self._effort = np.full(n, np.nan)
+        self._seen = np.zeros(n, dtype=bool)
+
+    def _layout(self, names: tuple[str, ...], t: float) -> tuple[np.ndarray, np.ndarray]:
+        """(source index, frame index) arrays for a message's name list, cached per list."""
+        layout = self._layouts.get(names)
+        if layout is None:
+            assert self.joints is not None
+            index = {n: i for i, n in enumerate(self.joints)}
+            pairs = [(i, index[n]) for i, n in enumerate(names) if n in index]
+            if unknown := [n for n in names if n not in index]:
+                self._issue("unknown_joints", JOINTS, t, f"joints not in the robot, ignored: {', '.join(unknown)}")
+            src = np.array([p[0] for p in pairs], dtype=np.intp)
+            dst = np.array([p[1] for p in pairs], dtype=np.intp)
+            layout = self._layouts[names] = (src, dst)
+        return layout
+
+    def stale_streams(self, t: float) -> frozenset[str]:
+        """Streams older than their limit (or never received) at time `t`."""
+        stale = []
+        if self.mapping.wrench is not None and (
+            self._wrench is None or t - self._wrench[1] > self.limits.wrench
+        ):
+            stale.append(WRENCH)
+        for name in self.objects:
+            stamp = self._pose_stamps.get(name)
+            if stamp is None or t - stamp > self.limits.pose:
+                stale.append(pose_stream(name))
+        return frozenset(stale)
+
+    def _check_driver(self, t: float, stream: str) -> None:
+        """A slower stream running ahead of the joint stream means the joint stream stopped."""
+        if self._t is not None and t - self._t > self.limits.joint_states and not self._stopped_flagged:
+            self._stopped_flagged = True
+            self._issue("stream_stopped", JOINTS, t,
+                        f"no joint_states since t={self._t:.3f} s while {stream} continues")
+
+    # ------------------------------------------------------------------------------ callbacks
+    def on_wrench(self, msg: Any, received: float | None = None) -> None:
+        wrench, stamp = wrench_of(msg)
+        stamp = self._stamp(stamp, received, WRENCH)
+        if not (np.isfinite(wrench.force).all() and np.isfinite(wrench.torque).all()):
+            self._issue("nan", WRENCH, stamp, "wrench has NaN or infinite values; message dropped")
+            return
+        if self._wrench is not None and stamp <= self._wrench[1]:
+            kind = "duplicate_stamp" if stamp == self._wrench[1] else "backwards"
+            self._issue(kind, WRENCH, stamp, f"stamp {stamp:.6f} after {self._wrench[1]:.6f}; message dropped")
+            return
+        self._wrench = (wrench, stamp)
+        self._check_driver(stamp, WRENCH)
+
+    def on_pose(self, name: str, msg: Any, received: float | None = None) -> None:
+        stream = pose_stream(name)
+        pose, stamp = pose_of(msg)
+        stamp = self._stamp(stamp, received, stream)
+        if not (np.isfinite(pose.position).all() and np.isfinite(pose.quaternion).all()):
+            self._issue("nan", stream, stamp, "pose has NaN or infinite values; message dropped")
+            return
+        last = self._pose_stamps.get(name)
+        if last is not None and stamp <= last:
+            kind = "duplicate_stamp" if stamp == last else "backwards"
+            self._issue(kind, stream, stamp, f"stamp {stamp:.6f} after {last:.6f}; message dropped")
+            return
+        self._poses[name] = pose
+        self._pose_stamps[name] = stamp
+        self._check_driver(stamp, stream)
+
+    def on_joint_states(self, msg: Any, received: float | None = None) -> AssembledFrame | None:
+        """Frame for this message, or None when it is dropped (the reason is among the issues)."""
+        sample = joint_state_sample(msg)
+        t = self._stamp(sample.stamp, received, JOINTS)
+        names = tuple(self.mapping.joint_names.get(n, n) for n in sample.names)
+        if not names:
+            self._issue("empty_names", JOINTS, t, "JointState has an empty name list; message dropped")
+            return None
+        if len(sample.position) != len(names):
+            self._issue("length_mismatch", JOINTS, t,
+                        f"{len(names)} names but {len(sample.position)} positions; message dropped")
+            return None
+        if not np.isfinite(sample.position).all():
+            bad = [n for n, p in zip(names, sample.position) if not math.isfinite(p)]
+            self._issue("nan", JOINTS, t, f"non-finite positions for {', '.join(bad)}; message dropped")
+            return None
+        if self._t is not None and t <= self._t:
+            kind = "duplicate_stamp" if t == self._t else "backwards"
+            self._issue(kind, JOINTS, t, f"stamp {t:.6f} after frame at {self._t:.6f}; message dropped")
+            return None
+        if self._position is None:
+            self._init_joints(names)
+        elif names not in self._layouts:
+            first = next(iter(self._layouts))
+            self._issue("joint_names_changed", JOINTS, t,
+                        f"names [{', '.join(names)}] differ from the first message's [{', '.join(first)}]")
+        assert self._position is not None and self._seen is not None
+        src, dst = self._layout(names, t)
+        self._position[dst] = sample.position[src]
+        self._seen[dst] = True
+        velocity = self._update(self._velocity, sample.velocity, len(names), src, dst, "velocities", t)
+        effort = self._update(self._effort, sample.effort, len(names), src, dst, "efforts", t)
+        if not self._seen.all():
+            missing = [n for n, s in zip(self.joints, self._seen) if not s]
+            self._issue("missing_joints", JOINTS, t, f"no position yet for {', '.join(missing)}; frame held back")
+            return None
+
+        stale = set(self.stale_streams(t))
+        if self._t is not None and t - self._t > self.limits.joint_states:
+            self._issue("time_jump", JOINTS, t, f"{t - self._t:.3f} s since the previous frame")
+            stale.add(JOINTS)
+        self._t = t
+        self._stopped_flagged = False
+        state = RobotState(
+            t=t,
+            joint_names=self.joints,
+            joint_position=self._position.copy(),
+            joint_velocity=velocity,
+            joint_effort=effort,
+            wrench=self._wrench[0] if self._wrench else None,
+            wrench_age=max(0.0, t - self._wrench[1]) if self._wrench else None,
+            object_poses=dict(self._poses),
+            object_ages={n: max(0.0, t - s) for n, s in self._pose_stamps.items()},
+        )
+        self.frames += 1
+        return AssembledFrame(state, frozenset(stale), self.drain_issues())
+
+    def _update(
+        self, store: np.ndarray | None, values: np.ndarray | None, n: int,
+        src: np.ndarray, dst: np.ndarray, what: str, t: float,
+    ) -> np.ndarray | None:
+        """Scatter optional per-joint values; None for the frame unless every joint has a finite one."""
+        assert store is not None
+        if values is None:
+            store[dst] = np.nan
+        elif len(values) != n:
+            self._issue("length_mismatch", JOINTS, t, f"{n} names but {len(values)} {what}; {what} ignored")
+            store[dst] = np.nan
+        else:
+            store[dst] = values[src]
+            if not np.isfinite(values).all():
+                self._issue("nan", JOINTS, t, f"non-finite {what}; {what} unknown this frame")
+        return store.copy() if np.isfinite(store).all() else None

@@ -1,0 +1,236 @@
+"""rosbag2 reading and writing with rosbags (sqlite3 and mcap; no ROS installation needed).
+
+Reading: `BagReader` opens a bag directory or a bare `.mcap`/`.db3` file with rosbags' AnyReader,
+which registers the message definitions embedded in the bag (mcap, and sqlite3 from Iron on); types
+the bag does not define come from the newest ROS 2 typestore, and types nobody defines are skipped
+with a warning naming them. Messages stream in log-time order, so bags larger than memory are fine.
+
+Writing: `BagWriter` serialises with rosbags' own CDR serializer (bytes serialised by rclpy can fail
+rosbags' size check on read) and embeds each type's definition, so any ROS tool decodes the bag.
+"""
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from rosbags.highlevel import AnyReader, AnyReaderError
+from rosbags.rosbag2 import ReaderError, StoragePlugin, Writer, WriterError
+from rosbags.serde import SerdeError
+from rosbags.typesys import Stores, TypesysError, get_typestore
+
+from safety_monitor.errors import SourceError
+from safety_monitor.grounding.state import Pose, Wrench
+from safety_monitor.sources import messages as m
+
+log = logging.getLogger(__name__)
+
+BAG_FILE_SUFFIXES = (".mcap", ".db3")
+_STORAGES = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}
+
+
+@cache
+def default_typestore() -> Any:
+    """ROS 2 Kilted's message definitions, or the newest store this rosbags version has."""
+    stores = [s for s in Stores if s.name.startswith("ROS2_")]
+    preferred = getattr(Stores, "ROS2_KILTED", None) or stores[-1]
+    return get_typestore(preferred)
+
+
+def _is_bag_dir(path: Path) -> bool:
+    return (path / "metadata.yaml").is_file()
+
+
+def find_bags(paths: Iterable[str | Path]) -> list[Path]:
+    """Expand arguments into bags: bag directories, bare .mcap/.db3 files, and folders searched
+    recursively for either (files inside a bag directory belong to that bag). Sorted per argument."""
+    found: list[Path] = []
+    for arg in paths:
+        path = Path(arg)
+        if not path.exists():
+            raise SourceError(f"{path}: no such file or folder")
+        if path.is_file() or _is_bag_dir(path):
+            found.append(path)
+            continue
+        bag_dirs = sorted(p.parent for p in path.rglob("metadata.yaml"))
+        loose = sorted(
+            p for p in path.rglob("*")
+            if p.suffix in BAG_FILE_SUFFIXES and p.is_file() and not any(d in p.parents for d in bag_dirs)
+        )
+        if not bag_dirs and not loose:
+            raise SourceError(f"{path}: no rosbag2 bags (metadata.yaml, *.mcap, *.db3) in this folder")
+        found.extend(sorted(bag_dirs + loose))
+    return found
+
+
+@dataclass(frozen=True)
+class TopicSummary:
+    msgtype: str
+    count: int
+
+
+_READ_ERRORS = (AnyReaderError, ReaderError, SerdeError, TypesysError, sqlite3.Error, OSError, ValueError,
+                KeyError, IndexError, AssertionError, EOFError)
+
+
+class BagReader:
+    """An open rosbag2 bag: topic summary and a stream of deserialised messages.
+
+    Every rosbags or storage failure surfaces as SourceError naming the bag, including corruption
+    found mid-stream (truncated chunks, damaged sqlite pages).
+    """
+
+    def __init__(self, path: str | Path, typestore: Any = None) -> None:
+        self.path = Path(path)
+        self._default = typestore or default_typestore()
+        self._reader: AnyReader | None = None
+        self.skipped_types: tuple[str, ...] = ()
+
+    def __enter__(self) -> BagReader:
+        try:
+            self._reader = AnyReader([self.path], default_typestore=self._default)
+            self._reader.open()
+        except FileNotFoundError as exc:
+            raise SourceError(f"{self.path}: not a readable rosbag2 bag ({exc})") from None
+        except _READ_ERRORS as exc:
+            self._reader = None
+            raise SourceError(f"{self.path}: cannot open bag: {exc}") from None
+        self.skipped_types = self._complete_types()
+        if self.skipped_types:
+            log.warning("%s: no definition for message types %s; their topics are skipped",
+                        self.path, ", ".join(self.skipped_types))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._reader is not None:
+            try:
+                self._reader.close()
+            except _READ_ERRORS:
+                pass
+            self._reader = None
+
+    def _complete_types(self) -> tuple[str, ...]:
+        """Add default definitions for types the bag does not define; return the still-unknown ones."""
+        store = self._open().typestore
+        missing = {c.msgtype for c in self._open().connections if c.msgtype not in store.fielddefs}
+        known = {t for t in missing if t in self._default.fielddefs}
+        if known:
+            store.register({k: v for k, v in self._default.fielddefs.items() if k not in store.fielddefs})
+        return tuple(sorted(missing - known))
+
+    def _open(self) -> AnyReader:
+        if self._reader is None:
+            raise SourceError(f"{self.path}: bag is not open")
+        return self._reader
+
+    @property
+    def topics(self) -> dict[str, TopicSummary]:
+        """Topic -> (type, message count), from the bag's metadata."""
+        return {name: TopicSummary(info.msgtype or "?", info.msgcount) for name, info in self._open().topics.items()}
+
+    @property
+    def message_count(self) -> int:
+        return self._open().message_count
+
+    @property
+    def duration(self) -> float:
+        """Seconds between the first and the last message's log time."""
+        reader = self._open()
+        return max(0, reader.end_time - reader.start_time) / 1e9 if reader.message_count else 0.0
+
+    def raw_messages(self, topics: Collection[str]) -> Iterator[tuple[str, str, int, bytes]]:
+        """(topic, msgtype, log time ns, CDR bytes) in log-time order for the named topics."""
+        reader = self._open()
+        skipped = set(self.skipped_types)
+        conns = [c for c in reader.connections if c.topic in topics and c.msgtype not in skipped]
+        if not conns:
+            return
+        try:
+            for conn, t_ns, raw in reader.messages(connections=conns):
+                yield conn.topic, conn.msgtype, t_ns, raw
+        except _READ_ERRORS as exc:
+            raise SourceError(f"{self.path}: bag is corrupt or truncated: {exc}") from None
+
+    def deserialize(self, raw: bytes, msgtype: str) -> Any:
+        try:
+            return self._open().typestore.deserialize_cdr(raw, msgtype)
+        except _READ_ERRORS as exc:
+            raise SourceError(f"{self.path}: cannot decode a {msgtype} message: {exc}") from None
+
+    def messages(self, topics: Collection[str]) -> Iterator[tuple[str, int, Any]]:
+        """(topic, log time ns, message) in log-time order, deserialised lazily."""
+        for topic, msgtype, t_ns, raw in self.raw_messages(topics):
+            yield topic, t_ns, self.deserialize(raw, msgtype)
+
+
+class BagWriter:
+    """Write a rosbag2 bag from plain values or rosbags messages (not thread-safe: one writer thread).
+
+    `t` arguments are seconds: the header stamp, and the log time unless `log_t` is given (a live
+    recorder passes its receive time). Use as a context manager; the bag is finalised on exit.
+    """
+
+    def __init__(self, path: str | Path, storage: str = "mcap", typestore: Any = None) -> None:
+        if storage not in _STORAGES:
+            raise SourceError(f"{path}: unknown bag storage {storage!r}; use one of {sorted(_STORAGES)}")
+        self.path = Path(path)
+        self.typestore = typestore or default_typestore()
+        self.types = m.rosbags_types(self.typestore)
+        self._writer = Writer(self.path, version=Writer.VERSION_LATEST, storage_plugin=_STORAGES[storage])
+        self._connections: dict[str, Any] = {}
+
+    def __enter__(self) -> BagWriter:
+        try:
+            self._writer.open()
+        except WriterError as exc:
+            raise SourceError(f"{self.path}: cannot create bag: {exc}") from None
+        return self
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._writer.storage is not None:
+            self._writer.close()
+
+    def write(self, topic: str, msg: Any, log_t: float) -> None:
+        """Serialise a rosbags message and append it on `topic` at log time `log_t` seconds."""
+        msgtype = msg.__msgtype__
+        conn = self._connections.get(topic)
+        if conn is None:
+            conn = self._writer.add_connection(topic, msgtype, typestore=self.typestore)
+            self._connections[topic] = conn
+        elif conn.msgtype != msgtype:
+            raise SourceError(f"{self.path}: topic {topic} has type {conn.msgtype}, not {msgtype}")
+        self._writer.write(conn, round(log_t * 1e9), self.typestore.serialize_cdr(msg, msgtype))
+
+    def write_joint_state(
+        self, topic: str, t: float, names: Sequence[str], position: Sequence[float],
+        velocity: Sequence[float] | None = None, effort: Sequence[float] | None = None,
+        log_t: float | None = None,
+    ) -> None:
+        self.write(topic, m.joint_state_msg(self.types, t, names, position, velocity, effort), _log(t, log_t))
+
+    def write_wrench(self, topic: str, t: float, wrench: Wrench, log_t: float | None = None) -> None:
+        self.write(topic, m.wrench_msg(self.types, t, wrench), _log(t, log_t))
+
+    def write_pose(self, topic: str, t: float, pose: Pose, log_t: float | None = None) -> None:
+        self.write(topic, m.pose_msg(self.types, t, pose), _log(t, log_t))
+
+    def write_clock(self, t: float, topic: str = "/clock", log_t: float | None = None) -> None:
+        self.write(topic, m.clock_msg(self.types, t), _log(t, log_t))
+
+    def write_predicates(self, topic: str, sample: m.PredicateSample, log_t: float | None = None,
+                         hardware_id: str = "estimator") -> None:
+        self.write(topic, m.predicates_msg(self.types, sample, hardware_id), _log(sample.t, log_t))
+
+    def write_events(self, topic: str, events: Sequence[Any], t: float, log_t: float | None = None) -> None:
+        self.write(topic, m.events_msg(self.types, events, t), _log(t, log_t))
+
+
+def _log(t: float, log_t: float | None) -> float:
+    return t if log_t is None else log_t

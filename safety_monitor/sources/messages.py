@@ -1,0 +1,338 @@
+"""ROS message <-> plain-value converters shared by the live nodes and bag replay.
+
+Readers are duck-typed on field names, so they take rclpy messages and rosbags-deserialised
+dataclasses alike. Writers build messages from a `MessageTypes` namespace: `rclpy_types()` for
+publishing, `rosbags_types()` for writing bags with rosbags' own serializer.
+
+Wire layout of `/safety_monitor/predicates` (diagnostic_msgs/DiagnosticArray), the one definition
+the estimator node, external estimators and replay all use:
+
+- `header.stamp`: the frame time; `header.frame_id`: empty.
+- exactly one `DiagnosticStatus` with `name = "safety_monitor/predicates"`, `hardware_id` = the
+  publisher's name, `message = "frame <n>"`, `level` OK, WARN when some predicate is unknown,
+  STALE when some input stream is stale;
+- `values`: one `KeyValue(key=<predicate>, value="true"|"false")` per predicate, plus reserved keys
+  that cannot clash with predicate names (those match `[a-z][a-z0-9_]*`): `_frame` (frame index,
+  decimal), `_t` (frame time in seconds, Python `repr` of the float, exact), `_unknown` and
+  `_stale` (comma-separated names, empty when none). External publishers may send only the
+  predicate keys; the frame index and time then come from arrival order and `header.stamp`.
+
+Wire layout of `/safety_monitor/events` (diagnostic_msgs/DiagnosticArray): one status per event,
+`name` = property, `message` = event kind (e.g. opened, recovered, closed), `hardware_id` =
+"safety_monitor", `level` ERROR for opened, WARN for closed unrecovered, OK otherwise, and
+`values` one KeyValue per remaining event field with the value as JSON (`frame`, `t`, `episode`,
+`counterexample`, ...). Field names and types come from the event dataclass itself, so the
+encoding follows the monitor's event type without a second schema.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from safety_monitor.errors import SourceError
+from safety_monitor.grounding.state import Pose, Wrench
+
+PREDICATES_STATUS = "safety_monitor/predicates"
+EVENTS_HARDWARE_ID = "safety_monitor"
+_FRAME, _T, _UNKNOWN, _STALE = "_frame", "_t", "_unknown", "_stale"
+_TRUE = {"true", "1"}
+_FALSE = {"false", "0"}
+
+
+# ----------------------------------------------------------------------------------------- time
+def stamp_seconds(stamp: Any) -> float:
+    """builtin_interfaces/Time -> seconds, correctly rounded from integer nanoseconds."""
+    return (int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)) / 1e9
+
+
+def split_seconds(t: float) -> tuple[int, int]:
+    """Seconds -> (sec, nanosec) as builtin_interfaces/Time wants them (nanosec in [0, 1e9))."""
+    ns = round(t * 1e9)
+    return ns // 1_000_000_000, ns % 1_000_000_000
+
+
+# ------------------------------------------------------------------------------------- readers
+@dataclass(frozen=True)
+class JointSample:
+    """One sensor_msgs/JointState as plain values. Empty velocity/effort lists become None."""
+
+    names: tuple[str, ...]
+    position: np.ndarray
+    velocity: np.ndarray | None
+    effort: np.ndarray | None
+    stamp: float
+
+
+def _floats(values: Any) -> np.ndarray:
+    return np.asarray(values, dtype=np.float64).reshape(-1)
+
+
+def joint_state_sample(msg: Any) -> JointSample:
+    """sensor_msgs/JointState -> JointSample (no checks here; the assembler checks)."""
+    velocity = _floats(msg.velocity)
+    effort = _floats(msg.effort)
+    return JointSample(
+        names=tuple(str(n) for n in msg.name),
+        position=_floats(msg.position),
+        velocity=velocity if velocity.size else None,
+        effort=effort if effort.size else None,
+        stamp=stamp_seconds(msg.header.stamp),
+    )
+
+
+def wrench_of(msg: Any) -> tuple[Wrench, float]:
+    """geometry_msgs/WrenchStamped -> (Wrench, stamp seconds)."""
+    f, m = msg.wrench.force, msg.wrench.torque
+    return (
+        Wrench(force=np.array([f.x, f.y, f.z], dtype=np.float64), torque=np.array([m.x, m.y, m.z], dtype=np.float64)),
+        stamp_seconds(msg.header.stamp),
+    )
+
+
+def pose_of(msg: Any) -> tuple[Pose, float]:
+    """geometry_msgs/PoseStamped -> (Pose with w-first quaternion, stamp seconds)."""
+    p, q = msg.pose.position, msg.pose.orientation
+    return (
+        Pose(position=np.array([p.x, p.y, p.z], dtype=np.float64), quaternion=np.array([q.w, q.x, q.y, q.z], dtype=np.float64)),
+        stamp_seconds(msg.header.stamp),
+    )
+
+
+# ------------------------------------------------------------------------------ message types
+def rosbags_types(typestore: Any = None) -> SimpleNamespace:
+    """Message classes from a rosbags typestore (default: the newest ROS 2 store)."""
+    if typestore is None:
+        from safety_monitor.sources.bag import default_typestore
+
+        typestore = default_typestore()
+    t = typestore.types
+    return SimpleNamespace(
+        Time=t["builtin_interfaces/msg/Time"],
+        Header=t["std_msgs/msg/Header"],
+        JointState=t["sensor_msgs/msg/JointState"],
+        Vector3=t["geometry_msgs/msg/Vector3"],
+        Wrench=t["geometry_msgs/msg/Wrench"],
+        WrenchStamped=t["geometry_msgs/msg/WrenchStamped"],
+        Point=t["geometry_msgs/msg/Point"],
+        Quaternion=t["geometry_msgs/msg/Quaternion"],
+        Pose=t["geometry_msgs/msg/Pose"],
+        PoseStamped=t["geometry_msgs/msg/PoseStamped"],
+        KeyValue=t["diagnostic_msgs/msg/KeyValue"],
+        DiagnosticStatus=t["diagnostic_msgs/msg/DiagnosticStatus"],
+        DiagnosticArray=t["diagnostic_msgs/msg/DiagnosticArray"],
+        Clock=t["rosgraph_msgs/msg/Clock"],
+    )
+
+
+def rclpy_types() -> SimpleNamespace:
+    """The same classes from the ROS 2 Python message packages (for publishing)."""
+    from builtin_interfaces.msg import Time
+    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+    from geometry_msgs.msg import Point, Quaternion, Vector3, WrenchStamped
+    from geometry_msgs.msg import Pose as PoseMsg
+    from geometry_msgs.msg import PoseStamped
+    from geometry_msgs.msg import Wrench as WrenchMsg
+    from rosgraph_msgs.msg import Clock
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Header
+
+    return SimpleNamespace(
+        Time=Time, Header=Header, JointState=JointState, Vector3=Vector3, Wrench=WrenchMsg,
+        WrenchStamped=WrenchStamped, Point=Point, Quaternion=Quaternion, Pose=PoseMsg,
+        PoseStamped=PoseStamped, KeyValue=KeyValue, DiagnosticStatus=DiagnosticStatus,
+        DiagnosticArray=DiagnosticArray, Clock=Clock,
+    )
+
+
+# ------------------------------------------------------------------------------------- writers
+def header(types: SimpleNamespace, t: float, frame_id: str = "") -> Any:
+    sec, nanosec = split_seconds(t)
+    return types.Header(stamp=types.Time(sec=sec, nanosec=nanosec), frame_id=frame_id)
+
+
+def clock_msg(types: SimpleNamespace, t: float) -> Any:
+    sec, nanosec = split_seconds(t)
+    return types.Clock(clock=types.Time(sec=sec, nanosec=nanosec))
+
+
+def joint_state_msg(
+    types: SimpleNamespace,
+    t: float,
+    names: Sequence[str],
+    position: Sequence[float],
+    velocity: Sequence[float] | None = None,
+    effort: Sequence[float] | None = None,
+) -> Any:
+    empty = np.zeros(0, dtype=np.float64)
+    return types.JointState(
+        header=header(types, t),
+        name=[str(n) for n in names],
+        position=_floats(position),
+        velocity=empty if velocity is None else _floats(velocity),
+        effort=empty if effort is None else _floats(effort),
+    )
+
+
+def wrench_msg(types: SimpleNamespace, t: float, wrench: Wrench, frame_id: str = "ft_site") -> Any:
+    return types.WrenchStamped(
+        header=header(types, t, frame_id),
+        wrench=types.Wrench(force=_vector3(types, wrench.force), torque=_vector3(types, wrench.torque)),
+    )
+
+
+def _vector3(types: SimpleNamespace, values: Iterable[float]) -> Any:
+    x, y, z = (float(v) for v in values)
+    return types.Vector3(x=x, y=y, z=z)
+
+
+def pose_msg(types: SimpleNamespace, t: float, pose: Pose, frame_id: str = "world") -> Any:
+    p = [float(v) for v in pose.position]
+    w, x, y, z = (float(v) for v in pose.quaternion)
+    return types.PoseStamped(
+        header=header(types, t, frame_id),
+        pose=types.Pose(
+            position=types.Point(x=p[0], y=p[1], z=p[2]),
+            orientation=types.Quaternion(x=x, y=y, z=z, w=w),
+        ),
+    )
+
+
+# ---------------------------------------------------------------------------------- predicates
+@dataclass(frozen=True)
+class PredicateSample:
+    """One frame of predicate values as carried on `/safety_monitor/predicates`."""
+
+    values: Mapping[str, bool]
+    t: float
+    frame: int | None = None  # None: the publisher did not say (external estimators)
+    unknown: frozenset[str] = frozenset()
+    stale: frozenset[str] = frozenset()
+
+
+def predicates_msg(types: SimpleNamespace, sample: PredicateSample, hardware_id: str = "estimator") -> Any:
+    """PredicateSample -> DiagnosticArray in the layout documented above."""
+    S = types.DiagnosticStatus
+    level = S.STALE if sample.stale else S.WARN if sample.unknown else S.OK
+    kv = types.KeyValue
+    values = [kv(key=name, value="true" if value else "false") for name, value in sample.values.items()]
+    meta = [
+        kv(key=_FRAME, value="" if sample.frame is None else str(sample.frame)),
+        kv(key=_T, value=repr(float(sample.t))),
+        kv(key=_UNKNOWN, value=",".join(sorted(sample.unknown))),
+        kv(key=_STALE, value=",".join(sorted(sample.stale))),
+    ]
+    status = S(
+        level=level,
+        name=PREDICATES_STATUS,
+        message="" if sample.frame is None else f"frame {sample.frame}",
+        hardware_id=hardware_id,
+        values=values + meta,
+    )
+    return types.DiagnosticArray(header=header(types, sample.t), status=[status])
+
+
+def _names(text: str) -> frozenset[str]:
+    return frozenset(n for n in text.split(",") if n)
+
+
+def decode_predicates(msg: Any) -> PredicateSample:
+    """DiagnosticArray -> PredicateSample; SourceError names a malformed status or value."""
+    statuses = [s for s in msg.status if s.name == PREDICATES_STATUS] or list(msg.status)
+    if len(statuses) != 1:
+        raise SourceError(
+            f"predicates message has {len(msg.status)} statuses; expected one named {PREDICATES_STATUS!r}"
+        )
+    values: dict[str, bool] = {}
+    meta: dict[str, str] = {}
+    for item in statuses[0].values:
+        key, text = str(item.key), str(item.value)
+        if key.startswith("_"):
+            meta[key] = text
+            continue
+        low = text.strip().lower()
+        if low in _TRUE:
+            values[key] = True
+        elif low in _FALSE:
+            values[key] = False
+        else:
+            raise SourceError(f"predicate {key!r} has value {text!r}; expected 'true' or 'false'")
+    try:
+        t = float(meta[_T]) if meta.get(_T) else stamp_seconds(msg.header.stamp)
+        frame = int(meta[_FRAME]) if meta.get(_FRAME) else None
+    except ValueError as exc:
+        raise SourceError(f"predicates message has a malformed _t or _frame: {exc}") from None
+    return PredicateSample(
+        values=values, t=t, frame=frame,
+        unknown=_names(meta.get(_UNKNOWN, "")), stale=_names(meta.get(_STALE, "")),
+    )
+
+
+# -------------------------------------------------------------------------------------- events
+def _jsonable(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (frozenset, set)):
+        return sorted(_jsonable(v) for v in value)
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def event_level(types: SimpleNamespace, kind: str, recovered: bool | None = None) -> Any:
+    S = types.DiagnosticStatus
+    if kind == "opened":
+        return S.ERROR
+    if kind == "closed" and not recovered:
+        return S.WARN
+    return S.OK
+
+
+def events_msg(types: SimpleNamespace, events: Sequence[Any], t: float) -> Any:
+    """Monitor events (dataclasses with `property` and `kind` fields) -> one DiagnosticArray."""
+    statuses = []
+    for event in events:
+        fields = _jsonable(event)
+        name, kind = fields.pop("property"), fields.pop("kind")
+        statuses.append(
+            types.DiagnosticStatus(
+                level=event_level(types, kind, fields.get("recovered")),
+                name=name,
+                message=kind,
+                hardware_id=EVENTS_HARDWARE_ID,
+                values=[types.KeyValue(key=k, value=json.dumps(v, sort_keys=True)) for k, v in fields.items()],
+            )
+        )
+    return types.DiagnosticArray(header=header(types, t), status=statuses)
+
+
+def decode_events(msg: Any) -> list[dict[str, Any]]:
+    """DiagnosticArray -> one dict per event (`property`, `kind` and the JSON-decoded fields)."""
+    out = []
+    for status in msg.status:
+        event: dict[str, Any] = {"property": str(status.name), "kind": str(status.message)}
+        for item in status.values:
+            try:
+                event[str(item.key)] = json.loads(item.value)
+            except json.JSONDecodeError:
+                raise SourceError(
+                    f"event {status.name!r}/{status.message!r}: field {item.key!r} is not JSON: {item.value!r}"
+                ) from None
+        out.append(event)
+    return out
+
+
+def event_fields(event: Any) -> dict[str, Any]:
+    """A monitor event as the same JSON-shaped dict `decode_events` returns, for comparisons."""
+    return json.loads(json.dumps(_jsonable(event)))
