@@ -1,0 +1,264 @@
+"""CTL model checking on a computation tree, with witness and counterexample paths.
+
+Finite-path semantics. The paths from a node are its downward paths that stop at an end node (a
+leaf, or a node where some trajectory stopped); from a root they are the recorded trajectories.
+- `EX f`: some child satisfies f, so false at a leaf; `AX f` = `!EX !f`: true at a leaf (weak).
+  Whether a trajectory stops at the node does not matter to either.
+- `AF f`, `A[f U g]` are strong: every path reaches f (g) before it stops; a trajectory that stops
+  at an inner node counts as a path of its own. `AG f`, `A[f W g]` are the weak forms.
+- `EG f`: some path keeps f up to its last node. `EF`, `E[f U g]`, `E[f W g]` as usual.
+A formula holds on the tree when it holds at every root. These are exactly the LTLf semantics of
+the corresponding path formula over all recorded trajectories (see `verify.lift`).
+
+Every temporal operator is `v = x | (y & agg(children v))` for state sets x, y and agg = any
+(E) or all (A); `_fixpoint` solves it one segment level at a time with reverse scans.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from safety_monitor.spec.ltlf import And, Atom, Const, Equiv, Implies, Not, Or
+from safety_monitor.verify.ctl import AF, AG, AU, AW, EF, EG, EU, EW, EX, AX, CTLFormula, ctl_atoms, ctl_text, is_state_propositional
+from safety_monitor.verify.tree import ComputationTree
+
+_TRUE, _FALSE = Const(True), Const(False)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A downward path that shows why a formula has its value at the path's first node."""
+
+    path: tuple[int, ...]  # node ids
+    decisive: tuple[tuple[int, tuple[str, ...]], ...]  # (node, predicates whose values decided there)
+    notes: tuple[str, ...]  # plain-language steps, in path order
+
+
+@dataclass(frozen=True)
+class CTLResult:
+    formula: CTLFormula
+    holds: bool  # at every root
+    sat: np.ndarray  # bool per node
+    evidence: Evidence  # from the first failing root (counterexample), else from the first root (witness)
+
+
+class TreeChecker:
+    """Labels a tree with CTL formulas; sub-formula labels are memoised across `check` calls."""
+
+    def __init__(self, tree: ComputationTree):
+        self.tree = tree
+        self._memo: dict[CTLFormula, np.ndarray] = {}
+        self._inner = tree.parent >= 0
+        self._tail_of_node = tree.segment_tail[tree.segment]
+
+    def check(self, f: CTLFormula) -> CTLResult:
+        sat = self.values(f)
+        roots = self.tree.roots
+        failing = roots[~sat[roots]]
+        holds = failing.size == 0
+        start = int(roots[0] if holds else failing[0])
+        return CTLResult(f, holds, sat, self.explain(f, start, bool(sat[start])))
+
+    def values(self, f: CTLFormula) -> np.ndarray:
+        got = self._memo.get(f)
+        if got is None:
+            got = self._compute(f)
+            got.setflags(write=False)
+            self._memo[f] = got
+        return got
+
+    def _compute(self, f: CTLFormula) -> np.ndarray:
+        v, end = self.values, self.tree.end
+        if isinstance(f, Atom):
+            return self.tree.atom(f.name).copy()
+        if isinstance(f, Const):
+            return np.full(self.tree.n_nodes, f.value)
+        if isinstance(f, Not):
+            return ~v(f.arg)
+        if isinstance(f, And):
+            return np.logical_and.reduce([v(a) for a in f.args])
+        if isinstance(f, Or):
+            return np.logical_or.reduce([v(a) for a in f.args])
+        if isinstance(f, Implies):
+            return ~v(f.left) | v(f.right)
+        if isinstance(f, Equiv):
+            return v(f.left) == v(f.right)
+        if isinstance(f, EX):
+            return self._any_child(v(f.arg))
+        if isinstance(f, AX):
+            return ~self._any_child(~v(f.arg))
+        if isinstance(f, EF):
+            return self._fixpoint(v(f.arg), np.ones_like(end), universal=False)
+        if isinstance(f, AF):
+            return self._fixpoint(v(f.arg), ~end, universal=True)
+        if isinstance(f, EG):
+            return self._fixpoint(v(f.arg) & end, v(f.arg), universal=False)
+        if isinstance(f, AG):
+            return self._fixpoint(np.zeros_like(end), v(f.arg), universal=True)
+        if isinstance(f, EU):
+            return self._fixpoint(v(f.right), v(f.left), universal=False)
+        if isinstance(f, AU):
+            return self._fixpoint(v(f.right), v(f.left) & ~end, universal=True)
+        if isinstance(f, EW):
+            return self._fixpoint(v(f.right) | (v(f.left) & end), v(f.left), universal=False)
+        if isinstance(f, AW):
+            return self._fixpoint(v(f.right), v(f.left), universal=True)
+        raise TypeError(f"not a CTL formula: {f!r}")
+
+    def _any_child(self, values: np.ndarray) -> np.ndarray:
+        tree = self.tree
+        return np.bincount(tree.parent[self._inner & values], minlength=tree.n_nodes) > 0
+
+    def _fixpoint(self, x: np.ndarray, y: np.ndarray, universal: bool) -> np.ndarray:
+        """Least solution of v = x | (y & agg(children v)), agg = all (universal) or any.
+
+        Inside a segment v[i] is true iff the first node >= i with x comes no later than the first
+        node without y; if neither occurs before the segment's tail, v[i] is agg over the tail's
+        children, which the deeper level has already settled. A node without children has
+        agg = True for all and False for any.
+        """
+        tree = self.tree
+        n = tree.n_nodes
+        out = np.empty(n, dtype=bool)
+        tail_agg = np.full(tree.segment_head.size, universal)
+        for k in range(tree.n_levels - 1, -1, -1):
+            a, b = int(tree.level_nodes[k]), int(tree.level_nodes[k + 1])
+            index = np.arange(a, b)
+            first_x = np.minimum.accumulate(np.where(x[a:b], index, n)[::-1])[::-1]
+            first_not_y = np.minimum.accumulate(np.where(y[a:b], n, index)[::-1])[::-1]
+            tail = self._tail_of_node[a:b]
+            has_x, has_not_y = first_x <= tail, first_not_y <= tail
+            out[a:b] = (has_x & (~has_not_y | (first_x <= first_not_y))) | (
+                ~has_x & ~has_not_y & tail_agg[tree.segment[a:b]]
+            )
+            if k:
+                sa, sb = int(tree.level_segments[k]), int(tree.level_segments[k + 1])
+                head_values = out[tree.segment_head[sa:sb]]
+                parents = tree.segment_parent[sa:sb]
+                tail_agg[parents[head_values != universal]] = not universal
+        return out
+
+    # ----- evidence -------------------------------------------------------------------------
+
+    def explain(self, f: CTLFormula, node: int, want: bool) -> Evidence:
+        """Evidence that `f` has value `want` at `node` (which it must have)."""
+        tree, v = self.tree, self.values
+        frame = int(tree.depth[node])
+        if is_state_propositional(f):
+            atoms = ctl_atoms(f)
+            shown = "" if isinstance(f, (Atom, Const)) else " (" + _values_text(tree.valuation(node, atoms)) + ")"
+            note = f"{ctl_text(f)} is {_tf(want)} at frame {frame}{shown}"
+            return Evidence((node,), ((node, atoms),) if atoms else (), (note,))
+        if isinstance(f, Not):
+            return self.explain(f.arg, node, not want)
+        if isinstance(f, (And, Or)):
+            decisive = [a for a in f.args if bool(v(a)[node]) == want]
+            if want == isinstance(f, Or):  # one true disjunct or one false conjunct decides
+                return self.explain(decisive[0], node, want)
+            return _together([self.explain(a, node, want) for a in f.args])
+        if isinstance(f, Implies):
+            left, right = bool(v(f.left)[node]), bool(v(f.right)[node])
+            if not want:
+                return _together([self.explain(f.left, node, True), self.explain(f.right, node, False)])
+            return self.explain(f.left, node, False) if not left else self.explain(f.right, node, True)
+        if isinstance(f, Equiv):
+            return _together([self.explain(g, node, bool(v(g)[node])) for g in (f.left, f.right)])
+        if isinstance(f, (EX, AX)):
+            return self._explain_next(f, node, want)
+        left, right, existential, strong = _until_form(f)
+        if existential == want:
+            return self._walk(f, left, right, existential, strong, node)
+        quantifier = "every path" if want else "no path"
+        return Evidence((node,), (), (f"{quantifier} from frame {frame} satisfies {_path_text(left, right, strong)}",))
+
+    def _explain_next(self, f, node: int, want: bool) -> Evidence:
+        tree = self.tree
+        frame = int(tree.depth[node])
+        existential = isinstance(f, EX)
+        if existential != want:
+            if tree.n_children[node] == 0:
+                return Evidence((node,), (), (f"frame {frame} has no successor",))
+            every = "every successor" if want else "no successor"
+            return Evidence((node,), (), (f"{every} of frame {frame} satisfies {ctl_text(f.arg)}",))
+        arg_values = self.values(f.arg)
+        child = next(int(c) for c in tree.children(node) if arg_values[c] == want)
+        after = self.explain(f.arg, child, want)
+        return Evidence((node, *after.path), after.decisive, after.notes)
+
+    def _walk(self, f, left, right, existential: bool, strong: bool, node: int) -> Evidence:
+        """Follow one path that keeps `f`'s value (true for E, false for A) until it is decided."""
+        tree = self.tree
+        fv, lv, rv = self.values(f), self.values(left), self.values(right)
+        keep = bool(fv[node])
+        path = [node]
+        m = node
+        while True:
+            if rv[m]:  # existential: reached `right`
+                lead = self._held(left, node, m)
+                return _then(Evidence(tuple(path), (), lead), self.explain(right, m, True))
+            if not lv[m]:  # universal: `left` fails before `right`
+                before = "" if right == _FALSE else f" before {ctl_text(right)} holds"
+                failed = self.explain(left, m, False)
+                failed = Evidence(failed.path, failed.decisive, (failed.notes[0] + before, *failed.notes[1:]))
+                return _then(Evidence(tuple(path), (), ()), failed)
+            if tree.end[m] and (existential or strong):
+                start, stop = int(tree.depth[node]), int(tree.depth[m])
+                right_atoms = ctl_atoms(right)
+                if existential:
+                    note = f"{ctl_text(left)} holds from frame {start} to the end of the path at frame {stop}"
+                    return Evidence(tuple(path), (), (note,))
+                note = (f"{ctl_text(right)} is false at frame {stop}, where the path ends" if start == stop else
+                        f"{ctl_text(right)} never holds from frame {start} to the end of the path at frame {stop}")
+                return Evidence(tuple(path), ((m, right_atoms),) if right_atoms else (), self._held(left, node, m, until=True) + (note,))
+            m = next(int(c) for c in tree.children(m) if fv[c] == keep)
+            path.append(m)
+
+    def _held(self, left, start: int, stop: int, until: bool = False) -> tuple[str, ...]:
+        if left == _TRUE or (start == stop and not until):
+            return ()
+        a, b = int(self.tree.depth[start]), int(self.tree.depth[stop]) - (0 if until else 1)
+        span = f"at frame {a}" if a == b else f"from frame {a} to {b}"
+        return (f"{ctl_text(left)} holds {span}",)
+
+
+def _until_form(f) -> tuple[CTLFormula, CTLFormula, bool, bool]:
+    """(left, right, existential, strong) of the until form of a temporal operator."""
+    if isinstance(f, EF):
+        return _TRUE, f.arg, True, True
+    if isinstance(f, AF):
+        return _TRUE, f.arg, False, True
+    if isinstance(f, EG):
+        return f.arg, _FALSE, True, False
+    if isinstance(f, AG):
+        return f.arg, _FALSE, False, False
+    return f.left, f.right, isinstance(f, (EU, EW)), isinstance(f, (EU, AU))
+
+
+def _path_text(left, right, strong: bool) -> str:
+    if left == _TRUE:
+        return f"F {ctl_text(right)}"
+    if right == _FALSE:
+        return f"G {ctl_text(left)}"
+    return f"{ctl_text(left)} {'U' if strong else 'W'} {ctl_text(right)}"
+
+
+def _then(first: Evidence, second: Evidence) -> Evidence:
+    """`second` starts where `first` ends."""
+    return Evidence(first.path + second.path[1:], first.decisive + second.decisive, first.notes + second.notes)
+
+
+def _together(parts: list[Evidence]) -> Evidence:
+    """Evidences that all start at one node; the path is the first that goes anywhere."""
+    longest = next((p for p in parts if len(p.path) > 1), parts[0])
+    decisive = tuple(d for p in parts if p is longest or len(p.path) == 1 for d in p.decisive)
+    notes = tuple(n for p in parts if p is longest or len(p.path) == 1 for n in p.notes)
+    return Evidence(longest.path, decisive, notes)
+
+
+def _tf(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def _values_text(values: dict[str, bool]) -> str:
+    return ", ".join(f"{k}={_tf(v)}" for k, v in values.items())

@@ -1,0 +1,220 @@
+"""CTL formulas: a small frozen AST, a lark grammar of our own, and printing.
+
+Boolean connectives and atoms reuse the LTLf AST classes (`Atom`, `Const`, `Not`, `And`, `Or`,
+`Implies`, `Equiv`) so a lifted LTLf property keeps its propositional parts unchanged; the path
+quantifiers are the classes below. Syntax (tightest first): `! AX EX AF EF AG EG` (prefix),
+`A[f U g]`, `E[f U g]`, `A[f W g]`, `E[f W g]` (W: weak until), then `&`, `|`, `->`, `<->`.
+`->` and `<->` do not chain without parentheses. Atoms are lower-case snake_case, as in spec files.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Union
+
+from lark import Lark, Transformer
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from safety_monitor.errors import SpecError
+from safety_monitor.spec.ltlf import And, Atom, Const, Equiv, Implies, Not, Or
+
+
+@dataclass(frozen=True)
+class EX:
+    """Some successor satisfies `arg` (false at a leaf)."""
+
+    arg: CTLFormula
+
+
+@dataclass(frozen=True)
+class AX:
+    """Every successor satisfies `arg` (true at a leaf: the weak dual of EX)."""
+
+    arg: CTLFormula
+
+
+@dataclass(frozen=True)
+class EF:
+    arg: CTLFormula
+
+
+@dataclass(frozen=True)
+class AF:
+    arg: CTLFormula
+
+
+@dataclass(frozen=True)
+class EG:
+    arg: CTLFormula
+
+
+@dataclass(frozen=True)
+class AG:
+    arg: CTLFormula
+
+
+@dataclass(frozen=True)
+class EU:
+    left: CTLFormula
+    right: CTLFormula
+
+
+@dataclass(frozen=True)
+class AU:
+    left: CTLFormula
+    right: CTLFormula
+
+
+@dataclass(frozen=True)
+class EW:
+    """Weak until on some path: E[l U r] or EG l."""
+
+    left: CTLFormula
+    right: CTLFormula
+
+
+@dataclass(frozen=True)
+class AW:
+    """Weak until on every path: A[l U r] or G l, path by path."""
+
+    left: CTLFormula
+    right: CTLFormula
+
+
+CTLFormula = Union[Atom, Const, Not, And, Or, Implies, Equiv, EX, AX, EF, AF, EG, AG, EU, AU, EW, AW]
+
+_UNARY = {"AX": AX, "EX": EX, "AF": AF, "EF": EF, "AG": AG, "EG": EG}
+_BINARY = {("A", "U"): AU, ("E", "U"): EU, ("A", "W"): AW, ("E", "W"): EW}
+
+_GRAMMAR = r"""
+?start: iff
+?iff: implies | implies "<->" implies -> iff
+?implies: disj | disj "->" disj -> implies
+?disj: conj ("|" conj)*
+?conj: unary ("&" unary)*
+?unary: "!" unary -> neg
+      | UNARY_OP unary -> unary_op
+      | PATH "[" iff UNTIL iff "]" -> until
+      | primary
+?primary: "true" -> true
+        | "false" -> false
+        | ATOM -> atom
+        | "(" iff ")"
+UNARY_OP.2: "AX" | "EX" | "AF" | "EF" | "AG" | "EG"
+PATH: "A" | "E"
+UNTIL: "U" | "W"
+ATOM: /[a-z][a-z0-9_]*/
+%import common.WS
+%ignore WS
+"""
+
+
+@functools.lru_cache(maxsize=1)
+def _parser() -> Lark:
+    return Lark(_GRAMMAR, parser="lalr")
+
+
+class _ToAst(Transformer):
+    def disj(self, c):
+        return Or(tuple(c))
+
+    def conj(self, c):
+        return And(tuple(c))
+
+    def iff(self, c):
+        return Equiv(c[0], c[1])
+
+    def implies(self, c):
+        return Implies(c[0], c[1])
+
+    def neg(self, c):
+        return Not(c[0])
+
+    def unary_op(self, c):
+        return _UNARY[str(c[0])](c[1])
+
+    def until(self, c):
+        return _BINARY[(str(c[0]), str(c[2]))](c[1], c[3])
+
+    def true(self, c):
+        return Const(True)
+
+    def false(self, c):
+        return Const(False)
+
+    def atom(self, c):
+        return Atom(str(c[0]))
+
+
+def parse_ctl(text: str) -> CTLFormula:
+    """Parse CTL text; a SpecError points at the offending column."""
+    if not isinstance(text, str) or not text.strip():
+        raise SpecError("empty CTL formula")
+    try:
+        return _ToAst().transform(_parser().parse(text))
+    except UnexpectedInput as exc:
+        if isinstance(exc, UnexpectedEOF) or (isinstance(exc, UnexpectedToken) and exc.token.type == "$END"):
+            what, column = "unexpected end of formula", len(text) + 1
+        elif isinstance(exc, UnexpectedCharacters):
+            what, column = f"unexpected character {text[exc.pos_in_stream]!r}", exc.column
+        else:
+            what, column = f"unexpected {str(exc.token)!r}", exc.column
+        hint = " ('->' and '<->' need parentheses to chain)" if "->" in text else ""
+        raise SpecError(f"CTL syntax error at column {column}: {what}{hint}\n    {text}\n    {' ' * (column - 1)}^") from None
+
+
+def ctl_children(f: CTLFormula) -> tuple[CTLFormula, ...]:
+    if isinstance(f, (Atom, Const)):
+        return ()
+    if isinstance(f, (And, Or)):
+        return f.args
+    if isinstance(f, (Implies, Equiv, EU, AU, EW, AW)):
+        return (f.left, f.right)
+    if isinstance(f, (Not, EX, AX, EF, AF, EG, AG)):
+        return (f.arg,)
+    raise TypeError(f"not a CTL formula: {f!r}")
+
+
+def ctl_atoms(f: CTLFormula) -> tuple[str, ...]:
+    """Atoms of the formula, sorted."""
+    found: set[str] = set()
+    stack = [f]
+    while stack:
+        g = stack.pop()
+        if isinstance(g, Atom):
+            found.add(g.name)
+        stack.extend(ctl_children(g))
+    return tuple(sorted(found))
+
+
+def is_state_propositional(f: CTLFormula) -> bool:
+    """No path quantifier: the value at a node depends on that node's predicates only."""
+    return not isinstance(f, (EX, AX, EF, AF, EG, AG, EU, AU, EW, AW)) and all(
+        is_state_propositional(c) for c in ctl_children(f)
+    )
+
+
+def ctl_text(f: CTLFormula) -> str:
+    """Fully parenthesised text that `parse_ctl` reads back to the same formula."""
+    if isinstance(f, Atom):
+        return f.name
+    if isinstance(f, Const):
+        return "true" if f.value else "false"
+    if isinstance(f, Not):
+        return f"!{ctl_text(f.arg)}"
+    if isinstance(f, And):
+        return "(" + " & ".join(ctl_text(a) for a in f.args) + ")"
+    if isinstance(f, Or):
+        return "(" + " | ".join(ctl_text(a) for a in f.args) + ")"
+    if isinstance(f, Implies):
+        return f"({ctl_text(f.left)} -> {ctl_text(f.right)})"
+    if isinstance(f, Equiv):
+        return f"({ctl_text(f.left)} <-> {ctl_text(f.right)})"
+    for (path, until), cls in _BINARY.items():
+        if isinstance(f, cls):
+            return f"{path}[{ctl_text(f.left)} {until} {ctl_text(f.right)}]"
+    for name, cls in _UNARY.items():
+        if isinstance(f, cls):
+            inner = ctl_text(f.arg)
+            return f"{name}{inner}" if isinstance(f.arg, (And, Or, Implies, Equiv)) else f"{name}({inner})"
+    raise TypeError(f"not a CTL formula: {f!r}")
