@@ -180,13 +180,16 @@ class BagWriter:
         self.path = Path(path)
         self.typestore = typestore or default_typestore()
         self.types = m.rosbags_types(self.typestore)
-        self._writer = Writer(self.path, version=Writer.VERSION_LATEST, storage_plugin=_STORAGES[storage])
         self._connections: dict[str, Any] = {}
+        try:
+            self._writer = Writer(self.path, version=Writer.VERSION_LATEST, storage_plugin=_STORAGES[storage])
+        except WriterError as exc:
+            raise SourceError(f"{self.path}: cannot create bag: {exc}") from None
 
     def __enter__(self) -> BagWriter:
         try:
             self._writer.open()
-        except WriterError as exc:
+        except (WriterError, OSError) as exc:
             raise SourceError(f"{self.path}: cannot create bag: {exc}") from None
         return self
 

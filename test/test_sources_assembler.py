@@ -1,0 +1,131 @@
+"""FrameAssembler: one frame per JointState, latest slower samples with ages, bad input flagged."""
+import numpy as np
+import pytest
+
+from safety_monitor.errors import SourceError
+from safety_monitor.grounding.state import Pose, Wrench
+from safety_monitor.sources import messages as m
+from safety_monitor.sources.assembler import FrameAssembler, StaleLimits, StreamMapping
+
+T = m.rosbags_types()
+W = Wrench(np.array([0.0, 0.0, 5.0]), np.zeros(3))
+P = Pose(np.array([0.5, 0.0, 0.8]), np.array([1.0, 0.0, 0.0, 0.0]))
+
+
+def js(t, names=("j1", "j2"), pos=(0.1, 0.2), vel=None):
+    return m.joint_state_msg(T, t, list(names), list(pos), vel)
+
+
+def kinds(issues):
+    return [i.kind for i in issues]
+
+
+def test_frames_follow_joint_states_and_sample_slower_streams_with_age():
+    a = FrameAssembler(["j1", "j2"], objects=["mug"])
+    first = a.on_joint_states(js(1.0))
+    assert first.stale == {"wrench", "pose/mug"}  # never received: stale, not safe
+    a.on_wrench(m.wrench_msg(T, 1.001, W))
+    a.on_pose("mug", m.pose_msg(T, 0.99, P))
+    frame = a.on_joint_states(js(1.002, vel=(0.5, 0.6)))
+    s = frame.state
+    assert s.t == 1.002 and s.joint_names == ("j1", "j2")
+    np.testing.assert_array_equal(s.joint_velocity, [0.5, 0.6])
+    np.testing.assert_array_equal(s.wrench.force, W.force)
+    assert s.wrench_age == pytest.approx(0.001)
+    assert s.object_ages["mug"] == pytest.approx(0.012)
+    assert frame.stale == frozenset() and frame.issues == ()
+    assert a.frames == 2
+
+
+def test_joint_name_mapping_and_reordering_put_values_in_robot_order():
+    a = FrameAssembler(["arm_joint1", "arm_joint2"], mapping=StreamMapping(wrench=None, joint_names={"j1": "arm_joint1", "j2": "arm_joint2"}))
+    s = a.on_joint_states(js(1.0, names=("j2", "j1"), pos=(2.0, 1.0))).state
+    np.testing.assert_array_equal(s.joint_position, [1.0, 2.0])
+    assert s.joint("arm_joint2") == 2.0
+
+
+def test_backwards_and_duplicate_stamps_are_dropped_and_flagged_never_reordered():
+    a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None))
+    a.on_joint_states(js(1.0))
+    a.on_joint_states(js(1.002))
+    assert a.on_joint_states(js(1.002)) is None
+    assert a.on_joint_states(js(1.001)) is None
+    frame = a.on_joint_states(js(1.004, pos=(0.3, 0.4)))
+    assert kinds(frame.issues) == ["duplicate_stamp", "backwards"]
+    assert frame.state.t == 1.004 and a.frames == 3
+
+
+def test_nan_positions_drop_the_message_and_nan_velocity_makes_velocity_unknown():
+    a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None))
+    assert a.on_joint_states(js(1.0, pos=(np.nan, 0.2))) is None
+    frame = a.on_joint_states(js(1.002, vel=(np.nan, 1.0)))
+    assert kinds(frame.issues) == ["nan", "nan"]
+    assert "j1" in frame.issues[0].detail
+    assert frame.state.joint_velocity is None
+
+
+def test_empty_names_and_length_mismatch_are_dropped():
+    a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None))
+    assert a.on_joint_states(js(1.0, names=(), pos=(0.1, 0.2))) is None
+    assert a.on_joint_states(js(1.001, names=("j1",), pos=(0.1, 0.2))) is None
+    frame = a.on_joint_states(js(1.002))
+    assert kinds(frame.issues) == ["empty_names", "length_mismatch"]
+
+
+def test_partial_joint_messages_hold_frames_until_every_joint_is_known():
+    a = FrameAssembler(["j1", "j2", "finger"], mapping=StreamMapping(wrench=None))
+    assert a.on_joint_states(js(1.0)) is None
+    frame = a.on_joint_states(js(1.001, names=("finger",), pos=(0.04,)))
+    np.testing.assert_array_equal(frame.state.joint_position, [0.1, 0.2, 0.04])
+    assert kinds(frame.issues) == ["missing_joints", "joint_names_changed"]
+
+
+def test_unknown_joints_are_reported_once_per_name_list():
+    a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None))
+    first = a.on_joint_states(js(1.0, names=("j1", "j2", "x"), pos=(0.1, 0.2, 9.0)))
+    second = a.on_joint_states(js(1.002, names=("j1", "j2", "x"), pos=(0.1, 0.2, 9.0)))
+    assert kinds(first.issues) == ["unknown_joints"] and second.issues == ()
+
+
+def test_time_jump_makes_the_frame_stale():
+    a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None), limits=StaleLimits(joint_states=0.05))
+    a.on_joint_states(js(1.0))
+    frame = a.on_joint_states(js(2.0))
+    assert kinds(frame.issues) == ["time_jump"] and "joint_states" in frame.stale
+    assert a.on_joint_states(js(2.002)).stale == frozenset()
+
+
+def test_frozen_wrench_stream_becomes_stale_and_a_stopped_joint_stream_is_flagged():
+    a = FrameAssembler(["j1", "j2"], limits=StaleLimits(wrench=0.01))
+    a.on_wrench(m.wrench_msg(T, 1.0, W))
+    assert a.on_joint_states(js(1.005)).stale == frozenset()
+    a.on_wrench(m.wrench_msg(T, 1.0, W))  # republished with the same stamp: frozen
+    frame = a.on_joint_states(js(1.02))
+    assert "wrench" in frame.stale and kinds(frame.issues) == ["duplicate_stamp"]
+    a.on_wrench(m.wrench_msg(T, 1.5, W))
+    assert kinds(a.drain_issues()) == ["stream_stopped"]
+
+
+def test_zero_stamp_falls_back_to_arrival_time():
+    a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None))
+    frame = a.on_joint_states(js(0.0), received=7.5)
+    assert frame.state.t == 7.5 and kinds(frame.issues) == ["zero_stamp"]
+
+
+def test_joints_default_to_the_first_message_names():
+    a = FrameAssembler(mapping=StreamMapping(wrench=None))
+    assert a.on_joint_states(js(1.0, names=("b", "a"))).state.joint_names == ("b", "a")
+
+
+def test_mapping_parses_inline_pairs_and_files(tmp_path):
+    inline = StreamMapping.parse("joint_states=/arm/joint_states, wrench=none")
+    assert inline.joint_states == "/arm/joint_states" and inline.wrench is None
+    path = tmp_path / "map.yaml"
+    path.write_text("object_pose: /mocap/{name}\nobjects: {mug: /vision/cup}\njoint_names: {panda_joint1: arm_joint1}\n")
+    mapping = StreamMapping.parse(str(path))
+    assert mapping.pose_topic("mug") == "/vision/cup" and mapping.pose_topic("cube") == "/mocap/cube"
+    assert mapping.joint_names == {"panda_joint1": "arm_joint1"}
+    with pytest.raises(SourceError, match="unknown keys \\['wrist'\\]"):
+        StreamMapping.parse("wrist=/ft")
+    with pytest.raises(SourceError, match="neither a file nor"):
+        StreamMapping.parse("no-such-file.yaml")

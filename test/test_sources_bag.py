@@ -1,0 +1,127 @@
+"""rosbag2 writing and reading with rosbags: both storages, embedded types, damaged and odd bags."""
+import logging
+import shutil
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+from safety_monitor.errors import SourceError
+from safety_monitor.grounding.state import Pose, Wrench
+from safety_monitor.sources import messages as m
+from safety_monitor.sources.bag import BagReader, BagWriter, find_bags
+
+TOPICS = {"/joint_states", "/wrist_wrench", "/objects/mug/pose", "/safety_monitor/predicates", "/clock"}
+
+
+def _write(path, storage="mcap", n=50, typestore=None, extra=None):
+    with BagWriter(path, storage=storage, typestore=typestore) as w:
+        for k in range(n):
+            t = 10.0 + k * 0.002
+            w.write_clock(t)
+            w.write_joint_state("/joint_states", t, ["a", "b"], [k * 0.01, -1.0], [0.5, 0.0])
+            w.write_wrench("/wrist_wrench", t, Wrench(np.array([0.0, 0.0, float(k)]), np.zeros(3)))
+            w.write_pose("/objects/mug/pose", t, Pose(np.array([0.1, 0.2, 0.3]), np.array([1.0, 0.0, 0.0, 0.0])))
+            w.write_predicates("/safety_monitor/predicates", m.PredicateSample({"p": k % 2 == 0}, t, k))
+            if extra:
+                extra(w, t)
+    return Path(path)
+
+
+@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
+def test_written_bag_reads_back_in_log_time_order(tmp_path, storage):
+    bag = _write(tmp_path / "bag", storage)
+    with BagReader(bag) as r:
+        assert r.topics["/joint_states"].msgtype == "sensor_msgs/msg/JointState"
+        assert r.topics["/wrist_wrench"].count == 50 and r.message_count == 250
+        assert r.duration == pytest.approx(0.098, abs=1e-6)
+        joints = [m.joint_state_sample(msg) for topic, _, msg in r.messages({"/joint_states"})]
+        preds = [m.decode_predicates(msg) for _, _, msg in r.messages({"/safety_monitor/predicates"})]
+        order = [topic for topic, _, _ in r.messages(TOPICS)][:5]
+    assert [j.stamp for j in joints] == pytest.approx([10.0 + k * 0.002 for k in range(50)], abs=1e-9)
+    assert joints[7].position[0] == pytest.approx(0.07)
+    assert [p.values["p"] for p in preds] == [k % 2 == 0 for k in range(50)]
+    assert len(order) == 5 and set(order) == {"/clock", "/joint_states", "/wrist_wrench", "/objects/mug/pose",
+                                              "/safety_monitor/predicates"}
+
+
+def test_bare_storage_files_and_folders_of_bags_are_found(tmp_path):
+    a = _write(tmp_path / "runs" / "a", n=2)
+    b = _write(tmp_path / "runs" / "sub" / "b", "sqlite3", n=2)
+    loose = tmp_path / "runs" / "loose.mcap"
+    shutil.copy(next(a.glob("*.mcap")), loose)
+    assert find_bags([tmp_path / "runs"]) == sorted([a, b, loose])
+    with BagReader(loose) as r:
+        assert r.topics["/joint_states"].count == 2
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SourceError, match="no rosbag2 bags"):
+        find_bags([tmp_path / "empty"])
+    with pytest.raises(SourceError, match="no such file"):
+        find_bags([tmp_path / "missing"])
+
+
+def test_embedded_custom_types_are_registered_from_the_bag(tmp_path):
+    store = get_typestore(Stores.ROS2_KILTED)
+    store.register(get_types_from_msg("int32 x\nstring label", "my_pkg/msg/Thing"))
+    bag = _write(tmp_path / "bag", n=3, typestore=store,
+                 extra=lambda w, t: w.write("/thing", store.types["my_pkg/msg/Thing"](x=7, label="ok"), t))
+    with BagReader(bag) as r:  # a reader that never heard of my_pkg
+        things = [msg for _, _, msg in r.messages({"/thing"})]
+    assert [(t.x, t.label) for t in things] == [(7, "ok")] * 3
+
+
+def test_types_without_definitions_are_skipped_with_a_warning_and_standard_ones_filled_in(tmp_path, caplog):
+    store = get_typestore(Stores.ROS2_KILTED)
+    store.register(get_types_from_msg("int32 x", "my_pkg/msg/Thing"))
+    bag = _write(tmp_path / "bag", "sqlite3", n=3, typestore=store,
+                 extra=lambda w, t: w.write("/thing", store.types["my_pkg/msg/Thing"](x=1), t))
+    db = sqlite3.connect(bag / "bag.db3")
+    db.execute("DELETE FROM message_definitions WHERE topic_type IN ('my_pkg/msg/Thing', 'sensor_msgs/msg/JointState')")
+    db.commit()
+    db.close()
+    with caplog.at_level(logging.WARNING), BagReader(bag) as r:
+        assert r.skipped_types == ("my_pkg/msg/Thing",)
+        assert len(list(r.messages({"/thing"}))) == 0
+        assert len(list(r.messages({"/joint_states"}))) == 3  # definition from the default typestore
+    assert "my_pkg/msg/Thing" in caplog.text
+
+
+@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
+def test_truncated_bag_is_a_source_error_naming_it(tmp_path, storage):
+    bag = _write(tmp_path / "bag", storage, n=400)
+    data_file = next(p for p in bag.iterdir() if p.suffix in (".mcap", ".db3"))
+    data_file.write_bytes(data_file.read_bytes()[: data_file.stat().st_size // 2])
+    with pytest.raises(SourceError, match=str(bag)):
+        with BagReader(bag) as r:
+            list(r.messages(TOPICS))
+
+
+def test_corrupt_message_bytes_are_a_source_error(tmp_path):
+    bag = _write(tmp_path / "bag", "mcap", n=400)
+    data_file = next(bag.glob("*.mcap"))
+    raw = bytearray(data_file.read_bytes())
+    raw[len(raw) // 3: len(raw) // 3 + 4000] = b"\x55" * 4000
+    data_file.write_bytes(bytes(raw))
+    with pytest.raises(SourceError, match="bag"):
+        with BagReader(bag) as r:
+            list(r.messages(TOPICS))
+
+
+def test_not_a_bag(tmp_path):
+    (tmp_path / "x.mcap").write_text("hello")
+    with pytest.raises(SourceError, match="x.mcap"):
+        with BagReader(tmp_path / "x.mcap"):
+            pass
+
+
+def test_writer_refuses_to_overwrite_and_to_change_a_topic_type(tmp_path):
+    _write(tmp_path / "bag", n=1)
+    with pytest.raises(SourceError, match="cannot create bag"):
+        with BagWriter(tmp_path / "bag"):
+            pass
+    with BagWriter(tmp_path / "other") as w:
+        w.write_clock(1.0, topic="/x")
+        with pytest.raises(SourceError, match="/x has type rosgraph_msgs/msg/Clock"):
+            w.write_joint_state("/x", 1.0, ["a"], [0.0])
