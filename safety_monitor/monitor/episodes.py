@@ -1,0 +1,158 @@
+"""Episode bookkeeping shared by the live and batch paths: automaton codes in, events and counts out.
+
+An episode's violating frames run from its opening frame up to, not including, the frame on which it
+closes (the recovery frame, where the property re-arms); an episode closed on its own opening frame
+counts one frame; one still open at the end of a trace of n frames counts n - opening frame.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from safety_monitor.monitor import automaton as codes
+from safety_monitor.monitor import events as ev
+from safety_monitor.monitor.automaton import MonitorAutomaton
+
+# window(first, last) -> (the property's values per frame first..last, None where blind; times per frame)
+Window = Callable[[int, int], tuple[list[tuple[bool | None, ...]], list[float | None]]]
+
+
+@dataclass(frozen=True)
+class PropertyOutcome:
+    """One property on one trace: the counts the metrics pool over rollouts.
+
+    `triggers` counts the trigger's rising edges decided by the end of the trace; `pending_triggers`
+    those still undecided (raised after the main DFA last rested in its initial state, with no counting
+    episode open at the end), which the metrics leave out.
+    """
+
+    property: str
+    category: str
+    frames: int
+    blind_frames: int
+    triggers: int
+    pending_triggers: int
+    violations: int  # counted episodes
+    violating_frames: int
+    durations: tuple[int, ...]  # violating frames of each counted episode, in order
+    discarded: int  # episodes discarded as truncated at the end
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "property": self.property,
+            "category": self.category,
+            "frames": self.frames,
+            "blind_frames": self.blind_frames,
+            "triggers": self.triggers,
+            "pending_triggers": self.pending_triggers,
+            "violations": self.violations,
+            "violating_frames": self.violating_frames,
+            "durations": list(self.durations),
+            "discarded": self.discarded,
+        }
+
+
+@dataclass(frozen=True)
+class TraceResult:
+    """Everything one trace produced: per-property outcomes (in spec order) and the events in order."""
+
+    frames: int
+    outcomes: tuple[PropertyOutcome, ...]
+    events: tuple[ev.Event, ...]
+
+    def outcome(self, name: str) -> PropertyOutcome:
+        for o in self.outcomes:
+            if o.property == name:
+                return o
+        raise KeyError(name)
+
+
+class EpisodeLedger:
+    """Turns one property's automaton codes into events and episode counts, in frame order."""
+
+    def __init__(self, auto: MonitorAutomaton, history: int) -> None:
+        self.auto = auto
+        self.history = history
+        self._episodes = 0  # opened so far: the next episode's id
+        self._durations: list[int] = []
+        self._discarded = 0
+        self._open_frame: int | None = None
+        self._run_start = 0  # first frame the main DFA read in its current run
+        self._blind_since: int | None = None
+        self._blind_frames = 0
+
+    def on_code(self, frame: int, t: float | None, code: int, state_before: int, letter: int,
+                last_edge: int | None, window: Window) -> list[ev.Event]:
+        auto, out = self.auto, []
+        if code & codes.RECOVERED:
+            out.append(self._close(frame, t, ev.RECOVERED, max(1, frame - self._open_frame)))
+            self._run_start = frame
+        if code & codes.OPENED:
+            self._open_frame = frame
+            self._episodes += 1
+            cx = self._counterexample(frame, t, state_before, letter, code, last_edge, window)
+            out.append(ev.Event(ev.OPENED, auto.name, auto.category, frame, t, self._episodes - 1, None, cx))
+        if code & codes.CLOSED_AT_ONCE:
+            kind = ev.CLOSED if auto.recovery is None else ev.RECOVERED
+            out.append(self._close(frame, t, kind, 1))
+            self._run_start = frame + 1
+        return out
+
+    def blind(self, frame: int, t: float | None) -> ev.Event:
+        self._blind_since = frame
+        return ev.Event(ev.BLIND, self.auto.name, self.auto.category, frame, t)
+
+    def seeing(self, frame: int, t: float | None) -> ev.Event:
+        self._blind_frames += frame - self._blind_since
+        self._blind_since = None
+        return ev.Event(ev.SEEING, self.auto.name, self.auto.category, frame, t)
+
+    def finish(self, frames: int, t: float | None, edges: int, since_rest: int) -> tuple[list[ev.Event], PropertyOutcome]:
+        """Close a trace of `frames` frames. An open episode counts unless shorter than
+        min_resolve_frames; `since_rest` = trigger rising edges after the main DFA last rested."""
+        auto, out = self.auto, []
+        pending = since_rest
+        if self._open_frame is not None:
+            duration = frames - self._open_frame
+            if duration >= auto.min_resolve_frames:
+                out.append(self._close(frames - 1, t, ev.UNRECOVERED_AT_END, duration))
+                pending = 0  # the activation was violated, not left undecided
+            else:
+                self._discarded += 1
+                eid = self._episodes - 1
+                self._open_frame = None
+                out.append(ev.Event(ev.DISCARDED_TRUNCATED, auto.name, auto.category, frames - 1, t, eid, duration))
+        blind = self._blind_frames + (frames - self._blind_since if self._blind_since is not None else 0)
+        outcome = PropertyOutcome(auto.name, auto.category, frames, blind, edges - pending, pending,
+                                  len(self._durations), sum(self._durations), tuple(self._durations), self._discarded)
+        return out, outcome
+
+    def _close(self, frame: int, t: float | None, kind: str, duration: int) -> ev.Event:
+        self._durations.append(duration)
+        self._open_frame = None
+        return ev.Event(kind, self.auto.name, self.auto.category, frame, t, self._episodes - 1, duration)
+
+    def _counterexample(self, frame: int, t: float | None, state_before: int, letter: int, code: int,
+                        last_edge: int | None, window: Window) -> ev.Counterexample:
+        auto = self.auto
+        run_start = frame if code & codes.RECOVERED else self._run_start
+        trigger_frame = last_edge if last_edge is not None and last_edge >= run_start else None
+        first = trigger_frame if trigger_frame is not None else run_start
+        kept = max(first, frame - self.history + 1)
+        values, times = window(kept, frame)
+        decisive = auto.decisive_atoms(state_before, letter, code)
+        text = ev.explain(auto.name, auto.formula, auto.trigger, frame, t, trigger_frame, auto.atoms, values[-1], decisive)
+        return ev.Counterexample(
+            property=auto.name,
+            formula=auto.formula,
+            first_frame=kept,
+            last_frame=frame,
+            trigger_frame=trigger_frame,
+            atoms=auto.atoms,
+            values=tuple(values),
+            times=tuple(times),
+            decisive=decisive,
+            truncated=kept > first,
+            explanation=text,
+        )

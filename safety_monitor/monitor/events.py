@@ -1,0 +1,114 @@
+"""What the monitor reports: events (typed, JSON-ready) and the counterexample every violation carries."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+OPENED = "opened"  # the main DFA entered its rejecting sink: a violation episode starts
+RECOVERED = "recovered"  # the recovery formula was met: the episode ends, the property re-arms
+CLOSED = "closed"  # a property without recovery formula: its one-frame episode ends at once
+UNRECOVERED_AT_END = "unrecovered_at_end"  # the trace ended inside an episode that counts
+DISCARDED_TRUNCATED = "discarded_truncated"  # the trace ended inside an episode shorter than min_resolve_frames
+BLIND = "blind"  # a predicate of the property became unknown: it is not stepped, its verdict is unknown
+SEEING = "seeing"  # every predicate of the property is known again
+KINDS = (OPENED, RECOVERED, CLOSED, UNRECOVERED_AT_END, DISCARDED_TRUNCATED, BLIND, SEEING)
+
+
+@dataclass(frozen=True)
+class Counterexample:
+    """The frames that led to a violation, from the trigger (or the start of the main DFA's run) to the
+    opening frame, with the property's predicate values; None marks a frame where it was blind."""
+
+    property: str
+    formula: str
+    first_frame: int
+    last_frame: int  # the frame on which the episode opened
+    trigger_frame: int | None  # the trigger's rising edge the window starts from (None: run start)
+    atoms: tuple[str, ...]
+    values: tuple[tuple[bool | None, ...], ...]  # one row per frame first_frame..last_frame
+    times: tuple[float | None, ...]
+    decisive: tuple[str, ...]  # flipping any one of these on the last frame avoids the violation
+    truncated: bool  # the window was cut to the monitor's history length
+    explanation: str
+
+    def to_json(self) -> dict[str, Any]:
+        """Values as runs per predicate, `[first_frame, last_frame, value]`, readable and short."""
+        runs: dict[str, list[list]] = {}
+        for k, atom in enumerate(self.atoms):
+            segs: list[list] = []
+            for offset, row in enumerate(self.values):
+                frame, value = self.first_frame + offset, row[k]
+                if segs and segs[-1][2] == value and segs[-1][1] == frame - 1:
+                    segs[-1][1] = frame
+                else:
+                    segs.append([frame, frame, value])
+            runs[atom] = segs
+        return {
+            "property": self.property,
+            "formula": self.formula,
+            "frames": [self.first_frame, self.last_frame],
+            "t": [self.times[0], self.times[-1]] if self.times else [None, None],
+            "trigger_frame": self.trigger_frame,
+            "decisive": list(self.decisive),
+            "truncated": self.truncated,
+            "values": runs,
+            "explanation": self.explanation,
+        }
+
+
+@dataclass(frozen=True)
+class Event:
+    """One monitor event. `episode` numbers a property's episodes from 0; `duration` (frames counted as
+    violating) is set on closing events; `counterexample` on `opened`."""
+
+    kind: str
+    property: str
+    category: str
+    frame: int
+    t: float | None = None
+    episode: int | None = None
+    duration: int | None = None
+    counterexample: Counterexample | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "kind": self.kind,
+            "property": self.property,
+            "category": self.category,
+            "frame": self.frame,
+            "t": self.t,
+            "episode": self.episode,
+            "duration": self.duration,
+        }
+        if self.counterexample is not None:
+            out["counterexample"] = self.counterexample.to_json()
+        return out
+
+
+def explain(
+    name: str,
+    formula: str,
+    trigger: str,
+    frame: int,
+    t: float | None,
+    trigger_frame: int | None,
+    atoms: tuple[str, ...],
+    row: tuple[bool | None, ...],
+    decisive: tuple[str, ...],
+) -> str:
+    """One plain sentence: what broke, when, after which trigger, and which values decided it."""
+    when = f"frame {frame}" + (f" (t={t:.3f} s)" if t is not None else "")
+    after = f"after its trigger `{trigger}` rose at frame {trigger_frame}, " if trigger_frame is not None else ""
+    shown = atoms if len(atoms) <= 6 else (decisive or atoms[:6])
+    values = ", ".join(f"{a}={_word(row[atoms.index(a)])}" for a in shown)
+    if len(decisive) == 1:
+        why = f"; flipping {decisive[0]} alone would have avoided it"
+    elif decisive:
+        why = f"; flipping any one of {', '.join(decisive)} would have avoided it"
+    else:
+        why = ""
+    return f"{name} was violated at {when}: {after}the values {values} left `{formula}` impossible to satisfy{why}."
+
+
+def _word(value: bool | None) -> str:
+    return "unknown" if value is None else ("true" if value else "false")
