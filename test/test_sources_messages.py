@@ -1,6 +1,4 @@
 """Message converters: the same readers for rclpy and rosbags messages; the wire layouts round-trip."""
-from dataclasses import dataclass
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -8,6 +6,7 @@ from hypothesis import strategies as st
 
 from safety_monitor.errors import SourceError
 from safety_monitor.grounding.state import Pose, Wrench
+from safety_monitor.monitor.events import BLIND, OPENED, RECOVERED, Counterexample, Event
 from safety_monitor.sources import messages as m
 
 
@@ -80,25 +79,30 @@ def test_bad_predicate_value_names_the_predicate(types):
         m.decode_predicates(types.DiagnosticArray(header=m.header(types, 0.0), status=[status]))
 
 
-@dataclass(frozen=True)
-class _Event:
-    property: str
-    kind: str
-    frame: int
-    t: float
-    episode: int
-    recovered: bool | None
-    counterexample: dict
+def test_valuation_marks_unknown_predicates_none():
+    sample = m.PredicateSample({"a": True, "b": False}, 0.0, 0, unknown=frozenset({"b"}))
+    assert sample.valuation() == {"a": True, "b": None}
+
+
+def _counterexample():
+    return Counterexample(
+        property="no_excess_wrench", formula="G(!excess_wrench)", first_frame=118, last_frame=120,
+        trigger_frame=None, atoms=("excess_wrench",), values=((False,), (False,), (True,)),
+        times=(0.236, 0.238, 0.24), decisive=("excess_wrench",), truncated=False, explanation="it broke",
+    )
 
 
 def test_events_round_trip_one_status_per_event(types):
     events = [
-        _Event("no_excess_wrench", "opened", 120, 0.24, 0, None, {"frames": [119, 120], "values": {"a": True}}),
-        _Event("no_excess_wrench", "closed", 130, 0.26, 0, True, {}),
+        Event(OPENED, "no_excess_wrench", "collision_contact", 120, 0.24, 0, None, _counterexample()),
+        Event(RECOVERED, "no_excess_wrench", "collision_contact", 130, 0.26, 0, 10),
+        Event(BLIND, "released_object_settles", "release_stability", 131, 0.262),
     ]
     msg = m.events_msg(types, events, 0.26)
-    assert [s.name for s in msg.status] == ["no_excess_wrench"] * 2
-    assert [s.message for s in msg.status] == ["opened", "closed"]
-    assert msg.status[0].level == types.DiagnosticStatus.ERROR
-    assert m.decode_events(msg) == [m.event_fields(e) for e in events]
-    assert m.decode_events(msg)[0]["counterexample"]["frames"] == [119, 120]
+    assert [s.name for s in msg.status] == ["no_excess_wrench", "no_excess_wrench", "released_object_settles"]
+    assert [s.message for s in msg.status] == [OPENED, RECOVERED, BLIND]
+    S = types.DiagnosticStatus
+    assert [s.level for s in msg.status] == [S.ERROR, S.OK, S.STALE]
+    decoded = m.decode_events(msg)
+    assert decoded == [e.to_json() for e in events]
+    assert decoded[0]["counterexample"]["frames"] == [118, 120]

@@ -18,11 +18,12 @@ the estimator node, external estimators and replay all use:
   predicate keys; the frame index and time then come from arrival order and `header.stamp`.
 
 Wire layout of `/safety_monitor/events` (diagnostic_msgs/DiagnosticArray): one status per event,
-`name` = property, `message` = event kind (e.g. opened, recovered, closed), `hardware_id` =
-"safety_monitor", `level` ERROR for opened, WARN for closed unrecovered, OK otherwise, and
-`values` one KeyValue per remaining event field with the value as JSON (`frame`, `t`, `episode`,
-`counterexample`, ...). Field names and types come from the event dataclass itself, so the
-encoding follows the monitor's event type without a second schema.
+`name` = property, `message` = event kind (`safety_monitor.monitor.events.KINDS`: opened,
+recovered, closed, unrecovered_at_end, discarded_truncated, blind, seeing), `hardware_id` =
+"safety_monitor", `level` ERROR for opened, WARN for unrecovered_at_end, STALE for blind, OK
+otherwise, and `values` one KeyValue per remaining field of the event's `to_json()`, the value as
+JSON (`category`, `frame`, `t`, `episode`, `duration`, `counterexample` on opened). The monitor's
+own JSON form is the schema, so there is no second one to keep in step.
 """
 from __future__ import annotations
 
@@ -214,6 +215,11 @@ class PredicateSample:
     unknown: frozenset[str] = frozenset()
     stale: frozenset[str] = frozenset()
 
+    def valuation(self) -> dict[str, bool | None]:
+        """What the monitor steps on: the values, with None for every unknown predicate."""
+        unknown = self.unknown
+        return {k: (None if k in unknown else v) for k, v in self.values.items()}
+
 
 def predicates_msg(types: SimpleNamespace, sample: PredicateSample, hardware_id: str = "estimator") -> Any:
     """PredicateSample -> DiagnosticArray in the layout documented above."""
@@ -290,24 +296,27 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def event_level(types: SimpleNamespace, kind: str, recovered: bool | None = None) -> Any:
+def event_level(types: SimpleNamespace, kind: str) -> Any:
+    """ERROR when a violation opens, WARN when a trace ends inside one, STALE when blind, else OK."""
     S = types.DiagnosticStatus
-    if kind == "opened":
-        return S.ERROR
-    if kind == "closed" and not recovered:
-        return S.WARN
-    return S.OK
+    return {"opened": S.ERROR, "unrecovered_at_end": S.WARN, "blind": S.STALE}.get(kind, S.OK)
+
+
+def event_fields(event: Any) -> dict[str, Any]:
+    """A monitor event as a JSON-shaped dict (its own `to_json()` when it has one), as decoded."""
+    fields = event.to_json() if hasattr(event, "to_json") else _jsonable(event)
+    return json.loads(json.dumps(fields))
 
 
 def events_msg(types: SimpleNamespace, events: Sequence[Any], t: float) -> Any:
-    """Monitor events (dataclasses with `property` and `kind` fields) -> one DiagnosticArray."""
+    """Monitor events (with `property` and `kind`) -> one DiagnosticArray, one status per event."""
     statuses = []
     for event in events:
-        fields = _jsonable(event)
+        fields = event_fields(event)
         name, kind = fields.pop("property"), fields.pop("kind")
         statuses.append(
             types.DiagnosticStatus(
-                level=event_level(types, kind, fields.get("recovered")),
+                level=event_level(types, kind),
                 name=name,
                 message=kind,
                 hardware_id=EVENTS_HARDWARE_ID,
@@ -332,7 +341,3 @@ def decode_events(msg: Any) -> list[dict[str, Any]]:
         out.append(event)
     return out
 
-
-def event_fields(event: Any) -> dict[str, Any]:
-    """A monitor event as the same JSON-shaped dict `decode_events` returns, for comparisons."""
-    return json.loads(json.dumps(_jsonable(event)))
