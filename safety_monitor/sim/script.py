@@ -82,19 +82,28 @@ class Move:
 
 @dataclass
 class Grip:
-    """Set both fingers' opening (0 closed .. 0.04 open) and wait for them to get there."""
+    """Ramp both fingers' opening (0 closed .. 0.04 open) to a target, then wait out `duration`.
+
+    The ramp keeps finger impacts gentle: a snap-closed finger knocks the object and spikes the wrist
+    force sensor.
+    """
 
     label: str
     opening: float
     duration: float = 0.4
-    _t0: float = field(default=0.0, init=False, repr=False)
+    ramp: float = 0.25  # seconds to sweep the full 0.04 m range
+    _start: tuple = field(default=(), init=False, repr=False)
 
     def start(self, ctrl: ArmController, cell: Workcell) -> None:
-        ctrl.opening = self.opening
-        self._t0 = cell.t
+        self._start = (cell.t, ctrl.opening)
 
     def update(self, ctrl: ArmController, cell: Workcell) -> bool:
-        return cell.t - self._t0 >= self.duration
+        t0, initial = self._start
+        elapsed = cell.t - t0
+        ramp = self.ramp * abs(self.opening - initial) / 0.04
+        s = 1.0 if elapsed >= ramp else elapsed / ramp
+        ctrl.opening = initial + s * (self.opening - initial)
+        return elapsed >= max(self.duration, ramp)
 
 
 @dataclass

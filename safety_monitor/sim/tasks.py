@@ -27,7 +27,7 @@ BIN_HALF_INNER = 0.08
 CABINET_GOAL = np.array([0.62, -0.36, 0.47])  # end effector, side grasp, mug standing on the floor
 CABINET_FRONT_X = 0.488
 CABINET_INNER_Y = (-0.57, -0.29)
-HANDLE_OFFSET = np.array([-0.07, 0.0, 0.12])  # drawer handle from the drawer body origin
+HANDLE_OFFSET = np.array([-0.08, 0.0, 0.12])  # drawer handle from the drawer body origin
 DRAWER_ORIGIN = np.array([0.5, 0.42, 0.4])
 LIFT = 0.12
 
@@ -133,15 +133,15 @@ def drawer_plan(target_opening: float) -> Callable[[Workcell], list[Segment]]:
 
     def build(cell: Workcell) -> list[Segment]:
         handle = handle_position(cell)
-        goal = DRAWER_ORIGIN + HANDLE_OFFSET + np.array([-target_opening, 0.0, 0.0])
+        goal = DRAWER_ORIGIN + HANDLE_OFFSET + np.array([-target_opening, 0.0, -0.005])
         return [
             Grip("open", 0.03, 0.2),
             Move("approach", handle + np.array([0.0, 0.0, 0.10]), down, speed=0.35),
-            Move("descend", handle, down, speed=0.1, tolerance=0.006),
+            Move("descend", handle - np.array([0.0, 0.0, 0.005]), down, speed=0.1, tolerance=0.006),
             Grip("close", 0.0, 0.4),
             Move("slide", goal, down, speed=0.12, tolerance=0.01),
             Grip("release", 0.03, 0.3),
-            Move("retreat", goal + np.array([0.0, 0.0, 0.10]), down, speed=0.2),
+            Move("retreat", lambda c: handle_position(c) + np.array([0.0, 0.0, 0.10]), down, speed=0.2),
         ]
     return build
 

@@ -77,15 +77,16 @@ class Workcell:
         return float(self.data.time)
 
     def set_arm(self, q: np.ndarray) -> None:
-        """Teleport the arm (used once at reset to start from the home pose) and hold it there."""
+        """Teleport arm and fingers to their commanded targets (once, at reset: start at home, at rest)."""
         self.data.qpos[self._qadr[:6]] = q
         self.data.ctrl[:6] = q
+        self.data.qpos[self._qadr[6:8]] = self.data.ctrl[6]
         mujoco.mj_forward(self.model, self.data)
 
     def command(self, arm_q: np.ndarray, finger_opening: float) -> None:
         """Joint position targets for the arm servos and both fingers (0 closed .. 0.04 open)."""
         self.data.ctrl[:6] = arm_q
-        self.data.ctrl[6:8] = finger_opening
+        self.data.ctrl[6] = finger_opening
 
     def step(self) -> None:
         """One 2 ms physics step with gravity compensation of the robot's own links."""
