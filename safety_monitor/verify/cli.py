@@ -1,0 +1,185 @@
+"""Sub-commands `equiv` (semantic level), `plan` (plan level) and `ctl` (trajectory level).
+
+Exit codes: 0 when the formulas are equivalent / the plan is executable and safe / every CTL formula
+holds; 1 when not; 2 on bad input (one-line error).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from safety_monitor.errors import SourceError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    eq = sub.add_parser("equiv", help="are two LTLf formulas equivalent? (or score a file of candidates)",
+                        description="Decide language equivalence of two LTLf formulas on their DFAs and give a "
+                                    "shortest distinguishing trace; or score --candidates against --reference.")
+    eq.add_argument("formulas", nargs="*", metavar="FORMULA", help="two formulas A and B (ltlf2dfa syntax)")
+    eq.add_argument("--candidates", help="candidate formulas: JSONL or YAML entries {id, formula, model?}")
+    eq.add_argument("--reference", help="reference formulas: JSONL/YAML entries {id, formula}, a mapping id -> formula, or a spec file")
+    eq.add_argument("--json", action="store_true", help="print JSON")
+    eq.set_defaults(func=_equiv, _parser=eq)
+
+    pl = sub.add_parser("plan", help="check a symbolic plan against a spec file",
+                        description="Check a plan (actions with preconditions/effects, or milestones) against "
+                                    "every property of a spec file, and its executability from the initial state.")
+    pl.add_argument("plan", help="plan YAML file")
+    pl.add_argument("--specs", required=True, help="spec YAML file")
+    pl.add_argument("--json", action="store_true", help="print the report as JSON")
+    pl.add_argument("--feedback", metavar="FILE", help="write the counterexamples as planner feedback JSON")
+    pl.set_defaults(func=_plan)
+
+    ctl = sub.add_parser("ctl", help="merge trajectories into a computation tree and check CTL on it",
+                         description="Merge predicate traces (JSON Lines or CSV) into one computation tree and "
+                                     "check a CTL formula, or the spec file's properties lifted to CTL.")
+    ctl.add_argument("traces", nargs="+", metavar="TRACE", help="predicate trace files (.jsonl or .csv)")
+    what = ctl.add_mutually_exclusive_group(required=True)
+    what.add_argument("--formula", action="append", help="CTL formula, e.g. 'AG(grasped -> AF released)' (repeatable)")
+    what.add_argument("--specs", help="spec YAML file: lift each property's formula to CTL")
+    ctl.add_argument("--json", action="store_true", help="print JSON")
+    ctl.add_argument("--feedback", metavar="FILE", help="write the counterexamples as planner feedback JSON")
+    ctl.set_defaults(func=_ctl)
+
+
+def _equiv(args: argparse.Namespace) -> int:
+    batch = args.candidates is not None or args.reference is not None
+    if batch and (args.formulas or args.candidates is None or args.reference is None):
+        args._parser.error("batch mode takes --candidates FILE --reference FILE and no formulas")
+    if not batch and len(args.formulas) != 2:
+        args._parser.error("give two formulas A and B, or --candidates FILE --reference FILE")
+    if batch:
+        return _equiv_batch(args)
+    from safety_monitor.spec.equivalence import formula_equivalence
+
+    a, b = args.formulas
+    result = formula_equivalence(a, b)
+    if args.json:
+        print(json.dumps(result.to_dict()))
+    elif result.equivalent:
+        print(f"equivalent: A and B accept the same traces over {', '.join(result.atoms) or 'no predicates'}")
+    else:
+        print(f"not equivalent: this {len(result.trace)}-frame trace is accepted by {result.accepted_by} only")
+        for i, valuation in enumerate(result.trace):
+            print(f"  frame {i}: " + " ".join(f"{k}={int(v)}" for k, v in valuation.items()))
+    return 0 if result.equivalent else 1
+
+
+def _equiv_batch(args: argparse.Namespace) -> int:
+    from safety_monitor.spec.equivalence import VERDICTS, load_entries, rates_by_model, score_candidates
+
+    scores = score_candidates(load_entries(args.candidates), load_entries(args.reference))
+    rates = rates_by_model(scores)
+    if args.json:
+        print(json.dumps({"rates": {k: r.to_dict() for k, r in rates.items()}, "scores": [s.to_dict() for s in scores]}, indent=2))
+        return 0
+    header = ("model", "n", *VERDICTS)
+    rows = [(model, str(r.total), *(f"{r.counts[v]} ({100 * r.rate(v):.1f}%)" for v in VERDICTS)) for model, r in rates.items()]
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
+    for row in (header, *rows):
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths)))
+    return 0
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from safety_monitor.spec.model import compile_specs, load_specs
+    from safety_monitor.verify.feedback import feedback_json
+    from safety_monitor.verify.plan import check_plan, load_plan
+
+    report = check_plan(load_plan(args.plan), compile_specs(load_specs(args.specs)))
+    if args.feedback:
+        _write(args.feedback, feedback_json(report.violations))
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        status = {True: "executable", False: "NOT executable", None: "executability not checked (no action model)"}
+        print(f"{report.plan}: {len(report.states) - 1} steps, {status[report.executable]}")
+        for line in report.executability:
+            print(f"  {line}")
+        if report.goal_reached is not None:
+            print(f"  goal {'reached' if report.goal_reached else 'NOT reached'}")
+        print(f"{len(report.checked)} properties checked, {len(report.violations)} violated")
+        for v in report.violations:
+            print(f"  VIOLATED {v.sentence}")
+        for name, reason in report.unchecked:
+            print(f"  unchecked {name}: {reason}")
+    return 0 if report.executable is not False and not report.violations else 1
+
+
+def _ctl(args: argparse.Namespace) -> int:
+    import time
+
+    from safety_monitor.verify.check import TreeChecker
+    from safety_monitor.verify.ctl import ctl_text, parse_ctl
+    from safety_monitor.verify.feedback import feedback_json, from_ctl
+
+    started = time.perf_counter()
+    tree = _load_tree(args.traces)
+    merged = time.perf_counter()
+    if args.specs:
+        from safety_monitor.spec.model import load_specs
+        from safety_monitor.verify.lift import lift_properties
+
+        lifted = lift_properties(load_specs(args.specs).properties)
+        todo = [(p.name, p.category, p.ctl, p.ltl) for p in lifted if p.ctl is not None]
+        not_lifted = [{"property": p.name, "formula": p.ltl, "reason": p.reason} for p in lifted if p.ctl is None]
+    else:
+        todo = [(text, "", parse_ctl(text), None) for text in args.formula]
+        not_lifted = []
+    checker = TreeChecker(tree)
+    results, counterexamples = [], []
+    for name, category, formula, ltl in todo:
+        result = checker.check(formula)
+        row = {"property": name, "ctl": ctl_text(formula), "holds": result.holds}
+        if ltl is not None:
+            row["ltl"] = ltl
+        if not result.holds:
+            cx = from_ctl(result, tree, name, category)
+            counterexamples.append(cx)
+            row["counterexample"] = cx.to_json()
+        results.append(row)
+    checked = time.perf_counter()
+    if args.feedback:
+        _write(args.feedback, feedback_json(counterexamples))
+    summary = {"trajectories": len(tree.names), "frames": tree.n_frames, "nodes": tree.n_nodes,
+               "merge_s": round(merged - started, 4), "check_s": round(checked - merged, 4)}
+    if args.json:
+        print(json.dumps({"tree": summary, "results": results, "not_lifted": not_lifted}, indent=2))
+    else:
+        print(f"{summary['trajectories']} trajectories, {summary['frames']} frames -> {summary['nodes']} tree nodes "
+              f"(merged in {summary['merge_s']:.3f} s, checked in {summary['check_s']:.3f} s)")
+        for row in results:
+            print(f"  {'holds   ' if row['holds'] else 'VIOLATED'}  {row['property']}: {row['ctl']}")
+            if not row["holds"]:
+                print(f"            {row['counterexample']['sentence']}")
+        for item in not_lifted:
+            print(f"  not lifted  {item['property']}: {item['reason']}")
+    return 0 if all(r["holds"] for r in results) else 1
+
+
+def _load_tree(paths: list[str]):
+    """Read trace files (the monitor's JSONL/CSV reader) and merge them; names are the file paths."""
+    from safety_monitor.monitor.trace_io import read_trace
+    from safety_monitor.verify.tree import build_tree
+
+    traces = [read_trace(p) for p in paths]
+    atoms = sorted({a for t in traces for frame in t.frames for a in frame})
+    arrays = []
+    for t in traces:
+        if not t.frames:
+            raise SourceError(f"{t.path}: the trace has no frames")
+        values, known = t.to_matrix(atoms)
+        if not known.all():
+            i, k = map(int, next(zip(*(~known).nonzero())))
+            raise SourceError(f"{t.path}:{t.lines[i]}: predicate {atoms[k]!r} is unknown at frame {i}; the tree needs known values")
+        arrays.append(values)
+    return build_tree(arrays, atoms, paths)
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        Path(path).write_text(text + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise SourceError(f"{path}: cannot write: {exc.strerror or exc}") from None

@@ -1,0 +1,272 @@
+"""Plan level: check a symbolic plan against the spec file before anything runs.
+
+A plan file (YAML) gives an `initial` valuation and either `plan`, a list of action names, or
+`milestones`, a list of partial valuations (sub-goals); `actions` is the action model, each with a
+precondition `pre` (propositional formula text, or a mapping predicate -> value) and effects `eff`
+(mapping predicate -> value); `goal` (propositional, optional) is checked on the last state.
+
+The plan's states are step 0 = `initial` (predicates it does not list are false), then one state per
+action (its effects applied) or per milestone (its values over the previous state). Each property is
+run on these states with its LTLf DFA (finite-trace semantics); a property is checked only when the
+plan gives every predicate it reads a value somewhere, otherwise it is reported as unchecked.
+Executability: an action plan is executable when every precondition holds where it is applied; a
+milestone plan with an action model is executable when breadth-first search finds, from each state,
+actions that reach a state agreeing with the next milestone (the shortest such sequence is reported).
+"""
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from safety_monitor.errors import SpecError
+from safety_monitor.spec.ltlf import Formula, atoms_of, evaluate, is_propositional, parse, to_text
+from safety_monitor.verify.feedback import PLAN, Counterexample, FrameValues
+
+MAX_SEARCH_STATES = 200_000
+_KEYS = {"initial", "actions", "plan", "milestones", "goal"}
+
+
+@dataclass(frozen=True)
+class Action:
+    name: str
+    pre: Formula | None
+    eff: dict[str, bool]
+
+
+@dataclass(frozen=True)
+class Plan:
+    path: str
+    initial: dict[str, bool]
+    actions: dict[str, Action]
+    steps: tuple[str | dict[str, bool], ...]  # action names, or milestone valuations
+    goal: Formula | None
+
+    @property
+    def is_milestones(self) -> bool:
+        return bool(self.steps) and isinstance(self.steps[0], dict)
+
+    @property
+    def predicates(self) -> set[str]:
+        """Every predicate the plan gives a value or reads."""
+        names = set(self.initial)
+        for a in self.actions.values():
+            names |= set(a.eff) | (set(atoms_of(a.pre)) if a.pre is not None else set())
+        for s in self.steps:
+            if isinstance(s, dict):
+                names |= set(s)
+        return names
+
+
+@dataclass(frozen=True)
+class PlanReport:
+    plan: str
+    labels: tuple[str, ...]  # one per state: "initial", "after <action>", "milestone <k>"
+    states: tuple[dict[str, bool], ...]
+    executable: bool | None  # None: a milestone plan without action model
+    executability: tuple[str, ...]  # what was found, one line per step or problem
+    refinement: tuple[tuple[str, ...], ...]  # milestone plans: the actions found for each milestone
+    goal_reached: bool | None
+    violations: tuple[Counterexample, ...]
+    checked: tuple[str, ...]
+    unchecked: tuple[tuple[str, str], ...] = field(default=())  # (property, reason)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "plan": self.plan,
+            "executable": self.executable,
+            "executability": list(self.executability),
+            "refinement": [list(r) for r in self.refinement],
+            "goal_reached": self.goal_reached,
+            "checked": list(self.checked),
+            "unchecked": [{"property": p, "reason": r} for p, r in self.unchecked],
+            "violations": [v.to_json() for v in self.violations],
+            "steps": [{"step": i, "label": lab, "state": s} for i, (lab, s) in enumerate(zip(self.labels, self.states))],
+        }
+
+
+def load_plan(path: str | Path) -> Plan:
+    path = Path(path)
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read plan: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise SpecError(f"{path}: not valid YAML: {exc}") from None
+    return parse_plan(doc, str(path))
+
+
+def parse_plan(doc: Any, source: str) -> Plan:
+    if not isinstance(doc, dict):
+        raise SpecError(f"{source}: expected a mapping with 'initial' and 'plan' or 'milestones'")
+    unknown = sorted(set(doc) - _KEYS)
+    if unknown:
+        raise SpecError(f"{source}: unknown key(s) {', '.join(unknown)} (allowed: {', '.join(sorted(_KEYS))})")
+    if ("plan" in doc) == ("milestones" in doc):
+        raise SpecError(f"{source}: give exactly one of 'plan' (action names) and 'milestones' (valuations)")
+    initial = _valuation(doc.get("initial") or {}, f"{source}: initial")
+    actions = {}
+    raw_actions = doc.get("actions") or {}
+    if not isinstance(raw_actions, dict):
+        raise SpecError(f"{source}: 'actions' must map action names to {{pre, eff}}")
+    for name, body in raw_actions.items():
+        where = f"{source}: action {name!r}"
+        if not isinstance(body, dict) or set(body) - {"pre", "eff"}:
+            raise SpecError(f"{where}: expected a mapping with 'pre' and 'eff'")
+        actions[str(name)] = Action(str(name), _condition(body.get("pre"), where), _valuation(body.get("eff") or {}, f"{where}: eff"))
+    if "plan" in doc:
+        steps = doc["plan"]
+        if not isinstance(steps, list) or not all(isinstance(s, str) for s in steps):
+            raise SpecError(f"{source}: 'plan' must be a list of action names")
+        undefined = [s for s in steps if s not in actions]
+        if undefined:
+            raise SpecError(f"{source}: plan uses undefined action(s): {', '.join(dict.fromkeys(undefined))}")
+    else:
+        raw = doc["milestones"]
+        if not isinstance(raw, list):
+            raise SpecError(f"{source}: 'milestones' must be a list of valuations")
+        steps = [_valuation(m, f"{source}: milestone {i + 1}") for i, m in enumerate(raw)]
+    goal = _condition(doc.get("goal"), f"{source}: goal")
+    return Plan(source, initial, actions, tuple(steps), goal)
+
+
+def _valuation(raw: Any, where: str) -> dict[str, bool]:
+    if not isinstance(raw, dict) or not all(isinstance(k, str) and isinstance(v, bool) for k, v in raw.items()):
+        raise SpecError(f"{where}: expected a mapping predicate -> true/false, got {raw!r:.80}")
+    return dict(raw)
+
+
+def _condition(raw: Any, where: str) -> Formula | None:
+    if raw is None:
+        return None
+    if isinstance(raw, dict):
+        raw = " & ".join(k if v else f"!{k}" for k, v in _valuation(raw, where).items()) or "true"
+    if not isinstance(raw, str):
+        raise SpecError(f"{where}: expected a propositional formula or a mapping predicate -> value")
+    try:
+        f = parse(raw)
+    except SpecError as exc:
+        raise SpecError(f"{where}: {exc}") from None
+    if not is_propositional(f):
+        raise SpecError(f"{where}: must be propositional (no temporal operators): {raw}")
+    return f
+
+
+def check_plan(plan: Plan, compiled: Sequence) -> PlanReport:
+    """Check a plan against compiled properties (`spec.model.CompiledProperty`)."""
+    known = plan.predicates
+    state = {p: False for p in known} | plan.initial
+    states, labels = [dict(state)], ["initial"]
+    lines: list[str] = []
+    refinement: list[tuple[str, ...]] = []
+    executable: bool | None = True
+    for i, step in enumerate(plan.steps, 1):
+        if isinstance(step, dict):
+            if plan.actions and executable:
+                found = _search(plan.actions, state, step)
+                if found is None:
+                    executable = False
+                    lines.append(f"milestone {i} {_values_text(step)}: unreachable from step {i - 1} with the actions given")
+                else:
+                    refinement.append(tuple(found))
+                    lines.append(f"milestone {i}: reached by {', '.join(found) or 'no action (already holds)'}")
+            state = state | step
+            labels.append(f"milestone {i}")
+        else:
+            action = plan.actions[step]
+            if action.pre is not None and not evaluate(action.pre, [state]):
+                if executable:
+                    unmet = {a: state[a] for a in atoms_of(action.pre)}
+                    lines.append(f"step {i} ({step}): precondition {to_text(action.pre)} fails ({_values_text(unmet)})")
+                executable = False
+            state = state | action.eff
+            labels.append(f"after {step}")
+        states.append(dict(state))
+    if not plan.is_milestones and executable:
+        lines.append(f"all {len(plan.steps)} preconditions hold")
+    if plan.is_milestones and not plan.actions:
+        executable = None
+    goal = None if plan.goal is None else evaluate(plan.goal, [state])
+    violations, checked, unchecked = [], [], []
+    for c in compiled:
+        missing = [a for a in c.main.atoms if a not in known]
+        if missing:
+            unchecked.append((c.prop.name, f"the plan gives no value to {', '.join(missing)}"))
+            continue
+        checked.append(c.prop.name)
+        cx = _violation(c, states, labels, plan.path)
+        if cx is not None:
+            violations.append(cx)
+    return PlanReport(plan.path, tuple(labels), tuple(states), executable, tuple(lines), tuple(refinement), goal,
+                      tuple(violations), tuple(checked), tuple(unchecked))
+
+
+def _violation(c, states: list[dict[str, bool]], labels: list[str], source: str) -> Counterexample | None:
+    """Run the property's DFA on the plan's states; the first step that makes it unsatisfiable, or the
+    end when the plan stops before the property is satisfied."""
+    dfa = c.main
+    q = dfa.initial
+    for k, s in enumerate(states):
+        before, letter = q, dfa.letter(s)
+        q = int(dfa.table[q, letter])
+        if dfa.rejecting_sink[q]:
+            decisive = _flips(dfa, before, letter, lambda r: not dfa.rejecting_sink[r])
+            why = f"the values at {labels[k]} leave `{c.prop.formula}` impossible to satisfy"
+            return _plan_cx(c, states, k, decisive, why, source)
+    if dfa.accepting[q]:
+        return None
+    decisive = _flips(dfa, dfa.run(dfa.letter(s) for s in states[:-1]), dfa.letter(states[-1]), lambda r: dfa.accepting[r])
+    why = f"the plan ends ({labels[-1]}) before `{c.prop.formula}` is satisfied"
+    return _plan_cx(c, states, len(states) - 1, decisive, why, source)
+
+
+def _flips(dfa, state: int, letter: int, good) -> tuple[str, ...]:
+    """Atoms whose flip alone on this step would have given a good next state."""
+    return tuple(a for i, a in enumerate(dfa.atoms) if good(int(dfa.table[state, letter ^ (1 << i)])))
+
+
+def _plan_cx(c, states, k: int, decisive: tuple[str, ...], why: str, source: str) -> Counterexample:
+    atoms = c.main.atoms
+    frames = tuple(FrameValues(i, {a: s[a] for a in atoms}, decisive if i == k else ()) for i, s in enumerate(states[: k + 1]))
+    values = _values_text({a: states[k][a] for a in atoms})
+    flip = f"; flipping {' or '.join(decisive)} there would have avoided it" if decisive else ""
+    sentence = f"{c.prop.name} is violated at step {k} of {source} ({values}): {why}{flip}."
+    return Counterexample(c.prop.name, c.prop.category, PLAN, c.prop.formula, frames, sentence, (source,))
+
+
+def _search(actions: Mapping[str, Action], start: dict[str, bool], target: dict[str, bool]) -> list[str] | None:
+    """Breadth-first search over valuations for the fewest actions reaching `target`'s values."""
+    names = sorted(start)
+    key = lambda s: tuple(s[n] for n in names)  # noqa: E731
+    if all(start.get(k) == v for k, v in target.items()):
+        return []
+    parents: dict[tuple, tuple[tuple, str] | None] = {key(start): None}
+    queue = deque([start])
+    while queue:
+        s = queue.popleft()
+        for act in actions.values():
+            if act.pre is not None and not evaluate(act.pre, [s]):
+                continue
+            t = s | act.eff
+            kt = key(t)
+            if kt in parents:
+                continue
+            parents[kt] = (key(s), act.name)
+            if all(t.get(k) == v for k, v in target.items()):
+                path, node = [], kt
+                while parents[node] is not None:
+                    node, name = parents[node]
+                    path.append(name)
+                return path[::-1]
+            if len(parents) > MAX_SEARCH_STATES:
+                raise SpecError(f"plan search visited more than {MAX_SEARCH_STATES} states; simplify the action model")
+            queue.append(t)
+    return None
+
+
+def _values_text(values: Mapping[str, bool]) -> str:
+    return ", ".join(f"{k}={'true' if v else 'false'}" for k, v in values.items())

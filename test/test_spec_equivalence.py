@@ -1,0 +1,138 @@
+"""DFA equivalence against brute force over all traces up to a length bound; batch scoring."""
+import itertools
+import json
+import random
+
+import pytest
+
+from safety_monitor.cli import main
+from safety_monitor.errors import SpecError
+from safety_monitor.spec.compile import compile_formula
+from safety_monitor.spec.equivalence import (
+    Entry, dfa_equivalence, formula_equivalence, load_entries, rates_by_model, score_candidates,
+)
+from safety_monitor.spec.ltlf import (
+    Always, And, Atom, Eventually, Implies, Next, Not, Or, Release, Until, WeakNext, evaluate, parse, to_text,
+)
+
+BOUND = 4
+
+
+def shortest_difference(fa, fb, atoms, bound=BOUND):
+    """Brute force: the length of the shortest trace (1..bound) on which the formulas disagree."""
+    letters = [dict(zip(atoms, bits)) for bits in itertools.product([False, True], repeat=len(atoms))]
+    for n in range(1, bound + 1):
+        for trace in itertools.product(letters, repeat=n):
+            if evaluate(fa, list(trace)) != evaluate(fb, list(trace)):
+                return n
+    return None
+
+
+def random_formula(rng, depth, atoms=("a", "b")):
+    if depth == 0 or rng.random() < 0.3:
+        return Atom(rng.choice(atoms))
+    sub = lambda: random_formula(rng, depth - 1, atoms)  # noqa: E731
+    kind = rng.choice(["not", "and", "or", "implies", "X", "WX", "G", "F", "U", "R"])
+    if kind in ("and", "or"):
+        return (And if kind == "and" else Or)((sub(), sub()))
+    if kind in ("implies", "U", "R"):
+        return {"implies": Implies, "U": Until, "R": Release}[kind](sub(), sub())
+    return {"not": Not, "X": Next, "WX": WeakNext, "G": Always, "F": Eventually}[kind](sub())
+
+
+EQUIVALENT_PAIRS = [
+    ("G(!a)", "!F(a)"),
+    ("G(a -> F b)", "!F(a & G !b)"),
+    ("(a U b) | G a", "b R (a | b)"),
+    ("WX(a)", "last | X(a)"),
+    ("F(a | b)", "F(a) | F(b)"),
+    ("G(a & b)", "G(a) & G(b)"),
+]
+DIFFERENT_PAIRS = [
+    ("G(a -> F b)", "G(a -> X b)"),
+    ("a U b", "(a U b) | G a"),
+    ("G(!a)", "G(!b)"),  # different atoms: union alphabet
+    ("X(a)", "WX(a)"),  # differ on the length-1 trace only
+    ("F(a)", "a"),
+]
+
+
+@pytest.mark.parametrize("a, b", EQUIVALENT_PAIRS + DIFFERENT_PAIRS)
+def test_known_pairs_against_brute_force(a, b):
+    check_against_brute_force(parse(a), parse(b))
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_random_pairs_against_brute_force(seed):
+    rng = random.Random(seed)
+    fa = random_formula(rng, 3)
+    fb = random_formula(rng, 3) if rng.random() < 0.6 else Not(Not(fa))  # some equivalent by construction
+    check_against_brute_force(fa, fb)
+
+
+def check_against_brute_force(fa, fb):
+    result = formula_equivalence(to_text(fa), to_text(fb))
+    atoms = result.atoms
+    brute = shortest_difference(fa, fb, atoms)
+    if result.equivalent:
+        assert brute is None
+        assert result.trace == () and result.accepted_by is None
+        return
+    trace = list(result.trace)
+    assert len(trace) >= 1  # LTLf traces are non-empty
+    assert all(set(v) == set(atoms) for v in trace)
+    in_a, in_b = evaluate(fa, trace), evaluate(fb, trace)
+    assert in_a != in_b  # it really distinguishes them
+    assert result.accepted_by == ("A" if in_a else "B")
+    if brute is not None or len(trace) <= BOUND:
+        assert len(trace) == brute  # and it is a shortest one
+
+
+def test_x_versus_weak_x_is_told_apart_by_a_single_frame():
+    result = formula_equivalence("X(a)", "WX(a)")
+    assert not result.equivalent and len(result.trace) == 1 and result.accepted_by == "B"
+    assert result.to_dict() == {"equivalent": False, "trace": [{"a": False}], "accepted_by": "B"}
+
+
+def test_empty_trace_is_not_a_distinguishing_trace():
+    # 'G false' accepts only the empty trace, 'false' accepts nothing: equal on non-empty traces
+    assert formula_equivalence("G(false)", "false").equivalent
+    assert dfa_equivalence(compile_formula("G(a)"), compile_formula("a & G(a)")).equivalent
+
+
+def test_batch_scoring_and_rates(tmp_path):
+    refs = tmp_path / "refs.yaml"
+    refs.write_text("no_contact: G(!contact)\nresponse: G(grasp -> F release)\n")
+    cands = tmp_path / "cands.jsonl"
+    rows = [
+        {"id": "no_contact", "formula": "!F(contact)", "model": "m1"},
+        {"id": "no_contact", "formula": "G(!Contact)", "model": "m2"},  # upper case: syntax error
+        {"id": "response", "formula": "G(grasp -> X release)", "model": "m1"},
+        {"id": "response", "formula": "G(!grasp | F release)", "model": "m2"},
+    ]
+    cands.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    scores = score_candidates(load_entries(cands), load_entries(refs))
+    assert [s.verdict for s in scores] == ["equivalent", "syntax_error", "not_equivalent", "equivalent"]
+    assert "column" in scores[1].error
+    rates = rates_by_model(scores)
+    assert rates["all"].counts == {"syntax_error": 1, "not_equivalent": 1, "equivalent": 2}
+    assert rates["m1"].rate("equivalent") == 0.5 and rates["m2"].rate("syntax_error") == 0.5
+    with pytest.raises(SpecError, match="no reference formula for candidate id.*missing"):
+        score_candidates([Entry("missing", "G a")], load_entries(refs))
+
+
+def test_cli_pair_and_batch(tmp_path, capsys):
+    assert main(["equiv", "G(!a)", "!F(a)"]) == 0
+    assert main(["equiv", "G(a -> F b)", "G(a -> X b)", "--json"]) == 1
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["equivalent"] is False and out["accepted_by"] in ("A", "B") and out["trace"]
+    refs = tmp_path / "refs.yaml"
+    refs.write_text("- {id: p1, formula: 'G(!a)'}\n")
+    cands = tmp_path / "cands.yaml"
+    cands.write_text("- {id: p1, formula: 'G(!a)'}\n- {id: p1, formula: 'G(a'}\n")
+    assert main(["equiv", "--candidates", str(cands), "--reference", str(refs), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["rates"]["all"]["equivalent_rate"] == 0.5
+    assert [s["verdict"] for s in report["scores"]] == ["equivalent", "syntax_error"]
+    with pytest.raises(SystemExit):  # usage error: two formulas, or --candidates with --reference
+        main(["equiv", "G(a)"])
