@@ -126,7 +126,7 @@ def _ctl(args: argparse.Namespace) -> int:
         todo = [(p.name, p.category, p.ctl, p.ltl) for p in lifted if p.ctl is not None]
         not_lifted = [{"property": p.name, "formula": p.ltl, "reason": p.reason} for p in lifted if p.ctl is None]
     else:
-        todo = [(text, "", parse_ctl(text), None) for text in args.formula]
+        todo = [(ctl_text(f), "", f, None) for f in map(parse_ctl, args.formula)]
         not_lifted = []
     checker = TreeChecker(tree)
     results, counterexamples = [], []

@@ -102,7 +102,8 @@ def from_ctl(result, tree, name: str, category: str = "", formula: str | None = 
     where = tuple(tree.names[i] for i in tree.trajectories_through(path[-1]))
     text = formula or ctl_text(result.formula)
     verdict = "holds" if result.holds else "is violated"
-    sentence = f"{name} ({text}) {verdict}{where_text(where)}: {'; '.join(evidence.notes)}."
+    label = name if name == text else f"{name} ({text})"
+    sentence = f"{label} {verdict}{where_text(where)}: {'; '.join(evidence.notes)}."
     return Counterexample(name, category, CTL, text, compact(frames), sentence, where)
 
 

@@ -6,12 +6,15 @@ precondition `pre` (propositional formula text, or a mapping predicate -> value)
 (mapping predicate -> value); `goal` (propositional, optional) is checked on the last state.
 
 The plan's states are step 0 = `initial` (predicates it does not list are false), then one state per
-action (its effects applied) or per milestone (its values over the previous state). Each property is
-run on these states with its LTLf DFA (finite-trace semantics); a property is checked only when the
-plan gives every predicate it reads a value somewhere, otherwise it is reported as unchecked.
-Executability: an action plan is executable when every precondition holds where it is applied; a
-milestone plan with an action model is executable when breadth-first search finds, from each state,
-actions that reach a state agreeing with the next milestone (the shortest such sequence is reported).
+action (its effects applied) or per milestone. Executability: an action plan is executable when every
+precondition holds where it is applied (effects are applied regardless, so later steps are still
+checked). A milestone plan with an action model is executable when breadth-first search finds, from
+each milestone's state, the fewest actions reaching a state that agrees with the next milestone; that
+state (the actions' effects, e.g. grasping closes the gripper) is the milestone's state. Without an
+action model, or after an unreachable milestone, a milestone's state is the previous state with the
+milestone's values set. Each property runs on the plan's states with its LTLf DFA (finite-trace
+semantics) and is checked only when the plan gives every predicate it reads a value somewhere;
+otherwise it is reported as unchecked.
 """
 from __future__ import annotations
 
@@ -166,14 +169,15 @@ def check_plan(plan: Plan, compiled: Sequence) -> PlanReport:
     executable: bool | None = True
     for i, step in enumerate(plan.steps, 1):
         if isinstance(step, dict):
-            if plan.actions and executable:
-                found = _search(plan.actions, state, step)
-                if found is None:
-                    executable = False
-                    lines.append(f"milestone {i} {_values_text(step)}: unreachable from step {i - 1} with the actions given")
-                else:
-                    refinement.append(tuple(found))
-                    lines.append(f"milestone {i}: reached by {', '.join(found) or 'no action (already holds)'}")
+            found = _search(plan.actions, state, step) if plan.actions and executable else None
+            if found is not None:
+                refinement.append(tuple(found))
+                lines.append(f"milestone {i}: reached by {', '.join(found) or 'no action (already holds)'}")
+                for name in found:
+                    state = state | plan.actions[name].eff
+            elif plan.actions and executable:
+                executable = False
+                lines.append(f"milestone {i} {_values_text(step)}: unreachable from step {i - 1} with the actions given")
             state = state | step
             labels.append(f"milestone {i}")
         else:

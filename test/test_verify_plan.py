@@ -1,0 +1,155 @@
+"""Plan level on hand-written plans: safety violations with their step, executability, BFS refinement."""
+import json
+import textwrap
+
+import pytest
+
+from safety_monitor.cli import main
+from safety_monitor.errors import SpecError
+from safety_monitor.spec.model import compile_specs, load_specs
+from safety_monitor.verify.plan import check_plan, load_plan, parse_plan
+
+SPECS = """
+predicates: [gripper_open, holding_chicken, holding_plate, near_chicken, near_plate, sanitized, raw_contact,
+             clean_contact, stove_on, in_cabinet, cabinet_open]
+properties:
+  - name: no_clean_after_raw
+    category: cross_contamination
+    formula: "G(raw_contact -> ((!clean_contact U sanitized) | G !clean_contact))"
+  - name: stove_turned_off
+    category: mechanism
+    formula: "G(stove_on -> F !stove_on)"
+  - name: reach_in_only_when_open
+    category: enclosure_access
+    formula: "G(in_cabinet -> cabinet_open)"
+"""
+
+ACTIONS = """
+initial: {gripper_open: true}
+actions:
+  go_chicken: {eff: {near_chicken: true, near_plate: false}}
+  go_plate: {eff: {near_plate: true, near_chicken: false}}
+  grasp_chicken: {pre: "gripper_open & near_chicken", eff: {holding_chicken: true, gripper_open: false, raw_contact: true}}
+  release: {pre: "!gripper_open", eff: {gripper_open: true, holding_chicken: false, holding_plate: false}}
+  wash: {pre: gripper_open, eff: {sanitized: true, raw_contact: false}}
+  grasp_plate: {pre: {gripper_open: true, near_plate: true}, eff: {holding_plate: true, gripper_open: false, clean_contact: true}}
+"""
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    path = tmp_path_factory.mktemp("specs") / "specs.yaml"
+    path.write_text(SPECS)
+    return compile_specs(load_specs(path))
+
+
+def plan_from(text, name="plan.yaml"):
+    import yaml
+
+    return parse_plan(yaml.safe_load(textwrap.dedent(text)), name)
+
+
+def test_safe_executable_action_plan(compiled):
+    plan = plan_from(ACTIONS + "plan: [go_chicken, grasp_chicken, release, wash, go_plate, grasp_plate]\n")
+    report = check_plan(plan, compiled)
+    assert report.executable is True and report.violations == ()
+    assert report.checked == ("no_clean_after_raw",)  # the others read predicates this plan never sets
+    assert dict(report.unchecked)["stove_turned_off"] == "the plan gives no value to stove_on"
+    assert report.states[-1]["clean_contact"] and report.states[-1]["sanitized"]
+
+
+def test_unsafe_plan_reports_step_and_deciding_values(compiled):
+    plan = plan_from(ACTIONS + "plan: [go_chicken, grasp_chicken, release, go_plate, grasp_plate]\n")
+    report = check_plan(plan, compiled)
+    assert report.executable is True
+    (cx,) = report.violations
+    assert cx.property == "no_clean_after_raw" and cx.origin == "plan" and cx.category == "cross_contamination"
+    assert cx.decided_at == 5 and report.labels[5] == "after grasp_plate"
+    last = cx.frames[-1]
+    assert last.values == {"clean_contact": True, "raw_contact": True, "sanitized": False}
+    assert set(last.decisive) == {"clean_contact", "sanitized"}  # not touching, or having washed, avoids it
+    assert "step 5" in cx.sentence and cx.sentence.endswith(".")
+    assert [f.frame for f in cx.frames] == [0, 1, 2, 3, 4, 5]
+
+
+def test_missing_precondition_makes_the_plan_not_executable(compiled):
+    plan = plan_from(ACTIONS + "plan: [go_plate, grasp_chicken, release]\n")
+    report = check_plan(plan, compiled)
+    assert report.executable is False
+    assert report.executability == ("step 2 (grasp_chicken): precondition (gripper_open & near_chicken) fails "
+                                    "(gripper_open=true, near_chicken=false)",)
+
+
+def test_milestones_are_refined_by_breadth_first_search(compiled):
+    plan = plan_from(ACTIONS + """
+milestones:
+  - {holding_chicken: true}
+  - {sanitized: true}
+  - {holding_plate: true, clean_contact: true}
+""")
+    report = check_plan(plan, compiled)
+    assert report.executable is True
+    assert report.refinement == (("go_chicken", "grasp_chicken"), ("release", "wash"), ("go_plate", "grasp_plate"))
+    assert report.violations == ()  # the milestone states themselves respect the property
+
+
+def test_unreachable_milestone(compiled):
+    plan = plan_from(ACTIONS + "milestones: [{holding_chicken: true}, {stove_on: true}]\n")
+    report = check_plan(plan, compiled)
+    assert report.executable is False
+    assert report.executability[-1].startswith("milestone 2 stove_on=true: unreachable from step 1")
+
+
+def test_milestones_without_model_and_end_of_plan_violation(compiled):
+    plan = plan_from("""
+initial: {stove_on: false, in_cabinet: false, cabinet_open: false}
+milestones: [{stove_on: true}, {cabinet_open: true}, {in_cabinet: true}]
+goal: in_cabinet
+""")
+    report = check_plan(plan, compiled)
+    assert report.executable is None and report.goal_reached is True
+    (cx,) = report.violations
+    assert cx.property == "stove_turned_off" and cx.decided_at == 3
+    assert "the plan ends (milestone 3) before" in cx.sentence
+    assert cx.frames[-1].decisive == ("stove_on",)
+
+
+def test_reach_in_before_opening_is_caught_at_that_step(compiled):
+    plan = plan_from("""
+initial: {stove_on: false, in_cabinet: false, cabinet_open: false}
+milestones: [{in_cabinet: true}, {cabinet_open: true}]
+""")
+    (cx,) = check_plan(plan, compiled).violations
+    assert cx.property == "reach_in_only_when_open" and cx.decided_at == 1
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("plan: [fly]\nactions: {}\n", "undefined action"),
+        ("plan: []\nmilestones: []\n", "exactly one of"),
+        ("milestones: [{a: yes_please}]\n", "milestone 1"),
+        ("milestones: []\nactions: {x: {pre: 'F a', eff: {}}}\n", "must be propositional"),
+        ("milestones: []\nplanz: 1\n", "unknown key"),
+    ],
+)
+def test_bad_plans_are_clear_errors(text, message):
+    with pytest.raises(SpecError, match=message):
+        plan_from(text)
+
+
+def test_cli_plan_json_and_feedback(tmp_path, capsys):
+    specs = tmp_path / "specs.yaml"
+    specs.write_text(SPECS)
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(ACTIONS + "plan: [go_chicken, grasp_chicken, release, go_plate, grasp_plate]\n")
+    feedback = tmp_path / "feedback.json"
+    assert main(["plan", str(plan), "--specs", str(specs), "--json", "--feedback", str(feedback)]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["executable"] is True and report["violations"][0]["decided_at"] == 5
+    fb = json.loads(feedback.read_text())
+    assert fb["violations"] == 1 and fb["counterexamples"][0]["property"] == "no_clean_after_raw"
+    assert load_plan(plan).steps[0] == "go_chicken"
+    plan.write_text(ACTIONS + "plan: [go_chicken, grasp_chicken, release, wash, go_plate, grasp_plate]\n")
+    assert main(["plan", str(plan), "--specs", str(specs)]) == 0
+    assert "1 properties checked, 0 violated" in capsys.readouterr().out
