@@ -1,0 +1,100 @@
+"""Forbidden contact (from the twin's geometry) and excess wrist wrench (the hardware collision cue).
+
+Allowed contact classes: a gripper body with a manipulated object; a gripper body with the target
+fixture; a manipulated object in motion (grasped or moving) with a support or container. Contacts between
+things at rest, robot self-contacts and fixture-internal contacts are not judged. Everything else the
+robot touches, and anything a moving object hits, is forbidden. The sustained form counts frames per
+contact pair, so one long contact fires and flicker between different pairs does not add up.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from safety_monitor.grounding.debounce import Persistence, Tri, any3
+from safety_monitor.grounding.description import GRIPPER_PARTS, ROBOT_PARTS, RobotDescription
+from safety_monitor.grounding.fixtures import FixtureEstimator
+from safety_monitor.grounding.grasp import GraspEstimator
+from safety_monitor.grounding.inputs import FrameInputs, PredicateDoc
+from safety_monitor.grounding.semantics import ObjectCatalog
+from safety_monitor.grounding.thresholds import FrameCounts, Thresholds
+
+DOCS = {
+    "forbidden_contact": PredicateDoc(
+        "a contact outside the allowed classes this frame (robot-part with anything but a manipulated "
+        "object or the target fixture by the gripper; a grasped or moving object with anything but a "
+        "support, container or the gripper)", "twin gaps, object_grasped, object motion, target fixture",
+        "contact 0.002 m"),
+    "forbidden_contact_sustained": PredicateDoc(
+        "one forbidden contact pair has lasted longer than the tolerance", "forbidden_contact per pair",
+        "forbidden_contact_tolerance 1.0 s (20 frames; fires on the 21st)"),
+    "excess_wrench": PredicateDoc(
+        "the wrist force or torque magnitude is over its limit (hardware collision cue)",
+        "wrist wrench (stale or NaN: unknown)", "force 40 N, torque 6 N m; wrench_persistence 0.01 s"),
+}
+
+
+class ContactEstimator:
+    def __init__(self, robot: RobotDescription, catalog: ObjectCatalog, thresholds: Thresholds,
+                 counts: FrameCounts, grasp: GraspEstimator, fixtures: FixtureEstimator):
+        self.robot, self.catalog, self.th = robot, catalog, thresholds
+        self.grasp, self.fixtures = grasp, fixtures
+        self.tolerance = counts.forbidden_contact_tolerance
+        self.pair_frames: dict[tuple[str, str], int] = {}
+        self.wrench = Persistence(counts.wrench_persistence)
+        self.supports = frozenset(e for e in robot.entities
+                                  if catalog.has(robot.owner(e), "support") or catalog.has(robot.owner(e), "container"))
+
+    def step(self, inp: FrameInputs) -> dict[str, Tri]:
+        geo, d = inp.geometry, self.th.distances_m
+        verdicts: dict[tuple[str, str], Tri] = {}
+        for a, row in geo.gaps.items():
+            for b, gap in row.items():
+                if a < b and gap <= d.contact:
+                    v = self._forbidden(a, b)
+                    if v is not False:
+                        verdicts[(a, b)] = v
+        uncertain = bool(geo.unknown) or any(v is None for v in verdicts.values())
+        frames = {}
+        for pair, v in verdicts.items():
+            if v:
+                frames[pair] = self.pair_frames.get(pair, 0) + 1
+        for pair, n in self.pair_frames.items():  # freeze pairs that cannot be judged this frame
+            if pair not in frames and (verdicts.get(pair, False) is None or set(pair) & geo.unknown):
+                frames[pair] = n
+        self.pair_frames = frames
+        raw = any3(verdicts.values())
+        sustained = any(n > self.tolerance for n in frames.values())
+        return {
+            "forbidden_contact": True if raw else (None if uncertain else False),
+            "forbidden_contact_sustained": True if sustained else (None if uncertain else False),
+            "excess_wrench": self.wrench.step(self._excess(inp)),
+        }
+
+    def _forbidden(self, a: str, b: str) -> Tri:
+        robot_a, robot_b = a in ROBOT_PARTS, b in ROBOT_PARTS
+        if robot_a and robot_b:
+            return False
+        if robot_a or robot_b:
+            part, other = (a, b) if robot_a else (b, a)
+            if part not in GRIPPER_PARTS:
+                return True
+            owner = self.robot.owner(other)
+            return not (other in self.grasp.objects or owner == self.fixtures.target)
+        if self.robot.owner(a) == self.robot.owner(b):
+            return False
+        verdicts = []
+        for obj, other in ((a, b), (b, a)):
+            if obj in self.grasp.objects:
+                active = True if self.grasp.grasped[obj] else self.grasp.moving[obj]
+                if active is None:
+                    verdicts.append(None)
+                elif active:
+                    verdicts.append(other not in self.supports)
+        return any3(verdicts) if verdicts else False
+
+    def _excess(self, inp: FrameInputs) -> Tri:
+        w = inp.wrench
+        if w is None:
+            return None
+        lim = self.th.wrench
+        return bool(np.linalg.norm(w.force) > lim.force_n or np.linalg.norm(w.torque) > lim.torque_nm)

@@ -1,0 +1,92 @@
+"""Transfers into containers: a drop above a container's opening starts a transfer that must settle inside.
+
+Containers are entities with the `container` property and an interior box (robot.yaml). A transfer
+episode follows one object into one container until it is contained and at rest, it is grasped again,
+or another transfer starts.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from safety_monitor.grounding.debounce import SymmetricDebounce, Timer, Tri, any3
+from safety_monitor.grounding.description import RobotDescription
+from safety_monitor.grounding.fixtures import object_inside
+from safety_monitor.grounding.grasp import GraspEstimator
+from safety_monitor.grounding.inputs import FrameInputs, PredicateDoc
+from safety_monitor.grounding.semantics import ObjectCatalog
+from safety_monitor.grounding.thresholds import FrameCounts, Thresholds
+
+DOCS = {
+    "transfer_event": PredicateDoc(
+        "an object was dropped this frame with its centre above a container's opening",
+        "object_dropped, object box, container interiors", "-"),
+    "contained": PredicateDoc(
+        "some manipulated object lies inside a container (footprint within the interior, bottom below "
+        "the rim)", "object boxes, container interiors", "placement_margin 0.03 m"),
+    "contained_settled": PredicateDoc(
+        "the object of the current transfer is contained in its container and stable, debounced",
+        "contained, object_stable", "content_entry_persistence 0.25 s (5 frames)"),
+    "transfer_timeout": PredicateDoc(
+        "the current transfer has lasted the timeout without contained_settled",
+        "transfer_event, contained_settled", "transfer_timeout 5 s (100 frames)"),
+}
+
+
+class ContainmentEstimator:
+    def __init__(self, robot: RobotDescription, catalog: ObjectCatalog, thresholds: Thresholds,
+                 counts: FrameCounts, grasp: GraspEstimator):
+        self.th, self.grasp, self.counts = thresholds, grasp, counts
+        interiors = robot.interiors()
+        self.containers = tuple(c for c in interiors if catalog.has(c, "container"))
+        self.transfer: tuple[str, str] | None = None  # (object, container)
+        self.timer = Timer(counts.transfer_timeout)
+        self.settled = SymmetricDebounce(counts.content_entry_persistence)
+
+    def step(self, inp: FrameInputs) -> dict[str, Tri]:
+        geo = inp.geometry
+        margin = self.th.distances_m.placement_margin
+        event = False
+        for o in sorted(self.grasp.dropped):
+            c = self._container_below(o, inp)
+            if c is not None:
+                event = True
+                self.transfer = (o, c)
+                self.timer.start(inp.frame)
+                self.settled = SymmetricDebounce(self.counts.content_entry_persistence)
+        if self.transfer and self.grasp.grasped[self.transfer[0]]:
+            self.transfer = None
+            self.timer.stop()
+        settled: Tri = False
+        if self.transfer:
+            o, c = self.transfer
+            box = geo.object_boxes.get(o)
+            inside = None if box is None else object_inside(box, geo.interiors[c], margin)
+            stable = self.grasp.stable[o]
+            raw = None if inside is None or stable is None else (inside and stable)
+            settled = self.settled.step(raw)
+            if settled:
+                self.timer.stop()
+        contained = []
+        for o in self.grasp.objects:
+            box = geo.object_boxes.get(o)
+            if box is None:
+                contained.append(None)
+            else:
+                contained.extend(object_inside(box, geo.interiors[c], margin) for c in self.containers)
+        return {
+            "transfer_event": event,
+            "contained": any3(contained),
+            "contained_settled": settled,
+            "transfer_timeout": self.timer.expired(inp.frame),
+        }
+
+    def _container_below(self, o: str, inp: FrameInputs) -> str | None:
+        box = inp.geometry.object_boxes.get(o)
+        if box is None:
+            return None
+        for c in self.containers:
+            region = inp.geometry.interiors[c]
+            local = region.to_local(box.center[None, :])[0]
+            if np.all(np.abs(local[:2]) <= region.half[:2]) and local[2] >= -region.half[2]:
+                return c
+        return None

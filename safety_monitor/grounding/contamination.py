@@ -1,0 +1,83 @@
+"""Cross-contamination: raw objects contaminate what touches them, and contamination spreads by contact.
+
+Carriers are the robot (any robot part) and the objects; raw objects are contaminated by definition.
+Each frame, every connected group of touching carriers that holds a contaminated one becomes
+contaminated (fixtures and static bodies do not carry it). `sanitized` comes from the RobotState event
+named in config, or from a constant pinned in config; it cleans the robot, not the objects.
+"""
+from __future__ import annotations
+
+from safety_monitor.grounding.debounce import Persistence, Tri
+from safety_monitor.grounding.description import GRIPPER_PARTS, ROBOT_PARTS, RobotDescription
+from safety_monitor.grounding.inputs import FrameInputs, PredicateDoc
+from safety_monitor.grounding.semantics import ObjectCatalog
+from safety_monitor.grounding.thresholds import FrameCounts, Thresholds
+
+DOCS = {
+    "robot_contact_raw": PredicateDoc(
+        "the robot touches a contaminated object: a raw one, or one a raw object or a contaminated robot "
+        "touched before", "twin gaps, contamination state", "contact 0.002 m; gripper_clearance 0.01 m "
+        "for gripper bodies"),
+    "robot_contact_clean": PredicateDoc(
+        "the robot touches an object with the clean property", "twin gaps",
+        "contact 0.002 m; gripper_clearance 0.01 m for gripper bodies"),
+    "robot_contact_clean_sustained": PredicateDoc(
+        "robot_contact_clean has lasted longer than the tolerance", "robot_contact_clean",
+        "clean_contact_tolerance 1.0 s (20 frames; fires on the 21st)"),
+    "sanitized": PredicateDoc(
+        "the robot was sanitized this frame (event named in thresholds.yaml, or the configured constant)",
+        "RobotState.events", "sanitized.event / sanitized.constant"),
+}
+
+ROBOT = "robot"
+
+
+class ContaminationEstimator:
+    def __init__(self, robot: RobotDescription, catalog: ObjectCatalog, thresholds: Thresholds,
+                 counts: FrameCounts):
+        self.th = thresholds
+        self.objects = tuple(robot.objects)
+        self.raw = frozenset(o for o in self.objects if catalog.has(o, "raw"))
+        self.clean = frozenset(o for o in self.objects if catalog.has(o, "clean"))
+        self.contaminated: set[str] = set(self.raw)
+        self.clean_contact = Persistence(counts.clean_contact_tolerance + 1)
+
+    def step(self, inp: FrameInputs) -> dict[str, Tri]:
+        geo, d = inp.geometry, self.th.distances_m
+        edges: list[tuple[str, str]] = []
+        for part in ROBOT_PARTS:
+            limit = d.gripper_clearance if part in GRIPPER_PARTS else d.contact
+            edges += [(ROBOT, o) for o, gap in geo.near(part).items() if o in self.objects and gap <= limit]
+        for a in self.objects:
+            edges += [(a, b) for b, gap in geo.near(a).items() if a < b and b in self.objects and gap <= d.contact]
+        touched = {o for r, o in edges if r == ROBOT}
+        unknown = geo.unknown
+
+        def contact_with(group: set[str] | frozenset[str]) -> Tri:
+            if touched & group:
+                return True
+            return None if unknown & group else False
+
+        contact_raw = contact_with(self.contaminated)
+        contact_clean = contact_with(self.clean)
+        san = self.th.sanitized
+        sanitized = san.constant if san.constant is not None else san.event in inp.events
+        if sanitized:
+            self.contaminated.discard(ROBOT)
+        self._spread(edges)
+        return {
+            "robot_contact_raw": contact_raw,
+            "robot_contact_clean": contact_clean,
+            "robot_contact_clean_sustained": self.clean_contact.step(contact_clean),
+            "sanitized": sanitized,
+        }
+
+    def _spread(self, edges: list[tuple[str, str]]) -> None:
+        """Contaminate every carrier connected through this frame's contacts to a contaminated one."""
+        changed = True
+        while changed:
+            changed = False
+            for a, b in edges:
+                if (a in self.contaminated) != (b in self.contaminated):
+                    self.contaminated.update((a, b))
+                    changed = True

@@ -1,0 +1,108 @@
+"""Three-valued values and the debounce state machines of the estimators, all counted in frames.
+
+A predicate value is True, False or None (unknown: an input was missing, NaN or stale). Kleene logic
+keeps a definite answer when one exists (any() with one known True is True) and says unknown otherwise,
+so a missing input never reads as a silent False. Debouncers freeze on unknown input.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+Tri = bool | None
+
+
+def any3(values: Iterable[Tri]) -> Tri:
+    """Kleene OR: True if any is True, else None if any is unknown, else False."""
+    unknown = False
+    for v in values:
+        if v:
+            return True
+        unknown = unknown or v is None
+    return None if unknown else False
+
+
+def all3(values: Iterable[Tri]) -> Tri:
+    """Kleene AND: False if any is False, else None if any is unknown, else True."""
+    unknown = False
+    for v in values:
+        if v is False:
+            return False
+        unknown = unknown or v is None
+    return None if unknown else True
+
+
+def not3(v: Tri) -> Tri:
+    return None if v is None else not v
+
+
+class SymmetricDebounce:
+    """Follows the raw value once it has differed from the output for `n` consecutive frames.
+
+    With n = 5 a rise (or fall) shows on the 5th frame of the new raw value.
+    """
+
+    def __init__(self, n: int, initial: bool = False):
+        self.n, self.value, self._run = n, initial, 0
+
+    def step(self, raw: Tri) -> Tri:
+        if raw is None:
+            return None
+        if raw == self.value:
+            self._run = 0
+        else:
+            self._run += 1
+            if self._run >= self.n:
+                self.value, self._run = raw, 0
+        return self.value
+
+
+class Persistence:
+    """True once the raw value has been true for at least `n` consecutive frames."""
+
+    def __init__(self, n: int):
+        self.n, self.count = n, 0
+
+    def step(self, raw: Tri) -> Tri:
+        if raw is None:
+            return None
+        self.count = self.count + 1 if raw else 0
+        return self.count >= self.n
+
+
+class StickyTrue:
+    """Turns true after `n` consecutive raw-true frames, then stays true until `reset()`."""
+
+    def __init__(self, n: int):
+        self.n, self.value, self._run = n, False, 0
+
+    def step(self, raw: Tri) -> Tri:
+        if self.value:
+            return True
+        if raw is None:
+            return None
+        self._run = self._run + 1 if raw else 0
+        self.value = self._run >= self.n
+        return self.value
+
+    def reset(self) -> None:
+        self.value, self._run = False, 0
+
+
+class Timer:
+    """Frames elapsed since `start(frame)`; `expired(frame)` once `n` frames have passed (elapsed >= n)."""
+
+    def __init__(self, n: int):
+        self.n, self.started_at = n, None
+
+    @property
+    def running(self) -> bool:
+        return self.started_at is not None
+
+    def start(self, frame: int) -> None:
+        self.started_at = frame
+
+    def stop(self) -> None:
+        self.started_at = None
+
+    def expired(self, frame: int) -> bool:
+        return self.started_at is not None and frame - self.started_at >= self.n

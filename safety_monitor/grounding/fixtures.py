@@ -1,0 +1,193 @@
+"""Articulated fixtures (drawer, door): open fraction, reach-in, internal support, obstacle hits, retreat.
+
+The *target fixture* is the one the gripper is working on: the openable fixture whose parts are nearest
+the gripper (within the twin's report margin), else the one whose interior is nearest the grasp centre.
+Single-fixture predicates (fully open / closed) read the target fixture.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from safety_monitor.grounding.debounce import Timer, Tri, all3, any3
+from safety_monitor.grounding.description import GRIPPER_PARTS, HOUSING, RobotDescription
+from safety_monitor.grounding.geometry import Box
+from safety_monitor.grounding.grasp import GraspEstimator
+from safety_monitor.grounding.inputs import FrameInputs, PredicateDoc
+from safety_monitor.grounding.semantics import ObjectCatalog
+from safety_monitor.grounding.thresholds import FrameCounts, Thresholds
+
+DOCS = {
+    "fixture_fully_open": PredicateDoc(
+        "the target fixture is open at least the fully-open fraction of its range",
+        "fixture joint position, range (robot.yaml)", "fully_open_fraction 0.60"),
+    "fixture_fully_closed": PredicateDoc(
+        "the target fixture is open at most the fully-closed fraction of its range",
+        "fixture joint position, range (robot.yaml)", "fully_closed_fraction 0.05"),
+    "reach_in_fixture": PredicateDoc(
+        "a gripper point (grasp centre or a finger pad) is inside an enclosure fixture's interior",
+        "twin gripper points, interior boxes", "-"),
+    "left_fixture": PredicateDoc(
+        "no gripper point is within the reach margin of any enclosure interior",
+        "twin gripper points, interior boxes", "reach 0.05 m"),
+    "object_in_fixture": PredicateDoc(
+        "the focus object lies inside an enclosure interior and rests on its floor (internal support)",
+        "object pose and box, interior boxes", "placement_margin 0.03 m"),
+    "fixture_obstacle_hit": PredicateDoc(
+        "a fixture being operated (gripped or moving) has its moving part touching an obstacle: an arm "
+        "link or an object not inside it", "twin gaps, fixture motion", "contact 0.002 m; "
+        "gripper_clearance 0.01 m; fixture_motion_delta 0.001 per motion window"),
+    "retracting": PredicateDoc(
+        "for every fixture with an open obstacle episode, the gripper let go of it or it moves opposite to "
+        "its motion before the hit (false with no open episode)", "twin gaps, fixture motion",
+        "gripper_clearance; fixture_motion_delta"),
+    "retract_timeout": PredicateDoc(
+        "an obstacle episode has lasted the retract timeout without retracting",
+        "fixture_obstacle_hit, retracting", "retract_timeout 5 s (100 frames)"),
+}
+
+
+def object_inside(box: Box, region: Box, margin: float) -> bool:
+    """The object's footprint is within the region (grown by `margin`) and its bottom below the region's top."""
+    d = box.center - region.center
+    reach = math.sqrt(float(region.half @ region.half)) + math.sqrt(float(box.half @ box.half)) + 2 * margin
+    if float(d @ d) > reach * reach:
+        return False  # bounding spheres apart: the cheap common case
+    local = region.to_local(box.corners())
+    footprint = np.all(np.abs(local[:, :2]) <= region.half[:2] + margin)
+    bottom = local[:, 2].min()
+    return bool(footprint and -region.half[2] - margin <= bottom <= region.half[2])
+
+
+def object_supported_inside(box: Box, region: Box, margin: float) -> bool:
+    """Inside the region with its bottom within `margin` of the region's floor."""
+    if not object_inside(box, region, margin):
+        return False
+    return bool(region.to_local(box.corners())[:, 2].min() <= -region.half[2] + margin)
+
+
+class _Episode:
+    def __init__(self, counts: FrameCounts):
+        self.active = False
+        self.direction = 0.0
+        self.retracted = False
+        self.timer = Timer(counts.retract_timeout)
+
+
+class FixtureEstimator:
+    """Fixture family; later estimators read `target`, `gripped`, `fraction` and `enclosures`."""
+
+    def __init__(self, robot: RobotDescription, catalog: ObjectCatalog, thresholds: Thresholds,
+                 counts: FrameCounts, grasp: GraspEstimator):
+        self.robot, self.th, self.grasp = robot, thresholds, grasp
+        self.fixtures = tuple(f for f in robot.fixtures if catalog.has(f, "openable"))
+        self.enclosures = tuple(f for f in robot.fixtures
+                                if catalog.has(f, "enclosure") and robot.fixtures[f].interior is not None)
+        self.with_interior = tuple(f for f in robot.fixtures if robot.fixtures[f].interior is not None)
+        self.graspable = grasp.objects
+        self.episodes = {f: _Episode(counts) for f in self.fixtures}
+        self.last_direction = {f: 0.0 for f in self.fixtures}
+        self.target: str | None = None
+        self.gripped: dict[str, bool] = {}
+        self.reach_in: dict[str, bool] = {}
+
+    def step(self, inp: FrameInputs) -> dict[str, Tri]:
+        geo, d = inp.geometry, self.th.distances_m
+        self.gripped = {f: self._gap_to_gripper(geo, f) <= d.gripper_clearance for f in self.fixtures}
+        outside = {f: geo.interiors[f].excess(geo.gripper_points) for f in self.with_interior}
+        worst = {f: x.max(axis=1) for f, x in outside.items()}  # per gripper point: farthest face excess
+        self.reach_in = {f: bool((worst[f] <= 0.0).any()) for f in self.enclosures}
+        near = [bool((worst[f] <= d.reach).any()) for f in self.enclosures]
+        self.target = self._target(inp, outside)
+        fr = self.th.fixtures
+        hits, retracting, timeouts = [], [], []
+        for f in self.fixtures:
+            hit, retr, expired = self._mechanism(f, inp)
+            hits.append(hit)
+            if self.episodes[f].active:
+                retracting.append(retr)
+            timeouts.append(expired)
+        t = self.target
+        return {
+            "fixture_fully_open": t is not None and inp.fixture_fraction[t] >= fr.fully_open_fraction,
+            "fixture_fully_closed": t is not None and inp.fixture_fraction[t] <= fr.fully_closed_fraction,
+            "reach_in_fixture": any(self.reach_in.values()),
+            "left_fixture": not any(near),
+            "object_in_fixture": self._focus_in_fixture(inp),
+            "fixture_obstacle_hit": any3(hits),
+            "retracting": all3(retracting) if retracting else False,
+            "retract_timeout": any(timeouts),
+        }
+
+    def _gap_to_gripper(self, geo, fixture: str) -> float:
+        """Smallest gap between a gripper body and the fixture's moving part."""
+        return min(geo.gap(p, fixture) for p in GRIPPER_PARTS)
+
+    def _target(self, inp: FrameInputs, outside: dict[str, np.ndarray]) -> str | None:
+        """Openable fixture nearest the gripper by surface gap; else the one whose interior is nearest the EE."""
+        geo = inp.geometry
+        best, best_gap = None, math.inf
+        for f in self.fixtures:
+            gap = min(self._gap_to_gripper(geo, f), min(geo.gap(p, f + HOUSING) for p in GRIPPER_PARTS))
+            if gap < best_gap:
+                best, best_gap = f, gap
+        if best is not None:
+            return best
+        ranked = [(float(np.linalg.norm(np.maximum(outside[f][0], 0.0))), f) for f in self.fixtures if f in outside]
+        if ranked:
+            return min(ranked)[1]
+        return self.fixtures[0] if self.fixtures else None
+
+    def _focus_in_fixture(self, inp: FrameInputs) -> Tri:
+        o = self.grasp.focus
+        if o is None:
+            return False
+        box = inp.geometry.object_boxes.get(o)
+        if box is None:
+            return None
+        margin = self.th.distances_m.placement_margin
+        return any(object_supported_inside(box, inp.geometry.interiors[f], margin) for f in self.enclosures)
+
+    def moving_direction(self, f: str, inp: FrameInputs) -> float:
+        """+1 opening, -1 closing, 0 still or unknown, over the motion window."""
+        delta = inp.fixture_delta.get(f)
+        if delta is None or abs(delta) <= self.th.motion.fixture_motion_delta:
+            return 0.0
+        return math.copysign(1.0, delta)
+
+    def _mechanism(self, f: str, inp: FrameInputs) -> tuple[Tri, bool, bool]:
+        """(obstacle hit, retracting, retract timeout) for one fixture, advancing its episode."""
+        geo, d = inp.geometry, self.th.distances_m
+        direction = self.moving_direction(f, inp)
+        operated = self.gripped[f] or direction != 0.0
+        obstacle: list[Tri] = []
+        for other, gap in geo.near(f).items():
+            if gap > d.contact:
+                continue
+            if other == "arm":
+                obstacle.append(True)
+            elif other in self.graspable:
+                box, region = geo.object_boxes.get(other), geo.interiors.get(f)
+                obstacle.append(region is None or not object_inside(box, region, d.placement_margin))
+        unknown_near = any(o in geo.unknown for o in self.graspable)
+        hit = any3(obstacle) if obstacle else False
+        if not hit and unknown_near:
+            hit = None
+        hit = hit and operated if hit is not None else (None if operated else False)
+        ep = self.episodes[f]
+        if hit and not ep.active:
+            ep.active, ep.retracted, ep.direction = True, False, self.last_direction[f]
+            ep.timer.start(inp.frame)
+        retracting = False
+        if ep.active:
+            retracting = (not self.gripped[f]) or (direction != 0.0 and direction == -ep.direction)
+            if retracting:
+                ep.retracted = True
+                ep.timer.stop()
+            if not hit and (ep.retracted or not operated):
+                ep.active = False
+                ep.timer.stop()
+        if direction != 0.0:
+            self.last_direction[f] = direction
+        return hit, retracting, ep.timer.expired(inp.frame)

@@ -1,0 +1,83 @@
+"""Per-frame geometry the predicates read: computed by the kinematic twin, or built by hand in tests.
+
+Keeping geometry in this small typed record is what lets every predicate run without MuJoCo.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+_SIGNS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], dtype=float)
+
+
+@dataclass(frozen=True)
+class Box:
+    """Oriented box: centre (world), rotation (columns = box axes in world) and half sizes."""
+
+    center: np.ndarray
+    rotation: np.ndarray
+    half: np.ndarray
+
+    def to_local(self, points: np.ndarray) -> np.ndarray:
+        """Points (n, 3) in world -> box frame (origin at the centre)."""
+        return (np.asarray(points, dtype=float) - self.center) @ self.rotation
+
+    def corners(self) -> np.ndarray:
+        return self.center + (_SIGNS * self.half) @ self.rotation.T
+
+    def excess(self, points: np.ndarray) -> np.ndarray:
+        """Per point and axis, how far it lies beyond the box faces (<= 0 on every axis: inside)."""
+        return np.abs(self.to_local(np.atleast_2d(points))) - self.half
+
+    def overlaps(self, other: Box) -> bool:
+        """Separating-axis test for two oriented boxes (touching counts as overlapping)."""
+        d = other.center - self.center
+        if float(d @ d) > float(self.half @ self.half) + float(other.half @ other.half) \
+                + 2.0 * float(np.linalg.norm(self.half) * np.linalg.norm(other.half)):
+            return False  # bounding spheres apart
+        a, b = self.rotation.T, other.rotation.T  # rows: box axes
+        axes = np.vstack([a, b, np.cross(a[:, None, :], b[None, :, :]).reshape(9, 3)])
+        norms = np.linalg.norm(axes, axis=1)
+        axes = axes[norms > 1e-9] / norms[norms > 1e-9, None]
+        ra = np.abs(axes @ self.rotation) @ self.half
+        rb = np.abs(axes @ other.rotation) @ other.half
+        return not bool(np.any(np.abs(axes @ d) > ra + rb))
+
+
+@dataclass(frozen=True)
+class FrameGeometry:
+    """What the twin knows this frame. Distances are surface gaps in metres (negative: penetration).
+
+    `gaps[a][b]` is symmetric and lists only entity pairs closer than the twin's report margin
+    (the largest distance threshold); pairs absent are farther. Objects in `unknown` had no usable pose:
+    they appear in no gap and have no box, and predicates about them are unknown.
+    """
+
+    ee_position: np.ndarray
+    ee_rotation: np.ndarray
+    gripper_points: np.ndarray  # (k, 3): grasp centre and finger pad centres
+    gaps: Mapping[str, Mapping[str, float]]
+    object_boxes: Mapping[str, Box]
+    interiors: Mapping[str, Box]  # by owner (fixture or static body)
+    unknown: frozenset[str] = frozenset()
+
+    def gap(self, a: str, b: str) -> float:
+        """Surface gap between two entities (inf when beyond the report margin)."""
+        return self.gaps.get(a, {}).get(b, math.inf)
+
+    def near(self, entity: str) -> Mapping[str, float]:
+        """Every entity within the report margin of `entity`, with its gap."""
+        return self.gaps.get(entity, {})
+
+    @staticmethod
+    def symmetric(pairs: Mapping[tuple[str, str], float]) -> dict[str, dict[str, float]]:
+        """Build `gaps` from (a, b) -> distance, keeping the smaller value when a pair repeats."""
+        out: dict[str, dict[str, float]] = {}
+        for (a, b), dist in pairs.items():
+            for x, y in ((a, b), (b, a)):
+                row = out.setdefault(x, {})
+                row[y] = min(dist, row.get(y, math.inf))
+        return out

@@ -1,0 +1,266 @@
+"""The one grounding entry point live nodes, bag replay and the simulator all call: RobotState -> PredicateFrame.
+
+`Grounder.step` validates the frame (time, joints, object names), samples the slower streams (latest value
+plus age, stale beyond the configured limits), asks the kinematic twin for geometry (or takes a given
+FrameGeometry, which is how tests run without MuJoCo), and runs the estimator families in dependency
+order. A predicate that cannot be decided this frame is listed in `unknown` and keeps its last decided
+value in `values` (False before its first decision), so the monitor always has a letter to read and
+can still tell a guess from a fact.
+"""
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from safety_monitor.errors import GroundingError
+from safety_monitor.grounding import contact, containment, contamination, fixtures, grasp, skills
+from safety_monitor.grounding.debounce import Tri
+from safety_monitor.grounding.description import GRIPPER_PARTS, RobotDescription, load_robot_description
+from safety_monitor.grounding.geometry import FrameGeometry
+from safety_monitor.grounding.inputs import FrameInputs, PredicateDoc
+from safety_monitor.grounding.motion import Track, quat_to_matrix
+from safety_monitor.grounding.semantics import ObjectCatalog, load_object_catalog
+from safety_monitor.grounding.state import Pose, RobotState, Wrench
+from safety_monitor.grounding.thresholds import Thresholds, load_thresholds
+
+PREDICATE_DOCS: dict[str, PredicateDoc] = {
+    **grasp.DOCS, **contact.DOCS, **contamination.DOCS, **skills.DOCS, **fixtures.DOCS, **containment.DOCS,
+}
+PREDICATES: tuple[str, ...] = tuple(PREDICATE_DOCS)
+
+
+@dataclass(frozen=True)
+class PredicateFrame:
+    """Named predicate values for one control frame.
+
+    `values` has every predicate; those in `unknown` could not be decided this frame (missing, NaN or
+    stale input) and carry their last decided value. `stale` maps each sampled stream older than its
+    limit (`wrench`, `object_pose/<name>`; never received: inf) to its age in seconds.
+    """
+
+    t: float
+    frame: int
+    values: dict[str, bool]
+    unknown: frozenset[str]
+    stale: dict[str, float]
+
+
+class Grounder:
+    """Stateful estimator set for one robot; call `step` once per control frame, `reset` between episodes."""
+
+    def __init__(self, robot: RobotDescription, objects: ObjectCatalog, thresholds: Thresholds,
+                 control_rate_hz: float, twin=None):
+        _check_entities(robot, objects)
+        self.robot, self.catalog, self.thresholds = robot, objects, thresholds
+        self.control_rate_hz = float(control_rate_hz)
+        self.counts = thresholds.frames(control_rate_hz)
+        self._twin = twin
+        self.predicates = PREDICATES
+        self.reset()
+
+    @property
+    def twin(self):
+        """The kinematic twin, built on first use (imports MuJoCo)."""
+        if self._twin is None:
+            from safety_monitor.grounding.twin import KinematicTwin
+
+            self._twin = KinematicTwin(self.robot, self.thresholds.largest_report_distance)
+        return self._twin
+
+    def reset(self) -> None:
+        """Forget all estimator state and time (a new episode or recording)."""
+        th, counts, r, cat = self.thresholds, self.counts, self.robot, self.catalog
+        graspable = tuple(o for o in r.objects if cat.has(o, "graspable"))
+        self._grasp = grasp.GraspEstimator(graspable, th, counts)
+        self._fixtures = fixtures.FixtureEstimator(r, cat, th, counts, self._grasp)
+        self._families = (
+            self._grasp,
+            self._fixtures,
+            contact.ContactEstimator(r, cat, th, counts, self._grasp, self._fixtures),
+            contamination.ContaminationEstimator(r, cat, th, counts),
+            containment.ContainmentEstimator(r, cat, th, counts, self._grasp),
+            skills.SkillEstimator(r, cat, th, counts, self._grasp, self._fixtures),
+        )
+        horizon = th.max_age_s.object_pose + 2 * th.durations_s.motion_window + 1.0 / self.control_rate_hz
+        self._ee_track = Track(horizon)
+        self._object_tracks = {o: Track(horizon) for o in r.objects}
+        self._relative_tracks = {o: Track(horizon) for o in r.objects}
+        self._fixture_history = {f: deque(maxlen=counts.motion_window + 1) for f in r.fixtures}
+        self._last = dict.fromkeys(PREDICATES, False)
+        self._frame = -1
+        self._t: float | None = None
+
+    # ------------------------------------------------------------------------------------------------
+    def step(self, state: RobotState, geometry: FrameGeometry | None = None) -> PredicateFrame:
+        """Ground one frame. `geometry` replaces the twin (tests, or an external geometry source)."""
+        frame = self._frame + 1
+        self._check_time(state.t, frame)
+        joints = self._joints(state, frame)
+        stale: dict[str, float] = {}
+        poses = self._usable_poses(state, stale)
+        wrench = self._usable_wrench(state, stale)
+        if geometry is None:
+            geometry = self.twin.compute(state.joint_names, state.joint_position, poses)
+        speed, slip = self._object_motion(state, poses, geometry)
+        r = self.robot
+        fractions = {f: fx.open_fraction(joints[fx.joint]) for f, fx in r.fixtures.items()}
+        deltas = {}
+        for f, hist in self._fixture_history.items():
+            hist.append(fractions[f])
+            deltas[f] = hist[-1] - hist[0] if len(hist) == hist.maxlen else None
+        inp = FrameInputs(
+            t=state.t, frame=frame, geometry=geometry,
+            gripper_closed=all(joints[j] < r.gripper_closed_below for j in r.finger_joints),
+            fixture_fraction=fractions, fixture_delta=deltas, object_speed=speed, object_slip=slip,
+            wrench=wrench, events=frozenset(state.events),
+        )
+        decided: dict[str, Tri] = {}
+        for family in self._families:
+            decided.update(family.step(inp))
+        unknown = frozenset(k for k, v in decided.items() if v is None)
+        for k, v in decided.items():
+            if v is not None:
+                self._last[k] = bool(v)
+        self._frame, self._t = frame, state.t
+        return PredicateFrame(state.t, frame, dict(self._last), unknown, stale)
+
+    # ------------------------------------------------------------------------------------------------
+    def _check_time(self, t: float, frame: int) -> None:
+        if not isinstance(t, (int, float)) or not math.isfinite(t):
+            raise GroundingError(f"frame {frame}: time t={t!r} is not a finite number of seconds")
+        if self._t is not None and t <= self._t:
+            raise GroundingError(f"frame {frame}: time {t!r} s is not after the previous frame's {self._t!r} s "
+                                 "(non-monotonic time; reset() between recordings)")
+
+    def _joints(self, state: RobotState, frame: int) -> dict[str, float]:
+        r = self.robot
+        names, pos = state.joint_names, np.asarray(state.joint_position, dtype=float)
+        if pos.shape != (len(names),):
+            raise GroundingError(f"frame {frame}: {len(names)} joint names but joint_position has shape {pos.shape}")
+        required = r.required_joints
+        extra = [n for n in names if n not in required and n not in r.ignored_joints]
+        if extra:
+            raise GroundingError(f"frame {frame}: unknown joint(s) {', '.join(map(repr, extra))} not in "
+                                 f"{r.source} (list them under ignored_joints to accept them)")
+        values = dict(zip(names, pos.tolist()))
+        missing = [j for j in required if j not in values]
+        if missing:
+            raise GroundingError(f"frame {frame}: joint(s) {', '.join(map(repr, missing))} missing from the frame")
+        bad = [j for j in required if not math.isfinite(values[j])]
+        if bad:
+            raise GroundingError(f"frame {frame}: joint(s) {', '.join(map(repr, bad))} are NaN or infinite")
+        return values
+
+    def _usable_poses(self, state: RobotState, stale: dict[str, float]) -> dict[str, Pose]:
+        unknown_names = [o for o in (*state.object_poses, *state.object_ages) if o not in self.robot.objects]
+        if unknown_names:
+            raise GroundingError(f"object(s) {', '.join(map(repr, sorted(set(unknown_names))))} are not in "
+                                 f"{self.robot.source} (objects:)")
+        limit = self.thresholds.max_age_s.object_pose
+        usable = {}
+        for o in self.robot.objects:
+            pose = state.object_poses.get(o)
+            age = float(state.object_ages.get(o, 0.0))
+            if pose is None:
+                stale[f"object_pose/{o}"] = math.inf
+                continue
+            if not math.isfinite(age) or age > limit:
+                stale[f"object_pose/{o}"] = age if math.isfinite(age) else math.inf
+                continue
+            values = [*np.ravel(pose.position).tolist(), *np.ravel(pose.quaternion).tolist()]
+            if len(values) == 7 and all(map(math.isfinite, values)) and sum(v * v for v in values[3:]) > 1e-12:
+                usable[o] = pose
+        return usable
+
+    def _usable_wrench(self, state: RobotState, stale: dict[str, float]) -> Wrench | None:
+        w = state.wrench
+        if w is None:
+            stale["wrench"] = math.inf
+            return None
+        age = 0.0 if state.wrench_age is None else float(state.wrench_age)
+        if not math.isfinite(age) or age > self.thresholds.max_age_s.wrench:
+            stale["wrench"] = age if math.isfinite(age) else math.inf
+            return None
+        if not (np.all(np.isfinite(w.force)) and np.all(np.isfinite(w.torque))):
+            return None
+        return w
+
+    def _object_motion(self, state: RobotState, poses: Mapping[str, Pose], geo: FrameGeometry):
+        """Per object: speed over the motion window, and drift relative to the end-effector over it.
+
+        Each pose is placed at its measurement time (frame time minus age) and compared with the
+        end-effector pose at that time, so a slow perception stream does not read as slip. Drift is only
+        tracked for objects within reach of the gripper (no other object can be grasped).
+        """
+        window = self.thresholds.durations_s.motion_window
+        reach = self.thresholds.distances_m.reach
+        t = state.t
+        self._ee_track.add(t, geo.ee_position, geo.ee_rotation)
+        speed: dict[str, tuple[float, float] | None] = {}
+        slip: dict[str, tuple[float, float] | None] = {}
+        for o in self.robot.objects:
+            pose = poses.get(o)
+            speed[o] = slip[o] = None
+            if pose is None:
+                continue
+            measured = t - float(state.object_ages.get(o, 0.0))
+            box = geo.object_boxes.get(o)
+            rot = box.rotation if box is not None else quat_to_matrix(pose.quaternion)
+            track, relative = self._object_tracks[o], self._relative_tracks[o]
+            new = track.add(measured, pose.position, rot)
+            ch = track.change(window)
+            if ch is not None and ch[2] > 0:
+                speed[o] = (ch[0] / ch[2], ch[1] / ch[2])
+            if min(geo.gap(p, o) for p in GRIPPER_PARTS) > reach:
+                relative.clear()
+                continue
+            if new:
+                i = self._ee_track.at(measured) or 0
+                ee_pos, ee_rot = self._ee_track.positions[i], self._ee_track.rotations[i]
+                relative.add(measured, ee_rot.T @ (pose.position - ee_pos), ee_rot.T @ rot)
+            rel = relative.change(window)
+            slip[o] = None if rel is None else (rel[0], rel[1])
+        return speed, slip
+
+
+def _check_entities(robot: RobotDescription, catalog: ObjectCatalog) -> None:
+    """Every object, fixture and static body needs a kind, and every kind entry a body."""
+    described = set(robot.objects) | set(robot.fixtures) | set(robot.static)
+    missing = sorted(described - set(catalog.kinds))
+    extra = sorted(set(catalog.kinds) - described)
+    if missing:
+        raise GroundingError(f"{catalog.source}: no kind for {', '.join(missing)} (described in {robot.source})")
+    if extra:
+        raise GroundingError(f"{catalog.source}: entities {', '.join(extra)} are not described in {robot.source}")
+
+
+def config_dir() -> Path:
+    """The package's config/ folder: the colcon share directory when installed, else the source tree."""
+    try:
+        from ament_index_python.packages import get_package_share_directory
+
+        share = Path(get_package_share_directory("safety_monitor")) / "config"
+        if (share / "robot.yaml").is_file():
+            return share
+    except (ImportError, LookupError, OSError):  # not installed with colcon / no AMENT_PREFIX_PATH
+        pass
+    source = Path(__file__).resolve().parents[2] / "config"
+    if not (source / "robot.yaml").is_file():
+        raise GroundingError(f"cannot find the config folder (looked in the package share directory and {source})")
+    return source
+
+
+def load_default_grounder(control_rate_hz: float, config: str | Path | None = None) -> Grounder:
+    """A Grounder from robot.yaml, objects.yaml and thresholds.yaml in `config` (default: config_dir())."""
+    folder = Path(config) if config is not None else config_dir()
+    return Grounder(
+        load_robot_description(folder / "robot.yaml"),
+        load_object_catalog(folder / "objects.yaml"),
+        load_thresholds(folder / "thresholds.yaml"),
+        control_rate_hz,
+    )

@@ -1,0 +1,33 @@
+"""What every estimator reads each frame (built once by the Grounder), and how predicates are documented."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from safety_monitor.grounding.geometry import FrameGeometry
+from safety_monitor.grounding.state import Wrench
+
+
+@dataclass(frozen=True)
+class FrameInputs:
+    """One frame's validated readings. None means unknown (missing, NaN or stale), never False."""
+
+    t: float
+    frame: int
+    geometry: FrameGeometry
+    gripper_closed: bool
+    fixture_fraction: Mapping[str, float]  # open fraction of each fixture's range (0 closed, 1 open)
+    fixture_delta: Mapping[str, float | None]  # open-fraction change over the motion window
+    object_speed: Mapping[str, tuple[float, float] | None]  # (m/s, rad/s) per object
+    object_slip: Mapping[str, tuple[float, float] | None]  # (m, rad) drift relative to the EE over the window
+    wrench: Wrench | None
+    events: frozenset[str]
+
+
+@dataclass(frozen=True)
+class PredicateDoc:
+    """One predicate's row in the README table."""
+
+    meaning: str
+    inputs: str
+    thresholds: str

@@ -1,0 +1,179 @@
+"""Grounding thresholds (config/thresholds.yaml): durations in seconds, converted to frames per control rate.
+
+The paper counts frames at 20 Hz; keeping seconds in config and converting with the actual rate makes a
+500 Hz robot and a 20 Hz recording mean the same thing (at 20 Hz the paper's counts come back exactly).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from safety_monitor.errors import GroundingError
+
+
+@dataclass(frozen=True)
+class Durations:
+    """Durations in seconds (see config/thresholds.yaml for each one's paper frame count)."""
+
+    grasp_persistence: float
+    stability_persistence: float
+    content_entry_persistence: float
+    skill_onset_window: float
+    forbidden_contact_tolerance: float
+    clean_contact_tolerance: float
+    settle_timeout: float
+    retract_timeout: float
+    transfer_timeout: float
+    wrench_persistence: float
+    motion_window: float
+
+
+@dataclass(frozen=True)
+class FrameCounts:
+    """The durations as whole control frames at one control rate."""
+
+    grasp_persistence: int
+    stability_persistence: int
+    content_entry_persistence: int
+    skill_onset_window: int
+    forbidden_contact_tolerance: int
+    clean_contact_tolerance: int
+    settle_timeout: int
+    retract_timeout: int
+    transfer_timeout: int
+    wrench_persistence: int
+    motion_window: int
+
+
+@dataclass(frozen=True)
+class Motion:
+    linear_stability_mps: float
+    angular_stability_radps: float
+    grasp_slip_m: float
+    grasp_slip_rad: float
+    fixture_motion_delta: float
+
+
+@dataclass(frozen=True)
+class Distances:
+    gripper_clearance: float
+    contact: float
+    reach: float
+    placement_margin: float
+    placement_proximity: float
+    path_obstruction: float
+
+
+@dataclass(frozen=True)
+class Counts:
+    bilateral_contact_bodies: int
+    clutter_bound: int
+
+
+@dataclass(frozen=True)
+class FixtureFractions:
+    fully_open_fraction: float
+    fully_closed_fraction: float
+
+
+@dataclass(frozen=True)
+class WrenchLimits:
+    force_n: float
+    torque_nm: float
+
+
+@dataclass(frozen=True)
+class MaxAges:
+    wrench: float
+    object_pose: float
+
+
+@dataclass(frozen=True)
+class Sanitized:
+    """Where `sanitized` comes from: an event name in RobotState.events, or a constant pinned in config."""
+
+    event: str
+    constant: bool | None
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    durations_s: Durations
+    motion: Motion
+    distances_m: Distances
+    counts: Counts
+    fixtures: FixtureFractions
+    wrench: WrenchLimits
+    max_age_s: MaxAges
+    sanitized: Sanitized
+    source: str = "<defaults>"
+
+    def frames(self, control_rate_hz: float) -> FrameCounts:
+        """Every duration as frames at `control_rate_hz`: max(1, round(seconds * rate))."""
+        if not (isinstance(control_rate_hz, (int, float)) and math.isfinite(control_rate_hz) and control_rate_hz > 0):
+            raise GroundingError(f"control rate must be a positive number of Hz, got {control_rate_hz!r}")
+        d = self.durations_s
+        return FrameCounts(**{
+            f.name: max(1, int(round(getattr(d, f.name) * control_rate_hz))) for f in fields(Durations)
+        })
+
+    @property
+    def largest_report_distance(self) -> float:
+        """How far apart two surfaces may be and still matter to a predicate (the twin's contact margin)."""
+        d = self.distances_m
+        return max(d.gripper_clearance, d.contact, d.reach, d.placement_margin, d.placement_proximity, d.path_obstruction)
+
+
+_SECTIONS = {
+    "durations_s": Durations, "motion": Motion, "distances_m": Distances, "counts": Counts,
+    "fixtures": FixtureFractions, "wrench": WrenchLimits, "max_age_s": MaxAges,
+}
+
+
+def load_thresholds(path: str | Path) -> Thresholds:
+    """Read and validate config/thresholds.yaml; GroundingError names the file and key at fault."""
+    path = Path(path)
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise GroundingError(f"{path}: cannot read thresholds: {exc}") from None
+    return parse_thresholds(doc, str(path))
+
+
+def parse_thresholds(doc: Any, source: str) -> Thresholds:
+    if not isinstance(doc, dict):
+        raise GroundingError(f"{source}: expected a mapping of threshold sections")
+    extra = sorted(set(doc) - set(_SECTIONS) - {"sanitized"})
+    if extra:
+        raise GroundingError(f"{source}: unknown section(s) {', '.join(extra)}")
+    parts: dict[str, Any] = {}
+    for section, cls in _SECTIONS.items():
+        raw = doc.get(section)
+        if not isinstance(raw, dict):
+            raise GroundingError(f"{source}: section {section!r} is missing or not a mapping")
+        names = [f.name for f in fields(cls)]
+        unknown = sorted(set(raw) - set(names))
+        missing = [n for n in names if n not in raw]
+        if unknown or missing:
+            raise GroundingError(f"{source}: {section}: unknown key(s) {unknown}, missing key(s) {missing}")
+        values = {}
+        for n in names:
+            v = raw[n]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                raise GroundingError(f"{source}: {section}.{n} must be a non-negative number, got {v!r}")
+            values[n] = int(v) if cls is Counts else float(v)
+        parts[section] = cls(**values)
+    fx = parts["fixtures"]
+    if not 0 <= fx.fully_closed_fraction < fx.fully_open_fraction <= 1:
+        raise GroundingError(f"{source}: fixtures: need 0 <= fully_closed_fraction < fully_open_fraction <= 1")
+    san = doc.get("sanitized") or {}
+    event, constant = san.get("event"), san.get("constant")
+    if not isinstance(event, str) or not event:
+        raise GroundingError(f"{source}: sanitized.event must name the RobotState event that sanitizes the robot")
+    if constant is not None and not isinstance(constant, bool):
+        raise GroundingError(f"{source}: sanitized.constant must be true, false or null, got {constant!r}")
+    return Thresholds(**parts, sanitized=Sanitized(event, constant), source=source)

@@ -1,0 +1,238 @@
+"""Kinematic twin: a MuJoCo model of robot, fixtures and objects set from each frame's joints and poses.
+
+Kinematics and collision only (mj_kinematics + mj_collision, no dynamics): every geom gets the largest
+distance threshold as its contact margin, so one mj_collision call in C lists every surface pair close
+enough to matter, with its signed distance. This is what grounds contact on hardware; privileged
+simulator contacts, when present, are only a cross-check (see `Grounder`).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+from safety_monitor.errors import GroundingError
+from safety_monitor.grounding.description import ENVIRONMENT, HOUSING, RobotDescription
+from safety_monitor.grounding.geometry import Box, FrameGeometry
+from safety_monitor.grounding.motion import quat_to_matrix
+from safety_monitor.grounding.state import Pose
+
+_PARK = 1000.0  # objects without a usable pose are parked this far away, spaced apart
+
+
+class KinematicTwin:
+    def __init__(self, robot: RobotDescription, report_margin: float):
+        self.robot = robot
+        self.margin = report_margin
+        self.model = _load(robot)
+        self.data = mujoco.MjData(self.model)
+        m = self.model
+        self._check(m)
+        m.geom_margin[:] = report_margin
+        m.geom_gap[:] = 0.0
+        self.entities = robot.entities
+        index = {e: i for i, e in enumerate(self.entities)}
+        body_entity = self._body_entities(m)
+        self.body_entity = np.array([index[e] for e in body_entity], dtype=np.int64)
+        self.geom_entity = self.body_entity[m.geom_bodyid]
+        self._object_qpos = {o: int(m.jnt_qposadr[m.body_jntadr[m.body(self._object_body(o)).id]])
+                             for o in robot.objects}
+        self._object_box = {o: self._local_box(m, o) for o in robot.objects}
+        self._ee_site = m.site(robot.ee_site).id
+        self._finger_geoms = np.array([g for g in range(m.ngeom)
+                                       if body_entity[m.geom_bodyid[g]] in ("finger_left", "finger_right")])
+        self._interiors = {n: (m.body(i.body).id, i.center, i.half_size) for n, i in robot.interiors().items()}
+        self._joint_maps: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {}
+
+    # ------------------------------------------------------------------------------------------------
+    def compute(self, joint_names: tuple[str, ...], joint_position: np.ndarray,
+                poses: Mapping[str, Pose]) -> FrameGeometry:
+        """Geometry for one frame. `poses` holds only usable object poses; the others are unknown."""
+        m, d = self.model, self.data
+        src, adr = self._joint_map(joint_names)
+        d.qpos[adr] = np.asarray(joint_position, dtype=float)[src]
+        for i, (o, qadr) in enumerate(self._object_qpos.items()):
+            pose = poses.get(o)
+            if pose is None:
+                d.qpos[qadr:qadr + 3] = (_PARK + 10.0 * i, _PARK, _PARK)
+                d.qpos[qadr + 3:qadr + 7] = (1.0, 0.0, 0.0, 0.0)
+            else:
+                d.qpos[qadr:qadr + 3] = pose.position
+                d.qpos[qadr + 3:qadr + 7] = pose.quaternion
+        mujoco.mj_kinematics(m, d)
+        mujoco.mj_collision(m, d)
+        return FrameGeometry(
+            ee_position=d.site_xpos[self._ee_site].copy(),
+            ee_rotation=d.site_xmat[self._ee_site].reshape(3, 3).copy(),
+            gripper_points=np.vstack([d.site_xpos[self._ee_site], d.geom_xpos[self._finger_geoms]]),
+            gaps=self._gaps(),
+            object_boxes={o: self.object_box(o, p) for o, p in poses.items()},
+            interiors={n: Box(d.xpos[b] + d.xmat[b].reshape(3, 3) @ c, d.xmat[b].reshape(3, 3).copy(), h)
+                       for n, (b, c, h) in self._interiors.items()},
+            unknown=frozenset(o for o in self.robot.objects if o not in poses),
+        )
+
+    def object_box(self, o: str, pose: Pose) -> Box:
+        """World box of object `o` at `pose` (its geoms' bounding box in its body frame, moved)."""
+        center, half = self._object_box[o]
+        rot = quat_to_matrix(pose.quaternion)
+        return Box(np.asarray(pose.position, dtype=float) + rot @ center, rot, half)
+
+    def body_contacts(self, contacts: Sequence) -> dict[str, dict[str, float]]:
+        """Privileged simulator contacts (body names) as entity gaps, to cross-check the twin."""
+        m = self.model
+        pairs: dict[tuple[str, str], float] = {}
+        for c in contacts:
+            ids = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, b) for b in (c.body1, c.body2)]
+            if min(ids) < 0:
+                raise GroundingError(f"privileged contact names unknown body {c.body1 if ids[0] < 0 else c.body2!r}")
+            a, b = (self.entities[self.body_entity[i]] for i in ids)
+            if a != b:
+                pairs[(a, b)] = min(c.distance, pairs.get((a, b), np.inf))
+        return FrameGeometry.symmetric(pairs)
+
+    # ------------------------------------------------------------------------------------------------
+    def _gaps(self) -> dict[str, dict[str, float]]:
+        d, n = self.data, len(self.entities)
+        if d.ncon == 0:
+            return {}
+        con = d.contact
+        dist = con.dist
+        keep = dist <= self.margin
+        ent = self.geom_entity[con.geom[keep]]
+        a, b = ent[:, 0], ent[:, 1]
+        differ = a != b
+        lo, hi = np.minimum(a, b)[differ], np.maximum(a, b)[differ]
+        flat = np.full(n * n, np.inf)
+        np.minimum.at(flat, lo * n + hi, dist[keep][differ])
+        pairs = np.flatnonzero(flat < np.inf)
+        names = self.entities
+        return FrameGeometry.symmetric({(names[k // n], names[k % n]): float(flat[k]) for k in pairs})
+
+    def _joint_map(self, joint_names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+        cached = self._joint_maps.get(joint_names)
+        if cached is None:
+            m = self.model
+            src, adr = [], []
+            for i, name in enumerate(joint_names):
+                j = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, name)
+                if j >= 0 and name not in self.robot.ignored_joints:
+                    src.append(i)
+                    adr.append(m.jnt_qposadr[j])
+            cached = (np.array(src, dtype=np.int64), np.array(adr, dtype=np.int64))
+            self._joint_maps[joint_names] = cached
+        return cached
+
+    def _object_body(self, o: str) -> str:
+        return self.robot.objects[o].body or o
+
+    def _local_box(self, m: mujoco.MjModel, o: str) -> tuple[np.ndarray, np.ndarray]:
+        body = m.body(self._object_body(o)).id
+        corners = []
+        for g in range(m.ngeom):
+            if m.geom_bodyid[g] != body or not (m.geom_contype[g] or m.geom_conaffinity[g]):
+                continue
+            c, h = m.geom_aabb[g, :3], m.geom_aabb[g, 3:]
+            signs = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)])
+            local = c + signs * h
+            rot = quat_to_matrix(m.geom_quat[g])
+            corners.append(m.geom_pos[g] + local @ rot.T)
+        if not corners:
+            raise GroundingError(f"{self.robot.source}: objects.{o}: body has no collision geoms in {self.robot.mjcf}")
+        pts = np.vstack(corners)
+        lo, hi = pts.min(axis=0), pts.max(axis=0)
+        return (lo + hi) / 2.0, (hi - lo) / 2.0
+
+    def _body_entities(self, m: mujoco.MjModel) -> list[str]:
+        """Entity of every body: environment by default, then static, housings, fixtures, objects, robot."""
+        r = self.robot
+        entity = [ENVIRONMENT] * m.nbody
+        parents = m.body_parentid
+
+        def subtree(root: int) -> list[int]:
+            out = [root]
+            for b in range(root + 1, m.nbody):
+                p = parents[b]
+                if p in out:
+                    out.append(b)
+            return out
+
+        for name, st in r.static.items():
+            for b in st.bodies:
+                entity[m.body(b).id] = name
+        for name, fx in r.fixtures.items():
+            for b in fx.housing:
+                entity[m.body(b).id] = name + HOUSING
+            for b in subtree(int(m.jnt_bodyid[m.joint(fx.joint).id])):
+                entity[b] = name
+        for o in r.objects:
+            for b in subtree(m.body(self._object_body(o)).id):
+                entity[b] = o
+        for b in subtree(m.body(r.base_body).id):
+            entity[b] = "arm"
+        for b in r.hand_bodies:
+            entity[m.body(b).id] = "hand"
+        for side, b in zip(("finger_left", "finger_right"), r.finger_bodies):
+            for fb in subtree(m.body(b).id):
+                entity[fb] = side
+        return entity
+
+    def _check(self, m: mujoco.MjModel) -> None:
+        """Every name of the robot YAML exists in the MJCF with the right type; else a GroundingError."""
+        r, where = self.robot, f"{self.robot.source} does not match {self.robot.mjcf}"
+        hinge_or_slide = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+        for key, names in (("robot.arm_joints", r.arm_joints), ("robot.fingers", r.finger_joints)):
+            for j in names:
+                jid = _id(m, mujoco.mjtObj.mjOBJ_JOINT, j, f"{where}: {key}: joint")
+                if m.jnt_type[jid] not in hinge_or_slide:
+                    raise GroundingError(f"{where}: {key}: joint {j!r} is not a hinge or slide joint")
+        bodies = [("robot.base_body", r.base_body), ("robot.end_effector.body", r.ee_body)]
+        bodies += [("robot.hand_bodies", b) for b in r.hand_bodies]
+        bodies += [("robot.fingers", b) for b in r.finger_bodies]
+        for name, fx in r.fixtures.items():
+            jid = _id(m, mujoco.mjtObj.mjOBJ_JOINT, fx.joint, f"{where}: fixtures.{name}.joint")
+            if m.jnt_type[jid] not in hinge_or_slide:
+                raise GroundingError(f"{where}: fixtures.{name}: joint {fx.joint!r} is not a hinge or slide joint")
+            lo, hi = sorted((fx.closed, fx.open))
+            if m.jnt_limited[jid] and (lo < m.jnt_range[jid, 0] - 1e-9 or hi > m.jnt_range[jid, 1] + 1e-9):
+                raise GroundingError(f"{where}: fixtures.{name}.range [{fx.closed}, {fx.open}] is outside the "
+                                     f"MJCF range {list(m.jnt_range[jid])} of joint {fx.joint!r}")
+            bodies += [(f"fixtures.{name}.housing", b) for b in fx.housing]
+        for name, st in r.static.items():
+            bodies += [(f"static.{name}.bodies", b) for b in st.bodies]
+        for name, interior in r.interiors().items():
+            bodies.append((f"{name}.interior.body", interior.body))
+        for key, b in bodies:
+            _id(m, mujoco.mjtObj.mjOBJ_BODY, b, f"{where}: {key}: body")
+        _id(m, mujoco.mjtObj.mjOBJ_SITE, r.ee_site, f"{where}: robot.end_effector.site")
+        for o in r.objects:
+            bid = _id(m, mujoco.mjtObj.mjOBJ_BODY, self._object_body(o), f"{where}: objects.{o}: body")
+            jadr = m.body_jntadr[bid]
+            if jadr < 0 or m.jnt_type[jadr] != int(mujoco.mjtJoint.mjJNT_FREE):
+                raise GroundingError(f"{where}: objects.{o}: body {self._object_body(o)!r} has no free joint")
+
+
+def _id(m: mujoco.MjModel, kind: mujoco.mjtObj, name: str, what: str) -> int:
+    i = mujoco.mj_name2id(m, kind, name)
+    if i < 0:
+        raise GroundingError(f"{what} {name!r} not found")
+    return i
+
+
+def _load(robot: RobotDescription) -> mujoco.MjModel:
+    """Compile the MJCF, adding a free box body for every object described by a box."""
+    path = Path(robot.mjcf)
+    if not path.is_file():
+        raise GroundingError(f"{robot.source}: mjcf {str(path)!r} does not exist")
+    try:
+        spec = mujoco.MjSpec.from_file(str(path))
+        for name, geom in robot.objects.items():
+            if geom.box is not None:
+                body = spec.worldbody.add_body(name=name)
+                body.add_freejoint(name=f"{name}_free")
+                body.add_geom(type=mujoco.mjtGeom.mjGEOM_BOX, size=list(geom.box))
+        return spec.compile()
+    except Exception as exc:  # MuJoCo raises ValueError with the parser's message
+        raise GroundingError(f"{robot.source}: cannot load mjcf {str(path)!r}: {exc}") from None
