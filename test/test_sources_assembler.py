@@ -23,7 +23,7 @@ def kinds(issues):
 def test_frames_follow_joint_states_and_sample_slower_streams_with_age():
     a = FrameAssembler(["j1", "j2"], objects=["mug"])
     first = a.on_joint_states(js(1.0))
-    assert first.stale == {"wrench", "pose/mug"}  # never received: stale, not safe
+    assert first.stale == {"wrench", "object_pose/mug"}  # never received: stale, not safe
     a.on_wrench(m.wrench_msg(T, 1.001, W))
     a.on_pose("mug", m.pose_msg(T, 0.99, P))
     frame = a.on_joint_states(js(1.002, vel=(0.5, 0.6)))

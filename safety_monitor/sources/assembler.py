@@ -29,8 +29,8 @@ WRENCH = "wrench"
 
 
 def pose_stream(name: str) -> str:
-    """Stream name used in stale sets and issues for an object's pose."""
-    return f"pose/{name}"
+    """Stream name used in stale sets and issues for an object's pose (the grounder's name too)."""
+    return f"object_pose/{name}"
 
 
 @dataclass(frozen=True)
@@ -98,8 +98,15 @@ class StaleLimits:
     """
 
     joint_states: float = 0.05
-    wrench: float = 0.05
+    wrench: float = 0.1
     pose: float = 0.25
+
+    @classmethod
+    def for_grounder(cls, grounder: Any) -> StaleLimits:
+        """The grounder's own age limits (so both report the same streams stale), and a joint gap of
+        five control periods, at least 50 ms (timestamp jitter on real robots is not a jump)."""
+        ages = grounder.thresholds.max_age_s
+        return cls(joint_states=max(0.05, 5.0 / grounder.control_rate_hz), wrench=ages.wrench, pose=ages.object_pose)
 
 
 @dataclass(frozen=True)
@@ -150,6 +157,7 @@ class FrameAssembler:
         self._effort: np.ndarray | None = None
         self._seen: np.ndarray | None = None
         self._layouts: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {}
+        self._renamed: dict[tuple[str, ...], tuple[str, ...]] = {}
         self._t: float | None = None  # last frame time
         self._wrench: tuple[Wrench, float] | None = None
         self._poses: dict[str, Pose] = {}
@@ -249,7 +257,9 @@ class FrameAssembler:
         """Frame for this message, or None when it is dropped (the reason is among the issues)."""
         sample = joint_state_sample(msg)
         t = self._stamp(sample.stamp, received, JOINTS)
-        names = tuple(self.mapping.joint_names.get(n, n) for n in sample.names)
+        names = self._renamed.get(sample.names)
+        if names is None:
+            names = self._renamed[sample.names] = tuple(self.mapping.joint_names.get(n, n) for n in sample.names)
         if not names:
             self._issue("empty_names", JOINTS, t, "JointState has an empty name list; message dropped")
             return None
@@ -315,6 +325,8 @@ class FrameAssembler:
             store[dst] = np.nan
         else:
             store[dst] = values[src]
-            if not np.isfinite(values).all():
-                self._issue("nan", JOINTS, t, f"non-finite {what}; {what} unknown this frame")
-        return store.copy() if np.isfinite(store).all() else None
+        if np.isfinite(store).all():
+            return store.copy()
+        if values is not None and len(values) == n and not np.isfinite(values).all():
+            self._issue("nan", JOINTS, t, f"non-finite {what}; {what} unknown this frame")
+        return None

@@ -1,0 +1,1 @@
+"""Bag replay: score recorded rollouts with the live pipeline and write reports."""

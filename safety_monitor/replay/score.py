@@ -1,0 +1,322 @@
+"""Score one bag: a pure function of the bag and the configuration (so a distributed engine can map it).
+
+Robot-state mode reads the raw streams, builds frames with the live estimator's FrameAssembler and
+grounder, and steps the live SpecSetMonitor; predicate mode (`from_predicates`) decodes the bag's
+recorded `/safety_monitor/predicates` and steps the same monitor. Nothing here prints; a failure is
+returned as a failed BagResult naming the problem, so one bad bag never stops a batch.
+"""
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from safety_monitor.errors import SafetyMonitorError, SourceError
+from safety_monitor.monitor.episodes import TraceResult
+from safety_monitor.monitor.live import DEFAULT_HISTORY, SpecSetMonitor, load_automata
+from safety_monitor.replay.timeline import Timeline
+from safety_monitor.sources import messages as m
+from safety_monitor.sources.assembler import FrameAssembler, StaleLimits, StreamIssue, StreamMapping
+from safety_monitor.sources.bag import BagReader, TopicSummary
+
+ISSUE_EXAMPLES = 3  # kept per issue kind; all are counted
+STAGES = ("read", "deserialise", "assemble", "ground", "monitor")
+_JOINT_TYPE = "sensor_msgs/msg/JointState"
+_PREDICATES_TYPE = "diagnostic_msgs/msg/DiagnosticArray"
+
+
+@dataclass(frozen=True)
+class ReplayConfig:
+    """Everything a bag's score depends on besides the bag (picklable, for worker processes)."""
+
+    specs: str | None = None  # None: the package's default spec file
+    robot: str | None = None  # None: the package's default robot description
+    mapping: StreamMapping = field(default_factory=StreamMapping)
+    from_predicates: bool = False
+    rate_hz: float | None = None  # control rate; None: measured from the bag's joint stamps
+    history: int = DEFAULT_HISTORY
+
+
+@dataclass
+class BagResult:
+    """What one bag produced. `trace` is None when the bag failed (`error` says why)."""
+
+    bag: str
+    mode: str
+    error: str | None = None
+    trace: TraceResult | None = None
+    frames: int = 0
+    t_start: float | None = None
+    t_end: float | None = None
+    rate_hz: float | None = None
+    stale_frames: int = 0  # frames with at least one stale input stream
+    stale_by_stream: dict[str, int] = field(default_factory=dict)
+    unknown_frames: int = 0  # frames with at least one unknown predicate
+    issues: dict[str, int] = field(default_factory=dict)  # issue kind -> count
+    issue_examples: list[StreamIssue] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    topics: dict[str, TopicSummary] = field(default_factory=dict)
+    timeline: Timeline | None = None
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per stage
+    messages: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def duration(self) -> float:
+        return (self.t_end - self.t_start) if self.t_start is not None and self.t_end is not None else 0.0
+
+
+# ------------------------------------------------------------------------------------ pipeline
+@cache
+def _automata(specs: str | None) -> tuple[tuple[str, ...], list]:
+    """Compiled once per process (the DFA cache on disk makes even the first call cheap)."""
+    from safety_monitor.grounding.grounder import config_dir
+
+    return load_automata(specs or config_dir() / "specs.yaml")
+
+
+def make_grounder(robot: str | None, rate_hz: float) -> Any:
+    """The live estimator's grounder: the default config, or `robot` with the objects.yaml and
+    thresholds.yaml beside it (the defaults where it has none)."""
+    from safety_monitor.grounding.description import load_robot_description
+    from safety_monitor.grounding.grounder import Grounder, config_dir, load_default_grounder
+    from safety_monitor.grounding.semantics import load_object_catalog
+    from safety_monitor.grounding.thresholds import load_thresholds
+
+    if robot is None:
+        return load_default_grounder(rate_hz)
+    path, default = Path(robot), config_dir()
+
+    def beside(name: str) -> Path:
+        return path.parent / name if (path.parent / name).is_file() else default / name
+
+    return Grounder(load_robot_description(path), load_object_catalog(beside("objects.yaml")),
+                    load_thresholds(beside("thresholds.yaml")), rate_hz)
+
+
+def _monitor(config: ReplayConfig) -> SpecSetMonitor:
+    vocabulary, automata = _automata(config.specs)
+    return SpecSetMonitor(automata, vocabulary, history=config.history)
+
+
+def missing_topic_error(bag: Path, what: str, wanted: str, msgtype: str, topics: Mapping[str, TopicSummary],
+                        key: str) -> SourceError:
+    """SourceError listing the bag's topics and suggesting `--topics key=<topic>` for same-typed ones."""
+    found = ", ".join(f"{name} ({s.msgtype}, {s.count})" for name, s in sorted(topics.items())) or "none"
+    same = [name for name, s in sorted(topics.items()) if s.msgtype == msgtype]
+    hint = (f"; map it with --topics {key}={same[0]}" if len(same) == 1 else
+            f"; candidates of type {msgtype}: {', '.join(same)} (choose with --topics {key}=TOPIC)" if same else "")
+    return SourceError(f"{bag}: no {what} on {wanted}. Topics found: {found}{hint}")
+
+
+def estimate_rate(stamps: list[float]) -> float:
+    """Control rate in Hz from the median joint-stamp step, rounded to a whole Hz."""
+    steps = sorted(b - a for a, b in zip(stamps, stamps[1:]) if b > a)
+    if not steps:
+        raise SourceError("cannot measure the control rate: fewer than two increasing joint_states stamps")
+    return float(max(1, round(1.0 / steps[len(steps) // 2])))
+
+
+class _Scorer:
+    """The per-frame loop shared by both modes: monitor, timeline, counters, stage timings."""
+
+    def __init__(self, result: BagResult, monitor: SpecSetMonitor, progress: Callable[[int], None] | None) -> None:
+        self.result = result
+        self.monitor = monitor
+        self.timeline = Timeline(monitor.predicates)
+        self.events: list = []
+        self.stale = Counter()
+        self.progress = progress
+        self.timings = dict.fromkeys(STAGES, 0.0)
+        self._get = monitor.predicates
+
+    def step(self, valuation: Mapping[str, bool | None] | None, t: float, stale: frozenset[str]) -> None:
+        r = self.result
+        if stale:
+            r.stale_frames += 1
+            self.stale.update(stale)
+        if valuation is None:
+            values = (None,) * len(self._get)
+        else:
+            values = tuple(valuation.get(p) for p in self._get)
+        if None in values:
+            r.unknown_frames += 1
+        start = time.perf_counter()
+        self.events.extend(self.monitor.step(valuation, t))
+        self.timings["monitor"] += time.perf_counter() - start
+        self.timeline.add(values, t)
+        if r.t_start is None:
+            r.t_start = t
+        r.t_end = t
+        r.frames += 1
+        if self.progress is not None and r.frames % 1000 == 0:
+            self.progress(1000)
+
+    def finish(self) -> None:
+        r = self.result
+        if r.frames == 0:
+            raise SourceError(f"{r.bag}: no frames could be built" + _issue_hint(r))
+        end = self.monitor.finish()
+        r.trace = TraceResult(end.frames, end.outcomes, tuple(self.events) + end.events)
+        self.timeline.close()
+        r.timeline = self.timeline
+        r.stale_by_stream = dict(sorted(self.stale.items()))
+        r.timings = {k: round(v, 6) for k, v in self.timings.items()}
+        if self.progress is not None:
+            self.progress(r.frames % 1000)
+
+
+def _issue_hint(r: BagResult) -> str:
+    if not r.issue_examples:
+        return ""
+    return ": " + "; ".join(f"{i.kind} x{r.issues[i.kind]} ({i.detail})" for i in r.issue_examples[:ISSUE_EXAMPLES])
+
+
+def _record_issues(r: BagResult, issues: tuple[StreamIssue, ...]) -> None:
+    for issue in issues:
+        n = r.issues.get(issue.kind, 0)
+        r.issues[issue.kind] = n + 1
+        if n < ISSUE_EXAMPLES:
+            r.issue_examples.append(issue)
+
+
+def _timed_messages(bag: BagReader, topics: set[str], timings: dict[str, float]) -> Iterator[tuple[str, int, Any]]:
+    """Deserialised messages with read and deserialise time charged to their stages."""
+    clock = time.perf_counter
+    raw_iter = bag.raw_messages(topics)
+    while True:
+        start = clock()
+        try:
+            topic, msgtype, t_ns, raw = next(raw_iter)
+        except StopIteration:
+            return
+        mid = clock()
+        msg = bag.deserialize(raw, msgtype)
+        timings["read"] += mid - start
+        timings["deserialise"] += clock() - mid
+        yield topic, t_ns, msg
+
+
+# ---------------------------------------------------------------------------------- the modes
+def _score_predicates(bag: BagReader, config: ReplayConfig, result: BagResult,
+                      progress: Callable[[int], None] | None) -> None:
+    topic = config.mapping.predicates
+    summary = result.topics.get(topic)
+    if summary is None or summary.count == 0:
+        raise missing_topic_error(bag.path, "recorded predicates", topic, _PREDICATES_TYPE, result.topics, "predicates")
+    scorer = _Scorer(result, _monitor(config), progress)
+    last_t: float | None = None
+    for _, t_ns, msg in _timed_messages(bag, {topic}, scorer.timings):
+        start = time.perf_counter()
+        sample = m.decode_predicates(msg)
+        t = sample.t
+        if last_t is not None and t <= last_t:
+            kind = "duplicate_stamp" if t == last_t else "backwards"
+            _record_issues(result, (StreamIssue(kind, "predicates", t, f"frame time {t:.6f} after {last_t:.6f}; "
+                                                "message dropped"),))
+            scorer.timings["assemble"] += time.perf_counter() - start
+            continue
+        last_t = t
+        missing = [p for p in scorer.monitor.predicates if p not in sample.values]
+        if missing:
+            raise SourceError(f"{bag.path}: predicates message at t={t:.3f} lacks {', '.join(missing)}")
+        scorer.timings["assemble"] += time.perf_counter() - start
+        scorer.step(sample.valuation(), t, sample.stale)
+    scorer.finish()
+
+
+_JOINT_ROUTE, _WRENCH_ROUTE = object(), object()
+
+
+def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
+                  progress: Callable[[int], None] | None) -> None:
+    mapping = config.mapping
+    topics = result.topics
+    joints = topics.get(mapping.joint_states)
+    if joints is None or joints.count == 0:
+        raise missing_topic_error(bag.path, "joint states", mapping.joint_states, _JOINT_TYPE, topics, "joint_states")
+    rate = config.rate_hz or estimate_rate(_first_stamps(bag, mapping.joint_states))
+    result.rate_hz = rate
+    grounder = make_grounder(config.robot, rate)
+    objects = tuple(grounder.robot.objects)
+    assembler = FrameAssembler(grounder.robot.required_joints, objects, mapping, StaleLimits.for_grounder(grounder))
+    route: dict[str, object] = {mapping.joint_states: _JOINT_ROUTE}
+    if mapping.wrench is not None:
+        if mapping.wrench in topics:
+            route[mapping.wrench] = _WRENCH_ROUTE
+        else:
+            result.warnings.append(f"no wrench topic {mapping.wrench}: the wrench stream is stale throughout")
+    for name in objects:
+        topic = mapping.pose_topic(name)
+        if topic in topics:
+            route[topic] = name
+        else:
+            result.warnings.append(f"no pose topic {topic} for object {name!r}: its pose is stale throughout")
+    scorer = _Scorer(result, _monitor(config), progress)
+    timings = scorer.timings
+    clock = time.perf_counter
+    for topic, t_ns, msg in _timed_messages(bag, set(route), timings):
+        start = clock()
+        kind = route[topic]
+        received = t_ns / 1e9
+        if kind is _JOINT_ROUTE:
+            frame = assembler.on_joint_states(msg, received)
+            timings["assemble"] += clock() - start
+            if frame is None:
+                continue
+            _record_issues(result, frame.issues)
+            mid = clock()
+            sample = m.predicate_sample(grounder.step(frame.state), frame.stale)
+            timings["ground"] += clock() - mid
+            scorer.step(sample.valuation(), sample.t, sample.stale)
+        elif kind is _WRENCH_ROUTE:
+            assembler.on_wrench(msg, received)
+            timings["assemble"] += clock() - start
+        else:
+            assembler.on_pose(kind, msg, received)
+            timings["assemble"] += clock() - start
+    _record_issues(result, assembler.drain_issues())
+    scorer.finish()
+
+
+def _first_stamps(bag: BagReader, topic: str, n: int = 201) -> list[float]:
+    stamps = []
+    for _, _, msg in bag.messages({topic}):
+        stamps.append(m.stamp_seconds(msg.header.stamp))
+        if len(stamps) >= n:
+            break
+    return stamps
+
+
+def score_bag(path: str | Path, config: ReplayConfig, progress: Callable[[int], None] | None = None) -> BagResult:
+    """Score one bag. Never raises for a bad bag: the result carries the error instead.
+
+    `progress(n)` is told about frames as they are scored (for a progress bar; results do not
+    depend on it).
+    """
+    result = BagResult(bag=str(path), mode="predicates" if config.from_predicates else "robot_state")
+    try:
+        with BagReader(path) as bag:
+            result.topics = bag.topics
+            result.messages = bag.message_count
+            if bag.skipped_types:
+                result.warnings.append("no definition for message types " + ", ".join(bag.skipped_types)
+                                       + "; their topics were skipped")
+            if config.from_predicates:
+                _score_predicates(bag, config, result, progress)
+            else:
+                _score_states(bag, config, result, progress)
+    except SafetyMonitorError as exc:
+        result.error = str(exc)
+        result.trace = None
+    except Exception as exc:  # a bug or an unforeseen library error must not stop the batch either
+        result.error = f"{path}: {type(exc).__name__}: {exc}"
+        result.trace = None
+    return result
