@@ -62,9 +62,9 @@ def _eval(args: argparse.Namespace) -> int:
         raise SourceError(f"{args.trace}: the trace has no frames (LTLf traces are non-empty)")
     state, violation_frame = dfa.initial, None
     for i, valuation in enumerate(frames):
-        missing = [a for a in dfa.atoms if a not in valuation]
+        missing = [a for a in dfa.atoms if valuation.get(a) is None]
         if missing:
-            raise SourceError(f"{args.trace}: frame {i} has no value for {', '.join(missing)}")
+            raise SourceError(f"{args.trace}: frame {i} has no known value for {', '.join(missing)}")
         state = int(dfa.table[state, dfa.letter(valuation)])
         if violation_frame is None and dfa.rejecting_sink[state]:
             violation_frame = i
