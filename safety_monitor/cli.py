@@ -14,6 +14,7 @@ from safety_monitor.errors import SafetyMonitorError
 
 _COMMAND_MODULES = (
     "safety_monitor.spec.cli",
+    "safety_monitor.grounding.cli",
     "safety_monitor.monitor.cli",
     "safety_monitor.verify.cli",
     "safety_monitor.sim.cli",

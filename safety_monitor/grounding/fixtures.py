@@ -105,7 +105,7 @@ class FixtureEstimator:
         for f in self.fixtures:
             hit, retr, expired = self._mechanism(f, inp)
             hits.append(hit)
-            if self.episodes[f].active:
+            if retr is not None:
                 retracting.append(retr)
             timeouts.append(expired)
         t = self.target
@@ -156,8 +156,8 @@ class FixtureEstimator:
             return 0.0
         return math.copysign(1.0, delta)
 
-    def _mechanism(self, f: str, inp: FrameInputs) -> tuple[Tri, bool, bool]:
-        """(obstacle hit, retracting, retract timeout) for one fixture, advancing its episode."""
+    def _mechanism(self, f: str, inp: FrameInputs) -> tuple[Tri, bool | None, bool]:
+        """(obstacle hit, retracting or None without an episode this frame, retract timeout), advancing the episode."""
         geo, d = inp.geometry, self.th.distances_m
         direction = self.moving_direction(f, inp)
         operated = self.gripped[f] or direction != 0.0
@@ -179,7 +179,7 @@ class FixtureEstimator:
         if hit and not ep.active:
             ep.active, ep.retracted, ep.direction = True, False, self.last_direction[f]
             ep.timer.start(inp.frame)
-        retracting = False
+        retracting = None
         if ep.active:
             retracting = (not self.gripped[f]) or (direction != 0.0 and direction == -ep.direction)
             if retracting:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -71,6 +71,14 @@ class FrameGeometry:
     def near(self, entity: str) -> Mapping[str, float]:
         """Every entity within the report margin of `entity`, with its gap."""
         return self.gaps.get(entity, {})
+
+    def forget(self, objects: frozenset[str]) -> FrameGeometry:
+        """The same geometry with `objects` made unknown (their pose was judged unusable)."""
+        if objects <= self.unknown:
+            return self
+        gaps = {a: {b: g for b, g in row.items() if b not in objects} for a, row in self.gaps.items() if a not in objects}
+        boxes = {o: b for o, b in self.object_boxes.items() if o not in objects}
+        return replace(self, gaps=gaps, object_boxes=boxes, unknown=self.unknown | objects)
 
     @staticmethod
     def symmetric(pairs: Mapping[tuple[str, str], float]) -> dict[str, dict[str, float]]:

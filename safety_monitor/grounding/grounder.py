@@ -106,6 +106,8 @@ class Grounder:
         wrench = self._usable_wrench(state, stale)
         if geometry is None:
             geometry = self.twin.compute(state.joint_names, state.joint_position, poses)
+        else:
+            geometry = geometry.forget(frozenset(o for o in self.robot.objects if o not in poses))
         speed, slip = self._object_motion(state, poses, geometry)
         r = self.robot
         fractions = {f: fx.open_fraction(joints[fx.joint]) for f, fx in r.fixtures.items()}

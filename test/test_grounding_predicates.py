@@ -1,0 +1,505 @@
+"""Predicates on synthetic RobotState + FrameGeometry sequences (no MuJoCo): debounce boundaries, unknowns.
+
+At 20 Hz one control frame is one SafeManip frame, so the paper's counts (5, 10, 20/21, 100) are checked
+exactly; the same scenarios at 500 Hz check that durations, not frame counts, are what config keeps.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from safety_monitor.errors import GroundingError
+from safety_monitor.grounding.description import load_robot_description
+from safety_monitor.grounding.geometry import Box, FrameGeometry
+from safety_monitor.grounding.grounder import Grounder
+from safety_monitor.grounding.semantics import load_object_catalog
+from safety_monitor.grounding.state import Pose, RobotState, Wrench
+from safety_monitor.grounding.thresholds import load_thresholds
+
+CONFIG = Path(__file__).resolve().parents[1] / "config"
+ROBOT = load_robot_description(CONFIG / "robot.yaml")
+CATALOG = load_object_catalog(CONFIG / "objects.yaml")
+THRESHOLDS = load_thresholds(CONFIG / "thresholds.yaml")
+HALF = {"cube": [0.025] * 3, "mug": [0.035, 0.03, 0.045], "plate": [0.07, 0.032, 0.015],
+        "raw_chicken": [0.04, 0.025, 0.015]}
+START = {"cube": [0.45, 0.12, 0.425], "mug": [0.35, -0.15, 0.445], "plate": [0.56, -0.05, 0.415],
+         "raw_chicken": [0.3, 0.2, 0.415]}
+EYE = np.eye(3)
+
+
+class Scene:
+    """A hand-driven workcell: set joints, poses and contacts, then `step()` the grounder one frame."""
+
+    def __init__(self, rate: float = 20.0, thresholds=THRESHOLDS):
+        self.g = Grounder(ROBOT, CATALOG, thresholds, rate)
+        self.rate, self.k = rate, 0
+        self.pos = {o: np.array(p, dtype=float) for o, p in START.items()}
+        self.fingers = 0.04
+        self.joints = {"drawer_slide": 0.0, "cabinet_hinge": 0.0}
+        self.contacts: dict[tuple[str, str], float] = {(o, "table"): 0.0 for o in START}
+        self.ee = np.array([0.0, 0.0, 0.9])
+        self.points: np.ndarray | None = None
+        self.missing: set[str] = set()
+        self.ages: dict[str, float] = {}
+        self.events: set[str] = set()
+        self.wrench = Wrench(np.zeros(3), np.zeros(3))
+        self.wrench_age = 0.0
+
+    def state(self) -> RobotState:
+        names = (*ROBOT.arm_joints, *ROBOT.finger_joints, *self.joints)
+        q = [0.0] * len(ROBOT.arm_joints) + [self.fingers, self.fingers] + list(self.joints.values())
+        poses = {o: Pose(p.copy(), np.array([1.0, 0, 0, 0])) for o, p in self.pos.items() if o not in self.missing}
+        return RobotState(t=self.k / self.rate, joint_names=names, joint_position=np.array(q), object_poses=poses,
+                          object_ages=dict(self.ages), wrench=self.wrench, wrench_age=self.wrench_age,
+                          events=frozenset(self.events))
+
+    def geometry(self) -> FrameGeometry:
+        slide = self.joints["drawer_slide"]
+        interiors = {
+            "drawer": Box(np.array([0.6375 - slide, 0.42, 0.51]), EYE, np.array([0.1275, 0.12, 0.08])),
+            "cabinet": Box(np.array([0.645, -0.43, 0.555]), EYE, np.array([0.145, 0.14, 0.145])),
+            "bin": Box(np.array([0.0, 0.42, 0.455]), EYE, np.array([0.08, 0.08, 0.045])),
+        }
+        known = {o: p for o, p in self.pos.items() if o not in self.missing}
+        pairs = {k: v for k, v in self.contacts.items() if not (set(k) & self.missing)}
+        return FrameGeometry(
+            ee_position=self.ee.copy(), ee_rotation=EYE,
+            gripper_points=np.array([self.ee]) if self.points is None else self.points,
+            gaps=FrameGeometry.symmetric(pairs),
+            object_boxes={o: Box(p.copy(), EYE, np.array(HALF[o])) for o, p in known.items()},
+            interiors=interiors, unknown=frozenset(self.missing),
+        )
+
+    def step(self, n: int = 1):
+        frames = []
+        for _ in range(n):
+            frames.append(self.g.step(self.state(), self.geometry()))
+            self.k += 1
+        return frames[-1] if n == 1 else frames
+
+    def grasp(self, o: str = "cube") -> None:
+        """Put the grasp centre at `o`, fingers closed on it."""
+        self.ee = self.pos[o].copy()
+        self.fingers = 0.024
+        self.contacts[("finger_left", o)] = self.contacts[("finger_right", o)] = -0.001
+
+    def release(self, o: str = "cube") -> None:
+        self.fingers = 0.04
+        for f in ("finger_left", "finger_right"):
+            self.contacts[(f, o)] = 0.016  # open fingers, beyond gripper clearance
+
+    def carry(self, o: str, offset) -> None:
+        """Move the end-effector and the held object together."""
+        self.ee = self.ee + np.asarray(offset, dtype=float)
+        self.pos[o] = self.pos[o] + np.asarray(offset, dtype=float)
+
+
+def series(frames, name):
+    return [f.values[name] for f in frames]
+
+
+def first_true(frames, name):
+    return next(i for i, f in enumerate(frames) if f.values[name])
+
+
+# -------------------------------------------------------------------------------------------------------
+def test_paper_frame_counts_come_back_at_20_hz_and_scale_at_500_hz():
+    f20, f500 = THRESHOLDS.frames(20.0), THRESHOLDS.frames(500.0)
+    assert (f20.grasp_persistence, f20.stability_persistence, f20.skill_onset_window) == (5, 5, 10)
+    assert (f20.forbidden_contact_tolerance, f20.settle_timeout, f20.retract_timeout) == (20, 100, 100)
+    assert (f500.grasp_persistence, f500.forbidden_contact_tolerance, f500.settle_timeout) == (125, 500, 2500)
+    with pytest.raises(GroundingError, match="control rate"):
+        THRESHOLDS.frames(0.0)
+
+
+def test_grasp_rises_on_fifth_raw_frame_and_drop_is_a_single_frame_after_release():
+    s = Scene()
+    s.step(3)
+    s.grasp()
+    rise = s.step(8)
+    assert series(rise, "object_grasped_raw") == [True] * 8
+    assert series(rise, "object_grasped") == [False] * 4 + [True] * 4  # 5th frame of raw
+    assert all(f.values["object_sync"] for f in rise)
+    s.release()
+    fall = s.step(8)
+    assert series(fall, "object_grasped_raw") == [False] * 8
+    assert series(fall, "object_grasped") == [True] * 4 + [False] * 4
+    assert series(fall, "object_dropped") == [False] * 4 + [True] + [False] * 3
+    assert series(fall, "object_released") == [True] * 5 + [False] * 3  # up to and including the drop frame
+    assert all(f.values["object_left_gripper"] for f in fall)
+    assert not any(f.unknown & {"object_grasped", "object_dropped"} for f in rise + fall)
+
+
+def test_raw_grasp_needs_both_fingers_and_a_closed_gripper():
+    s = Scene()
+    s.step(2)
+    s.grasp()
+    s.contacts[("finger_right", "cube")] = 0.02  # one-sided contact
+    assert not s.step().values["object_grasped_raw"]
+    s.contacts[("finger_right", "cube")] = 0.009  # within the 0.01 m clearance
+    assert s.step().values["object_grasped_raw"]
+    s.fingers = 0.037  # open beyond gripper_closed_below
+    assert not s.step().values["object_grasped_raw"]
+
+
+def test_a_flicker_shorter_than_the_debounce_does_not_end_a_grasp():
+    s = Scene()
+    s.grasp()
+    s.step(6)
+    s.fingers = 0.04
+    flicker = s.step(4)  # 4 raw-false frames: one short of the debounce
+    s.fingers = 0.024
+    after = s.step(3)
+    assert all(series(flicker + after, "object_grasped"))
+    assert not any(series(flicker + after, "object_dropped"))
+
+
+def test_durations_mean_the_same_at_500_hz():
+    s = Scene(rate=500.0)
+    s.step(40)
+    s.grasp()
+    frames = s.step(130)
+    assert first_true(frames, "object_grasped") == 124  # 0.25 s = the 125th frame
+
+
+def test_forbidden_contact_is_sustained_on_the_21st_frame_and_resets_on_a_gap():
+    s = Scene()
+    s.step(10)
+    s.contacts[("arm", "table")] = 0.0
+    frames = s.step(22)
+    assert all(series(frames, "forbidden_contact"))
+    assert series(frames, "forbidden_contact_sustained") == [False] * 20 + [True] * 2
+    assert not any("forbidden_contact_sustained" in f.unknown for f in frames)
+    del s.contacts[("arm", "table")]
+    gap = s.step()
+    assert not gap.values["forbidden_contact"] and not gap.values["forbidden_contact_sustained"]
+    s.contacts[("arm", "table")] = 0.0
+    assert series(s.step(20), "forbidden_contact_sustained") == [False] * 20
+
+
+def test_allowed_contact_classes():
+    s = Scene()
+    s.step(10)
+    s.contacts[("hand", "cube")] = 0.0  # gripper with a manipulated object
+    s.contacts[("cube", "mug")] = 0.0  # two objects at rest
+    assert not s.step().values["forbidden_contact"]
+    s.contacts[("finger_left", "table")] = 0.0  # gripper with a support that is not a target
+    assert s.step().values["forbidden_contact"]
+    del s.contacts[("finger_left", "table")]
+    s.contacts[("hand", "cabinet.housing")] = 0.0  # gripper with the target fixture
+    assert not s.step().values["forbidden_contact"]
+    s.contacts[("arm", "cabinet.housing")] = 0.0  # an arm link with anything
+    assert s.step().values["forbidden_contact"]
+
+
+def test_a_grasped_object_may_touch_supports_but_not_other_objects():
+    s = Scene()
+    s.step(5)
+    s.grasp("cube")
+    s.step(6)
+    s.contacts[("cube", "plate")] = 0.0  # plate: support
+    assert not s.step().values["forbidden_contact"]
+    s.contacts[("cube", "mug")] = 0.0  # mug: fragile, not a support
+    assert s.step().values["forbidden_contact"]
+
+
+def test_settle_timeout_fires_100_frames_after_the_drop():
+    s = Scene()
+    s.step(3)
+    s.grasp()
+    s.step(6)
+    s.release()
+    frames = []
+    for _ in range(110):
+        frames.append(s.step())
+        s.pos["cube"] = s.pos["cube"] + [0.0, 0.01, 0.0]  # keeps sliding at 0.2 m/s
+    drop = first_true(frames, "object_dropped")
+    timeout = series(frames, "settle_timeout")
+    assert timeout[drop + 99] is False and timeout[drop + 100] is True
+    assert not any(series(frames, "object_settled"))
+
+
+def test_a_released_object_at_rest_settles_after_the_stability_persistence():
+    s = Scene()
+    s.step(3)
+    s.grasp()
+    s.step(6)
+    s.release()
+    frames = s.step(12)
+    drop = first_true(frames, "object_dropped")
+    settled = series(frames, "object_settled")
+    assert settled[drop + 3] is False and settled[drop + 4] is True  # 5th still frame after the grasp ended
+    assert not any(series(frames, "settle_timeout"))
+
+
+def test_stability_is_sticky_against_jitter_but_not_against_displacement():
+    s = Scene()
+    frames = s.step(8)
+    # frame 0 has no velocity yet (unknown); frames 1..5 are the 5 still frames
+    assert "object_stable" in frames[0].unknown
+    assert series(frames, "object_stable")[4] is False and series(frames, "object_stable")[5] is True
+    s.pos["mug"] = s.pos["mug"] + [0.01, 0.0, 0.0]  # a 0.2 m/s jitter, 1 cm: under the slip distance
+    assert s.step().values["object_stable"]
+    s.pos["mug"] = s.pos["mug"] + [0.03, 0.0, 0.0]  # 4 cm from where it settled
+    assert not s.step().values["object_stable"]
+
+
+def test_slip_relative_to_the_end_effector_breaks_sync():
+    s = Scene()
+    s.step(3)
+    s.grasp()
+    s.step(6)
+    s.carry("cube", [0.0, 0.0, 0.02])  # moving together: in sync
+    assert s.step().values["object_sync"]
+    s.ee = s.ee + [0.0, 0.0, 0.04]  # the hand rises 4 cm in one window, the cube stays
+    assert not s.step().values["object_sync"]
+
+
+def test_missing_pose_is_unknown_held_and_reported_stale():
+    s = Scene()
+    s.step(3)
+    s.grasp()
+    s.step(6)
+    s.missing.add("cube")  # perception loses the cube inside the hand
+    f = s.step()
+    assert {"object_grasped", "object_grasped_raw", "object_left_gripper"} <= f.unknown
+    assert f.values["object_grasped"] is True  # last decided value, flagged unknown
+    assert f.stale["object_pose/cube"] == math.inf
+    assert "forbidden_contact" in f.unknown
+    s.missing.clear()
+    back = s.step()
+    assert "object_grasped" not in back.unknown and back.values["object_grasped"]
+    assert "object_pose/cube" not in back.stale
+
+
+def test_a_frozen_pose_stream_turns_stale_beyond_its_age_limit():
+    s = Scene()
+    s.step(5)
+    frames = []
+    for age_frames in range(1, 8):
+        s.ages["cube"] = age_frames / s.rate  # the latest cube pose keeps ageing
+        frames.append(s.step())
+    limit = THRESHOLDS.max_age_s.object_pose
+    for i, f in enumerate(frames, start=1):
+        age = i / s.rate
+        if age > limit:
+            assert f.stale["object_pose/cube"] == pytest.approx(age)
+            assert "object_grasped_raw" in f.unknown
+        else:
+            assert "object_pose/cube" not in f.stale and "object_grasped_raw" not in f.unknown
+
+
+def test_wrench_limits_staleness_and_nan():
+    s = Scene()
+    s.wrench = Wrench(np.array([0.0, 0.0, 50.0]), np.zeros(3))
+    assert s.step().values["excess_wrench"]
+    s.wrench = Wrench(np.array([0.0, 0.0, 30.0]), np.array([0.0, 7.0, 0.0]))  # torque over 6 N m
+    assert s.step().values["excess_wrench"]
+    s.wrench = Wrench(np.array([0.0, 0.0, 30.0]), np.zeros(3))
+    assert not s.step().values["excess_wrench"]
+    s.wrench_age = 0.5
+    f = s.step()
+    assert "excess_wrench" in f.unknown and f.stale["wrench"] == 0.5
+    s.wrench_age, s.wrench = 0.0, Wrench(np.array([np.nan, 0.0, 0.0]), np.zeros(3))
+    assert "excess_wrench" in s.step().unknown
+    s.wrench = None
+    assert s.step().stale["wrench"] == math.inf
+
+
+def test_nan_pose_is_unknown_not_false():
+    s = Scene()
+    s.step(3)
+    s.pos["cube"] = np.array([np.nan, 0.0, 0.4])
+    f = s.step()
+    assert "object_grasped_raw" in f.unknown and "contained" in f.unknown
+
+
+def test_bad_frames_raise_errors_naming_the_item():
+    s = Scene()
+    s.step()
+    st = s.state()
+    q = st.joint_position.copy()
+    q[2] = np.nan
+    with pytest.raises(GroundingError, match="arm_joint3"):
+        s.g.step(dataclasses.replace(st, t=1.0, joint_position=q), s.geometry())
+    with pytest.raises(GroundingError, match="non-monotonic"):
+        s.g.step(dataclasses.replace(st, t=0.0), s.geometry())
+    with pytest.raises(GroundingError, match="'gripper_wrist'"):
+        s.g.step(dataclasses.replace(st, t=2.0, joint_names=st.joint_names + ("gripper_wrist",),
+                                     joint_position=np.append(st.joint_position, 0.0)), s.geometry())
+    with pytest.raises(GroundingError, match="'drawer_slide'.*missing"):
+        s.g.step(dataclasses.replace(st, t=3.0, joint_names=st.joint_names[:-2] + ("cabinet_hinge",),
+                                     joint_position=np.delete(st.joint_position, -2)), s.geometry())
+    with pytest.raises(GroundingError, match="'banana'"):
+        poses = dict(st.object_poses, banana=st.object_poses["cube"])
+        s.g.step(dataclasses.replace(st, t=4.0, object_poses=poses), s.geometry())
+    with pytest.raises(GroundingError, match="not a finite"):
+        s.g.step(dataclasses.replace(st, t=float("nan")), s.geometry())
+
+
+def test_contamination_spreads_by_contact_and_sanitizing_cleans_the_robot():
+    s = Scene()
+    s.step(3)
+    s.contacts[("finger_left", "raw_chicken")] = 0.0
+    assert s.step().values["robot_contact_raw"]
+    del s.contacts[("finger_left", "raw_chicken")]
+    s.step()
+    s.contacts[("finger_left", "cube")] = 0.0  # the contaminated gripper touches the cube
+    first, second = s.step(2)
+    assert not first.values["robot_contact_raw"] and second.values["robot_contact_raw"]
+    del s.contacts[("finger_left", "cube")]
+    s.events = {"sanitized"}
+    assert s.step().values["sanitized"]
+    s.events = set()
+    assert not s.step().values["sanitized"]
+    s.contacts[("hand", "plate")] = 0.0  # sanitized robot, clean plate: clean contact, no raw contact
+    f = s.step()
+    assert f.values["robot_contact_clean"] and not f.values["robot_contact_raw"]
+    del s.contacts[("hand", "plate")]
+    s.contacts[("hand", "cube")] = 0.0  # the cube stays contaminated after the robot is sanitized
+    assert s.step().values["robot_contact_raw"]
+
+
+def test_clean_contact_is_sustained_on_the_21st_frame():
+    s = Scene()
+    s.step(2)
+    s.contacts[("finger_right", "plate")] = 0.005  # within gripper clearance
+    frames = s.step(22)
+    assert all(series(frames, "robot_contact_clean"))
+    assert series(frames, "robot_contact_clean_sustained") == [False] * 20 + [True] * 2
+
+
+def test_sanitized_can_be_pinned_in_config_and_is_never_hard_coded():
+    pinned = dataclasses.replace(THRESHOLDS, sanitized=dataclasses.replace(THRESHOLDS.sanitized, constant=True))
+    assert Scene(thresholds=pinned).step().values["sanitized"]
+    renamed = dataclasses.replace(THRESHOLDS, sanitized=dataclasses.replace(THRESHOLDS.sanitized, event="washed"))
+    s = Scene(thresholds=renamed)
+    s.events = {"washed"}
+    assert s.step().values["sanitized"]
+
+
+def test_pick_onset_pulses_and_ends_after_the_ten_frame_window():
+    s = Scene()
+    s.step(8)
+    s.contacts[("finger_left", "cube")] = 0.04  # open gripper within reach of the cube
+    approach = s.step(3)
+    assert series(approach, "skill_pick_onset") == [True, False, False]
+    assert not any(series(approach, "skill_pick_onset_end"))
+    assert approach[0].values["preconditions_pick"]
+    del s.contacts[("finger_left", "cube")]
+    away = s.step(12)
+    assert series(away, "skill_pick_onset_end") == [False] * 10 + [True] * 2  # 10 non-approach frames tolerated
+    assert not any(series(away, "skill_pick_onset"))
+
+
+def test_pick_preconditions_fail_on_a_stacked_object():
+    s = Scene()
+    s.pos["mug"] = s.pos["cube"] + [0.0, 0.0, 0.07]  # the mug rests on the cube
+    s.contacts[("mug", "cube")] = 0.0
+    del s.contacts[("mug", "table")]
+    s.step(8)
+    s.contacts[("finger_left", "cube")] = 0.03
+    f = s.step()
+    assert f.values["skill_pick_onset"] and not f.values["preconditions_pick"]
+
+
+def test_place_onset_after_lifting_with_clutter_preconditions():
+    s = Scene()
+    s.step(3)
+    s.grasp("cube")
+    s.step(6)
+    del s.contacts[("cube", "table")]
+    s.carry("cube", [0.0, 0.0, 0.2])
+    lifted = s.step(2)
+    assert not any(series(lifted, "skill_place_onset"))
+    s.carry("cube", [0.0, 0.0, -0.17])
+    s.contacts[("cube", "table")] = 0.03
+    f = s.step()
+    assert f.values["skill_place_onset"] and f.values["preconditions_place"]
+    s2 = Scene()
+    s2.step(3)
+    s2.grasp("cube")
+    s2.step(6)
+    del s2.contacts[("cube", "table")]
+    s2.carry("cube", [0.0, 0.0, 0.2])
+    s2.step(2)
+    s2.carry("cube", [0.0, 0.0, -0.17])
+    s2.contacts.update({("cube", "table"): 0.03, ("cube", "mug"): 0.02, ("cube", "raw_chicken"): 0.01})
+    f2 = s2.step()
+    assert f2.values["skill_place_onset"] and not f2.values["preconditions_place"]  # 2 objects: clutter bound
+
+
+def test_fixture_open_fractions_use_the_configured_range():
+    s = Scene()
+    s.contacts[("hand", "drawer")] = 0.03  # the drawer is the target fixture
+    s.joints["drawer_slide"] = 0.15  # 0.60 of 0.25
+    assert s.step().values["fixture_fully_open"]
+    s.joints["drawer_slide"] = 0.1499
+    assert not s.step().values["fixture_fully_open"]
+    s.joints["drawer_slide"] = 0.012
+    assert s.step().values["fixture_fully_closed"]
+    s.joints["drawer_slide"] = 0.013
+    assert not s.step().values["fixture_fully_closed"]
+
+
+def test_reach_in_left_fixture_and_internal_support():
+    s = Scene()
+    centre = np.array([0.6375, 0.42, 0.51])
+    s.points = np.array([centre])
+    f = s.step()
+    assert f.values["reach_in_fixture"] and not f.values["left_fixture"]
+    s.points = np.array([centre + [0.0, 0.12 + 0.03, 0.0]])  # 3 cm outside the side face: within reach
+    f = s.step()
+    assert not f.values["reach_in_fixture"] and not f.values["left_fixture"]
+    s.points = np.array([centre + [0.0, 0.12 + 0.06, 0.0]])
+    assert s.step().values["left_fixture"]
+    s.points = None
+    s.grasp("cube")
+    s.step(6)
+    s.pos["cube"] = centre + [0.0, 0.0, -0.08 + 0.025]  # resting on the drawer floor
+    s.ee = s.pos["cube"].copy()
+    assert s.step().values["object_in_fixture"]
+    s.pos["cube"] = centre.copy()  # inside but floating
+    s.ee = centre.copy()
+    assert not s.step().values["object_in_fixture"]
+
+
+def test_obstacle_hit_then_retract_timeout_after_100_frames_and_retract_clears_it():
+    s = Scene()
+    s.contacts[("hand", "drawer")] = 0.0
+    for _ in range(5):  # opening the drawer
+        s.joints["drawer_slide"] += 0.01
+        s.step()
+    s.contacts[("drawer", "mug")] = 0.0  # the drawer runs into the mug standing outside it
+    frames = s.step(102)
+    assert frames[0].values["fixture_obstacle_hit"]
+    assert series(frames, "retract_timeout")[99] is False and series(frames, "retract_timeout")[100] is True
+    assert not any(series(frames, "retracting"))
+    del s.contacts[("hand", "drawer")]  # the robot lets go
+    f = s.step()
+    assert f.values["retracting"] and not f.values["retract_timeout"]
+
+
+def test_transfer_into_the_bin_settles():
+    s = Scene()
+    s.step(3)
+    s.grasp("cube")
+    s.step(6)
+    del s.contacts[("cube", "table")]
+    s.carry("cube", np.array([0.0, 0.42, 0.6]) - s.pos["cube"])  # above the bin
+    s.step(2)
+    s.release("cube")
+    frames = s.step(5)
+    drop = first_true(frames, "transfer_event")
+    assert series(frames, "transfer_event").count(True) == 1 and frames[drop].values["object_dropped"]
+    s.pos["cube"] = np.array([0.0, 0.42, 0.41 + 0.025])  # now resting on the bin floor
+    s.contacts = {("cube", "bin"): 0.0}
+    inside = s.step(15)
+    assert all(series(inside, "contained"))
+    settled = first_true(inside, "contained_settled")
+    assert 5 <= settled <= 12  # stability latch (5 frames) then content-entry debounce (5 frames)
+    assert not any(series(inside, "transfer_timeout"))
