@@ -204,3 +204,16 @@ def test_identical_and_late_branching_trajectories_share_nodes():
     tree = build_tree(variants, ATOMS)
     assert tree.n_frames == 500 and tree.n_nodes == 45 + 2 * 5
     assert tree.n_levels == 2 and tree.roots.tolist() == [0]
+
+
+def test_many_predicates_and_unsorted_input_order():
+    rng = np.random.default_rng(3)
+    atoms = tuple(f"p{i}" for i in range(70))  # more than 64 predicates: rows wider than one word
+    base = rng.random((30, 70)) < 0.5
+    runs = [base[:20], base, np.vstack([base[:10], ~base[10:25]]), base[:20]]
+    tree = build_tree(runs, atoms, ["a", "b", "c", "d"])
+    assert tree.n_nodes == 30 + 15 and tree.n_frames == 95
+    assert tree.trajectory_end[0] == tree.trajectory_end[3]  # identical runs end at one node
+    assert tree.trajectories_through(int(tree.trajectory_end[0])) == [0, 1, 3]
+    last = int(tree.trajectory_end[2])
+    assert tree.valuation(last) == dict(zip(atoms, (~base[24]).tolist()))

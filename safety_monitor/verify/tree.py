@@ -113,22 +113,27 @@ def build_tree(
     names = tuple(names) if names is not None else tuple(f"trajectory_{i}" for i in range(len(traces)))
     if len(names) != len(traces):
         raise SourceError(f"{len(names)} names for {len(traces)} trajectories")
-    arrays = []
-    for name, t in zip(names, traces):
+    packed, seen, representative = [], {}, []
+    for i, (name, t) in enumerate(zip(names, traces)):
         a = np.asarray(t, dtype=bool)
         if a.ndim != 2 or a.shape[1] != len(atoms) or a.shape[0] == 0:
             raise SourceError(f"trajectory {name!r}: expected a non-empty frames x {len(atoms)} array, got shape {a.shape}")
-        arrays.append(a)
-    lengths = np.array([a.shape[0] for a in arrays], dtype=np.int64)
+        rows = np.packbits(a, axis=1) if atoms else np.zeros((a.shape[0], 1), dtype=np.uint8)
+        first = seen.setdefault(rows.tobytes(), i)  # identical trajectories are merged up front
+        representative.append(first)
+        if first == i:
+            packed.append(rows)
+    representative = np.array(representative, dtype=np.int64)
+    unique = np.flatnonzero(representative == np.arange(len(traces)))
+    lengths = np.array([p.shape[0] for p in packed], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    letters, letter_of_frame = _letters(np.concatenate(arrays), len(atoms))
-    representative = _deduplicate(letter_of_frame, offsets, lengths)
-    unique = np.flatnonzero(representative == np.arange(len(arrays)))
-    parent, depth, letter, last = _trie(letter_of_frame, offsets[unique], lengths[unique], len(letters))
-    ends = np.empty(len(arrays), dtype=np.int64)
+    letters, letter_of_frame = _letters(np.concatenate(packed), len(atoms))
+    parent, depth, letter, last = _trie(letter_of_frame, offsets, lengths)
+    ends = np.empty(len(traces), dtype=np.int64)
     ends[unique] = last
     ends = ends[representative]
-    return _layout(atoms, names, parent, depth, letter, letters, ends, int(lengths.sum()))
+    n_frames = int(sum(np.shape(t)[0] for t in traces))
+    return _layout(atoms, names, parent, depth, letter, letters, ends, n_frames)
 
 
 def tree_from_valuations(
@@ -146,55 +151,54 @@ def tree_from_valuations(
     return build_tree(arrays, atoms, names)
 
 
-def _letters(frames: np.ndarray, n_atoms: int) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct valuations (bool rows) and, per frame, the index of its valuation."""
-    packed = np.packbits(frames, axis=1) if n_atoms else np.zeros((frames.shape[0], 1), dtype=np.uint8)
-    rows, inverse = np.unique(packed, axis=0, return_inverse=True)
+def _letters(packed: np.ndarray, n_atoms: int) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct valuations (bool rows) and, per frame, the index of its valuation.
+
+    Predicates hold their values for many frames, so only the first frame of each run of equal rows
+    goes through the (sorting) unique; the rest of the run copies its index.
+    """
+    change = np.ones(packed.shape[0], dtype=bool)
+    change[1:] = (packed[1:] != packed[:-1]).any(axis=1)
+    starts = np.flatnonzero(change)
+    rows, inverse = np.unique(packed[starts], axis=0, return_inverse=True)
+    letter_of_frame = np.repeat(inverse.reshape(-1).astype(np.int64), np.diff(np.append(starts, packed.shape[0])))
     letters = np.unpackbits(rows, axis=1, count=n_atoms).astype(bool) if n_atoms else np.zeros((1, 0), dtype=bool)
-    return letters, inverse.reshape(-1).astype(np.int64)
+    return letters, letter_of_frame
 
 
-def _deduplicate(letter_of_frame: np.ndarray, offsets: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """For each trajectory, the first trajectory with exactly the same frames (itself if none)."""
-    seen: dict[bytes, int] = {}
-    return np.array(
-        [seen.setdefault(letter_of_frame[o:o + n].tobytes(), i) for i, (o, n) in enumerate(zip(offsets, lengths))],
-        dtype=np.int64,
-    )
-
-
-def _trie(letter_of_frame, offsets, lengths, n_letters):
-    """Prefix-merge distinct trajectories level by level; once every live trajectory has a node of
-    its own, the rest of each one is a private chain, appended in one vectorised step."""
-    parents, depths, letters = [], [], []
+def _trie(letter_of_frame, offsets, lengths):
+    """Prefix-merge distinct trajectories: in lexicographic order, each one adds the nodes past its
+    longest common prefix with the one before, hanging from that prefix's last node."""
+    sequences = [letter_of_frame[o:o + n] for o, n in zip(offsets, lengths)]
+    order = sorted(range(len(sequences)), key=lambda i: sequences[i].astype(">u8").tobytes())
+    shared = np.zeros(len(order), dtype=np.int64)  # common prefix with the previous trajectory in order
+    hang = np.full(len(order), -1, dtype=np.int64)  # parent of the first node it adds
+    first_id = np.zeros(len(order), dtype=np.int64)
+    path: list[tuple[int, int]] = []  # the previous trajectory's path as (first depth, first node id) chains
     count = 0
-    current = np.full(lengths.size, -1, dtype=np.int64)
-    alive = np.arange(lengths.size)
-    d = 0
-    while alive.size:
-        key = (current[alive] + 1) * n_letters + letter_of_frame[offsets[alive] + d]
-        keys, inverse = np.unique(key, return_inverse=True)
-        parents.append(keys // n_letters - 1)
-        letters.append(keys % n_letters)
-        depths.append(np.full(keys.size, d, dtype=np.int64))
-        current[alive] = count + inverse.reshape(-1)
-        count += keys.size
-        d += 1
-        separate = keys.size == alive.size
-        alive = alive[lengths[alive] > d]
-        if separate and alive.size:
-            rest = lengths[alive] - d
-            total = int(rest.sum())
-            first = np.repeat(np.cumsum(rest) - rest, rest)
-            within = np.arange(total) - first
-            ids = count + np.arange(total)
-            parents.append(np.where(within == 0, np.repeat(current[alive], rest), ids - 1))
-            letters.append(letter_of_frame[np.repeat(offsets[alive] + d, rest) + within])
-            depths.append(d + within)
-            current[alive] = count + np.cumsum(rest) - 1
-            count += total
-            break
-    return np.concatenate(parents), np.concatenate(depths), np.concatenate(letters), current
+    for k, i in enumerate(order):
+        if k:
+            prev, cur = sequences[order[k - 1]], sequences[i]
+            m = min(prev.size, cur.size)
+            differ = np.flatnonzero(prev[:m] != cur[:m])
+            shared[k] = differ[0] if differ.size else m
+        while path and path[-1][0] >= shared[k]:
+            path.pop()
+        if shared[k]:
+            depth0, id0 = path[-1]
+            hang[k] = id0 + shared[k] - 1 - depth0
+        first_id[k] = count
+        path.append((int(shared[k]), count))
+        count += int(lengths[i] - shared[k])
+    rest = lengths[order] - shared
+    within = np.arange(count) - np.repeat(first_id, rest)
+    ids = np.arange(count)
+    parent = np.where(within == 0, np.repeat(hang, rest), ids - 1)
+    depth = np.repeat(shared, rest) + within
+    letter = letter_of_frame[np.repeat(offsets[order], rest) + depth]
+    last = np.empty(len(order), dtype=np.int64)
+    last[order] = first_id + rest - 1
+    return parent, depth, letter, last
 
 
 def _layout(atoms, names, parent, depth, letter, letters, ends, n_frames) -> ComputationTree:
