@@ -13,6 +13,9 @@ import yaml
 
 from safety_monitor.errors import GroundingError
 
+PREDICATE_PROPERTIES = ("graspable", "fragile", "raw", "clean", "support", "container", "enclosure", "openable")
+"""The properties the estimators read: every catalog's vocabulary must declare them."""
+
 
 @dataclass(frozen=True)
 class ObjectCatalog:
@@ -75,6 +78,9 @@ def parse_object_catalog(doc: Any, source: str) -> ObjectCatalog:
         if kind not in kinds:
             raise GroundingError(f"{source}: entity {entity!r} has unknown kind {kind!r}")
         entity_kinds[entity] = kind
+    missing = [p for p in PREDICATE_PROPERTIES if p not in vocab]
+    if missing:
+        raise GroundingError(f"{source}: properties {', '.join(missing)} are read by the predicates but not declared")
     return ObjectCatalog(
         kinds=entity_kinds,
         properties={e: frozenset(resolve(k)) for e, k in entity_kinds.items()},

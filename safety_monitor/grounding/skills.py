@@ -87,6 +87,7 @@ class SkillEstimator:
         self.supports = frozenset(e for e in robot.entities
                                   if catalog.has(robot.owner(e), "support") or catalog.has(robot.owner(e), "container"))
         self.lifted: dict[str, bool] = {o: False for o in grasp.objects}
+        self.released: set[str] = set()
 
     def step(self, inp: FrameInputs) -> dict[str, Tri]:
         g = self.grasp
@@ -112,12 +113,16 @@ class SkillEstimator:
 
     # pick -------------------------------------------------------------------------------------------
     def _pick_candidate(self, inp: FrameInputs, held: str | None) -> str | None:
+        """Nearest object within reach of an open, empty gripper; a just-released object re-arms only
+        once the gripper has moved out of reach of it (backing off after a place is not a new pick)."""
+        geo, reach = inp.geometry, self.th.distances_m.reach
+        gaps = {o: self._gripper_gap(geo, o) for o in self.grasp.objects}
+        self.released = {o for o in self.released | self.grasp.dropped if gaps[o] <= reach or o in geo.unknown}
         if held is not None or inp.gripper_closed:
             return None
-        geo = inp.geometry
-        gaps = {o: self._gripper_gap(geo, o) for o in self.grasp.objects}
+        gaps = {o: gap for o, gap in gaps.items() if o not in self.released}
         best = min(gaps, key=gaps.get, default=None)
-        return best if best is not None and gaps[best] <= self.th.distances_m.reach else None
+        return best if best is not None and gaps[best] <= reach else None
 
     def _pick_ok(self, o: str, inp: FrameInputs, held: str | None) -> Tri:
         if held == o:  # the pick completed: its preconditions were judged at onset

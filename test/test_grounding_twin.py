@@ -1,0 +1,237 @@
+"""The kinematic twin against MuJoCo: a scripted pick-and-place episode checked frame by frame, privileged
+contacts as a cross-check, a perceived box object added to a robot-only MJCF, and YAML/MJCF mismatches.
+
+The episode is kinematic (joint positions from IK, the cube carried rigidly while grasped); only the twin
+computes geometry, as it does on hardware.
+"""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import mujoco
+import numpy as np
+import pytest
+import yaml
+
+from safety_monitor.errors import GroundingError
+from safety_monitor.grounding.description import parse_robot_description
+from safety_monitor.grounding.grounder import Grounder, load_default_grounder
+from safety_monitor.grounding.motion import quat_to_matrix
+from safety_monitor.grounding.semantics import PREDICATE_PROPERTIES, parse_object_catalog
+from safety_monitor.grounding.state import Contact, Pose, RobotState, Wrench
+from safety_monitor.grounding.thresholds import load_thresholds
+from safety_monitor.grounding.twin import KinematicTwin
+
+CONFIG = Path(__file__).resolve().parents[1] / "config"
+RATE = 20.0
+
+
+class Arm:
+    """Forward and inverse kinematics of the workcell arm on a plain copy of the MJCF."""
+
+    def __init__(self, robot):
+        self.m = mujoco.MjModel.from_xml_path(str(robot.mjcf))
+        self.d = mujoco.MjData(self.m)
+        self.adr = [self.m.jnt_qposadr[self.m.joint(j).id] for j in robot.arm_joints]
+        self.dof = [self.m.jnt_dofadr[self.m.joint(j).id] for j in robot.arm_joints]
+        self.site = self.m.site(robot.ee_site).id
+
+    def fk(self, q):
+        self.d.qpos[self.adr] = q
+        mujoco.mj_kinematics(self.m, self.d)
+        return self.d.site_xpos[self.site].copy(), self.d.site_xmat[self.site].reshape(3, 3).copy()
+
+    def ik(self, target, q0):
+        """Grasp centre at `target`, gripper pointing down (damped least squares)."""
+        q = np.array(q0, dtype=float)
+        for _ in range(200):
+            x, rot = self.fk(q)
+            mujoco.mj_comPos(self.m, self.d)
+            err = np.concatenate([target - x, np.cross(rot[:, 2], [0.0, 0.0, -1.0])])
+            if np.linalg.norm(err) < 1e-9:
+                break
+            jp, jr = np.zeros((3, self.m.nv)), np.zeros((3, self.m.nv))
+            mujoco.mj_jacSite(self.m, self.d, jp, jr, self.site)
+            jac = np.vstack([jp[:, self.dof], jr[:, self.dof]])
+            q += jac.T @ np.linalg.solve(jac @ jac.T + 1e-6 * np.eye(6), err)
+        assert np.linalg.norm(self.fk(q)[0] - target) < 1e-5
+        return q
+
+
+def lerp(a, b, n):
+    return [a + (b - a) * (i + 1) / n for i in range(n)]
+
+
+@pytest.fixture(scope="module")
+def episode():
+    """Pick the cube, carry it 14 cm sideways and put it down, open, back off: 90 frames at 20 Hz."""
+    grounder = load_default_grounder(RATE)
+    robot = grounder.robot
+    arm = Arm(robot)
+    cube, place = np.array([0.45, 0.12, 0.425]), np.array([0.40, 0.0, 0.425])
+    q_grasp = arm.ik(cube, [0, 0.5, 1.5, 0, 1.0, 0])
+    q_above, q_lift = arm.ik(cube + [0, 0, 0.12], q_grasp), arm.ik(cube + [0, 0, 0.15], q_grasp)
+    q_over = arm.ik(place + [0, 0, 0.15], q_lift)
+    q_place = arm.ik(place, q_over)
+    plan = [(q_above, 0.04)] * 5 + [(q, 0.04) for q in lerp(q_above, q_grasp, 10)]  # 0-14 approach
+    plan += [(q_grasp, f) for f in (0.036, 0.032, 0.028, 0.024)] + [(q_grasp, 0.024)] * 11  # 15-29 close
+    carry = lerp(q_grasp, q_lift, 10) + lerp(q_lift, q_over, 10) + lerp(q_over, q_place, 10)
+    plan += [(q, 0.024) for q in carry]  # 30-59 lift, traverse, lower
+    plan += [(q_place, 0.04)] * 20 + [(q, 0.04) for q in lerp(q_place, q_over, 10)]  # 60-79 open, 80-89 back off
+    m = arm.m
+    poses = {o: Pose(m.body(o).pos.copy(), m.body(o).quat.copy()) for o in robot.objects}
+    states, rel = [], None
+    for k, (q, fingers) in enumerate(plan):
+        x, rot = arm.fk(q)
+        if 30 <= k < 60:  # carried rigidly at the grasp-time offset
+            if rel is None:
+                p = poses["cube"]
+                rel = (rot.T @ (p.position - x), rot.T @ quat_to_matrix(p.quaternion))
+            quat = np.zeros(4)
+            mujoco.mju_mat2Quat(quat, (rot @ rel[1]).ravel())
+            poses["cube"] = Pose(x + rot @ rel[0], quat)
+        states.append(RobotState(t=k / RATE, joint_names=robot.required_joints,
+                                 joint_position=np.concatenate([q, [fingers, fingers, 0.0, 0.0]]),
+                                 object_poses=dict(poses), wrench=Wrench(np.array([0.0, 0.0, -4.0]), np.zeros(3))))
+    return grounder, arm, states, [grounder.step(s) for s in states]
+
+
+def runs(frames, name):
+    """Frame ranges [start, end) where `name` is true."""
+    out, start = [], None
+    for k, f in enumerate(frames + [None]):
+        v = f is not None and f.values[name]
+        if v and start is None:
+            start = k
+        if not v and start is not None:
+            out.append((start, k))
+            start = None
+    return out
+
+
+def test_grasp_release_and_settle_frame_by_frame(episode):
+    _, _, _, frames = episode
+    assert runs(frames, "object_grasped_raw") == [(16, 60)]  # fingers below 0.036 m and within clearance
+    assert runs(frames, "object_grasped") == [(20, 64)]  # 5th frame of each raw edge
+    assert runs(frames, "object_released") == [(60, 65)]  # gripper opens at 60 .. drop frame 64
+    assert runs(frames, "object_dropped") == [(64, 65)]
+    assert runs(frames, "object_left_gripper") == [(60, 90)]
+    assert runs(frames, "object_settled") == [(68, 90)]  # 5 still frames once the grasp has ended
+    assert all(f.values["object_sync"] for f in frames)
+    assert not any(f.values["settle_timeout"] or f.values["forbidden_contact"] for f in frames)
+    assert frames[0].unknown == {"forbidden_contact", "forbidden_contact_sustained", "object_stable"}  # no velocity yet
+    assert all(not f.unknown for f in frames[1:])
+
+
+def test_skill_onsets_in_the_episode(episode):
+    _, _, _, frames = episode
+    pick, place = runs(frames, "skill_pick_onset"), runs(frames, "skill_place_onset")
+    assert len(pick) == 1 and 5 <= pick[0][0] < 15  # while descending onto the cube
+    assert len(place) == 1 and 40 <= place[0][0] < 60  # while lowering the carried cube
+    assert frames[pick[0][0]].values["preconditions_pick"] and frames[place[0][0]].values["preconditions_place"]
+    assert runs(frames, "skill_pick_onset_end")[1][0] == 20  # the pick completes with the grasp
+
+
+def test_twin_geometry_matches_forward_kinematics_and_privileged_contacts(episode):
+    grounder, arm, states, _ = episode
+    twin = grounder.twin
+    sim = mujoco.MjModel.from_xml_path(str(grounder.robot.mjcf))  # the simulator's own contact settings
+    data = mujoco.MjData(sim)
+    contact_limit = grounder.thresholds.distances_m.contact
+    checked = 0
+    for st in states[::3]:
+        geo = twin.compute(st.joint_names, st.joint_position, st.object_poses)
+        x, rot = arm.fk(st.joint_position[:6])
+        np.testing.assert_allclose(geo.ee_position, x, atol=1e-9)
+        np.testing.assert_allclose(geo.ee_rotation, rot, atol=1e-9)
+        for name, q in zip(st.joint_names, st.joint_position):
+            data.qpos[sim.jnt_qposadr[sim.joint(name).id]] = q
+        for o, p in st.object_poses.items():
+            adr = sim.jnt_qposadr[sim.body(o).jntadr[0]]
+            data.qpos[adr:adr + 7] = np.concatenate([p.position, p.quaternion])
+        mujoco.mj_kinematics(sim, data)
+        mujoco.mj_collision(sim, data)
+        privileged = [Contact(sim.body(sim.geom_bodyid[g1]).name, sim.body(sim.geom_bodyid[g2]).name, float(dist))
+                      for (g1, g2), dist in zip(data.contact.geom, data.contact.dist) if dist <= 0.0]
+        truth = twin.body_contacts(privileged)
+        for a, row in truth.items():
+            for b in row:
+                if grounder.robot.owner(a) != grounder.robot.owner(b):
+                    assert geo.gap(a, b) <= contact_limit, (st.t, a, b)
+                    checked += 1
+        for a, row in geo.gaps.items():  # every penetration the twin sees, the simulator sees too
+            for b, gap in row.items():
+                if gap < -1e-6:
+                    assert b in truth.get(a, {}), (st.t, a, b, gap)
+    assert checked > 20
+
+
+MINI_MJCF = """
+<mujoco>
+  <worldbody>
+    <body name="bench" pos="0 0 0.2"><geom type="box" size="0.5 0.5 0.2"/></body>
+    <body name="base" pos="0 0 0.4">
+      <geom type="cylinder" size="0.05 0.02"/>
+      <body name="link" pos="0 0 0.3">
+        <joint name="j1" axis="0 0 1"/>
+        <geom type="capsule" fromto="0 0 0 0.15 0 0" size="0.02"/>
+        <body name="palm" pos="0.2 0 0" quat="0 1 0 0">
+          <geom type="box" size="0.01 0.04 0.01"/>
+          <site name="tcp" pos="0 0 0.05"/>
+          <body name="fl" pos="0 0 0.02"><joint name="jl" type="slide" axis="0 1 0" range="0 0.04"/>
+            <geom type="box" size="0.005 0.005 0.03" pos="0 0.005 0.03"/></body>
+          <body name="fr" pos="0 0 0.02"><joint name="jr" type="slide" axis="0 -1 0" range="0 0.04"/>
+            <geom type="box" size="0.005 0.005 0.03" pos="0 -0.005 0.03"/></body>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+  <contact><exclude body1="fl" body2="fr"/></contact>
+</mujoco>
+"""
+
+
+def test_a_perceived_box_object_is_added_to_a_robot_only_mjcf(tmp_path):
+    (tmp_path / "mini.xml").write_text(MINI_MJCF)
+    robot = parse_robot_description({
+        "mjcf": "mini.xml",
+        "robot": {"base_body": "base", "arm_joints": ["j1"], "end_effector": {"body": "palm", "site": "tcp"},
+                  "hand_bodies": ["palm"], "gripper_closed_below": 0.03,
+                  "fingers": {"left": {"joint": "jl", "body": "fl"}, "right": {"joint": "jr", "body": "fr"}}},
+        "static": {"bench": {"bodies": ["bench"]}},
+        "objects": {"box_a": {"box": [0.02, 0.02, 0.02]}},
+    }, "mini robot", base_dir=tmp_path)
+    catalog = parse_object_catalog({
+        "properties": {"affordance": list(PREDICATE_PROPERTIES)},
+        "kinds": {"block": {"properties": ["graspable"]}, "bench": {"properties": ["support"]}},
+        "entities": {"box_a": "block", "bench": "bench"},
+    }, "mini catalog")
+    g = Grounder(robot, catalog, load_thresholds(CONFIG / "thresholds.yaml"), RATE)
+    tcp = np.array([0.2, 0.0, 0.65])
+    frames = [g.step(RobotState(t=k / RATE, joint_names=("j1", "jl", "jr"), joint_position=np.array([0.0, 0.019, 0.019]),
+                                object_poses={"box_a": Pose(tcp, np.array([1.0, 0, 0, 0]))})) for k in range(6)]
+    geo = g.twin.compute(("j1", "jl", "jr"), np.array([0.0, 0.019, 0.019]), {"box_a": Pose(tcp, np.array([1.0, 0, 0, 0]))})
+    assert geo.gap("finger_left", "box_a") == pytest.approx(-0.001, abs=1e-6)
+    assert geo.gap("finger_right", "box_a") == pytest.approx(-0.001, abs=1e-6)
+    np.testing.assert_allclose(geo.ee_position, tcp, atol=1e-6)
+    assert [f.values["object_grasped"] for f in frames] == [False] * 4 + [True] * 2
+
+
+def _workcell_doc():
+    return yaml.safe_load((CONFIG / "robot.yaml").read_text())
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d["robot"]["arm_joints"].__setitem__(0, "arm_joint9"), "arm_joint9"),
+    (lambda d: d["fixtures"]["drawer"].__setitem__("range", [0.0, 0.5]), "outside the MJCF range"),
+    (lambda d: d["objects"].__setitem__("mug", {"body": "table"}), "no free joint"),
+    (lambda d: d["robot"]["end_effector"].__setitem__("site", "tool0"), "tool0"),
+    (lambda d: d["static"]["bin"]["interior"].__setitem__("body", "bucket"), "bucket"),
+])
+def test_robot_yaml_that_does_not_match_its_mjcf(edit, message):
+    doc = copy.deepcopy(_workcell_doc())
+    edit(doc)
+    robot = parse_robot_description(doc, "robot.yaml", base_dir=CONFIG)
+    with pytest.raises(GroundingError, match=message):
+        KinematicTwin(robot, 0.05)
