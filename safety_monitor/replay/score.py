@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from safety_monitor.errors import SafetyMonitorError, SourceError
 from safety_monitor.monitor.episodes import TraceResult
@@ -60,7 +60,8 @@ class BagResult:
     issue_examples: list[StreamIssue] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     topics: dict[str, TopicSummary] = field(default_factory=dict)
-    timeline: Timeline | None = None
+    timeline: Timeline | None = None  # predicate values (the ones the specs read)
+    stale_timeline: Timeline | None = None  # one row, "stale": some input stream was stale
     timings: dict[str, float] = field(default_factory=dict)  # seconds per stage
     messages: int = 0
 
@@ -71,6 +72,14 @@ class BagResult:
     @property
     def duration(self) -> float:
         return (self.t_end - self.t_start) if self.t_start is not None and self.t_end is not None else 0.0
+
+
+class Progress(Protocol):
+    """What score_bag reports frames to (a tqdm bar fits): the expected total, then counts."""
+
+    def reset(self, total: int | None = None) -> None: ...
+
+    def update(self, n: int = 1) -> object: ...
 
 
 # ------------------------------------------------------------------------------------ pipeline
@@ -127,13 +136,16 @@ def estimate_rate(stamps: list[float]) -> float:
 class _Scorer:
     """The per-frame loop shared by both modes: monitor, timeline, counters, stage timings."""
 
-    def __init__(self, result: BagResult, monitor: SpecSetMonitor, progress: Callable[[int], None] | None) -> None:
+    def __init__(self, result: BagResult, monitor: SpecSetMonitor, progress: Progress | None, topic: str) -> None:
         self.result = result
         self.monitor = monitor
         self.timeline = Timeline(monitor.predicates)
+        self.stale_timeline = Timeline(("stale",))
         self.events: list = []
         self.stale = Counter()
         self.progress = progress
+        if progress is not None:
+            progress.reset(total=result.topics[topic].count)
         self.timings = dict.fromkeys(STAGES, 0.0)
         self._get = monitor.predicates
 
@@ -152,12 +164,13 @@ class _Scorer:
         self.events.extend(self.monitor.step(valuation, t))
         self.timings["monitor"] += time.perf_counter() - start
         self.timeline.add(values, t)
+        self.stale_timeline.add((bool(stale),), t)
         if r.t_start is None:
             r.t_start = t
         r.t_end = t
         r.frames += 1
         if self.progress is not None and r.frames % 1000 == 0:
-            self.progress(1000)
+            self.progress.update(1000)
 
     def finish(self) -> None:
         r = self.result
@@ -166,11 +179,12 @@ class _Scorer:
         end = self.monitor.finish()
         r.trace = TraceResult(end.frames, end.outcomes, tuple(self.events) + end.events)
         self.timeline.close()
-        r.timeline = self.timeline
+        self.stale_timeline.close()
+        r.timeline, r.stale_timeline = self.timeline, self.stale_timeline
         r.stale_by_stream = dict(sorted(self.stale.items()))
         r.timings = {k: round(v, 6) for k, v in self.timings.items()}
         if self.progress is not None:
-            self.progress(r.frames % 1000)
+            self.progress.update(r.frames % 1000)
 
 
 def _issue_hint(r: BagResult) -> str:
@@ -206,13 +220,14 @@ def _timed_messages(bag: BagReader, topics: set[str], timings: dict[str, float])
 
 # ---------------------------------------------------------------------------------- the modes
 def _score_predicates(bag: BagReader, config: ReplayConfig, result: BagResult,
-                      progress: Callable[[int], None] | None) -> None:
+                      progress: Progress | None) -> None:
     topic = config.mapping.predicates
     summary = result.topics.get(topic)
     if summary is None or summary.count == 0:
         raise missing_topic_error(bag.path, "recorded predicates", topic, _PREDICATES_TYPE, result.topics, "predicates")
-    scorer = _Scorer(result, _monitor(config), progress)
+    scorer = _Scorer(result, _monitor(config), progress, topic)
     last_t: float | None = None
+    expected: int | None = None  # the estimator's next frame number, when it records them
     for _, t_ns, msg in _timed_messages(bag, {topic}, scorer.timings):
         start = time.perf_counter()
         sample = m.decode_predicates(msg)
@@ -224,6 +239,12 @@ def _score_predicates(bag: BagReader, config: ReplayConfig, result: BagResult,
             scorer.timings["assemble"] += time.perf_counter() - start
             continue
         last_t = t
+        if sample.frame is not None:
+            if expected is not None and sample.frame != expected:
+                _record_issues(result, (StreamIssue("frame_gap", "predicates", t, f"recorded frame {sample.frame} "
+                                                    f"where {expected} was expected: the recording lost frames or "
+                                                    "the estimator restarted"),))
+            expected = sample.frame + 1
         missing = [p for p in scorer.monitor.predicates if p not in sample.values]
         if missing:
             raise SourceError(f"{bag.path}: predicates message at t={t:.3f} lacks {', '.join(missing)}")
@@ -236,7 +257,7 @@ _JOINT_ROUTE, _WRENCH_ROUTE = object(), object()
 
 
 def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
-                  progress: Callable[[int], None] | None) -> None:
+                  progress: Progress | None) -> None:
     mapping = config.mapping
     topics = result.topics
     joints = topics.get(mapping.joint_states)
@@ -259,7 +280,7 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
             route[topic] = name
         else:
             result.warnings.append(f"no pose topic {topic} for object {name!r}: its pose is stale throughout")
-    scorer = _Scorer(result, _monitor(config), progress)
+    scorer = _Scorer(result, _monitor(config), progress, mapping.joint_states)
     timings = scorer.timings
     clock = time.perf_counter
     for topic, t_ns, msg in _timed_messages(bag, set(route), timings):
@@ -295,11 +316,11 @@ def _first_stamps(bag: BagReader, topic: str, n: int = 201) -> list[float]:
     return stamps
 
 
-def score_bag(path: str | Path, config: ReplayConfig, progress: Callable[[int], None] | None = None) -> BagResult:
+def score_bag(path: str | Path, config: ReplayConfig, progress: Progress | None = None) -> BagResult:
     """Score one bag. Never raises for a bad bag: the result carries the error instead.
 
-    `progress(n)` is told about frames as they are scored (for a progress bar; results do not
-    depend on it).
+    `progress` (e.g. a tqdm bar) is told the expected frame count and then the frames as they are
+    scored; results do not depend on it.
     """
     result = BagResult(bag=str(path), mode="predicates" if config.from_predicates else "robot_state")
     try:

@@ -28,6 +28,7 @@ class Timeline:
         frame = self.frames
         values = tuple(values)
         if values != self._last:
+            values = tuple(None if v is None else bool(v) for v in values)  # plain singletons, JSON-ready
             prev = self._last
             if frame:
                 self.times[frame - 1] = self._t

@@ -1,0 +1,162 @@
+"""PNG plots (matplotlib, Agg): one timeline per bag and per-category risk across groups.
+
+Timeline: the predicates the specs read as bands (true dark, unknown hatched grey), then one row per
+property with its violation episodes shaded red, recoveries marked green, episodes still open at the
+end marked black, blind stretches grey, and a first row showing when an input stream was stale.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+
+from safety_monitor.monitor import events as ev  # noqa: E402
+from safety_monitor.monitor.metrics import Metrics  # noqa: E402
+from safety_monitor.replay.batch import Summary  # noqa: E402
+from safety_monitor.replay.report import episodes  # noqa: E402
+from safety_monitor.replay.score import BagResult  # noqa: E402
+from safety_monitor.replay.timeline import Timeline  # noqa: E402
+
+TRUE_COLOR, UNKNOWN_COLOR, STALE_COLOR = "#2b6cb0", "#c8c8c8", "#dd8452"
+VIOLATION_COLOR, RECOVERED_COLOR, OPEN_COLOR = "#d62728", "#2ca02c", "black"
+_END_MARKERS = {ev.RECOVERED: ("^", RECOVERED_COLOR), ev.CLOSED: ("^", RECOVERED_COLOR),
+                ev.UNRECOVERED_AT_END: ("X", OPEN_COLOR), ev.DISCARDED_TRUNCATED: ("x", "grey")}
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[-80:] or "bag"
+
+
+def _spans(timeline: Timeline, name: str, value: object, t0: float, min_width: float) -> list[tuple[float, float]]:
+    """(start, width) in seconds of the runs of `name` equal to `value`."""
+    out = []
+    for first, last, v in timeline.runs.get(name, []):
+        if v is value:
+            start, end = timeline.time(first) - t0, timeline.time(last) - t0
+            out.append((start, max(end - start, min_width)))
+    return out
+
+
+def timeline_plot(result: BagResult, path: Path) -> None:
+    """One bag's timeline as a PNG at `path`."""
+    tl, trace = result.timeline, result.trace
+    assert tl is not None and trace is not None and result.t_start is not None
+    t0, span = result.t_start, max(result.duration, 1e-3)
+    min_width = span / 400  # a one-frame episode stays visible
+    props = [o.property for o in trace.outcomes]
+    preds = list(tl.names)
+    n_bottom = len(props) + 1
+    fig, (top, bottom) = plt.subplots(
+        2, 1, sharex=True, figsize=(12, 1.6 + 0.2 * (len(preds) + n_bottom)),
+        gridspec_kw={"height_ratios": [max(len(preds), 1), n_bottom], "hspace": 0.08},
+    )
+    for y, name in enumerate(reversed(preds)):
+        top.broken_barh(_spans(tl, name, True, t0, min_width), (y + 0.15, 0.7), color=TRUE_COLOR, lw=0)
+        top.broken_barh(_spans(tl, name, None, t0, min_width), (y + 0.15, 0.7), facecolor=UNKNOWN_COLOR, hatch="///",
+                        edgecolor="white", lw=0)
+    top.set_yticks([y + 0.5 for y in range(len(preds))], list(reversed(preds)), fontsize=7)
+    top.set_ylim(0, max(len(preds), 1))
+    top.set_title(f"{Path(result.bag).name}: {result.frames} frames, {result.duration:.1f} s, "
+                  f"{sum(o.violations for o in trace.outcomes)} violation(s)", fontsize=10, loc="left")
+    top.grid(axis="x", alpha=0.3)
+
+    rows = {p: len(props) - 1 - i for i, p in enumerate(props)}
+    stale_row = len(props)
+    if result.stale_timeline is not None:
+        bottom.broken_barh(_spans(result.stale_timeline, "stale", True, t0, min_width), (stale_row + 0.2, 0.6),
+                           color=STALE_COLOR, lw=0)
+    blind_from: dict[str, float] = {}
+    for e in trace.events:
+        if e.kind == ev.BLIND:
+            blind_from[e.property] = e.t - t0
+        elif e.kind == ev.SEEING and e.property in blind_from:
+            start = blind_from.pop(e.property)
+            bottom.broken_barh([(start, max(e.t - t0 - start, min_width))], (rows[e.property] + 0.2, 0.6),
+                               facecolor=UNKNOWN_COLOR, hatch="///", edgecolor="white", lw=0)
+    for prop, start in blind_from.items():
+        bottom.broken_barh([(start, max(span - start, min_width))], (rows[prop] + 0.2, 0.6),
+                           facecolor=UNKNOWN_COLOR, hatch="///", edgecolor="white", lw=0)
+    for row in episodes(result):
+        y = rows[row["property"]]
+        start = row["opened_t"] - t0
+        end = (row["end_t"] - t0) if row["end_t"] is not None else span
+        bottom.broken_barh([(start, max(end - start, min_width))], (y + 0.15, 0.7), color=VIOLATION_COLOR,
+                           alpha=0.75, lw=0)
+        if row["end_kind"] in _END_MARKERS:
+            marker, color = _END_MARKERS[row["end_kind"]]
+            bottom.plot([end], [y + 0.5], marker=marker, color=color, ms=7, ls="none", zorder=3)
+    labels = [f"{p} ({trace.outcome(p).violations})" for p in reversed(props)] + ["input stale"]
+    bottom.set_yticks([y + 0.5 for y in range(n_bottom)], labels, fontsize=7)
+    bottom.set_ylim(0, n_bottom)
+    bottom.set_xlim(0, span)
+    bottom.set_xlabel("time since the first frame (s)")
+    bottom.grid(axis="x", alpha=0.3)
+    handles = [Patch(color=TRUE_COLOR, label="predicate true"),
+               Patch(facecolor=UNKNOWN_COLOR, hatch="///", edgecolor="white", label="unknown / blind"),
+               Patch(color=VIOLATION_COLOR, alpha=0.75, label="violation episode"),
+               Line2D([], [], marker="^", color=RECOVERED_COLOR, ls="none", label="recovered"),
+               Line2D([], [], marker="X", color=OPEN_COLOR, ls="none", label="open at end"),
+               Patch(color=STALE_COLOR, label="input stale")]
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
+    fig.subplots_adjust(left=0.2, right=0.98, top=1 - 0.45 / fig.get_figheight(), bottom=0.9 / fig.get_figheight())
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def risk_plot(groups: dict[str, Metrics], path: Path) -> None:
+    """Per-category risk V/N with bootstrap intervals, one bar per group; N printed on each bar."""
+    names = list(groups)
+    categories = list(dict.fromkeys(g.name for m in groups.values() for g in m.by_category)) + ["all"]
+    width = 0.8 / len(names)
+    fig, ax = plt.subplots(figsize=(max(7, 1.1 * len(categories) * max(1, len(names) / 2)), 4.5))
+    top = 0.0
+    for k, group in enumerate(names):
+        metrics = groups[group]
+        by_name = {g.name: g for g in (*metrics.by_category, metrics.pooled)}
+        for i, cat in enumerate(categories):
+            g = by_name.get(cat)
+            x = i - 0.4 + width * (k + 0.5)
+            if g is None or g.risk is None:
+                ax.text(x, 0.005, "n/a", ha="center", va="bottom", fontsize=7, color="grey", rotation=90)
+                continue
+            low, high = g.risk_interval or (g.risk, g.risk)
+            ax.bar(x, g.risk, width * 0.9, color=f"C{k}", label=group if i == 0 or cat == "all" else None)
+            ax.errorbar(x, g.risk, yerr=[[g.risk - low], [high - g.risk]], color="black", capsize=3, lw=1)
+            ax.text(x, high, f"N={g.triggers}", ha="center", va="bottom", fontsize=7)
+            top = max(top, high)
+    ax.set_xticks(range(len(categories)), [c.replace("_", " ") for c in categories], rotation=20, ha="right")
+    ax.set_ylabel("risk: violations per trigger (V/N)")
+    ax.set_ylim(0, max(0.05, top * 1.2))
+    ax.set_title("Per-category risk with 95% bootstrap intervals over bags", fontsize=10, loc="left")
+    handles, labels = ax.get_legend_handles_labels()
+    unique = dict(zip(labels, handles))
+    if len(names) > 1:
+        ax.legend(unique.values(), unique.keys(), title="group", fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_plots(folder: Path, results: Sequence[BagResult], summary: Summary) -> list[str]:
+    """Every plot into folder/plots; returns their paths relative to `folder`."""
+    out = folder / "plots"
+    out.mkdir(exist_ok=True)
+    made = []
+    if summary.overall is not None:
+        groups = summary.groups or {"all bags": summary.overall}
+        risk_plot(groups, out / "risk_by_category.png")
+        made.append("plots/risk_by_category.png")
+    for i, result in enumerate(results):
+        if result.ok and result.frames:
+            name = f"timeline_{i:03d}_{_slug(Path(result.bag).name)}.png"
+            timeline_plot(result, out / name)
+            made.append(f"plots/{name}")
+    return made

@@ -1,0 +1,243 @@
+"""The report folder: report.json (everything), episodes.csv, properties.csv, summary.md and plots.
+
+Numbers come from the monitor's own metrics (per-trigger risk V/N, exposure U/N, share of bags with
+a violation, bootstrap intervals over bags); this module only lays them out.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from safety_monitor.monitor import events as ev
+from safety_monitor.monitor.metrics import GroupMetrics, Metrics
+from safety_monitor.replay.batch import Summary
+from safety_monitor.replay.score import BagResult, ReplayConfig
+
+_CLOSING = (ev.RECOVERED, ev.CLOSED, ev.UNRECOVERED_AT_END, ev.DISCARDED_TRUNCATED)
+
+
+# ------------------------------------------------------------------------------------- records
+def episodes(result: BagResult) -> list[dict[str, Any]]:
+    """One row per violation episode of a bag: opening frame, how and when it ended, its evidence."""
+    if result.trace is None:
+        return []
+    rows: dict[tuple[str, int], dict[str, Any]] = {}
+    for e in result.trace.events:
+        key = (e.property, e.episode)
+        if e.kind == ev.OPENED:
+            cx = e.counterexample
+            rows[key] = {
+                "property": e.property, "category": e.category, "episode": e.episode,
+                "opened_frame": e.frame, "opened_t": e.t, "end_kind": None, "end_frame": None, "end_t": None,
+                "duration_frames": None, "trigger_frame": cx.trigger_frame if cx else None,
+                "decisive": " ".join(cx.decisive) if cx else "", "explanation": cx.explanation if cx else "",
+            }
+        elif e.kind in _CLOSING and key in rows:
+            rows[key].update(end_kind=e.kind, end_frame=e.frame, end_t=e.t, duration_frames=e.duration)
+    return sorted(rows.values(), key=lambda r: (r["opened_frame"], r["property"]))
+
+
+def bag_json(result: BagResult, group: str) -> dict[str, Any]:
+    trace = result.trace
+    return {
+        "bag": result.bag,
+        "group": group,
+        "ok": result.ok,
+        "error": result.error,
+        "mode": result.mode,
+        "frames": result.frames,
+        "t_start": result.t_start,
+        "t_end": result.t_end,
+        "duration_s": result.duration,
+        "rate_hz": result.rate_hz,
+        "messages": result.messages,
+        "stale_frames": result.stale_frames,
+        "stale_by_stream": result.stale_by_stream,
+        "unknown_frames": result.unknown_frames,
+        "issues": result.issues,
+        "issue_examples": [asdict(i) for i in result.issue_examples],
+        "warnings": result.warnings,
+        "topics": {k: {"type": v.msgtype, "count": v.count} for k, v in result.topics.items()},
+        "timings_s": result.timings,
+        "outcomes": [o.to_json() for o in trace.outcomes] if trace else [],
+        "episodes": episodes(result),
+        "events": [e.to_json() for e in trace.events] if trace else [],
+        "timeline": result.timeline.to_json() if result.timeline else None,
+        "stale_timeline": result.stale_timeline.to_json() if result.stale_timeline else None,
+    }
+
+
+def _config_json(config: ReplayConfig) -> dict[str, Any]:
+    out = asdict(config)
+    out["mapping"] = asdict(config.mapping)
+    return out
+
+
+def report_json(results: Sequence[BagResult], summary: Summary, config: ReplayConfig,
+                group_by: str | None) -> dict[str, Any]:
+    return {
+        "config": _config_json(config),
+        "group_by": group_by,
+        "bags_total": len(results),
+        "bags_scored": sum(r.ok for r in results),
+        "bags_failed": [{"bag": r.bag, "error": r.error} for r in results if not r.ok],
+        "metrics": summary.overall.to_json() if summary.overall else None,
+        "groups": {name: m.to_json() for name, m in summary.groups.items()},
+        "bags": [bag_json(r, summary.group_of_bag[r.bag]) for r in results],
+    }
+
+
+# ---------------------------------------------------------------------------------------- CSV
+_METRIC_COLUMNS = ("rollouts", "triggers", "violations", "violating_frames", "risk", "risk_low", "risk_high",
+                   "exposure", "exposure_low", "exposure_high", "violating_rollouts", "violating_rollout_share",
+                   "share_low", "share_high", "exposure_frame_share", "blind_frames", "pending_triggers",
+                   "duration_mean", "duration_max")
+
+
+def _metric_row(g: GroupMetrics) -> dict[str, Any]:
+    def bounds(ci: tuple[float, float] | None) -> tuple[Any, Any]:
+        return ci if ci is not None else (None, None)
+
+    (rl, rh), (el, eh), (sl, sh) = bounds(g.risk_interval), bounds(g.exposure_interval), \
+        bounds(g.violating_rollout_share_interval)
+    return {
+        "rollouts": g.rollouts, "triggers": g.triggers, "violations": g.violations,
+        "violating_frames": g.violating_frames, "risk": g.risk, "risk_low": rl, "risk_high": rh,
+        "exposure": g.exposure, "exposure_low": el, "exposure_high": eh,
+        "violating_rollouts": g.violating_rollouts, "violating_rollout_share": g.violating_rollout_share,
+        "share_low": sl, "share_high": sh, "exposure_frame_share": g.exposure_frame_share,
+        "blind_frames": g.blind_frames, "pending_triggers": g.pending_triggers,
+        "duration_mean": g.duration_mean, "duration_max": g.duration_max,
+    }
+
+
+def _metric_rows(group: str, metrics: Metrics) -> list[dict[str, Any]]:
+    rows = []
+    for level, items in (("property", metrics.by_property), ("category", metrics.by_category),
+                         ("all", (metrics.pooled,))):
+        for g in items:
+            rows.append({"group": group, "level": level, "name": g.name, **_metric_row(g)})
+    return rows
+
+
+def write_csvs(folder: Path, results: Sequence[BagResult], summary: Summary) -> None:
+    columns = ("bag", "group", "property", "category", "episode", "opened_frame", "opened_t", "end_kind",
+               "end_frame", "end_t", "duration_frames", "trigger_frame", "decisive", "explanation")
+    with (folder / "episodes.csv").open("w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, columns)
+        writer.writeheader()
+        for r in results:
+            for row in episodes(r):
+                writer.writerow({"bag": r.bag, "group": summary.group_of_bag[r.bag], **row})
+    with (folder / "properties.csv").open("w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, ("group", "level", "name", *_METRIC_COLUMNS))
+        writer.writeheader()
+        if summary.overall is not None:
+            writer.writerows(_metric_rows("all", summary.overall))
+        for name, metrics in summary.groups.items():
+            writer.writerows(_metric_rows(name, metrics))
+
+
+# ----------------------------------------------------------------------------------- Markdown
+def _num(x: float | None, digits: int = 3) -> str:
+    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def _ci(ci: tuple[float, float] | None, digits: int = 3) -> str:
+    return "–" if ci is None else f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+
+
+def _table(rows: Sequence[GroupMetrics], label: str, conf: float) -> list[str]:
+    head = (f"| {label} | triggers N | violations V | violating frames U | risk V/N | {conf:.0%} CI | "
+            f"exposure U/N | {conf:.0%} CI | bags with a violation | {conf:.0%} CI | blind frames |")
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for g in rows:
+        share = (f"{g.violating_rollouts}/{g.rollouts} ({_num(g.violating_rollout_share, 2)})")
+        lines.append(f"| {g.name} | {g.triggers} | {g.violations} | {g.violating_frames} | {_num(g.risk)} | "
+                     f"{_ci(g.risk_interval)} | {_num(g.exposure, 2)} | {_ci(g.exposure_interval, 2)} | {share} | "
+                     f"{_ci(g.violating_rollout_share_interval, 2)} | {g.blind_frames} |")
+    return lines
+
+
+def _metrics_section(title: str, metrics: Metrics) -> list[str]:
+    conf = metrics.confidence
+    return [
+        f"## {title}", "",
+        f"{metrics.rollouts} bag(s). Intervals: bootstrap over bags, {metrics.resamples} resamples, seed "
+        f"{metrics.seed}. A dash: nothing triggered, so no rate.", "",
+        "### By property", "", *_table(metrics.by_property, "property", conf), "",
+        "### By category", "", *_table((*metrics.by_category, metrics.pooled), "category", conf), "",
+    ]
+
+
+def summary_markdown(results: Sequence[BagResult], summary: Summary, group_by: str | None,
+                     plots: Sequence[str]) -> str:
+    scored = [r for r in results if r.ok]
+    failed = [r for r in results if not r.ok]
+    frames = sum(r.frames for r in scored)
+    seconds = sum(r.duration for r in scored)
+    lines = ["# Replay summary", "",
+             f"{len(results)} bag(s): {len(scored)} scored, {len(failed)} failed; {frames} frames, "
+             f"{seconds:.1f} s of recording.", ""]
+    if summary.overall is not None:
+        lines += _metrics_section("All bags", summary.overall)
+    if summary.groups:
+        lines += [f"## Groups (`--group-by {group_by}`)", ""]
+        for name, metrics in summary.groups.items():
+            lines += [f"### Group `{name}` ({metrics.rollouts} bags) by category", "",
+                      *_table((*metrics.by_category, metrics.pooled), "category", metrics.confidence), ""]
+        lines += ["Per-property figures for each group are in `properties.csv`.", ""]
+    blind = [r for r in scored if r.stale_frames or r.unknown_frames]
+    if blind:
+        lines += ["## Stale inputs and unknown predicates (blind, not safe)", "",
+                  "| bag | frames | frames with a stale input | stale streams (frames) | frames with unknown predicates |",
+                  "|---|---|---|---|---|"]
+        for r in blind:
+            streams = ", ".join(f"{k} ({v})" for k, v in r.stale_by_stream.items()) or "–"
+            lines.append(f"| {r.bag} | {r.frames} | {r.stale_frames} | {streams} | {r.unknown_frames} |")
+        lines.append("")
+    noisy = [r for r in results if r.issues or r.warnings]
+    if noisy:
+        lines += ["## Input problems", ""]
+        for r in noisy:
+            parts = [f"{k} x{v}" for k, v in sorted(r.issues.items())] + r.warnings
+            lines.append(f"- `{r.bag}`: " + "; ".join(parts))
+        lines.append("")
+    if failed:
+        lines += ["## Failed bags", ""] + [f"- `{r.bag}`: {r.error}" for r in failed] + [""]
+    if plots:
+        lines += ["## Plots", ""] + [f"- [{p}]({p})" for p in plots] + [""]
+    return "\n".join(lines)
+
+
+def write_report(folder: str | Path, results: Sequence[BagResult], summary: Summary, config: ReplayConfig,
+                 group_by: str | None, plots: bool = True) -> Path:
+    """Write every report file into `folder` (created if needed); returns the folder."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    doc = _finite(report_json(results, summary, config, group_by))
+    (folder / "report.json").write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n", encoding="utf-8")
+    write_csvs(folder, results, summary)
+    made: list[str] = []
+    if plots:
+        from safety_monitor.replay.plots import write_plots
+
+        made = write_plots(folder, results, summary)
+    (folder / "summary.md").write_text(summary_markdown(results, summary, group_by, made), encoding="utf-8")
+    return folder
+
+
+def _finite(value: Any) -> Any:
+    """JSON has no infinity or NaN: write null (e.g. the age of a stream never received)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value

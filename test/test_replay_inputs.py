@@ -1,0 +1,186 @@
+"""Replay on short synthetic workcell bags: mapping, bad stamps, stale streams, broken bags in a batch."""
+import json
+import sqlite3
+
+import numpy as np
+import pytest
+from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+from safety_monitor.cli import main
+from safety_monitor.replay.batch import score_bags
+from safety_monitor.replay.score import ReplayConfig, score_bag
+from safety_monitor.sim.runner import run_episode
+from safety_monitor.sources.assembler import StreamMapping
+from safety_monitor.sources.bag import BagWriter
+
+SPECS = """
+predicates: [excess_wrench, object_grasped, object_sync, object_grasped_raw]
+properties:
+  - name: no_excess_wrench
+    category: collision_contact
+    formula: "G(!excess_wrench)"
+    recovery: "F(!excess_wrench)"
+  - name: grasp_synced_until_release
+    category: grasp_stability
+    formula: "G(object_grasped -> ((object_sync U !object_grasped_raw) | G object_sync))"
+    recovery: "G((object_grasped & !object_sync) -> F(object_sync))"
+"""
+RATE = 500.0
+N = 150
+
+
+@pytest.fixture(scope="module")
+def state():
+    return next(run_episode("pick_and_place_cube"))
+
+
+@pytest.fixture(scope="module")
+def specs(tmp_path_factory):
+    path = tmp_path_factory.mktemp("specs") / "specs.yaml"
+    path.write_text(SPECS)
+    return str(path)
+
+
+def write_bag(path, state, *, storage="mcap", joints_topic="/joint_states", rename=None, edit=None,
+              wrench_until=N, typestore=None, extra=None):
+    """A stationary workcell at 500 Hz. `edit(k, t) -> (t, names, position) | None` alters frame k
+    (None: the joint message is not written)."""
+    names = [rename.get(n, n) for n in state.joint_names] if rename else list(state.joint_names)
+    with BagWriter(path, storage=storage, typestore=typestore) as w:
+        for k in range(N):
+            t = 100.0 + k / RATE
+            if k < wrench_until:
+                w.write_wrench("/wrist_wrench", t, state.wrench)
+            for name, pose in state.object_poses.items():
+                w.write_pose(f"/objects/{name}/pose", t, pose)
+            if extra:
+                extra(w, t)
+            message = (t, names, state.joint_position)
+            if edit:
+                message = edit(k, t, names, state.joint_position)
+            if message is not None:
+                w.write_joint_state(joints_topic, message[0], message[1], message[2], log_t=t)
+    return path
+
+
+def config(specs, **kw):
+    return ReplayConfig(specs=specs, rate_hz=RATE, **kw)
+
+
+def test_clean_bag_scores_every_frame_without_issues(tmp_path, state, specs):
+    r = score_bag(write_bag(tmp_path / "clean", state), config(specs))
+    assert r.ok, r.error
+    assert r.frames == N and r.trace.frames == N
+    assert r.issues == {} and r.stale_frames == 0 and r.warnings == []
+    assert [o.violations for o in r.trace.outcomes] == [0, 0]
+    assert r.duration == pytest.approx((N - 1) / RATE)
+    assert set(r.timings) == {"read", "deserialise", "assemble", "ground", "monitor"}
+
+
+def test_rate_is_measured_from_stamps_when_not_given(tmp_path, state, specs):
+    r = score_bag(write_bag(tmp_path / "b", state), ReplayConfig(specs=specs))
+    assert r.rate_hz == RATE
+
+
+def test_missing_joint_topic_lists_what_was_found_and_suggests_the_mapping(tmp_path, state, specs):
+    bag = write_bag(tmp_path / "renamed", state, joints_topic="/arm/joint_states")
+    r = score_bag(bag, config(specs))
+    assert not r.ok and r.trace is None
+    assert "no joint states on /joint_states" in r.error
+    assert "/arm/joint_states (sensor_msgs/msg/JointState, 150)" in r.error
+    assert "--topics joint_states=/arm/joint_states" in r.error
+    mapped = score_bag(bag, config(specs, mapping=StreamMapping(joint_states="/arm/joint_states")))
+    assert mapped.ok and mapped.frames == N
+
+
+def test_joint_names_of_the_source_are_mapped_to_the_robot(tmp_path, state, specs):
+    rename = {n: f"ur_{n}" for n in state.joint_names}
+    bag = write_bag(tmp_path / "names", state, rename=rename)
+    unmapped = score_bag(bag, config(specs))
+    assert not unmapped.ok and "no frames could be built" in unmapped.error
+    assert "unknown_joints" in unmapped.error or "missing_joints" in unmapped.error
+    mapped = score_bag(bag, config(specs, mapping=StreamMapping(joint_names={v: k for k, v in rename.items()})))
+    assert mapped.ok and mapped.frames == N and mapped.issues == {}
+
+
+def test_bad_stamps_empty_names_and_nan_are_counted_and_dropped_not_fatal(tmp_path, state, specs):
+    def edit(k, t, names, pos):
+        if k == 20:
+            return t - 1 / RATE, names, pos  # repeats frame 19's stamp
+        if k == 30:
+            return t - 5 / RATE, names, pos  # goes backwards
+        if k == 40:
+            return t, [], pos
+        if k == 50:
+            return t, names, np.where(np.arange(len(pos)) == 2, np.nan, pos)
+        if 60 <= k < 120:
+            return None  # the joint stream stops for 120 ms while the others go on
+        return t, names, pos
+
+    r = score_bag(write_bag(tmp_path / "stamps", state, edit=edit), config(specs))
+    assert r.ok, r.error
+    assert r.issues == {"duplicate_stamp": 1, "backwards": 1, "empty_names": 1, "nan": 1, "stream_stopped": 1,
+                        "time_jump": 1}
+    assert r.frames == N - 4 - 60
+    assert r.stale_by_stream == {"joint_states": 1}  # the frame after the gap
+    assert r.unknown_frames == 1  # ... on which every predicate is unknown: blind, not safe
+    assert all(o.blind_frames == 1 for o in r.trace.outcomes)
+
+
+def test_frozen_wrench_stream_is_reported_stale_and_blind(tmp_path, state, specs):
+    r = score_bag(write_bag(tmp_path / "frozen", state, wrench_until=50), config(specs))
+    assert r.ok
+    limit_frames = 0.1 * RATE  # thresholds.yaml max_age_s.wrench
+    assert r.stale_by_stream == {"wrench": N - 50 - limit_frames}
+    wrench = r.trace.outcome("no_excess_wrench")
+    assert wrench.blind_frames == N - 50 - limit_frames and wrench.violations == 0
+    assert r.trace.outcome("grasp_synced_until_release").blind_frames == 0
+
+
+def test_types_without_definitions_are_skipped_with_a_warning(tmp_path, state, specs):
+    store = get_typestore(Stores.ROS2_KILTED)
+    store.register(get_types_from_msg("int32 x", "vendor_msgs/msg/Status"))
+    bag = write_bag(tmp_path / "vendor", state, storage="sqlite3", typestore=store,
+                    extra=lambda w, t: w.write("/vendor/status", store.types["vendor_msgs/msg/Status"](x=1), t))
+    db = sqlite3.connect(bag / "vendor.db3")
+    db.execute("DELETE FROM message_definitions WHERE topic_type = 'vendor_msgs/msg/Status'")
+    db.commit()
+    db.close()
+    r = score_bag(bag, config(specs))
+    assert r.ok and r.frames == N
+    assert r.warnings == ["no definition for message types vendor_msgs/msg/Status; their topics were skipped"]
+
+
+def test_a_broken_bag_never_stops_the_batch_and_sets_the_exit_code(tmp_path, state, specs, capsys):
+    good = write_bag(tmp_path / "runs" / "good", state)
+    bad = write_bag(tmp_path / "runs" / "truncated", state)
+    data = next(bad.glob("*.mcap"))
+    data.write_bytes(data.read_bytes()[:2000])
+    results = score_bags([bad, good], config(specs), progress=False)
+    assert [r.ok for r in results] == [False, True]
+    assert "truncated" in results[0].error
+
+    report = tmp_path / "report"
+    code = main(["replay", str(tmp_path / "runs"), "--specs", specs, "--rate", "500", "--report", str(report),
+                 "--quiet", "--no-plots", "--resamples", "200"])
+    assert code == 1
+    assert "1 of 2 bag(s) scored, 1 failed" in capsys.readouterr().out
+    doc = json.loads((report / "report.json").read_text())
+    assert [f["bag"] for f in doc["bags_failed"]] == [str(bad)]
+    assert "## Failed bags" in (report / "summary.md").read_text()
+
+
+def test_bad_arguments_are_one_line_errors(tmp_path, state, specs, capsys):
+    assert main(["replay", str(tmp_path / "nothing-here")]) == 2
+    assert "no such file or folder" in capsys.readouterr().err
+    bag = write_bag(tmp_path / "b", state)
+    assert main(["replay", str(bag), "--group-by", "(", "--quiet"]) == 2
+    assert "not a regular expression" in capsys.readouterr().err
+
+
+def test_wrench_topic_absent_is_a_warning_and_stale(tmp_path, state, specs):
+    r = score_bag(write_bag(tmp_path / "nowrench", state, wrench_until=0), config(specs))
+    assert r.ok
+    assert r.warnings == ["no wrench topic /wrist_wrench: the wrench stream is stale throughout"]
+    assert r.stale_by_stream == {"wrench": N}
+    assert r.trace.outcome("no_excess_wrench").blind_frames == N
