@@ -1,11 +1,13 @@
 """FrameAssembler: one frame per JointState, latest slower samples with ages, bad input flagged."""
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
-from safety_monitor.errors import SourceError
+from safety_monitor.errors import GroundingError, SourceError
 from safety_monitor.grounding.state import Pose, Wrench
 from safety_monitor.sources import messages as m
-from safety_monitor.sources.assembler import FrameAssembler, StaleLimits, StreamMapping
+from safety_monitor.sources.assembler import FrameAssembler, StaleLimits, StreamMapping, ground_frame
 
 T = m.rosbags_types()
 W = Wrench(np.array([0.0, 0.0, 5.0]), np.zeros(3))
@@ -129,3 +131,27 @@ def test_mapping_parses_inline_pairs_and_files(tmp_path):
         StreamMapping.parse("wrist=/ft")
     with pytest.raises(SourceError, match="neither a file nor"):
         StreamMapping.parse("no-such-file.yaml")
+
+
+class _Grounder:
+    predicates = ("p", "q")
+
+    def __init__(self, fail=False):
+        self.fail = fail
+
+    def step(self, state):
+        if self.fail:
+            raise GroundingError("joint 'x' is NaN")
+        return SimpleNamespace(t=state.t, frame=0, values={"p": True, "q": False}, unknown=frozenset({"q"}),
+                               stale={"object_pose/mug": 0.3})
+
+
+def test_ground_frame_merges_stale_streams_and_marks_rejected_frames_unknown():
+    a = FrameAssembler(["j1", "j2"], limits=StaleLimits(wrench=0.01))
+    frame = a.on_joint_states(js(1.0))
+    sample, failure = ground_frame(_Grounder(), frame, 7)
+    assert failure is None and sample.frame == 7 and sample.t == 1.0
+    assert sample.valuation() == {"p": True, "q": None}
+    assert sample.stale == {"wrench", "object_pose/mug"}
+    sample, failure = ground_frame(_Grounder(fail=True), frame, 8)
+    assert "NaN" in failure and sample.valuation() == {"p": None, "q": None} and sample.stale == {"wrench"}

@@ -86,9 +86,10 @@ def test_valuation_marks_unknown_predicates_none():
 
 def _counterexample():
     return Counterexample(
-        property="no_excess_wrench", formula="G(!excess_wrench)", first_frame=118, last_frame=120,
+        property="no_excess_wrench", formula="G(!excess_wrench)", trigger="excess_wrench", first_frame=118,
+        last_frame=120,
         trigger_frame=None, atoms=("excess_wrench",), values=((False,), (False,), (True,)),
-        times=(0.236, 0.238, 0.24), decisive=("excess_wrench",), truncated=False, explanation="it broke",
+        times=(0.236, 0.238, 0.24), decisive=("excess_wrench",), truncated=False,
     )
 
 

@@ -20,7 +20,8 @@ from safety_monitor.monitor.episodes import TraceResult
 from safety_monitor.monitor.live import DEFAULT_HISTORY, SpecSetMonitor, load_automata
 from safety_monitor.replay.timeline import Timeline
 from safety_monitor.sources import messages as m
-from safety_monitor.sources.assembler import FrameAssembler, StaleLimits, StreamIssue, StreamMapping
+from safety_monitor.sources.assembler import (JOINTS, FrameAssembler, StaleLimits, StreamIssue, StreamMapping,
+                                              ground_frame)
 from safety_monitor.sources.bag import BagReader, TopicSummary
 
 ISSUE_EXAMPLES = 3  # kept per issue kind; all are counted
@@ -228,6 +229,7 @@ def _score_predicates(bag: BagReader, config: ReplayConfig, result: BagResult,
     scorer = _Scorer(result, _monitor(config), progress, topic)
     last_t: float | None = None
     expected: int | None = None  # the estimator's next frame number, when it records them
+    unsent = False
     for _, t_ns, msg in _timed_messages(bag, {topic}, scorer.timings):
         start = time.perf_counter()
         sample = m.decode_predicates(msg)
@@ -245,11 +247,15 @@ def _score_predicates(bag: BagReader, config: ReplayConfig, result: BagResult,
                                                     f"where {expected} was expected: the recording lost frames or "
                                                     "the estimator restarted"),))
             expected = sample.frame + 1
-        missing = [p for p in scorer.monitor.predicates if p not in sample.values]
-        if missing:
-            raise SourceError(f"{bag.path}: predicates message at t={t:.3f} lacks {', '.join(missing)}")
+        valuation = sample.valuation()
+        missing = [p for p in scorer.monitor.predicates if p not in valuation]
+        if missing:  # as the monitor node does: unknown, said once
+            if not unsent:
+                result.warnings.append(f"predicates never sent, treated as unknown: {', '.join(missing)}")
+            unsent = True
+            valuation = {p: valuation.get(p) for p in scorer.monitor.predicates}
         scorer.timings["assemble"] += time.perf_counter() - start
-        scorer.step(sample.valuation(), t, sample.stale)
+        scorer.step(valuation, t, sample.stale)
     scorer.finish()
 
 
@@ -294,8 +300,11 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
                 continue
             _record_issues(result, frame.issues)
             mid = clock()
-            sample = m.predicate_sample(grounder.step(frame.state), frame.stale)
+            sample, failure = ground_frame(grounder, frame, result.frames)
             timings["ground"] += clock() - mid
+            if failure is not None:
+                _record_issues(result, (StreamIssue("grounding", JOINTS, frame.state.t,
+                                                    f"{failure}; every predicate unknown"),))
             scorer.step(sample.valuation(), sample.t, sample.stale)
         elif kind is _WRENCH_ROUTE:
             assembler.on_wrench(msg, received)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from safety_monitor.grounding.state import RobotState
 from safety_monitor.sources import messages as m
-from safety_monitor.sources.assembler import FrameAssembler, StaleLimits, StreamMapping
+from safety_monitor.sources.assembler import FrameAssembler, StaleLimits, StreamMapping, ground_frame
 from safety_monitor.sources.bag import BagWriter
 
 
@@ -41,12 +41,14 @@ class _Estimator:
                                         mapping, StaleLimits.for_grounder(self.grounder))
         self.monitor = _monitor(ReplayConfig(specs=specs))
         self.t: float | None = None
+        self.frames = 0
 
     def on_joint_states(self, msg: object) -> None:
         frame = self.assembler.on_joint_states(msg)
         if frame is None:
             return
-        sample = m.predicate_sample(self.grounder.step(frame.state), frame.stale)
+        sample, _ = ground_frame(self.grounder, frame, self.frames)
+        self.frames += 1
         self.writer.write_predicates(self.mapping.predicates, sample)
         events = self.monitor.step(sample.valuation(), sample.t)
         if events:

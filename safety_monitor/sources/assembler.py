@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 import yaml
 
-from safety_monitor.errors import SourceError
+from safety_monitor.errors import GroundingError, SourceError
 from safety_monitor.grounding.state import Pose, RobotState, Wrench
-from safety_monitor.sources.messages import joint_state_sample, pose_of, wrench_of
+from safety_monitor.sources.messages import PredicateSample, joint_state_sample, pose_of, wrench_of
 
 JOINTS = "joint_states"
 WRENCH = "wrench"
@@ -330,3 +330,18 @@ class FrameAssembler:
         if values is not None and len(values) == n and not np.isfinite(values).all():
             self._issue("nan", JOINTS, t, f"non-finite {what}; {what} unknown this frame")
         return None
+
+
+def ground_frame(grounder: Any, assembled: AssembledFrame, frame: int) -> tuple[PredicateSample, str | None]:
+    """Ground one assembled frame into what `/safety_monitor/predicates` carries: the one step live
+    estimation and replay share. Stale streams are the assembler's and the grounder's. A frame the
+    grounder rejects (GroundingError) has every predicate unknown, never guessed; its reason is
+    returned for the caller to report."""
+    state = assembled.state
+    try:
+        grounded = grounder.step(state)
+    except GroundingError as exc:
+        names = grounder.predicates
+        return PredicateSample(dict.fromkeys(names, False), state.t, frame, frozenset(names), assembled.stale), str(exc)
+    stale = assembled.stale | frozenset(grounded.stale)
+    return PredicateSample(grounded.values, state.t, frame, grounded.unknown, stale), None

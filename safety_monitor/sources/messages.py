@@ -221,19 +221,6 @@ class PredicateSample:
         return {k: (None if k in unknown else v) for k, v in self.values.items()}
 
 
-def predicate_sample(grounded: Any, stale_streams: Iterable[str] = ()) -> PredicateSample:
-    """The wire form of one grounded frame (a grounding PredicateFrame: t, frame, values, unknown,
-    stale), the one place live estimation and replay turn grounding output into monitor input.
-
-    Stale streams are the grounder's and the assembler's. After a gap in the joint stream
-    (`joint_states` stale) nothing is known about the time in between, so every predicate of that
-    frame is unknown: the monitor reports itself blind rather than safe.
-    """
-    stale = frozenset(grounded.stale) | frozenset(stale_streams)
-    unknown = frozenset(grounded.values) if "joint_states" in stale else frozenset(grounded.unknown)
-    return PredicateSample(values=grounded.values, t=grounded.t, frame=grounded.frame, unknown=unknown, stale=stale)
-
-
 def predicates_msg(types: SimpleNamespace, sample: PredicateSample, hardware_id: str = "estimator") -> Any:
     """PredicateSample -> DiagnosticArray in the layout documented above."""
     S = types.DiagnosticStatus
