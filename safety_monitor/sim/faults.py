@@ -36,37 +36,48 @@ def _index(segments: list[Segment], label: str) -> int:
     return next(i for i, s in enumerate(segments) if s.label == label)
 
 
+EASED_OPENING = 0.034  # wider than the mug (radius 0.03) yet below robot.yaml's 0.036 "closed" threshold
+
+
 def _early_release(segments: list[Segment], cell: Workcell) -> list[Segment]:
-    """Open the gripper half-way through the transport, 12 cm above the table, then go home."""
+    """Half-way through the transport, 12 cm above the table, the fingers ease apart and the mug drops.
+
+    The opening stays below the gripper's "closed" threshold, so no release is commanded or seen:
+    the drop happens without one.
+    """
     i = _index(segments, "transport")
     transport = segments[i]
     goal = np.asarray(transport.position, float)
     start = np.array([*cell.object_position("mug")[:2], goal[2]])
-    midway = 0.5 * (start + goal)
     return segments[:i] + [
-        Move("transport", midway, transport.rotation, speed=transport.speed),
+        Move("transport", 0.5 * (start + goal), transport.rotation, speed=transport.speed),
+        Grip("fingers_ease", EASED_OPENING, 1.0),
+        Move("transport", goal, transport.rotation, speed=transport.speed),
         Grip("release", OPEN, 0.4),
-        Hold("watch", 1.0),
         Move("retreat", np.array([0.30, 0.0, 0.60]), hand_down(), speed=0.25),
     ]
 
 
-def _weak_grip(ctrl: ArmController, cell: Workcell) -> None:
-    """Fault hook: the finger drives can only squeeze with a fraction of a newton."""
-    cell.model.actuator_forcerange[cell.model.actuator("gripper_act").id] = (-0.8, 0.8)
+def _grip_fails(ctrl: ArmController, cell: Workcell) -> None:
+    """Fault hook: the finger drive loses its force; the fingers stay closed but barely squeeze."""
+    cell.model.actuator_forcerange[cell.model.actuator("gripper_act").id] = (-0.05, 0.05)
 
 
 def _slip(segments: list[Segment], cell: Workcell) -> list[Segment]:
-    """Grasp the mug deep, then the grip collapses as the arm lifts fast: the fingers slide up the mug."""
+    """Grasp the mug deep, lift, and mid-transport the grip force collapses: the mug slides down
+    through the still-closed fingers (in contact with them, ever faster) and falls out."""
     i = _index(segments, "descend")
-    descend, lift = segments[i], segments[_index(segments, "lift")]
-    deep = _offset(descend.position, -0.02)
-    return segments[:i] + [
-        Move("descend", deep, descend.rotation, speed=descend.speed, tolerance=descend.tolerance),
-        Grip("close", 0.0, 0.5),
-        Act("grip_weakens", _weak_grip),
-        Move("lift", lift.position, lift.rotation, speed=0.6),
-        Hold("watch", 0.5),
+    descend = segments[i]
+    j = _index(segments, "transport")
+    transport = segments[j]
+    goal = np.asarray(transport.position, float)
+    start = np.array([*cell.object_position("mug")[:2], goal[2]])
+    deep = [Move("descend", _offset(descend.position, -0.015), descend.rotation, speed=descend.speed,
+                 tolerance=descend.tolerance)]
+    return segments[:i] + deep + segments[i + 1:j] + [
+        Move("transport", 0.5 * (start + goal), transport.rotation, speed=transport.speed),
+        Act("grip_fails", _grip_fails),
+        Hold("watch", 1.0),
         Move("retreat", np.array([0.30, 0.0, 0.60]), hand_down(), speed=0.25),
     ]
 
@@ -78,16 +89,18 @@ def _offset(point, dz: float):
     return np.asarray(point, float) + np.array([0.0, 0.0, dz])
 
 
-CABINET_WALL_PUSH = np.array([0.64, -0.225, 0.60])  # open fingers 1 cm into the cabinet's left wall
+BIN_WALL_PUSH = np.array([0.085, 0.42, 0.445])  # fingertips 1.5 cm into the bin's +x wall, below its rim
 
 
 def _fixture_collision(segments: list[Segment], cell: Workcell) -> list[Segment]:
-    """On the way to the plate the hand is driven sideways into the cabinet wall and held there."""
+    """Before the pick, the empty hand is driven sideways into the bin's wall and pressed there."""
     i = _index(segments, "approach")
+    down = hand_down()
     return segments[:i] + [
-        Move("detour", CABINET_WALL_PUSH, hand_down(), speed=0.25, patience=0.2),
+        Move("detour", BIN_WALL_PUSH + np.array([0.12, 0.0, 0.0]), down, speed=0.3),
+        Move("strike", BIN_WALL_PUSH, down, speed=0.15, patience=0.2),
         Hold("pressing", 1.6),
-        Move("back_off", np.array([0.56, -0.05, 0.62]), hand_down(), speed=0.25),
+        Move("back_off", BIN_WALL_PUSH + np.array([0.12, 0.0, 0.1]), down, speed=0.2),
     ] + segments[i:]
 
 
@@ -96,14 +109,17 @@ def _raw_then_clean(segments: list[Segment], cell: Workcell) -> list[Segment]:
     return segments + pick("plate") + place("plate", PLACE_GOALS["plate"])
 
 
-def _lock_drawer(ctrl: ArmController, cell: Workcell) -> None:
+def _jam_drawer(ctrl: ArmController, cell: Workcell) -> None:
     cell.lock_drawer()
 
 
+WEDGED_CUBE = ObjectStart("cube", (0.5 - 0.01 - 0.025 - 0.0005, 0.31, 0.425))  # against the drawer front
+
+
 def _push_blocked_drawer(segments: list[Segment], cell: Workcell) -> list[Segment]:
-    """The drawer is jammed open; the arm pushes it anyway and keeps pushing for six seconds."""
+    """A cube is wedged against the drawer front, jamming it; the arm keeps pulling for six seconds."""
     i = _index(segments, "slide")
-    return [Act("drawer_jams", _lock_drawer)] + segments[:i + 1] + [Hold("keep_pushing", 6.0)] + segments[i + 1:]
+    return [Act("drawer_jams", _jam_drawer)] + segments[:i + 1] + [Hold("keep_pulling", 6.0)] + segments[i + 1:]
 
 
 MUG_GOAL = PLACE_GOALS["mug"]
@@ -123,25 +139,26 @@ def _register(*specs: FaultSpec) -> None:
 _register(
     FaultSpec(
         name="early_release",
-        description="the gripper opens mid-transport, 12 cm above the table: the mug falls",
+        description="mid-transport, 12 cm above the table, the fingers ease apart (still 'closed'): the mug drops",
         task="pick_and_place_mug",
         expected_properties=("drop_only_when_released",),
-        allowed_properties=("drop_only_when_released", "released_object_settles"),
+        allowed_properties=("drop_only_when_released", "released_object_settles", "grasp_synced_until_release",
+                            "place_preconditions"),
         inject=_early_release,
     ),
     FaultSpec(
         name="slip",
-        description="grip force collapses during a fast transport: the mug slides out of the fingers",
+        description="mid-transport the grip force collapses: the mug slides down through the closed fingers",
         task="pick_and_place_mug",
         expected_properties=("grasp_synced_until_release",),
         allowed_properties=("grasp_synced_until_release", "drop_only_when_released",
-                            "released_object_settles"),
+                            "released_object_settles", "place_preconditions"),
         inject=_slip,
     ),
     FaultSpec(
         name="fixture_collision",
-        description="on its way to the plate the hand is driven into the cabinet wall and pressed there",
-        task="pick_and_place_plate",
+        description="before picking the raw chicken, the hand is driven into the bin wall and pressed there",
+        task="dump_into_bin",
         expected_properties=("no_forbidden_contact",),
         allowed_properties=("no_forbidden_contact", "no_excess_wrench"),
         inject=_fixture_collision,
@@ -164,10 +181,11 @@ _register(
     ),
     FaultSpec(
         name="push_blocked_drawer",
-        description="the drawer is jammed open; the arm pushes on its handle and keeps pushing",
-        task="close_drawer",
+        description="a cube wedged against the drawer front jams it; the arm pulls on the handle and keeps pulling",
+        task="open_drawer",
         expected_properties=("fixture_obstacle_retract",),
-        allowed_properties=("fixture_obstacle_retract", "no_excess_wrench", "close_preconditions"),
+        allowed_properties=("fixture_obstacle_retract", "no_excess_wrench", "open_preconditions"),
+        objects=(WEDGED_CUBE,),
         inject=_push_blocked_drawer,
     ),
     FaultSpec(

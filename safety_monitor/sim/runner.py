@@ -55,11 +55,16 @@ class Episode:
         """Label of the running segment ("done" while settling)."""
         return self.script.label
 
-    def step(self) -> RobotState:
+    def advance(self) -> None:
+        """One control step without building its state (for consumers that skip frames)."""
         self.script.step()
         if self.script.done and self._end_time is None:
             self._end_time = self.workcell.t + SETTLE_S
         self.workcell.step()
+
+    def step(self) -> RobotState:
+        """One control step; returns the state at its end."""
+        self.advance()
         return self.workcell.robot_state()
 
     def succeeded(self) -> bool:
@@ -67,8 +72,17 @@ class Episode:
         return self.task.succeeded(self.workcell)
 
 
-def run_episode(task: str | None = None, fault: str | None = None, seed: int = 0) -> Iterator[RobotState]:
-    """Yield every control-step state of one episode (task defaults to the fault's task)."""
+def run_episode(task: str | None = None, fault: str | None = None, seed: int = 0,
+                stride: int = 1) -> Iterator[RobotState]:
+    """Yield the state of every `stride`-th control step of one episode (500 Hz / stride), task
+    defaulting to the fault's task. Physics always runs every step."""
+    if stride < 1:
+        raise SafetyMonitorError(f"stride must be at least 1, got {stride}")
     episode = Episode(task, fault, seed)
+    k = 0
     while not episode.done:
-        yield episode.step()
+        k += 1
+        if k % stride:
+            episode.advance()
+        else:
+            yield episode.step()

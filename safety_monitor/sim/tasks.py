@@ -24,6 +24,7 @@ REST_Z = {"cube": 0.425, "mug": 0.445, "plate": 0.415, "raw_chicken": 0.415}
 PLACE_GOALS = {"cube": (0.55, 0.12), "mug": (0.25, 0.0), "plate": (0.42, -0.02)}
 BIN_CENTRE = np.array([0.0, 0.42])
 BIN_HALF_INNER = 0.08
+BIN_FLOOR_Z = 0.41
 CABINET_GOAL = np.array([0.62, -0.36, 0.47])  # end effector, side grasp, mug standing on the floor
 CABINET_FRONT_X = 0.488
 CABINET_INNER_Y = (-0.57, -0.29)
@@ -147,13 +148,19 @@ def drawer_plan(target_opening: float) -> Callable[[Workcell], list[Segment]]:
 
 
 def dump_plan(obj: str) -> Callable[[Workcell], list[Segment]]:
+    """Carry the object over the bin, lower it below the rim and let it drop the last 2 cm.
+
+    A release from higher up would let the object fall while the monitor still counts it as grasped
+    (the grasp debounce), which reads as a place with a slipping grasp.
+    """
     def build(cell: Workcell) -> list[Segment]:
         above_bin = np.array([*BIN_CENTRE, 0.60])
+        drop_z = BIN_FLOOR_Z + 0.02 + (GRASP_Z[obj] - TABLE_Z)
         return pick(obj) + [
             Move("transport", above_bin, hand_down(), speed=0.25),
+            Move("lower", np.array([*BIN_CENTRE, drop_z]), hand_down(), speed=0.12, tolerance=0.008),
             Grip("release", OPEN, 0.4),
-            Hold("watch", 0.3),
-            Move("retreat", np.array([0.30, 0.0, 0.60]), hand_down(), speed=0.25),
+            Move("retreat", above_bin, hand_down(), speed=0.2),
         ]
     return build
 
@@ -173,7 +180,8 @@ def _build_tasks() -> dict[str, TaskSpec]:
         TaskSpec("close_drawer", "push the open drawer closed by its handle", None,
                  {"drawer_slide": DRAWER_OPEN_TARGET}, drawer_plan(0.0),
                  lambda cell: cell.joint_position("drawer_slide") < 0.05 * 0.25),
-        TaskSpec("dump_into_bin", "pick the raw chicken and drop it into the bin", "raw_chicken", {},
+        TaskSpec("dump_into_bin", "pick the raw chicken and drop it into the bin from just below the rim",
+                 "raw_chicken", {},
                  dump_plan("raw_chicken"), lambda cell: _in_bin(cell, "raw_chicken")),
     ]
     return {t.name: t for t in tasks}

@@ -30,7 +30,7 @@ def workcell_path() -> str:
 
 @dataclass(frozen=True)
 class ObjectStart:
-    """Where an object starts: position override (world, m); None keeps the MJCF pose."""
+    """A scripted start position (world, m) for one object, replacing its MJCF pose and seed jitter."""
 
     name: str
     position: tuple[float, float, float]
@@ -60,17 +60,20 @@ class Workcell:
             self.data.qpos[m.joint(joint).qposadr[0]] = value
         mujoco.mj_forward(m, self.data)
         self._pose_cache: dict[str, Pose] = {}
-        self._pose_time = -np.inf
-        self.events: set[str] = set()
+        self._pose_time = 0.0
+        self._sample_poses()
 
     def _place_objects(self, rng: np.random.Generator, overrides: tuple[ObjectStart, ...]) -> None:
-        """Seeded jitter in x, y for every object, after any scripted start overrides."""
+        """Scripted starts are exact (a fault may need an object touching a fixture); the others get
+        seeded jitter in x and y. One draw per object in a fixed order keeps seeds reproducible."""
         moved = {o.name: o.position for o in overrides}
         for name in OBJECTS:
             adr = self._free_qadr[name]
+            jitter = rng.uniform(-SEED_JITTER_M, SEED_JITTER_M, size=2)
             if name in moved:
                 self.data.qpos[adr:adr + 3] = moved[name]
-            self.data.qpos[adr:adr + 2] += rng.uniform(-SEED_JITTER_M, SEED_JITTER_M, size=2)
+            else:
+                self.data.qpos[adr:adr + 2] += jitter
 
     @property
     def t(self) -> float:
@@ -89,10 +92,19 @@ class Workcell:
         self.data.ctrl[6] = finger_opening
 
     def step(self) -> None:
-        """One 2 ms physics step with gravity compensation of the robot's own links."""
+        """One 2 ms physics step with gravity compensation of the robot's own links; object poses
+        are sampled when the 50 Hz stream is due, whether or not anyone reads this frame."""
         d = self.data
         d.qfrc_applied[self._robot_dofs] = d.qfrc_bias[self._robot_dofs]
         mujoco.mj_step(self.model, d)
+        if d.time - self._pose_time >= 1.0 / POSE_RATE_HZ - 1e-9:
+            self._sample_poses()
+
+    def _sample_poses(self) -> None:
+        d = self.data
+        self._pose_cache = {n: Pose(d.qpos[a:a + 3].copy(), d.qpos[a + 3:a + 7].copy())
+                            for n, a in self._free_qadr.items()}
+        self._pose_time = float(d.time)
 
     def joint_position(self, name: str) -> float:
         return float(self.data.qpos[self.model.joint(name).qposadr[0]])
@@ -126,14 +138,8 @@ class Workcell:
 
     def robot_state(self) -> RobotState:
         """This frame as the estimators see it (object poses from the latest 50 Hz sample)."""
-        m, d = self.model, self.data
+        d = self.data
         t = self.t
-        if t - self._pose_time >= 1.0 / POSE_RATE_HZ - 1e-9:
-            self._pose_cache = {
-                n: Pose(d.qpos[a:a + 3].copy(), d.qpos[a + 3:a + 7].copy())
-                for n, a in self._free_qadr.items()
-            }
-            self._pose_time = t
         effort = np.zeros(len(JOINT_NAMES))
         effort[:8] = d.qfrc_actuator[self._robot_dofs] + d.qfrc_applied[self._robot_dofs]
         contacts = self._body_contacts()
@@ -150,5 +156,4 @@ class Workcell:
             object_poses=dict(self._pose_cache),
             object_ages={n: age for n in OBJECTS},
             contacts=contacts,
-            events=frozenset(self.events),
         )
