@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from safety_monitor.grounding.debounce import Timer, Tri, all3, any3
-from safety_monitor.grounding.description import GRIPPER_PARTS, HOUSING, RobotDescription
+from safety_monitor.grounding.description import HOUSING, RobotDescription
 from safety_monitor.grounding.geometry import Box
 from safety_monitor.grounding.grasp import GraspEstimator
 from safety_monitor.grounding.inputs import FrameInputs, PredicateDoc
@@ -94,7 +94,7 @@ class FixtureEstimator:
 
     def step(self, inp: FrameInputs) -> dict[str, Tri]:
         geo, d = inp.geometry, self.th.distances_m
-        self.gripped = {f: self._gap_to_gripper(geo, f) <= d.gripper_clearance for f in self.fixtures}
+        self.gripped = {f: geo.gripper_gap(f) <= d.gripper_clearance for f in self.fixtures}
         outside = {f: geo.interiors[f].excess(geo.gripper_points) for f in self.with_interior}
         worst = {f: x.max(axis=1) for f, x in outside.items()}  # per gripper point: farthest face excess
         self.reach_in = {f: bool((worst[f] <= 0.0).any()) for f in self.enclosures}
@@ -120,16 +120,12 @@ class FixtureEstimator:
             "retract_timeout": any(timeouts),
         }
 
-    def _gap_to_gripper(self, geo, fixture: str) -> float:
-        """Smallest gap between a gripper body and the fixture's moving part."""
-        return min(geo.gap(p, fixture) for p in GRIPPER_PARTS)
-
     def _target(self, inp: FrameInputs, outside: dict[str, np.ndarray]) -> str | None:
         """Openable fixture nearest the gripper by surface gap; else the one whose interior is nearest the EE."""
         geo = inp.geometry
         best, best_gap = None, math.inf
         for f in self.fixtures:
-            gap = min(self._gap_to_gripper(geo, f), min(geo.gap(p, f + HOUSING) for p in GRIPPER_PARTS))
+            gap = min(geo.gripper_gap(f), geo.gripper_gap(f + HOUSING))
             if gap < best_gap:
                 best, best_gap = f, gap
         if best is not None:

@@ -7,8 +7,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
+
+from safety_monitor.grounding.description import GRIPPER_PARTS
 
 _SIGNS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], dtype=float)
 
@@ -67,6 +70,20 @@ class FrameGeometry:
     def gap(self, a: str, b: str) -> float:
         """Surface gap between two entities (inf when beyond the report margin)."""
         return self.gaps.get(a, {}).get(b, math.inf)
+
+    @cached_property
+    def gripper_gaps(self) -> dict[str, float]:
+        """Smallest gap from any gripper body (fingers, hand) to each entity within the report margin."""
+        out: dict[str, float] = {}
+        for part in GRIPPER_PARTS:
+            for e, g in self.gaps.get(part, {}).items():
+                if g < out.get(e, math.inf):
+                    out[e] = g
+        return out
+
+    def gripper_gap(self, entity: str) -> float:
+        """Gap between the gripper (closest finger or hand body) and an entity (inf beyond the margin)."""
+        return self.gripper_gaps.get(entity, math.inf)
 
     def near(self, entity: str) -> Mapping[str, float]:
         """Every entity within the report margin of `entity`, with its gap."""

@@ -8,8 +8,10 @@ the post-drop predicates, which are about the object that was just let go.
 """
 from __future__ import annotations
 
+import math
+
 from safety_monitor.grounding.debounce import StickyTrue, SymmetricDebounce, Timer, Tri, all3, any3
-from safety_monitor.grounding.description import FINGER_PARTS, GRIPPER_PARTS
+from safety_monitor.grounding.description import FINGER_PARTS
 from safety_monitor.grounding.inputs import FrameInputs, PredicateDoc
 from safety_monitor.grounding.motion import rotation_angle
 from safety_monitor.grounding.thresholds import FrameCounts, Thresholds
@@ -97,7 +99,7 @@ class GraspEstimator:
             released[o] = (not inp.gripper_closed) and (before or after)
             slip = inp.object_slip.get(o)
             sync[o] = None if slip is None else (slip[0] < th.motion.grasp_slip_m and slip[1] < th.motion.grasp_slip_rad)
-            left[o] = min(geo.gap(p, o) for p in GRIPPER_PARTS) > clearance if known else None
+            left[o] = geo.gripper_gap(o) > clearance if known else None
             self.stable[o], self.moving[o] = self._stability(o, inp, held=after)
             settled[o] = None if self.stable[o] is None else (self.stable[o] and not after)
             if settled[o]:
@@ -129,7 +131,7 @@ class GraspEstimator:
             return False, moving
         box = inp.geometry.object_boxes.get(o)
         if st.stable.value and box is not None and st.anchor is not None:
-            drift = float(((box.center - st.anchor[0]) ** 2).sum() ** 0.5)
+            drift = math.dist(box.center, st.anchor[0])
             if drift > motion.grasp_slip_m or rotation_angle(st.anchor[1], box.rotation) > motion.grasp_slip_rad:
                 st.stable.reset()
         was = st.stable.value

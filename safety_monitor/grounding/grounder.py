@@ -20,7 +20,7 @@ import numpy as np
 from safety_monitor.errors import GroundingError
 from safety_monitor.grounding import contact, containment, contamination, fixtures, grasp, skills
 from safety_monitor.grounding.debounce import Tri
-from safety_monitor.grounding.description import GRIPPER_PARTS, RobotDescription, load_robot_description
+from safety_monitor.grounding.description import RobotDescription, load_robot_description
 from safety_monitor.grounding.geometry import FrameGeometry
 from safety_monitor.grounding.inputs import FrameInputs, PredicateDoc
 from safety_monitor.grounding.motion import Track, quat_to_matrix
@@ -174,9 +174,9 @@ class Grounder:
             if not math.isfinite(age) or age > limit:
                 stale[f"object_pose/{o}"] = age if math.isfinite(age) else math.inf
                 continue
-            values = [*np.ravel(pose.position).tolist(), *np.ravel(pose.quaternion).tolist()]
-            if len(values) == 7 and all(map(math.isfinite, values)) and sum(v * v for v in values[3:]) > 1e-12:
-                usable[o] = pose
+            p, q = np.asarray(pose.position, dtype=float), np.asarray(pose.quaternion, dtype=float)
+            if p.shape == (3,) and q.shape == (4,) and math.isfinite(float(p.sum() + q.sum())) and float(q @ q) > 1e-12:
+                usable[o] = pose  # NaN or inf anywhere makes the sum non-finite
         return usable
 
     def _usable_wrench(self, state: RobotState, stale: dict[str, float]) -> Wrench | None:
@@ -218,7 +218,7 @@ class Grounder:
             ch = track.change(window)
             if ch is not None and ch[2] > 0:
                 speed[o] = (ch[0] / ch[2], ch[1] / ch[2])
-            if min(geo.gap(p, o) for p in GRIPPER_PARTS) > reach:
+            if geo.gripper_gap(o) > reach:
                 relative.clear()
                 continue
             if new:

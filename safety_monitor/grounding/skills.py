@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from safety_monitor.grounding.debounce import Tri, all3, any3, not3
-from safety_monitor.grounding.description import GRIPPER_PARTS, RobotDescription
+from safety_monitor.grounding.description import RobotDescription
 from safety_monitor.grounding.fixtures import FixtureEstimator, object_inside
 from safety_monitor.grounding.grasp import GraspEstimator
 from safety_monitor.grounding.inputs import FrameInputs, PredicateDoc
@@ -108,15 +108,12 @@ class SkillEstimator:
             out[f"preconditions_{s}"] = ok(target) if target is not None else True
         return out
 
-    def _gripper_gap(self, geo, entity: str) -> float:
-        return min(geo.gap(p, entity) for p in GRIPPER_PARTS)
-
     # pick -------------------------------------------------------------------------------------------
     def _pick_candidate(self, inp: FrameInputs, held: str | None) -> str | None:
         """Nearest object within reach of an open, empty gripper; a just-released object re-arms only
         once the gripper has moved out of reach of it (backing off after a place is not a new pick)."""
         geo, reach = inp.geometry, self.th.distances_m.reach
-        gaps = {o: self._gripper_gap(geo, o) for o in self.grasp.objects}
+        gaps = {o: geo.gripper_gap(o) for o in self.grasp.objects}
         self.released = {o for o in self.released | self.grasp.dropped if gaps[o] <= reach or o in geo.unknown}
         if held is not None or inp.gripper_closed:
             return None

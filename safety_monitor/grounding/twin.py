@@ -40,6 +40,7 @@ class KinematicTwin:
         self._object_qpos = {o: int(m.jnt_qposadr[m.body_jntadr[m.body(self._object_body(o)).id]])
                              for o in robot.objects}
         self._object_box = {o: self._local_box(m, o) for o in robot.objects}
+        self._object_bodies = {o: m.body(self._object_body(o)).id for o in robot.objects}
         self._ee_site = m.site(robot.ee_site).id
         self._finger_geoms = np.array([g for g in range(m.ngeom)
                                        if body_entity[m.geom_bodyid[g]] in ("finger_left", "finger_right")])
@@ -68,17 +69,18 @@ class KinematicTwin:
             ee_rotation=d.site_xmat[self._ee_site].reshape(3, 3).copy(),
             gripper_points=np.vstack([d.site_xpos[self._ee_site], d.geom_xpos[self._finger_geoms]]),
             gaps=self._gaps(),
-            object_boxes={o: self.object_box(o, p) for o, p in poses.items()},
+            object_boxes={o: self._world_box(o) for o in poses},
             interiors={n: Box(d.xpos[b] + d.xmat[b].reshape(3, 3) @ c, d.xmat[b].reshape(3, 3).copy(), h)
                        for n, (b, c, h) in self._interiors.items()},
             unknown=frozenset(o for o in self.robot.objects if o not in poses),
         )
 
-    def object_box(self, o: str, pose: Pose) -> Box:
-        """World box of object `o` at `pose` (its geoms' bounding box in its body frame, moved)."""
+    def _world_box(self, o: str) -> Box:
+        """World box of object `o` after mj_kinematics: its geoms' bounding box in its body frame, moved."""
         center, half = self._object_box[o]
-        rot = quat_to_matrix(pose.quaternion)
-        return Box(np.asarray(pose.position, dtype=float) + rot @ center, rot, half)
+        b = self._object_bodies[o]
+        rot = self.data.xmat[b].reshape(3, 3).copy()
+        return Box(self.data.xpos[b] + rot @ center, rot, half)
 
     def body_contacts(self, contacts: Sequence) -> dict[str, dict[str, float]]:
         """Privileged simulator contacts (body names) as entity gaps, to cross-check the twin."""
@@ -95,6 +97,7 @@ class KinematicTwin:
 
     # ------------------------------------------------------------------------------------------------
     def _gaps(self) -> dict[str, dict[str, float]]:
+        """Smallest signed distance per entity pair, from this frame's contact list (vectorised)."""
         d, n = self.data, len(self.entities)
         if d.ncon == 0:
             return {}
@@ -102,14 +105,20 @@ class KinematicTwin:
         dist = con.dist
         keep = dist <= self.margin
         ent = self.geom_entity[con.geom[keep]]
-        a, b = ent[:, 0], ent[:, 1]
-        differ = a != b
-        lo, hi = np.minimum(a, b)[differ], np.maximum(a, b)[differ]
-        flat = np.full(n * n, np.inf)
-        np.minimum.at(flat, lo * n + hi, dist[keep][differ])
-        pairs = np.flatnonzero(flat < np.inf)
-        names = self.entities
-        return FrameGeometry.symmetric({(names[k // n], names[k % n]): float(flat[k]) for k in pairs})
+        dist = dist[keep]
+        differ = ent[:, 0] != ent[:, 1]
+        keys = (ent.min(axis=1) * n + ent.max(axis=1))[differ]
+        if keys.size == 0:
+            return {}
+        order = np.argsort(keys, kind="stable")
+        keys, dist = keys[order], dist[differ][order]
+        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+        names, out = self.entities, {}
+        for key, gap in zip(keys[starts].tolist(), np.minimum.reduceat(dist, starts).tolist()):
+            a, b = names[key // n], names[key % n]
+            out.setdefault(a, {})[b] = gap
+            out.setdefault(b, {})[a] = gap
+        return out
 
     def _joint_map(self, joint_names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
         cached = self._joint_maps.get(joint_names)

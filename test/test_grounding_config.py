@@ -1,0 +1,130 @@
+"""Config files of the grounding layer: validation errors name the item, specs and README match the code."""
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from safety_monitor.cli import main
+from safety_monitor.errors import GroundingError
+from safety_monitor.grounding.cli import predicate_table
+from safety_monitor.grounding.description import parse_robot_description
+from safety_monitor.grounding.geometry import Box, FrameGeometry
+from safety_monitor.grounding.grounder import PREDICATES, Grounder, config_dir, load_default_grounder
+from safety_monitor.grounding.semantics import parse_object_catalog
+from safety_monitor.grounding.state import Pose, RobotState
+from safety_monitor.grounding.thresholds import parse_thresholds
+from safety_monitor.spec.model import CATEGORIES, load_specs
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = ROOT / "config"
+SPEC_NAMES = {
+    "no_forbidden_contact", "no_excess_wrench", "grasp_synced_until_release", "drop_only_when_released",
+    "released_object_settles", "no_clean_contact_after_raw", "pick_preconditions", "place_preconditions",
+    "open_preconditions", "close_preconditions", "fixture_obstacle_retract", "transfer_settles",
+    "reach_in_only_when_open", "release_after_internal_support",
+}
+
+
+def _yaml(name):
+    return yaml.safe_load((CONFIG / name).read_text())
+
+
+def test_default_grounder_loads_from_the_source_tree():
+    assert config_dir() == CONFIG
+    g = load_default_grounder(500.0)
+    assert g.counts.forbidden_contact_tolerance == 500 and g.predicates == PREDICATES
+
+
+def test_default_specs_use_only_grounded_predicates_and_cover_every_category():
+    specs = load_specs(CONFIG / "specs.yaml")
+    assert {p.name for p in specs.properties} == SPEC_NAMES
+    assert set(specs.predicates) <= set(PREDICATES)
+    assert {p.category for p in specs.properties} == set(CATEGORIES)
+    for p in specs.properties:
+        assert p.recovery and p.follows and p.description, p.name
+
+
+def test_specs_check_command_passes(capsys):
+    assert main(["specs", "check", str(CONFIG / "specs.yaml")]) == 0
+    assert "14 properties" in capsys.readouterr().out
+
+
+def test_readme_predicate_table_matches_the_code(capsys):
+    assert predicate_table() in (ROOT / "README.md").read_text()
+    assert main(["predicates", "--json"]) == 0
+    assert list(json.loads(capsys.readouterr().out)) == list(PREDICATES)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d["durations_s"].pop("settle_timeout"), "settle_timeout"),
+    (lambda d: d["motion"].__setitem__("grasp_slip_mm", 3), "grasp_slip_mm"),
+    (lambda d: d["distances_m"].__setitem__("reach", -0.05), "distances_m.reach"),
+    (lambda d: d["fixtures"].__setitem__("fully_open_fraction", 0.01), "fully_closed_fraction"),
+    (lambda d: d["sanitized"].__setitem__("constant", "yes"), "sanitized.constant"),
+    (lambda d: d.pop("wrench"), "'wrench'"),
+])
+def test_threshold_errors_name_the_key(edit, message):
+    doc = copy.deepcopy(_yaml("thresholds.yaml"))
+    edit(doc)
+    with pytest.raises(GroundingError, match=message):
+        parse_thresholds(doc, "thresholds.yaml")
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d["entities"].__setitem__("mug", "teacup"), "'mug' has unknown kind 'teacup'"),
+    (lambda d: d["kinds"]["mug"]["properties"].append("sharp"), "sharp"),
+    (lambda d: d["kinds"]["food"].__setitem__("parent", "raw_meat"), "cycle"),
+    (lambda d: d["properties"]["hazard"].remove("raw"), "raw"),
+])
+def test_object_semantics_errors_name_the_item(edit, message):
+    doc = copy.deepcopy(_yaml("objects.yaml"))
+    edit(doc)
+    with pytest.raises(GroundingError, match=message):
+        parse_object_catalog(doc, "objects.yaml")
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d["robot"].__setitem__("wrist_camera", "cam"), "wrist_camera"),
+    (lambda d: d["objects"]["cube"].__setitem__("box", [0.02, 0.02, 0.02]), "objects.cube"),
+    (lambda d: d["fixtures"]["drawer"].__setitem__("range", [0.1, 0.1]), "fixtures.drawer.range"),
+    (lambda d: d["static"].__setitem__("cube", {"bodies": ["cube"]}), "'cube'"),
+])
+def test_robot_description_errors_name_the_item(edit, message):
+    doc = copy.deepcopy(_yaml("robot.yaml"))
+    edit(doc)
+    with pytest.raises(GroundingError, match=message):
+        parse_robot_description(doc, "robot.yaml", base_dir=CONFIG)
+
+
+def test_robot_and_catalog_must_describe_the_same_entities():
+    robot = parse_robot_description(_yaml("robot.yaml"), "robot.yaml", base_dir=CONFIG)
+    doc = _yaml("objects.yaml")
+    del doc["entities"]["bin"]
+    with pytest.raises(GroundingError, match="no kind for bin"):
+        Grounder(robot, parse_object_catalog(doc, "objects.yaml"), load_default_grounder(20).thresholds, 20)
+
+
+def test_predicates_read_properties_not_names():
+    """Declaring the cube raw meat is all it takes for touching it to count as raw contact."""
+    robot = parse_robot_description(_yaml("robot.yaml"), "robot.yaml", base_dir=CONFIG)
+    thresholds = load_default_grounder(20).thresholds
+    results = {}
+    for kind in ("block", "raw_meat"):
+        doc = _yaml("objects.yaml")
+        doc["entities"]["cube"] = kind
+        g = Grounder(robot, parse_object_catalog(doc, "objects.yaml"), thresholds, 20.0)
+        cube = np.array([0.45, 0.12, 0.425])
+        geo = FrameGeometry(np.zeros(3), np.eye(3), np.zeros((1, 3)),
+                            FrameGeometry.symmetric({("hand", "cube"): 0.0}),
+                            {"cube": Box(cube, np.eye(3), np.full(3, 0.025))},
+                            {n: Box(np.full(3, 5.0 + i), np.eye(3), np.full(3, 0.1)) for i, n in enumerate(("drawer", "cabinet", "bin"))},
+                            frozenset({"mug", "plate", "raw_chicken"}))
+        state = RobotState(t=0.0, joint_names=robot.required_joints, joint_position=np.r_[np.zeros(6), 0.04, 0.04, 0, 0],
+                           object_poses={"cube": Pose(cube, np.array([1.0, 0, 0, 0]))})
+        results[kind] = g.step(state, geo).values["robot_contact_raw"]
+    assert results == {"block": False, "raw_meat": True}
