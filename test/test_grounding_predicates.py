@@ -190,7 +190,9 @@ def test_allowed_contact_classes():
     s.contacts[("finger_left", "table")] = 0.0  # gripper with a support that is not a target
     assert s.step().values["forbidden_contact"]
     del s.contacts[("finger_left", "table")]
-    s.contacts[("hand", "cabinet.housing")] = 0.0  # gripper with the target fixture
+    s.contacts[("hand", "cabinet")] = 0.0  # an open hand brushing the cabinet door: not operating it
+    assert s.step().values["forbidden_contact"]
+    s.fingers = 0.02  # holding the door knob: the fixture is operated
     assert not s.step().values["forbidden_contact"]
     s.contacts[("arm", "cabinet.housing")] = 0.0  # an arm link with anything
     assert s.step().values["forbidden_contact"]

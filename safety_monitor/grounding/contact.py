@@ -1,8 +1,9 @@
 """Forbidden contact (from the twin's geometry) and excess wrist wrench (the hardware collision cue).
 
-Allowed contact classes: a gripper body with a manipulated object; a gripper body with the target
-fixture; a manipulated object in motion (grasped or moving) with a support or container. Contacts between
-things at rest, robot self-contacts and fixture-internal contacts are not judged. Everything else the
+Allowed contact classes: a gripper body with a manipulated object; a gripper body with the fixture it
+operates (holds closed-handed, moves, or reaches into: the task's target fixture, inferred); a
+manipulated object in motion (grasped or moving) with a support or container. Contacts between things
+at rest, robot self-contacts and fixture-internal contacts are not judged. Everything else the
 robot touches, and anything a moving object hits, is forbidden. The sustained form counts frames per
 contact pair, so one long contact fires and flicker between different pairs does not add up.
 """
@@ -20,9 +21,10 @@ from safety_monitor.grounding.thresholds import FrameCounts, Thresholds
 
 DOCS = {
     "forbidden_contact": PredicateDoc(
-        "a contact outside the allowed classes this frame (robot-part with anything but a manipulated "
-        "object or the target fixture by the gripper; a grasped or moving object with anything but a "
-        "support, container or the gripper)", "twin gaps, object_grasped, object motion, target fixture",
+        "a contact outside the allowed classes this frame (a robot part with anything but, for gripper "
+        "bodies, a manipulated object or a fixture being operated; a grasped or moving object with anything "
+        "but a support, container or the gripper)", "twin gaps, object_grasped, object motion, fixture "
+        "operation",
         "contact 0.002 m"),
     "forbidden_contact_sustained": PredicateDoc(
         "one forbidden contact pair has lasted longer than the tolerance", "forbidden_contact per pair",
@@ -78,8 +80,7 @@ class ContactEstimator:
             part, other = (a, b) if robot_a else (b, a)
             if part not in GRIPPER_PARTS:
                 return True
-            owner = self.robot.owner(other)
-            return not (other in self.grasp.objects or owner == self.fixtures.target)
+            return not (other in self.grasp.objects or self.robot.owner(other) in self.fixtures.operated)
         if self.robot.owner(a) == self.robot.owner(b):
             return False
         verdicts = []

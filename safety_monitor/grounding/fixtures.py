@@ -1,8 +1,9 @@
 """Articulated fixtures (drawer, door): open fraction, reach-in, internal support, obstacle hits, retreat.
 
-The *target fixture* is the one the gripper is working on: the openable fixture whose parts are nearest
-the gripper (within the twin's report margin), else the one whose interior is nearest the grasp centre.
-Single-fixture predicates (fully open / closed) read the target fixture.
+The *focus fixture* is the openable fixture whose parts are nearest the gripper (within the twin's report
+margin), else the one whose interior is nearest the grasp centre; single-fixture predicates (fully open /
+closed) read it. A fixture is *operated* while the gripper holds it closed-handed, pushes or pulls it
+while it moves, or reaches into it: only then may the robot touch it (see contact.py).
 """
 from __future__ import annotations
 
@@ -20,10 +21,10 @@ from safety_monitor.grounding.thresholds import FrameCounts, Thresholds
 
 DOCS = {
     "fixture_fully_open": PredicateDoc(
-        "the target fixture is open at least the fully-open fraction of its range",
+        "the focus fixture (nearest the gripper) is open at least the fully-open fraction of its range",
         "fixture joint position, range (robot.yaml)", "fully_open_fraction 0.60"),
     "fixture_fully_closed": PredicateDoc(
-        "the target fixture is open at most the fully-closed fraction of its range",
+        "the focus fixture (nearest the gripper) is open at most the fully-closed fraction of its range",
         "fixture joint position, range (robot.yaml)", "fully_closed_fraction 0.05"),
     "reach_in_fixture": PredicateDoc(
         "a gripper point (grasp centre or a finger pad) is inside an enclosure fixture's interior",
@@ -89,6 +90,7 @@ class FixtureEstimator:
         self.episodes = {f: _Episode(counts) for f in self.fixtures}
         self.last_direction = {f: 0.0 for f in self.fixtures}
         self.target: str | None = None
+        self.operated: frozenset[str] = frozenset()
         self.gripped: dict[str, bool] = {}
         self.reach_in: dict[str, bool] = {}
 
@@ -100,6 +102,8 @@ class FixtureEstimator:
         self.reach_in = {f: bool((worst[f] <= 0.0).any()) for f in self.enclosures}
         near = [bool((worst[f] <= d.reach).any()) for f in self.enclosures]
         self.target = self._target(inp, outside)
+        self.operated = frozenset(f for f in self.fixtures if self.reach_in.get(f) or (
+            self.gripped[f] and (inp.gripper_closed or self.moving_direction(f, inp) != 0.0)))
         fr = self.th.fixtures
         hits, retracting, timeouts = [], [], []
         for f in self.fixtures:

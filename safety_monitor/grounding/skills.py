@@ -46,10 +46,10 @@ DOCS = {
         "the placement margin, and a fragile object clear of all others",
         "object_sync, twin gaps", "placement_margin 0.03 m; clutter_bound 2; placement_proximity 0.01 m"),
     "preconditions_open": PredicateDoc(
-        "the target fixture is safe to open: nothing grasped and no object outside it within the path "
+        "the fixture being opened is safe to open: nothing grasped and no object outside it within the path "
         "allowance of its moving part", "object_grasped, twin gaps", "path_obstruction 0.05 m"),
     "preconditions_close": PredicateDoc(
-        "the target fixture is safe to close: no gripper point inside it and no object straddling its "
+        "the fixture being closed is safe to close: no gripper point inside it and no object straddling its "
         "interior boundary", "twin gripper points, object boxes, interiors", "placement_margin 0.03 m"),
 }
 
