@@ -9,6 +9,7 @@ while any of its predicates is unknown.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -20,6 +21,8 @@ from safety_monitor.spec.model import trigger_text
 RECOVERED = 1  # the open episode's recovery DFA accepted: it closes on this frame
 OPENED = 2  # the main DFA entered its rejecting sink: an episode opens on this frame
 CLOSED_AT_ONCE = 4  # the episode opened on this frame also closes on it; main restarts next frame
+LEFT_REST = 8  # the machine leaves a rest state (for pending triggers; not an episode event)
+EPISODE = RECOVERED | OPENED | CLOSED_AT_ONCE
 
 MAX_ATOMS = 16
 _MAX_COMPRESSED_RUN = 256  # longer tail + 2 * period: runs of that letter are not compressed
@@ -38,7 +41,7 @@ class MonitorAutomaton:
     min_resolve_frames: int
     close_on_opening_frame: bool
     next: np.ndarray  # int32 (states, letters + 1): last column is the blind letter
-    code: np.ndarray  # uint8, same shape: RECOVERED | OPENED | CLOSED_AT_ONCE bits
+    code: np.ndarray  # uint8, same shape: RECOVERED | OPENED | CLOSED_AT_ONCE | LEFT_REST bits
     rest: np.ndarray  # bool per state: no episode open and nothing pending (main DFA as at start)
     trigger_value: np.ndarray  # bool per letter (blind excluded)
     main_state: np.ndarray  # int32 per state: main DFA state read by a step from here (-1 if episode open)
@@ -61,12 +64,16 @@ class MonitorAutomaton:
     def decisive_atoms(self, state_before: int, letter: int, code: int) -> tuple[str, ...]:
         """Atoms whose flip alone, on the opening frame, would have kept the main DFA out of its sink."""
         q = self.main.initial if code & RECOVERED else int(self.main_state[state_before])
-        sink = self.main.rejecting_sink
-        table = self.main.table
-        return tuple(
-            atom for i, atom in enumerate(self.atoms)
-            if not sink[table[q, self.main_letter[letter ^ (1 << i)]]]
-        )
+        return _decisive(self, q, letter)
+
+
+@functools.lru_cache(maxsize=65536)
+def _decisive(auto: MonitorAutomaton, q: int, letter: int) -> tuple[str, ...]:
+    sink, table = auto.main.rejecting_sink, auto.main.table
+    return tuple(
+        atom for i, atom in enumerate(auto.atoms)
+        if not sink[table[q, auto.main_letter[letter ^ (1 << i)]]]
+    )
 
 
 def build_automaton(compiled) -> MonitorAutomaton:
@@ -138,6 +145,7 @@ def build_automaton(compiled) -> MonitorAutomaton:
     code_table = np.array(rows_code, dtype=np.uint8)
     initial_row = main.table[main.initial]
     rest = np.array([m == "main" and np.array_equal(main.table[q], initial_row) for m, q in order])
+    code_table |= np.where(rest[:, None] & ~rest[next_table], LEFT_REST, 0).astype(np.uint8)
     main_state = np.array([q if m == "main" else -1 for m, q in order], dtype=np.int32)
     tail, period = _run_shape(next_table)
     for arr in (next_table, code_table, rest, trigger_value, main_state, main_letter, tail, period):

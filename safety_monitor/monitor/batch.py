@@ -1,15 +1,17 @@
 """Whole-trace monitoring with numpy, giving exactly the live monitor's results, much faster.
 
-Two ideas make it fast. Runs: a run of one letter drives each property automaton into a cycle after at
-most `tail` steps, so a run longer than tail + 2 * period is replaced by an equivalent shorter one
-(same final state; events on its repeating part are copied to every period). Chunked scan: the state
-sequence, inherently serial, is computed for all properties and all chunks of the trace at once, first
-from every possible start state (giving each chunk's state map), then once more from the now-known
-chunk start states. Only event frames are handled in Python.
+Runs: repeating one letter drives a property automaton onto a cycle within `tail` steps, so a run
+longer than tail + 2 * period is replaced by an equivalent shorter one (same final state; events on its
+repeating part are copied to every period). A trace whose frames rarely change is read as runs from the
+start, so its cost follows the number of changes, not of frames.
+Chunked scan: the serial state recurrence is computed for all properties and all chunks of a block at
+once, from every possible start state, until each chunk has forgotten its start (all start states meet,
+which monitor automata do within a few random letters); the chunks are then chained and the earlier
+steps read off. Automata that do not synchronise fall back to a classic two-pass scan.
+Only event frames are handled in Python.
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -22,6 +24,10 @@ from safety_monitor.monitor.events import Event
 from safety_monitor.monitor.live import DEFAULT_HISTORY, predicate_order
 
 _BLOCK = 1 << 16  # compressed frames per scan block (bounds memory)
+_CHUNK = 128  # steps per chunk inside a block
+_SYNC_CHECK = 8  # test whether every chunk forgot its start state every this many steps (0: never)
+_SYNC_GIVE_UP = 64  # ... and stop hoping after this many
+_SPARSE = 8  # a trace with fewer than frames / _SPARSE changes is read as runs
 
 
 class BatchMonitor:
@@ -33,7 +39,8 @@ class BatchMonitor:
         self.predicates = predicate_order(self.automata, predicates)
         self.history = history
         index = {p: i for i, p in enumerate(self.predicates)}
-        self._columns = [np.array([index[a] for a in auto.atoms], dtype=np.intp) for auto in self.automata]
+        self._columns = [[index[a] for a in auto.atoms] for auto in self.automata]
+        self._byte_luts = [_byte_luts(cols) for cols in self._columns]
         # One flat table for all properties: a state is its row offset (global state id * width).
         width = max(a.next.shape[1] for a in self.automata)
         sizes = [a.n_states for a in self.automata]
@@ -41,49 +48,48 @@ class BatchMonitor:
         total = int(sum(sizes))
         nxt = np.empty((total, width), dtype=np.int64)
         code = np.zeros((total, width), dtype=np.uint8)
-        rest = np.zeros(total * width, dtype=bool)
         for auto, off in zip(self.automata, self._offset):
             n, w = auto.next.shape
             block = np.repeat(np.arange(n)[:, None], width, axis=1)  # extra columns: identity, like blind
             block[:, :w] = auto.next
             nxt[off:off + n] = block + off
             code[off:off + n, :w] = auto.code
-            rest[(off + np.flatnonzero(auto.rest)) * width] = True
         self._width = width
         self._next_row = (nxt * width).ravel()
         self._code = code.ravel()
-        self._rest_row = rest
         smax = max(sizes)
         self._starts = np.array([[(off + min(s, n - 1)) * width for s in range(smax)]
                                  for off, n in zip(self._offset, sizes)], dtype=np.int64)
         self._local = np.concatenate([np.arange(n) for n in sizes])  # global state -> its local index
 
+    # ----- inputs -------------------------------------------------------------------------------
     def letters(self, values: np.ndarray, known: np.ndarray | None = None) -> list[np.ndarray]:
         """Per-property letters from a frames x predicates bool matrix (columns in `self.predicates`
         order); `known` (frames, or frames x predicates, bool) marks unknown values: blind letter."""
-        values = np.asarray(values, dtype=bool)
-        if values.ndim != 2 or values.shape[1] != len(self.predicates):
-            raise SpecError(f"expected a frames x {len(self.predicates)} matrix of predicate values "
-                            f"({', '.join(self.predicates)}), got shape {values.shape}")
-        out = []
-        for auto, cols in zip(self.automata, self._columns):
-            if cols.size:
-                packed = np.packbits(values[:, cols], axis=1, bitorder="little").astype(np.int64)
-                letters = packed[:, 0] | (packed[:, 1] << 8) if packed.shape[1] > 1 else packed[:, 0]
-            else:
-                letters = np.zeros(values.shape[0], dtype=np.int64)
-            if known is not None:
-                known = np.asarray(known, dtype=bool)
-                seen = known if known.ndim == 1 else known[:, cols].all(axis=1)
-                letters = np.where(seen, letters, auto.blind)
-            out.append(letters)
-        return out
+        values, known = self._check(values, known)
+        unknown = None if known is None else (~known if known.ndim == 1 else _pack(~known))
+        return self._letters_of_packed(_pack(values), unknown)
 
     def run_matrix(self, values: np.ndarray, known: np.ndarray | None = None, times: Sequence[float] | None = None,
                    *, events: bool = True) -> TraceResult:
-        return self.run_letters(self.letters(values, known), times, events=events)
+        values, known = self._check(values, known)
+        frames = values.shape[0]
+        if frames == 0:
+            return self._empty()
+        packed = _pack(values)
+        unknown = None if known is None else (~known if known.ndim == 1 else _pack(~known))
+        changed = _row_changes(packed)
+        if unknown is not None:
+            changed |= unknown[1:] != unknown[:-1] if unknown.ndim == 1 else _row_changes(unknown)
+        starts = np.concatenate(([0], np.flatnonzero(changed) + 1))
+        if starts.size * _SPARSE < frames:  # read as runs: letters only where some predicate changes
+            row_letters = self._letters_of_packed(packed[starts], None if unknown is None else unknown[starts])
+            runs = [_Runs.from_runs(auto, frames, starts, rl) for auto, rl in zip(self.automata, row_letters)]
+        else:
+            runs = [_Runs.from_letters(auto, a) for auto, a in zip(self.automata, self._letters_of_packed(packed, unknown))]
+        return self._run(runs, frames, times, events)
 
-    def run_frames(self, frames: Sequence[Mapping[str, object]], times: Sequence[float] | None = None,
+    def run_frames(self, frames: Sequence[Mapping[str, object] | None], times: Sequence[float] | None = None,
                    *, events: bool = True) -> TraceResult:
         """Convenience for lists of predicate -> bool|None mappings (None frame = all inputs blind)."""
         values, known = frames_to_matrix(frames, self.predicates)
@@ -96,31 +102,74 @@ class BatchMonitor:
         if len(letters) != len(self.automata):
             raise ValueError(f"expected letters for {len(self.automata)} properties, got {len(letters)}")
         frames = len(letters[0]) if letters else 0
-        times_arr = None if times is None else [None if x is None else float(x) for x in times]
-        if times_arr is not None and len(times_arr) != frames:
-            raise ValueError(f"{len(times_arr)} times for {frames} frames")
+        if any(len(a) != frames for a in letters):
+            raise ValueError("every property needs one letter per frame")
         if frames == 0:
             return self._empty()
-        runs = [_Runs(np.asarray(a, dtype=np.int64), auto) for a, auto in zip(letters, self.automata)]
-        before = self._scan(runs)
+        runs = [_Runs.from_letters(auto, np.asarray(a, dtype=np.int64)) for auto, a in zip(self.automata, letters)]
+        return self._run(runs, frames, times, events)
+
+    def _check(self, values: np.ndarray, known: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
+        values = np.asarray(values, dtype=bool)
+        if values.ndim != 2 or values.shape[1] != len(self.predicates):
+            raise SpecError(f"expected a frames x {len(self.predicates)} matrix of predicate values "
+                            f"({', '.join(self.predicates)}), got shape {values.shape}")
+        if known is not None:
+            known = np.asarray(known, dtype=bool)
+            if known.shape not in ((values.shape[0],), values.shape):
+                raise SpecError(f"'known' must have shape ({values.shape[0]},) or {values.shape}, got {known.shape}")
+            if known.all():
+                known = None
+        return values, known
+
+    def _letters_of_packed(self, packed: np.ndarray, unknown: np.ndarray | None) -> list[np.ndarray]:
+        """Each property's letters from packed predicate rows, through one 256-entry table per byte;
+        `unknown` is a per-frame flag or packed unknown predicates (blind letter where any is set)."""
+        byte_cols = [np.ascontiguousarray(packed[:, b]) for b in range(packed.shape[1])]
+        unknown_cols = None
+        if unknown is not None and unknown.ndim == 2:
+            unknown_cols = [np.ascontiguousarray(unknown[:, b]) for b in range(unknown.shape[1])]
+        out = []
+        for auto, luts in zip(self.automata, self._byte_luts):
+            letters = np.zeros(packed.shape[0], dtype=np.int64)
+            for b, lut, _ in luts:
+                letters += lut[byte_cols[b]]
+            if unknown is not None:
+                if unknown_cols is None:
+                    blind = unknown
+                else:
+                    blind = np.zeros(packed.shape[0], dtype=bool)
+                    for b, _, bits in luts:
+                        blind |= (unknown_cols[b] & bits) != 0
+                letters[blind] = auto.blind
+            out.append(letters)
+        return out
+
+    # ----- the run ------------------------------------------------------------------------------
+    def _run(self, runs: list, frames: int, times: Sequence[float] | None, events: bool) -> TraceResult:
+        times_list = None if times is None else [None if x is None else float(x) for x in times]
+        if times_list is not None and len(times_list) != frames:
+            raise ValueError(f"{len(times_list)} times for {frames} frames")
+        found, final = self._scan([r.letters for r in runs])
         outcomes: list[PropertyOutcome] = []
         per_property: list[list[tuple[int, int, Event]]] = []
         end_events: list[Event] = []
-        for j, (auto, run, sb) in enumerate(zip(self.automata, runs, before)):
-            state = sb // self._width - self._offset[j]  # local state before each compressed frame
-            code = auto.code[state[:run.size], run.letters]
-            after = np.append(state[1:run.size], self._final_state(j, sb, run))
+        t_end = times_list[-1] if times_list is not None else None
+        for j, (auto, run, (pos, code, state)) in enumerate(zip(self.automata, runs, found)):
             edges = run.edge_frames(auto)
-            since_rest = int(np.count_nonzero(edges > run.last_frame_where(auto.rest[after])))
+            since_rest = 0
+            if not auto.rest[final[j]]:  # count the edges since the machine last left rest
+                left, _ = run.expand(pos[(code & codes.LEFT_REST) != 0])
+                since_rest = int(np.count_nonzero(edges >= left[-1]))
+            keep = (code & codes.EPISODE) != 0
+            pos, code, state = pos[keep], code[keep], state[keep]
             if events:
                 ledger = EpisodeLedger(auto, self.history)
-                evs = self._events(j, auto, run, code, state, edges, ledger, letters[j], times_arr)
-                per_property.append(evs)
-                t_end = times_arr[-1] if times_arr is not None else None
+                per_property.append(self._events(auto, run, pos, code, state, edges, ledger, times_list))
                 tail_events, outcome = ledger.finish(frames, t_end, edges.size, since_rest)
                 end_events.extend(tail_events)
             else:
-                outcome = _outcome(auto, run, code, edges.size, since_rest, frames)
+                outcome = _outcome(auto, run, pos, code, edges.size, since_rest, frames)
             outcomes.append(outcome)
         ordered: list[Event] = []
         if events:
@@ -129,85 +178,112 @@ class BatchMonitor:
             ordered = [e for *_, e in merged] + end_events
         return TraceResult(frames, tuple(outcomes), tuple(ordered))
 
-    def _final_state(self, j: int, sb: np.ndarray, run: _Runs) -> int:
-        """Local state after the last real frame: the state before the first padding frame, or after
-        stepping the last compressed frame."""
-        auto = self.automata[j]
-        last = int(sb[run.size - 1] // self._width - self._offset[j])
-        return int(auto.next[last, run.letters[-1]])
-
-    def _scan(self, runs: list[_Runs]) -> list[np.ndarray]:
-        """State (global row offset) before every compressed frame, for every property."""
-        n_props = len(runs)
-        length = max(r.size for r in runs)
-        out = [np.empty(length, dtype=np.int64) for _ in runs]
+    def _scan(self, seqs: list[np.ndarray]) -> tuple[list[tuple[np.ndarray, np.ndarray, np.ndarray]], list[int]]:
+        """Per property: (positions with a nonzero code, their codes, the local state before them), and
+        the local state after the last position. States are never stored for all frames."""
+        n_props = len(seqs)
+        length = max(s.size for s in seqs)
+        parts: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = [[] for _ in seqs]
         cur = self._starts[:, 0].copy()  # each property's initial state
         for lo in range(0, length, _BLOCK):
-            hi = min(length, lo + _BLOCK)
-            span = hi - lo
-            chunk = max(16, int(math.sqrt(span)))
+            span = min(length, lo + _BLOCK) - lo
+            chunk = min(_CHUNK, span)
             n_chunks = -(-span // chunk)
-            block = np.empty((n_props, n_chunks * chunk), dtype=np.int64)
-            for j, r in enumerate(runs):
-                piece = r.letters[lo:hi]
+            block = np.empty((n_props, n_chunks * chunk), dtype=np.int32)
+            for j, s in enumerate(seqs):
+                piece = s[lo:lo + span]
                 block[j, :piece.size] = piece
                 block[j, piece.size:] = self.automata[j].blind  # padding: the identity letter
             steps = np.ascontiguousarray(block.reshape(n_props, n_chunks, chunk).transpose(2, 0, 1))
-            table = self._next_row
-            # pass 1: each chunk's end state from every start state
-            ends = np.broadcast_to(self._starts[:, None, :], (n_props, n_chunks, self._starts.shape[1])).copy()
-            for t in range(chunk):
-                ends += steps[t][:, :, None]
-                ends = table[ends]
-            # chain the chunks: each chunk starts where the previous one ended
-            starts = np.empty((n_props, n_chunks), dtype=np.int64)
-            props = np.arange(n_props)
-            for c in range(n_chunks):
-                starts[:, c] = cur
-                cur = ends[props, c, self._local[cur // self._width]]
-            # pass 2: the states themselves
-            states = np.empty((chunk, n_props, n_chunks), dtype=np.int64)
-            y = starts
-            for t in range(chunk):
-                states[t] = y
-                y = table[y + steps[t]]
-            flat = states.transpose(1, 2, 0).reshape(n_props, n_chunks * chunk)
-            for j in range(n_props):
-                out[j][lo:hi] = flat[j, :span]
-        return out
+            before, cur = self._block(steps, cur)
+            code = self._code[before + steps]
+            code_t = code.transpose(1, 2, 0).reshape(n_props, n_chunks * chunk)
+            for j, s in enumerate(seqs):
+                n = min(s.size - lo, span)
+                if n <= 0:
+                    continue
+                pos = np.flatnonzero(code_t[j, :n])
+                if pos.size:
+                    state = before[pos % chunk, j, pos // chunk] // self._width - self._offset[j]
+                    parts[j].append((pos + lo, code_t[j, pos], state))
+        found = []
+        for j in range(n_props):
+            if parts[j]:
+                found.append(tuple(np.concatenate(x) for x in zip(*parts[j])))
+            else:
+                found.append((np.zeros(0, np.int64), np.zeros(0, np.uint8), np.zeros(0, np.int64)))
+        final = (cur // self._width - self._offset).tolist()
+        return found, final
 
-    def _events(self, j: int, auto: MonitorAutomaton, run: _Runs, code: np.ndarray, state: np.ndarray,
-                edges: np.ndarray, ledger: EpisodeLedger, letters: np.ndarray,
-                times: list | None) -> list[tuple[int, int, Event]]:
+    def _block(self, steps: np.ndarray, cur: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """States before every step of every chunk, shape (chunk, props, chunks), and the end states."""
+        chunk, n_props, n_chunks = steps.shape
+        table = self._next_row
+        wide = np.broadcast_to(self._starts[:, None, :], (n_props, n_chunks, self._starts.shape[1])).copy()
+        history = []
+        t = 0
+        synced = False
+        while t < chunk:
+            history.append(wide)
+            wide = table[wide + steps[t][:, :, None]]
+            t += 1
+            if _SYNC_CHECK and (t % _SYNC_CHECK == 0 or t == chunk):
+                if (wide == wide[:, :, :1]).all():
+                    synced = True
+                    break
+                if t >= _SYNC_GIVE_UP:
+                    break
+        before = np.empty((chunk, n_props, n_chunks), dtype=np.int64)
+        if synced:  # every chunk is in one state after step t whatever its start: chain without a loop
+            y = wide[:, :, 0]
+            for k in range(t, chunk):
+                before[k] = y
+                y = table[y + steps[k]]
+            starts = np.empty((n_props, n_chunks), dtype=np.int64)
+            starts[:, 0] = cur
+            starts[:, 1:] = y[:, :-1]
+            pick = self._local[starts // self._width][:, :, None]
+            for k in range(t):
+                before[k] = np.take_along_axis(history[k], pick, axis=2)[:, :, 0]
+            return before, y[:, -1].copy()
+        del history
+        for k in range(t, chunk):  # finish every chunk's map from every start state
+            wide = table[wide + steps[k][:, :, None]]
+        props = np.arange(n_props)
+        starts = np.empty((n_props, n_chunks), dtype=np.int64)
+        for c in range(n_chunks):
+            starts[:, c] = cur
+            cur = wide[props, c, self._local[cur // self._width]]
+        y = starts
+        for k in range(chunk):
+            before[k] = y
+            y = table[y + steps[k]]
+        return before, cur
+
+    def _events(self, auto: MonitorAutomaton, run, pos: np.ndarray, code: np.ndarray, state: np.ndarray,
+                edges: np.ndarray, ledger: EpisodeLedger, times: list | None) -> list[tuple[int, int, Event]]:
         """This property's events in live order: per frame, blind/seeing first, then episode events."""
-        items: list[tuple[int, int, object]] = []
-        for f in run.blind_starts.tolist():
-            items.append((f, 0, "blind"))
-        for f in run.seeing_starts.tolist():
-            items.append((f, 0, "seeing"))
-        pos = np.flatnonzero(code)
-        frames, where = run.expand(pos)
-        order = np.argsort(frames, kind="stable")
-        for f, p in zip(frames[order].tolist(), where[order].tolist()):
-            items.append((f, 1, p))
-        items.sort(key=lambda x: (x[0], x[1]))
-        letters = np.asarray(letters)
+        items: list[tuple[int, int, int]] = [(f, 0, 0) for f in run.blind_starts().tolist()]
+        items += [(f, 0, 1) for f in run.seeing_starts().tolist()]
+        frames, idx = run.expand(pos)
+        items += [(f, 1, k) for f, k in zip(frames.tolist(), idx.tolist())]
+        items.sort()
 
         def window(first: int, last: int) -> tuple[list, list]:
-            rows = [_decode(int(a), auto) for a in letters[first:last + 1]]
+            rows = run.rows_between(first, last, auto)
             ts = times[first:last + 1] if times is not None else [None] * (last - first + 1)
             return rows, list(ts)
 
         out: list[tuple[int, int, Event]] = []
-        for f, kind, p in items:
+        for f, kind, k in items:
             t = times[f] if times is not None else None
             if kind == 0:
-                e = ledger.blind(f, t) if p == "blind" else ledger.seeing(f, t)
-                out.append((f, 0, e))
+                out.append((f, 0, ledger.seeing(f, t) if k else ledger.blind(f, t)))
                 continue
-            k = int(np.searchsorted(edges, f, side="right")) - 1
-            last_edge = int(edges[k]) if k >= 0 else None
-            for e in ledger.on_code(f, t, int(code[p]), int(state[p]), int(run.letters[p]), last_edge, window):
+            e_idx = int(np.searchsorted(edges, f, side="right")) - 1
+            last_edge = int(edges[e_idx]) if e_idx >= 0 else None
+            p = int(pos[k])
+            for e in ledger.on_code(f, t, int(code[k]), int(state[k]), int(run.letters[p]), last_edge, window):
                 out.append((f, 1, e))
         return out
 
@@ -216,83 +292,139 @@ class BatchMonitor:
         return TraceResult(0, outcomes, ())
 
 
-class _Runs:
-    """One property's letters as runs, compressed to an equivalent shorter letter sequence."""
+class _Frames:
+    """A property's letters read one per frame (the trace changes too often for runs to pay)."""
 
-    def __init__(self, letters: np.ndarray, auto: MonitorAutomaton) -> None:
-        n = letters.size
-        starts = np.flatnonzero(np.diff(letters)) + 1
-        self.starts = np.concatenate(([0], starts)).astype(np.int64)
-        self.lengths = np.diff(np.append(self.starts, n))
-        self.run_letter = letters[self.starts]
-        tail = auto.run_tail[self.run_letter]
-        period = auto.run_period[self.run_letter]
+    def __init__(self, auto: MonitorAutomaton, letters: np.ndarray) -> None:
+        self.frames = letters.size
+        self.letters = letters
+        self._blind = letters == auto.blind
+        self._any_blind = bool(self._blind.any())
+
+    def expand(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(frames, index into `positions`): here positions are frames."""
+        return positions, np.arange(positions.size)
+
+    def edge_frames(self, auto: MonitorAutomaton) -> np.ndarray:
+        """Frames where the trigger rises: false (or never seen) before, true now; blind frames hold it."""
+        value = np.append(auto.trigger_value, False)[self.letters]
+        if self._any_blind:
+            idx = np.maximum.accumulate(np.where(self._blind, -1, np.arange(self.frames)))
+            value = np.where(idx >= 0, value[np.maximum(idx, 0)], False)
+        before = np.concatenate(([False], value[:-1]))
+        rising = value & ~before
+        if self._any_blind:
+            rising &= ~self._blind
+        return np.flatnonzero(rising)
+
+    def blind_starts(self) -> np.ndarray:
+        if not self._any_blind:
+            return np.zeros(0, dtype=np.int64)
+        return np.flatnonzero(self._blind & ~np.concatenate(([False], self._blind[:-1])))
+
+    def seeing_starts(self) -> np.ndarray:
+        if not self._any_blind:
+            return np.zeros(0, dtype=np.int64)
+        return np.flatnonzero(~self._blind & np.concatenate(([False], self._blind[:-1])))
+
+    def blind_frames(self) -> int:
+        return int(np.count_nonzero(self._blind))
+
+    def rows_between(self, first: int, last: int, auto: MonitorAutomaton) -> list[tuple[bool | None, ...]]:
+        """The property's values on every frame first..last (None where blind)."""
+        return _decode(self.letters[first:last + 1], auto)
+
+
+class _Runs:
+    """A property's trace as runs of equal letters, and the shorter letter sequence the automaton
+    reads instead: a run longer than tail + 2 * period keeps tail + period + (rest mod period) letters."""
+
+    def __init__(self, auto: MonitorAutomaton, frames: int, starts: np.ndarray, run_letter: np.ndarray) -> None:
+        self.frames = frames
+        self.starts = starts
+        self.run_letter = run_letter
+        self.lengths = np.diff(np.append(starts, frames))
+        self.blind_run = run_letter == auto.blind
+        tail = auto.run_tail[run_letter]
+        period = auto.run_period[run_letter]
         self.tail, self.period = tail, np.maximum(period, 1)
         self.compressed = (period > 0) & (self.lengths >= tail + 2 * period)
         kept = np.where(self.compressed, tail + self.period + (self.lengths - tail - self.period) % self.period,
                         self.lengths)
-        self.kept = kept
-        self.letters = np.repeat(self.run_letter, kept)
-        self.run = np.repeat(np.arange(self.starts.size), kept)
+        self.letters = np.repeat(run_letter, kept)
+        self.run = np.repeat(np.arange(starts.size), kept)
         self.offset = np.arange(self.letters.size) - np.repeat(np.cumsum(kept) - kept, kept)
-        blind_run = self.run_letter == auto.blind
-        self.blind_run = blind_run
-        self.blind_starts = self.starts[blind_run]
-        after = np.flatnonzero(blind_run) + 1
-        self.seeing_starts = self.starts[after[after < self.starts.size]]
 
-    @property
-    def size(self) -> int:
-        return int(self.letters.size)
+    @classmethod
+    def from_letters(cls, auto: MonitorAutomaton, letters: np.ndarray):
+        """Runs when the letters change rarely, else plain frames."""
+        differs = letters[1:] != letters[:-1]
+        if (np.count_nonzero(differs) + 1) * _SPARSE >= letters.size:
+            return _Frames(auto, letters)
+        starts = np.concatenate(([0], np.flatnonzero(differs) + 1))
+        return cls(auto, letters.size, starts, letters[starts])
+
+    @classmethod
+    def from_runs(cls, auto: MonitorAutomaton, frames: int, starts: np.ndarray, run_letter: np.ndarray) -> _Runs:
+        """From letters at the frames where any predicate changed: merge neighbours with equal letters."""
+        keep = np.concatenate(([True], run_letter[1:] != run_letter[:-1]))
+        return cls(auto, frames, starts[keep], run_letter[keep])
 
     def expand(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Original frames of compressed positions: one each, every period on a run's repeating part,
-        none for the repeating part's second copy. Returns (frames, compressed position per frame)."""
+        """Original frames of compressed positions, sorted, with the index into `positions` of each:
+        one frame each, every period on a run's repeating part, none for its second copy."""
         r = self.run[positions]
         off = self.offset[positions]
         tail, period, length = self.tail[r], self.period[r], self.lengths[r]
         repeating = self.compressed[r] & (off >= tail)
-        copy = repeating & (off >= tail + period)
         count = np.where(repeating, (length - 1 - off) // period + 1, 1)
-        count = np.where(copy, 0, count)
+        count = np.where(repeating & (off >= tail + period), 0, count)
         idx = np.repeat(np.arange(positions.size), count)
         k = np.arange(idx.size) - np.repeat(np.cumsum(count) - count, count)
         frames = self.starts[r][idx] + off[idx] + k * period[idx]
-        return frames, positions[idx]
-
-    def last_frame_where(self, flags: np.ndarray) -> int:
-        """Latest original frame whose compressed position has `flags` set (-1 if none)."""
-        hits = np.flatnonzero(flags)
-        if hits.size == 0:
-            return -1
-        last_run = self.run[hits[-1]]
-        in_run = hits[self.run[hits] == last_run]
-        frames, _ = self.expand(in_run)
-        return int(frames.max())
+        order = np.argsort(frames, kind="stable")
+        return frames[order], idx[order]
 
     def edge_frames(self, auto: MonitorAutomaton) -> np.ndarray:
         """Frames where the trigger rises: false (or never seen) before, true now; blind runs hold it."""
         seen = ~self.blind_run
         value = np.zeros(self.starts.size, dtype=bool)
         value[seen] = auto.trigger_value[self.run_letter[seen]]
-        idx = np.where(seen, np.arange(self.starts.size), -1)
-        idx = np.maximum.accumulate(idx)
+        idx = np.maximum.accumulate(np.where(seen, np.arange(self.starts.size), -1))
         held = np.where(idx >= 0, value[np.maximum(idx, 0)], False)
         before = np.concatenate(([False], held[:-1]))
         return self.starts[held & ~before & seen]
 
+    def blind_starts(self) -> np.ndarray:
+        return self.starts[self.blind_run]
 
-def _outcome(auto: MonitorAutomaton, run: _Runs, code: np.ndarray, edges: int, since_rest: int,
+    def seeing_starts(self) -> np.ndarray:
+        after = np.flatnonzero(self.blind_run) + 1
+        return self.starts[after[after < self.starts.size]]
+
+    def blind_frames(self) -> int:
+        return int(self.lengths[self.blind_run].sum())
+
+    def rows_between(self, first: int, last: int, auto: MonitorAutomaton) -> list[tuple[bool | None, ...]]:
+        """The property's values on every frame first..last (None where blind), decoded once per run."""
+        lo = int(np.searchsorted(self.starts, first, side="right")) - 1
+        hi = int(np.searchsorted(self.starts, last, side="right"))
+        ends = np.minimum(np.append(self.starts[lo + 1:hi], last + 1), last + 1)
+        begins = np.maximum(self.starts[lo:hi], first)
+        rows: list[tuple[bool | None, ...]] = []
+        for row, n in zip(_decode(self.run_letter[lo:hi], auto), (ends - begins).tolist()):
+            rows += [row] * n
+        return rows
+
+
+def _outcome(auto: MonitorAutomaton, run, pos: np.ndarray, code: np.ndarray, edges: int, since_rest: int,
              frames: int) -> PropertyOutcome:
     """Counts without events: pair the k-th opening with the k-th closing (episodes never overlap)."""
-    pos = np.flatnonzero(code)
-    frame_of, where = run.expand(pos)
-    order = np.argsort(frame_of, kind="stable")
-    frame_of, c = frame_of[order], code[where[order]]
+    frame_of, idx = run.expand(pos)
+    c = code[idx]
     opens = frame_of[(c & codes.OPENED) != 0]
-    rec = frame_of[(c & codes.RECOVERED) != 0]
-    at_once = frame_of[(c & codes.CLOSED_AT_ONCE) != 0]
-    closes = np.sort(np.concatenate((rec, at_once)), kind="stable")
+    n_closes = ((c & codes.RECOVERED) != 0).astype(np.int64) + ((c & codes.CLOSED_AT_ONCE) != 0)
+    closes = np.repeat(frame_of, n_closes)  # already in frame order
     durations = np.maximum(1, closes - opens[:closes.size])
     discarded = 0
     pending = since_rest
@@ -303,15 +435,52 @@ def _outcome(auto: MonitorAutomaton, run: _Runs, code: np.ndarray, edges: int, s
             pending = 0
         else:
             discarded = 1
-    blind = int(run.lengths[run.blind_run].sum())
-    return PropertyOutcome(auto.name, auto.category, frames, blind, edges - pending, pending,
+    return PropertyOutcome(auto.name, auto.category, frames, run.blind_frames(), edges - pending, pending,
                            int(durations.size), int(durations.sum()), tuple(durations.tolist()), discarded)
 
 
-def _decode(letter: int, auto: MonitorAutomaton) -> tuple[bool | None, ...]:
-    if letter == auto.blind:
-        return (None,) * len(auto.atoms)
-    return tuple(bool(letter >> i & 1) for i in range(len(auto.atoms)))
+def _byte_luts(columns: list[int]) -> list[tuple[int, np.ndarray, int]]:
+    """Per byte of the packed predicate row that holds some of `columns`: (byte, table of the letter
+    bits those predicates contribute, for every byte value; bit mask of those predicates in the byte)."""
+    by_byte: dict[int, list[tuple[int, int]]] = {}
+    for i, c in enumerate(columns):
+        by_byte.setdefault(c // 8, []).append((c % 8, i))
+    values = np.arange(256)
+    out = []
+    for b, pairs in sorted(by_byte.items()):
+        lut = np.zeros(256, dtype=np.int64)
+        for bit, i in pairs:
+            lut |= ((values >> bit) & 1) << i
+        out.append((b, lut, sum(1 << bit for bit, _ in pairs)))
+    return out
+
+
+def _pack(matrix: np.ndarray) -> np.ndarray:
+    """Bool frames x predicates -> uint8 frames x bytes (a multiple of 8, so rows compare as words),
+    predicate i at bit i % 8 of byte i // 8."""
+    packed = np.packbits(matrix, axis=1, bitorder="little")
+    width = max(8, -(-packed.shape[1] // 8) * 8)
+    if packed.shape[1] == width:
+        return packed
+    out = np.zeros((packed.shape[0], width), dtype=np.uint8)
+    out[:, :packed.shape[1]] = packed
+    return out
+
+
+def _row_changes(packed: np.ndarray) -> np.ndarray:
+    """changes[i]: row i + 1 differs from row i (compared eight bytes at a time)."""
+    rows = np.ascontiguousarray(packed).view(np.uint64)
+    return np.any(rows[1:] != rows[:-1], axis=1) if rows.shape[1] > 1 else rows[1:, 0] != rows[:-1, 0]
+
+
+def _decode(letters: np.ndarray, auto: MonitorAutomaton) -> list[tuple[bool | None, ...]]:
+    k = len(auto.atoms)
+    if letters.size <= 32:  # small windows: plain Python beats numpy's call overhead
+        blind = auto.blind
+        return [(None,) * k if a == blind else tuple(bool(a >> i & 1) for i in range(k)) for a in letters.tolist()]
+    bits = ((letters[:, None] >> np.arange(k)) & 1).astype(bool).tolist()
+    blind = (letters == auto.blind).tolist()
+    return [(None,) * k if b else tuple(row) for row, b in zip(bits, blind)]
 
 
 def frames_to_matrix(frames: Sequence[Mapping[str, object] | None], predicates: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:

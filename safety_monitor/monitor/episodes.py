@@ -141,18 +141,16 @@ class EpisodeLedger:
         first = trigger_frame if trigger_frame is not None else run_start
         kept = max(first, frame - self.history + 1)
         values, times = window(kept, frame)
-        decisive = auto.decisive_atoms(state_before, letter, code)
-        text = ev.explain(auto.name, auto.formula, auto.trigger, frame, t, trigger_frame, auto.atoms, values[-1], decisive)
         return ev.Counterexample(
             property=auto.name,
             formula=auto.formula,
+            trigger=auto.trigger,
             first_frame=kept,
             last_frame=frame,
             trigger_frame=trigger_frame,
             atoms=auto.atoms,
             values=tuple(values),
             times=tuple(times),
-            decisive=decisive,
+            decisive=auto.decisive_atoms(state_before, letter, code),
             truncated=kept > first,
-            explanation=text,
         )

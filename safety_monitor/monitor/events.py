@@ -21,6 +21,7 @@ class Counterexample:
 
     property: str
     formula: str
+    trigger: str  # the trigger formula (given or derived)
     first_frame: int
     last_frame: int  # the frame on which the episode opened
     trigger_frame: int | None  # the trigger's rising edge the window starts from (None: run start)
@@ -29,7 +30,12 @@ class Counterexample:
     times: tuple[float | None, ...]
     decisive: tuple[str, ...]  # flipping any one of these on the last frame avoids the violation
     truncated: bool  # the window was cut to the monitor's history length
-    explanation: str
+
+    @property
+    def explanation(self) -> str:
+        """One plain sentence (built on demand: floods of violations should not pay for prose)."""
+        return explain(self.property, self.formula, self.trigger, self.last_frame, self.times[-1],
+                       self.trigger_frame, self.atoms, self.values[-1], self.decisive)
 
     def to_json(self) -> dict[str, Any]:
         """Values as runs per predicate, `[first_frame, last_frame, value]`, readable and short."""

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from safety_monitor.errors import SourceError, SpecError
-from safety_monitor.monitor.automaton import MonitorAutomaton, build_automaton
+from safety_monitor.monitor.automaton import EPISODE, MonitorAutomaton, build_automaton
 from safety_monitor.monitor.episodes import EpisodeLedger, TraceResult
 from safety_monitor.monitor.events import Event
 
@@ -88,9 +88,10 @@ class SpecSetMonitor:
             nxt = (auto.next.astype(np.int64) * width).ravel()
             rows = np.repeat(np.arange(auto.n_states) * width, width)
             self._nxt.append(nxt.tolist())
-            self._code.append(auto.code.ravel().tolist())
+            episode_code = auto.code.ravel() & EPISODE
+            self._code.append(episode_code.tolist())
             # stays[row + a]: stepping letter a from this state loops silently
-            self._stat.append(((nxt == rows) & (auto.code.ravel() == 0)).tolist())
+            self._stat.append(((nxt == rows) & (episode_code == 0)).tolist())
             rest = np.zeros(nxt.size, dtype=bool)
             rest[np.arange(auto.n_states) * width] = auto.rest
             self._rest.append(rest.tolist())
@@ -255,12 +256,21 @@ class SpecSetMonitor:
         return mask, unknown
 
     def _window(self, j: int, first: int, last: int) -> tuple[list, list]:
-        oldest = self._i - len(self._ring)
-        if first < oldest:
-            raise SourceError(f"frame {first} is older than the monitor's history of {self.history} frames")
+        """Property j's values on frames first..last (last = the current frame), newest read first."""
+        count = last - first + 1
+        if count > len(self._ring) or last != self._i - 1:
+            raise SourceError(f"frames {first}..{last} are outside the monitor's history of {self.history} frames")
         pos = self._positions[j]
-        rows = [_pick(v, pos) for v in islice(self._ring, first - oldest, last - oldest + 1)]
-        return rows, list(islice(self._times, first - oldest, last - oldest + 1))
+        rows: list = []
+        prev, row = _NEVER, None
+        for v in islice(reversed(self._ring), count):
+            if v is not prev:  # unchanged frames share one tuple: decode each once
+                prev, row = v, _pick(v, pos)
+            rows.append(row)
+        rows.reverse()
+        times = list(islice(reversed(self._times), count))
+        times.reverse()
+        return rows, times
 
 
 def _pick(values: tuple | None, positions: tuple[int, ...]) -> tuple[bool | None, ...]:
@@ -268,7 +278,7 @@ def _pick(values: tuple | None, positions: tuple[int, ...]) -> tuple[bool | None
     if values is None:
         return (None,) * len(positions)
     row = tuple(values[p] for p in positions)
-    if any(v is None for v in row):
+    if None in row:
         return (None,) * len(positions)
     return tuple(bool(v) for v in row)
 
