@@ -18,6 +18,7 @@ _COMMAND_MODULES = (
     "safety_monitor.monitor.cli",
     "safety_monitor.verify.cli",
     "safety_monitor.sim.cli",
+    "safety_monitor.nodes.cli",
     "safety_monitor.replay.cli",
 )
 

@@ -1,7 +1,8 @@
-"""`safety-monitor sim`: list the workcell's tasks and ground-truth faults, or run episodes in-process.
+"""`safety-monitor sim`: list the workcell's tasks and ground-truth faults, or run episodes.
 
-The in-process run is headless and unpaced (as fast as MuJoCo steps); it prints per episode whether
-the task succeeded and how fast it ran. Live ROS runs build on the same `Episode`.
+A run goes through the ROS sim, estimator and monitor nodes in one process (safety_monitor.nodes.cli
+prints the summary of events against each fault's ground truth). `--physics-only` runs MuJoCo alone,
+headless and unpaced (as fast as it steps), and prints whether each task succeeded and how fast it ran.
 """
 from __future__ import annotations
 
@@ -19,9 +20,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--list-tasks", action="store_true", help="print every scripted task, then exit")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--task", help="task to run (default: the fault's task, else pick_and_place_cube)")
-    parser.add_argument("--fault", help="inject this fault (see --list-faults)")
-    parser.add_argument("--episodes", type=int, default=1, help="episodes to run (seeds S, S+1, ...)")
+    parser.add_argument("--fault", help="inject this fault (see --list-faults); 'none' = fault-free; default: "
+                                        "cycle fault-free, then each fault")
+    parser.add_argument("--episodes", type=int, default=None,
+                        help="episodes to run (seeds S, S+1, ...; default 3, 1 with --physics-only)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the first episode")
+    parser.add_argument("--physics-only", action="store_true",
+                        help="MuJoCo alone: no ROS nodes, no monitoring; task success and speed per episode")
+    from safety_monitor.nodes.cli import add_live_arguments
+
+    add_live_arguments(parser)
     parser.set_defaults(func=handle)
 
 
@@ -48,6 +56,13 @@ def handle(args: argparse.Namespace) -> int:
             for r in rows:
                 print(f"{r['task']:22s} {r['description']}")
         return 0
+    if not args.physics_only:
+        from safety_monitor.nodes.cli import run_sim
+
+        args.episodes = 3 if args.episodes is None else args.episodes
+        return run_sim(args)
+    args.episodes = 1 if args.episodes is None else args.episodes
+    args.fault = None if args.fault == "none" else args.fault
     if args.episodes < 1:
         raise SafetyMonitorError(f"--episodes must be at least 1, got {args.episodes}")
     task = args.task or (None if args.fault else "pick_and_place_cube")

@@ -1,0 +1,106 @@
+"""Sub-command `alerts`, and the live-run half of `sim` (registered by safety_monitor/sim/cli.py)."""
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from typing import Any
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from safety_monitor.nodes.alerts import add_arguments
+
+    alerts = sub.add_parser("alerts", help="live view of open violations and recent events (ROS 2)",
+                            description="Operator console for <namespace>/safety_monitor/events.")
+    add_arguments(alerts)
+    alerts.set_defaults(func=_alerts)
+
+
+def _alerts(args: argparse.Namespace) -> int:
+    from safety_monitor.nodes.alerts import watch
+
+    return watch(args)
+
+
+def add_live_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of `safety-monitor sim` live runs (the sim CLI owns --task/--fault/--episodes/--seed)."""
+    parser.add_argument("--events", metavar="FILE", default="",
+                        help="append every event to this JSON Lines file (default ~/.ros/safety_monitor/events.jsonl)")
+    parser.add_argument("--record", metavar="BAG", default="",
+                        help="record inputs, predicates and events to this new rosbag2 (a folder of one bag per "
+                             "episode when there are several)")
+    parser.add_argument("--storage", choices=("mcap", "db3"), default="mcap", help="bag storage (default mcap)")
+
+
+def run_sim(args: argparse.Namespace) -> int:
+    """Run episodes through the ROS nodes in one process and print the summary."""
+    from safety_monitor.nodes.run_inprocess import LiveRunOptions, run
+
+    live = run(LiveRunOptions(task=args.task or "", fault=args.fault or "", episodes=args.episodes, seed=args.seed,
+                              events=args.events, record=args.record, storage=args.storage))
+    summary = summarize(live)
+    print(json.dumps(summary, indent=2) if args.json else "\n".join(summary_lines(summary)))
+    return 130 if live.interrupted else 0
+
+
+def summarize(live) -> dict[str, Any]:
+    """Per episode: what ran, the properties that opened violations and whether that matches the fault's
+    ground truth (expected ones all opened, none outside the allowed ones); events per property."""
+    from safety_monitor.sim.faults import FAULTS
+
+    episodes, per_property = [], {}
+    for r in live.rollouts:
+        opened = Counter(e["property"] for e in r.events if e["kind"] == "opened")
+        spec = FAULTS.get(r.fault)
+        expected = set(spec.expected_properties) if spec else set()
+        allowed = set(spec.allowed_properties) if spec else set()
+        missing, unexpected = sorted(expected - set(opened)), sorted(set(opened) - allowed)
+        episodes.append({
+            "episode": r.index, "task": r.task, "fault": r.fault or None, "seed": r.seed, "frames": r.frames,
+            "task_succeeded": r.succeeded, "opened": dict(sorted(opened.items())), "events": len(r.events),
+            "as_labelled": not missing and not unexpected, "missing": missing, "unexpected": unexpected,
+        })
+        for e in r.events:
+            per_property.setdefault(e["property"], Counter())[e["kind"]] += 1
+    return {
+        "episodes": episodes,
+        "events_per_property": {p: dict(sorted(c.items())) for p, c in sorted(per_property.items())},
+        "events_log": str(live.events_log),
+        "bags": [str(b) for b in live.bags],
+        "wall_s": round(live.wall_s, 2),
+        "interrupted": live.interrupted,
+    }
+
+
+def summary_lines(s: dict[str, Any]) -> list[str]:
+    eps = s["episodes"]
+    out = [f"safety-monitor sim: {len(eps)} episode(s) through the sim, estimator and monitor nodes "
+           f"(one process) in {s['wall_s']:.1f} s" + ("; interrupted" if s["interrupted"] else "")]
+    header = ("#", "task", "fault", "seed", "frames", "task", "violations opened", "ground truth")
+    rows = []
+    for e in eps:
+        opened = ", ".join(f"{p} x{n}" for p, n in e["opened"].items()) or "-"
+        truth = "as labelled" if e["as_labelled"] else "; ".join(
+            ([f"missing {', '.join(e['missing'])}"] if e["missing"] else [])
+            + ([f"unexpected {', '.join(e['unexpected'])}"] if e["unexpected"] else []))
+        done = {True: "done", False: "failed", None: "?"}[e["task_succeeded"]]
+        rows.append((str(e["episode"]), e["task"], e["fault"] or "none", str(e["seed"]), str(e["frames"]), done,
+                     opened, truth))
+    out += _table(header, rows)
+    out.append("")
+    kinds = sorted({k for c in s["events_per_property"].values() for k in c})
+    if kinds:
+        out.append("Events per property:")
+        out += ["  " + line for line in _table(("property", *kinds), [
+            (p, *(str(c.get(k, 0)) for k in kinds)) for p, c in s["events_per_property"].items()])]
+    else:
+        out.append("No events.")
+    out.append(f"Event log: {s['events_log']}")
+    if s["bags"]:
+        out.append("Bags: " + ", ".join(s["bags"]))
+    return out
+
+
+def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    return ["  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in (header, *rows)]

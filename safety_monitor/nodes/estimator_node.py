@@ -1,0 +1,164 @@
+"""The estimator node: robot topics -> `safety_monitor/predicates`, one message per /joint_states.
+
+It is `FrameAssembler` + `ground_frame` (the Grounder), the code path bag replay uses: callbacks feed
+the assembler in arrival order, each completed frame is grounded and published in the layout of
+`safety_monitor.sources.messages`. Subscriptions are created slower streams first, so when several
+messages wait, a frame's wrench and poses are taken before the joint message that completes it.
+
+A frame that cannot be grounded (unknown joint, time going backwards) is published with every
+predicate unknown, never guessed. A watchdog reports STALE on /diagnostics when /joint_states stops
+for `joint_states_timeout_s` (wall clock); the monitor then marks its properties unknown.
+"""
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass
+
+from rclpy.clock import Clock, ClockType
+from rclpy.node import Node
+
+from safety_monitor.errors import SafetyMonitorError, SourceError
+from safety_monitor.nodes import qos
+from safety_monitor.nodes.episode_marker import START, decode_marker
+from safety_monitor.nodes.params import declare, declare_topics, field
+from safety_monitor.nodes.runtime import run_node
+from safety_monitor.sources import messages as m
+from safety_monitor.sources.assembler import FrameAssembler, StaleLimits, StreamMapping, ground_frame
+
+
+@dataclass(frozen=True)
+class EstimatorParams:
+    config_dir: str = field("", "folder with robot.yaml, objects.yaml, thresholds.yaml ('' = the package's)")
+    control_rate_hz: float = field(500.0, "rate of /joint_states: threshold durations become frame counts")
+    joint_states_timeout_s: float = field(0.1, "watchdog: no /joint_states for this long (wall clock) -> STALE")
+    best_effort_inputs: bool = field(False, "subscribe to the robot topics best effort (sensors that offer no more)")
+    diagnostics_period_s: float = field(1.0, "period of the /diagnostics heartbeat")
+
+
+class EstimatorNode(Node):
+    def __init__(self, **node_kwargs) -> None:
+        super().__init__("estimator_node", **node_kwargs)
+        from safety_monitor.grounding.grounder import load_default_grounder
+
+        p = self.params = declare(self, EstimatorParams)
+        self.topics = declare_topics(self)
+        if min(p.control_rate_hz, p.joint_states_timeout_s, p.diagnostics_period_s) <= 0:
+            raise SafetyMonitorError("estimator_node: rates, gaps, timeouts and periods must be > 0")
+        self.grounder = load_default_grounder(p.control_rate_hz, p.config_dir or None)
+        robot = self.grounder.robot
+        self._mapping = StreamMapping(
+            joint_states=self.topics.joint_states, wrench=self.topics.wrench or None,
+            object_pose=self.topics.object_pose)
+        self._limits = StaleLimits.for_grounder(self.grounder)
+        self.assembler = self._new_assembler()
+        self.frames = 0  # published frames of the current rollout
+        self.issues: Counter[str] = Counter()
+        self._last_t: float | None = None  # time of the last frame grounded in this rollout
+
+        T = self._types = m.rclpy_types()
+        inputs = qos.input_qos(p.best_effort_inputs)
+        self._pred_pub = self.create_publisher(T.DiagnosticArray, self.topics.predicates, qos.PREDICATES)
+        self._diag_pub = self.create_publisher(T.DiagnosticArray, self.topics.diagnostics, qos.DIAGNOSTICS)
+        self.create_subscription(T.DiagnosticArray, self.topics.episode, self._on_marker, qos.EPISODE)
+        if self.topics.wrench:
+            self.create_subscription(T.WrenchStamped, self.topics.wrench,
+                                     lambda msg: self.assembler.on_wrench(msg, self._now()), inputs)
+        for name in robot.objects:
+            self.create_subscription(T.PoseStamped, self._mapping.pose_topic(name),
+                                     lambda msg, n=name: self.assembler.on_pose(n, msg, self._now()), inputs)
+        self.create_subscription(T.JointState, self.topics.joint_states, self._on_joint_states, inputs)
+        self._last_joints: float | None = None  # monotonic arrival of the last /joint_states
+        self._stale = False
+        self._stale_streams: frozenset[str] = frozenset()
+        steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self.create_timer(min(0.05, p.joint_states_timeout_s / 2), self._watchdog, clock=steady)
+        self.create_timer(p.diagnostics_period_s, self._publish_diagnostics, clock=steady)
+
+    def _new_assembler(self) -> FrameAssembler:
+        robot = self.grounder.robot
+        return FrameAssembler(joints=robot.required_joints, objects=tuple(robot.objects),
+                              mapping=self._mapping, limits=self._limits)
+
+    def _now(self) -> float:
+        return self.get_clock().now().nanoseconds / 1e9
+
+    # ------------------------------------------------------------------------------------- inputs
+    def _on_marker(self, msg) -> None:
+        """A rollout starts: forget the last one, unless its first frame was already grounded (late)."""
+        try:
+            marker = decode_marker(msg)
+        except SourceError as exc:
+            self.get_logger().error(str(exc))
+            return
+        if marker.kind != START or self._last_t is None:
+            return
+        if self._last_t >= marker.t:
+            self.get_logger().warning(f"start marker of rollout {marker.index} arrived after its first frame")
+            return
+        self.assembler = self._new_assembler()
+        self.grounder.reset()
+        self.frames = 0
+        self._last_t = None
+
+    def _on_joint_states(self, msg) -> None:
+        self._last_joints = time.monotonic()
+        if self._stale:
+            self._stale = False
+            self._publish_diagnostics()
+        assembled = self.assembler.on_joint_states(msg, self._now())
+        issues = assembled.issues if assembled is not None else self.assembler.drain_issues()
+        for issue in issues:
+            self.issues[issue.kind] += 1
+            self.get_logger().warning(f"{issue.stream}: {issue.detail}", throttle_duration_sec=5.0)
+        if assembled is None:
+            return
+        self._last_t = assembled.state.t
+        sample, rejected = ground_frame(self.grounder, assembled, self.frames)
+        if rejected is not None:
+            self.issues["grounding"] += 1
+            self.get_logger().error(f"frame at t={sample.t:.3f} s not grounded: {rejected}", throttle_duration_sec=5.0)
+        self._pred_pub.publish(m.predicates_msg(self._types, sample, hardware_id=self.get_fully_qualified_name()))
+        self.frames += 1
+        if sample.stale != self._stale_streams:
+            self._stale_streams = sample.stale
+            self._publish_diagnostics()
+
+    # ----------------------------------------------------------------------------------- watchdog
+    def _watchdog(self) -> None:
+        last = self._last_joints
+        if self._stale or last is None or time.monotonic() - last <= self.params.joint_states_timeout_s:
+            return
+        self._stale = True
+        self.get_logger().warning(f"no {self.topics.joint_states} for {self.params.joint_states_timeout_s} s")
+        self._publish_diagnostics()
+
+    def _publish_diagnostics(self) -> None:
+        if not self.context.ok():
+            return
+        T = self._types
+        S = T.DiagnosticStatus
+        if self._last_joints is None:
+            level, message = S.STALE, f"waiting for {self.topics.joint_states}"
+        elif self._stale:
+            level, message = S.STALE, f"no {self.topics.joint_states} for more than {self.params.joint_states_timeout_s} s"
+        elif self._stale_streams:
+            level, message = S.WARN, "stale: " + ", ".join(sorted(self._stale_streams))
+        else:
+            level, message = S.OK, "inputs fresh"
+        values = [T.KeyValue(key="frames", value=str(self.frames))]
+        values += [T.KeyValue(key=f"issues.{k}", value=str(v)) for k, v in sorted(self.issues.items())]
+        hw = self.get_namespace().strip("/").replace("/", "_") or "robot"
+        status = S(level=level, name=f"safety_monitor/{hw}: estimator inputs", message=message,
+                   hardware_id=hw, values=values)
+        msg = T.DiagnosticArray(status=[status])
+        msg.header.stamp = self.get_clock().now().to_msg()
+        self._diag_pub.publish(msg)
+
+
+def main(args: list[str] | None = None) -> int:
+    return run_node(EstimatorNode, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,124 @@
+"""`safety-monitor sim` live runs: the sim, estimator and monitor nodes in ONE process and executor.
+
+The same nodes `ros2 launch safety_monitor sim.launch.py` starts as separate processes, with the
+same parameter file (config/nodes.yaml), talking over the same topics; so this works where
+`ros2 launch` is not installed. The sim node runs in lockstep pace: it publishes the next frame as
+soon as the estimator's predicates for all but `max_in_flight` earlier frames came back, so the run
+goes as fast as the pipeline consumes and loses no frame. It ends by itself once the monitor has
+closed the trace of every episode, and returns the monitor's rollouts for the summary. One
+executor on one thread spins every node (see `make_executor`).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from safety_monitor.errors import SafetyMonitorError
+from safety_monitor.nodes.monitor_node import Rollout
+
+STORAGES = {"mcap": "mcap", "db3": "sqlite3", "sqlite3": "sqlite3"}
+
+
+@dataclass(frozen=True)
+class LiveRunOptions:
+    task: str = ""
+    fault: str = ""  # "" cycles fault-free then every fault; "none" is fault-free only
+    episodes: int = 3
+    seed: int = 0
+    events: str = ""  # JSON Lines event log ("" = the monitor node's default)
+    record: str = ""  # rosbag2 output ("" = no recording)
+    storage: str = "mcap"
+    params_file: str = ""  # "" = the package's config/nodes.yaml
+    timeout_s: float = 600.0  # wall-clock limit of the whole run
+
+
+@dataclass(frozen=True)
+class LiveRun:
+    rollouts: list[Rollout]
+    wall_s: float
+    events_log: Path
+    bags: list[Path]
+    interrupted: bool
+
+
+def nodes_yaml() -> Path:
+    from safety_monitor.grounding.grounder import config_dir
+
+    return config_dir() / "nodes.yaml"
+
+
+def make_executor(context):
+    """rclpy's EventsExecutor (half the CPU per frame of the SingleThreadedExecutor here, which
+    rebuilds its wait set for every callback); the SingleThreadedExecutor where it is missing."""
+    try:
+        from rclpy.experimental import EventsExecutor
+    except ImportError:
+        from rclpy.executors import SingleThreadedExecutor
+
+        return SingleThreadedExecutor(context=context)
+    return EventsExecutor(context=context)
+
+
+def run(options: LiveRunOptions) -> LiveRun:
+    """Run `options.episodes` episodes through the ROS nodes; Ctrl-C stops early with what finished."""
+    import rclpy
+    from rclpy.executors import ExternalShutdownException
+    from rclpy.parameter import Parameter
+
+    from safety_monitor.nodes.estimator_node import EstimatorNode
+    from safety_monitor.nodes.monitor_node import MonitorNode
+    from safety_monitor.nodes.recorder import RecorderNode
+    from safety_monitor.nodes.sim_node import SimNode, episode_schedule
+    from safety_monitor.sim.workcell import OBJECTS
+
+    if options.episodes < 1:
+        raise SafetyMonitorError(f"--episodes must be at least 1, got {options.episodes}")
+    episode_schedule(options.task, options.fault, options.episodes)  # bad names fail before ROS starts
+    storage = STORAGES.get(options.storage)
+    if storage is None:
+        raise SafetyMonitorError(f"--storage must be one of {', '.join(STORAGES)}, got {options.storage!r}")
+    if options.record and Path(options.record).exists():
+        raise SafetyMonitorError(f"--record {options.record}: already exists; choose a new path")
+    params_file = Path(options.params_file) if options.params_file else nodes_yaml()
+    if not params_file.is_file():
+        raise SafetyMonitorError(f"parameter file {params_file} not found")
+
+    context = rclpy.Context()
+    rclpy.init(args=[], context=context)
+    common = {"context": context, "cli_args": ["--ros-args", "--params-file", str(params_file)]}
+    nodes = []
+    monitor = recorder = None
+    interrupted = False
+    start = time.monotonic()
+    try:
+        monitor = MonitorNode(**common, parameter_overrides=(
+            [Parameter("events_log", value=options.events)] if options.events else []))
+        nodes.append(monitor)
+        nodes.append(EstimatorNode(**common))
+        if options.record:
+            recorder = RecorderNode(options.record, OBJECTS, storage, split_rollouts=options.episodes > 1, **common)
+            nodes.append(recorder)
+        nodes.append(SimNode(**common, parameter_overrides=[
+            Parameter("task", value=options.task), Parameter("fault", value=options.fault),
+            Parameter("episodes", value=options.episodes), Parameter("seed", value=options.seed),
+            Parameter("pace", value="lockstep"), Parameter("shutdown_when_done", value=False)]))
+        executor = make_executor(context)
+        for node in nodes:
+            executor.add_node(node)
+        while monitor.traces_finished < options.episodes:
+            if time.monotonic() - start > options.timeout_s:
+                raise SafetyMonitorError(f"live run did not finish within {options.timeout_s:.0f} s "
+                                         f"({monitor.traces_finished} of {options.episodes} episodes)")
+            executor.spin_once(timeout_sec=0.1)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        interrupted = True
+    finally:
+        for node in reversed(nodes):
+            node.destroy_node()
+        context.try_shutdown()
+    if monitor is None:  # interrupted while starting
+        raise SafetyMonitorError("interrupted before the nodes started")
+    return LiveRun(rollouts=list(monitor.rollouts), wall_s=time.monotonic() - start,
+                   events_log=monitor.log_path, bags=list(recorder.bags) if recorder else [],
+                   interrupted=interrupted)

@@ -1,0 +1,224 @@
+"""The simulated robot: scripted MuJoCo episodes published as the robot topics of DESIGN.md section 4.
+
+Per control step it publishes `/clock`, the wrist wrench and, when the 50 Hz motion-capture stream
+has a new sample, each object's pose (stamped with its sample time), then `/joint_states` last: the joint message completes a frame, so an
+estimator that has it has the rest of that frame too. Episodes are separated by markers on
+`safety_monitor/episode` and by a gap of `episode_gap_s` in both wall and simulated time (time stays
+monotonic across episodes).
+
+Pacing: `realtime` steps on a wall-clock timer at the control rate times `realtime_factor`;
+`lockstep` publishes the next frame as soon as the estimator's predicates for all but
+`max_in_flight` earlier frames came back, i.e. as fast as the pipeline consumes, losing nothing.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from rclpy.clock import Clock, ClockType
+from rclpy.node import Node
+
+from safety_monitor.errors import SafetyMonitorError
+from safety_monitor.grounding.state import RobotState
+from safety_monitor.nodes import qos
+from safety_monitor.nodes.episode_marker import END, START, EpisodeMarker, marker_msg
+from safety_monitor.nodes.params import declare, declare_topics, field
+from safety_monitor.nodes.runtime import request_shutdown, run_node
+from safety_monitor.sim.workcell import OBJECTS
+from safety_monitor.sources import messages as m
+
+CONTROL_RATE_HZ = 500.0
+DEFAULT_TASK = "pick_and_place_cube"
+PACES = ("realtime", "lockstep")
+FIRST_EPISODE_AT_S = 1.0  # simulated time of the first episode's start (a zero stamp means "unset" in ROS)
+_SAME_SAMPLE_S = 1e-6  # pose sample times closer than this are the same sample
+
+
+@dataclass(frozen=True)
+class SimParams:
+    task: str = field("", "task of every episode ('' = the fault's task, pick_and_place_cube without fault)")
+    fault: str = field("", "fault of every episode; 'none' = fault-free; '' = cycle fault-free, then each fault")
+    episodes: int = field(1, "episodes to run (seeds seed, seed+1, ...)")
+    seed: int = field(0, "seed of the first episode")
+    pace: str = field("realtime", "'realtime' (wall-clock timer) or 'lockstep' (as fast as predicates return)")
+    realtime_factor: float = field(1.0, "realtime pace: simulated seconds per wall second")
+    max_in_flight: int = field(1, "lockstep pace: frames published but not yet answered by predicates (more "
+                               "pipelines processes, but a frame may then meet a slower stream's next sample)")
+    ack_timeout_s: float = field(2.0, "lockstep pace: wall seconds without predicates before moving on anyway")
+    episode_gap_s: float = field(0.3, "pause between episodes, wall and simulated seconds")
+    shutdown_when_done: bool = field(True, "exit after the last episode")
+
+
+def episode_schedule(task: str, fault: str, episodes: int) -> list[tuple[str, str | None]]:
+    """(task, fault or None) of each episode, as the sim node runs them."""
+    from safety_monitor.sim.faults import FAULTS
+    from safety_monitor.sim.tasks import TASKS
+
+    if task and task not in TASKS:
+        raise SafetyMonitorError(f"unknown task {task!r}; known: {', '.join(TASKS)}")
+    if fault and fault != "none":
+        if fault not in FAULTS:
+            raise SafetyMonitorError(f"unknown fault {fault!r}; known: none, {', '.join(FAULTS)}")
+        if task and FAULTS[fault].task != task:
+            raise SafetyMonitorError(f"fault {fault!r} is defined on task {FAULTS[fault].task!r}, not {task!r}")
+        cycle = [(FAULTS[fault].task, fault)]
+    elif fault == "none":
+        cycle = [(task or DEFAULT_TASK, None)]
+    else:
+        cycle = [(task or DEFAULT_TASK, None)]
+        cycle += [(spec.task, name) for name, spec in FAULTS.items() if not task or spec.task == task]
+    return [cycle[i % len(cycle)] for i in range(episodes)]
+
+
+class SimNode(Node):
+    """Publishes episodes of the workcell; `episodes_done` counts the finished ones."""
+
+    def __init__(self, **node_kwargs) -> None:
+        super().__init__("sim_node", **node_kwargs)
+        p = self.params = declare(self, SimParams)
+        self.topics = declare_topics(self)
+        if p.pace not in PACES:
+            raise SafetyMonitorError(f"sim_node: pace must be one of {PACES}, got {p.pace!r}")
+        if p.episodes < 1 or p.max_in_flight < 1 or p.realtime_factor <= 0 or p.episode_gap_s < 0:
+            raise SafetyMonitorError("sim_node: episodes and max_in_flight must be >= 1, realtime_factor > 0, "
+                                     "episode_gap_s >= 0")
+        self.schedule = episode_schedule(p.task, p.fault, p.episodes)
+        self._types = m.rclpy_types()
+        T = self._types
+        self._clock_pub = self.create_publisher(T.Clock, self.topics.clock, qos.CLOCK)
+        self._joints_pub = self.create_publisher(T.JointState, self.topics.joint_states, qos.input_qos())
+        self._wrench_pub = (self.create_publisher(T.WrenchStamped, self.topics.wrench, qos.input_qos())
+                            if self.topics.wrench else None)
+        self._pose_pubs = {name: self.create_publisher(T.PoseStamped, self.topics.object_pose.format(name=name),
+                                                       qos.input_qos()) for name in OBJECTS}
+        self._marker_pub = self.create_publisher(T.DiagnosticArray, self.topics.episode, qos.EPISODE)
+        self._lockstep = p.pace == "lockstep"
+        if self._lockstep:
+            # raw: an answer is only counted, so the frame is not deserialised here
+            self._pred_sub = self.create_subscription(
+                T.DiagnosticArray, self.topics.predicates, self._on_predicates, qos.PREDICATES, raw=True)
+        self.episodes_done = 0
+        self._episode = None
+        self._index = -1
+        self._offset = 0.0  # added to the episode's own time, so time grows across episodes
+        self._last_t = 0.0
+        self._published = self._acked = 0
+        self._phase = "waiting"  # waiting -> gap -> running -> (gap -> running)* -> done
+        self._phase_since = time.monotonic()
+        self._progress_at = time.monotonic()
+        period = 0.02 if self._lockstep else 1.0 / (CONTROL_RATE_HZ * p.realtime_factor)
+        self._timer = self.create_timer(max(period, 1e-3), self._tick, clock=Clock(clock_type=ClockType.STEADY_TIME))
+
+    # ------------------------------------------------------------------------------ state machine
+    def _tick(self) -> None:
+        now = time.monotonic()
+        if self._phase == "waiting" and self._ready():
+            self._start_episode(0)
+        elif self._phase == "gap" and now - self._phase_since >= self.params.episode_gap_s:
+            self._phase, self._phase_since = "running", now
+            self._progress_at = now
+        if self._phase != "running":
+            return
+        if self._lockstep:
+            if self._published > self._acked and now - self._progress_at > self.params.ack_timeout_s:
+                self.get_logger().warning(
+                    f"no predicates for {self.params.ack_timeout_s} s: {self._published - self._acked} frames "
+                    "unanswered; continuing")
+                self._acked = self._published
+            self._pump()
+        else:
+            due = int((now - self._phase_since) * CONTROL_RATE_HZ * self.params.realtime_factor)
+            while self._published < due and not self._episode.done:
+                self._publish_frame()
+            if self._episode.done:
+                self._end_episode()
+
+    def _ready(self) -> bool:
+        """Every input topic has a subscriber (and, lockstep, someone answers with predicates), so no
+        frame is published into the void while discovery is still matching."""
+        pubs = [self._joints_pub, *self._pose_pubs.values()] + ([self._wrench_pub] if self._wrench_pub else [])
+        waiting = [p.topic_name for p in pubs if p.get_subscription_count() < 1]
+        if self._lockstep and self._pred_sub.get_publisher_count() < 1:
+            waiting.append(self._pred_sub.topic_name)
+        if waiting and time.monotonic() - self._phase_since > 5.0:
+            self._phase_since = time.monotonic()
+            self.get_logger().info(f"waiting for the other end of {', '.join(waiting)}")
+        return not waiting
+
+    def _on_predicates(self, _raw: bytes) -> None:
+        """One frame answered. Every answer of an episode arrives before its end marker is sent, so
+        counting during `running` never counts the previous episode's frames."""
+        if self._phase != "running":
+            return
+        self._acked += 1
+        self._progress_at = time.monotonic()
+        self._pump()
+
+    def _pump(self) -> None:
+        episode = self._episode
+        while not episode.done and self._published - self._acked < self.params.max_in_flight:
+            self._publish_frame()
+        if episode.done and self._acked >= self._published:
+            self._end_episode()
+
+    def _start_episode(self, index: int) -> None:
+        from safety_monitor.sim.runner import Episode
+
+        task, fault = self.schedule[index]
+        seed = self.params.seed + index
+        self._episode = Episode(task, fault, seed)
+        self._index = index
+        self._offset = self._last_t + self.params.episode_gap_s if index else FIRST_EPISODE_AT_S
+        self._published = self._acked = 0
+        self._pose_sent: dict[str, float] = {}
+        self._marker_pub.publish(marker_msg(self._types, EpisodeMarker(
+            START, index, self._offset, task=task, fault=fault or "", seed=seed)))
+        self.get_logger().info(f"episode {index}: task {task}, fault {fault or 'none'}, seed {seed}")
+        self._phase, self._phase_since = "gap", time.monotonic()
+
+    def _end_episode(self) -> None:
+        episode, index = self._episode, self._index
+        task, fault = self.schedule[index]
+        self._marker_pub.publish(marker_msg(self._types, EpisodeMarker(
+            END, index, self._last_t, task=task, fault=fault or "", seed=episode.seed,
+            frames=self._published, succeeded=bool(episode.succeeded()))))
+        self.episodes_done += 1
+        if index + 1 < len(self.schedule):
+            self._start_episode(index + 1)
+            return
+        self._phase = "done"
+        self._episode = None
+        self.get_logger().info(f"all {len(self.schedule)} episodes published")
+        if self.params.shutdown_when_done:
+            self._timer.cancel()
+            # leave a moment for the last marker to leave (it is transient local for late readers)
+            self.create_timer(0.5, lambda: request_shutdown(self), clock=Clock(clock_type=ClockType.STEADY_TIME))
+
+    # ---------------------------------------------------------------------------------- publishing
+    def _publish_frame(self) -> None:
+        state = self._episode.step()
+        t = state.t + self._offset
+        self._publish_state(state, t)
+        self._published += 1
+        self._last_t = t
+
+    def _publish_state(self, state: RobotState, t: float) -> None:
+        T = self._types
+        self._clock_pub.publish(m.clock_msg(T, t))
+        if self._wrench_pub is not None and state.wrench is not None:
+            self._wrench_pub.publish(m.wrench_msg(T, t, state.wrench))
+        for name, pose in state.object_poses.items():
+            sampled = t - state.object_ages.get(name, 0.0)  # motion-capture sample time
+            if sampled > self._pose_sent.get(name, float("-inf")) + _SAME_SAMPLE_S:
+                self._pose_sent[name] = sampled
+                self._pose_pubs[name].publish(m.pose_msg(T, sampled, pose))
+        self._joints_pub.publish(m.joint_state_msg(
+            T, t, state.joint_names, state.joint_position, state.joint_velocity, state.joint_effort))
+
+
+def main(args: list[str] | None = None) -> int:
+    return run_node(SimNode, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
