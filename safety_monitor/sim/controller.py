@@ -105,7 +105,3 @@ class ArmController:
         goal = self.target_position if distance <= self._max_lead else measured + lead * (self._max_lead / distance)
         self._ik_step(goal, self._max_step)
         self.workcell.command(self.q, self.opening)
-
-    def reference_pose(self) -> tuple[np.ndarray, np.ndarray]:
-        """Where the IK reference currently puts the end effector (not the measured pose)."""
-        return self.pose_of(self.q)

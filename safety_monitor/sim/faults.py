@@ -12,7 +12,7 @@ import numpy as np
 
 from safety_monitor.sim.controller import ArmController, hand_down
 from safety_monitor.sim.script import Act, Grip, Hold, Move, Segment
-from safety_monitor.sim.tasks import (GRASP_Z, LIFT, OPEN, PLACE_GOALS, drawer_plan, pick, place)
+from safety_monitor.sim.tasks import OPEN, PLACE_GOALS, pick, place
 from safety_monitor.sim.workcell import ObjectStart, Workcell
 
 Inject = Callable[[list[Segment], Workcell], list[Segment]]
@@ -184,7 +184,10 @@ _register(
         description="a cube wedged against the drawer front jams it; the arm pulls on the handle and keeps pulling",
         task="open_drawer",
         expected_properties=("fixture_obstacle_retract",),
-        allowed_properties=("fixture_obstacle_retract", "no_excess_wrench", "open_preconditions"),
+        # The pull far exceeds the grip: it can pry the fingers open, and an open hand pressing on the
+        # handle is no longer "operating" the drawer (a forbidden contact once it lasts).
+        allowed_properties=("fixture_obstacle_retract", "no_excess_wrench", "open_preconditions",
+                            "no_forbidden_contact"),
         objects=(WEDGED_CUBE,),
         inject=_push_blocked_drawer,
     ),

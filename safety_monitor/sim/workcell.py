@@ -112,9 +112,6 @@ class Workcell:
     def object_position(self, name: str) -> np.ndarray:
         return self.data.xpos[self.model.body(name).id].copy()
 
-    def object_quaternion(self, name: str) -> np.ndarray:
-        return self.data.xquat[self.model.body(name).id].copy()
-
     def ee_position(self) -> np.ndarray:
         return self.data.site_xpos[self.ee_site].copy()
 

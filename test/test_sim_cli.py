@@ -1,0 +1,44 @@
+"""`safety-monitor sim`: the fault list other tools read, task list, errors as one line."""
+from __future__ import annotations
+
+import json
+
+from safety_monitor.cli import main
+from safety_monitor.grounding.grounder import config_dir
+from safety_monitor.sim.faults import FAULTS
+from safety_monitor.sim.tasks import TASKS
+from safety_monitor.spec.model import load_specs
+
+
+def test_list_faults_json_is_the_registry(capsys):
+    assert main(["sim", "--list-faults", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["fault"] for r in rows] == list(FAULTS)
+    for r in rows:
+        spec = FAULTS[r["fault"]]
+        assert r["expected_properties"] == list(spec.expected_properties)
+        assert r["allowed_properties"] == list(spec.allowed_properties)
+        assert r["task"] == spec.task and r["task"] in TASKS
+
+
+def test_fault_labels_name_default_properties_and_expect_what_they_allow():
+    names = {p.name for p in load_specs(config_dir() / "specs.yaml").properties}
+    for spec in FAULTS.values():
+        assert spec.expected_properties and set(spec.expected_properties) <= set(spec.allowed_properties) <= names
+
+
+def test_text_listings_name_every_fault_and_task(capsys):
+    assert main(["sim", "--list-faults"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in FAULTS)
+    assert main(["sim", "--list-tasks"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in TASKS)
+
+
+def test_bad_run_options_fail_with_one_line(capsys):
+    assert main(["sim", "--fault", "gremlin"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "unknown fault 'gremlin'" in err
+    assert main(["sim", "--episodes", "0"]) == 2
+    assert "--episodes" in capsys.readouterr().err

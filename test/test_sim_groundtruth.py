@@ -1,0 +1,165 @@
+"""Ground truth of the simulated workcell, end to end: every scripted task really succeeds in physics and
+raises no monitor event; every fault physically happens and trips exactly its labelled properties.
+
+Each episode runs once (cached for the module): MuJoCo at 500 Hz, grounding and the default spec set
+at 100 Hz (every fifth state, thresholds in seconds), physics facts read from the simulator itself.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import mujoco
+import numpy as np
+import pytest
+
+from safety_monitor.grounding.grounder import config_dir, load_default_grounder
+from safety_monitor.monitor.live import SpecSetMonitor
+from safety_monitor.sim.faults import FAULTS
+from safety_monitor.sim.runner import Episode
+from safety_monitor.sim.tasks import TASKS
+from safety_monitor.sim.workcell import OBJECTS
+from safety_monitor.sources.messages import PredicateSample
+
+STRIDE = 5  # monitor at 100 Hz
+TASK_SEED, FAULT_SEED = 0, 1
+FINGERS = frozenset({"finger_left", "finger_right"})
+GRIPPER = FINGERS | {"hand"}
+
+
+@dataclass(frozen=True)
+class Frame:
+    t: float
+    phase: str
+    ee: np.ndarray
+    objects: dict[str, np.ndarray]  # true positions (not the 50 Hz stream)
+    joints: dict[str, float]
+    touching: frozenset[tuple[str, str]]  # privileged contacts, each pair sorted
+
+
+@dataclass(frozen=True)
+class Run:
+    succeeded: bool
+    opened: frozenset[str]  # properties with at least one violation episode
+    frames: tuple[Frame, ...]
+    clutter_gaps: dict[str, float]  # at the first release frame: surface gap of each other object to the mug
+
+
+@lru_cache(maxsize=1)
+def _monitor() -> SpecSetMonitor:
+    return SpecSetMonitor.from_spec_file(config_dir() / "specs.yaml")
+
+
+@lru_cache(maxsize=None)
+def run(task: str | None, fault: str | None, seed: int) -> Run:
+    episode = Episode(task, fault, seed)
+    cell = episode.workcell
+    grounder = load_default_grounder(500.0 / STRIDE)
+    monitor = _monitor()
+    monitor.reset()
+    opened: set[str] = set()
+    frames: list[Frame] = []
+    gaps: dict[str, float] = {}
+    k = 0
+    while not episode.done:
+        k += 1
+        if k % STRIDE:
+            episode.advance()
+            continue
+        state = episode.step()
+        grounded = grounder.step(state)
+        sample = PredicateSample(values=grounded.values, t=grounded.t, unknown=frozenset(grounded.unknown))
+        opened.update(e.property for e in monitor.step(sample.valuation(), state.t) if e.kind == "opened")
+        frames.append(Frame(state.t, episode.phase, cell.ee_position(),
+                            {o: cell.object_position(o) for o in OBJECTS},
+                            dict(zip(state.joint_names, state.joint_position.tolist())),
+                            frozenset(tuple(sorted((c.body1, c.body2))) for c in state.contacts)))
+        if episode.phase == "release" and not gaps:
+            gaps = {o: _body_gap(cell, "mug", o) for o in OBJECTS if o != "mug"}
+    monitor.finish()
+    return Run(episode.succeeded(), frozenset(opened), tuple(frames), gaps)
+
+
+def _body_gap(cell, a: str, b: str) -> float:
+    m, d = cell.model, cell.data
+    ga = [g for g in range(m.ngeom) if m.geom_bodyid[g] == m.body(a).id]
+    gb = [g for g in range(m.ngeom) if m.geom_bodyid[g] == m.body(b).id]
+    return min(mujoco.mj_geomDistance(m, d, i, j, 0.1, None) for i in ga for j in gb)
+
+
+def _touch(frame: Frame, parts: frozenset[str], other: str) -> bool:
+    return any(tuple(sorted((p, other))) in frame.touching for p in parts)
+
+
+# --------------------------------------------------------------------------------------- tasks
+@pytest.mark.parametrize("task", sorted(TASKS))
+def test_task_succeeds_in_physics_without_events(task):
+    result = run(task, None, TASK_SEED)
+    assert result.succeeded, f"{task}: goal not reached"
+    assert not result.opened, f"{task}: fault-free episode opened {sorted(result.opened)}"
+
+
+# -------------------------------------------------------------------------------------- faults
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_fault_trips_exactly_its_labelled_properties(fault):
+    spec = FAULTS[fault]
+    result = run(None, fault, FAULT_SEED)
+    missing = set(spec.expected_properties) - result.opened
+    outside = result.opened - set(spec.allowed_properties)
+    assert not missing, f"{fault}: expected violations of {sorted(missing)} did not occur"
+    assert not outside, f"{fault}: violations outside the label's allowance: {sorted(outside)}"
+
+
+def test_early_release_drops_the_mug_with_the_gripper_still_closed():
+    frames = run(None, "early_release", FAULT_SEED).frames
+    eased = [f for f in frames if f.phase == "fingers_ease"]
+    fallen = [f for f in eased if f.ee[2] - f.objects["mug"][2] > 0.08]
+    assert fallen, "the mug never fell away from the hand"
+    assert all(f.joints["finger_left_joint"] < 0.036 for f in fallen)  # robot.yaml's closed threshold
+    assert fallen[-1].ee[2] - 0.40 > 0.1  # mid-air, not at a placement
+
+
+def test_slip_slides_the_mug_through_closed_touching_fingers():
+    frames = run(None, "slip", FAULT_SEED).frames
+    watch = [f for f in frames if f.phase == "watch"]
+    start = watch[0].ee[2] - watch[0].objects["mug"][2]
+    sliding = [f for f in watch if f.ee[2] - f.objects["mug"][2] - start > 0.03 and _touch(f, FINGERS, "mug")]
+    assert sliding, "the mug never slid 3 cm while the fingers still touched it"
+
+
+def test_fixture_collision_presses_the_hand_on_the_bin_for_over_a_second():
+    frames = run(None, "fixture_collision", FAULT_SEED).frames
+    times = [f.t for f in frames if _touch(f, GRIPPER, "bin")]
+    assert times and times[-1] - times[0] > 1.2
+    assert len(times) * STRIDE * 0.002 > 1.2  # sustained, not two brief touches
+
+
+def test_reach_into_closed_cabinet_enters_a_door_not_fully_open():
+    result = run(None, "reach_into_closed_cabinet", FAULT_SEED)
+    inside = [f for f in result.frames if 0.50 < f.ee[0] < 0.79 and -0.57 < f.ee[1] < -0.29 and f.ee[2] < 0.70]
+    assert inside and all(f.joints["cabinet_hinge"] < 0.6 * 1.57 for f in inside)
+    assert result.succeeded  # the mug does end up in the cabinet: the fault is how it got there
+
+
+def test_raw_then_clean_touches_raw_chicken_before_the_plate():
+    frames = run(None, "raw_then_clean", FAULT_SEED).frames
+    raw = [f.t for f in frames if _touch(f, FINGERS, "raw_chicken")]
+    clean = [f.t for f in frames if _touch(f, FINGERS, "plate")]
+    assert raw and clean and raw[0] < clean[0]
+    assert clean[-1] - clean[0] > 1.0  # held for longer than the clean-contact tolerance
+
+
+def test_blocked_drawer_does_not_move_while_the_arm_keeps_pulling():
+    frames = run(None, "push_blocked_drawer", FAULT_SEED).frames
+    pulling = [f for f in frames if _touch(f, FINGERS, "drawer")]
+    assert pulling[-1].t - pulling[0].t > 5.0
+    slide = [f.joints["drawer_slide"] for f in pulling]
+    assert max(slide) - min(slide) < 0.005
+    assert all(_touch(f, frozenset({"cube"}), "drawer") for f in pulling)  # the wedge stays put
+
+
+def test_place_on_clutter_sets_the_mug_down_near_two_objects():
+    result = run(None, "place_on_clutter", FAULT_SEED)
+    near = sorted(o for o, gap in result.clutter_gaps.items() if 0.0 < gap < 0.03)
+    assert len(near) >= 2, result.clutter_gaps
+    assert result.succeeded  # placed where asked: the spot, not the motion, is the fault
