@@ -11,7 +11,8 @@ A formula holds on the tree when it holds at every root. These are exactly the L
 the corresponding path formula over all recorded trajectories (see `verify.lift`).
 
 Every temporal operator is `v = x | (y & agg(children v))` for state sets x, y and agg = any
-(E) or all (A); `_fixpoint` solves it one segment level at a time with reverse scans.
+(E) or all (A); `_fixpoint` solves it with two reverse scans over all nodes and one pass over the
+segment levels that touches segment heads only.
 """
 from __future__ import annotations
 
@@ -51,6 +52,7 @@ class TreeChecker:
         self._memo: dict[CTLFormula, np.ndarray] = {}
         self._inner = tree.parent >= 0
         self._tail_of_node = tree.segment_tail[tree.segment]
+        self._index = np.arange(tree.n_nodes)
 
     def check(self, f: CTLFormula) -> CTLResult:
         sat = self.values(f)
@@ -113,31 +115,23 @@ class TreeChecker:
     def _fixpoint(self, x: np.ndarray, y: np.ndarray, universal: bool) -> np.ndarray:
         """Least solution of v = x | (y & agg(children v)), agg = all (universal) or any.
 
-        Inside a segment v[i] is true iff the first node >= i with x comes no later than the first
-        node without y; if neither occurs before the segment's tail, v[i] is agg over the tail's
-        children, which the deeper level has already settled. A node without children has
-        agg = True for all and False for any.
+        Inside a segment v[i] is decided by the first node from i on that has x (true; x wins) or
+        lacks y (false): one reverse scan over all nodes settles every such node at once. The rest
+        take agg over their segment tail's children, which only needs the segment heads, resolved
+        level by level from the deepest (a childless tail: all gives True, any gives False).
         """
         tree = self.tree
         n = tree.n_nodes
-        out = np.empty(n, dtype=bool)
+        first = np.minimum.accumulate(np.where(x | ~y, self._index, n)[::-1])[::-1]
+        decided = first <= self._tail_of_node
+        value = np.append(x, False)[first]
+        head_decided, head_value = decided[tree.segment_head], value[tree.segment_head]
         tail_agg = np.full(tree.segment_head.size, universal)
-        for k in range(tree.n_levels - 1, -1, -1):
-            a, b = int(tree.level_nodes[k]), int(tree.level_nodes[k + 1])
-            index = np.arange(a, b)
-            first_x = np.minimum.accumulate(np.where(x[a:b], index, n)[::-1])[::-1]
-            first_not_y = np.minimum.accumulate(np.where(y[a:b], n, index)[::-1])[::-1]
-            tail = self._tail_of_node[a:b]
-            has_x, has_not_y = first_x <= tail, first_not_y <= tail
-            out[a:b] = (has_x & (~has_not_y | (first_x <= first_not_y))) | (
-                ~has_x & ~has_not_y & tail_agg[tree.segment[a:b]]
-            )
-            if k:
-                sa, sb = int(tree.level_segments[k]), int(tree.level_segments[k + 1])
-                head_values = out[tree.segment_head[sa:sb]]
-                parents = tree.segment_parent[sa:sb]
-                tail_agg[parents[head_values != universal]] = not universal
-        return out
+        for k in range(tree.n_levels - 1, 0, -1):
+            sa, sb = int(tree.level_segments[k]), int(tree.level_segments[k + 1])
+            heads = np.where(head_decided[sa:sb], head_value[sa:sb], tail_agg[sa:sb])
+            tail_agg[tree.segment_parent[sa:sb][heads != universal]] = not universal
+        return np.where(decided, value, tail_agg[tree.segment])
 
     # ----- evidence -------------------------------------------------------------------------
 

@@ -62,7 +62,7 @@ class ComputationTree:
             column = self.atoms.index(name)
         except ValueError:
             raise SourceError(f"predicate {name!r} is not recorded in the trajectories (they have: {', '.join(self.atoms)})") from None
-        return self.letters[self.letter, column]
+        return self.letters[:, column][self.letter]
 
     def valuation(self, node: int, atoms: Sequence[str] | None = None) -> dict[str, bool]:
         row = self.letters[self.letter[node]]
@@ -160,7 +160,13 @@ def _letters(packed: np.ndarray, n_atoms: int) -> tuple[np.ndarray, np.ndarray]:
     change = np.ones(packed.shape[0], dtype=bool)
     change[1:] = (packed[1:] != packed[:-1]).any(axis=1)
     starts = np.flatnonzero(change)
-    rows, inverse = np.unique(packed[starts], axis=0, return_inverse=True)
+    if packed.shape[1] <= 8:  # up to 64 predicates a row is one machine word: a 1-D unique is much faster
+        words = np.zeros((starts.size, 8), dtype=np.uint8)
+        words[:, :packed.shape[1]] = packed[starts]
+        codes, inverse = np.unique(words.view(">u8").reshape(-1), return_inverse=True)
+        rows = codes.astype(">u8").view(np.uint8).reshape(-1, 8)[:, :packed.shape[1]]
+    else:
+        rows, inverse = np.unique(packed[starts], axis=0, return_inverse=True)
     letter_of_frame = np.repeat(inverse.reshape(-1).astype(np.int64), np.diff(np.append(starts, packed.shape[0])))
     letters = np.unpackbits(rows, axis=1, count=n_atoms).astype(bool) if n_atoms else np.zeros((1, 0), dtype=bool)
     return letters, letter_of_frame
@@ -202,30 +208,25 @@ def _trie(letter_of_frame, offsets, lengths):
 
 
 def _layout(atoms, names, parent, depth, letter, letters, ends, n_frames) -> ComputationTree:
-    """Renumber nodes by (segment level, segment, depth) and derive the segment arrays."""
+    """Renumber nodes (given in preorder) by (segment level, segment, depth); derive the segment arrays."""
     n = parent.size
     nodes = np.arange(n)
     n_children = np.bincount(parent[parent >= 0], minlength=n)
-    is_head = (parent < 0) | (n_children[np.maximum(parent, 0)] != 1)
-    head = np.where(is_head, nodes, parent)
-    while True:  # pointer jumping: every node finds the head of its segment in log(depth) rounds
-        nxt = head[head]
-        if np.array_equal(nxt, head):
-            break
-        head = nxt
+    # In preorder an only child directly follows its parent, so segments are runs of node ids.
+    is_head = np.ones(n, dtype=bool)
+    is_head[1:] = (parent[1:] != nodes[:-1]) | (n_children[:-1] != 1)
+    old_segment = np.cumsum(is_head) - 1
     heads = np.flatnonzero(is_head)
-    head_index = np.full(n, -1, dtype=np.int64)
-    head_index[heads] = np.arange(heads.size)
-    up = np.where(parent[heads] >= 0, head_index[head[np.maximum(parent[heads], 0)]], np.arange(heads.size))
+    up = np.where(parent[heads] >= 0, old_segment[np.maximum(parent[heads], 0)], np.arange(heads.size))
     level = (up != np.arange(heads.size)).astype(np.int64)
-    while True:  # list ranking: number of branch points above each segment
+    while True:  # list ranking over segments: the number of branch points above each one
         nxt = up[up]
         if np.array_equal(nxt, up):
             break
         level = level + level[up]
         up = nxt
-    node_level = level[head_index[head]]
-    order = np.lexsort((depth, head, node_level))
+    node_level = level[old_segment]
+    order = np.argsort(node_level, kind="stable")  # keeps preorder, hence segments, within a level
     rank = np.empty(n, dtype=np.int64)
     rank[order] = nodes
     new_parent = np.where(parent[order] >= 0, rank[np.maximum(parent[order], 0)], -1)
