@@ -9,7 +9,8 @@ to CTL is checked three ways:
 The three verdicts must agree (the lifting is exact); the script fails otherwise.
 
 Sources. `--source workcell` runs the MuJoCo workcell with the default grounder (seeds 0..N-1,
-cycling no fault, slip, early_release, place_on_clutter); about 4 s per rollout on one core.
+cycling no fault, slip, early_release, place_on_clutter; an undecided predicate keeps its last
+value); about 4 s per rollout on one core.
 `--source synthetic` (default, for N up to thousands) draws predicate traces whose schedule is
 measured on 40 such workcell rollouts (3000-3400 frames at 500 Hz; first divergence between seeds at
 frames 947-1040, i.e. 28 % into the task, when the grasp is detected; later events shifted by up to
@@ -35,6 +36,7 @@ from safety_monitor.spec.compile import compile_formula
 from safety_monitor.spec.model import load_specs
 from safety_monitor.verify.check import TreeChecker
 from safety_monitor.verify.lift import lift_properties
+from safety_monitor.verify.trajectories import from_workcell, to_matrix
 from safety_monitor.verify.tree import build_tree
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,16 +92,6 @@ def synthetic_rollout(rng: random.Random, predicates: list[str]) -> np.ndarray:
             put("object_dropped", left + 124)
             put("settle_timeout", left + 174 + late)
     return x
-
-
-def workcell_rollout(index: int, predicates: list[str]) -> np.ndarray:
-    from safety_monitor.grounding.grounder import load_default_grounder
-    from safety_monitor.sim.runner import run_episode
-
-    grounder = load_default_grounder(500.0)
-    fault = WORKCELL_FAULTS[index % len(WORKCELL_FAULTS)]
-    rows = [[grounder.step(state).values[p] for p in predicates] for state in run_episode(TASK, fault, index)]
-    return np.array(rows, dtype=bool)
 
 
 def dfa_verdict(dfa, values: np.ndarray, columns: np.ndarray) -> bool:
@@ -191,8 +183,9 @@ def main() -> int:
             rng = random.Random(args.seed * 100_003 + n)
             return [synthetic_rollout(rng, predicates) for _ in range(n)]
         while len(pool) < n:
-            pool.append(workcell_rollout(len(pool), predicates))
-            print(f"  workcell rollout {len(pool)}/{n}: {len(pool[-1])} frames", file=sys.stderr, flush=True)
+            (run,) = from_workcell(TASK, [len(pool)], WORKCELL_FAULTS)
+            pool.append(to_matrix(run, predicates, unknown="last"))
+            print(f"  {run.name}: {len(run.frames)} frames", file=sys.stderr, flush=True)
         return pool[:n]
 
     warm_up = random.Random(-1)

@@ -33,9 +33,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     pl.set_defaults(func=_plan)
 
     ctl = sub.add_parser("ctl", help="merge trajectories into a computation tree and check CTL on it",
-                         description="Merge predicate traces (JSON Lines or CSV) into one computation tree and "
-                                     "check a CTL formula, or the spec file's properties lifted to CTL.")
-    ctl.add_argument("traces", nargs="+", metavar="TRACE", help="predicate trace files (.jsonl or .csv)")
+                         description="Merge predicate trajectories (trace files, bags, workcell rollouts) into one "
+                                     "computation tree and check CTL formulas, or the spec file's properties lifted to CTL.")
+    ctl.add_argument("traces", nargs="*", metavar="TRACE",
+                     help="predicate trace files (.jsonl, .csv) or bags with recorded predicates (folder, .mcap, .db3)")
+    ctl.add_argument("--sim", metavar="TASK", help="also simulate rollouts of this workcell task")
+    ctl.add_argument("--seeds", type=int, default=10, help="--sim: number of rollouts, seeds 0..N-1 (default 10)")
+    ctl.add_argument("--fault", action="append", default=[], metavar="FAULT",
+                     help="--sim: rollouts cycle through no fault and these faults (repeatable)")
+    ctl.add_argument("--unknown", choices=("error", "last"), default=None,
+                     help="an unknown value: error (default for files and bags) or keep the last known value "
+                          "(default for --sim, as the grounder does)")
+    ctl.set_defaults(_parser=ctl)
     what = ctl.add_mutually_exclusive_group(required=True)
     what.add_argument("--formula", action="append", help="CTL formula, e.g. 'AG(grasped -> AF released)' (repeatable)")
     what.add_argument("--specs", help="spec YAML file: lift each property's formula to CTL")
@@ -115,8 +124,15 @@ def _ctl(args: argparse.Namespace) -> int:
     from safety_monitor.verify.ctl import ctl_text, parse_ctl
     from safety_monitor.verify.feedback import feedback_json, from_ctl
 
+    if not args.traces and not args.sim:
+        args._parser.error("give trace files or bags, or --sim TASK")
+    from safety_monitor.verify import trajectories
+
+    found = trajectories.load(args.traces)
+    if args.sim:
+        found += trajectories.from_workcell(args.sim, range(args.seeds), [None, *args.fault])
     started = time.perf_counter()
-    tree = _load_tree(args.traces)
+    tree = trajectories.merge(found, args.unknown or ("last" if args.sim else "error"))
     merged = time.perf_counter()
     if args.specs:
         from safety_monitor.spec.model import load_specs
@@ -157,25 +173,6 @@ def _ctl(args: argparse.Namespace) -> int:
         for item in not_lifted:
             print(f"  not lifted  {item['property']}: {item['reason']}")
     return 0 if all(r["holds"] for r in results) else 1
-
-
-def _load_tree(paths: list[str]):
-    """Read trace files (the monitor's JSONL/CSV reader) and merge them; names are the file paths."""
-    from safety_monitor.monitor.trace_io import read_trace
-    from safety_monitor.verify.tree import build_tree
-
-    traces = [read_trace(p) for p in paths]
-    atoms = sorted({a for t in traces for frame in t.frames for a in frame})
-    arrays = []
-    for t in traces:
-        if not t.frames:
-            raise SourceError(f"{t.path}: the trace has no frames")
-        values, known = t.to_matrix(atoms)
-        if not known.all():
-            i, k = map(int, next(zip(*(~known).nonzero())))
-            raise SourceError(f"{t.path}:{t.lines[i]}: predicate {atoms[k]!r} is unknown at frame {i}; the tree needs known values")
-        arrays.append(values)
-    return build_tree(arrays, atoms, paths)
 
 
 def _write(path: str, text: str) -> None:

@@ -1,0 +1,103 @@
+"""Where trajectories for the computation tree come from: trace files, bags, workcell rollouts.
+
+Every source yields `Trajectory(name, frames)` with frames as predicate -> bool or None (unknown).
+`merge` turns them into a tree; an unknown value is an error unless `unknown="last"`, which keeps the
+predicate's last known value (False before the first), as the grounder itself reports values it
+cannot decide this frame.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from safety_monitor.errors import SourceError
+from safety_monitor.verify.tree import ComputationTree, build_tree
+
+BAG_SUFFIXES = (".mcap", ".db3")
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    name: str
+    frames: list[Mapping[str, bool | None]]
+
+
+def is_bag(path: str | Path) -> bool:
+    p = Path(path)
+    return p.suffix in BAG_SUFFIXES or (p / "metadata.yaml").is_file()
+
+
+def from_trace_file(path: str | Path) -> Trajectory:
+    """A JSON Lines or CSV predicate trace (the monitor's trace format)."""
+    from safety_monitor.monitor.trace_io import read_trace
+
+    return Trajectory(str(path), read_trace(path).frames)
+
+
+def from_bag(path: str | Path, topic: str = "/safety_monitor/predicates") -> Trajectory:
+    """The predicate frames an estimator recorded in a rosbag2 bag (its predicates topic)."""
+    from safety_monitor.sources.bag import BagReader
+    from safety_monitor.sources.messages import decode_predicates
+
+    with BagReader(path) as bag:
+        if topic not in bag.topics:
+            raise SourceError(f"{path}: no {topic} topic; record the estimator's predicates, or score the bag's "
+                              "robot states with the replay command")
+        frames = [decode_predicates(msg).valuation() for _, _, msg in bag.messages({topic})]
+    return Trajectory(str(path), frames)
+
+
+def from_workcell(task: str, seeds: Iterable[int], faults: Sequence[str | None] = (None,)) -> list[Trajectory]:
+    """Simulated rollouts of `task`, grounded by the default grounder; the rollout with seed s has
+    fault faults[s % len(faults)] (None: no fault)."""
+    from safety_monitor.grounding.grounder import load_default_grounder
+    from safety_monitor.sim.runner import run_episode
+
+    grounder = load_default_grounder(500.0)
+    out = []
+    for seed in seeds:
+        fault = faults[seed % len(faults)]
+        grounder.reset()
+        frames = []
+        for state in run_episode(task, fault, seed):
+            p = grounder.step(state)
+            frames.append({k: (None if k in p.unknown else v) for k, v in p.values.items()})
+        out.append(Trajectory(f"{task}/{fault or 'nominal'}/seed{seed}", frames))
+    return out
+
+
+def load(paths: Iterable[str | Path]) -> list[Trajectory]:
+    """Trace files and bags (bag directories or .mcap/.db3 files)."""
+    return [from_bag(p) if is_bag(p) else from_trace_file(p) for p in paths]
+
+
+def merge(trajectories: Sequence[Trajectory], unknown: str = "error") -> ComputationTree:
+    """One tree over the union of the trajectories' predicates (each frame must give all of them)."""
+    atoms = sorted({a for t in trajectories for frame in t.frames for a in frame})
+    arrays = [to_matrix(t, atoms, unknown) for t in trajectories]
+    return build_tree(arrays, atoms, [t.name for t in trajectories])
+
+
+def to_matrix(t: Trajectory, atoms: Sequence[str], unknown: str = "error") -> np.ndarray:
+    """Frames x atoms bool matrix; `unknown` as in `merge`."""
+    if unknown not in ("error", "last"):
+        raise ValueError(f"unknown={unknown!r}; expected 'error' or 'last'")
+    if not t.frames:
+        raise SourceError(f"{t.name}: the trajectory has no frames")
+    values = np.zeros((len(t.frames), len(atoms)), dtype=bool)
+    last = dict.fromkeys(atoms, False)
+    for i, frame in enumerate(t.frames):
+        for k, a in enumerate(atoms):
+            if a not in frame:
+                raise SourceError(f"{t.name}: frame {i} has no value for predicate {a!r}")
+            v = frame[a]
+            if v is None:
+                if unknown == "error":
+                    raise SourceError(f"{t.name}: predicate {a!r} is unknown at frame {i}; "
+                                      "the tree needs known values (--unknown last keeps the last known value)")
+                v = last[a]
+            values[i, k] = last[a] = v
+    return values

@@ -1,0 +1,59 @@
+"""Trajectory sources for the tree: bags with recorded predicates, trace files, unknown values."""
+import json
+
+import numpy as np
+import pytest
+
+from safety_monitor.cli import main
+from safety_monitor.errors import SourceError
+from safety_monitor.sources.bag import BagWriter
+from safety_monitor.sources.messages import PredicateSample
+from safety_monitor.verify.trajectories import Trajectory, load, merge, to_matrix
+
+
+def write_bag(path, rows, unknown_at=None):
+    with BagWriter(path, storage="mcap") as writer:
+        for i, row in enumerate(rows):
+            unknown = frozenset(row) if i == unknown_at else frozenset()
+            writer.write_predicates("/safety_monitor/predicates", PredicateSample(row, 0.002 * (i + 1), i, unknown))
+    return str(path)
+
+
+def test_bags_and_trace_files_merge_into_one_tree(tmp_path, capsys):
+    rows = [{"grasped": i >= 2, "dropped": False} for i in range(6)]
+    bag = write_bag(tmp_path / "run_a.mcap", rows)
+    trace = tmp_path / "run_b.jsonl"
+    trace.write_text("".join(json.dumps({**r, "dropped": i == 5}) + "\n" for i, r in enumerate(rows)))
+    found = load([bag, trace])
+    assert [len(t.frames) for t in found] == [6, 6]
+    tree = merge(found)
+    assert tree.n_nodes == 7 and tree.names == (bag, str(trace))  # frames 0-4 shared
+    assert main(["ctl", bag, str(trace), "--formula", "AG !dropped"]) == 1
+    out = capsys.readouterr().out
+    assert "VIOLATED" in out and f"on {trace}" in out
+
+
+def test_bag_without_predicates_is_a_clear_error(tmp_path):
+    with BagWriter(tmp_path / "states.mcap", storage="mcap") as writer:
+        writer.write_clock(0.1)
+    with pytest.raises(SourceError, match="no /safety_monitor/predicates topic"):
+        load([tmp_path / "states.mcap"])
+
+
+def test_unknown_values_are_an_error_or_keep_the_last_known_value(tmp_path, capsys):
+    bag = write_bag(tmp_path / "blind.mcap", [{"p": True}, {"p": False}, {"p": True}], unknown_at=1)
+    with pytest.raises(SourceError, match="'p' is unknown at frame 1"):
+        merge(load([bag]))
+    run = Trajectory("t", [{"p": None}, {"p": True}, {"p": None}, {"p": False}])
+    assert to_matrix(run, ["p"], unknown="last")[:, 0].tolist() == [False, True, True, False]
+    assert main(["ctl", bag, "--formula", "AG p", "--unknown", "last"]) == 0
+    assert main(["ctl", bag, "--formula", "AG p"]) == 2
+    assert "--unknown last" in capsys.readouterr().err
+
+
+def test_missing_predicate_and_empty_trajectory():
+    with pytest.raises(SourceError, match="frame 1 has no value for predicate 'q'"):
+        merge([Trajectory("t", [{"p": True, "q": True}, {"p": True}])])
+    with pytest.raises(SourceError, match="no frames"):
+        to_matrix(Trajectory("empty", []), ["p"])
+    assert to_matrix(Trajectory("t", [{"p": True}]), ["p"]).dtype == np.bool_
