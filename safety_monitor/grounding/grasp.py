@@ -66,6 +66,7 @@ class GraspEstimator:
         self.state = {o: _ObjectGrasp(counts) for o in objects}
         self.focus: str | None = None
         self.grasped: dict[str, bool] = {o: False for o in objects}  # debounced, held when unknown
+        self.raw: dict[str, Tri] = {o: False for o in objects}  # this frame's raw grasp
         self.dropped: frozenset[str] = frozenset()
         self.stable: dict[str, Tri] = {o: False for o in objects}
         self.moving: dict[str, Tri] = {o: None for o in objects}
@@ -86,7 +87,7 @@ class GraspEstimator:
                 raw = None
             before = st.grasp.value
             grasp[o] = st.grasp.step(raw)
-            raw_grasp[o] = raw
+            raw_grasp[o] = self.raw[o] = raw
             after = st.grasp.value
             if after and not before:
                 self.focus = o

@@ -69,7 +69,8 @@ class Grounder:
         if self._twin is None:
             from safety_monitor.grounding.twin import KinematicTwin
 
-            self._twin = KinematicTwin(self.robot, self.thresholds.largest_report_distance)
+            self._twin = KinematicTwin(self.robot, self.thresholds.largest_report_distance,
+                                       self.thresholds.distances_m.contact)
         return self._twin
 
     def reset(self) -> None:
@@ -105,7 +106,7 @@ class Grounder:
         poses = self._usable_poses(state, stale)
         wrench = self._usable_wrench(state, stale)
         if geometry is None:
-            geometry = self.twin.compute(state.joint_names, state.joint_position, poses)
+            geometry = self.twin.compute(state.joint_names, state.joint_position, poses, self._carried(state, poses))
         else:
             geometry = geometry.forget(frozenset(o for o in self.robot.objects if o not in poses))
         speed, slip = self._object_motion(state, poses, geometry)
@@ -191,6 +192,23 @@ class Grounder:
         if not (np.all(np.isfinite(w.force)) and np.all(np.isfinite(w.torque))):
             return None
         return w
+
+    def _carried(self, state: RobotState, poses: Mapping[str, Pose]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Objects held on the previous frame whose pose is older than this frame: their pose relative to
+        the end-effector at the time it was measured (the twin moves them with the hand since then)."""
+        out = {}
+        track = self._ee_track
+        for o, pose in poses.items():
+            age = float(state.object_ages.get(o, 0.0))
+            if age <= 0.0 or not (self._grasp.grasped.get(o) or self._grasp.raw.get(o)):
+                continue
+            i = track.at(state.t - age)
+            if i is None:
+                continue
+            ee_pos, ee_rot = track.positions[i], track.rotations[i]
+            out[o] = (ee_rot.T @ (np.asarray(pose.position, dtype=float) - ee_pos),
+                      ee_rot.T @ quat_to_matrix(pose.quaternion))
+        return out
 
     def _object_motion(self, state: RobotState, poses: Mapping[str, Pose], geo: FrameGeometry):
         """Per object: speed over the motion window, and drift relative to the end-effector over it.

@@ -1,9 +1,14 @@
 """Kinematic twin: a MuJoCo model of robot, fixtures and objects set from each frame's joints and poses.
 
-Kinematics and collision only (mj_kinematics + mj_collision, no dynamics): every geom gets the largest
-distance threshold as its contact margin, so one mj_collision call in C lists every surface pair close
-enough to matter, with its signed distance. This is what grounds contact on hardware; privileged
-simulator contacts, when present, are only a cross-check (see `Grounder`).
+Kinematics and distances only, no dynamics. Two sources of signed surface gaps per frame:
+- `mj_collision` (margin = the contact distance) lists every touching or penetrating geom pair in C;
+- `mj_geomDistance` measures the pairs whose *positive* gap matters (a gripper or object geom against
+  any other entity's geom) out to the largest distance threshold. Candidates come from a vectorised
+  bounding-sphere test over the allowed pairs, so only nearby pairs reach the per-pair call. (Margin-based
+  `mj_collision` misses positive gaps too often to be trusted for them: cylinder-box and even some box-box
+  pairs within the margin go unreported.)
+This is what grounds contact on hardware; privileged simulator contacts are only a cross-check
+(`body_contacts`).
 """
 from __future__ import annotations
 
@@ -23,14 +28,16 @@ _PARK = 1000.0  # objects without a usable pose are parked this far away, spaced
 
 
 class KinematicTwin:
-    def __init__(self, robot: RobotDescription, report_margin: float):
+    """`report_margin`: farthest gap any predicate reads; `contact_margin`: gap that counts as touching."""
+
+    def __init__(self, robot: RobotDescription, report_margin: float, contact_margin: float = 0.0):
         self.robot = robot
         self.margin = report_margin
         self.model = _load(robot)
         self.data = mujoco.MjData(self.model)
         m = self.model
         self._check(m)
-        m.geom_margin[:] = report_margin
+        m.geom_margin[:] = contact_margin
         m.geom_gap[:] = 0.0
         self.entities = robot.entities
         index = {e: i for i, e in enumerate(self.entities)}
@@ -46,11 +53,22 @@ class KinematicTwin:
                                        if body_entity[m.geom_bodyid[g]] in ("finger_left", "finger_right")])
         self._interiors = {n: (m.body(i.body).id, i.center, i.half_size) for n, i in robot.interiors().items()}
         self._joint_maps: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {}
+        self._pa, self._pb = self._measured_pairs(m)
+        self._pair_rbound = m.geom_rbound[self._pa] + m.geom_rbound[self._pb]
+        n = len(self.entities)
+        ea, eb = self.geom_entity[self._pa], self.geom_entity[self._pb]
+        self._pair_key = (np.minimum(ea, eb) * n + np.maximum(ea, eb)).tolist()
+        self._pa_list, self._pb_list = self._pa.tolist(), self._pb.tolist()
 
     # ------------------------------------------------------------------------------------------------
-    def compute(self, joint_names: tuple[str, ...], joint_position: np.ndarray,
-                poses: Mapping[str, Pose]) -> FrameGeometry:
-        """Geometry for one frame. `poses` holds only usable object poses; the others are unknown."""
+    def compute(self, joint_names: tuple[str, ...], joint_position: np.ndarray, poses: Mapping[str, Pose],
+                carried: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None) -> FrameGeometry:
+        """Geometry for one frame. `poses` holds only usable object poses; the others are unknown.
+
+        `carried` maps a held object to its pose in the end-effector site frame (position, rotation)
+        when its pose was measured: it is placed there relative to the end-effector of *this* frame, so
+        an object pose older than the joint states does not tear a grasped object out of the fingers.
+        """
         m, d = self.model, self.data
         src, adr = self._joint_map(joint_names)
         d.qpos[adr] = np.asarray(joint_position, dtype=float)[src]
@@ -63,6 +81,15 @@ class KinematicTwin:
                 d.qpos[qadr:qadr + 3] = pose.position
                 d.qpos[qadr + 3:qadr + 7] = pose.quaternion
         mujoco.mj_kinematics(m, d)
+        if carried:
+            site_pos, site_rot = d.site_xpos[self._ee_site], d.site_xmat[self._ee_site].reshape(3, 3)
+            quat = np.empty(4)
+            for o, (rel_pos, rel_rot) in carried.items():
+                qadr = self._object_qpos[o]
+                d.qpos[qadr:qadr + 3] = site_pos + site_rot @ rel_pos
+                mujoco.mju_mat2Quat(quat, (site_rot @ rel_rot).ravel())
+                d.qpos[qadr + 3:qadr + 7] = quat
+            mujoco.mj_kinematics(m, d)
         mujoco.mj_collision(m, d)
         return FrameGeometry(
             ee_position=d.site_xpos[self._ee_site].copy(),
@@ -97,28 +124,55 @@ class KinematicTwin:
 
     # ------------------------------------------------------------------------------------------------
     def _gaps(self) -> dict[str, dict[str, float]]:
-        """Smallest signed distance per entity pair, from this frame's contact list (vectorised)."""
-        d, n = self.data, len(self.entities)
-        if d.ncon == 0:
-            return {}
-        con = d.contact
-        dist = con.dist
-        keep = dist <= self.margin
-        ent = self.geom_entity[con.geom[keep]]
-        dist = dist[keep]
-        differ = ent[:, 0] != ent[:, 1]
-        keys = (ent.min(axis=1) * n + ent.max(axis=1))[differ]
-        if keys.size == 0:
-            return {}
-        order = np.argsort(keys, kind="stable")
-        keys, dist = keys[order], dist[differ][order]
-        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+        """Smallest signed gap per entity pair: touching pairs from the contact list, measured pairs by
+        mj_geomDistance (candidates within the report margin by bounding spheres)."""
+        m, d, n = self.model, self.data, len(self.entities)
+        best: dict[int, float] = {}
+        if d.ncon:
+            con = d.contact
+            ent = self.geom_entity[con.geom]
+            differ = ent[:, 0] != ent[:, 1]
+            keys = (ent.min(axis=1) * n + ent.max(axis=1))[differ]
+            for key, gap in zip(keys.tolist(), con.dist[differ].tolist()):
+                if gap < best.get(key, np.inf):
+                    best[key] = gap
+        diff = d.geom_xpos[self._pa] - d.geom_xpos[self._pb]
+        near = np.sqrt(np.einsum("ij,ij->i", diff, diff)) - self._pair_rbound <= self.margin
+        pa, pb, pkey, margin = self._pa_list, self._pb_list, self._pair_key, self.margin
+        for i in np.flatnonzero(near).tolist():
+            gap = mujoco.mj_geomDistance(m, d, pa[i], pb[i], margin, None)
+            if gap < margin and gap < best.get(pkey[i], np.inf):
+                best[pkey[i]] = gap
         names, out = self.entities, {}
-        for key, gap in zip(keys[starts].tolist(), np.minimum.reduceat(dist, starts).tolist()):
+        for key, gap in best.items():
             a, b = names[key // n], names[key % n]
             out.setdefault(a, {})[b] = gap
             out.setdefault(b, {})[a] = gap
         return out
+
+    def _measured_pairs(self, m: mujoco.MjModel) -> tuple[np.ndarray, np.ndarray]:
+        """Geom pairs whose positive gap predicates read: a gripper or object geom against a geom of
+        another entity, not robot-robot, honouring contype/conaffinity and the MJCF's contact excludes."""
+        names = self.entities
+        active_entities = {names.index(e) for e in ("finger_left", "finger_right", "hand", *self.robot.objects)}
+        robot = {names.index(e) for e in ("finger_left", "finger_right", "hand", "arm")}
+        excluded = {(int(sig) >> 16, int(sig) & 0xFFFF) for sig in m.exclude_signature}
+        solid = [g for g in range(m.ngeom) if (m.geom_contype[g] or m.geom_conaffinity[g])
+                 and m.geom_type[g] != int(mujoco.mjtGeom.mjGEOM_PLANE)]
+        pa, pb = [], []
+        for i, a in enumerate(solid):
+            for b in solid[i + 1:]:
+                ea, eb = int(self.geom_entity[a]), int(self.geom_entity[b])
+                if ea == eb or (ea in robot and eb in robot) or not ({ea, eb} & active_entities):
+                    continue
+                if not ((m.geom_contype[a] & m.geom_conaffinity[b]) or (m.geom_contype[b] & m.geom_conaffinity[a])):
+                    continue
+                ba, bb = int(m.geom_bodyid[a]), int(m.geom_bodyid[b])
+                if (ba, bb) in excluded or (bb, ba) in excluded:
+                    continue
+                pa.append(a)
+                pb.append(b)
+        return np.array(pa, dtype=np.int64), np.array(pb, dtype=np.int64)
 
     def _joint_map(self, joint_names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
         cached = self._joint_maps.get(joint_names)
