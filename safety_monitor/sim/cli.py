@@ -20,8 +20,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--list-tasks", action="store_true", help="print every scripted task, then exit")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--task", help="task to run (default: the fault's task, else pick_and_place_cube)")
-    parser.add_argument("--fault", help="inject this fault (see --list-faults); 'none' = fault-free; default: "
-                                        "cycle fault-free, then each fault")
+    parser.add_argument("--fault", help="inject this fault (see --list-faults); 'none' = fault-free; a comma-separated "
+                                        "list is cycled; default: cycle fault-free, then each fault")
     parser.add_argument("--episodes", type=int, default=None,
                         help="episodes to run (seeds S, S+1, ...; default 3, 1 with --physics-only)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the first episode")
