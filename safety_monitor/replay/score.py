@@ -7,6 +7,7 @@ returned as a failed BagResult naming the problem, so one bad bag never stops a 
 """
 from __future__ import annotations
 
+import operator
 import time
 from collections import Counter
 from collections.abc import Iterator, Mapping
@@ -15,7 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
 
-from safety_monitor.errors import SafetyMonitorError, SourceError
+from safety_monitor.errors import SafetyMonitorError, SourceError, SpecError
 from safety_monitor.monitor.episodes import TraceResult
 from safety_monitor.monitor.live import DEFAULT_HISTORY, SpecSetMonitor, load_automata
 from safety_monitor.replay.timeline import Timeline
@@ -148,17 +149,16 @@ class _Scorer:
         if progress is not None:
             progress.reset(total=result.topics[topic].count)
         self.timings = dict.fromkeys(STAGES, 0.0)
-        self._get = monitor.predicates
+        preds = monitor.predicates
+        self._width = len(preds)
+        self._get = operator.itemgetter(*preds) if len(preds) > 1 else (lambda v, _p=preds[0]: (v[_p],))
 
     def step(self, valuation: Mapping[str, bool | None] | None, t: float, stale: frozenset[str]) -> None:
         r = self.result
         if stale:
             r.stale_frames += 1
             self.stale.update(stale)
-        if valuation is None:
-            values = (None,) * len(self._get)
-        else:
-            values = tuple(valuation.get(p) for p in self._get)
+        values = (None,) * self._width if valuation is None else self._get(valuation)
         if None in values:
             r.unknown_frames += 1
         start = time.perf_counter()
@@ -286,7 +286,11 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
             route[topic] = name
         else:
             result.warnings.append(f"no pose topic {topic} for object {name!r}: its pose is stale throughout")
-    scorer = _Scorer(result, _monitor(config), progress, mapping.joint_states)
+    monitor = _monitor(config)
+    if unknown := sorted(set(monitor.predicates) - set(grounder.predicates)):
+        raise SpecError(f"the specs read predicates the grounder does not produce: {', '.join(unknown)} "
+                        "(rescore a bag that records them with --from-predicates)")
+    scorer = _Scorer(result, monitor, progress, mapping.joint_states)
     timings = scorer.timings
     clock = time.perf_counter
     for topic, t_ns, msg in _timed_messages(bag, set(route), timings):

@@ -152,11 +152,10 @@ class FrameAssembler:
         self.limits = limits or StaleLimits()
         self.objects = tuple(objects)
         self.joints: tuple[str, ...] | None = tuple(joints) if joints is not None else None
-        self._position: np.ndarray | None = None
-        self._velocity: np.ndarray | None = None
-        self._effort: np.ndarray | None = None
+        self._values: np.ndarray | None = None  # rows: position, velocity, effort (NaN: not known)
         self._seen: np.ndarray | None = None
-        self._layouts: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {}
+        self._complete = False  # every joint has had a position
+        self._layouts: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray] | None] = {}
         self._renamed: dict[tuple[str, ...], tuple[str, ...]] = {}
         self._t: float | None = None  # last frame time
         self._wrench: tuple[Wrench, float] | None = None
@@ -183,24 +182,24 @@ class FrameAssembler:
 
     def _init_joints(self, names: tuple[str, ...]) -> None:
         self.joints = names if self.joints is None else self.joints
-        n = len(self.joints)
-        self._position = np.zeros(n)
-        self._velocity = np.full(n, np.nan)
-        self._effort = np.full(n, np.nan)
-        self._seen = np.zeros(n, dtype=bool)
+        self._values = np.full((3, len(self.joints)), np.nan)
+        self._seen = np.zeros(len(self.joints), dtype=bool)
 
-    def _layout(self, names: tuple[str, ...], t: float) -> tuple[np.ndarray, np.ndarray]:
-        """(source index, frame index) arrays for a message's name list, cached per list."""
-        layout = self._layouts.get(names)
-        if layout is None:
-            assert self.joints is not None
+    def _layout(self, names: tuple[str, ...], t: float) -> tuple[np.ndarray, np.ndarray] | None:
+        """(source index, frame index) arrays for a message's name list, cached per list; None when
+        the message lists exactly the robot's joints in frame order (the common case, no scatter)."""
+        if names in self._layouts:
+            return self._layouts[names]
+        assert self.joints is not None
+        if names == self.joints:
+            layout = None
+        else:
             index = {n: i for i, n in enumerate(self.joints)}
             pairs = [(i, index[n]) for i, n in enumerate(names) if n in index]
             if unknown := [n for n in names if n not in index]:
                 self._issue("unknown_joints", JOINTS, t, f"joints not in the robot, ignored: {', '.join(unknown)}")
-            src = np.array([p[0] for p in pairs], dtype=np.intp)
-            dst = np.array([p[1] for p in pairs], dtype=np.intp)
-            layout = self._layouts[names] = (src, dst)
+            layout = (np.array([p[0] for p in pairs], dtype=np.intp), np.array([p[1] for p in pairs], dtype=np.intp))
+        self._layouts[names] = layout
         return layout
 
     def stale_streams(self, t: float) -> frozenset[str]:
@@ -227,7 +226,7 @@ class FrameAssembler:
     def on_wrench(self, msg: Any, received: float | None = None) -> None:
         wrench, stamp = wrench_of(msg)
         stamp = self._stamp(stamp, received, WRENCH)
-        if not (np.isfinite(wrench.force).all() and np.isfinite(wrench.torque).all()):
+        if not (_finite(wrench.force) and _finite(wrench.torque)):
             self._issue("nan", WRENCH, stamp, "wrench has NaN or infinite values; message dropped")
             return
         if self._wrench is not None and stamp <= self._wrench[1]:
@@ -241,7 +240,7 @@ class FrameAssembler:
         stream = pose_stream(name)
         pose, stamp = pose_of(msg)
         stamp = self._stamp(stamp, received, stream)
-        if not (np.isfinite(pose.position).all() and np.isfinite(pose.quaternion).all()):
+        if not (_finite(pose.position) and _finite(pose.quaternion)):
             self._issue("nan", stream, stamp, "pose has NaN or infinite values; message dropped")
             return
         last = self._pose_stamps.get(name)
@@ -267,7 +266,7 @@ class FrameAssembler:
             self._issue("length_mismatch", JOINTS, t,
                         f"{len(names)} names but {len(sample.position)} positions; message dropped")
             return None
-        if not np.isfinite(sample.position).all():
+        if not _finite(sample.position):
             bad = [n for n, p in zip(names, sample.position) if not math.isfinite(p)]
             self._issue("nan", JOINTS, t, f"non-finite positions for {', '.join(bad)}; message dropped")
             return None
@@ -275,22 +274,33 @@ class FrameAssembler:
             kind = "duplicate_stamp" if t == self._t else "backwards"
             self._issue(kind, JOINTS, t, f"stamp {t:.6f} after frame at {self._t:.6f}; message dropped")
             return None
-        if self._position is None:
+        if self._values is None:
             self._init_joints(names)
         elif names not in self._layouts:
             first = next(iter(self._layouts))
             self._issue("joint_names_changed", JOINTS, t,
                         f"names [{', '.join(names)}] differ from the first message's [{', '.join(first)}]")
-        assert self._position is not None and self._seen is not None
-        src, dst = self._layout(names, t)
-        self._position[dst] = sample.position[src]
-        self._seen[dst] = True
-        velocity = self._update(self._velocity, sample.velocity, len(names), src, dst, "velocities", t)
-        effort = self._update(self._effort, sample.effort, len(names), src, dst, "efforts", t)
-        if not self._seen.all():
-            missing = [n for n, s in zip(self.joints, self._seen) if not s]
-            self._issue("missing_joints", JOINTS, t, f"no position yet for {', '.join(missing)}; frame held back")
-            return None
+        assert self._values is not None and self._seen is not None
+        layout = self._layout(names, t)
+        block = self._values
+        n = len(names)
+        rows = (sample.position, self._optional(sample.velocity, n, "velocities", t),
+                self._optional(sample.effort, n, "efforts", t))
+        if layout is None:
+            for row, values in enumerate(rows):
+                block[row] = values
+        else:
+            src, dst = layout
+            for row, values in enumerate(rows):
+                block[row, dst] = values if isinstance(values, float) else values[src]
+        if not self._complete:
+            self._seen[layout[1] if layout else slice(None)] = True
+            self._complete = bool(self._seen.all())
+            if not self._complete:
+                missing = [name for name, seen in zip(self.joints, self._seen) if not seen]
+                self._issue("missing_joints", JOINTS, t, f"no position yet for {', '.join(missing)}; frame held back")
+                return None
+        finite = np.isfinite(block).all(axis=1)
 
         stale = set(self.stale_streams(t))
         if self._t is not None and t - self._t > self.limits.joint_states:
@@ -301,9 +311,9 @@ class FrameAssembler:
         state = RobotState(
             t=t,
             joint_names=self.joints,
-            joint_position=self._position.copy(),
-            joint_velocity=velocity,
-            joint_effort=effort,
+            joint_position=block[0].copy(),
+            joint_velocity=block[1].copy() if finite[1] else None,
+            joint_effort=block[2].copy() if finite[2] else None,
             wrench=self._wrench[0] if self._wrench else None,
             wrench_age=max(0.0, t - self._wrench[1]) if self._wrench else None,
             object_poses=dict(self._poses),
@@ -312,24 +322,21 @@ class FrameAssembler:
         self.frames += 1
         return AssembledFrame(state, frozenset(stale), self.drain_issues())
 
-    def _update(
-        self, store: np.ndarray | None, values: np.ndarray | None, n: int,
-        src: np.ndarray, dst: np.ndarray, what: str, t: float,
-    ) -> np.ndarray | None:
-        """Scatter optional per-joint values; None for the frame unless every joint has a finite one."""
-        assert store is not None
+    def _optional(self, values: np.ndarray | None, n: int, what: str, t: float) -> np.ndarray | float:
+        """A message's velocities or efforts, NaN (unknown this frame) when absent, short or not finite."""
         if values is None:
-            store[dst] = np.nan
-        elif len(values) != n:
+            return np.nan
+        if len(values) != n:
             self._issue("length_mismatch", JOINTS, t, f"{n} names but {len(values)} {what}; {what} ignored")
-            store[dst] = np.nan
-        else:
-            store[dst] = values[src]
-        if np.isfinite(store).all():
-            return store.copy()
-        if values is not None and len(values) == n and not np.isfinite(values).all():
+            return np.nan
+        if not _finite(values):
             self._issue("nan", JOINTS, t, f"non-finite {what}; {what} unknown this frame")
-        return None
+        return values
+
+
+def _finite(values: np.ndarray) -> bool:
+    """No NaN or infinity (one dot product; magnitudes beyond 1e154, meaningless here, also fail)."""
+    return math.isfinite(values @ values)
 
 
 def ground_frame(grounder: Any, assembled: AssembledFrame, frame: int) -> tuple[PredicateSample, str | None]:

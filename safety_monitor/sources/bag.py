@@ -18,6 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import apsw
 from rosbags.highlevel import AnyReader, AnyReaderError
 from rosbags.rosbag2 import ReaderError, StoragePlugin, Writer, WriterError
 from rosbags.serde import SerdeError
@@ -73,8 +74,10 @@ class TopicSummary:
     count: int
 
 
-_READ_ERRORS = (AnyReaderError, ReaderError, SerdeError, TypesysError, sqlite3.Error, OSError, ValueError,
-                KeyError, IndexError, AssertionError, EOFError)
+# rosbags reads sqlite3 storage through apsw, whose errors are not sqlite3.Error; damaged mcap length
+# fields make rosbags seek past what a C size holds (OverflowError)
+_READ_ERRORS = (AnyReaderError, ReaderError, SerdeError, TypesysError, sqlite3.Error, apsw.Error, OSError,
+                ValueError, KeyError, IndexError, AssertionError, EOFError, OverflowError)
 
 
 class BagReader:
@@ -149,11 +152,17 @@ class BagReader:
         conns = [c for c in reader.connections if c.topic in topics and c.msgtype not in skipped]
         if not conns:
             return
+        read = 0
         try:
             for conn, t_ns, raw in reader.messages(connections=conns):
+                read += 1
                 yield conn.topic, conn.msgtype, t_ns, raw
         except _READ_ERRORS as exc:
             raise SourceError(f"{self.path}: bag is corrupt or truncated: {exc}") from None
+        listed = sum(c.msgcount for c in conns)
+        if read < listed:  # rosbags ends a damaged mcap chunk early without an error
+            raise SourceError(f"{self.path}: bag is corrupt or truncated: its index lists {listed} messages on "
+                              f"{', '.join(sorted({c.topic for c in conns}))}, only {read} could be read")
 
     def deserialize(self, raw: bytes, msgtype: str) -> Any:
         try:

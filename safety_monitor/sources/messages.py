@@ -79,7 +79,7 @@ def joint_state_sample(msg: Any) -> JointSample:
     velocity = _floats(msg.velocity)
     effort = _floats(msg.effort)
     return JointSample(
-        names=tuple(str(n) for n in msg.name),
+        names=tuple(msg.name),
         position=_floats(msg.position),
         velocity=velocity if velocity.size else None,
         effort=effort if effort.size else None,

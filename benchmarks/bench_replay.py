@@ -1,0 +1,68 @@
+"""Replay throughput on a recorded workcell bag (>= 60 s at 500 Hz): frames per second, multiple of
+real time, and where the time goes (reading, deserialising, assembling, grounding, monitoring).
+
+    .venv/bin/python benchmarks/bench_replay.py [--storage mcap|sqlite3] [--keep DIR]
+
+The bag is nine consecutive scripted episodes of the MuJoCo workcell (two with faults) recorded with
+`safety_monitor.replay.simbag` as a live run would be: raw streams plus the estimator's predicates and
+the monitor's events. Both replay modes run on one core with the default specs and robot.
+"""
+from __future__ import annotations
+
+import argparse
+import platform
+import tempfile
+import time
+from pathlib import Path
+
+from safety_monitor.replay.score import STAGES, ReplayConfig, score_bag
+from safety_monitor.replay.simbag import SimRun, record_sim_bag
+
+RUNS = (
+    SimRun("pick_and_place_cube"), SimRun("pick_and_place_mug"), SimRun("pick_and_place_plate"),
+    SimRun("place_in_cabinet"), SimRun("open_drawer"), SimRun("close_drawer"), SimRun("dump_into_bin"),
+    SimRun(fault="early_release"), SimRun(fault="slip"),
+)
+
+
+def bench(bag: Path, from_predicates: bool) -> dict:
+    config = ReplayConfig(from_predicates=from_predicates)
+    score_bag(bag, config)  # warm: spec compilation cache, imports, MuJoCo model
+    start = time.perf_counter()
+    result = score_bag(bag, config)
+    wall = time.perf_counter() - start
+    assert result.ok, result.error
+    stages = dict(result.timings)
+    stages["other"] = wall - sum(stages.values())
+    return {"mode": "--from-predicates" if from_predicates else "robot state", "frames": result.frames,
+            "seconds": result.duration, "wall": wall, "stages": stages,
+            "violations": sum(o.violations for o in result.trace.outcomes)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--storage", default="mcap", choices=("mcap", "sqlite3"))
+    parser.add_argument("--keep", help="write the bag here and keep it")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        bag = Path(args.keep) if args.keep else Path(tmp) / "workcell"
+        start = time.perf_counter()
+        record_sim_bag(bag, RUNS, storage=args.storage, estimate=True)
+        print(f"recorded {bag} ({args.storage}) in {time.perf_counter() - start:.1f} s")
+        rows = [bench(bag, False), bench(bag, True)]
+    print(f"\n{platform.processor() or platform.machine()}, Python {platform.python_version()}, one process\n")
+    print("| mode | frames | bag s | wall s | frames/s | x real time | " + " | ".join(STAGES) + " | other |")
+    print("|---|---|---|---|---|---|" + "---|" * (len(STAGES) + 1))
+    for r in rows:
+        share = " | ".join(f"{r['stages'][s]:.2f} s ({100 * r['stages'][s] / r['wall']:.0f}%)"
+                           for s in (*STAGES, "other"))
+        print(f"| {r['mode']} | {r['frames']} | {r['seconds']:.1f} | {r['wall']:.2f} | {r['frames'] / r['wall']:.0f} | "
+              f"{r['seconds'] / r['wall']:.1f} | {share} |")
+    for r in rows:
+        per_frame = {s: 1e6 * v / r["frames"] for s, v in r["stages"].items()}
+        print(f"{r['mode']}: " + ", ".join(f"{s} {v:.1f} us/frame" for s, v in per_frame.items())
+              + f"; {r['violations']} violation(s)")
+
+
+if __name__ == "__main__":
+    main()
