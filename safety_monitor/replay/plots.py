@@ -87,11 +87,11 @@ def timeline_plot(result: BagResult, path: Path) -> None:
         y = rows[row["property"]]
         start = row["opened_t"] - t0
         end = (row["end_t"] - t0) if row["end_t"] is not None else span
-        bottom.broken_barh([(start, max(end - start, min_width))], (y + 0.15, 0.7), color=VIOLATION_COLOR,
-                           alpha=0.75, lw=0)
-        if row["end_kind"] in _END_MARKERS:
+        bottom.broken_barh([(start, max(end - start, 2 * min_width))], (y + 0.1, 0.8), color=VIOLATION_COLOR,
+                           alpha=0.8, lw=0)
+        if row["end_kind"] in _END_MARKERS:  # above the row's centre, so a one-frame episode stays visible
             marker, color = _END_MARKERS[row["end_kind"]]
-            bottom.plot([end], [y + 0.5], marker=marker, color=color, ms=7, ls="none", zorder=3)
+            bottom.plot([end], [y + 0.95], marker=marker, color=color, ms=6, ls="none", zorder=3, clip_on=False)
     labels = [f"{p} ({trace.outcome(p).violations})" for p in reversed(props)] + ["input stale"]
     bottom.set_yticks([y + 0.5 for y in range(n_bottom)], labels, fontsize=7)
     bottom.set_ylim(0, n_bottom)
