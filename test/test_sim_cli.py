@@ -37,8 +37,8 @@ def test_text_listings_name_every_fault_and_task(capsys):
 
 
 def test_bad_run_options_fail_with_one_line(capsys):
-    assert main(["sim", "--fault", "gremlin"]) == 2
+    assert main(["sim", "--physics-only", "--fault", "gremlin"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "unknown fault 'gremlin'" in err
-    assert main(["sim", "--episodes", "0"]) == 2
+    assert main(["sim", "--physics-only", "--episodes", "0"]) == 2
     assert "--episodes" in capsys.readouterr().err
