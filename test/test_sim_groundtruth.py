@@ -96,6 +96,10 @@ def _touch(frame: Frame, parts: frozenset[str], other: str) -> bool:
 def test_task_succeeds_in_physics_without_events(task):
     result = run(task, None, TASK_SEED)
     assert result.succeeded, f"{task}: goal not reached"
+    obj = TASKS[task].obj
+    if obj is not None:  # carried, not pushed: it rose well clear of where it rested
+        heights = [f.objects[obj][2] for f in result.frames]
+        assert max(heights) - heights[0] > 0.04, f"{task}: the {obj} was never lifted"
     assert not result.opened, f"{task}: fault-free episode opened {sorted(result.opened)}"
 
 
