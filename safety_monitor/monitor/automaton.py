@@ -61,6 +61,17 @@ class MonitorAutomaton:
         """The letter that stands for 'some predicate of this property is unknown'."""
         return 1 << len(self.atoms)
 
+    def rows(self, letters) -> list[tuple[bool | None, ...]]:
+        """Decode letters to per-atom values (None for every atom on the blind letter)."""
+        table = self._row_table
+        return [table[a] for a in letters]
+
+    @functools.cached_property
+    def _row_table(self) -> list[tuple[bool | None, ...]]:
+        k = len(self.atoms)
+        bits = ((np.arange(1 << k)[:, None] >> np.arange(k)) & 1).astype(bool).tolist()
+        return [tuple(row) for row in bits] + [(None,) * k]
+
     def decisive_atoms(self, state_before: int, letter: int, code: int) -> tuple[str, ...]:
         """Atoms whose flip alone, on the opening frame, would have kept the main DFA out of its sink."""
         q = self.main.initial if code & RECOVERED else int(self.main_state[state_before])

@@ -12,6 +12,7 @@ Only event frames are handled in Python.
 """
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -263,11 +264,14 @@ class BatchMonitor:
     def _events(self, auto: MonitorAutomaton, run, pos: np.ndarray, code: np.ndarray, state: np.ndarray,
                 edges: np.ndarray, ledger: EpisodeLedger, times: list | None) -> list[tuple[int, int, Event]]:
         """This property's events in live order: per frame, blind/seeing first, then episode events."""
-        items: list[tuple[int, int, int]] = [(f, 0, 0) for f in run.blind_starts().tolist()]
+        items: list[tuple] = [(f, 0, 0) for f in run.blind_starts().tolist()]
         items += [(f, 0, 1) for f in run.seeing_starts().tolist()]
         frames, idx = run.expand(pos)
-        items += [(f, 1, k) for f, k in zip(frames.tolist(), idx.tolist())]
-        items.sort()
+        e_idx = np.searchsorted(edges, frames, side="right") - 1
+        last_edge = np.where(e_idx >= 0, edges[np.maximum(e_idx, 0)] if edges.size else -1, -1)
+        items += zip(frames.tolist(), [1] * frames.size, code[idx].tolist(), state[idx].tolist(),
+                     run.letters[pos[idx]].tolist(), last_edge.tolist())
+        items.sort(key=lambda item: item[:2])
 
         def window(first: int, last: int) -> tuple[list, list]:
             rows = run.rows_between(first, last, auto)
@@ -275,15 +279,13 @@ class BatchMonitor:
             return rows, list(ts)
 
         out: list[tuple[int, int, Event]] = []
-        for f, kind, k in items:
+        for f, kind, *rest in items:
             t = times[f] if times is not None else None
             if kind == 0:
-                out.append((f, 0, ledger.seeing(f, t) if k else ledger.blind(f, t)))
+                out.append((f, 0, ledger.seeing(f, t) if rest[0] else ledger.blind(f, t)))
                 continue
-            e_idx = int(np.searchsorted(edges, f, side="right")) - 1
-            last_edge = int(edges[e_idx]) if e_idx >= 0 else None
-            p = int(pos[k])
-            for e in ledger.on_code(f, t, int(code[k]), int(state[k]), int(run.letters[p]), last_edge, window):
+            c, st, letter, edge = rest
+            for e in ledger.on_code(f, t, c, st, letter, edge if edge >= 0 else None, window):
                 out.append((f, 1, e))
         return out
 
@@ -332,7 +334,7 @@ class _Frames:
 
     def rows_between(self, first: int, last: int, auto: MonitorAutomaton) -> list[tuple[bool | None, ...]]:
         """The property's values on every frame first..last (None where blind)."""
-        return _decode(self.letters[first:last + 1], auto)
+        return auto.rows(self.letters[first:last + 1].tolist())
 
 
 class _Runs:
@@ -412,7 +414,7 @@ class _Runs:
         ends = np.minimum(np.append(self.starts[lo + 1:hi], last + 1), last + 1)
         begins = np.maximum(self.starts[lo:hi], first)
         rows: list[tuple[bool | None, ...]] = []
-        for row, n in zip(_decode(self.run_letter[lo:hi], auto), (ends - begins).tolist()):
+        for row, n in zip(auto.rows(self.run_letter[lo:hi].tolist()), (ends - begins).tolist()):
             rows += [row] * n
         return rows
 
@@ -473,33 +475,23 @@ def _row_changes(packed: np.ndarray) -> np.ndarray:
     return np.any(rows[1:] != rows[:-1], axis=1) if rows.shape[1] > 1 else rows[1:, 0] != rows[:-1, 0]
 
 
-def _decode(letters: np.ndarray, auto: MonitorAutomaton) -> list[tuple[bool | None, ...]]:
-    k = len(auto.atoms)
-    if letters.size <= 32:  # small windows: plain Python beats numpy's call overhead
-        blind = auto.blind
-        return [(None,) * k if a == blind else tuple(bool(a >> i & 1) for i in range(k)) for a in letters.tolist()]
-    bits = ((letters[:, None] >> np.arange(k)) & 1).astype(bool).tolist()
-    blind = (letters == auto.blind).tolist()
-    return [(None,) * k if b else tuple(row) for row, b in zip(bits, blind)]
-
-
 def frames_to_matrix(frames: Sequence[Mapping[str, object] | None], predicates: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """(values, known) frames x predicates bool matrices; a missing predicate is a SpecError."""
-    values = np.zeros((len(frames), len(predicates)), dtype=bool)
-    known = np.ones((len(frames), len(predicates)), dtype=bool)
+    """(values, known) frames x predicates bool matrices from mappings (None = a blind frame); a missing
+    predicate or a value other than true, false or None is a SpecError."""
+    get = operator.itemgetter(*predicates) if len(predicates) > 1 else (lambda f, _p=predicates[0]: (f[_p],))
+    blind = (None,) * len(predicates)
+    rows = []
     for i, frame in enumerate(frames):
-        if frame is None:
-            known[i] = False
-            continue
-        for k, p in enumerate(predicates):
-            try:
-                v = frame[p]
-            except KeyError:
-                raise SpecError(f"frame {i}: no value for predicate {p!r}") from None
-            if v is None:
-                known[i, k] = False
-            elif isinstance(v, (bool, np.bool_)) or (isinstance(v, (int, np.integer)) and v in (0, 1)):
-                values[i, k] = bool(v)
-            else:
-                raise SpecError(f"frame {i}: predicate {p!r} has value {v!r}; expected true, false or None (unknown)")
-    return values, known
+        try:
+            rows.append(blind if frame is None else get(frame))
+        except KeyError as exc:
+            raise SpecError(f"frame {i}: no value for predicate {exc.args[0]!r}") from None
+    cells = np.empty((len(rows), len(predicates)), dtype=object)
+    cells[...] = rows if rows else cells
+    known = cells != None  # noqa: E711 (element-wise on an object array)
+    values = cells == True  # noqa: E712
+    bad = known & ~values & (cells != False)  # noqa: E712
+    if bad.any():
+        i, k = (int(x) for x in np.argwhere(bad)[0])
+        raise SpecError(f"frame {i}: predicate {predicates[k]!r} has value {cells[i, k]!r}; expected true, false or None (unknown)")
+    return values.astype(bool), known.astype(bool)

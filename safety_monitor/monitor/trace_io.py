@@ -1,9 +1,9 @@
 """Predicate traces on disk: JSON Lines or CSV, one frame per line, read with precise error messages.
 
 JSON Lines: one object per frame mapping predicate -> true/false/null (null = unknown), with an
-optional number "t" (seconds). CSV: a header row of predicate names (and optionally "t"), then one row
-per frame with true/false/1/0 (any case), or null/unknown. Files ending in .csv are CSV; others are
-JSON Lines.
+optional number "t" (seconds; a true/false/null "t" is a predicate named t). CSV: a header row of
+predicate names and optionally a time column "t", then one row per frame with true/false/1/0 (any
+case), or null/unknown. Files ending in .csv are CSV; others are JSON Lines.
 """
 from __future__ import annotations
 
@@ -37,9 +37,11 @@ class Trace:
         values = np.zeros((len(self.frames), len(predicates)), dtype=bool)
         known = np.ones_like(values)
         for i, frame in enumerate(self.frames):
+            missing = [p for p in predicates if p not in frame]
+            if missing:
+                raise SourceError(f"{self.path}:{self.lines[i]}: frame {i} has no value for predicate(s) "
+                                  + ", ".join(map(repr, missing)))
             for k, p in enumerate(predicates):
-                if p not in frame:
-                    raise SourceError(f"{self.path}:{self.lines[i]}: frame {i} has no value for predicate {p!r}")
                 v = frame[p]
                 if v is None:
                     known[i, k] = False
@@ -74,7 +76,7 @@ def _read_jsonl(name: str, text: str) -> Trace:
         frame: dict[str, bool | None] = {}
         t = None
         for key, value in obj.items():
-            if key == "t":
+            if key == "t" and not (value is None or isinstance(value, bool)):
                 t = _time(value, name, number)
             elif value is None or isinstance(value, bool):
                 frame[key] = value

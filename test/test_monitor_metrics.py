@@ -1,0 +1,90 @@
+"""Per-trigger metrics on hand-made rollouts: exact N, V, U, pooling, shares, durations, intervals."""
+import json
+
+import numpy as np
+import pytest
+
+from safety_monitor.monitor.episodes import PropertyOutcome, TraceResult
+from safety_monitor.monitor.live import SpecSetMonitor, automata_for
+from safety_monitor.monitor.metrics import bootstrap_interval, compute_metrics
+from safety_monitor.spec.model import Property, compile_property
+
+
+def outcome(name, category, triggers, durations, frames=100, blind=0, pending=0):
+    return PropertyOutcome(name, category, frames, blind, triggers, pending, len(durations), sum(durations),
+                           tuple(durations), 0)
+
+
+def rollout(*outcomes):
+    return TraceResult(outcomes[0].frames, tuple(outcomes), ())
+
+
+def test_counts_from_monitored_traces():
+    props = [Property("no_p", "collision_contact", "G(!p)", "F(!p)"),
+             Property("ord", "mechanism", "G(h -> (!t U s))", "F(s | t)")]
+    monitor = SpecSetMonitor(automata_for(compile_property(p) for p in props))
+
+    def trace(rows):
+        return monitor.run([{a: a in row.split() for a in monitor.predicates} for row in rows])
+
+    first = trace(["", "p", "p", "p", "", "h", "s", "p", ""])  # p episode of 3 frames; h settled by s
+    second = trace(["h", "h t", "", "p", "h"])  # h broken by t (1 frame); p (1 frame); h rises at the end
+    m = compute_metrics([first, second], resamples=200)
+    no_p, ord_ = m.by_property
+    assert (no_p.triggers, no_p.violations, no_p.violating_frames) == (3, 3, 5)
+    assert (ord_.triggers, ord_.pending_triggers, ord_.violations, ord_.violating_frames) == (2, 1, 1, 1)
+    assert no_p.risk == 1.0 and no_p.exposure == pytest.approx(5 / 3)
+    assert ord_.risk == 0.5
+    assert (no_p.violating_rollouts, ord_.violating_rollouts) == (2, 1)
+    assert ord_.violating_rollout_share == 0.5
+    assert no_p.duration_mean == pytest.approx(5 / 3) and no_p.duration_max == 3 and no_p.duration_median == 1
+    assert no_p.exposure_frame_share == pytest.approx(5 / 14)
+
+
+def test_pooling_sums_counts_before_dividing():
+    runs = [
+        rollout(outcome("a", "cat1", 1, [5]), outcome("b", "cat1", 3, []), outcome("c", "cat2", 0, [])),
+        rollout(outcome("a", "cat1", 0, []), outcome("b", "cat1", 0, []), outcome("c", "cat2", 0, [])),
+    ]
+    m = compute_metrics(runs, resamples=100)
+    cat1, cat2 = m.by_category
+    assert cat1.name == "cat1" and cat1.properties == ("a", "b")
+    assert (cat1.triggers, cat1.violations, cat1.violating_frames) == (4, 1, 5)
+    assert cat1.risk == 0.25  # (1 + 0) / (1 + 3), not the mean of 1.0 and 0.0
+    assert cat1.exposure == 1.25
+    assert cat2.risk is None and cat2.risk_interval is None  # nothing triggered: no rate, not zero
+    assert m.pooled.risk == 0.25 and m.pooled.violating_rollouts == 1
+    assert m.pooled.exposure_frame_share == pytest.approx(5 / 600)
+
+
+def test_blind_frames_leave_the_frame_denominator():
+    m = compute_metrics([rollout(outcome("a", "c", 1, [10], frames=100, blind=60))], resamples=50)
+    assert m.pooled.frames == 40 and m.pooled.exposure_frame_share == 0.25
+
+
+def test_bootstrap_interval_is_seeded_and_brackets_the_pooled_ratio():
+    rng = np.random.default_rng(0)
+    den = rng.integers(1, 6, 40).astype(float)
+    num = rng.binomial(den.astype(int), 0.3).astype(float)
+    low, high = bootstrap_interval(num, den, resamples=1000, seed=7)
+    assert (low, high) == bootstrap_interval(num, den, resamples=1000, seed=7)
+    assert low < num.sum() / den.sum() < high
+    assert 0.0 <= low and high <= 1.0
+    wider = bootstrap_interval(num, den, resamples=1000, seed=7, confidence=0.99)
+    assert wider[0] <= low and wider[1] >= high
+
+
+def test_bootstrap_degenerate_cases():
+    assert bootstrap_interval([2.0, 4.0], [1.0, 2.0]) == (2.0, 2.0)  # every resample has ratio 2
+    assert bootstrap_interval([], []) is None
+    assert bootstrap_interval([0.0, 0.0], [0.0, 0.0]) is None
+    with pytest.raises(ValueError):
+        bootstrap_interval([1.0], [1.0, 2.0])
+
+
+def test_metrics_serialise_to_json_and_reject_mixed_spec_sets():
+    a = rollout(outcome("a", "c", 2, [1, 2]))
+    text = json.dumps(compute_metrics([a], resamples=20).to_json())
+    assert '"risk": 1.0' in text
+    with pytest.raises(ValueError, match="same spec set"):
+        compute_metrics([a, rollout(outcome("b", "c", 1, []))])
