@@ -232,7 +232,10 @@ def _score_predicates(bag: BagReader, config: ReplayConfig, result: BagResult,
     unsent = False
     for _, t_ns, msg in _timed_messages(bag, {topic}, scorer.timings):
         start = time.perf_counter()
-        sample = m.decode_predicates(msg)
+        try:
+            sample = m.decode_predicates(msg)
+        except SourceError as exc:
+            raise SourceError(f"{bag.path}: {topic} message logged at {t_ns / 1e9:.6f} s: {exc}") from None
         t = sample.t
         if last_t is not None and t <= last_t:
             kind = "duplicate_stamp" if t == last_t else "backwards"
