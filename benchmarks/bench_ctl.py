@@ -6,7 +6,8 @@ to CTL is checked three ways:
 - separate CTL: the same checker on each rollout's own tree (no sharing);
 - separate LTLf: each rollout run through each property's DFA (run-length compressed stepping),
   the usual independent LTL check.
-The three verdicts must agree (the lifting is exact); the script fails otherwise.
+The three verdicts must agree (the lifting is exact); the script fails otherwise. Verdicts only:
+counterexample paths (`TreeChecker.check`) cost extra per violated property, the same either way.
 
 Sources. `--source workcell` runs the MuJoCo workcell with the default grounder (seeds 0..N-1,
 cycling no fault, slip, early_release, place_on_clutter; an undecided predicate keeps its last
@@ -124,13 +125,13 @@ def measure(runs: list[np.ndarray], predicates, lifted, dfas, repeat: int) -> di
 
     def merged_check(tree):
         checker = TreeChecker(tree)
-        return [checker.check(f).holds for f in formulas]
+        return [checker.holds(f) for f in formulas]
 
     def separate_ctl():
         verdicts = [True] * len(formulas)
         for run in runs:
             own = TreeChecker(build_tree([run], predicates))
-            verdicts = [v and own.check(f).holds for v, f in zip(verdicts, formulas)]
+            verdicts = [v and own.holds(f) for v, f in zip(verdicts, formulas)]
         return verdicts
 
     def separate_ltlf():

@@ -217,3 +217,17 @@ def test_many_predicates_and_unsorted_input_order():
     assert tree.trajectories_through(int(tree.trajectory_end[0])) == [0, 1, 3]
     last = int(tree.trajectory_end[2])
     assert tree.valuation(last) == dict(zip(atoms, (~base[24]).tolist()))
+
+
+def test_witnesses_and_counterexamples_run_to_the_deciding_frame():
+    # one run stops at frame 1 (an inner end), the other reaches q at frame 3
+    tree = tree_from_valuations([[{"q": False}] * 2, [{"q": False}] * 3 + [{"q": True}]], names=["short", "long"])
+    checker = TreeChecker(tree)
+    ef = checker.check(parse_ctl("EF q"))
+    assert ef.holds and [int(tree.depth[n]) for n in ef.evidence.path] == [0, 1, 2, 3]  # not cut at the inner end
+    af = checker.check(parse_ctl("AF q"))
+    assert not af.holds and [int(tree.depth[n]) for n in af.evidence.path] == [0, 1]
+    assert af.evidence.notes == ("q never holds from frame 0 to the end of the path at frame 1",)
+    eg = checker.check(parse_ctl("EG !q"))
+    assert eg.holds and len(eg.evidence.path) == 2  # a witness may stop where a run stops
+    assert checker.holds(parse_ctl("EF q")) and not checker.holds(parse_ctl("AF q"))

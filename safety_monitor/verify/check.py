@@ -62,6 +62,10 @@ class TreeChecker:
         start = int(roots[0] if holds else failing[0])
         return CTLResult(f, holds, sat, self.explain(f, start, bool(sat[start])))
 
+    def holds(self, f: CTLFormula) -> bool:
+        """The verdict alone (at every root), without building evidence."""
+        return bool(self.values(f)[self.tree.roots].all())
+
     def values(self, f: CTLFormula) -> np.ndarray:
         got = self._memo.get(f)
         if got is None:
@@ -181,32 +185,43 @@ class TreeChecker:
         return Evidence((node, *after.path), after.decisive, after.notes)
 
     def _walk(self, f, left, right, existential: bool, strong: bool, node: int) -> Evidence:
-        """Follow one path that keeps `f`'s value (true for E, false for A) until it is decided."""
+        """Follow one path that keeps `f`'s value (true for E, false for A) until it is decided,
+        a segment at a time: `f` keeps its value along a segment until a deciding node."""
         tree = self.tree
         fv, lv, rv = self.values(f), self.values(left), self.values(right)
+        stops_at_end = existential != strong  # E[l W r] may end a witness there, A[l U r] fails there
         keep = bool(fv[node])
         path = [node]
         m = node
         while True:
-            if rv[m]:  # existential: reached `right`
-                lead = self._held(left, node, m)
-                return _then(Evidence(tuple(path), (), lead), self.explain(right, m, True))
-            if not lv[m]:  # universal: `left` fails before `right`
-                before = "" if right == _FALSE else f" before {ctl_text(right)} holds"
-                failed = self.explain(left, m, False)
-                failed = Evidence(failed.path, failed.decisive, (failed.notes[0] + before, *failed.notes[1:]))
-                return _then(Evidence(tuple(path), (), ()), failed)
-            if tree.end[m] and (existential or strong):
-                start, stop = int(tree.depth[node]), int(tree.depth[m])
-                right_atoms = ctl_atoms(right)
-                if existential:
-                    note = f"{ctl_text(left)} holds from frame {start} to the end of the path at frame {stop}"
-                    return Evidence(tuple(path), (), (note,))
-                note = (f"{ctl_text(right)} is false at frame {stop}, where the path ends" if start == stop else
-                        f"{ctl_text(right)} never holds from frame {start} to the end of the path at frame {stop}")
-                return Evidence(tuple(path), ((m, right_atoms),) if right_atoms else (), self._held(left, node, m, until=True) + (note,))
+            tail = int(tree.segment_tail[tree.segment[m]])
+            decides = rv[m:tail + 1] | ~lv[m:tail + 1]
+            if stops_at_end:
+                decides = decides | tree.end[m:tail + 1]
+            hits = np.flatnonzero(decides)
+            stop = m + int(hits[0]) if hits.size else tail
+            path.extend(range(m + 1, stop + 1))
+            m = stop
+            if hits.size:
+                break
             m = next(int(c) for c in tree.children(m) if fv[c] == keep)
             path.append(m)
+        if rv[m]:  # existential: reached `right`
+            lead = self._held(left, node, m)
+            return _then(Evidence(tuple(path), (), lead), self.explain(right, m, True))
+        if not lv[m]:  # universal: `left` fails before `right`
+            before = "" if right == _FALSE else f" before {ctl_text(right)} holds"
+            failed = self.explain(left, m, False)
+            failed = Evidence(failed.path, failed.decisive, (failed.notes[0] + before, *failed.notes[1:]))
+            return _then(Evidence(tuple(path), (), ()), failed)
+        start, stop = int(tree.depth[node]), int(tree.depth[m])  # the path ends here
+        if existential:
+            note = f"{ctl_text(left)} holds from frame {start} to the end of the path at frame {stop}"
+            return Evidence(tuple(path), (), (note,))
+        right_atoms = ctl_atoms(right)
+        note = (f"{ctl_text(right)} is false at frame {stop}, where the path ends" if start == stop else
+                f"{ctl_text(right)} never holds from frame {start} to the end of the path at frame {stop}")
+        return Evidence(tuple(path), ((m, right_atoms),) if right_atoms else (), self._held(left, node, m, until=True) + (note,))
 
     def _held(self, left, start: int, stop: int, until: bool = False) -> tuple[str, ...]:
         if left == _TRUE or (start == stop and not until):
