@@ -20,7 +20,7 @@ rollouts getting one of four faults after the grasp: slip, early release, forbid
 placing, object that never settles. Rollouts therefore branch late and are nearly all distinct.
 
     .venv/bin/python benchmarks/bench_ctl.py [--counts 10 100 1000] [--plot ctl.png] [--json rows.json]
-    .venv/bin/python benchmarks/bench_ctl.py --source workcell --counts 10 40
+    .venv/bin/python benchmarks/bench_ctl.py --source workcell --counts 10 40 --rollouts /tmp/workcell40.npz
 """
 from __future__ import annotations
 
@@ -163,6 +163,8 @@ def main() -> int:
     parser.add_argument("--counts", type=int, nargs="+", default=[10, 100, 1000])
     parser.add_argument("--seed", type=int, default=0, help="synthetic source: random seed")
     parser.add_argument("--repeat", type=int, default=3, help="time each phase this often, keep the least")
+    parser.add_argument("--rollouts", metavar="FILE.npz", help="workcell source: reuse the rollouts saved here, "
+                                                                "and save new ones")
     parser.add_argument("--plot", help="write a PNG of time and speedup against N here")
     parser.add_argument("--json", help="write the rows as JSON here")
     args = parser.parse_args()
@@ -178,6 +180,11 @@ def main() -> int:
     print(f"{args.source} rollouts; {len(lifted)} of {len(spec.properties)} properties lifted to CTL; "
           f"{len(predicates)} predicates")
     pool: list[np.ndarray] = []  # workcell rollouts are reused by the larger counts
+    if args.source == "workcell" and args.rollouts and Path(args.rollouts).exists():
+        with np.load(args.rollouts) as saved:
+            if list(saved["predicates"]) != predicates:
+                sys.exit(f"{args.rollouts} was saved for other predicates")
+            pool = [saved[f"run{i}"] for i in range(len(saved.files) - 1)]
 
     def rollouts(n: int) -> list[np.ndarray]:
         if args.source == "synthetic":
@@ -187,6 +194,9 @@ def main() -> int:
             (run,) = from_workcell(TASK, [len(pool)], WORKCELL_FAULTS)
             pool.append(to_matrix(run, predicates, unknown="last"))
             print(f"  {run.name}: {len(run.frames)} frames", file=sys.stderr, flush=True)
+            if args.rollouts:
+                np.savez_compressed(args.rollouts, predicates=np.array(predicates),
+                                    **{f"run{i}": r for i, r in enumerate(pool)})
         return pool[:n]
 
     warm_up = random.Random(-1)
