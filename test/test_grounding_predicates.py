@@ -261,6 +261,18 @@ def test_slip_relative_to_the_end_effector_breaks_sync():
     assert not s.step().values["object_sync"]
 
 
+def test_a_grasped_object_beyond_reach_is_out_of_sync_not_unknown():
+    s = Scene()
+    s.step(3)
+    s.grasp()
+    s.step(6)
+    s.pos["cube"] = s.pos["cube"] + [0.0, 0.0, -0.2]  # it fell out of the hand
+    for f in ("finger_left", "finger_right"):
+        del s.contacts[(f, "cube")]
+    f = s.step()
+    assert f.values["object_grasped"] and not f.values["object_sync"] and "object_sync" not in f.unknown
+
+
 def test_missing_pose_is_unknown_held_and_reported_stale():
     s = Scene()
     s.step(3)

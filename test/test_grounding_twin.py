@@ -167,6 +167,19 @@ def test_twin_geometry_matches_forward_kinematics_and_privileged_contacts(episod
     assert checked > 20
 
 
+@pytest.mark.parametrize("opening", [0.0304, 0.035, 0.04])
+def test_positive_cylinder_box_gaps_are_measured(episode, opening):
+    """The mug's cylinder between the finger pads: gap = finger opening - radius (0.03 m)."""
+    grounder, arm, _, _ = episode
+    q = arm.ik(np.array([0.35, -0.15, 0.5]), [0, 0.5, 1.5, 0, 1.0, 0])
+    x, _ = arm.fk(q)
+    joints = np.concatenate([q, [opening, opening, 0.0, 0.0]])
+    mug = Pose(x.copy(), np.array([1.0, 0.0, 0.0, 0.0]))  # axis vertical, along the fingers
+    geo = grounder.twin.compute(grounder.robot.required_joints, joints, {"mug": mug})
+    for finger in ("finger_left", "finger_right"):
+        assert geo.gap(finger, "mug") == pytest.approx(opening - 0.03, abs=2e-4)
+
+
 MINI_MJCF = """
 <mujoco>
   <worldbody>

@@ -215,7 +215,7 @@ class Grounder:
 
         Each pose is placed at its measurement time (frame time minus age) and compared with the
         end-effector pose at that time, so a slow perception stream does not read as slip. Drift is only
-        tracked for objects within reach of the gripper (no other object can be grasped).
+        tracked for objects within reach of the gripper; one beyond reach has infinite drift.
         """
         window = self.thresholds.durations_s.motion_window
         reach = self.thresholds.distances_m.reach
@@ -236,8 +236,9 @@ class Grounder:
             ch = track.change(window)
             if ch is not None and ch[2] > 0:
                 speed[o] = (ch[0] / ch[2], ch[1] / ch[2])
-            if geo.gripper_gap(o) > reach:
+            if geo.gripper_gap(o) > reach:  # beyond reach of the hand: certainly not moving with it
                 relative.clear()
+                slip[o] = (math.inf, math.inf)
                 continue
             if new:
                 i = self._ee_track.at(measured) or 0
