@@ -26,7 +26,7 @@ def quat_to_matrix(q: np.ndarray) -> np.ndarray:
 
 def rotation_angle(a: np.ndarray, b: np.ndarray) -> float:
     """Angle (rad) of the rotation taking orientation `a` to `b`: trace(a^T b) = sum(a * b)."""
-    c = (float((a * b).sum()) - 1.0) / 2.0
+    c = (float(np.vdot(a, b)) - 1.0) / 2.0
     return math.acos(min(1.0, max(-1.0, c)))
 
 
@@ -36,7 +36,7 @@ class Track:
     def __init__(self, horizon: float):
         self.horizon = horizon
         self.times: list[float] = []
-        self.positions: list[np.ndarray] = []
+        self.positions: list[tuple[float, float, float]] = []
         self.rotations: list[np.ndarray] = []
 
     def add(self, t: float, position: np.ndarray, rotation: np.ndarray) -> bool:
@@ -44,7 +44,7 @@ class Track:
         if self.times and t <= self.times[-1]:
             return False
         self.times.append(t)
-        self.positions.append(position)
+        self.positions.append(tuple(np.asarray(position, dtype=float).tolist()))  # math.dist is fast on tuples
         self.rotations.append(rotation)
         cut = bisect_right(self.times, t - self.horizon) - 1  # keep one sample older than the horizon
         if cut > 64:
