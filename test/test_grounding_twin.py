@@ -7,6 +7,7 @@ computes geometry, as it does on hardware.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from pathlib import Path
 
 import mujoco
@@ -122,6 +123,21 @@ def test_grasp_release_and_settle_frame_by_frame(episode):
     assert not any(f.values["settle_timeout"] or f.values["forbidden_contact"] for f in frames)
     assert frames[0].unknown == {"forbidden_contact", "forbidden_contact_sustained", "object_stable"}  # no velocity yet
     assert all(not f.unknown for f in frames[1:])
+
+
+def test_an_older_pose_of_a_held_object_is_carried_with_the_hand(episode):
+    """Perception at half the control rate: every other frame repeats the previous pose, one frame old.
+    The hand moves up to 1.5 cm a frame while carrying, more than the gripper clearance."""
+    grounder, _, states, _ = episode
+    slow = [st if k % 2 == 0 else dataclasses.replace(
+        st, object_poses=states[k - 1].object_poses, object_ages={o: 1 / RATE for o in st.object_poses})
+        for k, st in enumerate(states)]
+    g = load_default_grounder(RATE)
+    frames = [g.step(st) for st in slow]
+    assert runs(frames, "object_grasped_raw") == [(16, 60)]
+    assert runs(frames, "object_grasped") == [(20, 64)]
+    assert not any(f.values["forbidden_contact"] for f in frames)
+    assert grounder.twin is not g.twin
 
 
 def test_skill_onsets_in_the_episode(episode):

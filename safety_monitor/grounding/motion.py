@@ -11,6 +11,8 @@ from bisect import bisect_right
 
 import numpy as np
 
+TIME_EPS = 1e-9  # seconds: measurement times (frame time minus age) equal up to rounding are the same instant
+
 
 def quat_to_matrix(q: np.ndarray) -> np.ndarray:
     """Unit quaternion (w, x, y, z) -> rotation matrix (normalises first)."""
@@ -41,7 +43,7 @@ class Track:
 
     def add(self, t: float, position: np.ndarray, rotation: np.ndarray) -> bool:
         """Record a pose measured at `t`; a repeat of the newest measurement (same or older t) is skipped."""
-        if self.times and t <= self.times[-1]:
+        if self.times and t <= self.times[-1] + TIME_EPS:
             return False
         self.times.append(t)
         self.positions.append(tuple(np.asarray(position, dtype=float).tolist()))  # math.dist is fast on tuples
@@ -53,7 +55,7 @@ class Track:
 
     def at(self, t: float) -> int | None:
         """Index of the newest sample measured at or before `t` (None if all are newer)."""
-        i = bisect_right(self.times, t) - 1
+        i = bisect_right(self.times, t + TIME_EPS) - 1
         return i if i >= 0 else None
 
     def change(self, window: float) -> tuple[float, float, float] | None:
