@@ -14,6 +14,7 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,6 +28,9 @@ from safety_monitor.grounding.motion import Track, quat_to_matrix
 from safety_monitor.grounding.semantics import ObjectCatalog, load_object_catalog
 from safety_monitor.grounding.state import Pose, RobotState, Wrench
 from safety_monitor.grounding.thresholds import Thresholds, load_thresholds
+
+if TYPE_CHECKING:  # the twin imports MuJoCo; tests with a given FrameGeometry never load it
+    from safety_monitor.grounding.twin import KinematicTwin
 
 PREDICATE_DOCS: dict[str, PredicateDoc] = {
     **grasp.DOCS, **contact.DOCS, **contamination.DOCS, **skills.DOCS, **fixtures.DOCS, **containment.DOCS,
@@ -54,7 +58,7 @@ class Grounder:
     """Stateful estimator set for one robot; call `step` once per control frame, `reset` between episodes."""
 
     def __init__(self, robot: RobotDescription, objects: ObjectCatalog, thresholds: Thresholds,
-                 control_rate_hz: float, twin=None):
+                 control_rate_hz: float, twin: KinematicTwin | None = None):
         _check_entities(robot, objects)
         self.robot, self.catalog, self.thresholds = robot, objects, thresholds
         self.control_rate_hz = float(control_rate_hz)
@@ -67,10 +71,9 @@ class Grounder:
     def twin(self):
         """The kinematic twin, built on first use (imports MuJoCo)."""
         if self._twin is None:
-            from safety_monitor.grounding.twin import KinematicTwin
+            from safety_monitor.grounding.twin import twin_for
 
-            self._twin = KinematicTwin(self.robot, self.thresholds.largest_report_distance,
-                                       self.thresholds.distances_m.contact)
+            self._twin = twin_for(self.robot, self.thresholds)
         return self._twin
 
     def reset(self) -> None:
@@ -277,11 +280,11 @@ def config_dir() -> Path:
 
 
 def load_default_grounder(control_rate_hz: float, config: str | Path | None = None) -> Grounder:
-    """A Grounder from robot.yaml, objects.yaml and thresholds.yaml in `config` (default: config_dir())."""
+    """A Grounder from robot.yaml, objects.yaml and thresholds.yaml in `config` (default: config_dir()),
+    with its twin built at once so a robot YAML that does not match its MJCF fails at start-up."""
     folder = Path(config) if config is not None else config_dir()
-    return Grounder(
-        load_robot_description(folder / "robot.yaml"),
-        load_object_catalog(folder / "objects.yaml"),
-        load_thresholds(folder / "thresholds.yaml"),
-        control_rate_hz,
-    )
+    from safety_monitor.grounding.twin import twin_for
+
+    robot, thresholds = load_robot_description(folder / "robot.yaml"), load_thresholds(folder / "thresholds.yaml")
+    return Grounder(robot, load_object_catalog(folder / "objects.yaml"), thresholds, control_rate_hz,
+                    twin=twin_for(robot, thresholds))

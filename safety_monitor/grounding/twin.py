@@ -23,6 +23,7 @@ from safety_monitor.grounding.description import ENVIRONMENT, HOUSING, RobotDesc
 from safety_monitor.grounding.geometry import Box, FrameGeometry
 from safety_monitor.grounding.motion import quat_to_matrix
 from safety_monitor.grounding.state import Pose
+from safety_monitor.grounding.thresholds import Thresholds
 
 _PARK = 1000.0  # objects without a usable pose are parked this far away, spaced apart
 
@@ -275,6 +276,11 @@ class KinematicTwin:
             jadr = m.body_jntadr[bid]
             if jadr < 0 or m.jnt_type[jadr] != int(mujoco.mjtJoint.mjJNT_FREE):
                 raise GroundingError(f"{where}: objects.{o}: body {self._object_body(o)!r} has no free joint")
+
+
+def twin_for(robot: RobotDescription, thresholds: Thresholds) -> KinematicTwin:
+    """The twin the Grounder uses: gaps reported out to the largest distance threshold."""
+    return KinematicTwin(robot, thresholds.largest_report_distance, thresholds.distances_m.contact)
 
 
 def _id(m: mujoco.MjModel, kind: mujoco.mjtObj, name: str, what: str) -> int:
