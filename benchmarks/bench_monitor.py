@@ -8,6 +8,8 @@ afresh each frame (a worst case: violations on most frames); "realistic" starts 
 1% of frames raises one predicate for a while (geometric, mean 50 frames), so predicates change on ~1%
 of frames. The baseline steps each property the way SafeManip does (DESIGN.md section 9): one boolean
 guard string per DFA edge, evaluated with Python's eval on the frame's dict until one holds.
+Times are CPU seconds of the process (children included for compilation), so other load on a shared
+machine does not inflate them.
 """
 from __future__ import annotations
 
@@ -31,11 +33,14 @@ from safety_monitor.monitor.live import SpecSetMonitor, load_automata  # noqa: E
 from safety_monitor.spec.model import compile_specs, load_specs  # noqa: E402
 
 _LOAD = """
-import sys, time
+import os, sys
 from safety_monitor.monitor.live import load_automata
-start = time.perf_counter()
+def cpu():
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+start = cpu()
 load_automata(sys.argv[1])
-print(time.perf_counter() - start)
+print(cpu() - start)
 """
 
 
@@ -47,7 +52,8 @@ def spec_file() -> Path:
 
 
 def load_seconds(path: Path, cache: str) -> float:
-    """Load + compile + build automata in a fresh process (imports not counted) with this cache."""
+    """CPU seconds (MONA's included) to load, compile and build the automata in a fresh process
+    (imports not counted) with this cache folder."""
     env = dict(os.environ, SAFETY_MONITOR_CACHE_DIR=cache)
     out = subprocess.run([sys.executable, "-c", _LOAD, str(path)], env=env, capture_output=True, text=True, check=True)
     return float(out.stdout.strip().splitlines()[-1])
@@ -79,17 +85,17 @@ def time_live(monitor: SpecSetMonitor, values: np.ndarray, chunk: int = 20_000) 
     spent, events = 0.0, 0
     for lo in range(0, values.shape[0], chunk):
         frames = as_frames(values[lo:lo + chunk], monitor.predicates)
-        start = time.perf_counter()
+        start = time.process_time()
         for frame in frames:
             events += len(monitor.step(frame))
-        spent += time.perf_counter() - start
+        spent += time.process_time() - start
     return spent, events, monitor.finish()
 
 
 def time_batch(batch: BatchMonitor, values: np.ndarray, events: bool) -> tuple[float, object]:
-    start = time.perf_counter()
+    start = time.process_time()
     result = batch.run_matrix(values, events=events)
-    return time.perf_counter() - start, result
+    return time.process_time() - start, result
 
 
 # ----- the guard-string baseline ----------------------------------------------------------------
@@ -205,10 +211,10 @@ def main() -> int:
 
     baseline = GuardStringMonitor(compile_specs(load_specs(path)))
     frames = [dict(zip(live.predicates, row)) for row in rand[:args.baseline_frames].tolist()]
-    start = time.perf_counter()
+    start = time.process_time()
     for frame in frames:
         baseline.step(frame)
-    t_base = time.perf_counter() - start
+    t_base = time.process_time() - start
 
     figures = {
         "spec_file": str(path.relative_to(ROOT)),

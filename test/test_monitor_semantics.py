@@ -204,6 +204,7 @@ def test_missing_or_bad_predicate_values_are_named():
     live.reset()
     with pytest.raises(SpecError, match="predicate 'p' has value 'yes'"):
         live.step({"p": "yes", "r": False})
+    assert live.frame == 0  # a rejected frame leaves the monitor where it was
     live.reset()
     with pytest.raises(SpecError, match="expected a mapping"):
         live.step(["p"])

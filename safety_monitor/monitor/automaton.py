@@ -10,11 +10,11 @@ while any of its predicates is unknown.
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from safety_monitor.errors import SpecError
 from safety_monitor.spec.dfa import TableDFA
 from safety_monitor.spec.model import trigger_text
 
@@ -74,8 +74,12 @@ class MonitorAutomaton:
 
     def decisive_atoms(self, state_before: int, letter: int, code: int) -> tuple[str, ...]:
         """Atoms whose flip alone, on the opening frame, would have kept the main DFA out of its sink."""
-        q = self.main.initial if code & RECOVERED else int(self.main_state[state_before])
+        q = self.main.initial if code & RECOVERED else self._main_states[state_before]
         return _decisive(self, q, letter)
+
+    @functools.cached_property
+    def _main_states(self) -> list[int]:
+        return self.main_state.tolist()
 
 
 @functools.lru_cache(maxsize=65536)
@@ -98,59 +102,53 @@ def build_automaton(compiled) -> MonitorAutomaton:
     rec: TableDFA | None = compiled.recovery
     atoms = tuple(sorted(set(main.atoms) | set(rec.atoms if rec else ()) | set(compiled.trigger_atoms)))
     if len(atoms) > MAX_ATOMS:
-        raise ValueError(f"property {prop.name!r} reads {len(atoms)} predicates; at most {MAX_ATOMS} are supported")
-    close_at_once = bool((prop.options or {}).get("close_on_opening_frame", False))
-    n_letters = 1 << len(atoms)
-    letters = np.arange(n_letters)
+        raise SpecError(f"property {prop.name!r} reads {len(atoms)} predicates (formula, recovery and trigger); "
+                        f"at most {MAX_ATOMS} are supported")
+    close_at_once = (prop.options or {}).get("close_on_opening_frame", False)
+    if not isinstance(close_at_once, bool):
+        raise SpecError(f"property {prop.name!r}: option close_on_opening_frame must be true or false, "
+                        f"got {close_at_once!r}")
+    letters = np.arange(1 << len(atoms))
     main_letter = _project(letters, atoms, main.atoms)
     rec_letter = _project(letters, atoms, rec.atoms) if rec else None
     trigger_value = np.asarray(compiled.trigger_table, dtype=bool)[_project(letters, atoms, compiled.trigger_atoms)]
+    n_main = main.n_states  # combined keys: main state q is q, recovery state r is n_main + r
 
-    # Combined states are ("main", q) and ("rec", r); explore from the main DFA's initial state.
-    start = ("main", main.initial)
-    index = {start: 0}
-    order = [start]
-    rows_next: list[list[int]] = []
-    rows_code: list[list[int]] = []
-
-    def state_id(key) -> int:
-        if key not in index:
-            index[key] = len(order)
-            order.append(key)
-        return index[key]
-
-    def main_step(q: int, a: int) -> tuple[tuple, int]:
-        q2 = int(main.table[q, main_letter[a]])
-        if not main.rejecting_sink[q2]:
-            return ("main", q2), 0
+    def main_row(q: int) -> tuple[np.ndarray, np.ndarray]:
+        """Step the main DFA from q on every letter; a rejection opens an episode (rule 1)."""
+        q2 = main.table[q, main_letter].astype(np.int64)
+        sink = main.rejecting_sink[q2]
+        code = np.where(sink, OPENED, 0)
         if rec is None:
-            return ("main", main.initial), OPENED | CLOSED_AT_ONCE
-        r = int(rec.table[rec.initial, rec_letter[a]])
-        if close_at_once and rec.accepting[r]:
-            return ("main", main.initial), OPENED | CLOSED_AT_ONCE
-        return ("rec", r), OPENED
+            return np.where(sink, main.initial, q2), code | np.where(sink, CLOSED_AT_ONCE, 0)
+        r = rec.table[rec.initial, rec_letter]
+        at_once = sink & rec.accepting[r] if close_at_once else np.zeros_like(sink)
+        nxt = np.where(at_once, main.initial, np.where(sink, n_main + r, q2))
+        return nxt, code | np.where(at_once, CLOSED_AT_ONCE, 0)
 
-    k = 0
-    while k < len(order):
-        mode, s = order[k]
-        nxt, codes = [], []
-        for a in range(n_letters):
-            if mode == "main":
-                key, c = main_step(s, a)
-            else:
-                r2 = int(rec.table[s, rec_letter[a]])
-                if rec.accepting[r2]:
-                    key, c = main_step(main.initial, a)
-                    c |= RECOVERED
-                else:
-                    key, c = ("rec", r2), 0
-            nxt.append(state_id(key))
-            codes.append(c)
-        nxt.append(k)  # blind: no step
-        codes.append(0)
-        rows_next.append(nxt)
-        rows_code.append(codes)
-        k += 1
+    def rec_row(r: int) -> tuple[np.ndarray, np.ndarray]:
+        """Step the recovery DFA; on acceptance close and restart the main DFA on this frame (rule 2)."""
+        r2 = rec.table[r, rec_letter].astype(np.int64)
+        accept = rec.accepting[r2]
+        again, again_code = main_row(main.initial)
+        return np.where(accept, again, n_main + r2), np.where(accept, again_code | RECOVERED, 0)
+
+    # explore the combined states reachable from the main DFA's initial state
+    index = {main.initial: 0}
+    order = [main.initial]
+    rows_next: list[np.ndarray] = []
+    rows_code: list[np.ndarray] = []
+    while len(rows_next) < len(order):
+        key = order[len(rows_next)]
+        keys, code = main_row(key) if key < n_main else rec_row(key - n_main)
+        for k in np.unique(keys).tolist():
+            if k not in index:
+                index[k] = len(order)
+                order.append(k)
+        blind_self = len(rows_next)  # the blind letter: no step
+        rows_next.append(np.append([index[k] for k in keys.tolist()], blind_self))
+        rows_code.append(np.append(code, 0))
+    order = [("main", k) if k < n_main else ("rec", k - n_main) for k in order]
 
     next_table = np.array(rows_next, dtype=np.int32)
     code_table = np.array(rows_code, dtype=np.uint8)
@@ -192,22 +190,24 @@ def _project(letters: np.ndarray, atoms: tuple[str, ...], sub: tuple[str, ...]) 
 
 def _run_shape(next_table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per letter, the (tail, period) of repeating it: after `tail` steps every state lies on a cycle
-    whose length divides `period`, so a run of length n >= tail acts like tail + (n - tail) % period."""
+    whose length divides `period`, so a run of length n >= tail acts like tail + (n - tail) % period.
+    Period 0 marks letters whose runs are not worth compressing."""
     n_states, n_cols = next_table.shape
-    tails = np.zeros(n_cols, dtype=np.int64)
-    periods = np.zeros(n_cols, dtype=np.int64)
-    for a in range(n_cols):
-        f = next_table[:, a].tolist()
-        tail, period = 0, 1
-        for s in range(n_states):
-            seen = {}
-            x, i = s, 0
-            while x not in seen:
-                seen[x] = i
-                x, i = f[x], i + 1
-            tail = max(tail, seen[x])
-            period = math.lcm(period, i - seen[x])
-        if tail + 2 * period > _MAX_COMPRESSED_RUN:
-            period = 0
-        tails[a], periods[a] = tail, period
+    cols = np.arange(n_cols)
+    seq = [np.repeat(np.arange(n_states)[:, None], n_cols, axis=1)]  # seq[t][s, a] = f_a^t(s)
+    for _ in range(n_states):
+        seq.append(next_table[seq[-1], cols])
+    on_cycle = np.zeros((n_states, n_cols), dtype=bool)  # after n_states steps every run is on its cycle
+    on_cycle[seq[-1], cols] = True
+    tail = np.full((n_states, n_cols), n_states)
+    for t in range(n_states, -1, -1):
+        tail[on_cycle[seq[t], cols]] = t
+    length = np.zeros((n_states, n_cols), dtype=np.int64)
+    z = seq[-1]
+    for p in range(1, n_states + 1):
+        z = next_table[z, cols]
+        length[(z == seq[-1]) & (length == 0)] = p
+    tails = tail.max(axis=0).astype(np.int64)
+    periods = np.lcm.reduce(length, axis=0)
+    periods[tails + 2 * periods > _MAX_COMPRESSED_RUN] = 0
     return tails, periods

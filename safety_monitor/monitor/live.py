@@ -74,6 +74,7 @@ class SpecSetMonitor:
         self._ones = sum(1 << (8 * i) for i in range(len(preds)))
         self._all_unknown = self._ones
         self._positions = [tuple(position[a] for a in auto.atoms) for auto in self.automata]
+        self._pickers = [_picker(pos) for pos in self._positions]
         self._sel, self._lut, self._width = [], [], []
         self._nxt, self._code, self._stat, self._rest, self._trig, self._blind = [], [], [], [], [], []
         for auto, pos in zip(self.automata, self._positions):
@@ -146,23 +147,20 @@ class SpecSetMonitor:
                 raise SpecError(f"frame {i}: no value for predicate {exc.args[0]!r}") from None
             except TypeError:
                 raise SpecError(f"frame {i}: expected a mapping predicate -> bool, got {type(frame).__name__}") from None
-        self._i = i + 1
-        self._t = t
-        self._times.append(t)
         if values == self._last_values:
+            self._i, self._t = i + 1, t
+            self._times.append(t)
             self._ring.append(self._last_values)
             if not self._active:
                 return _NO_EVENTS
-            letters = self._letters
             todo = list(self._active)
-            new = letters
+            new = self._letters
         else:
+            mask, unknown = (0, self._all_unknown) if values is None else self._encode(values, i)
+            self._i, self._t = i + 1, t
+            self._times.append(t)
             self._ring.append(values)
             self._last_values = values
-            if values is None:
-                mask, unknown = 0, self._all_unknown
-            else:
-                mask, unknown = self._encode(values, i)
             changed = (mask ^ self._mask) | (unknown ^ self._unknown)
             self._mask, self._unknown = mask, unknown
             sel, stat = self._sel, self._stationary
@@ -230,8 +228,12 @@ class SpecSetMonitor:
 
     def run(self, frames: Iterable[Mapping[str, object] | None], times: Iterable[float | None] | None = None) -> TraceResult:
         """Step a whole trace frame by frame (the reference path) and finish it; events included."""
+        frames = list(frames)
+        times = [None] * len(frames) if times is None else list(times)
+        if len(times) != len(frames):
+            raise ValueError(f"{len(times)} times for {len(frames)} frames")
         collected: list[Event] = []
-        for frame, t in zip(frames, times) if times is not None else ((f, None) for f in frames):
+        for frame, t in zip(frames, times):
             collected.extend(self.step(frame, t))
         result = self.finish()
         return TraceResult(result.frames, result.outcomes, tuple(collected) + result.events)
@@ -260,12 +262,14 @@ class SpecSetMonitor:
         count = last - first + 1
         if count > len(self._ring) or last != self._i - 1:
             raise SourceError(f"frames {first}..{last} are outside the monitor's history of {self.history} frames")
-        pos = self._positions[j]
+        pick, unknown = self._pickers[j], (None,) * len(self._positions[j])
         rows: list = []
         prev, row = _NEVER, None
         for v in islice(reversed(self._ring), count):
             if v is not prev:  # unchanged frames share one tuple: decode each once
-                prev, row = v, _pick(v, pos)
+                prev = v
+                row = unknown if v is None else pick(v)
+                row = unknown if None in row else tuple(map(bool, row))  # blind: every value unknown
             rows.append(row)
         rows.reverse()
         times = list(islice(reversed(self._times), count))
@@ -273,14 +277,13 @@ class SpecSetMonitor:
         return rows, times
 
 
-def _pick(values: tuple | None, positions: tuple[int, ...]) -> tuple[bool | None, ...]:
-    """A property's values on one frame; all None when any of them is unknown (the property was blind)."""
-    if values is None:
-        return (None,) * len(positions)
-    row = tuple(values[p] for p in positions)
-    if None in row:
-        return (None,) * len(positions)
-    return tuple(bool(v) for v in row)
+def _picker(positions: tuple[int, ...]):
+    """A property's values out of a frame tuple, always as a tuple."""
+    if len(positions) == 1:
+        return lambda values, _p=positions[0]: (values[_p],)
+    if not positions:
+        return lambda values: ()
+    return operator.itemgetter(*positions)
 
 
 class _Never:
