@@ -125,3 +125,13 @@ def test_writer_refuses_to_overwrite_and_to_change_a_topic_type(tmp_path):
         w.write_clock(1.0, topic="/x")
         with pytest.raises(SourceError, match="/x has type rosgraph_msgs/msg/Clock"):
             w.write_joint_state("/x", 1.0, ["a"], [0.0])
+
+
+@pytest.mark.parametrize("store", [Stores.ROS2_HUMBLE, Stores.ROS2_JAZZY])
+def test_bags_with_older_distributions_definitions_read_back(tmp_path, store):
+    bag = _write(tmp_path / "bag", "sqlite3", n=3, typestore=get_typestore(store))
+    with BagReader(bag) as r:
+        samples = [m.joint_state_sample(msg) for _, _, msg in r.messages({"/joint_states"})]
+        preds = [m.decode_predicates(msg) for _, _, msg in r.messages({"/safety_monitor/predicates"})]
+    assert [s.position[0] for s in samples] == pytest.approx([0.0, 0.01, 0.02])
+    assert [p.frame for p in preds] == [0, 1, 2]
