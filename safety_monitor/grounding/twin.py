@@ -141,8 +141,11 @@ class KinematicTwin:
         near = np.sqrt(np.einsum("ij,ij->i", diff, diff)) - self._pair_rbound <= self.margin
         pa, pb, pkey, margin = self._pa_list, self._pb_list, self._pair_key, self.margin
         for i in np.flatnonzero(near).tolist():
+            known = best.get(pkey[i], np.inf)
+            if known <= 0.0:  # already touching: a positive distance cannot matter
+                continue
             gap = mujoco.mj_geomDistance(m, d, pa[i], pb[i], margin, None)
-            if gap < margin and gap < best.get(pkey[i], np.inf):
+            if gap < margin and gap < known:
                 best[pkey[i]] = gap
         names, out = self.entities, {}
         for key, gap in best.items():
