@@ -218,3 +218,9 @@ def test_step_reports_events_as_they_happen_and_finish_resets():
     result = live.finish()
     assert [e.kind for e in result.events] == ["unrecovered_at_end"] and result.frames == 2
     assert live.frame == 0
+
+
+def test_close_on_opening_frame_must_be_a_boolean():
+    prop = Property("no_p", "collision_contact", "G(!p)", "F(r)", options={"close_on_opening_frame": "yes"})
+    with pytest.raises(SpecError, match="close_on_opening_frame must be true or false"):
+        make(prop)

@@ -50,8 +50,6 @@ class MonitorAutomaton:
     run_tail: np.ndarray  # int per letter (blind included): steps until every state is on its cycle
     run_period: np.ndarray  # int per letter: lcm of the cycle lengths (0 = do not compress)
 
-    initial = 0
-
     @property
     def n_states(self) -> int:
         return int(self.next.shape[0])

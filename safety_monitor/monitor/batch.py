@@ -36,6 +36,8 @@ class BatchMonitor:
 
     def __init__(self, automata: Sequence[MonitorAutomaton], predicates: Sequence[str] | None = None,
                  *, history: int = DEFAULT_HISTORY) -> None:
+        if history < 1:
+            raise ValueError("history must be at least one frame")
         self.automata = tuple(automata)
         self.predicates = predicate_order(self.automata, predicates)
         self.history = history
