@@ -2,8 +2,9 @@
 
 The events topic is transient local, so a console started late still gets the monitor's history.
 Views: an interactive curses screen (arrows select a violation, q quits), a plain view reprinted on
-every change when the output is not a terminal, and `--once` (text) or `--json`, which collect for
-`--timeout` seconds, print one snapshot and exit (for scripts and tests).
+every change when the output is not a terminal, and `--once` (text) or `--json`, which print one
+snapshot and exit once a monitor's history has arrived (matched, then quiet for a second) or after
+`--timeout` seconds (for scripts and tests).
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from typing import Any
 from safety_monitor.monitor.events import BLIND, DISCARDED_TRUNCATED, OPENED, SEEING, UNRECOVERED_AT_END
 
 EVENTS_TOPIC = "safety_monitor/events"
+QUIET_S = 1.0  # --once/--json: a matched monitor silent this long has delivered its history
 
 
 def _key(event: dict[str, Any]) -> tuple:
@@ -141,15 +143,13 @@ def watch(args: argparse.Namespace) -> int:
             node.get_logger().error(f"undecodable events message: {exc}")
         changed[0] = True
 
-    node.create_subscription(m.rclpy_types().DiagnosticArray, _topic(args.namespace), on_events, qos.EVENTS)
+    sub = node.create_subscription(m.rclpy_types().DiagnosticArray, _topic(args.namespace), on_events, qos.EVENTS)
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
     spin = lambda: executor.spin_once(timeout_sec=0.05)  # noqa: E731
     try:
         if args.once or args.json:
-            end = time.monotonic() + args.timeout
-            while time.monotonic() < end:
-                spin()
+            collect(spin, sub, board, args.timeout)
             print(json.dumps(board.snapshot(), indent=2) if args.json else "\n".join(board.lines()))
         elif sys.stdout.isatty():
             import curses
@@ -167,6 +167,22 @@ def watch(args: argparse.Namespace) -> int:
         node.destroy_node()
         context.try_shutdown()
     return 0
+
+
+def collect(spin, sub, board: AlertBoard, timeout: float) -> None:
+    """Spin until a monitor has been matched and quiet for QUIET_S (its history has arrived), or
+    until `timeout` seconds have passed (no monitor, or one that keeps talking)."""
+    start = time.monotonic()
+    matched_at = None
+    count, last_change = board.received, start
+    while (now := time.monotonic()) - start < timeout:
+        if matched_at is None and sub.get_publisher_count() > 0:
+            matched_at = now
+        if board.received != count:
+            count, last_change = board.received, now
+        if matched_at is not None and now - max(matched_at, last_change) >= QUIET_S:
+            return
+        spin()
 
 
 def _curses_loop(screen, board: AlertBoard, spin, changed: list[bool]) -> None:
@@ -198,9 +214,10 @@ def _curses_loop(screen, board: AlertBoard, spin, changed: list[bool]) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--namespace", default="", help="the robot's namespace (events on <ns>/safety_monitor/events)")
-    parser.add_argument("--once", action="store_true", help="collect for --timeout seconds, print once, exit")
+    parser.add_argument("--once", action="store_true", help="print one snapshot once the history has arrived (at most --timeout s), exit")
     parser.add_argument("--json", action="store_true", help="like --once, printing a JSON snapshot")
-    parser.add_argument("--timeout", type=float, default=2.0, help="seconds to collect in --once/--json (default 2)")
+    parser.add_argument("--timeout", type=float, default=5.0,
+                        help="--once/--json: give up waiting for a monitor after this many seconds (default 5)")
     parser.add_argument("--recent", type=int, default=20, help="recent events kept on screen (default 20)")
 
 

@@ -46,6 +46,7 @@ class EstimatorNode(Node):
         if min(p.control_rate_hz, p.joint_states_timeout_s, p.diagnostics_period_s) <= 0:
             raise SafetyMonitorError("estimator_node: rates, gaps, timeouts and periods must be > 0")
         self.grounder = load_default_grounder(p.control_rate_hz, p.config_dir or None)
+        self.grounder.twin  # build the kinematic twin now, not on the first frame  # noqa: B018
         robot = self.grounder.robot
         self._mapping = StreamMapping(
             joint_states=self.topics.joint_states, wrench=self.topics.wrench or None,

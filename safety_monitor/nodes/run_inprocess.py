@@ -18,6 +18,9 @@ from safety_monitor.errors import SafetyMonitorError
 from safety_monitor.nodes.monitor_node import Rollout
 
 STORAGES = {"mcap": "mcap", "db3": "sqlite3", "sqlite3": "sqlite3"}
+# In one process a frame is only late when the process itself was busy (building the next episode,
+# a loaded machine); the watchdogs then wait longer, so load never injects a blind frame.
+IN_PROCESS_TIMEOUT_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -92,10 +95,12 @@ def run(options: LiveRunOptions) -> LiveRun:
     interrupted = False
     start = time.monotonic()
     try:
-        monitor = MonitorNode(**common, parameter_overrides=(
-            [Parameter("events_log", value=options.events)] if options.events else []))
+        monitor = MonitorNode(**common, parameter_overrides=[
+            Parameter("predicates_timeout_s", value=IN_PROCESS_TIMEOUT_S),
+            *([Parameter("events_log", value=options.events)] if options.events else [])])
         nodes.append(monitor)
-        nodes.append(EstimatorNode(**common))
+        nodes.append(EstimatorNode(**common, parameter_overrides=[
+            Parameter("joint_states_timeout_s", value=IN_PROCESS_TIMEOUT_S)]))
         if options.record:
             recorder = RecorderNode(options.record, OBJECTS, storage, split_rollouts=options.episodes > 1, **common)
             nodes.append(recorder)

@@ -37,7 +37,8 @@ _SAME_SAMPLE_S = 1e-6  # pose sample times closer than this are the same sample
 @dataclass(frozen=True)
 class SimParams:
     task: str = field("", "task of every episode ('' = the fault's task, pick_and_place_cube without fault)")
-    fault: str = field("", "fault of every episode; 'none' = fault-free; '' = cycle fault-free, then each fault")
+    fault: str = field("", "fault of every episode ('none' = fault-free), a comma-separated list to cycle, "
+                           "or '' to cycle fault-free then each fault")
     episodes: int = field(1, "episodes to run (seeds seed, seed+1, ...)")
     seed: int = field(0, "seed of the first episode")
     pace: str = field("realtime", "'realtime' (wall-clock timer) or 'lockstep' (as fast as predicates return)")
@@ -50,23 +51,26 @@ class SimParams:
 
 
 def episode_schedule(task: str, fault: str, episodes: int) -> list[tuple[str, str | None]]:
-    """(task, fault or None) of each episode, as the sim node runs them."""
+    """(task, fault or None) of each episode. `fault`: a name, "none" (fault-free), a comma-separated
+    list of those to cycle through, or "" to cycle fault-free then every fault (of `task`, if given)."""
     from safety_monitor.sim.faults import FAULTS
     from safety_monitor.sim.tasks import TASKS
 
     if task and task not in TASKS:
         raise SafetyMonitorError(f"unknown task {task!r}; known: {', '.join(TASKS)}")
-    if fault and fault != "none":
-        if fault not in FAULTS:
-            raise SafetyMonitorError(f"unknown fault {fault!r}; known: none, {', '.join(FAULTS)}")
-        if task and FAULTS[fault].task != task:
-            raise SafetyMonitorError(f"fault {fault!r} is defined on task {FAULTS[fault].task!r}, not {task!r}")
-        cycle = [(FAULTS[fault].task, fault)]
-    elif fault == "none":
-        cycle = [(task or DEFAULT_TASK, None)]
-    else:
-        cycle = [(task or DEFAULT_TASK, None)]
-        cycle += [(spec.task, name) for name, spec in FAULTS.items() if not task or spec.task == task]
+    names = [n.strip() for n in fault.split(",") if n.strip()]
+    if not names:
+        names = ["none"] + [n for n, spec in FAULTS.items() if not task or spec.task == task]
+    cycle = []
+    for name in names:
+        if name == "none":
+            cycle.append((task or DEFAULT_TASK, None))
+        elif name not in FAULTS:
+            raise SafetyMonitorError(f"unknown fault {name!r}; known: none, {', '.join(FAULTS)}")
+        elif task and FAULTS[name].task != task:
+            raise SafetyMonitorError(f"fault {name!r} is defined on task {FAULTS[name].task!r}, not {task!r}")
+        else:
+            cycle.append((FAULTS[name].task, name))
     return [cycle[i % len(cycle)] for i in range(episodes)]
 
 
@@ -150,7 +154,7 @@ class SimNode(Node):
         counting during `running` never counts the previous episode's frames."""
         if self._phase != "running":
             return
-        self._acked += 1
+        self._acked = min(self._acked + 1, self._published)  # late answers after a timeout add no slack
         self._progress_at = time.monotonic()
         self._pump()
 

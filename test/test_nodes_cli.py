@@ -1,0 +1,98 @@
+"""`safety-monitor alerts` (board, text, JSON over a live topic) and the `sim` live-run CLI's checks
+and summary."""
+import json
+import uuid
+from types import SimpleNamespace
+
+import pytest
+
+from safety_monitor.cli import main
+from safety_monitor.nodes.alerts import AlertBoard, counterexample_lines
+from safety_monitor.nodes.cli import summarize, summary_lines
+
+SPECS = """
+predicates: [a, b]
+properties:
+  - name: never_a
+    category: action_onset
+    formula: "G(b -> !a)"
+    recovery: "F(!a)"
+"""
+
+
+@pytest.fixture(scope="module")
+def events(tmp_path_factory):
+    """Real monitor events: b rises at frame 1, never_a opens at frame 3 and recovers at frame 4."""
+    from safety_monitor.monitor.live import SpecSetMonitor
+
+    path = tmp_path_factory.mktemp("specs") / "specs.yaml"
+    path.write_text(SPECS)
+    monitor = SpecSetMonitor.from_spec_file(path)
+    out = []
+    for i, (a, b) in enumerate([(False, False), (False, True), (False, True), (True, True), (False, True)]):
+        out += [{**e.to_json(), "rollout": 0, "robot": "r1"} for e in monitor.step({"a": a, "b": b}, 1.0 + 0.002 * i)]
+    return json.loads(json.dumps(out))
+
+
+def test_board_tracks_open_violations_and_shows_the_counterexample(events):
+    board = AlertBoard(recent=5)
+    board.update(events[:1])
+    assert [e["property"] for e in board.open.values()] == ["never_a"]
+    text = "\n".join(board.lines())
+    assert "OPEN VIOLATIONS (1)" in text and "never_a opened at frame 3" in text
+    lines = counterexample_lines(board.selected())
+    assert "frames 1..3, trigger at frame 1" in lines and "a  1-2 false, 3 true" in lines and "b  1-3 true" in lines
+    board.update(events[1:])
+    assert board.open == {} and board.selected()["kind"] == "opened"  # the last one opened stays inspectable
+    board.update([{"kind": "blind", "property": "never_a", "robot": "r1", "frame": 9},
+                  {"kind": "blind", "property": "other", "robot": "r1", "frame": 9}])
+    board.update([{"kind": "seeing", "property": "never_a", "robot": "r1", "frame": 12}])
+    assert [b["property"] for b in board.snapshot()["blind"]] == ["other"]
+
+
+def test_alerts_json_reads_the_transient_local_history(events, capsys):
+    rclpy = pytest.importorskip("rclpy")
+    from safety_monitor.nodes import qos
+    from safety_monitor.sources import messages as m
+
+    ns = "a" + uuid.uuid4().hex[:8]
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node("fake_monitor", namespace=ns, context=context)
+    T = m.rclpy_types()
+    pub = node.create_publisher(T.DiagnosticArray, "safety_monitor/events", qos.EVENTS)
+    pub.publish(m.events_msg(T, events[:1], events[0]["t"]))  # published before the console starts
+    try:
+        assert main(["alerts", "--json", "--namespace", ns, "--timeout", "20"]) == 0
+    finally:
+        node.destroy_node()
+        context.try_shutdown()
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["received"] == 1
+    assert [(e["property"], e["frame"], e["robot"]) for e in shown["open"]] == [("never_a", 3, "r1")]
+    assert shown["open"][0]["counterexample"] == events[0]["counterexample"]
+
+
+def test_sim_rejects_an_unknown_fault_before_starting_ros(capsys):
+    assert main(["sim", "--fault", "early_release,bogus"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unknown fault 'bogus'" in err[0]
+
+
+def test_summary_checks_each_episode_against_its_fault_label(events):
+    from safety_monitor.sim.faults import FAULTS
+
+    rollouts = [
+        SimpleNamespace(index=0, task="pick_and_place_cube", fault="", seed=0, succeeded=True, frames=100, events=[]),
+        SimpleNamespace(index=1, task="pick_and_place_mug", fault="slip", seed=1, succeeded=False, frames=90,
+                        events=events),  # never_a: no fault's label allows it
+    ]
+    live = SimpleNamespace(rollouts=rollouts, wall_s=1.0, events_log="/tmp/e.jsonl", bags=[], interrupted=False)
+    s = summarize(live)
+    first, second = s["episodes"]
+    assert first["as_labelled"] and first["opened"] == {} and first["fault"] is None
+    assert not second["as_labelled"] and second["opened"] == {"never_a": 1}
+    assert second["missing"] == sorted(FAULTS["slip"].expected_properties) and second["unexpected"] == ["never_a"]
+    assert s["events_per_property"] == {"never_a": {"opened": 1, "recovered": 1}}
+    text = "\n".join(summary_lines(s))
+    assert "unexpected never_a" in text and "as labelled" in text and "failed" in text

@@ -1,0 +1,95 @@
+"""The estimator node over real topics: one predicates message per /joint_states, equal to grounding
+the same states directly; a start marker resets it; stopped joints turn its diagnostics STALE."""
+import dataclasses
+import itertools
+import time
+import uuid
+
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+
+from rclpy.parameter import Parameter  # noqa: E402
+
+from safety_monitor.nodes import qos  # noqa: E402
+from safety_monitor.nodes.episode_marker import START, EpisodeMarker, marker_msg  # noqa: E402
+from safety_monitor.sources import messages as m  # noqa: E402
+
+FRAMES = 40
+OFFSET = 1.0  # the sim node's time of the first episode
+
+
+def spin_until(executor, condition, timeout=15.0):
+    end = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < end, "timed out"
+        executor.spin_once(timeout_sec=0.02)
+
+
+@pytest.fixture(scope="module")
+def states():
+    from safety_monitor.sim.runner import run_episode
+
+    return list(itertools.islice(run_episode("pick_and_place_mug", None, 0), FRAMES))
+
+
+def test_predicates_match_direct_grounding_and_stop_turns_stale(states):
+    from safety_monitor.grounding.grounder import load_default_grounder
+    from safety_monitor.nodes.estimator_node import EstimatorNode
+
+    direct = load_default_grounder(500.0)
+    expected = [direct.step(dataclasses.replace(s, t=s.t + OFFSET)) for s in states]
+
+    ns = "/e" + uuid.uuid4().hex[:8]
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = EstimatorNode(context=context, namespace=ns, parameter_overrides=[
+        Parameter("joint_states_timeout_s", value=0.3), Parameter("diagnostics_period_s", value=0.2)])
+    probe = rclpy.create_node("probe", namespace=ns, context=context)
+    T = m.rclpy_types()
+    got, diag = [], []
+    probe.create_subscription(T.DiagnosticArray, "safety_monitor/predicates",
+                              lambda msg: got.append(m.decode_predicates(msg)), qos.PREDICATES)
+    probe.create_subscription(T.DiagnosticArray, "/diagnostics", lambda msg: diag.extend(
+        (s.level, s.message) for s in msg.status if s.hardware_id == ns.strip("/")), qos.DIAGNOSTICS)
+    joints = probe.create_publisher(T.JointState, "joint_states", qos.input_qos())
+    wrench = probe.create_publisher(T.WrenchStamped, "wrist_wrench", qos.input_qos())
+    poses = {o: probe.create_publisher(T.PoseStamped, f"objects/{o}/pose", qos.input_qos()) for o in states[0].object_poses}
+    markers = probe.create_publisher(T.DiagnosticArray, "safety_monitor/episode", qos.EPISODE)
+    executor = rclpy.executors.SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    executor.add_node(probe)
+    try:
+        spin_until(executor, lambda: all(p.get_subscription_count() for p in (joints, wrench, markers, *poses.values())))
+        sent: dict[str, float] = {}
+        for k, s in enumerate(states):  # one frame at a time, as the lockstep sim does
+            t = s.t + OFFSET
+            wrench.publish(m.wrench_msg(T, t, s.wrench))
+            for name, pose in s.object_poses.items():
+                sampled = t - s.object_ages[name]
+                if sampled > sent.get(name, -1.0) + 1e-6:
+                    sent[name] = sampled
+                    poses[name].publish(m.pose_msg(T, sampled, pose))
+            joints.publish(m.joint_state_msg(T, t, s.joint_names, s.joint_position, s.joint_velocity, s.joint_effort))
+            spin_until(executor, lambda: len(got) == k + 1)
+        assert [g.frame for g in got] == list(range(FRAMES))
+        for g, e in zip(got, expected):
+            assert g.t == pytest.approx(e.t, abs=1e-9)
+            assert dict(g.values) == e.values and g.unknown == e.unknown
+
+        spin_until(executor, lambda: diag and diag[-1][0] == T.DiagnosticStatus.STALE, timeout=5.0)
+        assert "no joint_states" in diag[-1][1]
+
+        # a new rollout: the next frame is frame 0 of a fresh estimator state
+        t0 = states[-1].t + OFFSET + 0.5
+        markers.publish(marker_msg(T, EpisodeMarker(START, 1, t0)))
+        spin_until(executor, lambda: node.frames == 0)
+        s = states[0]
+        joints.publish(m.joint_state_msg(T, s.t + t0, s.joint_names, s.joint_position, s.joint_velocity, s.joint_effort))
+        spin_until(executor, lambda: len(got) == FRAMES + 1)
+        assert got[-1].frame == 0
+        spin_until(executor, lambda: diag[-1][0] != T.DiagnosticStatus.STALE, timeout=5.0)
+    finally:
+        node.destroy_node()
+        probe.destroy_node()
+        context.try_shutdown()

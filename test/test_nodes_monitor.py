@@ -1,0 +1,159 @@
+"""The monitor node on a hand-fed predicates topic: events are logged before they are published,
+diagnostics go ERROR on a violation, OK on recovery, STALE (and every property blind) when
+predicates stop; end markers close the trace."""
+import json
+import time
+import uuid
+
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+
+from rclpy.parameter import Parameter  # noqa: E402
+
+from safety_monitor.errors import SafetyMonitorError  # noqa: E402
+from safety_monitor.nodes import qos  # noqa: E402
+from safety_monitor.nodes.episode_marker import END, START, EpisodeMarker, marker_msg  # noqa: E402
+from safety_monitor.sources import messages as m  # noqa: E402
+
+SPECS = """
+predicates: [a, b]
+properties:
+  - name: never_a
+    category: collision_contact
+    formula: "G(!a)"
+    recovery: "F(!a)"
+  - name: b_then_not_a
+    category: action_onset
+    formula: "G(b -> !a)"
+    recovery: "F(!b)"
+"""
+TIMEOUT_S = 0.4
+
+
+def spin_until(executor, condition, timeout=10.0):
+    end = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < end, "timed out"
+        executor.spin_once(timeout_sec=0.02)
+
+
+@pytest.fixture
+def harness(tmp_path):
+    from safety_monitor.nodes.monitor_node import MonitorNode
+
+    specs = tmp_path / "specs.yaml"
+    specs.write_text(SPECS)
+    log = tmp_path / "events.jsonl"
+    ns = "/t" + uuid.uuid4().hex[:8]
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    monitor = MonitorNode(context=context, namespace=ns, parameter_overrides=[
+        Parameter("specs", value=str(specs)), Parameter("events_log", value=str(log)),
+        Parameter("predicates_timeout_s", value=TIMEOUT_S), Parameter("diagnostics_period_s", value=0.2)])
+    probe = rclpy.create_node("probe", namespace=ns, context=context)
+    T = m.rclpy_types()
+    h = type("H", (), {})()
+    h.monitor, h.log, h.ns, h.types = monitor, log, ns, T
+    h.events, h.logged_first, h.diagnostics = [], [], []
+
+    def on_events(msg):
+        logged = [json.loads(line) for line in log.read_text().splitlines()]
+        for e in m.decode_events(msg):
+            h.events.append(e)
+            h.logged_first.append(any(all(r.get(k) == e[k] for k in e) for r in logged))
+
+    def on_diag(msg):
+        hw = ns.strip("/")
+        h.diagnostics.extend((s.name.split(": ")[-1], s.level, s.message) for s in msg.status if s.hardware_id == hw)
+
+    probe.create_subscription(T.DiagnosticArray, "safety_monitor/events", on_events, qos.EVENTS)
+    probe.create_subscription(T.DiagnosticArray, "/diagnostics", on_diag, qos.DIAGNOSTICS)
+    h.pred_pub = probe.create_publisher(T.DiagnosticArray, "safety_monitor/predicates", qos.PREDICATES)
+    h.marker_pub = probe.create_publisher(T.DiagnosticArray, "safety_monitor/episode", qos.EPISODE)
+    h.executor = rclpy.executors.SingleThreadedExecutor(context=context)
+    h.executor.add_node(monitor)
+    h.executor.add_node(probe)
+    h.frame = 0
+
+    def send(a, b=False):
+        t = 1.0 + 0.002 * h.frame
+        sample = m.PredicateSample(values={"a": a, "b": b}, t=t, frame=h.frame)
+        h.pred_pub.publish(m.predicates_msg(T, sample))
+        h.frame += 1
+        return t
+
+    h.send = send
+    spin_until(h.executor, lambda: h.pred_pub.get_subscription_count() >= 1)
+    yield h
+    monitor.destroy_node()
+    probe.destroy_node()
+    context.try_shutdown()
+
+
+def level_of(h, prop):
+    return [lvl for name, lvl, _ in h.diagnostics if name == prop][-1]
+
+
+def test_violation_is_logged_before_it_is_published_and_alerts_follow_the_episode(harness):
+    h, S = harness, harness.types.DiagnosticStatus
+    for _ in range(3):
+        h.send(False)
+    h.send(True)  # opens never_a
+    spin_until(h.executor, lambda: any(e["kind"] == "opened" for e in h.events))
+    opened = next(e for e in h.events if e["kind"] == "opened")
+    assert opened["property"] == "never_a" and opened["frame"] == 3
+    assert opened["counterexample"]["values"]["a"][-1] == [3, 3, True]
+    # when a subscriber receives an event, its line (every field equal) is already in the log
+    assert h.logged_first and all(h.logged_first)
+    spin_until(h.executor, lambda: h.diagnostics and level_of(h, "never_a") == S.ERROR)
+    assert level_of(h, "b_then_not_a") == S.OK
+
+    h.send(False)  # F(!a) holds: recovered, the property re-arms
+    spin_until(h.executor, lambda: any(e["kind"] == "recovered" for e in h.events))
+    spin_until(h.executor, lambda: level_of(h, "never_a") == S.OK)
+    lines = [json.loads(x) for x in h.log.read_text().splitlines()]
+    assert [(r["property"], r["kind"]) for r in lines] == [("never_a", "opened"), ("never_a", "recovered")]
+    assert all("wall_time" in r and r["robot"] == h.ns.strip("/") for r in lines)
+
+
+def test_stopped_predicates_turn_every_property_unknown_until_they_resume(harness):
+    h, S = harness, harness.types.DiagnosticStatus
+    h.send(False)
+    spin_until(h.executor, lambda: h.monitor.monitor.frame == 1)
+    stopped = time.monotonic()
+    spin_until(h.executor, lambda: {e["property"] for e in h.events if e["kind"] == "blind"} == {"never_a", "b_then_not_a"})
+    assert time.monotonic() - stopped >= TIMEOUT_S
+    spin_until(h.executor, lambda: level_of(h, "monitor") == S.STALE and level_of(h, "never_a") == S.STALE)
+    h.send(False)
+    spin_until(h.executor, lambda: {e["property"] for e in h.events if e["kind"] == "seeing"} == {"never_a", "b_then_not_a"})
+    spin_until(h.executor, lambda: level_of(h, "monitor") == S.OK and level_of(h, "never_a") == S.OK)
+    assert not any(e["kind"] == "opened" for e in h.events)
+
+
+def test_end_marker_closes_the_trace_and_a_start_marker_names_the_next(harness):
+    h = harness
+    h.marker_pub.publish(marker_msg(h.types, EpisodeMarker(START, 0, 1.0, task="demo", fault="f", seed=7)))
+    spin_until(h.executor, lambda: h.marker_pub.get_subscription_count() >= 1)
+    h.send(False)
+    last = h.send(True)  # never_a opens and stays open to the end
+    h.marker_pub.publish(marker_msg(h.types, EpisodeMarker(END, 0, last, frames=2, succeeded=False)))
+    spin_until(h.executor, lambda: h.monitor.traces_finished == 1)
+    rollout = h.monitor.rollouts[0]
+    assert (rollout.index, rollout.task, rollout.fault, rollout.seed, rollout.frames) == (0, "demo", "f", 7, 2)
+    assert [(e["property"], e["kind"]) for e in rollout.events] == [("never_a", "opened"), ("never_a", "unrecovered_at_end")]
+    assert h.monitor.monitor.frame == 0  # the next frame starts a new trace
+    h.send(False)
+    spin_until(h.executor, lambda: h.monitor.monitor.frame == 1)
+
+
+def test_a_wrongly_typed_parameter_names_the_node_and_parameter(tmp_path):
+    from safety_monitor.nodes.monitor_node import MonitorNode
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        with pytest.raises(SafetyMonitorError, match="monitor_node.*predicates_timeout_s"):
+            MonitorNode(context=context, parameter_overrides=[Parameter("predicates_timeout_s", value="soon")])
+    finally:
+        context.try_shutdown()
