@@ -144,9 +144,11 @@ def fresh_compiler(tmp_path, monkeypatch):
     monkeypatch.setenv("SAFETY_MONITOR_CACHE_DIR", str(tmp_path / "cache"))
     compiler._compile_canonical.cache_clear()
     compiler.mona_version.cache_clear()
+    compiler._tool_versions.cache_clear()
     yield tmp_path
     compiler._compile_canonical.cache_clear()
     compiler.mona_version.cache_clear()
+    compiler._tool_versions.cache_clear()
 
 
 def test_missing_mona_is_a_loud_error(fresh_compiler, monkeypatch):

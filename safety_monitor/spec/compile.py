@@ -77,8 +77,13 @@ def _compile_canonical(canonical: str, cache_folder: str) -> TableDFA:
 
 
 def _cache_key(canonical: str) -> str:
-    versions = f"{_CACHE_FORMAT}|{importlib.metadata.version('ltlf2dfa')}|{mona_version()}"
-    return hashlib.sha256(f"{versions}\n{canonical}".encode()).hexdigest()[:32]
+    return hashlib.sha256(f"{_tool_versions()}\n{canonical}".encode()).hexdigest()[:32]
+
+
+@functools.lru_cache(maxsize=1)
+def _tool_versions() -> str:
+    """Part of every cache key: a new ltlf2dfa or MONA invalidates old tables (looked up once)."""
+    return f"{_CACHE_FORMAT}|{importlib.metadata.version('ltlf2dfa')}|{mona_version()}"
 
 
 def _load(path: Path, canonical: str) -> TableDFA | None:
