@@ -24,7 +24,8 @@ def generate_launch_description():
         DeclareLaunchArgument("config_dir", default_value="",
                               description="folder with robot.yaml, objects.yaml, thresholds.yaml ('' = the package's)"),
         DeclareLaunchArgument("control_rate_hz", default_value="500.0", description="rate of the robot's joint_states"),
-        DeclareLaunchArgument("specs", default_value="", description="spec file ('' = the package's config/specs.yaml)"),
+        DeclareLaunchArgument("specs", default_value="",
+                              description="spec file ('' = the package's config/specs.yaml)"),
         DeclareLaunchArgument("events_log", default_value="", description="JSON Lines event log ('' = the default)"),
     ]
     namespace = LaunchConfiguration("namespace")

@@ -38,7 +38,8 @@ def _parameters(arguments):
 def generate_launch_description():
     default_params = PathJoinSubstitution([FindPackageShare("safety_monitor"), "config", "nodes.yaml"])
     declared = [
-        DeclareLaunchArgument("namespace", default_value="", description="namespace of all three nodes (one per robot)"),
+        DeclareLaunchArgument("namespace", default_value="",
+                              description="namespace of all three nodes (one per robot)"),
         DeclareLaunchArgument("params_file", default_value=default_params,
                               description="node parameter file (default: the package's config/nodes.yaml)"),
     ] + [

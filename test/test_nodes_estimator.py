@@ -54,13 +54,15 @@ def test_predicates_match_direct_grounding_and_stop_turns_stale(states):
         (s.level, s.message) for s in msg.status if s.hardware_id == ns.strip("/")), qos.DIAGNOSTICS)
     joints = probe.create_publisher(T.JointState, "joint_states", qos.input_qos())
     wrench = probe.create_publisher(T.WrenchStamped, "wrist_wrench", qos.input_qos())
-    poses = {o: probe.create_publisher(T.PoseStamped, f"objects/{o}/pose", qos.input_qos()) for o in states[0].object_poses}
+    poses = {o: probe.create_publisher(T.PoseStamped, f"objects/{o}/pose", qos.input_qos())
+             for o in states[0].object_poses}
     markers = probe.create_publisher(T.DiagnosticArray, "safety_monitor/episode", qos.EPISODE)
     executor = rclpy.executors.SingleThreadedExecutor(context=context)
     executor.add_node(node)
     executor.add_node(probe)
     try:
-        spin_until(executor, lambda: all(p.get_subscription_count() for p in (joints, wrench, markers, *poses.values())))
+        pubs = (joints, wrench, markers, *poses.values())
+        spin_until(executor, lambda: all(p.get_subscription_count() for p in pubs))
         sent: dict[str, float] = {}
         for k, s in enumerate(states):  # one frame at a time, as the lockstep sim does
             t = s.t + OFFSET
@@ -85,7 +87,7 @@ def test_predicates_match_direct_grounding_and_stop_turns_stale(states):
         markers.publish(marker_msg(T, EpisodeMarker(START, 1, t0)))
         spin_until(executor, lambda: node.frames == 0)
         s = states[0]
-        joints.publish(m.joint_state_msg(T, s.t + t0, s.joint_names, s.joint_position, s.joint_velocity, s.joint_effort))
+        joints.publish(m.joint_state_msg(T, s.t + t0, s.joint_names, s.joint_position))
         spin_until(executor, lambda: len(got) == FRAMES + 1)
         assert got[-1].frame == 0
         spin_until(executor, lambda: diag[-1][0] != T.DiagnosticStatus.STALE, timeout=5.0)

@@ -98,9 +98,12 @@ def counterexample_lines(event: dict[str, Any]) -> list[str]:
     if not cx:
         return [f"{event['property']}: no counterexample on a {event['kind']} event"]
     first, last = cx["frames"]
-    lines = [cx["explanation"], f"formula: {cx['formula']}",
-             f"frames {first}..{last}" + (f", trigger at frame {cx['trigger_frame']}" if cx.get("trigger_frame") is not None
-                                          else "") + (" (window truncated)" if cx.get("truncated") else "")]
+    window = f"frames {first}..{last}"
+    if cx.get("trigger_frame") is not None:
+        window += f", trigger at frame {cx['trigger_frame']}"
+    if cx.get("truncated"):
+        window += " (window truncated)"
+    lines = [cx["explanation"], f"formula: {cx['formula']}", window]
     if cx.get("decisive"):
         lines.append("decisive: " + ", ".join(cx["decisive"]))
     width = max((len(a) for a in cx["values"]), default=0)
@@ -214,7 +217,8 @@ def _curses_loop(screen, board: AlertBoard, spin, changed: list[bool]) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--namespace", default="", help="the robot's namespace (events on <ns>/safety_monitor/events)")
-    parser.add_argument("--once", action="store_true", help="print one snapshot once the history has arrived (at most --timeout s), exit")
+    parser.add_argument("--once", action="store_true",
+                        help="print one snapshot once the history has arrived (at most --timeout s), exit")
     parser.add_argument("--json", action="store_true", help="like --once, printing a JSON snapshot")
     parser.add_argument("--timeout", type=float, default=5.0,
                         help="--once/--json: give up waiting for a monitor after this many seconds (default 5)")

@@ -4,7 +4,8 @@ A marker is keyed by frame time, not by arrival order, because messages on diffe
 handled in any order: `start` carries the first frame's time (the estimator resets its debounce state
 before the first frame at or after it), `end` the last frame's time (the monitor closes the trace once
 it has stepped that frame). Layout: one status named `safety_monitor/episode`, `message` the kind,
-`values` the remaining fields as JSON; `header.stamp` the keyed time. Without markers (a real robot)
+`values` the remaining fields as JSON (`t` exact; publishers may leave it out), `header.stamp` the
+keyed time. Times within SAME_TIME_S count as equal. Without markers (a real robot)
 the whole run is one trace.
 """
 from __future__ import annotations
@@ -19,6 +20,7 @@ from safety_monitor.sources.messages import header, stamp_seconds
 
 STATUS_NAME = "safety_monitor/episode"
 START, END = "start", "end"
+SAME_TIME_S = 1e-6  # a stamp rounded to nanoseconds still names the same frame
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,7 @@ class EpisodeMarker:
 
 def marker_msg(types: SimpleNamespace, marker: EpisodeMarker) -> Any:
     fields = asdict(marker)
-    kind, t = fields.pop("kind"), fields.pop("t")
+    kind, t = fields.pop("kind"), fields["t"]  # `t` also in values: exact, where the stamp rounds to ns
     status = types.DiagnosticStatus(
         level=types.DiagnosticStatus.OK, name=STATUS_NAME, message=kind, hardware_id="sim",
         values=[types.KeyValue(key=k, value=json.dumps(v)) for k, v in fields.items()],
@@ -51,7 +53,8 @@ def decode_marker(msg: Any) -> EpisodeMarker:
         raise SourceError(f"episode marker: expected one status {STATUS_NAME!r} with message start or end")
     status = statuses[0]
     try:
-        fields = {str(kv.key): json.loads(kv.value) for kv in status.values}
-        return EpisodeMarker(kind=str(status.message), t=stamp_seconds(msg.header.stamp), **fields)
+        fields = {"t": stamp_seconds(msg.header.stamp)}
+        fields.update((str(kv.key), json.loads(kv.value)) for kv in status.values)
+        return EpisodeMarker(kind=str(status.message), **fields)
     except (json.JSONDecodeError, TypeError) as exc:
         raise SourceError(f"episode marker: malformed values: {exc}") from None

@@ -20,7 +20,7 @@ from rclpy.node import Node
 
 from safety_monitor.errors import SafetyMonitorError, SourceError
 from safety_monitor.nodes import qos
-from safety_monitor.nodes.episode_marker import START, decode_marker
+from safety_monitor.nodes.episode_marker import SAME_TIME_S, START, decode_marker
 from safety_monitor.nodes.params import declare, declare_topics, field
 from safety_monitor.nodes.runtime import run_node
 from safety_monitor.sources import messages as m
@@ -94,7 +94,7 @@ class EstimatorNode(Node):
             return
         if marker.kind != START or self._last_t is None:
             return
-        if self._last_t >= marker.t:
+        if self._last_t >= marker.t - SAME_TIME_S:
             self.get_logger().warning(f"start marker of rollout {marker.index} arrived after its first frame")
             return
         self.assembler = self._new_assembler()
@@ -142,7 +142,8 @@ class EstimatorNode(Node):
         if self._last_joints is None:
             level, message = S.STALE, f"waiting for {self.topics.joint_states}"
         elif self._stale:
-            level, message = S.STALE, f"no {self.topics.joint_states} for more than {self.params.joint_states_timeout_s} s"
+            level = S.STALE
+            message = f"no {self.topics.joint_states} for more than {self.params.joint_states_timeout_s} s"
         elif self._stale_streams:
             level, message = S.WARN, "stale: " + ", ".join(sorted(self._stale_streams))
         else:

@@ -32,7 +32,7 @@ from safety_monitor.errors import SafetyMonitorError, SourceError
 from safety_monitor.monitor.episodes import PropertyOutcome
 from safety_monitor.monitor.events import BLIND, KINDS, OPENED, SEEING
 from safety_monitor.nodes import qos
-from safety_monitor.nodes.episode_marker import END, START, EpisodeMarker, decode_marker
+from safety_monitor.nodes.episode_marker import SAME_TIME_S, START, EpisodeMarker, decode_marker
 from safety_monitor.nodes.params import declare, declare_topics, field
 from safety_monitor.nodes.runtime import run_node
 from safety_monitor.sources import messages as m
@@ -131,9 +131,9 @@ class MonitorNode(Node):
             return
         if marker.kind == START:
             self._starts.append(marker)
-        elif self.monitor.frame and self._trace_t0 is not None and marker.t < self._trace_t0:
+        elif self.monitor.frame and self._trace_t0 is not None and marker.t < self._trace_t0 - SAME_TIME_S:
             pass  # an end from before this trace began (transient-local history)
-        elif self.monitor.frame and self._last_t is not None and self._last_t >= marker.t:
+        elif self.monitor.frame and self._last_t is not None and self._last_t >= marker.t - SAME_TIME_S:
             self._finish(marker)
         else:
             self._pending_end = marker  # the trace's last frames may still be on their way
@@ -148,9 +148,9 @@ class MonitorNode(Node):
         resumed, self._stale_inputs = self._stale_inputs, False
         t = sample.t
         end = self._pending_end
-        if end is not None and t > end.t:
+        if end is not None and t > end.t + SAME_TIME_S:
             self._pending_end = None
-            if self.monitor.frame and end.t >= self._trace_t0:  # its own frame never came: close now
+            if self.monitor.frame and end.t >= self._trace_t0 - SAME_TIME_S:  # its frame never came: close
                 self._finish(end)
         if self.monitor.frame == 0:
             self._begin_trace(t)
@@ -165,7 +165,7 @@ class MonitorNode(Node):
         events = self.monitor.step(frame, t)
         if events:
             self._emit(events, t)
-        if self._pending_end is not None and t >= self._pending_end.t:
+        if self._pending_end is not None and t >= self._pending_end.t - SAME_TIME_S:
             self._finish(self._pending_end)
         elif resumed:
             self._publish_diagnostics()
@@ -173,8 +173,8 @@ class MonitorNode(Node):
     def _begin_trace(self, t: float) -> None:
         """Attach the latest start marker at or before this first frame (older ones are spent)."""
         self._trace_t0 = t
-        starts = [s for s in self._starts if s.t <= t]
-        self._starts = [s for s in self._starts if s.t > t]
+        starts = [s for s in self._starts if s.t <= t + SAME_TIME_S]
+        self._starts = [s for s in self._starts if s.t > t + SAME_TIME_S]
         if starts:
             s = starts[-1]
             self._rollout = Rollout(s.index, s.task, s.fault, s.seed)

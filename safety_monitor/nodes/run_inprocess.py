@@ -10,7 +10,10 @@ executor on one thread spins every node (see `make_executor`).
 """
 from __future__ import annotations
 
+import signal
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,6 +52,18 @@ def nodes_yaml() -> Path:
     from safety_monitor.grounding.grounder import config_dir
 
     return config_dir() / "nodes.yaml"
+
+
+@contextmanager
+def _ctrl_c():
+    """Ctrl-C sets an event the spin loop checks (rclpy installs no handler for a private context,
+    and a KeyboardInterrupt raised inside a callback could leave a node half-updated)."""
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def make_executor(context):
@@ -111,11 +126,13 @@ def run(options: LiveRunOptions) -> LiveRun:
         executor = make_executor(context)
         for node in nodes:
             executor.add_node(node)
-        while monitor.traces_finished < options.episodes:
-            if time.monotonic() - start > options.timeout_s:
-                raise SafetyMonitorError(f"live run did not finish within {options.timeout_s:.0f} s "
-                                         f"({monitor.traces_finished} of {options.episodes} episodes)")
-            executor.spin_once(timeout_sec=0.1)
+        with _ctrl_c() as stop:
+            while monitor.traces_finished < options.episodes and not stop.is_set():
+                if time.monotonic() - start > options.timeout_s:
+                    raise SafetyMonitorError(f"live run did not finish within {options.timeout_s:.0f} s "
+                                             f"({monitor.traces_finished} of {options.episodes} episodes)")
+                executor.spin_once(timeout_sec=0.1)
+            interrupted = stop.is_set()
     except (KeyboardInterrupt, ExternalShutdownException):
         interrupted = True
     finally:

@@ -1,10 +1,10 @@
 """The simulated robot: scripted MuJoCo episodes published as the robot topics of DESIGN.md section 4.
 
 Per control step it publishes `/clock`, the wrist wrench and, when the 50 Hz motion-capture stream
-has a new sample, each object's pose (stamped with its sample time), then `/joint_states` last: the joint message completes a frame, so an
-estimator that has it has the rest of that frame too. Episodes are separated by markers on
-`safety_monitor/episode` and by a gap of `episode_gap_s` in both wall and simulated time (time stays
-monotonic across episodes).
+has a new sample, each object's pose (stamped with its sample time), then `/joint_states` last: the
+joint message completes a frame, so an estimator that has it has the rest of that frame too. Episodes
+are separated by markers on `safety_monitor/episode` and by a gap of `episode_gap_s` in both wall and
+simulated time (time stays monotonic across episodes).
 
 Pacing: `realtime` steps on a wall-clock timer at the control rate times `realtime_factor`;
 `lockstep` publishes the next frame as soon as the estimator's predicates for all but
