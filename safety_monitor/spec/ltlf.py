@@ -101,6 +101,11 @@ class Eventually:
 
 Formula = Union[Atom, Const, Last, Not, And, Or, Implies, Equiv, Next, WeakNext, Until, Release, Always, Eventually]
 
+# The recursive passes (lark's transformer, printing, evaluation, ltlf2dfa's own translation) would
+# overflow Python's stack on a few hundred nested operators; `a U a U ... a` nests without parentheses.
+MAX_DEPTH = 100
+
+
 @functools.lru_cache(maxsize=1)
 def _parser() -> Lark:
     """A LALR parser over ltlf2dfa's own grammar file, built without importing ltlf2dfa (and sympy)."""
@@ -121,11 +126,33 @@ def parse(text: str) -> Formula:
     except UnexpectedInput as exc:
         raise SpecError(_describe_syntax_error(text, exc)) from None
     try:
-        return _ToAst(text).transform(tree)
+        formula = _ToAst(text).transform(tree)
     except VisitError as exc:
         if isinstance(exc.orig_exc, SpecError):
             raise exc.orig_exc from None
+        if isinstance(exc.orig_exc, RecursionError):
+            raise _too_deep(text) from None
         raise
+    except RecursionError:
+        raise _too_deep(text) from None
+    if _depth(formula) > MAX_DEPTH:
+        raise _too_deep(text)
+    return formula
+
+
+def _too_deep(text: str) -> SpecError:
+    shown = text if len(text) <= 80 else text[:77] + "..."
+    return SpecError(f"formula nested too deeply (more than {MAX_DEPTH} levels): {shown}")
+
+
+def _depth(f: Formula) -> int:
+    """Operator nesting depth, without recursion (the formula may be too deep for it)."""
+    deepest, stack = 0, [(f, 1)]
+    while stack:
+        g, d = stack.pop()
+        deepest = max(deepest, d)
+        stack.extend((c, d + 1) for c in children(g))
+    return deepest
 
 
 def ltlf2dfa_formula(text: str):
