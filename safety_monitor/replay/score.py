@@ -112,7 +112,8 @@ def make_grounder(robot: str | None, rate_hz: float) -> Any:
                     load_thresholds(beside("thresholds.yaml")), rate_hz)
 
 
-def _monitor(config: ReplayConfig) -> SpecSetMonitor:
+def make_monitor(config: ReplayConfig) -> SpecSetMonitor:
+    """The live monitor for the configured specs (a fresh one per bag; automata compiled once)."""
     vocabulary, automata = _automata(config.specs)
     return SpecSetMonitor(automata, vocabulary, history=config.history)
 
@@ -226,7 +227,7 @@ def _score_predicates(bag: BagReader, config: ReplayConfig, result: BagResult,
     summary = result.topics.get(topic)
     if summary is None or summary.count == 0:
         raise missing_topic_error(bag.path, "recorded predicates", topic, _PREDICATES_TYPE, result.topics, "predicates")
-    scorer = _Scorer(result, _monitor(config), progress, topic)
+    scorer = _Scorer(result, make_monitor(config), progress, topic)
     last_t: float | None = None
     expected: int | None = None  # the estimator's next frame number, when it records them
     unsent = False
@@ -289,7 +290,7 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
             route[topic] = name
         else:
             result.warnings.append(f"no pose topic {topic} for object {name!r}: its pose is stale throughout")
-    monitor = _monitor(config)
+    monitor = make_monitor(config)
     if unknown := sorted(set(monitor.predicates) - set(grounder.predicates)):
         raise SpecError(f"the specs read predicates the grounder does not produce: {', '.join(unknown)} "
                         "(rescore a bag that records them with --from-predicates)")

@@ -1,6 +1,6 @@
 """Record in-process simulator runs to a rosbag2 bag laid out like a live workcell recording.
 
-Tests and the replay benchmark generate their bags with this instead of committing binary files.
+The replay benchmark generates its bag with this instead of committing a binary file.
 Each control step writes `/clock`, the wrist wrench and every object pose that is new at that step
 (stamped at its measurement time), then `/joint_states`, all with the step's time as log time.
 With `estimate=True` the step also goes through the live estimator's path (FrameAssembler fed the
@@ -21,25 +21,24 @@ from safety_monitor.sources.bag import BagWriter
 
 @dataclass(frozen=True)
 class SimRun:
-    """One episode to record: a task, optionally a fault, a seed, optionally cut after `max_s` seconds."""
+    """One episode to record: a task (default: the fault's), optionally a fault, a seed."""
 
     task: str | None = None
     fault: str | None = None
     seed: int = 0
-    max_s: float | None = None
 
 
 class _Estimator:
     """The estimator and monitor nodes' work, in process, on the messages as written."""
 
     def __init__(self, writer: BagWriter, mapping: StreamMapping, specs: str | None, rate_hz: float) -> None:
-        from safety_monitor.replay.score import _monitor, ReplayConfig, make_grounder
+        from safety_monitor.replay.score import ReplayConfig, make_grounder, make_monitor
 
         self.writer, self.mapping = writer, mapping
         self.grounder = make_grounder(None, rate_hz)
         self.assembler = FrameAssembler(self.grounder.robot.required_joints, tuple(self.grounder.robot.objects),
                                         mapping, StaleLimits.for_grounder(self.grounder))
-        self.monitor = _monitor(ReplayConfig(specs=specs))
+        self.monitor = make_monitor(ReplayConfig(specs=specs))
         self.t: float | None = None
         self.frames = 0
 
@@ -80,8 +79,6 @@ def record_sim_bag(
         for run in runs:
             last = offset
             for state in run_episode(run.task, run.fault, run.seed):
-                if run.max_s is not None and state.t > run.max_s:
-                    break
                 last = offset + state.t
                 _write_state(writer, mapping, state, offset, estimator)
             offset = last

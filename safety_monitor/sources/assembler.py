@@ -111,18 +111,14 @@ class StaleLimits:
 
 @dataclass(frozen=True)
 class StreamIssue:
-    """A problem with one input message; `kind` is one of ISSUE_KINDS."""
+    """A problem with one input message. `kind`: nan, backwards, duplicate_stamp, time_jump,
+    empty_names, length_mismatch, joint_names_changed, unknown_joints, missing_joints, zero_stamp,
+    stream_stopped (replay adds frame_gap and grounding)."""
 
     kind: str
     stream: str
     t: float
     detail: str
-
-
-ISSUE_KINDS = (
-    "nan", "backwards", "duplicate_stamp", "time_jump", "empty_names", "length_mismatch",
-    "joint_names_changed", "unknown_joints", "missing_joints", "zero_stamp", "stream_stopped",
-)
 
 
 @dataclass(frozen=True)
