@@ -25,9 +25,11 @@ import numpy as np
 
 from safety_monitor.errors import SpecError, ToolMissingError
 from safety_monitor.spec.dfa import TableDFA
-from safety_monitor.spec.ltlf import atoms_of, ltlf2dfa_formula, parse, to_text
+from safety_monitor.spec.ltlf import (Always, Atom, Const, Equiv, Eventually, Formula, Last, Release, Until, atoms_of,
+                                     children, ltlf2dfa_formula, parse, to_text)
 
 MAX_ATOMS = 16  # a dense table has 2**atoms columns per state
+MAX_TRANSLATION = 1 << 12  # sub-formula copies in ltlf2dfa's MONA program; MONA crashes near 16 thousand
 MONA_TIMEOUT_S = 60.0
 _CACHE_FORMAT = 1
 _INSTALL_HINT = "install it with: sudo apt-get install -y mona (Debian/Ubuntu package 'mona')"
@@ -114,12 +116,34 @@ def _store(path: Path, dfa: TableDFA) -> None:
 def _build(canonical: str) -> TableDFA:
     from ltlf2dfa.base import MonaProgram
 
-    atoms = atoms_of(parse(canonical))
+    formula = parse(canonical)
+    atoms = atoms_of(formula)
     if len(atoms) > MAX_ATOMS:
         raise SpecError(f"formula has {len(atoms)} atoms, at most {MAX_ATOMS} are supported: {canonical}")
+    if translation_size(formula) > MAX_TRANSLATION:
+        raise SpecError(f"formula nests G, F, U, R or <-> too deeply for MONA (its program would hold more than "
+                        f"{MAX_TRANSLATION} sub-formula copies): {canonical}")
     program = MonaProgram(ltlf2dfa_formula(canonical)).mona_program()
     output = _run_mona(program, canonical)
     return _table_from_mona(output, atoms, canonical)
+
+
+def translation_size(f: Formula) -> int:
+    """Sub-formula copies in ltlf2dfa's MONA program, bounded from above.
+
+    Its encoding of R (and G, which is `false R f`) writes the right operand twice, U and F become R
+    and G under negation, and <-> writes both sides twice; so each nesting level can double the
+    program: G nested 24 deep is a 3 GB string before MONA even starts.
+    """
+    if isinstance(f, (Atom, Const, Last)):
+        return 1
+    if isinstance(f, Equiv):
+        return 1 + 2 * (translation_size(f.left) + translation_size(f.right))
+    if isinstance(f, (Until, Release)):
+        return 1 + translation_size(f.left) + 2 * translation_size(f.right)
+    if isinstance(f, (Always, Eventually)):
+        return 1 + 2 * translation_size(f.arg)
+    return 1 + sum(translation_size(c) for c in children(f))
 
 
 def _run_mona(program: str, canonical: str) -> str:
