@@ -18,8 +18,10 @@ frames 947-1040, i.e. 28 % into the task, when the grasp is detected; later even
 +-12 frames per phase; the grasp-sensor flicker phase differs per seed), with a quarter of the
 rollouts getting one of four faults after the grasp: slip, early release, forbidden contact after
 placing, object that never settles. Rollouts therefore branch late and are nearly all distinct.
+`--levels K` lets each seed-dependent shift take only K values, as in a coarser (symbolic)
+simulator: then many rollouts repeat one another and the tree shares far more.
 
-    .venv/bin/python benchmarks/bench_ctl.py [--counts 10 100 1000] [--plot ctl.png] [--json rows.json]
+    .venv/bin/python benchmarks/bench_ctl.py [--counts 10 100 1000] [--levels 3] [--plot ctl.png] [--json rows.json]
     .venv/bin/python benchmarks/bench_ctl.py --source workcell --counts 10 40 --rollouts /tmp/workcell40.npz
 """
 from __future__ import annotations
@@ -46,11 +48,16 @@ WORKCELL_FAULTS = (None, "slip", "early_release", "place_on_clutter")
 SYNTHETIC_FAULTS = ("slip", "early_release", "contact", "no_settle")
 
 
-def synthetic_rollout(rng: random.Random, predicates: list[str]) -> np.ndarray:
-    """One rollout (frames x predicates) on the schedule measured from workcell rollouts."""
-    grasp = 971 + rng.randint(-25, 65)  # grasp contact: the first frame where seeds differ
-    left = grasp + 1553 + rng.randint(-12, 12)  # object leaves the fingers at the goal
-    settled = left + 248 + rng.randint(-10, 10)
+def synthetic_rollout(rng: random.Random, predicates: list[str], levels: int = 0) -> np.ndarray:
+    """One rollout (frames x predicates) on the schedule measured from workcell rollouts. With
+    `levels` > 0 every seed-dependent shift takes one of that many values (a coarse simulator)."""
+
+    def draw(lo: int, hi: int) -> int:
+        return rng.randint(lo, hi) if levels <= 0 else lo + (hi - lo) * rng.randrange(levels) // max(levels - 1, 1)
+
+    grasp = 971 + draw(-25, 65)  # grasp contact: the first frame where seeds differ
+    left = grasp + 1553 + draw(-12, 12)  # object leaves the fingers at the goal
+    settled = left + 248 + draw(-10, 10)
     frames = settled + 651
     col = {p: i for i, p in enumerate(predicates)}
     x = np.zeros((frames, len(predicates)), dtype=bool)
@@ -62,7 +69,7 @@ def synthetic_rollout(rng: random.Random, predicates: list[str]) -> np.ndarray:
     put("preconditions_pick", grasp - 60, grasp + 10)
     put("skill_pick_onset_end", grasp, grasp + 5)
     put("object_grasped_raw", grasp, left + 124)
-    phase = rng.randrange(10)  # the raw grasp signal flickers at the pose stream's rate while carried
+    phase = draw(0, 9)  # the raw grasp signal flickers at the pose stream's rate while carried
     flicker = np.arange(grasp + 547, grasp + 1427)
     x[flicker[(flicker + phase) % 10 < 3], col["object_grasped_raw"]] = False
     put("object_grasped", grasp + 124, left + 124)
@@ -162,6 +169,8 @@ def main() -> int:
     parser.add_argument("--specs", default=str(ROOT / "config" / "specs.yaml"))
     parser.add_argument("--counts", type=int, nargs="+", default=[10, 100, 1000])
     parser.add_argument("--seed", type=int, default=0, help="synthetic source: random seed")
+    parser.add_argument("--levels", type=int, default=0,
+                        help="synthetic source: values per seed-dependent shift (0: the measured ranges)")
     parser.add_argument("--repeat", type=int, default=3, help="time each phase this often, keep the least")
     parser.add_argument("--rollouts", metavar="FILE.npz", help="workcell source: reuse the rollouts saved here, "
                                                                 "and save new ones")
@@ -189,7 +198,7 @@ def main() -> int:
     def rollouts(n: int) -> list[np.ndarray]:
         if args.source == "synthetic":
             rng = random.Random(args.seed * 100_003 + n)
-            return [synthetic_rollout(rng, predicates) for _ in range(n)]
+            return [synthetic_rollout(rng, predicates, args.levels) for _ in range(n)]
         while len(pool) < n:
             (run,) = from_workcell(TASK, [len(pool)], WORKCELL_FAULTS)
             pool.append(to_matrix(run, predicates, unknown="last"))
