@@ -41,6 +41,7 @@ CATEGORIES = (
     "enclosure_access",
 )
 _TOP_KEYS = {"predicates", "properties"}
+_KEYWORDS = ("true", "false", "last")  # ltlf2dfa's lexer matches these before any name, case-insensitively
 _PROPERTY_KEYS = {
     "name", "category", "formula", "recovery", "min_resolve_frames", "trigger", "description", "follows", "options",
 }
@@ -105,12 +106,16 @@ def load_specs(path: str | Path) -> SpecSet:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise SpecError(f"{path}: cannot read spec file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise SpecError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    except RecursionError:  # PyYAML composes nested collections recursively
+        raise SpecError(f"{path}: YAML nested too deeply") from None
     return parse_specs(doc, str(path))
 
 
@@ -119,7 +124,7 @@ def parse_specs(doc: Any, source: str) -> SpecSet:
     problems: list[str] = []
     if not isinstance(doc, dict):
         raise SpecError(f"{source}: expected a mapping with 'predicates' and 'properties'")
-    for key in sorted(set(doc) - _TOP_KEYS):
+    for key in sorted(set(doc) - _TOP_KEYS, key=repr):  # YAML keys may be numbers, booleans, null
         problems.append(f"unknown top-level key {key!r} (allowed: {', '.join(sorted(_TOP_KEYS))})")
     vocabulary = _vocabulary(doc.get("predicates"), problems)
     raw_props = doc.get("properties")
@@ -149,6 +154,9 @@ def _vocabulary(raw: Any, problems: list[str]) -> tuple[str, ...]:
     for item in raw:
         if not isinstance(item, str) or not NAME.match(item):
             problems.append(f"predicate {item!r}: names must be lower-case snake_case ([a-z][a-z0-9_]*), as ltlf2dfa requires")
+        elif item.startswith(_KEYWORDS):
+            problems.append(f"predicate {item!r}: names must not start with {', '.join(_KEYWORDS)} (ltlf2dfa's parser "
+                            "reads that prefix as its keyword, so 'last' would silently mean the last frame)")
         elif item in names:
             problems.append(f"predicate {item!r} is listed twice")
         else:
@@ -163,7 +171,7 @@ def _property(raw: Any, index: int, vocabulary: tuple[str, ...], problems: list[
     name = raw.get("name")
     label = f"property {name!r}" if isinstance(name, str) else f"properties[{index}]"
     before = len(problems)
-    for key in sorted(set(raw) - _PROPERTY_KEYS):
+    for key in sorted(set(raw) - _PROPERTY_KEYS, key=repr):
         problems.append(f"{label}: unknown key {key!r} (allowed: {', '.join(sorted(_PROPERTY_KEYS))})")
     if not isinstance(name, str) or not NAME.match(name):
         problems.append(f"{label}: 'name' must be lower-case snake_case")
