@@ -79,7 +79,7 @@ def summary_lines(s: dict[str, Any]) -> list[str]:
     header = ("#", "task", "fault", "seed", "frames", "task", "violations opened", "ground truth")
     rows = []
     for e in eps:
-        opened = ", ".join(f"{p} x{n}" for p, n in e["opened"].items()) or "-"
+        opened = ", ".join(p if n == 1 else f"{p} x{n}" for p, n in e["opened"].items()) or "-"
         truth = "as labelled" if e["as_labelled"] else "; ".join(
             ([f"missing {', '.join(e['missing'])}"] if e["missing"] else [])
             + ([f"unexpected {', '.join(e['unexpected'])}"] if e["unexpected"] else []))
