@@ -157,9 +157,14 @@ def _depth(f: Formula) -> int:
 
 def ltlf2dfa_formula(text: str):
     """ltlf2dfa's own formula object for `text`, which the compiler hands to MONA (imports sympy)."""
+    return _ltlf2dfa_parser()(text)
+
+
+@functools.lru_cache(maxsize=1)
+def _ltlf2dfa_parser():
     from ltlf2dfa.parser.ltlf import LTLfParser
 
-    return LTLfParser()(text)
+    return LTLfParser()
 
 
 def _describe_syntax_error(text: str, exc: UnexpectedInput) -> str:
