@@ -86,6 +86,7 @@ def test_specs_check_cli_json(tmp_path, capsys):
     rows = json.loads(capsys.readouterr().out)
     assert [r["name"] for r in rows] == ["grasp_synced", "no_collision"]
     assert rows[1]["states"] == 2 and rows[1]["atoms"] == ["collision"]
+    assert rows[0]["class"] == "ordering_constraint" and rows[1]["class"] == "state_invariant"
     assert {"name", "category", "atoms", "states"} <= set(rows[0])
 
 

@@ -23,6 +23,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _check(args: argparse.Namespace) -> int:
+    from safety_monitor.spec.classify import classify
+    from safety_monitor.spec.ltlf import parse
     from safety_monitor.spec.model import compile_specs, load_specs
 
     spec_set = load_specs(args.file)
@@ -30,6 +32,7 @@ def _check(args: argparse.Namespace) -> int:
         {
             "name": c.prop.name,
             "category": c.prop.category,
+            "class": str(classify(parse(c.prop.formula))),
             "atoms": list(c.atoms),
             "states": c.main.n_states,
             "recovery_states": c.recovery.n_states if c.recovery else None,
@@ -42,8 +45,8 @@ def _check(args: argparse.Namespace) -> int:
         json.dump(rows, sys.stdout, indent=2)
         print()
         return 0
-    header = ("property", "category", "states", "recovery", "ms", "atoms")
-    table = [(r["name"], r["category"], str(r["states"]), str(r["recovery_states"] or "-"),
+    header = ("property", "category", "class", "states", "recovery", "ms", "atoms")
+    table = [(r["name"], r["category"], r["class"], str(r["states"]), str(r["recovery_states"] or "-"),
               f"{r['compile_ms']:.1f}", ", ".join(r["atoms"])) for r in rows]
     widths = [max(len(h), *(len(t[i]) for t in table)) for i, h in enumerate(header[:-1])]
     for line in (header, *table):
