@@ -1,0 +1,56 @@
+"""The repository root is an ament_python package: `colcon build` installs what `ros2 run/launch` need."""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+COLCON = shutil.which("colcon") or str(Path(sys.executable).with_name("colcon"))
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    if not Path(COLCON).exists():
+        pytest.skip("colcon is not installed (pip install colcon-common-extensions)")
+    ws = tmp_path_factory.mktemp("ws")
+    env = {k: v for k, v in os.environ.items() if k != "_ROS_WHEELS_BOOTSTRAP_COMPLETE"}
+    proc = subprocess.run(
+        [COLCON, "build", "--base-paths", str(ROOT), "--build-base", str(ws / "build"),
+         "--install-base", str(ws / "install"), "--packages-select", "safety_monitor"],
+        cwd=ws, capture_output=True, text=True, env=env, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return ws / "install" / "safety_monitor"
+
+
+def test_executables_land_where_ros2_run_looks(installed):
+    lib = installed / "lib" / "safety_monitor"
+    for exe in ("safety-monitor", "sim_node", "estimator_node", "monitor_node", "alerts"):
+        assert os.access(lib / exe, os.X_OK), exe
+
+
+def test_share_has_manifest_launch_and_config(installed):
+    share = installed / "share" / "safety_monitor"
+    assert (share / "package.xml").is_file()
+    assert (installed / "share" / "ament_index" / "resource_index" / "packages" / "safety_monitor").is_file()
+    assert {"sim.launch.py", "monitor.launch.py"} <= {p.name for p in (share / "launch").iterdir()}
+    assert {"specs.yaml", "robot.yaml", "objects.yaml", "thresholds.yaml", "nodes.yaml"} <= {
+        p.name for p in (share / "config").iterdir()
+    }
+
+
+def test_installed_command_checks_the_installed_specs(installed):
+    site = next(installed.glob("lib/python3*/site-packages"))
+    env = {k: v for k, v in os.environ.items() if k != "_ROS_WHEELS_BOOTSTRAP_COMPLETE"}
+    env["PYTHONPATH"] = f"{site}{os.pathsep}{env.get('PYTHONPATH', '')}"
+    env["AMENT_PREFIX_PATH"] = str(installed)
+    proc = subprocess.run(
+        [str(installed / "lib" / "safety_monitor" / "safety-monitor"), "specs", "check",
+         str(installed / "share" / "safety_monitor" / "config" / "specs.yaml"), "--json"],
+        capture_output=True, text=True, env=env, timeout=120, cwd=installed,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert '"name": "no_forbidden_contact"' in proc.stdout
