@@ -6,7 +6,7 @@ same parameter file (config/nodes.yaml), talking over the same topics; so this w
 soon as the estimator's predicates for all but `max_in_flight` earlier frames came back, so the run
 goes as fast as the pipeline consumes and loses no frame. It ends by itself once the monitor has
 closed the trace of every episode, and returns the monitor's rollouts for the summary. One
-executor on one thread spins every node (see `make_executor`).
+executor on one thread spins every node (`runtime.make_executor`).
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from pathlib import Path
 
 from safety_monitor.errors import SafetyMonitorError
 from safety_monitor.nodes.monitor_node import Rollout
+from safety_monitor.nodes.runtime import make_executor
 
 STORAGES = {"mcap": "mcap", "db3": "sqlite3", "sqlite3": "sqlite3"}
 # In one process a frame is only late when the process itself was busy (building the next episode,
@@ -66,18 +67,6 @@ def _ctrl_c():
         signal.signal(signal.SIGINT, previous)
 
 
-def make_executor(context):
-    """rclpy's EventsExecutor (half the CPU per frame of the SingleThreadedExecutor here, which
-    rebuilds its wait set for every callback); the SingleThreadedExecutor where it is missing."""
-    try:
-        from rclpy.experimental import EventsExecutor
-    except ImportError:
-        from rclpy.executors import SingleThreadedExecutor
-
-        return SingleThreadedExecutor(context=context)
-    return EventsExecutor(context=context)
-
-
 def run(options: LiveRunOptions) -> LiveRun:
     """Run `options.episodes` episodes through the ROS nodes; Ctrl-C stops early with what finished."""
     import rclpy
@@ -123,7 +112,7 @@ def run(options: LiveRunOptions) -> LiveRun:
             Parameter("task", value=options.task), Parameter("fault", value=options.fault),
             Parameter("episodes", value=options.episodes), Parameter("seed", value=options.seed),
             Parameter("pace", value="lockstep"), Parameter("shutdown_when_done", value=False)]))
-        executor = make_executor(context)
+        executor = make_executor(context)  # one executor, one thread, every node
         for node in nodes:
             executor.add_node(node)
         with _ctrl_c() as stop:
