@@ -75,9 +75,10 @@ class TopicSummary:
 
 
 # rosbags reads sqlite3 storage through apsw, whose errors are not sqlite3.Error; damaged mcap length
-# fields make rosbags seek past what a C size holds (OverflowError)
+# fields make rosbags seek past what a C size holds (OverflowError); a metadata.yaml value of the wrong
+# type (a number for a topic name) fails inside rosbags with TypeError
 _READ_ERRORS = (AnyReaderError, ReaderError, SerdeError, TypesysError, sqlite3.Error, apsw.Error, OSError,
-                ValueError, KeyError, IndexError, AssertionError, EOFError, OverflowError)
+                ValueError, KeyError, IndexError, AssertionError, EOFError, OverflowError, TypeError)
 
 
 class BagReader:
@@ -97,12 +98,13 @@ class BagReader:
         try:
             self._reader = AnyReader([self.path], default_typestore=self._default)
             self._reader.open()
+            self._reader.topics  # rosbags sorts the topics here: damaged metadata fails now, not at first use
+            self.skipped_types = self._complete_types()
         except FileNotFoundError as exc:
             raise SourceError(f"{self.path}: not a readable rosbag2 bag ({exc})") from None
         except _READ_ERRORS as exc:
             self._reader = None
             raise SourceError(f"{self.path}: cannot open bag: {exc}") from None
-        self.skipped_types = self._complete_types()
         if self.skipped_types:
             log.warning("%s: no definition for message types %s; their topics are skipped",
                         self.path, ", ".join(self.skipped_types))
