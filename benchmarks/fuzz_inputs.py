@@ -1,0 +1,271 @@
+"""Fuzz campaign over bad input: formulas, spec files and damaged bags, with a time limit per input.
+
+    .venv/bin/python benchmarks/fuzz_inputs.py [--formulas 10000] [--compile 1000] [--specs 2000]
+        [--bags 1000] [--seconds S] [--seed 0] [--out DIR]
+
+The same strategies and oracles as the test_fuzz_* unit tests (test/test_fuzz_support.py), run much
+longer. Each input ends in an outcome class; the FAILURES classes (an exception other than
+SafetyMonitorError, no result within --timeout, an error not naming its file, a malformed result, a
+formula printed or compiled wrong, a damaged bag scored silently safer) are written to --out with
+what reproduces them. Parts:
+
+- formulas: any text through `parse` (grammar-aware, mutated, raw alphabet, unicode, deep nesting);
+- compile: formulas through `compile_formula`, each DFA checked against the reference evaluator;
+- specs: random YAML documents, edited config/specs.yaml, damaged bytes and random formulas, each
+  through `load_specs` and `safety-monitor specs check` (which compiles what loads);
+- bags: a 1.5 s workcell bag (mcap and sqlite3) truncated, bit-flipped, overwritten, its metadata
+  edited or a file removed, sqlite3 tables edited; each read with BagReader and scored in predicate
+  and robot-state mode against the intact bag's result.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import faulthandler
+import io
+import os
+import platform
+import resource
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+MEMORY_LIMIT = 6 << 30  # bytes of address space: a blow-up becomes MemoryError, not a machine out of memory
+
+
+class OutOfTime(Exception):
+    """The part's --seconds are spent: stop generating."""
+
+
+class Part:
+    """One fuzzing part: counts outcome classes, keeps the failing inputs."""
+
+    def __init__(self, name: str, out: Path, timeout: float) -> None:
+        self.name, self.out, self.timeout = name, out, timeout
+        self.counts: Counter[str] = Counter()
+        self.tried = 0
+        self.distinct: set[int] = set()
+        self.failures: list[str] = []
+        self.slowest = 0.0
+        self.wall = 0.0
+
+    def run(self, strategy: Any, check: Callable[[Any, Path], list[str]], examples: int, seconds: float,
+            seed: int) -> None:
+        from hypothesis import HealthCheck, Phase, given, settings
+        from hypothesis import seed as fix_seed
+        from test_fuzz_support import is_failure
+
+        stop = time.monotonic() + seconds
+        start = time.perf_counter()
+
+        @fix_seed(seed)
+        @settings(max_examples=examples, database=None, deadline=None, phases=[Phase.generate],
+                  suppress_health_check=list(HealthCheck))
+        @given(strategy)
+        def body(value: Any) -> None:
+            if time.monotonic() > stop:
+                raise OutOfTime
+            self.tried += 1
+            self.distinct.add(hash(repr(value)))
+            case = self.out / f"{self.name.replace('/', '_')}_{self.tried:06d}"
+            (self.out / "current.txt").write_text(f"{case.name}\n{value!r}\n")
+            faulthandler.dump_traceback_later(3 * self.timeout + 60, exit=True)  # a hang even SIGALRM misses
+            began = time.perf_counter()
+            outcomes = check(value, case)
+            faulthandler.cancel_dump_traceback_later()
+            self.slowest = max(self.slowest, time.perf_counter() - began)
+            self.counts.update(outcomes)
+            bad = [o for o in outcomes if is_failure(o)]
+            if bad:
+                case.mkdir(parents=True, exist_ok=True)
+                (case / "input.txt").write_text(f"{value!r}\n{bad}\n")
+                self.failures.append(f"{case}: {', '.join(bad)}")
+
+        with contextlib.suppress(OutOfTime):
+            body()
+        self.wall = time.perf_counter() - start
+
+    def report(self) -> str:
+        classes = ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0])))
+        lines = [f"{self.name}: {self.tried} inputs ({len(self.distinct)} distinct) in {self.wall:.0f} s, "
+                 f"slowest {self.slowest:.2f} s, {len(self.failures)} failing",
+                 f"  {classes}"]
+        lines += [f"  FAIL {f}" for f in self.failures[:20]]
+        return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------ checks
+def check_formula(timeout: float) -> Callable[[str, Path], list[str]]:
+    from test_fuzz_support import formula_outcome, guarded
+
+    def check(text: str, case: Path) -> list[str]:
+        outcome, detail = guarded(lambda: formula_outcome(text), timeout)
+        return [outcome]
+
+    return check
+
+
+def check_compile(timeout: float) -> Callable[[str, Path], list[str]]:
+    from test_fuzz_support import formula_outcome, guarded
+
+    def check(text: str, case: Path) -> list[str]:
+        outcome, detail = guarded(lambda: formula_outcome(text, compile=True), timeout)
+        return [outcome]
+
+    return check
+
+
+def check_spec(folder: Path, timeout: float) -> Callable[[tuple[str, Any], Path], list[str]]:
+    """load_specs, then `specs check` in process: exit 0, or 2 with one header line and no traceback."""
+    from test_fuzz_support import guarded, spec_outcome, write_text_doc
+
+    from safety_monitor.cli import main
+
+    path = folder / "specs.yaml"
+
+    def cli() -> str:
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            code = main(["specs", "check", str(path)])
+        text = err.getvalue()
+        if "Traceback" in text or code not in (0, 2):
+            return "cli_leak"
+        if code == 2 and not text.startswith(f"safety-monitor specs: error: {path}"):
+            return "cli_unnamed"
+        return f"cli_exit_{code}"
+
+    def check(item: tuple[str, Any], case: Path) -> list[str]:
+        kind, value = item
+        if kind == "bytes":
+            path.write_bytes(value)
+        elif not write_text_doc(path, value):
+            return ["not_representable"]
+        loaded, detail = guarded(lambda: spec_outcome(path), timeout)
+        command, detail2 = guarded(cli, timeout)
+        if loaded.startswith(("leak", "hang", "unnamed")) or command.startswith(("leak", "hang", "cli_leak",
+                                                                                  "cli_unnamed")):
+            case.mkdir(parents=True, exist_ok=True)
+            (case / "specs.yaml").write_bytes(path.read_bytes())
+            (case / "detail.txt").write_text(f"{detail}\n{detail2}\n")
+        return [f"load:{loaded}", f"cli:{command}"]
+
+    return check
+
+
+def check_bag(folder: Path, timeout: float) -> Callable[[tuple[str, Any], Path], list[str]]:
+    """Read the damaged bag, score it in both modes against the intact bag's results."""
+    from test_fuzz_support import (BAG_SPECS, MODES, STORAGES, damaged_copy, guarded, is_failure, read_outcome,
+                                   replay_config, score_outcome, write_base_bag)
+
+    from safety_monitor.replay.score import score_bag
+    from safety_monitor.sim.runner import run_episode
+
+    state = next(run_episode("pick_and_place_cube"))
+    specs = folder / "specs.yaml"
+    specs.write_text(BAG_SPECS)
+    base = {s: write_base_bag(folder / f"base_{s}", s, state) for s in STORAGES}
+    reference = {(s, m): score_bag(base[s], replay_config(specs, m)) for s in STORAGES for m in MODES}
+    for key, result in reference.items():
+        assert result.ok and result.frames, (key, result.error)
+
+    def check(item: tuple[str, Any], case: Path) -> list[str]:
+        storage, damage = item
+        bag = damaged_copy(base[storage], damage, folder / "damaged")
+        outcomes = [f"read:{guarded(lambda: read_outcome(bag), timeout)[0]}"]
+        for mode in MODES:
+            config = replay_config(specs, mode)
+            outcome, _ = guarded(lambda: score_outcome(bag, config, reference[storage, mode]), timeout)
+            outcomes.append(f"{mode}:{outcome}")
+        if any(is_failure(o) for o in outcomes):
+            damaged_copy(base[storage], damage, case / "bag")
+        return outcomes
+
+    return check
+
+
+def generators() -> dict[str, dict[str, Any]]:
+    """Per part, its input generators by name (each gets an equal share of the part's inputs)."""
+    from hypothesis import strategies as st
+    from test_fuzz_support import (STORAGES, damages, deep_formula_texts, formulas, FORMULA_ALPHABET,
+                                   mutated, mutated_default_specs, rendered, spec_documents, spec_file_bytes,
+                                   specs_with_random_formula)
+
+    from safety_monitor.spec.ltlf import to_text
+
+    return {
+        "formulas": {
+            "rendered": rendered(),
+            "mutated": mutated(rendered()),
+            "alphabet": st.text(alphabet=FORMULA_ALPHABET, max_size=60),
+            "unicode": st.text(max_size=60),
+            "deep": deep_formula_texts(max_depth=5000),
+        },
+        "compile": {
+            "ast": formulas(8).map(to_text),
+            "rendered": rendered(),
+            "mutated": mutated(rendered()),
+        },
+        "specs": {
+            "document": spec_documents().map(lambda d: ("document", d)),
+            "edited": mutated_default_specs().map(lambda d: ("edited", d)),
+            "bytes": spec_file_bytes(max_nesting=1500).map(lambda b: ("bytes", b)),
+            "random_formula": specs_with_random_formula().map(lambda d: ("random_formula", d)),
+        },
+        "bags": {s: damages(s).map(lambda d, s=s: (s, d)) for s in STORAGES},
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--formulas", type=int, default=10000, help="formula texts through parse")
+    parser.add_argument("--compile", type=int, default=1000, help="formulas through compile_formula")
+    parser.add_argument("--specs", type=int, default=2000, help="spec files through load_specs and specs check")
+    parser.add_argument("--bags", type=int, default=1000, help="damaged bags read and scored in both modes")
+    parser.add_argument("--seconds", type=float, default=3600.0,
+                        help="wall-clock budget per part (shared by its generators)")
+    parser.add_argument("--timeout", type=float, default=90.0,
+                        help="limit per input in seconds (MONA alone may take 60 s on a hard formula)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", help="folder for failing inputs (default: a new temporary folder)")
+    args = parser.parse_args()
+
+    out = Path(args.out or tempfile.mkdtemp(prefix="fuzz_inputs_"))
+    out.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("SAFETY_MONITOR_CACHE_DIR", str(out / "dfa_cache"))  # random formulas stay out of ~/.cache
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+    sys.path.insert(0, str(REPO / "test"))
+    print(f"{platform.processor() or platform.machine()}, Python {platform.python_version()}, seed {args.seed}, "
+          f"timeout {args.timeout:.0f} s per input, failing inputs to {out}", flush=True)
+    checks = {
+        "formulas": lambda: check_formula(args.timeout),
+        "compile": lambda: check_compile(args.timeout),
+        "specs": lambda: check_spec(Path(tempfile.mkdtemp(dir=out)), args.timeout),
+        "bags": lambda: check_bag(Path(tempfile.mkdtemp(dir=out)), args.timeout),
+    }
+    budget = {"formulas": args.formulas, "compile": args.compile, "specs": args.specs, "bags": args.bags}
+    failing = 0
+    for name, named in generators().items():
+        if budget[name] <= 0:
+            continue
+        check = checks[name]()
+        total = Counter()
+        for i, (label, strategy) in enumerate(named.items()):
+            share = budget[name] // len(named) + (i < budget[name] % len(named))
+            part = Part(f"{name}/{label}", out, args.timeout)
+            part.run(strategy, check, share, args.seconds / len(named), args.seed)
+            print(part.report(), flush=True)
+            failing += len(part.failures)
+            total["inputs"] += part.tried
+        print(f"{name}: {total['inputs']} inputs in all", flush=True)
+    print(f"failing inputs: {failing}" + (f" (see {out})" if failing else ""))
+    return 1 if failing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,93 @@
+"""Fuzzed formulas: parse, compile and the eval command end in a SpecError (or ToolMissingError) or a
+result, never a traceback or a hang (benchmarks/fuzz_inputs.py runs the long campaign)."""
+import json
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_fuzz_support import (deep_formula_texts, formula_outcome, formula_texts, formulas, guarded, is_failure,
+                               mutated, rendered)
+
+from safety_monitor.cli import main
+from safety_monitor.errors import SpecError
+from safety_monitor.spec.compile import compile_formula
+from safety_monitor.spec.ltlf import MAX_DEPTH, parse
+
+FUZZ = settings(derandomize=True, database=None, deadline=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
+                                       HealthCheck.function_scoped_fixture])
+
+
+@settings(FUZZ, max_examples=400)
+@given(formula_texts())
+def test_any_text_parses_or_is_a_spec_error(text):
+    outcome, detail = guarded(lambda: formula_outcome(text), seconds=5)
+    assert not is_failure(outcome), (outcome, detail, text)
+
+
+@settings(FUZZ, max_examples=150)
+@given(st.data())
+def test_printed_formulas_parse_back_to_the_same_formula(data):
+    f = data.draw(formulas())
+    assert parse(data.draw(rendered(f))) == f
+
+
+@settings(FUZZ, max_examples=150)
+@given(mutated(rendered()))
+def test_syntax_errors_point_at_line_and_column(text):
+    try:
+        parse(text)
+    except SpecError as exc:
+        message = str(exc)
+        assert message.startswith(("syntax error at line ", "empty formula", "formula nested too deeply",
+                                   "chained '<->' is ambiguous")), message
+
+
+@settings(FUZZ, max_examples=60)
+@given(deep_formula_texts(max_depth=3000))
+def test_deep_nesting_is_a_spec_error_or_parses_within_the_depth_limit(text):
+    outcome, detail = guarded(lambda: formula_outcome(text), seconds=5)
+    assert outcome in ("parsed", "too_deep"), (outcome, detail, text[:60])
+
+
+@pytest.mark.parametrize("text", ["!" * 600 + "a", "(" * 600 + "a" + ")" * 600, "G(" * 300 + "a" + ")" * 300,
+                                  "a U " * 1200 + "a", "X " * 600 + "a"])
+def test_formulas_deeper_than_the_limit_are_rejected_by_name(text):
+    with pytest.raises(SpecError, match="nested too deeply"):
+        parse(text)
+
+
+def test_formulas_at_the_depth_limit_still_parse():
+    assert parse("X " * (MAX_DEPTH - 1) + "a") is not None
+    assert parse("a U " * (MAX_DEPTH - 1) + "a") is not None
+
+
+@settings(FUZZ, max_examples=12)
+@given(formulas(max_leaves=6))
+def test_compiled_formulas_agree_with_the_reference_evaluator(f):
+    from safety_monitor.spec.ltlf import to_text
+
+    outcome, detail = guarded(lambda: formula_outcome(to_text(f), compile=True), seconds=60)
+    assert outcome in ("compiled", "compile_rejected"), (outcome, detail, to_text(f))
+
+
+def test_an_exploding_translation_is_refused_before_it_is_built():
+    start = time.perf_counter()
+    with pytest.raises(SpecError, match="too deeply for MONA"):
+        compile_formula("G(" * 30 + "a" + ")" * 30)  # ltlf2dfa would write a 2**30-copy program
+    assert time.perf_counter() - start < 5
+
+
+@settings(FUZZ, max_examples=40)
+@given(mutated(rendered()) | st.text(max_size=20))
+def test_eval_command_prints_one_error_line_and_exits_2(tmp_path_factory, capsys, text):
+    trace = tmp_path_factory.getbasetemp() / "fuzz_trace.jsonl"
+    if not trace.exists():
+        trace.write_text("\n".join(json.dumps({"a": i % 2 == 0, "b": True}) for i in range(4)) + "\n")
+    code = main(["eval", f"--formula={text}", "--trace", str(trace)])
+    err = capsys.readouterr().err
+    assert code in (0, 2)
+    assert "Traceback" not in err
+    if code == 2:
+        assert err.startswith("safety-monitor eval: error: ")
