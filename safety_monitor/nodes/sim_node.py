@@ -75,7 +75,7 @@ def episode_schedule(task: str, fault: str, episodes: int) -> list[tuple[str, st
 
 
 class SimNode(Node):
-    """Publishes episodes of the workcell; `episodes_done` counts the finished ones."""
+    """Publishes the scheduled episodes of the workcell, then exits (or idles) when done."""
 
     def __init__(self, **node_kwargs) -> None:
         super().__init__("sim_node", **node_kwargs)
@@ -101,7 +101,6 @@ class SimNode(Node):
             # raw: an answer is only counted, so the frame is not deserialised here
             self._pred_sub = self.create_subscription(
                 T.DiagnosticArray, self.topics.predicates, self._on_predicates, qos.PREDICATES, raw=True)
-        self.episodes_done = 0
         self._episode = None
         self._index = -1
         self._offset = 0.0  # added to the episode's own time, so time grows across episodes
@@ -186,7 +185,6 @@ class SimNode(Node):
         self._marker_pub.publish(marker_msg(self._types, EpisodeMarker(
             END, index, self._last_t, task=task, fault=fault or "", seed=episode.seed,
             frames=self._published, succeeded=bool(episode.succeeded()))))
-        self.episodes_done += 1
         if index + 1 < len(self.schedule):
             self._start_episode(index + 1)
             return
