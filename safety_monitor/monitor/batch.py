@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Mapping, Sequence
+from functools import partial
 
 import numpy as np
 
@@ -167,7 +168,7 @@ class BatchMonitor:
             keep = (code & codes.EPISODE) != 0
             pos, code, state = pos[keep], code[keep], state[keep]
             if events:
-                ledger = EpisodeLedger(auto, self.history)
+                ledger = EpisodeLedger(auto, self.history, partial(_window, auto, run, times_list))
                 per_property.append(self._events(auto, run, pos, code, state, edges, ledger, times_list))
                 tail_events, outcome = ledger.finish(frames, t_end, edges.size, since_rest)
                 end_events.extend(tail_events)
@@ -275,20 +276,17 @@ class BatchMonitor:
                      run.letters[pos[idx]].tolist(), last_edge.tolist())
         items.sort(key=lambda item: item[:2])
 
-        def window(first: int, last: int) -> tuple[list, list]:
-            rows = run.rows_between(first, last, auto)
-            ts = times[first:last + 1] if times is not None else [None] * (last - first + 1)
-            return rows, list(ts)
-
         out: list[tuple[int, int, Event]] = []
+        found: list[Event] = []
         for f, kind, *rest in items:
             t = times[f] if times is not None else None
             if kind == 0:
                 out.append((f, 0, ledger.seeing(f, t) if rest[0] else ledger.blind(f, t)))
                 continue
             c, st, letter, edge = rest
-            for e in ledger.on_code(f, t, c, st, letter, edge if edge >= 0 else None, window):
-                out.append((f, 1, e))
+            ledger.on_code(found, f, t, c, st, letter, edge if edge >= 0 else None)
+            out += [(f, 1, e) for e in found]
+            found.clear()
         return out
 
     def _empty(self) -> TraceResult:
@@ -334,9 +332,9 @@ class _Frames:
     def blind_frames(self) -> int:
         return int(np.count_nonzero(self._blind))
 
-    def rows_between(self, first: int, last: int, auto: MonitorAutomaton) -> list[tuple[bool | None, ...]]:
-        """The property's values on every frame first..last (None where blind)."""
-        return auto.rows(self.letters[first:last + 1].tolist())
+    def letters_between(self, first: int, last: int) -> np.ndarray:
+        """The property's letter on every frame first..last (a copy)."""
+        return self.letters[first:last + 1].copy()
 
 
 class _Runs:
@@ -409,16 +407,23 @@ class _Runs:
     def blind_frames(self) -> int:
         return int(self.lengths[self.blind_run].sum())
 
-    def rows_between(self, first: int, last: int, auto: MonitorAutomaton) -> list[tuple[bool | None, ...]]:
-        """The property's values on every frame first..last (None where blind), decoded once per run."""
+    def letters_between(self, first: int, last: int) -> np.ndarray:
+        """The property's letter on every frame first..last, from the runs covering them."""
         lo = int(np.searchsorted(self.starts, first, side="right")) - 1
         hi = int(np.searchsorted(self.starts, last, side="right"))
         ends = np.minimum(np.append(self.starts[lo + 1:hi], last + 1), last + 1)
         begins = np.maximum(self.starts[lo:hi], first)
-        rows: list[tuple[bool | None, ...]] = []
-        for row, n in zip(auto.rows(self.run_letter[lo:hi].tolist()), (ends - begins).tolist()):
-            rows += [row] * n
-        return rows
+        return np.repeat(self.run_letter[lo:hi], ends - begins)
+
+
+def _window(auto: MonitorAutomaton, run, times: list | None, first: int, last: int) -> tuple:
+    """An opening event's window (episodes.Window): copies of its letters and times, decoded when read."""
+    ts = times[first:last + 1] if times is not None else [None] * (last - first + 1)
+    return _decode_letters, auto, run.letters_between(first, last), ts
+
+
+def _decode_letters(auto: MonitorAutomaton, letters: np.ndarray, times: list) -> tuple[list, list]:
+    return auto.rows(letters.tolist()), times
 
 
 def _outcome(auto: MonitorAutomaton, run, pos: np.ndarray, code: np.ndarray, edges: int, since_rest: int,

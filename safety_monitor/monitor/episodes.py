@@ -3,6 +3,8 @@
 An episode's violating frames run from its opening frame up to, not including, the frame on which it
 closes (the recovery frame, where the property re-arms); an episode closed on its own opening frame
 counts one frame; one still open at the end of a trace of n frames counts n - opening frame.
+Counterexamples are deferred: an opening event records its window's bounds and a compact copy of its
+frames, and the values, times and decisive predicates are decoded when first read.
 """
 from __future__ import annotations
 
@@ -12,10 +14,17 @@ from typing import Any
 
 from safety_monitor.monitor import automaton as codes
 from safety_monitor.monitor import events as ev
+from safety_monitor.monitor.automaton import CLOSED_AT_ONCE as _CLOSED_AT_ONCE
+from safety_monitor.monitor.automaton import OPENED as _OPENED
+from safety_monitor.monitor.automaton import RECOVERED as _RECOVERED
 from safety_monitor.monitor.automaton import MonitorAutomaton
+from safety_monitor.monitor.events import deferred_counterexample as _deferred
+from safety_monitor.monitor.events import new_event as _new_event
 
-# window(first, last) -> (the property's values per frame first..last, None where blind; times per frame)
-Window = Callable[[int, int], tuple[list[tuple[bool | None, ...]], list[float | None]]]
+# window(first, last) -> (read, *args): read(*args) gives the property's values on frames first..last
+# (None where blind) and their times. It is called only when the counterexample is first read, so args
+# must hold what it needs (a copy, or buffers that are never overwritten), not a view that moves on.
+Window = Callable[[int, int], tuple]
 
 
 @dataclass(frozen=True)
@@ -69,11 +78,13 @@ class TraceResult:
 
 
 class EpisodeLedger:
-    """Turns one property's automaton codes into events and episode counts, in frame order."""
+    """Turns one property's automaton codes into events and episode counts, in frame order; `window`
+    records what an opening event's counterexample will be decoded from."""
 
-    def __init__(self, auto: MonitorAutomaton, history: int) -> None:
+    def __init__(self, auto: MonitorAutomaton, history: int, window: Window) -> None:
         self.auto = auto
         self.history = history
+        self.window = window
         self._episodes = 0  # opened so far: the next episode's id
         self._durations: list[int] = []
         self._discarded = 0
@@ -82,22 +93,28 @@ class EpisodeLedger:
         self._blind_since: int | None = None
         self._blind_frames = 0
 
-    def on_code(self, frame: int, t: float | None, code: int, state_before: int, letter: int,
-                last_edge: int | None, window: Window) -> list[ev.Event]:
-        auto, out = self.auto, []
-        if code & codes.RECOVERED:
+    def on_code(self, out: list[ev.Event], frame: int, t: float | None, code: int, state_before: int,
+                letter: int, last_edge: int | None) -> None:
+        """Append the events of automaton code `code` on `frame` to `out` (the live loop's hot path)."""
+        auto = self.auto
+        if code & _RECOVERED:
             out.append(self._close(frame, t, ev.RECOVERED, max(1, frame - self._open_frame)))
             self._run_start = frame
-        if code & codes.OPENED:
+        if code & _OPENED:
             self._open_frame = frame
-            self._episodes += 1
-            cx = self._counterexample(frame, t, state_before, letter, code, last_edge, window)
-            out.append(ev.Event(ev.OPENED, auto.name, auto.category, frame, t, self._episodes - 1, None, cx))
-        if code & codes.CLOSED_AT_ONCE:
-            kind = ev.CLOSED if auto.recovery is None else ev.RECOVERED
-            out.append(self._close(frame, t, kind, 1))
+            episode = self._episodes
+            self._episodes = episode + 1
+            # the window: from the trigger's last rising edge in this run of the main DFA, else the run's start
+            run_start = frame if code & _RECOVERED else self._run_start
+            trigger_frame = last_edge if last_edge is not None and last_edge >= run_start else None
+            first = run_start if trigger_frame is None else trigger_frame
+            kept = first if first > frame - self.history else frame - self.history + 1
+            cx = _deferred((_decode_counterexample, auto, kept, frame, trigger_frame, kept > first, state_before,
+                            letter, code, self.window(kept, frame)))
+            out.append(_new_event(ev.OPENED, auto.name, auto.category, frame, t, episode, None, cx))
+        if code & _CLOSED_AT_ONCE:
+            out.append(self._close(frame, t, ev.CLOSED if auto.recovery is None else ev.RECOVERED, 1))
             self._run_start = frame + 1
-        return out
 
     def blind(self, frame: int, t: float | None) -> ev.Event:
         self._blind_since = frame
@@ -131,26 +148,26 @@ class EpisodeLedger:
     def _close(self, frame: int, t: float | None, kind: str, duration: int) -> ev.Event:
         self._durations.append(duration)
         self._open_frame = None
-        return ev.Event(kind, self.auto.name, self.auto.category, frame, t, self._episodes - 1, duration)
-
-    def _counterexample(self, frame: int, t: float | None, state_before: int, letter: int, code: int,
-                        last_edge: int | None, window: Window) -> ev.Counterexample:
         auto = self.auto
-        run_start = frame if code & codes.RECOVERED else self._run_start
-        trigger_frame = last_edge if last_edge is not None and last_edge >= run_start else None
-        first = trigger_frame if trigger_frame is not None else run_start
-        kept = max(first, frame - self.history + 1)
-        values, times = window(kept, frame)
-        return ev.Counterexample(
-            property=auto.name,
-            formula=auto.formula,
-            trigger=auto.trigger,
-            first_frame=kept,
-            last_frame=frame,
-            trigger_frame=trigger_frame,
-            atoms=auto.atoms,
-            values=tuple(values),
-            times=tuple(times),
-            decisive=auto.decisive_atoms(state_before, letter, code),
-            truncated=kept > first,
-        )
+        return _new_event(kind, auto.name, auto.category, frame, t, self._episodes - 1, duration, None)
+
+
+def _decode_counterexample(auto: MonitorAutomaton, first: int, last: int, trigger_frame: int | None,
+                           truncated: bool, state_before: int, letter: int, code: int,
+                           window: tuple) -> ev.Counterexample:
+    """The counterexample an opening event recorded, decoded from what its window kept."""
+    read, *args = window
+    values, times = read(*args)
+    return ev.Counterexample(
+        property=auto.name,
+        formula=auto.formula,
+        trigger=auto.trigger,
+        first_frame=first,
+        last_frame=last,
+        trigger_frame=trigger_frame,
+        atoms=auto.atoms,
+        values=tuple(values),
+        times=tuple(times),
+        decisive=auto.decisive_atoms(state_before, letter, code),
+        truncated=truncated,
+    )

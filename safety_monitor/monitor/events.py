@@ -12,6 +12,7 @@ DISCARDED_TRUNCATED = "discarded_truncated"  # the trace ended inside an episode
 BLIND = "blind"  # a predicate of the property became unknown: it is not stepped, its verdict is unknown
 SEEING = "seeing"  # every predicate of the property is known again
 KINDS = (OPENED, RECOVERED, CLOSED, UNRECOVERED_AT_END, DISCARDED_TRUNCATED, BLIND, SEEING)
+_new = object.__new__
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,22 @@ class Counterexample:
     times: tuple[float | None, ...]
     decisive: tuple[str, ...]  # flipping any one of these on the last frame avoids the violation
     truncated: bool  # the window was cut to the monitor's history length
+
+    def __getattr__(self, name: str) -> Any:
+        """Only reached for a field not set yet, i.e. on a deferred counterexample: build it now."""
+        state = self.__dict__
+        deferred = state.get("_deferred")
+        if deferred is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        build, *args = deferred
+        state.update(build(*args).__dict__)  # fields first, then forget the recipe: safe if read twice
+        state.pop("_deferred", None)
+        return getattr(self, name)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickles and copies carry the fields, never the recipe."""
+        self.property  # noqa: B018 (builds a deferred counterexample)
+        return self.__dict__
 
     @property
     def explanation(self) -> str:
@@ -62,6 +79,14 @@ class Counterexample:
         }
 
 
+def deferred_counterexample(recipe: tuple) -> Counterexample:
+    """A Counterexample equal to `build(*args)` for recipe (build, *args), built on first access of any
+    field: a flood of violations pays for a reference to its window, not for decoding it."""
+    cx = _new(Counterexample)
+    cx.__dict__["_deferred"] = recipe
+    return cx
+
+
 @dataclass(frozen=True)
 class Event:
     """One monitor event. `episode` numbers a property's episodes from 0; `duration` (frames counted as
@@ -89,6 +114,22 @@ class Event:
         if self.counterexample is not None:
             out["counterexample"] = self.counterexample.to_json()
         return out
+
+
+def new_event(kind: str, prop: str, category: str, frame: int, t: float | None, episode: int | None,
+              duration: int | None, counterexample: Counterexample | None) -> Event:
+    """Event(...) without the frozen-dataclass __init__ (a third of an event's cost in the live loop)."""
+    e = _new(Event)
+    d = e.__dict__
+    d["kind"] = kind
+    d["property"] = prop
+    d["category"] = category
+    d["frame"] = frame
+    d["t"] = t
+    d["episode"] = episode
+    d["duration"] = duration
+    d["counterexample"] = counterexample
+    return e
 
 
 def explain(

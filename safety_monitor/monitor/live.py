@@ -1,28 +1,36 @@
-"""The live spec-set monitor: one call per frame steps every property, cheaply when little changes.
+"""The live spec-set monitor: one call per frame steps every property at once.
 
-A frame is read once into a tuple in a fixed predicate order and, when it differs from the previous
-frame, packed into one integer (a byte per predicate); each property's letter is then a dictionary
-look-up of that integer masked to its own predicates. A property whose letter did not change and whose
-state loops on that letter with no event is skipped, so a frame equal to the previous one costs one
-tuple comparison when every property is at such a self-loop.
+Each property's combined automaton (automaton.py) is widened so that one table entry says everything a
+frame can cause: its state also remembers the trigger's last value (a rising edge is a transition flag)
+and whether the property is blind (the blind and seeing events are flags too). The properties' tables
+lie end to end in one flat table, so a changed frame costs its predicate values packed into bytes, every
+property's letter from one small matrix product, and two gathers (next states, flags); Python then
+visits only the properties with a flag set. A frame equal to the previous one costs a tuple comparison
+when every property sits on a silent self-loop.
 """
 from __future__ import annotations
 
 import operator
-from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import islice
+from functools import partial
+from itertools import compress
 from pathlib import Path
 
 import numpy as np
 
-from safety_monitor.errors import SourceError, SpecError
-from safety_monitor.monitor.automaton import EPISODE, MonitorAutomaton, build_automaton
+from safety_monitor.errors import SpecError
+from safety_monitor.monitor.automaton import EPISODE, LEFT_REST, MonitorAutomaton, build_automaton
 from safety_monitor.monitor.episodes import EpisodeLedger, TraceResult
 from safety_monitor.monitor.events import Event
 
 DEFAULT_HISTORY = 2000  # frames of predicate values kept for counterexamples
 _NO_EVENTS: tuple = ()
+# transition flags beyond the automaton's codes (RECOVERED, OPENED, CLOSED_AT_ONCE, LEFT_REST)
+RISE = 16  # the trigger rose on this frame
+BLIND = 32  # some predicate of the property became unknown
+SEEING = 64  # every predicate is known again
+MOVES = 128  # the same letter again would not be a silent self-loop
+_REPORTS = EPISODE | BLIND | SEEING
 
 
 def automata_for(compiled: Iterable) -> list[MonitorAutomaton]:
@@ -71,33 +79,17 @@ class SpecSetMonitor:
         preds = self.predicates
         position = {p: i for i, p in enumerate(preds)}
         self._get = operator.itemgetter(*preds) if len(preds) > 1 else (lambda f, _p=preds[0]: (f[_p],))
-        self._ones = sum(1 << (8 * i) for i in range(len(preds)))
-        self._all_unknown = self._ones
-        self._positions = [tuple(position[a] for a in auto.atoms) for auto in self.automata]
-        self._pickers = [_picker(pos) for pos in self._positions]
-        self._sel, self._lut, self._width = [], [], []
-        self._nxt, self._code, self._stat, self._rest, self._trig, self._blind = [], [], [], [], [], []
-        for auto, pos in zip(self.automata, self._positions):
-            width = auto.next.shape[1]  # letters + the blind letter
-            sel = sum(1 << (8 * p) for p in pos)
-            keys = [0]  # keys[letter] = the frame mask restricted to this property's predicates
-            for p in pos:
-                keys += [k | (1 << (8 * p)) for k in keys]
-            self._sel.append(sel)
-            self._lut.append({k: letter for letter, k in enumerate(keys)})
-            self._width.append(width)
-            nxt = (auto.next.astype(np.int64) * width).ravel()
-            rows = np.repeat(np.arange(auto.n_states) * width, width)
-            self._nxt.append(nxt.tolist())
-            episode_code = auto.code.ravel() & EPISODE
-            self._code.append(episode_code.tolist())
-            # stays[row + a]: stepping letter a from this state loops silently
-            self._stat.append(((nxt == rows) & (episode_code == 0)).tolist())
-            rest = np.zeros(nxt.size, dtype=bool)
-            rest[np.arange(auto.n_states) * width] = auto.rest
-            self._rest.append(rest.tolist())
-            self._trig.append(auto.trigger_value.tolist())
-            self._blind.append(auto.blind)
+        positions = [tuple(position[a] for a in auto.atoms) for auto in self.automata]
+        # letters = frame bytes @ weights: predicate p adds 2**k to the letter of a property whose k-th atom it is
+        self._weights = np.zeros((len(preds), len(self.automata)))
+        for j, pos in enumerate(positions):
+            self._weights[list(pos), j] = 1 << np.arange(len(pos))
+        self._sel = [sum(1 << (8 * p) for p in pos) for pos in positions]  # a property's predicate bytes
+        self._blind_letters = np.array([a.blind for a in self.automata], dtype=np.intp)
+        self._windows = [partial(self._window, _picker(pos), len(pos)) for pos in positions]
+        self._log_size = 2 * history
+        self._next, self._flags, self._start, self._state_of, self._rest_rows = _widened_tables(self.automata)
+        self._order = range(len(self.automata))
         self.reset()
 
     @classmethod
@@ -120,19 +112,19 @@ class SpecSetMonitor:
         n = len(self.automata)
         self._i = 0
         self._last_values: object = _NEVER
-        self._mask = 0
-        self._unknown = 0
-        self._rows = [0] * n
-        self._letters = [-1] * n
-        self._stationary = [False] * n
-        self._active = list(range(n))
-        self._trig_last = [False] * n
-        self._edges = [0] * n
-        self._since_rest = [0] * n
+        self._letters = self._blind_letters
+        self._rows = self._start
+        self._still = False  # every property on a silent self-loop of its current letter
+        self._edges = [0] * n  # trigger rising edges so far
         self._last_edge: list[int | None] = [None] * n
-        self._ledgers = [EpisodeLedger(a, self.history) for a in self.automata]
-        self._ring: deque = deque(maxlen=self.history)
-        self._times: deque = deque(maxlen=self.history)
+        self._edges_left = [0] * n  # edges before the frame the machine last left rest
+        self._ledgers = [EpisodeLedger(a, self.history, w) for a, w in zip(self.automata, self._windows)]
+        # the last frames' value tuples and times, from frame self._log_base on: captured counterexample
+        # windows refer to these lists, so they only ever grow, and are replaced (not cut) when full;
+        # a deferred counterexample thus keeps at most 2 * history frames alive
+        self._log: list = []
+        self._log_times: list = []
+        self._log_base = 0
         self._t: float | None = None
 
     def step(self, frame: Mapping[str, object] | None, t: float | None = None) -> Sequence[Event]:
@@ -147,79 +139,66 @@ class SpecSetMonitor:
                 raise SpecError(f"frame {i}: no value for predicate {exc.args[0]!r}") from None
             except TypeError:
                 raise SpecError(f"frame {i}: expected a mapping predicate -> bool, got {type(frame).__name__}") from None
-        if values == self._last_values:
-            self._i, self._t = i + 1, t
-            self._times.append(t)
-            self._ring.append(self._last_values)
-            if not self._active:
-                return _NO_EVENTS
-            todo = list(self._active)
-            new = self._letters
+        same = values == self._last_values
+        if same:
+            values = self._last_values  # log one shared tuple per run of equal frames
         else:
-            mask, unknown = (0, self._all_unknown) if values is None else self._encode(values, i)
-            self._i, self._t = i + 1, t
-            self._times.append(t)
-            self._ring.append(values)
-            self._last_values = values
-            changed = (mask ^ self._mask) | (unknown ^ self._unknown)
-            self._mask, self._unknown = mask, unknown
-            sel, stat = self._sel, self._stationary
-            todo = [j for j in range(len(sel)) if (changed & sel[j]) or not stat[j]]
-            if not todo:
+            letters = self._letters_of(values, i)  # a bad frame raises here, before anything moves
+        self._i, self._t = i + 1, t
+        if i - self._log_base == self._log_size:  # full: carry the last `history` frames to new lists
+            self._log, self._log_times = self._log[-self.history:], self._log_times[-self.history:]
+            self._log_base = i - self.history
+        self._log.append(values)
+        self._log_times.append(t)
+        if same:
+            if self._still:
                 return _NO_EVENTS
-            lut, blind = self._lut, self._blind
-            new = {j: (blind[j] if unknown & sel[j] else lut[j][mask & sel[j]]) for j in todo}
-        return self._advance(todo, new, i, t)
+            letters = self._letters
+        else:
+            self._last_values, self._letters = values, letters
+        before = self._rows
+        idx = before + letters
+        self._rows = self._next[idx]
+        flags = self._flags[idx].tolist()
+        if not any(flags):
+            self._still = True
+            return _NO_EVENTS
+        return self._react(flags, before, letters, i, t)
 
-    def _advance(self, todo: list[int], new, i: int, t: float | None) -> list[Event]:
-        events: list[Event] = []
-        letters, rows, stat = self._letters, self._rows, self._stationary
-        flipped = False
-        for j in todo:
-            a = new[j]
-            if a != letters[j]:
-                prev = letters[j]
-                letters[j] = a
-                if a == self._blind[j]:
-                    events.append(self._ledgers[j].blind(i, t))
-                    if not stat[j]:
-                        stat[j] = flipped = True
+    def _react(self, flags: list[int], before: np.ndarray, letters: np.ndarray, i: int, t: float | None) -> list[Event]:
+        """Events and trigger bookkeeping of the properties whose transition carried a flag."""
+        out: list[Event] = []
+        edges, last_edge, edges_left = self._edges, self._last_edge, self._edges_left
+        rows = steps = None
+        for j in compress(self._order, flags):
+            f = flags[j]
+            if f & LEFT_REST:
+                edges_left[j] = edges[j]
+            if f & RISE:
+                edges[j] += 1
+                last_edge[j] = i
+            if f & _REPORTS:
+                ledger = self._ledgers[j]
+                if f & BLIND:
+                    out.append(ledger.blind(i, t))
                     continue
-                if prev == self._blind[j]:
-                    events.append(self._ledgers[j].seeing(i, t))
-                tv = self._trig[j][a]
-                if tv != self._trig_last[j]:
-                    self._trig_last[j] = tv
-                    if tv:
-                        self._edges[j] += 1
-                        self._since_rest[j] += 1
-                        self._last_edge[j] = i
-            row = rows[j]
-            k = row + a
-            nrow = self._nxt[j][k]
-            rows[j] = nrow
-            c = self._code[j][k]
-            if c:
-                events.extend(self._ledgers[j].on_code(
-                    i, t, c, row // self._width[j], a, self._last_edge[j],
-                    lambda first, last, _j=j: self._window(_j, first, last)))
-            if self._since_rest[j] and self._rest[j][nrow]:
-                self._since_rest[j] = 0
-            s = self._stat[j][nrow + a]
-            if s != stat[j]:
-                stat[j] = s
-                flipped = True
-        if flipped:
-            self._active = [j for j in range(len(stat)) if not stat[j]]
-        return events
+                if f & SEEING:
+                    out.append(ledger.seeing(i, t))
+                if f & EPISODE:
+                    if rows is None:
+                        rows, steps = before.tolist(), letters.tolist()
+                    ledger.on_code(out, i, t, f & EPISODE, self._state_of[rows[j]], steps[j], last_edge[j])
+        self._still = max(flags) < MOVES  # MOVES is the flags' top bit
+        return out
 
     def finish(self) -> TraceResult:
         """End the trace: close or discard open episodes, return the trace's result, then reset."""
         frames, t = self._i, self._t
         events: list[Event] = []
         outcomes = []
-        for j, ledger in enumerate(self._ledgers):
-            end_events, outcome = ledger.finish(frames, t, self._edges[j], self._since_rest[j])
+        for j, (ledger, row) in enumerate(zip(self._ledgers, self._rows.tolist())):
+            since_rest = 0 if row in self._rest_rows else self._edges[j] - self._edges_left[j]
+            end_events, outcome = ledger.finish(frames, t, self._edges[j], since_rest)
             events.extend(end_events)
             outcomes.append(outcome)
         result = TraceResult(frames, tuple(outcomes), tuple(events))
@@ -238,14 +217,24 @@ class SpecSetMonitor:
         result = self.finish()
         return TraceResult(result.frames, result.outcomes, tuple(collected) + result.events)
 
+    def _letters_of(self, values: tuple | None, i: int) -> np.ndarray:
+        """Every property's letter (its blind letter where one of its predicates is unknown)."""
+        if values is None:
+            return self._blind_letters
+        try:
+            packed = bytes(values)
+        except (TypeError, ValueError):  # an unknown (None) or a value that is no bool
+            packed = None
+        if packed is not None and not packed.translate(None, b"\0\1"):  # all bools (or 0/1): fast path
+            return (np.frombuffer(packed, np.uint8) @ self._weights).astype(np.intp)
+        mask, unknown = self._encode(values, i)
+        letters = (np.frombuffer(mask.to_bytes(len(values), "little"), np.uint8) @ self._weights).astype(np.intp)
+        if unknown:
+            letters = np.where([bool(unknown & s) for s in self._sel], self._blind_letters, letters)
+        return letters
+
     def _encode(self, values: tuple, i: int) -> tuple[int, int]:
         """(byte-per-predicate mask of true values, mask of unknown ones); bad values are a SpecError."""
-        try:
-            mask = int.from_bytes(bytes(values), "little")
-            if not mask & ~self._ones:
-                return mask, 0
-        except (TypeError, ValueError):
-            pass
         mask = unknown = 0
         for k, v in enumerate(values):
             if v is None:
@@ -257,24 +246,66 @@ class SpecSetMonitor:
                 raise SpecError(f"frame {i}: predicate {self.predicates[k]!r} has value {v!r}; expected true, false or None (unknown)")
         return mask, unknown
 
-    def _window(self, j: int, first: int, last: int) -> tuple[list, list]:
-        """Property j's values on frames first..last (last = the current frame), newest read first."""
-        count = last - first + 1
-        if count > len(self._ring) or last != self._i - 1:
-            raise SourceError(f"frames {first}..{last} are outside the monitor's history of {self.history} frames")
-        pick, unknown = self._pickers[j], (None,) * len(self._positions[j])
-        rows: list = []
-        prev, row = _NEVER, None
-        for v in islice(reversed(self._ring), count):
-            if v is not prev:  # unchanged frames share one tuple: decode each once
-                prev = v
-                row = unknown if v is None else pick(v)
-                row = unknown if None in row else tuple(map(bool, row))  # blind: every value unknown
-            rows.append(row)
-        rows.reverse()
-        times = list(islice(reversed(self._times), count))
-        times.reverse()
-        return rows, times
+    def _window(self, pick, n_atoms: int, first: int, last: int) -> tuple:
+        """A property's counterexample window (episodes.Window): references to the log lists, which are
+        never overwritten, so capturing costs no copy; decoded only if the counterexample is read."""
+        base = self._log_base
+        return _decode_rows, pick, n_atoms, self._log, self._log_times, first - base, last + 1 - base
+
+
+def _widened_tables(automata: Sequence[MonitorAutomaton]):
+    """Every property's automaton widened with (trigger's last value, blind) and laid in one flat table.
+
+    Widened state u = 4 * state + 2 * trigger + blind; entry `offset + u * width + letter` holds the next
+    entry's row (offset + u' * width) and the transition's flags. Returns (next rows, flags, each
+    property's initial row, row -> automaton state, rows whose state is at rest).
+    """
+    sizes = [4 * a.n_states * a.next.shape[1] for a in automata]
+    offsets = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.intp)
+    nxt = np.empty(int(sum(sizes)), dtype=np.intp)
+    flags = np.empty(int(sum(sizes)), dtype=np.uint8)
+    state_of: dict[int, int] = {}
+    rest_rows: set[int] = set()
+    for auto, off, size in zip(automata, offsets.tolist(), sizes):
+        n, width = auto.next.shape
+        blind = width - 1
+        states = np.arange(n)
+        to = auto.next[:, :blind].astype(np.intp)  # (state, letter)
+        tv = auto.trigger_value.astype(np.intp)  # trigger value per letter
+        silent = (auto.next == states[:, None]) & ((auto.code & EPISODE) == 0)
+        moves = np.where(silent[to, np.arange(blind)], 0, MOVES)
+        nx = np.empty((n, 2, 2, width), dtype=np.intp)
+        fl = np.empty((n, 2, 2, width), dtype=np.intp)
+        for trig in (0, 1):
+            for blinded in (0, 1):
+                nx[:, trig, blinded, :blind] = 4 * to + 2 * tv
+                fl[:, trig, blinded, :blind] = (auto.code[:, :blind] | moves | np.where(tv > trig, RISE, 0)
+                                                | (SEEING if blinded else 0))
+                nx[:, trig, blinded, blind] = 4 * states + 2 * trig + 1
+                fl[:, trig, blinded, blind] = 0 if blinded else BLIND
+        nxt[off:off + size] = (off + nx * width).ravel()
+        flags[off:off + size] = fl.ravel()
+        for u in range(4 * n):
+            state_of[off + u * width] = u // 4
+            if auto.rest[u // 4]:
+                rest_rows.add(off + u * width)
+    nxt.setflags(write=False)
+    flags.setflags(write=False)
+    return nxt, flags, offsets, state_of, rest_rows
+
+
+def _decode_rows(pick, n_atoms: int, log: list, log_times: list, lo: int, hi: int) -> tuple[list, list]:
+    """A property's values on log entries lo..hi-1 (all None where it was blind), and their times."""
+    unknown = (None,) * n_atoms
+    rows: list = []
+    prev, row = _NEVER, None
+    for v in log[lo:hi]:
+        if v is not prev:  # unchanged frames share one tuple: decode each once
+            prev = v
+            row = unknown if v is None else pick(v)
+            row = unknown if None in row else tuple(map(bool, row))
+        rows.append(row)
+    return rows, log_times[lo:hi]
 
 
 def _picker(positions: tuple[int, ...]):
