@@ -1,6 +1,6 @@
 """The monitor node on a hand-fed predicates topic: events are logged before they are published,
 diagnostics go ERROR on a violation, OK on recovery, STALE (and every property blind) when
-predicates stop; end markers close the trace."""
+predicates stop; end markers close the trace; two robots' monitors stay apart by namespace."""
 import json
 import time
 import uuid
@@ -164,3 +164,29 @@ def test_a_wrongly_typed_parameter_names_the_node_and_parameter(tmp_path):
             MonitorNode(context=context, parameter_overrides=[Parameter("predicates_timeout_s", value="soon")])
     finally:
         context.try_shutdown()
+
+
+def test_two_robots_side_by_side_keep_their_events_apart(harness, tmp_path):
+    from safety_monitor.nodes.monitor_node import MonitorNode
+
+    h = harness
+    other_ns = h.ns + "_b"
+    other_log = tmp_path / "other.jsonl"
+    other = MonitorNode(context=h.monitor.context, namespace=other_ns, parameter_overrides=[
+        Parameter("specs", value=h.monitor.params.specs), Parameter("events_log", value=str(other_log))])
+    h.executor.add_node(other)
+    probe_b = rclpy.create_node("probe_b", namespace=other_ns, context=h.monitor.context)
+    other_pub = probe_b.create_publisher(h.types.DiagnosticArray, "safety_monitor/predicates", qos.PREDICATES)
+    try:
+        spin_until(h.executor, lambda: other_pub.get_subscription_count() >= 1)
+        other_pub.publish(m.predicates_msg(h.types, m.PredicateSample(values={"a": False, "b": False}, t=1.0)))
+        h.send(False)
+        h.send(True)  # only robot A violates
+        spin_until(h.executor, lambda: any(e["kind"] == "opened" for e in h.events) and other.monitor.frame == 1)
+        assert h.monitor.monitor.frame == 2
+        assert other_log.read_text() == "" and not other._open
+        assert [e["robot"] for e in h.events if e["kind"] == "opened"] == [h.ns.strip("/")]
+        assert other.hardware_id == other_ns.strip("/") != h.monitor.hardware_id
+    finally:
+        other.destroy_node()
+        probe_b.destroy_node()
