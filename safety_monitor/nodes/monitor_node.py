@@ -111,6 +111,7 @@ class MonitorNode(Node):
         self._last_input: float | None = None  # monotonic time of the last predicates message
         self._stale_inputs = True
         self._stale_streams: frozenset[str] = frozenset()
+        self._needed = frozenset(self.monitor.predicates)
         self._missing_warned = False
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(min(0.1, p.predicates_timeout_s / 2), self._watchdog, clock=steady)
@@ -156,10 +157,9 @@ class MonitorNode(Node):
             self._begin_trace(t)
         values = sample.valuation()
         frame = {name: values.get(name) for name in self.monitor.predicates}
-        if not self._missing_warned and len(values) < len(frame) and any(n not in values for n in frame):
+        if not self._missing_warned and (missing := self._needed - values.keys()):
             self._missing_warned = True
-            missing = sorted(n for n in frame if n not in values)
-            self.get_logger().warning(f"predicates never sent, treated as unknown: {', '.join(missing)}")
+            self.get_logger().warning(f"predicates not sent, treated as unknown: {', '.join(sorted(missing))}")
         self._stale_streams = sample.stale
         self._last_t = t
         events = self.monitor.step(frame, t)
