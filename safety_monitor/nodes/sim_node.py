@@ -106,6 +106,7 @@ class SimNode(Node):
         self._offset = 0.0  # added to the episode's own time, so time grows across episodes
         self._last_t = 0.0
         self._published = self._acked = 0
+        self._pose_sent: dict[str, float] = {}  # object -> time of the last pose sample published
         self._phase = "waiting"  # waiting -> gap -> running -> (gap -> running)* -> done
         self._phase_since = time.monotonic()
         self._progress_at = time.monotonic()
@@ -173,7 +174,7 @@ class SimNode(Node):
         self._index = index
         self._offset = self._last_t + self.params.episode_gap_s if index else FIRST_EPISODE_AT_S
         self._published = self._acked = 0
-        self._pose_sent: dict[str, float] = {}
+        self._pose_sent = {}
         self._marker_pub.publish(marker_msg(self._types, EpisodeMarker(
             START, index, self._offset, task=task, fault=fault or "", seed=seed)))
         self.get_logger().info(f"episode {index}: task {task}, fault {fault or 'none'}, seed {seed}")
