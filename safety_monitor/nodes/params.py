@@ -10,9 +10,8 @@ import dataclasses
 from typing import Any, TypeVar
 
 from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.exceptions import ParameterException, ParameterUninitializedException
+from rclpy.exceptions import ParameterException
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 
 from safety_monitor.errors import SafetyMonitorError
 
@@ -21,8 +20,6 @@ T = TypeVar("T")
 
 def field(default: Any, help: str) -> Any:  # noqa: A002 - mirrors argparse
     """A parameter field: its default and the description shown by `ros2 param describe`."""
-    if isinstance(default, (list, tuple)):
-        return dataclasses.field(default_factory=lambda: tuple(default), metadata={"help": help})
     return dataclasses.field(default=default, metadata={"help": help})
 
 
@@ -30,8 +27,7 @@ def declare(node: Node, cls: type[T], prefix: str = "") -> T:
     """Declare every field of `cls` (named `prefix + field`) on `node`; return the values it ends up with."""
     values = {}
     for f in dataclasses.fields(cls):
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-        values[f.name] = _declare_one(node, prefix + f.name, default, f.metadata.get("help", ""))
+        values[f.name] = _declare_one(node, prefix + f.name, f.default, f.metadata.get("help", ""))
     return cls(**values)
 
 
@@ -58,13 +54,6 @@ def declare_topics(node: Node) -> Topics:
 def _declare_one(node: Node, name: str, default: Any, help_text: str) -> Any:
     where = f"node {node.get_fully_qualified_name()}: parameter {name!r}"
     try:
-        if isinstance(default, tuple):  # string lists: an empty default has no inferable type
-            node.declare_parameter(name, Parameter.Type.STRING_ARRAY,
-                                   ParameterDescriptor(description=help_text, read_only=True))
-            try:
-                return tuple(str(v) for v in node.get_parameter(name).value)
-            except ParameterUninitializedException:
-                return default
         if isinstance(default, float):  # accept `1` where `1.0` is meant
             value = node.declare_parameter(
                 name, default, ParameterDescriptor(description=help_text, read_only=True, dynamic_typing=True)).value
