@@ -98,7 +98,7 @@ class BagReader:
         try:
             self._reader = AnyReader([self.path], default_typestore=self._default)
             self._reader.open()
-            self._reader.topics  # rosbags sorts the topics here: damaged metadata fails now, not at first use
+            self._check_metadata()
             self.skipped_types = self._complete_types()
         except FileNotFoundError as exc:
             raise SourceError(f"{self.path}: not a readable rosbag2 bag ({exc})") from None
@@ -117,6 +117,17 @@ class BagReader:
             except _READ_ERRORS:
                 pass
             self._reader = None
+
+    def _check_metadata(self) -> None:
+        """rosbags takes metadata.yaml's values as they are: fail at open on what a damaged file gives."""
+        reader = self._open()
+        reader.topics  # sorts the topic names (a number among them is a TypeError)
+        untyped = sorted(str(c.topic) for c in reader.connections if not isinstance(c.msgtype, str) or not c.msgtype)
+        if untyped:
+            raise ValueError(f"no message type for topic(s) {', '.join(untyped)}")
+        numbers = [reader.message_count, reader.start_time, reader.end_time, *(c.msgcount for c in reader.connections)]
+        if not all(isinstance(n, int) and not isinstance(n, bool) for n in numbers):
+            raise ValueError("a message count or time in the metadata is not a whole number")
 
     def _complete_types(self) -> tuple[str, ...]:
         """Add default definitions for types the bag does not define; return the still-unknown ones."""
