@@ -273,7 +273,10 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
     joints = topics.get(mapping.joint_states)
     if joints is None or joints.count == 0:
         raise missing_topic_error(bag.path, "joint states", mapping.joint_states, _JOINT_TYPE, topics, "joint_states")
-    rate = config.rate_hz or estimate_rate(_first_stamps(bag, mapping.joint_states))
+    try:
+        rate = config.rate_hz or estimate_rate(_first_stamps(bag, mapping.joint_states))
+    except SourceError as exc:
+        raise SourceError(f"{bag.path}: {mapping.joint_states}: {exc}") from None
     result.rate_hz = rate
     grounder = make_grounder(config.robot, rate)
     objects = tuple(grounder.robot.objects)
