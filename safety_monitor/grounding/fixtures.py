@@ -51,21 +51,30 @@ DOCS = {
 
 def object_inside(box: Box, region: Box, margin: float) -> bool:
     """The object's footprint is within the region (grown by `margin`) and its bottom below the region's top."""
+    return box.memo(("inside", margin), region, lambda: _inside(box, region, margin))
+
+
+def _inside(box: Box, region: Box, margin: float) -> bool:
     d = box.center - region.center
     reach = math.sqrt(float(region.half @ region.half)) + math.sqrt(float(box.half @ box.half)) + 2 * margin
     if float(d @ d) > reach * reach:
         return False  # bounding spheres apart: the cheap common case
-    local = region.to_local(box.corners())
+    local = _corners_in(box, region)
     footprint = np.all(np.abs(local[:, :2]) <= region.half[:2] + margin)
     bottom = local[:, 2].min()
     return bool(footprint and -region.half[2] - margin <= bottom <= region.half[2])
+
+
+def _corners_in(box: Box, region: Box) -> np.ndarray:
+    """The box's corners in the region's frame."""
+    return box.memo("corners_in", region, lambda: region.to_local(box.corners()))
 
 
 def object_supported_inside(box: Box, region: Box, margin: float) -> bool:
     """Inside the region with its bottom within `margin` of the region's floor."""
     if not object_inside(box, region, margin):
         return False
-    return bool(region.to_local(box.corners())[:, 2].min() <= -region.half[2] + margin)
+    return bool(_corners_in(box, region)[:, 2].min() <= -region.half[2] + margin)
 
 
 class _Episode:

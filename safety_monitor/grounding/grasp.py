@@ -12,9 +12,10 @@ import math
 
 from safety_monitor.grounding.debounce import StickyTrue, SymmetricDebounce, Timer, Tri, all3, any3
 from safety_monitor.grounding.description import FINGER_PARTS
+from safety_monitor.grounding.geometry import Box
 from safety_monitor.grounding.inputs import FrameInputs, PredicateDoc
 from safety_monitor.grounding.motion import rotation_angle
-from safety_monitor.grounding.thresholds import FrameCounts, Thresholds
+from safety_monitor.grounding.thresholds import FrameCounts, Motion, Thresholds
 
 DOCS = {
     "object_grasped_raw": PredicateDoc(
@@ -54,7 +55,7 @@ class _ObjectGrasp:
         self.grasp = SymmetricDebounce(counts.grasp_persistence)
         self.stable = StickyTrue(counts.stability_persistence)
         self.settle = Timer(counts.settle_timeout)
-        self.anchor = None  # (position, rotation) where the stability latch closed
+        self.anchor: Box | None = None  # the object's box when the stability latch closed
 
 
 class GraspEstimator:
@@ -131,12 +132,18 @@ class GraspEstimator:
             st.stable.reset()
             return False, moving
         box = inp.geometry.object_boxes.get(o)
-        if st.stable.value and box is not None and st.anchor is not None:
-            drift = math.dist(box.center, st.anchor[0])
-            if drift > motion.grasp_slip_m or rotation_angle(st.anchor[1], box.rotation) > motion.grasp_slip_rad:
-                st.stable.reset()
+        if st.stable.value and box is not None and st.anchor is not None and box.memo(
+                ("displaced", motion.grasp_slip_m, motion.grasp_slip_rad), st.anchor,
+                lambda: _displaced(box, st.anchor, motion)):
+            st.stable.reset()
         was = st.stable.value
         value = st.stable.step(None if moving is None else not moving)
         if value and not was and box is not None:
-            st.anchor = (box.center, box.rotation)
+            st.anchor = box
         return value, moving
+
+
+def _displaced(box: Box, anchor: Box, motion: Motion) -> bool:
+    """Moved beyond the slip thresholds since the stability latch closed at `anchor`."""
+    drift = math.dist(box.center, anchor.center)
+    return drift > motion.grasp_slip_m or rotation_angle(anchor.rotation, box.rotation) > motion.grasp_slip_rad

@@ -12,7 +12,7 @@ This is what grounds contact on hardware; privileged simulator contacts are only
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import mujoco
@@ -60,6 +60,21 @@ class KinematicTwin:
         ea, eb = self.geom_entity[self._pa], self.geom_entity[self._pb]
         self._pair_key = (np.minimum(ea, eb) * n + np.maximum(ea, eb)).tolist()
         self._pa_list, self._pb_list = self._pa.tolist(), self._pb.tolist()
+        ent = self.geom_entity.tolist()  # entity-pair key of a contact's geoms (None: same entity)
+        self._contact_key = [[None if ea == eb else min(ea, eb) * n + max(ea, eb) for eb in ent] for ea in ent]
+        self._key_names = [(self.entities[k // n], self.entities[k % n]) for k in range(n * n)]
+        # What the previous compute() saw, so results about geoms and bodies that did not move since are
+        # reused (objects at rest between pose updates, fixtures nobody operates): bit-identical poses
+        # give bit-identical distances and boxes.
+        self._geom_pose = np.full((m.ngeom, 12), np.nan)  # geom_xpos | geom_xmat
+        self._pair_gap = [0.0] * len(self._pa_list)  # last mj_geomDistance per measured pair
+        self._pair_fresh = np.zeros(len(self._pa_list), dtype=bool)  # ... still valid: neither geom moved
+        box_owners = (*robot.objects, *self._interiors)
+        self._box_bodies = np.array([self._object_bodies[o] for o in robot.objects]
+                                    + [b for b, _, _ in self._interiors.values()], dtype=np.int64)
+        self._box_slot = {o: i for i, o in enumerate(box_owners)}
+        self._box_pose = np.full((len(box_owners), 12), np.nan)  # body pose each cached box was built at
+        self._boxes: dict[str, Box] = {}
 
     # ------------------------------------------------------------------------------------------------
     def compute(self, joint_names: tuple[str, ...], joint_position: np.ndarray, poses: Mapping[str, Pose],
@@ -72,15 +87,16 @@ class KinematicTwin:
         """
         m, d = self.model, self.data
         src, adr = self._joint_map(joint_names)
-        d.qpos[adr] = np.asarray(joint_position, dtype=float)[src]
+        qpos = d.qpos
+        qpos[adr] = np.asarray(joint_position, dtype=float)[src]
         for i, (o, qadr) in enumerate(self._object_qpos.items()):
             pose = poses.get(o)
             if pose is None:
-                d.qpos[qadr:qadr + 3] = (_PARK + 10.0 * i, _PARK, _PARK)
-                d.qpos[qadr + 3:qadr + 7] = (1.0, 0.0, 0.0, 0.0)
+                qpos[qadr:qadr + 3] = (_PARK + 10.0 * i, _PARK, _PARK)
+                qpos[qadr + 3:qadr + 7] = (1.0, 0.0, 0.0, 0.0)
             else:
-                d.qpos[qadr:qadr + 3] = pose.position
-                d.qpos[qadr + 3:qadr + 7] = pose.quaternion
+                qpos[qadr:qadr + 3] = pose.position
+                qpos[qadr + 3:qadr + 7] = pose.quaternion
         mujoco.mj_kinematics(m, d)
         if carried:
             site_pos, site_rot = d.site_xpos[self._ee_site], d.site_xmat[self._ee_site].reshape(3, 3)
@@ -92,23 +108,40 @@ class KinematicTwin:
                 d.qpos[qadr + 3:qadr + 7] = quat
             mujoco.mj_kinematics(m, d)
         mujoco.mj_collision(m, d)
+        geom_pose = np.concatenate((d.geom_xpos, d.geom_xmat), axis=1)
+        moved = (geom_pose != self._geom_pose).any(axis=1)
+        self._geom_pose = geom_pose
+        body_pose = np.concatenate((d.xpos.take(self._box_bodies, axis=0), d.xmat.take(self._box_bodies, axis=0)), axis=1)
+        rebuild = (body_pose != self._box_pose).any(axis=1).tolist()
         return FrameGeometry(
             ee_position=d.site_xpos[self._ee_site].copy(),
             ee_rotation=d.site_xmat[self._ee_site].reshape(3, 3).copy(),
             gripper_points=np.vstack([d.site_xpos[self._ee_site], d.geom_xpos[self._finger_geoms]]),
-            gaps=self._gaps(),
-            object_boxes={o: self._world_box(o) for o in poses},
-            interiors={n: Box(d.xpos[b] + d.xmat[b].reshape(3, 3) @ c, d.xmat[b].reshape(3, 3).copy(), h)
-                       for n, (b, c, h) in self._interiors.items()},
+            gaps=self._gaps(moved),
+            object_boxes={o: self._box(o, rebuild, body_pose, self._world_box) for o in poses},
+            interiors={n: self._box(n, rebuild, body_pose, self._interior_box) for n in self._interiors},
             unknown=frozenset(o for o in self.robot.objects if o not in poses),
         )
+
+    def _box(self, owner: str, rebuild: list[bool], body_pose: np.ndarray, build: Callable[[str], Box]) -> Box:
+        """The cached box of an object or interior, rebuilt when its body moved since it was built."""
+        i = self._box_slot[owner]
+        if rebuild[i] or owner not in self._boxes:
+            self._boxes[owner] = build(owner)
+            self._box_pose[i] = body_pose[i]
+        return self._boxes[owner]
 
     def _world_box(self, o: str) -> Box:
         """World box of object `o` after mj_kinematics: its geoms' bounding box in its body frame, moved."""
         center, half = self._object_box[o]
         b = self._object_bodies[o]
         rot = self.data.xmat[b].reshape(3, 3).copy()
-        return Box(self.data.xpos[b] + rot @ center, rot, half)
+        return _frozen_box(self.data.xpos[b] + rot @ center, rot, half)
+
+    def _interior_box(self, name: str) -> Box:
+        b, c, h = self._interiors[name]
+        d = self.data
+        return _frozen_box(d.xpos[b] + d.xmat[b].reshape(3, 3) @ c, d.xmat[b].reshape(3, 3).copy(), h)
 
     def body_contacts(self, contacts: Sequence) -> dict[str, dict[str, float]]:
         """Privileged simulator contacts (body names) as entity gaps, to cross-check the twin."""
@@ -124,32 +157,38 @@ class KinematicTwin:
         return FrameGeometry.symmetric(pairs)
 
     # ------------------------------------------------------------------------------------------------
-    def _gaps(self) -> dict[str, dict[str, float]]:
+    def _gaps(self, moved: np.ndarray) -> dict[str, dict[str, float]]:
         """Smallest signed gap per entity pair: touching pairs from the contact list, measured pairs by
-        mj_geomDistance (candidates within the report margin by bounding spheres)."""
-        m, d, n = self.model, self.data, len(self.entities)
+        mj_geomDistance (candidates within the report margin by bounding spheres; a pair neither of whose
+        geoms `moved` since it was last measured keeps that distance)."""
+        m, d = self.model, self.data
         best: dict[int, float] = {}
         if d.ncon:
-            con = d.contact
-            ent = self.geom_entity[con.geom]
-            differ = ent[:, 0] != ent[:, 1]
-            keys = (ent.min(axis=1) * n + ent.max(axis=1))[differ]
-            for key, gap in zip(keys.tolist(), con.dist[differ].tolist()):
-                if gap < best.get(key, np.inf):
+            con, key_of = d.contact, self._contact_key
+            for (ga, gb), gap in zip(con.geom.tolist(), con.dist.tolist()):
+                key = key_of[ga][gb]
+                if key is not None and gap < best.get(key, np.inf):
                     best[key] = gap
-        diff = d.geom_xpos[self._pa] - d.geom_xpos[self._pb]
-        near = np.sqrt(np.einsum("ij,ij->i", diff, diff)) - self._pair_rbound <= self.margin
-        pa, pb, pkey, margin = self._pa_list, self._pb_list, self._pair_key, self.margin
-        for i in np.flatnonzero(near).tolist():
+        fresh = self._pair_fresh
+        fresh &= ~(moved.take(self._pa) | moved.take(self._pb))
+        xpos = d.geom_xpos
+        diff = xpos.take(self._pa, axis=0) - xpos.take(self._pb, axis=0)
+        near = np.flatnonzero(np.sqrt(np.einsum("ij,ij->i", diff, diff)) - self._pair_rbound <= self.margin)
+        pa, pb, pkey, margin, measured = self._pa_list, self._pb_list, self._pair_key, self.margin, self._pair_gap
+        for i, known_gap in zip(near.tolist(), fresh[near].tolist()):
             known = best.get(pkey[i], np.inf)
             if known <= 0.0:  # already touching: a positive distance cannot matter
                 continue
-            gap = mujoco.mj_geomDistance(m, d, pa[i], pb[i], margin, None)
+            if known_gap:
+                gap = measured[i]
+            else:
+                gap = measured[i] = mujoco.mj_geomDistance(m, d, pa[i], pb[i], margin, None)
+                fresh[i] = True
             if gap < margin and gap < known:
                 best[pkey[i]] = gap
-        names, out = self.entities, {}
+        names, out = self._key_names, {}
         for key, gap in best.items():
-            a, b = names[key // n], names[key % n]
+            a, b = names[key]
             out.setdefault(a, {})[b] = gap
             out.setdefault(b, {})[a] = gap
         return out
@@ -279,6 +318,13 @@ class KinematicTwin:
             jadr = m.body_jntadr[bid]
             if jadr < 0 or m.jnt_type[jadr] != int(mujoco.mjtJoint.mjJNT_FREE):
                 raise GroundingError(f"{where}: objects.{o}: body {self._object_body(o)!r} has no free joint")
+
+
+def _frozen_box(center: np.ndarray, rotation: np.ndarray, half: np.ndarray) -> Box:
+    """A Box whose arrays are read-only: it is reused for as long as its body rests."""
+    for a in (center, rotation):
+        a.flags.writeable = False
+    return Box(center, rotation, half)
 
 
 def twin_for(robot: RobotDescription, thresholds: Thresholds) -> KinematicTwin:
