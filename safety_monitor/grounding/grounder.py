@@ -96,6 +96,8 @@ class Grounder:
         self._relative_tracks = {o: Track(horizon) for o in r.objects}
         self._fixture_history = {f: deque(maxlen=counts.motion_window + 1) for f in r.fixtures}
         self._last = dict.fromkeys(PREDICATES, False)
+        self._checked_names: set[tuple[str, ...]] = set()
+        self._checked_poses: dict[str, tuple[tuple[list, list], bool]] = {}
         self._frame = -1
         self._t: float | None = None
 
@@ -149,16 +151,18 @@ class Grounder:
         if pos.shape != (len(names),):
             raise GroundingError(f"frame {frame}: {len(names)} joint names but joint_position has shape {pos.shape}")
         required = r.required_joints
-        extra = [n for n in names if n not in required and n not in r.ignored_joints]
-        if extra:
-            raise GroundingError(f"frame {frame}: unknown joint(s) {', '.join(map(repr, extra))} not in "
-                                 f"{r.source} (list them under ignored_joints to accept them)")
+        if names not in self._checked_names:  # the name list repeats frame after frame: check it once
+            extra = [n for n in names if n not in required and n not in r.ignored_joints]
+            if extra:
+                raise GroundingError(f"frame {frame}: unknown joint(s) {', '.join(map(repr, extra))} not in "
+                                     f"{r.source} (list them under ignored_joints to accept them)")
+            missing = [j for j in required if j not in names]
+            if missing:
+                raise GroundingError(f"frame {frame}: joint(s) {', '.join(map(repr, missing))} missing from the frame")
+            self._checked_names.add(names)
         values = dict(zip(names, pos.tolist()))
-        missing = [j for j in required if j not in values]
-        if missing:
-            raise GroundingError(f"frame {frame}: joint(s) {', '.join(map(repr, missing))} missing from the frame")
-        bad = [j for j in required if not math.isfinite(values[j])]
-        if bad:
+        if not all(map(math.isfinite, map(values.__getitem__, required))):
+            bad = [j for j in required if not math.isfinite(values[j])]
             raise GroundingError(f"frame {frame}: joint(s) {', '.join(map(repr, bad))} are NaN or infinite")
         return values
 
@@ -178,10 +182,23 @@ class Grounder:
             if not math.isfinite(age) or age > limit:
                 stale[f"object_pose/{o}"] = age if math.isfinite(age) else math.inf
                 continue
-            p, q = np.asarray(pose.position, dtype=float), np.asarray(pose.quaternion, dtype=float)
-            if p.shape == (3,) and q.shape == (4,) and math.isfinite(float(p.sum() + q.sum())) and float(q @ q) > 1e-12:
-                usable[o] = pose  # NaN or inf anywhere makes the sum non-finite
+            if self._pose_ok(o, pose):
+                usable[o] = pose
         return usable
+
+    def _pose_ok(self, o: str, pose: Pose) -> bool:
+        """Shapes right, every value finite, quaternion not zero; remembered while the values repeat
+        (a pose stream is slower than the frames)."""
+        p, q = np.asarray(pose.position, dtype=float), np.asarray(pose.quaternion, dtype=float)
+        if p.shape != (3,) or q.shape != (4,):
+            return False
+        key = (p.tolist(), q.tolist())
+        known = self._checked_poses.get(o)
+        if known is not None and known[0] == key:
+            return known[1]
+        ok = math.isfinite(float(p.sum() + q.sum())) and float(q @ q) > 1e-12  # NaN or inf anywhere: sum not finite
+        self._checked_poses[o] = (key, ok)
+        return ok
 
     def _usable_wrench(self, state: RobotState, stale: dict[str, float]) -> Wrench | None:
         w = state.wrench
@@ -192,7 +209,7 @@ class Grounder:
         if not math.isfinite(age) or age > self.thresholds.max_age_s.wrench:
             stale["wrench"] = age if math.isfinite(age) else math.inf
             return None
-        if not (np.all(np.isfinite(w.force)) and np.all(np.isfinite(w.torque))):
+        if not all(map(math.isfinite, _values(w.force) + _values(w.torque))):
             return None
         return w
 
@@ -250,6 +267,10 @@ class Grounder:
             rel = relative.change(window)
             slip[o] = None if rel is None else (rel[0], rel[1])
         return speed, slip
+
+
+def _values(v: np.ndarray) -> list[float]:
+    return np.asarray(v, dtype=float).ravel().tolist()
 
 
 def _check_entities(robot: RobotDescription, catalog: ObjectCatalog) -> None:

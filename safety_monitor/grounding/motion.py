@@ -40,11 +40,13 @@ class Track:
         self.times: list[float] = []
         self.positions: list[tuple[float, float, float]] = []
         self.rotations: list[np.ndarray] = []
+        self._change: tuple[float, tuple[float, float, float] | None] | None = None  # (window, change) until add/clear
 
     def add(self, t: float, position: np.ndarray, rotation: np.ndarray) -> bool:
         """Record a pose measured at `t`; a repeat of the newest measurement (same or older t) is skipped."""
         if self.times and t <= self.times[-1] + TIME_EPS:
             return False
+        self._change = None
         self.times.append(t)
         self.positions.append(tuple(np.asarray(position, dtype=float).tolist()))  # math.dist is fast on tuples
         self.rotations.append(rotation)
@@ -61,8 +63,16 @@ class Track:
     def change(self, window: float) -> tuple[float, float, float] | None:
         """(distance m, angle rad, elapsed s) from the sample `window` before the newest to the newest.
 
-        None until the track spans the window, so a fresh track is unknown rather than still.
+        None until the track spans the window, so a fresh track is unknown rather than still. Remembered
+        until the next sample: a slow stream asks the same question on many frames.
         """
+        if self._change is not None and self._change[0] == window:
+            return self._change[1]
+        change = self._measure(window)
+        self._change = (window, change)
+        return change
+
+    def _measure(self, window: float) -> tuple[float, float, float] | None:
         if not self.times:
             return None
         i = self.at(self.times[-1] - window)
@@ -73,4 +83,5 @@ class Track:
         return dist, rotation_angle(self.rotations[i], self.rotations[-1]), dt
 
     def clear(self) -> None:
+        self._change = None
         self.times.clear(), self.positions.clear(), self.rotations.clear()
