@@ -1,0 +1,83 @@
+"""The recorder node: raw topics to rosbag2 (sqlite3 here), one bag per rollout, header stamps as log
+times, readable back by rosbags as the messages that were published."""
+import time
+import uuid
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+
+from safety_monitor.grounding.state import Pose, Wrench  # noqa: E402
+from safety_monitor.nodes import qos  # noqa: E402
+from safety_monitor.nodes.episode_marker import START, EpisodeMarker, marker_msg  # noqa: E402
+from safety_monitor.sources import messages as m  # noqa: E402
+from safety_monitor.sources.bag import BagReader  # noqa: E402
+
+
+def test_recorder_splits_rollouts_into_bags_of_the_published_messages(tmp_path):
+    from safety_monitor.nodes.recorder import RecorderNode
+
+    ns = "/r" + uuid.uuid4().hex[:8]
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    recorder = RecorderNode(tmp_path / "bags", ["mug"], "sqlite3", split_rollouts=True, context=context, namespace=ns)
+    probe = rclpy.create_node("probe", namespace=ns, context=context)
+    T = m.rclpy_types()
+    pubs = {
+        "clock": probe.create_publisher(T.Clock, "/clock", qos.CLOCK),
+        "joints": probe.create_publisher(T.JointState, "joint_states", qos.input_qos()),
+        "wrench": probe.create_publisher(T.WrenchStamped, "wrist_wrench", qos.input_qos()),
+        "pose": probe.create_publisher(T.PoseStamped, "objects/mug/pose", qos.input_qos()),
+        "predicates": probe.create_publisher(T.DiagnosticArray, "safety_monitor/predicates", qos.PREDICATES),
+        "events": probe.create_publisher(T.DiagnosticArray, "safety_monitor/events", qos.EVENTS),
+        "episode": probe.create_publisher(T.DiagnosticArray, "safety_monitor/episode", qos.EPISODE),
+    }
+    executor = rclpy.executors.SingleThreadedExecutor(context=context)
+    executor.add_node(recorder)
+    executor.add_node(probe)
+
+    def spin(seconds):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            executor.spin_once(timeout_sec=0.02)
+
+    event = {"kind": "opened", "property": "p", "category": "c", "frame": 1, "t": None, "episode": 0}
+    try:
+        end = time.monotonic() + 10
+        while not all(p.get_subscription_count() for p in pubs.values()):
+            assert time.monotonic() < end
+            executor.spin_once(timeout_sec=0.02)
+        for rollout, t0 in enumerate((1.0, 3.0)):
+            pubs["episode"].publish(marker_msg(T, EpisodeMarker(START, rollout, t0)))
+            spin(0.2)
+            for k in range(3 + rollout):
+                t = t0 + 0.002 * k
+                pubs["clock"].publish(m.clock_msg(T, t))
+                pubs["wrench"].publish(m.wrench_msg(T, t, Wrench(np.array([1.0, 2.0, 3.0]), np.zeros(3))))
+                pubs["joints"].publish(m.joint_state_msg(T, t, ["j1", "j2"], [0.1 * k, rollout]))
+                pubs["predicates"].publish(m.predicates_msg(T, m.PredicateSample({"a": bool(k % 2)}, t, k)))
+            pubs["pose"].publish(m.pose_msg(T, t0, Pose(np.array([0.5, 0.0, 0.4]), np.array([1.0, 0, 0, 0]))))
+            pubs["events"].publish(m.events_msg(T, [{**event, "t": t0 + 0.002, "rollout": rollout}], t0 + 0.002))
+            spin(0.3)
+    finally:
+        recorder.destroy_node()
+        probe.destroy_node()
+        context.try_shutdown()
+
+    assert recorder.bags == [tmp_path / "bags" / "episode_000", tmp_path / "bags" / "episode_001"]
+    for rollout, (bag, t0) in enumerate(zip(recorder.bags, (1.0, 3.0))):
+        assert list(bag.glob("*.db3"))
+        with BagReader(bag) as reader:
+            counts = {topic: s.count for topic, s in reader.topics.items()}
+            frames = 3 + rollout
+            assert counts == {"/clock": frames, f"{ns}/joint_states": frames, f"{ns}/wrist_wrench": frames,
+                              f"{ns}/safety_monitor/predicates": frames, f"{ns}/objects/mug/pose": 1,
+                              f"{ns}/safety_monitor/events": 1}
+            joints = [(t_ns, m.joint_state_sample(msg)) for _, t_ns, msg in reader.messages({f"{ns}/joint_states"})]
+            assert [t_ns for t_ns, _ in joints] == [round((t0 + 0.002 * k) * 1e9) for k in range(frames)]
+            assert [s.position.tolist() for _, s in joints] == [[0.1 * k, rollout] for k in range(frames)]
+            preds = [m.decode_predicates(msg) for _, _, msg in reader.messages({f"{ns}/safety_monitor/predicates"})]
+            assert [(p.frame, p.values["a"]) for p in preds] == [(k, bool(k % 2)) for k in range(frames)]
+            (_, _, events_msg), = reader.messages({f"{ns}/safety_monitor/events"})
+            assert m.decode_events(events_msg) == [{**event, "t": t0 + 0.002, "rollout": rollout}]
