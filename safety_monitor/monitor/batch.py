@@ -272,7 +272,7 @@ class BatchMonitor:
         frames, idx = run.expand(pos)
         e_idx = np.searchsorted(edges, frames, side="right") - 1
         last_edge = np.where(e_idx >= 0, edges[np.maximum(e_idx, 0)] if edges.size else -1, -1)
-        items += zip(frames.tolist(), [1] * frames.size, code[idx].tolist(), state[idx].tolist(),
+        items += zip(frames.tolist(), [1] * frames.size, (code[idx] & codes.EPISODE).tolist(), state[idx].tolist(),
                      run.letters[pos[idx]].tolist(), last_edge.tolist())
         items.sort(key=lambda item: item[:2])
 

@@ -14,9 +14,6 @@ from typing import Any
 
 from safety_monitor.monitor import automaton as codes
 from safety_monitor.monitor import events as ev
-from safety_monitor.monitor.automaton import CLOSED_AT_ONCE as _CLOSED_AT_ONCE
-from safety_monitor.monitor.automaton import OPENED as _OPENED
-from safety_monitor.monitor.automaton import RECOVERED as _RECOVERED
 from safety_monitor.monitor.automaton import MonitorAutomaton
 from safety_monitor.monitor.events import deferred_counterexample as _deferred
 from safety_monitor.monitor.events import new_event as _new_event
@@ -25,6 +22,9 @@ from safety_monitor.monitor.events import new_event as _new_event
 # (None where blind) and their times. It is called only when the counterexample is first read, so args
 # must hold what it needs (a copy, or buffers that are never overwritten), not a view that moves on.
 Window = Callable[[int, int], tuple]
+# code -> (recovered, opened, closed at once): tuple unpacking beats bit tests in CPython's hot loop
+_CODE_SPLIT = [(bool(c & codes.RECOVERED), bool(c & codes.OPENED), bool(c & codes.CLOSED_AT_ONCE))
+               for c in range(codes.EPISODE + 1)]
 
 
 @dataclass(frozen=True)
@@ -92,28 +92,31 @@ class EpisodeLedger:
         self._run_start = 0  # first frame the main DFA read in its current run
         self._blind_since: int | None = None
         self._blind_frames = 0
+        self._at_once_kind = ev.CLOSED if auto.recovery is None else ev.RECOVERED
 
     def on_code(self, out: list[ev.Event], frame: int, t: float | None, code: int, state_before: int,
                 letter: int, last_edge: int | None) -> None:
         """Append the events of automaton code `code` on `frame` to `out` (the live loop's hot path)."""
-        auto = self.auto
-        if code & _RECOVERED:
-            out.append(self._close(frame, t, ev.RECOVERED, max(1, frame - self._open_frame)))
+        recovered, opened, at_once = _CODE_SPLIT[code]
+        if recovered:
+            since = self._open_frame
+            self._close(frame, t, ev.RECOVERED, frame - since if frame > since else 1, out)
             self._run_start = frame
-        if code & _OPENED:
+        if opened:
+            auto = self.auto
             self._open_frame = frame
             episode = self._episodes
             self._episodes = episode + 1
             # the window: from the trigger's last rising edge in this run of the main DFA, else the run's start
-            run_start = frame if code & _RECOVERED else self._run_start
+            run_start = frame if recovered else self._run_start
             trigger_frame = last_edge if last_edge is not None and last_edge >= run_start else None
             first = run_start if trigger_frame is None else trigger_frame
             kept = first if first > frame - self.history else frame - self.history + 1
             cx = _deferred((_decode_counterexample, auto, kept, frame, trigger_frame, kept > first, state_before,
                             letter, code, self.window(kept, frame)))
             out.append(_new_event(ev.OPENED, auto.name, auto.category, frame, t, episode, None, cx))
-        if code & _CLOSED_AT_ONCE:
-            out.append(self._close(frame, t, ev.CLOSED if auto.recovery is None else ev.RECOVERED, 1))
+        if at_once:
+            self._close(frame, t, self._at_once_kind, 1, out)
             self._run_start = frame + 1
 
     def blind(self, frame: int, t: float | None) -> ev.Event:
@@ -133,7 +136,7 @@ class EpisodeLedger:
         if self._open_frame is not None:
             duration = frames - self._open_frame
             if duration >= auto.min_resolve_frames:
-                out.append(self._close(frames - 1, t, ev.UNRECOVERED_AT_END, duration))
+                self._close(frames - 1, t, ev.UNRECOVERED_AT_END, duration, out)
                 pending = 0  # the activation was violated, not left undecided
             else:
                 self._discarded += 1
@@ -145,11 +148,11 @@ class EpisodeLedger:
                                   len(self._durations), sum(self._durations), tuple(self._durations), self._discarded)
         return out, outcome
 
-    def _close(self, frame: int, t: float | None, kind: str, duration: int) -> ev.Event:
+    def _close(self, frame: int, t: float | None, kind: str, duration: int, out: list[ev.Event]) -> None:
         self._durations.append(duration)
         self._open_frame = None
         auto = self.auto
-        return _new_event(kind, auto.name, auto.category, frame, t, self._episodes - 1, duration, None)
+        out.append(_new_event(kind, auto.name, auto.category, frame, t, self._episodes - 1, duration, None))
 
 
 def _decode_counterexample(auto: MonitorAutomaton, first: int, last: int, trigger_frame: int | None,

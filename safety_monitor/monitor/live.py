@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterable, Mapping, Sequence
-from functools import partial
 from itertools import compress
 from pathlib import Path
 
@@ -30,7 +29,9 @@ RISE = 16  # the trigger rose on this frame
 BLIND = 32  # some predicate of the property became unknown
 SEEING = 64  # every predicate is known again
 MOVES = 128  # the same letter again would not be a silent self-loop
-_REPORTS = EPISODE | BLIND | SEEING
+# flags -> (moves, left rest, rise, episode code, blind, seeing): tuple unpacking beats bit tests in CPython
+_SPLIT = [(bool(f & MOVES), bool(f & LEFT_REST), bool(f & RISE), f & EPISODE, bool(f & BLIND), bool(f & SEEING))
+          for f in range(256)]
 
 
 def automata_for(compiled: Iterable) -> list[MonitorAutomaton]:
@@ -86,7 +87,7 @@ class SpecSetMonitor:
             self._weights[list(pos), j] = 1 << np.arange(len(pos))
         self._sel = [sum(1 << (8 * p) for p in pos) for pos in positions]  # a property's predicate bytes
         self._blind_letters = np.array([a.blind for a in self.automata], dtype=np.intp)
-        self._windows = [partial(self._window, _picker(pos), len(pos)) for pos in positions]
+        self._windows = [self._window_of(pos) for pos in positions]
         self._log_size = 2 * history
         self._next, self._flags, self._start, self._state_of, self._rest_rows = _widened_tables(self.automata)
         self._order = range(len(self.automata))
@@ -168,27 +169,27 @@ class SpecSetMonitor:
     def _react(self, flags: list[int], before: np.ndarray, letters: np.ndarray, i: int, t: float | None) -> list[Event]:
         """Events and trigger bookkeeping of the properties whose transition carried a flag."""
         out: list[Event] = []
-        edges, last_edge, edges_left = self._edges, self._last_edge, self._edges_left
+        edges, last_edge, edges_left, ledgers = self._edges, self._last_edge, self._edges_left, self._ledgers
         rows = steps = None
+        still = True
         for j in compress(self._order, flags):
-            f = flags[j]
-            if f & LEFT_REST:
+            moves, left_rest, rise, code, blind, seeing = _SPLIT[flags[j]]
+            if moves:
+                still = False
+            if left_rest:
                 edges_left[j] = edges[j]
-            if f & RISE:
+            if rise:
                 edges[j] += 1
                 last_edge[j] = i
-            if f & _REPORTS:
-                ledger = self._ledgers[j]
-                if f & BLIND:
-                    out.append(ledger.blind(i, t))
-                    continue
-                if f & SEEING:
-                    out.append(ledger.seeing(i, t))
-                if f & EPISODE:
-                    if rows is None:
-                        rows, steps = before.tolist(), letters.tolist()
-                    ledger.on_code(out, i, t, f & EPISODE, self._state_of[rows[j]], steps[j], last_edge[j])
-        self._still = max(flags) < MOVES  # MOVES is the flags' top bit
+            if seeing:
+                out.append(ledgers[j].seeing(i, t))
+            if code:
+                if rows is None:
+                    rows, steps = before.tolist(), letters.tolist()
+                ledgers[j].on_code(out, i, t, code, self._state_of[rows[j]], steps[j], last_edge[j])
+            elif blind:
+                out.append(ledgers[j].blind(i, t))
+        self._still = still
         return out
 
     def finish(self) -> TraceResult:
@@ -226,7 +227,7 @@ class SpecSetMonitor:
         except (TypeError, ValueError):  # an unknown (None) or a value that is no bool
             packed = None
         if packed is not None and not packed.translate(None, b"\0\1"):  # all bools (or 0/1): fast path
-            return (np.frombuffer(packed, np.uint8) @ self._weights).astype(np.intp)
+            return np.dot(np.frombuffer(packed, np.uint8), self._weights).astype(np.intp)
         mask, unknown = self._encode(values, i)
         letters = (np.frombuffer(mask.to_bytes(len(values), "little"), np.uint8) @ self._weights).astype(np.intp)
         if unknown:
@@ -246,11 +247,16 @@ class SpecSetMonitor:
                 raise SpecError(f"frame {i}: predicate {self.predicates[k]!r} has value {v!r}; expected true, false or None (unknown)")
         return mask, unknown
 
-    def _window(self, pick, n_atoms: int, first: int, last: int) -> tuple:
-        """A property's counterexample window (episodes.Window): references to the log lists, which are
+    def _window_of(self, positions: tuple[int, ...]):
+        """Property's counterexample window (episodes.Window): references to the log lists, which are
         never overwritten, so capturing costs no copy; decoded only if the counterexample is read."""
-        base = self._log_base
-        return _decode_rows, pick, n_atoms, self._log, self._log_times, first - base, last + 1 - base
+        pick, n_atoms = _picker(positions), len(positions)
+
+        def window(first: int, last: int) -> tuple:
+            base = self._log_base
+            return _decode_rows, pick, n_atoms, self._log, self._log_times, first - base, last + 1 - base
+
+        return window
 
 
 def _widened_tables(automata: Sequence[MonitorAutomaton]):
