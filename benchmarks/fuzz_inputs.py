@@ -10,7 +10,8 @@ formula printed or compiled wrong, a damaged bag scored silently safer) are writ
 what reproduces them. Parts:
 
 - formulas: any text through `parse` (grammar-aware, mutated, raw alphabet, unicode, deep nesting);
-- compile: formulas through `compile_formula`, each DFA checked against the reference evaluator;
+- compile: formulas (random, printed, mutated, nested up to 120 deep) through `compile_formula`, each
+  DFA checked against the reference evaluator;
 - specs: random YAML documents, edited config/specs.yaml, damaged bytes and random formulas, each
   through `load_specs` and `safety-monitor specs check` (which compiles what loads);
 - bags: a 1.5 s workcell bag (mcap and sqlite3) truncated, bit-flipped, overwritten, its metadata
@@ -38,8 +39,8 @@ REPO = Path(__file__).resolve().parents[1]
 MEMORY_LIMIT = 6 << 30  # bytes of address space: a blow-up becomes MemoryError, not a machine out of memory
 
 
-class OutOfTime(Exception):
-    """The part's --seconds are spent: stop generating."""
+class Stop(Exception):
+    """Enough distinct inputs tried, or the part's --seconds are spent: stop generating."""
 
 
 class Part:
@@ -48,8 +49,9 @@ class Part:
     def __init__(self, name: str, out: Path, timeout: float) -> None:
         self.name, self.out, self.timeout = name, out, timeout
         self.counts: Counter[str] = Counter()
-        self.tried = 0
-        self.distinct: set[int] = set()
+        self.tried = 0  # distinct inputs run
+        self.repeats = 0  # inputs hypothesis generated again (skipped, not counted)
+        self.seen: set[int] = set()
         self.failures: list[str] = []
         self.slowest = 0.0
         self.wall = 0.0
@@ -64,14 +66,18 @@ class Part:
         start = time.perf_counter()
 
         @fix_seed(seed)
-        @settings(max_examples=examples, database=None, deadline=None, phases=[Phase.generate],
+        @settings(max_examples=4 * examples, database=None, deadline=None, phases=[Phase.generate],
                   suppress_health_check=list(HealthCheck))
         @given(strategy)
         def body(value: Any) -> None:
-            if time.monotonic() > stop:
-                raise OutOfTime
+            if self.tried >= examples or time.monotonic() > stop:
+                raise Stop
+            key = hash(repr(value))
+            if key in self.seen:
+                self.repeats += 1
+                return
+            self.seen.add(key)
             self.tried += 1
-            self.distinct.add(hash(repr(value)))
             case = self.out / f"{self.name.replace('/', '_')}_{self.tried:06d}"
             (self.out / "current.txt").write_text(f"{case.name}\n{value!r}\n")
             faulthandler.dump_traceback_later(3 * self.timeout + 60, exit=True)  # a hang even SIGALRM misses
@@ -86,13 +92,13 @@ class Part:
                 (case / "input.txt").write_text(f"{value!r}\n{bad}\n")
                 self.failures.append(f"{case}: {', '.join(bad)}")
 
-        with contextlib.suppress(OutOfTime):
+        with contextlib.suppress(Stop):
             body()
         self.wall = time.perf_counter() - start
 
     def report(self) -> str:
         classes = ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0])))
-        lines = [f"{self.name}: {self.tried} inputs ({len(self.distinct)} distinct) in {self.wall:.0f} s, "
+        lines = [f"{self.name}: {self.tried} distinct inputs ({self.repeats} repeats skipped) in {self.wall:.0f} s, "
                  f"slowest {self.slowest:.2f} s, {len(self.failures)} failing",
                  f"  {classes}"]
         lines += [f"  FAIL {f}" for f in self.failures[:20]]
@@ -209,6 +215,7 @@ def generators() -> dict[str, dict[str, Any]]:
             "ast": formulas(8).map(to_text),
             "rendered": rendered(),
             "mutated": mutated(rendered()),
+            "deep": deep_formula_texts(max_depth=120),
         },
         "specs": {
             "document": spec_documents().map(lambda d: ("document", d)),
@@ -230,7 +237,7 @@ def main() -> int:
                         help="wall-clock budget per part (shared by its generators)")
     parser.add_argument("--timeout", type=float, default=90.0,
                         help="limit per input in seconds (MONA alone may take 60 s on a hard formula)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="hypothesis seed (generator i uses seed + i)")
     parser.add_argument("--out", help="folder for failing inputs (default: a new temporary folder)")
     args = parser.parse_args()
 
@@ -258,7 +265,7 @@ def main() -> int:
         for i, (label, strategy) in enumerate(named.items()):
             share = budget[name] // len(named) + (i < budget[name] % len(named))
             part = Part(f"{name}/{label}", out, args.timeout)
-            part.run(strategy, check, share, args.seconds / len(named), args.seed)
+            part.run(strategy, check, share, args.seconds / len(named), args.seed + i)  # generators differ
             print(part.report(), flush=True)
             failing += len(part.failures)
             total["inputs"] += part.tried

@@ -143,14 +143,39 @@ def test_sqlite3_pages_damaged_mid_stream_are_source_errors(bags):
     assert "mid-stream" in outcomes, outcomes
 
 
-def test_metadata_values_of_the_wrong_type_are_a_source_error_at_open(bags):
-    bag = shutil.copytree(bags.base["mcap"], bags.folder / "meta")
+@pytest.mark.parametrize("field, value, problem", [
+    ("name", 10**12, "cannot open bag"),
+    ("type", -1, "no message type for topic"),
+    ("type", "", "no message type for topic"),
+    (None, {}, "cannot open bag"),
+])
+def test_metadata_values_of_the_wrong_type_are_a_source_error_at_open(bags, field, value, problem):
+    bag = bags.folder / "meta"
+    shutil.rmtree(bag, ignore_errors=True)
+    shutil.copytree(bags.base["mcap"], bag)
     meta = bag / "metadata.yaml"
     doc = yaml.safe_load(meta.read_text())
-    doc["rosbag2_bagfile_information"]["topics_with_message_count"][0]["topic_metadata"]["name"] = 10**12
+    info = doc["rosbag2_bagfile_information"]
+    if field is None:
+        info["message_count"] = value
+    else:
+        info["topics_with_message_count"][0]["topic_metadata"][field] = value
     meta.write_text(yaml.safe_dump(doc))
-    with pytest.raises(SourceError, match="cannot open bag"), BagReader(bag):
+    with pytest.raises(SourceError, match=problem) as caught, BagReader(bag):
         pass
+    assert str(caught.value).startswith(str(bag))
+
+
+def test_joint_stamps_that_give_no_rate_fail_naming_the_bag(bags, tmp_path):
+    from safety_monitor.replay.score import score_bag
+    from safety_monitor.sources.bag import BagWriter
+
+    bag = tmp_path / "frozen_clock"
+    with BagWriter(bag, storage="mcap") as w:
+        for _ in range(3):
+            w.write_joint_state("/joint_states", 100.0, ["arm_joint1"], [0.0])
+    result = score_bag(bag, replay_config(bags.specs, "robot_state"))
+    assert result.error.startswith(f"{bag}: /joint_states: cannot measure the control rate")
 
 
 def test_replay_of_a_folder_scores_the_good_bag_and_reports_the_broken_one(bags, tmp_path):
