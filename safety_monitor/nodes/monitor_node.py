@@ -11,7 +11,19 @@
 Inputs that stop are never read as "all fine": when no predicates arrive for `predicates_timeout_s`
 (wall clock), the summary turns STALE and, inside a trace, the monitor steps one blind frame (every
 predicate unknown), so each property reports `blind` until predicates resume (`seeing`). Frame
-indices count that blind frame.
+indices count that blind frame. The same happens when predicates keep coming with a stamp that no
+longer advances for `predicates_frozen_s` (a frozen publisher; repeated stamps are never stepped),
+and, reported as ERROR, when time goes backwards inside a trace: frames older than the last stepped
+one are dropped until time passes it again.
+
+Liveness and restarts: `safety_monitor/heartbeat` carries a status every `heartbeat_period_s` with a
+sequence number and the process id, so an external watchdog tells a dead or paused monitor (no
+beats) from a restarted one (new pid, sequence from 0). While running, the monitor keeps
+`<log>.running`; a monitor that finds one left behind by a process that no longer runs knows the
+previous run died: it cuts a torn last log line, logs and publishes a `state_lost` event (property
+`*`), and reports ERROR with every property STALE ("state lost") until the next rollout starts (a
+start marker stamped after the last frame it saw, arriving between traces; the markers' transient
+history does not count); violations it observes meanwhile still report ERROR.
 
 Rollouts: without episode markers the whole run is one trace, closed when the node shuts down. With
 markers (the sim), a trace closes once the frame at the `end` marker's time has been stepped.
@@ -38,6 +50,7 @@ from safety_monitor.nodes.runtime import run_node
 from safety_monitor.sources import messages as m
 
 _CLOSING = frozenset(KINDS) - {OPENED, BLIND, SEEING}
+STATE_LOST = "state_lost"  # not a property event: the monitor restarted after its previous run died
 
 
 @dataclass(frozen=True)
@@ -45,6 +58,8 @@ class MonitorParams:
     specs: str = field("", "spec file ('' = the package's config/specs.yaml)")
     events_log: str = field("", "JSON Lines event log ('' = $ROS_HOME/safety_monitor/events[_<namespace>].jsonl)")
     predicates_timeout_s: float = field(0.5, "no predicates for this long (wall clock): STALE, properties unknown")
+    predicates_frozen_s: float = field(0.5, "predicate stamps not advancing for this long (wall clock): STALE")
+    heartbeat_period_s: float = field(0.2, "period of safety_monitor/heartbeat")
     diagnostics_period_s: float = field(1.0, "period of the /diagnostics heartbeat")
     history_frames: int = field(5000, "frames of predicate values kept for counterexamples")
     hardware_id: str = field("", "hardware_id of the diagnostics ('' = the namespace, or 'robot')")
@@ -80,22 +95,28 @@ class MonitorNode(Node):
 
         p = self.params = declare(self, MonitorParams)
         self.topics = declare_topics(self)
-        if p.predicates_timeout_s <= 0 or p.diagnostics_period_s <= 0 or p.history_frames < 1:
+        if min(p.predicates_timeout_s, p.predicates_frozen_s, p.diagnostics_period_s, p.heartbeat_period_s) <= 0 \
+                or p.history_frames < 1:
             raise SafetyMonitorError("monitor_node: timeouts and periods must be > 0, history_frames >= 1")
         specs = p.specs or str(config_dir() / "specs.yaml")
         self.monitor = SpecSetMonitor.from_spec_file(specs, history=p.history_frames)
         self._categories = {a.name: a.category for a in self.monitor.automata}
         self.hardware_id = p.hardware_id or self.get_namespace().strip("/").replace("/", "_") or "robot"
         self.log_path = Path(p.events_log) if p.events_log else default_log_path(self.get_namespace())
+        self._running_path = self.log_path.with_name(self.log_path.name + ".running")
         try:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            self._log = open(self.log_path, "a", encoding="utf-8")  # noqa: SIM115 - lives with the node
+            lost = previous_run_lost(self._running_path)
+            torn = cut_torn_line(self.log_path)
+            self._log = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            self._running_path.write_text(json.dumps({"pid": os.getpid(), "started": time.time()}))
         except OSError as exc:
             raise SafetyMonitorError(f"monitor_node: cannot open the event log {self.log_path}: {exc}") from None
 
         T = self._types = m.rclpy_types()
         self._events_pub = self.create_publisher(T.DiagnosticArray, self.topics.events, qos.EVENTS)
         self._diag_pub = self.create_publisher(T.DiagnosticArray, self.topics.diagnostics, qos.DIAGNOSTICS)
+        self._beat_pub = self.create_publisher(T.DiagnosticArray, self.topics.heartbeat, qos.DIAGNOSTICS)
         self.create_subscription(T.DiagnosticArray, self.topics.episode, self._on_marker, qos.EPISODE)
         self.create_subscription(T.DiagnosticArray, self.topics.predicates, self._on_predicates, qos.PREDICATES)
 
@@ -113,9 +134,18 @@ class MonitorNode(Node):
         self._stale_streams: frozenset[str] = frozenset()
         self._needed = frozenset(self.monitor.predicates)
         self._missing_warned = False
+        self._frozen_since: float | None = None  # monotonic time the predicate stamp stopped advancing
+        self._backwards_from: float | None = None  # last stepped time while older frames are dropped
+        self._time_faults = 0  # frames dropped because their time went backwards
+        self._beats = 0
+        self._summary: tuple[int, str] = (T.DiagnosticStatus.STALE, "starting")  # the last summary published
+        self._state_lost: str | None = None
+        if lost is not None:
+            self._declare_state_lost(lost, torn)
         steady = Clock(clock_type=ClockType.STEADY_TIME)
-        self.create_timer(min(0.1, p.predicates_timeout_s / 2), self._watchdog, clock=steady)
+        self.create_timer(min(0.1, p.predicates_timeout_s / 2, p.predicates_frozen_s / 2), self._watchdog, clock=steady)
         self.create_timer(p.diagnostics_period_s, self._publish_diagnostics, clock=steady)
+        self.create_timer(p.heartbeat_period_s, self._heartbeat, clock=steady)
         self.get_logger().info(
             f"{len(self.monitor.automata)} properties from {specs}; events -> {self.topics.events} and {self.log_path}")
 
@@ -132,6 +162,9 @@ class MonitorNode(Node):
             return
         if marker.kind == START:
             self._starts.append(marker)
+            if self._state_lost and self.monitor.frame == 0 and self._last_t is not None and marker.t > self._last_t:
+                self._state_lost = None  # a rollout newer than any frame seen since the restart: a fresh start
+                self.get_logger().info(f"rollout {marker.index} starts: verdicts known again")
         elif self.monitor.frame and self._trace_t0 is not None and marker.t < self._trace_t0 - SAME_TIME_S:
             pass  # an end from before this trace began (transient-local history)
         elif self.monitor.frame and self._last_t is not None and self._last_t >= marker.t - SAME_TIME_S:
@@ -145,9 +178,11 @@ class MonitorNode(Node):
         except SourceError as exc:
             self.get_logger().error(f"dropped a predicates message: {exc}", throttle_duration_sec=5.0)
             return
-        self._last_input = time.monotonic()
-        resumed, self._stale_inputs = self._stale_inputs, False
+        now = self._last_input = time.monotonic()
         t = sample.t
+        if self.monitor.frame and self._last_t is not None and not self._fresh_time(t, now):
+            return
+        resumed, self._stale_inputs = self._stale_inputs, False
         end = self._pending_end
         if end is not None and t > end.t + SAME_TIME_S:
             self._pending_end = None
@@ -170,6 +205,38 @@ class MonitorNode(Node):
         elif resumed:
             self._publish_diagnostics()
 
+    def _fresh_time(self, t: float, now: float) -> bool:
+        """Whether a frame inside a trace may be stepped: its time is after the last stepped one.
+        A repeated stamp is a frozen publisher (the watchdog turns STALE once it lasts); an older
+        one is time going backwards: ERROR, every property blind, older frames dropped."""
+        last = self._last_t
+        if t == last:
+            if self._frozen_since is None:
+                self._frozen_since = now
+            return False
+        self._frozen_since = None
+        if self._backwards_from is None:
+            if t > last:
+                return True
+        elif t > self._backwards_from:
+            self.get_logger().warning(f"time passed {self._backwards_from:.3f} s again: frames stepped again")
+            self._backwards_from = None
+            return True
+        self._time_faults += 1
+        if self._backwards_from is None:
+            self._backwards_from = last
+            self.get_logger().error(f"time went backwards from {last:.3f} s to {t:.3f} s: verdicts unknown")
+            self._go_blind()
+        return False
+
+    def _go_blind(self) -> None:
+        """Step one frame with every predicate unknown (inside a trace), then report."""
+        if self.monitor.frame:
+            events = self.monitor.step(None, self._last_t)
+            if events:
+                self._emit(events, self._last_t)
+        self._publish_diagnostics()
+
     def _begin_trace(self, t: float) -> None:
         """Attach the latest start marker at or before this first frame (older ones are spent)."""
         self._trace_t0 = t
@@ -180,16 +247,27 @@ class MonitorNode(Node):
             self._rollout = Rollout(s.index, s.task, s.fault, s.seed)
 
     def _watchdog(self) -> None:
-        last = self._last_input
-        if self._stale_inputs or last is None or time.monotonic() - last <= self.params.predicates_timeout_s:
+        last, now, p = self._last_input, time.monotonic(), self.params
+        if self._stale_inputs or last is None:
             return
-        self._stale_inputs = True
-        self.get_logger().warning(f"no predicates for {self.params.predicates_timeout_s} s: verdicts unknown")
-        if self.monitor.frame:  # inside a trace: every property goes blind until predicates resume
-            events = self.monitor.step(None, self._last_t)
-            if events:
-                self._emit(events, self._last_t)
-        self._publish_diagnostics()
+        if now - last > p.predicates_timeout_s:
+            self.get_logger().warning(f"no predicates for {p.predicates_timeout_s} s: verdicts unknown")
+        elif self._frozen_since is not None and now - self._frozen_since > p.predicates_frozen_s:
+            self.get_logger().warning(f"predicates frozen at t={self._last_t:.3f} s for {p.predicates_frozen_s} s")
+        else:
+            return
+        self._stale_inputs = True  # inside a trace every property goes blind until predicates resume
+        self._go_blind()
+
+    def _declare_state_lost(self, previous: dict[str, Any], torn_bytes: int) -> None:
+        """Say so, in the log, on the events topic and on /diagnostics, instead of pretending continuity."""
+        self._state_lost = f"state lost: the previous monitor (pid {previous.get('pid')}) died; unknown until the next rollout"
+        self.get_logger().error(self._state_lost)
+        record = {"property": "*", "kind": STATE_LOST, "frame": None, "t": None, "rollout": None,
+                  "robot": self.hardware_id, "previous_pid": previous.get("pid"),
+                  "previous_started": previous.get("started"), "torn_bytes": torn_bytes}
+        self._write_log([record])
+        self._events_pub.publish(m.events_msg(self._types, [record], 0.0))
 
     # ------------------------------------------------------------------------------------ outputs
     def _emit(self, events, t: float | None) -> None:
@@ -200,9 +278,7 @@ class MonitorNode(Node):
             record["rollout"] = self._rollout.index
             record["robot"] = self.hardware_id
             records.append(record)
-            self._log.write(json.dumps({**record, "wall_time": time.time()}, sort_keys=True) + "\n")
-            self._log.flush()
-        os.fsync(self._log.fileno())
+        self._write_log(records)
         self._rollout.events.extend(records)
         if self.context.ok():
             self._events_pub.publish(m.events_msg(self._types, records, 0.0 if t is None else t))
@@ -219,6 +295,15 @@ class MonitorNode(Node):
                 self._blind.discard(name)
         self._publish_diagnostics()
 
+    def _write_log(self, records: list[dict[str, Any]]) -> None:
+        """One write (O_APPEND) per batch, synced: a kill leaves whole lines, a torn one only if the
+        kill lands inside the write, and that batch was never published (cut at the next start)."""
+        wall = time.time()
+        data = "".join(json.dumps({**r, "wall_time": wall}, sort_keys=True) + "\n" for r in records).encode()
+        while data:
+            data = data[os.write(self._log, data):]
+        os.fsync(self._log)
+
     def _finish(self, end: EpisodeMarker | None) -> None:
         """Close the current trace (end-of-trace events are logged and published like the others)."""
         result = self.monitor.finish()
@@ -234,6 +319,7 @@ class MonitorNode(Node):
         self._trace_t0 = None
         self._open.clear()
         self._blind.clear()
+        self._frozen_since = self._backwards_from = None
         self._publish_diagnostics()
 
     def _publish_diagnostics(self) -> None:
@@ -248,18 +334,25 @@ class MonitorNode(Node):
             if opened is not None:
                 level = S.ERROR
                 message = f"violated since frame {opened['frame']} (t={_secs(opened['t'])})"
-            elif stale or name in self._blind:
-                level, message = S.STALE, "unknown: inputs stale" if stale else "unknown: predicates unknown"
+            elif stale or name in self._blind or self._state_lost:
+                level = S.STALE
+                message = ("unknown: inputs stale" if stale else "unknown: state lost in a restart"
+                           if self._state_lost else "unknown: predicates unknown")
             else:
                 level, message = S.OK, "satisfied so far"
             values = {"category": category, "episodes": str(self._episodes[name])}
             if opened is not None and opened.get("counterexample"):
                 values["explanation"] = opened["counterexample"]["explanation"]
             statuses.append((level, name, message, values))
-        if self._last_input is None:
+        if self._state_lost:
+            summary = (S.ERROR, self._state_lost)
+        elif self._backwards_from is not None:
+            summary = (S.ERROR, f"time went backwards: frames before {self._backwards_from:.3f} s dropped")
+        elif self._last_input is None:
             summary = (S.STALE, "waiting for predicates")
         elif stale:
-            summary = (S.STALE, f"no predicates for more than {self.params.predicates_timeout_s} s")
+            summary = (S.STALE, "predicates frozen" if self._frozen_since is not None
+                       else f"no predicates for more than {self.params.predicates_timeout_s} s")
         elif self._open:
             summary = (S.ERROR, f"{len(self._open)} open: {', '.join(sorted(self._open))}")
         elif self._blind or self._stale_streams:
@@ -271,20 +364,77 @@ class MonitorNode(Node):
         msg_statuses = [S(level=summary[0], name=f"{prefix}: monitor", message=summary[1],
                           hardware_id=self.hardware_id,
                           values=[T.KeyValue(key="frame", value=str(self.monitor.frame)),
-                                  T.KeyValue(key="rollout", value=str(self._rollout.index))])]
+                                  T.KeyValue(key="rollout", value=str(self._rollout.index)),
+                                  T.KeyValue(key="time_backwards_frames", value=str(self._time_faults))])]
         msg_statuses += [S(level=level, name=f"{prefix}: {name}", message=message, hardware_id=self.hardware_id,
                            values=[T.KeyValue(key=k, value=v) for k, v in values.items()])
                          for level, name, message, values in statuses]
         msg = T.DiagnosticArray(status=msg_statuses)
         msg.header.stamp = self.get_clock().now().to_msg()
         self._diag_pub.publish(msg)
+        self._summary = summary
+
+    def _heartbeat(self) -> None:
+        """Liveness for an external watchdog: sequence number, process id and the summary level."""
+        if not self.context.ok():
+            return
+        T = self._types
+        level, message = self._summary
+        status = T.DiagnosticStatus(
+            level=level, name=f"safety_monitor/{self.hardware_id}: heartbeat", message=message,
+            hardware_id=self.hardware_id,
+            values=[T.KeyValue(key="seq", value=str(self._beats)), T.KeyValue(key="pid", value=str(os.getpid()))])
+        msg = T.DiagnosticArray(status=[status])
+        msg.header.stamp = self.get_clock().now().to_msg()
+        self._beat_pub.publish(msg)
+        self._beats += 1
 
     def destroy_node(self) -> None:
-        """Close the running trace (its end-of-trace events reach the log) and the log itself."""
+        """Close the running trace (its end-of-trace events reach the log), the log itself, and mark
+        the run finished (a `.running` file left behind tells the next monitor this one died)."""
         if self.monitor.frame:
             self._finish(None)
-        self._log.close()
+        os.close(self._log)
+        self._running_path.unlink(missing_ok=True)
         super().destroy_node()
+
+
+def previous_run_lost(running: Path) -> dict[str, Any] | None:
+    """The record of a previous run that ended without shutting down (its process is gone), else None."""
+    try:
+        previous = json.loads(running.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return {"pid": None}  # the file itself was cut short: that run died while starting
+    pid = previous.get("pid") if isinstance(previous, dict) else None
+    if isinstance(pid, int) and pid != os.getpid() and _alive(pid):
+        raise SafetyMonitorError(f"monitor_node: {running} says process {pid} still writes this log")
+    return previous if isinstance(previous, dict) else {"pid": None}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def cut_torn_line(log: Path) -> int:
+    """Cut a last line without its newline (a write a kill interrupted); the number of bytes cut."""
+    try:
+        with open(log, "rb+") as f:
+            data = f.read()
+            if not data or data.endswith(b"\n"):
+                return 0
+            keep = data.rfind(b"\n") + 1
+            f.truncate(keep)
+            return len(data) - keep
+    except FileNotFoundError:
+        return 0
 
 
 def _secs(t: float | None) -> str:

@@ -43,6 +43,7 @@ class Topics:
     predicates: str = field("safety_monitor/predicates", "estimator -> monitor predicate frames")
     events: str = field("safety_monitor/events", "monitor events (reliable, transient local)")
     episode: str = field("safety_monitor/episode", "rollout start/end markers")
+    heartbeat: str = field("safety_monitor/heartbeat", "monitor liveness: DiagnosticArray with a sequence number")
     diagnostics: str = field("/diagnostics", "operator alerts (diagnostic_msgs/DiagnosticArray)")
     clock: str = field("/clock", "simulated time published by the sim node")
 

@@ -1,0 +1,274 @@
+"""Fault tests of the monitor node as a separate process on this session's random ROS domain, fed
+by hand-made predicate frames: kill -9 keeps every published event whole in the log and a restart
+says its state was lost; SIGSTOP silences the heartbeat and SIGCONT resumes its sequence; stopped,
+frozen, delayed, lossy and backwards-running predicates never leave a property reported satisfied.
+
+Timing assertions are one-sided with generous margins ("within the limit + margin"), never exact."""
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+
+from safety_monitor.nodes import qos  # noqa: E402
+from safety_monitor.nodes.episode_marker import END, START, EpisodeMarker, marker_msg  # noqa: E402
+from safety_monitor.sources import messages as m  # noqa: E402
+
+SPECS = """
+predicates: [a, b]
+properties:
+  - name: never_a
+    category: collision_contact
+    formula: "G(!a)"
+    recovery: "F(!a)"
+  - name: b_then_not_a
+    category: action_onset
+    formula: "G(b -> !a)"
+    recovery: "F(!b)"
+"""
+PROPS = ("never_a", "b_then_not_a")
+TIMEOUT_S = 0.5  # predicates_timeout_s and predicates_frozen_s of the monitor under test
+MARGIN_S = 5.0  # the diagnostics must come within the limit + this (a loaded CI machine)
+
+
+class Cell:
+    """A monitor process and a probe node (in this process) that feeds and watches it."""
+
+    def __init__(self, tmp_path):
+        self.tmp = tmp_path
+        self.ns = "/r" + uuid.uuid4().hex[:8]
+        self.hw = self.ns.strip("/")
+        self.log = tmp_path / "events.jsonl"
+        self.specs = tmp_path / "specs.yaml"
+        self.specs.write_text(SPECS)
+        self.proc = None
+        self.starts = 0
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context, domain_id=int(os.environ["ROS_DOMAIN_ID"]))
+        node = self.node = rclpy.create_node("probe", namespace=self.ns, context=self.context)
+        T = self.T = m.rclpy_types()
+        self.events, self.diag, self.beats = [], [], []
+        node.create_subscription(T.DiagnosticArray, "safety_monitor/events",
+                                 lambda msg: self.events.extend(m.decode_events(msg)), qos.EVENTS)
+        node.create_subscription(T.DiagnosticArray, "/diagnostics", self._on_diag, qos.DIAGNOSTICS)
+        node.create_subscription(T.DiagnosticArray, "safety_monitor/heartbeat", self._on_beat, qos.DIAGNOSTICS)
+        self.pred_pub = node.create_publisher(T.DiagnosticArray, "safety_monitor/predicates", qos.PREDICATES)
+        self.marker_pub = node.create_publisher(T.DiagnosticArray, "safety_monitor/episode", qos.EPISODE)
+        self.executor = rclpy.executors.SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(node)
+        self.t = 1.0
+        self.frame = 0  # the monitor's frame count, from its summary status
+
+    def _on_diag(self, msg):
+        self.diag.extend((s.name.split(": ")[-1], s.level, s.message) for s in msg.status if s.hardware_id == self.hw)
+        for s in msg.status:
+            if s.hardware_id == self.hw and s.name.endswith(": monitor"):
+                self.frame = next(int(kv.value) for kv in s.values if kv.key == "frame")
+
+    def _on_beat(self, msg):
+        for s in msg.status:
+            values = {kv.key: kv.value for kv in s.values}
+            self.beats.append((int(values["pid"]), int(values["seq"]), s.level))
+
+    def start(self):
+        self.starts += 1
+        self.frame = 0
+        env = {k: v for k, v in os.environ.items() if k != "_ROS_WHEELS_BOOTSTRAP_COMPLETE"}
+        args = [sys.executable, "-m", "safety_monitor.nodes.monitor_node", "--ros-args", "-r", f"__ns:={self.ns}"]
+        for p in (f"specs:={self.specs}", f"events_log:={self.log}", f"predicates_timeout_s:={TIMEOUT_S}",
+                  f"predicates_frozen_s:={TIMEOUT_S}", "diagnostics_period_s:=0.2", "heartbeat_period_s:=0.1"):
+            args += ["-p", p]
+        out = open(self.tmp / f"monitor{self.starts}.log", "w")  # noqa: SIM115 - closed with the process
+        self.proc = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT)
+        self.spin_until(lambda: self.pred_pub.get_subscription_count() >= 1 and self.beats_of(self.proc.pid))
+
+    def beats_of(self, pid):
+        return [seq for p, seq, _ in self.beats if p == pid]
+
+    def kill(self, sig=signal.SIGKILL):
+        self.proc.send_signal(sig)
+        if sig in (signal.SIGKILL, signal.SIGINT):
+            self.proc.wait(timeout=20)
+
+    def send(self, a, b=False, t=None, publish=True):
+        self.t = self.t + 0.002 if t is None else t
+        if publish:
+            sample = m.PredicateSample(values={"a": a, "b": b}, t=self.t)
+            self.pred_pub.publish(m.predicates_msg(self.T, sample))
+        self.spin(0.0)
+
+    def spin(self, seconds):
+        end = time.monotonic() + seconds
+        self.executor.spin_once(timeout_sec=0.0)
+        while time.monotonic() < end:
+            self.executor.spin_once(timeout_sec=min(0.02, max(0.0, end - time.monotonic())))
+
+    def spin_until(self, condition, timeout=20.0):
+        end = time.monotonic() + timeout
+        while not condition():
+            assert time.monotonic() < end, f"timed out; monitor output: {self.output()}"
+            assert self.proc is None or self.proc.poll() is None, f"monitor exited: {self.output()}"
+            self.executor.spin_once(timeout_sec=0.02)
+        return time.monotonic()
+
+    def output(self):
+        return (self.tmp / f"monitor{self.starts}.log").read_text()[-2000:]
+
+    def level(self, name):
+        levels = [(lvl, msg) for n, lvl, msg in self.diag if n == name]
+        return levels[-1] if levels else (None, "")
+
+    def wait_level(self, name, level, timeout=TIMEOUT_S + MARGIN_S):
+        return self.spin_until(lambda: self.level(name)[0] == level, timeout)
+
+    def logged(self):
+        return [json.loads(line) for line in self.log.read_text().splitlines()]
+
+    def close(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
+            self.proc.kill()
+            self.proc.wait()
+        self.node.destroy_node()
+        self.context.try_shutdown()
+
+
+@pytest.fixture
+def cell(tmp_path):
+    c = Cell(tmp_path)
+    try:
+        c.start()
+        yield c
+    finally:
+        c.close()
+
+
+def test_kill9_keeps_every_published_event_whole_and_the_restart_says_its_state_was_lost(cell):
+    S = cell.T.DiagnosticStatus
+    for i in range(40):  # a on every 4th frame: never_a opens and recovers ten times
+        cell.send(a=i % 4 == 0)
+    cell.spin_until(lambda: len(cell.events) >= 12)
+    cell.kill()  # mid-run: no clean shutdown, the trace is left open
+    published = [dict(e) for e in cell.events]
+    logged = cell.logged()  # every line parses: none is torn
+    for r in logged:
+        del r["wall_time"]
+    assert published == logged[: len(published)]  # every event published before the kill was logged
+    assert (cell.tmp / "events.jsonl.running").exists()
+
+    with open(cell.log, "a") as f:  # a write the kill interrupted: never published, cut on restart
+        f.write('{"kind": "opened", "prop')
+    cell.events.clear()
+    cell.diag.clear()
+    cell.start()
+    restart = time.monotonic()
+    cell.spin_until(lambda: any(e["kind"] == "state_lost" for e in cell.events))
+    lost = next(e for e in cell.events if e["kind"] == "state_lost")
+    assert lost["torn_bytes"] == len('{"kind": "opened", "prop') and isinstance(lost["previous_pid"], int)
+    assert cell.wait_level("monitor", S.ERROR) - restart < MARGIN_S
+    assert "state lost" in cell.level("monitor")[1]
+    while cell.frame == 0:  # a dead monitor's subscription may still count as matched: send until seen
+        cell.send(a=False)
+        cell.spin_until(lambda: cell.level("monitor")[0] is not None)
+        cell.spin(0.1)
+    cell.spin(0.3)  # after a restart nothing is claimed satisfied, even on fresh predicates
+    assert all(cell.level(p)[0] == S.STALE for p in PROPS) and cell.level("monitor")[0] == S.ERROR
+    logged = cell.logged()
+    assert logged[-1]["kind"] == "state_lost"
+
+    # the rollout ends; the next one re-arms the monitor
+    cell.spin_until(lambda: cell.marker_pub.get_subscription_count() >= 1)
+    cell.marker_pub.publish(marker_msg(cell.T, EpisodeMarker(END, 0, cell.t, frames=1, succeeded=True)))
+    cell.spin(0.3)
+    assert cell.level("monitor")[0] == S.ERROR
+    cell.marker_pub.publish(marker_msg(cell.T, EpisodeMarker(START, 1, cell.t + 0.001)))
+    cell.spin(0.3)
+    cell.send(a=False)
+    cell.wait_level("monitor", S.OK)
+    assert all(cell.level(p)[0] == S.OK for p in PROPS)
+
+    cell.kill(signal.SIGINT)  # a clean stop marks the run finished: the next start is not a loss
+    assert cell.proc.returncode == 0 and not (cell.tmp / "events.jsonl.running").exists()
+
+
+def test_sigstop_silences_the_heartbeat_sigcont_resumes_its_sequence_a_restart_starts_anew(cell):
+    pid = cell.proc.pid
+    cell.spin_until(lambda: len(cell.beats_of(pid)) >= 3)
+    seqs = cell.beats_of(pid)
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    cell.kill(signal.SIGSTOP)
+    cell.spin(0.5)  # beats already in flight arrive
+    paused = len(cell.beats_of(pid))
+    cell.spin(1.0)  # ten periods: a live monitor would have beaten
+    assert len(cell.beats_of(pid)) == paused
+    cell.kill(signal.SIGCONT)
+    cell.spin_until(lambda: len(cell.beats_of(pid)) > paused + 2)
+    after = cell.beats_of(pid)
+    assert after == sorted(after) and after[-1] > seqs[-1]  # the same run: its sequence continues
+
+    cell.kill()
+    cell.start()
+    new = cell.beats_of(cell.proc.pid)
+    assert cell.proc.pid != pid and new[0] < after[-1]  # another process, counting again
+
+
+def test_stopped_frozen_delayed_and_backwards_predicates_never_report_satisfied(cell):
+    S = cell.T.DiagnosticStatus
+    for _ in range(5):
+        cell.send(a=False)
+    cell.wait_level("monitor", S.OK)
+
+    stopped = time.monotonic()  # the estimator stops publishing
+    assert cell.wait_level("monitor", S.STALE) - stopped < TIMEOUT_S + MARGIN_S
+    cell.spin_until(lambda: all(cell.level(p)[0] == S.STALE for p in PROPS))
+    cell.send(a=False)
+    cell.wait_level("monitor", S.OK)
+
+    frozen = time.monotonic()  # frames keep coming with a stamp that no longer advances
+    t = cell.t
+    while cell.level("monitor")[0] != S.STALE:
+        assert time.monotonic() - frozen < TIMEOUT_S + MARGIN_S, cell.output()
+        cell.send(a=False, t=t)
+        cell.spin(0.02)
+    assert "frozen" in cell.level("monitor")[1]
+    assert {e["property"] for e in cell.events if e["kind"] == "blind"} == set(PROPS)
+    cell.send(a=False)
+    cell.wait_level("monitor", S.OK)
+
+    cell.spin(1.0)  # one stream delayed beyond the limit, then arriving late in a burst
+    cell.spin_until(lambda: cell.level("monitor")[0] == S.STALE)
+    for _ in range(10):
+        cell.send(a=False)
+    cell.wait_level("monitor", S.OK)
+
+    drop = random.Random(7)  # 10 % of frames lost: fewer frames, never a stale or false verdict
+    blind_before = len([e for e in cell.events if e["kind"] == "blind"])
+    for _ in range(200):
+        cell.send(a=False, publish=drop.random() >= 0.1)
+        cell.spin(0.005)
+    cell.spin(0.5)
+    assert cell.level("monitor")[0] == S.OK
+    assert len([e for e in cell.events if e["kind"] == "blind"]) == blind_before
+    assert not any(e["kind"] == "opened" for e in cell.events)
+
+    last = cell.t  # the sim clock jumps back by one second
+    cell.send(a=True, t=last - 1.0)  # a violation stamped in the past is never stepped
+    backwards = time.monotonic()
+    assert cell.wait_level("monitor", S.ERROR) - backwards < MARGIN_S
+    assert "backwards" in cell.level("monitor")[1]
+    cell.spin_until(lambda: all(cell.level(p)[0] == S.STALE for p in PROPS))
+    for i in range(5):  # still before the jump: dropped, still unknown
+        cell.send(a=True, t=last - 0.9 + 0.002 * i)
+    cell.spin(0.3)
+    assert cell.level("monitor")[0] == S.ERROR and not any(e["kind"] == "opened" for e in cell.events)
+    cell.send(a=False, t=last + 0.002)  # time passes the last stepped frame: verdicts again
+    cell.wait_level("monitor", S.OK)
+    assert all(cell.level(p)[0] == S.OK for p in PROPS)
+    assert not any(e["kind"] == "opened" for e in cell.events)
