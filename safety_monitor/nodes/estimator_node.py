@@ -7,10 +7,15 @@ messages wait, a frame's wrench and poses are taken before the joint message tha
 
 A frame that cannot be grounded (unknown joint, time going backwards) is published with every
 predicate unknown, never guessed. A watchdog reports STALE on /diagnostics when /joint_states stops
-for `joint_states_timeout_s` (wall clock); the monitor then marks its properties unknown.
+for `joint_states_timeout_s` (wall clock); the monitor then marks its properties unknown. A frozen
+/joint_states (identical positions, velocities and efforts for `joint_states_frozen_s`, a driver
+repeating its last reading) is STALE too, and its frames are not published, so the monitor's own
+watchdog turns its verdicts unknown. Wrench and pose age limits come from `wrench_stale_s` and
+`pose_stale_s` (0 = the grounder's thresholds).
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -32,6 +37,9 @@ class EstimatorParams:
     config_dir: str = field("", "folder with robot.yaml, objects.yaml, thresholds.yaml ('' = the package's)")
     control_rate_hz: float = field(500.0, "rate of /joint_states: threshold durations become frame counts")
     joint_states_timeout_s: float = field(0.1, "watchdog: no /joint_states for this long (wall clock) -> STALE")
+    joint_states_frozen_s: float = field(2.0, "identical /joint_states values for this long (wall clock) -> STALE, frames dropped (0 = off)")
+    wrench_stale_s: float = field(0.0, "wrench older than this at a frame: its predicates unknown (0 = thresholds.yaml)")
+    pose_stale_s: float = field(0.0, "object pose older than this at a frame: its predicates unknown (0 = thresholds.yaml)")
     best_effort_inputs: bool = field(False, "subscribe to the robot topics best effort (sensors that offer no more)")
     diagnostics_period_s: float = field(1.0, "period of the /diagnostics heartbeat")
 
@@ -45,13 +53,17 @@ class EstimatorNode(Node):
         self.topics = declare_topics(self)
         if min(p.control_rate_hz, p.joint_states_timeout_s, p.diagnostics_period_s) <= 0:
             raise SafetyMonitorError("estimator_node: rates, gaps, timeouts and periods must be > 0")
+        if min(p.joint_states_frozen_s, p.wrench_stale_s, p.pose_stale_s) < 0:
+            raise SafetyMonitorError("estimator_node: joint_states_frozen_s, wrench_stale_s, pose_stale_s must be >= 0")
         self.grounder = load_default_grounder(p.control_rate_hz, p.config_dir or None)
         self.grounder.twin  # build the kinematic twin now, not on the first frame  # noqa: B018
         robot = self.grounder.robot
         self._mapping = StreamMapping(
             joint_states=self.topics.joint_states, wrench=self.topics.wrench or None,
             object_pose=self.topics.object_pose)
-        self._limits = StaleLimits.for_grounder(self.grounder)
+        limits = StaleLimits.for_grounder(self.grounder)
+        self._limits = dataclasses.replace(limits, wrench=p.wrench_stale_s or limits.wrench,
+                                           pose=p.pose_stale_s or limits.pose)
         self.assembler = self._new_assembler()
         self.frames = 0  # published frames of the current rollout
         self.issues: Counter[str] = Counter()
@@ -71,6 +83,9 @@ class EstimatorNode(Node):
         self.create_subscription(T.JointState, self.topics.joint_states, self._on_joint_states, inputs)
         self._last_joints: float | None = None  # monotonic arrival of the last /joint_states
         self._stale = False
+        self._last_values: tuple | None = None  # positions, velocities, efforts of the last /joint_states
+        self._frozen_since: float | None = None  # monotonic time they stopped changing
+        self._frozen = False
         self._stale_streams: frozenset[str] = frozenset()
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(min(0.05, p.joint_states_timeout_s / 2), self._watchdog, clock=steady)
@@ -103,10 +118,12 @@ class EstimatorNode(Node):
         self._last_t = None
 
     def _on_joint_states(self, msg) -> None:
-        self._last_joints = time.monotonic()
+        now = self._last_joints = time.monotonic()
         if self._stale:
             self._stale = False
             self._publish_diagnostics()
+        if self._is_frozen(msg, now):
+            return
         assembled = self.assembler.on_joint_states(msg, self._now())
         issues = assembled.issues if assembled is not None else self.assembler.drain_issues()
         for issue in issues:
@@ -124,6 +141,25 @@ class EstimatorNode(Node):
         if sample.stale != self._stale_streams:
             self._stale_streams = sample.stale
             self._publish_diagnostics()
+
+    def _is_frozen(self, msg, now: float) -> bool:
+        """Whether /joint_states has repeated the same values for longer than allowed (then STALE)."""
+        limit = self.params.joint_states_frozen_s
+        values = (tuple(msg.position), tuple(msg.velocity), tuple(msg.effort))
+        if not limit or values != self._last_values:
+            self._last_values, self._frozen_since = values, None
+            if self._frozen:
+                self._frozen = False
+                self.get_logger().info(f"{self.topics.joint_states} moves again")
+                self._publish_diagnostics()
+            return False
+        if self._frozen_since is None:
+            self._frozen_since = now
+        if not self._frozen and now - self._frozen_since > limit:
+            self._frozen = True
+            self.get_logger().warning(f"{self.topics.joint_states} frozen for {limit} s: frames not published")
+            self._publish_diagnostics()
+        return self._frozen
 
     # ----------------------------------------------------------------------------------- watchdog
     def _watchdog(self) -> None:
@@ -144,6 +180,9 @@ class EstimatorNode(Node):
         elif self._stale:
             level = S.STALE
             message = f"no {self.topics.joint_states} for more than {self.params.joint_states_timeout_s} s"
+        elif self._frozen:
+            level = S.STALE
+            message = f"{self.topics.joint_states} frozen for more than {self.params.joint_states_frozen_s} s"
         elif self._stale_streams:
             level, message = S.WARN, "stale: " + ", ".join(sorted(self._stale_streams))
         else:

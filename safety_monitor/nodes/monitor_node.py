@@ -109,7 +109,7 @@ class MonitorNode(Node):
             lost = previous_run_lost(self._running_path)
             torn = cut_torn_line(self.log_path)
             self._log = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            self._running_path.write_text(json.dumps({"pid": os.getpid(), "started": time.time()}))
+            self._running_path.write_text(json.dumps({"pid": os.getpid(), "boot_id": _boot_id(), "started": time.time()}))
         except OSError as exc:
             raise SafetyMonitorError(f"monitor_node: cannot open the event log {self.log_path}: {exc}") from None
 
@@ -408,9 +408,17 @@ def previous_run_lost(running: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return {"pid": None}  # the file itself was cut short: that run died while starting
     pid = previous.get("pid") if isinstance(previous, dict) else None
-    if isinstance(pid, int) and pid != os.getpid() and _alive(pid):
+    if isinstance(pid, int) and pid != os.getpid() and previous.get("boot_id") == _boot_id() and _alive(pid):
         raise SafetyMonitorError(f"monitor_node: {running} says process {pid} still writes this log")
     return previous if isinstance(previous, dict) else {"pid": None}
+
+
+def _boot_id() -> str:
+    """This boot's id (Linux), so a pid recorded before a reboot is never taken for a live process."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
 
 
 def _alive(pid: int) -> bool:
