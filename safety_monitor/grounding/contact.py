@@ -9,11 +9,10 @@ contact pair, so one long contact fires and flicker between different pairs does
 """
 from __future__ import annotations
 
-import numpy as np
-
 from safety_monitor.grounding.debounce import Persistence, Tri, any3
 from safety_monitor.grounding.description import GRIPPER_PARTS, ROBOT_PARTS, RobotDescription
 from safety_monitor.grounding.fixtures import FixtureEstimator
+from safety_monitor.grounding.geometry import norm
 from safety_monitor.grounding.grasp import GraspEstimator
 from safety_monitor.grounding.inputs import FrameInputs, PredicateDoc
 from safety_monitor.grounding.semantics import ObjectCatalog
@@ -98,4 +97,4 @@ class ContactEstimator:
         if w is None:
             return None
         lim = self.th.wrench
-        return bool(np.linalg.norm(w.force) > lim.force_n or np.linalg.norm(w.torque) > lim.torque_nm)
+        return bool(norm(w.force) > lim.force_n or norm(w.torque) > lim.torque_nm)

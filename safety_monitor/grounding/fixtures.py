@@ -13,7 +13,7 @@ import numpy as np
 
 from safety_monitor.grounding.debounce import Timer, Tri, all3, any3
 from safety_monitor.grounding.description import HOUSING, RobotDescription
-from safety_monitor.grounding.geometry import Box
+from safety_monitor.grounding.geometry import Box, BoxStack, norm
 from safety_monitor.grounding.grasp import GraspEstimator
 from safety_monitor.grounding.inputs import FrameInputs, PredicateDoc
 from safety_monitor.grounding.semantics import ObjectCatalog
@@ -95,6 +95,8 @@ class FixtureEstimator:
         self.enclosures = tuple(f for f in robot.fixtures
                                 if catalog.has(f, "enclosure") and robot.fixtures[f].interior is not None)
         self.with_interior = tuple(f for f in robot.fixtures if robot.fixtures[f].interior is not None)
+        self._interiors = BoxStack()
+        self._housings = tuple((f, f + HOUSING) for f in self.fixtures)
         self.graspable = grasp.objects
         self.episodes = {f: _Episode(counts) for f in self.fixtures}
         self.last_direction = {f: 0.0 for f in self.fixtures}
@@ -106,10 +108,13 @@ class FixtureEstimator:
     def step(self, inp: FrameInputs) -> dict[str, Tri]:
         geo, d = inp.geometry, self.th.distances_m
         self.gripped = {f: geo.gripper_gap(f) <= d.gripper_clearance for f in self.fixtures}
-        outside = {f: geo.interiors[f].excess(geo.gripper_points) for f in self.with_interior}
-        worst = {f: x.max(axis=1) for f, x in outside.items()}  # per gripper point: farthest face excess
-        self.reach_in = {f: bool((worst[f] <= 0.0).any()) for f in self.enclosures}
-        near = [bool((worst[f] <= d.reach).any()) for f in self.enclosures]
+        excess = self._interiors.excess(tuple(geo.interiors[f] for f in self.with_interior), geo.gripper_points)
+        outside = dict(zip(self.with_interior, excess))
+        worst = excess.max(axis=2)  # per interior and gripper point: farthest face excess
+        inside = dict(zip(self.with_interior, (worst <= 0.0).any(axis=1).tolist()))
+        within_reach = dict(zip(self.with_interior, (worst <= d.reach).any(axis=1).tolist()))
+        self.reach_in = {f: inside[f] for f in self.enclosures}
+        near = [within_reach[f] for f in self.enclosures]
         self.target = self._target(inp, outside)
         self.operated = frozenset(f for f in self.fixtures if self.reach_in.get(f) or (
             self.gripped[f] and (inp.gripper_closed or self.moving_direction(f, inp) != 0.0)))
@@ -137,13 +142,13 @@ class FixtureEstimator:
         """Openable fixture nearest the gripper by surface gap; else the one whose interior is nearest the EE."""
         geo = inp.geometry
         best, best_gap = None, math.inf
-        for f in self.fixtures:
-            gap = min(geo.gripper_gap(f), geo.gripper_gap(f + HOUSING))
+        for f, housing in self._housings:
+            gap = min(geo.gripper_gap(f), geo.gripper_gap(housing))
             if gap < best_gap:
                 best, best_gap = f, gap
         if best is not None:
             return best
-        ranked = [(float(np.linalg.norm(np.maximum(outside[f][0], 0.0))), f) for f in self.fixtures if f in outside]
+        ranked = [(norm(np.maximum(outside[f][0], 0.0)), f) for f in self.fixtures if f in outside]
         if ranked:
             return min(ranked)[1]
         return self.fixtures[0] if self.fixtures else None

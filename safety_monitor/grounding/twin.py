@@ -12,7 +12,7 @@ This is what grounds contact on hardware; privileged simulator contacts are only
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import mujoco
@@ -75,6 +75,8 @@ class KinematicTwin:
         self._box_slot = {o: i for i, o in enumerate(box_owners)}
         self._box_pose = np.full((len(box_owners), 12), np.nan)  # body pose each cached box was built at
         self._boxes: dict[str, Box] = {}
+        self._box_builders = tuple((o, self._world_box) for o in robot.objects) + tuple(
+            (n, self._interior_box) for n in self._interiors)
 
     # ------------------------------------------------------------------------------------------------
     def compute(self, joint_names: tuple[str, ...], joint_position: np.ndarray, poses: Mapping[str, Pose],
@@ -113,23 +115,22 @@ class KinematicTwin:
         self._geom_pose = geom_pose
         body_pose = np.concatenate((d.xpos.take(self._box_bodies, axis=0), d.xmat.take(self._box_bodies, axis=0)), axis=1)
         rebuild = (body_pose != self._box_pose).any(axis=1).tolist()
+        boxes, slot = self._boxes, self._box_slot
+        for owner, build in self._box_builders:  # a box is rebuilt only when its body moved since it was built
+            i = slot[owner]
+            if rebuild[i] and (owner in poses or owner in self._interiors):
+                boxes[owner] = build(owner)
+                self._box_pose[i] = body_pose[i]
+        site = self._ee_site
         return FrameGeometry(
-            ee_position=d.site_xpos[self._ee_site].copy(),
-            ee_rotation=d.site_xmat[self._ee_site].reshape(3, 3).copy(),
-            gripper_points=np.vstack([d.site_xpos[self._ee_site], d.geom_xpos[self._finger_geoms]]),
+            ee_position=d.site_xpos[site].copy(),
+            ee_rotation=d.site_xmat[site].reshape(3, 3).copy(),
+            gripper_points=np.concatenate((d.site_xpos[site:site + 1], d.geom_xpos.take(self._finger_geoms, axis=0))),
             gaps=self._gaps(moved),
-            object_boxes={o: self._box(o, rebuild, body_pose, self._world_box) for o in poses},
-            interiors={n: self._box(n, rebuild, body_pose, self._interior_box) for n in self._interiors},
+            object_boxes={o: boxes[o] for o in poses},
+            interiors={n: boxes[n] for n in self._interiors},
             unknown=frozenset(o for o in self.robot.objects if o not in poses),
         )
-
-    def _box(self, owner: str, rebuild: list[bool], body_pose: np.ndarray, build: Callable[[str], Box]) -> Box:
-        """The cached box of an object or interior, rebuilt when its body moved since it was built."""
-        i = self._box_slot[owner]
-        if rebuild[i] or owner not in self._boxes:
-            self._boxes[owner] = build(owner)
-            self._box_pose[i] = body_pose[i]
-        return self._boxes[owner]
 
     def _world_box(self, o: str) -> Box:
         """World box of object `o` after mj_kinematics: its geoms' bounding box in its body frame, moved."""
