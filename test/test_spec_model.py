@@ -95,3 +95,20 @@ def test_specs_check_cli_reports_errors_in_one_line_and_exit_2(tmp_path, capsys)
     assert main(["specs", "check", str(path)]) == 2
     err = capsys.readouterr().err
     assert "error:" in err and "bump" in err and "Traceback" not in err
+
+
+def test_min_resolve_seconds_convert_at_the_control_rate(tmp_path):
+    text = GOOD.replace("min_resolve_frames: 3", "min_resolve_frames: 100\n    min_resolve_s: 5.0")
+    spec_set = load_specs(write(tmp_path, text))
+    assert spec_set.properties[1].min_resolve_frames == 100  # rate unknown: frames as written
+    assert spec_set.at_rate(500.0).properties[1].min_resolve_frames == 2500
+    assert spec_set.at_rate(20.0).properties[1].min_resolve_frames == 100
+    assert spec_set.at_rate(3.0).properties[0].min_resolve_frames == 0  # no seconds given: untouched
+    assert spec_set.at_rate(None) is spec_set
+
+
+@pytest.mark.parametrize("value", ["-1", ".nan", "soon", "true"])
+def test_bad_min_resolve_seconds_are_named(tmp_path, value):
+    text = GOOD.replace("min_resolve_frames: 3", f"min_resolve_s: {value}")
+    with pytest.raises(SpecError, match="'min_resolve_s' must be a non-negative number of seconds"):
+        load_specs(write(tmp_path, text))

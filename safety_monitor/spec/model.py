@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,13 +43,18 @@ CATEGORIES = (
 _TOP_KEYS = {"predicates", "properties"}
 _KEYWORDS = ("true", "false", "last")  # ltlf2dfa's lexer matches these before any name, case-insensitively
 _PROPERTY_KEYS = {
-    "name", "category", "formula", "recovery", "min_resolve_frames", "trigger", "description", "follows", "options",
+    "name", "category", "formula", "recovery", "min_resolve_frames", "min_resolve_s", "trigger", "description",
+    "follows", "options",
 }
 
 
 @dataclass(frozen=True)
 class Property:
-    """One safety property. `trigger` is propositional; its rising edges are the triggered events."""
+    """One safety property. `trigger` is propositional; its rising edges are the triggered events.
+
+    `min_resolve_s`, when given, is the span in seconds and wins over `min_resolve_frames` once the
+    control rate is known (`at_rate`); frames alone serve rate-less uses such as trace files.
+    """
 
     name: str
     category: str
@@ -60,6 +65,13 @@ class Property:
     trigger: str | None = None
     follows: str = ""
     options: dict[str, Any] = field(default_factory=dict)
+    min_resolve_s: float | None = None
+
+    def at_rate(self, control_rate_hz: float) -> Property:
+        """This property with its seconds converted to frames at `control_rate_hz`."""
+        if self.min_resolve_s is None:
+            return self
+        return replace(self, min_resolve_frames=seconds_to_frames(self.min_resolve_s, control_rate_hz))
 
 
 @dataclass(frozen=True)
@@ -67,6 +79,20 @@ class SpecSet:
     path: str
     predicates: tuple[str, ...]
     properties: tuple[Property, ...]
+
+    def at_rate(self, control_rate_hz: float | None) -> SpecSet:
+        """Spans given in seconds converted to frames at the control rate (unchanged when None)."""
+        if control_rate_hz is None:
+            return self
+        return replace(self, properties=tuple(p.at_rate(control_rate_hz) for p in self.properties))
+
+
+def seconds_to_frames(seconds: float, control_rate_hz: float) -> int:
+    """Whole frames spanning `seconds` at the control rate (at least one for a positive span)."""
+    if not control_rate_hz > 0:
+        raise SpecError(f"control rate must be positive, got {control_rate_hz!r} Hz")
+    frames = round(seconds * control_rate_hz)
+    return max(1, frames) if seconds > 0 else 0
 
 
 @dataclass(frozen=True, eq=False)
@@ -188,6 +214,9 @@ def _property(raw: Any, index: int, vocabulary: tuple[str, ...], problems: list[
     mrf = raw.get("min_resolve_frames", 0)
     if isinstance(mrf, bool) or not isinstance(mrf, int) or mrf < 0:
         problems.append(f"{label}: 'min_resolve_frames' must be a non-negative integer (frames), got {mrf!r}")
+    mrs = raw.get("min_resolve_s")
+    if mrs is not None and (isinstance(mrs, bool) or not isinstance(mrs, (int, float)) or not 0 <= mrs < float("inf")):
+        problems.append(f"{label}: 'min_resolve_s' must be a non-negative number of seconds, got {mrs!r}")
     options = raw.get("options", {}) or {}
     if not isinstance(options, dict):
         problems.append(f"{label}: 'options' must be a mapping")
@@ -206,6 +235,7 @@ def _property(raw: Any, index: int, vocabulary: tuple[str, ...], problems: list[
         trigger=raw.get("trigger"),
         follows=raw.get("follows", "") or "",
         options=dict(options),
+        min_resolve_s=None if mrs is None else float(mrs),
     )
 
 
