@@ -20,6 +20,7 @@ from safety_monitor.monitor.events import BLIND, DISCARDED_TRUNCATED, OPENED, SE
 
 EVENTS_TOPIC = "safety_monitor/events"
 QUIET_S = 1.0  # --once/--json: a matched monitor silent this long has delivered its history
+STATE_LOST = "state_lost"  # not a property event: a monitor restarted after its previous run died
 
 
 def _key(event: dict[str, Any]) -> tuple:
@@ -34,6 +35,7 @@ class AlertBoard:
         self.blind: dict[tuple, dict[str, Any]] = {}  # (robot, property) -> blind event
         self.recent: deque[dict[str, Any]] = deque(maxlen=recent)
         self.last_opened: dict[str, Any] | None = None
+        self.lost: dict[Any, dict[str, Any]] = {}  # robot -> its monitor's last state_lost event
         self.received = 0
 
     def update(self, events: Iterable[dict[str, Any]]) -> None:
@@ -48,6 +50,11 @@ class AlertBoard:
                 self.blind[e.get("robot"), e["property"]] = e
             elif kind == SEEING:
                 self.blind.pop((e.get("robot"), e["property"]), None)
+            elif kind == STATE_LOST:  # the dead monitor's open episodes will never close: not shown as open
+                robot = e.get("robot")
+                self.lost[robot] = e
+                self.open = {k: v for k, v in self.open.items() if k[0] != robot}
+                self.blind = {k: v for k, v in self.blind.items() if k[0] != robot}
             else:  # the episode closed: recovered, closed, or its trace ended
                 self.open.pop(_key(e), None)
                 if kind in (UNRECOVERED_AT_END, DISCARDED_TRUNCATED):  # a new trace starts seeing
@@ -65,6 +72,7 @@ class AlertBoard:
             "open": list(self.open.values()),
             "blind": [{"robot": k[0], "property": k[1], "frame": v.get("frame")} for k, v in self.blind.items()],
             "recent": list(self.recent),
+            "lost": list(self.lost.values()),
             "received": self.received,
         }
 
@@ -74,6 +82,8 @@ class AlertBoard:
         out += [f"  {'>' if e is self.selected(index) else ' '} {_describe(e)}" for e in self.open.values()]
         if not self.open:
             out.append("    none")
+        if self.lost:
+            out.append(f"STATE LOST (monitor restarted after a crash): {', '.join(str(r) for r in self.lost)}")
         if self.blind:
             out.append(f"UNKNOWN (inputs stale or predicates unknown): {', '.join(k[1] for k in self.blind)}")
         out.append(f"RECENT EVENTS (last {len(self.recent)} of {self.received})")

@@ -44,13 +44,13 @@ from safety_monitor.errors import SafetyMonitorError, SourceError
 from safety_monitor.monitor.episodes import PropertyOutcome
 from safety_monitor.monitor.events import BLIND, KINDS, OPENED, SEEING
 from safety_monitor.nodes import qos
+from safety_monitor.nodes.alerts import STATE_LOST
 from safety_monitor.nodes.episode_marker import SAME_TIME_S, START, EpisodeMarker, decode_marker
 from safety_monitor.nodes.params import declare, declare_topics, field
 from safety_monitor.nodes.runtime import run_node
 from safety_monitor.sources import messages as m
 
 _CLOSING = frozenset(KINDS) - {OPENED, BLIND, SEEING}
-STATE_LOST = "state_lost"  # not a property event: the monitor restarted after its previous run died
 
 
 @dataclass(frozen=True)
