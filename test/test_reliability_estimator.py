@@ -1,8 +1,10 @@
 """Estimator faults seen through the monitor, both as separate processes on this session's random
 ROS domain, fed synthetic /joint_states by the test: a paused (SIGSTOP), killed or frozen estimator
 turns the monitor STALE with its property unknown within the limit (+ a generous margin), and the
-verdicts come back when the estimator resumes or restarts."""
+verdicts come back when the estimator resumes or restarts; 10 % of frames lost is no reason to go
+blind; robot time jumping back makes the monitor STALE or ERROR until time passes the jump."""
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -29,9 +31,12 @@ FROZEN_S = 0.5  # the estimator's joint_states_frozen_s
 MARGIN_S = 6.0
 
 
-@pytest.fixture
-def chain(tmp_path):
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory):
+    """One monitor and estimator for the module: each test starts by waiting until frames flow."""
     from safety_monitor.grounding.grounder import load_default_grounder
+
+    tmp_path = tmp_path_factory.mktemp("chain")
 
     robot = load_default_grounder(500.0).robot
     joints = robot.required_joints
@@ -71,10 +76,12 @@ def chain(tmp_path):
     executor.add_node(node)
     c = type("Chain", (), {})()
     c.procs, c.diag, c.predicates, c.T, c.start_estimator = procs, diag, predicates, T, start_estimator
-    c.t, c.frozen = 1.0, False
+    c.t, c.frozen, c.drop = 1.0, False, None
 
     def publish():
         c.t += 0.002
+        if c.drop is not None and c.drop.random() < 0.1:
+            return  # this frame's messages are lost
         wiggle = 0.0 if c.frozen else 1e-4 * (round(c.t * 500) % 7)  # frozen: identical values
         msg = T.JointState(name=list(joints), position=[wiggle] * len(joints))
         sec, nanosec = int(c.t), int(round((c.t - int(c.t)) * 1e9))
@@ -150,3 +157,24 @@ def test_paused_killed_and_frozen_estimator_make_the_monitor_stale_until_it_is_b
     assert len(c.predicates) <= stale_at + 1  # a frozen stream's frames are not published
     c.frozen = False
     c.run(until=lambda: seeing() and c.level("estimator inputs") != S.STALE)
+
+
+def test_lost_frames_keep_verdicts_and_time_jumping_back_makes_them_unknown(chain):
+    c, S = chain, chain.T.DiagnosticStatus
+    seeing = lambda: c.level("monitor") in (S.OK, S.WARN) and c.level("no_contact") == S.OK  # noqa: E731
+    c.run(until=lambda: len(c.predicates) > 20 and seeing(), timeout=60)
+
+    c.drop = random.Random(3)  # 10 % of every stream's messages lost
+    levels_from = len(c.diag)
+    c.run(1.5)
+    c.drop = None
+    c.run(0.3)
+    assert all(lvl != S.STALE for name, lvl, _ in c.diag[levels_from:] if name in ("monitor", "no_contact"))
+    assert seeing()
+
+    last = c.t
+    c.t -= 0.2  # the robot's clock jumps back 0.2 s
+    jumped = time.monotonic()
+    assert c.run(until=lambda: c.level("monitor") in (S.STALE, S.ERROR)) - jumped < TIMEOUT_S + MARGIN_S
+    assert c.level("no_contact") == S.STALE
+    c.run(until=lambda: c.t > last + 0.01 and seeing())  # once time passes the jump, verdicts again
