@@ -288,3 +288,14 @@ def test_the_console_stops_showing_a_dead_monitors_open_violations_as_open():
     assert list(board.open.values()) == [other] and not board.blind
     assert [e["robot"] for e in board.snapshot()["lost"]] == ["r1"]
     assert any(line.startswith("STATE LOST") and "r1" in line for line in board.lines())
+
+
+@pytest.mark.parametrize("content, cut", [
+    (b"", 0), (b'{"a": 1}\n', 0), (b'{"a": 1}\n{"b', 3), (b"x" * 200_000, 200_000), (b"y\n" + b"x" * 70_000, 70_000)])
+def test_a_torn_last_line_is_cut_back_to_the_last_whole_line(tmp_path, content, cut):
+    from safety_monitor.nodes.monitor_node import cut_torn_line
+
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(content)
+    assert cut_torn_line(log) == cut
+    assert log.read_bytes() == content[: len(content) - cut]

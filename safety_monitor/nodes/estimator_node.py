@@ -37,7 +37,8 @@ class EstimatorParams:
     config_dir: str = field("", "folder with robot.yaml, objects.yaml, thresholds.yaml ('' = the package's)")
     control_rate_hz: float = field(500.0, "rate of /joint_states: threshold durations become frame counts")
     joint_states_timeout_s: float = field(0.1, "watchdog: no /joint_states for this long (wall clock) -> STALE")
-    joint_states_frozen_s: float = field(2.0, "identical /joint_states values for this long (wall clock) -> STALE, frames dropped (0 = off)")
+    joint_states_frozen_s: float = field(
+        2.0, "identical /joint_states values for this long (wall clock) -> STALE, frames dropped (0 = off)")
     wrench_stale_s: float = field(0.0, "wrench older than this at a frame: its predicates unknown (0 = thresholds.yaml)")
     pose_stale_s: float = field(0.0, "object pose older than this at a frame: its predicates unknown (0 = thresholds.yaml)")
     best_effort_inputs: bool = field(False, "subscribe to the robot topics best effort (sensors that offer no more)")

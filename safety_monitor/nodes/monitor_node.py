@@ -109,7 +109,8 @@ class MonitorNode(Node):
             lost = previous_run_lost(self._running_path)
             torn = cut_torn_line(self.log_path)
             self._log = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            self._running_path.write_text(json.dumps({"pid": os.getpid(), "boot_id": _boot_id(), "started": time.time()}))
+            self._running_path.write_text(
+                json.dumps({"pid": os.getpid(), "boot_id": _boot_id(), "started": time.time()}))
         except OSError as exc:
             raise SafetyMonitorError(f"monitor_node: cannot open the event log {self.log_path}: {exc}") from None
 
@@ -261,10 +262,11 @@ class MonitorNode(Node):
 
     def _declare_state_lost(self, previous: dict[str, Any], torn_bytes: int) -> None:
         """Say so, in the log, on the events topic and on /diagnostics, instead of pretending continuity."""
-        self._state_lost = f"state lost: the previous monitor (pid {previous.get('pid')}) died; unknown until the next rollout"
+        pid = previous.get("pid")
+        self._state_lost = f"state lost: the previous monitor (pid {pid}) died; unknown until the next rollout"
         self.get_logger().error(self._state_lost)
         record = {"property": "*", "kind": STATE_LOST, "frame": None, "t": None, "rollout": None,
-                  "robot": self.hardware_id, "previous_pid": previous.get("pid"),
+                  "robot": self.hardware_id, "previous_pid": pid,
                   "previous_started": previous.get("started"), "torn_bytes": torn_bytes}
         self._write_log([record])
         self._events_pub.publish(m.events_msg(self._types, [record], 0.0))
@@ -435,12 +437,20 @@ def cut_torn_line(log: Path) -> int:
     """Cut a last line without its newline (a write a kill interrupted); the number of bytes cut."""
     try:
         with open(log, "rb+") as f:
-            data = f.read()
-            if not data or data.endswith(b"\n"):
-                return 0
-            keep = data.rfind(b"\n") + 1
+            size = pos = f.seek(0, os.SEEK_END)
+            keep = 0
+            while pos > 0:  # read backwards from the end: the log may be large
+                step = min(1 << 16, pos)
+                pos -= step
+                f.seek(pos)
+                chunk = f.read(step)
+                if pos + step == size and chunk.endswith(b"\n"):
+                    return 0
+                if (i := chunk.rfind(b"\n")) >= 0:
+                    keep = pos + i + 1
+                    break
             f.truncate(keep)
-            return len(data) - keep
+            return size - keep
     except FileNotFoundError:
         return 0
 
