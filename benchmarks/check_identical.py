@@ -165,14 +165,46 @@ def decoded_predicates(bag: Path) -> list:
                 for s in (m.decode_predicates(msg) for _, _, msg in reader.messages({"/safety_monitor/predicates"}))]
 
 
+def pinned_specs(folder: Path) -> Path:
+    """One property per predicate, G(!p) recovered by F(!p): every predicate reaches the timeline and the
+    events, and the results do not move with the default spec file."""
+    from safety_monitor.grounding.grounder import PREDICATES
+
+    path = folder / "specs.yaml"
+    lines = [f"predicates: [{', '.join(PREDICATES)}]", "properties:"]
+    for p in PREDICATES:
+        lines += [f"  - name: never_{p}", "    category: pinned", f'    formula: "G(!{p})"', f'    recovery: "F(!{p})"']
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 def replay_results(bag: Path) -> dict:
+    from safety_monitor.replay import score
     from safety_monitor.replay.score import ReplayConfig, score_bag
 
+    specs = str(pinned_specs(bag.parent))
+    seen: list = []
+    make_monitor = score.make_monitor
+
+    def recording_monitor(config):
+        monitor = make_monitor(config)
+        step = monitor.step
+
+        def recorded(valuation, t):
+            seen.append((t, None if valuation is None else tuple(valuation.items())))
+            return step(valuation, t)
+
+        monitor.step = recorded
+        return monitor
+
+    score.make_monitor = recording_monitor
     out = {}
     for mode in (False, True):
-        r = score_bag(bag, ReplayConfig(from_predicates=mode))
+        seen.clear()
+        r = score_bag(bag, ReplayConfig(specs=specs, from_predicates=mode))
         assert r.ok, r.error
         out[mode] = {
+            "valuations": list(seen),
             "frames": r.frames, "t": (r.t_start, r.t_end), "rate": r.rate_hz, "stale_frames": r.stale_frames,
             "stale_by_stream": r.stale_by_stream, "unknown_frames": r.unknown_frames, "issues": r.issues,
             "issue_examples": r.issue_examples, "warnings": r.warnings,
@@ -226,8 +258,9 @@ def main() -> int:
     args = parser.parse_args()
     args.folder.mkdir(parents=True, exist_ok=True)
     golden = args.folder / "golden.pkl"
-    if args.action == "record":
-        golden.write_bytes(pickle.dumps(outputs(args.folder)))
+    if args.action == "record":  # only --parts, the others kept
+        kept = pickle.loads(golden.read_bytes()) if golden.exists() else {}
+        golden.write_bytes(pickle.dumps(kept | outputs(args.folder, tuple(args.parts))))
         print(f"recorded {golden}")
         return 0
     want = pickle.loads(golden.read_bytes())

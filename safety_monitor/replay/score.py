@@ -10,7 +10,7 @@ from __future__ import annotations
 import operator
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -20,6 +20,7 @@ from safety_monitor.errors import SafetyMonitorError, SourceError, SpecError
 from safety_monitor.monitor.episodes import TraceResult
 from safety_monitor.monitor.live import DEFAULT_HISTORY, SpecSetMonitor, load_automata
 from safety_monitor.replay.timeline import Timeline
+from safety_monitor.sources import cdr
 from safety_monitor.sources import messages as m
 from safety_monitor.sources.assembler import (JOINTS, FrameAssembler, StaleLimits, StreamIssue, StreamMapping,
                                               ground_frame)
@@ -203,21 +204,39 @@ def _record_issues(r: BagResult, issues: tuple[StreamIssue, ...]) -> None:
             r.issue_examples.append(issue)
 
 
-def _timed_messages(bag: BagReader, topics: set[str], timings: dict[str, float]) -> Iterator[tuple[str, int, Any]]:
-    """Deserialised messages with read and deserialise time charged to their stages."""
+def _timed_raw(bag: BagReader, topics: set[str], timings: dict[str, float]) -> Iterator[tuple[str, str, int, bytes]]:
+    """(topic, type, log time ns, CDR bytes) with read time charged to its stage."""
     clock = time.perf_counter
     raw_iter = bag.raw_messages(topics)
     while True:
         start = clock()
         try:
-            topic, msgtype, t_ns, raw = next(raw_iter)
+            item = next(raw_iter)
         except StopIteration:
             return
-        mid = clock()
-        msg = bag.deserialize(raw, msgtype)
-        timings["read"] += mid - start
-        timings["deserialise"] += clock() - mid
-        yield topic, t_ns, msg
+        timings["read"] += clock() - start
+        yield item
+
+
+class _Decoder:
+    """One stream's messages as plain values: `cdr`'s direct reader when the bag defines the type as that
+    reader expects (the same values, without building a message object), else rosbags' decoder and the
+    converter from `messages`."""
+
+    def __init__(self, bag: BagReader, direct: Callable[[bytes], Any], convert: Callable[[Any], Any]) -> None:
+        self.bag, self.direct, self.convert = bag, direct, convert
+        self._direct_types: dict[str, bool] = {}
+
+    def __call__(self, raw: bytes, msgtype: str) -> Any:
+        value = self.fast(raw, msgtype)
+        return value if value is not None else self.convert(self.bag.deserialize(raw, msgtype))
+
+    def fast(self, raw: bytes, msgtype: str) -> Any:
+        """The direct reader's value, or None when the type or the bytes are not what it reads."""
+        ok = self._direct_types.get(msgtype)
+        if ok is None:
+            ok = self._direct_types[msgtype] = cdr.supported(self.bag.fielddefs, msgtype)
+        return self.direct(raw) if ok else None
 
 
 # ---------------------------------------------------------------------------------- the modes
@@ -228,21 +247,26 @@ def _score_predicates(bag: BagReader, config: ReplayConfig, result: BagResult,
     if summary is None or summary.count == 0:
         raise missing_topic_error(bag.path, "recorded predicates", topic, _PREDICATES_TYPE, result.topics, "predicates")
     scorer = _Scorer(result, make_monitor(config), progress, topic)
+    timings, clock = scorer.timings, time.perf_counter
     last_t: float | None = None
     expected: int | None = None  # the estimator's next frame number, when it records them
     unsent = False
-    for _, t_ns, msg in _timed_messages(bag, {topic}, scorer.timings):
-        start = time.perf_counter()
-        try:
-            sample = m.decode_predicates(msg)
-        except SourceError as exc:
+    decoder = _Decoder(bag, cdr.PredicateReader().read, m.decode_predicates)
+    for _, msgtype, t_ns, raw in _timed_raw(bag, {topic}, timings):
+        start = clock()
+        try:  # a message rosbags cannot decode fails as such (deserialize's own error)
+            sample = decoder.fast(raw, msgtype) or m.decode_predicates(bag.deserialize(raw, msgtype))
+        except m.BadPredicates as exc:
             raise SourceError(f"{bag.path}: {topic} message logged at {t_ns / 1e9:.6f} s: {exc}") from None
+        mid = clock()
+        timings["deserialise"] += mid - start
+        start = mid
         t = sample.t
         if last_t is not None and t <= last_t:
             kind = "duplicate_stamp" if t == last_t else "backwards"
             _record_issues(result, (StreamIssue(kind, "predicates", t, f"frame time {t:.6f} after {last_t:.6f}; "
                                                 "message dropped"),))
-            scorer.timings["assemble"] += time.perf_counter() - start
+            timings["assemble"] += clock() - start
             continue
         last_t = t
         if sample.frame is not None:
@@ -258,7 +282,7 @@ def _score_predicates(bag: BagReader, config: ReplayConfig, result: BagResult,
                 result.warnings.append(f"predicates never sent, treated as unknown: {', '.join(missing)}")
             unsent = True
             valuation = {p: valuation.get(p) for p in scorer.monitor.predicates}
-        scorer.timings["assemble"] += time.perf_counter() - start
+        timings["assemble"] += clock() - start
         scorer.step(valuation, t, sample.stale)
     scorer.finish()
 
@@ -300,13 +324,19 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
     scorer = _Scorer(result, monitor, progress, mapping.joint_states)
     timings = scorer.timings
     clock = time.perf_counter
-    for topic, t_ns, msg in _timed_messages(bag, set(route), timings):
+    read_joints = _Decoder(bag, cdr.JointStateReader().read, m.joint_state_sample)
+    read_wrench = _Decoder(bag, cdr.read_wrench, m.wrench_of)
+    read_pose = _Decoder(bag, cdr.read_pose, m.pose_of)
+    for topic, msgtype, t_ns, raw in _timed_raw(bag, set(route), timings):
         start = clock()
         kind = route[topic]
         received = t_ns / 1e9
         if kind is _JOINT_ROUTE:
-            frame = assembler.on_joint_states(msg, received)
-            timings["assemble"] += clock() - start
+            joint_sample = read_joints(raw, msgtype)
+            mid = clock()
+            timings["deserialise"] += mid - start
+            frame = assembler.on_joint_sample(joint_sample, received)
+            timings["assemble"] += clock() - mid
             if frame is None:
                 continue
             _record_issues(result, frame.issues)
@@ -318,11 +348,17 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
                                                     f"{failure}; every predicate unknown"),))
             scorer.step(sample.valuation(), sample.t, sample.stale)
         elif kind is _WRENCH_ROUTE:
-            assembler.on_wrench(msg, received)
-            timings["assemble"] += clock() - start
+            wrench, stamp = read_wrench(raw, msgtype)
+            mid = clock()
+            timings["deserialise"] += mid - start
+            assembler.on_wrench_sample(wrench, stamp, received)
+            timings["assemble"] += clock() - mid
         else:
-            assembler.on_pose(kind, msg, received)
-            timings["assemble"] += clock() - start
+            pose, stamp = read_pose(raw, msgtype)
+            mid = clock()
+            timings["deserialise"] += mid - start
+            assembler.on_pose_sample(kind, pose, stamp, received)
+            timings["assemble"] += clock() - mid
     _record_issues(result, assembler.drain_issues())
     scorer.finish()
 

@@ -22,7 +22,7 @@ import yaml
 
 from safety_monitor.errors import GroundingError, SourceError
 from safety_monitor.grounding.state import Pose, RobotState, Wrench
-from safety_monitor.sources.messages import PredicateSample, joint_state_sample, pose_of, wrench_of
+from safety_monitor.sources.messages import JointSample, PredicateSample, joint_state_sample, pose_of, wrench_of
 
 JOINTS = "joint_states"
 WRENCH = "wrench"
@@ -147,6 +147,7 @@ class FrameAssembler:
         self.mapping = mapping or StreamMapping()
         self.limits = limits or StaleLimits()
         self.objects = tuple(objects)
+        self._pose_streams = tuple((name, pose_stream(name)) for name in self.objects)
         self.joints: tuple[str, ...] | None = tuple(joints) if joints is not None else None
         self._values: np.ndarray | None = None  # rows: position, velocity, effort (NaN: not known)
         self._seen: np.ndarray | None = None
@@ -200,16 +201,20 @@ class FrameAssembler:
 
     def stale_streams(self, t: float) -> frozenset[str]:
         """Streams older than their limit (or never received) at time `t`."""
+        return frozenset(self._stale(t))
+
+    def _stale(self, t: float) -> list[str]:
         stale = []
         if self.mapping.wrench is not None and (
             self._wrench is None or t - self._wrench[1] > self.limits.wrench
         ):
             stale.append(WRENCH)
-        for name in self.objects:
-            stamp = self._pose_stamps.get(name)
-            if stamp is None or t - stamp > self.limits.pose:
-                stale.append(pose_stream(name))
-        return frozenset(stale)
+        limit, stamps = self.limits.pose, self._pose_stamps
+        for name, stream in self._pose_streams:
+            stamp = stamps.get(name)
+            if stamp is None or t - stamp > limit:
+                stale.append(stream)
+        return stale
 
     def _check_driver(self, t: float, stream: str) -> None:
         """A slower stream running ahead of the joint stream means the joint stream stopped."""
@@ -221,6 +226,10 @@ class FrameAssembler:
     # ------------------------------------------------------------------------------ callbacks
     def on_wrench(self, msg: Any, received: float | None = None) -> None:
         wrench, stamp = wrench_of(msg)
+        self.on_wrench_sample(wrench, stamp, received)
+
+    def on_wrench_sample(self, wrench: Wrench, stamp: float, received: float | None = None) -> None:
+        """`on_wrench` for a wrench already read from its message (replay reads it from the bag's bytes)."""
         stamp = self._stamp(stamp, received, WRENCH)
         if not (_finite(wrench.force) and _finite(wrench.torque)):
             self._issue("nan", WRENCH, stamp, "wrench has NaN or infinite values; message dropped")
@@ -233,8 +242,12 @@ class FrameAssembler:
         self._check_driver(stamp, WRENCH)
 
     def on_pose(self, name: str, msg: Any, received: float | None = None) -> None:
-        stream = pose_stream(name)
         pose, stamp = pose_of(msg)
+        self.on_pose_sample(name, pose, stamp, received)
+
+    def on_pose_sample(self, name: str, pose: Pose, stamp: float, received: float | None = None) -> None:
+        """`on_pose` for a pose already read from its message."""
+        stream = pose_stream(name)
         stamp = self._stamp(stamp, received, stream)
         if not (_finite(pose.position) and _finite(pose.quaternion)):
             self._issue("nan", stream, stamp, "pose has NaN or infinite values; message dropped")
@@ -250,7 +263,10 @@ class FrameAssembler:
 
     def on_joint_states(self, msg: Any, received: float | None = None) -> AssembledFrame | None:
         """Frame for this message, or None when it is dropped (the reason is among the issues)."""
-        sample = joint_state_sample(msg)
+        return self.on_joint_sample(joint_state_sample(msg), received)
+
+    def on_joint_sample(self, sample: JointSample, received: float | None = None) -> AssembledFrame | None:
+        """`on_joint_states` for a message already read into a JointSample."""
         t = self._stamp(sample.stamp, received, JOINTS)
         names = self._renamed.get(sample.names)
         if names is None:
@@ -280,15 +296,18 @@ class FrameAssembler:
         layout = self._layout(names, t)
         block = self._values
         n = len(names)
-        rows = (sample.position, self._optional(sample.velocity, n, "velocities", t),
-                self._optional(sample.effort, n, "efforts", t))
-        if layout is None:
+        velocity, velocity_finite = self._optional(sample.velocity, n, "velocities", t)
+        effort, effort_finite = self._optional(sample.effort, n, "efforts", t)
+        rows = (sample.position, velocity, effort)
+        if layout is None:  # every row overwritten: its finiteness is the message's
             for row, values in enumerate(rows):
                 block[row] = values
+            finite = (True, velocity_finite, effort_finite)
         else:
             src, dst = layout
             for row, values in enumerate(rows):
                 block[row, dst] = values if isinstance(values, float) else values[src]
+            finite = np.isfinite(block).all(axis=1).tolist()
         if not self._complete:
             self._seen[layout[1] if layout else slice(None)] = True
             self._complete = bool(self._seen.all())
@@ -296,12 +315,11 @@ class FrameAssembler:
                 missing = [name for name, seen in zip(self.joints, self._seen) if not seen]
                 self._issue("missing_joints", JOINTS, t, f"no position yet for {', '.join(missing)}; frame held back")
                 return None
-        finite = np.isfinite(block).all(axis=1)
 
-        stale = set(self.stale_streams(t))
+        stale = self._stale(t)
         if self._t is not None and t - self._t > self.limits.joint_states:
             self._issue("time_jump", JOINTS, t, f"{t - self._t:.3f} s since the previous frame")
-            stale.add(JOINTS)
+            stale.append(JOINTS)
         self._t = t
         self._stopped_flagged = False
         state = RobotState(
@@ -318,16 +336,18 @@ class FrameAssembler:
         self.frames += 1
         return AssembledFrame(state, frozenset(stale), self.drain_issues())
 
-    def _optional(self, values: np.ndarray | None, n: int, what: str, t: float) -> np.ndarray | float:
-        """A message's velocities or efforts, NaN (unknown this frame) when absent, short or not finite."""
+    def _optional(self, values: np.ndarray | None, n: int, what: str, t: float) -> tuple[np.ndarray | float, bool]:
+        """A message's velocities or efforts (NaN, unknown this frame, when absent or short), and whether
+        every value is finite (a NaN among them makes the row unknown this frame)."""
         if values is None:
-            return np.nan
+            return np.nan, False
         if len(values) != n:
             self._issue("length_mismatch", JOINTS, t, f"{n} names but {len(values)} {what}; {what} ignored")
-            return np.nan
-        if not _finite(values):
-            self._issue("nan", JOINTS, t, f"non-finite {what}; {what} unknown this frame")
-        return values
+            return np.nan, False
+        if _finite(values):
+            return values, True
+        self._issue("nan", JOINTS, t, f"non-finite {what}; {what} unknown this frame")
+        return values, bool(np.isfinite(values).all())  # huge but finite values fail _finite only
 
 
 def _finite(values: np.ndarray) -> bool:

@@ -144,6 +144,11 @@ class BagReader:
         return self._reader
 
     @property
+    def fielddefs(self) -> dict[str, Any]:
+        """The bag's message definitions (rosbags field descriptions by type name, defaults filled in)."""
+        return self._open().typestore.fielddefs
+
+    @property
     def topics(self) -> dict[str, TopicSummary]:
         """Topic -> (type, message count), from the bag's metadata."""
         return {name: TopicSummary(info.msgtype or "?", info.msgcount) for name, info in self._open().topics.items()}

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
@@ -247,32 +247,49 @@ def _names(text: str) -> frozenset[str]:
     return frozenset(n for n in text.split(",") if n)
 
 
+class BadPredicates(SourceError):
+    """A predicates message that decodes but breaks the documented layout (statuses, values, _t, _frame)."""
+
+
 def decode_predicates(msg: Any) -> PredicateSample:
-    """DiagnosticArray -> PredicateSample; SourceError names a malformed status or value."""
+    """DiagnosticArray -> PredicateSample; BadPredicates names a malformed status or value."""
     statuses = [s for s in msg.status if s.name == PREDICATES_STATUS] or list(msg.status)
     if len(statuses) != 1:
-        raise SourceError(
+        raise BadPredicates(
             f"predicates message has {len(msg.status)} statuses; expected one named {PREDICATES_STATUS!r}"
         )
-    values: dict[str, bool] = {}
+    return predicate_sample(((str(item.key), str(item.value)) for item in statuses[0].values),
+                            lambda: stamp_seconds(msg.header.stamp))
+
+
+_BOOLS = {"true": True, "false": False}
+
+
+def predicate_sample(pairs: Iterable[tuple[str, str]], stamp: Callable[[], float],
+                     values: dict[str, bool] | None = None) -> PredicateSample:
+    """The status's (key, value) texts -> PredicateSample (`stamp()`: the header time, read only without
+    `_t`). `values`: predicates already read from leading pairs not passed again (see sources.cdr)."""
+    values = {} if values is None else values
     meta: dict[str, str] = {}
-    for item in statuses[0].values:
-        key, text = str(item.key), str(item.value)
+    for key, text in pairs:
         if key.startswith("_"):
             meta[key] = text
             continue
-        low = text.strip().lower()
-        if low in _TRUE:
-            values[key] = True
-        elif low in _FALSE:
-            values[key] = False
-        else:
-            raise SourceError(f"predicate {key!r} has value {text!r}; expected 'true' or 'false'")
+        value = _BOOLS.get(text)  # the canonical spelling; others are normalised below
+        if value is None:
+            low = text.strip().lower()
+            if low in _TRUE:
+                value = True
+            elif low in _FALSE:
+                value = False
+            else:
+                raise BadPredicates(f"predicate {key!r} has value {text!r}; expected 'true' or 'false'")
+        values[key] = value
     try:
-        t = float(meta[_T]) if meta.get(_T) else stamp_seconds(msg.header.stamp)
+        t = float(meta[_T]) if meta.get(_T) else stamp()
         frame = int(meta[_FRAME]) if meta.get(_FRAME) else None
     except ValueError as exc:
-        raise SourceError(f"predicates message has a malformed _t or _frame: {exc}") from None
+        raise BadPredicates(f"predicates message has a malformed _t or _frame: {exc}") from None
     return PredicateSample(
         values=values, t=t, frame=frame,
         unknown=_names(meta.get(_UNKNOWN, "")), stale=_names(meta.get(_STALE, "")),

@@ -1,0 +1,168 @@
+"""Direct CDR readers: the values rosbags' decoder and the message converters give, or None (decode with rosbags)."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rosbags.serde import SerdeError
+from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+from safety_monitor.grounding.state import Pose, Wrench
+from safety_monitor.replay.score import ReplayConfig, score_bag
+from safety_monitor.sim.runner import run_episode
+from safety_monitor.sources import cdr
+from safety_monitor.sources import messages as m
+from safety_monitor.sources.bag import BagWriter, default_typestore
+
+STORE = default_typestore()
+T = m.rosbags_types(STORE)
+JOINT, WRENCH, POSE, ARRAY = ("sensor_msgs/msg/JointState", "geometry_msgs/msg/WrenchStamped",
+                              "geometry_msgs/msg/PoseStamped", "diagnostic_msgs/msg/DiagnosticArray")
+
+
+def raw(msg, **kw):
+    return bytes(STORE.serialize_cdr(msg, msg.__msgtype__, **kw))
+
+
+def decoded(data, msgtype):
+    return STORE.deserialize_cdr(data, msgtype)
+
+
+def same_array(a, b):
+    return a is None and b is None or (a is not None and b is not None and a.dtype == b.dtype
+                                       and a.tobytes() == b.tobytes())
+
+
+@pytest.mark.parametrize("velocity, effort", [(None, None), ([0.5, -1e300, 2.0], None), ([1.0, 2.0, 3.0], [0.0, -0.0, 7.5])])
+def test_joint_states_read_as_the_converter_reads_them(velocity, effort):
+    reader = cdr.JointStateReader()
+    for t, names in ((1.5, ["j1", "gelenk_ä", "j3"]), (1.502, ["j1", "gelenk_ä", "j3"]), (1.504, ["a", "b", "c"])):
+        data = raw(m.joint_state_msg(T, t, names, [0.1, np.pi, -2.0], velocity, effort))
+        want, got = m.joint_state_sample(decoded(data, JOINT)), reader.read(data)
+        assert got.names == want.names and got.stamp == want.stamp
+        assert all(same_array(getattr(got, f), getattr(want, f)) for f in ("position", "velocity", "effort"))
+
+
+def test_wrench_and_pose_read_as_the_converters_read_them():
+    wrench = Wrench(np.array([1.0, -2.5, 1e-300]), np.array([0.1, 0.2, -0.3]))
+    data = raw(m.wrench_msg(T, 7.25, wrench, frame_id="a_longer_frame"))
+    (got, stamp), (want, want_stamp) = cdr.read_wrench(data), m.wrench_of(decoded(data, WRENCH))
+    assert stamp == want_stamp and same_array(got.force, want.force) and same_array(got.torque, want.torque)
+    pose = Pose(np.array([0.3, -0.1, 0.9]), np.array([0.5, 0.5, -0.5, 0.5]))
+    data = raw(m.pose_msg(T, 1e9 + 0.123456789, pose))
+    (got, stamp), (want, want_stamp) = cdr.read_pose(data), m.pose_of(decoded(data, POSE))
+    assert stamp == want_stamp and same_array(got.position, want.position)
+    assert same_array(got.quaternion, want.quaternion) and got.quaternion[0] == 0.5  # w first
+
+
+KEYS = ("object_grasped", "object_dropped", "near", "contact_ü", "x")
+SPELLINGS = ("true", "false", "True", " FALSE ", "1", "0")
+
+
+@st.composite
+def predicate_messages(draw):
+    """A DiagnosticArray as an estimator (or an external publisher, with other spellings) sends it."""
+    keys = draw(st.lists(st.sampled_from(KEYS), min_size=0, max_size=5))
+    texts = draw(st.lists(st.sampled_from(SPELLINGS[:2]) | st.sampled_from(SPELLINGS), min_size=len(keys),
+                          max_size=len(keys)))
+    meta = draw(st.sampled_from([[], [("_frame", "12"), ("_t", "0.30000000000000004"), ("_unknown", "near"),
+                                      ("_stale", "wrench,object_pose/mug")], [("_t", "")]]))
+    pairs = list(zip(keys, texts)) + meta
+    status = T.DiagnosticStatus(level=T.DiagnosticStatus.OK, name=draw(st.sampled_from([m.PREDICATES_STATUS, "x"])),
+                                message="frame 12" * draw(st.integers(0, 3)), hardware_id="estimator",
+                                values=[T.KeyValue(key=k, value=v) for k, v in pairs])
+    return T.DiagnosticArray(header=m.header(T, draw(st.floats(0, 1e6))), status=[status])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(predicate_messages(), min_size=1, max_size=6))
+def test_predicates_read_as_decode_predicates_reads_them_while_the_layout_is_learnt(messages):
+    reader = cdr.PredicateReader()
+    for msg in messages * 2:  # the second pass meets a layout learnt from the same messages
+        data = raw(msg)
+        try:
+            want = m.decode_predicates(decoded(data, ARRAY))
+        except m.BadPredicates as exc:
+            with pytest.raises(m.BadPredicates, match=str(exc)[:20]):
+                reader.read(data)
+            continue
+        got = reader.read(data)
+        assert got == want and list(got.values) == list(want.values)
+
+
+def test_a_learnt_layout_reads_each_value_and_checks_each_key():
+    reader = cdr.PredicateReader()
+
+    def message(values, t):
+        return raw(m.predicates_msg(T, m.PredicateSample(values, t, int(t))))
+
+    first = dict.fromkeys(("a", "bb", "ccc", "dddd", "eeeee"), True)
+    assert reader.read(message(first, 1.0)).values == first
+    flipped = {k: i % 2 == 0 for i, k in enumerate(first)}
+    assert reader.read(message(flipped, 2.0)).values == flipped
+    renamed = {("bx" if k == "bb" else k): v for k, v in flipped.items()}  # same lengths, one key differs
+    assert reader.read(message(renamed, 3.0)).values == renamed
+
+
+def test_bytes_the_readers_do_not_handle_give_none():
+    data = raw(m.joint_state_msg(T, 1.0, ["a", "b"], [0.1, 0.2]))
+    big_endian = raw(m.joint_state_msg(T, 1.0, ["a", "b"], [0.1, 0.2]), little_endian=False)
+    assert cdr.JointStateReader().read(big_endian) is None
+    assert m.joint_state_sample(decoded(big_endian, JOINT)).names == ("a", "b")  # rosbags reads those
+    broken = [data[:-9], data + b"\x00" * 8, data[:12] + b"\xff\xff\xff\x7f" + data[16:],
+              data.replace(b"a\x00", b"ab")]
+    for bad in broken:
+        assert cdr.JointStateReader().read(bad) is None
+        with pytest.raises((SerdeError, ValueError)):
+            decoded(bad, JOINT)
+    pose = raw(m.pose_msg(T, 1.0, Pose(np.zeros(3), np.array([1.0, 0, 0, 0]))))
+    assert cdr.read_pose(pose[:-1]) is None and cdr.read_wrench(b"\x00\x01\x00\x00") is None
+    two = T.DiagnosticArray(header=m.header(T, 0.0), status=[T.DiagnosticStatus(
+        level=0, name=n, message="", hardware_id="", values=[]) for n in ("a", "b")])
+    assert cdr.PredicateReader().read(raw(two)) is None  # decode_predicates picks and complains
+
+
+def test_supported_only_where_the_bag_defines_the_types_as_the_readers_read_them():
+    assert all(cdr.supported(STORE.fielddefs, t) for t in (JOINT, WRENCH, POSE, ARRAY))
+    assert not cdr.supported(STORE.fielddefs, "geometry_msgs/msg/Twist")
+    humble = get_typestore(Stores.ROS2_HUMBLE).fielddefs
+    assert all(cdr.supported(humble, t) for t in (JOINT, WRENCH, POSE, ARRAY))
+
+    def redefined(text, name):
+        store = get_typestore(Stores.EMPTY)
+        store.register(get_types_from_msg(text, name))
+        return {**humble, **store.fielddefs}
+
+    weighted = redefined("string key\nstring value\nint32 weight", "diagnostic_msgs/msg/KeyValue")
+    assert not cdr.supported(weighted, ARRAY) and cdr.supported(weighted, JOINT)
+    assert not cdr.supported(redefined("float64 x\nfloat64 y\nfloat32 z", "geometry_msgs/msg/Vector3"), WRENCH)
+    assert not cdr.supported(redefined("string<=8 key\nstring value", "diagnostic_msgs/msg/KeyValue"), ARRAY)
+
+
+def test_replay_gives_the_same_result_with_and_without_the_direct_readers(tmp_path, monkeypatch):
+    states = []
+    for k, state in enumerate(run_episode("pick_and_place_cube")):
+        states.append(state)
+        if k == 400:
+            break
+    bag = tmp_path / "bag"
+    with BagWriter(bag) as w:
+        for k, s in enumerate(states):
+            w.write_wrench("/wrist_wrench", s.t, s.wrench)
+            if k % 10 == 0:
+                for name, pose in s.object_poses.items():
+                    w.write_pose(f"/objects/{name}/pose", s.t, pose)
+            w.write_joint_state("/joint_states", s.t, s.joint_names, s.joint_position, s.joint_velocity)
+            w.write_predicates("/safety_monitor/predicates", m.PredicateSample(
+                {"object_grasped": k % 7 == 0, "excess_wrench": False, "near": k > 200}, s.t, k,
+                unknown=frozenset({"near"} if k % 50 == 0 else ())))
+
+    def summary(result):
+        assert result.ok, result.error
+        return (result.frames, result.issues, result.stale_by_stream, result.unknown_frames,
+                [e.to_json() for e in result.trace.events], result.timeline.to_json())
+
+    config = ReplayConfig(rate_hz=500.0)
+    fast = [summary(score_bag(bag, config)), summary(score_bag(bag, ReplayConfig(from_predicates=True)))]
+    monkeypatch.setattr(cdr, "supported", lambda fielddefs, msgtype: False)
+    slow = [summary(score_bag(bag, config)), summary(score_bag(bag, ReplayConfig(from_predicates=True)))]
+    assert fast == slow and fast[0][0] == 401
