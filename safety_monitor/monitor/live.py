@@ -268,8 +268,9 @@ def _widened_tables(automata: Sequence[MonitorAutomaton]):
     """
     sizes = [4 * a.n_states * a.next.shape[1] for a in automata]
     offsets = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.intp)
-    nxt = np.empty(int(sum(sizes)), dtype=np.intp)
-    flags = np.empty(int(sum(sizes)), dtype=np.uint8)
+    total = int(sum(sizes))
+    nxt = np.empty(total, dtype=np.int32 if total < 2**31 else np.int64)
+    flags = np.empty(total, dtype=np.uint8)
     state_of: dict[int, int] = {}
     rest_rows: set[int] = set()
     for auto, off, size in zip(automata, offsets.tolist(), sizes):
