@@ -114,7 +114,7 @@ class BagReader:
         if self._reader is not None:
             try:
                 self._reader.close()
-            except _READ_ERRORS:
+            except (*_READ_ERRORS, AttributeError):  # e.g. metadata 'files' not a list: rosbags' close fails
                 pass
             self._reader = None
 
