@@ -166,6 +166,18 @@ def test_metadata_values_of_the_wrong_type_are_a_source_error_at_open(bags, fiel
     assert str(caught.value).startswith(str(bag))
 
 
+def test_metadata_damage_that_only_breaks_closing_the_bag_still_reads_it(bags):
+    bag = bags.folder / "files"
+    shutil.rmtree(bag, ignore_errors=True)
+    shutil.copytree(bags.base["mcap"], bag)
+    meta = bag / "metadata.yaml"
+    doc = yaml.safe_load(meta.read_text())
+    doc["rosbag2_bagfile_information"]["files"] = "/joint_states"
+    meta.write_text(yaml.safe_dump(doc))
+    with BagReader(bag) as reader:
+        assert sum(1 for _ in reader.raw_messages(set(reader.topics))) == reader.message_count
+
+
 def test_joint_stamps_that_give_no_rate_fail_naming_the_bag(bags, tmp_path):
     from safety_monitor.replay.score import score_bag
     from safety_monitor.sources.bag import BagWriter
