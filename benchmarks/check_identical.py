@@ -186,8 +186,8 @@ def replay_results(bag: Path) -> dict:
     seen: list = []
     make_monitor = score.make_monitor
 
-    def recording_monitor(config):
-        monitor = make_monitor(config)
+    def recording_monitor(config, rate_hz):
+        monitor = make_monitor(config, rate_hz)
         step = monitor.step
 
         def recorded(valuation, t):

@@ -17,7 +17,7 @@ STRIDE = 10
 
 def violated(task, fault) -> set[str]:
     grounder = load_default_grounder(500.0 / STRIDE)
-    monitor = SpecSetMonitor.from_spec_file(config_dir() / "specs.yaml")
+    monitor = SpecSetMonitor.from_spec_file(config_dir() / "specs.yaml", control_rate_hz=500.0 / STRIDE)
     opened = set()
     for state in run_episode(task, fault, seed=0, stride=STRIDE):
         frame = grounder.step(state)

@@ -224,3 +224,24 @@ def test_close_on_opening_frame_must_be_a_boolean():
     prop = Property("no_p", "collision_contact", "G(!p)", "F(r)", options={"close_on_opening_frame": "yes"})
     with pytest.raises(SpecError, match="close_on_opening_frame must be true or false"):
         make(prop)
+
+
+def test_min_resolve_seconds_follow_the_control_rate(tmp_path):
+    """A 0.1 s truncation bound is 2 frames at 20 Hz and 50 frames at 500 Hz: the same open
+    episode of 10 frames at the end counts at 20 Hz and is discarded as truncated at 500 Hz."""
+    from safety_monitor.monitor.live import SpecSetMonitor
+
+    spec = tmp_path / "specs.yaml"
+    spec.write_text(
+        "predicates: [bad]\nproperties:\n  - name: never_bad\n    category: c\n"
+        '    formula: "G(!bad)"\n    recovery: "F(!bad)"\n    min_resolve_frames: 7\n    min_resolve_s: 0.1\n'
+    )
+    trace = [{"bad": False}] * 5 + [{"bad": True}] * 10
+    kinds = {}
+    for rate in (20.0, 500.0, None):
+        monitor = SpecSetMonitor.from_spec_file(spec, control_rate_hz=rate)
+        events = [e for frame in trace for e in monitor.step(frame)]
+        kinds[rate] = [e.kind for e in events + list(monitor.finish().events)]
+    assert kinds[20.0] == ["opened", "unrecovered_at_end"]
+    assert kinds[500.0] == ["opened", "discarded_truncated"]
+    assert kinds[None] == ["opened", "unrecovered_at_end"]  # no rate: the 7 frames as written

@@ -47,7 +47,7 @@ class Run:
 
 @lru_cache(maxsize=1)
 def _monitor() -> SpecSetMonitor:
-    return SpecSetMonitor.from_spec_file(config_dir() / "specs.yaml")
+    return SpecSetMonitor.from_spec_file(config_dir() / "specs.yaml", control_rate_hz=500.0 / STRIDE)
 
 
 @lru_cache(maxsize=None)

@@ -39,11 +39,15 @@ def automata_for(compiled: Iterable) -> list[MonitorAutomaton]:
     return [build_automaton(c) for c in compiled]
 
 
-def load_automata(path: str | Path) -> tuple[tuple[str, ...], list[MonitorAutomaton]]:
-    """Load, validate and compile a spec file: (its predicate vocabulary, one automaton per property)."""
+def load_automata(path: str | Path, control_rate_hz: float | None = None
+                  ) -> tuple[tuple[str, ...], list[MonitorAutomaton]]:
+    """Load, validate and compile a spec file: (its predicate vocabulary, one automaton per property).
+
+    With `control_rate_hz`, spans a spec gives in seconds (`min_resolve_s`) become frames at that rate.
+    """
     from safety_monitor.spec.model import compile_specs, load_specs
 
-    spec_set = load_specs(path)
+    spec_set = load_specs(path).at_rate(control_rate_hz)
     return spec_set.predicates, automata_for(compile_specs(spec_set))
 
 
@@ -99,8 +103,9 @@ class SpecSetMonitor:
         return cls(automata_for(compiled), predicates, history=history)
 
     @classmethod
-    def from_spec_file(cls, path: str | Path, *, history: int = DEFAULT_HISTORY) -> SpecSetMonitor:
-        predicates, automata = load_automata(path)
+    def from_spec_file(cls, path: str | Path, *, history: int = DEFAULT_HISTORY,
+                       control_rate_hz: float | None = None) -> SpecSetMonitor:
+        predicates, automata = load_automata(path, control_rate_hz)
         return cls(automata, predicates, history=history)
 
     @property

@@ -62,6 +62,7 @@ class MonitorParams:
     heartbeat_period_s: float = field(0.2, "period of safety_monitor/heartbeat")
     diagnostics_period_s: float = field(1.0, "period of the /diagnostics heartbeat")
     history_frames: int = field(5000, "frames of predicate values kept for counterexamples")
+    control_rate_hz: float = field(500.0, "frame rate of the predicates; converts spec spans given in seconds")
     hardware_id: str = field("", "hardware_id of the diagnostics ('' = the namespace, or 'robot')")
 
 
@@ -96,10 +97,10 @@ class MonitorNode(Node):
         p = self.params = declare(self, MonitorParams)
         self.topics = declare_topics(self)
         if min(p.predicates_timeout_s, p.predicates_frozen_s, p.diagnostics_period_s, p.heartbeat_period_s) <= 0 \
-                or p.history_frames < 1:
-            raise SafetyMonitorError("monitor_node: timeouts and periods must be > 0, history_frames >= 1")
+                or p.history_frames < 1 or p.control_rate_hz <= 0:
+            raise SafetyMonitorError("monitor_node: timeouts, periods and control_rate_hz must be > 0, history_frames >= 1")
         specs = p.specs or str(config_dir() / "specs.yaml")
-        self.monitor = SpecSetMonitor.from_spec_file(specs, history=p.history_frames)
+        self.monitor = SpecSetMonitor.from_spec_file(specs, history=p.history_frames, control_rate_hz=p.control_rate_hz)
         self._categories = {a.name: a.category for a in self.monitor.automata}
         self.hardware_id = p.hardware_id or self.get_namespace().strip("/").replace("/", "_") or "robot"
         self.log_path = Path(p.events_log) if p.events_log else default_log_path(self.get_namespace())

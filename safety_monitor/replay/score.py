@@ -87,11 +87,11 @@ class Progress(Protocol):
 
 # ------------------------------------------------------------------------------------ pipeline
 @cache
-def _automata(specs: str | None) -> tuple[tuple[str, ...], list]:
-    """Compiled once per process (the DFA cache on disk makes even the first call cheap)."""
+def _automata(specs: str | None, rate_hz: float | None) -> tuple[tuple[str, ...], list]:
+    """Compiled once per process and rate (the DFA cache on disk makes even the first call cheap)."""
     from safety_monitor.grounding.grounder import config_dir
 
-    return load_automata(specs or config_dir() / "specs.yaml")
+    return load_automata(specs or config_dir() / "specs.yaml", rate_hz)
 
 
 def make_grounder(robot: str | None, rate_hz: float) -> Any:
@@ -113,9 +113,9 @@ def make_grounder(robot: str | None, rate_hz: float) -> Any:
                     load_thresholds(beside("thresholds.yaml")), rate_hz)
 
 
-def make_monitor(config: ReplayConfig) -> SpecSetMonitor:
-    """The live monitor for the configured specs (a fresh one per bag; automata compiled once)."""
-    vocabulary, automata = _automata(config.specs)
+def make_monitor(config: ReplayConfig, rate_hz: float | None) -> SpecSetMonitor:
+    """The live monitor for the configured specs at the bag's control rate (a fresh one per bag)."""
+    vocabulary, automata = _automata(config.specs, rate_hz)
     return SpecSetMonitor(automata, vocabulary, history=config.history)
 
 
@@ -246,7 +246,8 @@ def _score_predicates(bag: BagReader, config: ReplayConfig, result: BagResult,
     summary = result.topics.get(topic)
     if summary is None or summary.count == 0:
         raise missing_topic_error(bag.path, "recorded predicates", topic, _PREDICATES_TYPE, result.topics, "predicates")
-    scorer = _Scorer(result, make_monitor(config), progress, topic)
+    result.rate_hz = _control_rate(bag, config, topic)
+    scorer = _Scorer(result, make_monitor(config, result.rate_hz), progress, topic)
     timings, clock = scorer.timings, time.perf_counter
     last_t: float | None = None
     expected: int | None = None  # the estimator's next frame number, when it records them
@@ -297,11 +298,7 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
     joints = topics.get(mapping.joint_states)
     if joints is None or joints.count == 0:
         raise missing_topic_error(bag.path, "joint states", mapping.joint_states, _JOINT_TYPE, topics, "joint_states")
-    try:
-        rate = config.rate_hz or estimate_rate(_first_stamps(bag, mapping.joint_states))
-    except SourceError as exc:
-        raise SourceError(f"{bag.path}: {mapping.joint_states}: {exc}") from None
-    result.rate_hz = rate
+    rate = result.rate_hz = _control_rate(bag, config, mapping.joint_states)
     grounder = make_grounder(config.robot, rate)
     objects = tuple(grounder.robot.objects)
     assembler = FrameAssembler(grounder.robot.required_joints, objects, mapping, StaleLimits.for_grounder(grounder))
@@ -317,7 +314,7 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
             route[topic] = name
         else:
             result.warnings.append(f"no pose topic {topic} for object {name!r}: its pose is stale throughout")
-    monitor = make_monitor(config)
+    monitor = make_monitor(config, rate)
     if unknown := sorted(set(monitor.predicates) - set(grounder.predicates)):
         raise SpecError(f"the specs read predicates the grounder does not produce: {', '.join(unknown)} "
                         "(rescore a bag that records them with --from-predicates)")
@@ -361,6 +358,14 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
             timings["assemble"] += clock() - mid
     _record_issues(result, assembler.drain_issues())
     scorer.finish()
+
+
+def _control_rate(bag: BagReader, config: ReplayConfig, topic: str) -> float:
+    """The configured rate, else the one measured on the frame-driving topic's stamps."""
+    try:
+        return config.rate_hz or estimate_rate(_first_stamps(bag, topic))
+    except SourceError as exc:
+        raise SourceError(f"{bag.path}: {topic}: {exc}") from None
 
 
 def _first_stamps(bag: BagReader, topic: str, n: int = 201) -> list[float]:

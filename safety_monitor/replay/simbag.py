@@ -38,7 +38,7 @@ class _Estimator:
         self.grounder = make_grounder(None, rate_hz)
         self.assembler = FrameAssembler(self.grounder.robot.required_joints, tuple(self.grounder.robot.objects),
                                         mapping, StaleLimits.for_grounder(self.grounder))
-        self.monitor = make_monitor(ReplayConfig(specs=specs))
+        self.monitor = make_monitor(ReplayConfig(specs=specs), rate_hz)
         self.t: float | None = None
         self.frames = 0
 
