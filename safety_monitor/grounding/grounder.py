@@ -10,6 +10,7 @@ can still tell a guess from a fact.
 from __future__ import annotations
 
 import math
+import sys
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -130,12 +131,14 @@ class Grounder:
         decided: dict[str, Tri] = {}
         for family in self._families:
             decided.update(family.step(inp))
-        unknown = frozenset(k for k, v in decided.items() if v is None)
+        last, unknown = self._last, []
         for k, v in decided.items():
-            if v is not None:
-                self._last[k] = bool(v)
+            if v is None:
+                unknown.append(k)
+            else:
+                last[k] = v is True or bool(v)
         self._frame, self._t = frame, state.t
-        return PredicateFrame(state.t, frame, dict(self._last), unknown, stale)
+        return PredicateFrame(state.t, frame, dict(last), frozenset(unknown), stale)
 
     # ------------------------------------------------------------------------------------------------
     def _check_time(self, t: float, frame: int) -> None:
@@ -294,10 +297,12 @@ def config_dir() -> Path:
             return share
     except (ImportError, LookupError, OSError):  # not installed with colcon / no AMENT_PREFIX_PATH
         pass
+    pip_share = Path(sys.prefix) / "share" / "safety_monitor" / "config"  # pip installs data_files here
     source = Path(__file__).resolve().parents[2] / "config"
-    if not (source / "robot.yaml").is_file():
-        raise GroundingError(f"cannot find the config folder (looked in the package share directory and {source})")
-    return source
+    for folder in (source, pip_share):
+        if (folder / "robot.yaml").is_file():
+            return folder
+    raise GroundingError(f"cannot find the config folder (looked in the ament share directory, {source} and {pip_share})")
 
 
 def load_default_grounder(control_rate_hz: float, config: str | Path | None = None) -> Grounder:
