@@ -31,7 +31,8 @@ class Bags:
         self.specs = folder / "specs.yaml"
         self.specs.write_text(BAG_SPECS)
         self.base = {s: write_base_bag(folder / f"base_{s}", s, state) for s in STORAGES}
-        self.reference = {(s, m): score_bag(self.base[s], replay_config(self.specs, m)) for s in STORAGES for m in MODES}
+        self.reference = {(s, m): score_bag(self.base[s], replay_config(self.specs, m))
+                          for s in STORAGES for m in MODES}
 
     def check(self, storage, damage, modes):
         bag = damaged_copy(self.base[storage], damage, self.folder / "damaged")

@@ -506,7 +506,8 @@ def damages(draw: Callable, storage: str) -> Damage:
     a metadata.yaml value replaced or deleted, a file removed, and for sqlite3 edits of the tables.
     Hypothesis picks the kind; a drawn seed spreads offsets uniformly over the file (hypothesis itself
     favours 0 and other simple fractions)."""
-    kinds = ["truncate", "flip", "flip", "overwrite", "yaml", "remove"] + (["sql", "sql"] if storage == "sqlite3" else [])
+    kinds = ["truncate", "flip", "flip", "overwrite", "yaml", "remove"]
+    kinds += ["sql", "sql"] if storage == "sqlite3" else []
     kind = draw(st.sampled_from(kinds))
     rng = random.Random(draw(st.integers(0, 2**64 - 1)))
     target = "metadata" if kind == "yaml" else "data" if kind == "sql" else rng.choice(["data"] * 3 + ["metadata"])
