@@ -112,3 +112,20 @@ def test_bad_min_resolve_seconds_are_named(tmp_path, value):
     text = GOOD.replace("min_resolve_frames: 3", f"min_resolve_s: {value}")
     with pytest.raises(SpecError, match="'min_resolve_s' must be a non-negative number of seconds"):
         load_specs(write(tmp_path, text))
+
+
+def test_missing_mona_during_compile_names_file_and_property(tmp_path, monkeypatch):
+    from safety_monitor.errors import ToolMissingError
+    from safety_monitor.spec import compile as compiler
+
+    monkeypatch.setenv("SAFETY_MONITOR_CACHE_DIR", str(tmp_path / "empty_cache"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    compiler._compile_canonical.cache_clear()
+    path = write(tmp_path, GOOD)
+    try:
+        with pytest.raises(ToolMissingError) as info:
+            compile_specs(load_specs(path))
+    finally:
+        compiler._compile_canonical.cache_clear()
+    assert str(path) in str(info.value) and "property 'grasp_synced'" in str(info.value)
+    assert "apt-get install -y mona" in str(info.value)
