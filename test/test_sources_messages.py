@@ -107,3 +107,15 @@ def test_events_round_trip_one_status_per_event(types):
     decoded = m.decode_events(msg)
     assert decoded == [e.to_json() for e in events]
     assert decoded[0]["counterexample"]["frames"] == [118, 120]
+
+
+def test_event_levels_raise_the_alarm_for_violations_and_lost_state():
+    from safety_monitor.sources.messages import event_level, rclpy_types
+
+    types = rclpy_types()
+    S = types.DiagnosticStatus
+    assert event_level(types, "opened") == S.ERROR
+    assert event_level(types, "state_lost") == S.ERROR
+    assert event_level(types, "unrecovered_at_end") == S.WARN
+    assert event_level(types, "blind") == S.STALE
+    assert event_level(types, "recovered") == S.OK

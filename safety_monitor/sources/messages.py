@@ -314,9 +314,10 @@ def _jsonable(value: Any) -> Any:
 
 
 def event_level(types: SimpleNamespace, kind: str) -> Any:
-    """ERROR when a violation opens, WARN when a trace ends inside one, STALE when blind, else OK."""
+    """ERROR when a violation opens or a restarted monitor lost its state, WARN when a trace ends
+    inside a violation, STALE when blind, else OK."""
     S = types.DiagnosticStatus
-    return {"opened": S.ERROR, "unrecovered_at_end": S.WARN, "blind": S.STALE}.get(kind, S.OK)
+    return {"opened": S.ERROR, "state_lost": S.ERROR, "unrecovered_at_end": S.WARN, "blind": S.STALE}.get(kind, S.OK)
 
 
 def event_fields(event: Any) -> dict[str, Any]:
