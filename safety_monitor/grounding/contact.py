@@ -34,6 +34,9 @@ DOCS = {
 }
 
 
+_FIXED, _OPERATED, _OBJECTS = "fixed", "operated", "objects"  # kinds of contact rule
+
+
 class ContactEstimator:
     def __init__(self, robot: RobotDescription, catalog: ObjectCatalog, thresholds: Thresholds,
                  counts: FrameCounts, grasp: GraspEstimator, fixtures: FixtureEstimator):
@@ -41,20 +44,21 @@ class ContactEstimator:
         self.grasp, self.fixtures = grasp, fixtures
         self.tolerance = counts.forbidden_contact_tolerance
         self.pair_frames: dict[tuple[str, str], int] = {}
+        self._rules: dict[tuple[str, str], tuple[object, object]] = {}
         self.wrench = Persistence(counts.wrench_persistence)
         self.supports = frozenset(e for e in robot.entities
                                   if catalog.has(robot.owner(e), "support") or catalog.has(robot.owner(e), "container"))
 
     def step(self, inp: FrameInputs) -> dict[str, Tri]:
-        geo, d = inp.geometry, self.th.distances_m
+        geo, contact = inp.geometry, self.th.distances_m.contact
         verdicts: dict[tuple[str, str], Tri] = {}
         for a, row in geo.gaps.items():
             for b, gap in row.items():
-                if a < b and gap <= d.contact:
+                if gap <= contact and a < b:
                     v = self._forbidden(a, b)
                     if v is not False:
                         verdicts[(a, b)] = v
-        uncertain = bool(geo.unknown) or any(v is None for v in verdicts.values())
+        uncertain = bool(geo.unknown) or None in verdicts.values()
         frames = {}
         for pair, v in verdicts.items():
             if v:
@@ -63,7 +67,7 @@ class ContactEstimator:
             if pair not in frames and (verdicts.get(pair, False) is None or set(pair) & geo.unknown):
                 frames[pair] = n
         self.pair_frames = frames
-        raw = any3(verdicts.values())
+        raw = any3(list(verdicts.values()))
         sustained = any(n > self.tolerance for n in frames.values())
         return {
             "forbidden_contact": True if raw else (None if uncertain else False),
@@ -72,25 +76,39 @@ class ContactEstimator:
         }
 
     def _forbidden(self, a: str, b: str) -> Tri:
+        rule = self._rules.get((a, b))
+        if rule is None:
+            rule = self._rules[(a, b)] = self._rule(a, b)
+        kind, detail = rule
+        if kind is _FIXED:
+            return detail
+        if kind is _OPERATED:  # a gripper body on a fixture part: allowed while the fixture is operated
+            return detail not in self.fixtures.operated
+        verdicts = []  # an object on something else: forbidden while the object is active, off a support
+        for obj, off_support in detail:
+            active = True if self.grasp.grasped[obj] else self.grasp.moving[obj]
+            if active is None:
+                verdicts.append(None)
+            elif active:
+                verdicts.append(off_support)
+        return any3(verdicts) if verdicts else False
+
+    def _rule(self, a: str, b: str) -> tuple[object, object]:
+        """What decides a contact between entities `a` and `b`: only the names (fixed per workcell)."""
         robot_a, robot_b = a in ROBOT_PARTS, b in ROBOT_PARTS
         if robot_a and robot_b:
-            return False
+            return _FIXED, False
         if robot_a or robot_b:
             part, other = (a, b) if robot_a else (b, a)
             if part not in GRIPPER_PARTS:
-                return True
-            return not (other in self.grasp.objects or self.robot.owner(other) in self.fixtures.operated)
+                return _FIXED, True
+            if other in self.grasp.objects:
+                return _FIXED, False
+            return _OPERATED, self.robot.owner(other)
         if self.robot.owner(a) == self.robot.owner(b):
-            return False
-        verdicts = []
-        for obj, other in ((a, b), (b, a)):
-            if obj in self.grasp.objects:
-                active = True if self.grasp.grasped[obj] else self.grasp.moving[obj]
-                if active is None:
-                    verdicts.append(None)
-                elif active:
-                    verdicts.append(other not in self.supports)
-        return any3(verdicts) if verdicts else False
+            return _FIXED, False
+        return _OBJECTS, tuple((obj, other not in self.supports) for obj, other in ((a, b), (b, a))
+                               if obj in self.grasp.objects)
 
     def _excess(self, inp: FrameInputs) -> Tri:
         w = inp.wrench

@@ -40,26 +40,28 @@ class ContaminationEstimator:
         self.raw = frozenset(o for o in self.objects if catalog.has(o, "raw"))
         self.clean = frozenset(o for o in self.objects if catalog.has(o, "clean"))
         self.contaminated: set[str] = set(self.raw)
+        self._object_set = frozenset(self.objects)
         self.clean_contact = Persistence(counts.clean_contact_tolerance + 1)
 
     def step(self, inp: FrameInputs) -> dict[str, Tri]:
         geo, d = inp.geometry, self.th.distances_m
+        objects, contact = self._object_set, d.contact
         edges: list[tuple[str, str]] = []
+        touched = set()
         for part in ROBOT_PARTS:
-            limit = d.gripper_clearance if part in GRIPPER_PARTS else d.contact
-            edges += [(ROBOT, o) for o, gap in geo.near(part).items() if o in self.objects and gap <= limit]
+            limit = d.gripper_clearance if part in GRIPPER_PARTS else contact
+            for o, gap in geo.near(part).items():
+                if gap <= limit and o in objects:
+                    edges.append((ROBOT, o))
+                    touched.add(o)
         for a in self.objects:
-            edges += [(a, b) for b, gap in geo.near(a).items() if a < b and b in self.objects and gap <= d.contact]
-        touched = {o for r, o in edges if r == ROBOT}
-        unknown = geo.unknown
-
-        def contact_with(group: set[str] | frozenset[str]) -> Tri:
-            if touched & group:
-                return True
-            return None if unknown & group else False
-
-        contact_raw = contact_with(self.contaminated)
-        contact_clean = contact_with(self.clean)
+            for b, gap in geo.near(a).items():
+                if gap <= contact and a < b and b in objects:
+                    edges.append((a, b))
+                    if a == ROBOT:
+                        touched.add(b)
+        contact_raw = _contact_with(touched, self.contaminated, geo.unknown)
+        contact_clean = _contact_with(touched, self.clean, geo.unknown)
         san = self.th.sanitized
         sanitized = san.constant if san.constant is not None else san.event in inp.events
         if sanitized:
@@ -81,3 +83,10 @@ class ContaminationEstimator:
                 if (a in self.contaminated) != (b in self.contaminated):
                     self.contaminated.update((a, b))
                     changed = True
+
+
+def _contact_with(touched: set[str], group: set[str] | frozenset[str], unknown: frozenset[str]) -> Tri:
+    """The robot touches one of `group`: True, or None when one of them has no usable pose."""
+    if touched & group:
+        return True
+    return None if unknown & group else False

@@ -13,12 +13,10 @@ Tri = bool | None
 
 def any3(values: Iterable[Tri]) -> Tri:
     """Kleene OR: True if any is True, else None if any is unknown, else False."""
-    unknown = False
-    for v in values:
-        if v:
-            return True
-        unknown = unknown or v is None
-    return None if unknown else False
+    values = values if isinstance(values, (list, tuple)) else list(values)
+    if any(values):
+        return True
+    return None if None in values else False
 
 
 def all3(values: Iterable[Tri]) -> Tri:

@@ -116,12 +116,14 @@ class FixtureEstimator:
         self.reach_in = {f: inside[f] for f in self.enclosures}
         near = [within_reach[f] for f in self.enclosures]
         self.target = self._target(inp, outside)
-        self.operated = frozenset(f for f in self.fixtures if self.reach_in.get(f) or (
-            self.gripped[f] and (inp.gripper_closed or self.moving_direction(f, inp) != 0.0)))
+        directions = {f: self.moving_direction(f, inp) for f in self.fixtures}
+        self.operated = frozenset([f for f in self.fixtures if self.reach_in.get(f) or (
+            self.gripped[f] and (inp.gripper_closed or directions[f] != 0.0))])
         fr = self.th.fixtures
+        unknown_objects = not geo.unknown.isdisjoint(self.graspable)
         hits, retracting, timeouts = [], [], []
         for f in self.fixtures:
-            hit, retr, expired = self._mechanism(f, inp)
+            hit, retr, expired = self._mechanism(f, inp, directions[f], unknown_objects)
             hits.append(hit)
             if retr is not None:
                 retracting.append(retr)
@@ -170,10 +172,10 @@ class FixtureEstimator:
             return 0.0
         return math.copysign(1.0, delta)
 
-    def _mechanism(self, f: str, inp: FrameInputs) -> tuple[Tri, bool | None, bool]:
-        """(obstacle hit, retracting or None without an episode this frame, retract timeout), advancing the episode."""
+    def _mechanism(self, f: str, inp: FrameInputs, direction: float, unknown_near: bool) -> tuple[Tri, bool | None, bool]:
+        """(obstacle hit, retracting or None without an episode this frame, retract timeout), advancing the
+        episode. `direction`: the fixture's motion; `unknown_near`: some object's pose is unknown."""
         geo, d = inp.geometry, self.th.distances_m
-        direction = self.moving_direction(f, inp)
         operated = self.gripped[f] or direction != 0.0
         obstacle: list[Tri] = []
         for other, gap in geo.near(f).items():
@@ -184,7 +186,6 @@ class FixtureEstimator:
             elif other in self.graspable:
                 box, region = geo.object_boxes.get(other), geo.interiors.get(f)
                 obstacle.append(region is None or not object_inside(box, region, d.placement_margin))
-        unknown_near = any(o in geo.unknown for o in self.graspable)
         hit = any3(obstacle) if obstacle else False
         if not hit and unknown_near:
             hit = None

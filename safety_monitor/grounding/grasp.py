@@ -71,24 +71,30 @@ class GraspEstimator:
         self.dropped: frozenset[str] = frozenset()
         self.stable: dict[str, Tri] = {o: False for o in objects}
         self.moving: dict[str, Tri] = {o: None for o in objects}
+        self._displaced_key = ("displaced", thresholds.motion.grasp_slip_m, thresholds.motion.grasp_slip_rad)
 
     def step(self, inp: FrameInputs) -> dict[str, Tri]:
-        th, geo = self.th, inp.geometry
-        clearance = th.distances_m.gripper_clearance
-        raw_grasp, grasp, dropped, released, sync, left = {}, {}, {}, {}, {}, {}
-        settled, timeout = {}, {}
+        th, geo, frame = self.th, inp.geometry, inp.frame
+        clearance, closed, bilateral = th.distances_m.gripper_clearance, inp.gripper_closed, th.counts.bilateral_contact_bodies
+        slip_m, slip_rad = th.motion.grasp_slip_m, th.motion.grasp_slip_rad
+        fingers = [geo.gaps.get(f, {}) for f in FINGER_PARTS]
+        raw_grasp, grasp, dropped, released, sync, stable_free = [], [], [], [], [], []
         just_dropped = set()
         for o in self.objects:
             st = self.state[o]
-            known = o not in geo.unknown
-            if known:
-                touching = sum(geo.gap(f, o) <= clearance for f in FINGER_PARTS)
-                raw = touching >= th.counts.bilateral_contact_bodies and inp.gripper_closed
-            else:
+            if o in geo.unknown:
                 raw = None
+            else:
+                touching = 0
+                for row in fingers:
+                    if row.get(o, math.inf) <= clearance:
+                        touching += 1
+                raw = touching >= bilateral and closed
             before = st.grasp.value
-            grasp[o] = st.grasp.step(raw)
-            raw_grasp[o] = self.raw[o] = raw
+            debounced = st.grasp.step(raw)
+            raw_grasp.append(raw)
+            grasp.append(debounced)
+            self.raw[o] = raw
             after = st.grasp.value
             if after and not before:
                 self.focus = o
@@ -96,30 +102,36 @@ class GraspEstimator:
                 st.settle.stop()
             if before and not after:
                 just_dropped.add(o)
-                st.settle.start(inp.frame)
-            dropped[o] = (before and not after) or (None if grasp[o] is None and before else False)
-            released[o] = (not inp.gripper_closed) and (before or after)
-            slip = inp.object_slip.get(o)
-            sync[o] = None if slip is None else (slip[0] < th.motion.grasp_slip_m and slip[1] < th.motion.grasp_slip_rad)
-            left[o] = geo.gripper_gap(o) > clearance if known else None
-            self.stable[o], self.moving[o] = self._stability(o, inp, held=after)
-            settled[o] = None if self.stable[o] is None else (self.stable[o] and not after)
-            if settled[o]:
-                st.settle.stop()
-            timeout[o] = st.settle.expired(inp.frame)
+                st.settle.start(frame)
+            dropped.append((before and not after) or (None if debounced is None and before else False))
+            released.append((not closed) and (before or after))
+            if after:  # sync is about grasped objects only
+                slip = inp.object_slip.get(o)
+                sync.append(None if slip is None else (slip[0] < slip_m and slip[1] < slip_rad))
+            stable, self.moving[o] = self._stability(o, inp, held=after)
+            self.stable[o] = stable
+            if not after:
+                stable_free.append(stable)
+                if stable:  # settled
+                    st.settle.stop()
             self.grasped[o] = after
         self.dropped = frozenset(just_dropped)
         f = self.focus
+        left = settled = timeout = False  # all about the focus object; false before any grasp
+        if f:
+            left = geo.gripper_gap(f) > clearance if f not in geo.unknown else None
+            settled = None if self.stable[f] is None else (self.stable[f] and not self.grasped[f])
+            timeout = self.state[f].settle.expired(frame)
         return {
-            "object_grasped_raw": any3(raw_grasp.values()),
-            "object_grasped": any3(grasp.values()),
-            "object_sync": all3(sync[o] for o in self.objects if self.grasped[o]),
-            "object_dropped": any3(dropped.values()),
-            "object_released": any3(released.values()),
-            "object_left_gripper": left[f] if f else False,
-            "object_stable": all3(self.stable[o] for o in self.objects if not self.grasped[o]),
-            "object_settled": settled[f] if f else False,
-            "settle_timeout": timeout[f] if f else False,
+            "object_grasped_raw": any3(raw_grasp),
+            "object_grasped": any3(grasp),
+            "object_sync": all3(sync),
+            "object_dropped": any3(dropped),
+            "object_released": any3(released),
+            "object_left_gripper": left,
+            "object_stable": all3(stable_free),
+            "object_settled": settled,
+            "settle_timeout": timeout,
         }
 
     def _stability(self, o: str, inp: FrameInputs, held: bool) -> tuple[Tri, Tri]:
@@ -133,8 +145,7 @@ class GraspEstimator:
             return False, moving
         box = inp.geometry.object_boxes.get(o)
         if st.stable.value and box is not None and st.anchor is not None and box.memo(
-                ("displaced", motion.grasp_slip_m, motion.grasp_slip_rad), st.anchor,
-                lambda: _displaced(box, st.anchor, motion)):
+                self._displaced_key, st.anchor, lambda: _displaced(box, st.anchor, motion)):
             st.stable.reset()
         was = st.stable.value
         value = st.stable.step(None if moving is None else not moving)

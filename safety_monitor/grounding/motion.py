@@ -83,5 +83,6 @@ class Track:
         return dist, rotation_angle(self.rotations[i], self.rotations[-1]), dt
 
     def clear(self) -> None:
-        self._change = None
-        self.times.clear(), self.positions.clear(), self.rotations.clear()
+        if self.times:  # an empty track's remembered change (none) stays right
+            self._change = None
+            self.times.clear(), self.positions.clear(), self.rotations.clear()

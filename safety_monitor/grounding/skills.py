@@ -83,6 +83,7 @@ class SkillEstimator:
                  counts: FrameCounts, grasp: GraspEstimator, fixtures: FixtureEstimator):
         self.robot, self.th, self.grasp, self.fixtures = robot, thresholds, grasp, fixtures
         self.skills = {s: _Skill(counts.skill_onset_window) for s in SKILLS}
+        self._names = {s: (f"skill_{s}_onset", f"skill_{s}_onset_end", f"preconditions_{s}") for s in SKILLS}
         self.fragile = frozenset(o for o in grasp.objects if catalog.has(o, "fragile"))
         self.supports = frozenset(e for e in robot.entities
                                   if catalog.has(robot.owner(e), "support") or catalog.has(robot.owner(e), "container"))
@@ -102,10 +103,11 @@ class SkillEstimator:
         }
         for s, (candidate, done, ok) in candidates.items():
             skill = self.skills[s]
-            out[f"skill_{s}_onset"] = skill.step(candidate, done)
-            out[f"skill_{s}_onset_end"] = skill.target is None
+            onset, onset_end, preconditions = self._names[s]
+            out[onset] = skill.step(candidate, done)
+            out[onset_end] = skill.target is None
             target = skill.target or candidate
-            out[f"preconditions_{s}"] = ok(target) if target is not None else True
+            out[preconditions] = ok(target) if target is not None else True
         return out
 
     # pick -------------------------------------------------------------------------------------------

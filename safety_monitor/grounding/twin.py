@@ -34,15 +34,17 @@ class KinematicTwin:
     def __init__(self, robot: RobotDescription, report_margin: float, contact_margin: float = 0.0):
         self.robot = robot
         self.margin = report_margin
-        self.model = _load(robot)
-        self.data = mujoco.MjData(self.model)
-        m = self.model
+        spec = _load(robot)
+        m = _compile(spec, robot)
         self._check(m)
-        m.geom_margin[:] = contact_margin
-        m.geom_gap[:] = 0.0
         self.entities = robot.entities
         index = {e: i for i, e in enumerate(self.entities)}
         body_entity = self._body_entities(m)
+        if _exclude_within_entities(spec, m, body_entity):  # their contacts would be dropped anyway
+            m = _compile(spec, robot)
+        self.model, self.data = m, mujoco.MjData(m)
+        m.geom_margin[:] = contact_margin
+        m.geom_gap[:] = 0.0
         self.body_entity = np.array([index[e] for e in body_entity], dtype=np.int64)
         self.geom_entity = self.body_entity[m.geom_bodyid]
         self._object_qpos = {o: int(m.jnt_qposadr[m.body_jntadr[m.body(self._object_body(o)).id]])
@@ -69,6 +71,8 @@ class KinematicTwin:
         self._geom_pose = np.full((m.ngeom, 12), np.nan)  # geom_xpos | geom_xmat
         self._pair_gap = [0.0] * len(self._pa_list)  # last mj_geomDistance per measured pair
         self._pair_fresh = np.zeros(len(self._pa_list), dtype=bool)  # ... still valid: neither geom moved
+        self._pair_near = np.zeros(len(self._pa_list), dtype=bool)  # bounding spheres within the report margin
+        self._affected: dict[bytes, tuple[np.ndarray, ...] | None] = {}
         box_owners = (*robot.objects, *self._interiors)
         self._box_bodies = np.array([self._object_bodies[o] for o in robot.objects]
                                     + [b for b, _, _ in self._interiors.values()], dtype=np.int64)
@@ -171,10 +175,14 @@ class KinematicTwin:
                 if key is not None and gap < best.get(key, np.inf):
                     best[key] = gap
         fresh = self._pair_fresh
-        fresh &= ~(moved.take(self._pa) | moved.take(self._pb))
-        xpos = d.geom_xpos
-        diff = xpos.take(self._pa, axis=0) - xpos.take(self._pb, axis=0)
-        near = np.flatnonzero(np.sqrt(np.einsum("ij,ij->i", diff, diff)) - self._pair_rbound <= self.margin)
+        affected = self._affected_pairs(moved)
+        if affected is not None:  # only pairs with a moved geom change their bounding-sphere test or distance
+            idx, sa, sb, rbound = affected
+            fresh[idx] = False
+            xpos = d.geom_xpos
+            diff = xpos.take(sa, axis=0) - xpos.take(sb, axis=0)
+            self._pair_near[idx] = np.sqrt(np.einsum("ij,ij->i", diff, diff)) - rbound <= self.margin
+        near = np.flatnonzero(self._pair_near)
         pa, pb, pkey, margin, measured = self._pa_list, self._pb_list, self._pair_key, self.margin, self._pair_gap
         for i, known_gap in zip(near.tolist(), fresh[near].tolist()):
             known = best.get(pkey[i], np.inf)
@@ -193,6 +201,18 @@ class KinematicTwin:
             out.setdefault(a, {})[b] = gap
             out.setdefault(b, {})[a] = gap
         return out
+
+    def _affected_pairs(self, moved: np.ndarray) -> tuple[np.ndarray, ...] | None:
+        """Measured pairs with a geom in `moved` (indices, their geoms, bounding radii), None if none. A
+        frame moves the same geoms as many frames before it (the robot; the objects on a pose update)."""
+        key = moved.tobytes()
+        if key not in self._affected:
+            if len(self._affected) >= 64:
+                self._affected.clear()
+            idx = np.flatnonzero(moved.take(self._pa) | moved.take(self._pb))
+            self._affected[key] = (idx, self._pa.take(idx), self._pb.take(idx), self._pair_rbound.take(idx)) \
+                if idx.size else None
+        return self._affected[key]
 
     def _measured_pairs(self, m: mujoco.MjModel) -> tuple[np.ndarray, np.ndarray]:
         """Geom pairs whose positive gap predicates read: a gripper or object geom against a geom of
@@ -340,8 +360,8 @@ def _id(m: mujoco.MjModel, kind: mujoco.mjtObj, name: str, what: str) -> int:
     return i
 
 
-def _load(robot: RobotDescription) -> mujoco.MjModel:
-    """Compile the MJCF, adding a free box body for every object described by a box."""
+def _load(robot: RobotDescription) -> mujoco.MjSpec:
+    """The MJCF, with a free box body added for every object described by a box."""
     path = Path(robot.mjcf)
     if not path.is_file():
         raise GroundingError(f"{robot.source}: mjcf {str(path)!r} does not exist")
@@ -352,6 +372,27 @@ def _load(robot: RobotDescription) -> mujoco.MjModel:
                 body = spec.worldbody.add_body(name=name)
                 body.add_freejoint(name=f"{name}_free")
                 body.add_geom(type=mujoco.mjtGeom.mjGEOM_BOX, size=list(geom.box))
-        return spec.compile()
+        return spec
     except Exception as exc:  # MuJoCo raises ValueError with the parser's message
         raise GroundingError(f"{robot.source}: cannot load mjcf {str(path)!r}: {exc}") from None
+
+
+def _compile(spec: mujoco.MjSpec, robot: RobotDescription) -> mujoco.MjModel:
+    try:
+        return spec.compile()
+    except Exception as exc:
+        raise GroundingError(f"{robot.source}: cannot load mjcf {str(robot.mjcf)!r}: {exc}") from None
+
+
+def _exclude_within_entities(spec: mujoco.MjSpec, m: mujoco.MjModel, body_entity: list[str]) -> bool:
+    """Exclude collisions between two bodies of the same entity (the arm's links): gaps are kept between
+    entities only, so mj_collision would compute these contacts for nothing. Returns whether any was added."""
+    solid = {int(m.geom_bodyid[g]) for g in range(m.ngeom) if m.geom_contype[g] or m.geom_conaffinity[g]}
+    named = sorted(b for b in solid if m.body(b).name)
+    added = False
+    for i, a in enumerate(named):
+        for b in named[i + 1:]:
+            if body_entity[a] == body_entity[b]:
+                spec.add_exclude(bodyname1=m.body(a).name, bodyname2=m.body(b).name)
+                added = True
+    return added
