@@ -58,3 +58,12 @@ def decode_marker(msg: Any) -> EpisodeMarker:
         return EpisodeMarker(kind=str(status.message), **fields)
     except (json.JSONDecodeError, TypeError) as exc:
         raise SourceError(f"episode marker: malformed values: {exc}") from None
+
+
+def read_marker(node: Any, msg: Any) -> EpisodeMarker | None:
+    """The marker in `msg`, or None after logging why it is malformed (a bad marker never stops a node)."""
+    try:
+        return decode_marker(msg)
+    except SourceError as exc:
+        node.get_logger().error(str(exc))
+        return None

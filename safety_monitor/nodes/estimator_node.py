@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 
-from safety_monitor.errors import SafetyMonitorError, SourceError
+from safety_monitor.errors import SafetyMonitorError
 from safety_monitor.nodes import qos
-from safety_monitor.nodes.episode_marker import SAME_TIME_S, START, decode_marker
+from safety_monitor.nodes.episode_marker import SAME_TIME_S, START, read_marker
 from safety_monitor.nodes.params import declare, declare_topics, field
 from safety_monitor.nodes.runtime import run_node
 from safety_monitor.sources import messages as m
@@ -103,12 +103,8 @@ class EstimatorNode(Node):
     # ------------------------------------------------------------------------------------- inputs
     def _on_marker(self, msg) -> None:
         """A rollout starts: forget the last one, unless its first frame was already grounded (late)."""
-        try:
-            marker = decode_marker(msg)
-        except SourceError as exc:
-            self.get_logger().error(str(exc))
-            return
-        if marker.kind != START or self._last_t is None:
+        marker = read_marker(self, msg)
+        if marker is None or marker.kind != START or self._last_t is None:
             return
         if self._last_t >= marker.t - SAME_TIME_S:
             self.get_logger().warning(f"start marker of rollout {marker.index} arrived after its first frame")

@@ -45,7 +45,7 @@ from safety_monitor.monitor.episodes import PropertyOutcome
 from safety_monitor.monitor.events import BLIND, KINDS, OPENED, SEEING
 from safety_monitor.nodes import qos
 from safety_monitor.nodes.alerts import STATE_LOST
-from safety_monitor.nodes.episode_marker import SAME_TIME_S, START, EpisodeMarker, decode_marker
+from safety_monitor.nodes.episode_marker import SAME_TIME_S, START, EpisodeMarker, read_marker
 from safety_monitor.nodes.params import declare, declare_topics, field
 from safety_monitor.nodes.runtime import run_node
 from safety_monitor.sources import messages as m
@@ -157,10 +157,8 @@ class MonitorNode(Node):
 
     # ------------------------------------------------------------------------------------- inputs
     def _on_marker(self, msg) -> None:
-        try:
-            marker = decode_marker(msg)
-        except SourceError as exc:
-            self.get_logger().error(str(exc))
+        marker = read_marker(self, msg)
+        if marker is None:
             return
         if marker.kind == START:
             self._starts.append(marker)

@@ -15,9 +15,8 @@ from pathlib import Path
 
 from rclpy.node import Node
 
-from safety_monitor.errors import SourceError
 from safety_monitor.nodes import qos
-from safety_monitor.nodes.episode_marker import START, decode_marker
+from safety_monitor.nodes.episode_marker import START, read_marker
 from safety_monitor.nodes.params import declare_topics
 from safety_monitor.sources import messages as m
 from safety_monitor.sources.bag import BagWriter, default_typestore
@@ -66,10 +65,8 @@ class RecorderNode(Node):
         sub = self.create_subscription(msg_type, topic, callback, profile, raw=True)
 
     def _on_marker(self, msg) -> None:
-        try:
-            marker = decode_marker(msg)
-        except SourceError as exc:
-            self.get_logger().error(str(exc))
+        marker = read_marker(self, msg)
+        if marker is None:
             return
         if marker.kind == START and self.split:
             bisect.insort(self._starts, marker.t)
