@@ -131,12 +131,13 @@ class Grounder:
         decided: dict[str, Tri] = {}
         for family in self._families:
             decided.update(family.step(inp))
-        last, unknown = self._last, []
-        for k, v in decided.items():
-            if v is None:
-                unknown.append(k)
-            else:
-                last[k] = v is True or bool(v)
+        last, values = self._last, decided.values()
+        unknown, kept = (), ()
+        if None in values:  # undecided: keep the last decided value
+            unknown = [k for k, v in decided.items() if v is None]
+            kept = [(k, last[k]) for k in unknown]
+        last.update(zip(decided, map(bool, values)))
+        last.update(kept)
         self._frame, self._t = frame, state.t
         return PredicateFrame(state.t, frame, dict(last), frozenset(unknown), stale)
 

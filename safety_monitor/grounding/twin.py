@@ -12,6 +12,7 @@ This is what grounds contact on hardware; privileged simulator contacts are only
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -168,11 +169,12 @@ class KinematicTwin:
         geoms `moved` since it was last measured keeps that distance)."""
         m, d = self.model, self.data
         best: dict[int, float] = {}
+        known_gap, inf = best.get, math.inf
         if d.ncon:
             con, key_of = d.contact, self._contact_key
             for (ga, gb), gap in zip(con.geom.tolist(), con.dist.tolist()):
                 key = key_of[ga][gb]
-                if key is not None and gap < best.get(key, np.inf):
+                if key is not None and gap < known_gap(key, inf):
                     best[key] = gap
         fresh = self._pair_fresh
         affected = self._affected_pairs(moved)
@@ -184,11 +186,11 @@ class KinematicTwin:
             self._pair_near[idx] = np.sqrt(np.einsum("ij,ij->i", diff, diff)) - rbound <= self.margin
         near = np.flatnonzero(self._pair_near)
         pa, pb, pkey, margin, measured = self._pa_list, self._pb_list, self._pair_key, self.margin, self._pair_gap
-        for i, known_gap in zip(near.tolist(), fresh[near].tolist()):
-            known = best.get(pkey[i], np.inf)
+        for i, measured_before in zip(near.tolist(), fresh[near].tolist()):
+            known = known_gap(pkey[i], inf)
             if known <= 0.0:  # already touching: a positive distance cannot matter
                 continue
-            if known_gap:
+            if measured_before:
                 gap = measured[i]
             else:
                 gap = measured[i] = mujoco.mj_geomDistance(m, d, pa[i], pb[i], margin, None)

@@ -253,6 +253,7 @@ def _score_predicates(bag: BagReader, config: ReplayConfig, result: BagResult,
     expected: int | None = None  # the estimator's next frame number, when it records them
     unsent = False
     decoder = _Decoder(bag, cdr.PredicateReader().read, m.decode_predicates)
+    needed = frozenset(scorer.monitor.predicates)
     for _, msgtype, t_ns, raw in _timed_raw(bag, {topic}, timings):
         start = clock()
         try:  # a message rosbags cannot decode fails as such (deserialize's own error)
@@ -277,8 +278,8 @@ def _score_predicates(bag: BagReader, config: ReplayConfig, result: BagResult,
                                                     "the estimator restarted"),))
             expected = sample.frame + 1
         valuation = sample.valuation()
-        missing = [p for p in scorer.monitor.predicates if p not in valuation]
-        if missing:  # as the monitor node does: unknown, said once
+        if not needed <= valuation.keys():  # as the monitor node does: unknown, said once
+            missing = [p for p in scorer.monitor.predicates if p not in valuation]
             if not unsent:
                 result.warnings.append(f"predicates never sent, treated as unknown: {', '.join(missing)}")
             unsent = True

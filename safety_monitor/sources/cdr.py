@@ -17,13 +17,16 @@ from __future__ import annotations
 
 import re
 import struct
+from itertools import repeat
+from operator import getitem, is_not
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
 from safety_monitor.grounding.state import Pose, Wrench
-from safety_monitor.sources.messages import JointSample, PredicateSample, predicate_sample
+from safety_monitor.sources.messages import (PREDICATES_STATUS, JointSample, PredicateSample, predicate_sample,
+                                              split_seconds)
 
 # The layouts these readers implement: field name and type per message type (a trailing [] is a sequence).
 DEFINITIONS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -53,6 +56,7 @@ _U32 = struct.Struct("<I")
 _STAMP = struct.Struct("<iI")
 _F64X3 = struct.Struct("<3d")
 _F64X4 = struct.Struct("<4d")
+_PADS = (b"", b"\x00", b"\x00\x00", b"\x00\x00\x00")
 
 
 class Malformed(Exception):
@@ -93,27 +97,33 @@ def _align(pos: int, n: int) -> int:
     return pos + (-(pos - _BASE) % n)
 
 
-def _u32(raw: bytes, pos: int) -> tuple[int, int]:
-    pos = _align(pos, 4)
-    if pos + 4 > len(raw):
-        raise Malformed
-    return _U32.unpack_from(raw, pos)[0], pos + 4
-
-
-def _string(raw: bytes, pos: int) -> tuple[str, int]:
-    size, pos = _u32(raw, pos)
-    end = pos + size
-    if size < 1 or end > len(raw) or raw[end - 1] != 0:
-        raise Malformed
-    try:
-        return raw[pos:end - 1].decode(), end
-    except UnicodeDecodeError:
-        raise Malformed from None
+def _strings(raw: bytes, pos: int, n: int) -> tuple[list[str], int]:
+    """`n` consecutive strings (uint32 length with the terminator, bytes, NUL; each 4-aligned)."""
+    out, limit, unpack = [], len(raw), _U32.unpack_from
+    for _ in range(n):
+        pos += -(pos - _BASE) % 4
+        if pos + 4 > limit:
+            raise Malformed
+        size = unpack(raw, pos)[0]
+        pos += 4
+        end = pos + size
+        if size < 1 or end > limit or raw[end - 1] != 0:
+            raise Malformed
+        try:
+            out.append(raw[pos:end - 1].decode())
+        except UnicodeDecodeError:
+            raise Malformed from None
+        pos = end
+    return out, pos
 
 
 def _count(raw: bytes, pos: int, minimum: int) -> tuple[int, int]:
     """A sequence length, bounded by the bytes left as rosbags bounds it."""
-    size, pos = _u32(raw, pos)
+    pos += -(pos - _BASE) % 4
+    if pos + 4 > len(raw):
+        raise Malformed
+    size = _U32.unpack_from(raw, pos)[0]
+    pos += 4
     if pos + size * minimum > len(raw):
         raise Malformed
     return size, pos
@@ -124,7 +134,7 @@ def _stamp(raw: bytes) -> tuple[float, int]:
     if raw[:2] != _LE or len(raw) < _BASE + 8:
         raise Malformed
     sec, nanosec = _STAMP.unpack_from(raw, _BASE)
-    _, pos = _string(raw, _BASE + 8)
+    _, pos = _strings(raw, _BASE + 8, 1)
     return (sec * 1_000_000_000 + nanosec) / 1e9, pos
 
 
@@ -172,10 +182,7 @@ class JointStateReader:
             names, pos = self._names, start + len(known)
         else:
             count, pos = _count(raw, pos, 5)
-            listed = []
-            for _ in range(count):
-                text, pos = _string(raw, pos)
-                listed.append(text)
+            listed, pos = _strings(raw, pos, count)
             names = tuple(listed)
             self._names_raw, self._names = raw[start:pos], names
         arrays = []
@@ -185,7 +192,8 @@ class JointStateReader:
                 pos = _align(pos, 8)
                 if pos + 8 * count > len(raw):
                     raise Malformed
-            arrays.append(np.frombuffer(raw, dtype=np.float64, count=count, offset=pos))
+            # a bytes slice starts 8-aligned in memory: aligned arrays, as rosbags' own (numpy is slower on others)
+            arrays.append(np.frombuffer(raw[pos:pos + 8 * count], dtype=np.float64))
             pos += 8 * count
         _end(raw, pos)
         position, velocity, effort = arrays
@@ -226,25 +234,18 @@ class PredicateReader:
         statuses, pos = _count(raw, pos, 1)
         if statuses != 1:  # several statuses (or none): the general decoder picks and complains
             raise Malformed
-        if pos + 1 > len(raw):
-            raise Malformed
-        pos += 1  # level
-        for _ in range(3):  # name, message, hardware_id: one status is read whatever its name
-            _, pos = _string(raw, pos)
-        count, pos = _count(raw, pos, 1)
+        _, pos = _strings(raw, pos + 1, 3)  # after the level: name, message, hardware_id (one status is
+        count, pos = _count(raw, pos, 1)     # read whatever its name)
         start = _align(pos, 4)
         values: dict[str, bool] = {}
         done = 0
         run = self._run
         match = run[2].match(raw, start) if run is not None and run[0] == count else None
         if match is not None:  # every key of the learnt run in place, each value exactly "true" or "false"
-            values = dict(zip(run[1], [flag is not None for flag in match.groups()]))
+            values = dict(zip(run[1], map(is_not, match.groups(), repeat(None))))
             done, pos = len(run[1]), match.end()
-        pairs = []
-        for _ in range(count - done):
-            key, pos = _string(raw, pos)
-            text, pos = _string(raw, pos)
-            pairs.append((key, text))
+        texts, pos = _strings(raw, pos, 2 * (count - done))
+        pairs = list(zip(texts[::2], texts[1::2]))
         _end(raw, pos)
         if match is None:
             self._run = _learn(count, pairs, start)
@@ -273,3 +274,78 @@ def _learn(count: int, pairs: list[tuple[str, str]], start: int) -> tuple[int, t
                      + b"|\\x06\\x00\\x00\\x00false\\x00" + (b"" if last else b"[\\s\\S]{2}") + b")")
         pos += 12
     return count, tuple(keys), re.compile(b"".join(parts))
+
+
+class PredicateWriter:
+    """PredicateSample -> the CDR bytes of `messages.predicates_msg` (rosbags' serialisation, byte for byte).
+
+    For publishers that send bytes (rclpy's `Publisher.publish` takes them as they are): building and
+    serialising a DiagnosticArray of one KeyValue object per predicate costs far more than joining the
+    per-predicate chunks remembered here.
+    """
+
+    def __init__(self, hardware_id: str = "estimator") -> None:
+        self.hardware_id = hardware_id
+        self._layouts: dict[tuple[str, ...], list[tuple[bytes, bytes]]] = {}  # keys -> per key: KeyValue
+        # with "false", with "true" (each a multiple of 4 bytes long, so they join without padding)
+
+    def write(self, sample: PredicateSample) -> bytes:
+        sec, nanosec = split_seconds(sample.t)
+        level = b"\x03" if sample.stale else b"\x01" if sample.unknown else b"\x00"
+        frame = "" if sample.frame is None else str(sample.frame)
+        out = _Out(_LE + b"\x00\x00" + _STAMP.pack(sec, nanosec))
+        out.strings(("",))
+        out.u32(1)
+        out.raw(level)
+        out.strings((PREDICATES_STATUS, "" if sample.frame is None else f"frame {frame}", self.hardware_id))
+        out.u32(len(sample.values) + 4)
+        keys = tuple(sample.values)
+        layout = self._layouts.get(keys)
+        if layout is None:
+            if len(self._layouts) >= 16:
+                self._layouts.clear()
+            layout = self._layouts[keys] = [(_key_value(k, "false"), _key_value(k, "true")) for k in keys]
+        out.raw(b"".join(map(getitem, layout, map(bool, sample.values.values()))))
+        out.strings(("_frame", frame, "_t", repr(float(sample.t)), "_unknown", ",".join(sorted(sample.unknown)),
+                     "_stale", ",".join(sorted(sample.stale))))
+        return out.bytes()
+
+
+def _key_value(key: str, value: str) -> bytes:
+    """A KeyValue starting 4-aligned, padded to end 4-aligned (another KeyValue always follows)."""
+    out = _Out(b"\x00" * _BASE)
+    out.strings((key, value))
+    out.align(4)
+    return out.bytes()[_BASE:]
+
+
+class _Out:
+    """CDR writer: bytes appended with zero padding, alignment counted after the encapsulation header."""
+
+    def __init__(self, start: bytes) -> None:
+        self.parts, self.size = [start], len(start)
+
+    def raw(self, data: bytes) -> None:
+        self.parts.append(data)
+        self.size += len(data)
+
+    def align(self, n: int) -> None:
+        pad = -(self.size - _BASE) % n
+        if pad:
+            self.raw(b"\x00" * pad)
+
+    def u32(self, value: int) -> None:
+        self.align(4)
+        self.raw(_U32.pack(value))
+
+    def strings(self, texts: tuple[str, ...]) -> None:
+        parts, size = self.parts, self.size
+        for text in texts:
+            data = text.encode()
+            pad = -(size - _BASE) % 4
+            parts.append(_PADS[pad] + _U32.pack(len(data) + 1) + data + b"\x00")
+            size += pad + len(data) + 5
+        self.size = size
+
+    def bytes(self) -> bytes:
+        return b"".join(self.parts)

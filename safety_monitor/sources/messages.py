@@ -218,6 +218,8 @@ class PredicateSample:
     def valuation(self) -> dict[str, bool | None]:
         """What the monitor steps on: the values, with None for every unknown predicate."""
         unknown = self.unknown
+        if not unknown:
+            return dict(self.values)
         return {k: (None if k in unknown else v) for k, v in self.values.items()}
 
 
