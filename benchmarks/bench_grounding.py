@@ -1,8 +1,10 @@
 """Cost of one grounding step at 500 Hz: the kinematic twin, the estimators, and both together.
 
-The arm sweeps smoothly over the table near the objects (so contacts, gaps and onsets change) while
-perception reports the four objects at 30 Hz (latest value plus age), as on hardware.
-Run: .venv/bin/python benchmarks/bench_grounding.py [--frames 5000]
+Two inputs. *Sweep*: the arm sweeps smoothly over the table near the objects (so contacts, gaps and onsets
+change) while perception reports the four objects at 30 Hz (latest value plus age), as on hardware; CPU
+time per call. *Episodes* (`--episodes`): scripted simulator episodes (objects at rest, grasped, carried,
+dropped; poses at 50 Hz), the CPU time of grounding every frame of each.
+Run: .venv/bin/python benchmarks/bench_grounding.py [--frames 5000] [--episodes [TASK ...]]
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from safety_monitor.grounding.grounder import load_default_grounder
 from safety_monitor.grounding.state import Pose, RobotState, Wrench
 
 RATE = 500.0
+EPISODES = ("pick_and_place_mug", "place_in_cabinet", "open_drawer", "dump_into_bin")
 
 
 def trajectory(grounder, frames: int) -> list[RobotState]:
@@ -46,12 +49,9 @@ def timed(fn, items) -> np.ndarray:
     return out * 1e6
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--frames", type=int, default=5000)
-    args = parser.parse_args()
+def sweep(frames: int) -> None:
     grounder = load_default_grounder(RATE)
-    states = trajectory(grounder, args.frames)
+    states = trajectory(grounder, frames)
     twin = grounder.twin
     geometries = [twin.compute(s.joint_names, s.joint_position, s.object_poses) for s in states]
     twin_us = timed(lambda s: twin.compute(s.joint_names, s.joint_position, s.object_poses), states)
@@ -63,6 +63,35 @@ def main() -> None:
                      ("estimators (given geometry)", est_us), ("Grounder.step (twin + estimators)", full_us)):
         print(f"{name:44s} mean {us.mean():7.1f} us  median {np.median(us):7.1f} us  p99 {np.percentile(us, 99):7.1f} us")
     print(f"{len(states)} frames at {RATE:.0f} Hz: one step uses {full_us.mean() / (1e6 / RATE):.0%} of the frame budget")
+
+
+def episodes(tasks: list[str]) -> None:
+    from safety_monitor.sim.runner import run_episode
+
+    grounder = load_default_grounder(RATE)
+    total_frames, total_cpu = 0, 0.0
+    for task in tasks:
+        states = list(run_episode(task))
+        grounder.reset()
+        start = time.process_time()
+        for state in states:
+            grounder.step(state)
+        cpu = time.process_time() - start
+        total_frames, total_cpu = total_frames + len(states), total_cpu + cpu
+        print(f"{task:24s} {len(states):6d} frames  {1e6 * cpu / len(states):6.0f} us CPU per frame")
+    print(f"{'all':24s} {total_frames:6d} frames  {1e6 * total_cpu / total_frames:6.0f} us CPU per frame")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--frames", type=int, default=5000)
+    parser.add_argument("--episodes", nargs="*", metavar="TASK",
+                        help=f"ground scripted episodes instead (default: {' '.join(EPISODES)})")
+    args = parser.parse_args()
+    if args.episodes is None:
+        sweep(args.frames)
+    else:
+        episodes(args.episodes or list(EPISODES))
 
 
 if __name__ == "__main__":

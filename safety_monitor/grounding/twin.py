@@ -83,6 +83,14 @@ class KinematicTwin:
         self._box_builders = tuple((o, self._world_box) for o in robot.objects) + tuple(
             (n, self._interior_box) for n in self._interiors)
 
+    def forget(self) -> None:
+        """Drop the distances and boxes kept from earlier frames: the next compute measures everything
+        (needed only after changing the model or data by hand)."""
+        self._geom_pose[:] = np.nan
+        self._box_pose[:] = np.nan
+        self._pair_fresh[:] = False
+        self._boxes.clear()
+
     # ------------------------------------------------------------------------------------------------
     def compute(self, joint_names: tuple[str, ...], joint_position: np.ndarray, poses: Mapping[str, Pose],
                 carried: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None) -> FrameGeometry:

@@ -1,0 +1,78 @@
+"""Results the twin and the estimators reuse between frames (distances and boxes of bodies that did not move,
+box tests, track changes) are the ones they would compute afresh: a grounder whose twin forgets everything
+before every frame gives the same frames, bit for bit, through a grasp, a carry and a release, with object
+poses now and then missing, too old or reappearing."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from safety_monitor.grounding.geometry import Box
+from safety_monitor.grounding.grounder import load_default_grounder
+from safety_monitor.sim.runner import run_episode
+
+RATE = 500.0
+
+
+@pytest.fixture(scope="module")
+def states():
+    out = []
+    for k, state in enumerate(run_episode("pick_and_place_mug")):
+        if k >= 2300:
+            break
+        if k >= 900:  # approach, grasp, lift and carry
+            out.append(state)
+    for k in range(200, 260):  # the plate's pose missing for a while, then the cube's too old, then back
+        s = out[k]
+        poses, ages = dict(s.object_poses), dict(s.object_ages)
+        del poses["plate"], ages["plate"]
+        if k >= 230:
+            ages["cube"] = 0.4
+        out[k] = dataclasses.replace(s, object_poses=poses, object_ages=ages)
+    return out
+
+
+def frames(grounder, states, forget: bool):
+    out = []
+    for state in states:
+        if forget:
+            grounder.twin.forget()
+        f = grounder.step(state)
+        out.append((f.t, f.frame, f.values, f.unknown, f.stale))
+    return out
+
+
+def test_reused_geometry_gives_the_frames_a_fresh_computation_gives(states):
+    warm, cold = load_default_grounder(RATE), load_default_grounder(RATE)
+    got, want = frames(warm, states, forget=False), frames(cold, states, forget=True)
+    assert got == want
+    assert all(type(v) is bool for _, _, values, _, _ in got for v in values.values())
+    changed = {k for a, b in zip(got, got[1:]) for k in a[2] if a[2][k] != b[2][k]}
+    assert {"object_grasped", "object_grasped_raw", "object_stable", "skill_pick_onset"} <= changed
+    assert any(f[3] for f in got) and any("object_pose/plate" in f[4] for f in got)
+
+
+def test_the_twin_reuses_distances_only_while_both_geoms_rest(states):
+    twin = load_default_grounder(RATE).twin
+    fresh = load_default_grounder(RATE).twin
+    for state in states[:400:7]:
+        got = twin.compute(state.joint_names, state.joint_position, state.object_poses)
+        fresh.forget()
+        want = fresh.compute(state.joint_names, state.joint_position, state.object_poses)
+        assert list(got.gaps.items()) == list(want.gaps.items())  # same pairs, same order, same values
+        for name in want.object_boxes:
+            a, b = got.object_boxes[name], want.object_boxes[name]
+            assert all(np.array_equal(getattr(a, f), getattr(b, f)) for f in ("center", "rotation", "half"))
+    resting = twin.compute(states[0].joint_names, states[0].joint_position, states[0].object_poses)
+    again = twin.compute(states[0].joint_names, states[0].joint_position, states[0].object_poses)
+    assert all(again.object_boxes[o] is resting.object_boxes[o] for o in resting.object_boxes)
+
+
+def test_box_memo_tells_boxes_apart_and_never_returns_a_writable_shared_array():
+    a = Box(np.zeros(3), np.eye(3), np.ones(3))
+    b = Box(np.array([5.0, 0.0, 0.0]), np.eye(3), np.ones(3))
+    assert a.memo("k", b, lambda: 1) == 1 and a.memo("k", b, lambda: 2) == 1
+    assert a.memo("k", a, lambda: 3) == 3 and a.memo("other", b, lambda: 4) == 4
+    assert not a.corners().flags.writeable and a.overlaps(b) is False and a.overlaps(a) is True
