@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from safety_monitor.errors import GroundingError
+from safety_monitor.grounding.config_file import read_config
 
 FINGER_PARTS = ("finger_left", "finger_right")
 GRIPPER_PARTS = (*FINGER_PARTS, "hand")
@@ -101,10 +101,7 @@ class RobotDescription:
 
 def load_robot_description(path: str | Path) -> RobotDescription:
     path = Path(path)
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise GroundingError(f"{path}: cannot read robot description: {exc}") from None
+    doc = read_config(path, "robot description")
     return parse_robot_description(doc, str(path), base_dir=path.parent)
 
 

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from safety_monitor.errors import GroundingError
+from safety_monitor.grounding.config_file import read_config
 
 PREDICATE_PROPERTIES = ("graspable", "fragile", "raw", "clean", "support", "container", "enclosure", "openable")
 """The properties the estimators read: every catalog's vocabulary must declare them."""
@@ -39,10 +39,7 @@ class ObjectCatalog:
 
 def load_object_catalog(path: str | Path) -> ObjectCatalog:
     path = Path(path)
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise GroundingError(f"{path}: cannot read object semantics: {exc}") from None
+    doc = read_config(path, "object semantics")
     return parse_object_catalog(doc, str(path))
 
 

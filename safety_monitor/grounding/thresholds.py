@@ -10,9 +10,9 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from safety_monitor.errors import GroundingError
+from safety_monitor.grounding.config_file import read_config
 
 
 @dataclass(frozen=True)
@@ -137,10 +137,7 @@ _SECTIONS = {
 def load_thresholds(path: str | Path) -> Thresholds:
     """Read and validate config/thresholds.yaml; GroundingError names the file and key at fault."""
     path = Path(path)
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise GroundingError(f"{path}: cannot read thresholds: {exc}") from None
+    doc = read_config(path, "thresholds")
     return parse_thresholds(doc, str(path))
 
 
