@@ -64,7 +64,7 @@ class RobotResult:
     frames_sent: int
     frames_dropped: int | None  # in the window, by the monitor's frame indices (None: < 2 `opened` events)
     frames_not_grounded: int | None  # whole run: sent - the estimator's own count (None: not heard)
-    blind_frames: int
+    blind_frames: int  # frames the monitor stepped blind (no predicates for predicates_timeout_s)
     events_expected: int
     events_received: int
     p50_ms: float | None
@@ -300,16 +300,16 @@ def robot_result(k: int, received: list[tuple[int, object]], sent_ns: np.ndarray
             latencies.append((recv_ns - sent_ns[f]) / 1e6)
             if e["kind"] == "opened":
                 opened.append((f, e["frame"]))
-    dropped = None
-    if len(opened) >= 2:
-        (f_a, frame_a), (f_b, frame_b) = min(opened), max(opened)
-        stepped = frame_b - frame_a - sum(1 for b in blind if frame_a < b < frame_b)
-        dropped = (f_b - f_a) - stepped
+    dropped, blind_frames = None, 0
+    if len(opened) >= 2:  # count between the first and the last `opened` (the watchdog's blind step
+        (f_a, frame_a), (f_b, frame_b) = min(opened), max(opened)  # once the stream stops is not load)
+        blind_frames = sum(1 for b in blind if frame_a < b < frame_b)
+        dropped = (f_b - f_a) - (frame_b - frame_a - blind_frames)
     v = np.array(latencies)
     stats = ({"p50_ms": round(float(np.percentile(v, 50)), 3), "p99_ms": round(float(np.percentile(v, 99)), 3),
               "max_ms": round(float(v.max()), 3)} if len(v) else {"p50_ms": None, "p99_ms": None, "max_ms": None})
     return RobotResult(f"/robot{k}", total - first, dropped, None if grounded is None else total - grounded,
-                       len(blind), 2 * expected_events(first, total), received_count,
+                       blind_frames, 2 * expected_events(first, total), received_count,
                        cpu_cores=round(cpu_cores, 3), **stats)
 
 
