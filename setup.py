@@ -30,6 +30,7 @@ setup(
             "sim_node = safety_monitor.nodes.sim_node:main",
             "estimator_node = safety_monitor.nodes.estimator_node:main",
             "monitor_node = safety_monitor.nodes.monitor_node:main",
+            "monitor_stack = safety_monitor.nodes.monitor_stack:main",
             "alerts = safety_monitor.nodes.alerts:main",
         ],
     },

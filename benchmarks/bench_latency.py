@@ -1,13 +1,14 @@
 """Live latency: the /joint_states message that completes a violating frame -> its event at a subscriber.
 
-The estimator and monitor nodes run as two processes, as monitor.launch.py starts them. This process
+The estimator and monitor nodes run as monitor.launch.py starts them: by default in one process
+(`monitor_stack`, `--layout one_process`), or as two (`--layout separate`). This process
 publishes a synthetic robot stream at `--rate` Hz (the workcell's arm at rest, the 50 Hz pose stream,
 and a wrist force above its 40 N limit for 20 frames of every 50, so `no_excess_wrench` opens every
 0.1 s and recovers in between) and subscribes to the events. Latency is measured on the system-wide
 monotonic clock from just before the completing /joint_states is published to the event's callback
 here; CPU is the estimator's and the monitor's user+system time over the measured window.
 
-    .venv/bin/python benchmarks/bench_latency.py [--seconds 60] [--rate 500]
+    .venv/bin/python benchmarks/bench_latency.py [--seconds 60] [--rate 500] [--layout one_process|separate]
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 PERIOD_FRAMES, HIGH_FRAMES = 50, 20
+LAYOUTS = {"one_process": ("monitor_stack",), "separate": ("estimator_node", "monitor_node")}
 FORCE_HIGH, FORCE_LOW = 60.0, 5.0
 
 
@@ -40,6 +42,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0, help="measured duration (default 60)")
     parser.add_argument("--rate", type=float, default=500.0, help="joint_states rate in Hz (default 500)")
     parser.add_argument("--warmup", type=float, default=3.0, help="seconds streamed before measuring")
+    parser.add_argument("--layout", choices=sorted(LAYOUTS), default="one_process",
+                        help="estimator and monitor in one process (default) or two")
     args = parser.parse_args()
 
     import rclpy
@@ -59,10 +63,10 @@ def main() -> None:
     procs = {
         name: subprocess.Popen(
             [sys.executable, "-m", f"safety_monitor.nodes.{name}", "--ros-args", "-r", f"__ns:={ns}",
-             "--params-file", str(nodes_yaml()), "-p", f"control_rate_hz:={args.rate}" if name == "estimator_node"
-             else f"events_log:={workdir / 'events.jsonl'}"],
+             "--params-file", str(nodes_yaml()), "-p", f"control_rate_hz:={args.rate}",
+             "-p", f"events_log:={workdir / 'events.jsonl'}"],
             env=env, stdout=open(workdir / f"{name}.log", "w"), stderr=subprocess.STDOUT)
-        for name in ("estimator_node", "monitor_node")
+        for name in LAYOUTS[args.layout]
     }
     context = rclpy.Context()
     rclpy.init(context=context, domain_id=domain)
@@ -101,7 +105,9 @@ def main() -> None:
             if k % max(1, round(args.rate / 50)) == 0:
                 for name, pub in poses.items():
                     pub.publish(m.pose_msg(T, t, rest.object_poses[name]))
-            msg = m.joint_state_msg(T, t, rest.joint_names, rest.joint_position, rest.joint_velocity, rest.joint_effort)
+            jitter = 1e-6 * np.sin(0.1 * k)  # encoder noise of an arm holding still (an exact repeat is a frozen driver)
+            msg = m.joint_state_msg(T, t, rest.joint_names, rest.joint_position + jitter, rest.joint_velocity,
+                                    rest.joint_effort)
             published[round(t * 1e9)] = time.monotonic_ns()
             joints.publish(msg)
             delay = start + (k + 1) * period - time.monotonic()
@@ -128,7 +134,7 @@ def main() -> None:
                 lat[e["kind"]].append((recv_ns - sent) / 1e6)
     achieved = (total - first_measured) / wall
     result = {
-        "rate_hz": args.rate, "achieved_rate_hz": round(achieved, 1), "seconds": round(wall, 1),
+        "layout": args.layout, "rate_hz": args.rate, "achieved_rate_hz": round(achieved, 1), "seconds": round(wall, 1),
         "cpu_cores": {n.removesuffix("_node"): round(c / wall, 3) for n, c in cpu.items()},
         "cpu_cores_total": round(sum(cpu.values()) / wall, 3),
     }

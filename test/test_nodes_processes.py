@@ -1,6 +1,7 @@
-"""The sim, estimator and monitor nodes as three processes (what sim.launch.py starts), on a random
-ROS domain: a fault's episode opens what its label expects and nothing outside its allowance, a
-subscriber in a fourth process receives exactly the logged events, and Ctrl-C ends the nodes cleanly."""
+"""The sim, estimator and monitor nodes as three processes (what sim.launch.py starts), or the sim and the
+one-process `monitor_stack` (what monitor.launch.py starts by default), on a random ROS domain: a fault's
+episode opens what its label expects and nothing outside its allowance, a subscriber in another process
+receives exactly the logged events, and Ctrl-C ends the nodes cleanly."""
 import json
 import os
 import random
@@ -30,7 +31,12 @@ def start(module, ns, params_file, log_dir, env, *params):
     return subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT)
 
 
-def test_three_processes_report_the_fault_and_stop_cleanly(tmp_path):
+LAYOUTS = {"separate": {"monitor": "monitor_node", "estimator": "estimator_node"},
+           "one_process": {"stack": "monitor_stack"}}
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_processes_report_the_fault_and_stop_cleanly(tmp_path, layout):
     from safety_monitor.nodes.run_inprocess import nodes_yaml
 
     domain = random.SystemRandom().randint(101, 200)  # discovery stays within this test
@@ -56,21 +62,22 @@ def test_three_processes_report_the_fault_and_stop_cleanly(tmp_path):
     executor.add_node(probe)
     procs = {}
     try:
-        procs["monitor"] = start("monitor_node", ns, params, tmp_path, env, f"events_log:={log}", "use_sim_time:=true")
-        procs["estimator"] = start("estimator_node", ns, params, tmp_path, env, "use_sim_time:=true")
+        modules = {**LAYOUTS[layout], "sim": "sim_node"}
+        for name, module in LAYOUTS[layout].items():
+            procs[name] = start(module, ns, params, tmp_path, env, f"events_log:={log}", "use_sim_time:=true")
         procs["sim"] = start("sim_node", ns, params, tmp_path, env, f"fault:={FAULT}", "episodes:=1",
                              "pace:=lockstep")
         deadline = time.monotonic() + 400  # ~15 s on a quiet machine; lockstep ping-pong suffers most from load
         while "1" not in rollout_seen:  # the sim waits for discovery, runs the episode, exits
             assert time.monotonic() < deadline, (tmp_path / "sim_node.log").read_text()[-2000:]
             for name, proc in procs.items():
-                assert name == "sim" or proc.poll() is None, (tmp_path / f"{name}_node.log").read_text()[-2000:]
+                assert name == "sim" or proc.poll() is None, (tmp_path / f"{modules[name]}.log").read_text()[-2000:]
             executor.spin_once(timeout_sec=0.1)
         assert procs["sim"].wait(timeout=30) == 0
-        for name in ("estimator", "monitor"):
+        for name in LAYOUTS[layout]:
             procs[name].send_signal(signal.SIGINT)
-        for name in ("estimator", "monitor"):
-            assert procs[name].wait(timeout=20) == 0, (tmp_path / f"{name}_node.log").read_text()[-2000:]
+        for name in LAYOUTS[layout]:
+            assert procs[name].wait(timeout=20) == 0, (tmp_path / f"{modules[name]}.log").read_text()[-2000:]
         end = time.monotonic() + 3
         while time.monotonic() < end:  # late events, if any, would show up here
             executor.spin_once(timeout_sec=0.1)

@@ -18,18 +18,22 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 
-from safety_monitor.errors import SafetyMonitorError
+from safety_monitor.errors import SafetyMonitorError, SourceError
 from safety_monitor.nodes import qos
 from safety_monitor.nodes.episode_marker import SAME_TIME_S, START, read_marker
 from safety_monitor.nodes.params import declare, declare_topics, field
+from safety_monitor.nodes.raw_decode import RawDecoder
 from safety_monitor.nodes.runtime import run_node
+from safety_monitor.sources import cdr
 from safety_monitor.sources import messages as m
 from safety_monitor.sources.assembler import FrameAssembler, StaleLimits, StreamMapping, ground_frame
+from safety_monitor.sources.messages import JointSample, PredicateSample
 
 
 @dataclass(frozen=True)
@@ -46,8 +50,12 @@ class EstimatorParams:
 
 
 class EstimatorNode(Node):
-    def __init__(self, **node_kwargs) -> None:
+    """`on_sample`: also hand every published PredicateSample to this callable (a monitor in the same
+    process, `monitor_stack`, so a frame reaches it without a trip through the middleware)."""
+
+    def __init__(self, on_sample: Callable[[PredicateSample], None] | None = None, **node_kwargs) -> None:
         super().__init__("estimator_node", **node_kwargs)
+        self._on_sample = on_sample
         from safety_monitor.grounding.grounder import load_default_grounder
 
         p = self.params = declare(self, EstimatorParams)
@@ -72,16 +80,20 @@ class EstimatorNode(Node):
 
         T = self._types = m.rclpy_types()
         inputs = qos.input_qos(p.best_effort_inputs)
+        self._writer = cdr.PredicateWriter(hardware_id=self.get_fully_qualified_name())
         self._pred_pub = self.create_publisher(T.DiagnosticArray, self.topics.predicates, qos.PREDICATES)
         self._diag_pub = self.create_publisher(T.DiagnosticArray, self.topics.diagnostics, qos.DIAGNOSTICS)
         self.create_subscription(T.DiagnosticArray, self.topics.episode, self._on_marker, qos.EPISODE)
+        # inputs arrive as bytes, read by the direct CDR readers bag replay uses (rclpy decodes the rest)
+        self._read_joints = RawDecoder(cdr.JointStateReader().read, T.JointState, m.joint_state_sample)
+        self._read_wrench = RawDecoder(cdr.read_wrench, T.WrenchStamped, m.wrench_of)
+        self._read_pose = RawDecoder(cdr.read_pose, T.PoseStamped, m.pose_of)
         if self.topics.wrench:
-            self.create_subscription(T.WrenchStamped, self.topics.wrench,
-                                     lambda msg: self.assembler.on_wrench(msg, self._now()), inputs)
+            self.create_subscription(T.WrenchStamped, self.topics.wrench, self._on_wrench, inputs, raw=True)
         for name in robot.objects:
             self.create_subscription(T.PoseStamped, self._mapping.pose_topic(name),
-                                     lambda msg, n=name: self.assembler.on_pose(n, msg, self._now()), inputs)
-        self.create_subscription(T.JointState, self.topics.joint_states, self._on_joint_states, inputs)
+                                     lambda raw, n=name: self._on_pose(n, raw), inputs, raw=True)
+        self.create_subscription(T.JointState, self.topics.joint_states, self._on_joint_states, inputs, raw=True)
         self._last_joints: float | None = None  # monotonic arrival of the last /joint_states
         self._stale = False
         self._last_values: tuple | None = None  # positions, velocities, efforts of the last /joint_states
@@ -97,8 +109,10 @@ class EstimatorNode(Node):
         return FrameAssembler(joints=robot.required_joints, objects=tuple(robot.objects),
                               mapping=self._mapping, limits=self._limits)
 
-    def _now(self) -> float:
-        return self.get_clock().now().nanoseconds / 1e9
+    def _received(self, stamp: float) -> float | None:
+        """Arrival time, which the assembler only reads to replace a zero stamp (reading the clock costs
+        more than the rest of a wrench callback)."""
+        return self.get_clock().now().nanoseconds / 1e9 if stamp == 0.0 else None
 
     # ------------------------------------------------------------------------------------- inputs
     def _on_marker(self, msg) -> None:
@@ -114,14 +128,36 @@ class EstimatorNode(Node):
         self.frames = 0
         self._last_t = None
 
-    def _on_joint_states(self, msg) -> None:
+    def _undecodable(self, exc: SourceError) -> None:
+        self.issues["undecodable"] += 1
+        self.get_logger().error(f"dropped a message: {exc}", throttle_duration_sec=5.0)
+
+    def _on_wrench(self, raw: bytes) -> None:
+        try:
+            wrench, stamp = self._read_wrench(raw)
+        except SourceError as exc:
+            return self._undecodable(exc)
+        self.assembler.on_wrench_sample(wrench, stamp, self._received(stamp))
+
+    def _on_pose(self, name: str, raw: bytes) -> None:
+        try:
+            pose, stamp = self._read_pose(raw)
+        except SourceError as exc:
+            return self._undecodable(exc)
+        self.assembler.on_pose_sample(name, pose, stamp, self._received(stamp))
+
+    def _on_joint_states(self, raw: bytes) -> None:
         now = self._last_joints = time.monotonic()
         if self._stale:
             self._stale = False
             self._publish_diagnostics()
-        if self._is_frozen(msg, now):
+        try:
+            joints = self._read_joints(raw)
+        except SourceError as exc:
+            return self._undecodable(exc)
+        if self._is_frozen(joints, now):
             return
-        assembled = self.assembler.on_joint_states(msg, self._now())
+        assembled = self.assembler.on_joint_sample(joints, self._received(joints.stamp))
         issues = assembled.issues if assembled is not None else self.assembler.drain_issues()
         for issue in issues:
             self.issues[issue.kind] += 1
@@ -133,16 +169,19 @@ class EstimatorNode(Node):
         if rejected is not None:
             self.issues["grounding"] += 1
             self.get_logger().error(f"frame at t={sample.t:.3f} s not grounded: {rejected}", throttle_duration_sec=5.0)
-        self._pred_pub.publish(m.predicates_msg(self._types, sample, hardware_id=self.get_fully_qualified_name()))
+        if self._pred_pub.get_subscription_count():  # nobody listening (a one-process stack alone): not written
+            self._pred_pub.publish(self._writer.write(sample))
         self.frames += 1
+        if self._on_sample is not None:
+            self._on_sample(sample)
         if sample.stale != self._stale_streams:
             self._stale_streams = sample.stale
             self._publish_diagnostics()
 
-    def _is_frozen(self, msg, now: float) -> bool:
+    def _is_frozen(self, joints: JointSample, now: float) -> bool:
         """Whether /joint_states has repeated the same values for longer than allowed (then STALE)."""
         limit = self.params.joint_states_frozen_s
-        values = (tuple(msg.position), tuple(msg.velocity), tuple(msg.effort))
+        values = tuple(None if a is None else a.tobytes() for a in (joints.position, joints.velocity, joints.effort))
         if not limit or values != self._last_values:
             self._last_values, self._frozen_since = values, None
             if self._frozen:

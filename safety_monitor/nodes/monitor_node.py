@@ -1,8 +1,10 @@
 """The monitor node: the spec-set monitor fed by `safety_monitor/predicates`, reporting three ways.
 
 1. Every event is appended to a JSON Lines log (one object per line: the event's own JSON plus
-   `rollout`, `robot` and `wall_time`), flushed per event and synced to disk BEFORE it is published,
-   so a crash never loses an event someone may already have seen.
+   `rollout`, `robot` and `wall_time`), written to the file BEFORE it is published, so a crashed or
+   killed monitor never loses an event someone may already have seen, and synced to disk right after
+   the publish (`sync_before_publish: true` syncs first: proof against power loss too, at the price
+   of the disk's sync time, up to milliseconds, in every event's latency).
 2. `safety_monitor/events` (reliable, transient local): one DiagnosticArray per frame with events.
 3. `/diagnostics`: one status per property, ERROR while a violation episode is open, OK once it
    recovers, STALE while its verdict is unknown; plus a summary status. Sent on every change and
@@ -47,7 +49,9 @@ from safety_monitor.nodes import qos
 from safety_monitor.nodes.alerts import STATE_LOST
 from safety_monitor.nodes.episode_marker import SAME_TIME_S, START, EpisodeMarker, read_marker
 from safety_monitor.nodes.params import declare, declare_topics, field
+from safety_monitor.nodes.raw_decode import RawDecoder
 from safety_monitor.nodes.runtime import run_node
+from safety_monitor.sources import cdr
 from safety_monitor.sources import messages as m
 
 _CLOSING = frozenset(KINDS) - {OPENED, BLIND, SEEING}
@@ -64,6 +68,8 @@ class MonitorParams:
     history_frames: int = field(5000, "frames of predicate values kept for counterexamples")
     control_rate_hz: float = field(500.0, "frame rate of the predicates; converts spec spans given in seconds")
     hardware_id: str = field("", "hardware_id of the diagnostics ('' = the namespace, or 'robot')")
+    sync_before_publish: bool = field(
+        False, "fsync the event log before publishing (power-loss proof; adds the disk's sync time to latency)")
 
 
 @dataclass
@@ -89,7 +95,8 @@ def default_log_path(namespace: str) -> Path:
 class MonitorNode(Node):
     """`rollouts` lists the finished traces (the in-process command prints them)."""
 
-    def __init__(self, **node_kwargs) -> None:
+    def __init__(self, subscribe_predicates: bool = True, **node_kwargs) -> None:
+        """`subscribe_predicates=False`: frames come by `on_sample` from an estimator in this process."""
         super().__init__("monitor_node", **node_kwargs)
         from safety_monitor.grounding.grounder import config_dir
         from safety_monitor.monitor.live import SpecSetMonitor
@@ -120,7 +127,10 @@ class MonitorNode(Node):
         self._diag_pub = self.create_publisher(T.DiagnosticArray, self.topics.diagnostics, qos.DIAGNOSTICS)
         self._beat_pub = self.create_publisher(T.DiagnosticArray, self.topics.heartbeat, qos.DIAGNOSTICS)
         self.create_subscription(T.DiagnosticArray, self.topics.episode, self._on_marker, qos.EPISODE)
-        self.create_subscription(T.DiagnosticArray, self.topics.predicates, self._on_predicates, qos.PREDICATES)
+        if subscribe_predicates:
+            self._read_predicates = RawDecoder(cdr.PredicateReader().read, T.DiagnosticArray, m.decode_predicates)
+            self.create_subscription(T.DiagnosticArray, self.topics.predicates, self._on_predicates, qos.PREDICATES,
+                                     raw=True)
 
         self.rollouts: list[Rollout] = []
         self._rollout = Rollout(0)
@@ -172,12 +182,16 @@ class MonitorNode(Node):
         else:
             self._pending_end = marker  # the trace's last frames may still be on their way
 
-    def _on_predicates(self, msg) -> None:
+    def _on_predicates(self, raw: bytes) -> None:
         try:
-            sample = m.decode_predicates(msg)
+            sample = self._read_predicates(raw)
         except SourceError as exc:
             self.get_logger().error(f"dropped a predicates message: {exc}", throttle_duration_sec=5.0)
             return
+        self.on_sample(sample)
+
+    def on_sample(self, sample: m.PredicateSample) -> None:
+        """Step one frame of predicates (from the topic, or from an estimator in the same process)."""
         now = self._last_input = time.monotonic()
         t = sample.t
         if self.monitor.frame and self._last_t is not None and not self._fresh_time(t, now):
@@ -190,11 +204,13 @@ class MonitorNode(Node):
                 self._finish(end)
         if self.monitor.frame == 0:
             self._begin_trace(t)
-        values = sample.valuation()
-        frame = {name: values.get(name) for name in self.monitor.predicates}
-        if not self._missing_warned and (missing := self._needed - values.keys()):
-            self._missing_warned = True
-            self.get_logger().warning(f"predicates not sent, treated as unknown: {', '.join(sorted(missing))}")
+        frame = sample.valuation()
+        if not self._needed <= frame.keys():  # the monitor reads every predicate of its specs
+            if not self._missing_warned:
+                self._missing_warned = True
+                missing = ", ".join(sorted(self._needed - frame.keys()))
+                self.get_logger().warning(f"predicates not sent, treated as unknown: {missing}")
+            frame = {name: frame.get(name) for name in self.monitor.predicates}
         self._stale_streams = sample.stale
         self._last_t = t
         events = self.monitor.step(frame, t)
@@ -268,6 +284,7 @@ class MonitorNode(Node):
                   "robot": self.hardware_id, "previous_pid": pid,
                   "previous_started": previous.get("started"), "torn_bytes": torn_bytes}
         self._write_log([record])
+        os.fsync(self._log)
         self._events_pub.publish(m.events_msg(self._types, [record], 0.0))
 
     # ------------------------------------------------------------------------------------ outputs
@@ -280,9 +297,13 @@ class MonitorNode(Node):
             record["robot"] = self.hardware_id
             records.append(record)
         self._write_log(records)
+        if self.params.sync_before_publish:
+            os.fsync(self._log)
         self._rollout.events.extend(records)
         if self.context.ok():
             self._events_pub.publish(m.events_msg(self._types, records, 0.0 if t is None else t))
+        if not self.params.sync_before_publish:
+            os.fsync(self._log)
         for r in records:
             name, kind = r["property"], r["kind"]
             if kind == OPENED:
@@ -297,13 +318,12 @@ class MonitorNode(Node):
         self._publish_diagnostics()
 
     def _write_log(self, records: list[dict[str, Any]]) -> None:
-        """One write (O_APPEND) per batch, synced: a kill leaves whole lines, a torn one only if the
-        kill lands inside the write, and that batch was never published (cut at the next start)."""
+        """One write (O_APPEND) per batch: a kill leaves whole lines, a torn one only if the kill lands
+        inside the write, and that batch was never published (cut at the next start). The caller syncs."""
         wall = time.time()
         data = "".join(json.dumps({**r, "wall_time": wall}, sort_keys=True) + "\n" for r in records).encode()
         while data:
             data = data[os.write(self._log, data):]
-        os.fsync(self._log)
 
     def _finish(self, end: EpisodeMarker | None) -> None:
         """Close the current trace (end-of-trace events are logged and published like the others)."""

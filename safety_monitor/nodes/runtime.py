@@ -17,21 +17,29 @@ from safety_monitor.errors import SafetyMonitorError
 
 def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
     """Init rclpy with the process arguments, spin one node until shutdown; exit code."""
+    return run_nodes(lambda nodes: nodes.append(factory()), args)
+
+
+def run_nodes(build: Callable[[list[Node]], None], args: Sequence[str] | None = None) -> int:
+    """`run_node` for several nodes in one process and one executor. `build` appends each node as it
+    creates it, so the ones made before a failure are still destroyed (in reverse order)."""
     rclpy.init(args=list(sys.argv if args is None else args))
-    node: Node | None = None
+    nodes: list[Node] = []
     try:
-        node = factory()
-        executor = make_executor(node.context)
-        executor.add_node(node)
-        while node.context.ok():  # EventsExecutor.spin() would not return once the context is shut down
+        build(nodes)
+        executor = make_executor(nodes[0].context)
+        for node in nodes:
+            executor.add_node(node)
+        while nodes[0].context.ok():  # EventsExecutor.spin() would not return once the context is shut down
             executor.spin_once(timeout_sec=0.1)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except SafetyMonitorError as exc:
-        print(f"{getattr(node, 'get_name', lambda: 'safety_monitor')()}: error: {exc}", file=sys.stderr)
+        name = nodes[-1].get_name() if nodes else "safety_monitor"
+        print(f"{name}: error: {exc}", file=sys.stderr)
         return 2
     finally:
-        if node is not None:
+        for node in reversed(nodes):
             node.destroy_node()
         rclpy.try_shutdown()
     return 0
