@@ -49,7 +49,8 @@ def test_sim_launch_runs_a_fault_free_episode(tmp_path):
                                   launch_arguments=arguments.items()), tmp_path)
 
 
-def test_monitor_launch_watches_a_fault_free_episode(tmp_path):
+@pytest.mark.parametrize("one_process", ["true", "false"])
+def test_monitor_launch_watches_a_fault_free_episode(tmp_path, one_process):
     _require_launch()
     from launch import LaunchDescription
     from launch.actions import EmitEvent, IncludeLaunchDescription, RegisterEventHandler
@@ -63,7 +64,8 @@ def test_monitor_launch_watches_a_fault_free_episode(tmp_path):
                parameters=[{"fault": "none", "episodes": 1, "pace": "lockstep"}])
     _run(LaunchDescription([
         IncludeLaunchDescription(PythonLaunchDescriptionSource(str(LAUNCH / "monitor.launch.py")), launch_arguments={
-            "namespace": ns, "use_sim_time": "true", "events_log": str(tmp_path / "events.jsonl")}.items()),
+            "namespace": ns, "use_sim_time": "true", "events_log": str(tmp_path / "events.jsonl"),
+            "one_process": one_process}.items()),
         sim,
         RegisterEventHandler(OnProcessExit(target_action=sim, on_exit=[EmitEvent(event=Shutdown())])),
     ]), tmp_path)
