@@ -57,3 +57,17 @@ def test_missing_predicate_and_empty_trajectory():
     with pytest.raises(SourceError, match="no frames"):
         to_matrix(Trajectory("empty", []), ["p"])
     assert to_matrix(Trajectory("t", [{"p": True}]), ["p"]).dtype == np.bool_
+
+
+def test_malformed_predicates_message_names_the_bag_and_the_message(tmp_path):
+    from safety_monitor.sources import messages as m
+
+    path = tmp_path / "bad.mcap"
+    with BagWriter(path, storage="mcap") as writer:
+        for i in range(3):
+            msg = m.predicates_msg(writer.types, PredicateSample({"p": True}, 0.002 * (i + 1), i))
+            if i == 2:
+                msg.status[0].values[0].value = "maybe"
+            writer.write("/safety_monitor/predicates", msg, 0.002 * (i + 1))
+    with pytest.raises(SourceError, match=rf"{path}: /safety_monitor/predicates message 2: .*'maybe'"):
+        load([path])

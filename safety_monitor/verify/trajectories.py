@@ -46,7 +46,12 @@ def from_bag(path: str | Path, topic: str = "/safety_monitor/predicates") -> Tra
         if topic not in bag.topics:
             raise SourceError(f"{path}: no {topic} topic; record the estimator's predicates, or score the bag's "
                               "robot states with the replay command")
-        frames = [decode_predicates(msg).valuation() for _, _, msg in bag.messages({topic})]
+        frames = []
+        for i, (_, _, msg) in enumerate(bag.messages({topic})):
+            try:
+                frames.append(decode_predicates(msg).valuation())
+            except SourceError as exc:
+                raise SourceError(f"{path}: {topic} message {i}: {exc}") from None
     return Trajectory(str(path), frames)
 
 
