@@ -16,6 +16,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
 
+import numpy as np
+
 from safety_monitor.errors import SafetyMonitorError, SourceError, SpecError
 from safety_monitor.monitor.episodes import TraceResult
 from safety_monitor.monitor.live import DEFAULT_HISTORY, SpecSetMonitor, load_automata
@@ -24,9 +26,10 @@ from safety_monitor.sources import cdr
 from safety_monitor.sources import messages as m
 from safety_monitor.sources.assembler import (JOINTS, FrameAssembler, StaleLimits, StreamIssue, StreamMapping,
                                               ground_frame)
-from safety_monitor.sources.bag import BagReader, TopicSummary
+from safety_monitor.sources.bag import BagReader, MessageBatch, TopicSummary
 
 ISSUE_EXAMPLES = 3  # kept per issue kind; all are counted
+BATCH = 4096  # messages read and decoded at a time (bounds memory for bags of any length)
 STAGES = ("read", "deserialise", "assemble", "ground", "monitor")
 _JOINT_TYPE = "sensor_msgs/msg/JointState"
 _PREDICATES_TYPE = "diagnostic_msgs/msg/DiagnosticArray"
@@ -138,7 +141,8 @@ def estimate_rate(stamps: list[float]) -> float:
 
 
 class _Scorer:
-    """The per-frame loop shared by both modes: monitor, timeline, counters, stage timings."""
+    """What both modes do with their frames, a batch at a time: step the monitor, extend the timelines,
+    count stale and unknown frames, keep the stage timings."""
 
     def __init__(self, result: BagResult, monitor: SpecSetMonitor, progress: Progress | None, topic: str) -> None:
         self.result = result
@@ -152,28 +156,49 @@ class _Scorer:
             progress.reset(total=result.topics[topic].count)
         self.timings = dict.fromkeys(STAGES, 0.0)
         preds = monitor.predicates
-        self._width = len(preds)
+        self._blind = (None,) * len(preds)
         self._get = operator.itemgetter(*preds) if len(preds) > 1 else (lambda v, _p=preds[0]: (v[_p],))
+        self._last: tuple = (object(), self._blind, True)  # the last valuation, its values, whether one is None
 
-    def step(self, valuation: Mapping[str, bool | None] | None, t: float, stale: frozenset[str]) -> None:
+    def steps(self, valuations: list[Mapping[str, bool | None] | None], times: list[float],
+              stales: list[frozenset[str]]) -> None:
+        """Frames in order: valuation (None: every input blind), time, stale streams. Equal consecutive
+        valuations may be one object (their values are then looked up once)."""
+        if not times:
+            return
         r = self.result
-        if stale:
-            r.stale_frames += 1
-            self.stale.update(stale)
-        values = (None,) * self._width if valuation is None else self._get(valuation)
-        if None in values:
-            r.unknown_frames += 1
+        step, events = self.monitor.step, self.events
         start = time.perf_counter()
-        self.events.extend(self.monitor.step(valuation, t))
+        for valuation, t in zip(valuations, times):
+            out = step(valuation, t)
+            if out:
+                events.extend(out)
         self.timings["monitor"] += time.perf_counter() - start
-        self.timeline.add(values, t)
-        self.stale_timeline.add((bool(stale),), t)
+        add, add_stale, get, blind = self.timeline.add, self.stale_timeline.add, self._get, self._blind
+        last, values, unknown = self._last
+        unknown_frames = stale_frames = 0
+        for valuation, t, stale in zip(valuations, times, stales):
+            if valuation is not last:
+                last = valuation
+                values = blind if valuation is None else get(valuation)
+                unknown = None in values
+            unknown_frames += unknown
+            add(values, t)
+            if stale:
+                stale_frames += 1
+                self.stale.update(stale)
+                add_stale(_STALE, t)
+            else:
+                add_stale(_FRESH, t)
+        self._last = (last, values, unknown)
+        r.unknown_frames += unknown_frames
+        r.stale_frames += stale_frames
         if r.t_start is None:
-            r.t_start = t
-        r.t_end = t
-        r.frames += 1
-        if self.progress is not None and r.frames % 1000 == 0:
-            self.progress.update(1000)
+            r.t_start = times[0]
+        r.t_end = times[-1]
+        r.frames += len(times)
+        if self.progress is not None:
+            self.progress.update(len(times))
 
     def finish(self) -> None:
         r = self.result
@@ -186,8 +211,9 @@ class _Scorer:
         r.timeline, r.stale_timeline = self.timeline, self.stale_timeline
         r.stale_by_stream = dict(sorted(self.stale.items()))
         r.timings = {k: round(v, 6) for k, v in self.timings.items()}
-        if self.progress is not None:
-            self.progress.update(r.frames % 1000)
+
+
+_STALE, _FRESH = (True,), (False,)
 
 
 def _issue_hint(r: BagResult) -> str:
@@ -204,18 +230,17 @@ def _record_issues(r: BagResult, issues: tuple[StreamIssue, ...]) -> None:
             r.issue_examples.append(issue)
 
 
-def _timed_raw(bag: BagReader, topics: set[str], timings: dict[str, float]) -> Iterator[tuple[str, str, int, bytes]]:
-    """(topic, type, log time ns, CDR bytes) with read time charged to its stage."""
+def _timed_batches(bag: BagReader, topics: set[str], timings: dict[str, float]) -> Iterator[MessageBatch]:
+    """The topics' messages a batch at a time, with read time charged to its stage."""
     clock = time.perf_counter
-    raw_iter = bag.raw_messages(topics)
+    batches = bag.message_batches(topics, BATCH)
     while True:
         start = clock()
-        try:
-            item = next(raw_iter)
-        except StopIteration:
-            return
+        batch = next(batches, None)
         timings["read"] += clock() - start
-        yield item
+        if batch is None:
+            return
+        yield batch
 
 
 class _Decoder:
@@ -231,12 +256,16 @@ class _Decoder:
         value = self.fast(raw, msgtype)
         return value if value is not None else self.convert(self.bag.deserialize(raw, msgtype))
 
-    def fast(self, raw: bytes, msgtype: str) -> Any:
-        """The direct reader's value, or None when the type or the bytes are not what it reads."""
+    def supported(self, msgtype: str) -> bool:
+        """Whether the bag defines `msgtype` as the direct readers read it."""
         ok = self._direct_types.get(msgtype)
         if ok is None:
             ok = self._direct_types[msgtype] = cdr.supported(self.bag.fielddefs, msgtype)
-        return self.direct(raw) if ok else None
+        return ok
+
+    def fast(self, raw: bytes, msgtype: str) -> Any:
+        """The direct reader's value, or None when the type or the bytes are not what it reads."""
+        return self.direct(raw) if self.supported(msgtype) else None
 
 
 # ---------------------------------------------------------------------------------- the modes
@@ -249,44 +278,92 @@ def _score_predicates(bag: BagReader, config: ReplayConfig, result: BagResult,
     result.rate_hz = _control_rate(bag, config, topic)
     scorer = _Scorer(result, make_monitor(config, result.rate_hz), progress, topic)
     timings, clock = scorer.timings, time.perf_counter
-    last_t: float | None = None
-    expected: int | None = None  # the estimator's next frame number, when it records them
-    unsent = False
-    decoder = _Decoder(bag, cdr.PredicateReader().read, m.decode_predicates)
-    needed = frozenset(scorer.monitor.predicates)
-    for _, msgtype, t_ns, raw in _timed_raw(bag, {topic}, timings):
+    batch_reader = cdr.PredicateBatchReader()
+    decoder = _Decoder(bag, batch_reader.single.read, m.decode_predicates)
+    frames = _PredicateFrames(result, scorer.monitor.predicates)
+    for batch in _timed_batches(bag, {topic}, timings):
         start = clock()
-        try:  # a message rosbags cannot decode fails as such (deserialize's own error)
-            sample = decoder.fast(raw, msgtype) or m.decode_predicates(bag.deserialize(raw, msgtype))
-        except m.BadPredicates as exc:
-            raise SourceError(f"{bag.path}: {topic} message logged at {t_ns / 1e9:.6f} s: {exc}") from None
+        columns = (batch_reader.read(batch.buffer, batch.start, batch.size)
+                   if all(map(decoder.supported, batch.msgtypes)) else None)
+        samples: dict[int, m.PredicateSample] = {}  # the messages the columns do not hold, one at a time
+        for i in range(len(batch)) if columns is None else np.flatnonzero(~columns.decoded).tolist():
+            raw, msgtype = batch.raw(i), batch.msgtypes[batch.which[i]]
+            try:  # a message rosbags cannot decode fails as such (deserialize's own error)
+                samples[i] = decoder.fast(raw, msgtype) or m.decode_predicates(bag.deserialize(raw, msgtype))
+            except m.BadPredicates as exc:
+                raise SourceError(f"{bag.path}: {topic} message logged at {int(batch.log_ns[i]) / 1e9:.6f} s: "
+                                  f"{exc}") from None
         mid = clock()
         timings["deserialise"] += mid - start
-        start = mid
-        t = sample.t
-        if last_t is not None and t <= last_t:
-            kind = "duplicate_stamp" if t == last_t else "backwards"
-            _record_issues(result, (StreamIssue(kind, "predicates", t, f"frame time {t:.6f} after {last_t:.6f}; "
-                                                "message dropped"),))
-            timings["assemble"] += clock() - start
-            continue
-        last_t = t
-        if sample.frame is not None:
-            if expected is not None and sample.frame != expected:
-                _record_issues(result, (StreamIssue("frame_gap", "predicates", t, f"recorded frame {sample.frame} "
-                                                    f"where {expected} was expected: the recording lost frames or "
-                                                    "the estimator restarted"),))
-            expected = sample.frame + 1
-        valuation = sample.valuation()
-        if not needed <= valuation.keys():  # as the monitor node does: unknown, said once
-            missing = [p for p in scorer.monitor.predicates if p not in valuation]
-            if not unsent:
-                result.warnings.append(f"predicates never sent, treated as unknown: {', '.join(missing)}")
-            unsent = True
-            valuation = {p: valuation.get(p) for p in scorer.monitor.predicates}
-        timings["assemble"] += clock() - start
-        scorer.step(valuation, t, sample.stale)
+        valuations, times, stales = frames.build(len(batch), columns, samples)
+        timings["assemble"] += clock() - mid
+        scorer.steps(valuations, times, stales)
     scorer.finish()
+
+
+class _PredicateFrames:
+    """Recorded predicate messages -> the monitor's frames, as the monitor node takes them: messages whose
+    time does not advance are dropped (an issue each), gaps in the recorded frame numbers are issues,
+    predicates the specs read but the messages lack are unknown (a warning, once)."""
+
+    def __init__(self, result: BagResult, predicates: tuple[str, ...]) -> None:
+        self.result, self.predicates, self.needed = result, predicates, frozenset(predicates)
+        self.last_t: float | None = None
+        self.expected: int | None = None  # the estimator's next frame number, when it records them
+        self.unsent = False
+
+    def build(self, n: int, columns: cdr.PredicateColumns | None, samples: dict[int, m.PredicateSample]
+              ) -> tuple[list, list[float], list[frozenset[str]]]:
+        """The frames of a batch of n messages: message i is `samples[i]`, else row i of `columns`.
+        Consecutive rows with the same values share one valuation object."""
+        valuations: list = []
+        times: list[float] = []
+        stales: list[frozenset[str]] = []
+        result, last_t, expected = self.result, self.last_t, self.expected
+        if columns is not None:
+            keys, values, col_t, col_frame, col_unknown, col_stale = (
+                columns.keys, columns.values, columns.t, columns.frame, columns.unknown, columns.stale)
+            changed = [True, *np.any(values[1:] != values[:-1], axis=1).tolist()] if n else []
+        valuation: Any = None
+        unknown: Any = None
+        for i in range(n):
+            sample = samples.get(i)
+            if sample is None:
+                t, frame, stale = col_t[i], col_frame[i], col_stale[i]
+                if changed[i] or valuation is None or col_unknown[i] != unknown:
+                    unknown = col_unknown[i]
+                    valuation = self._valuation(dict(zip(keys, values[i].tolist())), unknown)
+            else:
+                t, frame, stale = sample.t, sample.frame, sample.stale
+                unknown, valuation = None, self._valuation(sample.values, sample.unknown)
+            if last_t is not None and t <= last_t:
+                kind = "duplicate_stamp" if t == last_t else "backwards"
+                _record_issues(result, (StreamIssue(kind, "predicates", t, f"frame time {t:.6f} after {last_t:.6f}; "
+                                                    "message dropped"),))
+                continue
+            last_t = t
+            if frame is not None:
+                if expected is not None and frame != expected:
+                    _record_issues(result, (StreamIssue("frame_gap", "predicates", t, f"recorded frame {frame} "
+                                                        f"where {expected} was expected: the recording lost frames "
+                                                        "or the estimator restarted"),))
+                expected = frame + 1
+            valuations.append(valuation)
+            times.append(t)
+            stales.append(stale)
+        self.last_t, self.expected = last_t, expected
+        return valuations, times, stales
+
+    def _valuation(self, values: Mapping[str, bool], unknown: frozenset[str]) -> dict[str, bool | None]:
+        """PredicateSample.valuation(); predicates the specs read but the message lacks are unknown."""
+        valuation = m.PredicateSample(values, 0.0, unknown=unknown).valuation()
+        if not self.needed <= valuation.keys():  # as the monitor node does: unknown, said once
+            if not self.unsent:
+                missing = [p for p in self.predicates if p not in valuation]
+                self.result.warnings.append(f"predicates never sent, treated as unknown: {', '.join(missing)}")
+            self.unsent = True
+            valuation = {p: valuation.get(p) for p in self.predicates}
+        return valuation
 
 
 _JOINT_ROUTE, _WRENCH_ROUTE = object(), object()
@@ -325,38 +402,48 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
     read_joints = _Decoder(bag, cdr.JointStateReader().read, m.joint_state_sample)
     read_wrench = _Decoder(bag, cdr.read_wrench, m.wrench_of)
     read_pose = _Decoder(bag, cdr.read_pose, m.pose_of)
-    for topic, msgtype, t_ns, raw in _timed_raw(bag, set(route), timings):
-        start = clock()
-        kind = route[topic]
-        received = t_ns / 1e9
-        if kind is _JOINT_ROUTE:
-            joint_sample = read_joints(raw, msgtype)
-            mid = clock()
-            timings["deserialise"] += mid - start
-            frame = assembler.on_joint_sample(joint_sample, received)
-            timings["assemble"] += clock() - mid
-            if frame is None:
-                continue
-            _record_issues(result, frame.issues)
-            mid = clock()
-            sample, failure = ground_frame(grounder, frame, result.frames)
-            timings["ground"] += clock() - mid
-            if failure is not None:
-                _record_issues(result, (StreamIssue("grounding", JOINTS, frame.state.t,
-                                                    f"{failure}; every predicate unknown"),))
-            scorer.step(sample.valuation(), sample.t, sample.stale)
-        elif kind is _WRENCH_ROUTE:
-            wrench, stamp = read_wrench(raw, msgtype)
-            mid = clock()
-            timings["deserialise"] += mid - start
-            assembler.on_wrench_sample(wrench, stamp, received)
-            timings["assemble"] += clock() - mid
-        else:
-            pose, stamp = read_pose(raw, msgtype)
-            mid = clock()
-            timings["deserialise"] += mid - start
-            assembler.on_pose_sample(kind, pose, stamp, received)
-            timings["assemble"] += clock() - mid
+    for batch in _timed_batches(bag, set(route), timings):
+        kinds = [route[topic] for topic in batch.topics]
+        buffer, msgtypes = batch.buffer, batch.msgtypes
+        valuations: list = []
+        times: list[float] = []
+        stales: list[frozenset[str]] = []
+        for which, t_ns, at, size in zip(batch.which.tolist(), batch.log_ns.tolist(), batch.start.tolist(),
+                                         batch.size.tolist()):
+            start = clock()
+            kind, msgtype, raw = kinds[which], msgtypes[which], buffer[at:at + size]
+            received = t_ns / 1e9
+            if kind is _JOINT_ROUTE:
+                joint_sample = read_joints(raw, msgtype)
+                mid = clock()
+                timings["deserialise"] += mid - start
+                frame = assembler.on_joint_sample(joint_sample, received)
+                timings["assemble"] += clock() - mid
+                if frame is None:
+                    continue
+                _record_issues(result, frame.issues)
+                mid = clock()
+                sample, failure = ground_frame(grounder, frame, result.frames + len(times))
+                timings["ground"] += clock() - mid
+                if failure is not None:
+                    _record_issues(result, (StreamIssue("grounding", JOINTS, frame.state.t,
+                                                        f"{failure}; every predicate unknown"),))
+                valuations.append(sample.valuation())
+                times.append(sample.t)
+                stales.append(sample.stale)
+            elif kind is _WRENCH_ROUTE:
+                wrench, stamp = read_wrench(raw, msgtype)
+                mid = clock()
+                timings["deserialise"] += mid - start
+                assembler.on_wrench_sample(wrench, stamp, received)
+                timings["assemble"] += clock() - mid
+            else:
+                pose, stamp = read_pose(raw, msgtype)
+                mid = clock()
+                timings["deserialise"] += mid - start
+                assembler.on_pose_sample(kind, pose, stamp, received)
+                timings["assemble"] += clock() - mid
+        scorer.steps(valuations, times, stales)
     _record_issues(result, assembler.drain_issues())
     scorer.finish()
 

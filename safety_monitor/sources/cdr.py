@@ -11,18 +11,21 @@ same IEEE doubles and UTF-8 strings.
 
 The predicates reader also learns the KeyValue layout: an estimator sends the same keys in the same order
 every frame, and "true" and "false" take the same 12 bytes, so after the first message one compiled pattern
-checks every key and reads every value in a single match.
+checks every key and reads every value in a single match. `PredicateBatchReader` applies the same learnt
+layout to a whole batch of messages at once with numpy (bag replay).
 """
 from __future__ import annotations
 
 import re
 import struct
+from dataclasses import dataclass
 from itertools import repeat
 from operator import getitem, is_not
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 from safety_monitor.grounding.state import Pose, Wrench
 from safety_monitor.sources.messages import (PREDICATES_STATUS, JointSample, PredicateSample, predicate_sample,
@@ -228,6 +231,11 @@ class PredicateReader:
     def __init__(self) -> None:
         self._run: tuple[int, tuple[str, ...], re.Pattern[bytes]] | None = None  # (KeyValues, keys, pattern)
 
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The predicate keys of the learnt run (empty before a message with one was read)."""
+        return () if self._run is None else self._run[1]
+
     @_lenient
     def read(self, raw: bytes) -> PredicateSample | None:
         stamp, pos = _stamp(raw)
@@ -274,6 +282,175 @@ def _learn(count: int, pairs: list[tuple[str, str]], start: int) -> tuple[int, t
                      + b"|\\x06\\x00\\x00\\x00false\\x00" + (b"" if last else b"[\\s\\S]{2}") + b")")
         pos += 12
     return count, tuple(keys), re.compile(b"".join(parts))
+
+
+@dataclass(frozen=True)
+class PredicateColumns:
+    """A batch of predicates messages decoded at once. Where `decoded[i]`, message i is the PredicateSample
+    with values `dict(zip(keys, values[i]))`, time `t[i]`, frame `frame[i]`, unknown and stale names
+    `unknown[i]`, `stale[i]` (as `PredicateReader.read` gives it); other messages are for the caller to
+    decode one at a time (their entries here mean nothing)."""
+
+    keys: tuple[str, ...]
+    decoded: np.ndarray  # bool per message
+    values: np.ndarray  # bool, messages x keys
+    t: list[float]
+    frame: list[int | None]
+    unknown: list[frozenset[str]]
+    stale: list[frozenset[str]]
+
+
+_NO_NAMES: frozenset[str] = frozenset()
+_META_KEYS = (b"_frame", b"_t", b"_unknown", b"_stale")
+_TRUE, _FALS = _U32.unpack(b"true")[0], _U32.unpack(b"fals")[0]
+_E_NUL = struct.unpack("<H", b"e\x00")[0]
+
+
+class PredicateBatchReader:
+    """`PredicateReader.read` over many messages at once: every message whose predicate run has the learnt
+    keys and whose other fields are in the writer's layout (one status, ASCII strings, the four reserved
+    keys last) is read with a few numpy operations per batch; the rest are left to the per-message reader
+    (`single`, which also learns the layout from the first message)."""
+
+    def __init__(self) -> None:
+        self.single = PredicateReader()
+        self._layout: tuple[tuple[str, ...], np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def read(self, buffer: bytes, start: np.ndarray, size: np.ndarray) -> PredicateColumns:
+        """Messages `buffer[start[i]:start[i] + size[i]]` (see PredicateColumns)."""
+        n = len(start)
+        if n and not self.single.keys:  # learn the layout from the first message
+            self.single.read(buffer[int(start[0]):int(start[0]) + int(size[0])])
+        if self._layout is None or self._layout[0] != self.single.keys:
+            self._layout = _batch_layout(self.single.keys)
+        keys, key_mask, key_words, value_at = self._layout
+        if not keys or not n:
+            return PredicateColumns(keys, np.zeros(n, bool), np.zeros((n, len(keys)), bool), [], [], [], [])
+        cur = _Cursor(np.frombuffer(buffer, dtype=np.uint8), start.astype(np.int64), size.astype(np.int64))
+        cur.require((cur.bytes_at(0, 2) == np.frombuffer(_LE, np.uint8)).all(axis=1))
+        stamp = cur.bytes_at(4, 8)
+        sec, nanosec = stamp[:, :4].copy().view("<i4")[:, 0], stamp[:, 4:].copy().view("<u4")[:, 0]
+        cur.pos[:] = 12
+        text_from = cur.pos.copy()
+        cur.string()  # frame_id
+        cur.require(cur.u32() == 1)  # one status
+        cur.pos += 1  # its level
+        for _ in range(3):  # name, message, hardware_id
+            cur.string()
+        cur.ascii(text_from, cur.pos)
+        cur.require(cur.u32() == len(keys) + 4)
+        run = cur.bytes_at(_align_vec(cur.pos), 4 * (int(value_at[-1]) + 3)).view("<u4")  # 4-byte words
+        cur.require(((run & key_mask) == key_words).all(axis=1))
+        length, text, tail = run[:, value_at], run[:, value_at + 1], run[:, value_at + 2]
+        truth = length == 5
+        cur.require(np.where(truth, (text == _TRUE) & (tail & 0xFF == 0),
+                             (length == 6) & (text == _FALS) & (tail & 0xFFFF == _E_NUL)).all(axis=1))
+        cur.pos = _align_vec(cur.pos) + 4 * run.shape[1]
+        texts = []
+        for key in _META_KEYS:
+            cur.require(cur.string_is(key))
+            cur.string()
+            texts.append(cur.string())
+        cur.require(cur.pos + 3 >= cur.size)  # rosbags' size check: at most padding after the last field
+        decoded = cur.ok
+        t, frame, unknown, stale = [0.0] * n, [None] * n, [_NO_NAMES] * n, [_NO_NAMES] * n
+        (f_at, f_len), (t_at, t_len), (u_at, u_len), (s_at, s_len) = ((a.tolist(), b.tolist()) for a, b in texts)
+        stamps = ((sec.astype(np.int64) * 1_000_000_000 + nanosec) / 1e9).tolist()
+        absolute = cur.start.tolist()
+        for i in np.flatnonzero(decoded).tolist():  # the few texts per message, as predicate_sample reads them
+            base = absolute[i]
+            try:
+                t[i] = float(buffer[base + t_at[i]:base + t_at[i] + t_len[i]].decode()) if t_len[i] else stamps[i]
+                frame[i] = int(buffer[base + f_at[i]:base + f_at[i] + f_len[i]].decode()) if f_len[i] else None
+                if u_len[i]:
+                    unknown[i] = _split_names(buffer[base + u_at[i]:base + u_at[i] + u_len[i]].decode())
+                if s_len[i]:
+                    stale[i] = _split_names(buffer[base + s_at[i]:base + s_at[i] + s_len[i]].decode())
+            except (ValueError, UnicodeDecodeError):  # the per-message reader names the problem
+                decoded[i] = False
+        return PredicateColumns(keys, decoded, truth, t, frame, unknown, stale)
+
+
+def _split_names(text: str) -> frozenset[str]:
+    return frozenset(name for name in text.split(",") if name)
+
+
+def _align_vec(pos: np.ndarray) -> np.ndarray:
+    return pos + (-(pos - _BASE) % 4)
+
+
+def _batch_layout(keys: tuple[str, ...]) -> tuple[tuple[str, ...], np.ndarray, np.ndarray, np.ndarray]:
+    """For a run of `keys` as `_learn` lays it out, in 4-byte words from its 4-aligned start: a mask of the
+    key bytes (length, text, NUL; not the padding, not the values) and the expected words under it, and the
+    word of each value's length (then 8 bytes of text: "true\\0" and padding, or "false\\0" and padding)."""
+    mask, text = bytearray(), bytearray()
+    value_at: list[int] = []
+    for key in keys:
+        data = _U32.pack(len(key.encode()) + 1) + key.encode() + b"\x00"
+        pad = -len(data) % 4
+        text += data + b"\x00" * (pad + 12)
+        mask += b"\xff" * len(data) + b"\x00" * (pad + 12)
+        value_at.append(len(text) // 4 - 3)
+    return (keys, np.frombuffer(bytes(mask), dtype="<u4"), np.frombuffer(bytes(text), dtype="<u4"),
+            np.array(value_at, dtype=np.int64))
+
+
+class _Cursor:
+    """Reads the same fields of many CDR messages at once; a message that breaks a check drops out of `ok`
+    (its position keeps moving but is clamped into the buffer, so gathers never fail)."""
+
+    def __init__(self, data: np.ndarray, start: np.ndarray, size: np.ndarray) -> None:
+        self.data, self.start, self.size = data, start, size
+        self.pos = np.zeros(len(start), dtype=np.int64)
+        self.ok = np.ones(len(start), dtype=bool)
+        self._limit = len(data)
+
+    def require(self, condition: np.ndarray) -> None:
+        self.ok &= condition
+
+    def bytes_at(self, pos: np.ndarray | int, n: int) -> np.ndarray:
+        """n bytes from message position `pos` (messages too short drop out)."""
+        pos = np.broadcast_to(pos, self.start.shape)
+        self.ok &= (pos >= 0) & (pos + n <= self.size)
+        first = np.minimum(np.where(self.ok, self.start + pos, 0), max(0, self._limit - n))
+        if n == 1:
+            return self.data[first][:, None]
+        return sliding_window_view(self.data, n)[first]  # row copies, no index array per byte
+
+    def u32_at(self, pos: np.ndarray | int) -> np.ndarray:
+        return self.bytes_at(pos, 4).view("<u4")[:, 0].astype(np.int64)
+
+    def u32(self) -> np.ndarray:
+        self.pos = _align_vec(self.pos)
+        value = self.u32_at(self.pos)
+        self.pos = self.pos + 4
+        return value
+
+    def string(self) -> tuple[np.ndarray, np.ndarray]:
+        """(position, length) of each message's next string text (without the NUL)."""
+        length = self.u32()
+        self.require((length >= 1) & (self.pos + length <= self.size))
+        at = self.pos
+        self.require(self.bytes_at(np.maximum(at + length - 1, 0), 1)[:, 0] == 0)
+        self.pos = at + length
+        return at, length - 1
+
+    def string_is(self, text: bytes) -> np.ndarray:
+        """Whether the next string is `text` (the cursor does not move)."""
+        data = _U32.pack(len(text) + 1) + text + b"\x00"
+        return (self.bytes_at(_align_vec(self.pos), len(data)) == np.frombuffer(data, np.uint8)).all(axis=1)
+
+    def ascii(self, first: np.ndarray, end: np.ndarray) -> None:
+        """Messages with a byte over 0x7f between `first` and `end` drop out (their strings might not be
+        UTF-8, which the per-message reader rejects)."""
+        span = np.where(self.ok, end - first, 0)
+        width = int(span.max()) if len(span) else 0
+        if width <= 0:
+            return
+        at = np.minimum(np.where(self.ok, self.start + first, 0), max(0, self._limit - width))
+        window = sliding_window_view(self.data, width)[at]
+        inside = np.arange(width) < span[:, None]
+        self.require(~((window >= 0x80) & inside).any(axis=1))
 
 
 class PredicateWriter:
