@@ -39,7 +39,7 @@ def spin_until(executor, condition, timeout=10.0):
 
 
 @pytest.fixture
-def harness(tmp_path):
+def harness(tmp_path, request):
     from safety_monitor.nodes.monitor_node import MonitorNode
 
     specs = tmp_path / "specs.yaml"
@@ -50,7 +50,8 @@ def harness(tmp_path):
     rclpy.init(context=context)
     monitor = MonitorNode(context=context, namespace=ns, parameter_overrides=[
         Parameter("specs", value=str(specs)), Parameter("events_log", value=str(log)),
-        Parameter("predicates_timeout_s", value=TIMEOUT_S), Parameter("diagnostics_period_s", value=0.2)])
+        Parameter("predicates_timeout_s", value=TIMEOUT_S), Parameter("diagnostics_period_s", value=0.2),
+        Parameter("sync_before_publish", value=getattr(request, "param", False))])
     probe = rclpy.create_node("probe", namespace=ns, context=context)
     T = m.rclpy_types()
     h = type("H", (), {})()
@@ -99,6 +100,7 @@ def level_of(h, prop):
     return [lvl for name, lvl, _ in h.diagnostics if name == prop][-1]
 
 
+@pytest.mark.parametrize("harness", [False, True], indirect=True, ids=["sync_after", "sync_before"])
 def test_violation_is_logged_before_it_is_published_and_alerts_follow_the_episode(harness):
     h, S = harness, harness.types.DiagnosticStatus
     for _ in range(3):
