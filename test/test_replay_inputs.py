@@ -182,3 +182,41 @@ def test_wrench_topic_absent_is_a_warning_and_stale(tmp_path, state, specs):
     assert r.warnings == ["no wrench topic /wrist_wrench: the wrench stream is stale throughout"]
     assert r.stale_by_stream == {"wrench": N}
     assert r.trace.outcome("no_excess_wrench").blind_frames == N
+
+
+@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
+def test_recorded_predicates_with_bad_stamps_gaps_and_missing_keys_score_alike_in_any_batch_size(
+        tmp_path, specs, storage, monkeypatch):
+    from safety_monitor.replay import score
+    from safety_monitor.sources import messages as m
+
+    path = tmp_path / "bag"
+    keys = ("excess_wrench", "object_grasped", "object_sync", "object_grasped_raw")
+    with BagWriter(path, storage=storage) as w:
+        for k in range(60):
+            t = 1.0 + k / RATE
+            values = {p: (k // 9 + i) % 3 == 0 for i, p in enumerate(keys)}
+            if 40 <= k < 45:
+                values.pop("object_sync")  # an external estimator that did not send it
+            frame = k + 2 if k >= 30 else k  # the recording lost two frames
+            stamp = 1.0 if k == 20 else t - 3 / RATE if k == 25 else t  # one backwards, one far back
+            unknown = frozenset({"object_grasped"}) if k % 11 == 0 else frozenset()
+            w.write_predicates("/safety_monitor/predicates",
+                               m.PredicateSample(values, stamp, frame, unknown, frozenset({"wrench"}) if k > 50 else
+                                                 frozenset()), log_t=t)
+            if k == 10:  # the same frame recorded twice
+                w.write_predicates("/safety_monitor/predicates", m.PredicateSample(values, t, k), log_t=t)
+
+    def scored():
+        r = score_bag(path, config(specs, from_predicates=True))
+        assert r.ok, r.error
+        return (r.frames, r.issues, r.issue_examples, r.warnings, r.unknown_frames, r.stale_frames,
+                r.stale_by_stream, [e.to_json() for e in r.trace.events], r.trace.outcomes, r.timeline.to_json(),
+                r.stale_timeline.to_json())
+
+    whole = scored()
+    assert whole[0] == 58 and whole[1] == {"duplicate_stamp": 1, "backwards": 2, "frame_gap": 3}
+    assert whole[3] == ["predicates never sent, treated as unknown: object_sync"]
+    assert whole[4] == 6 + 5 - 1 and whole[5] == 9  # unknown: k = 0, 11, ..., 55 (k=44 also unsent); stale: k > 50
+    monkeypatch.setattr(score, "BATCH", 4)
+    assert scored() == whole

@@ -109,6 +109,45 @@ def test_corrupt_message_bytes_are_a_source_error(tmp_path):
             list(r.messages(TOPICS))
 
 
+def _batched(reader, topics, size):
+    out = []
+    for batch in reader.message_batches(topics, size):
+        for i in range(len(batch)):
+            w = batch.which[i]
+            out.append((batch.topics[w], batch.msgtypes[w], int(batch.log_ns[i]), batch.raw(i)))
+    return out
+
+
+@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
+def test_batches_hold_the_messages_of_raw_messages_in_the_same_order(tmp_path, storage):
+    def big(w, t):  # about 10 kB a frame: the mcap file has several chunks; equal stamps across topics
+        w.write_joint_state("/big", t, [f"j{i}" for i in range(400)], np.arange(400.0) * t, np.ones(400))
+
+    bag = _write(tmp_path / "bag", storage, n=400, extra=big)
+    with BagReader(bag) as r:
+        if storage == "mcap":
+            assert len(r._open().readers[0].storage.storages[0].chunks) > 2  # noqa: SLF001 (the case tested)
+        for topics in (TOPICS | {"/big"}, {"/safety_monitor/predicates"}, {"/big", "/clock"}):
+            want = list(r.raw_messages(topics))
+            for size in (1, 7, 4096):
+                assert _batched(r, topics, size) == want
+        assert list(r.message_batches({"/nothing"})) == []
+
+
+def test_a_message_index_that_does_not_match_its_chunk_is_a_source_error(tmp_path):
+    bag = _write(tmp_path / "bag", "mcap", n=400)
+    data_file = next(bag.glob("*.mcap"))
+    raw = bytearray(data_file.read_bytes())
+    with BagReader(bag) as r:
+        chunk = r._open().readers[0].storage.storages[0].chunks[0]  # noqa: SLF001
+        first = min(chunk.message_index_offsets.values())
+    raw[first + 15:first + 23] = (10**6).to_bytes(8, "little")  # the first entry's log time
+    data_file.write_bytes(bytes(raw))
+    with pytest.raises(SourceError, match=f"{bag}: bag is corrupt or truncated: a message index"):
+        with BagReader(bag) as r:
+            list(r.message_batches(TOPICS))
+
+
 def test_not_a_bag(tmp_path):
     (tmp_path / "x.mcap").write_text("hello")
     with pytest.raises(SourceError, match="x.mcap"):

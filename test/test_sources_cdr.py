@@ -202,3 +202,64 @@ def test_the_reader_skips_the_uninitialised_padding_rclpy_leaves():
         assert reader.read(data) == sample == m.decode_predicates(decoded(data, ARRAY))
         learnt.append(reader._run)
     assert learnt[0][1] == ("a", "bb", "ccc") and all(run is learnt[0] for run in learnt)  # learnt once, then matched
+
+
+LAYOUT = ("object_grasped", "near", "contact_ü", "x")
+layout_samples = st.builds(
+    m.PredicateSample,
+    values=st.lists(st.booleans(), min_size=len(LAYOUT), max_size=len(LAYOUT)).map(lambda v: dict(zip(LAYOUT, v))),
+    t=st.floats(0, 2e9, allow_nan=False),
+    frame=st.none() | st.integers(0, 10**12),
+    unknown=st.frozensets(st.sampled_from(LAYOUT), max_size=2),
+    stale=st.frozensets(st.sampled_from(("wrench", "object_pose/mug")), max_size=2),
+)
+
+
+def one_buffer(messages, gaps):
+    """The messages in one buffer (with junk between them), as a bag batch holds them."""
+    buffer, start, size = b"", [], []
+    for data, gap in zip(messages, gaps):
+        buffer += b"\x05" * gap
+        start.append(len(buffer))
+        size.append(len(data))
+        buffer += data
+    return buffer, np.array(start, dtype=np.int64), np.array(size, dtype=np.int64)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(layout_samples, min_size=1, max_size=8), st.lists(predicate_messages(), max_size=4),
+       st.lists(st.integers(0, 7), min_size=12, max_size=12), st.randoms(use_true_random=False),
+       st.sampled_from(["estimator", "ünïcode"]))
+def test_a_batch_reads_every_message_as_the_single_reader_does(written, others, gaps, rnd, hardware_id):
+    writer = cdr.PredicateWriter(hardware_id)
+    messages = [writer.write(s) for s in written] + [raw(msg) for msg in others]
+    rnd.shuffle(messages)
+    reader = cdr.PredicateBatchReader()
+    columns = reader.read(*one_buffer(messages, gaps))
+    for i, data in enumerate(messages):
+        if columns.decoded[i]:
+            got = m.PredicateSample(dict(zip(columns.keys, columns.values[i].tolist())), columns.t[i],
+                                    columns.frame[i], columns.unknown[i], columns.stale[i])
+            want = m.decode_predicates(decoded(data, ARRAY))
+            assert got == want and list(got.values) == list(want.values)
+    # every message of the learnt layout is read in the batch (but those with non-ASCII status strings)
+    layout_first = reader.single.keys == LAYOUT and hardware_id == "estimator"
+    assert columns.decoded.sum() >= (len(written) if layout_first else 0)
+
+
+def test_a_batch_leaves_odd_messages_to_the_single_reader():
+    writer = cdr.PredicateWriter()
+    sample = m.PredicateSample({"a": True, "bb": False}, 1.5, 7, frozenset({"bb"}), frozenset({"wrench"}))
+    good = writer.write(sample)
+    extra_key = writer.write(m.PredicateSample({"a": True, "bb": False, "c": True}, 2.0, 8))
+    bad_t = good.replace(b"1.5\x00", b"1.x\x00")
+    two_statuses = raw(T.DiagnosticArray(header=m.header(T, 0.0), status=[T.DiagnosticStatus(
+        level=0, name=n, message="", hardware_id="", values=[]) for n in ("a", "b")]))
+    messages = [good, extra_key, bad_t, two_statuses, good[:-8], good]
+    reader = cdr.PredicateBatchReader()
+    columns = reader.read(*one_buffer(messages, [1] * len(messages)))
+    assert columns.decoded.tolist() == [True, False, False, False, False, True]
+    assert columns.keys == ("a", "bb") and columns.values[5].tolist() == [True, False]
+    assert (columns.t[5], columns.frame[5], columns.unknown[5], columns.stale[5]) == (1.5, 7, {"bb"}, {"wrench"})
+    with pytest.raises(m.BadPredicates, match="malformed _t"):
+        reader.single.read(bad_t)

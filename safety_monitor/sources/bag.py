@@ -348,9 +348,6 @@ def _chunk_messages(storage: McapReader, conns: Sequence[Any]) -> Iterator[Messa
         t, off = np.concatenate(stamps), np.concatenate(offsets)
         order = np.lexsort((off, t))  # rosbags: the chunk's records in file order, stably sorted by time
         t, off = t[order], off[order]
-        keep = (t >= chunk.message_start_time) & (t <= chunk.message_end_time)
-        if not keep.all():
-            order, t, off = order[keep], t[keep], off[keep]
         data = np.frombuffer(records, dtype=np.uint8)
         if len(off) and int(off.max()) + _MCAP_MESSAGE_HEADER > len(data):
             raise ReaderError("a message index points past the end of its chunk")
@@ -360,8 +357,9 @@ def _chunk_messages(storage: McapReader, conns: Sequence[Any]) -> Iterator[Messa
                 or (head[:, 15:23].copy().view("<u8")[:, 0] != t).any() or (length < 22).any()
                 or (off + 9 + length > len(data)).any()):
             raise ReaderError("a message index does not match the chunk's message records")
-        yield MessageBatch(topics, msgtypes, np.concatenate(which)[order], t.astype(np.int64), records,
-                           off.astype(np.int64) + _MCAP_MESSAGE_HEADER, (length - 22).astype(np.int64))
+        keep = (t >= chunk.message_start_time) & (t <= chunk.message_end_time)  # rosbags' time filter
+        yield MessageBatch(topics, msgtypes, np.concatenate(which)[order][keep], t[keep].astype(np.int64), records,
+                           off[keep].astype(np.int64) + _MCAP_MESSAGE_HEADER, (length[keep] - 22).astype(np.int64))
 
 
 _U32 = struct.Struct("<I")
