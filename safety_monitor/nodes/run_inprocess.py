@@ -1,8 +1,9 @@
 """`safety-monitor sim` live runs: the sim, estimator and monitor nodes in ONE process and executor.
 
 The same nodes `ros2 launch safety_monitor sim.launch.py` starts as separate processes, with the
-same parameter file (config/nodes.yaml), talking over the same topics; so this works where
-`ros2 launch` is not installed. The sim node runs in lockstep pace: it publishes the next frame as
+same parameter file (config/nodes.yaml), talking over the same topics, except that the estimator hands
+each frame to the monitor directly, as in `monitor_stack`; so this works where `ros2 launch` is not
+installed. The sim node runs in lockstep pace: it publishes the next frame as
 soon as the estimator's predicates for all but `max_in_flight` earlier frames came back, so the run
 goes as fast as the pipeline consumes and loses no frame. It ends by itself once the monitor has
 closed the trace of every episode, and returns the monitor's rollouts for the summary. One
@@ -99,11 +100,11 @@ def run(options: LiveRunOptions) -> LiveRun:
     interrupted = False
     start = time.monotonic()
     try:
-        monitor = MonitorNode(**common, parameter_overrides=[
+        monitor = MonitorNode(subscribe_predicates=False, **common, parameter_overrides=[
             Parameter("predicates_timeout_s", value=IN_PROCESS_TIMEOUT_S),
             *([Parameter("events_log", value=options.events)] if options.events else [])])
         nodes.append(monitor)
-        nodes.append(EstimatorNode(**common, parameter_overrides=[
+        nodes.append(EstimatorNode(on_sample=monitor.on_sample, **common, parameter_overrides=[
             Parameter("joint_states_timeout_s", value=IN_PROCESS_TIMEOUT_S)]))
         if options.record:
             recorder = RecorderNode(options.record, OBJECTS, storage, split_rollouts=options.episodes > 1, **common)
