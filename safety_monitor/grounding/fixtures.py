@@ -108,14 +108,13 @@ class FixtureEstimator:
     def step(self, inp: FrameInputs) -> dict[str, Tri]:
         geo, d = inp.geometry, self.th.distances_m
         self.gripped = {f: geo.gripper_gap(f) <= d.gripper_clearance for f in self.fixtures}
-        excess = self._interiors.excess(tuple(geo.interiors[f] for f in self.with_interior), geo.gripper_points)
-        outside = dict(zip(self.with_interior, excess))
-        worst = excess.max(axis=2)  # per interior and gripper point: farthest face excess
-        inside = dict(zip(self.with_interior, (worst <= 0.0).any(axis=1).tolist()))
-        within_reach = dict(zip(self.with_interior, (worst <= d.reach).any(axis=1).tolist()))
-        self.reach_in = {f: inside[f] for f in self.enclosures}
-        near = [within_reach[f] for f in self.enclosures]
-        self.target = self._target(inp, outside)
+        excess = self._interiors.excess(tuple(map(geo.interiors.__getitem__, self.with_interior)), geo.gripper_points)
+        # per interior: the nearest gripper point's farthest face excess (max and min are exact, so plain
+        # Python on the values beats numpy reductions on a 2 x 3 x 3 array)
+        nearest = dict(zip(self.with_interior, [min(map(max, points)) for points in excess.tolist()]))
+        self.reach_in = {f: nearest[f] <= 0.0 for f in self.enclosures}
+        near = [nearest[f] <= d.reach for f in self.enclosures]
+        self.target = self._target(inp, dict(zip(self.with_interior, excess)))
         directions = {f: self.moving_direction(f, inp) for f in self.fixtures}
         self.operated = frozenset([f for f in self.fixtures if self.reach_in.get(f) or (
             self.gripped[f] and (inp.gripper_closed or directions[f] != 0.0))])

@@ -5,9 +5,9 @@ Keeping geometry in this small typed record is what lets every predicate run wit
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -88,7 +88,7 @@ class BoxStack:
 
     def excess(self, boxes: tuple[Box, ...], points: np.ndarray) -> np.ndarray:
         """(box, point, axis): how far each point lies beyond each box's faces."""
-        if len(boxes) != len(self._boxes) or any(a is not b for a, b in zip(boxes, self._boxes)):
+        if len(boxes) != len(self._boxes) or not all(map(operator.is_, boxes, self._boxes)):
             self._boxes = boxes
             self._center = np.array([b.center for b in boxes], dtype=float)[:, None, :]
             self._rotation = np.array([b.rotation for b in boxes], dtype=float)
@@ -126,15 +126,19 @@ class FrameGeometry:
         """Surface gap between two entities (inf when beyond the report margin)."""
         return self.gaps.get(a, {}).get(b, math.inf)
 
-    @cached_property
+    @property
     def gripper_gaps(self) -> dict[str, float]:
-        """Smallest gap from any gripper body (fingers, hand) to each entity within the report margin."""
-        out: dict[str, float] = {}
-        for part in GRIPPER_PARTS:
-            for e, g in self.gaps.get(part, {}).items():
-                if g < out.get(e, math.inf):
-                    out[e] = g
-        return out
+        """Smallest gap from any gripper body (fingers, hand) to each entity within the report margin.
+        Computed on first use and kept (by hand: functools.cached_property locks on every first use, here
+        once per frame)."""
+        gaps = self.__dict__.get("_gripper_gaps")
+        if gaps is None:
+            gaps = self.__dict__["_gripper_gaps"] = {}
+            for part in GRIPPER_PARTS:
+                for e, g in self.gaps.get(part, {}).items():
+                    if g < gaps.get(e, math.inf):
+                        gaps[e] = g
+        return gaps
 
     def gripper_gap(self, entity: str) -> float:
         """Gap between the gripper (closest finger or hand body) and an entity (inf beyond the margin)."""

@@ -67,27 +67,30 @@ class KinematicTwin:
         self._contact_key = [[None if ea == eb else min(ea, eb) * n + max(ea, eb) for eb in ent] for ea in ent]
         self._key_names = [(self.entities[k // n], self.entities[k % n]) for k in range(n * n)]
         # What the previous compute() saw, so results about geoms and bodies that did not move since are
-        # reused (objects at rest between pose updates, fixtures nobody operates): bit-identical poses
-        # give bit-identical distances and boxes.
-        self._geom_pose = np.full((m.ngeom, 12), np.nan)  # geom_xpos | geom_xmat
+        # reused (objects at rest between pose updates, fixtures nobody operates): a body's pose is a
+        # function of the qpos of the joints above it, so bit-identical qpos there gives bit-identical body
+        # and geom poses, hence bit-identical distances and boxes.
+        self._qpos_bits = np.full(m.nq, -1, dtype=np.int64)  # qpos of the previous compute, as bits (-1: none)
+        self._body_qpos = _body_qpos(m)
+        self._plans: dict[bytes, tuple[tuple[np.ndarray, ...] | None, list[bool]]] = {}
         self._pair_gap = [0.0] * len(self._pa_list)  # last mj_geomDistance per measured pair
         self._pair_fresh = np.zeros(len(self._pa_list), dtype=bool)  # ... still valid: neither geom moved
         self._pair_near = np.zeros(len(self._pa_list), dtype=bool)  # bounding spheres within the report margin
-        self._affected: dict[bytes, tuple[np.ndarray, ...] | None] = {}
-        box_owners = (*robot.objects, *self._interiors)
         self._box_bodies = np.array([self._object_bodies[o] for o in robot.objects]
                                     + [b for b, _, _ in self._interiors.values()], dtype=np.int64)
-        self._box_slot = {o: i for i, o in enumerate(box_owners)}
-        self._box_pose = np.full((len(box_owners), 12), np.nan)  # body pose each cached box was built at
-        self._boxes: dict[str, Box] = {}
+        self._boxes: dict[str, Box] = {}  # built while the body rested where it is now
         self._box_builders = tuple((o, self._world_box) for o in robot.objects) + tuple(
             (n, self._interior_box) for n in self._interiors)
+        self._object_slots = tuple((o, np.arange(a, a + 7)) for o, a in self._object_qpos.items())
+        self._parked = {o: np.array([_PARK + 10.0 * i, _PARK, _PARK, 1.0, 0.0, 0.0, 0.0])
+                        for i, o in enumerate(robot.objects)}
+        self._object_adr = np.concatenate([adr for _, adr in self._object_slots]) if robot.objects else \
+            np.empty(0, dtype=np.int64)
 
     def forget(self) -> None:
         """Drop the distances and boxes kept from earlier frames: the next compute measures everything
         (needed only after changing the model or data by hand)."""
-        self._geom_pose[:] = np.nan
-        self._box_pose[:] = np.nan
+        self._qpos_bits[:] = -1
         self._pair_fresh[:] = False
         self._boxes.clear()
 
@@ -104,14 +107,15 @@ class KinematicTwin:
         src, adr = self._joint_map(joint_names)
         qpos = d.qpos
         qpos[adr] = np.asarray(joint_position, dtype=float)[src]
-        for i, (o, qadr) in enumerate(self._object_qpos.items()):
-            pose = poses.get(o)
-            if pose is None:
-                qpos[qadr:qadr + 3] = (_PARK + 10.0 * i, _PARK, _PARK)
-                qpos[qadr + 3:qadr + 7] = (1.0, 0.0, 0.0, 0.0)
-            else:
-                qpos[qadr:qadr + 3] = pose.position
-                qpos[qadr + 3:qadr + 7] = pose.quaternion
+        if self._object_slots:
+            parts, parked = [], self._parked
+            for o, _ in self._object_slots:
+                pose = poses.get(o)
+                if pose is None:
+                    parts.append(parked[o])
+                else:
+                    parts += (pose.position, pose.quaternion)
+            qpos[self._object_adr] = np.concatenate(parts)
         mujoco.mj_kinematics(m, d)
         if carried:
             site_pos, site_rot = d.site_xpos[self._ee_site], d.site_xmat[self._ee_site].reshape(3, 3)
@@ -123,27 +127,32 @@ class KinematicTwin:
                 d.qpos[qadr + 3:qadr + 7] = quat
             mujoco.mj_kinematics(m, d)
         mujoco.mj_collision(m, d)
-        geom_pose = np.concatenate((d.geom_xpos, d.geom_xmat), axis=1)
-        moved = (geom_pose != self._geom_pose).any(axis=1)
-        self._geom_pose = geom_pose
-        body_pose = np.concatenate((d.xpos.take(self._box_bodies, axis=0), d.xmat.take(self._box_bodies, axis=0)), axis=1)
-        rebuild = (body_pose != self._box_pose).any(axis=1).tolist()
-        boxes, slot = self._boxes, self._box_slot
-        for owner, build in self._box_builders:  # a box is rebuilt only when its body moved since it was built
-            i = slot[owner]
-            if rebuild[i] and (owner in poses or owner in self._interiors):
-                boxes[owner] = build(owner)
-                self._box_pose[i] = body_pose[i]
-        site = self._ee_site
+        bits = qpos.view(np.int64)
+        changed = bits != self._qpos_bits
+        self._qpos_bits = bits.copy()
+        affected, boxes_moved = self._plan(changed)
+        self._update_boxes(boxes_moved, poses)
+        boxes, site = self._boxes, self._ee_site
         return FrameGeometry(
             ee_position=d.site_xpos[site].copy(),
             ee_rotation=d.site_xmat[site].reshape(3, 3).copy(),
             gripper_points=np.concatenate((d.site_xpos[site:site + 1], d.geom_xpos.take(self._finger_geoms, axis=0))),
-            gaps=self._gaps(moved),
+            gaps=self._gaps(affected),
             object_boxes={o: boxes[o] for o in poses},
             interiors={n: boxes[n] for n in self._interiors},
             unknown=frozenset(o for o in self.robot.objects if o not in poses),
         )
+
+    def _update_boxes(self, moved: list[bool], poses: Mapping[str, Pose]) -> None:
+        """Build the boxes of usable objects and of interiors whose body moved since the last frame (or
+        that have none yet): a box kept is one built at the body's present pose."""
+        boxes, interiors = self._boxes, self._interiors
+        for (owner, build), body_moved in zip(self._box_builders, moved):
+            if body_moved or owner not in boxes:
+                if owner in poses or owner in interiors:
+                    boxes[owner] = build(owner)
+                else:
+                    boxes.pop(owner, None)
 
     def _world_box(self, o: str) -> Box:
         """World box of object `o` after mj_kinematics: its geoms' bounding box in its body frame, moved."""
@@ -171,10 +180,10 @@ class KinematicTwin:
         return FrameGeometry.symmetric(pairs)
 
     # ------------------------------------------------------------------------------------------------
-    def _gaps(self, moved: np.ndarray) -> dict[str, dict[str, float]]:
+    def _gaps(self, affected: tuple[np.ndarray, ...] | None) -> dict[str, dict[str, float]]:
         """Smallest signed gap per entity pair: touching pairs from the contact list, measured pairs by
-        mj_geomDistance (candidates within the report margin by bounding spheres; a pair neither of whose
-        geoms `moved` since it was last measured keeps that distance)."""
+        mj_geomDistance (candidates within the report margin by bounding spheres; a pair not among the
+        `affected` ones, neither of whose geoms moved since it was last measured, keeps that distance)."""
         m, d = self.model, self.data
         best: dict[int, float] = {}
         known_gap, inf = best.get, math.inf
@@ -185,7 +194,6 @@ class KinematicTwin:
                 if key is not None and gap < known_gap(key, inf):
                     best[key] = gap
         fresh = self._pair_fresh
-        affected = self._affected_pairs(moved)
         if affected is not None:  # only pairs with a moved geom change their bounding-sphere test or distance
             idx, sa, sb, rbound = affected
             fresh[idx] = False
@@ -212,17 +220,21 @@ class KinematicTwin:
             out.setdefault(b, {})[a] = gap
         return out
 
-    def _affected_pairs(self, moved: np.ndarray) -> tuple[np.ndarray, ...] | None:
-        """Measured pairs with a geom in `moved` (indices, their geoms, bounding radii), None if none. A
-        frame moves the same geoms as many frames before it (the robot; the objects on a pose update)."""
-        key = moved.tobytes()
-        if key not in self._affected:
-            if len(self._affected) >= 64:
-                self._affected.clear()
-            idx = np.flatnonzero(moved.take(self._pa) | moved.take(self._pb))
-            self._affected[key] = (idx, self._pa.take(idx), self._pb.take(idx), self._pair_rbound.take(idx)) \
-                if idx.size else None
-        return self._affected[key]
+    def _plan(self, changed: np.ndarray) -> tuple[tuple[np.ndarray, ...] | None, list[bool]]:
+        """What a frame whose qpos `changed` there must redo: the measured pairs with a moved geom (indices,
+        their geoms, bounding radii; None if none) and, per box builder, whether its body moved. A frame
+        changes the same qpos as many frames before it (the arm; an object on a pose update): cached."""
+        key = changed.tobytes()
+        plan = self._plans.get(key)
+        if plan is None:
+            if len(self._plans) >= 64:
+                self._plans.clear()
+            body_moved = self._body_qpos[:, changed].any(axis=1)
+            geom_moved = body_moved[self.model.geom_bodyid]
+            idx = np.flatnonzero(geom_moved.take(self._pa) | geom_moved.take(self._pb))
+            affected = (idx, self._pa.take(idx), self._pb.take(idx), self._pair_rbound.take(idx)) if idx.size else None
+            plan = self._plans[key] = (affected, body_moved.take(self._box_bodies).tolist())
+        return plan
 
     def _measured_pairs(self, m: mujoco.MjModel) -> tuple[np.ndarray, np.ndarray]:
         """Geom pairs whose positive gap predicates read: a gripper or object geom against a geom of
@@ -349,6 +361,18 @@ class KinematicTwin:
             jadr = m.body_jntadr[bid]
             if jadr < 0 or m.jnt_type[jadr] != int(mujoco.mjtJoint.mjJNT_FREE):
                 raise GroundingError(f"{where}: objects.{o}: body {self._object_body(o)!r} has no free joint")
+
+
+def _body_qpos(m: mujoco.MjModel) -> np.ndarray:
+    """(body, qpos index): whether that qpos entry moves the body (a joint of it or of a body above it)."""
+    size = {int(mujoco.mjtJoint.mjJNT_FREE): 7, int(mujoco.mjtJoint.mjJNT_BALL): 4}
+    dep = np.zeros((m.nbody, m.nq), dtype=bool)
+    for b in range(1, m.nbody):  # parents come before their children
+        dep[b] = dep[m.body_parentid[b]]
+        for j in range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b]):
+            adr = m.jnt_qposadr[j]
+            dep[b, adr:adr + size.get(int(m.jnt_type[j]), 1)] = True
+    return dep
 
 
 def _frozen_box(center: np.ndarray, rotation: np.ndarray, half: np.ndarray) -> Box:
