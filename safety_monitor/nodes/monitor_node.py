@@ -3,7 +3,7 @@
 1. Every event is appended to a JSON Lines log (one object per line: the event's own JSON plus
    `rollout`, `robot` and `wall_time`), written to the file BEFORE it is published, so a crashed or
    killed monitor never loses an event someone may already have seen, and synced to disk right after
-   the publish (`sync_before_publish: true` syncs first: proof against power loss too, at the price
+   the publish, on a thread of its own (`sync_before_publish: true` syncs first, inline: proof against power loss too, at the price
    of the disk's sync time, up to milliseconds, in every event's latency).
 2. `safety_monitor/events` (reliable, transient local): one DiagnosticArray per frame with events.
 3. `/diagnostics`: one status per property, ERROR while a violation episode is open, OK once it
@@ -48,6 +48,7 @@ from safety_monitor.monitor.events import BLIND, KINDS, OPENED, SEEING
 from safety_monitor.nodes import qos
 from safety_monitor.nodes.alerts import STATE_LOST
 from safety_monitor.nodes.episode_marker import SAME_TIME_S, START, EpisodeMarker, read_marker
+from safety_monitor.nodes.log_sync import LogSyncer
 from safety_monitor.nodes.params import declare, declare_topics, field
 from safety_monitor.nodes.raw_decode import RawDecoder
 from safety_monitor.nodes.runtime import run_node
@@ -117,6 +118,8 @@ class MonitorNode(Node):
             lost = previous_run_lost(self._running_path)
             torn = cut_torn_line(self.log_path)
             self._log = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            self._syncer = LogSyncer(self._log, lambda exc: self.get_logger().error(
+                f"cannot sync the event log {self.log_path}: {exc}", throttle_duration_sec=5.0))
             self._running_path.write_text(
                 json.dumps({"pid": os.getpid(), "boot_id": _boot_id(), "started": time.time()}))
         except OSError as exc:
@@ -303,7 +306,7 @@ class MonitorNode(Node):
         if self.context.ok():
             self._events_pub.publish(m.events_msg(self._types, records, 0.0 if t is None else t))
         if not self.params.sync_before_publish:
-            os.fsync(self._log)
+            self._syncer.request()
         for r in records:
             name, kind = r["property"], r["kind"]
             if kind == OPENED:
@@ -415,6 +418,7 @@ class MonitorNode(Node):
         the run finished (a `.running` file left behind tells the next monitor this one died)."""
         if self.monitor.frame:
             self._finish(None)
+        self._syncer.close()
         os.close(self._log)
         self._running_path.unlink(missing_ok=True)
         super().destroy_node()
