@@ -263,3 +263,34 @@ def test_a_batch_leaves_odd_messages_to_the_single_reader():
     assert (columns.t[5], columns.frame[5], columns.unknown[5], columns.stale[5]) == (1.5, 7, {"bb"}, {"wrench"})
     with pytest.raises(m.BadPredicates, match="malformed _t"):
         reader.single.read(bad_t)
+
+
+def joint_value(sample):
+    return None if sample is None else (sample.names, sample.position.tobytes(), sample.stamp,
+                                        None if sample.velocity is None else sample.velocity.tobytes(),
+                                        None if sample.effort is None else sample.effort.tobytes())
+
+
+def test_joint_state_and_wrench_batches_read_as_the_single_readers_do():
+    names = ["a", "b", "c"]
+    joints = [raw(m.joint_state_msg(T, 1.0 + k / 500, names, [k, -0.5, np.nan if k == 3 else 2.0], [0.1] * 3))
+              for k in range(6)]
+    joints[2] = raw(m.joint_state_msg(T, 2.0, ["a", "x", "c"], [1.0, 2.0, 3.0], [0.0] * 3))  # other names
+    joints[4] = raw(m.joint_state_msg(T, 3.0, names, [1.0, 2.0, 3.0]))  # no velocities
+    joints.append(raw(m.joint_state_msg(T, 4.0, names, [1.0, 2.0, 3.0], [0.1] * 3), little_endian=False))
+    joints.append(joints[0][:-8])  # truncated
+    reader = cdr.JointStateBatchReader()
+    got = reader.read(*one_buffer(joints, range(1, 9)))
+    assert [joint_value(g) for g in got] == [joint_value(cdr.JointStateReader().read(d)) for d in joints]
+    assert got[-2] is None and got[-1] is None and got[1].position.tolist() == [1.0, -0.5, 2.0]
+    assert np.isnan(got[3].position[2])  # read as it is (the assembler drops the message)
+    assert got[1].position.base is not None and got[1].position.base is got[5].position.base  # read at once
+
+    wrenches = [raw(m.wrench_msg(T, 1.0 + k, Wrench(np.array([k, 2.0, 3.0]), np.array([4.0, 5.0, -k])),
+                                 frame_id="ft" if k != 2 else "other_frame")) for k in range(4)]
+    wrenches.append(wrenches[0][:-1])
+    got = cdr.WrenchBatchReader().read(*one_buffer(wrenches, range(5)))
+    want = [cdr.read_wrench(d) for d in wrenches]
+    assert [None if g is None else (g[0].force.tolist(), g[0].torque.tolist(), g[1]) for g in got] == \
+           [None if w is None else (w[0].force.tolist(), w[0].torque.tolist(), w[1]) for w in want]
+    assert got[3][0].torque.tolist() == [4.0, 5.0, -3.0] and got[-1] is None

@@ -399,7 +399,8 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
     scorer = _Scorer(result, monitor, progress, mapping.joint_states)
     timings = scorer.timings
     clock = time.perf_counter
-    read_joints = _Decoder(bag, cdr.JointStateReader().read, m.joint_state_sample)
+    joint_batches, wrench_batches = cdr.JointStateBatchReader(), cdr.WrenchBatchReader()
+    read_joints = _Decoder(bag, joint_batches.single.read, m.joint_state_sample)
     read_wrench = _Decoder(bag, cdr.read_wrench, m.wrench_of)
     read_pose = _Decoder(bag, cdr.read_pose, m.pose_of)
     for batch in _timed_batches(bag, set(route), timings):
@@ -408,13 +409,21 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
         valuations: list = []
         times: list[float] = []
         stales: list[frozenset[str]] = []
-        for which, t_ns, at, size in zip(batch.which.tolist(), batch.log_ns.tolist(), batch.start.tolist(),
-                                         batch.size.tolist()):
+        start = clock()
+        read = {}  # message index -> joint sample or (wrench, stamp), read for the batch at once
+        for w, kind in enumerate(kinds):
+            if (kind is _JOINT_ROUTE or kind is _WRENCH_ROUTE) and read_joints.supported(msgtypes[w]):
+                rows = np.flatnonzero(batch.which == w)
+                batch_reader = joint_batches if kind is _JOINT_ROUTE else wrench_batches
+                read.update(zip(rows.tolist(), batch_reader.read(buffer, batch.start[rows], batch.size[rows])))
+        timings["deserialise"] += clock() - start
+        for k, (which, t_ns, at, size) in enumerate(zip(batch.which.tolist(), batch.log_ns.tolist(),
+                                                        batch.start.tolist(), batch.size.tolist())):
             start = clock()
             kind, msgtype, raw = kinds[which], msgtypes[which], buffer[at:at + size]
             received = t_ns / 1e9
             if kind is _JOINT_ROUTE:
-                joint_sample = read_joints(raw, msgtype)
+                joint_sample = read.get(k) or read_joints(raw, msgtype)
                 mid = clock()
                 timings["deserialise"] += mid - start
                 frame = assembler.on_joint_sample(joint_sample, received)
@@ -432,7 +441,7 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
                 times.append(sample.t)
                 stales.append(sample.stale)
             elif kind is _WRENCH_ROUTE:
-                wrench, stamp = read_wrench(raw, msgtype)
+                wrench, stamp = read.get(k) or read_wrench(raw, msgtype)
                 mid = clock()
                 timings["deserialise"] += mid - start
                 assembler.on_wrench_sample(wrench, stamp, received)

@@ -224,6 +224,107 @@ def read_pose(raw: bytes) -> tuple[Pose, float] | None:
     return Pose(position=np.array(position, dtype=np.float64), quaternion=np.array((w, x, y, z), dtype=np.float64)), stamp
 
 
+class _FixedLayout:
+    """The layout of a stream whose messages repeat one message's bytes everywhere but in the stamp and the
+    float values (the same frame_id, joint names and array lengths, so the same size): such messages are
+    checked and read for a whole batch at once. `template` is the message the layout was learnt from, as
+    `single` reads it; a batch where no message fits learns again from its first message."""
+
+    def __init__(self, single: Callable[[bytes], Any], offsets: Callable[[bytes], tuple[list[int], list[int]] | None]) -> None:
+        self.single, self._offsets = single, offsets
+        self.template: Any = None
+        self._layout: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None  # size, fixed, bytes, floats
+
+    def rows(self, buffer: bytes, start: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[float]]:
+        """(which messages have the layout, their floats in message order (messages x floats), every
+        message's stamp; the last two mean nothing where the first is False)."""
+        n = len(start)
+        if self._layout is None and n:
+            first = buffer[int(start[0]):int(start[0]) + int(size[0])]
+            template, found = self.single(first), self._offsets(first)
+            if template is not None and found is not None:
+                fixed, floats = (np.array(x, dtype=np.int64) for x in found)
+                self.template = template
+                self._layout = (len(first), fixed, np.frombuffer(first, np.uint8)[fixed], floats)
+        if self._layout is None or not n or len(buffer) < self._layout[0]:
+            return np.zeros(n, dtype=bool), np.zeros((n, 0)), [0.0] * n
+        length, fixed, expected, floats = self._layout
+        ok = size == length
+        at = np.minimum(np.where(ok, start, 0), len(buffer) - length)
+        rows = sliding_window_view(np.frombuffer(buffer, np.uint8), length)[at]
+        ok &= (rows[:, fixed] == expected).all(axis=1)
+        if not ok.any():
+            self._layout = None
+        values = np.ascontiguousarray(rows[:, floats]).view("<f8")
+        stamp = rows[:, 4:12].copy()
+        sec, nanosec = stamp[:, :4].view("<i4")[:, 0], stamp[:, 4:].view("<u4")[:, 0]
+        return ok, values, ((sec.astype(np.int64) * 1_000_000_000 + nanosec) / 1e9).tolist()
+
+
+def _joint_offsets(raw: bytes) -> tuple[list[int], list[int]]:
+    """The bytes a JointState's layout fixes (encapsulation, frame_id, names, array lengths and the padding
+    before each array) and those of its position, velocity and effort doubles, in that order."""
+    _, pos = _stamp(raw)
+    count, pos = _count(raw, pos, 5)
+    _, pos = _strings(raw, pos, count)
+    fixed, floats = [*range(4), *range(12, pos)], []
+    for _ in range(3):
+        begin = pos
+        count, pos = _count(raw, pos, 8)
+        if count:
+            pos = _align(pos, 8)
+        fixed.extend(range(begin, pos))
+        floats.extend(range(pos, pos + 8 * count))
+        pos += 8 * count
+    return fixed, floats
+
+
+def _wrench_offsets(raw: bytes) -> tuple[list[int], list[int]]:
+    """The bytes a WrenchStamped's layout fixes and those of its force and torque doubles."""
+    _, pos = _stamp(raw)
+    first = _align(pos, 8)
+    return [*range(4), *range(12, first)], list(range(first, first + 48))
+
+
+class JointStateBatchReader:
+    """`JointStateReader.read` over a batch of messages: a JointSample each (None where it reads none)."""
+
+    def __init__(self) -> None:
+        self.single = JointStateReader()
+        self._fixed = _FixedLayout(self.single.read, _lenient(_joint_offsets))
+
+    def read(self, buffer: bytes, start: np.ndarray, size: np.ndarray) -> list[JointSample | None]:
+        fits, floats, stamps = self._fixed.rows(buffer, start, size)
+        out: list[JointSample | None] = []
+        if fits.any():
+            template = self._fixed.template
+            names = template.names
+            p = len(template.position)
+            v = p + (0 if template.velocity is None else len(template.velocity))
+            has_effort = template.effort is not None
+        for i, (ok, at, length) in enumerate(zip(fits.tolist(), start.tolist(), size.tolist())):
+            if ok:
+                row = floats[i]
+                out.append(JointSample(names=names, position=row[:p], velocity=row[p:v] if v > p else None,
+                                       effort=row[v:] if has_effort else None, stamp=stamps[i]))
+            else:
+                out.append(self.single.read(buffer[at:at + length]))
+        return out
+
+
+class WrenchBatchReader:
+    """`read_wrench` over a batch of messages: (Wrench, stamp) each (None where it reads none)."""
+
+    def __init__(self) -> None:
+        self._fixed = _FixedLayout(read_wrench, _lenient(_wrench_offsets))
+
+    def read(self, buffer: bytes, start: np.ndarray, size: np.ndarray) -> list[tuple[Wrench, float] | None]:
+        fits, floats, stamps = self._fixed.rows(buffer, start, size)
+        return [(Wrench(force=floats[i, :3], torque=floats[i, 3:]), stamps[i]) if ok else
+                read_wrench(buffer[at:at + length])
+                for i, (ok, at, length) in enumerate(zip(fits.tolist(), start.tolist(), size.tolist()))]
+
+
 class PredicateReader:
     """`/safety_monitor/predicates` DiagnosticArray bytes -> PredicateSample, as `messages.decode_predicates`
     of the decoded message (which also raises the same SourceError for a bad predicate value)."""
