@@ -332,8 +332,9 @@ def events_msg(types: SimpleNamespace, events: Sequence[Any], t: float) -> Any:
     """Monitor events (with `property` and `kind`) -> one DiagnosticArray, one status per event."""
     statuses = []
     for event in events:
-        fields = event_fields(event)
-        name, kind = fields.pop("property"), fields.pop("kind")
+        # each field is JSON-encoded once below, so the values need no decode-encode round trip here
+        fields = dict(event.to_json() if hasattr(event, "to_json") else _jsonable(event))
+        name, kind = str(fields.pop("property")), str(fields.pop("kind"))
         statuses.append(
             types.DiagnosticStatus(
                 level=event_level(types, kind),
