@@ -109,6 +109,7 @@ class MessageBatch:
         return self.buffer[start:start + int(self.size[i])]
 
 
+_JOIN_BYTES = 1 << 25  # chunk bytes a batch may hold (32 MiB)
 _MCAP_MESSAGE_HEADER = 31  # opcode, record length, channel, sequence, log time, publish time
 _MCAP_HEADER_BYTES = np.arange(_MCAP_MESSAGE_HEADER)
 
@@ -217,7 +218,8 @@ class BagReader:
     def message_batches(self, topics: Collection[str], size: int = 4096) -> Iterator[MessageBatch]:
         """The messages of `raw_messages`, in the same order, a batch at a time: whole mcap chunks up to
         about `size` messages when the bag is one indexed mcap file (read from the chunks and their message
-        indexes, without a Python step per record), else `size` messages joined from `raw_messages`."""
+        indexes, without a Python step per record), else `size` messages joined from `raw_messages`; a batch
+        holds at most about _JOIN_BYTES of data beyond one chunk or message."""
         reader = self._open()
         skipped = set(self.skipped_types)
         conns = [c for c in reader.connections if c.topic in topics and c.msgtype not in skipped]
@@ -242,13 +244,15 @@ class BagReader:
     def _joined_batches(self, topics: Collection[str], size: int) -> Iterator[MessageBatch]:
         kinds: dict[tuple[str, str], int] = {}
         which, stamps, raws = [], [], []
+        held = 0
         for topic, msgtype, t_ns, raw in self.raw_messages(topics):
             which.append(kinds.setdefault((topic, msgtype), len(kinds)))
             stamps.append(t_ns)
             raws.append(raw)
-            if len(raws) == size:
+            held += len(raw)
+            if len(raws) == size or held >= _JOIN_BYTES:
                 yield _joined(kinds, which, stamps, raws)
-                which, stamps, raws = [], [], []
+                which, stamps, raws, held = [], [], [], 0
         if raws:
             yield _joined(kinds, which, stamps, raws)
 
@@ -291,15 +295,17 @@ def _indexed_mcap(reader: AnyReader) -> McapReader | None:
 
 
 def _chunk_batches(storage: McapReader, conns: Sequence[Any], size: int) -> Iterator[MessageBatch]:
-    """The wanted channels' messages, consecutive chunks joined until a batch holds `size` messages."""
+    """The wanted channels' messages, consecutive chunks joined until a batch holds `size` messages or
+    _JOIN_BYTES of chunk data (a sparse topic among big ones must not pull the whole bag into memory)."""
     pending: list[MessageBatch] = []
-    count = 0
+    count = held = 0
     for batch in _chunk_messages(storage, conns):
         pending.append(batch)
         count += len(batch)
-        if count >= size:
+        held += len(batch.buffer)
+        if count >= size or held >= _JOIN_BYTES:
             yield _join_chunks(pending)
-            pending, count = [], 0
+            pending, count, held = [], 0, 0
     if pending:
         yield _join_chunks(pending)
 
