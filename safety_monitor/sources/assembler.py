@@ -351,8 +351,9 @@ class FrameAssembler:
 
 
 def _finite(values: np.ndarray) -> bool:
-    """No NaN or infinity (one dot product; magnitudes beyond 1e154, meaningless here, also fail)."""
-    return math.isfinite(values @ values)
+    """No NaN or infinity (one dot product; magnitudes beyond 1e154, meaningless here, also fail).
+    `ndarray.dot` costs half of `@` on a few elements, and this runs seven times a frame."""
+    return math.isfinite(values.dot(values))
 
 
 def ground_frame(grounder: Any, assembled: AssembledFrame, frame: int) -> tuple[PredicateSample, str | None]:
