@@ -52,12 +52,11 @@ class ContactEstimator:
     def step(self, inp: FrameInputs) -> dict[str, Tri]:
         geo, contact = inp.geometry, self.th.distances_m.contact
         verdicts: dict[tuple[str, str], Tri] = {}
-        for a, row in geo.gaps.items():
-            for b, gap in row.items():
-                if gap <= contact and a < b:
-                    v = self._forbidden(a, b)
-                    if v is not False:
-                        verdicts[(a, b)] = v
+        for a, b, gap in geo.pairs:
+            if gap <= contact:
+                v = self._forbidden(a, b)
+                if v is not False:
+                    verdicts[(a, b)] = v
         uncertain = bool(geo.unknown) or None in verdicts.values()
         frames = {}
         for pair, v in verdicts.items():

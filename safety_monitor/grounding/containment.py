@@ -67,12 +67,14 @@ class ContainmentEstimator:
             if settled:
                 self.timer.stop()
         contained = []
+        regions = [geo.interiors[c] for c in self.containers]
         for o in self.grasp.objects:
             box = geo.object_boxes.get(o)
             if box is None:
                 contained.append(None)
             else:
-                contained.extend(object_inside(box, geo.interiors[c], margin) for c in self.containers)
+                for region in regions:
+                    contained.append(object_inside(box, region, margin))
         return {
             "transfer_event": event,
             "contained": any3(contained),

@@ -42,24 +42,21 @@ class ContaminationEstimator:
         self.contaminated: set[str] = set(self.raw)
         self._object_set = frozenset(self.objects)
         self.clean_contact = Persistence(counts.clean_contact_tolerance + 1)
+        self._rules: dict[tuple[str, str], tuple[float, tuple[str, str], str | None] | None] = {}
 
     def step(self, inp: FrameInputs) -> dict[str, Tri]:
-        geo, d = inp.geometry, self.th.distances_m
-        objects, contact = self._object_set, d.contact
+        geo = inp.geometry
         edges: list[tuple[str, str]] = []
         touched = set()
-        for part in ROBOT_PARTS:
-            limit = d.gripper_clearance if part in GRIPPER_PARTS else contact
-            for o, gap in geo.near(part).items():
-                if gap <= limit and o in objects:
-                    edges.append((ROBOT, o))
-                    touched.add(o)
-        for a in self.objects:
-            for b, gap in geo.near(a).items():
-                if gap <= contact and a < b and b in objects:
-                    edges.append((a, b))
-                    if a == ROBOT:
-                        touched.add(b)
+        rules = self._rules
+        for a, b, gap in geo.pairs:
+            rule = rules.get((a, b), False)
+            if rule is False:
+                rule = rules[(a, b)] = self._rule(a, b)
+            if rule is not None and gap <= rule[0]:
+                edges.append(rule[1])
+                if rule[2] is not None:
+                    touched.add(rule[2])
         contact_raw = _contact_with(touched, self.contaminated, geo.unknown)
         contact_clean = _contact_with(touched, self.clean, geo.unknown)
         san = self.th.sanitized
@@ -73,6 +70,17 @@ class ContaminationEstimator:
             "robot_contact_clean_sustained": self.clean_contact.step(contact_clean),
             "sanitized": sanitized,
         }
+
+    def _rule(self, a: str, b: str) -> tuple[float, tuple[str, str], str | None] | None:
+        """How a gap between entities `a` < `b` carries contamination (fixed per workcell): (the gap at or
+        below which they touch, the edge, the object the robot then touches), None if it cannot."""
+        d, objects = self.th.distances_m, self._object_set
+        for part, other in ((a, b), (b, a)):
+            if part in ROBOT_PARTS and other in objects:
+                return (d.gripper_clearance if part in GRIPPER_PARTS else d.contact), (ROBOT, other), other
+        if a in objects and b in objects:
+            return d.contact, (a, b), None
+        return None
 
     def _spread(self, edges: list[tuple[str, str]]) -> None:
         """Contaminate every carrier connected through this frame's contacts to a contaminated one."""

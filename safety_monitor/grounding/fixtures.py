@@ -107,7 +107,8 @@ class FixtureEstimator:
 
     def step(self, inp: FrameInputs) -> dict[str, Tri]:
         geo, d = inp.geometry, self.th.distances_m
-        self.gripped = {f: geo.gripper_gap(f) <= d.gripper_clearance for f in self.fixtures}
+        gripper_gaps, clearance = geo.gripper_gaps, d.gripper_clearance
+        self.gripped = {f: gripper_gaps.get(f, math.inf) <= clearance for f in self.fixtures}
         excess = self._interiors.excess(tuple(map(geo.interiors.__getitem__, self.with_interior)), geo.gripper_points)
         # per interior: the nearest gripper point's farthest face excess (max and min are exact, so plain
         # Python on the values beats numpy reductions on a 2 x 3 x 3 array)

@@ -122,6 +122,23 @@ class FrameGeometry:
     interiors: Mapping[str, Box]  # by owner (fixture or static body)
     unknown: frozenset[str] = frozenset()
 
+    @classmethod
+    def with_derived(cls, gripper_gaps: dict[str, float], pairs: list[tuple[str, str, float]],
+                     **fields: Any) -> FrameGeometry:
+        """A FrameGeometry whose `gripper_gaps` and `pairs` are given rather than derived from `gaps` on first
+        use (the twin has them as a by-product of building `gaps`; they must be what deriving would give)."""
+        geo = cls(**fields)
+        geo.__dict__.update(_gripper_gaps=gripper_gaps, _pairs=pairs)
+        return geo
+
+    @property
+    def pairs(self) -> list[tuple[str, str, float]]:
+        """Every entity pair in `gaps` once, as (a, b, gap) with a < b."""
+        pairs = self.__dict__.get("_pairs")
+        if pairs is None:
+            pairs = self.__dict__["_pairs"] = [(a, b, g) for a, row in self.gaps.items() for b, g in row.items() if a < b]
+        return pairs
+
     def gap(self, a: str, b: str) -> float:
         """Surface gap between two entities (inf when beyond the report margin)."""
         return self.gaps.get(a, {}).get(b, math.inf)
@@ -142,7 +159,8 @@ class FrameGeometry:
 
     def gripper_gap(self, entity: str) -> float:
         """Gap between the gripper (closest finger or hand body) and an entity (inf beyond the margin)."""
-        return self.gripper_gaps.get(entity, math.inf)
+        gaps = self.__dict__.get("_gripper_gaps")
+        return (self.gripper_gaps if gaps is None else gaps).get(entity, math.inf)
 
     def near(self, entity: str) -> Mapping[str, float]:
         """Every entity within the report margin of `entity`, with its gap."""

@@ -171,8 +171,9 @@ class Grounder:
         return values
 
     def _usable_poses(self, state: RobotState, stale: dict[str, float]) -> dict[str, Pose]:
-        unknown_names = [o for o in (*state.object_poses, *state.object_ages) if o not in self.robot.objects]
-        if unknown_names:
+        objects = self.robot.objects
+        if not (state.object_poses.keys() <= objects.keys() and state.object_ages.keys() <= objects.keys()):
+            unknown_names = [o for o in (*state.object_poses, *state.object_ages) if o not in objects]
             raise GroundingError(f"object(s) {', '.join(map(repr, sorted(set(unknown_names))))} are not in "
                                  f"{self.robot.source} (objects:)")
         limit = self.thresholds.max_age_s.object_pose
@@ -247,6 +248,7 @@ class Grounder:
         self._ee_track.add(t, geo.ee_position, geo.ee_rotation)
         speed: dict[str, tuple[float, float] | None] = {}
         slip: dict[str, tuple[float, float] | None] = {}
+        gripper_gaps, inf = geo.gripper_gaps, math.inf
         for o in self.robot.objects:
             pose = poses.get(o)
             speed[o] = slip[o] = None
@@ -260,9 +262,9 @@ class Grounder:
             ch = track.change(window)
             if ch is not None and ch[2] > 0:
                 speed[o] = (ch[0] / ch[2], ch[1] / ch[2])
-            if geo.gripper_gap(o) > reach:  # beyond reach of the hand: certainly not moving with it
+            if gripper_gaps.get(o, inf) > reach:  # beyond reach of the hand: certainly not moving with it
                 relative.clear()
-                slip[o] = (math.inf, math.inf)
+                slip[o] = (inf, inf)
                 continue
             if new:
                 i = self._ee_track.at(measured) or 0

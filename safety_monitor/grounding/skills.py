@@ -10,6 +10,7 @@ precondition (the SafeManip choice): contamination is charged to the cross-conta
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from safety_monitor.grounding.debounce import Tri, all3, any3, not3
@@ -115,7 +116,8 @@ class SkillEstimator:
         """Nearest object within reach of an open, empty gripper; a just-released object re-arms only
         once the gripper has moved out of reach of it (backing off after a place is not a new pick)."""
         geo, reach = inp.geometry, self.th.distances_m.reach
-        gaps = {o: geo.gripper_gap(o) for o in self.grasp.objects}
+        gripper_gaps, inf = geo.gripper_gaps, math.inf
+        gaps = {o: gripper_gaps.get(o, inf) for o in self.grasp.objects}
         self.released = {o for o in self.released | self.grasp.dropped if gaps[o] <= reach or o in geo.unknown}
         if held is not None or inp.gripper_closed:
             return None

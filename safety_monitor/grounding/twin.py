@@ -20,7 +20,7 @@ import mujoco
 import numpy as np
 
 from safety_monitor.errors import GroundingError
-from safety_monitor.grounding.description import ENVIRONMENT, HOUSING, RobotDescription
+from safety_monitor.grounding.description import ENVIRONMENT, GRIPPER_PARTS, HOUSING, RobotDescription
 from safety_monitor.grounding.geometry import Box, FrameGeometry
 from safety_monitor.grounding.motion import quat_to_matrix
 from safety_monitor.grounding.state import Pose
@@ -63,9 +63,13 @@ class KinematicTwin:
         ea, eb = self.geom_entity[self._pa], self.geom_entity[self._pb]
         self._pair_key = (np.minimum(ea, eb) * n + np.maximum(ea, eb)).tolist()
         self._pa_list, self._pb_list = self._pa.tolist(), self._pb.tolist()
-        ent = self.geom_entity.tolist()  # entity-pair key of a contact's geoms (None: same entity)
-        self._contact_key = [[None if ea == eb else min(ea, eb) * n + max(ea, eb) for eb in ent] for ea in ent]
+        ent = self.geom_entity.tolist()  # entity-pair key of a contact's geoms (n * n: same entity)
+        self._same_entity = n * n
+        self._contact_key = np.array([[n * n if ea == eb else min(ea, eb) * n + max(ea, eb) for eb in ent]
+                                      for ea in ent], dtype=np.int64)
         self._key_names = [(self.entities[k // n], self.entities[k % n]) for k in range(n * n)]
+        self._key_sorted = [tuple(sorted(names)) for names in self._key_names]
+        self._key_gripper = [tuple(y for x, y in (names, names[::-1]) if x in GRIPPER_PARTS) for names in self._key_names]
         # What the previous compute() saw, so results about geoms and bodies that did not move since are
         # reused (objects at rest between pose updates, fixtures nobody operates): a body's pose is a
         # function of the qpos of the joints above it, so bit-identical qpos there gives bit-identical body
@@ -133,11 +137,11 @@ class KinematicTwin:
         affected, boxes_moved = self._plan(changed)
         self._update_boxes(boxes_moved, poses)
         boxes, site = self._boxes, self._ee_site
-        return FrameGeometry(
+        return self._geometry(
+            self._gaps(affected),
             ee_position=d.site_xpos[site].copy(),
             ee_rotation=d.site_xmat[site].reshape(3, 3).copy(),
             gripper_points=np.concatenate((d.site_xpos[site:site + 1], d.geom_xpos.take(self._finger_geoms, axis=0))),
-            gaps=self._gaps(affected),
             object_boxes={o: boxes[o] for o in poses},
             interiors={n: boxes[n] for n in self._interiors},
             unknown=frozenset(o for o in self.robot.objects if o not in poses),
@@ -180,19 +184,20 @@ class KinematicTwin:
         return FrameGeometry.symmetric(pairs)
 
     # ------------------------------------------------------------------------------------------------
-    def _gaps(self, affected: tuple[np.ndarray, ...] | None) -> dict[str, dict[str, float]]:
-        """Smallest signed gap per entity pair: touching pairs from the contact list, measured pairs by
+    def _gaps(self, affected: tuple[np.ndarray, ...] | None) -> dict[int, float]:
+        """Smallest signed gap per entity-pair key: touching pairs from the contact list, measured pairs by
         mj_geomDistance (candidates within the report margin by bounding spheres; a pair not among the
         `affected` ones, neither of whose geoms moved since it was last measured, keeps that distance)."""
         m, d = self.model, self.data
         best: dict[int, float] = {}
         known_gap, inf = best.get, math.inf
         if d.ncon:
-            con, key_of = d.contact, self._contact_key
-            for (ga, gb), gap in zip(con.geom.tolist(), con.dist.tolist()):
-                key = key_of[ga][gb]
-                if key is not None and gap < known_gap(key, inf):
+            con = d.contact
+            geom = con.geom
+            for key, gap in zip(self._contact_key[geom[:, 0], geom[:, 1]].tolist(), con.dist.tolist()):
+                if gap < known_gap(key, inf):
                     best[key] = gap
+            best.pop(self._same_entity, None)
         fresh = self._pair_fresh
         if affected is not None:  # only pairs with a moved geom change their bounding-sphere test or distance
             idx, sa, sb, rbound = affected
@@ -213,12 +218,25 @@ class KinematicTwin:
                 fresh[i] = True
             if gap < margin and gap < known:
                 best[pkey[i]] = gap
-        names, out = self._key_names, {}
+        return best
+
+    def _geometry(self, best: dict[int, float], **fields) -> FrameGeometry:
+        """The FrameGeometry of this frame's smallest gap per entity-pair key: gaps both ways round, and
+        the per-pair list and gripper gaps built in the same pass."""
+        names, ordered, gripper_of = self._key_names, self._key_sorted, self._key_gripper
+        gaps: dict[str, dict[str, float]] = {}
+        gripper: dict[str, float] = {}
+        pairs = []
+        inf = math.inf
         for key, gap in best.items():
             a, b = names[key]
-            out.setdefault(a, {})[b] = gap
-            out.setdefault(b, {})[a] = gap
-        return out
+            gaps.setdefault(a, {})[b] = gap
+            gaps.setdefault(b, {})[a] = gap
+            pairs.append((*ordered[key], gap))
+            for other in gripper_of[key]:
+                if gap < gripper.get(other, inf):
+                    gripper[other] = gap
+        return FrameGeometry.with_derived(gripper, pairs, gaps=gaps, **fields)
 
     def _plan(self, changed: np.ndarray) -> tuple[tuple[np.ndarray, ...] | None, list[bool]]:
         """What a frame whose qpos `changed` there must redo: the measured pairs with a moved geom (indices,
