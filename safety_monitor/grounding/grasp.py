@@ -56,6 +56,7 @@ class _ObjectGrasp:
         self.stable = StickyTrue(counts.stability_persistence)
         self.settle = Timer(counts.settle_timeout)
         self.anchor: Box | None = None  # the object's box when the stability latch closed
+        self.displaced: tuple[Box, Box, bool] | None = None  # (box, anchor, moved beyond the slip thresholds)
 
 
 class GraspEstimator:
@@ -71,7 +72,6 @@ class GraspEstimator:
         self.dropped: frozenset[str] = frozenset()
         self.stable: dict[str, Tri] = {o: False for o in objects}
         self.moving: dict[str, Tri] = {o: None for o in objects}
-        self._displaced_key = ("displaced", thresholds.motion.grasp_slip_m, thresholds.motion.grasp_slip_rad)
 
     def step(self, inp: FrameInputs) -> dict[str, Tri]:
         th, geo, frame = self.th, inp.geometry, inp.frame
@@ -144,14 +144,23 @@ class GraspEstimator:
             st.stable.reset()
             return False, moving
         box = inp.geometry.object_boxes.get(o)
-        if st.stable.value and box is not None and st.anchor is not None and box.memo(
-                self._displaced_key, st.anchor, lambda: _displaced(box, st.anchor, motion)):
+        if st.stable.value and box is not None and st.anchor is not None and self._moved_from_anchor(st, box):
             st.stable.reset()
         was = st.stable.value
         value = st.stable.step(None if moving is None else not moving)
         if value and not was and box is not None:
             st.anchor = box
         return value, moving
+
+    def _moved_from_anchor(self, st: _ObjectGrasp, box: Box) -> bool:
+        """Whether `box` moved beyond the slip thresholds from the anchor; kept while both are the same
+        (immutable) boxes, as they are while the object rests."""
+        known = st.displaced
+        if known is not None and known[0] is box and known[1] is st.anchor:
+            return known[2]
+        moved = _displaced(box, st.anchor, self.th.motion)
+        st.displaced = (box, st.anchor, moved)
+        return moved
 
 
 def _displaced(box: Box, anchor: Box, motion: Motion) -> bool:

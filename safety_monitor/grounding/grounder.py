@@ -64,6 +64,7 @@ class Grounder:
         self.robot, self.catalog, self.thresholds = robot, objects, thresholds
         self.control_rate_hz = float(control_rate_hz)
         self.counts = thresholds.frames(control_rate_hz)
+        self._required = robot.required_joints  # a property that builds its tuple on every read
         self._twin = twin
         self.predicates = PREDICATES
         self.reset()
@@ -117,14 +118,16 @@ class Grounder:
             geometry = geometry.forget(frozenset(o for o in self.robot.objects if o not in poses))
         speed, slip = self._object_motion(state, poses, geometry)
         r = self.robot
-        fractions = {f: fx.open_fraction(joints[fx.joint]) for f, fx in r.fixtures.items()}
-        deltas = {}
-        for f, hist in self._fixture_history.items():
-            hist.append(fractions[f])
+        fractions, deltas = {}, {}
+        for f, fx in r.fixtures.items():
+            fractions[f] = fraction = fx.open_fraction(joints[fx.joint])
+            hist = self._fixture_history[f]
+            hist.append(fraction)
             deltas[f] = hist[-1] - hist[0] if len(hist) == hist.maxlen else None
+        closed_below = r.gripper_closed_below
         inp = FrameInputs(
             t=state.t, frame=frame, geometry=geometry,
-            gripper_closed=all(joints[j] < r.gripper_closed_below for j in r.finger_joints),
+            gripper_closed=all([joints[j] < closed_below for j in r.finger_joints]),
             fixture_fraction=fractions, fixture_delta=deltas, object_speed=speed, object_slip=slip,
             wrench=wrench, events=frozenset(state.events),
         )
@@ -154,7 +157,7 @@ class Grounder:
         names, pos = state.joint_names, np.asarray(state.joint_position, dtype=float)
         if pos.shape != (len(names),):
             raise GroundingError(f"frame {frame}: {len(names)} joint names but joint_position has shape {pos.shape}")
-        required = r.required_joints
+        required = self._required
         if names not in self._checked_names:  # the name list repeats frame after frame: check it once
             extra = [n for n in names if n not in required and n not in r.ignored_joints]
             if extra:
