@@ -134,6 +134,20 @@ def test_batches_hold_the_messages_of_raw_messages_in_the_same_order(tmp_path, s
         assert list(r.message_batches({"/nothing"})) == []
 
 
+def test_batches_of_zstd_compressed_chunks_hold_the_same_messages(tmp_path):
+    from rosbags.rosbag2 import CompressionFormat, CompressionMode
+
+    plain = _write(tmp_path / "plain", "mcap", n=300)
+    writer = BagWriter(tmp_path / "zstd")
+    writer._writer.set_compression(CompressionMode.STORAGE, CompressionFormat.ZSTD)  # noqa: SLF001 (chunks)
+    with writer, BagReader(plain) as r:
+        for topic, t_ns, msg in r.messages(TOPICS):
+            writer.write(topic, msg, t_ns / 1e9)
+    with BagReader(tmp_path / "zstd") as r, BagReader(plain) as p:
+        assert r._open().readers[0].storage.storages[0].chunks[0].compression == "zstd"  # noqa: SLF001
+        assert _batched(r, TOPICS, 100) == list(p.raw_messages(TOPICS))
+
+
 def test_a_message_index_that_does_not_match_its_chunk_is_a_source_error(tmp_path):
     bag = _write(tmp_path / "bag", "mcap", n=400)
     data_file = next(bag.glob("*.mcap"))
