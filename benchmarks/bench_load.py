@@ -58,6 +58,13 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def machine_busy_seconds() -> float:
+    """CPU seconds every core of the machine spent busy (not idle, not waiting for I/O): with the
+    benchmark's own CPU it tells how much of the machine other jobs took."""
+    ticks = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(ticks[:8]) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")  # up to steal; minus idle, iowait
+
+
 @dataclass(frozen=True)
 class RobotResult:
     namespace: str
@@ -81,6 +88,7 @@ class TrialResult:
     achieved_rate_hz: float
     driver_lag_p99_ms: float  # how late the driver started a frame against its schedule
     driver_cpu_cores: float
+    machine_busy_cores: float  # every process on the machine, this benchmark's included
     seconds: float
     load_average: tuple[float, float, float]  # 1-minute load average before, after, and its 5-minute value after
     per_robot: list[RobotResult]
@@ -193,7 +201,7 @@ def run_trial(n: int, *, rate: float = 500.0, seconds: float = 20.0, warmup: flo
             lag_ns[f] = time.monotonic_ns() - (start + f * period_ns)
             if f == first:
                 cpu0 = [sum(cpu_seconds(p.pid) for p in s) for s in stacks]
-                wall0, driver_cpu0 = time.monotonic(), time.process_time()
+                wall0, driver_cpu0, busy0 = time.monotonic(), time.process_time(), machine_busy_seconds()
             stamp_ns = T0_NS + f * period_ns
             sec, nanosec = divmod(stamp_ns, 1_000_000_000)
             wrench = wrench_msgs[f % PERIOD_FRAMES < HIGH_FRAMES]
@@ -218,6 +226,7 @@ def run_trial(n: int, *, rate: float = 500.0, seconds: float = 20.0, warmup: flo
                 time.sleep(delay / 1e9)
         wall = time.monotonic() - wall0
         driver_cpu = time.process_time() - driver_cpu0
+        busy = machine_busy_seconds() - busy0
         cpu = [sum(cpu_seconds(p.pid) for p in s) - c0 for s, c0 in zip(stacks, cpu0)]
 
         expected = expected_events(first, total)
@@ -238,7 +247,8 @@ def run_trial(n: int, *, rate: float = 500.0, seconds: float = 20.0, warmup: flo
     achieved = (total - first) / wall
     result = dict(robots=n, stack=stack, rate_hz=rate, achieved_rate_hz=round(achieved, 1),
                   driver_lag_p99_ms=round(float(np.percentile(lag_ns[first:], 99)) / 1e6, 3),
-                  driver_cpu_cores=round(driver_cpu / wall, 3), seconds=round(wall, 1),
+                  driver_cpu_cores=round(driver_cpu / wall, 3), machine_busy_cores=round(busy / wall, 2),
+                  seconds=round(wall, 1),
                   load_average=(round(load_before, 2), *(round(v, 2) for v in os.getloadavg()[:2])),
                   per_robot=per_robot)
     why_not = []
@@ -316,8 +326,8 @@ def robot_result(k: int, received: list[tuple[int, object]], sent_ns: np.ndarray
 def table(trials: list[TrialResult]) -> str:
     """One line per N: the figures benchmarks/README.md records."""
     lines = ["| robots | stack | driver frames/s | frames dropped (window / whole run) | events recv/expected "
-             "| p50 (median robot) | p99 per robot (min-max) | CPU per stack | load avg | sustained |",
-             "|" + "---|" * 10]
+             "| p50 (median robot) | p99 per robot (min-max) | CPU per stack | CPU driver | machine busy "
+             "| load avg | sustained |", "|" + "---|" * 12]
     for t in trials:
         robots = t.per_robot
         dropped = ["?" if r.frames_dropped is None else r.frames_dropped for r in robots]
@@ -332,7 +342,8 @@ def table(trials: list[TrialResult]) -> str:
             f"| {sum(r.events_received for r in robots)}/{sum(r.events_expected for r in robots)} "
             f"| {f'{np.median(p50):.1f} ms' if p50 else '-'} "
             f"| {f'{min(p99):.1f}-{max(p99):.1f} ms' if p99 else '-'} "
-            f"| {np.mean(cpu):.2f} core | {t.load_average[0]:.1f} -> {t.load_average[1]:.1f} "
+            f"| {np.mean(cpu):.2f} core | {t.driver_cpu_cores:.2f} core | {t.machine_busy_cores:.2f} cores "
+            f"| {t.load_average[0]:.1f} -> {t.load_average[1]:.1f} "
             f"| {'yes' if t.sustained else 'no'} |")
     return "\n".join(lines)
 
