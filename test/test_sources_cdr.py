@@ -294,3 +294,11 @@ def test_joint_state_and_wrench_batches_read_as_the_single_readers_do():
     assert [None if g is None else (g[0].force.tolist(), g[0].torque.tolist(), g[1]) for g in got] == \
            [None if w is None else (w[0].force.tolist(), w[0].torque.tolist(), w[1]) for w in want]
     assert got[3][0].torque.tolist() == [4.0, 5.0, -3.0] and got[-1] is None
+
+
+def test_read_stamp_reads_the_header_of_any_stamped_type_as_stamp_seconds():
+    msgs = [m.joint_state_msg(T, 12.345678901, ["a"], [0.0]), m.wrench_msg(T, 7.25, Wrench(np.zeros(3), np.zeros(3))),
+            m.predicates_msg(T, m.PredicateSample({"a": True}, 1e9 + 0.1, 3))]
+    for msg in msgs:
+        assert cdr.read_stamp(raw(msg)) == m.stamp_seconds(msg.header.stamp)
+    assert cdr.read_stamp(b"\x00\x01\x00\x00\x01") is None and cdr.read_stamp(raw(msgs[0], little_endian=False)) is None

@@ -466,11 +466,24 @@ def _control_rate(bag: BagReader, config: ReplayConfig, topic: str) -> float:
 
 
 def _first_stamps(bag: BagReader, topic: str, n: int = 201) -> list[float]:
-    stamps = []
-    for _, _, msg in bag.messages({topic}):
-        stamps.append(m.stamp_seconds(msg.header.stamp))
-        if len(stamps) >= n:
-            break
+    """Header stamps of the topic's first n messages: read from the bytes where a direct reader accepts the
+    message (rosbags would decode it too), else from rosbags' message (which fails as it does)."""
+    readers = {_JOINT_TYPE: cdr.JointStateReader().read, _PREDICATES_TYPE: cdr.PredicateReader().read}
+    direct: dict[str, bool] = {}
+    stamps: list[float] = []
+    for batch in bag.message_batches({topic}, n):
+        for i in range(len(batch)):
+            raw, msgtype = batch.raw(i), batch.msgtypes[batch.which[i]]
+            ok = direct.get(msgtype)
+            if ok is None:
+                ok = direct[msgtype] = msgtype in readers and cdr.supported(bag.fielddefs, msgtype)
+            try:
+                stamp = cdr.read_stamp(raw) if ok and readers[msgtype](raw) is not None else None
+            except m.BadPredicates:  # well-formed bytes, a bad predicate value: the stamp is fine
+                stamp = cdr.read_stamp(raw)
+            stamps.append(m.stamp_seconds(bag.deserialize(raw, msgtype).header.stamp) if stamp is None else stamp)
+            if len(stamps) >= n:
+                return stamps
     return stamps
 
 

@@ -205,6 +205,13 @@ class JointStateReader:
 
 
 @_lenient
+def read_stamp(raw: bytes) -> float | None:
+    """The header stamp in seconds of a message whose first field is a std_msgs/Header (every type above
+    but the nested ones), as `messages.stamp_seconds`; None if the header is not readable."""
+    return _stamp(raw)[0]
+
+
+@_lenient
 def read_wrench(raw: bytes) -> tuple[Wrench, float] | None:
     """geometry_msgs/WrenchStamped bytes -> (Wrench, stamp), as `messages.wrench_of`."""
     stamp, pos = _stamp(raw)
