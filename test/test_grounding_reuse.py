@@ -76,3 +76,16 @@ def test_box_memo_tells_boxes_apart_and_never_returns_a_writable_shared_array():
     assert a.memo("k", b, lambda: 1) == 1 and a.memo("k", b, lambda: 2) == 1
     assert a.memo("k", a, lambda: 3) == 3 and a.memo("other", b, lambda: 4) == 4
     assert not a.corners().flags.writeable and a.overlaps(b) is False and a.overlaps(a) is True
+
+
+def test_the_twins_pair_list_and_gripper_gaps_are_the_ones_derived_from_its_gaps(states):
+    twin = load_default_grounder(RATE).twin
+    seen_gripper = False
+    for state in states[::25]:
+        geo = twin.compute(state.joint_names, state.joint_position, state.object_poses)
+        derived = dataclasses.replace(geo)  # same fields, nothing kept: derived from gaps on first use
+        assert sorted(geo.pairs) == sorted(derived.pairs)
+        assert geo.gripper_gaps == derived.gripper_gaps
+        assert all(geo.gap(a, b) == gap == geo.gap(b, a) and a < b for a, b, gap in geo.pairs)
+        seen_gripper = seen_gripper or bool(geo.gripper_gaps)
+    assert seen_gripper
