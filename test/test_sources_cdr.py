@@ -302,3 +302,28 @@ def test_read_stamp_reads_the_header_of_any_stamped_type_as_stamp_seconds():
     for msg in msgs:
         assert cdr.read_stamp(raw(msg)) == m.stamp_seconds(msg.header.stamp)
     assert cdr.read_stamp(b"\x00\x01\x00\x00\x01") is None and cdr.read_stamp(raw(msgs[0], little_endian=False)) is None
+
+
+def test_events_writer_gives_rosbags_bytes_of_events_msg_that_decode_back(tmp_path):
+    from diagnostic_msgs.msg import DiagnosticArray
+    from rclpy.serialization import deserialize_message
+
+    from safety_monitor.monitor.live import SpecSetMonitor
+
+    specs = tmp_path / "specs.yaml"
+    specs.write_text("predicates: [a, b]\nproperties:\n  - name: never_a\n    category: collision_contact\n"
+                     "    formula: \"G(!a)\"\n    recovery: \"F(!a)\"\n")
+    monitor = SpecSetMonitor.from_spec_file(specs)
+    events = []  # real Event objects: opened with a counterexample, recovered, blind, seeing
+    for k, a in enumerate([False, True, True, False, None, False]):
+        events += monitor.step(None if a is None else {"a": a, "b": k == 1}, 0.002 * k)
+    assert {e.kind for e in events} >= {"opened", "recovered", "blind", "seeing"}
+    records = [{"property": "p", "kind": kind, "frame": 3, "t": 0.25, "rollout": 1, "robot": "r1",
+                "counterexample": {"values": {"a": [[0, 2, False], [3, 3, True]]}, "explanation": "\u00fc \u00f1"}}
+               for kind in ("opened", "recovered", "blind", "unrecovered_at_end", "state_lost", "seeing")]
+    records.append({"property": "*", "kind": "state_lost", "frame": None, "t": None, "torn_bytes": 0})
+    for batch in (records, records[:1], [], events):
+        for t in (0.0, 1.5, 1234.000002):
+            data = cdr.write_events(batch, t)
+            assert data == raw(m.events_msg(T, batch, t))
+            assert m.decode_events(deserialize_message(data, DiagnosticArray)) == [m.event_fields(e) for e in batch]

@@ -288,7 +288,7 @@ class MonitorNode(Node):
                   "previous_started": previous.get("started"), "torn_bytes": torn_bytes}
         self._write_log([record])
         os.fsync(self._log)
-        self._events_pub.publish(m.events_msg(self._types, [record], 0.0))
+        self._events_pub.publish(cdr.write_events([record], 0.0))
 
     # ------------------------------------------------------------------------------------ outputs
     def _emit(self, events, t: float | None) -> None:
@@ -304,7 +304,7 @@ class MonitorNode(Node):
             os.fsync(self._log)
         self._rollout.events.extend(records)
         if self.context.ok():
-            self._events_pub.publish(m.events_msg(self._types, records, 0.0 if t is None else t))
+            self._events_pub.publish(cdr.write_events(records, 0.0 if t is None else t))
         if not self.params.sync_before_publish:
             self._syncer.request()
         for r in records:

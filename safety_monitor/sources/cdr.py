@@ -21,15 +21,15 @@ import struct
 from dataclasses import dataclass
 from itertools import repeat
 from operator import getitem, is_not
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from safety_monitor.grounding.state import Pose, Wrench
-from safety_monitor.sources.messages import (PREDICATES_STATUS, JointSample, PredicateSample, predicate_sample,
-                                              split_seconds)
+from safety_monitor.sources.messages import (EVENTS_HARDWARE_ID, PREDICATES_STATUS, JointSample, PredicateSample,
+                                              event_level_value, event_texts, predicate_sample, split_seconds)
 
 # The layouts these readers implement: field name and type per message type (a trailing [] is a sequence).
 DEFINITIONS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -594,6 +594,22 @@ class PredicateWriter:
         out.strings(("_frame", frame, "_t", repr(float(sample.t)), "_unknown", ",".join(sorted(sample.unknown)),
                      "_stale", ",".join(sorted(sample.stale))))
         return out.bytes()
+
+
+def write_events(events: Sequence[Any], t: float) -> bytes:
+    """The CDR bytes of `messages.events_msg(types, events, t)` (rosbags' serialisation, byte for byte),
+    for the monitor to publish an alert without building a message object per field."""
+    sec, nanosec = split_seconds(t)
+    out = _Out(_LE + b"\x00\x00" + _STAMP.pack(sec, nanosec))
+    out.strings(("",))
+    out.u32(len(events))
+    for event in events:
+        name, kind, values = event_texts(event)
+        out.raw(bytes((event_level_value(kind),)))
+        out.strings((name, kind, EVENTS_HARDWARE_ID))
+        out.u32(len(values))
+        out.strings(tuple(text for pair in values for text in pair))
+    return out.bytes()
 
 
 def _key_value(key: str, value: str) -> bytes:

@@ -315,11 +315,19 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+_EVENT_LEVELS = {"opened": 2, "state_lost": 2, "unrecovered_at_end": 1, "blind": 3}  # ERROR, WARN, STALE
+
+
+def event_level_value(kind: str) -> int:
+    """ERROR (2) when a violation opens or a restarted monitor lost its state, WARN (1) when a trace
+    ends inside a violation, STALE (3) when blind, else OK (0): DiagnosticStatus levels."""
+    return _EVENT_LEVELS.get(kind, 0)
+
+
 def event_level(types: SimpleNamespace, kind: str) -> Any:
-    """ERROR when a violation opens or a restarted monitor lost its state, WARN when a trace ends
-    inside a violation, STALE when blind, else OK."""
+    """`event_level_value` as the message types' own level constant."""
     S = types.DiagnosticStatus
-    return {"opened": S.ERROR, "state_lost": S.ERROR, "unrecovered_at_end": S.WARN, "blind": S.STALE}.get(kind, S.OK)
+    return (S.OK, S.WARN, S.ERROR, S.STALE)[event_level_value(kind)]
 
 
 def event_fields(event: Any) -> dict[str, Any]:
@@ -328,20 +336,26 @@ def event_fields(event: Any) -> dict[str, Any]:
     return json.loads(json.dumps(fields))
 
 
+def event_texts(event: Any) -> tuple[str, str, list[tuple[str, str]]]:
+    """(property, kind, [(field, JSON text)]) of one event's status. Each field is JSON-encoded once,
+    so the values need no decode-encode round trip to come out as `decode_events` reads them."""
+    fields = dict(event.to_json() if hasattr(event, "to_json") else _jsonable(event))
+    name, kind = str(fields.pop("property")), str(fields.pop("kind"))
+    return name, kind, [(str(k), json.dumps(v, sort_keys=True)) for k, v in fields.items()]
+
+
 def events_msg(types: SimpleNamespace, events: Sequence[Any], t: float) -> Any:
     """Monitor events (with `property` and `kind`) -> one DiagnosticArray, one status per event."""
     statuses = []
     for event in events:
-        # each field is JSON-encoded once below, so the values need no decode-encode round trip here
-        fields = dict(event.to_json() if hasattr(event, "to_json") else _jsonable(event))
-        name, kind = str(fields.pop("property")), str(fields.pop("kind"))
+        name, kind, values = event_texts(event)
         statuses.append(
             types.DiagnosticStatus(
                 level=event_level(types, kind),
                 name=name,
                 message=kind,
                 hardware_id=EVENTS_HARDWARE_ID,
-                values=[types.KeyValue(key=k, value=json.dumps(v, sort_keys=True)) for k, v in fields.items()],
+                values=[types.KeyValue(key=k, value=v) for k, v in values],
             )
         )
     return types.DiagnosticArray(header=header(types, t), status=statuses)
