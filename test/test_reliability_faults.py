@@ -253,12 +253,16 @@ def test_stopped_frozen_delayed_and_backwards_predicates_never_report_satisfied(
 
     drop = random.Random(7)  # 10 % of frames lost: fewer frames, never a stale or false verdict
     blind_before = len([e for e in cell.events if e["kind"] == "blind"])
+    sent = []
     for _ in range(200):
         cell.send(a=False, publish=drop.random() >= 0.1)
+        sent.append(time.monotonic())
         cell.spin(0.005)
     cell.spin(0.5)
     assert cell.level("monitor")[0] == S.OK
-    assert len([e for e in cell.events if e["kind"] == "blind"]) == blind_before
+    gaps = [b - a for a, b in zip(sent, sent[1:])]
+    if max(gaps) < TIMEOUT_S / 2:  # else this process itself stalled (a loaded machine): going blind was right
+        assert len([e for e in cell.events if e["kind"] == "blind"]) == blind_before
     assert not any(e["kind"] == "opened" for e in cell.events)
 
     last = cell.t  # the sim clock jumps back by one second
