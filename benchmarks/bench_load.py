@@ -10,16 +10,18 @@ and recovers in between) and subscribes to every robot's events. The joint posit
 
 Per robot, over the measured window: frames sent; frames dropped, from the events' own frame
 indices (the monitor numbers the frames it steps, so between two `opened` events it stepped
-exactly the frames sent unless some were lost; blind frames it stepped are added back);
-events expected against received; latency p50/p99 of `opened` and `recovered` events, as in
+exactly the frames sent unless some were lost; blind frames it stepped are added back) and, over
+the whole run, frames sent minus the estimator's own count on /diagnostics; events expected
+against received; latency p50/p99 of `opened` and `recovered` events, as in
 bench_latency (system-wide monotonic clock, from just before the completing /joint_states is
-published to the event's callback here); CPU of the robot's stack processes. N robots are
+published to the event's callback here); CPU of the robot's stack processes (and of the driver
+and the whole machine, per trial). N robots are
 sustained when the driver kept its rate, no frame was dropped, every expected event came and
 every robot's p99 is within `--p99-bound-ms`. The ramp stops at the first N not sustained
 unless `--keep-going`.
 
     .venv/bin/python benchmarks/bench_load.py [--robots 1,2,4,6,8,10] [--seconds 20] [--rate 500]
-        [--stack combined|separate] [--json results.json]
+        [--stack combined|separate] [--keep-going] [--json results.json]
 """
 from __future__ import annotations
 
