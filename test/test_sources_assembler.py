@@ -66,6 +66,21 @@ def test_nan_positions_drop_the_message_and_nan_velocity_makes_velocity_unknown(
     assert frame.state.joint_velocity is None
 
 
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan, 1e300, -2e9])
+def test_nan_infinite_or_implausible_values_are_dropped_without_overflow_warnings(bad):
+    a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None))
+    frame = a.on_joint_states(js(1.0, pos=(9e8, -3.0), vel=(1e-300, 2.0)))
+    assert frame is not None and not frame.issues
+    assert a.on_joint_states(js(1.002, pos=(0.5, bad))) is None
+    (issue,) = a.drain_issues()
+    assert issue.kind == "nan" and "implausible positions for j2;" in issue.detail
+    frame = a.on_joint_states(js(1.004, vel=(bad, 1.0)))
+    assert kinds(frame.issues) == ["nan"] and frame.state.joint_velocity is None
+    a.on_wrench_sample(Wrench(np.array([0.0, bad, 1.0]), np.zeros(3)), 1.005)
+    a.on_pose_sample("mug", Pose(np.array([bad, 0.0, 0.0]), np.array([1.0, 0.0, 0.0, 0.0])), 1.005)
+    assert kinds(a.drain_issues()) == ["nan", "nan"]
+
+
 def test_empty_names_and_length_mismatch_are_dropped():
     a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None))
     assert a.on_joint_states(js(1.0, names=(), pos=(0.1, 0.2))) is None

@@ -232,7 +232,7 @@ class FrameAssembler:
         """`on_wrench` for a wrench already read from its message (replay reads it from the bag's bytes)."""
         stamp = self._stamp(stamp, received, WRENCH)
         if not (_finite(wrench.force) and _finite(wrench.torque)):
-            self._issue("nan", WRENCH, stamp, "wrench has NaN or infinite values; message dropped")
+            self._issue("nan", WRENCH, stamp, f"wrench has NaN, infinite or implausible (beyond {_LIMIT:g}) values; message dropped")
             return
         if self._wrench is not None and stamp <= self._wrench[1]:
             kind = "duplicate_stamp" if stamp == self._wrench[1] else "backwards"
@@ -250,7 +250,7 @@ class FrameAssembler:
         stream = pose_stream(name)
         stamp = self._stamp(stamp, received, stream)
         if not (_finite(pose.position) and _finite(pose.quaternion)):
-            self._issue("nan", stream, stamp, "pose has NaN or infinite values; message dropped")
+            self._issue("nan", stream, stamp, f"pose has NaN, infinite or implausible (beyond {_LIMIT:g}) values; message dropped")
             return
         last = self._pose_stamps.get(name)
         if last is not None and stamp <= last:
@@ -279,8 +279,8 @@ class FrameAssembler:
                         f"{len(names)} names but {len(sample.position)} positions; message dropped")
             return None
         if not _finite(sample.position):
-            bad = [n for n, p in zip(names, sample.position) if not math.isfinite(p)]
-            self._issue("nan", JOINTS, t, f"non-finite positions for {', '.join(bad)}; message dropped")
+            bad = [n for n, p in zip(names, sample.position.tolist()) if not abs(p) < _LIMIT]
+            self._issue("nan", JOINTS, t, f"NaN, infinite or implausible positions for {', '.join(bad)}; message dropped")
             return None
         if self._t is not None and t <= self._t:
             kind = "duplicate_stamp" if t == self._t else "backwards"
@@ -346,14 +346,17 @@ class FrameAssembler:
             return np.nan, False
         if _finite(values):
             return values, True
-        self._issue("nan", JOINTS, t, f"non-finite {what}; {what} unknown this frame")
-        return values, bool(np.isfinite(values).all())  # huge but finite values fail _finite only
+        self._issue("nan", JOINTS, t, f"NaN, infinite or implausible {what}; {what} unknown this frame")
+        return values, False
+
+
+_LIMIT = 1e9  # beyond this a joint (rad or m), wrench (N, N m) or pose (m) value is a corrupt message
 
 
 def _finite(values: np.ndarray) -> bool:
-    """No NaN or infinity (one dot product; magnitudes beyond 1e154, meaningless here, also fail).
-    `ndarray.dot` costs half of `@` on a few elements, and this runs seven times a frame."""
-    return math.isfinite(values.dot(values))
+    """Every value a plausible measurement: finite and within +-_LIMIT (NaN fails every comparison).
+    Exact for any input, where a dot product overflows; three times faster than `np.isfinite`."""
+    return all(map(_LIMIT.__gt__, map(abs, values.ravel().tolist())))
 
 
 def ground_frame(grounder: Any, assembled: AssembledFrame, frame: int) -> tuple[PredicateSample, str | None]:
