@@ -1,9 +1,11 @@
 """The estimator node: robot topics -> `safety_monitor/predicates`, one message per /joint_states.
 
-It is `FrameAssembler` + `ground_frame` (the Grounder), the code path bag replay uses: callbacks feed
-the assembler in arrival order, each completed frame is grounded and published in the layout of
-`safety_monitor.sources.messages`. Subscriptions are created slower streams first, so when several
-messages wait, a frame's wrench and poses are taken before the joint message that completes it.
+It is `FrameAssembler` + `ground_frame` (the Grounder), the code path bag replay uses: messages arrive
+as bytes and are read by replay's direct CDR readers, callbacks feed the assembler in arrival order,
+each completed frame is grounded and published (as bytes, while anyone subscribes) in the layout of
+`safety_monitor.sources.messages`, and handed to `on_sample` when a monitor shares the process.
+Subscriptions are created slower streams first, so when several messages wait, a frame's wrench and
+poses are taken before the joint message that completes it.
 
 A frame that cannot be grounded (unknown joint, time going backwards) is published with every
 predicate unknown, never guessed. A watchdog reports STALE on /diagnostics when /joint_states stops
