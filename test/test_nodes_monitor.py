@@ -15,19 +15,8 @@ from safety_monitor.errors import SafetyMonitorError  # noqa: E402
 from safety_monitor.nodes import qos  # noqa: E402
 from safety_monitor.nodes.episode_marker import END, START, EpisodeMarker, marker_msg  # noqa: E402
 from safety_monitor.sources import messages as m  # noqa: E402
+from two_property_specs import SPECS  # noqa: E402
 
-SPECS = """
-predicates: [a, b]
-properties:
-  - name: never_a
-    category: collision_contact
-    formula: "G(!a)"
-    recovery: "F(!a)"
-  - name: b_then_not_a
-    category: action_onset
-    formula: "G(b -> !a)"
-    recovery: "F(!b)"
-"""
 TIMEOUT_S = 0.4
 
 

@@ -20,20 +20,8 @@ rclpy = pytest.importorskip("rclpy")
 from safety_monitor.nodes import qos  # noqa: E402
 from safety_monitor.nodes.episode_marker import END, START, EpisodeMarker, marker_msg  # noqa: E402
 from safety_monitor.sources import messages as m  # noqa: E402
+from two_property_specs import PROPS, SPECS  # noqa: E402
 
-SPECS = """
-predicates: [a, b]
-properties:
-  - name: never_a
-    category: collision_contact
-    formula: "G(!a)"
-    recovery: "F(!a)"
-  - name: b_then_not_a
-    category: action_onset
-    formula: "G(b -> !a)"
-    recovery: "F(!b)"
-"""
-PROPS = ("never_a", "b_then_not_a")
 TIMEOUT_S = 0.5  # predicates_timeout_s and predicates_frozen_s of the monitor under test
 MARGIN_S = 5.0  # the diagnostics must come within the limit + this (a loaded CI machine)
 

@@ -3,8 +3,8 @@
 1. Every event is appended to a JSON Lines log (one object per line: the event's own JSON plus
    `rollout`, `robot` and `wall_time`), written to the file BEFORE it is published, so a crashed or
    killed monitor never loses an event someone may already have seen, and synced to disk right after
-   the publish, on a thread of its own (`sync_before_publish: true` syncs first, inline: proof against power loss too, at the price
-   of the disk's sync time, up to milliseconds, in every event's latency).
+   the publish, on a thread of its own (`sync_before_publish: true` syncs first, inline: proof against
+   power loss too, at the price of the disk's sync time, up to milliseconds, in every event's latency).
 2. `safety_monitor/events` (reliable, transient local): one DiagnosticArray per frame with events.
 3. `/diagnostics`: one status per property, ERROR while a violation episode is open, OK once it
    recovers, STALE while its verdict is unknown; plus a summary status. Sent on every change and

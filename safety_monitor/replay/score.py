@@ -412,9 +412,12 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
         start = clock()
         read = {}  # message index -> joint sample or (wrench, stamp), read for the batch at once
         for w, kind in enumerate(kinds):
-            if (kind is _JOINT_ROUTE or kind is _WRENCH_ROUTE) and read_joints.supported(msgtypes[w]):
+            if kind is _JOINT_ROUTE or kind is _WRENCH_ROUTE:
+                decoder, batch_reader = ((read_joints, joint_batches) if kind is _JOINT_ROUTE
+                                         else (read_wrench, wrench_batches))
+                if not decoder.supported(msgtypes[w]):
+                    continue
                 rows = np.flatnonzero(batch.which == w)
-                batch_reader = joint_batches if kind is _JOINT_ROUTE else wrench_batches
                 read.update(zip(rows.tolist(), batch_reader.read(buffer, batch.start[rows], batch.size[rows])))
         timings["deserialise"] += clock() - start
         for k, (which, t_ns, at, size) in enumerate(zip(batch.which.tolist(), batch.log_ns.tolist(),
@@ -468,17 +471,15 @@ def _control_rate(bag: BagReader, config: ReplayConfig, topic: str) -> float:
 def _first_stamps(bag: BagReader, topic: str, n: int = 201) -> list[float]:
     """Header stamps of the topic's first n messages: read from the bytes where a direct reader accepts the
     message (rosbags would decode it too), else from rosbags' message (which fails as it does)."""
-    readers = {_JOINT_TYPE: cdr.JointStateReader().read, _PREDICATES_TYPE: cdr.PredicateReader().read}
-    direct: dict[str, bool] = {}
+    fast = {_JOINT_TYPE: _Decoder(bag, cdr.JointStateReader().read, m.joint_state_sample).fast,
+            _PREDICATES_TYPE: _Decoder(bag, cdr.PredicateReader().read, m.decode_predicates).fast}
     stamps: list[float] = []
     for batch in bag.message_batches({topic}, n):
         for i in range(len(batch)):
             raw, msgtype = batch.raw(i), batch.msgtypes[batch.which[i]]
-            ok = direct.get(msgtype)
-            if ok is None:
-                ok = direct[msgtype] = msgtype in readers and cdr.supported(bag.fielddefs, msgtype)
+            read = fast.get(msgtype)
             try:
-                stamp = cdr.read_stamp(raw) if ok and readers[msgtype](raw) is not None else None
+                stamp = cdr.read_stamp(raw) if read is not None and read(raw, msgtype) is not None else None
             except m.BadPredicates:  # well-formed bytes, a bad predicate value: the stamp is fine
                 stamp = cdr.read_stamp(raw)
             stamps.append(m.stamp_seconds(bag.deserialize(raw, msgtype).header.stamp) if stamp is None else stamp)

@@ -29,7 +29,8 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from safety_monitor.grounding.state import Pose, Wrench
 from safety_monitor.sources.messages import (EVENTS_HARDWARE_ID, PREDICATES_STATUS, JointSample, PredicateSample,
-                                              event_level_value, event_texts, predicate_sample, split_seconds)
+                                              comma_names, event_level_value, event_texts, predicate_sample,
+                                              split_seconds)
 
 # The layouts these readers implement: field name and type per message type (a trailing [] is a sequence).
 DEFINITIONS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -263,9 +264,7 @@ class _FixedLayout:
         if not ok.any():
             self._layout = None
         values = np.ascontiguousarray(rows[:, floats]).view("<f8")
-        stamp = rows[:, 4:12].copy()
-        sec, nanosec = stamp[:, :4].view("<i4")[:, 0], stamp[:, 4:].view("<u4")[:, 0]
-        return ok, values, ((sec.astype(np.int64) * 1_000_000_000 + nanosec) / 1e9).tolist()
+        return ok, values, _stamps(rows[:, 4:12])
 
 
 def _joint_offsets(raw: bytes) -> tuple[list[int], list[int]]:
@@ -436,8 +435,7 @@ class PredicateBatchReader:
             return PredicateColumns(keys, np.zeros(n, bool), np.zeros((n, len(keys)), bool), [], [], [], [])
         cur = _Cursor(np.frombuffer(buffer, dtype=np.uint8), start.astype(np.int64), size.astype(np.int64))
         cur.require((cur.bytes_at(0, 2) == np.frombuffer(_LE, np.uint8)).all(axis=1))
-        stamp = cur.bytes_at(4, 8)
-        sec, nanosec = stamp[:, :4].copy().view("<i4")[:, 0], stamp[:, 4:].copy().view("<u4")[:, 0]
+        stamps = _stamps(cur.bytes_at(4, 8))
         cur.pos[:] = 12
         text_from = cur.pos.copy()
         cur.string()  # frame_id
@@ -463,7 +461,6 @@ class PredicateBatchReader:
         decoded = cur.ok
         t, frame, unknown, stale = [0.0] * n, [None] * n, [_NO_NAMES] * n, [_NO_NAMES] * n
         (f_at, f_len), (t_at, t_len), (u_at, u_len), (s_at, s_len) = ((a.tolist(), b.tolist()) for a, b in texts)
-        stamps = ((sec.astype(np.int64) * 1_000_000_000 + nanosec) / 1e9).tolist()
         absolute = cur.start.tolist()
         for i in np.flatnonzero(decoded).tolist():  # the few texts per message, as predicate_sample reads them
             base = absolute[i]
@@ -471,16 +468,19 @@ class PredicateBatchReader:
                 t[i] = float(buffer[base + t_at[i]:base + t_at[i] + t_len[i]].decode()) if t_len[i] else stamps[i]
                 frame[i] = int(buffer[base + f_at[i]:base + f_at[i] + f_len[i]].decode()) if f_len[i] else None
                 if u_len[i]:
-                    unknown[i] = _split_names(buffer[base + u_at[i]:base + u_at[i] + u_len[i]].decode())
+                    unknown[i] = comma_names(buffer[base + u_at[i]:base + u_at[i] + u_len[i]].decode())
                 if s_len[i]:
-                    stale[i] = _split_names(buffer[base + s_at[i]:base + s_at[i] + s_len[i]].decode())
+                    stale[i] = comma_names(buffer[base + s_at[i]:base + s_at[i] + s_len[i]].decode())
             except (ValueError, UnicodeDecodeError):  # the per-message reader names the problem
                 decoded[i] = False
         return PredicateColumns(keys, decoded, truth, t, frame, unknown, stale)
 
 
-def _split_names(text: str) -> frozenset[str]:
-    return frozenset(name for name in text.split(",") if name)
+def _stamps(header: np.ndarray) -> list[float]:
+    """Header stamps in seconds from (messages x 8) bytes of sec and nanosec, as `_stamp` reads one."""
+    header = np.ascontiguousarray(header)
+    sec, nanosec = header[:, :4].copy().view("<i4")[:, 0], header[:, 4:].copy().view("<u4")[:, 0]
+    return ((sec.astype(np.int64) * 1_000_000_000 + nanosec) / 1e9).tolist()
 
 
 def _align_vec(pos: np.ndarray) -> np.ndarray:

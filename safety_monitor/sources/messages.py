@@ -245,7 +245,7 @@ def predicates_msg(types: SimpleNamespace, sample: PredicateSample, hardware_id:
     return types.DiagnosticArray(header=header(types, sample.t), status=[status])
 
 
-def _names(text: str) -> frozenset[str]:
+def comma_names(text: str) -> frozenset[str]:
     return frozenset(n for n in text.split(",") if n)
 
 
@@ -294,7 +294,7 @@ def predicate_sample(pairs: Iterable[tuple[str, str]], stamp: Callable[[], float
         raise BadPredicates(f"predicates message has a malformed _t or _frame: {exc}") from None
     return PredicateSample(
         values=values, t=t, frame=frame,
-        unknown=_names(meta.get(_UNKNOWN, "")), stale=_names(meta.get(_STALE, "")),
+        unknown=comma_names(meta.get(_UNKNOWN, "")), stale=comma_names(meta.get(_STALE, "")),
     )
 
 
