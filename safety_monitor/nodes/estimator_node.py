@@ -29,6 +29,7 @@ from rclpy.node import Node
 from safety_monitor.errors import SafetyMonitorError, SourceError
 from safety_monitor.nodes import qos
 from safety_monitor.nodes.episode_marker import SAME_TIME_S, START, read_marker
+from safety_monitor.nodes.log_throttle import LogThrottle
 from safety_monitor.nodes.params import declare, declare_topics, field
 from safety_monitor.nodes.raw_decode import RawDecoder
 from safety_monitor.nodes.runtime import run_node
@@ -78,6 +79,7 @@ class EstimatorNode(Node):
         self.assembler = self._new_assembler()
         self.frames = 0  # published frames of the current rollout
         self.issues: Counter[str] = Counter()
+        self._throttled = LogThrottle(self.get_logger())
         self._last_t: float | None = None  # time of the last frame grounded in this rollout
 
         T = self._types = m.rclpy_types()
@@ -132,7 +134,7 @@ class EstimatorNode(Node):
 
     def _undecodable(self, exc: SourceError) -> None:
         self.issues["undecodable"] += 1
-        self.get_logger().error(f"dropped a message: {exc}", throttle_duration_sec=5.0)
+        self._throttled("error", "undecodable", f"dropped a message: {exc}")
 
     def _on_wrench(self, raw: bytes) -> None:
         try:
@@ -163,14 +165,14 @@ class EstimatorNode(Node):
         issues = assembled.issues if assembled is not None else self.assembler.drain_issues()
         for issue in issues:
             self.issues[issue.kind] += 1
-            self.get_logger().warning(f"{issue.stream}: {issue.detail}", throttle_duration_sec=5.0)
+            self._throttled("warning", f"{issue.kind}:{issue.stream}", f"{issue.stream}: {issue.detail}")
         if assembled is None:
             return
         self._last_t = assembled.state.t
         sample, rejected = ground_frame(self.grounder, assembled, self.frames)
         if rejected is not None:
             self.issues["grounding"] += 1
-            self.get_logger().error(f"frame at t={sample.t:.3f} s not grounded: {rejected}", throttle_duration_sec=5.0)
+            self._throttled("error", "grounding", f"frame at t={sample.t:.3f} s not grounded: {rejected}")
         if self._pred_pub.get_subscription_count():  # nobody listening (a one-process stack alone): not written
             self._pred_pub.publish(self._writer.write(sample))
         self.frames += 1

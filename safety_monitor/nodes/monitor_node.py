@@ -49,6 +49,7 @@ from safety_monitor.nodes import qos
 from safety_monitor.nodes.alerts import STATE_LOST
 from safety_monitor.nodes.episode_marker import SAME_TIME_S, START, EpisodeMarker, read_marker
 from safety_monitor.nodes.log_sync import LogSyncer
+from safety_monitor.nodes.log_throttle import LogThrottle
 from safety_monitor.nodes.params import declare, declare_topics, field
 from safety_monitor.nodes.raw_decode import RawDecoder
 from safety_monitor.nodes.runtime import run_node
@@ -111,6 +112,7 @@ class MonitorNode(Node):
         self.monitor = SpecSetMonitor.from_spec_file(specs, history=p.history_frames, control_rate_hz=p.control_rate_hz)
         self._categories = {a.name: a.category for a in self.monitor.automata}
         self.hardware_id = p.hardware_id or self.get_namespace().strip("/").replace("/", "_") or "robot"
+        self._throttled = LogThrottle(self.get_logger())
         self.log_path = Path(p.events_log) if p.events_log else default_log_path(self.get_namespace())
         self._running_path = self.log_path.with_name(self.log_path.name + ".running")
         try:
@@ -118,8 +120,8 @@ class MonitorNode(Node):
             lost = previous_run_lost(self._running_path)
             torn = cut_torn_line(self.log_path)
             self._log = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            self._syncer = LogSyncer(self._log, lambda exc: self.get_logger().error(
-                f"cannot sync the event log {self.log_path}: {exc}", throttle_duration_sec=5.0))
+            self._syncer = LogSyncer(self._log, lambda exc: self._throttled(
+                "error", "sync", f"cannot sync the event log {self.log_path}: {exc}"))
             self._running_path.write_text(
                 json.dumps({"pid": os.getpid(), "boot_id": _boot_id(), "started": time.time()}))
         except OSError as exc:
@@ -189,7 +191,7 @@ class MonitorNode(Node):
         try:
             sample = self._read_predicates(raw)
         except SourceError as exc:
-            self.get_logger().error(f"dropped a predicates message: {exc}", throttle_duration_sec=5.0)
+            self._throttled("error", "undecodable", f"dropped a predicates message: {exc}")
             return
         self.on_sample(sample)
 
