@@ -327,3 +327,24 @@ def test_events_writer_gives_rosbags_bytes_of_events_msg_that_decode_back(tmp_pa
             data = cdr.write_events(batch, t)
             assert data == raw(m.events_msg(T, batch, t))
             assert m.decode_events(deserialize_message(data, DiagnosticArray)) == [m.event_fields(e) for e in batch]
+
+
+def test_diagnostics_writer_gives_rosbags_bytes_of_the_same_array():
+    from diagnostic_msgs.msg import DiagnosticArray
+    from rclpy.serialization import deserialize_message
+
+    S = T.DiagnosticStatus
+    statuses = [(m.ERROR, "safety_monitor/r1: monitor", "1 open: p", "r1", [("frame", "12"), ("rollout", "0")]),
+                (m.STALE, "safety_monitor/r1: p", "unknown: inputs stale \u00fc", "r1", []),
+                (m.OK, "", "", "", [("k", ""), ("", "v")]), (m.WARN, "n", "m", "h", [("a", "b")])]
+    for stamp in ((0, 0), (1796046563, 988419101)):
+        for batch in (statuses, statuses[:1], []):
+            msg = T.DiagnosticArray(header=T.Header(stamp=T.Time(sec=stamp[0], nanosec=stamp[1]), frame_id=""), status=[
+                S(level=level, name=name, message=message, hardware_id=hw,
+                  values=[T.KeyValue(key=k, value=v) for k, v in values])
+                for level, name, message, hw, values in batch])
+            data = cdr.write_diagnostics(stamp, batch)
+            assert data == raw(msg)
+            back = deserialize_message(data, DiagnosticArray)
+            assert [(s.level, s.name, s.message, s.hardware_id, [(v.key, v.value) for v in s.values])
+                    for s in back.status] == [(bytes((lv,)), n, ms, h, list(vs)) for lv, n, ms, h, vs in batch]

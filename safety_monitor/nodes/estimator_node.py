@@ -32,7 +32,7 @@ from safety_monitor.nodes.episode_marker import SAME_TIME_S, START, read_marker
 from safety_monitor.nodes.log_throttle import LogThrottle
 from safety_monitor.nodes.params import declare, declare_topics, field
 from safety_monitor.nodes.raw_decode import RawDecoder
-from safety_monitor.nodes.runtime import run_node
+from safety_monitor.nodes.runtime import now_stamp, run_node
 from safety_monitor.sources import cdr
 from safety_monitor.sources import messages as m
 from safety_monitor.sources.assembler import FrameAssembler, StaleLimits, StreamMapping, ground_frame
@@ -82,7 +82,7 @@ class EstimatorNode(Node):
         self._throttled = LogThrottle(self.get_logger())
         self._last_t: float | None = None  # time of the last frame grounded in this rollout
 
-        T = self._types = m.rclpy_types()
+        T = m.rclpy_types()
         inputs = qos.input_qos(p.best_effort_inputs)
         self._writer = cdr.PredicateWriter(hardware_id=self.get_fully_qualified_name())
         self._pred_pub = self.create_publisher(T.DiagnosticArray, self.topics.predicates, qos.PREDICATES)
@@ -213,28 +213,22 @@ class EstimatorNode(Node):
     def _publish_diagnostics(self) -> None:
         if not self.context.ok():
             return
-        T = self._types
-        S = T.DiagnosticStatus
         if self._last_joints is None:
-            level, message = S.STALE, f"waiting for {self.topics.joint_states}"
+            level, message = m.STALE, f"waiting for {self.topics.joint_states}"
         elif self._stale:
-            level = S.STALE
+            level = m.STALE
             message = f"no {self.topics.joint_states} for more than {self.params.joint_states_timeout_s} s"
         elif self._frozen:
-            level = S.STALE
+            level = m.STALE
             message = f"{self.topics.joint_states} frozen for more than {self.params.joint_states_frozen_s} s"
         elif self._stale_streams:
-            level, message = S.WARN, "stale: " + ", ".join(sorted(self._stale_streams))
+            level, message = m.WARN, "stale: " + ", ".join(sorted(self._stale_streams))
         else:
-            level, message = S.OK, "inputs fresh"
-        values = [T.KeyValue(key="frames", value=str(self.frames))]
-        values += [T.KeyValue(key=f"issues.{k}", value=str(v)) for k, v in sorted(self.issues.items())]
+            level, message = m.OK, "inputs fresh"
+        values = [("frames", str(self.frames))] + [(f"issues.{k}", str(v)) for k, v in sorted(self.issues.items())]
         hw = self.get_namespace().strip("/").replace("/", "_") or "robot"
-        status = S(level=level, name=f"safety_monitor/{hw}: estimator inputs", message=message,
-                   hardware_id=hw, values=values)
-        msg = T.DiagnosticArray(status=[status])
-        msg.header.stamp = self.get_clock().now().to_msg()
-        self._diag_pub.publish(msg)
+        self._diag_pub.publish(cdr.write_diagnostics(
+            now_stamp(self), [(level, f"safety_monitor/{hw}: estimator inputs", message, hw, values)]))
 
 
 def main(args: list[str] | None = None) -> int:

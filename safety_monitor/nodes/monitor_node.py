@@ -52,7 +52,7 @@ from safety_monitor.nodes.log_sync import LogSyncer
 from safety_monitor.nodes.log_throttle import LogThrottle
 from safety_monitor.nodes.params import declare, declare_topics, field
 from safety_monitor.nodes.raw_decode import RawDecoder
-from safety_monitor.nodes.runtime import run_node
+from safety_monitor.nodes.runtime import now_stamp, run_node
 from safety_monitor.sources import cdr
 from safety_monitor.sources import messages as m
 
@@ -127,7 +127,7 @@ class MonitorNode(Node):
         except OSError as exc:
             raise SafetyMonitorError(f"monitor_node: cannot open the event log {self.log_path}: {exc}") from None
 
-        T = self._types = m.rclpy_types()
+        T = m.rclpy_types()
         self._events_pub = self.create_publisher(T.DiagnosticArray, self.topics.events, qos.EVENTS)
         self._diag_pub = self.create_publisher(T.DiagnosticArray, self.topics.diagnostics, qos.DIAGNOSTICS)
         self._beat_pub = self.create_publisher(T.DiagnosticArray, self.topics.heartbeat, qos.DIAGNOSTICS)
@@ -155,7 +155,7 @@ class MonitorNode(Node):
         self._backwards_from: float | None = None  # last stepped time while older frames are dropped
         self._time_faults = 0  # frames dropped because their time went backwards
         self._beats = 0
-        self._summary: tuple[int, str] = (T.DiagnosticStatus.STALE, "starting")  # the last summary published
+        self._summary: tuple[int, str] = (m.STALE, "starting")  # the last summary published
         self._state_lost: str | None = None
         if lost is not None:
             self._declare_state_lost(lost, torn)
@@ -349,70 +349,58 @@ class MonitorNode(Node):
         self._publish_diagnostics()
 
     def _publish_diagnostics(self) -> None:
+        """Per property and for the monitor as a whole: ERROR while violated, STALE while unknown, else OK
+        (written as bytes: this follows every event, and message objects cost ~0.3 ms a time)."""
         if not self.context.ok():
             return
-        T = self._types
-        S = T.DiagnosticStatus
         stale = self._stale_inputs
+        prefix, hw = f"safety_monitor/{self.hardware_id}", self.hardware_id
         statuses = []
         for name, category in self._categories.items():
             opened = self._open.get(name)
             if opened is not None:
-                level = S.ERROR
+                level = m.ERROR
                 message = f"violated since frame {opened['frame']} (t={_secs(opened['t'])})"
             elif stale or name in self._blind or self._state_lost:
-                level = S.STALE
+                level = m.STALE
                 message = ("unknown: inputs stale" if stale else "unknown: state lost in a restart"
                            if self._state_lost else "unknown: predicates unknown")
             else:
-                level, message = S.OK, "satisfied so far"
-            values = {"category": category, "episodes": str(self._episodes[name])}
+                level, message = m.OK, "satisfied so far"
+            values = [("category", category), ("episodes", str(self._episodes[name]))]
             if opened is not None and opened.get("counterexample"):
-                values["explanation"] = opened["counterexample"]["explanation"]
-            statuses.append((level, name, message, values))
+                values.append(("explanation", opened["counterexample"]["explanation"]))
+            statuses.append((level, f"{prefix}: {name}", message, hw, values))
         if self._state_lost:
-            summary = (S.ERROR, self._state_lost)
+            summary = (m.ERROR, self._state_lost)
         elif self._backwards_from is not None:
-            summary = (S.ERROR, f"time went backwards: frames before {self._backwards_from:.3f} s dropped")
+            summary = (m.ERROR, f"time went backwards: frames before {self._backwards_from:.3f} s dropped")
         elif self._last_input is None:
-            summary = (S.STALE, "waiting for predicates")
+            summary = (m.STALE, "waiting for predicates")
         elif stale:
-            summary = (S.STALE, "predicates frozen" if self._frozen_since is not None
+            summary = (m.STALE, "predicates frozen" if self._frozen_since is not None
                        else f"no predicates for more than {self.params.predicates_timeout_s} s")
         elif self._open:
-            summary = (S.ERROR, f"{len(self._open)} open: {', '.join(sorted(self._open))}")
+            summary = (m.ERROR, f"{len(self._open)} open: {', '.join(sorted(self._open))}")
         elif self._blind or self._stale_streams:
-            summary = (S.WARN, "stale inputs: " + ", ".join(sorted(self._stale_streams)) if self._stale_streams
+            summary = (m.WARN, "stale inputs: " + ", ".join(sorted(self._stale_streams)) if self._stale_streams
                        else f"{len(self._blind)} properties unknown")
         else:
-            summary = (S.OK, "no open violation")
-        prefix = f"safety_monitor/{self.hardware_id}"
-        msg_statuses = [S(level=summary[0], name=f"{prefix}: monitor", message=summary[1],
-                          hardware_id=self.hardware_id,
-                          values=[T.KeyValue(key="frame", value=str(self.monitor.frame)),
-                                  T.KeyValue(key="rollout", value=str(self._rollout.index)),
-                                  T.KeyValue(key="time_backwards_frames", value=str(self._time_faults))])]
-        msg_statuses += [S(level=level, name=f"{prefix}: {name}", message=message, hardware_id=self.hardware_id,
-                           values=[T.KeyValue(key=k, value=v) for k, v in values.items()])
-                         for level, name, message, values in statuses]
-        msg = T.DiagnosticArray(status=msg_statuses)
-        msg.header.stamp = self.get_clock().now().to_msg()
-        self._diag_pub.publish(msg)
+            summary = (m.OK, "no open violation")
+        values = [("frame", str(self.monitor.frame)), ("rollout", str(self._rollout.index)),
+                  ("time_backwards_frames", str(self._time_faults))]
+        self._diag_pub.publish(cdr.write_diagnostics(now_stamp(self), [
+            (summary[0], f"{prefix}: monitor", summary[1], hw, values), *statuses]))
         self._summary = summary
 
     def _heartbeat(self) -> None:
         """Liveness for an external watchdog: sequence number, process id and the summary level."""
         if not self.context.ok():
             return
-        T = self._types
         level, message = self._summary
-        status = T.DiagnosticStatus(
-            level=level, name=f"safety_monitor/{self.hardware_id}: heartbeat", message=message,
-            hardware_id=self.hardware_id,
-            values=[T.KeyValue(key="seq", value=str(self._beats)), T.KeyValue(key="pid", value=str(os.getpid()))])
-        msg = T.DiagnosticArray(status=[status])
-        msg.header.stamp = self.get_clock().now().to_msg()
-        self._beat_pub.publish(msg)
+        values = [("seq", str(self._beats)), ("pid", str(os.getpid()))]
+        self._beat_pub.publish(cdr.write_diagnostics(now_stamp(self), [
+            (level, f"safety_monitor/{self.hardware_id}: heartbeat", message, self.hardware_id, values)]))
         self._beats += 1
 
     def destroy_node(self) -> None:

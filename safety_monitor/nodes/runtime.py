@@ -58,6 +58,11 @@ def make_executor(context):
     return EventsExecutor(context=context)
 
 
+def now_stamp(node: Node) -> tuple[int, int]:
+    """The node's clock now as a header stamp (sec, nanosec), for messages written as bytes."""
+    return divmod(node.get_clock().now().nanoseconds, 1_000_000_000)
+
+
 def request_shutdown(node: Node) -> None:
     """Stop the spin of this node's context (used by a sim node that has run all its episodes)."""
     node.context.try_shutdown()

@@ -11,7 +11,6 @@ older than its limit (or never seen) is reported stale on every frame it affects
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path

@@ -599,14 +599,23 @@ class PredicateWriter:
 def write_events(events: Sequence[Any], t: float) -> bytes:
     """The CDR bytes of `messages.events_msg(types, events, t)` (rosbags' serialisation, byte for byte),
     for the monitor to publish an alert without building a message object per field."""
-    sec, nanosec = split_seconds(t)
-    out = _Out(_LE + b"\x00\x00" + _STAMP.pack(sec, nanosec))
-    out.strings(("",))
-    out.u32(len(events))
+    statuses = []
     for event in events:
         name, kind, values = event_texts(event)
-        out.raw(bytes((event_level_value(kind),)))
-        out.strings((name, kind, EVENTS_HARDWARE_ID))
+        statuses.append((event_level_value(kind), name, kind, EVENTS_HARDWARE_ID, values))
+    return write_diagnostics(split_seconds(t), statuses)
+
+
+def write_diagnostics(stamp: tuple[int, int],
+                      statuses: Sequence[tuple[int, str, str, str, Sequence[tuple[str, str]]]]) -> bytes:
+    """The CDR bytes of a DiagnosticArray stamped (sec, nanosec), frame_id "", with one DiagnosticStatus
+    per (level, name, message, hardware_id, [(key, value)]) in that order (rosbags' bytes)."""
+    out = _Out(_LE + b"\x00\x00" + _STAMP.pack(*stamp))
+    out.strings(("",))
+    out.u32(len(statuses))
+    for level, name, message, hardware_id, values in statuses:
+        out.raw(bytes((level,)))
+        out.strings((name, message, hardware_id))
         out.u32(len(values))
         out.strings(tuple(text for pair in values for text in pair))
     return out.bytes()

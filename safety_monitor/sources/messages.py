@@ -299,7 +299,12 @@ def predicate_sample(pairs: Iterable[tuple[str, str]], stamp: Callable[[], float
 
 
 # -------------------------------------------------------------------------------------- events
+_SCALARS = (str, int, float, bool, type(None))
+
+
 def _jsonable(value: Any) -> Any:
+    if type(value) in _SCALARS:  # most leaves: answered before the dataclass, mapping and sequence tests
+        return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, Mapping):
@@ -315,7 +320,21 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-_EVENT_LEVELS = {"opened": 2, "state_lost": 2, "unrecovered_at_end": 1, "blind": 3}  # ERROR, WARN, STALE
+def _json_default(value: Any) -> Any:
+    """What the encoder cannot write itself (sets, arrays, numpy scalars, dataclasses, mappings) as `_jsonable`
+    makes it, so plain JSON-shaped events skip the deep copy."""
+    out = _jsonable(value)
+    if out is value:
+        raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+    return out
+
+
+# one encoder, not one built per json.dumps call
+_FIELD_JSON = json.JSONEncoder(sort_keys=True, default=_json_default).encode
+
+
+OK, WARN, ERROR, STALE = 0, 1, 2, 3  # diagnostic_msgs/DiagnosticStatus levels, as bytes on the wire
+_EVENT_LEVELS = {"opened": ERROR, "state_lost": ERROR, "unrecovered_at_end": WARN, "blind": STALE}
 
 
 def event_level_value(kind: str) -> int:
@@ -339,9 +358,9 @@ def event_fields(event: Any) -> dict[str, Any]:
 def event_texts(event: Any) -> tuple[str, str, list[tuple[str, str]]]:
     """(property, kind, [(field, JSON text)]) of one event's status. Each field is JSON-encoded once,
     so the values need no decode-encode round trip to come out as `decode_events` reads them."""
-    fields = dict(event.to_json() if hasattr(event, "to_json") else _jsonable(event))
+    fields = dict(event.to_json() if hasattr(event, "to_json") else event if isinstance(event, dict) else _jsonable(event))
     name, kind = str(fields.pop("property")), str(fields.pop("kind"))
-    return name, kind, [(str(k), json.dumps(v, sort_keys=True)) for k, v in fields.items()]
+    return name, kind, [(str(k), _FIELD_JSON(v)) for k, v in fields.items()]
 
 
 def events_msg(types: SimpleNamespace, events: Sequence[Any], t: float) -> Any:
