@@ -5,8 +5,11 @@ The estimator and monitor nodes run as monitor.launch.py starts them: by default
 publishes a synthetic robot stream at `--rate` Hz (the workcell's arm at rest, the 50 Hz pose stream,
 and a wrist force above its 40 N limit for 20 frames of every 50, so `no_excess_wrench` opens every
 0.1 s and recovers in between) and subscribes to the events. Latency is measured on the system-wide
-monotonic clock from just before the completing /joint_states is published to the event's callback
-here; CPU is the estimator's and the monitor's user+system time over the measured window.
+monotonic clock from just before the completing /joint_states is published to the event's bytes
+reaching a raw subscription here (the driver publishes pre-serialised messages, so its own Python work
+stays out of both ends of the measurement), split at the event log's wall time (written just before the
+publish) into "in" (to the logged event) and "out" (publish to arrival). CPU is the estimator's and the
+monitor's user+system time over the measured window.
 
     .venv/bin/python benchmarks/bench_latency.py [--seconds 60] [--rate 500] [--layout one_process|separate]
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import signal
@@ -48,6 +52,7 @@ def main() -> None:
 
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
+    from rclpy.serialization import deserialize_message, serialize_message
 
     from safety_monitor.grounding.state import Wrench
     from safety_monitor.nodes import qos
@@ -72,10 +77,11 @@ def main() -> None:
     rclpy.init(context=context, domain_id=domain)
     node = rclpy.create_node("bench_driver", namespace=ns, context=context)
     T = m.rclpy_types()
-    received: list[tuple[int, list[dict]]] = []
+    received: list[tuple[int, bytes]] = []
+    # the event is timed when its bytes reach this process's callback, and decoded after the run
     events_sub = node.create_subscription(
         T.DiagnosticArray, "safety_monitor/events",
-        lambda msg: received.append((time.monotonic_ns(), m.decode_events(msg))), qos.EVENTS)
+        lambda raw: received.append((time.monotonic_ns(), raw)), qos.EVENTS, raw=True)
     joints = node.create_publisher(T.JointState, "joint_states", qos.input_qos())
     wrench = node.create_publisher(T.WrenchStamped, "wrist_wrench", qos.input_qos())
     poses = {o: node.create_publisher(T.PoseStamped, f"objects/{o}/pose", qos.input_qos()) for o in rest.object_poses}
@@ -89,27 +95,33 @@ def main() -> None:
             if any(p.poll() is not None for p in procs.values()):
                 raise SystemExit(f"a node exited; see {workdir}")
             time.sleep(0.1)
-        published: dict[int, int] = {}  # frame stamp (ns) -> monotonic ns just before the joint publish
+        published: dict[int, tuple[int, int]] = {}  # frame stamp (ns) -> (monotonic, wall) ns before the joint publish
         period = 1.0 / args.rate
         total = int((args.warmup + args.seconds) * args.rate)
         first_measured = int(args.warmup * args.rate)
         cpu0 = wall0 = None
+
+        def stream(k: int) -> tuple[bytes, list[tuple[str, bytes]], bytes]:
+            """Frame k's wrench, poses (every 10th frame at 500 Hz: 50 Hz) and joint states, serialised."""
+            t = 1.0 + k * period
+            force = np.array([0.0, 0.0, FORCE_HIGH if k % PERIOD_FRAMES < HIGH_FRAMES else FORCE_LOW])
+            pose_bytes = [(name, serialize_message(m.pose_msg(T, t, pose))) for name, pose in rest.object_poses.items()
+                          ] if k % max(1, round(args.rate / 50)) == 0 else []
+            jitter = 1e-6 * np.sin(0.1 * k)  # encoder noise of an arm holding still (an exact repeat is a frozen driver)
+            return (serialize_message(m.wrench_msg(T, t, Wrench(force, np.zeros(3)))), pose_bytes,
+                    serialize_message(m.joint_state_msg(T, t, rest.joint_names, rest.joint_position + jitter,
+                                                        rest.joint_velocity, rest.joint_effort)))
+
+        frames = [stream(k) for k in range(total)]  # serialised up front: the timed loop only publishes
         start = time.monotonic()
-        for k in range(total):
+        for k, (wrench_bytes, pose_bytes, joint_bytes) in enumerate(frames):
             if k == first_measured:
                 cpu0, wall0 = {n: cpu_seconds(p.pid) for n, p in procs.items()}, time.monotonic()
-            t = 1.0 + k * period
-            high = k % PERIOD_FRAMES < HIGH_FRAMES
-            force = np.array([0.0, 0.0, FORCE_HIGH if high else FORCE_LOW])
-            wrench.publish(m.wrench_msg(T, t, Wrench(force, np.zeros(3))))
-            if k % max(1, round(args.rate / 50)) == 0:
-                for name, pub in poses.items():
-                    pub.publish(m.pose_msg(T, t, rest.object_poses[name]))
-            jitter = 1e-6 * np.sin(0.1 * k)  # encoder noise of an arm holding still (an exact repeat is a frozen driver)
-            msg = m.joint_state_msg(T, t, rest.joint_names, rest.joint_position + jitter, rest.joint_velocity,
-                                    rest.joint_effort)
-            published[round(t * 1e9)] = time.monotonic_ns()
-            joints.publish(msg)
+            wrench.publish(wrench_bytes)
+            for name, data in pose_bytes:
+                poses[name].publish(data)
+            published[round((1.0 + k * period) * 1e9)] = time.monotonic_ns(), time.time_ns()
+            joints.publish(joint_bytes)
             delay = start + (k + 1) * period - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
@@ -126,12 +138,21 @@ def main() -> None:
         context.try_shutdown()
 
     t_measured = 1.0 + first_measured * period
-    lat: dict[str, list[float]] = {"opened": [], "recovered": []}
-    for recv_ns, events in received:
-        for e in events:
-            sent = published.get(round(e["t"] * 1e9))
-            if e["kind"] in lat and e["t"] >= t_measured and sent is not None:
-                lat[e["kind"]].append((recv_ns - sent) / 1e6)
+    # the monitor logs an event (wall clock) just before it publishes it: that splits each latency into
+    # "in" (driver -> middleware -> estimator -> grounding -> monitor -> log) and "out" (publish -> here)
+    logged = {}
+    for line in (workdir / "events.jsonl").read_text().splitlines():
+        e = json.loads(line)
+        if e.get("t") is not None:
+            logged[(round(e["t"] * 1e9), e["kind"], e["property"])] = round(e["wall_time"] * 1e9)
+    lat: dict[str, list[tuple[float, float]]] = {"opened": [], "recovered": []}
+    for recv_ns, raw in received:
+        for e in m.decode_events(deserialize_message(raw, T.DiagnosticArray)):
+            key = round(e["t"] * 1e9)
+            if e["kind"] in lat and e["t"] >= t_measured and key in published:
+                sent_mono, sent_wall = published[key]
+                log_ns = logged.get((key, e["kind"], e["property"]))
+                lat[e["kind"]].append(((recv_ns - sent_mono) / 1e6, math.nan if log_ns is None else (log_ns - sent_wall) / 1e6))
     achieved = (total - first_measured) / wall
     result = {
         "layout": args.layout, "rate_hz": args.rate, "achieved_rate_hz": round(achieved, 1), "seconds": round(wall, 1),
@@ -139,9 +160,11 @@ def main() -> None:
         "cpu_cores_total": round(sum(cpu.values()) / wall, 3),
     }
     for kind, values in lat.items():
-        v = np.array(values)
-        result[kind] = ({"events": len(v), "p50_ms": round(float(np.percentile(v, 50)), 3),
-                         "p99_ms": round(float(np.percentile(v, 99)), 3), "max_ms": round(float(v.max()), 3)}
+        v = np.array(values).reshape(-1, 2)
+        result[kind] = ({"events": len(v), "p50_ms": round(float(np.percentile(v[:, 0], 50)), 3),
+                         "p99_ms": round(float(np.percentile(v[:, 0], 99)), 3), "max_ms": round(float(v[:, 0].max()), 3),
+                         "in_p50_ms": round(float(np.nanpercentile(v[:, 1], 50)), 3),
+                         "out_p50_ms": round(float(np.nanpercentile(v[:, 0] - v[:, 1], 50)), 3)}
                         if len(v) else {"events": 0})
     print(json.dumps(result, indent=2))
 
