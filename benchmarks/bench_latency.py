@@ -105,8 +105,8 @@ def main() -> None:
             """Frame k's wrench, poses (every 10th frame at 500 Hz: 50 Hz) and joint states, serialised."""
             t = 1.0 + k * period
             force = np.array([0.0, 0.0, FORCE_HIGH if k % PERIOD_FRAMES < HIGH_FRAMES else FORCE_LOW])
-            pose_bytes = [(name, serialize_message(m.pose_msg(T, t, pose))) for name, pose in rest.object_poses.items()
-                          ] if k % max(1, round(args.rate / 50)) == 0 else []
+            pose_bytes = [(name, serialize_message(m.pose_msg(T, t, pose)))
+                          for name, pose in rest.object_poses.items()] if k % max(1, round(args.rate / 50)) == 0 else []
             jitter = 1e-6 * np.sin(0.1 * k)  # encoder noise of an arm holding still (an exact repeat is a frozen driver)
             return (serialize_message(m.wrench_msg(T, t, Wrench(force, np.zeros(3)))), pose_bytes,
                     serialize_message(m.joint_state_msg(T, t, rest.joint_names, rest.joint_position + jitter,
@@ -152,7 +152,8 @@ def main() -> None:
             if e["kind"] in lat and e["t"] >= t_measured and key in published:
                 sent_mono, sent_wall = published[key]
                 log_ns = logged.get((key, e["kind"], e["property"]))
-                lat[e["kind"]].append(((recv_ns - sent_mono) / 1e6, math.nan if log_ns is None else (log_ns - sent_wall) / 1e6))
+                lat[e["kind"]].append(((recv_ns - sent_mono) / 1e6,
+                                       math.nan if log_ns is None else (log_ns - sent_wall) / 1e6))
     achieved = (total - first_measured) / wall
     result = {
         "layout": args.layout, "rate_hz": args.rate, "achieved_rate_hz": round(achieved, 1), "seconds": round(wall, 1),

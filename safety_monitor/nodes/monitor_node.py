@@ -7,8 +7,8 @@
    power loss too, at the price of the disk's sync time, up to milliseconds, in every event's latency).
 2. `safety_monitor/events` (reliable, transient local): one DiagnosticArray per frame with events.
 3. `/diagnostics`: one status per property, ERROR while a violation episode is open, OK once it
-   recovers, STALE while its verdict is unknown; plus a summary status. Sent on every change and
-   every `diagnostics_period_s`.
+   recovers, STALE while its verdict is unknown; plus a summary status. Sent on every change (the
+   properties whose status changed, with the summary) and every `diagnostics_period_s` (all).
 
 Inputs that stop are never read as "all fine": when no predicates arrive for `predicates_timeout_s`
 (wall clock), the summary turns STALE and, inside a trace, the monitor steps one blind frame (every
@@ -37,6 +37,7 @@ import os
 import time
 from dataclasses import dataclass, field as dc_field
 from pathlib import Path
+from collections.abc import Collection
 from typing import Any
 
 from rclpy.clock import Clock, ClockType
@@ -161,7 +162,8 @@ class MonitorNode(Node):
             self._declare_state_lost(lost, torn)
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(min(0.1, p.predicates_timeout_s / 2, p.predicates_frozen_s / 2), self._watchdog, clock=steady)
-        self.create_timer(p.diagnostics_period_s, self._publish_diagnostics, clock=steady)
+        # a lambda: rclpy hands a TimerInfo to a callback that takes an argument
+        self.create_timer(p.diagnostics_period_s, lambda: self._publish_diagnostics(), clock=steady)
         self.create_timer(p.heartbeat_period_s, self._heartbeat, clock=steady)
         self.get_logger().info(
             f"{len(self.monitor.automata)} properties from {specs}; events -> {self.topics.events} and {self.log_path}")
@@ -320,7 +322,8 @@ class MonitorNode(Node):
                 self._blind.add(name)
             elif kind == SEEING:
                 self._blind.discard(name)
-        self._publish_diagnostics()
+        changed = {r["property"] for r in records}
+        self._publish_diagnostics(changed if changed <= self._categories.keys() else None)  # "*": every one
 
     def _write_log(self, records: list[dict[str, Any]]) -> None:
         """One write (O_APPEND) per batch: a kill leaves whole lines, a torn one only if the kill lands
@@ -348,15 +351,18 @@ class MonitorNode(Node):
         self._frozen_since = self._backwards_from = None
         self._publish_diagnostics()
 
-    def _publish_diagnostics(self) -> None:
-        """Per property and for the monitor as a whole: ERROR while violated, STALE while unknown, else OK
-        (written as bytes: this follows every event, and message objects cost ~0.3 ms a time)."""
+    def _publish_diagnostics(self, changed: Collection[str] | None = None) -> None:
+        """Per property and for the monitor as a whole: ERROR while violated, STALE while unknown, else OK.
+        `changed`: send only these properties' statuses with the summary (after events: diagnostics
+        consumers keep the last status per name, and all of them cost ~0.2 ms per event); None: all."""
         if not self.context.ok():
             return
         stale = self._stale_inputs
         prefix, hw = f"safety_monitor/{self.hardware_id}", self.hardware_id
         statuses = []
         for name, category in self._categories.items():
+            if changed is not None and name not in changed:
+                continue
             opened = self._open.get(name)
             if opened is not None:
                 level = m.ERROR

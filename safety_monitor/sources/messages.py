@@ -358,7 +358,8 @@ def event_fields(event: Any) -> dict[str, Any]:
 def event_texts(event: Any) -> tuple[str, str, list[tuple[str, str]]]:
     """(property, kind, [(field, JSON text)]) of one event's status. Each field is JSON-encoded once,
     so the values need no decode-encode round trip to come out as `decode_events` reads them."""
-    fields = dict(event.to_json() if hasattr(event, "to_json") else event if isinstance(event, dict) else _jsonable(event))
+    fields = dict(event.to_json() if hasattr(event, "to_json")
+                  else event if isinstance(event, dict) else _jsonable(event))
     name, kind = str(fields.pop("property")), str(fields.pop("kind"))
     return name, kind, [(str(k), _FIELD_JSON(v)) for k, v in fields.items()]
 
