@@ -51,12 +51,12 @@ def main() -> None:
     args = parser.parse_args()
 
     import rclpy
-    from rclpy.executors import SingleThreadedExecutor
     from rclpy.serialization import deserialize_message, serialize_message
 
     from safety_monitor.grounding.state import Wrench
     from safety_monitor.nodes import qos
     from safety_monitor.nodes.run_inprocess import nodes_yaml
+    from safety_monitor.nodes.runtime import make_executor
     from safety_monitor.sim.runner import Episode
     from safety_monitor.sources import messages as m
 
@@ -85,9 +85,15 @@ def main() -> None:
     joints = node.create_publisher(T.JointState, "joint_states", qos.input_qos())
     wrench = node.create_publisher(T.WrenchStamped, "wrist_wrench", qos.input_qos())
     poses = {o: node.create_publisher(T.PoseStamped, f"objects/{o}/pose", qos.input_qos()) for o in rest.object_poses}
-    executor = SingleThreadedExecutor(context=context)
+    executor = make_executor(context)  # the nodes' own executor (EventsExecutor where rclpy has it)
     executor.add_node(node)
-    spinner = threading.Thread(target=executor.spin, daemon=True)
+    stop = threading.Event()
+
+    def spin() -> None:
+        while not stop.is_set() and context.ok():
+            executor.spin_once(timeout_sec=0.1)
+
+    spinner = threading.Thread(target=spin, daemon=True)
     spinner.start()
     try:
         while not (all(p.get_subscription_count() for p in (joints, wrench, *poses.values()))
@@ -133,6 +139,8 @@ def main() -> None:
             p.send_signal(signal.SIGINT)
         for p in procs.values():
             p.wait(timeout=20)
+        stop.set()
+        spinner.join(timeout=5)
         executor.shutdown()
         node.destroy_node()
         context.try_shutdown()
