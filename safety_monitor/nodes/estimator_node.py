@@ -29,6 +29,7 @@ from rclpy.node import Node
 from safety_monitor.errors import SafetyMonitorError, SourceError
 from safety_monitor.nodes import qos
 from safety_monitor.nodes.episode_marker import SAME_TIME_S, START, read_marker
+from safety_monitor.nodes.frame_load import FrameLoad, LoadReport
 from safety_monitor.nodes.log_throttle import LogThrottle
 from safety_monitor.nodes.params import declare, declare_topics, field
 from safety_monitor.nodes.raw_decode import RawDecoder
@@ -106,7 +107,9 @@ class EstimatorNode(Node):
         self._stale_streams: frozenset[str] = frozenset()
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(min(0.05, p.joint_states_timeout_s / 2), self._watchdog, clock=steady)
-        self.create_timer(p.diagnostics_period_s, self._publish_diagnostics, clock=steady)
+        self._load = FrameLoad(p.control_rate_hz, self._limits.joint_states)
+        self._last_load: LoadReport | None = None
+        self.create_timer(p.diagnostics_period_s, self._on_period, clock=steady)
 
     def _new_assembler(self) -> FrameAssembler:
         robot = self.grounder.robot
@@ -131,6 +134,7 @@ class EstimatorNode(Node):
         self.grounder.reset()
         self.frames = 0
         self._last_t = None
+        self._load.forget_stamp()
 
     def _undecodable(self, exc: SourceError) -> None:
         self.issues["undecodable"] += 1
@@ -151,6 +155,7 @@ class EstimatorNode(Node):
         self.assembler.on_pose_sample(name, pose, stamp, self._received(stamp))
 
     def _on_joint_states(self, raw: bytes) -> None:
+        start = time.perf_counter()
         now = self._last_joints = time.monotonic()
         if self._stale:
             self._stale = False
@@ -178,6 +183,7 @@ class EstimatorNode(Node):
         self.frames += 1
         if self._on_sample is not None:
             self._on_sample(sample)
+        self._load.frame(sample.t, time.perf_counter() - start)
         if sample.stale != self._stale_streams:
             self._stale_streams = sample.stale
             self._publish_diagnostics()
@@ -210,9 +216,17 @@ class EstimatorNode(Node):
         self.get_logger().warning(f"no {self.topics.joint_states} for {self.params.joint_states_timeout_s} s")
         self._publish_diagnostics()
 
+    def _on_period(self) -> None:
+        """Every diagnostics period: how many frames went missing and what they cost, then publish."""
+        load = self._last_load = self._load.report()
+        if load.falling_behind:
+            self._throttled("warning", "falling_behind", f"falling behind: {load.message()}")
+        self._publish_diagnostics()
+
     def _publish_diagnostics(self) -> None:
         if not self.context.ok():
             return
+        load = self._last_load
         if self._last_joints is None:
             level, message = m.STALE, f"waiting for {self.topics.joint_states}"
         elif self._stale:
@@ -225,7 +239,10 @@ class EstimatorNode(Node):
             level, message = m.WARN, "stale: " + ", ".join(sorted(self._stale_streams))
         else:
             level, message = m.OK, "inputs fresh"
+        if level != m.STALE and load is not None and load.falling_behind:
+            level, message = m.WARN, load.message() + ("; " + message if level == m.WARN else "")
         values = [("frames", str(self.frames))] + [(f"issues.{k}", str(v)) for k, v in sorted(self.issues.items())]
+        values += load.values() if load is not None else []
         hw = self.get_namespace().strip("/").replace("/", "_") or "robot"
         self._diag_pub.publish(cdr.write_diagnostics(
             now_stamp(self), [(level, f"safety_monitor/{hw}: estimator inputs", message, hw, values)]))
