@@ -33,8 +33,8 @@ class LoadReport:
 
     def message(self) -> str:
         return (f"{self.missed} of {self.frames + self.missed} frames missing in the last {self.seconds:.1f} s "
-                f"(dropped by the driver or this node's input queue; this process uses {self.cpu_cores:.2f} core, "
-                f"{self.frame_ms_p50:.2f} ms per frame)")
+                f"(dropped by the driver or this node's input queue, or control_rate_hz is above the stream's rate; "
+                f"this process uses {self.cpu_cores:.2f} core, {self.frame_ms_p50:.2f} ms per frame)")
 
     def values(self) -> list[tuple[str, str]]:
         return [("load.missed_frames", str(self.missed)), ("load.cpu_cores", f"{self.cpu_cores:.3f}"),
