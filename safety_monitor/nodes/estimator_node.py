@@ -13,7 +13,8 @@ for `joint_states_timeout_s` (wall clock); the monitor then marks its properties
 /joint_states (identical positions, velocities and efforts for `joint_states_frozen_s`, a driver
 repeating its last reading) is STALE too, and its frames are not published, so the monitor's own
 watchdog turns its verdicts unknown. Wrench and pose age limits come from `wrench_stale_s` and
-`pose_stale_s` (0 = the grounder's thresholds).
+`pose_stale_s` (0 = the grounder's thresholds). Frames missing between consecutive stamps (a node or
+driver that cannot keep up drops them from its queue) turn the diagnostics WARN (`frame_load`).
 """
 from __future__ import annotations
 
