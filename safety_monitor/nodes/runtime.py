@@ -5,6 +5,7 @@ nodes then release what they hold in `destroy_node` (the monitor closes its trac
 """
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import Callable, Sequence
 
@@ -27,6 +28,7 @@ def run_nodes(build: Callable[[list[Node]], None], args: Sequence[str] | None = 
     nodes: list[Node] = []
     try:
         build(nodes)
+        freeze_startup_objects()
         executor = make_executor(nodes[0].context)
         for node in nodes:
             executor.add_node(node)
@@ -43,6 +45,14 @@ def run_nodes(build: Callable[[list[Node]], None], args: Sequence[str] | None = 
             node.destroy_node()
         rclpy.try_shutdown()
     return 0
+
+
+def freeze_startup_objects() -> None:
+    """Move everything built so far (modules, the kinematic twin, compiled automata: ~70,000 objects)
+    out of the garbage collector's reach. A full collection over them took 35 ms here, a stall of 17
+    frames at 500 Hz whenever it ran; afterwards collections walk only what the run itself creates."""
+    gc.collect()
+    gc.freeze()
 
 
 def make_executor(context):
