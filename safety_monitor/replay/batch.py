@@ -7,6 +7,7 @@ machine is not enough. There is no scheduler here beyond the standard library's 
 from __future__ import annotations
 
 import multiprocessing
+import os
 import re
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -23,9 +24,11 @@ UNGROUPED = "(no match)"
 
 
 def score_bags(bags: Sequence[Path], config: ReplayConfig, jobs: int = 1, progress: bool = True) -> list[BagResult]:
-    """One BagResult per bag, in the order given. The bar counts bags; with one job it also counts frames."""
-    if jobs < 1:
-        raise SourceError(f"--jobs must be at least 1, got {jobs}")
+    """One BagResult per bag, in the order given. The bar counts bags; with one job it also counts frames.
+    `jobs` 0: one per CPU this process may run on."""
+    if jobs < 0:
+        raise SourceError(f"--jobs must be 0 (one per CPU) or more, got {jobs}")
+    jobs = jobs or len(os.sched_getaffinity(0))
     bar = tqdm(total=len(bags), unit="bag", disable=not progress, dynamic_ncols=True)
     try:
         if jobs == 1 or len(bags) == 1:

@@ -29,7 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="rescore the recorded /safety_monitor/predicates topic instead of grounding")
     p.add_argument("--report", metavar="DIR", help="write report.json, episodes.csv, properties.csv, summary.md "
                                                    "and PNG plots into DIR")
-    p.add_argument("--jobs", type=int, default=1, metavar="N", help="score bags in N processes (default 1)")
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="score bags in N processes, 0 = one per CPU (default 1); results are the same")
     p.add_argument("--group-by", metavar="REGEX",
                    help="group bags by this pattern's first group (or whole match) in the bag path, "
                         "e.g. 'policy_([a-z0-9]+)'")
