@@ -155,6 +155,9 @@ class MonitorNode(Node):
         self._frozen_since: float | None = None  # monotonic time the predicate stamp stopped advancing
         self._backwards_from: float | None = None  # last stepped time while older frames are dropped
         self._time_faults = 0  # frames dropped because their time went backwards
+        self._last_frame: int | None = None  # the estimator's index of the last frame received
+        self._lost = self._lost_period = 0  # estimator frames that never arrived: in all, in the period
+        self._lost_reported = 0  # ... and as of the last diagnostics period
         self._beats = 0
         self._summary: tuple[int, str] = (m.STALE, "starting")  # the last summary published
         self._state_lost: str | None = None
@@ -162,8 +165,7 @@ class MonitorNode(Node):
             self._declare_state_lost(lost, torn)
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(min(0.1, p.predicates_timeout_s / 2, p.predicates_frozen_s / 2), self._watchdog, clock=steady)
-        # a lambda: rclpy hands a TimerInfo to a callback that takes an argument
-        self.create_timer(p.diagnostics_period_s, lambda: self._publish_diagnostics(), clock=steady)
+        self.create_timer(p.diagnostics_period_s, self._on_period, clock=steady)
         self.create_timer(p.heartbeat_period_s, self._heartbeat, clock=steady)
         self.get_logger().info(
             f"{len(self.monitor.automata)} properties from {specs}; events -> {self.topics.events} and {self.log_path}")
@@ -201,6 +203,7 @@ class MonitorNode(Node):
         """Step one frame of predicates (from the topic, or from an estimator in the same process)."""
         now = self._last_input = time.monotonic()
         t = sample.t
+        self._count_lost(sample.frame)
         if self.monitor.frame and self._last_t is not None and not self._fresh_time(t, now):
             return
         resumed, self._stale_inputs = self._stale_inputs, False
@@ -227,6 +230,20 @@ class MonitorNode(Node):
             self._finish(self._pending_end)
         elif resumed:
             self._publish_diagnostics()
+
+    def _count_lost(self, frame: int | None) -> None:
+        """The estimator numbers the frames of a rollout 0, 1, 2, ...: a jump forward is frames lost on
+        the way (a predicates queue that overflowed), which the monitor never stepped."""
+        last, self._last_frame = self._last_frame, frame
+        if frame is not None and last is not None and frame > last + 1:
+            self._lost += frame - last - 1
+            self._throttled("warning", "lost", f"{frame - last - 1} predicate frame(s) lost before frame {frame} "
+                            f"({self._lost} in all): the monitor did not step them")
+
+    def _on_period(self) -> None:
+        """Every diagnostics period: frames lost since the last one, then every status."""
+        self._lost_period, self._lost_reported = self._lost - self._lost_reported, self._lost
+        self._publish_diagnostics()
 
     def _fresh_time(self, t: float, now: float) -> bool:
         """Whether a frame inside a trace may be stepped: its time is after the last stepped one.
@@ -388,13 +405,16 @@ class MonitorNode(Node):
                        else f"no predicates for more than {self.params.predicates_timeout_s} s")
         elif self._open:
             summary = (m.ERROR, f"{len(self._open)} open: {', '.join(sorted(self._open))}")
+        elif self._lost_period:
+            summary = (m.WARN, f"{self._lost_period} predicate frames lost in the last "
+                               f"{self.params.diagnostics_period_s:g} s (not stepped)")
         elif self._blind or self._stale_streams:
             summary = (m.WARN, "stale inputs: " + ", ".join(sorted(self._stale_streams)) if self._stale_streams
                        else f"{len(self._blind)} properties unknown")
         else:
             summary = (m.OK, "no open violation")
         values = [("frame", str(self.monitor.frame)), ("rollout", str(self._rollout.index)),
-                  ("time_backwards_frames", str(self._time_faults))]
+                  ("time_backwards_frames", str(self._time_faults)), ("lost_frames", str(self._lost))]
         self._diag_pub.publish(cdr.write_diagnostics(now_stamp(self), [
             (summary[0], f"{prefix}: monitor", summary[1], hw, values), *statuses]))
         self._summary = summary
