@@ -82,6 +82,7 @@ class EstimatorNode(Node):
         self.frames = 0  # published frames of the current rollout
         self.issues: Counter[str] = Counter()
         self._throttled = LogThrottle(self.get_logger())
+        self._hardware_id = self.get_namespace().strip("/").replace("/", "_") or "robot"  # as the monitor's default
         self._last_t: float | None = None  # time of the last frame grounded in this rollout
 
         T = m.rclpy_types()
@@ -244,7 +245,7 @@ class EstimatorNode(Node):
             level, message = m.WARN, load.message() + ("; " + message if level == m.WARN else "")
         values = [("frames", str(self.frames))] + [(f"issues.{k}", str(v)) for k, v in sorted(self.issues.items())]
         values += load.values() if load is not None else []
-        hw = self.get_namespace().strip("/").replace("/", "_") or "robot"
+        hw = self._hardware_id
         self._diag_pub.publish(cdr.write_diagnostics(
             now_stamp(self), [(level, f"safety_monitor/{hw}: estimator inputs", message, hw, values)]))
 

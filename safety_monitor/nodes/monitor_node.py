@@ -35,9 +35,9 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field as dc_field
 from pathlib import Path
-from collections.abc import Collection
 from typing import Any
 
 from rclpy.clock import Clock, ClockType

@@ -18,19 +18,19 @@ from __future__ import annotations
 
 import re
 import struct
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from operator import getitem, is_not
-from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from safety_monitor.grounding.state import Pose, Wrench
-from safety_monitor.sources.messages import (EVENTS_HARDWARE_ID, PREDICATES_STATUS, JointSample, PredicateSample,
-                                              comma_names, event_level_value, event_texts, predicate_sample,
-                                              split_seconds)
+from safety_monitor.sources.messages import (EVENTS_HARDWARE_ID, OK, PREDICATES_STATUS, STALE, WARN, JointSample,
+                                              PredicateSample, comma_names, event_level_value, event_texts,
+                                              predicate_sample, split_seconds)
 
 # The layouts these readers implement: field name and type per message type (a trailing [] is a sequence).
 DEFINITIONS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -575,15 +575,11 @@ class PredicateWriter:
         # with "false", with "true" (each a multiple of 4 bytes long, so they join without padding)
 
     def write(self, sample: PredicateSample) -> bytes:
-        sec, nanosec = split_seconds(sample.t)
-        level = b"\x03" if sample.stale else b"\x01" if sample.unknown else b"\x00"
+        level = STALE if sample.stale else WARN if sample.unknown else OK
         frame = "" if sample.frame is None else str(sample.frame)
-        out = _Out(_LE + b"\x00\x00" + _STAMP.pack(sec, nanosec))
-        out.strings(("",))
-        out.u32(1)
-        out.raw(level)
-        out.strings((PREDICATES_STATUS, "" if sample.frame is None else f"frame {frame}", self.hardware_id))
-        out.u32(len(sample.values) + 4)
+        out = _Out.diagnostic_array(split_seconds(sample.t), 1)
+        out.status(level, PREDICATES_STATUS, "" if sample.frame is None else f"frame {frame}", self.hardware_id,
+                   len(sample.values) + 4)
         keys = tuple(sample.values)
         layout = self._layouts.get(keys)
         if layout is None:
@@ -610,13 +606,9 @@ def write_diagnostics(stamp: tuple[int, int],
                       statuses: Sequence[tuple[int, str, str, str, Sequence[tuple[str, str]]]]) -> bytes:
     """The CDR bytes of a DiagnosticArray stamped (sec, nanosec), frame_id "", with one DiagnosticStatus
     per (level, name, message, hardware_id, [(key, value)]) in that order (rosbags' bytes)."""
-    out = _Out(_LE + b"\x00\x00" + _STAMP.pack(*stamp))
-    out.strings(("",))
-    out.u32(len(statuses))
+    out = _Out.diagnostic_array(stamp, len(statuses))
     for level, name, message, hardware_id, values in statuses:
-        out.raw(bytes((level,)))
-        out.strings((name, message, hardware_id))
-        out.u32(len(values))
+        out.status(level, name, message, hardware_id, len(values))
         out.strings(tuple(text for pair in values for text in pair))
     return out.bytes()
 
@@ -634,6 +626,20 @@ class _Out:
 
     def __init__(self, start: bytes) -> None:
         self.parts, self.size = [start], len(start)
+
+    @classmethod
+    def diagnostic_array(cls, stamp: tuple[int, int], statuses: int) -> _Out:
+        """A DiagnosticArray up to its first status: header (stamp, frame_id "") and the status count."""
+        out = cls(_LE + b"\x00\x00" + _STAMP.pack(*stamp))
+        out.strings(("",))
+        out.u32(statuses)
+        return out
+
+    def status(self, level: int, name: str, message: str, hardware_id: str, values: int) -> None:
+        """A DiagnosticStatus up to its KeyValues: level, texts and the KeyValue count."""
+        self.raw(bytes((level,)))
+        self.strings((name, message, hardware_id))
+        self.u32(values)
 
     def raw(self, data: bytes) -> None:
         self.parts.append(data)
