@@ -9,7 +9,9 @@ monotonic clock from just before the completing /joint_states is published to th
 reaching a raw subscription here (the driver publishes pre-serialised messages, so its own Python work
 stays out of both ends of the measurement), split at the event log's wall time (written just before the
 publish) into "in" (to the logged event) and "out" (publish to arrival). CPU is the estimator's and the
-monitor's user+system time over the measured window.
+monitor's user+system time over the measured window; `node_frame_ms_p50` is the median of the
+estimator's own per-period `load.frame_ms_p50` (wall time per frame inside the node, from its
+/diagnostics).
 
     .venv/bin/python benchmarks/bench_latency.py [--seconds 60] [--rate 500] [--layout one_process|separate]
 """
@@ -82,6 +84,13 @@ def main() -> None:
     events_sub = node.create_subscription(
         T.DiagnosticArray, "safety_monitor/events",
         lambda raw: received.append((time.monotonic_ns(), raw)), qos.EVENTS, raw=True)
+    # the estimator's own per-period load report: wall time per frame inside the node (grounding and, in
+    # one process, the monitor), measured where it happens
+    frame_ms: list[float] = []
+    hw = ns.strip("/")
+    node.create_subscription(T.DiagnosticArray, "/diagnostics", lambda msg: frame_ms.extend(
+        float(v.value) for s in msg.status if s.hardware_id == hw and s.name.endswith("estimator inputs")
+        for v in s.values if v.key == "load.frame_ms_p50"), qos.DIAGNOSTICS)
     joints = node.create_publisher(T.JointState, "joint_states", qos.input_qos())
     wrench = node.create_publisher(T.WrenchStamped, "wrist_wrench", qos.input_qos())
     poses = {o: node.create_publisher(T.PoseStamped, f"objects/{o}/pose", qos.input_qos()) for o in rest.object_poses}
@@ -123,6 +132,7 @@ def main() -> None:
         for k, (wrench_bytes, pose_bytes, joint_bytes) in enumerate(frames):
             if k == first_measured:
                 cpu0, wall0 = {n: cpu_seconds(p.pid) for n, p in procs.items()}, time.monotonic()
+                del frame_ms[:]  # periods of the warm-up
             wrench.publish(wrench_bytes)
             for name, data in pose_bytes:
                 poses[name].publish(data)
@@ -167,6 +177,7 @@ def main() -> None:
         "layout": args.layout, "rate_hz": args.rate, "achieved_rate_hz": round(achieved, 1), "seconds": round(wall, 1),
         "cpu_cores": {n.removesuffix("_node"): round(c / wall, 3) for n, c in cpu.items()},
         "cpu_cores_total": round(sum(cpu.values()) / wall, 3),
+        "node_frame_ms_p50": round(float(np.median(frame_ms)), 3) if frame_ms else None,
     }
     for kind, values in lat.items():
         v = np.array(values).reshape(-1, 2)
