@@ -26,7 +26,29 @@ def test_run_nodes_freezes_start_up_objects_before_spinning():
 
     gc.unfreeze()
     try:
-        assert run_nodes(build, ["test"]) == 0
+        assert run_nodes("probe", build, ["test"]) == 0
         assert seen and seen[0] > 1000  # modules, node and rclpy objects: out of every collection
     finally:
         gc.unfreeze()
+
+
+def test_a_start_up_error_names_the_program_and_destroys_the_nodes_already_built(capsys):
+    """A node whose constructor fails is not in the list yet: the error must not be put on the one
+    built before it (the monitor of a stack whose estimator failed)."""
+    from rclpy.node import Node
+
+    from safety_monitor.errors import GroundingError
+    from safety_monitor.nodes.runtime import run_nodes
+
+    destroyed = []
+
+    def build(nodes):
+        first = Node("built_first")
+        first.destroy_node = lambda: destroyed.append(first.get_name()) or Node.destroy_node(first)
+        nodes.append(first)
+        raise GroundingError("robot.yaml: mjcf 'missing.xml' does not exist")
+
+    assert run_nodes("monitor_stack", build, ["test"]) == 2
+    err = capsys.readouterr().err
+    assert err == "monitor_stack: error: robot.yaml: mjcf 'missing.xml' does not exist\n"
+    assert destroyed == ["built_first"]

@@ -251,7 +251,7 @@ class EstimatorNode(Node):
 
 
 def main(args: list[str] | None = None) -> int:
-    return run_node(EstimatorNode, args)
+    return run_node("estimator_node", EstimatorNode, args)
 
 
 if __name__ == "__main__":

@@ -499,7 +499,7 @@ def _secs(t: float | None) -> str:
 
 
 def main(args: list[str] | None = None) -> int:
-    return run_node(MonitorNode, args)
+    return run_node("monitor_node", MonitorNode, args)
 
 
 if __name__ == "__main__":

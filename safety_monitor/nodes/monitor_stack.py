@@ -27,7 +27,7 @@ def build_stack(nodes: list[Node], **node_kwargs) -> None:
 
 
 def main(args: list[str] | None = None) -> int:
-    return run_nodes(build_stack, args)
+    return run_nodes("monitor_stack", build_stack, args)
 
 
 if __name__ == "__main__":

@@ -16,14 +16,16 @@ from rclpy.node import Node
 from safety_monitor.errors import SafetyMonitorError
 
 
-def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
+def run_node(program: str, factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
     """Init rclpy with the process arguments, spin one node until shutdown; exit code."""
-    return run_nodes(lambda nodes: nodes.append(factory()), args)
+    return run_nodes(program, lambda nodes: nodes.append(factory()), args)
 
 
-def run_nodes(build: Callable[[list[Node]], None], args: Sequence[str] | None = None) -> int:
+def run_nodes(program: str, build: Callable[[list[Node]], None], args: Sequence[str] | None = None) -> int:
     """`run_node` for several nodes in one process and one executor. `build` appends each node as it
-    creates it, so the ones made before a failure are still destroyed (in reverse order)."""
+    creates it, so the ones made before a failure are still destroyed (in reverse order). An error is
+    printed under the `program`'s name (the executable's): the node that failed to build is not in
+    `nodes`, so naming the last one built would blame the wrong node."""
     rclpy.init(args=list(sys.argv if args is None else args))
     nodes: list[Node] = []
     try:
@@ -37,8 +39,7 @@ def run_nodes(build: Callable[[list[Node]], None], args: Sequence[str] | None = 
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except SafetyMonitorError as exc:
-        name = nodes[-1].get_name() if nodes else "safety_monitor"
-        print(f"{name}: error: {exc}", file=sys.stderr)
+        print(f"{program}: error: {exc}", file=sys.stderr)
         return 2
     finally:
         for node in reversed(nodes):

@@ -220,7 +220,7 @@ class SimNode(Node):
 
 
 def main(args: list[str] | None = None) -> int:
-    return run_node(SimNode, args)
+    return run_node("sim_node", SimNode, args)
 
 
 if __name__ == "__main__":
