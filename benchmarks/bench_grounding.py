@@ -3,8 +3,11 @@
 Two inputs. *Sweep*: the arm sweeps smoothly over the table near the objects (so contacts, gaps and onsets
 change) while perception reports the four objects at 30 Hz (latest value plus age), as on hardware; CPU
 time per call. *Episodes* (`--episodes`): scripted simulator episodes (objects at rest, grasped, carried,
-dropped; poses at 50 Hz), the CPU time of grounding every frame of each.
-Run: .venv/bin/python benchmarks/bench_grounding.py [--frames 5000] [--episodes [TASK ...]]
+dropped; poses at 50 Hz), the CPU time of grounding every frame of each. *Idle* (`--idle MS ...`): the sweep
+with the thread asleep for MS milliseconds before each step, as a node waits for its next frame: the step's
+wall and CPU time after each pause (what a live node pays per frame, not what back-to-back offline runs pay);
+with `--spin` the thread busy-waits instead, so it never leaves the core.
+Run: .venv/bin/python benchmarks/bench_grounding.py [--frames 5000] [--episodes [TASK ...]] [--idle MS ... [--spin]]
 """
 from __future__ import annotations
 
@@ -65,6 +68,31 @@ def sweep(frames: int) -> None:
     print(f"{len(states)} frames at {RATE:.0f} Hz: one step uses {full_us.mean() / (1e6 / RATE):.0%} of the frame budget")
 
 
+def spin(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def idle(pauses_ms: list[float], frames: int, busy: bool) -> None:
+    grounder = load_default_grounder(RATE)
+    states = trajectory(grounder, frames)
+    skip = min(200, frames // 10)  # the twin's plans and the estimators' first decisions
+    for pause in pauses_ms:
+        grounder.reset()
+        grounder.twin.forget()
+        wall, cpu = np.empty(frames), np.empty(frames)
+        for i, state in enumerate(states):
+            if pause:
+                (spin if busy else time.sleep)(pause / 1e3)
+            w, c = time.perf_counter(), time.thread_time()
+            grounder.step(state)
+            cpu[i], wall[i] = time.thread_time() - c, time.perf_counter() - w
+        wall, cpu = wall[skip:] * 1e6, cpu[skip:] * 1e6
+        print(f"{'spinning' if busy else 'asleep'} {pause:5.1f} ms before each step: Grounder.step wall median {np.median(wall):6.0f} us "
+              f"p99 {np.percentile(wall, 99):6.0f} us, CPU median {np.median(cpu):6.0f} us")
+
+
 def episodes(tasks: list[str]) -> None:
     from safety_monitor.sim.runner import run_episode
 
@@ -87,8 +115,13 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=5000)
     parser.add_argument("--episodes", nargs="*", metavar="TASK",
                         help=f"ground scripted episodes instead (default: {' '.join(EPISODES)})")
+    parser.add_argument("--idle", nargs="+", type=float, metavar="MS",
+                        help="the sweep with a pause of MS milliseconds before each step (e.g. 0 2 10)")
+    parser.add_argument("--spin", action="store_true", help="with --idle: busy-wait through the pause instead of sleeping")
     args = parser.parse_args()
-    if args.episodes is None:
+    if args.idle:
+        idle(args.idle, args.frames, args.spin)
+    elif args.episodes is None:
         sweep(args.frames)
     else:
         episodes(args.episodes or list(EPISODES))

@@ -1,0 +1,26 @@
+"""The grounding benchmark's pause mode runs and reports one line per pause (the cold-frame figures in
+benchmarks/README.md, Live latency, come from it)."""
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mujoco")
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_grounding.py"
+LINE = re.compile(r"(asleep|spinning) +([\d.]+) ms before each step: Grounder\.step wall median +(\d+) us "
+                  r"p99 +(\d+) us, CPU median +(\d+) us")
+
+
+@pytest.mark.parametrize("spin", [False, True])
+def test_idle_mode_times_each_pause(spin):
+    out = subprocess.run([sys.executable, str(BENCH), "--idle", "0", "1", "--frames", "60"]
+                         + (["--spin"] if spin else []), capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0, out.stderr[-3000:]
+    rows = [LINE.fullmatch(line) for line in out.stdout.splitlines()]
+    assert all(rows) and [r[2] for r in rows] == ["0.0", "1.0"], out.stdout
+    assert {r[1] for r in rows} == {"spinning" if spin else "asleep"}
+    for r in rows:
+        assert 0 < int(r[3]) <= int(r[4]) and int(r[5]) > 0
