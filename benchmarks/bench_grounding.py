@@ -6,8 +6,9 @@ time per call. *Episodes* (`--episodes`): scripted simulator episodes (objects a
 dropped; poses at 50 Hz), the CPU time of grounding every frame of each. *Idle* (`--idle MS ...`): the sweep
 with the thread asleep for MS milliseconds before each step, as a node waits for its next frame: the step's
 wall and CPU time after each pause (what a live node pays per frame, not what back-to-back offline runs pay);
-with `--spin` the thread busy-waits instead, so it never leaves the core.
-Run: .venv/bin/python benchmarks/bench_grounding.py [--frames 5000] [--episodes [TASK ...]] [--idle MS ... [--spin]]
+with `--spin` the thread busy-waits instead, so it never leaves the core. `--mujoco` (with `--episodes`): the wall
+time of the twin's MuJoCo calls alone per frame, the floor of any grounder that runs them on every frame.
+Run: .venv/bin/python benchmarks/bench_grounding.py [--frames 5000] [--episodes [TASK ...] [--mujoco]] [--idle MS ... [--spin]]
 """
 from __future__ import annotations
 
@@ -93,10 +94,37 @@ def idle(pauses_ms: list[float], frames: int, busy: bool) -> None:
               f"p99 {np.percentile(wall, 99):6.0f} us, CPU median {np.median(cpu):6.0f} us")
 
 
-def episodes(tasks: list[str]) -> None:
+class TimedMuJoCo:
+    """Stands in for the `mujoco` module inside the twin: the per-frame calls timed, the rest passed on."""
+
+    CALLS = ("mj_kinematics", "mj_collision", "mj_geomDistance")
+
+    def __init__(self) -> None:
+        self.seconds = dict.fromkeys(self.CALLS, 0.0)
+        self.calls = dict.fromkeys(self.CALLS, 0)
+
+    def __getattr__(self, name: str):
+        fn = getattr(mujoco, name)
+        if name not in self.CALLS:
+            return fn
+
+        def timed_call(*args):
+            start = time.perf_counter()
+            out = fn(*args)
+            self.seconds[name] += time.perf_counter() - start
+            self.calls[name] += 1
+            return out
+        return timed_call
+
+
+def episodes(tasks: list[str], mujoco_only: bool) -> None:
+    from safety_monitor.grounding import twin
     from safety_monitor.sim.runner import run_episode
 
     grounder = load_default_grounder(RATE)
+    timed_mujoco = TimedMuJoCo()
+    if mujoco_only:
+        twin.mujoco = timed_mujoco
     total_frames, total_cpu = 0, 0.0
     for task in tasks:
         states = list(run_episode(task))
@@ -108,6 +136,12 @@ def episodes(tasks: list[str]) -> None:
         total_frames, total_cpu = total_frames + len(states), total_cpu + cpu
         print(f"{task:24s} {len(states):6d} frames  {1e6 * cpu / len(states):6.0f} us CPU per frame")
     print(f"{'all':24s} {total_frames:6d} frames  {1e6 * total_cpu / total_frames:6.0f} us CPU per frame")
+    if mujoco_only:
+        twin.mujoco = mujoco
+        for name in TimedMuJoCo.CALLS:
+            print(f"{name:24s} {timed_mujoco.calls[name] / total_frames:5.1f} calls "
+                  f"{1e6 * timed_mujoco.seconds[name] / total_frames:6.1f} us per frame")
+        print(f"{'MuJoCo calls in all':24s} {1e6 * sum(timed_mujoco.seconds.values()) / total_frames:18.1f} us per frame")
 
 
 def main() -> None:
@@ -117,6 +151,8 @@ def main() -> None:
                         help=f"ground scripted episodes instead (default: {' '.join(EPISODES)})")
     parser.add_argument("--idle", nargs="+", type=float, metavar="MS",
                         help="the sweep with a pause of MS milliseconds before each step (e.g. 0 2 10)")
+    parser.add_argument("--mujoco", action="store_true",
+                        help="with --episodes: also time the twin's MuJoCo calls alone (per frame)")
     parser.add_argument("--spin", action="store_true", help="with --idle: busy-wait through the pause instead of sleeping")
     args = parser.parse_args()
     if args.idle:
@@ -124,7 +160,7 @@ def main() -> None:
     elif args.episodes is None:
         sweep(args.frames)
     else:
-        episodes(args.episodes or list(EPISODES))
+        episodes(args.episodes or list(EPISODES), args.mujoco)
 
 
 if __name__ == "__main__":

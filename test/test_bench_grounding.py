@@ -24,3 +24,14 @@ def test_idle_mode_times_each_pause(spin):
     assert {r[1] for r in rows} == {"spinning" if spin else "asleep"}
     for r in rows:
         assert 0 < int(r[3]) <= int(r[4]) and int(r[5]) > 0
+
+
+def test_mujoco_mode_times_the_twins_calls_on_an_episode():
+    out = subprocess.run([sys.executable, str(BENCH), "--episodes", "open_drawer", "--mujoco"],
+                         capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0, out.stderr[-3000:]
+    calls = dict(re.findall(r"^(mj_\w+) +([\d.]+) calls", out.stdout, re.M))
+    assert set(calls) == {"mj_kinematics", "mj_collision", "mj_geomDistance"}, out.stdout
+    assert float(calls["mj_collision"]) == 1.0  # once per frame
+    assert float(calls["mj_kinematics"]) >= 1.0 and float(calls["mj_geomDistance"]) > 0
+    assert re.search(r"^MuJoCo calls in all +[\d.]+ us per frame$", out.stdout, re.M), out.stdout
