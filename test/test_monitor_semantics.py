@@ -190,6 +190,20 @@ def test_pending_activation_at_end_is_not_a_trigger():
     assert (settled.triggers, settled.pending_triggers) == (1, 0)
 
 
+def test_an_activation_decided_by_a_violation_stays_a_trigger_after_the_rearm():
+    # a rises on frame 0 and is violated on frame 1 (no b); the recovery frame 2 restarts the main DFA,
+    # whose own edge (a rises again) is still pending at the end: N 1, pending 1, V 1 (not N 0, V 1)
+    resp = Property("resp", "action_onset", "G(a -> X b)", "F(b)")
+    out = run(make(resp), ["a", "", "a b"]).outcome("resp")
+    assert (out.triggers, out.pending_triggers, out.violations) == (1, 1, 1)
+    # the trigger stays high through the re-arm: the re-armed run raised no edge, nothing is pending
+    hold = Property("hold", "mechanism", "G(h -> (!t U s))", "F(t)")
+    result = run(make(hold), ["h", "h t", "h", "h"])
+    assert story(result, "hold") == [("opened", 1, 0, None), ("recovered", 2, 0, 1)]
+    out = result.outcome("hold")
+    assert (out.triggers, out.pending_triggers, out.violations) == (1, 0, 1)
+
+
 def test_event_order_within_a_frame_follows_property_order():
     a = Property("a_first", "collision_contact", "G(!p)", "F(!p)")
     b = Property("b_second", "collision_contact", "G(!p)", "F(!p)")

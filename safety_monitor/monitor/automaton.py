@@ -21,7 +21,8 @@ from safety_monitor.spec.model import trigger_text
 RECOVERED = 1  # the open episode's recovery DFA accepted: it closes on this frame
 OPENED = 2  # the main DFA entered its rejecting sink: an episode opens on this frame
 CLOSED_AT_ONCE = 4  # the episode opened on this frame also closes on it; main restarts next frame
-LEFT_REST = 8  # the machine leaves a rest state (for pending triggers; not an episode event)
+RUN_START = 8  # the main DFA starts a run of its own: it leaves rest, or restarts on a recovery frame
+#               (pending triggers count the edges of the current run; not an episode event)
 EPISODE = RECOVERED | OPENED | CLOSED_AT_ONCE
 
 MAX_ATOMS = 16
@@ -41,7 +42,7 @@ class MonitorAutomaton:
     min_resolve_frames: int
     close_on_opening_frame: bool
     next: np.ndarray  # int32 (states, letters + 1): last column is the blind letter
-    code: np.ndarray  # uint8, same shape: RECOVERED | OPENED | CLOSED_AT_ONCE | LEFT_REST bits
+    code: np.ndarray  # uint8, same shape: RECOVERED | OPENED | CLOSED_AT_ONCE | RUN_START bits
     rest: np.ndarray  # bool per state: no episode open and nothing pending (main DFA as at start)
     trigger_value: np.ndarray  # bool per letter (blind excluded)
     main_state: np.ndarray  # int32 per state: main DFA state read by a step from here (-1 if episode open)
@@ -129,7 +130,7 @@ def build_automaton(compiled) -> MonitorAutomaton:
         r2 = rec.table[r, rec_letter].astype(np.int64)
         accept = rec.accepting[r2]
         again, again_code = main_row(main.initial)
-        return np.where(accept, again, n_main + r2), np.where(accept, again_code | RECOVERED, 0)
+        return np.where(accept, again, n_main + r2), np.where(accept, again_code | RECOVERED | RUN_START, 0)
 
     # explore the combined states reachable from the main DFA's initial state
     index = {main.initial: 0}
@@ -152,7 +153,7 @@ def build_automaton(compiled) -> MonitorAutomaton:
     code_table = np.array(rows_code, dtype=np.uint8)
     initial_row = main.table[main.initial]
     rest = np.array([m == "main" and np.array_equal(main.table[q], initial_row) for m, q in order])
-    code_table |= np.where(rest[:, None] & ~rest[next_table], LEFT_REST, 0).astype(np.uint8)
+    code_table |= np.where(rest[:, None] & ~rest[next_table], RUN_START, 0).astype(np.uint8)
     main_state = np.array([q if m == "main" else -1 for m, q in order], dtype=np.int32)
     tail, period = _run_shape(next_table)
     for arr in (next_table, code_table, rest, trigger_value, main_state, main_letter, tail, period):

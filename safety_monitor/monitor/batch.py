@@ -161,19 +161,19 @@ class BatchMonitor:
         t_end = times_list[-1] if times_list is not None else None
         for j, (auto, run, (pos, code, state)) in enumerate(zip(self.automata, runs, found)):
             edges = run.edge_frames(auto)
-            since_rest = 0
-            if not auto.rest[final[j]]:  # count the edges since the machine last left rest
-                left, _ = run.expand(pos[(code & codes.LEFT_REST) != 0])
-                since_rest = int(np.count_nonzero(edges >= left[-1]))
+            run_edges = 0
+            if not auto.rest[final[j]]:  # count the edges of the main DFA's current run
+                left, _ = run.expand(pos[(code & codes.RUN_START) != 0])
+                run_edges = int(np.count_nonzero(edges >= left[-1]))
             keep = (code & codes.EPISODE) != 0
             pos, code, state = pos[keep], code[keep], state[keep]
             if events:
                 ledger = EpisodeLedger(auto, self.history, partial(_window, auto, run, times_list))
                 per_property.append(self._events(auto, run, pos, code, state, edges, ledger, times_list))
-                tail_events, outcome = ledger.finish(frames, t_end, edges.size, since_rest)
+                tail_events, outcome = ledger.finish(frames, t_end, edges.size, run_edges)
                 end_events.extend(tail_events)
             else:
-                outcome = _outcome(auto, run, pos, code, edges.size, since_rest, frames)
+                outcome = _outcome(auto, run, pos, code, edges.size, run_edges, frames)
             outcomes.append(outcome)
         ordered: list[Event] = []
         if events:
@@ -426,7 +426,7 @@ def _decode_letters(auto: MonitorAutomaton, letters: np.ndarray, times: list) ->
     return auto.rows(letters.tolist()), times
 
 
-def _outcome(auto: MonitorAutomaton, run, pos: np.ndarray, code: np.ndarray, edges: int, since_rest: int,
+def _outcome(auto: MonitorAutomaton, run, pos: np.ndarray, code: np.ndarray, edges: int, run_edges: int,
              frames: int) -> PropertyOutcome:
     """Counts without events: pair the k-th opening with the k-th closing (episodes never overlap)."""
     frame_of, idx = run.expand(pos)
@@ -436,7 +436,7 @@ def _outcome(auto: MonitorAutomaton, run, pos: np.ndarray, code: np.ndarray, edg
     closes = np.repeat(frame_of, n_closes)  # already in frame order
     durations = np.maximum(1, closes - opens[:closes.size])
     discarded = 0
-    pending = since_rest
+    pending = run_edges
     if opens.size > closes.size:
         tail = frames - int(opens[-1])
         if tail >= auto.min_resolve_frames:

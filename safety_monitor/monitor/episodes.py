@@ -32,8 +32,9 @@ class PropertyOutcome:
     """One property on one trace: the counts the metrics pool over rollouts.
 
     `triggers` counts the trigger's rising edges decided by the end of the trace; `pending_triggers`
-    those still undecided (raised after the main DFA last rested in its initial state, with no counting
-    episode open at the end), which the metrics leave out.
+    those still undecided (raised in the main DFA's current run, which started when it last left its
+    initial state or restarted on a recovery frame, with no counting episode open at the end), which the
+    metrics leave out.
     """
 
     property: str
@@ -128,11 +129,11 @@ class EpisodeLedger:
         self._blind_since = None
         return ev.Event(ev.SEEING, self.auto.name, self.auto.category, frame, t)
 
-    def finish(self, frames: int, t: float | None, edges: int, since_rest: int) -> tuple[list[ev.Event], PropertyOutcome]:
+    def finish(self, frames: int, t: float | None, edges: int, run_edges: int) -> tuple[list[ev.Event], PropertyOutcome]:
         """Close a trace of `frames` frames. An open episode counts unless shorter than
-        min_resolve_frames; `since_rest` = trigger rising edges after the main DFA last rested."""
+        min_resolve_frames; `run_edges` = trigger rising edges in the main DFA's current run."""
         auto, out = self.auto, []
-        pending = since_rest
+        pending = run_edges
         if self._open_frame is not None:
             duration = frames - self._open_frame
             if duration >= auto.min_resolve_frames:

@@ -18,19 +18,19 @@ from pathlib import Path
 import numpy as np
 
 from safety_monitor.errors import SpecError
-from safety_monitor.monitor.automaton import EPISODE, LEFT_REST, MonitorAutomaton, build_automaton
+from safety_monitor.monitor.automaton import EPISODE, RUN_START, MonitorAutomaton, build_automaton
 from safety_monitor.monitor.episodes import EpisodeLedger, TraceResult
 from safety_monitor.monitor.events import Event
 
 DEFAULT_HISTORY = 2000  # frames of predicate values kept for counterexamples
 _NO_EVENTS: tuple = ()
-# transition flags beyond the automaton's codes (RECOVERED, OPENED, CLOSED_AT_ONCE, LEFT_REST)
+# transition flags beyond the automaton's codes (RECOVERED, OPENED, CLOSED_AT_ONCE, RUN_START)
 RISE = 16  # the trigger rose on this frame
 BLIND = 32  # some predicate of the property became unknown
 SEEING = 64  # every predicate is known again
 MOVES = 128  # the same letter again would not be a silent self-loop
-# flags -> (moves, left rest, rise, episode code, blind, seeing): tuple unpacking beats bit tests in CPython
-_SPLIT = [(bool(f & MOVES), bool(f & LEFT_REST), bool(f & RISE), f & EPISODE, bool(f & BLIND), bool(f & SEEING))
+# flags -> (moves, run start, rise, episode code, blind, seeing): tuple unpacking beats bit tests in CPython
+_SPLIT = [(bool(f & MOVES), bool(f & RUN_START), bool(f & RISE), f & EPISODE, bool(f & BLIND), bool(f & SEEING))
           for f in range(256)]
 
 
@@ -123,7 +123,7 @@ class SpecSetMonitor:
         self._still = False  # every property on a silent self-loop of its current letter
         self._edges = [0] * n  # trigger rising edges so far
         self._last_edge: list[int | None] = [None] * n
-        self._edges_left = [0] * n  # edges before the frame the machine last left rest
+        self._edges_left = [0] * n  # edges before the main DFA's current run started
         self._ledgers = [EpisodeLedger(a, self.history, w) for a, w in zip(self.automata, self._windows)]
         # the last frames' value tuples and times, from frame self._log_base on: captured counterexample
         # windows refer to these lists, so they only ever grow, and are replaced (not cut) when full;
@@ -178,10 +178,10 @@ class SpecSetMonitor:
         rows = steps = None
         still = True
         for j in compress(self._order, flags):
-            moves, left_rest, rise, code, blind, seeing = _SPLIT[flags[j]]
+            moves, run_start, rise, code, blind, seeing = _SPLIT[flags[j]]
             if moves:
                 still = False
-            if left_rest:
+            if run_start:  # before this frame's rise: an edge on a restart frame belongs to the new run
                 edges_left[j] = edges[j]
             if rise:
                 edges[j] += 1
@@ -203,8 +203,8 @@ class SpecSetMonitor:
         events: list[Event] = []
         outcomes = []
         for j, (ledger, row) in enumerate(zip(self._ledgers, self._rows.tolist())):
-            since_rest = 0 if row in self._rest_rows else self._edges[j] - self._edges_left[j]
-            end_events, outcome = ledger.finish(frames, t, self._edges[j], since_rest)
+            run_edges = 0 if row in self._rest_rows else self._edges[j] - self._edges_left[j]
+            end_events, outcome = ledger.finish(frames, t, self._edges[j], run_edges)
             events.extend(end_events)
             outcomes.append(outcome)
         result = TraceResult(frames, tuple(outcomes), tuple(events))
