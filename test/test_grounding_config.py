@@ -49,6 +49,24 @@ def test_default_specs_use_only_grounded_predicates_and_cover_every_category():
         assert p.recovery and p.follows and p.description, p.name
 
 
+def test_a_robot_that_keeps_pushing_a_blocked_fixture_is_one_episode_until_it_backs_off():
+    """fixture_obstacle_hit is a level (true while pushing) and retract_timeout stays true once expired: a
+    recovery met by the timeout itself reopened an episode on every frame the robot kept pushing."""
+    from safety_monitor.monitor.live import SpecSetMonitor
+
+    monitor = SpecSetMonitor.from_spec_file(CONFIG / "specs.yaml", control_rate_hz=500.0)
+    base = dict.fromkeys(monitor.predicates, False)
+    frames = []
+    for i in range(600):  # hit from 50; timeout from 150; backs off (retracting) from 400
+        frames.append({**base, "fixture_obstacle_hit": 50 <= i < 450, "retract_timeout": 150 <= i < 400,
+                       "retracting": 400 <= i < 450})
+    result = monitor.run(frames)
+    story = [(e.kind, e.frame) for e in result.events if e.property == "fixture_obstacle_retract"]
+    assert story == [("opened", 150), ("recovered", 400)]
+    out = result.outcome("fixture_obstacle_retract")
+    assert (out.triggers, out.violations, out.violating_frames) == (1, 1, 250)
+
+
 def test_specs_check_command_passes(capsys):
     assert main(["specs", "check", str(CONFIG / "specs.yaml")]) == 0
     assert "14 properties" in capsys.readouterr().out
