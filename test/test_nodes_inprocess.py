@@ -67,3 +67,30 @@ def test_the_recording_holds_each_episode_and_replays_to_the_live_events(live):
     assert replayed.ok, replayed.error
     live_events = [{k: v for k, v in e.items() if k not in LIVE_ONLY} for e in rollout.events]
     assert [m.event_fields(e) for e in replayed.trace.events] == live_events
+
+
+def test_ctrl_c_keeps_every_stepped_frame_in_the_recording(tmp_path, monkeypatch):
+    """Ctrl-C lands while a frame's predicates are on their way to the recorder (here: while the monitor
+    steps frame 300, just after the estimator published them); the recorder still takes them before the
+    bag closes, so rescoring the bag's predicates sees every frame the live monitor saw."""
+    import os
+    import signal
+
+    from safety_monitor.nodes.monitor_node import MonitorNode
+    from safety_monitor.nodes.run_inprocess import LiveRunOptions, run
+
+    step = MonitorNode.on_sample
+
+    def on_sample(self, sample):
+        step(self, sample)
+        if sample.frame == 300:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(MonitorNode, "on_sample", on_sample)
+    bag = tmp_path / "bag"
+    result = run(LiveRunOptions(fault="none", episodes=1, record=str(bag), events=str(tmp_path / "e.jsonl")))
+    assert result.interrupted and len(result.rollouts) == 1
+    stepped = result.rollouts[0].frames
+    with BagReader(bag) as reader:
+        recorded = sum(1 for _ in reader.messages({"/safety_monitor/predicates"}))
+    assert stepped >= 301 and recorded == stepped

@@ -41,6 +41,7 @@ class RecorderNode(Node):
         self._writers: dict[int, BagWriter] = {}
         self._starts: list[float] = []
         self.bags: list[Path] = []
+        self.recorded = 0  # messages written so far (a caller draining the topics watches it settle)
         T = m.rclpy_types()
         inputs = qos.input_qos()
         self.create_subscription(T.DiagnosticArray, self.topics.episode, self._on_marker, qos.EPISODE)
@@ -61,6 +62,7 @@ class RecorderNode(Node):
             msg = self._typestore.deserialize_cdr(raw, name)
             t = _stamp(msg)
             self._writer(t).write(sub.topic_name, msg, t)
+            self.recorded += 1
 
         sub = self.create_subscription(msg_type, topic, callback, profile, raw=True)
 

@@ -26,6 +26,9 @@ STORAGES = {"mcap": "mcap", "db3": "sqlite3", "sqlite3": "sqlite3"}
 # In one process a frame is only late when the process itself was busy (building the next episode,
 # a loaded machine); the watchdogs then wait longer, so load never injects a blind frame.
 IN_PROCESS_TIMEOUT_S = 2.0
+# After Ctrl-C the recorder takes what is still on its way (the last frames' predicates and events) until
+# no message has come for DRAIN_QUIET_S, at most DRAIN_LIMIT_S: the bag holds every frame the monitor saw.
+DRAIN_QUIET_S, DRAIN_LIMIT_S = 0.3, 5.0
 
 
 @dataclass(frozen=True)
@@ -96,7 +99,7 @@ def run(options: LiveRunOptions) -> LiveRun:
     rclpy.init(args=[], context=context)
     common = {"context": context, "cli_args": ["--ros-args", "--params-file", str(params_file)]}
     nodes = []
-    monitor = recorder = None
+    monitor = recorder = sim = None
     interrupted = False
     start = time.monotonic()
     try:
@@ -109,10 +112,11 @@ def run(options: LiveRunOptions) -> LiveRun:
         if options.record:
             recorder = RecorderNode(options.record, OBJECTS, storage, split_rollouts=options.episodes > 1, **common)
             nodes.append(recorder)
-        nodes.append(SimNode(**common, parameter_overrides=[
+        sim = SimNode(**common, parameter_overrides=[
             Parameter("task", value=options.task), Parameter("fault", value=options.fault),
             Parameter("episodes", value=options.episodes), Parameter("seed", value=options.seed),
-            Parameter("pace", value="lockstep"), Parameter("shutdown_when_done", value=False)]))
+            Parameter("pace", value="lockstep"), Parameter("shutdown_when_done", value=False)])
+        nodes.append(sim)
         executor = make_executor(context)  # one executor, one thread, every node
         for node in nodes:
             executor.add_node(node)
@@ -123,6 +127,8 @@ def run(options: LiveRunOptions) -> LiveRun:
                                              f"({monitor.traces_finished} of {options.episodes} episodes)")
                 executor.spin_once(timeout_sec=0.1)
             interrupted = stop.is_set()
+            if interrupted and recorder is not None:
+                _drain(executor, sim, recorder)
     except (KeyboardInterrupt, ExternalShutdownException):
         interrupted = True
     finally:
@@ -134,3 +140,13 @@ def run(options: LiveRunOptions) -> LiveRun:
     return LiveRun(rollouts=list(monitor.rollouts), wall_s=time.monotonic() - start,
                    events_log=monitor.log_path, bags=list(recorder.bags) if recorder else [],
                    interrupted=interrupted)
+
+
+def _drain(executor, sim, recorder) -> None:
+    """Halt the simulator, then spin until the recorder has had nothing new for DRAIN_QUIET_S."""
+    sim.halt()
+    quiet_since, seen, limit = time.monotonic(), recorder.recorded, time.monotonic() + DRAIN_LIMIT_S
+    while time.monotonic() < min(limit, quiet_since + DRAIN_QUIET_S):
+        executor.spin_once(timeout_sec=0.05)
+        if recorder.recorded != seen:
+            quiet_since, seen = time.monotonic(), recorder.recorded

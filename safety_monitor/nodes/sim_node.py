@@ -107,11 +107,16 @@ class SimNode(Node):
         self._last_t = 0.0
         self._published = self._acked = 0
         self._pose_sent: dict[str, float] = {}  # object -> time of the last pose sample published
-        self._phase = "waiting"  # waiting -> gap -> running -> (gap -> running)* -> done
+        self._phase = "waiting"  # waiting -> gap -> running -> (gap -> running)* -> done; halted by halt()
         self._phase_since = time.monotonic()
         self._progress_at = time.monotonic()
         period = 0.02 if self._lockstep else 1.0 / (CONTROL_RATE_HZ * p.realtime_factor)
         self._timer = self.create_timer(max(period, 1e-3), self._tick, clock=Clock(clock_type=ClockType.STEADY_TIME))
+
+    def halt(self) -> None:
+        """Publish nothing more (a stopping run lets what is already on its way arrive)."""
+        self._timer.cancel()
+        self._phase = "halted"
 
     # ------------------------------------------------------------------------------ state machine
     def _tick(self) -> None:
