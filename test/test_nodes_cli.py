@@ -73,6 +73,19 @@ def test_alerts_json_reads_the_transient_local_history(events, capsys):
     assert shown["open"][0]["counterexample"] == events[0]["counterexample"]
 
 
+@pytest.mark.parametrize("argv, message", [
+    (["--namespace", "bad ns!"], "argument --namespace: invalid namespace 'bad ns!': namespace must not contain"),
+    (["--recent", "-3"], "argument --recent: must be a whole number >= 0, got '-3'"),
+    (["--timeout", "-1"], "argument --timeout: must be a number of seconds > 0, got '-1'"),
+])
+def test_alerts_rejects_bad_arguments_before_starting_ros(argv, message, capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["alerts", "--once", *argv])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
 def test_sim_rejects_an_unknown_fault_before_starting_ros(capsys):
     assert main(["sim", "--fault", "early_release,bogus"]) == 2
     err = capsys.readouterr().err.strip().splitlines()

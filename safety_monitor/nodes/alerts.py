@@ -226,13 +226,48 @@ def _curses_loop(screen, board: AlertBoard, spin, changed: list[bool]) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--namespace", default="", help="the robot's namespace (events on <ns>/safety_monitor/events)")
+    parser.add_argument("--namespace", default="", type=_namespace,
+                        help="the robot's namespace (events on <ns>/safety_monitor/events)")
     parser.add_argument("--once", action="store_true",
                         help="print one snapshot once the history has arrived (at most --timeout s), exit")
     parser.add_argument("--json", action="store_true", help="like --once, printing a JSON snapshot")
-    parser.add_argument("--timeout", type=float, default=5.0,
+    parser.add_argument("--timeout", type=_positive_seconds, default=5.0,
                         help="--once/--json: give up waiting for a monitor after this many seconds (default 5)")
-    parser.add_argument("--recent", type=int, default=20, help="recent events kept on screen (default 20)")
+    parser.add_argument("--recent", type=_count, default=20, help="recent events kept on screen (default 20)")
+
+
+def _namespace(text: str) -> str:
+    """A ROS namespace, leading and trailing slashes optional; checked here so a typo is an argument error."""
+    from rclpy.exceptions import InvalidNamespaceException
+    from rclpy.validate_namespace import validate_namespace
+
+    name = text.strip("/")
+    try:
+        validate_namespace(f"/{name}")
+    except InvalidNamespaceException as exc:  # its message spans three lines: keep the reason
+        reason = str(exc).splitlines()[0].removeprefix("Invalid namespace: ").rstrip(":")
+        raise argparse.ArgumentTypeError(f"invalid namespace {text!r}: {reason}") from None
+    return name
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text!r}")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 0, got {text!r}")
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:
