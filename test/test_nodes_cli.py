@@ -2,6 +2,7 @@
 and summary."""
 import json
 import threading
+import time
 import uuid
 from types import SimpleNamespace
 
@@ -88,7 +89,7 @@ class FakeMonitor:
 
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
-        self.node = rclpy.create_node("fake_monitor", namespace=ns, context=self.context)
+        self.node = rclpy.create_node(f"fake_monitor_{pid}", namespace=ns, context=self.context)
         T = m.rclpy_types()
         pub = self.node.create_publisher(T.DiagnosticArray, "safety_monitor/events", qos.EVENTS)
         pub.publish(m.events_msg(T, events, events[0]["t"]))
@@ -126,6 +127,43 @@ def test_alerts_json_reads_the_transient_local_history(events, capsys):
     assert shown["monitor"]["alive"] and shown["monitor"]["pid"] == 4242 and shown["monitor"]["level"] == "ERROR"
     assert [(e["property"], e["frame"], e["robot"]) for e in shown["open"]] == [("never_a", 3, "r1")]
     assert shown["open"][0]["counterexample"] == events[0]["counterexample"]
+
+
+def test_events_of_another_monitor_run_are_told_apart(events):
+    board = AlertBoard()
+    board.update(events[:1], publisher=b"first")
+    board.update(events, publisher=b"second")  # a new monitor process: its rollouts restart from 0
+    assert [e["run"] for e in board.open.values()] == [1]  # run 2's violation recovered, run 1's did not
+    text = "\n".join(board.lines())
+    assert "[r1] run 1 rollout 0 never_a opened at frame 3" in text
+    assert "[r1] run 2 rollout 0 never_a recovered at frame 4" in text
+
+
+def test_the_console_labels_events_by_the_monitor_process_that_sent_them(events):
+    rclpy = pytest.importorskip("rclpy")
+    from rclpy.executors import SingleThreadedExecutor
+
+    from safety_monitor.nodes.alerts import subscribe
+
+    ns = "a" + uuid.uuid4().hex[:8]
+    monitors = [FakeMonitor(ns, events[:1], pid=1), FakeMonitor(ns, events[:1], pid=2)]  # the same records
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node("console", context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    board = AlertBoard()
+    subscribe(node, board, ns, lambda: None)
+    try:
+        deadline = time.monotonic() + 20
+        while board.received < 2 and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.05)
+    finally:
+        node.destroy_node()
+        context.try_shutdown()
+        for monitor in monitors:
+            monitor.close()
+    assert sorted(e["run"] for e in board.recent) == [1, 2] and len(board.open) == 2
 
 
 def test_alerts_once_without_a_monitor_says_so_and_fails(capsys):

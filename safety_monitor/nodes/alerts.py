@@ -2,7 +2,9 @@
 
 The events topic is transient local, so a console started late still gets the monitor's history.
 An empty list is only reassuring while a monitor is heard, so the first line says whether the
-monitor's heartbeat (`safety_monitor/heartbeat`) is heard, and from which pid.
+monitor's heartbeat (`safety_monitor/heartbeat`) is heard, and from which pid. Each monitor process
+restarts its rollouts from 0, so events are also labelled with their run: the n-th events publisher
+this console heard.
 Views: an interactive curses screen (arrows select a violation, q quits), a plain view reprinted on
 every change when the output is not a terminal, and `--once` (text) or `--json`, which print one
 snapshot and exit once a monitor's history has arrived (matched, then quiet for a second) and its
@@ -31,7 +33,7 @@ STATE_LOST = "state_lost"  # not a property event: a monitor restarted after its
 
 
 def _key(event: dict[str, Any]) -> tuple:
-    return event.get("robot"), event.get("rollout"), event["property"], event.get("episode")
+    return event.get("robot"), event["run"], event.get("rollout"), event["property"], event.get("episode")
 
 
 class AlertBoard:
@@ -47,6 +49,7 @@ class AlertBoard:
         self.clock, self.started = clock, clock()
         self.beat: dict[str, Any] | None = None  # the last heartbeat (see heartbeat_of) and when it came
         self._beat_gap = 0.0  # seconds between the last two heartbeats of that pid: its period
+        self.runs: dict[Any, int] = {}  # events publisher -> run number, 1 for the first heard
 
     def hear(self, beat: dict[str, Any]) -> None:
         """A heartbeat arrived (heartbeat_of's dict)."""
@@ -65,8 +68,11 @@ class AlertBoard:
         return {"alive": silent <= max(SILENT_S, 3 * self._beat_gap), "silent_s": round(silent, 3),
                 **{k: beat[k] for k in ("pid", "seq", "robot", "level", "summary")}}
 
-    def update(self, events: Iterable[dict[str, Any]]) -> None:
+    def update(self, events: Iterable[dict[str, Any]], publisher: Any = None) -> None:
+        """Take decoded events from one publisher (its gid: one per monitor process), labelled with its run."""
+        run = self.runs.setdefault(publisher, len(self.runs) + 1)
         for e in events:
+            e = {**e, "run": run}
             self.received += 1
             self.recent.append(e)
             kind = e["kind"]
@@ -147,7 +153,7 @@ def _describe(e: dict[str, Any]) -> str:
     t = e.get("t")
     when = f"frame {e.get('frame')}" + (f" t={t:.3f}s" if isinstance(t, (int, float)) else "")
     robot = f"[{e['robot']}] " if e.get("robot") else ""
-    return f"{robot}rollout {e.get('rollout', '-')} {e['property']} {e['kind']} at {when}"
+    return f"{robot}run {e['run']} rollout {e.get('rollout', '-')} {e['property']} {e['kind']} at {when}"
 
 
 def counterexample_lines(event: dict[str, Any]) -> list[str]:
@@ -187,33 +193,16 @@ def watch(args: argparse.Namespace) -> int:
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
     from rclpy.node import Node
 
-    from safety_monitor.errors import SourceError
-    from safety_monitor.nodes import qos
-    from safety_monitor.sources import messages as m
-
     board = AlertBoard(args.recent)
     context = rclpy.Context()
     rclpy.init(args=[], context=context)
     node = Node("alerts", context=context)
     changed = [True]
 
-    def on_events(msg) -> None:
-        try:
-            board.update(m.decode_events(msg))
-        except SourceError as exc:
-            node.get_logger().error(f"undecodable events message: {exc}")
+    def on_change() -> None:
         changed[0] = True
 
-    def on_beat(msg) -> None:
-        try:
-            board.hear(heartbeat_of(msg))
-        except (IndexError, KeyError, ValueError) as exc:
-            node.get_logger().error(f"undecodable heartbeat message: {exc!r}")
-
-    T = m.rclpy_types()
-    sub = node.create_subscription(T.DiagnosticArray, _topic(args.namespace, EVENTS_TOPIC), on_events, qos.EVENTS)
-    beats = _topic(args.namespace, HEARTBEAT_TOPIC)
-    node.create_subscription(T.DiagnosticArray, beats, on_beat, qos.DIAGNOSTICS)
+    sub = subscribe(node, board, args.namespace, on_change)
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
     spin = lambda: executor.spin_once(timeout_sec=0.05)  # noqa: E731
@@ -223,6 +212,7 @@ def watch(args: argparse.Namespace) -> int:
             collect(spin, sub, board, args.timeout)
             print(json.dumps(board.snapshot(), indent=2) if args.json else "\n".join(board.lines()))
             if not board.monitor()["alive"]:
+                beats = _topic(args.namespace, HEARTBEAT_TOPIC)
                 print(f"alerts: no monitor heard on {beats} within {args.timeout:g} s", file=sys.stderr)
                 code = NO_MONITOR
         elif sys.stdout.isatty():
@@ -243,6 +233,32 @@ def watch(args: argparse.Namespace) -> int:
         node.destroy_node()
         context.try_shutdown()
     return code
+
+
+def subscribe(node, board: AlertBoard, namespace: str, on_change: Callable[[], None]):
+    """Feed `board` from `node`: events (labelled by their publisher, so each monitor process is a run of
+    its own) and heartbeats; `on_change` after each events message. Returns the events subscription."""
+    from safety_monitor.errors import SourceError
+    from safety_monitor.nodes import qos
+    from safety_monitor.sources import messages as m
+
+    def on_events(msg, info) -> None:
+        gid = info.get("publisher_gid")  # None where the middleware does not tell: one run
+        try:
+            board.update(m.decode_events(msg), gid and bytes(gid["data"]))
+        except SourceError as exc:
+            node.get_logger().error(f"undecodable events message: {exc}")
+        on_change()
+
+    def on_beat(msg) -> None:
+        try:
+            board.hear(heartbeat_of(msg))
+        except (IndexError, KeyError, ValueError) as exc:
+            node.get_logger().error(f"undecodable heartbeat message: {exc!r}")
+
+    T = m.rclpy_types()
+    node.create_subscription(T.DiagnosticArray, _topic(namespace, HEARTBEAT_TOPIC), on_beat, qos.DIAGNOSTICS)
+    return node.create_subscription(T.DiagnosticArray, _topic(namespace, EVENTS_TOPIC), on_events, qos.EVENTS)
 
 
 def collect(spin, sub, board: AlertBoard, timeout: float) -> None:
