@@ -77,6 +77,47 @@ def test_board_says_whether_a_monitor_is_heard():
     assert board.monitor()["alive"] and board.monitor()["seq"] == 1
 
 
+class FakeScreen:
+    """A curses window of `rows` x `cols` recording what is drawn; 'q' once one screen is drawn."""
+
+    def __init__(self, rows: int, cols: int) -> None:
+        self.size, self.lines, self.keys = (rows, cols), {}, iter([-1, ord("q")])
+
+    def nodelay(self, flag: bool) -> None:
+        pass
+
+    def getch(self) -> int:
+        return next(self.keys)
+
+    def getmaxyx(self) -> tuple[int, int]:
+        return self.size
+
+    def erase(self) -> None:
+        self.lines.clear()
+
+    def addnstr(self, y: int, x: int, text: str, n: int, attr: int) -> None:
+        self.lines[y] = text[:n]
+
+    def refresh(self) -> None:
+        pass
+
+
+def test_the_curses_screen_wraps_the_counterexample_sentence(events, monkeypatch):
+    import curses
+
+    from safety_monitor.nodes.alerts import _curses_loop
+
+    monkeypatch.setattr(curses, "curs_set", lambda visibility: None)  # no terminal under pytest
+    board = AlertBoard()
+    board.update(events[:1])
+    screen = FakeScreen(60, 40)
+    _curses_loop(screen, board, lambda: None, [True])
+    drawn = " ".join(" ".join(screen.lines.values()).split())
+    sentence = events[0]["counterexample"]["explanation"]
+    assert len(sentence) > 40 and " ".join(sentence.split()) in drawn
+    assert max(len(line) for line in screen.lines.values()) <= 39
+
+
 class FakeMonitor:
     """Events published at start (transient local) and a heartbeat every 0.1 s from a thread."""
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
@@ -181,6 +182,14 @@ def _word(value: bool | None) -> str:
     return "unknown" if value is None else ("true" if value else "false")
 
 
+def wrap(line: str, width: int) -> list[str]:
+    """`line` in pieces of at most `width` characters, broken at spaces, continuations indented 4 more:
+    the curses screen cannot scroll sideways, so a counterexample sentence must not run off its edge."""
+    lead = len(line) - len(line.lstrip(" "))
+    indent = " " * min(lead + 4, width // 2)
+    return textwrap.wrap(line, max(width, 1), subsequent_indent=indent, break_on_hyphens=False) or [""]
+
+
 # ------------------------------------------------------------------------------------------ ROS side
 def _topic(namespace: str, name: str) -> str:
     ns = namespace.strip("/")
@@ -298,9 +307,10 @@ def _curses_loop(screen, board: AlertBoard, spin, changed: list[bool]) -> None:
         rows, cols = screen.getmaxyx()
         screen.erase()
         header = f"safety_monitor alerts  {time.strftime('%H:%M:%S')}  (arrows: select, q: quit)"
-        for y, line in enumerate([header, *board.lines(index)][: rows - 1]):
-            attr = curses.A_NORMAL if line.startswith(" ") else curses.A_BOLD  # headings are not indented
-            screen.addnstr(y, 0, line, cols - 1, attr)
+        shown = [(piece, curses.A_NORMAL if line.startswith(" ") else curses.A_BOLD)  # headings are not indented
+                 for line in [header, *board.lines(index)] for piece in wrap(line, cols - 1)]
+        for y, (piece, attr) in enumerate(shown[: rows - 1]):
+            screen.addnstr(y, 0, piece, cols - 1, attr)
         screen.refresh()
 
 
