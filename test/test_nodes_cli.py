@@ -1,13 +1,15 @@
 """`safety-monitor alerts` (board, text, JSON over a live topic) and the `sim` live-run CLI's checks
 and summary."""
 import json
+import threading
+import time
 import uuid
 from types import SimpleNamespace
 
 import pytest
 
 from safety_monitor.cli import main
-from safety_monitor.nodes.alerts import AlertBoard, counterexample_lines
+from safety_monitor.nodes.alerts import NO_MONITOR, AlertBoard, counterexample_lines
 from safety_monitor.nodes.cli import summarize, summary_lines
 
 SPECS = """
@@ -50,27 +52,179 @@ def test_board_tracks_open_violations_and_shows_the_counterexample(events):
     assert [b["property"] for b in board.snapshot()["blind"]] == ["other"]
 
 
-def test_alerts_json_reads_the_transient_local_history(events, capsys):
-    rclpy = pytest.importorskip("rclpy")
-    from safety_monitor.nodes import qos
-    from safety_monitor.sources import messages as m
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
 
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_board_says_whether_a_monitor_is_heard():
+    clock = Clock()
+    board = AlertBoard(clock=clock)
+    clock.now += 2.0
+    assert board.lines()[0].startswith("NO MONITOR HEARD for 2.0 s")
+    assert board.snapshot()["monitor"] == {"alive": False, "silent_s": 2.0, "pid": None, "seq": None,
+                                           "robot": None, "level": None, "summary": None}
+    board.hear({"pid": 41, "seq": 0, "robot": "r1", "level": "OK", "summary": "no open violation"})
+    assert board.lines()[0] == "MONITOR pid 41 alive: OK no open violation"
+    clock.now += 1.5  # no beat for longer than SILENT_S (1 s)
+    assert board.lines()[0].startswith("MONITOR pid 41 SILENT for 1.5 s")
+    assert not board.monitor()["alive"]
+    board.hear({"pid": 41, "seq": 1, "robot": "r1", "level": "OK", "summary": "no open violation"})
+    clock.now += 4.0  # a monitor beating every 1.5 s is heard for three of its periods
+    assert board.monitor()["alive"] and board.monitor()["seq"] == 1
+
+
+class FakeScreen:
+    """A curses window of `rows` x `cols` recording what is drawn; 'q' once one screen is drawn."""
+
+    def __init__(self, rows: int, cols: int) -> None:
+        self.size, self.lines, self.keys = (rows, cols), {}, iter([-1, ord("q")])
+
+    def nodelay(self, flag: bool) -> None:
+        pass
+
+    def getch(self) -> int:
+        return next(self.keys)
+
+    def getmaxyx(self) -> tuple[int, int]:
+        return self.size
+
+    def erase(self) -> None:
+        self.lines.clear()
+
+    def addnstr(self, y: int, x: int, text: str, n: int, attr: int) -> None:
+        self.lines[y] = text[:n]
+
+    def refresh(self) -> None:
+        pass
+
+
+def test_the_curses_screen_wraps_the_counterexample_sentence(events, monkeypatch):
+    import curses
+
+    from safety_monitor.nodes.alerts import _curses_loop
+
+    monkeypatch.setattr(curses, "curs_set", lambda visibility: None)  # no terminal under pytest
+    board = AlertBoard()
+    board.update(events[:1])
+    screen = FakeScreen(60, 40)
+    _curses_loop(screen, board, lambda: None, [True])
+    drawn = " ".join(" ".join(screen.lines.values()).split())
+    sentence = events[0]["counterexample"]["explanation"]
+    assert len(sentence) > 40 and " ".join(sentence.split()) in drawn
+    assert max(len(line) for line in screen.lines.values()) <= 39
+
+
+class FakeMonitor:
+    """Events published at start (transient local) and a heartbeat every 0.1 s from a thread."""
+
+    def __init__(self, ns: str, events: list[dict], pid: int = 4242) -> None:
+        import rclpy
+
+        from safety_monitor.nodes import qos
+        from safety_monitor.sources import cdr
+        from safety_monitor.sources import messages as m
+
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node(f"fake_monitor_{pid}", namespace=ns, context=self.context)
+        T = m.rclpy_types()
+        pub = self.node.create_publisher(T.DiagnosticArray, "safety_monitor/events", qos.EVENTS)
+        pub.publish(m.events_msg(T, events, events[0]["t"]))
+        beat_pub = self.node.create_publisher(T.DiagnosticArray, "safety_monitor/heartbeat", qos.DIAGNOSTICS)
+        self.stop = threading.Event()
+
+        def beat() -> None:
+            seq = 0
+            while not self.stop.wait(0.1):
+                beat_pub.publish(cdr.write_diagnostics((0, 0), [
+                    (m.ERROR, "safety_monitor/r1: heartbeat", "1 open: never_a", "r1",
+                     [("seq", str(seq)), ("pid", str(pid))])]))
+                seq += 1
+
+        self.thread = threading.Thread(target=beat, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join()
+        self.node.destroy_node()
+        self.context.try_shutdown()
+
+
+def test_alerts_json_reads_the_transient_local_history(events, capsys):
+    pytest.importorskip("rclpy")
     ns = "a" + uuid.uuid4().hex[:8]
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    node = rclpy.create_node("fake_monitor", namespace=ns, context=context)
-    T = m.rclpy_types()
-    pub = node.create_publisher(T.DiagnosticArray, "safety_monitor/events", qos.EVENTS)
-    pub.publish(m.events_msg(T, events[:1], events[0]["t"]))  # published before the console starts
+    monitor = FakeMonitor(ns, events[:1])  # published before the console starts
     try:
         assert main(["alerts", "--json", "--namespace", ns, "--timeout", "20"]) == 0
     finally:
-        node.destroy_node()
-        context.try_shutdown()
+        monitor.close()
     shown = json.loads(capsys.readouterr().out)
     assert shown["received"] == 1
+    assert shown["monitor"]["alive"] and shown["monitor"]["pid"] == 4242 and shown["monitor"]["level"] == "ERROR"
     assert [(e["property"], e["frame"], e["robot"]) for e in shown["open"]] == [("never_a", 3, "r1")]
     assert shown["open"][0]["counterexample"] == events[0]["counterexample"]
+
+
+def test_events_of_another_monitor_run_are_told_apart(events):
+    board = AlertBoard()
+    board.update(events[:1], publisher=b"first")
+    board.update(events, publisher=b"second")  # a new monitor process: its rollouts restart from 0
+    assert [e["run"] for e in board.open.values()] == [1]  # run 2's violation recovered, run 1's did not
+    text = "\n".join(board.lines())
+    assert "[r1] run 1 rollout 0 never_a opened at frame 3" in text
+    assert "[r1] run 2 rollout 0 never_a recovered at frame 4" in text
+
+
+def test_the_console_labels_events_by_the_monitor_process_that_sent_them(events):
+    rclpy = pytest.importorskip("rclpy")
+    from rclpy.executors import SingleThreadedExecutor
+
+    from safety_monitor.nodes.alerts import subscribe
+
+    ns = "a" + uuid.uuid4().hex[:8]
+    monitors = [FakeMonitor(ns, events[:1], pid=1), FakeMonitor(ns, events[:1], pid=2)]  # the same records
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node("console", context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    board = AlertBoard()
+    subscribe(node, board, ns, lambda: None)
+    try:
+        deadline = time.monotonic() + 20
+        while board.received < 2 and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.05)
+    finally:
+        node.destroy_node()
+        context.try_shutdown()
+        for monitor in monitors:
+            monitor.close()
+    assert sorted(e["run"] for e in board.recent) == [1, 2] and len(board.open) == 2
+
+
+def test_alerts_once_without_a_monitor_says_so_and_fails(capsys):
+    pytest.importorskip("rclpy")
+    assert main(["alerts", "--once", "--namespace", "a" + uuid.uuid4().hex[:8], "--timeout", "1"]) == NO_MONITOR
+    out, err = capsys.readouterr()
+    assert out.startswith("NO MONITOR HEARD for") and "no monitor heard on /a" in err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--namespace", "bad ns!"], "argument --namespace: invalid namespace 'bad ns!': namespace must not contain"),
+    (["--recent", "-3"], "argument --recent: must be a whole number >= 0, got '-3'"),
+    (["--timeout", "-1"], "argument --timeout: must be a number of seconds > 0, got '-1'"),
+])
+def test_alerts_rejects_bad_arguments_before_starting_ros(argv, message, capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["alerts", "--once", *argv])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
 
 
 def test_sim_rejects_an_unknown_fault_before_starting_ros(capsys):

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from safety_monitor.cli import main
 from safety_monitor.grounding.grounder import config_dir
 from safety_monitor.sim.faults import FAULTS
@@ -42,3 +44,28 @@ def test_bad_run_options_fail_with_one_line(capsys):
     assert err.count("\n") == 0 and "unknown fault 'gremlin'" in err
     assert main(["sim", "--physics-only", "--episodes", "0"]) == 2
     assert "--episodes" in capsys.readouterr().err
+
+
+def test_list_faults_of_one_task(capsys):
+    assert main(["sim", "--list-faults", "--task", "pick_and_place_mug", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["fault"] for r in rows] == [name for name, f in FAULTS.items() if f.task == "pick_and_place_mug"]
+    with pytest.raises(SystemExit) as exited:
+        main(["sim", "--list-faults", "--task", "nope"])
+    assert exited.value.code == 2 and "argument --task: unknown task 'nope'; known: " in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--physics-only", "--record", "x.bag"], "argument --record: not allowed with --physics-only"),
+    (["--physics-only", "--events", "e.jsonl", "--storage", "db3"],
+     "arguments --events, --storage: not allowed with --physics-only"),
+    (["--list-faults", "--list-tasks"], "argument --list-tasks: not allowed with argument --list-faults"),
+    (["--list-tasks", "--task", "open_drawer"], "argument --task: not allowed with --list-tasks"),
+    (["--list-faults", "--fault", "slip", "--seed", "3"], "arguments --fault, --seed: not allowed with --list-faults"),
+])
+def test_options_a_mode_cannot_honour_are_argument_errors(argv, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        main(["sim", *argv])
+    assert exited.value.code == 2 and message in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())  # nothing ran, nothing written

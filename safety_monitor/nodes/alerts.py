@@ -1,45 +1,79 @@
 """Operator console for `safety_monitor/events`: open violations, recent events, the selected counterexample.
 
 The events topic is transient local, so a console started late still gets the monitor's history.
+An empty list is only reassuring while a monitor is heard, so the first line says whether the
+monitor's heartbeat (`safety_monitor/heartbeat`) is heard, and from which pid. Each monitor process
+restarts its rollouts from 0, so events are also labelled with their run: the n-th events publisher
+this console heard.
 Views: an interactive curses screen (arrows select a violation, q quits), a plain view reprinted on
 every change when the output is not a terminal, and `--once` (text) or `--json`, which print one
-snapshot and exit once a monitor's history has arrived (matched, then quiet for a second) or after
-`--timeout` seconds (for scripts and tests).
+snapshot and exit once a monitor's history has arrived (matched, then quiet for a second) and its
+heartbeat is heard, or after `--timeout` seconds (for scripts and tests); exit code NO_MONITOR when
+no monitor is heard then.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+import textwrap
 import time
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from safety_monitor.monitor.events import BLIND, DISCARDED_TRUNCATED, OPENED, SEEING, UNRECOVERED_AT_END
 
 EVENTS_TOPIC = "safety_monitor/events"
+HEARTBEAT_TOPIC = "safety_monitor/heartbeat"
+SILENT_S = 1.0  # no heartbeat for this long (and 3 of its periods): the monitor is not heard (dead, paused, cut off)
+NO_MONITOR = 3  # --once/--json exit code: no monitor heard, so "no violations" means nothing
+LEVELS = ("OK", "WARN", "ERROR", "STALE")  # diagnostic_msgs/DiagnosticStatus levels 0-3
 QUIET_S = 1.0  # --once/--json: a matched monitor silent this long has delivered its history
 STATE_LOST = "state_lost"  # not a property event: a monitor restarted after its previous run died
 
 
 def _key(event: dict[str, Any]) -> tuple:
-    return event.get("robot"), event.get("rollout"), event["property"], event.get("episode")
+    return event.get("robot"), event["run"], event.get("rollout"), event["property"], event.get("episode")
 
 
 class AlertBoard:
     """What the console shows, built from decoded event records (pure: no rclpy)."""
 
-    def __init__(self, recent: int = 20) -> None:
+    def __init__(self, recent: int = 20, clock: Callable[[], float] = time.monotonic) -> None:
         self.open: dict[tuple, dict[str, Any]] = {}  # insertion order = opening order
         self.blind: dict[tuple, dict[str, Any]] = {}  # (robot, property) -> blind event
         self.recent: deque[dict[str, Any]] = deque(maxlen=recent)
         self.last_opened: dict[str, Any] | None = None
         self.lost: dict[Any, dict[str, Any]] = {}  # robot -> its monitor's last state_lost event
         self.received = 0
+        self.clock, self.started = clock, clock()
+        self.beat: dict[str, Any] | None = None  # the last heartbeat (see heartbeat_of) and when it came
+        self._beat_gap = 0.0  # seconds between the last two heartbeats of that pid: its period
+        self.runs: dict[Any, int] = {}  # events publisher -> run number, 1 for the first heard
 
-    def update(self, events: Iterable[dict[str, Any]]) -> None:
+    def hear(self, beat: dict[str, Any]) -> None:
+        """A heartbeat arrived (heartbeat_of's dict)."""
+        now = self.clock()
+        if self.beat is not None and self.beat["pid"] == beat["pid"]:
+            self._beat_gap = now - self.beat["heard_at"]
+        self.beat = {**beat, "heard_at": now}
+
+    def monitor(self) -> dict[str, Any]:
+        """Whether a monitor is heard (`alive`), for how long it has been silent, and its last heartbeat."""
+        beat, now = self.beat, self.clock()
+        if beat is None:
+            return {"alive": False, "silent_s": round(now - self.started, 3), "pid": None, "seq": None,
+                    "robot": None, "level": None, "summary": None}
+        silent = now - beat["heard_at"]
+        return {"alive": silent <= max(SILENT_S, 3 * self._beat_gap), "silent_s": round(silent, 3),
+                **{k: beat[k] for k in ("pid", "seq", "robot", "level", "summary")}}
+
+    def update(self, events: Iterable[dict[str, Any]], publisher: Any = None) -> None:
+        """Take decoded events from one publisher (its gid: one per monitor process), labelled with its run."""
+        run = self.runs.setdefault(publisher, len(self.runs) + 1)
         for e in events:
+            e = {**e, "run": run}
             self.received += 1
             self.recent.append(e)
             kind = e["kind"]
@@ -74,11 +108,12 @@ class AlertBoard:
             "recent": list(self.recent),
             "lost": list(self.lost.values()),
             "received": self.received,
+            "monitor": self.monitor(),
         }
 
     def lines(self, index: int = -1) -> list[str]:
         """The plain-text view."""
-        out = [f"OPEN VIOLATIONS ({len(self.open)})"]
+        out = [monitor_line(self.monitor()), f"OPEN VIOLATIONS ({len(self.open)})"]
         out += [f"  {'>' if e is self.selected(index) else ' '} {_describe(e)}" for e in self.open.values()]
         if not self.open:
             out.append("    none")
@@ -95,11 +130,31 @@ class AlertBoard:
         return out
 
 
+def monitor_line(mon: dict[str, Any]) -> str:
+    """The status line: no monitor heard, the heard one gone silent, or alive with its summary."""
+    if mon["level"] is None:
+        return f"NO MONITOR HEARD for {mon['silent_s']:.1f} s (no heartbeat: the lists below may be incomplete)"
+    said = f"{mon['level']} {mon['summary']}"
+    if not mon["alive"]:
+        return f"MONITOR pid {mon['pid']} SILENT for {mon['silent_s']:.1f} s (dead, paused or cut off); last: {said}"
+    return f"MONITOR pid {mon['pid']} alive: {said}"
+
+
+def heartbeat_of(msg: Any) -> dict[str, Any]:
+    """A heartbeat DiagnosticArray (monitor_node._heartbeat) -> pid, seq, robot, level name, summary.
+    Raises IndexError, KeyError or ValueError on anything else."""
+    status = msg.status[0]
+    values = {str(kv.key): str(kv.value) for kv in status.values}
+    level = status.level[0] if isinstance(status.level, bytes) else status.level
+    return {"pid": int(values["pid"]), "seq": int(values["seq"]), "robot": str(status.hardware_id),
+            "level": LEVELS[level], "summary": str(status.message)}
+
+
 def _describe(e: dict[str, Any]) -> str:
     t = e.get("t")
     when = f"frame {e.get('frame')}" + (f" t={t:.3f}s" if isinstance(t, (int, float)) else "")
     robot = f"[{e['robot']}] " if e.get("robot") else ""
-    return f"{robot}rollout {e.get('rollout', '-')} {e['property']} {e['kind']} at {when}"
+    return f"{robot}run {e['run']} rollout {e.get('rollout', '-')} {e['property']} {e['kind']} at {when}"
 
 
 def counterexample_lines(event: dict[str, Any]) -> list[str]:
@@ -127,10 +182,18 @@ def _word(value: bool | None) -> str:
     return "unknown" if value is None else ("true" if value else "false")
 
 
+def wrap(line: str, width: int) -> list[str]:
+    """`line` in pieces of at most `width` characters, broken at spaces, continuations indented 4 more:
+    the curses screen cannot scroll sideways, so a counterexample sentence must not run off its edge."""
+    lead = len(line) - len(line.lstrip(" "))
+    indent = " " * min(lead + 4, width // 2)
+    return textwrap.wrap(line, max(width, 1), subsequent_indent=indent, break_on_hyphens=False) or [""]
+
+
 # ------------------------------------------------------------------------------------------ ROS side
-def _topic(namespace: str) -> str:
+def _topic(namespace: str, name: str) -> str:
     ns = namespace.strip("/")
-    return f"/{ns}/{EVENTS_TOPIC}" if ns else f"/{EVENTS_TOPIC}"
+    return f"/{ns}/{name}" if ns else f"/{name}"
 
 
 def watch(args: argparse.Namespace) -> int:
@@ -139,52 +202,77 @@ def watch(args: argparse.Namespace) -> int:
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
     from rclpy.node import Node
 
-    from safety_monitor.errors import SourceError
-    from safety_monitor.nodes import qos
-    from safety_monitor.sources import messages as m
-
     board = AlertBoard(args.recent)
     context = rclpy.Context()
     rclpy.init(args=[], context=context)
     node = Node("alerts", context=context)
     changed = [True]
 
-    def on_events(msg) -> None:
-        try:
-            board.update(m.decode_events(msg))
-        except SourceError as exc:
-            node.get_logger().error(f"undecodable events message: {exc}")
+    def on_change() -> None:
         changed[0] = True
 
-    sub = node.create_subscription(m.rclpy_types().DiagnosticArray, _topic(args.namespace), on_events, qos.EVENTS)
+    sub = subscribe(node, board, args.namespace, on_change)
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
     spin = lambda: executor.spin_once(timeout_sec=0.05)  # noqa: E731
+    code = 0
     try:
         if args.once or args.json:
             collect(spin, sub, board, args.timeout)
             print(json.dumps(board.snapshot(), indent=2) if args.json else "\n".join(board.lines()))
+            if not board.monitor()["alive"]:
+                beats = _topic(args.namespace, HEARTBEAT_TOPIC)
+                print(f"alerts: no monitor heard on {beats} within {args.timeout:g} s", file=sys.stderr)
+                code = NO_MONITOR
         elif sys.stdout.isatty():
             import curses
 
             curses.wrapper(_curses_loop, board, spin, changed)
         else:
+            shown = None
             while True:
                 spin()
-                if changed[0]:
-                    changed[0] = False
+                heard = (mon := board.monitor())["alive"], mon["pid"]  # reprint when the monitor comes or goes
+                if changed[0] or heard != shown:
+                    changed[0], shown = False, heard
                     print("\n".join(board.lines() + ["-" * 60]), flush=True)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
         node.destroy_node()
         context.try_shutdown()
-    return 0
+    return code
+
+
+def subscribe(node, board: AlertBoard, namespace: str, on_change: Callable[[], None]):
+    """Feed `board` from `node`: events (labelled by their publisher, so each monitor process is a run of
+    its own) and heartbeats; `on_change` after each events message. Returns the events subscription."""
+    from safety_monitor.errors import SourceError
+    from safety_monitor.nodes import qos
+    from safety_monitor.sources import messages as m
+
+    def on_events(msg, info) -> None:
+        gid = info.get("publisher_gid")  # None where the middleware does not tell: one run
+        try:
+            board.update(m.decode_events(msg), gid and bytes(gid["data"]))
+        except SourceError as exc:
+            node.get_logger().error(f"undecodable events message: {exc}")
+        on_change()
+
+    def on_beat(msg) -> None:
+        try:
+            board.hear(heartbeat_of(msg))
+        except (IndexError, KeyError, ValueError) as exc:
+            node.get_logger().error(f"undecodable heartbeat message: {exc!r}")
+
+    T = m.rclpy_types()
+    node.create_subscription(T.DiagnosticArray, _topic(namespace, HEARTBEAT_TOPIC), on_beat, qos.DIAGNOSTICS)
+    return node.create_subscription(T.DiagnosticArray, _topic(namespace, EVENTS_TOPIC), on_events, qos.EVENTS)
 
 
 def collect(spin, sub, board: AlertBoard, timeout: float) -> None:
-    """Spin until a monitor has been matched and quiet for QUIET_S (its history has arrived), or
-    until `timeout` seconds have passed (no monitor, or one that keeps talking)."""
+    """Spin until a monitor has been matched and quiet for QUIET_S (its history has arrived) and its
+    heartbeat heard, or until `timeout` seconds have passed (no monitor, or one that keeps talking)."""
     start = time.monotonic()
     matched_at = None
     count, last_change = board.received, start
@@ -193,7 +281,7 @@ def collect(spin, sub, board: AlertBoard, timeout: float) -> None:
             matched_at = now
         if board.received != count:
             count, last_change = board.received, now
-        if matched_at is not None and now - max(matched_at, last_change) >= QUIET_S:
+        if matched_at is not None and now - max(matched_at, last_change) >= QUIET_S and board.beat is not None:
             return
         spin()
 
@@ -203,7 +291,7 @@ def _curses_loop(screen, board: AlertBoard, spin, changed: list[bool]) -> None:
 
     screen.nodelay(True)
     curses.curs_set(0)
-    index = -1
+    index, drawn = -1, 0.0
     while True:
         spin()
         key = screen.getch()
@@ -213,26 +301,62 @@ def _curses_loop(screen, board: AlertBoard, spin, changed: list[bool]) -> None:
             n = len(board.open)
             index = (index % n + (-1 if key == curses.KEY_UP else 1)) % n
             changed[0] = True
-        if not changed[0]:
+        if not changed[0] and time.monotonic() - drawn < 1.0:  # redrawn every second: the monitor may fall silent
             continue
-        changed[0] = False
+        changed[0], drawn = False, time.monotonic()
         rows, cols = screen.getmaxyx()
         screen.erase()
         header = f"safety_monitor alerts  {time.strftime('%H:%M:%S')}  (arrows: select, q: quit)"
-        for y, line in enumerate([header, *board.lines(index)][: rows - 1]):
-            attr = curses.A_NORMAL if line.startswith(" ") else curses.A_BOLD  # headings are not indented
-            screen.addnstr(y, 0, line, cols - 1, attr)
+        shown = [(piece, curses.A_NORMAL if line.startswith(" ") else curses.A_BOLD)  # headings are not indented
+                 for line in [header, *board.lines(index)] for piece in wrap(line, cols - 1)]
+        for y, (piece, attr) in enumerate(shown[: rows - 1]):
+            screen.addnstr(y, 0, piece, cols - 1, attr)
         screen.refresh()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--namespace", default="", help="the robot's namespace (events on <ns>/safety_monitor/events)")
+    parser.add_argument("--namespace", default="", type=_namespace,
+                        help="the robot's namespace (events on <ns>/safety_monitor/events)")
     parser.add_argument("--once", action="store_true",
                         help="print one snapshot once the history has arrived (at most --timeout s), exit")
     parser.add_argument("--json", action="store_true", help="like --once, printing a JSON snapshot")
-    parser.add_argument("--timeout", type=float, default=5.0,
+    parser.add_argument("--timeout", type=_positive_seconds, default=5.0,
                         help="--once/--json: give up waiting for a monitor after this many seconds (default 5)")
-    parser.add_argument("--recent", type=int, default=20, help="recent events kept on screen (default 20)")
+    parser.add_argument("--recent", type=_count, default=20, help="recent events kept on screen (default 20)")
+
+
+def _namespace(text: str) -> str:
+    """A ROS namespace, leading and trailing slashes optional; checked here so a typo is an argument error."""
+    from rclpy.exceptions import InvalidNamespaceException
+    from rclpy.validate_namespace import validate_namespace
+
+    name = text.strip("/")
+    try:
+        validate_namespace(f"/{name}")
+    except InvalidNamespaceException as exc:  # its message spans three lines: keep the reason
+        reason = str(exc).splitlines()[0].removeprefix("Invalid namespace: ").rstrip(":")
+        raise argparse.ArgumentTypeError(f"invalid namespace {text!r}: {reason}") from None
+    return name
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text!r}")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 0, got {text!r}")
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:

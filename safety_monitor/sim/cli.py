@@ -3,6 +3,7 @@
 A run goes through the ROS sim, estimator and monitor nodes in one process (safety_monitor.nodes.cli
 prints the summary of events against each fault's ground truth). `--physics-only` runs MuJoCo alone,
 headless and unpaced (as fast as it steps), and prints whether each task succeeded and how fast it ran.
+Options that a mode cannot honour are argument errors rather than silently ignored.
 """
 from __future__ import annotations
 
@@ -15,9 +16,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "sim", help="MuJoCo workcell: list faults and tasks, run scripted episodes",
         description="Run scripted episodes of the MuJoCo workcell (headless, deterministic for a seed).")
-    parser.add_argument("--list-faults", action="store_true",
-                        help="print every fault with the properties it must trip, then exit")
-    parser.add_argument("--list-tasks", action="store_true", help="print every scripted task, then exit")
+    listing = parser.add_mutually_exclusive_group()
+    listing.add_argument("--list-faults", action="store_true",
+                         help="print every fault (with --task: that task's faults) with the properties it must "
+                              "trip, then exit")
+    listing.add_argument("--list-tasks", action="store_true", help="print every scripted task, then exit")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--task", help="task to run (default: the fault's task, else pick_and_place_cube)")
     parser.add_argument("--fault", help="inject this fault (see --list-faults); 'none' = fault-free; a comma-separated "
@@ -30,7 +33,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     from safety_monitor.nodes.cli import add_live_arguments
 
     add_live_arguments(parser)
-    parser.set_defaults(func=handle)
+    parser.set_defaults(func=handle, _parser=parser)
+
+
+_RUN_OPTIONS = ("fault", "episodes", "seed", "physics_only", "events", "record", "storage")
+_LIVE_ONLY = ("events", "record", "storage")
+
+
+def _check_combinations(args: argparse.Namespace) -> None:
+    """Refuse what would be silently ignored: a listing runs nothing, and a physics-only run has no
+    monitor whose events to log and no ROS topics to record. Options left at their default pass."""
+    parser = args._parser
+    given = [d for d in _RUN_OPTIONS if getattr(args, d) != parser.get_default(d)]
+    if args.list_faults or args.list_tasks:
+        ignored = given + (["task"] if args.list_tasks and args.task else [])
+        if ignored:
+            listing = "--list-faults" if args.list_faults else "--list-tasks"
+            parser.error(f"{_flags(ignored)} not allowed with {listing} (it lists and exits, running nothing)")
+    elif args.physics_only and (live := [d for d in given if d in _LIVE_ONLY]):
+        parser.error(f"{_flags(live)} not allowed with --physics-only (MuJoCo alone: no monitor events to log, "
+                     "no ROS topics to record)")
+
+
+def _flags(dests: list[str]) -> str:
+    names = ", ".join("--" + d.replace("_", "-") for d in dests)
+    return f"argument{'s' if len(dests) > 1 else ''} {names}:"
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -38,10 +65,13 @@ def handle(args: argparse.Namespace) -> int:
     from safety_monitor.sim.faults import FAULTS
     from safety_monitor.sim.tasks import TASKS
 
+    _check_combinations(args)
     if args.list_faults:
+        if args.task is not None and args.task not in TASKS:
+            args._parser.error(f"argument --task: unknown task {args.task!r}; known: {', '.join(sorted(TASKS))}")
         rows = [{"fault": f.name, "expected_properties": list(f.expected_properties),
                  "allowed_properties": list(f.allowed_properties), "task": f.task,
-                 "description": f.description} for f in FAULTS.values()]
+                 "description": f.description} for f in FAULTS.values() if args.task in (None, f.task)]
         if args.json:
             print(json.dumps(rows, indent=2))
         else:
@@ -71,9 +101,9 @@ def handle(args: argparse.Namespace) -> int:
         print(json.dumps(results, indent=2))
     else:
         for r in results:
-            print(f"{r['task']} fault={r['fault']} seed={r['seed']}: task {'succeeded' if r['succeeded'] else 'failed'}, "
-                  f"{r['frames']} frames, {r['sim_s']:.2f} s simulated in {r['wall_s']:.2f} s "
-                  f"({r['real_time_factor']:.1f}x real time)")
+            outcome = "succeeded" if r["succeeded"] else "failed"
+            print(f"{r['task']} fault={r['fault']} seed={r['seed']}: task {outcome}, {r['frames']} frames, "
+                  f"{r['sim_s']:.2f} s simulated in {r['wall_s']:.2f} s ({r['real_time_factor']:.1f}x real time)")
     return 0
 
 
