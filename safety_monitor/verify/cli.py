@@ -119,20 +119,13 @@ def _plan(args: argparse.Namespace) -> int:
 def _ctl(args: argparse.Namespace) -> int:
     import time
 
+    from safety_monitor.verify import trajectories
     from safety_monitor.verify.check import TreeChecker
-    from safety_monitor.verify.ctl import ctl_text, parse_ctl
+    from safety_monitor.verify.ctl import ctl_atoms, ctl_text, parse_ctl
     from safety_monitor.verify.feedback import feedback_json, from_ctl
 
     if not args.traces and not args.sim:
         args._parser.error("give trace files or bags, or --sim TASK")
-    from safety_monitor.verify import trajectories
-
-    found = trajectories.load(args.traces)
-    if args.sim:
-        found += trajectories.from_workcell(args.sim, range(args.seeds), [None, *args.fault])
-    started = time.perf_counter()
-    tree = trajectories.merge(found, args.unknown or ("last" if args.sim else "error"))
-    merged = time.perf_counter()
     if args.specs:
         from safety_monitor.spec.model import load_specs
         from safety_monitor.verify.lift import lift_properties
@@ -143,6 +136,13 @@ def _ctl(args: argparse.Namespace) -> int:
     else:
         todo = [(ctl_text(f), "", f, None) for f in map(parse_ctl, args.formula)]
         not_lifted = []
+    found = trajectories.load(args.traces)
+    if args.sim:
+        found += trajectories.from_workcell(args.sim, range(args.seeds), [None, *args.fault])
+    started = time.perf_counter()
+    atoms = {a for _, _, formula, _ in todo for a in ctl_atoms(formula)}
+    tree = trajectories.merge(found, args.unknown or ("last" if args.sim else "error"), atoms)
+    merged = time.perf_counter()
     checker = TreeChecker(tree)
     results, counterexamples = [], []
     for name, category, formula, ltl in todo:

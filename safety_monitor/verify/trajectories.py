@@ -1,9 +1,10 @@
 """Where trajectories for the computation tree come from: trace files, bags, workcell rollouts.
 
 Every source yields `Trajectory(name, frames)` with frames as predicate -> bool or None (unknown).
-`merge` turns them into a tree; an unknown value is an error unless `unknown="last"`, which keeps the
-predicate's last known value (False before the first), as the grounder itself reports values it
-cannot decide this frame.
+`merge` turns them into a tree over the predicates the formulas read (recorded bags carry the whole
+vocabulary, much of it unknown while the scene settles); an unknown value of one of those is an error
+unless `unknown="last"`, which keeps the predicate's last known value (False before the first), as the
+grounder itself reports values it cannot decide this frame.
 """
 from __future__ import annotations
 
@@ -79,9 +80,15 @@ def load(paths: Iterable[str | Path]) -> list[Trajectory]:
     return [from_bag(p) if is_bag(p) else from_trace_file(p) for p in paths]
 
 
-def merge(trajectories: Sequence[Trajectory], unknown: str = "error") -> ComputationTree:
-    """One tree over the union of the trajectories' predicates (each frame must give all of them)."""
-    atoms = sorted({a for t in trajectories for frame in t.frames for a in frame})
+def merge(trajectories: Sequence[Trajectory], unknown: str = "error",
+          atoms: Iterable[str] | None = None) -> ComputationTree:
+    """One tree over `atoms` (default: every recorded predicate); each frame must give all of them,
+    and the values of other predicates, known or not, are left out."""
+    recorded = sorted({a for t in trajectories for frame in t.frames for a in frame})
+    atoms = recorded if atoms is None else sorted(set(atoms))
+    for a in atoms:
+        if a not in recorded:
+            raise SourceError(f"predicate {a!r} is not recorded in the trajectories (they have: {', '.join(recorded)})")
     arrays = [to_matrix(t, atoms, unknown) for t in trajectories]
     return build_tree(arrays, atoms, [t.name for t in trajectories])
 
