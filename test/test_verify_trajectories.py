@@ -89,3 +89,16 @@ def test_only_the_formulas_predicates_need_known_values(tmp_path, capsys):
 def test_formula_errors_come_before_reading_any_trajectory(tmp_path, capsys):
     assert main(["ctl", str(tmp_path / "missing.jsonl"), "--formula", "AG(a ->"]) == 2
     assert "CTL syntax error" in capsys.readouterr().err
+
+
+def test_a_folder_of_bags_is_searched_as_replay_does(tmp_path, capsys):
+    for k in range(2):  # the layout `sim --episodes 2 --record run` writes
+        (tmp_path / "run" / f"episode_{k:03d}").mkdir(parents=True)
+        write_bag(tmp_path / "run" / f"episode_{k:03d}" / f"episode_{k:03d}.mcap", [{"p": True}, {"p": k == 0}])
+    found = load([tmp_path / "run"])
+    assert [t.name for t in found] == [str(tmp_path / "run" / f"episode_{k:03d}" / f"episode_{k:03d}.mcap")
+                                       for k in range(2)]
+    assert main(["ctl", str(tmp_path / "run"), "--formula", "EG p"]) == 0
+    (tmp_path / "empty").mkdir()
+    assert main(["ctl", str(tmp_path / "empty"), "--formula", "AG p"]) == 2
+    assert "no rosbag2 bags" in capsys.readouterr().err

@@ -35,7 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                          description="Merge predicate trajectories (trace files, bags, workcell rollouts) into one "
                                      "computation tree and check CTL formulas, or the spec file's properties lifted to CTL.")
     ctl.add_argument("traces", nargs="*", metavar="TRACE",
-                     help="predicate trace files (.jsonl, .csv) or bags with recorded predicates (folder, .mcap, .db3)")
+                     help="predicate trace files (.jsonl, .csv) or bags with recorded predicates (bag folder, .mcap, .db3, "
+                          "or a folder searched for bags)")
     ctl.add_argument("--sim", metavar="TASK", help="also simulate rollouts of this workcell task")
     ctl.add_argument("--seeds", type=int, default=10, help="--sim: number of rollouts, seeds 0..N-1 (default 10)")
     ctl.add_argument("--fault", action="append", default=[], metavar="FAULT",

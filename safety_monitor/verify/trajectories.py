@@ -76,8 +76,17 @@ def from_workcell(task: str, seeds: Iterable[int], faults: Sequence[str | None] 
 
 
 def load(paths: Iterable[str | Path]) -> list[Trajectory]:
-    """Trace files and bags (bag directories or .mcap/.db3 files)."""
-    return [from_bag(p) if is_bag(p) else from_trace_file(p) for p in paths]
+    """Trace files and bags (bag directories or .mcap/.db3 files); any other folder is searched for
+    bags as `replay` searches it, so the folder `sim --record` writes for several episodes works."""
+    from safety_monitor.sources.bag import find_bags
+
+    found = []
+    for p in paths:
+        if Path(p).is_dir() and not is_bag(p):
+            found += [from_bag(bag) for bag in find_bags([p])]
+        else:
+            found.append(from_bag(p) if is_bag(p) else from_trace_file(p))
+    return found
 
 
 def merge(trajectories: Sequence[Trajectory], unknown: str = "error",
