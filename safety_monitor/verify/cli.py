@@ -35,10 +35,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                          description="Merge predicate trajectories (trace files, bags, workcell rollouts) into one "
                                      "computation tree and check CTL formulas, or the spec file's properties lifted to CTL.")
     ctl.add_argument("traces", nargs="*", metavar="TRACE",
-                     help="predicate trace files (.jsonl, .csv) or bags with recorded predicates (bag folder, .mcap, .db3, "
-                          "or a folder searched for bags)")
+                     help="predicate trace files (.jsonl, .csv) or bags with recorded predicates "
+                          "(bag folder, .mcap, .db3, or a folder searched for bags)")
     ctl.add_argument("--sim", metavar="TASK", help="also simulate rollouts of this workcell task")
-    ctl.add_argument("--seeds", type=int, default=10, help="--sim: number of rollouts, seeds 0..N-1 (default 10)")
+    ctl.add_argument("--seeds", type=int, help="--sim: number of rollouts, seeds 0..N-1 (default 10)")
     ctl.add_argument("--fault", action="append", default=[], metavar="FAULT",
                      help="--sim: rollouts cycle through no fault and these faults (repeatable)")
     ctl.add_argument("--unknown", choices=("error", "last"), default=None,
@@ -55,8 +55,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _equiv(args: argparse.Namespace) -> int:
     batch = args.candidates is not None or args.reference is not None
-    if batch and (args.formulas or args.candidates is None or args.reference is None):
-        args._parser.error("batch mode takes --candidates FILE --reference FILE and no formulas")
+    if batch and args.formulas:
+        args._parser.error("batch mode takes no formulas: give two formulas, or --candidates FILE --reference FILE")
+    if batch and (args.candidates is None or args.reference is None):
+        args._parser.error(f"batch mode needs {'--reference' if args.reference is None else '--candidates'} FILE too")
     if not batch and len(args.formulas) != 2:
         args._parser.error("give two formulas A and B, or --candidates FILE --reference FILE")
     if batch:
@@ -127,6 +129,11 @@ def _ctl(args: argparse.Namespace) -> int:
 
     if not args.traces and not args.sim:
         args._parser.error("give trace files or bags, or --sim TASK")
+    if not args.sim and (args.fault or args.seeds is not None):
+        args._parser.error("--seeds and --fault only apply with --sim TASK (they choose its rollouts)")
+    if args.sim:
+        seeds = 10 if args.seeds is None else args.seeds
+        faults = trajectories.rollout_faults(args.sim, seeds, args.fault)
     if args.specs:
         from safety_monitor.spec.model import load_specs
         from safety_monitor.verify.lift import lift_properties
@@ -139,7 +146,7 @@ def _ctl(args: argparse.Namespace) -> int:
         not_lifted = []
     found = trajectories.load(args.traces)
     if args.sim:
-        found += trajectories.from_workcell(args.sim, range(args.seeds), [None, *args.fault])
+        found += trajectories.from_workcell(args.sim, range(seeds), faults)
     started = time.perf_counter()
     atoms = {a for _, _, formula, _ in todo for a in ctl_atoms(formula)}
     tree = trajectories.merge(found, args.unknown or ("last" if args.sim else "error"), atoms)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from safety_monitor.errors import SourceError
+from safety_monitor.errors import SafetyMonitorError, SourceError
 from safety_monitor.verify.tree import ComputationTree, build_tree
 
 BAG_SUFFIXES = (".mcap", ".db3")
@@ -54,6 +54,26 @@ def from_bag(path: str | Path, topic: str = "/safety_monitor/predicates") -> Tra
             except SourceError as exc:
                 raise SourceError(f"{path}: {topic} message {i}: {exc}") from None
     return Trajectory(str(path), frames)
+
+
+def rollout_faults(task: str, seeds: int, faults: Sequence[str]) -> list[str | None]:
+    """The fault cycle of `ctl --sim` (no fault, then each of `faults`), checked before any rollout
+    runs: the task is known, each fault is defined on it, and `seeds` rollouts run every fault."""
+    from safety_monitor.sim.faults import FAULTS
+    from safety_monitor.sim.tasks import TASKS
+
+    if task not in TASKS:
+        raise SafetyMonitorError(f"unknown task {task!r}; known: {', '.join(TASKS)}")
+    for fault in faults:
+        if fault not in FAULTS:
+            raise SafetyMonitorError(f"unknown fault {fault!r}; known: {', '.join(FAULTS)}")
+        if FAULTS[fault].task != task:
+            raise SafetyMonitorError(f"fault {fault!r} is defined on task {FAULTS[fault].task!r}, not {task!r}")
+    cycle = [None, *faults]
+    if seeds < len(cycle):
+        raise SafetyMonitorError(f"--seeds {seeds} is too few: the rollouts cycle through no fault"
+                                 f"{''.join(', ' + f for f in faults)}, so give --seeds {len(cycle)} or more")
+    return cycle
 
 
 def from_workcell(task: str, seeds: Iterable[int], faults: Sequence[str | None] = (None,)) -> list[Trajectory]:
