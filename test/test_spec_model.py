@@ -76,6 +76,14 @@ def test_all_problems_reported_together(tmp_path):
         load_specs(write(tmp_path, text))
 
 
+def test_duplicate_name_is_reported_with_the_duplicates_other_problems(tmp_path):
+    text = GOOD.replace("name: no_collision", "name: grasp_synced").replace('"G(!collision)"', '"G(!zz)"')
+    with pytest.raises(SpecError) as info:
+        load_specs(write(tmp_path, text))
+    message = str(info.value)
+    assert "2 problem(s)" in message and "duplicate name" in message and "vocabulary: zz" in message, message
+
+
 def test_yaml_syntax_error_gives_position(tmp_path):
     with pytest.raises(SpecError, match=r"not valid YAML at line \d+, column \d+"):
         load_specs(write(tmp_path, "predicates: [a\nproperties: {"))

@@ -167,12 +167,13 @@ def parse_specs(doc: Any, source: str) -> SpecSet:
     seen: set[str] = set()
     for i, raw in enumerate(raw_props):
         prop = _property(raw, i, vocabulary, problems)
-        if prop is None:
-            continue
-        if prop.name in seen:
-            problems.append(f"property {prop.name!r}: duplicate name")
-        seen.add(prop.name)
-        properties.append(prop)
+        name = raw.get("name") if isinstance(raw, dict) else None
+        if isinstance(name, str):  # also when the property has other problems
+            if name in seen:
+                problems.append(f"property {name!r}: duplicate name")
+            seen.add(name)
+        if prop is not None:
+            properties.append(prop)
     if problems:
         raise SpecError(f"{source}: {len(problems)} problem(s):\n  - " + "\n  - ".join(problems))
     return SpecSet(source, vocabulary, tuple(properties))
