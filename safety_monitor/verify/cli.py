@@ -9,7 +9,7 @@ import argparse
 import json
 from pathlib import Path
 
-from safety_monitor.errors import SourceError
+from safety_monitor.errors import SourceError, SpecError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -99,7 +99,14 @@ def _plan(args: argparse.Namespace) -> int:
     from safety_monitor.verify.feedback import feedback_json
     from safety_monitor.verify.plan import check_plan, load_plan
 
-    report = check_plan(load_plan(args.plan), compile_specs(load_specs(args.specs)))
+    plan, spec_set = load_plan(args.plan), load_specs(args.specs)
+    report = check_plan(plan, compile_specs(spec_set))
+    if not report.checked:  # a pass that checked nothing must not look like a safe plan
+        outside = sorted(plan.predicates - set(spec_set.predicates))
+        name, reason = report.unchecked[0]
+        raise SpecError(f"{args.plan}: checks none of the {len(report.unchecked)} properties of {args.specs}: each "
+                        f"reads a predicate the plan never sets (e.g. {name}: {reason})"
+                        + (f"; plan predicates outside the spec vocabulary: {', '.join(outside)}" if outside else ""))
     if args.feedback:
         _write(args.feedback, feedback_json(report.violations))
     if args.json:
