@@ -49,3 +49,33 @@ def test_rollout_schedule_cycles_no_fault_then_each_fault():
 def test_equiv_says_what_is_missing(argv, message, capsys):
     assert exit_code(["equiv", *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_equiv_table_puts_the_all_row_last(tmp_path, capsys):
+    refs = tmp_path / "refs.yaml"
+    refs.write_text("p1: G(!a)\n")
+    cands = tmp_path / "cands.yaml"
+    cands.write_text("- {id: p1, formula: 'G(!a)', model: m1}\n- {id: p1, formula: 'F a', model: m2}\n")
+    assert main(["equiv", "--candidates", str(cands), "--reference", str(refs)]) == 0
+    rows = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert rows == ["model", "m1", "m2", "all"]
+
+
+def test_ctl_prints_a_given_formula_once(tmp_path, capsys):
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"a": true, "b": true}\n')
+    assert main(["ctl", str(trace), "--formula", "AG(a -> AF b)"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].split() == ["holds", "AG(a", "->", "AF(b))"]
+
+
+def test_every_command_has_a_description_on_its_help_page():
+    from safety_monitor.cli import build_parser
+
+    def pages(parser):
+        for action in parser._subparsers._group_actions if parser._subparsers else ():
+            for name, sub in action.choices.items():
+                yield name, sub
+                yield from pages(sub)
+
+    missing = [name for name, sub in pages(build_parser()) if not sub.description]
+    assert not missing, missing

@@ -87,7 +87,9 @@ def _equiv_batch(args: argparse.Namespace) -> int:
         print(json.dumps({"rates": {k: r.to_dict() for k, r in rates.items()}, "scores": [s.to_dict() for s in scores]}, indent=2))
         return 0
     header = ("model", "n", *VERDICTS)
-    rows = [(model, str(r.total), *(f"{r.counts[v]} ({100 * r.rate(v):.1f}%)" for v in VERDICTS)) for model, r in rates.items()]
+    models = sorted(rates, key=lambda model: model == "all")  # the overall row last, under the models
+    rows = [(model, str(rates[model].total), *(f"{rates[model].counts[v]} ({100 * rates[model].rate(v):.1f}%)"
+                                               for v in VERDICTS)) for model in models]
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
     for row in (header, *rows):
         print("  ".join(c.ljust(w) for c, w in zip(row, widths)))
@@ -181,7 +183,8 @@ def _ctl(args: argparse.Namespace) -> int:
         print(f"{summary['trajectories']} trajectories, {summary['frames']} frames -> {summary['nodes']} tree nodes "
               f"(merged in {summary['merge_s']:.3f} s, checked in {summary['check_s']:.3f} s)")
         for row in results:
-            print(f"  {'holds   ' if row['holds'] else 'VIOLATED'}  {row['property']}: {row['ctl']}")
+            what = row["ctl"] if row["property"] == row["ctl"] else f"{row['property']}: {row['ctl']}"
+            print(f"  {'holds   ' if row['holds'] else 'VIOLATED'}  {what}")
             if not row["holds"]:
                 print(f"            {row['counterexample']['sentence']}")
         for item in not_lifted:
