@@ -32,7 +32,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in _COMMAND_MODULES:
         importlib.import_module(name).register(sub)
+    _describe(parser)
     return parser
+
+
+def _describe(parser: argparse.ArgumentParser) -> None:
+    """Give each sub-command without a description its one-line help, so its --help page says what it does."""
+    for action in parser._subparsers._group_actions if parser._subparsers else ():
+        for choice in action._choices_actions:
+            command = action.choices[choice.dest]
+            command.description = command.description or choice.help
+            _describe(command)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -53,6 +53,11 @@ def test_valid_file_loads_and_compiles(tmp_path):
         (GOOD.replace("min_resolve_frames: 3", "min_resolve_frames: -1"), ["'min_resolve_frames' must be a non-negative"]),
         (GOOD + "extra: 1\n", ["unknown top-level key 'extra'"]),
         (GOOD.replace('"G(!collision)"', '"F(collision)"'), ["cannot derive the trigger"]),
+        (GOOD + '    options: {close_on_opening_frame: "no"}\n',
+         ["property 'no_collision': option close_on_opening_frame must be true or false, got 'no'"]),
+        (GOOD + "    options: {close_on_opening_frme: true}\n",
+         ["property 'no_collision': unknown option 'close_on_opening_frme' (known: close_on_opening_frame)"]),
+        (GOOD + "    options: [close_on_opening_frame]\n", ["property 'no_collision': 'options' must be a mapping"]),
     ],
 )
 def test_each_problem_is_named(tmp_path, mutation, fragments):
@@ -69,6 +74,14 @@ def test_all_problems_reported_together(tmp_path):
     text = GOOD.replace("description:", "descripton:").replace('"G(!collision)"', '"G(!bump)"')
     with pytest.raises(SpecError, match=r"2 problem\(s\)"):
         load_specs(write(tmp_path, text))
+
+
+def test_duplicate_name_is_reported_with_the_duplicates_other_problems(tmp_path):
+    text = GOOD.replace("name: no_collision", "name: grasp_synced").replace('"G(!collision)"', '"G(!zz)"')
+    with pytest.raises(SpecError) as info:
+        load_specs(write(tmp_path, text))
+    message = str(info.value)
+    assert "2 problem(s)" in message and "duplicate name" in message and "vocabulary: zz" in message, message
 
 
 def test_yaml_syntax_error_gives_position(tmp_path):
@@ -129,3 +142,14 @@ def test_missing_mona_during_compile_names_file_and_property(tmp_path, monkeypat
         compiler._compile_canonical.cache_clear()
     assert str(path) in str(info.value) and "property 'grasp_synced'" in str(info.value)
     assert "apt-get install -y mona" in str(info.value)
+
+
+def test_monitor_and_specs_check_reject_the_same_bad_option(tmp_path, capsys):
+    path = write(tmp_path, GOOD + "    options: {close_on_opening_frme: true}\n")
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"collision": false, "object_grasped": false, "object_sync": true, "object_grasped_raw": false, '
+                     '"object_dropped": false}\n')
+    assert main(["specs", "check", str(path)]) == 2
+    assert main(["monitor", "--specs", str(path), "--trace", str(trace)]) == 2
+    errors = capsys.readouterr().err.splitlines()
+    assert sum("unknown option 'close_on_opening_frme'" in line for line in errors) == 2, errors

@@ -231,3 +231,22 @@ def test_witnesses_and_counterexamples_run_to_the_deciding_frame():
     eg = checker.check(parse_ctl("EG !q"))
     assert eg.holds and len(eg.evidence.path) == 2  # a witness may stop where a run stops
     assert checker.holds(parse_ctl("EF q")) and not checker.holds(parse_ctl("AF q"))
+
+
+@pytest.mark.parametrize("text, hint", [
+    ("AG(a -> F b)", "LTL's F is not a CTL operator: use AF or EF"),
+    ("G(a)", "LTL's G is not a CTL operator: use AG or EG"),
+    ("AG(a -> WX b)", "LTL's WX is not a CTL operator: use AX"),
+    ("AG(a U b)", "'U' needs a path quantifier and brackets: A[f U g] or E[f U g]"),
+    ("AG(a -> AF b", "missing ')' for the '(' at column 3"),
+    ("A[a U b", "missing ']' for the '[' at column 2"),
+    ("AG(a -> AF b))", "')' at column 14 has no matching '('"),
+    ("AG(Grasped)", "atoms are lower-case snake_case"),
+    ("a -> b -> c", "'->' and '<->' need parentheses to chain"),
+])
+def test_syntax_errors_hint_at_the_likely_mistake(text, hint):
+    with pytest.raises(SpecError) as info:
+        parse_ctl(text)
+    message = str(info.value).splitlines()[0]
+    assert hint in message
+    assert ("chain" in message) == ("->" in hint)

@@ -1,6 +1,7 @@
 """Plan level on hand-written plans: safety violations with their step, executability, BFS refinement."""
 import json
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -69,6 +70,7 @@ def test_unsafe_plan_reports_step_and_deciding_values(compiled):
     assert last.values == {"clean_contact": True, "raw_contact": True, "sanitized": False}
     assert set(last.decisive) == {"clean_contact", "sanitized"}  # not touching, or having washed, avoids it
     assert "step 5" in cx.sentence and cx.sentence.endswith(".")
+    assert "the values after grasp_plate leave" in cx.sentence, cx.sentence
     assert [f.frame for f in cx.frames] == [0, 1, 2, 3, 4, 5]
 
 
@@ -153,3 +155,31 @@ def test_cli_plan_json_and_feedback(tmp_path, capsys):
     plan.write_text(ACTIONS + "plan: [go_chicken, grasp_chicken, release, wash, go_plate, grasp_plate]\n")
     assert main(["plan", str(plan), "--specs", str(specs)]) == 0
     assert "1 properties checked, 0 violated" in capsys.readouterr().out
+
+
+def test_a_plan_that_checks_no_property_is_an_error(tmp_path, capsys):
+    specs = tmp_path / "specs.yaml"
+    specs.write_text(SPECS)
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("initial: {gripper_open: true}\nactions: {grab: {eff: {holding: true, raw_contact: true}}}\n"
+                    "plan: [grab]\n")
+    assert main(["plan", str(plan), "--specs", str(specs)]) == 2
+    err = capsys.readouterr().err
+    assert f"{plan}: checks none of the 3 properties of {specs}" in err, err
+    assert "e.g. no_clean_after_raw: the plan gives no value to clean_contact, sanitized" in err, err
+    assert "predicates outside the spec vocabulary: gripper_open, holding" not in err  # gripper_open is in it
+    assert "predicates outside the spec vocabulary: holding" in err, err
+
+
+def test_the_readme_plan_example_checks_a_real_property(tmp_path, capsys):
+    root = Path(__file__).resolve().parents[1]
+    section = (root / "README.md").read_text().split("### safety-monitor plan", 1)[1]
+    example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(example)
+    assert main(["plan", str(plan), "--specs", str(root / "config" / "specs.yaml"), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["executable"] and report["checked"] == ["no_clean_contact_after_raw"]
+    assert report["violations"][0]["decided_at"] == 5
+    plan.write_text(example.replace("release, go_plate", "release, wash, go_plate"))
+    assert main(["plan", str(plan), "--specs", str(root / "config" / "specs.yaml")]) == 0

@@ -71,3 +71,34 @@ def test_malformed_predicates_message_names_the_bag_and_the_message(tmp_path):
             writer.write("/safety_monitor/predicates", msg, 0.002 * (i + 1))
     with pytest.raises(SourceError, match=rf"{path}: /safety_monitor/predicates message 2: .*'maybe'"):
         load([path])
+
+
+def test_only_the_formulas_predicates_need_known_values(tmp_path, capsys):
+    trace = tmp_path / "blind_c.jsonl"
+    trace.write_text('{"a": false, "b": false, "c": null}\n{"a": true, "b": false, "c": true}\n'
+                     '{"a": false, "b": true, "c": null}\n')
+    assert main(["ctl", str(trace), "--formula", "AG(a -> AF b)"]) == 0
+    assert main(["ctl", str(trace), "--formula", "AG(a -> AF c)"]) == 2
+    assert "'c' is unknown at frame 0" in capsys.readouterr().err
+    tree = merge(load([trace]), atoms=["b", "a"])
+    assert tree.atoms == ("a", "b")
+    with pytest.raises(SourceError, match=r"predicate 'zz' is not recorded in the trajectories \(they have: a, b, c\)"):
+        merge(load([trace]), atoms=["a", "zz"])
+
+
+def test_formula_errors_come_before_reading_any_trajectory(tmp_path, capsys):
+    assert main(["ctl", str(tmp_path / "missing.jsonl"), "--formula", "AG(a ->"]) == 2
+    assert "CTL syntax error" in capsys.readouterr().err
+
+
+def test_a_folder_of_bags_is_searched_as_replay_does(tmp_path, capsys):
+    for k in range(2):  # the layout `sim --episodes 2 --record run` writes
+        (tmp_path / "run" / f"episode_{k:03d}").mkdir(parents=True)
+        write_bag(tmp_path / "run" / f"episode_{k:03d}" / f"episode_{k:03d}.mcap", [{"p": True}, {"p": k == 0}])
+    found = load([tmp_path / "run"])
+    assert [t.name for t in found] == [str(tmp_path / "run" / f"episode_{k:03d}" / f"episode_{k:03d}.mcap")
+                                       for k in range(2)]
+    assert main(["ctl", str(tmp_path / "run"), "--formula", "EG p"]) == 0
+    (tmp_path / "empty").mkdir()
+    assert main(["ctl", str(tmp_path / "empty"), "--formula", "AG p"]) == 2
+    assert "no rosbag2 bags" in capsys.readouterr().err

@@ -46,6 +46,9 @@ _PROPERTY_KEYS = {
     "name", "category", "formula", "recovery", "min_resolve_frames", "min_resolve_s", "trigger", "description",
     "follows", "options",
 }
+# Property options, each with the type of its value and that type in words: every reader of a spec file
+# (specs check, monitor, replay, nodes) gets this validation, so none accepts what another rejects
+OPTIONS: dict[str, tuple[type, str]] = {"close_on_opening_frame": (bool, "true or false")}
 
 
 @dataclass(frozen=True)
@@ -164,12 +167,13 @@ def parse_specs(doc: Any, source: str) -> SpecSet:
     seen: set[str] = set()
     for i, raw in enumerate(raw_props):
         prop = _property(raw, i, vocabulary, problems)
-        if prop is None:
-            continue
-        if prop.name in seen:
-            problems.append(f"property {prop.name!r}: duplicate name")
-        seen.add(prop.name)
-        properties.append(prop)
+        name = raw.get("name") if isinstance(raw, dict) else None
+        if isinstance(name, str):  # also when the property has other problems
+            if name in seen:
+                problems.append(f"property {name!r}: duplicate name")
+            seen.add(name)
+        if prop is not None:
+            properties.append(prop)
     if problems:
         raise SpecError(f"{source}: {len(problems)} problem(s):\n  - " + "\n  - ".join(problems))
     return SpecSet(source, vocabulary, tuple(properties))
@@ -223,6 +227,8 @@ def _property(raw: Any, index: int, vocabulary: tuple[str, ...], problems: list[
     options = raw.get("options", {}) or {}
     if not isinstance(options, dict):
         problems.append(f"{label}: 'options' must be a mapping")
+    else:
+        _options(options, label, problems)
     for key in ("description", "follows"):
         if not isinstance(raw.get(key, ""), str):
             problems.append(f"{label}: {key!r} must be text")
@@ -240,6 +246,14 @@ def _property(raw: Any, index: int, vocabulary: tuple[str, ...], problems: list[
         options=dict(options),
         min_resolve_s=None if mrs is None else float(mrs),
     )
+
+
+def _options(options: dict, label: str, problems: list[str]) -> None:
+    for key, value in options.items():
+        if key not in OPTIONS:
+            problems.append(f"{label}: unknown option {key!r} (known: {', '.join(OPTIONS)})")
+        elif not isinstance(value, OPTIONS[key][0]):
+            problems.append(f"{label}: option {key} must be {OPTIONS[key][1]}, got {value!r}")
 
 
 def _formula(text: Any, key: str, label: str, vocabulary, problems: list[str], required: bool) -> Formula | None:

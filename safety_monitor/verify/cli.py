@@ -9,7 +9,7 @@ import argparse
 import json
 from pathlib import Path
 
-from safety_monitor.errors import SourceError
+from safety_monitor.errors import SourceError, SpecError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -35,9 +35,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                          description="Merge predicate trajectories (trace files, bags, workcell rollouts) into one "
                                      "computation tree and check CTL formulas, or the spec file's properties lifted to CTL.")
     ctl.add_argument("traces", nargs="*", metavar="TRACE",
-                     help="predicate trace files (.jsonl, .csv) or bags with recorded predicates (folder, .mcap, .db3)")
+                     help="predicate trace files (.jsonl, .csv) or bags with recorded predicates "
+                          "(bag folder, .mcap, .db3, or a folder searched for bags)")
     ctl.add_argument("--sim", metavar="TASK", help="also simulate rollouts of this workcell task")
-    ctl.add_argument("--seeds", type=int, default=10, help="--sim: number of rollouts, seeds 0..N-1 (default 10)")
+    ctl.add_argument("--seeds", type=int, help="--sim: number of rollouts, seeds 0..N-1 (default 10)")
     ctl.add_argument("--fault", action="append", default=[], metavar="FAULT",
                      help="--sim: rollouts cycle through no fault and these faults (repeatable)")
     ctl.add_argument("--unknown", choices=("error", "last"), default=None,
@@ -54,8 +55,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _equiv(args: argparse.Namespace) -> int:
     batch = args.candidates is not None or args.reference is not None
-    if batch and (args.formulas or args.candidates is None or args.reference is None):
-        args._parser.error("batch mode takes --candidates FILE --reference FILE and no formulas")
+    if batch and args.formulas:
+        args._parser.error("batch mode takes no formulas: give two formulas, or --candidates FILE --reference FILE")
+    if batch and (args.candidates is None or args.reference is None):
+        args._parser.error(f"batch mode needs {'--reference' if args.reference is None else '--candidates'} FILE too")
     if not batch and len(args.formulas) != 2:
         args._parser.error("give two formulas A and B, or --candidates FILE --reference FILE")
     if batch:
@@ -84,7 +87,9 @@ def _equiv_batch(args: argparse.Namespace) -> int:
         print(json.dumps({"rates": {k: r.to_dict() for k, r in rates.items()}, "scores": [s.to_dict() for s in scores]}, indent=2))
         return 0
     header = ("model", "n", *VERDICTS)
-    rows = [(model, str(r.total), *(f"{r.counts[v]} ({100 * r.rate(v):.1f}%)" for v in VERDICTS)) for model, r in rates.items()]
+    models = sorted(rates, key=lambda model: model == "all")  # the overall row last, under the models
+    rows = [(model, str(rates[model].total), *(f"{rates[model].counts[v]} ({100 * rates[model].rate(v):.1f}%)"
+                                               for v in VERDICTS)) for model in models]
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
     for row in (header, *rows):
         print("  ".join(c.ljust(w) for c, w in zip(row, widths)))
@@ -96,7 +101,14 @@ def _plan(args: argparse.Namespace) -> int:
     from safety_monitor.verify.feedback import feedback_json
     from safety_monitor.verify.plan import check_plan, load_plan
 
-    report = check_plan(load_plan(args.plan), compile_specs(load_specs(args.specs)))
+    plan, spec_set = load_plan(args.plan), load_specs(args.specs)
+    report = check_plan(plan, compile_specs(spec_set))
+    if not report.checked:  # a pass that checked nothing must not look like a safe plan
+        outside = sorted(plan.predicates - set(spec_set.predicates))
+        name, reason = report.unchecked[0]
+        raise SpecError(f"{args.plan}: checks none of the {len(report.unchecked)} properties of {args.specs}: each "
+                        f"reads a predicate the plan never sets (e.g. {name}: {reason})"
+                        + (f"; plan predicates outside the spec vocabulary: {', '.join(outside)}" if outside else ""))
     if args.feedback:
         _write(args.feedback, feedback_json(report.violations))
     if args.json:
@@ -119,20 +131,18 @@ def _plan(args: argparse.Namespace) -> int:
 def _ctl(args: argparse.Namespace) -> int:
     import time
 
+    from safety_monitor.verify import trajectories
     from safety_monitor.verify.check import TreeChecker
-    from safety_monitor.verify.ctl import ctl_text, parse_ctl
+    from safety_monitor.verify.ctl import ctl_atoms, ctl_text, parse_ctl
     from safety_monitor.verify.feedback import feedback_json, from_ctl
 
     if not args.traces and not args.sim:
         args._parser.error("give trace files or bags, or --sim TASK")
-    from safety_monitor.verify import trajectories
-
-    found = trajectories.load(args.traces)
+    if not args.sim and (args.fault or args.seeds is not None):
+        args._parser.error("--seeds and --fault only apply with --sim TASK (they choose its rollouts)")
     if args.sim:
-        found += trajectories.from_workcell(args.sim, range(args.seeds), [None, *args.fault])
-    started = time.perf_counter()
-    tree = trajectories.merge(found, args.unknown or ("last" if args.sim else "error"))
-    merged = time.perf_counter()
+        seeds = 10 if args.seeds is None else args.seeds
+        faults = trajectories.rollout_faults(args.sim, seeds, args.fault)
     if args.specs:
         from safety_monitor.spec.model import load_specs
         from safety_monitor.verify.lift import lift_properties
@@ -143,6 +153,13 @@ def _ctl(args: argparse.Namespace) -> int:
     else:
         todo = [(ctl_text(f), "", f, None) for f in map(parse_ctl, args.formula)]
         not_lifted = []
+    found = trajectories.load(args.traces)
+    if args.sim:
+        found += trajectories.from_workcell(args.sim, range(seeds), faults)
+    started = time.perf_counter()
+    atoms = {a for _, _, formula, _ in todo for a in ctl_atoms(formula)}
+    tree = trajectories.merge(found, args.unknown or ("last" if args.sim else "error"), atoms)
+    merged = time.perf_counter()
     checker = TreeChecker(tree)
     results, counterexamples = [], []
     for name, category, formula, ltl in todo:
@@ -166,7 +183,8 @@ def _ctl(args: argparse.Namespace) -> int:
         print(f"{summary['trajectories']} trajectories, {summary['frames']} frames -> {summary['nodes']} tree nodes "
               f"(merged in {summary['merge_s']:.3f} s, checked in {summary['check_s']:.3f} s)")
         for row in results:
-            print(f"  {'holds   ' if row['holds'] else 'VIOLATED'}  {row['property']}: {row['ctl']}")
+            what = row["ctl"] if row["property"] == row["ctl"] else f"{row['property']}: {row['ctl']}"
+            print(f"  {'holds   ' if row['holds'] else 'VIOLATED'}  {what}")
             if not row["holds"]:
                 print(f"            {row['counterexample']['sentence']}")
         for item in not_lifted:

@@ -9,6 +9,7 @@ quantifiers are the classes below. Syntax (tightest first): `! AX EX AF EF AG EG
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from typing import Union
 
@@ -147,7 +148,7 @@ class _ToAst(Transformer):
 
 
 def parse_ctl(text: str) -> CTLFormula:
-    """Parse CTL text; a SpecError points at the offending column."""
+    """Parse CTL text; a SpecError points at the offending column and says what is likely wrong."""
     if not isinstance(text, str) or not text.strip():
         raise SpecError("empty CTL formula")
     try:
@@ -159,8 +160,44 @@ def parse_ctl(text: str) -> CTLFormula:
             what, column = f"unexpected character {text[exc.pos_in_stream]!r}", exc.column
         else:
             what, column = f"unexpected {str(exc.token)!r}", exc.column
-        hint = " ('->' and '<->' need parentheses to chain)" if "->" in text else ""
+        hints = "; ".join(h for h in (_operator_hint(text, exc, column), _bracket_hint(text)) if h)
+        hint = f" ({hints})" if hints else ""
         raise SpecError(f"CTL syntax error at column {column}: {what}{hint}\n    {text}\n    {' ' * (column - 1)}^") from None
+
+
+# LTL operators users write out of habit: what this CTL syntax has instead
+_LTL_ONLY = {"F": "AF or EF", "G": "AG or EG", "X": "AX or EX", "WX": "AX", "R": "A[g W (f & g)] for f R g"}
+
+
+def _operator_hint(text: str, exc: UnexpectedInput, column: int) -> str:
+    """Why the token at `column` does not fit: an LTL operator, an unbracketed until, a chained `->`."""
+    word = re.match(r"[A-Za-z_][A-Za-z0-9_]*", text[column - 1:])
+    if word and word.group() in _LTL_ONLY:
+        return f"LTL's {word.group()} is not a CTL operator: use {_LTL_ONLY[word.group()]}"
+    if isinstance(exc, UnexpectedToken) and exc.token.type == "UNTIL":
+        return f"'{exc.token}' needs a path quantifier and brackets: A[f {exc.token} g] or E[f {exc.token} g]"
+    if isinstance(exc, UnexpectedToken) and str(exc.token) in ("->", "<->"):
+        return "'->' and '<->' need parentheses to chain"
+    if isinstance(exc, UnexpectedCharacters) and word and not word.group().islower():
+        return "atoms are lower-case snake_case; the operators are AX EX AF EF AG EG and A[f U g], E[f U g] (or W)"
+    return ""
+
+
+def _bracket_hint(text: str) -> str:
+    """The first bracket without its partner, if any."""
+    pairs = {")": "(", "]": "["}
+    open_: list[tuple[str, int]] = []
+    for column, ch in enumerate(text, 1):
+        if ch in "([":
+            open_.append((ch, column))
+        elif ch in pairs:
+            if not open_ or open_[-1][0] != pairs[ch]:
+                return f"{ch!r} at column {column} has no matching {pairs[ch]!r}"
+            open_.pop()
+    if open_:
+        ch, column = open_[-1]
+        return f"missing {')' if ch == '(' else ']'!r} for the {ch!r} at column {column}"
+    return ""
 
 
 def ctl_children(f: CTLFormula) -> tuple[CTLFormula, ...]:

@@ -219,13 +219,20 @@ def _violation(c, states: list[dict[str, bool]], labels: list[str], source: str)
         q = int(dfa.table[q, letter])
         if dfa.rejecting_sink[q]:
             decisive = _flips(dfa, before, letter, lambda r: not dfa.rejecting_sink[r])
-            why = f"the values at {labels[k]} leave `{c.prop.formula}` impossible to satisfy"
+            why = f"the values {_at(labels[k])} leave `{c.prop.formula}` impossible to satisfy"
             return _plan_cx(c, states, k, decisive, why, source)
     if dfa.accepting[q]:
         return None
     decisive = _flips(dfa, dfa.run(dfa.letter(s) for s in states[:-1]), dfa.letter(states[-1]), lambda r: dfa.accepting[r])
     why = f"the plan ends ({labels[-1]}) before `{c.prop.formula}` is satisfied"
     return _plan_cx(c, states, len(states) - 1, decisive, why, source)
+
+
+def _at(label: str) -> str:
+    """A state's label as a place in a sentence: "in the initial state", "after wash", "at milestone 2"."""
+    if label == "initial":
+        return "in the initial state"
+    return label if label.startswith("after ") else f"at {label}"
 
 
 def _flips(dfa, state: int, letter: int, good) -> tuple[str, ...]:

@@ -1,9 +1,10 @@
 """Where trajectories for the computation tree come from: trace files, bags, workcell rollouts.
 
 Every source yields `Trajectory(name, frames)` with frames as predicate -> bool or None (unknown).
-`merge` turns them into a tree; an unknown value is an error unless `unknown="last"`, which keeps the
-predicate's last known value (False before the first), as the grounder itself reports values it
-cannot decide this frame.
+`merge` turns them into a tree over the predicates the formulas read (recorded bags carry the whole
+vocabulary, much of it unknown while the scene settles); an unknown value of one of those is an error
+unless `unknown="last"`, which keeps the predicate's last known value (False before the first), as the
+grounder itself reports values it cannot decide this frame.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from safety_monitor.errors import SourceError
+from safety_monitor.errors import SafetyMonitorError, SourceError
 from safety_monitor.verify.tree import ComputationTree, build_tree
 
 BAG_SUFFIXES = (".mcap", ".db3")
@@ -55,6 +56,26 @@ def from_bag(path: str | Path, topic: str = "/safety_monitor/predicates") -> Tra
     return Trajectory(str(path), frames)
 
 
+def rollout_faults(task: str, seeds: int, faults: Sequence[str]) -> list[str | None]:
+    """The fault cycle of `ctl --sim` (no fault, then each of `faults`), checked before any rollout
+    runs: the task is known, each fault is defined on it, and `seeds` rollouts run every fault."""
+    from safety_monitor.sim.faults import FAULTS
+    from safety_monitor.sim.tasks import TASKS
+
+    if task not in TASKS:
+        raise SafetyMonitorError(f"unknown task {task!r}; known: {', '.join(TASKS)}")
+    for fault in faults:
+        if fault not in FAULTS:
+            raise SafetyMonitorError(f"unknown fault {fault!r}; known: {', '.join(FAULTS)}")
+        if FAULTS[fault].task != task:
+            raise SafetyMonitorError(f"fault {fault!r} is defined on task {FAULTS[fault].task!r}, not {task!r}")
+    cycle = [None, *faults]
+    if seeds < len(cycle):
+        raise SafetyMonitorError(f"--seeds {seeds} is too few: the rollouts cycle through no fault"
+                                 f"{''.join(', ' + f for f in faults)}, so give --seeds {len(cycle)} or more")
+    return cycle
+
+
 def from_workcell(task: str, seeds: Iterable[int], faults: Sequence[str | None] = (None,)) -> list[Trajectory]:
     """Simulated rollouts of `task`, grounded by the default grounder; the rollout with seed s has
     fault faults[s % len(faults)] (None: no fault)."""
@@ -75,13 +96,28 @@ def from_workcell(task: str, seeds: Iterable[int], faults: Sequence[str | None] 
 
 
 def load(paths: Iterable[str | Path]) -> list[Trajectory]:
-    """Trace files and bags (bag directories or .mcap/.db3 files)."""
-    return [from_bag(p) if is_bag(p) else from_trace_file(p) for p in paths]
+    """Trace files and bags (bag directories or .mcap/.db3 files); any other folder is searched for
+    bags as `replay` searches it, so the folder `sim --record` writes for several episodes works."""
+    from safety_monitor.sources.bag import find_bags
+
+    found = []
+    for p in paths:
+        if Path(p).is_dir() and not is_bag(p):
+            found += [from_bag(bag) for bag in find_bags([p])]
+        else:
+            found.append(from_bag(p) if is_bag(p) else from_trace_file(p))
+    return found
 
 
-def merge(trajectories: Sequence[Trajectory], unknown: str = "error") -> ComputationTree:
-    """One tree over the union of the trajectories' predicates (each frame must give all of them)."""
-    atoms = sorted({a for t in trajectories for frame in t.frames for a in frame})
+def merge(trajectories: Sequence[Trajectory], unknown: str = "error",
+          atoms: Iterable[str] | None = None) -> ComputationTree:
+    """One tree over `atoms` (default: every recorded predicate); each frame must give all of them,
+    and the values of other predicates, known or not, are left out."""
+    recorded = sorted({a for t in trajectories for frame in t.frames for a in frame})
+    atoms = recorded if atoms is None else sorted(set(atoms))
+    for a in atoms:
+        if a not in recorded:
+            raise SourceError(f"predicate {a!r} is not recorded in the trajectories (they have: {', '.join(recorded)})")
     arrays = [to_matrix(t, atoms, unknown) for t in trajectories]
     return build_tree(arrays, atoms, [t.name for t in trajectories])
 

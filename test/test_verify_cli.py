@@ -1,0 +1,81 @@
+"""Argument errors of `ctl` and `equiv` exit 2 before any work and say what is wrong or missing."""
+import pytest
+
+from safety_monitor.cli import main
+from safety_monitor.verify import trajectories
+
+
+def exit_code(argv):
+    """main's return value, or the code of argparse's exit on a usage error."""
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        return exc.code
+
+
+@pytest.fixture
+def no_rollouts(monkeypatch):
+    """Fail the test if a workcell rollout would start."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("a rollout started before the arguments were checked")
+    monkeypatch.setattr("safety_monitor.sim.runner.run_episode", refuse)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["t.jsonl", "--fault", "slip"], "--seeds and --fault only apply with --sim TASK"),
+    (["t.jsonl", "--seeds", "3"], "--seeds and --fault only apply with --sim TASK"),
+    (["--sim", "open_drawer", "--seeds", "1", "--fault", "slip"], "fault 'slip' is defined on task 'pick_and_place_mug'"),
+    (["--sim", "open_drawer", "--seeds", "5", "--fault", "slip"], "fault 'slip' is defined on task 'pick_and_place_mug'"),
+    (["--sim", "open_drawr"], "unknown task 'open_drawr'"),
+    (["--sim", "pick_and_place_mug", "--fault", "slipp"], "unknown fault 'slipp'"),
+    (["--sim", "pick_and_place_mug", "--seeds", "1", "--fault", "slip"], "--seeds 1 is too few"),
+    (["--sim", "pick_and_place_mug", "--seeds", "0"], "--seeds 0 is too few"),
+])
+def test_ctl_option_conflicts_fail_before_any_work(argv, message, no_rollouts, capsys):
+    assert exit_code(["ctl", *argv, "--formula", "AG true"]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_rollout_schedule_cycles_no_fault_then_each_fault():
+    assert trajectories.rollout_faults("pick_and_place_mug", 3, ["slip"]) == [None, "slip"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--candidates", "c.jsonl"], "batch mode needs --reference FILE too"),
+    (["--reference", "r.yaml"], "batch mode needs --candidates FILE too"),
+    (["G a", "--candidates", "c.jsonl", "--reference", "r.yaml"], "batch mode takes no formulas"),
+    (["G a"], "give two formulas A and B"),
+])
+def test_equiv_says_what_is_missing(argv, message, capsys):
+    assert exit_code(["equiv", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_equiv_table_puts_the_all_row_last(tmp_path, capsys):
+    refs = tmp_path / "refs.yaml"
+    refs.write_text("p1: G(!a)\n")
+    cands = tmp_path / "cands.yaml"
+    cands.write_text("- {id: p1, formula: 'G(!a)', model: m1}\n- {id: p1, formula: 'F a', model: m2}\n")
+    assert main(["equiv", "--candidates", str(cands), "--reference", str(refs)]) == 0
+    rows = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert rows == ["model", "m1", "m2", "all"]
+
+
+def test_ctl_prints_a_given_formula_once(tmp_path, capsys):
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"a": true, "b": true}\n')
+    assert main(["ctl", str(trace), "--formula", "AG(a -> AF b)"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].split() == ["holds", "AG(a", "->", "AF(b))"]
+
+
+def test_every_command_has_a_description_on_its_help_page():
+    from safety_monitor.cli import build_parser
+
+    def pages(parser):
+        for action in parser._subparsers._group_actions if parser._subparsers else ():
+            for name, sub in action.choices.items():
+                yield name, sub
+                yield from pages(sub)
+
+    missing = [name for name, sub in pages(build_parser()) if not sub.description]
+    assert not missing, missing
