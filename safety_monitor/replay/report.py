@@ -8,17 +8,41 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
+import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from safety_monitor.errors import SafetyMonitorError
 from safety_monitor.monitor import events as ev
 from safety_monitor.monitor.metrics import GroupMetrics, Metrics
 from safety_monitor.replay.batch import Summary
 from safety_monitor.replay.score import BagResult, ReplayConfig
 
 _CLOSING = (ev.RECOVERED, ev.CLOSED, ev.UNRECOVERED_AT_END, ev.DISCARDED_TRUNCATED)
+
+
+# ------------------------------------------------------------------------------------- checks
+def check_folder(folder: str | Path) -> None:
+    """Refuse a report folder that could not be written before any bag is scored (not after an hour of it)."""
+    folder = Path(folder)
+    try:
+        for path in (folder, folder / "plots"):
+            if path.exists() and not path.is_dir():
+                raise SafetyMonitorError(f"--report {folder}: {path} is a file, not a folder; give a new folder "
+                                         "or a previous report's")
+        nearest = next(p for p in (folder, *folder.parents) if p.exists())
+    except OSError as exc:
+        raise SafetyMonitorError(f"--report {folder}: cannot inspect it: {exc.strerror or exc}") from None
+    if not nearest.is_dir():
+        raise SafetyMonitorError(f"--report {folder}: {nearest} is a file, so no folder can be made under it")
+    try:  # a real write: permission bits do not tell for root, read-only mounts or /proc
+        os.rmdir(tempfile.mkdtemp(prefix=".report_probe_", dir=nearest))
+    except OSError as exc:
+        raise SafetyMonitorError(f"--report {folder}: cannot write in {nearest}: {exc.strerror or exc}; "
+                                 "choose a folder you can write") from None
 
 
 # ------------------------------------------------------------------------------------- records
