@@ -135,3 +135,23 @@ def test_a_bag_folder_wins_over_a_file_inside_it_and_distinct_files_stay(tmp_pat
     kept, notes = unique_bags([part0, tmp_path / "other", bag, part1])
     assert kept == [bag, tmp_path / "other"]
     assert notes == [f"{part0}: the same bag as {bag}, scored once", f"{part1}: the same bag as {bag}, scored once"]
+
+
+# --------------------------------------------------------------------------- report folder
+def test_a_reused_report_folder_holds_this_runs_plots_alone(tmp_path, bag, specs, capsys):
+    report = tmp_path / "report"
+    plots = report / "plots"
+    plots.mkdir(parents=True)
+    old = [plots / "timeline_001_episode_001.png", plots / "risk_by_category.png"]
+    mine = [plots / "notes.png", plots / "timeline_draft.png", report / "notes.md"]
+    for path in old + mine:
+        path.write_bytes(b"kept?")
+    assert replay(bag, "--specs", specs, report=report) == 0
+    assert sorted(p.name for p in plots.iterdir()) == ["notes.png", "risk_by_category.png",
+                                                       "timeline_000_good.png", "timeline_draft.png"]
+    assert (plots / "risk_by_category.png").read_bytes()[:4] == b"\x89PNG"
+    assert all(p.read_bytes() == b"kept?" for p in mine)
+    assert replay(bag, "--specs", specs, "--no-plots", report=report) == 0
+    assert sorted(p.name for p in plots.iterdir()) == ["notes.png", "timeline_draft.png"]
+    assert "## Plots" not in (report / "summary.md").read_text()
+    capsys.readouterr()

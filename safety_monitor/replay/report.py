@@ -9,6 +9,7 @@ import csv
 import json
 import math
 import os
+import re
 import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -22,6 +23,14 @@ from safety_monitor.replay.batch import Summary
 from safety_monitor.replay.score import BagResult, ReplayConfig
 
 _CLOSING = (ev.RECOVERED, ev.CLOSED, ev.UNRECOVERED_AT_END, ev.DISCARDED_TRUNCATED)
+PLOTS, RISK_PLOT = "plots", "risk_by_category.png"
+_OWN_PLOT = re.compile(r"risk_by_category\.png|timeline_\d{3,}_[A-Za-z0-9._-]+\.png")  # what write_plots names
+
+
+def timeline_name(index: int, bag: str) -> str:
+    """The timeline plot's file name for the index-th bag."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(bag).name).strip("_")[-80:] or "bag"
+    return f"timeline_{index:03d}_{slug}.png"
 
 
 # ------------------------------------------------------------------------------------- checks
@@ -29,7 +38,7 @@ def check_folder(folder: str | Path) -> None:
     """Refuse a report folder that could not be written before any bag is scored (not after an hour of it)."""
     folder = Path(folder)
     try:
-        for path in (folder, folder / "plots"):
+        for path in (folder, folder / PLOTS):
             if path.exists() and not path.is_dir():
                 raise SafetyMonitorError(f"--report {folder}: {path} is a file, not a folder; give a new folder "
                                          "or a previous report's")
@@ -247,6 +256,7 @@ def write_report(folder: str | Path, results: Sequence[BagResult], summary: Summ
     doc = _finite(report_json(results, summary, config, group_by))
     (folder / "report.json").write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n", encoding="utf-8")
     write_csvs(folder, results, summary)
+    _remove_old_plots(folder / PLOTS)
     made: list[str] = []
     if plots:
         from safety_monitor.replay.plots import write_plots
@@ -254,6 +264,18 @@ def write_report(folder: str | Path, results: Sequence[BagResult], summary: Summ
         made = write_plots(folder, results, summary)
     (folder / "summary.md").write_text(summary_markdown(results, summary, group_by, made), encoding="utf-8")
     return folder
+
+
+def _remove_old_plots(folder: Path) -> None:
+    """Delete the plots an earlier report wrote here (only names this module gives), so a reused folder
+    holds this run's plots alone; other files stay, and so does the folder unless it is left empty."""
+    if not folder.is_dir():
+        return
+    for path in folder.iterdir():
+        if _OWN_PLOT.fullmatch(path.name) and path.is_file():
+            path.unlink()
+    if not any(folder.iterdir()):
+        folder.rmdir()
 
 
 def _finite(value: Any) -> Any:
