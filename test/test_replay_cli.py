@@ -155,3 +155,33 @@ def test_a_reused_report_folder_holds_this_runs_plots_alone(tmp_path, bag, specs
     assert sorted(p.name for p in plots.iterdir()) == ["notes.png", "timeline_draft.png"]
     assert "## Plots" not in (report / "summary.md").read_text()
     capsys.readouterr()
+
+
+# ------------------------------------------------------------------------------- blind bags
+def test_a_bag_scored_blind_is_a_warning_naming_what_was_not_seen(tmp_path, state, specs, capsys):
+    blind = write_bag(tmp_path / "nowrench", state, wrench=False)
+    assert replay(blind, "--specs", specs) == 0
+    out, err = capsys.readouterr()
+    assert f"warning: {blind}: blind: {N} of {N} frames had an unknown predicate; blind frames per property: " \
+           f"no_excess_wrench {N}; stale input frames: wrench {N}; no wrench topic /wrist_wrench" in err
+    assert out.rstrip().endswith("1 of 1 bag(s) scored; 1 blind in some or all frames (not monitored there: see "
+                                 "the warnings)")
+
+
+def test_predicates_never_recorded_are_a_warning_too(tmp_path, specs, capsys):
+    path = tmp_path / "unsent"
+    with BagWriter(path) as w:
+        for k in range(N):  # object_sync never sent
+            values = {"excess_wrench": False, "object_grasped": False, "object_grasped_raw": False}
+            w.write_predicates("/safety_monitor/predicates", m.PredicateSample(values, 1.0 + k / RATE, k))
+    assert replay(path, "--specs", specs, "--from-predicates") == 0
+    out, err = capsys.readouterr()
+    assert f"warning: {path}: blind: {N} of {N} frames had an unknown predicate; blind frames per property: " \
+           f"grasp_synced_until_release {N}; predicates never sent, treated as unknown: object_sync" in err
+    assert "1 blind in some or all frames" in out
+
+
+def test_a_clean_bag_has_no_warning(bag, specs, capsys):
+    assert replay(bag, "--specs", specs) == 0
+    out, err = capsys.readouterr()
+    assert "warning" not in err and out.rstrip().endswith("1 of 1 bag(s) scored")

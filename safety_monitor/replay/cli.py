@@ -46,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _replay(args: argparse.Namespace) -> int:
     from safety_monitor.monitor.cli import format_table
     from safety_monitor.replay.batch import score_bags, summarize, unique_bags
-    from safety_monitor.replay.report import check_folder, write_report
+    from safety_monitor.replay.report import check_folder, input_warning, is_blind, write_report
     from safety_monitor.replay.score import ReplayConfig, check_config
     from safety_monitor.sources.assembler import StreamMapping
     from safety_monitor.sources.bag import find_bags
@@ -79,10 +79,16 @@ def _replay(args: argparse.Namespace) -> int:
     failed = [r for r in results if not r.ok]
     for r in failed:
         print(f"safety-monitor replay: failed: {r.error}", file=sys.stderr)
+    for r in results:
+        if warning := input_warning(r):
+            _warn(warning)
+    blind = sum(is_blind(r) for r in results)
     if args.report:
         folder = write_report(args.report, results, summary, config, args.group_by, plots=not args.no_plots)
         print(f"report: {folder}/summary.md")
-    print(f"{len(results) - len(failed)} of {len(results)} bag(s) scored" + (f", {len(failed)} failed" if failed else ""))
+    print(f"{len(results) - len(failed)} of {len(results)} bag(s) scored"
+          + (f", {len(failed)} failed" if failed else "")
+          + (f"; {blind} blind in some or all frames (not monitored there: see the warnings)" if blind else ""))
     return 1 if failed else 0
 
 

@@ -54,6 +54,29 @@ def check_folder(folder: str | Path) -> None:
                                  "choose a folder you can write") from None
 
 
+def is_blind(result: BagResult) -> bool:
+    """Whether some frame of a scored bag was not monitored (a predicate unknown, so a property blind)."""
+    trace = result.trace
+    return trace is not None and (result.unknown_frames > 0 or any(o.blind_frames for o in trace.outcomes))
+
+
+def input_warning(result: BagResult) -> str | None:
+    """One line on what a scored bag's score did not see (blind properties, stale inputs, predicates never
+    sent) or had to drop, so that "saw nothing" never reads as "saw no violation"; None for a clean bag."""
+    if result.trace is None:
+        return None
+    parts = []
+    if is_blind(result):
+        blind = ", ".join(f"{o.property} {o.blind_frames}" for o in result.trace.outcomes if o.blind_frames)
+        parts.append(f"blind: {result.unknown_frames} of {result.frames} frames had an unknown predicate"
+                     + (f"; blind frames per property: {blind}" if blind else ""))
+    if result.stale_by_stream:
+        parts.append("stale input frames: " + ", ".join(f"{k} {v}" for k, v in result.stale_by_stream.items()))
+    if result.issues:
+        parts.append("input problems: " + ", ".join(f"{k} x{v}" for k, v in sorted(result.issues.items())))
+    return f"{result.bag}: " + "; ".join(parts + result.warnings) if parts or result.warnings else None
+
+
 # ------------------------------------------------------------------------------------- records
 def episodes(result: BagResult) -> list[dict[str, Any]]:
     """One row per violation episode of a bag: opening frame, how and when it ended, its evidence."""
