@@ -6,7 +6,8 @@ import json
 import pytest
 
 from safety_monitor.cli import main
-from safety_monitor.replay.batch import unique_bags
+from safety_monitor.replay.batch import summarize, unique_bags
+from safety_monitor.replay.score import ReplayConfig, score_bag
 from safety_monitor.sim.runner import run_episode
 from safety_monitor.sources import messages as m
 from safety_monitor.sources.bag import BagWriter
@@ -185,3 +186,66 @@ def test_a_clean_bag_has_no_warning(bag, specs, capsys):
     assert replay(bag, "--specs", specs) == 0
     out, err = capsys.readouterr()
     assert "warning" not in err and out.rstrip().endswith("1 of 1 bag(s) scored")
+
+
+# ----------------------------------------------------------------------------- naming
+def test_the_error_of_a_failed_bag_names_it_once(tmp_path, state):
+    specs = tmp_path / "specs.yaml"
+    specs.write_text("predicates: [holding]\nproperties:\n  - {name: p, category: c, formula: 'G(!holding)'}\n")
+    bag = write_bag(tmp_path / "b", state)
+    r = score_bag(bag, ReplayConfig(specs=str(specs), rate_hz=RATE))
+    assert r.error.startswith(f"{bag}: the specs read predicates") and r.error.count(str(bag)) == 1
+
+
+def test_report_names_the_files_and_the_mode_it_used(tmp_path, bag, capsys):
+    from safety_monitor.grounding.grounder import config_dir
+
+    for mode, args in (("robot_state", []), ("predicates", ["--from-predicates"])):
+        report = tmp_path / mode
+        replay(bag, *args, "--no-plots", report=report)
+        config = json.loads((report / "report.json").read_text())["config"]
+        summary = (report / "summary.md").read_text()
+        assert config["specs"] == str(config_dir() / "specs.yaml")
+        if mode == "robot_state":
+            assert config["robot"] == str(config_dir() / "robot.yaml")
+            assert f"Mode: grounded from the recorded robot state with `{config_dir() / 'robot.yaml'}`" in summary
+        else:
+            assert config["robot"] is None and "Mode: the recorded predicates rescored (`--from-predicates`" in summary
+    capsys.readouterr()
+
+
+def test_a_failed_bag_is_named_once_in_the_summary(tmp_path, bag, specs, capsys):
+    broken = tmp_path / "broken.mcap"
+    broken.write_bytes(b"not a bag")
+    assert replay(broken, bag, "--specs", specs, "--no-plots", report=tmp_path / "r") == 1
+    failed = [line for line in (tmp_path / "r" / "summary.md").read_text().splitlines() if line.startswith("- `")]
+    assert len(failed) == 1 and failed[0].startswith(f"- `{broken}`: ") and failed[0].count(str(broken)) == 1
+    assert capsys.readouterr().err.count(str(broken)) == 1
+
+
+# ---------------------------------------------------------------------------------- plots
+@pytest.fixture
+def figures(monkeypatch):
+    from safety_monitor.replay import plots
+
+    close, kept = plots.plt.close, []
+    monkeypatch.setattr(plots.plt, "close", kept.append)
+    yield kept
+    for figure in kept:
+        close(figure)
+
+
+def test_risk_plot_keeps_a_first_category_without_triggers_clear_of_the_axis(bag, specs, figures, tmp_path):
+    from safety_monitor.replay.plots import risk_plot
+
+    summary = summarize([score_bag(bag, ReplayConfig(specs=specs, rate_hz=RATE))], resamples=50)
+    assert summary.overall.by_category[0].risk is None  # its label is "n/a"
+    risk_plot({"all bags": summary.overall}, tmp_path / "risk.png")
+    assert figures[0].axes[0].get_xlim()[0] <= -0.5
+
+
+def test_timeline_axis_says_where_its_time_starts(bag, specs, figures, tmp_path):
+    from safety_monitor.replay.plots import timeline_plot
+
+    timeline_plot(score_bag(bag, ReplayConfig(specs=specs, rate_hz=RATE)), tmp_path / "t.png")
+    assert "at t = 100.000 s" in figures[0].axes[1].get_xlabel()

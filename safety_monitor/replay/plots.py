@@ -91,7 +91,7 @@ def timeline_plot(result: BagResult, path: Path) -> None:
     bottom.set_yticks([y + 0.5 for y in range(n_bottom)], labels, fontsize=7)
     bottom.set_ylim(0, n_bottom)
     bottom.set_xlim(0, span)
-    bottom.set_xlabel("time since the first frame (s)")
+    bottom.set_xlabel(f"seconds since the first frame, at t = {t0:.3f} s (episodes.csv and report.json give t itself)")
     bottom.grid(axis="x", alpha=0.3)
     handles = [Patch(color=TRUE_COLOR, label="predicate true"),
                Patch(facecolor=UNKNOWN_COLOR, hatch="///", edgecolor="white", label="unknown / blind"),
@@ -127,6 +127,7 @@ def risk_plot(groups: dict[str, Metrics], path: Path) -> None:
             ax.text(x, high, f"N={g.triggers}", ha="center", va="bottom", fontsize=7)
             top = max(top, high)
     ax.set_xticks(range(len(categories)), [c.replace("_", " ") for c in categories], rotation=20, ha="right")
+    ax.set_xlim(-0.5, len(categories) - 0.5)  # the labels of categories without bars stay clear of the axes
     ax.set_ylabel("risk: violations per trigger (V/N)")
     ax.set_ylim(0, max(0.05, top * 1.2))
     ax.set_title("Per-category risk with 95% bootstrap intervals over bags", fontsize=10, loc="left")

@@ -129,8 +129,10 @@ def bag_json(result: BagResult, group: str) -> dict[str, Any]:
 
 
 def _config_json(config: ReplayConfig) -> dict[str, Any]:
+    """The configuration with the files actually used (defaults made explicit)."""
     out = asdict(config)
-    out["mapping"] = asdict(config.mapping)
+    robot = config.robot_file()
+    out.update(mapping=asdict(config.mapping), specs=str(config.specs_file()), robot=robot and str(robot))
     return out
 
 
@@ -231,7 +233,14 @@ def _metrics_section(title: str, metrics: Metrics) -> list[str]:
     ]
 
 
-def summary_markdown(results: Sequence[BagResult], summary: Summary, group_by: str | None,
+def _mode(config: ReplayConfig) -> str:
+    robot = config.robot_file()
+    how = ("the recorded predicates rescored (`--from-predicates`, no grounding)" if robot is None else
+           f"grounded from the recorded robot state with `{robot}`")
+    return f"Mode: {how}; specs `{config.specs_file()}`."
+
+
+def summary_markdown(results: Sequence[BagResult], summary: Summary, config: ReplayConfig, group_by: str | None,
                      plots: Sequence[str]) -> str:
     scored = [r for r in results if r.ok]
     failed = [r for r in results if not r.ok]
@@ -239,7 +248,7 @@ def summary_markdown(results: Sequence[BagResult], summary: Summary, group_by: s
     seconds = sum(r.duration for r in scored)
     lines = ["# Replay summary", "",
              f"{len(results)} bag(s): {len(scored)} scored, {len(failed)} failed; {frames} frames, "
-             f"{seconds:.1f} s of recording.", ""]
+             f"{seconds:.1f} s of recording.", "", _mode(config), ""]
     if summary.overall is not None:
         lines += _metrics_section("All bags", summary.overall)
     if summary.groups:
@@ -251,7 +260,8 @@ def summary_markdown(results: Sequence[BagResult], summary: Summary, group_by: s
     blind = [r for r in scored if r.stale_frames or r.unknown_frames]
     if blind:
         lines += ["## Stale inputs and unknown predicates (blind, not safe)", "",
-                  "| bag | frames | frames with a stale input | stale streams (frames) | frames with unknown predicates |",
+                  "| bag | frames | frames with a stale input | stale streams (frames) "
+                  "| frames with unknown predicates |",
                   "|---|---|---|---|---|"]
         for r in blind:
             streams = ", ".join(f"{k} ({v})" for k, v in r.stale_by_stream.items()) or "–"
@@ -265,7 +275,8 @@ def summary_markdown(results: Sequence[BagResult], summary: Summary, group_by: s
             lines.append(f"- `{r.bag}`: " + "; ".join(parts))
         lines.append("")
     if failed:
-        lines += ["## Failed bags", ""] + [f"- `{r.bag}`: {r.error}" for r in failed] + [""]
+        lines += ["## Failed bags", ""] + [f"- `{r.bag}`: {(r.error or '').removeprefix(f'{r.bag}: ')}"
+                                           for r in failed] + [""]
     if plots:
         lines += ["## Plots", ""] + [f"- [{p}]({p})" for p in plots] + [""]
     return "\n".join(lines)
@@ -285,7 +296,8 @@ def write_report(folder: str | Path, results: Sequence[BagResult], summary: Summ
         from safety_monitor.replay.plots import write_plots
 
         made = write_plots(folder, results, summary)
-    (folder / "summary.md").write_text(summary_markdown(results, summary, group_by, made), encoding="utf-8")
+    (folder / "summary.md").write_text(summary_markdown(results, summary, config, group_by, made),
+                                       encoding="utf-8")
     return folder
 
 

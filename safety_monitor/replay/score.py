@@ -47,6 +47,19 @@ class ReplayConfig:
     rate_hz: float | None = None  # control rate; None: measured from the bag's joint stamps
     history: int = DEFAULT_HISTORY
 
+    def specs_file(self) -> Path:
+        """The spec file scored against (the default made explicit, for the report)."""
+        from safety_monitor.grounding.grounder import config_dir
+
+        return Path(self.specs) if self.specs else config_dir() / "specs.yaml"
+
+    def robot_file(self) -> Path | None:
+        """The robot description grounded with; None in predicate mode, which grounds nothing."""
+        from safety_monitor.grounding.grounder import config_dir
+
+        return None if self.from_predicates else Path(self.robot) if self.robot else config_dir() / "robot.yaml"
+
+
 @dataclass
 class BagResult:
     """What one bag produced. `trace` is None when the bag failed (`error` says why)."""
@@ -90,11 +103,9 @@ class Progress(Protocol):
 
 # ------------------------------------------------------------------------------------ pipeline
 @cache
-def _automata(specs: str | None, rate_hz: float | None) -> tuple[tuple[str, ...], list]:
+def _automata(specs: Path, rate_hz: float | None) -> tuple[tuple[str, ...], list]:
     """Compiled once per process and rate (the DFA cache on disk makes even the first call cheap)."""
-    from safety_monitor.grounding.grounder import config_dir
-
-    return load_automata(specs or config_dir() / "specs.yaml", rate_hz)
+    return load_automata(specs, rate_hz)
 
 
 def make_grounder(robot: str | None, rate_hz: float) -> Any:
@@ -118,7 +129,7 @@ def make_grounder(robot: str | None, rate_hz: float) -> Any:
 
 def make_monitor(config: ReplayConfig, rate_hz: float | None) -> SpecSetMonitor:
     """The live monitor for the configured specs at the bag's control rate (a fresh one per bag)."""
-    vocabulary, automata = _automata(config.specs, rate_hz)
+    vocabulary, automata = _automata(config.specs_file(), rate_hz)
     return SpecSetMonitor(automata, vocabulary, history=config.history)
 
 
@@ -521,10 +532,14 @@ def score_bag(path: str | Path, config: ReplayConfig, progress: Progress | None 
             else:
                 _score_states(bag, config, result, progress)
     except SafetyMonitorError as exc:
-        result.error = str(exc)
+        result.error = _naming(path, str(exc))
         result.trace = None
     except Exception as exc:  # a bug or an unforeseen library error must not stop the batch either
         result.error = f"{path}: {type(exc).__name__}: {exc}"
         result.trace = None
     return result
 
+
+def _naming(path: str | Path, error: str) -> str:
+    """The error led by the bag's path, once (most errors already name the bag; a spec error does not)."""
+    return error if error.startswith(f"{path}: ") else f"{path}: {error}"
