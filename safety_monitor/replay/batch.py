@@ -23,6 +23,23 @@ from safety_monitor.replay.score import BagResult, ReplayConfig, score_bag
 UNGROUPED = "(no match)"
 
 
+def unique_bags(bags: Sequence[Path]) -> tuple[list[Path], list[str]]:
+    """Each bag once, in first-seen order, and a note per bag given again: another spelling of the path, a
+    symlink, or a file of a bag folder also given would otherwise count its triggers twice. A bag folder
+    wins over a file inside it (the folder is the whole bag)."""
+    keys = [bag.resolve() for bag in bags]
+    folders = {key for key in keys if key.is_dir()}
+    owners = [key.parent if key.parent in folders and not key.is_dir() else key for key in keys]
+    chosen: dict[Path, int] = {}  # bag -> index of the argument kept for it, in first-seen order
+    for i, (key, owner) in enumerate(zip(keys, owners)):
+        if owner not in chosen or key == owner != keys[chosen[owner]]:
+            chosen[owner] = i
+    kept = set(chosen.values())
+    notes = [f"{bag}: the same bag as {bags[chosen[owner]]}, scored once"
+             for i, (bag, owner) in enumerate(zip(bags, owners)) if i not in kept]
+    return [bags[i] for i in chosen.values()], notes
+
+
 def score_bags(bags: Sequence[Path], config: ReplayConfig, jobs: int = 1, progress: bool = True) -> list[BagResult]:
     """One BagResult per bag, in the order given. The bar counts bags; with one job it also counts frames.
     `jobs` 0: one per CPU this process may run on."""

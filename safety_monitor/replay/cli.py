@@ -45,9 +45,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _replay(args: argparse.Namespace) -> int:
     from safety_monitor.monitor.cli import format_table
-    from safety_monitor.replay.batch import score_bags, summarize
-    from safety_monitor.replay.report import write_report
-    from safety_monitor.replay.score import ReplayConfig
+    from safety_monitor.replay.batch import score_bags, summarize, unique_bags
+    from safety_monitor.replay.report import check_folder, input_warning, is_blind, write_report
+    from safety_monitor.replay.score import ReplayConfig, check_config
     from safety_monitor.sources.assembler import StreamMapping
     from safety_monitor.sources.bag import find_bags
 
@@ -64,7 +64,12 @@ def _replay(args: argparse.Namespace) -> int:
         from_predicates=args.from_predicates,
         rate_hz=args.rate,
     )
-    bags = find_bags(args.bags)
+    bags, duplicates = unique_bags(find_bags(args.bags))
+    if args.report:
+        check_folder(args.report)
+    check_config(config)
+    for note in duplicates:
+        _warn(note)
     results = score_bags(bags, config, jobs=args.jobs, progress=not args.quiet)
     summary = summarize(results, pattern, resamples=args.resamples, seed=args.seed)
     if summary.overall is not None:
@@ -74,8 +79,18 @@ def _replay(args: argparse.Namespace) -> int:
     failed = [r for r in results if not r.ok]
     for r in failed:
         print(f"safety-monitor replay: failed: {r.error}", file=sys.stderr)
+    for r in results:
+        if warning := input_warning(r):
+            _warn(warning)
+    blind = sum(is_blind(r) for r in results)
     if args.report:
         folder = write_report(args.report, results, summary, config, args.group_by, plots=not args.no_plots)
         print(f"report: {folder}/summary.md")
-    print(f"{len(results) - len(failed)} of {len(results)} bag(s) scored" + (f", {len(failed)} failed" if failed else ""))
+    print(f"{len(results) - len(failed)} of {len(results)} bag(s) scored"
+          + (f", {len(failed)} failed" if failed else "")
+          + (f"; {blind} blind in some or all frames (not monitored there: see the warnings)" if blind else ""))
     return 1 if failed else 0
+
+
+def _warn(text: str) -> None:
+    print(f"safety-monitor replay: warning: {text}", file=sys.stderr)

@@ -6,7 +6,6 @@ end marked black, blind stretches grey, and a first row showing when an input st
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from matplotlib.patches import Patch  # noqa: E402
 from safety_monitor.monitor import events as ev  # noqa: E402
 from safety_monitor.monitor.metrics import Metrics  # noqa: E402
 from safety_monitor.replay.batch import Summary  # noqa: E402
-from safety_monitor.replay.report import episodes  # noqa: E402
+from safety_monitor.replay.report import PLOTS, RISK_PLOT, episodes, timeline_name  # noqa: E402
 from safety_monitor.replay.score import BagResult  # noqa: E402
 from safety_monitor.replay.timeline import Timeline  # noqa: E402
 
@@ -28,10 +27,6 @@ TRUE_COLOR, UNKNOWN_COLOR, STALE_COLOR = "#2b6cb0", "#c8c8c8", "#dd8452"
 VIOLATION_COLOR, RECOVERED_COLOR, OPEN_COLOR = "#d62728", "#2ca02c", "black"
 _END_MARKERS = {ev.RECOVERED: ("^", RECOVERED_COLOR), ev.CLOSED: ("^", RECOVERED_COLOR),
                 ev.UNRECOVERED_AT_END: ("X", OPEN_COLOR), ev.DISCARDED_TRUNCATED: ("x", "grey")}
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[-80:] or "bag"
 
 
 def _spans(timeline: Timeline, name: str, value: object, t0: float, min_width: float) -> list[tuple[float, float]]:
@@ -96,7 +91,7 @@ def timeline_plot(result: BagResult, path: Path) -> None:
     bottom.set_yticks([y + 0.5 for y in range(n_bottom)], labels, fontsize=7)
     bottom.set_ylim(0, n_bottom)
     bottom.set_xlim(0, span)
-    bottom.set_xlabel("time since the first frame (s)")
+    bottom.set_xlabel(f"seconds since the first frame, at t = {t0:.3f} s (episodes.csv and report.json give t itself)")
     bottom.grid(axis="x", alpha=0.3)
     handles = [Patch(color=TRUE_COLOR, label="predicate true"),
                Patch(facecolor=UNKNOWN_COLOR, hatch="///", edgecolor="white", label="unknown / blind"),
@@ -132,6 +127,7 @@ def risk_plot(groups: dict[str, Metrics], path: Path) -> None:
             ax.text(x, high, f"N={g.triggers}", ha="center", va="bottom", fontsize=7)
             top = max(top, high)
     ax.set_xticks(range(len(categories)), [c.replace("_", " ") for c in categories], rotation=20, ha="right")
+    ax.set_xlim(-0.5, len(categories) - 0.5)  # the labels of categories without bars stay clear of the axes
     ax.set_ylabel("risk: violations per trigger (V/N)")
     ax.set_ylim(0, max(0.05, top * 1.2))
     ax.set_title("Per-category risk with 95% bootstrap intervals over bags", fontsize=10, loc="left")
@@ -147,16 +143,16 @@ def risk_plot(groups: dict[str, Metrics], path: Path) -> None:
 
 def write_plots(folder: Path, results: Sequence[BagResult], summary: Summary) -> list[str]:
     """Every plot into folder/plots; returns their paths relative to `folder`."""
-    out = folder / "plots"
+    out = folder / PLOTS
     out.mkdir(exist_ok=True)
     made = []
     if summary.overall is not None:
         groups = summary.groups or {"all bags": summary.overall}
-        risk_plot(groups, out / "risk_by_category.png")
-        made.append("plots/risk_by_category.png")
+        risk_plot(groups, out / RISK_PLOT)
+        made.append(f"{PLOTS}/{RISK_PLOT}")
     for i, result in enumerate(results):
         if result.ok and result.frames:
-            name = f"timeline_{i:03d}_{_slug(Path(result.bag).name)}.png"
+            name = timeline_name(i, result.bag)
             timeline_plot(result, out / name)
-            made.append(f"plots/{name}")
+            made.append(f"{PLOTS}/{name}")
     return made

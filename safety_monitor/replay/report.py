@@ -8,17 +8,73 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
+import re
+import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from safety_monitor.errors import SafetyMonitorError
 from safety_monitor.monitor import events as ev
 from safety_monitor.monitor.metrics import GroupMetrics, Metrics
 from safety_monitor.replay.batch import Summary
 from safety_monitor.replay.score import BagResult, ReplayConfig
 
 _CLOSING = (ev.RECOVERED, ev.CLOSED, ev.UNRECOVERED_AT_END, ev.DISCARDED_TRUNCATED)
+PLOTS, RISK_PLOT = "plots", "risk_by_category.png"
+_OWN_PLOT = re.compile(r"risk_by_category\.png|timeline_\d{3,}_[A-Za-z0-9._-]+\.png")  # what write_plots names
+
+
+def timeline_name(index: int, bag: str) -> str:
+    """The timeline plot's file name for the index-th bag."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(bag).name).strip("_")[-80:] or "bag"
+    return f"timeline_{index:03d}_{slug}.png"
+
+
+# ------------------------------------------------------------------------------------- checks
+def check_folder(folder: str | Path) -> None:
+    """Refuse a report folder that could not be written before any bag is scored (not after an hour of it)."""
+    folder = Path(folder)
+    try:
+        for path in (folder, folder / PLOTS):
+            if path.exists() and not path.is_dir():
+                raise SafetyMonitorError(f"--report {folder}: {path} is a file, not a folder; give a new folder "
+                                         "or a previous report's")
+        nearest = next(p for p in (folder, *folder.parents) if p.exists())
+    except OSError as exc:
+        raise SafetyMonitorError(f"--report {folder}: cannot inspect it: {exc.strerror or exc}") from None
+    if not nearest.is_dir():
+        raise SafetyMonitorError(f"--report {folder}: {nearest} is a file, so no folder can be made under it")
+    try:  # a real write: permission bits do not tell for root, read-only mounts or /proc
+        os.rmdir(tempfile.mkdtemp(prefix=".report_probe_", dir=nearest))
+    except OSError as exc:
+        raise SafetyMonitorError(f"--report {folder}: cannot write in {nearest}: {exc.strerror or exc}; "
+                                 "choose a folder you can write") from None
+
+
+def is_blind(result: BagResult) -> bool:
+    """Whether some frame of a scored bag was not monitored (a predicate unknown, so a property blind)."""
+    trace = result.trace
+    return trace is not None and (result.unknown_frames > 0 or any(o.blind_frames for o in trace.outcomes))
+
+
+def input_warning(result: BagResult) -> str | None:
+    """One line on what a scored bag's score did not see (blind properties, stale inputs, predicates never
+    sent) or had to drop, so that "saw nothing" never reads as "saw no violation"; None for a clean bag."""
+    if result.trace is None:
+        return None
+    parts = []
+    if is_blind(result):
+        blind = ", ".join(f"{o.property} {o.blind_frames}" for o in result.trace.outcomes if o.blind_frames)
+        parts.append(f"blind: {result.unknown_frames} of {result.frames} frames had an unknown predicate"
+                     + (f"; blind frames per property: {blind}" if blind else ""))
+    if result.stale_by_stream:
+        parts.append("stale input frames: " + ", ".join(f"{k} {v}" for k, v in result.stale_by_stream.items()))
+    if result.issues:
+        parts.append("input problems: " + ", ".join(f"{k} x{v}" for k, v in sorted(result.issues.items())))
+    return f"{result.bag}: " + "; ".join(parts + result.warnings) if parts or result.warnings else None
 
 
 # ------------------------------------------------------------------------------------- records
@@ -73,8 +129,10 @@ def bag_json(result: BagResult, group: str) -> dict[str, Any]:
 
 
 def _config_json(config: ReplayConfig) -> dict[str, Any]:
+    """The configuration with the files actually used (defaults made explicit)."""
     out = asdict(config)
-    out["mapping"] = asdict(config.mapping)
+    robot = config.robot_file()
+    out.update(mapping=asdict(config.mapping), specs=str(config.specs_file()), robot=robot and str(robot))
     return out
 
 
@@ -175,7 +233,14 @@ def _metrics_section(title: str, metrics: Metrics) -> list[str]:
     ]
 
 
-def summary_markdown(results: Sequence[BagResult], summary: Summary, group_by: str | None,
+def _mode(config: ReplayConfig) -> str:
+    robot = config.robot_file()
+    how = ("the recorded predicates rescored (`--from-predicates`, no grounding)" if robot is None else
+           f"grounded from the recorded robot state with `{robot}`")
+    return f"Mode: {how}; specs `{config.specs_file()}`."
+
+
+def summary_markdown(results: Sequence[BagResult], summary: Summary, config: ReplayConfig, group_by: str | None,
                      plots: Sequence[str]) -> str:
     scored = [r for r in results if r.ok]
     failed = [r for r in results if not r.ok]
@@ -183,7 +248,7 @@ def summary_markdown(results: Sequence[BagResult], summary: Summary, group_by: s
     seconds = sum(r.duration for r in scored)
     lines = ["# Replay summary", "",
              f"{len(results)} bag(s): {len(scored)} scored, {len(failed)} failed; {frames} frames, "
-             f"{seconds:.1f} s of recording.", ""]
+             f"{seconds:.1f} s of recording.", "", _mode(config), ""]
     if summary.overall is not None:
         lines += _metrics_section("All bags", summary.overall)
     if summary.groups:
@@ -195,7 +260,8 @@ def summary_markdown(results: Sequence[BagResult], summary: Summary, group_by: s
     blind = [r for r in scored if r.stale_frames or r.unknown_frames]
     if blind:
         lines += ["## Stale inputs and unknown predicates (blind, not safe)", "",
-                  "| bag | frames | frames with a stale input | stale streams (frames) | frames with unknown predicates |",
+                  "| bag | frames | frames with a stale input | stale streams (frames) "
+                  "| frames with unknown predicates |",
                   "|---|---|---|---|---|"]
         for r in blind:
             streams = ", ".join(f"{k} ({v})" for k, v in r.stale_by_stream.items()) or "–"
@@ -209,7 +275,8 @@ def summary_markdown(results: Sequence[BagResult], summary: Summary, group_by: s
             lines.append(f"- `{r.bag}`: " + "; ".join(parts))
         lines.append("")
     if failed:
-        lines += ["## Failed bags", ""] + [f"- `{r.bag}`: {r.error}" for r in failed] + [""]
+        lines += ["## Failed bags", ""] + [f"- `{r.bag}`: {(r.error or '').removeprefix(f'{r.bag}: ')}"
+                                           for r in failed] + [""]
     if plots:
         lines += ["## Plots", ""] + [f"- [{p}]({p})" for p in plots] + [""]
     return "\n".join(lines)
@@ -223,13 +290,27 @@ def write_report(folder: str | Path, results: Sequence[BagResult], summary: Summ
     doc = _finite(report_json(results, summary, config, group_by))
     (folder / "report.json").write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n", encoding="utf-8")
     write_csvs(folder, results, summary)
+    _remove_old_plots(folder / PLOTS)
     made: list[str] = []
     if plots:
         from safety_monitor.replay.plots import write_plots
 
         made = write_plots(folder, results, summary)
-    (folder / "summary.md").write_text(summary_markdown(results, summary, group_by, made), encoding="utf-8")
+    (folder / "summary.md").write_text(summary_markdown(results, summary, config, group_by, made),
+                                       encoding="utf-8")
     return folder
+
+
+def _remove_old_plots(folder: Path) -> None:
+    """Delete the plots an earlier report wrote here (only names this module gives), so a reused folder
+    holds this run's plots alone; other files stay, and so does the folder unless it is left empty."""
+    if not folder.is_dir():
+        return
+    for path in folder.iterdir():
+        if _OWN_PLOT.fullmatch(path.name) and path.is_file():
+            path.unlink()
+    if not any(folder.iterdir()):
+        folder.rmdir()
 
 
 def _finite(value: Any) -> Any:

@@ -31,6 +31,7 @@ from safety_monitor.sources.bag import BagReader, MessageBatch, TopicSummary
 ISSUE_EXAMPLES = 3  # kept per issue kind; all are counted
 BATCH = 4096  # messages read and decoded at a time (bounds memory for bags of any length)
 STAGES = ("read", "deserialise", "assemble", "ground", "monitor")
+NOMINAL_RATE_HZ = 500.0  # for checking the robot description before a bag's rate is measured
 _JOINT_TYPE = "sensor_msgs/msg/JointState"
 _PREDICATES_TYPE = "diagnostic_msgs/msg/DiagnosticArray"
 
@@ -45,6 +46,18 @@ class ReplayConfig:
     from_predicates: bool = False
     rate_hz: float | None = None  # control rate; None: measured from the bag's joint stamps
     history: int = DEFAULT_HISTORY
+
+    def specs_file(self) -> Path:
+        """The spec file scored against (the default made explicit, for the report)."""
+        from safety_monitor.grounding.grounder import config_dir
+
+        return Path(self.specs) if self.specs else config_dir() / "specs.yaml"
+
+    def robot_file(self) -> Path | None:
+        """The robot description grounded with; None in predicate mode, which grounds nothing."""
+        from safety_monitor.grounding.grounder import config_dir
+
+        return None if self.from_predicates else Path(self.robot) if self.robot else config_dir() / "robot.yaml"
 
 
 @dataclass
@@ -90,11 +103,9 @@ class Progress(Protocol):
 
 # ------------------------------------------------------------------------------------ pipeline
 @cache
-def _automata(specs: str | None, rate_hz: float | None) -> tuple[tuple[str, ...], list]:
+def _automata(specs: Path, rate_hz: float | None) -> tuple[tuple[str, ...], list]:
     """Compiled once per process and rate (the DFA cache on disk makes even the first call cheap)."""
-    from safety_monitor.grounding.grounder import config_dir
-
-    return load_automata(specs or config_dir() / "specs.yaml", rate_hz)
+    return load_automata(specs, rate_hz)
 
 
 def make_grounder(robot: str | None, rate_hz: float) -> Any:
@@ -118,8 +129,24 @@ def make_grounder(robot: str | None, rate_hz: float) -> Any:
 
 def make_monitor(config: ReplayConfig, rate_hz: float | None) -> SpecSetMonitor:
     """The live monitor for the configured specs at the bag's control rate (a fresh one per bag)."""
-    vocabulary, automata = _automata(config.specs, rate_hz)
+    vocabulary, automata = _automata(config.specs_file(), rate_hz)
     return SpecSetMonitor(automata, vocabulary, history=config.history)
+
+
+def _check_grounded(monitor: SpecSetMonitor, grounder: Any) -> None:
+    if unknown := sorted(set(monitor.predicates) - set(grounder.predicates)):
+        raise SpecError(f"the specs read predicates the grounder does not produce: {', '.join(unknown)} "
+                        "(rescore a bag that records them with --from-predicates)")
+
+
+def check_config(config: ReplayConfig) -> None:
+    """Load the specs and, for robot-state mode, the robot description (with its twin) once before any bag,
+    so a bad file is one error up front instead of the same failure for every bag."""
+    monitor = make_monitor(config, config.rate_hz)
+    if not config.from_predicates:
+        grounder = make_grounder(config.robot, config.rate_hz or NOMINAL_RATE_HZ)
+        grounder.twin  # noqa: B018 (builds it: a robot YAML that does not match its MJCF fails here)
+        _check_grounded(monitor, grounder)
 
 
 def missing_topic_error(bag: Path, what: str, wanted: str, msgtype: str, topics: Mapping[str, TopicSummary],
@@ -393,9 +420,7 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
         else:
             result.warnings.append(f"no pose topic {topic} for object {name!r}: its pose is stale throughout")
     monitor = make_monitor(config, rate)
-    if unknown := sorted(set(monitor.predicates) - set(grounder.predicates)):
-        raise SpecError(f"the specs read predicates the grounder does not produce: {', '.join(unknown)} "
-                        "(rescore a bag that records them with --from-predicates)")
+    _check_grounded(monitor, grounder)
     scorer = _Scorer(result, monitor, progress, mapping.joint_states)
     timings = scorer.timings
     clock = time.perf_counter
@@ -507,9 +532,14 @@ def score_bag(path: str | Path, config: ReplayConfig, progress: Progress | None 
             else:
                 _score_states(bag, config, result, progress)
     except SafetyMonitorError as exc:
-        result.error = str(exc)
+        result.error = _naming(path, str(exc))
         result.trace = None
     except Exception as exc:  # a bug or an unforeseen library error must not stop the batch either
         result.error = f"{path}: {type(exc).__name__}: {exc}"
         result.trace = None
     return result
+
+
+def _naming(path: str | Path, error: str) -> str:
+    """The error led by the bag's path, once (most errors already name the bag; a spec error does not)."""
+    return error if error.startswith(f"{path}: ") else f"{path}: {error}"

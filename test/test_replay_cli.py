@@ -1,0 +1,251 @@
+"""`safety-monitor replay` as a user meets it: argument errors before any scoring, each bag scored once,
+a reused report folder holding this run's outputs alone, blind bags said loudly, reports naming what
+they used."""
+import json
+
+import pytest
+
+from safety_monitor.cli import main
+from safety_monitor.replay.batch import summarize, unique_bags
+from safety_monitor.replay.score import ReplayConfig, score_bag
+from safety_monitor.sim.runner import run_episode
+from safety_monitor.sources import messages as m
+from safety_monitor.sources.bag import BagWriter
+
+SPECS = """
+predicates: [excess_wrench, object_grasped, object_sync, object_grasped_raw]
+properties:
+  - name: grasp_synced_until_release
+    category: grasp_stability
+    formula: "G(object_grasped -> ((object_sync U !object_grasped_raw) | G object_sync))"
+  - name: no_excess_wrench
+    category: collision_contact
+    formula: "G(!excess_wrench)"
+"""
+RATE = 500.0
+N = 60
+FAST = ["--quiet", "--rate", "500", "--resamples", "50"]
+
+
+@pytest.fixture(scope="module")
+def state():
+    return next(run_episode("pick_and_place_cube"))
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    return tmp_path_factory.mktemp("replay_cli")
+
+
+@pytest.fixture(scope="module")
+def specs(folder):
+    path = folder / "specs.yaml"
+    path.write_text(SPECS)
+    return str(path)
+
+
+def write_bag(path, state, wrench=True):
+    """A stationary workcell at 500 Hz; without `wrench`, no wrench topic (so no_excess_wrench is blind)."""
+    with BagWriter(path) as w:
+        for k in range(N):
+            t = 100.0 + k / RATE
+            if wrench:
+                w.write_wrench("/wrist_wrench", t, state.wrench)
+            for name, pose in state.object_poses.items():
+                w.write_pose(f"/objects/{name}/pose", t, pose)
+            w.write_joint_state("/joint_states", t, list(state.joint_names), state.joint_position, log_t=t)
+    return path
+
+
+@pytest.fixture(scope="module")
+def bag(folder, state):
+    return write_bag(folder / "runs" / "good", state)
+
+
+def replay(*args, report=None):
+    return main(["replay", *map(str, args), *FAST, *(["--report", str(report)] if report else [])])
+
+
+# ------------------------------------------------------------------------- argument errors
+@pytest.mark.parametrize("option, text, expected", [
+    ("--specs", None, "cannot read spec file"),
+    ("--specs", "properties: [", "not valid YAML"),
+    ("--specs", "predicates: [holding]\nproperties:\n  - {name: p, category: c, formula: 'G(!holding)'}\n",
+     "the specs read predicates the grounder does not produce: holding"),
+    ("--robot", None, "cannot read robot description"),
+    ("--robot", "robot: 3\n", "robot must be a mapping"),
+])
+def test_a_bad_spec_or_robot_file_is_one_argument_error_before_any_bag(tmp_path, folder, state, specs, option,
+                                                                        text, expected, capsys):
+    second = folder / "runs" / "second"
+    if not second.exists():
+        write_bag(second, state)
+    path = tmp_path / "given.yaml"
+    if text is not None:
+        path.write_text(text)
+    args = ["--specs", specs] if option == "--robot" else []
+    assert replay(folder / "runs", option, path, *args) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == err.count("error:") == 1 and expected in err, err
+
+
+def test_specs_the_grounder_cannot_serve_are_fine_for_recorded_predicates(tmp_path, capsys):
+    path = tmp_path / "specs.yaml"
+    path.write_text("predicates: [holding]\nproperties:\n  - {name: p, category: c, formula: 'G(!holding)'}\n")
+    bag = tmp_path / "preds"
+    with BagWriter(bag) as w:
+        for k in range(N):
+            w.write_predicates("/safety_monitor/predicates", m.PredicateSample({"holding": False}, 1 + k / RATE, k))
+    assert replay(bag, "--specs", path, "--from-predicates") == 0
+
+
+@pytest.mark.parametrize("where", ["file", "under_file", "unwritable"])
+def test_a_report_path_that_cannot_be_written_is_refused_before_scoring(tmp_path, bag, specs, where, capsys):
+    existing = tmp_path / "summary.md"
+    existing.write_text("an earlier summary\n")
+    report = {"file": existing, "under_file": existing / "report", "unwritable": "/proc/report"}[where]
+    assert replay(bag, "--specs", specs, report=report) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(f"safety-monitor replay: error: --report {report}: ")
+    assert existing.read_text() == "an earlier summary\n"
+
+
+# ------------------------------------------------------------------------------ duplicates
+def test_the_same_bag_given_twice_is_scored_once_with_a_warning(tmp_path, bag, specs, monkeypatch, capsys):
+    monkeypatch.chdir(bag.parent)
+    (tmp_path / "link").symlink_to(bag)
+    mcap = next(bag.glob("*.mcap"))
+    report = tmp_path / "report"
+    assert replay(mcap, "good", "./good", tmp_path / "link", "--specs", specs, report=report) == 0
+    out, err = capsys.readouterr()
+    assert out.rstrip().endswith("1 of 1 bag(s) scored")
+    assert [line.removeprefix("safety-monitor replay: warning: ") for line in err.splitlines() if "same bag" in line] \
+        == [f"{name}: the same bag as good, scored once" for name in (mcap, "good", tmp_path / "link")]
+    doc = json.loads((report / "report.json").read_text())
+    assert doc["bags_total"] == 1 and [b["bag"] for b in doc["bags"]] == ["good"]
+
+
+def test_a_bag_folder_wins_over_a_file_inside_it_and_distinct_files_stay(tmp_path):
+    bag = tmp_path / "bag"
+    bag.mkdir()
+    (bag / "metadata.yaml").write_text("")
+    part0, part1 = bag / "bag_0.mcap", bag / "bag_1.mcap"
+    part0.write_bytes(b"")
+    part1.write_bytes(b"")
+    assert unique_bags([part0, part1]) == ([part0, part1], [])
+    kept, notes = unique_bags([part0, tmp_path / "other", bag, part1])
+    assert kept == [bag, tmp_path / "other"]
+    assert notes == [f"{part0}: the same bag as {bag}, scored once", f"{part1}: the same bag as {bag}, scored once"]
+
+
+# --------------------------------------------------------------------------- report folder
+def test_a_reused_report_folder_holds_this_runs_plots_alone(tmp_path, bag, specs, capsys):
+    report = tmp_path / "report"
+    plots = report / "plots"
+    plots.mkdir(parents=True)
+    old = [plots / "timeline_001_episode_001.png", plots / "risk_by_category.png"]
+    mine = [plots / "notes.png", plots / "timeline_draft.png", report / "notes.md"]
+    for path in old + mine:
+        path.write_bytes(b"kept?")
+    assert replay(bag, "--specs", specs, report=report) == 0
+    assert sorted(p.name for p in plots.iterdir()) == ["notes.png", "risk_by_category.png",
+                                                       "timeline_000_good.png", "timeline_draft.png"]
+    assert (plots / "risk_by_category.png").read_bytes()[:4] == b"\x89PNG"
+    assert all(p.read_bytes() == b"kept?" for p in mine)
+    assert replay(bag, "--specs", specs, "--no-plots", report=report) == 0
+    assert sorted(p.name for p in plots.iterdir()) == ["notes.png", "timeline_draft.png"]
+    assert "## Plots" not in (report / "summary.md").read_text()
+    capsys.readouterr()
+
+
+# ------------------------------------------------------------------------------- blind bags
+def test_a_bag_scored_blind_is_a_warning_naming_what_was_not_seen(tmp_path, state, specs, capsys):
+    blind = write_bag(tmp_path / "nowrench", state, wrench=False)
+    assert replay(blind, "--specs", specs) == 0
+    out, err = capsys.readouterr()
+    assert f"warning: {blind}: blind: {N} of {N} frames had an unknown predicate; blind frames per property: " \
+           f"no_excess_wrench {N}; stale input frames: wrench {N}; no wrench topic /wrist_wrench" in err
+    assert out.rstrip().endswith("1 of 1 bag(s) scored; 1 blind in some or all frames (not monitored there: see "
+                                 "the warnings)")
+
+
+def test_predicates_never_recorded_are_a_warning_too(tmp_path, specs, capsys):
+    path = tmp_path / "unsent"
+    with BagWriter(path) as w:
+        for k in range(N):  # object_sync never sent
+            values = {"excess_wrench": False, "object_grasped": False, "object_grasped_raw": False}
+            w.write_predicates("/safety_monitor/predicates", m.PredicateSample(values, 1.0 + k / RATE, k))
+    assert replay(path, "--specs", specs, "--from-predicates") == 0
+    out, err = capsys.readouterr()
+    assert f"warning: {path}: blind: {N} of {N} frames had an unknown predicate; blind frames per property: " \
+           f"grasp_synced_until_release {N}; predicates never sent, treated as unknown: object_sync" in err
+    assert "1 blind in some or all frames" in out
+
+
+def test_a_clean_bag_has_no_warning(bag, specs, capsys):
+    assert replay(bag, "--specs", specs) == 0
+    out, err = capsys.readouterr()
+    assert "warning" not in err and out.rstrip().endswith("1 of 1 bag(s) scored")
+
+
+# ----------------------------------------------------------------------------- naming
+def test_the_error_of_a_failed_bag_names_it_once(tmp_path, state):
+    specs = tmp_path / "specs.yaml"
+    specs.write_text("predicates: [holding]\nproperties:\n  - {name: p, category: c, formula: 'G(!holding)'}\n")
+    bag = write_bag(tmp_path / "b", state)
+    r = score_bag(bag, ReplayConfig(specs=str(specs), rate_hz=RATE))
+    assert r.error.startswith(f"{bag}: the specs read predicates") and r.error.count(str(bag)) == 1
+
+
+def test_report_names_the_files_and_the_mode_it_used(tmp_path, bag, capsys):
+    from safety_monitor.grounding.grounder import config_dir
+
+    for mode, args in (("robot_state", []), ("predicates", ["--from-predicates"])):
+        report = tmp_path / mode
+        replay(bag, *args, "--no-plots", report=report)
+        config = json.loads((report / "report.json").read_text())["config"]
+        summary = (report / "summary.md").read_text()
+        assert config["specs"] == str(config_dir() / "specs.yaml")
+        if mode == "robot_state":
+            assert config["robot"] == str(config_dir() / "robot.yaml")
+            assert f"Mode: grounded from the recorded robot state with `{config_dir() / 'robot.yaml'}`" in summary
+        else:
+            assert config["robot"] is None and "Mode: the recorded predicates rescored (`--from-predicates`" in summary
+    capsys.readouterr()
+
+
+def test_a_failed_bag_is_named_once_in_the_summary(tmp_path, bag, specs, capsys):
+    broken = tmp_path / "broken.mcap"
+    broken.write_bytes(b"not a bag")
+    assert replay(broken, bag, "--specs", specs, "--no-plots", report=tmp_path / "r") == 1
+    failed = [line for line in (tmp_path / "r" / "summary.md").read_text().splitlines() if line.startswith("- `")]
+    assert len(failed) == 1 and failed[0].startswith(f"- `{broken}`: ") and failed[0].count(str(broken)) == 1
+    assert capsys.readouterr().err.count(str(broken)) == 1
+
+
+# ---------------------------------------------------------------------------------- plots
+@pytest.fixture
+def figures(monkeypatch):
+    from safety_monitor.replay import plots
+
+    close, kept = plots.plt.close, []
+    monkeypatch.setattr(plots.plt, "close", kept.append)
+    yield kept
+    for figure in kept:
+        close(figure)
+
+
+def test_risk_plot_keeps_a_first_category_without_triggers_clear_of_the_axis(bag, specs, figures, tmp_path):
+    from safety_monitor.replay.plots import risk_plot
+
+    summary = summarize([score_bag(bag, ReplayConfig(specs=specs, rate_hz=RATE))], resamples=50)
+    assert summary.overall.by_category[0].risk is None  # its label is "n/a"
+    risk_plot({"all bags": summary.overall}, tmp_path / "risk.png")
+    assert figures[0].axes[0].get_xlim()[0] <= -0.5
+
+
+def test_timeline_axis_says_where_its_time_starts(bag, specs, figures, tmp_path):
+    from safety_monitor.replay.plots import timeline_plot
+
+    timeline_plot(score_bag(bag, ReplayConfig(specs=specs, rate_hz=RATE)), tmp_path / "t.png")
+    assert "at t = 100.000 s" in figures[0].axes[1].get_xlabel()
