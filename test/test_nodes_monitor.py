@@ -157,6 +157,29 @@ def test_a_wrongly_typed_parameter_names_the_node_and_parameter(tmp_path):
         context.try_shutdown()
 
 
+def test_a_log_another_live_monitor_writes_stops_start_up_cleanly(tmp_path):
+    """The refusal names the other process; shutting the context down afterwards (which destroys every
+    node it still tracks, the half-built one included) raises nothing and leaves the other's marker."""
+    import os
+
+    from safety_monitor.nodes.monitor_node import MonitorNode, _boot_id
+
+    log = tmp_path / "events.jsonl"
+    running = tmp_path / "events.jsonl.running"
+    other = os.getppid()  # alive for the whole test
+    running.write_text(json.dumps({"pid": other, "boot_id": _boot_id(), "started": 0.0}))
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        with pytest.raises(SafetyMonitorError, match=f"process {other} still writes this log") as failed:
+            MonitorNode(context=context, parameter_overrides=[Parameter("events_log", value=str(log))])
+        assert failed.value is not None  # the traceback (and the half-built node) still alive here
+        context.try_shutdown()
+    finally:
+        context.try_shutdown()
+    assert json.loads(running.read_text())["pid"] == other
+
+
 def test_two_robots_side_by_side_keep_their_events_apart(harness, tmp_path):
     from safety_monitor.nodes.monitor_node import MonitorNode
 

@@ -101,6 +101,15 @@ class MonitorNode(Node):
     def __init__(self, subscribe_predicates: bool = True, **node_kwargs) -> None:
         """`subscribe_predicates=False`: frames come by `on_sample` from an estimator in this process."""
         super().__init__("monitor_node", **node_kwargs)
+        try:
+            self._start(subscribe_predicates)
+        except BaseException:  # release what was taken; rclpy's shutdown would call destroy_node on a half-built node
+            self._close_log()
+            Node.destroy_node(self)
+            raise
+
+    def _start(self, subscribe_predicates: bool) -> None:
+        self._log, self._syncer = -1, None
         from safety_monitor.grounding.grounder import config_dir
         from safety_monitor.monitor.live import SpecSetMonitor
 
@@ -121,12 +130,12 @@ class MonitorNode(Node):
             lost = previous_run_lost(self._running_path)
             torn = cut_torn_line(self.log_path)
             self._log = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            self._syncer = LogSyncer(self._log, lambda exc: self._throttled(
-                "error", "sync", f"cannot sync the event log {self.log_path}: {exc}"))
             self._running_path.write_text(
                 json.dumps({"pid": os.getpid(), "boot_id": _boot_id(), "started": time.time()}))
         except OSError as exc:
             raise SafetyMonitorError(f"monitor_node: cannot open the event log {self.log_path}: {exc}") from None
+        self._syncer = LogSyncer(self._log, lambda exc: self._throttled(
+            "error", "sync", f"cannot sync the event log {self.log_path}: {exc}"))
 
         T = m.rclpy_types()
         self._events_pub = self.create_publisher(T.DiagnosticArray, self.topics.events, qos.EVENTS)
@@ -434,10 +443,18 @@ class MonitorNode(Node):
         the run finished (a `.running` file left behind tells the next monitor this one died)."""
         if self.monitor.frame:
             self._finish(None)
-        self._syncer.close()
-        os.close(self._log)
-        self._running_path.unlink(missing_ok=True)
+        self._close_log()
         super().destroy_node()
+
+    def _close_log(self) -> None:
+        """Sync and close the event log and mark the run finished (once; nothing if it never opened)."""
+        if self._syncer is not None:
+            self._syncer.close()
+            self._syncer = None
+        if self._log >= 0:
+            os.close(self._log)
+            self._log = -1
+            self._running_path.unlink(missing_ok=True)
 
 
 def previous_run_lost(running: Path) -> dict[str, Any] | None:
