@@ -249,3 +249,28 @@ def test_timeline_axis_says_where_its_time_starts(bag, specs, figures, tmp_path)
 
     timeline_plot(score_bag(bag, ReplayConfig(specs=specs, rate_hz=RATE)), tmp_path / "t.png")
     assert "at t = 100.000 s" in figures[0].axes[1].get_xlabel()
+
+
+def test_ctrl_c_stops_the_batch_and_keeps_what_was_scored(tmp_path, folder, state, specs, monkeypatch, capsys):
+    """Ctrl-C during the second of three bags: the first bag's scores reach the table and the report, the
+    other two are listed as not scored, exit code 130 (before, a traceback and no report at all)."""
+    from safety_monitor.replay import batch
+
+    bags = [write_bag(tmp_path / name, state) for name in ("a", "b", "c")]
+    scored = []
+
+    def score_or_interrupt(bag, config, progress=None):
+        if scored:
+            raise KeyboardInterrupt
+        scored.append(bag)
+        return score_bag(bag, config, progress)
+
+    monkeypatch.setattr(batch, "score_bag", score_or_interrupt)
+    report = tmp_path / "report"
+    assert replay(*bags, "--specs", specs, report=report) == 130
+    out, err = capsys.readouterr()
+    assert "interrupted: 1 of 3 bag(s) done" in err
+    assert out.rstrip().endswith("1 of 3 bag(s) scored, 2 failed")
+    doc = json.loads((report / "report.json").read_text())
+    assert [(b["bag"], b["error"]) for b in doc["bags"]] == [
+        (str(bags[0]), None), *((str(b), f"{b}: {batch.NOT_SCORED}") for b in bags[1:])]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import re
+import signal
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from safety_monitor.monitor.metrics import DEFAULT_RESAMPLES, Metrics, compute_m
 from safety_monitor.replay.score import BagResult, ReplayConfig, score_bag
 
 UNGROUPED = "(no match)"
+NOT_SCORED = "not scored: interrupted (Ctrl-C)"
 
 
 def unique_bags(bags: Sequence[Path]) -> tuple[list[Path], list[str]]:
@@ -42,29 +44,59 @@ def unique_bags(bags: Sequence[Path]) -> tuple[list[Path], list[str]]:
 
 def score_bags(bags: Sequence[Path], config: ReplayConfig, jobs: int = 1, progress: bool = True) -> list[BagResult]:
     """One BagResult per bag, in the order given. The bar counts bags; with one job it also counts frames.
-    `jobs` 0: one per CPU this process may run on."""
+    `jobs` 0: one per CPU this process may run on. Ctrl-C stops the batch but keeps what was scored: the
+    bags not finished come back failed with the error NOT_SCORED (see `interrupted`)."""
     if jobs < 0:
         raise SourceError(f"--jobs must be 0 (one per CPU) or more, got {jobs}")
     jobs = jobs or len(os.sched_getaffinity(0))
+    results: list[BagResult | None] = [None] * len(bags)
     bar = tqdm(total=len(bags), unit="bag", disable=not progress, dynamic_ncols=True)
     try:
         if jobs == 1 or len(bags) == 1:
-            return [_score_here(bag, config, bar, progress) for bag in bags]
-        results: list[BagResult | None] = [None] * len(bags)
-        # spawn: workers start clean (no inherited MuJoCo or thread state); they compile nothing twice
-        # because the DFA cache is on disk
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = {pool.submit(score_bag, bag, config): i for i, bag in enumerate(bags)}
-            frames = 0
+            for i, bag in enumerate(bags):
+                results[i] = _score_here(bag, config, bar, progress)
+        else:
+            _score_in_workers(bags, config, jobs, results, bar)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        bar.close()
+    return [r if r is not None else _not_scored(bag, config) for bag, r in zip(bags, results)]
+
+
+def interrupted(results: Sequence[BagResult]) -> int:
+    """How many bags a Ctrl-C left unscored."""
+    return sum(r.error is not None and r.error.endswith(NOT_SCORED) for r in results)
+
+
+def _score_in_workers(bags: Sequence[Path], config: ReplayConfig, jobs: int, results: list[BagResult | None],
+                      bar: tqdm) -> None:
+    # spawn: workers start clean (no inherited MuJoCo or thread state); they compile nothing twice because
+    # the DFA cache is on disk. A worker leaves Ctrl-C to this process, which stops the batch.
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=_exit_quietly_on_interrupt) as pool:
+        futures = {pool.submit(score_bag, bag, config): i for i, bag in enumerate(bags)}
+        frames = 0
+        try:
             for future in as_completed(futures):
                 result = future.result()
                 results[futures[future]] = result
                 frames += result.frames
                 bar.set_postfix_str(f"{frames} frames", refresh=False)
                 bar.update(1)
-        return [r for r in results if r is not None]
-    finally:
-        bar.close()
+        except KeyboardInterrupt:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+
+
+def _exit_quietly_on_interrupt() -> None:
+    """In a worker: Ctrl-C (sent to the whole process group) ends it without a traceback of its own."""
+    signal.signal(signal.SIGINT, lambda *_: os._exit(130))
+
+
+def _not_scored(bag: Path, config: ReplayConfig) -> BagResult:
+    return BagResult(bag=str(bag), mode="predicates" if config.from_predicates else "robot_state",
+                     error=f"{bag}: {NOT_SCORED}")
 
 
 def _score_here(bag: Path, config: ReplayConfig, bar: tqdm, progress: bool) -> BagResult:

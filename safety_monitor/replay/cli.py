@@ -14,7 +14,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="score rosbag2 bags (.db3, .mcap) like the live monitor: per-trigger metrics, reports, plots",
         description="Builds RobotState frames from each bag with the live estimator's assembler and grounder "
                     "and steps the same monitor (or, with --from-predicates, rescores the recorded predicate "
-                    "topic). Exit code 0: every bag scored; 1: some bags failed (listed); 2: bad arguments.",
+                    "topic). Exit code 0: every bag scored; 1: some bags failed (listed); 2: bad arguments; "
+                    "130: Ctrl-C (what was scored is still reported).",
     )
     p.add_argument("bags", nargs="+", metavar="BAG_OR_FOLDER",
                    help="bag directories, bare .mcap/.db3 files, or folders searched recursively for them")
@@ -45,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _replay(args: argparse.Namespace) -> int:
     from safety_monitor.monitor.cli import format_table
-    from safety_monitor.replay.batch import score_bags, summarize, unique_bags
+    from safety_monitor.replay.batch import interrupted, score_bags, summarize, unique_bags
     from safety_monitor.replay.report import check_folder, input_warning, is_blind, write_report
     from safety_monitor.replay.score import ReplayConfig, check_config
     from safety_monitor.sources.assembler import StreamMapping
@@ -71,6 +72,10 @@ def _replay(args: argparse.Namespace) -> int:
     for note in duplicates:
         _warn(note)
     results = score_bags(bags, config, jobs=args.jobs, progress=not args.quiet)
+    stopped = interrupted(results)
+    if stopped:
+        _warn(f"interrupted: {len(results) - stopped} of {len(results)} bag(s) done; the results below and the "
+              "report cover those, the rest are listed as not scored")
     summary = summarize(results, pattern, resamples=args.resamples, seed=args.seed)
     if summary.overall is not None:
         print(format_table(summary.overall))
@@ -89,7 +94,7 @@ def _replay(args: argparse.Namespace) -> int:
     print(f"{len(results) - len(failed)} of {len(results)} bag(s) scored"
           + (f", {len(failed)} failed" if failed else "")
           + (f"; {blind} blind in some or all frames (not monitored there: see the warnings)" if blind else ""))
-    return 1 if failed else 0
+    return 130 if stopped else 1 if failed else 0
 
 
 def _warn(text: str) -> None:
