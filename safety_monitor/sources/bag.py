@@ -476,8 +476,9 @@ def _message_index(bio: Any, offset: int, channel: int) -> np.ndarray:
 class BagWriter:
     """Write a rosbag2 bag from plain values or rosbags messages (not thread-safe: one writer thread).
 
-    `t` arguments are seconds: the header stamp, and the log time unless `log_t` is given (a live
-    recorder passes its receive time). Use as a context manager; the bag is finalised on exit.
+    `t` arguments are seconds: the header stamp, and the log time unless `log_t` is given (the live
+    recorder passes a later one for a message that arrives late). Use as a context manager; the bag is
+    finalised on exit.
     """
 
     def __init__(self, path: str | Path, storage: str = "mcap", typestore: Any = None) -> None:
