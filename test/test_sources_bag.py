@@ -142,6 +142,29 @@ def test_truncated_bag_is_a_source_error_naming_it(tmp_path, storage):
             list(r.messages(TOPICS))
 
 
+def test_an_mcap_file_without_its_end_says_it_is_truncated_or_was_not_closed(tmp_path):
+    bag = _write(tmp_path / "bag", n=100)
+    data_file = next(bag.glob("*.mcap"))
+    data_file.write_bytes(data_file.read_bytes()[:-100])  # as a killed recorder leaves it: no footer
+    shutil.copy(data_file, tmp_path / "bare.mcap")
+    for path, file in ((bag, data_file), (tmp_path / "bare.mcap", tmp_path / "bare.mcap")):
+        with pytest.raises(SourceError, match=f"^{file}: cannot open bag: the mcap file ends without its footer: "
+                                              "it is truncated, or its recorder was stopped before closing it"):
+            with BagReader(path):
+                pass
+
+
+def test_a_broken_metadata_yaml_is_one_line_naming_the_file_and_the_problem(tmp_path):
+    bag = _write(tmp_path / "bag", n=2)
+    lines = (bag / "metadata.yaml").read_text().splitlines()
+    (bag / "metadata.yaml").write_text("\n".join([*lines[:2], " : : [", *lines[2:]]))
+    with pytest.raises(SourceError) as err:
+        with BagReader(bag):
+            pass
+    assert str(err.value) == (f"{bag}/metadata.yaml: cannot open bag: not valid YAML at line 3, column 2: "
+                              "expected <block end>, but found '<block mapping start>'")
+
+
 def test_corrupt_message_bytes_are_a_source_error(tmp_path):
     bag = _write(tmp_path / "bag", "mcap", n=400)
     data_file = next(bag.glob("*.mcap"))

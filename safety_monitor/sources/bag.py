@@ -90,6 +90,36 @@ _READ_ERRORS = (AnyReaderError, ReaderError, SerdeError, TypesysError, sqlite3.E
                 ValueError, KeyError, IndexError, AssertionError, EOFError, OverflowError, TypeError)
 
 
+_MCAP_MAGIC = b"\x89MCAP0\r\n"
+
+
+def _open_error(path: Path, exc: BaseException) -> str:
+    """Why rosbags could not open the bag, in one line naming the file at fault."""
+    files = [path] if path.is_file() else sorted(path.glob("*.mcap"))
+    for file in files:
+        if file.suffix == ".mcap" and _unfinished_mcap(file):
+            return (f"{file}: cannot open bag: the mcap file ends without its footer: it is truncated, or its "
+                    "recorder was stopped before closing it (killed); `mcap recover` rebuilds a readable copy")
+    cause: BaseException | None = exc
+    while cause is not None and getattr(cause, "problem_mark", None) is None:  # rosbags hides YAML's error
+        cause = cause.__context__
+    if cause is not None:
+        mark, problem = getattr(cause, "problem_mark"), getattr(cause, "problem", None) or "parse error"
+        return (f"{path / 'metadata.yaml'}: cannot open bag: not valid YAML at line {mark.line + 1}, column "
+                f"{mark.column + 1}: {problem}")
+    return f"{path}: cannot open bag: {' '.join(str(exc).split())}"
+
+
+def _unfinished_mcap(file: Path) -> bool:
+    """An mcap file (it starts with the magic) that does not end with it: cut short or never closed."""
+    with file.open("rb") as f:
+        if f.read(8) != _MCAP_MAGIC:
+            return False
+        f.seek(0, 2)
+        f.seek(max(8, f.tell() - 8))
+        return f.read() != _MCAP_MAGIC
+
+
 class _CheckedReader(Reader):
     """rosbags' rosbag2 reader that, once open, strips the embedded definitions AnyReader cannot use: text
     that does not parse, a type it uses but nobody defines, a hash it does not match. AnyReader would refuse
@@ -200,7 +230,7 @@ class BagReader:
             raise SourceError(f"{self.path}: not a readable rosbag2 bag ({exc})") from None
         except _READ_ERRORS as exc:
             self._reader = None
-            raise SourceError(f"{self.path}: cannot open bag: {exc}") from None
+            raise SourceError(_open_error(self.path, exc)) from None
         for warning in self.skip_warnings:
             log.warning("%s: %s", self.path, warning)
         return self
