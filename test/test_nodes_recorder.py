@@ -81,3 +81,67 @@ def test_recorder_splits_rollouts_into_bags_of_the_published_messages(tmp_path):
             assert [(p.frame, p.values["a"]) for p in preds] == [(k, bool(k % 2)) for k in range(frames)]
             (_, _, events_msg), = reader.messages({f"{ns}/safety_monitor/events"})
             assert m.decode_events(events_msg) == [{**event, "t": t0 + 0.002, "rollout": rollout}]
+
+
+def test_log_order_writes_oldest_first_holding_a_bounded_number():
+    from safety_monitor.nodes.recorder import LogOrder
+
+    written = []
+    order = LogOrder(lambda topic, msg, t, log_t: written.append((topic, t, log_t)), held=2)
+    for topic, t in (("j", 1.002), ("p", 1.000), ("q", 1.000), ("j", 1.004)):
+        order.push(topic, None, t)
+    assert written == [("p", 1.000, 1.000), ("q", 1.000, 1.000)]  # ties in arrival order, two held
+    order.push("late", None, 1.001)  # later than the bound allows: written at the newest log time so far
+    order.flush()
+    assert written[2:] == [("late", 1.001, 1.001), ("j", 1.002, 1.002), ("j", 1.004, 1.004)]
+    order.push("later", None, 1.003)
+    order.flush()
+    assert written[-1] == ("later", 1.003, 1.004) and order.late == 1
+
+
+def test_recorded_mcap_is_in_log_time_order_though_topics_arrive_out_of_it(tmp_path):
+    """A frame's joint states arrive before the previous frame's pose: the file is still in log-time order, so
+    it reads back once its index is gone (a killed recorder writes none)."""
+    from rosbags.rosbag2.storage_mcap import McapReader
+
+    from safety_monitor.nodes.recorder import RecorderNode
+
+    ns = "/r" + uuid.uuid4().hex[:8]
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    recorder = RecorderNode(tmp_path / "bag", ["mug"], "mcap", context=context, namespace=ns)
+    probe = rclpy.create_node("probe", namespace=ns, context=context)
+    T = m.rclpy_types()
+    joints = probe.create_publisher(T.JointState, "joint_states", qos.input_qos())
+    pose = probe.create_publisher(T.PoseStamped, "objects/mug/pose", qos.input_qos())
+    executor = rclpy.executors.SingleThreadedExecutor(context=context)
+    executor.add_node(recorder)
+    executor.add_node(probe)
+
+    def spin(seconds):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            executor.spin_once(timeout_sec=0.02)
+
+    try:
+        end = time.monotonic() + 10
+        while not (joints.get_subscription_count() and pose.get_subscription_count()):
+            assert time.monotonic() < end
+            executor.spin_once(timeout_sec=0.02)
+        joints.publish(m.joint_state_msg(T, 1.002, ["j1"], [0.1]))
+        spin(0.2)
+        pose.publish(m.pose_msg(T, 1.000, Pose(np.array([0.5, 0.0, 0.4]), np.array([1.0, 0, 0, 0]))))
+        spin(0.2)
+        assert recorder.recorded == 2
+    finally:
+        recorder.destroy_node()
+        probe.destroy_node()
+        context.try_shutdown()
+
+    storage = McapReader(next((tmp_path / "bag").glob("*.mcap")))
+    storage.open()
+    try:  # the records in file order, as a reader without the index meets them
+        scanned = [(c.topic, t) for c, t, _ in storage.messages_scan(storage.connections)]
+    finally:
+        storage.close()
+    assert scanned == [(f"{ns}/objects/mug/pose", 1_000_000_000), (f"{ns}/joint_states", 1_002_000_000)]

@@ -11,7 +11,7 @@ from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from safety_monitor.errors import SourceError
 from safety_monitor.grounding.state import Pose, Wrench
 from safety_monitor.sources import messages as m
-from safety_monitor.sources.bag import BagReader, BagWriter, find_bags
+from safety_monitor.sources.bag import BagReader, BagWriter, default_typestore, find_bags
 
 TOPICS = {"/joint_states", "/wrist_wrench", "/objects/mug/pose", "/safety_monitor/predicates", "/clock"}
 
@@ -83,9 +83,53 @@ def test_types_without_definitions_are_skipped_with_a_warning_and_standard_ones_
     db.close()
     with caplog.at_level(logging.WARNING), BagReader(bag) as r:
         assert r.skipped_types == ("my_pkg/msg/Thing",)
-        assert len(list(r.messages({"/thing"}))) == 0
         assert len(list(r.messages({"/joint_states"}))) == 3  # definition from the default typestore
-    assert "my_pkg/msg/Thing" in caplog.text
+        with pytest.raises(SourceError, match="cannot read topic /thing: its type my_pkg/msg/Thing has no definition"):
+            list(r.messages({"/thing", "/joint_states"}))
+    assert "topic(s) /thing skipped: type my_pkg/msg/Thing has no definition" in caplog.text
+
+
+def _with_definition(topic, msgtype, text, raw=b"\x00\x01\x00\x00\x07\x00\x00\x00"):
+    """An `extra` writing `raw` on `topic`, embedded under `text` as its definition (as a vendor's tool might)."""
+    conn = []
+
+    def extra(w, t):
+        writer = w._writer  # noqa: SLF001 (a connection BagWriter would not make)
+        if not conn:
+            conn.append(writer.add_connection(topic, msgtype, msgdef=text, rihs01="RIHS01_" + "0" * 64))
+        writer.write(conn[0], round(t * 1e9), raw)
+    return extra
+
+
+@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
+@pytest.mark.parametrize("text, why", [("this is ### not a definition {", "leaves vendor_msgs/msg/this undefined"),
+                                       ("int32[ x", "does not parse")])
+def test_a_topic_whose_definition_is_broken_is_skipped_and_named(tmp_path, caplog, storage, text, why):
+    vendor = _with_definition("/vendor/status", "vendor_msgs/msg/Status", text)
+    bag = _write(tmp_path / "bag", storage, n=3, extra=vendor)
+    with caplog.at_level(logging.WARNING), BagReader(bag) as r:
+        assert len(list(r.messages(TOPICS))) == 15
+        with pytest.raises(SourceError, match=f"{bag}: cannot read topic /vendor/status: its type "
+                                              f"vendor_msgs/msg/Status has a definition in the bag that {why}"):
+            list(r.message_batches({"/vendor/status"}))
+    assert f"topic(s) /vendor/status skipped: type vendor_msgs/msg/Status has a definition in the bag that {why}" \
+        in caplog.text
+
+
+def test_a_needed_topic_whose_definition_is_broken_is_an_error_naming_it(tmp_path):
+    store = default_typestore()
+    msg = m.joint_state_msg(m.rosbags_types(store), 1.0, ["a"], [0.5])
+    raw = store.serialize_cdr(msg, "sensor_msgs/msg/JointState")
+    extra = _with_definition("/joint_states", "sensor_msgs/msg/JointState", "int32[ x", raw)
+    with BagWriter(tmp_path / "bag") as w:
+        for k in range(3):
+            w.write_clock(1.0 + k)
+            extra(w, 1.0 + k)
+    with BagReader(tmp_path / "bag") as r:
+        assert len(list(r.messages({"/clock"}))) == 3
+        with pytest.raises(SourceError, match="cannot read topic /joint_states: its type sensor_msgs/msg/JointState "
+                                              "has a definition in the bag that does not parse"):
+            list(r.messages({"/clock", "/joint_states"}))
 
 
 @pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
@@ -96,6 +140,29 @@ def test_truncated_bag_is_a_source_error_naming_it(tmp_path, storage):
     with pytest.raises(SourceError, match=str(bag)):
         with BagReader(bag) as r:
             list(r.messages(TOPICS))
+
+
+def test_an_mcap_file_without_its_end_says_it_is_truncated_or_was_not_closed(tmp_path):
+    bag = _write(tmp_path / "bag", n=100)
+    data_file = next(bag.glob("*.mcap"))
+    data_file.write_bytes(data_file.read_bytes()[:-100])  # as a killed recorder leaves it: no footer
+    shutil.copy(data_file, tmp_path / "bare.mcap")
+    for path, file in ((bag, data_file), (tmp_path / "bare.mcap", tmp_path / "bare.mcap")):
+        with pytest.raises(SourceError, match=f"^{file}: cannot open bag: the mcap file ends without its footer: "
+                                              "it is truncated, or its recorder was stopped before closing it"):
+            with BagReader(path):
+                pass
+
+
+def test_a_broken_metadata_yaml_is_one_line_naming_the_file_and_the_problem(tmp_path):
+    bag = _write(tmp_path / "bag", n=2)
+    lines = (bag / "metadata.yaml").read_text().splitlines()
+    (bag / "metadata.yaml").write_text("\n".join([*lines[:2], " : : [", *lines[2:]]))
+    with pytest.raises(SourceError) as err:
+        with BagReader(bag):
+            pass
+    assert str(err.value) == (f"{bag}/metadata.yaml: cannot open bag: not valid YAML at line 3, column 2: "
+                              "expected <block end>, but found '<block mapping start>'")
 
 
 def test_corrupt_message_bytes_are_a_source_error(tmp_path):

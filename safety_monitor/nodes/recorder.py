@@ -4,14 +4,20 @@ Subscriptions are raw: each message's bytes are decoded by rosbags and written b
 `sources.bag.BagWriter`, which serialises them again with rosbags' own CDR (readable by every ROS
 tool and by rosbags itself) and embeds the definitions; no rclpy message object is built on the way.
 The log time is the header stamp (the clock's time for /clock), so a bag of a simulated run is
-deterministic for its seed. With `split_rollouts`, each rollout (episode marker) goes to its own bag
-`<path>/episode_<k>`, so bag replay scores each rollout as the trace the live monitor closed.
+deterministic for its seed. Topics arrive a little out of stamp order (a frame's predicates after the next
+frame's joint states), so messages are written in log-time order through `LogOrder`: an mcap file out of
+that order cannot be read once its index is lost (a killed recorder leaves none).
+With `split_rollouts`, each rollout (episode marker) goes to its own bag `<path>/episode_<k>`, so bag
+replay scores each rollout as the trace the live monitor closed.
 """
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable
+import heapq
+import itertools
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from rclpy.node import Node
 
@@ -31,6 +37,38 @@ def _stamp(msg) -> float:
     return m.stamp_seconds(msg.header.stamp if hasattr(msg, "header") else msg.clock)
 
 
+HELD = 4096  # messages held back for ordering: about a second of a 500 Hz run's topics
+
+
+class LogOrder:
+    """Writes messages oldest stamp first, holding back the newest `held` (bounded memory; `flush` writes
+    them all). Ties keep their arrival order. A message later than that is written at the newest log time
+    already written (it was received that late; its header keeps its stamp), so the file stays in order."""
+
+    def __init__(self, write: Callable[[str, Any, float, float], None], held: int = HELD) -> None:
+        self._write, self._held = write, held
+        self._heap: list[tuple[float, int, str, Any]] = []
+        self._arrival = itertools.count()
+        self._newest = float("-inf")
+        self.late = 0  # messages written after their stamp
+
+    def push(self, topic: str, msg: Any, t: float) -> None:
+        heapq.heappush(self._heap, (t, next(self._arrival), topic, msg))
+        if len(self._heap) > self._held:
+            self._pop()
+
+    def flush(self) -> None:
+        while self._heap:
+            self._pop()
+
+    def _pop(self) -> None:
+        t, _, topic, msg = heapq.heappop(self._heap)
+        if t < self._newest:
+            self.late += 1
+        self._newest = max(self._newest, t)
+        self._write(topic, msg, t, self._newest)
+
+
 class RecorderNode(Node):
     def __init__(self, path: str | Path, objects: Iterable[str], storage: str = "mcap",
                  split_rollouts: bool = False, **node_kwargs) -> None:
@@ -41,7 +79,8 @@ class RecorderNode(Node):
         self._writers: dict[int, BagWriter] = {}
         self._starts: list[float] = []
         self.bags: list[Path] = []
-        self.recorded = 0  # messages written so far (a caller draining the topics watches it settle)
+        self.recorded = 0  # messages received so far (a caller draining the topics watches it settle)
+        self._order = LogOrder(lambda topic, msg, t, log_t: self._writer(t).write(topic, msg, log_t))
         T = m.rclpy_types()
         inputs = qos.input_qos()
         self.create_subscription(T.DiagnosticArray, self.topics.episode, self._on_marker, qos.EPISODE)
@@ -60,8 +99,7 @@ class RecorderNode(Node):
 
         def callback(raw: bytes) -> None:
             msg = self._typestore.deserialize_cdr(raw, name)
-            t = _stamp(msg)
-            self._writer(t).write(sub.topic_name, msg, t)
+            self._order.push(sub.topic_name, msg, _stamp(msg))
             self.recorded += 1
 
         sub = self.create_subscription(msg_type, topic, callback, profile, raw=True)
@@ -84,6 +122,10 @@ class RecorderNode(Node):
         return writer
 
     def destroy_node(self) -> None:
+        self._order.flush()
+        if self._order.late:
+            self.get_logger().warning(f"{self._order.late} message(s) arrived more than {HELD} messages after "
+                                      "newer ones: recorded at the newest log time written, header stamps kept")
         for writer in self._writers.values():
             writer.close()
         self._writers.clear()

@@ -2,8 +2,9 @@
 
 Reading: `BagReader` opens a bag directory or a bare `.mcap`/`.db3` file with rosbags' AnyReader,
 which registers the message definitions embedded in the bag (mcap, and sqlite3 from Iron on); types
-the bag does not define come from the newest ROS 2 typestore, and types nobody defines are skipped
-with a warning naming them. Messages stream in log-time order, so bags larger than memory are fine.
+the bag does not define come from the newest ROS 2 typestore. Topics of a type nobody defines, or whose
+embedded definition is broken (a vendor tool's), are skipped with a warning naming topic, type and why;
+asking for one is an error saying so. Messages stream in log-time order, so bags larger than memory are fine.
 `message_batches` gives the same stream a chunk at a time as one byte buffer with offsets (from an indexed
 mcap file straight from its chunks and message indexes), for readers that decode many messages at once.
 
@@ -24,12 +25,13 @@ from typing import Any
 import apsw
 import numpy as np
 from rosbags.highlevel import AnyReader, AnyReaderError
-from rosbags.rosbag2 import ReaderError, StoragePlugin, Writer, WriterError
+from rosbags.interfaces import Connection, MessageDefinition, MessageDefinitionFormat
+from rosbags.rosbag2 import Reader, ReaderError, StoragePlugin, Writer, WriterError
 from rosbags.rosbag2.reader import DirectoryReader
 from rosbags.rosbag2.storage_mcap import McapReader
 from rosbags.rosbag2.storage_mcap import decompress as mcap_decompress
 from rosbags.serde import SerdeError
-from rosbags.typesys import Stores, TypesysError, get_typestore
+from rosbags.typesys import Stores, TypesysError, get_types_from_idl, get_types_from_msg, get_typestore
 
 from safety_monitor.errors import SourceError
 from safety_monitor.grounding.state import Pose, Wrench
@@ -88,6 +90,95 @@ _READ_ERRORS = (AnyReaderError, ReaderError, SerdeError, TypesysError, sqlite3.E
                 ValueError, KeyError, IndexError, AssertionError, EOFError, OverflowError, TypeError)
 
 
+_MCAP_MAGIC = b"\x89MCAP0\r\n"
+
+
+def _open_error(path: Path, exc: BaseException) -> str:
+    """Why rosbags could not open the bag, in one line naming the file at fault."""
+    files = [path] if path.is_file() else sorted(path.glob("*.mcap"))
+    for file in files:
+        if file.suffix == ".mcap" and _unfinished_mcap(file):
+            return (f"{file}: cannot open bag: the mcap file ends without its footer: it is truncated, or its "
+                    "recorder was stopped before closing it (killed); `mcap recover` rebuilds a readable copy")
+    cause: BaseException | None = exc
+    while cause is not None and getattr(cause, "problem_mark", None) is None:  # rosbags hides YAML's error
+        cause = cause.__context__
+    if cause is not None:
+        mark, problem = getattr(cause, "problem_mark"), getattr(cause, "problem", None) or "parse error"
+        return (f"{path / 'metadata.yaml'}: cannot open bag: not valid YAML at line {mark.line + 1}, column "
+                f"{mark.column + 1}: {problem}")
+    return f"{path}: cannot open bag: {' '.join(str(exc).split())}"
+
+
+def _unfinished_mcap(file: Path) -> bool:
+    """An mcap file (it starts with the magic) that does not end with it: cut short or never closed."""
+    with file.open("rb") as f:
+        if f.read(8) != _MCAP_MAGIC:
+            return False
+        f.seek(0, 2)
+        f.seek(max(8, f.tell() - 8))
+        return f.read() != _MCAP_MAGIC
+
+
+class _CheckedReader(Reader):
+    """rosbags' rosbag2 reader that, once open, strips the embedded definitions AnyReader cannot use: text
+    that does not parse, a type it uses but nobody defines, a hash it does not match. AnyReader would refuse
+    the whole bag for one vendor topic, naming neither; stripped, its topics are skipped. `broken` says why."""
+
+    broken: dict[str, str]
+
+    def open(self) -> None:
+        super().open()
+        self.broken = _strip_broken_definitions(self.storage.connections)
+
+
+def _strip_broken_definitions(connections: list[Connection]) -> dict[str, str]:
+    """Check the definitions as AnyReader registers them (all in one typestore); replace the ones it cannot
+    use with none, in place. Returns message type -> what is wrong with its definition."""
+    defined = [c for c in connections if c.msgdef.format != MessageDefinitionFormat.NONE]
+    broken: dict[str, str] = {}
+    pool: dict[str, Any] = {}
+    for conn in defined:
+        try:
+            pool.update(_definition_types(conn))
+        except (TypesysError, ValueError, IndexError) as exc:
+            broken[conn.msgtype] = f"has a definition in the bag that does not parse (at {_tail(exc)!r})"
+    store = get_typestore(Stores.EMPTY)
+    store.register(pool)
+    for conn in defined:
+        if conn.msgtype in broken:
+            continue
+        try:
+            digest = store.hash_rihs01(conn.msgtype)
+        except KeyError as exc:
+            broken[conn.msgtype] = f"has a definition in the bag that leaves {exc.args[0]} undefined"
+            continue
+        if conn.digest and digest != conn.digest:
+            broken[conn.msgtype] = "has a definition in the bag that does not match the type hash the bag records"
+    none = MessageDefinition(MessageDefinitionFormat.NONE, "")
+    connections[:] = [c._replace(msgdef=none) if c.msgtype in broken else c for c in connections]
+    return broken
+
+
+def _definition_types(conn: Connection) -> dict[str, Any]:
+    """The types a connection's embedded definition declares, parsed as AnyReader parses it."""
+    if conn.msgdef.format == MessageDefinitionFormat.MSG:
+        return get_types_from_msg(conn.msgdef.data, conn.msgtype)
+    sep = "=" * 80 + "\n"
+    if not conn.msgdef.data.startswith(f"{sep}IDL: "):
+        return get_types_from_idl(conn.msgdef.data)
+    types: dict[str, Any] = {}
+    for part in conn.msgdef.data.split(sep)[1:]:
+        types.update(get_types_from_idl(part.split("\n", 1)[1]))
+    return types
+
+
+def _tail(exc: Exception) -> str:
+    """The last line of rosbags' parse error: the definition text from where parsing failed."""
+    lines = str(exc).strip().splitlines() or [""]
+    return lines[-1][:60]
+
+
 @dataclass(frozen=True)
 class MessageBatch:
     """Consecutive messages of a stream (log-time order) in one buffer: message i is
@@ -125,23 +216,36 @@ class BagReader:
         self.path = Path(path)
         self._default = typestore or default_typestore()
         self._reader: AnyReader | None = None
-        self.skipped_types: tuple[str, ...] = ()
+        self.skipped: dict[str, str] = {}  # message type -> why its topics cannot be read
 
     def __enter__(self) -> BagReader:
         try:
             self._reader = AnyReader([self.path], default_typestore=self._default)
+            if self._reader.is2:
+                self._reader.readers = [_CheckedReader(self.path)]
             self._reader.open()
             self._check_metadata()
-            self.skipped_types = self._complete_types()
+            self.skipped = self._complete_types()
         except FileNotFoundError as exc:
             raise SourceError(f"{self.path}: not a readable rosbag2 bag ({exc})") from None
         except _READ_ERRORS as exc:
             self._reader = None
-            raise SourceError(f"{self.path}: cannot open bag: {exc}") from None
-        if self.skipped_types:
-            log.warning("%s: no definition for message types %s; their topics are skipped",
-                        self.path, ", ".join(self.skipped_types))
+            raise SourceError(_open_error(self.path, exc)) from None
+        for warning in self.skip_warnings:
+            log.warning("%s: %s", self.path, warning)
         return self
+
+    @property
+    def skipped_types(self) -> tuple[str, ...]:
+        """Message types whose topics cannot be read (see `skipped` for why)."""
+        return tuple(sorted(self.skipped))
+
+    @property
+    def skip_warnings(self) -> list[str]:
+        """One line per skipped type naming its topics and why, for the log and for a caller's report."""
+        connections = self._open().connections
+        return [f"topic(s) {', '.join(sorted({c.topic for c in connections if c.msgtype == msgtype}))} skipped: "
+                f"type {msgtype} {why}" for msgtype, why in self.skipped.items()]
 
     def __exit__(self, *exc: object) -> None:
         if self._reader is not None:
@@ -162,14 +266,18 @@ class BagReader:
         if not all(isinstance(n, int) and not isinstance(n, bool) for n in numbers):
             raise ValueError("a message count or time in the metadata is not a whole number")
 
-    def _complete_types(self) -> tuple[str, ...]:
-        """Add default definitions for types the bag does not define; return the still-unknown ones."""
-        store = self._open().typestore
-        missing = {c.msgtype for c in self._open().connections if c.msgtype not in store.fielddefs}
+    def _complete_types(self) -> dict[str, str]:
+        """Add default definitions for types the bag does not define; return why the rest cannot be read
+        (a broken definition in the bag is not replaced by a default one: the bag's type may differ)."""
+        reader = self._open()
+        broken = {t: why for r in reader.readers for t, why in getattr(r, "broken", {}).items()}
+        store = reader.typestore
+        missing = {c.msgtype for c in reader.connections if c.msgtype not in store.fielddefs} - broken.keys()
         known = {t for t in missing if t in self._default.fielddefs}
         if known:
             store.register({k: v for k, v in self._default.fielddefs.items() if k not in store.fielddefs})
-        return tuple(sorted(missing - known))
+        return broken | dict.fromkeys(sorted(missing - known), "has no definition in the bag or in the default "
+                                      "typestore; record the bag with its message definitions")
 
     def _open(self) -> AnyReader:
         if self._reader is None:
@@ -196,11 +304,19 @@ class BagReader:
         reader = self._open()
         return max(0, reader.end_time - reader.start_time) / 1e9 if reader.message_count else 0.0
 
+    def _connections(self, topics: Collection[str]) -> list[Connection]:
+        """The named topics' connections; SourceError naming a topic whose type cannot be decoded."""
+        conns = [c for c in self._open().connections if c.topic in topics]
+        for conn in conns:
+            if conn.msgtype in self.skipped:
+                raise SourceError(f"{self.path}: cannot read topic {conn.topic}: its type {conn.msgtype} "
+                                  f"{self.skipped[conn.msgtype]}")
+        return conns
+
     def raw_messages(self, topics: Collection[str]) -> Iterator[tuple[str, str, int, bytes]]:
         """(topic, msgtype, log time ns, CDR bytes) in log-time order for the named topics."""
         reader = self._open()
-        skipped = set(self.skipped_types)
-        conns = [c for c in reader.connections if c.topic in topics and c.msgtype not in skipped]
+        conns = self._connections(topics)
         if not conns:
             return
         read = 0
@@ -221,8 +337,7 @@ class BagReader:
         indexes, without a Python step per record), else `size` messages joined from `raw_messages`; a batch
         holds at most about _JOIN_BYTES of data beyond one chunk or message."""
         reader = self._open()
-        skipped = set(self.skipped_types)
-        conns = [c for c in reader.connections if c.topic in topics and c.msgtype not in skipped]
+        conns = self._connections(topics)
         if not conns:
             return
         storage = _indexed_mcap(reader)
@@ -391,8 +506,9 @@ def _message_index(bio: Any, offset: int, channel: int) -> np.ndarray:
 class BagWriter:
     """Write a rosbag2 bag from plain values or rosbags messages (not thread-safe: one writer thread).
 
-    `t` arguments are seconds: the header stamp, and the log time unless `log_t` is given (a live
-    recorder passes its receive time). Use as a context manager; the bag is finalised on exit.
+    `t` arguments are seconds: the header stamp, and the log time unless `log_t` is given (the live
+    recorder passes a later one for a message that arrives late). Use as a context manager; the bag is
+    finalised on exit.
     """
 
     def __init__(self, path: str | Path, storage: str = "mcap", typestore: Any = None) -> None:
