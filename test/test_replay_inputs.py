@@ -82,6 +82,34 @@ def test_rate_is_measured_from_stamps_when_not_given(tmp_path, state, specs):
     assert r.rate_hz == RATE
 
 
+def test_rate_is_measured_from_sorted_stamps_and_zero_stamps_ask_for_the_rate(tmp_path, state, specs):
+    """A bag logged in arrival order holds stamps slightly out of order (here each pair swapped): the steps
+    between neighbours would read 167 Hz. All-zero stamps cannot give a rate: the error says so and names
+    --rate (with it, the bag scores on arrival times)."""
+    def swap(k, t, names, position):
+        return (t + (1 if k % 2 == 0 else -1) / RATE if k < N - 1 else t, names, position)
+
+    assert score_bag(write_bag(tmp_path / "swapped", state, edit=swap), ReplayConfig(specs=specs)).rate_hz == RATE
+    zero = write_bag(tmp_path / "zero", state, edit=lambda k, t, names, position: (0.0, names, position))
+    r = score_bag(zero, ReplayConfig(specs=specs))
+    assert r.error == (f"{zero}: /joint_states: cannot measure the control rate: every stamp is zero in the first "
+                       "150 messages; give it with --rate HZ")
+    assert score_bag(zero, config(specs)).ok
+
+
+def test_an_undecodable_message_is_dropped_and_counted_not_fatal(tmp_path, state, specs):
+    bag = write_bag(tmp_path / "db3", state, storage="sqlite3")
+    db = next(bag.glob("*.db3"))
+    with sqlite3.connect(db) as con:
+        (topic_id,) = con.execute("SELECT id FROM topics WHERE name = '/wrist_wrench'").fetchone()
+        con.execute("UPDATE messages SET data = substr(data, 1, 20) WHERE id = (SELECT min(id) FROM messages "
+                    "WHERE topic_id = ? AND timestamp > 100200000000)", (topic_id,))
+    r = score_bag(bag, config(specs))
+    assert r.ok, r.error
+    assert r.frames == N and r.issues == {"undecodable": 1}
+    assert r.issue_examples[0].stream == "/wrist_wrench" and "message dropped" in r.issue_examples[0].detail
+
+
 def test_missing_joint_topic_lists_what_was_found_and_suggests_the_mapping(tmp_path, state, specs):
     bag = write_bag(tmp_path / "renamed", state, joints_topic="/arm/joint_states")
     r = score_bag(bag, config(specs))

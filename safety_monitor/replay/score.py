@@ -160,10 +160,14 @@ def missing_topic_error(bag: Path, what: str, wanted: str, msgtype: str, topics:
 
 
 def estimate_rate(stamps: list[float]) -> float:
-    """Control rate in Hz from the median joint-stamp step, rounded to a whole Hz."""
-    steps = sorted(b - a for a, b in zip(stamps, stamps[1:]) if b > a)
+    """Control rate in Hz from the median step between the distinct stamps, rounded to a whole Hz. The stamps
+    are sorted first: a bag logged in arrival order can hold them slightly out of order."""
+    distinct = sorted(set(stamps))
+    steps = sorted(b - a for a, b in zip(distinct, distinct[1:]))
     if not steps:
-        raise SourceError("cannot measure the control rate: fewer than two increasing joint_states stamps")
+        what = "every stamp is zero" if stamps and not any(stamps) else "fewer than two distinct stamps"
+        raise SourceError(f"cannot measure the control rate: {what} in the first {len(stamps)} messages; "
+                          "give it with --rate HZ")
     return float(max(1, round(1.0 / steps[len(steps) // 2])))
 
 
@@ -450,8 +454,13 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
             start = clock()
             kind, msgtype, raw = kinds[which], msgtypes[which], buffer[at:at + size]
             received = t_ns / 1e9
+            decoded = read.get(k) or _decode_or_drop(
+                read_joints if kind is _JOINT_ROUTE else read_wrench if kind is _WRENCH_ROUTE else read_pose,
+                raw, msgtype, result, batch.topics[which], received)
+            if decoded is None:
+                continue
             if kind is _JOINT_ROUTE:
-                joint_sample = read.get(k) or read_joints(raw, msgtype)
+                joint_sample = decoded
                 mid = clock()
                 timings["deserialise"] += mid - start
                 frame = assembler.on_joint_sample(joint_sample, received)
@@ -469,13 +478,13 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
                 times.append(sample.t)
                 stales.append(sample.stale)
             elif kind is _WRENCH_ROUTE:
-                wrench, stamp = read.get(k) or read_wrench(raw, msgtype)
+                wrench, stamp = decoded
                 mid = clock()
                 timings["deserialise"] += mid - start
                 assembler.on_wrench_sample(wrench, stamp, received)
                 timings["assemble"] += clock() - mid
             else:
-                pose, stamp = read_pose(raw, msgtype)
+                pose, stamp = decoded
                 mid = clock()
                 timings["deserialise"] += mid - start
                 assembler.on_pose_sample(kind, pose, stamp, received)
@@ -485,10 +494,25 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
     scorer.finish()
 
 
-def _control_rate(bag: BagReader, config: ReplayConfig, topic: str) -> float:
-    """The configured rate, else the one measured on the frame-driving topic's stamps."""
+def _decode_or_drop(decoder: _Decoder, raw: bytes, msgtype: str, result: BagResult, topic: str,
+                    received: float) -> Any:
+    """The message's value; None for one rosbags cannot decode, dropped and counted as an `undecodable`
+    issue (like a NaN message), so a few damaged records do not cost the rest of the bag."""
     try:
-        return config.rate_hz or estimate_rate(_first_stamps(bag, topic))
+        return decoder(raw, msgtype)
+    except SourceError as exc:
+        _record_issues(result, (StreamIssue("undecodable", topic, received, f"{exc}; message dropped"),))
+        return None
+
+
+def _control_rate(bag: BagReader, config: ReplayConfig, topic: str) -> float:
+    """The configured rate, else the one measured on the frame-driving topic's stamps (errors reading them
+    name the bag already)."""
+    if config.rate_hz:
+        return config.rate_hz
+    stamps = _first_stamps(bag, topic)
+    try:
+        return estimate_rate(stamps)
     except SourceError as exc:
         raise SourceError(f"{bag.path}: {topic}: {exc}") from None
 
@@ -524,9 +548,7 @@ def score_bag(path: str | Path, config: ReplayConfig, progress: Progress | None 
         with BagReader(path) as bag:
             result.topics = bag.topics
             result.messages = bag.message_count
-            if bag.skipped_types:
-                result.warnings.append("no definition for message types " + ", ".join(bag.skipped_types)
-                                       + "; their topics were skipped")
+            result.warnings.extend(bag.skip_warnings)
             if config.from_predicates:
                 _score_predicates(bag, config, result, progress)
             else:
