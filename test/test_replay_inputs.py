@@ -174,7 +174,8 @@ def test_types_without_definitions_are_skipped_with_a_warning(tmp_path, state, s
     db.close()
     r = score_bag(bag, config(specs))
     assert r.ok and r.frames == N
-    assert r.warnings == ["no definition for message types vendor_msgs/msg/Status; their topics were skipped"]
+    assert r.warnings == ["topic(s) /vendor/status skipped: type vendor_msgs/msg/Status has no definition in the "
+                          "bag or in the default typestore; record the bag with its message definitions"]
 
 
 def test_a_broken_bag_never_stops_the_batch_and_sets_the_exit_code(tmp_path, state, specs, capsys):
@@ -248,3 +249,38 @@ def test_recorded_predicates_with_bad_stamps_gaps_and_missing_keys_score_alike_i
     assert whole[4] == 6 + 5 - 1 and whole[5] == 9  # unknown: k = 0, 11, ..., 55 (k=44 also unsent); stale: k > 50
     monkeypatch.setattr(score, "BATCH", 4)
     assert scored() == whole
+
+
+@pytest.mark.parametrize("batch", [4, 4096])
+def test_recorded_predicates_that_pause_freeze_or_stop_make_the_monitor_blind_as_live(tmp_path, specs, batch,
+                                                                                      monkeypatch):
+    """The live monitor's watchdog, by the recording's log times: no advancing frame for 0.5 s (a pause in
+    the stream, a frozen stamp) or a stream that ends before the recording steps one blind frame, so the
+    stretch reads 'not seen', never 'safe'."""
+    from safety_monitor.replay import score
+    from safety_monitor.sources import messages as m
+
+    monkeypatch.setattr(score, "BATCH", batch)
+    path = tmp_path / "bag"
+    values = dict.fromkeys(("excess_wrench", "object_grasped", "object_sync", "object_grasped_raw"), False)
+    with BagWriter(path) as w:
+        def frame(k, t, stamp=None):
+            w.write_predicates("/safety_monitor/predicates", m.PredicateSample(values, stamp or t, k), log_t=t)
+
+        for k in range(100):
+            frame(k, 1.0 + k / RATE)
+        for k in range(100, 200):  # after a pause of 1 s
+            frame(k, 2.0 + k / RATE)
+        for k in range(200, 600):  # the stamp frozen for 0.8 s while messages keep coming
+            frame(k, 2.0 + k / RATE, stamp=2.0 + 199 / RATE)
+        for k in range(600, 700):
+            frame(k, 2.0 + k / RATE)
+        w.write_joint_state("/joint_states", 5.0, ["arm_joint1"], [0.0], log_t=5.0)  # the recording goes on
+    r = score_bag(path, config(specs, from_predicates=True))
+    assert r.ok, r.error
+    assert r.issues == {"predicates_gap": 2, "duplicate_stamp": 400, "frame_gap": 1, "stream_stopped": 1}
+    assert r.frames == 300 + 3  # the stepped frames and three blind ones
+    for o in r.trace.outcomes:
+        assert o.blind_frames == 3, o
+    kinds = [e.kind for e in r.trace.events if e.property == "no_excess_wrench"]
+    assert kinds == ["blind", "seeing", "blind", "seeing", "blind"]

@@ -128,7 +128,7 @@ def test_jobs_zero_means_one_worker_per_cpu_and_negative_is_refused(tmp_path, mo
     workers = []
 
     class InlinePool:  # runs each bag here, remembering how many workers were asked for
-        def __init__(self, max_workers, mp_context):
+        def __init__(self, max_workers, mp_context, initializer):
             workers.append(max_workers)
 
         def __enter__(self):

@@ -23,6 +23,9 @@ from safety_monitor.monitor.episodes import EpisodeLedger, TraceResult
 from safety_monitor.monitor.events import Event
 
 DEFAULT_HISTORY = 2000  # frames of predicate values kept for counterexamples
+# The monitor node's default watchdog: no advancing predicates for this long and every property is blind
+# (one blind frame), live by the wall clock, in replay by the recording's log times.
+PREDICATES_TIMEOUT_S = 0.5
 _NO_EVENTS: tuple = ()
 # transition flags beyond the automaton's codes (RECOVERED, OPENED, CLOSED_AT_ONCE, RUN_START)
 RISE = 16  # the trigger rose on this frame

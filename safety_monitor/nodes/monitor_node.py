@@ -46,6 +46,7 @@ from rclpy.node import Node
 from safety_monitor.errors import SafetyMonitorError, SourceError
 from safety_monitor.monitor.episodes import PropertyOutcome
 from safety_monitor.monitor.events import BLIND, KINDS, OPENED, SEEING
+from safety_monitor.monitor.live import PREDICATES_TIMEOUT_S
 from safety_monitor.nodes import qos
 from safety_monitor.nodes.alerts import STATE_LOST
 from safety_monitor.nodes.episode_marker import SAME_TIME_S, START, EpisodeMarker, read_marker
@@ -64,8 +65,10 @@ _CLOSING = frozenset(KINDS) - {OPENED, BLIND, SEEING}
 class MonitorParams:
     specs: str = field("", "spec file ('' = the package's config/specs.yaml)")
     events_log: str = field("", "JSON Lines event log ('' = $ROS_HOME/safety_monitor/events[_<namespace>].jsonl)")
-    predicates_timeout_s: float = field(0.5, "no predicates for this long (wall clock): STALE, properties unknown")
-    predicates_frozen_s: float = field(0.5, "predicate stamps not advancing for this long (wall clock): STALE")
+    predicates_timeout_s: float = field(PREDICATES_TIMEOUT_S,
+                                        "no predicates for this long (wall clock): STALE, properties unknown")
+    predicates_frozen_s: float = field(PREDICATES_TIMEOUT_S,
+                                       "predicate stamps not advancing for this long (wall clock): STALE")
     heartbeat_period_s: float = field(0.2, "period of safety_monitor/heartbeat")
     diagnostics_period_s: float = field(1.0, "period of the /diagnostics heartbeat")
     history_frames: int = field(5000, "frames of predicate values kept for counterexamples")

@@ -20,7 +20,7 @@ import numpy as np
 
 from safety_monitor.errors import SafetyMonitorError, SourceError, SpecError
 from safety_monitor.monitor.episodes import TraceResult
-from safety_monitor.monitor.live import DEFAULT_HISTORY, SpecSetMonitor, load_automata
+from safety_monitor.monitor.live import DEFAULT_HISTORY, PREDICATES_TIMEOUT_S, SpecSetMonitor, load_automata
 from safety_monitor.replay.timeline import Timeline
 from safety_monitor.sources import cdr
 from safety_monitor.sources import messages as m
@@ -326,27 +326,32 @@ def _score_predicates(bag: BagReader, config: ReplayConfig, result: BagResult,
                                   f"{exc}") from None
         mid = clock()
         timings["deserialise"] += mid - start
-        valuations, times, stales = frames.build(len(batch), columns, samples)
+        valuations, times, stales = frames.build(len(batch), columns, samples, (batch.log_ns / 1e9).tolist())
         timings["assemble"] += clock() - mid
         scorer.steps(valuations, times, stales)
+    scorer.steps(*frames.finish(bag.end_time))
     scorer.finish()
 
 
 class _PredicateFrames:
     """Recorded predicate messages -> the monitor's frames, as the monitor node takes them: messages whose
     time does not advance are dropped (an issue each), gaps in the recorded frame numbers are issues,
-    predicates the specs read but the messages lack are unknown (a warning, once)."""
+    predicates the specs read but the messages lack are unknown (a warning, once). Its watchdog too: when
+    no advancing frame was logged for PREDICATES_TIMEOUT_S (a gap, a frozen or a stopped stream), one
+    blind frame is stepped at the last frame's time, as the live monitor does by the wall clock."""
 
     def __init__(self, result: BagResult, predicates: tuple[str, ...]) -> None:
         self.result, self.predicates, self.needed = result, predicates, frozenset(predicates)
         self.last_t: float | None = None
         self.expected: int | None = None  # the estimator's next frame number, when it records them
         self.unsent = False
+        self.stepped_at = 0.0  # log time of the last frame stepped
+        self.blind = True  # the watchdog has fired since then (or nothing was stepped yet)
 
-    def build(self, n: int, columns: cdr.PredicateColumns | None, samples: dict[int, m.PredicateSample]
-              ) -> tuple[list, list[float], list[frozenset[str]]]:
-        """The frames of a batch of n messages: message i is `samples[i]`, else row i of `columns`.
-        Consecutive rows with the same values share one valuation object."""
+    def build(self, n: int, columns: cdr.PredicateColumns | None, samples: dict[int, m.PredicateSample],
+              logged: list[float]) -> tuple[list, list[float], list[frozenset[str]]]:
+        """The frames of a batch of n messages logged at `logged` (s): message i is `samples[i]`, else row i
+        of `columns`. Consecutive rows with the same values share one valuation object."""
         valuations: list = []
         times: list[float] = []
         stales: list[frozenset[str]] = []
@@ -367,6 +372,8 @@ class _PredicateFrames:
             else:
                 t, frame, stale = sample.t, sample.frame, sample.stale
                 unknown, valuation = None, self._valuation(sample.values, sample.unknown)
+            if not self.blind and logged[i] - self.stepped_at > PREDICATES_TIMEOUT_S:
+                self._go_blind(logged[i], valuations, times, stales)
             if last_t is not None and t <= last_t:
                 kind = "duplicate_stamp" if t == last_t else "backwards"
                 _record_issues(result, (StreamIssue(kind, "predicates", t, f"frame time {t:.6f} after {last_t:.6f}; "
@@ -382,8 +389,31 @@ class _PredicateFrames:
             valuations.append(valuation)
             times.append(t)
             stales.append(stale)
+            self.stepped_at, self.blind = logged[i], False
         self.last_t, self.expected = last_t, expected
         return valuations, times, stales
+
+    def finish(self, bag_end: float | None) -> tuple[list, list[float], list[frozenset[str]]]:
+        """The blind frame of a predicate stream that stopped before the recording did."""
+        valuations: list = []
+        times: list[float] = []
+        stales: list[frozenset[str]] = []
+        if not self.blind and bag_end is not None and bag_end - self.stepped_at > PREDICATES_TIMEOUT_S:
+            self._go_blind(bag_end, valuations, times, stales, stopped=True)
+        return valuations, times, stales
+
+    def _go_blind(self, now: float, valuations: list, times: list[float], stales: list,
+                  stopped: bool = False) -> None:
+        gap = now - self.stepped_at
+        what = (f"the stream stopped {gap:.3f} s before the recording's end" if stopped
+                else f"no advancing predicates for {gap:.3f} s of recording")
+        _record_issues(self.result, (StreamIssue("stream_stopped" if stopped else "predicates_gap", "predicates",
+                                                 self.last_t, f"{what}; every property blind from there, as "
+                                                 "the live monitor's watchdog"),))
+        valuations.append(None)
+        times.append(self.last_t)
+        stales.append(frozenset())
+        self.blind = True
 
     def _valuation(self, values: Mapping[str, bool], unknown: frozenset[str]) -> dict[str, bool | None]:
         """PredicateSample.valuation(); predicates the specs read but the message lacks are unknown."""

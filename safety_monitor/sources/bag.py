@@ -299,6 +299,12 @@ class BagReader:
         return self._open().message_count
 
     @property
+    def end_time(self) -> float | None:
+        """The last message's log time in seconds (None for an empty bag)."""
+        reader = self._open()
+        return reader.end_time / 1e9 if reader.message_count else None
+
+    @property
     def duration(self) -> float:
         """Seconds between the first and the last message's log time."""
         reader = self._open()
