@@ -274,3 +274,33 @@ def test_ctrl_c_stops_the_batch_and_keeps_what_was_scored(tmp_path, folder, stat
     doc = json.loads((report / "report.json").read_text())
     assert [(b["bag"], b["error"]) for b in doc["bags"]] == [
         (str(bags[0]), None), *((str(b), f"{b}: {batch.NOT_SCORED}") for b in bags[1:])]
+
+
+def _blind_result(leading, later=0, rate=RATE, frames=600):
+    """A scored bag whose predicate `a` is unknown for its first `leading` frames and `later` frames at 300."""
+    from safety_monitor.monitor.episodes import PropertyOutcome, TraceResult
+    from safety_monitor.replay.score import BagResult
+    from safety_monitor.replay.timeline import Timeline
+
+    timeline = Timeline(("a", "b"))
+    for k in range(frames):
+        timeline.add((None if k < leading or 300 <= k < 300 + later else False, False), 1.0 + k / rate)
+    timeline.close()
+    blind = leading + later
+    outcome = PropertyOutcome("p", "collision_contact", frames, blind, 0, 0, 0, 0, (), 0)
+    return BagResult(bag="b", mode="predicates", trace=TraceResult(frames, (outcome,), ()), frames=frames,
+                     unknown_frames=blind, timeline=timeline)
+
+
+def test_the_start_up_frames_every_bag_has_are_no_warning_but_blindness_beyond_them_is():
+    """Estimators with a history window decide nothing for their first frames (29 at 500 Hz in the
+    workcell's bags): a warning on every bag would teach users to ignore it. Longer, or later, is a warning."""
+    from safety_monitor.replay.report import input_warning, is_blind, startup_frames
+
+    clean = _blind_result(29)
+    assert startup_frames(clean) == 29 and not is_blind(clean) and input_warning(clean) is None
+    slow = _blind_result(100)  # 0.2 s before anything is decided: not start-up
+    assert startup_frames(slow) == 0 and is_blind(slow)
+    assert input_warning(slow) == "b: blind: 100 of 600 frames had an unknown predicate; blind frames per property: p 100"
+    later = _blind_result(29, later=5)
+    assert is_blind(later) and "34 of 600 frames had an unknown predicate (29 of them at start-up)" in input_warning(later)

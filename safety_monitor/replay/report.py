@@ -54,10 +54,29 @@ def check_folder(folder: str | Path) -> None:
                                  "choose a folder you can write") from None
 
 
+STARTUP_S = 0.1  # estimators with a history window (object motion: a few pose samples) decide within this
+
+
+def startup_frames(result: BagResult) -> int:
+    """Frames at the bag's start before every predicate was first decided, when that took at most STARTUP_S
+    (the estimators filling their windows, in every bag); 0 when it took longer (a real problem)."""
+    timeline = result.timeline
+    if timeline is None or not timeline.frames:
+        return 0
+    n = max((runs[0][1] + 1 for runs in timeline.runs.values() if runs and runs[0][2] is None), default=0)
+    if n == 0 or n >= timeline.frames or timeline.time(n) - timeline.time(0) > STARTUP_S:
+        return 0
+    return n
+
+
 def is_blind(result: BagResult) -> bool:
-    """Whether some frame of a scored bag was not monitored (a predicate unknown, so a property blind)."""
+    """Whether some frame of a scored bag was not monitored (a predicate unknown, so a property blind), other
+    than the start-up frames every bag has."""
     trace = result.trace
-    return trace is not None and (result.unknown_frames > 0 or any(o.blind_frames for o in trace.outcomes))
+    if trace is None:
+        return False
+    startup = startup_frames(result)
+    return result.unknown_frames > startup or any(o.blind_frames > startup for o in trace.outcomes)
 
 
 def input_warning(result: BagResult) -> str | None:
@@ -68,7 +87,9 @@ def input_warning(result: BagResult) -> str | None:
     parts = []
     if is_blind(result):
         blind = ", ".join(f"{o.property} {o.blind_frames}" for o in result.trace.outcomes if o.blind_frames)
+        startup = startup_frames(result)
         parts.append(f"blind: {result.unknown_frames} of {result.frames} frames had an unknown predicate"
+                     + (f" ({startup} of them at start-up)" if startup else "")
                      + (f"; blind frames per property: {blind}" if blind else ""))
     if result.stale_by_stream:
         parts.append("stale input frames: " + ", ".join(f"{k} {v}" for k, v in result.stale_by_stream.items()))
@@ -261,11 +282,12 @@ def summary_markdown(results: Sequence[BagResult], summary: Summary, config: Rep
     if blind:
         lines += ["## Stale inputs and unknown predicates (blind, not safe)", "",
                   "| bag | frames | frames with a stale input | stale streams (frames) "
-                  "| frames with unknown predicates |",
-                  "|---|---|---|---|---|"]
+                  "| frames with unknown predicates | of which at start-up |",
+                  "|---|---|---|---|---|---|"]
         for r in blind:
             streams = ", ".join(f"{k} ({v})" for k, v in r.stale_by_stream.items()) or "–"
-            lines.append(f"| {r.bag} | {r.frames} | {r.stale_frames} | {streams} | {r.unknown_frames} |")
+            lines.append(f"| {r.bag} | {r.frames} | {r.stale_frames} | {streams} | {r.unknown_frames} "
+                         f"| {startup_frames(r)} |")
         lines.append("")
     noisy = [r for r in results if r.issues or r.warnings]
     if noisy:
