@@ -7,7 +7,7 @@ import pytest
 from safety_monitor.errors import GroundingError, SourceError
 from safety_monitor.grounding.state import Pose, Wrench
 from safety_monitor.sources import messages as m
-from safety_monitor.sources.assembler import FrameAssembler, StaleLimits, StreamMapping, ground_frame
+from safety_monitor.sources.assembler import JOINTS, FrameAssembler, StaleLimits, StreamMapping, ground_frame
 
 T = m.rosbags_types()
 W = Wrench(np.array([0.0, 0.0, 5.0]), np.zeros(3))
@@ -112,6 +112,24 @@ def test_time_jump_makes_the_frame_stale():
     assert a.on_joint_states(js(2.002)).stale == frozenset()
 
 
+def test_joints_frozen_with_advancing_stamps_are_stale_from_the_limit_until_they_change():
+    a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None), limits=StaleLimits(joints_frozen=0.011))
+    frames = [a.on_joint_states(js(1.0 + k * 0.002, vel=(0.0, 0.0))) for k in range(10)]  # 18 ms identical
+    assert [JOINTS in f.stale for f in frames] == [False] * 6 + [True] * 4  # beyond 11 ms of stamp time
+    assert kinds(frames[6].issues) == ["frozen"] and not any(f.issues for f in frames[7:])
+    assert a.joints_frozen
+    moved = a.on_joint_states(js(1.02, pos=(0.1, 0.2000001)))
+    assert moved.stale == frozenset() and not a.joints_frozen
+    off = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None), limits=StaleLimits(joints_frozen=0))
+    assert all(off.on_joint_states(js(1.0 + k * 0.01)).stale == frozenset() for k in range(300))
+
+
+def test_joints_frozen_default_is_two_seconds_of_stamp_time():
+    a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None))
+    stale = [JOINTS in a.on_joint_states(js(1.0 + k * 0.01)).stale for k in range(202)]
+    assert stale.index(True) == 201  # 2.01 s after the values first appeared
+
+
 def test_frozen_wrench_stream_becomes_stale_and_a_stopped_joint_stream_is_flagged():
     a = FrameAssembler(["j1", "j2"], limits=StaleLimits(wrench=0.01))
     a.on_wrench(m.wrench_msg(T, 1.0, W))
@@ -170,3 +188,12 @@ def test_ground_frame_merges_stale_streams_and_marks_rejected_frames_unknown():
     assert sample.stale == {"wrench", "object_pose/mug"}
     sample, failure = ground_frame(_Grounder(fail=True), frame, 8)
     assert "NaN" in failure and sample.valuation() == {"p": None, "q": None} and sample.stale == {"wrench"}
+
+
+def test_ground_frame_makes_every_predicate_unknown_without_stepping_on_stale_joints():
+    a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None))
+    a.on_joint_states(js(1.0))
+    jumped = a.on_joint_states(js(2.0))
+    grounder = _Grounder(fail=True)  # would raise if stepped
+    sample, failure = ground_frame(grounder, jumped, 1)
+    assert failure is None and sample.valuation() == {"p": None, "q": None} and sample.stale == {JOINTS}

@@ -7,7 +7,10 @@ sample's header stamp). Times are header stamps; a zero stamp falls back to the 
 
 Bad input is never repaired silently: a message with NaN positions, a stamp that goes backwards or
 repeats, or joints that cannot be attributed is dropped and reported as a `StreamIssue`; a stream
-older than its limit (or never seen) is reported stale on every frame it affects.
+older than its limit (or never seen) is reported stale on every frame it affects. A joint stream
+whose values stop changing for `StaleLimits.joints_frozen` (stamp time, so live and replay agree) is
+a driver repeating its last reading: stale, not a robot at rest. A frame with stale joint_states is
+grounded with every predicate unknown.
 """
 from __future__ import annotations
 
@@ -93,12 +96,15 @@ class StaleLimits:
     """Seconds after which a stream counts as stale (the monitor then reports itself blind).
 
     `joint_states` is the largest gap between consecutive control frames; a bigger gap is a time
-    jump and the frame after it is stale.
+    jump and the frame after it is stale. `joints_frozen`: joint positions, velocities and efforts
+    bit-identical for longer than this (stamps advancing) are stale; real encoders and controllers
+    always move by some bits, so only a stuck driver repeats exactly (0 = off, for robots that do).
     """
 
     joint_states: float = 0.05
     wrench: float = 0.1
     pose: float = 0.25
+    joints_frozen: float = 2.0
 
     @classmethod
     def for_grounder(cls, grounder: Any) -> StaleLimits:
@@ -112,7 +118,7 @@ class StaleLimits:
 class StreamIssue:
     """A problem with one input message. `kind`: nan, backwards, duplicate_stamp, time_jump,
     empty_names, length_mismatch, joint_names_changed, unknown_joints, missing_joints, zero_stamp,
-    stream_stopped (replay adds frame_gap and grounding)."""
+    stream_stopped, frozen (replay adds frame_gap and grounding)."""
 
     kind: str
     stream: str
@@ -158,6 +164,8 @@ class FrameAssembler:
         self._poses: dict[str, Pose] = {}
         self._pose_stamps: dict[str, float] = {}
         self._stopped_flagged = False
+        self._joint_repeats = _Repeats()
+        self.joints_frozen = False  # the joint values have repeated for longer than limits.joints_frozen
         self._pending: list[StreamIssue] = []
         self.frames = 0
 
@@ -319,6 +327,8 @@ class FrameAssembler:
         if self._t is not None and t - self._t > self.limits.joint_states:
             self._issue("time_jump", JOINTS, t, f"{t - self._t:.3f} s since the previous frame")
             stale.append(JOINTS)
+        if self._frozen(block, t) and JOINTS not in stale:
+            stale.append(JOINTS)
         self._t = t
         self._stopped_flagged = False
         state = RobotState(
@@ -335,6 +345,16 @@ class FrameAssembler:
         self.frames += 1
         return AssembledFrame(state, frozenset(stale), self.drain_issues())
 
+    def _frozen(self, block: np.ndarray, t: float) -> bool:
+        """Whether the joint values have been bit-identical for longer than the limit (issue at the onset)."""
+        limit = self.limits.joints_frozen
+        frozen = bool(limit) and self._joint_repeats.held(block.tobytes(), t) > limit
+        if frozen and not self.joints_frozen:
+            self._issue("frozen", JOINTS, t, f"positions, velocities and efforts identical for {limit:g} s "
+                        "(a driver repeating its last reading); frames stale until they change")
+        self.joints_frozen = frozen
+        return frozen
+
     def _optional(self, values: np.ndarray | None, n: int, what: str, t: float) -> tuple[np.ndarray | float, bool]:
         """A message's velocities or efforts (NaN, unknown this frame, when absent or short), and whether
         every value is finite (a NaN among them makes the row unknown this frame)."""
@@ -349,6 +369,22 @@ class FrameAssembler:
         return values, False
 
 
+class _Repeats:
+    """How long a stream has repeated the same values, in stamp time."""
+
+    __slots__ = ("key", "since")
+
+    def __init__(self) -> None:
+        self.key: bytes | None = None
+        self.since = 0.0
+
+    def held(self, key: bytes, t: float) -> float:
+        """Seconds since the values `key` first appeared (0 when they just changed)."""
+        if key != self.key:
+            self.key, self.since = key, t
+        return t - self.since
+
+
 _LIMIT = 1e9  # beyond this a joint (rad or m), wrench (N, N m) or pose (m) value is a corrupt message
 
 
@@ -360,14 +396,21 @@ def _finite(values: np.ndarray) -> bool:
 
 def ground_frame(grounder: Any, assembled: AssembledFrame, frame: int) -> tuple[PredicateSample, str | None]:
     """Ground one assembled frame into what `/safety_monitor/predicates` carries: the one step live
-    estimation and replay share. Stale streams are the assembler's and the grounder's. A frame the
-    grounder rejects (GroundingError) has every predicate unknown, never guessed; its reason is
-    returned for the caller to report."""
+    estimation and replay share. Stale streams are the assembler's and the grounder's. A frame whose
+    joint_states are stale (frozen, after a break in time) or that the grounder rejects (GroundingError,
+    its reason returned for the caller to report) has every predicate unknown, never guessed; the
+    grounder does not step on stale joints, so its debouncers freeze as they do for any unknown input."""
     state = assembled.state
+    if JOINTS in assembled.stale:
+        return _unknown(grounder, assembled, frame), None
     try:
         grounded = grounder.step(state)
     except GroundingError as exc:
-        names = grounder.predicates
-        return PredicateSample(dict.fromkeys(names, False), state.t, frame, frozenset(names), assembled.stale), str(exc)
+        return _unknown(grounder, assembled, frame), str(exc)
     stale = assembled.stale | frozenset(grounded.stale)
     return PredicateSample(grounded.values, state.t, frame, grounded.unknown, stale), None
+
+
+def _unknown(grounder: Any, assembled: AssembledFrame, frame: int) -> PredicateSample:
+    names = grounder.predicates
+    return PredicateSample(dict.fromkeys(names, False), assembled.state.t, frame, frozenset(names), assembled.stale)
