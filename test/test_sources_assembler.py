@@ -7,7 +7,7 @@ import pytest
 from safety_monitor.errors import GroundingError, SourceError
 from safety_monitor.grounding.state import Pose, Wrench
 from safety_monitor.sources import messages as m
-from safety_monitor.sources.assembler import JOINTS, FrameAssembler, StaleLimits, StreamMapping, ground_frame
+from safety_monitor.sources.assembler import JOINTS, WRENCH, FrameAssembler, StaleLimits, StreamMapping, ground_frame
 
 T = m.rosbags_types()
 W = Wrench(np.array([0.0, 0.0, 5.0]), np.zeros(3))
@@ -139,6 +139,40 @@ def test_frozen_wrench_stream_becomes_stale_and_a_stopped_joint_stream_is_flagge
     assert "wrench" in frame.stale and kinds(frame.issues) == ["duplicate_stamp"]
     a.on_wrench(m.wrench_msg(T, 1.5, W))
     assert kinds(a.drain_issues()) == ["stream_stopped"]
+
+
+def test_a_wrench_repeating_bit_identical_values_is_stale_and_not_handed_to_the_grounder():
+    a = FrameAssembler(["j1", "j2"], limits=StaleLimits(wrench_frozen=0.011))
+    stale = []
+    for k in range(10):  # identical force and torque for 18 ms, stamps advancing
+        a.on_wrench(m.wrench_msg(T, 1.0 + k * 0.002, W))
+        frame = a.on_joint_states(js(1.0 + k * 0.002, pos=(0.1, 0.2 + k * 1e-6)))
+        stale.append(WRENCH in frame.stale)
+        assert (frame.state.wrench is None) == stale[-1]
+    assert stale == [False] * 6 + [True] * 4
+    noisy = Wrench(W.force + 1e-9, W.torque)
+    a.on_wrench(m.wrench_msg(T, 1.02, noisy))
+    assert WRENCH not in a.on_joint_states(js(1.02)).stale
+
+
+def test_the_frozen_wrench_issue_is_raised_once_at_the_onset():
+    a = FrameAssembler(["j1", "j2"], limits=StaleLimits(wrench_frozen=0.005))
+    issues = []
+    for k in range(8):
+        a.on_wrench(m.wrench_msg(T, 1.0 + k * 0.002, W))
+        issues += a.on_joint_states(js(1.0 + k * 0.002, pos=(0.1, 0.2 + k * 1e-6))).issues
+    assert [(i.kind, i.stream, i.t) for i in issues] == [("frozen", WRENCH, 1.006)]
+
+
+def test_a_stream_stale_by_the_assembler_limits_is_not_handed_to_the_grounder():
+    a = FrameAssembler(["j1", "j2"], objects=["mug"], limits=StaleLimits(wrench=0.01, pose=0.01))
+    a.on_wrench(m.wrench_msg(T, 1.0, W))
+    a.on_pose("mug", m.pose_msg(T, 1.0, P))
+    fresh = a.on_joint_states(js(1.005)).state
+    assert fresh.wrench is not None and "mug" in fresh.object_poses
+    old = a.on_joint_states(js(1.02))
+    assert old.stale == {WRENCH, "object_pose/mug"}
+    assert old.state.wrench is None and old.state.object_poses == {} and old.state.object_ages == {}
 
 
 def test_zero_stamp_falls_back_to_arrival_time():

@@ -12,9 +12,10 @@ predicate unknown, never guessed. A watchdog reports STALE on /diagnostics when 
 for `joint_states_timeout_s` (wall clock); the monitor then marks its properties unknown. A frozen
 /joint_states (identical positions, velocities and efforts for `joint_states_frozen_s` of stamp time,
 a driver repeating its last reading) is STALE too: the assembler marks its frames stale, as replay
-does, and they are published with every predicate unknown. Wrench and pose age limits come from `wrench_stale_s` and
-`pose_stale_s` (0 = the grounder's thresholds). Frames missing between consecutive stamps (a node or
-driver that cannot keep up drops them from its queue) turn the diagnostics WARN (`frame_load`).
+does, and they are published with every predicate unknown; a wrench frozen for `wrench_frozen_s` is
+stale. Wrench and pose age limits come from `wrench_stale_s` and `pose_stale_s` (0 = the grounder's
+thresholds). Frames missing between consecutive stamps (a node or driver that cannot keep up drops
+them from its queue) turn the diagnostics WARN (`frame_load`).
 """
 from __future__ import annotations
 
@@ -48,6 +49,8 @@ class EstimatorParams:
     joint_states_timeout_s: float = field(0.1, "watchdog: no /joint_states for this long (wall clock) -> STALE")
     joint_states_frozen_s: float = field(
         2.0, "identical /joint_states values for this long (stamp time) -> STALE, predicates unknown (0 = off)")
+    wrench_frozen_s: float = field(
+        2.0, "identical wrench values for this long (stamp time) -> wrench stale, its predicates unknown (0 = off)")
     wrench_stale_s: float = field(0.0, "wrench older than this at a frame: its predicates unknown (0 = thresholds.yaml)")
     pose_stale_s: float = field(0.0, "object pose older than this at a frame: its predicates unknown (0 = thresholds.yaml)")
     best_effort_inputs: bool = field(False, "subscribe to the robot topics best effort (sensors that offer no more)")
@@ -67,8 +70,9 @@ class EstimatorNode(Node):
         self.topics = declare_topics(self)
         if min(p.control_rate_hz, p.joint_states_timeout_s, p.diagnostics_period_s) <= 0:
             raise SafetyMonitorError("estimator_node: rates, gaps, timeouts and periods must be > 0")
-        if min(p.joint_states_frozen_s, p.wrench_stale_s, p.pose_stale_s) < 0:
-            raise SafetyMonitorError("estimator_node: joint_states_frozen_s, wrench_stale_s, pose_stale_s must be >= 0")
+        if min(p.joint_states_frozen_s, p.wrench_frozen_s, p.wrench_stale_s, p.pose_stale_s) < 0:
+            raise SafetyMonitorError("estimator_node: joint_states_frozen_s, wrench_frozen_s, wrench_stale_s, "
+                                     "pose_stale_s must be >= 0")
         self.grounder = load_default_grounder(p.control_rate_hz, p.config_dir or None)
         self.grounder.twin  # build the kinematic twin now, not on the first frame  # noqa: B018
         robot = self.grounder.robot
@@ -77,7 +81,8 @@ class EstimatorNode(Node):
             object_pose=self.topics.object_pose)
         limits = StaleLimits.for_grounder(self.grounder)
         self._limits = dataclasses.replace(limits, wrench=p.wrench_stale_s or limits.wrench,
-                                           pose=p.pose_stale_s or limits.pose, joints_frozen=p.joint_states_frozen_s)
+                                           pose=p.pose_stale_s or limits.pose, joints_frozen=p.joint_states_frozen_s,
+                                           wrench_frozen=p.wrench_frozen_s)
         self.assembler = self._new_assembler()
         self.frames = 0  # published frames of the current rollout
         self.issues: Counter[str] = Counter()

@@ -9,8 +9,10 @@ Bad input is never repaired silently: a message with NaN positions, a stamp that
 repeats, or joints that cannot be attributed is dropped and reported as a `StreamIssue`; a stream
 older than its limit (or never seen) is reported stale on every frame it affects. A joint stream
 whose values stop changing for `StaleLimits.joints_frozen` (stamp time, so live and replay agree) is
-a driver repeating its last reading: stale, not a robot at rest. A frame with stale joint_states is
-grounded with every predicate unknown.
+a driver repeating its last reading: stale, not a robot at rest; so is a wrench that repeats for
+`StaleLimits.wrench_frozen` (a force-torque sensor always shows noise). A frame with stale
+joint_states is grounded with every predicate unknown; a stale wrench or pose is not handed to the
+grounder, so the predicates that read it are unknown whatever the grounder's own age limits.
 """
 from __future__ import annotations
 
@@ -99,12 +101,14 @@ class StaleLimits:
     jump and the frame after it is stale. `joints_frozen`: joint positions, velocities and efforts
     bit-identical for longer than this (stamps advancing) are stale; real encoders and controllers
     always move by some bits, so only a stuck driver repeats exactly (0 = off, for robots that do).
+    `wrench_frozen`: the same for the six wrench values (a real force-torque sensor is never that quiet).
     """
 
     joint_states: float = 0.05
     wrench: float = 0.1
     pose: float = 0.25
     joints_frozen: float = 2.0
+    wrench_frozen: float = 2.0
 
     @classmethod
     def for_grounder(cls, grounder: Any) -> StaleLimits:
@@ -165,6 +169,8 @@ class FrameAssembler:
         self._pose_stamps: dict[str, float] = {}
         self._stopped_flagged = False
         self._joint_repeats = _Repeats()
+        self._wrench_repeats = _Repeats()
+        self._wrench_frozen = False
         self.joints_frozen = False  # the joint values have repeated for longer than limits.joints_frozen
         self._pending: list[StreamIssue] = []
         self.frames = 0
@@ -213,7 +219,7 @@ class FrameAssembler:
     def _stale(self, t: float) -> list[str]:
         stale = []
         if self.mapping.wrench is not None and (
-            self._wrench is None or t - self._wrench[1] > self.limits.wrench
+            self._wrench is None or self._wrench_frozen or t - self._wrench[1] > self.limits.wrench
         ):
             stale.append(WRENCH)
         limit, stamps = self.limits.pose, self._pose_stamps
@@ -246,6 +252,13 @@ class FrameAssembler:
             self._issue(kind, WRENCH, stamp, f"stamp {stamp:.6f} after {self._wrench[1]:.6f}; message dropped")
             return
         self._wrench = (wrench, stamp)
+        limit = self.limits.wrench_frozen
+        key = wrench.force.tobytes() + wrench.torque.tobytes()
+        frozen = bool(limit) and self._wrench_repeats.held(key, stamp) > limit
+        if frozen and not self._wrench_frozen:
+            self._issue("frozen", WRENCH, stamp, f"force and torque identical for {limit:g} s (a sensor always shows "
+                        "noise); stale until they change")
+        self._wrench_frozen = frozen
         self._check_driver(stamp, WRENCH)
 
     def on_pose(self, name: str, msg: Any, received: float | None = None) -> None:
@@ -331,16 +344,20 @@ class FrameAssembler:
             stale.append(JOINTS)
         self._t = t
         self._stopped_flagged = False
+        wrench = None if WRENCH in stale else self._wrench  # what is stale here is not the grounder's to use
+        stamps = self._pose_stamps
+        if len(stale) > (WRENCH in stale) + (JOINTS in stale):  # a pose is stale
+            stamps = {n: s for n, s in stamps.items() if pose_stream(n) not in stale}
         state = RobotState(
             t=t,
             joint_names=self.joints,
             joint_position=block[0].copy(),
             joint_velocity=block[1].copy() if finite[1] else None,
             joint_effort=block[2].copy() if finite[2] else None,
-            wrench=self._wrench[0] if self._wrench else None,
-            wrench_age=max(0.0, t - self._wrench[1]) if self._wrench else None,
-            object_poses=dict(self._poses),
-            object_ages={n: max(0.0, t - s) for n, s in self._pose_stamps.items()},
+            wrench=wrench[0] if wrench else None,
+            wrench_age=max(0.0, t - wrench[1]) if wrench else None,
+            object_poses={n: self._poses[n] for n in stamps},
+            object_ages={n: max(0.0, t - s) for n, s in stamps.items()},
         )
         self.frames += 1
         return AssembledFrame(state, frozenset(stale), self.drain_issues())
