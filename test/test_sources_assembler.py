@@ -104,12 +104,44 @@ def test_unknown_joints_are_reported_once_per_name_list():
     assert kinds(first.issues) == ["unknown_joints"] and second.issues == ()
 
 
-def test_time_jump_makes_the_frame_stale():
+def test_a_clock_step_is_confirmed_by_the_next_message_whose_frame_is_stale():
     a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None), limits=StaleLimits(joint_states=0.05))
     a.on_joint_states(js(1.0))
-    frame = a.on_joint_states(js(2.0))
-    assert kinds(frame.issues) == ["time_jump"] and "joint_states" in frame.stale
-    assert a.on_joint_states(js(2.002)).stale == frozenset()
+    assert a.on_joint_states(js(2.0)) is None  # held back: a clock step or one glitched stamp?
+    frame = a.on_joint_states(js(2.002))
+    assert kinds(frame.issues) == ["time_jump"] and frame.stale == {JOINTS} and frame.state.t == 2.002
+    assert frame.resync
+    assert a.on_joint_states(js(2.004)).stale == frozenset()
+
+
+@pytest.mark.parametrize("glitch", [1000.0, 2.0**31 - 1])
+def test_one_stamp_jumping_ahead_is_dropped_and_the_stream_goes_on(glitch):
+    a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None))
+    a.on_joint_states(js(1.0))
+    assert a.on_joint_states(js(1.0 + glitch)) is None
+    frames = [a.on_joint_states(js(1.0 + k * 0.002)) for k in range(2, 6)]
+    assert [f.stale for f in frames] == [frozenset()] * 4 and a.frames == 5
+    assert kinds(frames[0].issues) == ["time_jump", "outlier_stamp"] and not any(f.issues for f in frames[1:])
+    assert "alone dropped" in frames[0].issues[1].detail
+
+
+def test_a_jump_ahead_at_the_end_of_the_stream_is_reported():
+    a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None))
+    a.on_joint_states(js(1.0))
+    assert a.on_joint_states(js(500.0)) is None
+    assert kinds(a.drain_issues()) == ["time_jump"]
+
+
+def test_after_time_went_backwards_the_first_frame_past_the_last_one_is_stale():
+    a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None))
+    a.on_joint_states(js(4.0))
+    assert all(a.on_joint_states(js(1.0 + k * 0.002)) is None for k in range(5))  # the clock went back 3 s
+    assert a.on_joint_states(js(4.0)) is None  # a repeated stamp alone breaks nothing
+    back = a.on_joint_states(js(4.002))
+    assert back.stale == {JOINTS} and back.resync and kinds(back.issues) == ["backwards"] * 5 + ["duplicate_stamp"]
+    assert a.on_joint_states(js(4.004)).stale == frozenset()
+    assert a.on_joint_states(js(4.004)) is None
+    assert a.on_joint_states(js(4.006)).stale == frozenset()
 
 
 def test_joints_frozen_with_advancing_stamps_are_stale_from_the_limit_until_they_change():
@@ -118,8 +150,9 @@ def test_joints_frozen_with_advancing_stamps_are_stale_from_the_limit_until_they
     assert [JOINTS in f.stale for f in frames] == [False] * 6 + [True] * 4  # beyond 11 ms of stamp time
     assert kinds(frames[6].issues) == ["frozen"] and not any(f.issues for f in frames[7:])
     assert a.joints_frozen
-    moved = a.on_joint_states(js(1.02, pos=(0.1, 0.2000001)))
-    assert moved.stale == frozenset() and not a.joints_frozen
+    moved = a.on_joint_states(js(1.02, pos=(0.1, 0.2000001)))  # sound, but the grounder skipped the frozen span
+    assert moved.stale == {JOINTS} and moved.resync and not a.joints_frozen
+    assert a.on_joint_states(js(1.022, pos=(0.1, 0.2000002))).stale == frozenset()
     off = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None), limits=StaleLimits(joints_frozen=0))
     assert all(off.on_joint_states(js(1.0 + k * 0.01)).stale == frozenset() for k in range(300))
 
@@ -224,10 +257,15 @@ def test_ground_frame_merges_stale_streams_and_marks_rejected_frames_unknown():
     assert "NaN" in failure and sample.valuation() == {"p": None, "q": None} and sample.stale == {"wrench"}
 
 
-def test_ground_frame_makes_every_predicate_unknown_without_stepping_on_stale_joints():
-    a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None))
+def test_ground_frame_makes_every_predicate_unknown_on_stale_joints_and_steps_only_to_resync():
+    a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None), limits=StaleLimits(joints_frozen=0.001))
     a.on_joint_states(js(1.0))
-    jumped = a.on_joint_states(js(2.0))
-    grounder = _Grounder(fail=True)  # would raise if stepped
-    sample, failure = ground_frame(grounder, jumped, 1)
+    frozen = a.on_joint_states(js(1.002))
+    sample, failure = ground_frame(_Grounder(fail=True), frozen, 1)  # the grounder would raise if stepped
     assert failure is None and sample.valuation() == {"p": None, "q": None} and sample.stale == {JOINTS}
+    stepped = []
+    grounder = _Grounder()
+    grounder.step = lambda state: stepped.append(state.t) or _Grounder.step(grounder, state)
+    resync = a.on_joint_states(js(1.004, pos=(0.3, 0.4)))
+    sample, failure = ground_frame(grounder, resync, 2)  # caught up, but nothing measured across the break
+    assert stepped == [1.004] and failure is None and sample.valuation() == {"p": None, "q": None}

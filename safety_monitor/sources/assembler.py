@@ -122,7 +122,7 @@ class StaleLimits:
 class StreamIssue:
     """A problem with one input message. `kind`: nan, backwards, duplicate_stamp, time_jump,
     empty_names, length_mismatch, joint_names_changed, unknown_joints, missing_joints, zero_stamp,
-    stream_stopped, frozen (replay adds frame_gap and grounding)."""
+    stream_stopped, frozen, outlier_stamp (replay adds frame_gap and grounding)."""
 
     kind: str
     stream: str
@@ -132,11 +132,15 @@ class StreamIssue:
 
 @dataclass(frozen=True)
 class AssembledFrame:
-    """One frame: the state, the streams stale at it, and issues raised since the previous frame."""
+    """One frame: the state, the streams stale at it, and issues raised since the previous frame.
+    `resync`: the frame ends a break (in time, or frames whose joints were unusable); its joints are sound
+    but anything measured across the break is not, so it is grounded (the grounder catches up) with every
+    predicate unknown."""
 
     state: RobotState
     stale: frozenset[str]
     issues: tuple[StreamIssue, ...]
+    resync: bool = False
 
 
 class FrameAssembler:
@@ -164,6 +168,9 @@ class FrameAssembler:
         self._layouts: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray] | None] = {}
         self._renamed: dict[tuple[str, ...], tuple[str, ...]] = {}
         self._t: float | None = None  # last frame time
+        self._ahead: float | None = None  # stamp of a message held back for jumping ahead of the last frame
+        self._went_back = False  # messages were dropped for going back in time since the last frame
+        self._skipped = False  # the last frame's joints were unusable (not grounded): the next usable one resyncs
         self._wrench: tuple[Wrench, float] | None = None
         self._poses: dict[str, Pose] = {}
         self._pose_stamps: dict[str, float] = {}
@@ -302,9 +309,8 @@ class FrameAssembler:
             bad = [n for n, p in zip(names, sample.position.tolist()) if not abs(p) < _LIMIT]
             self._issue("nan", JOINTS, t, f"NaN, infinite or implausible positions for {', '.join(bad)}; message dropped")
             return None
-        if self._t is not None and t <= self._t:
-            kind = "duplicate_stamp" if t == self._t else "backwards"
-            self._issue(kind, JOINTS, t, f"stamp {t:.6f} after frame at {self._t:.6f}; message dropped")
+        broken = self._timeline(t)
+        if broken is None:
             return None
         if self._values is None:
             self._init_joints(names)
@@ -337,10 +343,10 @@ class FrameAssembler:
                 return None
 
         stale = self._stale(t)
-        if self._t is not None and t - self._t > self.limits.joint_states:
-            self._issue("time_jump", JOINTS, t, f"{t - self._t:.3f} s since the previous frame")
-            stale.append(JOINTS)
-        if self._frozen(block, t) and JOINTS not in stale:
+        unusable = self._frozen(block, t)
+        resync = not unusable and (broken or self._skipped)
+        self._skipped = unusable
+        if unusable or resync:
             stale.append(JOINTS)
         self._t = t
         self._stopped_flagged = False
@@ -360,7 +366,36 @@ class FrameAssembler:
             object_ages={n: max(0.0, t - s) for n, s in stamps.items()},
         )
         self.frames += 1
-        return AssembledFrame(state, frozenset(stale), self.drain_issues())
+        return AssembledFrame(state, frozenset(stale), self.drain_issues(), resync)
+
+    def _timeline(self, t: float) -> bool | None:
+        """Whether a message at `t` ends a break in time (its frame is stale: the monitor did not see the
+        span), or None when it is dropped. A stamp at or before the last frame is dropped; the first frame
+        past it after time went backwards ends a break. A stamp more than the gap limit ahead is held back
+        (dropped) until the next message tells a clock step (it follows on: its frame ends the break) from
+        one glitched stamp (it continues the old timeline: the outlier alone is lost, not the rest)."""
+        last = self._t
+        if last is None:
+            return False
+        if t <= last:
+            kind = "duplicate_stamp" if t == last else "backwards"
+            self._issue(kind, JOINTS, t, f"stamp {t:.6f} after frame at {last:.6f}; message dropped")
+            self._went_back = self._went_back or t < last
+            return None
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            if t >= ahead:
+                self._went_back = False
+                return True
+            self._issue("outlier_stamp", JOINTS, t, f"the stream continues at {t:.6f} after the stamp "
+                        f"{ahead:.6f} that jumped ahead: that message alone dropped")
+        if t - last > self.limits.joint_states:
+            self._ahead = t
+            self._issue("time_jump", JOINTS, t, f"{t - last:.3f} s since the previous frame; message dropped, the "
+                        "next one tells a clock step (its frame stale) from an outlier stamp")
+            return None
+        behind, self._went_back = self._went_back, False
+        return behind
 
     def _frozen(self, block: np.ndarray, t: float) -> bool:
         """Whether the joint values have been bit-identical for longer than the limit (issue at the onset)."""
@@ -414,16 +449,18 @@ def _finite(values: np.ndarray) -> bool:
 def ground_frame(grounder: Any, assembled: AssembledFrame, frame: int) -> tuple[PredicateSample, str | None]:
     """Ground one assembled frame into what `/safety_monitor/predicates` carries: the one step live
     estimation and replay share. Stale streams are the assembler's and the grounder's. A frame whose
-    joint_states are stale (frozen, after a break in time) or that the grounder rejects (GroundingError,
-    its reason returned for the caller to report) has every predicate unknown, never guessed; the
-    grounder does not step on stale joints, so its debouncers freeze as they do for any unknown input."""
+    joint_states are stale or that the grounder rejects (GroundingError, its reason returned for the
+    caller to report) has every predicate unknown, never guessed. The grounder does not step on stale
+    joints (its debouncers freeze as for any unknown input), except to catch up after a break in time."""
     state = assembled.state
-    if JOINTS in assembled.stale:
+    if JOINTS in assembled.stale and not assembled.resync:
         return _unknown(grounder, assembled, frame), None
     try:
         grounded = grounder.step(state)
     except GroundingError as exc:
         return _unknown(grounder, assembled, frame), str(exc)
+    if assembled.resync:
+        return _unknown(grounder, assembled, frame), None
     stale = assembled.stale | frozenset(grounded.stale)
     return PredicateSample(grounded.values, state.t, frame, grounded.unknown, stale), None
 
