@@ -97,6 +97,37 @@ def test_partial_joint_messages_hold_frames_until_every_joint_is_known():
     assert kinds(frame.issues) == ["missing_joints", "joint_names_changed"]
 
 
+def test_a_joint_that_drops_out_mid_stream_makes_every_frame_stale_once_its_position_is_old():
+    a = FrameAssembler(["j1", "j2", "j3"], mapping=StreamMapping(wrench=None), limits=StaleLimits(joint_states=0.005))
+    a.on_joint_states(js(1.0, names=("j1", "j2", "j3"), pos=(0.1, 0.2, 0.3)))
+    frames = [a.on_joint_states(js(1.0 + k * 0.002, names=("j1", "j2"), pos=(0.1, 0.2 + k * 1e-3)))
+              for k in range(1, 6)]
+    assert [JOINTS in f.stale for f in frames] == [False, False, True, True, True]  # j3 held for 6 ms at most
+    assert [kinds(f.issues) for f in frames[2:]] == [["missing_joints"]] * 3
+    assert "no position for j3 for more than 0.005 s" in frames[2].issues[0].detail
+    back = a.on_joint_states(js(1.012, names=("j1", "j2", "j3"), pos=(0.1, 0.2, 0.3)))
+    assert back.resync and a.on_joint_states(js(1.014, names=("j1", "j2", "j3"), pos=(0.1, 0.3, 0.3))).stale == set()
+
+
+def test_renamed_joints_mid_stream_are_missing_not_held():
+    a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None), limits=StaleLimits(joints_frozen=0.06))
+    a.on_joint_states(js(1.0))
+    renamed = [a.on_joint_states(js(1.0 + k * 0.011, names=("ur_j1", "ur_j2"), pos=(0.1, 0.2 + k * 1e-3)))
+               for k in range(1, 8)]
+    assert [JOINTS in f.stale for f in renamed] == [False] * 4 + [True] * 3  # beyond the 50 ms gap limit
+    assert kinds(renamed[0].issues) == ["joint_names_changed", "unknown_joints"]
+    assert kinds(renamed[-1].issues) == ["missing_joints"]  # held values are missing, not also frozen
+
+
+def test_split_joint_messages_at_the_control_rate_stay_fresh():
+    a = FrameAssembler(["j1", "j2", "finger"], mapping=StreamMapping(wrench=None))
+    for k in range(20):
+        arm = k % 2 == 0
+        frame = a.on_joint_states(js(1.0 + k * 0.002, names=("j1", "j2") if arm else ("finger",),
+                                     pos=(0.1, 0.2 + k * 1e-3) if arm else (0.04 + k * 1e-4,)))
+        assert k == 0 or frame.stale == frozenset()
+
+
 def test_unknown_joints_are_reported_once_per_name_list():
     a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None))
     first = a.on_joint_states(js(1.0, names=("j1", "j2", "x"), pos=(0.1, 0.2, 9.0)))

@@ -163,7 +163,7 @@ class FrameAssembler:
         self._pose_streams = tuple((name, pose_stream(name)) for name in self.objects)
         self.joints: tuple[str, ...] | None = tuple(joints) if joints is not None else None
         self._values: np.ndarray | None = None  # rows: position, velocity, effort (NaN: not known)
-        self._seen: np.ndarray | None = None
+        self._joint_t: np.ndarray | None = None  # per joint, the stamp of its last position (-inf: none yet)
         self._complete = False  # every joint has had a position
         self._layouts: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray] | None] = {}
         self._renamed: dict[tuple[str, ...], tuple[str, ...]] = {}
@@ -200,7 +200,7 @@ class FrameAssembler:
     def _init_joints(self, names: tuple[str, ...]) -> None:
         self.joints = names if self.joints is None else self.joints
         self._values = np.full((3, len(self.joints)), np.nan)
-        self._seen = np.zeros(len(self.joints), dtype=bool)
+        self._joint_t = np.full(len(self.joints), -np.inf)
 
     def _layout(self, names: tuple[str, ...], t: float) -> tuple[np.ndarray, np.ndarray] | None:
         """(source index, frame index) arrays for a message's name list, cached per list; None when
@@ -318,7 +318,7 @@ class FrameAssembler:
             first = next(iter(self._layouts))
             self._issue("joint_names_changed", JOINTS, t,
                         f"names [{', '.join(names)}] differ from the first message's [{', '.join(first)}]")
-        assert self._values is not None and self._seen is not None
+        assert self._values is not None and self._joint_t is not None
         layout = self._layout(names, t)
         block = self._values
         n = len(names)
@@ -334,16 +334,21 @@ class FrameAssembler:
             for row, values in enumerate(rows):
                 block[row, dst] = values if isinstance(values, float) else values[src]
             finite = np.isfinite(block).all(axis=1).tolist()
+        joint_t = self._joint_t
+        joint_t[layout[1] if layout else slice(None)] = t
         if not self._complete:
-            self._seen[layout[1] if layout else slice(None)] = True
-            self._complete = bool(self._seen.all())
+            self._complete = bool(np.isfinite(joint_t).all())
             if not self._complete:
-                missing = [name for name, seen in zip(self.joints, self._seen) if not seen]
+                missing = [name for name, seen in zip(self.joints, np.isfinite(joint_t).tolist()) if not seen]
                 self._issue("missing_joints", JOINTS, t, f"no position yet for {', '.join(missing)}; frame held back")
                 return None
 
         stale = self._stale(t)
-        unusable = self._frozen(block, t)
+        if layout is not None and self._missing(t):
+            unusable = True  # held positions do not repeat: the frozen clock restarts when they return
+            self._joint_repeats, self.joints_frozen = _Repeats(), False
+        else:
+            unusable = self._frozen(block, t)
         resync = not unusable and (broken or self._skipped)
         self._skipped = unusable
         if unusable or resync:
@@ -396,6 +401,17 @@ class FrameAssembler:
             return None
         behind, self._went_back = self._went_back, False
         return behind
+
+    def _missing(self, t: float) -> bool:
+        """Whether a joint has had no position for longer than the gap limit (dropped from the messages or
+        renamed): its held value would be a guess, so the frame is stale (an issue every frame)."""
+        old = (t - self._joint_t > self.limits.joint_states).tolist()
+        if not any(old):
+            return False
+        names = ", ".join(name for name, gone in zip(self.joints, old) if gone)
+        self._issue("missing_joints", JOINTS, t, f"no position for {names} for more than "
+                    f"{self.limits.joint_states:g} s; frame stale")
+        return True
 
     def _frozen(self, block: np.ndarray, t: float) -> bool:
         """Whether the joint values have been bit-identical for longer than the limit (issue at the onset)."""
