@@ -128,6 +128,16 @@ def test_split_joint_messages_at_the_control_rate_stay_fresh():
         assert k == 0 or frame.stale == frozenset()
 
 
+def test_a_joint_listed_twice_drops_the_message_as_ambiguous():
+    a = FrameAssembler(("a", "b"), mapping=StreamMapping(wrench=None, joint_names={"b2": "b"}))
+    assert a.on_joint_sample(m.JointSample(("a", "b", "a"), np.array([1.0, 2.0, 99.0]), None, None, 1.0)) is None
+    assert a.on_joint_sample(m.JointSample(("a", "b", "b2"), np.array([1.0, 2.0, 99.0]), None, None, 1.002)) is None
+    issues = a.drain_issues()
+    assert kinds(issues) == ["duplicate_names"] * 2 and issues[0].detail.startswith("a listed more than once")
+    frame = a.on_joint_sample(m.JointSample(("a", "b"), np.array([1.0, 2.0]), None, None, 1.004))
+    np.testing.assert_array_equal(frame.state.joint_position, [1.0, 2.0])
+
+
 def test_unknown_joints_are_reported_once_per_name_list():
     a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None))
     first = a.on_joint_states(js(1.0, names=("j1", "j2", "x"), pos=(0.1, 0.2, 9.0)))

@@ -122,7 +122,7 @@ class StaleLimits:
 class StreamIssue:
     """A problem with one input message. `kind`: nan, backwards, duplicate_stamp, time_jump,
     empty_names, length_mismatch, joint_names_changed, unknown_joints, missing_joints, zero_stamp,
-    stream_stopped, frozen, outlier_stamp (replay adds frame_gap and grounding)."""
+    stream_stopped, frozen, outlier_stamp, duplicate_names (replay adds frame_gap and grounding)."""
 
     kind: str
     stream: str
@@ -219,6 +219,11 @@ class FrameAssembler:
         self._layouts[names] = layout
         return layout
 
+    def _rename(self, names: tuple[str, ...], check: bool = True) -> tuple[str, ...]:
+        """A message's names as the robot's (`mapping.joint_names`); _AMBIGUOUS when one is listed twice."""
+        renamed = tuple(self.mapping.joint_names.get(n, n) for n in names)
+        return _AMBIGUOUS if check and len(set(renamed)) < len(renamed) else renamed
+
     def stale_streams(self, t: float) -> frozenset[str]:
         """Streams older than their limit (or never received) at time `t`."""
         return frozenset(self._stale(t))
@@ -297,7 +302,13 @@ class FrameAssembler:
         t = self._stamp(sample.stamp, received, JOINTS)
         names = self._renamed.get(sample.names)
         if names is None:
-            names = self._renamed[sample.names] = tuple(self.mapping.joint_names.get(n, n) for n in sample.names)
+            names = self._renamed[sample.names] = self._rename(sample.names)
+        if names is _AMBIGUOUS:
+            renamed = self._rename(sample.names, check=False)
+            twice = sorted({n for n in renamed if renamed.count(n) > 1})
+            self._issue("duplicate_names", JOINTS, t, f"{', '.join(twice)} listed more than once; which value holds "
+                        "is ambiguous, message dropped")
+            return None
         if not names:
             self._issue("empty_names", JOINTS, t, "JointState has an empty name list; message dropped")
             return None
@@ -435,6 +446,9 @@ class FrameAssembler:
             return values, True
         self._issue("nan", JOINTS, t, f"NaN, infinite or implausible {what}; {what} unknown this frame")
         return values, False
+
+
+_AMBIGUOUS: tuple[str, ...] = ("<a joint listed twice>",)  # stands for a name list, compared by identity
 
 
 class _Repeats:
