@@ -81,6 +81,14 @@ def test_nan_infinite_or_implausible_values_are_dropped_without_overflow_warning
     assert kinds(a.drain_issues()) == ["nan", "nan"]
 
 
+def test_a_pose_with_a_zero_quaternion_is_dropped_and_reported_so_its_staleness_has_a_reason():
+    a = FrameAssembler(["j1", "j2"], objects=["mug"], mapping=StreamMapping(wrench=None))
+    a.on_pose_sample("mug", Pose(P.position, np.zeros(4)), 1.0)
+    frame = a.on_joint_states(js(1.0))
+    assert kinds(frame.issues) == ["zero_quaternion"] and frame.stale == {"object_pose/mug"}
+    assert frame.state.object_poses == {}
+
+
 def test_empty_names_and_length_mismatch_are_dropped():
     a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None))
     assert a.on_joint_states(js(1.0, names=(), pos=(0.1, 0.2))) is None

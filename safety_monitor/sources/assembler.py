@@ -122,7 +122,8 @@ class StaleLimits:
 class StreamIssue:
     """A problem with one input message. `kind`: nan, backwards, duplicate_stamp, time_jump,
     empty_names, length_mismatch, joint_names_changed, unknown_joints, missing_joints, zero_stamp,
-    stream_stopped, frozen, outlier_stamp, duplicate_names (replay adds frame_gap and grounding)."""
+    stream_stopped, frozen, outlier_stamp, duplicate_names, zero_quaternion (replay adds frame_gap and
+    grounding)."""
 
     kind: str
     stream: str
@@ -283,6 +284,10 @@ class FrameAssembler:
         stamp = self._stamp(stamp, received, stream)
         if not (_finite(pose.position) and _finite(pose.quaternion)):
             self._issue("nan", stream, stamp, f"pose has NaN, infinite or implausible (beyond {_LIMIT:g}) values; message dropped")
+            return
+        q = pose.quaternion
+        if not float(q @ q) > 1e-12:  # the grounder's test: not a rotation, unusable
+            self._issue("zero_quaternion", stream, stamp, "pose orientation is a zero quaternion; message dropped")
             return
         last = self._pose_stamps.get(name)
         if last is not None and stamp <= last:
