@@ -11,7 +11,7 @@ older than its limit (or never seen) is reported stale on every frame it affects
 whose values stop changing for `StaleLimits.joints_frozen` (stamp time, so live and replay agree) is
 a driver repeating its last reading: stale, not a robot at rest; so is a wrench that repeats for
 `StaleLimits.wrench_frozen` (a force-torque sensor always shows noise). A frame with stale
-joint_states is grounded with every predicate unknown; a stale wrench or pose is not handed to the
+joint_states has every predicate unknown; a stale wrench or pose is not handed to the
 grounder, so the predicates that read it are unknown whatever the grounder's own age limits.
 """
 from __future__ import annotations
