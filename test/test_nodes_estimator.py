@@ -95,3 +95,45 @@ def test_predicates_match_direct_grounding_and_stop_turns_stale(states):
         node.destroy_node()
         probe.destroy_node()
         context.try_shutdown()
+
+
+def test_frozen_joint_states_are_published_stale_with_every_predicate_unknown(states):
+    """The frozen rule is the assembler's, in stamp time: the node publishes what replay scores."""
+    from safety_monitor.nodes.estimator_node import EstimatorNode
+
+    ns = "/f" + uuid.uuid4().hex[:8]
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = EstimatorNode(context=context, namespace=ns, parameter_overrides=[
+        Parameter("joint_states_frozen_s", value=0.011), Parameter("diagnostics_period_s", value=0.2)])
+    probe = rclpy.create_node("probe", namespace=ns, context=context)
+    T = m.rclpy_types()
+    got, diag = [], []
+    probe.create_subscription(T.DiagnosticArray, "safety_monitor/predicates",
+                              lambda msg: got.append(m.decode_predicates(msg)), qos.PREDICATES)
+    probe.create_subscription(T.DiagnosticArray, "/diagnostics", lambda msg: diag.extend(
+        (s.level, s.message) for s in msg.status if s.hardware_id == ns.strip("/")), qos.DIAGNOSTICS)
+    joints = probe.create_publisher(T.JointState, "joint_states", qos.input_qos())
+    executor = rclpy.executors.SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    executor.add_node(probe)
+    try:
+        spin_until(executor, lambda: joints.get_subscription_count())
+        s = states[0]
+        for k in range(10):  # identical values for 18 ms of stamp time
+            joints.publish(m.joint_state_msg(T, OFFSET + k * 0.002, s.joint_names, s.joint_position))
+            spin_until(executor, lambda: len(got) == k + 1)
+        assert ["joint_states" in g.stale for g in got] == [False] * 6 + [True] * 4
+        assert all(g.unknown == set(g.values) for g in got[6:])
+        spin_until(executor, lambda: diag and "frozen" in diag[-1][1], timeout=5.0)
+        assert diag[-1][0] == T.DiagnosticStatus.STALE and node.issues["frozen"] == 1
+        for k, t in enumerate((0.02, 0.022)):  # moving again: one frame to resync the grounder, then seeing
+            joints.publish(m.joint_state_msg(T, OFFSET + t, s.joint_names, s.joint_position + (k + 1) * 1e-6))
+            spin_until(executor, lambda: len(got) == 11 + k)
+        assert ["joint_states" in g.stale for g in got[-2:]] == [True, False]
+        assert got[-1].unknown != set(got[-1].values)
+        spin_until(executor, lambda: "frozen" not in diag[-1][1], timeout=5.0)
+    finally:
+        node.destroy_node()
+        probe.destroy_node()
+        context.try_shutdown()

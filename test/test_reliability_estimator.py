@@ -1,6 +1,6 @@
 """Estimator faults seen through the monitor, both as separate processes on this session's random
-ROS domain, fed synthetic /joint_states by the test: a paused (SIGSTOP), killed or frozen estimator
-turns the monitor STALE with its property unknown within the limit (+ a generous margin), and the
+ROS domain, fed synthetic /joint_states by the test: a paused (SIGSTOP) or killed estimator turns the
+monitor STALE, a frozen /joint_states its property, within the limit (+ a generous margin), and the
 verdicts come back when the estimator resumes or restarts; 10 % of frames lost is no reason to go
 blind; robot time jumping back makes the monitor STALE or ERROR until time passes the jump."""
 import os
@@ -148,13 +148,13 @@ def test_paused_killed_and_frozen_estimator_make_the_monitor_stale_until_it_is_b
     c.run(until=seeing, timeout=60)
 
     c.frozen = True  # the joint driver repeats its last reading
-    frozen = time.monotonic()
-    c.run(until=lambda: c.level("estimator inputs") == S.STALE and c.level("monitor") == S.STALE)
-    assert time.monotonic() - frozen < FROZEN_S + TIMEOUT_S + MARGIN_S
-    assert c.level("no_contact") == S.STALE
+    frozen_t = c.t
+    c.run(until=lambda: c.level("estimator inputs") == S.STALE and c.level("no_contact") == S.STALE)
+    assert c.t - frozen_t < FROZEN_S + 1.0  # stamp time, as replay decides it (1 s: 500 frames of latency)
     stale_at = len(c.predicates)
     c.run(0.5)
-    assert len(c.predicates) <= stale_at + 1  # a frozen stream's frames are not published
+    assert len(c.predicates) > stale_at + 10  # its frames are published as replay scores them: stale, unknown
+    assert c.level("no_contact") == S.STALE
     c.frozen = False
     c.run(until=lambda: seeing() and c.level("estimator inputs") != S.STALE)
 

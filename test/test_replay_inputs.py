@@ -149,8 +149,8 @@ def test_bad_stamps_empty_names_and_nan_are_counted_and_dropped_not_fatal(tmp_pa
     assert r.ok, r.error
     assert r.issues == {"duplicate_stamp": 1, "backwards": 1, "empty_names": 1, "nan": 1, "stream_stopped": 1,
                         "time_jump": 1}
-    assert r.frames == N - 4 - 60
-    assert r.stale_by_stream == {"joint_states": 1}  # the frame after the gap, reported, as live does
+    assert r.frames == N - 5 - 60  # and the first message after the gap, held back until the next confirms it
+    assert r.stale_by_stream == {"joint_states": 2}  # the frames after the backwards stamp and after the gap
 
 
 def test_frozen_wrench_stream_is_reported_stale_and_blind(tmp_path, state, specs):

@@ -7,7 +7,7 @@ import pytest
 from safety_monitor.errors import GroundingError, SourceError
 from safety_monitor.grounding.state import Pose, Wrench
 from safety_monitor.sources import messages as m
-from safety_monitor.sources.assembler import FrameAssembler, StaleLimits, StreamMapping, ground_frame
+from safety_monitor.sources.assembler import JOINTS, WRENCH, FrameAssembler, StaleLimits, StreamMapping, ground_frame
 
 T = m.rosbags_types()
 W = Wrench(np.array([0.0, 0.0, 5.0]), np.zeros(3))
@@ -81,6 +81,14 @@ def test_nan_infinite_or_implausible_values_are_dropped_without_overflow_warning
     assert kinds(a.drain_issues()) == ["nan", "nan"]
 
 
+def test_a_pose_with_a_zero_quaternion_is_dropped_and_reported_so_its_staleness_has_a_reason():
+    a = FrameAssembler(["j1", "j2"], objects=["mug"], mapping=StreamMapping(wrench=None))
+    a.on_pose_sample("mug", Pose(P.position, np.zeros(4)), 1.0)
+    frame = a.on_joint_states(js(1.0))
+    assert kinds(frame.issues) == ["zero_quaternion"] and frame.stale == {"object_pose/mug"}
+    assert frame.state.object_poses == {}
+
+
 def test_empty_names_and_length_mismatch_are_dropped():
     a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None))
     assert a.on_joint_states(js(1.0, names=(), pos=(0.1, 0.2))) is None
@@ -97,6 +105,47 @@ def test_partial_joint_messages_hold_frames_until_every_joint_is_known():
     assert kinds(frame.issues) == ["missing_joints", "joint_names_changed"]
 
 
+def test_a_joint_that_drops_out_mid_stream_makes_every_frame_stale_once_its_position_is_old():
+    a = FrameAssembler(["j1", "j2", "j3"], mapping=StreamMapping(wrench=None), limits=StaleLimits(joint_states=0.005))
+    a.on_joint_states(js(1.0, names=("j1", "j2", "j3"), pos=(0.1, 0.2, 0.3)))
+    frames = [a.on_joint_states(js(1.0 + k * 0.002, names=("j1", "j2"), pos=(0.1, 0.2 + k * 1e-3)))
+              for k in range(1, 6)]
+    assert [JOINTS in f.stale for f in frames] == [False, False, True, True, True]  # j3 held for 6 ms at most
+    assert [kinds(f.issues) for f in frames[2:]] == [["missing_joints"]] * 3
+    assert "no position for j3 for more than 0.005 s" in frames[2].issues[0].detail
+    back = a.on_joint_states(js(1.012, names=("j1", "j2", "j3"), pos=(0.1, 0.2, 0.3)))
+    assert back.resync and a.on_joint_states(js(1.014, names=("j1", "j2", "j3"), pos=(0.1, 0.3, 0.3))).stale == set()
+
+
+def test_renamed_joints_mid_stream_are_missing_not_held():
+    a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None), limits=StaleLimits(joints_frozen=0.06))
+    a.on_joint_states(js(1.0))
+    renamed = [a.on_joint_states(js(1.0 + k * 0.011, names=("ur_j1", "ur_j2"), pos=(0.1, 0.2 + k * 1e-3)))
+               for k in range(1, 8)]
+    assert [JOINTS in f.stale for f in renamed] == [False] * 4 + [True] * 3  # beyond the 50 ms gap limit
+    assert kinds(renamed[0].issues) == ["joint_names_changed", "unknown_joints"]
+    assert kinds(renamed[-1].issues) == ["missing_joints"]  # held values are missing, not also frozen
+
+
+def test_split_joint_messages_at_the_control_rate_stay_fresh():
+    a = FrameAssembler(["j1", "j2", "finger"], mapping=StreamMapping(wrench=None))
+    for k in range(20):
+        arm = k % 2 == 0
+        frame = a.on_joint_states(js(1.0 + k * 0.002, names=("j1", "j2") if arm else ("finger",),
+                                     pos=(0.1, 0.2 + k * 1e-3) if arm else (0.04 + k * 1e-4,)))
+        assert k == 0 or frame.stale == frozenset()
+
+
+def test_a_joint_listed_twice_drops_the_message_as_ambiguous():
+    a = FrameAssembler(("a", "b"), mapping=StreamMapping(wrench=None, joint_names={"b2": "b"}))
+    assert a.on_joint_sample(m.JointSample(("a", "b", "a"), np.array([1.0, 2.0, 99.0]), None, None, 1.0)) is None
+    assert a.on_joint_sample(m.JointSample(("a", "b", "b2"), np.array([1.0, 2.0, 99.0]), None, None, 1.002)) is None
+    issues = a.drain_issues()
+    assert kinds(issues) == ["duplicate_names"] * 2 and issues[0].detail.startswith("a listed more than once")
+    frame = a.on_joint_sample(m.JointSample(("a", "b"), np.array([1.0, 2.0]), None, None, 1.004))
+    np.testing.assert_array_equal(frame.state.joint_position, [1.0, 2.0])
+
+
 def test_unknown_joints_are_reported_once_per_name_list():
     a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None))
     first = a.on_joint_states(js(1.0, names=("j1", "j2", "x"), pos=(0.1, 0.2, 9.0)))
@@ -104,12 +153,63 @@ def test_unknown_joints_are_reported_once_per_name_list():
     assert kinds(first.issues) == ["unknown_joints"] and second.issues == ()
 
 
-def test_time_jump_makes_the_frame_stale():
+def test_a_clock_step_is_confirmed_by_the_next_message_whose_frame_is_stale():
     a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None), limits=StaleLimits(joint_states=0.05))
     a.on_joint_states(js(1.0))
-    frame = a.on_joint_states(js(2.0))
-    assert kinds(frame.issues) == ["time_jump"] and "joint_states" in frame.stale
-    assert a.on_joint_states(js(2.002)).stale == frozenset()
+    assert a.on_joint_states(js(2.0)) is None  # held back: a clock step or one glitched stamp?
+    frame = a.on_joint_states(js(2.002))
+    assert kinds(frame.issues) == ["time_jump"] and frame.stale == {JOINTS} and frame.state.t == 2.002
+    assert frame.resync
+    assert a.on_joint_states(js(2.004)).stale == frozenset()
+
+
+@pytest.mark.parametrize("glitch", [1000.0, 2.0**31 - 1])
+def test_one_stamp_jumping_ahead_is_dropped_and_the_stream_goes_on(glitch):
+    a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None))
+    a.on_joint_states(js(1.0))
+    assert a.on_joint_states(js(1.0 + glitch)) is None
+    frames = [a.on_joint_states(js(1.0 + k * 0.002)) for k in range(2, 6)]
+    assert [f.stale for f in frames] == [frozenset()] * 4 and a.frames == 5
+    assert kinds(frames[0].issues) == ["time_jump", "outlier_stamp"] and not any(f.issues for f in frames[1:])
+    assert "alone dropped" in frames[0].issues[1].detail
+
+
+def test_a_jump_ahead_at_the_end_of_the_stream_is_reported():
+    a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None))
+    a.on_joint_states(js(1.0))
+    assert a.on_joint_states(js(500.0)) is None
+    assert kinds(a.drain_issues()) == ["time_jump"]
+
+
+def test_after_time_went_backwards_the_first_frame_past_the_last_one_is_stale():
+    a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None))
+    a.on_joint_states(js(4.0))
+    assert all(a.on_joint_states(js(1.0 + k * 0.002)) is None for k in range(5))  # the clock went back 3 s
+    assert a.on_joint_states(js(4.0)) is None  # a repeated stamp alone breaks nothing
+    back = a.on_joint_states(js(4.002))
+    assert back.stale == {JOINTS} and back.resync and kinds(back.issues) == ["backwards"] * 5 + ["duplicate_stamp"]
+    assert a.on_joint_states(js(4.004)).stale == frozenset()
+    assert a.on_joint_states(js(4.004)) is None
+    assert a.on_joint_states(js(4.006)).stale == frozenset()
+
+
+def test_joints_frozen_with_advancing_stamps_are_stale_from_the_limit_until_they_change():
+    a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None), limits=StaleLimits(joints_frozen=0.011))
+    frames = [a.on_joint_states(js(1.0 + k * 0.002, vel=(0.0, 0.0))) for k in range(10)]  # 18 ms identical
+    assert [JOINTS in f.stale for f in frames] == [False] * 6 + [True] * 4  # beyond 11 ms of stamp time
+    assert kinds(frames[6].issues) == ["frozen"] and not any(f.issues for f in frames[7:])
+    assert a.joints_frozen
+    moved = a.on_joint_states(js(1.02, pos=(0.1, 0.2000001)))  # sound, but the grounder skipped the frozen span
+    assert moved.stale == {JOINTS} and moved.resync and not a.joints_frozen
+    assert a.on_joint_states(js(1.022, pos=(0.1, 0.2000002))).stale == frozenset()
+    off = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None), limits=StaleLimits(joints_frozen=0))
+    assert all(off.on_joint_states(js(1.0 + k * 0.01)).stale == frozenset() for k in range(300))
+
+
+def test_joints_frozen_default_is_two_seconds_of_stamp_time():
+    a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None))
+    stale = [JOINTS in a.on_joint_states(js(1.0 + k * 0.01)).stale for k in range(202)]
+    assert stale.index(True) == 201  # 2.01 s after the values first appeared
 
 
 def test_frozen_wrench_stream_becomes_stale_and_a_stopped_joint_stream_is_flagged():
@@ -121,6 +221,40 @@ def test_frozen_wrench_stream_becomes_stale_and_a_stopped_joint_stream_is_flagge
     assert "wrench" in frame.stale and kinds(frame.issues) == ["duplicate_stamp"]
     a.on_wrench(m.wrench_msg(T, 1.5, W))
     assert kinds(a.drain_issues()) == ["stream_stopped"]
+
+
+def test_a_wrench_repeating_bit_identical_values_is_stale_and_not_handed_to_the_grounder():
+    a = FrameAssembler(["j1", "j2"], limits=StaleLimits(wrench_frozen=0.011))
+    stale = []
+    for k in range(10):  # identical force and torque for 18 ms, stamps advancing
+        a.on_wrench(m.wrench_msg(T, 1.0 + k * 0.002, W))
+        frame = a.on_joint_states(js(1.0 + k * 0.002, pos=(0.1, 0.2 + k * 1e-6)))
+        stale.append(WRENCH in frame.stale)
+        assert (frame.state.wrench is None) == stale[-1]
+    assert stale == [False] * 6 + [True] * 4
+    noisy = Wrench(W.force + 1e-9, W.torque)
+    a.on_wrench(m.wrench_msg(T, 1.02, noisy))
+    assert WRENCH not in a.on_joint_states(js(1.02)).stale
+
+
+def test_the_frozen_wrench_issue_is_raised_once_at_the_onset():
+    a = FrameAssembler(["j1", "j2"], limits=StaleLimits(wrench_frozen=0.005))
+    issues = []
+    for k in range(8):
+        a.on_wrench(m.wrench_msg(T, 1.0 + k * 0.002, W))
+        issues += a.on_joint_states(js(1.0 + k * 0.002, pos=(0.1, 0.2 + k * 1e-6))).issues
+    assert [(i.kind, i.stream, i.t) for i in issues] == [("frozen", WRENCH, 1.006)]
+
+
+def test_a_stream_stale_by_the_assembler_limits_is_not_handed_to_the_grounder():
+    a = FrameAssembler(["j1", "j2"], objects=["mug"], limits=StaleLimits(wrench=0.01, pose=0.01))
+    a.on_wrench(m.wrench_msg(T, 1.0, W))
+    a.on_pose("mug", m.pose_msg(T, 1.0, P))
+    fresh = a.on_joint_states(js(1.005)).state
+    assert fresh.wrench is not None and "mug" in fresh.object_poses
+    old = a.on_joint_states(js(1.02))
+    assert old.stale == {WRENCH, "object_pose/mug"}
+    assert old.state.wrench is None and old.state.object_poses == {} and old.state.object_ages == {}
 
 
 def test_zero_stamp_falls_back_to_arrival_time():
@@ -170,3 +304,17 @@ def test_ground_frame_merges_stale_streams_and_marks_rejected_frames_unknown():
     assert sample.stale == {"wrench", "object_pose/mug"}
     sample, failure = ground_frame(_Grounder(fail=True), frame, 8)
     assert "NaN" in failure and sample.valuation() == {"p": None, "q": None} and sample.stale == {"wrench"}
+
+
+def test_ground_frame_makes_every_predicate_unknown_on_stale_joints_and_steps_only_to_resync():
+    a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None), limits=StaleLimits(joints_frozen=0.001))
+    a.on_joint_states(js(1.0))
+    frozen = a.on_joint_states(js(1.002))
+    sample, failure = ground_frame(_Grounder(fail=True), frozen, 1)  # the grounder would raise if stepped
+    assert failure is None and sample.valuation() == {"p": None, "q": None} and sample.stale == {JOINTS}
+    stepped = []
+    grounder = _Grounder()
+    grounder.step = lambda state: stepped.append(state.t) or _Grounder.step(grounder, state)
+    resync = a.on_joint_states(js(1.004, pos=(0.3, 0.4)))
+    sample, failure = ground_frame(grounder, resync, 2)  # caught up, but nothing measured across the break
+    assert stepped == [1.004] and failure is None and sample.valuation() == {"p": None, "q": None}

@@ -10,11 +10,12 @@ poses are taken before the joint message that completes it.
 A frame that cannot be grounded (unknown joint, time going backwards) is published with every
 predicate unknown, never guessed. A watchdog reports STALE on /diagnostics when /joint_states stops
 for `joint_states_timeout_s` (wall clock); the monitor then marks its properties unknown. A frozen
-/joint_states (identical positions, velocities and efforts for `joint_states_frozen_s`, a driver
-repeating its last reading) is STALE too, and its frames are not published, so the monitor's own
-watchdog turns its verdicts unknown. Wrench and pose age limits come from `wrench_stale_s` and
-`pose_stale_s` (0 = the grounder's thresholds). Frames missing between consecutive stamps (a node or
-driver that cannot keep up drops them from its queue) turn the diagnostics WARN (`frame_load`).
+/joint_states (identical positions, velocities and efforts for `joint_states_frozen_s` of stamp time,
+a driver repeating its last reading) is STALE too: the assembler marks its frames stale, as replay
+does, and they are published with every predicate unknown; a wrench frozen for `wrench_frozen_s` is
+stale. Wrench and pose age limits come from `wrench_stale_s` and `pose_stale_s` (0 = the grounder's
+thresholds). Frames missing between consecutive stamps (a node or driver that cannot keep up drops
+them from its queue) turn the diagnostics WARN (`frame_load`).
 """
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ from safety_monitor.nodes.runtime import now_stamp, run_node
 from safety_monitor.sources import cdr
 from safety_monitor.sources import messages as m
 from safety_monitor.sources.assembler import FrameAssembler, StaleLimits, StreamMapping, ground_frame
-from safety_monitor.sources.messages import JointSample, PredicateSample
+from safety_monitor.sources.messages import PredicateSample
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,9 @@ class EstimatorParams:
     control_rate_hz: float = field(500.0, "rate of /joint_states: threshold durations become frame counts")
     joint_states_timeout_s: float = field(0.1, "watchdog: no /joint_states for this long (wall clock) -> STALE")
     joint_states_frozen_s: float = field(
-        2.0, "identical /joint_states values for this long (wall clock) -> STALE, frames dropped (0 = off)")
+        2.0, "identical /joint_states values for this long (stamp time) -> STALE, predicates unknown (0 = off)")
+    wrench_frozen_s: float = field(
+        2.0, "identical wrench values for this long (stamp time) -> wrench stale, its predicates unknown (0 = off)")
     wrench_stale_s: float = field(0.0, "wrench older than this at a frame: its predicates unknown (0 = thresholds.yaml)")
     pose_stale_s: float = field(0.0, "object pose older than this at a frame: its predicates unknown (0 = thresholds.yaml)")
     best_effort_inputs: bool = field(False, "subscribe to the robot topics best effort (sensors that offer no more)")
@@ -67,8 +70,9 @@ class EstimatorNode(Node):
         self.topics = declare_topics(self)
         if min(p.control_rate_hz, p.joint_states_timeout_s, p.diagnostics_period_s) <= 0:
             raise SafetyMonitorError("estimator_node: rates, gaps, timeouts and periods must be > 0")
-        if min(p.joint_states_frozen_s, p.wrench_stale_s, p.pose_stale_s) < 0:
-            raise SafetyMonitorError("estimator_node: joint_states_frozen_s, wrench_stale_s, pose_stale_s must be >= 0")
+        if min(p.joint_states_frozen_s, p.wrench_frozen_s, p.wrench_stale_s, p.pose_stale_s) < 0:
+            raise SafetyMonitorError("estimator_node: joint_states_frozen_s, wrench_frozen_s, wrench_stale_s, "
+                                     "pose_stale_s must be >= 0")
         self.grounder = load_default_grounder(p.control_rate_hz, p.config_dir or None)
         self.grounder.twin  # build the kinematic twin now, not on the first frame  # noqa: B018
         robot = self.grounder.robot
@@ -77,7 +81,8 @@ class EstimatorNode(Node):
             object_pose=self.topics.object_pose)
         limits = StaleLimits.for_grounder(self.grounder)
         self._limits = dataclasses.replace(limits, wrench=p.wrench_stale_s or limits.wrench,
-                                           pose=p.pose_stale_s or limits.pose)
+                                           pose=p.pose_stale_s or limits.pose, joints_frozen=p.joint_states_frozen_s,
+                                           wrench_frozen=p.wrench_frozen_s)
         self.assembler = self._new_assembler()
         self.frames = 0  # published frames of the current rollout
         self.issues: Counter[str] = Counter()
@@ -103,9 +108,7 @@ class EstimatorNode(Node):
         self.create_subscription(T.JointState, self.topics.joint_states, self._on_joint_states, inputs, raw=True)
         self._last_joints: float | None = None  # monotonic arrival of the last /joint_states
         self._stale = False
-        self._last_values: tuple | None = None  # positions, velocities, efforts of the last /joint_states
-        self._frozen_since: float | None = None  # monotonic time they stopped changing
-        self._frozen = False
+        self._frozen = False  # the assembler's joints_frozen, as last reported
         self._stale_streams: frozenset[str] = frozenset()
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(min(0.05, p.joint_states_timeout_s / 2), self._watchdog, clock=steady)
@@ -158,7 +161,7 @@ class EstimatorNode(Node):
 
     def _on_joint_states(self, raw: bytes) -> None:
         start = time.perf_counter()
-        now = self._last_joints = time.monotonic()
+        self._last_joints = time.monotonic()
         if self._stale:
             self._stale = False
             self._publish_diagnostics()
@@ -166,13 +169,13 @@ class EstimatorNode(Node):
             joints = self._read_joints(raw)
         except SourceError as exc:
             return self._undecodable(exc)
-        if self._is_frozen(joints, now):
-            return
         assembled = self.assembler.on_joint_sample(joints, self._received(joints.stamp))
         issues = assembled.issues if assembled is not None else self.assembler.drain_issues()
         for issue in issues:
             self.issues[issue.kind] += 1
             self._throttled("warning", f"{issue.kind}:{issue.stream}", f"{issue.stream}: {issue.detail}")
+        if self.assembler.joints_frozen != self._frozen:
+            self._report_frozen()
         if assembled is None:
             return
         self._last_t = assembled.state.t
@@ -190,24 +193,15 @@ class EstimatorNode(Node):
             self._stale_streams = sample.stale
             self._publish_diagnostics()
 
-    def _is_frozen(self, joints: JointSample, now: float) -> bool:
-        """Whether /joint_states has repeated the same values for longer than allowed (then STALE)."""
-        limit = self.params.joint_states_frozen_s
-        values = tuple(None if a is None else a.tobytes() for a in (joints.position, joints.velocity, joints.effort))
-        if not limit or values != self._last_values:
-            self._last_values, self._frozen_since = values, None
-            if self._frozen:
-                self._frozen = False
-                self.get_logger().info(f"{self.topics.joint_states} moves again")
-                self._publish_diagnostics()
-            return False
-        if self._frozen_since is None:
-            self._frozen_since = now
-        if not self._frozen and now - self._frozen_since > limit:
-            self._frozen = True
-            self.get_logger().warning(f"{self.topics.joint_states} frozen for {limit} s: frames not published")
-            self._publish_diagnostics()
-        return self._frozen
+    def _report_frozen(self) -> None:
+        """The assembler found /joint_states frozen (its frames stale) or moving again: log it, turn STALE or back."""
+        self._frozen = self.assembler.joints_frozen
+        if self._frozen:
+            self.get_logger().warning(f"{self.topics.joint_states} frozen for {self.params.joint_states_frozen_s} s: "
+                                      "every predicate unknown")
+        else:
+            self.get_logger().info(f"{self.topics.joint_states} moves again")
+        self._publish_diagnostics()
 
     # ----------------------------------------------------------------------------------- watchdog
     def _watchdog(self) -> None:

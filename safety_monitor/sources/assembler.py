@@ -7,7 +7,12 @@ sample's header stamp). Times are header stamps; a zero stamp falls back to the 
 
 Bad input is never repaired silently: a message with NaN positions, a stamp that goes backwards or
 repeats, or joints that cannot be attributed is dropped and reported as a `StreamIssue`; a stream
-older than its limit (or never seen) is reported stale on every frame it affects.
+older than its limit (or never seen) is reported stale on every frame it affects. A joint stream
+whose values stop changing for `StaleLimits.joints_frozen` (stamp time, so live and replay agree) is
+a driver repeating its last reading: stale, not a robot at rest; so is a wrench that repeats for
+`StaleLimits.wrench_frozen` (a force-torque sensor always shows noise). A frame with stale
+joint_states has every predicate unknown; a stale wrench or pose is not handed to the
+grounder, so the predicates that read it are unknown whatever the grounder's own age limits.
 """
 from __future__ import annotations
 
@@ -93,12 +98,17 @@ class StaleLimits:
     """Seconds after which a stream counts as stale (the monitor then reports itself blind).
 
     `joint_states` is the largest gap between consecutive control frames; a bigger gap is a time
-    jump and the frame after it is stale.
+    jump and the frame after it is stale. `joints_frozen`: joint positions, velocities and efforts
+    bit-identical for longer than this (stamps advancing) are stale; real encoders and controllers
+    always move by some bits, so only a stuck driver repeats exactly (0 = off, for robots that do).
+    `wrench_frozen`: the same for the six wrench values (a real force-torque sensor is never that quiet).
     """
 
     joint_states: float = 0.05
     wrench: float = 0.1
     pose: float = 0.25
+    joints_frozen: float = 2.0
+    wrench_frozen: float = 2.0
 
     @classmethod
     def for_grounder(cls, grounder: Any) -> StaleLimits:
@@ -112,7 +122,8 @@ class StaleLimits:
 class StreamIssue:
     """A problem with one input message. `kind`: nan, backwards, duplicate_stamp, time_jump,
     empty_names, length_mismatch, joint_names_changed, unknown_joints, missing_joints, zero_stamp,
-    stream_stopped (replay adds frame_gap and grounding)."""
+    stream_stopped, frozen, outlier_stamp, duplicate_names, zero_quaternion (replay adds frame_gap and
+    grounding)."""
 
     kind: str
     stream: str
@@ -122,11 +133,15 @@ class StreamIssue:
 
 @dataclass(frozen=True)
 class AssembledFrame:
-    """One frame: the state, the streams stale at it, and issues raised since the previous frame."""
+    """One frame: the state, the streams stale at it, and issues raised since the previous frame.
+    `resync`: the frame ends a break (in time, or frames whose joints were unusable); its joints are sound
+    but anything measured across the break is not, so it is grounded (the grounder catches up) with every
+    predicate unknown."""
 
     state: RobotState
     stale: frozenset[str]
     issues: tuple[StreamIssue, ...]
+    resync: bool = False
 
 
 class FrameAssembler:
@@ -149,15 +164,22 @@ class FrameAssembler:
         self._pose_streams = tuple((name, pose_stream(name)) for name in self.objects)
         self.joints: tuple[str, ...] | None = tuple(joints) if joints is not None else None
         self._values: np.ndarray | None = None  # rows: position, velocity, effort (NaN: not known)
-        self._seen: np.ndarray | None = None
+        self._joint_t: np.ndarray | None = None  # per joint, the stamp of its last position (-inf: none yet)
         self._complete = False  # every joint has had a position
         self._layouts: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray] | None] = {}
         self._renamed: dict[tuple[str, ...], tuple[str, ...]] = {}
         self._t: float | None = None  # last frame time
+        self._ahead: float | None = None  # stamp of a message held back for jumping ahead of the last frame
+        self._went_back = False  # messages were dropped for going back in time since the last frame
+        self._skipped = False  # the last frame's joints were unusable (not grounded): the next usable one resyncs
         self._wrench: tuple[Wrench, float] | None = None
         self._poses: dict[str, Pose] = {}
         self._pose_stamps: dict[str, float] = {}
         self._stopped_flagged = False
+        self._joint_repeats = _Repeats()
+        self._wrench_repeats = _Repeats()
+        self._wrench_frozen = False
+        self.joints_frozen = False  # the joint values have repeated for longer than limits.joints_frozen
         self._pending: list[StreamIssue] = []
         self.frames = 0
 
@@ -179,7 +201,7 @@ class FrameAssembler:
     def _init_joints(self, names: tuple[str, ...]) -> None:
         self.joints = names if self.joints is None else self.joints
         self._values = np.full((3, len(self.joints)), np.nan)
-        self._seen = np.zeros(len(self.joints), dtype=bool)
+        self._joint_t = np.full(len(self.joints), -np.inf)
 
     def _layout(self, names: tuple[str, ...], t: float) -> tuple[np.ndarray, np.ndarray] | None:
         """(source index, frame index) arrays for a message's name list, cached per list; None when
@@ -198,6 +220,11 @@ class FrameAssembler:
         self._layouts[names] = layout
         return layout
 
+    def _rename(self, names: tuple[str, ...], check: bool = True) -> tuple[str, ...]:
+        """A message's names as the robot's (`mapping.joint_names`); _AMBIGUOUS when one is listed twice."""
+        renamed = tuple(self.mapping.joint_names.get(n, n) for n in names)
+        return _AMBIGUOUS if check and len(set(renamed)) < len(renamed) else renamed
+
     def stale_streams(self, t: float) -> frozenset[str]:
         """Streams older than their limit (or never received) at time `t`."""
         return frozenset(self._stale(t))
@@ -205,7 +232,7 @@ class FrameAssembler:
     def _stale(self, t: float) -> list[str]:
         stale = []
         if self.mapping.wrench is not None and (
-            self._wrench is None or t - self._wrench[1] > self.limits.wrench
+            self._wrench is None or self._wrench_frozen or t - self._wrench[1] > self.limits.wrench
         ):
             stale.append(WRENCH)
         limit, stamps = self.limits.pose, self._pose_stamps
@@ -238,6 +265,13 @@ class FrameAssembler:
             self._issue(kind, WRENCH, stamp, f"stamp {stamp:.6f} after {self._wrench[1]:.6f}; message dropped")
             return
         self._wrench = (wrench, stamp)
+        limit = self.limits.wrench_frozen
+        key = wrench.force.tobytes() + wrench.torque.tobytes()
+        frozen = bool(limit) and self._wrench_repeats.held(key, stamp) > limit
+        if frozen and not self._wrench_frozen:
+            self._issue("frozen", WRENCH, stamp, f"force and torque identical for {limit:g} s (a sensor always shows "
+                        "noise); stale until they change")
+        self._wrench_frozen = frozen
         self._check_driver(stamp, WRENCH)
 
     def on_pose(self, name: str, msg: Any, received: float | None = None) -> None:
@@ -250,6 +284,10 @@ class FrameAssembler:
         stamp = self._stamp(stamp, received, stream)
         if not (_finite(pose.position) and _finite(pose.quaternion)):
             self._issue("nan", stream, stamp, f"pose has NaN, infinite or implausible (beyond {_LIMIT:g}) values; message dropped")
+            return
+        q = pose.quaternion
+        if not float(q @ q) > 1e-12:  # the grounder's test: not a rotation, unusable
+            self._issue("zero_quaternion", stream, stamp, "pose orientation is a zero quaternion; message dropped")
             return
         last = self._pose_stamps.get(name)
         if last is not None and stamp <= last:
@@ -269,7 +307,13 @@ class FrameAssembler:
         t = self._stamp(sample.stamp, received, JOINTS)
         names = self._renamed.get(sample.names)
         if names is None:
-            names = self._renamed[sample.names] = tuple(self.mapping.joint_names.get(n, n) for n in sample.names)
+            names = self._renamed[sample.names] = self._rename(sample.names)
+        if names is _AMBIGUOUS:
+            renamed = self._rename(sample.names, check=False)
+            twice = sorted({n for n in renamed if renamed.count(n) > 1})
+            self._issue("duplicate_names", JOINTS, t, f"{', '.join(twice)} listed more than once; which value holds "
+                        "is ambiguous, message dropped")
+            return None
         if not names:
             self._issue("empty_names", JOINTS, t, "JointState has an empty name list; message dropped")
             return None
@@ -281,9 +325,8 @@ class FrameAssembler:
             bad = [n for n, p in zip(names, sample.position.tolist()) if not abs(p) < _LIMIT]
             self._issue("nan", JOINTS, t, f"NaN, infinite or implausible positions for {', '.join(bad)}; message dropped")
             return None
-        if self._t is not None and t <= self._t:
-            kind = "duplicate_stamp" if t == self._t else "backwards"
-            self._issue(kind, JOINTS, t, f"stamp {t:.6f} after frame at {self._t:.6f}; message dropped")
+        broken = self._timeline(t)
+        if broken is None:
             return None
         if self._values is None:
             self._init_joints(names)
@@ -291,7 +334,7 @@ class FrameAssembler:
             first = next(iter(self._layouts))
             self._issue("joint_names_changed", JOINTS, t,
                         f"names [{', '.join(names)}] differ from the first message's [{', '.join(first)}]")
-        assert self._values is not None and self._seen is not None
+        assert self._values is not None and self._joint_t is not None
         layout = self._layout(names, t)
         block = self._values
         n = len(names)
@@ -307,33 +350,94 @@ class FrameAssembler:
             for row, values in enumerate(rows):
                 block[row, dst] = values if isinstance(values, float) else values[src]
             finite = np.isfinite(block).all(axis=1).tolist()
+        joint_t = self._joint_t
+        joint_t[layout[1] if layout else slice(None)] = t
         if not self._complete:
-            self._seen[layout[1] if layout else slice(None)] = True
-            self._complete = bool(self._seen.all())
+            self._complete = bool(np.isfinite(joint_t).all())
             if not self._complete:
-                missing = [name for name, seen in zip(self.joints, self._seen) if not seen]
+                missing = [name for name, seen in zip(self.joints, np.isfinite(joint_t).tolist()) if not seen]
                 self._issue("missing_joints", JOINTS, t, f"no position yet for {', '.join(missing)}; frame held back")
                 return None
 
         stale = self._stale(t)
-        if self._t is not None and t - self._t > self.limits.joint_states:
-            self._issue("time_jump", JOINTS, t, f"{t - self._t:.3f} s since the previous frame")
+        if layout is not None and self._missing(t):
+            unusable = True  # held positions do not repeat: the frozen clock restarts when they return
+            self._joint_repeats, self.joints_frozen = _Repeats(), False
+        else:
+            unusable = self._frozen(block, t)
+        resync = not unusable and (broken or self._skipped)
+        self._skipped = unusable
+        if unusable or resync:
             stale.append(JOINTS)
         self._t = t
         self._stopped_flagged = False
+        wrench = None if WRENCH in stale else self._wrench  # what is stale here is not the grounder's to use
+        stamps = self._pose_stamps
+        if len(stale) > (WRENCH in stale) + (JOINTS in stale):  # a pose is stale
+            stamps = {n: s for n, s in stamps.items() if pose_stream(n) not in stale}
         state = RobotState(
             t=t,
             joint_names=self.joints,
             joint_position=block[0].copy(),
             joint_velocity=block[1].copy() if finite[1] else None,
             joint_effort=block[2].copy() if finite[2] else None,
-            wrench=self._wrench[0] if self._wrench else None,
-            wrench_age=max(0.0, t - self._wrench[1]) if self._wrench else None,
-            object_poses=dict(self._poses),
-            object_ages={n: max(0.0, t - s) for n, s in self._pose_stamps.items()},
+            wrench=wrench[0] if wrench else None,
+            wrench_age=max(0.0, t - wrench[1]) if wrench else None,
+            object_poses={n: self._poses[n] for n in stamps},
+            object_ages={n: max(0.0, t - s) for n, s in stamps.items()},
         )
         self.frames += 1
-        return AssembledFrame(state, frozenset(stale), self.drain_issues())
+        return AssembledFrame(state, frozenset(stale), self.drain_issues(), resync)
+
+    def _timeline(self, t: float) -> bool | None:
+        """Whether a message at `t` ends a break in time (its frame is stale: the monitor did not see the
+        span), or None when it is dropped. A stamp at or before the last frame is dropped; the first frame
+        past it after time went backwards ends a break. A stamp more than the gap limit ahead is held back
+        (dropped) until the next message tells a clock step (it follows on: its frame ends the break) from
+        one glitched stamp (it continues the old timeline: the outlier alone is lost, not the rest)."""
+        last = self._t
+        if last is None:
+            return False
+        if t <= last:
+            kind = "duplicate_stamp" if t == last else "backwards"
+            self._issue(kind, JOINTS, t, f"stamp {t:.6f} after frame at {last:.6f}; message dropped")
+            self._went_back = self._went_back or t < last
+            return None
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            if t >= ahead:
+                self._went_back = False
+                return True
+            self._issue("outlier_stamp", JOINTS, t, f"the stream continues at {t:.6f} after the stamp "
+                        f"{ahead:.6f} that jumped ahead: that message alone dropped")
+        if t - last > self.limits.joint_states:
+            self._ahead = t
+            self._issue("time_jump", JOINTS, t, f"{t - last:.3f} s since the previous frame; message dropped, the "
+                        "next one tells a clock step (its frame stale) from an outlier stamp")
+            return None
+        behind, self._went_back = self._went_back, False
+        return behind
+
+    def _missing(self, t: float) -> bool:
+        """Whether a joint has had no position for longer than the gap limit (dropped from the messages or
+        renamed): its held value would be a guess, so the frame is stale (an issue every frame)."""
+        old = (t - self._joint_t > self.limits.joint_states).tolist()
+        if not any(old):
+            return False
+        names = ", ".join(name for name, gone in zip(self.joints, old) if gone)
+        self._issue("missing_joints", JOINTS, t, f"no position for {names} for more than "
+                    f"{self.limits.joint_states:g} s; frame stale")
+        return True
+
+    def _frozen(self, block: np.ndarray, t: float) -> bool:
+        """Whether the joint values have been bit-identical for longer than the limit (issue at the onset)."""
+        limit = self.limits.joints_frozen
+        frozen = bool(limit) and self._joint_repeats.held(block.tobytes(), t) > limit
+        if frozen and not self.joints_frozen:
+            self._issue("frozen", JOINTS, t, f"positions, velocities and efforts identical for {limit:g} s "
+                        "(a driver repeating its last reading); frames stale until they change")
+        self.joints_frozen = frozen
+        return frozen
 
     def _optional(self, values: np.ndarray | None, n: int, what: str, t: float) -> tuple[np.ndarray | float, bool]:
         """A message's velocities or efforts (NaN, unknown this frame, when absent or short), and whether
@@ -349,6 +453,25 @@ class FrameAssembler:
         return values, False
 
 
+_AMBIGUOUS: tuple[str, ...] = ("<a joint listed twice>",)  # stands for a name list, compared by identity
+
+
+class _Repeats:
+    """How long a stream has repeated the same values, in stamp time."""
+
+    __slots__ = ("key", "since")
+
+    def __init__(self) -> None:
+        self.key: bytes | None = None
+        self.since = 0.0
+
+    def held(self, key: bytes, t: float) -> float:
+        """Seconds since the values `key` first appeared (0 when they just changed)."""
+        if key != self.key:
+            self.key, self.since = key, t
+        return t - self.since
+
+
 _LIMIT = 1e9  # beyond this a joint (rad or m), wrench (N, N m) or pose (m) value is a corrupt message
 
 
@@ -360,14 +483,23 @@ def _finite(values: np.ndarray) -> bool:
 
 def ground_frame(grounder: Any, assembled: AssembledFrame, frame: int) -> tuple[PredicateSample, str | None]:
     """Ground one assembled frame into what `/safety_monitor/predicates` carries: the one step live
-    estimation and replay share. Stale streams are the assembler's and the grounder's. A frame the
-    grounder rejects (GroundingError) has every predicate unknown, never guessed; its reason is
-    returned for the caller to report."""
+    estimation and replay share. Stale streams are the assembler's and the grounder's. A frame whose
+    joint_states are stale or that the grounder rejects (GroundingError, its reason returned for the
+    caller to report) has every predicate unknown, never guessed. The grounder does not step on stale
+    joints (its debouncers freeze as for any unknown input), except to catch up after a break in time."""
     state = assembled.state
+    if JOINTS in assembled.stale and not assembled.resync:
+        return _unknown(grounder, assembled, frame), None
     try:
         grounded = grounder.step(state)
     except GroundingError as exc:
-        names = grounder.predicates
-        return PredicateSample(dict.fromkeys(names, False), state.t, frame, frozenset(names), assembled.stale), str(exc)
+        return _unknown(grounder, assembled, frame), str(exc)
+    if assembled.resync:
+        return _unknown(grounder, assembled, frame), None
     stale = assembled.stale | frozenset(grounded.stale)
     return PredicateSample(grounded.values, state.t, frame, grounded.unknown, stale), None
+
+
+def _unknown(grounder: Any, assembled: AssembledFrame, frame: int) -> PredicateSample:
+    names = grounder.predicates
+    return PredicateSample(dict.fromkeys(names, False), assembled.state.t, frame, frozenset(names), assembled.stale)
