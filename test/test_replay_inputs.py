@@ -284,3 +284,11 @@ def test_recorded_predicates_that_pause_freeze_or_stop_make_the_monitor_blind_as
         assert o.blind_frames == 3, o
     kinds = [e.kind for e in r.trace.events if e.property == "no_excess_wrench"]
     assert kinds == ["blind", "seeing", "blind", "seeing", "blind"]
+
+
+def test_a_bag_without_frames_names_each_kind_of_issue_once(tmp_path, state, specs):
+    """Every joint message lacks a required joint: the error gives one example of the issue, not three."""
+    names = list(state.joint_names)
+    bag = write_bag(tmp_path / "b", state, edit=lambda k, t, n, position: (t, names[1:], position[1:]))
+    r = score_bag(bag, config(specs))
+    assert not r.ok and r.error.count("missing_joints x") == 1, r.error

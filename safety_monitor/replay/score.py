@@ -248,9 +248,13 @@ _STALE, _FRESH = (True,), (False,)
 
 
 def _issue_hint(r: BagResult) -> str:
-    if not r.issue_examples:
+    """The first example of each kind of issue (the examples hold several per kind)."""
+    first = {}
+    for issue in r.issue_examples:
+        first.setdefault(issue.kind, issue)
+    if not first:
         return ""
-    return ": " + "; ".join(f"{i.kind} x{r.issues[i.kind]} ({i.detail})" for i in r.issue_examples[:ISSUE_EXAMPLES])
+    return ": " + "; ".join(f"{i.kind} x{r.issues[i.kind]} ({i.detail})" for i in first.values())
 
 
 def _record_issues(r: BagResult, issues: tuple[StreamIssue, ...]) -> None:
