@@ -106,7 +106,7 @@ def test_partial_joint_messages_hold_frames_until_every_joint_is_known():
 
 
 def test_a_joint_that_drops_out_mid_stream_makes_every_frame_stale_once_its_position_is_old():
-    a = FrameAssembler(["j1", "j2", "j3"], mapping=StreamMapping(wrench=None), limits=StaleLimits(joint_states=0.005))
+    a = FrameAssembler(["j1", "j2", "j3"], mapping=StreamMapping(wrench=None), limits=StaleLimits(joint_held=0.005))
     a.on_joint_states(js(1.0, names=("j1", "j2", "j3"), pos=(0.1, 0.2, 0.3)))
     frames = [a.on_joint_states(js(1.0 + k * 0.002, names=("j1", "j2"), pos=(0.1, 0.2 + k * 1e-3)))
               for k in range(1, 6)]
@@ -118,11 +118,12 @@ def test_a_joint_that_drops_out_mid_stream_makes_every_frame_stale_once_its_posi
 
 
 def test_renamed_joints_mid_stream_are_missing_not_held():
-    a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None), limits=StaleLimits(joints_frozen=0.06))
+    a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None),
+                       limits=StaleLimits(joints_frozen=0.06, joint_held=0.05))
     a.on_joint_states(js(1.0))
     renamed = [a.on_joint_states(js(1.0 + k * 0.011, names=("ur_j1", "ur_j2"), pos=(0.1, 0.2 + k * 1e-3)))
                for k in range(1, 8)]
-    assert [JOINTS in f.stale for f in renamed] == [False] * 4 + [True] * 3  # beyond the 50 ms gap limit
+    assert [JOINTS in f.stale for f in renamed] == [False] * 4 + [True] * 3  # beyond joint_held, 50 ms
     assert kinds(renamed[0].issues) == ["joint_names_changed", "unknown_joints"]
     assert kinds(renamed[-1].issues) == ["missing_joints"]  # held values are missing, not also frozen
 
@@ -134,6 +135,34 @@ def test_split_joint_messages_at_the_control_rate_stay_fresh():
         frame = a.on_joint_states(js(1.0 + k * 0.002, names=("j1", "j2") if arm else ("finger",),
                                      pos=(0.1, 0.2 + k * 1e-3) if arm else (0.04 + k * 1e-4,)))
         assert k == 0 or frame.stale == frozenset()
+
+
+def test_a_joint_on_a_slower_publisher_of_its_own_stays_fresh():
+    """An arm driver at 500 Hz and a drawer encoder at 10 Hz on the same topic, stamps interleaved (some of the
+    drawer's just behind the arm's last frame): no frame is stale, and a stamp glitch alone blinds nothing."""
+    a = FrameAssembler(["j1", "j2", "drawer"], mapping=StreamMapping(wrench=None))
+    stale = []
+    for k in range(500):
+        t = 1.0 + k * 0.002
+        frame = a.on_joint_states(js(t, pos=(0.1, 0.2 + k * 1e-4)))
+        if k:
+            stale.append(JOINTS in frame.stale)
+        if k % 50 == 0:  # the drawer's message, stamped 1 ms behind the arm's frame every other time
+            drawer = a.on_joint_states(js(t + (0.0005 if k % 100 else -0.001), names=("drawer",), pos=(k * 1e-5,)))
+            assert drawer is None or drawer.stale == frozenset()
+    assert not any(stale)
+    assert set(kinds(a.drain_issues())) <= {"backwards"}
+
+
+def test_one_message_behind_is_a_glitch_but_two_in_a_row_are_time_going_back():
+    a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None))
+    a.on_joint_states(js(1.0))
+    assert a.on_joint_states(js(0.999)) is None
+    glitch = a.on_joint_states(js(1.002))
+    assert kinds(glitch.issues) == ["backwards"] and glitch.stale == frozenset() and not glitch.resync
+    assert a.on_joint_states(js(0.5)) is None and a.on_joint_states(js(0.502)) is None
+    back = a.on_joint_states(js(1.004))
+    assert back.resync and back.stale == {JOINTS}
 
 
 def test_a_joint_listed_twice_drops_the_message_as_ambiguous():

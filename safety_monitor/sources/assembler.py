@@ -102,6 +102,9 @@ class StaleLimits:
     bit-identical for longer than this (stamps advancing) are stale; real encoders and controllers
     always move by some bits, so only a stuck driver repeats exactly (0 = off, for robots that do).
     `wrench_frozen`: the same for the six wrench values (a real force-torque sensor is never that quiet).
+    `joint_held`: a joint whose position has not come for longer than this (dropped or renamed mid-stream)
+    makes the frame stale; a joint on a slower publisher of its own (a drawer encoder, a gripper at 10 Hz)
+    stays fresh, which the control-frame gap `joint_states` would not allow.
     """
 
     joint_states: float = 0.05
@@ -109,6 +112,7 @@ class StaleLimits:
     pose: float = 0.25
     joints_frozen: float = 2.0
     wrench_frozen: float = 2.0
+    joint_held: float = 0.5
 
     @classmethod
     def for_grounder(cls, grounder: Any) -> StaleLimits:
@@ -170,7 +174,8 @@ class FrameAssembler:
         self._renamed: dict[tuple[str, ...], tuple[str, ...]] = {}
         self._t: float | None = None  # last frame time
         self._ahead: float | None = None  # stamp of a message held back for jumping ahead of the last frame
-        self._went_back = False  # messages were dropped for going back in time since the last frame
+        self._went_back = False  # time went back (two messages in a row behind the last frame) since it
+        self._behind = False  # the last message was behind the last frame
         self._skipped = False  # the last frame's joints were unusable (not grounded): the next usable one resyncs
         self._wrench: tuple[Wrench, float] | None = None
         self._poses: dict[str, Pose] = {}
@@ -392,7 +397,8 @@ class FrameAssembler:
     def _timeline(self, t: float) -> bool | None:
         """Whether a message at `t` ends a break in time (its frame is stale: the monitor did not see the
         span), or None when it is dropped. A stamp at or before the last frame is dropped; the first frame
-        past it after time went backwards ends a break. A stamp more than the gap limit ahead is held back
+        past it after time went backwards (two messages in a row behind the last frame; one alone is a
+        glitch that hides nothing) ends a break. A stamp more than the gap limit ahead is held back
         (dropped) until the next message tells a clock step (it follows on: its frame ends the break) from
         one glitched stamp (it continues the old timeline: the outlier alone is lost, not the rest)."""
         last = self._t
@@ -401,8 +407,11 @@ class FrameAssembler:
         if t <= last:
             kind = "duplicate_stamp" if t == last else "backwards"
             self._issue(kind, JOINTS, t, f"stamp {t:.6f} after frame at {last:.6f}; message dropped")
-            self._went_back = self._went_back or t < last
+            if t < last:  # one message behind is a glitch (nothing unseen); a second in a row, the clock going back
+                self._went_back = self._went_back or self._behind
+                self._behind = True
             return None
+        self._behind = False
         ahead, self._ahead = self._ahead, None
         if ahead is not None:
             if t >= ahead:
@@ -419,14 +428,14 @@ class FrameAssembler:
         return behind
 
     def _missing(self, t: float) -> bool:
-        """Whether a joint has had no position for longer than the gap limit (dropped from the messages or
+        """Whether a joint has had no position for longer than `joint_held` (dropped from the messages or
         renamed): its held value would be a guess, so the frame is stale (an issue every frame)."""
-        old = (t - self._joint_t > self.limits.joint_states).tolist()
+        old = (t - self._joint_t > self.limits.joint_held).tolist()
         if not any(old):
             return False
         names = ", ".join(name for name, gone in zip(self.joints, old) if gone)
         self._issue("missing_joints", JOINTS, t, f"no position for {names} for more than "
-                    f"{self.limits.joint_states:g} s; frame stale")
+                    f"{self.limits.joint_held:g} s; frame stale")
         return True
 
     def _frozen(self, block: np.ndarray, t: float) -> bool:
