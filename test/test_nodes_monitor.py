@@ -204,3 +204,44 @@ def test_two_robots_side_by_side_keep_their_events_apart(harness, tmp_path):
     finally:
         other.destroy_node()
         probe_b.destroy_node()
+
+
+@pytest.mark.parametrize("stamps", [
+    {50: 40},  # one frame stamped back in time
+    {50: 40, 51: 41, 52: 42},  # the clock back for three frames
+    {30: 29, 60: 55},  # a repeated stamp, later one going back
+])
+def test_the_monitor_node_and_replay_of_its_predicates_agree_when_time_goes_back(tmp_path, stamps):
+    """The node steps one blind frame when a predicate stamp goes backwards and drops frames until time
+    passes the last one; replay --from-predicates must give the same frames and events."""
+    from safety_monitor.nodes.monitor_node import MonitorNode
+    from safety_monitor.replay.score import ReplayConfig, score_bag
+    from safety_monitor.sources.bag import BagWriter
+    from safety_monitor.spec.model import load_specs
+
+    specs = tmp_path / "specs.yaml"
+    specs.write_text(SPECS)
+    predicates = load_specs(specs).predicates
+    samples = [m.PredicateSample({p: (k // 7 + i) % 4 == 0 for i, p in enumerate(predicates)},
+                                 1.0 + stamps.get(k, k) / 500, k) for k in range(100)]
+    with BagWriter(tmp_path / "bag") as w:
+        for k, s in enumerate(samples):
+            w.write_predicates("/safety_monitor/predicates", s, log_t=1.0 + k / 500)
+    replayed = score_bag(tmp_path / "bag", ReplayConfig(specs=str(specs), from_predicates=True, rate_hz=500.0))
+    assert replayed.ok, replayed.error
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        node = MonitorNode(subscribe_predicates=False, context=context, parameter_overrides=[
+            Parameter("specs", value=str(specs)), Parameter("events_log", value=str(tmp_path / "e.jsonl")),
+            Parameter("control_rate_hz", value=500.0)])
+        for s in samples:
+            node.on_sample(s)
+        node.destroy_node()
+    finally:
+        context.try_shutdown()
+    live = node.rollouts[0]
+    assert live.frames == replayed.trace.frames
+    assert [(e["property"], e["kind"], e["frame"]) for e in live.events] == \
+        [(e.property, e.kind, e.frame) for e in replayed.trace.events]

@@ -91,10 +91,10 @@ def test_log_order_writes_oldest_first_holding_a_bounded_number():
     for topic, t in (("j", 1.002), ("p", 1.000), ("q", 1.000), ("j", 1.004)):
         order.push(topic, None, t)
     assert written == [("p", 1.000, 1.000), ("q", 1.000, 1.000)]  # ties in arrival order, two held
-    order.push("late", None, 1.001)  # later than the bound allows: written at the newest log time so far
+    order.push("late", None, 1.001)  # behind what is held, but newer than anything written: still in order
     order.flush()
     assert written[2:] == [("late", 1.001, 1.001), ("j", 1.002, 1.002), ("j", 1.004, 1.004)]
-    order.push("later", None, 1.003)
+    order.push("later", None, 1.003)  # older than what was written (1.004): at the newest log time so far
     order.flush()
     assert written[-1] == ("later", 1.003, 1.004) and order.late == 1
 

@@ -71,12 +71,8 @@ def startup_frames(result: BagResult) -> int:
 
 def is_blind(result: BagResult) -> bool:
     """Whether some frame of a scored bag was not monitored (a predicate unknown, so a property blind), other
-    than the start-up frames every bag has."""
-    trace = result.trace
-    if trace is None:
-        return False
-    startup = startup_frames(result)
-    return result.unknown_frames > startup or any(o.blind_frames > startup for o in trace.outcomes)
+    than the start-up frames every bag has (a property's blind frames are all frames with an unknown)."""
+    return result.trace is not None and result.unknown_frames > startup_frames(result)
 
 
 def input_warning(result: BagResult) -> str | None:

@@ -339,10 +339,11 @@ def _score_predicates(bag: BagReader, config: ReplayConfig, result: BagResult,
 
 class _PredicateFrames:
     """Recorded predicate messages -> the monitor's frames, as the monitor node takes them: messages whose
-    time does not advance are dropped (an issue each), gaps in the recorded frame numbers are issues,
-    predicates the specs read but the messages lack are unknown (a warning, once). Its watchdog too: when
-    no advancing frame was logged for PREDICATES_TIMEOUT_S (a gap, a frozen or a stopped stream), one
-    blind frame is stepped at the last frame's time, as the live monitor does by the wall clock."""
+    time does not advance are dropped (an issue each; the first going backwards steps one blind frame),
+    gaps in the recorded frame numbers are issues, predicates the specs read but the messages lack are
+    unknown (a warning, once). Its watchdog too: when no advancing frame was logged for
+    PREDICATES_TIMEOUT_S (a gap, a frozen or a stopped stream), one blind frame is stepped at the last
+    frame's time, as the live monitor does by the wall clock."""
 
     def __init__(self, result: BagResult, predicates: tuple[str, ...]) -> None:
         self.result, self.predicates, self.needed = result, predicates, frozenset(predicates)
@@ -377,11 +378,13 @@ class _PredicateFrames:
                 t, frame, stale = sample.t, sample.frame, sample.stale
                 unknown, valuation = None, self._valuation(sample.values, sample.unknown)
             if not self.blind and logged[i] - self.stepped_at > PREDICATES_TIMEOUT_S:
-                self._go_blind(logged[i], valuations, times, stales)
+                self._go_blind(logged[i], last_t, valuations, times, stales)
             if last_t is not None and t <= last_t:
                 kind = "duplicate_stamp" if t == last_t else "backwards"
                 _record_issues(result, (StreamIssue(kind, "predicates", t, f"frame time {t:.6f} after {last_t:.6f}; "
                                                     "message dropped"),))
+                if t < last_t and not self.blind:  # the monitor node: time went backwards, every property blind
+                    self._go_blind(logged[i], last_t, valuations, times, stales, why=None)
                 continue
             last_t = t
             if frame is not None:
@@ -403,19 +406,21 @@ class _PredicateFrames:
         times: list[float] = []
         stales: list[frozenset[str]] = []
         if not self.blind and bag_end is not None and bag_end - self.stepped_at > PREDICATES_TIMEOUT_S:
-            self._go_blind(bag_end, valuations, times, stales, stopped=True)
+            self._go_blind(bag_end, self.last_t, valuations, times, stales, why="stream_stopped")
         return valuations, times, stales
 
-    def _go_blind(self, now: float, valuations: list, times: list[float], stales: list,
-                  stopped: bool = False) -> None:
+    def _go_blind(self, now: float, at: float, valuations: list, times: list[float], stales: list,
+                  why: str | None = "predicates_gap") -> None:
+        """One blind frame at `at`, the last stepped frame's time, with an issue of kind `why` (None: already
+        reported)."""
         gap = now - self.stepped_at
-        what = (f"the stream stopped {gap:.3f} s before the recording's end" if stopped
-                else f"no advancing predicates for {gap:.3f} s of recording")
-        _record_issues(self.result, (StreamIssue("stream_stopped" if stopped else "predicates_gap", "predicates",
-                                                 self.last_t, f"{what}; every property blind from there, as "
-                                                 "the live monitor's watchdog"),))
+        if why is not None:
+            what = (f"the stream stopped {gap:.3f} s before the recording's end" if why == "stream_stopped"
+                    else f"no advancing predicates for {gap:.3f} s of recording")
+            _record_issues(self.result, (StreamIssue(why, "predicates", at, f"{what}; every property "
+                                                     "blind from there, as the live monitor's watchdog"),))
         valuations.append(None)
-        times.append(self.last_t)
+        times.append(at)
         stales.append(frozenset())
         self.blind = True
 
