@@ -22,7 +22,8 @@ from safety_monitor.monitor.automaton import EPISODE, RUN_START, MonitorAutomato
 from safety_monitor.monitor.episodes import EpisodeLedger, TraceResult
 from safety_monitor.monitor.events import Event
 
-DEFAULT_HISTORY = 2000  # frames of predicate values kept for counterexamples
+DEFAULT_HISTORY = 5000  # frames of predicate values kept for counterexamples (10 s at 500 Hz: a settle
+#                         timeout's whole window), the monitor node's default too
 # The monitor node's default watchdog: no advancing predicates for this long and every property is blind
 # (one blind frame), live by the wall clock, in replay by the recording's log times.
 PREDICATES_TIMEOUT_S = 0.5

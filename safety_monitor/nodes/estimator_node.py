@@ -19,7 +19,6 @@ them from its queue) turn the diagnostics WARN (`frame_load`).
 """
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -79,10 +78,9 @@ class EstimatorNode(Node):
         self._mapping = StreamMapping(
             joint_states=self.topics.joint_states, wrench=self.topics.wrench or None,
             object_pose=self.topics.object_pose)
-        limits = StaleLimits.for_grounder(self.grounder)
-        self._limits = dataclasses.replace(limits, wrench=p.wrench_stale_s or limits.wrench,
-                                           pose=p.pose_stale_s or limits.pose, joints_frozen=p.joint_states_frozen_s,
-                                           wrench_frozen=p.wrench_frozen_s)
+        self._limits = StaleLimits.for_grounder(
+            self.grounder, wrench_stale_s=p.wrench_stale_s, pose_stale_s=p.pose_stale_s,
+            joint_states_frozen_s=p.joint_states_frozen_s, wrench_frozen_s=p.wrench_frozen_s)
         self.assembler = self._new_assembler()
         self.frames = 0  # published frames of the current rollout
         self.issues: Counter[str] = Counter()

@@ -46,7 +46,7 @@ from rclpy.node import Node
 from safety_monitor.errors import SafetyMonitorError, SourceError
 from safety_monitor.monitor.episodes import PropertyOutcome
 from safety_monitor.monitor.events import BLIND, KINDS, OPENED, SEEING
-from safety_monitor.monitor.live import PREDICATES_TIMEOUT_S
+from safety_monitor.monitor.live import DEFAULT_HISTORY, PREDICATES_TIMEOUT_S
 from safety_monitor.nodes import qos
 from safety_monitor.nodes.alerts import STATE_LOST
 from safety_monitor.nodes.episode_marker import SAME_TIME_S, START, EpisodeMarker, read_marker
@@ -71,7 +71,7 @@ class MonitorParams:
                                        "predicate stamps not advancing for this long (wall clock): STALE")
     heartbeat_period_s: float = field(0.2, "period of safety_monitor/heartbeat")
     diagnostics_period_s: float = field(1.0, "period of the /diagnostics heartbeat")
-    history_frames: int = field(5000, "frames of predicate values kept for counterexamples")
+    history_frames: int = field(DEFAULT_HISTORY, "frames of predicate values kept for counterexamples")
     control_rate_hz: float = field(500.0, "frame rate of the predicates; converts spec spans given in seconds")
     hardware_id: str = field("", "hardware_id of the diagnostics ('' = the namespace, or 'robot')")
     sync_before_publish: bool = field(

@@ -23,6 +23,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--robot", metavar="FILE",
                    help="robot description YAML; objects.yaml and thresholds.yaml beside it are used if present "
                         "(default: the package's config/)")
+    p.add_argument("--params", metavar="FILE",
+                   help="the live nodes' parameter file (ROS 2 format): replay applies its input limits "
+                        "(joint_states_frozen_s, wrench_frozen_s, wrench_stale_s, pose_stale_s), watchdog "
+                        "(predicates_timeout_s) and history_frames as that live stack did (default: the package's "
+                        "config/nodes.yaml)")
     p.add_argument("--topics", metavar="MAP",
                    help="topic and joint-name mapping: a YAML file or key=value pairs, keys joint_states, wrench, "
                         "object_pose ('{name}' = object), objects, predicates, events, joint_names")
@@ -45,8 +50,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _replay(args: argparse.Namespace) -> int:
+    from safety_monitor.grounding.grounder import config_dir
     from safety_monitor.monitor.cli import format_table
     from safety_monitor.replay.batch import interrupted, score_bags, summarize, unique_bags
+    from safety_monitor.replay.node_params import load_node_params
     from safety_monitor.replay.report import check_folder, input_warning, is_blind, write_report
     from safety_monitor.replay.score import ReplayConfig, check_config
     from safety_monitor.sources.assembler import StreamMapping
@@ -64,7 +71,7 @@ def _replay(args: argparse.Namespace) -> int:
         mapping=StreamMapping.parse(args.topics) if args.topics else StreamMapping(),
         from_predicates=args.from_predicates,
         rate_hz=args.rate,
-    )
+    ).with_node_params(load_node_params(args.params or config_dir() / "nodes.yaml"))
     bags, duplicates = unique_bags(find_bags(args.bags))
     if args.report:
         check_folder(args.report)

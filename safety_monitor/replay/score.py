@@ -11,7 +11,7 @@ import operator
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
@@ -46,6 +46,19 @@ class ReplayConfig:
     from_predicates: bool = False
     rate_hz: float | None = None  # control rate; None: measured from the bag's joint stamps
     history: int = DEFAULT_HISTORY
+    # the live nodes' parameters of these names (replay --params: the site's nodes.yaml)
+    joint_states_frozen_s: float = 2.0
+    wrench_frozen_s: float = 2.0
+    wrench_stale_s: float = 0.0
+    pose_stale_s: float = 0.0
+    predicates_timeout_s: float = PREDICATES_TIMEOUT_S
+
+    def with_node_params(self, params: Mapping[str, Any]) -> ReplayConfig:
+        """This configuration with the live nodes' parameters (`node_params.load_node_params`)."""
+        values = dict(params)
+        if "history_frames" in values:
+            values["history"] = values.pop("history_frames")
+        return replace(self, **values)
 
     def specs_file(self) -> Path:
         """The spec file scored against (the default made explicit, for the report)."""
@@ -315,7 +328,7 @@ def _score_predicates(bag: BagReader, config: ReplayConfig, result: BagResult,
     timings, clock = scorer.timings, time.perf_counter
     batch_reader = cdr.PredicateBatchReader()
     decoder = _Decoder(bag, batch_reader.single.read, m.decode_predicates)
-    frames = _PredicateFrames(result, scorer.monitor.predicates)
+    frames = _PredicateFrames(result, scorer.monitor.predicates, config.predicates_timeout_s)
     for batch in _timed_batches(bag, {topic}, timings):
         start = clock()
         columns = (batch_reader.read(batch.buffer, batch.start, batch.size)
@@ -341,12 +354,13 @@ class _PredicateFrames:
     """Recorded predicate messages -> the monitor's frames, as the monitor node takes them: messages whose
     time does not advance are dropped (an issue each; the first going backwards steps one blind frame),
     gaps in the recorded frame numbers are issues, predicates the specs read but the messages lack are
-    unknown (a warning, once). Its watchdog too: when no advancing frame was logged for
-    PREDICATES_TIMEOUT_S (a gap, a frozen or a stopped stream), one blind frame is stepped at the last
+    unknown (a warning, once). Its watchdog too: when no advancing frame was logged for `timeout` (the
+    node's predicates_timeout_s: a gap, a frozen or a stopped stream), one blind frame is stepped at the last
     frame's time, as the live monitor does by the wall clock."""
 
-    def __init__(self, result: BagResult, predicates: tuple[str, ...]) -> None:
+    def __init__(self, result: BagResult, predicates: tuple[str, ...], timeout: float = PREDICATES_TIMEOUT_S) -> None:
         self.result, self.predicates, self.needed = result, predicates, frozenset(predicates)
+        self.timeout = timeout
         self.last_t: float | None = None
         self.expected: int | None = None  # the estimator's next frame number, when it records them
         self.unsent = False
@@ -377,7 +391,7 @@ class _PredicateFrames:
             else:
                 t, frame, stale = sample.t, sample.frame, sample.stale
                 unknown, valuation = None, self._valuation(sample.values, sample.unknown)
-            if not self.blind and logged[i] - self.stepped_at > PREDICATES_TIMEOUT_S:
+            if not self.blind and logged[i] - self.stepped_at > self.timeout:
                 self._go_blind(logged[i], last_t, valuations, times, stales)
             if last_t is not None and t <= last_t:
                 kind = "duplicate_stamp" if t == last_t else "backwards"
@@ -405,7 +419,7 @@ class _PredicateFrames:
         valuations: list = []
         times: list[float] = []
         stales: list[frozenset[str]] = []
-        if not self.blind and bag_end is not None and bag_end - self.stepped_at > PREDICATES_TIMEOUT_S:
+        if not self.blind and bag_end is not None and bag_end - self.stepped_at > self.timeout:
             self._go_blind(bag_end, self.last_t, valuations, times, stales, why="stream_stopped")
         return valuations, times, stales
 
@@ -449,7 +463,10 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
     rate = result.rate_hz = _control_rate(bag, config, mapping.joint_states)
     grounder = make_grounder(config.robot, rate)
     objects = tuple(grounder.robot.objects)
-    assembler = FrameAssembler(grounder.robot.required_joints, objects, mapping, StaleLimits.for_grounder(grounder))
+    limits = StaleLimits.for_grounder(grounder, wrench_stale_s=config.wrench_stale_s, pose_stale_s=config.pose_stale_s,
+                                      joint_states_frozen_s=config.joint_states_frozen_s,
+                                      wrench_frozen_s=config.wrench_frozen_s)
+    assembler = FrameAssembler(grounder.robot.required_joints, objects, mapping, limits)
     route: dict[str, object] = {mapping.joint_states: _JOINT_ROUTE}
     if mapping.wrench is not None:
         if mapping.wrench in topics:

@@ -115,11 +115,16 @@ class StaleLimits:
     joint_held: float = 0.5
 
     @classmethod
-    def for_grounder(cls, grounder: Any) -> StaleLimits:
-        """The grounder's own age limits (so both report the same streams stale), and a joint gap of
-        five control periods, at least 50 ms (timestamp jitter on real robots is not a jump)."""
+    def for_grounder(cls, grounder: Any, *, wrench_stale_s: float = 0.0, pose_stale_s: float = 0.0,
+                     joint_states_frozen_s: float = 2.0, wrench_frozen_s: float = 2.0) -> StaleLimits:
+        """The grounder's own age limits (so both report the same streams stale) unless the estimator's
+        parameters of these names set them (0: the grounder's), and a joint gap of five control periods, at
+        least 50 ms (timestamp jitter on real robots is not a jump). The live node and replay both build
+        their limits here, from the same parameter file."""
         ages = grounder.thresholds.max_age_s
-        return cls(joint_states=max(0.05, 5.0 / grounder.control_rate_hz), wrench=ages.wrench, pose=ages.object_pose)
+        return cls(joint_states=max(0.05, 5.0 / grounder.control_rate_hz), wrench=wrench_stale_s or ages.wrench,
+                   pose=pose_stale_s or ages.object_pose, joints_frozen=joint_states_frozen_s,
+                   wrench_frozen=wrench_frozen_s)
 
 
 @dataclass(frozen=True)
