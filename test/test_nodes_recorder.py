@@ -1,5 +1,6 @@
 """The recorder node: raw topics to rosbag2 (sqlite3 here), one bag per rollout, header stamps as log
 times, readable back by rosbags as the messages that were published."""
+from types import SimpleNamespace
 import time
 import uuid
 
@@ -145,3 +146,17 @@ def test_recorded_mcap_is_in_log_time_order_though_topics_arrive_out_of_it(tmp_p
     finally:
         storage.close()
     assert scanned == [(f"{ns}/objects/mug/pose", 1_000_000_000), (f"{ns}/joint_states", 1_002_000_000)]
+
+
+def test_a_sample_at_an_episodes_start_goes_to_that_episodes_bag():
+    """The start marker carries the sim's exact float time (45.946000000000005 here) and the episode's first
+    pose its header stamp, rounded to nanoseconds (45.946): a bare comparison filed the pose in the previous
+    episode's bag, which then replayed with a stream_stopped issue and the next one with stale poses."""
+    from safety_monitor.nodes.recorder import rollout_of
+    from safety_monitor.sources.messages import split_seconds, stamp_seconds
+
+    start = 45.946000000000005  # a sum of episode times, as the sim node computes an episode's offset
+    sec, nanosec = split_seconds(start)
+    stamp = stamp_seconds(SimpleNamespace(sec=sec, nanosec=nanosec))
+    assert stamp < start and rollout_of([0.0, start], stamp) == 1
+    assert rollout_of([0.0, start], start - 0.002) == 0

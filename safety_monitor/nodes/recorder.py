@@ -22,7 +22,7 @@ from typing import Any
 from rclpy.node import Node
 
 from safety_monitor.nodes import qos
-from safety_monitor.nodes.episode_marker import START, read_marker
+from safety_monitor.nodes.episode_marker import SAME_TIME_S, START, read_marker
 from safety_monitor.nodes.params import declare_topics
 from safety_monitor.sources import messages as m
 from safety_monitor.sources.bag import BagWriter, default_typestore
@@ -69,6 +69,13 @@ class LogOrder:
         self._write(topic, msg, t, self._newest)
 
 
+def rollout_of(starts: list[float], t: float) -> int:
+    """Index of the rollout that a message stamped `t` belongs to: the last start at or before it. A start
+    marker carries its exact time while stamps are rounded to nanoseconds, so a sample taken at the very
+    start (an episode's first pose) can read a hair earlier; within SAME_TIME_S it is the same time."""
+    return max(0, bisect.bisect_right(starts, t + SAME_TIME_S) - 1)
+
+
 class RecorderNode(Node):
     def __init__(self, path: str | Path, objects: Iterable[str], storage: str = "mcap",
                  split_rollouts: bool = False, **node_kwargs) -> None:
@@ -113,7 +120,7 @@ class RecorderNode(Node):
 
     def _writer(self, t: float) -> BagWriter:
         """The bag of the rollout that time `t` belongs to (the last start at or before it)."""
-        index = max(0, bisect.bisect_right(self._starts, t) - 1)
+        index = rollout_of(self._starts, t)
         writer = self._writers.get(index)
         if writer is None:
             path = self.path / f"episode_{index:03d}" if self.split else self.path
