@@ -546,7 +546,7 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
                 assembler.on_pose_sample(kind, pose, stamp, received)
                 timings["assemble"] += clock() - mid
         scorer.steps(valuations, times, stales)
-    _record_issues(result, assembler.drain_issues())
+    _record_issues(result, assembler.finish())
     scorer.finish()
 
 

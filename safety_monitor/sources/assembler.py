@@ -16,6 +16,7 @@ grounder, so the predicates that read it are unknown whatever the grounder's own
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -179,6 +180,7 @@ class FrameAssembler:
         self._renamed: dict[tuple[str, ...], tuple[str, ...]] = {}
         self._t: float | None = None  # last frame time
         self._ahead: float | None = None  # stamp of a message held back for jumping ahead of the last frame
+        self._heard = -math.inf  # stamp of the last joint message heard on the timeline, usable or not
         self._went_back = False  # time went back (two messages in a row behind the last frame) since it
         self._behind = False  # the last message was behind the last frame
         self._skipped = False  # the last frame's joints were unusable (not grounded): the next usable one resyncs
@@ -198,9 +200,18 @@ class FrameAssembler:
         self._pending.append(StreamIssue(kind, stream, t, detail))
 
     def drain_issues(self) -> tuple[StreamIssue, ...]:
-        """Issues raised since the last frame (call at the end of a stream to collect the tail)."""
+        """Issues raised since the last frame."""
         issues, self._pending = tuple(self._pending), []
         return issues
+
+    def finish(self) -> tuple[StreamIssue, ...]:
+        """The issues left at the end of a stream, a stamp that jumped ahead with nothing after it included
+        (neither a clock step nor an outlier can be told: reported as a time jump)."""
+        if self._ahead is not None and self._t is not None:
+            self._issue("time_jump", JOINTS, self._ahead, f"the last message's stamp is {self._ahead - self._t:.3f} s "
+                        "ahead of the last frame, with nothing after it; message dropped")
+            self._ahead = None
+        return self.drain_issues()
 
     def _stamp(self, stamp: float, received: float | None, stream: str) -> float:
         if stamp == 0.0 and received is not None:
@@ -254,10 +265,12 @@ class FrameAssembler:
 
     def _check_driver(self, t: float, stream: str) -> None:
         """A slower stream running ahead of the joint stream means the joint stream stopped."""
-        if self._t is not None and t - self._t > self.limits.joint_states and not self._stopped_flagged:
+        if self._t is None:
+            return
+        heard = max(self._t, self._heard)
+        if t - heard > self.limits.joint_states and not self._stopped_flagged:
             self._stopped_flagged = True
-            self._issue("stream_stopped", JOINTS, t,
-                        f"no joint_states since t={self._t:.3f} s while {stream} continues")
+            self._issue("stream_stopped", JOINTS, t, f"no joint_states since t={heard:.3f} s while {stream} continues")
 
     # ------------------------------------------------------------------------------ callbacks
     def on_wrench(self, msg: Any, received: float | None = None) -> None:
@@ -323,18 +336,18 @@ class FrameAssembler:
             twice = sorted({n for n in renamed if renamed.count(n) > 1})
             self._issue("duplicate_names", JOINTS, t, f"{', '.join(twice)} listed more than once; which value holds "
                         "is ambiguous, message dropped")
-            return None
+            return self._unusable(t)
         if not names:
             self._issue("empty_names", JOINTS, t, "JointState has an empty name list; message dropped")
-            return None
+            return self._unusable(t)
         if len(sample.position) != len(names):
             self._issue("length_mismatch", JOINTS, t,
                         f"{len(names)} names but {len(sample.position)} positions; message dropped")
-            return None
+            return self._unusable(t)
         if not _finite(sample.position):
             bad = [n for n, p in zip(names, sample.position.tolist()) if not abs(p) < _LIMIT]
             self._issue("nan", JOINTS, t, f"NaN, infinite or implausible positions for {', '.join(bad)}; message dropped")
-            return None
+            return self._unusable(t)
         broken = self._timeline(t)
         if broken is None:
             return None
@@ -399,6 +412,14 @@ class FrameAssembler:
         self.frames += 1
         return AssembledFrame(state, frozenset(stale), self.drain_issues(), resync)
 
+    def _unusable(self, t: float) -> None:
+        """A joint message dropped for its content (NaN, names): the stream is still alive at `t`, so the gap
+        it leaves is no clock step and no stopped stream (the frames after it still resync)."""
+        last = max(self._heard, self._t if self._t is not None else -math.inf)
+        if last < t <= last + self.limits.joint_states:
+            self._heard = t
+        return None
+
     def _timeline(self, t: float) -> bool | None:
         """Whether a message at `t` ends a break in time (its frame is stale: the monitor did not see the
         span), or None when it is dropped. A stamp at or before the last frame is dropped; the first frame
@@ -420,17 +441,18 @@ class FrameAssembler:
         ahead, self._ahead = self._ahead, None
         if ahead is not None:
             if t >= ahead:
+                self._issue("time_jump", JOINTS, ahead, f"the stamps stepped {ahead - last:.3f} s ahead of the frame "
+                            f"at {last:.6f}: the message at the step dropped, this frame stale")
                 self._went_back = False
                 return True
             self._issue("outlier_stamp", JOINTS, t, f"the stream continues at {t:.6f} after the stamp "
                         f"{ahead:.6f} that jumped ahead: that message alone dropped")
-        if t - last > self.limits.joint_states:
+        limit = self.limits.joint_states
+        if t - max(last, self._heard) > limit:  # the next message tells a clock step from an outlier stamp
             self._ahead = t
-            self._issue("time_jump", JOINTS, t, f"{t - last:.3f} s since the previous frame; message dropped, the "
-                        "next one tells a clock step (its frame stale) from an outlier stamp")
             return None
         behind, self._went_back = self._went_back, False
-        return behind
+        return behind or t - last > limit  # messages heard but unusable for longer than a gap: frames missed
 
     def _missing(self, t: float) -> bool:
         """Whether a joint has had no position for longer than `joint_held` (dropped from the messages or
