@@ -107,7 +107,7 @@ def test_an_undecodable_message_is_dropped_and_counted_not_fatal(tmp_path, state
     r = score_bag(bag, config(specs))
     assert r.ok, r.error
     assert r.frames == N and r.issues == {"undecodable": 1}
-    assert r.issue_examples[0].stream == "/wrist_wrench" and "message dropped" in r.issue_examples[0].detail
+    assert r.issue_examples[0].stream == "wrench" and "message dropped" in r.issue_examples[0].detail
 
 
 def test_missing_joint_topic_lists_what_was_found_and_suggests_the_mapping(tmp_path, state, specs):

@@ -24,8 +24,8 @@ from safety_monitor.monitor.live import DEFAULT_HISTORY, PREDICATES_TIMEOUT_S, S
 from safety_monitor.replay.timeline import Timeline
 from safety_monitor.sources import cdr
 from safety_monitor.sources import messages as m
-from safety_monitor.sources.assembler import (JOINTS, FrameAssembler, StaleLimits, StreamIssue, StreamMapping,
-                                              ground_frame)
+from safety_monitor.sources.assembler import (JOINTS, WRENCH, FrameAssembler, StaleLimits, StreamIssue,
+                                              StreamMapping, ground_frame, pose_stream)
 from safety_monitor.sources.bag import BagReader, MessageBatch, TopicSummary
 
 ISSUE_EXAMPLES = 3  # kept per issue kind; all are counted
@@ -511,8 +511,8 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
             kind, msgtype, raw = kinds[which], msgtypes[which], buffer[at:at + size]
             received = t_ns / 1e9
             decoded = read.get(k) or _decode_or_drop(
-                read_joints if kind is _JOINT_ROUTE else read_wrench if kind is _WRENCH_ROUTE else read_pose,
-                raw, msgtype, result, batch.topics[which], received)
+                *((read_joints, JOINTS) if kind is _JOINT_ROUTE else (read_wrench, WRENCH) if kind is _WRENCH_ROUTE
+                  else (read_pose, pose_stream(kind))), raw, msgtype, result, received)
             if decoded is None:
                 continue
             if kind is _JOINT_ROUTE:
@@ -550,14 +550,14 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
     scorer.finish()
 
 
-def _decode_or_drop(decoder: _Decoder, raw: bytes, msgtype: str, result: BagResult, topic: str,
+def _decode_or_drop(decoder: _Decoder, stream: str, raw: bytes, msgtype: str, result: BagResult,
                     received: float) -> Any:
     """The message's value; None for one rosbags cannot decode, dropped and counted as an `undecodable`
     issue (like a NaN message), so a few damaged records do not cost the rest of the bag."""
     try:
         return decoder(raw, msgtype)
     except SourceError as exc:
-        _record_issues(result, (StreamIssue("undecodable", topic, received, f"{exc}; message dropped"),))
+        _record_issues(result, (StreamIssue("undecodable", stream, received, f"{exc}; message dropped"),))
         return None
 
 

@@ -231,8 +231,8 @@ class BagReader:
         except _READ_ERRORS as exc:
             self._reader = None
             raise SourceError(_open_error(self.path, exc)) from None
-        for warning in self.skip_warnings:
-            log.warning("%s: %s", self.path, warning)
+        for warning in self.skip_warnings:  # the caller reports them where its user reads (replay: its warnings)
+            log.debug("%s: %s", self.path, warning)
         return self
 
     @property
