@@ -255,3 +255,11 @@ def test_bags_with_older_distributions_definitions_read_back(tmp_path, store):
         preds = [m.decode_predicates(msg) for _, _, msg in r.messages({"/safety_monitor/predicates"})]
     assert [s.position[0] for s in samples] == pytest.approx([0.0, 0.01, 0.02])
     assert [p.frame for p in preds] == [0, 1, 2]
+
+
+def test_a_file_that_is_not_mcap_says_so(tmp_path):
+    bag = tmp_path / "notes.mcap"
+    bag.write_text("these are my notes, not a recording\n")
+    with pytest.raises(SourceError) as failed:
+        BagReader(bag).__enter__()
+    assert str(failed.value) == f"{bag}: cannot open bag: not an mcap file (it does not start with the mcap magic bytes)"

@@ -97,7 +97,12 @@ def _open_error(path: Path, exc: BaseException) -> str:
     """Why rosbags could not open the bag, in one line naming the file at fault."""
     files = [path] if path.is_file() else sorted(path.glob("*.mcap"))
     for file in files:
-        if file.suffix == ".mcap" and _unfinished_mcap(file):
+        if file.suffix != ".mcap":
+            continue
+        with file.open("rb") as f:
+            if f.read(8) != _MCAP_MAGIC:
+                return f"{file}: cannot open bag: not an mcap file (it does not start with the mcap magic bytes)"
+        if _unfinished_mcap(file):
             return (f"{file}: cannot open bag: the mcap file ends without its footer: it is truncated, or its "
                     "recorder was stopped before closing it (killed); `mcap recover` rebuilds a readable copy")
     cause: BaseException | None = exc
