@@ -62,6 +62,8 @@ def test_list_faults_of_one_task(capsys):
     (["--list-faults", "--list-tasks"], "argument --list-tasks: not allowed with argument --list-faults"),
     (["--list-tasks", "--task", "open_drawer"], "argument --task: not allowed with --list-tasks"),
     (["--list-faults", "--fault", "slip", "--seed", "3"], "arguments --fault, --seed: not allowed with --list-faults"),
+    (["--storage", "db3"], "argument --storage: needs --record"),  # it ran 3 episodes and recorded nothing
+    (["--storage", "mcap", "--episodes", "1"], "argument --storage: needs --record"),
 ])
 def test_options_a_mode_cannot_honour_are_argument_errors(argv, message, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

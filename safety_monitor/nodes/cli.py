@@ -29,7 +29,8 @@ def add_live_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--record", metavar="BAG", default="",
                         help="record inputs, predicates and events to this new rosbag2 (a folder of one bag per "
                              "episode when there are several)")
-    parser.add_argument("--storage", choices=("mcap", "db3"), default="mcap", help="bag storage (default mcap)")
+    parser.add_argument("--storage", choices=("mcap", "db3"),
+                        help="storage of the --record bag (default mcap)")
 
 
 def run_sim(args: argparse.Namespace) -> int:
@@ -37,7 +38,8 @@ def run_sim(args: argparse.Namespace) -> int:
     from safety_monitor.nodes.run_inprocess import LiveRunOptions, run
 
     live = run(LiveRunOptions(task=args.task or "", fault=args.fault or "", episodes=args.episodes, seed=args.seed,
-                              events=args.events, record=args.record, storage=args.storage))
+                              events=args.events, record=args.record,
+                              storage=args.storage or LiveRunOptions.storage))
     summary = summarize(live)
     print(json.dumps(summary, indent=2) if args.json else "\n".join(summary_lines(summary)))
     return 130 if live.interrupted else 0

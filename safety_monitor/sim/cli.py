@@ -41,8 +41,9 @@ _LIVE_ONLY = ("events", "record", "storage")
 
 
 def _check_combinations(args: argparse.Namespace) -> None:
-    """Refuse what would be silently ignored: a listing runs nothing, and a physics-only run has no
-    monitor whose events to log and no ROS topics to record. Options left at their default pass."""
+    """Refuse what would be silently ignored: a listing runs nothing, a physics-only run has no
+    monitor whose events to log and no ROS topics to record, and --storage only shapes a --record bag.
+    Options left at their default pass."""
     parser = args._parser
     given = [d for d in _RUN_OPTIONS if getattr(args, d) != parser.get_default(d)]
     if args.list_faults or args.list_tasks:
@@ -53,6 +54,8 @@ def _check_combinations(args: argparse.Namespace) -> None:
     elif args.physics_only and (live := [d for d in given if d in _LIVE_ONLY]):
         parser.error(f"{_flags(live)} not allowed with --physics-only (MuJoCo alone: no monitor events to log, "
                      "no ROS topics to record)")
+    elif args.storage is not None and not args.record:
+        parser.error("argument --storage: needs --record (it is the storage of the recorded bag)")
 
 
 def _flags(dests: list[str]) -> str:
