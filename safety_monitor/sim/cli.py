@@ -94,23 +94,24 @@ def handle(args: argparse.Namespace) -> int:
 
         args.episodes = 3 if args.episodes is None else args.episodes
         return run_sim(args)
+    from safety_monitor.sim.runner import episode_schedule
+
     args.episodes = 1 if args.episodes is None else args.episodes
-    args.fault = None if args.fault == "none" else args.fault
     if args.episodes < 1:
         raise SafetyMonitorError(f"--episodes must be at least 1, got {args.episodes}")
-    task = args.task or (None if args.fault else "pick_and_place_cube")
-    results = [_run_one(task, args.fault, args.seed + i) for i in range(args.episodes)]
+    schedule = episode_schedule(args.task or "", args.fault or "", args.episodes)  # as the live sim node's
+    results = [_run_one(task, fault, args.seed + i) for i, (task, fault) in enumerate(schedule)]
     if args.json:
         print(json.dumps(results, indent=2))
     else:
         for r in results:
             outcome = "succeeded" if r["succeeded"] else "failed"
-            print(f"{r['task']} fault={r['fault']} seed={r['seed']}: task {outcome}, {r['frames']} frames, "
+            print(f"{r['task']} fault={r['fault'] or 'none'} seed={r['seed']}: task {outcome}, {r['frames']} frames, "
                   f"{r['sim_s']:.2f} s simulated in {r['wall_s']:.2f} s ({r['real_time_factor']:.1f}x real time)")
     return 0
 
 
-def _run_one(task: str | None, fault: str | None, seed: int) -> dict:
+def _run_one(task: str, fault: str | None, seed: int) -> dict:
     from safety_monitor.sim.runner import Episode
 
     episode = Episode(task, fault, seed)
