@@ -250,3 +250,32 @@ def test_summary_checks_each_episode_against_its_fault_label(events):
     assert s["events_per_property"] == {"never_a": {"opened": 1, "recovered": 1}}
     text = "\n".join(summary_lines(s))
     assert "unexpected never_a" in text and "as labelled" in text and "failed" in text
+
+
+def test_an_episode_cut_off_by_ctrl_c_is_not_judged_against_its_fault(events):
+    """The episode Ctrl-C cut off (no end marker, so no task outcome) read 'missing drop_only_when_released'
+    and as_labelled false, though its fault had not happened yet: it is now shown as interrupted, unjudged."""
+    rollouts = [
+        SimpleNamespace(index=0, task="pick_and_place_cube", fault="", seed=0, succeeded=True, frames=100, events=[]),
+        SimpleNamespace(index=1, task="pick_and_place_mug", fault="early_release", seed=1, succeeded=None, frames=40,
+                        events=events),
+    ]
+    live = SimpleNamespace(rollouts=rollouts, wall_s=1.0, events_log="/tmp/e.jsonl", bags=[], interrupted=True)
+    first, cut = summarize(live)["episodes"]
+    assert first["as_labelled"] and not first["interrupted"]
+    assert cut["interrupted"] and cut["as_labelled"] is None and cut["missing"] == cut["unexpected"] == []
+    row = next(line for line in summary_lines(summarize(live)) if line.startswith("1 "))
+    assert row.split()[5] == "interrupted" and row.split()[6:] == ["never_a", "not", "judged", "(cut", "off)"]
+
+
+def test_ctrl_c_before_the_first_episode_says_so_in_one_line(tmp_path, monkeypatch, capsys):
+    """A Ctrl-C while the nodes start printed '0 episode(s)' over an empty table and said nothing of the
+    --record bag that was never written."""
+    from safety_monitor.nodes import run_inprocess
+
+    monkeypatch.setattr(run_inprocess, "run", lambda options: run_inprocess.LiveRun(
+        rollouts=[], wall_s=0.9, events_log=tmp_path / "e.jsonl", bags=[], interrupted=True))
+    bag = tmp_path / "bag"
+    assert main(["sim", "--record", str(bag), "--events", str(tmp_path / "e.jsonl")]) == 130
+    assert capsys.readouterr().out == ("safety-monitor sim: interrupted (Ctrl-C) before the first episode started: "
+                                       f"nothing monitored; --record {bag}: no bag written\n")

@@ -253,7 +253,8 @@ def test_timeline_axis_says_where_its_time_starts(bag, specs, figures, tmp_path)
 
 def test_ctrl_c_stops_the_batch_and_keeps_what_was_scored(tmp_path, folder, state, specs, monkeypatch, capsys):
     """Ctrl-C during the second of three bags: the first bag's scores reach the table and the report, the
-    other two are listed as not scored, exit code 130 (before, a traceback and no report at all)."""
+    other two are listed as not scored, exit code 130 (before, a traceback and no report at all). They are
+    not failures: the closing line, summary.md and report.json tell them apart (they were counted failed)."""
     from safety_monitor.replay import batch
 
     bags = [write_bag(tmp_path / name, state) for name in ("a", "b", "c")]
@@ -270,10 +271,16 @@ def test_ctrl_c_stops_the_batch_and_keeps_what_was_scored(tmp_path, folder, stat
     assert replay(*bags, "--specs", specs, report=report) == 130
     out, err = capsys.readouterr()
     assert "interrupted: 1 of 3 bag(s) done" in err
-    assert out.rstrip().endswith("1 of 3 bag(s) scored, 2 failed")
+    assert out.rstrip().endswith("1 of 3 bag(s) scored; interrupted: 2 not scored")
+    assert "failed" not in out + err
     doc = json.loads((report / "report.json").read_text())
-    assert [(b["bag"], b["error"]) for b in doc["bags"]] == [
-        (str(bags[0]), None), *((str(b), f"{b}: {batch.NOT_SCORED}") for b in bags[1:])]
+    assert [(b["bag"], b["status"], b["error"]) for b in doc["bags"]] == [
+        (str(bags[0]), "scored", None), *((str(b), "not_scored", f"{b}: {batch.NOT_SCORED}") for b in bags[1:])]
+    assert doc["interrupted"] and doc["bags_not_scored"] == [str(b) for b in bags[1:]] and doc["bags_failed"] == []
+    summary = (report / "summary.md").read_text()
+    assert "3 bag(s): 1 scored, 0 failed, 2 not scored" in summary and "**Interrupted** (Ctrl-C)" in summary
+    assert "## Failed bags" not in summary
+    assert summary.split("## Not scored (interrupted)\n\n")[1].startswith(f"- `{bags[1]}`\n- `{bags[2]}`\n")
 
 
 def _blind_result(leading, later=0, rate=RATE, frames=600):

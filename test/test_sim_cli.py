@@ -41,9 +41,20 @@ def test_text_listings_name_every_fault_and_task(capsys):
 def test_bad_run_options_fail_with_one_line(capsys):
     assert main(["sim", "--physics-only", "--fault", "gremlin"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "unknown fault 'gremlin'" in err
+    assert err.count("\n") == 0 and "unknown fault 'gremlin'; known: none, early_release" in err
     assert main(["sim", "--physics-only", "--episodes", "0"]) == 2
     assert "--episodes" in capsys.readouterr().err
+
+
+def test_physics_only_cycles_a_fault_list_like_a_live_run(capsys, monkeypatch):
+    """`--physics-only --fault slip,none` was looked up as one fault name ('unknown fault'), though the help
+    says a list is cycled; both modes now follow the sim node's episode_schedule."""
+    from safety_monitor.sim import cli
+
+    monkeypatch.setattr(cli, "_run_one", lambda task, fault, seed: {"task": task, "fault": fault, "seed": seed})
+    assert main(["sim", "--physics-only", "--fault", "slip,none", "--episodes", "3", "--seed", "5", "--json"]) == 0
+    assert [(r["task"], r["fault"], r["seed"]) for r in json.loads(capsys.readouterr().out)] == [
+        ("pick_and_place_mug", "slip", 5), ("pick_and_place_cube", None, 6), ("pick_and_place_mug", "slip", 7)]
 
 
 def test_list_faults_of_one_task(capsys):
@@ -62,6 +73,8 @@ def test_list_faults_of_one_task(capsys):
     (["--list-faults", "--list-tasks"], "argument --list-tasks: not allowed with argument --list-faults"),
     (["--list-tasks", "--task", "open_drawer"], "argument --task: not allowed with --list-tasks"),
     (["--list-faults", "--fault", "slip", "--seed", "3"], "arguments --fault, --seed: not allowed with --list-faults"),
+    (["--storage", "db3"], "argument --storage: needs --record"),  # it ran 3 episodes and recorded nothing
+    (["--storage", "mcap", "--episodes", "1"], "argument --storage: needs --record"),
 ])
 def test_options_a_mode_cannot_honour_are_argument_errors(argv, message, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

@@ -29,7 +29,8 @@ def add_live_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--record", metavar="BAG", default="",
                         help="record inputs, predicates and events to this new rosbag2 (a folder of one bag per "
                              "episode when there are several)")
-    parser.add_argument("--storage", choices=("mcap", "db3"), default="mcap", help="bag storage (default mcap)")
+    parser.add_argument("--storage", choices=("mcap", "db3"),
+                        help="storage of the --record bag (default mcap)")
 
 
 def run_sim(args: argparse.Namespace) -> int:
@@ -37,15 +38,25 @@ def run_sim(args: argparse.Namespace) -> int:
     from safety_monitor.nodes.run_inprocess import LiveRunOptions, run
 
     live = run(LiveRunOptions(task=args.task or "", fault=args.fault or "", episodes=args.episodes, seed=args.seed,
-                              events=args.events, record=args.record, storage=args.storage))
+                              events=args.events, record=args.record,
+                              storage=args.storage or LiveRunOptions.storage))
     summary = summarize(live)
-    print(json.dumps(summary, indent=2) if args.json else "\n".join(summary_lines(summary)))
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    elif live.interrupted and not live.rollouts:  # no table of nothing, but say what became of --record
+        print("safety-monitor sim: interrupted (Ctrl-C) before the first episode started: nothing monitored"
+              + (f"; bag(s): {', '.join(summary['bags'])}" if live.bags else
+                 f"; --record {args.record}: no bag written" if args.record else ""))
+    else:
+        print("\n".join(summary_lines(summary)))
     return 130 if live.interrupted else 0
 
 
 def summarize(live) -> dict[str, Any]:
     """Per episode: what ran, the properties that opened violations and whether that matches the fault's
-    ground truth (expected ones all opened, none outside the allowed ones); events per property."""
+    ground truth (expected ones all opened, none outside the allowed ones); events per property. An episode
+    Ctrl-C cut off (no end marker) is `interrupted` and not judged (`as_labelled` None): its fault may not
+    have happened yet."""
     from safety_monitor.sim.faults import FAULTS
 
     episodes, per_property = [], {}
@@ -54,11 +65,13 @@ def summarize(live) -> dict[str, Any]:
         spec = FAULTS.get(r.fault)
         expected = set(spec.expected_properties) if spec else set()
         allowed = set(spec.allowed_properties) if spec else set()
-        missing, unexpected = sorted(expected - set(opened)), sorted(set(opened) - allowed)
+        cut = live.interrupted and r.succeeded is None
+        missing, unexpected = ([], []) if cut else (sorted(expected - set(opened)), sorted(set(opened) - allowed))
         episodes.append({
             "episode": r.index, "task": r.task, "fault": r.fault or None, "seed": r.seed, "frames": r.frames,
             "task_succeeded": r.succeeded, "opened": dict(sorted(opened.items())), "events": len(r.events),
-            "as_labelled": not missing and not unexpected, "missing": missing, "unexpected": unexpected,
+            "interrupted": cut, "as_labelled": None if cut else not missing and not unexpected,
+            "missing": missing, "unexpected": unexpected,
         })
         for e in r.events:
             per_property.setdefault(e["property"], Counter())[e["kind"]] += 1
@@ -80,10 +93,10 @@ def summary_lines(s: dict[str, Any]) -> list[str]:
     rows = []
     for e in eps:
         opened = ", ".join(p if n == 1 else f"{p} x{n}" for p, n in e["opened"].items()) or "-"
-        truth = "as labelled" if e["as_labelled"] else "; ".join(
+        truth = "not judged (cut off)" if e["interrupted"] else "as labelled" if e["as_labelled"] else "; ".join(
             ([f"missing {', '.join(e['missing'])}"] if e["missing"] else [])
             + ([f"unexpected {', '.join(e['unexpected'])}"] if e["unexpected"] else []))
-        done = {True: "done", False: "failed", None: "?"}[e["task_succeeded"]]
+        done = "interrupted" if e["interrupted"] else {True: "done", False: "failed", None: "?"}[e["task_succeeded"]]
         rows.append((str(e["episode"]), e["task"], e["fault"] or "none", str(e["seed"]), str(e["frames"]), done,
                      opened, truth))
     out += _table(header, rows)

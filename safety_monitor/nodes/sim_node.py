@@ -24,11 +24,11 @@ from safety_monitor.nodes import qos
 from safety_monitor.nodes.episode_marker import END, START, EpisodeMarker, marker_msg
 from safety_monitor.nodes.params import declare, declare_topics, field
 from safety_monitor.nodes.runtime import request_shutdown, run_node
+from safety_monitor.sim.runner import episode_schedule
 from safety_monitor.sim.workcell import OBJECTS
 from safety_monitor.sources import messages as m
 
 CONTROL_RATE_HZ = 500.0
-DEFAULT_TASK = "pick_and_place_cube"
 PACES = ("realtime", "lockstep")
 FIRST_EPISODE_AT_S = 1.0  # simulated time of the first episode's start (a zero stamp means "unset" in ROS)
 _SAME_SAMPLE_S = 1e-6  # pose sample times closer than this are the same sample
@@ -48,30 +48,6 @@ class SimParams:
     ack_timeout_s: float = field(2.0, "lockstep pace: wall seconds without predicates before moving on anyway")
     episode_gap_s: float = field(0.3, "pause between episodes, wall and simulated seconds")
     shutdown_when_done: bool = field(True, "exit after the last episode")
-
-
-def episode_schedule(task: str, fault: str, episodes: int) -> list[tuple[str, str | None]]:
-    """(task, fault or None) of each episode. `fault`: a name, "none" (fault-free), a comma-separated
-    list of those to cycle through, or "" to cycle fault-free then every fault (of `task`, if given)."""
-    from safety_monitor.sim.faults import FAULTS
-    from safety_monitor.sim.tasks import TASKS
-
-    if task and task not in TASKS:
-        raise SafetyMonitorError(f"unknown task {task!r}; known: {', '.join(TASKS)}")
-    names = [n.strip() for n in fault.split(",") if n.strip()]
-    if not names:
-        names = ["none"] + [n for n, spec in FAULTS.items() if not task or spec.task == task]
-    cycle = []
-    for name in names:
-        if name == "none":
-            cycle.append((task or DEFAULT_TASK, None))
-        elif name not in FAULTS:
-            raise SafetyMonitorError(f"unknown fault {name!r}; known: none, {', '.join(FAULTS)}")
-        elif task and FAULTS[name].task != task:
-            raise SafetyMonitorError(f"fault {name!r} is defined on task {FAULTS[name].task!r}, not {task!r}")
-        else:
-            cycle.append((FAULTS[name].task, name))
-    return [cycle[i % len(cycle)] for i in range(episodes)]
 
 
 class SimNode(Node):

@@ -45,7 +45,7 @@ def unique_bags(bags: Sequence[Path]) -> tuple[list[Path], list[str]]:
 def score_bags(bags: Sequence[Path], config: ReplayConfig, jobs: int = 1, progress: bool = True) -> list[BagResult]:
     """One BagResult per bag, in the order given. The bar counts bags; with one job it also counts frames.
     `jobs` 0: one per CPU this process may run on. Ctrl-C stops the batch but keeps what was scored: the
-    bags not finished come back failed with the error NOT_SCORED (see `interrupted`)."""
+    bags not finished come back with the error NOT_SCORED (see `not_scored`)."""
     if jobs < 0:
         raise SourceError(f"--jobs must be 0 (one per CPU) or more, got {jobs}")
     jobs = jobs or len(os.sched_getaffinity(0))
@@ -64,9 +64,15 @@ def score_bags(bags: Sequence[Path], config: ReplayConfig, jobs: int = 1, progre
     return [r if r is not None else _not_scored(bag, config) for bag, r in zip(bags, results)]
 
 
+def not_scored(result: BagResult) -> bool:
+    """Whether a Ctrl-C stopped the batch before this bag was scored: no fault of the bag, so it is reported
+    apart from the bags that failed."""
+    return result.error is not None and result.error.endswith(NOT_SCORED)
+
+
 def interrupted(results: Sequence[BagResult]) -> int:
     """How many bags a Ctrl-C left unscored."""
-    return sum(r.error is not None and r.error.endswith(NOT_SCORED) for r in results)
+    return sum(map(not_scored, results))
 
 
 def _score_in_workers(bags: Sequence[Path], config: ReplayConfig, jobs: int, results: list[BagResult | None],

@@ -52,7 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _replay(args: argparse.Namespace) -> int:
     from safety_monitor.grounding.grounder import config_dir
     from safety_monitor.monitor.cli import format_table
-    from safety_monitor.replay.batch import interrupted, score_bags, summarize, unique_bags
+    from safety_monitor.replay.batch import interrupted, not_scored, score_bags, summarize, unique_bags
     from safety_monitor.replay.node_params import load_node_params
     from safety_monitor.replay.report import check_folder, input_warning, is_blind, write_report
     from safety_monitor.replay.score import ReplayConfig, check_config
@@ -88,9 +88,12 @@ def _replay(args: argparse.Namespace) -> int:
         print(format_table(summary.overall))
     for name, metrics in summary.groups.items():
         print(f"\ngroup {name}:\n{format_table(metrics)}")
-    failed = [r for r in results if not r.ok]
+    failed = [r for r in results if not r.ok and not not_scored(r)]
     for r in failed:
         print(f"safety-monitor replay: failed: {r.error}", file=sys.stderr)
+    for r in results:
+        if not_scored(r):
+            print(f"safety-monitor replay: {r.error}", file=sys.stderr)
     for r in results:
         if warning := input_warning(r):
             _warn(warning)
@@ -98,8 +101,9 @@ def _replay(args: argparse.Namespace) -> int:
     if args.report:
         folder = write_report(args.report, results, summary, config, args.group_by, plots=not args.no_plots)
         print(f"report: {folder}/summary.md")
-    print(f"{len(results) - len(failed)} of {len(results)} bag(s) scored"
+    print(f"{len(results) - len(failed) - stopped} of {len(results)} bag(s) scored"
           + (f", {len(failed)} failed" if failed else "")
+          + (f"; interrupted: {stopped} not scored" if stopped else "")
           + (f"; {blind} blind in some or all frames (not monitored there: see the warnings)" if blind else ""))
     return 130 if stopped else 1 if failed else 0
 

@@ -19,7 +19,7 @@ from typing import Any
 from safety_monitor.errors import SafetyMonitorError
 from safety_monitor.monitor import events as ev
 from safety_monitor.monitor.metrics import GroupMetrics, Metrics
-from safety_monitor.replay.batch import Summary
+from safety_monitor.replay.batch import Summary, not_scored
 from safety_monitor.replay.score import BagResult, ReplayConfig
 
 _CLOSING = (ev.RECOVERED, ev.CLOSED, ev.UNRECOVERED_AT_END, ev.DISCARDED_TRUNCATED)
@@ -115,11 +115,18 @@ def episodes(result: BagResult) -> list[dict[str, Any]]:
     return sorted(rows.values(), key=lambda r: (r["opened_frame"], r["property"]))
 
 
+def status(result: BagResult) -> str:
+    """A bag's outcome for a tool reading report.json: "scored", "failed" (the bag could not be scored) or
+    "not_scored" (Ctrl-C stopped the batch first: nothing wrong with the bag)."""
+    return "scored" if result.ok else "not_scored" if not_scored(result) else "failed"
+
+
 def bag_json(result: BagResult, group: str) -> dict[str, Any]:
     trace = result.trace
     return {
         "bag": result.bag,
         "group": group,
+        "status": status(result),
         "ok": result.ok,
         "error": result.error,
         "mode": result.mode,
@@ -160,7 +167,9 @@ def report_json(results: Sequence[BagResult], summary: Summary, config: ReplayCo
         "group_by": group_by,
         "bags_total": len(results),
         "bags_scored": sum(r.ok for r in results),
-        "bags_failed": [{"bag": r.bag, "error": r.error} for r in results if not r.ok],
+        "bags_failed": [{"bag": r.bag, "error": r.error} for r in results if status(r) == "failed"],
+        "interrupted": any(map(not_scored, results)),
+        "bags_not_scored": [r.bag for r in results if not_scored(r)],
         "metrics": summary.overall.to_json() if summary.overall else None,
         "groups": {name: m.to_json() for name, m in summary.groups.items()},
         "bags": [bag_json(r, summary.group_of_bag[r.bag]) for r in results],
@@ -260,12 +269,18 @@ def _mode(config: ReplayConfig) -> str:
 def summary_markdown(results: Sequence[BagResult], summary: Summary, config: ReplayConfig, group_by: str | None,
                      plots: Sequence[str]) -> str:
     scored = [r for r in results if r.ok]
-    failed = [r for r in results if not r.ok]
+    failed = [r for r in results if status(r) == "failed"]
+    unscored = [r for r in results if not_scored(r)]
     frames = sum(r.frames for r in scored)
     seconds = sum(r.duration for r in scored)
     lines = ["# Replay summary", "",
-             f"{len(results)} bag(s): {len(scored)} scored, {len(failed)} failed; {frames} frames, "
-             f"{seconds:.1f} s of recording.", "", _mode(config), ""]
+             f"{len(results)} bag(s): {len(scored)} scored, {len(failed)} failed"
+             + (f", {len(unscored)} not scored" if unscored else "")
+             + f"; {frames} frames, {seconds:.1f} s of recording.", ""]
+    if unscored:
+        lines += [f"**Interrupted** (Ctrl-C) before every bag was scored: the figures below cover the "
+                  f"{len(scored)} scored bag(s) only; the {len(unscored)} not scored are listed at the end.", ""]
+    lines += [_mode(config), ""]
     if summary.overall is not None:
         lines += _metrics_section("All bags", summary.overall)
     if summary.groups:
@@ -295,6 +310,8 @@ def summary_markdown(results: Sequence[BagResult], summary: Summary, config: Rep
     if failed:
         lines += ["## Failed bags", ""] + [f"- `{r.bag}`: {(r.error or '').removeprefix(f'{r.bag}: ')}"
                                            for r in failed] + [""]
+    if unscored:
+        lines += ["## Not scored (interrupted)", ""] + [f"- `{r.bag}`" for r in unscored] + [""]
     if plots:
         lines += ["## Plots", ""] + [f"- [{p}]({p})" for p in plots] + [""]
     return "\n".join(lines)

@@ -41,8 +41,9 @@ _LIVE_ONLY = ("events", "record", "storage")
 
 
 def _check_combinations(args: argparse.Namespace) -> None:
-    """Refuse what would be silently ignored: a listing runs nothing, and a physics-only run has no
-    monitor whose events to log and no ROS topics to record. Options left at their default pass."""
+    """Refuse what would be silently ignored: a listing runs nothing, a physics-only run has no
+    monitor whose events to log and no ROS topics to record, and --storage only shapes a --record bag.
+    Options left at their default pass."""
     parser = args._parser
     given = [d for d in _RUN_OPTIONS if getattr(args, d) != parser.get_default(d)]
     if args.list_faults or args.list_tasks:
@@ -53,6 +54,8 @@ def _check_combinations(args: argparse.Namespace) -> None:
     elif args.physics_only and (live := [d for d in given if d in _LIVE_ONLY]):
         parser.error(f"{_flags(live)} not allowed with --physics-only (MuJoCo alone: no monitor events to log, "
                      "no ROS topics to record)")
+    elif args.storage is not None and not args.record:
+        parser.error("argument --storage: needs --record (it is the storage of the recorded bag)")
 
 
 def _flags(dests: list[str]) -> str:
@@ -91,23 +94,24 @@ def handle(args: argparse.Namespace) -> int:
 
         args.episodes = 3 if args.episodes is None else args.episodes
         return run_sim(args)
+    from safety_monitor.sim.runner import episode_schedule
+
     args.episodes = 1 if args.episodes is None else args.episodes
-    args.fault = None if args.fault == "none" else args.fault
     if args.episodes < 1:
         raise SafetyMonitorError(f"--episodes must be at least 1, got {args.episodes}")
-    task = args.task or (None if args.fault else "pick_and_place_cube")
-    results = [_run_one(task, args.fault, args.seed + i) for i in range(args.episodes)]
+    schedule = episode_schedule(args.task or "", args.fault or "", args.episodes)  # as the live sim node's
+    results = [_run_one(task, fault, args.seed + i) for i, (task, fault) in enumerate(schedule)]
     if args.json:
         print(json.dumps(results, indent=2))
     else:
         for r in results:
             outcome = "succeeded" if r["succeeded"] else "failed"
-            print(f"{r['task']} fault={r['fault']} seed={r['seed']}: task {outcome}, {r['frames']} frames, "
+            print(f"{r['task']} fault={r['fault'] or 'none'} seed={r['seed']}: task {outcome}, {r['frames']} frames, "
                   f"{r['sim_s']:.2f} s simulated in {r['wall_s']:.2f} s ({r['real_time_factor']:.1f}x real time)")
     return 0
 
 
-def _run_one(task: str | None, fault: str | None, seed: int) -> dict:
+def _run_one(task: str, fault: str | None, seed: int) -> dict:
     from safety_monitor.sim.runner import Episode
 
     episode = Episode(task, fault, seed)

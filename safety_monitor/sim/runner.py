@@ -1,7 +1,8 @@
 """In-process episodes: a task (optionally with a fault) stepped at 500 Hz, one `RobotState` a step.
 
 `Episode` is the steppable form (the ROS sim node paces it against a clock and publishes each
-state); `run_episode` is the iterator form for tests, benchmarks and offline scoring.
+state); `run_episode` is the iterator form for tests, benchmarks and offline scoring. `episode_schedule`
+turns `--task`/`--fault` into the episodes to run, the same for the sim node and `sim --physics-only`.
 """
 from __future__ import annotations
 
@@ -17,6 +18,28 @@ from safety_monitor.sim.workcell import Workcell
 
 SETTLE_S = 1.0  # simulated after the script ends so released objects come to rest
 MAX_EPISODE_S = 40.0
+DEFAULT_TASK = "pick_and_place_cube"
+
+
+def episode_schedule(task: str, fault: str, episodes: int) -> list[tuple[str, str | None]]:
+    """(task, fault or None) of each episode. `fault`: a name, "none" (fault-free), a comma-separated
+    list of those to cycle through, or "" to cycle fault-free then every fault (of `task`, if given)."""
+    if task and task not in TASKS:
+        raise SafetyMonitorError(f"unknown task {task!r}; known: {', '.join(TASKS)}")
+    names = [n.strip() for n in fault.split(",") if n.strip()]
+    if not names:
+        names = ["none"] + [n for n, spec in FAULTS.items() if not task or spec.task == task]
+    cycle = []
+    for name in names:
+        if name == "none":
+            cycle.append((task or DEFAULT_TASK, None))
+        elif name not in FAULTS:
+            raise SafetyMonitorError(f"unknown fault {name!r}; known: none, {', '.join(FAULTS)}")
+        elif task and FAULTS[name].task != task:
+            raise SafetyMonitorError(f"fault {name!r} is defined on task {FAULTS[name].task!r}, not {task!r}")
+        else:
+            cycle.append((FAULTS[name].task, name))
+    return [cycle[i % len(cycle)] for i in range(episodes)]
 
 
 class Episode:
