@@ -46,12 +46,17 @@ def _describe(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    command = "safety-monitor"
     try:
+        args = build_parser().parse_args(argv)
+        command = f"safety-monitor {args.command}"
         return int(args.func(args) or 0)
     except SafetyMonitorError as exc:
-        print(f"safety-monitor {args.command}: error: {exc}", file=sys.stderr)
+        print(f"{command}: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # commands that stop cleanly on Ctrl-C return 130 themselves; this is the rest
+        print(f"{command}: interrupted (Ctrl-C)", file=sys.stderr)
+        return 130
     except BrokenPipeError:
         return 0
 

@@ -135,8 +135,8 @@ def run(options: LiveRunOptions) -> LiveRun:
         for node in reversed(nodes):
             node.destroy_node()
         context.try_shutdown()
-    if monitor is None:  # interrupted while starting
-        raise SafetyMonitorError("interrupted before the nodes started")
+    if monitor is None:  # Ctrl-C while the nodes were being built: nothing ran, nothing to summarise
+        raise KeyboardInterrupt
     return LiveRun(rollouts=list(monitor.rollouts), wall_s=time.monotonic() - start,
                    events_log=monitor.log_path, bags=list(recorder.bags) if recorder else [],
                    interrupted=interrupted)
