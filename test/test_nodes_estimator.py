@@ -1,9 +1,11 @@
 """The estimator node over real topics: one predicates message per /joint_states, equal to grounding
 the same states directly; a start marker resets it; stopped joints turn its diagnostics STALE."""
+import contextlib
 import dataclasses
 import itertools
 import time
 import uuid
+from types import SimpleNamespace
 
 import pytest
 
@@ -26,6 +28,36 @@ def spin_until(executor, condition, timeout=15.0):
         executor.spin_once(timeout_sec=0.02)
 
 
+@contextlib.contextmanager
+def estimator_and_probe(prefix, overrides):
+    """An estimator node and a probe node in their own namespace and context, one executor spinning both;
+    the probe collects the predicates (`got`) and the estimator's /diagnostics (`diag`) and publishes
+    joint_states. Everything is destroyed on exit."""
+    from safety_monitor.nodes.estimator_node import EstimatorNode
+
+    ns = prefix + uuid.uuid4().hex[:8]
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = EstimatorNode(context=context, namespace=ns, parameter_overrides=overrides)
+    probe = rclpy.create_node("probe", namespace=ns, context=context)
+    T = m.rclpy_types()
+    h = SimpleNamespace(node=node, probe=probe, types=T, got=[], diag=[])
+    probe.create_subscription(T.DiagnosticArray, "safety_monitor/predicates",
+                              lambda msg: h.got.append(m.decode_predicates(msg)), qos.PREDICATES)
+    probe.create_subscription(T.DiagnosticArray, "/diagnostics", lambda msg: h.diag.extend(
+        (s.level, s.message) for s in msg.status if s.hardware_id == ns.strip("/")), qos.DIAGNOSTICS)
+    h.joints = probe.create_publisher(T.JointState, "joint_states", qos.input_qos())
+    h.executor = rclpy.executors.SingleThreadedExecutor(context=context)
+    h.executor.add_node(node)
+    h.executor.add_node(probe)
+    try:
+        yield h
+    finally:
+        node.destroy_node()
+        probe.destroy_node()
+        context.try_shutdown()
+
+
 @pytest.fixture(scope="module")
 def states():
     from safety_monitor.sim.runner import run_episode
@@ -35,32 +67,16 @@ def states():
 
 def test_predicates_match_direct_grounding_and_stop_turns_stale(states):
     from safety_monitor.grounding.grounder import load_default_grounder
-    from safety_monitor.nodes.estimator_node import EstimatorNode
 
     direct = load_default_grounder(500.0)
     expected = [direct.step(dataclasses.replace(s, t=s.t + OFFSET)) for s in states]
-
-    ns = "/e" + uuid.uuid4().hex[:8]
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    node = EstimatorNode(context=context, namespace=ns, parameter_overrides=[
-        Parameter("joint_states_timeout_s", value=0.3), Parameter("diagnostics_period_s", value=0.2)])
-    probe = rclpy.create_node("probe", namespace=ns, context=context)
-    T = m.rclpy_types()
-    got, diag = [], []
-    probe.create_subscription(T.DiagnosticArray, "safety_monitor/predicates",
-                              lambda msg: got.append(m.decode_predicates(msg)), qos.PREDICATES)
-    probe.create_subscription(T.DiagnosticArray, "/diagnostics", lambda msg: diag.extend(
-        (s.level, s.message) for s in msg.status if s.hardware_id == ns.strip("/")), qos.DIAGNOSTICS)
-    joints = probe.create_publisher(T.JointState, "joint_states", qos.input_qos())
-    wrench = probe.create_publisher(T.WrenchStamped, "wrist_wrench", qos.input_qos())
-    poses = {o: probe.create_publisher(T.PoseStamped, f"objects/{o}/pose", qos.input_qos())
-             for o in states[0].object_poses}
-    markers = probe.create_publisher(T.DiagnosticArray, "safety_monitor/episode", qos.EPISODE)
-    executor = rclpy.executors.SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    executor.add_node(probe)
-    try:
+    with estimator_and_probe("/e", [Parameter("joint_states_timeout_s", value=0.3),
+                                    Parameter("diagnostics_period_s", value=0.2)]) as h:
+        T, got, diag, executor, joints, probe = h.types, h.got, h.diag, h.executor, h.joints, h.probe
+        wrench = probe.create_publisher(T.WrenchStamped, "wrist_wrench", qos.input_qos())
+        poses = {o: probe.create_publisher(T.PoseStamped, f"objects/{o}/pose", qos.input_qos())
+                 for o in states[0].object_poses}
+        markers = probe.create_publisher(T.DiagnosticArray, "safety_monitor/episode", qos.EPISODE)
         pubs = (joints, wrench, markers, *poses.values())
         spin_until(executor, lambda: all(p.get_subscription_count() for p in pubs))
         sent: dict[str, float] = {}
@@ -85,39 +101,19 @@ def test_predicates_match_direct_grounding_and_stop_turns_stale(states):
         # a new rollout: the next frame is frame 0 of a fresh estimator state
         t0 = states[-1].t + OFFSET + 0.5
         markers.publish(marker_msg(T, EpisodeMarker(START, 1, t0)))
-        spin_until(executor, lambda: node.frames == 0)
+        spin_until(executor, lambda: h.node.frames == 0)
         s = states[0]
         joints.publish(m.joint_state_msg(T, s.t + t0, s.joint_names, s.joint_position))
         spin_until(executor, lambda: len(got) == FRAMES + 1)
         assert got[-1].frame == 0
         spin_until(executor, lambda: diag[-1][0] != T.DiagnosticStatus.STALE, timeout=5.0)
-    finally:
-        node.destroy_node()
-        probe.destroy_node()
-        context.try_shutdown()
 
 
 def test_frozen_joint_states_are_published_stale_with_every_predicate_unknown(states):
     """The frozen rule is the assembler's, in stamp time: the node publishes what replay scores."""
-    from safety_monitor.nodes.estimator_node import EstimatorNode
-
-    ns = "/f" + uuid.uuid4().hex[:8]
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    node = EstimatorNode(context=context, namespace=ns, parameter_overrides=[
-        Parameter("joint_states_frozen_s", value=0.011), Parameter("diagnostics_period_s", value=0.2)])
-    probe = rclpy.create_node("probe", namespace=ns, context=context)
-    T = m.rclpy_types()
-    got, diag = [], []
-    probe.create_subscription(T.DiagnosticArray, "safety_monitor/predicates",
-                              lambda msg: got.append(m.decode_predicates(msg)), qos.PREDICATES)
-    probe.create_subscription(T.DiagnosticArray, "/diagnostics", lambda msg: diag.extend(
-        (s.level, s.message) for s in msg.status if s.hardware_id == ns.strip("/")), qos.DIAGNOSTICS)
-    joints = probe.create_publisher(T.JointState, "joint_states", qos.input_qos())
-    executor = rclpy.executors.SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    executor.add_node(probe)
-    try:
+    with estimator_and_probe("/f", [Parameter("joint_states_frozen_s", value=0.011),
+                                    Parameter("diagnostics_period_s", value=0.2)]) as h:
+        T, got, diag, executor, joints = h.types, h.got, h.diag, h.executor, h.joints
         spin_until(executor, lambda: joints.get_subscription_count())
         s = states[0]
         for k in range(10):  # identical values for 18 ms of stamp time
@@ -126,14 +122,10 @@ def test_frozen_joint_states_are_published_stale_with_every_predicate_unknown(st
         assert ["joint_states" in g.stale for g in got] == [False] * 6 + [True] * 4
         assert all(g.unknown == set(g.values) for g in got[6:])
         spin_until(executor, lambda: diag and "frozen" in diag[-1][1], timeout=5.0)
-        assert diag[-1][0] == T.DiagnosticStatus.STALE and node.issues["frozen"] == 1
+        assert diag[-1][0] == T.DiagnosticStatus.STALE and h.node.issues["frozen"] == 1
         for k, t in enumerate((0.02, 0.022)):  # moving again: one frame to resync the grounder, then seeing
             joints.publish(m.joint_state_msg(T, OFFSET + t, s.joint_names, s.joint_position + (k + 1) * 1e-6))
             spin_until(executor, lambda: len(got) == 11 + k)
         assert ["joint_states" in g.stale for g in got[-2:]] == [True, False]
         assert got[-1].unknown != set(got[-1].values)
         spin_until(executor, lambda: "frozen" not in diag[-1][1], timeout=5.0)
-    finally:
-        node.destroy_node()
-        probe.destroy_node()
-        context.try_shutdown()

@@ -16,6 +16,12 @@ from safety_monitor.sources import messages as m  # noqa: E402
 from safety_monitor.sources.bag import BagReader  # noqa: E402
 
 
+
+def spin_for(executor, seconds):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        executor.spin_once(timeout_sec=0.02)
+
 def test_recorder_splits_rollouts_into_bags_of_the_published_messages(tmp_path):
     from safety_monitor.nodes.recorder import RecorderNode
 
@@ -38,11 +44,6 @@ def test_recorder_splits_rollouts_into_bags_of_the_published_messages(tmp_path):
     executor.add_node(recorder)
     executor.add_node(probe)
 
-    def spin(seconds):
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            executor.spin_once(timeout_sec=0.02)
-
     event = {"kind": "opened", "property": "p", "category": "c", "frame": 1, "t": None, "episode": 0}
     try:
         end = time.monotonic() + 10
@@ -51,7 +52,7 @@ def test_recorder_splits_rollouts_into_bags_of_the_published_messages(tmp_path):
             executor.spin_once(timeout_sec=0.02)
         for rollout, t0 in enumerate((1.0, 3.0)):
             pubs["episode"].publish(marker_msg(T, EpisodeMarker(START, rollout, t0)))
-            spin(0.2)
+            spin_for(executor, 0.2)
             for k in range(3 + rollout):
                 t = t0 + 0.002 * k
                 pubs["clock"].publish(m.clock_msg(T, t))
@@ -60,7 +61,7 @@ def test_recorder_splits_rollouts_into_bags_of_the_published_messages(tmp_path):
                 pubs["predicates"].publish(m.predicates_msg(T, m.PredicateSample({"a": bool(k % 2)}, t, k)))
             pubs["pose"].publish(m.pose_msg(T, t0, Pose(np.array([0.5, 0.0, 0.4]), np.array([1.0, 0, 0, 0]))))
             pubs["events"].publish(m.events_msg(T, [{**event, "t": t0 + 0.002, "rollout": rollout}], t0 + 0.002))
-            spin(0.3)
+            spin_for(executor, 0.3)
     finally:
         recorder.destroy_node()
         probe.destroy_node()
@@ -119,20 +120,15 @@ def test_recorded_mcap_is_in_log_time_order_though_topics_arrive_out_of_it(tmp_p
     executor.add_node(recorder)
     executor.add_node(probe)
 
-    def spin(seconds):
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            executor.spin_once(timeout_sec=0.02)
-
     try:
         end = time.monotonic() + 10
         while not (joints.get_subscription_count() and pose.get_subscription_count()):
             assert time.monotonic() < end
             executor.spin_once(timeout_sec=0.02)
         joints.publish(m.joint_state_msg(T, 1.002, ["j1"], [0.1]))
-        spin(0.2)
+        spin_for(executor, 0.2)
         pose.publish(m.pose_msg(T, 1.000, Pose(np.array([0.5, 0.0, 0.4]), np.array([1.0, 0, 0, 0]))))
-        spin(0.2)
+        spin_for(executor, 0.2)
         assert recorder.recorded == 2
     finally:
         recorder.destroy_node()
