@@ -52,3 +52,25 @@ def test_a_start_up_error_names_the_program_and_destroys_the_nodes_already_built
     err = capsys.readouterr().err
     assert err == "monitor_stack: error: robot.yaml: mjcf 'missing.xml' does not exist\n"
     assert destroyed == ["built_first"]
+
+
+def test_a_callback_cut_short_by_ctrl_c_is_a_clean_stop():
+    """Ctrl-C shuts the context down while a callback runs; its next publish fails (publisher's context is
+    invalid). That is the node stopping, not failing: exit code 0, as the README promises."""
+    from rclpy.node import Node
+    from std_msgs.msg import Empty
+
+    from safety_monitor.nodes.runtime import run_nodes
+
+    def build(nodes):
+        node = Node("ctrl_c_probe")
+        nodes.append(node)
+        pub = node.create_publisher(Empty, "ctrl_c_probe", 1)
+
+        def frame():
+            node.context.try_shutdown()  # what rclpy's SIGINT handler does
+            pub.publish(Empty())
+
+        node.create_timer(0.01, frame)
+
+    assert run_nodes("probe", build, ["test"]) == 0

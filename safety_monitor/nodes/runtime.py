@@ -31,11 +31,17 @@ def run_nodes(program: str, build: Callable[[list[Node]], None], args: Sequence[
     try:
         build(nodes)
         freeze_startup_objects()
-        executor = make_executor(nodes[0].context)
+        context = nodes[0].context
+        executor = make_executor(context)
         for node in nodes:
             executor.add_node(node)
-        while nodes[0].context.ok():  # EventsExecutor.spin() would not return once the context is shut down
-            executor.spin_once(timeout_sec=0.1)
+        while context.ok():  # EventsExecutor.spin() would not return once the context is shut down
+            try:
+                executor.spin_once(timeout_sec=0.1)
+            except Exception:
+                if context.ok():
+                    raise
+                break  # a callback cut short by Ctrl-C shutting the context down under it: a normal stop
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except SafetyMonitorError as exc:
