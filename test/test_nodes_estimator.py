@@ -129,3 +129,26 @@ def test_frozen_joint_states_are_published_stale_with_every_predicate_unknown(st
         assert ["joint_states" in g.stale for g in got[-2:]] == [True, False]
         assert got[-1].unknown != set(got[-1].values)
         spin_until(executor, lambda: "frozen" not in diag[-1][1], timeout=5.0)
+
+
+def test_a_stream_whose_every_message_is_dropped_is_reported_stale_not_fresh(states):
+    """A simulator restarted against a running estimator: its stamps start behind the last frame, so every
+    message is dropped as going backwards. The estimator said 'inputs fresh' (OK) while grounding nothing."""
+    with estimator_and_probe("/d", [Parameter("joint_states_timeout_s", value=5.0),
+                                    Parameter("diagnostics_period_s", value=0.2)]) as h:
+        T, got, diag, executor, joints = h.types, h.got, h.diag, h.executor, h.joints
+        spin_until(executor, lambda: joints.get_subscription_count())
+        s = states[0]
+        for k in range(5):
+            joints.publish(m.joint_state_msg(T, 7.0 + k * 0.002, s.joint_names, s.joint_position + k * 1e-6))
+            spin_until(executor, lambda: len(got) == k + 1)
+        end = time.monotonic() + 1.0
+        k = 0
+        while time.monotonic() < end:  # the restarted stream, behind, for a few diagnostics periods
+            joints.publish(m.joint_state_msg(T, 1.0 + k * 0.002, s.joint_names, s.joint_position + k * 1e-6))
+            k += 1
+            spin_until(executor, lambda: True)
+            executor.spin_once(timeout_sec=0.005)
+        spin_until(executor, lambda: diag and "every joint_states message dropped" in diag[-1][1], timeout=5.0)
+        assert diag[-1][0] == T.DiagnosticStatus.STALE and "backwards x" in diag[-1][1]
+        assert len(got) == 5

@@ -37,7 +37,7 @@ from safety_monitor.nodes.raw_decode import RawDecoder
 from safety_monitor.nodes.runtime import now_stamp, run_node
 from safety_monitor.sources import cdr
 from safety_monitor.sources import messages as m
-from safety_monitor.sources.assembler import FrameAssembler, StaleLimits, StreamMapping, ground_frame
+from safety_monitor.sources.assembler import JOINTS, FrameAssembler, StaleLimits, StreamMapping, ground_frame
 from safety_monitor.sources.messages import PredicateSample
 
 
@@ -112,6 +112,8 @@ class EstimatorNode(Node):
         self.create_timer(min(0.05, p.joint_states_timeout_s / 2), self._watchdog, clock=steady)
         self._load = FrameLoad(p.control_rate_hz, self._limits.joint_states)
         self._last_load: LoadReport | None = None
+        self._dropped: Counter[str] = Counter()  # /joint_states messages dropped this period, by issue kind
+        self._last_dropped: Counter[str] = Counter()  # ... in the last finished period
         self.create_timer(p.diagnostics_period_s, self._on_period, clock=steady)
 
     def _new_assembler(self) -> FrameAssembler:
@@ -171,6 +173,8 @@ class EstimatorNode(Node):
         issues = assembled.issues if assembled is not None else self.assembler.drain_issues()
         for issue in issues:
             self.issues[issue.kind] += 1
+            if issue.stream == JOINTS and issue.detail.endswith("message dropped"):
+                self._dropped[issue.kind] += 1
             self._throttled("warning", f"{issue.kind}:{issue.stream}", f"{issue.stream}: {issue.detail}")
         if self.assembler.joints_frozen != self._frozen:
             self._report_frozen()
@@ -213,6 +217,7 @@ class EstimatorNode(Node):
     def _on_period(self) -> None:
         """Every diagnostics period: how many frames went missing and what they cost, then publish."""
         load = self._last_load = self._load.report()
+        self._last_dropped, self._dropped = self._dropped, Counter()
         if load.falling_behind:
             self._throttled("warning", "falling_behind", f"falling behind: {load.message()}")
         self._publish_diagnostics()
@@ -235,6 +240,16 @@ class EstimatorNode(Node):
             level, message = m.OK, "inputs fresh"
         if level != m.STALE and load is not None and load.falling_behind:
             level, message = m.WARN, load.message() + ("; " + message if level == m.WARN else "")
+        dropped = self._last_dropped
+        if level != m.STALE and dropped:
+            kinds = ", ".join(f"{k} x{n}" for k, n in sorted(dropped.items()))
+            if load is not None and load.frames == 0:  # messages come, none makes a frame: nothing is monitored
+                level, message = m.STALE, (f"every {self.topics.joint_states} message dropped ({kinds}); stamps "
+                                           "behind the last frame mean a restarted driver or simulator: restart "
+                                           "this node or start a new rollout")
+            else:
+                level = m.WARN
+                message = f"{sum(dropped.values())} {self.topics.joint_states} message(s) dropped ({kinds}); " + message
         values = [("frames", str(self.frames))] + [(f"issues.{k}", str(v)) for k, v in sorted(self.issues.items())]
         values += load.values() if load is not None else []
         hw = self._hardware_id
