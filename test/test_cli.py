@@ -1,16 +1,13 @@
 """The top-level command: a Ctrl-C that no command handles itself is one line and exit code 130."""
-import pytest
-
 from safety_monitor.cli import main
 
 
-def test_ctrl_c_while_a_live_run_starts_is_one_line_and_exit_130(monkeypatch, capsys):
-    pytest.importorskip("rclpy")
-    from safety_monitor.nodes import run_inprocess
+def test_an_unhandled_ctrl_c_is_one_line_and_exit_130(monkeypatch, capsys):
+    from safety_monitor.sources import bag
 
-    def interrupted_while_starting(options):
+    def interrupted(paths):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(run_inprocess, "run", interrupted_while_starting)
-    assert main(["sim", "--episodes", "1"]) == 130
-    assert capsys.readouterr().err == "safety-monitor sim: interrupted (Ctrl-C)\n"
+    monkeypatch.setattr(bag, "find_bags", interrupted)
+    assert main(["replay", "somewhere"]) == 130
+    assert capsys.readouterr().err == "safety-monitor replay: interrupted (Ctrl-C)\n"

@@ -37,19 +37,24 @@ def run_sim(args: argparse.Namespace) -> int:
     """Run episodes through the ROS nodes in one process and print the summary."""
     from safety_monitor.nodes.run_inprocess import LiveRunOptions, run
 
-    live = run(LiveRunOptions(task=args.task or "", fault=args.fault or "", episodes=args.episodes, seed=args.seed,
-                              events=args.events, record=args.record,
-                              storage=args.storage or LiveRunOptions.storage))
-    summary = summarize(live)
+    try:
+        live = run(LiveRunOptions(task=args.task or "", fault=args.fault or "", episodes=args.episodes,
+                                  seed=args.seed, events=args.events, record=args.record,
+                                  storage=args.storage or LiveRunOptions.storage))
+    except KeyboardInterrupt:  # Ctrl-C while the nodes were still being built: nothing ran
+        summary = {"episodes": [], "events_per_property": {}, "events_log": None, "bags": [], "wall_s": None,
+                   "interrupted": True}
+    else:
+        summary = summarize(live)
     if args.json:
         print(json.dumps(summary, indent=2))
-    elif live.interrupted and not live.rollouts:  # no table of nothing, but say what became of --record
+    elif summary["interrupted"] and not summary["episodes"]:  # no table of nothing; what became of --record
         print("safety-monitor sim: interrupted (Ctrl-C) before the first episode started: nothing monitored"
-              + (f"; bag(s): {', '.join(summary['bags'])}" if live.bags else
+              + (f"; bag(s): {', '.join(summary['bags'])}" if summary["bags"] else
                  f"; --record {args.record}: no bag written" if args.record else ""))
     else:
         print("\n".join(summary_lines(summary)))
-    return 130 if live.interrupted else 0
+    return 130 if summary["interrupted"] else 0
 
 
 def summarize(live) -> dict[str, Any]:
