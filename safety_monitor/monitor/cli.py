@@ -6,6 +6,7 @@ import json
 import sys
 
 from safety_monitor.errors import SourceError
+from safety_monitor.monitor.events import DEFAULT_HISTORY
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,7 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="end with one JSON line holding the metrics")
     p.add_argument("--engine", choices=("batch", "live"), default="batch",
                    help="batch (numpy, default) or live (frame by frame, the reference); same results")
-    p.add_argument("--history", type=int, default=2000, help="frames kept for counterexamples (default 2000)")
+    p.add_argument("--history", type=int, default=DEFAULT_HISTORY,
+                   help=f"frames kept for counterexamples (default {DEFAULT_HISTORY}, as the monitor node)")
     p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples over rollouts (default 2000)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.set_defaults(func=_monitor)

@@ -4,6 +4,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+# frames of predicate values kept for counterexamples (10 s at 500 Hz: a settle timeout's whole window);
+# the monitor node's, replay's and the monitor command's default alike
+DEFAULT_HISTORY = 5000
+
 OPENED = "opened"  # the main DFA entered its rejecting sink: a violation episode starts
 RECOVERED = "recovered"  # the recovery formula was met: the episode ends, the property re-arms
 CLOSED = "closed"  # a property without recovery formula: its one-frame episode ends at once

@@ -20,10 +20,8 @@ import numpy as np
 from safety_monitor.errors import SpecError
 from safety_monitor.monitor.automaton import EPISODE, RUN_START, MonitorAutomaton, build_automaton
 from safety_monitor.monitor.episodes import EpisodeLedger, TraceResult
-from safety_monitor.monitor.events import Event
+from safety_monitor.monitor.events import DEFAULT_HISTORY, Event
 
-DEFAULT_HISTORY = 5000  # frames of predicate values kept for counterexamples (10 s at 500 Hz: a settle
-#                         timeout's whole window), the monitor node's default too
 # The monitor node's default watchdog: no advancing predicates for this long and every property is blind
 # (one blind frame), live by the wall clock, in replay by the recording's log times.
 PREDICATES_TIMEOUT_S = 0.5
