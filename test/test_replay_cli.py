@@ -311,3 +311,14 @@ def test_the_start_up_frames_every_bag_has_are_no_warning_but_blindness_beyond_t
     assert input_warning(slow) == "b: blind: 100 of 600 frames had an unknown predicate; blind frames per property: p 100"
     later = _blind_result(29, later=5)
     assert is_blind(later) and "34 of 600 frames had an unknown predicate (29 of them at start-up)" in input_warning(later)
+
+
+def test_ctrl_c_while_the_report_is_written_says_it_is_incomplete(tmp_path, bag, specs, monkeypatch, capsys):
+    from safety_monitor.replay import report
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(report, "write_report", interrupted)
+    assert replay(bag, "--specs", specs, report=tmp_path / "r") == 130
+    assert f"interrupted (Ctrl-C) while writing the report: {tmp_path / 'r'} is incomplete" in capsys.readouterr().err

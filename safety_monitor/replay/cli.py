@@ -99,7 +99,11 @@ def _replay(args: argparse.Namespace) -> int:
             _warn(warning)
     blind = sum(is_blind(r) for r in results)
     if args.report:
-        folder = write_report(args.report, results, summary, config, args.group_by, plots=not args.no_plots)
+        try:
+            folder = write_report(args.report, results, summary, config, args.group_by, plots=not args.no_plots)
+        except KeyboardInterrupt:  # the scores are lost with the process; the folder must not pass for a report
+            _warn(f"interrupted (Ctrl-C) while writing the report: {args.report} is incomplete; run again")
+            return 130
         print(f"report: {folder}/summary.md")
     print(f"{len(results) - len(failed) - stopped} of {len(results)} bag(s) scored"
           + (f", {len(failed)} failed" if failed else "")
