@@ -294,3 +294,20 @@ def test_a_bag_without_frames_names_each_kind_of_issue_once(tmp_path, state, spe
     bag = write_bag(tmp_path / "b", state, edit=lambda k, t, n, position: (t, names[1:], position[1:]))
     r = score_bag(bag, config(specs))
     assert not r.ok and r.error.count("missing_joints x") == 1, r.error
+
+
+def test_an_unreadable_predicates_message_is_dropped_and_counted_as_the_monitor_node_does(tmp_path, specs):
+    from safety_monitor.sources import messages as m
+
+    path = tmp_path / "bag"
+    keys = ("excess_wrench", "object_grasped", "object_sync", "object_grasped_raw")
+    with BagWriter(path, storage="sqlite3") as w:
+        for k in range(40):
+            w.write_predicates("/safety_monitor/predicates", m.PredicateSample(dict.fromkeys(keys, False),
+                               1.0 + k / RATE, k), log_t=1.0 + k / RATE)
+    with sqlite3.connect(next(path.glob("*.db3"))) as con:
+        con.execute("UPDATE messages SET data = substr(data, 1, 30) WHERE id = (SELECT min(id) + 20 FROM messages)")
+    r = score_bag(path, config(specs, from_predicates=True))
+    assert r.ok, r.error
+    assert r.frames == 39 and r.issues == {"undecodable": 1, "frame_gap": 1}
+    assert r.issue_examples[0].detail.endswith("message dropped")

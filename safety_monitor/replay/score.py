@@ -333,14 +333,16 @@ def _score_predicates(bag: BagReader, config: ReplayConfig, result: BagResult,
         start = clock()
         columns = (batch_reader.read(batch.buffer, batch.start, batch.size)
                    if all(map(decoder.supported, batch.msgtypes)) else None)
-        samples: dict[int, m.PredicateSample] = {}  # the messages the columns do not hold, one at a time
+        samples: dict[int, Any] = {}  # the messages the columns do not hold, one at a time (or _DROPPED)
         for i in range(len(batch)) if columns is None else np.flatnonzero(~columns.decoded).tolist():
             raw, msgtype = batch.raw(i), batch.msgtypes[batch.which[i]]
-            try:  # a message rosbags cannot decode fails as such (deserialize's own error)
+            try:  # dropped and counted, as the monitor node drops a message it cannot read
                 samples[i] = decoder.fast(raw, msgtype) or m.decode_predicates(bag.deserialize(raw, msgtype))
-            except m.BadPredicates as exc:
-                raise SourceError(f"{bag.path}: {topic} message logged at {int(batch.log_ns[i]) / 1e9:.6f} s: "
-                                  f"{exc}") from None
+            except SourceError as exc:  # m.BadPredicates included
+                logged = int(batch.log_ns[i]) / 1e9
+                _record_issues(result, (StreamIssue("undecodable", "predicates", logged, f"{topic} message logged "
+                                                    f"at {logged:.6f} s: {exc}; message dropped"),))
+                samples[i] = _DROPPED
         mid = clock()
         timings["deserialise"] += mid - start
         valuations, times, stales = frames.build(len(batch), columns, samples, (batch.log_ns / 1e9).tolist())
@@ -348,6 +350,9 @@ def _score_predicates(bag: BagReader, config: ReplayConfig, result: BagResult,
         scorer.steps(valuations, times, stales)
     scorer.steps(*frames.finish(bag.end_time))
     scorer.finish()
+
+
+_DROPPED = object()  # a predicates message that could not be read
 
 
 class _PredicateFrames:
@@ -367,10 +372,10 @@ class _PredicateFrames:
         self.stepped_at = 0.0  # log time of the last frame stepped
         self.blind = True  # the watchdog has fired since then (or nothing was stepped yet)
 
-    def build(self, n: int, columns: cdr.PredicateColumns | None, samples: dict[int, m.PredicateSample],
+    def build(self, n: int, columns: cdr.PredicateColumns | None, samples: dict[int, Any],
               logged: list[float]) -> tuple[list, list[float], list[frozenset[str]]]:
-        """The frames of a batch of n messages logged at `logged` (s): message i is `samples[i]`, else row i
-        of `columns`. Consecutive rows with the same values share one valuation object."""
+        """The frames of a batch of n messages logged at `logged` (s): message i is `samples[i]` (skipped when
+        _DROPPED), else row i of `columns`. Consecutive rows with the same values share one valuation object."""
         valuations: list = []
         times: list[float] = []
         stales: list[frozenset[str]] = []
@@ -383,6 +388,8 @@ class _PredicateFrames:
         unknown: Any = None
         for i in range(n):
             sample = samples.get(i)
+            if sample is _DROPPED:
+                continue
             if sample is None:
                 t, frame, stale = col_t[i], col_frame[i], col_stale[i]
                 if changed[i] or valuation is None or col_unknown[i] != unknown:
