@@ -45,7 +45,7 @@ def unique_bags(bags: Sequence[Path]) -> tuple[list[Path], list[str]]:
 def score_bags(bags: Sequence[Path], config: ReplayConfig, jobs: int = 1, progress: bool = True) -> list[BagResult]:
     """One BagResult per bag, in the order given. The bar counts bags; with one job it also counts frames.
     `jobs` 0: one per CPU this process may run on. Ctrl-C stops the batch but keeps what was scored: the
-    bags not finished come back with the error NOT_SCORED (see `not_scored`)."""
+    bags not finished come back `interrupted`, with the error NOT_SCORED."""
     if jobs < 0:
         raise SourceError(f"--jobs must be 0 (one per CPU) or more, got {jobs}")
     jobs = jobs or len(os.sched_getaffinity(0))
@@ -62,17 +62,6 @@ def score_bags(bags: Sequence[Path], config: ReplayConfig, jobs: int = 1, progre
     finally:
         bar.close()
     return [r if r is not None else _not_scored(bag, config) for bag, r in zip(bags, results)]
-
-
-def not_scored(result: BagResult) -> bool:
-    """Whether a Ctrl-C stopped the batch before this bag was scored: no fault of the bag, so it is reported
-    apart from the bags that failed."""
-    return result.error is not None and result.error.endswith(NOT_SCORED)
-
-
-def interrupted(results: Sequence[BagResult]) -> int:
-    """How many bags a Ctrl-C left unscored."""
-    return sum(map(not_scored, results))
 
 
 def _score_in_workers(bags: Sequence[Path], config: ReplayConfig, jobs: int, results: list[BagResult | None],
@@ -102,7 +91,7 @@ def _exit_quietly_on_interrupt() -> None:
 
 def _not_scored(bag: Path, config: ReplayConfig) -> BagResult:
     return BagResult(bag=str(bag), mode="predicates" if config.from_predicates else "robot_state",
-                     error=f"{bag}: {NOT_SCORED}")
+                     error=f"{bag}: {NOT_SCORED}", interrupted=True)
 
 
 def _score_here(bag: Path, config: ReplayConfig, bar: tqdm, progress: bool) -> BagResult:

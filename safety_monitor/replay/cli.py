@@ -52,7 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _replay(args: argparse.Namespace) -> int:
     from safety_monitor.grounding.grounder import config_dir
     from safety_monitor.monitor.cli import format_table
-    from safety_monitor.replay.batch import interrupted, not_scored, score_bags, summarize, unique_bags
+    from safety_monitor.replay.batch import score_bags, summarize, unique_bags
     from safety_monitor.replay.node_params import load_node_params
     from safety_monitor.replay.report import check_folder, input_warning, is_blind, write_report
     from safety_monitor.replay.score import ReplayConfig, check_config
@@ -79,7 +79,7 @@ def _replay(args: argparse.Namespace) -> int:
     for note in duplicates:
         _warn(note)
     results = score_bags(bags, config, jobs=args.jobs, progress=not args.quiet)
-    stopped = interrupted(results)
+    stopped = sum(r.interrupted for r in results)
     if stopped:
         _warn(f"interrupted: {len(results) - stopped} of {len(results)} bag(s) done; the results below and the "
               "report cover those, the rest are listed as not scored")
@@ -88,11 +88,11 @@ def _replay(args: argparse.Namespace) -> int:
         print(format_table(summary.overall))
     for name, metrics in summary.groups.items():
         print(f"\ngroup {name}:\n{format_table(metrics)}")
-    failed = [r for r in results if not r.ok and not not_scored(r)]
+    failed = [r for r in results if not r.ok and not r.interrupted]
     for r in failed:
         print(f"safety-monitor replay: failed: {r.error}", file=sys.stderr)
     for r in results:
-        if not_scored(r):
+        if r.interrupted:
             print(f"safety-monitor replay: {r.error}", file=sys.stderr)
     for r in results:
         if warning := input_warning(r):

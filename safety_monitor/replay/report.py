@@ -19,7 +19,7 @@ from typing import Any
 from safety_monitor.errors import SafetyMonitorError
 from safety_monitor.monitor import events as ev
 from safety_monitor.monitor.metrics import GroupMetrics, Metrics
-from safety_monitor.replay.batch import Summary, not_scored
+from safety_monitor.replay.batch import Summary
 from safety_monitor.replay.score import BagResult, ReplayConfig
 
 _CLOSING = (ev.RECOVERED, ev.CLOSED, ev.UNRECOVERED_AT_END, ev.DISCARDED_TRUNCATED)
@@ -118,7 +118,7 @@ def episodes(result: BagResult) -> list[dict[str, Any]]:
 def status(result: BagResult) -> str:
     """A bag's outcome for a tool reading report.json: "scored", "failed" (the bag could not be scored) or
     "not_scored" (Ctrl-C stopped the batch first: nothing wrong with the bag)."""
-    return "scored" if result.ok else "not_scored" if not_scored(result) else "failed"
+    return "scored" if result.ok else "not_scored" if result.interrupted else "failed"
 
 
 def bag_json(result: BagResult, group: str) -> dict[str, Any]:
@@ -168,8 +168,8 @@ def report_json(results: Sequence[BagResult], summary: Summary, config: ReplayCo
         "bags_total": len(results),
         "bags_scored": sum(r.ok for r in results),
         "bags_failed": [{"bag": r.bag, "error": r.error} for r in results if status(r) == "failed"],
-        "interrupted": any(map(not_scored, results)),
-        "bags_not_scored": [r.bag for r in results if not_scored(r)],
+        "interrupted": any(r.interrupted for r in results),
+        "bags_not_scored": [r.bag for r in results if r.interrupted],
         "metrics": summary.overall.to_json() if summary.overall else None,
         "groups": {name: m.to_json() for name, m in summary.groups.items()},
         "bags": [bag_json(r, summary.group_of_bag[r.bag]) for r in results],
@@ -270,7 +270,7 @@ def summary_markdown(results: Sequence[BagResult], summary: Summary, config: Rep
                      plots: Sequence[str]) -> str:
     scored = [r for r in results if r.ok]
     failed = [r for r in results if status(r) == "failed"]
-    unscored = [r for r in results if not_scored(r)]
+    unscored = [r for r in results if r.interrupted]
     frames = sum(r.frames for r in scored)
     seconds = sum(r.duration for r in scored)
     lines = ["# Replay summary", "",

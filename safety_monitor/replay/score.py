@@ -96,6 +96,7 @@ class BagResult:
     stale_timeline: Timeline | None = None  # one row, "stale": some input stream was stale
     timings: dict[str, float] = field(default_factory=dict)  # seconds per stage
     messages: int = 0
+    interrupted: bool = False  # Ctrl-C stopped the batch before this bag was scored (`error` says so)
 
     @property
     def ok(self) -> bool:
