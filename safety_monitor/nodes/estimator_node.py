@@ -37,7 +37,7 @@ from safety_monitor.nodes.raw_decode import RawDecoder
 from safety_monitor.nodes.runtime import now_stamp, run_node
 from safety_monitor.sources import cdr
 from safety_monitor.sources import messages as m
-from safety_monitor.sources.assembler import JOINTS, FrameAssembler, StaleLimits, StreamMapping, ground_frame
+from safety_monitor.sources.assembler import FROZEN_S, JOINTS, FrameAssembler, StaleLimits, StreamMapping, ground_frame
 from safety_monitor.sources.messages import PredicateSample
 
 
@@ -47,9 +47,9 @@ class EstimatorParams:
     control_rate_hz: float = field(500.0, "rate of /joint_states: threshold durations become frame counts")
     joint_states_timeout_s: float = field(0.1, "watchdog: no /joint_states for this long (wall clock) -> STALE")
     joint_states_frozen_s: float = field(
-        2.0, "identical /joint_states values for this long (stamp time) -> STALE, predicates unknown (0 = off)")
+        FROZEN_S, "identical /joint_states values for this long (stamp time) -> STALE, predicates unknown (0 = off)")
     wrench_frozen_s: float = field(
-        2.0, "identical wrench values for this long (stamp time) -> wrench stale, its predicates unknown (0 = off)")
+        FROZEN_S, "identical wrench values for this long (stamp time) -> wrench stale, its predicates unknown (0 = off)")
     wrench_stale_s: float = field(0.0, "wrench older than this at a frame: its predicates unknown (0 = thresholds.yaml)")
     pose_stale_s: float = field(0.0, "object pose older than this at a frame: its predicates unknown (0 = thresholds.yaml)")
     best_effort_inputs: bool = field(False, "subscribe to the robot topics best effort (sensors that offer no more)")

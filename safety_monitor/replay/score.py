@@ -24,7 +24,7 @@ from safety_monitor.monitor.live import DEFAULT_HISTORY, PREDICATES_TIMEOUT_S, S
 from safety_monitor.replay.timeline import Timeline
 from safety_monitor.sources import cdr
 from safety_monitor.sources import messages as m
-from safety_monitor.sources.assembler import (JOINTS, WRENCH, FrameAssembler, StaleLimits, StreamIssue,
+from safety_monitor.sources.assembler import (FROZEN_S, JOINTS, WRENCH, FrameAssembler, StaleLimits, StreamIssue,
                                               StreamMapping, ground_frame, pose_stream)
 from safety_monitor.sources.bag import BagReader, MessageBatch, TopicSummary
 
@@ -47,8 +47,8 @@ class ReplayConfig:
     rate_hz: float | None = None  # control rate; None: measured from the bag's joint stamps
     history: int = DEFAULT_HISTORY
     # the live nodes' parameters of these names (replay --params: the site's nodes.yaml)
-    joint_states_frozen_s: float = 2.0
-    wrench_frozen_s: float = 2.0
+    joint_states_frozen_s: float = FROZEN_S
+    wrench_frozen_s: float = FROZEN_S
     wrench_stale_s: float = 0.0
     pose_stale_s: float = 0.0
     predicates_timeout_s: float = PREDICATES_TIMEOUT_S

@@ -94,6 +94,11 @@ class StreamMapping:
         return cls.from_dict(data, f"--topics {text!r}")
 
 
+# seconds of bit-identical joint values or wrench after which the stream is frozen (the estimator's
+# joint_states_frozen_s and wrench_frozen_s, replay's too)
+FROZEN_S = 2.0
+
+
 @dataclass(frozen=True)
 class StaleLimits:
     """Seconds after which a stream counts as stale (the monitor then reports itself blind).
@@ -111,13 +116,13 @@ class StaleLimits:
     joint_states: float = 0.05
     wrench: float = 0.1
     pose: float = 0.25
-    joints_frozen: float = 2.0
-    wrench_frozen: float = 2.0
+    joints_frozen: float = FROZEN_S
+    wrench_frozen: float = FROZEN_S
     joint_held: float = 0.5
 
     @classmethod
     def for_grounder(cls, grounder: Any, *, wrench_stale_s: float = 0.0, pose_stale_s: float = 0.0,
-                     joint_states_frozen_s: float = 2.0, wrench_frozen_s: float = 2.0) -> StaleLimits:
+                     joint_states_frozen_s: float = FROZEN_S, wrench_frozen_s: float = FROZEN_S) -> StaleLimits:
         """The grounder's own age limits (so both report the same streams stale) unless the estimator's
         parameters of these names set them (0: the grounder's), and a joint gap of five control periods, at
         least 50 ms (timestamp jitter on real robots is not a jump). The live node and replay both build
