@@ -112,7 +112,7 @@ class EstimatorNode(Node):
         self.create_timer(min(0.05, p.joint_states_timeout_s / 2), self._watchdog, clock=steady)
         self._load = FrameLoad(p.control_rate_hz, self._limits.joint_states)
         self._last_load: LoadReport | None = None
-        self._dropped: Counter[str] = Counter()  # /joint_states messages dropped this period, by issue kind
+        self._dropped: Counter[str] = Counter()  # /joint_states messages that made no frame this period, by kind
         self._last_dropped: Counter[str] = Counter()  # ... in the last finished period
         self.create_timer(p.diagnostics_period_s, self._on_period, clock=steady)
 
@@ -173,9 +173,9 @@ class EstimatorNode(Node):
         issues = assembled.issues if assembled is not None else self.assembler.drain_issues()
         for issue in issues:
             self.issues[issue.kind] += 1
-            if issue.stream == JOINTS and issue.detail.endswith("message dropped"):
-                self._dropped[issue.kind] += 1
             self._throttled("warning", f"{issue.kind}:{issue.stream}", f"{issue.stream}: {issue.detail}")
+        if assembled is None:  # this message made no frame: its joint issues say why
+            self._dropped.update(issue.kind for issue in issues if issue.stream == JOINTS)
         if self.assembler.joints_frozen != self._frozen:
             self._report_frozen()
         if assembled is None:
