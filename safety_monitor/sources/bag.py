@@ -102,9 +102,11 @@ def _open_error(path: Path, exc: BaseException) -> str:
         with file.open("rb") as f:
             if f.read(8) != _MCAP_MAGIC:
                 return f"{file}: cannot open bag: not an mcap file (it does not start with the mcap magic bytes)"
-        if _unfinished_mcap(file):
-            return (f"{file}: cannot open bag: the mcap file ends without its footer: it is truncated, or its "
-                    "recorder was stopped before closing it (killed); `mcap recover` rebuilds a readable copy")
+            f.seek(0, 2)
+            f.seek(max(8, f.tell() - 8))
+            if f.read() != _MCAP_MAGIC:  # an mcap file ends with the magic too
+                return (f"{file}: cannot open bag: the mcap file ends without its footer: it is truncated, or its "
+                        "recorder was stopped before closing it (killed); `mcap recover` rebuilds a readable copy")
     cause: BaseException | None = exc
     while cause is not None and getattr(cause, "problem_mark", None) is None:  # rosbags hides YAML's error
         cause = cause.__context__
@@ -113,16 +115,6 @@ def _open_error(path: Path, exc: BaseException) -> str:
         return (f"{path / 'metadata.yaml'}: cannot open bag: not valid YAML at line {mark.line + 1}, column "
                 f"{mark.column + 1}: {problem}")
     return f"{path}: cannot open bag: {' '.join(str(exc).split())}"
-
-
-def _unfinished_mcap(file: Path) -> bool:
-    """An mcap file (it starts with the magic) that does not end with it: cut short or never closed."""
-    with file.open("rb") as f:
-        if f.read(8) != _MCAP_MAGIC:
-            return False
-        f.seek(0, 2)
-        f.seek(max(8, f.tell() - 8))
-        return f.read() != _MCAP_MAGIC
 
 
 class _CheckedReader(Reader):
