@@ -381,6 +381,7 @@ class _PredicateFrames:
         times: list[float] = []
         stales: list[frozenset[str]] = []
         result, last_t, expected = self.result, self.last_t, self.expected
+        stepped_at, blind, timeout = self.stepped_at, self.blind, self.timeout  # locals: this loop runs per frame
         if columns is not None:
             keys, values, col_t, col_frame, col_unknown, col_stale = (
                 columns.keys, columns.values, columns.t, columns.frame, columns.unknown, columns.stale)
@@ -399,14 +400,14 @@ class _PredicateFrames:
             else:
                 t, frame, stale = sample.t, sample.frame, sample.stale
                 unknown, valuation = None, self._valuation(sample.values, sample.unknown)
-            if not self.blind and logged[i] - self.stepped_at > self.timeout:
-                self._go_blind(logged[i], last_t, valuations, times, stales)
+            if not blind and logged[i] - stepped_at > timeout:
+                blind = self._go_blind(logged[i] - stepped_at, last_t, valuations, times, stales)
             if last_t is not None and t <= last_t:
                 kind = "duplicate_stamp" if t == last_t else "backwards"
                 _record_issues(result, (StreamIssue(kind, "predicates", t, f"frame time {t:.6f} after {last_t:.6f}; "
                                                     "message dropped"),))
-                if t < last_t and not self.blind:  # the monitor node: time went backwards, every property blind
-                    self._go_blind(logged[i], last_t, valuations, times, stales, why=None)
+                if t < last_t and not blind:  # the monitor node: time went backwards, every property blind
+                    blind = self._go_blind(logged[i] - stepped_at, last_t, valuations, times, stales, why=None)
                 continue
             last_t = t
             if frame is not None:
@@ -418,8 +419,8 @@ class _PredicateFrames:
             valuations.append(valuation)
             times.append(t)
             stales.append(stale)
-            self.stepped_at, self.blind = logged[i], False
-        self.last_t, self.expected = last_t, expected
+            stepped_at, blind = logged[i], False
+        self.last_t, self.expected, self.stepped_at, self.blind = last_t, expected, stepped_at, blind
         return valuations, times, stales
 
     def finish(self, bag_end: float | None) -> tuple[list, list[float], list[frozenset[str]]]:
@@ -428,14 +429,14 @@ class _PredicateFrames:
         times: list[float] = []
         stales: list[frozenset[str]] = []
         if not self.blind and bag_end is not None and bag_end - self.stepped_at > self.timeout:
-            self._go_blind(bag_end, self.last_t, valuations, times, stales, why="stream_stopped")
+            self.blind = self._go_blind(bag_end - self.stepped_at, self.last_t, valuations, times, stales,
+                                        why="stream_stopped")
         return valuations, times, stales
 
-    def _go_blind(self, now: float, at: float, valuations: list, times: list[float], stales: list,
-                  why: str | None = "predicates_gap") -> None:
-        """One blind frame at `at`, the last stepped frame's time, with an issue of kind `why` (None: already
-        reported)."""
-        gap = now - self.stepped_at
+    def _go_blind(self, gap: float, at: float, valuations: list, times: list[float], stales: list,
+                  why: str | None = "predicates_gap") -> bool:
+        """One blind frame at `at`, the last stepped frame's time, `gap` s of recording after it was logged,
+        with an issue of kind `why` (None: already reported). Returns True: the monitor is blind now."""
         if why is not None:
             what = (f"the stream stopped {gap:.3f} s before the recording's end" if why == "stream_stopped"
                     else f"no advancing predicates for {gap:.3f} s of recording")
@@ -444,7 +445,7 @@ class _PredicateFrames:
         valuations.append(None)
         times.append(at)
         stales.append(frozenset())
-        self.blind = True
+        return True
 
     def _valuation(self, values: Mapping[str, bool], unknown: frozenset[str]) -> dict[str, bool | None]:
         """PredicateSample.valuation(); predicates the specs read but the message lacks are unknown."""
