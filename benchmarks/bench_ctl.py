@@ -35,8 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
-from safety_monitor.spec.compile import compile_formula
-from safety_monitor.spec.model import load_specs
+from safety_monitor.specs.compile import compile_formula
+from safety_monitor.specs.model import load_specs
 from safety_monitor.verify.check import TreeChecker
 from safety_monitor.verify.lift import lift_properties
 from safety_monitor.verify.trajectories import from_workcell, to_matrix

@@ -19,7 +19,7 @@ import mujoco
 import numpy as np
 
 from safety_monitor.grounding.grounder import load_default_grounder
-from safety_monitor.grounding.state import Pose, RobotState, Wrench
+from safety_monitor.frames import Pose, RobotState, Wrench
 
 RATE = 500.0
 EPISODES = ("pick_and_place_mug", "place_in_cabinet", "open_drawer", "dump_into_bin")

@@ -55,12 +55,12 @@ def main() -> None:
     import rclpy
     from rclpy.serialization import deserialize_message, serialize_message
 
-    from safety_monitor.grounding.state import Wrench
+    from safety_monitor.frames import Wrench
     from safety_monitor.nodes import qos
     from safety_monitor.nodes.run_inprocess import nodes_yaml
     from safety_monitor.nodes.runtime import make_executor
     from safety_monitor.sim.runner import Episode
-    from safety_monitor.sources import messages as m
+    from safety_monitor.io import messages as m
 
     rest = Episode("pick_and_place_cube", None, 0).step()  # the arm at rest, objects on the table
     domain = random.SystemRandom().randint(101, 200)

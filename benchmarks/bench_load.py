@@ -41,6 +41,8 @@ from pathlib import Path
 
 import numpy as np
 
+from safety_monitor.enums import EventKind
+
 PERIOD_FRAMES, HIGH_FRAMES = 50, 20  # force high for frames 0..19 of every 50
 FORCE_HIGH, FORCE_LOW = 60.0, 5.0
 POSE_RATE_HZ = 50.0
@@ -48,7 +50,7 @@ JOINT_DITHER_RAD = 1e-6
 T0_NS = 1_000_000_000  # stamp of frame 0
 STACK_MODULES = {"separate": ("estimator_node", "monitor_node"), "combined": ("monitor_stack",)}
 WATCHED = "no_excess_wrench"
-LATENCY_KINDS = ("opened", "recovered")
+LATENCY_KINDS = (EventKind.OPENED, EventKind.RECOVERED)
 
 
 def default_stack() -> str:
@@ -135,7 +137,7 @@ def run_trial(n: int, *, rate: float = 500.0, seconds: float = 20.0, warmup: flo
     from safety_monitor.nodes import qos
     from safety_monitor.nodes.runtime import make_executor
     from safety_monitor.sim.runner import Episode
-    from safety_monitor.sources import messages as m
+    from safety_monitor.io import messages as m
 
     stack = stack or default_stack()
     rest = Episode("pick_and_place_cube", None, 0).step()  # the arm at rest, objects on the table
@@ -182,7 +184,7 @@ def run_trial(n: int, *, rate: float = 500.0, seconds: float = 20.0, warmup: flo
             time.sleep(0.2)
 
         # One message per stream and frame, serialised once and sent to every robot.
-        from safety_monitor.grounding.state import Wrench
+        from safety_monitor.frames import Wrench
 
         period_ns = round(1e9 / rate)
         first = PERIOD_FRAMES * round(warmup * rate / PERIOD_FRAMES)  # whole force periods: every
@@ -293,7 +295,7 @@ def expected_events(first: int, total: int) -> int:
 
 def robot_result(k: int, received: list[tuple[int, object]], sent_ns: np.ndarray, first: int, total: int,
                  period_ns: int, cpu_cores: float, grounded: int | None) -> RobotResult:
-    from safety_monitor.sources import messages as m
+    from safety_monitor.io import messages as m
 
     latencies, opened, blind = [], [], set()
     received_count = 0

@@ -1,5 +1,5 @@
 """Per-frame message handling between the estimator and the monitor: the predicates DiagnosticArray (one
-KeyValue per predicate) as the nodes handle it now, and as bytes with `sources.cdr`.
+KeyValue per predicate) as the nodes handle it now, and as bytes with `io.cdr`.
 
     .venv/bin/python benchmarks/bench_messages.py [--frames 3000]
 
@@ -17,9 +17,9 @@ import time
 import numpy as np
 
 from safety_monitor.grounding.grounder import PREDICATES
-from safety_monitor.sources import cdr
-from safety_monitor.sources import messages as m
-from safety_monitor.sources.assembler import FrameAssembler
+from safety_monitor.io import cdr
+from safety_monitor.io import messages as m
+from safety_monitor.pipeline.assemble import FrameAssembler
 
 
 def per_call(fn, items) -> float:
@@ -61,7 +61,7 @@ def main() -> None:
     assembled = per_call(assembler.on_joint_states, joints)
 
     print(f"{len(PREDICATES)} predicates + 4 reserved keys, {args.frames} frames, CPU us per frame\n")
-    print("| step | objects (now) | bytes (`sources.cdr`) |\n|---|---|---|")
+    print("| step | objects (now) | bytes (`io.cdr`) |\n|---|---|---|")
     print(f"| estimator: build the message | {built:.0f} | {written:.0f} (`PredicateWriter.write`) |")
     print(f"| estimator: serialise | {serialised:.0f} | - |")
     print(f"| monitor: deserialise | {deserialised:.0f} | - |")

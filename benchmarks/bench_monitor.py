@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from safety_monitor.monitor.batch import BatchMonitor  # noqa: E402
 from safety_monitor.monitor.live import SpecSetMonitor, load_automata  # noqa: E402
-from safety_monitor.spec.model import compile_specs, load_specs  # noqa: E402
+from safety_monitor.specs.model import compile_specs, load_specs  # noqa: E402
 
 _LOAD = """
 import os, sys

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from safety_monitor.grounding.grounder import load_default_grounder
-from safety_monitor.grounding.state import Pose, RobotState
+from safety_monitor.frames import Pose, RobotState
 from safety_monitor.sim.faults import FAULTS
 from safety_monitor.sim.tasks import TASKS
 
@@ -123,8 +123,8 @@ def bag_path(folder: Path) -> Path:
 
 def assembled_frames(bag: Path) -> list:
     from safety_monitor.replay.score import make_grounder
-    from safety_monitor.sources.assembler import FrameAssembler, StaleLimits, StreamMapping
-    from safety_monitor.sources.bag import BagReader
+    from safety_monitor.pipeline.assemble import FrameAssembler, StaleLimits, StreamMapping
+    from safety_monitor.io.bag import BagReader
 
     mapping = StreamMapping()
     grounder = make_grounder(None, RATE)
@@ -157,8 +157,8 @@ def _opt(a):
 
 
 def decoded_predicates(bag: Path) -> list:
-    from safety_monitor.sources import messages as m
-    from safety_monitor.sources.bag import BagReader
+    from safety_monitor.io import messages as m
+    from safety_monitor.io.bag import BagReader
 
     with BagReader(bag) as reader:
         return [(s.t, s.frame, tuple(s.values.items()), tuple(sorted(s.unknown)), tuple(sorted(s.stale)))

@@ -201,7 +201,7 @@ def generators() -> dict[str, dict[str, Any]]:
                                    mutated, mutated_default_specs, rendered, spec_documents, spec_file_bytes,
                                    specs_with_random_formula)
 
-    from safety_monitor.spec.ltlf import to_text
+    from safety_monitor.specs.ltlf import to_text
 
     return {
         "formulas": {

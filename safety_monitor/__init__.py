@@ -1,7 +1,8 @@
 """safety_monitor: temporal-logic safety monitoring for ROS 2 manipulators.
 
-Layers (DESIGN.md section 2): sources -> RobotState -> grounding -> PredicateFrame -> monitor.
-Nothing below `nodes/` and `sources/` imports rclpy.
+Data flow (DESIGN.md section 2): sources (io/, nodes/, sim/) -> pipeline (assemble + ground -> supervise
+-> monitor) -> sinks (events, /diagnostics, reports). Layers import downward only (test/test_layout.py);
+nothing outside `nodes/` imports rclpy.
 """
 
 __version__ = "0.1.0"

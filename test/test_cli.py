@@ -3,7 +3,7 @@ from safety_monitor.cli import main
 
 
 def test_an_unhandled_ctrl_c_is_one_line_and_exit_130(monkeypatch, capsys):
-    from safety_monitor.sources import bag
+    from safety_monitor.io import bag
 
     def interrupted(paths):
         raise KeyboardInterrupt

@@ -61,10 +61,10 @@ def test_estimator_diagnostics_warn_while_frames_go_missing():
     from diagnostic_msgs.msg import DiagnosticArray
     from rclpy.serialization import deserialize_message, serialize_message
 
-    from safety_monitor.grounding.state import Wrench
+    from safety_monitor.frames import Wrench
     from safety_monitor.nodes.estimator_node import EstimatorNode
     from safety_monitor.sim.runner import Episode
-    from safety_monitor.sources import messages as m
+    from safety_monitor.io import messages as m
 
     rest = Episode("pick_and_place_cube", None, 0).step()
     T = m.rclpy_types()

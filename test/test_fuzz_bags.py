@@ -14,7 +14,7 @@ from test_fuzz_support import (BAG_SPECS, FRAMES, MODES, STORAGES, damaged_copy,
                                is_failure, read_outcome, replay_config, score_outcome, write_base_bag)
 
 from safety_monitor.errors import SourceError
-from safety_monitor.sources.bag import BagReader
+from safety_monitor.io.bag import BagReader
 
 FUZZ = settings(derandomize=True, database=None, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
@@ -181,7 +181,7 @@ def test_metadata_damage_that_only_breaks_closing_the_bag_still_reads_it(bags):
 
 def test_joint_stamps_that_give_no_rate_fail_naming_the_bag(bags, tmp_path):
     from safety_monitor.replay.score import score_bag
-    from safety_monitor.sources.bag import BagWriter
+    from safety_monitor.io.bag import BagWriter
 
     bag = tmp_path / "frozen_clock"
     with BagWriter(bag, storage="mcap") as w:

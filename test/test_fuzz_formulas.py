@@ -11,8 +11,8 @@ from test_fuzz_support import (deep_formula_texts, formula_outcome, formula_text
 
 from safety_monitor.cli import main
 from safety_monitor.errors import SpecError
-from safety_monitor.spec.compile import compile_formula
-from safety_monitor.spec.ltlf import MAX_DEPTH, parse
+from safety_monitor.specs.compile import compile_formula
+from safety_monitor.specs.ltlf import MAX_DEPTH, parse
 
 FUZZ = settings(derandomize=True, database=None, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
@@ -66,7 +66,7 @@ def test_formulas_at_the_depth_limit_still_parse():
 @settings(FUZZ, max_examples=12)
 @given(formulas(max_leaves=6))
 def test_compiled_formulas_agree_with_the_reference_evaluator(f):
-    from safety_monitor.spec.ltlf import to_text
+    from safety_monitor.specs.ltlf import to_text
 
     outcome, detail = guarded(lambda: formula_outcome(to_text(f), compile=True), seconds=60)
     assert outcome in ("compiled", "compile_rejected"), (outcome, detail, to_text(f))

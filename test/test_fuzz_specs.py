@@ -9,7 +9,7 @@ from test_fuzz_support import (DEFAULT_SPECS, compile_outcome, guarded, is_failu
 
 from safety_monitor.cli import main
 from safety_monitor.errors import SpecError
-from safety_monitor.spec.model import load_specs, parse_specs
+from safety_monitor.specs.model import load_specs, parse_specs
 
 FUZZ = settings(derandomize=True, database=None, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,

@@ -27,14 +27,14 @@ import yaml
 from hypothesis import strategies as st
 
 from safety_monitor.errors import SafetyMonitorError, SpecError, ToolMissingError
-from safety_monitor.grounding.state import RobotState, Wrench
+from safety_monitor.frames import RobotState, Wrench
 from safety_monitor.replay.score import BagResult, ReplayConfig, score_bag
-from safety_monitor.sources.bag import BagReader, BagWriter
-from safety_monitor.sources.messages import PredicateSample
-from safety_monitor.spec.compile import compile_formula
-from safety_monitor.spec.ltlf import (Always, And, Atom, Const, Equiv, Eventually, Implies, Last, Next, Not, Or,
+from safety_monitor.io.bag import BagReader, BagWriter
+from safety_monitor.frames import PredicateSample
+from safety_monitor.specs.compile import compile_formula
+from safety_monitor.specs.ltlf import (Always, And, Atom, Const, Equiv, Eventually, Implies, Last, Next, Not, Or,
                                       Release, Until, WeakNext, evaluate, parse, to_text)
-from safety_monitor.spec.model import load_specs
+from safety_monitor.specs.model import load_specs
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_SPECS = REPO / "config" / "specs.yaml"
@@ -345,7 +345,7 @@ def spec_outcome(path: Path) -> str:
 
 def compile_outcome(path: Path) -> str:
     """load_specs + compile_specs on a file that loads: compiled, or a SpecError naming the file."""
-    from safety_monitor.spec.model import compile_specs
+    from safety_monitor.specs.model import compile_specs
 
     try:
         compiled = compile_specs(load_specs(path))

@@ -11,14 +11,14 @@ import yaml
 
 from safety_monitor.cli import main
 from safety_monitor.errors import GroundingError
-from safety_monitor.grounding.cli import predicate_table
+from safety_monitor.cli.grounding import predicate_table
 from safety_monitor.grounding.description import parse_robot_description
 from safety_monitor.grounding.geometry import Box, FrameGeometry
 from safety_monitor.grounding.grounder import PREDICATES, Grounder, config_dir, load_default_grounder
 from safety_monitor.grounding.semantics import parse_object_catalog
-from safety_monitor.grounding.state import Pose, RobotState
+from safety_monitor.frames import Pose, RobotState
 from safety_monitor.grounding.thresholds import parse_thresholds
-from safety_monitor.spec.model import CATEGORIES, load_specs
+from safety_monitor.specs.model import CATEGORIES, load_specs
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "config"

@@ -17,7 +17,7 @@ from safety_monitor.grounding.description import load_robot_description
 from safety_monitor.grounding.geometry import Box, FrameGeometry
 from safety_monitor.grounding.grounder import Grounder
 from safety_monitor.grounding.semantics import load_object_catalog
-from safety_monitor.grounding.state import Pose, RobotState, Wrench
+from safety_monitor.frames import Pose, RobotState, Wrench
 from safety_monitor.grounding.thresholds import load_thresholds
 
 CONFIG = Path(__file__).resolve().parents[1] / "config"

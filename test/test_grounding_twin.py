@@ -20,7 +20,7 @@ from safety_monitor.grounding.description import parse_robot_description
 from safety_monitor.grounding.grounder import Grounder, load_default_grounder
 from safety_monitor.grounding.motion import quat_to_matrix
 from safety_monitor.grounding.semantics import PREDICATE_PROPERTIES, parse_object_catalog
-from safety_monitor.grounding.state import Contact, Pose, RobotState, Wrench
+from safety_monitor.frames import Contact, Pose, RobotState, Wrench
 from safety_monitor.grounding.thresholds import load_thresholds
 from safety_monitor.grounding.twin import KinematicTwin
 

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 from safety_monitor.monitor import batch as batch_module
 from safety_monitor.monitor.batch import BatchMonitor
 from safety_monitor.monitor.live import SpecSetMonitor, automata_for, load_automata
-from safety_monitor.spec.compile import compile_formula, rejecting_sink
-from safety_monitor.spec.dfa import TableDFA
-from safety_monitor.spec.model import CompiledProperty, Property, compile_property
+from safety_monitor.specs.compile import compile_formula, rejecting_sink
+from safety_monitor.specs.dfa import TableDFA
+from safety_monitor.specs.model import CompiledProperty, Property, compile_property
 
 ROOT = Path(__file__).resolve().parents[1]
 

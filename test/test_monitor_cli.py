@@ -6,7 +6,7 @@ import pytest
 
 from safety_monitor.cli import main
 from safety_monitor.errors import SourceError
-from safety_monitor.monitor.trace_io import read_trace
+from safety_monitor.io.traces import read_trace
 
 SPECS = textwrap.dedent("""\
     predicates: [p, r, h, to, s]

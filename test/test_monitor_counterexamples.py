@@ -9,9 +9,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from safety_monitor.monitor.batch import BatchMonitor
-from safety_monitor.monitor.events import OPENED, Counterexample, Event, new_event
+from safety_monitor.enums import EventKind
+from safety_monitor.monitor.events import Counterexample, Event, new_event
 from safety_monitor.monitor.live import SpecSetMonitor, automata_for
-from safety_monitor.spec.model import Property, compile_property
+from safety_monitor.specs.model import Property, compile_property
 
 PROPS = [
     Property("no_p", "collision_contact", "G(!p)", "F(r)"),
@@ -86,10 +87,10 @@ def test_deferred_counterexamples_read_after_the_run_equal_the_trace(segments, h
     frames = trace_of(segments)
     times = [0.05 * i for i in range(len(frames))]
     live = SpecSetMonitor(AUTOMATA, history=history)
-    opened = [e for f, t in zip(frames, times) for e in live.step(f, t) if e.kind == OPENED]
+    opened = [e for f, t in zip(frames, times) for e in live.step(f, t) if e.kind == EventKind.OPENED]
     live.finish()
     batch = BatchMonitor(AUTOMATA, history=history).run_frames(frames, times)
-    batch_opened = [e for e in batch.events if e.kind == OPENED]
+    batch_opened = [e for e in batch.events if e.kind == EventKind.OPENED]
     # nothing was read during the run: the log has since rolled over many times with a short history
     for e, b in zip(opened, batch_opened, strict=True):
         ref = reference(e, frames, times, history)
@@ -101,7 +102,7 @@ def test_deferred_counterexamples_read_after_the_run_equal_the_trace(segments, h
 def opened_event(history=3):
     live = SpecSetMonitor(AUTOMATA, history=history)
     frames = [{a: a == "p" for a in ATOMS}] * 2 + [{a: a in ("p", "c") for a in ATOMS}] * 9
-    events = [e for f in frames for e in live.step(f) if e.kind == OPENED]
+    events = [e for f in frames for e in live.step(f) if e.kind == EventKind.OPENED]
     return live, events[-1]
 
 

@@ -8,7 +8,7 @@ rclpy = pytest.importorskip("rclpy")
 from rclpy.parameter import Parameter  # noqa: E402
 
 from safety_monitor.grounding.grounder import PREDICATES  # noqa: E402
-from safety_monitor.sources import messages as m  # noqa: E402
+from safety_monitor.io import messages as m  # noqa: E402
 
 
 def test_monitor_counts_lost_predicate_frames_per_period(tmp_path):

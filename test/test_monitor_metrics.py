@@ -7,7 +7,7 @@ import pytest
 from safety_monitor.monitor.episodes import PropertyOutcome, TraceResult
 from safety_monitor.monitor.live import SpecSetMonitor, automata_for
 from safety_monitor.monitor.metrics import bootstrap_interval, compute_metrics
-from safety_monitor.spec.model import Property, compile_property
+from safety_monitor.specs.model import Property, compile_property
 
 
 def outcome(name, category, triggers, durations, frames=100, blind=0, pending=0):

@@ -7,7 +7,7 @@ import pytest
 from safety_monitor.errors import SpecError
 from safety_monitor.monitor.batch import BatchMonitor
 from safety_monitor.monitor.live import SpecSetMonitor, automata_for
-from safety_monitor.spec.model import Property, compile_property
+from safety_monitor.specs.model import Property, compile_property
 
 
 def make(*props, history=2000):

@@ -10,7 +10,7 @@ import pytest
 
 from safety_monitor.cli import main
 from safety_monitor.nodes.alerts import NO_MONITOR, AlertBoard, counterexample_lines
-from safety_monitor.nodes.cli import summarize, summary_lines
+from safety_monitor.cli.nodes import summarize, summary_lines
 
 SPECS = """
 predicates: [a, b]
@@ -125,8 +125,8 @@ class FakeMonitor:
         import rclpy
 
         from safety_monitor.nodes import qos
-        from safety_monitor.sources import cdr
-        from safety_monitor.sources import messages as m
+        from safety_monitor.io import cdr
+        from safety_monitor.io import messages as m
 
         self.context = rclpy.Context()
         rclpy.init(context=self.context)

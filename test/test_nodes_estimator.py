@@ -15,7 +15,7 @@ from rclpy.parameter import Parameter  # noqa: E402
 
 from safety_monitor.nodes import qos  # noqa: E402
 from safety_monitor.nodes.episode_marker import START, EpisodeMarker, marker_msg  # noqa: E402
-from safety_monitor.sources import messages as m  # noqa: E402
+from safety_monitor.io import messages as m  # noqa: E402
 
 FRAMES = 40
 OFFSET = 1.0  # the sim node's time of the first episode

@@ -9,8 +9,8 @@ import pytest
 pytest.importorskip("rclpy")
 
 from safety_monitor.sim.faults import FAULTS  # noqa: E402
-from safety_monitor.sources import messages as m  # noqa: E402
-from safety_monitor.sources.bag import BagReader  # noqa: E402
+from safety_monitor.io import messages as m  # noqa: E402
+from safety_monitor.io.bag import BagReader  # noqa: E402
 
 SCHEDULE = ("none", "early_release", "slip")
 LIVE_ONLY = ("rollout", "robot")  # fields the monitor node adds to the monitor's own event JSON

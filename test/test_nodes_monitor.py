@@ -14,7 +14,7 @@ from rclpy.parameter import Parameter  # noqa: E402
 from safety_monitor.errors import SafetyMonitorError  # noqa: E402
 from safety_monitor.nodes import qos  # noqa: E402
 from safety_monitor.nodes.episode_marker import END, START, EpisodeMarker, marker_msg  # noqa: E402
-from safety_monitor.sources import messages as m  # noqa: E402
+from safety_monitor.io import messages as m  # noqa: E402
 from two_property_specs import SPECS  # noqa: E402
 
 TIMEOUT_S = 0.4
@@ -216,8 +216,8 @@ def test_the_monitor_node_and_replay_of_its_predicates_agree_when_time_goes_back
     passes the last one; replay --from-predicates must give the same frames and events."""
     from safety_monitor.nodes.monitor_node import MonitorNode
     from safety_monitor.replay.score import ReplayConfig, score_bag
-    from safety_monitor.sources.bag import BagWriter
-    from safety_monitor.spec.model import load_specs
+    from safety_monitor.io.bag import BagWriter
+    from safety_monitor.specs.model import load_specs
 
     specs = tmp_path / "specs.yaml"
     specs.write_text(SPECS)

@@ -17,7 +17,7 @@ rclpy = pytest.importorskip("rclpy")
 
 from safety_monitor.nodes import qos  # noqa: E402
 from safety_monitor.sim.faults import FAULTS  # noqa: E402
-from safety_monitor.sources import messages as m  # noqa: E402
+from safety_monitor.io import messages as m  # noqa: E402
 
 FAULT = "early_release"
 

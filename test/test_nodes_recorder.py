@@ -9,11 +9,11 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy")
 
-from safety_monitor.grounding.state import Pose, Wrench  # noqa: E402
+from safety_monitor.frames import Pose, Wrench  # noqa: E402
 from safety_monitor.nodes import qos  # noqa: E402
 from safety_monitor.nodes.episode_marker import START, EpisodeMarker, marker_msg  # noqa: E402
-from safety_monitor.sources import messages as m  # noqa: E402
-from safety_monitor.sources.bag import BagReader  # noqa: E402
+from safety_monitor.io import messages as m  # noqa: E402
+from safety_monitor.io.bag import BagReader  # noqa: E402
 
 
 
@@ -149,7 +149,7 @@ def test_a_sample_at_an_episodes_start_goes_to_that_episodes_bag():
     pose its header stamp, rounded to nanoseconds (45.946): a bare comparison filed the pose in the previous
     episode's bag, which then replayed with a stream_stopped issue and the next one with stale poses."""
     from safety_monitor.nodes.recorder import rollout_of
-    from safety_monitor.sources.messages import split_seconds, stamp_seconds
+    from safety_monitor.io.messages import split_seconds, stamp_seconds
 
     start = 45.946000000000005  # a sum of episode times, as the sim node computes an episode's offset
     sec, nanosec = split_seconds(start)

@@ -16,7 +16,7 @@ import pytest
 rclpy = pytest.importorskip("rclpy")
 
 from safety_monitor.nodes import qos  # noqa: E402
-from safety_monitor.sources import messages as m  # noqa: E402
+from safety_monitor.io import messages as m  # noqa: E402
 
 SPECS = """
 predicates: [forbidden_contact]

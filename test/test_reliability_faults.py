@@ -19,7 +19,7 @@ rclpy = pytest.importorskip("rclpy")
 
 from safety_monitor.nodes import qos  # noqa: E402
 from safety_monitor.nodes.episode_marker import END, START, EpisodeMarker, marker_msg  # noqa: E402
-from safety_monitor.sources import messages as m  # noqa: E402
+from safety_monitor.io import messages as m  # noqa: E402
 from two_property_specs import PROPS, SPECS  # noqa: E402
 
 TIMEOUT_S = 0.5  # predicates_timeout_s and predicates_frozen_s of the monitor under test

@@ -9,8 +9,8 @@ from safety_monitor.cli import main
 from safety_monitor.replay.batch import summarize, unique_bags
 from safety_monitor.replay.score import ReplayConfig, score_bag
 from safety_monitor.sim.runner import run_episode
-from safety_monitor.sources import messages as m
-from safety_monitor.sources.bag import BagWriter
+from safety_monitor.io import messages as m
+from safety_monitor.io.bag import BagWriter
 
 SPECS = """
 predicates: [excess_wrench, object_grasped, object_sync, object_grasped_raw]

@@ -10,8 +10,8 @@ from safety_monitor.cli import main
 from safety_monitor.replay.batch import score_bags
 from safety_monitor.replay.score import ReplayConfig, score_bag
 from safety_monitor.sim.runner import run_episode
-from safety_monitor.sources.assembler import StreamMapping
-from safety_monitor.sources.bag import BagWriter
+from safety_monitor.pipeline.assemble import StreamMapping
+from safety_monitor.io.bag import BagWriter
 
 SPECS = """
 predicates: [excess_wrench, object_grasped, object_sync, object_grasped_raw]
@@ -217,7 +217,7 @@ def test_wrench_topic_absent_is_a_warning_and_stale(tmp_path, state, specs):
 def test_recorded_predicates_with_bad_stamps_gaps_and_missing_keys_score_alike_in_any_batch_size(
         tmp_path, specs, storage, monkeypatch):
     from safety_monitor.replay import score
-    from safety_monitor.sources import messages as m
+    from safety_monitor.io import messages as m
 
     path = tmp_path / "bag"
     keys = ("excess_wrench", "object_grasped", "object_sync", "object_grasped_raw")
@@ -260,7 +260,7 @@ def test_recorded_predicates_that_pause_freeze_or_stop_make_the_monitor_blind_as
     the stream, a frozen stamp) or a stream that ends before the recording steps one blind frame, so the
     stretch reads 'not seen', never 'safe'."""
     from safety_monitor.replay import score
-    from safety_monitor.sources import messages as m
+    from safety_monitor.io import messages as m
 
     monkeypatch.setattr(score, "BATCH", batch)
     path = tmp_path / "bag"
@@ -297,7 +297,7 @@ def test_a_bag_without_frames_names_each_kind_of_issue_once(tmp_path, state, spe
 
 
 def test_an_unreadable_predicates_message_is_dropped_and_counted_as_the_monitor_node_does(tmp_path, specs):
-    from safety_monitor.sources import messages as m
+    from safety_monitor.io import messages as m
 
     path = tmp_path / "bag"
     keys = ("excess_wrench", "object_grasped", "object_sync", "object_grasped_raw")

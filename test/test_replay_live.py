@@ -12,13 +12,13 @@ import shutil
 import pytest
 import yaml
 
-from safety_monitor.monitor import events as ev
+from safety_monitor.enums import EventKind
 from safety_monitor.replay.batch import score_bags, summarize
 from safety_monitor.replay.report import write_report
 from safety_monitor.replay.score import ReplayConfig, score_bag
 from safety_monitor.sim.faults import FAULTS
-from safety_monitor.sources import messages as m
-from safety_monitor.sources.bag import BagReader
+from safety_monitor.io import messages as m
+from safety_monitor.io.bag import BagReader
 
 LIVE_ONLY = ("rollout", "robot", "wall_time")  # the monitor node's bookkeeping, not the monitor's events
 
@@ -50,7 +50,7 @@ def rescored(live):
 
 
 def test_the_live_run_tripped_what_the_fault_should(live):
-    opened = {e["property"] for e in live[1] if e["kind"] == ev.OPENED}
+    opened = {e["property"] for e in live[1] if e["kind"] == EventKind.OPENED}
     fault = FAULTS["slip"]
     assert set(fault.expected_properties) <= opened <= set(fault.allowed_properties)
 
@@ -101,11 +101,11 @@ def test_report_folder_has_every_file_and_consistent_numbers(tmp_path, replayed)
     assert doc["metrics"]["pooled"]["violations"] == sum(o.violations for o in replayed.trace.outcomes) >= 3
     assert list(doc["groups"]) == ["a"]
     ends = {(e.property, e.episode): e.kind for e in replayed.trace.events
-            if e.kind in (ev.RECOVERED, ev.CLOSED, ev.UNRECOVERED_AT_END, ev.DISCARDED_TRUNCATED)}
+            if e.kind.closes}
     episodes = list(csv.DictReader((folder / "episodes.csv").open()))
     assert [(r["property"], r["opened_frame"], r["end_kind"]) for r in episodes] == [
         (e.property, str(e.frame), ends.get((e.property, e.episode), "")) for e in replayed.trace.events
-        if e.kind == ev.OPENED]
+        if e.kind == EventKind.OPENED]
     rows = {(r["group"], r["level"], r["name"]): r for r in csv.DictReader((folder / "properties.csv").open())}
     outcome = replayed.trace.outcome("grasp_synced_until_release")
     row = rows[("all", "property", "grasp_synced_until_release")]

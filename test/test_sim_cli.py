@@ -9,7 +9,7 @@ from safety_monitor.cli import main
 from safety_monitor.grounding.grounder import config_dir
 from safety_monitor.sim.faults import FAULTS
 from safety_monitor.sim.tasks import TASKS
-from safety_monitor.spec.model import load_specs
+from safety_monitor.specs.model import load_specs
 
 
 def test_list_faults_json_is_the_registry(capsys):
@@ -49,7 +49,7 @@ def test_bad_run_options_fail_with_one_line(capsys):
 def test_physics_only_cycles_a_fault_list_like_a_live_run(capsys, monkeypatch):
     """`--physics-only --fault slip,none` was looked up as one fault name ('unknown fault'), though the help
     says a list is cycled; both modes now follow the sim node's episode_schedule."""
-    from safety_monitor.sim import cli
+    from safety_monitor.cli import sim as cli
 
     monkeypatch.setattr(cli, "_run_one", lambda task, fault, seed: {"task": task, "fault": fault, "seed": seed})
     assert main(["sim", "--physics-only", "--fault", "slip,none", "--episodes", "3", "--seed", "5", "--json"]) == 0

@@ -19,7 +19,7 @@ from safety_monitor.sim.faults import FAULTS
 from safety_monitor.sim.runner import Episode
 from safety_monitor.sim.tasks import TASKS
 from safety_monitor.sim.workcell import OBJECTS
-from safety_monitor.sources.messages import PredicateSample
+from safety_monitor.frames import PredicateSample
 
 STRIDE = 5  # monitor at 100 Hz
 TASK_SEED, FAULT_SEED = 0, 1

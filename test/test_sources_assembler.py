@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from safety_monitor.errors import GroundingError, SourceError
-from safety_monitor.grounding.state import Pose, Wrench
-from safety_monitor.sources import messages as m
-from safety_monitor.sources.assembler import JOINTS, WRENCH, FrameAssembler, StaleLimits, StreamMapping, ground_frame
+from safety_monitor.frames import Pose, Wrench
+from safety_monitor.io import messages as m
+from safety_monitor.pipeline.assemble import JOINTS, WRENCH, FrameAssembler, StaleLimits, StreamMapping, ground_frame
 
 T = m.rosbags_types()
 W = Wrench(np.array([0.0, 0.0, 5.0]), np.zeros(3))

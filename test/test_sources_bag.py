@@ -8,9 +8,9 @@ import pytest
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
 from safety_monitor.errors import SourceError
-from safety_monitor.grounding.state import Pose, Wrench
-from safety_monitor.sources import messages as m
-from safety_monitor.sources.bag import BagReader, BagWriter, default_typestore, find_bags
+from safety_monitor.frames import Pose, Wrench
+from safety_monitor.io import messages as m
+from safety_monitor.io.bag import BagReader, BagWriter, default_typestore, find_bags
 
 TOPICS = {"/joint_states", "/wrist_wrench", "/objects/mug/pose", "/safety_monitor/predicates", "/clock"}
 

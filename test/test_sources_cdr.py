@@ -6,12 +6,12 @@ from hypothesis import strategies as st
 from rosbags.serde import SerdeError
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
-from safety_monitor.grounding.state import Pose, Wrench
+from safety_monitor.frames import Pose, Wrench
 from safety_monitor.replay.score import ReplayConfig, score_bag
 from safety_monitor.sim.runner import run_episode
-from safety_monitor.sources import cdr
-from safety_monitor.sources import messages as m
-from safety_monitor.sources.bag import BagWriter, default_typestore
+from safety_monitor.io import cdr
+from safety_monitor.io import messages as m
+from safety_monitor.io.bag import BagWriter, default_typestore
 
 STORE = default_typestore()
 T = m.rosbags_types(STORE)

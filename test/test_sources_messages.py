@@ -5,9 +5,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from safety_monitor.errors import SourceError
-from safety_monitor.grounding.state import Pose, Wrench
-from safety_monitor.monitor.events import BLIND, OPENED, RECOVERED, Counterexample, Event
-from safety_monitor.sources import messages as m
+from safety_monitor.frames import Pose, Wrench
+from safety_monitor.enums import EventKind
+from safety_monitor.monitor.events import Counterexample, Event
+from safety_monitor.io import messages as m
 
 
 @pytest.fixture(scope="module", params=["rosbags", "rclpy"])
@@ -95,13 +96,13 @@ def _counterexample():
 
 def test_events_round_trip_one_status_per_event(types):
     events = [
-        Event(OPENED, "no_excess_wrench", "collision_contact", 120, 0.24, 0, None, _counterexample()),
-        Event(RECOVERED, "no_excess_wrench", "collision_contact", 130, 0.26, 0, 10),
-        Event(BLIND, "released_object_settles", "release_stability", 131, 0.262),
+        Event(EventKind.OPENED, "no_excess_wrench", "collision_contact", 120, 0.24, 0, None, _counterexample()),
+        Event(EventKind.RECOVERED, "no_excess_wrench", "collision_contact", 130, 0.26, 0, 10),
+        Event(EventKind.BLIND, "released_object_settles", "release_stability", 131, 0.262),
     ]
     msg = m.events_msg(types, events, 0.26)
     assert [s.name for s in msg.status] == ["no_excess_wrench", "no_excess_wrench", "released_object_settles"]
-    assert [s.message for s in msg.status] == [OPENED, RECOVERED, BLIND]
+    assert [s.message for s in msg.status] == [EventKind.OPENED, EventKind.RECOVERED, EventKind.BLIND]
     S = types.DiagnosticStatus
     assert [s.level for s in msg.status] == [S.ERROR, S.OK, S.STALE]
     decoded = m.decode_events(msg)
@@ -110,7 +111,7 @@ def test_events_round_trip_one_status_per_event(types):
 
 
 def test_event_levels_raise_the_alarm_for_violations_and_lost_state():
-    from safety_monitor.sources.messages import event_level, rclpy_types
+    from safety_monitor.io.messages import event_level, rclpy_types
 
     types = rclpy_types()
     S = types.DiagnosticStatus

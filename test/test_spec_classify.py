@@ -1,8 +1,8 @@
 """Property classes (SENTINEL): state invariants, ordering constraints, other."""
 import pytest
 
-from safety_monitor.spec.classify import KINDS, Classification, classify
-from safety_monitor.spec.ltlf import parse
+from safety_monitor.specs.classify import KINDS, Classification, classify
+from safety_monitor.specs.ltlf import parse
 
 
 @pytest.mark.parametrize(

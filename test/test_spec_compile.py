@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from safety_monitor.errors import SpecError, ToolMissingError
-from safety_monitor.spec import compile as compiler
-from safety_monitor.spec.compile import compile_formula
-from safety_monitor.spec.ltlf import (
+from safety_monitor.specs import compile as compiler
+from safety_monitor.specs.compile import compile_formula
+from safety_monitor.specs.ltlf import (
     Always, And, Atom, Const, Eventually, Implies, Next, Not, Or, Release, Until, WeakNext,
     atoms_of, evaluate, parse, to_text,
 )

@@ -7,11 +7,11 @@ import pytest
 
 from safety_monitor.cli import main
 from safety_monitor.errors import SpecError
-from safety_monitor.spec.compile import compile_formula
-from safety_monitor.spec.equivalence import (
+from safety_monitor.specs.compile import compile_formula
+from safety_monitor.specs.equivalence import (
     Entry, dfa_equivalence, formula_equivalence, load_entries, rates_by_model, score_candidates,
 )
-from safety_monitor.spec.ltlf import (
+from safety_monitor.specs.ltlf import (
     Always, And, Atom, Eventually, Implies, Next, Not, Or, Release, Until, WeakNext, evaluate, parse, to_text,
 )
 

@@ -6,7 +6,7 @@ import pytest
 
 from safety_monitor.cli import main
 from safety_monitor.errors import SpecError
-from safety_monitor.spec.model import compile_specs, load_specs
+from safety_monitor.specs.model import compile_specs, load_specs
 
 GOOD = """
 predicates: [object_grasped, object_sync, object_grasped_raw, object_dropped, collision]
@@ -129,7 +129,7 @@ def test_bad_min_resolve_seconds_are_named(tmp_path, value):
 
 def test_missing_mona_during_compile_names_file_and_property(tmp_path, monkeypatch):
     from safety_monitor.errors import ToolMissingError
-    from safety_monitor.spec import compile as compiler
+    from safety_monitor.specs import compile as compiler
 
     monkeypatch.setenv("SAFETY_MONITOR_CACHE_DIR", str(tmp_path / "empty_cache"))
     monkeypatch.setenv("PATH", str(tmp_path))

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from safety_monitor.errors import SourceError, SpecError
-from safety_monitor.spec.ltlf import And, Atom, Const, Equiv, Implies, Not, Or
+from safety_monitor.specs.ltlf import And, Atom, Const, Equiv, Implies, Not, Or
 from safety_monitor.verify.check import TreeChecker
 from safety_monitor.verify.ctl import AF, AG, AU, AW, AX, EF, EG, EU, EW, EX, ctl_text, parse_ctl
 from safety_monitor.verify.tree import build_tree, tree_from_valuations

@@ -4,10 +4,10 @@ import random
 import numpy as np
 import pytest
 
-from safety_monitor.spec.ltlf import (
+from safety_monitor.specs.ltlf import (
     Always, And, Atom, Const, Eventually, Implies, Not, Or, Release, Until, WeakNext, evaluate, parse, to_text,
 )
-from safety_monitor.spec.model import Property
+from safety_monitor.specs.model import Property
 from safety_monitor.verify.check import TreeChecker
 from safety_monitor.verify.ctl import ctl_text
 from safety_monitor.verify.lift import NotLiftable, lift, lift_properties, lift_text

@@ -7,7 +7,7 @@ import pytest
 
 from safety_monitor.cli import main
 from safety_monitor.errors import SpecError
-from safety_monitor.spec.model import compile_specs, load_specs
+from safety_monitor.specs.model import compile_specs, load_specs
 from safety_monitor.verify.plan import check_plan, load_plan, parse_plan
 
 SPECS = """

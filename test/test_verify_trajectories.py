@@ -6,8 +6,8 @@ import pytest
 
 from safety_monitor.cli import main
 from safety_monitor.errors import SourceError
-from safety_monitor.sources.bag import BagWriter
-from safety_monitor.sources.messages import PredicateSample
+from safety_monitor.io.bag import BagWriter
+from safety_monitor.frames import PredicateSample
 from safety_monitor.verify.trajectories import Trajectory, load, merge, to_matrix
 
 
@@ -60,7 +60,7 @@ def test_missing_predicate_and_empty_trajectory():
 
 
 def test_malformed_predicates_message_names_the_bag_and_the_message(tmp_path):
-    from safety_monitor.sources import messages as m
+    from safety_monitor.io import messages as m
 
     path = tmp_path / "bad.mcap"
     with BagWriter(path, storage="mcap") as writer:

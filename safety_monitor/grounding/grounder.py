@@ -27,7 +27,7 @@ from safety_monitor.grounding.geometry import FrameGeometry
 from safety_monitor.grounding.inputs import FrameInputs, PredicateDoc
 from safety_monitor.grounding.motion import Track, quat_to_matrix
 from safety_monitor.grounding.semantics import ObjectCatalog, load_object_catalog
-from safety_monitor.grounding.state import Pose, RobotState, Wrench
+from safety_monitor.frames import Pose, RobotState, Wrench
 from safety_monitor.grounding.thresholds import Thresholds, load_thresholds
 
 if TYPE_CHECKING:  # the twin imports MuJoCo; tests with a given FrameGeometry never load it

@@ -5,7 +5,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from safety_monitor.grounding.geometry import FrameGeometry
-from safety_monitor.grounding.state import Wrench
+from safety_monitor.frames import Wrench
 
 
 @dataclass(frozen=True)

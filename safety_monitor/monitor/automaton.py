@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from safety_monitor.errors import SpecError
-from safety_monitor.spec.dfa import TableDFA
-from safety_monitor.spec.model import trigger_text
+from safety_monitor.specs.dfa import TableDFA
+from safety_monitor.specs.model import trigger_text
 
 RECOVERED = 1  # the open episode's recovery DFA accepted: it closes on this frame
 OPENED = 2  # the main DFA entered its rejecting sink: an episode opens on this frame

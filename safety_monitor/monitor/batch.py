@@ -23,7 +23,7 @@ from safety_monitor.monitor import automaton as codes
 from safety_monitor.monitor.automaton import MonitorAutomaton
 from safety_monitor.monitor.episodes import EpisodeLedger, PropertyOutcome, TraceResult
 from safety_monitor.monitor.events import Event
-from safety_monitor.monitor.events import DEFAULT_HISTORY
+from safety_monitor.settings import DEFAULT_HISTORY
 from safety_monitor.monitor.live import predicate_order
 
 _BLOCK = 1 << 16  # compressed frames per scan block (bounds memory)

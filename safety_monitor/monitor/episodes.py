@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from safety_monitor.monitor import automaton as codes
+from safety_monitor.enums import EventKind
 from safety_monitor.monitor import events as ev
 from safety_monitor.monitor.automaton import MonitorAutomaton
 from safety_monitor.monitor.events import deferred_counterexample as _deferred
@@ -93,7 +94,7 @@ class EpisodeLedger:
         self._run_start = 0  # first frame the main DFA read in its current run
         self._blind_since: int | None = None
         self._blind_frames = 0
-        self._at_once_kind = ev.CLOSED if auto.recovery is None else ev.RECOVERED
+        self._at_once_kind = EventKind.CLOSED if auto.recovery is None else EventKind.RECOVERED
 
     def on_code(self, out: list[ev.Event], frame: int, t: float | None, code: int, state_before: int,
                 letter: int, last_edge: int | None) -> None:
@@ -101,7 +102,7 @@ class EpisodeLedger:
         recovered, opened, at_once = _CODE_SPLIT[code]
         if recovered:
             since = self._open_frame
-            self._close(frame, t, ev.RECOVERED, frame - since if frame > since else 1, out)
+            self._close(frame, t, EventKind.RECOVERED, frame - since if frame > since else 1, out)
             self._run_start = frame
         if opened:
             auto = self.auto
@@ -115,19 +116,19 @@ class EpisodeLedger:
             kept = first if first > frame - self.history else frame - self.history + 1
             cx = _deferred((_decode_counterexample, auto, kept, frame, trigger_frame, kept > first, state_before,
                             letter, code, self.window(kept, frame)))
-            out.append(_new_event(ev.OPENED, auto.name, auto.category, frame, t, episode, None, cx))
+            out.append(_new_event(EventKind.OPENED, auto.name, auto.category, frame, t, episode, None, cx))
         if at_once:
             self._close(frame, t, self._at_once_kind, 1, out)
             self._run_start = frame + 1
 
     def blind(self, frame: int, t: float | None) -> ev.Event:
         self._blind_since = frame
-        return ev.Event(ev.BLIND, self.auto.name, self.auto.category, frame, t)
+        return ev.Event(EventKind.BLIND, self.auto.name, self.auto.category, frame, t)
 
     def seeing(self, frame: int, t: float | None) -> ev.Event:
         self._blind_frames += frame - self._blind_since
         self._blind_since = None
-        return ev.Event(ev.SEEING, self.auto.name, self.auto.category, frame, t)
+        return ev.Event(EventKind.SEEING, self.auto.name, self.auto.category, frame, t)
 
     def finish(self, frames: int, t: float | None, edges: int, run_edges: int) -> tuple[list[ev.Event], PropertyOutcome]:
         """Close a trace of `frames` frames. An open episode counts unless shorter than
@@ -137,19 +138,19 @@ class EpisodeLedger:
         if self._open_frame is not None:
             duration = frames - self._open_frame
             if duration >= auto.min_resolve_frames:
-                self._close(frames - 1, t, ev.UNRECOVERED_AT_END, duration, out)
+                self._close(frames - 1, t, EventKind.UNRECOVERED_AT_END, duration, out)
                 pending = 0  # the activation was violated, not left undecided
             else:
                 self._discarded += 1
                 eid = self._episodes - 1
                 self._open_frame = None
-                out.append(ev.Event(ev.DISCARDED_TRUNCATED, auto.name, auto.category, frames - 1, t, eid, duration))
+                out.append(ev.Event(EventKind.DISCARDED_TRUNCATED, auto.name, auto.category, frames - 1, t, eid, duration))
         blind = self._blind_frames + (frames - self._blind_since if self._blind_since is not None else 0)
         outcome = PropertyOutcome(auto.name, auto.category, frames, blind, edges - pending, pending,
                                   len(self._durations), sum(self._durations), tuple(self._durations), self._discarded)
         return out, outcome
 
-    def _close(self, frame: int, t: float | None, kind: str, duration: int, out: list[ev.Event]) -> None:
+    def _close(self, frame: int, t: float | None, kind: EventKind, duration: int, out: list[ev.Event]) -> None:
         self._durations.append(duration)
         self._open_frame = None
         auto = self.auto

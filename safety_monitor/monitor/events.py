@@ -4,18 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-# frames of predicate values kept for counterexamples (10 s at 500 Hz: a settle timeout's whole window);
-# the monitor node's, replay's and the monitor command's default alike
-DEFAULT_HISTORY = 5000
+from safety_monitor.enums import EventKind
 
-OPENED = "opened"  # the main DFA entered its rejecting sink: a violation episode starts
-RECOVERED = "recovered"  # the recovery formula was met: the episode ends, the property re-arms
-CLOSED = "closed"  # a property without recovery formula: its one-frame episode ends at once
-UNRECOVERED_AT_END = "unrecovered_at_end"  # the trace ended inside an episode that counts
-DISCARDED_TRUNCATED = "discarded_truncated"  # the trace ended inside an episode shorter than min_resolve_frames
-BLIND = "blind"  # a predicate of the property became unknown: it is not stepped, its verdict is unknown
-SEEING = "seeing"  # every predicate of the property is known again
-KINDS = (OPENED, RECOVERED, CLOSED, UNRECOVERED_AT_END, DISCARDED_TRUNCATED, BLIND, SEEING)
 _new = object.__new__
 
 
@@ -96,7 +86,7 @@ class Event:
     """One monitor event. `episode` numbers a property's episodes from 0; `duration` (frames counted as
     violating) is set on closing events; `counterexample` on `opened`."""
 
-    kind: str
+    kind: EventKind
     property: str
     category: str
     frame: int
@@ -120,7 +110,7 @@ class Event:
         return out
 
 
-def new_event(kind: str, prop: str, category: str, frame: int, t: float | None, episode: int | None,
+def new_event(kind: EventKind, prop: str, category: str, frame: int, t: float | None, episode: int | None,
               duration: int | None, counterexample: Counterexample | None) -> Event:
     """Event(...) without the frozen-dataclass __init__ (a third of an event's cost in the live loop)."""
     e = _new(Event)

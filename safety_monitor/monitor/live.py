@@ -20,11 +20,9 @@ import numpy as np
 from safety_monitor.errors import SpecError
 from safety_monitor.monitor.automaton import EPISODE, RUN_START, MonitorAutomaton, build_automaton
 from safety_monitor.monitor.episodes import EpisodeLedger, TraceResult
-from safety_monitor.monitor.events import DEFAULT_HISTORY, Event
+from safety_monitor.monitor.events import Event
+from safety_monitor.settings import DEFAULT_HISTORY
 
-# The monitor node's default watchdog: no advancing predicates for this long and every property is blind
-# (one blind frame), live by the wall clock, in replay by the recording's log times.
-PREDICATES_TIMEOUT_S = 0.5
 _NO_EVENTS: tuple = ()
 # transition flags beyond the automaton's codes (RECOVERED, OPENED, CLOSED_AT_ONCE, RUN_START)
 RISE = 16  # the trigger rose on this frame
@@ -47,7 +45,7 @@ def load_automata(path: str | Path, control_rate_hz: float | None = None
 
     With `control_rate_hz`, spans a spec gives in seconds (`min_resolve_s`) become frames at that rate.
     """
-    from safety_monitor.spec.model import compile_specs, load_specs
+    from safety_monitor.specs.model import compile_specs, load_specs
 
     spec_set = load_specs(path).at_rate(control_rate_hz)
     return spec_set.predicates, automata_for(compile_specs(spec_set))

@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from safety_monitor.monitor.events import BLIND, DISCARDED_TRUNCATED, OPENED, SEEING, UNRECOVERED_AT_END
+from safety_monitor.enums import EventKind
 
 EVENTS_TOPIC = "safety_monitor/events"
 HEARTBEAT_TOPIC = "safety_monitor/heartbeat"
@@ -30,7 +30,6 @@ SILENT_S = 1.0  # no heartbeat for this long (and 3 of its periods): the monitor
 NO_MONITOR = 3  # --once/--json exit code: no monitor heard, so "no violations" means nothing
 LEVELS = ("OK", "WARN", "ERROR", "STALE")  # diagnostic_msgs/DiagnosticStatus levels 0-3
 QUIET_S = 1.0  # --once/--json: a matched monitor silent this long has delivered its history
-STATE_LOST = "state_lost"  # not a property event: a monitor restarted after its previous run died
 
 
 def _key(event: dict[str, Any]) -> tuple:
@@ -77,21 +76,21 @@ class AlertBoard:
             self.received += 1
             self.recent.append(e)
             kind = e["kind"]
-            if kind == OPENED:
+            if kind == EventKind.OPENED:
                 self.open[_key(e)] = e
                 self.last_opened = e
-            elif kind == BLIND:
+            elif kind == EventKind.BLIND:
                 self.blind[e.get("robot"), e["property"]] = e
-            elif kind == SEEING:
+            elif kind == EventKind.SEEING:
                 self.blind.pop((e.get("robot"), e["property"]), None)
-            elif kind == STATE_LOST:  # the dead monitor's open episodes will never close: not shown as open
+            elif kind == EventKind.STATE_LOST:  # the dead monitor's open episodes will never close: not shown as open
                 robot = e.get("robot")
                 self.lost[robot] = e
                 self.open = {k: v for k, v in self.open.items() if k[0] != robot}
                 self.blind = {k: v for k, v in self.blind.items() if k[0] != robot}
             else:  # the episode closed: recovered, closed, or its trace ended
                 self.open.pop(_key(e), None)
-                if kind in (UNRECOVERED_AT_END, DISCARDED_TRUNCATED):  # a new trace starts seeing
+                if kind in (EventKind.UNRECOVERED_AT_END, EventKind.DISCARDED_TRUNCATED):  # a new trace starts seeing
                     self.blind = {k: v for k, v in self.blind.items() if k[0] != e.get("robot")}
 
     def selected(self, index: int = -1) -> dict[str, Any] | None:
@@ -249,7 +248,7 @@ def subscribe(node, board: AlertBoard, namespace: str, on_change: Callable[[], N
     its own) and heartbeats; `on_change` after each events message. Returns the events subscription."""
     from safety_monitor.errors import SourceError
     from safety_monitor.nodes import qos
-    from safety_monitor.sources import messages as m
+    from safety_monitor.io import messages as m
 
     def on_events(msg, info) -> None:
         gid = info.get("publisher_gid")  # None where the middleware does not tell: one run

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from safety_monitor.errors import SourceError
-from safety_monitor.sources.messages import header, stamp_seconds
+from safety_monitor.io.messages import header, stamp_seconds
 
 STATUS_NAME = "safety_monitor/episode"
 START, END = "start", "end"

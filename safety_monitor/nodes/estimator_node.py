@@ -3,7 +3,7 @@
 It is `FrameAssembler` + `ground_frame` (the Grounder), the code path bag replay uses: messages arrive
 as bytes and are read by replay's direct CDR readers, callbacks feed the assembler in arrival order,
 each completed frame is grounded and published (as bytes, while anyone subscribes) in the layout of
-`safety_monitor.sources.messages`, and handed to `on_sample` when a monitor shares the process.
+`safety_monitor.io.messages`, and handed to `on_sample` when a monitor shares the process.
 Subscriptions are created slower streams first, so when several messages wait, a frame's wrench and
 poses are taken before the joint message that completes it.
 
@@ -22,38 +22,24 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 
-from safety_monitor.errors import SafetyMonitorError, SourceError
+from safety_monitor.errors import SourceError
 from safety_monitor.nodes import qos
 from safety_monitor.nodes.episode_marker import SAME_TIME_S, START, read_marker
 from safety_monitor.nodes.frame_load import FrameLoad, LoadReport
 from safety_monitor.nodes.log_throttle import LogThrottle
-from safety_monitor.nodes.params import declare, declare_topics, field
+from safety_monitor.nodes.params import declare, declare_topics
 from safety_monitor.nodes.raw_decode import RawDecoder
 from safety_monitor.nodes.runtime import now_stamp, run_node
-from safety_monitor.sources import cdr
-from safety_monitor.sources import messages as m
-from safety_monitor.sources.assembler import FROZEN_S, JOINTS, FrameAssembler, StaleLimits, StreamMapping, ground_frame
-from safety_monitor.sources.messages import PredicateSample
+from safety_monitor.io import cdr
+from safety_monitor.io import messages as m
+from safety_monitor.pipeline.assemble import JOINTS, FrameAssembler, StaleLimits, StreamMapping, ground_frame
+from safety_monitor.frames import PredicateSample
+from safety_monitor.settings import EstimatorSettings
 
-
-@dataclass(frozen=True)
-class EstimatorParams:
-    config_dir: str = field("", "folder with robot.yaml, objects.yaml, thresholds.yaml ('' = the package's)")
-    control_rate_hz: float = field(500.0, "rate of /joint_states: threshold durations become frame counts")
-    joint_states_timeout_s: float = field(0.1, "watchdog: no /joint_states for this long (wall clock) -> STALE")
-    joint_states_frozen_s: float = field(
-        FROZEN_S, "identical /joint_states values for this long (stamp time) -> STALE, predicates unknown (0 = off)")
-    wrench_frozen_s: float = field(
-        FROZEN_S, "identical wrench values for this long (stamp time) -> wrench stale, its predicates unknown (0 = off)")
-    wrench_stale_s: float = field(0.0, "wrench older than this at a frame: its predicates unknown (0 = thresholds.yaml)")
-    pose_stale_s: float = field(0.0, "object pose older than this at a frame: its predicates unknown (0 = thresholds.yaml)")
-    best_effort_inputs: bool = field(False, "subscribe to the robot topics best effort (sensors that offer no more)")
-    diagnostics_period_s: float = field(1.0, "period of the /diagnostics heartbeat")
 
 
 class EstimatorNode(Node):
@@ -65,22 +51,15 @@ class EstimatorNode(Node):
         self._on_sample = on_sample
         from safety_monitor.grounding.grounder import load_default_grounder
 
-        p = self.params = declare(self, EstimatorParams)
+        p = self.params = declare(self, EstimatorSettings)
         self.topics = declare_topics(self)
-        if min(p.control_rate_hz, p.joint_states_timeout_s, p.diagnostics_period_s) <= 0:
-            raise SafetyMonitorError("estimator_node: rates, gaps, timeouts and periods must be > 0")
-        if min(p.joint_states_frozen_s, p.wrench_frozen_s, p.wrench_stale_s, p.pose_stale_s) < 0:
-            raise SafetyMonitorError("estimator_node: joint_states_frozen_s, wrench_frozen_s, wrench_stale_s, "
-                                     "pose_stale_s must be >= 0")
         self.grounder = load_default_grounder(p.control_rate_hz, p.config_dir or None)
         self.grounder.twin  # build the kinematic twin now, not on the first frame  # noqa: B018
         robot = self.grounder.robot
         self._mapping = StreamMapping(
             joint_states=self.topics.joint_states, wrench=self.topics.wrench or None,
             object_pose=self.topics.object_pose)
-        self._limits = StaleLimits.for_grounder(
-            self.grounder, wrench_stale_s=p.wrench_stale_s, pose_stale_s=p.pose_stale_s,
-            joint_states_frozen_s=p.joint_states_frozen_s, wrench_frozen_s=p.wrench_frozen_s)
+        self._limits = StaleLimits.for_grounder(self.grounder, p)
         self.assembler = self._new_assembler()
         self.frames = 0  # published frames of the current rollout
         self.issues: Counter[str] = Counter()

@@ -45,37 +45,18 @@ from rclpy.node import Node
 
 from safety_monitor.errors import SafetyMonitorError, SourceError
 from safety_monitor.monitor.episodes import PropertyOutcome
-from safety_monitor.monitor.events import BLIND, KINDS, OPENED, SEEING
-from safety_monitor.monitor.live import DEFAULT_HISTORY, PREDICATES_TIMEOUT_S
+from safety_monitor.enums import EventKind
+from safety_monitor.frames import PredicateSample
+from safety_monitor.settings import MonitorSettings
 from safety_monitor.nodes import qos
-from safety_monitor.nodes.alerts import STATE_LOST
 from safety_monitor.nodes.episode_marker import SAME_TIME_S, START, EpisodeMarker, read_marker
 from safety_monitor.nodes.log_sync import LogSyncer
 from safety_monitor.nodes.log_throttle import LogThrottle
-from safety_monitor.nodes.params import declare, declare_topics, field
+from safety_monitor.nodes.params import declare, declare_topics
 from safety_monitor.nodes.raw_decode import RawDecoder
 from safety_monitor.nodes.runtime import now_stamp, run_node
-from safety_monitor.sources import cdr
-from safety_monitor.sources import messages as m
-
-_CLOSING = frozenset(KINDS) - {OPENED, BLIND, SEEING}
-
-
-@dataclass(frozen=True)
-class MonitorParams:
-    specs: str = field("", "spec file ('' = the package's config/specs.yaml)")
-    events_log: str = field("", "JSON Lines event log ('' = $ROS_HOME/safety_monitor/events[_<namespace>].jsonl)")
-    predicates_timeout_s: float = field(PREDICATES_TIMEOUT_S,
-                                        "no predicates for this long (wall clock): STALE, properties unknown")
-    predicates_frozen_s: float = field(PREDICATES_TIMEOUT_S,
-                                       "predicate stamps not advancing for this long (wall clock): STALE")
-    heartbeat_period_s: float = field(0.2, "period of safety_monitor/heartbeat")
-    diagnostics_period_s: float = field(1.0, "period of the /diagnostics heartbeat")
-    history_frames: int = field(DEFAULT_HISTORY, "frames of predicate values kept for counterexamples")
-    control_rate_hz: float = field(500.0, "frame rate of the predicates; converts spec spans given in seconds")
-    hardware_id: str = field("", "hardware_id of the diagnostics ('' = the namespace, or 'robot')")
-    sync_before_publish: bool = field(
-        False, "fsync the event log before publishing (power-loss proof; adds the disk's sync time to latency)")
+from safety_monitor.io import cdr
+from safety_monitor.io import messages as m
 
 
 @dataclass
@@ -116,11 +97,8 @@ class MonitorNode(Node):
         from safety_monitor.grounding.grounder import config_dir
         from safety_monitor.monitor.live import SpecSetMonitor
 
-        p = self.params = declare(self, MonitorParams)
+        p = self.params = declare(self, MonitorSettings)
         self.topics = declare_topics(self)
-        if min(p.predicates_timeout_s, p.predicates_frozen_s, p.diagnostics_period_s, p.heartbeat_period_s) <= 0 \
-                or p.history_frames < 1 or p.control_rate_hz <= 0:
-            raise SafetyMonitorError("monitor_node: timeouts, periods and control_rate_hz must be > 0, history_frames >= 1")
         specs = p.specs or str(config_dir() / "specs.yaml")
         self.monitor = SpecSetMonitor.from_spec_file(specs, history=p.history_frames, control_rate_hz=p.control_rate_hz)
         self._categories = {a.name: a.category for a in self.monitor.automata}
@@ -211,7 +189,7 @@ class MonitorNode(Node):
             return
         self.on_sample(sample)
 
-    def on_sample(self, sample: m.PredicateSample) -> None:
+    def on_sample(self, sample: PredicateSample) -> None:
         """Step one frame of predicates (from the topic, or from an estimator in the same process)."""
         now = self._last_input = time.monotonic()
         t = sample.t
@@ -316,7 +294,7 @@ class MonitorNode(Node):
         pid = previous.get("pid")
         self._state_lost = f"state lost: the previous monitor (pid {pid}) died; unknown until the next rollout"
         self.get_logger().error(self._state_lost)
-        record = {"property": "*", "kind": STATE_LOST, "frame": None, "t": None, "rollout": None,
+        record = {"property": "*", "kind": EventKind.STATE_LOST, "frame": None, "t": None, "rollout": None,
                   "robot": self.hardware_id, "previous_pid": pid,
                   "previous_started": previous.get("started"), "torn_bytes": torn_bytes}
         self._write_log([record])
@@ -342,14 +320,14 @@ class MonitorNode(Node):
             self._syncer.request()
         for r in records:
             name, kind = r["property"], r["kind"]
-            if kind == OPENED:
+            if kind == EventKind.OPENED:
                 self._open[name] = r
                 self._episodes[name] += 1
-            elif kind in _CLOSING:
+            elif kind.closes:
                 self._open.pop(name, None)
-            elif kind == BLIND:
+            elif kind == EventKind.BLIND:
                 self._blind.add(name)
-            elif kind == SEEING:
+            elif kind == EventKind.SEEING:
                 self._blind.discard(name)
         changed = {r["property"] for r in records}
         self._publish_diagnostics(changed if changed <= self._categories.keys() else None)  # "*": every one

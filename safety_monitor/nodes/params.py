@@ -1,8 +1,9 @@
-"""Node parameters declared from a typed dataclass, so each node's settings are one documented type.
+"""ROS parameters declared from the settings schema (`safety_monitor.settings`), so each node's parameters
+are the typed, documented, validated settings replay reads from the same file.
 
-Every field becomes a read-only ROS parameter (its `help` metadata is the description `ros2 param
-describe` shows). Values come from `--params-file` (config/nodes.yaml), `-p` or parameter overrides;
-a wrong type is a SafetyMonitorError naming the node and the parameter.
+Every field becomes a read-only ROS parameter (its help is the description `ros2 param describe` shows).
+Values come from `--params-file` (config/nodes.yaml), `-p` or parameter overrides; a wrong type or a value
+out of range is a SafetyMonitorError naming the node and the parameter.
 """
 from __future__ import annotations
 
@@ -14,42 +15,23 @@ from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 
 from safety_monitor.errors import SafetyMonitorError
+from safety_monitor.settings import TOPICS_PREFIX, Topics, validate
 
 T = TypeVar("T")
 
 
-def field(default: Any, help: str) -> Any:  # noqa: A002 - mirrors argparse
-    """A parameter field: its default and the description shown by `ros2 param describe`."""
-    return dataclasses.field(default=default, metadata={"help": help})
-
-
 def declare(node: Node, cls: type[T], prefix: str = "") -> T:
-    """Declare every field of `cls` (named `prefix + field`) on `node`; return the values it ends up with."""
+    """Declare every field of `cls` (named `prefix + field`) on `node`; return the validated values."""
     values = {}
-    for f in dataclasses.fields(cls):
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         values[f.name] = _declare_one(node, prefix + f.name, f.default, f.metadata.get("help", ""))
-    return cls(**values)
-
-
-@dataclasses.dataclass(frozen=True)
-class Topics:
-    """Topic names shared by every node (parameters `topics.<field>`). Relative names follow the
-    node's namespace, so one namespace per robot keeps robots apart; `/diagnostics` and `/clock` are
-    global by convention (one simulated world per ROS domain)."""
-
-    joint_states: str = field("joint_states", "sensor_msgs/JointState driving the frames")
-    wrench: str = field("wrist_wrench", "geometry_msgs/WrenchStamped of the wrist sensor ('' = no sensor)")
-    object_pose: str = field("objects/{name}/pose", "geometry_msgs/PoseStamped per object, {name} substituted")
-    predicates: str = field("safety_monitor/predicates", "estimator -> monitor predicate frames")
-    events: str = field("safety_monitor/events", "monitor events (reliable, transient local)")
-    episode: str = field("safety_monitor/episode", "rollout start/end markers")
-    heartbeat: str = field("safety_monitor/heartbeat", "monitor liveness: DiagnosticArray with a sequence number")
-    diagnostics: str = field("/diagnostics", "operator alerts (diagnostic_msgs/DiagnosticArray)")
-    clock: str = field("/clock", "simulated time published by the sim node")
+    settings = cls(**values)
+    validate(settings, f"node {node.get_fully_qualified_name()}" + (f": {prefix.rstrip('.')}" if prefix else ""))
+    return settings
 
 
 def declare_topics(node: Node) -> Topics:
-    return declare(node, Topics, "topics.")
+    return declare(node, Topics, TOPICS_PREFIX)
 
 
 def _declare_one(node: Node, name: str, default: Any, help_text: str) -> Any:

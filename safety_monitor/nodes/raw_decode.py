@@ -1,4 +1,4 @@
-"""Decoding subscriptions taken as bytes (`raw=True`): the direct CDR readers of `sources.cdr`, rclpy's
+"""Decoding subscriptions taken as bytes (`raw=True`): the direct CDR readers of `io.cdr`, rclpy's
 deserialiser when they decline.
 
 rclpy builds a Python message object per message (a JointState costs tens of microseconds, a predicates

@@ -1,7 +1,7 @@
 """Records the input topics, predicates and events of a run to rosbag2 (mcap or sqlite3) with rosbags.
 
 Subscriptions are raw: each message's bytes are decoded by rosbags and written by
-`sources.bag.BagWriter`, which serialises them again with rosbags' own CDR (readable by every ROS
+`io.bag.BagWriter`, which serialises them again with rosbags' own CDR (readable by every ROS
 tool and by rosbags itself) and embeds the definitions; no rclpy message object is built on the way.
 The log time is the header stamp (the clock's time for /clock), so a bag of a simulated run is
 deterministic for its seed. Topics arrive a little out of stamp order (a frame's predicates after the next
@@ -24,8 +24,8 @@ from rclpy.node import Node
 from safety_monitor.nodes import qos
 from safety_monitor.nodes.episode_marker import SAME_TIME_S, START, read_marker
 from safety_monitor.nodes.params import declare_topics
-from safety_monitor.sources import messages as m
-from safety_monitor.sources.bag import BagWriter, default_typestore
+from safety_monitor.io import messages as m
+from safety_monitor.io.bag import BagWriter, default_typestore
 
 
 def _type_name(msg_type) -> str:

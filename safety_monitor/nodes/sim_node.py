@@ -13,41 +13,23 @@ Pacing: `realtime` steps on a wall-clock timer at the control rate times `realti
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 
-from safety_monitor.errors import SafetyMonitorError
-from safety_monitor.grounding.state import RobotState
+from safety_monitor.frames import RobotState
 from safety_monitor.nodes import qos
 from safety_monitor.nodes.episode_marker import END, START, EpisodeMarker, marker_msg
-from safety_monitor.nodes.params import declare, declare_topics, field
+from safety_monitor.nodes.params import declare, declare_topics
+from safety_monitor.settings import CONTROL_RATE_HZ, SimSettings
 from safety_monitor.nodes.runtime import request_shutdown, run_node
 from safety_monitor.sim.runner import episode_schedule
 from safety_monitor.sim.workcell import OBJECTS
-from safety_monitor.sources import messages as m
+from safety_monitor.io import messages as m
 
-CONTROL_RATE_HZ = 500.0
-PACES = ("realtime", "lockstep")
 FIRST_EPISODE_AT_S = 1.0  # simulated time of the first episode's start (a zero stamp means "unset" in ROS)
 _SAME_SAMPLE_S = 1e-6  # pose sample times closer than this are the same sample
 
-
-@dataclass(frozen=True)
-class SimParams:
-    task: str = field("", "task of every episode ('' = the fault's task, pick_and_place_cube without fault)")
-    fault: str = field("", "fault of every episode ('none' = fault-free), a comma-separated list to cycle, "
-                           "or '' to cycle fault-free then each fault")
-    episodes: int = field(1, "episodes to run (seeds seed, seed+1, ...)")
-    seed: int = field(0, "seed of the first episode")
-    pace: str = field("realtime", "'realtime' (wall-clock timer) or 'lockstep' (as fast as predicates return)")
-    realtime_factor: float = field(1.0, "realtime pace: simulated seconds per wall second")
-    max_in_flight: int = field(1, "lockstep pace: frames published but not yet answered by predicates (more "
-                               "pipelines processes, but a frame may then meet a slower stream's next sample)")
-    ack_timeout_s: float = field(2.0, "lockstep pace: wall seconds without predicates before moving on anyway")
-    episode_gap_s: float = field(0.3, "pause between episodes, wall and simulated seconds")
-    shutdown_when_done: bool = field(True, "exit after the last episode")
 
 
 class SimNode(Node):
@@ -55,13 +37,8 @@ class SimNode(Node):
 
     def __init__(self, **node_kwargs) -> None:
         super().__init__("sim_node", **node_kwargs)
-        p = self.params = declare(self, SimParams)
+        p = self.params = declare(self, SimSettings)
         self.topics = declare_topics(self)
-        if p.pace not in PACES:
-            raise SafetyMonitorError(f"sim_node: pace must be one of {PACES}, got {p.pace!r}")
-        if p.episodes < 1 or p.max_in_flight < 1 or p.realtime_factor <= 0 or p.episode_gap_s < 0:
-            raise SafetyMonitorError("sim_node: episodes and max_in_flight must be >= 1, realtime_factor > 0, "
-                                     "episode_gap_s >= 0")
         self.schedule = episode_schedule(p.task, p.fault, p.episodes)
         self._types = m.rclpy_types()
         T = self._types

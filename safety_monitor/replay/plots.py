@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from safety_monitor.monitor import events as ev  # noqa: E402
+from safety_monitor.enums import EventKind  # noqa: E402
 from safety_monitor.monitor.metrics import Metrics  # noqa: E402
 from safety_monitor.replay.batch import Summary  # noqa: E402
 from safety_monitor.replay.report import PLOTS, RISK_PLOT, episodes, timeline_name  # noqa: E402
@@ -25,8 +25,8 @@ from safety_monitor.replay.timeline import Timeline  # noqa: E402
 
 TRUE_COLOR, UNKNOWN_COLOR, STALE_COLOR = "#2b6cb0", "#c8c8c8", "#dd8452"
 VIOLATION_COLOR, RECOVERED_COLOR, OPEN_COLOR = "#d62728", "#2ca02c", "black"
-_END_MARKERS = {ev.RECOVERED: ("^", RECOVERED_COLOR), ev.CLOSED: ("^", RECOVERED_COLOR),
-                ev.UNRECOVERED_AT_END: ("X", OPEN_COLOR), ev.DISCARDED_TRUNCATED: ("x", "grey")}
+_END_MARKERS = {EventKind.RECOVERED: ("^", RECOVERED_COLOR), EventKind.CLOSED: ("^", RECOVERED_COLOR),
+                EventKind.UNRECOVERED_AT_END: ("X", OPEN_COLOR), EventKind.DISCARDED_TRUNCATED: ("x", "grey")}
 
 
 def _spans(timeline: Timeline, name: str, value: object, t0: float, min_width: float) -> list[tuple[float, float]]:
@@ -69,9 +69,9 @@ def timeline_plot(result: BagResult, path: Path) -> None:
                            color=STALE_COLOR, lw=0)
     blind_from: dict[str, float] = {}
     for e in trace.events:
-        if e.kind == ev.BLIND:
+        if e.kind == EventKind.BLIND:
             blind_from[e.property] = e.t - t0
-        elif e.kind == ev.SEEING and e.property in blind_from:
+        elif e.kind == EventKind.SEEING and e.property in blind_from:
             start = blind_from.pop(e.property)
             bottom.broken_barh([(start, max(e.t - t0 - start, min_width))], (rows[e.property] + 0.2, 0.6),
                                facecolor=UNKNOWN_COLOR, hatch="///", edgecolor="white", lw=0)

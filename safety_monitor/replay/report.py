@@ -17,12 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from safety_monitor.errors import SafetyMonitorError
-from safety_monitor.monitor import events as ev
+from safety_monitor.enums import EventKind
 from safety_monitor.monitor.metrics import GroupMetrics, Metrics
 from safety_monitor.replay.batch import Summary
 from safety_monitor.replay.score import BagResult, ReplayConfig
 
-_CLOSING = (ev.RECOVERED, ev.CLOSED, ev.UNRECOVERED_AT_END, ev.DISCARDED_TRUNCATED)
 PLOTS, RISK_PLOT = "plots", "risk_by_category.png"
 _OWN_PLOT = re.compile(r"risk_by_category\.png|timeline_\d{3,}_[A-Za-z0-9._-]+\.png")  # what write_plots names
 
@@ -102,7 +101,7 @@ def episodes(result: BagResult) -> list[dict[str, Any]]:
     rows: dict[tuple[str, int], dict[str, Any]] = {}
     for e in result.trace.events:
         key = (e.property, e.episode)
-        if e.kind == ev.OPENED:
+        if e.kind == EventKind.OPENED:
             cx = e.counterexample
             rows[key] = {
                 "property": e.property, "category": e.category, "episode": e.episode,
@@ -110,7 +109,7 @@ def episodes(result: BagResult) -> list[dict[str, Any]]:
                 "duration_frames": None, "trigger_frame": cx.trigger_frame if cx else None,
                 "decisive": " ".join(cx.decisive) if cx else "", "explanation": cx.explanation if cx else "",
             }
-        elif e.kind in _CLOSING and key in rows:
+        elif e.kind.closes and key in rows:
             rows[key].update(end_kind=e.kind, end_frame=e.frame, end_t=e.t, duration_frames=e.duration)
     return sorted(rows.values(), key=lambda r: (r["opened_frame"], r["property"]))
 

@@ -20,13 +20,16 @@ import numpy as np
 
 from safety_monitor.errors import SafetyMonitorError, SourceError, SpecError
 from safety_monitor.monitor.episodes import TraceResult
-from safety_monitor.monitor.live import DEFAULT_HISTORY, PREDICATES_TIMEOUT_S, SpecSetMonitor, load_automata
+from safety_monitor.monitor.live import SpecSetMonitor, load_automata
 from safety_monitor.replay.timeline import Timeline
-from safety_monitor.sources import cdr
-from safety_monitor.sources import messages as m
-from safety_monitor.sources.assembler import (FROZEN_S, JOINTS, WRENCH, FrameAssembler, StaleLimits, StreamIssue,
-                                              StreamMapping, ground_frame, pose_stream)
-from safety_monitor.sources.bag import BagReader, MessageBatch, TopicSummary
+from safety_monitor.settings import PREDICATES_TIMEOUT_S, EstimatorSettings, MonitorSettings, NodeSettings
+from safety_monitor.io import cdr
+from safety_monitor.io import messages as m
+from safety_monitor.enums import IssueKind
+from safety_monitor.frames import PredicateSample, StreamIssue
+from safety_monitor.io.bag import BagReader, MessageBatch, TopicSummary
+from safety_monitor.pipeline.assemble import (JOINTS, WRENCH, FrameAssembler, StaleLimits, StreamMapping,
+                                              ground_frame, pose_stream)
 
 ISSUE_EXAMPLES = 3  # kept per issue kind; all are counted
 BATCH = 4096  # messages read and decoded at a time (bounds memory for bags of any length)
@@ -45,20 +48,13 @@ class ReplayConfig:
     mapping: StreamMapping = field(default_factory=StreamMapping)
     from_predicates: bool = False
     rate_hz: float | None = None  # control rate; None: measured from the bag's joint stamps
-    history: int = DEFAULT_HISTORY
-    # the live nodes' parameters of these names (replay --params: the site's nodes.yaml)
-    joint_states_frozen_s: float = FROZEN_S
-    wrench_frozen_s: float = FROZEN_S
-    wrench_stale_s: float = 0.0
-    pose_stale_s: float = 0.0
-    predicates_timeout_s: float = PREDICATES_TIMEOUT_S
+    # the live nodes' settings (replay --params: the site's nodes.yaml), so replay applies their input rules
+    estimator: EstimatorSettings = field(default_factory=EstimatorSettings)
+    monitor: MonitorSettings = field(default_factory=MonitorSettings)
 
-    def with_node_params(self, params: Mapping[str, Any]) -> ReplayConfig:
-        """This configuration with the live nodes' parameters (`node_params.load_node_params`)."""
-        values = dict(params)
-        if "history_frames" in values:
-            values["history"] = values.pop("history_frames")
-        return replace(self, **values)
+    def with_settings(self, settings: NodeSettings) -> ReplayConfig:
+        """This configuration with the live nodes' settings (`settings.load_settings`)."""
+        return replace(self, estimator=settings.estimator, monitor=settings.monitor)
 
     def specs_file(self) -> Path:
         """The spec file scored against (the default made explicit, for the report)."""
@@ -144,7 +140,7 @@ def make_grounder(robot: str | None, rate_hz: float) -> Any:
 def make_monitor(config: ReplayConfig, rate_hz: float | None) -> SpecSetMonitor:
     """The live monitor for the configured specs at the bag's control rate (a fresh one per bag)."""
     vocabulary, automata = _automata(config.specs_file(), rate_hz)
-    return SpecSetMonitor(automata, vocabulary, history=config.history)
+    return SpecSetMonitor(automata, vocabulary, history=config.monitor.history_frames)
 
 
 def _check_grounded(monitor: SpecSetMonitor, grounder: Any) -> None:
@@ -329,7 +325,7 @@ def _score_predicates(bag: BagReader, config: ReplayConfig, result: BagResult,
     timings, clock = scorer.timings, time.perf_counter
     batch_reader = cdr.PredicateBatchReader()
     decoder = _Decoder(bag, batch_reader.single.read, m.decode_predicates)
-    frames = _PredicateFrames(result, scorer.monitor.predicates, config.predicates_timeout_s)
+    frames = _PredicateFrames(result, scorer.monitor.predicates, config.monitor.predicates_timeout_s)
     for batch in _timed_batches(bag, {topic}, timings):
         start = clock()
         columns = (batch_reader.read(batch.buffer, batch.start, batch.size)
@@ -341,7 +337,7 @@ def _score_predicates(bag: BagReader, config: ReplayConfig, result: BagResult,
                 samples[i] = decoder.fast(raw, msgtype) or m.decode_predicates(bag.deserialize(raw, msgtype))
             except SourceError as exc:  # m.BadPredicates included
                 logged = int(batch.log_ns[i]) / 1e9
-                _record_issues(result, (StreamIssue("undecodable", "predicates", logged, f"{topic} message logged "
+                _record_issues(result, (StreamIssue(IssueKind.UNDECODABLE, "predicates", logged, f"{topic} message logged "
                                                     f"at {logged:.6f} s: {exc}; message dropped"),))
                 samples[i] = _DROPPED
         mid = clock()
@@ -403,7 +399,7 @@ class _PredicateFrames:
             if not blind and logged[i] - stepped_at > timeout:
                 blind = self._go_blind(logged[i] - stepped_at, last_t, valuations, times, stales)
             if last_t is not None and t <= last_t:
-                kind = "duplicate_stamp" if t == last_t else "backwards"
+                kind = IssueKind.DUPLICATE_STAMP if t == last_t else IssueKind.BACKWARDS
                 _record_issues(result, (StreamIssue(kind, "predicates", t, f"frame time {t:.6f} after {last_t:.6f}; "
                                                     "message dropped"),))
                 if t < last_t and not blind:  # the monitor node: time went backwards, every property blind
@@ -412,7 +408,7 @@ class _PredicateFrames:
             last_t = t
             if frame is not None:
                 if expected is not None and frame != expected:
-                    _record_issues(result, (StreamIssue("frame_gap", "predicates", t, f"recorded frame {frame} "
+                    _record_issues(result, (StreamIssue(IssueKind.FRAME_GAP, "predicates", t, f"recorded frame {frame} "
                                                         f"where {expected} was expected: the recording lost frames "
                                                         "or the estimator restarted"),))
                 expected = frame + 1
@@ -430,15 +426,15 @@ class _PredicateFrames:
         stales: list[frozenset[str]] = []
         if not self.blind and bag_end is not None and bag_end - self.stepped_at > self.timeout:
             self.blind = self._go_blind(bag_end - self.stepped_at, self.last_t, valuations, times, stales,
-                                        why="stream_stopped")
+                                        why=IssueKind.STREAM_STOPPED)
         return valuations, times, stales
 
     def _go_blind(self, gap: float, at: float, valuations: list, times: list[float], stales: list,
-                  why: str | None = "predicates_gap") -> bool:
+                  why: IssueKind | None = IssueKind.PREDICATES_GAP) -> bool:
         """One blind frame at `at`, the last stepped frame's time, `gap` s of recording after it was logged,
         with an issue of kind `why` (None: already reported). Returns True: the monitor is blind now."""
         if why is not None:
-            what = (f"the stream stopped {gap:.3f} s before the recording's end" if why == "stream_stopped"
+            what = (f"the stream stopped {gap:.3f} s before the recording's end" if why == IssueKind.STREAM_STOPPED
                     else f"no advancing predicates for {gap:.3f} s of recording")
             _record_issues(self.result, (StreamIssue(why, "predicates", at, f"{what}; every property "
                                                      "blind from there, as the live monitor's watchdog"),))
@@ -449,7 +445,7 @@ class _PredicateFrames:
 
     def _valuation(self, values: Mapping[str, bool], unknown: frozenset[str]) -> dict[str, bool | None]:
         """PredicateSample.valuation(); predicates the specs read but the message lacks are unknown."""
-        valuation = m.PredicateSample(values, 0.0, unknown=unknown).valuation()
+        valuation = PredicateSample(values, 0.0, unknown=unknown).valuation()
         if not self.needed <= valuation.keys():  # as the monitor node does: unknown, said once
             if not self.unsent:
                 missing = [p for p in self.predicates if p not in valuation]
@@ -472,9 +468,7 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
     rate = result.rate_hz = _control_rate(bag, config, mapping.joint_states)
     grounder = make_grounder(config.robot, rate)
     objects = tuple(grounder.robot.objects)
-    limits = StaleLimits.for_grounder(grounder, wrench_stale_s=config.wrench_stale_s, pose_stale_s=config.pose_stale_s,
-                                      joint_states_frozen_s=config.joint_states_frozen_s,
-                                      wrench_frozen_s=config.wrench_frozen_s)
+    limits = StaleLimits.for_grounder(grounder, config.estimator)
     assembler = FrameAssembler(grounder.robot.required_joints, objects, mapping, limits)
     route: dict[str, object] = {mapping.joint_states: _JOINT_ROUTE}
     if mapping.wrench is not None:
@@ -537,7 +531,7 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
                 sample, failure = ground_frame(grounder, frame, result.frames + len(times))
                 timings["ground"] += clock() - mid
                 if failure is not None:
-                    _record_issues(result, (StreamIssue("grounding", JOINTS, frame.state.t,
+                    _record_issues(result, (StreamIssue(IssueKind.GROUNDING, JOINTS, frame.state.t,
                                                         f"{failure}; every predicate unknown"),))
                 valuations.append(sample.valuation())
                 times.append(sample.t)
@@ -566,7 +560,7 @@ def _decode_or_drop(decoder: _Decoder, stream: str, raw: bytes, msgtype: str, re
     try:
         return decoder(raw, msgtype)
     except SourceError as exc:
-        _record_issues(result, (StreamIssue("undecodable", stream, received, f"{exc}; message dropped"),))
+        _record_issues(result, (StreamIssue(IssueKind.UNDECODABLE, stream, received, f"{exc}; message dropped"),))
         return None
 
 

@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from safety_monitor.grounding.state import RobotState
-from safety_monitor.sources import messages as m
-from safety_monitor.sources.assembler import FrameAssembler, StaleLimits, StreamMapping, ground_frame
-from safety_monitor.sources.bag import BagWriter
+from safety_monitor.frames import RobotState
+from safety_monitor.io import messages as m
+from safety_monitor.pipeline.assemble import FrameAssembler, StaleLimits, StreamMapping, ground_frame
+from safety_monitor.io.bag import BagWriter
 
 
 @dataclass(frozen=True)

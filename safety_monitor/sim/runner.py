@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from safety_monitor.errors import SafetyMonitorError
-from safety_monitor.grounding.state import RobotState
+from safety_monitor.frames import RobotState
 from safety_monitor.sim.controller import ArmController
 from safety_monitor.sim.faults import FAULTS
 from safety_monitor.sim.script import Script

@@ -12,7 +12,7 @@ from importlib import resources
 import mujoco
 import numpy as np
 
-from safety_monitor.grounding.state import Contact, Pose, RobotState, Wrench
+from safety_monitor.frames import Contact, Pose, RobotState, Wrench
 
 ARM_JOINTS = tuple(f"arm_joint{i}" for i in range(1, 7))
 FINGER_JOINTS = ("finger_left_joint", "finger_right_joint")

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from safety_monitor.spec.ltlf import And, Atom, Const, Equiv, Implies, Not, Or
+from safety_monitor.specs.ltlf import And, Atom, Const, Equiv, Implies, Not, Or
 from safety_monitor.verify.ctl import AF, AG, AU, AW, EF, EG, EU, EW, EX, AX, CTLFormula, ctl_atoms, ctl_text, is_state_propositional
 from safety_monitor.verify.tree import ComputationTree
 

@@ -17,7 +17,7 @@ from lark import Lark, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from safety_monitor.errors import SpecError
-from safety_monitor.spec.ltlf import And, Atom, Const, Equiv, Implies, Not, Or
+from safety_monitor.specs.ltlf import And, Atom, Const, Equiv, Implies, Not, Or
 
 
 @dataclass(frozen=True)

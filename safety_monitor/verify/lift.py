@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from safety_monitor.errors import SpecError
-from safety_monitor.spec.ltlf import (
+from safety_monitor.specs.ltlf import (
     Always,
     And,
     Const,

@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 
 from safety_monitor.errors import SpecError
-from safety_monitor.spec.ltlf import Formula, atoms_of, evaluate, is_propositional, parse, to_text
+from safety_monitor.specs.ltlf import Formula, atoms_of, evaluate, is_propositional, parse, to_text
 from safety_monitor.verify.feedback import PLAN, Counterexample, FrameValues
 
 MAX_SEARCH_STATES = 200_000

@@ -33,15 +33,15 @@ def is_bag(path: str | Path) -> bool:
 
 def from_trace_file(path: str | Path) -> Trajectory:
     """A JSON Lines or CSV predicate trace (the monitor's trace format)."""
-    from safety_monitor.monitor.trace_io import read_trace
+    from safety_monitor.io.traces import read_trace
 
     return Trajectory(str(path), read_trace(path).frames)
 
 
 def from_bag(path: str | Path, topic: str = "/safety_monitor/predicates") -> Trajectory:
     """The predicate frames an estimator recorded in a rosbag2 bag (its predicates topic)."""
-    from safety_monitor.sources.bag import BagReader
-    from safety_monitor.sources.messages import decode_predicates
+    from safety_monitor.io.bag import BagReader
+    from safety_monitor.io.messages import decode_predicates
 
     with BagReader(path) as bag:
         if topic not in bag.topics:
@@ -98,7 +98,7 @@ def from_workcell(task: str, seeds: Iterable[int], faults: Sequence[str | None] 
 def load(paths: Iterable[str | Path]) -> list[Trajectory]:
     """Trace files and bags (bag directories or .mcap/.db3 files); any other folder is searched for
     bags as `replay` searches it, so the folder `sim --record` writes for several episodes works."""
-    from safety_monitor.sources.bag import find_bags
+    from safety_monitor.io.bag import find_bags
 
     found = []
     for p in paths:

@@ -51,13 +51,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _replay(args: argparse.Namespace) -> int:
     from safety_monitor.grounding.grounder import config_dir
-    from safety_monitor.monitor.cli import format_table
+    from safety_monitor.cli.monitor import format_table
     from safety_monitor.replay.batch import score_bags, summarize, unique_bags
-    from safety_monitor.replay.node_params import load_node_params
     from safety_monitor.replay.report import check_folder, input_warning, is_blind, write_report
     from safety_monitor.replay.score import ReplayConfig, check_config
-    from safety_monitor.sources.assembler import StreamMapping
-    from safety_monitor.sources.bag import find_bags
+    from safety_monitor.settings import load_settings
+    from safety_monitor.pipeline.assemble import StreamMapping
+    from safety_monitor.io.bag import find_bags
 
     try:
         pattern = re.compile(args.group_by) if args.group_by else None
@@ -71,7 +71,7 @@ def _replay(args: argparse.Namespace) -> int:
         mapping=StreamMapping.parse(args.topics) if args.topics else StreamMapping(),
         from_predicates=args.from_predicates,
         rate_hz=args.rate,
-    ).with_node_params(load_node_params(args.params or config_dir() / "nodes.yaml"))
+    ).with_settings(load_settings(args.params or config_dir() / "nodes.yaml"))
     bags, duplicates = unique_bags(find_bags(args.bags))
     if args.report:
         check_folder(args.report)

@@ -23,9 +23,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from safety_monitor.spec.classify import classify
-    from safety_monitor.spec.ltlf import parse
-    from safety_monitor.spec.model import compile_specs, load_specs
+    from safety_monitor.specs.classify import classify
+    from safety_monitor.specs.ltlf import parse
+    from safety_monitor.specs.model import compile_specs, load_specs
 
     spec_set = load_specs(args.file)
     rows = [
@@ -56,8 +56,8 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from safety_monitor.monitor.trace_io import read_trace
-    from safety_monitor.spec.compile import compile_formula
+    from safety_monitor.io.traces import read_trace
+    from safety_monitor.specs.compile import compile_formula
 
     dfa = compile_formula(args.formula)
     frames = read_trace(args.trace).frames

@@ -1,6 +1,6 @@
 """`safety-monitor sim`: list the workcell's tasks and ground-truth faults, or run episodes.
 
-A run goes through the ROS sim, estimator and monitor nodes in one process (safety_monitor.nodes.cli
+A run goes through the ROS sim, estimator and monitor nodes in one process (safety_monitor.cli.nodes
 prints the summary of events against each fault's ground truth). `--physics-only` runs MuJoCo alone,
 headless and unpaced (as fast as it steps), and prints whether each task succeeded and how fast it ran.
 Options that a mode cannot honour are argument errors rather than silently ignored.
@@ -30,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the first episode")
     parser.add_argument("--physics-only", action="store_true",
                         help="MuJoCo alone: no ROS nodes, no monitoring; task success and speed per episode")
-    from safety_monitor.nodes.cli import add_live_arguments
+    from safety_monitor.cli.nodes import add_live_arguments
 
     add_live_arguments(parser)
     parser.set_defaults(func=handle, _parser=parser)
@@ -90,7 +90,7 @@ def handle(args: argparse.Namespace) -> int:
                 print(f"{r['task']:22s} {r['description']}")
         return 0
     if not args.physics_only:
-        from safety_monitor.nodes.cli import run_sim
+        from safety_monitor.cli.nodes import run_sim
 
         args.episodes = 3 if args.episodes is None else args.episodes
         return run_sim(args)

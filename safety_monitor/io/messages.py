@@ -18,7 +18,7 @@ the estimator node, external estimators and replay all use:
   predicate keys; the frame index and time then come from arrival order and `header.stamp`.
 
 Wire layout of `/safety_monitor/events` (diagnostic_msgs/DiagnosticArray): one status per event,
-`name` = property, `message` = event kind (`safety_monitor.monitor.events.KINDS`: opened,
+`name` = property, `message` = event kind (`safety_monitor.enums.EventKind`: opened,
 recovered, closed, unrecovered_at_end, discarded_truncated, blind, seeing), `hardware_id` =
 "safety_monitor", `level` ERROR for opened, WARN for unrecovered_at_end, STALE for blind, OK
 otherwise, and `values` one KeyValue per remaining field of the event's `to_json()`, the value as
@@ -30,14 +30,14 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
+from safety_monitor.enums import EventKind
 from safety_monitor.errors import SourceError
-from safety_monitor.grounding.state import Pose, Wrench
+from safety_monitor.frames import JointSample, Pose, PredicateSample, Wrench
 
 PREDICATES_STATUS = "safety_monitor/predicates"
 EVENTS_HARDWARE_ID = "safety_monitor"
@@ -59,17 +59,6 @@ def split_seconds(t: float) -> tuple[int, int]:
 
 
 # ------------------------------------------------------------------------------------- readers
-@dataclass(frozen=True)
-class JointSample:
-    """One sensor_msgs/JointState as plain values. Empty velocity/effort lists become None."""
-
-    names: tuple[str, ...]
-    position: np.ndarray
-    velocity: np.ndarray | None
-    effort: np.ndarray | None
-    stamp: float
-
-
 def _floats(values: Any) -> np.ndarray:
     return np.asarray(values, dtype=np.float64).reshape(-1)
 
@@ -109,7 +98,7 @@ def pose_of(msg: Any) -> tuple[Pose, float]:
 def rosbags_types(typestore: Any = None) -> SimpleNamespace:
     """Message classes from a rosbags typestore (default: the newest ROS 2 store)."""
     if typestore is None:
-        from safety_monitor.sources.bag import default_typestore
+        from safety_monitor.io.bag import default_typestore
 
         typestore = default_typestore()
     t = typestore.types
@@ -205,24 +194,6 @@ def pose_msg(types: SimpleNamespace, t: float, pose: Pose, frame_id: str = "worl
 
 
 # ---------------------------------------------------------------------------------- predicates
-@dataclass(frozen=True)
-class PredicateSample:
-    """One frame of predicate values as carried on `/safety_monitor/predicates`."""
-
-    values: Mapping[str, bool]
-    t: float
-    frame: int | None = None  # None: the publisher did not say (external estimators)
-    unknown: frozenset[str] = frozenset()
-    stale: frozenset[str] = frozenset()
-
-    def valuation(self) -> dict[str, bool | None]:
-        """What the monitor steps on: the values, with None for every unknown predicate."""
-        unknown = self.unknown
-        if not unknown:
-            return dict(self.values)
-        return {k: (None if k in unknown else v) for k, v in self.values.items()}
-
-
 def predicates_msg(types: SimpleNamespace, sample: PredicateSample, hardware_id: str = "estimator") -> Any:
     """PredicateSample -> DiagnosticArray in the layout documented above."""
     S = types.DiagnosticStatus
@@ -270,7 +241,7 @@ _BOOLS = {"true": True, "false": False}
 def predicate_sample(pairs: Iterable[tuple[str, str]], stamp: Callable[[], float],
                      values: dict[str, bool] | None = None) -> PredicateSample:
     """The status's (key, value) texts -> PredicateSample (`stamp()`: the header time, read only without
-    `_t`). `values`: predicates already read from leading pairs not passed again (see sources.cdr)."""
+    `_t`). `values`: predicates already read from leading pairs not passed again (see io.cdr)."""
     values = {} if values is None else values
     meta: dict[str, str] = {}
     for key, text in pairs:
@@ -334,7 +305,8 @@ _FIELD_JSON = json.JSONEncoder(sort_keys=True, default=_json_default).encode
 
 
 OK, WARN, ERROR, STALE = 0, 1, 2, 3  # diagnostic_msgs/DiagnosticStatus levels, as bytes on the wire
-_EVENT_LEVELS = {"opened": ERROR, "state_lost": ERROR, "unrecovered_at_end": WARN, "blind": STALE}
+_EVENT_LEVELS = {EventKind.OPENED: ERROR, EventKind.STATE_LOST: ERROR, EventKind.UNRECOVERED_AT_END: WARN,
+                 EventKind.BLIND: STALE}
 
 
 def event_level_value(kind: str) -> int:

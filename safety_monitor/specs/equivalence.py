@@ -22,9 +22,9 @@ import numpy as np
 import yaml
 
 from safety_monitor.errors import SourceError, SpecError
-from safety_monitor.spec.compile import compile_formula
-from safety_monitor.spec.dfa import TableDFA
-from safety_monitor.spec.ltlf import parse
+from safety_monitor.specs.compile import compile_formula
+from safety_monitor.specs.dfa import TableDFA
+from safety_monitor.specs.ltlf import parse
 
 VERDICTS = ("syntax_error", "not_equivalent", "equivalent")
 

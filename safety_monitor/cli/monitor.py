@@ -6,7 +6,7 @@ import json
 import sys
 
 from safety_monitor.errors import SourceError
-from safety_monitor.monitor.events import DEFAULT_HISTORY
+from safety_monitor.settings import DEFAULT_HISTORY
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,7 +32,7 @@ def _monitor(args: argparse.Namespace) -> int:
     from safety_monitor.monitor.batch import BatchMonitor
     from safety_monitor.monitor.live import SpecSetMonitor, load_automata
     from safety_monitor.monitor.metrics import compute_metrics
-    from safety_monitor.monitor.trace_io import read_trace
+    from safety_monitor.io.traces import read_trace
 
     if args.history < 1:
         raise SourceError(f"--history must be at least 1 frame, got {args.history}")

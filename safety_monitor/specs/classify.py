@@ -9,7 +9,7 @@
 """
 from __future__ import annotations
 
-from safety_monitor.spec.ltlf import (
+from safety_monitor.specs.ltlf import (
     Always,
     And,
     Eventually,

@@ -13,13 +13,13 @@ from safety_monitor import __version__
 from safety_monitor.errors import SafetyMonitorError
 
 _COMMAND_MODULES = (
-    "safety_monitor.spec.cli",
-    "safety_monitor.grounding.cli",
-    "safety_monitor.monitor.cli",
-    "safety_monitor.verify.cli",
-    "safety_monitor.sim.cli",
-    "safety_monitor.nodes.cli",
-    "safety_monitor.replay.cli",
+    "safety_monitor.cli.specs",
+    "safety_monitor.cli.grounding",
+    "safety_monitor.cli.monitor",
+    "safety_monitor.cli.verify",
+    "safety_monitor.cli.sim",
+    "safety_monitor.cli.nodes",
+    "safety_monitor.cli.replay",
 )
 
 
@@ -60,6 +60,3 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,8 @@
-"""`RobotState`: one control frame of everything the estimators may read (DESIGN.md section 2).
+"""The types every pipeline stage passes (DESIGN.md section 2).
+
+`JointSample` and the latest wrench and poses (sources) -> `RobotState` (assembler) -> `PredicateSample`
+(grounder) -> monitor; `StreamIssue` says what was wrong with an input on the way. `RobotState` is one
+control frame of everything the estimators may read.
 
 Every source (live topics, a rosbag, the simulator) is only an adapter that builds these.
 Slower streams are sampled at the control frame as their latest value plus its age in seconds.
@@ -9,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from safety_monitor.enums import IssueKind
 
 
 @dataclass(frozen=True)
@@ -58,3 +64,43 @@ class RobotState:
             return float(self.joint_position[self.joint_names.index(name)])
         except ValueError:
             raise KeyError(f"joint {name!r} is not in this frame's joint_states") from None
+
+
+@dataclass(frozen=True)
+class JointSample:
+    """One sensor_msgs/JointState as plain values. Empty velocity/effort lists become None."""
+
+    names: tuple[str, ...]
+    position: np.ndarray
+    velocity: np.ndarray | None
+    effort: np.ndarray | None
+    stamp: float
+
+
+@dataclass(frozen=True)
+class PredicateSample:
+    """One frame of predicate values as carried on `/safety_monitor/predicates`."""
+
+    values: Mapping[str, bool]
+    t: float
+    frame: int | None = None  # None: the publisher did not say (external estimators)
+    unknown: frozenset[str] = frozenset()
+    stale: frozenset[str] = frozenset()
+
+    def valuation(self) -> dict[str, bool | None]:
+        """What the monitor steps on: the values, with None for every unknown predicate."""
+        unknown = self.unknown
+        if not unknown:
+            return dict(self.values)
+        return {k: (None if k in unknown else v) for k, v in self.values.items()}
+
+
+@dataclass(frozen=True)
+class StreamIssue:
+    """A problem with one input message or stream, at stamp `t` of `stream` (joint_states, wrench,
+    object_pose/<name>, predicates)."""
+
+    kind: IssueKind
+    stream: str
+    t: float
+    detail: str

@@ -63,7 +63,7 @@ def _equiv(args: argparse.Namespace) -> int:
         args._parser.error("give two formulas A and B, or --candidates FILE --reference FILE")
     if batch:
         return _equiv_batch(args)
-    from safety_monitor.spec.equivalence import formula_equivalence
+    from safety_monitor.specs.equivalence import formula_equivalence
 
     a, b = args.formulas
     result = formula_equivalence(a, b)
@@ -79,7 +79,7 @@ def _equiv(args: argparse.Namespace) -> int:
 
 
 def _equiv_batch(args: argparse.Namespace) -> int:
-    from safety_monitor.spec.equivalence import VERDICTS, load_entries, rates_by_model, score_candidates
+    from safety_monitor.specs.equivalence import VERDICTS, load_entries, rates_by_model, score_candidates
 
     scores = score_candidates(load_entries(args.candidates), load_entries(args.reference))
     rates = rates_by_model(scores)
@@ -97,7 +97,7 @@ def _equiv_batch(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from safety_monitor.spec.model import compile_specs, load_specs
+    from safety_monitor.specs.model import compile_specs, load_specs
     from safety_monitor.verify.feedback import feedback_json
     from safety_monitor.verify.plan import check_plan, load_plan
 
@@ -144,7 +144,7 @@ def _ctl(args: argparse.Namespace) -> int:
         seeds = 10 if args.seeds is None else args.seeds
         faults = trajectories.rollout_faults(args.sim, seeds, args.fault)
     if args.specs:
-        from safety_monitor.spec.model import load_specs
+        from safety_monitor.specs.model import load_specs
         from safety_monitor.verify.lift import lift_properties
 
         lifted = lift_properties(load_specs(args.specs).properties)

@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from safety_monitor.errors import SpecError, ToolMissingError
-from safety_monitor.spec.dfa import TableDFA
-from safety_monitor.spec.ltlf import (Always, Atom, Const, Equiv, Eventually, Formula, Last, Release, Until, atoms_of,
+from safety_monitor.specs.dfa import TableDFA
+from safety_monitor.specs.ltlf import (Always, Atom, Const, Equiv, Eventually, Formula, Last, Release, Until, atoms_of,
                                      children, ltlf2dfa_formula, parse, to_text)
 
 MAX_ATOMS = 16  # a dense table has 2**atoms columns per state

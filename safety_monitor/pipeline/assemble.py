@@ -26,8 +26,10 @@ import numpy as np
 import yaml
 
 from safety_monitor.errors import GroundingError, SourceError
-from safety_monitor.grounding.state import Pose, RobotState, Wrench
-from safety_monitor.sources.messages import JointSample, PredicateSample, joint_state_sample, pose_of, wrench_of
+from safety_monitor.enums import IssueKind
+from safety_monitor.frames import JointSample, Pose, PredicateSample, RobotState, StreamIssue, Wrench
+from safety_monitor.io.messages import joint_state_sample, pose_of, wrench_of
+from safety_monitor.settings import FROZEN_S, EstimatorSettings
 
 JOINTS = "joint_states"
 WRENCH = "wrench"
@@ -94,11 +96,6 @@ class StreamMapping:
         return cls.from_dict(data, f"--topics {text!r}")
 
 
-# seconds of bit-identical joint values or wrench after which the stream is frozen (the estimator's
-# joint_states_frozen_s and wrench_frozen_s, replay's too)
-FROZEN_S = 2.0
-
-
 @dataclass(frozen=True)
 class StaleLimits:
     """Seconds after which a stream counts as stale (the monitor then reports itself blind).
@@ -121,29 +118,14 @@ class StaleLimits:
     joint_held: float = 0.5
 
     @classmethod
-    def for_grounder(cls, grounder: Any, *, wrench_stale_s: float = 0.0, pose_stale_s: float = 0.0,
-                     joint_states_frozen_s: float = FROZEN_S, wrench_frozen_s: float = FROZEN_S) -> StaleLimits:
+    def for_grounder(cls, grounder: Any, settings: EstimatorSettings = EstimatorSettings()) -> StaleLimits:
         """The grounder's own age limits (so both report the same streams stale) unless the estimator's
-        parameters of these names set them (0: the grounder's), and a joint gap of five control periods, at
-        least 50 ms (timestamp jitter on real robots is not a jump). The live node and replay both build
-        their limits here, from the same parameter file."""
+        settings give them (0: the grounder's), and a joint gap of five control periods, at least 50 ms
+        (timestamp jitter on real robots is not a jump). Every driver builds its limits here."""
         ages = grounder.thresholds.max_age_s
-        return cls(joint_states=max(0.05, 5.0 / grounder.control_rate_hz), wrench=wrench_stale_s or ages.wrench,
-                   pose=pose_stale_s or ages.object_pose, joints_frozen=joint_states_frozen_s,
-                   wrench_frozen=wrench_frozen_s)
-
-
-@dataclass(frozen=True)
-class StreamIssue:
-    """A problem with one input message. `kind`: nan, backwards, duplicate_stamp, time_jump,
-    empty_names, length_mismatch, joint_names_changed, unknown_joints, missing_joints, zero_stamp,
-    stream_stopped, frozen, outlier_stamp, duplicate_names, zero_quaternion (replay adds frame_gap and
-    grounding)."""
-
-    kind: str
-    stream: str
-    t: float
-    detail: str
+        return cls(joint_states=max(0.05, 5.0 / grounder.control_rate_hz),
+                   wrench=settings.wrench_stale_s or ages.wrench, pose=settings.pose_stale_s or ages.object_pose,
+                   joints_frozen=settings.joint_states_frozen_s, wrench_frozen=settings.wrench_frozen_s)
 
 
 @dataclass(frozen=True)
@@ -201,7 +183,7 @@ class FrameAssembler:
         self.frames = 0
 
     # ------------------------------------------------------------------------------- helpers
-    def _issue(self, kind: str, stream: str, t: float, detail: str) -> None:
+    def _issue(self, kind: IssueKind, stream: str, t: float, detail: str) -> None:
         self._pending.append(StreamIssue(kind, stream, t, detail))
 
     def drain_issues(self) -> tuple[StreamIssue, ...]:
@@ -213,14 +195,14 @@ class FrameAssembler:
         """The issues left at the end of a stream, a stamp that jumped ahead with nothing after it included
         (neither a clock step nor an outlier can be told: reported as a time jump)."""
         if self._ahead is not None and self._t is not None:
-            self._issue("time_jump", JOINTS, self._ahead, f"the last message's stamp is {self._ahead - self._t:.3f} s "
+            self._issue(IssueKind.TIME_JUMP, JOINTS, self._ahead, f"the last message's stamp is {self._ahead - self._t:.3f} s "
                         "ahead of the last frame, with nothing after it; message dropped")
             self._ahead = None
         return self.drain_issues()
 
     def _stamp(self, stamp: float, received: float | None, stream: str) -> float:
         if stamp == 0.0 and received is not None:
-            self._issue("zero_stamp", stream, received, "header stamp is zero; using the arrival time")
+            self._issue(IssueKind.ZERO_STAMP, stream, received, "header stamp is zero; using the arrival time")
             return received
         return stamp
 
@@ -241,7 +223,7 @@ class FrameAssembler:
             index = {n: i for i, n in enumerate(self.joints)}
             pairs = [(i, index[n]) for i, n in enumerate(names) if n in index]
             if unknown := [n for n in names if n not in index]:
-                self._issue("unknown_joints", JOINTS, t, f"joints not in the robot, ignored: {', '.join(unknown)}")
+                self._issue(IssueKind.UNKNOWN_JOINTS, JOINTS, t, f"joints not in the robot, ignored: {', '.join(unknown)}")
             layout = (np.array([p[0] for p in pairs], dtype=np.intp), np.array([p[1] for p in pairs], dtype=np.intp))
         self._layouts[names] = layout
         return layout
@@ -275,7 +257,7 @@ class FrameAssembler:
         heard = max(self._t, self._heard)
         if t - heard > self.limits.joint_states and not self._stopped_flagged:
             self._stopped_flagged = True
-            self._issue("stream_stopped", JOINTS, t, f"no joint_states since t={heard:.3f} s while {stream} continues")
+            self._issue(IssueKind.STREAM_STOPPED, JOINTS, t, f"no joint_states since t={heard:.3f} s while {stream} continues")
 
     # ------------------------------------------------------------------------------ callbacks
     def on_wrench(self, msg: Any, received: float | None = None) -> None:
@@ -286,10 +268,10 @@ class FrameAssembler:
         """`on_wrench` for a wrench already read from its message (replay reads it from the bag's bytes)."""
         stamp = self._stamp(stamp, received, WRENCH)
         if not (_finite(wrench.force) and _finite(wrench.torque)):
-            self._issue("nan", WRENCH, stamp, f"wrench has NaN, infinite or implausible (beyond {_LIMIT:g}) values; message dropped")
+            self._issue(IssueKind.NAN, WRENCH, stamp, f"wrench has NaN, infinite or implausible (beyond {_LIMIT:g}) values; message dropped")
             return
         if self._wrench is not None and stamp <= self._wrench[1]:
-            kind = "duplicate_stamp" if stamp == self._wrench[1] else "backwards"
+            kind = IssueKind.DUPLICATE_STAMP if stamp == self._wrench[1] else IssueKind.BACKWARDS
             self._issue(kind, WRENCH, stamp, f"stamp {stamp:.6f} after {self._wrench[1]:.6f}; message dropped")
             return
         self._wrench = (wrench, stamp)
@@ -297,7 +279,7 @@ class FrameAssembler:
         key = wrench.force.tobytes() + wrench.torque.tobytes()
         frozen = bool(limit) and self._wrench_repeats.held(key, stamp) > limit
         if frozen and not self._wrench_frozen:
-            self._issue("frozen", WRENCH, stamp, f"force and torque identical for {limit:g} s (a sensor always shows "
+            self._issue(IssueKind.FROZEN, WRENCH, stamp, f"force and torque identical for {limit:g} s (a sensor always shows "
                         "noise); stale until they change")
         self._wrench_frozen = frozen
         self._check_driver(stamp, WRENCH)
@@ -311,15 +293,15 @@ class FrameAssembler:
         stream = pose_stream(name)
         stamp = self._stamp(stamp, received, stream)
         if not (_finite(pose.position) and _finite(pose.quaternion)):
-            self._issue("nan", stream, stamp, f"pose has NaN, infinite or implausible (beyond {_LIMIT:g}) values; message dropped")
+            self._issue(IssueKind.NAN, stream, stamp, f"pose has NaN, infinite or implausible (beyond {_LIMIT:g}) values; message dropped")
             return
         q = pose.quaternion
         if not float(q @ q) > 1e-12:  # the grounder's test: not a rotation, unusable
-            self._issue("zero_quaternion", stream, stamp, "pose orientation is a zero quaternion; message dropped")
+            self._issue(IssueKind.ZERO_QUATERNION, stream, stamp, "pose orientation is a zero quaternion; message dropped")
             return
         last = self._pose_stamps.get(name)
         if last is not None and stamp <= last:
-            kind = "duplicate_stamp" if stamp == last else "backwards"
+            kind = IssueKind.DUPLICATE_STAMP if stamp == last else IssueKind.BACKWARDS
             self._issue(kind, stream, stamp, f"stamp {stamp:.6f} after {last:.6f}; message dropped")
             return
         self._poses[name] = pose
@@ -339,19 +321,19 @@ class FrameAssembler:
         if names is _AMBIGUOUS:
             renamed = self._rename(sample.names, check=False)
             twice = sorted({n for n in renamed if renamed.count(n) > 1})
-            self._issue("duplicate_names", JOINTS, t, f"{', '.join(twice)} listed more than once; which value holds "
+            self._issue(IssueKind.DUPLICATE_NAMES, JOINTS, t, f"{', '.join(twice)} listed more than once; which value holds "
                         "is ambiguous, message dropped")
             return self._unusable(t)
         if not names:
-            self._issue("empty_names", JOINTS, t, "JointState has an empty name list; message dropped")
+            self._issue(IssueKind.EMPTY_NAMES, JOINTS, t, "JointState has an empty name list; message dropped")
             return self._unusable(t)
         if len(sample.position) != len(names):
-            self._issue("length_mismatch", JOINTS, t,
+            self._issue(IssueKind.LENGTH_MISMATCH, JOINTS, t,
                         f"{len(names)} names but {len(sample.position)} positions; message dropped")
             return self._unusable(t)
         if not _finite(sample.position):
             bad = [n for n, p in zip(names, sample.position.tolist()) if not abs(p) < _LIMIT]
-            self._issue("nan", JOINTS, t, f"NaN, infinite or implausible positions for {', '.join(bad)}; message dropped")
+            self._issue(IssueKind.NAN, JOINTS, t, f"NaN, infinite or implausible positions for {', '.join(bad)}; message dropped")
             return self._unusable(t)
         broken = self._timeline(t)
         if broken is None:
@@ -360,7 +342,7 @@ class FrameAssembler:
             self._init_joints(names)
         elif names not in self._layouts:
             first = next(iter(self._layouts))
-            self._issue("joint_names_changed", JOINTS, t,
+            self._issue(IssueKind.JOINT_NAMES_CHANGED, JOINTS, t,
                         f"names [{', '.join(names)}] differ from the first message's [{', '.join(first)}]")
         assert self._values is not None and self._joint_t is not None
         layout = self._layout(names, t)
@@ -384,7 +366,7 @@ class FrameAssembler:
             self._complete = bool(np.isfinite(joint_t).all())
             if not self._complete:
                 missing = [name for name, seen in zip(self.joints, np.isfinite(joint_t).tolist()) if not seen]
-                self._issue("missing_joints", JOINTS, t, f"no position yet for {', '.join(missing)}; frame held back")
+                self._issue(IssueKind.MISSING_JOINTS, JOINTS, t, f"no position yet for {', '.join(missing)}; frame held back")
                 return None
 
         stale = self._stale(t)
@@ -436,7 +418,7 @@ class FrameAssembler:
         if last is None:
             return False
         if t <= last:
-            kind = "duplicate_stamp" if t == last else "backwards"
+            kind = IssueKind.DUPLICATE_STAMP if t == last else IssueKind.BACKWARDS
             self._issue(kind, JOINTS, t, f"stamp {t:.6f} after frame at {last:.6f}; message dropped")
             if t < last:  # one message behind is a glitch (nothing unseen); a second in a row, the clock going back
                 self._went_back = self._went_back or self._behind
@@ -446,11 +428,11 @@ class FrameAssembler:
         ahead, self._ahead = self._ahead, None
         if ahead is not None:
             if t >= ahead:
-                self._issue("time_jump", JOINTS, ahead, f"the stamps stepped {ahead - last:.3f} s ahead of the frame "
+                self._issue(IssueKind.TIME_JUMP, JOINTS, ahead, f"the stamps stepped {ahead - last:.3f} s ahead of the frame "
                             f"at {last:.6f}: the message at the step dropped, this frame stale")
                 self._went_back = False
                 return True
-            self._issue("outlier_stamp", JOINTS, t, f"the stream continues at {t:.6f} after the stamp "
+            self._issue(IssueKind.OUTLIER_STAMP, JOINTS, t, f"the stream continues at {t:.6f} after the stamp "
                         f"{ahead:.6f} that jumped ahead: that message alone dropped")
         limit = self.limits.joint_states
         if t - max(last, self._heard) > limit:  # the next message tells a clock step from an outlier stamp
@@ -466,7 +448,7 @@ class FrameAssembler:
         if not any(old):
             return False
         names = ", ".join(name for name, gone in zip(self.joints, old) if gone)
-        self._issue("missing_joints", JOINTS, t, f"no position for {names} for more than "
+        self._issue(IssueKind.MISSING_JOINTS, JOINTS, t, f"no position for {names} for more than "
                     f"{self.limits.joint_held:g} s; frame stale")
         return True
 
@@ -475,7 +457,7 @@ class FrameAssembler:
         limit = self.limits.joints_frozen
         frozen = bool(limit) and self._joint_repeats.held(block.tobytes(), t) > limit
         if frozen and not self.joints_frozen:
-            self._issue("frozen", JOINTS, t, f"positions, velocities and efforts identical for {limit:g} s "
+            self._issue(IssueKind.FROZEN, JOINTS, t, f"positions, velocities and efforts identical for {limit:g} s "
                         "(a driver repeating its last reading); frames stale until they change")
         self.joints_frozen = frozen
         return frozen
@@ -486,11 +468,11 @@ class FrameAssembler:
         if values is None:
             return np.nan, False
         if len(values) != n:
-            self._issue("length_mismatch", JOINTS, t, f"{n} names but {len(values)} {what}; {what} ignored")
+            self._issue(IssueKind.LENGTH_MISMATCH, JOINTS, t, f"{n} names but {len(values)} {what}; {what} ignored")
             return np.nan, False
         if _finite(values):
             return values, True
-        self._issue("nan", JOINTS, t, f"NaN, infinite or implausible {what}; {what} unknown this frame")
+        self._issue(IssueKind.NAN, JOINTS, t, f"NaN, infinite or implausible {what}; {what} unknown this frame")
         return values, False
 
 

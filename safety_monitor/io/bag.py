@@ -34,8 +34,8 @@ from rosbags.serde import SerdeError
 from rosbags.typesys import Stores, TypesysError, get_types_from_idl, get_types_from_msg, get_typestore
 
 from safety_monitor.errors import SourceError
-from safety_monitor.grounding.state import Pose, Wrench
-from safety_monitor.sources import messages as m
+from safety_monitor.frames import Pose, Wrench
+from safety_monitor.io import messages as m
 
 log = logging.getLogger(__name__)
 

@@ -15,9 +15,9 @@ import numpy as np
 import yaml
 
 from safety_monitor.errors import SpecError, ToolMissingError
-from safety_monitor.spec.compile import compile_formula
-from safety_monitor.spec.dfa import TableDFA
-from safety_monitor.spec.ltlf import (
+from safety_monitor.specs.compile import compile_formula
+from safety_monitor.specs.dfa import TableDFA
+from safety_monitor.specs.ltlf import (
     Always,
     Formula,
     Implies,

@@ -1,10 +1,12 @@
-"""Sub-command `alerts`, and the live-run half of `sim` (registered by safety_monitor/sim/cli.py)."""
+"""Sub-command `alerts`, and the live-run half of `sim` (registered by safety_monitor/cli/sim.py)."""
 from __future__ import annotations
 
 import argparse
 import json
 from collections import Counter
 from typing import Any
+
+from safety_monitor.enums import EventKind
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -66,7 +68,7 @@ def summarize(live) -> dict[str, Any]:
 
     episodes, per_property = [], {}
     for r in live.rollouts:
-        opened = Counter(e["property"] for e in r.events if e["kind"] == "opened")
+        opened = Counter(e["property"] for e in r.events if e["kind"] == EventKind.OPENED)
         spec = FAULTS.get(r.fault)
         expected = set(spec.expected_properties) if spec else set()
         allowed = set(spec.allowed_properties) if spec else set()

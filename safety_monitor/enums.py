@@ -1,0 +1,52 @@
+"""The kinds that cross module boundaries, as string-valued enums (the JSON and wire texts stay as they were).
+
+`EventKind`: what a monitor reports about a property (and `STATE_LOST` about itself).
+`IssueKind`: what went wrong with an input message or stream (the pipeline reports these; replay counts them).
+"""
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class EventKind(StrEnum):
+    OPENED = "opened"  # the main DFA entered its rejecting sink: a violation episode starts
+    RECOVERED = "recovered"  # the recovery formula was met: the episode ends, the property re-arms
+    CLOSED = "closed"  # a property without recovery formula: its one-frame episode ends at once
+    UNRECOVERED_AT_END = "unrecovered_at_end"  # the trace ended inside an episode that counts
+    DISCARDED_TRUNCATED = "discarded_truncated"  # the trace ended inside an episode shorter than min_resolve_frames
+    BLIND = "blind"  # a predicate of the property became unknown: its verdict is unknown
+    SEEING = "seeing"  # every predicate of the property is known again
+    STATE_LOST = "state_lost"  # not a property event: a monitor restarted after its previous run died
+
+    @property
+    def closes(self) -> bool:
+        """Whether this kind ends a violation episode."""
+        return self in _CLOSING
+
+
+_CLOSING = frozenset({EventKind.RECOVERED, EventKind.CLOSED, EventKind.UNRECOVERED_AT_END,
+                      EventKind.DISCARDED_TRUNCATED})
+
+
+class IssueKind(StrEnum):
+    """A problem with one input message or stream (`frames.StreamIssue.kind`)."""
+
+    NAN = "nan"  # NaN, infinite or implausible values: dropped
+    BACKWARDS = "backwards"  # stamp behind the last one: dropped
+    DUPLICATE_STAMP = "duplicate_stamp"  # stamp equal to the last one: dropped
+    TIME_JUMP = "time_jump"  # a gap in time larger than the stream allows
+    OUTLIER_STAMP = "outlier_stamp"  # one stamp far ahead of its neighbours: dropped
+    ZERO_STAMP = "zero_stamp"  # header stamp zero: the arrival time is used
+    EMPTY_NAMES = "empty_names"  # a JointState without joint names
+    LENGTH_MISMATCH = "length_mismatch"  # names and values of different lengths
+    JOINT_NAMES_CHANGED = "joint_names_changed"
+    UNKNOWN_JOINTS = "unknown_joints"  # joints the robot does not have: ignored
+    MISSING_JOINTS = "missing_joints"  # joints the robot needs that never came
+    DUPLICATE_NAMES = "duplicate_names"  # a joint listed twice: dropped
+    ZERO_QUATERNION = "zero_quaternion"  # a pose without orientation: dropped
+    FROZEN = "frozen"  # values bit-identical for longer than a real sensor stays still: stale
+    STREAM_STOPPED = "stream_stopped"  # a stream that stopped while others went on
+    UNDECODABLE = "undecodable"  # bytes that are no message of the type: dropped
+    GROUNDING = "grounding"  # the frame could not be grounded: every predicate unknown
+    FRAME_GAP = "frame_gap"  # recorded frame numbers skip: frames lost or the estimator restarted
+    PREDICATES_GAP = "predicates_gap"  # no advancing predicates for longer than the watchdog allows

@@ -1,0 +1,260 @@
+"""Every limit and default of the live nodes and of replay: one typed schema, validated once.
+
+A site tunes them in one file, config/nodes.yaml (the ROS 2 parameter-file format). The nodes declare
+their ROS parameters from these dataclasses (`nodes/params.py`: each field is a read-only parameter whose
+description is the field's help), and replay and the in-process sim read the same file with
+`load_settings`, so every driver applies the input rules the live stack applies. Ranges live in the
+fields' metadata and `validate` checks them for every driver alike.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from safety_monitor.errors import SafetyMonitorError
+
+FROZEN_S = 2.0  # bit-identical joint values or wrench for this long (stamp time): a stuck driver, stale
+PREDICATES_TIMEOUT_S = 0.5  # no advancing predicates for this long: the monitor steps a blind frame
+DEFAULT_HISTORY = 5000  # frames kept for counterexamples (10 s at 500 Hz: a settle timeout's whole window)
+CONTROL_RATE_HZ = 500.0
+MAX_SETTINGS_BYTES = 1 << 20  # a parameter file is a few kilobytes; anything near this is not one
+
+T = TypeVar("T")
+
+
+class SettingsError(SafetyMonitorError):
+    """A setting out of its range, of the wrong type, unknown, or a parameter file that cannot be read."""
+
+
+def setting(default: Any, help: str, *, low: float | None = None, above: bool = False,  # noqa: A002
+            choices: tuple[str, ...] = ()) -> Any:
+    """A field of a settings class: its default, what `ros2 param describe` shows, and its range
+    (`low`: the smallest value, excluded when `above`; `choices`: the allowed texts)."""
+    return dataclasses.field(default=default, metadata={"help": help, "low": low, "above": above, "choices": choices})
+
+
+@dataclass(frozen=True)
+class Topics:
+    """Topic names shared by every node (parameters `topics.<field>`). Relative names follow the
+    node's namespace, so one namespace per robot keeps robots apart; `/diagnostics` and `/clock` are
+    global by convention (one simulated world per ROS domain)."""
+
+    joint_states: str = setting("joint_states", "sensor_msgs/JointState driving the frames")
+    wrench: str = setting("wrist_wrench", "geometry_msgs/WrenchStamped of the wrist sensor ('' = no sensor)")
+    object_pose: str = setting("objects/{name}/pose", "geometry_msgs/PoseStamped per object, {name} substituted")
+    predicates: str = setting("safety_monitor/predicates", "estimator -> monitor predicate frames")
+    events: str = setting("safety_monitor/events", "monitor events (reliable, transient local)")
+    episode: str = setting("safety_monitor/episode", "rollout start/end markers")
+    heartbeat: str = setting("safety_monitor/heartbeat", "monitor liveness: DiagnosticArray with a sequence number")
+    diagnostics: str = setting("/diagnostics", "operator alerts (diagnostic_msgs/DiagnosticArray)")
+    clock: str = setting("/clock", "simulated time published by the sim node")
+
+
+@dataclass(frozen=True)
+class EstimatorSettings:
+    """The estimator stage: robot topics -> predicate frames (the estimator node, robot-state replay)."""
+
+    config_dir: str = setting("", "folder with robot.yaml, objects.yaml, thresholds.yaml ('' = the package's)")
+    control_rate_hz: float = setting(CONTROL_RATE_HZ, "rate of /joint_states: threshold durations become frame "
+                                     "counts", low=0.0, above=True)
+    joint_states_timeout_s: float = setting(0.1, "watchdog: no /joint_states for this long (wall clock) -> STALE",
+                                            low=0.0, above=True)
+    joint_states_frozen_s: float = setting(
+        FROZEN_S, "identical /joint_states values for this long (stamp time) -> STALE, predicates unknown (0 = off)",
+        low=0.0)
+    wrench_frozen_s: float = setting(
+        FROZEN_S, "identical wrench values for this long (stamp time) -> wrench stale, its predicates unknown "
+        "(0 = off)", low=0.0)
+    wrench_stale_s: float = setting(0.0, "wrench older than this at a frame: its predicates unknown "
+                                    "(0 = thresholds.yaml)", low=0.0)
+    pose_stale_s: float = setting(0.0, "object pose older than this at a frame: its predicates unknown "
+                                  "(0 = thresholds.yaml)", low=0.0)
+    best_effort_inputs: bool = setting(False, "subscribe to the robot topics best effort (sensors that offer no more)")
+    diagnostics_period_s: float = setting(1.0, "period of the /diagnostics heartbeat", low=0.0, above=True)
+
+
+@dataclass(frozen=True)
+class MonitorSettings:
+    """The supervisor and monitor stage: predicate frames -> events (the monitor node, every replay)."""
+
+    specs: str = setting("", "spec file ('' = the package's config/specs.yaml)")
+    events_log: str = setting("", "JSON Lines event log ('' = $ROS_HOME/safety_monitor/events[_<namespace>].jsonl)")
+    predicates_timeout_s: float = setting(PREDICATES_TIMEOUT_S, "no predicates for this long (wall clock live, "
+                                          "log time in replay): STALE, properties unknown", low=0.0, above=True)
+    predicates_frozen_s: float = setting(PREDICATES_TIMEOUT_S, "predicate stamps not advancing for this long: "
+                                         "STALE, properties unknown", low=0.0, above=True)
+    heartbeat_period_s: float = setting(0.2, "period of safety_monitor/heartbeat", low=0.0, above=True)
+    diagnostics_period_s: float = setting(1.0, "period of the /diagnostics heartbeat", low=0.0, above=True)
+    history_frames: int = setting(DEFAULT_HISTORY, "frames of predicate values kept for counterexamples", low=1)
+    control_rate_hz: float = setting(CONTROL_RATE_HZ, "frame rate of the predicates; converts spec spans given in "
+                                     "seconds", low=0.0, above=True)
+    hardware_id: str = setting("", "hardware_id of the diagnostics ('' = the namespace, or 'robot')")
+    sync_before_publish: bool = setting(
+        False, "fsync the event log before publishing (power-loss proof; adds the disk's sync time to latency)")
+
+
+PACES = ("realtime", "lockstep")
+
+
+@dataclass(frozen=True)
+class SimSettings:
+    """The simulator node's episodes and pace."""
+
+    task: str = setting("", "task of every episode ('' = the fault's task, pick_and_place_cube without fault)")
+    fault: str = setting("", "fault of every episode ('none' = fault-free), a comma-separated list to cycle, "
+                             "or '' to cycle fault-free then each fault")
+    episodes: int = setting(1, "episodes to run (seeds seed, seed+1, ...)", low=1)
+    seed: int = setting(0, "seed of the first episode", low=0)
+    pace: str = setting("realtime", "'realtime' (wall-clock timer) or 'lockstep' (as fast as predicates return)",
+                        choices=PACES)
+    realtime_factor: float = setting(1.0, "realtime pace: simulated seconds per wall second", low=0.0, above=True)
+    max_in_flight: int = setting(1, "lockstep pace: frames published but not yet answered by predicates (more "
+                                 "pipelines processes, but a frame may then meet a slower stream's next sample)", low=1)
+    ack_timeout_s: float = setting(2.0, "lockstep pace: wall seconds without predicates before moving on anyway",
+                                   low=0.0, above=True)
+    episode_gap_s: float = setting(0.3, "pause between episodes, wall and simulated seconds", low=0.0)
+    shutdown_when_done: bool = setting(True, "exit after the last episode")
+
+
+@dataclass(frozen=True)
+class NodeSettings:
+    """What one parameter file sets for each node (the package's defaults where it says nothing)."""
+
+    topics: Topics = dataclasses.field(default_factory=Topics)
+    estimator: EstimatorSettings = dataclasses.field(default_factory=EstimatorSettings)
+    monitor: MonitorSettings = dataclasses.field(default_factory=MonitorSettings)
+    sim: SimSettings = dataclasses.field(default_factory=SimSettings)
+
+
+# parameter-file node names -> the NodeSettings field they set
+NODES = {"estimator_node": "estimator", "monitor_node": "monitor", "sim_node": "sim"}
+TOPICS_PREFIX = "topics."
+
+
+def build(cls: type[T], values: Mapping[str, Any], where: str) -> T:
+    """`cls` from `values` (defaults for the rest), every value checked against its field: type and range.
+    `1` is accepted where a float is meant; booleans are only true/false (never 1/0)."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    if unknown := sorted(set(values) - set(fields)):
+        raise SettingsError(f"{where}: unknown setting {_nearest(unknown[0], fields)}")
+    out = {}
+    for name, value in values.items():
+        f = fields[name]
+        out[name] = _checked(value, f.default, f.metadata, f"{where}: {name}")
+    return cls(**out)
+
+
+def validate(settings: Any, where: str) -> None:
+    """Check every field of a settings object (built elsewhere, e.g. from ROS parameters) as `build` does."""
+    build(type(settings), {f.name: getattr(settings, f.name) for f in dataclasses.fields(settings)}, where)
+
+
+def _checked(value: Any, default: Any, meta: Mapping[str, Any], where: str) -> Any:
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise SettingsError(f"{where} must be true or false, got {value!r}")
+        return value
+    if isinstance(default, (int, float)):
+        whole = type(default) is int
+        if isinstance(value, bool) or not isinstance(value, int if whole else (int, float)):
+            raise SettingsError(f"{where} must be {'a whole number' if whole else 'a number'}, got {value!r}")
+        if not math.isfinite(value):
+            raise SettingsError(f"{where} must be finite, got {value!r}")
+        low, above = meta.get("low"), meta.get("above")
+        if low is not None and (value <= low if above else value < low):
+            raise SettingsError(f"{where} must be {'>' if above else '>='} {low:g}, got {value!r}")
+        return value if whole else float(value)
+    if not isinstance(value, str):
+        raise SettingsError(f"{where} must be a string, got {value!r}")
+    if (choices := meta.get("choices")) and value not in choices:
+        raise SettingsError(f"{where} must be one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
+def _nearest(name: str, known: Mapping[str, Any]) -> str:
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else f"; known: {', '.join(sorted(known))}")
+
+
+def load_settings(path: str | Path) -> NodeSettings:
+    """The settings a ROS 2 parameter file gives each node, as rcl applies them: the `/**` section first,
+    then the sections named after a node (any namespace). A parameter no node declares is an error (a
+    typo would otherwise leave a default silently in force)."""
+    where = f"parameter file {path}"
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_SETTINGS_BYTES + 1)
+    except OSError as exc:
+        raise SettingsError(f"{where}: cannot read it: {exc.strerror or exc}") from None
+    if len(data) > MAX_SETTINGS_BYTES:
+        raise SettingsError(f"{where}: larger than {MAX_SETTINGS_BYTES} bytes; not a parameter file")
+    try:
+        doc = yaml.load(data.decode("utf-8"), Loader=_NoAliasLoader)
+    except UnicodeDecodeError as exc:
+        raise SettingsError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except yaml.YAMLError as exc:
+        raise SettingsError(f"{where}: not valid YAML: {' '.join(str(exc).split())}") from None
+    if not isinstance(doc, Mapping):
+        raise SettingsError(f"{where}: expected a ROS 2 parameter file (a mapping of node names)")
+    values: dict[str, dict[str, Any]] = {"topics": {}, **{section: {} for section in NODES.values()}}
+    sections = [key for key in doc if key == "/**"] + [key for key in doc if _node_of(key) is not None]
+    for key in sections:
+        body = doc[key]
+        params = body.get("ros__parameters") if isinstance(body, Mapping) else None
+        if not isinstance(params, Mapping):
+            raise SettingsError(f"{where}: section {key!r} has no ros__parameters mapping")
+        targets = list(NODES.values()) if key == "/**" else [NODES[_node_of(key)]]  # type: ignore[index]
+        for name, value in _flatten(params):
+            if name.startswith(TOPICS_PREFIX):
+                values["topics"][name[len(TOPICS_PREFIX):]] = value
+                continue
+            owners = [t for t in targets if name in _FIELDS[t]]
+            if not owners:
+                known = {n: None for t in targets for n in _FIELDS[t]}
+                raise SettingsError(f"{where}: section {key!r}: unknown parameter {_nearest(name, known)}")
+            for owner in owners:
+                values[owner][name] = value
+    return NodeSettings(
+        topics=build(Topics, values["topics"], f"{where}: topics"),
+        estimator=build(EstimatorSettings, values["estimator"], f"{where}: estimator_node"),
+        monitor=build(MonitorSettings, values["monitor"], f"{where}: monitor_node"),
+        sim=build(SimSettings, values["sim"], f"{where}: sim_node"),
+    )
+
+
+_FIELDS = {"estimator": {f.name for f in dataclasses.fields(EstimatorSettings)},
+           "monitor": {f.name for f in dataclasses.fields(MonitorSettings)},
+           "sim": {f.name for f in dataclasses.fields(SimSettings)}}
+
+
+def _node_of(key: Any) -> str | None:
+    last = str(key).rstrip("/").rsplit("/", 1)[-1]
+    return last if last in NODES else None
+
+
+def _flatten(params: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """Nested parameter mappings (`topics: {events: ...}`) -> dotted names, as rcl reads them."""
+    out: list[tuple[str, Any]] = []
+    for name, value in params.items():
+        if isinstance(value, Mapping):
+            out += _flatten(value, f"{prefix}{name}.")
+        else:
+            out.append((f"{prefix}{name}", value))
+    return out
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """A parameter file has no use for YAML aliases; refusing them bounds what a small file can expand to."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.YAMLError(f"YAML aliases are not allowed (line {event.start_mark.line + 1})")
+        return super().compose_node(parent, index)
