@@ -250,7 +250,8 @@ def shim_bin(tmp_path_factory) -> Path:
     """A bin folder whose `safety-monitor` runs this checkout with this interpreter."""
     folder = tmp_path_factory.mktemp("doc_bin")
     shim = folder / "safety-monitor"
-    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m safety_monitor.cli "$@"\n')
+    entry = "import sys; from safety_monitor.cli import main; sys.exit(main())"  # setup.py's console script
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -c "{entry}" "$@"\n')
     shim.chmod(shim.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     return folder
 
