@@ -329,6 +329,6 @@ def test_every_docs_page_is_linked_from_the_index() -> None:
 
 
 def test_predicate_table_is_the_one_the_code_prints() -> None:
-    from safety_monitor.grounding.cli import predicate_table
+    from safety_monitor.cli.grounding import predicate_table
 
     assert predicate_table() in (DOCS / "predicates.md").read_text()

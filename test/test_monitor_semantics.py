@@ -1,4 +1,4 @@
-"""The per-property rules of README "Monitor semantics", one hand-written trace per rule.
+"""The per-property rules of docs/semantics.md, one hand-written trace per rule.
 
 Each trace is checked on the live monitor and on the batch monitor: both must give these events.
 """

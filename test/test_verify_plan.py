@@ -171,9 +171,9 @@ def test_a_plan_that_checks_no_property_is_an_error(tmp_path, capsys):
     assert "predicates outside the spec vocabulary: holding" in err, err
 
 
-def test_the_readme_plan_example_checks_a_real_property(tmp_path, capsys):
+def test_the_docs_plan_example_checks_a_real_property(tmp_path, capsys):
     root = Path(__file__).resolve().parents[1]
-    section = (root / "README.md").read_text().split("### safety-monitor plan", 1)[1]
+    section = (root / "docs" / "verify.md").read_text().split("## `safety-monitor plan`", 1)[1]
     example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
     plan = tmp_path / "plan.yaml"
     plan.write_text(example)

@@ -1,4 +1,4 @@
-"""Sub-command `predicates`: the grounded predicate vocabulary, as the README table or JSON."""
+"""Sub-command `predicates`: the grounded predicate vocabulary, as the table in docs/predicates.md or JSON."""
 from __future__ import annotations
 
 import argparse
@@ -13,7 +13,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def predicate_table() -> str:
-    """The README's predicate table, one row per predicate the Grounder produces."""
+    """The predicate table of docs/predicates.md, one row per predicate the Grounder produces."""
     from safety_monitor.grounding.grounder import PREDICATE_DOCS
 
     rows = ["| predicate | meaning | inputs | thresholds (config/thresholds.yaml) |", "|---|---|---|---|"]

@@ -26,7 +26,7 @@ class FrameInputs:
 
 @dataclass(frozen=True)
 class PredicateDoc:
-    """One predicate's row in the README table."""
+    """One predicate's row in the table of docs/predicates.md."""
 
     meaning: str
     inputs: str
