@@ -120,6 +120,13 @@ class Bound:
     def text(self) -> str:
         return f"[<={self.frames}]" if self.frames is not None else f"[<={self.seconds}s]"
 
+    def words(self) -> str:
+        """'2.5 s (1250 frames)', '2.5 s' before resolving, '40 frames' when written in frames."""
+        frames = "1 frame" if self.frames == 1 else f"{self.frames} frames"
+        if self.seconds is None:
+            return frames
+        return f"{self.seconds} s" + (f" ({frames})" if self.frames is not None else "")
+
 
 @dataclass(frozen=True)
 class BoundedEventually:
