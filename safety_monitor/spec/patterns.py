@@ -94,7 +94,8 @@ TEMPLATES: dict[tuple[Pattern, Scope], str] = {
     (Pattern.UNIVERSALITY, Scope.AFTER_UNTIL): "G(({q} & !{r}) -> " + _w("{p}", "{r}") + ")",
     (Pattern.PRECEDENCE, Scope.GLOBAL): _w("!{p}", "{s}"),
     (Pattern.PRECEDENCE, Scope.BEFORE): "(F({r}) -> (!{p} U ({s} | {r})))",
-    (Pattern.PRECEDENCE, Scope.AFTER): "(G(!{q}) | F({q} & " + _w("!{p}", "{s}") + "))",
+    # the catalogue's G !Q | F(Q & (!P W S)) lets a later Q restart the check; anchored at the first Q here
+    (Pattern.PRECEDENCE, Scope.AFTER): "(G(!{q}) | (!{q} U ({q} & " + _w("!{p}", "{s}") + ")))",
     (Pattern.PRECEDENCE, Scope.BETWEEN): "G(({q} & !{r} & F({r})) -> (!{p} U ({s} | {r})))",
     (Pattern.PRECEDENCE, Scope.AFTER_UNTIL): "G(({q} & !{r}) -> " + _w("!{p}", "{s} | {r}") + ")",
     **{(Pattern.RESPONSE, sc): _response(sc, "F") for sc in Scope},
