@@ -70,7 +70,9 @@ def describe(f: Formula, rate: float | None = None) -> str:
     match = recognise(f)
     if match is not None:
         return _pattern(match, rate)
-    f = _push_not(f)
+    pushed = _push_not(f)
+    if pushed is not f:
+        return describe(pushed, rate)
     if is_propositional(f):
         return must(f)
     if isinstance(f, Always):
