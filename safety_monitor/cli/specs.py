@@ -5,7 +5,7 @@ import argparse
 import json
 import sys
 
-from safety_monitor.errors import SourceError
+from safety_monitor.errors import SourceError, SpecError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -14,7 +14,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     check = specs_sub.add_parser("check", help="validate and compile a spec file, print one row per property")
     check.add_argument("file", help="spec YAML file")
     check.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
+    check.add_argument("--rate", type=float, metavar="HZ",
+                       help="control rate for bounds and spans in seconds (default: the file's control_rate_hz)")
     check.set_defaults(func=_check)
+    explain = specs_sub.add_parser("explain", help="each property, its recovery and options in plain English")
+    explain.add_argument("file", help="spec YAML file")
+    explain.add_argument("property", nargs="?", help="only this property")
+    explain.add_argument("--rate", type=float, metavar="HZ", help="control rate to show bounds in seconds as frames")
+    explain.set_defaults(func=_explain)
 
     ev = sub.add_parser("eval", help="evaluate one LTLf formula on a trace file")
     ev.add_argument("--formula", required=True, help="LTLf formula in ltlf2dfa syntax, e.g. 'G(a -> F b)'")
@@ -27,12 +34,15 @@ def _check(args: argparse.Namespace) -> int:
     from safety_monitor.specs.ltlf import parse
     from safety_monitor.specs.model import compile_specs, load_specs
 
-    spec_set = load_specs(args.file)
+    spec_set = load_specs(args.file).at_rate(_rate(args.rate))
     rows = [
         {
             "name": c.prop.name,
             "category": c.prop.category,
             "class": str(classify(parse(c.prop.formula))),
+            "formula": c.prop.formula,
+            "pattern": c.prop.pattern.describe() if c.prop.pattern else None,
+            "bounds": list(c.prop.bound_conversions()),
             "atoms": list(c.atoms),
             "states": c.main.n_states,
             "recovery_states": c.recovery.n_states if c.recovery else None,
@@ -51,7 +61,31 @@ def _check(args: argparse.Namespace) -> int:
     widths = [max(len(h), *(len(t[i]) for t in table)) for i, h in enumerate(header[:-1])]
     for line in (header, *table):
         print("  ".join(c.ljust(w) for c, w in zip(line[:-1], widths)) + "  " + line[-1])
+    for r in rows:
+        if r["pattern"]:
+            print(f"{r['name']}: {r['pattern']} becomes {r['formula']}")
+        for conversion in r["bounds"]:
+            print(f"{r['name']}: {conversion}")
     print(f"{spec_set.path}: {len(rows)} properties over {len(spec_set.predicates)} predicates: OK")
+    return 0
+
+
+def _rate(rate: float | None) -> float | None:
+    if rate is not None and not (rate > 0 and rate != float("inf")):
+        raise SpecError(f"--rate must be a positive number of Hz, got {rate!r}")
+    return rate
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from safety_monitor.specs.english import explain_property
+    from safety_monitor.specs.model import load_specs
+
+    spec_set = load_specs(args.file).at_rate(_rate(args.rate))
+    chosen = [p for p in spec_set.properties if args.property in (None, p.name)]
+    if not chosen:
+        names = ", ".join(p.name for p in spec_set.properties)
+        raise SpecError(f"{args.file}: no property {args.property!r} (it has: {names})")
+    print("\n".join(explain_property(p) for p in chosen))
     return 0
 
 

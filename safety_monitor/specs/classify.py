@@ -6,12 +6,16 @@
   (`G(p -> F q)`, `G(p -> (a U b))`, the weak-until form `(a U b) | G a`), or an until/release
   between propositional conditions from the first frame on (`!q U p`: no q before p).
 - other: anything else (reachability `F p`, first-frame conditions, recovery goals, ...).
+
+A formula of one of Dwyer's pattern shapes (spec/patterns.py) also has that pattern named: `pattern`
+holds the match, and the reason starts with it ("response, global: ...").
 """
 from __future__ import annotations
 
 from safety_monitor.specs.ltlf import (
     Always,
     And,
+    BoundedEventually,
     Eventually,
     Formula,
     Implies,
@@ -22,6 +26,7 @@ from safety_monitor.specs.ltlf import (
     is_propositional,
     to_text,
 )
+from safety_monitor.specs.patterns import PatternMatch, recognise
 
 KINDS = ("state_invariant", "ordering_constraint", "other")
 
@@ -30,12 +35,14 @@ class Classification(str):
     """One of `KINDS`; compares equal to that plain string and carries a one-line `reason`."""
 
     reason: str
+    pattern: PatternMatch | None
 
-    def __new__(cls, kind: str, reason: str) -> Classification:
+    def __new__(cls, kind: str, reason: str, pattern: PatternMatch | None = None) -> Classification:
         if kind not in KINDS:
             raise ValueError(f"unknown class {kind!r}; expected one of {KINDS}")
         obj = super().__new__(cls, kind)
         obj.reason = reason
+        obj.pattern = pattern
         return obj
 
     @property
@@ -44,6 +51,14 @@ class Classification(str):
 
 
 def classify(f: Formula) -> Classification:
+    shape = _classify(f)
+    match = recognise(f)
+    if match is None:
+        return shape
+    return Classification(shape.kind, f"{match.describe(to_text)}; {shape.reason}", match)
+
+
+def _classify(f: Formula) -> Classification:
     if isinstance(f, And):
         parts = [classify(a) for a in f.args]
         if all(p == "state_invariant" for p in parts):
@@ -93,6 +108,8 @@ def _ordering_reason(trigger: Formula, then: Formula) -> str:
     p = to_text(trigger)
     if isinstance(then, Eventually) and is_propositional(then.arg):
         return f"response: every {p} must be followed by {to_text(then.arg)}"
+    if isinstance(then, BoundedEventually) and is_propositional(then.arg):
+        return f"bounded response: every {p} must be followed by {to_text(then.arg)} within {then.bound.words()}"
     if isinstance(then, Always) and is_propositional(then.arg):
         return f"after {p}, {to_text(then.arg)} must hold from then on"
     if _is_precedence(then):

@@ -26,7 +26,8 @@ import numpy as np
 from safety_monitor.errors import SpecError, ToolMissingError
 from safety_monitor.specs.dfa import TableDFA
 from safety_monitor.specs.ltlf import (Always, Atom, Const, Equiv, Eventually, Formula, Last, Release, Until, atoms_of,
-                                     children, ltlf2dfa_formula, parse, to_text)
+                                     children, has_bounds, ltlf2dfa_formula, parse, resolve_bounds, to_text)
+from safety_monitor.specs.progression import progression_dfa
 
 MAX_ATOMS = 16  # a dense table has 2**atoms columns per state
 MAX_TRANSLATION = 1 << 12  # sub-formula copies in ltlf2dfa's MONA program; MONA crashes near 16 thousand
@@ -60,9 +61,12 @@ def cache_dir() -> Path:
     return Path(base) / "safety_monitor"
 
 
-def compile_formula(text: str) -> TableDFA:
-    """Compile one LTLf formula (ltlf2dfa syntax) to a TableDFA, using the caches."""
-    canonical = to_text(parse(text))
+def compile_formula(text: str, control_rate_hz: float | None = None) -> TableDFA:
+    """Compile one LTLf formula (ltlf2dfa syntax plus bounds) to a TableDFA, using the caches.
+
+    Bounds in seconds become frames at `control_rate_hz` (a SpecError without one).
+    """
+    canonical = to_text(resolve_bounds(parse(text), control_rate_hz))
     return _compile_canonical(canonical, str(cache_dir()))
 
 
@@ -120,6 +124,9 @@ def _build(canonical: str) -> TableDFA:
     atoms = atoms_of(formula)
     if len(atoms) > MAX_ATOMS:
         raise SpecError(f"formula has {len(atoms)} atoms, at most {MAX_ATOMS} are supported: {canonical}")
+    if has_bounds(formula):  # MONA runs out of memory on bounds beyond a few dozen frames
+        table, accepting, initial = progression_dfa(formula, atoms)
+        return _finish(canonical, atoms, table, initial, accepting)
     if translation_size(formula) > MAX_TRANSLATION:
         raise SpecError(f"formula nests G, F, U, R or <-> too deeply for MONA (its program would hold more than "
                         f"{MAX_TRANSLATION} sub-formula copies): {canonical}")

@@ -4,11 +4,18 @@ The AST is ours (frozen dataclasses) so classification, CTL lifting and the refe
 not depend on ltlf2dfa's internal classes; parsing reuses ltlf2dfa's own grammar so that whatever
 parses here compiles there. Precedence (tightest first): unary `! X WX G F`, then `R`, `U`, `&`,
 `|`, `->`, `<->`; `U` and `R` group to the right, `->` to the left. `G a -> b` is `(G a) -> b`.
+
+On top of that grammar: the bounded operators `F[<=N] f`, `G[<=N] f` and `f U[<=N] g`, with N in
+frames or in seconds (`F[<=2.5s] f`, frames once `resolve_bounds` knows the control rate). ltlf2dfa
+does not know them; `compile` builds their automata itself (see `progression`).
 """
 from __future__ import annotations
 
 import functools
 import importlib.util
+import math
+import re
+from fractions import Fraction
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,7 +106,59 @@ class Eventually:
     arg: Formula
 
 
-Formula = Union[Atom, Const, Last, Not, And, Or, Implies, Equiv, Next, WeakNext, Until, Release, Always, Eventually]
+@dataclass(frozen=True)
+class Bound:
+    """`[<=N]`: the next N frames after the current one (N + 1 positions with it).
+
+    Written in seconds (`[<=2.5s]`), `seconds` keeps the text and `frames` is None until
+    `resolve_bounds` converts it at the control rate; `frames` alone is what the automaton uses.
+    """
+
+    frames: int | None
+    seconds: str | None = None
+
+    def text(self) -> str:
+        return f"[<={self.frames}]" if self.frames is not None else f"[<={self.seconds}s]"
+
+    def words(self) -> str:
+        """'2.5 s (1250 frames)', '2.5 s' before resolving, '40 frames' when written in frames."""
+        frames = "1 frame" if self.frames == 1 else f"{self.frames} frames"
+        if self.seconds is None:
+            return frames
+        return f"{self.seconds} s" + (f" ({frames})" if self.frames is not None else "")
+
+
+@dataclass(frozen=True)
+class BoundedEventually:
+    """Strong: `arg` holds at one of the next `bound` frames (or now), and before the trace ends."""
+
+    arg: Formula
+    bound: Bound
+
+
+@dataclass(frozen=True)
+class BoundedAlways:
+    """Weak: `arg` holds now and at each of the next `bound` frames that the trace still has."""
+
+    arg: Formula
+    bound: Bound
+
+
+@dataclass(frozen=True)
+class BoundedUntil:
+    """Strong: `right` holds within `bound` frames (and before the trace ends), `left` at every frame before."""
+
+    left: Formula
+    right: Formula
+    bound: Bound
+
+
+Formula = Union[Atom, Const, Last, Not, And, Or, Implies, Equiv, Next, WeakNext, Until, Release, Always, Eventually,
+                BoundedEventually, BoundedAlways, BoundedUntil]
+BOUNDED = (BoundedEventually, BoundedAlways, BoundedUntil)
+# A bounded operator's automaton has about one state per frame of its bound (more when several bounds
+# are pending at once); past this a table costs more memory and compile time than a monitor should
+MAX_BOUND_FRAMES = 20_000
 
 # The recursive passes (lark's transformer, printing, evaluation, ltlf2dfa's own translation) would
 # overflow Python's stack on a few hundred nested operators; `a U a U ... a` nests without parentheses.
@@ -113,8 +172,20 @@ def _parser() -> Lark:
     if spec is None or not spec.submodule_search_locations:
         raise ToolMissingError("the Python package ltlf2dfa is not installed (pip install ltlf2dfa)")
     folder = Path(next(iter(spec.submodule_search_locations))) / "parser"
-    grammar = (folder / "ltlf.lark").read_text(encoding="utf-8")
+    grammar = (folder / "ltlf.lark").read_text(encoding="utf-8") + _BOUNDED_GRAMMAR
     return Lark(grammar, parser="lalr", import_paths=[str(folder)], cache=True)
+
+
+# ltlf2dfa's grammar with the bounded operators added at the precedence of their unbounded forms
+_BOUNDED_GRAMMAR = r"""
+%override ?ltlf_unaryop: ltlf_always | ltlf_eventually | ltlf_next | ltlf_weak_next | ltlf_not | ltlf_wrapped
+    | ltlf_bounded_always | ltlf_bounded_eventually
+ltlf_bounded_always: ALWAYS BOUND ltlf_unaryop
+ltlf_bounded_eventually: EVENTUALLY BOUND ltlf_unaryop
+%override ?ltlf_until: ltlf_release ((UNTIL | UNTIL BOUND) ltlf_release)*
+BOUND: /\[[ \t]*<=[ \t]*[0-9]+(\.[0-9]+)?[ \t]*s?[ \t]*\]/
+"""
+_BOUND_TEXT = re.compile(r"\[\s*<=\s*([0-9]+(?:\.[0-9]+)?)\s*(s?)\s*\]")
 
 
 def parse(text: str) -> Formula:
@@ -222,6 +293,21 @@ class _ToAst(Transformer):
     def ltlf_always(self, c):
         return Always(c[-1])
 
+    def ltlf_bounded_always(self, c):
+        return BoundedAlways(c[-1], self._bound(c[1]))
+
+    def ltlf_bounded_eventually(self, c):
+        return BoundedEventually(c[-1], self._bound(c[1]))
+
+    def _bound(self, token: Token) -> Bound:
+        amount, unit = _BOUND_TEXT.fullmatch(str(token)).groups()
+        if unit:
+            return Bound(None, amount)
+        if "." in amount:
+            raise SpecError(f"a bound in frames must be a whole number, got {token} (write {amount}s for seconds): "
+                            f"{self._text}")
+        return checked_bound(int(amount), str(token), self._text)
+
     def ltlf_eventually(self, c):
         return Eventually(c[-1])
 
@@ -236,9 +322,19 @@ class _ToAst(Transformer):
         return functools.reduce(Implies, self._operands(c))
 
     def ltlf_until(self, c):
-        """a U b U c is a U (b U c), as in ltlf2dfa."""
-        ops = self._operands(c)
-        return functools.reduce(lambda r, left: Until(left, r), reversed(ops[:-1]), ops[-1])
+        """a U b U c is a U (b U c), as in ltlf2dfa; a BOUND token after a U bounds that U."""
+        ops, bounds = [], []
+        for child in c:
+            if isinstance(child, Token) and child.type == "BOUND":
+                bounds[-1] = self._bound(child)
+            elif isinstance(child, Token):
+                bounds.append(None)
+            else:
+                ops.append(child)
+        result = ops[-1]
+        for left, bound in zip(reversed(ops[:-1]), reversed(bounds)):
+            result = Until(left, result) if bound is None else BoundedUntil(left, result, bound)
+        return result
 
     def ltlf_release(self, c):
         ops = self._operands(c)
@@ -270,7 +366,7 @@ def children(f: Formula) -> tuple[Formula, ...]:
         return ()
     if isinstance(f, (And, Or)):
         return f.args
-    if isinstance(f, (Implies, Equiv, Until, Release)):
+    if isinstance(f, (Implies, Equiv, Until, Release, BoundedUntil)):
         return (f.left, f.right)
     return (f.arg,)
 
@@ -293,12 +389,74 @@ def to_text(f: Formula) -> str:
         return "(" + " | ".join(to_text(a) for a in f.args) + ")"
     if type(f) in _BINARY_SYMBOL:
         return f"({to_text(f.left)} {_BINARY_SYMBOL[type(f)]} {to_text(f.right)})"
+    if isinstance(f, BoundedUntil):
+        return f"({to_text(f.left)} U{f.bound.text()} {to_text(f.right)})"
+    if isinstance(f, BoundedEventually):
+        return f"F{f.bound.text()}({to_text(f.arg)})"
+    if isinstance(f, BoundedAlways):
+        return f"G{f.bound.text()}({to_text(f.arg)})"
     return f"{_UNARY_SYMBOL[type(f)]}({to_text(f.arg)})"
+
+
+def checked_bound(frames: int, written: str, text: str) -> Bound:
+    if frames > MAX_BOUND_FRAMES:
+        raise SpecError(f"bound {written} is {frames} frames, more than the {MAX_BOUND_FRAMES} a table supports (it "
+                        f"needs about one state per frame of a bound): {text}")
+    return Bound(frames)
+
+
+def has_bounds(f: Formula) -> bool:
+    return isinstance(f, BOUNDED) or any(has_bounds(c) for c in children(f))
+
+
+def seconds_bounds(f: Formula) -> tuple[Bound, ...]:
+    """The bounds written in seconds, in the order they appear (for showing their conversion)."""
+    own = (f.bound,) if isinstance(f, BOUNDED) and f.bound.frames is None else ()
+    return own + tuple(b for c in children(f) for b in seconds_bounds(c))
+
+
+def bound_frames(seconds: str, control_rate_hz: float) -> int:
+    """Frames a bound in seconds spans: ceil(seconds x rate), exact on the decimal text (0.1 s at 30 Hz is 3)."""
+    return math.ceil(Fraction(seconds) * Fraction(repr(float(control_rate_hz))))
+
+
+def resolve_bounds(f: Formula, control_rate_hz: float | None) -> Formula:
+    """`f` with every bound in seconds turned into frames at the control rate."""
+    if isinstance(f, BOUNDED) and f.bound.frames is None:
+        written = f.bound.text()
+        if control_rate_hz is None:
+            raise SpecError(f"bound {written} is in seconds but no control rate is known: give control_rate_hz in "
+                            "the spec file, or the rate of the monitor (specs check --rate HZ)")
+        if not (math.isfinite(control_rate_hz) and control_rate_hz > 0):
+            raise SpecError(f"control rate must be a positive number of Hz, got {control_rate_hz!r}")
+        frames = bound_frames(f.bound.seconds, control_rate_hz)
+        bound = checked_bound(frames, f"{written} at {control_rate_hz:g} Hz", to_text(f))
+        f = _with_bound(f, Bound(bound.frames, f.bound.seconds))
+    if not has_bounds(f):
+        return f
+    return _rebuild(f, tuple(resolve_bounds(c, control_rate_hz) for c in children(f)))
+
+
+def _with_bound(f: Formula, bound: Bound) -> Formula:
+    return BoundedUntil(f.left, f.right, bound) if isinstance(f, BoundedUntil) else type(f)(f.arg, bound)
+
+
+def _rebuild(f: Formula, kids: tuple[Formula, ...]) -> Formula:
+    """`f`'s operator over new children."""
+    if isinstance(f, (And, Or)):
+        return type(f)(kids)
+    if isinstance(f, BoundedUntil):
+        return BoundedUntil(kids[0], kids[1], f.bound)
+    if isinstance(f, (BoundedEventually, BoundedAlways)):
+        return type(f)(kids[0], f.bound)
+    if len(kids) == 2:
+        return type(f)(*kids)
+    return type(f)(kids[0])
 
 
 def is_propositional(f: Formula) -> bool:
     """No temporal operator (and no `last`): its value depends on the current frame only."""
-    if isinstance(f, (Next, WeakNext, Until, Release, Always, Eventually, Last)):
+    if isinstance(f, (Next, WeakNext, Until, Release, Always, Eventually, Last, *BOUNDED)):
         return False
     return all(is_propositional(c) for c in children(f))
 
@@ -338,6 +496,16 @@ def evaluate(f: Formula, trace: Sequence[Mapping[str, bool]], i: int = 0) -> boo
             evaluate(f.right, trace, k) and all(evaluate(f.left, trace, j) for j in range(i, k))
             for k in range(i, n)
         )
+    if isinstance(f, BOUNDED):
+        if f.bound.frames is None:
+            raise SpecError(f"bound {f.bound.text()} is in seconds: resolve_bounds first")
+        window = range(i, min(i + f.bound.frames, n - 1) + 1)  # the positions within the bound that exist
+        if isinstance(f, BoundedEventually):
+            return any(evaluate(f.arg, trace, k) for k in window)
+        if isinstance(f, BoundedAlways):
+            return all(evaluate(f.arg, trace, k) for k in window)
+        return any(evaluate(f.right, trace, k) and all(evaluate(f.left, trace, j) for j in range(i, k))
+                   for k in window)
     if isinstance(f, Release):  # dual of until: not (!left U !right)
         return not any(
             (not evaluate(f.right, trace, k)) and all(not evaluate(f.left, trace, j) for j in range(i, k))

@@ -5,6 +5,7 @@ property and what is wrong, so a user fixes a spec file in one pass.
 """
 from __future__ import annotations
 
+import math
 import re
 import time
 from dataclasses import dataclass, field, replace
@@ -23,11 +24,15 @@ from safety_monitor.specs.ltlf import (
     Implies,
     Not,
     atoms_of,
+    bound_frames,
     is_propositional,
     parse,
+    resolve_bounds,
+    seconds_bounds,
     to_text,
     truth_table,
 )
+from safety_monitor.specs.patterns import PATTERN_ARGS, SCOPE_FORMS, SCOPE_KEYS, Pattern, PatternSpec, Scope
 
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 CATEGORIES = (
@@ -40,12 +45,14 @@ CATEGORIES = (
     "containment",
     "enclosure_access",
 )
-_TOP_KEYS = {"predicates", "properties"}
+_TOP_KEYS = {"predicates", "properties", "control_rate_hz"}
 _KEYWORDS = ("true", "false", "last")  # ltlf2dfa's lexer matches these before any name, case-insensitively
 _PROPERTY_KEYS = {
     "name", "category", "formula", "recovery", "min_resolve_frames", "min_resolve_s", "trigger", "description",
-    "follows", "options",
+    "follows", "options", "pattern", "p", "s", "within", "scope",
 }
+_PATTERN_KEYS = ("p", "s", "within", "scope")
+_WITHIN = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(s?)\s*$")
 # Property options, each with the type of its value and that type in words: every reader of a spec file
 # (specs check, monitor, replay, nodes) gets this validation, so none accepts what another rejects
 OPTIONS: dict[str, tuple[type, str]] = {"close_on_opening_frame": (bool, "true or false")}
@@ -56,7 +63,9 @@ class Property:
     """One safety property. `trigger` is propositional; its rising edges are the triggered events.
 
     `min_resolve_s`, when given, is the span in seconds and wins over `min_resolve_frames` once the
-    control rate is known (`at_rate`); frames alone serve rate-less uses such as trace files.
+    control rate is known (`at_rate`); frames alone serve rate-less uses such as trace files. The same
+    rate turns the formulas' bounds in seconds into frames when they compile. A property given as a
+    `pattern` carries the formula the pattern becomes.
     """
 
     name: str
@@ -69,12 +78,27 @@ class Property:
     follows: str = ""
     options: dict[str, Any] = field(default_factory=dict)
     min_resolve_s: float | None = None
+    pattern: PatternSpec | None = None
+    control_rate_hz: float | None = None
 
     def at_rate(self, control_rate_hz: float) -> Property:
         """This property with its seconds converted to frames at `control_rate_hz`."""
-        if self.min_resolve_s is None:
-            return self
-        return replace(self, min_resolve_frames=seconds_to_frames(self.min_resolve_s, control_rate_hz))
+        frames = self.min_resolve_frames
+        if self.min_resolve_s is not None:
+            frames = seconds_to_frames(self.min_resolve_s, control_rate_hz)
+        return replace(self, min_resolve_frames=frames, control_rate_hz=control_rate_hz)
+
+    def bound_conversions(self) -> tuple[str, ...]:
+        """Each bound in seconds with the frames it becomes, e.g. '[<=2.5s] at 500 Hz = 1250 frames'."""
+        out = []
+        for text in (self.formula, self.recovery):
+            for bound in seconds_bounds(parse(text)) if text else ():
+                if self.control_rate_hz is None:
+                    out.append(f"{bound.text()} needs a control rate")
+                else:
+                    frames = bound_frames(bound.seconds, self.control_rate_hz)
+                    out.append(f"{bound.text()} at {self.control_rate_hz:g} Hz = {frames} frames")
+        return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -82,9 +106,13 @@ class SpecSet:
     path: str
     predicates: tuple[str, ...]
     properties: tuple[Property, ...]
+    control_rate_hz: float | None = None  # the file's own, applied to its properties when read
 
     def at_rate(self, control_rate_hz: float | None) -> SpecSet:
-        """Spans given in seconds converted to frames at the control rate (unchanged when None)."""
+        """Spans given in seconds converted to frames at the control rate (unchanged when None).
+
+        The monitor's rate wins over the file's: the frames it steps are the frames the bounds count.
+        """
         if control_rate_hz is None:
             return self
         return replace(self, properties=tuple(p.at_rate(control_rate_hz) for p in self.properties))
@@ -159,6 +187,11 @@ def parse_specs(doc: Any, source: str) -> SpecSet:
     for key in sorted(set(doc) - _TOP_KEYS, key=repr):  # YAML keys may be numbers, booleans, null
         problems.append(f"unknown top-level key {key!r} (allowed: {', '.join(sorted(_TOP_KEYS))})")
     vocabulary = _vocabulary(doc.get("predicates"), problems)
+    rate = doc.get("control_rate_hz")
+    if rate is not None and (isinstance(rate, bool) or not isinstance(rate, (int, float)) or not math.isfinite(rate)
+                             or rate <= 0):
+        problems.append(f"'control_rate_hz' must be a positive number of Hz, got {rate!r}")
+        rate = None
     raw_props = doc.get("properties")
     if not isinstance(raw_props, list) or not raw_props:
         problems.append("'properties' must be a non-empty list")
@@ -166,7 +199,7 @@ def parse_specs(doc: Any, source: str) -> SpecSet:
     properties: list[Property] = []
     seen: set[str] = set()
     for i, raw in enumerate(raw_props):
-        prop = _property(raw, i, vocabulary, problems)
+        prop = _property(raw, i, vocabulary, rate, problems)
         name = raw.get("name") if isinstance(raw, dict) else None
         if isinstance(name, str):  # also when the property has other problems
             if name in seen:
@@ -176,7 +209,8 @@ def parse_specs(doc: Any, source: str) -> SpecSet:
             properties.append(prop)
     if problems:
         raise SpecError(f"{source}: {len(problems)} problem(s):\n  - " + "\n  - ".join(problems))
-    return SpecSet(source, vocabulary, tuple(properties))
+    spec_set = SpecSet(source, vocabulary, tuple(properties), None if rate is None else float(rate))
+    return spec_set.at_rate(spec_set.control_rate_hz)
 
 
 def _vocabulary(raw: Any, problems: list[str]) -> tuple[str, ...]:
@@ -197,7 +231,8 @@ def _vocabulary(raw: Any, problems: list[str]) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _property(raw: Any, index: int, vocabulary: tuple[str, ...], problems: list[str]) -> Property | None:
+def _property(raw: Any, index: int, vocabulary: tuple[str, ...], rate: float | None,
+              problems: list[str]) -> Property | None:
     if not isinstance(raw, dict):
         problems.append(f"properties[{index}]: expected a mapping")
         return None
@@ -211,12 +246,19 @@ def _property(raw: Any, index: int, vocabulary: tuple[str, ...], problems: list[
     category = raw.get("category")
     if not isinstance(category, str) or not NAME.match(category):
         problems.append(f"{label}: 'category' must be lower-case snake_case (usual: {', '.join(CATEGORIES)})")
-    formula = _formula(raw.get("formula"), "formula", label, vocabulary, problems, required=True)
-    _formula(raw.get("recovery"), "recovery", label, vocabulary, problems, required=False)
-    trigger = _formula(raw.get("trigger"), "trigger", label, vocabulary, problems, required=False)
+    pattern = _pattern(raw, label, vocabulary, problems)
+    if pattern is not None and raw.get("formula") is not None:
+        problems.append(f"{label}: give either 'formula' or 'pattern', not both")
+    formula_text = pattern.formula() if pattern is not None else raw.get("formula")
+    formula = None
+    if pattern is not None or "pattern" not in raw:
+        formula = _formula(formula_text, "formula", label, vocabulary, rate, problems, required=True)
+    _formula(raw.get("recovery"), "recovery", label, vocabulary, rate, problems, required=False)
+    trigger_text_given = raw.get("trigger") if raw.get("trigger") is not None or pattern is None else pattern.trigger()
+    trigger = _formula(trigger_text_given, "trigger", label, vocabulary, None, problems, required=False)
     if trigger is not None and not is_propositional(trigger):
         problems.append(f"{label}: 'trigger' must be propositional (no temporal operators)")
-    if trigger is None and formula is not None and raw.get("trigger") is None and default_trigger(formula) is None:
+    if trigger is None and formula is not None and trigger_text_given is None and default_trigger(formula) is None:
         problems.append(f"{label}: cannot derive the trigger from the formula's shape; add a propositional 'trigger'")
     mrf = raw.get("min_resolve_frames", 0)
     if isinstance(mrf, bool) or not isinstance(mrf, int) or mrf < 0:
@@ -237,15 +279,78 @@ def _property(raw: Any, index: int, vocabulary: tuple[str, ...], problems: list[
     return Property(
         name=name,
         category=category,
-        formula=raw["formula"],
+        formula=formula_text,
         recovery=raw.get("recovery"),
         min_resolve_frames=mrf,
         description=raw.get("description", "") or "",
-        trigger=raw.get("trigger"),
+        trigger=trigger_text_given,
         follows=raw.get("follows", "") or "",
         options=dict(options),
         min_resolve_s=None if mrs is None else float(mrs),
+        pattern=pattern,
     )
+
+
+def _pattern(raw: dict, label: str, vocabulary, problems: list[str]) -> PatternSpec | None:
+    """The property's `pattern` with its letters, `within` and `scope`, or None (problems noted)."""
+    name = raw.get("pattern")
+    known = ", ".join(p.value for p in Pattern)
+    if name is None:
+        stray = [k for k in _PATTERN_KEYS if k in raw]
+        if stray:
+            problems.append(f"{label}: {', '.join(map(repr, stray))} belong to a pattern; add 'pattern:' ({known})")
+        return None
+    try:
+        pattern = Pattern(name)
+    except ValueError:
+        problems.append(f"{label}: unknown pattern {name!r} (known: {known})")
+        return None
+    scope, scope_letters = _scope(raw.get("scope", "global"), label, problems)
+    before = len(problems)
+    letters = []
+    for key in PATTERN_ARGS[pattern]:
+        if raw.get(key) is None:
+            problems.append(f"{label}: pattern {pattern.value} needs '{key}' (a propositional formula)")
+    for key in {"p", "s"} - set(PATTERN_ARGS[pattern]):
+        if key in raw:
+            problems.append(f"{label}: pattern {pattern.value} takes no '{key}' (it takes {', '.join(PATTERN_ARGS[pattern])})")
+    for key, text in [(k, raw.get(k)) for k in PATTERN_ARGS[pattern]] + scope_letters:
+        f = _formula(text, key, label, vocabulary, None, problems, required=False) if text is not None else None
+        if f is not None and not is_propositional(f):
+            problems.append(f"{label}: pattern letter '{key}' must be propositional (no temporal operators): {text}")
+        letters.append((key, text))
+    within = _within(raw.get("within"), pattern, label, problems)
+    if scope is None or len(problems) > before:
+        return None
+    return PatternSpec(pattern, scope, tuple(letters), within)
+
+
+def _scope(raw: Any, label: str, problems: list[str]) -> tuple[Scope | None, list[tuple[str, Any]]]:
+    if raw == "global":
+        return Scope.GLOBAL, []
+    if isinstance(raw, dict):
+        for scope, keys in SCOPE_KEYS.items():
+            if set(raw) == set(keys):
+                return scope, [(letter, raw[key]) for key, letter in keys.items()]
+    problems.append(f"{label}: unknown scope {raw!r} (expected {SCOPE_FORMS})")
+    return None, []
+
+
+def _within(raw: Any, pattern: Pattern, label: str, problems: list[str]) -> str | None:
+    """The bound as its text in a formula: '2500' (frames) or '2.5s'."""
+    if pattern is not Pattern.BOUNDED_RESPONSE:
+        if raw is not None:
+            problems.append(f"{label}: 'within' belongs to the bounded_response pattern, not {pattern.value}")
+        return None
+    m = _WITHIN.match(str(raw)) if isinstance(raw, (int, float, str)) and not isinstance(raw, bool) else None
+    if m is None:
+        problems.append(f"{label}: bounded_response needs 'within': frames (2500) or seconds ('2.5s'), got {raw!r}")
+        return None
+    amount, unit = m.groups()
+    if not unit and "." in amount:
+        problems.append(f"{label}: 'within' in frames must be a whole number, got {raw!r} (write '{amount}s' for seconds)")
+        return None
+    return amount + unit
 
 
 def _options(options: dict, label: str, problems: list[str]) -> None:
@@ -256,7 +361,9 @@ def _options(options: dict, label: str, problems: list[str]) -> None:
             problems.append(f"{label}: option {key} must be {OPTIONS[key][1]}, got {value!r}")
 
 
-def _formula(text: Any, key: str, label: str, vocabulary, problems: list[str], required: bool) -> Formula | None:
+def _formula(text: Any, key: str, label: str, vocabulary, rate: float | None, problems: list[str],
+             required: bool) -> Formula | None:
+    """The parsed formula, or None with the problem noted; with the file's rate its bounds are checked too."""
     if text is None:
         if required:
             problems.append(f"{label}: missing {key!r}")
@@ -273,13 +380,19 @@ def _formula(text: Any, key: str, label: str, vocabulary, problems: list[str], r
     if unknown and vocabulary:
         problems.append(f"{label}: {key} uses predicates outside the vocabulary: {', '.join(unknown)}")
         return None
+    if rate is not None:
+        try:
+            resolve_bounds(f, rate)
+        except SpecError as exc:
+            problems.append(f"{label}: {key}: {exc}")
+            return None
     return f
 
 
 def compile_property(prop: Property) -> CompiledProperty:
     start = time.perf_counter()
-    main = compile_formula(prop.formula)
-    recovery = compile_formula(prop.recovery) if prop.recovery else None
+    main = compile_formula(prop.formula, prop.control_rate_hz)
+    recovery = compile_formula(prop.recovery, prop.control_rate_hz) if prop.recovery else None
     trigger = parse(prop.trigger) if prop.trigger else default_trigger(parse(prop.formula))
     if trigger is None:
         raise SpecError(f"property {prop.name!r}: cannot derive the trigger; add a propositional 'trigger'")
