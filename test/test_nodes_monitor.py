@@ -88,6 +88,11 @@ def kinds(h, kind):
     return {e["property"] for e in h.events if e["kind"] == kind}
 
 
+def watchdog_fired(h):
+    """The monitor's wall-clock limit passed without predicates (this process stalled that long)."""
+    return any(name == "monitor" and msg.startswith("no predicates for") for name, _, msg in h.diagnostics)
+
+
 def level_of(h, prop):
     return [lvl for name, lvl, _ in h.diagnostics if name == prop][-1]
 
@@ -105,7 +110,8 @@ def test_violation_is_logged_before_it_is_published_and_alerts_follow_the_episod
     # when a subscriber receives an event, its line (every field equal) is already in the log
     assert h.logged_first and all(h.logged_first)
     spin_until(h.executor, lambda: h.diagnostics and level_of(h, "never_a") == S.ERROR)
-    assert level_of(h, "b_then_not_a") == S.OK
+    if not watchdog_fired(h):  # else this process stalled past the wall-clock limit: unknown was right
+        assert level_of(h, "b_then_not_a") == S.OK
 
     h.send(False)  # F(!a) holds: recovered, the property re-arms
     spin_until(h.executor, lambda: any(e["kind"] == "recovered" for e in h.events))

@@ -55,7 +55,7 @@ def test_recorder_splits_rollouts_into_bags_of_the_published_messages(tmp_path):
         recorded = 0
         for rollout, t0 in enumerate((1.0, 3.0)):
             pubs["episode"].publish(marker_msg(T, EpisodeMarker(START, rollout, t0)))
-            spin_until(executor, lambda: len(recorder._starts) == rollout + 1)  # its start known before its frames
+            spin_until(executor, lambda n=rollout + 1: len(recorder._starts) == n)  # its start known before its frames
             for k in range(3 + rollout):
                 t = t0 + 0.002 * k
                 pubs["clock"].publish(m.clock_msg(T, t))
@@ -65,7 +65,7 @@ def test_recorder_splits_rollouts_into_bags_of_the_published_messages(tmp_path):
             pubs["pose"].publish(m.pose_msg(T, t0, Pose(np.array([0.5, 0.0, 0.4]), np.array([1.0, 0, 0, 0]))))
             pubs["events"].publish(m.events_msg(T, [{**event, "t": t0 + 0.002, "rollout": rollout}], t0 + 0.002))
             recorded += 4 * (3 + rollout) + 2
-            spin_until(executor, lambda: recorder.recorded == recorded)
+            spin_until(executor, lambda n=recorded: recorder.recorded == n)
     finally:
         recorder.destroy_node()
         probe.destroy_node()

@@ -148,7 +148,10 @@ def test_paused_killed_and_frozen_estimator_make_the_monitor_stale_until_it_is_b
 
     c.frozen = True  # the joint driver repeats its last reading
     frozen_t, frozen_from = c.t, len(c.predicates)
-    late = lambda: [f for f in c.predicates[frozen_from:] if f.t > frozen_t + FROZEN_S + 0.005]  # noqa: E731
+
+    def late():
+        return [f for f in c.predicates[frozen_from:] if f.t > frozen_t + FROZEN_S + 0.005]
+
     # frames past the limit in stamp time (not a wall-clock STALE, which a slow machine may show first); the
     # frames go on, published as replay scores them
     c.run(lambda: len(late()) > 10 and c.level("estimator inputs") == S.STALE and c.level("no_contact") == S.STALE)
