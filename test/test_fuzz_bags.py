@@ -36,11 +36,11 @@ class Bags:
 
     def check(self, storage, damage, modes):
         bag = damaged_copy(self.base[storage], damage, self.folder / "damaged")
-        outcome, detail = guarded(lambda: read_outcome(bag), seconds=20)
+        outcome, detail = guarded(lambda: read_outcome(bag))
         assert not is_failure(outcome), (outcome, detail, damage)
         for mode in modes:
             config = replay_config(self.specs, mode)
-            outcome, detail = guarded(lambda: score_outcome(bag, config, self.reference[storage, mode]), seconds=30)
+            outcome, detail = guarded(lambda: score_outcome(bag, config, self.reference[storage, mode]))
             assert not is_failure(outcome), (mode, outcome, detail, damage)
 
 

@@ -1,7 +1,6 @@
 """Fuzzed formulas: parse, compile and the eval command end in a SpecError (or ToolMissingError) or a
 result, never a traceback or a hang (benchmarks/fuzz_inputs.py runs the long campaign)."""
 import json
-import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -22,7 +21,7 @@ FUZZ = settings(derandomize=True, database=None, deadline=None,
 @settings(FUZZ, max_examples=400)
 @given(formula_texts())
 def test_any_text_parses_or_is_a_spec_error(text):
-    outcome, detail = guarded(lambda: formula_outcome(text), seconds=5)
+    outcome, detail = guarded(lambda: formula_outcome(text))
     assert not is_failure(outcome), (outcome, detail, text)
 
 
@@ -47,7 +46,7 @@ def test_syntax_errors_point_at_line_and_column(text):
 @settings(FUZZ, max_examples=60)
 @given(deep_formula_texts(max_depth=3000))
 def test_deep_nesting_is_a_spec_error_or_parses_within_the_depth_limit(text):
-    outcome, detail = guarded(lambda: formula_outcome(text), seconds=5)
+    outcome, detail = guarded(lambda: formula_outcome(text))
     assert outcome in ("parsed", "too_deep"), (outcome, detail, text[:60])
 
 
@@ -68,15 +67,19 @@ def test_formulas_at_the_depth_limit_still_parse():
 def test_compiled_formulas_agree_with_the_reference_evaluator(f):
     from safety_monitor.specs.ltlf import to_text
 
-    outcome, detail = guarded(lambda: formula_outcome(to_text(f), compile=True), seconds=60)
+    outcome, detail = guarded(lambda: formula_outcome(to_text(f), compile=True))
     assert outcome in ("compiled", "compile_rejected"), (outcome, detail, to_text(f))
 
 
-def test_an_exploding_translation_is_refused_before_it_is_built():
-    start = time.perf_counter()
+def test_an_exploding_translation_is_refused_before_it_is_built(monkeypatch):
+    import ltlf2dfa.base
+
+    def built(*args):
+        raise AssertionError("the MONA program was built")
+
+    monkeypatch.setattr(ltlf2dfa.base, "MonaProgram", built)  # ltlf2dfa would write a 2**30-copy program
     with pytest.raises(SpecError, match="too deeply for MONA"):
-        compile_formula("G(" * 30 + "a" + ")" * 30)  # ltlf2dfa would write a 2**30-copy program
-    assert time.perf_counter() - start < 5
+        compile_formula("G(" * 30 + "a" + ")" * 30)
 
 
 @settings(FUZZ, max_examples=40)

@@ -65,7 +65,10 @@ def time_limit(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def guarded(run: Callable[[], str], seconds: float) -> tuple[str, str]:
+HANG_S = 120.0  # no result in this long is a hang: the tests' calls take under a second (100x+ for a slow machine)
+
+
+def guarded(run: Callable[[], str], seconds: float = HANG_S) -> tuple[str, str]:
     """(outcome class, detail): the oracle's own class, or `hang`, or `leak:<type>` for any other exception."""
     try:
         with time_limit(seconds):

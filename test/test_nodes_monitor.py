@@ -20,7 +20,10 @@ from two_property_specs import SPECS  # noqa: E402
 TIMEOUT_S = 0.4
 
 
-def spin_until(executor, condition, timeout=10.0):
+WAIT_S = 120.0  # only a broken run waits this long for a condition: a slow, loaded machine passes far below it
+
+
+def spin_until(executor, condition, timeout=WAIT_S):
     end = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < end, "timed out"
@@ -85,6 +88,11 @@ def kinds(h, kind):
     return {e["property"] for e in h.events if e["kind"] == kind}
 
 
+def watchdog_fired(h):
+    """The monitor's wall-clock limit passed without predicates (this process stalled that long)."""
+    return any(name == "monitor" and msg.startswith("no predicates for") for name, _, msg in h.diagnostics)
+
+
 def level_of(h, prop):
     return [lvl for name, lvl, _ in h.diagnostics if name == prop][-1]
 
@@ -102,7 +110,8 @@ def test_violation_is_logged_before_it_is_published_and_alerts_follow_the_episod
     # when a subscriber receives an event, its line (every field equal) is already in the log
     assert h.logged_first and all(h.logged_first)
     spin_until(h.executor, lambda: h.diagnostics and level_of(h, "never_a") == S.ERROR)
-    assert level_of(h, "b_then_not_a") == S.OK
+    if not watchdog_fired(h):  # else this process stalled past the wall-clock limit: unknown was right
+        assert level_of(h, "b_then_not_a") == S.OK
 
     h.send(False)  # F(!a) holds: recovered, the property re-arms
     spin_until(h.executor, lambda: any(e["kind"] == "recovered" for e in h.events))
@@ -114,11 +123,11 @@ def test_violation_is_logged_before_it_is_published_and_alerts_follow_the_episod
 
 def test_stopped_predicates_turn_every_property_unknown_until_they_resume(harness):
     h, S = harness, harness.types.DiagnosticStatus
+    sent = time.monotonic()  # the monitor hears the frame after this, however slow the machine
     h.send(False)
     spin_until(h.executor, lambda: h.monitor.monitor.frame == 1)
-    stopped = time.monotonic()
     spin_until(h.executor, lambda: kinds(h, "blind") == {"never_a", "b_then_not_a"})
-    assert time.monotonic() - stopped >= TIMEOUT_S
+    assert time.monotonic() - sent >= TIMEOUT_S
     spin_until(h.executor, lambda: level_of(h, "monitor") == S.STALE and level_of(h, "never_a") == S.STALE)
     h.send(False)
     spin_until(h.executor, lambda: kinds(h, "seeing") == {"never_a", "b_then_not_a"})

@@ -17,10 +17,15 @@ from safety_monitor.io.bag import BagReader  # noqa: E402
 
 
 
-def spin_for(executor, seconds):
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
+WAIT_S = 120.0  # only a broken run waits this long for a condition: a slow, loaded machine passes far below it
+
+
+def spin_until(executor, condition):
+    end = time.monotonic() + WAIT_S
+    while not condition():
+        assert time.monotonic() < end, "timed out"
         executor.spin_once(timeout_sec=0.02)
+
 
 def test_recorder_splits_rollouts_into_bags_of_the_published_messages(tmp_path):
     from safety_monitor.nodes.recorder import RecorderNode
@@ -46,13 +51,11 @@ def test_recorder_splits_rollouts_into_bags_of_the_published_messages(tmp_path):
 
     event = {"kind": "opened", "property": "p", "category": "c", "frame": 1, "t": None, "episode": 0}
     try:
-        end = time.monotonic() + 10
-        while not all(p.get_subscription_count() for p in pubs.values()):
-            assert time.monotonic() < end
-            executor.spin_once(timeout_sec=0.02)
+        spin_until(executor, lambda: all(p.get_subscription_count() for p in pubs.values()))
+        recorded = 0
         for rollout, t0 in enumerate((1.0, 3.0)):
             pubs["episode"].publish(marker_msg(T, EpisodeMarker(START, rollout, t0)))
-            spin_for(executor, 0.2)
+            spin_until(executor, lambda n=rollout + 1: len(recorder._starts) == n)  # its start known before its frames
             for k in range(3 + rollout):
                 t = t0 + 0.002 * k
                 pubs["clock"].publish(m.clock_msg(T, t))
@@ -61,7 +64,8 @@ def test_recorder_splits_rollouts_into_bags_of_the_published_messages(tmp_path):
                 pubs["predicates"].publish(m.predicates_msg(T, m.PredicateSample({"a": bool(k % 2)}, t, k)))
             pubs["pose"].publish(m.pose_msg(T, t0, Pose(np.array([0.5, 0.0, 0.4]), np.array([1.0, 0, 0, 0]))))
             pubs["events"].publish(m.events_msg(T, [{**event, "t": t0 + 0.002, "rollout": rollout}], t0 + 0.002))
-            spin_for(executor, 0.3)
+            recorded += 4 * (3 + rollout) + 2
+            spin_until(executor, lambda n=recorded: recorder.recorded == n)
     finally:
         recorder.destroy_node()
         probe.destroy_node()
@@ -121,15 +125,11 @@ def test_recorded_mcap_is_in_log_time_order_though_topics_arrive_out_of_it(tmp_p
     executor.add_node(probe)
 
     try:
-        end = time.monotonic() + 10
-        while not (joints.get_subscription_count() and pose.get_subscription_count()):
-            assert time.monotonic() < end
-            executor.spin_once(timeout_sec=0.02)
+        spin_until(executor, lambda: joints.get_subscription_count() and pose.get_subscription_count())
         joints.publish(m.joint_state_msg(T, 1.002, ["j1"], [0.1]))
-        spin_for(executor, 0.2)
+        spin_until(executor, lambda: recorder.recorded == 1)  # the joints are received first
         pose.publish(m.pose_msg(T, 1.000, Pose(np.array([0.5, 0.0, 0.4]), np.array([1.0, 0, 0, 0]))))
-        spin_for(executor, 0.2)
-        assert recorder.recorded == 2
+        spin_until(executor, lambda: recorder.recorded == 2)
     finally:
         recorder.destroy_node()
         probe.destroy_node()

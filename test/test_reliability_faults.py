@@ -3,7 +3,9 @@ by hand-made predicate frames: kill -9 keeps every published event whole in the 
 says its state was lost; SIGSTOP silences the heartbeat and SIGCONT resumes its sequence; stopped,
 frozen, delayed, lossy and backwards-running predicates never leave a property reported satisfied.
 
-Timing assertions are one-sided with generous margins ("within the limit + margin"), never exact."""
+No assertion depends on how fast the machine is: waits are conditions with a safety net only a broken
+run reaches, elapsed times are bounded from below only, and the heartbeat's silence is read from its
+stamps, not from how many beats a spin happened to receive."""
 import json
 import os
 import random
@@ -23,7 +25,13 @@ from safety_monitor.io import messages as m  # noqa: E402
 from two_property_specs import PROPS, SPECS  # noqa: E402
 
 TIMEOUT_S = 0.5  # predicates_timeout_s and predicates_frozen_s of the monitor under test
-MARGIN_S = 5.0  # the diagnostics must come within the limit + this (a loaded CI machine)
+WAIT_S = 120.0  # only a broken run waits this long for a condition: a slow, loaded machine passes far below it
+
+
+def process_state(pid):
+    """The kernel's one-letter state of a process (T: stopped), from /proc/<pid>/stat."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
 
 
 class Cell:
@@ -63,7 +71,8 @@ class Cell:
     def _on_beat(self, msg):
         for s in msg.status:
             values = {kv.key: kv.value for kv in s.values}
-            self.beats.append((int(values["pid"]), int(values["seq"]), s.level))
+            stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9  # the monitor's clock when it beat
+            self.beats.append((int(values["pid"]), int(values["seq"]), s.level, stamp))
 
     def start(self):
         self.starts += 1
@@ -78,12 +87,15 @@ class Cell:
         self.spin_until(lambda: self.pred_pub.get_subscription_count() >= 1 and self.beats_of(self.proc.pid))
 
     def beats_of(self, pid):
-        return [seq for p, seq, _ in self.beats if p == pid]
+        return [seq for p, seq, _, _ in self.beats if p == pid]
+
+    def beat_stamps(self, pid):
+        return [stamp for p, _, _, stamp in self.beats if p == pid]
 
     def kill(self, sig=signal.SIGKILL):
         self.proc.send_signal(sig)
         if sig in (signal.SIGKILL, signal.SIGINT):
-            self.proc.wait(timeout=20)
+            self.proc.wait(timeout=WAIT_S)
 
     def send(self, a, b=False, t=None, publish=True):
         self.t = self.t + 0.002 if t is None else t
@@ -98,11 +110,14 @@ class Cell:
         while time.monotonic() < end:
             self.executor.spin_once(timeout_sec=min(0.02, max(0.0, end - time.monotonic())))
 
-    def spin_until(self, condition, timeout=20.0):
-        end = time.monotonic() + timeout
+    def spin_until(self, condition, each=None):
+        """Spin until `condition()`; `each()` (if given) runs before every spin, e.g. to keep frames coming."""
+        end = time.monotonic() + WAIT_S
         while not condition():
             assert time.monotonic() < end, f"timed out; monitor output: {self.output()}"
             assert self.proc is None or self.proc.poll() is None, f"monitor exited: {self.output()}"
+            if each is not None:
+                each()
             self.executor.spin_once(timeout_sec=0.02)
         return time.monotonic()
 
@@ -113,8 +128,8 @@ class Cell:
         levels = [(lvl, msg) for n, lvl, msg in self.diag if n == name]
         return levels[-1] if levels else (None, "")
 
-    def wait_level(self, name, level, timeout=TIMEOUT_S + MARGIN_S):
-        return self.spin_until(lambda: self.level(name)[0] == level, timeout)
+    def wait_level(self, name, level):
+        return self.spin_until(lambda: self.level(name)[0] == level)
 
     def logged(self):
         return [json.loads(line) for line in self.log.read_text().splitlines()]
@@ -156,13 +171,12 @@ def test_kill9_keeps_every_published_event_whole_and_the_restart_says_its_state_
     cell.events.clear()
     cell.diag.clear()
     cell.start()
-    restart = time.monotonic()
     cell.spin_until(lambda: any(e["kind"] == "state_lost" for e in cell.events))
     lost = next(e for e in cell.events if e["kind"] == "state_lost")
     assert lost["torn_bytes"] == len('{"kind": "opened", "prop') and isinstance(lost["previous_pid"], int)
     # wait for the new monitor's own status: a status the killed one sent may still arrive late
-    seen = cell.spin_until(lambda: "state lost" in cell.level("monitor")[1], TIMEOUT_S + MARGIN_S)
-    assert seen - restart < MARGIN_S and cell.level("monitor")[0] == S.ERROR
+    cell.spin_until(lambda: "state lost" in cell.level("monitor")[1])
+    assert cell.level("monitor")[0] == S.ERROR
     while cell.frame == 0:  # a dead monitor's subscription may still count as matched: send until seen
         cell.send(a=False)
         cell.spin_until(lambda: cell.level("monitor")[0] is not None)
@@ -178,9 +192,8 @@ def test_kill9_keeps_every_published_event_whole_and_the_restart_says_its_state_
     cell.spin(0.3)
     assert cell.level("monitor")[0] == S.ERROR
     cell.marker_pub.publish(marker_msg(cell.T, EpisodeMarker(START, 1, cell.t + 0.001)))
-    cell.spin(0.3)
-    cell.send(a=False)
-    cell.wait_level("monitor", S.OK)
+    # frames until the monitor is OK: the marker, on its own topic, may be taken after a frame sent with it
+    cell.spin_until(lambda: cell.level("monitor")[0] == S.OK, each=lambda: cell.send(a=False))
     assert all(cell.level(p)[0] == S.OK for p in PROPS)
 
     cell.kill(signal.SIGINT)  # a clean stop marks the run finished: the next start is not a loss
@@ -193,12 +206,13 @@ def test_sigstop_silences_the_heartbeat_sigcont_resumes_its_sequence_a_restart_s
     seqs = cell.beats_of(pid)
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
     cell.kill(signal.SIGSTOP)
-    cell.spin(0.5)  # beats already in flight arrive
-    paused = len(cell.beats_of(pid))
+    cell.spin_until(lambda: process_state(pid) == "T")  # stopped: it reads no clock from here on
+    paused = time.time()
     cell.spin(1.0)  # ten periods: a live monitor would have beaten
-    assert len(cell.beats_of(pid)) == paused
+    resumed = time.time()
     cell.kill(signal.SIGCONT)
-    cell.spin_until(lambda: len(cell.beats_of(pid)) > paused + 2)
+    cell.spin_until(lambda: sum(stamp >= resumed for stamp in cell.beat_stamps(pid)) >= 3)
+    assert not any(paused <= stamp < resumed for stamp in cell.beat_stamps(pid))  # not one beat while stopped
     after = cell.beats_of(pid)
     assert after == sorted(after) and after[-1] > seqs[-1]  # the same run: its sequence continues
 
@@ -213,22 +227,19 @@ def test_sigstop_silences_the_heartbeat_sigcont_resumes_its_sequence_a_restart_s
 def test_stopped_frozen_delayed_and_backwards_predicates_never_report_satisfied(cell):
     S = cell.T.DiagnosticStatus
     for _ in range(5):
+        last_sent = time.monotonic()  # the monitor hears the last frame after this
         cell.send(a=False)
     cell.wait_level("monitor", S.OK)
-
-    stopped = time.monotonic()  # the estimator stops publishing
-    assert cell.wait_level("monitor", S.STALE) - stopped < TIMEOUT_S + MARGIN_S
+    # the estimator stops publishing: STALE, and not before the limit
+    assert cell.wait_level("monitor", S.STALE) - last_sent >= TIMEOUT_S
     cell.spin_until(lambda: all(cell.level(p)[0] == S.STALE for p in PROPS))
     cell.send(a=False)
     cell.wait_level("monitor", S.OK)
 
     frozen = time.monotonic()  # frames keep coming with a stamp that no longer advances
     t = cell.t
-    while cell.level("monitor")[0] != S.STALE:
-        assert time.monotonic() - frozen < TIMEOUT_S + MARGIN_S, cell.output()
-        cell.send(a=False, t=t)
-        cell.spin(0.02)
-    assert "frozen" in cell.level("monitor")[1]
+    frozen_seen = cell.spin_until(lambda: "frozen" in cell.level("monitor")[1], each=lambda: cell.send(a=False, t=t))
+    assert cell.level("monitor")[0] == S.STALE and frozen_seen - frozen >= TIMEOUT_S
     assert {e["property"] for e in cell.events if e["kind"] == "blind"} == set(PROPS)
     cell.send(a=False)
     cell.wait_level("monitor", S.OK)
@@ -241,22 +252,23 @@ def test_stopped_frozen_delayed_and_backwards_predicates_never_report_satisfied(
 
     drop = random.Random(7)  # 10 % of frames lost: fewer frames, never a stale or false verdict
     blind_before = len([e for e in cell.events if e["kind"] == "blind"])
+    diag_from = len(cell.diag)
     sent = []
     for _ in range(200):
         cell.send(a=False, publish=drop.random() >= 0.1)
         sent.append(time.monotonic())
         cell.spin(0.005)
-    cell.spin(0.5)
-    assert cell.level("monitor")[0] == S.OK
+    # fresh frames until the summary is OK again (a period without losses), before the wall-clock limit
+    cell.spin_until(lambda: cell.level("monitor")[0] == S.OK, each=lambda: cell.send(a=False))
     gaps = [b - a for a, b in zip(sent, sent[1:])]
-    if max(gaps) < TIMEOUT_S / 2:  # else this process itself stalled (a loaded machine): going blind was right
-        assert len([e for e in cell.events if e["kind"] == "blind"]) == blind_before
+    starved = any(n == "monitor" and msg.startswith("no predicates for") for n, _, msg in cell.diag[diag_from:])
+    if max(gaps) < TIMEOUT_S / 2 and not starved:  # else this process or the monitor stalled past the limit (a
+        assert len([e for e in cell.events if e["kind"] == "blind"]) == blind_before  # loaded machine): right
     assert not any(e["kind"] == "opened" for e in cell.events)
 
     last = cell.t  # the sim clock jumps back by one second
     cell.send(a=True, t=last - 1.0)  # a violation stamped in the past is never stepped
-    backwards = time.monotonic()
-    assert cell.wait_level("monitor", S.ERROR) - backwards < MARGIN_S
+    cell.wait_level("monitor", S.ERROR)
     assert "backwards" in cell.level("monitor")[1]
     cell.spin_until(lambda: all(cell.level(p)[0] == S.STALE for p in PROPS))
     for i in range(5):  # still before the jump: dropped, still unknown
