@@ -33,7 +33,7 @@ class SettingsError(SafetyMonitorError):
     """A setting out of its range, of the wrong type, unknown, or a parameter file that cannot be read."""
 
 
-def setting(default: Any, help: str, *, low: float | None = None, above: bool = False,  # noqa: A002
+def setting(default: Any, help: str, *, low: float | None = None, above: bool = False,
             choices: tuple[str, ...] = ()) -> Any:
     """A field of a settings class: its default, what `ros2 param describe` shows, and its range
     (`low`: the smallest value, excluded when `above`; `choices`: the allowed texts)."""

@@ -29,10 +29,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _monitor(args: argparse.Namespace) -> int:
+    from safety_monitor.io.traces import read_trace
     from safety_monitor.monitor.batch import BatchMonitor
     from safety_monitor.monitor.live import SpecSetMonitor, load_automata
     from safety_monitor.monitor.metrics import compute_metrics
-    from safety_monitor.io.traces import read_trace
 
     if args.history < 1:
         raise SourceError(f"--history must be at least 1 frame, got {args.history}")

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from safety_monitor.errors import GroundingError
+from safety_monitor.frames import Pose, RobotState, Wrench
 from safety_monitor.grounding import contact, containment, contamination, fixtures, grasp, skills
 from safety_monitor.grounding.debounce import Tri
 from safety_monitor.grounding.description import RobotDescription, load_robot_description
@@ -27,7 +28,6 @@ from safety_monitor.grounding.geometry import FrameGeometry
 from safety_monitor.grounding.inputs import FrameInputs, PredicateDoc
 from safety_monitor.grounding.motion import Track, quat_to_matrix
 from safety_monitor.grounding.semantics import ObjectCatalog, load_object_catalog
-from safety_monitor.frames import Pose, RobotState, Wrench
 from safety_monitor.grounding.thresholds import Thresholds, load_thresholds
 
 if TYPE_CHECKING:  # the twin imports MuJoCo; tests with a given FrameGeometry never load it

@@ -20,10 +20,10 @@ import mujoco
 import numpy as np
 
 from safety_monitor.errors import GroundingError
+from safety_monitor.frames import Pose
 from safety_monitor.grounding.description import ENVIRONMENT, GRIPPER_PARTS, HOUSING, RobotDescription
 from safety_monitor.grounding.geometry import Box, FrameGeometry
 from safety_monitor.grounding.motion import quat_to_matrix
-from safety_monitor.frames import Pose
 from safety_monitor.grounding.thresholds import Thresholds
 
 _PARK = 1000.0  # objects without a usable pose are parked this far away, spaced apart

@@ -27,10 +27,19 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from safety_monitor.frames import Pose, Wrench
-from safety_monitor.frames import JointSample, PredicateSample
-from safety_monitor.io.messages import (EVENTS_HARDWARE_ID, OK, PREDICATES_STATUS, STALE, WARN, comma_names,
-                                        event_level_value, event_texts, predicate_sample, split_seconds)
+from safety_monitor.frames import JointSample, Pose, PredicateSample, Wrench
+from safety_monitor.io.messages import (
+    EVENTS_HARDWARE_ID,
+    OK,
+    PREDICATES_STATUS,
+    STALE,
+    WARN,
+    comma_names,
+    event_level_value,
+    event_texts,
+    predicate_sample,
+    split_seconds,
+)
 
 # The layouts these readers implement: field name and type per message type (a trailing [] is a sequence).
 DEFINITIONS: dict[str, tuple[tuple[str, str], ...]] = {

@@ -124,9 +124,8 @@ def rclpy_types() -> SimpleNamespace:
     """The same classes from the ROS 2 Python message packages (for publishing)."""
     from builtin_interfaces.msg import Time
     from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-    from geometry_msgs.msg import Point, Quaternion, Vector3, WrenchStamped
+    from geometry_msgs.msg import Point, PoseStamped, Quaternion, Vector3, WrenchStamped
     from geometry_msgs.msg import Pose as PoseMsg
-    from geometry_msgs.msg import PoseStamped
     from geometry_msgs.msg import Wrench as WrenchMsg
     from rosgraph_msgs.msg import Clock
     from sensor_msgs.msg import JointState

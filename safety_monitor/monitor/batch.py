@@ -23,8 +23,8 @@ from safety_monitor.monitor import automaton as codes
 from safety_monitor.monitor.automaton import MonitorAutomaton
 from safety_monitor.monitor.episodes import EpisodeLedger, PropertyOutcome, TraceResult
 from safety_monitor.monitor.events import Event
-from safety_monitor.settings import DEFAULT_HISTORY
 from safety_monitor.monitor.live import predicate_order
+from safety_monitor.settings import DEFAULT_HISTORY
 
 _BLOCK = 1 << 16  # compressed frames per scan block (bounds memory)
 _CHUNK = 128  # steps per chunk inside a block

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from safety_monitor.monitor import automaton as codes
 from safety_monitor.enums import EventKind
+from safety_monitor.monitor import automaton as codes
 from safety_monitor.monitor import events as ev
 from safety_monitor.monitor.automaton import MonitorAutomaton
 from safety_monitor.monitor.events import deferred_counterexample as _deferred

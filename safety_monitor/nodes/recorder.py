@@ -21,11 +21,11 @@ from typing import Any
 
 from rclpy.node import Node
 
+from safety_monitor.io import messages as m
+from safety_monitor.io.bag import BagWriter, default_typestore
 from safety_monitor.nodes import qos
 from safety_monitor.nodes.episode_marker import SAME_TIME_S, START, read_marker
 from safety_monitor.nodes.params import declare_topics
-from safety_monitor.io import messages as m
-from safety_monitor.io.bag import BagWriter, default_typestore
 
 
 def _type_name(msg_type) -> str:

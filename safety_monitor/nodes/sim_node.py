@@ -18,14 +18,14 @@ from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 
 from safety_monitor.frames import RobotState
+from safety_monitor.io import messages as m
 from safety_monitor.nodes import qos
 from safety_monitor.nodes.episode_marker import END, START, EpisodeMarker, marker_msg
 from safety_monitor.nodes.params import declare, declare_topics
-from safety_monitor.settings import CONTROL_RATE_HZ, SimSettings
 from safety_monitor.nodes.runtime import request_shutdown, run_node
+from safety_monitor.settings import CONTROL_RATE_HZ, SimSettings
 from safety_monitor.sim.runner import episode_schedule
 from safety_monitor.sim.workcell import OBJECTS
-from safety_monitor.io import messages as m
 
 FIRST_EPISODE_AT_S = 1.0  # simulated time of the first episode's start (a zero stamp means "unset" in ROS)
 _SAME_SAMPLE_S = 1e-6  # pose sample times closer than this are the same sample

@@ -16,8 +16,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from safety_monitor.errors import SafetyMonitorError
 from safety_monitor.enums import EventKind
+from safety_monitor.errors import SafetyMonitorError
 from safety_monitor.monitor.metrics import GroupMetrics, Metrics
 from safety_monitor.replay.batch import Summary
 from safety_monitor.replay.score import BagResult, ReplayConfig
