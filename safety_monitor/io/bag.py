@@ -456,6 +456,7 @@ def _chunk_messages(storage: McapReader, conns: Sequence[Any]) -> Iterator[Messa
             wanted[channel.id] = kinds.index((conn.topic, conn.msgtype))
     topics, msgtypes = tuple(t for t, _ in kinds), tuple(k for _, k in kinds)
     bio = storage.bio
+    assert bio is not None  # _indexed_mcap gives an open storage only
     for chunk in storage.chunks:
         channels = [cid for cid in wanted if chunk.channel_count.get(cid, 0)]
         if not channels:
