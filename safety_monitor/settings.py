@@ -253,7 +253,7 @@ def _flatten(params: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any
 class _NoAliasLoader(yaml.SafeLoader):
     """A parameter file has no use for YAML aliases; refusing them bounds what a small file can expand to."""
 
-    def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]
+    def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
             raise yaml.YAMLError(f"YAML aliases are not allowed (line {event.start_mark.line + 1})")

@@ -34,6 +34,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from safety_monitor.enums import EventKind
 from safety_monitor.errors import SourceError
@@ -59,7 +60,7 @@ def split_seconds(t: float) -> tuple[int, int]:
 
 
 # ------------------------------------------------------------------------------------- readers
-def _floats(values: Any) -> np.ndarray:
+def _floats(values: ArrayLike) -> np.ndarray:
     return np.asarray(values, dtype=np.float64).reshape(-1)
 
 
@@ -154,9 +155,9 @@ def joint_state_msg(
     types: SimpleNamespace,
     t: float,
     names: Sequence[str],
-    position: Sequence[float],
-    velocity: Sequence[float] | None = None,
-    effort: Sequence[float] | None = None,
+    position: ArrayLike,
+    velocity: ArrayLike | None = None,
+    effort: ArrayLike | None = None,
 ) -> Any:
     empty = np.zeros(0, dtype=np.float64)
     return types.JointState(

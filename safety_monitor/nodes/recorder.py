@@ -102,14 +102,13 @@ class RecorderNode(Node):
 
     def _record(self, msg_type, topic: str, profile) -> None:
         name = _type_name(msg_type)
-        sub = None
 
-        def callback(raw: bytes) -> None:
+        def callback(raw: bytes) -> None:  # runs in spin, after the subscription (and its name) exist
             msg = self._typestore.deserialize_cdr(raw, name)
-            self._order.push(sub.topic_name, msg, _stamp(msg))
+            self._order.push(resolved, msg, _stamp(msg))
             self.recorded += 1
 
-        sub = self.create_subscription(msg_type, topic, callback, profile, raw=True)
+        resolved: str = self.create_subscription(msg_type, topic, callback, profile, raw=True).topic_name
 
     def _on_marker(self, msg) -> None:
         marker = read_marker(self, msg)

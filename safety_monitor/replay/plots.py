@@ -70,8 +70,10 @@ def timeline_plot(result: BagResult, path: Path) -> None:
     blind_from: dict[str, float] = {}
     for e in trace.events:
         if e.kind == EventKind.BLIND:
+            assert e.t is not None  # a replay stamps every event with its log time
             blind_from[e.property] = e.t - t0
         elif e.kind == EventKind.SEEING and e.property in blind_from:
+            assert e.t is not None
             start = blind_from.pop(e.property)
             bottom.broken_barh([(start, max(e.t - t0 - start, min_width))], (rows[e.property] + 0.2, 0.6),
                                facecolor=UNKNOWN_COLOR, hatch="///", edgecolor="white", lw=0)

@@ -98,7 +98,7 @@ def episodes(result: BagResult) -> list[dict[str, Any]]:
     """One row per violation episode of a bag: opening frame, how and when it ended, its evidence."""
     if result.trace is None:
         return []
-    rows: dict[tuple[str, int], dict[str, Any]] = {}
+    rows: dict[tuple[str, int | None], dict[str, Any]] = {}
     for e in result.trace.events:
         key = (e.property, e.episode)
         if e.kind == EventKind.OPENED:
