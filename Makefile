@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 LARK   := lark==1.3.1
 export MUJOCO_GL ?= egl
 
-.PHONY: setup sim test bench clean mona
+.PHONY: setup sim test lint bench clean mona
 
 setup: mona $(STAMP)
 
@@ -38,6 +38,14 @@ sim: setup
 
 test: setup
 	$(PY) -m pytest -q test $(PYTEST_ARGS)
+
+# Static checks (ruff.toml, setup.cfg [mypy]): all three run, so one failing does not hide the others.
+lint: setup
+	@status=0; \
+	echo "ruff check"; $(VENV)/bin/ruff check safety_monitor test benchmarks || status=1; \
+	echo "ruff format --check"; $(VENV)/bin/ruff format --check safety_monitor test benchmarks || status=1; \
+	echo "mypy"; $(VENV)/bin/mypy || status=1; \
+	exit $$status
 
 bench: setup
 	$(PY) benchmarks/bench_monitor.py

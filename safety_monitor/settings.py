@@ -33,7 +33,7 @@ class SettingsError(SafetyMonitorError):
     """A setting out of its range, of the wrong type, unknown, or a parameter file that cannot be read."""
 
 
-def setting(default: Any, help: str, *, low: float | None = None, above: bool = False,  # noqa: A002
+def setting(default: Any, help: str, *, low: float | None = None, above: bool = False,
             choices: tuple[str, ...] = ()) -> Any:
     """A field of a settings class: its default, what `ros2 param describe` shows, and its range
     (`low`: the smallest value, excluded when `above`; `choices`: the allowed texts)."""
@@ -253,7 +253,7 @@ def _flatten(params: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any
 class _NoAliasLoader(yaml.SafeLoader):
     """A parameter file has no use for YAML aliases; refusing them bounds what a small file can expand to."""
 
-    def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]
+    def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
             raise yaml.YAMLError(f"YAML aliases are not allowed (line {event.start_mark.line + 1})")

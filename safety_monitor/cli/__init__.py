@@ -39,6 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _describe(parser: argparse.ArgumentParser) -> None:
     """Give each sub-command without a description its one-line help, so its --help page says what it does."""
     for action in parser._subparsers._group_actions if parser._subparsers else ():
+        if not isinstance(action, argparse._SubParsersAction):  # the group also holds plain positionals
+            continue
         for choice in action._choices_actions:
             command = action.choices[choice.dest]
             command.description = command.description or choice.help

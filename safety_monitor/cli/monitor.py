@@ -4,9 +4,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from safety_monitor.errors import SourceError
 from safety_monitor.settings import DEFAULT_HISTORY
+
+if TYPE_CHECKING:
+    from safety_monitor.monitor.metrics import GroupMetrics, Metrics
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,10 +33,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _monitor(args: argparse.Namespace) -> int:
+    from safety_monitor.io.traces import read_trace
     from safety_monitor.monitor.batch import BatchMonitor
     from safety_monitor.monitor.live import SpecSetMonitor, load_automata
     from safety_monitor.monitor.metrics import compute_metrics
-    from safety_monitor.io.traces import read_trace
 
     if args.history < 1:
         raise SourceError(f"--history must be at least 1 frame, got {args.history}")
@@ -61,12 +65,12 @@ def _monitor(args: argparse.Namespace) -> int:
     return 0
 
 
-def format_table(metrics) -> str:
+def format_table(metrics: Metrics) -> str:
     """Human summary: one row per property, then per category, then pooled."""
     header = ("", "N", "V", "U", "V/N", "U/N", f"V/N {metrics.confidence:.0%} CI", "rollouts hit")
-    rows = [header]
+    rows: list[tuple[str, ...]] = [header]
 
-    def row(g, label):
+    def row(g: GroupMetrics, label: str) -> None:
         ci = f"[{g.risk_interval[0]:.3f}, {g.risk_interval[1]:.3f}]" if g.risk_interval else "-"
         share = f"{g.violating_rollouts}/{g.rollouts}"
         rows.append((label, str(g.triggers), str(g.violations), str(g.violating_frames), _num(g.risk),

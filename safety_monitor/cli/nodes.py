@@ -4,9 +4,41 @@ from __future__ import annotations
 import argparse
 import json
 from collections import Counter
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, TypedDict
 
 from safety_monitor.enums import EventKind
+
+if TYPE_CHECKING:
+    from safety_monitor.nodes.run_inprocess import LiveRun
+
+
+class EpisodeSummary(TypedDict):
+    """One episode of a live sim run, as `--json` prints it."""
+
+    episode: int
+    task: str
+    fault: str | None
+    seed: int | None
+    frames: int
+    task_succeeded: bool | None
+    opened: dict[str, int]  # violations opened per property
+    events: int
+    interrupted: bool
+    as_labelled: bool | None  # None: cut off, not judged
+    missing: list[str]
+    unexpected: list[str]
+
+
+class SimSummary(TypedDict):
+    """A live sim run, as `--json` prints it."""
+
+    episodes: list[EpisodeSummary]
+    events_per_property: dict[str, dict[str, int]]
+    events_log: str | None
+    bags: list[str]
+    wall_s: float | None
+    interrupted: bool
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -44,8 +76,8 @@ def run_sim(args: argparse.Namespace) -> int:
                                   seed=args.seed, events=args.events, record=args.record,
                                   storage=args.storage or LiveRunOptions.storage))
     except KeyboardInterrupt:  # Ctrl-C while the nodes were still being built: nothing ran
-        summary = {"episodes": [], "events_per_property": {}, "events_log": None, "bags": [], "wall_s": None,
-                   "interrupted": True}
+        summary: SimSummary = {"episodes": [], "events_per_property": {}, "events_log": None, "bags": [],
+                               "wall_s": None, "interrupted": True}
     else:
         summary = summarize(live)
     if args.json:
@@ -59,14 +91,15 @@ def run_sim(args: argparse.Namespace) -> int:
     return 130 if summary["interrupted"] else 0
 
 
-def summarize(live) -> dict[str, Any]:
+def summarize(live: LiveRun) -> SimSummary:
     """Per episode: what ran, the properties that opened violations and whether that matches the fault's
     ground truth (expected ones all opened, none outside the allowed ones); events per property. An episode
     Ctrl-C cut off (no end marker) is `interrupted` and not judged (`as_labelled` None): its fault may not
     have happened yet."""
     from safety_monitor.sim.faults import FAULTS
 
-    episodes, per_property = [], {}
+    episodes: list[EpisodeSummary] = []
+    per_property: dict[str, Counter[str]] = {}
     for r in live.rollouts:
         opened = Counter(e["property"] for e in r.events if e["kind"] == EventKind.OPENED)
         spec = FAULTS.get(r.fault)
@@ -92,12 +125,12 @@ def summarize(live) -> dict[str, Any]:
     }
 
 
-def summary_lines(s: dict[str, Any]) -> list[str]:
+def summary_lines(s: SimSummary) -> list[str]:
     eps = s["episodes"]
     out = [f"safety-monitor sim: {len(eps)} episode(s) through the sim, estimator and monitor nodes "
            f"(one process) in {s['wall_s']:.1f} s" + ("; interrupted" if s["interrupted"] else "")]
     header = ("#", "task", "fault", "seed", "frames", "task", "violations opened", "ground truth")
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for e in eps:
         opened = ", ".join(p if n == 1 else f"{p} x{n}" for p, n in e["opened"].items()) or "-"
         truth = "not judged (cut off)" if e["interrupted"] else "as labelled" if e["as_labelled"] else "; ".join(
@@ -121,6 +154,6 @@ def summary_lines(s: dict[str, Any]) -> list[str]:
     return out
 
 
-def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> list[str]:
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
     return ["  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in (header, *rows)]

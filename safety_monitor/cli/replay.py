@@ -50,14 +50,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from safety_monitor.grounding.grounder import config_dir
     from safety_monitor.cli.monitor import format_table
+    from safety_monitor.grounding.grounder import config_dir
+    from safety_monitor.io.bag import find_bags
+    from safety_monitor.pipeline.assemble import StreamMapping
     from safety_monitor.replay.batch import score_bags, summarize, unique_bags
     from safety_monitor.replay.report import check_folder, input_warning, is_blind, write_report
     from safety_monitor.replay.score import ReplayConfig, check_config
     from safety_monitor.settings import load_settings
-    from safety_monitor.pipeline.assemble import StreamMapping
-    from safety_monitor.io.bag import find_bags
 
     try:
         pattern = re.compile(args.group_by) if args.group_by else None

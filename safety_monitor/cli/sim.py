@@ -72,22 +72,22 @@ def handle(args: argparse.Namespace) -> int:
     if args.list_faults:
         if args.task is not None and args.task not in TASKS:
             args._parser.error(f"argument --task: unknown task {args.task!r}; known: {', '.join(sorted(TASKS))}")
-        rows = [{"fault": f.name, "expected_properties": list(f.expected_properties),
-                 "allowed_properties": list(f.allowed_properties), "task": f.task,
-                 "description": f.description} for f in FAULTS.values() if args.task in (None, f.task)]
+        faults = [f for f in FAULTS.values() if args.task in (None, f.task)]
         if args.json:
-            print(json.dumps(rows, indent=2))
+            print(json.dumps([{"fault": f.name, "expected_properties": list(f.expected_properties),
+                               "allowed_properties": list(f.allowed_properties), "task": f.task,
+                               "description": f.description} for f in faults], indent=2))
         else:
-            for r in rows:
-                print(f"{r['fault']:28s} {r['task']:22s} expects {', '.join(r['expected_properties'])}")
+            for f in faults:
+                print(f"{f.name:28s} {f.task:22s} expects {', '.join(f.expected_properties)}")
         return 0
     if args.list_tasks:
-        rows = [{"task": t.name, "object": t.obj, "description": t.description} for t in TASKS.values()]
         if args.json:
-            print(json.dumps(rows, indent=2))
+            print(json.dumps([{"task": t.name, "object": t.obj, "description": t.description}
+                              for t in TASKS.values()], indent=2))
         else:
-            for r in rows:
-                print(f"{r['task']:22s} {r['description']}")
+            for t in TASKS.values():
+                print(f"{t.name:22s} {t.description}")
         return 0
     if not args.physics_only:
         from safety_monitor.cli.nodes import run_sim

@@ -9,6 +9,8 @@ contact pair, so one long contact fires and flicker between different pairs does
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from safety_monitor.grounding.debounce import Persistence, Tri, any3
 from safety_monitor.grounding.description import GRIPPER_PARTS, ROBOT_PARTS, RobotDescription
 from safety_monitor.grounding.fixtures import FixtureEstimator
@@ -34,7 +36,29 @@ DOCS = {
 }
 
 
-_FIXED, _OPERATED, _OBJECTS = "fixed", "operated", "objects"  # kinds of contact rule
+@dataclass(frozen=True, slots=True)
+class _Fixed:
+    """A contact whose verdict the names alone decide."""
+
+    forbidden: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Operated:
+    """A gripper body on a fixture part: allowed while that fixture is operated."""
+
+    fixture: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Objects:
+    """An object on something else: forbidden while the object is active, off a support."""
+
+    objects: tuple[tuple[str, bool], ...]  # (object, the other entity is not a support)
+
+
+_Rule = _Fixed | _Operated | _Objects  # what decides a contact between two entities
+_ALLOWED, _FORBIDDEN = _Fixed(False), _Fixed(True)
 
 
 class ContactEstimator:
@@ -44,7 +68,7 @@ class ContactEstimator:
         self.grasp, self.fixtures = grasp, fixtures
         self.tolerance = counts.forbidden_contact_tolerance
         self.pair_frames: dict[tuple[str, str], int] = {}
-        self._rules: dict[tuple[str, str], tuple[object, object]] = {}
+        self._rules: dict[tuple[str, str], _Rule] = {}
         self.wrench = Persistence(counts.wrench_persistence)
         self.supports = frozenset(e for e in robot.entities
                                   if catalog.has(robot.owner(e), "support") or catalog.has(robot.owner(e), "container"))
@@ -78,13 +102,12 @@ class ContactEstimator:
         rule = self._rules.get((a, b))
         if rule is None:
             rule = self._rules[(a, b)] = self._rule(a, b)
-        kind, detail = rule
-        if kind is _FIXED:
-            return detail
-        if kind is _OPERATED:  # a gripper body on a fixture part: allowed while the fixture is operated
-            return detail not in self.fixtures.operated
-        verdicts = []  # an object on something else: forbidden while the object is active, off a support
-        for obj, off_support in detail:
+        if isinstance(rule, _Fixed):
+            return rule.forbidden
+        if isinstance(rule, _Operated):
+            return rule.fixture not in self.fixtures.operated
+        verdicts: list[Tri] = []
+        for obj, off_support in rule.objects:
             active = True if self.grasp.grasped[obj] else self.grasp.moving[obj]
             if active is None:
                 verdicts.append(None)
@@ -92,22 +115,22 @@ class ContactEstimator:
                 verdicts.append(off_support)
         return any3(verdicts) if verdicts else False
 
-    def _rule(self, a: str, b: str) -> tuple[object, object]:
+    def _rule(self, a: str, b: str) -> _Rule:
         """What decides a contact between entities `a` and `b`: only the names (fixed per workcell)."""
         robot_a, robot_b = a in ROBOT_PARTS, b in ROBOT_PARTS
         if robot_a and robot_b:
-            return _FIXED, False
+            return _ALLOWED
         if robot_a or robot_b:
             part, other = (a, b) if robot_a else (b, a)
             if part not in GRIPPER_PARTS:
-                return _FIXED, True
+                return _FORBIDDEN
             if other in self.grasp.objects:
-                return _FIXED, False
-            return _OPERATED, self.robot.owner(other)
+                return _ALLOWED
+            return _Operated(self.robot.owner(other))
         if self.robot.owner(a) == self.robot.owner(b):
-            return _FIXED, False
-        return _OBJECTS, tuple((obj, other not in self.supports) for obj, other in ((a, b), (b, a))
-                               if obj in self.grasp.objects)
+            return _ALLOWED
+        return _Objects(tuple((obj, other not in self.supports) for obj, other in ((a, b), (b, a))
+                              if obj in self.grasp.objects))
 
     def _excess(self, inp: FrameInputs) -> Tri:
         w = inp.wrench

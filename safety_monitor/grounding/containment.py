@@ -66,7 +66,7 @@ class ContainmentEstimator:
             settled = self.settled.step(raw)
             if settled:
                 self.timer.stop()
-        contained = []
+        contained: list[Tri] = []
         regions = [geo.interiors[c] for c in self.containers]
         for o in self.grasp.objects:
             box = geo.object_boxes.get(o)

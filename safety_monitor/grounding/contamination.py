@@ -50,8 +50,9 @@ class ContaminationEstimator:
         touched = set()
         rules = self._rules
         for a, b, gap in geo.pairs:
-            rule = rules.get((a, b), False)
-            if rule is False:
+            try:
+                rule = rules[(a, b)]
+            except KeyError:  # first sight of this pair: rule computed once
                 rule = rules[(a, b)] = self._rule(a, b)
             if rule is not None and gap <= rule[0]:
                 edges.append(rule[1])

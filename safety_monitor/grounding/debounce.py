@@ -90,7 +90,8 @@ class Timer:
     """Frames elapsed since `start(frame)`; `expired(frame)` once `n` frames have passed (elapsed >= n)."""
 
     def __init__(self, n: int):
-        self.n, self.started_at = n, None
+        self.n = n
+        self.started_at: int | None = None
 
     @property
     def running(self) -> bool:

@@ -184,8 +184,8 @@ class FixtureEstimator:
             if other == "arm":
                 obstacle.append(True)
             elif other in self.graspable:
-                box, region = geo.object_boxes.get(other), geo.interiors.get(f)
-                obstacle.append(region is None or not object_inside(box, region, d.placement_margin))
+                region = geo.interiors.get(f)  # an object with a gap has a box (FrameGeometry's invariant)
+                obstacle.append(region is None or not object_inside(geo.object_boxes[other], region, d.placement_margin))
         hit = any3(obstacle) if obstacle else False
         if not hit and unknown_near:
             hit = None

@@ -117,7 +117,9 @@ class GraspEstimator:
             self.grasped[o] = after
         self.dropped = frozenset(just_dropped)
         f = self.focus
-        left = settled = timeout = False  # all about the focus object; false before any grasp
+        left: Tri = False  # all three about the focus object; false before any grasp
+        settled: Tri = False
+        timeout = False
         if f:
             left = geo.gripper_gap(f) > clearance if f not in geo.unknown else None
             settled = None if self.stable[f] is None else (self.stable[f] and not self.grasped[f])
@@ -144,7 +146,8 @@ class GraspEstimator:
             st.stable.reset()
             return False, moving
         box = inp.geometry.object_boxes.get(o)
-        if st.stable.value and box is not None and st.anchor is not None and self._moved_from_anchor(st, box):
+        anchor = st.anchor
+        if st.stable.value and box is not None and anchor is not None and self._moved_from_anchor(st, box, anchor):
             st.stable.reset()
         was = st.stable.value
         value = st.stable.step(None if moving is None else not moving)
@@ -152,14 +155,14 @@ class GraspEstimator:
             st.anchor = box
         return value, moving
 
-    def _moved_from_anchor(self, st: _ObjectGrasp, box: Box) -> bool:
-        """Whether `box` moved beyond the slip thresholds from the anchor; kept while both are the same
+    def _moved_from_anchor(self, st: _ObjectGrasp, box: Box, anchor: Box) -> bool:
+        """Whether `box` moved beyond the slip thresholds from `anchor` (st's); kept while both are the same
         (immutable) boxes, as they are while the object rests."""
         known = st.displaced
-        if known is not None and known[0] is box and known[1] is st.anchor:
+        if known is not None and known[0] is box and known[1] is anchor:
             return known[2]
-        moved = _displaced(box, st.anchor, self.th.motion)
-        st.displaced = (box, st.anchor, moved)
+        moved = _displaced(box, anchor, self.th.motion)
+        st.displaced = (box, anchor, moved)
         return moved
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import sys
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from safety_monitor.errors import GroundingError
+from safety_monitor.frames import Pose, RobotState, Wrench
 from safety_monitor.grounding import contact, containment, contamination, fixtures, grasp, skills
 from safety_monitor.grounding.debounce import Tri
 from safety_monitor.grounding.description import RobotDescription, load_robot_description
@@ -27,7 +28,6 @@ from safety_monitor.grounding.geometry import FrameGeometry
 from safety_monitor.grounding.inputs import FrameInputs, PredicateDoc
 from safety_monitor.grounding.motion import Track, quat_to_matrix
 from safety_monitor.grounding.semantics import ObjectCatalog, load_object_catalog
-from safety_monitor.frames import Pose, RobotState, Wrench
 from safety_monitor.grounding.thresholds import Thresholds, load_thresholds
 
 if TYPE_CHECKING:  # the twin imports MuJoCo; tests with a given FrameGeometry never load it
@@ -96,7 +96,8 @@ class Grounder:
         self._ee_track = Track(horizon)
         self._object_tracks = {o: Track(horizon) for o in r.objects}
         self._relative_tracks = {o: Track(horizon) for o in r.objects}
-        self._fixture_history = {f: deque(maxlen=counts.motion_window + 1) for f in r.fixtures}
+        window = counts.motion_window + 1
+        self._fixture_history: dict[str, deque[float]] = {f: deque(maxlen=window) for f in r.fixtures}
         self._last = dict.fromkeys(PREDICATES, False)
         self._checked_names: set[tuple[str, ...]] = set()
         self._checked_poses: dict[str, tuple[tuple[list, list], bool]] = {}
@@ -135,7 +136,8 @@ class Grounder:
         for family in self._families:
             decided.update(family.step(inp))
         last, values = self._last, decided.values()
-        unknown, kept = (), ()
+        unknown: Sequence[str] = ()
+        kept: Sequence[tuple[str, bool]] = ()
         if None in values:  # undecided: keep the last decided value
             unknown = [k for k, v in decided.items() if v is None]
             kept = [(k, last[k]) for k in unknown]

@@ -4,8 +4,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from safety_monitor.grounding.geometry import FrameGeometry
 from safety_monitor.frames import Wrench
+from safety_monitor.grounding.geometry import FrameGeometry
 
 
 @dataclass(frozen=True)

@@ -85,4 +85,6 @@ class Track:
     def clear(self) -> None:
         if self.times:  # an empty track's remembered change (none) stays right
             self._change = None
-            self.times.clear(), self.positions.clear(), self.rotations.clear()
+            self.times.clear()
+            self.positions.clear()
+            self.rotations.clear()

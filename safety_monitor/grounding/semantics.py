@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-
 from safety_monitor.errors import GroundingError
 from safety_monitor.grounding.config_file import read_config
 

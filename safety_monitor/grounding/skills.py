@@ -122,7 +122,7 @@ class SkillEstimator:
         if held is not None or inp.gripper_closed:
             return None
         gaps = {o: gap for o, gap in gaps.items() if o not in self.released}
-        best = min(gaps, key=gaps.get, default=None)
+        best = min(gaps, key=gaps.__getitem__, default=None)
         return best if best is not None and gaps[best] <= reach else None
 
     def _pick_ok(self, o: str, inp: FrameInputs, held: str | None) -> Tri:
@@ -151,7 +151,7 @@ class SkillEstimator:
             self.lifted[held] = True
         if not self.lifted[held] or not gaps:
             return None
-        best = min(gaps, key=gaps.get)
+        best = min(gaps, key=gaps.__getitem__)
         return best if gaps[best] <= self.th.distances_m.reach else None
 
     def _place_ok(self, inp: FrameInputs, held: str | None) -> Tri:

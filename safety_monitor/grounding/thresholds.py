@@ -10,7 +10,6 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-
 from safety_monitor.errors import GroundingError
 from safety_monitor.grounding.config_file import read_config
 
@@ -118,7 +117,7 @@ class Thresholds:
             raise GroundingError(f"control rate must be a positive number of Hz, got {control_rate_hz!r}")
         d = self.durations_s
         return FrameCounts(**{
-            f.name: max(1, int(round(getattr(d, f.name) * control_rate_hz))) for f in fields(Durations)
+            f.name: max(1, round(getattr(d, f.name) * control_rate_hz)) for f in fields(Durations)
         })
 
     @property

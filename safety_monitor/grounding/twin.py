@@ -20,10 +20,10 @@ import mujoco
 import numpy as np
 
 from safety_monitor.errors import GroundingError
+from safety_monitor.frames import Pose
 from safety_monitor.grounding.description import ENVIRONMENT, GRIPPER_PARTS, HOUSING, RobotDescription
 from safety_monitor.grounding.geometry import Box, FrameGeometry
 from safety_monitor.grounding.motion import quat_to_matrix
-from safety_monitor.frames import Pose
 from safety_monitor.grounding.thresholds import Thresholds
 
 _PARK = 1000.0  # objects without a usable pose are parked this far away, spaced apart
@@ -68,7 +68,7 @@ class KinematicTwin:
         self._contact_key = np.array([[n * n if ea == eb else min(ea, eb) * n + max(ea, eb) for eb in ent]
                                       for ea in ent], dtype=np.int64)
         self._key_names = [(self.entities[k // n], self.entities[k % n]) for k in range(n * n)]
-        self._key_sorted = [tuple(sorted(names)) for names in self._key_names]
+        self._key_sorted = [(a, b) if a <= b else (b, a) for a, b in self._key_names]
         self._key_gripper = [tuple(y for x, y in (names, names[::-1]) if x in GRIPPER_PARTS) for names in self._key_names]
         # What the previous compute() saw, so results about geoms and bodies that did not move since are
         # reused (objects at rest between pose updates, fixtures nobody operates): a body's pose is a
@@ -226,7 +226,7 @@ class KinematicTwin:
         names, ordered, gripper_of = self._key_names, self._key_sorted, self._key_gripper
         gaps: dict[str, dict[str, float]] = {}
         gripper: dict[str, float] = {}
-        pairs = []
+        pairs: list[tuple[str, str, float]] = []
         inf = math.inf
         for key, gap in best.items():
             a, b = names[key]
@@ -247,7 +247,7 @@ class KinematicTwin:
         if plan is None:
             if len(self._plans) >= 64:
                 self._plans.clear()
-            body_moved = self._body_qpos[:, changed].any(axis=1)
+            body_moved = np.any(self._body_qpos[:, changed], axis=1)
             geom_moved = body_moved[self.model.geom_bodyid]
             idx = np.flatnonzero(geom_moved.take(self._pa) | geom_moved.take(self._pb))
             affected = (idx, self._pa.take(idx), self._pb.take(idx), self._pair_rbound.take(idx)) if idx.size else None
@@ -327,11 +327,11 @@ class KinematicTwin:
             return out
 
         for name, st in r.static.items():
-            for b in st.bodies:
-                entity[m.body(b).id] = name
+            for body in st.bodies:
+                entity[m.body(body).id] = name
         for name, fx in r.fixtures.items():
-            for b in fx.housing:
-                entity[m.body(b).id] = name + HOUSING
+            for body in fx.housing:
+                entity[m.body(body).id] = name + HOUSING
             for b in subtree(int(m.jnt_bodyid[m.joint(fx.joint).id])):
                 entity[b] = name
         for o in r.objects:
@@ -339,10 +339,10 @@ class KinematicTwin:
                 entity[b] = o
         for b in subtree(m.body(r.base_body).id):
             entity[b] = "arm"
-        for b in r.hand_bodies:
-            entity[m.body(b).id] = "hand"
-        for side, b in zip(("finger_left", "finger_right"), r.finger_bodies):
-            for fb in subtree(m.body(b).id):
+        for body in r.hand_bodies:
+            entity[m.body(body).id] = "hand"
+        for side, body in zip(("finger_left", "finger_right"), r.finger_bodies):
+            for fb in subtree(m.body(body).id):
                 entity[fb] = side
         return entity
 

@@ -13,6 +13,7 @@ rosbags' size check on read) and embeds each type's definition, so any ROS tool 
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import sqlite3
 import struct
@@ -108,10 +109,11 @@ def _open_error(path: Path, exc: BaseException) -> str:
                 return (f"{file}: cannot open bag: the mcap file ends without its footer: it is truncated, or its "
                         "recorder was stopped before closing it (killed); `mcap recover` rebuilds a readable copy")
     cause: BaseException | None = exc
-    while cause is not None and getattr(cause, "problem_mark", None) is None:  # rosbags hides YAML's error
+    mark = None  # rosbags hides YAML's error in the exception's context
+    while cause is not None and (mark := getattr(cause, "problem_mark", None)) is None:
         cause = cause.__context__
-    if cause is not None:
-        mark, problem = getattr(cause, "problem_mark"), getattr(cause, "problem", None) or "parse error"
+    if mark is not None:
+        problem = getattr(cause, "problem", None) or "parse error"
         return (f"{path / 'metadata.yaml'}: cannot open bag: not valid YAML at line {mark.line + 1}, column "
                 f"{mark.column + 1}: {problem}")
     return f"{path}: cannot open bag: {' '.join(str(exc).split())}"
@@ -255,7 +257,7 @@ class BagReader:
     def _check_metadata(self) -> None:
         """rosbags takes metadata.yaml's values as they are: fail at open on what a damaged file gives."""
         reader = self._open()
-        reader.topics  # sorts the topic names (a number among them is a TypeError)
+        _ = reader.topics  # sorts the topic names (a number among them is a TypeError)
         untyped = sorted(str(c.topic) for c in reader.connections if not isinstance(c.msgtype, str) or not c.msgtype)
         if untyped:
             raise ValueError(f"no message type for topic(s) {', '.join(untyped)}")
@@ -408,7 +410,7 @@ def _indexed_mcap(reader: AnyReader) -> McapReader | None:
         return None
     chunks = storage.chunks
     ordered = all(a.chunk_start_offset < b.chunk_start_offset and a.message_end_time <= b.message_start_time
-                  for a, b in zip(chunks, chunks[1:]))
+                  for a, b in itertools.pairwise(chunks))
     return storage if ordered else None
 
 
@@ -454,6 +456,7 @@ def _chunk_messages(storage: McapReader, conns: Sequence[Any]) -> Iterator[Messa
             wanted[channel.id] = kinds.index((conn.topic, conn.msgtype))
     topics, msgtypes = tuple(t for t, _ in kinds), tuple(k for _, k in kinds)
     bio = storage.bio
+    assert bio is not None  # _indexed_mcap gives an open storage only
     for chunk in storage.chunks:
         channels = [cid for cid in wanted if chunk.channel_count.get(cid, 0)]
         if not channels:

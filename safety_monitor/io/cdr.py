@@ -27,10 +27,19 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from safety_monitor.frames import Pose, Wrench
-from safety_monitor.frames import JointSample, PredicateSample
-from safety_monitor.io.messages import (EVENTS_HARDWARE_ID, OK, PREDICATES_STATUS, STALE, WARN, comma_names,
-                                        event_level_value, event_texts, predicate_sample, split_seconds)
+from safety_monitor.frames import JointSample, Pose, PredicateSample, Wrench
+from safety_monitor.io.messages import (
+    EVENTS_HARDWARE_ID,
+    OK,
+    PREDICATES_STATUS,
+    STALE,
+    WARN,
+    comma_names,
+    event_level_value,
+    event_texts,
+    predicate_sample,
+    split_seconds,
+)
 
 # The layouts these readers implement: field name and type per message type (a trailing [] is a sequence).
 DEFINITIONS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -273,7 +282,8 @@ def _joint_offsets(raw: bytes) -> tuple[list[int], list[int]]:
     _, pos = _stamp(raw)
     count, pos = _count(raw, pos, 5)
     _, pos = _strings(raw, pos, count)
-    fixed, floats = [*range(4), *range(12, pos)], []
+    fixed = [*range(4), *range(12, pos)]
+    floats: list[int] = []
     for _ in range(3):
         begin = pos
         count, pos = _count(raw, pos, 8)
@@ -355,10 +365,12 @@ class PredicateReader:
         values: dict[str, bool] = {}
         done = 0
         run = self._run
-        match = run[2].match(raw, start) if run is not None and run[0] == count else None
-        if match is not None:  # every key of the learnt run in place, each value exactly "true" or "false"
-            values = dict(zip(run[1], map(is_not, match.groups(), repeat(None))))
-            done, pos = len(run[1]), match.end()
+        match = None
+        if run is not None and run[0] == count:
+            match = run[2].match(raw, start)
+            if match is not None:  # every key of the learnt run in place, each value exactly "true" or "false"
+                values = dict(zip(run[1], map(is_not, match.groups(), repeat(None))))
+                done, pos = len(run[1]), match.end()
         texts, pos = _strings(raw, pos, 2 * (count - done))
         pairs = list(zip(texts[::2], texts[1::2]))
         _end(raw, pos)
@@ -459,7 +471,9 @@ class PredicateBatchReader:
             texts.append(cur.string())
         cur.require(cur.pos + 3 >= cur.size)  # rosbags' size check: at most padding after the last field
         decoded = cur.ok
-        t, frame, unknown, stale = [0.0] * n, [None] * n, [_NO_NAMES] * n, [_NO_NAMES] * n
+        t = [0.0] * n
+        frame: list[int | None] = [None] * n
+        unknown, stale = [_NO_NAMES] * n, [_NO_NAMES] * n
         (f_at, f_len), (t_at, t_len), (u_at, u_len), (s_at, s_len) = ((a.tolist(), b.tolist()) for a, b in texts)
         absolute = cur.start.tolist()
         for i in np.flatnonzero(decoded).tolist():  # the few texts per message, as predicate_sample reads them
@@ -558,7 +572,7 @@ class _Cursor:
         at = np.minimum(np.where(self.ok, self.start + first, 0), max(0, self._limit - width))
         window = sliding_window_view(self.data, width)[at]
         inside = np.arange(width) < span[:, None]
-        self.require(~((window >= 0x80) & inside).any(axis=1))
+        self.require(~np.any((window >= 0x80) & inside, axis=1))
 
 
 class PredicateWriter:

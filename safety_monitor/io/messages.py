@@ -34,6 +34,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from safety_monitor.enums import EventKind
 from safety_monitor.errors import SourceError
@@ -59,7 +60,7 @@ def split_seconds(t: float) -> tuple[int, int]:
 
 
 # ------------------------------------------------------------------------------------- readers
-def _floats(values: Any) -> np.ndarray:
+def _floats(values: ArrayLike) -> np.ndarray:
     return np.asarray(values, dtype=np.float64).reshape(-1)
 
 
@@ -124,9 +125,8 @@ def rclpy_types() -> SimpleNamespace:
     """The same classes from the ROS 2 Python message packages (for publishing)."""
     from builtin_interfaces.msg import Time
     from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-    from geometry_msgs.msg import Point, Quaternion, Vector3, WrenchStamped
+    from geometry_msgs.msg import Point, PoseStamped, Quaternion, Vector3, WrenchStamped
     from geometry_msgs.msg import Pose as PoseMsg
-    from geometry_msgs.msg import PoseStamped
     from geometry_msgs.msg import Wrench as WrenchMsg
     from rosgraph_msgs.msg import Clock
     from sensor_msgs.msg import JointState
@@ -155,9 +155,9 @@ def joint_state_msg(
     types: SimpleNamespace,
     t: float,
     names: Sequence[str],
-    position: Sequence[float],
-    velocity: Sequence[float] | None = None,
-    effort: Sequence[float] | None = None,
+    position: ArrayLike,
+    velocity: ArrayLike | None = None,
+    effort: ArrayLike | None = None,
 ) -> Any:
     empty = np.zeros(0, dtype=np.float64)
     return types.JointState(
@@ -305,7 +305,7 @@ _FIELD_JSON = json.JSONEncoder(sort_keys=True, default=_json_default).encode
 
 
 OK, WARN, ERROR, STALE = 0, 1, 2, 3  # diagnostic_msgs/DiagnosticStatus levels, as bytes on the wire
-_EVENT_LEVELS = {EventKind.OPENED: ERROR, EventKind.STATE_LOST: ERROR, EventKind.UNRECOVERED_AT_END: WARN,
+_EVENT_LEVELS: dict[str, int] = {EventKind.OPENED: ERROR, EventKind.STATE_LOST: ERROR, EventKind.UNRECOVERED_AT_END: WARN,
                  EventKind.BLIND: STALE}
 
 

@@ -139,9 +139,11 @@ def _all_or_none(times: list[float | None], lines: list[int], name: str) -> list
     """Times for every frame or for none; non-decreasing."""
     if all(t is None for t in times):
         return None
+    known: list[float] = []
     for i, t in enumerate(times):
         if t is None:
             raise SourceError(f"{name}:{lines[i]}: frame {i} has no 't' while other frames do")
-        if i and t < times[i - 1]:
-            raise SourceError(f"{name}:{lines[i]}: time goes backwards ({t} after {times[i - 1]})")
-    return times
+        if known and t < known[-1]:
+            raise SourceError(f"{name}:{lines[i]}: time goes backwards ({t} after {known[-1]})")
+        known.append(t)
+    return known

@@ -127,6 +127,7 @@ def build_automaton(compiled) -> MonitorAutomaton:
 
     def rec_row(r: int) -> tuple[np.ndarray, np.ndarray]:
         """Step the recovery DFA; on acceptance close and restart the main DFA on this frame (rule 2)."""
+        assert rec is not None  # recovery states (keys from n_main on) exist only with a recovery DFA
         r2 = rec.table[r, rec_letter].astype(np.int64)
         accept = rec.accepting[r2]
         again, again_code = main_row(main.initial)
@@ -147,14 +148,14 @@ def build_automaton(compiled) -> MonitorAutomaton:
         blind_self = len(rows_next)  # the blind letter: no step
         rows_next.append(np.append([index[k] for k in keys.tolist()], blind_self))
         rows_code.append(np.append(code, 0))
-    order = [("main", k) if k < n_main else ("rec", k - n_main) for k in order]
+    states = [("main", k) if k < n_main else ("rec", k - n_main) for k in order]
 
     next_table = np.array(rows_next, dtype=np.int32)
     code_table = np.array(rows_code, dtype=np.uint8)
     initial_row = main.table[main.initial]
-    rest = np.array([m == "main" and np.array_equal(main.table[q], initial_row) for m, q in order])
+    rest = np.array([m == "main" and np.array_equal(main.table[q], initial_row) for m, q in states])
     code_table |= np.where(rest[:, None] & ~rest[next_table], RUN_START, 0).astype(np.uint8)
-    main_state = np.array([q if m == "main" else -1 for m, q in order], dtype=np.int32)
+    main_state = np.array([q if m == "main" else -1 for m, q in states], dtype=np.int32)
     tail, period = _run_shape(next_table)
     for arr in (next_table, code_table, rest, trigger_value, main_state, main_letter, tail, period):
         arr.setflags(write=False)

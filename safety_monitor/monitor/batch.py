@@ -23,8 +23,8 @@ from safety_monitor.monitor import automaton as codes
 from safety_monitor.monitor.automaton import MonitorAutomaton
 from safety_monitor.monitor.episodes import EpisodeLedger, PropertyOutcome, TraceResult
 from safety_monitor.monitor.events import Event
-from safety_monitor.settings import DEFAULT_HISTORY
 from safety_monitor.monitor.live import predicate_order
+from safety_monitor.settings import DEFAULT_HISTORY
 
 _BLOCK = 1 << 16  # compressed frames per scan block (bounds memory)
 _CHUNK = 128  # steps per chunk inside a block
@@ -211,10 +211,11 @@ class BatchMonitor:
                 if pos.size:
                     state = before[pos % chunk, j, pos // chunk] // self._width - self._offset[j]
                     parts[j].append((pos + lo, code_t[j, pos], state))
-        found = []
+        found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         for j in range(n_props):
             if parts[j]:
-                found.append(tuple(np.concatenate(x) for x in zip(*parts[j])))
+                positions, codes, states = zip(*parts[j])
+                found.append((np.concatenate(positions), np.concatenate(codes), np.concatenate(states)))
             else:
                 found.append((np.zeros(0, np.int64), np.zeros(0, np.uint8), np.zeros(0, np.int64)))
         final = (cur // self._width - self._offset).tolist()

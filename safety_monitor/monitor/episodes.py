@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from safety_monitor.monitor import automaton as codes
 from safety_monitor.enums import EventKind
+from safety_monitor.monitor import automaton as codes
 from safety_monitor.monitor import events as ev
 from safety_monitor.monitor.automaton import MonitorAutomaton
 from safety_monitor.monitor.events import deferred_counterexample as _deferred
@@ -102,6 +102,7 @@ class EpisodeLedger:
         recovered, opened, at_once = _CODE_SPLIT[code]
         if recovered:
             since = self._open_frame
+            assert since is not None  # a recovery closes the episode this ledger opened
             self._close(frame, t, EventKind.RECOVERED, frame - since if frame > since else 1, out)
             self._run_start = frame
         if opened:
@@ -126,14 +127,17 @@ class EpisodeLedger:
         return ev.Event(EventKind.BLIND, self.auto.name, self.auto.category, frame, t)
 
     def seeing(self, frame: int, t: float | None) -> ev.Event:
-        self._blind_frames += frame - self._blind_since
+        since = self._blind_since
+        assert since is not None  # seeing again follows blind()
+        self._blind_frames += frame - since
         self._blind_since = None
         return ev.Event(EventKind.SEEING, self.auto.name, self.auto.category, frame, t)
 
     def finish(self, frames: int, t: float | None, edges: int, run_edges: int) -> tuple[list[ev.Event], PropertyOutcome]:
         """Close a trace of `frames` frames. An open episode counts unless shorter than
         min_resolve_frames; `run_edges` = trigger rising edges in the main DFA's current run."""
-        auto, out = self.auto, []
+        auto = self.auto
+        out: list[ev.Event] = []
         pending = run_edges
         if self._open_frame is not None:
             duration = frames - self._open_frame

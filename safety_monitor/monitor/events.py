@@ -1,6 +1,7 @@
 """What the monitor reports: events (typed, JSON-ready) and the counterexample every violation carries."""
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +43,7 @@ class Counterexample:
         self.property  # noqa: B018 (builds a deferred counterexample)
         return self.__dict__
 
-    @property
+    @builtins.property  # the field `property` (a name) shadows the decorator in this class body
     def explanation(self) -> str:
         """One plain sentence (built on demand: floods of violations should not pay for prose)."""
         return explain(self.property, self.formula, self.trigger, self.last_frame, self.times[-1],

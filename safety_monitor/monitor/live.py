@@ -175,7 +175,7 @@ class SpecSetMonitor:
         """Events and trigger bookkeeping of the properties whose transition carried a flag."""
         out: list[Event] = []
         edges, last_edge, edges_left, ledgers = self._edges, self._last_edge, self._edges_left, self._ledgers
-        rows = steps = None
+        decoded: tuple[list[int], list[int]] | None = None  # the rows and letters, listed on the first code
         still = True
         for j in compress(self._order, flags):
             moves, run_start, rise, code, blind, seeing = _SPLIT[flags[j]]
@@ -189,8 +189,9 @@ class SpecSetMonitor:
             if seeing:
                 out.append(ledgers[j].seeing(i, t))
             if code:
-                if rows is None:
-                    rows, steps = before.tolist(), letters.tolist()
+                if decoded is None:
+                    decoded = before.tolist(), letters.tolist()
+                rows, steps = decoded
                 ledgers[j].on_code(out, i, t, code, self._state_of[rows[j]], steps[j], last_edge[j])
             elif blind:
                 out.append(ledgers[j].blind(i, t))
@@ -330,12 +331,10 @@ def _picker(positions: tuple[int, ...]):
 
 
 class _Never:
-    """Compares unequal to every frame, so the first frame is always decoded."""
+    """Compares unequal to every frame, so the first frame is always decoded (unhashable: __eq__ alone)."""
 
     def __eq__(self, other: object) -> bool:
         return False
-
-    __hash__ = None
 
 
 _NEVER = _Never()

@@ -14,13 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from safety_monitor.monitor.episodes import PropertyOutcome, TraceResult
 
 DEFAULT_RESAMPLES = 2000
 
 
-def bootstrap_interval(numerators: Sequence[float], denominators: Sequence[float] | None = None, *,
+def bootstrap_interval(numerators: ArrayLike, denominators: ArrayLike | None = None, *,
                        confidence: float = 0.95, resamples: int = DEFAULT_RESAMPLES,
                        seed: int = 0) -> tuple[float, float] | None:
     """Percentile interval of sum(num)/sum(den) (or the mean of num) over rollouts resampled with

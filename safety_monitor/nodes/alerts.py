@@ -247,8 +247,8 @@ def subscribe(node, board: AlertBoard, namespace: str, on_change: Callable[[], N
     """Feed `board` from `node`: events (labelled by their publisher, so each monitor process is a run of
     its own) and heartbeats; `on_change` after each events message. Returns the events subscription."""
     from safety_monitor.errors import SourceError
-    from safety_monitor.nodes import qos
     from safety_monitor.io import messages as m
+    from safety_monitor.nodes import qos
 
     def on_events(msg, info) -> None:
         gid = info.get("publisher_gid")  # None where the middleware does not tell: one run

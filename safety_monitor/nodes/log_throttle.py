@@ -30,6 +30,7 @@ class LogThrottle:
         self._last[key] = now
         held = self._held.pop(key, 0)
         if held:
+            assert last is not None  # calls are held only within a period after a logged one
             text += f" ({held} more like this in the last {now - last:.1f} s)"
         getattr(self._logger, level)(text)
         return True

@@ -21,11 +21,11 @@ from typing import Any
 
 from rclpy.node import Node
 
+from safety_monitor.io import messages as m
+from safety_monitor.io.bag import BagWriter, default_typestore
 from safety_monitor.nodes import qos
 from safety_monitor.nodes.episode_marker import SAME_TIME_S, START, read_marker
 from safety_monitor.nodes.params import declare_topics
-from safety_monitor.io import messages as m
-from safety_monitor.io.bag import BagWriter, default_typestore
 
 
 def _type_name(msg_type) -> str:
@@ -102,14 +102,13 @@ class RecorderNode(Node):
 
     def _record(self, msg_type, topic: str, profile) -> None:
         name = _type_name(msg_type)
-        sub = None
 
-        def callback(raw: bytes) -> None:
+        def callback(raw: bytes) -> None:  # runs in spin, after the subscription (and its name) exist
             msg = self._typestore.deserialize_cdr(raw, name)
-            self._order.push(sub.topic_name, msg, _stamp(msg))
+            self._order.push(resolved, msg, _stamp(msg))
             self.recorded += 1
 
-        sub = self.create_subscription(msg_type, topic, callback, profile, raw=True)
+        resolved: str = self.create_subscription(msg_type, topic, callback, profile, raw=True).topic_name
 
     def _on_marker(self, msg) -> None:
         marker = read_marker(self, msg)

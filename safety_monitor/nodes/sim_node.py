@@ -13,19 +13,23 @@ Pacing: `realtime` steps on a wall-clock timer at the control rate times `realti
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 
 from safety_monitor.frames import RobotState
+from safety_monitor.io import messages as m
 from safety_monitor.nodes import qos
 from safety_monitor.nodes.episode_marker import END, START, EpisodeMarker, marker_msg
 from safety_monitor.nodes.params import declare, declare_topics
-from safety_monitor.settings import CONTROL_RATE_HZ, SimSettings
 from safety_monitor.nodes.runtime import request_shutdown, run_node
+from safety_monitor.settings import CONTROL_RATE_HZ, SimSettings
 from safety_monitor.sim.runner import episode_schedule
 from safety_monitor.sim.workcell import OBJECTS
-from safety_monitor.io import messages as m
+
+if TYPE_CHECKING:
+    from safety_monitor.sim.runner import Episode
 
 FIRST_EPISODE_AT_S = 1.0  # simulated time of the first episode's start (a zero stamp means "unset" in ROS)
 _SAME_SAMPLE_S = 1e-6  # pose sample times closer than this are the same sample
@@ -54,7 +58,7 @@ class SimNode(Node):
             # raw: an answer is only counted, so the frame is not deserialised here
             self._pred_sub = self.create_subscription(
                 T.DiagnosticArray, self.topics.predicates, self._on_predicates, qos.PREDICATES, raw=True)
-        self._episode = None
+        self._episode: Episode | None = None  # set from the first episode's start until the schedule is done
         self._index = -1
         self._offset = 0.0  # added to the episode's own time, so time grows across episodes
         self._last_t = 0.0
@@ -90,9 +94,11 @@ class SimNode(Node):
             self._pump()
         else:
             due = int((now - self._phase_since) * CONTROL_RATE_HZ * self.params.realtime_factor)
-            while self._published < due and not self._episode.done:
+            episode = self._episode
+            assert episode is not None  # running: an episode has started
+            while self._published < due and not episode.done:
                 self._publish_frame()
-            if self._episode.done:
+            if episode.done:
                 self._end_episode()
 
     def _ready(self) -> bool:
@@ -118,6 +124,7 @@ class SimNode(Node):
 
     def _pump(self) -> None:
         episode = self._episode
+        assert episode is not None  # pumped only while running
         while not episode.done and self._published - self._acked < self.params.max_in_flight:
             self._publish_frame()
         if episode.done and self._acked >= self._published:
@@ -140,6 +147,7 @@ class SimNode(Node):
 
     def _end_episode(self) -> None:
         episode, index = self._episode, self._index
+        assert episode is not None  # only a started episode ends
         task, fault = self.schedule[index]
         self._marker_pub.publish(marker_msg(self._types, EpisodeMarker(
             END, index, self._last_t, task=task, fault=fault or "", seed=episode.seed,
@@ -157,7 +165,9 @@ class SimNode(Node):
 
     # ---------------------------------------------------------------------------------- publishing
     def _publish_frame(self) -> None:
-        state = self._episode.step()
+        episode = self._episode
+        assert episode is not None  # frames are published while running
+        state = episode.step()
         t = state.t + self._offset
         self._publish_state(state, t)
         self._published += 1

@@ -123,12 +123,12 @@ class Summary:
 def summarize(results: Sequence[BagResult], pattern: re.Pattern[str] | None = None, *,
               resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> Summary:
     """Per-trigger metrics (the monitor's own, with bootstrap intervals over bags) for all and per group."""
-    scored = [r for r in results if r.ok]
+    scored = [(r.bag, r.trace) for r in results if r.ok and r.trace is not None]  # no trace: the bag failed
     groups_of = {r.bag: group_of(r.bag, pattern) for r in results}
-    overall = compute_metrics([r.trace for r in scored], resamples=resamples, seed=seed) if scored else None
+    overall = compute_metrics([trace for _, trace in scored], resamples=resamples, seed=seed) if scored else None
     groups: dict[str, Metrics] = {}
     if pattern is not None:
-        for name in sorted({groups_of[r.bag] for r in scored}):
-            members = [r.trace for r in scored if groups_of[r.bag] == name]
+        for name in sorted({groups_of[bag] for bag, _ in scored}):
+            members = [trace for bag, trace in scored if groups_of[bag] == name]
             groups[name] = compute_metrics(members, resamples=resamples, seed=seed)
     return Summary(overall, groups, groups_of)

@@ -12,16 +12,16 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
-from safety_monitor.enums import EventKind  # noqa: E402
-from safety_monitor.monitor.metrics import Metrics  # noqa: E402
-from safety_monitor.replay.batch import Summary  # noqa: E402
-from safety_monitor.replay.report import PLOTS, RISK_PLOT, episodes, timeline_name  # noqa: E402
-from safety_monitor.replay.score import BagResult  # noqa: E402
-from safety_monitor.replay.timeline import Timeline  # noqa: E402
+from safety_monitor.enums import EventKind
+from safety_monitor.monitor.metrics import Metrics
+from safety_monitor.replay.batch import Summary
+from safety_monitor.replay.report import PLOTS, RISK_PLOT, episodes, timeline_name
+from safety_monitor.replay.score import BagResult
+from safety_monitor.replay.timeline import Timeline
 
 TRUE_COLOR, UNKNOWN_COLOR, STALE_COLOR = "#2b6cb0", "#c8c8c8", "#dd8452"
 VIOLATION_COLOR, RECOVERED_COLOR, OPEN_COLOR = "#d62728", "#2ca02c", "black"
@@ -70,8 +70,10 @@ def timeline_plot(result: BagResult, path: Path) -> None:
     blind_from: dict[str, float] = {}
     for e in trace.events:
         if e.kind == EventKind.BLIND:
+            assert e.t is not None  # a replay stamps every event with its log time
             blind_from[e.property] = e.t - t0
         elif e.kind == EventKind.SEEING and e.property in blind_from:
+            assert e.t is not None
             start = blind_from.pop(e.property)
             bottom.broken_barh([(start, max(e.t - t0 - start, min_width))], (rows[e.property] + 0.2, 0.6),
                                facecolor=UNKNOWN_COLOR, hatch="///", edgecolor="white", lw=0)

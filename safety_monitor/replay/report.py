@@ -16,8 +16,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from safety_monitor.errors import SafetyMonitorError
 from safety_monitor.enums import EventKind
+from safety_monitor.errors import SafetyMonitorError
 from safety_monitor.monitor.metrics import GroupMetrics, Metrics
 from safety_monitor.replay.batch import Summary
 from safety_monitor.replay.score import BagResult, ReplayConfig
@@ -98,7 +98,7 @@ def episodes(result: BagResult) -> list[dict[str, Any]]:
     """One row per violation episode of a bag: opening frame, how and when it ended, its evidence."""
     if result.trace is None:
         return []
-    rows: dict[tuple[str, int], dict[str, Any]] = {}
+    rows: dict[tuple[str, int | None], dict[str, Any]] = {}
     for e in result.trace.events:
         key = (e.property, e.episode)
         if e.kind == EventKind.OPENED:

@@ -22,6 +22,7 @@ class Timeline:
     times: dict[int, float] = field(default_factory=dict)
     frames: int = 0
     _last: tuple | None = None
+    _t: float = field(default=0.0, init=False, repr=False, compare=False)  # the last frame's seconds
 
     def add(self, values: Sequence[bool | None], t: float) -> None:
         """Append one frame's values (in `names` order)."""

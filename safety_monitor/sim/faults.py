@@ -36,6 +36,15 @@ def _index(segments: list[Segment], label: str) -> int:
     return next(i for i, s in enumerate(segments) if s.label == label)
 
 
+def _move(segments: list[Segment], label: str) -> tuple[int, Move]:
+    """The index and the segment of the move labelled `label` (a fault edits around it)."""
+    i = _index(segments, label)
+    move = segments[i]
+    if not isinstance(move, Move):
+        raise TypeError(f"segment {label!r} is a {type(move).__name__}, not a Move")
+    return i, move
+
+
 EASED_OPENING = 0.034  # wider than the mug (radius 0.03) yet below robot.yaml's 0.036 "closed" threshold
 
 
@@ -45,8 +54,7 @@ def _early_release(segments: list[Segment], cell: Workcell) -> list[Segment]:
     The opening stays below the gripper's "closed" threshold, so no release is commanded or seen:
     the drop happens without one.
     """
-    i = _index(segments, "transport")
-    transport = segments[i]
+    i, transport = _move(segments, "transport")
     goal = np.asarray(transport.position, float)
     start = np.array([*cell.object_position("mug")[:2], goal[2]])
     return segments[:i] + [
@@ -66,10 +74,8 @@ def _grip_fails(ctrl: ArmController, cell: Workcell) -> None:
 def _slip(segments: list[Segment], cell: Workcell) -> list[Segment]:
     """Grasp the mug deep, lift, and mid-transport the grip force collapses: the mug slides down
     through the still-closed fingers (in contact with them, ever faster) and falls out."""
-    i = _index(segments, "descend")
-    descend = segments[i]
-    j = _index(segments, "transport")
-    transport = segments[j]
+    i, descend = _move(segments, "descend")
+    j, transport = _move(segments, "transport")
     goal = np.asarray(transport.position, float)
     start = np.array([*cell.object_position("mug")[:2], goal[2]])
     deep = [Move("descend", _offset(descend.position, -0.015), descend.rotation, speed=descend.speed,

@@ -29,7 +29,7 @@ def episode_schedule(task: str, fault: str, episodes: int) -> list[tuple[str, st
     names = [n.strip() for n in fault.split(",") if n.strip()]
     if not names:
         names = ["none"] + [n for n, spec in FAULTS.items() if not task or spec.task == task]
-    cycle = []
+    cycle: list[tuple[str, str | None]] = []
     for name in names:
         if name == "none":
             cycle.append((task or DEFAULT_TASK, None))
