@@ -66,12 +66,12 @@ _READERS: dict[MessageType, tuple[Callable[[], Callable[[bytes], Any]], Callable
 
 
 def decoder(kind: MessageType, fallback: Callable[[bytes], Any], *, msgtype: str | None = None,
-            fast: Callable[[bytes], Any] | None | bool = True) -> Decoder:
+            fast: bool | Callable[[bytes], Any] = True) -> Decoder:
     """The decoder of one stream of `kind` messages. `msgtype`: the type's name where the source calls it
     otherwise (a bag's own type); `fast`: False when the source defines the type unlike the direct reader,
     or a reader to share (a batch reader's single-message reader)."""
     make_fast, convert = _READERS[kind]
-    reader = make_fast() if fast is True else fast or None
+    reader = make_fast() if fast is True else None if fast is False else fast
     return Decoder(msgtype or kind, reader, fallback, convert)
 
 
