@@ -122,12 +122,11 @@ def bag_path(folder: Path) -> Path:
 
 
 def assembled_frames(bag: Path) -> list:
-    from safety_monitor.replay.score import make_grounder
     from safety_monitor.pipeline.assemble import FrameAssembler, StaleLimits, StreamMapping
     from safety_monitor.io.bag import BagReader
 
     mapping = StreamMapping()
-    grounder = make_grounder(None, RATE)
+    grounder = load_default_grounder(RATE)
     objects = tuple(grounder.robot.objects)
     asm = FrameAssembler(grounder.robot.required_joints, objects, mapping, StaleLimits.for_grounder(grounder))
     route = {mapping.pose_topic(o): o for o in objects}

@@ -16,6 +16,8 @@ import numpy as np
 
 from safety_monitor.enums import IssueKind
 
+SAME_TIME_S = 1e-6  # frame times this close name the same frame (a stamp rounded to nanoseconds)
+
 
 @dataclass(frozen=True)
 class Pose:

@@ -61,7 +61,8 @@ class Topics:
 class EstimatorSettings:
     """The estimator stage: robot topics -> predicate frames (the estimator node, robot-state replay)."""
 
-    config_dir: str = setting("", "folder with robot.yaml, objects.yaml, thresholds.yaml ('' = the package's)")
+    config_dir: str = setting("", "folder with robot.yaml (or that YAML itself); objects.yaml and thresholds.yaml "
+                              "beside it, each the package's where it has none ('' = the package's)")
     control_rate_hz: float = setting(CONTROL_RATE_HZ, "rate of /joint_states: threshold durations become frame "
                                      "counts", low=0.0, above=True)
     joint_states_timeout_s: float = setting(0.1, "watchdog: no /joint_states for this long (wall clock) -> STALE",

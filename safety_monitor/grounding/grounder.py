@@ -314,11 +314,19 @@ def config_dir() -> Path:
 
 
 def load_default_grounder(control_rate_hz: float, config: str | Path | None = None) -> Grounder:
-    """A Grounder from robot.yaml, objects.yaml and thresholds.yaml in `config` (default: config_dir()),
-    with its twin built at once so a robot YAML that does not match its MJCF fails at start-up."""
-    folder = Path(config) if config is not None else config_dir()
+    """The one grounder factory (estimator node, replay, simbag, benchmarks). `config`: a robot description
+    YAML, or a folder holding robot.yaml (the node's `config_dir`); None: the package's (`config_dir()`).
+    objects.yaml and thresholds.yaml are read from the robot description's folder, each one the folder lacks
+    from the package's. The twin is built at once, so a robot YAML that does not match its MJCF fails here."""
     from safety_monitor.grounding.twin import twin_for
 
-    robot, thresholds = load_robot_description(folder / "robot.yaml"), load_thresholds(folder / "thresholds.yaml")
-    return Grounder(robot, load_object_catalog(folder / "objects.yaml"), thresholds, control_rate_hz,
+    path = Path(config) if config is not None else config_dir()
+    robot_file = path / "robot.yaml" if path.is_dir() else path
+
+    def beside(name: str) -> Path:
+        own = robot_file.parent / name
+        return own if own.is_file() else config_dir() / name
+
+    robot, thresholds = load_robot_description(robot_file), load_thresholds(beside("thresholds.yaml"))
+    return Grounder(robot, load_object_catalog(beside("objects.yaml")), thresholds, control_rate_hz,
                     twin=twin_for(robot, thresholds))

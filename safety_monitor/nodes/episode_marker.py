@@ -16,11 +16,11 @@ from types import SimpleNamespace
 from typing import Any
 
 from safety_monitor.errors import SourceError
+from safety_monitor.frames import SAME_TIME_S  # noqa: F401 (the nodes read it here, with the markers)
 from safety_monitor.io.messages import header, stamp_seconds
 
 STATUS_NAME = "safety_monitor/episode"
 START, END = "start", "end"
-SAME_TIME_S = 1e-6  # a stamp rounded to nanoseconds still names the same frame
 
 
 @dataclass(frozen=True)

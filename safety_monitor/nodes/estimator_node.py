@@ -1,21 +1,19 @@
 """The estimator node: robot topics -> `safety_monitor/predicates`, one message per /joint_states.
 
-It is `FrameAssembler` + `ground_frame` (the Grounder), the code path bag replay uses: messages arrive
-as bytes and are read by replay's direct CDR readers, callbacks feed the assembler in arrival order,
-each completed frame is grounded and published (as bytes, while anyone subscribes) in the layout of
-`safety_monitor.io.messages`, and handed to `on_sample` when a monitor shares the process.
-Subscriptions are created slower streams first, so when several messages wait, a frame's wrench and
-poses are taken before the joint message that completes it.
+A thin driver of the Estimator stage (`pipeline.estimator`), the code path bag replay drives on log times:
+subscriptions take bytes, the one decoder (`pipeline.decode`, rclpy's deserialiser as its fallback) reads them,
+the stage gets them in arrival order with the node clock, and each sample it makes is published (as bytes,
+while anyone subscribes) in the layout of `safety_monitor.io.messages` and handed to `on_sample` when a
+monitor shares the process. Subscriptions are created slower streams first, so when several messages wait,
+a frame's wrench and poses are taken before the joint message that completes it.
 
-A frame that cannot be grounded (unknown joint, time going backwards) is published with every
-predicate unknown, never guessed. A watchdog reports STALE on /diagnostics when /joint_states stops
-for `joint_states_timeout_s` (wall clock); the monitor then marks its properties unknown. A frozen
-/joint_states (identical positions, velocities and efforts for `joint_states_frozen_s` of stamp time,
-a driver repeating its last reading) is STALE too: the assembler marks its frames stale, as replay
-does, and they are published with every predicate unknown; a wrench frozen for `wrench_frozen_s` is
-stale. Wrench and pose age limits come from `wrench_stale_s` and `pose_stale_s` (0 = the grounder's
-thresholds). Frames missing between consecutive stamps (a node or driver that cannot keep up drops
-them from its queue) turn the diagnostics WARN (`frame_load`).
+The stage decides every input rule (a frame that cannot be grounded, frozen or stale streams: every
+predicate unknown, never guessed); this node logs the issues each call returns, counts them, and renders
+/diagnostics from the stage's results and its own load report. A watchdog reports STALE on /diagnostics
+when /joint_states stops for `joint_states_timeout_s` (wall clock; the monitor's own watchdog marks its
+properties unknown); a frozen /joint_states (identical values for `joint_states_frozen_s` of stamp time) is
+STALE too. Frames missing between consecutive stamps (a node or driver that cannot keep up drops them from
+its queue) turn the diagnostics WARN (`frame_load`).
 """
 from __future__ import annotations
 
@@ -26,20 +24,25 @@ from collections.abc import Callable
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 
+from safety_monitor.enums import IssueKind
 from safety_monitor.errors import SourceError
+from safety_monitor.frames import PredicateSample
+from safety_monitor.grounding.grounder import load_default_grounder
+from safety_monitor.io import cdr
+from safety_monitor.io import messages as m
 from safety_monitor.nodes import qos
-from safety_monitor.nodes.episode_marker import SAME_TIME_S, START, read_marker
+from safety_monitor.nodes.episode_marker import START, read_marker
 from safety_monitor.nodes.frame_load import FrameLoad, LoadReport
 from safety_monitor.nodes.log_throttle import LogThrottle
 from safety_monitor.nodes.params import declare, declare_topics
-from safety_monitor.nodes.raw_decode import RawDecoder
+from safety_monitor.nodes.raw_decode import rclpy_decoder
 from safety_monitor.nodes.runtime import now_stamp, run_node
-from safety_monitor.io import cdr
-from safety_monitor.io import messages as m
-from safety_monitor.pipeline.assemble import JOINTS, FrameAssembler, StaleLimits, StreamMapping, ground_frame
-from safety_monitor.frames import PredicateSample
+from safety_monitor.pipeline.assemble import JOINTS, WRENCH, StreamMapping, pose_stream
+from safety_monitor.pipeline.decode import MessageType
+from safety_monitor.pipeline.estimator import Estimator, EstimatorStep, RolloutStart
 from safety_monitor.settings import EstimatorSettings
 
+_ERRORS = frozenset({IssueKind.UNDECODABLE, IssueKind.GROUNDING})  # logged as errors, the rest as warnings
 
 
 class EstimatorNode(Node):
@@ -49,23 +52,16 @@ class EstimatorNode(Node):
     def __init__(self, on_sample: Callable[[PredicateSample], None] | None = None, **node_kwargs) -> None:
         super().__init__("estimator_node", **node_kwargs)
         self._on_sample = on_sample
-        from safety_monitor.grounding.grounder import load_default_grounder
-
         p = self.params = declare(self, EstimatorSettings)
         self.topics = declare_topics(self)
         self.grounder = load_default_grounder(p.control_rate_hz, p.config_dir or None)
-        self.grounder.twin  # build the kinematic twin now, not on the first frame  # noqa: B018
         robot = self.grounder.robot
-        self._mapping = StreamMapping(
-            joint_states=self.topics.joint_states, wrench=self.topics.wrench or None,
-            object_pose=self.topics.object_pose)
-        self._limits = StaleLimits.for_grounder(self.grounder, p)
-        self.assembler = self._new_assembler()
-        self.frames = 0  # published frames of the current rollout
+        mapping = StreamMapping(joint_states=self.topics.joint_states, wrench=self.topics.wrench or None,
+                                object_pose=self.topics.object_pose)
+        self.stage = Estimator(self.grounder, mapping, p)
         self.issues: Counter[str] = Counter()
         self._throttled = LogThrottle(self.get_logger())
         self._hardware_id = self.get_namespace().strip("/").replace("/", "_") or "robot"  # as the monitor's default
-        self._last_t: float | None = None  # time of the last frame grounded in this rollout
 
         T = m.rclpy_types()
         inputs = qos.input_qos(p.best_effort_inputs)
@@ -73,70 +69,71 @@ class EstimatorNode(Node):
         self._pred_pub = self.create_publisher(T.DiagnosticArray, self.topics.predicates, qos.PREDICATES)
         self._diag_pub = self.create_publisher(T.DiagnosticArray, self.topics.diagnostics, qos.DIAGNOSTICS)
         self.create_subscription(T.DiagnosticArray, self.topics.episode, self._on_marker, qos.EPISODE)
-        # inputs arrive as bytes, read by the direct CDR readers bag replay uses (rclpy decodes the rest)
-        self._read_joints = RawDecoder(cdr.JointStateReader().read, T.JointState, m.joint_state_sample)
-        self._read_wrench = RawDecoder(cdr.read_wrench, T.WrenchStamped, m.wrench_of)
-        self._read_pose = RawDecoder(cdr.read_pose, T.PoseStamped, m.pose_of)
+        self._read_joints = rclpy_decoder(MessageType.JOINT_STATE, T.JointState)
+        self._read_wrench = rclpy_decoder(MessageType.WRENCH_STAMPED, T.WrenchStamped)
+        self._read_pose = rclpy_decoder(MessageType.POSE_STAMPED, T.PoseStamped)
         if self.topics.wrench:
             self.create_subscription(T.WrenchStamped, self.topics.wrench, self._on_wrench, inputs, raw=True)
         for name in robot.objects:
-            self.create_subscription(T.PoseStamped, self._mapping.pose_topic(name),
+            self.create_subscription(T.PoseStamped, mapping.pose_topic(name),
                                      lambda raw, n=name: self._on_pose(n, raw), inputs, raw=True)
         self.create_subscription(T.JointState, self.topics.joint_states, self._on_joint_states, inputs, raw=True)
         self._last_joints: float | None = None  # monotonic arrival of the last /joint_states
         self._stale = False
-        self._frozen = False  # the assembler's joints_frozen, as last reported
+        self._frozen = False  # /joint_states frozen, as the stage's last step said
         self._stale_streams: frozenset[str] = frozenset()
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(min(0.05, p.joint_states_timeout_s / 2), self._watchdog, clock=steady)
-        self._load = FrameLoad(p.control_rate_hz, self._limits.joint_states)
+        self._load = FrameLoad(p.control_rate_hz, self.stage.limits.joint_states)
         self._last_load: LoadReport | None = None
         self._dropped: Counter[str] = Counter()  # /joint_states messages that made no frame this period, by kind
         self._last_dropped: Counter[str] = Counter()  # ... in the last finished period
         self.create_timer(p.diagnostics_period_s, self._on_period, clock=steady)
 
-    def _new_assembler(self) -> FrameAssembler:
-        robot = self.grounder.robot
-        return FrameAssembler(joints=robot.required_joints, objects=tuple(robot.objects),
-                              mapping=self._mapping, limits=self._limits)
+    @property
+    def frames(self) -> int:
+        """Frames published in the current rollout."""
+        return self.stage.frames
+
+    def _now(self) -> float:
+        return self.get_clock().now().nanoseconds / 1e9
 
     def _received(self, stamp: float) -> float | None:
-        """Arrival time, which the assembler only reads to replace a zero stamp (reading the clock costs
-        more than the rest of a wrench callback)."""
-        return self.get_clock().now().nanoseconds / 1e9 if stamp == 0.0 else None
+        """Arrival time, which the stage only reads to replace a zero stamp (reading the clock costs more
+        than the rest of a wrench callback)."""
+        return self._now() if stamp == 0.0 else None
 
     # ------------------------------------------------------------------------------------- inputs
     def _on_marker(self, msg) -> None:
-        """A rollout starts: forget the last one, unless its first frame was already grounded (late)."""
         marker = read_marker(self, msg)
-        if marker is None or marker.kind != START or self._last_t is None:
+        if marker is None or marker.kind != START:
             return
-        if self._last_t >= marker.t - SAME_TIME_S:
+        started = self.stage.new_rollout(marker.t)
+        if started is RolloutStart.LATE:
             self.get_logger().warning(f"start marker of rollout {marker.index} arrived after its first frame")
-            return
-        self.assembler = self._new_assembler()
-        self.grounder.reset()
-        self.frames = 0
-        self._last_t = None
-        self._load.forget_stamp()
-
-    def _undecodable(self, exc: SourceError) -> None:
-        self.issues["undecodable"] += 1
-        self._throttled("error", "undecodable", f"dropped a message: {exc}")
+        elif started is RolloutStart.RESET:
+            self._load.forget_stamp()
+            if self._frozen:  # a fresh stage: nothing frozen
+                self._frozen = False
+                self._publish_diagnostics()
 
     def _on_wrench(self, raw: bytes) -> None:
         try:
             wrench, stamp = self._read_wrench(raw)
         except SourceError as exc:
-            return self._undecodable(exc)
-        self.assembler.on_wrench_sample(wrench, stamp, self._received(stamp))
+            return self._report(self.stage.undecodable(WRENCH, self._now(), exc))
+        step = self.stage.wrench(wrench, stamp, self._received(stamp))
+        if step.issues:
+            self._report(step)
 
     def _on_pose(self, name: str, raw: bytes) -> None:
         try:
             pose, stamp = self._read_pose(raw)
         except SourceError as exc:
-            return self._undecodable(exc)
-        self.assembler.on_pose_sample(name, pose, stamp, self._received(stamp))
+            return self._report(self.stage.undecodable(pose_stream(name), self._now(), exc))
+        step = self.stage.pose(name, pose, stamp, self._received(stamp))
+        if step.issues:
+            self._report(step)
 
     def _on_joint_states(self, raw: bytes) -> None:
         start = time.perf_counter()
@@ -147,26 +144,20 @@ class EstimatorNode(Node):
         try:
             joints = self._read_joints(raw)
         except SourceError as exc:
-            return self._undecodable(exc)
-        assembled = self.assembler.on_joint_sample(joints, self._received(joints.stamp))
-        issues = assembled.issues if assembled is not None else self.assembler.drain_issues()
-        for issue in issues:
-            self.issues[issue.kind] += 1
-            self._throttled("warning", f"{issue.kind}:{issue.stream}", f"{issue.stream}: {issue.detail}")
-        if assembled is None:  # this message made no frame: its joint issues say why
-            self._dropped.update(issue.kind for issue in issues if issue.stream == JOINTS)
-        if self.assembler.joints_frozen != self._frozen:
-            self._report_frozen()
-        if assembled is None:
+            step = self.stage.undecodable(JOINTS, self._now(), exc)
+        else:
+            step = self.stage.joints(joints, self._received(joints.stamp))
+        sample = step.sample
+        if step.issues:
+            self._report(step)
+            if sample is None:  # this message made no frame: its joint issues say why
+                self._dropped.update(issue.kind for issue in step.issues if issue.stream == JOINTS)
+        if step.frozen_changed:
+            self._report_frozen(step.frozen)
+        if sample is None:
             return
-        self._last_t = assembled.state.t
-        sample, rejected = ground_frame(self.grounder, assembled, self.frames)
-        if rejected is not None:
-            self.issues["grounding"] += 1
-            self._throttled("error", "grounding", f"frame at t={sample.t:.3f} s not grounded: {rejected}")
         if self._pred_pub.get_subscription_count():  # nobody listening (a one-process stack alone): not written
             self._pred_pub.publish(self._writer.write(sample))
-        self.frames += 1
         if self._on_sample is not None:
             self._on_sample(sample)
         self._load.frame(sample.t, time.perf_counter() - start)
@@ -174,10 +165,17 @@ class EstimatorNode(Node):
             self._stale_streams = sample.stale
             self._publish_diagnostics()
 
-    def _report_frozen(self) -> None:
-        """The assembler found /joint_states frozen (its frames stale) or moving again: log it, turn STALE or back."""
-        self._frozen = self.assembler.joints_frozen
-        if self._frozen:
+    def _report(self, step: EstimatorStep) -> None:
+        """Count and log (throttled per kind and stream) the issues one call raised."""
+        for issue in step.issues:
+            self.issues[issue.kind] += 1
+            self._throttled("error" if issue.kind in _ERRORS else "warning", f"{issue.kind}:{issue.stream}",
+                            f"{issue.stream}: {issue.detail}")
+
+    def _report_frozen(self, frozen: bool) -> None:
+        """/joint_states turned frozen (its frames stale) or moves again: log it, turn STALE or back."""
+        self._frozen = frozen
+        if frozen:
             self.get_logger().warning(f"{self.topics.joint_states} frozen for {self.params.joint_states_frozen_s} s: "
                                       "every predicate unknown")
         else:

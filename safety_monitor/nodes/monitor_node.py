@@ -53,7 +53,8 @@ from safety_monitor.nodes.episode_marker import SAME_TIME_S, START, EpisodeMarke
 from safety_monitor.nodes.log_sync import LogSyncer
 from safety_monitor.nodes.log_throttle import LogThrottle
 from safety_monitor.nodes.params import declare, declare_topics
-from safety_monitor.nodes.raw_decode import RawDecoder
+from safety_monitor.nodes.raw_decode import rclpy_decoder
+from safety_monitor.pipeline.decode import MessageType
 from safety_monitor.nodes.runtime import now_stamp, run_node
 from safety_monitor.io import cdr
 from safety_monitor.io import messages as m
@@ -124,7 +125,7 @@ class MonitorNode(Node):
         self._beat_pub = self.create_publisher(T.DiagnosticArray, self.topics.heartbeat, qos.DIAGNOSTICS)
         self.create_subscription(T.DiagnosticArray, self.topics.episode, self._on_marker, qos.EPISODE)
         if subscribe_predicates:
-            self._read_predicates = RawDecoder(cdr.PredicateReader().read, T.DiagnosticArray, m.decode_predicates)
+            self._read_predicates = rclpy_decoder(MessageType.DIAGNOSTIC_ARRAY, T.DiagnosticArray)
             self.create_subscription(T.DiagnosticArray, self.topics.predicates, self._on_predicates, qos.PREDICATES,
                                      raw=True)
 

@@ -187,9 +187,13 @@ class FrameAssembler:
         self._pending.append(StreamIssue(kind, stream, t, detail))
 
     def drain_issues(self) -> tuple[StreamIssue, ...]:
-        """Issues raised since the last frame."""
-        issues, self._pending = tuple(self._pending), []
-        return issues
+        """Issues raised since the last frame (the Estimator stage takes them after every call, so each of
+        its results carries exactly the issues its call raised)."""
+        pending = self._pending
+        if not pending:
+            return ()
+        self._pending = []
+        return tuple(pending)
 
     def finish(self) -> tuple[StreamIssue, ...]:
         """The issues left at the end of a stream, a stamp that jumped ahead with nothing after it included

@@ -1,7 +1,7 @@
 """Score one bag: a pure function of the bag and the configuration (so a distributed engine can map it).
 
-Robot-state mode reads the raw streams, builds frames with the live estimator's FrameAssembler and
-grounder, and steps the live SpecSetMonitor; predicate mode (`from_predicates`) decodes the bag's
+Robot-state mode reads the raw streams and drives the live estimator's stage (`pipeline.estimator`) on log
+times, and steps the live SpecSetMonitor; predicate mode (`from_predicates`) decodes the bag's
 recorded `/safety_monitor/predicates` and steps the same monitor. Nothing here prints; a failure is
 returned as a failed BagResult naming the problem, so one bad bag never stops a batch.
 """
@@ -28,8 +28,9 @@ from safety_monitor.io import messages as m
 from safety_monitor.enums import IssueKind
 from safety_monitor.frames import PredicateSample, StreamIssue
 from safety_monitor.io.bag import BagReader, MessageBatch, TopicSummary
-from safety_monitor.pipeline.assemble import (JOINTS, WRENCH, FrameAssembler, StaleLimits, StreamMapping,
-                                              ground_frame, pose_stream)
+from safety_monitor.pipeline.assemble import JOINTS, WRENCH, StreamMapping, pose_stream
+from safety_monitor.pipeline.decode import MessageType, TypedDecoders, Undecodable
+from safety_monitor.pipeline.estimator import Estimator
 
 ISSUE_EXAMPLES = 3  # kept per issue kind; all are counted
 BATCH = 4096  # messages read and decoded at a time (bounds memory for bags of any length)
@@ -119,22 +120,10 @@ def _automata(specs: Path, rate_hz: float | None) -> tuple[tuple[str, ...], list
 
 
 def make_grounder(robot: str | None, rate_hz: float) -> Any:
-    """The live estimator's grounder: the default config, or `robot` with the objects.yaml and
-    thresholds.yaml beside it (the defaults where it has none)."""
-    from safety_monitor.grounding.description import load_robot_description
-    from safety_monitor.grounding.grounder import Grounder, config_dir, load_default_grounder
-    from safety_monitor.grounding.semantics import load_object_catalog
-    from safety_monitor.grounding.thresholds import load_thresholds
+    """The live estimator's grounder for `--robot` (`grounder.load_default_grounder`, the one factory)."""
+    from safety_monitor.grounding.grounder import load_default_grounder
 
-    if robot is None:
-        return load_default_grounder(rate_hz)
-    path, default = Path(robot), config_dir()
-
-    def beside(name: str) -> Path:
-        return path.parent / name if (path.parent / name).is_file() else default / name
-
-    return Grounder(load_robot_description(path), load_object_catalog(beside("objects.yaml")),
-                    load_thresholds(beside("thresholds.yaml")), rate_hz)
+    return load_default_grounder(rate_hz, robot)
 
 
 def make_monitor(config: ReplayConfig, rate_hz: float | None) -> SpecSetMonitor:
@@ -154,9 +143,7 @@ def check_config(config: ReplayConfig) -> None:
     so a bad file is one error up front instead of the same failure for every bag."""
     monitor = make_monitor(config, config.rate_hz)
     if not config.from_predicates:
-        grounder = make_grounder(config.robot, config.rate_hz or NOMINAL_RATE_HZ)
-        grounder.twin  # noqa: B018 (builds it: a robot YAML that does not match its MJCF fails here)
-        _check_grounded(monitor, grounder)
+        _check_grounded(monitor, make_grounder(config.robot, config.rate_hz or NOMINAL_RATE_HZ))
 
 
 def missing_topic_error(bag: Path, what: str, wanted: str, msgtype: str, topics: Mapping[str, TopicSummary],
@@ -288,29 +275,10 @@ def _timed_batches(bag: BagReader, topics: set[str], timings: dict[str, float]) 
         yield batch
 
 
-class _Decoder:
-    """One stream's messages as plain values: `cdr`'s direct reader when the bag defines the type as that
-    reader expects (the same values, without building a message object), else rosbags' decoder and the
-    converter from `messages`."""
-
-    def __init__(self, bag: BagReader, direct: Callable[[bytes], Any], convert: Callable[[Any], Any]) -> None:
-        self.bag, self.direct, self.convert = bag, direct, convert
-        self._direct_types: dict[str, bool] = {}
-
-    def __call__(self, raw: bytes, msgtype: str) -> Any:
-        value = self.fast(raw, msgtype)
-        return value if value is not None else self.convert(self.bag.deserialize(raw, msgtype))
-
-    def supported(self, msgtype: str) -> bool:
-        """Whether the bag defines `msgtype` as the direct readers read it."""
-        ok = self._direct_types.get(msgtype)
-        if ok is None:
-            ok = self._direct_types[msgtype] = cdr.supported(self.bag.fielddefs, msgtype)
-        return ok
-
-    def fast(self, raw: bytes, msgtype: str) -> Any:
-        """The direct reader's value, or None when the type or the bytes are not what it reads."""
-        return self.direct(raw) if self.supported(msgtype) else None
+def _decoders(bag: BagReader, kind: MessageType, fast: Callable[[bytes], Any] | None = None) -> TypedDecoders:
+    """The one decoder for a bag's stream of `kind` messages: the direct reader where the bag defines the
+    type as it reads it, else rosbags' deserialiser."""
+    return TypedDecoders(kind, bag.deserialize, lambda msgtype: cdr.supported(bag.fielddefs, msgtype), fast)
 
 
 # ---------------------------------------------------------------------------------- the modes
@@ -324,7 +292,7 @@ def _score_predicates(bag: BagReader, config: ReplayConfig, result: BagResult,
     scorer = _Scorer(result, make_monitor(config, result.rate_hz), progress, topic)
     timings, clock = scorer.timings, time.perf_counter
     batch_reader = cdr.PredicateBatchReader()
-    decoder = _Decoder(bag, batch_reader.single.read, m.decode_predicates)
+    decoder = _decoders(bag, MessageType.DIAGNOSTIC_ARRAY, batch_reader.single.read)
     frames = _PredicateFrames(result, scorer.monitor.predicates, config.monitor.predicates_timeout_s)
     for batch in _timed_batches(bag, {topic}, timings):
         start = clock()
@@ -334,7 +302,7 @@ def _score_predicates(bag: BagReader, config: ReplayConfig, result: BagResult,
         for i in range(len(batch)) if columns is None else np.flatnonzero(~columns.decoded).tolist():
             raw, msgtype = batch.raw(i), batch.msgtypes[batch.which[i]]
             try:  # dropped and counted, as the monitor node drops a message it cannot read
-                samples[i] = decoder.fast(raw, msgtype) or m.decode_predicates(bag.deserialize(raw, msgtype))
+                samples[i] = decoder[msgtype](raw)
             except SourceError as exc:  # m.BadPredicates included
                 logged = int(batch.log_ns[i]) / 1e9
                 _record_issues(result, (StreamIssue(IssueKind.UNDECODABLE, "predicates", logged, f"{topic} message logged "
@@ -460,6 +428,8 @@ _JOINT_ROUTE, _WRENCH_ROUTE = object(), object()
 
 def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
                   progress: Progress | None) -> None:
+    """A thin driver of the Estimator stage on log times (the estimator node drives it on the node clock);
+    joint and wrench messages are decoded a batch at a time, the rest one at a time, by the one decoder."""
     mapping = config.mapping
     topics = result.topics
     joints = topics.get(mapping.joint_states)
@@ -468,8 +438,6 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
     rate = result.rate_hz = _control_rate(bag, config, mapping.joint_states)
     grounder = make_grounder(config.robot, rate)
     objects = tuple(grounder.robot.objects)
-    limits = StaleLimits.for_grounder(grounder, config.estimator)
-    assembler = FrameAssembler(grounder.robot.required_joints, objects, mapping, limits)
     route: dict[str, object] = {mapping.joint_states: _JOINT_ROUTE}
     if mapping.wrench is not None:
         if mapping.wrench in topics:
@@ -487,10 +455,13 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
     scorer = _Scorer(result, monitor, progress, mapping.joint_states)
     timings = scorer.timings
     clock = time.perf_counter
+    stage = Estimator(grounder, mapping, config.estimator, clock=clock)
     joint_batches, wrench_batches = cdr.JointStateBatchReader(), cdr.WrenchBatchReader()
-    read_joints = _Decoder(bag, joint_batches.single.read, m.joint_state_sample)
-    read_wrench = _Decoder(bag, cdr.read_wrench, m.wrench_of)
-    read_pose = _Decoder(bag, cdr.read_pose, m.pose_of)
+    poses = _decoders(bag, MessageType.POSE_STAMPED)
+    decoders = {_JOINT_ROUTE: (_decoders(bag, MessageType.JOINT_STATE, joint_batches.single.read), JOINTS),
+                _WRENCH_ROUTE: (_decoders(bag, MessageType.WRENCH_STAMPED, cdr.read_wrench), WRENCH)}
+    decoders.update((name, (poses, pose_stream(name))) for name in objects)
+    on_joints, on_wrench, on_pose = stage.joints, stage.wrench, stage.pose
     for batch in _timed_batches(bag, set(route), timings):
         kinds = [route[topic] for topic in batch.topics]
         buffer, msgtypes = batch.buffer, batch.msgtypes
@@ -500,68 +471,44 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
         start = clock()
         read = {}  # message index -> joint sample or (wrench, stamp), read for the batch at once
         for w, kind in enumerate(kinds):
-            if kind is _JOINT_ROUTE or kind is _WRENCH_ROUTE:
-                decoder, batch_reader = ((read_joints, joint_batches) if kind is _JOINT_ROUTE
-                                         else (read_wrench, wrench_batches))
-                if not decoder.supported(msgtypes[w]):
-                    continue
+            if (kind is _JOINT_ROUTE or kind is _WRENCH_ROUTE) and decoders[kind][0].supported(msgtypes[w]):
                 rows = np.flatnonzero(batch.which == w)
+                batch_reader = joint_batches if kind is _JOINT_ROUTE else wrench_batches
                 read.update(zip(rows.tolist(), batch_reader.read(buffer, batch.start[rows], batch.size[rows])))
         timings["deserialise"] += clock() - start
         for k, (which, t_ns, at, size) in enumerate(zip(batch.which.tolist(), batch.log_ns.tolist(),
                                                         batch.start.tolist(), batch.size.tolist())):
-            start = clock()
-            kind, msgtype, raw = kinds[which], msgtypes[which], buffer[at:at + size]
+            kind = kinds[which]
             received = t_ns / 1e9
-            decoded = read.get(k) or _decode_or_drop(
-                *((read_joints, JOINTS) if kind is _JOINT_ROUTE else (read_wrench, WRENCH) if kind is _WRENCH_ROUTE
-                  else (read_pose, pose_stream(kind))), raw, msgtype, result, received)
-            if decoded is None:
-                continue
-            if kind is _JOINT_ROUTE:
-                joint_sample = decoded
-                mid = clock()
-                timings["deserialise"] += mid - start
-                frame = assembler.on_joint_sample(joint_sample, received)
-                timings["assemble"] += clock() - mid
-                if frame is None:
+            decoded = read.get(k)
+            if decoded is None:  # not in the batch: the one decoder, message by message
+                start = clock()
+                typed, stream = decoders[kind]
+                try:
+                    decoded = typed[msgtypes[which]](buffer[at:at + size])
+                except Undecodable as exc:
+                    _record_issues(result, stage.undecodable(stream, received, exc).issues)
                     continue
-                _record_issues(result, frame.issues)
-                mid = clock()
-                sample, failure = ground_frame(grounder, frame, result.frames + len(times))
-                timings["ground"] += clock() - mid
-                if failure is not None:
-                    _record_issues(result, (StreamIssue(IssueKind.GROUNDING, JOINTS, frame.state.t,
-                                                        f"{failure}; every predicate unknown"),))
-                valuations.append(sample.valuation())
-                times.append(sample.t)
-                stales.append(sample.stale)
+                finally:
+                    timings["deserialise"] += clock() - start
+            if kind is _JOINT_ROUTE:
+                step = on_joints(decoded, received)
+                sample = step.sample
+                if sample is not None:
+                    valuations.append(sample.valuation())
+                    times.append(sample.t)
+                    stales.append(sample.stale)
             elif kind is _WRENCH_ROUTE:
-                wrench, stamp = decoded
-                mid = clock()
-                timings["deserialise"] += mid - start
-                assembler.on_wrench_sample(wrench, stamp, received)
-                timings["assemble"] += clock() - mid
+                step = on_wrench(decoded[0], decoded[1], received)
             else:
-                pose, stamp = decoded
-                mid = clock()
-                timings["deserialise"] += mid - start
-                assembler.on_pose_sample(kind, pose, stamp, received)
-                timings["assemble"] += clock() - mid
+                step = on_pose(kind, decoded[0], decoded[1], received)
+            if step.issues:
+                _record_issues(result, step.issues)
         scorer.steps(valuations, times, stales)
-    _record_issues(result, assembler.finish())
+    _record_issues(result, stage.finish().issues)
+    timings["assemble"] += stage.timings["assemble"]
+    timings["ground"] += stage.timings["ground"]
     scorer.finish()
-
-
-def _decode_or_drop(decoder: _Decoder, stream: str, raw: bytes, msgtype: str, result: BagResult,
-                    received: float) -> Any:
-    """The message's value; None for one rosbags cannot decode, dropped and counted as an `undecodable`
-    issue (like a NaN message), so a few damaged records do not cost the rest of the bag."""
-    try:
-        return decoder(raw, msgtype)
-    except SourceError as exc:
-        _record_issues(result, (StreamIssue(IssueKind.UNDECODABLE, stream, received, f"{exc}; message dropped"),))
-        return None
 
 
 def _control_rate(bag: BagReader, config: ReplayConfig, topic: str) -> float:
@@ -579,15 +526,15 @@ def _control_rate(bag: BagReader, config: ReplayConfig, topic: str) -> float:
 def _first_stamps(bag: BagReader, topic: str, n: int = 201) -> list[float]:
     """Header stamps of the topic's first n messages: read from the bytes where a direct reader accepts the
     message (rosbags would decode it too), else from rosbags' message (which fails as it does)."""
-    fast = {_JOINT_TYPE: _Decoder(bag, cdr.JointStateReader().read, m.joint_state_sample).fast,
-            _PREDICATES_TYPE: _Decoder(bag, cdr.PredicateReader().read, m.decode_predicates).fast}
+    decoders = {_JOINT_TYPE: _decoders(bag, MessageType.JOINT_STATE),
+                _PREDICATES_TYPE: _decoders(bag, MessageType.DIAGNOSTIC_ARRAY)}
     stamps: list[float] = []
     for batch in bag.message_batches({topic}, n):
         for i in range(len(batch)):
             raw, msgtype = batch.raw(i), batch.msgtypes[batch.which[i]]
-            read = fast.get(msgtype)
+            read = decoders[msgtype][msgtype].fast if msgtype in decoders else None
             try:
-                stamp = cdr.read_stamp(raw) if read is not None and read(raw, msgtype) is not None else None
+                stamp = cdr.read_stamp(raw) if read is not None and read(raw) is not None else None
             except m.BadPredicates:  # well-formed bytes, a bad predicate value: the stamp is fine
                 stamp = cdr.read_stamp(raw)
             stamps.append(m.stamp_seconds(bag.deserialize(raw, msgtype).header.stamp) if stamp is None else stamp)

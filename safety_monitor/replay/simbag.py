@@ -3,8 +3,8 @@
 The replay benchmark generates its bag with this instead of committing a binary file.
 Each control step writes `/clock`, the wrist wrench and every object pose that is new at that step
 (stamped at its measurement time), then `/joint_states`, all with the step's time as log time.
-With `estimate=True` the step also goes through the live estimator's path (FrameAssembler fed the
-very messages written, grounder, monitor) and `/safety_monitor/predicates` and
+With `estimate=True` the step also goes through the live estimator's path (the Estimator stage fed the
+very messages written, then the monitor) and `/safety_monitor/predicates` and
 `/safety_monitor/events` are recorded as the estimator and monitor nodes would publish them.
 """
 from __future__ import annotations
@@ -15,8 +15,9 @@ from pathlib import Path
 
 from safety_monitor.frames import RobotState
 from safety_monitor.io import messages as m
-from safety_monitor.pipeline.assemble import FrameAssembler, StaleLimits, StreamMapping, ground_frame
 from safety_monitor.io.bag import BagWriter
+from safety_monitor.pipeline.assemble import StreamMapping
+from safety_monitor.pipeline.estimator import Estimator
 
 
 @dataclass(frozen=True)
@@ -32,22 +33,24 @@ class _Estimator:
     """The estimator and monitor nodes' work, in process, on the messages as written."""
 
     def __init__(self, writer: BagWriter, mapping: StreamMapping, specs: str | None, rate_hz: float) -> None:
-        from safety_monitor.replay.score import ReplayConfig, make_grounder, make_monitor
+        from safety_monitor.grounding.grounder import load_default_grounder
+        from safety_monitor.replay.score import ReplayConfig, make_monitor
 
         self.writer, self.mapping = writer, mapping
-        self.grounder = make_grounder(None, rate_hz)
-        self.assembler = FrameAssembler(self.grounder.robot.required_joints, tuple(self.grounder.robot.objects),
-                                        mapping, StaleLimits.for_grounder(self.grounder))
+        self.stage = Estimator(load_default_grounder(rate_hz), mapping)
         self.monitor = make_monitor(ReplayConfig(specs=specs), rate_hz)
         self.t: float | None = None
-        self.frames = 0
+
+    def on_wrench(self, msg: object) -> None:
+        self.stage.wrench(*m.wrench_of(msg))
+
+    def on_pose(self, name: str, msg: object) -> None:
+        self.stage.pose(name, *m.pose_of(msg))
 
     def on_joint_states(self, msg: object) -> None:
-        frame = self.assembler.on_joint_states(msg)
-        if frame is None:
+        sample = self.stage.joints(m.joint_state_sample(msg)).sample
+        if sample is None:
             return
-        sample, _ = ground_frame(self.grounder, frame, self.frames)
-        self.frames += 1
         self.writer.write_predicates(self.mapping.predicates, sample)
         events = self.monitor.step(sample.valuation(), sample.t)
         if events:
@@ -96,13 +99,13 @@ def _write_state(writer: BagWriter, mapping: StreamMapping, state: RobotState, o
         msg = m.wrench_msg(types, t, state.wrench)
         writer.write(mapping.wrench, msg, t)
         if estimator is not None:
-            estimator.assembler.on_wrench(msg)
+            estimator.on_wrench(msg)
     for name, pose in state.object_poses.items():
         if state.object_ages.get(name, 0.0) == 0.0:
             msg = m.pose_msg(types, t, pose)
             writer.write(mapping.pose_topic(name), msg, t)
             if estimator is not None:
-                estimator.assembler.on_pose(name, msg)
+                estimator.on_pose(name, msg)
     msg = m.joint_state_msg(types, t, state.joint_names, state.joint_position, state.joint_velocity,
                             state.joint_effort)
     writer.write(mapping.joint_states, msg, t)

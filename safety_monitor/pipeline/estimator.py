@@ -1,0 +1,139 @@
+"""The Estimator stage: decoded robot messages in arrival order -> one PredicateSample per frame (DESIGN.md 2).
+
+The one estimator code path: the estimator node drives it from its subscriptions with the node clock, replay
+from a bag with log times, simbag as it writes. It is the FrameAssembler and the grounder with the frame
+numbering of `/safety_monitor/predicates`; it holds no clock (`received` is the driver's arrival time, only
+read for a zero stamp) and imports no rclpy.
+
+Every call returns an `EstimatorStep`: the sample its message made (if any) and exactly the issues that call
+raised, never issues held over from earlier calls, so every driver attributes an issue to the same message.
+The frozen joint stream is part of the step too, with its onset and end flagged once each, instead of a flag
+a driver polls. The node's wall-clock watchdog (no /joint_states at all for `joint_states_timeout_s`) stays in
+the node: it only sets the node's /diagnostics level (the predicates watchdog that makes properties blind is
+the Supervisor's), and a bag cannot stop arriving.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from safety_monitor.enums import IssueKind
+from safety_monitor.frames import SAME_TIME_S, JointSample, Pose, PredicateSample, StreamIssue, Wrench
+from safety_monitor.pipeline.assemble import JOINTS, FrameAssembler, StaleLimits, StreamMapping, ground_frame
+from safety_monitor.settings import EstimatorSettings
+
+
+@dataclass(frozen=True, slots=True)
+class EstimatorStep:
+    """What one call did. `frozen`: /joint_states is frozen after it (its frames stale, every predicate
+    unknown); `frozen_changed`: this call turned it frozen, or moving again."""
+
+    sample: PredicateSample | None = None  # the frame this message made; None: it made none
+    issues: tuple[StreamIssue, ...] = ()  # raised by this call, and by no other
+    frozen: bool = False
+    frozen_changed: bool = False
+
+
+class RolloutStart(Enum):
+    """What a rollout start marker did to the stage."""
+
+    RESET = "reset"  # the last rollout forgotten: frame numbers, assembler and grounder start afresh
+    LATE = "late"  # the marker came after a frame at or past its time was grounded: nothing forgotten
+    FRESH = "fresh"  # nothing grounded since the last start: nothing to forget
+
+
+_QUIET = (EstimatorStep(), EstimatorStep(frozen=True))  # a call without frame, issue or change, by `frozen`
+
+
+class Estimator:
+    """`grounder`: the robot's (`grounding.grounder.load_default_grounder`); `mapping`: topic and joint names;
+    `settings`: the estimator's limits. `clock`: a profiling clock, to split `timings` into assembling and
+    grounding seconds (replay's stage timings); the results never depend on it."""
+
+    def __init__(self, grounder: Any, mapping: StreamMapping | None = None,
+                 settings: EstimatorSettings = EstimatorSettings(),
+                 clock: Callable[[], float] | None = None) -> None:
+        self.grounder = grounder
+        self.mapping = mapping or StreamMapping()
+        self.limits = StaleLimits.for_grounder(grounder, settings)
+        self.timings = {"assemble": 0.0, "ground": 0.0}
+        self._clock = clock
+        self._start()
+
+    def _start(self) -> None:
+        robot = self.grounder.robot
+        self.assembler = FrameAssembler(robot.required_joints, tuple(robot.objects), self.mapping, self.limits)
+        self.frames = 0  # frames of the current rollout: the next sample's number
+        self._last_t: float | None = None  # time of the last frame grounded in this rollout
+        self._frozen = False
+
+    # ------------------------------------------------------------------------------------- inputs
+    def joints(self, sample: JointSample, received: float | None = None) -> EstimatorStep:
+        """A /joint_states message: the frame it makes, grounded and numbered (or None, its issues say why)."""
+        clock, assembler = self._clock, self.assembler
+        start = clock() if clock else 0.0
+        frame = assembler.on_joint_sample(sample, received)
+        if clock:
+            mid = clock()
+            self.timings["assemble"] += mid - start
+        if frame is None:
+            out, issues = None, assembler.drain_issues()
+        else:
+            t = self._last_t = frame.state.t
+            out, failure = ground_frame(self.grounder, frame, self.frames)
+            self.frames += 1
+            issues = frame.issues
+            if failure is not None:
+                issues += (StreamIssue(IssueKind.GROUNDING, JOINTS, t, f"{failure}; every predicate unknown"),)
+            if clock:
+                self.timings["ground"] += clock() - mid
+        frozen = assembler.joints_frozen
+        changed = frozen != self._frozen
+        if out is None and not issues and not changed:
+            return _QUIET[frozen]
+        self._frozen = frozen
+        return EstimatorStep(out, issues, frozen, changed)
+
+    def wrench(self, wrench: Wrench, stamp: float, received: float | None = None) -> EstimatorStep:
+        """A wrist wrench message: sampled by the next frame."""
+        clock = self._clock
+        start = clock() if clock else 0.0
+        self.assembler.on_wrench_sample(wrench, stamp, received)
+        if clock:
+            self.timings["assemble"] += clock() - start
+        return self._between_frames()
+
+    def pose(self, name: str, pose: Pose, stamp: float, received: float | None = None) -> EstimatorStep:
+        """An object's pose message: sampled by the next frame."""
+        clock = self._clock
+        start = clock() if clock else 0.0
+        self.assembler.on_pose_sample(name, pose, stamp, received)
+        if clock:
+            self.timings["assemble"] += clock() - start
+        return self._between_frames()
+
+    def undecodable(self, stream: str, received: float, error: Exception) -> EstimatorStep:
+        """A message of `stream` that `decode` could not read (`error`), dropped at arrival time `received`."""
+        issue = StreamIssue(IssueKind.UNDECODABLE, stream, received, f"{error}; message dropped")
+        return EstimatorStep(None, (issue,), self._frozen)
+
+    def finish(self) -> EstimatorStep:
+        """The end of the input: issues only the end can tell (a last stamp that jumped ahead)."""
+        return self._between_frames(self.assembler.finish())
+
+    def new_rollout(self, t: float) -> RolloutStart:
+        """A rollout whose first frame is at `t` starts: forget the last one, unless a frame at or after `t`
+        was already grounded (the marker came late: forgetting would lose the new rollout's first frames)."""
+        if self._last_t is None:
+            return RolloutStart.FRESH
+        if self._last_t >= t - SAME_TIME_S:
+            return RolloutStart.LATE
+        self.grounder.reset()
+        self._start()
+        return RolloutStart.RESET
+
+    def _between_frames(self, issues: tuple[StreamIssue, ...] | None = None) -> EstimatorStep:
+        issues = self.assembler.drain_issues() if issues is None else issues
+        return EstimatorStep(None, issues, self._frozen) if issues else _QUIET[self._frozen]
