@@ -16,9 +16,10 @@ gets the same events. The rules:
 - Lost frames: the estimator numbers a rollout's frames 0, 1, ...; a number other than the next one is a
   frame_gap issue, and a jump forward counts the frames lost on the way (never stepped).
 - Predicates the specs read but the input lacks are unknown (one `unsent` issue says which).
-- Rollouts: a start marker names the trace whose first frame is at or after it; an end marker closes
-  the trace once its frame was stepped, or once a later frame arrives. Without markers the input is one
-  trace, closed by `finish`.
+- Rollouts: a start marker names the trace whose first frame is at or after it (also when it arrives
+  after that frame: markers come on a topic of their own); an end marker closes the trace once its frame
+  was stepped, or once a later frame arrives. Without markers the input is one trace, closed by `finish`.
+  Events already reported keep the rollout index they were reported with.
 
 No rclpy, no wall clock, no logging: the driver renders the Step.
 """
@@ -141,6 +142,7 @@ class Supervisor:
         self._completed: Valuation = {}  # ... and it with those unknown
         self._in_trace = False
         self._trace_t0: float | None = None
+        self._ended_t = -math.inf  # the last frame's time of the last trace closed
         self._index = 0  # the current (or next) rollout
         self._start: EpisodeMarker | None = None  # the start marker of the current trace
         self._starts: list[EpisodeMarker] = []  # start markers not yet attached to a frame
@@ -217,7 +219,11 @@ class Supervisor:
         out = _Collect()
         self._watch(now, out)
         if marker.kind is MarkerKind.START:
-            self._starts.append(marker)
+            if self._in_trace and self._ended_t < marker.t <= self._trace_t0 + SAME_TIME_S and (
+                    self._start is None or marker.t > self._start.t):
+                self._start, self._index = marker, marker.index  # late: this trace's first frame came first
+            else:
+                self._starts.append(marker)
         elif self._in_trace and marker.t < self._trace_t0 - SAME_TIME_S:
             pass  # an end from before this trace began (a transient-local history)
         elif self._in_trace and self._last_t >= marker.t - SAME_TIME_S:
@@ -350,12 +356,13 @@ class Supervisor:
 
     # ---------------------------------------------------------------------------------- rollouts
     def _begin(self, t: float) -> None:
-        """A trace starts at this frame: the latest start marker at or before it names it (older ones are spent)."""
+        """A trace starts at this frame: the latest start marker at or before it names it (older ones are
+        spent), by time, not by arrival (a transient-local history may come after a newer marker)."""
         self._in_trace, self._trace_t0 = True, t
         starts = [s for s in self._starts if s.t <= t + SAME_TIME_S]
         self._starts = [s for s in self._starts if s.t > t + SAME_TIME_S]
         if starts:
-            self._start = starts[-1]
+            self._start = max(starts, key=lambda s: s.t)
             self._index = self._start.index
 
     def _close(self, end: EpisodeMarker | None, now: float | None, out: _Collect) -> None:
@@ -367,6 +374,7 @@ class Supervisor:
                                     end.succeeded if end else None, result.frames, tuple(self._events),
                                     result.outcomes))
         self._index += 1
+        self._ended_t = self._last_t
         self._start, self._events, self._pending_end = None, [], None
         self._in_trace, self._trace_t0, self._order_t = False, None, -math.inf
         self._expected, self._repeated = None, False  # the next rollout is numbered from 0
