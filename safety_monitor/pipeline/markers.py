@@ -61,7 +61,7 @@ def decode_marker(msg: Any) -> EpisodeMarker:
         raise SourceError(f"episode marker: expected one status {STATUS_NAME!r} with message start or end")
     status = statuses[0]
     try:
-        fields = {"t": stamp_seconds(msg.header.stamp)}
+        fields: dict[str, Any] = {"t": stamp_seconds(msg.header.stamp)}
         fields.update((str(kv.key), json.loads(kv.value)) for kv in status.values)
         return EpisodeMarker(kind=MarkerKind(status.message), **fields)
     except (json.JSONDecodeError, TypeError) as exc:

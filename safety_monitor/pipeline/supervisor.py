@@ -130,7 +130,7 @@ class Supervisor:
         self._timeout, self._frozen = settings.predicates_timeout_s, settings.predicates_frozen_s
         self._soonest = min(self._timeout, self._frozen)
         self._status = InputStatus.WAITING
-        self._last_t: float | None = None  # time of the last frame stepped (kept across traces)
+        self._last_t = -math.inf  # time of the last frame stepped (kept across traces)
         self._order_t = -math.inf  # frames at or before this time are dropped: the last stepped one, in a trace
         self._advanced_at = _NEVER  # driver time the last frame was stepped; _NEVER while blind
         self._repeated = False  # the last stepped stamp came again since
@@ -141,7 +141,7 @@ class Supervisor:
         self._known: object = object()  # the last valuation checked for missing predicates ...
         self._completed: Valuation = {}  # ... and it with those unknown
         self._in_trace = False
-        self._trace_t0: float | None = None
+        self._trace_t0 = math.inf  # the current trace's first frame time
         self._ended_t = -math.inf  # the last frame's time of the last trace closed
         self._index = 0  # the current (or next) rollout
         self._start: EpisodeMarker | None = None  # the start marker of the current trace
@@ -167,7 +167,7 @@ class Supervisor:
     @property
     def last_t(self) -> float | None:
         """Time of the last frame stepped, None before the first."""
-        return self._last_t
+        return None if self._last_t == -math.inf else self._last_t
 
     @property
     def backwards_from(self) -> float | None:
@@ -376,7 +376,7 @@ class Supervisor:
         self._index += 1
         self._ended_t = self._last_t
         self._start, self._events, self._pending_end = None, [], None
-        self._in_trace, self._trace_t0, self._order_t = False, None, -math.inf
+        self._in_trace, self._trace_t0, self._order_t = False, math.inf, -math.inf
         self._expected, self._repeated = None, False  # the next rollout is numbered from 0
         if self._status is InputStatus.TIME_BACKWARDS:  # time order holds inside a trace only
             self._backwards_from = None
