@@ -50,3 +50,4 @@ class IssueKind(StrEnum):
     GROUNDING = "grounding"  # the frame could not be grounded: every predicate unknown
     FRAME_GAP = "frame_gap"  # recorded frame numbers skip: frames lost or the estimator restarted
     PREDICATES_GAP = "predicates_gap"  # no advancing predicates for longer than the watchdog allows
+    UNSENT = "unsent"  # predicates the specs read that the input does not send: unknown

@@ -87,8 +87,8 @@ class MonitorSettings:
 
     specs: str = setting("", "spec file ('' = the package's config/specs.yaml)")
     events_log: str = setting("", "JSON Lines event log ('' = $ROS_HOME/safety_monitor/events[_<namespace>].jsonl)")
-    predicates_timeout_s: float = setting(PREDICATES_TIMEOUT_S, "no predicates for this long (wall clock live, "
-                                          "log time in replay): STALE, properties unknown", low=0.0, above=True)
+    predicates_timeout_s: float = setting(PREDICATES_TIMEOUT_S, "no advancing predicates for this long (node clock "
+                                          "live, log time in replay): STALE, properties unknown", low=0.0, above=True)
     predicates_frozen_s: float = setting(PREDICATES_TIMEOUT_S, "predicate stamps not advancing for this long: "
                                          "STALE, properties unknown", low=0.0, above=True)
     heartbeat_period_s: float = setting(0.2, "period of safety_monitor/heartbeat", low=0.0, above=True)

@@ -20,8 +20,11 @@ def test_monitor_counts_lost_predicate_frames_per_period(tmp_path):
     context = rclpy.Context()
     rclpy.init(context=context)
     try:
+        # sim time that never starts: the node clock stands still, so no pause of this process (a loaded
+        # machine) can look like a pause of the stream to the watchdog
         node = MonitorNode(subscribe_predicates=False, context=context, namespace="/lost_test",
-                           parameter_overrides=[Parameter("events_log", value=str(tmp_path / "events.jsonl"))])
+                           parameter_overrides=[Parameter("events_log", value=str(tmp_path / "events.jsonl")),
+                                                Parameter("use_sim_time", value=True)])
         summaries = []
         node._diag_pub = type("Pub", (), {"publish": lambda self, data: summaries.append(next(
             s for s in deserialize_message(data, DiagnosticArray).status if s.name.endswith(": monitor")))})()

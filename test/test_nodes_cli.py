@@ -25,17 +25,21 @@ properties:
 
 
 @pytest.fixture(scope="module")
-def events(tmp_path_factory):
+def monitor_events(tmp_path_factory):
     """Real monitor events: b rises at frame 1, never_a opens at frame 3 and recovers at frame 4."""
     from safety_monitor.monitor.live import SpecSetMonitor
 
     path = tmp_path_factory.mktemp("specs") / "specs.yaml"
     path.write_text(SPECS)
     monitor = SpecSetMonitor.from_spec_file(path)
-    out = []
-    for i, (a, b) in enumerate([(False, False), (False, True), (False, True), (True, True), (False, True)]):
-        out += [{**e.to_json(), "rollout": 0, "robot": "r1"} for e in monitor.step({"a": a, "b": b}, 1.0 + 0.002 * i)]
-    return json.loads(json.dumps(out))
+    return [e for i, (a, b) in enumerate([(False, False), (False, True), (False, True), (True, True), (False, True)])
+            for e in monitor.step({"a": a, "b": b}, 1.0 + 0.002 * i)]
+
+
+@pytest.fixture(scope="module")
+def events(monitor_events):
+    """The same events as the monitor node logs and publishes them."""
+    return json.loads(json.dumps([{**e.to_json(), "rollout": 0, "robot": "r1"} for e in monitor_events]))
 
 
 def test_board_tracks_open_violations_and_shows_the_counterexample(events):
@@ -235,13 +239,13 @@ def test_sim_rejects_an_unknown_fault_before_starting_ros(capsys):
     assert len(err) == 1 and "unknown fault 'bogus'" in err[0]
 
 
-def test_summary_checks_each_episode_against_its_fault_label(events):
+def test_summary_checks_each_episode_against_its_fault_label(monitor_events):
     from safety_monitor.sim.faults import FAULTS
 
     rollouts = [
         SimpleNamespace(index=0, task="pick_and_place_cube", fault="", seed=0, succeeded=True, frames=100, events=[]),
         SimpleNamespace(index=1, task="pick_and_place_mug", fault="slip", seed=1, succeeded=False, frames=90,
-                        events=events),  # never_a: no fault's label allows it
+                        events=monitor_events),  # never_a: no fault's label allows it
     ]
     live = SimpleNamespace(rollouts=rollouts, wall_s=1.0, events_log="/tmp/e.jsonl", bags=[], interrupted=False)
     s = summarize(live)
@@ -254,13 +258,13 @@ def test_summary_checks_each_episode_against_its_fault_label(events):
     assert "unexpected never_a" in text and "as labelled" in text and "failed" in text
 
 
-def test_an_episode_cut_off_by_ctrl_c_is_not_judged_against_its_fault(events):
+def test_an_episode_cut_off_by_ctrl_c_is_not_judged_against_its_fault(monitor_events):
     """The episode Ctrl-C cut off (no end marker, so no task outcome) read 'missing drop_only_when_released'
     and as_labelled false, though its fault had not happened yet: it is now shown as interrupted, unjudged."""
     rollouts = [
         SimpleNamespace(index=0, task="pick_and_place_cube", fault="", seed=0, succeeded=True, frames=100, events=[]),
         SimpleNamespace(index=1, task="pick_and_place_mug", fault="early_release", seed=1, succeeded=None, frames=40,
-                        events=events),
+                        events=monitor_events),
     ]
     live = SimpleNamespace(rollouts=rollouts, wall_s=1.0, events_log="/tmp/e.jsonl", bags=[], interrupted=True)
     first, cut = summarize(live)["episodes"]

@@ -14,7 +14,7 @@ rclpy = pytest.importorskip("rclpy")
 from rclpy.parameter import Parameter  # noqa: E402
 
 from safety_monitor.nodes import qos  # noqa: E402
-from safety_monitor.nodes.episode_marker import START, EpisodeMarker, marker_msg  # noqa: E402
+from safety_monitor.pipeline.markers import START, EpisodeMarker, marker_msg  # noqa: E402
 from safety_monitor.io import messages as m  # noqa: E402
 
 FRAMES = 40

@@ -11,9 +11,10 @@ rclpy = pytest.importorskip("rclpy")
 
 from rclpy.parameter import Parameter  # noqa: E402
 
+from safety_monitor.enums import EventKind  # noqa: E402
 from safety_monitor.errors import SafetyMonitorError  # noqa: E402
 from safety_monitor.nodes import qos  # noqa: E402
-from safety_monitor.nodes.episode_marker import END, START, EpisodeMarker, marker_msg  # noqa: E402
+from safety_monitor.pipeline.markers import END, START, EpisodeMarker, marker_msg  # noqa: E402
 from safety_monitor.io import messages as m  # noqa: E402
 from two_property_specs import SPECS  # noqa: E402
 
@@ -147,8 +148,8 @@ def test_end_marker_closes_the_trace_and_a_start_marker_names_the_next(harness):
     rollout = h.monitor.rollouts[0]
     assert (rollout.index, rollout.task, rollout.fault, rollout.seed, rollout.frames) == (0, "demo", "f", 7, 2)
     assert rollout.succeeded is False
-    assert [(e["property"], e["kind"]) for e in rollout.events] == [
-        ("never_a", "opened"), ("never_a", "unrecovered_at_end")]
+    assert [(e.property, e.kind) for e in rollout.events] == [
+        ("never_a", EventKind.OPENED), ("never_a", EventKind.UNRECOVERED_AT_END)]
     assert h.monitor.monitor.frame == 0  # the next frame starts a new trace
     h.send(False)
     spin_until(h.executor, lambda: h.monitor.monitor.frame == 1)
@@ -215,27 +216,53 @@ def test_two_robots_side_by_side_keep_their_events_apart(harness, tmp_path):
         probe_b.destroy_node()
 
 
-@pytest.mark.parametrize("stamps", [
+def _stream(fault):
+    """(sample, log time) of 600 frames at 500 Hz of the two-property specs with one input fault."""
+    out = []
+    for k in range(600):
+        t = log = 1.0 + k / 500
+        values = {"a": (k // 7) % 4 == 0, "b": (k // 7 + 1) % 4 == 0}
+        number = k
+        if fault == "pause" and k >= 100:
+            t = log = t + 1.0  # a second without predicates
+        elif fault == "frozen" and 200 <= k < 500:
+            t = 1.0 + 199 / 500  # messages keep coming, their stamp stands still for 0.6 s
+        elif fault == "lost_and_unsent":
+            number = k + 5 if k >= 120 else k  # five frames lost on the way
+            if 200 <= k < 210:
+                del values["b"]  # an external estimator that did not send it
+        elif isinstance(fault, dict):
+            t = 1.0 + fault.get(k, k) / 500
+        out.append((m.PredicateSample(values, t, number), log))
+    return out
+
+
+@pytest.mark.parametrize("fault", [
     {50: 40},  # one frame stamped back in time
     {50: 40, 51: 41, 52: 42},  # the clock back for three frames
     {30: 29, 60: 55},  # a repeated stamp, later one going back
-])
-def test_the_monitor_node_and_replay_of_its_predicates_agree_when_time_goes_back(tmp_path, stamps):
-    """The node steps one blind frame when a predicate stamp goes backwards and drops frames until time
-    passes the last one; replay --from-predicates must give the same frames and events."""
+    "pause", "frozen", "lost_and_unsent",
+    "stopped",  # the stream ends a second before the input does
+], ids=["back", "back3", "repeat_back", "pause", "frozen", "lost_and_unsent", "stopped"])
+def test_the_monitor_node_and_replay_of_its_predicates_are_the_same_supervisor(tmp_path, fault):
+    """The node on its clock (sim time here, set to each message's log time, with the watchdog timer's
+    ticks in between) and replay --from-predicates on the log times step the same frames and report
+    the same events: time going back, pauses, frozen stamps, lost frames, unsent predicates, a stream
+    that stops before the input ends."""
+    from rclpy.time import Time
+
     from safety_monitor.nodes.monitor_node import MonitorNode
     from safety_monitor.replay.score import ReplayConfig, score_bag
     from safety_monitor.io.bag import BagWriter
-    from safety_monitor.specs.model import load_specs
 
     specs = tmp_path / "specs.yaml"
     specs.write_text(SPECS)
-    predicates = load_specs(specs).predicates
-    samples = [m.PredicateSample({p: (k // 7 + i) % 4 == 0 for i, p in enumerate(predicates)},
-                                 1.0 + stamps.get(k, k) / 500, k) for k in range(100)]
+    stream = _stream(fault)
+    end = stream[-1][1] + (1.0 if fault == "stopped" else 0.0)
     with BagWriter(tmp_path / "bag") as w:
-        for k, s in enumerate(samples):
-            w.write_predicates("/safety_monitor/predicates", s, log_t=1.0 + k / 500)
+        for sample, log in stream:
+            w.write_predicates("/safety_monitor/predicates", sample, log_t=log)
+        w.write_joint_state("/joint_states", end, ["arm_joint1"], [0.0], log_t=end)  # the recording's end
     replayed = score_bag(tmp_path / "bag", ReplayConfig(specs=str(specs), from_predicates=True, rate_hz=500.0))
     assert replayed.ok, replayed.error
 
@@ -244,13 +271,28 @@ def test_the_monitor_node_and_replay_of_its_predicates_agree_when_time_goes_back
     try:
         node = MonitorNode(subscribe_predicates=False, context=context, parameter_overrides=[
             Parameter("specs", value=str(specs)), Parameter("events_log", value=str(tmp_path / "e.jsonl")),
-            Parameter("control_rate_hz", value=500.0)])
-        for s in samples:
-            node.on_sample(s)
+            Parameter("control_rate_hz", value=500.0), Parameter("use_sim_time", value=True)])
+        clock = node.get_clock()
+
+        def at(t):
+            clock.set_ros_time_override(Time(nanoseconds=round(t * 1e9)))
+
+        last = None
+        for sample, log in stream:
+            while last is not None and log - last > 0.1:  # the watchdog timer's ticks while nothing arrives
+                last += 0.1
+                at(last)
+                node._watchdog()
+            at(log)
+            node.on_sample(sample)
+            last = log
+        at(end)
         node.destroy_node()
     finally:
         context.try_shutdown()
-    live = node.rollouts[0]
-    assert live.frames == replayed.trace.frames
-    assert [(e["property"], e["kind"], e["frame"]) for e in live.events] == \
-        [(e.property, e.kind, e.frame) for e in replayed.trace.events]
+    (live,) = node.rollouts
+    assert live.frames == replayed.trace.frames > 0
+    assert [(e.property, e.kind, e.frame, e.t) for e in live.events] == \
+        [(e.property, e.kind, e.frame, e.t) for e in replayed.trace.events]
+    assert live.outcomes == replayed.trace.outcomes
+    assert EventKind.BLIND in {e.kind for e in live.events}  # each fault made some verdict unknown

@@ -11,7 +11,7 @@ rclpy = pytest.importorskip("rclpy")
 
 from safety_monitor.frames import Pose, Wrench  # noqa: E402
 from safety_monitor.nodes import qos  # noqa: E402
-from safety_monitor.nodes.episode_marker import START, EpisodeMarker, marker_msg  # noqa: E402
+from safety_monitor.pipeline.markers import START, EpisodeMarker, marker_msg  # noqa: E402
 from safety_monitor.io import messages as m  # noqa: E402
 from safety_monitor.io.bag import BagReader  # noqa: E402
 

@@ -20,7 +20,7 @@ import pytest
 rclpy = pytest.importorskip("rclpy")
 
 from safety_monitor.nodes import qos  # noqa: E402
-from safety_monitor.nodes.episode_marker import END, START, EpisodeMarker, marker_msg  # noqa: E402
+from safety_monitor.pipeline.markers import END, START, EpisodeMarker, marker_msg  # noqa: E402
 from safety_monitor.io import messages as m  # noqa: E402
 from two_property_specs import PROPS, SPECS  # noqa: E402
 

@@ -256,9 +256,9 @@ def test_recorded_predicates_with_bad_stamps_gaps_and_missing_keys_score_alike_i
 @pytest.mark.parametrize("batch", [4, 4096])
 def test_recorded_predicates_that_pause_freeze_or_stop_make_the_monitor_blind_as_live(tmp_path, specs, batch,
                                                                                       monkeypatch):
-    """The live monitor's watchdog, by the recording's log times: no advancing frame for 0.5 s (a pause in
-    the stream, a frozen stamp) or a stream that ends before the recording steps one blind frame, so the
-    stretch reads 'not seen', never 'safe'."""
+    """The live monitor's watchdog and frozen rule, by the recording's log times: no advancing frame for
+    0.5 s (a pause in the stream; a frozen stamp, named so as the live monitor names it) or a stream that
+    ends before the recording steps one blind frame, so the stretch reads 'not seen', never 'safe'."""
     from safety_monitor.replay import score
     from safety_monitor.io import messages as m
 
@@ -280,7 +280,7 @@ def test_recorded_predicates_that_pause_freeze_or_stop_make_the_monitor_blind_as
         w.write_joint_state("/joint_states", 5.0, ["arm_joint1"], [0.0], log_t=5.0)  # the recording goes on
     r = score_bag(path, config(specs, from_predicates=True))
     assert r.ok, r.error
-    assert r.issues == {"predicates_gap": 2, "duplicate_stamp": 400, "frame_gap": 1, "stream_stopped": 1}
+    assert r.issues == {"predicates_gap": 1, "frozen": 1, "duplicate_stamp": 400, "frame_gap": 1, "stream_stopped": 1}
     assert r.frames == 300 + 3  # the stepped frames and three blind ones
     for o in r.trace.outcomes:
         assert o.blind_frames == 3, o

@@ -101,7 +101,7 @@ def summarize(live: LiveRun) -> SimSummary:
     episodes: list[EpisodeSummary] = []
     per_property: dict[str, Counter[str]] = {}
     for r in live.rollouts:
-        opened = Counter(e["property"] for e in r.events if e["kind"] == EventKind.OPENED)
+        opened = Counter(e.property for e in r.events if e.kind == EventKind.OPENED)
         spec = FAULTS.get(r.fault)
         expected = set(spec.expected_properties) if spec else set()
         allowed = set(spec.allowed_properties) if spec else set()
@@ -114,7 +114,7 @@ def summarize(live: LiveRun) -> SimSummary:
             "missing": missing, "unexpected": unexpected,
         })
         for e in r.events:
-            per_property.setdefault(e["property"], Counter())[e["kind"]] += 1
+            per_property.setdefault(e.property, Counter())[e.kind] += 1
     return {
         "episodes": episodes,
         "events_per_property": {p: dict(sorted(c.items())) for p, c in sorted(per_property.items())},

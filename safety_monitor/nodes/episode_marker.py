@@ -1,63 +1,11 @@
-"""Rollout boundaries on `safety_monitor/episode` (diagnostic_msgs/DiagnosticArray, transient local).
-
-A marker is keyed by frame time, not by arrival order, because messages on different topics may be
-handled in any order: `start` carries the first frame's time (the estimator resets its debounce state
-before the first frame at or after it), `end` the last frame's time (the monitor closes the trace once
-it has stepped that frame). Layout: one status named `safety_monitor/episode`, `message` the kind,
-`values` the remaining fields as JSON (`t` exact; publishers may leave it out), `header.stamp` the
-keyed time. Times within SAME_TIME_S count as equal. Without markers (a real robot)
-the whole run is one trace.
-"""
+"""Reading an episode marker off a subscription, where a malformed marker is logged and dropped instead of
+stopping the node (the typed marker and its wire format are `pipeline/markers.py`)."""
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass
-from types import SimpleNamespace
 from typing import Any
 
 from safety_monitor.errors import SourceError
-from safety_monitor.frames import SAME_TIME_S  # noqa: F401 (the nodes read it here, with the markers)
-from safety_monitor.io.messages import header, stamp_seconds
-
-STATUS_NAME = "safety_monitor/episode"
-START, END = "start", "end"
-
-
-@dataclass(frozen=True)
-class EpisodeMarker:
-    """`index` counts rollouts from 0; `frames` and `succeeded` are known only on `end`."""
-
-    kind: str
-    index: int
-    t: float
-    task: str = ""
-    fault: str = ""
-    seed: int = 0
-    frames: int | None = None
-    succeeded: bool | None = None
-
-
-def marker_msg(types: SimpleNamespace, marker: EpisodeMarker) -> Any:
-    fields = asdict(marker)
-    kind, t = fields.pop("kind"), fields["t"]  # `t` also in values: exact, where the stamp rounds to ns
-    status = types.DiagnosticStatus(
-        level=types.DiagnosticStatus.OK, name=STATUS_NAME, message=kind, hardware_id="sim",
-        values=[types.KeyValue(key=k, value=json.dumps(v)) for k, v in fields.items()],
-    )
-    return types.DiagnosticArray(header=header(types, t), status=[status])
-
-
-def decode_marker(msg: Any) -> EpisodeMarker:
-    statuses = [s for s in msg.status if s.name == STATUS_NAME]
-    if len(statuses) != 1 or statuses[0].message not in (START, END):
-        raise SourceError(f"episode marker: expected one status {STATUS_NAME!r} with message start or end")
-    status = statuses[0]
-    try:
-        fields = {"t": stamp_seconds(msg.header.stamp)}
-        fields.update((str(kv.key), json.loads(kv.value)) for kv in status.values)
-        return EpisodeMarker(kind=str(status.message), **fields)
-    except (json.JSONDecodeError, TypeError) as exc:
-        raise SourceError(f"episode marker: malformed values: {exc}") from None
+from safety_monitor.pipeline.markers import EpisodeMarker, decode_marker
 
 
 def read_marker(node: Any, msg: Any) -> EpisodeMarker | None:

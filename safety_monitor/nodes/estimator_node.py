@@ -31,7 +31,8 @@ from safety_monitor.grounding.grounder import load_default_grounder
 from safety_monitor.io import cdr
 from safety_monitor.io import messages as m
 from safety_monitor.nodes import qos
-from safety_monitor.nodes.episode_marker import START, read_marker
+from safety_monitor.nodes.episode_marker import read_marker
+from safety_monitor.pipeline.markers import START
 from safety_monitor.nodes.frame_load import FrameLoad, LoadReport
 from safety_monitor.nodes.log_throttle import LogThrottle
 from safety_monitor.nodes.params import declare, declare_topics

@@ -32,5 +32,12 @@ class LogThrottle:
         if held:
             assert last is not None  # calls are held only within a period after a logged one
             text += f" ({held} more like this in the last {now - last:.1f} s)"
-        getattr(self._logger, level)(text)
+        # one call line per level: rclpy's logger keys its severity by the calling line, and refuses a
+        # second severity from the same line (a warning after an error through one throttle raised)
+        if level == "error":
+            self._logger.error(text)
+        elif level == "warning":
+            self._logger.warning(text)
+        else:
+            getattr(self._logger, level)(text)
         return True

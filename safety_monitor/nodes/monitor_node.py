@@ -10,13 +10,15 @@
    recovers, STALE while its verdict is unknown; plus a summary status. Sent on every change (the
    properties whose status changed, with the summary) and every `diagnostics_period_s` (all).
 
-Inputs that stop are never read as "all fine": when no predicates arrive for `predicates_timeout_s`
-(wall clock), the summary turns STALE and, inside a trace, the monitor steps one blind frame (every
-predicate unknown), so each property reports `blind` until predicates resume (`seeing`). Frame
-indices count that blind frame. The same happens when predicates keep coming with a stamp that no
-longer advances for `predicates_frozen_s` (a frozen publisher; repeated stamps are never stepped),
-and, reported as ERROR, when time goes backwards inside a trace: frames older than the last stepped
-one are dropped until time passes it again.
+Inputs that stop are never read as "all fine". The input rules are the Supervisor's
+(pipeline/supervisor.py, the same code replay runs), on the node clock (system time, or sim time under
+`use_sim_time`): when no advancing predicates arrive for `predicates_timeout_s`, the summary turns STALE
+and, inside a trace, the monitor steps one blind frame (every predicate unknown), so each property
+reports `blind` until predicates resume (`seeing`). Frame indices count that blind frame. The same
+happens when predicates keep coming with a stamp that no longer advances for `predicates_frozen_s`
+(repeated stamps are never stepped), and, reported as ERROR, when time goes backwards inside a trace:
+frames older than the last stepped one are dropped until time passes it again. This node renders the
+Supervisor's steps: the log, the events topic, /diagnostics and the heartbeat.
 
 Liveness and restarts: `safety_monitor/heartbeat` carries a status every `heartbeat_period_s` with a
 sequence number and the process id, so an external watchdog tells a dead or paused monitor (no
@@ -32,46 +34,34 @@ markers (the sim), a trace closes once the frame at the `end` marker's time has 
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import time
-from collections.abc import Collection
-from dataclasses import dataclass, field as dc_field
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 
+from safety_monitor.enums import EventKind, IssueKind
 from safety_monitor.errors import SafetyMonitorError, SourceError
-from safety_monitor.monitor.episodes import PropertyOutcome
-from safety_monitor.enums import EventKind
-from safety_monitor.frames import PredicateSample
-from safety_monitor.settings import MonitorSettings
+from safety_monitor.frames import PredicateSample, StreamIssue
+from safety_monitor.io import cdr
+from safety_monitor.io import messages as m
+from safety_monitor.monitor.events import Event
 from safety_monitor.nodes import qos
-from safety_monitor.nodes.episode_marker import SAME_TIME_S, START, EpisodeMarker, read_marker
+from safety_monitor.nodes.episode_marker import read_marker
+from safety_monitor.pipeline.markers import START
 from safety_monitor.nodes.log_sync import LogSyncer
 from safety_monitor.nodes.log_throttle import LogThrottle
 from safety_monitor.nodes.params import declare, declare_topics
 from safety_monitor.nodes.raw_decode import rclpy_decoder
 from safety_monitor.pipeline.decode import MessageType
 from safety_monitor.nodes.runtime import now_stamp, run_node
-from safety_monitor.io import cdr
-from safety_monitor.io import messages as m
-
-
-@dataclass
-class Rollout:
-    """One finished trace: its markers' metadata, every event record and the per-property outcomes."""
-
-    index: int
-    task: str = ""
-    fault: str = ""
-    seed: int | None = None
-    succeeded: bool | None = None
-    frames: int = 0
-    events: list[dict[str, Any]] = dc_field(default_factory=list)
-    outcomes: tuple[PropertyOutcome, ...] = ()
+from safety_monitor.pipeline.supervisor import InputStatus, Rollout, RolloutEvent, Step, Supervisor
+from safety_monitor.settings import MonitorSettings
 
 
 def default_log_path(namespace: str) -> Path:
@@ -129,26 +119,15 @@ class MonitorNode(Node):
             self.create_subscription(T.DiagnosticArray, self.topics.predicates, self._on_predicates, qos.PREDICATES,
                                      raw=True)
 
+        self.supervisor = Supervisor(self.monitor, p)
         self.rollouts: list[Rollout] = []
-        self._rollout = Rollout(0)
-        self._starts: list[EpisodeMarker] = []
-        self._pending_end: EpisodeMarker | None = None
-        self._open: dict[str, dict[str, Any]] = {}  # property -> its `opened` record
+        self._open: dict[str, Event] = {}  # property -> its `opened` event, in the rollout shown
         self._blind: set[str] = set()
+        self._shown = 0  # the rollout whose open and blind properties those are
         self._episodes = dict.fromkeys(self._categories, 0)
-        self._last_t: float | None = None
-        self._trace_t0: float | None = None
-        self._last_input: float | None = None  # monotonic time of the last predicates message
-        self._stale_inputs = True
         self._stale_streams: frozenset[str] = frozenset()
-        self._needed = frozenset(self.monitor.predicates)
-        self._missing_warned = False
-        self._frozen_since: float | None = None  # monotonic time the predicate stamp stopped advancing
-        self._backwards_from: float | None = None  # last stepped time while older frames are dropped
-        self._time_faults = 0  # frames dropped because their time went backwards
-        self._last_frame: int | None = None  # the estimator's index of the last frame received
-        self._lost = self._lost_period = 0  # estimator frames that never arrived: in all, in the period
-        self._lost_reported = 0  # ... and as of the last diagnostics period
+        self._status_seen = self.supervisor.status  # the input status as last rendered
+        self._lost_period = self._lost_reported = 0  # frames lost in the last diagnostics period, and before it
         self._beats = 0
         self._summary: tuple[int, str] = (m.STALE, "starting")  # the last summary published
         self._state_lost: str | None = None
@@ -166,21 +145,21 @@ class MonitorNode(Node):
         return len(self.rollouts)
 
     # ------------------------------------------------------------------------------------- inputs
+    def _now(self) -> float:
+        """The Supervisor's clock: the node clock (sim time under use_sim_time), in seconds."""
+        return self.get_clock().now().nanoseconds / 1e9
+
     def _on_marker(self, msg) -> None:
         marker = read_marker(self, msg)
         if marker is None:
             return
-        if marker.kind == START:
-            self._starts.append(marker)
-            if self._state_lost and self.monitor.frame == 0 and self._last_t is not None and marker.t > self._last_t:
-                self._state_lost = None  # a rollout newer than any frame seen since the restart: a fresh start
-                self.get_logger().info(f"rollout {marker.index} starts: verdicts known again")
-        elif self.monitor.frame and self._trace_t0 is not None and marker.t < self._trace_t0 - SAME_TIME_S:
-            pass  # an end from before this trace began (transient-local history)
-        elif self.monitor.frame and self._last_t is not None and self._last_t >= marker.t - SAME_TIME_S:
-            self._finish(marker)
-        else:
-            self._pending_end = marker  # the trace's last frames may still be on their way
+        sup = self.supervisor
+        self._render(sup.marker(marker, self._now()))
+        if (marker.kind == START and self._state_lost and not sup.in_trace and sup.last_t is not None
+                and marker.t > sup.last_t):
+            self._state_lost = None  # a rollout newer than any frame seen since the restart: a fresh start
+            self.get_logger().info(f"rollout {marker.index} starts: verdicts known again")
+            self._publish_diagnostics()
 
     def _on_predicates(self, raw: bytes) -> None:
         try:
@@ -191,104 +170,18 @@ class MonitorNode(Node):
         self.on_sample(sample)
 
     def on_sample(self, sample: PredicateSample) -> None:
-        """Step one frame of predicates (from the topic, or from an estimator in the same process)."""
-        now = self._last_input = time.monotonic()
-        t = sample.t
-        self._count_lost(sample.frame)
-        if self.monitor.frame and self._last_t is not None and not self._fresh_time(t, now):
-            return
-        resumed, self._stale_inputs = self._stale_inputs, False
-        end = self._pending_end
-        if end is not None and t > end.t + SAME_TIME_S:
-            self._pending_end = None
-            if self.monitor.frame and end.t >= self._trace_t0 - SAME_TIME_S:  # its frame never came: close
-                self._finish(end)
-        if self.monitor.frame == 0:
-            self._begin_trace(t)
-        frame = sample.valuation()
-        if not self._needed <= frame.keys():  # the monitor reads every predicate of its specs
-            if not self._missing_warned:
-                self._missing_warned = True
-                missing = ", ".join(sorted(self._needed - frame.keys()))
-                self.get_logger().warning(f"predicates not sent, treated as unknown: {missing}")
-            frame = {name: frame.get(name) for name in self.monitor.predicates}
+        """One frame of predicates (from the topic, or from an estimator in the same process)."""
         self._stale_streams = sample.stale
-        self._last_t = t
-        events = self.monitor.step(frame, t)
-        if events:
-            self._emit(events, t)
-        if self._pending_end is not None and t >= self._pending_end.t - SAME_TIME_S:
-            self._finish(self._pending_end)
-        elif resumed:
-            self._publish_diagnostics()
+        self._render(self.supervisor.sample(sample, self._now()))
 
-    def _count_lost(self, frame: int | None) -> None:
-        """The estimator numbers the frames of a rollout 0, 1, 2, ...: a jump forward is frames lost on
-        the way (a predicates queue that overflowed), which the monitor never stepped."""
-        last, self._last_frame = self._last_frame, frame
-        if frame is not None and last is not None and frame > last + 1:
-            self._lost += frame - last - 1
-            self._throttled("warning", "lost", f"{frame - last - 1} predicate frame(s) lost before frame {frame} "
-                            f"({self._lost} in all): the monitor did not step them")
+    def _watchdog(self) -> None:
+        self._render(self.supervisor.tick(self._now()))
 
     def _on_period(self) -> None:
         """Every diagnostics period: frames lost since the last one, then every status."""
-        self._lost_period, self._lost_reported = self._lost - self._lost_reported, self._lost
+        lost = self.supervisor.lost_frames
+        self._lost_period, self._lost_reported = lost - self._lost_reported, lost
         self._publish_diagnostics()
-
-    def _fresh_time(self, t: float, now: float) -> bool:
-        """Whether a frame inside a trace may be stepped: its time is after the last stepped one.
-        A repeated stamp is a frozen publisher (the watchdog turns STALE once it lasts); an older
-        one is time going backwards: ERROR, every property blind, older frames dropped."""
-        last = self._last_t
-        if t == last:
-            if self._frozen_since is None:
-                self._frozen_since = now
-            return False
-        self._frozen_since = None
-        if self._backwards_from is None:
-            if t > last:
-                return True
-        elif t > self._backwards_from:
-            self.get_logger().warning(f"time passed {self._backwards_from:.3f} s again: frames stepped again")
-            self._backwards_from = None
-            return True
-        self._time_faults += 1
-        if self._backwards_from is None:
-            self._backwards_from = last
-            self.get_logger().error(f"time went backwards from {last:.3f} s to {t:.3f} s: verdicts unknown")
-            self._go_blind()
-        return False
-
-    def _go_blind(self) -> None:
-        """Step one frame with every predicate unknown (inside a trace), then report."""
-        if self.monitor.frame:
-            events = self.monitor.step(None, self._last_t)
-            if events:
-                self._emit(events, self._last_t)
-        self._publish_diagnostics()
-
-    def _begin_trace(self, t: float) -> None:
-        """Attach the latest start marker at or before this first frame (older ones are spent)."""
-        self._trace_t0 = t
-        starts = [s for s in self._starts if s.t <= t + SAME_TIME_S]
-        self._starts = [s for s in self._starts if s.t > t + SAME_TIME_S]
-        if starts:
-            s = starts[-1]
-            self._rollout = Rollout(s.index, s.task, s.fault, s.seed)
-
-    def _watchdog(self) -> None:
-        last, now, p = self._last_input, time.monotonic(), self.params
-        if self._stale_inputs or last is None:
-            return
-        if now - last > p.predicates_timeout_s:
-            self.get_logger().warning(f"no predicates for {p.predicates_timeout_s} s: verdicts unknown")
-        elif self._frozen_since is not None and now - self._frozen_since > p.predicates_frozen_s:
-            self.get_logger().warning(f"predicates frozen at t={self._last_t:.3f} s for {p.predicates_frozen_s} s")
-        else:
-            return
-        self._stale_inputs = True  # inside a trace every property goes blind until predicates resume
-        self._go_blind()
 
     def _declare_state_lost(self, previous: dict[str, Any], torn_bytes: int) -> None:
         """Say so, in the log, on the events topic and on /diagnostics, instead of pretending continuity."""
@@ -303,26 +196,56 @@ class MonitorNode(Node):
         self._events_pub.publish(cdr.write_events([record], 0.0))
 
     # ------------------------------------------------------------------------------------ outputs
-    def _emit(self, events, t: float | None) -> None:
-        """Log (flushed per event, synced per batch), then publish, then update the alert state."""
-        records = []
-        for event in events:
-            record = event.to_json()
-            record["rollout"] = self._rollout.index
-            record["robot"] = self.hardware_id
-            records.append(record)
-        self._write_log(records)
-        if self.params.sync_before_publish:
-            os.fsync(self._log)
-        self._rollout.events.extend(records)
-        if self.context.ok():
-            self._events_pub.publish(cdr.write_events(records, 0.0 if t is None else t))
+    def _render(self, step: Step) -> None:
+        """A Supervisor step to every sink: issues to the log, events to the event log and topic, finished
+        rollouts to `rollouts`, and /diagnostics when anything changed."""
+        for issue in step.issues:
+            self._log_issue(issue)
+        if step.events:
+            for rollout, group in itertools.groupby(step.events, key=lambda e: e.rollout):
+                if rollout != self._shown:  # a new trace: nothing of the last one is open or blind
+                    self._shown = rollout
+                    self._open.clear()
+                    self._blind.clear()
+                self._emit(list(group))
+        if step.finished:
+            self.rollouts.extend(step.finished)
+            if step.finished[-1].index >= self._shown:
+                self._open.clear()
+                self._blind.clear()
+        if step.status is not None:
+            if step.status is InputStatus.FRESH and self._status_seen is not InputStatus.WAITING:
+                self.get_logger().info(f"predicates advance again ({self._status_seen} before): verdicts known")
+            self._status_seen = step.status
+        if step.finished or step.status is not None:
+            self._publish_diagnostics()
+
+    def _log_issue(self, issue: StreamIssue) -> None:
+        text = f"predicates: {issue.detail}"
+        if issue.kind is IssueKind.FRAME_GAP:
+            text += f" ({self.supervisor.lost_frames} lost in all: the monitor did not step them)"
+        self._throttled("error" if issue.kind is IssueKind.BACKWARDS else "warning", issue.kind, text)
+
+    def _emit(self, events: Sequence[RolloutEvent]) -> None:
+        """Log (one write per frame's events, synced per batch), then publish (one message per frame),
+        then update the alert state."""
+        hw = self.hardware_id
+        for _, group in itertools.groupby(events, key=lambda e: e.event.frame):
+            group = list(group)
+            records = [{**e.event.to_json(), "rollout": e.rollout, "robot": hw} for e in group]
+            self._write_log(records)
+            if self.params.sync_before_publish:
+                os.fsync(self._log)
+            if self.context.ok():
+                t = group[-1].event.t
+                self._events_pub.publish(cdr.write_events(records, 0.0 if t is None else t))
         if not self.params.sync_before_publish:
             self._syncer.request()
-        for r in records:
-            name, kind = r["property"], r["kind"]
+        for e in events:
+            event = e.event
+            name, kind = event.property, event.kind
             if kind == EventKind.OPENED:
-                self._open[name] = r
+                self._open[name] = event
                 self._episodes[name] += 1
             elif kind.closes:
                 self._open.pop(name, None)
@@ -330,8 +253,7 @@ class MonitorNode(Node):
                 self._blind.add(name)
             elif kind == EventKind.SEEING:
                 self._blind.discard(name)
-        changed = {r["property"] for r in records}
-        self._publish_diagnostics(changed if changed <= self._categories.keys() else None)  # "*": every one
+        self._publish_diagnostics({e.event.property for e in events})
 
     def _write_log(self, records: list[dict[str, Any]]) -> None:
         """One write (O_APPEND) per batch: a kill leaves whole lines, a torn one only if the kill lands
@@ -341,31 +263,15 @@ class MonitorNode(Node):
         while data:
             data = data[os.write(self._log, data):]
 
-    def _finish(self, end: EpisodeMarker | None) -> None:
-        """Close the current trace (end-of-trace events are logged and published like the others)."""
-        result = self.monitor.finish()
-        if result.events:
-            self._emit(result.events, self._last_t)
-        r = self._rollout
-        r.frames, r.outcomes = result.frames, result.outcomes
-        if end is not None:
-            r.succeeded = end.succeeded
-        self.rollouts.append(r)
-        self._rollout = Rollout(r.index + 1)
-        self._pending_end = None
-        self._trace_t0 = None
-        self._open.clear()
-        self._blind.clear()
-        self._frozen_since = self._backwards_from = None
-        self._publish_diagnostics()
-
     def _publish_diagnostics(self, changed: Collection[str] | None = None) -> None:
         """Per property and for the monitor as a whole: ERROR while violated, STALE while unknown, else OK.
         `changed`: send only these properties' statuses with the summary (after events: diagnostics
         consumers keep the last status per name, and all of them cost ~0.2 ms per event); None: all."""
         if not self.context.ok():
             return
-        stale = self._stale_inputs
+        sup = self.supervisor
+        status = sup.status
+        stale = status.stale
         prefix, hw = f"safety_monitor/{self.hardware_id}", self.hardware_id
         statuses = []
         for name, category in self._categories.items():
@@ -374,7 +280,7 @@ class MonitorNode(Node):
             opened = self._open.get(name)
             if opened is not None:
                 level = m.ERROR
-                message = f"violated since frame {opened['frame']} (t={_secs(opened['t'])})"
+                message = f"violated since frame {opened.frame} (t={_secs(opened.t)})"
             elif stale or name in self._blind or self._state_lost:
                 level = m.STALE
                 message = ("unknown: inputs stale" if stale else "unknown: state lost in a restart"
@@ -382,18 +288,19 @@ class MonitorNode(Node):
             else:
                 level, message = m.OK, "satisfied so far"
             values = [("category", category), ("episodes", str(self._episodes[name]))]
-            if opened is not None and opened.get("counterexample"):
-                values.append(("explanation", opened["counterexample"]["explanation"]))
+            if opened is not None and opened.counterexample is not None:
+                values.append(("explanation", opened.counterexample.explanation))
             statuses.append((level, f"{prefix}: {name}", message, hw, values))
         if self._state_lost:
             summary = (m.ERROR, self._state_lost)
-        elif self._backwards_from is not None:
-            summary = (m.ERROR, f"time went backwards: frames before {self._backwards_from:.3f} s dropped")
-        elif self._last_input is None:
+        elif status is InputStatus.TIME_BACKWARDS:
+            summary = (m.ERROR, f"time went backwards: frames before {sup.backwards_from:.3f} s dropped")
+        elif status is InputStatus.WAITING:
             summary = (m.STALE, "waiting for predicates")
-        elif stale:
-            summary = (m.STALE, "predicates frozen" if self._frozen_since is not None
-                       else f"no predicates for more than {self.params.predicates_timeout_s} s")
+        elif status is InputStatus.FROZEN:
+            summary = (m.STALE, f"predicates frozen: their stamp stood still for {self.params.predicates_frozen_s} s")
+        elif status is InputStatus.STALE:
+            summary = (m.STALE, f"no advancing predicates for more than {self.params.predicates_timeout_s} s")
         elif self._open:
             summary = (m.ERROR, f"{len(self._open)} open: {', '.join(sorted(self._open))}")
         elif self._lost_period:
@@ -404,8 +311,8 @@ class MonitorNode(Node):
                        else f"{len(self._blind)} properties unknown")
         else:
             summary = (m.OK, "no open violation")
-        values = [("frame", str(self.monitor.frame)), ("rollout", str(self._rollout.index)),
-                  ("time_backwards_frames", str(self._time_faults)), ("lost_frames", str(self._lost))]
+        values = [("frame", str(self.monitor.frame)), ("rollout", str(sup.rollout)),
+                  ("time_backwards_frames", str(sup.time_faults)), ("lost_frames", str(sup.lost_frames))]
         self._diag_pub.publish(cdr.write_diagnostics(now_stamp(self), [
             (summary[0], f"{prefix}: monitor", summary[1], hw, values), *statuses]))
         self._summary = summary
@@ -423,8 +330,8 @@ class MonitorNode(Node):
     def destroy_node(self) -> None:
         """Close the running trace (its end-of-trace events reach the log), the log itself, and mark
         the run finished (a `.running` file left behind tells the next monitor this one died)."""
-        if self.monitor.frame:
-            self._finish(None)
+        if self._log >= 0:  # not destroyed yet
+            self._render(self.supervisor.finish(self._now()))
         self._close_log()
         super().destroy_node()
 

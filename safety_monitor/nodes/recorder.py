@@ -24,7 +24,9 @@ from rclpy.node import Node
 from safety_monitor.io import messages as m
 from safety_monitor.io.bag import BagWriter, default_typestore
 from safety_monitor.nodes import qos
-from safety_monitor.nodes.episode_marker import SAME_TIME_S, START, read_marker
+from safety_monitor.nodes.episode_marker import read_marker
+from safety_monitor.frames import SAME_TIME_S
+from safety_monitor.pipeline.markers import START
 from safety_monitor.nodes.params import declare_topics
 
 

@@ -19,12 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from safety_monitor.errors import SafetyMonitorError
-from safety_monitor.nodes.monitor_node import Rollout
 from safety_monitor.nodes.runtime import make_executor
+from safety_monitor.pipeline.supervisor import Rollout
 
 STORAGES = {"mcap": "mcap", "db3": "sqlite3", "sqlite3": "sqlite3"}
 # In one process a frame is only late when the process itself was busy (building the next episode,
-# a loaded machine); the watchdogs then wait longer, so load never injects a blind frame.
+# a loaded machine); the estimator's wall-clock watchdog then waits longer, so load never makes it stale.
+# The monitor needs no such allowance: its clock is the sim's time (use_sim_time), which stands still
+# while the process is busy.
 IN_PROCESS_TIMEOUT_S = 2.0
 # After Ctrl-C the recorder takes what is still on its way (the last frames' predicates and events) until
 # no message has come for DRAIN_QUIET_S, at most DRAIN_LIMIT_S: the bag holds every frame the monitor saw.
@@ -104,7 +106,7 @@ def run(options: LiveRunOptions) -> LiveRun:
     start = time.monotonic()
     try:
         monitor = MonitorNode(subscribe_predicates=False, **common, parameter_overrides=[
-            Parameter("predicates_timeout_s", value=IN_PROCESS_TIMEOUT_S),
+            Parameter("use_sim_time", value=True),
             *([Parameter("events_log", value=options.events)] if options.events else [])])
         nodes.append(monitor)
         nodes.append(EstimatorNode(on_sample=monitor.on_sample, **common, parameter_overrides=[

@@ -21,7 +21,7 @@ from rclpy.node import Node
 from safety_monitor.frames import RobotState
 from safety_monitor.io import messages as m
 from safety_monitor.nodes import qos
-from safety_monitor.nodes.episode_marker import END, START, EpisodeMarker, marker_msg
+from safety_monitor.pipeline.markers import END, START, EpisodeMarker, marker_msg
 from safety_monitor.nodes.params import declare, declare_topics
 from safety_monitor.nodes.runtime import request_shutdown, run_node
 from safety_monitor.settings import CONTROL_RATE_HZ, SimSettings

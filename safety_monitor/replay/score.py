@@ -22,7 +22,7 @@ from safety_monitor.errors import SafetyMonitorError, SourceError, SpecError
 from safety_monitor.monitor.episodes import TraceResult
 from safety_monitor.monitor.live import SpecSetMonitor, load_automata
 from safety_monitor.replay.timeline import Timeline
-from safety_monitor.settings import PREDICATES_TIMEOUT_S, EstimatorSettings, MonitorSettings, NodeSettings
+from safety_monitor.settings import EstimatorSettings, MonitorSettings, NodeSettings
 from safety_monitor.io import cdr
 from safety_monitor.io import messages as m
 from safety_monitor.enums import IssueKind
@@ -31,6 +31,7 @@ from safety_monitor.io.bag import BagReader, MessageBatch, TopicSummary
 from safety_monitor.pipeline.assemble import JOINTS, WRENCH, StreamMapping, pose_stream
 from safety_monitor.pipeline.decode import MessageType, TypedDecoders, Undecodable
 from safety_monitor.pipeline.estimator import Estimator
+from safety_monitor.pipeline.supervisor import Supervisor
 
 ISSUE_EXAMPLES = 3  # kept per issue kind; all are counted
 BATCH = 4096  # messages read and decoded at a time (bounds memory for bags of any length)
@@ -169,15 +170,16 @@ def estimate_rate(stamps: list[float]) -> float:
 
 
 class _Scorer:
-    """What both modes do with their frames, a batch at a time: step the monitor, extend the timelines,
-    count stale and unknown frames, keep the stage timings."""
+    """What both modes do with their frames: hand each to the Supervisor (the input rules the live monitor
+    node applies, by the bag's log times), and, a batch at a time, extend the timelines with the frames it
+    stepped, count stale and unknown frames, keep the stage timings."""
 
-    def __init__(self, result: BagResult, monitor: SpecSetMonitor, progress: Progress | None, topic: str) -> None:
+    def __init__(self, result: BagResult, monitor: SpecSetMonitor, settings: MonitorSettings,
+                 progress: Progress | None, topic: str) -> None:
         self.result = result
         self.monitor = monitor
         self.timeline = Timeline(monitor.predicates)
         self.stale_timeline = Timeline(("stale",))
-        self.events: list = []
         self.stale = Counter()
         self.progress = progress
         if progress is not None:
@@ -187,21 +189,41 @@ class _Scorer:
         self._blind = (None,) * len(preds)
         self._get = operator.itemgetter(*preds) if len(preds) > 1 else (lambda v, _p=preds[0]: (v[_p],))
         self._last: tuple = (object(), self._blind, True)  # the last valuation, its values, whether one is None
+        self._valuations: list = []  # the frames stepped since the last flush
+        self._times: list[float] = []
+        self._stales: list[frozenset[str]] = []
+        add_valuation, add_time, add_stale = self._valuations.append, self._times.append, self._stales.append
 
-    def steps(self, valuations: list[Mapping[str, bool | None] | None], times: list[float],
-              stales: list[frozenset[str]]) -> None:
-        """Frames in order: valuation (None: every input blind), time, stale streams. Equal consecutive
+        def stepped(valuation: Mapping[str, bool | None] | None, t: float, stale: frozenset[str]) -> None:
+            add_valuation(valuation)
+            add_time(t)
+            add_stale(stale)
+
+        self.supervisor = Supervisor(monitor, settings, on_frame=stepped)
+
+    def sample(self, sample: PredicateSample, now: float) -> None:
+        """One frame, arrived at log time `now`."""
+        start = time.perf_counter()
+        step = self.supervisor.sample(sample, now)
+        self.timings["monitor"] += time.perf_counter() - start
+        if step.issues:
+            self.issues(step.issues)
+
+    def issues(self, issues: tuple[StreamIssue, ...]) -> None:
+        """The Supervisor's issues: counted, except the predicates never sent, which the report warns of."""
+        for issue in issues:
+            if issue.kind is IssueKind.UNSENT:
+                self.result.warnings.append(issue.detail)
+            else:
+                _record_issues(self.result, (issue,))
+
+    def flush(self) -> None:
+        """The frames stepped since the last flush into the timelines and counts. Equal consecutive
         valuations may be one object (their values are then looked up once)."""
+        valuations, times, stales = self._valuations, self._times, self._stales
         if not times:
             return
         r = self.result
-        step, events = self.monitor.step, self.events
-        start = time.perf_counter()
-        for valuation, t in zip(valuations, times):
-            out = step(valuation, t)
-            if out:
-                events.extend(out)
-        self.timings["monitor"] += time.perf_counter() - start
         add, add_stale, get, blind = self.timeline.add, self.stale_timeline.add, self._get, self._blind
         last, values, unknown = self._last
         unknown_frames = stale_frames = 0
@@ -227,13 +249,20 @@ class _Scorer:
         r.frames += len(times)
         if self.progress is not None:
             self.progress.update(len(times))
+        valuations.clear()
+        times.clear()
+        stales.clear()
 
-    def finish(self) -> None:
+    def finish(self, bag_end: float | None) -> None:
+        """The end of the bag (its last log time): a stream that stopped before it is blind from there."""
+        step = self.supervisor.finish(bag_end)
+        self.issues(step.issues)
+        self.flush()
         r = self.result
         if r.frames == 0:
             raise SourceError(f"{r.bag}: no frames could be built" + _issue_hint(r))
-        end = self.monitor.finish()
-        r.trace = TraceResult(end.frames, end.outcomes, tuple(self.events) + end.events)
+        (rollout,) = step.finished  # no markers in a bag's replay: the bag is one trace
+        r.trace = TraceResult(rollout.frames, rollout.outcomes, rollout.events)
         self.timeline.close()
         self.stale_timeline.close()
         r.timeline, r.stale_timeline = self.timeline, self.stale_timeline
@@ -284,22 +313,28 @@ def _decoders(bag: BagReader, kind: MessageType, fast: Callable[[bytes], Any] | 
 # ---------------------------------------------------------------------------------- the modes
 def _score_predicates(bag: BagReader, config: ReplayConfig, result: BagResult,
                       progress: Progress | None) -> None:
+    """The recorded predicates, decoded a batch at a time (columns where the direct reader reads them),
+    each frame handed to the Supervisor at its log time; a message that cannot be read is dropped and
+    counted, as the monitor node drops it."""
     topic = config.mapping.predicates
     summary = result.topics.get(topic)
     if summary is None or summary.count == 0:
         raise missing_topic_error(bag.path, "recorded predicates", topic, _PREDICATES_TYPE, result.topics, "predicates")
     result.rate_hz = _control_rate(bag, config, topic)
-    scorer = _Scorer(result, make_monitor(config, result.rate_hz), progress, topic)
+    scorer = _Scorer(result, make_monitor(config, result.rate_hz), config.monitor, progress, topic)
     timings, clock = scorer.timings, time.perf_counter
     batch_reader = cdr.PredicateBatchReader()
     decoder = _decoders(bag, MessageType.DIAGNOSTIC_ARRAY, batch_reader.single.read)
-    frames = _PredicateFrames(result, scorer.monitor.predicates, config.monitor.predicates_timeout_s)
+    frame, record = scorer.supervisor.frame, scorer.issues
+    valuation: Any = None  # the last row's, shared by the equal rows after it
+    unknown: Any = None
     for batch in _timed_batches(bag, {topic}, timings):
         start = clock()
+        n = len(batch)
         columns = (batch_reader.read(batch.buffer, batch.start, batch.size)
                    if all(map(decoder.supported, batch.msgtypes)) else None)
         samples: dict[int, Any] = {}  # the messages the columns do not hold, one at a time (or _DROPPED)
-        for i in range(len(batch)) if columns is None else np.flatnonzero(~columns.decoded).tolist():
+        for i in range(n) if columns is None else np.flatnonzero(~columns.decoded).tolist():
             raw, msgtype = batch.raw(i), batch.msgtypes[batch.which[i]]
             try:  # dropped and counted, as the monitor node drops a message it cannot read
                 samples[i] = decoder[msgtype](raw)
@@ -308,119 +343,33 @@ def _score_predicates(bag: BagReader, config: ReplayConfig, result: BagResult,
                 _record_issues(result, (StreamIssue(IssueKind.UNDECODABLE, "predicates", logged, f"{topic} message logged "
                                                     f"at {logged:.6f} s: {exc}; message dropped"),))
                 samples[i] = _DROPPED
-        mid = clock()
-        timings["deserialise"] += mid - start
-        valuations, times, stales = frames.build(len(batch), columns, samples, (batch.log_ns / 1e9).tolist())
-        timings["assemble"] += clock() - mid
-        scorer.steps(valuations, times, stales)
-    scorer.steps(*frames.finish(bag.end_time))
-    scorer.finish()
-
-
-_DROPPED = object()  # a predicates message that could not be read
-
-
-class _PredicateFrames:
-    """Recorded predicate messages -> the monitor's frames, as the monitor node takes them: messages whose
-    time does not advance are dropped (an issue each; the first going backwards steps one blind frame),
-    gaps in the recorded frame numbers are issues, predicates the specs read but the messages lack are
-    unknown (a warning, once). Its watchdog too: when no advancing frame was logged for `timeout` (the
-    node's predicates_timeout_s: a gap, a frozen or a stopped stream), one blind frame is stepped at the last
-    frame's time, as the live monitor does by the wall clock."""
-
-    def __init__(self, result: BagResult, predicates: tuple[str, ...], timeout: float = PREDICATES_TIMEOUT_S) -> None:
-        self.result, self.predicates, self.needed = result, predicates, frozenset(predicates)
-        self.timeout = timeout
-        self.last_t: float | None = None
-        self.expected: int | None = None  # the estimator's next frame number, when it records them
-        self.unsent = False
-        self.stepped_at = 0.0  # log time of the last frame stepped
-        self.blind = True  # the watchdog has fired since then (or nothing was stepped yet)
-
-    def build(self, n: int, columns: cdr.PredicateColumns | None, samples: dict[int, Any],
-              logged: list[float]) -> tuple[list, list[float], list[frozenset[str]]]:
-        """The frames of a batch of n messages logged at `logged` (s): message i is `samples[i]` (skipped when
-        _DROPPED), else row i of `columns`. Consecutive rows with the same values share one valuation object."""
-        valuations: list = []
-        times: list[float] = []
-        stales: list[frozenset[str]] = []
-        result, last_t, expected = self.result, self.last_t, self.expected
-        stepped_at, blind, timeout = self.stepped_at, self.blind, self.timeout  # locals: this loop runs per frame
         if columns is not None:
             keys, values, col_t, col_frame, col_unknown, col_stale = (
                 columns.keys, columns.values, columns.t, columns.frame, columns.unknown, columns.stale)
             changed = [True, *np.any(values[1:] != values[:-1], axis=1).tolist()] if n else []
-        valuation: Any = None
-        unknown: Any = None
+        logged_at = (batch.log_ns / 1e9).tolist()
+        mid = clock()
+        timings["deserialise"] += mid - start
         for i in range(n):
             sample = samples.get(i)
-            if sample is _DROPPED:
-                continue
             if sample is None:
-                t, frame, stale = col_t[i], col_frame[i], col_stale[i]
                 if changed[i] or valuation is None or col_unknown[i] != unknown:
                     unknown = col_unknown[i]
-                    valuation = self._valuation(dict(zip(keys, values[i].tolist())), unknown)
-            else:
-                t, frame, stale = sample.t, sample.frame, sample.stale
-                unknown, valuation = None, self._valuation(sample.values, sample.unknown)
-            if not blind and logged[i] - stepped_at > timeout:
-                blind = self._go_blind(logged[i] - stepped_at, last_t, valuations, times, stales)
-            if last_t is not None and t <= last_t:
-                kind = IssueKind.DUPLICATE_STAMP if t == last_t else IssueKind.BACKWARDS
-                _record_issues(result, (StreamIssue(kind, "predicates", t, f"frame time {t:.6f} after {last_t:.6f}; "
-                                                    "message dropped"),))
-                if t < last_t and not blind:  # the monitor node: time went backwards, every property blind
-                    blind = self._go_blind(logged[i] - stepped_at, last_t, valuations, times, stales, why=None)
+                    valuation = PredicateSample(dict(zip(keys, values[i].tolist())), 0.0, unknown=unknown).valuation()
+                step = frame(valuation, col_t[i], col_frame[i], col_stale[i], logged_at[i])
+            elif sample is _DROPPED:
                 continue
-            last_t = t
-            if frame is not None:
-                if expected is not None and frame != expected:
-                    _record_issues(result, (StreamIssue(IssueKind.FRAME_GAP, "predicates", t, f"recorded frame {frame} "
-                                                        f"where {expected} was expected: the recording lost frames "
-                                                        "or the estimator restarted"),))
-                expected = frame + 1
-            valuations.append(valuation)
-            times.append(t)
-            stales.append(stale)
-            stepped_at, blind = logged[i], False
-        self.last_t, self.expected, self.stepped_at, self.blind = last_t, expected, stepped_at, blind
-        return valuations, times, stales
+            else:
+                valuation = unknown = None  # the next column row builds its own
+                step = frame(sample.valuation(), sample.t, sample.frame, sample.stale, logged_at[i])
+            if step.issues:
+                record(step.issues)
+        timings["monitor"] += clock() - mid
+        scorer.flush()
+    scorer.finish(bag.end_time)
 
-    def finish(self, bag_end: float | None) -> tuple[list, list[float], list[frozenset[str]]]:
-        """The blind frame of a predicate stream that stopped before the recording did."""
-        valuations: list = []
-        times: list[float] = []
-        stales: list[frozenset[str]] = []
-        if not self.blind and bag_end is not None and bag_end - self.stepped_at > self.timeout:
-            self.blind = self._go_blind(bag_end - self.stepped_at, self.last_t, valuations, times, stales,
-                                        why=IssueKind.STREAM_STOPPED)
-        return valuations, times, stales
 
-    def _go_blind(self, gap: float, at: float, valuations: list, times: list[float], stales: list,
-                  why: IssueKind | None = IssueKind.PREDICATES_GAP) -> bool:
-        """One blind frame at `at`, the last stepped frame's time, `gap` s of recording after it was logged,
-        with an issue of kind `why` (None: already reported). Returns True: the monitor is blind now."""
-        if why is not None:
-            what = (f"the stream stopped {gap:.3f} s before the recording's end" if why == IssueKind.STREAM_STOPPED
-                    else f"no advancing predicates for {gap:.3f} s of recording")
-            _record_issues(self.result, (StreamIssue(why, "predicates", at, f"{what}; every property "
-                                                     "blind from there, as the live monitor's watchdog"),))
-        valuations.append(None)
-        times.append(at)
-        stales.append(frozenset())
-        return True
-
-    def _valuation(self, values: Mapping[str, bool], unknown: frozenset[str]) -> dict[str, bool | None]:
-        """PredicateSample.valuation(); predicates the specs read but the message lacks are unknown."""
-        valuation = PredicateSample(values, 0.0, unknown=unknown).valuation()
-        if not self.needed <= valuation.keys():  # as the monitor node does: unknown, said once
-            if not self.unsent:
-                missing = [p for p in self.predicates if p not in valuation]
-                self.result.warnings.append(f"predicates never sent, treated as unknown: {', '.join(missing)}")
-            self.unsent = True
-            valuation = {p: valuation.get(p) for p in self.predicates}
-        return valuation
+_DROPPED = object()  # a predicates message that could not be read
 
 
 _JOINT_ROUTE, _WRENCH_ROUTE = object(), object()
@@ -452,7 +401,7 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
             result.warnings.append(f"no pose topic {topic} for object {name!r}: its pose is stale throughout")
     monitor = make_monitor(config, rate)
     _check_grounded(monitor, grounder)
-    scorer = _Scorer(result, monitor, progress, mapping.joint_states)
+    scorer = _Scorer(result, monitor, config.monitor, progress, mapping.joint_states)
     timings = scorer.timings
     clock = time.perf_counter
     stage = Estimator(grounder, mapping, config.estimator, clock=clock)
@@ -465,9 +414,6 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
     for batch in _timed_batches(bag, set(route), timings):
         kinds = [route[topic] for topic in batch.topics]
         buffer, msgtypes = batch.buffer, batch.msgtypes
-        valuations: list = []
-        times: list[float] = []
-        stales: list[frozenset[str]] = []
         start = clock()
         read = {}  # message index -> joint sample or (wrench, stamp), read for the batch at once
         for w, kind in enumerate(kinds):
@@ -493,22 +439,19 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
                     timings["deserialise"] += clock() - start
             if kind is _JOINT_ROUTE:
                 step = on_joints(decoded, received)
-                sample = step.sample
-                if sample is not None:
-                    valuations.append(sample.valuation())
-                    times.append(sample.t)
-                    stales.append(sample.stale)
+                if step.sample is not None:
+                    scorer.sample(step.sample, received)
             elif kind is _WRENCH_ROUTE:
                 step = on_wrench(decoded[0], decoded[1], received)
             else:
                 step = on_pose(kind, decoded[0], decoded[1], received)
             if step.issues:
                 _record_issues(result, step.issues)
-        scorer.steps(valuations, times, stales)
+        scorer.flush()
     _record_issues(result, stage.finish().issues)
     timings["assemble"] += stage.timings["assemble"]
     timings["ground"] += stage.timings["ground"]
-    scorer.finish()
+    scorer.finish(bag.end_time)
 
 
 def _control_rate(bag: BagReader, config: ReplayConfig, topic: str) -> float:

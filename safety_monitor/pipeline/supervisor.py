@@ -1,0 +1,400 @@
+"""The Supervisor: every rule about the predicate stream, written once for every driver.
+
+Frames come in with the driver's clock beside them (seconds: the node clock live, which is sim time
+under `use_sim_time`; the log times in replay); monitor steps, blind frames, issues, finished rollouts
+and the input status go out as a `Step`. Given the same frames at the same clock times, every driver
+gets the same events. The rules:
+
+- Time order inside a trace: a frame is stepped only when its time is after the last stepped one. A
+  repeated stamp is dropped (a publisher whose stamp froze: see the frozen rule); an older one is time
+  going backwards: one blind frame, and frames are dropped until time passes the last stepped one again.
+- The watchdog: no advancing frame for `predicates_timeout_s` of the driver's clock steps one blind
+  frame (inside a trace) and makes the inputs STALE until frames resume. The frozen rule: when repeated
+  stamps kept coming meanwhile, the same after `predicates_frozen_s`, as FROZEN. Drivers call `tick`
+  when nothing arrives; every input checks the clock first, so a frame after a pause gets its blind frame.
+  A blind spell steps one blind frame, however many rules see it.
+- Lost frames: the estimator numbers a rollout's frames 0, 1, ...; a number other than the next one is a
+  frame_gap issue, and a jump forward counts the frames lost on the way (never stepped).
+- Predicates the specs read but the input lacks are unknown (one `unsent` issue says which).
+- Rollouts: a start marker names the trace whose first frame is at or after it (also when it arrives
+  after that frame: markers come on a topic of their own); an end marker closes the trace once its frame
+  was stepped, or once a later frame arrives. Without markers the input is one trace, closed by `finish`.
+  Events already reported keep the rollout index they were reported with.
+
+No rclpy, no wall clock, no logging: the driver renders the Step.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import NamedTuple
+
+from safety_monitor.enums import IssueKind
+from safety_monitor.frames import PredicateSample, StreamIssue
+from safety_monitor.monitor.episodes import PropertyOutcome
+from safety_monitor.monitor.events import Event
+from safety_monitor.monitor.live import SpecSetMonitor
+from safety_monitor.frames import SAME_TIME_S
+from safety_monitor.pipeline.markers import EpisodeMarker, MarkerKind
+from safety_monitor.settings import MonitorSettings
+
+STREAM = "predicates"  # the stream the Supervisor's issues are about
+_NEVER = math.inf  # `_advanced_at` while blind (or before the first frame): the watchdog has nothing to time
+_NO_STREAMS: frozenset[str] = frozenset()
+
+Valuation = Mapping[str, "bool | None"]
+FrameObserver = Callable[["Valuation | None", float, frozenset[str]], None]
+
+
+class InputStatus(StrEnum):
+    """What the Supervisor makes of its input right now (the monitor node's summary status)."""
+
+    WAITING = "waiting"  # no frame stepped yet
+    FRESH = "fresh"
+    STALE = "stale"  # the watchdog fired: no advancing frame for predicates_timeout_s
+    FROZEN = "frozen"  # frames keep coming, their stamp has not advanced for predicates_frozen_s
+    TIME_BACKWARDS = "time_backwards"  # frames older than the last stepped one: dropped until time passes it
+
+    @property
+    def stale(self) -> bool:
+        """No current predicates at all (as opposed to predicates that are only unknown)."""
+        return self in _STALE
+
+
+_STALE = frozenset({InputStatus.WAITING, InputStatus.STALE, InputStatus.FROZEN})
+
+
+class RolloutEvent(NamedTuple):
+    """A monitor event and the index of the rollout it happened in."""
+
+    rollout: int
+    event: Event
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """One finished trace: its start marker's metadata, the end marker's verdict, every event and the
+    per-property outcomes."""
+
+    index: int
+    task: str = ""
+    fault: str = ""
+    seed: int | None = None
+    succeeded: bool | None = None
+    frames: int = 0
+    events: tuple[Event, ...] = ()
+    outcomes: tuple[PropertyOutcome, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """What one input caused, in order: the events, the issues, the rollouts it closed, and the new input
+    status (None: unchanged)."""
+
+    events: tuple[RolloutEvent, ...] = ()
+    issues: tuple[StreamIssue, ...] = ()
+    finished: tuple[Rollout, ...] = ()
+    status: InputStatus | None = None
+
+
+NOTHING = Step()  # most frames: stepped, and nothing to report
+
+
+@dataclass
+class _Collect:
+    events: list[RolloutEvent] = field(default_factory=list)
+    issues: list[StreamIssue] = field(default_factory=list)
+    finished: list[Rollout] = field(default_factory=list)
+    status: InputStatus | None = None
+
+    def step(self) -> Step:
+        if not (self.events or self.issues or self.finished or self.status):
+            return NOTHING
+        return Step(tuple(self.events), tuple(self.issues), tuple(self.finished), self.status)
+
+
+class Supervisor:
+    """Feeds one SpecSetMonitor from one predicate stream (see the module's rules).
+
+    `on_frame(valuation, t, stale)`, when given, hears of every frame the monitor steps (valuation None:
+    a blind frame), for a driver that keeps a timeline of them (replay).
+    """
+
+    def __init__(self, monitor: SpecSetMonitor, settings: MonitorSettings, on_frame: FrameObserver | None = None) -> None:
+        self.monitor = monitor
+        self._step = monitor.step
+        self._on_frame = on_frame
+        self._predicates = monitor.predicates
+        self._needed = frozenset(monitor.predicates)
+        self._timeout, self._frozen = settings.predicates_timeout_s, settings.predicates_frozen_s
+        self._soonest = min(self._timeout, self._frozen)
+        self._status = InputStatus.WAITING
+        self._last_t = -math.inf  # time of the last frame stepped (kept across traces)
+        self._order_t = -math.inf  # frames at or before this time are dropped: the last stepped one, in a trace
+        self._advanced_at = _NEVER  # driver time the last frame was stepped; _NEVER while blind
+        self._repeated = False  # the last stepped stamp came again since
+        self._backwards_from: float | None = None
+        self._expected: int | None = None  # the estimator's next frame number
+        self._lost = self._time_faults = 0
+        self._unsent_reported = False
+        self._known: object = object()  # the last valuation checked for missing predicates ...
+        self._completed: Valuation = {}  # ... and it with those unknown
+        self._in_trace = False
+        self._trace_t0 = math.inf  # the current trace's first frame time
+        self._ended_t = -math.inf  # the last frame's time of the last trace closed
+        self._index = 0  # the current (or next) rollout
+        self._start: EpisodeMarker | None = None  # the start marker of the current trace
+        self._starts: list[EpisodeMarker] = []  # start markers not yet attached to a frame
+        self._pending_end: EpisodeMarker | None = None
+        self._events: list[Event] = []  # the current trace's
+        self._plain = False  # nothing but stepping to do for the next advancing frame (frame()'s fast path)
+
+    # ------------------------------------------------------------------------------------ status
+    @property
+    def status(self) -> InputStatus:
+        return self._status
+
+    @property
+    def in_trace(self) -> bool:
+        return self._in_trace
+
+    @property
+    def rollout(self) -> int:
+        """Index of the current rollout (of the next one between traces)."""
+        return self._index
+
+    @property
+    def last_t(self) -> float | None:
+        """Time of the last frame stepped, None before the first."""
+        return None if self._last_t == -math.inf else self._last_t
+
+    @property
+    def backwards_from(self) -> float | None:
+        """While time goes backwards: the last stepped time, which frames must pass to be stepped again."""
+        return self._backwards_from
+
+    @property
+    def time_faults(self) -> int:
+        """Frames dropped because their time went backwards."""
+        return self._time_faults
+
+    @property
+    def lost_frames(self) -> int:
+        """Frames the estimator numbered that never arrived (never stepped)."""
+        return self._lost
+
+    # ------------------------------------------------------------------------------------ inputs
+    def sample(self, sample: PredicateSample, now: float) -> Step:
+        """One frame as the estimator sends it, arrived at `now` on the driver's clock."""
+        return self.frame(sample.valuation(), sample.t, sample.frame, sample.stale, now)
+
+    def frame(self, valuation: Valuation, t: float, number: int | None, stale: frozenset[str], now: float) -> Step:
+        """`sample` in parts, for a driver that decodes in batches: `valuation` as PredicateSample.valuation()
+        gives it (pass the same object for equal consecutive frames: it is checked once), the frame's time
+        and number, its stale input streams."""
+        if valuation is not self._known:
+            if not self._needed <= valuation.keys():
+                return self._frame(valuation, t, number, stale, now)
+            self._known = self._completed = valuation
+        if (t > self._order_t and self._plain and now - self._advanced_at <= self._soonest
+                and (number is None or number == self._expected)):  # in a trace, fresh, in order: step it
+            self._last_t = self._order_t = t
+            self._advanced_at = now
+            if number is not None:
+                self._expected = number + 1
+            valuation = self._completed
+            events = self._step(valuation, t)
+            if self._on_frame is not None:
+                self._on_frame(valuation, t, stale)
+            if events:
+                index = self._index
+                self._events.extend(events)
+                return Step(tuple([RolloutEvent(index, e) for e in events]))
+            return NOTHING
+        return self._frame(valuation, t, number, stale, now)
+
+    def marker(self, marker: EpisodeMarker, now: float) -> Step:
+        """An episode marker, arrived at `now`."""
+        out = _Collect()
+        self._watch(now, out)
+        if marker.kind is MarkerKind.START:
+            if self._in_trace and self._ended_t < marker.t <= self._trace_t0 + SAME_TIME_S and (
+                    self._start is None or marker.t > self._start.t):
+                self._start, self._index = marker, marker.index  # late: this trace's first frame came first
+            else:
+                self._starts.append(marker)
+        elif self._in_trace and marker.t < self._trace_t0 - SAME_TIME_S:
+            pass  # an end from before this trace began (a transient-local history)
+        elif self._in_trace and self._last_t >= marker.t - SAME_TIME_S:
+            self._close(marker, now, out)
+        else:
+            self._pending_end = marker  # the trace's last frames may still be on their way
+        self._replan()
+        return out.step()
+
+    def tick(self, now: float) -> Step:
+        """The watchdog at `now`: drivers call it while no input arrives."""
+        if now - self._advanced_at <= self._soonest:
+            return NOTHING
+        out = _Collect()
+        self._watch(now, out)
+        self._replan()
+        return out.step()
+
+    def finish(self, now: float | None = None) -> Step:
+        """The input ended (at `now`, when the driver knows: a stream that stopped before it is reported
+        and blind, as the watchdog would have made it): close the open trace."""
+        out = _Collect()
+        if now is not None:
+            self._watch(now, out, ended=True)
+        if self._in_trace:
+            self._close(None, now, out)
+        self._replan()
+        return out.step()
+
+    # ------------------------------------------------------------------------------------- rules
+    def _frame(self, valuation: Valuation, t: float, number: int | None, stale: frozenset[str],
+               now: float) -> Step:
+        """frame() where any rule besides stepping applies."""
+        out = _Collect()
+        self._watch(now, out)
+        if t <= self._order_t:
+            self._drop(t, out)
+        else:
+            self._advance(valuation, t, number, stale, now, out)
+        self._replan()
+        return out.step()
+
+    def _advance(self, valuation: Valuation, t: float, number: int | None, stale: frozenset[str], now: float,
+                 out: _Collect) -> None:
+        self._set(InputStatus.FRESH, out)
+        self._backwards_from = None
+        self._repeated = False
+        end = self._pending_end
+        if end is not None and t > end.t + SAME_TIME_S:
+            self._pending_end = None
+            if self._in_trace and end.t >= self._trace_t0 - SAME_TIME_S:  # its frame never came: close
+                self._close(end, now, out)
+        if not self._in_trace:
+            self._begin(t)
+        if number is not None:
+            expected = self._expected
+            if expected is not None and number != expected:
+                out.issues.append(StreamIssue(IssueKind.FRAME_GAP, STREAM, t, f"frame {number} where {expected} was "
+                                              "expected: frames lost on the way or the estimator restarted"))
+                if number > expected:
+                    self._lost += number - expected
+            self._expected = number + 1
+        valuation = self._complete(valuation, t, out)
+        self._last_t = self._order_t = t
+        self._advanced_at = now
+        self._emit(self._step(valuation, t), out)
+        if self._on_frame is not None:
+            self._on_frame(valuation, t, stale)
+        end = self._pending_end
+        if end is not None and t >= end.t - SAME_TIME_S:
+            self._close(end, now, out)
+
+    def _drop(self, t: float, out: _Collect) -> None:
+        """A frame in a trace at or before the last stepped time: a repeated stamp, or time going back."""
+        last = self._last_t
+        kind = IssueKind.DUPLICATE_STAMP if t == last else IssueKind.BACKWARDS
+        out.issues.append(StreamIssue(kind, STREAM, t, f"frame time {t:.6f} after {last:.6f}; message dropped"))
+        if t == last:
+            self._repeated = True
+            return
+        self._time_faults += 1
+        if self._status is not InputStatus.TIME_BACKWARDS:
+            self._backwards_from = last
+            self._blind(out)
+            self._set(InputStatus.TIME_BACKWARDS, out)
+
+    def _watch(self, now: float, out: _Collect, ended: bool = False) -> None:
+        """The watchdog and the frozen rule at `now`."""
+        quiet = now - self._advanced_at
+        if quiet <= self._soonest:
+            return
+        if self._repeated and quiet > self._frozen:
+            kind, status = IssueKind.FROZEN, InputStatus.FROZEN
+            what = f"the predicates' stamp stood still for {quiet:.3f} s"
+        elif quiet > self._timeout:
+            kind, status = (IssueKind.STREAM_STOPPED if ended else IssueKind.PREDICATES_GAP), InputStatus.STALE
+            what = (f"the stream stopped {quiet:.3f} s before the input ended" if ended
+                    else f"no advancing predicates for {quiet:.3f} s")
+        else:
+            return
+        out.issues.append(StreamIssue(kind, STREAM, self._last_t, f"{what}; every property blind until they advance"))
+        self._blind(out)
+        self._set(status, out)
+
+    def _blind(self, out: _Collect) -> None:
+        """Step one frame with every predicate unknown at the last stepped time (inside a trace, once a spell)."""
+        if self._advanced_at == _NEVER:
+            return
+        self._advanced_at = _NEVER
+        if self._in_trace:
+            t = self._last_t
+            self._emit(self._step(None, t), out)
+            if self._on_frame is not None:
+                self._on_frame(None, t, _NO_STREAMS)
+
+    def _complete(self, valuation: Valuation, t: float, out: _Collect) -> Valuation:
+        """The valuation with every predicate the specs read (unknown where the input lacks it)."""
+        if valuation is self._known:
+            return self._completed
+        completed = valuation
+        if not self._needed <= valuation.keys():
+            if not self._unsent_reported:
+                self._unsent_reported = True
+                missing = ", ".join(p for p in self._predicates if p not in valuation)
+                out.issues.append(StreamIssue(IssueKind.UNSENT, STREAM, t,
+                                              f"predicates never sent, treated as unknown: {missing}"))
+            completed = {p: valuation.get(p) for p in self._predicates}
+        self._known, self._completed = valuation, completed
+        return completed
+
+    # ---------------------------------------------------------------------------------- rollouts
+    def _begin(self, t: float) -> None:
+        """A trace starts at this frame: the latest start marker at or before it names it (older ones are
+        spent), by time, not by arrival (a transient-local history may come after a newer marker)."""
+        self._in_trace, self._trace_t0 = True, t
+        starts = [s for s in self._starts if s.t <= t + SAME_TIME_S]
+        self._starts = [s for s in self._starts if s.t > t + SAME_TIME_S]
+        if starts:
+            self._start = max(starts, key=lambda s: s.t)
+            self._index = self._start.index
+
+    def _close(self, end: EpisodeMarker | None, now: float | None, out: _Collect) -> None:
+        """Close the trace: its end-of-trace events, then its Rollout."""
+        result = self.monitor.finish()
+        self._emit(result.events, out)
+        s = self._start
+        out.finished.append(Rollout(self._index, s.task if s else "", s.fault if s else "", s.seed if s else None,
+                                    end.succeeded if end else None, result.frames, tuple(self._events),
+                                    result.outcomes))
+        self._index += 1
+        self._ended_t = self._last_t
+        self._start, self._events, self._pending_end = None, [], None
+        self._in_trace, self._trace_t0, self._order_t = False, math.inf, -math.inf
+        self._expected, self._repeated = None, False  # the next rollout is numbered from 0
+        if self._status is InputStatus.TIME_BACKWARDS:  # time order holds inside a trace only
+            self._backwards_from = None
+            self._set(InputStatus.FRESH, out)
+            if now is not None:
+                self._advanced_at = now
+
+    def _emit(self, events, out: _Collect) -> None:
+        if events:
+            self._events.extend(events)
+            index = self._index
+            out.events.extend([RolloutEvent(index, e) for e in events])
+
+    def _set(self, status: InputStatus, out: _Collect) -> None:
+        if status is not self._status:
+            self._status = out.status = status
+
+    def _replan(self) -> None:
+        self._plain = (self._status is InputStatus.FRESH and self._in_trace and self._pending_end is None
+                       and not self._repeated)

@@ -1,0 +1,226 @@
+"""The Supervisor's input rules, each driven with an explicit clock (no sleeps, no ROS): the watchdog's
+one blind frame after a pause, frozen stamps, time going back and coming past again, lost frames, start
+markers that come early or late, end markers before their frame, predicates never sent; and its fast
+path, which must decide every frame as the general path does."""
+import random
+
+import pytest
+
+from safety_monitor.enums import EventKind, IssueKind
+from safety_monitor.frames import PredicateSample
+from safety_monitor.monitor.live import SpecSetMonitor
+from safety_monitor.pipeline.markers import END, START, EpisodeMarker
+from safety_monitor.pipeline.supervisor import NOTHING, InputStatus, Supervisor
+from safety_monitor.settings import MonitorSettings
+from two_property_specs import PROPS, SPECS
+
+DT = 0.002
+
+
+@pytest.fixture(scope="module")
+def specs(tmp_path_factory):
+    path = tmp_path_factory.mktemp("specs") / "specs.yaml"
+    path.write_text(SPECS)
+    return path
+
+
+@pytest.fixture
+def make(specs):
+    def build(timeout=0.5, frozen=0.5, on_frame=None):
+        monitor = SpecSetMonitor.from_spec_file(specs)
+        return Supervisor(monitor, MonitorSettings(predicates_timeout_s=timeout, predicates_frozen_s=frozen), on_frame)
+
+    return build
+
+
+def quiet(k, t=None, number=None, **values):
+    """Frame k: nothing violated, at t (default 1 + k * DT), numbered k."""
+    return PredicateSample({"a": False, "b": False, **values}, 1.0 + k * DT if t is None else t,
+                           k if number is None else number)
+
+
+def feed(sup, frames, now=None):
+    """Each sample at its own time on the driver's clock (or `now`); the steps."""
+    return [sup.sample(s, s.t if now is None else now) for s in frames]
+
+
+def kinds(steps, kind):
+    return [(e.event.property, e.event.frame) for s in steps for e in s.events if e.event.kind == kind]
+
+
+def issues(steps):
+    return [i.kind for s in steps for i in s.issues]
+
+
+def test_a_pause_steps_one_blind_frame_at_the_watchdog_and_frames_resume_it(make):
+    sup = make()
+    assert sup.status is InputStatus.WAITING
+    steps = feed(sup, [quiet(k) for k in range(10)])
+    assert steps[0].status is InputStatus.FRESH and steps[1:] == [NOTHING] * 9
+    last = 1.0 + 9 * DT
+    assert sup.tick(last + 0.5) is NOTHING  # not longer than the limit yet
+    fired = sup.tick(last + 0.51)
+    assert fired.status is InputStatus.STALE and issues([fired]) == [IssueKind.PREDICATES_GAP]
+    assert sorted(kinds([fired], EventKind.BLIND)) == [(p, 10) for p in sorted(PROPS)]  # frame 10: the blind one
+    assert all(e.event.t == last for e in fired.events)  # stepped at the last frame's time
+    assert sup.tick(last + 5.0) is NOTHING  # one blind frame per pause
+    resumed = sup.sample(quiet(10, t=last + 5.0), last + 5.0)
+    assert resumed.status is InputStatus.FRESH
+    assert sorted(kinds([resumed], EventKind.SEEING)) == [(p, 11) for p in sorted(PROPS)]
+    assert sup.monitor.frame == 12
+
+
+def test_a_frame_after_a_pause_gets_the_pause_s_blind_frame_first_without_a_tick(make):
+    """What replay does: no timer, only the next message's log time."""
+    sup = make()
+    feed(sup, [quiet(k) for k in range(3)])
+    step = sup.sample(quiet(3, t=3.0), 3.0)
+    assert issues([step]) == [IssueKind.PREDICATES_GAP]
+    assert [e.event.kind for e in step.events] == [EventKind.BLIND] * 2 + [EventKind.SEEING] * 2
+    assert step.status is InputStatus.FRESH  # and fresh again with this very frame
+
+
+def test_a_frozen_stamp_is_never_stepped_and_blinds_after_the_frozen_limit(make):
+    sup = make(timeout=2.0, frozen=0.3)
+    feed(sup, [quiet(k) for k in range(5)])
+    stuck = 1.0 + 4 * DT
+    steps = [sup.sample(quiet(5 + k, t=stuck), stuck + (k + 1) * DT) for k in range(140)]  # 0.28 s of repeats
+    assert issues(steps) == [IssueKind.DUPLICATE_STAMP] * 140 and sup.monitor.frame == 5
+    assert sup.status is InputStatus.FRESH
+    step = sup.sample(quiet(145, t=stuck), stuck + 0.31)  # 0.31 s since the stamp last advanced
+    assert issues([step]) == [IssueKind.FROZEN, IssueKind.DUPLICATE_STAMP]
+    assert step.status is InputStatus.FROZEN and len(kinds([step], EventKind.BLIND)) == 2
+    assert sup.tick(stuck + 3.0) is NOTHING  # the watchdog sees the same spell: no second blind frame
+    assert sup.monitor.frame == 6
+    assert sup.sample(quiet(146, t=stuck + DT), stuck + 3.0).status is InputStatus.FRESH
+
+
+def test_time_going_back_blinds_once_and_drops_frames_until_it_passes_the_last_stepped_one(make):
+    sup = make()
+    feed(sup, [quiet(k) for k in range(20)])
+    last = 1.0 + 19 * DT
+    back = sup.sample(quiet(20, t=last - 0.1, a=True), last + DT)  # a violation stamped in the past
+    assert issues([back]) == [IssueKind.BACKWARDS] and back.status is InputStatus.TIME_BACKWARDS
+    assert sup.backwards_from == last and len(kinds([back], EventKind.BLIND)) == 2
+    steps = feed(sup, [quiet(21 + k, t=last - 0.1 + (k + 1) * DT, a=True) for k in range(20)], now=last + 2 * DT)
+    steps.append(sup.sample(quiet(41, t=last), last + 3 * DT))  # the last stepped time itself: a repeat
+    assert issues(steps) == [IssueKind.BACKWARDS] * 20 + [IssueKind.DUPLICATE_STAMP]
+    assert not any(s.events for s in steps) and sup.time_faults == 21 and sup.monitor.frame == 21
+    past = sup.sample(quiet(42, t=last + DT), last + 4 * DT)
+    assert past.status is InputStatus.FRESH and sup.backwards_from is None
+    assert len(kinds([past], EventKind.SEEING)) == 2 and not kinds(steps + [back, past], EventKind.OPENED)
+
+
+def test_lost_frames_are_counted_from_the_estimator_s_numbers_and_a_new_rollout_renumbers(make):
+    sup = make()
+    steps = feed(sup, [quiet(k) for k in range(10)] + [quiet(k) for k in range(15, 20)])
+    assert issues(steps) == [IssueKind.FRAME_GAP] and sup.lost_frames == 5
+    assert "frame 15 where 10 was expected" in steps[10].issues[0].detail
+    steps = feed(sup, [PredicateSample({"a": False, "b": False}, 1.1 + k * DT) for k in range(3)])  # no numbers
+    steps += feed(sup, [quiet(20 + k, t=1.2 + k * DT) for k in range(3)])
+    assert issues(steps) == [] and sup.lost_frames == 5  # unnumbered frames are no loss
+    sup.marker(EpisodeMarker(END, 0, 1.2 + 2 * DT), 1.21)
+    steps = feed(sup, [quiet(k, t=1.3 + k * DT) for k in range(3)])  # the next rollout, numbered from 0
+    assert issues(steps) == [] and sup.lost_frames == 5 and sup.rollout == 1
+
+
+def test_a_start_marker_names_the_first_frame_at_or_after_it_early_or_late(make):
+    sup = make()
+    early = EpisodeMarker(START, 7, 1.0, task="pick", fault="slip", seed=3)
+    sup.marker(early, 0.5)  # before its first frame, and before the previous rollout ended
+    sup.marker(EpisodeMarker(START, 6, 0.5), 0.5)  # older: spent by the first frame
+    feed(sup, [quiet(k) for k in range(5)])
+    assert sup.rollout == 7
+    (r,) = sup.marker(EpisodeMarker(END, 7, 1.0 + 4 * DT, succeeded=True), 1.1).finished
+    assert (r.index, r.task, r.fault, r.seed, r.succeeded, r.frames) == (7, "pick", "slip", 3, True, 5)
+
+    feed(sup, [quiet(k, t=2.0 + k * DT) for k in range(3)])  # the next rollout's frames come first ...
+    assert sup.rollout == 8
+    sup.marker(EpisodeMarker(START, 8, 2.0, task="place"), 2.01)  # ... then its start marker
+    sup.marker(EpisodeMarker(START, 1, 0.2, task="history"), 2.02)  # from before the last rollout: not this one's
+    (r,) = sup.finish().finished
+    assert (r.index, r.task, r.frames) == (8, "place", 3)
+
+
+def test_an_end_marker_before_its_frame_closes_the_trace_once_that_frame_is_stepped(make):
+    sup = make()
+    feed(sup, [quiet(k) for k in range(5)])
+    end = 1.0 + 7 * DT
+    assert sup.marker(EpisodeMarker(END, 0, end), 1.0).finished == ()  # frames 5..7 still on their way
+    steps = feed(sup, [quiet(k) for k in range(5, 8)])
+    assert [len(s.finished) for s in steps] == [0, 0, 1] and steps[-1].finished[0].frames == 8
+    assert not sup.in_trace and sup.monitor.frame == 0
+
+    feed(sup, [quiet(k, t=2.0 + k * DT, a=k >= 1) for k in range(3)])  # never_a opens and stays open
+    sup.marker(EpisodeMarker(END, 1, 2.0 + 4 * DT), 2.0)  # its frame never comes:
+    later = sup.sample(quiet(0, t=2.1), 2.1)  # a later frame closes the trace, then starts the next
+    (r,) = later.finished
+    assert r.index == 1 and r.frames == 3
+    assert [(e.rollout, e.event.kind) for e in later.events if e.event.property == "never_a"] == [
+        (1, EventKind.UNRECOVERED_AT_END)]
+    assert sup.in_trace and sup.rollout == 2 and sup.monitor.frame == 1
+
+
+def test_predicates_the_specs_read_but_the_input_lacks_are_unknown_reported_once(make):
+    sup = make()
+    steps = [sup.sample(PredicateSample({"a": False}, 1.0 + k * DT, k), 1.0 + k * DT) for k in range(3)]
+    assert issues(steps) == [IssueKind.UNSENT] and steps[0].issues[0].detail.endswith(": b")
+    assert kinds(steps, EventKind.BLIND) == [("b_then_not_a", 0)]  # never_a reads only a: still seeing
+
+
+def test_a_stream_that_stops_before_the_input_ends_is_blind_to_the_end(make):
+    sup = make()
+    feed(sup, [quiet(k) for k in range(5)])
+    end = sup.finish(1.0 + 4 * DT + 0.6)
+    assert issues([end]) == [IssueKind.STREAM_STOPPED] and end.status is InputStatus.STALE
+    (r,) = end.finished
+    assert r.frames == 6 and [o.blind_frames for o in r.outcomes] == [1, 1]
+
+
+def test_the_fast_path_decides_every_frame_as_the_general_path_does(make):
+    """A random stream with every kind of fault, stepped once normally and once with the fast path off."""
+    rng = random.Random(13)
+    stream, t, now, number, frozen_for, unnumbered = [], 1.0, 1.0, 0, 0, False
+    for _ in range(4000):
+        r = rng.random()
+        if frozen_for:
+            frozen_for -= 1  # a spell of one stamp
+        elif r < 0.005:
+            t -= 0.01  # back in time
+            number += 1
+        elif r < 0.007:
+            frozen_for = 200
+        elif r > 0.03:
+            t += DT  # else the last message again
+            number += 3 if rng.random() < 0.01 else 1  # frames lost
+        if rng.random() < 0.006:  # a pause, which the driver's timer sees (live) or not (replay)
+            now += 0.6
+            if rng.random() < 0.5:
+                stream.append((None, now))
+            now += 0.4
+        now += DT
+        values = {"a": rng.random() < 0.1, "b": rng.random() < 0.3}
+        if rng.random() < 0.01:
+            del values["b"]
+        unknown = frozenset({"a"}) if rng.random() < 0.02 else frozenset()
+        unnumbered ^= rng.random() < 0.01  # spells of frames without numbers (an external estimator)
+        stream.append((PredicateSample(values, t, None if unnumbered else number, unknown), now))
+        if rng.random() < 0.003:
+            stream.append((EpisodeMarker(END, 0, t + (DT if rng.random() < 0.5 else 0.0)), now))
+
+    def run(fast):
+        seen = []
+        sup = make(on_frame=lambda v, t, stale: seen.append((None if v is None else dict(v), t)))
+        if not fast:
+            sup._replan = lambda: None  # _plain stays False: every frame takes the general path
+        steps = [sup.tick(now) if x is None else sup.marker(x, now) if isinstance(x, EpisodeMarker) else sup.sample(x, now)
+                 for x, now in stream]
+        steps.append(sup.finish(now + 1.0))
+        return ([(e.rollout, e.event) for s in steps for e in s.events], [s.issues for s in steps],
+                [s.status for s in steps], [r.frames for s in steps for r in s.finished], seen)
+
+    fast, general = run(True), run(False)
+    assert fast == general
+    assert len(fast[3]) > 3 and {i.kind for s in fast[1] for i in s} >= {
+        IssueKind.BACKWARDS, IssueKind.DUPLICATE_STAMP, IssueKind.FRAME_GAP, IssueKind.PREDICATES_GAP, IssueKind.UNSENT,
+        IssueKind.FROZEN}
