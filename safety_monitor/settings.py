@@ -65,7 +65,7 @@ class EstimatorSettings:
                               "beside it, each the package's where it has none ('' = the package's)")
     control_rate_hz: float = setting(CONTROL_RATE_HZ, "rate of /joint_states: threshold durations become frame "
                                      "counts", low=0.0, above=True)
-    joint_states_timeout_s: float = setting(0.1, "watchdog: no /joint_states for this long (wall clock) -> STALE",
+    joint_states_timeout_s: float = setting(0.1, "watchdog: no /joint_states for this long (node clock: sim time under use_sim_time) -> STALE",
                                             low=0.0, above=True)
     joint_states_frozen_s: float = setting(
         FROZEN_S, "identical /joint_states values for this long (stamp time) -> STALE, predicates unknown (0 = off)",

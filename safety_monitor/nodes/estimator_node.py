@@ -10,7 +10,7 @@ a frame's wrench and poses are taken before the joint message that completes it.
 The stage decides every input rule (a frame that cannot be grounded, frozen or stale streams: every
 predicate unknown, never guessed); this node logs the issues each call returns, counts them, and renders
 /diagnostics from the stage's results and its own load report. A watchdog reports STALE on /diagnostics
-when /joint_states stops for `joint_states_timeout_s` (wall clock; the monitor's own watchdog marks its
+when /joint_states stops for `joint_states_timeout_s` (node clock: system time, or sim time under `use_sim_time`; the monitor's own watchdog marks its
 properties unknown); a frozen /joint_states (identical values for `joint_states_frozen_s` of stamp time) is
 STALE too. Frames missing between consecutive stamps (a node or driver that cannot keep up drops them from
 its queue) turn the diagnostics WARN (`frame_load`).
@@ -79,7 +79,7 @@ class EstimatorNode(Node):
             self.create_subscription(T.PoseStamped, mapping.pose_topic(name),
                                      lambda raw, n=name: self._on_pose(n, raw), inputs, raw=True)
         self.create_subscription(T.JointState, self.topics.joint_states, self._on_joint_states, inputs, raw=True)
-        self._last_joints: float | None = None  # monotonic arrival of the last /joint_states
+        self._last_joints: float | None = None  # node-clock arrival of the last /joint_states
         self._stale = False
         self._frozen = False  # /joint_states frozen, as the stage's last step said
         self._stale_streams: frozenset[str] = frozenset()
@@ -138,7 +138,7 @@ class EstimatorNode(Node):
 
     def _on_joint_states(self, raw: bytes) -> None:
         start = time.perf_counter()
-        self._last_joints = time.monotonic()
+        self._last_joints = self._now()
         if self._stale:
             self._stale = False
             self._publish_diagnostics()
@@ -186,7 +186,7 @@ class EstimatorNode(Node):
     # ----------------------------------------------------------------------------------- watchdog
     def _watchdog(self) -> None:
         last = self._last_joints
-        if self._stale or last is None or time.monotonic() - last <= self.params.joint_states_timeout_s:
+        if self._stale or last is None or self._now() - last <= self.params.joint_states_timeout_s:
             return
         self._stale = True
         self.get_logger().warning(f"no {self.topics.joint_states} for {self.params.joint_states_timeout_s} s")

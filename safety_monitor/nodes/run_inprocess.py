@@ -23,11 +23,9 @@ from safety_monitor.nodes.runtime import make_executor
 from safety_monitor.pipeline.supervisor import Rollout
 
 STORAGES = {"mcap": "mcap", "db3": "sqlite3", "sqlite3": "sqlite3"}
-# In one process a frame is only late when the process itself was busy (building the next episode,
-# a loaded machine); the estimator's wall-clock watchdog then waits longer, so load never makes it stale.
-# The monitor needs no such allowance: its clock is the sim's time (use_sim_time), which stands still
-# while the process is busy.
-IN_PROCESS_TIMEOUT_S = 2.0
+# The estimator's and the monitor's watchdogs run on the sim's time (use_sim_time): in one process a frame is
+# only late when the process itself was busy (building the next episode, a loaded machine), and sim time
+# stands still meanwhile, so load never makes an input stale.
 # After Ctrl-C the recorder takes what is still on its way (the last frames' predicates and events) until
 # no message has come for DRAIN_QUIET_S, at most DRAIN_LIMIT_S: the bag holds every frame the monitor saw.
 DRAIN_QUIET_S, DRAIN_LIMIT_S = 0.3, 5.0
@@ -104,13 +102,13 @@ def run(options: LiveRunOptions) -> LiveRun:
     monitor = recorder = sim = None
     interrupted = False
     start = time.monotonic()
+    sim_time = Parameter("use_sim_time", value=True)
     try:
         monitor = MonitorNode(subscribe_predicates=False, **common, parameter_overrides=[
-            Parameter("use_sim_time", value=True),
+            sim_time,
             *([Parameter("events_log", value=options.events)] if options.events else [])])
         nodes.append(monitor)
-        nodes.append(EstimatorNode(on_sample=monitor.on_sample, **common, parameter_overrides=[
-            Parameter("joint_states_timeout_s", value=IN_PROCESS_TIMEOUT_S)]))
+        nodes.append(EstimatorNode(on_sample=monitor.on_sample, **common, parameter_overrides=[sim_time]))
         if options.record:
             recorder = RecorderNode(options.record, OBJECTS, storage, split_rollouts=options.episodes > 1, **common)
             nodes.append(recorder)
