@@ -22,6 +22,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from safety_monitor.arguments import number, whole
 from safety_monitor.enums import EventKind
 
 EVENTS_TOPIC = "safety_monitor/events"
@@ -30,6 +31,8 @@ SILENT_S = 1.0  # no heartbeat for this long (and 3 of its periods): the monitor
 NO_MONITOR = 3  # --once/--json exit code: no monitor heard, so "no violations" means nothing
 LEVELS = ("OK", "WARN", "ERROR", "STALE")  # diagnostic_msgs/DiagnosticStatus levels 0-3
 QUIET_S = 1.0  # --once/--json: a matched monitor silent this long has delivered its history
+MAX_TIMEOUT_S = 86400.0
+MAX_RECENT = 100_000
 
 
 def _key(event: dict[str, Any]) -> tuple:
@@ -319,9 +322,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--once", action="store_true",
                         help="print one snapshot once the history has arrived (at most --timeout s), exit")
     parser.add_argument("--json", action="store_true", help="like --once, printing a JSON snapshot")
-    parser.add_argument("--timeout", type=_positive_seconds, default=5.0,
+    parser.add_argument("--timeout", type=number(0, MAX_TIMEOUT_S, above=True, unit="seconds"), default=5.0,
                         help="--once/--json: give up waiting for a monitor after this many seconds (default 5)")
-    parser.add_argument("--recent", type=_count, default=20, help="recent events kept on screen (default 20)")
+    parser.add_argument("--recent", type=whole(0, MAX_RECENT), default=20,
+                        help=f"recent events kept on screen, 0 to {MAX_RECENT} (default 20)")
 
 
 def _namespace(text: str) -> str:
@@ -336,26 +340,6 @@ def _namespace(text: str) -> str:
         reason = str(exc).splitlines()[0].removeprefix("Invalid namespace: ").rstrip(":")
         raise argparse.ArgumentTypeError(f"invalid namespace {text!r}: {reason}") from None
     return name
-
-
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text!r}")
-    return value
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 0, got {text!r}")
-    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:
