@@ -23,7 +23,9 @@ setup(
     maintainer_email="safety-monitor@example.org",
     description="Temporal-logic safety monitoring for ROS 2 manipulators.",
     license="Apache-2.0",
-    tests_require=["pytest", "hypothesis"],
+    # `colcon test` (ament_python) runs pytest on test/ when a "test" extra names pytest; tests_require
+    # is gone from setuptools. package.xml's <test_depend> entries are the rosdep side of the same list.
+    extras_require={"test": ["pytest", "hypothesis"]},
     entry_points={
         "console_scripts": [
             "safety-monitor = safety_monitor.cli:main",

@@ -7,19 +7,54 @@ QoS are parameters in the params file). Events go to <ns>/safety_monitor/events 
 operator alerts to /diagnostics. One launch per robot runs several side by side. By default both nodes
 share one process (`monitor_stack`: each frame reaches the monitor by a function call, half the latency
 and CPU of two processes); `one_process:=false` starts them as two.
+Every argument and the parameter file are checked before any node starts, and a node that exits with
+an error ends the launch with exit code 1.
 """
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument
-from launch.conditions import IfCondition, UnlessCondition
-from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.substitutions import PathJoinSubstitution
 from launch_ros.actions import Node
-from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
+
+from safety_monitor.nodes.launch_checks import check_params_file, checked, fail_when_a_node_fails, typed
+from safety_monitor.settings import EstimatorSettings, MonitorSettings
+from safety_monitor.specs.model import load_specs
+
+WHERE = "monitor.launch.py"
+ESTIMATOR_ARGUMENTS = ("config_dir", "control_rate_hz")  # EstimatorSettings fields
+MONITOR_ARGUMENTS = ("specs", "events_log", "control_rate_hz")  # MonitorSettings fields
+
+
+def _nodes(context):
+    """The nodes, once every argument has its type and range (raising stops the launch, exit 1)."""
+    arguments = context.launch_configurations
+    params_file = arguments["params_file"]
+    check_params_file(params_file)
+    estimator = checked(EstimatorSettings, {n: arguments[n] for n in ESTIMATOR_ARGUMENTS}, WHERE)
+    monitor = checked(MonitorSettings, {n: arguments[n] for n in MONITOR_ARGUMENTS}, WHERE)
+    if monitor.specs:
+        load_specs(monitor.specs)
+    sim_time = {"use_sim_time": typed(arguments["use_sim_time"], False, f"{WHERE}: use_sim_time")}
+    one_process = typed(arguments["one_process"], True, f"{WHERE}: one_process")
+    estimator_params = {n: getattr(estimator, n) for n in ESTIMATOR_ARGUMENTS}
+    monitor_params = {n: getattr(monitor, n) for n in MONITOR_ARGUMENTS}
+    namespace = arguments["namespace"]
+    if one_process:
+        nodes = [Node(package="safety_monitor", executable="monitor_stack", namespace=namespace, output="screen",
+                      parameters=[params_file, sim_time, {**estimator_params, **monitor_params}])]
+    else:
+        nodes = [
+            Node(package="safety_monitor", executable="monitor_node", namespace=namespace, output="screen",
+                 parameters=[params_file, sim_time, monitor_params]),
+            Node(package="safety_monitor", executable="estimator_node", namespace=namespace, output="screen",
+                 parameters=[params_file, sim_time, estimator_params]),
+        ]
+    return [*fail_when_a_node_fails(nodes, WHERE), *nodes]
 
 
 def generate_launch_description():
     default_params = PathJoinSubstitution([FindPackageShare("safety_monitor"), "config", "nodes.yaml"])
-    declared = [
+    return LaunchDescription([
         DeclareLaunchArgument("namespace", default_value="", description="the robot's namespace"),
         DeclareLaunchArgument("params_file", default_value=default_params,
                               description="node parameter file (default: the package's config/nodes.yaml)"),
@@ -32,31 +67,5 @@ def generate_launch_description():
         DeclareLaunchArgument("events_log", default_value="", description="JSON Lines event log ('' = the default)"),
         DeclareLaunchArgument("one_process", default_value="true",
                               description="estimator and monitor in one process (monitor_stack) or two"),
-    ]
-    namespace = LaunchConfiguration("namespace")
-    params_file = LaunchConfiguration("params_file")
-    sim_time = {"use_sim_time": ParameterValue(LaunchConfiguration("use_sim_time"), value_type=bool)}
-
-    estimator_params = {
-        "config_dir": ParameterValue(LaunchConfiguration("config_dir"), value_type=str),
-        "control_rate_hz": ParameterValue(LaunchConfiguration("control_rate_hz"), value_type=float),
-    }
-    monitor_params = {
-        "specs": ParameterValue(LaunchConfiguration("specs"), value_type=str),
-        "events_log": ParameterValue(LaunchConfiguration("events_log"), value_type=str),
-        "control_rate_hz": ParameterValue(LaunchConfiguration("control_rate_hz"), value_type=float),
-    }
-    one_process = LaunchConfiguration("one_process")
-    stack = Node(
-        package="safety_monitor", executable="monitor_stack", namespace=namespace, output="screen",
-        parameters=[params_file, sim_time, {**estimator_params, **monitor_params}], condition=IfCondition(one_process),
-    )
-    estimator = Node(
-        package="safety_monitor", executable="estimator_node", namespace=namespace, output="screen",
-        parameters=[params_file, sim_time, estimator_params], condition=UnlessCondition(one_process),
-    )
-    monitor = Node(
-        package="safety_monitor", executable="monitor_node", namespace=namespace, output="screen",
-        parameters=[params_file, sim_time, monitor_params], condition=UnlessCondition(one_process),
-    )
-    return LaunchDescription([*declared, stack, monitor, estimator])
+        OpaqueFunction(function=_nodes),
+    ])

@@ -16,9 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
-
 from safety_monitor.errors import SafetyMonitorError
+from safety_monitor.files import load_yaml
 
 FROZEN_S = 2.0  # bit-identical joint values or wrench for this long (stamp time): a stuck driver, stale
 PREDICATES_TIMEOUT_S = 0.5  # no advancing predicates for this long: the monitor steps a blind frame
@@ -189,19 +188,7 @@ def load_settings(path: str | Path) -> NodeSettings:
     then the sections named after a node (any namespace). A parameter no node declares is an error (a
     typo would otherwise leave a default silently in force)."""
     where = f"parameter file {path}"
-    try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_SETTINGS_BYTES + 1)
-    except OSError as exc:
-        raise SettingsError(f"{where}: cannot read it: {exc.strerror or exc}") from None
-    if len(data) > MAX_SETTINGS_BYTES:
-        raise SettingsError(f"{where}: larger than {MAX_SETTINGS_BYTES} bytes; not a parameter file")
-    try:
-        doc = yaml.load(data.decode("utf-8"), Loader=_NoAliasLoader)
-    except UnicodeDecodeError as exc:
-        raise SettingsError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except yaml.YAMLError as exc:
-        raise SettingsError(f"{where}: not valid YAML: {' '.join(str(exc).split())}") from None
+    doc = load_yaml(path, "parameter file", SettingsError, MAX_SETTINGS_BYTES)
     if not isinstance(doc, Mapping):
         raise SettingsError(f"{where}: expected a ROS 2 parameter file (a mapping of node names)")
     values: dict[str, dict[str, Any]] = {"topics": {}, **{section: {} for section in NODES.values()}}
@@ -250,12 +237,3 @@ def _flatten(params: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any
             out.append((f"{prefix}{name}", value))
     return out
 
-
-class _NoAliasLoader(yaml.SafeLoader):
-    """A parameter file has no use for YAML aliases; refusing them bounds what a small file can expand to."""
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
-            raise yaml.YAMLError(f"YAML aliases are not allowed (line {event.start_mark.line + 1})")
-        return super().compose_node(parent, index)

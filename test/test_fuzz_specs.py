@@ -77,7 +77,7 @@ def test_specs_check_prints_one_error_line_and_exits_2(spec_path, capsys, data):
 @pytest.mark.parametrize("text, problem", [
     (b"\xff\xfe not utf-8", "not UTF-8"),
     (b"a: [" * 3000, "nested too deeply|maximum nesting depth"),
-    (b"on: 1\npredicates: [a]\nproperties: []\n", "unknown top-level key True"),
+    (b"on: 1\npredicates: [a]\nproperties: []\n", "unknown top-level key 'on'"),  # YAML 1.2: 'on' is text
     (b"predicates: [last, x]\nproperties: [{name: p, category: c, formula: 'G(last -> x)', trigger: x}]\n",
      "predicate 'last': names must not start with"),
 ])

@@ -92,7 +92,7 @@ def test_reader_formats_and_unknown_values(tmp_path):
     csv_trace = read_trace(write(tmp_path, "a.csv", "p, q ,t\nTrue,0,0.0\n\nnull,1,0.05\n"))
     assert csv_trace.frames == [{"p": True, "q": False}, {"p": None, "q": True}]
     assert csv_trace.times == [0.0, 0.05] and csv_trace.lines == [2, 4]
-    js = read_trace(write(tmp_path, "a.jsonl", '{"p": null, "q": 1}\n\n{"p": false, "q": false, "t": true}\n'))
+    js = read_trace(write(tmp_path, "a.jsonl", '{"p": null, "q": true}\n\n{"p": false, "q": false, "t": true}\n'))
     assert js.frames == [{"p": None, "q": True}, {"p": False, "q": False, "t": True}] and js.times is None
     values, known = js.to_matrix(["q", "p"])
     assert values.tolist() == [[True, False], [False, False]] and known.tolist() == [[True, False], [True, True]]

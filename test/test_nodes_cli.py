@@ -222,8 +222,8 @@ def test_alerts_once_without_a_monitor_says_so_and_fails(capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["--namespace", "bad ns!"], "argument --namespace: invalid namespace 'bad ns!': namespace must not contain"),
-    (["--recent", "-3"], "argument --recent: must be a whole number >= 0, got '-3'"),
-    (["--timeout", "-1"], "argument --timeout: must be a number of seconds > 0, got '-1'"),
+    (["--recent", "-3"], "argument --recent: must be a whole number from 0 to 100000, got '-3'"),
+    (["--timeout", "-1"], "argument --timeout: must be a number of seconds > 0 and <= 86400, got '-1'"),
 ])
 def test_alerts_rejects_bad_arguments_before_starting_ros(argv, message, capsys):
     with pytest.raises(SystemExit) as exited:

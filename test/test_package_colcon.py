@@ -54,3 +54,18 @@ def test_installed_command_checks_the_installed_specs(installed):
     )
     assert proc.returncode == 0, proc.stderr
     assert '"name": "no_forbidden_contact"' in proc.stdout
+
+
+def test_colcon_test_runs_the_suite(installed):
+    """`colcon test` (ament_python: pytest on test/) ran 0 tests while setup.py had only tests_require."""
+    ws = installed.parents[1]
+    env = {k: v for k, v in os.environ.items() if k != "_ROS_WHEELS_BOOTSTRAP_COMPLETE"}
+    proc = subprocess.run(
+        [COLCON, "test", "--base-paths", str(ROOT), "--build-base", str(ws / "build"),
+         "--install-base", str(ws / "install"), "--test-result-base", str(ws / "results"),
+         "--packages-select", "safety_monitor", "--pytest-args", "-k", "test_there_is_no_import_cycle"],
+        cwd=ws, capture_output=True, text=True, env=env, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = (ws / "results" / "safety_monitor" / "pytest.xml").read_text()
+    assert 'tests="1"' in report and 'failures="0"' in report and 'errors="0"' in report, report[:500]

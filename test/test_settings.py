@@ -65,7 +65,7 @@ def test_a_file_that_is_not_text_or_too_large_is_refused(tmp_path):
     path.write_bytes(b"#" * (2 << 20))
     with pytest.raises(SettingsError, match="larger than"):
         load_settings(path)
-    with pytest.raises(SettingsError, match="cannot read it"):
+    with pytest.raises(SettingsError, match="missing.yaml: cannot read parameter file: No such file"):
         load_settings(tmp_path / "missing.yaml")
 
 

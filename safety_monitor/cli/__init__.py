@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from typing import NoReturn
 
 from safety_monitor import __version__
 from safety_monitor.errors import SafetyMonitorError
@@ -23,8 +24,16 @@ _COMMAND_MODULES = (
 )
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line (the problem and where the help is), exit code 2; sub-command parsers
+    are made of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="safety-monitor",
         description="Temporal-logic safety monitoring for ROS 2 manipulators.",
     )

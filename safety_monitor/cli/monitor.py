@@ -6,8 +6,13 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
+from safety_monitor.arguments import SEED_MAX, seed, whole
 from safety_monitor.errors import SourceError
 from safety_monitor.settings import DEFAULT_HISTORY
+
+MAX_HISTORY = 10_000_000  # frames x predicates booleans are kept: 200 MB for 20 predicates
+MAX_RESAMPLES = 100_000  # the bootstrap draws resamples x rollouts indices at once
+RESAMPLES = whole(0, MAX_RESAMPLES)
 
 if TYPE_CHECKING:
     from safety_monitor.monitor.metrics import GroupMetrics, Metrics
@@ -25,10 +30,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="end with one JSON line holding the metrics")
     p.add_argument("--engine", choices=("batch", "live"), default="batch",
                    help="batch (numpy, default) or live (frame by frame, the reference); same results")
-    p.add_argument("--history", type=int, default=DEFAULT_HISTORY,
-                   help=f"frames kept for counterexamples (default {DEFAULT_HISTORY}, as the monitor node)")
-    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples over rollouts (default 2000)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--history", type=whole(1, MAX_HISTORY), default=DEFAULT_HISTORY,
+                   help=f"frames kept for counterexamples, 1 to {MAX_HISTORY} (default {DEFAULT_HISTORY}, as the "
+                        "monitor node)")
+    p.add_argument("--resamples", type=RESAMPLES, default=2000,
+                   help="bootstrap resamples over rollouts, 0 to 100000 (0 = no intervals; default 2000)")
+    p.add_argument("--seed", type=seed(), default=0, help=f"bootstrap seed, 0 to {SEED_MAX} (default 0)")
     p.set_defaults(func=_monitor)
 
 
@@ -38,8 +45,6 @@ def _monitor(args: argparse.Namespace) -> int:
     from safety_monitor.monitor.live import SpecSetMonitor, load_automata
     from safety_monitor.monitor.metrics import compute_metrics
 
-    if args.history < 1:
-        raise SourceError(f"--history must be at least 1 frame, got {args.history}")
     vocabulary, automata = load_automata(args.specs)
     live = SpecSetMonitor(automata, vocabulary, history=args.history)
     batch = BatchMonitor(automata, vocabulary, history=args.history)

@@ -4,8 +4,19 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
 
+from safety_monitor.arguments import SEED_MAX, number, seed, whole
+from safety_monitor.cli.monitor import RESAMPLES
 from safety_monitor.errors import SourceError
+
+if TYPE_CHECKING:
+    from safety_monitor.pipeline.assemble import StreamMapping
+
+MAX_JOBS = 1024
+MAX_RATE_HZ = 1e6
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -35,16 +46,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="rescore the recorded /safety_monitor/predicates topic instead of grounding")
     p.add_argument("--report", metavar="DIR", help="write report.json, episodes.csv, properties.csv, summary.md "
                                                    "and PNG plots into DIR")
-    p.add_argument("--jobs", type=int, default=1, metavar="N",
-                   help="score bags in N processes, 0 = one per CPU (default 1); results are the same")
+    p.add_argument("--jobs", type=whole(0, MAX_JOBS), default=1, metavar="N",
+                   help=f"score bags in N processes, 0 to {MAX_JOBS}, 0 = one per CPU (default 1); results are "
+                        "the same")
     p.add_argument("--group-by", metavar="REGEX",
                    help="group bags by this pattern's first group (or whole match) in the bag path, "
                         "e.g. 'policy_([a-z0-9]+)'")
-    p.add_argument("--rate", type=float, metavar="HZ",
+    p.add_argument("--rate", type=number(0, MAX_RATE_HZ, above=True, unit="Hz"), metavar="HZ",
                    help="control rate of the joint stream (default: measured from each bag's stamps)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots in --report")
-    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples over bags (default 2000)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--resamples", type=RESAMPLES, default=2000,
+                   help="bootstrap resamples over bags, 0 to 100000 (0 = no intervals; default 2000)")
+    p.add_argument("--seed", type=seed(), default=0, help=f"bootstrap seed, 0 to {SEED_MAX} (default 0)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_replay)
 
@@ -53,7 +66,6 @@ def _replay(args: argparse.Namespace) -> int:
     from safety_monitor.cli.monitor import format_table
     from safety_monitor.grounding.grounder import config_dir
     from safety_monitor.io.bag import find_bags
-    from safety_monitor.pipeline.assemble import StreamMapping
     from safety_monitor.replay.batch import score_bags, summarize, unique_bags
     from safety_monitor.replay.report import check_folder, input_warning, is_blind, write_report
     from safety_monitor.replay.score import ReplayConfig, check_config
@@ -63,12 +75,10 @@ def _replay(args: argparse.Namespace) -> int:
         pattern = re.compile(args.group_by) if args.group_by else None
     except re.error as exc:
         raise SourceError(f"--group-by {args.group_by!r}: not a regular expression: {exc}") from None
-    if args.rate is not None and args.rate <= 0:
-        raise SourceError(f"--rate must be positive, got {args.rate}")
     config = ReplayConfig(
         specs=args.specs,
         robot=args.robot,
-        mapping=StreamMapping.parse(args.topics) if args.topics else StreamMapping(),
+        mapping=_mapping(args.topics),
         from_predicates=args.from_predicates,
         rate_hz=args.rate,
     ).with_settings(load_settings(args.params or config_dir() / "nodes.yaml"))
@@ -110,6 +120,21 @@ def _replay(args: argparse.Namespace) -> int:
           + (f"; interrupted: {stopped} not scored" if stopped else "")
           + (f"; {blind} blind in some or all frames (not monitored there: see the warnings)" if blind else ""))
     return 130 if stopped else 1 if failed else 0
+
+
+def _mapping(topics: str | None) -> StreamMapping:
+    """--topics: a YAML file (read as every YAML input is: UTF-8, bounded, no aliases) or inline pairs."""
+    from safety_monitor.files import load_yaml
+    from safety_monitor.pipeline.assemble import StreamMapping
+
+    if not topics:
+        return StreamMapping()
+    if not Path(topics).is_file():
+        return StreamMapping.parse(topics)
+    data = load_yaml(topics, "topic mapping", SourceError) or {}
+    if not isinstance(data, Mapping):
+        raise SourceError(f"{topics}: expected a mapping of stream names to topics")
+    return StreamMapping.from_dict(data, topics)
 
 
 def _warn(text: str) -> None:

@@ -11,6 +11,11 @@ import argparse
 import json
 import time
 
+from safety_monitor.arguments import SEED_MAX, whole
+
+MAX_EPISODES = 100_000
+MAX_SEED = SEED_MAX - MAX_EPISODES  # every episode's seed S + i stays a 32-bit seed
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -25,9 +30,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--task", help="task to run (default: the fault's task, else pick_and_place_cube)")
     parser.add_argument("--fault", help="inject this fault (see --list-faults); 'none' = fault-free; a comma-separated "
                                         "list is cycled; default: cycle fault-free, then each fault")
-    parser.add_argument("--episodes", type=int, default=None,
-                        help="episodes to run (seeds S, S+1, ...; default 3, 1 with --physics-only)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the first episode")
+    parser.add_argument("--episodes", type=whole(1, MAX_EPISODES), default=None,
+                        help=f"episodes to run, 1 to {MAX_EPISODES} (seeds S, S+1, ...; default 3, 1 with "
+                             "--physics-only)")
+    parser.add_argument("--seed", type=whole(0, MAX_SEED), default=0,
+                        help=f"seed of the first episode, 0 to {MAX_SEED}")
     parser.add_argument("--physics-only", action="store_true",
                         help="MuJoCo alone: no ROS nodes, no monitoring; task success and speed per episode")
     from safety_monitor.cli.nodes import add_live_arguments
@@ -64,7 +71,6 @@ def _flags(dests: list[str]) -> str:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from safety_monitor.errors import SafetyMonitorError
     from safety_monitor.sim.faults import FAULTS
     from safety_monitor.sim.tasks import TASKS
 
@@ -97,8 +103,6 @@ def handle(args: argparse.Namespace) -> int:
     from safety_monitor.sim.runner import episode_schedule
 
     args.episodes = 1 if args.episodes is None else args.episodes
-    if args.episodes < 1:
-        raise SafetyMonitorError(f"--episodes must be at least 1, got {args.episodes}")
     schedule = episode_schedule(args.task or "", args.fault or "", args.episodes)  # as the live sim node's
     results = [_run_one(task, fault, args.seed + i) for i, (task, fault) in enumerate(schedule)]
     if args.json:

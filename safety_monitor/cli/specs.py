@@ -5,7 +5,10 @@ import argparse
 import json
 import sys
 
+from safety_monitor.arguments import number
 from safety_monitor.errors import SourceError, SpecError
+
+RATE = number(0, 1e6, above=True, unit="Hz")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -14,13 +17,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     check = specs_sub.add_parser("check", help="validate and compile a spec file, print one row per property")
     check.add_argument("file", help="spec YAML file")
     check.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
-    check.add_argument("--rate", type=float, metavar="HZ",
+    check.add_argument("--rate", type=RATE, metavar="HZ",
                        help="control rate for bounds and spans in seconds (default: the file's control_rate_hz)")
     check.set_defaults(func=_check)
     explain = specs_sub.add_parser("explain", help="each property, its recovery and options in plain English")
     explain.add_argument("file", help="spec YAML file")
     explain.add_argument("property", nargs="?", help="only this property")
-    explain.add_argument("--rate", type=float, metavar="HZ", help="control rate to show bounds in seconds as frames")
+    explain.add_argument("--rate", type=RATE, metavar="HZ", help="control rate to show bounds in seconds as frames")
     explain.set_defaults(func=_explain)
 
     ev = sub.add_parser("eval", help="evaluate one LTLf formula on a trace file")
@@ -34,7 +37,7 @@ def _check(args: argparse.Namespace) -> int:
     from safety_monitor.specs.ltlf import parse
     from safety_monitor.specs.model import compile_specs, load_specs
 
-    spec_set = load_specs(args.file).at_rate(_rate(args.rate))
+    spec_set = load_specs(args.file).at_rate(args.rate)
     rows = [
         {
             "name": c.prop.name,
@@ -70,17 +73,11 @@ def _check(args: argparse.Namespace) -> int:
     return 0
 
 
-def _rate(rate: float | None) -> float | None:
-    if rate is not None and not (rate > 0 and rate != float("inf")):
-        raise SpecError(f"--rate must be a positive number of Hz, got {rate!r}")
-    return rate
-
-
 def _explain(args: argparse.Namespace) -> int:
     from safety_monitor.specs.english import explain_property
     from safety_monitor.specs.model import load_specs
 
-    spec_set = load_specs(args.file).at_rate(_rate(args.rate))
+    spec_set = load_specs(args.file).at_rate(args.rate)
     chosen = [p for p in spec_set.properties if args.property in (None, p.name)]
     if not chosen:
         names = ", ".join(p.name for p in spec_set.properties)

@@ -9,6 +9,7 @@ import argparse
 import json
 from pathlib import Path
 
+from safety_monitor.arguments import whole
 from safety_monitor.errors import SourceError, SpecError
 
 
@@ -38,7 +39,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="predicate trace files (.jsonl, .csv) or bags with recorded predicates "
                           "(bag folder, .mcap, .db3, or a folder searched for bags)")
     ctl.add_argument("--sim", metavar="TASK", help="also simulate rollouts of this workcell task")
-    ctl.add_argument("--seeds", type=int, help="--sim: number of rollouts, seeds 0..N-1 (default 10)")
+    ctl.add_argument("--seeds", type=whole(1, 100_000),
+                     help="--sim: number of rollouts, 1 to 100000, seeds 0..N-1 (default 10)")
     ctl.add_argument("--fault", action="append", default=[], metavar="FAULT",
                      help="--sim: rollouts cycle through no fault and these faults (repeatable)")
     ctl.add_argument("--unknown", choices=("error", "last"), default=None,

@@ -21,9 +21,11 @@ Wire layout of `/safety_monitor/events` (diagnostic_msgs/DiagnosticArray): one s
 `name` = property, `message` = event kind (`safety_monitor.enums.EventKind`: opened,
 recovered, closed, unrecovered_at_end, discarded_truncated, blind, seeing), `hardware_id` =
 "safety_monitor", `level` ERROR for opened, WARN for unrecovered_at_end, STALE for blind, OK
-otherwise, and `values` one KeyValue per remaining field of the event's `to_json()`, the value as
-JSON (`category`, `frame`, `t`, `episode`, `duration`, `counterexample` on opened). The monitor's
-own JSON form is the schema, so there is no second one to keep in step.
+otherwise, and `values`: first `json`, the whole record (the event's `to_json()`, the event log's
+line) as JSON, which is what `decode_events` reads; then one KeyValue per other scalar field as plain
+text for rqt_robot_monitor and Foxglove (`category` collision_contact, `frame` 120, `t` 0.24, `episode`
+3; `true`/`false`, '' for null). Nested fields (the `counterexample` of an opened event) are only in
+`json`. The monitor's own JSON form is the schema, so there is no second one to keep in step.
 """
 from __future__ import annotations
 
@@ -327,13 +329,26 @@ def event_fields(event: Any) -> dict[str, Any]:
     return json.loads(json.dumps(fields))
 
 
+EVENT_JSON_KEY = "json"  # the KeyValue holding an event's whole JSON record
+
+
 def event_texts(event: Any) -> tuple[str, str, list[tuple[str, str]]]:
-    """(property, kind, [(field, JSON text)]) of one event's status. Each field is JSON-encoded once,
-    so the values need no decode-encode round trip to come out as `decode_events` reads them."""
-    fields = dict(event.to_json() if hasattr(event, "to_json")
-                  else event if isinstance(event, dict) else _jsonable(event))
-    name, kind = str(fields.pop("property")), str(fields.pop("kind"))
-    return name, kind, [(str(k), _FIELD_JSON(v)) for k, v in fields.items()]
+    """(property, kind, [(key, text)]) of one event's status: `json` with the whole record (encoded once),
+    then each other scalar field as plain text (see the module docstring)."""
+    fields = event.to_json() if hasattr(event, "to_json") else event if isinstance(event, dict) else _jsonable(event)
+    values = [(EVENT_JSON_KEY, _FIELD_JSON(fields))]
+    values += [(str(k), _plain(v)) for k, v in fields.items()
+               if k not in ("property", "kind") and not isinstance(v, (dict, list, tuple))]
+    return str(fields["property"]), str(fields["kind"]), values
+
+
+def _plain(value: Any) -> str:
+    """A scalar as a person reads it: text as is, true/false, '' for null, numbers as JSON writes them."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    return _FIELD_JSON(value)
 
 
 def events_msg(types: SimpleNamespace, events: Sequence[Any], t: float) -> Any:
@@ -354,17 +369,26 @@ def events_msg(types: SimpleNamespace, events: Sequence[Any], t: float) -> Any:
 
 
 def decode_events(msg: Any) -> list[dict[str, Any]]:
-    """DiagnosticArray -> one dict per event (`property`, `kind` and the JSON-decoded fields)."""
+    """DiagnosticArray -> one dict per event: its `json` record. Statuses without one (bags recorded
+    before that key existed) had every field JSON-encoded under its own key."""
     out = []
     for status in msg.status:
-        event: dict[str, Any] = {"property": str(status.name), "kind": str(status.message)}
-        for item in status.values:
-            try:
-                event[str(item.key)] = json.loads(item.value)
-            except json.JSONDecodeError:
-                raise SourceError(
-                    f"event {status.name!r}/{status.message!r}: field {item.key!r} is not JSON: {item.value!r}"
-                ) from None
+        where = f"event {status.name!r}/{status.message!r}"
+        items = {str(item.key): str(item.value) for item in status.values}
+        if EVENT_JSON_KEY in items:
+            event = _json(items[EVENT_JSON_KEY], f"{where}: {EVENT_JSON_KEY!r}")
+            if not isinstance(event, dict) or "property" not in event or "kind" not in event:
+                raise SourceError(f"{where}: {EVENT_JSON_KEY!r} is not an event record")
+        else:
+            event = {"property": str(status.name), "kind": str(status.message)}
+            event.update((key, _json(text, f"{where}: field {key!r}")) for key, text in items.items())
         out.append(event)
     return out
+
+
+def _json(text: str, where: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise SourceError(f"{where} is not JSON: {text[:80]!r}") from None
 

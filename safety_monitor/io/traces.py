@@ -3,7 +3,9 @@
 JSON Lines: one object per frame mapping predicate -> true/false/null (null = unknown), with an
 optional number "t" (seconds; a true/false/null "t" is a predicate named t). CSV: a header row of
 predicate names and optionally a time column "t", then one row per frame with true/false/1/0 (any
-case), or null/unknown. Files ending in .csv are CSV; others are JSON Lines.
+case), or null/unknown: CSV has no types, so these are its spellings. Files ending in .csv are CSV;
+others are JSON Lines, where, as in every typed file the package reads (safety_monitor/files.py), a
+boolean is true or false: 1/0 are numbers, refused rather than guessed at.
 """
 from __future__ import annotations
 
@@ -16,10 +18,9 @@ from pathlib import Path
 import numpy as np
 
 from safety_monitor.errors import SourceError
+from safety_monitor.files import read_text
 
-_TRUE = {"true", "1"}
-_FALSE = {"false", "0"}
-_UNKNOWN = {"null", "unknown"}
+_CSV_VALUES = {"true": True, "1": True, "false": False, "0": False, "null": None, "unknown": None}
 
 
 @dataclass(frozen=True)
@@ -53,10 +54,7 @@ class Trace:
 def read_trace(path: str | Path) -> Trace:
     """Read a JSON Lines or CSV trace; SourceError names the file, line and problem."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SourceError(f"{path}: cannot read trace: {getattr(exc, 'strerror', None) or exc}") from None
+    text = read_text(path, "trace", SourceError)
     if path.suffix.lower() == ".csv":
         return _read_csv(str(path), text)
     return _read_jsonl(str(path), text)
@@ -80,8 +78,6 @@ def _read_jsonl(name: str, text: str) -> Trace:
                 t = _time(value, name, number)
             elif value is None or isinstance(value, bool):
                 frame[key] = value
-            elif type(value) is int and value in (0, 1):
-                frame[key] = bool(value)
             else:
                 raise SourceError(f"{name}:{number}: predicate {key!r} has value {value!r}; expected true, false or null")
         frames.append(frame)
@@ -111,12 +107,8 @@ def _read_csv(name: str, text: str) -> Trace:
             word = cell.strip().lower()
             if key == "t":
                 t = _time(cell.strip(), name, number)
-            elif word in _TRUE:
-                frame[key] = True
-            elif word in _FALSE:
-                frame[key] = False
-            elif word in _UNKNOWN:
-                frame[key] = None
+            elif word in _CSV_VALUES:
+                frame[key] = _CSV_VALUES[word]
             else:
                 raise SourceError(f"{name}:{number}: column {key!r} has value {cell!r}; expected true/false/1/0 or null")
         frames.append(frame)

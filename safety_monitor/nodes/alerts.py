@@ -22,6 +22,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from safety_monitor.arguments import number, whole
 from safety_monitor.enums import EventKind
 
 EVENTS_TOPIC = "safety_monitor/events"
@@ -30,6 +31,8 @@ SILENT_S = 1.0  # no heartbeat for this long (and 3 of its periods): the monitor
 NO_MONITOR = 3  # --once/--json exit code: no monitor heard, so "no violations" means nothing
 LEVELS = ("OK", "WARN", "ERROR", "STALE")  # diagnostic_msgs/DiagnosticStatus levels 0-3
 QUIET_S = 1.0  # --once/--json: a matched monitor silent this long has delivered its history
+MAX_TIMEOUT_S = 86400.0
+MAX_RECENT = 100_000
 
 
 def _key(event: dict[str, Any]) -> tuple:
@@ -190,11 +193,6 @@ def wrap(line: str, width: int) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------ ROS side
-def _topic(namespace: str, name: str) -> str:
-    ns = namespace.strip("/")
-    return f"/{ns}/{name}" if ns else f"/{name}"
-
-
 def watch(args: argparse.Namespace) -> int:
     """Subscribe and show; the handler of `safety-monitor alerts` and of `ros2 run ... alerts`."""
     import rclpy
@@ -203,14 +201,14 @@ def watch(args: argparse.Namespace) -> int:
 
     board = AlertBoard(args.recent)
     context = rclpy.Context()
-    rclpy.init(args=[], context=context)
-    node = Node("alerts", context=context)
+    rclpy.init(args=getattr(args, "ros_args", None) or [], context=context)  # `ros2 run`'s remaps, -r __ns:=...
+    node = Node("alerts", namespace=f"/{args.namespace}" if args.namespace else None, context=context)
     changed = [True]
 
     def on_change() -> None:
         changed[0] = True
 
-    sub = subscribe(node, board, args.namespace, on_change)
+    sub = subscribe(node, board, "", on_change)  # names relative to the node: --namespace or the remapped one
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
     spin = lambda: executor.spin_once(timeout_sec=0.05)  # noqa: E731
@@ -220,7 +218,7 @@ def watch(args: argparse.Namespace) -> int:
             collect(spin, sub, board, args.timeout)
             print(json.dumps(board.snapshot(), indent=2) if args.json else "\n".join(board.lines()))
             if not board.monitor()["alive"]:
-                beats = _topic(args.namespace, HEARTBEAT_TOPIC)
+                beats = node.resolve_topic_name(HEARTBEAT_TOPIC)
                 print(f"alerts: no monitor heard on {beats} within {args.timeout:g} s", file=sys.stderr)
                 code = NO_MONITOR
         elif sys.stdout.isatty():
@@ -245,7 +243,8 @@ def watch(args: argparse.Namespace) -> int:
 
 def subscribe(node, board: AlertBoard, namespace: str, on_change: Callable[[], None]):
     """Feed `board` from `node`: events (labelled by their publisher, so each monitor process is a run of
-    its own) and heartbeats; `on_change` after each events message. Returns the events subscription."""
+    its own) and heartbeats; `on_change` after each events message. Returns the events subscription.
+    Topics are in `namespace`, or ('') in the node's own, remapping arguments included."""
     from safety_monitor.errors import SourceError
     from safety_monitor.io import messages as m
     from safety_monitor.nodes import qos
@@ -267,6 +266,12 @@ def subscribe(node, board: AlertBoard, namespace: str, on_change: Callable[[], N
     T = m.rclpy_types()
     node.create_subscription(T.DiagnosticArray, _topic(namespace, HEARTBEAT_TOPIC), on_beat, qos.DIAGNOSTICS)
     return node.create_subscription(T.DiagnosticArray, _topic(namespace, EVENTS_TOPIC), on_events, qos.EVENTS)
+
+
+def _topic(namespace: str, name: str) -> str:
+    """`name` in `namespace`, or relative (resolved in the node's namespace) when that is ''."""
+    ns = namespace.strip("/")
+    return f"/{ns}/{name}" if ns else name
 
 
 def collect(spin, sub, board: AlertBoard, timeout: float) -> None:
@@ -319,9 +324,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--once", action="store_true",
                         help="print one snapshot once the history has arrived (at most --timeout s), exit")
     parser.add_argument("--json", action="store_true", help="like --once, printing a JSON snapshot")
-    parser.add_argument("--timeout", type=_positive_seconds, default=5.0,
+    parser.add_argument("--timeout", type=number(0, MAX_TIMEOUT_S, above=True, unit="seconds"), default=5.0,
                         help="--once/--json: give up waiting for a monitor after this many seconds (default 5)")
-    parser.add_argument("--recent", type=_count, default=20, help="recent events kept on screen (default 20)")
+    parser.add_argument("--recent", type=whole(0, MAX_RECENT), default=20,
+                        help=f"recent events kept on screen, 0 to {MAX_RECENT} (default 20)")
 
 
 def _namespace(text: str) -> str:
@@ -338,33 +344,17 @@ def _namespace(text: str) -> str:
     return name
 
 
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text!r}")
-    return value
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 0, got {text!r}")
-    return value
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    """`ros2 run safety_monitor alerts [options]` (ROS arguments are ignored here)."""
+    """`ros2 run safety_monitor alerts [options] [--ros-args ...]`: the ROS arguments (remapping
+    `-r __ns:=/robot1`, `-r __node:=...`) go to rclpy, the rest to this parser."""
     from rclpy.utilities import remove_ros_args
 
-    parser = argparse.ArgumentParser(prog="alerts", description=__doc__.splitlines()[0])
+    argv = list(sys.argv if argv is None else argv)
+    parser = argparse.ArgumentParser(prog="alerts", description=__doc__.splitlines()[0],
+                                     epilog="ROS arguments after --ros-args (e.g. -r __ns:=/robot1) apply too.")
     add_arguments(parser)
-    args = parser.parse_args(remove_ros_args(list(sys.argv if argv is None else argv))[1:])
+    args = parser.parse_args(remove_ros_args(argv)[1:])
+    args.ros_args = argv
     return watch(args)
 
 

@@ -5,6 +5,7 @@ nodes then release what they hold in `destroy_node` (the monitor closes its trac
 """
 from __future__ import annotations
 
+import argparse
 import gc
 import sys
 from collections.abc import Callable, Sequence
@@ -18,15 +19,21 @@ from safety_monitor.errors import SafetyMonitorError
 
 def run_node(program: str, factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
     """Init rclpy with the process arguments, spin one node until shutdown; exit code."""
-    return run_nodes(program, lambda nodes: nodes.append(factory()), args)
+    return run_nodes(program, lambda nodes: nodes.append(factory()), args, about=sys.modules[factory.__module__].__doc__)
 
 
-def run_nodes(program: str, build: Callable[[list[Node]], None], args: Sequence[str] | None = None) -> int:
+def run_nodes(program: str, build: Callable[[list[Node]], None], args: Sequence[str] | None = None,
+              about: str | None = None) -> int:
     """`run_node` for several nodes in one process and one executor. `build` appends each node as it
     creates it, so the ones made before a failure are still destroyed (in reverse order). An error is
     printed under the `program`'s name (the executable's): the node that failed to build is not in
-    `nodes`, so naming the last one built would blame the wrong node."""
-    rclpy.init(args=list(sys.argv if args is None else args))
+    `nodes`, so naming the last one built would blame the wrong node. `--help` (or any argument outside
+    `--ros-args`) is answered before anything starts, with `about` (default: `build`'s module docstring)."""
+    argv = list(sys.argv if args is None else args)
+    answered = answer_command_line(program, argv, about or sys.modules[build.__module__].__doc__ or "")
+    if answered is not None:
+        return answered
+    rclpy.init(args=argv)
     nodes: list[Node] = []
     try:
         build(nodes)
@@ -52,6 +59,23 @@ def run_nodes(program: str, build: Callable[[list[Node]], None], args: Sequence[
             node.destroy_node()
         rclpy.try_shutdown()
     return 0
+
+
+def answer_command_line(program: str, argv: Sequence[str], about: str) -> int | None:
+    """The exit code when the arguments outside `--ros-args` ask for help (0) or are not the node's (2:
+    a node takes only ROS arguments); None to start the node."""
+    from rclpy.utilities import remove_ros_args
+
+    parser = argparse.ArgumentParser(
+        prog=program, usage=f"ros2 run safety_monitor {program} [--ros-args -p NAME:=VALUE ... -r __ns:=/NS]",
+        description=about, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Parameters: `ros2 param list` / `ros2 param describe` on the running node, or docs/ros.md; "
+               "a parameter file: --ros-args --params-file FILE.")
+    try:
+        parser.parse_args(remove_ros_args(list(argv))[1:])
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return None
 
 
 def freeze_startup_objects() -> None:

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from safety_monitor.errors import SourceError, SpecError
+from safety_monitor.files import load_yaml, read_text
 from safety_monitor.specs.compile import compile_formula
 from safety_monitor.specs.dfa import TableDFA
 from safety_monitor.specs.ltlf import parse
@@ -177,11 +177,8 @@ def load_entries(path: str | Path) -> list[Entry]:
     """id + formula entries from JSON Lines (`.jsonl`), or YAML/JSON: a list of mappings, a mapping
     id -> formula, or a spec file (its properties' names and formulas)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SourceError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if path.suffix == ".jsonl":
+        text = read_text(path, "formula file", SourceError)
         items = []
         for n, line in enumerate(text.splitlines(), 1):
             if line.strip():
@@ -190,10 +187,7 @@ def load_entries(path: str | Path) -> list[Entry]:
                 except json.JSONDecodeError as exc:
                     raise SourceError(f"{path}:{n}: not JSON: {exc.msg}") from None
     else:
-        try:
-            doc = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise SourceError(f"{path}: not valid YAML/JSON: {exc}") from None
+        doc = load_yaml(path, "formula file", SourceError)
         if isinstance(doc, dict) and "properties" in doc:
             doc = [{"id": p.get("name"), "formula": p.get("formula")} for p in doc["properties"] if isinstance(p, dict)]
         elif isinstance(doc, dict):

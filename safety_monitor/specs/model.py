@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from safety_monitor.errors import SpecError, ToolMissingError
+from safety_monitor.files import load_yaml
 from safety_monitor.specs.compile import compile_formula
 from safety_monitor.specs.dfa import TableDFA
 from safety_monitor.specs.ltlf import (
@@ -158,25 +158,7 @@ def default_trigger(f: Formula) -> Formula | None:
 
 def load_specs(path: str | Path) -> SpecSet:
     """Read and validate a spec file; one SpecError lists every problem found."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SpecError(f"{path}: cannot read spec file: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise SpecError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
-    try:
-        doc = yaml.load(text, Loader=_YAML_LOADER)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise SpecError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
-    except RecursionError:  # PyYAML composes nested collections recursively
-        raise SpecError(f"{path}: YAML nested too deeply") from None
-    return parse_specs(doc, str(path))
-
-
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: 10x faster, not recursive
+    return parse_specs(load_yaml(path, "spec file", SpecError), str(path))
 
 
 def parse_specs(doc: Any, source: str) -> SpecSet:

@@ -24,9 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from safety_monitor.errors import SpecError
+from safety_monitor.files import load_yaml
 from safety_monitor.specs.ltlf import Formula, atoms_of, evaluate, is_propositional, parse, to_text
 from safety_monitor.verify.feedback import PLAN, Counterexample, FrameValues
 
@@ -93,14 +92,7 @@ class PlanReport:
 
 
 def load_plan(path: str | Path) -> Plan:
-    path = Path(path)
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise SpecError(f"{path}: cannot read plan: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise SpecError(f"{path}: not valid YAML: {exc}") from None
-    return parse_plan(doc, str(path))
+    return parse_plan(load_yaml(path, "plan", SpecError), str(path))
 
 
 def parse_plan(doc: Any, source: str) -> Plan:

@@ -1,0 +1,98 @@
+"""Reading the files a user hands the package: UTF-8 text of bounded size, and YAML without aliases.
+
+Spec files, plans, candidate formulas, `--topics` maps, parameter files and traces all come through
+here, so each fails the same way: one line naming the file and what is wrong with it. YAML aliases are
+refused because a few hundred bytes of nested aliases expand to gigabytes (a "billion laughs" file)
+once anything walks or prints the document; none of our formats needs them.
+
+Booleans, one rule for every file: a boolean is `true` or `false` (`null` where unknown is allowed).
+`1`/`0` are numbers, and YAML 1.1's `yes`/`no`/`on`/`off` are read as text (as YAML 1.2 does), so
+each is refused where a boolean is expected rather than guessed at.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, ClassVar
+
+import yaml
+
+from safety_monitor.errors import SafetyMonitorError
+
+MAX_YAML_BYTES = 8 << 20  # the largest spec or config file we know is a few hundred kilobytes
+
+
+def read_text(path: str | Path, what: str, error: type[SafetyMonitorError],
+              max_bytes: int | None = None) -> str:
+    """The UTF-8 text of `path` (a `what`, e.g. "spec file"); `error` names the file and the problem:
+    unreadable, missing, a directory, larger than `max_bytes`, or not UTF-8."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read() if max_bytes is None else f.read(max_bytes + 1)
+    except OSError as exc:
+        raise error(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
+    if max_bytes is not None and len(data) > max_bytes:
+        raise error(f"{path}: larger than {max_bytes} bytes; not a {what}")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(f"{path}: not UTF-8 text, so not a {what} ({exc.reason} at byte {exc.start})") from None
+
+
+def load_yaml(path: str | Path, what: str, error: type[SafetyMonitorError],
+              max_bytes: int = MAX_YAML_BYTES) -> Any:
+    """The YAML document in `path`, read as `read_text` does and parsed as `parse_yaml`."""
+    return parse_yaml(read_text(path, what, error, max_bytes), str(path), error)
+
+
+def parse_yaml(text: str, source: str, error: type[SafetyMonitorError]) -> Any:
+    """One YAML document (libyaml's parser when present), refusing aliases; `source` names it in errors."""
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _refuse_aliases(node, source, error)
+        return loader.construct_document(node)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
+        raise error(f"{source}: not valid YAML{where}: {problem}") from None
+    except RecursionError:  # the constructor builds nested collections recursively
+        raise error(f"{source}: YAML nested too deeply") from None
+    finally:
+        loader.dispose()
+
+
+def _refuse_aliases(root: yaml.Node, source: str, error: type[SafetyMonitorError]) -> None:
+    """An alias makes the composed graph share a node; find the first node reached twice."""
+    seen: set[int] = set()
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        if id(node) in seen:
+            raise error(f"{source}: YAML aliases are not allowed (the anchor at line {node.start_mark.line + 1} is "
+                        "reused)")
+        seen.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            todo.extend(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                todo += (key, value)
+
+
+_BASE: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: 10x faster, composes without recursion
+
+
+class _Loader(_BASE):
+    """Safe loading with YAML 1.2's booleans: only true/false (any case) are booleans."""
+
+    yaml_implicit_resolvers: ClassVar[dict[str | None, list[tuple[str, re.Pattern[str]]]]] = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+
+
+_Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+                              list("tTfF"))

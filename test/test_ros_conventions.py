@@ -1,0 +1,90 @@
+"""What a ROS user expects of the package (issue 16, point 9): executables answer --help without starting,
+alerts follows remapping arguments, event values read as plain text in rqt/Foxglove, and the suite starts
+where launch_testing's pytest plugins are installed."""
+from __future__ import annotations
+
+import configparser
+import importlib
+import json
+import shlex
+import uuid
+from pathlib import Path
+
+import pytest
+
+from safety_monitor.enums import EventKind
+from safety_monitor.io import messages as m
+from safety_monitor.monitor.events import Event
+
+ROOT = Path(__file__).resolve().parents[1]
+LAUNCH_PLUGINS = ("launch_testing", "launch_ros", "launch_pytest")  # pytest11 entry points of ros2/launch(_ros)
+
+
+@pytest.mark.parametrize("module, program", [
+    ("sim_node", "sim_node"), ("estimator_node", "estimator_node"), ("monitor_node", "monitor_node"),
+    ("monitor_stack", "monitor_stack"),
+])
+def test_every_node_executable_answers_help_without_starting(module, program, capsys, monkeypatch):
+    pytest.importorskip("rclpy")
+    import rclpy
+
+    monkeypatch.setattr(rclpy, "init", lambda *a, **k: pytest.fail("--help started rclpy"))
+    main = importlib.import_module(f"safety_monitor.nodes.{module}").main
+    assert main([program, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: ros2 run safety_monitor {program} [--ros-args")
+    assert main([program, "--bogus", "--ros-args", "-p", "x:=1"]) == 2  # only ROS arguments are a node's
+    assert "unrecognized arguments: --bogus" in capsys.readouterr().err
+
+
+def test_alerts_answers_help_and_follows_a_namespace_remap(capsys):
+    pytest.importorskip("rclpy")
+    from safety_monitor.nodes.alerts import NO_MONITOR, main
+
+    with pytest.raises(SystemExit) as done:
+        main(["alerts", "--help"])
+    assert done.value.code == 0 and "usage: alerts" in capsys.readouterr().out
+    ns = "r" + uuid.uuid4().hex[:8]
+    assert main(["alerts", "--once", "--timeout", "0.3", "--ros-args", "-r", f"__ns:=/{ns}"]) == NO_MONITOR
+    assert f"no monitor heard on /{ns}/safety_monitor/heartbeat" in capsys.readouterr().err
+
+
+def test_event_values_are_plain_text_with_the_record_under_json():
+    types = m.rosbags_types()
+    opened = {**Event(EventKind.OPENED, "no_excess_wrench", "collision_contact", 120, 0.24, 3).to_json(),
+              "counterexample": {"frames": [118, 120], "explanation": "x"}, "sync": True}
+    status, = m.events_msg(types, [opened], 0.24).status
+    values = {kv.key: kv.value for kv in status.values}
+    assert (status.name, status.message) == ("no_excess_wrench", "opened")
+    assert values["category"] == "collision_contact" and values["frame"] == "120" and values["t"] == "0.24"
+    assert values["episode"] == "3" and values["duration"] == "" and values["sync"] == "true"  # null, bool
+    assert "counterexample" not in values and "property" not in values  # nested or in the status: record only
+    assert json.loads(values["json"]) == opened
+    assert m.decode_events(m.events_msg(types, [opened], 0.24)) == [opened]
+
+
+def test_events_recorded_before_the_json_key_still_decode():
+    types = m.rosbags_types()
+    old = types.DiagnosticStatus(level=types.DiagnosticStatus.OK, name="p", message="recovered", hardware_id="h",
+                                 values=[types.KeyValue(key="category", value='"grasp_stability"'),
+                                         types.KeyValue(key="frame", value="7")])
+    msg = types.DiagnosticArray(header=m.header(types, 0.0), status=[old])
+    assert m.decode_events(msg) == [{"property": "p", "kind": "recovered", "category": "grasp_stability", "frame": 7}]
+
+
+def test_the_launch_testing_pytest_plugins_are_disabled(pytestconfig):
+    """Where launch_testing is installed (every ROS 2 install) its plugin breaks the pinned pytest at start."""
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "setup.cfg")
+    addopts = shlex.split(cfg["tool:pytest"]["addopts"])
+    assert {f"no:{name}" for name in LAUNCH_PLUGINS} <= set(addopts)
+    for name in LAUNCH_PLUGINS:
+        assert pytestconfig.pluginmanager.is_blocked(name)
+
+
+def test_colcon_finds_the_test_dependencies():
+    """`colcon test` runs pytest when a `test` extra names it (setup.py's tests_require is gone from
+    setuptools and warned on every build); package.xml declares the same for rosdep."""
+    setup = (ROOT / "setup.py").read_text()
+    assert "tests_require=" not in setup and 'extras_require={"test": ["pytest"' in setup
+    assert "<test_depend>python3-pytest</test_depend>" in (ROOT / "package.xml").read_text()
