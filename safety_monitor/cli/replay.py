@@ -4,8 +4,6 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from safety_monitor.arguments import SEED_MAX, number, seed, whole
@@ -124,17 +122,9 @@ def _replay(args: argparse.Namespace) -> int:
 
 def _mapping(topics: str | None) -> StreamMapping:
     """--topics: a YAML file (read as every YAML input is: UTF-8, bounded, no aliases) or inline pairs."""
-    from safety_monitor.files import load_yaml
     from safety_monitor.pipeline.assemble import StreamMapping
 
-    if not topics:
-        return StreamMapping()
-    if not Path(topics).is_file():
-        return StreamMapping.parse(topics)
-    data = load_yaml(topics, "topic mapping", SourceError) or {}
-    if not isinstance(data, Mapping):
-        raise SourceError(f"{topics}: expected a mapping of stream names to topics")
-    return StreamMapping.from_dict(data, topics)
+    return StreamMapping.parse(topics) if topics else StreamMapping()
 
 
 def _warn(text: str) -> None:

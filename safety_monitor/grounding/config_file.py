@@ -4,14 +4,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from safety_monitor.errors import GroundingError
+from safety_monitor.files import load_yaml
 
 
 def read_config(path: Path, what: str) -> Any:
-    """The YAML document in `path`; a GroundingError saying which file and what it should hold."""
-    try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise GroundingError(f"{path}: cannot read {what}: {exc}") from None
+    """The YAML document in `path` (bounded, UTF-8, no aliases); a GroundingError naming the file and `what`."""
+    return load_yaml(path, what, GroundingError)

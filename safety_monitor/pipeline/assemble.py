@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
-from safety_monitor.errors import GroundingError, SourceError
 from safety_monitor.enums import IssueKind
+from safety_monitor.errors import GroundingError, SourceError
+from safety_monitor.files import load_yaml
 from safety_monitor.frames import JointSample, Pose, PredicateSample, RobotState, StreamIssue, Wrench
 from safety_monitor.io.messages import joint_state_sample, pose_of, wrench_of
 from safety_monitor.settings import FROZEN_S, EstimatorSettings
@@ -79,10 +79,7 @@ class StreamMapping:
         """A YAML file path, or inline `key=value,...` (e.g. `joint_states=/arm/joint_states`)."""
         path = Path(text)
         if path.is_file():
-            try:
-                data = yaml.safe_load(path.read_text()) or {}
-            except yaml.YAMLError as exc:
-                raise SourceError(f"{path}: not valid YAML: {exc}") from None
+            data = load_yaml(path, "topic mapping", SourceError) or {}
             if not isinstance(data, Mapping):
                 raise SourceError(f"{path}: expected a mapping of stream names to topics")
             return cls.from_dict(data, str(path))
