@@ -9,8 +9,8 @@ from enum import StrEnum
 from safety_monitor.grounding import grasp, joint_limits
 from safety_monitor.grounding.description import GripperKind
 from safety_monitor.grounding.grounder import Grounder
-from safety_monitor.specs.model import Property, SpecSet
 from safety_monitor.specs.ltlf import atoms_of, parse
+from safety_monitor.specs.model import Property, SpecSet
 
 # Predicates about grasping, and those built on a grasp (a pick or place, a transfer, the focus object)
 GRIPPER_PREDICATES = frozenset(grasp.DOCS) | {
@@ -47,7 +47,7 @@ _LIMIT_REASONS = {
 class Applicability:
     """One property on one robot: applicable, or not, because of `reasons` (predicate -> why)."""
 
-    property: str
+    name: str
     reasons: dict[str, NotApplicable]
 
     @property

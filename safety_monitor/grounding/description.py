@@ -342,13 +342,8 @@ def _joint_limits(d: _Reader, raw: Any, desc: RobotDescription) -> dict[str, Joi
             if lo > hi:
                 raise GroundingError(f"{d.source}: {where}.position: lower {lo} is above upper {hi}")
             base = replace(base, lower=float(lo), upper=float(hi))
-        for key in ("velocity", "effort"):
-            if key in spec:
-                value = d.number(spec[key], f"{where}.{key}")
-                if value <= 0:
-                    raise GroundingError(f"{d.source}: {where}.{key} must be positive")
-                base = replace(base, **{key: value})
-        out[joint] = base
+        velocity, effort = (d.positive(spec[k], f"{where}.{k}") if k in spec else None for k in ("velocity", "effort"))
+        out[joint] = replace(base, velocity=velocity or base.velocity, effort=effort or base.effort)
     return out
 
 
@@ -412,6 +407,12 @@ class _Reader:
         if not isinstance(raw, (int, float)) or isinstance(raw, bool) or not math.isfinite(raw):
             raise GroundingError(f"{self.source}: {where} must be a number, got {raw!r}")
         return float(raw)
+
+    def positive(self, raw: Any, where: str) -> float:
+        value = self.number(raw, where)
+        if value <= 0:
+            raise GroundingError(f"{self.source}: {where} must be positive, got {raw!r}")
+        return value
 
     def vector(self, raw: Any, where: str, n: int) -> np.ndarray:
         ok = isinstance(raw, list) and len(raw) == n and all(

@@ -47,13 +47,14 @@ def merge_limits(given: Mapping[str, JointLimit], model: Mapping[str, JointLimit
     out = dict(model)
     for joint, limit in given.items():
         below = model.get(joint, JointLimit())
-        out[joint] = JointLimit(*(g if g is not None else m for g, m in zip(_fields(limit), _fields(below))),
+        out[joint] = JointLimit(_first(limit.lower, below.lower), _first(limit.upper, below.upper),
+                                _first(limit.velocity, below.velocity), _first(limit.effort, below.effort),
                                 wraps=limit.wraps or below.wraps)
     return out
 
 
-def _fields(limit: JointLimit) -> tuple[float | None, ...]:
-    return limit.lower, limit.upper, limit.velocity, limit.effort
+def _first(given: float | None, model: float | None) -> float | None:
+    return given if given is not None else model
 
 
 @dataclass(frozen=True)

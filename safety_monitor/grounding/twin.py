@@ -16,9 +16,10 @@ are set from their leader each frame: kinematics alone never enforces an equalit
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import mujoco
@@ -506,15 +507,24 @@ def _world(robot: RobotDescription) -> mujoco.MjSpec:
     quat = np.zeros(4)
     mujoco.mju_euler2Quat(quat, pose.rpy if pose else np.zeros(3), "XYZ")
     frame = scene.worldbody.add_frame(pos=list(pose.position) if pose else [0, 0, 0], quat=list(quat))
-    with warnings.catch_warnings():  # an empty prefix keeps the URDF's names, which the description uses
-        warnings.simplefilter("ignore", UserWarning)
+    with _quiet_attach():  # an empty prefix keeps the URDF's names, which the description uses
         scene.attach(arm, frame=frame, prefix="")
     return scene
 
 
+@contextlib.contextmanager
+def _quiet_attach() -> Iterator[None]:
+    """MuJoCo warns, on attach and on compile, that an empty prefix may keep the model from being saved:
+    the twin never saves it."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Attaching a spec with an empty prefix", UserWarning)
+        yield
+
+
 def _compile(spec: mujoco.MjSpec, robot: RobotDescription) -> mujoco.MjModel:
     try:
-        return spec.compile()
+        with _quiet_attach():
+            return spec.compile()
     except Exception as exc:
         raise GroundingError(f"{robot.source}: cannot compile {str(robot.model_file)!r}: {exc}") from None
 

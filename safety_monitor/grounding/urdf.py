@@ -2,7 +2,7 @@
 
 MuJoCo reads URDF itself, but it strips mesh folders, fuses links joined by fixed joints (whose names
 a robot description refers to) and knows nothing of `package://`. So the file is parsed here first:
-syntax errors name the file and line, `package://` URIs are resolved to files (the ament index, the
+syntax errors name the file and line (expat's), `package://` URIs are resolved to files (the ament index, the
 configured search path, then the URDF's own folder and its ancestors, as yourdfpy and PyBullet do),
 visual geometry is dropped (it is often .dae, which MuJoCo cannot read) and a collision mesh MuJoCo
 cannot read is named with what to do. What MuJoCo gets is this rewritten XML.
@@ -16,6 +16,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from xml.parsers import expat
 
 from safety_monitor.errors import GroundingError
 
@@ -145,19 +146,24 @@ def _ament_share(package: str) -> Path | None:
         return None
 
 
-class _LineTreeBuilder(ET.TreeBuilder):
-    """Records each element's source line (ElementTree keeps none) for messages that point into the file."""
+def _parse_with_lines(text: str, path: Path) -> tuple[ET.Element, dict[int, int]]:
+    """The XML tree and each element's source line (ElementTree keeps none; expat knows it)."""
+    builder = ET.TreeBuilder()
+    lines: dict[int, int] = {}
+    parser = expat.ParserCreate()
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.parser: ET.XMLParser | None = None
-        self.lines: dict[int, int] = {}
+    def start(tag: str, attrs: dict[str, str]) -> None:
+        lines[id(builder.start(tag, attrs))] = parser.CurrentLineNumber
 
-    def start(self, tag, attrs):  # type: ignore[override]
-        elem = super().start(tag, attrs)
-        assert self.parser is not None
-        self.lines[id(elem)] = self.parser.parser.CurrentLineNumber  # type: ignore[attr-defined]
-        return elem
+    parser.StartElementHandler = start
+    parser.EndElementHandler = builder.end
+    parser.CharacterDataHandler = builder.data
+    try:
+        parser.Parse(text, True)
+    except expat.ExpatError as exc:
+        raise GroundingError(f"{path}:{exc.lineno}:{exc.offset + 1}: URDF is not well-formed XML: "
+                             f"{expat.ErrorString(exc.code)}") from None
+    return builder.close(), lines
 
 
 def load_urdf(path: Path, search_path: Sequence[Path] = ()) -> UrdfModel:
@@ -170,18 +176,10 @@ def load_urdf(path: Path, search_path: Sequence[Path] = ()) -> UrdfModel:
 
 
 def parse_urdf(text: str, path: Path, resolver: PackageResolver) -> UrdfModel:
-    builder = _LineTreeBuilder()
-    parser = ET.XMLParser(target=builder)
-    builder.parser = parser
-    try:
-        parser.feed(text)
-        root = parser.close()
-    except ET.ParseError as exc:
-        line, col = exc.position
-        raise GroundingError(f"{path}:{line}:{col}: URDF is not well-formed XML: {exc.msg}") from None
+    root, lines = _parse_with_lines(text, path)
 
     def at(elem: ET.Element) -> str:
-        return f"{path}:{builder.lines.get(id(elem), 0)}"
+        return f"{path}:{lines.get(id(elem), 0)}"
 
     if root.tag != "robot":
         raise GroundingError(f"{at(root)}: the root element is <{root.tag}>, a URDF's is <robot>")
