@@ -235,3 +235,24 @@ def test_description_joint_limits_override_the_urdf_per_field(tmp_path):
     doc = description(7, "two_fingers", joint_limits={"joint2": {"velocity": 0.5}})
     robot = parse_robot_description(doc, "robot.yaml", base_dir=tmp_path)
     assert robot.joint_limits["joint2"] == JointLimit(-2.5, 2.5, 0.5, 80.0)
+
+
+@pytest.mark.parametrize("name", ROBOTS)
+def test_robot_init_writes_a_description_that_loads_with_the_guessed_arm_and_gripper(tmp_path, name, capsys):
+    from safety_monitor.cli import main
+
+    n, kind, mesh, *_ = ROBOTS[name]
+    write_robot(tmp_path, n, kind, mesh)
+    out = tmp_path / "mine"
+    argv = ["robot", "init", "--urdf", str(tmp_path / "robot.urdf"), "--out", str(out)]
+    argv += ["--package-path", str(tmp_path / "ws")] if mesh else []
+    assert main(argv) == 0
+    assert f"gripper: {kind}" in capsys.readouterr().out
+    robot = load_robot_description(out / "robot.yaml")
+    assert robot.arm_joints == tuple(f"joint{i}" for i in range(1, n + 1)) and robot.base_body == "base_link"
+    assert robot.gripper.kind is GripperKind(kind)
+    assert robot.ee_body == ("tool" if kind == "none" else "hand")
+    assert robot.ignored_joints == {"drawer_slide"}
+    assert "CHECK" in (out / "robot.yaml").read_text()
+    assert main(argv) == 2  # never overwrites
+    assert "already there" in capsys.readouterr().err
