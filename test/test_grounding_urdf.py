@@ -102,8 +102,8 @@ def test_the_robot_without_a_gripper_grounds_but_gripper_properties_are_not_appl
     cube = g.twin.compute(f.state(None).joint_names, f.state(None).joint_position, {}).ee_position.copy()
     frames = [f.step(cube) for _ in range(20)]
     assert not any(fr.values["object_grasped_raw"] for fr in frames)
-    assert frames[-1].values["joint_position_within_limits"]
-    assert frames[-1].unknown == {"excess_wrench", "joint_effort_within_limits"}  # no wrist sensor, no efforts
+    assert not frames[-1].values["joint_position_out_of_limits"]
+    assert frames[-1].unknown == {"excess_wrench", "joint_effort_out_of_limits"}  # no wrist sensor, no efforts
     verdicts = applicability(load_specs(CONFIG / "specs.yaml"), g)
     assert verdicts["drop_only_when_released"].reasons == dict.fromkeys(
         ["object_dropped", "object_grasped", "object_left_gripper", "object_released"], NotApplicable.NEEDS_GRIPPER)
@@ -115,7 +115,7 @@ def test_the_robot_without_a_gripper_grounds_but_gripper_properties_are_not_appl
 def test_the_workcell_has_no_velocity_limits_so_their_properties_are_not_applicable():
     verdicts = applicability(load_specs(CONFIG / "specs.yaml"), load_default_grounder(RATE))
     assert verdicts["joint_velocities_within_limits"].reasons == {
-        "joint_velocity_within_limits": NotApplicable.NO_VELOCITY_LIMITS}
+        "joint_velocity_out_of_limits": NotApplicable.NO_VELOCITY_LIMITS}
     assert not verdicts["no_joint_position_jump"].applicable
     assert verdicts["joint_positions_within_limits"].applicable and verdicts["drop_only_when_released"].applicable
 
@@ -125,24 +125,24 @@ def test_a_joint_limit_breach_and_an_encoder_jump_give_the_joint_predicates(tmp_
     f = Frames(_grounder(tmp_path, name))
     first = f.step()
     assert "joint_position_jump" in first.unknown  # nothing to step from yet
-    assert first.values["joint_position_within_limits"] and first.values["joint_velocity_within_limits"]
+    assert not first.values["joint_position_out_of_limits"] and not first.values["joint_velocity_out_of_limits"]
     f.arm["joint1"] = 0.05  # 0.05 rad in 0.02 s: within 2 x 2.0 rad/s x 0.02 s
     assert not f.step().values["joint_position_jump"]
     f.arm["joint1"] = 2.54  # beyond 2.5, within its 1 % tolerance of the 5 rad range
     f.k += 100  # a second later: no jump
-    assert f.step().values["joint_position_within_limits"]
+    assert not f.step().values["joint_position_out_of_limits"]
     f.arm["joint1"] = 2.6
     f.k += 100
     breach = f.step()
-    assert not breach.values["joint_position_within_limits"] and not breach.values["joint_position_jump"]
+    assert breach.values["joint_position_out_of_limits"] and not breach.values["joint_position_jump"]
     f.arm["joint1"] = -2.4  # the encoder wrapped: 5 rad in one frame
     jump = f.step()
-    assert jump.values["joint_position_jump"] and jump.values["joint_position_within_limits"]
+    assert jump.values["joint_position_jump"] and not jump.values["joint_position_out_of_limits"]
     assert not f.step().values["joint_position_jump"]
     f.velocity = 2.5
-    assert not f.step().values["joint_velocity_within_limits"]
+    assert f.step().values["joint_velocity_out_of_limits"]
     f.velocity = None
-    assert "joint_velocity_within_limits" in f.step().unknown
+    assert "joint_velocity_out_of_limits" in f.step().unknown
 
 
 def test_a_jump_is_also_an_input_issue_and_continuous_joints_wrap():

@@ -2,8 +2,9 @@
 
 Limits come from the URDF `<limit>`, the MJCF's `range` and force ranges, and robot.yaml's `joint_limits:`
 (which wins per field); the margins from thresholds.yaml. A joint without a given limit is not judged on
-it; a robot with no joint carrying one has that predicate constantly true, and `applicability` reports
-the properties that read it as not applicable, so it is never silently vacuous.
+it; a robot with no joint carrying one has that predicate constantly false, and `applicability` reports
+the properties that read it as not applicable, so it is never silently vacuous. Like every other
+predicate, these are true when something is wrong, so a frame of all-false predicates stays quiet.
 
 `find_jumps` is the one rule for a position jump (a step between consecutive frames larger than the
 velocity limit allows over the frame period: encoder wrap, glitch). The grounder reads it as
@@ -25,14 +26,14 @@ from safety_monitor.grounding.urdf import JointLimit
 
 _SOURCE = "robot.yaml joint_limits, else the model (URDF <limit>, MJCF range / force range)"
 DOCS = {
-    "joint_position_within_limits": PredicateDoc(
-        "every arm and gripper joint with position limits is within them", f"joint positions; limits: {_SOURCE}",
+    "joint_position_out_of_limits": PredicateDoc(
+        "some arm or gripper joint is beyond its position limits", f"joint positions; limits: {_SOURCE}",
         "position_tolerance 0.01 of the joint's range beyond either limit"),
-    "joint_velocity_within_limits": PredicateDoc(
-        "every joint with a velocity limit moves no faster than it allows (unknown when the frame has no velocities)",
+    "joint_velocity_out_of_limits": PredicateDoc(
+        "some joint moves faster than its velocity limit allows (unknown when the frame has no velocities)",
         f"joint velocities; limits: {_SOURCE}", "velocity_factor 1.0"),
-    "joint_effort_within_limits": PredicateDoc(
-        "every joint with an effort limit exerts no more than it allows (unknown when the frame has no efforts)",
+    "joint_effort_out_of_limits": PredicateDoc(
+        "some joint exerts more than its effort limit allows (unknown when the frame has no efforts)",
         f"joint efforts; limits: {_SOURCE}", "effort_factor 1.0"),
     "joint_position_jump": PredicateDoc(
         "some joint stepped further since the previous frame than its velocity limit allows over the frame "
@@ -111,15 +112,15 @@ class JointLimitEstimator:
 
     @property
     def judged(self) -> dict[str, bool]:
-        """Per predicate, whether any joint has the limit it reads (False: constantly true on this robot)."""
+        """Per predicate, whether any joint has the limit it reads (False: constantly false on this robot)."""
         return {POSITION: bool(self._positions), VELOCITY: bool(self._velocities), EFFORT: bool(self._efforts),
                 JUMP: bool(self._velocities)}
 
     def step(self, t: float, positions: Mapping[str, float], velocities: Mapping[str, float] | None,
              efforts: Mapping[str, float] | None) -> dict[str, Tri]:
-        position: Tri = all(lo <= positions[j] <= hi for j, lo, hi in self._positions)
-        velocity = _within(self._velocities, velocities)
-        effort = _within(self._efforts, efforts)
+        position: Tri = not all(lo <= positions[j] <= hi for j, lo, hi in self._positions)
+        velocity = _beyond(self._velocities, velocities)
+        effort = _beyond(self._efforts, efforts)
         jump: Tri = False
         if self._velocities:
             previous, self._previous = self._previous, (t, dict(positions))
@@ -131,9 +132,9 @@ class JointLimitEstimator:
         return {POSITION: position, VELOCITY: velocity, EFFORT: effort, JUMP: jump}
 
 
-def _within(limits: list[tuple[str, float]], values: Mapping[str, float] | None) -> Tri:
+def _beyond(limits: list[tuple[str, float]], values: Mapping[str, float] | None) -> Tri:
     if not limits:
-        return True
+        return False
     if values is None:
         return None
-    return all(abs(values[j]) <= limit for j, limit in limits)
+    return any(abs(values[j]) > limit for j, limit in limits)
