@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from safety_monitor import arguments
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("robot", help="describe your robot to the monitor")
@@ -12,7 +14,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     init.add_argument("--urdf", required=True, type=Path, help="the robot's URDF file")
     init.add_argument("--out", type=Path, default=Path("."), help="folder to write robot.yaml, objects.yaml and "
                       "thresholds.yaml into (default: the current folder; existing files are never overwritten)")
-    init.add_argument("--package-path", type=Path, action="append", default=[],
+    init.add_argument("--package-path", type=arguments.folder, action="append", default=[],
                       help="a folder holding <package>/ trees for package:// meshes (repeatable)")
     init.set_defaults(func=_init)
 
