@@ -1,5 +1,6 @@
 """Ground truth of the simulated workcell, end to end: every scripted task really succeeds in physics and
-raises no monitor event; every fault physically happens and trips exactly its labelled properties.
+raises no monitor event; every fault physically happens and trips exactly its labelled properties; and
+every property's triggers N equal what the script did (its GroundTruth: grasps, drops, skill attempts...).
 
 Each episode runs once (cached for the module): MuJoCo at 500 Hz, grounding and the default spec set
 at 100 Hz (every fifth state, thresholds in seconds), physics facts read from the simulator itself.
@@ -18,6 +19,7 @@ from safety_monitor.monitor.live import SpecSetMonitor
 from safety_monitor.sim.faults import FAULTS
 from safety_monitor.sim.runner import Episode
 from safety_monitor.sim.tasks import TASKS
+from safety_monitor.sim.truth import GroundTruth
 from safety_monitor.sim.workcell import OBJECTS
 from safety_monitor.frames import PredicateSample
 
@@ -43,6 +45,9 @@ class Run:
     opened: frozenset[str]  # properties with at least one violation episode
     frames: tuple[Frame, ...]
     clutter_gaps: dict[str, float]  # at the first release frame: surface gap of each other object to the mug
+    truth: GroundTruth
+    triggers: dict[str, int]  # per property: trigger rising edges, decided or pending at the end
+    edges: dict[str, int]  # per predicate: rising edges
 
 
 @lru_cache(maxsize=1)
@@ -60,6 +65,8 @@ def run(task: str | None, fault: str | None, seed: int) -> Run:
     opened: set[str] = set()
     frames: list[Frame] = []
     gaps: dict[str, float] = {}
+    edges: dict[str, int] = {}
+    last: dict[str, bool] = {}
     k = 0
     while not episode.done:
         k += 1
@@ -68,6 +75,9 @@ def run(task: str | None, fault: str | None, seed: int) -> Run:
             continue
         state = episode.step()
         grounded = grounder.step(state)
+        for name, value in grounded.values.items():
+            edges[name] = edges.get(name, 0) + (value and not last.get(name, False))
+            last[name] = value
         sample = PredicateSample(values=grounded.values, t=grounded.t, unknown=frozenset(grounded.unknown))
         opened.update(e.property for e in monitor.step(sample.valuation(), state.t) if e.kind == "opened")
         frames.append(Frame(state.t, episode.phase, cell.ee_position(),
@@ -76,8 +86,9 @@ def run(task: str | None, fault: str | None, seed: int) -> Run:
                             frozenset(tuple(sorted((c.body1, c.body2))) for c in state.contacts)))
         if episode.phase == "release" and not gaps:
             gaps = {o: _body_gap(cell, "mug", o) for o in OBJECTS if o != "mug"}
-    monitor.finish()
-    return Run(episode.succeeded(), frozenset(opened), tuple(frames), gaps)
+    outcomes = monitor.finish().outcomes
+    triggers = {o.property: o.triggers + o.pending_triggers for o in outcomes}
+    return Run(episode.succeeded(), frozenset(opened), tuple(frames), gaps, episode.truth, triggers, edges)
 
 
 def _body_gap(cell, a: str, b: str) -> float:
@@ -170,3 +181,34 @@ def test_place_on_clutter_sets_the_mug_down_near_two_objects():
     near = sorted(o for o, gap in result.clutter_gaps.items() if 0.0 < gap < 0.03)
     assert len(near) >= 2, result.clutter_gaps
     assert result.succeeded  # placed where asked: the spot, not the motion, is the fault
+
+
+# ------------------------------------------------------------------------------------- triggers
+# Properties whose trigger is an event a script counts; the others' triggers are what a fault causes
+# (a forbidden contact, an excess wrench, a raw contact, an obstacle hit), checked by the labels above.
+FAULT_EFFECT_TRIGGERS = frozenset({"forbidden_contact", "excess_wrench", "robot_contact_raw", "fixture_obstacle_hit"})
+
+
+def _counted_properties() -> dict[str, str]:
+    """Property -> its trigger predicate, for every default property whose trigger a script counts."""
+    return {a.name: a.trigger for a in _monitor().automata if a.trigger not in FAULT_EFFECT_TRIGGERS}
+
+
+def test_every_property_trigger_is_counted_or_a_fault_effect():
+    counted = _counted_properties()
+    assert set(counted.values()) <= set(GroundTruth().expected_edges()), counted
+    assert len(counted) == len(_monitor().automata) - 4  # the four fault-effect properties
+
+
+EPISODES = [(t, None, TASK_SEED) for t in sorted(TASKS)] + [(None, f, FAULT_SEED) for f in sorted(FAULTS)]
+
+
+@pytest.mark.parametrize(("task", "fault", "seed"), EPISODES, ids=[t or f for t, f, _ in EPISODES])
+def test_triggers_equal_the_scripts_counts(task, fault, seed):
+    result = run(task, fault, seed)
+    want = result.truth.expected_edges()
+    got_edges = {p: result.edges.get(p, 0) for p in want}
+    assert got_edges == want, f"{task or fault}: predicate rising edges differ from the script's ground truth"
+    counted = _counted_properties()
+    got = {name: result.triggers[name] for name in counted}
+    assert got == {name: want[trigger] for name, trigger in counted.items()}
