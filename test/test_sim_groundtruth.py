@@ -8,12 +8,13 @@ at 100 Hz (every fifth state, thresholds in seconds), physics facts read from th
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import mujoco
 import numpy as np
 import pytest
 
+from safety_monitor.frames import PredicateSample
 from safety_monitor.grounding.grounder import config_dir, load_default_grounder
 from safety_monitor.monitor.live import SpecSetMonitor
 from safety_monitor.sim.faults import FAULTS
@@ -21,7 +22,6 @@ from safety_monitor.sim.runner import Episode
 from safety_monitor.sim.tasks import TASKS
 from safety_monitor.sim.truth import GroundTruth
 from safety_monitor.sim.workcell import OBJECTS
-from safety_monitor.frames import PredicateSample
 
 STRIDE = 5  # monitor at 100 Hz
 TASK_SEED, FAULT_SEED = 0, 1
@@ -55,7 +55,7 @@ def _monitor() -> SpecSetMonitor:
     return SpecSetMonitor.from_spec_file(config_dir() / "specs.yaml", control_rate_hz=500.0 / STRIDE)
 
 
-@lru_cache(maxsize=None)
+@cache
 def run(task: str | None, fault: str | None, seed: int) -> Run:
     episode = Episode(task, fault, seed)
     cell = episode.workcell

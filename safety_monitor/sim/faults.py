@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from safety_monitor.sim import truth as gt
 from safety_monitor.sim.controller import ArmController, hand_down
 from safety_monitor.sim.script import Act, Grip, Hold, Move, Segment
 from safety_monitor.sim.tasks import OPEN, PLACE_GOALS, TASKS, pick, place
-from safety_monitor.sim import truth as gt
 from safety_monitor.sim.workcell import ObjectStart, Workcell
 
 Inject = Callable[[list[Segment], Workcell], list[Segment]]

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from safety_monitor.sim import truth as gt
 from safety_monitor.sim.controller import hand_down, hand_forward
 from safety_monitor.sim.script import Grip, Move, Segment
-from safety_monitor.sim import truth as gt
 from safety_monitor.sim.workcell import Workcell
 
 TABLE_Z = 0.40
