@@ -5,9 +5,10 @@ continues, tolerating up to the onset window of non-approaching frames, and ends
 completes (object grasped, object let go, fixture fully open or closed). A completed skill stays latched on
 its target until that approach lapses too, so carrying on past completion (pulling a drawer beyond fully
 open) is not a new attempt: one attempt, one onset. `skill_<x>_onset_end` is true whenever no such skill
-is active. Pick and place preconditions are evaluated on the active skill's target, or on this frame's
-approach candidate, and are vacuously true with neither; open and close preconditions fall back to the
-focus fixture (nearest the gripper), so they say on every frame whether operating it now would be safe.
+is active. Pick preconditions are evaluated on the active skill's target, or on this frame's approach
+candidate, and are vacuously true with neither; place preconditions are about the held object (false with
+nothing held: there is nothing to place); open and close preconditions fall back to the focus fixture
+(nearest the gripper). So the last three say on every frame whether starting the skill now would be safe.
 Hygiene is deliberately not a precondition (the SafeManip choice): contamination is charged to the
 cross-contamination property only.
 """
@@ -51,8 +52,8 @@ DOCS = {
         "the pick target is safe to pick: gripper open, nothing grasped, target at rest and nothing "
         "resting on it", "object_stable, twin gaps, object boxes", "path_obstruction 0.05 m"),
     "preconditions_place": PredicateDoc(
-        "the held object is safe to place: grasp in sync, fewer than clutter_bound other objects within "
-        "the placement margin, and a fragile object clear of all others",
+        "the held object is safe to place: an object is held, its grasp in sync, fewer than clutter_bound "
+        "other objects within the placement margin, and a fragile object clear of all others",
         "object_sync, twin gaps", "placement_margin 0.03 m; clutter_bound 2; placement_proximity 0.01 m"),
     "preconditions_open": PredicateDoc(
         "the fixture being opened (else the focus fixture) is safe to open: nothing grasped and no object "
@@ -143,24 +144,26 @@ class SkillEstimator:
         working = self._fixture_directions(inp)
         fr = self.th.fixtures
         focus = self.fixtures.target
-        candidates: dict[str, tuple[str | None, Callable[[str], bool], Callable[[str], Tri], str | None]] = {
-            "pick": (self._pick_candidate(inp, held), lambda o: held == o, lambda o: self._pick_ok(o, inp, held), None),
+        # per skill: this frame's candidate, whether the skill on a target completed, and its preconditions
+        # on a target (None: neither an attempt's target, nor a candidate, nor a fallback)
+        candidates: dict[str, tuple[str | None, Callable[[str], bool], Callable[[str | None], Tri], str | None]] = {
+            "pick": (self._pick_candidate(inp, held), lambda o: held == o,
+                     lambda o: True if o is None else self._pick_ok(o, inp, held), None),
             "place": (self._place_candidate(inp, held), lambda o: held is None, lambda o: self._place_ok(inp, held),
                       None),
             "open": (next((f for f, d in working.items() if d > 0), None),
-                     lambda f: inp.fixture_fraction[f] >= fr.fully_open_fraction, lambda f: self._open_ok(f, inp),
-                     focus),
+                     lambda f: inp.fixture_fraction[f] >= fr.fully_open_fraction,
+                     lambda f: True if f is None else self._open_ok(f, inp), focus),
             "close": (next((f for f, d in working.items() if d < 0), None),
-                      lambda f: inp.fixture_fraction[f] <= fr.fully_closed_fraction, lambda f: self._close_ok(f, inp),
-                      focus),
+                      lambda f: inp.fixture_fraction[f] <= fr.fully_closed_fraction,
+                      lambda f: True if f is None else self._close_ok(f, inp), focus),
         }
         for s, (candidate, done, ok, fallback) in candidates.items():
             skill = self.skills[s]
             onset, onset_end, preconditions = self._names[s]
             out[onset] = skill.step(candidate, done)
             out[onset_end] = not skill.active
-            target = skill.target or candidate or fallback
-            out[preconditions] = ok(target) if target is not None else True
+            out[preconditions] = ok(skill.target or candidate or fallback)
         return out
 
     # pick -------------------------------------------------------------------------------------------
@@ -210,8 +213,8 @@ class SkillEstimator:
         return best if gaps[best] <= self.th.distances_m.reach else None
 
     def _place_ok(self, inp: FrameInputs, held: str | None) -> Tri:
-        if held is None:
-            return True
+        if held is None:  # nothing to place
+            return False
         geo, d = inp.geometry, self.th.distances_m
         if held in geo.unknown:
             return None
