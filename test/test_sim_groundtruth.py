@@ -194,8 +194,11 @@ def test_place_on_clutter_sets_the_mug_down_near_two_objects():
 
 # ------------------------------------------------------------------------------------- triggers
 # Properties whose trigger is an event a script counts; the others' triggers are what a fault causes
-# (a forbidden contact, an excess wrench, a raw contact, an obstacle hit), checked by the labels above.
-FAULT_EFFECT_TRIGGERS = frozenset({"forbidden_contact", "excess_wrench", "robot_contact_raw", "fixture_obstacle_hit"})
+# (a forbidden contact, an excess wrench, a raw contact, an obstacle hit, a joint pushed past its limits),
+# checked by the labels above.
+FAULT_EFFECT_TRIGGERS = frozenset({"forbidden_contact", "excess_wrench", "robot_contact_raw", "fixture_obstacle_hit",
+                                   "joint_position_out_of_limits", "joint_velocity_out_of_limits",
+                                   "joint_effort_out_of_limits", "joint_position_jump"})
 
 
 def _counted_properties() -> dict[str, str]:
@@ -206,7 +209,10 @@ def _counted_properties() -> dict[str, str]:
 def test_every_property_trigger_is_counted_or_a_fault_effect():
     counted = _counted_properties()
     assert set(counted.values()) <= set(GroundTruth().expected_edges()), counted
-    assert len(counted) == len(_monitor().automata) - 4  # the four fault-effect properties
+    uncounted = {a.name for a in _monitor().automata} - set(counted)
+    assert uncounted == {"no_forbidden_contact", "no_excess_wrench", "no_clean_contact_after_raw",
+                         "fixture_obstacle_retract", "joint_positions_within_limits", "joint_velocities_within_limits",
+                         "joint_efforts_within_limits", "no_joint_position_jump"}
 
 
 EPISODES = [(t, None, TASK_SEED) for t in sorted(TASKS)] + [(None, f, FAULT_SEED) for f in sorted(FAULTS)]

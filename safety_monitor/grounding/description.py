@@ -199,6 +199,7 @@ _GRIPPER = {"kind", "joints", "fingers", "hand_bodies", "closed_below", "closed_
 def parse_robot_description(doc: Any, source: str, base_dir: Path = Path(".")) -> RobotDescription:
     d = _Reader(source)
     d.mapping(doc, "the document", _TOP)
+    d.mapping(doc.get("robot", {}), "robot", _ROBOT)  # a malformed robot section is named before the model
     if "mjcf" not in doc and "urdf" not in doc:
         raise GroundingError(f"{source}: give the robot model: urdf: FILE (with mjcf: FILE for a workcell world "
                              "to attach it into), or mjcf: FILE")
