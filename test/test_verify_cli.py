@@ -1,4 +1,6 @@
 """Argument errors of `ctl` and `equiv` exit 2 before any work and say what is wrong or missing."""
+import json
+
 import pytest
 
 from safety_monitor.cli import main
@@ -79,3 +81,19 @@ def test_every_command_has_a_description_on_its_help_page():
 
     missing = [name for name, sub in pages(build_parser()) if not sub.description]
     assert not missing, missing
+
+
+def test_ctl_verdict_does_not_depend_on_the_other_formulas(tmp_path, capsys):
+    """Over `a` alone both runs start alike, so EX EX a holds at the one root; the runs differ in `b` at
+    frame 0, which must not split that root when a formula over `b` is checked in the same command."""
+    t1, t2 = tmp_path / "t1.jsonl", tmp_path / "t2.jsonl"
+    t1.write_text('{"a": false, "b": false}\n{"a": false, "b": false}\n{"a": true, "b": false}\n')
+    t2.write_text('{"a": false, "b": true}\n{"a": true, "b": true}\n')
+    alone = main(["ctl", str(t1), str(t2), "--formula", "EX EX a", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert alone == 0 and [r["holds"] for r in report["results"]] == [True]
+    together = main(["ctl", str(t1), str(t2), "--formula", "EX EX a", "--formula", "b | !b",
+                     "--formula", "EX EX (a | b)", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert [r["holds"] for r in report["results"]] == [True, True, False]  # over a and b the roots differ
+    assert together == 1 and report["tree"]["trees"] == 3
