@@ -97,3 +97,23 @@ def test_ctl_verdict_does_not_depend_on_the_other_formulas(tmp_path, capsys):
     report = json.loads(capsys.readouterr().out)
     assert [r["holds"] for r in report["results"]] == [True, True, False]  # over a and b the roots differ
     assert together == 1 and report["tree"]["trees"] == 3
+
+
+@pytest.mark.parametrize("error", [MemoryError(), RuntimeError("boom\nsecond line")])
+def test_a_crash_is_exit_2_with_one_line_never_1(error, monkeypatch, capsys, tmp_path):
+    """Exit 1 means 'not equivalent' or 'violated' to scripts; a crash must not look like a verdict."""
+    from safety_monitor.spec import equivalence
+
+    def crash(*args, **kwargs):
+        raise error
+
+    monkeypatch.delenv("SAFETY_MONITOR_TRACEBACK", raising=False)
+    monkeypatch.setattr(equivalence, "formula_equivalence", crash)
+    monkeypatch.setattr(trajectories, "load", crash)
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"a": true}\n')
+    for argv in (["equiv", "G(a)", "G(b)"], ["ctl", str(trace), "--formula", "AG a"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith(f"safety-monitor {argv[0]}: ") and "Traceback" not in err
+        assert ("out of memory" in err) if isinstance(error, MemoryError) else ("RuntimeError: boom" in err)
