@@ -44,6 +44,7 @@ class EquivalenceResult:
 MAX_PRODUCT_PAIRS = 1 << 24  # state pairs the search indexes (an 8-byte parent entry each: 128 MB)
 MAX_LETTER_CLASSES = 1 << 22  # letters the product steps on (one per distinct pair of behaviours)
 MAX_PRODUCT_STEPS = 1 << 28  # (state pair, letter class) successors the search may compute in all
+SMALL_UNION = 8  # up to this many atoms in all, stepping on every letter is cheaper than finding classes
 
 
 def dfa_equivalence(a: TableDFA, b: TableDFA) -> EquivalenceResult:
@@ -51,14 +52,15 @@ def dfa_equivalence(a: TableDFA, b: TableDFA) -> EquivalenceResult:
 
     The product steps on `letter_classes`, one union letter per distinct pair of behaviours, never on
     all 2**n union letters; each class stands for its smallest letter, so the trace is the one a search
-    over every union letter in increasing order finds. A SpecError refuses products beyond the bounds.
+    over every union letter in increasing order finds (and small unions do step on every letter). A
+    SpecError refuses products beyond the bounds.
     """
     atoms = tuple(sorted(set(a.atoms) | set(b.atoms)))
     na, nb = a.n_states, b.n_states
     if na * nb > MAX_PRODUCT_PAIRS:
         raise SpecError(f"equivalence check refused: the two DFAs have {na} x {nb} state pairs, more than "
                         f"the {MAX_PRODUCT_PAIRS} it can search")
-    letters = letter_classes(a, b, atoms)
+    letters = np.arange(1 << len(atoms)) if len(atoms) <= SMALL_UNION else letter_classes(a, b, atoms)
     ta, tb = a.table[:, _project(letters, atoms, a.atoms)], b.table[:, _project(letters, atoms, b.atoms)]
     acc_a, acc_b = np.asarray(a.accepting), np.asarray(b.accepting)
     parent = np.full(na * nb, -1, dtype=np.int64)  # -1: not yet reached by a non-empty trace
