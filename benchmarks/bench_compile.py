@@ -150,7 +150,7 @@ def equivalence_figures(dfa, args) -> None:
     for name, fa, fb, run_old in cases:
         a, b = compiler.compile_formula(fa), compiler.compile_formula(fb)
         try:
-            result, new_s = best_of(args.repeat, lambda: equivalence.dfa_equivalence(a, b))
+            result, new_s = best_of(args.repeat, lambda a=a, b=b: equivalence.dfa_equivalence(a, b))
             answer = "equivalent" if result.equivalent else f"not equivalent, {len(result.trace)}-frame trace"
             classes = equivalence.letter_classes(a, b, result.atoms).size
         except SpecError as exc:
@@ -162,7 +162,7 @@ def equivalence_figures(dfa, args) -> None:
             new_s, answer, classes = cpu_s() - t, f"refused ({str(exc)[:60]}...)", "-"
         line = f"equiv {name}: {a.n_states} x {b.n_states} states, {classes} letter classes: {answer}, {new_s * 1000:.1f} ms"
         if old is not None and run_old:
-            old_result, old_s = best_of(1, lambda: old.dfa_equivalence(a, b))
+            old_result, old_s = best_of(1, lambda a=a, b=b: old.dfa_equivalence(a, b))
             line += f"; before {old_s * 1000:.1f} ms, same answer: {answer_of(old_result) == answer_of(result)}"
         print(line)
 
