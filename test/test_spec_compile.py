@@ -169,3 +169,33 @@ def test_bogus_automaton_is_rejected(fresh_compiler, monkeypatch):
     monkeypatch.setenv("PATH", f"{fresh_compiler}{os.pathsep}{os.environ['PATH']}")
     with pytest.raises(ToolMissingError, match="automaton rejected|dummy"):
         compile_formula("G(a -> b)")
+
+
+def test_sixteen_atom_response_conjunction_agrees_with_the_evaluator():
+    """8 conjuncts over 16 atoms: MONA lists 390,626 cube lines, all expanded into a 2**16-letter table."""
+    f = parse(" & ".join(f"G(p{i} -> F q{i})" for i in range(8)))
+    dfa = compile_formula(to_text(f))
+    assert len(dfa.atoms) == 16 and dfa.table.shape == (256, 1 << 16)
+    rng = np.random.default_rng(7)
+    verdicts = set()
+    for _ in range(300):
+        n = int(rng.integers(1, 12))
+        # pending obligations are rare enough that both verdicts occur
+        trace = [{**{f"p{i}": bool(rng.random() < 0.08) for i in range(8)},
+                  **{f"q{i}": bool(rng.random() < 0.5) for i in range(8)}} for _ in range(n)]
+        expected = evaluate(f, trace)
+        verdicts.add(expected)
+        assert dfa.accepts(trace) == expected, trace
+    assert verdicts == {True, False}
+
+
+def test_mona_listing_with_overlapping_cubes_is_rejected():
+    """Two cubes of one state covering the same letter (and so leaving another letter out) is not a DFA."""
+    output = ("DFA for formula with free variables: A B\nAccepting states: 1\nAutomaton has 2 states\n"
+              "State 0: XX -> state 1\nState 1: 1X -> state 1\nState 1: X1 -> state 0\n")
+    with pytest.raises(ToolMissingError, match="incomplete or overlapping"):
+        compiler._table_from_mona(output, ("a", "b"), "G(a)")
+    good = output.replace("State 1: X1 -> state 0", "State 1: 0X -> state 0")
+    dfa = compiler._table_from_mona(good, ("a", "b"), "G(a)")
+    # MONA's state 1 is the initial state (our 0): a letter with a = 0 goes to MONA's dummy 0 (our 1)
+    assert dfa.table.tolist() == [[1, 0, 1, 0], [0, 0, 0, 0]]

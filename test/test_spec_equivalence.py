@@ -1,12 +1,20 @@
 """DFA equivalence against brute force over all traces up to a length bound; batch scoring."""
 import itertools
 import json
+import os
 import random
+import subprocess
+import sys
+from unittest import mock
 
+import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from safety_monitor.cli import main
 from safety_monitor.errors import SpecError
+from safety_monitor.specs import equivalence
 from safety_monitor.specs.compile import compile_formula
 from safety_monitor.specs.equivalence import (
     Entry, dfa_equivalence, formula_equivalence, load_entries, rates_by_model, score_candidates,
@@ -16,6 +24,7 @@ from safety_monitor.specs.ltlf import (
 )
 
 BOUND = 4
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def shortest_difference(fa, fb, atoms, bound=BOUND):
@@ -136,3 +145,98 @@ def test_cli_pair_and_batch(tmp_path, capsys):
     assert [s["verdict"] for s in report["scores"]] == ["equivalent", "syntax_error"]
     with pytest.raises(SystemExit):  # usage error: two formulas, or --candidates with --reference
         main(["equiv", "G(a)"])
+
+
+def dense_equivalence(a, b):
+    """The search before letter classes, kept as the reference: it steps on all 2**n union letters."""
+    atoms = tuple(sorted(set(a.atoms) | set(b.atoms)))
+
+    def letter_map(own):
+        letters = np.arange(1 << len(atoms))
+        out = np.zeros_like(letters)
+        for i, atom in enumerate(own):
+            out |= ((letters >> atoms.index(atom)) & 1) << i
+        return out
+
+    ta, tb = a.table[:, letter_map(a.atoms)], b.table[:, letter_map(b.atoms)]
+    nb, n_letters = b.n_states, 1 << len(atoms)
+    seen = np.zeros(a.n_states * nb, dtype=bool)
+    parent = np.full(a.n_states * nb, -1, dtype=np.int64)
+    via = np.zeros(a.n_states * nb, dtype=np.int64)
+    frontier = np.array([a.initial * nb + b.initial], dtype=np.int64)
+    level = 0
+    while frontier.size:
+        level += 1
+        successors = (ta[frontier // nb] * nb + tb[frontier % nb]).reshape(-1)
+        fresh = np.flatnonzero(~seen[successors])
+        pairs, first = np.unique(successors[fresh], return_index=True)
+        order = np.argsort(first)
+        pairs, first = pairs[order], fresh[first[order]]
+        seen[pairs] = True
+        parent[pairs] = frontier[first // n_letters]
+        via[pairs] = first % n_letters
+        differs = np.flatnonzero(a.accepting[pairs // nb] != b.accepting[pairs % nb])
+        if differs.size:
+            target = int(pairs[differs[0]])
+            accepted = "A" if a.accepting[target // nb] else "B"
+            letters = []
+            for _ in range(level):
+                letters.append(int(via[target]))
+                target = int(parent[target])
+            trace = tuple({atom: bool(x >> i & 1) for i, atom in enumerate(atoms)} for x in reversed(letters))
+            return False, trace, accepted
+        frontier = pairs
+    return True, (), None
+
+
+def small_formulas(atoms):
+    leaf = st.sampled_from([Atom(x) for x in atoms])
+    return st.recursive(leaf, lambda sub: st.one_of(
+        sub.map(Not), sub.map(Next), sub.map(WeakNext), sub.map(Always), sub.map(Eventually),
+        st.tuples(sub, sub).map(And), st.tuples(sub, sub).map(Or),
+        st.tuples(sub, sub).map(lambda p: Implies(*p)), st.tuples(sub, sub).map(lambda p: Until(*p)),
+        st.tuples(sub, sub).map(lambda p: Release(*p)),
+    ), max_leaves=6)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_formulas(("a", "b", "c")), small_formulas(("b", "c", "d")), st.booleans())
+def test_letter_class_search_gives_the_dense_search_answer(fa, fb, same):
+    """Same verdict, same shortest trace, same accepting side as stepping on every union letter."""
+    a, b = compile_formula(to_text(fa)), compile_formula(to_text(Not(Not(fa)) if same else fb))
+    with mock.patch.object(equivalence, "SMALL_UNION", 0):  # letter classes even for these few atoms
+        result = dfa_equivalence(a, b)
+    assert (result.equivalent, result.trace, result.accepted_by) == dense_equivalence(a, b)
+
+
+SIXTEEN_P = "G(" + " | ".join(f"p{i}" for i in range(16)) + ")"
+SIXTEEN_Q = SIXTEEN_P.replace("p", "q")
+
+
+def test_sixteen_atoms_on_each_side_through_the_cli():
+    """32 union atoms: the dense search allocated 2**32 letters and died in a MemoryError (exit 1)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run([sys.executable, "-m", "safety_monitor.cli", "equiv", SIXTEEN_P, SIXTEEN_Q, "--json"],
+                          check=False, capture_output=True, text=True, env=env, timeout=600)
+    assert (proc.returncode, proc.stderr) == (1, "")
+    out = json.loads(proc.stdout)
+    assert out["equivalent"] is False and len(out["trace"]) == 1
+    frame = out["trace"][0]
+    # a one-frame trace with some p and no q true (or the other way round) is accepted by exactly one side
+    assert any(frame[f"p{i}"] for i in range(16)) != any(frame[f"q{i}"] for i in range(16))
+    assert out["accepted_by"] == ("A" if any(frame[f"p{i}"] for i in range(16)) else "B")
+    assert formula_equivalence(SIXTEEN_P, SIXTEEN_P.replace("G(", "G(p0 | ")).equivalent
+
+
+def test_a_product_beyond_the_bounds_is_a_one_line_refusal(monkeypatch, capsys):
+    monkeypatch.setattr(equivalence, "MAX_LETTER_CLASSES", 3)
+    assert main(["equiv", SIXTEEN_P, SIXTEEN_Q]) == 2  # 2 x 2 behaviour classes: refused
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "equivalence check refused" in err and "more than 3" in err
+    monkeypatch.setattr(equivalence, "MAX_LETTER_CLASSES", 4)
+    monkeypatch.setattr(equivalence, "MAX_PRODUCT_STEPS", 3)
+    assert main(["equiv", SIXTEEN_P, SIXTEEN_Q]) == 2
+    assert "equivalence check refused" in capsys.readouterr().err
+    monkeypatch.setattr(equivalence, "MAX_PRODUCT_PAIRS", 3)
+    assert main(["equiv", SIXTEEN_P, SIXTEEN_Q]) == 2
+    assert "2 x 2 state pairs" in capsys.readouterr().err

@@ -1,4 +1,6 @@
 """Argument errors of `ctl` and `equiv` exit 2 before any work and say what is wrong or missing."""
+import json
+
 import pytest
 
 from safety_monitor.cli import main
@@ -79,3 +81,39 @@ def test_every_command_has_a_description_on_its_help_page():
 
     missing = [name for name, sub in pages(build_parser()) if not sub.description]
     assert not missing, missing
+
+
+def test_ctl_verdict_does_not_depend_on_the_other_formulas(tmp_path, capsys):
+    """Over `a` alone both runs start alike, so EX EX a holds at the one root; the runs differ in `b` at
+    frame 0, which must not split that root when a formula over `b` is checked in the same command."""
+    t1, t2 = tmp_path / "t1.jsonl", tmp_path / "t2.jsonl"
+    t1.write_text('{"a": false, "b": false}\n{"a": false, "b": false}\n{"a": true, "b": false}\n')
+    t2.write_text('{"a": false, "b": true}\n{"a": true, "b": true}\n')
+    alone = main(["ctl", str(t1), str(t2), "--formula", "EX EX a", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert alone == 0 and [r["holds"] for r in report["results"]] == [True]
+    together = main(["ctl", str(t1), str(t2), "--formula", "EX EX a", "--formula", "b | !b",
+                     "--formula", "EX EX (a | b)", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert [r["holds"] for r in report["results"]] == [True, True, False]  # over a and b the roots differ
+    assert together == 1 and report["tree"]["trees"] == 3
+
+
+@pytest.mark.parametrize("error", [MemoryError(), RuntimeError("boom\nsecond line")])
+def test_a_crash_is_exit_2_with_one_line_never_1(error, monkeypatch, capsys, tmp_path):
+    """Exit 1 means 'not equivalent' or 'violated' to scripts; a crash must not look like a verdict."""
+    from safety_monitor.specs import equivalence
+
+    def crash(*args, **kwargs):
+        raise error
+
+    monkeypatch.delenv("SAFETY_MONITOR_TRACEBACK", raising=False)
+    monkeypatch.setattr(equivalence, "formula_equivalence", crash)
+    monkeypatch.setattr(trajectories, "load", crash)
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"a": true}\n')
+    for argv in (["equiv", "G(a)", "G(b)"], ["ctl", str(trace), "--formula", "AG a"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith(f"safety-monitor {argv[0]}: ") and "Traceback" not in err
+        assert ("out of memory" in err) if isinstance(error, MemoryError) else ("RuntimeError: boom" in err)

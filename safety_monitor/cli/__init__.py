@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from typing import NoReturn
 
@@ -71,4 +72,14 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except MemoryError:
+        print(f"{command}: error: out of memory", file=sys.stderr)
+        return 2
+    except Exception as exc:  # a bug; exit 2, since 1 means "violated" or "not equivalent" to scripts
+        if os.environ.get("SAFETY_MONITOR_TRACEBACK"):
+            raise
+        what = (str(exc).strip().splitlines() or [""])[0]
+        print(f"{command}: internal error: {type(exc).__name__}: {what} "
+              "(set SAFETY_MONITOR_TRACEBACK=1 for the traceback)", file=sys.stderr)
+        return 2
 

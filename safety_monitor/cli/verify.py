@@ -158,31 +158,40 @@ def _ctl(args: argparse.Namespace) -> int:
     found = trajectories.load(args.traces)
     if args.sim:
         found += trajectories.from_workcell(args.sim, range(seeds), faults)
+    unknown = args.unknown or ("last" if args.sim else "error")
+    # each formula is checked on the tree over its own atoms, so its verdict never depends on the other
+    # formulas of the command (trajectories that differ only elsewhere merge); one tree per atom set
     started = time.perf_counter()
-    atoms = {a for _, _, formula, _ in todo for a in ctl_atoms(formula)}
-    tree = trajectories.merge(found, args.unknown or ("last" if args.sim else "error"), atoms)
+    checkers: dict[tuple[str, ...], TreeChecker] = {}
+    for _, _, formula, _ in todo:
+        atoms = ctl_atoms(formula)
+        if atoms not in checkers:
+            checkers[atoms] = TreeChecker(trajectories.merge(found, unknown, atoms))
     merged = time.perf_counter()
-    checker = TreeChecker(tree)
     results, counterexamples = [], []
     for name, category, formula, ltl in todo:
+        checker = checkers[ctl_atoms(formula)]
         result = checker.check(formula)
         row = {"property": name, "ctl": ctl_text(formula), "holds": result.holds}
         if ltl is not None:
             row["ltl"] = ltl
         if not result.holds:
-            cx = from_ctl(result, tree, name, category)
+            cx = from_ctl(result, checker.tree, name, category)
             counterexamples.append(cx)
             row["counterexample"] = cx.to_json()
         results.append(row)
     checked = time.perf_counter()
     if args.feedback:
         _write(args.feedback, feedback_json(counterexamples))
-    summary = {"trajectories": len(tree.names), "frames": tree.n_frames, "nodes": tree.n_nodes,
+    trees = [c.tree for c in checkers.values()]
+    summary = {"trajectories": len(found), "frames": sum(len(t.frames) for t in found), "trees": len(trees),
+               "nodes": sum(t.n_nodes for t in trees),
                "merge_s": round(merged - started, 4), "check_s": round(checked - merged, 4)}
     if args.json:
         print(json.dumps({"tree": summary, "results": results, "not_lifted": not_lifted}, indent=2))
     else:
-        print(f"{summary['trajectories']} trajectories, {summary['frames']} frames -> {summary['nodes']} tree nodes "
+        trees = f"{summary['trees']} trees (one per formula atom set), " if summary["trees"] > 1 else ""
+        print(f"{summary['trajectories']} trajectories, {summary['frames']} frames -> {trees}{summary['nodes']} tree nodes "
               f"(merged in {summary['merge_s']:.3f} s, checked in {summary['check_s']:.3f} s)")
         for row in results:
             what = row["ctl"] if row["property"] == row["ctl"] else f"{row['property']}: {row['ctl']}"

@@ -99,7 +99,8 @@ def _load(path: Path, canonical: str) -> TableDFA | None:
             meta = json.loads(str(z["meta"]))
             if meta["formula"] != canonical:
                 return None
-            return _finish(canonical, tuple(meta["atoms"]), z["table"], int(meta["initial"]), z["accepting"])
+            table = z["table"]
+            return _finish(canonical, tuple(meta["atoms"]), table, int(meta["initial"]), z["accepting"], _successors(table))
     except (OSError, EOFError, KeyError, ValueError, zipfile.BadZipFile, zlib.error):
         return None
 
@@ -170,11 +171,13 @@ def _run_mona(program: str, canonical: str) -> str:
     return proc.stdout
 
 
-_STATE_LINE = re.compile(r"^State (\d+): ([01X]*) -> state (\d+)$")
-
-
 def _table_from_mona(output: str, atoms: tuple[str, ...], canonical: str) -> TableDFA:
-    """Dense table from MONA's `-w` listing; every check here guards against a bogus automaton."""
+    """Dense table from MONA's `-w` listing; every check here guards against a bogus automaton.
+
+    Each listed line is a cube (some bits fixed, the X bits free) of one state's letters. The lines are
+    parsed in one pass and the cubes expanded group by group (all cubes with the same number of free
+    bits at once), so the cost is linear in MONA's lines plus the table's size.
+    """
     free = re.search(r"DFA for formula with free variables:(.*)", output)
     accepting_line = re.search(r"Accepting states:(.*)", output)
     count = re.search(r"Automaton has (\d+) states?", output)
@@ -185,43 +188,70 @@ def _table_from_mona(output: str, atoms: tuple[str, ...], canonical: str) -> Tab
         raise ToolMissingError(f"MONA's variables {mona_vars} do not match the formula's atoms {list(atoms)}: automaton rejected")
     n_mona = int(count.group(1))
     n_letters = 1 << len(atoms)
-    # MONA's pattern position k is variable mona_vars[k]; our letter bit i is atoms[i].
-    bit_of = [atoms.index(v) for v in mona_vars]
-    raw = np.full((n_mona, n_letters), -1, dtype=np.int64)
-    for line in output.splitlines():
-        m = _STATE_LINE.match(line.strip())
-        if not m:
-            continue
-        src, pattern, dst = int(m.group(1)), m.group(2), int(m.group(3))
-        if len(pattern) != len(atoms):
-            raise ToolMissingError(f"MONA transition {line!r} has the wrong width: automaton rejected")
-        raw[src, _letters_matching(pattern, bit_of, n_letters)] = dst
-    if (raw < 0).any():
-        raise ToolMissingError(f"MONA's automaton for {canonical!r} is incomplete: automaton rejected")
+    lines = _state_lines(len(atoms)).findall(output)
+    if not lines or len(lines) != output.count(" -> state "):
+        raise ToolMissingError(f"MONA's transitions for {canonical!r} are missing or have the wrong width: automaton rejected")
+    src = np.array([m[0] for m in lines], dtype=np.int64)
+    dst = np.array([m[2] for m in lines], dtype=np.int64)
+    if src.max() >= n_mona or dst.max() >= n_mona:
+        raise ToolMissingError(f"MONA's automaton for {canonical!r} names a state beyond its {n_mona}: automaton rejected")
+    chars = np.frombuffer("".join(m[1] for m in lines).encode("ascii"), dtype=np.uint8).reshape(len(lines), len(atoms))
+    # MONA's pattern position k is variable mona_vars[k]; our letter bit i is atoms[i]: reorder the columns
+    chars = chars[:, [mona_vars.index(a) for a in atoms]]
+    raw = np.full(n_mona * n_letters, -1, dtype=np.int32)
+    written = 0
+    for rows, letters in _cube_letters(chars):
+        raw[(src[rows, None] * n_letters + letters).ravel()] = np.repeat(dst[rows], letters.shape[1])
+        written += letters.size
+    raw = raw.reshape(n_mona, n_letters)
+    if written != raw.size or (raw < 0).any():  # the cubes of each state must partition its letters exactly
+        raise ToolMissingError(f"MONA's automaton for {canonical!r} is incomplete or overlapping: automaton rejected")
     if len(set(raw[0].tolist())) != 1:
         raise ToolMissingError("MONA's state 0 is not the expected dummy start state: automaton rejected")
     accepting = np.zeros(n_mona, dtype=bool)
     accepting[[int(s) for s in accepting_line.group(1).split()]] = True
-    return _finish(canonical, atoms, raw, int(raw[0, 0]), accepting)
+    edges = np.unique(src * n_mona + dst)
+    return _finish(canonical, atoms, raw, int(raw[0, 0]), accepting, _edge_lists(edges // n_mona, edges % n_mona, n_mona))
 
 
-def _letters_matching(pattern: str, bit_of: list[int], n_letters: int) -> np.ndarray:
-    letters = np.arange(n_letters)
-    mask = np.ones(n_letters, dtype=bool)
-    for k, ch in enumerate(pattern):
-        if ch != "X":
-            mask &= ((letters >> bit_of[k]) & 1) == int(ch)
-    return letters[mask]
+@functools.lru_cache(maxsize=MAX_ATOMS + 1)
+def _state_lines(width: int) -> re.Pattern:
+    """One transition line of MONA's `-w` listing, with a pattern of exactly `width` symbols."""
+    return re.compile(rf"^[ \t]*State (\d+): ([01X]{{{width}}}) -> state (\d+)[ \t]*$", re.MULTILINE)
 
 
-def _finish(canonical: str, atoms: tuple[str, ...], raw: np.ndarray, start: int, accepting: np.ndarray) -> TableDFA:
-    """Keep the states reachable from `start`, numbered in BFS order (start = 0), and find the sink."""
+def _cube_letters(chars: np.ndarray):
+    """For each number k of free bits: the lines with k X's and, per line, its 2**k letters (one row each).
+
+    `chars` holds one pattern per line, column i for letter bit i ('0', '1' or 'X').
+    """
+    weight = np.int64(1) << np.arange(chars.shape[1], dtype=np.int64)
+    packed = np.packbits(chars == ord("1"), axis=1, bitorder="little").astype(np.int64)
+    fixed = (packed << (8 * np.arange(packed.shape[1], dtype=np.int64))).sum(axis=1)
+    is_free = chars == ord("X")
+    n_free = is_free.sum(axis=1)
+    for k in np.unique(n_free).tolist():
+        rows = np.flatnonzero(n_free == k)
+        # bit weights of each line's free positions, in position order (np.nonzero is row-major)
+        free_weight = weight[np.nonzero(is_free[rows])[1]].reshape(rows.size, k)
+        letters = fixed[rows, None]
+        for j in range(k):  # double the letter set of every line once per free bit
+            letters = np.concatenate([letters, letters + free_weight[:, j, None]], axis=1)
+        yield rows, letters
+
+
+def _finish(canonical: str, atoms: tuple[str, ...], raw: np.ndarray, start: int, accepting: np.ndarray,
+            successors: list[list[int]]) -> TableDFA:
+    """Keep the states reachable from `start`, numbered in BFS order (start = 0), and find the sink.
+
+    `successors[s]` lists the distinct successors of state s in `raw`, sorted.
+    """
     order = [start]
     index = {start: 0}
     queue = deque([start])
     while queue:
         s = queue.popleft()
-        for t in np.unique(raw[s]).tolist():
+        for t in successors[s]:
             if t not in index:
                 index[t] = len(order)
                 order.append(t)
@@ -233,18 +263,42 @@ def _finish(canonical: str, atoms: tuple[str, ...], raw: np.ndarray, start: int,
     acc = np.asarray(accepting, dtype=bool)[order]
     table.setflags(write=False)
     acc.setflags(write=False)
-    return TableDFA(canonical, atoms, table, 0, acc, rejecting_sink(table, acc))
+    renumbered = [[index[t] for t in successors[s]] for s in order]
+    return TableDFA(canonical, atoms, table, 0, acc, _sink(renumbered, acc))
+
+
+def _successors(table: np.ndarray) -> list[list[int]]:
+    """Distinct successors of every state, each list sorted: one vectorised pass over the table."""
+    n = table.shape[0]
+    if n * n <= 1 << 24:  # a dense bool adjacency matrix is cheaper than sorting the table
+        adjacent = np.zeros((n, n), dtype=bool)
+        adjacent[np.arange(n)[:, None], table] = True
+        return _edge_lists(*np.nonzero(adjacent), n)
+    edges = np.unique(np.arange(n, dtype=np.int64)[:, None] * n + table)
+    return _edge_lists(edges // n, edges % n, n)
+
+
+def _edge_lists(src: np.ndarray, dst: np.ndarray, n: int) -> list[list[int]]:
+    """Per state, the targets of its edges, given as (src, dst) arrays sorted by source then target."""
+    out: list[list[int]] = [[] for _ in range(n)]
+    for s, t in zip(src.tolist(), dst.tolist()):
+        out[s].append(t)
+    return out
 
 
 def rejecting_sink(table: np.ndarray, accepting: np.ndarray) -> np.ndarray:
     """States from which no accepting state is reachable (backward reachability from accepting)."""
-    n = table.shape[0]
-    preds: list[set[int]] = [set() for _ in range(n)]
-    for s in range(n):
-        for t in np.unique(table[s]).tolist():
-            preds[t].add(s)
-    alive = accepting.copy()
-    queue = deque(np.flatnonzero(accepting).tolist())
+    return _sink(_successors(table), accepting)
+
+
+def _sink(successors: list[list[int]], accepting: np.ndarray) -> np.ndarray:
+    """`rejecting_sink` on the successor lists: backward reachability from the accepting states."""
+    preds: list[list[int]] = [[] for _ in successors]
+    for s, targets in enumerate(successors):
+        for t in targets:
+            preds[t].append(s)
+    alive = np.array(accepting, dtype=bool)
+    queue = deque(np.flatnonzero(alive).tolist())
     while queue:
         t = queue.popleft()
         for s in preds[t]:
