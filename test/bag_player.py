@@ -13,8 +13,9 @@ recording's. Nothing here waits for wall seconds: the pace is set by what the no
   is the node clock, so a quiet period also proves every node's clock reached the last `/clock` sent
   (`/clock` is best effort: it is sent again until it has).
 - The player settles (a quiet period) once `window` messages went out on one topic, so no queue (200 deep
-  per topic, and the estimator's predicates to the monitor) can overflow however slow a node is, and around every jump of the log time longer than `jump_s`, so a watchdog running on
-  the node clock fires by the recorded time, before the message after the gap arrives.
+  per topic, and the estimator's predicates to the monitor) can overflow however slow a node is, and
+  around every jump of the log time longer than `jump_s`, so a watchdog running on the node clock fires
+  by the recorded time, before the message after the gap arrives.
 
 Anything that is not a node's behaviour (a node that dies, a link that never matches) raises PlaybackError,
 never AssertionError, so a strict xfail cannot hide it.
@@ -32,8 +33,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
 
 from safety_monitor.io.bag import BagReader
 
@@ -118,10 +122,6 @@ class LockstepPlayer:
     def __init__(self, context, ns: str, processes: Iterable[NodeProcess], sources: Iterable[str], monitor: str,
                  subscribers: Mapping[str, int], answers: str | None = None, answered: str | None = None,
                  in_flight: int = 50, window: int = 100, jump_s: float = 1.0, quiet: int = 3) -> None:
-        import rclpy
-        from diagnostic_msgs.msg import DiagnosticArray
-        from rosgraph_msgs.msg import Clock
-
         self.ns, self.processes = ns, list(processes)
         self.subscribers, self.answered = dict(subscribers), answered
         self.in_flight, self.window, self.jump_ns, self.quiet = in_flight, window, round(jump_s * 1e9), quiet
@@ -135,7 +135,6 @@ class LockstepPlayer:
         self._answer_topic = answers
         if answers is not None:
             self.node.create_subscription(DiagnosticArray, ns + answers, self._on_answer, TAKE_QOS, raw=True)
-        self._Clock = Clock
         self._clock_pub = self.node.create_publisher(Clock, ns + "/clock", SEND_QOS)
         self._pubs: dict[str, object] = {}
         self.clock_ns: int | None = None
@@ -176,7 +175,7 @@ class LockstepPlayer:
         return pub
 
     def _send_clock(self) -> None:
-        msg = self._Clock()
+        msg = Clock()
         msg.clock.sec, msg.clock.nanosec = divmod(self.clock_ns, 1_000_000_000)
         self._clock_pub.publish(msg)
 
@@ -191,10 +190,10 @@ class LockstepPlayer:
             marks = {name: s.count for name, s in self.sources.items()}
 
             def quiet() -> bool:
-                return all(s.count >= marks[name] + self.quiet and (self.clock_ns is None or s.stamp_ns == self.clock_ns)
+                return all(s.count >= marks[name] + self.quiet and s.stamp_ns == self.clock_ns
                            for name, s in self.sources.items())
 
-            self._spin_until(quiet, "quiet period", each=self._send_clock if self.clock_ns is not None else None)
+            self._spin_until(quiet, "quiet period", each=self._send_clock)
             if self._progress() == before:
                 return
 
