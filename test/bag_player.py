@@ -4,6 +4,13 @@ Every message goes out in the bag's order, as its recorded bytes, on the nodes' 
 carries each message's log time first (the nodes run with `use_sim_time`), so their clock is the
 recording's. Nothing here waits for wall seconds: the pace is set by what the nodes send back.
 
+- Order across topics: DDS keeps order within a topic only (a reliable retransmission under load lets a
+  later message on another topic overtake). A message is sent only once every earlier message on other
+  topics is acknowledged, i.e. in the node's queue, which its executor takes in arrival order.
+- Links: the player waits for its publishers to match the nodes' subscriptions. The estimator's link to
+  the monitor cannot be seen from outside; the first frame proves it (the monitor steps it), else
+  NotConnected asks for a fresh start: a fact about discovery under load, not about the drivers.
+
 - Answers: in the robot-state layer the estimator answers each frame with a predicates message; at most
   `in_flight` joint messages go out unanswered. A joint message that makes no frame (NaN, time going
   back) is never answered: a quiet period without answers says so.
@@ -17,13 +24,22 @@ recording's. Nothing here waits for wall seconds: the pace is set by what the no
   around every jump of the log time longer than `jump_s`, so a watchdog running on the node clock fires
   by the recorded time, before the message after the gap arrives.
 
-Anything that is not a node's behaviour (a node that dies, a link that never matches) raises PlaybackError,
-never AssertionError, so a strict xfail cannot hide it.
+Fast DDS repairs a lost sample, and answers `wait_for_all_acked`, at its writers' heartbeat, every 3 s
+by default: `dds_env` gives the player and the nodes a profile that beats every millisecond, so order is
+kept at the cost of a round trip, not seconds. Fast DDS reads it once per process: run this file as a
+script (`python bag_player.py BAG --folder F --params P [--estimator]`, what `play` does) so the player
+has a process of its own. It starts the nodes, plays, stops them, and writes F/result.json.
+
+Anything that is not a node's behaviour (a node that dies, a link that never matches) is a PlaybackError
+(exit 1; NotConnected exits 3: start again), never a test assertion, so a strict xfail cannot hide it.
 """
 from __future__ import annotations
 
+import argparse
 import importlib
+import json
 import os
+import uuid
 import signal
 import subprocess
 import sys
@@ -35,6 +51,7 @@ from pathlib import Path
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.duration import Duration
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
@@ -44,10 +61,25 @@ from safety_monitor.io.bag import BagReader
 GUARD_S = 300.0  # a failure guard only: no wait is expected to come near it, however slow the machine
 SEND_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000, reliability=ReliabilityPolicy.RELIABLE)
 TAKE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+NOT_CONNECTED = 3  # exit code: the nodes were not connected yet (start again with fresh processes)
+OBJECTS = ("mug", "plate", "raw_chicken", "cube")  # the workcell's objects: the estimator's pose topics
+FASTDDS_PROFILE = """<?xml version="1.0" encoding="UTF-8"?>
+<dds xmlns="http://www.eprosima.com">
+  <profiles>
+    <data_writer profile_name="differential_test_writer" is_default_profile="true">
+      <times><heartbeat_period><sec>0</sec><nanosec>1000000</nanosec></heartbeat_period></times>
+    </data_writer>
+  </profiles>
+</dds>
+"""
 
 
 class PlaybackError(RuntimeError):
     """The playback itself failed (a node died or never connected): not a difference between drivers."""
+
+
+class NotConnected(PlaybackError):
+    """The monitor did not step the first frame: a link between the nodes was not up yet (start again)."""
 
 
 @dataclass
@@ -121,9 +153,10 @@ class LockstepPlayer:
 
     def __init__(self, context, ns: str, processes: Iterable[NodeProcess], sources: Iterable[str], monitor: str,
                  subscribers: Mapping[str, int], answers: str | None = None, answered: str | None = None,
-                 in_flight: int = 50, window: int = 100, jump_s: float = 1.0, quiet: int = 3) -> None:
+                 in_flight: int = 50, window: int = 100, jump_s: float = 1.0, quiet: int = 4) -> None:
         self.ns, self.processes = ns, list(processes)
         self.subscribers, self.answered = dict(subscribers), answered
+        self.first_frame = answered or next(t for t, n in self.subscribers.items() if n)  # what makes frame 0
         self.in_flight, self.window, self.jump_ns, self.quiet = in_flight, window, round(jump_s * 1e9), quiet
         self.node = rclpy.create_node("bag_player", namespace=ns, context=context)
         self.executor = SingleThreadedExecutor(context=context)
@@ -139,6 +172,8 @@ class LockstepPlayer:
         self._pubs: dict[str, object] = {}
         self.clock_ns: int | None = None
         self._sent_answered = self._written_off = 0
+        self._callbacks = 0  # callbacks run (to tell when the subscriptions' queues are empty)
+        self._unacked: set[str] = set()  # topics with messages not yet acknowledged by every subscription
 
     # ------------------------------------------------------------------------------ receiving
     def _on_diagnostics(self, msg) -> None:
@@ -148,9 +183,11 @@ class LockstepPlayer:
                 source.count += 1
                 source.stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
                 source.values = {kv.key: kv.value for kv in status.values}
+        self._callbacks += 1
 
     def _on_answer(self, _raw: bytes) -> None:
         self.answers += 1
+        self._callbacks += 1
 
     def monitor_frames(self) -> int:
         """The monitor's frame count in its last diagnostics (read after a quiet period: it is final)."""
@@ -182,10 +219,29 @@ class LockstepPlayer:
     def _progress(self) -> tuple[int, str | None]:
         return self.answers, self.monitor.values.get("frame")
 
+    def _drain(self) -> None:
+        """Take every message already received, so that what is counted next was sent after this."""
+        while True:
+            before = self._callbacks
+            self.executor.spin_once(timeout_sec=0)
+            if self._callbacks == before:
+                return
+
+    def _acked(self) -> None:
+        """Every message sent so far is in the nodes' queues (acknowledged by each reliable subscription)."""
+        for topic in self._unacked:
+            if not self._pubs[topic].wait_for_all_acked(Duration(seconds=GUARD_S)):
+                raise PlaybackError(f"{topic}: messages not acknowledged within {GUARD_S:g} s")
+        self._unacked.clear()
+
     def settle(self) -> None:
         """A quiet period: `quiet` diagnostics from every node, each stamped at the last clock sent, with
-        no answer and no monitor step in between (repeated until one passes without)."""
+        no answer and no monitor step in between (repeated until one passes without). What was sent is
+        in the nodes' queues first, and what was received is taken, so that the diagnostics counted come
+        from timers that fired after it (one may still have been on its way: `quiet` is more than one)."""
+        self._acked()
         while True:
+            self._drain()
             before = self._progress()
             marks = {name: s.count for name, s in self.sources.items()}
 
@@ -223,6 +279,7 @@ class LockstepPlayer:
         self.clock_ns = messages[0][2]
         self.settle()  # every node's clock at the recording's start before its first message
         since_settle: Counter[str] = Counter()  # messages per topic since the last quiet period
+        proven = False  # the monitor stepped the first frame
         for topic, msgtype, log_ns, raw in messages:
             if log_ns != self.clock_ns:
                 jump = log_ns - self.clock_ns > self.jump_ns
@@ -236,8 +293,17 @@ class LockstepPlayer:
             if topic == self.answered:
                 self._wait_for_answers()
                 self._sent_answered += 1
+            if self._unacked and (topic == self.answered) != (self.answered in self._unacked):
+                self._acked()  # a frame's slower streams are in before its joints, its joints before the next
             self._pub(topic, msgtype).publish(raw)
+            self._unacked.add(topic)
             since_settle[topic] += 1
+            if not proven and topic == self.first_frame:
+                self.settle()
+                since_settle.clear()
+                if self._progress()[1] in (None, "0"):
+                    raise NotConnected("the monitor did not step the first frame: a link was not up")
+                proven = True
             if since_settle[topic] >= self.window:
                 self.settle()
                 since_settle.clear()
@@ -260,3 +326,82 @@ class LockstepPlayer:
 
     def close(self) -> None:
         self.node.destroy_node()
+
+
+def dds_env(folder: Path) -> dict[str, str]:
+    """The environment for the player's process and the nodes': Fast DDS writers that beat every millisecond."""
+    profile = folder / "fastdds_profile.xml"
+    profile.write_text(FASTDDS_PROFILE)
+    return {**os.environ, "FASTDDS_DEFAULT_PROFILES_FILE": str(profile)}
+
+
+def play_into_nodes(bag: Path, folder: Path, params: Path, estimator: bool) -> int:
+    """Start monitor_node (and estimator_node, which then takes the robot streams), play the bag, stop them:
+    the frames the monitor stepped. Its events are in folder/events.jsonl."""
+    ns = "/d" + uuid.uuid4().hex[:10]
+    hw = ns.strip("/")
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    procs: list[NodeProcess] = []
+    player = None
+    try:
+        procs.append(NodeProcess.start("monitor_node", folder, ns, params, "use_sim_time:=true",
+                                       f"events_log:={folder / 'events.jsonl'}"))
+        sources = [f"safety_monitor/{hw}: monitor"]
+        if estimator:
+            procs.append(NodeProcess.start("estimator_node", folder, ns, params, "use_sim_time:=true"))
+            sources.append(f"safety_monitor/{hw}: estimator inputs")
+            inputs = {"/joint_states": 1, "/wrist_wrench": 1, **{f"/objects/{name}/pose": 1 for name in OBJECTS}}
+            player = LockstepPlayer(context, ns, procs, sources, sources[0], inputs,
+                                    answers="/safety_monitor/predicates", answered="/joint_states")
+        else:
+            player = LockstepPlayer(context, ns, procs, sources, sources[0], {"/safety_monitor/predicates": 1})
+        player.play(bag)
+        frames = player.monitor_frames()
+        for p in procs:  # the monitor first: it closes the trace, logging the end-of-trace events
+            p.stop()
+        return frames
+    finally:
+        for p in procs:
+            p.kill()
+        if player is not None:
+            player.close()
+        context.try_shutdown()
+
+
+def play(bag: Path, folder: Path, params: Path, estimator: bool, attempts: int = 3) -> tuple[int, Path]:
+    """`play_into_nodes` in a process of its own (fresh nodes again while they were not connected yet):
+    the frames the monitor stepped and its event log."""
+    for attempt in range(attempts):
+        where = folder / f"attempt{attempt}"
+        where.mkdir(parents=True)
+        args = [sys.executable, __file__, str(bag), "--folder", str(where), "--params", str(params)]
+        done = subprocess.run(args + ["--estimator"] * estimator, env=dds_env(where), capture_output=True, text=True)
+        if done.returncode == 0:
+            return json.loads((where / "result.json").read_text())["frames"], where / "events.jsonl"
+        if done.returncode != NOT_CONNECTED:
+            raise PlaybackError(f"bag player exited with {done.returncode}:\n{done.stdout[-3000:]}{done.stderr[-6000:]}")
+    raise PlaybackError(f"the nodes were not connected in {attempts} attempts:\n{done.stderr[-3000:]}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("bag", type=Path)
+    parser.add_argument("--folder", type=Path, required=True, help="node logs, events.jsonl and result.json")
+    parser.add_argument("--params", type=Path, required=True, help="the nodes' parameter file")
+    parser.add_argument("--estimator", action="store_true", help="robot streams through estimator_node")
+    a = parser.parse_args(argv)
+    try:
+        frames = play_into_nodes(a.bag, a.folder, a.params, a.estimator)
+    except NotConnected as exc:
+        print(exc, file=sys.stderr)
+        return NOT_CONNECTED
+    except PlaybackError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    (a.folder / "result.json").write_text(json.dumps({"frames": frames}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

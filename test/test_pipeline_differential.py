@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,9 +29,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-rclpy = pytest.importorskip("rclpy")
+pytest.importorskip("rclpy")  # the nodes and the player need ROS 2
 
-from bag_player import LockstepPlayer, NodeProcess, PlaybackError  # noqa: E402
+import bag_player  # noqa: E402
+from bag_player import PlaybackError  # noqa: E402
 
 from safety_monitor.frames import PredicateSample, Wrench  # noqa: E402
 from safety_monitor.io import messages as m  # noqa: E402
@@ -390,35 +390,7 @@ def run_replay(bag: Path, params: Path, case: Case, specs: Path) -> Outcome:
 
 
 def run_live(bag: Path, params: Path, case: Case, folder: Path) -> Outcome:
-    ns = "/d" + uuid.uuid4().hex[:10]
-    hw = ns.strip("/")
-    log = folder / "events.jsonl"
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    procs: list[NodeProcess] = []
-    player = None
-    try:
-        procs.append(NodeProcess.start("monitor_node", folder, ns, params, "use_sim_time:=true", f"events_log:={log}"))
-        sources = [f"safety_monitor/{hw}: monitor"]
-        if case.robot:
-            procs.append(NodeProcess.start("estimator_node", folder, ns, params, "use_sim_time:=true"))
-            sources.append(f"safety_monitor/{hw}: estimator inputs")
-            inputs = {t: 1 for t in ("/joint_states", "/wrist_wrench")}
-            inputs.update({f"/objects/{name}/pose": 1 for name in ("mug", "plate", "raw_chicken", "cube")})
-            player = LockstepPlayer(context, ns, procs, sources, sources[0], inputs,
-                                    answers="/safety_monitor/predicates", answered="/joint_states")
-        else:
-            player = LockstepPlayer(context, ns, procs, sources, sources[0], {"/safety_monitor/predicates": 1})
-        player.play(bag)
-        frames = player.monitor_frames()
-        for p in procs:  # the monitor first: it closes the trace, logging the end-of-trace events
-            p.stop()
-    finally:
-        for p in procs:
-            p.kill()
-        if player is not None:
-            player.close()
-        context.try_shutdown()
+    frames, log = bag_player.play(bag, folder, params, estimator=case.robot)
     events = []
     for line in log.read_text().splitlines():
         record = json.loads(line)
