@@ -6,9 +6,10 @@ faults: monitor_node alone), and scores the same bag with replay under the same 
 node's JSON Lines event log and replay's events must be identical (property, kind, frame index, time and
 every other field), and so must the number of frames stepped and, derived from the events, the blind spans.
 
-Deterministic on any machine: `bag_player` paces in lockstep with the nodes (answers and quiet periods
-counted in messages) and publishes `/clock` with the log times, the nodes running with `use_sim_time`, so
-the recording's time is their clock. The watchdog limits are 20 s (no predicates) and 10 s (a frozen stamp)
+Deterministic on any machine: `bag_player` (a process of its own, which starts and stops the nodes) keeps
+the bag's order across topics, paces in lockstep with the nodes (answers and quiet periods counted in
+messages) and publishes `/clock` with the log times, the nodes running with `use_sim_time`, so the
+recording's time is their clock. The watchdog limits are 20 s (no predicates) and 10 s (a frozen stamp)
 of recorded time and the faults that need them last 15-30 s of recording, so a watchdog still on the wall
 clock would need a 10 s stall to fire (a quiet period takes a fraction of a second): no case passes or fails
 by the machine's speed, and no limit sits on a frame's time (see WRENCH_LATENCY, BACK_S, SPARSE).
