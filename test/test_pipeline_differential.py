@@ -15,8 +15,7 @@ clock would need a 10 s stall to fire (a quiet period takes a fraction of a seco
 by the machine's speed, and no limit sits on a frame's time (see WRENCH_LATENCY, BACK_S, SPARSE).
 
 Each case also checks that its fault is seen (the frames it should step, the blind frame a watchdog steps
-at the last frame's time), so the two drivers cannot agree by both missing it. Cases that need a behaviour
-the drivers lack today are strict xfails naming it: the one-pipeline refactor must make them pass.
+at the last frame's time), so the two drivers cannot agree by both missing it.
 """
 from __future__ import annotations
 
@@ -300,16 +299,6 @@ def predicates_undecodable(b: PredicateBag) -> None:
 
 
 # ------------------------------------------------------------------------------------- the cases
-WATCHDOG_ON_WALL_CLOCK = ("the monitor node's watchdog runs on the steady wall clock (time.monotonic, STEADY_TIME "
-                          "timers), not on the node clock, so with use_sim_time it never fires by recorded time")
-NO_WATCHDOG_IN_STATE_REPLAY = ("replay of the raw streams (_score_states) applies no predicates watchdog: when "
-                               "/joint_states makes no frame for predicates_timeout_s it steps no blind frame")
-FROZEN_ONLY_LIVE = "replay's _PredicateFrames ignores predicates_frozen_s (it waits predicates_timeout_s instead)"
-LOG_SEVERITY_CRASH = ("monitor_node dies (ValueError: Logger severity cannot be changed between calls): LogThrottle "
-                      "logs the undecodable message as an error and the frame gap it leaves as a warning from one "
-                      "call site, which rclpy refuses")
-
-
 @dataclass(frozen=True)
 class Case:
     """One input fault. `frames`: the frames the monitor must step; `blind_at`: times at which a watchdog
@@ -319,8 +308,6 @@ class Case:
     robot: bool  # robot-state streams through the estimator, else predicates straight into the monitor
     frames: int
     blind_at: tuple[float, ...] = ()
-    missing: tuple[str, ...] = ()  # behaviours the drivers lack today: a strict xfail naming them
-    crash: str = ""  # a node dies on this input today (a bug, reported): a strict xfail on PlaybackError
 
 
 CASES = {
@@ -330,28 +317,18 @@ CASES = {
     "robot-frozen-joint-stream": Case(robot_frozen_joints, True, 300),
     "robot-dropped-joint-messages": Case(robot_dropped_messages, True, 206),
     "robot-wrench-ends-early": Case(robot_wrench_ends_early, True, 250),
-    "robot-joint-stream-pause": Case(robot_joints_pause, True, 200, (t_of(99),),
-                                     (WATCHDOG_ON_WALL_CLOCK, NO_WATCHDOG_IN_STATE_REPLAY)),
-    "robot-joint-stream-ends-early": Case(robot_joints_end_early, True, 151, (t_of(149),),
-                                          (WATCHDOG_ON_WALL_CLOCK, NO_WATCHDOG_IN_STATE_REPLAY)),
+    "robot-joint-stream-pause": Case(robot_joints_pause, True, 200, (t_of(99),)),
+    "robot-joint-stream-ends-early": Case(robot_joints_end_early, True, 151, (t_of(149),)),
     "predicates-time-going-back": Case(predicates_time_back, False, 151, (t_of(99),)),
     "predicates-unknown": Case(predicates_unknown, False, 200),
     "predicates-lost-frames": Case(predicates_lost_frames, False, 200),
-    "predicates-undecodable-value": Case(predicates_undecodable, False, 149, crash=LOG_SEVERITY_CRASH),
-    "predicates-pause": Case(predicates_pause, False, 201, (t_of(99),), (WATCHDOG_ON_WALL_CLOCK,)),
-    "predicates-frozen-stamp": Case(predicates_frozen_stamp, False, 201, (t_of(99),),
-                                    (WATCHDOG_ON_WALL_CLOCK, FROZEN_ONLY_LIVE)),
-    "predicates-end-early": Case(predicates_end_early, False, 201, (t_of(199),), (WATCHDOG_ON_WALL_CLOCK,)),
+    "predicates-undecodable-value": Case(predicates_undecodable, False, 149),
+    "predicates-pause": Case(predicates_pause, False, 201, (t_of(99),)),
+    "predicates-frozen-stamp": Case(predicates_frozen_stamp, False, 201, (t_of(99),)),
+    "predicates-end-early": Case(predicates_end_early, False, 201, (t_of(199),)),
 }
 
 
-def _param(name: str, case: Case):
-    marks = []
-    if case.missing:
-        marks.append(pytest.mark.xfail(strict=True, raises=AssertionError, reason="; ".join(case.missing)))
-    if case.crash:
-        marks.append(pytest.mark.xfail(strict=True, raises=PlaybackError, reason=case.crash))
-    return pytest.param(name, marks=marks, id=name)
 
 
 # --------------------------------------------------------------------------------- the outcomes
@@ -417,7 +394,7 @@ def specs(tmp_path_factory) -> Path:
     return path
 
 
-@pytest.mark.parametrize("name", [_param(n, c) for n, c in CASES.items()])
+@pytest.mark.parametrize("name", list(CASES))
 def test_live_nodes_and_replay_give_the_same_events_frames_and_blind_spans(name, tmp_path, scene, specs):
     case = CASES[name]
     params = tmp_path / "nodes.yaml"

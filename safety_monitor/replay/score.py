@@ -357,7 +357,8 @@ def _score_predicates(bag: BagReader, config: ReplayConfig, result: BagResult,
                     unknown = col_unknown[i]
                     valuation = PredicateSample(dict(zip(keys, values[i].tolist())), 0.0, unknown=unknown).valuation()
                 step = frame(valuation, col_t[i], col_frame[i], col_stale[i], logged_at[i])
-            elif sample is _DROPPED:
+            elif sample is _DROPPED:  # `changed` compares with this row: the next row builds its own valuation
+                valuation = None
                 continue
             else:
                 valuation = unknown = None  # the next column row builds its own
