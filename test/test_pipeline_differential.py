@@ -32,7 +32,6 @@ import pytest
 pytest.importorskip("rclpy")  # the nodes and the player need ROS 2
 
 import bag_player  # noqa: E402
-from bag_player import PlaybackError  # noqa: E402
 
 from safety_monitor.frames import PredicateSample, Wrench  # noqa: E402
 from safety_monitor.io import messages as m  # noqa: E402
