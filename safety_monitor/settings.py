@@ -77,6 +77,12 @@ class EstimatorSettings:
     pose_stale_s: float = setting(0.0, "object pose older than this at a frame: its predicates unknown "
                                   "(0 = thresholds.yaml)", low=0.0)
     best_effort_inputs: bool = setting(False, "subscribe to the robot topics best effort (sensors that offer no more)")
+    topics_file: str = setting("", "topic mapping YAML, as replay's --topics takes it (joint_order, joint_names, "
+                               "gripper_joint_states, object_frames, base_frame, tf, ...); its keys win over the "
+                               "topics.* parameters ('' = none)")
+    robot_description_topic: str = setting("", "take the URDF from this std_msgs/String topic (transient local, as "
+                                           "robot_state_publisher publishes /robot_description) instead of the "
+                                           "robot description's urdf: file; STALE until it arrives ('' = off)")
     diagnostics_period_s: float = setting(1.0, "period of the /diagnostics heartbeat", low=0.0, above=True)
 
 

@@ -27,8 +27,10 @@ class _Grounder:
 
     predicates = ("p", "q")
     control_rate_hz = 500.0
-    thresholds = SimpleNamespace(max_age_s=SimpleNamespace(wrench=0.1, object_pose=0.25))
-    robot = SimpleNamespace(required_joints=NAMES, objects={"mug": None})
+    thresholds = SimpleNamespace(max_age_s=SimpleNamespace(wrench=0.1, object_pose=0.25),
+                                 joint_limits=SimpleNamespace(jump_factor=2.0))
+    robot = SimpleNamespace(required_joints=NAMES, objects={"mug": None}, base_body="base")
+    joint_limits: dict = {}  # no velocity limits: no jump issues
 
     def __init__(self, fail_at=()):
         self.fail_at, self.stepped, self.resets = set(fail_at), [], 0

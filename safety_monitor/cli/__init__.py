@@ -23,6 +23,7 @@ _COMMAND_MODULES = (
     "safety_monitor.cli.nodes",
     "safety_monitor.cli.replay",
     "safety_monitor.cli.robot",
+    "safety_monitor.cli.inspect",
 )
 
 

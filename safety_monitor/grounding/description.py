@@ -171,9 +171,12 @@ class RobotDescription:
         return out
 
 
-def load_robot_description(path: str | Path) -> RobotDescription:
+def load_robot_description(path: str | Path, urdf: Path | None = None) -> RobotDescription:
+    """`urdf`: the robot's URDF file in place of the description's `urdf:` (one received on /robot_description)."""
     path = Path(path)
     doc = read_config(path, "robot description")
+    if urdf is not None and isinstance(doc, dict):
+        doc["urdf"] = str(urdf.resolve())
     return parse_robot_description(doc, str(path), base_dir=path.parent)
 
 

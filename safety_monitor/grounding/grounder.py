@@ -341,11 +341,12 @@ def config_dir() -> Path:
     raise GroundingError(f"cannot find the config folder (looked in the ament share directory, {source} and {pip_share})")
 
 
-def load_default_grounder(control_rate_hz: float, config: str | Path | None = None) -> Grounder:
+def load_default_grounder(control_rate_hz: float, config: str | Path | None = None, urdf: Path | None = None) -> Grounder:
     """The one grounder factory (estimator node, replay, simbag, benchmarks). `config`: a robot description
     YAML, or a folder holding robot.yaml (the node's `config_dir`); None: the package's (`config_dir()`).
     objects.yaml and thresholds.yaml are read from the robot description's folder, each one the folder lacks
-    from the package's. The twin is built at once, so a robot YAML that does not match its MJCF fails here."""
+    from the package's. The twin is built at once, so a robot YAML that does not match its MJCF fails here.
+    `urdf`: the URDF in place of the description's `urdf:` (the estimator node's /robot_description)."""
     from safety_monitor.grounding.twin import twin_for
 
     path = Path(config) if config is not None else config_dir()
@@ -355,6 +356,6 @@ def load_default_grounder(control_rate_hz: float, config: str | Path | None = No
         own = robot_file.parent / name
         return own if own.is_file() else config_dir() / name
 
-    robot, thresholds = load_robot_description(robot_file), load_thresholds(beside("thresholds.yaml"))
+    robot, thresholds = load_robot_description(robot_file, urdf), load_thresholds(beside("thresholds.yaml"))
     return Grounder(robot, load_object_catalog(beside("objects.yaml")), thresholds, control_rate_hz,
                     twin=twin_for(robot, thresholds))

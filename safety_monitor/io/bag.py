@@ -567,6 +567,10 @@ class BagWriter:
     def write_pose(self, topic: str, t: float, pose: Pose, log_t: float | None = None) -> None:
         self.write(topic, m.pose_msg(self.types, t, pose), _log(t, log_t))
 
+    def write_tf(self, topic: str, transforms: Sequence[tuple[str, str, Pose, float]], log_t: float | None = None) -> None:
+        """One TFMessage of (parent, child, pose, stamp) transforms (`/tf` or `/tf_static`); logged at the newest stamp."""
+        self.write(topic, m.tf_msg(self.types, transforms), _log(max(t for *_, t in transforms), log_t))
+
     def write_clock(self, t: float, topic: str = "/clock", log_t: float | None = None) -> None:
         self.write(topic, m.clock_msg(self.types, t), _log(t, log_t))
 

@@ -97,6 +97,23 @@ def pose_of(msg: Any) -> tuple[Pose, float]:
     )
 
 
+def transforms_of(msg: Any) -> list[tuple[str, str, Pose, float]]:
+    """tf2_msgs/TFMessage -> (parent frame, child frame, child's Pose in the parent (w first), stamp) per
+    transform."""
+    out = []
+    for tr in msg.transforms:
+        p, q = tr.transform.translation, tr.transform.rotation
+        pose = Pose(position=np.array([p.x, p.y, p.z], dtype=np.float64),
+                    quaternion=np.array([q.w, q.x, q.y, q.z], dtype=np.float64))
+        out.append((str(tr.header.frame_id), str(tr.child_frame_id), pose, stamp_seconds(tr.header.stamp)))
+    return out
+
+
+def robot_description_of(msg: Any) -> str:
+    """std_msgs/String (/robot_description) -> the URDF text."""
+    return str(msg.data)
+
+
 # ------------------------------------------------------------------------------ message types
 def rosbags_types(typestore: Any = None) -> SimpleNamespace:
     """Message classes from a rosbags typestore (default: the newest ROS 2 store)."""
@@ -120,6 +137,10 @@ def rosbags_types(typestore: Any = None) -> SimpleNamespace:
         DiagnosticStatus=t["diagnostic_msgs/msg/DiagnosticStatus"],
         DiagnosticArray=t["diagnostic_msgs/msg/DiagnosticArray"],
         Clock=t["rosgraph_msgs/msg/Clock"],
+        Transform=t["geometry_msgs/msg/Transform"],
+        TransformStamped=t["geometry_msgs/msg/TransformStamped"],
+        TFMessage=t["tf2_msgs/msg/TFMessage"],
+        String=t["std_msgs/msg/String"],
     )
 
 
@@ -176,6 +197,18 @@ def wrench_msg(types: SimpleNamespace, t: float, wrench: Wrench, frame_id: str =
         header=header(types, t, frame_id),
         wrench=types.Wrench(force=_vector3(types, wrench.force), torque=_vector3(types, wrench.torque)),
     )
+
+
+def tf_msg(types: SimpleNamespace, transforms: Iterable[tuple[str, str, Pose, float]]) -> Any:
+    """(parent, child, child's pose in the parent, stamp) per transform -> tf2_msgs/TFMessage."""
+    out = []
+    for parent, child, pose, t in transforms:
+        w, x, y, z = (float(v) for v in pose.quaternion)
+        out.append(types.TransformStamped(
+            header=header(types, t, parent), child_frame_id=child,
+            transform=types.Transform(translation=_vector3(types, pose.position),
+                                      rotation=types.Quaternion(x=x, y=y, z=z, w=w))))
+    return types.TFMessage(transforms=out)
 
 
 def _vector3(types: SimpleNamespace, values: Iterable[float]) -> Any:

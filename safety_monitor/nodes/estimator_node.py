@@ -17,15 +17,18 @@ its queue) turn the diagnostics WARN (`frame_load`).
 """
 from __future__ import annotations
 
+import dataclasses
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 
 from safety_monitor.enums import IssueKind
-from safety_monitor.errors import SourceError
+from safety_monitor.errors import SafetyMonitorError, SourceError
 from safety_monitor.frames import PredicateSample
 from safety_monitor.grounding.grounder import load_default_grounder
 from safety_monitor.io import cdr
@@ -38,7 +41,7 @@ from safety_monitor.nodes.log_throttle import LogThrottle
 from safety_monitor.nodes.params import declare, declare_topics
 from safety_monitor.nodes.raw_decode import rclpy_decoder
 from safety_monitor.nodes.runtime import now_stamp, run_node
-from safety_monitor.pipeline.assemble import JOINTS, WRENCH, StreamMapping, pose_stream
+from safety_monitor.pipeline.assemble import GRIPPER_JOINTS, JOINTS, WRENCH, StreamMapping, pose_stream
 from safety_monitor.pipeline.decode import MessageType
 from safety_monitor.pipeline.estimator import Estimator, EstimatorStep, RolloutStart
 from safety_monitor.settings import EstimatorSettings
@@ -55,46 +58,84 @@ class EstimatorNode(Node):
         self._on_sample = on_sample
         p = self.params = declare(self, EstimatorSettings)
         self.topics = declare_topics(self)
-        self.grounder = load_default_grounder(p.control_rate_hz, p.config_dir or None)
-        robot = self.grounder.robot
-        mapping = StreamMapping(joint_states=self.topics.joint_states, wrench=self.topics.wrench or None,
-                                object_pose=self.topics.object_pose)
-        self.stage = Estimator(self.grounder, mapping, p)
+        self.mapping = _mapping(self.topics, p.topics_file)
+        self.stage: Estimator  # with the subscriptions to the inputs, once the robot's model is known (`_ready`)
+        self._ready = False
+        self._description_problem = ""  # why a received /robot_description could not be used
         self.issues: Counter[str] = Counter()
         self._throttled = LogThrottle(self.get_logger())
         self._hardware_id = self.get_namespace().strip("/").replace("/", "_") or "robot"  # as the monitor's default
 
         T = m.rclpy_types()
-        inputs = qos.input_qos(p.best_effort_inputs)
         self._writer = cdr.PredicateWriter(hardware_id=self.get_fully_qualified_name())
         self._pred_pub = self.create_publisher(T.DiagnosticArray, self.topics.predicates, qos.PREDICATES)
         self._diag_pub = self.create_publisher(T.DiagnosticArray, self.topics.diagnostics, qos.DIAGNOSTICS)
         self.create_subscription(T.DiagnosticArray, self.topics.episode, self._on_marker, qos.EPISODE)
         self._read_joints = rclpy_decoder(MessageType.JOINT_STATE, T.JointState)
+        self._read_gripper = rclpy_decoder(MessageType.JOINT_STATE, T.JointState)
         self._read_wrench = rclpy_decoder(MessageType.WRENCH_STAMPED, T.WrenchStamped)
         self._read_pose = rclpy_decoder(MessageType.POSE_STAMPED, T.PoseStamped)
-        if self.topics.wrench:
-            self.create_subscription(T.WrenchStamped, self.topics.wrench, self._on_wrench, inputs, raw=True)
-        for name in robot.objects:
-            self.create_subscription(T.PoseStamped, mapping.pose_topic(name),
-                                     lambda raw, n=name: self._on_pose(n, raw), inputs, raw=True)
-        self.create_subscription(T.JointState, self.topics.joint_states, self._on_joint_states, inputs, raw=True)
         self._last_joints: float | None = None  # node-clock arrival of the last /joint_states
         self._stale = False
         self._frozen = False  # /joint_states frozen, as the stage's last step said
         self._stale_streams: frozenset[str] = frozenset()
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(min(0.05, p.joint_states_timeout_s / 2), self._watchdog, clock=steady)
-        self._load = FrameLoad(p.control_rate_hz, self.stage.limits.joint_states)
+        self._load: FrameLoad
         self._last_load: LoadReport | None = None
         self._dropped: Counter[str] = Counter()  # /joint_states messages that made no frame this period, by kind
         self._last_dropped: Counter[str] = Counter()  # ... in the last finished period
         self.create_timer(p.diagnostics_period_s, self._on_period, clock=steady)
+        if p.robot_description_topic:
+            self._urdf_folder = tempfile.TemporaryDirectory(prefix="safety_monitor_urdf_")
+            self.create_subscription(_string_type(), p.robot_description_topic,
+                                     self._on_robot_description, qos.LATCHED)
+            self._publish_diagnostics()
+        else:
+            self._start(load_default_grounder(p.control_rate_hz, p.config_dir or None))
+
+    def _start(self, grounder) -> None:
+        """The stage for this robot, and the subscriptions to its inputs (slower streams first)."""
+        p, T, mapping = self.params, m.rclpy_types(), self.mapping
+        self.grounder = grounder
+        self.stage = Estimator(grounder, mapping, p)
+        self._load = FrameLoad(p.control_rate_hz, self.stage.limits.joint_states)
+        self._ready = True
+        inputs = qos.input_qos(p.best_effort_inputs)
+        if mapping.wrench:
+            self.create_subscription(T.WrenchStamped, mapping.wrench, self._on_wrench, inputs, raw=True)
+        for name in grounder.robot.objects:
+            if name not in mapping.object_frames:
+                self.create_subscription(T.PoseStamped, mapping.pose_topic(name),
+                                         lambda raw, n=name: self._on_pose(n, raw), inputs, raw=True)
+        if mapping.object_frames:
+            tf_type = _tf_type()
+            read_tf = rclpy_decoder(MessageType.TF_MESSAGE, tf_type)
+            for topic, profile in ((mapping.tf_static, qos.LATCHED), (mapping.tf, inputs)):
+                self.create_subscription(tf_type, topic, lambda raw, r=read_tf: self._on_tf(r, raw), profile, raw=True)
+        if mapping.gripper_joint_states:
+            self.create_subscription(T.JointState, mapping.gripper_joint_states, self._on_gripper, inputs, raw=True)
+        self.create_subscription(T.JointState, mapping.joint_states, self._on_joint_states, inputs, raw=True)
+
+    def _on_robot_description(self, msg) -> None:
+        """The URDF from `robot_description_topic`: the robot description with it in place of its urdf: file."""
+        if self._ready:
+            return  # a robot does not change its model mid-run; a new one needs a restart
+        path = Path(self._urdf_folder.name) / "robot_description.urdf"
+        path.write_text(m.robot_description_of(msg))
+        try:
+            self._start(load_default_grounder(self.params.control_rate_hz, self.params.config_dir or None, urdf=path))
+        except SafetyMonitorError as exc:
+            self._description_problem = f"{self.params.robot_description_topic} rejected: {exc}"
+            self.get_logger().error(self._description_problem)
+        else:
+            self.get_logger().info(f"robot model from {self.params.robot_description_topic}")
+        self._publish_diagnostics()
 
     @property
     def frames(self) -> int:
         """Frames published in the current rollout."""
-        return self.stage.frames
+        return self.stage.frames if self._ready else 0
 
     def _now(self) -> float:
         return self.get_clock().now().nanoseconds / 1e9
@@ -107,7 +148,7 @@ class EstimatorNode(Node):
     # ------------------------------------------------------------------------------------- inputs
     def _on_marker(self, msg) -> None:
         marker = read_marker(self, msg)
-        if marker is None or marker.kind != START:
+        if marker is None or marker.kind != START or not self._ready:
             return
         started = self.stage.new_rollout(marker.t)
         if started is RolloutStart.LATE:
@@ -117,6 +158,24 @@ class EstimatorNode(Node):
             if self._frozen:  # a fresh stage: nothing frozen
                 self._frozen = False
                 self._publish_diagnostics()
+
+    def _on_gripper(self, raw: bytes) -> None:
+        try:
+            joints = self._read_gripper(raw)
+        except SourceError as exc:
+            return self._report(self.stage.undecodable(GRIPPER_JOINTS, self._now(), exc))
+        step = self.stage.gripper_joints(joints, self._received(joints.stamp))
+        if step.issues:
+            self._report(step)
+
+    def _on_tf(self, read: Callable[[bytes], list], raw: bytes) -> None:
+        try:
+            transforms = read(raw)
+        except SourceError as exc:
+            return self._report(self.stage.undecodable("tf", self._now(), exc))
+        step = self.stage.transforms(transforms, self._now() if any(t[3] == 0.0 for t in transforms) else None)
+        if step.issues:
+            self._report(step)
 
     def _on_wrench(self, raw: bytes) -> None:
         try:
@@ -194,6 +253,8 @@ class EstimatorNode(Node):
 
     def _on_period(self) -> None:
         """Every diagnostics period: how many frames went missing and what they cost, then publish."""
+        if not self._ready:  # no robot model yet: nothing to count
+            return self._publish_diagnostics()
         load = self._last_load = self._load.report()
         self._last_dropped, self._dropped = self._dropped, Counter()
         if load.falling_behind:
@@ -204,7 +265,10 @@ class EstimatorNode(Node):
         if not self.context.ok():
             return
         load = self._last_load
-        if self._last_joints is None:
+        if not self._ready:  # the robot's model has not come (or was rejected): nothing can be grounded
+            level = m.STALE
+            message = self._description_problem or f"waiting for {self.params.robot_description_topic}"
+        elif self._last_joints is None:
             level, message = m.STALE, f"waiting for {self.topics.joint_states}"
         elif self._stale:
             level = m.STALE
@@ -233,6 +297,33 @@ class EstimatorNode(Node):
         hw = self._hardware_id
         self._diag_pub.publish(cdr.write_diagnostics(
             now_stamp(self), [(level, f"safety_monitor/{hw}: estimator inputs", message, hw, values)]))
+
+
+def _mapping(topics, topics_file: str) -> StreamMapping:
+    """The topics.* parameters, with the keys `topics_file` gives in their place."""
+    mapping = StreamMapping(joint_states=topics.joint_states, wrench=topics.wrench or None, object_pose=topics.object_pose)
+    if not topics_file:
+        return mapping
+    if not Path(topics_file).is_file():
+        raise SourceError(f"topics_file {topics_file!r} is no file")
+    given, default = StreamMapping.parse(topics_file), StreamMapping()
+    return dataclasses.replace(mapping, **{f.name: getattr(given, f.name) for f in dataclasses.fields(StreamMapping)
+                                           if getattr(given, f.name) != getattr(default, f.name)})
+
+
+def _string_type():
+    from std_msgs.msg import String
+
+    return String
+
+
+def _tf_type():
+    try:
+        from tf2_msgs.msg import TFMessage
+    except ImportError:
+        raise SourceError("object_frames need the tf2_msgs message package (any ROS 2 install has it; a pip install: "
+                          "the ros-tf2-msgs wheel)") from None
+    return TFMessage
 
 
 def main(args: list[str] | None = None) -> int:

@@ -27,5 +27,9 @@ EPISODE = QoSProfile(
     history=HistoryPolicy.KEEP_LAST, depth=20,
     reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL,
 )
+LATCHED = QoSProfile(  # /robot_description and /tf_static: published once, kept for late subscribers
+    history=HistoryPolicy.KEEP_LAST, depth=100,
+    reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+)
 DIAGNOSTICS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=50, reliability=ReliabilityPolicy.RELIABLE)
 CLOCK = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE)

@@ -28,11 +28,14 @@ from safety_monitor.enums import IssueKind
 from safety_monitor.errors import GroundingError, SourceError
 from safety_monitor.files import load_yaml
 from safety_monitor.frames import JointSample, Pose, PredicateSample, RobotState, StreamIssue, Wrench
+from safety_monitor.grounding.joint_limits import find_jumps, jump_issue
+from safety_monitor.grounding.urdf import JointLimit
 from safety_monitor.io.messages import joint_state_sample, pose_of, wrench_of
 from safety_monitor.settings import FROZEN_S, EstimatorSettings
 
 JOINTS = "joint_states"
 WRENCH = "wrench"
+GRIPPER_JOINTS = "gripper_joint_states"
 
 
 def pose_stream(name: str) -> str:
@@ -47,6 +50,11 @@ class StreamMapping:
     Real bags name things their own way: `joint_names` maps a source joint name to the robot's
     (names not listed are kept), `objects` maps an object name to its pose topic (others use
     `object_pose` with `{name}` substituted). `wrench` None: the robot has no wrist sensor.
+    `joint_order`: the robot's joint names for the values of a JointState whose name list is empty
+    (servo drivers often send none). `gripper_joint_states`: a second JointState topic (a gripper's own
+    driver) merged into the frames by name; only `joint_states` makes frames. `object_frames`: object name ->
+    TF frame id; those objects' poses come from `tf`/`tf_static` chained to `base_frame` ('' = the robot
+    description's base body) instead of a PoseStamped topic.
     """
 
     joint_states: str = "/joint_states"
@@ -56,6 +64,12 @@ class StreamMapping:
     predicates: str = "/safety_monitor/predicates"
     events: str = "/safety_monitor/events"
     joint_names: Mapping[str, str] = field(default_factory=dict)
+    joint_order: tuple[str, ...] = ()
+    gripper_joint_states: str | None = None
+    tf: str = "/tf"
+    tf_static: str = "/tf_static"
+    object_frames: Mapping[str, str] = field(default_factory=dict)
+    base_frame: str = ""
 
     def pose_topic(self, name: str) -> str:
         return self.objects.get(name) or self.object_pose.format(name=name)
@@ -65,13 +79,17 @@ class StreamMapping:
         known = set(cls.__dataclass_fields__)
         if unknown := sorted(set(data) - known):
             raise SourceError(f"{origin}: unknown keys {unknown}; expected some of {sorted(known)}")
-        for key in ("objects", "joint_names"):
+        for key in _NAME_MAPS:
             if not isinstance(data.get(key, {}), Mapping):
                 raise SourceError(f"{origin}: {key!r} must be a mapping of names")
+        order = data.get("joint_order", ())
+        if not isinstance(order, (list, tuple)) or not all(isinstance(n, str) and n for n in order):
+            raise SourceError(f"{origin}: 'joint_order' must be a list of joint names")
         values = dict(data)
-        for key in ("objects", "joint_names"):
+        for key in _NAME_MAPS:
             if key in values:
                 values[key] = {str(k): str(v) for k, v in values[key].items()}
+        values["joint_order"] = tuple(order)
         return cls(**values)
 
     @classmethod
@@ -91,6 +109,9 @@ class StreamMapping:
             key, value = (s.strip() for s in pair.split("=", 1))
             data[key] = None if key == WRENCH and value.lower() in {"", "none"} else value
         return cls.from_dict(data, f"--topics {text!r}")
+
+
+_NAME_MAPS = ("objects", "joint_names", "object_frames")
 
 
 @dataclass(frozen=True)
@@ -143,6 +164,9 @@ class FrameAssembler:
 
     `joints`: the robot's joint names in frame order (None: taken from the first JointState).
     `objects`: names whose poses are expected; a missing or old pose is reported stale.
+    `joint_limits`: the joints' velocity limits make a step between frames larger than `jump_factor` times
+    the limit over the frame period a `JOINT_JUMP` issue (`grounding.joint_limits.find_jumps`, the rule the
+    grounder's `joint_position_jump` reads).
     """
 
     def __init__(
@@ -151,6 +175,8 @@ class FrameAssembler:
         objects: Iterable[str] = (),
         mapping: StreamMapping | None = None,
         limits: StaleLimits | None = None,
+        joint_limits: Mapping[str, JointLimit] | None = None,
+        jump_factor: float = 2.0,
     ) -> None:
         self.mapping = mapping or StreamMapping()
         self.limits = limits or StaleLimits()
@@ -178,6 +204,11 @@ class FrameAssembler:
         self.joints_frozen = False  # the joint values have repeated for longer than limits.joints_frozen
         self._pending: list[StreamIssue] = []
         self.frames = 0
+        self._jump_limits = {j: lim for j, lim in (joint_limits or {}).items() if lim.velocity is not None}
+        self._jump_factor = jump_factor
+        self._last_positions: tuple[float, dict[str, float]] | None = None
+        self._update_layouts: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {}
+        self._update_stamp = -math.inf
 
     # ------------------------------------------------------------------------------- helpers
     def _issue(self, kind: IssueKind, stream: str, t: float, detail: str) -> None:
@@ -231,7 +262,7 @@ class FrameAssembler:
 
     def _rename(self, names: tuple[str, ...], check: bool = True) -> tuple[str, ...]:
         """A message's names as the robot's (`mapping.joint_names`); _AMBIGUOUS when one is listed twice."""
-        renamed = tuple(self.mapping.joint_names.get(n, n) for n in names)
+        renamed = tuple(self.mapping.joint_names.get(n, n) for n in names) if names else self.mapping.joint_order
         return _AMBIGUOUS if check and len(set(renamed)) < len(renamed) else renamed
 
     def stale_streams(self, t: float) -> frozenset[str]:
@@ -326,7 +357,8 @@ class FrameAssembler:
                         "is ambiguous, message dropped")
             return self._unusable(t)
         if not names:
-            self._issue(IssueKind.EMPTY_NAMES, JOINTS, t, "JointState has an empty name list; message dropped")
+            self._issue(IssueKind.EMPTY_NAMES, JOINTS, t, "JointState has an empty name list; message dropped "
+                        "(name its values with joint_order in the topic mapping)")
             return self._unusable(t)
         if len(sample.position) != len(names):
             self._issue(IssueKind.LENGTH_MISMATCH, JOINTS, t,
@@ -341,7 +373,7 @@ class FrameAssembler:
             return None
         if self._values is None:
             self._init_joints(names)
-        elif names not in self._layouts:
+        elif self._layouts and names not in self._layouts:  # (a gripper topic may have come first)
             first = next(iter(self._layouts))
             self._issue(IssueKind.JOINT_NAMES_CHANGED, JOINTS, t,
                         f"names [{', '.join(names)}] differ from the first message's [{', '.join(first)}]")
@@ -382,6 +414,8 @@ class FrameAssembler:
             stale.append(JOINTS)
         self._t = t
         self._stopped_flagged = False
+        if self._jump_limits and not unusable:
+            self._check_jumps(block[0], t)
         wrench = None if WRENCH in stale else self._wrench  # what is stale here is not the grounder's to use
         stamps = self._pose_stamps
         if len(stale) > (WRENCH in stale) + (JOINTS in stale):  # a pose is stale
@@ -399,6 +433,49 @@ class FrameAssembler:
         )
         self.frames += 1
         return AssembledFrame(state, frozenset(stale), self.drain_issues(), resync)
+
+    def _check_jumps(self, positions: np.ndarray, t: float) -> None:
+        current = dict(zip(self.joints or (), positions.tolist()))
+        last, self._last_positions = self._last_positions, (t, current)
+        if last is not None and (jumps := find_jumps(last[1], current, t - last[0], self._jump_limits, self._jump_factor)):
+            self._pending.append(jump_issue(jumps, t, JOINTS))
+
+    def on_joint_update(self, sample: JointSample, received: float | None = None) -> None:
+        """Joints from the second JointState stream (`mapping.gripper_joint_states`), merged by name into the
+        frames the driving stream makes (each joint keeps its own age: `limits.joint_held`). Needs `joints`."""
+        stream = GRIPPER_JOINTS
+        t = self._stamp(sample.stamp, received, stream)
+        names = self._rename(sample.names) if sample.names else ()
+        problem = ((IssueKind.EMPTY_NAMES, "empty name list") if not names else
+                   (IssueKind.DUPLICATE_NAMES, "a joint listed twice") if names is _AMBIGUOUS else
+                   (IssueKind.LENGTH_MISMATCH, f"{len(names)} names but {len(sample.position)} positions")
+                   if len(sample.position) != len(names) else
+                   (IssueKind.NAN, "NaN, infinite or implausible positions") if not _finite(sample.position) else
+                   (IssueKind.DUPLICATE_STAMP if t == self._update_stamp else IssueKind.BACKWARDS,
+                    f"stamp {t:.6f} after {self._update_stamp:.6f}") if t <= self._update_stamp else None)
+        if problem is not None:
+            self._issue(problem[0], stream, t, f"{problem[1]}; message dropped")
+            return
+        if self.joints is None:
+            return
+        if self._values is None:
+            self._init_joints(self.joints)
+        assert self._values is not None and self._joint_t is not None
+        layout = self._update_layouts.get(names)
+        if layout is None:
+            index = {n: i for i, n in enumerate(self.joints)}
+            if unknown := [n for n in names if n not in index]:
+                self._issue(IssueKind.UNKNOWN_JOINTS, stream, t, f"joints not in the robot, ignored: {', '.join(unknown)}")
+            pairs = [(i, index[n]) for i, n in enumerate(names) if n in index]
+            layout = self._update_layouts[names] = (np.array([p[0] for p in pairs], dtype=np.intp),
+                                                    np.array([p[1] for p in pairs], dtype=np.intp))
+        src, dst = layout
+        n = len(names)
+        for row, values in enumerate((sample.position, sample.velocity, sample.effort)):
+            ok = values is not None and len(values) == n and _finite(values)
+            self._values[row, dst] = values[src] if ok and values is not None else np.nan
+        self._joint_t[dst] = self._update_stamp = t
+        self._check_driver(t, stream)
 
     def _unusable(self, t: float) -> None:
         """A joint message dropped for its content (NaN, names): the stream is still alive at `t`, so the gap

@@ -27,6 +27,8 @@ class MessageType(StrEnum):
     WRENCH_STAMPED = "geometry_msgs/msg/WrenchStamped"
     POSE_STAMPED = "geometry_msgs/msg/PoseStamped"
     DIAGNOSTIC_ARRAY = "diagnostic_msgs/msg/DiagnosticArray"  # the predicates
+    TF_MESSAGE = "tf2_msgs/msg/TFMessage"
+    STRING = "std_msgs/msg/String"  # /robot_description
 
 
 class Undecodable(SourceError):
@@ -56,12 +58,15 @@ class Decoder(Generic[V]):
         return self.convert(msg)
 
 
-_READERS: dict[MessageType, tuple[Callable[[], Callable[[bytes], Any]], Callable[[Any], Any]]] = {
+_READERS: dict[MessageType, tuple[Callable[[], Callable[[bytes], Any] | None], Callable[[Any], Any]]] = {
     # a new direct reader (some keep a cache of the last name list or key layout), the message converter
     MessageType.JOINT_STATE: (lambda: cdr.JointStateReader().read, m.joint_state_sample),
     MessageType.WRENCH_STAMPED: (lambda: cdr.read_wrench, m.wrench_of),
     MessageType.POSE_STAMPED: (lambda: cdr.read_pose, m.pose_of),
     MessageType.DIAGNOSTIC_ARRAY: (lambda: cdr.PredicateReader().read, m.decode_predicates),
+    # no direct readers: a TFMessage arrives at the rate of a slow stream, /robot_description once
+    MessageType.TF_MESSAGE: (lambda: None, m.transforms_of),
+    MessageType.STRING: (lambda: None, m.robot_description_of),
 }
 
 
@@ -92,7 +97,7 @@ class TypedDecoders:
             deserialize = self.deserialize
             found = self._decoders[msgtype] = decoder(
                 self.kind, lambda raw: deserialize(raw, msgtype), msgtype=msgtype,
-                fast=self._fast if self.direct(msgtype) else False)
+                fast=(self._fast or False) if self.direct(msgtype) else False)
         return found
 
     def supported(self, msgtype: str) -> bool:

@@ -20,8 +20,10 @@ from enum import Enum
 from typing import Any
 
 from safety_monitor.enums import IssueKind
+from safety_monitor.errors import SourceError
 from safety_monitor.frames import SAME_TIME_S, JointSample, Pose, PredicateSample, StreamIssue, Wrench
 from safety_monitor.pipeline.assemble import JOINTS, FrameAssembler, StaleLimits, StreamMapping, ground_frame
+from safety_monitor.pipeline.tf import Transform, TransformTree
 from safety_monitor.settings import EstimatorSettings
 
 
@@ -60,11 +62,17 @@ class Estimator:
         self.limits = StaleLimits.for_grounder(grounder, settings)
         self.timings = {"assemble": 0.0, "ground": 0.0}
         self._clock = clock
+        robot = grounder.robot
+        if unknown := sorted(set(self.mapping.object_frames) - set(robot.objects)):
+            raise SourceError(f"object_frames: {', '.join(unknown)} not among the robot's objects "
+                              f"({', '.join(robot.objects) or 'none'})")
+        self.tf = TransformTree(self.mapping.base_frame or robot.base_body, self.mapping.object_frames)
         self._start()
 
     def _start(self) -> None:
         robot = self.grounder.robot
-        self.assembler = FrameAssembler(robot.required_joints, tuple(robot.objects), self.mapping, self.limits)
+        self.assembler = FrameAssembler(robot.required_joints, tuple(robot.objects), self.mapping, self.limits,
+                                        self.grounder.joint_limits, self.grounder.thresholds.joint_limits.jump_factor)
         self.frames = 0  # frames of the current rollout: the next sample's number
         self._last_t: float | None = None  # time of the last frame grounded in this rollout
         self._frozen = False
@@ -114,6 +122,26 @@ class Estimator:
             self.timings["assemble"] += clock() - start
         return self._between_frames()
 
+    def gripper_joints(self, sample: JointSample, received: float | None = None) -> EstimatorStep:
+        """A message of the gripper's own JointState topic: merged by name into the next frame."""
+        clock = self._clock
+        start = clock() if clock else 0.0
+        self.assembler.on_joint_update(sample, received)
+        if clock:
+            self.timings["assemble"] += clock() - start
+        return self._between_frames()
+
+    def transforms(self, transforms: list[tuple[str, str, Pose, float]], received: float | None = None) -> EstimatorStep:
+        """A /tf or /tf_static message ((parent, child, pose, stamp) per transform): the poses of the objects whose
+        chain to the base frame it changed, each sampled by the next frame as a pose message would be."""
+        clock = self._clock
+        start = clock() if clock else 0.0
+        for name, pose, stamp in self.tf.update(Transform(*t) for t in transforms):
+            self.assembler.on_pose_sample(name, pose, stamp, received)
+        if clock:
+            self.timings["assemble"] += clock() - start
+        return self._between_frames()
+
     def undecodable(self, stream: str, received: float, error: Exception) -> EstimatorStep:
         """A message of `stream` that `decode` could not read (`error`), dropped at arrival time `received`."""
         issue = StreamIssue(IssueKind.UNDECODABLE, stream, received, f"{error}; message dropped")
@@ -132,6 +160,7 @@ class Estimator:
             return RolloutStart.LATE
         self.grounder.reset()
         self._start()
+        self.tf.forget()
         return RolloutStart.RESET
 
     def _between_frames(self, issues: tuple[StreamIssue, ...] | None = None) -> EstimatorStep:

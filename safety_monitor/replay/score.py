@@ -28,9 +28,10 @@ from safety_monitor.io import messages as m
 from safety_monitor.enums import IssueKind
 from safety_monitor.frames import PredicateSample, StreamIssue
 from safety_monitor.io.bag import BagReader, MessageBatch, TopicSummary
-from safety_monitor.pipeline.assemble import JOINTS, WRENCH, StreamMapping, pose_stream
+from safety_monitor.pipeline.assemble import GRIPPER_JOINTS, JOINTS, WRENCH, StreamMapping, pose_stream
 from safety_monitor.pipeline.decode import MessageType, TypedDecoders, Undecodable
 from safety_monitor.pipeline.estimator import Estimator
+from safety_monitor.pipeline.inputs import TF, ConfiguredInput, check_types, configured_inputs
 from safety_monitor.pipeline.supervisor import Supervisor
 
 ISSUE_EXAMPLES = 3  # kept per issue kind; all are counted
@@ -317,6 +318,8 @@ def _score_predicates(bag: BagReader, config: ReplayConfig, result: BagResult,
     each frame handed to the Supervisor at its log time; a message that cannot be read is dropped and
     counted, as the monitor node drops it."""
     topic = config.mapping.predicates
+    check_types([ConfiguredInput("predicates", topic, MessageType.DIAGNOSTIC_ARRAY)],
+                {name: s.msgtype for name, s in result.topics.items()}, str(bag.path))
     summary = result.topics.get(topic)
     if summary is None or summary.count == 0:
         raise missing_topic_error(bag.path, "recorded predicates", topic, _PREDICATES_TYPE, result.topics, "predicates")
@@ -373,7 +376,7 @@ def _score_predicates(bag: BagReader, config: ReplayConfig, result: BagResult,
 _DROPPED = object()  # a predicates message that could not be read
 
 
-_JOINT_ROUTE, _WRENCH_ROUTE = object(), object()
+_JOINT_ROUTE, _WRENCH_ROUTE, _GRIPPER_ROUTE, _TF_ROUTE = object(), object(), object(), object()
 
 
 def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
@@ -382,6 +385,9 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
     joint and wrench messages are decoded a batch at a time, the rest one at a time, by the one decoder."""
     mapping = config.mapping
     topics = result.topics
+    # the objects are the robot description's; their topics' types are checked before the rate is measured
+    check_types(configured_inputs(mapping, _described_objects(config)), {n: s.msgtype for n, s in topics.items()},
+                str(bag.path))
     joints = topics.get(mapping.joint_states)
     if joints is None or joints.count == 0:
         raise missing_topic_error(bag.path, "joint states", mapping.joint_states, _JOINT_TYPE, topics, "joint_states")
@@ -394,12 +400,25 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
             route[mapping.wrench] = _WRENCH_ROUTE
         else:
             result.warnings.append(f"no wrench topic {mapping.wrench}: the wrench stream is stale throughout")
+    if mapping.gripper_joint_states:
+        if mapping.gripper_joint_states in topics:
+            route[mapping.gripper_joint_states] = _GRIPPER_ROUTE
+        else:
+            result.warnings.append(f"no gripper topic {mapping.gripper_joint_states}: its joints never come, so no "
+                                   "frame can be built")
     for name in objects:
         topic = mapping.pose_topic(name)
+        if name in mapping.object_frames:
+            continue
         if topic in topics:
             route[topic] = name
         else:
             result.warnings.append(f"no pose topic {topic} for object {name!r}: its pose is stale throughout")
+    if mapping.object_frames:
+        route.update((t, _TF_ROUTE) for t in (mapping.tf, mapping.tf_static) if t in topics)
+        if mapping.tf not in topics and mapping.tf_static not in topics:
+            result.warnings.append(f"no {mapping.tf} or {mapping.tf_static}: the poses of "
+                                   f"{', '.join(sorted(mapping.object_frames))} (TF frames) are stale throughout")
     monitor = make_monitor(config, rate)
     _check_grounded(monitor, grounder)
     scorer = _Scorer(result, monitor, config.monitor, progress, mapping.joint_states)
@@ -411,6 +430,8 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
     decoders = {_JOINT_ROUTE: (_decoders(bag, MessageType.JOINT_STATE, joint_batches.single.read), JOINTS),
                 _WRENCH_ROUTE: (_decoders(bag, MessageType.WRENCH_STAMPED, cdr.read_wrench), WRENCH)}
     decoders.update((name, (poses, pose_stream(name))) for name in objects)
+    decoders[_GRIPPER_ROUTE] = (_decoders(bag, MessageType.JOINT_STATE), GRIPPER_JOINTS)
+    decoders[_TF_ROUTE] = (_decoders(bag, MessageType.TF_MESSAGE), TF)
     on_joints, on_wrench, on_pose = stage.joints, stage.wrench, stage.pose
     for batch in _timed_batches(bag, set(route), timings):
         kinds = [route[topic] for topic in batch.topics]
@@ -444,6 +465,10 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
                     scorer.sample(step.sample, received)
             elif kind is _WRENCH_ROUTE:
                 step = on_wrench(decoded[0], decoded[1], received)
+            elif kind is _GRIPPER_ROUTE:
+                step = stage.gripper_joints(decoded, received)
+            elif kind is _TF_ROUTE:
+                step = stage.transforms(decoded, received)
             else:
                 step = on_pose(kind, decoded[0], decoded[1], received)
             if step.issues:
@@ -453,6 +478,16 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
     timings["assemble"] += stage.timings["assemble"]
     timings["ground"] += stage.timings["ground"]
     scorer.finish(bag.end_time)
+
+
+def _described_objects(config: ReplayConfig) -> tuple[str, ...]:
+    """The objects of the configured robot description, read without building its twin."""
+    from safety_monitor.grounding.description import load_robot_description
+
+    robot = config.robot_file()
+    assert robot is not None
+    path = robot / "robot.yaml" if robot.is_dir() else robot
+    return tuple(load_robot_description(path).objects)
 
 
 def _control_rate(bag: BagReader, config: ReplayConfig, topic: str) -> float:

@@ -1,0 +1,134 @@
+"""Robot inputs as robots send them (issue 14): object poses from /tf and /tf_static, JointStates without names,
+a gripper on its own topic, the joint-jump input issue, and configured topics of the wrong type refused."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from robot_input_bags import JUMP_AT, write_bag, write_setup
+
+from safety_monitor.enums import EventKind, IssueKind
+from safety_monitor.frames import JointSample, Pose
+from safety_monitor.pipeline.assemble import FrameAssembler, StreamMapping
+from safety_monitor.pipeline.tf import Transform, TransformTree
+from safety_monitor.replay.score import ReplayConfig, score_bag
+
+
+def _rotation(q: np.ndarray) -> np.ndarray:
+    w, x, y, z = q / np.linalg.norm(q)
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+
+
+def _matrix(pose: Pose) -> np.ndarray:
+    out = np.eye(4)
+    out[:3, :3], out[:3, 3] = _rotation(pose.quaternion), pose.position
+    return out
+
+
+def _pose(rng: np.random.Generator) -> Pose:
+    return Pose(rng.normal(size=3), rng.normal(size=4))
+
+
+def test_tf_chains_through_the_common_ancestor_with_the_newest_stamp():
+    rng = np.random.default_rng(3)
+    links = {("world", "base_link"): _pose(rng), ("world", "camera"): _pose(rng), ("camera", "cube"): _pose(rng)}
+    tree = TransformTree("/base_link", {"cube": "cube"})
+    assert tree.update([Transform("world", "base_link", links["world", "base_link"], 0.5)]) == []  # not connected
+    static = [Transform(p, c, pose, 1.0) for (p, c), pose in links.items() if c == "camera"]
+    assert tree.update(static) == []
+    ((name, pose, stamp),) = tree.update([Transform("camera", "/cube", links["camera", "cube"], 2.0)])
+    want = np.linalg.inv(_matrix(links["world", "base_link"])) @ _matrix(links["world", "camera"]) @ _matrix(links["camera", "cube"])
+    assert name == "cube" and stamp == 2.0
+    np.testing.assert_allclose(_matrix(pose), want, atol=1e-12)
+    assert tree.update(static) == []  # a static link again changes nothing: no repeated pose
+    assert tree.update([Transform("world", "elsewhere", _pose(rng), 3.0)]) == []  # not in the chain
+
+
+def test_an_unnamed_joint_state_takes_joint_order_and_without_it_says_so():
+    sample = JointSample((), np.array([0.1, 0.2]), None, None, 1.0)
+    named = FrameAssembler(("a", "b"), mapping=StreamMapping(joint_order=("a", "b"))).on_joint_sample(sample)
+    assert named is not None and named.state.joint_position.tolist() == [0.1, 0.2]
+    bare = FrameAssembler(("a", "b"))
+    assert bare.on_joint_sample(sample) is None
+    (issue,) = bare.drain_issues()
+    assert issue.kind is IssueKind.EMPTY_NAMES and "joint_order" in issue.detail
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("robot_inputs")
+    robot, topics = write_setup(folder)
+    write_bag(folder / "as_sent", robot)
+    write_bag(folder / "reference", robot, as_sent=False)
+    return folder, robot, topics
+
+
+def test_a_robot_as_it_sends_its_data_scores_as_the_same_data_sent_the_package_way(setup):
+    folder, robot, topics = setup
+    sent = score_bag(folder / "as_sent", ReplayConfig(robot=str(robot), mapping=StreamMapping.parse(str(topics))))
+    reference = score_bag(folder / "reference", ReplayConfig(robot=str(robot), mapping=StreamMapping(wrench=None)))
+    assert sent.ok and reference.ok, (sent.error, reference.error)
+    assert sent.frames == reference.frames == 60 and not sent.warnings
+    assert sent.timeline.to_json() == reference.timeline.to_json()  # TF, joint_order and the gripper topic agree
+    runs = sent.timeline.to_json()["runs"]
+    assert [r for r in runs["object_grasped"] if r[2]] and [r for r in runs["object_dropped"] if r[2]]
+    dropped = next(r for r in runs["object_dropped"] if r[2])[0]
+    assert any(lo <= dropped <= hi and v for lo, hi, v in runs["object_released"])  # dropped on release
+    jumps = [i for i in sent.issue_examples if i.kind is IssueKind.JOINT_JUMP]
+    assert sent.issues == {IssueKind.JOINT_JUMP: 2} and "joint1 by 2.4" in jumps[0].detail  # out, and back
+    assert jumps[0].t == pytest.approx(1.0 + JUMP_AT / 50)
+    opened = [(e.property, e.frame) for e in sent.trace.events if e.kind is EventKind.OPENED]
+    assert ("no_joint_position_jump", JUMP_AT) in opened
+    assert opened == [(e.property, e.frame) for e in reference.trace.events if e.kind is EventKind.OPENED]
+
+
+@pytest.mark.parametrize("topics, message", [
+    ("joint_states=/objects/cube/pose", "topic /objects/cube/pose (joint_states): expected type "
+     "sensor_msgs/msg/JointState, found geometry_msgs/msg/PoseStamped"),
+    ("object_pose=/joint_states", "topic /joint_states (object_pose/cube): expected type "
+     "geometry_msgs/msg/PoseStamped, found sensor_msgs/msg/JointState"),
+    ("predicates=/joint_states", "expected type diagnostic_msgs/msg/DiagnosticArray, found sensor_msgs/msg/JointState"),
+])
+def test_a_configured_topic_of_the_wrong_type_is_refused_naming_both_types(setup, topics, message):
+    folder, robot, _ = setup
+    config = ReplayConfig(robot=str(robot), mapping=StreamMapping.parse(topics + ",wrench=none"),
+                          from_predicates=topics.startswith("predicates"))
+    result = score_bag(folder / "reference", config)
+    assert result.error is not None and message in result.error
+
+
+def test_inspect_reports_topics_inputs_and_properties_in_text_and_json(setup, capsys):
+    import json
+
+    from safety_monitor.cli import main
+
+    folder, robot, topics = setup
+    args = ["inspect", str(folder / "as_sent"), "--robot", str(robot), "--topics", str(topics)]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "/gripper/joint_states" in text and "25.0 Hz" in text and "50.0 Hz" in text
+    assert "tf                       /tf                              present" in text
+    assert "no_joint_position_jump: applicable; triggered 1 time(s)" in text
+    assert "pick_preconditions: applicable; triggered 0 time(s) (vacuous in this bag)" in text
+    assert main([*args, "--json"]) == 0
+    (doc,) = json.loads(capsys.readouterr().out)
+    rates = {t["topic"]: t["rate_hz"] for t in doc["topics"]}
+    assert rates["/arm/joint_states"] == pytest.approx(50.0) and rates["/tf_static"] is None
+    assert {i["stream"]: i["state"] for i in doc["inputs"]} == {
+        "joint_states": "present", "gripper_joint_states": "present", "tf": "present", "tf_static": "present"}
+    assert doc["properties"]["drop_only_when_released"] == {"applicability": "applicable", "triggers": 1,
+                                                            "vacuous_here": False}
+    assert "joint_position_jump" in doc["predicates"]["groundable"]
+
+
+def test_inspect_refuses_a_configured_topic_of_the_wrong_type_and_does_not_replay(setup, capsys):
+    from safety_monitor.cli import main
+
+    folder, robot, _ = setup
+    assert main(["inspect", str(folder / "reference"), "--robot", str(robot), "--topics",
+                 "joint_states=/objects/cube/pose"]) == 1
+    text = capsys.readouterr().out
+    assert ("joint_states             /objects/cube/pose               wrong type: expected "
+            "sensor_msgs/msg/JointState, found geometry_msgs/msg/PoseStamped") in text
+    assert "not replayed: /objects/cube/pose (joint_states) wrong type" in text
