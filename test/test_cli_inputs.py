@@ -15,6 +15,8 @@ import pytest
 from safety_monitor.cli import build_parser, main
 from safety_monitor.errors import SourceError
 from safety_monitor.files import MAX_YAML_BYTES, parse_yaml
+from safety_monitor.frames import PredicateSample
+from safety_monitor.io.bag import BagWriter
 from safety_monitor.io.traces import read_trace
 from urdf_robots import arm_urdf
 
@@ -41,6 +43,9 @@ def files(tmp_path_factory):
     (d / "folder").mkdir()
     (d / "bag.mcap").write_bytes(b"not a bag")
     (d / "robot.urdf").write_text(arm_urdf(3, "none"))
+    with BagWriter(d / "small_bag") as w:  # a real bag, without joint states: inspect says so (exit 1)
+        for k in range(5):
+            w.write_predicates("/safety_monitor/predicates", PredicateSample({"a": k % 2 == 0}, 1.0 + k / 100, k))
     return d
 
 
@@ -128,6 +133,7 @@ BASES = {
     ("alerts",): [],
     ("replay",): ["{bag}", "--from-predicates", "--specs", "{spec}"],
     ("robot", "init"): ["--urdf", "{urdf}", "--out", "{out}"],
+    ("inspect",): ["{small_bag}"],
 }
 SPECIAL_BASES = {("replay", "robot"): ["{bag}", "--specs", "{spec}"]}  # --from-predicates reads no robot
 INPUT_FILES = {"file", "trace", "specs", "candidates", "reference", "plan", "traces", "robot", "params", "topics",
@@ -183,7 +189,7 @@ def _fuzz_cases():
 
 NAMES = {"spec": "spec.yaml", "trace": "trace.jsonl", "plan": "plan.yaml", "candidates": "candidates.jsonl",
          "reference": "reference.jsonl", "bag": "bag.mcap", "binary": "binary", "folder": "folder",
-         "bomb": "bomb.yaml", "missing": "missing.yaml", "urdf": "robot.urdf"}
+         "bomb": "bomb.yaml", "missing": "missing.yaml", "urdf": "robot.urdf", "small_bag": "small_bag"}
 
 
 _OUTS = itertools.count()
@@ -219,7 +225,7 @@ def test_fuzzed_arguments_are_one_line_errors(files, capsys, path, dest, flag, v
 @pytest.mark.parametrize("path", [p for p in BASES if p not in (("alerts",), ("sim",))])  # these would start
 def test_every_base_command_line_is_valid(files, capsys, path):
     """The fuzz means something only if the unspoiled command lines pass (replay then fails on its
-    garbage bag with exit 1, as documented)."""
+    garbage bag, and inspect on a bag without joint states, with exit 1, as documented)."""
     code, err = run([*path, *_fill(BASES[path], files)], capsys)
-    assert code == (1 if path == ("replay",) else 0), (path, err)
+    assert code == (1 if path in {("replay",), ("inspect",)} else 0), (path, err)
     assert "Traceback" not in err
