@@ -74,7 +74,7 @@ class BatchMonitor:
     def letters(self, values: np.ndarray, known: np.ndarray | None = None) -> list[np.ndarray]:
         """Per-property letters from a frames x predicates bool matrix (columns in `self.predicates`
         order); `known` (frames, or frames x predicates, bool) marks unknown values, which make partial
-        letters (completions.partial_letter)."""
+        letters (completions.py)."""
         values, known = self._check(values, known)
         unknown = None if known is None else (~known if known.ndim == 1 else _pack(~known))
         return self._letters_of_packed(_pack(values), unknown)
@@ -96,7 +96,8 @@ class BatchMonitor:
             runs = [_Walked(auto, np.repeat(rl, np.diff(np.append(starts, frames)))) if rl.max() >= auto.pad
                     else _Runs.from_runs(auto, frames, starts, rl) for auto, rl in zip(self.automata, row_letters)]
         else:
-            runs = [_runs_of(auto, a) for auto, a in zip(self.automata, self._letters_of_packed(packed, unknown))]
+            runs = [_runs_of(auto, a, unknown is not None)
+                    for auto, a in zip(self.automata, self._letters_of_packed(packed, unknown))]
         return self._run(runs, frames, times, events)
 
     def run_frames(self, frames: Sequence[Mapping[str, object] | None], times: Sequence[float] | None = None,
@@ -116,7 +117,7 @@ class BatchMonitor:
             raise ValueError("every property needs one letter per frame")
         if frames == 0:
             return self._empty()
-        runs = [_runs_of(auto, np.asarray(a, dtype=np.int64)) for auto, a in zip(self.automata, letters)]
+        runs = [_runs_of(auto, np.asarray(a, dtype=np.int64), True) for auto, a in zip(self.automata, letters)]
         return self._run(runs, frames, times, events)
 
     def _check(self, values: np.ndarray, known: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
@@ -309,9 +310,10 @@ _NO_LETTERS = np.zeros(0, dtype=np.int64)
 _NO_FRAMES = np.zeros(0, dtype=np.int64)
 
 
-def _runs_of(auto: MonitorAutomaton, letters: np.ndarray):
-    """A property's trace as the scan reads it, or walked frame by frame if some atom is unknown."""
-    if letters.size and letters.max() >= auto.pad:
+def _runs_of(auto: MonitorAutomaton, letters: np.ndarray, partial: bool):
+    """A property's trace as the scan reads it, or walked frame by frame if some atom is unknown
+    (`partial`: some letter may be partial)."""
+    if partial and letters.size and letters.max() >= auto.pad:
         return _Walked(auto, letters)
     return _Runs.from_letters(auto, letters)
 

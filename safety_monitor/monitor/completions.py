@@ -18,6 +18,9 @@ state q is the set {(q, no)} with the episode open exactly in its recovery state
 set ids below give such singletons q's own index, and the live and batch monitors step them through
 their two-valued tables.
 
+A frame is read as a partial letter, one int: bit i is atom i's value (0 when unknown), bit
+n_atoms + i says atom i is unknown; with every atom known it is the automaton's own letter.
+
 A pair (q, yes) beside (q, no) is dropped: completions in the same state behave alike from here on,
 and those that have not yet been in (or out) decide when the monitor moves, so sets collapse back to
 singletons soon after the unknown frames.
@@ -31,11 +34,7 @@ import numpy as np
 from safety_monitor.monitor.automaton import CLOSED_AT_ONCE, OPENED, RECOVERED, RUN_START, MonitorAutomaton
 
 UNKNOWN_TRIGGER = -1  # the trigger's value differs between completions of the frame
-
-
-def partial_letter(letter: int, unknown: int, n_atoms: int) -> int:
-    """One int for a three-valued letter: the known values' bits, and the unknown atoms' bits above them."""
-    return (letter & ~unknown) | (unknown << n_atoms)
+_MEMO_SIZE = 1 << 16  # memoised steps kept per property before the memo starts afresh
 
 
 class Completions:
@@ -64,6 +63,8 @@ class Completions:
         key = (sid, plet)
         hit = self._memo.get(key)
         if hit is None:
+            if len(self._memo) >= _MEMO_SIZE:  # bounded memory on endless streams of new partial letters
+                self._memo.clear()
             hit = self._memo[key] = self._compute(sid, plet)
         return hit
 
@@ -77,9 +78,6 @@ class Completions:
     def at_rest(self, sid: int) -> bool:
         """Every completion at rest: nothing pending in any of them."""
         return all(self._rest[q] for q, _ in self._keys[sid][1])
-
-    def is_singleton(self, sid: int) -> bool:
-        return sid < self.auto.n_states
 
     def opens(self, sid: int, plet: int) -> bool:
         return bool(self.step(sid, plet)[1] & OPENED)

@@ -32,8 +32,9 @@ RISE = 16  # the trigger rose on this frame
 BLIND = 32  # the property's verdict became unknown (set steps only)
 SEEING = 64  # it is known again (set steps only)
 MOVES = 128  # the same letter again would not be a silent self-loop
-# flags -> (moves, run start, rise, episode code, blind, seeing): tuple unpacking beats bit tests in CPython
-_SPLIT = [(bool(f & MOVES), bool(f & RUN_START), bool(f & RISE), f & EPISODE, bool(f & BLIND), bool(f & SEEING))
+# flags -> (moves, run start, rise, sight: 0, BLIND or SEEING, episode code): tuple unpacking beats bit
+# tests in CPython
+_SPLIT = [(bool(f & MOVES), bool(f & RUN_START), bool(f & RISE), f & (BLIND | SEEING), f & EPISODE)
           for f in range(256)]
 
 
@@ -185,15 +186,15 @@ class SpecSetMonitor:
         return self._react(flags, before, letters, i, t)
 
     def _react(self, flags: list[int], before: np.ndarray, letters: np.ndarray, i: int, t: float | None,
-               set_steps: dict[int, tuple[int, int]] | None = None) -> list[Event]:
-        """Events and trigger bookkeeping of the properties whose transition carried a flag;
-        `set_steps` gives (state set id, partial letter) of the properties that stepped sets."""
+               decoded: tuple[list[int], list[int]] | None = None) -> list[Event]:
+        """Events and trigger bookkeeping of the properties whose transition carried a flag. `decoded`
+        (rows before, letters), listed on the first code unless given: a property that stepped its
+        set has row -1 - j there, which `_state_of` maps to its set id, and its partial letter."""
         out: list[Event] = []
         edges, last_edge, edges_left, ledgers = self._edges, self._last_edge, self._edges_left, self._ledgers
-        decoded: tuple[list[int], list[int]] | None = None  # the rows and letters, listed on the first code
         still = True
         for j in compress(self._order, flags):
-            moves, run_start, rise, code, blind, seeing = _SPLIT[flags[j]]
+            moves, run_start, rise, sight, code = _SPLIT[flags[j]]
             if moves:
                 still = False
             if run_start:  # before this frame's rise: an edge on a restart frame belongs to the new run
@@ -201,19 +202,13 @@ class SpecSetMonitor:
             if rise:
                 edges[j] += 1
                 last_edge[j] = i
-            if seeing:
-                out.append(ledgers[j].seeing(i, t))
-            elif blind:
-                out.append(ledgers[j].blind(i, t))
+            if sight:
+                out.append(ledgers[j].blind(i, t) if sight == BLIND else ledgers[j].seeing(i, t))
             if code:
-                if set_steps is not None and j in set_steps:
-                    state, step = set_steps[j]
-                else:
-                    if decoded is None:
-                        decoded = before.tolist(), letters.tolist()
-                    rows, steps = decoded
-                    state, step = self._state_of[rows[j]], steps[j]
-                ledgers[j].on_code(out, i, t, code, state, step, last_edge[j])
+                if decoded is None:
+                    decoded = before.tolist(), letters.tolist()
+                rows, steps = decoded
+                ledgers[j].on_code(out, i, t, code, self._state_of[rows[j]], steps[j], last_edge[j])
         self._still = still
         return out
 
@@ -225,7 +220,6 @@ class SpecSetMonitor:
         rows = self._next[idx]
         flags = self._flags[idx].tolist()
         sets, held, blinds = self._sets, self._trigger_held, self._blind
-        set_steps: dict[int, tuple[int, int]] = {}
         listed: tuple[list[int], list[int]] | None = None
         for j in self._order:
             u = unknown[j] if unknown is not None else 0
@@ -239,6 +233,8 @@ class SpecSetMonitor:
                 sid, held[j] = u_row // 2, u_row % 2
                 self._n_sets += 1
             plet = listed[1][j] | (u << self._n_atoms[j])
+            listed[0][j], listed[1][j] = -1 - j, plet  # what _react reads for an opening's counterexample
+            self._state_of[-1 - j] = sid
             nxt, code, blind, value = self._completions[j].step(sid, plet)
             trig = held[j]
             f = code | (RISE if value == 1 and trig == 0 else 0) | (0 if nxt == sid and not code else MOVES)
@@ -248,7 +244,6 @@ class SpecSetMonitor:
             if value != UNKNOWN_TRIGGER:
                 held[j] = trig = value
             flags[j] = f
-            set_steps[j] = (sid, plet)
             if nxt < self.automata[j].n_states and not blind:  # one state, verdict known: back to the table
                 rows[j] = self._offsets[j] + (2 * nxt + trig) * self._widths[j]
                 sets[j] = None
@@ -259,7 +254,7 @@ class SpecSetMonitor:
         if not any(flags):
             self._still = True
             return _NO_EVENTS
-        return self._react(flags, before, letters, i, t, set_steps)
+        return self._react(flags, before, letters, i, t, listed)
 
     def finish(self) -> TraceResult:
         """End the trace: close or discard open episodes, return the trace's result, then reset."""
