@@ -6,7 +6,9 @@ Spec set: config/specs.yaml when it has at least 20 properties, else benchmarks/
 reference properties of DESIGN.md section 5). Traces are synthetic: "random" draws every predicate
 afresh each frame (a worst case: violations on most frames); "realistic" starts all false and on about
 1% of frames raises one predicate for a while (geometric, mean 50 frames), so predicates change on ~1%
-of frames. The baseline steps each property the way SafeManip does (DESIGN.md section 9): one boolean
+of frames; "unknown" is the realistic trace with three predicates unknown on every frame (a new three
+every 50 frames, as a stale stream would leave them), so properties step state sets over completions.
+The baseline steps each property the way SafeManip does (DESIGN.md section 9): one boolean
 guard string per DFA edge, evaluated with Python's eval on the frame's dict until one holds.
 Times are CPU seconds of the process (children included for compilation), so other load on a shared
 machine inflates them less than wall time (contention for caches and the other hyperthread still shows:
@@ -87,21 +89,32 @@ def realistic_trace(frames: int, n: int, rng: np.random.Generator) -> np.ndarray
     return values
 
 
-def as_frames(values: np.ndarray, predicates: tuple[str, ...]) -> list[dict[str, bool]]:
-    """One dict per frame; an unchanged frame reuses its predecessor's dict, as a sampler would."""
+def unknown_mask(frames: int, n: int, rng: np.random.Generator, per_frame: int = 3, stretch: int = 50) -> np.ndarray:
+    """known (frames x predicates): `per_frame` predicates unknown on every frame, new ones every `stretch`."""
+    known = np.ones((frames, n), dtype=bool)
+    for lo in range(0, frames, stretch):
+        known[lo:lo + stretch, rng.choice(n, size=per_frame, replace=False)] = False
+    return known
+
+
+def as_frames(values: np.ndarray, predicates: tuple[str, ...], known: np.ndarray | None = None) -> list[dict]:
+    """One dict per frame (None for unknown values); an unchanged frame reuses its predecessor's dict,
+    as a sampler would."""
     frames, last, prev = [], None, None
-    for row in values.tolist():
+    rows = values.tolist() if known is None else np.where(known, values, None).tolist()
+    for row in rows:
         if row != prev:
             last, prev = dict(zip(predicates, row)), row
         frames.append(last)
     return frames
 
 
-def time_live(monitor: SpecSetMonitor, values: np.ndarray, chunk: int = 20_000) -> tuple[float, int, object]:
+def time_live(monitor: SpecSetMonitor, values: np.ndarray, known: np.ndarray | None = None,
+              chunk: int = 20_000) -> tuple[float, int, object]:
     """Seconds spent in step() (dict building excluded), event count, and the finished result."""
     spent, events = 0.0, 0
     for lo in range(0, values.shape[0], chunk):
-        frames = as_frames(values[lo:lo + chunk], monitor.predicates)
+        frames = as_frames(values[lo:lo + chunk], monitor.predicates, None if known is None else known[lo:lo + chunk])
         start = time.process_time()
         for frame in frames:
             events += len(monitor.step(frame))
@@ -109,9 +122,10 @@ def time_live(monitor: SpecSetMonitor, values: np.ndarray, chunk: int = 20_000) 
     return spent, events, monitor.finish()
 
 
-def time_batch(batch: BatchMonitor, values: np.ndarray, events: bool) -> tuple[float, object]:
+def time_batch(batch: BatchMonitor, values: np.ndarray, events: bool, known: np.ndarray | None = None
+               ) -> tuple[float, object]:
     start = time.process_time()
-    result = batch.run_matrix(values, events=events)
+    result = batch.run_matrix(values, known, events=events)
     return time.process_time() - start, result
 
 
@@ -197,6 +211,8 @@ def main() -> int:
     parser.add_argument("--frames", type=int, default=1_000_000, help="batch trace length (default 1,000,000)")
     parser.add_argument("--live-frames", type=int, default=200_000, help="live frames, realistic trace")
     parser.add_argument("--live-random-frames", type=int, default=20_000, help="live frames, random trace")
+    parser.add_argument("--unknown-frames", type=int, default=20_000,
+                        help="live and batch frames, realistic trace with unknown predicates")
     parser.add_argument("--baseline-frames", type=int, default=2_000, help="guard-string baseline frames")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
@@ -228,6 +244,12 @@ def main() -> int:
     t_live_rand, live_rand_events, live_rand_result = time_live(live, live_rand)
     assert batch.run_matrix(live_rand, events=False).outcomes == live_rand_result.outcomes
 
+    live_unknown = real[:args.unknown_frames]
+    known = unknown_mask(live_unknown.shape[0], n, rng)
+    t_live_unknown, _, live_unknown_result = time_live(live, live_unknown, known)
+    t_batch_unknown, batch_unknown_result = time_batch(batch, live_unknown, False, known)
+    assert batch_unknown_result.outcomes == live_unknown_result.outcomes
+
     baseline = GuardStringMonitor(compile_specs(load_specs(path)))
     frames = [dict(zip(live.predicates, row)) for row in rand[:args.baseline_frames].tolist()]
     start = time.process_time()
@@ -251,6 +273,10 @@ def main() -> int:
         "batch_steps_per_s": round(args.frames * n_props / t_rand),
         "batch_sparse_steps_per_s": round(args.frames * n_props / t_real),
         "batch_sparse_events_steps_per_s": round(args.frames * n_props / t_real_ev),
+        "per_frame_us_unknown": round(t_live_unknown / live_unknown.shape[0] * 1e6, 3),
+        "batch_unknown_steps_per_s": round(live_unknown.shape[0] * n_props / t_batch_unknown),
+        "blind_share_unknown": round(sum(o.blind_frames for o in live_unknown_result.outcomes)
+                                     / (live_unknown.shape[0] * n_props), 3),
         "batch_violations_random": sum(o.violations for o in r_rand.outcomes),
         "batch_violations_realistic": sum(o.violations for o in r_real.outcomes),
         "baseline_steps_per_s": round(args.baseline_frames * n_props / t_base),

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from safety_monitor.monitor.batch import BatchMonitor
 from safety_monitor.enums import EventKind
+from safety_monitor.monitor.batch import BatchMonitor
 from safety_monitor.monitor.events import Counterexample, Event, new_event
 from safety_monitor.monitor.live import SpecSetMonitor, automata_for
 from safety_monitor.specs.model import Property, compile_property
@@ -40,10 +40,23 @@ def trace_of(segments):
 
 
 def row_at(frame, atoms):
-    """The property's values on one frame as the trace gives them: all None if any is unknown."""
-    if frame is None or any(frame[a] is None for a in atoms):
+    """The property's values on one frame as the trace gives them (None: unknown)."""
+    if frame is None:
         return (None,) * len(atoms)
-    return tuple(bool(frame[a]) for a in atoms)
+    return tuple(None if frame[a] is None else bool(frame[a]) for a in atoms)
+
+
+def trigger_at(auto, row):
+    """The trigger's value on a frame if every completion of its unknown atoms agrees, else None."""
+    values = {bool(auto.trigger_value[letter(full)]) for full in completions_of(row)}
+    return values.pop() if len(values) == 1 else None
+
+
+def completions_of(row):
+    rows = [()]
+    for v in row:
+        rows = [r + (x,) for r in rows for x in ((False, True) if v is None else (v,))]
+    return rows
 
 
 def reference(event, frames, times, history):
@@ -57,14 +70,16 @@ def reference(event, frames, times, history):
         assert last - first + 1 == history and (trigger is None or trigger < first)
     elif trigger is not None:
         assert first == trigger
-    if trigger is not None:  # a rising edge of the trigger, seen by the property (not blind)
-        rows = [row_at(f, auto.atoms) for f in frames[:trigger + 1]]
-        seen = [letter(r) for r in rows if None not in r]
-        assert None not in rows[-1] and auto.trigger_value[seen[-1]]
-        assert len(seen) == 1 or not auto.trigger_value[seen[-2]]
+    if trigger is not None:  # a rising edge: true for every completion, after the last value known false
+        known = [v for v in (trigger_at(auto, row_at(f, auto.atoms)) for f in frames[:trigger + 1]) if v is not None]
+        assert trigger_at(auto, row_at(frames[trigger], auto.atoms)) is True
+        assert len(known) == 1 or not known[-2]
     values = tuple(row_at(f, auto.atoms) for f in frames[first:last + 1])
     decisive = cx.decisive
-    if trigger is None and not truncated:  # the main DFA ran from its start on `first`: replay it
+    two_valued = all(None not in row_at(f, auto.atoms) for f in frames[:last + 1])
+    if not two_valued:  # decided over the completions: only atoms known on the opening frame
+        assert all(values[-1][auto.atoms.index(a)] is not None for a in decisive)
+    elif trigger is None and not truncated:  # the main DFA ran from its start on `first`: replay it
         main = auto.main
         q = main.run(main.letter(dict(zip(auto.atoms, r))) for r in values[:-1] if None not in r)
         row = dict(zip(auto.atoms, values[-1]))

@@ -137,11 +137,13 @@ def test_restart_after_a_one_frame_episode_skips_the_rejecting_frame():
 def test_unknown_predicate_blinds_only_the_properties_reading_it():
     other = Property("qb", "action_onset", "G(q -> b)", "F(b)")
     result = run(make(NO_P, other), ["", "?p", "?p p", "", "p"])
+    # frames 1 and 2: p unknown; frame 3: the completions with p on frame 1 or 2 are still in an episode
+    # (no r yet), the others are not, so the verdict stays unknown; frame 4's p puts every completion
+    # in an episode: opened, and seeing again
     assert [(e.kind, e.property, e.frame) for e in result.events if e.kind in ("blind", "seeing")] == [
-        ("blind", "no_p", 1), ("seeing", "no_p", 3)]
-    # p (true but unknown-blind on frame 2) was never stepped: the first violation is frame 4
+        ("blind", "no_p", 1), ("seeing", "no_p", 4)]
     assert story(result, "no_p")[2] == ("opened", 4, 0, None)
-    assert result.outcome("no_p").blind_frames == 2
+    assert result.outcome("no_p").blind_frames == 3
     assert result.outcome("qb").blind_frames == 0
 
 

@@ -4,8 +4,8 @@ The episode rules (DESIGN.md section 5) fold into one deterministic machine over
 letters. Its states are the main DFA's states (no open episode) and the recovery DFA's states (an
 episode is open; the main DFA is frozen, and since it restarts from its initial state on recovery its
 frozen state never matters). Each transition carries a code saying which episode events it fires.
-One extra letter, `blind`, leaves the state unchanged and fires nothing: the property is not stepped
-while any of its predicates is unknown.
+One extra letter, `pad`, leaves the state unchanged and fires nothing: it pads the batch monitor's
+chunks. Frames with unknown predicates step sets of these states (completions.py).
 """
 from __future__ import annotations
 
@@ -41,14 +41,14 @@ class MonitorAutomaton:
     atoms: tuple[str, ...]
     min_resolve_frames: int
     close_on_opening_frame: bool
-    next: np.ndarray  # int32 (states, letters + 1): last column is the blind letter
+    next: np.ndarray  # int32 (states, letters + 1): last column is the pad letter
     code: np.ndarray  # uint8, same shape: RECOVERED | OPENED | CLOSED_AT_ONCE | RUN_START bits
     rest: np.ndarray  # bool per state: no episode open and nothing pending (main DFA as at start)
-    trigger_value: np.ndarray  # bool per letter (blind excluded)
+    trigger_value: np.ndarray  # bool per letter (pad excluded)
     main_state: np.ndarray  # int32 per state: main DFA state read by a step from here (-1 if episode open)
     main: TableDFA
     main_letter: np.ndarray  # int per property letter: the main DFA's letter
-    run_tail: np.ndarray  # int per letter (blind included): steps until every state is on its cycle
+    run_tail: np.ndarray  # int per letter (pad included): steps until every state is on its cycle
     run_period: np.ndarray  # int per letter: lcm of the cycle lengths (0 = do not compress)
 
     @property
@@ -56,23 +56,38 @@ class MonitorAutomaton:
         return int(self.next.shape[0])
 
     @property
-    def blind(self) -> int:
-        """The letter that stands for 'some predicate of this property is unknown'."""
+    def pad(self) -> int:
+        """The letter that leaves every state unchanged and fires nothing."""
         return 1 << len(self.atoms)
 
+    @functools.cached_property
+    def completions(self):
+        """Steps of this property's state sets over every completion of unknown atoms (shared)."""
+        from safety_monitor.monitor.completions import Completions
+
+        return Completions(self)
+
     def rows(self, letters) -> list[tuple[bool | None, ...]]:
-        """Decode letters to per-atom values (None for every atom on the blind letter)."""
-        table = self._row_table
-        return [table[a] for a in letters]
+        """Decode (partial) letters to per-atom values, None for an unknown atom."""
+        table, known = self._row_table, len(self._row_table)
+        return [table[a] if a < known else self._partial_row(a) for a in letters]
 
     @functools.cached_property
     def _row_table(self) -> list[tuple[bool | None, ...]]:
         k = len(self.atoms)
         bits = ((np.arange(1 << k)[:, None] >> np.arange(k)) & 1).astype(bool).tolist()
-        return [tuple(row) for row in bits] + [(None,) * k]
+        return [tuple(row) for row in bits]
+
+    def _partial_row(self, plet: int) -> tuple[bool | None, ...]:
+        k = len(self.atoms)
+        return tuple(None if plet >> (k + i) & 1 else bool(plet >> i & 1) for i in range(k))
 
     def decisive_atoms(self, state_before: int, letter: int, code: int) -> tuple[str, ...]:
-        """Atoms whose flip alone, on the opening frame, would have kept the main DFA out of its sink."""
+        """Atoms whose flip alone, on the opening frame, would have avoided the opening: for a
+        two-valued step, kept the main DFA out of its sink; for a set of states or a frame with unknown
+        atoms, kept the monitor from opening (completions.py)."""
+        if state_before >= self.n_states or letter >= self.pad:
+            return self.completions.decisive(state_before, letter)
         q = self.main.initial if code & RECOVERED else self._main_states[state_before]
         return _decisive(self, q, letter)
 
@@ -145,8 +160,8 @@ def build_automaton(compiled) -> MonitorAutomaton:
             if k not in index:
                 index[k] = len(order)
                 order.append(k)
-        blind_self = len(rows_next)  # the blind letter: no step
-        rows_next.append(np.append([index[k] for k in keys.tolist()], blind_self))
+        pad_self = len(rows_next)  # the pad letter: no step
+        rows_next.append(np.append([index[k] for k in keys.tolist()], pad_self))
         rows_code.append(np.append(code, 0))
     states = [("main", k) if k < n_main else ("rec", k - n_main) for k in order]
 

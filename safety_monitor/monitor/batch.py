@@ -8,7 +8,9 @@ Chunked scan: the serial state recurrence is computed for all properties and all
 once, from every possible start state, until each chunk has forgotten its start (all start states meet,
 which monitor automata do within a few random letters); the chunks are then chained and the earlier
 steps read off. Automata that do not synchronise fall back to a classic two-pass scan.
-Only event frames are handled in Python.
+Only event frames are handled in Python, and the properties that read an unknown predicate somewhere
+in the trace: those step their state sets frame by frame (completions.py, memoised), skipping each run
+of equal frames once it is a silent self-loop.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import numpy as np
 from safety_monitor.errors import SpecError
 from safety_monitor.monitor import automaton as codes
 from safety_monitor.monitor.automaton import MonitorAutomaton
+from safety_monitor.monitor.completions import UNKNOWN_TRIGGER
 from safety_monitor.monitor.episodes import EpisodeLedger, PropertyOutcome, TraceResult
 from safety_monitor.monitor.events import Event
 from safety_monitor.monitor.live import predicate_order
@@ -55,7 +58,7 @@ class BatchMonitor:
         code = np.zeros((total, width), dtype=np.uint8)
         for auto, off in zip(self.automata, self._offset):
             n, w = auto.next.shape
-            block = np.repeat(np.arange(n)[:, None], width, axis=1)  # extra columns: identity, like blind
+            block = np.repeat(np.arange(n)[:, None], width, axis=1)  # extra columns: identity, like pad
             block[:, :w] = auto.next
             nxt[off:off + n] = block + off
             code[off:off + n, :w] = auto.code
@@ -70,7 +73,8 @@ class BatchMonitor:
     # ----- inputs -------------------------------------------------------------------------------
     def letters(self, values: np.ndarray, known: np.ndarray | None = None) -> list[np.ndarray]:
         """Per-property letters from a frames x predicates bool matrix (columns in `self.predicates`
-        order); `known` (frames, or frames x predicates, bool) marks unknown values: blind letter."""
+        order); `known` (frames, or frames x predicates, bool) marks unknown values, which make partial
+        letters (completions.py)."""
         values, known = self._check(values, known)
         unknown = None if known is None else (~known if known.ndim == 1 else _pack(~known))
         return self._letters_of_packed(_pack(values), unknown)
@@ -89,9 +93,11 @@ class BatchMonitor:
         starts = np.concatenate(([0], np.flatnonzero(changed) + 1))
         if starts.size * _SPARSE < frames:  # read as runs: letters only where some predicate changes
             row_letters = self._letters_of_packed(packed[starts], None if unknown is None else unknown[starts])
-            runs = [_Runs.from_runs(auto, frames, starts, rl) for auto, rl in zip(self.automata, row_letters)]
+            runs = [_Walked(auto, np.repeat(rl, np.diff(np.append(starts, frames)))) if rl.max() >= auto.pad
+                    else _Runs.from_runs(auto, frames, starts, rl) for auto, rl in zip(self.automata, row_letters)]
         else:
-            runs = [_Runs.from_letters(auto, a) for auto, a in zip(self.automata, self._letters_of_packed(packed, unknown))]
+            runs = [_runs_of(auto, a, unknown is not None)
+                    for auto, a in zip(self.automata, self._letters_of_packed(packed, unknown))]
         return self._run(runs, frames, times, events)
 
     def run_frames(self, frames: Sequence[Mapping[str, object] | None], times: Sequence[float] | None = None,
@@ -102,8 +108,8 @@ class BatchMonitor:
 
     def run_letters(self, letters: Sequence[np.ndarray], times: Sequence[float] | None = None,
                     *, events: bool = True) -> TraceResult:
-        """Monitor one trace given each property's letters (blind = `auto.blind`). With events=False
-        only the outcomes are computed (no events, no counterexamples): the fast path for metrics."""
+        """Monitor one trace given each property's (partial) letters. With events=False only the
+        outcomes are computed (no events, no counterexamples): the fast path for metrics."""
         if len(letters) != len(self.automata):
             raise ValueError(f"expected letters for {len(self.automata)} properties, got {len(letters)}")
         frames = len(letters[0]) if letters else 0
@@ -111,7 +117,7 @@ class BatchMonitor:
             raise ValueError("every property needs one letter per frame")
         if frames == 0:
             return self._empty()
-        runs = [_Runs.from_letters(auto, np.asarray(a, dtype=np.int64)) for auto, a in zip(self.automata, letters)]
+        runs = [_runs_of(auto, np.asarray(a, dtype=np.int64), True) for auto, a in zip(self.automata, letters)]
         return self._run(runs, frames, times, events)
 
     def _check(self, values: np.ndarray, known: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
@@ -128,8 +134,8 @@ class BatchMonitor:
         return values, known
 
     def _letters_of_packed(self, packed: np.ndarray, unknown: np.ndarray | None) -> list[np.ndarray]:
-        """Each property's letters from packed predicate rows, through one 256-entry table per byte;
-        `unknown` is a per-frame flag or packed unknown predicates (blind letter where any is set)."""
+        """Each property's partial letters from packed predicate rows, through one 256-entry table per
+        byte; `unknown` is a per-frame flag or packed unknown predicates."""
         byte_cols = [np.ascontiguousarray(packed[:, b]) for b in range(packed.shape[1])]
         unknown_cols = None
         if unknown is not None and unknown.ndim == 2:
@@ -137,16 +143,16 @@ class BatchMonitor:
         out = []
         for auto, luts in zip(self.automata, self._byte_luts):
             letters = np.zeros(packed.shape[0], dtype=np.int64)
-            for b, lut, _ in luts:
+            for b, lut in luts:
                 letters += lut[byte_cols[b]]
             if unknown is not None:
                 if unknown_cols is None:
-                    blind = unknown
+                    mask = np.where(unknown, auto.pad - 1, 0)
                 else:
-                    blind = np.zeros(packed.shape[0], dtype=bool)
-                    for b, _, bits in luts:
-                        blind |= (unknown_cols[b] & bits) != 0
-                letters[blind] = auto.blind
+                    mask = np.zeros(packed.shape[0], dtype=np.int64)
+                    for b, lut in luts:
+                        mask += lut[unknown_cols[b]]
+                letters = (letters & ~mask) | (mask << len(auto.atoms))
             out.append(letters)
         return out
 
@@ -155,15 +161,19 @@ class BatchMonitor:
         times_list = None if times is None else [None if x is None else float(x) for x in times]
         if times_list is not None and len(times_list) != frames:
             raise ValueError(f"{len(times_list)} times for {frames} frames")
-        found, final = self._scan([r.letters for r in runs])
+        found, final = self._scan([r.letters if not isinstance(r, _Walked) else _NO_LETTERS for r in runs])
         outcomes: list[PropertyOutcome] = []
         per_property: list[list[tuple[int, int, Event]]] = []
         end_events: list[Event] = []
         t_end = times_list[-1] if times_list is not None else None
         for j, (auto, run, (pos, code, state)) in enumerate(zip(self.automata, runs, found)):
+            if isinstance(run, _Walked):
+                (pos, code, state), at_rest = run.found, run.at_rest
+            else:
+                at_rest = auto.rest[final[j]]
             edges = run.edge_frames(auto)
             run_edges = 0
-            if not auto.rest[final[j]]:  # count the edges of the main DFA's current run
+            if not at_rest:  # count the edges of the main DFA's current run
                 left, _ = run.expand(pos[(code & codes.RUN_START) != 0])
                 run_edges = int(np.count_nonzero(edges >= left[-1]))
             keep = (code & codes.EPISODE) != 0
@@ -198,7 +208,7 @@ class BatchMonitor:
             for j, s in enumerate(seqs):
                 piece = s[lo:lo + span]
                 block[j, :piece.size] = piece
-                block[j, piece.size:] = self.automata[j].blind  # padding: the identity letter
+                block[j, piece.size:] = self.automata[j].pad  # padding: the identity letter
             steps = np.ascontiguousarray(block.reshape(n_props, n_chunks, chunk).transpose(2, 0, 1))
             before, cur = self._block(steps, cur)
             code = self._code[before + steps]
@@ -296,43 +306,41 @@ class BatchMonitor:
         return TraceResult(0, outcomes, ())
 
 
+_NO_LETTERS = np.zeros(0, dtype=np.int64)
+_NO_FRAMES = np.zeros(0, dtype=np.int64)
+
+
+def _runs_of(auto: MonitorAutomaton, letters: np.ndarray, partial: bool):
+    """A property's trace as the scan reads it, or walked frame by frame if some atom is unknown
+    (`partial`: some letter may be partial)."""
+    if partial and letters.size and letters.max() >= auto.pad:
+        return _Walked(auto, letters)
+    return _Runs.from_letters(auto, letters)
+
+
 class _Frames:
     """A property's letters read one per frame (the trace changes too often for runs to pay)."""
 
     def __init__(self, auto: MonitorAutomaton, letters: np.ndarray) -> None:
         self.frames = letters.size
         self.letters = letters
-        self._blind = letters == auto.blind
-        self._any_blind = bool(self._blind.any())
 
     def expand(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(frames, index into `positions`): here positions are frames."""
         return positions, np.arange(positions.size)
 
     def edge_frames(self, auto: MonitorAutomaton) -> np.ndarray:
-        """Frames where the trigger rises: false (or never seen) before, true now; blind frames hold it."""
-        value = np.append(auto.trigger_value, False)[self.letters]
-        if self._any_blind:
-            idx = np.maximum.accumulate(np.where(self._blind, -1, np.arange(self.frames)))
-            value = np.where(idx >= 0, value[np.maximum(idx, 0)], False)
-        before = np.concatenate(([False], value[:-1]))
-        rising = value & ~before
-        if self._any_blind:
-            rising &= ~self._blind
-        return np.flatnonzero(rising)
+        """Frames where the trigger rises: false (or the trace's start) before, true now."""
+        value = auto.trigger_value[self.letters]
+        return np.flatnonzero(value & ~np.concatenate(([False], value[:-1])))
 
     def blind_starts(self) -> np.ndarray:
-        if not self._any_blind:
-            return np.zeros(0, dtype=np.int64)
-        return np.flatnonzero(self._blind & ~np.concatenate(([False], self._blind[:-1])))
+        return _NO_FRAMES
 
-    def seeing_starts(self) -> np.ndarray:
-        if not self._any_blind:
-            return np.zeros(0, dtype=np.int64)
-        return np.flatnonzero(~self._blind & np.concatenate(([False], self._blind[:-1])))
+    seeing_starts = blind_starts
 
     def blind_frames(self) -> int:
-        return int(np.count_nonzero(self._blind))
+        return 0
 
     def letters_between(self, first: int, last: int) -> np.ndarray:
         """The property's letter on every frame first..last (a copy)."""
@@ -348,7 +356,6 @@ class _Runs:
         self.starts = starts
         self.run_letter = run_letter
         self.lengths = np.diff(np.append(starts, frames))
-        self.blind_run = run_letter == auto.blind
         tail = auto.run_tail[run_letter]
         period = auto.run_period[run_letter]
         self.tail, self.period = tail, np.maximum(period, 1)
@@ -390,24 +397,17 @@ class _Runs:
         return frames[order], idx[order]
 
     def edge_frames(self, auto: MonitorAutomaton) -> np.ndarray:
-        """Frames where the trigger rises: false (or never seen) before, true now; blind runs hold it."""
-        seen = ~self.blind_run
-        value = np.zeros(self.starts.size, dtype=bool)
-        value[seen] = auto.trigger_value[self.run_letter[seen]]
-        idx = np.maximum.accumulate(np.where(seen, np.arange(self.starts.size), -1))
-        held = np.where(idx >= 0, value[np.maximum(idx, 0)], False)
-        before = np.concatenate(([False], held[:-1]))
-        return self.starts[held & ~before & seen]
+        """Frames where the trigger rises: false (or the trace's start) before, true now."""
+        value = auto.trigger_value[self.run_letter]
+        return self.starts[value & ~np.concatenate(([False], value[:-1]))]
 
     def blind_starts(self) -> np.ndarray:
-        return self.starts[self.blind_run]
+        return _NO_FRAMES
 
-    def seeing_starts(self) -> np.ndarray:
-        after = np.flatnonzero(self.blind_run) + 1
-        return self.starts[after[after < self.starts.size]]
+    seeing_starts = blind_starts
 
     def blind_frames(self) -> int:
-        return int(self.lengths[self.blind_run].sum())
+        return 0
 
     def letters_between(self, first: int, last: int) -> np.ndarray:
         """The property's letter on every frame first..last, from the runs covering them."""
@@ -416,6 +416,61 @@ class _Runs:
         ends = np.minimum(np.append(self.starts[lo + 1:hi], last + 1), last + 1)
         begins = np.maximum(self.starts[lo:hi], first)
         return np.repeat(self.run_letter[lo:hi], ends - begins)
+
+
+class _Walked(_Frames):
+    """A property with unknown atoms on some frames, stepped as a state set frame by frame in Python
+    (memoised steps); a run of equal letters ends at once when its step is a silent self-loop."""
+
+    def __init__(self, auto: MonitorAutomaton, letters: np.ndarray) -> None:
+        super().__init__(auto, letters)
+        step = auto.completions.step
+        starts = np.concatenate(([0], np.flatnonzero(letters[1:] != letters[:-1]) + 1))
+        ends = np.append(starts[1:], letters.size).tolist()
+        pos: list[int] = []
+        codes: list[int] = []
+        states: list[int] = []
+        edges: list[int] = []
+        flips: list[int] = []  # frames where blind changes (blind, seeing, blind, ...)
+        sid, held, blind = 0, 0, False
+        for f, end, plet in zip(starts.tolist(), ends, letters[starts].tolist()):
+            while f < end:
+                nxt, code, b, value = step(sid, plet)
+                if b != blind:
+                    flips.append(f)
+                    blind = b
+                if value != UNKNOWN_TRIGGER:
+                    if value and not held:
+                        edges.append(f)
+                    held = value
+                if code:
+                    pos.append(f)
+                    codes.append(code)
+                    states.append(sid)
+                f += 1
+                if nxt == sid and not code:  # the rest of the run repeats this step silently
+                    f = end
+                sid = nxt
+        self.found = (np.array(pos, dtype=np.int64), np.array(codes, dtype=np.uint8), np.array(states, dtype=np.int64))
+        self.at_rest = auto.completions.at_rest(sid)
+        self._edges = np.array(edges, dtype=np.int64)
+        flip = np.array(flips, dtype=np.int64)
+        self._blind_starts, self._seeing_starts = flip[0::2], flip[1::2]
+
+    def edge_frames(self, auto: MonitorAutomaton) -> np.ndarray:
+        """Frames where the trigger rises: true for every completion, after its last value known for
+        every completion was false (or the trace's start)."""
+        return self._edges
+
+    def blind_starts(self) -> np.ndarray:
+        return self._blind_starts
+
+    def seeing_starts(self) -> np.ndarray:
+        return self._seeing_starts
+
+    def blind_frames(self) -> int:
+        ends = np.append(self._seeing_starts, self.frames)[:self._blind_starts.size]
+        return int((ends - self._blind_starts).sum())
 
 
 def _window(auto: MonitorAutomaton, run, times: list | None, first: int, last: int) -> tuple:
@@ -450,9 +505,9 @@ def _outcome(auto: MonitorAutomaton, run, pos: np.ndarray, code: np.ndarray, edg
                            int(durations.size), int(durations.sum()), tuple(durations.tolist()), discarded)
 
 
-def _byte_luts(columns: list[int]) -> list[tuple[int, np.ndarray, int]]:
+def _byte_luts(columns: list[int]) -> list[tuple[int, np.ndarray]]:
     """Per byte of the packed predicate row that holds some of `columns`: (byte, table of the letter
-    bits those predicates contribute, for every byte value; bit mask of those predicates in the byte)."""
+    bits those predicates contribute, for every byte value)."""
     by_byte: dict[int, list[tuple[int, int]]] = {}
     for i, c in enumerate(columns):
         by_byte.setdefault(c // 8, []).append((c % 8, i))
@@ -462,7 +517,7 @@ def _byte_luts(columns: list[int]) -> list[tuple[int, np.ndarray, int]]:
         lut = np.zeros(256, dtype=np.int64)
         for bit, i in pairs:
             lut |= ((values >> bit) & 1) << i
-        out.append((b, lut, sum(1 << bit for bit, _ in pairs)))
+        out.append((b, lut))
     return out
 
 

@@ -1,12 +1,14 @@
 """The live spec-set monitor: one call per frame steps every property at once.
 
 Each property's combined automaton (automaton.py) is widened so that one table entry says everything a
-frame can cause: its state also remembers the trigger's last value (a rising edge is a transition flag)
-and whether the property is blind (the blind and seeing events are flags too). The properties' tables
-lie end to end in one flat table, so a changed frame costs its predicate values packed into bytes, every
-property's letter from one small matrix product, and two gathers (next states, flags); Python then
-visits only the properties with a flag set. A frame equal to the previous one costs a tuple comparison
-when every property sits on a silent self-loop.
+frame can cause: its state also remembers the trigger's last value (a rising edge is a transition flag).
+The properties' tables lie end to end in one flat table, so a changed frame costs its predicate values
+packed into bytes, every property's letter from one small matrix product, and two gathers (next states,
+flags); Python then visits only the properties with a flag set. A frame equal to the previous one costs
+a tuple comparison when every property sits on a silent self-loop.
+A property that reads an unknown predicate steps its set of states over every completion instead
+(completions.py, memoised per set and frame), from then until the set is one state again and its
+verdict is no longer blind; the other properties keep the tables.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import numpy as np
 
 from safety_monitor.errors import SpecError
 from safety_monitor.monitor.automaton import EPISODE, RUN_START, MonitorAutomaton, build_automaton
+from safety_monitor.monitor.completions import UNKNOWN_TRIGGER
 from safety_monitor.monitor.episodes import EpisodeLedger, TraceResult
 from safety_monitor.monitor.events import Event
 from safety_monitor.settings import DEFAULT_HISTORY
@@ -26,11 +29,12 @@ from safety_monitor.settings import DEFAULT_HISTORY
 _NO_EVENTS: tuple = ()
 # transition flags beyond the automaton's codes (RECOVERED, OPENED, CLOSED_AT_ONCE, RUN_START)
 RISE = 16  # the trigger rose on this frame
-BLIND = 32  # some predicate of the property became unknown
-SEEING = 64  # every predicate is known again
+BLIND = 32  # the property's verdict became unknown (set steps only)
+SEEING = 64  # it is known again (set steps only)
 MOVES = 128  # the same letter again would not be a silent self-loop
-# flags -> (moves, run start, rise, episode code, blind, seeing): tuple unpacking beats bit tests in CPython
-_SPLIT = [(bool(f & MOVES), bool(f & RUN_START), bool(f & RISE), f & EPISODE, bool(f & BLIND), bool(f & SEEING))
+# flags -> (moves, run start, rise, sight: 0, BLIND or SEEING, episode code): tuple unpacking beats bit
+# tests in CPython
+_SPLIT = [(bool(f & MOVES), bool(f & RUN_START), bool(f & RISE), f & (BLIND | SEEING), f & EPISODE)
           for f in range(256)]
 
 
@@ -89,11 +93,14 @@ class SpecSetMonitor:
         self._weights = np.zeros((len(preds), len(self.automata)))
         for j, pos in enumerate(positions):
             self._weights[list(pos), j] = 1 << np.arange(len(pos))
-        self._sel = [sum(1 << (8 * p) for p in pos) for pos in positions]  # a property's predicate bytes
-        self._blind_letters = np.array([a.blind for a in self.automata], dtype=np.intp)
+        self._all_unknown = [(1 << len(a.atoms)) - 1 for a in self.automata]
+        self._n_atoms = [len(a.atoms) for a in self.automata]
+        self._completions = [a.completions for a in self.automata]
         self._windows = [self._window_of(pos) for pos in positions]
         self._log_size = 2 * history
         self._next, self._flags, self._start, self._state_of, self._rest_rows = _widened_tables(self.automata)
+        self._offsets = self._start.tolist()
+        self._widths = [a.next.shape[1] for a in self.automata]
         self._order = range(len(self.automata))
         self.reset()
 
@@ -118,8 +125,13 @@ class SpecSetMonitor:
         n = len(self.automata)
         self._i = 0
         self._last_values: object = _NEVER
-        self._letters = self._blind_letters
+        self._letters = np.zeros(n, dtype=np.intp)
+        self._unknown: list[int] | None = None  # per property, its unknown atoms' bits (None: all known)
         self._rows = self._start
+        self._sets: list[int | None] = [None] * n  # state set id of a property stepping sets, else None
+        self._n_sets = 0
+        self._trigger_held = [0] * n  # the trigger's last known value, while stepping sets
+        self._blind = [False] * n  # its verdict is unknown (only while stepping sets)
         self._still = False  # every property on a silent self-loop of its current letter
         self._edges = [0] * n  # trigger rising edges so far
         self._last_edge: list[int | None] = [None] * n
@@ -149,7 +161,7 @@ class SpecSetMonitor:
         if same:
             values = self._last_values  # log one shared tuple per run of equal frames
         else:
-            letters = self._letters_of(values, i)  # a bad frame raises here, before anything moves
+            letters, unknown = self._letters_of(values, i)  # a bad frame raises here, before anything moves
         self._i, self._t = i + 1, t
         if i - self._log_base == self._log_size:  # full: carry the last `history` frames to new lists
             self._log, self._log_times = self._log[-self.history:], self._log_times[-self.history:]
@@ -159,9 +171,11 @@ class SpecSetMonitor:
         if same:
             if self._still:
                 return _NO_EVENTS
-            letters = self._letters
+            letters, unknown = self._letters, self._unknown
         else:
-            self._last_values, self._letters = values, letters
+            self._last_values, self._letters, self._unknown = values, letters, unknown
+        if unknown is not None or self._n_sets:
+            return self._step_sets(letters, unknown, i, t)
         before = self._rows
         idx = before + letters
         self._rows = self._next[idx]
@@ -171,14 +185,16 @@ class SpecSetMonitor:
             return _NO_EVENTS
         return self._react(flags, before, letters, i, t)
 
-    def _react(self, flags: list[int], before: np.ndarray, letters: np.ndarray, i: int, t: float | None) -> list[Event]:
-        """Events and trigger bookkeeping of the properties whose transition carried a flag."""
+    def _react(self, flags: list[int], before: np.ndarray, letters: np.ndarray, i: int, t: float | None,
+               decoded: tuple[list[int], list[int]] | None = None) -> list[Event]:
+        """Events and trigger bookkeeping of the properties whose transition carried a flag. `decoded`
+        (rows before, letters), listed on the first code unless given: a property that stepped its
+        set has row -1 - j there, which `_state_of` maps to its set id, and its partial letter."""
         out: list[Event] = []
         edges, last_edge, edges_left, ledgers = self._edges, self._last_edge, self._edges_left, self._ledgers
-        decoded: tuple[list[int], list[int]] | None = None  # the rows and letters, listed on the first code
         still = True
         for j in compress(self._order, flags):
-            moves, run_start, rise, code, blind, seeing = _SPLIT[flags[j]]
+            moves, run_start, rise, sight, code = _SPLIT[flags[j]]
             if moves:
                 still = False
             if run_start:  # before this frame's rise: an edge on a restart frame belongs to the new run
@@ -186,17 +202,59 @@ class SpecSetMonitor:
             if rise:
                 edges[j] += 1
                 last_edge[j] = i
-            if seeing:
-                out.append(ledgers[j].seeing(i, t))
+            if sight:
+                out.append(ledgers[j].blind(i, t) if sight == BLIND else ledgers[j].seeing(i, t))
             if code:
                 if decoded is None:
                     decoded = before.tolist(), letters.tolist()
                 rows, steps = decoded
                 ledgers[j].on_code(out, i, t, code, self._state_of[rows[j]], steps[j], last_edge[j])
-            elif blind:
-                out.append(ledgers[j].blind(i, t))
         self._still = still
         return out
+
+    def _step_sets(self, letters: np.ndarray, unknown: list[int] | None, i: int, t: float | None) -> Sequence[Event]:
+        """A frame on which some property reads an unknown predicate or steps a state set: those step
+        their sets (and leave that mode once back on one state, not blind); the rest step the tables."""
+        before = self._rows
+        idx = before + letters
+        rows = self._next[idx]
+        flags = self._flags[idx].tolist()
+        sets, held, blinds = self._sets, self._trigger_held, self._blind
+        listed: tuple[list[int], list[int]] | None = None
+        for j in self._order:
+            u = unknown[j] if unknown is not None else 0
+            sid = sets[j]
+            if sid is None and not u:
+                continue
+            if listed is None:
+                listed = before.tolist(), letters.tolist()
+            if sid is None:  # enter set mode from the table row
+                u_row = (listed[0][j] - self._offsets[j]) // self._widths[j]
+                sid, held[j] = u_row // 2, u_row % 2
+                self._n_sets += 1
+            plet = listed[1][j] | (u << self._n_atoms[j])
+            listed[0][j], listed[1][j] = -1 - j, plet  # what _react reads for an opening's counterexample
+            self._state_of[-1 - j] = sid
+            nxt, code, blind, value = self._completions[j].step(sid, plet)
+            trig = held[j]
+            f = code | (RISE if value == 1 and trig == 0 else 0) | (0 if nxt == sid and not code else MOVES)
+            if blind != blinds[j]:
+                f |= BLIND if blind else SEEING
+                blinds[j] = blind
+            if value != UNKNOWN_TRIGGER:
+                held[j] = trig = value
+            flags[j] = f
+            if nxt < self.automata[j].n_states and not blind:  # one state, verdict known: back to the table
+                rows[j] = self._offsets[j] + (2 * nxt + trig) * self._widths[j]
+                sets[j] = None
+                self._n_sets -= 1
+            else:
+                sets[j] = nxt
+        self._rows = rows
+        if not any(flags):
+            self._still = True
+            return _NO_EVENTS
+        return self._react(flags, before, letters, i, t, listed)
 
     def finish(self) -> TraceResult:
         """End the trace: close or discard open episodes, return the trace's result, then reset."""
@@ -204,7 +262,9 @@ class SpecSetMonitor:
         events: list[Event] = []
         outcomes = []
         for j, (ledger, row) in enumerate(zip(self._ledgers, self._rows.tolist())):
-            run_edges = 0 if row in self._rest_rows else self._edges[j] - self._edges_left[j]
+            sid = self._sets[j]
+            at_rest = row in self._rest_rows if sid is None else self._completions[j].at_rest(sid)
+            run_edges = 0 if at_rest else self._edges[j] - self._edges_left[j]
             end_events, outcome = ledger.finish(frames, t, self._edges[j], run_edges)
             events.extend(end_events)
             outcomes.append(outcome)
@@ -224,21 +284,23 @@ class SpecSetMonitor:
         result = self.finish()
         return TraceResult(result.frames, result.outcomes, tuple(collected) + result.events)
 
-    def _letters_of(self, values: tuple | None, i: int) -> np.ndarray:
-        """Every property's letter (its blind letter where one of its predicates is unknown)."""
+    def _letters_of(self, values: tuple | None, i: int) -> tuple[np.ndarray, list[int] | None]:
+        """Every property's letter (unknown atoms' bits 0) and, if any predicate is unknown, every
+        property's unknown atoms as bits."""
         if values is None:
-            return self._blind_letters
+            return np.zeros(len(self.automata), dtype=np.intp), self._all_unknown
         try:
             packed = bytes(values)
         except (TypeError, ValueError):  # an unknown (None) or a value that is no bool
             packed = None
         if packed is not None and not packed.translate(None, b"\0\1"):  # all bools (or 0/1): fast path
-            return np.dot(np.frombuffer(packed, np.uint8), self._weights).astype(np.intp)
+            return np.dot(np.frombuffer(packed, np.uint8), self._weights).astype(np.intp), None
         mask, unknown = self._encode(values, i)
         letters = (np.frombuffer(mask.to_bytes(len(values), "little"), np.uint8) @ self._weights).astype(np.intp)
-        if unknown:
-            letters = np.where([bool(unknown & s) for s in self._sel], self._blind_letters, letters)
-        return letters
+        if not unknown:
+            return letters, None
+        bits = np.frombuffer(unknown.to_bytes(len(values), "little"), np.uint8) @ self._weights
+        return letters, bits.astype(np.intp).tolist()
 
     def _encode(self, values: tuple, i: int) -> tuple[int, int]:
         """(byte-per-predicate mask of true values, mask of unknown ones); bad values are a SpecError."""
@@ -266,13 +328,13 @@ class SpecSetMonitor:
 
 
 def _widened_tables(automata: Sequence[MonitorAutomaton]):
-    """Every property's automaton widened with (trigger's last value, blind) and laid in one flat table.
+    """Every property's automaton widened with the trigger's last value and laid in one flat table.
 
-    Widened state u = 4 * state + 2 * trigger + blind; entry `offset + u * width + letter` holds the next
-    entry's row (offset + u' * width) and the transition's flags. Returns (next rows, flags, each
-    property's initial row, row -> automaton state, rows whose state is at rest).
+    Widened state u = 2 * state + trigger; entry `offset + u * width + letter` holds the next entry's
+    row (offset + u' * width) and the transition's flags. Returns (next rows, flags, each property's
+    initial row, row -> automaton state, rows whose state is at rest).
     """
-    sizes = [4 * a.n_states * a.next.shape[1] for a in automata]
+    sizes = [2 * a.n_states * a.next.shape[1] for a in automata]
     offsets = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.intp)
     total = int(sum(sizes))
     nxt = np.empty(total, dtype=np.int32 if total < 2**31 else np.int64)
@@ -281,26 +343,24 @@ def _widened_tables(automata: Sequence[MonitorAutomaton]):
     rest_rows: set[int] = set()
     for auto, off, size in zip(automata, offsets.tolist(), sizes):
         n, width = auto.next.shape
-        blind = width - 1
+        pad = width - 1
         states = np.arange(n)
-        to = auto.next[:, :blind].astype(np.intp)  # (state, letter)
+        to = auto.next[:, :pad].astype(np.intp)  # (state, letter)
         tv = auto.trigger_value.astype(np.intp)  # trigger value per letter
         silent = (auto.next == states[:, None]) & ((auto.code & EPISODE) == 0)
-        moves = np.where(silent[to, np.arange(blind)], 0, MOVES)
-        nx = np.empty((n, 2, 2, width), dtype=np.intp)
-        fl = np.empty((n, 2, 2, width), dtype=np.intp)
+        moves = np.where(silent[to, np.arange(pad)], 0, MOVES)
+        nx = np.empty((n, 2, width), dtype=np.intp)
+        fl = np.empty((n, 2, width), dtype=np.intp)
         for trig in (0, 1):
-            for blinded in (0, 1):
-                nx[:, trig, blinded, :blind] = 4 * to + 2 * tv
-                fl[:, trig, blinded, :blind] = (auto.code[:, :blind] | moves | np.where(tv > trig, RISE, 0)
-                                                | (SEEING if blinded else 0))
-                nx[:, trig, blinded, blind] = 4 * states + 2 * trig + 1
-                fl[:, trig, blinded, blind] = 0 if blinded else BLIND
+            nx[:, trig, :pad] = 2 * to + tv
+            fl[:, trig, :pad] = auto.code[:, :pad] | moves | np.where(tv > trig, RISE, 0)
+            nx[:, trig, pad] = 2 * states + trig  # the pad letter: never read live
+            fl[:, trig, pad] = 0
         nxt[off:off + size] = (off + nx * width).ravel()
         flags[off:off + size] = fl.ravel()
-        for u in range(4 * n):
-            state_of[off + u * width] = u // 4
-            if auto.rest[u // 4]:
+        for u in range(2 * n):
+            state_of[off + u * width] = u // 2
+            if auto.rest[u // 2]:
                 rest_rows.add(off + u * width)
     nxt.setflags(write=False)
     flags.setflags(write=False)
@@ -308,7 +368,7 @@ def _widened_tables(automata: Sequence[MonitorAutomaton]):
 
 
 def _decode_rows(pick, n_atoms: int, log: list, log_times: list, lo: int, hi: int) -> tuple[list, list]:
-    """A property's values on log entries lo..hi-1 (all None where it was blind), and their times."""
+    """A property's values on log entries lo..hi-1 (None where unknown), and their times."""
     unknown = (None,) * n_atoms
     rows: list = []
     prev, row = _NEVER, None
@@ -316,7 +376,7 @@ def _decode_rows(pick, n_atoms: int, log: list, log_times: list, lo: int, hi: in
         if v is not prev:  # unchanged frames share one tuple: decode each once
             prev = v
             row = unknown if v is None else pick(v)
-            row = unknown if None in row else tuple(map(bool, row))
+            row = tuple(map(bool, row)) if None not in row else tuple(x if x is None else bool(x) for x in row)
         rows.append(row)
     return rows, log_times[lo:hi]
 
