@@ -86,7 +86,7 @@ def test_a_stop_signal_at_any_moment_is_a_clean_exit(tmp_path, layout, kind, k, 
         probe.close()
     outputs = {name: proc.output() for name, proc in procs.items()}
     assert codes == dict.fromkeys(procs, 0), {n: outputs[n][-3000:] for n, c in codes.items() if c}
-    for name, text in outputs.items():
+    for text in outputs.values():
         assert "Traceback" not in text, text[-3000:]
     lines = whole_lines(log)
     assert not log.with_name(log.name + ".running").exists()

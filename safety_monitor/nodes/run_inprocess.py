@@ -68,6 +68,7 @@ def run(options: LiveRunOptions) -> LiveRun:
 
 def _run(options: LiveRunOptions, stop: threading.Event) -> LiveRun:
     import rclpy
+    from rclpy.node import Node
     from rclpy.parameter import Parameter
 
     from safety_monitor.nodes.estimator_node import EstimatorNode
@@ -91,7 +92,7 @@ def _run(options: LiveRunOptions, stop: threading.Event) -> LiveRun:
     context = rclpy.Context()
     rclpy.init(args=[], context=context)  # a private context: rclpy installs no signal handler for it
     common = {"context": context, "cli_args": ["--ros-args", "--params-file", str(params_file)]}
-    nodes = []
+    nodes: list[Node] = []
     monitor = recorder = sim = None
     start = time.monotonic()
     sim_time = Parameter("use_sim_time", value=True)

@@ -60,9 +60,14 @@ def _program(module: str) -> Callable[[], int]:
 
     def main() -> int:
         stop_requested.clear()
-        for sig in STOP_SIGNALS:  # never restored: a signal while Python exits is a stop as well
+        for sig in STOP_SIGNALS:
             signal.signal(sig, _request_stop)
-        return int(importlib.import_module(module).main())
+        code = int(importlib.import_module(module).main())
+        # Python resets its handlers while it exits, and tearing rclpy down takes a while: a second Ctrl-C
+        # then (`ros2 launch` sends its own SIGINT after the terminal's) would kill the process with -2.
+        # Blocked, it stays pending and dies with the process.
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        return code
 
     return main
 
