@@ -26,13 +26,14 @@ setup(
     # `colcon test` (ament_python) runs pytest on test/ when a "test" extra names pytest; tests_require
     # is gone from setuptools. package.xml's <test_depend> entries are the rosdep side of the same list.
     extras_require={"test": ["pytest", "hypothesis"]},
+    # the nodes enter through runtime.py, which takes SIGINT and SIGTERM before rclpy and MuJoCo load
     entry_points={
         "console_scripts": [
             "safety-monitor = safety_monitor.cli:main",
-            "sim_node = safety_monitor.nodes.sim_node:main",
-            "estimator_node = safety_monitor.nodes.estimator_node:main",
-            "monitor_node = safety_monitor.nodes.monitor_node:main",
-            "monitor_stack = safety_monitor.nodes.monitor_stack:main",
+            "sim_node = safety_monitor.nodes.runtime:sim_node",
+            "estimator_node = safety_monitor.nodes.runtime:estimator_node",
+            "monitor_node = safety_monitor.nodes.runtime:monitor_node",
+            "monitor_stack = safety_monitor.nodes.runtime:monitor_stack",
             "alerts = safety_monitor.nodes.alerts:main",
         ],
     },

@@ -57,6 +57,15 @@ class Topics:
 
 
 @dataclass(frozen=True)
+class Identity:
+    """Who every node speaks for: the one `hardware_id` of the robot on every topic it publishes (estimator
+    and monitor diagnostics, predicates, events, heartbeat, episode markers). Each node declares it."""
+
+    hardware_id: str = setting("", "the robot's hardware_id on every topic ('' = the namespace, '/' read as '_', "
+                               "or 'robot' in the root namespace)")
+
+
+@dataclass(frozen=True)
 class EstimatorSettings:
     """The estimator stage: robot topics -> predicate frames (the estimator node, robot-state replay)."""
 
@@ -101,7 +110,6 @@ class MonitorSettings:
     history_frames: int = setting(DEFAULT_HISTORY, "frames of predicate values kept for counterexamples", low=1)
     control_rate_hz: float = setting(CONTROL_RATE_HZ, "frame rate of the predicates; converts spec spans given in "
                                      "seconds", low=0.0, above=True)
-    hardware_id: str = setting("", "hardware_id of the diagnostics ('' = the namespace, or 'robot')")
     sync_before_publish: bool = setting(
         False, "fsync the event log before publishing (power-loss proof; adds the disk's sync time to latency)")
 
@@ -125,7 +133,8 @@ class SimSettings:
                                  "pipelines processes, but a frame may then meet a slower stream's next sample)", low=1)
     ack_timeout_s: float = setting(2.0, "lockstep pace: wall seconds without predicates before moving on anyway",
                                    low=0.0, above=True)
-    episode_gap_s: float = setting(0.3, "pause between episodes, wall and simulated seconds", low=0.0)
+    episode_gap_s: float = setting(0.3, "pause between episodes, wall seconds (simulated time stands still "
+                                   "over it: the next episode starts one control period after the last frame)", low=0.0)
     shutdown_when_done: bool = setting(True, "exit after the last episode")
 
 
@@ -134,6 +143,7 @@ class NodeSettings:
     """What one parameter file sets for each node (the package's defaults where it says nothing)."""
 
     topics: Topics = dataclasses.field(default_factory=Topics)
+    identity: Identity = dataclasses.field(default_factory=Identity)
     estimator: EstimatorSettings = dataclasses.field(default_factory=EstimatorSettings)
     monitor: MonitorSettings = dataclasses.field(default_factory=MonitorSettings)
     sim: SimSettings = dataclasses.field(default_factory=SimSettings)
@@ -197,7 +207,7 @@ def load_settings(path: str | Path) -> NodeSettings:
     doc = load_yaml(path, "parameter file", SettingsError, MAX_SETTINGS_BYTES)
     if not isinstance(doc, Mapping):
         raise SettingsError(f"{where}: expected a ROS 2 parameter file (a mapping of node names)")
-    values: dict[str, dict[str, Any]] = {"topics": {}, **{section: {} for section in NODES.values()}}
+    values: dict[str, dict[str, Any]] = {"topics": {}, "identity": {}, **{section: {} for section in NODES.values()}}
     sections = [key for key in doc if key == "/**"] + [key for key in doc if _node_of(key) is not None]
     for key in sections:
         body = doc[key]
@@ -209,6 +219,9 @@ def load_settings(path: str | Path) -> NodeSettings:
             if name.startswith(TOPICS_PREFIX):
                 values["topics"][name[len(TOPICS_PREFIX):]] = value
                 continue
+            if name in _IDENTITY_FIELDS:  # every node declares it
+                values["identity"][name] = value
+                continue
             owners = [t for t in targets if name in _FIELDS[t]]
             if not owners:
                 known = {n: None for t in targets for n in _FIELDS[t]}
@@ -217,12 +230,14 @@ def load_settings(path: str | Path) -> NodeSettings:
                 values[owner][name] = value
     return NodeSettings(
         topics=build(Topics, values["topics"], f"{where}: topics"),
+        identity=build(Identity, values["identity"], where),
         estimator=build(EstimatorSettings, values["estimator"], f"{where}: estimator_node"),
         monitor=build(MonitorSettings, values["monitor"], f"{where}: monitor_node"),
         sim=build(SimSettings, values["sim"], f"{where}: sim_node"),
     )
 
 
+_IDENTITY_FIELDS = {f.name for f in dataclasses.fields(Identity)}
 _FIELDS = {"estimator": {f.name for f in dataclasses.fields(EstimatorSettings)},
            "monitor": {f.name for f in dataclasses.fields(MonitorSettings)},
            "sim": {f.name for f in dataclasses.fields(SimSettings)}}

@@ -274,20 +274,17 @@ def test_an_episode_cut_off_by_ctrl_c_is_not_judged_against_its_fault(monitor_ev
     assert row.split()[5] == "interrupted" and row.split()[6:] == ["never_a", "not", "judged", "(cut", "off)"]
 
 
-@pytest.mark.parametrize("when", ["before the first episode", "while the nodes are built"])
-def test_ctrl_c_before_the_first_episode_says_so_in_one_line(tmp_path, monkeypatch, capsys, when):
-    """A Ctrl-C while the nodes start printed '0 episode(s)' over an empty table and said nothing of the
-    --record bag that was never written (or, still building the nodes, only a generic line)."""
+def test_a_stop_before_the_first_episode_says_so_in_one_line(tmp_path, monkeypatch, capsys):
+    """A stop (Ctrl-C, SIGTERM) while the nodes start printed '0 episode(s)' over an empty table and said
+    nothing of the --record bag that was never written. A stop asked for is a clean end: exit code 0."""
     from safety_monitor.nodes import run_inprocess
 
     def interrupted(options):
-        if when == "while the nodes are built":
-            raise KeyboardInterrupt
         return run_inprocess.LiveRun(rollouts=[], wall_s=0.9, events_log=tmp_path / "e.jsonl", bags=[],
                                      interrupted=True)
 
     monkeypatch.setattr(run_inprocess, "run", interrupted)
     bag = tmp_path / "bag"
-    assert main(["sim", "--record", str(bag), "--events", str(tmp_path / "e.jsonl")]) == 130
-    assert capsys.readouterr().out == ("safety-monitor sim: interrupted (Ctrl-C) before the first episode started: "
+    assert main(["sim", "--record", str(bag), "--events", str(tmp_path / "e.jsonl")]) == 0
+    assert capsys.readouterr().out == ("safety-monitor sim: interrupted before the first episode started: "
                                        f"nothing monitored; --record {bag}: no bag written\n")

@@ -68,27 +68,25 @@ def add_live_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_sim(args: argparse.Namespace) -> int:
-    """Run episodes through the ROS nodes in one process and print the summary."""
+    """Run episodes through the ROS nodes in one process and print the summary. SIGINT (Ctrl-C) or SIGTERM
+    stops the run cleanly, at any moment: what finished is summarised and the exit code is 0 (a stop asked
+    for is not a failure); a signal while the summary prints is held until it is out."""
     from safety_monitor.nodes.run_inprocess import LiveRunOptions, run
+    from safety_monitor.nodes.runtime import stop_on_signals
 
-    try:
-        live = run(LiveRunOptions(task=args.task or "", fault=args.fault or "", episodes=args.episodes,
-                                  seed=args.seed, events=args.events, record=args.record,
-                                  storage=args.storage or LiveRunOptions.storage))
-    except KeyboardInterrupt:  # Ctrl-C while the nodes were still being built: nothing ran
-        summary: SimSummary = {"episodes": [], "events_per_property": {}, "events_log": None, "bags": [],
-                               "wall_s": None, "interrupted": True}
-    else:
-        summary = summarize(live)
-    if args.json:
-        print(json.dumps(summary, indent=2))
-    elif summary["interrupted"] and not summary["episodes"]:  # no table of nothing; what became of --record
-        print("safety-monitor sim: interrupted (Ctrl-C) before the first episode started: nothing monitored"
-              + (f"; bag(s): {', '.join(summary['bags'])}" if summary["bags"] else
-                 f"; --record {args.record}: no bag written" if args.record else ""))
-    else:
-        print("\n".join(summary_lines(summary)))
-    return 130 if summary["interrupted"] else 0
+    with stop_on_signals():
+        summary = summarize(run(LiveRunOptions(task=args.task or "", fault=args.fault or "", episodes=args.episodes,
+                                               seed=args.seed, events=args.events, record=args.record,
+                                               storage=args.storage or LiveRunOptions.storage)))
+        if args.json:
+            print(json.dumps(summary, indent=2))
+        elif summary["interrupted"] and not summary["episodes"]:  # no table of nothing; what became of --record
+            print("safety-monitor sim: interrupted before the first episode started: nothing monitored"
+                  + (f"; bag(s): {', '.join(summary['bags'])}" if summary["bags"] else
+                     f"; --record {args.record}: no bag written" if args.record else ""))
+        else:
+            print("\n".join(summary_lines(summary)))
+    return 0
 
 
 def summarize(live: LiveRun) -> SimSummary:

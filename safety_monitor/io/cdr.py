@@ -606,13 +606,13 @@ class PredicateWriter:
         return out.bytes()
 
 
-def write_events(events: Sequence[Any], t: float) -> bytes:
-    """The CDR bytes of `messages.events_msg(types, events, t)` (rosbags' serialisation, byte for byte),
+def write_events(events: Sequence[Any], t: float, hardware_id: str = EVENTS_HARDWARE_ID) -> bytes:
+    """The CDR bytes of `messages.events_msg(types, events, t, hardware_id)` (rosbags' serialisation, byte for byte),
     for the monitor to publish an alert without building a message object per field."""
     statuses = []
     for event in events:
         name, kind, values = event_texts(event)
-        statuses.append((event_level_value(kind), name, kind, EVENTS_HARDWARE_ID, values))
+        statuses.append((event_level_value(kind), name, kind, hardware_id, values))
     return write_diagnostics(split_seconds(t), statuses)
 
 

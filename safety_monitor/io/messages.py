@@ -9,7 +9,7 @@ the estimator node, external estimators and replay all use:
 
 - `header.stamp`: the frame time; `header.frame_id`: empty.
 - exactly one `DiagnosticStatus` with `name = "safety_monitor/predicates"`, `hardware_id` = the
-  publisher's name, `message = "frame <n>"`, `level` OK, WARN when some predicate is unknown,
+  robot's (as on the events), `message = "frame <n>"`, `level` OK, WARN when some predicate is unknown,
   STALE when some input stream is stale;
 - `values`: one `KeyValue(key=<predicate>, value="true"|"false")` per predicate, plus reserved keys
   that cannot clash with predicate names (those match `[a-z][a-z0-9_]*`): `_frame` (frame index,
@@ -19,9 +19,9 @@ the estimator node, external estimators and replay all use:
 
 Wire layout of `/safety_monitor/events` (diagnostic_msgs/DiagnosticArray): one status per event,
 `name` = property, `message` = event kind (`safety_monitor.enums.EventKind`: opened,
-recovered, closed, unrecovered_at_end, discarded_truncated, blind, seeing), `hardware_id` =
-"safety_monitor", `level` ERROR for opened, WARN for unrecovered_at_end, STALE for blind, OK
-otherwise, and `values`: first `json`, the whole record (the event's `to_json()`, the event log's
+recovered, closed, unrecovered_at_end, discarded_truncated, blind, seeing), `hardware_id` = the
+robot's (live nodes apply one rule, see docs/ros.md; "safety_monitor" where none is given), `level`
+ERROR for opened, WARN for unrecovered_at_end, STALE for blind, OK otherwise, and `values`: first `json`, the whole record (the event's `to_json()`, the event log's
 line) as JSON, which is what `decode_events` reads; then one KeyValue per other scalar field as plain
 text for rqt_robot_monitor and Foxglove (`category` collision_contact, `frame` 120, `t` 0.24, `episode`
 3; `true`/`false`, '' for null). Nested fields (the `counterexample` of an opened event) are only in
@@ -384,7 +384,7 @@ def _plain(value: Any) -> str:
     return _FIELD_JSON(value)
 
 
-def events_msg(types: SimpleNamespace, events: Sequence[Any], t: float) -> Any:
+def events_msg(types: SimpleNamespace, events: Sequence[Any], t: float, hardware_id: str = EVENTS_HARDWARE_ID) -> Any:
     """Monitor events (with `property` and `kind`) -> one DiagnosticArray, one status per event."""
     statuses = []
     for event in events:
@@ -394,7 +394,7 @@ def events_msg(types: SimpleNamespace, events: Sequence[Any], t: float) -> Any:
                 level=event_level(types, kind),
                 name=name,
                 message=kind,
-                hardware_id=EVENTS_HARDWARE_ID,
+                hardware_id=hardware_id,
                 values=[types.KeyValue(key=k, value=v) for k, v in values],
             )
         )

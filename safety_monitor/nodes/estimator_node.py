@@ -38,7 +38,7 @@ from safety_monitor.nodes.episode_marker import read_marker
 from safety_monitor.pipeline.markers import START
 from safety_monitor.nodes.frame_load import FrameLoad, LoadReport
 from safety_monitor.nodes.log_throttle import LogThrottle
-from safety_monitor.nodes.params import declare, declare_topics
+from safety_monitor.nodes.params import declare, declare_hardware_id, declare_topics
 from safety_monitor.nodes.raw_decode import rclpy_decoder
 from safety_monitor.nodes.runtime import now_stamp, run_node
 from safety_monitor.pipeline.assemble import GRIPPER_JOINTS, JOINTS, WRENCH, StreamMapping, pose_stream
@@ -64,10 +64,10 @@ class EstimatorNode(Node):
         self._description_problem = ""  # why a received /robot_description could not be used
         self.issues: Counter[str] = Counter()
         self._throttled = LogThrottle(self.get_logger())
-        self._hardware_id = self.get_namespace().strip("/").replace("/", "_") or "robot"  # as the monitor's default
+        self.hardware_id = declare_hardware_id(self)
 
         T = m.rclpy_types()
-        self._writer = cdr.PredicateWriter(hardware_id=self.get_fully_qualified_name())
+        self._writer = cdr.PredicateWriter(hardware_id=self.hardware_id)
         self._pred_pub = self.create_publisher(T.DiagnosticArray, self.topics.predicates, qos.PREDICATES)
         self._diag_pub = self.create_publisher(T.DiagnosticArray, self.topics.diagnostics, qos.DIAGNOSTICS)
         self.create_subscription(T.DiagnosticArray, self.topics.episode, self._on_marker, qos.EPISODE)
@@ -294,7 +294,7 @@ class EstimatorNode(Node):
                 message = f"{sum(dropped.values())} {self.topics.joint_states} message(s) dropped ({kinds}); " + message
         values = [("frames", str(self.frames))] + [(f"issues.{k}", str(v)) for k, v in sorted(self.issues.items())]
         values += load.values() if load is not None else []
-        hw = self._hardware_id
+        hw = self.hardware_id
         self._diag_pub.publish(cdr.write_diagnostics(
             now_stamp(self), [(level, f"safety_monitor/{hw}: estimator inputs", message, hw, values)]))
 

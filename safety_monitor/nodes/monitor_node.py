@@ -56,7 +56,7 @@ from safety_monitor.nodes.episode_marker import read_marker
 from safety_monitor.pipeline.markers import START
 from safety_monitor.nodes.log_sync import LogSyncer
 from safety_monitor.nodes.log_throttle import LogThrottle
-from safety_monitor.nodes.params import declare, declare_topics
+from safety_monitor.nodes.params import declare, declare_hardware_id, declare_topics
 from safety_monitor.nodes.raw_decode import rclpy_decoder
 from safety_monitor.pipeline.decode import MessageType
 from safety_monitor.nodes.runtime import now_stamp, run_node
@@ -93,7 +93,7 @@ class MonitorNode(Node):
         specs = p.specs or str(config_dir() / "specs.yaml")
         self.monitor = SpecSetMonitor.from_spec_file(specs, history=p.history_frames, control_rate_hz=p.control_rate_hz)
         self._categories = {a.name: a.category for a in self.monitor.automata}
-        self.hardware_id = p.hardware_id or self.get_namespace().strip("/").replace("/", "_") or "robot"
+        self.hardware_id = declare_hardware_id(self)
         self._throttled = LogThrottle(self.get_logger())
         self.log_path = Path(p.events_log) if p.events_log else default_log_path(self.get_namespace())
         self._running_path = self.log_path.with_name(self.log_path.name + ".running")
@@ -193,7 +193,7 @@ class MonitorNode(Node):
                   "previous_started": previous.get("started"), "torn_bytes": torn_bytes}
         self._write_log([record])
         os.fsync(self._log)
-        self._events_pub.publish(cdr.write_events([record], 0.0))
+        self._events_pub.publish(cdr.write_events([record], 0.0, self.hardware_id))
 
     # ------------------------------------------------------------------------------------ outputs
     def _render(self, step: Step) -> None:
@@ -238,7 +238,7 @@ class MonitorNode(Node):
                 os.fsync(self._log)
             if self.context.ok():
                 t = group[-1].event.t
-                self._events_pub.publish(cdr.write_events(records, 0.0 if t is None else t))
+                self._events_pub.publish(cdr.write_events(records, 0.0 if t is None else t, hw))
         if not self.params.sync_before_publish:
             self._syncer.request()
         for e in events:

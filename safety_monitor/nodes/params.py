@@ -15,7 +15,7 @@ from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 
 from safety_monitor.errors import SafetyMonitorError
-from safety_monitor.settings import TOPICS_PREFIX, Topics, validate
+from safety_monitor.settings import TOPICS_PREFIX, Identity, Topics, validate
 
 T = TypeVar("T")
 
@@ -46,3 +46,10 @@ def _declare_one(node: Node, name: str, default: Any, help_text: str) -> Any:
         return node.declare_parameter(name, default, ParameterDescriptor(description=help_text, read_only=True)).value
     except ParameterException as exc:
         raise SafetyMonitorError(f"{where}: {exc}") from None
+
+
+def declare_hardware_id(node: Node) -> str:
+    """The robot's hardware_id, by the one rule every node applies: the `hardware_id` parameter when set,
+    else the node's namespace ('/' read as '_'), else 'robot'. Nodes of one robot share a namespace (or a
+    parameter file), so their statuses, events and heartbeat all name the same robot."""
+    return declare(node, Identity).hardware_id or node.get_namespace().strip("/").replace("/", "_") or "robot"

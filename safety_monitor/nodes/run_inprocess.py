@@ -11,15 +11,13 @@ executor on one thread spins every node (`runtime.make_executor`).
 """
 from __future__ import annotations
 
-import signal
 import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from safety_monitor.errors import SafetyMonitorError
-from safety_monitor.nodes.runtime import make_executor
+from safety_monitor.nodes.runtime import make_executor, stop_on_signals
 from safety_monitor.pipeline.supervisor import Rollout
 
 STORAGES = {"mcap": "mcap", "db3": "sqlite3", "sqlite3": "sqlite3"}
@@ -59,22 +57,18 @@ def nodes_yaml() -> Path:
     return config_dir() / "nodes.yaml"
 
 
-@contextmanager
-def _ctrl_c():
-    """Ctrl-C sets an event the spin loop checks (rclpy installs no handler for a private context,
-    and a KeyboardInterrupt raised inside a callback could leave a node half-updated)."""
-    stop = threading.Event()
-    previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
-    try:
-        yield stop
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
 def run(options: LiveRunOptions) -> LiveRun:
-    """Run `options.episodes` episodes through the ROS nodes; Ctrl-C stops early with what finished."""
+    """Run `options.episodes` episodes through the ROS nodes; SIGINT (Ctrl-C) or SIGTERM stops early with what
+    finished (`interrupted`). A stop signal only sets a flag the spin loop checks (`runtime.stop_on_signals`,
+    held from before rclpy loads): no callback or MuJoCo step is cut short, and one during start-up stops the
+    run once the nodes are built, before the first frame."""
+    with stop_on_signals() as stop:
+        return _run(options, stop)
+
+
+def _run(options: LiveRunOptions, stop: threading.Event) -> LiveRun:
     import rclpy
-    from rclpy.executors import ExternalShutdownException
+    from rclpy.node import Node
     from rclpy.parameter import Parameter
 
     from safety_monitor.nodes.estimator_node import EstimatorNode
@@ -96,11 +90,10 @@ def run(options: LiveRunOptions) -> LiveRun:
         raise SafetyMonitorError(f"parameter file {params_file} not found")
 
     context = rclpy.Context()
-    rclpy.init(args=[], context=context)
+    rclpy.init(args=[], context=context)  # a private context: rclpy installs no signal handler for it
     common = {"context": context, "cli_args": ["--ros-args", "--params-file", str(params_file)]}
-    nodes = []
+    nodes: list[Node] = []
     monitor = recorder = sim = None
-    interrupted = False
     start = time.monotonic()
     sim_time = Parameter("use_sim_time", value=True)
     try:
@@ -120,23 +113,18 @@ def run(options: LiveRunOptions) -> LiveRun:
         executor = make_executor(context)  # one executor, one thread, every node
         for node in nodes:
             executor.add_node(node)
-        with _ctrl_c() as stop:
-            while monitor.traces_finished < options.episodes and not stop.is_set():
-                if time.monotonic() - start > options.timeout_s:
-                    raise SafetyMonitorError(f"live run did not finish within {options.timeout_s:.0f} s "
-                                             f"({monitor.traces_finished} of {options.episodes} episodes)")
-                executor.spin_once(timeout_sec=0.1)
-            interrupted = stop.is_set()
-            if interrupted and recorder is not None:
-                _drain(executor, sim, recorder)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        interrupted = True
+        while monitor.traces_finished < options.episodes and not stop.is_set():
+            if time.monotonic() - start > options.timeout_s:
+                raise SafetyMonitorError(f"live run did not finish within {options.timeout_s:.0f} s "
+                                         f"({monitor.traces_finished} of {options.episodes} episodes)")
+            executor.spin_once(timeout_sec=0.1)
+        interrupted = stop.is_set()
+        if interrupted and recorder is not None:
+            _drain(executor, sim, recorder)
     finally:
         for node in reversed(nodes):
             node.destroy_node()
         context.try_shutdown()
-    if monitor is None:  # Ctrl-C while the nodes were being built: nothing ran, nothing to summarise
-        raise KeyboardInterrupt
     return LiveRun(rollouts=list(monitor.rollouts), wall_s=time.monotonic() - start,
                    events_log=monitor.log_path, bags=list(recorder.bags) if recorder else [],
                    interrupted=interrupted)

@@ -1,24 +1,86 @@
-"""Process entry points: one node per process (`ros2 run`, launch), with a clean Ctrl-C.
+"""Process entry points: one node per process (`ros2 run`, launch), stopped cleanly by SIGINT or SIGTERM.
 
-rclpy's SIGINT handler shuts the context down, so spinning ends with ExternalShutdownException;
-nodes then release what they hold in `destroy_node` (the monitor closes its trace and its log).
+Stopping is a flag, never an exception. SIGINT (Ctrl-C, to the process or its whole group, as a
+terminal and `ros2 launch` send it) and SIGTERM only set `stop_requested`; the spin loop checks it between
+callbacks, so no callback, fsync or MuJoCo step is cut short by a KeyboardInterrupt (one raised inside
+a callback the C++ executor or a pybind11 binding runs aborts the process), and a signal during start-up
+lets the build finish and then stops before the first spin. rclpy's own handlers stay uninstalled
+(rclpy's SIGINT handler shuts the context down under running callbacks and then raises
+KeyboardInterrupt). Afterwards every node is destroyed, in reverse order of creation, with its context
+still up: the monitor closes its running trace (its end-of-trace events reach the log and the topic),
+syncs and closes the log and removes `.running`; the process exits 0.
+
+The console scripts enter through `programs` below, which take the signals before the node's module
+(rclpy, MuJoCo: about a second) is even imported.
 """
 from __future__ import annotations
 
 import argparse
 import gc
+import importlib
+import signal
 import sys
-from collections.abc import Callable, Sequence
-
-import rclpy
-from rclpy.executors import ExternalShutdownException
-from rclpy.node import Node
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from safety_monitor.errors import SafetyMonitorError
 
+if TYPE_CHECKING:
+    from rclpy.node import Node
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+stop_requested = threading.Event()  # set by a stop signal while `stop_on_signals` holds them
+
+
+def _request_stop(_signum: int, _frame: object) -> None:
+    stop_requested.set()
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[threading.Event]:
+    """SIGINT and SIGTERM set `stop_requested` (cleared on entry) instead of raising or killing, until
+    the block ends, when the previous handlers return. Nested uses share the outer one's flag (a
+    program's entry point holds the signals from its first line, for the process's whole life)."""
+    if signal.getsignal(signal.SIGINT) is _request_stop:
+        yield stop_requested
+        return
+    stop_requested.clear()
+    previous = [(sig, signal.signal(sig, _request_stop)) for sig in STOP_SIGNALS]
+    try:
+        yield stop_requested
+    finally:
+        for sig, handler in previous:
+            signal.signal(sig, handler)
+
+
+def _program(module: str) -> Callable[[], int]:
+    """A console-script entry point: hold the stop signals first, then import `module` and run its main."""
+
+    def main() -> int:
+        stop_requested.clear()
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, _request_stop)
+        code = int(importlib.import_module(module).main())
+        # Python resets its handlers while it exits, and tearing rclpy down takes a while: a second Ctrl-C
+        # then (`ros2 launch` sends its own SIGINT after the terminal's) would kill the process with -2.
+        # Blocked, it stays pending and dies with the process.
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        return code
+
+    return main
+
+
+# setup.py's console scripts
+sim_node = _program("safety_monitor.nodes.sim_node")
+estimator_node = _program("safety_monitor.nodes.estimator_node")
+monitor_node = _program("safety_monitor.nodes.monitor_node")
+monitor_stack = _program("safety_monitor.nodes.monitor_stack")
+
 
 def run_node(program: str, factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
-    """Init rclpy with the process arguments, spin one node until shutdown; exit code."""
+    """Init rclpy with the process arguments, spin one node until shutdown or a stop signal; exit code."""
     return run_nodes(program, lambda nodes: nodes.append(factory()), args, about=sys.modules[factory.__module__].__doc__)
 
 
@@ -29,11 +91,19 @@ def run_nodes(program: str, build: Callable[[list[Node]], None], args: Sequence[
     printed under the `program`'s name (the executable's): the node that failed to build is not in
     `nodes`, so naming the last one built would blame the wrong node. `--help` (or any argument outside
     `--ros-args`) is answered before anything starts, with `about` (default: `build`'s module docstring)."""
-    argv = list(sys.argv if args is None else args)
-    answered = answer_command_line(program, argv, about or sys.modules[build.__module__].__doc__ or "")
-    if answered is not None:
-        return answered
-    rclpy.init(args=argv)
+    with stop_on_signals() as stop:
+        argv = list(sys.argv if args is None else args)
+        answered = answer_command_line(program, argv, about or sys.modules[build.__module__].__doc__ or "")
+        if answered is not None or stop.is_set():
+            return answered or 0
+        return _spin(program, build, argv, stop)
+
+
+def _spin(program: str, build: Callable[[list[Node]], None], argv: list[str], stop: threading.Event) -> int:
+    import rclpy
+    from rclpy.signals import SignalHandlerOptions
+
+    rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
     nodes: list[Node] = []
     try:
         build(nodes)
@@ -42,15 +112,13 @@ def run_nodes(program: str, build: Callable[[list[Node]], None], args: Sequence[
         executor = make_executor(context)
         for node in nodes:
             executor.add_node(node)
-        while context.ok():  # EventsExecutor.spin() would not return once the context is shut down
+        while context.ok() and not stop.is_set():  # EventsExecutor.spin() would not return on a shut-down context
             try:
                 executor.spin_once(timeout_sec=0.1)
             except Exception:
                 if context.ok():
                     raise
-                break  # a callback cut short by Ctrl-C shutting the context down under it: a normal stop
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+                break  # a callback cut short by the context shutting down under it (request_shutdown): a stop
     except SafetyMonitorError as exc:
         print(f"{program}: error: {exc}", file=sys.stderr)
         return 2

@@ -3,8 +3,17 @@
 Per control step it publishes `/clock`, the wrist wrench and, when the 50 Hz motion-capture stream
 has a new sample, each object's pose (stamped with its sample time), then `/joint_states` last: the
 joint message completes a frame, so an estimator that has it has the rest of that frame too. Episodes
-are separated by markers on `safety_monitor/episode` and by a gap of `episode_gap_s` in both wall and
-simulated time (time stays monotonic across episodes).
+are separated by markers on `safety_monitor/episode` and by a pause of `episode_gap_s` wall seconds, so the
+markers reach every node before the next episode's first frame.
+
+Simulated time runs only while the world is simulated. Between episodes the world is torn down and
+rebuilt: that takes no simulated time, so the next episode starts one control period after the last
+frame (time stays monotonic), and nothing on sim time (the estimator's and monitor's watchdogs under
+`use_sim_time`) sees the pause as a stopped stream. Publishing an idle robot instead would invent
+frames nothing simulated, and a watchdog told to expect a marker-announced silence would let a marker
+hide a real one. The same holds for a realtime sim that was paused (SIGSTOP, a starved process): it
+resumes where it stopped, skipping the missed wall time, instead of publishing the backlog in a burst
+that overflows its readers' queues.
 
 Pacing: `realtime` steps on a wall-clock timer at the control rate times `realtime_factor`;
 `lockstep` publishes the next frame as soon as the estimator's predicates for all but
@@ -22,7 +31,7 @@ from safety_monitor.frames import RobotState
 from safety_monitor.io import messages as m
 from safety_monitor.nodes import qos
 from safety_monitor.pipeline.markers import END, START, EpisodeMarker, marker_msg
-from safety_monitor.nodes.params import declare, declare_topics
+from safety_monitor.nodes.params import declare, declare_hardware_id, declare_topics
 from safety_monitor.nodes.runtime import request_shutdown, run_node
 from safety_monitor.settings import CONTROL_RATE_HZ, SimSettings
 from safety_monitor.sim.runner import episode_schedule
@@ -33,6 +42,9 @@ if TYPE_CHECKING:
 
 FIRST_EPISODE_AT_S = 1.0  # simulated time of the first episode's start (a zero stamp means "unset" in ROS)
 _SAME_SAMPLE_S = 1e-6  # pose sample times closer than this are the same sample
+# realtime pace: a tick publishes at most this many frames to catch up with its schedule (timer jitter, a
+# short stall); a longer lag is skipped, not caught up. Well under the readers' queue depth (qos.FRAME_DEPTH).
+MAX_CATCH_UP_FRAMES = qos.FRAME_DEPTH // 4
 
 
 
@@ -43,6 +55,7 @@ class SimNode(Node):
         super().__init__("sim_node", **node_kwargs)
         p = self.params = declare(self, SimSettings)
         self.topics = declare_topics(self)
+        self.hardware_id = declare_hardware_id(self)
         self.schedule = episode_schedule(p.task, p.fault, p.episodes)
         self._types = m.rclpy_types()
         T = self._types
@@ -93,13 +106,26 @@ class SimNode(Node):
                 self._acked = self._published
             self._pump()
         else:
-            due = int((now - self._phase_since) * CONTROL_RATE_HZ * self.params.realtime_factor)
+            due = self._due(now)
             episode = self._episode
             assert episode is not None  # running: an episode has started
             while self._published < due and not episode.done:
                 self._publish_frame()
             if episode.done:
                 self._end_episode()
+
+    def _due(self, now: float) -> int:
+        """Realtime pace: the frames the schedule wants published by `now`. A lag of more than
+        MAX_CATCH_UP_FRAMES re-anchors the schedule at now: the missed wall time is skipped."""
+        rate = CONTROL_RATE_HZ * self.params.realtime_factor
+        due = int((now - self._phase_since) * rate)
+        if due - self._published > MAX_CATCH_UP_FRAMES:
+            skipped = (due - self._published - 1) / rate
+            self._phase_since += skipped
+            self.get_logger().info(f"{skipped:.3f} s behind the wall clock (paused or starved): resuming from "
+                                   "here, not catching up")
+            due = self._published + 1
+        return due
 
     def _ready(self) -> bool:
         """Every input topic has a subscriber (and, lockstep, someone answers with predicates), so no
@@ -137,11 +163,12 @@ class SimNode(Node):
         seed = self.params.seed + index
         self._episode = Episode(task, fault, seed)
         self._index = index
-        self._offset = self._last_t + self.params.episode_gap_s if index else FIRST_EPISODE_AT_S
+        # the rebuilt world's time: one control period after the last frame (see the module docstring)
+        self._offset = self._last_t + 1.0 / CONTROL_RATE_HZ if index else FIRST_EPISODE_AT_S
         self._published = self._acked = 0
         self._pose_sent = {}
         self._marker_pub.publish(marker_msg(self._types, EpisodeMarker(
-            START, index, self._offset, task=task, fault=fault or "", seed=seed)))
+            START, index, self._offset, task=task, fault=fault or "", seed=seed), self.hardware_id))
         self.get_logger().info(f"episode {index}: task {task}, fault {fault or 'none'}, seed {seed}")
         self._phase, self._phase_since = "gap", time.monotonic()
 
@@ -151,7 +178,7 @@ class SimNode(Node):
         task, fault = self.schedule[index]
         self._marker_pub.publish(marker_msg(self._types, EpisodeMarker(
             END, index, self._last_t, task=task, fault=fault or "", seed=episode.seed,
-            frames=self._published, succeeded=bool(episode.succeeded()))))
+            frames=self._published, succeeded=bool(episode.succeeded())), self.hardware_id))
         if index + 1 < len(self.schedule):
             self._start_episode(index + 1)
             return

@@ -44,11 +44,11 @@ class EpisodeMarker:
     succeeded: bool | None = None
 
 
-def marker_msg(types: SimpleNamespace, marker: EpisodeMarker) -> Any:
+def marker_msg(types: SimpleNamespace, marker: EpisodeMarker, hardware_id: str = "sim") -> Any:
     fields = asdict(marker)
     kind, t = fields.pop("kind"), fields["t"]  # `t` also in values: exact, where the stamp rounds to ns
     status = types.DiagnosticStatus(
-        level=types.DiagnosticStatus.OK, name=STATUS_NAME, message=str(kind), hardware_id="sim",
+        level=types.DiagnosticStatus.OK, name=STATUS_NAME, message=str(kind), hardware_id=hardware_id,
         values=[types.KeyValue(key=k, value=json.dumps(v)) for k, v in fields.items()],
     )
     return types.DiagnosticArray(header=header(types, t), status=[status])

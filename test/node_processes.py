@@ -1,0 +1,163 @@
+"""Helpers for tests that run the nodes as processes, the way `ros2 run` and `ros2 launch` start them, and
+watch them from a probe node: statuses on /diagnostics, predicates, events, heartbeat and episode markers.
+
+Processes enter through the console scripts' own entry points (`safety_monitor.nodes.runtime`), so a
+signal during their imports meets what a user's Ctrl-C meets. Every wait is for progress seen on a topic
+or in a file; the deadline only ends a broken run.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import rclpy
+
+from safety_monitor.io import messages as m
+from safety_monitor.nodes import qos
+
+WAIT_S = 300.0  # only a broken run waits this long: a slow, loaded machine passes far below it
+ENTRY = ("import sys; from safety_monitor.nodes import runtime; "
+         "main = getattr(runtime, sys.argv.pop(1)); sys.exit(main())")
+LEVELS = {0: "OK", 1: "WARN", 2: "ERROR", 3: "STALE"}
+
+
+def fresh_domain() -> int:
+    return random.SystemRandom().randint(101, 200)
+
+
+def fresh_namespace() -> str:
+    return "/p" + uuid.uuid4().hex[:8]
+
+
+class Probe:
+    """A node in the robot's namespace on its own context and domain, recording what the nodes publish."""
+
+    def __init__(self, ns: str, domain: int) -> None:
+        self.ns, self.hw = ns, ns.strip("/").replace("/", "_") or "robot"  # the nodes' hardware_id rule
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context, domain_id=domain)
+        self.node = rclpy.create_node("probe", namespace=ns, context=self.context)
+        T = m.rclpy_types()
+        self.diagnostics: list[tuple[str, str, str, str]] = []  # (hardware_id, name, level, message)
+        self.events: list[dict] = []
+        self.event_ids: set[str] = set()
+        self.predicates = 0
+        self.predicate_ids: set[str] = set()
+        self.heartbeat_ids: set[str] = set()
+        self.marker_ids: set[str] = set()
+        self.ends = 0  # end markers seen
+        self.missed_frames = 0  # the estimator's load.missed_frames, summed over its periods
+        self.rollout = 0  # the monitor's summary: the rollout it is in (episodes finished)
+        n = self.node
+        n.create_subscription(T.DiagnosticArray, "/diagnostics", self._on_diagnostics, qos.DIAGNOSTICS)
+        n.create_subscription(T.DiagnosticArray, "safety_monitor/events", self._on_events, qos.EVENTS)
+        n.create_subscription(T.DiagnosticArray, "safety_monitor/predicates", self._on_predicates, qos.PREDICATES)
+        n.create_subscription(T.DiagnosticArray, "safety_monitor/heartbeat",
+                              lambda msg: self.heartbeat_ids.update(s.hardware_id for s in msg.status), qos.DIAGNOSTICS)
+        n.create_subscription(T.DiagnosticArray, "safety_monitor/episode", self._on_marker, qos.EPISODE)
+        self.executor = rclpy.executors.SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(n)
+
+    def _on_diagnostics(self, msg) -> None:
+        for s in msg.status:
+            if not s.name.startswith(f"safety_monitor/{self.hw}:") and s.hardware_id != self.hw:
+                continue  # another test's robot
+            self.diagnostics.append((s.hardware_id, s.name, LEVELS[ord(s.level) if isinstance(s.level, bytes) else s.level], s.message))
+            for kv in s.values:
+                if kv.key == "load.missed_frames":
+                    self.missed_frames += int(kv.value)
+                elif kv.key == "rollout" and s.name.endswith(": monitor"):
+                    self.rollout = max(self.rollout, int(kv.value))
+
+    def _on_events(self, msg) -> None:
+        self.event_ids.update(s.hardware_id for s in msg.status)
+        self.events.extend(m.decode_events(msg))
+
+    def _on_predicates(self, msg) -> None:
+        self.predicates += 1
+        self.predicate_ids.update(s.hardware_id for s in msg.status)
+
+    def _on_marker(self, msg) -> None:
+        self.marker_ids.update(s.hardware_id for s in msg.status)
+        self.ends += sum(s.message == "end" for s in msg.status)
+
+    def nodes_seen(self) -> set[str]:
+        return {name for name, ns in self.node.get_node_names_and_namespaces() if ns == self.ns}
+
+    def until(self, condition: Callable[[], bool], procs: dict[str, Proc] | None = None, what: str = "") -> None:
+        """Spin until `condition` holds; a process that exits meanwhile fails the wait with its output."""
+        deadline = time.monotonic() + WAIT_S
+        while not condition():
+            for proc in (procs or {}).values():
+                assert proc.popen.poll() is None, f"{proc.name} exited ({proc.popen.returncode}) waiting for " \
+                                                  f"{what}:\n{proc.output()[-3000:]}"
+            assert time.monotonic() < deadline, f"no {what} within {WAIT_S} s"
+            self.executor.spin_once(timeout_sec=0.05)
+
+    def close(self) -> None:
+        self.node.destroy_node()
+        self.context.try_shutdown()
+
+
+class Proc:
+    """One node process (its output in a file); `group`: join that process group, else lead a new one.
+    `command`: run this instead of a node (`safety-monitor ...` arguments)."""
+
+    def __init__(self, program: str, ns: str, domain: int, out_dir: Path, params: list[str],
+                 group: int | None = None, name: str | None = None, command: list[str] | None = None) -> None:
+        from safety_monitor.nodes.run_inprocess import nodes_yaml
+
+        self.name = name or program
+        self.log = out_dir / f"{self.name}.log"
+        if command is not None:  # the console script's entry point
+            args = [sys.executable, "-c", "import sys; from safety_monitor.cli import main; sys.exit(main())", *command]
+        else:
+            args = [sys.executable, "-c", ENTRY, program, "--ros-args", "-r", f"__ns:={ns}",
+                    "--params-file", str(nodes_yaml())]
+            for p in params:
+                args += ["-p", p]
+        env = {**os.environ, "ROS_DOMAIN_ID": str(domain), "PYTHONUNBUFFERED": "1"}
+        with open(self.log, "w") as out:
+            self.popen = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                          process_group=0 if group is None else group)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def holds_stop_signals(self) -> bool:
+        """The entry point has taken SIGTERM (Linux: /proc's caught-signal mask): imports are under way."""
+        try:
+            status = Path(f"/proc/{self.pid}/status").read_text()
+        except OSError:
+            return False
+        caught = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")), 16)
+        return bool(caught & (1 << (signal.SIGTERM - 1)))
+
+    def wait(self) -> int:
+        return self.popen.wait(timeout=WAIT_S)
+
+    def kill(self) -> None:
+        if self.popen.poll() is None:
+            self.popen.kill()
+            self.popen.wait()
+
+
+def whole_lines(log: Path) -> list[dict]:
+    """Every line of an event log, each a whole JSON object ending in a newline."""
+    if not log.exists():
+        return []
+    data = log.read_text()
+    assert not data or data.endswith("\n"), f"torn last line: {data[-200:]!r}"
+    return [json.loads(line) for line in data.splitlines()]

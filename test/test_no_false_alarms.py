@@ -1,0 +1,129 @@
+"""No false alarms: a fault-free run says OK and nothing else once it has started, episode boundaries
+included, at both paces; a realtime sim paused with SIGSTOP resumes without a burst, so the estimator
+loses no frame; and every topic names the robot by the same hardware_id.
+
+The sim, and the one-process estimator and monitor (`monitor_stack`, what monitor.launch.py starts), run
+as processes on sim time, as sim.launch.py runs them. By default one task at each pace (two episodes:
+one boundary; the realtime one paused once); SAFETY_MONITOR_TEST_ALL=1 runs every task at both paces. The realtime pace runs at
+REALTIME_FACTOR: a stack slower than the sim must say it falls behind (that is no false alarm), and a
+test may not depend on the machine keeping up with 500 Hz.
+
+Known, and reported as an expected failure rather than hidden: the grasp estimator's `moving` is unknown
+until an object's second pose sample, so `no_forbidden_contact` is unknown for the first ~30 frames of
+every rollout (grounding's warm-up; the monitor's unknown is exact, see DESIGN.md section 5).
+"""
+import os
+import signal
+import time
+
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+
+from node_processes import Probe, Proc, fresh_domain, fresh_namespace, whole_lines  # noqa: E402
+
+from safety_monitor.sim.tasks import TASKS  # noqa: E402
+
+ALL = os.environ.get("SAFETY_MONITOR_TEST_ALL") == "1"
+# by default the realtime pace is checked by the pause test (the same run, paused once)
+CASES = ([(task, pace) for task in TASKS for pace in ("realtime", "lockstep")] if ALL
+         else [("pick_and_place_cube", "lockstep")])
+ALARMS = ("WARN", "STALE", "ERROR")
+REALTIME_FACTOR = 0.2
+PAUSE_S = 200 / (500 * REALTIME_FACTOR)
+WARM_UP_FRAMES = 50  # the warm-up above: blind from a rollout's frame 0, seeing again before this frame
+
+
+def alarms_after_first_ok(statuses):
+    """Per status name: every non-OK level published after that status first said OK."""
+    ok, out = set(), []
+    for _hw, name, level, message in statuses:
+        if level == "OK":
+            ok.add(name)
+        elif name in ok and level in ALARMS:
+            out.append((name, level, message))
+    return out
+
+
+def run_stack(tmp_path, sim_params, during=None):
+    """sim_node and monitor_stack in one namespace until the sim has published every episode and the
+    monitor closed them; `during(probe, sim)` runs once the first frame came. Returns the probe."""
+    domain, ns = fresh_domain(), fresh_namespace()
+    probe = Probe(ns, domain)
+    procs = {}
+    try:
+        procs["stack"] = Proc("monitor_stack", ns, domain, tmp_path, ["use_sim_time:=true",
+                                                                      f"events_log:={tmp_path / 'events.jsonl'}"])
+        procs["sim"] = Proc("sim_node", ns, domain, tmp_path, sim_params)
+        episodes = int(next(p.split(":=")[1] for p in sim_params if p.startswith("episodes:=")))
+        probe.until(lambda: probe.predicates > 0, procs, "first predicates")
+        if during is not None:
+            during(probe, procs["sim"])
+        probe.until(lambda: procs["sim"].popen.poll() is not None, {"stack": procs["stack"]}, "the sim's end")
+        assert procs["sim"].wait() == 0, procs["sim"].output()[-3000:]
+        probe.until(lambda: probe.rollout >= episodes, {"stack": procs["stack"]}, "every episode closed")
+        procs["stack"].popen.send_signal(signal.SIGINT)
+        assert procs["stack"].wait() == 0, procs["stack"].output()[-3000:]
+        for proc in procs.values():
+            assert "Traceback" not in proc.output(), proc.output()[-3000:]
+    finally:
+        for proc in procs.values():
+            proc.kill()
+        probe.close()
+    return probe, procs
+
+
+def warm_up_properties(events):
+    """Properties blind only in the known warm-up of a rollout: blind at frame 0, seeing before WARM_UP_FRAMES."""
+    blind = {(e["rollout"], e["property"]): e["frame"] for e in events if e["kind"] == "blind"}
+    seeing = {(e["rollout"], e["property"]): e["frame"] for e in events if e["kind"] == "seeing"}
+    if any(f != 0 or seeing.get(k, WARM_UP_FRAMES) >= WARM_UP_FRAMES for k, f in blind.items()):
+        return set()
+    return {prop for _, prop in blind}
+
+
+def check_no_alarm(probe, procs):
+    """No alarm once each status said OK, but the known warm-up (then an expected failure)."""
+    alarms = alarms_after_first_ok(probe.diagnostics)
+    assert probe.diagnostics and not [a for a in alarms if a[0].endswith(": estimator inputs")], alarms[:5]
+    for proc in procs.values():
+        assert "WARN" not in proc.output() and "ERROR" not in proc.output(), proc.output()[-3000:]
+    warm = warm_up_properties(whole_lines(procs["stack"].log.with_name("events.jsonl")))
+    unexplained = [(name, level, message) for name, level, message in alarms
+                   if not (name.split(": ")[-1] in warm and message == "unknown: predicates unknown")
+                   and not (name.endswith(": monitor") and level == "WARN" and message == f"{len(warm)} properties unknown")]
+    assert unexplained == [], unexplained[:5]
+    return alarms
+
+
+def pace_params(pace):
+    return [f"pace:={pace}"] + ([f"realtime_factor:={REALTIME_FACTOR}"] if pace == "realtime" else [])
+
+
+@pytest.mark.parametrize("task,pace", CASES)
+def test_a_fault_free_run_raises_no_alarm(tmp_path, task, pace):
+    probe, procs = run_stack(tmp_path, [f"task:={task}", "fault:=none", "episodes:=2", *pace_params(pace)])
+    hw = probe.hw  # one hardware_id on every topic: the namespace
+    assert {h for h, *_ in probe.diagnostics} == probe.predicate_ids == probe.heartbeat_ids == probe.marker_ids == {hw}
+    assert probe.missed_frames == 0
+    if check_no_alarm(probe, procs):
+        pytest.xfail("grounding's warm-up: no_forbidden_contact unknown for the first frames of a rollout")
+
+
+def test_a_paused_realtime_sim_resumes_without_a_burst(tmp_path):
+    """SIGSTOP for longer than the estimator's queue holds frames, then SIGCONT: the sim resumes where it
+    stopped (sim time stood still), so no frame is lost and nothing turns stale."""
+
+    def pause(probe, sim):
+        os.kill(sim.pid, signal.SIGSTOP)
+        # the pause itself, not a timeout: 200 frames of schedule at REALTIME_FACTOR, four times the most the
+        # sim catches up (MAX_CATCH_UP_FRAMES), on any machine
+        time.sleep(PAUSE_S)
+        os.kill(sim.pid, signal.SIGCONT)
+
+    probe, procs = run_stack(tmp_path, ["task:=pick_and_place_cube", "fault:=none", "episodes:=2",
+                                        *pace_params("realtime")], during=pause)
+    assert "resuming from here, not catching up" in procs["sim"].output()
+    assert probe.missed_frames == 0
+    if check_no_alarm(probe, procs):
+        pytest.xfail("grounding's warm-up: no_forbidden_contact unknown for the first frames of a rollout")
