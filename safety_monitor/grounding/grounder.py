@@ -78,8 +78,20 @@ class Grounder:
             self._twin = twin_for(self.robot, self.thresholds)
         return self._twin
 
+    @property
+    def warmup_frames(self) -> int:
+        """Frames a fresh grounder needs before every history-dependent predicate reads only evidence gathered
+        since its start: the motion window, then the stability latch on it, then the longest debounce,
+        persistence or onset window (contact tolerances fire on the frame after theirs). Timeouts are not
+        counted: a timer that was not started cannot expire falsely. After a gap the Estimator stage restarts
+        the grounder (`reset`) and publishes this many frames blind."""
+        c = self.counts
+        windows = (c.grasp_persistence, c.content_entry_persistence, c.skill_onset_window + 1,
+                   c.forbidden_contact_tolerance + 1, c.clean_contact_tolerance + 1, c.wrench_persistence)
+        return c.motion_window + 1 + c.stability_persistence + max(windows)
+
     def reset(self) -> None:
-        """Forget all estimator state and time (a new episode or recording)."""
+        """Forget all estimator state and time (a new episode or recording, or the evidence before a gap)."""
         th, counts, r, cat = self.thresholds, self.counts, self.robot, self.catalog
         graspable = tuple(o for o in r.objects if cat.has(o, "graspable"))
         self._grasp = grasp.GraspEstimator(graspable, th, counts)
@@ -257,7 +269,9 @@ class Grounder:
         for o in self.robot.objects:
             pose = poses.get(o)
             speed[o] = slip[o] = None
-            if pose is None:
+            if pose is None:  # stale or missing: its motion restarts when the pose returns, never read across the gap
+                self._object_tracks[o].clear()
+                self._relative_tracks[o].clear()
                 continue
             measured = t - float(state.object_ages.get(o, 0.0))
             box = geo.object_boxes.get(o)
