@@ -77,10 +77,7 @@ class Estimator:
     # ------------------------------------------------------------------------------------- inputs
     def joints(self, sample: JointSample, received: float | None = None) -> EstimatorStep:
         """A /joint_states message: the frame it makes, grounded and numbered (or None, its issues say why)."""
-        last = self._last_t
-        restarted = ()
-        if last is not None and sample.stamp and sample.stamp < last - self._restart_s:
-            restarted = (self._restart(sample.stamp, last),)
+        restarted = self._restarted(sample.stamp)
         clock, assembler = self._clock, self.assembler
         start = clock() if clock else 0.0
         frame = assembler.on_joint_sample(sample, received)
@@ -115,21 +112,23 @@ class Estimator:
 
     def wrench(self, wrench: Wrench, stamp: float, received: float | None = None) -> EstimatorStep:
         """A wrist wrench message: sampled by the next frame."""
+        restarted = self._restarted(stamp)
         clock = self._clock
         start = clock() if clock else 0.0
         self.assembler.on_wrench_sample(wrench, stamp, received)
         if clock:
             self.timings["assemble"] += clock() - start
-        return self._between_frames()
+        return self._between_frames(restarted)
 
     def pose(self, name: str, pose: Pose, stamp: float, received: float | None = None) -> EstimatorStep:
         """An object's pose message: sampled by the next frame."""
+        restarted = self._restarted(stamp)
         clock = self._clock
         start = clock() if clock else 0.0
         self.assembler.on_pose_sample(name, pose, stamp, received)
         if clock:
             self.timings["assemble"] += clock() - start
-        return self._between_frames()
+        return self._between_frames(restarted)
 
     def undecodable(self, stream: str, received: float, error: Exception) -> EstimatorStep:
         """A message of `stream` that `decode` could not read (`error`), dropped at arrival time `received`."""
@@ -138,7 +137,7 @@ class Estimator:
 
     def finish(self) -> EstimatorStep:
         """The end of the input: issues only the end can tell (a last stamp that jumped ahead)."""
-        return self._between_frames(self.assembler.finish())
+        return self._between_frames(issues=self.assembler.finish())
 
     def new_rollout(self, t: float) -> EstimatorStep:
         """A rollout whose first frame is at `t` starts: forget the last one. When a frame at or after `t` was
@@ -159,14 +158,21 @@ class Estimator:
         self._start()
         return EstimatorStep(start=RolloutStart.RESET)
 
-    def _restart(self, stamp: float, last: float) -> StreamIssue:
-        """The joint stamps went back beyond `restart_backwards_s`: the input restarted (a sim or a bag
-        started again). A new rollout, numbered from 0, with a fresh grounder: the old one is never joined."""
+    def _restarted(self, stamp: float) -> tuple[StreamIssue, ...]:
+        """A message stamped more than `restart_backwards_s` before the last frame (any stream: the slower
+        ones come first at a restart) means the input restarted (a sim or a bag started again): a new
+        rollout, numbered from 0, with a fresh assembler and grounder; the old one is never joined."""
+        last = self._last_t
+        if last is None or not stamp or stamp >= last - self._restart_s:
+            return ()
         self.grounder.reset()
         self._start()
-        return StreamIssue(IssueKind.INPUT_RESTARTED, JOINTS, stamp, f"stamp {stamp:.6f} is {last - stamp:.3f} s "
-                           f"behind the last frame (beyond {self._restart_s:g} s): the input restarted, a new rollout")
+        return (StreamIssue(IssueKind.INPUT_RESTARTED, JOINTS, stamp, f"stamp {stamp:.6f} is {last - stamp:.3f} s "
+                            f"behind the last frame (beyond {self._restart_s:g} s): the input restarted, a new "
+                            "rollout"),)
 
-    def _between_frames(self, issues: tuple[StreamIssue, ...] | None = None) -> EstimatorStep:
+    def _between_frames(self, restarted: tuple[StreamIssue, ...] = (),
+                        issues: tuple[StreamIssue, ...] | None = None) -> EstimatorStep:
         issues = self.assembler.drain_issues() if issues is None else issues
+        issues = restarted + issues if restarted else issues
         return EstimatorStep(None, issues, self._frozen) if issues else _QUIET[self._frozen]
