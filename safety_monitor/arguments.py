@@ -1,4 +1,4 @@
-"""argparse types for numeric options, each saying its range, so a bad value is a usage error (exit 2)
+"""argparse types for options that say their range (numbers, folders), so a bad value is a usage error (exit 2)
 naming the option and the range rather than a traceback from deep inside (a negative seed in numpy,
 a bootstrap of 10^11 resamples allocating terabytes)."""
 from __future__ import annotations
@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
+from pathlib import Path
 
 SEED_MAX = 2**32 - 1  # numpy's and MuJoCo's seeds are 32-bit
 
@@ -46,3 +47,11 @@ def number(low: float, high: float, *, above: bool = False, unit: str = "") -> C
 
 def seed() -> Callable[[str], int]:
     return whole(0, SEED_MAX)
+
+
+def folder(text: str) -> Path:
+    """An existing directory (a search path that is a file or missing would silently find nothing)."""
+    path = Path(text)
+    if not text or not path.is_dir():
+        raise argparse.ArgumentTypeError(f"not a folder: {text!r}")
+    return path

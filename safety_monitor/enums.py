@@ -44,6 +44,7 @@ class IssueKind(StrEnum):
     UNKNOWN_JOINTS = "unknown_joints"  # joints the robot does not have: ignored
     MISSING_JOINTS = "missing_joints"  # joints the robot needs that never came
     DUPLICATE_NAMES = "duplicate_names"  # a joint listed twice: dropped
+    JOINT_JUMP = "joint_jump"  # a joint stepped further between frames than its velocity limit allows (wrap, glitch)
     ZERO_QUATERNION = "zero_quaternion"  # a pose without orientation: dropped
     FROZEN = "frozen"  # values bit-identical for longer than a real sensor stays still: stale
     STREAM_STOPPED = "stream_stopped"  # a stream that stopped while others went on

@@ -8,6 +8,7 @@ in-process through `safety_monitor.cli.main`, after a valid base command line th
 from __future__ import annotations
 
 import argparse
+import itertools
 
 import pytest
 
@@ -15,6 +16,7 @@ from safety_monitor.cli import build_parser, main
 from safety_monitor.errors import SourceError
 from safety_monitor.files import MAX_YAML_BYTES, parse_yaml
 from safety_monitor.io.traces import read_trace
+from urdf_robots import arm_urdf
 
 SPEC = "predicates: [a, b]\nproperties:\n  - {name: p, category: collision_contact, formula: 'G(a -> b)'}\n"
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
@@ -38,6 +40,7 @@ def files(tmp_path_factory):
     (d / "binary").write_bytes(bytes(range(256)) * 4)
     (d / "folder").mkdir()
     (d / "bag.mcap").write_bytes(b"not a bag")
+    (d / "robot.urdf").write_text(arm_urdf(3, "none"))
     return d
 
 
@@ -124,14 +127,16 @@ BASES = {
     ("sim",): ["--physics-only"],
     ("alerts",): [],
     ("replay",): ["{bag}", "--from-predicates", "--specs", "{spec}"],
+    ("robot", "init"): ["--urdf", "{urdf}", "--out", "{out}"],
 }
 SPECIAL_BASES = {("replay", "robot"): ["{bag}", "--specs", "{spec}"]}  # --from-predicates reads no robot
-INPUT_FILES = {"file", "trace", "specs", "candidates", "reference", "plan", "traces", "robot", "params", "topics"}
-OUTPUTS = {"feedback", "report", "events", "record"}  # written, not read: not input validation
+INPUT_FILES = {"file", "trace", "specs", "candidates", "reference", "plan", "traces", "robot", "params", "topics",
+               "urdf"}
+OUTPUTS = {"feedback", "report", "events", "record", "out"}  # written, not read: not input validation
 TEXT = {  # free text the command checks itself; each gets a value it must refuse
     "formula": "G(", "formulas": "G(", "property": "no_such_property", "task": "no_such_task",
     "sim": "no_such_task", "fault": "no_such_fault", "namespace": "not a namespace", "group_by": "(",
-    "bags": "{missing}",
+    "bags": "{missing}", "package_path": "{binary}",
 }
 UNCHECKED = {("sim", "fault")}  # --fault with --physics-only is checked, elsewhere it needs --sim first
 
@@ -178,11 +183,15 @@ def _fuzz_cases():
 
 NAMES = {"spec": "spec.yaml", "trace": "trace.jsonl", "plan": "plan.yaml", "candidates": "candidates.jsonl",
          "reference": "reference.jsonl", "bag": "bag.mcap", "binary": "binary", "folder": "folder",
-         "bomb": "bomb.yaml", "missing": "missing.yaml"}
+         "bomb": "bomb.yaml", "missing": "missing.yaml", "urdf": "robot.urdf"}
+
+
+_OUTS = itertools.count()
 
 
 def _fill(argv: list[str], files) -> list[str]:
-    return [a.format(**{k: files / v for k, v in NAMES.items()}) for a in argv]
+    """The named files substituted; `{out}` is a new folder each time (robot init never overwrites)."""
+    return [a.format(out=files / f"out{next(_OUTS)}", **{k: files / v for k, v in NAMES.items()}) for a in argv]
 
 
 def _argv(path, dest, flag, value, files) -> list[str]:

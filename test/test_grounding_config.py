@@ -25,7 +25,8 @@ SPEC_NAMES = {
     "no_forbidden_contact", "no_excess_wrench", "grasp_synced_until_release", "drop_only_when_released",
     "released_object_settles", "no_clean_contact_after_raw", "pick_preconditions", "place_preconditions",
     "open_preconditions", "close_preconditions", "fixture_obstacle_retract", "transfer_settles",
-    "reach_in_only_when_open", "release_after_internal_support",
+    "reach_in_only_when_open", "release_after_internal_support", "joint_positions_within_limits",
+    "joint_velocities_within_limits", "joint_efforts_within_limits", "no_joint_position_jump",
 }
 
 
@@ -68,7 +69,7 @@ def test_a_robot_that_keeps_pushing_a_blocked_fixture_is_one_episode_until_it_ba
 
 def test_specs_check_command_passes(capsys):
     assert main(["specs", "check", str(CONFIG / "specs.yaml")]) == 0
-    assert "14 properties" in capsys.readouterr().out
+    assert "18 properties" in capsys.readouterr().out
 
 
 def test_the_predicates_command_lists_the_grounder_vocabulary(capsys):

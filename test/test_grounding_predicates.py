@@ -50,7 +50,7 @@ class Scene:
         self.wrench_age = 0.0
 
     def state(self) -> RobotState:
-        names = (*ROBOT.arm_joints, *ROBOT.finger_joints, *self.joints)
+        names = (*ROBOT.arm_joints, *ROBOT.gripper.joints, *self.joints)
         q = [0.0] * len(ROBOT.arm_joints) + [self.fingers, self.fingers] + list(self.joints.values())
         poses = {o: Pose(p.copy(), np.array([1.0, 0, 0, 0])) for o, p in self.pos.items() if o not in self.missing}
         return RobotState(t=self.k / self.rate, joint_names=names, joint_position=np.array(q), object_poses=poses,

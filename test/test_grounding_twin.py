@@ -226,8 +226,8 @@ def test_a_perceived_box_object_is_added_to_a_robot_only_mjcf(tmp_path):
     robot = parse_robot_description({
         "mjcf": "mini.xml",
         "robot": {"base_body": "base", "arm_joints": ["j1"], "end_effector": {"body": "palm", "site": "tcp"},
-                  "hand_bodies": ["palm"], "gripper_closed_below": 0.03,
-                  "fingers": {"left": {"joint": "jl", "body": "fl"}, "right": {"joint": "jr", "body": "fr"}}},
+                  "gripper": {"kind": "two_fingers", "joints": ["jl", "jr"], "fingers": {"left": "fl", "right": "fr"},
+                              "hand_bodies": ["palm"], "closed_below": 0.03}},
         "static": {"bench": {"bodies": ["bench"]}},
         "objects": {"box_a": {"box": [0.02, 0.02, 0.02]}},
     }, "mini robot", base_dir=tmp_path)

@@ -6,11 +6,11 @@ import json
 import pytest
 
 from safety_monitor.cli import main
+from safety_monitor.io import messages as m
+from safety_monitor.io.bag import BagWriter
 from safety_monitor.replay.batch import summarize, unique_bags
 from safety_monitor.replay.score import ReplayConfig, score_bag
 from safety_monitor.sim.runner import run_episode
-from safety_monitor.io import messages as m
-from safety_monitor.io.bag import BagWriter
 
 SPECS = """
 predicates: [excess_wrench, object_grasped, object_sync, object_grasped_raw]
@@ -322,3 +322,17 @@ def test_ctrl_c_while_the_report_is_written_says_it_is_incomplete(tmp_path, bag,
     monkeypatch.setattr(report, "write_report", interrupted)
     assert replay(bag, "--specs", specs, report=tmp_path / "r") == 130
     assert f"interrupted (Ctrl-C) while writing the report: {tmp_path / 'r'} is incomplete" in capsys.readouterr().err
+
+
+def test_the_report_flags_properties_the_bag_could_not_violate(tmp_path, bag, specs):
+    """A stationary workcell: nothing is grasped and the wrench never moves, so neither property was
+    exercised; report.json says so per bag and property, summary.md in a table."""
+    report = tmp_path / "r"
+    assert replay(bag, "--specs", specs, "--no-plots", report=report) == 0
+    vacuity = {v["property"]: v for v in json.loads((report / "report.json").read_text())["bags"][0]["vacuity"]}
+    assert vacuity["grasp_synced_until_release"] == {
+        "property": "grasp_synced_until_release", "vacuous": True, "trigger_constant": True,
+        "constant_consequent": ["object_grasped_raw", "object_sync"]}
+    assert vacuity["no_excess_wrench"]["vacuous"] and vacuity["no_excess_wrench"]["constant_consequent"] == []
+    summary = (report / "summary.md").read_text()
+    assert f"| {bag} | no_excess_wrench | trigger never changes |" in summary

@@ -1,5 +1,6 @@
 """Ground truth of the simulated workcell, end to end: every scripted task really succeeds in physics and
-raises no monitor event; every fault physically happens and trips exactly its labelled properties.
+raises no monitor event; every fault physically happens and trips exactly its labelled properties; and
+every property's triggers N equal what the script did (its GroundTruth: grasps, drops, skill attempts...).
 
 Each episode runs once (cached for the module): MuJoCo at 500 Hz, grounding and the default spec set
 at 100 Hz (every fifth state, thresholds in seconds), physics facts read from the simulator itself.
@@ -7,19 +8,25 @@ at 100 Hz (every fifth state, thresholds in seconds), physics facts read from th
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import mujoco
 import numpy as np
 import pytest
 
+from safety_monitor.frames import PredicateSample
 from safety_monitor.grounding.grounder import config_dir, load_default_grounder
+from safety_monitor.monitor.batch import BatchMonitor
 from safety_monitor.monitor.live import SpecSetMonitor
+from safety_monitor.replay.report import property_reads, vacuity
+from safety_monitor.replay.score import BagResult
+from safety_monitor.replay.timeline import Timeline
 from safety_monitor.sim.faults import FAULTS
 from safety_monitor.sim.runner import Episode
 from safety_monitor.sim.tasks import TASKS
+from safety_monitor.sim.truth import GroundTruth
 from safety_monitor.sim.workcell import OBJECTS
-from safety_monitor.frames import PredicateSample
+from safety_monitor.specs.model import load_specs
 
 STRIDE = 5  # monitor at 100 Hz
 TASK_SEED, FAULT_SEED = 0, 1
@@ -43,6 +50,10 @@ class Run:
     opened: frozenset[str]  # properties with at least one violation episode
     frames: tuple[Frame, ...]
     clutter_gaps: dict[str, float]  # at the first release frame: surface gap of each other object to the mug
+    truth: GroundTruth
+    triggers: dict[str, int]  # per property: trigger rising edges, decided or pending at the end
+    edges: dict[str, int]  # per predicate: rising edges
+    samples: tuple[tuple[float, dict[str, bool | None]], ...]  # (t, predicate values with unknowns as None)
 
 
 @lru_cache(maxsize=1)
@@ -50,7 +61,7 @@ def _monitor() -> SpecSetMonitor:
     return SpecSetMonitor.from_spec_file(config_dir() / "specs.yaml", control_rate_hz=500.0 / STRIDE)
 
 
-@lru_cache(maxsize=None)
+@cache
 def run(task: str | None, fault: str | None, seed: int) -> Run:
     episode = Episode(task, fault, seed)
     cell = episode.workcell
@@ -60,6 +71,9 @@ def run(task: str | None, fault: str | None, seed: int) -> Run:
     opened: set[str] = set()
     frames: list[Frame] = []
     gaps: dict[str, float] = {}
+    edges: dict[str, int] = {}
+    last: dict[str, bool] = {}
+    samples: list[tuple[float, dict[str, bool | None]]] = []
     k = 0
     while not episode.done:
         k += 1
@@ -68,6 +82,10 @@ def run(task: str | None, fault: str | None, seed: int) -> Run:
             continue
         state = episode.step()
         grounded = grounder.step(state)
+        for name, value in grounded.values.items():
+            edges[name] = edges.get(name, 0) + (value and not last.get(name, False))
+            last[name] = value
+        samples.append((state.t, {k: None if k in grounded.unknown else v for k, v in grounded.values.items()}))
         sample = PredicateSample(values=grounded.values, t=grounded.t, unknown=frozenset(grounded.unknown))
         opened.update(e.property for e in monitor.step(sample.valuation(), state.t) if e.kind == "opened")
         frames.append(Frame(state.t, episode.phase, cell.ee_position(),
@@ -76,8 +94,10 @@ def run(task: str | None, fault: str | None, seed: int) -> Run:
                             frozenset(tuple(sorted((c.body1, c.body2))) for c in state.contacts)))
         if episode.phase == "release" and not gaps:
             gaps = {o: _body_gap(cell, "mug", o) for o in OBJECTS if o != "mug"}
-    monitor.finish()
-    return Run(episode.succeeded(), frozenset(opened), tuple(frames), gaps)
+    outcomes = monitor.finish().outcomes
+    triggers = {o.property: o.triggers + o.pending_triggers for o in outcomes}
+    return Run(episode.succeeded(), frozenset(opened), tuple(frames), gaps, episode.truth, triggers, edges,
+               tuple(samples))
 
 
 def _body_gap(cell, a: str, b: str) -> float:
@@ -170,3 +190,69 @@ def test_place_on_clutter_sets_the_mug_down_near_two_objects():
     near = sorted(o for o, gap in result.clutter_gaps.items() if 0.0 < gap < 0.03)
     assert len(near) >= 2, result.clutter_gaps
     assert result.succeeded  # placed where asked: the spot, not the motion, is the fault
+
+
+# ------------------------------------------------------------------------------------- triggers
+# Properties whose trigger is an event a script counts; the others' triggers are what a fault causes
+# (a forbidden contact, an excess wrench, a raw contact, an obstacle hit), checked by the labels above.
+FAULT_EFFECT_TRIGGERS = frozenset({"forbidden_contact", "excess_wrench", "robot_contact_raw", "fixture_obstacle_hit"})
+
+
+def _counted_properties() -> dict[str, str]:
+    """Property -> its trigger predicate, for every default property whose trigger a script counts."""
+    return {a.name: a.trigger for a in _monitor().automata if a.trigger not in FAULT_EFFECT_TRIGGERS}
+
+
+def test_every_property_trigger_is_counted_or_a_fault_effect():
+    counted = _counted_properties()
+    assert set(counted.values()) <= set(GroundTruth().expected_edges()), counted
+    assert len(counted) == len(_monitor().automata) - 4  # the four fault-effect properties
+
+
+EPISODES = [(t, None, TASK_SEED) for t in sorted(TASKS)] + [(None, f, FAULT_SEED) for f in sorted(FAULTS)]
+
+
+@pytest.mark.parametrize(("task", "fault", "seed"), EPISODES, ids=[t or f for t, f, _ in EPISODES])
+def test_triggers_equal_the_scripts_counts(task, fault, seed):
+    result = run(task, fault, seed)
+    want = result.truth.expected_edges()
+    got_edges = {p: result.edges.get(p, 0) for p in want}
+    assert got_edges == want, f"{task or fault}: predicate rising edges differ from the script's ground truth"
+    counted = _counted_properties()
+    got = {name: result.triggers[name] for name in counted}
+    assert got == {name: want[trigger] for name, trigger in counted.items()}
+
+
+# -------------------------------------------------------------------------------------- vacuity
+def _scored(episodes: list[tuple[str | None, str | None, int]]) -> BagResult:
+    """The episodes one after another as one scored bag (trace and timeline), monitored in batch."""
+    samples = [sample for e in episodes for sample in run(*e).samples]
+    monitor = BatchMonitor(_monitor().automata)
+    timeline = Timeline(monitor.predicates)
+    for i, (_, values) in enumerate(samples):
+        timeline.add([values[p] for p in monitor.predicates], float(i))
+    timeline.close()
+    trace = monitor.run_frames([values for _, values in samples], [float(i) for i in range(len(samples))])
+    return BagResult(bag="workcell", mode="states", trace=trace, frames=len(samples), timeline=timeline)
+
+
+def _vacuous(result: BagResult) -> dict[str, str]:
+    reads = property_reads(load_specs(config_dir() / "specs.yaml"))
+    return {v.property: v.reason() for v in vacuity(result, reads) if v.vacuous()}
+
+
+def test_the_clean_workcell_run_exercises_every_scripted_property():
+    """Every fault-free task in one trace: a property whose trigger a script counts is neither untriggered
+    nor stuck on a constant consequent; only those a fault alone triggers are flagged."""
+    flagged = _vacuous(_scored([(t, None, TASK_SEED) for t in sorted(TASKS)]))
+    counted = _counted_properties()
+    assert not set(flagged) & set(counted), flagged
+    assert {a.name for a in _monitor().automata if a.trigger in {"excess_wrench", "fixture_obstacle_hit"}} <= set(flagged)
+
+
+def test_a_property_whose_trigger_never_rises_is_vacuous():
+    flagged = _vacuous(_scored([("pick_and_place_cube", None, TASK_SEED)]))
+    assert flagged["open_preconditions"] == "trigger never changes"  # no fixture is worked
+    # and no gripper ever enters a fixture: closing the nearest one would have been safe on every frame
+    assert flagged["close_preconditions"] == "trigger never changes; consequent never changes (preconditions_close)"
+    assert "pick_preconditions" not in flagged and "grasp_synced_until_release" not in flagged

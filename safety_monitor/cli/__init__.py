@@ -21,6 +21,7 @@ _COMMAND_MODULES = (
     "safety_monitor.cli.sim",
     "safety_monitor.cli.nodes",
     "safety_monitor.cli.replay",
+    "safety_monitor.cli.robot",
 )
 
 

@@ -2,12 +2,18 @@
 
 Entities are the things predicates talk about: robot parts (`finger_left`, `finger_right`, `hand`,
 `arm`), objects, fixtures (the moving part, named after the fixture, and `<fixture>.housing`), static
-bodies and `environment` (any other geometry, e.g. the floor). The twin maps every MJCF geom to one.
+bodies and `environment` (any other geometry, e.g. the floor). The twin maps every geom to one.
+
+The model is an MJCF (robot and workcell), a URDF (robot, and fixtures or static bodies among its links),
+or a URDF robot attached into an MJCF world that holds the workcell. A URDF is parsed when the
+description loads, so a name it does not have fails here, with the nearest names it does have.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from enum import StrEnum
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -16,6 +22,7 @@ import numpy as np
 
 from safety_monitor.errors import GroundingError
 from safety_monitor.grounding.config_file import read_config
+from safety_monitor.grounding.urdf import JointLimit, UrdfModel, load_urdf, suggest
 
 FINGER_PARTS = ("finger_left", "finger_right")
 GRIPPER_PARTS = (*FINGER_PARTS, "hand")
@@ -60,27 +67,92 @@ class ObjectGeometry:
     box: np.ndarray | None
 
 
+class GripperKind(StrEnum):
+    """What closes on an object: nothing, one actuated joint (other fingers mimic it), or two finger joints."""
+
+    NONE = "none"
+    ONE_JOINT = "one_joint"
+    TWO_FINGERS = "two_fingers"
+
+
+@dataclass(frozen=True)
+class Gripper:
+    """The gripper's joints, bodies and when it counts as closed.
+
+    `finger_bodies` (left, right) are the bodies a grasp needs on both sides of an object; for a one-joint
+    gripper they move through mimic joints. Closed: every gripper joint below `closed_at` (or above it,
+    for grippers whose joint grows as they close: `closes_upward`).
+    """
+
+    kind: GripperKind
+    joints: tuple[str, ...]
+    finger_bodies: tuple[str, ...]
+    hand_bodies: tuple[str, ...]
+    closed_at: float
+    closes_upward: bool
+
+    def closed(self, joints: Mapping[str, float]) -> bool:
+        if self.kind is GripperKind.NONE:
+            return False
+        if self.closes_upward:
+            return all(joints[j] > self.closed_at for j in self.joints)
+        return all(joints[j] < self.closed_at for j in self.joints)
+
+
+@dataclass(frozen=True)
+class BasePose:
+    """Where a URDF's root link sits in the world (MuJoCo's URDF import puts it at the origin)."""
+
+    position: np.ndarray
+    rpy: np.ndarray  # roll, pitch, yaw (rad), URDF's convention
+
+
 @dataclass(frozen=True)
 class RobotDescription:
+    """`mjcf`: the MJCF model or, with `urdf`, the MJCF world the URDF robot is attached into.
+    `ee_site`: the grasp-centre site; when `grasp_offset` is set the twin adds it to `ee_body` there.
+    `joint_limits`: from the URDF, overridden per field by the description's `joint_limits:` (the twin adds
+    an MJCF's own ranges and force ranges under them)."""
+
     source: str
-    mjcf: Path
+    mjcf: Path | None
+    urdf: UrdfModel | None
+    base_pose: BasePose | None
     base_body: str
     arm_joints: tuple[str, ...]
     ee_body: str
     ee_site: str
-    hand_bodies: tuple[str, ...]
-    finger_joints: tuple[str, str]  # left, right
-    finger_bodies: tuple[str, str]
-    gripper_closed_below: float
+    grasp_offset: np.ndarray | None
+    gripper: Gripper
     ignored_joints: frozenset[str]
+    mimic_joints: frozenset[str]  # URDF joints that follow another (<mimic>): accepted, set from their leader
+    joint_limits: dict[str, JointLimit]
     fixtures: dict[str, Fixture]
     static: dict[str, StaticBody]
     objects: dict[str, ObjectGeometry]
 
     @property
+    def robot_joints(self) -> tuple[str, ...]:
+        """The robot's own joints (arm, then gripper): the ones joint-level safety watches."""
+        return (*self.arm_joints, *self.gripper.joints)
+
+    @property
     def required_joints(self) -> tuple[str, ...]:
-        """Joints every frame must carry: arm, fingers, fixtures."""
-        return (*self.arm_joints, *self.finger_joints, *(f.joint for f in self.fixtures.values()))
+        """Joints every frame must carry: arm, gripper, fixtures, each once."""
+        return (*self.robot_joints, *(f.joint for f in self.fixtures.values()))
+
+    @property
+    def accepted_joints(self) -> frozenset[str]:
+        """Joints a frame may carry besides the required ones (mimic followers, ignored joints)."""
+        return self.mimic_joints | self.ignored_joints
+
+    @property
+    def model_file(self) -> Path:
+        """The file the twin compiles first (the URDF for a URDF robot, else the MJCF), for messages."""
+        if self.urdf is not None:
+            return self.urdf.path
+        assert self.mjcf is not None
+        return self.mjcf
 
     @property
     def entities(self) -> tuple[str, ...]:
@@ -105,7 +177,7 @@ def load_robot_description(path: str | Path) -> RobotDescription:
     return parse_robot_description(doc, str(path), base_dir=path.parent)
 
 
-def resolve_mjcf(ref: str, base_dir: Path) -> Path:
+def resolve_model_path(ref: str, base_dir: Path) -> Path:
     """`package://safety_monitor/<path>` (package data) or a path relative to the YAML file."""
     prefix = "package://"
     if ref.startswith(prefix):
@@ -113,26 +185,42 @@ def resolve_mjcf(ref: str, base_dir: Path) -> Path:
         try:
             return Path(str(resources.files(package).joinpath(rel)))
         except ModuleNotFoundError:
-            raise GroundingError(f"mjcf {ref!r}: no Python package {package!r}") from None
+            raise GroundingError(f"model {ref!r}: no Python package {package!r}") from None
     p = Path(ref)
     return p if p.is_absolute() else base_dir / p
 
 
+_TOP = {"mjcf", "urdf", "package_path", "base_pose", "robot", "ignored_joints", "joint_limits", "fixtures", "static",
+        "objects"}
+_ROBOT = {"base_body", "arm_joints", "end_effector", "grasp_point", "gripper"}
+_GRIPPER = {"kind", "joints", "fingers", "hand_bodies", "closed_below", "closed_above"}
+
+
 def parse_robot_description(doc: Any, source: str, base_dir: Path = Path(".")) -> RobotDescription:
     d = _Reader(source)
-    d.mapping(doc, "the document", {"mjcf", "robot", "ignored_joints", "fixtures", "static", "objects"})
+    d.mapping(doc, "the document", _TOP)
+    if "mjcf" not in doc and "urdf" not in doc:
+        raise GroundingError(f"{source}: give the robot model: urdf: FILE (with mjcf: FILE for a workcell world "
+                             "to attach it into), or mjcf: FILE")
+    mjcf = resolve_model_path(d.name(doc["mjcf"], "mjcf"), base_dir) if "mjcf" in doc else None
+    urdf = None
+    if "urdf" in doc:
+        search = [resolve_model_path(p, base_dir) for p in d.names(doc.get("package_path", []) or [], "package_path")]
+        urdf_path = resolve_model_path(d.name(doc["urdf"], "urdf"), base_dir)
+        if not urdf_path.is_file():
+            raise GroundingError(f"{source}: urdf {str(urdf_path)!r} does not exist")
+        urdf = load_urdf(urdf_path, search)
+    elif "package_path" in doc or "base_pose" in doc:
+        raise GroundingError(f"{source}: package_path and base_pose belong to a urdf: robot")
+    base_pose = None
+    if doc.get("base_pose") is not None:
+        d.mapping(doc["base_pose"], "base_pose", {"position", "rpy"})
+        base_pose = BasePose(d.vector(doc["base_pose"].get("position", [0, 0, 0]), "base_pose.position", 3),
+                             d.vector(doc["base_pose"].get("rpy", [0, 0, 0]), "base_pose.rpy", 3))
     robot = doc.get("robot")
-    d.mapping(robot, "robot", {"base_body", "arm_joints", "end_effector", "hand_bodies", "fingers",
-                               "gripper_closed_below"})
-    ee = robot.get("end_effector")
-    d.mapping(ee, "robot.end_effector", {"body", "site"})
-    fingers = robot.get("fingers")
-    d.mapping(fingers, "robot.fingers", {"left", "right"})
-    for side in ("left", "right"):
-        d.mapping(fingers.get(side), f"robot.fingers.{side}", {"joint", "body"})
-    closed_below = robot.get("gripper_closed_below")
-    if not isinstance(closed_below, (int, float)) or isinstance(closed_below, bool) or not math.isfinite(closed_below):
-        raise GroundingError(f"{source}: robot.gripper_closed_below must be a number (finger joint position)")
+    d.mapping(robot, "robot", _ROBOT)
+    ee_body, ee_site, offset = _grasp_point(d, robot, urdf is not None)
+    gripper = _gripper(d, robot.get("gripper"))
     fixtures = {}
     for name, raw in (doc.get("fixtures") or {}).items():
         d.mapping(raw, f"fixtures.{name}", {"joint", "range", "housing", "interior"})
@@ -159,22 +247,17 @@ def parse_robot_description(doc: Any, source: str, base_dir: Path = Path(".")) -
         if box is not None and not np.all(box > 0):
             raise GroundingError(f"{source}: objects.{name}.box: half sizes must be positive")
         objects[name] = ObjectGeometry(d.name(raw["body"], f"objects.{name}.body") if "body" in raw else None, box)
+    arm_joints = d.names(robot.get("arm_joints"), "robot.arm_joints")
+    mimic = frozenset(n for n, j in urdf.joints.items() if j.mimic is not None) if urdf else frozenset()
     desc = RobotDescription(
-        source=source,
-        mjcf=resolve_mjcf(d.name(doc.get("mjcf"), "mjcf"), base_dir),
+        source=source, mjcf=mjcf, urdf=urdf, base_pose=base_pose,
         base_body=d.name(robot.get("base_body"), "robot.base_body"),
-        arm_joints=d.names(robot.get("arm_joints"), "robot.arm_joints"),
-        ee_body=d.name(ee.get("body"), "robot.end_effector.body"),
-        ee_site=d.name(ee.get("site"), "robot.end_effector.site"),
-        hand_bodies=d.names(robot.get("hand_bodies"), "robot.hand_bodies"),
-        finger_joints=(d.name(fingers["left"].get("joint"), "robot.fingers.left.joint"),
-                       d.name(fingers["right"].get("joint"), "robot.fingers.right.joint")),
-        finger_bodies=(d.name(fingers["left"].get("body"), "robot.fingers.left.body"),
-                       d.name(fingers["right"].get("body"), "robot.fingers.right.body")),
-        gripper_closed_below=float(closed_below),
+        arm_joints=arm_joints, ee_body=ee_body, ee_site=ee_site, grasp_offset=offset, gripper=gripper,
         ignored_joints=frozenset(d.names(doc.get("ignored_joints", []) or [], "ignored_joints")),
-        fixtures=fixtures, static=static, objects=objects,
+        mimic_joints=mimic - set(arm_joints) - set(gripper.joints),
+        joint_limits={}, fixtures=fixtures, static=static, objects=objects,
     )
+    desc = replace(desc, joint_limits=_joint_limits(d, doc.get("joint_limits"), desc))
     seen: dict[str, str] = {}
     for section, names in (("robot parts", ROBOT_PARTS + (ENVIRONMENT,)), ("fixtures", fixtures),
                            ("static", static), ("objects", objects)):
@@ -185,8 +268,116 @@ def parse_robot_description(doc: Any, source: str, base_dir: Path = Path(".")) -
     joints = desc.required_joints
     dupes = sorted({j for j in joints if joints.count(j) > 1})
     if dupes:
-        raise GroundingError(f"{source}: joint(s) listed twice: {', '.join(dupes)}")
+        raise GroundingError(f"{source}: joint(s) listed twice (arm, gripper and fixture joints are each listed "
+                             f"once): {', '.join(dupes)}")
+    if urdf is not None:
+        _check_urdf_names(desc, urdf, whole_world=mjcf is None)
     return desc
+
+
+def _grasp_point(d: _Reader, robot: dict, urdf: bool) -> tuple[str, str, np.ndarray | None]:
+    """(body, site, offset): an MJCF site (`end_effector`), or a link plus an offset (`grasp_point`) the
+    twin adds as a site named `grasp_point`."""
+    if ("end_effector" in robot) == ("grasp_point" in robot):
+        raise GroundingError(f"{d.source}: robot: give exactly one of grasp_point: {{link, offset}} or "
+                             "end_effector: {body, site} (an MJCF site)")
+    if "end_effector" in robot:
+        if urdf:
+            raise GroundingError(f"{d.source}: robot.end_effector names a site, and a URDF has none: give "
+                                 "grasp_point: {link: ..., offset: [x, y, z]} instead")
+        ee = robot["end_effector"]
+        d.mapping(ee, "robot.end_effector", {"body", "site"})
+        return d.name(ee.get("body"), "robot.end_effector.body"), d.name(ee.get("site"), "robot.end_effector.site"), None
+    gp = robot["grasp_point"]
+    d.mapping(gp, "robot.grasp_point", {"link", "offset"})
+    return (d.name(gp.get("link"), "robot.grasp_point.link"), GRASP_SITE,
+            d.vector(gp.get("offset", [0, 0, 0]), "robot.grasp_point.offset", 3))
+
+
+GRASP_SITE = "grasp_point"
+
+
+def _gripper(d: _Reader, raw: Any) -> Gripper:
+    where = "robot.gripper"
+    d.mapping(raw, where, _GRIPPER)
+    try:
+        kind = GripperKind(raw.get("kind"))
+    except ValueError:
+        raise GroundingError(f"{d.source}: {where}.kind must be one of {', '.join(k.value for k in GripperKind)}, "
+                             f"got {raw.get('kind')!r}") from None
+    hand = d.names(raw.get("hand_bodies", []) or [], f"{where}.hand_bodies")
+    if kind is GripperKind.NONE:
+        extra = sorted(set(raw) - {"kind", "hand_bodies"})
+        if extra:
+            raise GroundingError(f"{d.source}: {where}: a gripper of kind none has no {', '.join(extra)}")
+        return Gripper(kind, (), (), hand, 0.0, False)
+    joints = d.names(raw.get("joints"), f"{where}.joints")
+    want = 1 if kind is GripperKind.ONE_JOINT else 2
+    if len(joints) != want:
+        raise GroundingError(f"{d.source}: {where}.joints: a {kind.value} gripper has {want} joint(s), got {len(joints)}"
+                             + (" (fingers that mimic one joint: kind one_joint)" if kind is GripperKind.TWO_FINGERS else ""))
+    fingers = raw.get("fingers")
+    d.mapping(fingers, f"{where}.fingers", {"left", "right"})
+    bodies = (d.name(fingers.get("left"), f"{where}.fingers.left"), d.name(fingers.get("right"), f"{where}.fingers.right"))
+    if ("closed_below" in raw) == ("closed_above" in raw):
+        raise GroundingError(f"{d.source}: {where}: give exactly one of closed_below or closed_above (the gripper "
+                             "joint position past which the gripper counts as closed)")
+    key = "closed_below" if "closed_below" in raw else "closed_above"
+    return Gripper(kind, joints, bodies, hand, d.number(raw[key], f"{where}.{key}"), key == "closed_above")
+
+
+def _joint_limits(d: _Reader, raw: Any, desc: RobotDescription) -> dict[str, JointLimit]:
+    """The URDF's limits of the robot's joints, each field overridden by the description's `joint_limits:`."""
+    urdf = desc.urdf
+    out = {j: urdf.joints[j].limit for j in desc.robot_joints if urdf and j in urdf.joints}
+    for joint, spec in (raw or {}).items():
+        where = f"joint_limits.{joint}"
+        if joint not in desc.robot_joints:
+            raise GroundingError(f"{d.source}: {where}: {joint!r} is not an arm or gripper joint of robot:"
+                                 f"{suggest(joint, desc.robot_joints)}")
+        d.mapping(spec, where, {"position", "velocity", "effort"})
+        base = out.get(joint, JointLimit())
+        if "position" in spec:
+            lo, hi = d.vector(spec["position"], f"{where}.position", 2)
+            if lo > hi:
+                raise GroundingError(f"{d.source}: {where}.position: lower {lo} is above upper {hi}")
+            base = replace(base, lower=float(lo), upper=float(hi))
+        velocity, effort = (d.positive(spec[k], f"{where}.{k}") if k in spec else None for k in ("velocity", "effort"))
+        out[joint] = replace(base, velocity=velocity or base.velocity, effort=effort or base.effort)
+    return out
+
+
+def _check_urdf_names(desc: RobotDescription, urdf: UrdfModel, whole_world: bool) -> None:
+    """Every robot name the description gives exists in the URDF (links and moving joints), and, when the
+    URDF is the whole world, the fixture and static names too; else the nearest names it has."""
+    src, g = desc.source, desc.gripper
+    urdf.check_link(desc.base_body, f"{src}: robot.base_body")
+    urdf.check_link(desc.ee_body, f"{src}: robot.grasp_point.link")
+    for j in desc.arm_joints:
+        urdf.check_joint(j, f"{src}: robot.arm_joints")
+    for j in g.joints:
+        urdf.check_joint(j, f"{src}: robot.gripper.joints")
+        mimic = urdf.joints[j].mimic
+        if mimic is not None:
+            raise GroundingError(f"{src}: robot.gripper.joints: {j!r} mimics {mimic.leader!r} in the URDF; list "
+                                 "the joint it follows (kind one_joint)")
+    for b in (*g.finger_bodies, *g.hand_bodies):
+        urdf.check_link(b, f"{src}: robot.gripper")
+    if not whole_world:
+        return
+    for name, fx in desc.fixtures.items():
+        urdf.check_joint(fx.joint, f"{src}: fixtures.{name}.joint")
+        for b in fx.housing:
+            urdf.check_link(b, f"{src}: fixtures.{name}.housing")
+    for name, st in desc.static.items():
+        for b in st.bodies:
+            urdf.check_link(b, f"{src}: static.{name}.bodies")
+    for name, interior in desc.interiors().items():
+        urdf.check_link(interior.body, f"{src}: {name}.interior.body")
+    for name, obj in desc.objects.items():
+        if obj.body is not None:
+            raise GroundingError(f"{src}: objects.{name}: a URDF has no free bodies; describe the object by its "
+                                 "box: {box: [hx, hy, hz]} (half sizes)")
 
 
 class _Reader:
@@ -211,6 +402,17 @@ class _Reader:
         if not isinstance(raw, list):
             raise GroundingError(f"{self.source}: {where} must be a list of names")
         return tuple(self.name(x, where) for x in raw)
+
+    def number(self, raw: Any, where: str) -> float:
+        if not isinstance(raw, (int, float)) or isinstance(raw, bool) or not math.isfinite(raw):
+            raise GroundingError(f"{self.source}: {where} must be a number, got {raw!r}")
+        return float(raw)
+
+    def positive(self, raw: Any, where: str) -> float:
+        value = self.number(raw, where)
+        if value <= 0:
+            raise GroundingError(f"{self.source}: {where} must be positive, got {raw!r}")
+        return value
 
     def vector(self, raw: Any, where: str, n: int) -> np.ndarray:
         ok = isinstance(raw, list) and len(raw) == n and all(

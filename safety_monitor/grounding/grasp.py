@@ -20,8 +20,8 @@ from safety_monitor.grounding.thresholds import FrameCounts, Motion, Thresholds
 DOCS = {
     "object_grasped_raw": PredicateDoc(
         "some manipulated object is held this frame: both finger bodies touch it and the gripper is closed",
-        "twin finger-object gaps, finger joints", "gripper_clearance 0.01 m; bilateral_contact_bodies 2; "
-        "gripper_closed_below (robot.yaml)"),
+        "twin finger-object gaps, gripper joints", "gripper_clearance 0.01 m; bilateral_contact_bodies 2; "
+        "gripper closed_below or closed_above (robot.yaml)"),
     "object_grasped": PredicateDoc(
         "some manipulated object is grasped: object_grasped_raw per object after a symmetric debounce",
         "object_grasped_raw", "grasp_persistence 0.25 s (5 frames at 20 Hz), both edges"),
@@ -34,7 +34,7 @@ DOCS = {
         "object_grasped", "-"),
     "object_released": PredicateDoc(
         "the gripper is open while an object still counts as grasped: an intended release, up to and "
-        "including its drop frame", "finger joints, object_grasped", "gripper_closed_below"),
+        "including its drop frame", "gripper joints, object_grasped", "gripper closed_below or closed_above"),
     "object_left_gripper": PredicateDoc(
         "the focus object (most recently grasped) is beyond gripper clearance of every gripper body; "
         "false before any grasp", "twin gripper-object gaps", "gripper_clearance 0.01 m"),

@@ -21,20 +21,23 @@ import numpy as np
 
 from safety_monitor.errors import GroundingError
 from safety_monitor.frames import Pose, RobotState, Wrench
-from safety_monitor.grounding import contact, containment, contamination, fixtures, grasp, skills
+from safety_monitor.grounding import contact, containment, contamination, fixtures, grasp, joint_limits, skills
 from safety_monitor.grounding.debounce import Tri
 from safety_monitor.grounding.description import RobotDescription, load_robot_description
 from safety_monitor.grounding.geometry import FrameGeometry
 from safety_monitor.grounding.inputs import FrameInputs, PredicateDoc
+from safety_monitor.grounding.joint_limits import JointLimitEstimator, merge_limits
 from safety_monitor.grounding.motion import Track, quat_to_matrix
 from safety_monitor.grounding.semantics import ObjectCatalog, load_object_catalog
 from safety_monitor.grounding.thresholds import Thresholds, load_thresholds
+from safety_monitor.grounding.urdf import JointLimit
 
 if TYPE_CHECKING:  # the twin imports MuJoCo; tests with a given FrameGeometry never load it
     from safety_monitor.grounding.twin import KinematicTwin
 
 PREDICATE_DOCS: dict[str, PredicateDoc] = {
     **grasp.DOCS, **contact.DOCS, **contamination.DOCS, **skills.DOCS, **fixtures.DOCS, **containment.DOCS,
+    **joint_limits.DOCS,
 }
 PREDICATES: tuple[str, ...] = tuple(PREDICATE_DOCS)
 
@@ -65,8 +68,12 @@ class Grounder:
         self.control_rate_hz = float(control_rate_hz)
         self.counts = thresholds.frames(control_rate_hz)
         self._required = robot.required_joints  # a property that builds its tuple on every read
+        self._accepted = robot.accepted_joints
         self._twin = twin
         self.predicates = PREDICATES
+        self.joint_limits: dict[str, JointLimit] = dict(robot.joint_limits)
+        if twin is not None:
+            self._add_model_limits(twin)
         self.reset()
 
     @property
@@ -76,6 +83,8 @@ class Grounder:
             from safety_monitor.grounding.twin import twin_for
 
             self._twin = twin_for(self.robot, self.thresholds)
+            self._add_model_limits(self._twin)
+            self._limits = JointLimitEstimator(self.joint_limits, self.thresholds.joint_limits)
         return self._twin
 
     @property
@@ -89,6 +98,12 @@ class Grounder:
         windows = (c.grasp_persistence, c.content_entry_persistence, c.skill_onset_window + 1,
                    c.forbidden_contact_tolerance + 1, c.clean_contact_tolerance + 1, c.wrench_persistence)
         return c.motion_window + 1 + c.stability_persistence + max(windows)
+
+    def _add_model_limits(self, twin: KinematicTwin) -> None:
+        """The compiled model's own joint limits under the description's (a URDF's, robot.yaml's)."""
+        from safety_monitor.grounding.twin import model_joint_limits
+
+        self.joint_limits = merge_limits(self.robot.joint_limits, model_joint_limits(twin.model, self.robot.robot_joints))
 
     def reset(self) -> None:
         """Forget all estimator state and time (a new episode or recording, or the evidence before a gap)."""
@@ -104,6 +119,7 @@ class Grounder:
             containment.ContainmentEstimator(r, cat, th, counts, self._grasp),
             skills.SkillEstimator(r, cat, th, counts, self._grasp, self._fixtures),
         )
+        self._limits = JointLimitEstimator(self.joint_limits, th.joint_limits)
         horizon = th.max_age_s.object_pose + 2 * th.durations_s.motion_window + 1.0 / self.control_rate_hz
         self._ee_track = Track(horizon)
         self._object_tracks = {o: Track(horizon) for o in r.objects}
@@ -137,16 +153,18 @@ class Grounder:
             hist = self._fixture_history[f]
             hist.append(fraction)
             deltas[f] = hist[-1] - hist[0] if len(hist) == hist.maxlen else None
-        closed_below = r.gripper_closed_below
         inp = FrameInputs(
             t=state.t, frame=frame, geometry=geometry,
-            gripper_closed=all([joints[j] < closed_below for j in r.finger_joints]),
+            gripper_closed=r.gripper.closed(joints),
             fixture_fraction=fractions, fixture_delta=deltas, object_speed=speed, object_slip=slip,
             wrench=wrench, events=frozenset(state.events),
         )
         decided: dict[str, Tri] = {}
         for family in self._families:
             decided.update(family.step(inp))
+        lim = self._limits
+        decided.update(lim.step(state.t, joints, self._robot_values(state, state.joint_velocity if lim.reads_velocity else None),
+                                self._robot_values(state, state.joint_effort if lim.reads_effort else None)))
         last, values = self._last, decided.values()
         unknown: Sequence[str] = ()
         kept: Sequence[tuple[str, bool]] = ()
@@ -173,7 +191,7 @@ class Grounder:
             raise GroundingError(f"frame {frame}: {len(names)} joint names but joint_position has shape {pos.shape}")
         required = self._required
         if names not in self._checked_names:  # the name list repeats frame after frame: check it once
-            extra = [n for n in names if n not in required and n not in r.ignored_joints]
+            extra = [n for n in names if n not in required and n not in self._accepted]
             if extra:
                 raise GroundingError(f"frame {frame}: unknown joint(s) {', '.join(map(repr, extra))} not in "
                                      f"{r.source} (list them under ignored_joints to accept them)")
@@ -185,6 +203,16 @@ class Grounder:
         if not all(map(math.isfinite, map(values.__getitem__, required))):
             bad = [j for j in required if not math.isfinite(values[j])]
             raise GroundingError(f"frame {frame}: joint(s) {', '.join(map(repr, bad))} are NaN or infinite")
+        return values
+
+    def _robot_values(self, state: RobotState, row: np.ndarray | None) -> dict[str, float] | None:
+        """A velocity or effort row by joint name (None: the frame has none, or not for every joint)."""
+        if row is None:
+            return None
+        values = dict(zip(state.joint_names, np.asarray(row, dtype=float).tolist()))
+        robot = self.robot.robot_joints
+        if not all(math.isfinite(values.get(j, math.nan)) for j in robot):
+            return None
         return values
 
     def _usable_poses(self, state: RobotState, stale: dict[str, float]) -> dict[str, Pose]:

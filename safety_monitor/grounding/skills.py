@@ -1,12 +1,16 @@
 """Skill onsets (pick, place, open, close) and their preconditions, inferred from motion, not from labels.
 
-An onset is a one-frame pulse when an approach is first seen; the skill stays active while the approach
+An onset is a one-frame pulse on the first frame of an attempt; the skill stays active while the approach
 continues, tolerating up to the onset window of non-approaching frames, and ends early when the skill
-completes (object grasped, object let go, fixture fully open or closed). `skill_<x>_onset_end` is true
-whenever no such skill is active. Preconditions are evaluated on the active skill's target, or on this
-frame's approach candidate; with neither they are vacuously true (the specs read them only at onsets
-and until the skill ends). Hygiene is deliberately not a
-precondition (the SafeManip choice): contamination is charged to the cross-contamination property only.
+completes (object grasped, object let go, fixture fully open or closed). A completed skill stays latched on
+its target until that approach lapses too, so carrying on past completion (pulling a drawer beyond fully
+open) is not a new attempt: one attempt, one onset. `skill_<x>_onset_end` is true whenever no such skill
+is active. Pick preconditions are evaluated on the active skill's target, or on this frame's approach
+candidate, and are vacuously true with neither; place preconditions are about the held object (false with
+nothing held: there is nothing to place); open and close preconditions fall back to the focus fixture
+(nearest the gripper). So the last three say on every frame whether starting the skill now would be safe.
+Hygiene is deliberately not a precondition (the SafeManip choice): contamination is charged to the
+cross-contamination property only.
 """
 from __future__ import annotations
 
@@ -28,14 +32,19 @@ DOCS = {
         "first frame of a pick approach: open empty gripper within reach of a manipulated object",
         "twin gripper-object gaps, finger joints, object_grasped", "reach 0.05 m"),
     "skill_place_onset": PredicateDoc(
-        "first frame of a place approach: a grasped object, lifted clear of every support since its grasp, "
-        "comes within reach of a support or container", "twin object gaps, object_grasped", "reach 0.05 m"),
+        "first frame of a place approach: a grasped object, held between the fingers and lifted clear of "
+        "every support since its grasp, comes within reach of a support or container",
+        "twin object gaps, object_grasped, object_grasped_raw", "reach 0.05 m"),
     "skill_open_onset": PredicateDoc(
-        "first frame of an open: the gripper touches an openable fixture's moving part while it opens",
-        "twin gaps, fixture joint motion", "gripper_clearance 0.01 m; fixture_motion_delta 0.001"),
+        "first frame of an open attempt: the gripper engages an openable fixture's moving part while it "
+        "opens, or begins a closed-handed hold on it fully closed (even if it then never moves)",
+        "twin gaps, finger joints, fixture joint motion",
+        "gripper_clearance 0.01 m; fixture_motion_delta 0.001; fully_closed_fraction 0.05"),
     "skill_close_onset": PredicateDoc(
-        "first frame of a close: the gripper touches an openable fixture's moving part while it closes",
-        "twin gaps, fixture joint motion", "gripper_clearance 0.01 m; fixture_motion_delta 0.001"),
+        "first frame of a close attempt: the gripper engages an openable fixture's moving part while it "
+        "closes, or begins a closed-handed hold on it at the open end of its range",
+        "twin gaps, finger joints, fixture joint motion",
+        "gripper_clearance 0.01 m; fixture_motion_delta 0.001; 1 - fully_closed_fraction"),
     **{f"skill_{s}_onset_end": PredicateDoc(
         f"no {s} skill is active (its approach lapsed for longer than the window, or it completed)",
         f"skill_{s}_onset", "skill_onset_window 0.5 s (10 frames)") for s in SKILLS},
@@ -43,40 +52,76 @@ DOCS = {
         "the pick target is safe to pick: gripper open, nothing grasped, target at rest and nothing "
         "resting on it", "object_stable, twin gaps, object boxes", "path_obstruction 0.05 m"),
     "preconditions_place": PredicateDoc(
-        "the held object is safe to place: grasp in sync, fewer than clutter_bound other objects within "
-        "the placement margin, and a fragile object clear of all others",
+        "the held object is safe to place: an object is held, its grasp in sync, fewer than clutter_bound "
+        "other objects within the placement margin, and a fragile object clear of all others",
         "object_sync, twin gaps", "placement_margin 0.03 m; clutter_bound 2; placement_proximity 0.01 m"),
     "preconditions_open": PredicateDoc(
-        "the fixture being opened is safe to open: nothing grasped and no object outside it within the path "
-        "allowance of its moving part", "object_grasped, twin gaps", "path_obstruction 0.05 m"),
+        "the fixture being opened (else the focus fixture) is safe to open: nothing grasped and no object "
+        "outside it within the path allowance of its moving part", "object_grasped, twin gaps",
+        "path_obstruction 0.05 m"),
     "preconditions_close": PredicateDoc(
-        "the fixture being closed is safe to close: no gripper point inside it and no object straddling its "
-        "interior boundary", "twin gripper points, object boxes, interiors", "placement_margin 0.03 m"),
+        "the fixture being closed (else the focus fixture) is safe to close: no gripper point inside it and "
+        "no object straddling its interior boundary", "twin gripper points, object boxes, interiors",
+        "placement_margin 0.03 m"),
 }
 
 
 class _Skill:
-    """Onset window of one skill: pulse on the first approach, end after `window` non-approaching frames."""
+    """Onset window of one skill: pulse on the first frame of an attempt, end after `window` frames without
+    the approach or on completion; a completed skill stays latched on its target until the approach lapses."""
 
     def __init__(self, window: int):
         self.window = window
-        self.target: str | None = None
+        self.target: str | None = None  # the attempt's target, kept after completion while the approach lasts
+        self.active = False  # the attempt is under way (started, neither completed nor lapsed)
         self.misses = 0
 
-    def step(self, candidate: str | None, done: bool) -> bool:
-        """Advance with this frame's approach candidate; returns the onset pulse."""
-        if self.target is None:
-            if candidate is None or done:
-                return False
-            self.target, self.misses = candidate, 0
-            return True
-        if done:
-            self.target = None
+    def step(self, candidate: str | None, done: Callable[[str], bool]) -> bool:
+        """Advance with this frame's approach candidate; `done(target)` says whether the skill on that target
+        has completed. Returns the onset pulse."""
+        if self.target is not None:
+            self.misses = 0 if candidate == self.target else self.misses + 1
+            if self.active and done(self.target):
+                self.active = False
+            if self.misses > self.window:
+                self.target, self.active = None, False
             return False
-        self.misses = 0 if candidate == self.target else self.misses + 1
-        if self.misses > self.window:
-            self.target = None
-        return False
+        if candidate is None or done(candidate):
+            return False
+        self.target, self.active, self.misses = candidate, True, 0
+        return True
+
+
+class _FixtureHold:
+    """Which way the gripper is working one fixture: +1 opening, -1 closing, 0 not working it.
+
+    A contact session lasts while the gripper touches the fixture's moving part (gaps of up to `window`
+    frames tolerated). The session's first engagement (a closed hand, or the fixture moving) fixes the
+    direction: the fixture's motion, or, still at an end stop, the only way it can move (a jammed drawer
+    gripped closed is being opened even though it never moves). A later motion the other way is a new
+    attempt; the direction holds for the rest of the session, so a hand pried open by the pull, or a
+    release reading briefly as closed, is not another attempt.
+    """
+
+    def __init__(self, window: int):
+        self.window = window
+        self.direction = 0.0
+        self.idle = window + 1  # frames since the gripper last touched the fixture
+
+    def step(self, touching: bool, closed_hand: bool, moving: float, end_stop: float) -> float:
+        """Direction of the attempt under way this frame; `end_stop` is +1 at the closed end of the range,
+        -1 at the open end, 0 between."""
+        if not touching:
+            self.idle += 1
+            if self.idle > self.window:
+                self.direction = 0.0
+            return 0.0
+        self.idle = 0
+        if moving != 0.0:
+            self.direction = moving
+        elif self.direction == 0.0 and closed_hand:
+            self.direction = end_stop
+        return self.direction
 
 
 class SkillEstimator:
@@ -84,6 +129,7 @@ class SkillEstimator:
                  counts: FrameCounts, grasp: GraspEstimator, fixtures: FixtureEstimator):
         self.robot, self.th, self.grasp, self.fixtures = robot, thresholds, grasp, fixtures
         self.skills = {s: _Skill(counts.skill_onset_window) for s in SKILLS}
+        self.holds = {f: _FixtureHold(counts.skill_onset_window) for f in fixtures.fixtures}
         self._names = {s: (f"skill_{s}_onset", f"skill_{s}_onset_end", f"preconditions_{s}") for s in SKILLS}
         self.fragile = frozenset(o for o in grasp.objects if catalog.has(o, "fragile"))
         self.supports = frozenset(e for e in robot.entities
@@ -95,30 +141,42 @@ class SkillEstimator:
         g = self.grasp
         held = next((o for o in g.objects if g.grasped[o]), None)
         out: dict[str, Tri] = {}
-        candidates: dict[str, tuple[str | None, bool, Callable[[str], Tri]]] = {
-            "pick": (self._pick_candidate(inp, held), held is not None and held == self.skills["pick"].target,
-                     lambda o: self._pick_ok(o, inp, held)),
-            "place": (self._place_candidate(inp, held), held is None, lambda o: self._place_ok(inp, held)),
-            "open": self._fixture_candidate(inp, +1.0),
-            "close": self._fixture_candidate(inp, -1.0),
+        working = self._fixture_directions(inp)
+        fr = self.th.fixtures
+        focus = self.fixtures.target
+        # per skill: this frame's candidate, whether the skill on a target completed, and its preconditions
+        # on a target (None: neither an attempt's target, nor a candidate, nor a fallback)
+        candidates: dict[str, tuple[str | None, Callable[[str], bool], Callable[[str | None], Tri], str | None]] = {
+            "pick": (self._pick_candidate(inp, held), lambda o: held == o,
+                     lambda o: True if o is None else self._pick_ok(o, inp, held), None),
+            "place": (self._place_candidate(inp, held), lambda o: held is None, lambda o: self._place_ok(inp, held),
+                      None),
+            "open": (next((f for f, d in working.items() if d > 0), None),
+                     lambda f: inp.fixture_fraction[f] >= fr.fully_open_fraction,
+                     lambda f: True if f is None else self._open_ok(f, inp), focus),
+            "close": (next((f for f, d in working.items() if d < 0), None),
+                      lambda f: inp.fixture_fraction[f] <= fr.fully_closed_fraction,
+                      lambda f: True if f is None else self._close_ok(f, inp), focus),
         }
-        for s, (candidate, done, ok) in candidates.items():
+        for s, (candidate, done, ok, fallback) in candidates.items():
             skill = self.skills[s]
             onset, onset_end, preconditions = self._names[s]
             out[onset] = skill.step(candidate, done)
-            out[onset_end] = skill.target is None
-            target = skill.target or candidate
-            out[preconditions] = ok(target) if target is not None else True
+            out[onset_end] = not skill.active
+            out[preconditions] = ok(skill.target or candidate or fallback)
         return out
 
     # pick -------------------------------------------------------------------------------------------
     def _pick_candidate(self, inp: FrameInputs, held: str | None) -> str | None:
-        """Nearest object within reach of an open, empty gripper; a just-released object re-arms only
-        once the gripper has moved out of reach of it (backing off after a place is not a new pick)."""
+        """Nearest object within reach of an open, empty gripper. When the gripper lets an object go, every
+        object then within reach re-arms only once the gripper has moved out of reach of it (backing off
+        after a place, next to the placed object or beside it, is not a new pick)."""
         geo, reach = inp.geometry, self.th.distances_m.reach
         gripper_gaps, inf = geo.gripper_gaps, math.inf
         gaps = {o: gripper_gaps.get(o, inf) for o in self.grasp.objects}
-        self.released = {o for o in self.released | self.grasp.dropped if gaps[o] <= reach or o in geo.unknown}
+        if self.grasp.dropped:
+            self.released |= {o for o, gap in gaps.items() if gap <= reach}
+        self.released = {o for o in self.released if gaps[o] <= reach or o in geo.unknown}
         if held is not None or inp.gripper_closed:
             return None
         gaps = {o: gap for o, gap in gaps.items() if o not in self.released}
@@ -143,7 +201,7 @@ class SkillEstimator:
         for o in self.grasp.objects:
             if not self.grasp.grasped[o]:
                 self.lifted[o] = False
-        if held is None:
+        if held is None or not self.grasp.raw[held]:  # falling out of the fingers is a drop, not a place
             return None
         geo = inp.geometry
         gaps = {e: gap for e, gap in geo.near(held).items() if e in self.supports and e != held}
@@ -155,8 +213,8 @@ class SkillEstimator:
         return best if gaps[best] <= self.th.distances_m.reach else None
 
     def _place_ok(self, inp: FrameInputs, held: str | None) -> Tri:
-        if held is None:
-            return True
+        if held is None:  # nothing to place
+            return False
         geo, d = inp.geometry, self.th.distances_m
         if held in geo.unknown:
             return None
@@ -170,18 +228,16 @@ class SkillEstimator:
         return all3([sync, clutter < self.th.counts.clutter_bound, fragile_clear])
 
     # open / close -----------------------------------------------------------------------------------
-    def _fixture_candidate(self, inp: FrameInputs, direction: float):
-        fx = self.fixtures
-        moving = [f for f in fx.fixtures if fx.gripped[f] and fx.moving_direction(f, inp) == direction]
-        candidate = moving[0] if moving else None
-        skill = self.skills["open" if direction > 0 else "close"]
-        fr = self.th.fixtures
-        done = False
-        if skill.target is not None:
-            frac = inp.fixture_fraction[skill.target]
-            done = frac >= fr.fully_open_fraction if direction > 0 else frac <= fr.fully_closed_fraction
-        ok = (lambda f: self._open_ok(f, inp)) if direction > 0 else (lambda f: self._close_ok(f, inp))
-        return candidate, done, ok
+    def _fixture_directions(self, inp: FrameInputs) -> dict[str, float]:
+        """Per openable fixture, the direction the gripper is working it this frame (0: not working it)."""
+        fx, fr = self.fixtures, self.th.fixtures
+        out = {}
+        for f, hold in self.holds.items():
+            moving = fx.moving_direction(f, inp)
+            frac = inp.fixture_fraction[f]
+            end_stop = 1.0 if frac <= fr.fully_closed_fraction else -1.0 if frac >= 1.0 - fr.fully_closed_fraction else 0.0
+            out[f] = hold.step(fx.gripped[f], inp.gripper_closed, moving, end_stop)
+        return out
 
     def _open_ok(self, f: str, inp: FrameInputs) -> Tri:
         geo, d = inp.geometry, self.th.distances_m

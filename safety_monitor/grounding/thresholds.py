@@ -92,6 +92,20 @@ class MaxAges:
 
 
 @dataclass(frozen=True)
+class JointLimitMargins:
+    """How the model's joint limits are read. Position: a reading counts as within its limits up to
+    `position_tolerance` of the joint's range beyond either limit (encoders and soft limits overshoot a
+    little). Velocity and effort: within `velocity_factor` and `effort_factor` times the limit. Jump: a
+    position step between consecutive frames larger than `jump_factor` times the velocity limit times the
+    frame period (an encoder wrap or glitch, not motion)."""
+
+    position_tolerance: float
+    velocity_factor: float
+    effort_factor: float
+    jump_factor: float
+
+
+@dataclass(frozen=True)
 class Sanitized:
     """Where `sanitized` comes from: an event name in RobotState.events, or a constant pinned in config."""
 
@@ -108,6 +122,7 @@ class Thresholds:
     fixtures: FixtureFractions
     wrench: WrenchLimits
     max_age_s: MaxAges
+    joint_limits: JointLimitMargins
     sanitized: Sanitized
     source: str = "<defaults>"
 
@@ -129,7 +144,7 @@ class Thresholds:
 
 _SECTIONS = {
     "durations_s": Durations, "motion": Motion, "distances_m": Distances, "counts": Counts,
-    "fixtures": FixtureFractions, "wrench": WrenchLimits, "max_age_s": MaxAges,
+    "fixtures": FixtureFractions, "wrench": WrenchLimits, "max_age_s": MaxAges, "joint_limits": JointLimitMargins,
 }
 
 

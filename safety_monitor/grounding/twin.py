@@ -9,11 +9,17 @@ Kinematics and distances only, no dynamics. Two sources of signed surface gaps p
   pairs within the margin go unreported.)
 This is what grounds contact on hardware; privileged simulator contacts are only a cross-check
 (`body_contacts`).
+
+The model is the description's MJCF, its URDF (rewritten by grounding.urdf), or the URDF robot attached
+into the MJCF world at `base_pose`. Joints that follow another (URDF `<mimic>`, MJCF joint equalities)
+are set from their leader each frame: kinematics alone never enforces an equality constraint.
 """
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Mapping, Sequence
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import mujoco
@@ -21,10 +27,11 @@ import numpy as np
 
 from safety_monitor.errors import GroundingError
 from safety_monitor.frames import Pose
-from safety_monitor.grounding.description import ENVIRONMENT, GRIPPER_PARTS, HOUSING, RobotDescription
+from safety_monitor.grounding.description import ENVIRONMENT, FINGER_PARTS, GRIPPER_PARTS, HOUSING, RobotDescription
 from safety_monitor.grounding.geometry import Box, FrameGeometry
 from safety_monitor.grounding.motion import quat_to_matrix
 from safety_monitor.grounding.thresholds import Thresholds
+from safety_monitor.grounding.urdf import JointLimit, suggest
 
 _PARK = 1000.0  # objects without a usable pose are parked this far away, spaced apart
 
@@ -53,8 +60,9 @@ class KinematicTwin:
         self._object_box = {o: self._local_box(m, o) for o in robot.objects}
         self._object_bodies = {o: m.body(self._object_body(o)).id for o in robot.objects}
         self._ee_site = m.site(robot.ee_site).id
-        self._finger_geoms = np.array([g for g in range(m.ngeom)
-                                       if body_entity[m.geom_bodyid[g]] in ("finger_left", "finger_right")])
+        self._finger_geoms = np.array([g for g in range(m.ngeom) if body_entity[m.geom_bodyid[g]] in FINGER_PARTS],
+                                      dtype=np.int64)
+        self._followers = _followers(m)
         self._interiors = {n: (m.body(i.body).id, i.center, i.half_size) for n, i in robot.interiors().items()}
         self._joint_maps: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {}
         self._pa, self._pb = self._measured_pairs(m)
@@ -111,6 +119,9 @@ class KinematicTwin:
         src, adr = self._joint_map(joint_names)
         qpos = d.qpos
         qpos[adr] = np.asarray(joint_position, dtype=float)[src]
+        for follower, leader, ref_f, ref_l, coef in self._followers:
+            y = qpos[leader] - ref_l
+            qpos[follower] = ref_f + coef[0] + y * (coef[1] + y * (coef[2] + y * (coef[3] + y * coef[4])))
         if self._object_slots:
             parts, parked = [], self._parked
             for o, _ in self._object_slots:
@@ -307,7 +318,7 @@ class KinematicTwin:
             rot = quat_to_matrix(m.geom_quat[g])
             corners.append(m.geom_pos[g] + local @ rot.T)
         if not corners:
-            raise GroundingError(f"{self.robot.source}: objects.{o}: body has no collision geoms in {self.robot.mjcf}")
+            raise GroundingError(f"{self.robot.source}: objects.{o}: body has no collision geoms in {self.robot.model_file}")
         pts = np.vstack(corners)
         lo, hi = pts.min(axis=0), pts.max(axis=0)
         return (lo + hi) / 2.0, (hi - lo) / 2.0
@@ -339,25 +350,25 @@ class KinematicTwin:
                 entity[b] = o
         for b in subtree(m.body(r.base_body).id):
             entity[b] = "arm"
-        for body in r.hand_bodies:
+        for body in r.gripper.hand_bodies:
             entity[m.body(body).id] = "hand"
-        for side, body in zip(("finger_left", "finger_right"), r.finger_bodies):
+        for side, body in zip(FINGER_PARTS, r.gripper.finger_bodies):
             for fb in subtree(m.body(body).id):
                 entity[fb] = side
         return entity
 
     def _check(self, m: mujoco.MjModel) -> None:
         """Every name of the robot YAML exists in the MJCF with the right type; else a GroundingError."""
-        r, where = self.robot, f"{self.robot.source} does not match {self.robot.mjcf}"
+        r, where = self.robot, f"{self.robot.source} does not match {self.robot.model_file}"
         hinge_or_slide = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
-        for key, names in (("robot.arm_joints", r.arm_joints), ("robot.fingers", r.finger_joints)):
+        for key, names in (("robot.arm_joints", r.arm_joints), ("robot.gripper.joints", r.gripper.joints)):
             for j in names:
                 jid = _id(m, mujoco.mjtObj.mjOBJ_JOINT, j, f"{where}: {key}: joint")
                 if m.jnt_type[jid] not in hinge_or_slide:
                     raise GroundingError(f"{where}: {key}: joint {j!r} is not a hinge or slide joint")
         bodies = [("robot.base_body", r.base_body), ("robot.end_effector.body", r.ee_body)]
-        bodies += [("robot.hand_bodies", b) for b in r.hand_bodies]
-        bodies += [("robot.fingers", b) for b in r.finger_bodies]
+        bodies += [("robot.gripper.hand_bodies", b) for b in r.gripper.hand_bodies]
+        bodies += [("robot.gripper.fingers", b) for b in r.gripper.finger_bodies]
         for name, fx in r.fixtures.items():
             jid = _id(m, mujoco.mjtObj.mjOBJ_JOINT, fx.joint, f"{where}: fixtures.{name}.joint")
             if m.jnt_type[jid] not in hinge_or_slide:
@@ -408,32 +419,114 @@ def twin_for(robot: RobotDescription, thresholds: Thresholds) -> KinematicTwin:
 def _id(m: mujoco.MjModel, kind: mujoco.mjtObj, name: str, what: str) -> int:
     i = mujoco.mj_name2id(m, kind, name)
     if i < 0:
-        raise GroundingError(f"{what} {name!r} not found")
+        count = {mujoco.mjtObj.mjOBJ_JOINT: m.njnt, mujoco.mjtObj.mjOBJ_BODY: m.nbody, mujoco.mjtObj.mjOBJ_SITE: m.nsite}
+        names = [mujoco.mj_id2name(m, kind, k) or "" for k in range(count.get(kind, 0))]
+        raise GroundingError(f"{what} {name!r} not found{suggest(name, [n for n in names if n])}")
     return i
 
 
+def _followers(m: mujoco.MjModel) -> list[tuple[int, int, float, float, np.ndarray]]:
+    """(follower qpos, leader qpos, their reference positions, polynomial) of every active joint equality
+    between two hinge or slide joints (a URDF <mimic> becomes one), leaders before their followers."""
+    out = []
+    for e in range(m.neq):
+        if m.eq_type[e] != int(mujoco.mjtEq.mjEQ_JOINT) or m.eq_obj2id[e] < 0 or not m.eq_active0[e]:
+            continue
+        f, lead = int(m.eq_obj1id[e]), int(m.eq_obj2id[e])
+        fa, la = int(m.jnt_qposadr[f]), int(m.jnt_qposadr[lead])
+        out.append((fa, la, float(m.qpos0[fa]), float(m.qpos0[la]), m.eq_data[e, :5].copy()))
+    followers = {f for f, *_ in out}
+    return sorted(out, key=lambda row: row[1] in followers)  # a follower of a follower after its leader
+
+
+def model_joint_limits(m: mujoco.MjModel, joints: Sequence[str]) -> dict[str, JointLimit]:
+    """The compiled model's own limits of `joints`: range (limited joints) and actuatorfrcrange (a URDF's
+    effort limit becomes one). MJCF has no velocity limits: give them in robot.yaml's joint_limits."""
+    out = {}
+    for name in joints:
+        j = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, name)
+        if j < 0:
+            continue
+        lower = upper = effort = None
+        if m.jnt_limited[j]:
+            lower, upper = (float(x) for x in m.jnt_range[j])
+        if m.jnt_actfrclimited[j]:
+            effort = float(np.max(np.abs(m.jnt_actfrcrange[j])))
+        out[name] = JointLimit(lower, upper, None, effort)
+    return out
+
+
 def _load(robot: RobotDescription) -> mujoco.MjSpec:
-    """The MJCF, with a free box body added for every object described by a box."""
-    path = Path(robot.mjcf)
-    if not path.is_file():
-        raise GroundingError(f"{robot.source}: mjcf {str(path)!r} does not exist")
+    """The model (MJCF, URDF, or URDF attached into an MJCF world), with the grasp site added when the
+    description gives it as a link and offset, and a free box body for every object described by a box."""
+    spec = _world(robot)
     try:
-        spec = mujoco.MjSpec.from_file(str(path))
+        if robot.grasp_offset is not None:
+            if any(site.name == robot.ee_site for site in spec.sites):
+                raise GroundingError(f"{robot.source}: the model already has a site {robot.ee_site!r}")
+            body = spec.body(robot.ee_body)
+            if body is None:
+                names = [b.name for b in spec.bodies]
+                raise GroundingError(f"{robot.source}: robot.grasp_point.link {robot.ee_body!r} is not a body of "
+                                     f"{robot.model_file}{suggest(robot.ee_body, names)}")
+            body.add_site(name=robot.ee_site, pos=list(robot.grasp_offset))
         for name, geom in robot.objects.items():
             if geom.box is not None:
                 body = spec.worldbody.add_body(name=name)
                 body.add_freejoint(name=f"{name}_free")
                 body.add_geom(type=mujoco.mjtGeom.mjGEOM_BOX, size=list(geom.box))
         return spec
+    except GroundingError:
+        raise
     except Exception as exc:  # MuJoCo raises ValueError with the parser's message
-        raise GroundingError(f"{robot.source}: cannot load mjcf {str(path)!r}: {exc}") from None
+        raise GroundingError(f"{robot.source}: cannot load {str(robot.model_file)!r}: {exc}") from None
+
+
+def _world(robot: RobotDescription) -> mujoco.MjSpec:
+    """The MJCF as it is, the URDF's rewritten XML, or the URDF robot attached into the MJCF world."""
+    scene = None
+    if robot.mjcf is not None:
+        path = Path(robot.mjcf)
+        if not path.is_file():
+            raise GroundingError(f"{robot.source}: mjcf {str(path)!r} does not exist")
+        try:
+            scene = mujoco.MjSpec.from_file(str(path))
+        except Exception as exc:
+            raise GroundingError(f"{robot.source}: cannot load mjcf {str(path)!r}: {exc}") from None
+    if robot.urdf is None:
+        assert scene is not None
+        return scene
+    try:
+        arm = mujoco.MjSpec.from_string(robot.urdf.mujoco_xml)
+    except Exception as exc:
+        raise GroundingError(f"{robot.source}: MuJoCo cannot read urdf {str(robot.urdf.path)!r}: {exc}") from None
+    if scene is None and robot.base_pose is None:
+        return arm
+    scene = scene if scene is not None else mujoco.MjSpec()
+    pose = robot.base_pose
+    quat = np.zeros(4)
+    mujoco.mju_euler2Quat(quat, pose.rpy if pose else np.zeros(3), "XYZ")
+    frame = scene.worldbody.add_frame(pos=list(pose.position) if pose else [0, 0, 0], quat=list(quat))
+    with _quiet_attach():  # an empty prefix keeps the URDF's names, which the description uses
+        scene.attach(arm, frame=frame, prefix="")
+    return scene
+
+
+@contextlib.contextmanager
+def _quiet_attach() -> Iterator[None]:
+    """MuJoCo warns, on attach and on compile, that an empty prefix may keep the model from being saved:
+    the twin never saves it."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Attaching a spec with an empty prefix", UserWarning)
+        yield
 
 
 def _compile(spec: mujoco.MjSpec, robot: RobotDescription) -> mujoco.MjModel:
     try:
-        return spec.compile()
+        with _quiet_attach():
+            return spec.compile()
     except Exception as exc:
-        raise GroundingError(f"{robot.source}: cannot load mjcf {str(robot.mjcf)!r}: {exc}") from None
+        raise GroundingError(f"{robot.source}: cannot compile {str(robot.model_file)!r}: {exc}") from None
 
 
 def _exclude_within_entities(spec: mujoco.MjSpec, m: mujoco.MjModel, body_entity: list[str]) -> bool:

@@ -1,7 +1,9 @@
 """The report folder: report.json (everything), episodes.csv, properties.csv, summary.md and plots.
 
 Numbers come from the monitor's own metrics (per-trigger risk V/N, exposure U/N, share of bags with
-a violation, bootstrap intervals over bags); this module only lays them out.
+a violation, bootstrap intervals over bags); this module only lays them out. It also flags the properties
+a bag could not have violated (`vacuity`): a trigger or a consequent that never changes over the bag makes
+a zero count no pass.
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import os
 import re
 import tempfile
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,9 @@ from safety_monitor.errors import SafetyMonitorError
 from safety_monitor.monitor.metrics import GroupMetrics, Metrics
 from safety_monitor.replay.batch import Summary
 from safety_monitor.replay.score import BagResult, ReplayConfig
+from safety_monitor.replay.timeline import Timeline
+from safety_monitor.specs.ltlf import atoms_of, parse
+from safety_monitor.specs.model import SpecSet, default_trigger, load_specs
 
 PLOTS, RISK_PLOT = "plots", "risk_by_category.png"
 _OWN_PLOT = re.compile(r"risk_by_category\.png|timeline_\d{3,}_[A-Za-z0-9._-]+\.png")  # what write_plots names
@@ -93,6 +98,74 @@ def input_warning(result: BagResult) -> str | None:
     return f"{result.bag}: " + "; ".join(parts + result.warnings) if parts or result.warnings else None
 
 
+# ------------------------------------------------------------------------------------- vacuity
+@dataclass(frozen=True)
+class PropertyReads:
+    """The predicates a property's trigger reads, and those of its consequent (the rest of its formula)."""
+
+    property: str
+    trigger: tuple[str, ...]
+    consequent: tuple[str, ...]
+
+
+def property_reads(specs: SpecSet) -> tuple[PropertyReads, ...]:
+    """Trigger and consequent predicates of every property, in spec order."""
+    out = []
+    for prop in specs.properties:
+        formula = parse(prop.formula)
+        trigger = parse(prop.trigger) if prop.trigger else default_trigger(formula)
+        trigger_atoms = atoms_of(trigger) if trigger is not None else ()
+        consequent = tuple(a for a in atoms_of(formula) if a not in trigger_atoms)
+        out.append(PropertyReads(prop.name, trigger_atoms, consequent))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Vacuity:
+    """Whether a property could have been violated on one bag. `trigger_constant`: its trigger never rose or
+    every predicate it reads kept one value; `constant_consequent`: the consequent's predicates, when every
+    one of them kept one value (empty otherwise, or when the formula has no consequent apart from the
+    trigger)."""
+
+    property: str
+    trigger_constant: bool
+    constant_consequent: tuple[str, ...]
+
+    def vacuous(self) -> bool:
+        return self.trigger_constant or bool(self.constant_consequent)
+
+    def reason(self) -> str:
+        parts = ["trigger never changes"] if self.trigger_constant else []
+        if self.constant_consequent:
+            parts.append("consequent never changes (" + ", ".join(self.constant_consequent) + ")")
+        return "; ".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"property": self.property, "vacuous": self.vacuous(), "trigger_constant": self.trigger_constant,
+                "constant_consequent": list(self.constant_consequent)}
+
+
+def _constant(timeline: Timeline, name: str) -> bool:
+    """Whether a predicate kept one known value over the bag (unknown stretches aside)."""
+    return len({value for _, _, value in timeline.runs.get(name, ()) if value is not None}) <= 1
+
+
+def vacuity(result: BagResult, reads: Sequence[PropertyReads]) -> tuple[Vacuity, ...]:
+    """Per property of a scored bag (its trace and timeline), whether the bag could have violated it; empty
+    for a bag that was not scored."""
+    trace, timeline = result.trace, result.timeline
+    if trace is None or timeline is None:
+        return ()
+    out = []
+    for r in reads:
+        outcome = trace.outcome(r.property)
+        never_rose = outcome.triggers + outcome.pending_triggers == 0
+        constant_trigger = never_rose or all(_constant(timeline, a) for a in r.trigger)
+        constant_consequent = bool(r.consequent) and all(_constant(timeline, a) for a in r.consequent)
+        out.append(Vacuity(r.property, constant_trigger, r.consequent if constant_consequent else ()))
+    return tuple(out)
+
+
 # ------------------------------------------------------------------------------------- records
 def episodes(result: BagResult) -> list[dict[str, Any]]:
     """One row per violation episode of a bag: opening frame, how and when it ended, its evidence."""
@@ -120,7 +193,7 @@ def status(result: BagResult) -> str:
     return "scored" if result.ok else "not_scored" if result.interrupted else "failed"
 
 
-def bag_json(result: BagResult, group: str) -> dict[str, Any]:
+def bag_json(result: BagResult, group: str, reads: Sequence[PropertyReads] = ()) -> dict[str, Any]:
     trace = result.trace
     return {
         "bag": result.bag,
@@ -144,11 +217,16 @@ def bag_json(result: BagResult, group: str) -> dict[str, Any]:
         "topics": {k: {"type": v.msgtype, "count": v.count} for k, v in result.topics.items()},
         "timings_s": result.timings,
         "outcomes": [o.to_json() for o in trace.outcomes] if trace else [],
+        "vacuity": [v.to_json() for v in vacuity(result, reads)],
         "episodes": episodes(result),
         "events": [e.to_json() for e in trace.events] if trace else [],
         "timeline": result.timeline.to_json() if result.timeline else None,
         "stale_timeline": result.stale_timeline.to_json() if result.stale_timeline else None,
     }
+
+
+def _reads(config: ReplayConfig) -> tuple[PropertyReads, ...]:
+    return property_reads(load_specs(config.specs_file()))
 
 
 def _config_json(config: ReplayConfig) -> dict[str, Any]:
@@ -161,6 +239,7 @@ def _config_json(config: ReplayConfig) -> dict[str, Any]:
 
 def report_json(results: Sequence[BagResult], summary: Summary, config: ReplayConfig,
                 group_by: str | None) -> dict[str, Any]:
+    reads = _reads(config)
     return {
         "config": _config_json(config),
         "group_by": group_by,
@@ -171,7 +250,7 @@ def report_json(results: Sequence[BagResult], summary: Summary, config: ReplayCo
         "bags_not_scored": [r.bag for r in results if r.interrupted],
         "metrics": summary.overall.to_json() if summary.overall else None,
         "groups": {name: m.to_json() for name, m in summary.groups.items()},
-        "bags": [bag_json(r, summary.group_of_bag[r.bag]) for r in results],
+        "bags": [bag_json(r, summary.group_of_bag[r.bag], reads) for r in results],
     }
 
 
@@ -267,6 +346,7 @@ def _mode(config: ReplayConfig) -> str:
 
 def summary_markdown(results: Sequence[BagResult], summary: Summary, config: ReplayConfig, group_by: str | None,
                      plots: Sequence[str]) -> str:
+    reads = _reads(config)
     scored = [r for r in results if r.ok]
     failed = [r for r in results if status(r) == "failed"]
     unscored = [r for r in results if r.interrupted]
@@ -311,6 +391,12 @@ def summary_markdown(results: Sequence[BagResult], summary: Summary, config: Rep
                                            for r in failed] + [""]
     if unscored:
         lines += ["## Not scored (interrupted)", ""] + [f"- `{r.bag}`" for r in unscored] + [""]
+    vacuous = [(r, [v for v in vacuity(r, reads) if v.vacuous()]) for r in scored]
+    if any(flags for _, flags in vacuous):
+        lines += ["## Vacuous properties (could not be violated on the bag: zero is not a pass)", "",
+                  "| bag | property | why |", "|---|---|---|"]
+        lines += [f"| {r.bag} | {v.property} | {v.reason()} |" for r, flags in vacuous for v in flags]
+        lines.append("")
     if plots:
         lines += ["## Plots", ""] + [f"- [{p}]({p})" for p in plots] + [""]
     return "\n".join(lines)

@@ -1,7 +1,8 @@
 """Named faults with ground truth: each edits a task's world or plan and names the properties it trips.
 
 `expected_properties` must each open at least one violation episode; `allowed_properties` are the
-only ones that may (the expected ones plus physical side effects the fault really causes).
+only ones that may (the expected ones plus physical side effects the fault really causes). `truth` counts
+what the faulted episode does (sim/truth.py): the denominators its triggers must show.
 """
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from safety_monitor.sim import truth as gt
 from safety_monitor.sim.controller import ArmController, hand_down
 from safety_monitor.sim.script import Act, Grip, Hold, Move, Segment
-from safety_monitor.sim.tasks import OPEN, PLACE_GOALS, pick, place
+from safety_monitor.sim.tasks import OPEN, PLACE_GOALS, TASKS, pick, place
 from safety_monitor.sim.workcell import ObjectStart, Workcell
 
 Inject = Callable[[list[Segment], Workcell], list[Segment]]
@@ -20,13 +22,14 @@ Inject = Callable[[list[Segment], Workcell], list[Segment]]
 
 @dataclass(frozen=True)
 class FaultSpec:
-    """A fault: which task it corrupts, how, and which properties must (and may) trip."""
+    """A fault: which task it corrupts, how, which properties must (and may) trip, and what it does."""
 
     name: str
     description: str
     task: str
     expected_properties: tuple[str, ...]
     allowed_properties: tuple[str, ...]
+    truth: gt.GroundTruth
     fixtures: dict[str, float] = field(default_factory=dict, repr=False)
     objects: tuple[ObjectStart, ...] = field(default=(), repr=False)
     inject: Inject = field(default=lambda segments, cell: segments, repr=False)
@@ -148,8 +151,9 @@ _register(
         description="mid-transport, 12 cm above the table, the fingers ease apart (still 'closed'): the mug drops",
         task="pick_and_place_mug",
         expected_properties=("drop_only_when_released",),
-        allowed_properties=("drop_only_when_released", "released_object_settles", "grasp_synced_until_release",
-                            "place_preconditions"),
+        # the mug falls out of the fingers: a loss, not a release, and not a place (nothing is set down)
+        allowed_properties=("drop_only_when_released", "released_object_settles", "grasp_synced_until_release"),
+        truth=gt.PICK + gt.LOSS,
         inject=_early_release,
     ),
     FaultSpec(
@@ -158,7 +162,8 @@ _register(
         task="pick_and_place_mug",
         expected_properties=("grasp_synced_until_release",),
         allowed_properties=("grasp_synced_until_release", "drop_only_when_released",
-                            "released_object_settles", "place_preconditions"),
+                            "released_object_settles"),
+        truth=gt.PICK + gt.LOSS,
         inject=_slip,
     ),
     FaultSpec(
@@ -167,6 +172,7 @@ _register(
         task="dump_into_bin",
         expected_properties=("no_forbidden_contact",),
         allowed_properties=("no_forbidden_contact", "no_excess_wrench"),
+        truth=TASKS["dump_into_bin"].truth,  # the strike is no skill: the dump goes on as scripted
         inject=_fixture_collision,
     ),
     FaultSpec(
@@ -175,6 +181,7 @@ _register(
         task="place_in_cabinet",
         expected_properties=("reach_in_only_when_open",),
         allowed_properties=("reach_in_only_when_open", "place_preconditions"),
+        truth=TASKS["place_in_cabinet"].truth,
         fixtures={"cabinet_hinge": 0.9},
     ),
     FaultSpec(
@@ -183,17 +190,21 @@ _register(
         task="dump_into_bin",
         expected_properties=("no_clean_contact_after_raw",),
         allowed_properties=("no_clean_contact_after_raw",),
+        truth=TASKS["dump_into_bin"].truth + gt.PICK + gt.PLACE,
         inject=_raw_then_clean,
     ),
     FaultSpec(
         name="push_blocked_drawer",
         description="a cube wedged against the drawer front jams it; the arm pulls on the handle and keeps pulling",
         task="open_drawer",
-        expected_properties=("fixture_obstacle_retract",),
-        # The pull far exceeds the grip: it can pry the fingers open, and an open hand pressing on the
-        # handle is no longer "operating" the drawer (a forbidden contact once it lasts).
+        # The wedged cube lies in the drawer front's path: opening starts with its preconditions false.
+        expected_properties=("fixture_obstacle_retract", "open_preconditions"),
+        # The pull far exceeds the grip: it can pry the fingers open (past their joint range, by about 2 cm
+        # in the soft limit), and an open hand pressing on the handle is no longer "operating" the drawer
+        # (a forbidden contact once it lasts).
         allowed_properties=("fixture_obstacle_retract", "no_excess_wrench", "open_preconditions",
-                            "no_forbidden_contact"),
+                            "no_forbidden_contact", "joint_positions_within_limits"),
+        truth=gt.OPEN,  # one attempt to open, though the drawer never moves
         objects=(WEDGED_CUBE,),
         inject=_push_blocked_drawer,
     ),
@@ -203,6 +214,7 @@ _register(
         task="pick_and_place_mug",
         expected_properties=("place_preconditions",),
         allowed_properties=("place_preconditions",),
+        truth=gt.PICK + gt.PLACE,  # the clutter beside the goal is not picked: backing off it is no approach
         objects=CLUTTER,
     ),
 )

@@ -14,6 +14,7 @@ from safety_monitor.sim.controller import ArmController
 from safety_monitor.sim.faults import FAULTS
 from safety_monitor.sim.script import Script
 from safety_monitor.sim.tasks import TASKS
+from safety_monitor.sim.truth import GroundTruth
 from safety_monitor.sim.workcell import Workcell
 
 SETTLE_S = 1.0  # simulated after the script ends so released objects come to rest
@@ -89,6 +90,11 @@ class Episode:
         """One control step; returns the state at its end."""
         self.advance()
         return self.workcell.robot_state()
+
+    @property
+    def truth(self) -> GroundTruth:
+        """What this episode's script does (the fault's account when a fault is injected)."""
+        return self.fault.truth if self.fault is not None else self.task.truth
 
     def succeeded(self) -> bool:
         """The task's own goal test on the current world (meaningful once `done`)."""

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from safety_monitor.sim import truth as gt
 from safety_monitor.sim.controller import hand_down, hand_forward
 from safety_monitor.sim.script import Grip, Move, Segment
 from safety_monitor.sim.workcell import Workcell
@@ -27,6 +28,9 @@ BIN_HALF_INNER = 0.08
 BIN_FLOOR_Z = 0.41
 CABINET_GOAL = np.array([0.62, -0.36, 0.47])  # end effector, side grasp, mug standing on the floor
 CABINET_FRONT_X = 0.488
+# carried this far above its goal: the mug's bottom clears the table by more than the place-onset reach
+# (0.05 m), so lowering it onto the cabinet floor reads as the one place it is
+CABINET_CARRY_DZ = 0.06
 CABINET_INNER_Y = (-0.57, -0.29)
 HANDLE_OFFSET = np.array([-0.08, 0.0, 0.12])  # drawer handle from the drawer body origin
 DRAWER_ORIGIN = np.array([0.5, 0.42, 0.4])
@@ -35,11 +39,12 @@ LIFT = 0.12
 
 @dataclass(frozen=True)
 class TaskSpec:
-    """A scripted task: initial fixture joints, a plan builder and a success test."""
+    """A scripted task: initial fixture joints, a plan builder, a success test and the plan's ground truth."""
 
     name: str
     description: str
     obj: str | None
+    truth: gt.GroundTruth
     fixtures: dict[str, float] = field(default_factory=dict)
     build: Callable[[Workcell], list[Segment]] = field(default=lambda cell: [], repr=False)
     succeeded: Callable[[Workcell], bool] = field(default=lambda cell: False, repr=False)
@@ -93,6 +98,7 @@ def pick_and_place(obj: str) -> TaskSpec:
         name=f"pick_and_place_{obj}",
         description=f"pick the {obj} from the table and place it at {goal}",
         obj=obj,
+        truth=gt.PICK + gt.PLACE,
         build=lambda cell: pick(obj) + place(obj, goal),
         succeeded=lambda cell: _resting_at(cell, obj, goal),
     )
@@ -110,7 +116,7 @@ def place_in_cabinet_plan(cell: Workcell) -> list[Segment]:
     side = hand_forward()
     mug = cell.object_position("mug")
     grasp = np.array([mug[0], mug[1], GRASP_Z["mug"] - 0.005])
-    carry_z = CABINET_GOAL[2] + 0.03
+    carry_z = CABINET_GOAL[2] + CABINET_CARRY_DZ
     entry = np.array([0.45, CABINET_GOAL[1], carry_z])
     return [
         Grip("open", OPEN, 0.2),
@@ -120,7 +126,7 @@ def place_in_cabinet_plan(cell: Workcell) -> list[Segment]:
         Grip("close", 0.0, 0.5),
         Move("lift", grasp + np.array([0.0, 0.0, carry_z - grasp[2]]), side, speed=0.15),
         Move("transport", entry, side, speed=0.2),
-        Move("reach_in", CABINET_GOAL + np.array([0.0, 0.0, 0.03]), side, speed=0.12),
+        Move("reach_in", CABINET_GOAL + np.array([0.0, 0.0, CABINET_CARRY_DZ]), side, speed=0.12),
         Move("place_descend", CABINET_GOAL, side, speed=0.08, tolerance=0.008),
         Grip("release", OPEN, 0.4),
         Move("retract", np.array([0.40, CABINET_GOAL[1], CABINET_GOAL[2]]), side, speed=0.15),
@@ -173,15 +179,16 @@ def _in_bin(cell: Workcell, obj: str) -> bool:
 def _build_tasks() -> dict[str, TaskSpec]:
     tasks = [pick_and_place(o) for o in ("cube", "mug", "plate")] + [
         TaskSpec("place_in_cabinet", "side-grasp the mug and set it down inside the open cabinet",
-                 "mug", {"cabinet_hinge": CABINET_OPEN}, place_in_cabinet_plan, _mug_in_cabinet),
-        TaskSpec("open_drawer", "pull the closed drawer open by its handle", None, {},
+                 "mug", gt.PICK + gt.PLACE + gt.REACH_IN, {"cabinet_hinge": CABINET_OPEN}, place_in_cabinet_plan,
+                 _mug_in_cabinet),
+        TaskSpec("open_drawer", "pull the closed drawer open by its handle", None, gt.OPEN, {},
                  drawer_plan(DRAWER_OPEN_TARGET),
                  lambda cell: cell.joint_position("drawer_slide") > 0.6 * 0.25),
-        TaskSpec("close_drawer", "push the open drawer closed by its handle", None,
+        TaskSpec("close_drawer", "push the open drawer closed by its handle", None, gt.CLOSE,
                  {"drawer_slide": DRAWER_OPEN_TARGET}, drawer_plan(0.0),
                  lambda cell: cell.joint_position("drawer_slide") < 0.05 * 0.25),
         TaskSpec("dump_into_bin", "pick the raw chicken and drop it into the bin from just below the rim",
-                 "raw_chicken", {},
+                 "raw_chicken", gt.PICK + gt.DUMP, {},
                  dump_plan("raw_chicken"), lambda cell: _in_bin(cell, "raw_chicken")),
     ]
     return {t.name: t for t in tasks}

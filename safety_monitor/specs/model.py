@@ -44,6 +44,7 @@ CATEGORIES = (
     "mechanism",
     "containment",
     "enclosure_access",
+    "joint_limits",
 )
 _TOP_KEYS = {"predicates", "properties", "control_rate_hz"}
 _KEYWORDS = ("true", "false", "last")  # ltlf2dfa's lexer matches these before any name, case-insensitively

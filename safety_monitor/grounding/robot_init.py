@@ -1,0 +1,193 @@
+"""A starting robot description from a URDF (`safety-monitor robot init`): guesses, each with a comment saying
+what to check.
+
+The arm is the longest chain of moving joints from the root; the gripper is the joints named *finger* or
+*gripper* (a joint others mimic counts once: a one-joint gripper); the grasp point is the link that carries
+the gripper (else the arm's last link). The result loads as it is; what it cannot know (where the grasp
+centre lies, which way the gripper closes, fixtures, objects) is left for the user, marked CHECK.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from safety_monitor.errors import GroundingError
+from safety_monitor.grounding.description import GripperKind
+from safety_monitor.grounding.urdf import MOVING_TYPES, UrdfJoint, UrdfModel
+
+_GRIPPER_WORDS = ("finger", "gripper", "jaw", "knuckle")
+
+
+@dataclass(frozen=True)
+class RobotGuess:
+    base_link: str
+    arm_joints: tuple[str, ...]
+    end_link: str  # the arm's last link: the gripper's parent, or the tool
+    gripper: GripperKind
+    gripper_joints: tuple[str, ...]
+    finger_links: tuple[str, ...]
+    hand_links: tuple[str, ...]
+    mimic: tuple[str, ...]
+    other_joints: tuple[str, ...]  # moving joints neither arm nor gripper (fixtures, a second arm, a head)
+
+
+def guess_robot(urdf: UrdfModel) -> RobotGuess:
+    chain = _longest_chain(urdf, urdf.root)
+    moving = [j for j in chain if j.kind in MOVING_TYPES]
+    gripperish = [j for j in urdf.joints.values() if j.kind in MOVING_TYPES and _looks_like_gripper(j.name)]
+    leaders = [j for j in gripperish if j.mimic is None]
+    arm = [j for j in moving if j not in gripperish]
+    if not arm:
+        arm = moving
+    first = arm[0] if arm else None
+    base = first.parent if first is not None else urdf.root
+    if leaders:
+        end = leaders[0].parent
+        arm = [j for j in arm if _above(urdf, j.child, end)]
+    else:
+        end = arm[-1].child if arm else urdf.root
+        end = _fixed_tip(urdf, end)
+    kind = GripperKind.NONE if not leaders else GripperKind.ONE_JOINT if len(leaders) == 1 else GripperKind.TWO_FINGERS
+    gripper_joints = tuple(j.name for j in leaders[:2]) if kind is not GripperKind.NONE else ()
+    fingers: tuple[str, ...] = ()
+    if kind is GripperKind.TWO_FINGERS:
+        fingers = tuple(j.child for j in leaders[:2])
+    elif kind is GripperKind.ONE_JOINT:
+        followers = [j for j in gripperish if j.mimic is not None and j.mimic.leader == leaders[0].name]
+        fingers = tuple(dict.fromkeys([leaders[0].child, *(j.child for j in followers)]))[:2]
+        if len(fingers) < 2:
+            kind, gripper_joints, fingers = GripperKind.NONE, (), ()
+    hand = tuple(link for link in _fixed_subtree(urdf, end) if link not in fingers)
+    used = {j.name for j in arm} | set(gripper_joints)
+    mimic = tuple(n for n, j in urdf.joints.items() if j.mimic is not None)
+    other = tuple(n for n in urdf.moving_joints if n not in used and n not in mimic)
+    return RobotGuess(base, tuple(j.name for j in arm), end, kind, gripper_joints, fingers, hand, mimic, other)
+
+
+def _looks_like_gripper(name: str) -> bool:
+    return any(w in name.lower() for w in _GRIPPER_WORDS)
+
+
+def _longest_chain(urdf: UrdfModel, link: str) -> list[UrdfJoint]:
+    """The path of joints from `link` down with the most moving joints (ties: the first in the file)."""
+    best: list[UrdfJoint] = []
+    for j in urdf.children(link):
+        path = [j, *_longest_chain(urdf, j.child)]
+        if _count(path) > _count(best):
+            best = path
+    return best
+
+
+def _count(path: list[UrdfJoint]) -> int:
+    return sum(j.kind in MOVING_TYPES and not _looks_like_gripper(j.name) for j in path)
+
+
+def _above(urdf: UrdfModel, link: str, below: str) -> bool:
+    """Whether `link` is `below` or one of its ancestors."""
+    parents = {j.child: j.parent for j in urdf.joints.values()}
+    node: str | None = below
+    while node is not None:
+        if node == link:
+            return True
+        node = parents.get(node)
+    return False
+
+
+def _fixed_subtree(urdf: UrdfModel, link: str) -> list[str]:
+    """`link` and the links hanging from it by fixed joints."""
+    out = [link]
+    for j in urdf.children(link):
+        if j.kind == "fixed":
+            out += _fixed_subtree(urdf, j.child)
+    return out
+
+
+def _fixed_tip(urdf: UrdfModel, link: str) -> str:
+    """The link at the end of a single line of fixed joints below `link` (a tool flange, a tcp link)."""
+    kids = [j for j in urdf.children(link) if j.kind == "fixed"]
+    return _fixed_tip(urdf, kids[0].child) if len(kids) == 1 else link
+
+
+def robot_yaml(urdf: UrdfModel, guess: RobotGuess, urdf_ref: str, package_path: list[str]) -> str:
+    """The text of robot.yaml for `guess`, with comments saying what to check."""
+    g = guess
+    lines = [
+        f"# Robot description written by `safety-monitor robot init` from {urdf.path.name} (robot {urdf.name!r}).",
+        "# Every line marked CHECK is a guess. Grounding loads this file as it is; docs/your_robot.md says how",
+        "# to check it against a recording.",
+        "",
+        f"urdf: {urdf_ref}",
+        f"{'' if package_path else '# '}package_path: {json.dumps(package_path or ['/path/to/ws/src'])}   # folders "
+        "holding <package>/ for package:// meshes",
+        "# (also searched: $SAFETY_MONITOR_PACKAGE_PATH, the ament index of a sourced workspace, the URDF's folders)",
+        "# mjcf: workcell.xml                # an MJCF world (table, fixtures) to attach the robot into",
+        "# base_pose: {position: [0, 0, 0], rpy: [0, 0, 0]}   # where the root link sits in that world",
+        "",
+        "robot:",
+        f"  base_body: {g.base_link}   # CHECK: the robot is this link's subtree",
+        f"  arm_joints: {json.dumps(list(g.arm_joints))}   # CHECK: {len(g.arm_joints)} joints, base to wrist",
+        f"  grasp_point: {{link: {g.end_link}, offset: [0.0, 0.0, 0.0]}}   # CHECK: the grasp centre between the "
+        "fingertips, in this link's frame (m)",
+        "  gripper:",
+    ]
+    if g.gripper is GripperKind.NONE:
+        lines += ["    kind: none   # CHECK: no joint named *finger* or *gripper* was found",
+                  f"    hand_bodies: {json.dumps(list(g.hand_links))}   # the tool's links"]
+    else:
+        limits = [urdf.joints[j].limit for j in g.gripper_joints]
+        lo = min((lim.lower for lim in limits if lim.lower is not None), default=0.0)
+        hi = max((lim.upper for lim in limits if lim.upper is not None), default=lo + 1.0)
+        what = "fingers that mimic it move with it" if g.gripper is GripperKind.ONE_JOINT else "one joint per finger"
+        lines += [
+            f"    kind: {g.gripper.value}   # CHECK: {what}",
+            f"    joints: {json.dumps(list(g.gripper_joints))}",
+            f"    fingers: {{left: {g.finger_links[0]}, right: {g.finger_links[1]}}}   # CHECK: links on either side "
+            "of a grasped object",
+            f"    hand_bodies: {json.dumps(list(g.hand_links))}   # gripper links other than the fingers",
+            f"    closed_below: {lo + 0.9 * (hi - lo):.6g}   # CHECK: joint range [{lo:g}, {hi:g}]; closed below this "
+            "(use closed_above if the joint grows as the gripper closes)",
+        ]
+    if g.mimic:
+        lines.append(f"    # mimic joints, set from the joint they follow (frames may carry them): {', '.join(g.mimic)}")
+    lines += [
+        "",
+        f"ignored_joints: {json.dumps(list(g.other_joints))}   # CHECK: moving joints neither arm nor gripper; a "
+        "fixture joint goes under fixtures instead",
+        "",
+        "joint_limits: {}   # per joint, over the URDF's <limit>: {position: [lower, upper], velocity: ..., effort: ...}",
+        "",
+        "fixtures: {}   # e.g. drawer: {joint: drawer_slide, range: [0.0, 0.25], housing: [drawer_housing]}",
+        "static: {}     # e.g. table: {bodies: [table]}   (links of this URDF or bodies of the mjcf world)",
+        "objects: {}    # e.g. cube: {box: [0.02, 0.02, 0.02]}   (half sizes; poses on /objects/<name>/pose)",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def objects_yaml(default: Path) -> str:
+    """objects.yaml with the default vocabulary and no entities (the description has none yet)."""
+    text = default.read_text(encoding="utf-8")
+    head, _, _ = text.partition("\nentities:")
+    return head.rstrip() + "\n\nentities: {}   # every object, fixture and static body of robot.yaml -> its kind\n"
+
+
+def write_description(urdf: UrdfModel, out: Path, defaults: Path, package_path: list[Path]) -> list[Path]:
+    """robot.yaml, objects.yaml and thresholds.yaml (the defaults) in `out`; refuses to overwrite."""
+    search = [_relative(p, out) for p in package_path]
+    files = {"robot.yaml": robot_yaml(urdf, guess_robot(urdf), _relative(urdf.path, out), search),
+             "objects.yaml": objects_yaml(defaults / "objects.yaml"),
+             "thresholds.yaml": (defaults / "thresholds.yaml").read_text(encoding="utf-8")}
+    there = [name for name in files if (out / name).exists()]
+    if there:
+        raise GroundingError(f"{out}: {', '.join(there)} already there; remove them or give another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (out / name).write_text(text, encoding="utf-8")
+    return [out / name for name in files]
+
+
+def _relative(path: Path, out: Path) -> str:
+    """`path` as robot.yaml in `out` should name it: relative to `out` (the folder moves with its robot)."""
+    return os.path.relpath(path.resolve(), out.resolve())

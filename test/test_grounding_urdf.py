@@ -1,0 +1,258 @@
+"""URDF robots unlike the workcell: a 7-joint arm with a two-finger gripper and package:// meshes, an arm with
+no gripper, an arm with one gripper joint and mimic fingers. Each loads, compiles, grasps (or cannot), and its
+joints are watched against the URDF's own limits."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from urdf_robots import OBJECTS, PACKAGE, arm_urdf, box_stl, description, write_robot
+
+from safety_monitor.enums import IssueKind
+from safety_monitor.errors import GroundingError
+from safety_monitor.frames import Pose, RobotState
+from safety_monitor.grounding.applicability import NotApplicable, applicability
+from safety_monitor.grounding.description import GripperKind, load_robot_description, parse_robot_description
+from safety_monitor.grounding.grounder import Grounder, load_default_grounder
+from safety_monitor.grounding.joint_limits import find_jumps, jump_issue
+from safety_monitor.grounding.semantics import parse_object_catalog
+from safety_monitor.grounding.thresholds import load_thresholds
+from safety_monitor.grounding.twin import twin_for
+from safety_monitor.grounding.urdf import JointLimit
+from safety_monitor.specs.model import load_specs
+
+CONFIG = Path(__file__).resolve().parents[1] / "config"
+RATE = 50.0
+THRESHOLDS = load_thresholds(CONFIG / "thresholds.yaml")
+ROBOTS = {  # name: (arm joints, gripper kind, package:// meshes, closed and open gripper joint positions)
+    "seven_joint_two_fingers": (7, "two_fingers", True, 0.02, 0.04),
+    "no_gripper": (6, "none", False, None, None),
+    "one_joint_mimic": (6, "one_joint", False, 0.02, 0.0),
+}
+IDENTITY = np.array([1.0, 0, 0, 0])
+
+
+def _grounder(tmp_path: Path, name: str) -> Grounder:
+    n, kind, mesh, *_ = ROBOTS[name]
+    robot = load_robot_description(write_robot(tmp_path / name, n, kind, mesh))
+    return Grounder(robot, parse_object_catalog(OBJECTS, "objects"), THRESHOLDS, RATE, twin=twin_for(robot, THRESHOLDS))
+
+
+class Frames:
+    """RobotStates for one robot: arm joints, gripper joint(s), the drawer, the cube."""
+
+    def __init__(self, g: Grounder):
+        self.g, self.k = g, 0
+        self.arm = dict.fromkeys(g.robot.arm_joints, 0.0)
+        self.gripper = dict.fromkeys(g.robot.gripper.joints, 0.04)
+        self.velocity: float | None = 0.0
+
+    def state(self, cube: np.ndarray | None) -> RobotState:
+        names = (*self.arm, *self.gripper, "drawer_slide")
+        q = np.array([*self.arm.values(), *self.gripper.values(), 0.0])
+        vel = None if self.velocity is None else np.full(len(names), self.velocity)
+        poses = {} if cube is None else {"cube": Pose(cube, IDENTITY)}
+        self.k += 1
+        return RobotState(t=self.k / RATE, joint_names=names, joint_position=q, joint_velocity=vel, object_poses=poses)
+
+    def step(self, cube: np.ndarray | None = None):
+        return self.g.step(self.state(cube))
+
+
+@pytest.mark.parametrize("name", ROBOTS)
+def test_each_robot_loads_compiles_and_requires_each_of_its_joints_once(tmp_path, name):
+    n, kind, mesh, *_ = ROBOTS[name]
+    g = _grounder(tmp_path, name)
+    r = g.robot
+    assert r.gripper.kind is GripperKind(kind)
+    assert len(r.arm_joints) == n
+    assert r.required_joints == (*r.arm_joints, *r.gripper.joints, "drawer_slide")
+    m = g.twin.model
+    assert m.site("grasp_point").bodyid == m.body(r.ee_body).id
+    assert (m.geom_type == 7).sum() == (n + 1 if mesh else 0)  # mjGEOM_MESH: base and every link, from package://
+    assert set(g.joint_limits) == set(r.robot_joints)
+    assert g.joint_limits["joint1"] == JointLimit(-2.5, 2.5, 2.0, 80.0)
+
+
+@pytest.mark.parametrize("name", ["seven_joint_two_fingers", "one_joint_mimic"])
+def test_a_gripper_robot_grasps_and_drops_the_cube(tmp_path, name):
+    *_, closed, opened = ROBOTS[name]
+    g = _grounder(tmp_path, name)
+    f = Frames(g)
+    cube = f.g.twin.compute(f.state(None).joint_names, f.state(None).joint_position, {}).ee_position.copy()
+    f.k = 0
+    f.gripper = dict.fromkeys(f.gripper, closed)
+    held = [f.step(cube) for _ in range(20)]
+    gaps = g.twin.compute(f.state(None).joint_names, f.state(None).joint_position, {"cube": Pose(cube, IDENTITY)})
+    assert gaps.gap("finger_left", "cube") == pytest.approx(0.0, abs=1e-6)  # a mimic finger moved with its leader
+    assert gaps.gap("finger_right", "cube") == pytest.approx(0.0, abs=1e-6)
+    assert held[0].values["object_grasped_raw"] and not held[0].values["object_grasped"]
+    assert held[-1].values["object_grasped"]
+    f.gripper = dict.fromkeys(f.gripper, opened)
+    after = [f.step(cube) for _ in range(20)]
+    drops = [i for i, fr in enumerate(after) if fr.values["object_dropped"]]
+    assert len(drops) == 1 and after[drops[0]].values["object_released"]
+
+
+def test_the_robot_without_a_gripper_grounds_but_gripper_properties_are_not_applicable(tmp_path):
+    g = _grounder(tmp_path, "no_gripper")
+    f = Frames(g)
+    cube = g.twin.compute(f.state(None).joint_names, f.state(None).joint_position, {}).ee_position.copy()
+    frames = [f.step(cube) for _ in range(20)]
+    assert not any(fr.values["object_grasped_raw"] for fr in frames)
+    assert not frames[-1].values["joint_position_out_of_limits"]
+    assert frames[-1].unknown == {"excess_wrench", "joint_effort_out_of_limits"}  # no wrist sensor, no efforts
+    verdicts = applicability(load_specs(CONFIG / "specs.yaml"), g)
+    assert verdicts["drop_only_when_released"].reasons == dict.fromkeys(
+        ["object_dropped", "object_grasped", "object_left_gripper", "object_released"], NotApplicable.NEEDS_GRIPPER)
+    assert "needs a gripper" in verdicts["grasp_synced_until_release"].text()
+    assert verdicts["no_forbidden_contact"].applicable and verdicts["no_joint_position_jump"].applicable
+    assert verdicts["open_preconditions"].applicable  # a drawer is there, and opening it needs no grasp
+
+
+def test_the_workcell_has_no_velocity_limits_so_their_properties_are_not_applicable():
+    verdicts = applicability(load_specs(CONFIG / "specs.yaml"), load_default_grounder(RATE))
+    assert verdicts["joint_velocities_within_limits"].reasons == {
+        "joint_velocity_out_of_limits": NotApplicable.NO_VELOCITY_LIMITS}
+    assert not verdicts["no_joint_position_jump"].applicable
+    assert verdicts["joint_positions_within_limits"].applicable and verdicts["drop_only_when_released"].applicable
+
+
+@pytest.mark.parametrize("name", ROBOTS)
+def test_a_joint_limit_breach_and_an_encoder_jump_give_the_joint_predicates(tmp_path, name):
+    f = Frames(_grounder(tmp_path, name))
+    first = f.step()
+    assert "joint_position_jump" in first.unknown  # nothing to step from yet
+    assert not first.values["joint_position_out_of_limits"] and not first.values["joint_velocity_out_of_limits"]
+    f.arm["joint1"] = 0.05  # 0.05 rad in 0.02 s: within 2 x 2.0 rad/s x 0.02 s
+    assert not f.step().values["joint_position_jump"]
+    f.arm["joint1"] = 2.54  # beyond 2.5, within its 1 % tolerance of the 5 rad range
+    f.k += 100  # a second later: no jump
+    assert not f.step().values["joint_position_out_of_limits"]
+    f.arm["joint1"] = 2.6
+    f.k += 100
+    breach = f.step()
+    assert breach.values["joint_position_out_of_limits"] and not breach.values["joint_position_jump"]
+    f.arm["joint1"] = -2.4  # the encoder wrapped: 5 rad in one frame
+    jump = f.step()
+    assert jump.values["joint_position_jump"] and not jump.values["joint_position_out_of_limits"]
+    assert not f.step().values["joint_position_jump"]
+    f.velocity = 2.5
+    assert f.step().values["joint_velocity_out_of_limits"]
+    f.velocity = None
+    assert "joint_velocity_out_of_limits" in f.step().unknown
+
+
+def test_a_jump_is_also_an_input_issue_and_continuous_joints_wrap():
+    limits = {"a": JointLimit(-3.0, 3.0, 1.0), "b": JointLimit(velocity=1.0, wraps=True), "c": JointLimit(-1.0, 1.0)}
+    jumps = find_jumps({"a": 0.0, "b": 3.1, "c": 0.0}, {"a": 0.5, "b": -3.1, "c": 0.9}, 0.1, limits, 2.0)
+    assert [j.joint for j in jumps] == ["a"]  # b wrapped by 0.08 rad; c has no velocity limit
+    issue = jump_issue(jumps, 4.2)
+    assert issue.kind is IssueKind.JOINT_JUMP and issue.t == 4.2 and "a by 0.5" in issue.detail
+
+
+def test_frames_may_carry_mimic_joints_and_a_one_joint_gripper_lists_it_once(tmp_path):
+    g = _grounder(tmp_path, "one_joint_mimic")
+    assert g.robot.mimic_joints == {"finger_right_joint"} and g.robot.gripper.joints == ("gripper_joint",)
+    names = (*g.robot.required_joints, "finger_right_joint")
+    g.step(RobotState(t=0.0, joint_names=names, joint_position=np.zeros(len(names))))
+
+
+def test_a_urdf_robot_attached_into_an_mjcf_world_at_its_base_pose(tmp_path):
+    (tmp_path / "world.xml").write_text(
+        '<mujoco><worldbody><body name="pedestal" pos="2 0 0.1"><geom type="box" size="0.1 0.1 0.1"/></body>'
+        '</worldbody></mujoco>')
+    path = write_robot(tmp_path, 7, "two_fingers", mjcf="world.xml", base_pose={"position": [2.0, 0.0, 0.2], "rpy": [0, 0, 0]})
+    robot = load_robot_description(path)
+    twin = twin_for(robot, THRESHOLDS)
+    geo = twin.compute(robot.required_joints, np.zeros(len(robot.required_joints)), {})
+    np.testing.assert_allclose(geo.ee_position, [2.0, 0.0, 1.41], atol=1e-9)
+    assert twin.model.body("pedestal").id > 0
+
+
+def _write(tmp_path: Path, urdf: str, **edits) -> Path:
+    (tmp_path / "robot.urdf").write_text(urdf)
+    doc = description(7, "two_fingers")
+    doc.update(edits)
+    (tmp_path / "robot.yaml").write_text(yaml.safe_dump(doc))
+    return tmp_path / "robot.yaml"
+
+
+def test_a_urdf_syntax_error_names_file_and_line(tmp_path):
+    text = arm_urdf(7, "two_fingers").replace('<link name="link3">', '<link name="link3"', 1)
+    line = text.splitlines().index(next(ln for ln in text.splitlines() if '<link name="link3"' in ln)) + 1
+    with pytest.raises(GroundingError, match=rf"robot\.urdf:{line}:\d+: URDF is not well-formed XML"):
+        load_robot_description(_write(tmp_path, text))
+
+
+def test_a_missing_mesh_names_the_uri_and_the_places_searched(tmp_path):
+    path = _write(tmp_path, arm_urdf(7, "two_fingers", mesh=True), package_path=["ws"])
+    with pytest.raises(GroundingError) as err:
+        load_robot_description(path)
+    msg = str(err.value)
+    assert f"mesh 'package://{PACKAGE}/meshes/base.stl' not found" in msg
+    assert str(tmp_path / "ws" / PACKAGE / "meshes" / "base.stl") in msg and "SAFETY_MONITOR_PACKAGE_PATH" in msg
+
+
+def test_the_package_path_can_come_from_the_environment(tmp_path, monkeypatch):
+    path = _write(tmp_path, arm_urdf(7, "two_fingers", mesh=True))
+    for mesh, half in (("base", (0.05, 0.05, 0.05)), ("link", (0.03, 0.03, 0.06))):
+        box_stl(tmp_path / "elsewhere" / PACKAGE / "meshes" / f"{mesh}.stl", half)
+    monkeypatch.setenv("SAFETY_MONITOR_PACKAGE_PATH", str(tmp_path / "elsewhere"))
+    assert load_robot_description(path).urdf is not None
+
+
+def test_a_dae_collision_mesh_is_named_with_what_to_do(tmp_path):
+    text = arm_urdf(7, "two_fingers").replace('<geometry><box size="0.04 0.12 0.02"/></geometry>',
+                                              '<geometry><mesh filename="hand.dae"/></geometry>')
+    (tmp_path / "hand.dae").write_text("<COLLADA/>")
+    with pytest.raises(GroundingError, match=r"link 'hand': collision mesh .*hand\.dae.* convert it to \.stl or \.obj"):
+        load_robot_description(_write(tmp_path, text))
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d["robot"].__setitem__("base_body", "base_lnk"), r"link 'base_lnk' is not in .*did you mean 'base_link'"),
+    (lambda d: d["robot"]["arm_joints"].__setitem__(2, "joint_3"), r"joint 'joint_3' is not a moving joint .*'joint3'"),
+    (lambda d: d["robot"]["gripper"].__setitem__("joints", ["finger_left_joint"]), "has 2 joint"),
+    (lambda d: d["robot"]["gripper"]["fingers"].__setitem__("left", "finger_lft"), "did you mean 'finger_left'"),
+    (lambda d: d["robot"]["arm_joints"].append("finger_left_joint"), "listed twice"),
+    (lambda d: d.__setitem__("joint_limits", {"joint8": {"velocity": 1.0}}), "'joint8' is not an arm or gripper joint"),
+    (lambda d: d["robot"].__setitem__("end_effector", {"body": "hand", "site": "tcp"}), "exactly one of grasp_point"),
+    (lambda d: d["robot"]["gripper"].__setitem__("kind", "three_fingers"), "kind must be one of none, one_joint"),
+])
+def test_bad_descriptions_name_the_problem(tmp_path, edit, message):
+    (tmp_path / "robot.urdf").write_text(arm_urdf(7, "two_fingers"))
+    doc = description(7, "two_fingers")
+    edit(doc)
+    with pytest.raises(GroundingError, match=message):
+        parse_robot_description(doc, "robot.yaml", base_dir=tmp_path)
+
+
+def test_description_joint_limits_override_the_urdf_per_field(tmp_path):
+    (tmp_path / "robot.urdf").write_text(arm_urdf(7, "two_fingers"))
+    doc = description(7, "two_fingers", joint_limits={"joint2": {"velocity": 0.5}})
+    robot = parse_robot_description(doc, "robot.yaml", base_dir=tmp_path)
+    assert robot.joint_limits["joint2"] == JointLimit(-2.5, 2.5, 0.5, 80.0)
+
+
+@pytest.mark.parametrize("name", ROBOTS)
+def test_robot_init_writes_a_description_that_loads_with_the_guessed_arm_and_gripper(tmp_path, name, capsys):
+    from safety_monitor.cli import main
+
+    n, kind, mesh, *_ = ROBOTS[name]
+    write_robot(tmp_path, n, kind, mesh)
+    out = tmp_path / "mine"
+    argv = ["robot", "init", "--urdf", str(tmp_path / "robot.urdf"), "--out", str(out)]
+    argv += ["--package-path", str(tmp_path / "ws")] if mesh else []
+    assert main(argv) == 0
+    assert f"gripper: {kind}" in capsys.readouterr().out
+    robot = load_robot_description(out / "robot.yaml")
+    assert robot.arm_joints == tuple(f"joint{i}" for i in range(1, n + 1)) and robot.base_body == "base_link"
+    assert robot.gripper.kind is GripperKind(kind)
+    assert robot.ee_body == ("tool" if kind == "none" else "hand")
+    assert robot.ignored_joints == {"drawer_slide"}
+    assert "CHECK" in (out / "robot.yaml").read_text()
+    assert main(argv) == 2  # never overwrites
+    assert "already there" in capsys.readouterr().err
