@@ -300,6 +300,8 @@ class Grounder:
             if pose is None:  # stale or missing: its motion restarts when the pose returns, never read across the gap
                 self._object_tracks[o].clear()
                 self._relative_tracks[o].clear()
+                if o in self._grasp.state:  # whether it rests is unknown until seen at rest again
+                    self._grasp.state[o].stable.restart()
                 continue
             measured = t - float(state.object_ages.get(o, 0.0))
             box = geo.object_boxes.get(o)
