@@ -298,10 +298,11 @@ class Grounder:
             pose = poses.get(o)
             speed[o] = slip[o] = None
             if pose is None:  # stale or missing: its motion restarts when the pose returns, never read across the gap
-                self._object_tracks[o].clear()
+                track = self._object_tracks[o]
+                if track.times and o in self._grasp.state:  # seen, now gone: whether it rests is unknown until
+                    self._grasp.state[o].stable.restart()  # it is seen at rest again (never seen: not yet stable)
+                track.clear()
                 self._relative_tracks[o].clear()
-                if o in self._grasp.state:  # whether it rests is unknown until seen at rest again
-                    self._grasp.state[o].stable.restart()
                 continue
             measured = t - float(state.object_ages.get(o, 0.0))
             box = geo.object_boxes.get(o)
