@@ -17,6 +17,7 @@ class EventKind(StrEnum):
     BLIND = "blind"  # a predicate of the property became unknown: its verdict is unknown
     SEEING = "seeing"  # every predicate of the property is known again
     STATE_LOST = "state_lost"  # not a property event: a monitor restarted after its previous run died
+    INPUT_ENDED = "input_ended"  # the input restarted (a new rollout began) inside an episode: closed, never recovered
 
     @property
     def closes(self) -> bool:
@@ -25,7 +26,7 @@ class EventKind(StrEnum):
 
 
 _CLOSING = frozenset({EventKind.RECOVERED, EventKind.CLOSED, EventKind.UNRECOVERED_AT_END,
-                      EventKind.DISCARDED_TRUNCATED})
+                      EventKind.DISCARDED_TRUNCATED, EventKind.INPUT_ENDED})
 
 
 class IssueKind(StrEnum):
@@ -52,3 +53,6 @@ class IssueKind(StrEnum):
     FRAME_GAP = "frame_gap"  # recorded frame numbers skip: frames lost or the estimator restarted
     PREDICATES_GAP = "predicates_gap"  # no advancing predicates for longer than the watchdog allows
     UNSENT = "unsent"  # predicates the specs read that the input does not send: unknown
+    INPUT_RESTARTED = "input_restarted"  # stamps back beyond the restart limit, or frame numbers from 0: a new rollout
+    LATE_MARKER = "late_marker"  # a start marker that came after frames of its rollout
+    MISSING_MARKER = "missing_marker"  # a rollout that began without the start marker its input announces

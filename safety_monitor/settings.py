@@ -20,6 +20,7 @@ from safety_monitor.errors import SafetyMonitorError
 from safety_monitor.files import load_yaml
 
 FROZEN_S = 2.0  # bit-identical joint values or wrench for this long (stamp time): a stuck driver, stale
+RESTART_BACKWARDS_S = 3.0  # stamps this far behind the last frame: a restarted input (smaller: time going back)
 PREDICATES_TIMEOUT_S = 0.5  # no advancing predicates for this long: the monitor steps a blind frame
 DEFAULT_HISTORY = 5000  # frames kept for counterexamples (10 s at 500 Hz: a settle timeout's whole window)
 CONTROL_RATE_HZ = 500.0
@@ -85,6 +86,9 @@ class EstimatorSettings:
                                     "(0 = thresholds.yaml)", low=0.0)
     pose_stale_s: float = setting(0.0, "object pose older than this at a frame: its predicates unknown "
                                   "(0 = thresholds.yaml)", low=0.0)
+    restart_backwards_s: float = setting(
+        RESTART_BACKWARDS_S, "a /joint_states stamp this far behind the last frame is a restarted input: the "
+        "estimator starts a new rollout (smaller jumps are dropped as time going backwards)", low=0.0, above=True)
     best_effort_inputs: bool = setting(False, "subscribe to the robot topics best effort (sensors that offer no more)")
     topics_file: str = setting("", "topic mapping YAML, as replay's --topics takes it (joint_order, joint_names, "
                                "gripper_joint_states, object_frames, base_frame, tf, ...); its keys win over the "
@@ -105,6 +109,9 @@ class MonitorSettings:
                                           "live, log time in replay): STALE, properties unknown", low=0.0, above=True)
     predicates_frozen_s: float = setting(PREDICATES_TIMEOUT_S, "predicate stamps not advancing for this long: "
                                          "STALE, properties unknown", low=0.0, above=True)
+    restart_backwards_s: float = setting(
+        RESTART_BACKWARDS_S, "a predicates stamp this far behind the last frame is a restarted input: the old "
+        "rollout ends (open episodes input_ended), a new one starts", low=0.0, above=True)
     heartbeat_period_s: float = setting(0.2, "period of safety_monitor/heartbeat", low=0.0, above=True)
     diagnostics_period_s: float = setting(1.0, "period of the /diagnostics heartbeat", low=0.0, above=True)
     history_frames: int = setting(DEFAULT_HISTORY, "frames of predicate values kept for counterexamples", low=1)

@@ -31,6 +31,7 @@ class _Grounder:
                                  joint_limits=SimpleNamespace(jump_factor=2.0))
     robot = SimpleNamespace(required_joints=NAMES, objects={"mug": None}, base_body="base")
     joint_limits: dict = {}  # no velocity limits: no jump issues
+    warmup_frames = 2
 
     def __init__(self, fail_at=()):
         self.fail_at, self.stepped, self.resets = set(fail_at), [], 0
@@ -92,7 +93,9 @@ def test_frozen_joints_turn_on_once_and_off_once():
     assert s.wrench(W, 1.011).frozen  # every result says the stream's state, not only joint ones
     moved = s.joints(joints(1.012, pos=(0.3, 0.2)))
     assert not moved.frozen and moved.frozen_changed and moved.sample.unknown == {"p", "q"}  # resync frame
-    seeing = s.joints(joints(1.014, pos=(0.31, 0.2)))
+    warming = s.joints(joints(1.014, pos=(0.31, 0.2)))  # the restarted grounder's warm-up: blind
+    assert warming.sample.unknown == {"p", "q"} and JOINTS not in warming.sample.stale
+    seeing = s.joints(joints(1.016, pos=(0.32, 0.2)))
     assert not seeing.frozen and not seeing.frozen_changed and seeing.sample.unknown == set()
 
 
@@ -110,12 +113,17 @@ def test_a_grounding_failure_is_an_issue_of_its_frame_with_every_predicate_unkno
 def test_a_rollout_start_resets_unless_nothing_was_grounded_or_it_came_late():
     grounder = _Grounder()
     s = stage(grounder)
-    assert s.new_rollout(1.0) is RolloutStart.FRESH
+    assert s.new_rollout(1.0).start is RolloutStart.FRESH
     for k in range(3):
         s.joints(joints(1.0 + k * 0.002, pos=(0.1 + k, 0.2)))
     assert s.frames == 3
-    assert s.new_rollout(1.004) is RolloutStart.LATE and s.frames == 3 and grounder.resets == 0
-    assert s.new_rollout(2.0) is RolloutStart.RESET and s.frames == 0 and grounder.resets == 1
+    late = s.new_rollout(1.004)  # its frame was grounded: the grounder restarts now, warm-up frames blind
+    assert late.start is RolloutStart.LATE and s.frames == 3 and grounder.resets == 1
+    assert kinds(late) == [IssueKind.LATE_MARKER] and late.issues[0].t == 1.004
+    warm = [s.joints(joints(1.006 + k * 0.002, pos=(0.5 + k, 0.2))).sample for k in range(3)]
+    assert [w.frame for w in warm] == [3, 4, 5]  # numbering goes on: the Supervisor cuts by the marker's time
+    assert [w.unknown for w in warm] == [{"p", "q"}, {"p", "q"}, frozenset()]
+    assert s.new_rollout(2.0).start is RolloutStart.RESET and s.frames == 0 and grounder.resets == 2
     restarted = s.joints(joints(2.0))  # a fresh assembler: the first frame of the rollout, at any stamp
     assert restarted.sample.frame == 0 and restarted.issues == ()
     assert s.joints(joints(1.9)).issues[0].kind == IssueKind.BACKWARDS  # the new rollout's time order

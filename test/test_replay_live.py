@@ -100,7 +100,7 @@ def test_report_folder_has_every_file_and_consistent_numbers(tmp_path, replayed)
     folder = write_report(tmp_path / "report", results, summary, ReplayConfig(), pattern)
     doc = json.loads((folder / "report.json").read_text())
     assert doc["bags_scored"] == 1 and doc["bags_failed"][0]["bag"] == str(bad)
-    assert doc["metrics"]["pooled"]["violations"] == sum(o.violations for o in replayed.trace.outcomes) >= 3
+    assert doc["metrics"]["pooled"]["violations"] == sum(o.violations for o in replayed.trace.outcomes) >= 2  # slip: 2 in the sim
     assert list(doc["groups"]) == ["a"]
     ends = {(e.property, e.episode): e.kind for e in replayed.trace.events
             if e.kind.closes}

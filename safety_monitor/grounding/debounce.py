@@ -68,10 +68,12 @@ class Persistence:
 
 
 class StickyTrue:
-    """Turns true after `n` consecutive raw-true frames, then stays true until `reset()`."""
+    """Turns true after `n` consecutive raw-true frames, then stays true until `reset()`. After `restart()`
+    (its input had a gap) a run shorter than `n` is unknown, not false: the latch may have held across the
+    gap; a raw false, or the full run, ends that."""
 
     def __init__(self, n: int):
-        self.n, self.value, self._run = n, False, 0
+        self.n, self.value, self._run, self._warming = n, False, 0, False
 
     def step(self, raw: Tri) -> Tri:
         if self.value:
@@ -80,10 +82,18 @@ class StickyTrue:
             return None
         self._run = self._run + 1 if raw else 0
         self.value = self._run >= self.n
+        if self._warming:
+            if raw and not self.value:
+                return None
+            self._warming = False
         return self.value
 
     def reset(self) -> None:
         self.value, self._run = False, 0
+
+    def restart(self) -> None:
+        """The evidence restarts after a gap in the input: unknown until a run of `n` or a raw false."""
+        self.value, self._run, self._warming = False, 0, True
 
 
 class Timer:

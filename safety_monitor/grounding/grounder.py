@@ -87,6 +87,18 @@ class Grounder:
             self._limits = JointLimitEstimator(self.joint_limits, self.thresholds.joint_limits)
         return self._twin
 
+    @property
+    def warmup_frames(self) -> int:
+        """Frames a fresh grounder needs before every history-dependent predicate reads only evidence gathered
+        since its start: the motion window, then the stability latch on it, then the longest debounce,
+        persistence or onset window (contact tolerances fire on the frame after theirs). Timeouts are not
+        counted: a timer that was not started cannot expire falsely. After a gap the Estimator stage restarts
+        the grounder (`reset`) and publishes this many frames blind."""
+        c = self.counts
+        windows = (c.grasp_persistence, c.content_entry_persistence, c.skill_onset_window + 1,
+                   c.forbidden_contact_tolerance + 1, c.clean_contact_tolerance + 1, c.wrench_persistence)
+        return c.motion_window + 1 + c.stability_persistence + max(windows)
+
     def _add_model_limits(self, twin: KinematicTwin) -> None:
         """The compiled model's own joint limits under the description's (a URDF's, robot.yaml's)."""
         from safety_monitor.grounding.twin import model_joint_limits
@@ -94,7 +106,7 @@ class Grounder:
         self.joint_limits = merge_limits(self.robot.joint_limits, model_joint_limits(twin.model, self.robot.robot_joints))
 
     def reset(self) -> None:
-        """Forget all estimator state and time (a new episode or recording)."""
+        """Forget all estimator state and time (a new episode or recording, or the evidence before a gap)."""
         th, counts, r, cat = self.thresholds, self.counts, self.robot, self.catalog
         graspable = tuple(o for o in r.objects if cat.has(o, "graspable"))
         self._grasp = grasp.GraspEstimator(graspable, th, counts)
@@ -285,7 +297,12 @@ class Grounder:
         for o in self.robot.objects:
             pose = poses.get(o)
             speed[o] = slip[o] = None
-            if pose is None:
+            if pose is None:  # stale or missing: its motion restarts when the pose returns, never read across the gap
+                track = self._object_tracks[o]
+                if track.times and o in self._grasp.state:  # seen, now gone: whether it rests is unknown until
+                    self._grasp.state[o].stable.restart()  # it is seen at rest again (never seen: not yet stable)
+                track.clear()
+                self._relative_tracks[o].clear()
                 continue
             measured = t - float(state.object_ages.get(o, 0.0))
             box = geo.object_boxes.get(o)

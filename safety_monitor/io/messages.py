@@ -341,7 +341,7 @@ _FIELD_JSON = json.JSONEncoder(sort_keys=True, default=_json_default).encode
 
 OK, WARN, ERROR, STALE = 0, 1, 2, 3  # diagnostic_msgs/DiagnosticStatus levels, as bytes on the wire
 _EVENT_LEVELS: dict[str, int] = {EventKind.OPENED: ERROR, EventKind.STATE_LOST: ERROR, EventKind.UNRECOVERED_AT_END: WARN,
-                 EventKind.BLIND: STALE}
+                 EventKind.INPUT_ENDED: WARN, EventKind.BLIND: STALE}
 
 
 def event_level_value(kind: str) -> int:

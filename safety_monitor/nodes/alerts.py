@@ -93,7 +93,8 @@ class AlertBoard:
                 self.blind = {k: v for k, v in self.blind.items() if k[0] != robot}
             else:  # the episode closed: recovered, closed, or its trace ended
                 self.open.pop(_key(e), None)
-                if kind in (EventKind.UNRECOVERED_AT_END, EventKind.DISCARDED_TRUNCATED):  # a new trace starts seeing
+                if kind in (EventKind.UNRECOVERED_AT_END, EventKind.DISCARDED_TRUNCATED,
+                            EventKind.INPUT_ENDED):  # a new trace starts seeing
                     self.blind = {k: v for k, v in self.blind.items() if k[0] != e.get("robot")}
 
     def selected(self, index: int = -1) -> dict[str, Any] | None:

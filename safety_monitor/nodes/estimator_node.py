@@ -151,9 +151,9 @@ class EstimatorNode(Node):
         if marker is None or marker.kind != START or not self._ready:
             return
         started = self.stage.new_rollout(marker.t)
-        if started is RolloutStart.LATE:
-            self.get_logger().warning(f"start marker of rollout {marker.index} arrived after its first frame")
-        elif started is RolloutStart.RESET:
+        if started.issues:  # late: counted on /diagnostics with the other issues
+            self._report(started)
+        if started.start is RolloutStart.RESET:
             self._load.forget_stamp()
             if self._frozen:  # a fresh stage: nothing frozen
                 self._frozen = False

@@ -15,7 +15,7 @@ the Supervisor's), and a bag cannot stop arriving.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any
 
@@ -27,6 +27,15 @@ from safety_monitor.pipeline.tf import Transform, TransformTree
 from safety_monitor.settings import EstimatorSettings
 
 
+class RolloutStart(Enum):
+    """What a rollout start marker did to the stage."""
+
+    RESET = "reset"  # the last rollout forgotten: frame numbers, assembler and grounder start afresh
+    LATE = "late"  # the marker came after a frame at or past its time was grounded: the grounder restarts
+    # now and the next `warmup_frames` are blind (frame numbers go on: the Supervisor cuts by the marker)
+    FRESH = "fresh"  # nothing grounded since the last start: nothing to forget
+
+
 @dataclass(frozen=True, slots=True)
 class EstimatorStep:
     """What one call did. `frozen`: /joint_states is frozen after it (its frames stale, every predicate
@@ -36,14 +45,7 @@ class EstimatorStep:
     issues: tuple[StreamIssue, ...] = ()  # raised by this call, and by no other
     frozen: bool = False
     frozen_changed: bool = False
-
-
-class RolloutStart(Enum):
-    """What a rollout start marker did to the stage."""
-
-    RESET = "reset"  # the last rollout forgotten: frame numbers, assembler and grounder start afresh
-    LATE = "late"  # the marker came after a frame at or past its time was grounded: nothing forgotten
-    FRESH = "fresh"  # nothing grounded since the last start: nothing to forget
+    start: RolloutStart | None = None  # what a start marker did (`new_rollout` only)
 
 
 _QUIET = (EstimatorStep(), EstimatorStep(frozen=True))  # a call without frame, issue or change, by `frozen`
@@ -60,6 +62,8 @@ class Estimator:
         self.grounder = grounder
         self.mapping = mapping or StreamMapping()
         self.limits = StaleLimits.for_grounder(grounder, settings)
+        self.warmup_frames: int = grounder.warmup_frames
+        self._restart_s = settings.restart_backwards_s
         self.timings = {"assemble": 0.0, "ground": 0.0}
         self._clock = clock
         robot = grounder.robot
@@ -76,10 +80,12 @@ class Estimator:
         self.frames = 0  # frames of the current rollout: the next sample's number
         self._last_t: float | None = None  # time of the last frame grounded in this rollout
         self._frozen = False
+        self._warming = 0  # frames still to publish blind while the restarted grounder gathers evidence
 
     # ------------------------------------------------------------------------------------- inputs
     def joints(self, sample: JointSample, received: float | None = None) -> EstimatorStep:
         """A /joint_states message: the frame it makes, grounded and numbered (or None, its issues say why)."""
+        restarted = self._restarted(sample.stamp)
         clock, assembler = self._clock, self.assembler
         start = clock() if clock else 0.0
         frame = assembler.on_joint_sample(sample, received)
@@ -90,13 +96,21 @@ class Estimator:
             out, issues = None, assembler.drain_issues()
         else:
             t = self._last_t = frame.state.t
+            if frame.resync:  # evidence from before the break would read the gap as motion: start afresh
+                self.grounder.reset()
+                self._warming = self.warmup_frames
             out, failure = ground_frame(self.grounder, frame, self.frames)
+            if self._warming:
+                self._warming -= 1
+                out = replace(out, unknown=frozenset(out.values))
             self.frames += 1
             issues = frame.issues
             if failure is not None:
                 issues += (StreamIssue(IssueKind.GROUNDING, JOINTS, t, f"{failure}; every predicate unknown"),)
             if clock:
                 self.timings["ground"] += clock() - mid
+        if restarted:
+            issues = restarted + issues
         frozen = assembler.joints_frozen
         changed = frozen != self._frozen
         if out is None and not issues and not changed:
@@ -106,21 +120,23 @@ class Estimator:
 
     def wrench(self, wrench: Wrench, stamp: float, received: float | None = None) -> EstimatorStep:
         """A wrist wrench message: sampled by the next frame."""
+        restarted = self._restarted(stamp)
         clock = self._clock
         start = clock() if clock else 0.0
         self.assembler.on_wrench_sample(wrench, stamp, received)
         if clock:
             self.timings["assemble"] += clock() - start
-        return self._between_frames()
+        return self._between_frames(restarted)
 
     def pose(self, name: str, pose: Pose, stamp: float, received: float | None = None) -> EstimatorStep:
         """An object's pose message: sampled by the next frame."""
+        restarted = self._restarted(stamp)
         clock = self._clock
         start = clock() if clock else 0.0
         self.assembler.on_pose_sample(name, pose, stamp, received)
         if clock:
             self.timings["assemble"] += clock() - start
-        return self._between_frames()
+        return self._between_frames(restarted)
 
     def gripper_joints(self, sample: JointSample, received: float | None = None) -> EstimatorStep:
         """A message of the gripper's own JointState topic: merged by name into the next frame."""
@@ -149,20 +165,44 @@ class Estimator:
 
     def finish(self) -> EstimatorStep:
         """The end of the input: issues only the end can tell (a last stamp that jumped ahead)."""
-        return self._between_frames(self.assembler.finish())
+        return self._between_frames(issues=self.assembler.finish())
 
-    def new_rollout(self, t: float) -> RolloutStart:
-        """A rollout whose first frame is at `t` starts: forget the last one, unless a frame at or after `t`
-        was already grounded (the marker came late: forgetting would lose the new rollout's first frames)."""
-        if self._last_t is None:
-            return RolloutStart.FRESH
-        if self._last_t >= t - SAME_TIME_S:
-            return RolloutStart.LATE
+    def new_rollout(self, t: float) -> EstimatorStep:
+        """A rollout whose first frame is at `t` starts: forget the last one. When a frame at or after `t` was
+        already grounded (the marker came late), those frames are published already: the grounder restarts
+        now and the next `warmup_frames` frames are blind, so no evidence of the last rollout decides a
+        verdict of the new one (the Supervisor starts the rollout at the marker's time)."""
+        last = self._last_t
+        if last is None:
+            return EstimatorStep(frozen=self._frozen, start=RolloutStart.FRESH)
+        if last >= t - SAME_TIME_S:
+            self.grounder.reset()
+            self._warming = self.warmup_frames
+            issue = StreamIssue(IssueKind.LATE_MARKER, JOINTS, t, f"the start marker at {t:.6f} came after frames up to "
+                                f"{last:.6f}: those were grounded with the last rollout's evidence; the grounder "
+                                f"restarts, the next {self.warmup_frames} frames blind")
+            return EstimatorStep(None, (issue,), self._frozen, start=RolloutStart.LATE)
         self.grounder.reset()
         self._start()
         self.tf.forget()
-        return RolloutStart.RESET
+        return EstimatorStep(start=RolloutStart.RESET)
 
-    def _between_frames(self, issues: tuple[StreamIssue, ...] | None = None) -> EstimatorStep:
+    def _restarted(self, stamp: float) -> tuple[StreamIssue, ...]:
+        """A message stamped more than `restart_backwards_s` before the last frame (any stream: the slower
+        ones come first at a restart) means the input restarted (a sim or a bag started again): a new
+        rollout, numbered from 0, with a fresh assembler and grounder; the old one is never joined."""
+        last = self._last_t
+        if last is None or not stamp or stamp >= last - self._restart_s:
+            return ()
+        self.grounder.reset()
+        self._start()
+        self.tf.forget()
+        return (StreamIssue(IssueKind.INPUT_RESTARTED, JOINTS, stamp, f"stamp {stamp:.6f} is {last - stamp:.3f} s "
+                            f"behind the last frame (beyond {self._restart_s:g} s): the input restarted, a new "
+                            "rollout"),)
+
+    def _between_frames(self, restarted: tuple[StreamIssue, ...] = (),
+                        issues: tuple[StreamIssue, ...] | None = None) -> EstimatorStep:
         issues = self.assembler.drain_issues() if issues is None else issues
+        issues = restarted + issues if restarted else issues
         return EstimatorStep(None, issues, self._frozen) if issues else _QUIET[self._frozen]

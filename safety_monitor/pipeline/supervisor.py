@@ -17,9 +17,17 @@ gets the same events. The rules:
   frame_gap issue, and a jump forward counts the frames lost on the way (never stepped).
 - Predicates the specs read but the input lacks are unknown (one `unsent` issue says which).
 - Rollouts: a start marker names the trace whose first frame is at or after it (also when it arrives
-  after that frame: markers come on a topic of their own); an end marker closes the trace once its frame
-  was stepped, or once a later frame arrives. Without markers the input is one trace, closed by `finish`.
-  Events already reported keep the rollout index they were reported with.
+  after that frame: markers come on a topic of their own; a late_marker issue says so); an end marker
+  closes the trace once its frame was stepped, or once a later frame arrives. Without markers the input
+  is one trace, closed by `finish`. Events already reported keep the rollout index they were reported with.
+- Restarts: a restarted input starts a new rollout and never joins the old one: a frame time more than
+  `restart_backwards_s` behind the last stepped one, frame numbers starting again at 0 (a new estimator),
+  or a start marker whose time a frame of the trace reached without an end marker. The old rollout ends
+  there, its open episodes closed as `input_ended` (never recovered); a trace that had a start marker and
+  ends without its end marker is a missing_marker issue. A start marker that comes after frames past its
+  time cuts the trace at once: the frames since it were stepped in the old rollout (reported already), so
+  the new one starts with one blind frame for them. The monitor's history restarts with each rollout, so
+  no counterexample cites a frame of another.
 
 No rclpy, no wall clock, no logging: the driver renders the Step.
 """
@@ -27,11 +35,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import NamedTuple
 
-from safety_monitor.enums import IssueKind
+from safety_monitor.enums import EventKind, IssueKind
 from safety_monitor.frames import PredicateSample, StreamIssue
 from safety_monitor.monitor.episodes import PropertyOutcome
 from safety_monitor.monitor.events import Event
@@ -130,6 +138,7 @@ class Supervisor:
         self._needed = frozenset(monitor.predicates)
         self._timeout, self._frozen = settings.predicates_timeout_s, settings.predicates_frozen_s
         self._soonest = min(self._timeout, self._frozen)
+        self._restart_s = settings.restart_backwards_s
         self._status = InputStatus.WAITING
         self._last_t = -math.inf  # time of the last frame stepped (kept across traces)
         self._order_t = -math.inf  # frames at or before this time are dropped: the last stepped one, in a trace
@@ -223,6 +232,9 @@ class Supervisor:
             if self._in_trace and self._ended_t < marker.t <= self._trace_t0 + SAME_TIME_S and (
                     self._start is None or marker.t > self._start.t):
                 self._start, self._index = marker, marker.index  # late: this trace's first frame came first
+                self._late(marker, out)
+            elif self._in_trace and self._trace_t0 + SAME_TIME_S < marker.t <= self._last_t + SAME_TIME_S:
+                self._cut(marker, now, out)
             else:
                 self._starts.append(marker)
         elif self._in_trace and marker.t < self._trace_t0 - SAME_TIME_S:
@@ -260,6 +272,14 @@ class Supervisor:
         """frame() where any rule besides stepping applies."""
         out = _Collect()
         self._watch(now, out)
+        end = self._pending_end
+        if self._in_trace and (end is None or t <= end.t + SAME_TIME_S):  # (a due end marker closes it anyway)
+            expected = self._expected
+            if number == 0 and expected is not None and expected != 0:
+                self._restart(t, now, out, f"frame numbers start again at 0 (after {expected - 1}): a new publisher")
+            elif t < self._last_t - self._restart_s:
+                self._restart(t, now, out, f"frame time {t:.6f} is {self._last_t - t:.3f} s behind the last frame "
+                              f"(beyond {self._restart_s:g} s): the input restarted")
         if t <= self._order_t:
             self._drop(t, out)
         else:
@@ -277,6 +297,9 @@ class Supervisor:
             self._pending_end = None
             if self._in_trace and end.t >= self._trace_t0 - SAME_TIME_S:  # its frame never came: close
                 self._close(end, now, out)
+        if self._in_trace and self._starts and any(
+                self._trace_t0 + SAME_TIME_S < s.t <= t + SAME_TIME_S for s in self._starts):
+            self._close(None, now, out, input_ended=True)  # a new rollout announced, this one never ended
         if not self._in_trace:
             self._begin(t)
         if number is not None:
@@ -366,9 +389,47 @@ class Supervisor:
             self._start = max(starts, key=lambda s: s.t)
             self._index = self._start.index
 
-    def _close(self, end: EpisodeMarker | None, now: float | None, out: _Collect) -> None:
-        """Close the trace: its end-of-trace events, then its Rollout."""
+    def _restart(self, t: float, now: float, out: _Collect, why: str) -> None:
+        """The input restarted at a frame at `t`: the trace ends here (the frame begins the next one)."""
+        out.issues.append(StreamIssue(IssueKind.INPUT_RESTARTED, STREAM, t, f"{why}; a new rollout starts"))
+        back = t <= self._last_t
+        self._close(None, now, out, input_ended=True)
+        if back:  # the old timeline is gone: its times say nothing of the new one's markers
+            self._ended_t, self._last_t = -math.inf, -math.inf
+            self._backwards_from = None
+            if self._status is InputStatus.TIME_BACKWARDS:
+                self._set(InputStatus.FRESH, out)
+
+    def _late(self, marker: EpisodeMarker, out: _Collect) -> None:
+        out.issues.append(StreamIssue(IssueKind.LATE_MARKER, STREAM, marker.t, f"the start marker of rollout "
+                                      f"{marker.index} came after frames up to {self._last_t:.6f}"))
+
+    def _cut(self, marker: EpisodeMarker, now: float, out: _Collect) -> None:
+        """A start marker whose time frames of this trace passed, without an end marker: the trace ends now;
+        the new one starts at the marker with one blind frame (the frames since were stepped in the old)."""
+        self._late(marker, out)
+        last, end = self._last_t, self._pending_end
+        if end is not None and end.t >= self._trace_t0 - SAME_TIME_S:
+            self._close(end, now, out)
+        else:
+            self._close(None, now, out, input_ended=True)
+        self._in_trace, self._trace_t0, self._order_t = True, marker.t, last
+        self._start, self._index = marker, marker.index
+        self._emit(self._step(None, last), out)
+        if self._on_frame is not None:
+            self._on_frame(None, last, _NO_STREAMS)
+
+    def _close(self, end: EpisodeMarker | None, now: float | None, out: _Collect, input_ended: bool = False) -> None:
+        """Close the trace: its end-of-trace events, then its Rollout. `input_ended`: the trace ends because its
+        input restarted or a new rollout began: its open episodes end as `input_ended`, and a trace that had a
+        start marker but no end marker is a missing_marker issue."""
         result = self.monitor.finish()
+        if input_ended:
+            result = replace(result, events=tuple(
+                replace(e, kind=EventKind.INPUT_ENDED) if e.kind in _AT_END else e for e in result.events))
+            if self._start is not None:
+                out.issues.append(StreamIssue(IssueKind.MISSING_MARKER, STREAM, self._last_t, f"rollout {self._index} "
+                                              "ended without its end marker: its open episodes closed as input_ended"))
         self._emit(result.events, out)
         s = self._start
         out.finished.append(Rollout(self._index, s.task if s else "", s.fault if s else "", s.seed if s else None,
@@ -397,4 +458,7 @@ class Supervisor:
 
     def _replan(self) -> None:
         self._plain = (self._status is InputStatus.FRESH and self._in_trace and self._pending_end is None
-                       and not self._repeated)
+                       and not self._repeated and not any(s.t > self._trace_t0 + SAME_TIME_S for s in self._starts))
+
+
+_AT_END = frozenset({EventKind.UNRECOVERED_AT_END, EventKind.DISCARDED_TRUNCATED})  # closed as input_ended on a restart

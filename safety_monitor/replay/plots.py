@@ -26,7 +26,8 @@ from safety_monitor.replay.timeline import Timeline
 TRUE_COLOR, UNKNOWN_COLOR, STALE_COLOR = "#2b6cb0", "#c8c8c8", "#dd8452"
 VIOLATION_COLOR, RECOVERED_COLOR, OPEN_COLOR = "#d62728", "#2ca02c", "black"
 _END_MARKERS = {EventKind.RECOVERED: ("^", RECOVERED_COLOR), EventKind.CLOSED: ("^", RECOVERED_COLOR),
-                EventKind.UNRECOVERED_AT_END: ("X", OPEN_COLOR), EventKind.DISCARDED_TRUNCATED: ("x", "grey")}
+                EventKind.UNRECOVERED_AT_END: ("X", OPEN_COLOR), EventKind.DISCARDED_TRUNCATED: ("x", "grey"),
+                EventKind.INPUT_ENDED: ("X", OPEN_COLOR)}  # input_ended: closed, never recovered
 
 
 def _spans(timeline: Timeline, name: str, value: object, t0: float, min_width: float) -> list[tuple[float, float]]:

@@ -32,7 +32,7 @@ from safety_monitor.pipeline.assemble import GRIPPER_JOINTS, JOINTS, WRENCH, Str
 from safety_monitor.pipeline.decode import MessageType, TypedDecoders, Undecodable
 from safety_monitor.pipeline.estimator import Estimator
 from safety_monitor.pipeline.inputs import TF, ConfiguredInput, check_types, configured_inputs
-from safety_monitor.pipeline.supervisor import Supervisor
+from safety_monitor.pipeline.supervisor import Rollout, Supervisor
 
 ISSUE_EXAMPLES = 3  # kept per issue kind; all are counted
 BATCH = 4096  # messages read and decoded at a time (bounds memory for bags of any length)
@@ -95,6 +95,7 @@ class BagResult:
     stale_timeline: Timeline | None = None  # one row, "stale": some input stream was stale
     timings: dict[str, float] = field(default_factory=dict)  # seconds per stage
     messages: int = 0
+    rollouts: int = 0  # rollouts in the bag (the input restarted inside it when more than one; `trace` pools them)
     interrupted: bool = False  # Ctrl-C stopped the batch before this bag was scored (`error` says so)
 
     @property
@@ -201,6 +202,7 @@ class _Scorer:
             add_stale(stale)
 
         self.supervisor = Supervisor(monitor, settings, on_frame=stepped)
+        self.rollouts: list[Rollout] = []  # finished: more than one when the input restarted inside the bag
 
     def sample(self, sample: PredicateSample, now: float) -> None:
         """One frame, arrived at log time `now`."""
@@ -209,6 +211,8 @@ class _Scorer:
         self.timings["monitor"] += time.perf_counter() - start
         if step.issues:
             self.issues(step.issues)
+        if step.finished:
+            self.rollouts.extend(step.finished)
 
     def issues(self, issues: tuple[StreamIssue, ...]) -> None:
         """The Supervisor's issues: counted, except the predicates never sent, which the report warns of."""
@@ -262,8 +266,9 @@ class _Scorer:
         r = self.result
         if r.frames == 0:
             raise SourceError(f"{r.bag}: no frames could be built" + _issue_hint(r))
-        (rollout,) = step.finished  # no markers in a bag's replay: the bag is one trace
-        r.trace = TraceResult(rollout.frames, rollout.outcomes, rollout.events)
+        self.rollouts.extend(step.finished)  # one, unless the input restarted inside the bag (then pooled)
+        r.rollouts = len(self.rollouts)
+        r.trace = pool_rollouts(self.rollouts)
         self.timeline.close()
         self.stale_timeline.close()
         r.timeline, r.stale_timeline = self.timeline, self.stale_timeline
@@ -272,6 +277,23 @@ class _Scorer:
 
 
 _STALE, _FRESH = (True,), (False,)
+
+
+def pool_rollouts(rollouts: list[Rollout]) -> TraceResult:
+    """A bag's rollouts as one trace result: counts summed per property, events in order (each rollout's
+    frame numbers are its own). One rollout: its result as it is."""
+    first = rollouts[0]
+    if len(rollouts) == 1:
+        return TraceResult(first.frames, first.outcomes, first.events)
+    outcomes = []
+    for parts in zip(*(r.outcomes for r in rollouts)):
+        o = parts[0]
+        outcomes.append(replace(o, **{f: sum(getattr(p, f) for p in parts) for f in _SUMMED},
+                                durations=tuple(d for p in parts for d in p.durations)))
+    return TraceResult(sum(r.frames for r in rollouts), tuple(outcomes), tuple(e for r in rollouts for e in r.events))
+
+
+_SUMMED = ("frames", "blind_frames", "triggers", "pending_triggers", "violations", "violating_frames", "discarded")
 
 
 def _issue_hint(r: BagResult) -> str:
@@ -368,6 +390,8 @@ def _score_predicates(bag: BagReader, config: ReplayConfig, result: BagResult,
                 step = frame(sample.valuation(), sample.t, sample.frame, sample.stale, logged_at[i])
             if step.issues:
                 record(step.issues)
+            if step.finished:
+                scorer.rollouts.extend(step.finished)
         timings["monitor"] += clock() - mid
         scorer.flush()
     scorer.finish(bag.end_time)
