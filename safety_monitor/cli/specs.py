@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from safety_monitor.arguments import number
 from safety_monitor.errors import SourceError, SpecError
@@ -38,7 +39,7 @@ def _check(args: argparse.Namespace) -> int:
     from safety_monitor.specs.model import compile_specs, load_specs
 
     spec_set = load_specs(args.file).at_rate(args.rate)
-    rows = [
+    rows: list[dict[str, Any]] = [  # the --json output, one object per property
         {
             "name": c.prop.name,
             "category": c.prop.category,
@@ -99,7 +100,8 @@ def _eval(args: argparse.Namespace) -> int:
         missing = [a for a in dfa.atoms if valuation.get(a) is None]
         if missing:
             raise SourceError(f"{args.trace}: frame {i} has no known value for {', '.join(missing)}")
-        state = int(dfa.table[state, dfa.letter(valuation)])
+        known = {a: bool(valuation[a]) for a in dfa.atoms}
+        state = int(dfa.table[state, dfa.letter(known)])
         if violation_frame is None and dfa.rejecting_sink[state]:
             violation_frame = i
     print(json.dumps({

@@ -8,9 +8,13 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from safety_monitor.arguments import whole
 from safety_monitor.errors import SourceError, SpecError
+
+if TYPE_CHECKING:  # the sub-commands import their modules when they run
+    from safety_monitor.verify.ctl import CTLFormula
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -145,6 +149,7 @@ def _ctl(args: argparse.Namespace) -> int:
     if args.sim:
         seeds = 10 if args.seeds is None else args.seeds
         faults = trajectories.rollout_faults(args.sim, seeds, args.fault)
+    todo: list[tuple[str, str, CTLFormula, str | None]]  # (name, category, CTL formula, the LTLf it lifts)
     if args.specs:
         from safety_monitor.specs.model import load_specs
         from safety_monitor.verify.lift import lift_properties
@@ -168,11 +173,12 @@ def _ctl(args: argparse.Namespace) -> int:
         if atoms not in checkers:
             checkers[atoms] = TreeChecker(trajectories.merge(found, unknown, atoms))
     merged = time.perf_counter()
-    results, counterexamples = [], []
+    results: list[dict[str, Any]] = []
+    counterexamples = []
     for name, category, formula, ltl in todo:
         checker = checkers[ctl_atoms(formula)]
         result = checker.check(formula)
-        row = {"property": name, "ctl": ctl_text(formula), "holds": result.holds}
+        row: dict[str, Any] = {"property": name, "ctl": ctl_text(formula), "holds": result.holds}
         if ltl is not None:
             row["ltl"] = ltl
         if not result.holds:
@@ -190,8 +196,8 @@ def _ctl(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"tree": summary, "results": results, "not_lifted": not_lifted}, indent=2))
     else:
-        trees = f"{summary['trees']} trees (one per formula atom set), " if summary["trees"] > 1 else ""
-        print(f"{summary['trajectories']} trajectories, {summary['frames']} frames -> {trees}{summary['nodes']} tree nodes "
+        per_atoms = f"{summary['trees']} trees (one per formula atom set), " if summary["trees"] > 1 else ""
+        print(f"{summary['trajectories']} trajectories, {summary['frames']} frames -> {per_atoms}{summary['nodes']} tree nodes "
               f"(merged in {summary['merge_s']:.3f} s, checked in {summary['check_s']:.3f} s)")
         for row in results:
             what = row["ctl"] if row["property"] == row["ctl"] else f"{row['property']}: {row['ctl']}"

@@ -85,13 +85,13 @@ def _classify_always(body: Formula) -> Classification:
         return Classification("state_invariant", f"every frame must satisfy {to_text(body)}")
     if isinstance(body, And):
         return classify(And(tuple(Always(a) for a in body.args)))
-    trigger, consequence = _trigger_split(body)
-    if trigger is None:
+    split = _trigger_split(body)
+    if split is None:
         return Classification("other", f"G over the untriggered temporal formula {to_text(body)}")
-    return Classification("ordering_constraint", _ordering_reason(trigger, consequence))
+    return Classification("ordering_constraint", _ordering_reason(*split))
 
 
-def _trigger_split(body: Formula) -> tuple[Formula | None, Formula | None]:
+def _trigger_split(body: Formula) -> tuple[Formula, Formula] | None:
     """(p, f) for bodies p -> f and !p | f with p propositional and f temporal."""
     if isinstance(body, Implies) and is_propositional(body.left):
         return body.left, body.right
@@ -101,7 +101,7 @@ def _trigger_split(body: Formula) -> tuple[Formula | None, Formula | None]:
         if plain and temporal:
             rest = temporal[0] if len(temporal) == 1 else Or(tuple(temporal))
             return _negate(plain[0] if len(plain) == 1 else Or(tuple(plain))), rest
-    return None, None
+    return None
 
 
 def _ordering_reason(trigger: Formula, then: Formula) -> str:

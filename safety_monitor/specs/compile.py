@@ -25,8 +25,24 @@ import numpy as np
 
 from safety_monitor.errors import SpecError, ToolMissingError
 from safety_monitor.specs.dfa import TableDFA
-from safety_monitor.specs.ltlf import (Always, Atom, Const, Equiv, Eventually, Formula, Last, Release, Until, atoms_of,
-                                     children, has_bounds, ltlf2dfa_formula, parse, resolve_bounds, to_text)
+from safety_monitor.specs.ltlf import (
+    Always,
+    Atom,
+    Const,
+    Equiv,
+    Eventually,
+    Formula,
+    Last,
+    Release,
+    Until,
+    atoms_of,
+    children,
+    has_bounds,
+    ltlf2dfa_formula,
+    parse,
+    resolve_bounds,
+    to_text,
+)
 from safety_monitor.specs.progression import progression_dfa
 
 MAX_ATOMS = 16  # a dense table has 2**atoms columns per state
@@ -127,7 +143,7 @@ def _build(canonical: str) -> TableDFA:
         raise SpecError(f"formula has {len(atoms)} atoms, at most {MAX_ATOMS} are supported: {canonical}")
     if has_bounds(formula):  # MONA runs out of memory on bounds beyond a few dozen frames
         table, accepting, initial = progression_dfa(formula, atoms)
-        return _finish(canonical, atoms, table, initial, accepting)
+        return _finish(canonical, atoms, table, initial, accepting, _successors(table))
     if translation_size(formula) > MAX_TRANSLATION:
         raise SpecError(f"formula nests G, F, U, R or <-> too deeply for MONA (its program would hold more than "
                         f"{MAX_TRANSLATION} sub-formula copies): {canonical}")
@@ -198,12 +214,12 @@ def _table_from_mona(output: str, atoms: tuple[str, ...], canonical: str) -> Tab
     chars = np.frombuffer("".join(m[1] for m in lines).encode("ascii"), dtype=np.uint8).reshape(len(lines), len(atoms))
     # MONA's pattern position k is variable mona_vars[k]; our letter bit i is atoms[i]: reorder the columns
     chars = chars[:, [mona_vars.index(a) for a in atoms]]
-    raw = np.full(n_mona * n_letters, -1, dtype=np.int32)
+    flat = np.full(n_mona * n_letters, -1, dtype=np.int32)
     written = 0
     for rows, letters in _cube_letters(chars):
-        raw[(src[rows, None] * n_letters + letters).ravel()] = np.repeat(dst[rows], letters.shape[1])
+        flat[(src[rows, None] * n_letters + letters).ravel()] = np.repeat(dst[rows], letters.shape[1])
         written += letters.size
-    raw = raw.reshape(n_mona, n_letters)
+    raw = flat.reshape(n_mona, n_letters)
     if written != raw.size or (raw < 0).any():  # the cubes of each state must partition its letters exactly
         raise ToolMissingError(f"MONA's automaton for {canonical!r} is incomplete or overlapping: automaton rejected")
     if len(set(raw[0].tolist())) != 1:
@@ -273,7 +289,8 @@ def _successors(table: np.ndarray) -> list[list[int]]:
     if n * n <= 1 << 24:  # a dense bool adjacency matrix is cheaper than sorting the table
         adjacent = np.zeros((n, n), dtype=bool)
         adjacent[np.arange(n)[:, None], table] = True
-        return _edge_lists(*np.nonzero(adjacent), n)
+        src, dst = np.nonzero(adjacent)
+        return _edge_lists(src, dst, n)
     edges = np.unique(np.arange(n, dtype=np.int64)[:, None] * n + table)
     return _edge_lists(edges // n, edges % n, n)
 

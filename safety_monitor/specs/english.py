@@ -111,7 +111,9 @@ def describe(f: Formula, rate: float | None = None) -> str:
         return f"at this frame and the next {_bound(f.bound, rate)}, as far as the trace goes, {describe(f.arg, rate)}"
     if isinstance(f, BoundedUntil):
         return f"{_until(f.left, f.right, rate)}, within {_bound(f.bound, rate)} and before the trace ends"
-    return f"{describe(f.arg, rate)} is not the case"  # the negation of an equivalence
+    if isinstance(f, Not):  # the negation of an equivalence
+        return f"{describe(f.arg, rate)} is not the case"
+    raise TypeError(f"not a formula: {f!r}")
 
 
 def condition(f: Formula) -> str:

@@ -15,17 +15,20 @@ import functools
 import importlib.util
 import math
 import re
-from fractions import Fraction
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
-from typing import Union
+from typing import Generic, TypeAlias, TypeVar
 
 import numpy as np
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
 from safety_monitor.errors import SpecError, ToolMissingError
+
+# what a propositional connective connects: LTLf formulas here, CTL formulas in verify.ctl
+F_co = TypeVar("F_co", covariant=True)
 
 
 @dataclass(frozen=True)
@@ -43,67 +46,79 @@ class Last:
     """True exactly at the last position of the trace."""
 
 
+# Shared shapes of the operators, so that a pass can narrow on the shape (`isinstance(f, Binary)`) and read
+# its fields. They hold no state of their own: each operator is still its own frozen dataclass, whose equality
+# and hash compare the class itself, so `Next(a) != Always(a)`. The propositional connectives are generic in
+# what they connect because CTL (verify.ctl) reuses them over its own formulas.
 @dataclass(frozen=True)
-class Not:
-    arg: Formula
-
-
-@dataclass(frozen=True)
-class And:
-    args: tuple[Formula, ...]
-
-
-@dataclass(frozen=True)
-class Or:
-    args: tuple[Formula, ...]
+class Unary(Generic[F_co]):
+    arg: F_co
 
 
 @dataclass(frozen=True)
-class Implies:
-    left: Formula
-    right: Formula
+class Junction(Generic[F_co]):
+    args: tuple[F_co, ...]
 
 
 @dataclass(frozen=True)
-class Equiv:
-    left: Formula
-    right: Formula
+class Binary(Generic[F_co]):
+    left: F_co
+    right: F_co
 
 
 @dataclass(frozen=True)
-class Next:
+class Not(Unary[F_co]):
+    pass
+
+
+@dataclass(frozen=True)
+class And(Junction[F_co]):
+    pass
+
+
+@dataclass(frozen=True)
+class Or(Junction[F_co]):
+    pass
+
+
+@dataclass(frozen=True)
+class Implies(Binary[F_co]):
+    pass
+
+
+@dataclass(frozen=True)
+class Equiv(Binary[F_co]):
+    pass
+
+
+@dataclass(frozen=True)
+class Next(Unary["Formula"]):
     """Strong next: a next position exists and `arg` holds there."""
 
-    arg: Formula
-
 
 @dataclass(frozen=True)
-class WeakNext:
+class WeakNext(Unary["Formula"]):
     """Weak next: at the last position true, otherwise `arg` at the next position."""
 
-    arg: Formula
+
+@dataclass(frozen=True)
+class Until(Binary["Formula"]):
+    pass
 
 
 @dataclass(frozen=True)
-class Until:
-    left: Formula
-    right: Formula
+class Release(Binary["Formula"]):
+    pass
 
 
 @dataclass(frozen=True)
-class Release:
-    left: Formula
-    right: Formula
+class Always(Unary["Formula"]):
+    pass
 
 
 @dataclass(frozen=True)
-class Always:
-    arg: Formula
-
-
-@dataclass(frozen=True)
-class Eventually:
-    arg: Formula
+class Eventually(Unary["Formula"]):
+    pass
 
 
 @dataclass(frozen=True)
@@ -129,19 +144,19 @@ class Bound:
 
 
 @dataclass(frozen=True)
-class BoundedEventually:
-    """Strong: `arg` holds at one of the next `bound` frames (or now), and before the trace ends."""
-
+class BoundedUnary:
     arg: Formula
     bound: Bound
 
 
 @dataclass(frozen=True)
-class BoundedAlways:
-    """Weak: `arg` holds now and at each of the next `bound` frames that the trace still has."""
+class BoundedEventually(BoundedUnary):
+    """Strong: `arg` holds at one of the next `bound` frames (or now), and before the trace ends."""
 
-    arg: Formula
-    bound: Bound
+
+@dataclass(frozen=True)
+class BoundedAlways(BoundedUnary):
+    """Weak: `arg` holds now and at each of the next `bound` frames that the trace still has."""
 
 
 @dataclass(frozen=True)
@@ -153,8 +168,9 @@ class BoundedUntil:
     bound: Bound
 
 
-Formula = Union[Atom, Const, Last, Not, And, Or, Implies, Equiv, Next, WeakNext, Until, Release, Always, Eventually,
-                BoundedEventually, BoundedAlways, BoundedUntil]
+Formula: TypeAlias = (Atom | Const | Last | Not["Formula"] | And["Formula"] | Or["Formula"] | Implies["Formula"]
+                      | Equiv["Formula"] | Next | WeakNext | Until | Release | Always | Eventually | BoundedEventually
+                      | BoundedAlways | BoundedUntil)
 BOUNDED = (BoundedEventually, BoundedAlways, BoundedUntil)
 # A bounded operator's automaton has about one state per frame of its bound (more when several bounds
 # are pending at once); past this a table costs more memory and compile time than a monitor should
@@ -238,16 +254,26 @@ def _ltlf2dfa_parser():
     return LTLfParser()
 
 
+def unexpected_token(exc: UnexpectedInput) -> Token | None:
+    """The token lark's parser stopped at (UnexpectedToken, UnexpectedEOF), None after a lexer error.
+
+    lark sets `token` in an unannotated `__init__`, so its type hints do not declare the attribute.
+    """
+    token = getattr(exc, "token", None)
+    return token if isinstance(token, Token) else None
+
+
 def _describe_syntax_error(text: str, exc: UnexpectedInput) -> str:
     line, column = getattr(exc, "line", 1), getattr(exc, "column", len(text) + 1)
-    if isinstance(exc, UnexpectedEOF) or (isinstance(exc, UnexpectedToken) and exc.token.type == "$END"):
+    token = unexpected_token(exc)
+    if isinstance(exc, UnexpectedEOF) or (isinstance(exc, UnexpectedToken) and token is not None and token.type == "$END"):
         what, line, column = "unexpected end of formula", 1, len(text) + 1
     elif isinstance(exc, UnexpectedCharacters):
         what = f"unexpected character {text[exc.pos_in_stream]!r}"
         if text[exc.pos_in_stream].isupper() or text[exc.pos_in_stream] in "-.":
             what += " (predicate names must be lower-case snake_case: [a-z][a-z0-9_]*)"
     else:
-        what = f"unexpected {exc.token!s:.20}"
+        what = f"unexpected {token!s:.20}"
     pointer = " " * (max(column, 1) - 1) + "^"
     return f"syntax error at line {line}, column {column}: {what}\n    {text}\n    {pointer}"
 
@@ -300,7 +326,10 @@ class _ToAst(Transformer):
         return BoundedEventually(c[-1], self._bound(c[1]))
 
     def _bound(self, token: Token) -> Bound:
-        amount, unit = _BOUND_TEXT.fullmatch(str(token)).groups()
+        match = _BOUND_TEXT.fullmatch(str(token))
+        if match is None:  # the grammar's BOUND terminal only lexes what the pattern matches
+            raise SpecError(f"unreadable bound {token}: {self._text}")
+        amount, unit = match.groups()
         if unit:
             return Bound(None, amount)
         if "." in amount:
@@ -323,7 +352,8 @@ class _ToAst(Transformer):
 
     def ltlf_until(self, c):
         """a U b U c is a U (b U c), as in ltlf2dfa; a BOUND token after a U bounds that U."""
-        ops, bounds = [], []
+        ops: list[Formula] = []
+        bounds: list[Bound | None] = []
         for child in c:
             if isinstance(child, Token) and child.type == "BOUND":
                 bounds[-1] = self._bound(child)
@@ -371,8 +401,8 @@ def children(f: Formula) -> tuple[Formula, ...]:
     return (f.arg,)
 
 
-_BINARY_SYMBOL = {Implies: "->", Equiv: "<->", Until: "U", Release: "R"}
-_UNARY_SYMBOL = {Not: "!", Next: "X", WeakNext: "WX", Always: "G", Eventually: "F"}
+_BINARY_SYMBOL: dict[type[Binary[Formula]], str] = {Implies: "->", Equiv: "<->", Until: "U", Release: "R"}
+_UNARY_SYMBOL: dict[type[Unary[Formula]], str] = {Not: "!", Next: "X", WeakNext: "WX", Always: "G", Eventually: "F"}
 
 
 def to_text(f: Formula) -> str:
@@ -387,7 +417,7 @@ def to_text(f: Formula) -> str:
         return "(" + " & ".join(to_text(a) for a in f.args) + ")"
     if isinstance(f, Or):
         return "(" + " | ".join(to_text(a) for a in f.args) + ")"
-    if type(f) in _BINARY_SYMBOL:
+    if isinstance(f, Binary):
         return f"({to_text(f.left)} {_BINARY_SYMBOL[type(f)]} {to_text(f.right)})"
     if isinstance(f, BoundedUntil):
         return f"({to_text(f.left)} U{f.bound.text()} {to_text(f.right)})"
@@ -395,7 +425,9 @@ def to_text(f: Formula) -> str:
         return f"F{f.bound.text()}({to_text(f.arg)})"
     if isinstance(f, BoundedAlways):
         return f"G{f.bound.text()}({to_text(f.arg)})"
-    return f"{_UNARY_SYMBOL[type(f)]}({to_text(f.arg)})"
+    if isinstance(f, Unary):
+        return f"{_UNARY_SYMBOL[type(f)]}({to_text(f.arg)})"
+    raise TypeError(f"not a formula: {f!r}")
 
 
 def checked_bound(frames: int, written: str, text: str) -> Bound:
@@ -422,7 +454,7 @@ def bound_frames(seconds: str, control_rate_hz: float) -> int:
 
 def resolve_bounds(f: Formula, control_rate_hz: float | None) -> Formula:
     """`f` with every bound in seconds turned into frames at the control rate."""
-    if isinstance(f, BOUNDED) and f.bound.frames is None:
+    if isinstance(f, BOUNDED) and f.bound.frames is None and f.bound.seconds is not None:
         written = f.bound.text()
         if control_rate_hz is None:
             raise SpecError(f"bound {written} is in seconds but no control rate is known: give control_rate_hz in "
@@ -437,21 +469,23 @@ def resolve_bounds(f: Formula, control_rate_hz: float | None) -> Formula:
     return _rebuild(f, tuple(resolve_bounds(c, control_rate_hz) for c in children(f)))
 
 
-def _with_bound(f: Formula, bound: Bound) -> Formula:
+def _with_bound(f: BoundedEventually | BoundedAlways | BoundedUntil, bound: Bound) -> Formula:
     return BoundedUntil(f.left, f.right, bound) if isinstance(f, BoundedUntil) else type(f)(f.arg, bound)
 
 
 def _rebuild(f: Formula, kids: tuple[Formula, ...]) -> Formula:
     """`f`'s operator over new children."""
-    if isinstance(f, (And, Or)):
+    if isinstance(f, Junction):
         return type(f)(kids)
     if isinstance(f, BoundedUntil):
         return BoundedUntil(kids[0], kids[1], f.bound)
-    if isinstance(f, (BoundedEventually, BoundedAlways)):
+    if isinstance(f, BoundedUnary):
         return type(f)(kids[0], f.bound)
-    if len(kids) == 2:
-        return type(f)(*kids)
-    return type(f)(kids[0])
+    if isinstance(f, Binary):
+        return type(f)(kids[0], kids[1])
+    if isinstance(f, Unary):
+        return type(f)(kids[0])
+    return f  # atoms, constants and `last` have no children
 
 
 def is_propositional(f: Formula) -> bool:

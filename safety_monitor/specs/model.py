@@ -96,7 +96,7 @@ class Property:
             for bound in seconds_bounds(parse(text)) if text else ():
                 if self.control_rate_hz is None:
                     out.append(f"{bound.text()} needs a control rate")
-                else:
+                elif bound.seconds is not None:  # always: seconds_bounds gives the bounds written in seconds
                     frames = bound_frames(bound.seconds, self.control_rate_hz)
                     out.append(f"{bound.text()} at {self.control_rate_hz:g} Hz = {frames} frames")
         return tuple(out)
@@ -257,7 +257,8 @@ def _property(raw: Any, index: int, vocabulary: tuple[str, ...], rate: float | N
     for key in ("description", "follows"):
         if not isinstance(raw.get(key, ""), str):
             problems.append(f"{label}: {key!r} must be text")
-    if len(problems) > before:
+    if len(problems) > before or not (isinstance(name, str) and isinstance(category, str)
+                                      and isinstance(formula_text, str)):
         return None
     return Property(
         name=name,
@@ -290,7 +291,7 @@ def _pattern(raw: dict, label: str, vocabulary, problems: list[str]) -> PatternS
         return None
     scope, scope_letters = _scope(raw.get("scope", "global"), label, problems)
     before = len(problems)
-    letters = []
+    letters: list[tuple[str, str]] = []
     for key in PATTERN_ARGS[pattern]:
         if raw.get(key) is None:
             problems.append(f"{label}: pattern {pattern.value} needs '{key}' (a propositional formula)")
@@ -298,10 +299,13 @@ def _pattern(raw: dict, label: str, vocabulary, problems: list[str]) -> PatternS
         if key in raw:
             problems.append(f"{label}: pattern {pattern.value} takes no '{key}' (it takes {', '.join(PATTERN_ARGS[pattern])})")
     for key, text in [(k, raw.get(k)) for k in PATTERN_ARGS[pattern]] + scope_letters:
-        f = _formula(text, key, label, vocabulary, None, problems, required=False) if text is not None else None
+        if text is None and key in PATTERN_ARGS[pattern]:
+            continue  # noted above
+        f = _formula(text, key, label, vocabulary, None, problems, required=True)
         if f is not None and not is_propositional(f):
             problems.append(f"{label}: pattern letter '{key}' must be propositional (no temporal operators): {text}")
-        letters.append((key, text))
+        if isinstance(text, str):
+            letters.append((key, text))
     within = _within(raw.get("within"), pattern, label, problems)
     if scope is None or len(problems) > before:
         return None
@@ -401,4 +405,7 @@ def trigger_text(compiled: CompiledProperty) -> str:
     """The trigger as text (given or derived), for reports."""
     if compiled.prop.trigger:
         return compiled.prop.trigger
-    return to_text(default_trigger(parse(compiled.prop.formula)))
+    trigger = default_trigger(parse(compiled.prop.formula))
+    if trigger is None:  # compile_property refuses such a property
+        raise SpecError(f"property {compiled.prop.name!r}: cannot derive the trigger; add a propositional 'trigger'")
+    return to_text(trigger)

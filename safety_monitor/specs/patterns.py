@@ -14,23 +14,22 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 from safety_monitor.specs.ltlf import (
     BOUNDED,
-    And,
     Atom,
     Bound,
     Const,
     Formula,
-    Or,
+    Junction,
     children,
     is_propositional,
     parse,
 )
 
 
-class Pattern(str, Enum):
+class Pattern(StrEnum):
     ABSENCE = "absence"  # P never holds
     EXISTENCE = "existence"  # P holds at some frame
     UNIVERSALITY = "universality"  # P holds at every frame
@@ -39,7 +38,7 @@ class Pattern(str, Enum):
     BOUNDED_RESPONSE = "bounded_response"  # every P is followed by S within a bound
 
 
-class Scope(str, Enum):
+class Scope(StrEnum):
     GLOBAL = "global"
     BEFORE = "before"  # before the first R
     AFTER = "after"  # from the first Q on
@@ -187,10 +186,10 @@ def _unify(t: Formula, f: Formula, bindings: dict[str, Formula], bound: list[Bou
         return False
     if isinstance(t, Const):
         return t == f
-    if isinstance(t, BOUNDED):
+    if isinstance(f, BOUNDED):  # t is of the same operator
         if bound and bound[0] != f.bound:
             return False
         bound[:1] = [f.bound]
-    if isinstance(t, (And, Or)) and len(t.args) != len(f.args):
+    if isinstance(t, Junction) and isinstance(f, Junction) and len(t.args) != len(f.args):
         return False
     return all(_unify(a, b, bindings, bound) for a, b in zip(children(t), children(f)))

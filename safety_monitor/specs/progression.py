@@ -23,6 +23,7 @@ import numpy as np
 
 from safety_monitor.errors import SpecError
 from safety_monitor.specs.ltlf import (
+    BOUNDED,
     Always,
     And,
     BoundedAlways,
@@ -104,6 +105,8 @@ class _Builder:
         if isinstance(f, (Until, Release)):
             kind = _U if isinstance(f, Until) == positive else _R
             return self.node(kind, n(f.left, positive), n(f.right, positive))
+        if not isinstance(f, BOUNDED):  # atoms and constants are propositional, handled above
+            raise TypeError(f"not a formula: {f!r}")
         frames = f.bound.frames
         if frames is None:
             raise SpecError(f"bound {f.bound.text()} is in seconds: resolve it at a control rate before compiling")
@@ -180,16 +183,16 @@ class _Builder:
                 continue
             key = (fam, code & 1)
             other = best.get(key)
-            if other is None or self._stronger(code, other):
+            if other is None or self._stronger(fam[0], code, other):
                 best[key] = code
         if len(best) == sum(self.family[c >> 1] is not None for c in term):
             return term
         return frozenset(c for c in term if self.family[c >> 1] is None) | frozenset(best.values())
 
-    def _stronger(self, a: int, b: int) -> bool:
-        """Obligation a (same family and strength as b) implies b."""
+    def _stronger(self, kind: int, a: int, b: int) -> bool:
+        """Obligation a (same family and strength as b, both bounded operators of `kind`) implies b."""
         na, nb = self.count[a >> 1], self.count[b >> 1]
-        return na <= nb if _STRONGER_IS_SMALLER[self.family[a >> 1][0]] else na >= nb
+        return na <= nb if _STRONGER_IS_SMALLER[kind] else na >= nb
 
     def _implies(self, t: frozenset, k: frozenset) -> bool:
         """Term t implies term k: each obligation of k is implied by one of t."""
@@ -199,7 +202,7 @@ class _Builder:
             if code in t:
                 continue
             fam = self.family[code >> 1]
-            if fam is None or not any(self.family[c >> 1] == fam and c & 1 == code & 1 and self._stronger(c, code)
+            if fam is None or not any(self.family[c >> 1] == fam and c & 1 == code & 1 and self._stronger(fam[0], c, code)
                                       for c in t):
                 return False
         return True
@@ -275,7 +278,7 @@ def _merge_initial(table: np.ndarray, initial: int) -> int:
 def minimise(table: np.ndarray, accepting: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     """Hopcroft's partition refinement; returns (table, accepting, initial) of the quotient."""
     n, n_letters = table.shape
-    inverse = [[[] for _ in range(n)] for _ in range(n_letters)]
+    inverse: list[list[list[int]]] = [[[] for _ in range(n)] for _ in range(n_letters)]
     for s, row in enumerate(table.tolist()):
         for a, t in enumerate(row):
             inverse[a][t].append(s)

@@ -21,7 +21,22 @@ from dataclasses import dataclass
 import numpy as np
 
 from safety_monitor.specs.ltlf import And, Atom, Const, Equiv, Implies, Not, Or
-from safety_monitor.verify.ctl import AF, AG, AU, AW, EF, EG, EU, EW, EX, AX, CTLFormula, ctl_atoms, ctl_text, is_state_propositional
+from safety_monitor.verify.ctl import (
+    AF,
+    AG,
+    AU,
+    AW,
+    AX,
+    EF,
+    EG,
+    EU,
+    EW,
+    EX,
+    CTLFormula,
+    ctl_atoms,
+    ctl_text,
+    is_state_propositional,
+)
 from safety_monitor.verify.tree import ComputationTree
 
 _TRUE, _FALSE = Const(True), Const(False)
@@ -156,10 +171,11 @@ class TreeChecker:
                 return self.explain(decisive[0], node, want)
             return _together([self.explain(a, node, want) for a in f.args])
         if isinstance(f, Implies):
-            left, right = bool(v(f.left)[node]), bool(v(f.right)[node])
             if not want:
                 return _together([self.explain(f.left, node, True), self.explain(f.right, node, False)])
-            return self.explain(f.left, node, False) if not left else self.explain(f.right, node, True)
+            if not v(f.left)[node]:
+                return self.explain(f.left, node, False)
+            return self.explain(f.right, node, True)
         if isinstance(f, Equiv):
             return _together([self.explain(g, node, bool(v(g)[node])) for g in (f.left, f.right)])
         if isinstance(f, (EX, AX)):

@@ -11,81 +11,70 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import Union
+from typing import TypeAlias
 
 from lark import Lark, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from safety_monitor.errors import SpecError
-from safety_monitor.specs.ltlf import And, Atom, Const, Equiv, Implies, Not, Or
+from safety_monitor.specs.ltlf import And, Atom, Binary, Const, Equiv, Implies, Not, Or, Unary, unexpected_token
 
 
 @dataclass(frozen=True)
-class EX:
+class EX(Unary["CTLFormula"]):
     """Some successor satisfies `arg` (false at a leaf)."""
 
-    arg: CTLFormula
-
 
 @dataclass(frozen=True)
-class AX:
+class AX(Unary["CTLFormula"]):
     """Every successor satisfies `arg` (true at a leaf: the weak dual of EX)."""
 
-    arg: CTLFormula
+
+@dataclass(frozen=True)
+class EF(Unary["CTLFormula"]):
+    pass
 
 
 @dataclass(frozen=True)
-class EF:
-    arg: CTLFormula
+class AF(Unary["CTLFormula"]):
+    pass
 
 
 @dataclass(frozen=True)
-class AF:
-    arg: CTLFormula
+class EG(Unary["CTLFormula"]):
+    pass
 
 
 @dataclass(frozen=True)
-class EG:
-    arg: CTLFormula
+class AG(Unary["CTLFormula"]):
+    pass
 
 
 @dataclass(frozen=True)
-class AG:
-    arg: CTLFormula
+class EU(Binary["CTLFormula"]):
+    pass
 
 
 @dataclass(frozen=True)
-class EU:
-    left: CTLFormula
-    right: CTLFormula
+class AU(Binary["CTLFormula"]):
+    pass
 
 
 @dataclass(frozen=True)
-class AU:
-    left: CTLFormula
-    right: CTLFormula
-
-
-@dataclass(frozen=True)
-class EW:
+class EW(Binary["CTLFormula"]):
     """Weak until on some path: E[l U r] or EG l."""
 
-    left: CTLFormula
-    right: CTLFormula
-
 
 @dataclass(frozen=True)
-class AW:
+class AW(Binary["CTLFormula"]):
     """Weak until on every path: A[l U r] or G l, path by path."""
 
-    left: CTLFormula
-    right: CTLFormula
 
+CTLFormula: TypeAlias = (Atom | Const | Not["CTLFormula"] | And["CTLFormula"] | Or["CTLFormula"] | Implies["CTLFormula"]
+                         | Equiv["CTLFormula"] | EX | AX | EF | AF | EG | AG | EU | AU | EW | AW)
 
-CTLFormula = Union[Atom, Const, Not, And, Or, Implies, Equiv, EX, AX, EF, AF, EG, AG, EU, AU, EW, AW]
-
-_UNARY = {"AX": AX, "EX": EX, "AF": AF, "EF": EF, "AG": AG, "EG": EG}
-_BINARY = {("A", "U"): AU, ("E", "U"): EU, ("A", "W"): AW, ("E", "W"): EW}
+_UNARY: dict[str, type[Unary[CTLFormula]]] = {"AX": AX, "EX": EX, "AF": AF, "EF": EF, "AG": AG, "EG": EG}
+_BINARY: dict[tuple[str, str], type[Binary[CTLFormula]]] = {("A", "U"): AU, ("E", "U"): EU, ("A", "W"): AW, ("E", "W"): EW}
 
 _GRAMMAR = r"""
 ?start: iff
@@ -154,12 +143,14 @@ def parse_ctl(text: str) -> CTLFormula:
     try:
         return _ToAst().transform(_parser().parse(text))
     except UnexpectedInput as exc:
-        if isinstance(exc, UnexpectedEOF) or (isinstance(exc, UnexpectedToken) and exc.token.type == "$END"):
+        token = unexpected_token(exc)
+        if isinstance(exc, UnexpectedEOF) or (isinstance(exc, UnexpectedToken) and token is not None
+                                              and token.type == "$END"):
             what, column = "unexpected end of formula", len(text) + 1
         elif isinstance(exc, UnexpectedCharacters):
             what, column = f"unexpected character {text[exc.pos_in_stream]!r}", exc.column
         else:
-            what, column = f"unexpected {str(exc.token)!r}", exc.column
+            what, column = f"unexpected {str(token)!r}", exc.column
         hints = "; ".join(h for h in (_operator_hint(text, exc, column), _bracket_hint(text)) if h)
         hint = f" ({hints})" if hints else ""
         raise SpecError(f"CTL syntax error at column {column}: {what}{hint}\n    {text}\n    {' ' * (column - 1)}^") from None
@@ -174,9 +165,10 @@ def _operator_hint(text: str, exc: UnexpectedInput, column: int) -> str:
     word = re.match(r"[A-Za-z_][A-Za-z0-9_]*", text[column - 1:])
     if word and word.group() in _LTL_ONLY:
         return f"LTL's {word.group()} is not a CTL operator: use {_LTL_ONLY[word.group()]}"
-    if isinstance(exc, UnexpectedToken) and exc.token.type == "UNTIL":
-        return f"'{exc.token}' needs a path quantifier and brackets: A[f {exc.token} g] or E[f {exc.token} g]"
-    if isinstance(exc, UnexpectedToken) and str(exc.token) in ("->", "<->"):
+    token = unexpected_token(exc)
+    if isinstance(exc, UnexpectedToken) and token is not None and token.type == "UNTIL":
+        return f"'{token}' needs a path quantifier and brackets: A[f {token} g] or E[f {token} g]"
+    if isinstance(exc, UnexpectedToken) and str(token) in ("->", "<->"):
         return "'->' and '<->' need parentheses to chain"
     if isinstance(exc, UnexpectedCharacters) and word and not word.group().islower():
         return "atoms are lower-case snake_case; the operators are AX EX AF EF AG EG and A[f U g], E[f U g] (or W)"
@@ -250,8 +242,8 @@ def ctl_text(f: CTLFormula) -> str:
     for (path, until), cls in _BINARY.items():
         if isinstance(f, cls):
             return f"{path}[{ctl_text(f.left)} {until} {ctl_text(f.right)}]"
-    for name, cls in _UNARY.items():
-        if isinstance(f, cls):
+    for name, quantifier in _UNARY.items():
+        if isinstance(f, quantifier):
             inner = ctl_text(f.arg)
             return f"{name}{inner}" if isinstance(f.arg, (And, Or, Implies, Equiv)) else f"{name}({inner})"
     raise TypeError(f"not a CTL formula: {f!r}")

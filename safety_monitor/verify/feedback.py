@@ -8,6 +8,7 @@ changes value and every deciding frame; a value holds until the next listed fram
 """
 from __future__ import annotations
 
+import builtins
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -42,7 +43,7 @@ class Counterexample:
     sentence: str
     where: tuple[str, ...] = ()  # trajectories, trace files or the plan the violation occurs in
 
-    @property
+    @builtins.property  # the field `property` shadows the builtin in this class body
     def decided_at(self) -> int:
         """The last frame whose values decided the verdict (the last frame when none is marked)."""
         marked = [f.frame for f in self.frames if f.decisive]

@@ -17,6 +17,7 @@ from safety_monitor.errors import SpecError
 from safety_monitor.specs.ltlf import (
     Always,
     And,
+    Atom,
     Const,
     Equiv,
     Eventually,
@@ -51,7 +52,7 @@ class LiftedProperty:
 
 def lift(f: Formula) -> CTLFormula:
     if is_propositional(f):
-        return f
+        return _as_state_formula(f)
     if isinstance(f, Not):
         return lift(_push_not(f.arg))
     if isinstance(f, Always):
@@ -70,7 +71,7 @@ def lift(f: Formula) -> CTLFormula:
     if isinstance(f, Implies):
         if not is_propositional(f.left):
             raise NotLiftable(f"the antecedent of '->' must be propositional: {to_text(f.left)}")
-        return Implies(f.left, lift(f.right))
+        return Implies(_as_state_formula(f.left), lift(f.right))
     if isinstance(f, Or):
         return _lift_or(f)
     if isinstance(f, Next):
@@ -97,10 +98,27 @@ def lift_properties(properties) -> list[LiftedProperty]:
     return out
 
 
-def _state(f: Formula, op: str) -> Formula:
+def _state(f: Formula, op: str) -> CTLFormula:
     if not is_propositional(f):
         raise NotLiftable(f"'{op}' over the temporal formula {to_text(f)}: A{op} over paths is not a CTL state formula")
-    return f
+    return _as_state_formula(f)
+
+
+def _as_state_formula(f: Formula) -> CTLFormula:
+    """A propositional LTLf formula as the equal CTL state formula (CTL shares the connectives)."""
+    if isinstance(f, (Atom, Const)):
+        return f
+    if isinstance(f, Not):
+        return Not(_as_state_formula(f.arg))
+    if isinstance(f, And):
+        return And(tuple(_as_state_formula(a) for a in f.args))
+    if isinstance(f, Or):
+        return Or(tuple(_as_state_formula(a) for a in f.args))
+    if isinstance(f, Implies):
+        return Implies(_as_state_formula(f.left), _as_state_formula(f.right))
+    if isinstance(f, Equiv):
+        return Equiv(_as_state_formula(f.left), _as_state_formula(f.right))
+    raise NotLiftable(f"a temporal operator where a state formula belongs: {to_text(f)}")
 
 
 def _lift_or(f: Or) -> CTLFormula:
@@ -108,13 +126,14 @@ def _lift_or(f: Or) -> CTLFormula:
     temporal = [a for a in f.args if not is_propositional(a)]
     until = next((a for a in temporal if isinstance(a, Until)), None)
     always = next((a for a in temporal if isinstance(a, Always)), None)
+    lifted: CTLFormula
     if len(temporal) == 2 and until is not None and always is not None and until.left == always.arg:
         lifted = AW(_state(until.left, "W"), _state(until.right, "W"))  # (p U q) | G p is p W q
     elif len(temporal) == 1:
         lifted = lift(temporal[0])
     else:
         raise NotLiftable(f"a disjunction of temporal formulas: {to_text(f)} (A does not distribute over '|')")
-    return Or((*plain, lifted)) if plain else lifted
+    return Or((*(_as_state_formula(p) for p in plain), lifted)) if plain else lifted
 
 
 def _push_not(f: Formula) -> Formula:

@@ -260,10 +260,12 @@ def _search(actions: Mapping[str, Action], start: dict[str, bool], target: dict[
                 continue
             parents[kt] = (key(s), act.name)
             if all(t.get(k) == v for k, v in target.items()):
-                path, node = [], kt
-                while parents[node] is not None:
-                    node, name = parents[node]
+                path: list[str] = []
+                step = parents[kt]
+                while step is not None:
+                    node, name = step
                     path.append(name)
+                    step = parents[node]
                 return path[::-1]
             if len(parents) > MAX_SEARCH_STATES:
                 raise SpecError(f"plan search visited more than {MAX_SEARCH_STATES} states; simplify the action model")

@@ -23,7 +23,7 @@ BAG_SUFFIXES = (".mcap", ".db3")
 @dataclass(frozen=True)
 class Trajectory:
     name: str
-    frames: list[Mapping[str, bool | None]]
+    frames: Sequence[Mapping[str, bool | None]]
 
 
 def is_bag(path: str | Path) -> bool:

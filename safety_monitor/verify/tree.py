@@ -113,17 +113,19 @@ def build_tree(
     names = tuple(names) if names is not None else tuple(f"trajectory_{i}" for i in range(len(traces)))
     if len(names) != len(traces):
         raise SourceError(f"{len(names)} names for {len(traces)} trajectories")
-    packed, seen, representative = [], {}, []
+    packed: list[np.ndarray] = []
+    seen: dict[bytes, int] = {}
+    first_of: list[int] = []  # per trajectory, the first identical one
     for i, (name, t) in enumerate(zip(names, traces)):
         a = np.asarray(t, dtype=bool)
         if a.ndim != 2 or a.shape[1] != len(atoms) or a.shape[0] == 0:
             raise SourceError(f"trajectory {name!r}: expected a non-empty frames x {len(atoms)} array, got shape {a.shape}")
         rows = np.packbits(a, axis=1) if atoms else np.zeros((a.shape[0], 1), dtype=np.uint8)
         first = seen.setdefault(rows.tobytes(), i)  # identical trajectories are merged up front
-        representative.append(first)
+        first_of.append(first)
         if first == i:
             packed.append(rows)
-    representative = np.array(representative, dtype=np.int64)
+    representative = np.array(first_of, dtype=np.int64)
     unique = np.flatnonzero(representative == np.arange(len(traces)))
     lengths = np.array([p.shape[0] for p in packed], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
