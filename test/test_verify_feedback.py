@@ -78,7 +78,8 @@ def test_ctl_command_on_trace_files(tmp_path, capsys):
     feedback = tmp_path / "fb.json"
     assert main(["ctl", a, b, "--specs", str(spec), "--json", "--feedback", str(feedback)]) == 1
     out = json.loads(capsys.readouterr().out)
-    assert out["tree"] == {**out["tree"], "trajectories": 2, "frames": 12, "nodes": 10}  # frames 0-1 shared
+    # one tree per formula atom set (two here), frames 0-1 shared in each: 10 + 9 nodes
+    assert out["tree"] == {**out["tree"], "trajectories": 2, "frames": 12, "trees": 2, "nodes": 19}
     verdicts = {r["property"]: r["holds"] for r in out["results"]}
     assert verdicts == {"stove_turned_off": False, "reach_in_only_when_open": True}
     assert out["not_lifted"][0]["property"] == "next_frame_off"

@@ -38,7 +38,7 @@ def _declare_one(node: Node, name: str, default: Any, help_text: str) -> Any:
     where = f"node {node.get_fully_qualified_name()}: parameter {name!r}"
     try:
         if isinstance(default, float):  # accept `1` where `1.0` is meant
-            value = node.declare_parameter(
+            value: Any = node.declare_parameter(
                 name, default, ParameterDescriptor(description=help_text, read_only=True, dynamic_typing=True)).value
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise SafetyMonitorError(f"{where} must be a number, got {value!r}")

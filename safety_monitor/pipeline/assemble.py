@@ -355,19 +355,23 @@ class FrameAssembler:
             twice = sorted({n for n in renamed if renamed.count(n) > 1})
             self._issue(IssueKind.DUPLICATE_NAMES, JOINTS, t, f"{', '.join(twice)} listed more than once; which value holds "
                         "is ambiguous, message dropped")
-            return self._unusable(t)
+            self._unusable(t)
+            return None
         if not names:
             self._issue(IssueKind.EMPTY_NAMES, JOINTS, t, "JointState has an empty name list; message dropped "
                         "(name its values with joint_order in the topic mapping)")
-            return self._unusable(t)
+            self._unusable(t)
+            return None
         if len(sample.position) != len(names):
             self._issue(IssueKind.LENGTH_MISMATCH, JOINTS, t,
                         f"{len(names)} names but {len(sample.position)} positions; message dropped")
-            return self._unusable(t)
+            self._unusable(t)
+            return None
         if not _finite(sample.position):
             bad = [n for n, p in zip(names, sample.position.tolist()) if not abs(p) < _LIMIT]
             self._issue(IssueKind.NAN, JOINTS, t, f"NaN, infinite or implausible positions for {', '.join(bad)}; message dropped")
-            return self._unusable(t)
+            self._unusable(t)
+            return None
         broken = self._timeline(t)
         if broken is None:
             return None
@@ -377,7 +381,7 @@ class FrameAssembler:
             first = next(iter(self._layouts))
             self._issue(IssueKind.JOINT_NAMES_CHANGED, JOINTS, t,
                         f"names [{', '.join(names)}] differ from the first message's [{', '.join(first)}]")
-        assert self._values is not None and self._joint_t is not None
+        assert self._values is not None and self._joint_t is not None and self.joints is not None
         layout = self._layout(names, t)
         block = self._values
         n = len(names)
@@ -483,7 +487,6 @@ class FrameAssembler:
         last = max(self._heard, self._t if self._t is not None else -math.inf)
         if last < t <= last + self.limits.joint_states:
             self._heard = t
-        return None
 
     def _timeline(self, t: float) -> bool | None:
         """Whether a message at `t` ends a break in time (its frame is stale: the monitor did not see the
@@ -522,7 +525,8 @@ class FrameAssembler:
     def _missing(self, t: float) -> bool:
         """Whether a joint has had no position for longer than `joint_held` (dropped from the messages or
         renamed): its held value would be a guess, so the frame is stale (an issue every frame)."""
-        old = (t - self._joint_t > self.limits.joint_held).tolist()
+        assert self._joint_t is not None and self.joints is not None  # called on frames, after the first message
+        old: list[bool] = (t - self._joint_t > self.limits.joint_held).tolist()
         if not any(old):
             return False
         names = ", ".join(name for name, gone in zip(self.joints, old) if gone)

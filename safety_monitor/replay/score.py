@@ -182,7 +182,7 @@ class _Scorer:
         self.monitor = monitor
         self.timeline = Timeline(monitor.predicates)
         self.stale_timeline = Timeline(("stale",))
-        self.stale = Counter()
+        self.stale: Counter[str] = Counter()
         self.progress = progress
         if progress is not None:
             progress.reset(total=result.topics[topic].count)
@@ -298,7 +298,7 @@ _SUMMED = ("frames", "blind_frames", "triggers", "pending_triggers", "violations
 
 def _issue_hint(r: BagResult) -> str:
     """The first example of each kind of issue (the examples hold several per kind)."""
-    first = {}
+    first: dict[IssueKind, StreamIssue] = {}
     for issue in r.issue_examples:
         first.setdefault(issue.kind, issue)
     if not first:
@@ -461,7 +461,7 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
         kinds = [route[topic] for topic in batch.topics]
         buffer, msgtypes = batch.buffer, batch.msgtypes
         start = clock()
-        read = {}  # message index -> joint sample or (wrench, stamp), read for the batch at once
+        read: dict[int, Any] = {}  # message index -> joint sample or (wrench, stamp), read for the batch at once
         for w, kind in enumerate(kinds):
             if (kind is _JOINT_ROUTE or kind is _WRENCH_ROUTE) and decoders[kind][0].supported(msgtypes[w]):
                 rows = np.flatnonzero(batch.which == w)
