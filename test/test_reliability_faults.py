@@ -44,6 +44,7 @@ class Cell:
         self.log = tmp_path / "events.jsonl"
         self.specs = tmp_path / "specs.yaml"
         self.specs.write_text(SPECS)
+        self.params = []  # more `name:=value` parameters of the monitor
         self.proc = None
         self.starts = 0
         self.context = rclpy.Context()
@@ -51,6 +52,8 @@ class Cell:
         node = self.node = rclpy.create_node("probe", namespace=self.ns, context=self.context)
         T = self.T = m.rclpy_types()
         self.events, self.diag, self.beats = [], [], []
+        self.log_state = None  # the last heartbeat's `event_log` value
+        self.beat_summary = {}  # pid -> its last heartbeat's summary message
         node.create_subscription(T.DiagnosticArray, "safety_monitor/events",
                                  lambda msg: self.events.extend(m.decode_events(msg)), qos.EVENTS)
         node.create_subscription(T.DiagnosticArray, "/diagnostics", self._on_diag, qos.DIAGNOSTICS)
@@ -73,6 +76,8 @@ class Cell:
             values = {kv.key: kv.value for kv in s.values}
             stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9  # the monitor's clock when it beat
             self.beats.append((int(values["pid"]), int(values["seq"]), s.level, stamp))
+            self.log_state = values.get("event_log")
+            self.beat_summary[int(values["pid"])] = s.message
 
     def start(self):
         self.starts += 1
@@ -80,7 +85,8 @@ class Cell:
         env = {k: v for k, v in os.environ.items() if k != "_ROS_WHEELS_BOOTSTRAP_COMPLETE"}
         args = [sys.executable, "-m", "safety_monitor.nodes.monitor_node", "--ros-args", "-r", f"__ns:={self.ns}"]
         for p in (f"specs:={self.specs}", f"events_log:={self.log}", f"predicates_timeout_s:={TIMEOUT_S}",
-                  f"predicates_frozen_s:={TIMEOUT_S}", "diagnostics_period_s:=0.2", "heartbeat_period_s:=0.1"):
+                  f"predicates_frozen_s:={TIMEOUT_S}", "diagnostics_period_s:=0.2", "heartbeat_period_s:=0.1",
+                  *self.params):
             args += ["-p", p]
         out = open(self.tmp / f"monitor{self.starts}.log", "w")  # noqa: SIM115 - closed with the process
         self.proc = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT)
