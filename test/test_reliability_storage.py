@@ -194,6 +194,23 @@ def test_a_full_disk_is_loud_and_loses_nothing(cell, small_disk, fallback):
     assert lines_of(cell.log)[-1]["kind"] == "monitor_stopped"
 
 
+def test_sim_on_a_full_disk_exits_2_with_one_line_and_a_whole_log(small_disk, tmp_path):
+    import sys
+
+    log = small_disk / "events.jsonl"
+    line = '{"kind": "opened", "property": "never_a", "pad": "%s"}\n'
+    log.write_text(line % ("x" * (4096 - len(line % ""))))  # a previous run's line, filling a whole page
+    fill(small_disk)
+    env = {**os.environ, "ROS_HOME": str(tmp_path)}
+    run = subprocess.run([sys.executable, "-m", "safety_monitor.cli", "sim", "--events", str(log), "--episodes", "1",
+                          "--fault", "none"], capture_output=True, text=True, env=env, timeout=600)
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    last = run.stderr.strip().splitlines()[-1]
+    assert last.startswith("safety-monitor sim: error: cannot write the event log") and "No space left" in last
+    assert lines_of(log)[0]["kind"] == "opened"  # whole lines only
+    assert not (small_disk / "events.jsonl.running").exists()
+
+
 # ------------------------------------------------------------------------------------- in-process
 class InProcess:
     """A monitor node driven by `on_sample` on sim time, with what it publishes and a switchable full disk."""

@@ -342,7 +342,7 @@ class MonitorNode(Node):
             return
         health = self.event_log.close()
         if health.state is LogState.LOST:
-            self.get_logger().error(f"event log: {health.count} published events never reached {self.log_path}"
+            self.get_logger().error(f"event log: {health.count} record(s) never reached {self.log_path}"
                                     f"{' or ' + str(self.event_log.fallback) if self.event_log.fallback else ''}: "
                                     f"{health.error}")
 
