@@ -24,6 +24,7 @@ at once when it cannot.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -320,7 +321,10 @@ def _append(fd: int, data: bytes) -> None:
     view = memoryview(data)
     try:
         while view:
-            view = view[os.write(fd, view):]
+            n = os.write(fd, view)
+            if n == 0:  # no progress: a file system that neither writes nor says why would spin us forever
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            view = view[n:]
     except OSError:
         if len(view) != len(data):
             with contextlib.suppress(OSError):  # cannot cut: the torn line is cut at the next start
