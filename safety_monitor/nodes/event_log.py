@@ -214,23 +214,25 @@ class EventLog:
         self._held_records += n
 
     def _flush_held(self) -> bool:
-        """Write every held batch (and an `events_lost` record if some were dropped); whether none is left."""
+        """Write the held batches in order, each whole, as far as a file takes them (a disk with a little
+        room takes the oldest first), then an `events_lost` record if some were dropped; whether none is left."""
         if not self._held and not self._dropped:
             return True
-        data = b"".join(lines for lines, _ in self._held)
-        n = self._held_records
-        if self._dropped:
-            data += self._lines([self._record(LogRecordKind.EVENTS_LOST, events=self._dropped)])
-            n += 1
-        failing = bool(self._error)
-        if not self._write_batch(data, n):
+        failing, written = bool(self._error), self._held_records
+        while self._held:
+            lines, n = self._held[0]
+            if not self._write_batch(lines, n):
+                return False
+            del self._held[0]
+            self._held_records -= n
+        if self._dropped and not self._write_batch(
+                self._lines([self._record(LogRecordKind.EVENTS_LOST, events=self._dropped)]), 1):
             return False
         if failing:
             where = self.fallback if self._on_fallback else self.path
-            self._say("info", "resumed", f"event log: {self._held_records} held events written to {where}"
+            self._say("info", "resumed", f"event log: {written} held events written to {where}"
                       + (f"; {self._dropped} were dropped (an events_lost record says so)" if self._dropped else ""))
-        self._held.clear()
-        self._held_records = self._dropped = 0
+        self._dropped = 0
         return True
 
     def _write_batch(self, data: bytes, n: int) -> bool:
