@@ -1,6 +1,7 @@
 """The kinds that cross module boundaries, as string-valued enums (the JSON and wire texts stay as they were).
 
 `EventKind`: what a monitor reports about a property (and `STATE_LOST` about itself).
+`LogRecordKind`: the event log's own records (never published): runs starting and stopping, the log reopened.
 `IssueKind`: what went wrong with an input message or stream (the pipeline reports these; replay counts them).
 """
 from __future__ import annotations
@@ -27,6 +28,15 @@ class EventKind(StrEnum):
 
 _CLOSING = frozenset({EventKind.RECOVERED, EventKind.CLOSED, EventKind.UNRECOVERED_AT_END,
                       EventKind.DISCARDED_TRUNCATED, EventKind.INPUT_ENDED})
+
+
+class LogRecordKind(StrEnum):
+    """Records the monitor writes to its event log about the log and the run (nodes/event_log.py)."""
+
+    MONITOR_STARTED = "monitor_started"  # a run's first record: pid, boot id, start time
+    MONITOR_STOPPED = "monitor_stopped"  # a clean stop's last record: a log ending otherwise means the run died
+    LOG_REOPENED = "log_reopened"  # the log was deleted or replaced while open and is written at its path again
+    EVENTS_LOST = "events_lost"  # events published while no file took them, beyond what could be held
 
 
 class IssueKind(StrEnum):

@@ -119,6 +119,10 @@ class MonitorSettings:
                                      "seconds", low=0.0, above=True)
     sync_before_publish: bool = setting(
         False, "fsync the event log before publishing (power-loss proof; adds the disk's sync time to latency)")
+    events_log_fallback: str = setting("", "JSON Lines file that takes the events while events_log refuses writes "
+                                       "(a full disk, an I/O error; '' = none: they are held in memory)")
+    events_log_hold: int = setting(10_000, "events held in memory while no log file takes them; beyond this, newer "
+                                   "ones are dropped and counted (an events_lost record)", low=1)
 
 
 PACES = ("realtime", "lockstep")

@@ -3,12 +3,13 @@
 a fault-free episode trips nothing, every event is in the log, and the recording replays to the same
 events."""
 import json
+import os
 
 import pytest
 
 pytest.importorskip("rclpy")
 
-from safety_monitor.enums import EventKind  # noqa: E402
+from safety_monitor.enums import EventKind, LogRecordKind  # noqa: E402
 from safety_monitor.sim.faults import FAULTS  # noqa: E402
 from safety_monitor.io import messages as m  # noqa: E402
 from safety_monitor.io.bag import BagReader  # noqa: E402
@@ -45,8 +46,10 @@ def test_each_episode_opens_what_its_fault_labels_and_nothing_else(live):
 
 
 def test_every_event_is_in_the_durable_log_in_order(live):
-    logged = [json.loads(line) for line in live.events_log.read_text().splitlines()]
-    assert all(isinstance(r.pop("wall_time"), float) for r in logged)
+    records = [json.loads(line) for line in live.events_log.read_text().splitlines()]
+    assert [r["kind"] for r in records if r["kind"] in set(LogRecordKind)] == ["monitor_started", "monitor_stopped"]
+    logged = [r for r in records if r["kind"] not in set(LogRecordKind)]  # the log's own records aside
+    assert all(isinstance(r.pop("wall_time"), float) and r.pop("pid") == os.getpid() for r in logged)
     assert [{k: v for k, v in r.items() if k not in LIVE_ONLY} for r in logged] == [
         m.event_fields(e) for r in live.rollouts for e in r.events]
     assert [(r["rollout"], r["robot"]) for r in logged] == [(r.index, "robot") for r in live.rollouts for _ in r.events]

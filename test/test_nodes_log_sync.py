@@ -19,7 +19,7 @@ def test_requests_are_synced_and_close_syncs_the_rest(tmp_path, monkeypatch):
         synced.set()
 
     monkeypatch.setattr(os, "fsync", fsync)
-    syncer = LogSyncer(fd, on_error=lambda exc: calls.append(exc))
+    syncer = LogSyncer(lambda: os.fsync(fd), on_error=lambda exc: calls.append(exc))
     os.write(fd, b"{}\n")
     syncer.request()
     assert synced.wait(WAIT_S) and calls[0] == fd
@@ -32,7 +32,7 @@ def test_a_failing_sync_is_reported_not_swallowed(tmp_path):
     fd = os.open(tmp_path / "log.jsonl", os.O_WRONLY | os.O_CREAT)
     os.close(fd)  # a descriptor that is no longer valid: fsync raises EBADF
     errors, seen = [], threading.Event()
-    syncer = LogSyncer(fd, on_error=lambda exc: (errors.append(exc), seen.set()))
+    syncer = LogSyncer(lambda: os.fsync(fd), on_error=lambda exc: (errors.append(exc), seen.set()))
     syncer.request()
     assert seen.wait(WAIT_S)
     syncer.close()

@@ -1,7 +1,9 @@
 """The monitor node on a hand-fed predicates topic: events are logged before they are published,
 diagnostics go ERROR on a violation, OK on recovery, STALE (and every property blind) when
 predicates stop; end markers close the trace; two robots' monitors stay apart by namespace."""
+import fcntl
 import json
+import os
 import time
 import uuid
 
@@ -118,8 +120,9 @@ def test_violation_is_logged_before_it_is_published_and_alerts_follow_the_episod
     spin_until(h.executor, lambda: any(e["kind"] == "recovered" for e in h.events))
     spin_until(h.executor, lambda: level_of(h, "never_a") == S.OK)
     lines = [json.loads(x) for x in h.log.read_text().splitlines()]
-    assert [(r["property"], r["kind"]) for r in lines] == [("never_a", "opened"), ("never_a", "recovered")]
-    assert all("wall_time" in r and r["robot"] == h.ns.strip("/") for r in lines)
+    assert [(r["property"], r["kind"]) for r in lines] == [
+        ("*", "monitor_started"), ("never_a", "opened"), ("never_a", "recovered")]
+    assert all("wall_time" in r and r["pid"] == os.getpid() and r["robot"] == h.ns.strip("/") for r in lines)
 
 
 def test_stopped_predicates_turn_every_property_unknown_until_they_resume(harness):
@@ -168,16 +171,18 @@ def test_a_wrongly_typed_parameter_names_the_node_and_parameter(tmp_path):
 
 
 def test_a_log_another_live_monitor_writes_stops_start_up_cleanly(tmp_path):
-    """The refusal names the other process; shutting the context down afterwards (which destroys every
-    node it still tracks, the half-built one included) raises nothing and leaves the other's marker."""
-    import os
-
-    from safety_monitor.nodes.monitor_node import MonitorNode, _boot_id
+    """The other monitor holds the log's lock: the refusal names its process (from its `.running`);
+    shutting the context down afterwards (which destroys every node it still tracks, the half-built one
+    included) raises nothing and leaves the other's marker."""
+    from safety_monitor.nodes.event_log import boot_id
+    from safety_monitor.nodes.monitor_node import MonitorNode
 
     log = tmp_path / "events.jsonl"
     running = tmp_path / "events.jsonl.running"
-    other = os.getppid()  # alive for the whole test
-    running.write_text(json.dumps({"pid": other, "boot_id": _boot_id(), "started": 0.0}))
+    other = os.getppid()
+    running.write_text(json.dumps({"pid": other, "boot_id": boot_id(), "started": 0.0}))
+    held = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    fcntl.flock(held, fcntl.LOCK_EX)  # as the other monitor's open log holds it
     context = rclpy.Context()
     rclpy.init(context=context)
     try:
@@ -187,6 +192,7 @@ def test_a_log_another_live_monitor_writes_stops_start_up_cleanly(tmp_path):
         context.try_shutdown()
     finally:
         context.try_shutdown()
+        os.close(held)
     assert json.loads(running.read_text())["pid"] == other
 
 
@@ -208,7 +214,8 @@ def test_two_robots_side_by_side_keep_their_events_apart(harness, tmp_path):
         h.send(True)  # only robot A violates
         spin_until(h.executor, lambda: any(e["kind"] == "opened" for e in h.events) and other.monitor.frame == 1)
         assert h.monitor.monitor.frame == 2
-        assert other_log.read_text() == "" and not other._open
+        assert [json.loads(x)["kind"] for x in other_log.read_text().splitlines()] == ["monitor_started"]
+        assert not other._open
         assert [e["robot"] for e in h.events if e["kind"] == "opened"] == [h.ns.strip("/")]
         assert other.hardware_id == other_ns.strip("/") != h.monitor.hardware_id
     finally:

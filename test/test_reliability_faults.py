@@ -44,6 +44,7 @@ class Cell:
         self.log = tmp_path / "events.jsonl"
         self.specs = tmp_path / "specs.yaml"
         self.specs.write_text(SPECS)
+        self.params = []  # more `name:=value` parameters of the monitor
         self.proc = None
         self.starts = 0
         self.context = rclpy.Context()
@@ -51,6 +52,8 @@ class Cell:
         node = self.node = rclpy.create_node("probe", namespace=self.ns, context=self.context)
         T = self.T = m.rclpy_types()
         self.events, self.diag, self.beats = [], [], []
+        self.log_state = None  # the last heartbeat's `event_log` value
+        self.beat_summary = {}  # pid -> its last heartbeat's summary message
         node.create_subscription(T.DiagnosticArray, "safety_monitor/events",
                                  lambda msg: self.events.extend(m.decode_events(msg)), qos.EVENTS)
         node.create_subscription(T.DiagnosticArray, "/diagnostics", self._on_diag, qos.DIAGNOSTICS)
@@ -73,6 +76,8 @@ class Cell:
             values = {kv.key: kv.value for kv in s.values}
             stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9  # the monitor's clock when it beat
             self.beats.append((int(values["pid"]), int(values["seq"]), s.level, stamp))
+            self.log_state = values.get("event_log")
+            self.beat_summary[int(values["pid"])] = s.message
 
     def start(self):
         self.starts += 1
@@ -80,7 +85,8 @@ class Cell:
         env = {k: v for k, v in os.environ.items() if k != "_ROS_WHEELS_BOOTSTRAP_COMPLETE"}
         args = [sys.executable, "-m", "safety_monitor.nodes.monitor_node", "--ros-args", "-r", f"__ns:={self.ns}"]
         for p in (f"specs:={self.specs}", f"events_log:={self.log}", f"predicates_timeout_s:={TIMEOUT_S}",
-                  f"predicates_frozen_s:={TIMEOUT_S}", "diagnostics_period_s:=0.2", "heartbeat_period_s:=0.1"):
+                  f"predicates_frozen_s:={TIMEOUT_S}", "diagnostics_period_s:=0.2", "heartbeat_period_s:=0.1",
+                  *self.params):
             args += ["-p", p]
         out = open(self.tmp / f"monitor{self.starts}.log", "w")  # noqa: SIM115 - closed with the process
         self.proc = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT)
@@ -160,9 +166,9 @@ def test_kill9_keeps_every_published_event_whole_and_the_restart_says_its_state_
     cell.spin_until(lambda: len(cell.events) >= 12)
     cell.kill()  # mid-run: no clean shutdown, the trace is left open
     published = [dict(e) for e in cell.events]
-    logged = cell.logged()  # every line parses: none is torn
+    logged = [r for r in cell.logged() if r["kind"] != "monitor_started"]  # every line parses: none is torn
     for r in logged:
-        del r["wall_time"]
+        del r["wall_time"], r["pid"]
     assert published == logged[: len(published)]  # every event published before the kill was logged
     assert (cell.tmp / "events.jsonl.running").exists()
 
@@ -184,7 +190,7 @@ def test_kill9_keeps_every_published_event_whole_and_the_restart_says_its_state_
     cell.spin(0.3)  # after a restart nothing is claimed satisfied, even on fresh predicates
     assert all(cell.level(p)[0] == S.STALE for p in PROPS) and cell.level("monitor")[0] == S.ERROR
     logged = cell.logged()
-    assert logged[-1]["kind"] == "state_lost"
+    assert [r["kind"] for r in logged[-2:]] == ["monitor_started", "state_lost"]
 
     # the rollout ends; the next one re-arms the monitor
     cell.spin_until(lambda: cell.marker_pub.get_subscription_count() >= 1)
@@ -298,7 +304,7 @@ def test_the_console_stops_showing_a_dead_monitors_open_violations_as_open():
 @pytest.mark.parametrize("content, cut", [
     (b"", 0), (b'{"a": 1}\n', 0), (b'{"a": 1}\n{"b', 3), (b"x" * 200_000, 200_000), (b"y\n" + b"x" * 70_000, 70_000)])
 def test_a_torn_last_line_is_cut_back_to_the_last_whole_line(tmp_path, content, cut):
-    from safety_monitor.nodes.monitor_node import cut_torn_line
+    from safety_monitor.nodes.event_log import cut_torn_line
 
     log = tmp_path / "events.jsonl"
     log.write_bytes(content)

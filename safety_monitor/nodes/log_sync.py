@@ -7,16 +7,16 @@ Requests that arrive while a sync runs are served by one more sync.
 """
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable
 
 
 class LogSyncer:
-    """`request()` after each write; `close()` joins the thread and syncs what is left."""
+    """`request()` after each write; `close()` joins the thread and syncs what is left. `sync` does the
+    sync (the event log's: it knows which descriptor is current, as the log may be reopened)."""
 
-    def __init__(self, fd: int, on_error: Callable[[OSError], None]) -> None:
-        self._fd, self._on_error = fd, on_error
+    def __init__(self, sync: Callable[[], None], on_error: Callable[[OSError], object]) -> None:
+        self._do_sync, self._on_error = sync, on_error
         self._wake = threading.Event()
         self._closing = False
         self._thread = threading.Thread(target=self._run, name="event-log-sync", daemon=True)
@@ -27,7 +27,7 @@ class LogSyncer:
 
     def _sync(self) -> None:
         try:
-            os.fsync(self._fd)
+            self._do_sync()
         except OSError as exc:
             self._on_error(exc)
 

@@ -1,10 +1,13 @@
 """The monitor node: the spec-set monitor fed by `safety_monitor/predicates`, reporting three ways.
 
 1. Every event is appended to a JSON Lines log (one object per line: the event's own JSON plus
-   `rollout`, `robot` and `wall_time`), written to the file BEFORE it is published, so a crashed or
-   killed monitor never loses an event someone may already have seen, and synced to disk right after
-   the publish, on a thread of its own (`sync_before_publish: true` syncs first, inline: proof against
-   power loss too, at the price of the disk's sync time, up to milliseconds, in every event's latency).
+   `rollout`, `robot`, `wall_time` and `pid`), written to the file BEFORE it is published, so a crashed
+   or killed monitor never loses an event someone may already have seen, and synced to disk right
+   after the publish, on a thread of its own (`sync_before_publish: true` syncs first, inline: proof
+   against power loss too, at the price of the disk's sync time, up to milliseconds, in every event's
+   latency). A log that refuses writes (a full disk) never stops the events: they are published, held
+   or written to `events_log_fallback`, and /diagnostics, the heartbeat and stderr say so at once; a
+   deleted or replaced log is reopened (nodes/event_log.py).
 2. `safety_monitor/events` (reliable, transient local): one DiagnosticArray per frame with events.
 3. `/diagnostics`: one status per property, ERROR while a violation episode is open, OK once it
    recovers, STALE while its verdict is unknown; plus a summary status. Sent on every change (the
@@ -22,9 +25,10 @@ Supervisor's steps: the log, the events topic, /diagnostics and the heartbeat.
 
 Liveness and restarts: `safety_monitor/heartbeat` carries a status every `heartbeat_period_s` with a
 sequence number and the process id, so an external watchdog tells a dead or paused monitor (no
-beats) from a restarted one (new pid, sequence from 0). While running, the monitor keeps
-`<log>.running`; a monitor that finds one left behind by a process that no longer runs knows the
-previous run died: it cuts a torn last log line, logs and publishes a `state_lost` event (property
+beats) from a restarted one (new pid, sequence from 0); it also carries the log's state (`event_log`:
+OK, HOLDING n, FALLBACK, LOST n). A monitor that finds the previous run died (its `<log>.running`
+left behind, or its log not ending with a clean stop's record: event_log.py) cuts a torn last log
+line, logs and publishes a `state_lost` event (property
 `*`), and reports ERROR with every property STALE ("state lost") until the next rollout starts (a
 start marker stamped after the last frame it saw, arriving between traces; the markers' transient
 history does not count); violations it observes meanwhile still report ERROR.
@@ -35,31 +39,28 @@ markers (the sim), a trace closes once the frame at the `end` marker's time has 
 from __future__ import annotations
 
 import itertools
-import json
 import os
-import time
 from collections.abc import Collection, Sequence
 from pathlib import Path
-from typing import Any
 
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 
 from safety_monitor.enums import EventKind, IssueKind
-from safety_monitor.errors import SafetyMonitorError, SourceError
+from safety_monitor.errors import SourceError
 from safety_monitor.frames import PredicateSample, StreamIssue
 from safety_monitor.io import cdr
 from safety_monitor.io import messages as m
 from safety_monitor.monitor.events import Event
 from safety_monitor.nodes import qos
 from safety_monitor.nodes.episode_marker import read_marker
-from safety_monitor.pipeline.markers import START
-from safety_monitor.nodes.log_sync import LogSyncer
+from safety_monitor.nodes.event_log import EventLog, LogHealth, LogState, PreviousRun
 from safety_monitor.nodes.log_throttle import LogThrottle
 from safety_monitor.nodes.params import declare, declare_hardware_id, declare_topics
 from safety_monitor.nodes.raw_decode import rclpy_decoder
-from safety_monitor.pipeline.decode import MessageType
 from safety_monitor.nodes.runtime import now_stamp, run_node
+from safety_monitor.pipeline.decode import MessageType
+from safety_monitor.pipeline.markers import START
 from safety_monitor.pipeline.supervisor import InputStatus, Rollout, RolloutEvent, Step, Supervisor
 from safety_monitor.settings import MonitorSettings
 
@@ -84,7 +85,6 @@ class MonitorNode(Node):
             raise
 
     def _start(self, subscribe_predicates: bool) -> None:
-        self._log, self._syncer = -1, None
         from safety_monitor.grounding.grounder import config_dir
         from safety_monitor.monitor.live import SpecSetMonitor
 
@@ -96,18 +96,9 @@ class MonitorNode(Node):
         self.hardware_id = declare_hardware_id(self)
         self._throttled = LogThrottle(self.get_logger())
         self.log_path = Path(p.events_log) if p.events_log else default_log_path(self.get_namespace())
-        self._running_path = self.log_path.with_name(self.log_path.name + ".running")
-        try:
-            self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            lost = previous_run_lost(self._running_path)
-            torn = cut_torn_line(self.log_path)
-            self._log = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            self._running_path.write_text(
-                json.dumps({"pid": os.getpid(), "boot_id": _boot_id(), "started": time.time()}))
-        except OSError as exc:
-            raise SafetyMonitorError(f"monitor_node: cannot open the event log {self.log_path}: {exc}") from None
-        self._syncer = LogSyncer(self._log, lambda exc: self._throttled(
-            "error", "sync", f"cannot sync the event log {self.log_path}: {exc}"))
+        self.event_log = EventLog(self.log_path, fallback=Path(p.events_log_fallback) if p.events_log_fallback
+                                  else None, hold=p.events_log_hold, robot=self.hardware_id, say=self._throttled)
+        lost = self.event_log.open()
 
         T = m.rclpy_types()
         self._events_pub = self.create_publisher(T.DiagnosticArray, self.topics.events, qos.EVENTS)
@@ -132,7 +123,7 @@ class MonitorNode(Node):
         self._summary: tuple[int, str] = (m.STALE, "starting")  # the last summary published
         self._state_lost: str | None = None
         if lost is not None:
-            self._declare_state_lost(lost, torn)
+            self._declare_state_lost(lost)
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(min(0.1, p.predicates_timeout_s / 2, p.predicates_frozen_s / 2), self._watchdog, clock=steady)
         self.create_timer(p.diagnostics_period_s, self._on_period, clock=steady)
@@ -178,21 +169,22 @@ class MonitorNode(Node):
         self._render(self.supervisor.tick(self._now()))
 
     def _on_period(self) -> None:
-        """Every diagnostics period: frames lost since the last one, then every status."""
+        """Every diagnostics period: the log's look at its file (reopened if deleted, held events written
+        if it takes them again), frames lost since the last period, then every status."""
+        self.event_log.check()
         lost = self.supervisor.lost_frames
         self._lost_period, self._lost_reported = lost - self._lost_reported, lost
         self._publish_diagnostics()
 
-    def _declare_state_lost(self, previous: dict[str, Any], torn_bytes: int) -> None:
+    def _declare_state_lost(self, previous: PreviousRun) -> None:
         """Say so, in the log, on the events topic and on /diagnostics, instead of pretending continuity."""
-        pid = previous.get("pid")
-        self._state_lost = f"state lost: the previous monitor (pid {pid}) died; unknown until the next rollout"
+        self._state_lost = (f"state lost: the previous monitor (pid {previous.pid}) died; unknown until the "
+                            "next rollout")
         self.get_logger().error(self._state_lost)
         record = {"property": "*", "kind": EventKind.STATE_LOST, "frame": None, "t": None, "rollout": None,
-                  "robot": self.hardware_id, "previous_pid": pid,
-                  "previous_started": previous.get("started"), "torn_bytes": torn_bytes}
-        self._write_log([record])
-        os.fsync(self._log)
+                  "robot": self.hardware_id, "previous_pid": previous.pid,
+                  "previous_started": previous.started, "torn_bytes": previous.torn_bytes}
+        self.event_log.write([record], sync=True)
         self._events_pub.publish(cdr.write_events([record], 0.0, self.hardware_id))
 
     # ------------------------------------------------------------------------------------ outputs
@@ -227,20 +219,16 @@ class MonitorNode(Node):
         self._throttled("error" if issue.kind is IssueKind.BACKWARDS else "warning", issue.kind, text)
 
     def _emit(self, events: Sequence[RolloutEvent]) -> None:
-        """Log (one write per frame's events, synced per batch), then publish (one message per frame),
-        then update the alert state."""
-        hw = self.hardware_id
-        for _, group in itertools.groupby(events, key=lambda e: e.event.frame):
-            group = list(group)
+        """Log (one write per frame's events, or held if the log refuses it), then publish (one message
+        per frame), then update the alert state."""
+        hw, log, sync = self.hardware_id, self.event_log, self.params.sync_before_publish
+        for _, same_frame in itertools.groupby(events, key=lambda e: e.event.frame):
+            group = list(same_frame)
             records = [{**e.event.to_json(), "rollout": e.rollout, "robot": hw} for e in group]
-            self._write_log(records)
-            if self.params.sync_before_publish:
-                os.fsync(self._log)
+            log.write(records, sync)
             if self.context.ok():
                 t = group[-1].event.t
                 self._events_pub.publish(cdr.write_events(records, 0.0 if t is None else t, hw))
-        if not self.params.sync_before_publish:
-            self._syncer.request()
         for e in events:
             event = e.event
             name, kind = event.property, event.kind
@@ -254,14 +242,6 @@ class MonitorNode(Node):
             elif kind == EventKind.SEEING:
                 self._blind.discard(name)
         self._publish_diagnostics({e.event.property for e in events})
-
-    def _write_log(self, records: list[dict[str, Any]]) -> None:
-        """One write (O_APPEND) per batch: a kill leaves whole lines, a torn one only if the kill lands
-        inside the write, and that batch was never published (cut at the next start). The caller syncs."""
-        wall = time.time()
-        data = "".join(json.dumps({**r, "wall_time": wall}, sort_keys=True) + "\n" for r in records).encode()
-        while data:
-            data = data[os.write(self._log, data):]
 
     def _publish_diagnostics(self, changed: Collection[str] | None = None) -> None:
         """Per property and for the monitor as a whole: ERROR while violated, STALE while unknown, else OK.
@@ -291,8 +271,11 @@ class MonitorNode(Node):
             if opened is not None and opened.counterexample is not None:
                 values.append(("explanation", opened.counterexample.explanation))
             statuses.append((level, f"{prefix}: {name}", message, hw, values))
+        health = self.event_log.health
         if self._state_lost:
             summary = (m.ERROR, self._state_lost)
+        elif health.state is not LogState.OK:
+            summary = (m.ERROR, f"event log {health}: {health.error}")
         elif status is InputStatus.TIME_BACKWARDS:
             summary = (m.ERROR, f"time went backwards: frames before {sup.backwards_from:.3f} s dropped")
         elif status is InputStatus.WAITING:
@@ -314,15 +297,29 @@ class MonitorNode(Node):
         values = [("frame", str(self.monitor.frame)), ("rollout", str(sup.rollout)),
                   ("time_backwards_frames", str(sup.time_faults)), ("lost_frames", str(sup.lost_frames))]
         self._diag_pub.publish(cdr.write_diagnostics(now_stamp(self), [
-            (summary[0], f"{prefix}: monitor", summary[1], hw, values), *statuses]))
+            (summary[0], f"{prefix}: monitor", summary[1], hw, values), self._log_status(health), *statuses]))
         self._summary = summary
+
+    def _log_status(self, health: LogHealth) -> tuple:
+        """The `event log` status: OK while every event is in the log file, else ERROR saying where they are."""
+        log = self.event_log
+        if health.state is LogState.OK:
+            level, message = m.OK, f"writing {log.path}"
+        else:
+            where = {LogState.HOLDING: f"{health.count} events held in memory",
+                     LogState.FALLBACK: f"events go to the fallback {log.fallback}",
+                     LogState.LOST: f"{health.count} events dropped (more than events_log_hold waited)"}
+            level, message = m.ERROR, f"{health}: cannot write {log.path}: {health.error}; {where[health.state]}"
+        values = [("state", health.state.value), ("count", str(health.count)), ("path", str(log.path)),
+                  ("reopened", str(log.reopened))]
+        return (level, f"safety_monitor/{self.hardware_id}: event log", message, self.hardware_id, values)
 
     def _heartbeat(self) -> None:
         """Liveness for an external watchdog: sequence number, process id and the summary level."""
         if not self.context.ok():
             return
         level, message = self._summary
-        values = [("seq", str(self._beats)), ("pid", str(os.getpid()))]
+        values = [("seq", str(self._beats)), ("pid", str(os.getpid())), ("event_log", str(self.event_log.health))]
         self._beat_pub.publish(cdr.write_diagnostics(now_stamp(self), [
             (level, f"safety_monitor/{self.hardware_id}: heartbeat", message, self.hardware_id, values)]))
         self._beats += 1
@@ -330,74 +327,24 @@ class MonitorNode(Node):
     def destroy_node(self) -> None:
         """Close the running trace (its end-of-trace events reach the log), the log itself, and mark
         the run finished (a `.running` file left behind tells the next monitor this one died)."""
-        if self._log >= 0:  # not destroyed yet
+        if self._log_open():  # not destroyed yet
             self._render(self.supervisor.finish(self._now()))
         self._close_log()
         super().destroy_node()
 
+    def _log_open(self) -> bool:
+        return hasattr(self, "event_log") and self.event_log.is_open  # none yet when _start failed early
+
     def _close_log(self) -> None:
-        """Sync and close the event log and mark the run finished (once; nothing if it never opened)."""
-        if self._syncer is not None:
-            self._syncer.close()
-            self._syncer = None
-        if self._log >= 0:
-            os.close(self._log)
-            self._log = -1
-            self._running_path.unlink(missing_ok=True)
-
-
-def previous_run_lost(running: Path) -> dict[str, Any] | None:
-    """The record of a previous run that ended without shutting down (its process is gone), else None."""
-    try:
-        previous = json.loads(running.read_text())
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError):
-        return {"pid": None}  # the file itself was cut short: that run died while starting
-    pid = previous.get("pid") if isinstance(previous, dict) else None
-    if isinstance(pid, int) and pid != os.getpid() and previous.get("boot_id") == _boot_id() and _alive(pid):
-        raise SafetyMonitorError(f"monitor_node: {running} says process {pid} still writes this log")
-    return previous if isinstance(previous, dict) else {"pid": None}
-
-
-def _boot_id() -> str:
-    """This boot's id (Linux), so a pid recorded before a reboot is never taken for a live process."""
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        return ""
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def cut_torn_line(log: Path) -> int:
-    """Cut a last line without its newline (a write a kill interrupted); the number of bytes cut."""
-    try:
-        with open(log, "rb+") as f:
-            size = pos = f.seek(0, os.SEEK_END)
-            keep = 0
-            while pos > 0:  # read backwards from the end: the log may be large
-                step = min(1 << 16, pos)
-                pos -= step
-                f.seek(pos)
-                chunk = f.read(step)
-                if pos + step == size and chunk.endswith(b"\n"):
-                    return 0
-                if (i := chunk.rfind(b"\n")) >= 0:
-                    keep = pos + i + 1
-                    break
-            f.truncate(keep)
-            return size - keep
-    except FileNotFoundError:
-        return 0
+        """Write what is held, sync and close the event log, mark the run finished (once; nothing if it
+        never opened). Events no file took by now are lost: said on stderr and in `event_log.health`."""
+        if not self._log_open():
+            return
+        health = self.event_log.close()
+        if health.state is LogState.LOST:
+            self.get_logger().error(f"event log: {health.count} record(s) never reached {self.log_path}"
+                                    f"{' or ' + str(self.event_log.fallback) if self.event_log.fallback else ''}: "
+                                    f"{health.error}")
 
 
 def _secs(t: float | None) -> str:

@@ -7,7 +7,8 @@ installed. The sim node runs in lockstep pace: it publishes the next frame as
 soon as the estimator's predicates for all but `max_in_flight` earlier frames came back, so the run
 goes as fast as the pipeline consumes and loses no frame. It ends by itself once the monitor has
 closed the trace of every episode, and returns the monitor's rollouts for the summary. One
-executor on one thread spins every node (`runtime.make_executor`).
+executor on one thread spins every node (`runtime.make_executor`). An event log that refuses writes (a
+full disk) stops the run: the nodes close (the log keeps whole lines) and one SafetyMonitorError says why.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from safety_monitor.errors import SafetyMonitorError
+from safety_monitor.nodes.event_log import LogState
 from safety_monitor.nodes.runtime import make_executor, stop_on_signals
 from safety_monitor.pipeline.supervisor import Rollout
 
@@ -94,6 +96,7 @@ def _run(options: LiveRunOptions, stop: threading.Event) -> LiveRun:
     common = {"context": context, "cli_args": ["--ros-args", "--params-file", str(params_file)]}
     nodes: list[Node] = []
     monitor = recorder = sim = None
+    log_failed = False
     start = time.monotonic()
     sim_time = Parameter("use_sim_time", value=True)
     try:
@@ -118,6 +121,9 @@ def _run(options: LiveRunOptions, stop: threading.Event) -> LiveRun:
                 raise SafetyMonitorError(f"live run did not finish within {options.timeout_s:.0f} s "
                                          f"({monitor.traces_finished} of {options.episodes} episodes)")
             executor.spin_once(timeout_sec=0.1)
+            if monitor.event_log.health.state in (LogState.HOLDING, LogState.LOST):
+                log_failed = True  # a batch run cannot keep the log asked for: stop, say so below
+                break
         interrupted = stop.is_set()
         if interrupted and recorder is not None:
             _drain(executor, sim, recorder)
@@ -125,6 +131,11 @@ def _run(options: LiveRunOptions, stop: threading.Event) -> LiveRun:
         for node in reversed(nodes):
             node.destroy_node()
         context.try_shutdown()
+    assert monitor is not None  # built before anything could fail without raising
+    if log_failed:
+        health = monitor.event_log.health
+        raise SafetyMonitorError(f"cannot write the event log {monitor.log_path}: {health.error}; run stopped"
+                                 + (f", {health.count} record(s) not logged" if health.count else ""))
     return LiveRun(rollouts=list(monitor.rollouts), wall_s=time.monotonic() - start,
                    events_log=monitor.log_path, bags=list(recorder.bags) if recorder else [],
                    interrupted=interrupted)
