@@ -244,9 +244,9 @@ class InProcess:
         self.published = []
         real_events = cdr.write_events
 
-        def spy(records, t):
+        def spy(records, t, *rest):
             self.published.extend(json.loads(json.dumps(records)))
-            return real_events(records, t)
+            return real_events(records, t, *rest)
 
         monkeypatch.setattr(cdr, "write_events", spy)
         self.full = False
