@@ -7,6 +7,7 @@ table shares: the state count does not enter a step (one lookup in a dense table
 
     .venv/bin/python benchmarks/bench_bounded.py [--rate 500] [--seconds 5]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,8 +53,10 @@ def main() -> None:
             t0 = time.perf_counter()
             dfa.run(letters)
             step_ns = min(step_ns, (time.perf_counter() - t0) / len(letters) * 1e9)
-        print(f"{text:70s} states {dfa.n_states:6d}  compile {best_cpu * 1000:7.1f} ms CPU ({wall * 1000:7.1f} ms wall)"
-              f"  step {step_ns:5.0f} ns")
+        print(
+            f"{text:70s} states {dfa.n_states:6d}  compile {best_cpu * 1000:7.1f} ms CPU ({wall * 1000:7.1f} ms wall)"
+            f"  step {step_ns:5.0f} ns"
+        )
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ and checks it gives the same tables and answers.
 
     .venv/bin/python benchmarks/bench_compile.py [--conjuncts 8] [--repeat 3] [--before 032eedb] [--monitor]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -58,8 +59,9 @@ def best_of(repeat, fn):
 
 def module_at(rev: str, path: str, name: str):
     """A module of this repository as it was at git revision `rev` (imports resolve to today's package)."""
-    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{path}"], capture_output=True, text=True,
-                            check=True).stdout
+    source = subprocess.run(
+        ["git", "-C", str(ROOT), "show", f"{rev}:{path}"], capture_output=True, text=True, check=True
+    ).stdout
     folder = Path(tempfile.mkdtemp(prefix="bench_compile_"))
     (folder / f"{name}.py").write_text(source)
     spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
@@ -78,7 +80,9 @@ def main() -> int:
     ap.add_argument("--conjuncts", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--before", metavar="REV", help="also time this git revision's compile.py and equivalence.py")
-    ap.add_argument("--monitor", action="store_true", help="also build and run the monitor automaton (slow, memory-hungry)")
+    ap.add_argument(
+        "--monitor", action="store_true", help="also build and run the monitor automaton (slow, memory-hungry)"
+    )
     args = ap.parse_args()
     from ltlf2dfa.base import MonaProgram
 
@@ -111,8 +115,11 @@ def main() -> int:
     if args.before:
         old = module_at(args.before, "safety_monitor/specs/compile.py", "compile_before")
         old_dfa, old_s = best_of(1, lambda: old._table_from_mona(output, atoms, text))
-        same = np.array_equal(old_dfa.table, dfa.table) and np.array_equal(old_dfa.accepting, dfa.accepting) \
+        same = (
+            np.array_equal(old_dfa.table, dfa.table)
+            and np.array_equal(old_dfa.accepting, dfa.accepting)
             and np.array_equal(old_dfa.rejecting_sink, dfa.rejecting_sink)
+        )
         print(f"before ({args.before}): table from the listing {old_s:.1f} s; identical table: {same}")
 
     if args.monitor:
@@ -132,8 +139,10 @@ def monitor_cost(text: str) -> None:
         flips = rng.random(frames) < (0.02 if name.startswith("p") else 0.05)
         values[:, col] = np.cumsum(flips) % 2 == 1
     _, run_s = best_of(3, lambda: monitor.run_matrix(values, events=False))
-    print(f"monitor: build_automaton {build_s:.2f} s, {auto.n_states} states x {auto.next.shape[1]} letters, "
-          f"{(auto.next.nbytes + auto.code.nbytes) / 2**20:.0f} MiB; batch {frames / run_s:,.0f} frames/s")
+    print(
+        f"monitor: build_automaton {build_s:.2f} s, {auto.n_states} states x {auto.next.shape[1]} letters, "
+        f"{(auto.next.nbytes + auto.code.nbytes) / 2**20:.0f} MiB; batch {frames / run_s:,.0f} frames/s"
+    )
 
 
 def equivalence_figures(dfa, args) -> None:
@@ -141,10 +150,19 @@ def equivalence_figures(dfa, args) -> None:
     p16 = "G(" + " | ".join(f"p{i}" for i in range(16)) + ")"
     cases = [
         ("16 + 16 atoms", p16, p16.replace("p", "q"), False),  # the dense search: 2**32 letters
-        ("K responses vs reordered", conjunction(args.conjuncts),
-         " & ".join(reversed(conjunction(args.conjuncts).split(" & "))), True),
-        ("K responses vs last weakened", conjunction(args.conjuncts),
-         conjunction(args.conjuncts).rsplit(" & ", 1)[0] + f" & G(p{args.conjuncts - 1} -> F(q{args.conjuncts - 1} | p0))", True),
+        (
+            "K responses vs reordered",
+            conjunction(args.conjuncts),
+            " & ".join(reversed(conjunction(args.conjuncts).split(" & "))),
+            True,
+        ),
+        (
+            "K responses vs last weakened",
+            conjunction(args.conjuncts),
+            conjunction(args.conjuncts).rsplit(" & ", 1)[0]
+            + f" & G(p{args.conjuncts - 1} -> F(q{args.conjuncts - 1} | p0))",
+            True,
+        ),
         ("K responses, disjoint atoms", conjunction(args.conjuncts), conjunction(args.conjuncts, "r", "s"), False),
     ]
     for name, fa, fb, run_old in cases:

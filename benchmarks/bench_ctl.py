@@ -24,6 +24,7 @@ simulator: then many rollouts repeat one another and the tree shares far more.
     .venv/bin/python benchmarks/bench_ctl.py [--counts 10 100 1000] [--levels 3] [--plot ctl.png] [--json rows.json]
     .venv/bin/python benchmarks/bench_ctl.py --source workcell --counts 10 40 --rollouts /tmp/workcell40.npz
 """
+
 from __future__ import annotations
 
 import argparse
@@ -63,7 +64,7 @@ def synthetic_rollout(rng: random.Random, predicates: list[str], levels: int = 0
     x = np.zeros((frames, len(predicates)), dtype=bool)
 
     def put(name: str, start: int, stop: int = frames, value: bool = True) -> None:
-        x[max(start, 0):max(min(stop, frames), 0), col[name]] = value
+        x[max(start, 0) : max(min(stop, frames), 0), col[name]] = value
 
     put("skill_pick_onset", grasp - 10, grasp)
     put("preconditions_pick", grasp - 60, grasp + 10)
@@ -87,8 +88,16 @@ def synthetic_rollout(rng: random.Random, predicates: list[str], levels: int = 0
             put("object_sync", grasp + 600 + late, left + 124, False)
         elif fault == "early_release":  # opened in transfer: dropped without a release action
             drop = grasp + 900 + late
-            for name in ("object_grasped", "object_sync", "object_grasped_raw", "object_released",
-                         "skill_place_onset", "preconditions_place", "skill_place_onset_end", "object_settled"):
+            for name in (
+                "object_grasped",
+                "object_sync",
+                "object_grasped_raw",
+                "object_released",
+                "skill_place_onset",
+                "preconditions_place",
+                "skill_place_onset_end",
+                "object_settled",
+            ):
                 put(name, drop, value=False)
             put("object_left_gripper", drop)
             put("object_dropped", drop, drop + 1)
@@ -155,11 +164,19 @@ def measure(runs: list[np.ndarray], predicates, lifted, dfas, repeat: int) -> di
         sys.exit(f"verdicts disagree for N={len(runs)}: merged {merged}, separate {separate}, LTLf {ltl}")
     merged_s = merge_s + check_s
     return {
-        "trajectories": len(runs), "distinct": len({r.tobytes() for r in runs}), "frames": tree.n_frames,
-        "nodes": tree.n_nodes, "levels": tree.n_levels, "violated": sum(not v for v in merged),
-        "merge_s": merge_s, "check_s": check_s, "merged_s": merged_s,
-        "separate_ctl_s": separate_ctl_s, "separate_ltlf_s": separate_ltlf_s,
-        "speedup_vs_ctl": separate_ctl_s / merged_s, "speedup_vs_ltlf": separate_ltlf_s / merged_s,
+        "trajectories": len(runs),
+        "distinct": len({r.tobytes() for r in runs}),
+        "frames": tree.n_frames,
+        "nodes": tree.n_nodes,
+        "levels": tree.n_levels,
+        "violated": sum(not v for v in merged),
+        "merge_s": merge_s,
+        "check_s": check_s,
+        "merged_s": merged_s,
+        "separate_ctl_s": separate_ctl_s,
+        "separate_ltlf_s": separate_ltlf_s,
+        "speedup_vs_ctl": separate_ctl_s / merged_s,
+        "speedup_vs_ltlf": separate_ltlf_s / merged_s,
     }
 
 
@@ -169,11 +186,16 @@ def main() -> int:
     parser.add_argument("--specs", default=str(ROOT / "config" / "specs.yaml"))
     parser.add_argument("--counts", type=int, nargs="+", default=[10, 100, 1000])
     parser.add_argument("--seed", type=int, default=0, help="synthetic source: random seed")
-    parser.add_argument("--levels", type=int, default=0,
-                        help="synthetic source: values per seed-dependent shift (0: the measured ranges)")
+    parser.add_argument(
+        "--levels",
+        type=int,
+        default=0,
+        help="synthetic source: values per seed-dependent shift (0: the measured ranges)",
+    )
     parser.add_argument("--repeat", type=int, default=3, help="time each phase this often, keep the least")
-    parser.add_argument("--rollouts", metavar="FILE.npz", help="workcell source: reuse the rollouts saved here, "
-                                                                "and save new ones")
+    parser.add_argument(
+        "--rollouts", metavar="FILE.npz", help="workcell source: reuse the rollouts saved here, and save new ones"
+    )
     parser.add_argument("--plot", help="write a PNG of time and speedup against N here")
     parser.add_argument("--json", help="write the rows as JSON here")
     args = parser.parse_args()
@@ -186,8 +208,10 @@ def main() -> int:
     for p in lifted:
         dfa = compile_formula(p.ltl)
         dfas.append((dfa, np.array([index[a] for a in dfa.atoms], dtype=np.intp)))
-    print(f"{args.source} rollouts; {len(lifted)} of {len(spec.properties)} properties lifted to CTL; "
-          f"{len(predicates)} predicates")
+    print(
+        f"{args.source} rollouts; {len(lifted)} of {len(spec.properties)} properties lifted to CTL; "
+        f"{len(predicates)} predicates"
+    )
     pool: list[np.ndarray] = []  # workcell rollouts are reused by the larger counts
     if args.source == "workcell" and args.rollouts and Path(args.rollouts).exists():
         with np.load(args.rollouts) as saved:
@@ -204,21 +228,27 @@ def main() -> int:
             pool.append(to_matrix(run, predicates, unknown="last"))
             print(f"  {run.name}: {len(run.frames)} frames", file=sys.stderr, flush=True)
             if args.rollouts:
-                np.savez_compressed(args.rollouts, predicates=np.array(predicates),
-                                    **{f"run{i}": r for i, r in enumerate(pool)})
+                np.savez_compressed(
+                    args.rollouts, predicates=np.array(predicates), **{f"run{i}": r for i, r in enumerate(pool)}
+                )
         return pool[:n]
 
     warm_up = random.Random(-1)
     measure([synthetic_rollout(warm_up, predicates) for _ in range(3)], predicates, lifted, dfas, 1)
     rows = []
-    print(f"{'N':>5} {'distinct':>8} {'frames':>9} {'nodes':>8} {'levels':>6} {'viol':>4} {'merge s':>8} {'check s':>8} "
-          f"{'sep CTL s':>9} {'sep LTLf s':>10} {'x CTL':>6} {'x LTLf':>6}")
+    print(
+        f"{'N':>5} {'distinct':>8} {'frames':>9} {'nodes':>8} {'levels':>6} {'viol':>4} {'merge s':>8} {'check s':>8} "
+        f"{'sep CTL s':>9} {'sep LTLf s':>10} {'x CTL':>6} {'x LTLf':>6}"
+    )
     for n in args.counts:
         r = measure(rollouts(n), predicates, lifted, dfas, args.repeat)
         rows.append(r)
-        print(f"{n:>5} {r['distinct']:>8} {r['frames']:>9} {r['nodes']:>8} {r['levels']:>6} {r['violated']:>4} "
-              f"{r['merge_s']:>8.3f} {r['check_s']:>8.3f} {r['separate_ctl_s']:>9.3f} {r['separate_ltlf_s']:>10.3f} "
-              f"{r['speedup_vs_ctl']:>6.1f} {r['speedup_vs_ltlf']:>6.1f}", flush=True)
+        print(
+            f"{n:>5} {r['distinct']:>8} {r['frames']:>9} {r['nodes']:>8} {r['levels']:>6} {r['violated']:>4} "
+            f"{r['merge_s']:>8.3f} {r['check_s']:>8.3f} {r['separate_ctl_s']:>9.3f} {r['separate_ltlf_s']:>10.3f} "
+            f"{r['speedup_vs_ctl']:>6.1f} {r['speedup_vs_ltlf']:>6.1f}",
+            flush=True,
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
     if args.plot:

@@ -3,6 +3,7 @@ whole one-record batch (check, JSON, one O_APPEND write, a sync request). Best o
 
     PYTHONPATH=$PWD python benchmarks/bench_event_log.py
 """
+
 import tempfile
 import time
 from pathlib import Path

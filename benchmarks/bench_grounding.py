@@ -10,6 +10,7 @@ with `--spin` the thread busy-waits instead, so it never leaves the core. `--muj
 time of the twin's MuJoCo calls alone per frame, the floor of any grounder that runs them on every frame.
 Run: .venv/bin/python benchmarks/bench_grounding.py [--frames 5000] [--episodes [TASK ...] [--mujoco]] [--idle MS ... [--spin]]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,8 +19,8 @@ import time
 import mujoco
 import numpy as np
 
-from safety_monitor.grounding.grounder import load_default_grounder
 from safety_monitor.frames import Pose, RobotState, Wrench
+from safety_monitor.grounding.grounder import load_default_grounder
 
 RATE = 500.0
 EPISODES = ("pick_and_place_mug", "place_in_cabinet", "open_drawer", "dump_into_bin")
@@ -36,10 +37,17 @@ def trajectory(grounder, frames: int) -> list[RobotState]:
         q = base + np.array([0.6 * np.sin(0.5 * t), 0.15 * np.sin(0.7 * t), 0.1 * np.sin(0.9 * t), 0, 0, 0])
         fingers = 0.04 if (k // 1000) % 2 == 0 else 0.02
         perceived = t - (k % 17) / RATE  # 30 Hz perception: the latest pose is up to 33 ms old
-        states.append(RobotState(
-            t=t, joint_names=robot.required_joints, joint_position=np.concatenate([q, [fingers, fingers, 0.0, 0.0]]),
-            object_poses=poses, object_ages={o: t - perceived for o in poses},
-            wrench=Wrench(np.array([0.0, 0.0, -4.0]), np.zeros(3)), wrench_age=0.0))
+        states.append(
+            RobotState(
+                t=t,
+                joint_names=robot.required_joints,
+                joint_position=np.concatenate([q, [fingers, fingers, 0.0, 0.0]]),
+                object_poses=poses,
+                object_ages={o: t - perceived for o in poses},
+                wrench=Wrench(np.array([0.0, 0.0, -4.0]), np.zeros(3)),
+                wrench_age=0.0,
+            )
+        )
     return states
 
 
@@ -63,10 +71,17 @@ def sweep(frames: int) -> None:
     est_us = timed(lambda i: grounder.step(states[i], geometries[i]), range(len(states)))
     grounder.reset()
     full_us = timed(grounder.step, states)
-    for name, us in (("twin (mj_kinematics + mj_collision + gaps)", twin_us),
-                     ("estimators (given geometry)", est_us), ("Grounder.step (twin + estimators)", full_us)):
-        print(f"{name:44s} mean {us.mean():7.1f} us  median {np.median(us):7.1f} us  p99 {np.percentile(us, 99):7.1f} us")
-    print(f"{len(states)} frames at {RATE:.0f} Hz: one step uses {full_us.mean() / (1e6 / RATE):.0%} of the frame budget")
+    for name, us in (
+        ("twin (mj_kinematics + mj_collision + gaps)", twin_us),
+        ("estimators (given geometry)", est_us),
+        ("Grounder.step (twin + estimators)", full_us),
+    ):
+        print(
+            f"{name:44s} mean {us.mean():7.1f} us  median {np.median(us):7.1f} us  p99 {np.percentile(us, 99):7.1f} us"
+        )
+    print(
+        f"{len(states)} frames at {RATE:.0f} Hz: one step uses {full_us.mean() / (1e6 / RATE):.0%} of the frame budget"
+    )
 
 
 def spin(seconds: float) -> None:
@@ -90,8 +105,10 @@ def idle(pauses_ms: list[float], frames: int, busy: bool) -> None:
             grounder.step(state)
             cpu[i], wall[i] = time.thread_time() - c, time.perf_counter() - w
         wall, cpu = wall[skip:] * 1e6, cpu[skip:] * 1e6
-        print(f"{'spinning' if busy else 'asleep'} {pause:5.1f} ms before each step: Grounder.step wall median {np.median(wall):6.0f} us "
-              f"p99 {np.percentile(wall, 99):6.0f} us, CPU median {np.median(cpu):6.0f} us")
+        print(
+            f"{'spinning' if busy else 'asleep'} {pause:5.1f} ms before each step: Grounder.step wall median {np.median(wall):6.0f} us "
+            f"p99 {np.percentile(wall, 99):6.0f} us, CPU median {np.median(cpu):6.0f} us"
+        )
 
 
 class TimedMuJoCo:
@@ -114,6 +131,7 @@ class TimedMuJoCo:
             self.seconds[name] += time.perf_counter() - start
             self.calls[name] += 1
             return out
+
         return timed_call
 
 
@@ -139,21 +157,37 @@ def episodes(tasks: list[str], mujoco_only: bool) -> None:
     if mujoco_only:
         twin.mujoco = mujoco
         for name in TimedMuJoCo.CALLS:
-            print(f"{name:24s} {timed_mujoco.calls[name] / total_frames:5.1f} calls "
-                  f"{1e6 * timed_mujoco.seconds[name] / total_frames:6.1f} us per frame")
-        print(f"{'MuJoCo calls in all':24s} {1e6 * sum(timed_mujoco.seconds.values()) / total_frames:18.1f} us per frame")
+            print(
+                f"{name:24s} {timed_mujoco.calls[name] / total_frames:5.1f} calls "
+                f"{1e6 * timed_mujoco.seconds[name] / total_frames:6.1f} us per frame"
+            )
+        print(
+            f"{'MuJoCo calls in all':24s} {1e6 * sum(timed_mujoco.seconds.values()) / total_frames:18.1f} us per frame"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=5000)
-    parser.add_argument("--episodes", nargs="*", metavar="TASK",
-                        help=f"ground scripted episodes instead (default: {' '.join(EPISODES)})")
-    parser.add_argument("--idle", nargs="+", type=float, metavar="MS",
-                        help="the sweep with a pause of MS milliseconds before each step (e.g. 0 2 10)")
-    parser.add_argument("--mujoco", action="store_true",
-                        help="with --episodes: also time the twin's MuJoCo calls alone (per frame)")
-    parser.add_argument("--spin", action="store_true", help="with --idle: busy-wait through the pause instead of sleeping")
+    parser.add_argument(
+        "--episodes",
+        nargs="*",
+        metavar="TASK",
+        help=f"ground scripted episodes instead (default: {' '.join(EPISODES)})",
+    )
+    parser.add_argument(
+        "--idle",
+        nargs="+",
+        type=float,
+        metavar="MS",
+        help="the sweep with a pause of MS milliseconds before each step (e.g. 0 2 10)",
+    )
+    parser.add_argument(
+        "--mujoco", action="store_true", help="with --episodes: also time the twin's MuJoCo calls alone (per frame)"
+    )
+    parser.add_argument(
+        "--spin", action="store_true", help="with --idle: busy-wait through the pause instead of sleeping"
+    )
     args = parser.parse_args()
     if args.idle:
         idle(args.idle, args.frames, args.spin)

@@ -15,6 +15,7 @@ estimator's own per-period `load.frame_ms_p50` (wall time per frame inside the n
 
     .venv/bin/python benchmarks/bench_latency.py [--seconds 60] [--rate 500] [--layout one_process|separate]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,19 +49,23 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0, help="measured duration (default 60)")
     parser.add_argument("--rate", type=float, default=500.0, help="joint_states rate in Hz (default 500)")
     parser.add_argument("--warmup", type=float, default=3.0, help="seconds streamed before measuring")
-    parser.add_argument("--layout", choices=sorted(LAYOUTS), default="one_process",
-                        help="estimator and monitor in one process (default) or two")
+    parser.add_argument(
+        "--layout",
+        choices=sorted(LAYOUTS),
+        default="one_process",
+        help="estimator and monitor in one process (default) or two",
+    )
     args = parser.parse_args()
 
     import rclpy
     from rclpy.serialization import deserialize_message, serialize_message
 
     from safety_monitor.frames import Wrench
+    from safety_monitor.io import messages as m
     from safety_monitor.nodes import qos
     from safety_monitor.nodes.run_inprocess import nodes_yaml
     from safety_monitor.nodes.runtime import make_executor
     from safety_monitor.sim.runner import Episode
-    from safety_monitor.io import messages as m
 
     rest = Episode("pick_and_place_cube", None, 0).step()  # the arm at rest, objects on the table
     domain = random.SystemRandom().randint(101, 200)
@@ -69,10 +74,24 @@ def main() -> None:
     env = {**os.environ, "ROS_DOMAIN_ID": str(domain), "ROS_LOG_DIR": str(workdir / "ros_log")}
     procs = {
         name: subprocess.Popen(
-            [sys.executable, "-m", f"safety_monitor.nodes.{name}", "--ros-args", "-r", f"__ns:={ns}",
-             "--params-file", str(nodes_yaml()), "-p", f"control_rate_hz:={args.rate}",
-             "-p", f"events_log:={workdir / 'events.jsonl'}"],
-            env=env, stdout=open(workdir / f"{name}.log", "w"), stderr=subprocess.STDOUT)
+            [
+                sys.executable,
+                "-m",
+                f"safety_monitor.nodes.{name}",
+                "--ros-args",
+                "-r",
+                f"__ns:={ns}",
+                "--params-file",
+                str(nodes_yaml()),
+                "-p",
+                f"control_rate_hz:={args.rate}",
+                "-p",
+                f"events_log:={workdir / 'events.jsonl'}",
+            ],
+            env=env,
+            stdout=open(workdir / f"{name}.log", "w"),
+            stderr=subprocess.STDOUT,
+        )
         for name in LAYOUTS[args.layout]
     }
     context = rclpy.Context()
@@ -82,15 +101,28 @@ def main() -> None:
     received: list[tuple[int, bytes]] = []
     # the event is timed when its bytes reach this process's callback, and decoded after the run
     events_sub = node.create_subscription(
-        T.DiagnosticArray, "safety_monitor/events",
-        lambda raw: received.append((time.monotonic_ns(), raw)), qos.EVENTS, raw=True)
+        T.DiagnosticArray,
+        "safety_monitor/events",
+        lambda raw: received.append((time.monotonic_ns(), raw)),
+        qos.EVENTS,
+        raw=True,
+    )
     # the estimator's own per-period load report: wall time per frame inside the node (grounding and, in
     # one process, the monitor), measured where it happens
     frame_ms: list[float] = []
     hw = ns.strip("/")
-    node.create_subscription(T.DiagnosticArray, "/diagnostics", lambda msg: frame_ms.extend(
-        float(v.value) for s in msg.status if s.hardware_id == hw and s.name.endswith("estimator inputs")
-        for v in s.values if v.key == "load.frame_ms_p50"), qos.DIAGNOSTICS)
+    node.create_subscription(
+        T.DiagnosticArray,
+        "/diagnostics",
+        lambda msg: frame_ms.extend(
+            float(v.value)
+            for s in msg.status
+            if s.hardware_id == hw and s.name.endswith("estimator inputs")
+            for v in s.values
+            if v.key == "load.frame_ms_p50"
+        ),
+        qos.DIAGNOSTICS,
+    )
     joints = node.create_publisher(T.JointState, "joint_states", qos.input_qos())
     wrench = node.create_publisher(T.WrenchStamped, "wrist_wrench", qos.input_qos())
     poses = {o: node.create_publisher(T.PoseStamped, f"objects/{o}/pose", qos.input_qos()) for o in rest.object_poses}
@@ -105,8 +137,10 @@ def main() -> None:
     spinner = threading.Thread(target=spin, daemon=True)
     spinner.start()
     try:
-        while not (all(p.get_subscription_count() for p in (joints, wrench, *poses.values()))
-                   and events_sub.get_publisher_count()):
+        while not (
+            all(p.get_subscription_count() for p in (joints, wrench, *poses.values()))
+            and events_sub.get_publisher_count()
+        ):
             if any(p.poll() is not None for p in procs.values()):
                 raise SystemExit(f"a node exited; see {workdir}")
             time.sleep(0.1)
@@ -120,12 +154,23 @@ def main() -> None:
             """Frame k's wrench, poses (every 10th frame at 500 Hz: 50 Hz) and joint states, serialised."""
             t = 1.0 + k * period
             force = np.array([0.0, 0.0, FORCE_HIGH if k % PERIOD_FRAMES < HIGH_FRAMES else FORCE_LOW])
-            pose_bytes = [(name, serialize_message(m.pose_msg(T, t, pose)))
-                          for name, pose in rest.object_poses.items()] if k % max(1, round(args.rate / 50)) == 0 else []
-            jitter = 1e-6 * np.sin(0.1 * k)  # encoder noise of an arm holding still (an exact repeat is a frozen driver)
-            return (serialize_message(m.wrench_msg(T, t, Wrench(force, np.zeros(3)))), pose_bytes,
-                    serialize_message(m.joint_state_msg(T, t, rest.joint_names, rest.joint_position + jitter,
-                                                        rest.joint_velocity, rest.joint_effort)))
+            pose_bytes = (
+                [(name, serialize_message(m.pose_msg(T, t, pose))) for name, pose in rest.object_poses.items()]
+                if k % max(1, round(args.rate / 50)) == 0
+                else []
+            )
+            jitter = 1e-6 * np.sin(
+                0.1 * k
+            )  # encoder noise of an arm holding still (an exact repeat is a frozen driver)
+            return (
+                serialize_message(m.wrench_msg(T, t, Wrench(force, np.zeros(3)))),
+                pose_bytes,
+                serialize_message(
+                    m.joint_state_msg(
+                        T, t, rest.joint_names, rest.joint_position + jitter, rest.joint_velocity, rest.joint_effort
+                    )
+                ),
+            )
 
         frames = [stream(k) for k in range(total)]  # serialised up front: the timed loop only publishes
         start = time.monotonic()
@@ -170,22 +215,33 @@ def main() -> None:
             if e["kind"] in lat and e["t"] >= t_measured and key in published:
                 sent_mono, sent_wall = published[key]
                 log_ns = logged.get((key, e["kind"], e["property"]))
-                lat[e["kind"]].append(((recv_ns - sent_mono) / 1e6,
-                                       math.nan if log_ns is None else (log_ns - sent_wall) / 1e6))
+                lat[e["kind"]].append(
+                    ((recv_ns - sent_mono) / 1e6, math.nan if log_ns is None else (log_ns - sent_wall) / 1e6)
+                )
     achieved = (total - first_measured) / wall
     result = {
-        "layout": args.layout, "rate_hz": args.rate, "achieved_rate_hz": round(achieved, 1), "seconds": round(wall, 1),
+        "layout": args.layout,
+        "rate_hz": args.rate,
+        "achieved_rate_hz": round(achieved, 1),
+        "seconds": round(wall, 1),
         "cpu_cores": {n.removesuffix("_node"): round(c / wall, 3) for n, c in cpu.items()},
         "cpu_cores_total": round(sum(cpu.values()) / wall, 3),
         "node_frame_ms_p50": round(float(np.median(frame_ms)), 3) if frame_ms else None,
     }
     for kind, values in lat.items():
         v = np.array(values).reshape(-1, 2)
-        result[kind] = ({"events": len(v), "p50_ms": round(float(np.percentile(v[:, 0], 50)), 3),
-                         "p99_ms": round(float(np.percentile(v[:, 0], 99)), 3), "max_ms": round(float(v[:, 0].max()), 3),
-                         "in_p50_ms": round(float(np.nanpercentile(v[:, 1], 50)), 3),
-                         "out_p50_ms": round(float(np.nanpercentile(v[:, 0] - v[:, 1], 50)), 3)}
-                        if len(v) else {"events": 0})
+        result[kind] = (
+            {
+                "events": len(v),
+                "p50_ms": round(float(np.percentile(v[:, 0], 50)), 3),
+                "p99_ms": round(float(np.percentile(v[:, 0], 99)), 3),
+                "max_ms": round(float(v[:, 0].max()), 3),
+                "in_p50_ms": round(float(np.nanpercentile(v[:, 1], 50)), 3),
+                "out_p50_ms": round(float(np.nanpercentile(v[:, 0] - v[:, 1], 50)), 3),
+            }
+            if len(v)
+            else {"events": 0}
+        )
     print(json.dumps(result, indent=2))
 
 

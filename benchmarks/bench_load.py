@@ -23,6 +23,7 @@ unless `--keep-going`.
     .venv/bin/python benchmarks/bench_load.py [--robots 1,2,4,6,8,10] [--seconds 20] [--rate 500]
         [--stack combined|separate] [--keep-going] [--json results.json]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -106,10 +107,24 @@ def start_stack(k: int, stack: str, rate: float, workdir: Path, env: dict[str, s
     ns = f"/robot{k}"
     return [
         subprocess.Popen(
-            [sys.executable, "-m", f"safety_monitor.nodes.{module}", "--ros-args", "-r", f"__ns:={ns}",
-             "--params-file", str(nodes_yaml()), "-p", f"control_rate_hz:={rate}",
-             "-p", f"events_log:={workdir / f'events_robot{k}.jsonl'}"],
-            env=env, stdout=open(workdir / f"robot{k}_{module}.log", "w"), stderr=subprocess.STDOUT)
+            [
+                sys.executable,
+                "-m",
+                f"safety_monitor.nodes.{module}",
+                "--ros-args",
+                "-r",
+                f"__ns:={ns}",
+                "--params-file",
+                str(nodes_yaml()),
+                "-p",
+                f"control_rate_hz:={rate}",
+                "-p",
+                f"events_log:={workdir / f'events_robot{k}.jsonl'}",
+            ],
+            env=env,
+            stdout=open(workdir / f"robot{k}_{module}.log", "w"),
+            stderr=subprocess.STDOUT,
+        )
         for module in STACK_MODULES[stack]
     ]
 
@@ -128,23 +143,35 @@ def stop(procs: list[subprocess.Popen], timeout: float = 20.0) -> None:
             p.wait()
 
 
-def run_trial(n: int, *, rate: float = 500.0, seconds: float = 20.0, warmup: float = 3.0,
-              stack: str | None = None, p99_bound_ms: float = 50.0, startup_timeout: float = 180.0) -> TrialResult:
+def run_trial(
+    n: int,
+    *,
+    rate: float = 500.0,
+    seconds: float = 20.0,
+    warmup: float = 3.0,
+    stack: str | None = None,
+    p99_bound_ms: float = 50.0,
+    startup_timeout: float = 180.0,
+) -> TrialResult:
     """Start n robot stacks, drive them for warmup + seconds, measure the window after warmup."""
     import rclpy
     from rclpy.serialization import serialize_message
 
+    from safety_monitor.io import messages as m
     from safety_monitor.nodes import qos
     from safety_monitor.nodes.runtime import make_executor
     from safety_monitor.sim.runner import Episode
-    from safety_monitor.io import messages as m
 
     stack = stack or default_stack()
     rest = Episode("pick_and_place_cube", None, 0).step()  # the arm at rest, objects on the table
     domain = random.SystemRandom().randint(1, 232)
     workdir = Path(tempfile.mkdtemp(prefix="bench_load_"))
-    env = {**os.environ, "ROS_DOMAIN_ID": str(domain), "ROS_LOG_DIR": str(workdir / "ros_log"),
-           "ROS_HOME": str(workdir)}
+    env = {
+        **os.environ,
+        "ROS_DOMAIN_ID": str(domain),
+        "ROS_LOG_DIR": str(workdir / "ros_log"),
+        "ROS_HOME": str(workdir),
+    }
     load_before = os.getloadavg()[0]
     stacks = [start_stack(k, stack, rate, workdir, env) for k in range(n)]
     procs = [p for s in stacks for p in s]
@@ -153,14 +180,22 @@ def run_trial(n: int, *, rate: float = 500.0, seconds: float = 20.0, warmup: flo
     node = rclpy.create_node("bench_load_driver", context=context)
     T = m.rclpy_types()
     received: list[tuple[int, int, object]] = []  # (monotonic ns, robot, message), decoded after the run
-    events_subs = [node.create_subscription(T.DiagnosticArray, f"/robot{k}/safety_monitor/events",
-                                            lambda msg, k=k: received.append((time.monotonic_ns(), k, msg)),
-                                            qos.EVENTS) for k in range(n)]
+    events_subs = [
+        node.create_subscription(
+            T.DiagnosticArray,
+            f"/robot{k}/safety_monitor/events",
+            lambda msg, k=k: received.append((time.monotonic_ns(), k, msg)),
+            qos.EVENTS,
+        )
+        for k in range(n)
+    ]
     inputs = qos.input_qos()
     joints = [node.create_publisher(T.JointState, f"/robot{k}/joint_states", inputs) for k in range(n)]
     wrenches = [node.create_publisher(T.WrenchStamped, f"/robot{k}/wrist_wrench", inputs) for k in range(n)]
-    poses = [[node.create_publisher(T.PoseStamped, f"/robot{k}/objects/{o}/pose", inputs) for o in rest.object_poses]
-             for k in range(n)]
+    poses = [
+        [node.create_publisher(T.PoseStamped, f"/robot{k}/objects/{o}/pose", inputs) for o in rest.object_poses]
+        for k in range(n)
+    ]
     executor = make_executor(context)
     executor.add_node(node)
     spinning = threading.Event()
@@ -175,8 +210,9 @@ def run_trial(n: int, *, rate: float = 500.0, seconds: float = 20.0, warmup: flo
     try:
         deadline = time.monotonic() + startup_timeout
         everything = [*joints, *wrenches, *(p for ps in poses for p in ps)]
-        while not (all(p.get_subscription_count() for p in everything)
-                   and all(s.get_publisher_count() for s in events_subs)):
+        while not (
+            all(p.get_subscription_count() for p in everything) and all(s.get_publisher_count() for s in events_subs)
+        ):
             if any(p.poll() is not None for p in procs):
                 raise SystemExit(f"a stack process exited; see the logs in {workdir}")
             if time.monotonic() > deadline:
@@ -190,12 +226,15 @@ def run_trial(n: int, *, rate: float = 500.0, seconds: float = 20.0, warmup: flo
         first = PERIOD_FRAMES * round(warmup * rate / PERIOD_FRAMES)  # whole force periods: every
         total = first + PERIOD_FRAMES * max(1, round(seconds * rate / PERIOD_FRAMES))  # opening recovers inside
         pose_every = max(1, round(rate / POSE_RATE_HZ))
-        joint_msg = m.joint_state_msg(T, 1.0, rest.joint_names, rest.joint_position, rest.joint_velocity,
-                                      rest.joint_effort)
+        joint_msg = m.joint_state_msg(
+            T, 1.0, rest.joint_names, rest.joint_position, rest.joint_velocity, rest.joint_effort
+        )
         position = np.asarray(rest.joint_position, dtype=np.float64)
         dithered = (position, position + JOINT_DITHER_RAD)
-        wrench_msgs = (m.wrench_msg(T, 1.0, Wrench(np.array([0.0, 0.0, FORCE_LOW]), np.zeros(3))),
-                       m.wrench_msg(T, 1.0, Wrench(np.array([0.0, 0.0, FORCE_HIGH]), np.zeros(3))))
+        wrench_msgs = (
+            m.wrench_msg(T, 1.0, Wrench(np.array([0.0, 0.0, FORCE_LOW]), np.zeros(3))),
+            m.wrench_msg(T, 1.0, Wrench(np.array([0.0, 0.0, FORCE_HIGH]), np.zeros(3))),
+        )
         pose_msgs = [m.pose_msg(T, 1.0, pose) for pose in rest.object_poses.values()]
         sent_ns = np.zeros((n, total), dtype=np.int64)  # monotonic ns just before robot k's joint publish
         lag_ns = np.zeros(total, dtype=np.int64)
@@ -246,15 +285,32 @@ def run_trial(n: int, *, rate: float = 500.0, seconds: float = 20.0, warmup: flo
         node.destroy_node()
         context.try_shutdown()
 
-    per_robot = [robot_result(k, [(t, msg) for t, r, msg in received if r == k], sent_ns[k], first, total,
-                              period_ns, cpu[k] / wall, grounded.get(f"robot{k}")) for k in range(n)]
+    per_robot = [
+        robot_result(
+            k,
+            [(t, msg) for t, r, msg in received if r == k],
+            sent_ns[k],
+            first,
+            total,
+            period_ns,
+            cpu[k] / wall,
+            grounded.get(f"robot{k}"),
+        )
+        for k in range(n)
+    ]
     achieved = (total - first) / wall
-    result = dict(robots=n, stack=stack, rate_hz=rate, achieved_rate_hz=round(achieved, 1),
-                  driver_lag_p99_ms=round(float(np.percentile(lag_ns[first:], 99)) / 1e6, 3),
-                  driver_cpu_cores=round(driver_cpu / wall, 3), machine_busy_cores=round(busy / wall, 2),
-                  seconds=round(wall, 1),
-                  load_average=(round(load_before, 2), *(round(v, 2) for v in os.getloadavg()[:2])),
-                  per_robot=per_robot)
+    result = dict(
+        robots=n,
+        stack=stack,
+        rate_hz=rate,
+        achieved_rate_hz=round(achieved, 1),
+        driver_lag_p99_ms=round(float(np.percentile(lag_ns[first:], 99)) / 1e6, 3),
+        driver_cpu_cores=round(driver_cpu / wall, 3),
+        machine_busy_cores=round(busy / wall, 2),
+        seconds=round(wall, 1),
+        load_average=(round(load_before, 2), *(round(v, 2) for v in os.getloadavg()[:2])),
+        per_robot=per_robot,
+    )
     why_not = []
     if achieved < 0.99 * rate:
         why_not.append(f"driver reached {achieved:.0f} of {rate:.0f} frames/s")
@@ -293,8 +349,16 @@ def expected_events(first: int, total: int) -> int:
     return (total - first) // PERIOD_FRAMES
 
 
-def robot_result(k: int, received: list[tuple[int, object]], sent_ns: np.ndarray, first: int, total: int,
-                 period_ns: int, cpu_cores: float, grounded: int | None) -> RobotResult:
+def robot_result(
+    k: int,
+    received: list[tuple[int, object]],
+    sent_ns: np.ndarray,
+    first: int,
+    total: int,
+    period_ns: int,
+    cpu_cores: float,
+    grounded: int | None,
+) -> RobotResult:
     from safety_monitor.io import messages as m
 
     latencies, opened, blind = [], [], set()
@@ -320,18 +384,36 @@ def robot_result(k: int, received: list[tuple[int, object]], sent_ns: np.ndarray
         blind_frames = sum(1 for b in blind if frame_a < b < frame_b)
         dropped = (f_b - f_a) - (frame_b - frame_a - blind_frames)
     v = np.array(latencies)
-    stats = ({"p50_ms": round(float(np.percentile(v, 50)), 3), "p99_ms": round(float(np.percentile(v, 99)), 3),
-              "max_ms": round(float(v.max()), 3)} if len(v) else {"p50_ms": None, "p99_ms": None, "max_ms": None})
-    return RobotResult(f"/robot{k}", total - first, dropped, None if grounded is None else total - grounded,
-                       blind_frames, 2 * expected_events(first, total), received_count,
-                       cpu_cores=round(cpu_cores, 3), **stats)
+    stats = (
+        {
+            "p50_ms": round(float(np.percentile(v, 50)), 3),
+            "p99_ms": round(float(np.percentile(v, 99)), 3),
+            "max_ms": round(float(v.max()), 3),
+        }
+        if len(v)
+        else {"p50_ms": None, "p99_ms": None, "max_ms": None}
+    )
+    return RobotResult(
+        f"/robot{k}",
+        total - first,
+        dropped,
+        None if grounded is None else total - grounded,
+        blind_frames,
+        2 * expected_events(first, total),
+        received_count,
+        cpu_cores=round(cpu_cores, 3),
+        **stats,
+    )
 
 
 def table(trials: list[TrialResult]) -> str:
     """One line per N: the figures benchmarks/README.md records."""
-    lines = ["| robots | stack | driver frames/s | frames dropped (window / whole run) | events recv/expected "
-             "| p50 (median robot) | p99 per robot (min-max) | CPU per stack | CPU driver | machine busy "
-             "| load avg | sustained |", "|" + "---|" * 12]
+    lines = [
+        "| robots | stack | driver frames/s | frames dropped (window / whole run) | events recv/expected "
+        "| p50 (median robot) | p99 per robot (min-max) | CPU per stack | CPU driver | machine busy "
+        "| load avg | sustained |",
+        "|" + "---|" * 12,
+    ]
     for t in trials:
         robots = t.per_robot
         dropped = ["?" if r.frames_dropped is None else r.frames_dropped for r in robots]
@@ -348,7 +430,8 @@ def table(trials: list[TrialResult]) -> str:
             f"| {f'{min(p99):.1f}-{max(p99):.1f} ms' if p99 else '-'} "
             f"| {np.mean(cpu):.2f} core | {t.driver_cpu_cores:.2f} core | {t.machine_busy_cores:.2f} cores "
             f"| {t.load_average[0]:.1f} -> {t.load_average[1]:.1f} "
-            f"| {'yes' if t.sustained else 'no'} |")
+            f"| {'yes' if t.sustained else 'no'} |"
+        )
     return "\n".join(lines)
 
 
@@ -358,8 +441,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0, help="measured duration per count (default 20)")
     parser.add_argument("--rate", type=float, default=500.0, help="joint_states rate per robot in Hz (default 500)")
     parser.add_argument("--warmup", type=float, default=3.0, help="seconds streamed before measuring")
-    parser.add_argument("--stack", choices=sorted(STACK_MODULES), default=default_stack(),
-                        help="one process per node, or both nodes in one (default: combined where it exists)")
+    parser.add_argument(
+        "--stack",
+        choices=sorted(STACK_MODULES),
+        default=default_stack(),
+        help="one process per node, or both nodes in one (default: combined where it exists)",
+    )
     parser.add_argument("--p99-bound-ms", type=float, default=50.0, help="sustained: every robot's p99 within this")
     parser.add_argument("--keep-going", action="store_true", help="try every count even after one is not sustained")
     parser.add_argument("--json", type=Path, help="also write the results here")
@@ -368,8 +455,14 @@ def main() -> None:
 
     trials = []
     for n in counts:
-        trial = run_trial(n, rate=args.rate, seconds=args.seconds, warmup=args.warmup, stack=args.stack,
-                          p99_bound_ms=args.p99_bound_ms)
+        trial = run_trial(
+            n,
+            rate=args.rate,
+            seconds=args.seconds,
+            warmup=args.warmup,
+            stack=args.stack,
+            p99_bound_ms=args.p99_bound_ms,
+        )
         trials.append(trial)
         print(json.dumps(asdict(trial)), flush=True)
         if not trial.sustained:
@@ -377,8 +470,13 @@ def main() -> None:
             if not args.keep_going:
                 break
     sustained = max((t.robots for t in trials if t.sustained), default=0)
-    summary = {"robots_sustained": sustained, "rate_hz": args.rate, "stack": args.stack, "cpus": os.cpu_count(),
-               "trials": [asdict(t) for t in trials]}
+    summary = {
+        "robots_sustained": sustained,
+        "rate_hz": args.rate,
+        "stack": args.stack,
+        "cpus": os.cpu_count(),
+        "trials": [asdict(t) for t in trials],
+    }
     if args.json:
         args.json.write_text(json.dumps(summary, indent=2))
     print(table(trials))

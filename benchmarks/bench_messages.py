@@ -8,6 +8,7 @@ KeyValue per predicate) as the nodes handle it now, and as bytes with `io.cdr`.
 they are: rclpy's `Publisher.publish` takes bytes) and `PredicateReader.read` (a `raw=True` subscription).
 Also the estimator's own input side: `FrameAssembler.on_joint_states` on an rclpy JointState. CPU time.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,9 +41,16 @@ def main() -> None:
 
     types = m.rclpy_types()
     rng = np.random.default_rng(0)
-    samples = [m.PredicateSample(dict(zip(PREDICATES, (rng.random(len(PREDICATES)) < 0.2).tolist())), 0.002 * k, k,
-                                 frozenset({"object_sync"} if k % 50 == 0 else ()), frozenset())
-               for k in range(args.frames)]
+    samples = [
+        m.PredicateSample(
+            dict(zip(PREDICATES, (rng.random(len(PREDICATES)) < 0.2).tolist())),
+            0.002 * k,
+            k,
+            frozenset({"object_sync"} if k % 50 == 0 else ()),
+            frozenset(),
+        )
+        for k in range(args.frames)
+    ]
     objects = [serialize_message(m.predicates_msg(types, s, "/estimator")) for s in samples]
     writer, reader = cdr.PredicateWriter("/estimator"), cdr.PredicateReader()
     built = per_call(lambda s: m.predicates_msg(types, s, "/estimator"), samples)
@@ -53,10 +61,16 @@ def main() -> None:
     read = per_call(reader.read, [writer.write(s) for s in samples])
     assert all(reader.read(writer.write(s)) == s for s in samples[:100])
 
-    names = [f"arm_joint{i}" for i in range(1, 7)] + ["finger_left_joint", "finger_right_joint", "drawer_slide",
-                                                       "cabinet_hinge"]
-    joints = [m.joint_state_msg(types, 0.002 * k, names, rng.random(10), rng.random(10), rng.random(10))
-              for k in range(args.frames)]
+    names = [f"arm_joint{i}" for i in range(1, 7)] + [
+        "finger_left_joint",
+        "finger_right_joint",
+        "drawer_slide",
+        "cabinet_hinge",
+    ]
+    joints = [
+        m.joint_state_msg(types, 0.002 * k, names, rng.random(10), rng.random(10), rng.random(10))
+        for k in range(args.frames)
+    ]
     assembler = FrameAssembler(names)
     assembled = per_call(assembler.on_joint_states, joints)
 

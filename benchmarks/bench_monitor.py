@@ -15,6 +15,7 @@ machine inflates them less than wall time (contention for caches and the other h
 the JSON records the load average before and after). `cached_load_fresh_s` is a whole fresh process
 (interpreter start, the ROS wheels' re-exec, imports, cached load) as a command-line run pays it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -85,7 +86,7 @@ def random_trace(frames: int, n: int, rng: np.random.Generator) -> np.ndarray:
 def realistic_trace(frames: int, n: int, rng: np.random.Generator) -> np.ndarray:
     values = np.zeros((frames, n), dtype=bool)
     for start in np.flatnonzero(rng.random(frames) < 0.005):  # each pulse changes two frames
-        values[start:start + rng.geometric(1 / 50), rng.integers(n)] = True
+        values[start : start + rng.geometric(1 / 50), rng.integers(n)] = True
     return values
 
 
@@ -93,7 +94,7 @@ def unknown_mask(frames: int, n: int, rng: np.random.Generator, per_frame: int =
     """known (frames x predicates): `per_frame` predicates unknown on every frame, new ones every `stretch`."""
     known = np.ones((frames, n), dtype=bool)
     for lo in range(0, frames, stretch):
-        known[lo:lo + stretch, rng.choice(n, size=per_frame, replace=False)] = False
+        known[lo : lo + stretch, rng.choice(n, size=per_frame, replace=False)] = False
     return known
 
 
@@ -109,12 +110,15 @@ def as_frames(values: np.ndarray, predicates: tuple[str, ...], known: np.ndarray
     return frames
 
 
-def time_live(monitor: SpecSetMonitor, values: np.ndarray, known: np.ndarray | None = None,
-              chunk: int = 20_000) -> tuple[float, int, object]:
+def time_live(
+    monitor: SpecSetMonitor, values: np.ndarray, known: np.ndarray | None = None, chunk: int = 20_000
+) -> tuple[float, int, object]:
     """Seconds spent in step() (dict building excluded), event count, and the finished result."""
     spent, events = 0.0, 0
     for lo in range(0, values.shape[0], chunk):
-        frames = as_frames(values[lo:lo + chunk], monitor.predicates, None if known is None else known[lo:lo + chunk])
+        frames = as_frames(
+            values[lo : lo + chunk], monitor.predicates, None if known is None else known[lo : lo + chunk]
+        )
         start = time.process_time()
         for frame in frames:
             events += len(monitor.step(frame))
@@ -122,8 +126,9 @@ def time_live(monitor: SpecSetMonitor, values: np.ndarray, known: np.ndarray | N
     return spent, events, monitor.finish()
 
 
-def time_batch(batch: BatchMonitor, values: np.ndarray, events: bool, known: np.ndarray | None = None
-               ) -> tuple[float, object]:
+def time_batch(
+    batch: BatchMonitor, values: np.ndarray, events: bool, known: np.ndarray | None = None
+) -> tuple[float, object]:
     start = time.process_time()
     result = batch.run_matrix(values, known, events=events)
     return time.process_time() - start, result
@@ -136,7 +141,7 @@ def prime_cover(minterms: set[int]) -> list[tuple[int, int]]:
     while level:
         merged, used, items = set(), set(), sorted(level)
         for i, (v1, m1) in enumerate(items):
-            for v2, m2 in items[i + 1:]:
+            for v2, m2 in items[i + 1 :]:
                 d = v1 ^ v2
                 if m1 == m2 and d and not d & (d - 1):
                     merged.add((v1 & ~d, m1 | d))
@@ -177,16 +182,23 @@ class GuardStringMonitor:
         self.props = []
         for c in compiled:
             rec = c.recovery
-            self.props.append((guard_edges(c.main), c.main.initial, c.main.rejecting_sink.tolist(),
-                               guard_edges(rec) if rec else None, rec.initial if rec else 0,
-                               rec.accepting.tolist() if rec else None))
+            self.props.append(
+                (
+                    guard_edges(c.main),
+                    c.main.initial,
+                    c.main.rejecting_sink.tolist(),
+                    guard_edges(rec) if rec else None,
+                    rec.initial if rec else 0,
+                    rec.accepting.tolist() if rec else None,
+                )
+            )
         self.state = [[p[1], None] for p in self.props]  # main state, recovery state (None: no episode)
         self.episodes = 0
 
     @staticmethod
     def _step(edges, state: int, frame: dict) -> int:
         for guard, dst in edges[state]:
-            if eval(guard, {}, frame):  # noqa: S307 - this is the baseline being measured
+            if eval(guard, {}, frame):
                 return dst
         raise AssertionError("guards must cover every letter")
 
@@ -211,8 +223,12 @@ def main() -> int:
     parser.add_argument("--frames", type=int, default=1_000_000, help="batch trace length (default 1,000,000)")
     parser.add_argument("--live-frames", type=int, default=200_000, help="live frames, realistic trace")
     parser.add_argument("--live-random-frames", type=int, default=20_000, help="live frames, random trace")
-    parser.add_argument("--unknown-frames", type=int, default=20_000,
-                        help="live and batch frames, realistic trace with unknown predicates")
+    parser.add_argument(
+        "--unknown-frames",
+        type=int,
+        default=20_000,
+        help="live and batch frames, realistic trace with unknown predicates",
+    )
     parser.add_argument("--baseline-frames", type=int, default=2_000, help="guard-string baseline frames")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
@@ -237,21 +253,21 @@ def main() -> int:
     t_real, r_real = time_batch(batch, real, events=False)
     t_real_ev, r_real_ev = time_batch(batch, real, events=True)
 
-    live_real = real[:args.live_frames]
+    live_real = real[: args.live_frames]
     t_live, live_events, live_result = time_live(live, live_real)
     assert batch.run_matrix(live_real, events=False).outcomes == live_result.outcomes
-    live_rand = rand[:args.live_random_frames]
+    live_rand = rand[: args.live_random_frames]
     t_live_rand, live_rand_events, live_rand_result = time_live(live, live_rand)
     assert batch.run_matrix(live_rand, events=False).outcomes == live_rand_result.outcomes
 
-    live_unknown = real[:args.unknown_frames]
+    live_unknown = real[: args.unknown_frames]
     known = unknown_mask(live_unknown.shape[0], n, rng)
     t_live_unknown, _, live_unknown_result = time_live(live, live_unknown, known)
     t_batch_unknown, batch_unknown_result = time_batch(batch, live_unknown, False, known)
     assert batch_unknown_result.outcomes == live_unknown_result.outcomes
 
     baseline = GuardStringMonitor(compile_specs(load_specs(path)))
-    frames = [dict(zip(live.predicates, row)) for row in rand[:args.baseline_frames].tolist()]
+    frames = [dict(zip(live.predicates, row)) for row in rand[: args.baseline_frames].tolist()]
     start = time.process_time()
     for frame in frames:
         baseline.step(frame)
@@ -275,8 +291,9 @@ def main() -> int:
         "batch_sparse_events_steps_per_s": round(args.frames * n_props / t_real_ev),
         "per_frame_us_unknown": round(t_live_unknown / live_unknown.shape[0] * 1e6, 3),
         "batch_unknown_steps_per_s": round(live_unknown.shape[0] * n_props / t_batch_unknown),
-        "blind_share_unknown": round(sum(o.blind_frames for o in live_unknown_result.outcomes)
-                                     / (live_unknown.shape[0] * n_props), 3),
+        "blind_share_unknown": round(
+            sum(o.blind_frames for o in live_unknown_result.outcomes) / (live_unknown.shape[0] * n_props), 3
+        ),
         "batch_violations_random": sum(o.violations for o in r_rand.outcomes),
         "batch_violations_realistic": sum(o.violations for o in r_real.outcomes),
         "baseline_steps_per_s": round(args.baseline_frames * n_props / t_base),

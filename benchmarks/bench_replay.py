@@ -8,6 +8,7 @@ The bag is nine consecutive scripted episodes of the MuJoCo workcell (two with f
 `safety_monitor.replay.simbag` as a live run would be: raw streams plus the estimator's predicates and
 the monitor's events. Both replay modes run on one core with the default specs and robot.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,9 +21,15 @@ from safety_monitor.replay.score import STAGES, ReplayConfig, score_bag
 from safety_monitor.replay.simbag import SimRun, record_sim_bag
 
 RUNS = (
-    SimRun("pick_and_place_cube"), SimRun("pick_and_place_mug"), SimRun("pick_and_place_plate"),
-    SimRun("place_in_cabinet"), SimRun("open_drawer"), SimRun("close_drawer"), SimRun("dump_into_bin"),
-    SimRun(fault="early_release"), SimRun(fault="slip"),
+    SimRun("pick_and_place_cube"),
+    SimRun("pick_and_place_mug"),
+    SimRun("pick_and_place_plate"),
+    SimRun("place_in_cabinet"),
+    SimRun("open_drawer"),
+    SimRun("close_drawer"),
+    SimRun("dump_into_bin"),
+    SimRun(fault="early_release"),
+    SimRun(fault="slip"),
 )
 
 
@@ -42,9 +49,15 @@ def bench(bag: Path, from_predicates: bool, repeat: int = 1) -> dict:
     stages = dict(result.timings)
     stages["other"] = max(0.0, wall - sum(stages.values()))
     stages = {k: v * cpu / wall for k, v in stages.items()}
-    return {"mode": "--from-predicates" if from_predicates else "robot state", "frames": result.frames,
-            "seconds": result.duration, "wall": wall, "cpu": cpu, "stages": stages,
-            "violations": sum(o.violations for o in result.trace.outcomes)}
+    return {
+        "mode": "--from-predicates" if from_predicates else "robot state",
+        "frames": result.frames,
+        "seconds": result.duration,
+        "wall": wall,
+        "cpu": cpu,
+        "stages": stages,
+        "violations": sum(o.violations for o in result.trace.outcomes),
+    }
 
 
 def main() -> None:
@@ -61,19 +74,31 @@ def main() -> None:
             start = time.perf_counter()
             record_sim_bag(bag, RUNS, storage=args.storage, estimate=True)
             print(f"recorded {bag} ({args.storage}) in {time.perf_counter() - start:.1f} s")
-        rows = [bench(bag, mode == "predicates", args.repeat) for mode in ("states", "predicates")
-                if args.mode in (None, mode)]
+        rows = [
+            bench(bag, mode == "predicates", args.repeat)
+            for mode in ("states", "predicates")
+            if args.mode in (None, mode)
+        ]
     print(f"\n{platform.processor() or platform.machine()}, Python {platform.python_version()}, one process\n")
-    print("| mode | frames | bag s | CPU s (wall s) | frames per CPU s | x real time | " + " | ".join(STAGES)
-          + " | other |")
+    print(
+        "| mode | frames | bag s | CPU s (wall s) | frames per CPU s | x real time | "
+        + " | ".join(STAGES)
+        + " | other |"
+    )
     print("|---|---|---|---|---|---|" + "---|" * (len(STAGES) + 1))
     for r in rows:
-        share = " | ".join(f"{1e6 * r['stages'][s] / r['frames']:.0f} us ({100 * r['stages'][s] / r['cpu']:.0f}%)"
-                           for s in (*STAGES, "other"))
-        print(f"| {r['mode']} | {r['frames']} | {r['seconds']:.1f} | {r['cpu']:.1f} ({r['wall']:.1f}) | "
-              f"{r['frames'] / r['cpu']:.0f} | {r['seconds'] / r['cpu']:.1f} | {share} |")
-    print("\nstage columns: CPU microseconds per frame (share of the CPU time); "
-          + "; ".join(f"{r['mode']}: {r['violations']} violation(s)" for r in rows))
+        share = " | ".join(
+            f"{1e6 * r['stages'][s] / r['frames']:.0f} us ({100 * r['stages'][s] / r['cpu']:.0f}%)"
+            for s in (*STAGES, "other")
+        )
+        print(
+            f"| {r['mode']} | {r['frames']} | {r['seconds']:.1f} | {r['cpu']:.1f} ({r['wall']:.1f}) | "
+            f"{r['frames'] / r['cpu']:.0f} | {r['seconds'] / r['cpu']:.1f} | {share} |"
+        )
+    print(
+        "\nstage columns: CPU microseconds per frame (share of the CPU time); "
+        + "; ".join(f"{r['mode']}: {r['violations']} violation(s)" for r in rows)
+    )
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ Two consumers are timed: one that reads every 500 Hz state (`Episode.step`, as t
 publishes) and one that reads every fifth (`run_episode(stride=5)`, as the ground-truth tests do).
 CPU time via `time.process_time`, so other jobs on the machine inflate it less than wall time.
 """
+
 from __future__ import annotations
 
 import time
@@ -28,7 +29,9 @@ def main() -> None:
         for _ in run_episode(name, None, 0, stride=5):
             pass
         strided = time.process_time() - start
-        print(f"| {name} | {sim:.2f} | {frames} | {full:.2f} ({sim / full:.1f}x) | {strided:.2f} ({sim / strided:.1f}x) |")
+        print(
+            f"| {name} | {sim:.2f} | {frames} | {full:.2f} ({sim / full:.1f}x) | {strided:.2f} ({sim / strided:.1f}x) |"
+        )
 
 
 if __name__ == "__main__":

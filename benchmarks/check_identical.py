@@ -12,6 +12,7 @@ Recorded once (the inputs are stored too, so checking does not rerun the simulat
   timelines, counters, issues).
 Nothing is committed: DIR is a scratch folder (a few hundred MB).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from safety_monitor.grounding.grounder import load_default_grounder
 from safety_monitor.frames import Pose, RobotState
+from safety_monitor.grounding.grounder import load_default_grounder
 from safety_monitor.sim.faults import FAULTS
 from safety_monitor.sim.tasks import TASKS
 
@@ -69,10 +70,21 @@ def degrade(states: list[RobotState], seed: int) -> list[RobotState]:
                 wrench, wrench_age = None, None
             else:
                 wrench_age = 0.2
-        out.append(RobotState(t=s.t, joint_names=s.joint_names, joint_position=s.joint_position,
-                              joint_velocity=s.joint_velocity, joint_effort=s.joint_effort, wrench=wrench,
-                              wrench_age=wrench_age, object_poses=poses, object_ages=ages, contacts=s.contacts,
-                              events=s.events))
+        out.append(
+            RobotState(
+                t=s.t,
+                joint_names=s.joint_names,
+                joint_position=s.joint_position,
+                joint_velocity=s.joint_velocity,
+                joint_effort=s.joint_effort,
+                wrench=wrench,
+                wrench_age=wrench_age,
+                object_poses=poses,
+                object_ages=ages,
+                contacts=s.contacts,
+                events=s.events,
+            )
+        )
     return out
 
 
@@ -122,8 +134,8 @@ def bag_path(folder: Path) -> Path:
 
 
 def assembled_frames(bag: Path) -> list:
-    from safety_monitor.pipeline.assemble import FrameAssembler, StaleLimits, StreamMapping
     from safety_monitor.io.bag import BagReader
+    from safety_monitor.pipeline.assemble import FrameAssembler, StaleLimits, StreamMapping
 
     mapping = StreamMapping()
     grounder = load_default_grounder(RATE)
@@ -138,11 +150,21 @@ def assembled_frames(bag: Path) -> list:
                 f = asm.on_joint_states(msg, received)
                 if f is not None:
                     s = f.state
-                    out.append((s.t, s.joint_names, s.joint_position.tolist(), _opt(s.joint_velocity),
-                                _opt(s.joint_effort), None if s.wrench is None else
-                                (s.wrench.force.tolist(), s.wrench.torque.tolist()), s.wrench_age,
-                                tuple((k, p.position.tolist(), p.quaternion.tolist()) for k, p in s.object_poses.items()),
-                                tuple(s.object_ages.items()), tuple(sorted(f.stale)), f.issues))
+                    out.append(
+                        (
+                            s.t,
+                            s.joint_names,
+                            s.joint_position.tolist(),
+                            _opt(s.joint_velocity),
+                            _opt(s.joint_effort),
+                            None if s.wrench is None else (s.wrench.force.tolist(), s.wrench.torque.tolist()),
+                            s.wrench_age,
+                            tuple((k, p.position.tolist(), p.quaternion.tolist()) for k, p in s.object_poses.items()),
+                            tuple(s.object_ages.items()),
+                            tuple(sorted(f.stale)),
+                            f.issues,
+                        )
+                    )
             elif topic == mapping.wrench:
                 asm.on_wrench(msg, received)
             else:
@@ -160,8 +182,10 @@ def decoded_predicates(bag: Path) -> list:
     from safety_monitor.io.bag import BagReader
 
     with BagReader(bag) as reader:
-        return [(s.t, s.frame, tuple(s.values.items()), tuple(sorted(s.unknown)), tuple(sorted(s.stale)))
-                for s in (m.decode_predicates(msg) for _, _, msg in reader.messages({"/safety_monitor/predicates"}))]
+        return [
+            (s.t, s.frame, tuple(s.values.items()), tuple(sorted(s.unknown)), tuple(sorted(s.stale)))
+            for s in (m.decode_predicates(msg) for _, _, msg in reader.messages({"/safety_monitor/predicates"}))
+        ]
 
 
 def pinned_specs(folder: Path) -> Path:
@@ -204,11 +228,19 @@ def replay_results(bag: Path) -> dict:
         assert r.ok, r.error
         out[mode] = {
             "valuations": list(seen),
-            "frames": r.frames, "t": (r.t_start, r.t_end), "rate": r.rate_hz, "stale_frames": r.stale_frames,
-            "stale_by_stream": r.stale_by_stream, "unknown_frames": r.unknown_frames, "issues": r.issues,
-            "issue_examples": r.issue_examples, "warnings": r.warnings,
-            "events": [e.to_json() for e in r.trace.events], "outcomes": r.trace.outcomes,
-            "timeline": r.timeline.to_json(), "stale_timeline": r.stale_timeline.to_json(),
+            "frames": r.frames,
+            "t": (r.t_start, r.t_end),
+            "rate": r.rate_hz,
+            "stale_frames": r.stale_frames,
+            "stale_by_stream": r.stale_by_stream,
+            "unknown_frames": r.unknown_frames,
+            "issues": r.issues,
+            "issue_examples": r.issue_examples,
+            "warnings": r.warnings,
+            "events": [e.to_json() for e in r.trace.events],
+            "outcomes": r.trace.outcomes,
+            "timeline": r.timeline.to_json(),
+            "stale_timeline": r.stale_timeline.to_json(),
         }
     return out
 

@@ -18,6 +18,7 @@ what reproduces them. Parts:
   edited or a file removed, sqlite3 tables edited; each read with BagReader and scored in predicate
   and robot-state mode against the intact bag's result.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,8 +57,9 @@ class Part:
         self.slowest = 0.0
         self.wall = 0.0
 
-    def run(self, strategy: Any, check: Callable[[Any, Path], list[str]], examples: int, seconds: float,
-            seed: int) -> None:
+    def run(
+        self, strategy: Any, check: Callable[[Any, Path], list[str]], examples: int, seconds: float, seed: int
+    ) -> None:
         from hypothesis import HealthCheck, Phase, given, settings
         from hypothesis import seed as fix_seed
         from test_fuzz_support import is_failure
@@ -66,8 +68,13 @@ class Part:
         start = time.perf_counter()
 
         @fix_seed(seed)
-        @settings(max_examples=4 * examples, database=None, deadline=None, phases=[Phase.generate],
-                  suppress_health_check=list(HealthCheck))
+        @settings(
+            max_examples=4 * examples,
+            database=None,
+            deadline=None,
+            phases=[Phase.generate],
+            suppress_health_check=list(HealthCheck),
+        )
         @given(strategy)
         def body(value: Any) -> None:
             if self.tried >= examples or time.monotonic() > stop:
@@ -98,9 +105,11 @@ class Part:
 
     def report(self) -> str:
         classes = ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0])))
-        lines = [f"{self.name}: {self.tried} distinct inputs ({self.repeats} repeats skipped) in {self.wall:.0f} s, "
-                 f"slowest {self.slowest:.2f} s, {len(self.failures)} failing",
-                 f"  {classes}"]
+        lines = [
+            f"{self.name}: {self.tried} distinct inputs ({self.repeats} repeats skipped) in {self.wall:.0f} s, "
+            f"slowest {self.slowest:.2f} s, {len(self.failures)} failing",
+            f"  {classes}",
+        ]
         lines += [f"  FAIL {f}" for f in self.failures[:20]]
         return "\n".join(lines)
 
@@ -153,8 +162,9 @@ def check_spec(folder: Path, timeout: float) -> Callable[[tuple[str, Any], Path]
             return ["not_representable"]
         loaded, detail = guarded(lambda: spec_outcome(path), timeout)
         command, detail2 = guarded(cli, timeout)
-        if loaded.startswith(("leak", "hang", "unnamed")) or command.startswith(("leak", "hang", "cli_leak",
-                                                                                  "cli_unnamed")):
+        if loaded.startswith(("leak", "hang", "unnamed")) or command.startswith(
+            ("leak", "hang", "cli_leak", "cli_unnamed")
+        ):
             case.mkdir(parents=True, exist_ok=True)
             (case / "specs.yaml").write_bytes(path.read_bytes())
             (case / "detail.txt").write_text(f"{detail}\n{detail2}\n")
@@ -165,8 +175,18 @@ def check_spec(folder: Path, timeout: float) -> Callable[[tuple[str, Any], Path]
 
 def check_bag(folder: Path, timeout: float) -> Callable[[tuple[str, Any], Path], list[str]]:
     """Read the damaged bag, score it in both modes against the intact bag's results."""
-    from test_fuzz_support import (BAG_SPECS, MODES, STORAGES, damaged_copy, guarded, is_failure, read_outcome,
-                                   replay_config, score_outcome, write_base_bag)
+    from test_fuzz_support import (
+        BAG_SPECS,
+        MODES,
+        STORAGES,
+        damaged_copy,
+        guarded,
+        is_failure,
+        read_outcome,
+        replay_config,
+        score_outcome,
+        write_base_bag,
+    )
 
     from safety_monitor.replay.score import score_bag
     from safety_monitor.sim.runner import run_episode
@@ -197,9 +217,19 @@ def check_bag(folder: Path, timeout: float) -> Callable[[tuple[str, Any], Path],
 def generators() -> dict[str, dict[str, Any]]:
     """Per part, its input generators by name (each gets an equal share of the part's inputs)."""
     from hypothesis import strategies as st
-    from test_fuzz_support import (STORAGES, damages, deep_formula_texts, formulas, FORMULA_ALPHABET,
-                                   mutated, mutated_default_specs, rendered, spec_documents, spec_file_bytes,
-                                   specs_with_random_formula)
+    from test_fuzz_support import (
+        FORMULA_ALPHABET,
+        STORAGES,
+        damages,
+        deep_formula_texts,
+        formulas,
+        mutated,
+        mutated_default_specs,
+        rendered,
+        spec_documents,
+        spec_file_bytes,
+        specs_with_random_formula,
+    )
 
     from safety_monitor.specs.ltlf import to_text
 
@@ -233,10 +263,15 @@ def main() -> int:
     parser.add_argument("--compile", type=int, default=1000, help="formulas through compile_formula")
     parser.add_argument("--specs", type=int, default=2000, help="spec files through load_specs and specs check")
     parser.add_argument("--bags", type=int, default=1000, help="damaged bags read and scored in both modes")
-    parser.add_argument("--seconds", type=float, default=3600.0,
-                        help="wall-clock budget per part (shared by its generators)")
-    parser.add_argument("--timeout", type=float, default=90.0,
-                        help="limit per input in seconds (MONA alone may take 60 s on a hard formula)")
+    parser.add_argument(
+        "--seconds", type=float, default=3600.0, help="wall-clock budget per part (shared by its generators)"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=90.0,
+        help="limit per input in seconds (MONA alone may take 60 s on a hard formula)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="hypothesis seed (generator i uses seed + i)")
     parser.add_argument("--out", help="folder for failing inputs (default: a new temporary folder)")
     args = parser.parse_args()
@@ -247,8 +282,11 @@ def main() -> int:
     os.environ.setdefault("MUJOCO_GL", "egl")
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
     sys.path.insert(0, str(REPO / "test"))
-    print(f"{platform.processor() or platform.machine()}, Python {platform.python_version()}, seed {args.seed}, "
-          f"timeout {args.timeout:.0f} s per input, failing inputs to {out}", flush=True)
+    print(
+        f"{platform.processor() or platform.machine()}, Python {platform.python_version()}, seed {args.seed}, "
+        f"timeout {args.timeout:.0f} s per input, failing inputs to {out}",
+        flush=True,
+    )
     checks = {
         "formulas": lambda: check_formula(args.timeout),
         "compile": lambda: check_compile(args.timeout),

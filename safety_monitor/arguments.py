@@ -1,6 +1,7 @@
 """argparse types for options that say their range (numbers, folders), so a bad value is a usage error (exit 2)
 naming the option and the range rather than a traceback from deep inside (a negative seed in numpy,
 a bootstrap of 10^11 resamples allocating terabytes)."""
+
 from __future__ import annotations
 
 import argparse

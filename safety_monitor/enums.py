@@ -4,6 +4,7 @@
 `LogRecordKind`: the event log's own records (never published): runs starting and stopping, the log reopened.
 `IssueKind`: what went wrong with an input message or stream (the pipeline reports these; replay counts them).
 """
+
 from __future__ import annotations
 
 from enum import StrEnum
@@ -26,8 +27,15 @@ class EventKind(StrEnum):
         return self in _CLOSING
 
 
-_CLOSING = frozenset({EventKind.RECOVERED, EventKind.CLOSED, EventKind.UNRECOVERED_AT_END,
-                      EventKind.DISCARDED_TRUNCATED, EventKind.INPUT_ENDED})
+_CLOSING = frozenset(
+    {
+        EventKind.RECOVERED,
+        EventKind.CLOSED,
+        EventKind.UNRECOVERED_AT_END,
+        EventKind.DISCARDED_TRUNCATED,
+        EventKind.INPUT_ENDED,
+    }
+)
 
 
 class LogRecordKind(StrEnum):

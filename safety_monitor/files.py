@@ -9,6 +9,7 @@ Booleans, one rule for every file: a boolean is `true` or `false` (`null` where 
 `1`/`0` are numbers, and YAML 1.1's `yes`/`no`/`on`/`off` are read as text (as YAML 1.2 does), so
 each is refused where a boolean is expected rather than guessed at.
 """
+
 from __future__ import annotations
 
 import re
@@ -22,8 +23,7 @@ from safety_monitor.errors import SafetyMonitorError
 MAX_YAML_BYTES = 8 << 20  # the largest spec or config file we know is a few hundred kilobytes
 
 
-def read_text(path: str | Path, what: str, error: type[SafetyMonitorError],
-              max_bytes: int | None = None) -> str:
+def read_text(path: str | Path, what: str, error: type[SafetyMonitorError], max_bytes: int | None = None) -> str:
     """The UTF-8 text of `path` (a `what`, e.g. "spec file"); `error` names the file and the problem:
     unreadable, missing, a directory, larger than `max_bytes`, or not UTF-8."""
     try:
@@ -39,8 +39,7 @@ def read_text(path: str | Path, what: str, error: type[SafetyMonitorError],
         raise error(f"{path}: not UTF-8 text, so not a {what} ({exc.reason} at byte {exc.start})") from None
 
 
-def load_yaml(path: str | Path, what: str, error: type[SafetyMonitorError],
-              max_bytes: int = MAX_YAML_BYTES) -> Any:
+def load_yaml(path: str | Path, what: str, error: type[SafetyMonitorError], max_bytes: int = MAX_YAML_BYTES) -> Any:
     """The YAML document in `path`, read as `read_text` does and parsed as `parse_yaml`."""
     return parse_yaml(read_text(path, what, error, max_bytes), str(path), error)
 
@@ -72,8 +71,9 @@ def _refuse_aliases(root: yaml.Node, source: str, error: type[SafetyMonitorError
     while todo:
         node = todo.pop()
         if id(node) in seen:
-            raise error(f"{source}: YAML aliases are not allowed (the anchor at line {node.start_mark.line + 1} is "
-                        "reused)")
+            raise error(
+                f"{source}: YAML aliases are not allowed (the anchor at line {node.start_mark.line + 1} is reused)"
+            )
         seen.add(id(node))
         if isinstance(node, yaml.SequenceNode):
             todo.extend(node.value)
@@ -94,5 +94,6 @@ class _Loader(_BASE):
     }
 
 
-_Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
-                              list("tTfF"))
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)

@@ -7,6 +7,7 @@ control frame of everything the estimators may read.
 Every source (live topics, a rosbag, the simulator) is only an adapter that builds these.
 Slower streams are sampled at the control frame as their latest value plus its age in seconds.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping

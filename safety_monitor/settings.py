@@ -6,6 +6,7 @@ description is the field's help), and replay and the in-process sim read the sam
 `load_settings`, so every driver applies the input rules the live stack applies. Ranges live in the
 fields' metadata and `validate` checks them for every driver alike.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -33,8 +34,9 @@ class SettingsError(SafetyMonitorError):
     """A setting out of its range, of the wrong type, unknown, or a parameter file that cannot be read."""
 
 
-def setting(default: Any, help: str, *, low: float | None = None, above: bool = False,
-            choices: tuple[str, ...] = ()) -> Any:
+def setting(
+    default: Any, help: str, *, low: float | None = None, above: bool = False, choices: tuple[str, ...] = ()
+) -> Any:
     """A field of a settings class: its default, what `ros2 param describe` shows, and its range
     (`low`: the smallest value, excluded when `above`; `choices`: the allowed texts)."""
     return dataclasses.field(default=default, metadata={"help": help, "low": low, "above": above, "choices": choices})
@@ -62,40 +64,67 @@ class Identity:
     """Who every node speaks for: the one `hardware_id` of the robot on every topic it publishes (estimator
     and monitor diagnostics, predicates, events, heartbeat, episode markers). Each node declares it."""
 
-    hardware_id: str = setting("", "the robot's hardware_id on every topic ('' = the namespace, '/' read as '_', "
-                               "or 'robot' in the root namespace)")
+    hardware_id: str = setting(
+        "",
+        "the robot's hardware_id on every topic ('' = the namespace, '/' read as '_', "
+        "or 'robot' in the root namespace)",
+    )
 
 
 @dataclass(frozen=True)
 class EstimatorSettings:
     """The estimator stage: robot topics -> predicate frames (the estimator node, robot-state replay)."""
 
-    config_dir: str = setting("", "folder with robot.yaml (or that YAML itself); objects.yaml and thresholds.yaml "
-                              "beside it, each the package's where it has none ('' = the package's)")
-    control_rate_hz: float = setting(CONTROL_RATE_HZ, "rate of /joint_states: threshold durations become frame "
-                                     "counts", low=0.0, above=True)
-    joint_states_timeout_s: float = setting(0.1, "watchdog: no /joint_states for this long (node clock: sim time under use_sim_time) -> STALE",
-                                            low=0.0, above=True)
+    config_dir: str = setting(
+        "",
+        "folder with robot.yaml (or that YAML itself); objects.yaml and thresholds.yaml "
+        "beside it, each the package's where it has none ('' = the package's)",
+    )
+    control_rate_hz: float = setting(
+        CONTROL_RATE_HZ, "rate of /joint_states: threshold durations become frame counts", low=0.0, above=True
+    )
+    joint_states_timeout_s: float = setting(
+        0.1,
+        "watchdog: no /joint_states for this long (node clock: sim time under use_sim_time) -> STALE",
+        low=0.0,
+        above=True,
+    )
     joint_states_frozen_s: float = setting(
-        FROZEN_S, "identical /joint_states values for this long (stamp time) -> STALE, predicates unknown (0 = off)",
-        low=0.0)
+        FROZEN_S,
+        "identical /joint_states values for this long (stamp time) -> STALE, predicates unknown (0 = off)",
+        low=0.0,
+    )
     wrench_frozen_s: float = setting(
-        FROZEN_S, "identical wrench values for this long (stamp time) -> wrench stale, its predicates unknown "
-        "(0 = off)", low=0.0)
-    wrench_stale_s: float = setting(0.0, "wrench older than this at a frame: its predicates unknown "
-                                    "(0 = thresholds.yaml)", low=0.0)
-    pose_stale_s: float = setting(0.0, "object pose older than this at a frame: its predicates unknown "
-                                  "(0 = thresholds.yaml)", low=0.0)
+        FROZEN_S,
+        "identical wrench values for this long (stamp time) -> wrench stale, its predicates unknown (0 = off)",
+        low=0.0,
+    )
+    wrench_stale_s: float = setting(
+        0.0, "wrench older than this at a frame: its predicates unknown (0 = thresholds.yaml)", low=0.0
+    )
+    pose_stale_s: float = setting(
+        0.0, "object pose older than this at a frame: its predicates unknown (0 = thresholds.yaml)", low=0.0
+    )
     restart_backwards_s: float = setting(
-        RESTART_BACKWARDS_S, "a /joint_states stamp this far behind the last frame is a restarted input: the "
-        "estimator starts a new rollout (smaller jumps are dropped as time going backwards)", low=0.0, above=True)
+        RESTART_BACKWARDS_S,
+        "a /joint_states stamp this far behind the last frame is a restarted input: the "
+        "estimator starts a new rollout (smaller jumps are dropped as time going backwards)",
+        low=0.0,
+        above=True,
+    )
     best_effort_inputs: bool = setting(False, "subscribe to the robot topics best effort (sensors that offer no more)")
-    topics_file: str = setting("", "topic mapping YAML, as replay's --topics takes it (joint_order, joint_names, "
-                               "gripper_joint_states, object_frames, base_frame, tf, ...); its keys win over the "
-                               "topics.* parameters ('' = none)")
-    robot_description_topic: str = setting("", "take the URDF from this std_msgs/String topic (transient local, as "
-                                           "robot_state_publisher publishes /robot_description) instead of the "
-                                           "robot description's urdf: file; STALE until it arrives ('' = off)")
+    topics_file: str = setting(
+        "",
+        "topic mapping YAML, as replay's --topics takes it (joint_order, joint_names, "
+        "gripper_joint_states, object_frames, base_frame, tf, ...); its keys win over the "
+        "topics.* parameters ('' = none)",
+    )
+    robot_description_topic: str = setting(
+        "",
+        "take the URDF from this std_msgs/String topic (transient local, as "
+        "robot_state_publisher publishes /robot_description) instead of the "
+        "robot description's urdf: file; STALE until it arrives ('' = off)",
+    )
     diagnostics_period_s: float = setting(1.0, "period of the /diagnostics heartbeat", low=0.0, above=True)
 
 
@@ -105,24 +134,45 @@ class MonitorSettings:
 
     specs: str = setting("", "spec file ('' = the package's config/specs.yaml)")
     events_log: str = setting("", "JSON Lines event log ('' = $ROS_HOME/safety_monitor/events[_<namespace>].jsonl)")
-    predicates_timeout_s: float = setting(PREDICATES_TIMEOUT_S, "no advancing predicates for this long (node clock "
-                                          "live, log time in replay): STALE, properties unknown", low=0.0, above=True)
-    predicates_frozen_s: float = setting(PREDICATES_TIMEOUT_S, "predicate stamps not advancing for this long: "
-                                         "STALE, properties unknown", low=0.0, above=True)
+    predicates_timeout_s: float = setting(
+        PREDICATES_TIMEOUT_S,
+        "no advancing predicates for this long (node clock live, log time in replay): STALE, properties unknown",
+        low=0.0,
+        above=True,
+    )
+    predicates_frozen_s: float = setting(
+        PREDICATES_TIMEOUT_S,
+        "predicate stamps not advancing for this long: STALE, properties unknown",
+        low=0.0,
+        above=True,
+    )
     restart_backwards_s: float = setting(
-        RESTART_BACKWARDS_S, "a predicates stamp this far behind the last frame is a restarted input: the old "
-        "rollout ends (open episodes input_ended), a new one starts", low=0.0, above=True)
+        RESTART_BACKWARDS_S,
+        "a predicates stamp this far behind the last frame is a restarted input: the old "
+        "rollout ends (open episodes input_ended), a new one starts",
+        low=0.0,
+        above=True,
+    )
     heartbeat_period_s: float = setting(0.2, "period of safety_monitor/heartbeat", low=0.0, above=True)
     diagnostics_period_s: float = setting(1.0, "period of the /diagnostics heartbeat", low=0.0, above=True)
     history_frames: int = setting(DEFAULT_HISTORY, "frames of predicate values kept for counterexamples", low=1)
-    control_rate_hz: float = setting(CONTROL_RATE_HZ, "frame rate of the predicates; converts spec spans given in "
-                                     "seconds", low=0.0, above=True)
+    control_rate_hz: float = setting(
+        CONTROL_RATE_HZ, "frame rate of the predicates; converts spec spans given in seconds", low=0.0, above=True
+    )
     sync_before_publish: bool = setting(
-        False, "fsync the event log before publishing (power-loss proof; adds the disk's sync time to latency)")
-    events_log_fallback: str = setting("", "JSON Lines file that takes the events while events_log refuses writes "
-                                       "(a full disk, an I/O error; '' = none: they are held in memory)")
-    events_log_hold: int = setting(10_000, "events held in memory while no log file takes them; beyond this, newer "
-                                   "ones are dropped and counted (an events_lost record)", low=1)
+        False, "fsync the event log before publishing (power-loss proof; adds the disk's sync time to latency)"
+    )
+    events_log_fallback: str = setting(
+        "",
+        "JSON Lines file that takes the events while events_log refuses writes "
+        "(a full disk, an I/O error; '' = none: they are held in memory)",
+    )
+    events_log_hold: int = setting(
+        10_000,
+        "events held in memory while no log file takes them; beyond this, newer "
+        "ones are dropped and counted (an events_lost record)",
+        low=1,
+    )
 
 
 PACES = ("realtime", "lockstep")
@@ -133,19 +183,32 @@ class SimSettings:
     """The simulator node's episodes and pace."""
 
     task: str = setting("", "task of every episode ('' = the fault's task, pick_and_place_cube without fault)")
-    fault: str = setting("", "fault of every episode ('none' = fault-free), a comma-separated list to cycle, "
-                             "or '' to cycle fault-free then each fault")
+    fault: str = setting(
+        "",
+        "fault of every episode ('none' = fault-free), a comma-separated list to cycle, "
+        "or '' to cycle fault-free then each fault",
+    )
     episodes: int = setting(1, "episodes to run (seeds seed, seed+1, ...)", low=1)
     seed: int = setting(0, "seed of the first episode", low=0)
-    pace: str = setting("realtime", "'realtime' (wall-clock timer) or 'lockstep' (as fast as predicates return)",
-                        choices=PACES)
+    pace: str = setting(
+        "realtime", "'realtime' (wall-clock timer) or 'lockstep' (as fast as predicates return)", choices=PACES
+    )
     realtime_factor: float = setting(1.0, "realtime pace: simulated seconds per wall second", low=0.0, above=True)
-    max_in_flight: int = setting(1, "lockstep pace: frames published but not yet answered by predicates (more "
-                                 "pipelines processes, but a frame may then meet a slower stream's next sample)", low=1)
-    ack_timeout_s: float = setting(2.0, "lockstep pace: wall seconds without predicates before moving on anyway",
-                                   low=0.0, above=True)
-    episode_gap_s: float = setting(0.3, "pause between episodes, wall seconds (simulated time stands still "
-                                   "over it: the next episode starts one control period after the last frame)", low=0.0)
+    max_in_flight: int = setting(
+        1,
+        "lockstep pace: frames published but not yet answered by predicates (more "
+        "pipelines processes, but a frame may then meet a slower stream's next sample)",
+        low=1,
+    )
+    ack_timeout_s: float = setting(
+        2.0, "lockstep pace: wall seconds without predicates before moving on anyway", low=0.0, above=True
+    )
+    episode_gap_s: float = setting(
+        0.3,
+        "pause between episodes, wall seconds (simulated time stands still "
+        "over it: the next episode starts one control period after the last frame)",
+        low=0.0,
+    )
     shutdown_when_done: bool = setting(True, "exit after the last episode")
 
 
@@ -228,7 +291,7 @@ def load_settings(path: str | Path) -> NodeSettings:
         targets = list(NODES.values()) if key == "/**" else [NODES[_node_of(key)]]  # type: ignore[index]
         for name, value in _flatten(params):
             if name.startswith(TOPICS_PREFIX):
-                values["topics"][name[len(TOPICS_PREFIX):]] = value
+                values["topics"][name[len(TOPICS_PREFIX) :]] = value
                 continue
             if name in _IDENTITY_FIELDS:  # every node declares it
                 values["identity"][name] = value
@@ -249,9 +312,11 @@ def load_settings(path: str | Path) -> NodeSettings:
 
 
 _IDENTITY_FIELDS = {f.name for f in dataclasses.fields(Identity)}
-_FIELDS = {"estimator": {f.name for f in dataclasses.fields(EstimatorSettings)},
-           "monitor": {f.name for f in dataclasses.fields(MonitorSettings)},
-           "sim": {f.name for f in dataclasses.fields(SimSettings)}}
+_FIELDS = {
+    "estimator": {f.name for f in dataclasses.fields(EstimatorSettings)},
+    "monitor": {f.name for f in dataclasses.fields(MonitorSettings)},
+    "sim": {f.name for f in dataclasses.fields(SimSettings)},
+}
 
 
 def _node_of(key: Any) -> str | None:
@@ -268,4 +333,3 @@ def _flatten(params: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any
         else:
             out.append((f"{prefix}{name}", value))
     return out
-

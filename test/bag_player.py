@@ -33,17 +33,18 @@ has a process of its own. It starts the nodes, plays, stops them, and writes F/r
 Anything that is not a node's behaviour (a node that dies, a link that never matches) is a PlaybackError
 (exit 1; NotConnected exits 3: start again), never a test assertion, so a strict xfail cannot hide it.
 """
+
 from __future__ import annotations
 
 import argparse
 import importlib
 import json
 import os
-import uuid
 import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -92,8 +93,16 @@ class NodeProcess:
 
     @classmethod
     def start(cls, executable: str, log_dir: Path, ns: str, params_file: Path, *params: str) -> NodeProcess:
-        args = [str(Path(sys.executable).parent / executable), "--ros-args", "-r", f"__ns:={ns}",
-                "-r", f"/clock:={ns}/clock", "--params-file", str(params_file)]
+        args = [
+            str(Path(sys.executable).parent / executable),
+            "--ros-args",
+            "-r",
+            f"__ns:={ns}",
+            "-r",
+            f"/clock:={ns}/clock",
+            "--params-file",
+            str(params_file),
+        ]
         for p in params:
             args += ["-p", p]
         log = log_dir / f"{executable}.log"
@@ -151,9 +160,21 @@ class LockstepPlayer:
     `subscribers`: bag topic -> how many node subscriptions to wait for before playing.
     """
 
-    def __init__(self, context, ns: str, processes: Iterable[NodeProcess], sources: Iterable[str], monitor: str,
-                 subscribers: Mapping[str, int], answers: str | None = None, answered: str | None = None,
-                 in_flight: int = 50, window: int = 100, jump_s: float = 1.0, quiet: int = 4) -> None:
+    def __init__(
+        self,
+        context,
+        ns: str,
+        processes: Iterable[NodeProcess],
+        sources: Iterable[str],
+        monitor: str,
+        subscribers: Mapping[str, int],
+        answers: str | None = None,
+        answered: str | None = None,
+        in_flight: int = 50,
+        window: int = 100,
+        jump_s: float = 1.0,
+        quiet: int = 4,
+    ) -> None:
         self.ns, self.processes = ns, list(processes)
         self.subscribers, self.answered = dict(subscribers), answered
         self.first_frame = answered or next(t for t, n in self.subscribers.items() if n)  # what makes frame 0
@@ -246,8 +267,10 @@ class LockstepPlayer:
             marks = {name: s.count for name, s in self.sources.items()}
 
             def quiet() -> bool:
-                return all(s.count >= marks[name] + self.quiet and s.stamp_ns == self.clock_ns
-                           for name, s in self.sources.items())
+                return all(
+                    s.count >= marks[name] + self.quiet and s.stamp_ns == self.clock_ns
+                    for name, s in self.sources.items()
+                )
 
             self._spin_until(quiet, "quiet period", each=self._send_clock)
             if self._progress() == before:
@@ -259,10 +282,12 @@ class LockstepPlayer:
             self._pub(topic, msgtype)
 
         def matched() -> bool:
-            return (all(self._pubs[t].get_subscription_count() >= self.subscribers.get(t, 0) for t in topics)
-                    and self._clock_pub.get_subscription_count() >= len(self.processes)
-                    and all(s.count for s in self.sources.values())
-                    and (self._answer_topic is None or self._answers_matched()))
+            return (
+                all(self._pubs[t].get_subscription_count() >= self.subscribers.get(t, 0) for t in topics)
+                and self._clock_pub.get_subscription_count() >= len(self.processes)
+                and all(s.count for s in self.sources.values())
+                and (self._answer_topic is None or self._answers_matched())
+            )
 
         self._spin_until(matched, "matched subscriptions")
 
@@ -345,15 +370,26 @@ def play_into_nodes(bag: Path, folder: Path, params: Path, estimator: bool) -> i
     procs: list[NodeProcess] = []
     player = None
     try:
-        procs.append(NodeProcess.start("monitor_node", folder, ns, params, "use_sim_time:=true",
-                                       f"events_log:={folder / 'events.jsonl'}"))
+        procs.append(
+            NodeProcess.start(
+                "monitor_node", folder, ns, params, "use_sim_time:=true", f"events_log:={folder / 'events.jsonl'}"
+            )
+        )
         sources = [f"safety_monitor/{hw}: monitor"]
         if estimator:
             procs.append(NodeProcess.start("estimator_node", folder, ns, params, "use_sim_time:=true"))
             sources.append(f"safety_monitor/{hw}: estimator inputs")
             inputs = {"/joint_states": 1, "/wrist_wrench": 1, **{f"/objects/{name}/pose": 1 for name in OBJECTS}}
-            player = LockstepPlayer(context, ns, procs, sources, sources[0], inputs,
-                                    answers="/safety_monitor/predicates", answered="/joint_states")
+            player = LockstepPlayer(
+                context,
+                ns,
+                procs,
+                sources,
+                sources[0],
+                inputs,
+                answers="/safety_monitor/predicates",
+                answered="/joint_states",
+            )
         else:
             player = LockstepPlayer(context, ns, procs, sources, sources[0], {"/safety_monitor/predicates": 1})
         player.play(bag)
@@ -380,7 +416,9 @@ def play(bag: Path, folder: Path, params: Path, estimator: bool, attempts: int =
         if done.returncode == 0:
             return json.loads((where / "result.json").read_text())["frames"], where / "events.jsonl"
         if done.returncode != NOT_CONNECTED:
-            raise PlaybackError(f"bag player exited with {done.returncode}:\n{done.stdout[-3000:]}{done.stderr[-6000:]}")
+            raise PlaybackError(
+                f"bag player exited with {done.returncode}:\n{done.stdout[-3000:]}{done.stderr[-6000:]}"
+            )
     raise PlaybackError(f"the nodes were not connected in {attempts} attempts:\n{done.stderr[-3000:]}")
 
 

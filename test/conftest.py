@@ -1,4 +1,5 @@
 """Test-session environment: private DFA cache, ROS log folder and a random ROS domain per run."""
+
 import os
 import random
 import tempfile

@@ -5,6 +5,7 @@ Processes enter through the console scripts' own entry points (`safety_monitor.n
 signal during their imports meets what a user's Ctrl-C meets. Every wait is for progress seen on a topic
 or in a file; the deadline only ends a broken run.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,9 @@ from safety_monitor.io import messages as m
 from safety_monitor.nodes import qos
 
 WAIT_S = 300.0  # only a broken run waits this long: a slow, loaded machine passes far below it
-ENTRY = ("import sys; from safety_monitor.nodes import runtime; "
-         "main = getattr(runtime, sys.argv.pop(1)); sys.exit(main())")
+ENTRY = (
+    "import sys; from safety_monitor.nodes import runtime; main = getattr(runtime, sys.argv.pop(1)); sys.exit(main())"
+)
 LEVELS = {0: "OK", 1: "WARN", 2: "ERROR", 3: "STALE"}
 
 
@@ -60,8 +62,12 @@ class Probe:
         n.create_subscription(T.DiagnosticArray, "/diagnostics", self._on_diagnostics, qos.DIAGNOSTICS)
         n.create_subscription(T.DiagnosticArray, "safety_monitor/events", self._on_events, qos.EVENTS)
         n.create_subscription(T.DiagnosticArray, "safety_monitor/predicates", self._on_predicates, qos.PREDICATES)
-        n.create_subscription(T.DiagnosticArray, "safety_monitor/heartbeat",
-                              lambda msg: self.heartbeat_ids.update(s.hardware_id for s in msg.status), qos.DIAGNOSTICS)
+        n.create_subscription(
+            T.DiagnosticArray,
+            "safety_monitor/heartbeat",
+            lambda msg: self.heartbeat_ids.update(s.hardware_id for s in msg.status),
+            qos.DIAGNOSTICS,
+        )
         n.create_subscription(T.DiagnosticArray, "safety_monitor/episode", self._on_marker, qos.EPISODE)
         self.executor = rclpy.executors.SingleThreadedExecutor(context=self.context)
         self.executor.add_node(n)
@@ -70,7 +76,9 @@ class Probe:
         for s in msg.status:
             if not s.name.startswith(f"safety_monitor/{self.hw}:") and s.hardware_id != self.hw:
                 continue  # another test's robot
-            self.diagnostics.append((s.hardware_id, s.name, LEVELS[ord(s.level) if isinstance(s.level, bytes) else s.level], s.message))
+            self.diagnostics.append(
+                (s.hardware_id, s.name, LEVELS[ord(s.level) if isinstance(s.level, bytes) else s.level], s.message)
+            )
             for kv in s.values:
                 if kv.key == "load.missed_frames":
                     self.missed_frames += int(kv.value)
@@ -97,8 +105,9 @@ class Probe:
         deadline = time.monotonic() + WAIT_S
         while not condition():
             for proc in (procs or {}).values():
-                assert proc.popen.poll() is None, f"{proc.name} exited ({proc.popen.returncode}) waiting for " \
-                                                  f"{what}:\n{proc.output()[-3000:]}"
+                assert proc.popen.poll() is None, (
+                    f"{proc.name} exited ({proc.popen.returncode}) waiting for {what}:\n{proc.output()[-3000:]}"
+                )
             assert time.monotonic() < deadline, f"no {what} within {WAIT_S} s"
             self.executor.spin_once(timeout_sec=0.05)
 
@@ -111,8 +120,17 @@ class Proc:
     """One node process (its output in a file); `group`: join that process group, else lead a new one.
     `command`: run this instead of a node (`safety-monitor ...` arguments)."""
 
-    def __init__(self, program: str, ns: str, domain: int, out_dir: Path, params: list[str],
-                 group: int | None = None, name: str | None = None, command: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        program: str,
+        ns: str,
+        domain: int,
+        out_dir: Path,
+        params: list[str],
+        group: int | None = None,
+        name: str | None = None,
+        command: list[str] | None = None,
+    ) -> None:
         from safety_monitor.nodes.run_inprocess import nodes_yaml
 
         self.name = name or program
@@ -120,14 +138,24 @@ class Proc:
         if command is not None:  # the console script's entry point
             args = [sys.executable, "-c", "import sys; from safety_monitor.cli import main; sys.exit(main())", *command]
         else:
-            args = [sys.executable, "-c", ENTRY, program, "--ros-args", "-r", f"__ns:={ns}",
-                    "--params-file", str(nodes_yaml())]
+            args = [
+                sys.executable,
+                "-c",
+                ENTRY,
+                program,
+                "--ros-args",
+                "-r",
+                f"__ns:={ns}",
+                "--params-file",
+                str(nodes_yaml()),
+            ]
             for p in params:
                 args += ["-p", p]
         env = {**os.environ, "ROS_DOMAIN_ID": str(domain), "PYTHONUNBUFFERED": "1"}
         with open(self.log, "w") as out:
-            self.popen = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                          process_group=0 if group is None else group)
+            self.popen = subprocess.Popen(
+                args, env=env, stdout=out, stderr=subprocess.STDOUT, process_group=0 if group is None else group
+            )
 
     @property
     def pid(self) -> int:

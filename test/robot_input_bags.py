@@ -4,6 +4,7 @@ mounted upside down (/tf_static: base_link -> camera, /tf: camera -> cube), and 
 
 The script: the cube sits at the grasp point; the gripper closes (a grasp), an encoder wraps once on joint1,
 the gripper opens (a drop, with the release)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -28,9 +29,14 @@ CLOSE_AT, JUMP_AT, OPEN_AT = 5, 30, 40
 def write_setup(folder: Path) -> tuple[Path, Path]:
     """The robot description and the topic mapping (a file, as `--topics` and the node's topics_file take it)."""
     robot = write_robot(folder / "robot", 6, "one_joint")
-    mapping = {"joint_states": "/arm/joint_states", "wrench": None, "joint_order": list(JOINT_ORDER),
-               "gripper_joint_states": "/gripper/joint_states", "object_frames": {"cube": "cube_link"},
-               "base_frame": "base_link"}
+    mapping = {
+        "joint_states": "/arm/joint_states",
+        "wrench": None,
+        "joint_order": list(JOINT_ORDER),
+        "gripper_joint_states": "/gripper/joint_states",
+        "object_frames": {"cube": "cube_link"},
+        "base_frame": "base_link",
+    }
     topics = folder / "topics.yaml"
     topics.write_text(yaml.safe_dump(mapping, sort_keys=False))
     return robot, topics
@@ -82,5 +88,10 @@ def write_bag(path: Path, robot: Path, as_sent: bool = True) -> None:
             if as_sent:
                 bag.write_joint_state("/arm/joint_states", t, [], arm, np.zeros(len(arm)))
             else:
-                bag.write_joint_state("/joint_states", t, (*ARM, "gripper_joint", "drawer_slide"),
-                                      [*arm[:6], gripper, arm[6]], np.zeros(len(arm) + 1))
+                bag.write_joint_state(
+                    "/joint_states",
+                    t,
+                    (*ARM, "gripper_joint", "drawer_slide"),
+                    [*arm[:6], gripper, arm[6]],
+                    np.zeros(len(arm) + 1),
+                )

@@ -1,5 +1,6 @@
 """The grounding benchmark's pause mode runs and reports one line per pause (the cold-frame figures in
 benchmarks/README.md, Live latency, come from it)."""
+
 import re
 import subprocess
 import sys
@@ -10,14 +11,20 @@ import pytest
 pytest.importorskip("mujoco")
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_grounding.py"
-LINE = re.compile(r"(asleep|spinning) +([\d.]+) ms before each step: Grounder\.step wall median +(\d+) us "
-                  r"p99 +(\d+) us, CPU median +(\d+) us")
+LINE = re.compile(
+    r"(asleep|spinning) +([\d.]+) ms before each step: Grounder\.step wall median +(\d+) us "
+    r"p99 +(\d+) us, CPU median +(\d+) us"
+)
 
 
 @pytest.mark.parametrize("spin", [False, True])
 def test_idle_mode_times_each_pause(spin):
-    out = subprocess.run([sys.executable, str(BENCH), "--idle", "0", "1", "--frames", "60"]
-                         + (["--spin"] if spin else []), capture_output=True, text=True, timeout=240)
+    out = subprocess.run(
+        [sys.executable, str(BENCH), "--idle", "0", "1", "--frames", "60"] + (["--spin"] if spin else []),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     rows = [LINE.fullmatch(line) for line in out.stdout.splitlines()]
     assert all(rows) and [r[2] for r in rows] == ["0.0", "1.0"], out.stdout
@@ -27,8 +34,12 @@ def test_idle_mode_times_each_pause(spin):
 
 
 def test_mujoco_mode_times_the_twins_calls_on_an_episode():
-    out = subprocess.run([sys.executable, str(BENCH), "--episodes", "open_drawer", "--mujoco"],
-                         capture_output=True, text=True, timeout=240)
+    out = subprocess.run(
+        [sys.executable, str(BENCH), "--episodes", "open_drawer", "--mujoco"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     calls = dict(re.findall(r"^(mj_\w+) +([\d.]+) calls", out.stdout, re.M))
     assert set(calls) == {"mj_kinematics", "mj_collision", "mj_geomDistance"}, out.stdout

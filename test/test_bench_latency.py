@@ -1,6 +1,7 @@
 """The latency benchmark end to end at a low rate: every violation's event comes back timed, split into
 in and out, from a stack the driver started as monitor.launch.py would (so the figures recorded in
 benchmarks/README.md stay measurable as the nodes change)."""
+
 import json
 import subprocess
 import sys
@@ -17,8 +18,12 @@ BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_latency.py"
 def test_low_rate_run_times_every_event(layout):
     # warm-up 4 s: in two processes the estimator-monitor link is discovered on its own (usually 0.1-0.3 s,
     # sometimes ~3 s), after the driver has seen its own subscribers
-    out = subprocess.run([sys.executable, str(BENCH), "--seconds", "2", "--rate", "50", "--warmup", "4",
-                          "--layout", layout], capture_output=True, text=True, timeout=240)
+    out = subprocess.run(
+        [sys.executable, str(BENCH), "--seconds", "2", "--rate", "50", "--warmup", "4", "--layout", layout],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     result = json.loads(out.stdout)
     assert result["layout"] == layout and result["cpu_cores_total"] > 0

@@ -1,6 +1,7 @@
 """The load benchmark's core on two robots at a low rate: what it counts is what happened, so the
 figures recorded in benchmarks/README.md stay measurable as the nodes change (a stream the estimator
 stopped grounding, a topic renamed, events not reaching the driver would all show here)."""
+
 import importlib.util
 import sys
 from pathlib import Path

@@ -1,4 +1,5 @@
 """The top-level command: a Ctrl-C that no command handles itself is one line and exit code 130."""
+
 from safety_monitor.cli import main
 
 

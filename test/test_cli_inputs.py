@@ -5,12 +5,14 @@ Each reported case, then a fuzzed argument set: every option of every sub-comman
 unknown word; input files: binary, missing, a directory, a YAML alias bomb). The commands run
 in-process through `safety_monitor.cli.main`, after a valid base command line that reaches the input.
 """
+
 from __future__ import annotations
 
 import argparse
 import itertools
 
 import pytest
+from urdf_robots import arm_urdf
 
 from safety_monitor.cli import build_parser, main
 from safety_monitor.errors import SourceError
@@ -18,11 +20,11 @@ from safety_monitor.files import MAX_YAML_BYTES, parse_yaml
 from safety_monitor.frames import PredicateSample
 from safety_monitor.io.bag import BagWriter
 from safety_monitor.io.traces import read_trace
-from urdf_robots import arm_urdf
 
 SPEC = "predicates: [a, b]\nproperties:\n  - {name: p, category: collision_contact, formula: 'G(a -> b)'}\n"
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
-    f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi"))
+    f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi")
+)
 
 
 @pytest.fixture(scope="module")
@@ -68,17 +70,29 @@ def assert_one_line_error(argv, code, err):
 
 
 # ---------------------------------------------------------------------------------- the reported cases
-@pytest.mark.parametrize("argv, message", [
-    (["monitor", "--specs", "{spec}", "--trace", "{trace}", "--resamples", "-1"], "argument --resamples: must be a whole number from 0 to 100000"),
-    (["monitor", "--specs", "{spec}", "--trace", "{trace}", "--resamples", "100000000000"], "argument --resamples"),
-    (["monitor", "--specs", "{spec}", "--trace", "{trace}", "--seed", "-1"], "argument --seed: must be a whole number from 0 to 4294967295"),
-    (["replay", "{bag}", "--seed", "-1"], "argument --seed"),
-    (["replay", "{bag}", "--resamples", "100000000000"], "argument --resamples"),
-    (["replay", "{bag}", "--from-predicates", "--specs", "{spec}", "--topics", "{binary}"], "binary: not UTF-8 text"),
-    (["equiv", "--candidates", "{binary}", "--reference", "{reference}"], "binary: not UTF-8 text"),
-    (["equiv", "--candidates", "{candidates}", "--reference", "{binary}"], "binary: not UTF-8 text"),
-    (["specs", "check", "{bomb}"], "bomb.yaml: YAML aliases are not allowed"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["monitor", "--specs", "{spec}", "--trace", "{trace}", "--resamples", "-1"],
+            "argument --resamples: must be a whole number from 0 to 100000",
+        ),
+        (["monitor", "--specs", "{spec}", "--trace", "{trace}", "--resamples", "100000000000"], "argument --resamples"),
+        (
+            ["monitor", "--specs", "{spec}", "--trace", "{trace}", "--seed", "-1"],
+            "argument --seed: must be a whole number from 0 to 4294967295",
+        ),
+        (["replay", "{bag}", "--seed", "-1"], "argument --seed"),
+        (["replay", "{bag}", "--resamples", "100000000000"], "argument --resamples"),
+        (
+            ["replay", "{bag}", "--from-predicates", "--specs", "{spec}", "--topics", "{binary}"],
+            "binary: not UTF-8 text",
+        ),
+        (["equiv", "--candidates", "{binary}", "--reference", "{reference}"], "binary: not UTF-8 text"),
+        (["equiv", "--candidates", "{candidates}", "--reference", "{binary}"], "binary: not UTF-8 text"),
+        (["specs", "check", "{bomb}"], "bomb.yaml: YAML aliases are not allowed"),
+    ],
+)
 def test_reported_bad_inputs_are_one_line_errors(files, capsys, argv, message):
     argv = _fill(argv, files)
     code, err = run(argv, capsys)
@@ -136,13 +150,31 @@ BASES = {
     ("inspect",): ["{small_bag}"],
 }
 SPECIAL_BASES = {("replay", "robot"): ["{bag}", "--specs", "{spec}"]}  # --from-predicates reads no robot
-INPUT_FILES = {"file", "trace", "specs", "candidates", "reference", "plan", "traces", "robot", "params", "topics",
-               "urdf"}
+INPUT_FILES = {
+    "file",
+    "trace",
+    "specs",
+    "candidates",
+    "reference",
+    "plan",
+    "traces",
+    "robot",
+    "params",
+    "topics",
+    "urdf",
+}
 OUTPUTS = {"feedback", "report", "events", "record", "out"}  # written, not read: not input validation
 TEXT = {  # free text the command checks itself; each gets a value it must refuse
-    "formula": "G(", "formulas": "G(", "property": "no_such_property", "task": "no_such_task",
-    "sim": "no_such_task", "fault": "no_such_fault", "namespace": "not a namespace", "group_by": "(",
-    "bags": "{missing}", "package_path": "{binary}",
+    "formula": "G(",
+    "formulas": "G(",
+    "property": "no_such_property",
+    "task": "no_such_task",
+    "sim": "no_such_task",
+    "fault": "no_such_fault",
+    "namespace": "not a namespace",
+    "group_by": "(",
+    "bags": "{missing}",
+    "package_path": "{binary}",
 }
 UNCHECKED = {("sim", "fault")}  # --fault with --physics-only is checked, elsewhere it needs --sim first
 
@@ -187,9 +219,20 @@ def _fuzz_cases():
     return cases
 
 
-NAMES = {"spec": "spec.yaml", "trace": "trace.jsonl", "plan": "plan.yaml", "candidates": "candidates.jsonl",
-         "reference": "reference.jsonl", "bag": "bag.mcap", "binary": "binary", "folder": "folder",
-         "bomb": "bomb.yaml", "missing": "missing.yaml", "urdf": "robot.urdf", "small_bag": "small_bag"}
+NAMES = {
+    "spec": "spec.yaml",
+    "trace": "trace.jsonl",
+    "plan": "plan.yaml",
+    "candidates": "candidates.jsonl",
+    "reference": "reference.jsonl",
+    "bag": "bag.mcap",
+    "binary": "binary",
+    "folder": "folder",
+    "bomb": "bomb.yaml",
+    "missing": "missing.yaml",
+    "urdf": "robot.urdf",
+    "small_bag": "small_bag",
+}
 
 
 _OUTS = itertools.count()

@@ -19,6 +19,7 @@ the lines printed (stdout and stderr as one unbuffered stream, as on a terminal)
 `...` matching anything within a line and a line of just `...` standing for any lines.
 Python blocks run on their own, with the repository root as the working directory.
 """
+
 from __future__ import annotations
 
 import enum
@@ -118,8 +119,16 @@ def parse_page(page: Path) -> tuple[list[Block], list[str]]:
                 i += 1
             if i == len(lines):
                 problems.append(f"{page.name}:{start + 1}: block never closed")
-            blocks.append(Block(page, start + 1, i + 1, Lang(fence.group(1)), "\n".join(lines[start + 1:i]) + "\n",
-                                **(pending[1] if pending else {})))
+            blocks.append(
+                Block(
+                    page,
+                    start + 1,
+                    i + 1,
+                    Lang(fence.group(1)),
+                    "\n".join(lines[start + 1 : i]) + "\n",
+                    **(pending[1] if pending else {}),
+                )
+            )
             pending = None
         elif lines[i].strip():
             unclaimed()
@@ -134,8 +143,13 @@ def _attach_expected_output(blocks: list[Block], lines: list[str]) -> list[Block
     out: list[Block] = []
     for block in blocks:
         before = out[-1] if out else None
-        if (block.lang is Lang.TEXT and before is not None and before.lang in (Lang.BASH, Lang.PYTHON)
-                and before.expected is None and not any(s.strip() for s in lines[before.end:block.line - 1])):
+        if (
+            block.lang is Lang.TEXT
+            and before is not None
+            and before.lang in (Lang.BASH, Lang.PYTHON)
+            and before.expected is None
+            and not any(s.strip() for s in lines[before.end : block.line - 1])
+        ):
             out[-1] = replace(before, expected=block.text)
         else:
             out.append(block)
@@ -240,8 +254,9 @@ class PageFolder:
 
 
 def _run(argv: list[str], cwd: Path, env: dict[str, str]) -> Ran:
-    done = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL
+    )
     return Ran(done.returncode, done.stdout)
 
 
@@ -268,13 +283,20 @@ def page_folder(tmp_path_factory, shim_bin) -> Callable[[Path], PageFolder]:
     return get
 
 
-@pytest.mark.parametrize("block", [
-    pytest.param(block, id=block.name, marks=[pytest.mark.skip(reason=block.skip)] if block.skip else [])
-    for block in BLOCKS if block.runnable])
+@pytest.mark.parametrize(
+    "block",
+    [
+        pytest.param(block, id=block.name, marks=[pytest.mark.skip(reason=block.skip)] if block.skip else [])
+        for block in BLOCKS
+        if block.runnable
+    ],
+)
 def test_example_runs(block: Block, page_folder) -> None:
     ran = page_folder(block.page).run(block)
     shown = f"--- output\n{ran.output[-6000:]}"
-    assert ran.returncode == block.exit_code, f"{block.name}: exit status {ran.returncode}, expected {block.exit_code}\n{shown}"
+    assert ran.returncode == block.exit_code, (
+        f"{block.name}: exit status {ran.returncode}, expected {block.exit_code}\n{shown}"
+    )
     if block.expected_output:
         missing = missing_output(block.expected_output, ran.output)
         assert missing is None, f"{block.name}: expected output line not printed (in order): {missing!r}\n{shown}"

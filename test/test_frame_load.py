@@ -1,5 +1,6 @@
 """Falling behind is said, not silent: frames missing between stamps are counted per period and turn the
 estimator's diagnostics WARN; time jumps, stamp jitter and a new rollout are not counted as missing."""
+
 import numpy as np
 import pytest
 
@@ -23,7 +24,11 @@ def test_counts_frames_missing_between_stamps_and_reports_per_period():
     r = load.report()
     assert (r.frames, r.missed) == (1000, 100)
     assert r.falling_behind and "100 of 1100 frames missing in the last 2.2 s" in r.message()
-    assert r.cpu_cores == pytest.approx(0.5) and r.frame_ms_p50 == pytest.approx(1.0) and r.frame_ms_max == pytest.approx(1.5)
+    assert (
+        r.cpu_cores == pytest.approx(0.5)
+        and r.frame_ms_p50 == pytest.approx(1.0)
+        and r.frame_ms_max == pytest.approx(1.5)
+    )
     assert dict(r.values())["load.missed_frames"] == "100"
     quiet = load.report()  # a new period: nothing carried over
     assert (quiet.frames, quiet.missed, quiet.frame_ms_max) == (0, 0, 0.0) and not quiet.falling_behind
@@ -62,9 +67,9 @@ def test_estimator_diagnostics_warn_while_frames_go_missing():
     from rclpy.serialization import deserialize_message, serialize_message
 
     from safety_monitor.frames import Wrench
+    from safety_monitor.io import messages as m
     from safety_monitor.nodes.estimator_node import EstimatorNode
     from safety_monitor.sim.runner import Episode
-    from safety_monitor.io import messages as m
 
     rest = Episode("pick_and_place_cube", None, 0).step()
     T = m.rclpy_types()
@@ -73,8 +78,11 @@ def test_estimator_diagnostics_warn_while_frames_go_missing():
     try:
         node = EstimatorNode(context=context, namespace="/load_test")
         published = []
-        node._diag_pub = type("Pub", (), {"publish": lambda self, data: published.append(
-            deserialize_message(data, DiagnosticArray).status[0])})()
+        node._diag_pub = type(
+            "Pub",
+            (),
+            {"publish": lambda self, data: published.append(deserialize_message(data, DiagnosticArray).status[0])},
+        )()
 
         def feed(frames):
             for k in frames:
@@ -83,9 +91,18 @@ def test_estimator_diagnostics_warn_while_frames_go_missing():
                 if k % 10 == 0:
                     for name, pose in rest.object_poses.items():
                         node._on_pose(name, serialize_message(m.pose_msg(T, t, pose)))
-                node._on_joint_states(serialize_message(m.joint_state_msg(
-                    T, t, rest.joint_names, rest.joint_position + 1e-6 * np.sin(k), rest.joint_velocity,
-                    rest.joint_effort)))
+                node._on_joint_states(
+                    serialize_message(
+                        m.joint_state_msg(
+                            T,
+                            t,
+                            rest.joint_names,
+                            rest.joint_position + 1e-6 * np.sin(k),
+                            rest.joint_velocity,
+                            rest.joint_effort,
+                        )
+                    )
+                )
 
         feed(range(100))
         node._on_period()

@@ -1,6 +1,7 @@
 """Truncated, bit-flipped and edited bags: reading and scoring end in a SourceError naming the bag, or in a
 well-formed result that is never silently safer than the intact bag's (benchmarks/fuzz_inputs.py runs
 the long campaign). The replay batch scores the good bags of a folder and reports the broken ones."""
+
 import os
 import shutil
 import struct
@@ -10,15 +11,31 @@ import sys
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
-from test_fuzz_support import (BAG_SPECS, FRAMES, MODES, STORAGES, damaged_copy, damages, data_file, guarded,
-                               is_failure, read_outcome, replay_config, score_outcome, write_base_bag)
+from test_fuzz_support import (
+    BAG_SPECS,
+    FRAMES,
+    MODES,
+    STORAGES,
+    damaged_copy,
+    damages,
+    data_file,
+    guarded,
+    is_failure,
+    read_outcome,
+    replay_config,
+    score_outcome,
+    write_base_bag,
+)
 
 from safety_monitor.errors import SourceError
 from safety_monitor.io.bag import BagReader
 
-FUZZ = settings(derandomize=True, database=None, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                       HealthCheck.function_scoped_fixture])
+FUZZ = settings(
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+)
 
 
 class Bags:
@@ -31,8 +48,9 @@ class Bags:
         self.specs = folder / "specs.yaml"
         self.specs.write_text(BAG_SPECS)
         self.base = {s: write_base_bag(folder / f"base_{s}", s, state) for s in STORAGES}
-        self.reference = {(s, m): score_bag(self.base[s], replay_config(self.specs, m))
-                          for s in STORAGES for m in MODES}
+        self.reference = {
+            (s, m): score_bag(self.base[s], replay_config(self.specs, m)) for s in STORAGES for m in MODES
+        }
 
     def check(self, storage, damage, modes):
         bag = damaged_copy(self.base[storage], damage, self.folder / "damaged")
@@ -115,7 +133,7 @@ def test_an_mcap_record_of_unknown_kind_is_no_silent_short_read(bags, length, pr
     record = _mcap_message_records(bytes(data))[10]
     data[record] = 0x7F
     if length is not None:
-        data[record + 1:record + 9] = struct.pack("<Q", length)
+        data[record + 1 : record + 9] = struct.pack("<Q", length)
     path.write_bytes(bytes(data))
     with pytest.raises(SourceError, match=problem) as caught, BagReader(bag) as reader:
         for _ in reader.raw_messages(set(reader.topics)):
@@ -132,7 +150,7 @@ def test_sqlite3_pages_damaged_mid_stream_are_source_errors(bags):
         shutil.rmtree(bag, ignore_errors=True)
         shutil.copytree(bags.base["sqlite3"], bag)
         data = bytearray(original)
-        data[page * 4096 + 2048:page * 4096 + 2064] = b"\xff" * 16
+        data[page * 4096 + 2048 : page * 4096 + 2064] = b"\xff" * 16
         data_file(bag).write_bytes(bytes(data))
         try:
             with BagReader(bag) as reader:
@@ -144,12 +162,15 @@ def test_sqlite3_pages_damaged_mid_stream_are_source_errors(bags):
     assert "mid-stream" in outcomes, outcomes
 
 
-@pytest.mark.parametrize("field, value, problem", [
-    ("name", 10**12, "cannot open bag"),
-    ("type", -1, "no message type for topic"),
-    ("type", "", "no message type for topic"),
-    (None, {}, "cannot open bag"),
-])
+@pytest.mark.parametrize(
+    "field, value, problem",
+    [
+        ("name", 10**12, "cannot open bag"),
+        ("type", -1, "no message type for topic"),
+        ("type", "", "no message type for topic"),
+        (None, {}, "cannot open bag"),
+    ],
+)
 def test_metadata_values_of_the_wrong_type_are_a_source_error_at_open(bags, field, value, problem):
     bag = bags.folder / "meta"
     shutil.rmtree(bag, ignore_errors=True)
@@ -180,8 +201,8 @@ def test_metadata_damage_that_only_breaks_closing_the_bag_still_reads_it(bags):
 
 
 def test_joint_stamps_that_give_no_rate_fail_naming_the_bag(bags, tmp_path):
-    from safety_monitor.replay.score import score_bag
     from safety_monitor.io.bag import BagWriter
+    from safety_monitor.replay.score import score_bag
 
     bag = tmp_path / "frozen_clock"
     with BagWriter(bag, storage="mcap") as w:
@@ -198,9 +219,25 @@ def test_replay_of_a_folder_scores_the_good_bag_and_reports_the_broken_one(bags,
     path = data_file(broken)
     path.write_bytes(path.read_bytes()[:60000])
     env = {k: v for k, v in os.environ.items() if k != "_ROS_WHEELS_BOOTSTRAP_COMPLETE"}
-    proc = subprocess.run([sys.executable, "-m", "safety_monitor.cli", "replay", str(folder), "--specs",
-                           str(bags.specs), "--from-predicates", "--quiet", "--resamples", "50"],
-                          capture_output=True, text=True, timeout=120, env=env)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "safety_monitor.cli",
+            "replay",
+            str(folder),
+            "--specs",
+            str(bags.specs),
+            "--from-predicates",
+            "--quiet",
+            "--resamples",
+            "50",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert proc.returncode == 1, proc.stderr
     assert "Traceback" not in proc.stderr
     assert "1 of 2 bag(s) scored, 1 failed" in proc.stdout

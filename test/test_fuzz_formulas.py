@@ -1,21 +1,38 @@
 """Fuzzed formulas: parse, compile and the eval command end in a SpecError (or ToolMissingError) or a
 result, never a traceback or a hang (benchmarks/fuzz_inputs.py runs the long campaign)."""
+
 import json
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_fuzz_support import (deep_formula_texts, formula_outcome, formula_texts, formulas, guarded, is_failure,
-                               mutated, rendered)
+from test_fuzz_support import (
+    deep_formula_texts,
+    formula_outcome,
+    formula_texts,
+    formulas,
+    guarded,
+    is_failure,
+    mutated,
+    rendered,
+)
 
 from safety_monitor.cli import main
 from safety_monitor.errors import SpecError
 from safety_monitor.specs.compile import compile_formula
 from safety_monitor.specs.ltlf import MAX_DEPTH, parse
 
-FUZZ = settings(derandomize=True, database=None, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
-                                       HealthCheck.function_scoped_fixture])
+FUZZ = settings(
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+        HealthCheck.function_scoped_fixture,
+    ],
+)
 
 
 @settings(FUZZ, max_examples=400)
@@ -39,8 +56,9 @@ def test_syntax_errors_point_at_line_and_column(text):
         parse(text)
     except SpecError as exc:
         message = str(exc)
-        assert message.startswith(("syntax error at line ", "empty formula", "formula nested too deeply",
-                                   "chained '<->' is ambiguous")), message
+        assert message.startswith(
+            ("syntax error at line ", "empty formula", "formula nested too deeply", "chained '<->' is ambiguous")
+        ), message
 
 
 @settings(FUZZ, max_examples=60)
@@ -50,8 +68,10 @@ def test_deep_nesting_is_a_spec_error_or_parses_within_the_depth_limit(text):
     assert outcome in ("parsed", "too_deep"), (outcome, detail, text[:60])
 
 
-@pytest.mark.parametrize("text", ["!" * 600 + "a", "(" * 600 + "a" + ")" * 600, "G(" * 300 + "a" + ")" * 300,
-                                  "a U " * 1200 + "a", "X " * 600 + "a"])
+@pytest.mark.parametrize(
+    "text",
+    ["!" * 600 + "a", "(" * 600 + "a" + ")" * 600, "G(" * 300 + "a" + ")" * 300, "a U " * 1200 + "a", "X " * 600 + "a"],
+)
 def test_formulas_deeper_than_the_limit_are_rejected_by_name(text):
     with pytest.raises(SpecError, match="nested too deeply"):
         parse(text)

@@ -1,19 +1,37 @@
 """Fuzzed spec files: load_specs, compile_specs and `specs check` end in a SpecError naming the file or a
 valid spec set, never a traceback or a hang (benchmarks/fuzz_inputs.py runs the long campaign)."""
+
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
-from test_fuzz_support import (DEFAULT_SPECS, compile_outcome, guarded, is_failure, mutated_default_specs,
-                               spec_documents, spec_file_bytes, spec_outcome, specs_with_random_formula,
-                               write_text_doc)
+from test_fuzz_support import (
+    DEFAULT_SPECS,
+    compile_outcome,
+    guarded,
+    is_failure,
+    mutated_default_specs,
+    spec_documents,
+    spec_file_bytes,
+    spec_outcome,
+    specs_with_random_formula,
+    write_text_doc,
+)
 
 from safety_monitor.cli import main
 from safety_monitor.errors import SpecError
 from safety_monitor.specs.model import load_specs, parse_specs
 
-FUZZ = settings(derandomize=True, database=None, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
-                                       HealthCheck.function_scoped_fixture])
+FUZZ = settings(
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+        HealthCheck.function_scoped_fixture,
+    ],
+)
 
 
 @pytest.fixture(scope="module")
@@ -74,13 +92,18 @@ def test_specs_check_prints_one_error_line_and_exits_2(spec_path, capsys, data):
         assert err.startswith(f"safety-monitor specs: error: {spec_path}")
 
 
-@pytest.mark.parametrize("text, problem", [
-    (b"\xff\xfe not utf-8", "not UTF-8"),
-    (b"a: [" * 3000, "nested too deeply|maximum nesting depth"),
-    (b"on: 1\npredicates: [a]\nproperties: []\n", "unknown top-level key 'on'"),  # YAML 1.2: 'on' is text
-    (b"predicates: [last, x]\nproperties: [{name: p, category: c, formula: 'G(last -> x)', trigger: x}]\n",
-     "predicate 'last': names must not start with"),
-])
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        (b"\xff\xfe not utf-8", "not UTF-8"),
+        (b"a: [" * 3000, "nested too deeply|maximum nesting depth"),
+        (b"on: 1\npredicates: [a]\nproperties: []\n", "unknown top-level key 'on'"),  # YAML 1.2: 'on' is text
+        (
+            b"predicates: [last, x]\nproperties: [{name: p, category: c, formula: 'G(last -> x)', trigger: x}]\n",
+            "predicate 'last': names must not start with",
+        ),
+    ],
+)
 def test_inputs_the_fuzzing_found_are_clear_errors(spec_path, text, problem):
     spec_path.write_bytes(text)
     with pytest.raises(SpecError, match=problem) as caught:

@@ -7,6 +7,7 @@ exception other than SafetyMonitorError escaping (`leak:<type>`), no result with
 well-formed, a formula that prints to something that parses differently or whose DFA disagrees with
 the reference evaluator, and a damaged bag whose verdicts are silently safer than the intact bag's.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -27,13 +28,29 @@ import yaml
 from hypothesis import strategies as st
 
 from safety_monitor.errors import SafetyMonitorError, SpecError, ToolMissingError
-from safety_monitor.frames import RobotState, Wrench
-from safety_monitor.replay.score import BagResult, ReplayConfig, score_bag
+from safety_monitor.frames import PredicateSample, RobotState, Wrench
 from safety_monitor.io.bag import BagReader, BagWriter
-from safety_monitor.frames import PredicateSample
+from safety_monitor.replay.score import BagResult, ReplayConfig, score_bag
 from safety_monitor.specs.compile import compile_formula
-from safety_monitor.specs.ltlf import (Always, And, Atom, Const, Equiv, Eventually, Implies, Last, Next, Not, Or,
-                                      Release, Until, WeakNext, evaluate, parse, to_text)
+from safety_monitor.specs.ltlf import (
+    Always,
+    And,
+    Atom,
+    Const,
+    Equiv,
+    Eventually,
+    Implies,
+    Last,
+    Next,
+    Not,
+    Or,
+    Release,
+    Until,
+    WeakNext,
+    evaluate,
+    parse,
+    to_text,
+)
 from safety_monitor.specs.model import load_specs
 
 REPO = Path(__file__).resolve().parents[1]
@@ -53,6 +70,7 @@ class Hang(BaseException):
 @contextlib.contextmanager
 def time_limit(seconds: float) -> Iterator[None]:
     """SIGALRM after `seconds` raises Hang in the main thread (subprocess.run kills its child on it)."""
+
     def expire(signum: int, frame: Any) -> None:
         raise Hang(f"no result within {seconds} s")
 
@@ -82,7 +100,8 @@ def guarded(run: Callable[[], str], seconds: float = HANG_S) -> tuple[str, str]:
 # ------------------------------------------------------------------------------------------ formulas
 KEYWORDS = ("true", "false", "last")
 NAMES = st.sampled_from(["a", "b", "c", "p_1", "grasp", "v_1", "max", "ex1", "x", "in", "all2"]) | st.from_regex(
-    r"[a-z][a-z0-9_]{0,8}", fullmatch=True).filter(lambda n: not n.startswith(KEYWORDS))
+    r"[a-z][a-z0-9_]{0,8}", fullmatch=True
+).filter(lambda n: not n.startswith(KEYWORDS))
 _UNARY = (Not, Next, WeakNext, Always, Eventually)
 _BINARY = (Implies, Equiv, Until, Release)
 
@@ -91,7 +110,8 @@ def _extend(children: st.SearchStrategy) -> st.SearchStrategy:
     operands = st.lists(children, min_size=2, max_size=3).map(tuple)
     return st.one_of(
         *(st.builds(op, children) for op in _UNARY),
-        st.builds(And, operands), st.builds(Or, operands),
+        st.builds(And, operands),
+        st.builds(Or, operands),
         *(st.builds(op, children, children) for op in _BINARY),
     )
 
@@ -104,8 +124,17 @@ def formulas(max_leaves: int = 10, names: tuple[str, ...] | None = None) -> st.S
 
 
 _SPELLING = {
-    Not: ("!", "~"), Next: ("X",), WeakNext: ("WX",), Always: ("G",), Eventually: ("F",),
-    And: ("&", "&&"), Or: ("|", "||"), Implies: ("->", "=>"), Equiv: ("<->", "<=>"), Until: ("U",), Release: ("R",),
+    Not: ("!", "~"),
+    Next: ("X",),
+    WeakNext: ("WX",),
+    Always: ("G",),
+    Eventually: ("F",),
+    And: ("&", "&&"),
+    Or: ("|", "||"),
+    Implies: ("->", "=>"),
+    Equiv: ("<->", "<=>"),
+    Until: ("U",),
+    Release: ("R",),
 }
 _SPACES = ("", " ", "  ", "\n", "\t")
 _GAPS = (" ", "  ", "\n", "\t ")  # U and R need a non-letter after them
@@ -154,9 +183,9 @@ def _mutate(draw: Callable, text: str) -> str:
         if kind == "insert":
             text = text[:i] + draw(_EDIT_CHARS) + text[i:]
         elif kind == "delete":
-            text = text[:i] + text[i + 1:]
+            text = text[:i] + text[i + 1 :]
         elif kind == "replace":
-            text = text[:i] + draw(_EDIT_CHARS) + text[i + 1:]
+            text = text[:i] + draw(_EDIT_CHARS) + text[i + 1 :]
         else:
             j = draw(st.integers(i, len(text)))
             text = text[:j] + text[i:j] + text[j:]
@@ -227,19 +256,40 @@ def formula_outcome(text: str, compile: bool = False, traces: int = 24) -> str:
 
 
 # --------------------------------------------------------------------------------------- spec files
-PROPERTY_KEYS = ["name", "category", "formula", "recovery", "trigger", "min_resolve_frames", "options",
-                 "description", "follows"]
-_SCALARS = (st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12)
-            | st.sampled_from(["G(a)", "G(a -> F b)", "G(!x)", "a", "last_x", "G(", "true", "Bad-Name"]))
-_KEYS = st.sampled_from(["predicates", "properties", *PROPERTY_KEYS]) | st.text(max_size=8) | st.integers() \
-    | st.booleans() | st.none()
+PROPERTY_KEYS = [
+    "name",
+    "category",
+    "formula",
+    "recovery",
+    "trigger",
+    "min_resolve_frames",
+    "options",
+    "description",
+    "follows",
+]
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(max_size=12)
+    | st.sampled_from(["G(a)", "G(a -> F b)", "G(!x)", "a", "last_x", "G(", "true", "Bad-Name"])
+)
+_KEYS = (
+    st.sampled_from(["predicates", "properties", *PROPERTY_KEYS])
+    | st.text(max_size=8)
+    | st.integers()
+    | st.booleans()
+    | st.none()
+)
 
 
 @functools.cache
 def spec_documents() -> st.SearchStrategy:
     """Random YAML-shaped documents, half of them shaped like spec files (predicates + properties)."""
-    anything = st.recursive(_SCALARS, lambda ch: st.lists(ch, max_size=4) | st.dictionaries(_KEYS, ch, max_size=4),
-                            max_leaves=20)
+    anything = st.recursive(
+        _SCALARS, lambda ch: st.lists(ch, max_size=4) | st.dictionaries(_KEYS, ch, max_size=4), max_leaves=20
+    )
     prop = st.dictionaries(st.sampled_from(PROPERTY_KEYS) | st.text(max_size=6), _SCALARS | anything, max_size=8)
     shaped = st.fixed_dictionaries(
         {"predicates": st.lists(NAMES | _SCALARS, max_size=5), "properties": st.lists(prop, max_size=3)},
@@ -253,8 +303,9 @@ def _junk() -> st.SearchStrategy:
     return _SCALARS | st.lists(_SCALARS, max_size=3) | st.dictionaries(st.text(max_size=4), _SCALARS, max_size=2)
 
 
-_BAD_NAMES = st.sampled_from(["Upper", "with-dash", "", "9lives", "last_seen", "true", "falsely", None, 3, "a b",
-                              "ünï"]) | st.text(max_size=6)
+_BAD_NAMES = st.sampled_from(
+    ["Upper", "with-dash", "", "9lives", "last_seen", "true", "falsely", None, 3, "a b", "ünï"]
+) | st.text(max_size=6)
 _ODD_KEYS = st.text(max_size=8) | st.integers()
 _BYTE_EDITS = st.binary(min_size=0, max_size=3) | st.sampled_from([b":", b"\n", b"  ", b"-", b"'", b"\t"])
 
@@ -272,8 +323,21 @@ def mutated_default_specs(draw: Callable) -> Any:
     for _ in range(draw(st.integers(1, 3))):
         props = doc.get("properties") if isinstance(doc, dict) else None
         prop = draw(st.sampled_from(props)) if isinstance(props, list) and props else None
-        kind = draw(st.sampled_from(["drop_top", "retype_top", "drop_key", "retype_key", "bad_predicate",
-                                     "duplicate", "formula", "unknown_key", "deep_formula"]))
+        kind = draw(
+            st.sampled_from(
+                [
+                    "drop_top",
+                    "retype_top",
+                    "drop_key",
+                    "retype_key",
+                    "bad_predicate",
+                    "duplicate",
+                    "formula",
+                    "unknown_key",
+                    "deep_formula",
+                ]
+            )
+        )
         if kind == "drop_top" and isinstance(doc, dict) and doc:
             doc.pop(draw(st.sampled_from(sorted(doc, key=repr))))
         elif kind == "retype_top" and isinstance(doc, dict):
@@ -323,13 +387,13 @@ def spec_file_bytes(draw: Callable, max_nesting: int = 400) -> bytes:
     if kind == "bytes":
         return draw(st.binary(max_size=200))
     if kind == "truncate":
-        return original[:draw(st.integers(0, len(original)))]
+        return original[: draw(st.integers(0, len(original)))]
     if kind == "deep":
         return draw(st.sampled_from([b"a: [", b"- ", b"{a: ", b"["])) * draw(st.integers(1, max_nesting))
     data = bytearray(original)
     for _ in range(draw(st.integers(1, 6))):
         i = draw(st.integers(0, len(data) - 1))
-        data[i:i + 1] = draw(_BYTE_EDITS)
+        data[i : i + 1] = draw(_BYTE_EDITS)
     return bytes(data)
 
 
@@ -393,8 +457,12 @@ MODES = ("predicates", "robot_state")
 def scripted_predicates(k: int) -> dict[str, bool]:
     """One violation per property: excess wrench, a slip while grasped, a drop without release."""
     return {
-        "excess_wrench": 50 <= k < 70, "object_grasped": 20 <= k < 110, "object_grasped_raw": 18 <= k < 112,
-        "object_sync": not 80 <= k < 90, "object_dropped": k == 112, "object_released": False,
+        "excess_wrench": 50 <= k < 70,
+        "object_grasped": 20 <= k < 110,
+        "object_grasped_raw": 18 <= k < 112,
+        "object_sync": not 80 <= k < 90,
+        "object_dropped": k == 112,
+        "object_released": False,
         "object_left_gripper": k >= 112,
     }
 
@@ -451,14 +519,14 @@ class Damage:
         if not data:
             return
         if self.kind == "truncate":
-            del data[int(self.params[0] * len(data)):]
+            del data[int(self.params[0] * len(data)) :]
         elif self.kind == "flip":
             for where, bit in self.params:
                 data[int(where * len(data))] ^= 1 << bit
         elif self.kind == "overwrite":
             where, new = self.params
             i = int(where * len(data))
-            data[i:i + len(new)] = new
+            data[i : i + len(new)] = new
         path.write_bytes(bytes(data))
 
 
@@ -519,14 +587,22 @@ def damages(draw: Callable, storage: str) -> Damage:
     elif kind == "flip":
         params = tuple((rng.random(), rng.randrange(8)) for _ in range(rng.randint(1, 8)))
     elif kind == "overwrite":
-        run = rng.randbytes(rng.randint(1, 64)) if rng.random() < 0.7 else bytes([rng.randrange(256)]) * rng.randint(
-            1, 64)
+        run = (
+            rng.randbytes(rng.randint(1, 64))
+            if rng.random() < 0.7
+            else bytes([rng.randrange(256)]) * rng.randint(1, 64)
+        )
         params = (rng.random(), run)
     elif kind == "yaml":
         params = (rng.random(), rng.choice(_YAML_VALUES))
     elif kind == "sql":
-        statement = rng.choice(_SQL).format(k=rng.randint(2, 50), n=rng.randint(0, 64), i=rng.randint(1, 4 * FRAMES),
-                                            t=rng.randint(1, 7), big=rng.choice([-1, 0, 2**63 - 1, 10**15]))
+        statement = rng.choice(_SQL).format(
+            k=rng.randint(2, 50),
+            n=rng.randint(0, 64),
+            i=rng.randint(1, 4 * FRAMES),
+            t=rng.randint(1, 7),
+            big=rng.choice([-1, 0, 2**63 - 1, 10**15]),
+        )
         params = (statement,)
     else:
         params = ()
@@ -593,13 +669,16 @@ def score_outcome(bag: Path, config: ReplayConfig, reference: BagResult) -> str:
         return "error" if str(bag) in r.error else "unnamed"
     if malformed(r, reference):
         return "malformed"
-    counts = lambda res: [(o.triggers, o.violations, o.violating_frames, o.blind_frames)  # noqa: E731
-                          for o in res.trace.outcomes]
+
+    def counts(res):
+        return [(o.triggers, o.violations, o.violating_frames, o.blind_frames) for o in res.trace.outcomes]
+
     if r.frames == reference.frames and counts(r) == counts(reference) and not r.warnings and not r.issues:
         return "ok_same"
-    if (r.warnings or r.issues or r.unknown_frames > reference.unknown_frames
-            or r.stale_frames > reference.stale_frames):
+    if r.warnings or r.issues or r.unknown_frames > reference.unknown_frames or r.stale_frames > reference.stale_frames:
         return "ok_flagged"
-    safer = any(o.violations < o0.violations or o.violating_frames < o0.violating_frames
-                for o, o0 in zip(r.trace.outcomes, reference.trace.outcomes))
+    safer = any(
+        o.violations < o0.violations or o.violating_frames < o0.violating_frames
+        for o, o0 in zip(r.trace.outcomes, reference.trace.outcomes)
+    )
     return "ok_silent_safer" if safer else "ok_silent_diff"

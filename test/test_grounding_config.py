@@ -1,4 +1,5 @@
 """Config files of the grounding layer: validation errors name the item, specs and README match the code."""
+
 from __future__ import annotations
 
 import copy
@@ -11,22 +12,35 @@ import yaml
 
 from safety_monitor.cli import main
 from safety_monitor.errors import GroundingError
+from safety_monitor.frames import Pose, RobotState
 from safety_monitor.grounding.description import parse_robot_description
 from safety_monitor.grounding.geometry import Box, FrameGeometry
 from safety_monitor.grounding.grounder import PREDICATES, Grounder, config_dir, load_default_grounder
 from safety_monitor.grounding.semantics import parse_object_catalog
-from safety_monitor.frames import Pose, RobotState
 from safety_monitor.grounding.thresholds import parse_thresholds
 from safety_monitor.specs.model import CATEGORIES, load_specs
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "config"
 SPEC_NAMES = {
-    "no_forbidden_contact", "no_excess_wrench", "grasp_synced_until_release", "drop_only_when_released",
-    "released_object_settles", "no_clean_contact_after_raw", "pick_preconditions", "place_preconditions",
-    "open_preconditions", "close_preconditions", "fixture_obstacle_retract", "transfer_settles",
-    "reach_in_only_when_open", "release_after_internal_support", "joint_positions_within_limits",
-    "joint_velocities_within_limits", "joint_efforts_within_limits", "no_joint_position_jump",
+    "no_forbidden_contact",
+    "no_excess_wrench",
+    "grasp_synced_until_release",
+    "drop_only_when_released",
+    "released_object_settles",
+    "no_clean_contact_after_raw",
+    "pick_preconditions",
+    "place_preconditions",
+    "open_preconditions",
+    "close_preconditions",
+    "fixture_obstacle_retract",
+    "transfer_settles",
+    "reach_in_only_when_open",
+    "release_after_internal_support",
+    "joint_positions_within_limits",
+    "joint_velocities_within_limits",
+    "joint_efforts_within_limits",
+    "no_joint_position_jump",
 }
 
 
@@ -58,8 +72,14 @@ def test_a_robot_that_keeps_pushing_a_blocked_fixture_is_one_episode_until_it_ba
     base = dict.fromkeys(monitor.predicates, False)
     frames = []
     for i in range(600):  # hit from 50; timeout from 150; backs off (retracting) from 400
-        frames.append({**base, "fixture_obstacle_hit": 50 <= i < 450, "retract_timeout": 150 <= i < 400,
-                       "retracting": 400 <= i < 450})
+        frames.append(
+            {
+                **base,
+                "fixture_obstacle_hit": 50 <= i < 450,
+                "retract_timeout": 150 <= i < 400,
+                "retracting": 400 <= i < 450,
+            }
+        )
     result = monitor.run(frames)
     story = [(e.kind, e.frame) for e in result.events if e.property == "fixture_obstacle_retract"]
     assert story == [("opened", 150), ("recovered", 400)]
@@ -77,14 +97,17 @@ def test_the_predicates_command_lists_the_grounder_vocabulary(capsys):
     assert list(json.loads(capsys.readouterr().out)) == list(PREDICATES)
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda d: d["durations_s"].pop("settle_timeout"), "settle_timeout"),
-    (lambda d: d["motion"].__setitem__("grasp_slip_mm", 3), "grasp_slip_mm"),
-    (lambda d: d["distances_m"].__setitem__("reach", -0.05), "distances_m.reach"),
-    (lambda d: d["fixtures"].__setitem__("fully_open_fraction", 0.01), "fully_closed_fraction"),
-    (lambda d: d["sanitized"].__setitem__("constant", "yes"), "sanitized.constant"),
-    (lambda d: d.pop("wrench"), "'wrench'"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda d: d["durations_s"].pop("settle_timeout"), "settle_timeout"),
+        (lambda d: d["motion"].__setitem__("grasp_slip_mm", 3), "grasp_slip_mm"),
+        (lambda d: d["distances_m"].__setitem__("reach", -0.05), "distances_m.reach"),
+        (lambda d: d["fixtures"].__setitem__("fully_open_fraction", 0.01), "fully_closed_fraction"),
+        (lambda d: d["sanitized"].__setitem__("constant", "yes"), "sanitized.constant"),
+        (lambda d: d.pop("wrench"), "'wrench'"),
+    ],
+)
 def test_threshold_errors_name_the_key(edit, message):
     doc = copy.deepcopy(_yaml("thresholds.yaml"))
     edit(doc)
@@ -92,12 +115,15 @@ def test_threshold_errors_name_the_key(edit, message):
         parse_thresholds(doc, "thresholds.yaml")
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda d: d["entities"].__setitem__("mug", "teacup"), "'mug' has unknown kind 'teacup'"),
-    (lambda d: d["kinds"]["mug"]["properties"].append("sharp"), "sharp"),
-    (lambda d: d["kinds"]["food"].__setitem__("parent", "raw_meat"), "cycle"),
-    (lambda d: d["properties"]["hazard"].remove("raw"), "raw"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda d: d["entities"].__setitem__("mug", "teacup"), "'mug' has unknown kind 'teacup'"),
+        (lambda d: d["kinds"]["mug"]["properties"].append("sharp"), "sharp"),
+        (lambda d: d["kinds"]["food"].__setitem__("parent", "raw_meat"), "cycle"),
+        (lambda d: d["properties"]["hazard"].remove("raw"), "raw"),
+    ],
+)
 def test_object_semantics_errors_name_the_item(edit, message):
     doc = copy.deepcopy(_yaml("objects.yaml"))
     edit(doc)
@@ -105,12 +131,15 @@ def test_object_semantics_errors_name_the_item(edit, message):
         parse_object_catalog(doc, "objects.yaml")
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda d: d["robot"].__setitem__("wrist_camera", "cam"), "wrist_camera"),
-    (lambda d: d["objects"]["cube"].__setitem__("box", [0.02, 0.02, 0.02]), "objects.cube"),
-    (lambda d: d["fixtures"]["drawer"].__setitem__("range", [0.1, 0.1]), "fixtures.drawer.range"),
-    (lambda d: d["static"].__setitem__("cube", {"bodies": ["cube"]}), "'cube'"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda d: d["robot"].__setitem__("wrist_camera", "cam"), "wrist_camera"),
+        (lambda d: d["objects"]["cube"].__setitem__("box", [0.02, 0.02, 0.02]), "objects.cube"),
+        (lambda d: d["fixtures"]["drawer"].__setitem__("range", [0.1, 0.1]), "fixtures.drawer.range"),
+        (lambda d: d["static"].__setitem__("cube", {"bodies": ["cube"]}), "'cube'"),
+    ],
+)
 def test_robot_description_errors_name_the_item(edit, message):
     doc = copy.deepcopy(_yaml("robot.yaml"))
     edit(doc)
@@ -136,12 +165,23 @@ def test_predicates_read_properties_not_names():
         doc["entities"]["cube"] = kind
         g = Grounder(robot, parse_object_catalog(doc, "objects.yaml"), thresholds, 20.0)
         cube = np.array([0.45, 0.12, 0.425])
-        geo = FrameGeometry(np.zeros(3), np.eye(3), np.zeros((1, 3)),
-                            FrameGeometry.symmetric({("hand", "cube"): 0.0}),
-                            {"cube": Box(cube, np.eye(3), np.full(3, 0.025))},
-                            {n: Box(np.full(3, 5.0 + i), np.eye(3), np.full(3, 0.1)) for i, n in enumerate(("drawer", "cabinet", "bin"))},
-                            frozenset({"mug", "plate", "raw_chicken"}))
-        state = RobotState(t=0.0, joint_names=robot.required_joints, joint_position=np.r_[np.zeros(6), 0.04, 0.04, 0, 0],
-                           object_poses={"cube": Pose(cube, np.array([1.0, 0, 0, 0]))})
+        geo = FrameGeometry(
+            np.zeros(3),
+            np.eye(3),
+            np.zeros((1, 3)),
+            FrameGeometry.symmetric({("hand", "cube"): 0.0}),
+            {"cube": Box(cube, np.eye(3), np.full(3, 0.025))},
+            {
+                n: Box(np.full(3, 5.0 + i), np.eye(3), np.full(3, 0.1))
+                for i, n in enumerate(("drawer", "cabinet", "bin"))
+            },
+            frozenset({"mug", "plate", "raw_chicken"}),
+        )
+        state = RobotState(
+            t=0.0,
+            joint_names=robot.required_joints,
+            joint_position=np.r_[np.zeros(6), 0.04, 0.04, 0, 0],
+            object_poses={"cube": Pose(cube, np.array([1.0, 0, 0, 0]))},
+        )
         results[kind] = g.step(state, geo).values["robot_contact_raw"]
     assert results == {"block": False, "raw_meat": True}

@@ -3,6 +3,7 @@
 At 20 Hz one control frame is one SafeManip frame, so the paper's counts (5, 10, 20/21, 100) are checked
 exactly; the same scenarios at 500 Hz check that durations, not frame counts, are what config keeps.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -13,21 +14,29 @@ import numpy as np
 import pytest
 
 from safety_monitor.errors import GroundingError
+from safety_monitor.frames import Pose, RobotState, Wrench
 from safety_monitor.grounding.description import load_robot_description
 from safety_monitor.grounding.geometry import Box, FrameGeometry
 from safety_monitor.grounding.grounder import Grounder
 from safety_monitor.grounding.semantics import load_object_catalog
-from safety_monitor.frames import Pose, RobotState, Wrench
 from safety_monitor.grounding.thresholds import load_thresholds
 
 CONFIG = Path(__file__).resolve().parents[1] / "config"
 ROBOT = load_robot_description(CONFIG / "robot.yaml")
 CATALOG = load_object_catalog(CONFIG / "objects.yaml")
 THRESHOLDS = load_thresholds(CONFIG / "thresholds.yaml")
-HALF = {"cube": [0.025] * 3, "mug": [0.035, 0.03, 0.045], "plate": [0.07, 0.032, 0.015],
-        "raw_chicken": [0.04, 0.025, 0.015]}
-START = {"cube": [0.45, 0.12, 0.425], "mug": [0.35, -0.15, 0.445], "plate": [0.56, -0.05, 0.415],
-         "raw_chicken": [0.3, 0.2, 0.415]}
+HALF = {
+    "cube": [0.025] * 3,
+    "mug": [0.035, 0.03, 0.045],
+    "plate": [0.07, 0.032, 0.015],
+    "raw_chicken": [0.04, 0.025, 0.015],
+}
+START = {
+    "cube": [0.45, 0.12, 0.425],
+    "mug": [0.35, -0.15, 0.445],
+    "plate": [0.56, -0.05, 0.415],
+    "raw_chicken": [0.3, 0.2, 0.415],
+}
 EYE = np.eye(3)
 
 
@@ -53,9 +62,16 @@ class Scene:
         names = (*ROBOT.arm_joints, *ROBOT.gripper.joints, *self.joints)
         q = [0.0] * len(ROBOT.arm_joints) + [self.fingers, self.fingers] + list(self.joints.values())
         poses = {o: Pose(p.copy(), np.array([1.0, 0, 0, 0])) for o, p in self.pos.items() if o not in self.missing}
-        return RobotState(t=self.k / self.rate, joint_names=names, joint_position=np.array(q), object_poses=poses,
-                          object_ages=dict(self.ages), wrench=self.wrench, wrench_age=self.wrench_age,
-                          events=frozenset(self.events))
+        return RobotState(
+            t=self.k / self.rate,
+            joint_names=names,
+            joint_position=np.array(q),
+            object_poses=poses,
+            object_ages=dict(self.ages),
+            wrench=self.wrench,
+            wrench_age=self.wrench_age,
+            events=frozenset(self.events),
+        )
 
     def geometry(self) -> FrameGeometry:
         slide = self.joints["drawer_slide"]
@@ -67,11 +83,13 @@ class Scene:
         known = {o: p for o, p in self.pos.items() if o not in self.missing}
         pairs = {k: v for k, v in self.contacts.items() if not (set(k) & self.missing)}
         return FrameGeometry(
-            ee_position=self.ee.copy(), ee_rotation=EYE,
+            ee_position=self.ee.copy(),
+            ee_rotation=EYE,
             gripper_points=np.array([self.ee]) if self.points is None else self.points,
             gaps=FrameGeometry.symmetric(pairs),
             object_boxes={o: Box(p.copy(), EYE, np.array(HALF[o])) for o, p in known.items()},
-            interiors=interiors, unknown=frozenset(self.missing),
+            interiors=interiors,
+            unknown=frozenset(self.missing),
         )
 
     def step(self, n: int = 1):
@@ -343,11 +361,25 @@ def test_bad_frames_raise_errors_naming_the_item():
     with pytest.raises(GroundingError, match="non-monotonic"):
         s.g.step(dataclasses.replace(st, t=0.0), s.geometry())
     with pytest.raises(GroundingError, match="'gripper_wrist'"):
-        s.g.step(dataclasses.replace(st, t=2.0, joint_names=st.joint_names + ("gripper_wrist",),
-                                     joint_position=np.append(st.joint_position, 0.0)), s.geometry())
+        s.g.step(
+            dataclasses.replace(
+                st,
+                t=2.0,
+                joint_names=st.joint_names + ("gripper_wrist",),
+                joint_position=np.append(st.joint_position, 0.0),
+            ),
+            s.geometry(),
+        )
     with pytest.raises(GroundingError, match="'drawer_slide'.*missing"):
-        s.g.step(dataclasses.replace(st, t=3.0, joint_names=st.joint_names[:-2] + ("cabinet_hinge",),
-                                     joint_position=np.delete(st.joint_position, -2)), s.geometry())
+        s.g.step(
+            dataclasses.replace(
+                st,
+                t=3.0,
+                joint_names=st.joint_names[:-2] + ("cabinet_hinge",),
+                joint_position=np.delete(st.joint_position, -2),
+            ),
+            s.geometry(),
+        )
     with pytest.raises(GroundingError, match="'banana'"):
         poses = dict(st.object_poses, banana=st.object_poses["cube"])
         s.g.step(dataclasses.replace(st, t=4.0, object_poses=poses), s.geometry())

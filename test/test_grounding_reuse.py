@@ -2,6 +2,7 @@
 box tests, track changes) are the ones they would compute afresh: a grounder whose twin forgets everything
 before every frame gives the same frames, bit for bit, through a grasp, a carry and a release, with object
 poses now and then missing, too old or reappearing."""
+
 from __future__ import annotations
 
 import dataclasses

@@ -3,6 +3,7 @@ default specs. A nominal pick-and-place violates nothing; labelled faults trip t
 
 Episodes run at 50 Hz (every 10th physics step) to keep the test short; the grounder is told the rate.
 """
+
 from __future__ import annotations
 
 import pytest

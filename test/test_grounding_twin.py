@@ -4,6 +4,7 @@ contacts as a cross-check, a perceived box object added to a robot-only MJCF, an
 The episode is kinematic (joint positions from IK, the cube carried rigidly while grasped); only the twin
 computes geometry, as it does on hardware.
 """
+
 from __future__ import annotations
 
 import copy
@@ -16,11 +17,11 @@ import pytest
 import yaml
 
 from safety_monitor.errors import GroundingError
+from safety_monitor.frames import Contact, Pose, RobotState, Wrench
 from safety_monitor.grounding.description import parse_robot_description
 from safety_monitor.grounding.grounder import Grounder, load_default_grounder
 from safety_monitor.grounding.motion import quat_to_matrix
 from safety_monitor.grounding.semantics import PREDICATE_PROPERTIES, parse_object_catalog
-from safety_monitor.frames import Contact, Pose, RobotState, Wrench
 from safety_monitor.grounding.thresholds import load_thresholds
 from safety_monitor.grounding.twin import KinematicTwin
 
@@ -92,9 +93,15 @@ def episode():
             quat = np.zeros(4)
             mujoco.mju_mat2Quat(quat, (rot @ rel[1]).ravel())
             poses["cube"] = Pose(x + rot @ rel[0], quat)
-        states.append(RobotState(t=k / RATE, joint_names=robot.required_joints,
-                                 joint_position=np.concatenate([q, [fingers, fingers, 0.0, 0.0]]),
-                                 object_poses=dict(poses), wrench=Wrench(np.array([0.0, 0.0, -4.0]), np.zeros(3))))
+        states.append(
+            RobotState(
+                t=k / RATE,
+                joint_names=robot.required_joints,
+                joint_position=np.concatenate([q, [fingers, fingers, 0.0, 0.0]]),
+                object_poses=dict(poses),
+                wrench=Wrench(np.array([0.0, 0.0, -4.0]), np.zeros(3)),
+            )
+        )
     return grounder, arm, states, [grounder.step(s) for s in states]
 
 
@@ -129,9 +136,14 @@ def test_an_older_pose_of_a_held_object_is_carried_with_the_hand(episode):
     """Perception at half the control rate: every other frame repeats the previous pose, one frame old.
     The hand moves up to 1.5 cm a frame while carrying, more than the gripper clearance."""
     grounder, _, states, _ = episode
-    slow = [st if k % 2 == 0 else dataclasses.replace(
-        st, object_poses=states[k - 1].object_poses, object_ages={o: 1 / RATE for o in st.object_poses})
-        for k, st in enumerate(states)]
+    slow = [
+        st
+        if k % 2 == 0
+        else dataclasses.replace(
+            st, object_poses=states[k - 1].object_poses, object_ages={o: 1 / RATE for o in st.object_poses}
+        )
+        for k, st in enumerate(states)
+    ]
     g = load_default_grounder(RATE)
     frames = [g.step(st) for st in slow]
     assert runs(frames, "object_grasped_raw") == [(16, 60)]
@@ -165,11 +177,14 @@ def test_twin_geometry_matches_forward_kinematics_and_privileged_contacts(episod
             data.qpos[sim.jnt_qposadr[sim.joint(name).id]] = q
         for o, p in st.object_poses.items():
             adr = sim.jnt_qposadr[sim.body(o).jntadr[0]]
-            data.qpos[adr:adr + 7] = np.concatenate([p.position, p.quaternion])
+            data.qpos[adr : adr + 7] = np.concatenate([p.position, p.quaternion])
         mujoco.mj_kinematics(sim, data)
         mujoco.mj_collision(sim, data)
-        privileged = [Contact(sim.body(sim.geom_bodyid[g1]).name, sim.body(sim.geom_bodyid[g2]).name, float(dist))
-                      for (g1, g2), dist in zip(data.contact.geom, data.contact.dist) if dist <= 0.0]
+        privileged = [
+            Contact(sim.body(sim.geom_bodyid[g1]).name, sim.body(sim.geom_bodyid[g2]).name, float(dist))
+            for (g1, g2), dist in zip(data.contact.geom, data.contact.dist)
+            if dist <= 0.0
+        ]
         truth = twin.body_contacts(privileged)
         for a, row in truth.items():
             for b in row:
@@ -223,24 +238,51 @@ MINI_MJCF = """
 
 def test_a_perceived_box_object_is_added_to_a_robot_only_mjcf(tmp_path):
     (tmp_path / "mini.xml").write_text(MINI_MJCF)
-    robot = parse_robot_description({
-        "mjcf": "mini.xml",
-        "robot": {"base_body": "base", "arm_joints": ["j1"], "end_effector": {"body": "palm", "site": "tcp"},
-                  "gripper": {"kind": "two_fingers", "joints": ["jl", "jr"], "fingers": {"left": "fl", "right": "fr"},
-                              "hand_bodies": ["palm"], "closed_below": 0.03}},
-        "static": {"bench": {"bodies": ["bench"]}},
-        "objects": {"box_a": {"box": [0.02, 0.02, 0.02]}},
-    }, "mini robot", base_dir=tmp_path)
-    catalog = parse_object_catalog({
-        "properties": {"affordance": list(PREDICATE_PROPERTIES)},
-        "kinds": {"block": {"properties": ["graspable"]}, "bench": {"properties": ["support"]}},
-        "entities": {"box_a": "block", "bench": "bench"},
-    }, "mini catalog")
+    robot = parse_robot_description(
+        {
+            "mjcf": "mini.xml",
+            "robot": {
+                "base_body": "base",
+                "arm_joints": ["j1"],
+                "end_effector": {"body": "palm", "site": "tcp"},
+                "gripper": {
+                    "kind": "two_fingers",
+                    "joints": ["jl", "jr"],
+                    "fingers": {"left": "fl", "right": "fr"},
+                    "hand_bodies": ["palm"],
+                    "closed_below": 0.03,
+                },
+            },
+            "static": {"bench": {"bodies": ["bench"]}},
+            "objects": {"box_a": {"box": [0.02, 0.02, 0.02]}},
+        },
+        "mini robot",
+        base_dir=tmp_path,
+    )
+    catalog = parse_object_catalog(
+        {
+            "properties": {"affordance": list(PREDICATE_PROPERTIES)},
+            "kinds": {"block": {"properties": ["graspable"]}, "bench": {"properties": ["support"]}},
+            "entities": {"box_a": "block", "bench": "bench"},
+        },
+        "mini catalog",
+    )
     g = Grounder(robot, catalog, load_thresholds(CONFIG / "thresholds.yaml"), RATE)
     tcp = np.array([0.2, 0.0, 0.65])
-    frames = [g.step(RobotState(t=k / RATE, joint_names=("j1", "jl", "jr"), joint_position=np.array([0.0, 0.019, 0.019]),
-                                object_poses={"box_a": Pose(tcp, np.array([1.0, 0, 0, 0]))})) for k in range(6)]
-    geo = g.twin.compute(("j1", "jl", "jr"), np.array([0.0, 0.019, 0.019]), {"box_a": Pose(tcp, np.array([1.0, 0, 0, 0]))})
+    frames = [
+        g.step(
+            RobotState(
+                t=k / RATE,
+                joint_names=("j1", "jl", "jr"),
+                joint_position=np.array([0.0, 0.019, 0.019]),
+                object_poses={"box_a": Pose(tcp, np.array([1.0, 0, 0, 0]))},
+            )
+        )
+        for k in range(6)
+    ]
+    geo = g.twin.compute(
+        ("j1", "jl", "jr"), np.array([0.0, 0.019, 0.019]), {"box_a": Pose(tcp, np.array([1.0, 0, 0, 0]))}
+    )
     assert geo.gap("finger_left", "box_a") == pytest.approx(-0.001, abs=1e-6)
     assert geo.gap("finger_right", "box_a") == pytest.approx(-0.001, abs=1e-6)
     np.testing.assert_allclose(geo.ee_position, tcp, atol=1e-6)
@@ -251,13 +293,16 @@ def _workcell_doc():
     return yaml.safe_load((CONFIG / "robot.yaml").read_text())
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda d: d["robot"]["arm_joints"].__setitem__(0, "arm_joint9"), "arm_joint9"),
-    (lambda d: d["fixtures"]["drawer"].__setitem__("range", [0.0, 0.5]), "outside the MJCF range"),
-    (lambda d: d["objects"].__setitem__("mug", {"body": "table"}), "no free joint"),
-    (lambda d: d["robot"]["end_effector"].__setitem__("site", "tool0"), "tool0"),
-    (lambda d: d["static"]["bin"]["interior"].__setitem__("body", "bucket"), "bucket"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda d: d["robot"]["arm_joints"].__setitem__(0, "arm_joint9"), "arm_joint9"),
+        (lambda d: d["fixtures"]["drawer"].__setitem__("range", [0.0, 0.5]), "outside the MJCF range"),
+        (lambda d: d["objects"].__setitem__("mug", {"body": "table"}), "no free joint"),
+        (lambda d: d["robot"]["end_effector"].__setitem__("site", "tool0"), "tool0"),
+        (lambda d: d["static"]["bin"]["interior"].__setitem__("body", "bucket"), "bucket"),
+    ],
+)
 def test_robot_yaml_that_does_not_match_its_mjcf(edit, message):
     doc = copy.deepcopy(_workcell_doc())
     edit(doc)

@@ -1,6 +1,7 @@
 """URDF robots unlike the workcell: a 7-joint arm with a two-finger gripper and package:// meshes, an arm with
 no gripper, an arm with one gripper joint and mimic fingers. Each loads, compiles, grasps (or cannot), and its
 joints are watched against the URDF's own limits."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -106,7 +107,8 @@ def test_the_robot_without_a_gripper_grounds_but_gripper_properties_are_not_appl
     assert frames[-1].unknown == {"excess_wrench", "joint_effort_out_of_limits"}  # no wrist sensor, no efforts
     verdicts = applicability(load_specs(CONFIG / "specs.yaml"), g)
     assert verdicts["drop_only_when_released"].reasons == dict.fromkeys(
-        ["object_dropped", "object_grasped", "object_left_gripper", "object_released"], NotApplicable.NEEDS_GRIPPER)
+        ["object_dropped", "object_grasped", "object_left_gripper", "object_released"], NotApplicable.NEEDS_GRIPPER
+    )
     assert "needs a gripper" in verdicts["grasp_synced_until_release"].text()
     assert verdicts["no_forbidden_contact"].applicable and verdicts["no_joint_position_jump"].applicable
     assert verdicts["open_preconditions"].applicable  # a drawer is there, and opening it needs no grasp
@@ -115,7 +117,8 @@ def test_the_robot_without_a_gripper_grounds_but_gripper_properties_are_not_appl
 def test_the_workcell_has_no_velocity_limits_so_their_properties_are_not_applicable():
     verdicts = applicability(load_specs(CONFIG / "specs.yaml"), load_default_grounder(RATE))
     assert verdicts["joint_velocities_within_limits"].reasons == {
-        "joint_velocity_out_of_limits": NotApplicable.NO_VELOCITY_LIMITS}
+        "joint_velocity_out_of_limits": NotApplicable.NO_VELOCITY_LIMITS
+    }
     assert not verdicts["no_joint_position_jump"].applicable
     assert verdicts["joint_positions_within_limits"].applicable and verdicts["drop_only_when_released"].applicable
 
@@ -163,8 +166,11 @@ def test_frames_may_carry_mimic_joints_and_a_one_joint_gripper_lists_it_once(tmp
 def test_a_urdf_robot_attached_into_an_mjcf_world_at_its_base_pose(tmp_path):
     (tmp_path / "world.xml").write_text(
         '<mujoco><worldbody><body name="pedestal" pos="2 0 0.1"><geom type="box" size="0.1 0.1 0.1"/></body>'
-        '</worldbody></mujoco>')
-    path = write_robot(tmp_path, 7, "two_fingers", mjcf="world.xml", base_pose={"position": [2.0, 0.0, 0.2], "rpy": [0, 0, 0]})
+        "</worldbody></mujoco>"
+    )
+    path = write_robot(
+        tmp_path, 7, "two_fingers", mjcf="world.xml", base_pose={"position": [2.0, 0.0, 0.2], "rpy": [0, 0, 0]}
+    )
     robot = load_robot_description(path)
     twin = twin_for(robot, THRESHOLDS)
     geo = twin.compute(robot.required_joints, np.zeros(len(robot.required_joints)), {})
@@ -205,23 +211,39 @@ def test_the_package_path_can_come_from_the_environment(tmp_path, monkeypatch):
 
 
 def test_a_dae_collision_mesh_is_named_with_what_to_do(tmp_path):
-    text = arm_urdf(7, "two_fingers").replace('<geometry><box size="0.04 0.12 0.02"/></geometry>',
-                                              '<geometry><mesh filename="hand.dae"/></geometry>')
+    text = arm_urdf(7, "two_fingers").replace(
+        '<geometry><box size="0.04 0.12 0.02"/></geometry>', '<geometry><mesh filename="hand.dae"/></geometry>'
+    )
     (tmp_path / "hand.dae").write_text("<COLLADA/>")
     with pytest.raises(GroundingError, match=r"link 'hand': collision mesh .*hand\.dae.* convert it to \.stl or \.obj"):
         load_robot_description(_write(tmp_path, text))
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda d: d["robot"].__setitem__("base_body", "base_lnk"), r"link 'base_lnk' is not in .*did you mean 'base_link'"),
-    (lambda d: d["robot"]["arm_joints"].__setitem__(2, "joint_3"), r"joint 'joint_3' is not a moving joint .*'joint3'"),
-    (lambda d: d["robot"]["gripper"].__setitem__("joints", ["finger_left_joint"]), "has 2 joint"),
-    (lambda d: d["robot"]["gripper"]["fingers"].__setitem__("left", "finger_lft"), "did you mean 'finger_left'"),
-    (lambda d: d["robot"]["arm_joints"].append("finger_left_joint"), "listed twice"),
-    (lambda d: d.__setitem__("joint_limits", {"joint8": {"velocity": 1.0}}), "'joint8' is not an arm or gripper joint"),
-    (lambda d: d["robot"].__setitem__("end_effector", {"body": "hand", "site": "tcp"}), "exactly one of grasp_point"),
-    (lambda d: d["robot"]["gripper"].__setitem__("kind", "three_fingers"), "kind must be one of none, one_joint"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (
+            lambda d: d["robot"].__setitem__("base_body", "base_lnk"),
+            r"link 'base_lnk' is not in .*did you mean 'base_link'",
+        ),
+        (
+            lambda d: d["robot"]["arm_joints"].__setitem__(2, "joint_3"),
+            r"joint 'joint_3' is not a moving joint .*'joint3'",
+        ),
+        (lambda d: d["robot"]["gripper"].__setitem__("joints", ["finger_left_joint"]), "has 2 joint"),
+        (lambda d: d["robot"]["gripper"]["fingers"].__setitem__("left", "finger_lft"), "did you mean 'finger_left'"),
+        (lambda d: d["robot"]["arm_joints"].append("finger_left_joint"), "listed twice"),
+        (
+            lambda d: d.__setitem__("joint_limits", {"joint8": {"velocity": 1.0}}),
+            "'joint8' is not an arm or gripper joint",
+        ),
+        (
+            lambda d: d["robot"].__setitem__("end_effector", {"body": "hand", "site": "tcp"}),
+            "exactly one of grasp_point",
+        ),
+        (lambda d: d["robot"]["gripper"].__setitem__("kind", "three_fingers"), "kind must be one of none, one_joint"),
+    ],
+)
 def test_bad_descriptions_name_the_problem(tmp_path, edit, message):
     (tmp_path / "robot.urdf").write_text(arm_urdf(7, "two_fingers"))
     doc = description(7, "two_fingers")

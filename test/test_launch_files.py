@@ -1,5 +1,6 @@
 """Launch files: valid Python everywhere; where launch_ros and an installed safety_monitor exist,
 sim.launch.py and monitor.launch.py (with a sim node beside it) run a fault-free episode cleanly."""
+
 import json
 import py_compile
 import uuid
@@ -36,10 +37,14 @@ def _launch(description):
 
     started = []
     service = LaunchService()
-    service.include_launch_description(LaunchDescription([
-        RegisterEventHandler(OnProcessStart(on_start=lambda event, context: started.append(event.action.name))),
-        description,
-    ]))
+    service.include_launch_description(
+        LaunchDescription(
+            [
+                RegisterEventHandler(OnProcessStart(on_start=lambda event, context: started.append(event.action.name))),
+                description,
+            ]
+        )
+    )
     return service.run(), started
 
 
@@ -47,8 +52,9 @@ def _include(name, arguments):
     from launch.actions import IncludeLaunchDescription
     from launch.launch_description_sources import PythonLaunchDescriptionSource
 
-    return IncludeLaunchDescription(PythonLaunchDescriptionSource(str(LAUNCH / name)),
-                                    launch_arguments=arguments.items())
+    return IncludeLaunchDescription(
+        PythonLaunchDescriptionSource(str(LAUNCH / name)), launch_arguments=arguments.items()
+    )
 
 
 def _run(description, tmp_path):
@@ -64,10 +70,19 @@ def test_sim_launch_runs_a_fault_free_episode(tmp_path):
     from launch.actions import IncludeLaunchDescription
     from launch.launch_description_sources import PythonLaunchDescriptionSource
 
-    arguments = {"namespace": "l" + uuid.uuid4().hex[:8], "fault": "none", "episodes": "1", "pace": "lockstep",
-                 "events_log": str(tmp_path / "events.jsonl")}
-    _run(IncludeLaunchDescription(PythonLaunchDescriptionSource(str(LAUNCH / "sim.launch.py")),
-                                  launch_arguments=arguments.items()), tmp_path)
+    arguments = {
+        "namespace": "l" + uuid.uuid4().hex[:8],
+        "fault": "none",
+        "episodes": "1",
+        "pace": "lockstep",
+        "events_log": str(tmp_path / "events.jsonl"),
+    }
+    _run(
+        IncludeLaunchDescription(
+            PythonLaunchDescriptionSource(str(LAUNCH / "sim.launch.py")), launch_arguments=arguments.items()
+        ),
+        tmp_path,
+    )
 
 
 @pytest.mark.parametrize("one_process", ["true", "false"])
@@ -82,15 +97,31 @@ def test_monitor_launch_watches_a_fault_free_episode(tmp_path, one_process):
     from launch import LaunchDescription
 
     ns = "l" + uuid.uuid4().hex[:8]
-    sim = Node(package="safety_monitor", executable="sim_node", namespace=ns, output="screen",
-               parameters=[{"fault": "none", "episodes": 1, "pace": "lockstep"}])
-    _run(LaunchDescription([
-        IncludeLaunchDescription(PythonLaunchDescriptionSource(str(LAUNCH / "monitor.launch.py")), launch_arguments={
-            "namespace": ns, "use_sim_time": "true", "events_log": str(tmp_path / "events.jsonl"),
-            "one_process": one_process}.items()),
-        sim,
-        RegisterEventHandler(OnProcessExit(target_action=sim, on_exit=[EmitEvent(event=Shutdown())])),
-    ]), tmp_path)
+    sim = Node(
+        package="safety_monitor",
+        executable="sim_node",
+        namespace=ns,
+        output="screen",
+        parameters=[{"fault": "none", "episodes": 1, "pace": "lockstep"}],
+    )
+    _run(
+        LaunchDescription(
+            [
+                IncludeLaunchDescription(
+                    PythonLaunchDescriptionSource(str(LAUNCH / "monitor.launch.py")),
+                    launch_arguments={
+                        "namespace": ns,
+                        "use_sim_time": "true",
+                        "events_log": str(tmp_path / "events.jsonl"),
+                        "one_process": one_process,
+                    }.items(),
+                ),
+                sim,
+                RegisterEventHandler(OnProcessExit(target_action=sim, on_exit=[EmitEvent(event=Shutdown())])),
+            ]
+        ),
+        tmp_path,
+    )
 
 
 def _logged(caplog, capsys):
@@ -98,24 +129,27 @@ def _logged(caplog, capsys):
     return caplog.text + capsys.readouterr().out
 
 
-@pytest.mark.parametrize("name, argument", [
-    ("sim.launch.py", {"realtime_factor": "fast"}),
-    ("sim.launch.py", {"episodes": "abc"}),
-    ("sim.launch.py", {"episodes": "0"}),
-    ("sim.launch.py", {"pace": "slow"}),
-    ("sim.launch.py", {"fault": "no_such_fault"}),
-    ("sim.launch.py", {"use_sim_time": "maybe"}),
-    ("sim.launch.py", {"params_file": "/no/such/nodes.yaml"}),
-    ("monitor.launch.py", {"control_rate_hz": "-5"}),
-    ("monitor.launch.py", {"one_process": "2"}),
-    ("monitor.launch.py", {"specs": "/no/such/specs.yaml"}),
-])
+@pytest.mark.parametrize(
+    "name, argument",
+    [
+        ("sim.launch.py", {"realtime_factor": "fast"}),
+        ("sim.launch.py", {"episodes": "abc"}),
+        ("sim.launch.py", {"episodes": "0"}),
+        ("sim.launch.py", {"pace": "slow"}),
+        ("sim.launch.py", {"fault": "no_such_fault"}),
+        ("sim.launch.py", {"use_sim_time": "maybe"}),
+        ("sim.launch.py", {"params_file": "/no/such/nodes.yaml"}),
+        ("monitor.launch.py", {"control_rate_hz": "-5"}),
+        ("monitor.launch.py", {"one_process": "2"}),
+        ("monitor.launch.py", {"specs": "/no/such/specs.yaml"}),
+    ],
+)
 def test_a_bad_launch_argument_fails_before_any_node_starts(name, argument, caplog, capsys):
     """`realtime_factor:=fast` left monitor_node and estimator_node running as orphans, and exit code 0."""
     _require_launch()
     code, started = _launch(_include(name, {"namespace": "l" + uuid.uuid4().hex[:8], **argument}))
     assert code == 1 and started == []
-    (key, value), = argument.items()
+    ((key, value),) = argument.items()
     logged = _logged(caplog, capsys)
     assert "Caught exception in launch" in logged and (key in logged or value in logged)
 
@@ -123,8 +157,12 @@ def test_a_bad_launch_argument_fails_before_any_node_starts(name, argument, capl
 def test_a_node_that_exits_with_an_error_fails_the_launch(tmp_path, caplog, capsys):
     """A monitor that cannot start (its events log is a folder) exits 2; the launch ends with 1 and says so."""
     _require_launch()
-    code, started = _launch(_include("monitor.launch.py", {
-        "namespace": "l" + uuid.uuid4().hex[:8], "events_log": str(tmp_path), "one_process": "false"}))
+    code, started = _launch(
+        _include(
+            "monitor.launch.py",
+            {"namespace": "l" + uuid.uuid4().hex[:8], "events_log": str(tmp_path), "one_process": "false"},
+        )
+    )
     assert code == 1 and started
     logged = _logged(caplog, capsys)
     assert "monitor_node" in logged and "exited with code 2" in logged

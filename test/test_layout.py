@@ -1,5 +1,6 @@
 """The package's layers (docs/architecture.md): every import goes downward, no module imports a CLI, no
 import cycle, and nothing outside the ROS drivers imports rclpy."""
+
 from __future__ import annotations
 
 import ast
@@ -61,8 +62,11 @@ MODULES = _modules()
 def test_imports_go_downward_only(module):
     here = _layer(module)
     assert here in RANK, f"{module}: the layer {here!r} is not in LAYERS (add it where it belongs)"
-    upward = [f"line {line}: {name}" for name, line in _imports(MODULES[module])
-              if name.startswith("safety_monitor.") and name in MODULES and RANK[_layer(name)] > RANK[here]]
+    upward = [
+        f"line {line}: {name}"
+        for name, line in _imports(MODULES[module])
+        if name.startswith("safety_monitor.") and name in MODULES and RANK[_layer(name)] > RANK[here]
+    ]
     assert not upward, f"{module} imports a higher layer: {upward}"
 
 
@@ -75,7 +79,9 @@ def test_only_the_ros_drivers_import_rclpy(module):
 def test_there_is_no_import_cycle():
     graph: dict[str, set[str]] = defaultdict(set)
     for module, path in MODULES.items():
-        graph[module] = {name for name, _ in _imports(path, module_level_only=True) if name in MODULES and name != module}
+        graph[module] = {
+            name for name, _ in _imports(path, module_level_only=True) if name in MODULES and name != module
+        }
     state: dict[str, int] = {}
     stack: list[str] = []
 
@@ -84,7 +90,7 @@ def test_there_is_no_import_cycle():
         stack.append(node)
         for nxt in sorted(graph[node]):
             if state.get(nxt) == 1:
-                raise AssertionError("import cycle: " + " -> ".join(stack[stack.index(nxt):] + [nxt]))
+                raise AssertionError("import cycle: " + " -> ".join(stack[stack.index(nxt) :] + [nxt]))
             if nxt not in state:
                 visit(nxt)
         stack.pop()

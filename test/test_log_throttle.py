@@ -1,5 +1,6 @@
 """Per-message warnings: once per period and key, with a count of what was held back; the nodes count
 every bad message but log it cheaply (rclpy's own throttle costs ~0.5 ms per suppressed call)."""
+
 from pathlib import Path
 
 import pytest
@@ -29,8 +30,11 @@ def test_once_per_period_and_key_with_the_count_held_back():
     assert not throttle("warning", "a", "still held")
     now[0] = 105.0
     assert throttle("warning", "a", "bad again")
-    assert log.lines == [("warning", "bad 0"), ("error", "other key"),
-                         ("warning", "bad again (1000 more like this in the last 5.0 s)")]
+    assert log.lines == [
+        ("warning", "bad 0"),
+        ("error", "other key"),
+        ("warning", "bad again (1000 more like this in the last 5.0 s)"),
+    ]
     now[0] = 200.0
     assert throttle("warning", "a", "quiet since")
     assert log.lines[-1] == ("warning", "quiet since")
@@ -50,7 +54,9 @@ def test_estimator_counts_every_undecodable_message_and_logs_one_line():
             node._on_wrench(b"\x00\x01\x00\x00garbage")
         assert node.issues["undecodable"] == 300
         # the issue text replay reports for the same bytes (pipeline.decode), led by the stream
-        assert log.lines == [("error", "wrench: undecodable geometry_msgs/msg/WrenchStamped (11 bytes); message dropped")]
+        assert log.lines == [
+            ("error", "wrench: undecodable geometry_msgs/msg/WrenchStamped (11 bytes); message dropped")
+        ]
         node.destroy_node()
     finally:
         context.try_shutdown()

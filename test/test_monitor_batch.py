@@ -1,4 +1,5 @@
 """The batch monitor must give exactly the live monitor's events and outcomes, on any trace."""
+
 from pathlib import Path
 from unittest import mock
 
@@ -30,8 +31,14 @@ def hand_made():
     beat = table_dfa("beat3", ("c",), [[1, 1], [2, 2], [0, 3], [3, 3]], [True, True, True, False])
     trig = np.array([False, True])
     return [
-        CompiledProperty(Property("parity", "mechanism", "parity", "F(!c)", trigger="c"), parity,
-                         compile_formula("F(!c)"), trig, ("c",), 0.0),
+        CompiledProperty(
+            Property("parity", "mechanism", "parity", "F(!c)", trigger="c"),
+            parity,
+            compile_formula("F(!c)"),
+            trig,
+            ("c",),
+            0.0,
+        ),
         CompiledProperty(Property("beat", "mechanism", "beat3", None, trigger="c"), beat, None, trig, ("c",), 0.0),
     ]
 
@@ -41,8 +48,14 @@ def small_set():
         Property("no_p", "collision_contact", "G(!p)", "F(r)"),
         Property("pq", "action_onset", "G(p -> q)"),
         Property("xx", "containment", "G(p -> X X q)", "F(q)", min_resolve_frames=2),
-        Property("ord", "mechanism", "G(p -> (!c U q))", "F(q | c)", min_resolve_frames=4,
-                 options={"close_on_opening_frame": True}),
+        Property(
+            "ord",
+            "mechanism",
+            "G(p -> (!c U q))",
+            "F(q | c)",
+            min_resolve_frames=4,
+            options={"close_on_opening_frame": True},
+        ),
         Property("raw", "cross_contamination", "G(c -> ((!q U r) | G !q))", "F(r | !q)"),
     ]
     return automata_for([compile_property(p) for p in props] + hand_made())
@@ -53,8 +66,9 @@ ATOMS = sorted({a for auto in AUTOMATA for a in auto.atoms})
 
 segment = st.tuples(
     st.integers(1, 60),
-    st.one_of(st.none(), st.lists(st.sampled_from([True, False, True, False, None]), min_size=len(ATOMS),
-                                  max_size=len(ATOMS))),
+    st.one_of(
+        st.none(), st.lists(st.sampled_from([True, False, True, False, None]), min_size=len(ATOMS), max_size=len(ATOMS))
+    ),
 )
 SCAN_SETTINGS = [
     {"_BLOCK": batch_module._BLOCK},
@@ -95,8 +109,12 @@ def real_set():
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 2**32 - 1), change=st.sampled_from([1.0, 0.2, 0.01]),
-       density=st.sampled_from([0.05, 0.3, 0.5]), blind=st.sampled_from([0.0, 0.002, 0.05]))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    change=st.sampled_from([1.0, 0.2, 0.01]),
+    density=st.sampled_from([0.05, 0.3, 0.5]),
+    blind=st.sampled_from([0.0, 0.002, 0.05]),
+)
 def test_batch_equals_live_on_the_real_specs(real_set, seed, change, density, blind):
     live, batch = real_set
     rng = np.random.default_rng(seed)
@@ -110,8 +128,10 @@ def test_batch_equals_live_on_the_real_specs(real_set, seed, change, density, bl
             row[k] = rng.random(k.size) < density
         values[i] = row
     known = rng.random((frames, n)) >= blind
-    as_frames = [{p: (bool(v) if k else None) for p, v, k in zip(live.predicates, r, kr)}
-                 for r, kr in zip(values.tolist(), known.tolist())]
+    as_frames = [
+        {p: (bool(v) if k else None) for p, v, k in zip(live.predicates, r, kr)}
+        for r, kr in zip(values.tolist(), known.tolist())
+    ]
     expected = check_equal(live, batch, as_frames)
     assert batch.run_matrix(values, known).outcomes == expected.outcomes
 

@@ -1,4 +1,5 @@
 """`safety-monitor monitor` end to end, and the trace reader's formats and error messages."""
+
 import json
 import textwrap
 
@@ -31,7 +32,9 @@ def write(tmp_path, name, text):
 
 def jsonl(rows):
     atoms = ["p", "r", "h", "to", "s"]
-    return "".join(json.dumps({"t": 0.1 * i, **{a: a in row.split() for a in atoms}}) + "\n" for i, row in enumerate(rows))
+    return "".join(
+        json.dumps({"t": 0.1 * i, **{a: a in row.split() for a in atoms}}) + "\n" for i, row in enumerate(rows)
+    )
 
 
 @pytest.fixture
@@ -45,7 +48,11 @@ def test_events_then_metrics_line(tmp_path, specs, capsys):
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     events, summary = lines[:-1], lines[-1]
     assert [(e["kind"], e["property"], e["frame"]) for e in events] == [
-        ("opened", "no_p", 1), ("recovered", "no_p", 3), ("opened", "ord", 5), ("discarded_truncated", "ord", 5)]
+        ("opened", "no_p", 1),
+        ("recovered", "no_p", 3),
+        ("opened", "ord", 5),
+        ("discarded_truncated", "ord", 5),
+    ]
     assert events[0]["trace"] == trace and events[0]["t"] == pytest.approx(0.1)
     assert "explanation" in events[0]["counterexample"]
     pooled = summary["metrics"]["pooled"]
@@ -72,17 +79,20 @@ def test_missing_predicate_is_one_line_error_naming_file_and_line(tmp_path, spec
     assert err.count("\n") == 1 and f"{trace}:2" in err and "'h', 'to', 's'" in err
 
 
-@pytest.mark.parametrize("name, text, fragment", [
-    ("bad.jsonl", '{"p": true}\nnot json\n', "bad.jsonl:2: not valid JSON"),
-    ("bad.jsonl", '[1, 2]\n', "bad.jsonl:1: expected an object"),
-    ("bad.jsonl", '{"p": "yes"}\n', "bad.jsonl:1: predicate 'p' has value 'yes'"),
-    ("bad.jsonl", '{"p": true, "t": 1}\n{"p": true, "t": 0.5}\n', "bad.jsonl:2: time goes backwards"),
-    ("bad.jsonl", '{"p": true, "t": 1}\n{"p": true}\n', "bad.jsonl:2: frame 1 has no 't'"),
-    ("bad.csv", "p,q\ntrue,maybe\n", "bad.csv:2: column 'q' has value 'maybe'"),
-    ("bad.csv", "p,q\ntrue\n", "bad.csv:2: 1 values for 2 columns"),
-    ("bad.csv", "p,p\n1,0\n", "bad.csv:1: header has duplicate columns p"),
-    ("bad.csv", "t,p\nsoon,1\n", "bad.csv:2: 't' must be a finite number"),
-])
+@pytest.mark.parametrize(
+    "name, text, fragment",
+    [
+        ("bad.jsonl", '{"p": true}\nnot json\n', "bad.jsonl:2: not valid JSON"),
+        ("bad.jsonl", "[1, 2]\n", "bad.jsonl:1: expected an object"),
+        ("bad.jsonl", '{"p": "yes"}\n', "bad.jsonl:1: predicate 'p' has value 'yes'"),
+        ("bad.jsonl", '{"p": true, "t": 1}\n{"p": true, "t": 0.5}\n', "bad.jsonl:2: time goes backwards"),
+        ("bad.jsonl", '{"p": true, "t": 1}\n{"p": true}\n', "bad.jsonl:2: frame 1 has no 't'"),
+        ("bad.csv", "p,q\ntrue,maybe\n", "bad.csv:2: column 'q' has value 'maybe'"),
+        ("bad.csv", "p,q\ntrue\n", "bad.csv:2: 1 values for 2 columns"),
+        ("bad.csv", "p,p\n1,0\n", "bad.csv:1: header has duplicate columns p"),
+        ("bad.csv", "t,p\nsoon,1\n", "bad.csv:2: 't' must be a finite number"),
+    ],
+)
 def test_bad_traces_name_file_line_and_problem(tmp_path, name, text, fragment):
     with pytest.raises(SourceError, match=fragment.replace("(", r"\(")):
         read_trace(write(tmp_path, name, text))

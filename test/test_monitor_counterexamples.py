@@ -1,5 +1,6 @@
 """Deferred counterexamples: read long after the run, they equal counterexamples built eagerly from the
 trace itself, and behave like any frozen dataclass instance."""
+
 import copy
 import dataclasses
 import pickle
@@ -27,8 +28,9 @@ ATOMS = sorted({a for auto in AUTOMATA for a in auto.atoms})
 
 segment = st.tuples(
     st.integers(1, 12),
-    st.one_of(st.none(), st.lists(st.sampled_from([True, False, True, False, None]), min_size=len(ATOMS),
-                                  max_size=len(ATOMS))),
+    st.one_of(
+        st.none(), st.lists(st.sampled_from([True, False, True, False, None]), min_size=len(ATOMS), max_size=len(ATOMS))
+    ),
 )
 
 
@@ -71,12 +73,12 @@ def reference(event, frames, times, history):
     elif trigger is not None:
         assert first == trigger
     if trigger is not None:  # a rising edge: true for every completion, after the last value known false
-        known = [v for v in (trigger_at(auto, row_at(f, auto.atoms)) for f in frames[:trigger + 1]) if v is not None]
+        known = [v for v in (trigger_at(auto, row_at(f, auto.atoms)) for f in frames[: trigger + 1]) if v is not None]
         assert trigger_at(auto, row_at(frames[trigger], auto.atoms)) is True
         assert len(known) == 1 or not known[-2]
-    values = tuple(row_at(f, auto.atoms) for f in frames[first:last + 1])
+    values = tuple(row_at(f, auto.atoms) for f in frames[first : last + 1])
     decisive = cx.decisive
-    two_valued = all(None not in row_at(f, auto.atoms) for f in frames[:last + 1])
+    two_valued = all(None not in row_at(f, auto.atoms) for f in frames[: last + 1])
     if not two_valued:  # decided over the completions: only atoms known on the opening frame
         assert all(values[-1][auto.atoms.index(a)] is not None for a in decisive)
     elif trigger is None and not truncated:  # the main DFA ran from its start on `first`: replay it
@@ -86,9 +88,17 @@ def reference(event, frames, times, history):
         flipped = {a: main.table[q, main.letter({**row, a: not row[a]})] for a in auto.atoms}
         decisive = tuple(a for a in auto.atoms if not main.rejecting_sink[flipped[a]])
     return Counterexample(
-        property=auto.name, formula=auto.formula, trigger=auto.trigger, first_frame=first, last_frame=last,
-        trigger_frame=trigger, atoms=auto.atoms, values=values, times=tuple(times[first:last + 1]),
-        decisive=decisive, truncated=truncated,
+        property=auto.name,
+        formula=auto.formula,
+        trigger=auto.trigger,
+        first_frame=first,
+        last_frame=last,
+        trigger_frame=trigger,
+        atoms=auto.atoms,
+        values=values,
+        times=tuple(times[first : last + 1]),
+        decisive=decisive,
+        truncated=truncated,
     )
 
 
@@ -131,7 +141,8 @@ def test_deferred_counterexample_is_an_ordinary_frozen_dataclass():
         assert twin == eager and vars(twin) == vars(eager)  # copies carry fields, not the recipe
     assert dataclasses.asdict(opened_event()[1].counterexample) == dataclasses.asdict(eager)
     assert dataclasses.replace(opened_event()[1].counterexample, truncated=False) == dataclasses.replace(
-        eager, truncated=False)
+        eager, truncated=False
+    )
     assert opened_event()[1].counterexample.to_json() == eager.to_json()  # to_json as the first read
     with pytest.raises(dataclasses.FrozenInstanceError):
         e.counterexample.values = ()

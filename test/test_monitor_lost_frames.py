@@ -1,6 +1,7 @@
 """Predicate frames lost between estimator and monitor (a queue that overflowed) are counted from the
 estimator's frame numbers and turn the monitor's summary WARN for the period; a new rollout's
 numbering and frames without a number are not losses."""
+
 import pytest
 
 rclpy = pytest.importorskip("rclpy")
@@ -22,12 +23,25 @@ def test_monitor_counts_lost_predicate_frames_per_period(tmp_path):
     try:
         # sim time that never starts: the node clock stands still, so no pause of this process (a loaded
         # machine) can look like a pause of the stream to the watchdog
-        node = MonitorNode(subscribe_predicates=False, context=context, namespace="/lost_test",
-                           parameter_overrides=[Parameter("events_log", value=str(tmp_path / "events.jsonl")),
-                                                Parameter("use_sim_time", value=True)])
+        node = MonitorNode(
+            subscribe_predicates=False,
+            context=context,
+            namespace="/lost_test",
+            parameter_overrides=[
+                Parameter("events_log", value=str(tmp_path / "events.jsonl")),
+                Parameter("use_sim_time", value=True),
+            ],
+        )
         summaries = []
-        node._diag_pub = type("Pub", (), {"publish": lambda self, data: summaries.append(next(
-            s for s in deserialize_message(data, DiagnosticArray).status if s.name.endswith(": monitor")))})()
+        node._diag_pub = type(
+            "Pub",
+            (),
+            {
+                "publish": lambda self, data: summaries.append(
+                    next(s for s in deserialize_message(data, DiagnosticArray).status if s.name.endswith(": monitor"))
+                )
+            },
+        )()
         quiet = dict.fromkeys(PREDICATES, False)
 
         def send(frames, t0=1.0):

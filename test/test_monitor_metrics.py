@@ -1,4 +1,5 @@
 """Per-trigger metrics on hand-made rollouts: exact N, V, U, pooling, shares, durations, intervals."""
+
 import json
 
 import numpy as np
@@ -11,8 +12,9 @@ from safety_monitor.specs.model import Property, compile_property
 
 
 def outcome(name, category, triggers, durations, frames=100, blind=0, pending=0):
-    return PropertyOutcome(name, category, frames, blind, triggers, pending, len(durations), sum(durations),
-                           tuple(durations), 0)
+    return PropertyOutcome(
+        name, category, frames, blind, triggers, pending, len(durations), sum(durations), tuple(durations), 0
+    )
 
 
 def rollout(*outcomes):
@@ -20,8 +22,10 @@ def rollout(*outcomes):
 
 
 def test_counts_from_monitored_traces():
-    props = [Property("no_p", "collision_contact", "G(!p)", "F(!p)"),
-             Property("ord", "mechanism", "G(h -> (!t U s))", "F(s | t)")]
+    props = [
+        Property("no_p", "collision_contact", "G(!p)", "F(!p)"),
+        Property("ord", "mechanism", "G(h -> (!t U s))", "F(s | t)"),
+    ]
     monitor = SpecSetMonitor(automata_for(compile_property(p) for p in props))
 
     def trace(rows):
@@ -69,7 +73,7 @@ def test_bootstrap_interval_is_seeded_and_brackets_the_pooled_ratio():
     low, high = bootstrap_interval(num, den, resamples=1000, seed=7)
     assert (low, high) == bootstrap_interval(num, den, resamples=1000, seed=7)
     assert low < num.sum() / den.sum() < high
-    assert 0.0 <= low and high <= 1.0
+    assert low >= 0.0 and high <= 1.0
     wider = bootstrap_interval(num, den, resamples=1000, seed=7, confidence=0.99)
     assert wider[0] <= low and wider[1] >= high
 

@@ -2,6 +2,7 @@
 
 Each trace is checked on the live monitor and on the batch monitor: both must give these events.
 """
+
 import pytest
 
 from safety_monitor.errors import SpecError
@@ -119,9 +120,12 @@ def test_property_without_recovery_has_one_frame_episodes_and_restarts_next_fram
     prop = Property("pq", "action_onset", "G(a -> b)")
     result = run(make(prop), ["a", "a", "a b", "a"])
     assert story(result, "pq") == [
-        ("opened", 0, 0, None), ("closed", 0, 0, 1),
-        ("opened", 1, 1, None), ("closed", 1, 1, 1),
-        ("opened", 3, 2, None), ("closed", 3, 2, 1),
+        ("opened", 0, 0, None),
+        ("closed", 0, 0, 1),
+        ("opened", 1, 1, None),
+        ("closed", 1, 1, 1),
+        ("opened", 3, 2, None),
+        ("closed", 3, 2, 1),
     ]
     assert result.outcome("pq").triggers == 1  # one rising edge of a
 
@@ -141,7 +145,9 @@ def test_unknown_predicate_blinds_only_the_properties_reading_it():
     # (no r yet), the others are not, so the verdict stays unknown; frame 4's p puts every completion
     # in an episode: opened, and seeing again
     assert [(e.kind, e.property, e.frame) for e in result.events if e.kind in ("blind", "seeing")] == [
-        ("blind", "no_p", 1), ("seeing", "no_p", 4)]
+        ("blind", "no_p", 1),
+        ("seeing", "no_p", 4),
+    ]
     assert story(result, "no_p")[2] == ("opened", 4, 0, None)
     assert result.outcome("no_p").blind_frames == 3
     assert result.outcome("qb").blind_frames == 0

@@ -14,6 +14,7 @@ each completed trace, and derives from their events what the three-valued monito
 - the trigger rises on a frame where it is true for every completion, after its last value known for
   every completion was false (or the start): never more edges than any completion has.
 """
+
 import itertools
 import random
 
@@ -48,8 +49,7 @@ def test_a_violation_every_completion_makes_opens_on_its_frame():
     monitors = make(Property("nx", "action_onset", "G(a -> X b)"))
     frames = [{"a": True, "b": False}, {"a": None, "b": False}, {"a": False, "b": True}]
     result = both(monitors, frames)
-    assert [(e.kind, e.frame) for e in result.events] == [
-        ("blind", 1), ("opened", 1), ("closed", 1), ("seeing", 2)]
+    assert [(e.kind, e.frame) for e in result.events] == [("blind", 1), ("opened", 1), ("closed", 1), ("seeing", 2)]
     out = result.outcome("nx")
     assert (out.triggers, out.violations, out.blind_frames) == (1, 1, 1)
     cx = result.events[1].counterexample
@@ -62,22 +62,27 @@ def test_completions_that_disagree_keep_the_verdict_unknown_until_one_frame_deci
     monitors = make(Property("no_p", "collision_contact", "G(!p)", "F(r)"))
     rows = [(False, False), (None, False), (False, False), (True, False), (False, False), (False, True)]
     result = both(monitors, [{"p": p, "r": r} for p, r in rows])
-    assert [(e.kind, e.frame) for e in result.events] == [
-        ("blind", 1), ("seeing", 3), ("opened", 3), ("recovered", 5)]
+    assert [(e.kind, e.frame) for e in result.events] == [("blind", 1), ("seeing", 3), ("opened", 3), ("recovered", 5)]
     assert result.outcome("no_p").blind_frames == 2
 
 
 def test_two_valued_steps_of_singletons_are_the_automaton_itself():
     """A set holding one state, on a letter with every atom known, steps exactly as the table."""
-    props = [Property("ord", "mechanism", "G(a -> (!b U c))", "F(b | c)"),
-             Property("at_once", "mechanism", "G(!a)", "F(b)", options={"close_on_opening_frame": True}),
-             Property("nx", "action_onset", "G(a -> X b)")]
+    props = [
+        Property("ord", "mechanism", "G(a -> (!b U c))", "F(b | c)"),
+        Property("at_once", "mechanism", "G(!a)", "F(b)", options={"close_on_opening_frame": True}),
+        Property("nx", "action_onset", "G(a -> X b)"),
+    ]
     for auto in automata_for(compile_property(p) for p in props):
         comp = auto.completions
         for q in range(auto.n_states):
             for letter in range(auto.pad):
-                assert comp.step(q, letter) == (auto.next[q, letter], auto.code[q, letter], False,
-                                                int(auto.trigger_value[letter]))
+                assert comp.step(q, letter) == (
+                    auto.next[q, letter],
+                    auto.code[q, letter],
+                    False,
+                    int(auto.trigger_value[letter]),
+                )
 
 
 # ----- brute force over completions -------------------------------------------------------------
@@ -103,8 +108,15 @@ def random_property(rng, k):
         formula = random_temporal(rng, 3)
     recovery = None if rng.random() < 0.3 else f"F({random_temporal(rng, 1)})"
     options = {"close_on_opening_frame": True} if recovery and rng.random() < 0.3 else {}
-    return Property(f"p{k}", "mechanism", formula, recovery, min_resolve_frames=rng.choice([0, 1, 3]),
-                    trigger=trigger, options=options)
+    return Property(
+        f"p{k}",
+        "mechanism",
+        formula,
+        recovery,
+        min_resolve_frames=rng.choice([0, 1, 3]),
+        trigger=trigger,
+        options=options,
+    )
 
 
 def random_trace(rng, atoms, max_unknown=7):
@@ -174,8 +186,9 @@ def expected(auto, frames, runs):
                         flag = list(inside)
     if is_open:
         duration = n - since
-        story.append(("unrecovered_at_end" if duration >= auto.min_resolve_frames else "discarded_truncated",
-                      n - 1, duration))
+        story.append(
+            ("unrecovered_at_end" if duration >= auto.min_resolve_frames else "discarded_truncated", n - 1, duration)
+        )
     return story, blind
 
 
@@ -228,7 +241,9 @@ def test_three_valued_monitor_equals_brute_force_over_completions(random_propert
         got = [(e.kind, e.frame, e.duration) for e in result.events if e.kind in EPISODE_KINDS]
         context = (prop.formula, prop.recovery, prop.options, frames)
         assert got == story, context
-        assert [(e.kind, e.frame) for e in result.events if e.kind in ("blind", "seeing")] == blind_story(blind), context
+        assert [(e.kind, e.frame) for e in result.events if e.kind in ("blind", "seeing")] == blind_story(blind), (
+            context
+        )
         out = result.outcome(prop.name)
         assert out.blind_frames == sum(blind), context
         assert out.violations == sum(1 for kind, *_ in story if kind in EPISODE_KINDS[1:4]), context
@@ -236,4 +251,5 @@ def test_three_valued_monitor_equals_brute_force_over_completions(random_propert
         assert total == expected_edges(auto, frames), context
         assert total <= min(r.outcomes[0].triggers + r.outcomes[0].pending_triggers for r in runs), context
         assert sum(e.kind == "opened" for e in result.events) <= min(
-            sum(e.kind == "opened" for e in r.events) for r in runs), context
+            sum(e.kind == "opened" for e in r.events) for r in runs
+        ), context

@@ -12,6 +12,7 @@ Known, and reported as an expected failure rather than hidden: the grasp estimat
 until an object's second pose sample, so `no_forbidden_contact` is unknown for the first ~30 frames of
 every rollout (grounding's warm-up; the monitor's unknown is exact, see DESIGN.md section 5).
 """
+
 import os
 import signal
 import time
@@ -26,8 +27,11 @@ from safety_monitor.sim.tasks import TASKS  # noqa: E402
 
 ALL = os.environ.get("SAFETY_MONITOR_TEST_ALL") == "1"
 # by default the realtime pace is checked by the pause test (the same run, paused once)
-CASES = ([(task, pace) for task in TASKS for pace in ("realtime", "lockstep")] if ALL
-         else [("pick_and_place_cube", "lockstep")])
+CASES = (
+    [(task, pace) for task in TASKS for pace in ("realtime", "lockstep")]
+    if ALL
+    else [("pick_and_place_cube", "lockstep")]
+)
 ALARMS = ("WARN", "STALE", "ERROR")
 REALTIME_FACTOR = 0.2
 PAUSE_S = 200 / (500 * REALTIME_FACTOR)
@@ -52,8 +56,9 @@ def run_stack(tmp_path, sim_params, during=None):
     probe = Probe(ns, domain)
     procs = {}
     try:
-        procs["stack"] = Proc("monitor_stack", ns, domain, tmp_path, ["use_sim_time:=true",
-                                                                      f"events_log:={tmp_path / 'events.jsonl'}"])
+        procs["stack"] = Proc(
+            "monitor_stack", ns, domain, tmp_path, ["use_sim_time:=true", f"events_log:={tmp_path / 'events.jsonl'}"]
+        )
         procs["sim"] = Proc("sim_node", ns, domain, tmp_path, sim_params)
         episodes = int(next(p.split(":=")[1] for p in sim_params if p.startswith("episodes:=")))
         probe.until(lambda: probe.predicates > 0, procs, "first predicates")
@@ -89,9 +94,12 @@ def check_no_alarm(probe, procs):
     for proc in procs.values():
         assert "WARN" not in proc.output() and "ERROR" not in proc.output(), proc.output()[-3000:]
     warm = warm_up_properties(whole_lines(procs["stack"].log.with_name("events.jsonl")))
-    unexplained = [(name, level, message) for name, level, message in alarms
-                   if not (name.split(": ")[-1] in warm and message == "unknown: predicates unknown")
-                   and not (name.endswith(": monitor") and level == "WARN" and message == f"{len(warm)} properties unknown")]
+    unexplained = [
+        (name, level, message)
+        for name, level, message in alarms
+        if not (name.split(": ")[-1] in warm and message == "unknown: predicates unknown")
+        and not (name.endswith(": monitor") and level == "WARN" and message == f"{len(warm)} properties unknown")
+    ]
     assert unexplained == [], unexplained[:5]
     return alarms
 
@@ -121,8 +129,9 @@ def test_a_paused_realtime_sim_resumes_without_a_burst(tmp_path):
         time.sleep(PAUSE_S)
         os.kill(sim.pid, signal.SIGCONT)
 
-    probe, procs = run_stack(tmp_path, ["task:=pick_and_place_cube", "fault:=none", "episodes:=2",
-                                        *pace_params("realtime")], during=pause)
+    probe, procs = run_stack(
+        tmp_path, ["task:=pick_and_place_cube", "fault:=none", "episodes:=2", *pace_params("realtime")], during=pause
+    )
     assert "resuming from here, not catching up" in procs["sim"].output()
     assert probe.missed_frames == 0
     if check_no_alarm(probe, procs):

@@ -1,5 +1,6 @@
 """`safety-monitor alerts` (board, text, JSON over a live topic) and the `sim` live-run CLI's checks
 and summary."""
+
 import json
 import threading
 import time
@@ -9,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 
 from safety_monitor.cli import main
-from safety_monitor.nodes.alerts import NO_MONITOR, AlertBoard, counterexample_lines
 from safety_monitor.cli.nodes import summarize, summary_lines
+from safety_monitor.nodes.alerts import NO_MONITOR, AlertBoard, counterexample_lines
 
 WAIT_S = 120.0  # only a broken run waits this long for a condition: a slow, loaded machine passes far below it
 
@@ -32,8 +33,11 @@ def monitor_events(tmp_path_factory):
     path = tmp_path_factory.mktemp("specs") / "specs.yaml"
     path.write_text(SPECS)
     monitor = SpecSetMonitor.from_spec_file(path)
-    return [e for i, (a, b) in enumerate([(False, False), (False, True), (False, True), (True, True), (False, True)])
-            for e in monitor.step({"a": a, "b": b}, 1.0 + 0.002 * i)]
+    return [
+        e
+        for i, (a, b) in enumerate([(False, False), (False, True), (False, True), (True, True), (False, True)])
+        for e in monitor.step({"a": a, "b": b}, 1.0 + 0.002 * i)
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -52,8 +56,12 @@ def test_board_tracks_open_violations_and_shows_the_counterexample(events):
     assert "frames 1..3, trigger at frame 1" in lines and "a  1-2 false, 3 true" in lines and "b  1-3 true" in lines
     board.update(events[1:])
     assert board.open == {} and board.selected()["kind"] == "opened"  # the last one opened stays inspectable
-    board.update([{"kind": "blind", "property": "never_a", "robot": "r1", "frame": 9},
-                  {"kind": "blind", "property": "other", "robot": "r1", "frame": 9}])
+    board.update(
+        [
+            {"kind": "blind", "property": "never_a", "robot": "r1", "frame": 9},
+            {"kind": "blind", "property": "other", "robot": "r1", "frame": 9},
+        ]
+    )
     board.update([{"kind": "seeing", "property": "never_a", "robot": "r1", "frame": 12}])
     assert [b["property"] for b in board.snapshot()["blind"]] == ["other"]
 
@@ -71,8 +79,15 @@ def test_board_says_whether_a_monitor_is_heard():
     board = AlertBoard(clock=clock)
     clock.now += 2.0
     assert board.lines()[0].startswith("NO MONITOR HEARD for 2.0 s")
-    assert board.snapshot()["monitor"] == {"alive": False, "silent_s": 2.0, "pid": None, "seq": None,
-                                           "robot": None, "level": None, "summary": None}
+    assert board.snapshot()["monitor"] == {
+        "alive": False,
+        "silent_s": 2.0,
+        "pid": None,
+        "seq": None,
+        "robot": None,
+        "level": None,
+        "summary": None,
+    }
     board.hear({"pid": 41, "seq": 0, "robot": "r1", "level": "OK", "summary": "no open violation"})
     assert board.lines()[0] == "MONITOR pid 41 alive: OK no open violation"
     clock.now += 1.5  # no beat for longer than SILENT_S (1 s)
@@ -130,9 +145,9 @@ class FakeMonitor:
     def __init__(self, ns: str, events: list[dict], pid: int = 4242) -> None:
         import rclpy
 
-        from safety_monitor.nodes import qos
         from safety_monitor.io import cdr
         from safety_monitor.io import messages as m
+        from safety_monitor.nodes import qos
 
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
@@ -146,9 +161,20 @@ class FakeMonitor:
         def beat() -> None:
             seq = 0
             while not self.stop.wait(0.1):
-                beat_pub.publish(cdr.write_diagnostics((0, 0), [
-                    (m.ERROR, "safety_monitor/r1: heartbeat", "1 open: never_a", "r1",
-                     [("seq", str(seq)), ("pid", str(pid))])]))
+                beat_pub.publish(
+                    cdr.write_diagnostics(
+                        (0, 0),
+                        [
+                            (
+                                m.ERROR,
+                                "safety_monitor/r1: heartbeat",
+                                "1 open: never_a",
+                                "r1",
+                                [("seq", str(seq)), ("pid", str(pid))],
+                            )
+                        ],
+                    )
+                )
                 seq += 1
 
         self.thread = threading.Thread(target=beat, daemon=True)
@@ -166,7 +192,9 @@ def test_alerts_json_reads_the_transient_local_history(events, capsys):
     ns = "a" + uuid.uuid4().hex[:8]
     monitor = FakeMonitor(ns, events[:1])  # published before the console starts
     try:
-        assert main(["alerts", "--json", "--namespace", ns, "--timeout", str(WAIT_S)]) == 0  # returns once the history is in
+        assert (
+            main(["alerts", "--json", "--namespace", ns, "--timeout", str(WAIT_S)]) == 0
+        )  # returns once the history is in
     finally:
         monitor.close()
     shown = json.loads(capsys.readouterr().out)
@@ -220,11 +248,14 @@ def test_alerts_once_without_a_monitor_says_so_and_fails(capsys):
     assert out.startswith("NO MONITOR HEARD for") and "no monitor heard on /a" in err
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--namespace", "bad ns!"], "argument --namespace: invalid namespace 'bad ns!': namespace must not contain"),
-    (["--recent", "-3"], "argument --recent: must be a whole number from 0 to 100000, got '-3'"),
-    (["--timeout", "-1"], "argument --timeout: must be a number of seconds > 0 and <= 86400, got '-1'"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--namespace", "bad ns!"], "argument --namespace: invalid namespace 'bad ns!': namespace must not contain"),
+        (["--recent", "-3"], "argument --recent: must be a whole number from 0 to 100000, got '-3'"),
+        (["--timeout", "-1"], "argument --timeout: must be a number of seconds > 0 and <= 86400, got '-1'"),
+    ],
+)
 def test_alerts_rejects_bad_arguments_before_starting_ros(argv, message, capsys):
     with pytest.raises(SystemExit) as exited:
         main(["alerts", "--once", *argv])
@@ -244,8 +275,9 @@ def test_summary_checks_each_episode_against_its_fault_label(monitor_events):
 
     rollouts = [
         SimpleNamespace(index=0, task="pick_and_place_cube", fault="", seed=0, succeeded=True, frames=100, events=[]),
-        SimpleNamespace(index=1, task="pick_and_place_mug", fault="slip", seed=1, succeeded=False, frames=90,
-                        events=monitor_events),  # never_a: no fault's label allows it
+        SimpleNamespace(
+            index=1, task="pick_and_place_mug", fault="slip", seed=1, succeeded=False, frames=90, events=monitor_events
+        ),  # never_a: no fault's label allows it
     ]
     live = SimpleNamespace(rollouts=rollouts, wall_s=1.0, events_log="/tmp/e.jsonl", bags=[], interrupted=False)
     s = summarize(live)
@@ -263,8 +295,15 @@ def test_an_episode_cut_off_by_ctrl_c_is_not_judged_against_its_fault(monitor_ev
     and as_labelled false, though its fault had not happened yet: it is now shown as interrupted, unjudged."""
     rollouts = [
         SimpleNamespace(index=0, task="pick_and_place_cube", fault="", seed=0, succeeded=True, frames=100, events=[]),
-        SimpleNamespace(index=1, task="pick_and_place_mug", fault="early_release", seed=1, succeeded=None, frames=40,
-                        events=monitor_events),
+        SimpleNamespace(
+            index=1,
+            task="pick_and_place_mug",
+            fault="early_release",
+            seed=1,
+            succeeded=None,
+            frames=40,
+            events=monitor_events,
+        ),
     ]
     live = SimpleNamespace(rollouts=rollouts, wall_s=1.0, events_log="/tmp/e.jsonl", bags=[], interrupted=True)
     first, cut = summarize(live)["episodes"]
@@ -280,11 +319,14 @@ def test_a_stop_before_the_first_episode_says_so_in_one_line(tmp_path, monkeypat
     from safety_monitor.nodes import run_inprocess
 
     def interrupted(options):
-        return run_inprocess.LiveRun(rollouts=[], wall_s=0.9, events_log=tmp_path / "e.jsonl", bags=[],
-                                     interrupted=True)
+        return run_inprocess.LiveRun(
+            rollouts=[], wall_s=0.9, events_log=tmp_path / "e.jsonl", bags=[], interrupted=True
+        )
 
     monkeypatch.setattr(run_inprocess, "run", interrupted)
     bag = tmp_path / "bag"
     assert main(["sim", "--record", str(bag), "--events", str(tmp_path / "e.jsonl")]) == 0
-    assert capsys.readouterr().out == ("safety-monitor sim: interrupted before the first episode started: "
-                                       f"nothing monitored; --record {bag}: no bag written\n")
+    assert capsys.readouterr().out == (
+        "safety-monitor sim: interrupted before the first episode started: "
+        f"nothing monitored; --record {bag}: no bag written\n"
+    )

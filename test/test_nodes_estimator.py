@@ -1,5 +1,6 @@
 """The estimator node over real topics: one predicates message per /joint_states, equal to grounding
 the same states directly; a start marker resets it; stopped joints turn its diagnostics STALE."""
+
 import contextlib
 import dataclasses
 import itertools
@@ -13,9 +14,9 @@ rclpy = pytest.importorskip("rclpy")
 
 from rclpy.parameter import Parameter  # noqa: E402
 
+from safety_monitor.io import messages as m  # noqa: E402
 from safety_monitor.nodes import qos  # noqa: E402
 from safety_monitor.pipeline.markers import START, EpisodeMarker, marker_msg  # noqa: E402
-from safety_monitor.io import messages as m  # noqa: E402
 
 FRAMES = 40
 OFFSET = 1.0  # the sim node's time of the first episode
@@ -48,10 +49,18 @@ def estimator_and_probe(prefix, overrides):
     probe = rclpy.create_node("probe", namespace=ns, context=context)
     T = m.rclpy_types()
     h = SimpleNamespace(node=node, probe=probe, types=T, got=[], diag=[])
-    probe.create_subscription(T.DiagnosticArray, "safety_monitor/predicates",
-                              lambda msg: h.got.append(m.decode_predicates(msg)), qos.PREDICATES)
-    probe.create_subscription(T.DiagnosticArray, "/diagnostics", lambda msg: h.diag.extend(
-        (s.level, s.message) for s in msg.status if s.hardware_id == ns.strip("/")), qos.DIAGNOSTICS)
+    probe.create_subscription(
+        T.DiagnosticArray,
+        "safety_monitor/predicates",
+        lambda msg: h.got.append(m.decode_predicates(msg)),
+        qos.PREDICATES,
+    )
+    probe.create_subscription(
+        T.DiagnosticArray,
+        "/diagnostics",
+        lambda msg: h.diag.extend((s.level, s.message) for s in msg.status if s.hardware_id == ns.strip("/")),
+        qos.DIAGNOSTICS,
+    )
     h.joints = probe.create_publisher(T.JointState, "joint_states", qos.input_qos())
     h.executor = rclpy.executors.SingleThreadedExecutor(context=context)
     h.executor.add_node(node)
@@ -76,12 +85,15 @@ def test_predicates_match_direct_grounding_and_stop_turns_stale(states):
 
     direct = load_default_grounder(500.0)
     expected = [direct.step(dataclasses.replace(s, t=s.t + OFFSET)) for s in states]
-    with estimator_and_probe("/e", [Parameter("joint_states_timeout_s", value=0.3),
-                                    Parameter("diagnostics_period_s", value=0.2)]) as h:
+    with estimator_and_probe(
+        "/e", [Parameter("joint_states_timeout_s", value=0.3), Parameter("diagnostics_period_s", value=0.2)]
+    ) as h:
         T, got, diag, executor, joints, probe = h.types, h.got, h.diag, h.executor, h.joints, h.probe
         wrench = probe.create_publisher(T.WrenchStamped, "wrist_wrench", qos.input_qos())
-        poses = {o: probe.create_publisher(T.PoseStamped, f"objects/{o}/pose", qos.input_qos())
-                 for o in states[0].object_poses}
+        poses = {
+            o: probe.create_publisher(T.PoseStamped, f"objects/{o}/pose", qos.input_qos())
+            for o in states[0].object_poses
+        }
         markers = probe.create_publisher(T.DiagnosticArray, "safety_monitor/episode", qos.EPISODE)
         pubs = (joints, wrench, markers, *poses.values())
         spin_until(executor, lambda: all(p.get_subscription_count() for p in pubs))
@@ -118,9 +130,14 @@ def test_predicates_match_direct_grounding_and_stop_turns_stale(states):
 def test_frozen_joint_states_are_published_stale_with_every_predicate_unknown(states):
     """The frozen rule is the assembler's, in stamp time: the node publishes what replay scores."""
     # the watchdog kept out of the way: its STALE ('no joint_states', between two slow spins) would hide 'frozen'
-    with estimator_and_probe("/f", [Parameter("joint_states_frozen_s", value=0.011),
-                                    Parameter("joint_states_timeout_s", value=WAIT_S),
-                                    Parameter("diagnostics_period_s", value=0.2)]) as h:
+    with estimator_and_probe(
+        "/f",
+        [
+            Parameter("joint_states_frozen_s", value=0.011),
+            Parameter("joint_states_timeout_s", value=WAIT_S),
+            Parameter("diagnostics_period_s", value=0.2),
+        ],
+    ) as h:
         T, got, diag, executor, joints = h.types, h.got, h.diag, h.executor, h.joints
         spin_until(executor, lambda: joints.get_subscription_count())
         s = states[0]
@@ -143,8 +160,9 @@ def test_a_stream_whose_every_message_is_dropped_is_reported_stale_not_fresh(sta
     """A simulator restarted against a running estimator: its stamps start behind the last frame, so every
     message is dropped as going backwards. The estimator said 'inputs fresh' (OK) while grounding nothing."""
     # the watchdog kept out of the way: its STALE ('no joint_states') is another message
-    with estimator_and_probe("/d", [Parameter("joint_states_timeout_s", value=WAIT_S),
-                                    Parameter("diagnostics_period_s", value=0.2)]) as h:
+    with estimator_and_probe(
+        "/d", [Parameter("joint_states_timeout_s", value=WAIT_S), Parameter("diagnostics_period_s", value=0.2)]
+    ) as h:
         T, got, diag, executor, joints = h.types, h.got, h.diag, h.executor, h.joints
         spin_until(executor, lambda: joints.get_subscription_count())
         s = states[0]
@@ -159,7 +177,8 @@ def test_a_stream_whose_every_message_is_dropped_is_reported_stale_not_fresh(sta
             t = next(restarted)
             joints.publish(m.joint_state_msg(T, t, s.joint_names, s.joint_position + t * 1e-3))
 
-        spin_until(executor, lambda: diag and "every joint_states message dropped" in diag[-1][1],
-                   each=publish_restarted)
+        spin_until(
+            executor, lambda: diag and "every joint_states message dropped" in diag[-1][1], each=publish_restarted
+        )
         assert diag[-1][0] == T.DiagnosticStatus.STALE and "backwards x" in diag[-1][1]
         assert len(got) == 5

@@ -2,6 +2,7 @@
 `safety-monitor sim` path): each fault trips its expected properties and nothing outside its allowance,
 a fault-free episode trips nothing, every event is in the log, and the recording replays to the same
 events."""
+
 import json
 import os
 
@@ -9,10 +10,10 @@ import pytest
 
 pytest.importorskip("rclpy")
 
-from safety_monitor.enums import EventKind, LogRecordKind  # noqa: E402
-from safety_monitor.sim.faults import FAULTS  # noqa: E402
-from safety_monitor.io import messages as m  # noqa: E402
-from safety_monitor.io.bag import BagReader  # noqa: E402
+from safety_monitor.enums import EventKind, LogRecordKind
+from safety_monitor.io import messages as m
+from safety_monitor.io.bag import BagReader
+from safety_monitor.sim.faults import FAULTS
 
 SCHEDULE = ("none", "early_release", "slip")
 LIVE_ONLY = ("rollout", "robot")  # fields the monitor node adds to the monitor's own event JSON at its sinks
@@ -23,8 +24,14 @@ def live(tmp_path_factory):
     from safety_monitor.nodes.run_inprocess import LiveRunOptions, run
 
     folder = tmp_path_factory.mktemp("live")
-    result = run(LiveRunOptions(fault=",".join(SCHEDULE), episodes=len(SCHEDULE), events=str(folder / "events.jsonl"),
-                                record=str(folder / "bags")))
+    result = run(
+        LiveRunOptions(
+            fault=",".join(SCHEDULE),
+            episodes=len(SCHEDULE),
+            events=str(folder / "events.jsonl"),
+            record=str(folder / "bags"),
+        )
+    )
     assert not result.interrupted
     return result
 
@@ -51,7 +58,8 @@ def test_every_event_is_in_the_durable_log_in_order(live):
     logged = [r for r in records if r["kind"] not in set(LogRecordKind)]  # the log's own records aside
     assert all(isinstance(r.pop("wall_time"), float) and r.pop("pid") == os.getpid() for r in logged)
     assert [{k: v for k, v in r.items() if k not in LIVE_ONLY} for r in logged] == [
-        m.event_fields(e) for r in live.rollouts for e in r.events]
+        m.event_fields(e) for r in live.rollouts for e in r.events
+    ]
     assert [(r["rollout"], r["robot"]) for r in logged] == [(r.index, "robot") for r in live.rollouts for _ in r.events]
     assert {r["rollout"] for r in logged} >= {1, 2}
 
@@ -68,7 +76,8 @@ def test_the_recording_holds_each_episode_and_replays_to_the_live_events(live):
         assert topics["/wrist_wrench"].count == topics["/clock"].count == rollout.frames
         assert 0 < topics["/objects/mug/pose"].count < rollout.frames  # the 50 Hz motion-capture stream
         assert [{k: v for k, v in e.items() if k not in LIVE_ONLY} for e in events] == [
-            m.event_fields(e) for e in rollout.events]
+            m.event_fields(e) for e in rollout.events
+        ]
     bag, rollout = live.bags[2], live.rollouts[2]  # slip (the shortest): replay the raw streams of its bag
     replayed = score_bag(bag, ReplayConfig())
     assert replayed.ok, replayed.error

@@ -1,4 +1,5 @@
 """The event log's background syncer: syncs on request and at close, and reports a failing sync."""
+
 import os
 import threading
 

@@ -1,6 +1,7 @@
 """The monitor node on a hand-fed predicates topic: events are logged before they are published,
 diagnostics go ERROR on a violation, OK on recovery, STALE (and every property blind) when
 predicates stop; end markers close the trace; two robots' monitors stay apart by namespace."""
+
 import fcntl
 import json
 import os
@@ -12,13 +13,13 @@ import pytest
 rclpy = pytest.importorskip("rclpy")
 
 from rclpy.parameter import Parameter  # noqa: E402
+from two_property_specs import SPECS  # noqa: E402
 
 from safety_monitor.enums import EventKind  # noqa: E402
 from safety_monitor.errors import SafetyMonitorError  # noqa: E402
+from safety_monitor.io import messages as m  # noqa: E402
 from safety_monitor.nodes import qos  # noqa: E402
 from safety_monitor.pipeline.markers import END, START, EpisodeMarker, marker_msg  # noqa: E402
-from safety_monitor.io import messages as m  # noqa: E402
-from two_property_specs import SPECS  # noqa: E402
 
 TIMEOUT_S = 0.4
 
@@ -43,10 +44,17 @@ def harness(tmp_path, request):
     ns = "/t" + uuid.uuid4().hex[:8]
     context = rclpy.Context()
     rclpy.init(context=context)
-    monitor = MonitorNode(context=context, namespace=ns, parameter_overrides=[
-        Parameter("specs", value=str(specs)), Parameter("events_log", value=str(log)),
-        Parameter("predicates_timeout_s", value=TIMEOUT_S), Parameter("diagnostics_period_s", value=0.2),
-        Parameter("sync_before_publish", value=getattr(request, "param", False))])
+    monitor = MonitorNode(
+        context=context,
+        namespace=ns,
+        parameter_overrides=[
+            Parameter("specs", value=str(specs)),
+            Parameter("events_log", value=str(log)),
+            Parameter("predicates_timeout_s", value=TIMEOUT_S),
+            Parameter("diagnostics_period_s", value=0.2),
+            Parameter("sync_before_publish", value=getattr(request, "param", False)),
+        ],
+    )
     probe = rclpy.create_node("probe", namespace=ns, context=context)
     T = m.rclpy_types()
     h = type("H", (), {})()
@@ -121,7 +129,10 @@ def test_violation_is_logged_before_it_is_published_and_alerts_follow_the_episod
     spin_until(h.executor, lambda: level_of(h, "never_a") == S.OK)
     lines = [json.loads(x) for x in h.log.read_text().splitlines()]
     assert [(r["property"], r["kind"]) for r in lines] == [
-        ("*", "monitor_started"), ("never_a", "opened"), ("never_a", "recovered")]
+        ("*", "monitor_started"),
+        ("never_a", "opened"),
+        ("never_a", "recovered"),
+    ]
     assert all("wall_time" in r and r["pid"] == os.getpid() and r["robot"] == h.ns.strip("/") for r in lines)
 
 
@@ -152,7 +163,9 @@ def test_end_marker_closes_the_trace_and_a_start_marker_names_the_next(harness):
     assert (rollout.index, rollout.task, rollout.fault, rollout.seed, rollout.frames) == (0, "demo", "f", 7, 2)
     assert rollout.succeeded is False
     assert [(e.property, e.kind) for e in rollout.events] == [
-        ("never_a", EventKind.OPENED), ("never_a", EventKind.UNRECOVERED_AT_END)]
+        ("never_a", EventKind.OPENED),
+        ("never_a", EventKind.UNRECOVERED_AT_END),
+    ]
     assert h.monitor.monitor.frame == 0  # the next frame starts a new trace
     h.send(False)
     spin_until(h.executor, lambda: h.monitor.monitor.frame == 1)
@@ -202,8 +215,14 @@ def test_two_robots_side_by_side_keep_their_events_apart(harness, tmp_path):
     h = harness
     other_ns = h.ns + "_b"
     other_log = tmp_path / "other.jsonl"
-    other = MonitorNode(context=h.monitor.context, namespace=other_ns, parameter_overrides=[
-        Parameter("specs", value=h.monitor.params.specs), Parameter("events_log", value=str(other_log))])
+    other = MonitorNode(
+        context=h.monitor.context,
+        namespace=other_ns,
+        parameter_overrides=[
+            Parameter("specs", value=h.monitor.params.specs),
+            Parameter("events_log", value=str(other_log)),
+        ],
+    )
     h.executor.add_node(other)
     probe_b = rclpy.create_node("probe_b", namespace=other_ns, context=h.monitor.context)
     other_pub = probe_b.create_publisher(h.types.DiagnosticArray, "safety_monitor/predicates", qos.PREDICATES)
@@ -244,13 +263,19 @@ def _stream(fault):
     return out
 
 
-@pytest.mark.parametrize("fault", [
-    {50: 40},  # one frame stamped back in time
-    {50: 40, 51: 41, 52: 42},  # the clock back for three frames
-    {30: 29, 60: 55},  # a repeated stamp, later one going back
-    "pause", "frozen", "lost_and_unsent",
-    "stopped",  # the stream ends a second before the input does
-], ids=["back", "back3", "repeat_back", "pause", "frozen", "lost_and_unsent", "stopped"])
+@pytest.mark.parametrize(
+    "fault",
+    [
+        {50: 40},  # one frame stamped back in time
+        {50: 40, 51: 41, 52: 42},  # the clock back for three frames
+        {30: 29, 60: 55},  # a repeated stamp, later one going back
+        "pause",
+        "frozen",
+        "lost_and_unsent",
+        "stopped",  # the stream ends a second before the input does
+    ],
+    ids=["back", "back3", "repeat_back", "pause", "frozen", "lost_and_unsent", "stopped"],
+)
 def test_the_monitor_node_and_replay_of_its_predicates_are_the_same_supervisor(tmp_path, fault):
     """The node on its clock (sim time here, set to each message's log time, with the watchdog timer's
     ticks in between) and replay --from-predicates on the log times step the same frames and report
@@ -258,9 +283,9 @@ def test_the_monitor_node_and_replay_of_its_predicates_are_the_same_supervisor(t
     that stops before the input ends."""
     from rclpy.time import Time
 
+    from safety_monitor.io.bag import BagWriter
     from safety_monitor.nodes.monitor_node import MonitorNode
     from safety_monitor.replay.score import ReplayConfig, score_bag
-    from safety_monitor.io.bag import BagWriter
 
     specs = tmp_path / "specs.yaml"
     specs.write_text(SPECS)
@@ -276,9 +301,16 @@ def test_the_monitor_node_and_replay_of_its_predicates_are_the_same_supervisor(t
     context = rclpy.Context()
     rclpy.init(context=context)
     try:
-        node = MonitorNode(subscribe_predicates=False, context=context, parameter_overrides=[
-            Parameter("specs", value=str(specs)), Parameter("events_log", value=str(tmp_path / "e.jsonl")),
-            Parameter("control_rate_hz", value=500.0), Parameter("use_sim_time", value=True)])
+        node = MonitorNode(
+            subscribe_predicates=False,
+            context=context,
+            parameter_overrides=[
+                Parameter("specs", value=str(specs)),
+                Parameter("events_log", value=str(tmp_path / "e.jsonl")),
+                Parameter("control_rate_hz", value=500.0),
+                Parameter("use_sim_time", value=True),
+            ],
+        )
         clock = node.get_clock()
 
         def at(t):
@@ -299,7 +331,8 @@ def test_the_monitor_node_and_replay_of_its_predicates_are_the_same_supervisor(t
         context.try_shutdown()
     (live,) = node.rollouts
     assert live.frames == replayed.trace.frames > 0
-    assert [(e.property, e.kind, e.frame, e.t) for e in live.events] == \
-        [(e.property, e.kind, e.frame, e.t) for e in replayed.trace.events]
+    assert [(e.property, e.kind, e.frame, e.t) for e in live.events] == [
+        (e.property, e.kind, e.frame, e.t) for e in replayed.trace.events
+    ]
     assert live.outcomes == replayed.trace.outcomes
     assert EventKind.BLIND in {e.kind for e in live.events}  # each fault made some verdict unknown

@@ -2,6 +2,7 @@
 one-process `monitor_stack` (what monitor.launch.py starts by default), on a random ROS domain: a fault's
 episode opens what its label expects and nothing outside its allowance, a subscriber in another process
 receives exactly the logged events, and Ctrl-C ends the nodes cleanly."""
+
 import json
 import os
 import random
@@ -15,25 +16,35 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy")
 
+from safety_monitor.io import messages as m  # noqa: E402
 from safety_monitor.nodes import qos  # noqa: E402
 from safety_monitor.sim.faults import FAULTS  # noqa: E402
-from safety_monitor.io import messages as m  # noqa: E402
 
 FAULT = "early_release"
 WAIT_S = 120.0  # only a broken run waits this long for a condition: a slow, loaded machine passes far below it
 
 
 def start(module, ns, params_file, log_dir, env, *params):
-    args = [sys.executable, "-m", f"safety_monitor.nodes.{module}", "--ros-args", "-r", f"__ns:={ns}",
-            "--params-file", str(params_file)]
+    args = [
+        sys.executable,
+        "-m",
+        f"safety_monitor.nodes.{module}",
+        "--ros-args",
+        "-r",
+        f"__ns:={ns}",
+        "--params-file",
+        str(params_file),
+    ]
     for p in params:
         args += ["-p", p]
     out = open(log_dir / f"{module}.log", "w")  # noqa: SIM115 - closed with the process
     return subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT)
 
 
-LAYOUTS = {"separate": {"monitor": "monitor_node", "estimator": "estimator_node"},
-           "one_process": {"stack": "monitor_stack"}}
+LAYOUTS = {
+    "separate": {"monitor": "monitor_node", "estimator": "estimator_node"},
+    "one_process": {"stack": "monitor_stack"},
+}
 
 
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
@@ -50,8 +61,9 @@ def test_processes_report_the_fault_and_stop_cleanly(tmp_path, layout):
     probe = rclpy.create_node("probe", namespace=ns, context=context)
     T = m.rclpy_types()
     received, rollout_seen = [], []
-    probe.create_subscription(T.DiagnosticArray, "safety_monitor/events",
-                              lambda msg: received.extend(m.decode_events(msg)), qos.EVENTS)
+    probe.create_subscription(
+        T.DiagnosticArray, "safety_monitor/events", lambda msg: received.extend(m.decode_events(msg)), qos.EVENTS
+    )
 
     def on_diag(msg):  # the monitor's summary names the rollout it is in: 1 once the episode closed
         for s in msg.status:
@@ -66,8 +78,7 @@ def test_processes_report_the_fault_and_stop_cleanly(tmp_path, layout):
         modules = {**LAYOUTS[layout], "sim": "sim_node"}
         for name, module in LAYOUTS[layout].items():
             procs[name] = start(module, ns, params, tmp_path, env, f"events_log:={log}", "use_sim_time:=true")
-        procs["sim"] = start("sim_node", ns, params, tmp_path, env, f"fault:={FAULT}", "episodes:=1",
-                             "pace:=lockstep")
+        procs["sim"] = start("sim_node", ns, params, tmp_path, env, f"fault:={FAULT}", "episodes:=1", "pace:=lockstep")
         deadline = time.monotonic() + 400  # ~15 s on a quiet machine; lockstep ping-pong suffers most from load
         while "1" not in rollout_seen:  # the sim waits for discovery, runs the episode, exits
             assert time.monotonic() < deadline, (tmp_path / "sim_node.log").read_text()[-2000:]

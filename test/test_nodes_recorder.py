@@ -1,8 +1,9 @@
 """The recorder node: raw topics to rosbag2 (sqlite3 here), one bag per rollout, header stamps as log
 times, readable back by rosbags as the messages that were published."""
-from types import SimpleNamespace
+
 import time
 import uuid
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -10,12 +11,10 @@ import pytest
 rclpy = pytest.importorskip("rclpy")
 
 from safety_monitor.frames import Pose, Wrench  # noqa: E402
-from safety_monitor.nodes import qos  # noqa: E402
-from safety_monitor.pipeline.markers import START, EpisodeMarker, marker_msg  # noqa: E402
 from safety_monitor.io import messages as m  # noqa: E402
 from safety_monitor.io.bag import BagReader  # noqa: E402
-
-
+from safety_monitor.nodes import qos  # noqa: E402
+from safety_monitor.pipeline.markers import START, EpisodeMarker, marker_msg  # noqa: E402
 
 WAIT_S = 120.0  # only a broken run waits this long for a condition: a slow, loaded machine passes far below it
 
@@ -77,15 +76,20 @@ def test_recorder_splits_rollouts_into_bags_of_the_published_messages(tmp_path):
         with BagReader(bag) as reader:
             counts = {topic: s.count for topic, s in reader.topics.items()}
             frames = 3 + rollout
-            assert counts == {"/clock": frames, f"{ns}/joint_states": frames, f"{ns}/wrist_wrench": frames,
-                              f"{ns}/safety_monitor/predicates": frames, f"{ns}/objects/mug/pose": 1,
-                              f"{ns}/safety_monitor/events": 1}
+            assert counts == {
+                "/clock": frames,
+                f"{ns}/joint_states": frames,
+                f"{ns}/wrist_wrench": frames,
+                f"{ns}/safety_monitor/predicates": frames,
+                f"{ns}/objects/mug/pose": 1,
+                f"{ns}/safety_monitor/events": 1,
+            }
             joints = [(t_ns, m.joint_state_sample(msg)) for _, t_ns, msg in reader.messages({f"{ns}/joint_states"})]
             assert [t_ns for t_ns, _ in joints] == [round((t0 + 0.002 * k) * 1e9) for k in range(frames)]
             assert [s.position.tolist() for _, s in joints] == [[0.1 * k, rollout] for k in range(frames)]
             preds = [m.decode_predicates(msg) for _, _, msg in reader.messages({f"{ns}/safety_monitor/predicates"})]
             assert [(p.frame, p.values["a"]) for p in preds] == [(k, bool(k % 2)) for k in range(frames)]
-            (_, _, events_msg), = reader.messages({f"{ns}/safety_monitor/events"})
+            ((_, _, events_msg),) = reader.messages({f"{ns}/safety_monitor/events"})
             assert m.decode_events(events_msg) == [{**event, "t": t0 + 0.002, "rollout": rollout}]
 
 
@@ -148,8 +152,8 @@ def test_a_sample_at_an_episodes_start_goes_to_that_episodes_bag():
     """The start marker carries the sim's exact float time (45.946000000000005 here) and the episode's first
     pose its header stamp, rounded to nanoseconds (45.946): a bare comparison filed the pose in the previous
     episode's bag, which then replayed with a stream_stopped issue and the next one with stale poses."""
-    from safety_monitor.nodes.recorder import rollout_of
     from safety_monitor.io.messages import split_seconds, stamp_seconds
+    from safety_monitor.nodes.recorder import rollout_of
 
     start = 45.946000000000005  # a sum of episode times, as the sim node computes an episode's offset
     sec, nanosec = split_seconds(start)

@@ -1,5 +1,6 @@
 """The estimator node taking its URDF from /robot_description: STALE with that reason until it arrives (never a
 hang, nothing grounded), then grounding with the model it received."""
+
 import pytest
 
 rclpy = pytest.importorskip("rclpy")
@@ -15,9 +16,12 @@ from safety_monitor.nodes import qos  # noqa: E402
 def test_the_estimator_is_stale_until_robot_description_arrives_then_grounds_with_it(tmp_path):
     robot = write_robot(tmp_path, 6, "one_joint")
     (tmp_path / "robot.urdf").write_text("<robot name='not this one'/>")  # the topic's URDF must be the one used
-    overrides = [Parameter("config_dir", value=str(robot)), Parameter("control_rate_hz", value=50.0),
-                 Parameter("robot_description_topic", value="robot_description"),
-                 Parameter("diagnostics_period_s", value=0.05)]
+    overrides = [
+        Parameter("config_dir", value=str(robot)),
+        Parameter("control_rate_hz", value=50.0),
+        Parameter("robot_description_topic", value="robot_description"),
+        Parameter("diagnostics_period_s", value=0.05),
+    ]
     with estimator_and_probe("/rd", overrides) as h:
         waiting = (bytes([m.STALE]), "waiting for robot_description")
         spin_until(h.executor, lambda: h.diag.count(waiting) >= 3)  # the periodic report, not one message

@@ -1,4 +1,5 @@
 """The repository root is an ament_python package: `colcon build` installs what `ros2 run/launch` need."""
+
 import os
 import shutil
 import subprocess
@@ -18,9 +19,23 @@ def installed(tmp_path_factory):
     ws = tmp_path_factory.mktemp("ws")
     env = {k: v for k, v in os.environ.items() if k != "_ROS_WHEELS_BOOTSTRAP_COMPLETE"}
     proc = subprocess.run(
-        [COLCON, "build", "--base-paths", str(ROOT), "--build-base", str(ws / "build"),
-         "--install-base", str(ws / "install"), "--packages-select", "safety_monitor"],
-        cwd=ws, capture_output=True, text=True, env=env, timeout=300,
+        [
+            COLCON,
+            "build",
+            "--base-paths",
+            str(ROOT),
+            "--build-base",
+            str(ws / "build"),
+            "--install-base",
+            str(ws / "install"),
+            "--packages-select",
+            "safety_monitor",
+        ],
+        cwd=ws,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return ws / "install" / "safety_monitor"
@@ -48,9 +63,18 @@ def test_installed_command_checks_the_installed_specs(installed):
     env["PYTHONPATH"] = f"{site}{os.pathsep}{env.get('PYTHONPATH', '')}"
     env["AMENT_PREFIX_PATH"] = str(installed)
     proc = subprocess.run(
-        [str(installed / "lib" / "safety_monitor" / "safety-monitor"), "specs", "check",
-         str(installed / "share" / "safety_monitor" / "config" / "specs.yaml"), "--json"],
-        capture_output=True, text=True, env=env, timeout=120, cwd=installed,
+        [
+            str(installed / "lib" / "safety_monitor" / "safety-monitor"),
+            "specs",
+            "check",
+            str(installed / "share" / "safety_monitor" / "config" / "specs.yaml"),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=installed,
     )
     assert proc.returncode == 0, proc.stderr
     assert '"name": "no_forbidden_contact"' in proc.stdout
@@ -61,10 +85,28 @@ def test_colcon_test_runs_the_suite(installed):
     ws = installed.parents[1]
     env = {k: v for k, v in os.environ.items() if k != "_ROS_WHEELS_BOOTSTRAP_COMPLETE"}
     proc = subprocess.run(
-        [COLCON, "test", "--base-paths", str(ROOT), "--build-base", str(ws / "build"),
-         "--install-base", str(ws / "install"), "--test-result-base", str(ws / "results"),
-         "--packages-select", "safety_monitor", "--pytest-args", "-k", "test_there_is_no_import_cycle"],
-        cwd=ws, capture_output=True, text=True, env=env, timeout=300,
+        [
+            COLCON,
+            "test",
+            "--base-paths",
+            str(ROOT),
+            "--build-base",
+            str(ws / "build"),
+            "--install-base",
+            str(ws / "install"),
+            "--test-result-base",
+            str(ws / "results"),
+            "--packages-select",
+            "safety_monitor",
+            "--pytest-args",
+            "-k",
+            "test_there_is_no_import_cycle",
+        ],
+        cwd=ws,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = (ws / "results" / "safety_monitor" / "pytest.xml").read_text()

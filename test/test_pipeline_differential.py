@@ -17,6 +17,7 @@ by the machine's speed, and no limit sits on a frame's time (see WRENCH_LATENCY,
 Each case also checks that its fault is seen (the frames it should step, the blind frame a watchdog steps
 at the last frame's time), so the two drivers cannot agree by both missing it.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -31,13 +32,13 @@ import pytest
 
 pytest.importorskip("rclpy")  # the nodes and the player need ROS 2
 
-import bag_player  # noqa: E402
+import bag_player
 
-from safety_monitor.frames import PredicateSample, Wrench  # noqa: E402
-from safety_monitor.io import messages as m  # noqa: E402
-from safety_monitor.io.bag import BagWriter  # noqa: E402
-from safety_monitor.replay.score import ReplayConfig, score_bag  # noqa: E402
-from safety_monitor.settings import load_settings  # noqa: E402
+from safety_monitor.frames import PredicateSample, Wrench
+from safety_monitor.io import messages as m
+from safety_monitor.io.bag import BagWriter
+from safety_monitor.replay.score import ReplayConfig, score_bag
+from safety_monitor.settings import load_settings
 
 SPECS = """
 predicates: [excess_wrench, object_grasped, object_sync, object_grasped_raw]
@@ -105,28 +106,48 @@ class RobotBag:
     def __init__(self, w: BagWriter, scene: Scene) -> None:
         self.w, self.scene = w, scene
 
-    def joints(self, k: int, stamp: float | None = None, log_t: float | None = None, *, at: int | None = None,
-               position: np.ndarray | None = None, velocity: np.ndarray | None = None) -> None:
+    def joints(
+        self,
+        k: int,
+        stamp: float | None = None,
+        log_t: float | None = None,
+        *,
+        at: int | None = None,
+        position: np.ndarray | None = None,
+        velocity: np.ndarray | None = None,
+    ) -> None:
         """The joint message of frame k (`at`: the joint values of frame `at`, e.g. a frozen driver's)."""
         values = self.scene.position.copy()
         values[0] += 1e-7 * ((k if at is None else at) % 2)
         n = len(values)
-        self.w.write_joint_state("/joint_states", t_of(k) if stamp is None else stamp, self.scene.joint_names,
-                                 values if position is None else position,
-                                 np.zeros(n) if velocity is None else velocity, np.zeros(n),
-                                 log_t=t_of(k) if log_t is None else log_t)
+        self.w.write_joint_state(
+            "/joint_states",
+            t_of(k) if stamp is None else stamp,
+            self.scene.joint_names,
+            values if position is None else position,
+            np.zeros(n) if velocity is None else velocity,
+            np.zeros(n),
+            log_t=t_of(k) if log_t is None else log_t,
+        )
 
     def wrench(self, k: int, stamp: float | None = None, log_t: float | None = None, force: Any = None) -> None:
         f = self.scene.wrench.force.copy()
         f[2] += -60.0 if 40 <= k < 60 else 1e-4 * (k % 3)
-        self.w.write_wrench("/wrist_wrench", (t_of(k) if stamp is None else stamp) - WRENCH_LATENCY,
-                            Wrench(f if force is None else np.asarray(force, float), self.scene.wrench.torque),
-                            log_t=t_of(k) if log_t is None else log_t)
+        self.w.write_wrench(
+            "/wrist_wrench",
+            (t_of(k) if stamp is None else stamp) - WRENCH_LATENCY,
+            Wrench(f if force is None else np.asarray(force, float), self.scene.wrench.torque),
+            log_t=t_of(k) if log_t is None else log_t,
+        )
 
     def poses(self, k: int, stamp: float | None = None, log_t: float | None = None) -> None:
         for name, pose in self.scene.poses.items():
-            self.w.write_pose(f"/objects/{name}/pose", t_of(k) if stamp is None else stamp, pose,
-                              log_t=t_of(k) if log_t is None else log_t)
+            self.w.write_pose(
+                f"/objects/{name}/pose",
+                t_of(k) if stamp is None else stamp,
+                pose,
+                log_t=t_of(k) if log_t is None else log_t,
+            )
 
     def frame(self, k: int, shift: float = 0.0, stamp_shift: float | None = None) -> None:
         """Frame k, its log time `shift` s late and its stamps `stamp_shift` s (default: `shift`)."""
@@ -219,8 +240,12 @@ def robot_wrench_ends_early(b: RobotBag) -> None:
 def predicate_values(k: int) -> dict[str, bool]:
     """Values that open and close episodes of both properties."""
     grasped = 60 <= k < 90
-    return {"excess_wrench": 30 <= k < 40 or 130 <= k < 140, "object_grasped": grasped,
-            "object_sync": not 70 <= k < 75, "object_grasped_raw": grasped}
+    return {
+        "excess_wrench": 30 <= k < 40 or 130 <= k < 140,
+        "object_grasped": grasped,
+        "object_sync": not 70 <= k < 75,
+        "object_grasped_raw": grasped,
+    }
 
 
 class PredicateBag:
@@ -229,11 +254,24 @@ class PredicateBag:
     def __init__(self, w: BagWriter) -> None:
         self.w = w
 
-    def frame(self, k: int, stamp: float | None = None, log_t: float | None = None, *, index: int | None = None,
-              values: dict[str, bool] | None = None, unknown: frozenset[str] = frozenset(),
-              stale: frozenset[str] = frozenset()) -> None:
-        sample = PredicateSample(predicate_values(k) if values is None else values,
-                                 t_of(k) if stamp is None else stamp, k if index is None else index, unknown, stale)
+    def frame(
+        self,
+        k: int,
+        stamp: float | None = None,
+        log_t: float | None = None,
+        *,
+        index: int | None = None,
+        values: dict[str, bool] | None = None,
+        unknown: frozenset[str] = frozenset(),
+        stale: frozenset[str] = frozenset(),
+    ) -> None:
+        sample = PredicateSample(
+            predicate_values(k) if values is None else values,
+            t_of(k) if stamp is None else stamp,
+            k if index is None else index,
+            unknown,
+            stale,
+        )
         self.w.write_predicates("/safety_monitor/predicates", sample, log_t=t_of(k) if log_t is None else log_t)
 
 
@@ -275,8 +313,12 @@ def predicates_unknown(b: PredicateBag) -> None:
         values = predicate_values(k)
         if 120 <= k < 130:
             del values["object_grasped"]
-        b.frame(k, values=values, unknown=frozenset({"object_sync"}) if k % 17 == 0 else frozenset(),
-                stale=frozenset({"wrench"}) if 150 <= k < 160 else frozenset())
+        b.frame(
+            k,
+            values=values,
+            unknown=frozenset({"object_sync"}) if k % 17 == 0 else frozenset(),
+            stale=frozenset({"wrench"}) if 150 <= k < 160 else frozenset(),
+        )
 
 
 def predicates_lost_frames(b: PredicateBag) -> None:
@@ -326,8 +368,6 @@ CASES = {
     "predicates-frozen-stamp": Case(predicates_frozen_stamp, False, 201, (t_of(99),)),
     "predicates-end-early": Case(predicates_end_early, False, 201, (t_of(199),)),
 }
-
-
 
 
 # --------------------------------------------------------------------------------- the outcomes
@@ -381,8 +421,11 @@ def differences(live: Outcome, replayed: Outcome) -> str:
     lines = [f"frames stepped: live {live.frames}, replay {replayed.frames}"]
     lines += difflib.unified_diff(replayed.keyed(), live.keyed(), "replay", "live", lineterm="", n=1)
     if live.keyed() == replayed.keyed():
-        lines += [f"event fields differ at {i}: replay {r}, live {v}"
-                  for i, (r, v) in enumerate(zip(replayed.events, live.events)) if r != v][:3]
+        lines += [
+            f"event fields differ at {i}: replay {r}, live {v}"
+            for i, (r, v) in enumerate(zip(replayed.events, live.events))
+            if r != v
+        ][:3]
     return "\n".join(lines)
 
 

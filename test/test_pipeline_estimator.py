@@ -1,5 +1,6 @@
 """The Estimator stage driven with explicit stamps and arrival times, the one decoder, and the two drivers
 (the estimator node, replay) attributing the same issues to the same messages."""
+
 import itertools
 from types import SimpleNamespace
 
@@ -27,8 +28,9 @@ class _Grounder:
 
     predicates = ("p", "q")
     control_rate_hz = 500.0
-    thresholds = SimpleNamespace(max_age_s=SimpleNamespace(wrench=0.1, object_pose=0.25),
-                                 joint_limits=SimpleNamespace(jump_factor=2.0))
+    thresholds = SimpleNamespace(
+        max_age_s=SimpleNamespace(wrench=0.1, object_pose=0.25), joint_limits=SimpleNamespace(jump_factor=2.0)
+    )
     robot = SimpleNamespace(required_joints=NAMES, objects={"mug": None}, base_body="base")
     joint_limits: dict = {}  # no velocity limits: no jump issues
     warmup_frames = 2
@@ -133,7 +135,9 @@ def test_an_undecodable_message_is_an_issue_at_its_arrival():
     step = stage().undecodable(WRENCH, 3.5, Undecodable("undecodable geometry_msgs/msg/WrenchStamped (3 bytes)"))
     assert step == EstimatorStep(None, step.issues) and kinds(step) == [IssueKind.UNDECODABLE]
     assert (step.issues[0].t, step.issues[0].detail) == (
-        3.5, "undecodable geometry_msgs/msg/WrenchStamped (3 bytes); message dropped")
+        3.5,
+        "undecodable geometry_msgs/msg/WrenchStamped (3 bytes); message dropped",
+    )
 
 
 # ---------------------------------------------------------------------------------- the decoder
@@ -147,8 +151,11 @@ def _rosbags(msgtype):
 
 def _messages():
     js = m.joint_state_msg(TYPES, 12.25, ["a", "b"], [0.5, -1.25], [0.0, 1e-9], [3.0, 4.0])
-    return {MessageType.JOINT_STATE: js, MessageType.WRENCH_STAMPED: m.wrench_msg(TYPES, 3.5, W),
-            MessageType.POSE_STAMPED: m.pose_msg(TYPES, 4.75, P)}
+    return {
+        MessageType.JOINT_STATE: js,
+        MessageType.WRENCH_STAMPED: m.wrench_msg(TYPES, 3.5, W),
+        MessageType.POSE_STAMPED: m.pose_msg(TYPES, 4.75, P),
+    }
 
 
 def _fields(value):
@@ -168,8 +175,11 @@ def test_the_fast_path_and_both_fallbacks_decode_the_same_values(kind):
     values = {"fast": _fields(fast(raw)), "rosbags": _fields(decoder(kind, _rosbags(kind), fast=False)(raw))}
     rclpy = pytest.importorskip("rclpy.serialization")
     T = m.rclpy_types()
-    msg_type = {MessageType.JOINT_STATE: T.JointState, MessageType.WRENCH_STAMPED: T.WrenchStamped,
-                MessageType.POSE_STAMPED: T.PoseStamped}[kind]
+    msg_type = {
+        MessageType.JOINT_STATE: T.JointState,
+        MessageType.WRENCH_STAMPED: T.WrenchStamped,
+        MessageType.POSE_STAMPED: T.PoseStamped,
+    }[kind]
     values["rclpy"] = _fields(decoder(kind, lambda b: rclpy.deserialize_message(b, msg_type), fast=False)(raw))
     assert values["fast"] == values["rosbags"] == values["rclpy"]
 
@@ -228,8 +238,9 @@ def _spy(monkeypatch):
 
         def call(self, *args):
             step = method(self, *args)
-            calls.append((name, None if step.sample is None else (step.sample.frame, step.sample.t),
-                          step.issues, step.frozen))
+            calls.append(
+                (name, None if step.sample is None else (step.sample.frame, step.sample.t), step.issues, step.frozen)
+            )
             return step
 
         return call
@@ -274,5 +285,9 @@ def test_the_node_and_replay_attribute_the_same_issues_to_the_same_frames(bad_st
     made = [c for c in by_replay if c[0] == "joints"]
     assert [c[1] is None for c in made].count(True) == 4  # NaN, back, twice, the jump held back
     assert {kind for c in by_replay for kind in (i.kind for i in c[2])} == {
-        IssueKind.NAN, IssueKind.BACKWARDS, IssueKind.DUPLICATE_NAMES, IssueKind.TIME_JUMP}
+        IssueKind.NAN,
+        IssueKind.BACKWARDS,
+        IssueKind.DUPLICATE_NAMES,
+        IssueKind.TIME_JUMP,
+    }
     assert all(c[2] == () for c in made if c[1] is not None)  # no issue rides on a later frame

@@ -5,6 +5,7 @@ no violation opens, and frames after a gap are blind for the grounder's warm-up,
 mid-episode is a new rollout whose events equal a clean run's; a late start marker still starts its rollout.
 
 SAFETY_MONITOR_LONG_STALLS=1 runs all 10 moments per task and gap kind (3 by default: ~60 s of CPU)."""
+
 import functools
 import os
 import random
@@ -42,8 +43,12 @@ def messages(task):
             if stamp > last_pose.get(name, -1.0) + 1e-9:
                 last_pose[name] = stamp
                 out.append(("pose", name, pose, stamp))
-        out.append(("joints", JointSample(state.joint_names, state.joint_position, state.joint_velocity,
-                                          state.joint_effort, t)))
+        out.append(
+            (
+                "joints",
+                JointSample(state.joint_names, state.joint_position, state.joint_velocity, state.joint_effort, t),
+            )
+        )
     return tuple(out)
 
 
@@ -69,8 +74,9 @@ class Run:
             kind = message[0]
             if kind == "joints":
                 sample = message[1]
-                step = self.stage.joints(JointSample(sample.names, sample.position, sample.velocity, sample.effort,
-                                                     sample.stamp + offset))
+                step = self.stage.joints(
+                    JointSample(sample.names, sample.position, sample.velocity, sample.effort, sample.stamp + offset)
+                )
                 if step.sample is not None:
                     self.samples.append(step.sample)
                     self._take(self.supervisor.sample(step.sample, now))
@@ -107,6 +113,7 @@ def clean(task):
 
 def dropper(kind, start, end, objects):
     """Whether a message survives a gap of `kind` over [start, end)."""
+
     def keep(message):
         if not start <= stamp(message) < end:
             return True
@@ -115,6 +122,7 @@ def dropper(kind, start, end, objects):
         if kind == "joints":
             return message[0] != "joints"
         return not (message[0] == "pose" and message[1] in objects)
+
     return keep
 
 
@@ -172,7 +180,8 @@ def test_a_sim_restarted_mid_episode_is_a_new_rollout_equal_to_a_clean_run(task)
     assert all(e.kind is not EventKind.UNRECOVERED_AT_END for e in first.events)
     reference = clean(task).rollouts[0]
     assert [(e.kind, e.property, e.frame, e.t) for e in second.events] == [
-        (e.kind, e.property, e.frame, e.t) for e in reference.events]
+        (e.kind, e.property, e.frame, e.t) for e in reference.events
+    ]
     assert second.outcomes == reference.outcomes
 
 
@@ -186,7 +195,7 @@ def test_a_late_start_marker_starts_its_rollout_at_its_time():
     run.feed(late, offset)  # half a second of the new rollout before its marker; no end marker at all
     step = run.marker(EpisodeMarker(START, 1, stamp(second[0]) + offset, task="open_drawer"))
     assert step.start is RolloutStart.LATE
-    run.feed(second[len(late):], offset).finish()
+    run.feed(second[len(late) :], offset).finish()
     old, new = run.rollouts
     assert (old.index, new.index, new.task) == (0, 1, "open_drawer")
     kinds = [i.kind for i in run.issues]
@@ -196,4 +205,4 @@ def test_a_late_start_marker_starts_its_rollout_at_its_time():
     warm = run.stage.warmup_frames
     names = frozenset(run.stage.grounder.predicates)
     after = [s for s in run.samples if s.t >= stamp(second[len(late)]) + offset]
-    assert [s.unknown == names for s in after[:warm + 1]] == [True] * warm + [False]
+    assert [s.unknown == names for s in after[: warm + 1]] == [True] * warm + [False]

@@ -2,9 +2,11 @@
 one blind frame after a pause, frozen stamps, time going back and coming past again, lost frames, start
 markers that come early or late, end markers before their frame, predicates never sent; and its fast
 path, which must decide every frame as the general path does."""
+
 import random
 
 import pytest
+from two_property_specs import PROPS, SPECS
 
 from safety_monitor.enums import EventKind, IssueKind
 from safety_monitor.frames import PredicateSample
@@ -12,7 +14,6 @@ from safety_monitor.monitor.live import SpecSetMonitor
 from safety_monitor.pipeline.markers import END, START, EpisodeMarker
 from safety_monitor.pipeline.supervisor import NOTHING, InputStatus, Supervisor
 from safety_monitor.settings import MonitorSettings
-from two_property_specs import PROPS, SPECS
 
 DT = 0.002
 
@@ -35,8 +36,9 @@ def make(specs):
 
 def quiet(k, t=None, number=None, **values):
     """Frame k: nothing violated, at t (default 1 + k * DT), numbered k."""
-    return PredicateSample({"a": False, "b": False, **values}, 1.0 + k * DT if t is None else t,
-                           k if number is None else number)
+    return PredicateSample(
+        {"a": False, "b": False, **values}, 1.0 + k * DT if t is None else t, k if number is None else number
+    )
 
 
 def feed(sup, frames, now=None):
@@ -157,7 +159,8 @@ def test_an_end_marker_before_its_frame_closes_the_trace_once_that_frame_is_step
     (r,) = later.finished
     assert r.index == 1 and r.frames == 3
     assert [(e.rollout, e.event.kind) for e in later.events if e.event.property == "never_a"] == [
-        (1, EventKind.UNRECOVERED_AT_END)]
+        (1, EventKind.UNRECOVERED_AT_END)
+    ]
     assert sup.in_trace and sup.rollout == 2 and sup.monitor.frame == 1
 
 
@@ -213,14 +216,26 @@ def test_the_fast_path_decides_every_frame_as_the_general_path_does(make):
         sup = make(on_frame=lambda v, t, stale: seen.append((None if v is None else dict(v), t)))
         if not fast:
             sup._replan = lambda: None  # _plain stays False: every frame takes the general path
-        steps = [sup.tick(now) if x is None else sup.marker(x, now) if isinstance(x, EpisodeMarker) else sup.sample(x, now)
-                 for x, now in stream]
+        steps = [
+            sup.tick(now) if x is None else sup.marker(x, now) if isinstance(x, EpisodeMarker) else sup.sample(x, now)
+            for x, now in stream
+        ]
         steps.append(sup.finish(now + 1.0))
-        return ([(e.rollout, e.event) for s in steps for e in s.events], [s.issues for s in steps],
-                [s.status for s in steps], [r.frames for s in steps for r in s.finished], seen)
+        return (
+            [(e.rollout, e.event) for s in steps for e in s.events],
+            [s.issues for s in steps],
+            [s.status for s in steps],
+            [r.frames for s in steps for r in s.finished],
+            seen,
+        )
 
     fast, general = run(True), run(False)
     assert fast == general
     assert len(fast[3]) > 3 and {i.kind for s in fast[1] for i in s} >= {
-        IssueKind.BACKWARDS, IssueKind.DUPLICATE_STAMP, IssueKind.FRAME_GAP, IssueKind.PREDICATES_GAP, IssueKind.UNSENT,
-        IssueKind.FROZEN}
+        IssueKind.BACKWARDS,
+        IssueKind.DUPLICATE_STAMP,
+        IssueKind.FRAME_GAP,
+        IssueKind.PREDICATES_GAP,
+        IssueKind.UNSENT,
+        IssueKind.FROZEN,
+    }

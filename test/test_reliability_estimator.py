@@ -5,6 +5,7 @@ verdicts come back when the estimator resumes or restarts; 10 % of frames lost i
 blind; robot time jumping back makes the monitor STALE or ERROR until time passes the jump.
 No assertion depends on how fast the machine is: the test publishes until a condition holds (a
 safety net only a broken run reaches) and judges frames by their stamps."""
+
 import os
 import random
 import signal
@@ -17,8 +18,8 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy")
 
-from safety_monitor.nodes import qos  # noqa: E402
 from safety_monitor.io import messages as m  # noqa: E402
+from safety_monitor.nodes import qos  # noqa: E402
 
 SPECS = """
 predicates: [forbidden_contact]
@@ -58,19 +59,32 @@ def chain(tmp_path_factory):
         procs[name] = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT)
 
     def start_estimator():
-        start("estimator", f"joint_states_frozen_s:={FROZEN_S}", "joint_states_timeout_s:=0.3",
-              "diagnostics_period_s:=0.2")
+        start(
+            "estimator",
+            f"joint_states_frozen_s:={FROZEN_S}",
+            "joint_states_timeout_s:=0.3",
+            "diagnostics_period_s:=0.2",
+        )
 
     context = rclpy.Context()
     rclpy.init(context=context, domain_id=int(os.environ["ROS_DOMAIN_ID"]))
     node = rclpy.create_node("probe", namespace=ns, context=context)
     T = m.rclpy_types()
     diag, predicates = [], []
-    node.create_subscription(T.DiagnosticArray, "/diagnostics", lambda msg: diag.extend(
-        (s.name.split(": ")[-1], s.level, s.message) for s in msg.status if s.hardware_id == ns.strip("/")),
-        qos.DIAGNOSTICS)
-    node.create_subscription(T.DiagnosticArray, "safety_monitor/predicates",
-                             lambda msg: predicates.append(m.decode_predicates(msg)), qos.PREDICATES)
+    node.create_subscription(
+        T.DiagnosticArray,
+        "/diagnostics",
+        lambda msg: diag.extend(
+            (s.name.split(": ")[-1], s.level, s.message) for s in msg.status if s.hardware_id == ns.strip("/")
+        ),
+        qos.DIAGNOSTICS,
+    )
+    node.create_subscription(
+        T.DiagnosticArray,
+        "safety_monitor/predicates",
+        lambda msg: predicates.append(m.decode_predicates(msg)),
+        qos.PREDICATES,
+    )
     pub = node.create_publisher(T.JointState, "joint_states", qos.input_qos())
     wrench_pub = node.create_publisher(T.WrenchStamped, "wrist_wrench", qos.input_qos())
     pose_pubs = [node.create_publisher(T.PoseStamped, f"objects/{o}/pose", qos.input_qos()) for o in robot.objects]
@@ -105,7 +119,8 @@ def chain(tmp_path_factory):
         end = time.monotonic() + WAIT_S
         while not until():
             assert time.monotonic() < end, "timed out: " + "".join(
-                (tmp_path / f"{n}{counter[n]}.log").read_text()[-1500:] for n in counter)
+                (tmp_path / f"{n}{counter[n]}.log").read_text()[-1500:] for n in counter
+            )
             publish()
             executor.spin_once(timeout_sec=0.01)
 
@@ -115,8 +130,13 @@ def chain(tmp_path_factory):
 
     c.run, c.level = run, level
     try:
-        start("monitor", f"specs:={specs}", f"events_log:={tmp_path / 'events.jsonl'}",
-              f"predicates_timeout_s:={TIMEOUT_S}", "diagnostics_period_s:=0.2")
+        start(
+            "monitor",
+            f"specs:={specs}",
+            f"events_log:={tmp_path / 'events.jsonl'}",
+            f"predicates_timeout_s:={TIMEOUT_S}",
+            "diagnostics_period_s:=0.2",
+        )
         start_estimator()
         yield c
     finally:

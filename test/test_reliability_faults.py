@@ -6,6 +6,7 @@ frozen, delayed, lossy and backwards-running predicates never leave a property r
 No assertion depends on how fast the machine is: waits are conditions with a safety net only a broken
 run reaches, elapsed times are bounded from below only, and the heartbeat's silence is read from its
 stamps, not from how many beats a spin happened to receive."""
+
 import json
 import os
 import random
@@ -19,10 +20,11 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy")
 
+from two_property_specs import PROPS, SPECS  # noqa: E402
+
+from safety_monitor.io import messages as m  # noqa: E402
 from safety_monitor.nodes import qos  # noqa: E402
 from safety_monitor.pipeline.markers import END, START, EpisodeMarker, marker_msg  # noqa: E402
-from safety_monitor.io import messages as m  # noqa: E402
-from two_property_specs import PROPS, SPECS  # noqa: E402
 
 TIMEOUT_S = 0.5  # predicates_timeout_s and predicates_frozen_s of the monitor under test
 WAIT_S = 120.0  # only a broken run waits this long for a condition: a slow, loaded machine passes far below it
@@ -54,8 +56,9 @@ class Cell:
         self.events, self.diag, self.beats = [], [], []
         self.log_state = None  # the last heartbeat's `event_log` value
         self.beat_summary = {}  # pid -> its last heartbeat's summary message
-        node.create_subscription(T.DiagnosticArray, "safety_monitor/events",
-                                 lambda msg: self.events.extend(m.decode_events(msg)), qos.EVENTS)
+        node.create_subscription(
+            T.DiagnosticArray, "safety_monitor/events", lambda msg: self.events.extend(m.decode_events(msg)), qos.EVENTS
+        )
         node.create_subscription(T.DiagnosticArray, "/diagnostics", self._on_diag, qos.DIAGNOSTICS)
         node.create_subscription(T.DiagnosticArray, "safety_monitor/heartbeat", self._on_beat, qos.DIAGNOSTICS)
         self.pred_pub = node.create_publisher(T.DiagnosticArray, "safety_monitor/predicates", qos.PREDICATES)
@@ -84,9 +87,15 @@ class Cell:
         self.frame = 0
         env = {k: v for k, v in os.environ.items() if k != "_ROS_WHEELS_BOOTSTRAP_COMPLETE"}
         args = [sys.executable, "-m", "safety_monitor.nodes.monitor_node", "--ros-args", "-r", f"__ns:={self.ns}"]
-        for p in (f"specs:={self.specs}", f"events_log:={self.log}", f"predicates_timeout_s:={TIMEOUT_S}",
-                  f"predicates_frozen_s:={TIMEOUT_S}", "diagnostics_period_s:=0.2", "heartbeat_period_s:=0.1",
-                  *self.params):
+        for p in (
+            f"specs:={self.specs}",
+            f"events_log:={self.log}",
+            f"predicates_timeout_s:={TIMEOUT_S}",
+            f"predicates_frozen_s:={TIMEOUT_S}",
+            "diagnostics_period_s:=0.2",
+            "heartbeat_period_s:=0.1",
+            *self.params,
+        ):
             args += ["-p", p]
         out = open(self.tmp / f"monitor{self.starts}.log", "w")  # noqa: SIM115 - closed with the process
         self.proc = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT)
@@ -294,15 +303,30 @@ def test_the_console_stops_showing_a_dead_monitors_open_violations_as_open():
     opened = {"property": "never_a", "kind": "opened", "frame": 3, "t": 1.0, "rollout": 0, "robot": "r1", "episode": 1}
     other = {**opened, "robot": "r2"}
     board.update([opened, other, {"property": "b_then_not_a", "kind": "blind", "frame": 4, "robot": "r1"}])
-    board.update([{"property": "*", "kind": "state_lost", "frame": None, "t": None, "rollout": None, "robot": "r1",
-                   "previous_pid": 12, "previous_started": 0.0, "torn_bytes": 0}])
+    board.update(
+        [
+            {
+                "property": "*",
+                "kind": "state_lost",
+                "frame": None,
+                "t": None,
+                "rollout": None,
+                "robot": "r1",
+                "previous_pid": 12,
+                "previous_started": 0.0,
+                "torn_bytes": 0,
+            }
+        ]
+    )
     assert [e["robot"] for e in board.open.values()] == ["r2"] and not board.blind
     assert [e["robot"] for e in board.snapshot()["lost"]] == ["r1"]
     assert any(line.startswith("STATE LOST") and "r1" in line for line in board.lines())
 
 
-@pytest.mark.parametrize("content, cut", [
-    (b"", 0), (b'{"a": 1}\n', 0), (b'{"a": 1}\n{"b', 3), (b"x" * 200_000, 200_000), (b"y\n" + b"x" * 70_000, 70_000)])
+@pytest.mark.parametrize(
+    "content, cut",
+    [(b"", 0), (b'{"a": 1}\n', 0), (b'{"a": 1}\n{"b', 3), (b"x" * 200_000, 200_000), (b"y\n" + b"x" * 70_000, 70_000)],
+)
 def test_a_torn_last_line_is_cut_back_to_the_last_whole_line(tmp_path, content, cut):
     from safety_monitor.nodes.event_log import cut_torn_line
 

@@ -8,6 +8,7 @@ fallback file, a renamed log and a hold that overflows.
 
 No assertion depends on how fast the machine is: each wait is a condition with a safety net only a
 broken run reaches."""
+
 import errno
 import json
 import os
@@ -96,8 +97,7 @@ def test_kill9_at_random_moments_keeps_every_event_once_and_each_restart_says_st
         dead = cell.proc.pid
         cell.kill()
         cell.start()  # cuts a torn last line (a batch the kill cut short, never published)
-        cell.spin_until(lambda: any(e["kind"] == "state_lost" and e["previous_pid"] == dead  # noqa: B023
-                                    for e in cell.events))
+        cell.spin_until(lambda: any(e["kind"] == "state_lost" and e["previous_pid"] == dead for e in cell.events))
         assert_logged_once(cell.events, cell.log)
     feed.until_events(3)
     cell.kill(signal.SIGINT)  # a clean stop: the next start is not a loss
@@ -136,7 +136,7 @@ def test_a_log_deleted_while_running_is_reopened_with_a_record_and_loses_nothing
     assert_logged_once(before, cell.log)
     cell.log.unlink()
     feed.until_events(8)  # seeing, then opened/recovered: all made after the deletion
-    after = cell.events[len(before):]
+    after = cell.events[len(before) :]
     cell.spin_until(lambda: cell.log.exists() and any(r["kind"] == "log_reopened" for r in lines_of(cell.log)))
     records = lines_of(cell.log)
     assert records[0]["kind"] == "log_reopened" and records[0]["reason"] == "deleted" and records[0]["missing"] == 0
@@ -189,9 +189,15 @@ def test_a_full_disk_is_loud_and_loses_nothing(cell, small_disk, fallback):
     want = "FALLBACK" if fallback else "HOLDING"
     # frames until it shows: the log's last page takes what fits first, and with a fallback a small batch
     # may still fit there after a large one went to the fallback (OK again, rightly, until that page is full)
-    cell.spin_until(lambda: (cell.log_state or "").startswith(want) and cell.level("event log")[0] == S.ERROR
-                    and "No space left on device" in cell.level("event log")[1]
-                    and cell.level("monitor")[0] == S.ERROR, each=feed.step)
+    cell.spin_until(
+        lambda: (
+            (cell.log_state or "").startswith(want)
+            and cell.level("event log")[0] == S.ERROR
+            and "No space left on device" in cell.level("event log")[1]
+            and cell.level("monitor")[0] == S.ERROR
+        ),
+        each=feed.step,
+    )
     published = len(cell.events)
     for _ in range(5):  # events keep being published (one frame at a time: a few KiB held, not what a burst makes)
         feed.step()
@@ -216,8 +222,13 @@ def test_sim_on_a_full_disk_exits_2_with_one_line_and_a_whole_log(small_disk, tm
     log.write_text(line % ("x" * (4096 - len(line % ""))))  # a previous run's line, filling a whole page
     fill(small_disk)
     env = {**os.environ, "ROS_HOME": str(tmp_path)}
-    run = subprocess.run([sys.executable, "-m", "safety_monitor.cli", "sim", "--events", str(log), "--episodes", "1",
-                          "--fault", "none"], capture_output=True, text=True, env=env, timeout=600)
+    run = subprocess.run(
+        [sys.executable, "-m", "safety_monitor.cli", "sim", "--events", str(log), "--episodes", "1", "--fault", "none"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert run.returncode == 2 and "Traceback" not in run.stderr
     last = run.stderr.strip().splitlines()[-1]
     assert last.startswith("safety-monitor sim: error: cannot write the event log") and "No space left" in last
@@ -238,9 +249,16 @@ class InProcess:
         specs.write_text(SPECS)
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
-        self.node = MonitorNode(subscribe_predicates=False, context=self.context, parameter_overrides=[
-            Parameter("specs", value=str(specs)), Parameter("events_log", value=str(self.log)),
-            Parameter("use_sim_time", value=True), *(Parameter(k, value=v) for k, v in params.items())])
+        self.node = MonitorNode(
+            subscribe_predicates=False,
+            context=self.context,
+            parameter_overrides=[
+                Parameter("specs", value=str(specs)),
+                Parameter("events_log", value=str(self.log)),
+                Parameter("use_sim_time", value=True),
+                *(Parameter(k, value=v) for k, v in params.items()),
+            ],
+        )
         self.published = []
         real_events = cdr.write_events
 

@@ -1,6 +1,7 @@
 """`safety-monitor replay` as a user meets it: argument errors before any scoring, each bag scored once,
 a reused report folder holding this run's outputs alone, blind bags said loudly, reports naming what
 they used."""
+
 import json
 
 import pytest
@@ -67,16 +68,23 @@ def replay(*args, report=None):
 
 
 # ------------------------------------------------------------------------- argument errors
-@pytest.mark.parametrize("option, text, expected", [
-    ("--specs", None, "cannot read spec file"),
-    ("--specs", "properties: [", "not valid YAML"),
-    ("--specs", "predicates: [holding]\nproperties:\n  - {name: p, category: c, formula: 'G(!holding)'}\n",
-     "the specs read predicates the grounder does not produce: holding"),
-    ("--robot", None, "cannot read robot description"),
-    ("--robot", "robot: 3\n", "robot must be a mapping"),
-])
-def test_a_bad_spec_or_robot_file_is_one_argument_error_before_any_bag(tmp_path, folder, state, specs, option,
-                                                                        text, expected, capsys):
+@pytest.mark.parametrize(
+    "option, text, expected",
+    [
+        ("--specs", None, "cannot read spec file"),
+        ("--specs", "properties: [", "not valid YAML"),
+        (
+            "--specs",
+            "predicates: [holding]\nproperties:\n  - {name: p, category: c, formula: 'G(!holding)'}\n",
+            "the specs read predicates the grounder does not produce: holding",
+        ),
+        ("--robot", None, "cannot read robot description"),
+        ("--robot", "robot: 3\n", "robot must be a mapping"),
+    ],
+)
+def test_a_bad_spec_or_robot_file_is_one_argument_error_before_any_bag(
+    tmp_path, folder, state, specs, option, text, expected, capsys
+):
     second = folder / "runs" / "second"
     if not second.exists():
         write_bag(second, state)
@@ -119,8 +127,9 @@ def test_the_same_bag_given_twice_is_scored_once_with_a_warning(tmp_path, bag, s
     assert replay(mcap, "good", "./good", tmp_path / "link", "--specs", specs, report=report) == 0
     out, err = capsys.readouterr()
     assert out.rstrip().endswith("1 of 1 bag(s) scored")
-    assert [line.removeprefix("safety-monitor replay: warning: ") for line in err.splitlines() if "same bag" in line] \
-        == [f"{name}: the same bag as good, scored once" for name in (mcap, "good", tmp_path / "link")]
+    assert [
+        line.removeprefix("safety-monitor replay: warning: ") for line in err.splitlines() if "same bag" in line
+    ] == [f"{name}: the same bag as good, scored once" for name in (mcap, "good", tmp_path / "link")]
     doc = json.loads((report / "report.json").read_text())
     assert doc["bags_total"] == 1 and [b["bag"] for b in doc["bags"]] == ["good"]
 
@@ -148,8 +157,12 @@ def test_a_reused_report_folder_holds_this_runs_plots_alone(tmp_path, bag, specs
     for path in old + mine:
         path.write_bytes(b"kept?")
     assert replay(bag, "--specs", specs, report=report) == 0
-    assert sorted(p.name for p in plots.iterdir()) == ["notes.png", "risk_by_category.png",
-                                                       "timeline_000_good.png", "timeline_draft.png"]
+    assert sorted(p.name for p in plots.iterdir()) == [
+        "notes.png",
+        "risk_by_category.png",
+        "timeline_000_good.png",
+        "timeline_draft.png",
+    ]
     assert (plots / "risk_by_category.png").read_bytes()[:4] == b"\x89PNG"
     assert all(p.read_bytes() == b"kept?" for p in mine)
     assert replay(bag, "--specs", specs, "--no-plots", report=report) == 0
@@ -163,10 +176,13 @@ def test_a_bag_scored_blind_is_a_warning_naming_what_was_not_seen(tmp_path, stat
     blind = write_bag(tmp_path / "nowrench", state, wrench=False)
     assert replay(blind, "--specs", specs) == 0
     out, err = capsys.readouterr()
-    assert f"warning: {blind}: blind: {N} of {N} frames had an unknown predicate; blind frames per property: " \
-           f"no_excess_wrench {N}; stale input frames: wrench {N}; no wrench topic /wrist_wrench" in err
-    assert out.rstrip().endswith("1 of 1 bag(s) scored; 1 blind in some or all frames (not monitored there: see "
-                                 "the warnings)")
+    assert (
+        f"warning: {blind}: blind: {N} of {N} frames had an unknown predicate; blind frames per property: "
+        f"no_excess_wrench {N}; stale input frames: wrench {N}; no wrench topic /wrist_wrench" in err
+    )
+    assert out.rstrip().endswith(
+        "1 of 1 bag(s) scored; 1 blind in some or all frames (not monitored there: see the warnings)"
+    )
 
 
 def test_predicates_never_recorded_are_a_warning_too(tmp_path, specs, capsys):
@@ -177,8 +193,10 @@ def test_predicates_never_recorded_are_a_warning_too(tmp_path, specs, capsys):
             w.write_predicates("/safety_monitor/predicates", m.PredicateSample(values, 1.0 + k / RATE, k))
     assert replay(path, "--specs", specs, "--from-predicates") == 0
     out, err = capsys.readouterr()
-    assert f"warning: {path}: blind: {N} of {N} frames had an unknown predicate; blind frames per property: " \
-           f"grasp_synced_until_release {N}; predicates never sent, treated as unknown: object_sync" in err
+    assert (
+        f"warning: {path}: blind: {N} of {N} frames had an unknown predicate; blind frames per property: "
+        f"grasp_synced_until_release {N}; predicates never sent, treated as unknown: object_sync" in err
+    )
     assert "1 blind in some or all frames" in out
 
 
@@ -275,7 +293,9 @@ def test_ctrl_c_stops_the_batch_and_keeps_what_was_scored(tmp_path, folder, stat
     assert "failed" not in out + err
     doc = json.loads((report / "report.json").read_text())
     assert [(b["bag"], b["status"], b["error"]) for b in doc["bags"]] == [
-        (str(bags[0]), "scored", None), *((str(b), "not_scored", f"{b}: {batch.NOT_SCORED}") for b in bags[1:])]
+        (str(bags[0]), "scored", None),
+        *((str(b), "not_scored", f"{b}: {batch.NOT_SCORED}") for b in bags[1:]),
+    ]
     assert doc["interrupted"] and doc["bags_not_scored"] == [str(b) for b in bags[1:]] and doc["bags_failed"] == []
     summary = (report / "summary.md").read_text()
     assert "3 bag(s): 1 scored, 0 failed, 2 not scored" in summary and "**Interrupted** (Ctrl-C)" in summary
@@ -295,8 +315,14 @@ def _blind_result(leading, later=0, rate=RATE, frames=600):
     timeline.close()
     blind = leading + later
     outcome = PropertyOutcome("p", "collision_contact", frames, blind, 0, 0, 0, 0, (), 0)
-    return BagResult(bag="b", mode="predicates", trace=TraceResult(frames, (outcome,), ()), frames=frames,
-                     unknown_frames=blind, timeline=timeline)
+    return BagResult(
+        bag="b",
+        mode="predicates",
+        trace=TraceResult(frames, (outcome,), ()),
+        frames=frames,
+        unknown_frames=blind,
+        timeline=timeline,
+    )
 
 
 def test_the_start_up_frames_every_bag_has_are_no_warning_but_blindness_beyond_them_is():
@@ -308,9 +334,13 @@ def test_the_start_up_frames_every_bag_has_are_no_warning_but_blindness_beyond_t
     assert startup_frames(clean) == 29 and not is_blind(clean) and input_warning(clean) is None
     slow = _blind_result(100)  # 0.2 s before anything is decided: not start-up
     assert startup_frames(slow) == 0 and is_blind(slow)
-    assert input_warning(slow) == "b: blind: 100 of 600 frames had an unknown predicate; blind frames per property: p 100"
+    assert (
+        input_warning(slow) == "b: blind: 100 of 600 frames had an unknown predicate; blind frames per property: p 100"
+    )
     later = _blind_result(29, later=5)
-    assert is_blind(later) and "34 of 600 frames had an unknown predicate (29 of them at start-up)" in input_warning(later)
+    assert is_blind(later) and "34 of 600 frames had an unknown predicate (29 of them at start-up)" in input_warning(
+        later
+    )
 
 
 def test_ctrl_c_while_the_report_is_written_says_it_is_incomplete(tmp_path, bag, specs, monkeypatch, capsys):
@@ -331,8 +361,11 @@ def test_the_report_flags_properties_the_bag_could_not_violate(tmp_path, bag, sp
     assert replay(bag, "--specs", specs, "--no-plots", report=report) == 0
     vacuity = {v["property"]: v for v in json.loads((report / "report.json").read_text())["bags"][0]["vacuity"]}
     assert vacuity["grasp_synced_until_release"] == {
-        "property": "grasp_synced_until_release", "vacuous": True, "trigger_constant": True,
-        "constant_consequent": ["object_grasped_raw", "object_sync"]}
+        "property": "grasp_synced_until_release",
+        "vacuous": True,
+        "trigger_constant": True,
+        "constant_consequent": ["object_grasped_raw", "object_sync"],
+    }
     assert vacuity["no_excess_wrench"]["vacuous"] and vacuity["no_excess_wrench"]["constant_consequent"] == []
     summary = (report / "summary.md").read_text()
     assert f"| {bag} | no_excess_wrench | trigger never changes |" in summary

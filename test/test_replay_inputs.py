@@ -1,4 +1,5 @@
 """Replay on short synthetic workcell bags: mapping, bad stamps, stale streams, broken bags in a batch."""
+
 import json
 import sqlite3
 
@@ -7,11 +8,11 @@ import pytest
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
 from safety_monitor.cli import main
+from safety_monitor.io.bag import BagWriter
+from safety_monitor.pipeline.assemble import StreamMapping
 from safety_monitor.replay.batch import score_bags
 from safety_monitor.replay.score import ReplayConfig, score_bag
 from safety_monitor.sim.runner import run_episode
-from safety_monitor.pipeline.assemble import StreamMapping
-from safety_monitor.io.bag import BagWriter
 
 SPECS = """
 predicates: [excess_wrench, object_grasped, object_sync, object_grasped_raw]
@@ -41,8 +42,18 @@ def specs(tmp_path_factory):
     return str(path)
 
 
-def write_bag(path, state, *, storage="mcap", joints_topic="/joint_states", rename=None, edit=None,
-              wrench_until=N, typestore=None, extra=None):
+def write_bag(
+    path,
+    state,
+    *,
+    storage="mcap",
+    joints_topic="/joint_states",
+    rename=None,
+    edit=None,
+    wrench_until=N,
+    typestore=None,
+    extra=None,
+):
     """A stationary workcell at 500 Hz. `edit(k, t) -> (t, names, position) | None` alters frame k
     (None: the joint message is not written)."""
     names = [rename.get(n, n) for n in state.joint_names] if rename else list(state.joint_names)
@@ -86,14 +97,17 @@ def test_rate_is_measured_from_sorted_stamps_and_zero_stamps_ask_for_the_rate(tm
     """A bag logged in arrival order holds stamps slightly out of order (here each pair swapped): the steps
     between neighbours would read 167 Hz. All-zero stamps cannot give a rate: the error says so and names
     --rate (with it, the bag scores on arrival times)."""
+
     def swap(k, t, names, position):
         return (t + (1 if k % 2 == 0 else -1) / RATE if k < N - 1 else t, names, position)
 
     assert score_bag(write_bag(tmp_path / "swapped", state, edit=swap), ReplayConfig(specs=specs)).rate_hz == RATE
     zero = write_bag(tmp_path / "zero", state, edit=lambda k, t, names, position: (0.0, names, position))
     r = score_bag(zero, ReplayConfig(specs=specs))
-    assert r.error == (f"{zero}: /joint_states: cannot measure the control rate: every stamp is zero in the first "
-                       "150 messages; give it with --rate HZ")
+    assert r.error == (
+        f"{zero}: /joint_states: cannot measure the control rate: every stamp is zero in the first "
+        "150 messages; give it with --rate HZ"
+    )
     assert score_bag(zero, config(specs)).ok
 
 
@@ -102,8 +116,11 @@ def test_an_undecodable_message_is_dropped_and_counted_not_fatal(tmp_path, state
     db = next(bag.glob("*.db3"))
     with sqlite3.connect(db) as con:
         (topic_id,) = con.execute("SELECT id FROM topics WHERE name = '/wrist_wrench'").fetchone()
-        con.execute("UPDATE messages SET data = substr(data, 1, 20) WHERE id = (SELECT min(id) FROM messages "
-                    "WHERE topic_id = ? AND timestamp > 100200000000)", (topic_id,))
+        con.execute(
+            "UPDATE messages SET data = substr(data, 1, 20) WHERE id = (SELECT min(id) FROM messages "
+            "WHERE topic_id = ? AND timestamp > 100200000000)",
+            (topic_id,),
+        )
     r = score_bag(bag, config(specs))
     assert r.ok, r.error
     assert r.frames == N and r.issues == {"undecodable": 1}
@@ -147,8 +164,14 @@ def test_bad_stamps_empty_names_and_nan_are_counted_and_dropped_not_fatal(tmp_pa
 
     r = score_bag(write_bag(tmp_path / "stamps", state, edit=edit), config(specs))
     assert r.ok, r.error
-    assert r.issues == {"duplicate_stamp": 1, "backwards": 1, "empty_names": 1, "nan": 1, "stream_stopped": 1,
-                        "time_jump": 1}
+    assert r.issues == {
+        "duplicate_stamp": 1,
+        "backwards": 1,
+        "empty_names": 1,
+        "nan": 1,
+        "stream_stopped": 1,
+        "time_jump": 1,
+    }
     assert r.frames == N - 5 - 60  # and the first message after the gap, held back until the next confirms it
     assert r.stale_by_stream == {"joint_states": 1}  # the frame after the gap (one stamp behind is a glitch)
 
@@ -166,16 +189,23 @@ def test_frozen_wrench_stream_is_reported_stale_and_blind(tmp_path, state, specs
 def test_types_without_definitions_are_skipped_with_a_warning(tmp_path, state, specs):
     store = get_typestore(Stores.ROS2_KILTED)
     store.register(get_types_from_msg("int32 x", "vendor_msgs/msg/Status"))
-    bag = write_bag(tmp_path / "vendor", state, storage="sqlite3", typestore=store,
-                    extra=lambda w, t: w.write("/vendor/status", store.types["vendor_msgs/msg/Status"](x=1), t))
+    bag = write_bag(
+        tmp_path / "vendor",
+        state,
+        storage="sqlite3",
+        typestore=store,
+        extra=lambda w, t: w.write("/vendor/status", store.types["vendor_msgs/msg/Status"](x=1), t),
+    )
     db = sqlite3.connect(bag / "vendor.db3")
     db.execute("DELETE FROM message_definitions WHERE topic_type = 'vendor_msgs/msg/Status'")
     db.commit()
     db.close()
     r = score_bag(bag, config(specs))
     assert r.ok and r.frames == N
-    assert r.warnings == ["topic(s) /vendor/status skipped: type vendor_msgs/msg/Status has no definition in the "
-                          "bag or in the default typestore; record the bag with its message definitions"]
+    assert r.warnings == [
+        "topic(s) /vendor/status skipped: type vendor_msgs/msg/Status has no definition in the "
+        "bag or in the default typestore; record the bag with its message definitions"
+    ]
 
 
 def test_a_broken_bag_never_stops_the_batch_and_sets_the_exit_code(tmp_path, state, specs, capsys):
@@ -188,8 +218,22 @@ def test_a_broken_bag_never_stops_the_batch_and_sets_the_exit_code(tmp_path, sta
     assert "truncated" in results[0].error
 
     report = tmp_path / "report"
-    code = main(["replay", str(tmp_path / "runs"), "--specs", specs, "--rate", "500", "--report", str(report),
-                 "--quiet", "--no-plots", "--resamples", "200"])
+    code = main(
+        [
+            "replay",
+            str(tmp_path / "runs"),
+            "--specs",
+            specs,
+            "--rate",
+            "500",
+            "--report",
+            str(report),
+            "--quiet",
+            "--no-plots",
+            "--resamples",
+            "200",
+        ]
+    )
     assert code == 1
     assert "1 of 2 bag(s) scored, 1 failed" in capsys.readouterr().out
     doc = json.loads((report / "report.json").read_text())
@@ -215,9 +259,10 @@ def test_wrench_topic_absent_is_a_warning_and_stale(tmp_path, state, specs):
 
 @pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
 def test_recorded_predicates_with_bad_stamps_gaps_and_missing_keys_score_alike_in_any_batch_size(
-        tmp_path, specs, storage, monkeypatch):
-    from safety_monitor.replay import score
+    tmp_path, specs, storage, monkeypatch
+):
     from safety_monitor.io import messages as m
+    from safety_monitor.replay import score
 
     path = tmp_path / "bag"
     keys = ("excess_wrench", "object_grasped", "object_sync", "object_grasped_raw")
@@ -230,18 +275,30 @@ def test_recorded_predicates_with_bad_stamps_gaps_and_missing_keys_score_alike_i
             frame = k + 2 if k >= 30 else k  # the recording lost two frames
             stamp = 1.0 if k == 20 else t - 3 / RATE if k == 25 else t  # one backwards, one far back
             unknown = frozenset({"object_grasped"}) if k % 11 == 0 else frozenset()
-            w.write_predicates("/safety_monitor/predicates",
-                               m.PredicateSample(values, stamp, frame, unknown, frozenset({"wrench"}) if k > 50 else
-                                                 frozenset()), log_t=t)
+            w.write_predicates(
+                "/safety_monitor/predicates",
+                m.PredicateSample(values, stamp, frame, unknown, frozenset({"wrench"}) if k > 50 else frozenset()),
+                log_t=t,
+            )
             if k == 10:  # the same frame recorded twice
                 w.write_predicates("/safety_monitor/predicates", m.PredicateSample(values, t, k), log_t=t)
 
     def scored():
         r = score_bag(path, config(specs, from_predicates=True))
         assert r.ok, r.error
-        return (r.frames, r.issues, r.issue_examples, r.warnings, r.unknown_frames, r.stale_frames,
-                r.stale_by_stream, [e.to_json() for e in r.trace.events], r.trace.outcomes, r.timeline.to_json(),
-                r.stale_timeline.to_json())
+        return (
+            r.frames,
+            r.issues,
+            r.issue_examples,
+            r.warnings,
+            r.unknown_frames,
+            r.stale_frames,
+            r.stale_by_stream,
+            [e.to_json() for e in r.trace.events],
+            r.trace.outcomes,
+            r.timeline.to_json(),
+            r.stale_timeline.to_json(),
+        )
 
     whole = scored()
     # 61 messages - 3 dropped + one blind frame each time the stamps went backwards (as the monitor node steps)
@@ -254,18 +311,20 @@ def test_recorded_predicates_with_bad_stamps_gaps_and_missing_keys_score_alike_i
 
 
 @pytest.mark.parametrize("batch", [4, 4096])
-def test_recorded_predicates_that_pause_freeze_or_stop_make_the_monitor_blind_as_live(tmp_path, specs, batch,
-                                                                                      monkeypatch):
+def test_recorded_predicates_that_pause_freeze_or_stop_make_the_monitor_blind_as_live(
+    tmp_path, specs, batch, monkeypatch
+):
     """The live monitor's watchdog and frozen rule, by the recording's log times: no advancing frame for
     0.5 s (a pause in the stream; a frozen stamp, named so as the live monitor names it) or a stream that
     ends before the recording steps one blind frame, so the stretch reads 'not seen', never 'safe'."""
-    from safety_monitor.replay import score
     from safety_monitor.io import messages as m
+    from safety_monitor.replay import score
 
     monkeypatch.setattr(score, "BATCH", batch)
     path = tmp_path / "bag"
     values = dict.fromkeys(("excess_wrench", "object_grasped", "object_sync", "object_grasped_raw"), False)
     with BagWriter(path) as w:
+
         def frame(k, t, stamp=None):
             w.write_predicates("/safety_monitor/predicates", m.PredicateSample(values, stamp or t, k), log_t=t)
 
@@ -307,8 +366,11 @@ def test_an_unreadable_predicates_message_is_dropped_and_counted_as_the_monitor_
     keys = ("excess_wrench", "object_grasped", "object_sync", "object_grasped_raw")
     with BagWriter(path, storage="sqlite3") as w:
         for k in range(40):
-            w.write_predicates("/safety_monitor/predicates", m.PredicateSample(dict.fromkeys(keys, False),
-                               1.0 + k / RATE, k), log_t=1.0 + k / RATE)
+            w.write_predicates(
+                "/safety_monitor/predicates",
+                m.PredicateSample(dict.fromkeys(keys, False), 1.0 + k / RATE, k),
+                log_t=1.0 + k / RATE,
+            )
     with sqlite3.connect(next(path.glob("*.db3"))) as con:
         con.execute("UPDATE messages SET data = substr(data, 1, 30) WHERE id = (SELECT min(id) + 20 FROM messages)")
     r = score_bag(path, config(specs, from_predicates=True))

@@ -6,6 +6,7 @@ The monitor's watchdog runs on sim time there, and replay's on the bag's log tim
 with the same settings: no blind frame comes from the machine's load. Replay rebuilds everything from
 the bag.
 """
+
 import csv
 import json
 import re
@@ -15,12 +16,12 @@ import pytest
 import yaml
 
 from safety_monitor.enums import EventKind
+from safety_monitor.io import messages as m
+from safety_monitor.io.bag import BagReader
 from safety_monitor.replay.batch import score_bags, summarize
 from safety_monitor.replay.report import write_report
 from safety_monitor.replay.score import ReplayConfig, score_bag
 from safety_monitor.sim.faults import FAULTS
-from safety_monitor.io import messages as m
-from safety_monitor.io.bag import BagReader
 
 LIVE_ONLY = ("rollout", "robot", "wall_time")  # the monitor node's bookkeeping, not the monitor's events
 
@@ -34,8 +35,16 @@ def live(tmp_path_factory):
     params["/**"]["ros__parameters"].update(ack_timeout_s=120.0)
     (folder / "nodes.yaml").write_text(yaml.safe_dump(params))
     bag = folder / "policy_a_slip"
-    result = run(LiveRunOptions(fault="slip", episodes=1, record=str(bag), events=str(folder / "events.jsonl"),
-                                params_file=str(folder / "nodes.yaml"), timeout_s=300))
+    result = run(
+        LiveRunOptions(
+            fault="slip",
+            episodes=1,
+            record=str(bag),
+            events=str(folder / "events.jsonl"),
+            params_file=str(folder / "nodes.yaml"),
+            timeout_s=300,
+        )
+    )
     assert not result.interrupted and len(result.rollouts) == 1
     events = [m.event_fields(e) for e in result.rollouts[0].events]
     return bag, events
@@ -100,14 +109,17 @@ def test_report_folder_has_every_file_and_consistent_numbers(tmp_path, replayed)
     folder = write_report(tmp_path / "report", results, summary, ReplayConfig(), pattern)
     doc = json.loads((folder / "report.json").read_text())
     assert doc["bags_scored"] == 1 and doc["bags_failed"][0]["bag"] == str(bad)
-    assert doc["metrics"]["pooled"]["violations"] == sum(o.violations for o in replayed.trace.outcomes) >= 2  # slip: 2 in the sim
+    assert (
+        doc["metrics"]["pooled"]["violations"] == sum(o.violations for o in replayed.trace.outcomes) >= 2
+    )  # slip: 2 in the sim
     assert list(doc["groups"]) == ["a"]
-    ends = {(e.property, e.episode): e.kind for e in replayed.trace.events
-            if e.kind.closes}
+    ends = {(e.property, e.episode): e.kind for e in replayed.trace.events if e.kind.closes}
     episodes = list(csv.DictReader((folder / "episodes.csv").open()))
     assert [(r["property"], r["opened_frame"], r["end_kind"]) for r in episodes] == [
-        (e.property, str(e.frame), ends.get((e.property, e.episode), "")) for e in replayed.trace.events
-        if e.kind == EventKind.OPENED]
+        (e.property, str(e.frame), ends.get((e.property, e.episode), ""))
+        for e in replayed.trace.events
+        if e.kind == EventKind.OPENED
+    ]
     rows = {(r["group"], r["level"], r["name"]): r for r in csv.DictReader((folder / "properties.csv").open())}
     outcome = replayed.trace.outcome("grasp_synced_until_release")
     row = rows[("all", "property", "grasp_synced_until_release")]

@@ -1,5 +1,6 @@
 """Robot inputs as robots send them (issue 14): object poses from /tf and /tf_static, JointStates without names,
 a gripper on its own topic, the joint-jump input issue, and configured topics of the wrong type refused."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -15,9 +16,13 @@ from safety_monitor.replay.score import ReplayConfig, score_bag
 
 def _rotation(q: np.ndarray) -> np.ndarray:
     w, x, y, z = q / np.linalg.norm(q)
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+        ]
+    )
 
 
 def _matrix(pose: Pose) -> np.ndarray:
@@ -38,7 +43,11 @@ def test_tf_chains_through_the_common_ancestor_with_the_newest_stamp():
     static = [Transform(p, c, pose, 1.0) for (p, c), pose in links.items() if c == "camera"]
     assert tree.update(static) == []
     ((name, pose, stamp),) = tree.update([Transform("camera", "/cube", links["camera", "cube"], 2.0)])
-    want = np.linalg.inv(_matrix(links["world", "base_link"])) @ _matrix(links["world", "camera"]) @ _matrix(links["camera", "cube"])
+    want = (
+        np.linalg.inv(_matrix(links["world", "base_link"]))
+        @ _matrix(links["world", "camera"])
+        @ _matrix(links["camera", "cube"])
+    )
     assert name == "cube" and stamp == 2.0
     np.testing.assert_allclose(_matrix(pose), want, atol=1e-12)
     assert tree.update(static) == []  # a static link again changes nothing: no repeated pose
@@ -83,17 +92,32 @@ def test_a_robot_as_it_sends_its_data_scores_as_the_same_data_sent_the_package_w
     assert opened == [(e.property, e.frame) for e in reference.trace.events if e.kind is EventKind.OPENED]
 
 
-@pytest.mark.parametrize("topics, message", [
-    ("joint_states=/objects/cube/pose", "topic /objects/cube/pose (joint_states): expected type "
-     "sensor_msgs/msg/JointState, found geometry_msgs/msg/PoseStamped"),
-    ("object_pose=/joint_states", "topic /joint_states (object_pose/cube): expected type "
-     "geometry_msgs/msg/PoseStamped, found sensor_msgs/msg/JointState"),
-    ("predicates=/joint_states", "expected type diagnostic_msgs/msg/DiagnosticArray, found sensor_msgs/msg/JointState"),
-])
+@pytest.mark.parametrize(
+    "topics, message",
+    [
+        (
+            "joint_states=/objects/cube/pose",
+            "topic /objects/cube/pose (joint_states): expected type "
+            "sensor_msgs/msg/JointState, found geometry_msgs/msg/PoseStamped",
+        ),
+        (
+            "object_pose=/joint_states",
+            "topic /joint_states (object_pose/cube): expected type "
+            "geometry_msgs/msg/PoseStamped, found sensor_msgs/msg/JointState",
+        ),
+        (
+            "predicates=/joint_states",
+            "expected type diagnostic_msgs/msg/DiagnosticArray, found sensor_msgs/msg/JointState",
+        ),
+    ],
+)
 def test_a_configured_topic_of_the_wrong_type_is_refused_naming_both_types(setup, topics, message):
     folder, robot, _ = setup
-    config = ReplayConfig(robot=str(robot), mapping=StreamMapping.parse(topics + ",wrench=none"),
-                          from_predicates=topics.startswith("predicates"))
+    config = ReplayConfig(
+        robot=str(robot),
+        mapping=StreamMapping.parse(topics + ",wrench=none"),
+        from_predicates=topics.startswith("predicates"),
+    )
     result = score_bag(folder / "reference", config)
     assert result.error is not None and message in result.error
 
@@ -117,9 +141,16 @@ def test_inspect_reports_topics_inputs_and_properties_in_text_and_json(setup, ca
     rates = {t["topic"]: t["rate_hz"] for t in doc["topics"]}
     assert rates["/arm/joint_states"] == pytest.approx(50.0) and rates["/tf_static"] is None
     assert {i["stream"]: i["state"] for i in doc["inputs"]} == {
-        "joint_states": "present", "gripper_joint_states": "present", "tf": "present", "tf_static": "present"}
-    assert doc["properties"]["drop_only_when_released"] == {"applicability": "applicable", "triggers": 1,
-                                                            "vacuous_here": False}
+        "joint_states": "present",
+        "gripper_joint_states": "present",
+        "tf": "present",
+        "tf_static": "present",
+    }
+    assert doc["properties"]["drop_only_when_released"] == {
+        "applicability": "applicable",
+        "triggers": 1,
+        "vacuous_here": False,
+    }
     assert "joint_position_jump" in doc["predicates"]["groundable"]
 
 
@@ -127,9 +158,15 @@ def test_inspect_refuses_a_configured_topic_of_the_wrong_type_and_does_not_repla
     from safety_monitor.cli import main
 
     folder, robot, _ = setup
-    assert main(["inspect", str(folder / "reference"), "--robot", str(robot), "--topics",
-                 "joint_states=/objects/cube/pose"]) == 1
+    assert (
+        main(
+            ["inspect", str(folder / "reference"), "--robot", str(robot), "--topics", "joint_states=/objects/cube/pose"]
+        )
+        == 1
+    )
     text = capsys.readouterr().out
-    assert ("joint_states             /objects/cube/pose               wrong type: expected "
-            "sensor_msgs/msg/JointState, found geometry_msgs/msg/PoseStamped") in text
+    assert (
+        "joint_states             /objects/cube/pose               wrong type: expected "
+        "sensor_msgs/msg/JointState, found geometry_msgs/msg/PoseStamped"
+    ) in text
     assert "not replayed: /objects/cube/pose (joint_states) wrong type" in text

@@ -1,6 +1,7 @@
 """What a ROS user expects of the package (issue 16, point 9): executables answer --help without starting,
 alerts follows remapping arguments, event values read as plain text in rqt/Foxglove, and the suite starts
 where launch_testing's pytest plugins are installed."""
+
 from __future__ import annotations
 
 import configparser
@@ -20,10 +21,15 @@ ROOT = Path(__file__).resolve().parents[1]
 LAUNCH_PLUGINS = ("launch_testing", "launch_ros", "launch_pytest")  # pytest11 entry points of ros2/launch(_ros)
 
 
-@pytest.mark.parametrize("module, program", [
-    ("sim_node", "sim_node"), ("estimator_node", "estimator_node"), ("monitor_node", "monitor_node"),
-    ("monitor_stack", "monitor_stack"),
-])
+@pytest.mark.parametrize(
+    "module, program",
+    [
+        ("sim_node", "sim_node"),
+        ("estimator_node", "estimator_node"),
+        ("monitor_node", "monitor_node"),
+        ("monitor_stack", "monitor_stack"),
+    ],
+)
 def test_every_node_executable_answers_help_without_starting(module, program, capsys, monkeypatch):
     pytest.importorskip("rclpy")
     import rclpy
@@ -51,9 +57,12 @@ def test_alerts_answers_help_and_follows_a_namespace_remap(capsys):
 
 def test_event_values_are_plain_text_with_the_record_under_json():
     types = m.rosbags_types()
-    opened = {**Event(EventKind.OPENED, "no_excess_wrench", "collision_contact", 120, 0.24, 3).to_json(),
-              "counterexample": {"frames": [118, 120], "explanation": "x"}, "sync": True}
-    status, = m.events_msg(types, [opened], 0.24).status
+    opened = {
+        **Event(EventKind.OPENED, "no_excess_wrench", "collision_contact", 120, 0.24, 3).to_json(),
+        "counterexample": {"frames": [118, 120], "explanation": "x"},
+        "sync": True,
+    }
+    (status,) = m.events_msg(types, [opened], 0.24).status
     values = {kv.key: kv.value for kv in status.values}
     assert (status.name, status.message) == ("no_excess_wrench", "opened")
     assert values["category"] == "collision_contact" and values["frame"] == "120" and values["t"] == "0.24"
@@ -65,9 +74,13 @@ def test_event_values_are_plain_text_with_the_record_under_json():
 
 def test_events_recorded_before_the_json_key_still_decode():
     types = m.rosbags_types()
-    old = types.DiagnosticStatus(level=types.DiagnosticStatus.OK, name="p", message="recovered", hardware_id="h",
-                                 values=[types.KeyValue(key="category", value='"grasp_stability"'),
-                                         types.KeyValue(key="frame", value="7")])
+    old = types.DiagnosticStatus(
+        level=types.DiagnosticStatus.OK,
+        name="p",
+        message="recovered",
+        hardware_id="h",
+        values=[types.KeyValue(key="category", value='"grasp_stability"'), types.KeyValue(key="frame", value="7")],
+    )
     msg = types.DiagnosticArray(header=m.header(types, 0.0), status=[old])
     assert m.decode_events(msg) == [{"property": "p", "kind": "recovered", "category": "grasp_stability", "frame": 7}]
 

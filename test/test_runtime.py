@@ -1,5 +1,6 @@
 """Node processes: what start-up built is frozen out of the garbage collector before the first frame
 (a full collection over it stalls a 500 Hz stack for tens of milliseconds)."""
+
 import gc
 
 import pytest

@@ -1,6 +1,7 @@
 """One settings schema (safety_monitor.settings): the package's parameter file gives every driver the defaults
 the code has, node sections override the shared one, bad values are one line naming the setting, and
 replay --params scores a bag with a site's limits as the live stack with that file would."""
+
 import dataclasses
 import re
 
@@ -10,8 +11,16 @@ from safety_monitor.cli import main
 from safety_monitor.grounding.grounder import config_dir
 from safety_monitor.io.bag import BagWriter
 from safety_monitor.replay.score import ReplayConfig, score_bag
-from safety_monitor.settings import (EstimatorSettings, MonitorSettings, NodeSettings, SettingsError, SimSettings,
-                                     Topics, build, load_settings)
+from safety_monitor.settings import (
+    EstimatorSettings,
+    MonitorSettings,
+    NodeSettings,
+    SettingsError,
+    SimSettings,
+    Topics,
+    build,
+    load_settings,
+)
 from safety_monitor.sim.runner import run_episode
 
 RATE = 500.0
@@ -28,29 +37,34 @@ def test_the_package_parameter_file_holds_exactly_the_defaults_of_the_schema():
 
 
 def test_node_sections_override_the_shared_one():
-    doc = ("/**:\n  ros__parameters:\n    wrench_frozen_s: 1.5\n    history_frames: 100\n    diagnostics_period_s: 2\n"
-           "    topics:\n      events: ev\n"
-           "/robot1/estimator_node:\n  ros__parameters:\n    wrench_frozen_s: 0.25\n")
+    doc = (
+        "/**:\n  ros__parameters:\n    wrench_frozen_s: 1.5\n    history_frames: 100\n    diagnostics_period_s: 2\n"
+        "    topics:\n      events: ev\n"
+        "/robot1/estimator_node:\n  ros__parameters:\n    wrench_frozen_s: 0.25\n"
+    )
     s = _load(doc)
     assert s.estimator.wrench_frozen_s == 0.25 and s.monitor.history_frames == 100
     assert s.estimator.diagnostics_period_s == s.monitor.diagnostics_period_s == 2.0  # shared: both nodes
     assert isinstance(s.estimator.diagnostics_period_s, float) and s.topics.events == "ev"
 
 
-@pytest.mark.parametrize(("body", "problem"), [
-    ("/**:\n  ros__parameters:\n    history_frames: 1.5\n", "history_frames must be a whole number, got 1.5"),
-    ("/**:\n  ros__parameters:\n    wrench_stale_s: -1\n", "wrench_stale_s must be >= 0, got -1"),
-    ("/**:\n  ros__parameters:\n    predicates_timeout_s: 0\n", "predicates_timeout_s must be > 0, got 0"),
-    ("/**:\n  ros__parameters:\n    predicates_timeout_s: .nan\n", "predicates_timeout_s must be finite"),
-    ("/**:\n  ros__parameters:\n    sync_before_publish: 1\n", "sync_before_publish must be true or false, got 1"),
-    ("/**:\n  ros__parameters:\n    pace: fast\n", "pace must be one of realtime, lockstep, got 'fast'"),
-    ("/**:\n  ros__parameters:\n    predicate_timeout_s: 1.0\n", "did you mean 'predicates_timeout_s'?"),
-    ("/**:\n  ros__parameters:\n    topics:\n      event: x\n", "did you mean 'events'?"),
-    ("/**: 3\n", "section '/**' has no ros__parameters mapping"),
-    ("[1, 2]\n", "expected a ROS 2 parameter file"),
-    ("a: &x [1]\nb: *x\n", "YAML aliases are not allowed"),
-    ("/**:\n  ros__parameters: {\n", "not valid YAML"),
-])
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        ("/**:\n  ros__parameters:\n    history_frames: 1.5\n", "history_frames must be a whole number, got 1.5"),
+        ("/**:\n  ros__parameters:\n    wrench_stale_s: -1\n", "wrench_stale_s must be >= 0, got -1"),
+        ("/**:\n  ros__parameters:\n    predicates_timeout_s: 0\n", "predicates_timeout_s must be > 0, got 0"),
+        ("/**:\n  ros__parameters:\n    predicates_timeout_s: .nan\n", "predicates_timeout_s must be finite"),
+        ("/**:\n  ros__parameters:\n    sync_before_publish: 1\n", "sync_before_publish must be true or false, got 1"),
+        ("/**:\n  ros__parameters:\n    pace: fast\n", "pace must be one of realtime, lockstep, got 'fast'"),
+        ("/**:\n  ros__parameters:\n    predicate_timeout_s: 1.0\n", "did you mean 'predicates_timeout_s'?"),
+        ("/**:\n  ros__parameters:\n    topics:\n      event: x\n", "did you mean 'events'?"),
+        ("/**: 3\n", "section '/**' has no ros__parameters mapping"),
+        ("[1, 2]\n", "expected a ROS 2 parameter file"),
+        ("a: &x [1]\nb: *x\n", "YAML aliases are not allowed"),
+        ("/**:\n  ros__parameters: {\n", "not valid YAML"),
+    ],
+)
 def test_a_bad_setting_is_one_line_naming_it(body, problem):
     with pytest.raises(SettingsError, match=re.escape(problem)) as info:
         _load(body)

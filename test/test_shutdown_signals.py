@@ -8,6 +8,7 @@ Moments are drawn from a seeded generator (SAFETY_MONITOR_TEST_SEED, default 16)
 SAFETY_MONITOR_TEST_ALL=1 draws 20 per layout. Under `ros2 launch` the same is checked by hand where
 launch_ros is installed (docs/ros.md).
 """
+
 import os
 import random
 import signal
@@ -57,17 +58,26 @@ def test_a_stop_signal_at_any_moment_is_a_clean_exit(tmp_path, layout, kind, k, 
     procs: dict[str, Proc] = {}
     try:
         if layout == "sim_cli":
-            procs["sim_cli"] = Proc("", ns, domain, tmp_path, [], name="sim_cli", command=[
-                "sim", "--fault", FAULT, "--episodes", "2", "--events", str(log)])
+            procs["sim_cli"] = Proc(
+                "",
+                ns,
+                domain,
+                tmp_path,
+                [],
+                name="sim_cli",
+                command=["sim", "--fault", FAULT, "--episodes", "2", "--events", str(log)],
+            )
             names = {"monitor_node", "estimator_node", "sim_node"}
         else:
             group = None
             for program in LAYOUTS[layout]:
-                procs[program] = Proc(program, ns, domain, tmp_path, ["use_sim_time:=true", f"events_log:={log}"],
-                                      group=group)
+                procs[program] = Proc(
+                    program, ns, domain, tmp_path, ["use_sim_time:=true", f"events_log:={log}"], group=group
+                )
                 group = group or procs[program].pid
-            procs["sim_node"] = Proc("sim_node", ns, domain, tmp_path, [
-                f"fault:={FAULT}", "episodes:=2", "pace:=lockstep"], group=group)
+            procs["sim_node"] = Proc(
+                "sim_node", ns, domain, tmp_path, [f"fault:={FAULT}", "episodes:=2", "pace:=lockstep"], group=group
+            )
             names = {"monitor_node", "estimator_node"}
         if kind == "imports":
             while not reached(kind, k, probe, procs, names):  # polled: the moment is a few hundred ms long

@@ -1,4 +1,5 @@
 """`safety-monitor sim`: the fault list other tools read, task list, errors as one line."""
+
 from __future__ import annotations
 
 import json
@@ -55,7 +56,10 @@ def test_physics_only_cycles_a_fault_list_like_a_live_run(capsys, monkeypatch):
     monkeypatch.setattr(cli, "_run_one", lambda task, fault, seed: {"task": task, "fault": fault, "seed": seed})
     assert main(["sim", "--physics-only", "--fault", "slip,none", "--episodes", "3", "--seed", "5", "--json"]) == 0
     assert [(r["task"], r["fault"], r["seed"]) for r in json.loads(capsys.readouterr().out)] == [
-        ("pick_and_place_mug", "slip", 5), ("pick_and_place_cube", None, 6), ("pick_and_place_mug", "slip", 7)]
+        ("pick_and_place_mug", "slip", 5),
+        ("pick_and_place_cube", None, 6),
+        ("pick_and_place_mug", "slip", 7),
+    ]
 
 
 def test_list_faults_of_one_task(capsys):
@@ -67,16 +71,24 @@ def test_list_faults_of_one_task(capsys):
     assert exited.value.code == 2 and "argument --task: unknown task 'nope'; known: " in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--physics-only", "--record", "x.bag"], "argument --record: not allowed with --physics-only"),
-    (["--physics-only", "--events", "e.jsonl", "--storage", "db3"],
-     "arguments --events, --storage: not allowed with --physics-only"),
-    (["--list-faults", "--list-tasks"], "argument --list-tasks: not allowed with argument --list-faults"),
-    (["--list-tasks", "--task", "open_drawer"], "argument --task: not allowed with --list-tasks"),
-    (["--list-faults", "--fault", "slip", "--seed", "3"], "arguments --fault, --seed: not allowed with --list-faults"),
-    (["--storage", "db3"], "argument --storage: needs --record"),  # it ran 3 episodes and recorded nothing
-    (["--storage", "mcap", "--episodes", "1"], "argument --storage: needs --record"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--physics-only", "--record", "x.bag"], "argument --record: not allowed with --physics-only"),
+        (
+            ["--physics-only", "--events", "e.jsonl", "--storage", "db3"],
+            "arguments --events, --storage: not allowed with --physics-only",
+        ),
+        (["--list-faults", "--list-tasks"], "argument --list-tasks: not allowed with argument --list-faults"),
+        (["--list-tasks", "--task", "open_drawer"], "argument --task: not allowed with --list-tasks"),
+        (
+            ["--list-faults", "--fault", "slip", "--seed", "3"],
+            "arguments --fault, --seed: not allowed with --list-faults",
+        ),
+        (["--storage", "db3"], "argument --storage: needs --record"),  # it ran 3 episodes and recorded nothing
+        (["--storage", "mcap", "--episodes", "1"], "argument --storage: needs --record"),
+    ],
+)
 def test_options_a_mode_cannot_honour_are_argument_errors(argv, message, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit) as exited:

@@ -5,6 +5,7 @@ every property's triggers N equal what the script did (its GroundTruth: grasps, 
 Each episode runs once (cached for the module): MuJoCo at 500 Hz, grounding and the default spec set
 at 100 Hz (every fifth state, thresholds in seconds), physics facts read from the simulator itself.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -88,16 +89,23 @@ def run(task: str | None, fault: str | None, seed: int) -> Run:
         samples.append((state.t, {k: None if k in grounded.unknown else v for k, v in grounded.values.items()}))
         sample = PredicateSample(values=grounded.values, t=grounded.t, unknown=frozenset(grounded.unknown))
         opened.update(e.property for e in monitor.step(sample.valuation(), state.t) if e.kind == "opened")
-        frames.append(Frame(state.t, episode.phase, cell.ee_position(),
-                            {o: cell.object_position(o) for o in OBJECTS},
-                            dict(zip(state.joint_names, state.joint_position.tolist())),
-                            frozenset(tuple(sorted((c.body1, c.body2))) for c in state.contacts)))
+        frames.append(
+            Frame(
+                state.t,
+                episode.phase,
+                cell.ee_position(),
+                {o: cell.object_position(o) for o in OBJECTS},
+                dict(zip(state.joint_names, state.joint_position.tolist())),
+                frozenset(tuple(sorted((c.body1, c.body2))) for c in state.contacts),
+            )
+        )
         if episode.phase == "release" and not gaps:
             gaps = {o: _body_gap(cell, "mug", o) for o in OBJECTS if o != "mug"}
     outcomes = monitor.finish().outcomes
     triggers = {o.property: o.triggers + o.pending_triggers for o in outcomes}
-    return Run(episode.succeeded(), frozenset(opened), tuple(frames), gaps, episode.truth, triggers, edges,
-               tuple(samples))
+    return Run(
+        episode.succeeded(), frozenset(opened), tuple(frames), gaps, episode.truth, triggers, edges, tuple(samples)
+    )
 
 
 def _body_gap(cell, a: str, b: str) -> float:
@@ -196,9 +204,18 @@ def test_place_on_clutter_sets_the_mug_down_near_two_objects():
 # Properties whose trigger is an event a script counts; the others' triggers are what a fault causes
 # (a forbidden contact, an excess wrench, a raw contact, an obstacle hit, a joint pushed past its limits),
 # checked by the labels above.
-FAULT_EFFECT_TRIGGERS = frozenset({"forbidden_contact", "excess_wrench", "robot_contact_raw", "fixture_obstacle_hit",
-                                   "joint_position_out_of_limits", "joint_velocity_out_of_limits",
-                                   "joint_effort_out_of_limits", "joint_position_jump"})
+FAULT_EFFECT_TRIGGERS = frozenset(
+    {
+        "forbidden_contact",
+        "excess_wrench",
+        "robot_contact_raw",
+        "fixture_obstacle_hit",
+        "joint_position_out_of_limits",
+        "joint_velocity_out_of_limits",
+        "joint_effort_out_of_limits",
+        "joint_position_jump",
+    }
+)
 
 
 def _counted_properties() -> dict[str, str]:
@@ -210,9 +227,16 @@ def test_every_property_trigger_is_counted_or_a_fault_effect():
     counted = _counted_properties()
     assert set(counted.values()) <= set(GroundTruth().expected_edges()), counted
     uncounted = {a.name for a in _monitor().automata} - set(counted)
-    assert uncounted == {"no_forbidden_contact", "no_excess_wrench", "no_clean_contact_after_raw",
-                         "fixture_obstacle_retract", "joint_positions_within_limits", "joint_velocities_within_limits",
-                         "joint_efforts_within_limits", "no_joint_position_jump"}
+    assert uncounted == {
+        "no_forbidden_contact",
+        "no_excess_wrench",
+        "no_clean_contact_after_raw",
+        "fixture_obstacle_retract",
+        "joint_positions_within_limits",
+        "joint_velocities_within_limits",
+        "joint_efforts_within_limits",
+        "no_joint_position_jump",
+    }
 
 
 EPISODES = [(t, None, TASK_SEED) for t in sorted(TASKS)] + [(None, f, FAULT_SEED) for f in sorted(FAULTS)]
@@ -253,7 +277,9 @@ def test_the_clean_workcell_run_exercises_every_scripted_property():
     flagged = _vacuous(_scored([(t, None, TASK_SEED) for t in sorted(TASKS)]))
     counted = _counted_properties()
     assert not set(flagged) & set(counted), flagged
-    assert {a.name for a in _monitor().automata if a.trigger in {"excess_wrench", "fixture_obstacle_hit"}} <= set(flagged)
+    assert {a.name for a in _monitor().automata if a.trigger in {"excess_wrench", "fixture_obstacle_hit"}} <= set(
+        flagged
+    )
 
 
 def test_a_property_whose_trigger_never_rises_is_vacuous():

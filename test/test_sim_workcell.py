@@ -1,4 +1,5 @@
 """The workcell MJCF contract, the RobotState it reports, seeding, and the arm controller."""
+
 from __future__ import annotations
 
 import itertools
@@ -17,8 +18,9 @@ MODEL = mujoco.MjModel.from_xml_path(workcell_path())
 
 def test_contract_names_exist_with_their_types_and_ranges():
     m = MODEL
-    hinge, slide, free = (int(t) for t in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE,
-                                           mujoco.mjtJoint.mjJNT_FREE))
+    hinge, slide, free = (
+        int(t) for t in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE, mujoco.mjtJoint.mjJNT_FREE)
+    )
     for i in range(1, 7):
         assert m.jnt_type[m.joint(f"arm_joint{i}").id] == hinge
         m.body(f"link{i}")
@@ -65,7 +67,7 @@ def test_robot_state_reports_joints_wrench_contacts_and_50hz_poses():
     assert {"cube", "table"} in [{c.body1, c.body2} for c in s.contacts]
     period = round(500 / POSE_RATE_HZ)
     assert ages[period - 1] == pytest.approx(0.0) and ages[period - 2] == pytest.approx((period - 1) * 0.002)
-    assert all(b > a for a, b in zip(ages[:period - 1], ages[1:period - 1]))  # ages grow between samples
+    assert all(b > a for a, b in zip(ages[: period - 1], ages[1 : period - 1]))  # ages grow between samples
     assert set(OBJECTS) == set(s.object_poses)
 
 

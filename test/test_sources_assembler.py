@@ -1,4 +1,5 @@
 """FrameAssembler: one frame per JointState, latest slower samples with ages, bad input flagged."""
+
 from types import SimpleNamespace
 
 import numpy as np
@@ -40,7 +41,10 @@ def test_frames_follow_joint_states_and_sample_slower_streams_with_age():
 
 
 def test_joint_name_mapping_and_reordering_put_values_in_robot_order():
-    a = FrameAssembler(["arm_joint1", "arm_joint2"], mapping=StreamMapping(wrench=None, joint_names={"j1": "arm_joint1", "j2": "arm_joint2"}))
+    a = FrameAssembler(
+        ["arm_joint1", "arm_joint2"],
+        mapping=StreamMapping(wrench=None, joint_names={"j1": "arm_joint1", "j2": "arm_joint2"}),
+    )
     s = a.on_joint_states(js(1.0, names=("j2", "j1"), pos=(2.0, 1.0))).state
     np.testing.assert_array_equal(s.joint_position, [1.0, 2.0])
     assert s.joint("arm_joint2") == 2.0
@@ -108,8 +112,9 @@ def test_partial_joint_messages_hold_frames_until_every_joint_is_known():
 def test_a_joint_that_drops_out_mid_stream_makes_every_frame_stale_once_its_position_is_old():
     a = FrameAssembler(["j1", "j2", "j3"], mapping=StreamMapping(wrench=None), limits=StaleLimits(joint_held=0.005))
     a.on_joint_states(js(1.0, names=("j1", "j2", "j3"), pos=(0.1, 0.2, 0.3)))
-    frames = [a.on_joint_states(js(1.0 + k * 0.002, names=("j1", "j2"), pos=(0.1, 0.2 + k * 1e-3)))
-              for k in range(1, 6)]
+    frames = [
+        a.on_joint_states(js(1.0 + k * 0.002, names=("j1", "j2"), pos=(0.1, 0.2 + k * 1e-3))) for k in range(1, 6)
+    ]
     assert [JOINTS in f.stale for f in frames] == [False, False, True, True, True]  # j3 held for 6 ms at most
     assert [kinds(f.issues) for f in frames[2:]] == [["missing_joints"]] * 3
     assert "no position for j3 for more than 0.005 s" in frames[2].issues[0].detail
@@ -118,11 +123,13 @@ def test_a_joint_that_drops_out_mid_stream_makes_every_frame_stale_once_its_posi
 
 
 def test_renamed_joints_mid_stream_are_missing_not_held():
-    a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None),
-                       limits=StaleLimits(joints_frozen=0.06, joint_held=0.05))
+    a = FrameAssembler(
+        ["j1", "j2"], mapping=StreamMapping(wrench=None), limits=StaleLimits(joints_frozen=0.06, joint_held=0.05)
+    )
     a.on_joint_states(js(1.0))
-    renamed = [a.on_joint_states(js(1.0 + k * 0.011, names=("ur_j1", "ur_j2"), pos=(0.1, 0.2 + k * 1e-3)))
-               for k in range(1, 8)]
+    renamed = [
+        a.on_joint_states(js(1.0 + k * 0.011, names=("ur_j1", "ur_j2"), pos=(0.1, 0.2 + k * 1e-3))) for k in range(1, 8)
+    ]
     assert [JOINTS in f.stale for f in renamed] == [False] * 4 + [True] * 3  # beyond joint_held, 50 ms
     assert kinds(renamed[0].issues) == ["joint_names_changed", "unknown_joints"]
     assert kinds(renamed[-1].issues) == ["missing_joints"]  # held values are missing, not also frozen
@@ -132,8 +139,13 @@ def test_split_joint_messages_at_the_control_rate_stay_fresh():
     a = FrameAssembler(["j1", "j2", "finger"], mapping=StreamMapping(wrench=None))
     for k in range(20):
         arm = k % 2 == 0
-        frame = a.on_joint_states(js(1.0 + k * 0.002, names=("j1", "j2") if arm else ("finger",),
-                                     pos=(0.1, 0.2 + k * 1e-3) if arm else (0.04 + k * 1e-4,)))
+        frame = a.on_joint_states(
+            js(
+                1.0 + k * 0.002,
+                names=("j1", "j2") if arm else ("finger",),
+                pos=(0.1, 0.2 + k * 1e-3) if arm else (0.04 + k * 1e-4,),
+            )
+        )
         assert k == 0 or frame.stale == frozenset()
 
 
@@ -319,7 +331,9 @@ def test_mapping_parses_inline_pairs_and_files(tmp_path):
     inline = StreamMapping.parse("joint_states=/arm/joint_states, wrench=none")
     assert inline.joint_states == "/arm/joint_states" and inline.wrench is None
     path = tmp_path / "map.yaml"
-    path.write_text("object_pose: /mocap/{name}\nobjects: {mug: /vision/cup}\njoint_names: {panda_joint1: arm_joint1}\n")
+    path.write_text(
+        "object_pose: /mocap/{name}\nobjects: {mug: /vision/cup}\njoint_names: {panda_joint1: arm_joint1}\n"
+    )
     mapping = StreamMapping.parse(str(path))
     assert mapping.pose_topic("mug") == "/vision/cup" and mapping.pose_topic("cube") == "/mocap/cube"
     assert mapping.joint_names == {"panda_joint1": "arm_joint1"}
@@ -338,8 +352,9 @@ class _Grounder:
     def step(self, state):
         if self.fail:
             raise GroundingError("joint 'x' is NaN")
-        return SimpleNamespace(t=state.t, frame=0, values={"p": True, "q": False}, unknown=frozenset({"q"}),
-                               stale={"object_pose/mug": 0.3})
+        return SimpleNamespace(
+            t=state.t, frame=0, values={"p": True, "q": False}, unknown=frozenset({"q"}), stale={"object_pose/mug": 0.3}
+        )
 
 
 def test_ground_frame_merges_stale_streams_and_marks_rejected_frames_unknown():

@@ -1,4 +1,5 @@
 """rosbag2 writing and reading with rosbags: both storages, embedded types, damaged and odd bags."""
+
 import shutil
 import sqlite3
 from pathlib import Path
@@ -42,8 +43,13 @@ def test_written_bag_reads_back_in_log_time_order(tmp_path, storage):
     assert [j.stamp for j in joints] == pytest.approx([10.0 + k * 0.002 for k in range(50)], abs=1e-9)
     assert joints[7].position[0] == pytest.approx(0.07)
     assert [p.values["p"] for p in preds] == [k % 2 == 0 for k in range(50)]
-    assert len(order) == 5 and set(order) == {"/clock", "/joint_states", "/wrist_wrench", "/objects/mug/pose",
-                                              "/safety_monitor/predicates"}
+    assert len(order) == 5 and set(order) == {
+        "/clock",
+        "/joint_states",
+        "/wrist_wrench",
+        "/objects/mug/pose",
+        "/safety_monitor/predicates",
+    }
 
 
 def test_bare_storage_files_and_folders_of_bags_are_found(tmp_path):
@@ -64,8 +70,12 @@ def test_bare_storage_files_and_folders_of_bags_are_found(tmp_path):
 def test_embedded_custom_types_are_registered_from_the_bag(tmp_path):
     store = get_typestore(Stores.ROS2_KILTED)
     store.register(get_types_from_msg("int32 x\nstring label", "my_pkg/msg/Thing"))
-    bag = _write(tmp_path / "bag", n=3, typestore=store,
-                 extra=lambda w, t: w.write("/thing", store.types["my_pkg/msg/Thing"](x=7, label="ok"), t))
+    bag = _write(
+        tmp_path / "bag",
+        n=3,
+        typestore=store,
+        extra=lambda w, t: w.write("/thing", store.types["my_pkg/msg/Thing"](x=7, label="ok"), t),
+    )
     with BagReader(bag) as r:  # a reader that never heard of my_pkg
         things = [msg for _, _, msg in r.messages({"/thing"})]
     assert [(t.x, t.label) for t in things] == [(7, "ok")] * 3
@@ -74,8 +84,13 @@ def test_embedded_custom_types_are_registered_from_the_bag(tmp_path):
 def test_types_without_definitions_are_skipped_with_a_warning_and_standard_ones_filled_in(tmp_path):
     store = get_typestore(Stores.ROS2_KILTED)
     store.register(get_types_from_msg("int32 x", "my_pkg/msg/Thing"))
-    bag = _write(tmp_path / "bag", "sqlite3", n=3, typestore=store,
-                 extra=lambda w, t: w.write("/thing", store.types["my_pkg/msg/Thing"](x=1), t))
+    bag = _write(
+        tmp_path / "bag",
+        "sqlite3",
+        n=3,
+        typestore=store,
+        extra=lambda w, t: w.write("/thing", store.types["my_pkg/msg/Thing"](x=1), t),
+    )
     db = sqlite3.connect(bag / "bag.db3")
     db.execute("DELETE FROM message_definitions WHERE topic_type IN ('my_pkg/msg/Thing', 'sensor_msgs/msg/JointState')")
     db.commit()
@@ -93,27 +108,34 @@ def _with_definition(topic, msgtype, text, raw=b"\x00\x01\x00\x00\x07\x00\x00\x0
     conn = []
 
     def extra(w, t):
-        writer = w._writer  # noqa: SLF001 (a connection BagWriter would not make)
+        writer = w._writer
         if not conn:
             conn.append(writer.add_connection(topic, msgtype, msgdef=text, rihs01="RIHS01_" + "0" * 64))
         writer.write(conn[0], round(t * 1e9), raw)
+
     return extra
 
 
 @pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
-@pytest.mark.parametrize("text, why", [("this is ### not a definition {", "leaves vendor_msgs/msg/this undefined"),
-                                       ("int32[ x", "does not parse")])
+@pytest.mark.parametrize(
+    "text, why",
+    [("this is ### not a definition {", "leaves vendor_msgs/msg/this undefined"), ("int32[ x", "does not parse")],
+)
 def test_a_topic_whose_definition_is_broken_is_skipped_and_named(tmp_path, storage, text, why):
     vendor = _with_definition("/vendor/status", "vendor_msgs/msg/Status", text)
     bag = _write(tmp_path / "bag", storage, n=3, extra=vendor)
     with BagReader(bag) as r:
         assert len(list(r.messages(TOPICS))) == 15
-        with pytest.raises(SourceError, match=f"{bag}: cannot read topic /vendor/status: its type "
-                                              f"vendor_msgs/msg/Status has a definition in the bag that {why}"):
+        with pytest.raises(
+            SourceError,
+            match=f"{bag}: cannot read topic /vendor/status: its type "
+            f"vendor_msgs/msg/Status has a definition in the bag that {why}",
+        ):
             list(r.message_batches({"/vendor/status"}))
         [warning] = r.skip_warnings
-        assert warning.startswith(f"topic(s) /vendor/status skipped: type vendor_msgs/msg/Status has a definition "
-                                  f"in the bag that {why}")
+        assert warning.startswith(
+            f"topic(s) /vendor/status skipped: type vendor_msgs/msg/Status has a definition in the bag that {why}"
+        )
 
 
 def test_a_needed_topic_whose_definition_is_broken_is_an_error_naming_it(tmp_path):
@@ -127,8 +149,11 @@ def test_a_needed_topic_whose_definition_is_broken_is_an_error_naming_it(tmp_pat
             extra(w, 1.0 + k)
     with BagReader(tmp_path / "bag") as r:
         assert len(list(r.messages({"/clock"}))) == 3
-        with pytest.raises(SourceError, match="cannot read topic /joint_states: its type sensor_msgs/msg/JointState "
-                                              "has a definition in the bag that does not parse"):
+        with pytest.raises(
+            SourceError,
+            match="cannot read topic /joint_states: its type sensor_msgs/msg/JointState "
+            "has a definition in the bag that does not parse",
+        ):
             list(r.messages({"/clock", "/joint_states"}))
 
 
@@ -137,9 +162,8 @@ def test_truncated_bag_is_a_source_error_naming_it(tmp_path, storage):
     bag = _write(tmp_path / "bag", storage, n=400)
     data_file = next(p for p in bag.iterdir() if p.suffix in (".mcap", ".db3"))
     data_file.write_bytes(data_file.read_bytes()[: data_file.stat().st_size // 2])
-    with pytest.raises(SourceError, match=str(bag)):
-        with BagReader(bag) as r:
-            list(r.messages(TOPICS))
+    with pytest.raises(SourceError, match=str(bag)), BagReader(bag) as r:
+        list(r.messages(TOPICS))
 
 
 def test_an_mcap_file_without_its_end_says_it_is_truncated_or_was_not_closed(tmp_path):
@@ -148,8 +172,11 @@ def test_an_mcap_file_without_its_end_says_it_is_truncated_or_was_not_closed(tmp
     data_file.write_bytes(data_file.read_bytes()[:-100])  # as a killed recorder leaves it: no footer
     shutil.copy(data_file, tmp_path / "bare.mcap")
     for path, file in ((bag, data_file), (tmp_path / "bare.mcap", tmp_path / "bare.mcap")):
-        with pytest.raises(SourceError, match=f"^{file}: cannot open bag: the mcap file ends without its footer: "
-                                              "it is truncated, or its recorder was stopped before closing it"):
+        with pytest.raises(
+            SourceError,
+            match=f"^{file}: cannot open bag: the mcap file ends without its footer: "
+            "it is truncated, or its recorder was stopped before closing it",
+        ):
             with BagReader(path):
                 pass
 
@@ -158,22 +185,22 @@ def test_a_broken_metadata_yaml_is_one_line_naming_the_file_and_the_problem(tmp_
     bag = _write(tmp_path / "bag", n=2)
     lines = (bag / "metadata.yaml").read_text().splitlines()
     (bag / "metadata.yaml").write_text("\n".join([*lines[:2], " : : [", *lines[2:]]))
-    with pytest.raises(SourceError) as err:
-        with BagReader(bag):
-            pass
-    assert str(err.value) == (f"{bag}/metadata.yaml: cannot open bag: not valid YAML at line 3, column 2: "
-                              "expected <block end>, but found '<block mapping start>'")
+    with pytest.raises(SourceError) as err, BagReader(bag):
+        pass
+    assert str(err.value) == (
+        f"{bag}/metadata.yaml: cannot open bag: not valid YAML at line 3, column 2: "
+        "expected <block end>, but found '<block mapping start>'"
+    )
 
 
 def test_corrupt_message_bytes_are_a_source_error(tmp_path):
     bag = _write(tmp_path / "bag", "mcap", n=400)
     data_file = next(bag.glob("*.mcap"))
     raw = bytearray(data_file.read_bytes())
-    raw[len(raw) // 3: len(raw) // 3 + 4000] = b"\x55" * 4000
+    raw[len(raw) // 3 : len(raw) // 3 + 4000] = b"\x55" * 4000
     data_file.write_bytes(bytes(raw))
-    with pytest.raises(SourceError, match="bag"):
-        with BagReader(bag) as r:
-            list(r.messages(TOPICS))
+    with pytest.raises(SourceError, match="bag"), BagReader(bag) as r:
+        list(r.messages(TOPICS))
 
 
 def _batched(reader, topics, size):
@@ -193,7 +220,7 @@ def test_batches_hold_the_messages_of_raw_messages_in_the_same_order(tmp_path, s
     bag = _write(tmp_path / "bag", storage, n=400, extra=big)
     with BagReader(bag) as r:
         if storage == "mcap":
-            assert len(r._open().readers[0].storage.storages[0].chunks) > 2  # noqa: SLF001 (the case tested)
+            assert len(r._open().readers[0].storage.storages[0].chunks) > 2
         for topics in (TOPICS | {"/big"}, {"/safety_monitor/predicates"}, {"/big", "/clock"}):
             want = list(r.raw_messages(topics))
             for size in (1, 7, 4096):
@@ -206,12 +233,12 @@ def test_batches_of_zstd_compressed_chunks_hold_the_same_messages(tmp_path):
 
     plain = _write(tmp_path / "plain", "mcap", n=300)
     writer = BagWriter(tmp_path / "zstd")
-    writer._writer.set_compression(CompressionMode.STORAGE, CompressionFormat.ZSTD)  # noqa: SLF001 (chunks)
+    writer._writer.set_compression(CompressionMode.STORAGE, CompressionFormat.ZSTD)
     with writer, BagReader(plain) as r:
         for topic, t_ns, msg in r.messages(TOPICS):
             writer.write(topic, msg, t_ns / 1e9)
     with BagReader(tmp_path / "zstd") as r, BagReader(plain) as p:
-        assert r._open().readers[0].storage.storages[0].chunks[0].compression == "zstd"  # noqa: SLF001
+        assert r._open().readers[0].storage.storages[0].chunks[0].compression == "zstd"
         assert _batched(r, TOPICS, 100) == list(p.raw_messages(TOPICS))
 
 
@@ -220,9 +247,9 @@ def test_a_message_index_that_does_not_match_its_chunk_is_a_source_error(tmp_pat
     data_file = next(bag.glob("*.mcap"))
     raw = bytearray(data_file.read_bytes())
     with BagReader(bag) as r:
-        chunk = r._open().readers[0].storage.storages[0].chunks[0]  # noqa: SLF001
+        chunk = r._open().readers[0].storage.storages[0].chunks[0]
         first = min(chunk.message_index_offsets.values())
-    raw[first + 15:first + 23] = (10**6).to_bytes(8, "little")  # the first entry's log time
+    raw[first + 15 : first + 23] = (10**6).to_bytes(8, "little")  # the first entry's log time
     data_file.write_bytes(bytes(raw))
     with pytest.raises(SourceError, match=f"{bag}: bag is corrupt or truncated: a message index"):
         with BagReader(bag) as r:
@@ -231,16 +258,14 @@ def test_a_message_index_that_does_not_match_its_chunk_is_a_source_error(tmp_pat
 
 def test_not_a_bag(tmp_path):
     (tmp_path / "x.mcap").write_text("hello")
-    with pytest.raises(SourceError, match="x.mcap"):
-        with BagReader(tmp_path / "x.mcap"):
-            pass
+    with pytest.raises(SourceError, match="x.mcap"), BagReader(tmp_path / "x.mcap"):
+        pass
 
 
 def test_writer_refuses_to_overwrite_and_to_change_a_topic_type(tmp_path):
     _write(tmp_path / "bag", n=1)
-    with pytest.raises(SourceError, match="cannot create bag"):
-        with BagWriter(tmp_path / "bag"):
-            pass
+    with pytest.raises(SourceError, match="cannot create bag"), BagWriter(tmp_path / "bag"):
+        pass
     with BagWriter(tmp_path / "other") as w:
         w.write_clock(1.0, topic="/x")
         with pytest.raises(SourceError, match="/x has type rosgraph_msgs/msg/Clock"):
@@ -262,4 +287,6 @@ def test_a_file_that_is_not_mcap_says_so(tmp_path):
     bag.write_text("these are my notes, not a recording\n")
     with pytest.raises(SourceError) as failed:
         BagReader(bag).__enter__()
-    assert str(failed.value) == f"{bag}: cannot open bag: not an mcap file (it does not start with the mcap magic bytes)"
+    assert (
+        str(failed.value) == f"{bag}: cannot open bag: not an mcap file (it does not start with the mcap magic bytes)"
+    )

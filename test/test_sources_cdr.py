@@ -1,4 +1,5 @@
 """Direct CDR readers: the values rosbags' decoder and the message converters give, or None (decode with rosbags)."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -7,16 +8,20 @@ from rosbags.serde import SerdeError
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
 from safety_monitor.frames import Pose, Wrench
-from safety_monitor.replay.score import ReplayConfig, score_bag
-from safety_monitor.sim.runner import run_episode
 from safety_monitor.io import cdr
 from safety_monitor.io import messages as m
 from safety_monitor.io.bag import BagWriter, default_typestore
+from safety_monitor.replay.score import ReplayConfig, score_bag
+from safety_monitor.sim.runner import run_episode
 
 STORE = default_typestore()
 T = m.rosbags_types(STORE)
-JOINT, WRENCH, POSE, ARRAY = ("sensor_msgs/msg/JointState", "geometry_msgs/msg/WrenchStamped",
-                              "geometry_msgs/msg/PoseStamped", "diagnostic_msgs/msg/DiagnosticArray")
+JOINT, WRENCH, POSE, ARRAY = (
+    "sensor_msgs/msg/JointState",
+    "geometry_msgs/msg/WrenchStamped",
+    "geometry_msgs/msg/PoseStamped",
+    "diagnostic_msgs/msg/DiagnosticArray",
+)
 
 
 def raw(msg, **kw):
@@ -28,11 +33,14 @@ def decoded(data, msgtype):
 
 
 def same_array(a, b):
-    return a is None and b is None or (a is not None and b is not None and a.dtype == b.dtype
-                                       and a.tobytes() == b.tobytes())
+    return (a is None and b is None) or (
+        a is not None and b is not None and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    )
 
 
-@pytest.mark.parametrize("velocity, effort", [(None, None), ([0.5, -1e300, 2.0], None), ([1.0, 2.0, 3.0], [0.0, -0.0, 7.5])])
+@pytest.mark.parametrize(
+    "velocity, effort", [(None, None), ([0.5, -1e300, 2.0], None), ([1.0, 2.0, 3.0], [0.0, -0.0, 7.5])]
+)
 def test_joint_states_read_as_the_converter_reads_them(velocity, effort):
     reader = cdr.JointStateReader()
     for t, names in ((1.5, ["j1", "gelenk_ä", "j3"]), (1.502, ["j1", "gelenk_ä", "j3"]), (1.504, ["a", "b", "c"])):
@@ -62,14 +70,31 @@ SPELLINGS = ("true", "false", "True", " FALSE ", "1", "0")
 def predicate_messages(draw):
     """A DiagnosticArray as an estimator (or an external publisher, with other spellings) sends it."""
     keys = draw(st.lists(st.sampled_from(KEYS), min_size=0, max_size=5))
-    texts = draw(st.lists(st.sampled_from(SPELLINGS[:2]) | st.sampled_from(SPELLINGS), min_size=len(keys),
-                          max_size=len(keys)))
-    meta = draw(st.sampled_from([[], [("_frame", "12"), ("_t", "0.30000000000000004"), ("_unknown", "near"),
-                                      ("_stale", "wrench,object_pose/mug")], [("_t", "")]]))
+    texts = draw(
+        st.lists(st.sampled_from(SPELLINGS[:2]) | st.sampled_from(SPELLINGS), min_size=len(keys), max_size=len(keys))
+    )
+    meta = draw(
+        st.sampled_from(
+            [
+                [],
+                [
+                    ("_frame", "12"),
+                    ("_t", "0.30000000000000004"),
+                    ("_unknown", "near"),
+                    ("_stale", "wrench,object_pose/mug"),
+                ],
+                [("_t", "")],
+            ]
+        )
+    )
     pairs = list(zip(keys, texts)) + meta
-    status = T.DiagnosticStatus(level=T.DiagnosticStatus.OK, name=draw(st.sampled_from([m.PREDICATES_STATUS, "x"])),
-                                message="frame 12" * draw(st.integers(0, 3)), hardware_id="estimator",
-                                values=[T.KeyValue(key=k, value=v) for k, v in pairs])
+    status = T.DiagnosticStatus(
+        level=T.DiagnosticStatus.OK,
+        name=draw(st.sampled_from([m.PREDICATES_STATUS, "x"])),
+        message="frame 12" * draw(st.integers(0, 3)),
+        hardware_id="estimator",
+        values=[T.KeyValue(key=k, value=v) for k, v in pairs],
+    )
     return T.DiagnosticArray(header=m.header(T, draw(st.floats(0, 1e6))), status=[status])
 
 
@@ -108,16 +133,17 @@ def test_bytes_the_readers_do_not_handle_give_none():
     big_endian = raw(m.joint_state_msg(T, 1.0, ["a", "b"], [0.1, 0.2]), little_endian=False)
     assert cdr.JointStateReader().read(big_endian) is None
     assert m.joint_state_sample(decoded(big_endian, JOINT)).names == ("a", "b")  # rosbags reads those
-    broken = [data[:-9], data + b"\x00" * 8, data[:12] + b"\xff\xff\xff\x7f" + data[16:],
-              data.replace(b"a\x00", b"ab")]
+    broken = [data[:-9], data + b"\x00" * 8, data[:12] + b"\xff\xff\xff\x7f" + data[16:], data.replace(b"a\x00", b"ab")]
     for bad in broken:
         assert cdr.JointStateReader().read(bad) is None
         with pytest.raises((SerdeError, ValueError)):
             decoded(bad, JOINT)
     pose = raw(m.pose_msg(T, 1.0, Pose(np.zeros(3), np.array([1.0, 0, 0, 0]))))
     assert cdr.read_pose(pose[:-1]) is None and cdr.read_wrench(b"\x00\x01\x00\x00") is None
-    two = T.DiagnosticArray(header=m.header(T, 0.0), status=[T.DiagnosticStatus(
-        level=0, name=n, message="", hardware_id="", values=[]) for n in ("a", "b")])
+    two = T.DiagnosticArray(
+        header=m.header(T, 0.0),
+        status=[T.DiagnosticStatus(level=0, name=n, message="", hardware_id="", values=[]) for n in ("a", "b")],
+    )
     assert cdr.PredicateReader().read(raw(two)) is None  # decode_predicates picks and complains
 
 
@@ -152,14 +178,26 @@ def test_replay_gives_the_same_result_with_and_without_the_direct_readers(tmp_pa
                 for name, pose in s.object_poses.items():
                     w.write_pose(f"/objects/{name}/pose", s.t, pose)
             w.write_joint_state("/joint_states", s.t, s.joint_names, s.joint_position, s.joint_velocity)
-            w.write_predicates("/safety_monitor/predicates", m.PredicateSample(
-                {"object_grasped": k % 7 == 0, "excess_wrench": False, "near": k > 200}, s.t, k,
-                unknown=frozenset({"near"} if k % 50 == 0 else ())))
+            w.write_predicates(
+                "/safety_monitor/predicates",
+                m.PredicateSample(
+                    {"object_grasped": k % 7 == 0, "excess_wrench": False, "near": k > 200},
+                    s.t,
+                    k,
+                    unknown=frozenset({"near"} if k % 50 == 0 else ()),
+                ),
+            )
 
     def summary(result):
         assert result.ok, result.error
-        return (result.frames, result.issues, result.stale_by_stream, result.unknown_frames,
-                [e.to_json() for e in result.trace.events], result.timeline.to_json())
+        return (
+            result.frames,
+            result.issues,
+            result.stale_by_stream,
+            result.unknown_frames,
+            [e.to_json() for e in result.trace.events],
+            result.timeline.to_json(),
+        )
 
     config = ReplayConfig(rate_hz=500.0)
     fast = [summary(score_bag(bag, config)), summary(score_bag(bag, ReplayConfig(from_predicates=True)))]
@@ -227,9 +265,13 @@ def one_buffer(messages, gaps):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(layout_samples, min_size=1, max_size=8), st.lists(predicate_messages(), max_size=4),
-       st.lists(st.integers(0, 7), min_size=12, max_size=12), st.randoms(use_true_random=False),
-       st.sampled_from(["estimator", "ünïcode"]))
+@given(
+    st.lists(layout_samples, min_size=1, max_size=8),
+    st.lists(predicate_messages(), max_size=4),
+    st.lists(st.integers(0, 7), min_size=12, max_size=12),
+    st.randoms(use_true_random=False),
+    st.sampled_from(["estimator", "ünïcode"]),
+)
 def test_a_batch_reads_every_message_as_the_single_reader_does(written, others, gaps, rnd, hardware_id):
     writer = cdr.PredicateWriter(hardware_id)
     messages = [writer.write(s) for s in written] + [raw(msg) for msg in others]
@@ -238,8 +280,13 @@ def test_a_batch_reads_every_message_as_the_single_reader_does(written, others, 
     columns = reader.read(*one_buffer(messages, gaps))
     for i, data in enumerate(messages):
         if columns.decoded[i]:
-            got = m.PredicateSample(dict(zip(columns.keys, columns.values[i].tolist())), columns.t[i],
-                                    columns.frame[i], columns.unknown[i], columns.stale[i])
+            got = m.PredicateSample(
+                dict(zip(columns.keys, columns.values[i].tolist())),
+                columns.t[i],
+                columns.frame[i],
+                columns.unknown[i],
+                columns.stale[i],
+            )
             want = m.decode_predicates(decoded(data, ARRAY))
             assert got == want and list(got.values) == list(want.values)
     # every message of the learnt layout is read in the batch (but those with non-ASCII status strings)
@@ -253,8 +300,12 @@ def test_a_batch_leaves_odd_messages_to_the_single_reader():
     good = writer.write(sample)
     extra_key = writer.write(m.PredicateSample({"a": True, "bb": False, "c": True}, 2.0, 8))
     bad_t = good.replace(b"1.5\x00", b"1.x\x00")
-    two_statuses = raw(T.DiagnosticArray(header=m.header(T, 0.0), status=[T.DiagnosticStatus(
-        level=0, name=n, message="", hardware_id="", values=[]) for n in ("a", "b")]))
+    two_statuses = raw(
+        T.DiagnosticArray(
+            header=m.header(T, 0.0),
+            status=[T.DiagnosticStatus(level=0, name=n, message="", hardware_id="", values=[]) for n in ("a", "b")],
+        )
+    )
     messages = [good, extra_key, bad_t, two_statuses, good[:-8], good]
     reader = cdr.PredicateBatchReader()
     columns = reader.read(*one_buffer(messages, [1] * len(messages)))
@@ -266,15 +317,25 @@ def test_a_batch_leaves_odd_messages_to_the_single_reader():
 
 
 def joint_value(sample):
-    return None if sample is None else (sample.names, sample.position.tobytes(), sample.stamp,
-                                        None if sample.velocity is None else sample.velocity.tobytes(),
-                                        None if sample.effort is None else sample.effort.tobytes())
+    return (
+        None
+        if sample is None
+        else (
+            sample.names,
+            sample.position.tobytes(),
+            sample.stamp,
+            None if sample.velocity is None else sample.velocity.tobytes(),
+            None if sample.effort is None else sample.effort.tobytes(),
+        )
+    )
 
 
 def test_joint_state_and_wrench_batches_read_as_the_single_readers_do():
     names = ["a", "b", "c"]
-    joints = [raw(m.joint_state_msg(T, 1.0 + k / 500, names, [k, -0.5, np.nan if k == 3 else 2.0], [0.1] * 3))
-              for k in range(6)]
+    joints = [
+        raw(m.joint_state_msg(T, 1.0 + k / 500, names, [k, -0.5, np.nan if k == 3 else 2.0], [0.1] * 3))
+        for k in range(6)
+    ]
     joints[2] = raw(m.joint_state_msg(T, 2.0, ["a", "x", "c"], [1.0, 2.0, 3.0], [0.0] * 3))  # other names
     joints[4] = raw(m.joint_state_msg(T, 3.0, names, [1.0, 2.0, 3.0]))  # no velocities
     joints.append(raw(m.joint_state_msg(T, 4.0, names, [1.0, 2.0, 3.0], [0.1] * 3), little_endian=False))
@@ -286,19 +347,32 @@ def test_joint_state_and_wrench_batches_read_as_the_single_readers_do():
     assert np.isnan(got[3].position[2])  # read as it is (the assembler drops the message)
     assert got[1].position.base is not None and got[1].position.base is got[5].position.base  # read at once
 
-    wrenches = [raw(m.wrench_msg(T, 1.0 + k, Wrench(np.array([k, 2.0, 3.0]), np.array([4.0, 5.0, -k])),
-                                 frame_id="ft" if k != 2 else "other_frame")) for k in range(4)]
+    wrenches = [
+        raw(
+            m.wrench_msg(
+                T,
+                1.0 + k,
+                Wrench(np.array([k, 2.0, 3.0]), np.array([4.0, 5.0, -k])),
+                frame_id="ft" if k != 2 else "other_frame",
+            )
+        )
+        for k in range(4)
+    ]
     wrenches.append(wrenches[0][:-1])
     got = cdr.WrenchBatchReader().read(*one_buffer(wrenches, range(5)))
     want = [cdr.read_wrench(d) for d in wrenches]
-    assert [None if g is None else (g[0].force.tolist(), g[0].torque.tolist(), g[1]) for g in got] == \
-           [None if w is None else (w[0].force.tolist(), w[0].torque.tolist(), w[1]) for w in want]
+    assert [None if g is None else (g[0].force.tolist(), g[0].torque.tolist(), g[1]) for g in got] == [
+        None if w is None else (w[0].force.tolist(), w[0].torque.tolist(), w[1]) for w in want
+    ]
     assert got[3][0].torque.tolist() == [4.0, 5.0, -3.0] and got[-1] is None
 
 
 def test_read_stamp_reads_the_header_of_any_stamped_type_as_stamp_seconds():
-    msgs = [m.joint_state_msg(T, 12.345678901, ["a"], [0.0]), m.wrench_msg(T, 7.25, Wrench(np.zeros(3), np.zeros(3))),
-            m.predicates_msg(T, m.PredicateSample({"a": True}, 1e9 + 0.1, 3))]
+    msgs = [
+        m.joint_state_msg(T, 12.345678901, ["a"], [0.0]),
+        m.wrench_msg(T, 7.25, Wrench(np.zeros(3), np.zeros(3))),
+        m.predicates_msg(T, m.PredicateSample({"a": True}, 1e9 + 0.1, 3)),
+    ]
     for msg in msgs:
         assert cdr.read_stamp(raw(msg)) == m.stamp_seconds(msg.header.stamp)
     assert cdr.read_stamp(b"\x00\x01\x00\x00\x01") is None and cdr.read_stamp(raw(msgs[0], little_endian=False)) is None
@@ -311,16 +385,27 @@ def test_events_writer_gives_rosbags_bytes_of_events_msg_that_decode_back(tmp_pa
     from safety_monitor.monitor.live import SpecSetMonitor
 
     specs = tmp_path / "specs.yaml"
-    specs.write_text("predicates: [a, b]\nproperties:\n  - name: never_a\n    category: collision_contact\n"
-                     "    formula: \"G(!a)\"\n    recovery: \"F(!a)\"\n")
+    specs.write_text(
+        "predicates: [a, b]\nproperties:\n  - name: never_a\n    category: collision_contact\n"
+        '    formula: "G(!a)"\n    recovery: "F(!a)"\n'
+    )
     monitor = SpecSetMonitor.from_spec_file(specs)
     events = []  # real Event objects: opened with a counterexample, recovered, blind, seeing
     for k, a in enumerate([False, True, True, False, None, False]):
         events += monitor.step(None if a is None else {"a": a, "b": k == 1}, 0.002 * k)
     assert {e.kind for e in events} >= {"opened", "recovered", "blind", "seeing"}
-    records = [{"property": "p", "kind": kind, "frame": 3, "t": 0.25, "rollout": 1, "robot": "r1",
-                "counterexample": {"values": {"a": [[0, 2, False], [3, 3, True]]}, "explanation": "\u00fc \u00f1"}}
-               for kind in ("opened", "recovered", "blind", "unrecovered_at_end", "state_lost", "seeing")]
+    records = [
+        {
+            "property": "p",
+            "kind": kind,
+            "frame": 3,
+            "t": 0.25,
+            "rollout": 1,
+            "robot": "r1",
+            "counterexample": {"values": {"a": [[0, 2, False], [3, 3, True]]}, "explanation": "\u00fc \u00f1"},
+        }
+        for kind in ("opened", "recovered", "blind", "unrecovered_at_end", "state_lost", "seeing")
+    ]
     records.append({"property": "*", "kind": "state_lost", "frame": None, "t": None, "torn_bytes": 0})
     for batch in (records, records[:1], [], events):
         for t in (0.0, 1.5, 1234.000002):
@@ -334,17 +419,30 @@ def test_diagnostics_writer_gives_rosbags_bytes_of_the_same_array():
     from rclpy.serialization import deserialize_message
 
     S = T.DiagnosticStatus
-    statuses = [(m.ERROR, "safety_monitor/r1: monitor", "1 open: p", "r1", [("frame", "12"), ("rollout", "0")]),
-                (m.STALE, "safety_monitor/r1: p", "unknown: inputs stale \u00fc", "r1", []),
-                (m.OK, "", "", "", [("k", ""), ("", "v")]), (m.WARN, "n", "m", "h", [("a", "b")])]
+    statuses = [
+        (m.ERROR, "safety_monitor/r1: monitor", "1 open: p", "r1", [("frame", "12"), ("rollout", "0")]),
+        (m.STALE, "safety_monitor/r1: p", "unknown: inputs stale \u00fc", "r1", []),
+        (m.OK, "", "", "", [("k", ""), ("", "v")]),
+        (m.WARN, "n", "m", "h", [("a", "b")]),
+    ]
     for stamp in ((0, 0), (1796046563, 988419101)):
         for batch in (statuses, statuses[:1], []):
-            msg = T.DiagnosticArray(header=T.Header(stamp=T.Time(sec=stamp[0], nanosec=stamp[1]), frame_id=""), status=[
-                S(level=level, name=name, message=message, hardware_id=hw,
-                  values=[T.KeyValue(key=k, value=v) for k, v in values])
-                for level, name, message, hw, values in batch])
+            msg = T.DiagnosticArray(
+                header=T.Header(stamp=T.Time(sec=stamp[0], nanosec=stamp[1]), frame_id=""),
+                status=[
+                    S(
+                        level=level,
+                        name=name,
+                        message=message,
+                        hardware_id=hw,
+                        values=[T.KeyValue(key=k, value=v) for k, v in values],
+                    )
+                    for level, name, message, hw, values in batch
+                ],
+            )
             data = cdr.write_diagnostics(stamp, batch)
             assert data == raw(msg)
             back = deserialize_message(data, DiagnosticArray)
-            assert [(s.level, s.name, s.message, s.hardware_id, [(v.key, v.value) for v in s.values])
-                    for s in back.status] == [(bytes((lv,)), n, ms, h, list(vs)) for lv, n, ms, h, vs in batch]
+            assert [
+                (s.level, s.name, s.message, s.hardware_id, [(v.key, v.value) for v in s.values]) for s in back.status
+            ] == [(bytes((lv,)), n, ms, h, list(vs)) for lv, n, ms, h, vs in batch]

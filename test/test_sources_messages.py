@@ -1,14 +1,15 @@
 """Message converters: the same readers for rclpy and rosbags messages; the wire layouts round-trip."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from safety_monitor.enums import EventKind
 from safety_monitor.errors import SourceError
 from safety_monitor.frames import Pose, Wrench
-from safety_monitor.enums import EventKind
-from safety_monitor.monitor.events import Counterexample, Event
 from safety_monitor.io import messages as m
+from safety_monitor.monitor.events import Counterexample, Event
 
 
 @pytest.fixture(scope="module", params=["rosbags", "rclpy"])
@@ -53,8 +54,11 @@ def test_stamp_split_stays_within_a_nanosecond(t):
 
 def test_predicates_round_trip_with_frame_time_and_flags(types):
     sample = m.PredicateSample(
-        values={"object_grasped": True, "object_dropped": False}, t=0.1 + 0.2, frame=41,
-        unknown=frozenset({"object_dropped"}), stale=frozenset({"wrench", "pose/mug"}),
+        values={"object_grasped": True, "object_dropped": False},
+        t=0.1 + 0.2,
+        frame=41,
+        unknown=frozenset({"object_dropped"}),
+        stale=frozenset({"wrench", "pose/mug"}),
     )
     msg = m.predicates_msg(types, sample)
     assert len(msg.status) == 1 and msg.status[0].name == m.PREDICATES_STATUS
@@ -64,8 +68,13 @@ def test_predicates_round_trip_with_frame_time_and_flags(types):
 
 def test_predicates_from_an_external_publisher_use_the_header_stamp(types):
     kv = types.KeyValue
-    status = types.DiagnosticStatus(level=types.DiagnosticStatus.OK, name="my_estimator", message="",
-                                    hardware_id="", values=[kv(key="near", value="True"), kv(key="far", value="0")])
+    status = types.DiagnosticStatus(
+        level=types.DiagnosticStatus.OK,
+        name="my_estimator",
+        message="",
+        hardware_id="",
+        values=[kv(key="near", value="True"), kv(key="far", value="0")],
+    )
     msg = types.DiagnosticArray(header=m.header(types, 3.0), status=[status])
     sample = m.decode_predicates(msg)
     assert sample.values == {"near": True, "far": False}
@@ -74,8 +83,13 @@ def test_predicates_from_an_external_publisher_use_the_header_stamp(types):
 
 def test_bad_predicate_value_names_the_predicate(types):
     kv = types.KeyValue
-    status = types.DiagnosticStatus(level=types.DiagnosticStatus.OK, name=m.PREDICATES_STATUS, message="",
-                                    hardware_id="", values=[kv(key="near", value="maybe")])
+    status = types.DiagnosticStatus(
+        level=types.DiagnosticStatus.OK,
+        name=m.PREDICATES_STATUS,
+        message="",
+        hardware_id="",
+        values=[kv(key="near", value="maybe")],
+    )
     with pytest.raises(SourceError, match="'near'.*'maybe'"):
         m.decode_predicates(types.DiagnosticArray(header=m.header(types, 0.0), status=[status]))
 
@@ -87,10 +101,17 @@ def test_valuation_marks_unknown_predicates_none():
 
 def _counterexample():
     return Counterexample(
-        property="no_excess_wrench", formula="G(!excess_wrench)", trigger="excess_wrench", first_frame=118,
+        property="no_excess_wrench",
+        formula="G(!excess_wrench)",
+        trigger="excess_wrench",
+        first_frame=118,
         last_frame=120,
-        trigger_frame=None, atoms=("excess_wrench",), values=((False,), (False,), (True,)),
-        times=(0.236, 0.238, 0.24), decisive=("excess_wrench",), truncated=False,
+        trigger_frame=None,
+        atoms=("excess_wrench",),
+        values=((False,), (False,), (True,)),
+        times=(0.236, 0.238, 0.24),
+        decisive=("excess_wrench",),
+        truncated=False,
     )
 
 

@@ -1,4 +1,5 @@
 """Bounded operators: parsing, seconds at a control rate, finite-trace semantics, their automata."""
+
 import itertools
 import textwrap
 
@@ -58,10 +59,28 @@ def traces(atoms, max_len):
 
 
 BOUNDED = [
-    "F[<=0] b", "F[<=1] b", "F[<=3] b", "G[<=0] b", "G[<=2] b", "G[<=3] b", "a U[<=0] b", "a U[<=2] b",
-    "a U[<=3] b", "G(a -> F[<=2] b)", "G(a -> G[<=2] !b)", "F(a & G[<=2] b)", "!(a U[<=2] b)", "!F[<=2] a",
-    "!G[<=2] a", "F[<=1] G[<=1] a", "G(a -> (b U[<=2] !a))", "(a U[<=1] b) U[<=2] a", "X F[<=1] a | WX G[<=1] b",
-    "G(a -> F[<=2] b) & G(b -> F[<=1] a)", "G[<=2] a <-> F[<=1] b", "G(a -> F[<=2] last)",
+    "F[<=0] b",
+    "F[<=1] b",
+    "F[<=3] b",
+    "G[<=0] b",
+    "G[<=2] b",
+    "G[<=3] b",
+    "a U[<=0] b",
+    "a U[<=2] b",
+    "a U[<=3] b",
+    "G(a -> F[<=2] b)",
+    "G(a -> G[<=2] !b)",
+    "F(a & G[<=2] b)",
+    "!(a U[<=2] b)",
+    "!F[<=2] a",
+    "!G[<=2] a",
+    "F[<=1] G[<=1] a",
+    "G(a -> (b U[<=2] !a))",
+    "(a U[<=1] b) U[<=2] a",
+    "X F[<=1] a | WX G[<=1] b",
+    "G(a -> F[<=2] b) & G(b -> F[<=1] a)",
+    "G[<=2] a <-> F[<=1] b",
+    "G(a -> F[<=2] last)",
 ]
 
 
@@ -90,10 +109,19 @@ def test_the_issue_s_example_unrolls_as_written():
     assert compile_formula("G(a -> F[<=3] b)").n_states == compile_formula("G(a -> (b | X(b | X(b | X b))))").n_states
 
 
-@pytest.mark.parametrize("text", [
-    "G(a -> F b)", "a U (b R c)", "G(a -> X !a)", "F(a & WX false)", "(a <-> X b) | G F c", "!(a U b) & F last",
-    "G(a -> ((b U !c) | G b))", "X X a -> F(b & X c)",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "G(a -> F b)",
+        "a U (b R c)",
+        "G(a -> X !a)",
+        "F(a & WX false)",
+        "(a <-> X b) | G F c",
+        "!(a U b) & F last",
+        "G(a -> ((b U !c) | G b))",
+        "X X a -> F(b & X c)",
+    ],
+)
 def test_progression_builds_the_same_language_as_mona_on_unbounded_formulas(text):
     """The construction behind bounded formulas handles every other operator too (checked against MONA)."""
     f = parse(text)
@@ -116,10 +144,20 @@ def test_a_five_second_bound_at_500_hz_is_one_state_per_frame_and_decides_at_its
     assert big.accepting[big.table[s, big.letter({"a": False, "b": True})]]
 
 
-@pytest.mark.parametrize("seconds, rate, frames", [
-    ("2.5", 500, 1250), ("5", 500, 2500), ("0.1", 30, 3), ("0.01", 250, 3), ("1", 333.3, 334), ("0.5", 20, 10),
-    ("0.001", 500, 1), ("0", 500, 0), ("1.5", 1000, 1500),
-])
+@pytest.mark.parametrize(
+    "seconds, rate, frames",
+    [
+        ("2.5", 500, 1250),
+        ("5", 500, 2500),
+        ("0.1", 30, 3),
+        ("0.01", 250, 3),
+        ("1", 333.3, 334),
+        ("0.5", 20, 10),
+        ("0.001", 500, 1),
+        ("0", 500, 0),
+        ("1.5", 1000, 1500),
+    ],
+)
 def test_seconds_become_frames_rounded_up(seconds, rate, frames):
     assert bound_frames(seconds, rate) == frames
     f = resolve_bounds(parse(f"F[<={seconds}s] a"), rate)

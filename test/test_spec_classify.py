@@ -1,4 +1,5 @@
 """Property classes (SENTINEL): state invariants, ordering constraints, other."""
+
 import pytest
 
 from safety_monitor.specs.classify import KINDS, Classification, classify
@@ -14,9 +15,21 @@ from safety_monitor.specs.ltlf import parse
         ("G(!a) & G(b -> c)", "state_invariant", "conjunction"),
         ("G(a & (b | c))", "state_invariant", "every frame"),
         ("G(stove_on -> F stove_off)", "ordering_constraint", "response: every stove_on must be followed by stove_off"),
-        ("G(object_grasped -> ((object_sync U !object_grasped_raw) | G object_sync))", "ordering_constraint", "after object_grasped"),
-        ("G(fixture_obstacle_hit -> (!retract_timeout U retracting))", "ordering_constraint", "after fixture_obstacle_hit"),
-        ("G(object_dropped -> (object_released | (!object_left_gripper U object_grasped)))", "ordering_constraint", "whenever"),
+        (
+            "G(object_grasped -> ((object_sync U !object_grasped_raw) | G object_sync))",
+            "ordering_constraint",
+            "after object_grasped",
+        ),
+        (
+            "G(fixture_obstacle_hit -> (!retract_timeout U retracting))",
+            "ordering_constraint",
+            "after fixture_obstacle_hit",
+        ),
+        (
+            "G(object_dropped -> (object_released | (!object_left_gripper U object_grasped)))",
+            "ordering_constraint",
+            "whenever",
+        ),
         ("G(!raw_contact | G !clean_contact)", "ordering_constraint", "after raw_contact, !(clean_contact) must hold"),
         ("!knife_used U hands_washed", "ordering_constraint", "precedence"),
         ("G(!a) & G(b -> F c)", "ordering_constraint", "invariants and ordering"),

@@ -1,4 +1,5 @@
 """The compiled DFA agrees with a direct recursive LTLf evaluator; the compiler rejects what is wrong."""
+
 import multiprocessing
 import os
 import stat
@@ -12,8 +13,22 @@ from safety_monitor.errors import SpecError, ToolMissingError
 from safety_monitor.specs import compile as compiler
 from safety_monitor.specs.compile import compile_formula
 from safety_monitor.specs.ltlf import (
-    Always, And, Atom, Const, Eventually, Implies, Next, Not, Or, Release, Until, WeakNext,
-    atoms_of, evaluate, parse, to_text,
+    Always,
+    And,
+    Atom,
+    Const,
+    Eventually,
+    Implies,
+    Next,
+    Not,
+    Or,
+    Release,
+    Until,
+    WeakNext,
+    atoms_of,
+    evaluate,
+    parse,
+    to_text,
 )
 
 ATOMS = ("a", "b", "c")
@@ -21,9 +36,15 @@ ATOMS = ("a", "b", "c")
 formulas = st.recursive(
     st.sampled_from([Atom(a) for a in ATOMS]) | st.sampled_from([Const(True), Const(False)]),
     lambda sub: st.one_of(
-        sub.map(Not), sub.map(Next), sub.map(WeakNext), sub.map(Always), sub.map(Eventually),
-        st.tuples(sub, sub).map(lambda p: And(p)), st.tuples(sub, sub).map(lambda p: Or(p)),
-        st.tuples(sub, sub).map(lambda p: Implies(*p)), st.tuples(sub, sub).map(lambda p: Until(*p)),
+        sub.map(Not),
+        sub.map(Next),
+        sub.map(WeakNext),
+        sub.map(Always),
+        sub.map(Eventually),
+        st.tuples(sub, sub).map(lambda p: And(p)),
+        st.tuples(sub, sub).map(lambda p: Or(p)),
+        st.tuples(sub, sub).map(lambda p: Implies(*p)),
+        st.tuples(sub, sub).map(lambda p: Until(*p)),
         st.tuples(sub, sub).map(lambda p: Release(*p)),
     ),
     max_leaves=7,
@@ -181,8 +202,13 @@ def test_sixteen_atom_response_conjunction_agrees_with_the_evaluator():
     for _ in range(300):
         n = int(rng.integers(1, 12))
         # pending obligations are rare enough that both verdicts occur
-        trace = [{**{f"p{i}": bool(rng.random() < 0.08) for i in range(8)},
-                  **{f"q{i}": bool(rng.random() < 0.5) for i in range(8)}} for _ in range(n)]
+        trace = [
+            {
+                **{f"p{i}": bool(rng.random() < 0.08) for i in range(8)},
+                **{f"q{i}": bool(rng.random() < 0.5) for i in range(8)},
+            }
+            for _ in range(n)
+        ]
         expected = evaluate(f, trace)
         verdicts.add(expected)
         assert dfa.accepts(trace) == expected, trace
@@ -191,8 +217,10 @@ def test_sixteen_atom_response_conjunction_agrees_with_the_evaluator():
 
 def test_mona_listing_with_overlapping_cubes_is_rejected():
     """Two cubes of one state covering the same letter (and so leaving another letter out) is not a DFA."""
-    output = ("DFA for formula with free variables: A B\nAccepting states: 1\nAutomaton has 2 states\n"
-              "State 0: XX -> state 1\nState 1: 1X -> state 1\nState 1: X1 -> state 0\n")
+    output = (
+        "DFA for formula with free variables: A B\nAccepting states: 1\nAutomaton has 2 states\n"
+        "State 0: XX -> state 1\nState 1: 1X -> state 1\nState 1: X1 -> state 0\n"
+    )
     with pytest.raises(ToolMissingError, match="incomplete or overlapping"):
         compiler._table_from_mona(output, ("a", "b"), "G(a)")
     good = output.replace("State 1: X1 -> state 0", "State 1: 0X -> state 0")

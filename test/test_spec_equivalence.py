@@ -1,4 +1,5 @@
 """DFA equivalence against brute force over all traces up to a length bound; batch scoring."""
+
 import itertools
 import json
 import os
@@ -17,10 +18,28 @@ from safety_monitor.errors import SpecError
 from safety_monitor.specs import equivalence
 from safety_monitor.specs.compile import compile_formula
 from safety_monitor.specs.equivalence import (
-    Entry, dfa_equivalence, formula_equivalence, load_entries, rates_by_model, score_candidates,
+    Entry,
+    dfa_equivalence,
+    formula_equivalence,
+    load_entries,
+    rates_by_model,
+    score_candidates,
 )
 from safety_monitor.specs.ltlf import (
-    Always, And, Atom, Eventually, Implies, Next, Not, Or, Release, Until, WeakNext, evaluate, parse, to_text,
+    Always,
+    And,
+    Atom,
+    Eventually,
+    Implies,
+    Next,
+    Not,
+    Or,
+    Release,
+    Until,
+    WeakNext,
+    evaluate,
+    parse,
+    to_text,
 )
 
 BOUND = 4
@@ -191,12 +210,22 @@ def dense_equivalence(a, b):
 
 def small_formulas(atoms):
     leaf = st.sampled_from([Atom(x) for x in atoms])
-    return st.recursive(leaf, lambda sub: st.one_of(
-        sub.map(Not), sub.map(Next), sub.map(WeakNext), sub.map(Always), sub.map(Eventually),
-        st.tuples(sub, sub).map(And), st.tuples(sub, sub).map(Or),
-        st.tuples(sub, sub).map(lambda p: Implies(*p)), st.tuples(sub, sub).map(lambda p: Until(*p)),
-        st.tuples(sub, sub).map(lambda p: Release(*p)),
-    ), max_leaves=6)
+    return st.recursive(
+        leaf,
+        lambda sub: st.one_of(
+            sub.map(Not),
+            sub.map(Next),
+            sub.map(WeakNext),
+            sub.map(Always),
+            sub.map(Eventually),
+            st.tuples(sub, sub).map(And),
+            st.tuples(sub, sub).map(Or),
+            st.tuples(sub, sub).map(lambda p: Implies(*p)),
+            st.tuples(sub, sub).map(lambda p: Until(*p)),
+            st.tuples(sub, sub).map(lambda p: Release(*p)),
+        ),
+        max_leaves=6,
+    )
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -216,8 +245,14 @@ SIXTEEN_Q = SIXTEEN_P.replace("p", "q")
 def test_sixteen_atoms_on_each_side_through_the_cli():
     """32 union atoms: the dense search allocated 2**32 letters and died in a MemoryError (exit 1)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))}
-    proc = subprocess.run([sys.executable, "-m", "safety_monitor.cli", "equiv", SIXTEEN_P, SIXTEEN_Q, "--json"],
-                          check=False, capture_output=True, text=True, env=env, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "safety_monitor.cli", "equiv", SIXTEEN_P, SIXTEEN_Q, "--json"],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert (proc.returncode, proc.stderr) == (1, "")
     out = json.loads(proc.stdout)
     assert out["equivalent"] is False and len(out["trace"]) == 1

@@ -1,4 +1,5 @@
 """`safety-monitor eval`: LTLf verdict on a whole trace and the first frame with no way back."""
+
 import json
 
 from safety_monitor.cli import main

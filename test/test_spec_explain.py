@@ -1,4 +1,5 @@
 """`specs explain`: every property, its recovery and options in plain English, without formula syntax."""
+
 import re
 
 import pytest
@@ -27,22 +28,38 @@ def test_every_default_property_reads_as_english_naming_its_predicates(prop):
         assert f"lasted {prop.min_resolve_frames} frames" in text
 
 
-@pytest.mark.parametrize("formula, sentence", [
-    ("G(!a)", "a must never hold"),
-    ("G(a -> F b)", "whenever a holds, a frame where b holds must follow (that frame or a later one)"),
-    ("G(a -> F[<=2.5s] b)", "whenever a holds, a frame where b holds must follow within 2.5 s (1250 frames at "
-                            "500 Hz), counting from that frame, and before the trace ends"),
-    ("G(a -> b)", "whenever a holds, b must hold"),
-    ("G(a -> (!t U b))", "whenever a holds, t must be false until the first frame where b holds, which must happen "
-                         "before the trace ends"),
-    ("G(a -> ((s U !r) | G s))", "whenever a holds, s must hold until the first frame where r is false, or to the "
-                                 "end of the trace"),
-    ("G(a -> G[<=3] !b)", "whenever a holds, at this frame and the next 3 frames, as far as the trace goes, b must "
-                          "be false"),
-    ("G((q & !r & F(r)) -> (!p U r))", "in each stretch from a frame where q holds to the next frame where r holds "
-                                       "(a stretch that the trace ends before closing is not checked), p must never hold"),
-    ("!F a", "a must never hold"),
-])
+@pytest.mark.parametrize(
+    "formula, sentence",
+    [
+        ("G(!a)", "a must never hold"),
+        ("G(a -> F b)", "whenever a holds, a frame where b holds must follow (that frame or a later one)"),
+        (
+            "G(a -> F[<=2.5s] b)",
+            "whenever a holds, a frame where b holds must follow within 2.5 s (1250 frames at "
+            "500 Hz), counting from that frame, and before the trace ends",
+        ),
+        ("G(a -> b)", "whenever a holds, b must hold"),
+        (
+            "G(a -> (!t U b))",
+            "whenever a holds, t must be false until the first frame where b holds, which must happen "
+            "before the trace ends",
+        ),
+        (
+            "G(a -> ((s U !r) | G s))",
+            "whenever a holds, s must hold until the first frame where r is false, or to the end of the trace",
+        ),
+        (
+            "G(a -> G[<=3] !b)",
+            "whenever a holds, at this frame and the next 3 frames, as far as the trace goes, b must be false",
+        ),
+        (
+            "G((q & !r & F(r)) -> (!p U r))",
+            "in each stretch from a frame where q holds to the next frame where r holds "
+            "(a stretch that the trace ends before closing is not checked), p must never hold",
+        ),
+        ("!F a", "a must never hold"),
+    ],
+)
 def test_sentences(formula, sentence):
     assert describe(parse(formula), 500) == sentence
 
@@ -51,14 +68,18 @@ def test_options_and_a_seconds_bound_are_explained():
     released = next(p for p in DEFAULTS if p.name == "released_object_settles")
     assert "counts only if it lasted 100 frames (5 s) or more" in explain_property(released)
     contact = next(p for p in DEFAULTS if p.name == "no_forbidden_contact")
-    assert "Its triggers (the opportunities the metrics count) are the frames where forbidden_contact holds" in \
-        explain_property(contact)
+    assert (
+        "Its triggers (the opportunities the metrics count) are the frames where forbidden_contact holds"
+        in explain_property(contact)
+    )
 
 
 def test_cli_explains_one_property_or_names_the_ones_it_has(capsys):
     assert main(["specs", "explain", "config/specs.yaml", "pick_preconditions"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("pick_preconditions (action_onset): whenever skill_pick_onset holds, preconditions_pick must hold.")
+    assert out.startswith(
+        "pick_preconditions (action_onset): whenever skill_pick_onset holds, preconditions_pick must hold."
+    )
     assert main(["specs", "explain", "config/specs.yaml"]) == 0
     assert capsys.readouterr().out.count("  Recovery: ") == len(DEFAULTS)
     assert main(["specs", "explain", "config/specs.yaml", "no_such"]) == 2

@@ -1,4 +1,5 @@
 """Spec-file validation names the file, the property and the problem; valid files compile."""
+
 import json
 import textwrap
 
@@ -46,17 +47,27 @@ def test_valid_file_loads_and_compiles(tmp_path):
     [
         (GOOD.replace("description:", "descripton:"), ["property 'grasp_synced'", "unknown key 'descripton'"]),
         (GOOD.replace("name: no_collision", "name: grasp_synced"), ["property 'grasp_synced': duplicate name"]),
-        (GOOD.replace('"G(!collision)"', '"G(!collision"'), ["property 'no_collision'", "formula: syntax error", "column"]),
+        (
+            GOOD.replace('"G(!collision)"', '"G(!collision"'),
+            ["property 'no_collision'", "formula: syntax error", "column"],
+        ),
         (GOOD.replace('"G(!collision)"', '"G(!bump)"'), ["property 'no_collision'", "outside the vocabulary: bump"]),
         (GOOD.replace("name: no_collision", "name: NoCollision"), ["lower-case snake_case"]),
         (GOOD.replace("[object_grasped,", "[ObjectGrasped, object_grasped,"), ["predicate 'ObjectGrasped'"]),
-        (GOOD.replace("min_resolve_frames: 3", "min_resolve_frames: -1"), ["'min_resolve_frames' must be a non-negative"]),
+        (
+            GOOD.replace("min_resolve_frames: 3", "min_resolve_frames: -1"),
+            ["'min_resolve_frames' must be a non-negative"],
+        ),
         (GOOD + "extra: 1\n", ["unknown top-level key 'extra'"]),
         (GOOD.replace('"G(!collision)"', '"F(collision)"'), ["cannot derive the trigger"]),
-        (GOOD + '    options: {close_on_opening_frame: "no"}\n',
-         ["property 'no_collision': option close_on_opening_frame must be true or false, got 'no'"]),
-        (GOOD + "    options: {close_on_opening_frme: true}\n",
-         ["property 'no_collision': unknown option 'close_on_opening_frme' (known: close_on_opening_frame)"]),
+        (
+            GOOD + '    options: {close_on_opening_frame: "no"}\n',
+            ["property 'no_collision': option close_on_opening_frame must be true or false, got 'no'"],
+        ),
+        (
+            GOOD + "    options: {close_on_opening_frme: true}\n",
+            ["property 'no_collision': unknown option 'close_on_opening_frme' (known: close_on_opening_frame)"],
+        ),
         (GOOD + "    options: [close_on_opening_frame]\n", ["property 'no_collision': 'options' must be a mapping"]),
     ],
 )
@@ -147,8 +158,10 @@ def test_missing_mona_during_compile_names_file_and_property(tmp_path, monkeypat
 def test_monitor_and_specs_check_reject_the_same_bad_option(tmp_path, capsys):
     path = write(tmp_path, GOOD + "    options: {close_on_opening_frme: true}\n")
     trace = tmp_path / "t.jsonl"
-    trace.write_text('{"collision": false, "object_grasped": false, "object_sync": true, "object_grasped_raw": false, '
-                     '"object_dropped": false}\n')
+    trace.write_text(
+        '{"collision": false, "object_grasped": false, "object_sync": true, "object_grasped_raw": false, '
+        '"object_dropped": false}\n'
+    )
     assert main(["specs", "check", str(path)]) == 2
     assert main(["monitor", "--specs", str(path), "--trace", str(trace)]) == 2
     errors = capsys.readouterr().err.splitlines()

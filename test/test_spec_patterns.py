@@ -1,4 +1,5 @@
 """Specification patterns: every pattern and scope against a direct reading of Dwyer's definitions."""
+
 import itertools
 import random
 import textwrap
@@ -49,7 +50,7 @@ def holds(pattern, trace, start, end):
     if pattern is Pattern.PRECEDENCE:  # the first P has an S at or before it
         return True not in p or any(s[: p.index(True) + 1])
     horizon = len(p) if pattern is Pattern.RESPONSE else N + 1
-    return all(any(s[k: k + horizon]) for k in range(len(p)) if p[k])
+    return all(any(s[k : k + horizon]) for k in range(len(p)) if p[k])
 
 
 def spec(pattern, scope):
@@ -79,8 +80,12 @@ def test_pattern_formula_means_the_pattern_on_every_short_trace_and_random_long_
 @pytest.mark.parametrize("scope", list(Scope), ids=lambda s: s.value)
 @pytest.mark.parametrize("pattern", list(Pattern), ids=lambda p: p.value)
 def test_the_pattern_is_recognised_back_from_its_formula_and_named_by_the_classification(pattern, scope):
-    sp = PatternSpec(pattern, scope, tuple((k, f"{k}1 | {k}2") for k in PATTERN_ARGS[pattern] + SCOPE_ARGS[scope]),
-                     "1.5s" if pattern is Pattern.BOUNDED_RESPONSE else None)
+    sp = PatternSpec(
+        pattern,
+        scope,
+        tuple((k, f"{k}1 | {k}2") for k in PATTERN_ARGS[pattern] + SCOPE_ARGS[scope]),
+        "1.5s" if pattern is Pattern.BOUNDED_RESPONSE else None,
+    )
     match = recognise(parse(sp.formula()))
     assert (match.pattern, match.scope) == (pattern, scope)
     assert match.letters["p"] == parse("p1 | p2")
@@ -88,13 +93,16 @@ def test_the_pattern_is_recognised_back_from_its_formula_and_named_by_the_classi
     assert c.pattern == match and c.reason.startswith(pattern.value.replace("_", " ") + " pattern")
 
 
-@pytest.mark.parametrize("formula, pattern, scope", [
-    ("G(!a)", Pattern.ABSENCE, Scope.GLOBAL),
-    ("G(a)", Pattern.UNIVERSALITY, Scope.GLOBAL),
-    ("G(a -> F b)", Pattern.RESPONSE, Scope.GLOBAL),
-    ("G(a -> F[<=10] (b & c))", Pattern.BOUNDED_RESPONSE, Scope.GLOBAL),
-    ("F(a) -> (!b U a)", Pattern.ABSENCE, Scope.BEFORE),
-])
+@pytest.mark.parametrize(
+    "formula, pattern, scope",
+    [
+        ("G(!a)", Pattern.ABSENCE, Scope.GLOBAL),
+        ("G(a)", Pattern.UNIVERSALITY, Scope.GLOBAL),
+        ("G(a -> F b)", Pattern.RESPONSE, Scope.GLOBAL),
+        ("G(a -> F[<=10] (b & c))", Pattern.BOUNDED_RESPONSE, Scope.GLOBAL),
+        ("F(a) -> (!b U a)", Pattern.ABSENCE, Scope.BEFORE),
+    ],
+)
 def test_hand_written_formulas_of_a_pattern_s_shape_are_named(formula, pattern, scope):
     match = recognise(parse(formula))
     assert (match.pattern, match.scope) == (pattern, scope)
@@ -136,25 +144,36 @@ def test_a_spec_file_pattern_compiles_with_its_trigger_and_check_prints_its_form
     assert retract.trigger_atoms == ("hit",) and quiet.trigger_atoms == ("a",)
     assert main(["specs", "check", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "retract_in_time: bounded response pattern (within 5 s), global scope becomes G(hit -> F[<=5s](retracting))" in out
+    assert (
+        "retract_in_time: bounded response pattern (within 5 s), global scope becomes G(hit -> F[<=5s](retracting))"
+        in out
+    )
     assert "retract_in_time: [<=5s] at 500 Hz = 2500 frames" in out
     assert "quiet_while_opening: absence pattern, scope after opening until opened becomes" in out
 
 
-@pytest.mark.parametrize("change, message", [
-    (("pattern: absence", "pattern: abscence"), "property 'quiet_while_opening': unknown pattern 'abscence' (known: absence,"),
-    (("scope: {after: opening, until: opened}", "scope: {after: opening, till: opened}"),
-     "property 'quiet_while_opening': unknown scope {'after': 'opening', 'till': 'opened'} (expected global,"),
-    (("scope: {after: opening, until: opened}", "scope: sometimes"), "unknown scope 'sometimes'"),
-    (("    within: 5s\n", ""), "property 'retract_in_time': bounded_response needs 'within'"),
-    (("within: 5s", "within: 2.5"), "'within' in frames must be a whole number"),
-    (("    p: a\n", ""), "property 'quiet_while_opening': pattern absence needs 'p'"),
-    (("    p: a\n", "    p: F a\n"), "pattern letter 'p' must be propositional"),
-    (("    p: a\n", "    p: a\n    s: hit\n"), "pattern absence takes no 's'"),
-    (("    p: a\n", "    p: a\n    formula: G(!a)\n"), "give either 'formula' or 'pattern', not both"),
-    (("    pattern: absence\n", ""), "'p', 'scope' belong to a pattern; add 'pattern:'"),
-    (("control_rate_hz: 500\n", ""), "property 'retract_in_time': bound [<=5s] is in seconds but no control rate"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (
+            ("pattern: absence", "pattern: abscence"),
+            "property 'quiet_while_opening': unknown pattern 'abscence' (known: absence,",
+        ),
+        (
+            ("scope: {after: opening, until: opened}", "scope: {after: opening, till: opened}"),
+            "property 'quiet_while_opening': unknown scope {'after': 'opening', 'till': 'opened'} (expected global,",
+        ),
+        (("scope: {after: opening, until: opened}", "scope: sometimes"), "unknown scope 'sometimes'"),
+        (("    within: 5s\n", ""), "property 'retract_in_time': bounded_response needs 'within'"),
+        (("within: 5s", "within: 2.5"), "'within' in frames must be a whole number"),
+        (("    p: a\n", ""), "property 'quiet_while_opening': pattern absence needs 'p'"),
+        (("    p: a\n", "    p: F a\n"), "pattern letter 'p' must be propositional"),
+        (("    p: a\n", "    p: a\n    s: hit\n"), "pattern absence takes no 's'"),
+        (("    p: a\n", "    p: a\n    formula: G(!a)\n"), "give either 'formula' or 'pattern', not both"),
+        (("    pattern: absence\n", ""), "'p', 'scope' belong to a pattern; add 'pattern:'"),
+        (("control_rate_hz: 500\n", ""), "property 'retract_in_time': bound [<=5s] is in seconds but no control rate"),
+    ],
+)
 def test_pattern_mistakes_are_one_line_naming_the_property(tmp_path, capsys, change, message):
     path = write(tmp_path, FILE.replace(*change))
     assert main(["specs", "check", str(path)]) == 2

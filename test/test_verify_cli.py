@@ -1,4 +1,5 @@
 """Argument errors of `ctl` and `equiv` exit 2 before any work and say what is wrong or missing."""
+
 import json
 
 import pytest
@@ -18,21 +19,32 @@ def exit_code(argv):
 @pytest.fixture
 def no_rollouts(monkeypatch):
     """Fail the test if a workcell rollout would start."""
+
     def refuse(*args, **kwargs):
         raise AssertionError("a rollout started before the arguments were checked")
+
     monkeypatch.setattr("safety_monitor.sim.runner.run_episode", refuse)
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["t.jsonl", "--fault", "slip"], "--seeds and --fault only apply with --sim TASK"),
-    (["t.jsonl", "--seeds", "3"], "--seeds and --fault only apply with --sim TASK"),
-    (["--sim", "open_drawer", "--seeds", "1", "--fault", "slip"], "fault 'slip' is defined on task 'pick_and_place_mug'"),
-    (["--sim", "open_drawer", "--seeds", "5", "--fault", "slip"], "fault 'slip' is defined on task 'pick_and_place_mug'"),
-    (["--sim", "open_drawr"], "unknown task 'open_drawr'"),
-    (["--sim", "pick_and_place_mug", "--fault", "slipp"], "unknown fault 'slipp'"),
-    (["--sim", "pick_and_place_mug", "--seeds", "1", "--fault", "slip"], "--seeds 1 is too few"),
-    (["--sim", "pick_and_place_mug", "--seeds", "0"], "argument --seeds: must be a whole number from 1 to 100000"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["t.jsonl", "--fault", "slip"], "--seeds and --fault only apply with --sim TASK"),
+        (["t.jsonl", "--seeds", "3"], "--seeds and --fault only apply with --sim TASK"),
+        (
+            ["--sim", "open_drawer", "--seeds", "1", "--fault", "slip"],
+            "fault 'slip' is defined on task 'pick_and_place_mug'",
+        ),
+        (
+            ["--sim", "open_drawer", "--seeds", "5", "--fault", "slip"],
+            "fault 'slip' is defined on task 'pick_and_place_mug'",
+        ),
+        (["--sim", "open_drawr"], "unknown task 'open_drawr'"),
+        (["--sim", "pick_and_place_mug", "--fault", "slipp"], "unknown fault 'slipp'"),
+        (["--sim", "pick_and_place_mug", "--seeds", "1", "--fault", "slip"], "--seeds 1 is too few"),
+        (["--sim", "pick_and_place_mug", "--seeds", "0"], "argument --seeds: must be a whole number from 1 to 100000"),
+    ],
+)
 def test_ctl_option_conflicts_fail_before_any_work(argv, message, no_rollouts, capsys):
     assert exit_code(["ctl", *argv, "--formula", "AG true"]) == 2
     assert message in capsys.readouterr().err
@@ -42,12 +54,15 @@ def test_rollout_schedule_cycles_no_fault_then_each_fault():
     assert trajectories.rollout_faults("pick_and_place_mug", 3, ["slip"]) == [None, "slip"]
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--candidates", "c.jsonl"], "batch mode needs --reference FILE too"),
-    (["--reference", "r.yaml"], "batch mode needs --candidates FILE too"),
-    (["G a", "--candidates", "c.jsonl", "--reference", "r.yaml"], "batch mode takes no formulas"),
-    (["G a"], "give two formulas A and B"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--candidates", "c.jsonl"], "batch mode needs --reference FILE too"),
+        (["--reference", "r.yaml"], "batch mode needs --candidates FILE too"),
+        (["G a", "--candidates", "c.jsonl", "--reference", "r.yaml"], "batch mode takes no formulas"),
+        (["G a"], "give two formulas A and B"),
+    ],
+)
 def test_equiv_says_what_is_missing(argv, message, capsys):
     assert exit_code(["equiv", *argv]) == 2
     assert message in capsys.readouterr().err
@@ -92,8 +107,9 @@ def test_ctl_verdict_does_not_depend_on_the_other_formulas(tmp_path, capsys):
     alone = main(["ctl", str(t1), str(t2), "--formula", "EX EX a", "--json"])
     report = json.loads(capsys.readouterr().out)
     assert alone == 0 and [r["holds"] for r in report["results"]] == [True]
-    together = main(["ctl", str(t1), str(t2), "--formula", "EX EX a", "--formula", "b | !b",
-                     "--formula", "EX EX (a | b)", "--json"])
+    together = main(
+        ["ctl", str(t1), str(t2), "--formula", "EX EX a", "--formula", "b | !b", "--formula", "EX EX (a | b)", "--json"]
+    )
     report = json.loads(capsys.readouterr().out)
     assert [r["holds"] for r in report["results"]] == [True, True, False]  # over a and b the roots differ
     assert together == 1 and report["tree"]["trees"] == 3

@@ -1,4 +1,5 @@
 """CTL on merged trees against a brute-force path enumerator over the raw trajectories."""
+
 import random
 
 import numpy as np
@@ -26,7 +27,9 @@ def random_trajectories(rng: random.Random) -> list[tuple[tuple[bool, ...], ...]
 def random_ctl(rng: random.Random, depth: int):
     if depth == 0 or rng.random() < 0.25:
         return rng.choice([Atom("p"), Atom("q"), Atom("p"), Atom("q"), Const(True), Const(False)])
-    kind = rng.choice(["not", "and", "or", "implies", "equiv", "EX", "AX", "EF", "AF", "EG", "AG", "EU", "AU", "EW", "AW"])
+    kind = rng.choice(
+        ["not", "and", "or", "implies", "equiv", "EX", "AX", "EF", "AF", "EG", "AG", "EU", "AU", "EW", "AW"]
+    )
     sub = lambda: random_ctl(rng, depth - 1)  # noqa: E731
     if kind == "not":
         return Not(sub())
@@ -69,8 +72,11 @@ class BruteForce:
         paths = self.paths(s)
         quantify = any if isinstance(f, (EX, EF, EG, EU, EW)) else all
         if isinstance(f, (EX, AX)):
-            return quantify(h(f.arg, p[1]) for p in paths if len(p) > 1) if isinstance(f, EX) else all(
-                h(f.arg, p[1]) for p in paths if len(p) > 1)
+            return (
+                quantify(h(f.arg, p[1]) for p in paths if len(p) > 1)
+                if isinstance(f, EX)
+                else all(h(f.arg, p[1]) for p in paths if len(p) > 1)
+            )
         if isinstance(f, (EF, AF)):
             return quantify(any(h(f.arg, x) for x in p) for p in paths)
         if isinstance(f, (EG, AG)):
@@ -88,7 +94,10 @@ class BruteForce:
 
 
 def node_prefixes(tree):
-    return {n: tuple(tuple(bool(b) for b in tree.letters[tree.letter[m]]) for m in tree.path_to(n)) for n in range(tree.n_nodes)}
+    return {
+        n: tuple(tuple(bool(b) for b in tree.letters[tree.letter[m]]) for m in tree.path_to(n))
+        for n in range(tree.n_nodes)
+    }
 
 
 def make_tree(trajectories):
@@ -233,17 +242,20 @@ def test_witnesses_and_counterexamples_run_to_the_deciding_frame():
     assert checker.holds(parse_ctl("EF q")) and not checker.holds(parse_ctl("AF q"))
 
 
-@pytest.mark.parametrize("text, hint", [
-    ("AG(a -> F b)", "LTL's F is not a CTL operator: use AF or EF"),
-    ("G(a)", "LTL's G is not a CTL operator: use AG or EG"),
-    ("AG(a -> WX b)", "LTL's WX is not a CTL operator: use AX"),
-    ("AG(a U b)", "'U' needs a path quantifier and brackets: A[f U g] or E[f U g]"),
-    ("AG(a -> AF b", "missing ')' for the '(' at column 3"),
-    ("A[a U b", "missing ']' for the '[' at column 2"),
-    ("AG(a -> AF b))", "')' at column 14 has no matching '('"),
-    ("AG(Grasped)", "atoms are lower-case snake_case"),
-    ("a -> b -> c", "'->' and '<->' need parentheses to chain"),
-])
+@pytest.mark.parametrize(
+    "text, hint",
+    [
+        ("AG(a -> F b)", "LTL's F is not a CTL operator: use AF or EF"),
+        ("G(a)", "LTL's G is not a CTL operator: use AG or EG"),
+        ("AG(a -> WX b)", "LTL's WX is not a CTL operator: use AX"),
+        ("AG(a U b)", "'U' needs a path quantifier and brackets: A[f U g] or E[f U g]"),
+        ("AG(a -> AF b", "missing ')' for the '(' at column 3"),
+        ("A[a U b", "missing ']' for the '[' at column 2"),
+        ("AG(a -> AF b))", "')' at column 14 has no matching '('"),
+        ("AG(Grasped)", "atoms are lower-case snake_case"),
+        ("a -> b -> c", "'->' and '<->' need parentheses to chain"),
+    ],
+)
 def test_syntax_errors_hint_at_the_likely_mistake(text, hint):
     with pytest.raises(SpecError) as info:
         parse_ctl(text)

@@ -1,4 +1,5 @@
 """Counterexample feedback from the monitor and from CTL, and the `ctl` command on trace files."""
+
 import json
 
 import pytest

@@ -1,11 +1,25 @@
 """Lifted CTL on the merged tree agrees with LTLf on every trajectory; what cannot be lifted says so."""
+
 import random
 
 import numpy as np
 import pytest
 
 from safety_monitor.specs.ltlf import (
-    Always, And, Atom, Const, Eventually, Implies, Not, Or, Release, Until, WeakNext, evaluate, parse, to_text,
+    Always,
+    And,
+    Atom,
+    Const,
+    Eventually,
+    Implies,
+    Not,
+    Or,
+    Release,
+    Until,
+    WeakNext,
+    evaluate,
+    parse,
+    to_text,
 )
 from safety_monitor.specs.model import Property
 from safety_monitor.verify.check import TreeChecker
@@ -96,8 +110,13 @@ def test_safety_shapes_lift_as_documented(ltl, ctl):
 
 @pytest.mark.parametrize(
     "ltl, why",
-    [("F G a", "'F' over the temporal formula"), ("X a", "strong next"), ("G(a -> F b) | G c", "disjunction of temporal"),
-     ("G(F a -> b)", "antecedent"), ("G(a -> last)", "'last'")],
+    [
+        ("F G a", "'F' over the temporal formula"),
+        ("X a", "strong next"),
+        ("G(a -> F b) | G c", "disjunction of temporal"),
+        ("G(F a -> b)", "antecedent"),
+        ("G(a -> last)", "'last'"),
+    ],
 )
 def test_outside_the_fragment_is_reported(ltl, why):
     with pytest.raises(NotLiftable, match=why):

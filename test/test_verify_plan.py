@@ -1,4 +1,5 @@
 """Plan level on hand-written plans: safety violations with their step, executability, BFS refinement."""
+
 import json
 import textwrap
 from pathlib import Path
@@ -78,17 +79,22 @@ def test_missing_precondition_makes_the_plan_not_executable(compiled):
     plan = plan_from(ACTIONS + "plan: [go_plate, grasp_chicken, release]\n")
     report = check_plan(plan, compiled)
     assert report.executable is False
-    assert report.executability == ("step 2 (grasp_chicken): precondition (gripper_open & near_chicken) fails "
-                                    "(gripper_open=true, near_chicken=false)",)
+    assert report.executability == (
+        "step 2 (grasp_chicken): precondition (gripper_open & near_chicken) fails "
+        "(gripper_open=true, near_chicken=false)",
+    )
 
 
 def test_milestones_are_refined_by_breadth_first_search(compiled):
-    plan = plan_from(ACTIONS + """
+    plan = plan_from(
+        ACTIONS
+        + """
 milestones:
   - {holding_chicken: true}
   - {sanitized: true}
   - {holding_plate: true, clean_contact: true}
-""")
+"""
+    )
     report = check_plan(plan, compiled)
     assert report.executable is True
     assert report.refinement == (("go_chicken", "grasp_chicken"), ("release", "wash"), ("go_plate", "grasp_plate"))
@@ -161,8 +167,9 @@ def test_a_plan_that_checks_no_property_is_an_error(tmp_path, capsys):
     specs = tmp_path / "specs.yaml"
     specs.write_text(SPECS)
     plan = tmp_path / "plan.yaml"
-    plan.write_text("initial: {gripper_open: true}\nactions: {grab: {eff: {holding: true, raw_contact: true}}}\n"
-                    "plan: [grab]\n")
+    plan.write_text(
+        "initial: {gripper_open: true}\nactions: {grab: {eff: {holding: true, raw_contact: true}}}\nplan: [grab]\n"
+    )
     assert main(["plan", str(plan), "--specs", str(specs)]) == 2
     err = capsys.readouterr().err
     assert f"{plan}: checks none of the 3 properties of {specs}" in err, err

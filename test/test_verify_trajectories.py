@@ -1,4 +1,5 @@
 """Trajectory sources for the tree: bags with recorded predicates, trace files, unknown values."""
+
 import json
 
 import numpy as np
@@ -6,8 +7,8 @@ import pytest
 
 from safety_monitor.cli import main
 from safety_monitor.errors import SourceError
-from safety_monitor.io.bag import BagWriter
 from safety_monitor.frames import PredicateSample
+from safety_monitor.io.bag import BagWriter
 from safety_monitor.verify.trajectories import Trajectory, load, merge, to_matrix
 
 
@@ -75,8 +76,9 @@ def test_malformed_predicates_message_names_the_bag_and_the_message(tmp_path):
 
 def test_only_the_formulas_predicates_need_known_values(tmp_path, capsys):
     trace = tmp_path / "blind_c.jsonl"
-    trace.write_text('{"a": false, "b": false, "c": null}\n{"a": true, "b": false, "c": true}\n'
-                     '{"a": false, "b": true, "c": null}\n')
+    trace.write_text(
+        '{"a": false, "b": false, "c": null}\n{"a": true, "b": false, "c": true}\n{"a": false, "b": true, "c": null}\n'
+    )
     assert main(["ctl", str(trace), "--formula", "AG(a -> AF b)"]) == 0
     assert main(["ctl", str(trace), "--formula", "AG(a -> AF c)"]) == 2
     assert "'c' is unknown at frame 0" in capsys.readouterr().err
@@ -96,8 +98,9 @@ def test_a_folder_of_bags_is_searched_as_replay_does(tmp_path, capsys):
         (tmp_path / "run" / f"episode_{k:03d}").mkdir(parents=True)
         write_bag(tmp_path / "run" / f"episode_{k:03d}" / f"episode_{k:03d}.mcap", [{"p": True}, {"p": k == 0}])
     found = load([tmp_path / "run"])
-    assert [t.name for t in found] == [str(tmp_path / "run" / f"episode_{k:03d}" / f"episode_{k:03d}.mcap")
-                                       for k in range(2)]
+    assert [t.name for t in found] == [
+        str(tmp_path / "run" / f"episode_{k:03d}" / f"episode_{k:03d}.mcap") for k in range(2)
+    ]
     assert main(["ctl", str(tmp_path / "run"), "--formula", "EG p"]) == 0
     (tmp_path / "empty").mkdir()
     assert main(["ctl", str(tmp_path / "empty"), "--formula", "AG p"]) == 2

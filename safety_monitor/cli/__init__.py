@@ -3,6 +3,7 @@
 Each module in `_COMMAND_MODULES` has `register(subparsers)` adding its sub-commands, with heavy
 imports (mujoco, rclpy, matplotlib) kept inside the handlers so `--help` stays fast.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -80,7 +81,9 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("SAFETY_MONITOR_TRACEBACK"):
             raise
         what = (str(exc).strip().splitlines() or [""])[0]
-        print(f"{command}: internal error: {type(exc).__name__}: {what} "
-              "(set SAFETY_MONITOR_TRACEBACK=1 for the traceback)", file=sys.stderr)
+        print(
+            f"{command}: internal error: {type(exc).__name__}: {what} "
+            "(set SAFETY_MONITOR_TRACEBACK=1 for the traceback)",
+            file=sys.stderr,
+        )
         return 2
-

@@ -1,4 +1,5 @@
 """`python -m safety_monitor.cli`: the `safety-monitor` command."""
+
 import sys
 
 from safety_monitor.cli import main

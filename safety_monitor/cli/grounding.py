@@ -1,4 +1,5 @@
 """Sub-command `predicates`: the grounded predicate vocabulary, as the table in docs/predicates.md or JSON."""
+
 from __future__ import annotations
 
 import argparse

@@ -1,4 +1,5 @@
 """Sub-command `monitor`: run a spec set over recorded predicate traces, print events and metrics."""
+
 from __future__ import annotations
 
 import argparse
@@ -23,18 +24,29 @@ def register(sub: argparse._SubParsersAction) -> None:
         "monitor",
         help="monitor predicate traces against a spec file: events (JSON Lines) and per-trigger metrics",
         description="Events go to stdout as JSON Lines (one object per event, with its 'trace'). With --json "
-                    "a last line {\"metrics\": ...} follows; without it a metrics table goes to stderr.",
+        'a last line {"metrics": ...} follows; without it a metrics table goes to stderr.',
     )
     p.add_argument("--specs", required=True, help="spec YAML file")
     p.add_argument("--trace", required=True, nargs="+", help="trace file(s), one rollout each: JSON Lines or CSV")
     p.add_argument("--json", action="store_true", help="end with one JSON line holding the metrics")
-    p.add_argument("--engine", choices=("batch", "live"), default="batch",
-                   help="batch (numpy, default) or live (frame by frame, the reference); same results")
-    p.add_argument("--history", type=whole(1, MAX_HISTORY), default=DEFAULT_HISTORY,
-                   help=f"frames kept for counterexamples, 1 to {MAX_HISTORY} (default {DEFAULT_HISTORY}, as the "
-                        "monitor node)")
-    p.add_argument("--resamples", type=RESAMPLES, default=2000,
-                   help="bootstrap resamples over rollouts, 0 to 100000 (0 = no intervals; default 2000)")
+    p.add_argument(
+        "--engine",
+        choices=("batch", "live"),
+        default="batch",
+        help="batch (numpy, default) or live (frame by frame, the reference); same results",
+    )
+    p.add_argument(
+        "--history",
+        type=whole(1, MAX_HISTORY),
+        default=DEFAULT_HISTORY,
+        help=f"frames kept for counterexamples, 1 to {MAX_HISTORY} (default {DEFAULT_HISTORY}, as the monitor node)",
+    )
+    p.add_argument(
+        "--resamples",
+        type=RESAMPLES,
+        default=2000,
+        help="bootstrap resamples over rollouts, 0 to 100000 (0 = no intervals; default 2000)",
+    )
     p.add_argument("--seed", type=seed(), default=0, help=f"bootstrap seed, 0 to {SEED_MAX} (default 0)")
     p.set_defaults(func=_monitor)
 
@@ -78,8 +90,18 @@ def format_table(metrics: Metrics) -> str:
     def row(g: GroupMetrics, label: str) -> None:
         ci = f"[{g.risk_interval[0]:.3f}, {g.risk_interval[1]:.3f}]" if g.risk_interval else "-"
         share = f"{g.violating_rollouts}/{g.rollouts}"
-        rows.append((label, str(g.triggers), str(g.violations), str(g.violating_frames), _num(g.risk),
-                     _num(g.exposure), ci, share))
+        rows.append(
+            (
+                label,
+                str(g.triggers),
+                str(g.violations),
+                str(g.violating_frames),
+                _num(g.risk),
+                _num(g.exposure),
+                ci,
+                share,
+            )
+        )
 
     for g in metrics.by_property:
         row(g, g.name)
@@ -88,10 +110,14 @@ def format_table(metrics: Metrics) -> str:
         row(g, f"[{g.name}]")
     row(metrics.pooled, "[all]")
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
-             for r in rows]
-    lines.append(f"{metrics.rollouts} rollout(s); N triggers, V violations, U violating frames; "
-                 f"intervals: bootstrap over rollouts, {metrics.resamples} resamples, seed {metrics.seed}")
+    lines = [
+        "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+        for r in rows
+    ]
+    lines.append(
+        f"{metrics.rollouts} rollout(s); N triggers, V violations, U violating frames; "
+        f"intervals: bootstrap over rollouts, {metrics.resamples} resamples, seed {metrics.seed}"
+    )
     return "\n".join(lines)
 
 

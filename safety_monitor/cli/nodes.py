@@ -1,4 +1,5 @@
 """Sub-command `alerts`, and the live-run half of `sim` (registered by safety_monitor/cli/sim.py)."""
+
 from __future__ import annotations
 
 import argparse
@@ -44,8 +45,11 @@ class SimSummary(TypedDict):
 def register(sub: argparse._SubParsersAction) -> None:
     from safety_monitor.nodes.alerts import add_arguments
 
-    alerts = sub.add_parser("alerts", help="live view of open violations and recent events (ROS 2)",
-                            description="Operator console for <namespace>/safety_monitor/events.")
+    alerts = sub.add_parser(
+        "alerts",
+        help="live view of open violations and recent events (ROS 2)",
+        description="Operator console for <namespace>/safety_monitor/events.",
+    )
     add_arguments(alerts)
     alerts.set_defaults(func=_alerts)
 
@@ -58,13 +62,20 @@ def _alerts(args: argparse.Namespace) -> int:
 
 def add_live_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `safety-monitor sim` live runs (the sim CLI owns --task/--fault/--episodes/--seed)."""
-    parser.add_argument("--events", metavar="FILE", default="",
-                        help="append every event to this JSON Lines file (default ~/.ros/safety_monitor/events.jsonl)")
-    parser.add_argument("--record", metavar="BAG", default="",
-                        help="record inputs, predicates and events to this new rosbag2 (a folder of one bag per "
-                             "episode when there are several)")
-    parser.add_argument("--storage", choices=("mcap", "db3"),
-                        help="storage of the --record bag (default mcap)")
+    parser.add_argument(
+        "--events",
+        metavar="FILE",
+        default="",
+        help="append every event to this JSON Lines file (default ~/.ros/safety_monitor/events.jsonl)",
+    )
+    parser.add_argument(
+        "--record",
+        metavar="BAG",
+        default="",
+        help="record inputs, predicates and events to this new rosbag2 (a folder of one bag per "
+        "episode when there are several)",
+    )
+    parser.add_argument("--storage", choices=("mcap", "db3"), help="storage of the --record bag (default mcap)")
 
 
 def run_sim(args: argparse.Namespace) -> int:
@@ -75,15 +86,32 @@ def run_sim(args: argparse.Namespace) -> int:
     from safety_monitor.nodes.runtime import stop_on_signals
 
     with stop_on_signals():
-        summary = summarize(run(LiveRunOptions(task=args.task or "", fault=args.fault or "", episodes=args.episodes,
-                                               seed=args.seed, events=args.events, record=args.record,
-                                               storage=args.storage or LiveRunOptions.storage)))
+        summary = summarize(
+            run(
+                LiveRunOptions(
+                    task=args.task or "",
+                    fault=args.fault or "",
+                    episodes=args.episodes,
+                    seed=args.seed,
+                    events=args.events,
+                    record=args.record,
+                    storage=args.storage or LiveRunOptions.storage,
+                )
+            )
+        )
         if args.json:
             print(json.dumps(summary, indent=2))
         elif summary["interrupted"] and not summary["episodes"]:  # no table of nothing; what became of --record
-            print("safety-monitor sim: interrupted before the first episode started: nothing monitored"
-                  + (f"; bag(s): {', '.join(summary['bags'])}" if summary["bags"] else
-                     f"; --record {args.record}: no bag written" if args.record else ""))
+            print(
+                "safety-monitor sim: interrupted before the first episode started: nothing monitored"
+                + (
+                    f"; bag(s): {', '.join(summary['bags'])}"
+                    if summary["bags"]
+                    else f"; --record {args.record}: no bag written"
+                    if args.record
+                    else ""
+                )
+            )
         else:
             print("\n".join(summary_lines(summary)))
     return 0
@@ -105,12 +133,22 @@ def summarize(live: LiveRun) -> SimSummary:
         allowed = set(spec.allowed_properties) if spec else set()
         cut = live.interrupted and r.succeeded is None
         missing, unexpected = ([], []) if cut else (sorted(expected - set(opened)), sorted(set(opened) - allowed))
-        episodes.append({
-            "episode": r.index, "task": r.task, "fault": r.fault or None, "seed": r.seed, "frames": r.frames,
-            "task_succeeded": r.succeeded, "opened": dict(sorted(opened.items())), "events": len(r.events),
-            "interrupted": cut, "as_labelled": None if cut else not missing and not unexpected,
-            "missing": missing, "unexpected": unexpected,
-        })
+        episodes.append(
+            {
+                "episode": r.index,
+                "task": r.task,
+                "fault": r.fault or None,
+                "seed": r.seed,
+                "frames": r.frames,
+                "task_succeeded": r.succeeded,
+                "opened": dict(sorted(opened.items())),
+                "events": len(r.events),
+                "interrupted": cut,
+                "as_labelled": None if cut else not missing and not unexpected,
+                "missing": missing,
+                "unexpected": unexpected,
+            }
+        )
         for e in r.events:
             per_property.setdefault(e.property, Counter())[e.kind] += 1
     return {
@@ -125,25 +163,40 @@ def summarize(live: LiveRun) -> SimSummary:
 
 def summary_lines(s: SimSummary) -> list[str]:
     eps = s["episodes"]
-    out = [f"safety-monitor sim: {len(eps)} episode(s) through the sim, estimator and monitor nodes "
-           f"(one process) in {s['wall_s']:.1f} s" + ("; interrupted" if s["interrupted"] else "")]
+    out = [
+        f"safety-monitor sim: {len(eps)} episode(s) through the sim, estimator and monitor nodes "
+        f"(one process) in {s['wall_s']:.1f} s" + ("; interrupted" if s["interrupted"] else "")
+    ]
     header = ("#", "task", "fault", "seed", "frames", "task", "violations opened", "ground truth")
     rows: list[tuple[str, ...]] = []
     for e in eps:
         opened = ", ".join(p if n == 1 else f"{p} x{n}" for p, n in e["opened"].items()) or "-"
-        truth = "not judged (cut off)" if e["interrupted"] else "as labelled" if e["as_labelled"] else "; ".join(
-            ([f"missing {', '.join(e['missing'])}"] if e["missing"] else [])
-            + ([f"unexpected {', '.join(e['unexpected'])}"] if e["unexpected"] else []))
+        truth = (
+            "not judged (cut off)"
+            if e["interrupted"]
+            else "as labelled"
+            if e["as_labelled"]
+            else "; ".join(
+                ([f"missing {', '.join(e['missing'])}"] if e["missing"] else [])
+                + ([f"unexpected {', '.join(e['unexpected'])}"] if e["unexpected"] else [])
+            )
+        )
         done = "interrupted" if e["interrupted"] else {True: "done", False: "failed", None: "?"}[e["task_succeeded"]]
-        rows.append((str(e["episode"]), e["task"], e["fault"] or "none", str(e["seed"]), str(e["frames"]), done,
-                     opened, truth))
+        rows.append(
+            (str(e["episode"]), e["task"], e["fault"] or "none", str(e["seed"]), str(e["frames"]), done, opened, truth)
+        )
     out += _table(header, rows)
     out.append("")
     kinds = sorted({k for c in s["events_per_property"].values() for k in c})
     if kinds:
         out.append("Events per property:")
-        out += ["  " + line for line in _table(("property", *kinds), [
-            (p, *(str(c.get(k, 0)) for k in kinds)) for p, c in s["events_per_property"].items()])]
+        out += [
+            "  " + line
+            for line in _table(
+                ("property", *kinds),
+                [(p, *(str(c.get(k, 0)) for k in kinds)) for p, c in s["events_per_property"].items()],
+            )
+        ]
     else:
         out.append("No events.")
     out.append(f"Event log: {s['events_log']}")

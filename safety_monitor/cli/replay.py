@@ -1,4 +1,5 @@
 """Sub-command `replay`: score rosbag2 recordings with the live pipeline and write a report."""
+
 from __future__ import annotations
 
 import argparse
@@ -22,39 +23,72 @@ def register(sub: argparse._SubParsersAction) -> None:
         "replay",
         help="score rosbag2 bags (.db3, .mcap) like the live monitor: per-trigger metrics, reports, plots",
         description="Builds RobotState frames from each bag with the live estimator's assembler and grounder "
-                    "and steps the same monitor (or, with --from-predicates, rescores the recorded predicate "
-                    "topic). Exit code 0: every bag scored; 1: some bags failed (listed); 2: bad arguments; "
-                    "130: Ctrl-C (what was scored is still reported).",
+        "and steps the same monitor (or, with --from-predicates, rescores the recorded predicate "
+        "topic). Exit code 0: every bag scored; 1: some bags failed (listed); 2: bad arguments; "
+        "130: Ctrl-C (what was scored is still reported).",
     )
-    p.add_argument("bags", nargs="+", metavar="BAG_OR_FOLDER",
-                   help="bag directories, bare .mcap/.db3 files, or folders searched recursively for them")
+    p.add_argument(
+        "bags",
+        nargs="+",
+        metavar="BAG_OR_FOLDER",
+        help="bag directories, bare .mcap/.db3 files, or folders searched recursively for them",
+    )
     p.add_argument("--specs", metavar="FILE", help="spec YAML (default: the package's config/specs.yaml)")
-    p.add_argument("--robot", metavar="FILE",
-                   help="robot description YAML; objects.yaml and thresholds.yaml beside it are used if present "
-                        "(default: the package's config/)")
-    p.add_argument("--params", metavar="FILE",
-                   help="the live nodes' parameter file (ROS 2 format): replay applies its input limits "
-                        "(joint_states_frozen_s, wrench_frozen_s, wrench_stale_s, pose_stale_s), watchdog "
-                        "(predicates_timeout_s) and history_frames as that live stack did (default: the package's "
-                        "config/nodes.yaml)")
-    p.add_argument("--topics", metavar="MAP",
-                   help="topic and joint-name mapping: a YAML file or key=value pairs, keys joint_states, wrench, "
-                        "object_pose ('{name}' = object), objects, predicates, events, joint_names")
-    p.add_argument("--from-predicates", action="store_true",
-                   help="rescore the recorded /safety_monitor/predicates topic instead of grounding")
-    p.add_argument("--report", metavar="DIR", help="write report.json, episodes.csv, properties.csv, summary.md "
-                                                   "and PNG plots into DIR")
-    p.add_argument("--jobs", type=whole(0, MAX_JOBS), default=1, metavar="N",
-                   help=f"score bags in N processes, 0 to {MAX_JOBS}, 0 = one per CPU (default 1); results are "
-                        "the same")
-    p.add_argument("--group-by", metavar="REGEX",
-                   help="group bags by this pattern's first group (or whole match) in the bag path, "
-                        "e.g. 'policy_([a-z0-9]+)'")
-    p.add_argument("--rate", type=number(0, MAX_RATE_HZ, above=True, unit="Hz"), metavar="HZ",
-                   help="control rate of the joint stream (default: measured from each bag's stamps)")
+    p.add_argument(
+        "--robot",
+        metavar="FILE",
+        help="robot description YAML; objects.yaml and thresholds.yaml beside it are used if present "
+        "(default: the package's config/)",
+    )
+    p.add_argument(
+        "--params",
+        metavar="FILE",
+        help="the live nodes' parameter file (ROS 2 format): replay applies its input limits "
+        "(joint_states_frozen_s, wrench_frozen_s, wrench_stale_s, pose_stale_s), watchdog "
+        "(predicates_timeout_s) and history_frames as that live stack did (default: the package's "
+        "config/nodes.yaml)",
+    )
+    p.add_argument(
+        "--topics",
+        metavar="MAP",
+        help="topic and joint-name mapping: a YAML file or key=value pairs, keys joint_states, wrench, "
+        "object_pose ('{name}' = object), objects, predicates, events, joint_names",
+    )
+    p.add_argument(
+        "--from-predicates",
+        action="store_true",
+        help="rescore the recorded /safety_monitor/predicates topic instead of grounding",
+    )
+    p.add_argument(
+        "--report",
+        metavar="DIR",
+        help="write report.json, episodes.csv, properties.csv, summary.md and PNG plots into DIR",
+    )
+    p.add_argument(
+        "--jobs",
+        type=whole(0, MAX_JOBS),
+        default=1,
+        metavar="N",
+        help=f"score bags in N processes, 0 to {MAX_JOBS}, 0 = one per CPU (default 1); results are the same",
+    )
+    p.add_argument(
+        "--group-by",
+        metavar="REGEX",
+        help="group bags by this pattern's first group (or whole match) in the bag path, e.g. 'policy_([a-z0-9]+)'",
+    )
+    p.add_argument(
+        "--rate",
+        type=number(0, MAX_RATE_HZ, above=True, unit="Hz"),
+        metavar="HZ",
+        help="control rate of the joint stream (default: measured from each bag's stamps)",
+    )
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots in --report")
-    p.add_argument("--resamples", type=RESAMPLES, default=2000,
-                   help="bootstrap resamples over bags, 0 to 100000 (0 = no intervals; default 2000)")
+    p.add_argument(
+        "--resamples",
+        type=RESAMPLES,
+        default=2000,
+        help="bootstrap resamples over bags, 0 to 100000 (0 = no intervals; default 2000)",
+    )
     p.add_argument("--seed", type=seed(), default=0, help=f"bootstrap seed, 0 to {SEED_MAX} (default 0)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_replay)
@@ -89,8 +123,10 @@ def _replay(args: argparse.Namespace) -> int:
     results = score_bags(bags, config, jobs=args.jobs, progress=not args.quiet)
     stopped = sum(r.interrupted for r in results)
     if stopped:
-        _warn(f"interrupted: {len(results) - stopped} of {len(results)} bag(s) done; the results below and the "
-              "report cover those, the rest are listed as not scored")
+        _warn(
+            f"interrupted: {len(results) - stopped} of {len(results)} bag(s) done; the results below and the "
+            "report cover those, the rest are listed as not scored"
+        )
     summary = summarize(results, pattern, resamples=args.resamples, seed=args.seed)
     if summary.overall is not None:
         print(format_table(summary.overall))
@@ -113,10 +149,12 @@ def _replay(args: argparse.Namespace) -> int:
             _warn(f"interrupted (Ctrl-C) while writing the report: {args.report} is incomplete; run again")
             return 130
         print(f"report: {folder}/summary.md")
-    print(f"{len(results) - len(failed) - stopped} of {len(results)} bag(s) scored"
-          + (f", {len(failed)} failed" if failed else "")
-          + (f"; interrupted: {stopped} not scored" if stopped else "")
-          + (f"; {blind} blind in some or all frames (not monitored there: see the warnings)" if blind else ""))
+    print(
+        f"{len(results) - len(failed) - stopped} of {len(results)} bag(s) scored"
+        + (f", {len(failed)} failed" if failed else "")
+        + (f"; interrupted: {stopped} not scored" if stopped else "")
+        + (f"; {blind} blind in some or all frames (not monitored there: see the warnings)" if blind else "")
+    )
     return 130 if stopped else 1 if failed else 0
 
 

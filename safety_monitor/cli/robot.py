@@ -1,4 +1,5 @@
 """Sub-command `robot init`: a starting robot description (robot.yaml, objects.yaml, thresholds.yaml) from a URDF."""
+
 from __future__ import annotations
 
 import argparse
@@ -12,10 +13,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     robot = p.add_subparsers(dest="robot_command", metavar="ACTION", required=True)
     init = robot.add_parser("init", help="write a starting robot description from a URDF, with what to check")
     init.add_argument("--urdf", required=True, type=Path, help="the robot's URDF file")
-    init.add_argument("--out", type=Path, default=Path("."), help="folder to write robot.yaml, objects.yaml and "
-                      "thresholds.yaml into (default: the current folder; existing files are never overwritten)")
-    init.add_argument("--package-path", type=arguments.folder, action="append", default=[],
-                      help="a folder holding <package>/ trees for package:// meshes (repeatable)")
+    init.add_argument(
+        "--out",
+        type=Path,
+        default=Path("."),
+        help="folder to write robot.yaml, objects.yaml and "
+        "thresholds.yaml into (default: the current folder; existing files are never overwritten)",
+    )
+    init.add_argument(
+        "--package-path",
+        type=arguments.folder,
+        action="append",
+        default=[],
+        help="a folder holding <package>/ trees for package:// meshes (repeatable)",
+    )
     init.set_defaults(func=_init)
 
 
@@ -32,7 +43,9 @@ def _init(args: argparse.Namespace) -> int:
     twin_for(load_robot_description(written[0]), load_thresholds(written[2]))  # what it wrote compiles
     guess = guess_robot(urdf)
     print(f"wrote {', '.join(str(p) for p in written)}")
-    print(f"arm: {len(guess.arm_joints)} joints from {guess.base_link} to {guess.end_link}; gripper: {guess.gripper.value}"
-          + (f" ({', '.join(guess.gripper_joints)})" if guess.gripper_joints else ""))
+    print(
+        f"arm: {len(guess.arm_joints)} joints from {guess.base_link} to {guess.end_link}; gripper: {guess.gripper.value}"
+        + (f" ({', '.join(guess.gripper_joints)})" if guess.gripper_joints else "")
+    )
     print("next: check every line marked CHECK in robot.yaml (docs/your_robot.md)")
     return 0

@@ -5,6 +5,7 @@ prints the summary of events against each fault's ground truth). `--physics-only
 headless and unpaced (as fast as it steps), and prints whether each task succeeded and how fast it ran.
 Options that a mode cannot honour are argument errors rather than silently ignored.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,24 +20,38 @@ MAX_SEED = SEED_MAX - MAX_EPISODES  # every episode's seed S + i stays a 32-bit 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "sim", help="MuJoCo workcell: list faults and tasks, run scripted episodes",
-        description="Run scripted episodes of the MuJoCo workcell (headless, deterministic for a seed).")
+        "sim",
+        help="MuJoCo workcell: list faults and tasks, run scripted episodes",
+        description="Run scripted episodes of the MuJoCo workcell (headless, deterministic for a seed).",
+    )
     listing = parser.add_mutually_exclusive_group()
-    listing.add_argument("--list-faults", action="store_true",
-                         help="print every fault (with --task: that task's faults) with the properties it must "
-                              "trip, then exit")
+    listing.add_argument(
+        "--list-faults",
+        action="store_true",
+        help="print every fault (with --task: that task's faults) with the properties it must trip, then exit",
+    )
     listing.add_argument("--list-tasks", action="store_true", help="print every scripted task, then exit")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--task", help="task to run (default: the fault's task, else pick_and_place_cube)")
-    parser.add_argument("--fault", help="inject this fault (see --list-faults); 'none' = fault-free; a comma-separated "
-                                        "list is cycled; default: cycle fault-free, then each fault")
-    parser.add_argument("--episodes", type=whole(1, MAX_EPISODES), default=None,
-                        help=f"episodes to run, 1 to {MAX_EPISODES} (seeds S, S+1, ...; default 3, 1 with "
-                             "--physics-only)")
-    parser.add_argument("--seed", type=whole(0, MAX_SEED), default=0,
-                        help=f"seed of the first episode, 0 to {MAX_SEED}")
-    parser.add_argument("--physics-only", action="store_true",
-                        help="MuJoCo alone: no ROS nodes, no monitoring; task success and speed per episode")
+    parser.add_argument(
+        "--fault",
+        help="inject this fault (see --list-faults); 'none' = fault-free; a comma-separated "
+        "list is cycled; default: cycle fault-free, then each fault",
+    )
+    parser.add_argument(
+        "--episodes",
+        type=whole(1, MAX_EPISODES),
+        default=None,
+        help=f"episodes to run, 1 to {MAX_EPISODES} (seeds S, S+1, ...; default 3, 1 with --physics-only)",
+    )
+    parser.add_argument(
+        "--seed", type=whole(0, MAX_SEED), default=0, help=f"seed of the first episode, 0 to {MAX_SEED}"
+    )
+    parser.add_argument(
+        "--physics-only",
+        action="store_true",
+        help="MuJoCo alone: no ROS nodes, no monitoring; task success and speed per episode",
+    )
     from safety_monitor.cli.nodes import add_live_arguments
 
     add_live_arguments(parser)
@@ -59,8 +74,10 @@ def _check_combinations(args: argparse.Namespace) -> None:
             listing = "--list-faults" if args.list_faults else "--list-tasks"
             parser.error(f"{_flags(ignored)} not allowed with {listing} (it lists and exits, running nothing)")
     elif args.physics_only and (live := [d for d in given if d in _LIVE_ONLY]):
-        parser.error(f"{_flags(live)} not allowed with --physics-only (MuJoCo alone: no monitor events to log, "
-                     "no ROS topics to record)")
+        parser.error(
+            f"{_flags(live)} not allowed with --physics-only (MuJoCo alone: no monitor events to log, "
+            "no ROS topics to record)"
+        )
     elif args.storage is not None and not args.record:
         parser.error("argument --storage: needs --record (it is the storage of the recorded bag)")
 
@@ -80,17 +97,32 @@ def handle(args: argparse.Namespace) -> int:
             args._parser.error(f"argument --task: unknown task {args.task!r}; known: {', '.join(sorted(TASKS))}")
         faults = [f for f in FAULTS.values() if args.task in (None, f.task)]
         if args.json:
-            print(json.dumps([{"fault": f.name, "expected_properties": list(f.expected_properties),
-                               "allowed_properties": list(f.allowed_properties), "task": f.task,
-                               "description": f.description} for f in faults], indent=2))
+            print(
+                json.dumps(
+                    [
+                        {
+                            "fault": f.name,
+                            "expected_properties": list(f.expected_properties),
+                            "allowed_properties": list(f.allowed_properties),
+                            "task": f.task,
+                            "description": f.description,
+                        }
+                        for f in faults
+                    ],
+                    indent=2,
+                )
+            )
         else:
             for f in faults:
                 print(f"{f.name:28s} {f.task:22s} expects {', '.join(f.expected_properties)}")
         return 0
     if args.list_tasks:
         if args.json:
-            print(json.dumps([{"task": t.name, "object": t.obj, "description": t.description}
-                              for t in TASKS.values()], indent=2))
+            print(
+                json.dumps(
+                    [{"task": t.name, "object": t.obj, "description": t.description} for t in TASKS.values()], indent=2
+                )
+            )
         else:
             for t in TASKS.values():
                 print(f"{t.name:22s} {t.description}")
@@ -110,8 +142,10 @@ def handle(args: argparse.Namespace) -> int:
     else:
         for r in results:
             outcome = "succeeded" if r["succeeded"] else "failed"
-            print(f"{r['task']} fault={r['fault'] or 'none'} seed={r['seed']}: task {outcome}, {r['frames']} frames, "
-                  f"{r['sim_s']:.2f} s simulated in {r['wall_s']:.2f} s ({r['real_time_factor']:.1f}x real time)")
+            print(
+                f"{r['task']} fault={r['fault'] or 'none'} seed={r['seed']}: task {outcome}, {r['frames']} frames, "
+                f"{r['sim_s']:.2f} s simulated in {r['wall_s']:.2f} s ({r['real_time_factor']:.1f}x real time)"
+            )
     return 0
 
 
@@ -126,6 +160,13 @@ def _run_one(task: str, fault: str | None, seed: int) -> dict:
         frames += 1
     wall = time.perf_counter() - start
     sim = episode.workcell.t
-    return {"task": episode.task.name, "fault": fault, "seed": seed, "succeeded": episode.succeeded(),
-            "frames": frames, "sim_s": round(sim, 3), "wall_s": round(wall, 3),
-            "real_time_factor": round(sim / wall, 2)}
+    return {
+        "task": episode.task.name,
+        "fault": fault,
+        "seed": seed,
+        "succeeded": episode.succeeded(),
+        "frames": frames,
+        "sim_s": round(sim, 3),
+        "wall_s": round(wall, 3),
+        "real_time_factor": round(sim / wall, 2),
+    }

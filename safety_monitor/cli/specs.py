@@ -1,4 +1,5 @@
 """Sub-commands `specs check` and `eval`."""
+
 from __future__ import annotations
 
 import argparse
@@ -18,8 +19,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     check = specs_sub.add_parser("check", help="validate and compile a spec file, print one row per property")
     check.add_argument("file", help="spec YAML file")
     check.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
-    check.add_argument("--rate", type=RATE, metavar="HZ",
-                       help="control rate for bounds and spans in seconds (default: the file's control_rate_hz)")
+    check.add_argument(
+        "--rate",
+        type=RATE,
+        metavar="HZ",
+        help="control rate for bounds and spans in seconds (default: the file's control_rate_hz)",
+    )
     check.set_defaults(func=_check)
     explain = specs_sub.add_parser("explain", help="each property, its recovery and options in plain English")
     explain.add_argument("file", help="spec YAML file")
@@ -60,8 +65,18 @@ def _check(args: argparse.Namespace) -> int:
         print()
         return 0
     header = ("property", "category", "class", "states", "recovery", "ms", "atoms")
-    table = [(r["name"], r["category"], r["class"], str(r["states"]), str(r["recovery_states"] or "-"),
-              f"{r['compile_ms']:.1f}", ", ".join(r["atoms"])) for r in rows]
+    table = [
+        (
+            r["name"],
+            r["category"],
+            r["class"],
+            str(r["states"]),
+            str(r["recovery_states"] or "-"),
+            f"{r['compile_ms']:.1f}",
+            ", ".join(r["atoms"]),
+        )
+        for r in rows
+    ]
     widths = [max(len(h), *(len(t[i]) for t in table)) for i, h in enumerate(header[:-1])]
     for line in (header, *table):
         print("  ".join(c.ljust(w) for c, w in zip(line[:-1], widths)) + "  " + line[-1])
@@ -104,10 +119,14 @@ def _eval(args: argparse.Namespace) -> int:
         state = int(dfa.table[state, dfa.letter(known)])
         if violation_frame is None and dfa.rejecting_sink[state]:
             violation_frame = i
-    print(json.dumps({
-        "formula": dfa.formula,
-        "frames": len(frames),
-        "satisfied": bool(dfa.accepting[state]),
-        "violation_frame": violation_frame,
-    }))
+    print(
+        json.dumps(
+            {
+                "formula": dfa.formula,
+                "frames": len(frames),
+                "satisfied": bool(dfa.accepting[state]),
+                "violation_frame": violation_frame,
+            }
+        )
+    )
     return 0

@@ -3,6 +3,7 @@
 Exit codes: 0 when the formulas are equivalent / the plan is executable and safe / every CTL formula
 holds; 1 when not; 2 on bad input (one-line error).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,38 +19,64 @@ if TYPE_CHECKING:  # the sub-commands import their modules when they run
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    eq = sub.add_parser("equiv", help="are two LTLf formulas equivalent? (or score a file of candidates)",
-                        description="Decide language equivalence of two LTLf formulas on their DFAs and give a "
-                                    "shortest distinguishing trace; or score --candidates against --reference.")
+    eq = sub.add_parser(
+        "equiv",
+        help="are two LTLf formulas equivalent? (or score a file of candidates)",
+        description="Decide language equivalence of two LTLf formulas on their DFAs and give a "
+        "shortest distinguishing trace; or score --candidates against --reference.",
+    )
     eq.add_argument("formulas", nargs="*", metavar="FORMULA", help="two formulas A and B (ltlf2dfa syntax)")
     eq.add_argument("--candidates", help="candidate formulas: JSONL or YAML entries {id, formula, model?}")
-    eq.add_argument("--reference", help="reference formulas: JSONL/YAML entries {id, formula}, a mapping id -> formula, or a spec file")
+    eq.add_argument(
+        "--reference",
+        help="reference formulas: JSONL/YAML entries {id, formula}, a mapping id -> formula, or a spec file",
+    )
     eq.add_argument("--json", action="store_true", help="print JSON")
     eq.set_defaults(func=_equiv, _parser=eq)
 
-    pl = sub.add_parser("plan", help="check a symbolic plan against a spec file",
-                        description="Check a plan (actions with preconditions/effects, or milestones) against "
-                                    "every property of a spec file, and its executability from the initial state.")
+    pl = sub.add_parser(
+        "plan",
+        help="check a symbolic plan against a spec file",
+        description="Check a plan (actions with preconditions/effects, or milestones) against "
+        "every property of a spec file, and its executability from the initial state.",
+    )
     pl.add_argument("plan", help="plan YAML file")
     pl.add_argument("--specs", required=True, help="spec YAML file")
     pl.add_argument("--json", action="store_true", help="print the report as JSON")
     pl.add_argument("--feedback", metavar="FILE", help="write the counterexamples as planner feedback JSON")
     pl.set_defaults(func=_plan)
 
-    ctl = sub.add_parser("ctl", help="merge trajectories into a computation tree and check CTL on it",
-                         description="Merge predicate trajectories (trace files, bags, workcell rollouts) into one "
-                                     "computation tree and check CTL formulas, or the spec file's properties lifted to CTL.")
-    ctl.add_argument("traces", nargs="*", metavar="TRACE",
-                     help="predicate trace files (.jsonl, .csv) or bags with recorded predicates "
-                          "(bag folder, .mcap, .db3, or a folder searched for bags)")
+    ctl = sub.add_parser(
+        "ctl",
+        help="merge trajectories into a computation tree and check CTL on it",
+        description="Merge predicate trajectories (trace files, bags, workcell rollouts) into one "
+        "computation tree and check CTL formulas, or the spec file's properties lifted to CTL.",
+    )
+    ctl.add_argument(
+        "traces",
+        nargs="*",
+        metavar="TRACE",
+        help="predicate trace files (.jsonl, .csv) or bags with recorded predicates "
+        "(bag folder, .mcap, .db3, or a folder searched for bags)",
+    )
     ctl.add_argument("--sim", metavar="TASK", help="also simulate rollouts of this workcell task")
-    ctl.add_argument("--seeds", type=whole(1, 100_000),
-                     help="--sim: number of rollouts, 1 to 100000, seeds 0..N-1 (default 10)")
-    ctl.add_argument("--fault", action="append", default=[], metavar="FAULT",
-                     help="--sim: rollouts cycle through no fault and these faults (repeatable)")
-    ctl.add_argument("--unknown", choices=("error", "last"), default=None,
-                     help="an unknown value: error (default for files and bags) or keep the last known value "
-                          "(default for --sim, as the grounder does)")
+    ctl.add_argument(
+        "--seeds", type=whole(1, 100_000), help="--sim: number of rollouts, 1 to 100000, seeds 0..N-1 (default 10)"
+    )
+    ctl.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="FAULT",
+        help="--sim: rollouts cycle through no fault and these faults (repeatable)",
+    )
+    ctl.add_argument(
+        "--unknown",
+        choices=("error", "last"),
+        default=None,
+        help="an unknown value: error (default for files and bags) or keep the last known value "
+        "(default for --sim, as the grounder does)",
+    )
     ctl.set_defaults(_parser=ctl)
     what = ctl.add_mutually_exclusive_group(required=True)
     what.add_argument("--formula", action="append", help="CTL formula, e.g. 'AG(grasped -> AF released)' (repeatable)")
@@ -90,12 +117,22 @@ def _equiv_batch(args: argparse.Namespace) -> int:
     scores = score_candidates(load_entries(args.candidates), load_entries(args.reference))
     rates = rates_by_model(scores)
     if args.json:
-        print(json.dumps({"rates": {k: r.to_dict() for k, r in rates.items()}, "scores": [s.to_dict() for s in scores]}, indent=2))
+        print(
+            json.dumps(
+                {"rates": {k: r.to_dict() for k, r in rates.items()}, "scores": [s.to_dict() for s in scores]}, indent=2
+            )
+        )
         return 0
     header = ("model", "n", *VERDICTS)
     models = sorted(rates, key=lambda model: model == "all")  # the overall row last, under the models
-    rows = [(model, str(rates[model].total), *(f"{rates[model].counts[v]} ({100 * rates[model].rate(v):.1f}%)"
-                                               for v in VERDICTS)) for model in models]
+    rows = [
+        (
+            model,
+            str(rates[model].total),
+            *(f"{rates[model].counts[v]} ({100 * rates[model].rate(v):.1f}%)" for v in VERDICTS),
+        )
+        for model in models
+    ]
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
     for row in (header, *rows):
         print("  ".join(c.ljust(w) for c, w in zip(row, widths)))
@@ -112,9 +149,11 @@ def _plan(args: argparse.Namespace) -> int:
     if not report.checked:  # a pass that checked nothing must not look like a safe plan
         outside = sorted(plan.predicates - set(spec_set.predicates))
         name, reason = report.unchecked[0]
-        raise SpecError(f"{args.plan}: checks none of the {len(report.unchecked)} properties of {args.specs}: each "
-                        f"reads a predicate the plan never sets (e.g. {name}: {reason})"
-                        + (f"; plan predicates outside the spec vocabulary: {', '.join(outside)}" if outside else ""))
+        raise SpecError(
+            f"{args.plan}: checks none of the {len(report.unchecked)} properties of {args.specs}: each "
+            f"reads a predicate the plan never sets (e.g. {name}: {reason})"
+            + (f"; plan predicates outside the spec vocabulary: {', '.join(outside)}" if outside else "")
+        )
     if args.feedback:
         _write(args.feedback, feedback_json(report.violations))
     if args.json:
@@ -190,15 +229,22 @@ def _ctl(args: argparse.Namespace) -> int:
     if args.feedback:
         _write(args.feedback, feedback_json(counterexamples))
     trees = [c.tree for c in checkers.values()]
-    summary = {"trajectories": len(found), "frames": sum(len(t.frames) for t in found), "trees": len(trees),
-               "nodes": sum(t.n_nodes for t in trees),
-               "merge_s": round(merged - started, 4), "check_s": round(checked - merged, 4)}
+    summary = {
+        "trajectories": len(found),
+        "frames": sum(len(t.frames) for t in found),
+        "trees": len(trees),
+        "nodes": sum(t.n_nodes for t in trees),
+        "merge_s": round(merged - started, 4),
+        "check_s": round(checked - merged, 4),
+    }
     if args.json:
         print(json.dumps({"tree": summary, "results": results, "not_lifted": not_lifted}, indent=2))
     else:
         per_atoms = f"{summary['trees']} trees (one per formula atom set), " if summary["trees"] > 1 else ""
-        print(f"{summary['trajectories']} trajectories, {summary['frames']} frames -> {per_atoms}{summary['nodes']} tree nodes "
-              f"(merged in {summary['merge_s']:.3f} s, checked in {summary['check_s']:.3f} s)")
+        print(
+            f"{summary['trajectories']} trajectories, {summary['frames']} frames -> {per_atoms}{summary['nodes']} tree nodes "
+            f"(merged in {summary['merge_s']:.3f} s, checked in {summary['check_s']:.3f} s)"
+        )
         for row in results:
             what = row["ctl"] if row["property"] == row["ctl"] else f"{row['property']}: {row['ctl']}"
             print(f"  {'holds   ' if row['holds'] else 'VIOLATED'}  {what}")

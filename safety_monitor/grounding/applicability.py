@@ -1,6 +1,7 @@
 """Which properties a robot can ground: a property that reads a predicate this robot cannot decide (no
 gripper, no fixtures, no joint limits of the kind) would hold vacuously; it is reported not applicable,
 with the reason, instead of being counted as satisfied."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,15 +15,35 @@ from safety_monitor.specs.model import Property, SpecSet
 
 # Predicates about grasping, and those built on a grasp (a pick or place, a transfer, the focus object)
 GRIPPER_PREDICATES = frozenset(grasp.DOCS) | {
-    "skill_pick_onset", "skill_pick_onset_end", "preconditions_pick",
-    "skill_place_onset", "skill_place_onset_end", "preconditions_place",
-    "transfer_event", "transfer_timeout", "contained_settled", "object_in_fixture",
+    "skill_pick_onset",
+    "skill_pick_onset_end",
+    "preconditions_pick",
+    "skill_place_onset",
+    "skill_place_onset_end",
+    "preconditions_place",
+    "transfer_event",
+    "transfer_timeout",
+    "contained_settled",
+    "object_in_fixture",
 }
-FIXTURE_PREDICATES = frozenset({
-    "fixture_fully_open", "fixture_fully_closed", "reach_in_fixture", "left_fixture", "object_in_fixture",
-    "fixture_obstacle_hit", "retracting", "retract_timeout", "skill_open_onset", "skill_open_onset_end",
-    "preconditions_open", "skill_close_onset", "skill_close_onset_end", "preconditions_close",
-})
+FIXTURE_PREDICATES = frozenset(
+    {
+        "fixture_fully_open",
+        "fixture_fully_closed",
+        "reach_in_fixture",
+        "left_fixture",
+        "object_in_fixture",
+        "fixture_obstacle_hit",
+        "retracting",
+        "retract_timeout",
+        "skill_open_onset",
+        "skill_open_onset_end",
+        "preconditions_open",
+        "skill_close_onset",
+        "skill_close_onset_end",
+        "preconditions_close",
+    }
+)
 
 
 class NotApplicable(StrEnum):
@@ -83,5 +104,7 @@ def property_atoms(prop: Property) -> frozenset[str]:
 def applicability(spec_set: SpecSet, grounder: Grounder) -> dict[str, Applicability]:
     """Per property of `spec_set`, whether this robot can ground it, and if not which predicates and why."""
     vacuous = vacuous_predicates(grounder)
-    return {p.name: Applicability(p.name, {a: vacuous[a] for a in sorted(property_atoms(p)) if a in vacuous})
-            for p in spec_set.properties}
+    return {
+        p.name: Applicability(p.name, {a: vacuous[a] for a in sorted(property_atoms(p)) if a in vacuous})
+        for p in spec_set.properties
+    }

@@ -1,4 +1,5 @@
 """Reading the grounding's YAML config files, with one kind of error that names the file."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -7,6 +7,7 @@ at rest, robot self-contacts and fixture-internal contacts are not judged. Every
 robot touches, and anything a moving object hits, is forbidden. The sustained form counts frames per
 contact pair, so one long contact fires and flicker between different pairs does not add up.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,15 +25,20 @@ DOCS = {
     "forbidden_contact": PredicateDoc(
         "a contact outside the allowed classes this frame (a robot part with anything but, for gripper "
         "bodies, a manipulated object or a fixture being operated; a grasped or moving object with anything "
-        "but a support, container or the gripper)", "twin gaps, object_grasped, object motion, fixture "
-        "operation",
-        "contact 0.002 m"),
+        "but a support, container or the gripper)",
+        "twin gaps, object_grasped, object motion, fixture operation",
+        "contact 0.002 m",
+    ),
     "forbidden_contact_sustained": PredicateDoc(
-        "one forbidden contact pair has lasted longer than the tolerance", "forbidden_contact per pair",
-        "forbidden_contact_tolerance 1.0 s (20 frames; fires on the 21st)"),
+        "one forbidden contact pair has lasted longer than the tolerance",
+        "forbidden_contact per pair",
+        "forbidden_contact_tolerance 1.0 s (20 frames; fires on the 21st)",
+    ),
     "excess_wrench": PredicateDoc(
         "the wrist force or torque magnitude is over its limit (hardware collision cue)",
-        "wrist wrench (stale or NaN: unknown)", "force 40 N, torque 6 N m; wrench_persistence 0.01 s"),
+        "wrist wrench (stale or NaN: unknown)",
+        "force 40 N, torque 6 N m; wrench_persistence 0.01 s",
+    ),
 }
 
 
@@ -62,16 +68,26 @@ _ALLOWED, _FORBIDDEN = _Fixed(False), _Fixed(True)
 
 
 class ContactEstimator:
-    def __init__(self, robot: RobotDescription, catalog: ObjectCatalog, thresholds: Thresholds,
-                 counts: FrameCounts, grasp: GraspEstimator, fixtures: FixtureEstimator):
+    def __init__(
+        self,
+        robot: RobotDescription,
+        catalog: ObjectCatalog,
+        thresholds: Thresholds,
+        counts: FrameCounts,
+        grasp: GraspEstimator,
+        fixtures: FixtureEstimator,
+    ):
         self.robot, self.catalog, self.th = robot, catalog, thresholds
         self.grasp, self.fixtures = grasp, fixtures
         self.tolerance = counts.forbidden_contact_tolerance
         self.pair_frames: dict[tuple[str, str], int] = {}
         self._rules: dict[tuple[str, str], _Rule] = {}
         self.wrench = Persistence(counts.wrench_persistence)
-        self.supports = frozenset(e for e in robot.entities
-                                  if catalog.has(robot.owner(e), "support") or catalog.has(robot.owner(e), "container"))
+        self.supports = frozenset(
+            e
+            for e in robot.entities
+            if catalog.has(robot.owner(e), "support") or catalog.has(robot.owner(e), "container")
+        )
 
     def step(self, inp: FrameInputs) -> dict[str, Tri]:
         geo, contact = inp.geometry, self.th.distances_m.contact
@@ -129,8 +145,9 @@ class ContactEstimator:
             return _Operated(self.robot.owner(other))
         if self.robot.owner(a) == self.robot.owner(b):
             return _ALLOWED
-        return _Objects(tuple((obj, other not in self.supports) for obj, other in ((a, b), (b, a))
-                              if obj in self.grasp.objects))
+        return _Objects(
+            tuple((obj, other not in self.supports) for obj, other in ((a, b), (b, a)) if obj in self.grasp.objects)
+        )
 
     def _excess(self, inp: FrameInputs) -> Tri:
         w = inp.wrench

@@ -4,6 +4,7 @@ Containers are entities with the `container` property and an interior box (robot
 episode follows one object into one container until it is contained and at rest, it is grasped again,
 or another transfer starts.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -19,22 +20,36 @@ from safety_monitor.grounding.thresholds import FrameCounts, Thresholds
 DOCS = {
     "transfer_event": PredicateDoc(
         "an object was dropped this frame with its centre above a container's opening",
-        "object_dropped, object box, container interiors", "-"),
+        "object_dropped, object box, container interiors",
+        "-",
+    ),
     "contained": PredicateDoc(
-        "some manipulated object lies inside a container (footprint within the interior, bottom below "
-        "the rim)", "object boxes, container interiors", "placement_margin 0.03 m"),
+        "some manipulated object lies inside a container (footprint within the interior, bottom below the rim)",
+        "object boxes, container interiors",
+        "placement_margin 0.03 m",
+    ),
     "contained_settled": PredicateDoc(
         "the object of the current transfer is contained in its container and stable, debounced",
-        "contained, object_stable", "content_entry_persistence 0.25 s (5 frames)"),
+        "contained, object_stable",
+        "content_entry_persistence 0.25 s (5 frames)",
+    ),
     "transfer_timeout": PredicateDoc(
         "the current transfer has lasted the timeout without contained_settled",
-        "transfer_event, contained_settled", "transfer_timeout 5 s (100 frames)"),
+        "transfer_event, contained_settled",
+        "transfer_timeout 5 s (100 frames)",
+    ),
 }
 
 
 class ContainmentEstimator:
-    def __init__(self, robot: RobotDescription, catalog: ObjectCatalog, thresholds: Thresholds,
-                 counts: FrameCounts, grasp: GraspEstimator):
+    def __init__(
+        self,
+        robot: RobotDescription,
+        catalog: ObjectCatalog,
+        thresholds: Thresholds,
+        counts: FrameCounts,
+        grasp: GraspEstimator,
+    ):
         self.th, self.grasp, self.counts = thresholds, grasp, counts
         interiors = robot.interiors()
         self.containers = tuple(c for c in interiors if catalog.has(c, "container"))

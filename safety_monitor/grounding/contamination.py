@@ -5,6 +5,7 @@ Each frame, every connected group of touching carriers that holds a contaminated
 contaminated (fixtures and static bodies do not carry it). `sanitized` comes from the RobotState event
 named in config, or from a constant pinned in config; it cleans the robot, not the objects.
 """
+
 from __future__ import annotations
 
 from safety_monitor.grounding.debounce import Persistence, Tri
@@ -16,25 +17,32 @@ from safety_monitor.grounding.thresholds import FrameCounts, Thresholds
 DOCS = {
     "robot_contact_raw": PredicateDoc(
         "the robot touches a contaminated object: a raw one, or one a raw object or a contaminated robot "
-        "touched before", "twin gaps, contamination state", "contact 0.002 m; gripper_clearance 0.01 m "
-        "for gripper bodies"),
+        "touched before",
+        "twin gaps, contamination state",
+        "contact 0.002 m; gripper_clearance 0.01 m for gripper bodies",
+    ),
     "robot_contact_clean": PredicateDoc(
-        "the robot touches an object with the clean property", "twin gaps",
-        "contact 0.002 m; gripper_clearance 0.01 m for gripper bodies"),
+        "the robot touches an object with the clean property",
+        "twin gaps",
+        "contact 0.002 m; gripper_clearance 0.01 m for gripper bodies",
+    ),
     "robot_contact_clean_sustained": PredicateDoc(
-        "robot_contact_clean has lasted longer than the tolerance", "robot_contact_clean",
-        "clean_contact_tolerance 1.0 s (20 frames; fires on the 21st)"),
+        "robot_contact_clean has lasted longer than the tolerance",
+        "robot_contact_clean",
+        "clean_contact_tolerance 1.0 s (20 frames; fires on the 21st)",
+    ),
     "sanitized": PredicateDoc(
         "the robot was sanitized this frame (event named in thresholds.yaml, or the configured constant)",
-        "RobotState.events", "sanitized.event / sanitized.constant"),
+        "RobotState.events",
+        "sanitized.event / sanitized.constant",
+    ),
 }
 
 ROBOT = "robot"
 
 
 class ContaminationEstimator:
-    def __init__(self, robot: RobotDescription, catalog: ObjectCatalog, thresholds: Thresholds,
-                 counts: FrameCounts):
+    def __init__(self, robot: RobotDescription, catalog: ObjectCatalog, thresholds: Thresholds, counts: FrameCounts):
         self.th = thresholds
         self.objects = tuple(robot.objects)
         self.raw = frozenset(o for o in self.objects if catalog.has(o, "raw"))

@@ -4,6 +4,7 @@ A predicate value is True, False or None (unknown: an input was missing, NaN or 
 keeps a definite answer when one exists (any() with one known True is True) and says unknown otherwise,
 so a missing input never reads as a silent False. Debouncers freeze on unknown input.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable

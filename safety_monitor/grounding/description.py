@@ -8,6 +8,7 @@ The model is an MJCF (robot and workcell), a URDF (robot, and fixtures or static
 or a URDF robot attached into an MJCF world that holds the workcell. A URDF is parsed when the
 description loads, so a name it does not have fails here, with the nearest names it does have.
 """
+
 from __future__ import annotations
 
 import math
@@ -184,7 +185,7 @@ def resolve_model_path(ref: str, base_dir: Path) -> Path:
     """`package://safety_monitor/<path>` (package data) or a path relative to the YAML file."""
     prefix = "package://"
     if ref.startswith(prefix):
-        package, _, rel = ref[len(prefix):].partition("/")
+        package, _, rel = ref[len(prefix) :].partition("/")
         try:
             return Path(str(resources.files(package).joinpath(rel)))
         except ModuleNotFoundError:
@@ -193,8 +194,18 @@ def resolve_model_path(ref: str, base_dir: Path) -> Path:
     return p if p.is_absolute() else base_dir / p
 
 
-_TOP = {"mjcf", "urdf", "package_path", "base_pose", "robot", "ignored_joints", "joint_limits", "fixtures", "static",
-        "objects"}
+_TOP = {
+    "mjcf",
+    "urdf",
+    "package_path",
+    "base_pose",
+    "robot",
+    "ignored_joints",
+    "joint_limits",
+    "fixtures",
+    "static",
+    "objects",
+}
 _ROBOT = {"base_body", "arm_joints", "end_effector", "grasp_point", "gripper"}
 _GRIPPER = {"kind", "joints", "fingers", "hand_bodies", "closed_below", "closed_above"}
 
@@ -204,8 +215,10 @@ def parse_robot_description(doc: Any, source: str, base_dir: Path = Path(".")) -
     d.mapping(doc, "the document", _TOP)
     d.mapping(doc.get("robot", {}), "robot", _ROBOT)  # a malformed robot section is named before the model
     if "mjcf" not in doc and "urdf" not in doc:
-        raise GroundingError(f"{source}: give the robot model: urdf: FILE (with mjcf: FILE for a workcell world "
-                             "to attach it into), or mjcf: FILE")
+        raise GroundingError(
+            f"{source}: give the robot model: urdf: FILE (with mjcf: FILE for a workcell world "
+            "to attach it into), or mjcf: FILE"
+        )
     mjcf = resolve_model_path(d.name(doc["mjcf"], "mjcf"), base_dir) if "mjcf" in doc else None
     urdf = None
     if "urdf" in doc:
@@ -219,8 +232,10 @@ def parse_robot_description(doc: Any, source: str, base_dir: Path = Path(".")) -
     base_pose = None
     if doc.get("base_pose") is not None:
         d.mapping(doc["base_pose"], "base_pose", {"position", "rpy"})
-        base_pose = BasePose(d.vector(doc["base_pose"].get("position", [0, 0, 0]), "base_pose.position", 3),
-                             d.vector(doc["base_pose"].get("rpy", [0, 0, 0]), "base_pose.rpy", 3))
+        base_pose = BasePose(
+            d.vector(doc["base_pose"].get("position", [0, 0, 0]), "base_pose.position", 3),
+            d.vector(doc["base_pose"].get("rpy", [0, 0, 0]), "base_pose.rpy", 3),
+        )
     robot = doc.get("robot")
     d.mapping(robot, "robot", _ROBOT)
     ee_body, ee_site, offset = _grasp_point(d, robot, urdf is not None)
@@ -233,15 +248,18 @@ def parse_robot_description(doc: Any, source: str, base_dir: Path = Path(".")) -
             raise GroundingError(f"{source}: fixtures.{name}.range: closed and open positions are equal")
         fixtures[name] = Fixture(
             joint=d.name(raw.get("joint"), f"fixtures.{name}.joint"),
-            closed=float(rng[0]), open=float(rng[1]),
+            closed=float(rng[0]),
+            open=float(rng[1]),
             housing=d.names(raw.get("housing", []), f"fixtures.{name}.housing"),
             interior=d.interior(raw.get("interior"), f"fixtures.{name}.interior"),
         )
     static = {}
     for name, raw in (doc.get("static") or {}).items():
         d.mapping(raw, f"static.{name}", {"bodies", "interior"})
-        static[name] = StaticBody(d.names(raw.get("bodies"), f"static.{name}.bodies"),
-                                  d.interior(raw.get("interior"), f"static.{name}.interior"))
+        static[name] = StaticBody(
+            d.names(raw.get("bodies"), f"static.{name}.bodies"),
+            d.interior(raw.get("interior"), f"static.{name}.interior"),
+        )
     objects = {}
     for name, raw in (doc.get("objects") or {}).items():
         d.mapping(raw, f"objects.{name}", {"body", "box"})
@@ -254,26 +272,44 @@ def parse_robot_description(doc: Any, source: str, base_dir: Path = Path(".")) -
     arm_joints = d.names(robot.get("arm_joints"), "robot.arm_joints")
     mimic = frozenset(n for n, j in urdf.joints.items() if j.mimic is not None) if urdf else frozenset()
     desc = RobotDescription(
-        source=source, mjcf=mjcf, urdf=urdf, base_pose=base_pose,
+        source=source,
+        mjcf=mjcf,
+        urdf=urdf,
+        base_pose=base_pose,
         base_body=d.name(robot.get("base_body"), "robot.base_body"),
-        arm_joints=arm_joints, ee_body=ee_body, ee_site=ee_site, grasp_offset=offset, gripper=gripper,
+        arm_joints=arm_joints,
+        ee_body=ee_body,
+        ee_site=ee_site,
+        grasp_offset=offset,
+        gripper=gripper,
         ignored_joints=frozenset(d.names(doc.get("ignored_joints", []) or [], "ignored_joints")),
         mimic_joints=mimic - set(arm_joints) - set(gripper.joints),
-        joint_limits={}, fixtures=fixtures, static=static, objects=objects,
+        joint_limits={},
+        fixtures=fixtures,
+        static=static,
+        objects=objects,
     )
     desc = replace(desc, joint_limits=_joint_limits(d, doc.get("joint_limits"), desc))
     seen: dict[str, str] = {}
-    for section, names in (("robot parts", ROBOT_PARTS + (ENVIRONMENT,)), ("fixtures", fixtures),
-                           ("static", static), ("objects", objects)):
+    for section, names in (
+        ("robot parts", ROBOT_PARTS + (ENVIRONMENT,)),
+        ("fixtures", fixtures),
+        ("static", static),
+        ("objects", objects),
+    ):
         for n in names:
             if n in seen or HOUSING in n:
-                raise GroundingError(f"{source}: entity name {n!r} in {section} clashes with {seen.get(n, 'a housing')}")
+                raise GroundingError(
+                    f"{source}: entity name {n!r} in {section} clashes with {seen.get(n, 'a housing')}"
+                )
             seen[n] = section
     joints = desc.required_joints
     dupes = sorted({j for j in joints if joints.count(j) > 1})
     if dupes:
-        raise GroundingError(f"{source}: joint(s) listed twice (arm, gripper and fixture joints are each listed "
-                             f"once): {', '.join(dupes)}")
+        raise GroundingError(
+            f"{source}: joint(s) listed twice (arm, gripper and fixture joints are each listed "
+            f"once): {', '.join(dupes)}"
+        )
     if urdf is not None:
         _check_urdf_names(desc, urdf, whole_world=mjcf is None)
     return desc
@@ -283,19 +319,30 @@ def _grasp_point(d: _Reader, robot: dict, urdf: bool) -> tuple[str, str, np.ndar
     """(body, site, offset): an MJCF site (`end_effector`), or a link plus an offset (`grasp_point`) the
     twin adds as a site named `grasp_point`."""
     if ("end_effector" in robot) == ("grasp_point" in robot):
-        raise GroundingError(f"{d.source}: robot: give exactly one of grasp_point: {{link, offset}} or "
-                             "end_effector: {body, site} (an MJCF site)")
+        raise GroundingError(
+            f"{d.source}: robot: give exactly one of grasp_point: {{link, offset}} or "
+            "end_effector: {body, site} (an MJCF site)"
+        )
     if "end_effector" in robot:
         if urdf:
-            raise GroundingError(f"{d.source}: robot.end_effector names a site, and a URDF has none: give "
-                                 "grasp_point: {link: ..., offset: [x, y, z]} instead")
+            raise GroundingError(
+                f"{d.source}: robot.end_effector names a site, and a URDF has none: give "
+                "grasp_point: {link: ..., offset: [x, y, z]} instead"
+            )
         ee = robot["end_effector"]
         d.mapping(ee, "robot.end_effector", {"body", "site"})
-        return d.name(ee.get("body"), "robot.end_effector.body"), d.name(ee.get("site"), "robot.end_effector.site"), None
+        return (
+            d.name(ee.get("body"), "robot.end_effector.body"),
+            d.name(ee.get("site"), "robot.end_effector.site"),
+            None,
+        )
     gp = robot["grasp_point"]
     d.mapping(gp, "robot.grasp_point", {"link", "offset"})
-    return (d.name(gp.get("link"), "robot.grasp_point.link"), GRASP_SITE,
-            d.vector(gp.get("offset", [0, 0, 0]), "robot.grasp_point.offset", 3))
+    return (
+        d.name(gp.get("link"), "robot.grasp_point.link"),
+        GRASP_SITE,
+        d.vector(gp.get("offset", [0, 0, 0]), "robot.grasp_point.offset", 3),
+    )
 
 
 GRASP_SITE = "grasp_point"
@@ -307,8 +354,10 @@ def _gripper(d: _Reader, raw: Any) -> Gripper:
     try:
         kind = GripperKind(raw.get("kind"))
     except ValueError:
-        raise GroundingError(f"{d.source}: {where}.kind must be one of {', '.join(k.value for k in GripperKind)}, "
-                             f"got {raw.get('kind')!r}") from None
+        raise GroundingError(
+            f"{d.source}: {where}.kind must be one of {', '.join(k.value for k in GripperKind)}, "
+            f"got {raw.get('kind')!r}"
+        ) from None
     hand = d.names(raw.get("hand_bodies", []) or [], f"{where}.hand_bodies")
     if kind is GripperKind.NONE:
         extra = sorted(set(raw) - {"kind", "hand_bodies"})
@@ -318,14 +367,21 @@ def _gripper(d: _Reader, raw: Any) -> Gripper:
     joints = d.names(raw.get("joints"), f"{where}.joints")
     want = 1 if kind is GripperKind.ONE_JOINT else 2
     if len(joints) != want:
-        raise GroundingError(f"{d.source}: {where}.joints: a {kind.value} gripper has {want} joint(s), got {len(joints)}"
-                             + (" (fingers that mimic one joint: kind one_joint)" if kind is GripperKind.TWO_FINGERS else ""))
+        raise GroundingError(
+            f"{d.source}: {where}.joints: a {kind.value} gripper has {want} joint(s), got {len(joints)}"
+            + (" (fingers that mimic one joint: kind one_joint)" if kind is GripperKind.TWO_FINGERS else "")
+        )
     fingers = raw.get("fingers")
     d.mapping(fingers, f"{where}.fingers", {"left", "right"})
-    bodies = (d.name(fingers.get("left"), f"{where}.fingers.left"), d.name(fingers.get("right"), f"{where}.fingers.right"))
+    bodies = (
+        d.name(fingers.get("left"), f"{where}.fingers.left"),
+        d.name(fingers.get("right"), f"{where}.fingers.right"),
+    )
     if ("closed_below" in raw) == ("closed_above" in raw):
-        raise GroundingError(f"{d.source}: {where}: give exactly one of closed_below or closed_above (the gripper "
-                             "joint position past which the gripper counts as closed)")
+        raise GroundingError(
+            f"{d.source}: {where}: give exactly one of closed_below or closed_above (the gripper "
+            "joint position past which the gripper counts as closed)"
+        )
     key = "closed_below" if "closed_below" in raw else "closed_above"
     return Gripper(kind, joints, bodies, hand, d.number(raw[key], f"{where}.{key}"), key == "closed_above")
 
@@ -337,8 +393,10 @@ def _joint_limits(d: _Reader, raw: Any, desc: RobotDescription) -> dict[str, Joi
     for joint, spec in (raw or {}).items():
         where = f"joint_limits.{joint}"
         if joint not in desc.robot_joints:
-            raise GroundingError(f"{d.source}: {where}: {joint!r} is not an arm or gripper joint of robot:"
-                                 f"{suggest(joint, desc.robot_joints)}")
+            raise GroundingError(
+                f"{d.source}: {where}: {joint!r} is not an arm or gripper joint of robot:"
+                f"{suggest(joint, desc.robot_joints)}"
+            )
         d.mapping(spec, where, {"position", "velocity", "effort"})
         base = out.get(joint, JointLimit())
         if "position" in spec:
@@ -363,8 +421,10 @@ def _check_urdf_names(desc: RobotDescription, urdf: UrdfModel, whole_world: bool
         urdf.check_joint(j, f"{src}: robot.gripper.joints")
         mimic = urdf.joints[j].mimic
         if mimic is not None:
-            raise GroundingError(f"{src}: robot.gripper.joints: {j!r} mimics {mimic.leader!r} in the URDF; list "
-                                 "the joint it follows (kind one_joint)")
+            raise GroundingError(
+                f"{src}: robot.gripper.joints: {j!r} mimics {mimic.leader!r} in the URDF; list "
+                "the joint it follows (kind one_joint)"
+            )
     for b in (*g.finger_bodies, *g.hand_bodies):
         urdf.check_link(b, f"{src}: robot.gripper")
     if not whole_world:
@@ -380,8 +440,10 @@ def _check_urdf_names(desc: RobotDescription, urdf: UrdfModel, whole_world: bool
         urdf.check_link(interior.body, f"{src}: {name}.interior.body")
     for name, obj in desc.objects.items():
         if obj.body is not None:
-            raise GroundingError(f"{src}: objects.{name}: a URDF has no free bodies; describe the object by its "
-                                 "box: {box: [hx, hy, hz]} (half sizes)")
+            raise GroundingError(
+                f"{src}: objects.{name}: a URDF has no free bodies; describe the object by its "
+                "box: {box: [hx, hy, hz]} (half sizes)"
+            )
 
 
 class _Reader:
@@ -419,8 +481,11 @@ class _Reader:
         return value
 
     def vector(self, raw: Any, where: str, n: int) -> np.ndarray:
-        ok = isinstance(raw, list) and len(raw) == n and all(
-            isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in raw)
+        ok = (
+            isinstance(raw, list)
+            and len(raw) == n
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in raw)
+        )
         if not ok:
             raise GroundingError(f"{self.source}: {where} must be a list of {n} finite numbers, got {raw!r}")
         return np.asarray(raw, dtype=float)
@@ -432,5 +497,6 @@ class _Reader:
         half = self.vector(raw.get("half_size"), f"{where}.half_size", 3)
         if not np.all(half > 0):
             raise GroundingError(f"{self.source}: {where}.half_size must be positive")
-        return Interior(self.name(raw.get("body"), f"{where}.body"),
-                        self.vector(raw.get("center"), f"{where}.center", 3), half)
+        return Interior(
+            self.name(raw.get("body"), f"{where}.body"), self.vector(raw.get("center"), f"{where}.center", 3), half
+        )

@@ -5,6 +5,7 @@ margin), else the one whose interior is nearest the grasp centre; single-fixture
 closed) read it. A fixture is *operated* while the gripper holds it closed-handed, pushes or pulls it
 while it moves, or reaches into it: only then may the robot touch it (see contact.py).
 """
+
 from __future__ import annotations
 
 import math
@@ -22,30 +23,46 @@ from safety_monitor.grounding.thresholds import FrameCounts, Thresholds
 DOCS = {
     "fixture_fully_open": PredicateDoc(
         "the focus fixture (nearest the gripper) is open at least the fully-open fraction of its range",
-        "fixture joint position, range (robot.yaml)", "fully_open_fraction 0.60"),
+        "fixture joint position, range (robot.yaml)",
+        "fully_open_fraction 0.60",
+    ),
     "fixture_fully_closed": PredicateDoc(
         "the focus fixture (nearest the gripper) is open at most the fully-closed fraction of its range",
-        "fixture joint position, range (robot.yaml)", "fully_closed_fraction 0.05"),
+        "fixture joint position, range (robot.yaml)",
+        "fully_closed_fraction 0.05",
+    ),
     "reach_in_fixture": PredicateDoc(
         "a gripper point (grasp centre or a finger pad) is inside an enclosure fixture's interior",
-        "twin gripper points, interior boxes", "-"),
+        "twin gripper points, interior boxes",
+        "-",
+    ),
     "left_fixture": PredicateDoc(
         "no gripper point is within the reach margin of any enclosure interior",
-        "twin gripper points, interior boxes", "reach 0.05 m"),
+        "twin gripper points, interior boxes",
+        "reach 0.05 m",
+    ),
     "object_in_fixture": PredicateDoc(
         "the focus object lies inside an enclosure interior and rests on its floor (internal support)",
-        "object pose and box, interior boxes", "placement_margin 0.03 m"),
+        "object pose and box, interior boxes",
+        "placement_margin 0.03 m",
+    ),
     "fixture_obstacle_hit": PredicateDoc(
         "a fixture being operated (gripped or moving) has its moving part touching an obstacle: an arm "
-        "link or an object not inside it", "twin gaps, fixture motion", "contact 0.002 m; "
-        "gripper_clearance 0.01 m; fixture_motion_delta 0.001 per motion window"),
+        "link or an object not inside it",
+        "twin gaps, fixture motion",
+        "contact 0.002 m; gripper_clearance 0.01 m; fixture_motion_delta 0.001 per motion window",
+    ),
     "retracting": PredicateDoc(
         "for every fixture with an open obstacle episode, the gripper let go of it or it moves opposite to "
-        "its motion before the hit (false with no open episode)", "twin gaps, fixture motion",
-        "gripper_clearance; fixture_motion_delta"),
+        "its motion before the hit (false with no open episode)",
+        "twin gaps, fixture motion",
+        "gripper_clearance; fixture_motion_delta",
+    ),
     "retract_timeout": PredicateDoc(
         "an obstacle episode has lasted the retract timeout without retracting",
-        "fixture_obstacle_hit, retracting", "retract_timeout 5 s (100 frames)"),
+        "fixture_obstacle_hit, retracting",
+        "retract_timeout 5 s (100 frames)",
+    ),
 }
 
 
@@ -88,12 +105,19 @@ class _Episode:
 class FixtureEstimator:
     """Fixture family; later estimators read `target`, `gripped`, `fraction` and `enclosures`."""
 
-    def __init__(self, robot: RobotDescription, catalog: ObjectCatalog, thresholds: Thresholds,
-                 counts: FrameCounts, grasp: GraspEstimator):
+    def __init__(
+        self,
+        robot: RobotDescription,
+        catalog: ObjectCatalog,
+        thresholds: Thresholds,
+        counts: FrameCounts,
+        grasp: GraspEstimator,
+    ):
         self.robot, self.th, self.grasp = robot, thresholds, grasp
         self.fixtures = tuple(f for f in robot.fixtures if catalog.has(f, "openable"))
-        self.enclosures = tuple(f for f in robot.fixtures
-                                if catalog.has(f, "enclosure") and robot.fixtures[f].interior is not None)
+        self.enclosures = tuple(
+            f for f in robot.fixtures if catalog.has(f, "enclosure") and robot.fixtures[f].interior is not None
+        )
         self.with_interior = tuple(f for f in robot.fixtures if robot.fixtures[f].interior is not None)
         self._interiors = BoxStack()
         self._housings = tuple((f, f + HOUSING) for f in self.fixtures)
@@ -117,8 +141,13 @@ class FixtureEstimator:
         near = [nearest[f] <= d.reach for f in self.enclosures]
         self.target = self._target(inp, dict(zip(self.with_interior, excess)))
         directions = {f: self.moving_direction(f, inp) for f in self.fixtures}
-        self.operated = frozenset([f for f in self.fixtures if self.reach_in.get(f) or (
-            self.gripped[f] and (inp.gripper_closed or directions[f] != 0.0))])
+        self.operated = frozenset(
+            [
+                f
+                for f in self.fixtures
+                if self.reach_in.get(f) or (self.gripped[f] and (inp.gripper_closed or directions[f] != 0.0))
+            ]
+        )
         fr = self.th.fixtures
         unknown_objects = not geo.unknown.isdisjoint(self.graspable)
         hits, retracting, timeouts = [], [], []
@@ -172,7 +201,9 @@ class FixtureEstimator:
             return 0.0
         return math.copysign(1.0, delta)
 
-    def _mechanism(self, f: str, inp: FrameInputs, direction: float, unknown_near: bool) -> tuple[Tri, bool | None, bool]:
+    def _mechanism(
+        self, f: str, inp: FrameInputs, direction: float, unknown_near: bool
+    ) -> tuple[Tri, bool | None, bool]:
         """(obstacle hit, retracting or None without an episode this frame, retract timeout), advancing the
         episode. `direction`: the fixture's motion; `unknown_near`: some object's pose is unknown."""
         geo, d = inp.geometry, self.th.distances_m
@@ -185,7 +216,9 @@ class FixtureEstimator:
                 obstacle.append(True)
             elif other in self.graspable:
                 region = geo.interiors.get(f)  # an object with a gap has a box (FrameGeometry's invariant)
-                obstacle.append(region is None or not object_inside(geo.object_boxes[other], region, d.placement_margin))
+                obstacle.append(
+                    region is None or not object_inside(geo.object_boxes[other], region, d.placement_margin)
+                )
         hit = any3(obstacle) if obstacle else False
         if not hit and unknown_near:
             hit = None

@@ -2,6 +2,7 @@
 
 Keeping geometry in this small typed record is what lets every predicate run without MuJoCo.
 """
+
 from __future__ import annotations
 
 import math
@@ -66,8 +67,9 @@ class Box:
 
     def _overlaps(self, other: Box) -> bool:
         d = other.center - self.center
-        if float(d @ d) > float(self.half @ self.half) + float(other.half @ other.half) \
-                + 2.0 * float(np.linalg.norm(self.half) * np.linalg.norm(other.half)):
+        if float(d @ d) > float(self.half @ self.half) + float(other.half @ other.half) + 2.0 * float(
+            np.linalg.norm(self.half) * np.linalg.norm(other.half)
+        ):
             return False  # bounding spheres apart
         a, b = self.rotation.T, other.rotation.T  # rows: box axes
         axes = np.vstack([a, b, np.cross(a[:, None, :], b[None, :, :]).reshape(9, 3)])
@@ -123,8 +125,9 @@ class FrameGeometry:
     unknown: frozenset[str] = frozenset()
 
     @classmethod
-    def with_derived(cls, gripper_gaps: dict[str, float], pairs: list[tuple[str, str, float]],
-                     **fields: Any) -> FrameGeometry:
+    def with_derived(
+        cls, gripper_gaps: dict[str, float], pairs: list[tuple[str, str, float]], **fields: Any
+    ) -> FrameGeometry:
         """A FrameGeometry whose `gripper_gaps` and `pairs` are given rather than derived from `gaps` on first
         use (the twin has them as a by-product of building `gaps`; they must be what deriving would give)."""
         geo = cls(**fields)
@@ -136,7 +139,9 @@ class FrameGeometry:
         """Every entity pair in `gaps` once, as (a, b, gap) with a < b."""
         pairs = self.__dict__.get("_pairs")
         if pairs is None:
-            pairs = self.__dict__["_pairs"] = [(a, b, g) for a, row in self.gaps.items() for b, g in row.items() if a < b]
+            pairs = self.__dict__["_pairs"] = [
+                (a, b, g) for a, row in self.gaps.items() for b, g in row.items() if a < b
+            ]
         return pairs
 
     def gap(self, a: str, b: str) -> float:
@@ -170,7 +175,9 @@ class FrameGeometry:
         """The same geometry with `objects` made unknown (their pose was judged unusable)."""
         if objects <= self.unknown:
             return self
-        gaps = {a: {b: g for b, g in row.items() if b not in objects} for a, row in self.gaps.items() if a not in objects}
+        gaps = {
+            a: {b: g for b, g in row.items() if b not in objects} for a, row in self.gaps.items() if a not in objects
+        }
         boxes = {o: b for o, b in self.object_boxes.items() if o not in objects}
         return replace(self, gaps=gaps, object_boxes=boxes, unknown=self.unknown | objects)
 

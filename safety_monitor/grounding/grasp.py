@@ -6,6 +6,7 @@ a sticky-true stability latch; a settle timer started by the drop. Aggregates: e
 grasp and drop, all grasped objects for sync, and the *focus object* (the one most recently grasped) for
 the post-drop predicates, which are about the object that was just let go.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,33 +21,48 @@ from safety_monitor.grounding.thresholds import FrameCounts, Motion, Thresholds
 DOCS = {
     "object_grasped_raw": PredicateDoc(
         "some manipulated object is held this frame: both finger bodies touch it and the gripper is closed",
-        "twin finger-object gaps, gripper joints", "gripper_clearance 0.01 m; bilateral_contact_bodies 2; "
-        "gripper closed_below or closed_above (robot.yaml)"),
+        "twin finger-object gaps, gripper joints",
+        "gripper_clearance 0.01 m; bilateral_contact_bodies 2; gripper closed_below or closed_above (robot.yaml)",
+    ),
     "object_grasped": PredicateDoc(
         "some manipulated object is grasped: object_grasped_raw per object after a symmetric debounce",
-        "object_grasped_raw", "grasp_persistence 0.25 s (5 frames at 20 Hz), both edges"),
+        "object_grasped_raw",
+        "grasp_persistence 0.25 s (5 frames at 20 Hz), both edges",
+    ),
     "object_sync": PredicateDoc(
         "every grasped object moves with the end-effector (true when nothing is grasped)",
         "object poses, twin end-effector pose at the pose's measurement time",
-        "grasp_slip 0.03 m / 0.3 rad over motion_window 0.05 s"),
+        "grasp_slip 0.03 m / 0.3 rad over motion_window 0.05 s",
+    ),
     "object_dropped": PredicateDoc(
-        "a grasped object stopped being grasped this frame (falling edge of object_grasped)",
-        "object_grasped", "-"),
+        "a grasped object stopped being grasped this frame (falling edge of object_grasped)", "object_grasped", "-"
+    ),
     "object_released": PredicateDoc(
         "the gripper is open while an object still counts as grasped: an intended release, up to and "
-        "including its drop frame", "gripper joints, object_grasped", "gripper closed_below or closed_above"),
+        "including its drop frame",
+        "gripper joints, object_grasped",
+        "gripper closed_below or closed_above",
+    ),
     "object_left_gripper": PredicateDoc(
         "the focus object (most recently grasped) is beyond gripper clearance of every gripper body; "
-        "false before any grasp", "twin gripper-object gaps", "gripper_clearance 0.01 m"),
+        "false before any grasp",
+        "twin gripper-object gaps",
+        "gripper_clearance 0.01 m",
+    ),
     "object_stable": PredicateDoc(
         "every manipulated object not grasped is at rest (sticky-true latch, reset by a grasp or by a "
-        "displacement beyond the slip thresholds)", "object poses over the motion window",
-        "linear 0.05 m/s, angular 0.25 rad/s; stability_persistence 0.25 s (5 frames)"),
+        "displacement beyond the slip thresholds)",
+        "object poses over the motion window",
+        "linear 0.05 m/s, angular 0.25 rad/s; stability_persistence 0.25 s (5 frames)",
+    ),
     "object_settled": PredicateDoc(
-        "the focus object is at rest and not grasped", "object_stable per object, object_grasped", "-"),
+        "the focus object is at rest and not grasped", "object_stable per object, object_grasped", "-"
+    ),
     "settle_timeout": PredicateDoc(
-        "the focus object was dropped at least the settle timeout ago and has not settled or been "
-        "re-grasped since", "object_dropped, object_settled", "settle_timeout 5 s (100 frames)"),
+        "the focus object was dropped at least the settle timeout ago and has not settled or been re-grasped since",
+        "object_dropped, object_settled",
+        "settle_timeout 5 s (100 frames)",
+    ),
 }
 
 
@@ -75,7 +91,11 @@ class GraspEstimator:
 
     def step(self, inp: FrameInputs) -> dict[str, Tri]:
         th, geo, frame = self.th, inp.geometry, inp.frame
-        clearance, closed, bilateral = th.distances_m.gripper_clearance, inp.gripper_closed, th.counts.bilateral_contact_bodies
+        clearance, closed, bilateral = (
+            th.distances_m.gripper_clearance,
+            inp.gripper_closed,
+            th.counts.bilateral_contact_bodies,
+        )
         slip_m, slip_rad = th.motion.grasp_slip_m, th.motion.grasp_slip_rad
         fingers = [geo.gaps.get(f, {}) for f in FINGER_PARTS]
         raw_grasp, grasp, dropped, released, sync, stable_free = [], [], [], [], [], []
@@ -140,8 +160,11 @@ class GraspEstimator:
         """(stable latch, moving now) for one object."""
         st, motion = self.state[o], self.th.motion
         speed = inp.object_speed.get(o)
-        moving = None if speed is None else not (speed[0] < motion.linear_stability_mps
-                                                 and speed[1] < motion.angular_stability_radps)
+        moving = (
+            None
+            if speed is None
+            else not (speed[0] < motion.linear_stability_mps and speed[1] < motion.angular_stability_radps)
+        )
         if held:
             st.stable.reset()
             return False, moving

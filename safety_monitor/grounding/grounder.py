@@ -7,6 +7,7 @@ order. A predicate that cannot be decided this frame is listed in `unknown` and 
 value in `values` (False before its first decision), so the monitor always has a letter to read and
 can still tell a guess from a fact.
 """
+
 from __future__ import annotations
 
 import math
@@ -36,7 +37,12 @@ if TYPE_CHECKING:  # the twin imports MuJoCo; tests with a given FrameGeometry n
     from safety_monitor.grounding.twin import KinematicTwin
 
 PREDICATE_DOCS: dict[str, PredicateDoc] = {
-    **grasp.DOCS, **contact.DOCS, **contamination.DOCS, **skills.DOCS, **fixtures.DOCS, **containment.DOCS,
+    **grasp.DOCS,
+    **contact.DOCS,
+    **contamination.DOCS,
+    **skills.DOCS,
+    **fixtures.DOCS,
+    **containment.DOCS,
     **joint_limits.DOCS,
 }
 PREDICATES: tuple[str, ...] = tuple(PREDICATE_DOCS)
@@ -61,8 +67,14 @@ class PredicateFrame:
 class Grounder:
     """Stateful estimator set for one robot; call `step` once per control frame, `reset` between episodes."""
 
-    def __init__(self, robot: RobotDescription, objects: ObjectCatalog, thresholds: Thresholds,
-                 control_rate_hz: float, twin: KinematicTwin | None = None):
+    def __init__(
+        self,
+        robot: RobotDescription,
+        objects: ObjectCatalog,
+        thresholds: Thresholds,
+        control_rate_hz: float,
+        twin: KinematicTwin | None = None,
+    ):
         _check_entities(robot, objects)
         self.robot, self.catalog, self.thresholds = robot, objects, thresholds
         self.control_rate_hz = float(control_rate_hz)
@@ -95,15 +107,23 @@ class Grounder:
         counted: a timer that was not started cannot expire falsely. After a gap the Estimator stage restarts
         the grounder (`reset`) and publishes this many frames blind."""
         c = self.counts
-        windows = (c.grasp_persistence, c.content_entry_persistence, c.skill_onset_window + 1,
-                   c.forbidden_contact_tolerance + 1, c.clean_contact_tolerance + 1, c.wrench_persistence)
+        windows = (
+            c.grasp_persistence,
+            c.content_entry_persistence,
+            c.skill_onset_window + 1,
+            c.forbidden_contact_tolerance + 1,
+            c.clean_contact_tolerance + 1,
+            c.wrench_persistence,
+        )
         return c.motion_window + 1 + c.stability_persistence + max(windows)
 
     def _add_model_limits(self, twin: KinematicTwin) -> None:
         """The compiled model's own joint limits under the description's (a URDF's, robot.yaml's)."""
         from safety_monitor.grounding.twin import model_joint_limits
 
-        self.joint_limits = merge_limits(self.robot.joint_limits, model_joint_limits(twin.model, self.robot.robot_joints))
+        self.joint_limits = merge_limits(
+            self.robot.joint_limits, model_joint_limits(twin.model, self.robot.robot_joints)
+        )
 
     def reset(self) -> None:
         """Forget all estimator state and time (a new episode or recording, or the evidence before a gap)."""
@@ -154,17 +174,29 @@ class Grounder:
             hist.append(fraction)
             deltas[f] = hist[-1] - hist[0] if len(hist) == hist.maxlen else None
         inp = FrameInputs(
-            t=state.t, frame=frame, geometry=geometry,
+            t=state.t,
+            frame=frame,
+            geometry=geometry,
             gripper_closed=r.gripper.closed(joints),
-            fixture_fraction=fractions, fixture_delta=deltas, object_speed=speed, object_slip=slip,
-            wrench=wrench, events=frozenset(state.events),
+            fixture_fraction=fractions,
+            fixture_delta=deltas,
+            object_speed=speed,
+            object_slip=slip,
+            wrench=wrench,
+            events=frozenset(state.events),
         )
         decided: dict[str, Tri] = {}
         for family in self._families:
             decided.update(family.step(inp))
         lim = self._limits
-        decided.update(lim.step(state.t, joints, self._robot_values(state, state.joint_velocity if lim.reads_velocity else None),
-                                self._robot_values(state, state.joint_effort if lim.reads_effort else None)))
+        decided.update(
+            lim.step(
+                state.t,
+                joints,
+                self._robot_values(state, state.joint_velocity if lim.reads_velocity else None),
+                self._robot_values(state, state.joint_effort if lim.reads_effort else None),
+            )
+        )
         last, values = self._last, decided.values()
         unknown: Sequence[str] = ()
         kept: Sequence[tuple[str, bool]] = ()
@@ -181,8 +213,10 @@ class Grounder:
         if not isinstance(t, (int, float)) or not math.isfinite(t):
             raise GroundingError(f"frame {frame}: time t={t!r} is not a finite number of seconds")
         if self._t is not None and t <= self._t:
-            raise GroundingError(f"frame {frame}: time {t!r} s is not after the previous frame's {self._t!r} s "
-                                 "(non-monotonic time; reset() between recordings)")
+            raise GroundingError(
+                f"frame {frame}: time {t!r} s is not after the previous frame's {self._t!r} s "
+                "(non-monotonic time; reset() between recordings)"
+            )
 
     def _joints(self, state: RobotState, frame: int) -> dict[str, float]:
         r = self.robot
@@ -193,8 +227,10 @@ class Grounder:
         if names not in self._checked_names:  # the name list repeats frame after frame: check it once
             extra = [n for n in names if n not in required and n not in self._accepted]
             if extra:
-                raise GroundingError(f"frame {frame}: unknown joint(s) {', '.join(map(repr, extra))} not in "
-                                     f"{r.source} (list them under ignored_joints to accept them)")
+                raise GroundingError(
+                    f"frame {frame}: unknown joint(s) {', '.join(map(repr, extra))} not in "
+                    f"{r.source} (list them under ignored_joints to accept them)"
+                )
             missing = [j for j in required if j not in names]
             if missing:
                 raise GroundingError(f"frame {frame}: joint(s) {', '.join(map(repr, missing))} missing from the frame")
@@ -219,8 +255,10 @@ class Grounder:
         objects = self.robot.objects
         if not (state.object_poses.keys() <= objects.keys() and state.object_ages.keys() <= objects.keys()):
             unknown_names = [o for o in (*state.object_poses, *state.object_ages) if o not in objects]
-            raise GroundingError(f"object(s) {', '.join(map(repr, sorted(set(unknown_names))))} are not in "
-                                 f"{self.robot.source} (objects:)")
+            raise GroundingError(
+                f"object(s) {', '.join(map(repr, sorted(set(unknown_names))))} are not in "
+                f"{self.robot.source} (objects:)"
+            )
         limit = self.thresholds.max_age_s.object_pose
         usable = {}
         for o in self.robot.objects:
@@ -276,8 +314,10 @@ class Grounder:
             if i is None:
                 continue
             ee_pos, ee_rot = track.positions[i], track.rotations[i]
-            out[o] = (ee_rot.T @ (np.asarray(pose.position, dtype=float) - ee_pos),
-                      ee_rot.T @ quat_to_matrix(pose.quaternion))
+            out[o] = (
+                ee_rot.T @ (np.asarray(pose.position, dtype=float) - ee_pos),
+                ee_rot.T @ quat_to_matrix(pose.quaternion),
+            )
         return out
 
     def _object_motion(self, state: RobotState, poses: Mapping[str, Pose], geo: FrameGeometry):
@@ -355,10 +395,14 @@ def config_dir() -> Path:
     for folder in (source, pip_share):
         if (folder / "robot.yaml").is_file():
             return folder
-    raise GroundingError(f"cannot find the config folder (looked in the ament share directory, {source} and {pip_share})")
+    raise GroundingError(
+        f"cannot find the config folder (looked in the ament share directory, {source} and {pip_share})"
+    )
 
 
-def load_default_grounder(control_rate_hz: float, config: str | Path | None = None, urdf: Path | None = None) -> Grounder:
+def load_default_grounder(
+    control_rate_hz: float, config: str | Path | None = None, urdf: Path | None = None
+) -> Grounder:
     """The one grounder factory (estimator node, replay, simbag, benchmarks). `config`: a robot description
     YAML, or a folder holding robot.yaml (the node's `config_dir`); None: the package's (`config_dir()`).
     objects.yaml and thresholds.yaml are read from the robot description's folder, each one the folder lacks
@@ -374,5 +418,10 @@ def load_default_grounder(control_rate_hz: float, config: str | Path | None = No
         return own if own.is_file() else config_dir() / name
 
     robot, thresholds = load_robot_description(robot_file, urdf), load_thresholds(beside("thresholds.yaml"))
-    return Grounder(robot, load_object_catalog(beside("objects.yaml")), thresholds, control_rate_hz,
-                    twin=twin_for(robot, thresholds))
+    return Grounder(
+        robot,
+        load_object_catalog(beside("objects.yaml")),
+        thresholds,
+        control_rate_hz,
+        twin=twin_for(robot, thresholds),
+    )

@@ -1,4 +1,5 @@
 """What every estimator reads each frame (built once by the Grounder), and how predicates are documented."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping

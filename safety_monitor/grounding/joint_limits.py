@@ -11,6 +11,7 @@ velocity limit allows over the frame period: encoder wrap, glitch). The grounder
 `joint_position_jump`; the frame assembler can report the same steps as `IssueKind.JOINT_JUMP` input
 issues through `jump_issue`.
 """
+
 from __future__ import annotations
 
 import math
@@ -27,18 +28,26 @@ from safety_monitor.grounding.urdf import JointLimit
 _SOURCE = "robot.yaml joint_limits, else the model (URDF <limit>, MJCF range / force range)"
 DOCS = {
     "joint_position_out_of_limits": PredicateDoc(
-        "some arm or gripper joint is beyond its position limits", f"joint positions; limits: {_SOURCE}",
-        "position_tolerance 0.01 of the joint's range beyond either limit"),
+        "some arm or gripper joint is beyond its position limits",
+        f"joint positions; limits: {_SOURCE}",
+        "position_tolerance 0.01 of the joint's range beyond either limit",
+    ),
     "joint_velocity_out_of_limits": PredicateDoc(
         "some joint moves faster than its velocity limit allows (unknown when the frame has no velocities)",
-        f"joint velocities; limits: {_SOURCE}", "velocity_factor 1.0"),
+        f"joint velocities; limits: {_SOURCE}",
+        "velocity_factor 1.0",
+    ),
     "joint_effort_out_of_limits": PredicateDoc(
         "some joint exerts more than its effort limit allows (unknown when the frame has no efforts)",
-        f"joint efforts; limits: {_SOURCE}", "effort_factor 1.0"),
+        f"joint efforts; limits: {_SOURCE}",
+        "effort_factor 1.0",
+    ),
     "joint_position_jump": PredicateDoc(
         "some joint stepped further since the previous frame than its velocity limit allows over the frame "
-        "period (encoder wrap, glitch); unknown on the first frame", f"joint positions and times; limits: {_SOURCE}",
-        "jump_factor 2.0"),
+        "period (encoder wrap, glitch); unknown on the first frame",
+        f"joint positions and times; limits: {_SOURCE}",
+        "jump_factor 2.0",
+    ),
 }
 POSITION, VELOCITY, EFFORT, JUMP = DOCS
 
@@ -48,9 +57,13 @@ def merge_limits(given: Mapping[str, JointLimit], model: Mapping[str, JointLimit
     out = dict(model)
     for joint, limit in given.items():
         below = model.get(joint, JointLimit())
-        out[joint] = JointLimit(_first(limit.lower, below.lower), _first(limit.upper, below.upper),
-                                _first(limit.velocity, below.velocity), _first(limit.effort, below.effort),
-                                wraps=limit.wraps or below.wraps)
+        out[joint] = JointLimit(
+            _first(limit.lower, below.lower),
+            _first(limit.upper, below.upper),
+            _first(limit.velocity, below.velocity),
+            _first(limit.effort, below.effort),
+            wraps=limit.wraps or below.wraps,
+        )
     return out
 
 
@@ -65,8 +78,13 @@ class JointJump:
     allowed: float  # jump_factor x velocity limit x frame period
 
 
-def find_jumps(previous: Mapping[str, float], current: Mapping[str, float], dt: float,
-               limits: Mapping[str, JointLimit], jump_factor: float) -> tuple[JointJump, ...]:
+def find_jumps(
+    previous: Mapping[str, float],
+    current: Mapping[str, float],
+    dt: float,
+    limits: Mapping[str, JointLimit],
+    jump_factor: float,
+) -> tuple[JointJump, ...]:
     """The joints whose position stepped more than `jump_factor * velocity * dt` between two frames `dt` s apart
     (joints without a velocity limit, or missing from either frame, are not judged)."""
     out = []
@@ -102,10 +120,12 @@ class JointLimitEstimator:
             hi = math.inf if lim.upper is None else lim.upper
             slack = margins.position_tolerance * (hi - lo) if math.isfinite(hi - lo) else 0.0
             self._positions.append((joint, lo - slack, hi + slack))
-        self._velocities = [(j, lim.velocity * margins.velocity_factor) for j, lim in self.limits.items()
-                            if lim.velocity is not None]
-        self._efforts = [(j, lim.effort * margins.effort_factor) for j, lim in self.limits.items()
-                         if lim.effort is not None]
+        self._velocities = [
+            (j, lim.velocity * margins.velocity_factor) for j, lim in self.limits.items() if lim.velocity is not None
+        ]
+        self._efforts = [
+            (j, lim.effort * margins.effort_factor) for j, lim in self.limits.items() if lim.effort is not None
+        ]
         self._previous: tuple[float, dict[str, float]] | None = None
         self.jumps: tuple[JointJump, ...] = ()
         self.reads_velocity, self.reads_effort = bool(self._velocities), bool(self._efforts)
@@ -113,11 +133,20 @@ class JointLimitEstimator:
     @property
     def judged(self) -> dict[str, bool]:
         """Per predicate, whether any joint has the limit it reads (False: constantly false on this robot)."""
-        return {POSITION: bool(self._positions), VELOCITY: bool(self._velocities), EFFORT: bool(self._efforts),
-                JUMP: bool(self._velocities)}
+        return {
+            POSITION: bool(self._positions),
+            VELOCITY: bool(self._velocities),
+            EFFORT: bool(self._efforts),
+            JUMP: bool(self._velocities),
+        }
 
-    def step(self, t: float, positions: Mapping[str, float], velocities: Mapping[str, float] | None,
-             efforts: Mapping[str, float] | None) -> dict[str, Tri]:
+    def step(
+        self,
+        t: float,
+        positions: Mapping[str, float],
+        velocities: Mapping[str, float] | None,
+        efforts: Mapping[str, float] | None,
+    ) -> dict[str, Tri]:
         position: Tri = not all(lo <= positions[j] <= hi for j, lo, hi in self._positions)
         velocity = _beyond(self._velocities, velocities)
         effort = _beyond(self._efforts, efforts)

@@ -4,6 +4,7 @@ Slower streams (perception at 30 Hz) are sampled at the control frame as latest 
 track records each pose at the time it was measured (frame time minus age) and only when it is new;
 the end-effector track lets an object pose be compared with the end-effector at the same instant.
 """
+
 from __future__ import annotations
 
 import math
@@ -19,11 +20,13 @@ def quat_to_matrix(q: np.ndarray) -> np.ndarray:
     w, x, y, z = (float(v) for v in q)
     n = math.sqrt(w * w + x * x + y * y + z * z)
     w, x, y, z = w / n, x / n, y / n, z / n
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
-    ])
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+        ]
+    )
 
 
 def rotation_angle(a: np.ndarray, b: np.ndarray) -> float:

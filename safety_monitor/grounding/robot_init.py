@@ -6,6 +6,7 @@ The arm is the longest chain of moving joints from the root; the gripper is the 
 the gripper (else the arm's last link). The result loads as it is; what it cannot know (where the grasp
 centre lies, which way the gripper closes, fixtures, objects) is left for the user, marked CHECK.
 """
+
 from __future__ import annotations
 
 import json
@@ -133,8 +134,10 @@ def robot_yaml(urdf: UrdfModel, guess: RobotGuess, urdf_ref: str, package_path: 
         "  gripper:",
     ]
     if g.gripper is GripperKind.NONE:
-        lines += ["    kind: none   # CHECK: no joint named *finger* or *gripper* was found",
-                  f"    hand_bodies: {json.dumps(list(g.hand_links))}   # the tool's links"]
+        lines += [
+            "    kind: none   # CHECK: no joint named *finger* or *gripper* was found",
+            f"    hand_bodies: {json.dumps(list(g.hand_links))}   # the tool's links",
+        ]
     else:
         limits = [urdf.joints[j].limit for j in g.gripper_joints]
         lo = min((lim.lower for lim in limits if lim.lower is not None), default=0.0)
@@ -150,7 +153,9 @@ def robot_yaml(urdf: UrdfModel, guess: RobotGuess, urdf_ref: str, package_path: 
             "(use closed_above if the joint grows as the gripper closes)",
         ]
     if g.mimic:
-        lines.append(f"    # mimic joints, set from the joint they follow (frames may carry them): {', '.join(g.mimic)}")
+        lines.append(
+            f"    # mimic joints, set from the joint they follow (frames may carry them): {', '.join(g.mimic)}"
+        )
     lines += [
         "",
         f"ignored_joints: {json.dumps(list(g.other_joints))}   # CHECK: moving joints neither arm nor gripper; a "
@@ -176,9 +181,11 @@ def objects_yaml(default: Path) -> str:
 def write_description(urdf: UrdfModel, out: Path, defaults: Path, package_path: list[Path]) -> list[Path]:
     """robot.yaml, objects.yaml and thresholds.yaml (the defaults) in `out`; refuses to overwrite."""
     search = [_relative(p, out) for p in package_path]
-    files = {"robot.yaml": robot_yaml(urdf, guess_robot(urdf), _relative(urdf.path, out), search),
-             "objects.yaml": objects_yaml(defaults / "objects.yaml"),
-             "thresholds.yaml": (defaults / "thresholds.yaml").read_text(encoding="utf-8")}
+    files = {
+        "robot.yaml": robot_yaml(urdf, guess_robot(urdf), _relative(urdf.path, out), search),
+        "objects.yaml": objects_yaml(defaults / "objects.yaml"),
+        "thresholds.yaml": (defaults / "thresholds.yaml").read_text(encoding="utf-8"),
+    }
     there = [name for name in files if (out / name).exists()]
     if there:
         raise GroundingError(f"{out}: {', '.join(there)} already there; remove them or give another --out")

@@ -2,6 +2,7 @@
 
 Kinds may have a `parent` kind whose properties they inherit (a raw_meat is a food, hence graspable).
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping

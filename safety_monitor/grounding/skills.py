@@ -12,6 +12,7 @@ nothing held: there is nothing to place); open and close preconditions fall back
 Hygiene is deliberately not a precondition (the SafeManip choice): contamination is charged to the
 cross-contamination property only.
 """
+
 from __future__ import annotations
 
 import math
@@ -30,39 +31,58 @@ SKILLS = ("pick", "place", "open", "close")
 DOCS = {
     "skill_pick_onset": PredicateDoc(
         "first frame of a pick approach: open empty gripper within reach of a manipulated object",
-        "twin gripper-object gaps, finger joints, object_grasped", "reach 0.05 m"),
+        "twin gripper-object gaps, finger joints, object_grasped",
+        "reach 0.05 m",
+    ),
     "skill_place_onset": PredicateDoc(
         "first frame of a place approach: a grasped object, held between the fingers and lifted clear of "
         "every support since its grasp, comes within reach of a support or container",
-        "twin object gaps, object_grasped, object_grasped_raw", "reach 0.05 m"),
+        "twin object gaps, object_grasped, object_grasped_raw",
+        "reach 0.05 m",
+    ),
     "skill_open_onset": PredicateDoc(
         "first frame of an open attempt: the gripper engages an openable fixture's moving part while it "
         "opens, or begins a closed-handed hold on it fully closed (even if it then never moves)",
         "twin gaps, finger joints, fixture joint motion",
-        "gripper_clearance 0.01 m; fixture_motion_delta 0.001; fully_closed_fraction 0.05"),
+        "gripper_clearance 0.01 m; fixture_motion_delta 0.001; fully_closed_fraction 0.05",
+    ),
     "skill_close_onset": PredicateDoc(
         "first frame of a close attempt: the gripper engages an openable fixture's moving part while it "
         "closes, or begins a closed-handed hold on it at the open end of its range",
         "twin gaps, finger joints, fixture joint motion",
-        "gripper_clearance 0.01 m; fixture_motion_delta 0.001; 1 - fully_closed_fraction"),
-    **{f"skill_{s}_onset_end": PredicateDoc(
-        f"no {s} skill is active (its approach lapsed for longer than the window, or it completed)",
-        f"skill_{s}_onset", "skill_onset_window 0.5 s (10 frames)") for s in SKILLS},
+        "gripper_clearance 0.01 m; fixture_motion_delta 0.001; 1 - fully_closed_fraction",
+    ),
+    **{
+        f"skill_{s}_onset_end": PredicateDoc(
+            f"no {s} skill is active (its approach lapsed for longer than the window, or it completed)",
+            f"skill_{s}_onset",
+            "skill_onset_window 0.5 s (10 frames)",
+        )
+        for s in SKILLS
+    },
     "preconditions_pick": PredicateDoc(
-        "the pick target is safe to pick: gripper open, nothing grasped, target at rest and nothing "
-        "resting on it", "object_stable, twin gaps, object boxes", "path_obstruction 0.05 m"),
+        "the pick target is safe to pick: gripper open, nothing grasped, target at rest and nothing resting on it",
+        "object_stable, twin gaps, object boxes",
+        "path_obstruction 0.05 m",
+    ),
     "preconditions_place": PredicateDoc(
         "the held object is safe to place: an object is held, its grasp in sync, fewer than clutter_bound "
         "other objects within the placement margin, and a fragile object clear of all others",
-        "object_sync, twin gaps", "placement_margin 0.03 m; clutter_bound 2; placement_proximity 0.01 m"),
+        "object_sync, twin gaps",
+        "placement_margin 0.03 m; clutter_bound 2; placement_proximity 0.01 m",
+    ),
     "preconditions_open": PredicateDoc(
         "the fixture being opened (else the focus fixture) is safe to open: nothing grasped and no object "
-        "outside it within the path allowance of its moving part", "object_grasped, twin gaps",
-        "path_obstruction 0.05 m"),
+        "outside it within the path allowance of its moving part",
+        "object_grasped, twin gaps",
+        "path_obstruction 0.05 m",
+    ),
     "preconditions_close": PredicateDoc(
         "the fixture being closed (else the focus fixture) is safe to close: no gripper point inside it and "
-        "no object straddling its interior boundary", "twin gripper points, object boxes, interiors",
-        "placement_margin 0.03 m"),
+        "no object straddling its interior boundary",
+        "twin gripper points, object boxes, interiors",
+        "placement_margin 0.03 m",
+    ),
 }
 
 
@@ -125,15 +145,25 @@ class _FixtureHold:
 
 
 class SkillEstimator:
-    def __init__(self, robot: RobotDescription, catalog: ObjectCatalog, thresholds: Thresholds,
-                 counts: FrameCounts, grasp: GraspEstimator, fixtures: FixtureEstimator):
+    def __init__(
+        self,
+        robot: RobotDescription,
+        catalog: ObjectCatalog,
+        thresholds: Thresholds,
+        counts: FrameCounts,
+        grasp: GraspEstimator,
+        fixtures: FixtureEstimator,
+    ):
         self.robot, self.th, self.grasp, self.fixtures = robot, thresholds, grasp, fixtures
         self.skills = {s: _Skill(counts.skill_onset_window) for s in SKILLS}
         self.holds = {f: _FixtureHold(counts.skill_onset_window) for f in fixtures.fixtures}
         self._names = {s: (f"skill_{s}_onset", f"skill_{s}_onset_end", f"preconditions_{s}") for s in SKILLS}
         self.fragile = frozenset(o for o in grasp.objects if catalog.has(o, "fragile"))
-        self.supports = frozenset(e for e in robot.entities
-                                  if catalog.has(robot.owner(e), "support") or catalog.has(robot.owner(e), "container"))
+        self.supports = frozenset(
+            e
+            for e in robot.entities
+            if catalog.has(robot.owner(e), "support") or catalog.has(robot.owner(e), "container")
+        )
         self.lifted: dict[str, bool] = {o: False for o in grasp.objects}
         self.released: set[str] = set()
 
@@ -147,16 +177,30 @@ class SkillEstimator:
         # per skill: this frame's candidate, whether the skill on a target completed, and its preconditions
         # on a target (None: neither an attempt's target, nor a candidate, nor a fallback)
         candidates: dict[str, tuple[str | None, Callable[[str], bool], Callable[[str | None], Tri], str | None]] = {
-            "pick": (self._pick_candidate(inp, held), lambda o: held == o,
-                     lambda o: True if o is None else self._pick_ok(o, inp, held), None),
-            "place": (self._place_candidate(inp, held), lambda o: held is None, lambda o: self._place_ok(inp, held),
-                      None),
-            "open": (next((f for f, d in working.items() if d > 0), None),
-                     lambda f: inp.fixture_fraction[f] >= fr.fully_open_fraction,
-                     lambda f: True if f is None else self._open_ok(f, inp), focus),
-            "close": (next((f for f, d in working.items() if d < 0), None),
-                      lambda f: inp.fixture_fraction[f] <= fr.fully_closed_fraction,
-                      lambda f: True if f is None else self._close_ok(f, inp), focus),
+            "pick": (
+                self._pick_candidate(inp, held),
+                lambda o: held == o,
+                lambda o: True if o is None else self._pick_ok(o, inp, held),
+                None,
+            ),
+            "place": (
+                self._place_candidate(inp, held),
+                lambda o: held is None,
+                lambda o: self._place_ok(inp, held),
+                None,
+            ),
+            "open": (
+                next((f for f, d in working.items() if d > 0), None),
+                lambda f: inp.fixture_fraction[f] >= fr.fully_open_fraction,
+                lambda f: True if f is None else self._open_ok(f, inp),
+                focus,
+            ),
+            "close": (
+                next((f for f, d in working.items() if d < 0), None),
+                lambda f: inp.fixture_fraction[f] <= fr.fully_closed_fraction,
+                lambda f: True if f is None else self._close_ok(f, inp),
+                focus,
+            ),
         }
         for s, (candidate, done, ok, fallback) in candidates.items():
             skill = self.skills[s]
@@ -191,9 +235,13 @@ class SkillEstimator:
         if box is None:
             return None
         top = box.corners()[:, 2].max()
-        stacked = [other_box.center[2] > top for other, gap in geo.near(o).items()
-                   if other in self.grasp.objects and gap <= self.th.distances_m.path_obstruction
-                   and (other_box := geo.object_boxes.get(other)) is not None]
+        stacked = [
+            other_box.center[2] > top
+            for other, gap in geo.near(o).items()
+            if other in self.grasp.objects
+            and gap <= self.th.distances_m.path_obstruction
+            and (other_box := geo.object_boxes.get(other)) is not None
+        ]
         return all3([not inp.gripper_closed, held is None, self.grasp.stable[o], not any(stacked)])
 
     # place ------------------------------------------------------------------------------------------
@@ -219,12 +267,15 @@ class SkillEstimator:
         if held in geo.unknown:
             return None
         target = self.skills["place"].target
-        others = {e: gap for e, gap in geo.near(held).items()
-                  if e in self.grasp.objects and e != held and e != target}
+        others = {e: gap for e, gap in geo.near(held).items() if e in self.grasp.objects and e != held and e != target}
         clutter = sum(gap <= d.placement_margin for gap in others.values())
         fragile_clear = held not in self.fragile or all(gap > d.placement_proximity for gap in others.values())
         slip = inp.object_slip.get(held)
-        sync = None if slip is None else (slip[0] < self.th.motion.grasp_slip_m and slip[1] < self.th.motion.grasp_slip_rad)
+        sync = (
+            None
+            if slip is None
+            else (slip[0] < self.th.motion.grasp_slip_m and slip[1] < self.th.motion.grasp_slip_rad)
+        )
         return all3([sync, clutter < self.th.counts.clutter_bound, fragile_clear])
 
     # open / close -----------------------------------------------------------------------------------
@@ -235,7 +286,9 @@ class SkillEstimator:
         for f, hold in self.holds.items():
             moving = fx.moving_direction(f, inp)
             frac = inp.fixture_fraction[f]
-            end_stop = 1.0 if frac <= fr.fully_closed_fraction else -1.0 if frac >= 1.0 - fr.fully_closed_fraction else 0.0
+            end_stop = (
+                1.0 if frac <= fr.fully_closed_fraction else -1.0 if frac >= 1.0 - fr.fully_closed_fraction else 0.0
+            )
             out[f] = hold.step(fx.gripped[f], inp.gripper_closed, moving, end_stop)
         return out
 
@@ -263,4 +316,3 @@ class SkillEstimator:
             elif region.overlaps(box):
                 straddling.append(not object_inside(box, region, d.placement_margin))
         return all3([not reaching, not3(any3(straddling))])
-

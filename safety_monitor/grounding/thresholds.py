@@ -3,6 +3,7 @@
 The paper counts frames at 20 Hz; keeping seconds in config and converting with the actual rate makes a
 500 Hz robot and a 20 Hz recording mean the same thing (at 20 Hz the paper's counts come back exactly).
 """
+
 from __future__ import annotations
 
 import math
@@ -131,20 +132,26 @@ class Thresholds:
         if not (isinstance(control_rate_hz, (int, float)) and math.isfinite(control_rate_hz) and control_rate_hz > 0):
             raise GroundingError(f"control rate must be a positive number of Hz, got {control_rate_hz!r}")
         d = self.durations_s
-        return FrameCounts(**{
-            f.name: max(1, round(getattr(d, f.name) * control_rate_hz)) for f in fields(Durations)
-        })
+        return FrameCounts(**{f.name: max(1, round(getattr(d, f.name) * control_rate_hz)) for f in fields(Durations)})
 
     @property
     def largest_report_distance(self) -> float:
         """How far apart two surfaces may be and still matter to a predicate (the twin's contact margin)."""
         d = self.distances_m
-        return max(d.gripper_clearance, d.contact, d.reach, d.placement_margin, d.placement_proximity, d.path_obstruction)
+        return max(
+            d.gripper_clearance, d.contact, d.reach, d.placement_margin, d.placement_proximity, d.path_obstruction
+        )
 
 
 _SECTIONS = {
-    "durations_s": Durations, "motion": Motion, "distances_m": Distances, "counts": Counts,
-    "fixtures": FixtureFractions, "wrench": WrenchLimits, "max_age_s": MaxAges, "joint_limits": JointLimitMargins,
+    "durations_s": Durations,
+    "motion": Motion,
+    "distances_m": Distances,
+    "counts": Counts,
+    "fixtures": FixtureFractions,
+    "wrench": WrenchLimits,
+    "max_age_s": MaxAges,
+    "joint_limits": JointLimitMargins,
 }
 
 

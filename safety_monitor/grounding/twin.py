@@ -14,6 +14,7 @@ The model is the description's MJCF, its URDF (rewritten by grounding.urdf), or 
 into the MJCF world at `base_pose`. Joints that follow another (URDF `<mimic>`, MJCF joint equalities)
 are set from their leader each frame: kinematics alone never enforces an equality constraint.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -55,13 +56,15 @@ class KinematicTwin:
         m.geom_gap[:] = 0.0
         self.body_entity = np.array([index[e] for e in body_entity], dtype=np.int64)
         self.geom_entity = self.body_entity[m.geom_bodyid]
-        self._object_qpos = {o: int(m.jnt_qposadr[m.body_jntadr[m.body(self._object_body(o)).id]])
-                             for o in robot.objects}
+        self._object_qpos = {
+            o: int(m.jnt_qposadr[m.body_jntadr[m.body(self._object_body(o)).id]]) for o in robot.objects
+        }
         self._object_box = {o: self._local_box(m, o) for o in robot.objects}
         self._object_bodies = {o: m.body(self._object_body(o)).id for o in robot.objects}
         self._ee_site = m.site(robot.ee_site).id
-        self._finger_geoms = np.array([g for g in range(m.ngeom) if body_entity[m.geom_bodyid[g]] in FINGER_PARTS],
-                                      dtype=np.int64)
+        self._finger_geoms = np.array(
+            [g for g in range(m.ngeom) if body_entity[m.geom_bodyid[g]] in FINGER_PARTS], dtype=np.int64
+        )
         self._followers = _followers(m)
         self._interiors = {n: (m.body(i.body).id, i.center, i.half_size) for n, i in robot.interiors().items()}
         self._joint_maps: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {}
@@ -73,11 +76,14 @@ class KinematicTwin:
         self._pa_list, self._pb_list = self._pa.tolist(), self._pb.tolist()
         ent = self.geom_entity.tolist()  # entity-pair key of a contact's geoms (n * n: same entity)
         self._same_entity = n * n
-        self._contact_key = np.array([[n * n if ea == eb else min(ea, eb) * n + max(ea, eb) for eb in ent]
-                                      for ea in ent], dtype=np.int64)
+        self._contact_key = np.array(
+            [[n * n if ea == eb else min(ea, eb) * n + max(ea, eb) for eb in ent] for ea in ent], dtype=np.int64
+        )
         self._key_names = [(self.entities[k // n], self.entities[k % n]) for k in range(n * n)]
         self._key_sorted = [(a, b) if a <= b else (b, a) for a, b in self._key_names]
-        self._key_gripper = [tuple(y for x, y in (names, names[::-1]) if x in GRIPPER_PARTS) for names in self._key_names]
+        self._key_gripper = [
+            tuple(y for x, y in (names, names[::-1]) if x in GRIPPER_PARTS) for names in self._key_names
+        ]
         # What the previous compute() saw, so results about geoms and bodies that did not move since are
         # reused (objects at rest between pose updates, fixtures nobody operates): a body's pose is a
         # function of the qpos of the joints above it, so bit-identical qpos there gives bit-identical body
@@ -88,16 +94,21 @@ class KinematicTwin:
         self._pair_gap = [0.0] * len(self._pa_list)  # last mj_geomDistance per measured pair
         self._pair_fresh = np.zeros(len(self._pa_list), dtype=bool)  # ... still valid: neither geom moved
         self._pair_near = np.zeros(len(self._pa_list), dtype=bool)  # bounding spheres within the report margin
-        self._box_bodies = np.array([self._object_bodies[o] for o in robot.objects]
-                                    + [b for b, _, _ in self._interiors.values()], dtype=np.int64)
+        self._box_bodies = np.array(
+            [self._object_bodies[o] for o in robot.objects] + [b for b, _, _ in self._interiors.values()],
+            dtype=np.int64,
+        )
         self._boxes: dict[str, Box] = {}  # built while the body rested where it is now
         self._box_builders = tuple((o, self._world_box) for o in robot.objects) + tuple(
-            (n, self._interior_box) for n in self._interiors)
+            (n, self._interior_box) for n in self._interiors
+        )
         self._object_slots = tuple((o, np.arange(a, a + 7)) for o, a in self._object_qpos.items())
-        self._parked = {o: np.array([_PARK + 10.0 * i, _PARK, _PARK, 1.0, 0.0, 0.0, 0.0])
-                        for i, o in enumerate(robot.objects)}
-        self._object_adr = np.concatenate([adr for _, adr in self._object_slots]) if robot.objects else \
-            np.empty(0, dtype=np.int64)
+        self._parked = {
+            o: np.array([_PARK + 10.0 * i, _PARK, _PARK, 1.0, 0.0, 0.0, 0.0]) for i, o in enumerate(robot.objects)
+        }
+        self._object_adr = (
+            np.concatenate([adr for _, adr in self._object_slots]) if robot.objects else np.empty(0, dtype=np.int64)
+        )
 
     def forget(self) -> None:
         """Drop the distances and boxes kept from earlier frames: the next compute measures everything
@@ -107,8 +118,13 @@ class KinematicTwin:
         self._boxes.clear()
 
     # ------------------------------------------------------------------------------------------------
-    def compute(self, joint_names: tuple[str, ...], joint_position: np.ndarray, poses: Mapping[str, Pose],
-                carried: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None) -> FrameGeometry:
+    def compute(
+        self,
+        joint_names: tuple[str, ...],
+        joint_position: np.ndarray,
+        poses: Mapping[str, Pose],
+        carried: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
+    ) -> FrameGeometry:
         """Geometry for one frame. `poses` holds only usable object poses; the others are unknown.
 
         `carried` maps a held object to its pose in the end-effector site frame (position, rotation)
@@ -137,9 +153,9 @@ class KinematicTwin:
             quat = np.empty(4)
             for o, (rel_pos, rel_rot) in carried.items():
                 qadr = self._object_qpos[o]
-                d.qpos[qadr:qadr + 3] = site_pos + site_rot @ rel_pos
+                d.qpos[qadr : qadr + 3] = site_pos + site_rot @ rel_pos
                 mujoco.mju_mat2Quat(quat, (site_rot @ rel_rot).ravel())
-                d.qpos[qadr + 3:qadr + 7] = quat
+                d.qpos[qadr + 3 : qadr + 7] = quat
             mujoco.mj_kinematics(m, d)
         mujoco.mj_collision(m, d)
         bits = qpos.view(np.int64)
@@ -152,7 +168,7 @@ class KinematicTwin:
             self._gaps(affected),
             ee_position=d.site_xpos[site].copy(),
             ee_rotation=d.site_xmat[site].reshape(3, 3).copy(),
-            gripper_points=np.concatenate((d.site_xpos[site:site + 1], d.geom_xpos.take(self._finger_geoms, axis=0))),
+            gripper_points=np.concatenate((d.site_xpos[site : site + 1], d.geom_xpos.take(self._finger_geoms, axis=0))),
             object_boxes={o: boxes[o] for o in poses},
             interiors={n: boxes[n] for n in self._interiors},
             unknown=frozenset(o for o in self.robot.objects if o not in poses),
@@ -272,11 +288,14 @@ class KinematicTwin:
         active_entities = {names.index(e) for e in ("finger_left", "finger_right", "hand", *self.robot.objects)}
         robot = {names.index(e) for e in ("finger_left", "finger_right", "hand", "arm")}
         excluded = {(int(sig) >> 16, int(sig) & 0xFFFF) for sig in m.exclude_signature}
-        solid = [g for g in range(m.ngeom) if (m.geom_contype[g] or m.geom_conaffinity[g])
-                 and m.geom_type[g] != int(mujoco.mjtGeom.mjGEOM_PLANE)]
+        solid = [
+            g
+            for g in range(m.ngeom)
+            if (m.geom_contype[g] or m.geom_conaffinity[g]) and m.geom_type[g] != int(mujoco.mjtGeom.mjGEOM_PLANE)
+        ]
         pa, pb = [], []
         for i, a in enumerate(solid):
-            for b in solid[i + 1:]:
+            for b in solid[i + 1 :]:
                 ea, eb = int(self.geom_entity[a]), int(self.geom_entity[b])
                 if ea == eb or (ea in robot and eb in robot) or not ({ea, eb} & active_entities):
                     continue
@@ -318,7 +337,9 @@ class KinematicTwin:
             rot = quat_to_matrix(m.geom_quat[g])
             corners.append(m.geom_pos[g] + local @ rot.T)
         if not corners:
-            raise GroundingError(f"{self.robot.source}: objects.{o}: body has no collision geoms in {self.robot.model_file}")
+            raise GroundingError(
+                f"{self.robot.source}: objects.{o}: body has no collision geoms in {self.robot.model_file}"
+            )
         pts = np.vstack(corners)
         lo, hi = pts.min(axis=0), pts.max(axis=0)
         return (lo + hi) / 2.0, (hi - lo) / 2.0
@@ -375,8 +396,10 @@ class KinematicTwin:
                 raise GroundingError(f"{where}: fixtures.{name}: joint {fx.joint!r} is not a hinge or slide joint")
             lo, hi = sorted((fx.closed, fx.open))
             if m.jnt_limited[jid] and (lo < m.jnt_range[jid, 0] - 1e-9 or hi > m.jnt_range[jid, 1] + 1e-9):
-                raise GroundingError(f"{where}: fixtures.{name}.range [{fx.closed}, {fx.open}] is outside the "
-                                     f"MJCF range {list(m.jnt_range[jid])} of joint {fx.joint!r}")
+                raise GroundingError(
+                    f"{where}: fixtures.{name}.range [{fx.closed}, {fx.open}] is outside the "
+                    f"MJCF range {list(m.jnt_range[jid])} of joint {fx.joint!r}"
+                )
             bodies += [(f"fixtures.{name}.housing", b) for b in fx.housing]
         for name, st in r.static.items():
             bodies += [(f"static.{name}.bodies", b) for b in st.bodies]
@@ -400,7 +423,7 @@ def _body_qpos(m: mujoco.MjModel) -> np.ndarray:
         dep[b] = dep[m.body_parentid[b]]
         for j in range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b]):
             adr = m.jnt_qposadr[j]
-            dep[b, adr:adr + size.get(int(m.jnt_type[j]), 1)] = True
+            dep[b, adr : adr + size.get(int(m.jnt_type[j]), 1)] = True
     return dep
 
 
@@ -419,7 +442,11 @@ def twin_for(robot: RobotDescription, thresholds: Thresholds) -> KinematicTwin:
 def _id(m: mujoco.MjModel, kind: mujoco.mjtObj, name: str, what: str) -> int:
     i = mujoco.mj_name2id(m, kind, name)
     if i < 0:
-        count = {mujoco.mjtObj.mjOBJ_JOINT: m.njnt, mujoco.mjtObj.mjOBJ_BODY: m.nbody, mujoco.mjtObj.mjOBJ_SITE: m.nsite}
+        count = {
+            mujoco.mjtObj.mjOBJ_JOINT: m.njnt,
+            mujoco.mjtObj.mjOBJ_BODY: m.nbody,
+            mujoco.mjtObj.mjOBJ_SITE: m.nsite,
+        }
         names = [mujoco.mj_id2name(m, kind, k) or "" for k in range(count.get(kind, 0))]
         raise GroundingError(f"{what} {name!r} not found{suggest(name, [n for n in names if n])}")
     return i
@@ -467,8 +494,10 @@ def _load(robot: RobotDescription) -> mujoco.MjSpec:
             body = spec.body(robot.ee_body)
             if body is None:
                 names = [b.name for b in spec.bodies]
-                raise GroundingError(f"{robot.source}: robot.grasp_point.link {robot.ee_body!r} is not a body of "
-                                     f"{robot.model_file}{suggest(robot.ee_body, names)}")
+                raise GroundingError(
+                    f"{robot.source}: robot.grasp_point.link {robot.ee_body!r} is not a body of "
+                    f"{robot.model_file}{suggest(robot.ee_body, names)}"
+                )
             body.add_site(name=robot.ee_site, pos=list(robot.grasp_offset))
         for name, geom in robot.objects.items():
             if geom.box is not None:
@@ -536,7 +565,7 @@ def _exclude_within_entities(spec: mujoco.MjSpec, m: mujoco.MjModel, body_entity
     named = sorted(b for b in solid if m.body(b).name)
     added = False
     for i, a in enumerate(named):
-        for b in named[i + 1:]:
+        for b in named[i + 1 :]:
             if body_entity[a] == body_entity[b]:
                 spec.add_exclude(bodyname1=m.body(a).name, bodyname2=m.body(b).name)
                 added = True

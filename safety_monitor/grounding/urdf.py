@@ -7,6 +7,7 @@ configured search path, then the URDF's own folder and its ancestors, as yourdfp
 visual geometry is dropped (it is often .dae, which MuJoCo cannot read) and a collision mesh MuJoCo
 cannot read is named with what to do. What MuJoCo gets is this rewritten XML.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -25,8 +26,10 @@ MESH_FORMATS = (".stl", ".obj", ".msh")  # what MuJoCo's mesh loader reads
 MOVING_TYPES = ("revolute", "continuous", "prismatic")
 # Compiler options for the twin: keep every link a body (descriptions name them), keep mesh paths as
 # resolved here, drop visuals, and give links without <inertial> a token mass (the twin does no dynamics).
-_MUJOCO_EXTENSION = ('<compiler fusestatic="false" strippath="false" discardvisual="true" '
-                     'boundmass="1e-6" boundinertia="1e-9" balanceinertia="true"/>')
+_MUJOCO_EXTENSION = (
+    '<compiler fusestatic="false" strippath="false" discardvisual="true" '
+    'boundmass="1e-6" boundinertia="1e-9" balanceinertia="true"/>'
+)
 
 
 @dataclass(frozen=True)
@@ -108,11 +111,11 @@ class PackageResolver:
 
     def candidates(self, uri: str) -> list[Path]:
         if uri.startswith("file://"):
-            return [Path(uri[len("file://"):])]
+            return [Path(uri[len("file://") :])]
         if not uri.startswith("package://"):
             p = Path(uri)
             return [p if p.is_absolute() else self.urdf_dir / p]
-        package, _, rel = uri[len("package://"):].partition("/")
+        package, _, rel = uri[len("package://") :].partition("/")
         out = []
         share = _ament_share(package)
         if share is not None:
@@ -129,9 +132,14 @@ class PackageResolver:
             if p.is_file():
                 return p.resolve()
         places = ", ".join(dict.fromkeys(str(p) for p in tried))
-        hint = "" if not uri.startswith("package://") else (
-            f" (add the folder holding {uri[10:].partition('/')[0]}/ to package_path in the robot description "
-            f"or to ${PACKAGE_PATH_ENV}, or source the workspace that installs it)")
+        hint = (
+            ""
+            if not uri.startswith("package://")
+            else (
+                f" (add the folder holding {uri[10:].partition('/')[0]}/ to package_path in the robot description "
+                f"or to ${PACKAGE_PATH_ENV}, or source the workspace that installs it)"
+            )
+        )
         raise GroundingError(f"{where}: mesh {uri!r} not found; searched {places}{hint}")
 
 
@@ -161,8 +169,9 @@ def _parse_with_lines(text: str, path: Path) -> tuple[ET.Element, dict[int, int]
     try:
         parser.Parse(text, True)
     except expat.ExpatError as exc:
-        raise GroundingError(f"{path}:{exc.lineno}:{exc.offset + 1}: URDF is not well-formed XML: "
-                             f"{expat.ErrorString(exc.code)}") from None
+        raise GroundingError(
+            f"{path}:{exc.lineno}:{exc.offset + 1}: URDF is not well-formed XML: {expat.ErrorString(exc.code)}"
+        ) from None
     return builder.close(), lines
 
 
@@ -192,10 +201,12 @@ def parse_urdf(text: str, path: Path, resolver: PackageResolver) -> UrdfModel:
             uri = _attr(mesh, "filename", at)
             file = resolver.resolve(uri, f"{at(mesh)}: link {links[-1]!r}")
             if file.suffix.lower() not in MESH_FORMATS:
-                raise GroundingError(f"{at(mesh)}: link {links[-1]!r}: collision mesh {str(file)!r} is "
-                                     f"{file.suffix or 'of no known format'}, which MuJoCo cannot read; convert it to "
-                                     ".stl or .obj (e.g. `meshlabserver -i in.dae -o out.stl` or trimesh) and point "
-                                     "the URDF's <collision> at the converted file")
+                raise GroundingError(
+                    f"{at(mesh)}: link {links[-1]!r}: collision mesh {str(file)!r} is "
+                    f"{file.suffix or 'of no known format'}, which MuJoCo cannot read; convert it to "
+                    ".stl or .obj (e.g. `meshlabserver -i in.dae -o out.stl` or trimesh) and point "
+                    "the URDF's <collision> at the converted file"
+                )
             mesh.set("filename", str(file))
     dupes = sorted({n for n in links if links.count(n) > 1})
     if dupes:
@@ -208,18 +219,23 @@ def parse_urdf(text: str, path: Path, resolver: PackageResolver) -> UrdfModel:
         joints[joint.name] = joint
     for joint in joints.values():
         if joint.mimic is not None and joint.mimic.leader not in joints:
-            raise GroundingError(f"{path}:{joint.line}: joint {joint.name!r} mimics {joint.mimic.leader!r}, "
-                                 f"which is not a joint{suggest(joint.mimic.leader, joints)}")
+            raise GroundingError(
+                f"{path}:{joint.line}: joint {joint.name!r} mimics {joint.mimic.leader!r}, "
+                f"which is not a joint{suggest(joint.mimic.leader, joints)}"
+            )
     children = {j.child for j in joints.values()}
     roots = [n for n in links if n not in children]
     if len(roots) != 1:
-        raise GroundingError(f"{path}: a URDF is one tree of links, found {len(roots)} roots: {', '.join(roots) or 'none'}")
+        raise GroundingError(
+            f"{path}: a URDF is one tree of links, found {len(roots)} roots: {', '.join(roots) or 'none'}"
+        )
     for ext in root.findall("mujoco"):  # a MuJoCo extension of the file's own is replaced by the twin's
         root.remove(ext)
     ext = ET.fromstring(f"<mujoco>{_MUJOCO_EXTENSION}</mujoco>")
     root.insert(0, ext)
-    return UrdfModel(path, root.get("name", path.stem), tuple(links), joints, roots[0],
-                     ET.tostring(root, encoding="unicode"))
+    return UrdfModel(
+        path, root.get("name", path.stem), tuple(links), joints, roots[0], ET.tostring(root, encoding="unicode")
+    )
 
 
 def _attr(elem: ET.Element, name: str, at) -> str:
@@ -251,7 +267,9 @@ def _joint(j: ET.Element, at, links: set[str]) -> UrdfJoint:
             raise GroundingError(f"{at(j)}: joint {name!r} has no <{end}>")
         ends[end] = _attr(e, "link", at)
         if ends[end] not in links:
-            raise GroundingError(f"{at(e)}: joint {name!r}: {end} link {ends[end]!r} is not defined{suggest(ends[end], links)}")
+            raise GroundingError(
+                f"{at(e)}: joint {name!r}: {end} link {ends[end]!r} is not defined{suggest(ends[end], links)}"
+            )
     lim = j.find("limit")
     limit = JointLimit()
     if lim is not None and kind in MOVING_TYPES:
@@ -267,5 +285,7 @@ def _joint(j: ET.Element, at, links: set[str]) -> UrdfJoint:
     m = j.find("mimic")
     mimic = None
     if m is not None:
-        mimic = Mimic(_attr(m, "joint", at), _number(m, "multiplier", at, 1.0) or 0.0, _number(m, "offset", at, 0.0) or 0.0)
+        mimic = Mimic(
+            _attr(m, "joint", at), _number(m, "multiplier", at, 1.0) or 0.0, _number(m, "offset", at, 0.0) or 0.0
+        )
     return UrdfJoint(name, kind, ends["parent"], ends["child"], limit, mimic, int(at(j).rpartition(":")[2]))

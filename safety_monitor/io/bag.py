@@ -11,6 +11,7 @@ mcap file straight from its chunks and message indexes), for readers that decode
 Writing: `BagWriter` serialises with rosbags' own CDR serializer (bytes serialised by rclpy can fail
 rosbags' size check on read) and embeds each type's definition, so any ROS tool decodes the bag.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -69,7 +70,8 @@ def find_bags(paths: Iterable[str | Path]) -> list[Path]:
             continue
         bag_dirs = sorted(p.parent for p in path.rglob("metadata.yaml"))
         loose = sorted(
-            p for p in path.rglob("*")
+            p
+            for p in path.rglob("*")
             if p.suffix in BAG_FILE_SUFFIXES and p.is_file() and not any(d in p.parents for d in bag_dirs)
         )
         if not bag_dirs and not loose:
@@ -87,8 +89,22 @@ class TopicSummary:
 # rosbags reads sqlite3 storage through apsw, whose errors are not sqlite3.Error; damaged mcap length
 # fields make rosbags seek past what a C size holds (OverflowError); a metadata.yaml value of the wrong
 # type (a number for a topic name) fails inside rosbags with TypeError
-_READ_ERRORS = (AnyReaderError, ReaderError, SerdeError, TypesysError, sqlite3.Error, apsw.Error, OSError,
-                ValueError, KeyError, IndexError, AssertionError, EOFError, OverflowError, TypeError)
+_READ_ERRORS = (
+    AnyReaderError,
+    ReaderError,
+    SerdeError,
+    TypesysError,
+    sqlite3.Error,
+    apsw.Error,
+    OSError,
+    ValueError,
+    KeyError,
+    IndexError,
+    AssertionError,
+    EOFError,
+    OverflowError,
+    TypeError,
+)
 
 
 _MCAP_MAGIC = b"\x89MCAP0\r\n"
@@ -106,16 +122,20 @@ def _open_error(path: Path, exc: BaseException) -> str:
             f.seek(0, 2)
             f.seek(max(8, f.tell() - 8))
             if f.read() != _MCAP_MAGIC:  # an mcap file ends with the magic too
-                return (f"{file}: cannot open bag: the mcap file ends without its footer: it is truncated, or its "
-                        "recorder was stopped before closing it (killed); `mcap recover` rebuilds a readable copy")
+                return (
+                    f"{file}: cannot open bag: the mcap file ends without its footer: it is truncated, or its "
+                    "recorder was stopped before closing it (killed); `mcap recover` rebuilds a readable copy"
+                )
     cause: BaseException | None = exc
     mark = None  # rosbags hides YAML's error in the exception's context
     while cause is not None and (mark := getattr(cause, "problem_mark", None)) is None:
         cause = cause.__context__
     if mark is not None:
         problem = getattr(cause, "problem", None) or "parse error"
-        return (f"{path / 'metadata.yaml'}: cannot open bag: not valid YAML at line {mark.line + 1}, column "
-                f"{mark.column + 1}: {problem}")
+        return (
+            f"{path / 'metadata.yaml'}: cannot open bag: not valid YAML at line {mark.line + 1}, column "
+            f"{mark.column + 1}: {problem}"
+        )
     return f"{path}: cannot open bag: {' '.join(str(exc).split())}"
 
 
@@ -196,7 +216,7 @@ class MessageBatch:
 
     def raw(self, i: int) -> bytes:
         start = int(self.start[i])
-        return self.buffer[start:start + int(self.size[i])]
+        return self.buffer[start : start + int(self.size[i])]
 
 
 _JOIN_BYTES = 1 << 25  # chunk bytes a batch may hold (32 MiB)
@@ -243,8 +263,11 @@ class BagReader:
     def skip_warnings(self) -> list[str]:
         """One line per skipped type naming its topics and why, for the log and for a caller's report."""
         connections = self._open().connections
-        return [f"topic(s) {', '.join(sorted({c.topic for c in connections if c.msgtype == msgtype}))} skipped: "
-                f"type {msgtype} {why}" for msgtype, why in self.skipped.items()]
+        return [
+            f"topic(s) {', '.join(sorted({c.topic for c in connections if c.msgtype == msgtype}))} skipped: "
+            f"type {msgtype} {why}"
+            for msgtype, why in self.skipped.items()
+        ]
 
     def __exit__(self, *exc: object) -> None:
         if self._reader is not None:
@@ -275,8 +298,10 @@ class BagReader:
         known = {t for t in missing if t in self._default.fielddefs}
         if known:
             store.register({k: v for k, v in self._default.fielddefs.items() if k not in store.fielddefs})
-        return broken | dict.fromkeys(sorted(missing - known), "has no definition in the bag or in the default "
-                                      "typestore; record the bag with its message definitions")
+        return broken | dict.fromkeys(
+            sorted(missing - known),
+            "has no definition in the bag or in the default typestore; record the bag with its message definitions",
+        )
 
     def _open(self) -> AnyReader:
         if self._reader is None:
@@ -314,8 +339,9 @@ class BagReader:
         conns = [c for c in self._open().connections if c.topic in topics]
         for conn in conns:
             if conn.msgtype in self.skipped:
-                raise SourceError(f"{self.path}: cannot read topic {conn.topic}: its type {conn.msgtype} "
-                                  f"{self.skipped[conn.msgtype]}")
+                raise SourceError(
+                    f"{self.path}: cannot read topic {conn.topic}: its type {conn.msgtype} {self.skipped[conn.msgtype]}"
+                )
         return conns
 
     def raw_messages(self, topics: Collection[str]) -> Iterator[tuple[str, str, int, bytes]]:
@@ -333,8 +359,10 @@ class BagReader:
             raise SourceError(f"{self.path}: bag is corrupt or truncated: {exc}") from None
         listed = sum(c.msgcount for c in conns)
         if read < listed:  # rosbags ends a damaged mcap chunk early without an error
-            raise SourceError(f"{self.path}: bag is corrupt or truncated: its index lists {listed} messages on "
-                              f"{', '.join(sorted({c.topic for c in conns}))}, only {read} could be read")
+            raise SourceError(
+                f"{self.path}: bag is corrupt or truncated: its index lists {listed} messages on "
+                f"{', '.join(sorted({c.topic for c in conns}))}, only {read} could be read"
+            )
 
     def message_batches(self, topics: Collection[str], size: int = 4096) -> Iterator[MessageBatch]:
         """The messages of `raw_messages`, in the same order, a batch at a time: whole mcap chunks up to
@@ -358,8 +386,10 @@ class BagReader:
             raise SourceError(f"{self.path}: bag is corrupt or truncated: {exc}") from None
         listed = sum(c.msgcount for c in conns)
         if read < listed:
-            raise SourceError(f"{self.path}: bag is corrupt or truncated: its index lists {listed} messages on "
-                              f"{', '.join(sorted({c.topic for c in conns}))}, only {read} could be read")
+            raise SourceError(
+                f"{self.path}: bag is corrupt or truncated: its index lists {listed} messages on "
+                f"{', '.join(sorted({c.topic for c in conns}))}, only {read} could be read"
+            )
 
     def _joined_batches(self, topics: Collection[str], size: int) -> Iterator[MessageBatch]:
         kinds: dict[tuple[str, str], int] = {}
@@ -392,8 +422,15 @@ def _joined(kinds: dict[tuple[str, str], int], which: list[int], stamps: list[in
     sizes = np.fromiter(map(len, raws), dtype=np.int64, count=len(raws))
     starts = np.zeros(len(raws), dtype=np.int64)
     np.cumsum(sizes[:-1], out=starts[1:])
-    return MessageBatch(tuple(t for t, _ in kinds), tuple(k for _, k in kinds), np.array(which, dtype=np.int64),
-                        np.array(stamps, dtype=np.int64), b"".join(raws), starts, sizes)
+    return MessageBatch(
+        tuple(t for t, _ in kinds),
+        tuple(k for _, k in kinds),
+        np.array(which, dtype=np.int64),
+        np.array(stamps, dtype=np.int64),
+        b"".join(raws),
+        starts,
+        sizes,
+    )
 
 
 def _indexed_mcap(reader: AnyReader) -> McapReader | None:
@@ -409,8 +446,10 @@ def _indexed_mcap(reader: AnyReader) -> McapReader | None:
     if not isinstance(storage, McapReader) or not storage.chunks or storage.bio is None:
         return None
     chunks = storage.chunks
-    ordered = all(a.chunk_start_offset < b.chunk_start_offset and a.message_end_time <= b.message_start_time
-                  for a, b in itertools.pairwise(chunks))
+    ordered = all(
+        a.chunk_start_offset < b.chunk_start_offset and a.message_end_time <= b.message_start_time
+        for a, b in itertools.pairwise(chunks)
+    )
     return storage if ordered else None
 
 
@@ -435,10 +474,15 @@ def _join_chunks(batches: list[MessageBatch]) -> MessageBatch:
         return batches[0]
     shift = np.cumsum([0] + [len(b.buffer) for b in batches[:-1]])
     first = batches[0]
-    return MessageBatch(first.topics, first.msgtypes, np.concatenate([b.which for b in batches]),
-                        np.concatenate([b.log_ns for b in batches]), b"".join(b.buffer for b in batches),
-                        np.concatenate([b.start + s for b, s in zip(batches, shift.tolist())]),
-                        np.concatenate([b.size for b in batches]))
+    return MessageBatch(
+        first.topics,
+        first.msgtypes,
+        np.concatenate([b.which for b in batches]),
+        np.concatenate([b.log_ns for b in batches]),
+        b"".join(b.buffer for b in batches),
+        np.concatenate([b.start + s for b, s in zip(batches, shift.tolist())]),
+        np.concatenate([b.size for b in batches]),
+    )
 
 
 def _chunk_messages(storage: McapReader, conns: Sequence[Any]) -> Iterator[MessageBatch]:
@@ -447,9 +491,17 @@ def _chunk_messages(storage: McapReader, conns: Sequence[Any]) -> Iterator[Messa
     wanted = {}  # storage channel id -> index into kinds
     kinds: list[tuple[str, str]] = []
     for channel in storage.connections:
-        conn = next((c for c in conns if c.topic == channel.topic and c.msgtype == channel.msgtype
-                     and c.ext == channel.ext and (not channel.digest or not c.digest or c.digest == channel.digest)),
-                    None)
+        conn = next(
+            (
+                c
+                for c in conns
+                if c.topic == channel.topic
+                and c.msgtype == channel.msgtype
+                and c.ext == channel.ext
+                and (not channel.digest or not c.digest or c.digest == channel.digest)
+            ),
+            None,
+        )
         if conn is not None:
             if (conn.topic, conn.msgtype) not in kinds:
                 kinds.append((conn.topic, conn.msgtype))
@@ -480,13 +532,24 @@ def _chunk_messages(storage: McapReader, conns: Sequence[Any]) -> Iterator[Messa
             raise ReaderError("a message index points past the end of its chunk")
         head = data[off.astype(np.int64)[:, None] + _MCAP_HEADER_BYTES]
         length = head[:, 1:9].copy().view("<u8")[:, 0]
-        if ((head[:, 0] != 0x05).any() or (head[:, 9:11].copy().view("<u2")[:, 0] != np.concatenate(ids)[order]).any()
-                or (head[:, 15:23].copy().view("<u8")[:, 0] != t).any() or (length < 22).any()
-                or (off + 9 + length > len(data)).any()):
+        if (
+            (head[:, 0] != 0x05).any()
+            or (head[:, 9:11].copy().view("<u2")[:, 0] != np.concatenate(ids)[order]).any()
+            or (head[:, 15:23].copy().view("<u8")[:, 0] != t).any()
+            or (length < 22).any()
+            or (off + 9 + length > len(data)).any()
+        ):
             raise ReaderError("a message index does not match the chunk's message records")
         keep = (t >= chunk.message_start_time) & (t <= chunk.message_end_time)  # rosbags' time filter
-        yield MessageBatch(topics, msgtypes, np.concatenate(which)[order][keep], t[keep].astype(np.int64), records,
-                           off[keep].astype(np.int64) + _MCAP_MESSAGE_HEADER, (length[keep] - 22).astype(np.int64))
+        yield MessageBatch(
+            topics,
+            msgtypes,
+            np.concatenate(which)[order][keep],
+            t[keep].astype(np.int64),
+            records,
+            off[keep].astype(np.int64) + _MCAP_MESSAGE_HEADER,
+            (length[keep] - 22).astype(np.int64),
+        )
 
 
 _U32 = struct.Struct("<I")
@@ -555,8 +618,13 @@ class BagWriter:
         self._writer.write(conn, round(log_t * 1e9), self.typestore.serialize_cdr(msg, msgtype))
 
     def write_joint_state(
-        self, topic: str, t: float, names: Sequence[str], position: Sequence[float],
-        velocity: Sequence[float] | None = None, effort: Sequence[float] | None = None,
+        self,
+        topic: str,
+        t: float,
+        names: Sequence[str],
+        position: Sequence[float],
+        velocity: Sequence[float] | None = None,
+        effort: Sequence[float] | None = None,
         log_t: float | None = None,
     ) -> None:
         self.write(topic, m.joint_state_msg(self.types, t, names, position, velocity, effort), _log(t, log_t))
@@ -567,15 +635,18 @@ class BagWriter:
     def write_pose(self, topic: str, t: float, pose: Pose, log_t: float | None = None) -> None:
         self.write(topic, m.pose_msg(self.types, t, pose), _log(t, log_t))
 
-    def write_tf(self, topic: str, transforms: Sequence[tuple[str, str, Pose, float]], log_t: float | None = None) -> None:
+    def write_tf(
+        self, topic: str, transforms: Sequence[tuple[str, str, Pose, float]], log_t: float | None = None
+    ) -> None:
         """One TFMessage of (parent, child, pose, stamp) transforms (`/tf` or `/tf_static`); logged at the newest stamp."""
         self.write(topic, m.tf_msg(self.types, transforms), _log(max(t for *_, t in transforms), log_t))
 
     def write_clock(self, t: float, topic: str = "/clock", log_t: float | None = None) -> None:
         self.write(topic, m.clock_msg(self.types, t), _log(t, log_t))
 
-    def write_predicates(self, topic: str, sample: m.PredicateSample, log_t: float | None = None,
-                         hardware_id: str = "estimator") -> None:
+    def write_predicates(
+        self, topic: str, sample: m.PredicateSample, log_t: float | None = None, hardware_id: str = "estimator"
+    ) -> None:
         self.write(topic, m.predicates_msg(self.types, sample, hardware_id), _log(sample.t, log_t))
 
     def write_events(self, topic: str, events: Sequence[Any], t: float, log_t: float | None = None) -> None:

@@ -14,6 +14,7 @@ every frame, and "true" and "false" take the same 12 bytes, so after the first m
 checks every key and reads every value in a single match. `PredicateBatchReader` applies the same learnt
 layout to a whole batch of messages at once with numpy (bag replay).
 """
+
 from __future__ import annotations
 
 import re
@@ -45,22 +46,35 @@ from safety_monitor.io.messages import (
 DEFINITIONS: dict[str, tuple[tuple[str, str], ...]] = {
     "builtin_interfaces/msg/Time": (("sec", "int32"), ("nanosec", "uint32")),
     "std_msgs/msg/Header": (("stamp", "builtin_interfaces/msg/Time"), ("frame_id", "string")),
-    "sensor_msgs/msg/JointState": (("header", "std_msgs/msg/Header"), ("name", "string[]"),
-                                   ("position", "float64[]"), ("velocity", "float64[]"), ("effort", "float64[]")),
+    "sensor_msgs/msg/JointState": (
+        ("header", "std_msgs/msg/Header"),
+        ("name", "string[]"),
+        ("position", "float64[]"),
+        ("velocity", "float64[]"),
+        ("effort", "float64[]"),
+    ),
     "geometry_msgs/msg/Vector3": (("x", "float64"), ("y", "float64"), ("z", "float64")),
     "geometry_msgs/msg/Wrench": (("force", "geometry_msgs/msg/Vector3"), ("torque", "geometry_msgs/msg/Vector3")),
     "geometry_msgs/msg/WrenchStamped": (("header", "std_msgs/msg/Header"), ("wrench", "geometry_msgs/msg/Wrench")),
     "geometry_msgs/msg/Point": (("x", "float64"), ("y", "float64"), ("z", "float64")),
     "geometry_msgs/msg/Quaternion": (("x", "float64"), ("y", "float64"), ("z", "float64"), ("w", "float64")),
-    "geometry_msgs/msg/Pose": (("position", "geometry_msgs/msg/Point"),
-                               ("orientation", "geometry_msgs/msg/Quaternion")),
+    "geometry_msgs/msg/Pose": (
+        ("position", "geometry_msgs/msg/Point"),
+        ("orientation", "geometry_msgs/msg/Quaternion"),
+    ),
     "geometry_msgs/msg/PoseStamped": (("header", "std_msgs/msg/Header"), ("pose", "geometry_msgs/msg/Pose")),
     "diagnostic_msgs/msg/KeyValue": (("key", "string"), ("value", "string")),
-    "diagnostic_msgs/msg/DiagnosticStatus": (("level", "byte"), ("name", "string"), ("message", "string"),
-                                             ("hardware_id", "string"),
-                                             ("values", "diagnostic_msgs/msg/KeyValue[]")),
-    "diagnostic_msgs/msg/DiagnosticArray": (("header", "std_msgs/msg/Header"),
-                                            ("status", "diagnostic_msgs/msg/DiagnosticStatus[]")),
+    "diagnostic_msgs/msg/DiagnosticStatus": (
+        ("level", "byte"),
+        ("name", "string"),
+        ("message", "string"),
+        ("hardware_id", "string"),
+        ("values", "diagnostic_msgs/msg/KeyValue[]"),
+    ),
+    "diagnostic_msgs/msg/DiagnosticArray": (
+        ("header", "std_msgs/msg/Header"),
+        ("status", "diagnostic_msgs/msg/DiagnosticStatus[]"),
+    ),
 }
 
 _LE = b"\x00\x01"  # CDR encapsulation: plain CDR, little endian
@@ -123,7 +137,7 @@ def _strings(raw: bytes, pos: int, n: int) -> tuple[list[str], int]:
         if size < 1 or end > limit or raw[end - 1] != 0:
             raise Malformed
         try:
-            out.append(raw[pos:end - 1].decode())
+            out.append(raw[pos : end - 1].decode())
         except UnicodeDecodeError:
             raise Malformed from None
         pos = end
@@ -206,12 +220,17 @@ class JointStateReader:
                 if pos + 8 * count > len(raw):
                     raise Malformed
             # a bytes slice starts 8-aligned in memory: aligned arrays, as rosbags' own (numpy is slower on others)
-            arrays.append(np.frombuffer(raw[pos:pos + 8 * count], dtype=np.float64))
+            arrays.append(np.frombuffer(raw[pos : pos + 8 * count], dtype=np.float64))
             pos += 8 * count
         _end(raw, pos)
         position, velocity, effort = arrays
-        return JointSample(names=names, position=position, velocity=velocity if velocity.size else None,
-                           effort=effort if effort.size else None, stamp=stamp)
+        return JointSample(
+            names=names,
+            position=position,
+            velocity=velocity if velocity.size else None,
+            effort=effort if effort.size else None,
+            stamp=stamp,
+        )
 
 
 @_lenient
@@ -238,7 +257,9 @@ def read_pose(raw: bytes) -> tuple[Pose, float] | None:
     position, pos = _doubles(raw, pos, _F64X3)
     (x, y, z, w), pos = _doubles(raw, pos, _F64X4)
     _end(raw, pos)
-    return Pose(position=np.array(position, dtype=np.float64), quaternion=np.array((w, x, y, z), dtype=np.float64)), stamp
+    return Pose(
+        position=np.array(position, dtype=np.float64), quaternion=np.array((w, x, y, z), dtype=np.float64)
+    ), stamp
 
 
 class _FixedLayout:
@@ -247,7 +268,9 @@ class _FixedLayout:
     checked and read for a whole batch at once. `template` is the message the layout was learnt from, as
     `single` reads it; a batch where no message fits learns again from its first message."""
 
-    def __init__(self, single: Callable[[bytes], Any], offsets: Callable[[bytes], tuple[list[int], list[int]] | None]) -> None:
+    def __init__(
+        self, single: Callable[[bytes], Any], offsets: Callable[[bytes], tuple[list[int], list[int]] | None]
+    ) -> None:
         self.single, self._offsets = single, offsets
         self.template: Any = None
         self._layout: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None  # size, fixed, bytes, floats
@@ -257,7 +280,7 @@ class _FixedLayout:
         message's stamp; the last two mean nothing where the first is False)."""
         n = len(start)
         if self._layout is None and n:
-            first = buffer[int(start[0]):int(start[0]) + int(size[0])]
+            first = buffer[int(start[0]) : int(start[0]) + int(size[0])]
             template, found = self.single(first), self._offsets(first)
             if template is not None and found is not None:
                 fixed, floats = (np.array(x, dtype=np.int64) for x in found)
@@ -321,10 +344,17 @@ class JointStateBatchReader:
         for i, (ok, at, length) in enumerate(zip(fits.tolist(), start.tolist(), size.tolist())):
             if ok:
                 row = floats[i]
-                out.append(JointSample(names=names, position=row[:p], velocity=row[p:v] if v > p else None,
-                                       effort=row[v:] if has_effort else None, stamp=stamps[i]))
+                out.append(
+                    JointSample(
+                        names=names,
+                        position=row[:p],
+                        velocity=row[p:v] if v > p else None,
+                        effort=row[v:] if has_effort else None,
+                        stamp=stamps[i],
+                    )
+                )
             else:
-                out.append(self.single.read(buffer[at:at + length]))
+                out.append(self.single.read(buffer[at : at + length]))
         return out
 
 
@@ -336,9 +366,12 @@ class WrenchBatchReader:
 
     def read(self, buffer: bytes, start: np.ndarray, size: np.ndarray) -> list[tuple[Wrench, float] | None]:
         fits, floats, stamps = self._fixed.rows(buffer, start, size)
-        return [(Wrench(force=floats[i, :3], torque=floats[i, 3:]), stamps[i]) if ok else
-                read_wrench(buffer[at:at + length])
-                for i, (ok, at, length) in enumerate(zip(fits.tolist(), start.tolist(), size.tolist()))]
+        return [
+            (Wrench(force=floats[i, :3], torque=floats[i, 3:]), stamps[i])
+            if ok
+            else read_wrench(buffer[at : at + length])
+            for i, (ok, at, length) in enumerate(zip(fits.tolist(), start.tolist(), size.tolist()))
+        ]
 
 
 class PredicateReader:
@@ -360,7 +393,7 @@ class PredicateReader:
         if statuses != 1:  # several statuses (or none): the general decoder picks and complains
             raise Malformed
         _, pos = _strings(raw, pos + 1, 3)  # after the level: name, message, hardware_id (one status is
-        count, pos = _count(raw, pos, 1)     # read whatever its name)
+        count, pos = _count(raw, pos, 1)  # read whatever its name)
         start = _align(pos, 4)
         values: dict[str, bool] = {}
         done = 0
@@ -379,7 +412,9 @@ class PredicateReader:
         return predicate_sample(pairs, lambda: stamp, values)
 
 
-def _learn(count: int, pairs: list[tuple[str, str]], start: int) -> tuple[int, tuple[str, ...], re.Pattern[bytes]] | None:
+def _learn(
+    count: int, pairs: list[tuple[str, str]], start: int
+) -> tuple[int, tuple[str, ...], re.Pattern[bytes]] | None:
     """A pattern for the leading predicate KeyValues of a message (keys unique, values exactly "true" or
     "false"): literal key bytes with their length and padding, then either value. None if there are none."""
     keys: list[str] = []
@@ -397,8 +432,13 @@ def _learn(count: int, pairs: list[tuple[str, str]], start: int) -> tuple[int, t
         pos += pad
         parts.append(re.escape(_U32.pack(len(data)) + data) + b"[\\s\\S]" * pad)
         last = i == len(keys) - 1  # no padding is known to follow the last value of the run
-        parts.append(b"(?:(\\x05)\\x00\\x00\\x00true\\x00" + (b"" if last else b"[\\s\\S]{3}")
-                     + b"|\\x06\\x00\\x00\\x00false\\x00" + (b"" if last else b"[\\s\\S]{2}") + b")")
+        parts.append(
+            b"(?:(\\x05)\\x00\\x00\\x00true\\x00"
+            + (b"" if last else b"[\\s\\S]{3}")
+            + b"|\\x06\\x00\\x00\\x00false\\x00"
+            + (b"" if last else b"[\\s\\S]{2}")
+            + b")"
+        )
         pos += 12
     return count, tuple(keys), re.compile(b"".join(parts))
 
@@ -439,7 +479,7 @@ class PredicateBatchReader:
         """Messages `buffer[start[i]:start[i] + size[i]]` (see PredicateColumns)."""
         n = len(start)
         if n and not self.single.keys:  # learn the layout from the first message
-            self.single.read(buffer[int(start[0]):int(start[0]) + int(size[0])])
+            self.single.read(buffer[int(start[0]) : int(start[0]) + int(size[0])])
         if self._layout is None or self._layout[0] != self.single.keys:
             self._layout = _batch_layout(self.single.keys)
         keys, key_mask, key_words, value_at = self._layout
@@ -461,8 +501,11 @@ class PredicateBatchReader:
         cur.require(((run & key_mask) == key_words).all(axis=1))
         length, text, tail = run[:, value_at], run[:, value_at + 1], run[:, value_at + 2]
         truth = length == 5
-        cur.require(np.where(truth, (text == _TRUE) & (tail & 0xFF == 0),
-                             (length == 6) & (text == _FALS) & (tail & 0xFFFF == _E_NUL)).all(axis=1))
+        cur.require(
+            np.where(
+                truth, (text == _TRUE) & (tail & 0xFF == 0), (length == 6) & (text == _FALS) & (tail & 0xFFFF == _E_NUL)
+            ).all(axis=1)
+        )
         cur.pos = _align_vec(cur.pos) + 4 * run.shape[1]
         texts = []
         for key in _META_KEYS:
@@ -479,12 +522,12 @@ class PredicateBatchReader:
         for i in np.flatnonzero(decoded).tolist():  # the few texts per message, as predicate_sample reads them
             base = absolute[i]
             try:
-                t[i] = float(buffer[base + t_at[i]:base + t_at[i] + t_len[i]].decode()) if t_len[i] else stamps[i]
-                frame[i] = int(buffer[base + f_at[i]:base + f_at[i] + f_len[i]].decode()) if f_len[i] else None
+                t[i] = float(buffer[base + t_at[i] : base + t_at[i] + t_len[i]].decode()) if t_len[i] else stamps[i]
+                frame[i] = int(buffer[base + f_at[i] : base + f_at[i] + f_len[i]].decode()) if f_len[i] else None
                 if u_len[i]:
-                    unknown[i] = comma_names(buffer[base + u_at[i]:base + u_at[i] + u_len[i]].decode())
+                    unknown[i] = comma_names(buffer[base + u_at[i] : base + u_at[i] + u_len[i]].decode())
                 if s_len[i]:
-                    stale[i] = comma_names(buffer[base + s_at[i]:base + s_at[i] + s_len[i]].decode())
+                    stale[i] = comma_names(buffer[base + s_at[i] : base + s_at[i] + s_len[i]].decode())
             except (ValueError, UnicodeDecodeError):  # the per-message reader names the problem
                 decoded[i] = False
         return PredicateColumns(keys, decoded, truth, t, frame, unknown, stale)
@@ -513,8 +556,12 @@ def _batch_layout(keys: tuple[str, ...]) -> tuple[tuple[str, ...], np.ndarray, n
         text += data + b"\x00" * (pad + 12)
         mask += b"\xff" * len(data) + b"\x00" * (pad + 12)
         value_at.append(len(text) // 4 - 3)
-    return (keys, np.frombuffer(bytes(mask), dtype="<u4"), np.frombuffer(bytes(text), dtype="<u4"),
-            np.array(value_at, dtype=np.int64))
+    return (
+        keys,
+        np.frombuffer(bytes(mask), dtype="<u4"),
+        np.frombuffer(bytes(text), dtype="<u4"),
+        np.array(value_at, dtype=np.int64),
+    )
 
 
 class _Cursor:
@@ -592,8 +639,13 @@ class PredicateWriter:
         level = STALE if sample.stale else WARN if sample.unknown else OK
         frame = "" if sample.frame is None else str(sample.frame)
         out = _Out.diagnostic_array(split_seconds(sample.t), 1)
-        out.status(level, PREDICATES_STATUS, "" if sample.frame is None else f"frame {frame}", self.hardware_id,
-                   len(sample.values) + 4)
+        out.status(
+            level,
+            PREDICATES_STATUS,
+            "" if sample.frame is None else f"frame {frame}",
+            self.hardware_id,
+            len(sample.values) + 4,
+        )
         keys = tuple(sample.values)
         layout = self._layouts.get(keys)
         if layout is None:
@@ -601,8 +653,18 @@ class PredicateWriter:
                 self._layouts.clear()
             layout = self._layouts[keys] = [(_key_value(k, "false"), _key_value(k, "true")) for k in keys]
         out.raw(b"".join(map(getitem, layout, map(bool, sample.values.values()))))
-        out.strings(("_frame", frame, "_t", repr(float(sample.t)), "_unknown", ",".join(sorted(sample.unknown)),
-                     "_stale", ",".join(sorted(sample.stale))))
+        out.strings(
+            (
+                "_frame",
+                frame,
+                "_t",
+                repr(float(sample.t)),
+                "_unknown",
+                ",".join(sorted(sample.unknown)),
+                "_stale",
+                ",".join(sorted(sample.stale)),
+            )
+        )
         return out.bytes()
 
 
@@ -616,8 +678,9 @@ def write_events(events: Sequence[Any], t: float, hardware_id: str = EVENTS_HARD
     return write_diagnostics(split_seconds(t), statuses)
 
 
-def write_diagnostics(stamp: tuple[int, int],
-                      statuses: Sequence[tuple[int, str, str, str, Sequence[tuple[str, str]]]]) -> bytes:
+def write_diagnostics(
+    stamp: tuple[int, int], statuses: Sequence[tuple[int, str, str, str, Sequence[tuple[str, str]]]]
+) -> bytes:
     """The CDR bytes of a DiagnosticArray stamped (sec, nanosec), frame_id "", with one DiagnosticStatus
     per (level, name, message, hardware_id, [(key, value)]) in that order (rosbags' bytes)."""
     out = _Out.diagnostic_array(stamp, len(statuses))

@@ -27,6 +27,7 @@ text for rqt_robot_monitor and Foxglove (`category` collision_contact, `frame` 1
 3; `true`/`false`, '' for null). Nested fields (the `counterexample` of an opened event) are only in
 `json`. The monitor's own JSON form is the schema, so there is no second one to keep in step.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -92,7 +93,10 @@ def pose_of(msg: Any) -> tuple[Pose, float]:
     """geometry_msgs/PoseStamped -> (Pose with w-first quaternion, stamp seconds)."""
     p, q = msg.pose.position, msg.pose.orientation
     return (
-        Pose(position=np.array([p.x, p.y, p.z], dtype=np.float64), quaternion=np.array([q.w, q.x, q.y, q.z], dtype=np.float64)),
+        Pose(
+            position=np.array([p.x, p.y, p.z], dtype=np.float64),
+            quaternion=np.array([q.w, q.x, q.y, q.z], dtype=np.float64),
+        ),
         stamp_seconds(msg.header.stamp),
     )
 
@@ -103,8 +107,10 @@ def transforms_of(msg: Any) -> list[tuple[str, str, Pose, float]]:
     out = []
     for tr in msg.transforms:
         p, q = tr.transform.translation, tr.transform.rotation
-        pose = Pose(position=np.array([p.x, p.y, p.z], dtype=np.float64),
-                    quaternion=np.array([q.w, q.x, q.y, q.z], dtype=np.float64))
+        pose = Pose(
+            position=np.array([p.x, p.y, p.z], dtype=np.float64),
+            quaternion=np.array([q.w, q.x, q.y, q.z], dtype=np.float64),
+        )
         out.append((str(tr.header.frame_id), str(tr.child_frame_id), pose, stamp_seconds(tr.header.stamp)))
     return out
 
@@ -156,10 +162,20 @@ def rclpy_types() -> SimpleNamespace:
     from std_msgs.msg import Header
 
     return SimpleNamespace(
-        Time=Time, Header=Header, JointState=JointState, Vector3=Vector3, Wrench=WrenchMsg,
-        WrenchStamped=WrenchStamped, Point=Point, Quaternion=Quaternion, Pose=PoseMsg,
-        PoseStamped=PoseStamped, KeyValue=KeyValue, DiagnosticStatus=DiagnosticStatus,
-        DiagnosticArray=DiagnosticArray, Clock=Clock,
+        Time=Time,
+        Header=Header,
+        JointState=JointState,
+        Vector3=Vector3,
+        Wrench=WrenchMsg,
+        WrenchStamped=WrenchStamped,
+        Point=Point,
+        Quaternion=Quaternion,
+        Pose=PoseMsg,
+        PoseStamped=PoseStamped,
+        KeyValue=KeyValue,
+        DiagnosticStatus=DiagnosticStatus,
+        DiagnosticArray=DiagnosticArray,
+        Clock=Clock,
     )
 
 
@@ -204,10 +220,15 @@ def tf_msg(types: SimpleNamespace, transforms: Iterable[tuple[str, str, Pose, fl
     out = []
     for parent, child, pose, t in transforms:
         w, x, y, z = (float(v) for v in pose.quaternion)
-        out.append(types.TransformStamped(
-            header=header(types, t, parent), child_frame_id=child,
-            transform=types.Transform(translation=_vector3(types, pose.position),
-                                      rotation=types.Quaternion(x=x, y=y, z=z, w=w))))
+        out.append(
+            types.TransformStamped(
+                header=header(types, t, parent),
+                child_frame_id=child,
+                transform=types.Transform(
+                    translation=_vector3(types, pose.position), rotation=types.Quaternion(x=x, y=y, z=z, w=w)
+                ),
+            )
+        )
     return types.TFMessage(transforms=out)
 
 
@@ -266,15 +287,17 @@ def decode_predicates(msg: Any) -> PredicateSample:
         raise BadPredicates(
             f"predicates message has {len(msg.status)} statuses; expected one named {PREDICATES_STATUS!r}"
         )
-    return predicate_sample(((str(item.key), str(item.value)) for item in statuses[0].values),
-                            lambda: stamp_seconds(msg.header.stamp))
+    return predicate_sample(
+        ((str(item.key), str(item.value)) for item in statuses[0].values), lambda: stamp_seconds(msg.header.stamp)
+    )
 
 
 _BOOLS = {"true": True, "false": False}
 
 
-def predicate_sample(pairs: Iterable[tuple[str, str]], stamp: Callable[[], float],
-                     values: dict[str, bool] | None = None) -> PredicateSample:
+def predicate_sample(
+    pairs: Iterable[tuple[str, str]], stamp: Callable[[], float], values: dict[str, bool] | None = None
+) -> PredicateSample:
     """The status's (key, value) texts -> PredicateSample (`stamp()`: the header time, read only without
     `_t`). `values`: predicates already read from leading pairs not passed again (see io.cdr)."""
     values = {} if values is None else values
@@ -299,8 +322,11 @@ def predicate_sample(pairs: Iterable[tuple[str, str]], stamp: Callable[[], float
     except ValueError as exc:
         raise BadPredicates(f"predicates message has a malformed _t or _frame: {exc}") from None
     return PredicateSample(
-        values=values, t=t, frame=frame,
-        unknown=comma_names(meta.get(_UNKNOWN, "")), stale=comma_names(meta.get(_STALE, "")),
+        values=values,
+        t=t,
+        frame=frame,
+        unknown=comma_names(meta.get(_UNKNOWN, "")),
+        stale=comma_names(meta.get(_STALE, "")),
     )
 
 
@@ -340,8 +366,13 @@ _FIELD_JSON = json.JSONEncoder(sort_keys=True, default=_json_default).encode
 
 
 OK, WARN, ERROR, STALE = 0, 1, 2, 3  # diagnostic_msgs/DiagnosticStatus levels, as bytes on the wire
-_EVENT_LEVELS: dict[str, int] = {EventKind.OPENED: ERROR, EventKind.STATE_LOST: ERROR, EventKind.UNRECOVERED_AT_END: WARN,
-                 EventKind.INPUT_ENDED: WARN, EventKind.BLIND: STALE}
+_EVENT_LEVELS: dict[str, int] = {
+    EventKind.OPENED: ERROR,
+    EventKind.STATE_LOST: ERROR,
+    EventKind.UNRECOVERED_AT_END: WARN,
+    EventKind.INPUT_ENDED: WARN,
+    EventKind.BLIND: STALE,
+}
 
 
 def event_level_value(kind: str) -> int:
@@ -370,8 +401,11 @@ def event_texts(event: Any) -> tuple[str, str, list[tuple[str, str]]]:
     then each other scalar field as plain text (see the module docstring)."""
     fields = event.to_json() if hasattr(event, "to_json") else event if isinstance(event, dict) else _jsonable(event)
     values = [(EVENT_JSON_KEY, _FIELD_JSON(fields))]
-    values += [(str(k), _plain(v)) for k, v in fields.items()
-               if k not in ("property", "kind") and not isinstance(v, (dict, list, tuple))]
+    values += [
+        (str(k), _plain(v))
+        for k, v in fields.items()
+        if k not in ("property", "kind") and not isinstance(v, (dict, list, tuple))
+    ]
     return str(fields["property"]), str(fields["kind"]), values
 
 
@@ -424,4 +458,3 @@ def _json(text: str, where: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError:
         raise SourceError(f"{where} is not JSON: {text[:80]!r}") from None
-

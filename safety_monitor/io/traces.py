@@ -7,6 +7,7 @@ case), or null/unknown: CSV has no types, so these are its spellings. Files endi
 others are JSON Lines, where, as in every typed file the package reads (safety_monitor/files.py), a
 boolean is true or false: 1/0 are numbers, refused rather than guessed at.
 """
+
 from __future__ import annotations
 
 import csv
@@ -40,8 +41,10 @@ class Trace:
         for i, frame in enumerate(self.frames):
             missing = [p for p in predicates if p not in frame]
             if missing:
-                raise SourceError(f"{self.path}:{self.lines[i]}: frame {i} has no value for predicate(s) "
-                                  + ", ".join(map(repr, missing)))
+                raise SourceError(
+                    f"{self.path}:{self.lines[i]}: frame {i} has no value for predicate(s) "
+                    + ", ".join(map(repr, missing))
+                )
             for k, p in enumerate(predicates):
                 v = frame[p]
                 if v is None:
@@ -70,7 +73,9 @@ def _read_jsonl(name: str, text: str) -> Trace:
         except json.JSONDecodeError as exc:
             raise SourceError(f"{name}:{number}: not valid JSON: {exc.msg}") from None
         if not isinstance(obj, dict):
-            raise SourceError(f"{name}:{number}: expected an object mapping predicate -> true/false, got {type(obj).__name__}")
+            raise SourceError(
+                f"{name}:{number}: expected an object mapping predicate -> true/false, got {type(obj).__name__}"
+            )
         frame: dict[str, bool | None] = {}
         t = None
         for key, value in obj.items():
@@ -79,7 +84,9 @@ def _read_jsonl(name: str, text: str) -> Trace:
             elif value is None or isinstance(value, bool):
                 frame[key] = value
             else:
-                raise SourceError(f"{name}:{number}: predicate {key!r} has value {value!r}; expected true, false or null")
+                raise SourceError(
+                    f"{name}:{number}: predicate {key!r} has value {value!r}; expected true, false or null"
+                )
         frames.append(frame)
         times.append(t)
         lines.append(number)
@@ -94,7 +101,9 @@ def _read_csv(name: str, text: str) -> Trace:
     header = [h.strip() for h in header]
     dupes = sorted({h for h in header if header.count(h) > 1})
     if dupes or "" in header:
-        raise SourceError(f"{name}:1: header has {'duplicate columns ' + ', '.join(dupes) if dupes else 'an empty column name'}")
+        raise SourceError(
+            f"{name}:1: header has {'duplicate columns ' + ', '.join(dupes) if dupes else 'an empty column name'}"
+        )
     frames, times, lines = [], [], []
     for number, row in enumerate(rows, start=2):
         if not row or not any(c.strip() for c in row):
@@ -110,7 +119,9 @@ def _read_csv(name: str, text: str) -> Trace:
             elif word in _CSV_VALUES:
                 frame[key] = _CSV_VALUES[word]
             else:
-                raise SourceError(f"{name}:{number}: column {key!r} has value {cell!r}; expected true/false/1/0 or null")
+                raise SourceError(
+                    f"{name}:{number}: column {key!r} has value {cell!r}; expected true/false/1/0 or null"
+                )
         frames.append(frame)
         times.append(t)
         lines.append(number)

@@ -7,6 +7,7 @@ frozen state never matters). Each transition carries a code saying which episode
 One extra letter, `pad`, leaves the state unchanged and fires nothing: it pads the batch monitor's
 chunks. Frames with unknown predicates step sets of these states (completions.py).
 """
+
 from __future__ import annotations
 
 import functools
@@ -99,10 +100,7 @@ class MonitorAutomaton:
 @functools.lru_cache(maxsize=65536)
 def _decisive(auto: MonitorAutomaton, q: int, letter: int) -> tuple[str, ...]:
     sink, table = auto.main.rejecting_sink, auto.main.table
-    return tuple(
-        atom for i, atom in enumerate(auto.atoms)
-        if not sink[table[q, auto.main_letter[letter ^ (1 << i)]]]
-    )
+    return tuple(atom for i, atom in enumerate(auto.atoms) if not sink[table[q, auto.main_letter[letter ^ (1 << i)]]])
 
 
 def build_automaton(compiled) -> MonitorAutomaton:
@@ -116,12 +114,15 @@ def build_automaton(compiled) -> MonitorAutomaton:
     rec: TableDFA | None = compiled.recovery
     atoms = tuple(sorted(set(main.atoms) | set(rec.atoms if rec else ()) | set(compiled.trigger_atoms)))
     if len(atoms) > MAX_ATOMS:
-        raise SpecError(f"property {prop.name!r} reads {len(atoms)} predicates (formula, recovery and trigger); "
-                        f"at most {MAX_ATOMS} are supported")
+        raise SpecError(
+            f"property {prop.name!r} reads {len(atoms)} predicates (formula, recovery and trigger); "
+            f"at most {MAX_ATOMS} are supported"
+        )
     close_at_once = (prop.options or {}).get("close_on_opening_frame", False)
     if not isinstance(close_at_once, bool):
-        raise SpecError(f"property {prop.name!r}: option close_on_opening_frame must be true or false, "
-                        f"got {close_at_once!r}")
+        raise SpecError(
+            f"property {prop.name!r}: option close_on_opening_frame must be true or false, got {close_at_once!r}"
+        )
     letters = np.arange(1 << len(atoms))
     main_letter = _project(letters, atoms, main.atoms)
     rec_letter = _project(letters, atoms, rec.atoms) if rec else None

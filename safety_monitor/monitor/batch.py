@@ -12,6 +12,7 @@ Only event frames are handled in Python, and the properties that read an unknown
 in the trace: those step their state sets frame by frame (completions.py, memoised), skipping each run
 of equal frames once it is a silent self-loop.
 """
+
 from __future__ import annotations
 
 import operator
@@ -39,8 +40,13 @@ _SPARSE = 8  # a trace with fewer than frames / _SPARSE changes is read as runs
 class BatchMonitor:
     """Runs whole traces through a spec set's automata; same events and outcomes as SpecSetMonitor."""
 
-    def __init__(self, automata: Sequence[MonitorAutomaton], predicates: Sequence[str] | None = None,
-                 *, history: int = DEFAULT_HISTORY) -> None:
+    def __init__(
+        self,
+        automata: Sequence[MonitorAutomaton],
+        predicates: Sequence[str] | None = None,
+        *,
+        history: int = DEFAULT_HISTORY,
+    ) -> None:
         if history < 1:
             raise ValueError("history must be at least one frame")
         self.automata = tuple(automata)
@@ -60,14 +66,16 @@ class BatchMonitor:
             n, w = auto.next.shape
             block = np.repeat(np.arange(n)[:, None], width, axis=1)  # extra columns: identity, like pad
             block[:, :w] = auto.next
-            nxt[off:off + n] = block + off
-            code[off:off + n, :w] = auto.code
+            nxt[off : off + n] = block + off
+            code[off : off + n, :w] = auto.code
         self._width = width
         self._next_row = (nxt * width).ravel()
         self._code = code.ravel()
         smax = max(sizes)
-        self._starts = np.array([[(off + min(s, n - 1)) * width for s in range(smax)]
-                                 for off, n in zip(self._offset, sizes)], dtype=np.int64)
+        self._starts = np.array(
+            [[(off + min(s, n - 1)) * width for s in range(smax)] for off, n in zip(self._offset, sizes)],
+            dtype=np.int64,
+        )
         self._local = np.concatenate([np.arange(n) for n in sizes])  # global state -> its local index
 
     # ----- inputs -------------------------------------------------------------------------------
@@ -79,8 +87,14 @@ class BatchMonitor:
         unknown = None if known is None else (~known if known.ndim == 1 else _pack(~known))
         return self._letters_of_packed(_pack(values), unknown)
 
-    def run_matrix(self, values: np.ndarray, known: np.ndarray | None = None, times: Sequence[float] | None = None,
-                   *, events: bool = True) -> TraceResult:
+    def run_matrix(
+        self,
+        values: np.ndarray,
+        known: np.ndarray | None = None,
+        times: Sequence[float] | None = None,
+        *,
+        events: bool = True,
+    ) -> TraceResult:
         values, known = self._check(values, known)
         frames = values.shape[0]
         if frames == 0:
@@ -93,21 +107,33 @@ class BatchMonitor:
         starts = np.concatenate(([0], np.flatnonzero(changed) + 1))
         if starts.size * _SPARSE < frames:  # read as runs: letters only where some predicate changes
             row_letters = self._letters_of_packed(packed[starts], None if unknown is None else unknown[starts])
-            runs = [_Walked(auto, np.repeat(rl, np.diff(np.append(starts, frames)))) if rl.max() >= auto.pad
-                    else _Runs.from_runs(auto, frames, starts, rl) for auto, rl in zip(self.automata, row_letters)]
+            runs = [
+                _Walked(auto, np.repeat(rl, np.diff(np.append(starts, frames))))
+                if rl.max() >= auto.pad
+                else _Runs.from_runs(auto, frames, starts, rl)
+                for auto, rl in zip(self.automata, row_letters)
+            ]
         else:
-            runs = [_runs_of(auto, a, unknown is not None)
-                    for auto, a in zip(self.automata, self._letters_of_packed(packed, unknown))]
+            runs = [
+                _runs_of(auto, a, unknown is not None)
+                for auto, a in zip(self.automata, self._letters_of_packed(packed, unknown))
+            ]
         return self._run(runs, frames, times, events)
 
-    def run_frames(self, frames: Sequence[Mapping[str, object] | None], times: Sequence[float] | None = None,
-                   *, events: bool = True) -> TraceResult:
+    def run_frames(
+        self,
+        frames: Sequence[Mapping[str, object] | None],
+        times: Sequence[float] | None = None,
+        *,
+        events: bool = True,
+    ) -> TraceResult:
         """Convenience for lists of predicate -> bool|None mappings (None frame = all inputs blind)."""
         values, known = frames_to_matrix(frames, self.predicates)
         return self.run_matrix(values, known, times, events=events)
 
-    def run_letters(self, letters: Sequence[np.ndarray], times: Sequence[float] | None = None,
-                    *, events: bool = True) -> TraceResult:
+    def run_letters(
+        self, letters: Sequence[np.ndarray], times: Sequence[float] | None = None, *, events: bool = True
+    ) -> TraceResult:
         """Monitor one trace given each property's (partial) letters. With events=False only the
         outcomes are computed (no events, no counterexamples): the fast path for metrics."""
         if len(letters) != len(self.automata):
@@ -123,8 +149,10 @@ class BatchMonitor:
     def _check(self, values: np.ndarray, known: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
         values = np.asarray(values, dtype=bool)
         if values.ndim != 2 or values.shape[1] != len(self.predicates):
-            raise SpecError(f"expected a frames x {len(self.predicates)} matrix of predicate values "
-                            f"({', '.join(self.predicates)}), got shape {values.shape}")
+            raise SpecError(
+                f"expected a frames x {len(self.predicates)} matrix of predicate values "
+                f"({', '.join(self.predicates)}), got shape {values.shape}"
+            )
         if known is not None:
             known = np.asarray(known, dtype=bool)
             if known.shape not in ((values.shape[0],), values.shape):
@@ -206,9 +234,9 @@ class BatchMonitor:
             n_chunks = -(-span // chunk)
             block = np.empty((n_props, n_chunks * chunk), dtype=np.int32)
             for j, s in enumerate(seqs):
-                piece = s[lo:lo + span]
-                block[j, :piece.size] = piece
-                block[j, piece.size:] = self.automata[j].pad  # padding: the identity letter
+                piece = s[lo : lo + span]
+                block[j, : piece.size] = piece
+                block[j, piece.size :] = self.automata[j].pad  # padding: the identity letter
             steps = np.ascontiguousarray(block.reshape(n_props, n_chunks, chunk).transpose(2, 0, 1))
             before, cur = self._block(steps, cur)
             code = self._code[before + steps]
@@ -276,16 +304,31 @@ class BatchMonitor:
             y = table[y + steps[k]]
         return before, cur
 
-    def _events(self, auto: MonitorAutomaton, run, pos: np.ndarray, code: np.ndarray, state: np.ndarray,
-                edges: np.ndarray, ledger: EpisodeLedger, times: list | None) -> list[tuple[int, int, Event]]:
+    def _events(
+        self,
+        auto: MonitorAutomaton,
+        run,
+        pos: np.ndarray,
+        code: np.ndarray,
+        state: np.ndarray,
+        edges: np.ndarray,
+        ledger: EpisodeLedger,
+        times: list | None,
+    ) -> list[tuple[int, int, Event]]:
         """This property's events in live order: per frame, blind/seeing first, then episode events."""
         items: list[tuple] = [(f, 0, 0) for f in run.blind_starts().tolist()]
         items += [(f, 0, 1) for f in run.seeing_starts().tolist()]
         frames, idx = run.expand(pos)
         e_idx = np.searchsorted(edges, frames, side="right") - 1
         last_edge = np.where(e_idx >= 0, edges[np.maximum(e_idx, 0)] if edges.size else -1, -1)
-        items += zip(frames.tolist(), [1] * frames.size, (code[idx] & codes.EPISODE).tolist(), state[idx].tolist(),
-                     run.letters[pos[idx]].tolist(), last_edge.tolist())
+        items += zip(
+            frames.tolist(),
+            [1] * frames.size,
+            (code[idx] & codes.EPISODE).tolist(),
+            state[idx].tolist(),
+            run.letters[pos[idx]].tolist(),
+            last_edge.tolist(),
+        )
         items.sort(key=lambda item: item[:2])
 
         out: list[tuple[int, int, Event]] = []
@@ -344,7 +387,7 @@ class _Frames:
 
     def letters_between(self, first: int, last: int) -> np.ndarray:
         """The property's letter on every frame first..last (a copy)."""
-        return self.letters[first:last + 1].copy()
+        return self.letters[first : last + 1].copy()
 
 
 class _Runs:
@@ -360,8 +403,9 @@ class _Runs:
         period = auto.run_period[run_letter]
         self.tail, self.period = tail, np.maximum(period, 1)
         self.compressed = (period > 0) & (self.lengths >= tail + 2 * period)
-        kept = np.where(self.compressed, tail + self.period + (self.lengths - tail - self.period) % self.period,
-                        self.lengths)
+        kept = np.where(
+            self.compressed, tail + self.period + (self.lengths - tail - self.period) % self.period, self.lengths
+        )
         self.letters = np.repeat(run_letter, kept)
         self.run = np.repeat(np.arange(starts.size), kept)
         self.offset = np.arange(self.letters.size) - np.repeat(np.cumsum(kept) - kept, kept)
@@ -413,7 +457,7 @@ class _Runs:
         """The property's letter on every frame first..last, from the runs covering them."""
         lo = int(np.searchsorted(self.starts, first, side="right")) - 1
         hi = int(np.searchsorted(self.starts, last, side="right"))
-        ends = np.minimum(np.append(self.starts[lo + 1:hi], last + 1), last + 1)
+        ends = np.minimum(np.append(self.starts[lo + 1 : hi], last + 1), last + 1)
         begins = np.maximum(self.starts[lo:hi], first)
         return np.repeat(self.run_letter[lo:hi], ends - begins)
 
@@ -469,13 +513,13 @@ class _Walked(_Frames):
         return self._seeing_starts
 
     def blind_frames(self) -> int:
-        ends = np.append(self._seeing_starts, self.frames)[:self._blind_starts.size]
+        ends = np.append(self._seeing_starts, self.frames)[: self._blind_starts.size]
         return int((ends - self._blind_starts).sum())
 
 
 def _window(auto: MonitorAutomaton, run, times: list | None, first: int, last: int) -> tuple:
     """An opening event's window (episodes.Window): copies of its letters and times, decoded when read."""
-    ts = times[first:last + 1] if times is not None else [None] * (last - first + 1)
+    ts = times[first : last + 1] if times is not None else [None] * (last - first + 1)
     return _decode_letters, auto, run.letters_between(first, last), ts
 
 
@@ -483,15 +527,16 @@ def _decode_letters(auto: MonitorAutomaton, letters: np.ndarray, times: list) ->
     return auto.rows(letters.tolist()), times
 
 
-def _outcome(auto: MonitorAutomaton, run, pos: np.ndarray, code: np.ndarray, edges: int, run_edges: int,
-             frames: int) -> PropertyOutcome:
+def _outcome(
+    auto: MonitorAutomaton, run, pos: np.ndarray, code: np.ndarray, edges: int, run_edges: int, frames: int
+) -> PropertyOutcome:
     """Counts without events: pair the k-th opening with the k-th closing (episodes never overlap)."""
     frame_of, idx = run.expand(pos)
     c = code[idx]
     opens = frame_of[(c & codes.OPENED) != 0]
     n_closes = ((c & codes.RECOVERED) != 0).astype(np.int64) + ((c & codes.CLOSED_AT_ONCE) != 0)
     closes = np.repeat(frame_of, n_closes)  # already in frame order
-    durations = np.maximum(1, closes - opens[:closes.size])
+    durations = np.maximum(1, closes - opens[: closes.size])
     discarded = 0
     pending = run_edges
     if opens.size > closes.size:
@@ -501,8 +546,18 @@ def _outcome(auto: MonitorAutomaton, run, pos: np.ndarray, code: np.ndarray, edg
             pending = 0
         else:
             discarded = 1
-    return PropertyOutcome(auto.name, auto.category, frames, run.blind_frames(), edges - pending, pending,
-                           int(durations.size), int(durations.sum()), tuple(durations.tolist()), discarded)
+    return PropertyOutcome(
+        auto.name,
+        auto.category,
+        frames,
+        run.blind_frames(),
+        edges - pending,
+        pending,
+        int(durations.size),
+        int(durations.sum()),
+        tuple(durations.tolist()),
+        discarded,
+    )
 
 
 def _byte_luts(columns: list[int]) -> list[tuple[int, np.ndarray]]:
@@ -529,7 +584,7 @@ def _pack(matrix: np.ndarray) -> np.ndarray:
     if packed.shape[1] == width:
         return packed
     out = np.zeros((packed.shape[0], width), dtype=np.uint8)
-    out[:, :packed.shape[1]] = packed
+    out[:, : packed.shape[1]] = packed
     return out
 
 
@@ -539,7 +594,9 @@ def _row_changes(packed: np.ndarray) -> np.ndarray:
     return np.any(rows[1:] != rows[:-1], axis=1) if rows.shape[1] > 1 else rows[1:, 0] != rows[:-1, 0]
 
 
-def frames_to_matrix(frames: Sequence[Mapping[str, object] | None], predicates: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+def frames_to_matrix(
+    frames: Sequence[Mapping[str, object] | None], predicates: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray]:
     """(values, known) frames x predicates bool matrices from mappings (None = a blind frame); a missing
     predicate or a value other than true, false or None is a SpecError."""
     get = operator.itemgetter(*predicates) if len(predicates) > 1 else (lambda f, _p=predicates[0]: (f[_p],))
@@ -557,5 +614,7 @@ def frames_to_matrix(frames: Sequence[Mapping[str, object] | None], predicates: 
     bad = known & ~values & (cells != False)  # noqa: E712
     if bad.any():
         i, k = (int(x) for x in np.argwhere(bad)[0])
-        raise SpecError(f"frame {i}: predicate {predicates[k]!r} has value {cells[i, k]!r}; expected true, false or None (unknown)")
+        raise SpecError(
+            f"frame {i}: predicate {predicates[k]!r} has value {cells[i, k]!r}; expected true, false or None (unknown)"
+        )
     return values.astype(bool), known.astype(bool)

@@ -25,6 +25,7 @@ A pair (q, yes) beside (q, no) is dropped: completions in the same state behave 
 and those that have not yet been in (or out) decide when the monitor moves, so sets collapse back to
 singletons soon after the unknown frames.
 """
+
 from __future__ import annotations
 
 import functools
@@ -50,7 +51,8 @@ class Completions:
         self._rest = auto.rest
         n = auto.n_states
         self._keys: list[tuple[bool, tuple[tuple[int, bool], ...]]] = [
-            (bool(self._in_episode[q]), ((q, False),)) for q in range(n)]
+            (bool(self._in_episode[q]), ((q, False),)) for q in range(n)
+        ]
         self._ids = {key: i for i, key in enumerate(self._keys)}
         self._memo: dict[tuple[int, int], tuple[int, int, bool, int]] = {}
         self._triggers: dict[int, int] = {}
@@ -129,8 +131,9 @@ class Completions:
     def decisive(self, sid: int, plet: int) -> tuple[str, ...]:
         """Known atoms whose flip alone, on the opening frame, would have kept the monitor from opening."""
         known = ~(plet >> self.n_atoms)
-        return tuple(atom for i, atom in enumerate(self.auto.atoms)
-                     if known >> i & 1 and not self.opens(sid, plet ^ (1 << i)))
+        return tuple(
+            atom for i, atom in enumerate(self.auto.atoms) if known >> i & 1 and not self.opens(sid, plet ^ (1 << i))
+        )
 
 
 @functools.lru_cache(maxsize=4096)

@@ -6,6 +6,7 @@ counts one frame; one still open at the end of a trace of n frames counts n - op
 Counterexamples are deferred: an opening event records its window's bounds and a compact copy of its
 frames, and the values, times and decisive predicates are decoded when first read.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -24,8 +25,10 @@ from safety_monitor.monitor.events import new_event as _new_event
 # must hold what it needs (a copy, or buffers that are never overwritten), not a view that moves on.
 Window = Callable[[int, int], tuple]
 # code -> (recovered, opened, closed at once): tuple unpacking beats bit tests in CPython's hot loop
-_CODE_SPLIT = [(bool(c & codes.RECOVERED), bool(c & codes.OPENED), bool(c & codes.CLOSED_AT_ONCE))
-               for c in range(codes.EPISODE + 1)]
+_CODE_SPLIT = [
+    (bool(c & codes.RECOVERED), bool(c & codes.OPENED), bool(c & codes.CLOSED_AT_ONCE))
+    for c in range(codes.EPISODE + 1)
+]
 
 
 @dataclass(frozen=True)
@@ -96,8 +99,16 @@ class EpisodeLedger:
         self._blind_frames = 0
         self._at_once_kind = EventKind.CLOSED if auto.recovery is None else EventKind.RECOVERED
 
-    def on_code(self, out: list[ev.Event], frame: int, t: float | None, code: int, state_before: int,
-                letter: int, last_edge: int | None) -> None:
+    def on_code(
+        self,
+        out: list[ev.Event],
+        frame: int,
+        t: float | None,
+        code: int,
+        state_before: int,
+        letter: int,
+        last_edge: int | None,
+    ) -> None:
         """Append the events of automaton code `code` on `frame` to `out` (the live loop's hot path)."""
         recovered, opened, at_once = _CODE_SPLIT[code]
         if recovered:
@@ -115,8 +126,20 @@ class EpisodeLedger:
             trigger_frame = last_edge if last_edge is not None and last_edge >= run_start else None
             first = run_start if trigger_frame is None else trigger_frame
             kept = first if first > frame - self.history else frame - self.history + 1
-            cx = _deferred((_decode_counterexample, auto, kept, frame, trigger_frame, kept > first, state_before,
-                            letter, code, self.window(kept, frame)))
+            cx = _deferred(
+                (
+                    _decode_counterexample,
+                    auto,
+                    kept,
+                    frame,
+                    trigger_frame,
+                    kept > first,
+                    state_before,
+                    letter,
+                    code,
+                    self.window(kept, frame),
+                )
+            )
             out.append(_new_event(EventKind.OPENED, auto.name, auto.category, frame, t, episode, None, cx))
         if at_once:
             self._close(frame, t, self._at_once_kind, 1, out)
@@ -133,7 +156,9 @@ class EpisodeLedger:
         self._blind_since = None
         return ev.Event(EventKind.SEEING, self.auto.name, self.auto.category, frame, t)
 
-    def finish(self, frames: int, t: float | None, edges: int, run_edges: int) -> tuple[list[ev.Event], PropertyOutcome]:
+    def finish(
+        self, frames: int, t: float | None, edges: int, run_edges: int
+    ) -> tuple[list[ev.Event], PropertyOutcome]:
         """Close a trace of `frames` frames. An open episode counts unless shorter than
         min_resolve_frames; `run_edges` = trigger rising edges in the main DFA's current run."""
         auto = self.auto
@@ -148,10 +173,22 @@ class EpisodeLedger:
                 self._discarded += 1
                 eid = self._episodes - 1
                 self._open_frame = None
-                out.append(ev.Event(EventKind.DISCARDED_TRUNCATED, auto.name, auto.category, frames - 1, t, eid, duration))
+                out.append(
+                    ev.Event(EventKind.DISCARDED_TRUNCATED, auto.name, auto.category, frames - 1, t, eid, duration)
+                )
         blind = self._blind_frames + (frames - self._blind_since if self._blind_since is not None else 0)
-        outcome = PropertyOutcome(auto.name, auto.category, frames, blind, edges - pending, pending,
-                                  len(self._durations), sum(self._durations), tuple(self._durations), self._discarded)
+        outcome = PropertyOutcome(
+            auto.name,
+            auto.category,
+            frames,
+            blind,
+            edges - pending,
+            pending,
+            len(self._durations),
+            sum(self._durations),
+            tuple(self._durations),
+            self._discarded,
+        )
         return out, outcome
 
     def _close(self, frame: int, t: float | None, kind: EventKind, duration: int, out: list[ev.Event]) -> None:
@@ -161,9 +198,17 @@ class EpisodeLedger:
         out.append(_new_event(kind, auto.name, auto.category, frame, t, self._episodes - 1, duration, None))
 
 
-def _decode_counterexample(auto: MonitorAutomaton, first: int, last: int, trigger_frame: int | None,
-                           truncated: bool, state_before: int, letter: int, code: int,
-                           window: tuple) -> ev.Counterexample:
+def _decode_counterexample(
+    auto: MonitorAutomaton,
+    first: int,
+    last: int,
+    trigger_frame: int | None,
+    truncated: bool,
+    state_before: int,
+    letter: int,
+    code: int,
+    window: tuple,
+) -> ev.Counterexample:
     """The counterexample an opening event recorded, decoded from what its window kept."""
     read, *args = window
     values, times = read(*args)

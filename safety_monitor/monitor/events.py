@@ -1,4 +1,5 @@
 """What the monitor reports: events (typed, JSON-ready) and the counterexample every violation carries."""
+
 from __future__ import annotations
 
 import builtins
@@ -46,8 +47,17 @@ class Counterexample:
     @builtins.property  # the field `property` (a name) shadows the decorator in this class body
     def explanation(self) -> str:
         """One plain sentence (built on demand: floods of violations should not pay for prose)."""
-        return explain(self.property, self.formula, self.trigger, self.last_frame, self.times[-1],
-                       self.trigger_frame, self.atoms, self.values[-1], self.decisive)
+        return explain(
+            self.property,
+            self.formula,
+            self.trigger,
+            self.last_frame,
+            self.times[-1],
+            self.trigger_frame,
+            self.atoms,
+            self.values[-1],
+            self.decisive,
+        )
 
     def to_json(self) -> dict[str, Any]:
         """Values as runs per predicate, `[first_frame, last_frame, value]`, readable and short."""
@@ -111,8 +121,16 @@ class Event:
         return out
 
 
-def new_event(kind: EventKind, prop: str, category: str, frame: int, t: float | None, episode: int | None,
-              duration: int | None, counterexample: Counterexample | None) -> Event:
+def new_event(
+    kind: EventKind,
+    prop: str,
+    category: str,
+    frame: int,
+    t: float | None,
+    episode: int | None,
+    duration: int | None,
+    counterexample: Counterexample | None,
+) -> Event:
     """Event(...) without the frozen-dataclass __init__ (a third of an event's cost in the live loop)."""
     e = _new(Event)
     d = e.__dict__

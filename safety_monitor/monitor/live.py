@@ -10,6 +10,7 @@ A property that reads an unknown predicate steps its set of states over every co
 (completions.py, memoised per set and frame), from then until the set is one state again and its
 verdict is no longer blind; the other properties keep the tables.
 """
+
 from __future__ import annotations
 
 import operator
@@ -34,8 +35,7 @@ SEEING = 64  # it is known again (set steps only)
 MOVES = 128  # the same letter again would not be a silent self-loop
 # flags -> (moves, run start, rise, sight: 0, BLIND or SEEING, episode code): tuple unpacking beats bit
 # tests in CPython
-_SPLIT = [(bool(f & MOVES), bool(f & RUN_START), bool(f & RISE), f & (BLIND | SEEING), f & EPISODE)
-          for f in range(256)]
+_SPLIT = [(bool(f & MOVES), bool(f & RUN_START), bool(f & RISE), f & (BLIND | SEEING), f & EPISODE) for f in range(256)]
 
 
 def automata_for(compiled: Iterable) -> list[MonitorAutomaton]:
@@ -43,8 +43,9 @@ def automata_for(compiled: Iterable) -> list[MonitorAutomaton]:
     return [build_automaton(c) for c in compiled]
 
 
-def load_automata(path: str | Path, control_rate_hz: float | None = None
-                  ) -> tuple[tuple[str, ...], list[MonitorAutomaton]]:
+def load_automata(
+    path: str | Path, control_rate_hz: float | None = None
+) -> tuple[tuple[str, ...], list[MonitorAutomaton]]:
     """Load, validate and compile a spec file: (its predicate vocabulary, one automaton per property).
 
     With `control_rate_hz`, spans a spec gives in seconds (`min_resolve_s`) become frames at that rate.
@@ -75,8 +76,13 @@ class SpecSetMonitor:
     returns its TraceResult; `reset()` (or `finish()`) readies the monitor for the next rollout.
     """
 
-    def __init__(self, automata: Sequence[MonitorAutomaton], predicates: Sequence[str] | None = None,
-                 *, history: int = DEFAULT_HISTORY) -> None:
+    def __init__(
+        self,
+        automata: Sequence[MonitorAutomaton],
+        predicates: Sequence[str] | None = None,
+        *,
+        history: int = DEFAULT_HISTORY,
+    ) -> None:
         if history < 1:
             raise ValueError("history must be at least one frame")
         names = [a.name for a in automata]
@@ -105,13 +111,15 @@ class SpecSetMonitor:
         self.reset()
 
     @classmethod
-    def from_compiled(cls, compiled: Iterable, predicates: Sequence[str] | None = None,
-                      *, history: int = DEFAULT_HISTORY) -> SpecSetMonitor:
+    def from_compiled(
+        cls, compiled: Iterable, predicates: Sequence[str] | None = None, *, history: int = DEFAULT_HISTORY
+    ) -> SpecSetMonitor:
         return cls(automata_for(compiled), predicates, history=history)
 
     @classmethod
-    def from_spec_file(cls, path: str | Path, *, history: int = DEFAULT_HISTORY,
-                       control_rate_hz: float | None = None) -> SpecSetMonitor:
+    def from_spec_file(
+        cls, path: str | Path, *, history: int = DEFAULT_HISTORY, control_rate_hz: float | None = None
+    ) -> SpecSetMonitor:
         predicates, automata = load_automata(path, control_rate_hz)
         return cls(automata, predicates, history=history)
 
@@ -156,7 +164,9 @@ class SpecSetMonitor:
             except KeyError as exc:
                 raise SpecError(f"frame {i}: no value for predicate {exc.args[0]!r}") from None
             except TypeError:
-                raise SpecError(f"frame {i}: expected a mapping predicate -> bool, got {type(frame).__name__}") from None
+                raise SpecError(
+                    f"frame {i}: expected a mapping predicate -> bool, got {type(frame).__name__}"
+                ) from None
         same = values == self._last_values
         if same:
             values = self._last_values  # log one shared tuple per run of equal frames
@@ -164,7 +174,7 @@ class SpecSetMonitor:
             letters, unknown = self._letters_of(values, i)  # a bad frame raises here, before anything moves
         self._i, self._t = i + 1, t
         if i - self._log_base == self._log_size:  # full: carry the last `history` frames to new lists
-            self._log, self._log_times = self._log[-self.history:], self._log_times[-self.history:]
+            self._log, self._log_times = self._log[-self.history :], self._log_times[-self.history :]
             self._log_base = i - self.history
         self._log.append(values)
         self._log_times.append(t)
@@ -185,8 +195,15 @@ class SpecSetMonitor:
             return _NO_EVENTS
         return self._react(flags, before, letters, i, t)
 
-    def _react(self, flags: list[int], before: np.ndarray, letters: np.ndarray, i: int, t: float | None,
-               decoded: tuple[list[int], list[int]] | None = None) -> list[Event]:
+    def _react(
+        self,
+        flags: list[int],
+        before: np.ndarray,
+        letters: np.ndarray,
+        i: int,
+        t: float | None,
+        decoded: tuple[list[int], list[int]] | None = None,
+    ) -> list[Event]:
         """Events and trigger bookkeeping of the properties whose transition carried a flag. `decoded`
         (rows before, letters), listed on the first code unless given: a property that stepped its
         set has row -1 - j there, which `_state_of` maps to its set id, and its partial letter."""
@@ -272,7 +289,9 @@ class SpecSetMonitor:
         self.reset()
         return result
 
-    def run(self, frames: Iterable[Mapping[str, object] | None], times: Iterable[float | None] | None = None) -> TraceResult:
+    def run(
+        self, frames: Iterable[Mapping[str, object] | None], times: Iterable[float | None] | None = None
+    ) -> TraceResult:
         """Step a whole trace frame by frame (the reference path) and finish it; events included."""
         frames = list(frames)
         times = [None] * len(frames) if times is None else list(times)
@@ -312,7 +331,9 @@ class SpecSetMonitor:
                 if v:
                     mask |= 1 << (8 * k)
             else:
-                raise SpecError(f"frame {i}: predicate {self.predicates[k]!r} has value {v!r}; expected true, false or None (unknown)")
+                raise SpecError(
+                    f"frame {i}: predicate {self.predicates[k]!r} has value {v!r}; expected true, false or None (unknown)"
+                )
         return mask, unknown
 
     def _window_of(self, positions: tuple[int, ...]):
@@ -356,8 +377,8 @@ def _widened_tables(automata: Sequence[MonitorAutomaton]):
             fl[:, trig, :pad] = auto.code[:, :pad] | moves | np.where(tv > trig, RISE, 0)
             nx[:, trig, pad] = 2 * states + trig  # the pad letter: never read live
             fl[:, trig, pad] = 0
-        nxt[off:off + size] = (off + nx * width).ravel()
-        flags[off:off + size] = fl.ravel()
+        nxt[off : off + size] = (off + nx * width).ravel()
+        flags[off : off + size] = fl.ravel()
         for u in range(2 * n):
             state_of[off + u * width] = u // 2
             if auto.rest[u // 2]:

@@ -7,6 +7,7 @@ Per-episode figures: the share of rollouts with at least one violation, the shar
 (non-blind) property-frames that were violating, and episode durations in frames. Intervals resample
 rollouts (a rollout keeps all its properties together), percentile method, seeded.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -21,9 +22,14 @@ from safety_monitor.monitor.episodes import PropertyOutcome, TraceResult
 DEFAULT_RESAMPLES = 2000
 
 
-def bootstrap_interval(numerators: ArrayLike, denominators: ArrayLike | None = None, *,
-                       confidence: float = 0.95, resamples: int = DEFAULT_RESAMPLES,
-                       seed: int = 0) -> tuple[float, float] | None:
+def bootstrap_interval(
+    numerators: ArrayLike,
+    denominators: ArrayLike | None = None,
+    *,
+    confidence: float = 0.95,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> tuple[float, float] | None:
     """Percentile interval of sum(num)/sum(den) (or the mean of num) over rollouts resampled with
     replacement; None when there is nothing to resample or no resample has a positive denominator."""
     num = np.asarray(numerators, dtype=float)
@@ -99,8 +105,9 @@ class Metrics:
         }
 
 
-def compute_metrics(results: Sequence[TraceResult], *, confidence: float = 0.95,
-                    resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> Metrics:
+def compute_metrics(
+    results: Sequence[TraceResult], *, confidence: float = 0.95, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+) -> Metrics:
     """Metrics over rollouts (one TraceResult each, all from the same spec set)."""
     if not results:
         raise ValueError("no rollouts to score")
@@ -128,8 +135,14 @@ def compute_metrics(results: Sequence[TraceResult], *, confidence: float = 0.95,
     )
 
 
-def _group(name: str, members: tuple[str, ...], per_rollout: list[list[PropertyOutcome]], confidence: float,
-           resamples: int, seed: int) -> GroupMetrics:
+def _group(
+    name: str,
+    members: tuple[str, ...],
+    per_rollout: list[list[PropertyOutcome]],
+    confidence: float,
+    resamples: int,
+    seed: int,
+) -> GroupMetrics:
     def column(attr: str) -> np.ndarray:
         return np.array([sum(getattr(o, attr) for o in outs) for outs in per_rollout], dtype=float)
 

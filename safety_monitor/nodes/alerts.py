@@ -11,6 +11,7 @@ snapshot and exit once a monitor's history has arrived (matched, then quiet for 
 heartbeat is heard, or after `--timeout` seconds (for scripts and tests); exit code NO_MONITOR when
 no monitor is heard then.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -65,11 +66,21 @@ class AlertBoard:
         """Whether a monitor is heard (`alive`), for how long it has been silent, and its last heartbeat."""
         beat, now = self.beat, self.clock()
         if beat is None:
-            return {"alive": False, "silent_s": round(now - self.started, 3), "pid": None, "seq": None,
-                    "robot": None, "level": None, "summary": None}
+            return {
+                "alive": False,
+                "silent_s": round(now - self.started, 3),
+                "pid": None,
+                "seq": None,
+                "robot": None,
+                "level": None,
+                "summary": None,
+            }
         silent = now - beat["heard_at"]
-        return {"alive": silent <= max(SILENT_S, 3 * self._beat_gap), "silent_s": round(silent, 3),
-                **{k: beat[k] for k in ("pid", "seq", "robot", "level", "summary")}}
+        return {
+            "alive": silent <= max(SILENT_S, 3 * self._beat_gap),
+            "silent_s": round(silent, 3),
+            **{k: beat[k] for k in ("pid", "seq", "robot", "level", "summary")},
+        }
 
     def update(self, events: Iterable[dict[str, Any]], publisher: Any = None) -> None:
         """Take decoded events from one publisher (its gid: one per monitor process), labelled with its run."""
@@ -93,8 +104,11 @@ class AlertBoard:
                 self.blind = {k: v for k, v in self.blind.items() if k[0] != robot}
             else:  # the episode closed: recovered, closed, or its trace ended
                 self.open.pop(_key(e), None)
-                if kind in (EventKind.UNRECOVERED_AT_END, EventKind.DISCARDED_TRUNCATED,
-                            EventKind.INPUT_ENDED):  # a new trace starts seeing
+                if kind in (
+                    EventKind.UNRECOVERED_AT_END,
+                    EventKind.DISCARDED_TRUNCATED,
+                    EventKind.INPUT_ENDED,
+                ):  # a new trace starts seeing
                     self.blind = {k: v for k, v in self.blind.items() if k[0] != e.get("robot")}
 
     def selected(self, index: int = -1) -> dict[str, Any] | None:
@@ -149,8 +163,13 @@ def heartbeat_of(msg: Any) -> dict[str, Any]:
     status = msg.status[0]
     values = {str(kv.key): str(kv.value) for kv in status.values}
     level = status.level[0] if isinstance(status.level, bytes) else status.level
-    return {"pid": int(values["pid"]), "seq": int(values["seq"]), "robot": str(status.hardware_id),
-            "level": LEVELS[level], "summary": str(status.message)}
+    return {
+        "pid": int(values["pid"]),
+        "seq": int(values["seq"]),
+        "robot": str(status.hardware_id),
+        "level": LEVELS[level],
+        "summary": str(status.message),
+    }
 
 
 def _describe(e: dict[str, Any]) -> str:
@@ -312,23 +331,38 @@ def _curses_loop(screen, board: AlertBoard, spin, changed: list[bool]) -> None:
         rows, cols = screen.getmaxyx()
         screen.erase()
         header = f"safety_monitor alerts  {time.strftime('%H:%M:%S')}  (arrows: select, q: quit)"
-        shown = [(piece, curses.A_NORMAL if line.startswith(" ") else curses.A_BOLD)  # headings are not indented
-                 for line in [header, *board.lines(index)] for piece in wrap(line, cols - 1)]
+        shown = [
+            (piece, curses.A_NORMAL if line.startswith(" ") else curses.A_BOLD)  # headings are not indented
+            for line in [header, *board.lines(index)]
+            for piece in wrap(line, cols - 1)
+        ]
         for y, (piece, attr) in enumerate(shown[: rows - 1]):
             screen.addnstr(y, 0, piece, cols - 1, attr)
         screen.refresh()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--namespace", default="", type=_namespace,
-                        help="the robot's namespace (events on <ns>/safety_monitor/events)")
-    parser.add_argument("--once", action="store_true",
-                        help="print one snapshot once the history has arrived (at most --timeout s), exit")
+    parser.add_argument(
+        "--namespace", default="", type=_namespace, help="the robot's namespace (events on <ns>/safety_monitor/events)"
+    )
+    parser.add_argument(
+        "--once",
+        action="store_true",
+        help="print one snapshot once the history has arrived (at most --timeout s), exit",
+    )
     parser.add_argument("--json", action="store_true", help="like --once, printing a JSON snapshot")
-    parser.add_argument("--timeout", type=number(0, MAX_TIMEOUT_S, above=True, unit="seconds"), default=5.0,
-                        help="--once/--json: give up waiting for a monitor after this many seconds (default 5)")
-    parser.add_argument("--recent", type=whole(0, MAX_RECENT), default=20,
-                        help=f"recent events kept on screen, 0 to {MAX_RECENT} (default 20)")
+    parser.add_argument(
+        "--timeout",
+        type=number(0, MAX_TIMEOUT_S, above=True, unit="seconds"),
+        default=5.0,
+        help="--once/--json: give up waiting for a monitor after this many seconds (default 5)",
+    )
+    parser.add_argument(
+        "--recent",
+        type=whole(0, MAX_RECENT),
+        default=20,
+        help=f"recent events kept on screen, 0 to {MAX_RECENT} (default 20)",
+    )
 
 
 def _namespace(text: str) -> str:
@@ -351,8 +385,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from rclpy.utilities import remove_ros_args
 
     argv = list(sys.argv if argv is None else argv)
-    parser = argparse.ArgumentParser(prog="alerts", description=__doc__.splitlines()[0],
-                                     epilog="ROS arguments after --ros-args (e.g. -r __ns:=/robot1) apply too.")
+    parser = argparse.ArgumentParser(
+        prog="alerts",
+        description=__doc__.splitlines()[0],
+        epilog="ROS arguments after --ros-args (e.g. -r __ns:=/robot1) apply too.",
+    )
     add_arguments(parser)
     args = parser.parse_args(remove_ros_args(argv)[1:])
     args.ros_args = argv

@@ -1,5 +1,6 @@
 """Reading an episode marker off a subscription, where a malformed marker is logged and dropped instead of
 stopping the node (the typed marker and its wire format are `pipeline/markers.py`)."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -15,6 +15,7 @@ properties unknown); a frozen /joint_states (identical values for `joint_states_
 STALE too. Frames missing between consecutive stamps (a node or driver that cannot keep up drops them from
 its queue) turn the diagnostics WARN (`frame_load`).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -35,7 +36,6 @@ from safety_monitor.io import cdr
 from safety_monitor.io import messages as m
 from safety_monitor.nodes import qos
 from safety_monitor.nodes.episode_marker import read_marker
-from safety_monitor.pipeline.markers import START
 from safety_monitor.nodes.frame_load import FrameLoad, LoadReport
 from safety_monitor.nodes.log_throttle import LogThrottle
 from safety_monitor.nodes.params import declare, declare_hardware_id, declare_topics
@@ -44,6 +44,7 @@ from safety_monitor.nodes.runtime import now_stamp, run_node
 from safety_monitor.pipeline.assemble import GRIPPER_JOINTS, JOINTS, WRENCH, StreamMapping, pose_stream
 from safety_monitor.pipeline.decode import MessageType
 from safety_monitor.pipeline.estimator import Estimator, EstimatorStep, RolloutStart
+from safety_monitor.pipeline.markers import START
 from safety_monitor.settings import EstimatorSettings
 
 _ERRORS = frozenset({IssueKind.UNDECODABLE, IssueKind.GROUNDING})  # logged as errors, the rest as warnings
@@ -88,8 +89,7 @@ class EstimatorNode(Node):
         self.create_timer(p.diagnostics_period_s, self._on_period, clock=steady)
         if p.robot_description_topic:
             self._urdf_folder = tempfile.TemporaryDirectory(prefix="safety_monitor_urdf_")
-            self.create_subscription(_string_type(), p.robot_description_topic,
-                                     self._on_robot_description, qos.LATCHED)
+            self.create_subscription(_string_type(), p.robot_description_topic, self._on_robot_description, qos.LATCHED)
             self._publish_diagnostics()
         else:
             self._start(load_default_grounder(p.control_rate_hz, p.config_dir or None))
@@ -106,8 +106,9 @@ class EstimatorNode(Node):
             self.create_subscription(T.WrenchStamped, mapping.wrench, self._on_wrench, inputs, raw=True)
         for name in grounder.robot.objects:
             if name not in mapping.object_frames:
-                self.create_subscription(T.PoseStamped, mapping.pose_topic(name),
-                                         lambda raw, n=name: self._on_pose(n, raw), inputs, raw=True)
+                self.create_subscription(
+                    T.PoseStamped, mapping.pose_topic(name), lambda raw, n=name: self._on_pose(n, raw), inputs, raw=True
+                )
         if mapping.object_frames:
             tf_type = _tf_type()
             read_tf = rclpy_decoder(MessageType.TF_MESSAGE, tf_type)
@@ -229,15 +230,19 @@ class EstimatorNode(Node):
         """Count and log (throttled per kind and stream) the issues one call raised."""
         for issue in step.issues:
             self.issues[issue.kind] += 1
-            self._throttled("error" if issue.kind in _ERRORS else "warning", f"{issue.kind}:{issue.stream}",
-                            f"{issue.stream}: {issue.detail}")
+            self._throttled(
+                "error" if issue.kind in _ERRORS else "warning",
+                f"{issue.kind}:{issue.stream}",
+                f"{issue.stream}: {issue.detail}",
+            )
 
     def _report_frozen(self, frozen: bool) -> None:
         """/joint_states turned frozen (its frames stale) or moves again: log it, turn STALE or back."""
         self._frozen = frozen
         if frozen:
-            self.get_logger().warning(f"{self.topics.joint_states} frozen for {self.params.joint_states_frozen_s} s: "
-                                      "every predicate unknown")
+            self.get_logger().warning(
+                f"{self.topics.joint_states} frozen for {self.params.joint_states_frozen_s} s: every predicate unknown"
+            )
         else:
             self.get_logger().info(f"{self.topics.joint_states} moves again")
         self._publish_diagnostics()
@@ -286,29 +291,45 @@ class EstimatorNode(Node):
         if level != m.STALE and dropped:
             kinds = ", ".join(f"{k} x{n}" for k, n in sorted(dropped.items()))
             if load is not None and load.frames == 0:  # messages come, none makes a frame: nothing is monitored
-                level, message = m.STALE, (f"every {self.topics.joint_states} message dropped ({kinds}); stamps "
-                                           "behind the last frame mean a restarted driver or simulator: restart "
-                                           "this node or start a new rollout")
+                level, message = (
+                    m.STALE,
+                    (
+                        f"every {self.topics.joint_states} message dropped ({kinds}); stamps "
+                        "behind the last frame mean a restarted driver or simulator: restart "
+                        "this node or start a new rollout"
+                    ),
+                )
             else:
                 level = m.WARN
                 message = f"{sum(dropped.values())} {self.topics.joint_states} message(s) dropped ({kinds}); " + message
         values = [("frames", str(self.frames))] + [(f"issues.{k}", str(v)) for k, v in sorted(self.issues.items())]
         values += load.values() if load is not None else []
         hw = self.hardware_id
-        self._diag_pub.publish(cdr.write_diagnostics(
-            now_stamp(self), [(level, f"safety_monitor/{hw}: estimator inputs", message, hw, values)]))
+        self._diag_pub.publish(
+            cdr.write_diagnostics(
+                now_stamp(self), [(level, f"safety_monitor/{hw}: estimator inputs", message, hw, values)]
+            )
+        )
 
 
 def _mapping(topics, topics_file: str) -> StreamMapping:
     """The topics.* parameters, with the keys `topics_file` gives in their place."""
-    mapping = StreamMapping(joint_states=topics.joint_states, wrench=topics.wrench or None, object_pose=topics.object_pose)
+    mapping = StreamMapping(
+        joint_states=topics.joint_states, wrench=topics.wrench or None, object_pose=topics.object_pose
+    )
     if not topics_file:
         return mapping
     if not Path(topics_file).is_file():
         raise SourceError(f"topics_file {topics_file!r} is no file")
     given, default = StreamMapping.parse(topics_file), StreamMapping()
-    return dataclasses.replace(mapping, **{f.name: getattr(given, f.name) for f in dataclasses.fields(StreamMapping)
-                                           if getattr(given, f.name) != getattr(default, f.name)})
+    return dataclasses.replace(
+        mapping,
+        **{
+            f.name: getattr(given, f.name)
+            for f in dataclasses.fields(StreamMapping)
+            if getattr(given, f.name) != getattr(default, f.name)
+        },
+    )
 
 
 def _string_type():
@@ -321,8 +342,10 @@ def _tf_type():
     try:
         from tf2_msgs.msg import TFMessage
     except ImportError:
-        raise SourceError("object_frames need the tf2_msgs message package (any ROS 2 install has it; a pip install: "
-                          "the ros-tf2-msgs wheel)") from None
+        raise SourceError(
+            "object_frames need the tf2_msgs message package (any ROS 2 install has it; a pip install: "
+            "the ros-tf2-msgs wheel)"
+        ) from None
     return TFMessage
 
 

@@ -21,6 +21,7 @@ at once when it cannot.
   meanwhile. At open, a `.running` left behind, or a last record of another process that is not
   `monitor_stopped`, means the previous run died: either suffices, so a deleted `.running` hides nothing.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -115,20 +116,26 @@ class EventLog:
             self._fd = -1
             raise SafetyMonitorError(f"monitor_node: cannot read the event log {self.path}: {exc}") from None
         died = running is not None or (
-            last is not None and last.get("kind") != LogRecordKind.MONITOR_STOPPED
-            and isinstance(last.get("pid"), int) and last["pid"] != os.getpid())
+            last is not None
+            and last.get("kind") != LogRecordKind.MONITOR_STOPPED
+            and isinstance(last.get("pid"), int)
+            and last["pid"] != os.getpid()
+        )
         started = time.time()
         self._write_running(started)
-        self._syncer = LogSyncer(self._sync_now, lambda exc: self._say(
-            "error", "sync", f"cannot sync the event log {self.path}: {exc}"))
+        self._syncer = LogSyncer(
+            self._sync_now, lambda exc: self._say("error", "sync", f"cannot sync the event log {self.path}: {exc}")
+        )
         self.write([self._record(LogRecordKind.MONITOR_STARTED, boot_id=boot_id(), started=started)], sync=True)
         if not died:
             return None
         previous = running or {}
         pid = previous.get("pid", last.get("pid") if last else None)
-        return PreviousRun(pid=pid if isinstance(pid, int) else None,
-                           started=previous.get("started") if isinstance(previous.get("started"), float) else None,
-                           torn_bytes=torn)
+        return PreviousRun(
+            pid=pid if isinstance(pid, int) else None,
+            started=previous.get("started") if isinstance(previous.get("started"), float) else None,
+            torn_bytes=torn,
+        )
 
     def close(self) -> LogHealth:
         """Write what is held and a `monitor_stopped` record, sync, unlock, remove `.running` (once).
@@ -192,8 +199,7 @@ class EventLog:
         return self.health
 
     def _record(self, kind: LogRecordKind, **fields: Any) -> dict[str, Any]:
-        return {"property": "*", "kind": kind, "frame": None, "t": None, "rollout": None, "robot": self.robot,
-                **fields}
+        return {"property": "*", "kind": kind, "frame": None, "t": None, "rollout": None, "robot": self.robot, **fields}
 
     def _lines(self, records: list[dict[str, Any]]) -> bytes:
         stamp = {"wall_time": time.time(), "pid": os.getpid()}
@@ -203,13 +209,21 @@ class EventLog:
         """Hold a batch no file took, unless `hold` records already wait: then count it dropped."""
         if self._held_records + n > self._hold:
             if not self._dropped:
-                self._say("error", "dropping", f"event log: {self._held_records} events held, the limit "
-                          f"(events_log_hold): dropping newer events until {self.path} can be written")
+                self._say(
+                    "error",
+                    "dropping",
+                    f"event log: {self._held_records} events held, the limit "
+                    f"(events_log_hold): dropping newer events until {self.path} can be written",
+                )
             self._dropped += n
             return
         if not self._held:
-            self._say("error", "holding", f"cannot write the event log {self.path}: {self._error}; holding events "
-                      f"(up to {self._hold}) until it can be written")
+            self._say(
+                "error",
+                "holding",
+                f"cannot write the event log {self.path}: {self._error}; holding events "
+                f"(up to {self._hold}) until it can be written",
+            )
         self._held.append((lines, n))
         self._held_records += n
 
@@ -226,12 +240,17 @@ class EventLog:
             del self._held[0]
             self._held_records -= n
         if self._dropped and not self._write_batch(
-                self._lines([self._record(LogRecordKind.EVENTS_LOST, events=self._dropped)]), 1):
+            self._lines([self._record(LogRecordKind.EVENTS_LOST, events=self._dropped)]), 1
+        ):
             return False
         if failing:
             where = self.fallback if self._on_fallback else self.path
-            self._say("info", "resumed", f"event log: {written} held events written to {where}"
-                      + (f"; {self._dropped} were dropped (an events_lost record says so)" if self._dropped else ""))
+            self._say(
+                "info",
+                "resumed",
+                f"event log: {written} held events written to {where}"
+                + (f"; {self._dropped} were dropped (an events_lost record says so)" if self._dropped else ""),
+            )
         self._dropped = 0
         return True
 
@@ -258,8 +277,11 @@ class EventLog:
             self._error += f"; the fallback {self.fallback} too: {exc}"
             return False
         if not self._on_fallback:
-            self._say("error", "fallback", f"cannot write the event log {self.path}: {self._error}; writing to "
-                      f"the fallback {self.fallback}")
+            self._say(
+                "error",
+                "fallback",
+                f"cannot write the event log {self.path}: {self._error}; writing to the fallback {self.fallback}",
+            )
         self._on_fallback = True
         return True
 
@@ -301,8 +323,12 @@ class EventLog:
         again = self._unverified if why == "deleted" else []  # the deleted file took them: write them again
         previous, self._written = self._written, 0
         self.reopened += 1
-        self._say("error", "reopened", f"the event log {self.path} was {why} while open: reopened"
-                  + (f", {len(again)} batch(es) written since the last check written again" if again else ""))
+        self._say(
+            "error",
+            "reopened",
+            f"the event log {self.path} was {why} while open: reopened"
+            + (f", {len(again)} batch(es) written since the last check written again" if again else ""),
+        )
         record = self._record(LogRecordKind.LOG_REOPENED, reason=why, missing=0, previous_file_records=previous)
         batches = [(self._lines([record]), 1)] + [(lines, lines.count(b"\n")) for lines in again]
         self._held[:0] = batches  # ahead of anything held: they are older

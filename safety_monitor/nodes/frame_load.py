@@ -5,6 +5,7 @@ so debounce counts and durations stretch in time. The stamps show it: at a known
 of k periods means k - 1 frames never reached the grounder (lost by the driver, the network or this
 node's queue). Gaps long enough to be a time jump or a stopped stream are the assembler's to report.
 """
+
 from __future__ import annotations
 
 import time
@@ -32,13 +33,19 @@ class LoadReport:
         return self.missed > MISSED_WARN_SHARE * (self.frames + self.missed)
 
     def message(self) -> str:
-        return (f"{self.missed} of {self.frames + self.missed} frames missing in the last {self.seconds:.1f} s "
-                f"(dropped by the driver or this node's input queue, or control_rate_hz is above the stream's rate; "
-                f"this process uses {self.cpu_cores:.2f} core, {self.frame_ms_p50:.2f} ms per frame)")
+        return (
+            f"{self.missed} of {self.frames + self.missed} frames missing in the last {self.seconds:.1f} s "
+            f"(dropped by the driver or this node's input queue, or control_rate_hz is above the stream's rate; "
+            f"this process uses {self.cpu_cores:.2f} core, {self.frame_ms_p50:.2f} ms per frame)"
+        )
 
     def values(self) -> list[tuple[str, str]]:
-        return [("load.missed_frames", str(self.missed)), ("load.cpu_cores", f"{self.cpu_cores:.3f}"),
-                ("load.frame_ms_p50", f"{self.frame_ms_p50:.3f}"), ("load.frame_ms_max", f"{self.frame_ms_max:.3f}")]
+        return [
+            ("load.missed_frames", str(self.missed)),
+            ("load.cpu_cores", f"{self.cpu_cores:.3f}"),
+            ("load.frame_ms_p50", f"{self.frame_ms_p50:.3f}"),
+            ("load.frame_ms_max", f"{self.frame_ms_max:.3f}"),
+        ]
 
 
 class FrameLoad:
@@ -47,8 +54,13 @@ class FrameLoad:
     stamp jitter only matters at a run's two ends. `max_gap_s`: a longer gap ends a run (a time jump or
     a stop), as do a stamp that does not advance and a new rollout."""
 
-    def __init__(self, rate_hz: float, max_gap_s: float, cpu: Callable[[], float] = time.process_time,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        rate_hz: float,
+        max_gap_s: float,
+        cpu: Callable[[], float] = time.process_time,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._rate, self._max_gap = rate_hz, max_gap_s
         self._cpu, self._clock = cpu, clock
         self._first: float | None = None  # the run's first stamp, its last, and its frames
@@ -84,9 +96,13 @@ class FrameLoad:
         now, cpu = self._clock(), self._cpu()
         wall = max(now - self._start, 1e-9)
         costs = np.array(self._costs) * 1e3
-        out = LoadReport(seconds=wall, frames=len(costs), missed=self._missed,
-                         cpu_cores=(cpu - self._cpu_start) / wall,
-                         frame_ms_p50=float(np.median(costs)) if costs.size else 0.0,
-                         frame_ms_max=float(costs.max()) if costs.size else 0.0)
+        out = LoadReport(
+            seconds=wall,
+            frames=len(costs),
+            missed=self._missed,
+            cpu_cores=(cpu - self._cpu_start) / wall,
+            frame_ms_p50=float(np.median(costs)) if costs.size else 0.0,
+            frame_ms_max=float(costs.max()) if costs.size else 0.0,
+        )
         self._start, self._cpu_start, self._costs, self._missed = now, cpu, [], 0
         return out

@@ -1,4 +1,5 @@
 """The live ROS graph's topics and their types, for `safety-monitor inspect --live` (rclpy stays in nodes/)."""
+
 from __future__ import annotations
 
 import time

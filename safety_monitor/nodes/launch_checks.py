@@ -7,6 +7,7 @@ and checked with the same ranges the nodes apply, so `episodes:=abc` or `realtim
 a launch action or event handler makes `LaunchService.run()`, hence `ros2 launch`, return 1 after shutting
 down what runs, logging "Caught exception in launch: <reason>".
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -30,8 +31,11 @@ class LaunchArgumentError(SafetyMonitorError):
 def checked(cls: type[T], arguments: Mapping[str, str], where: str) -> T:
     """`cls` from launch arguments (name -> text), each read as its field's type and range-checked."""
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    return build(cls, {name: typed(text, fields[name].default, f"{where}: {name}:={text}")
-                       for name, text in arguments.items()}, where)
+    return build(
+        cls,
+        {name: typed(text, fields[name].default, f"{where}: {name}:={text}") for name, text in arguments.items()},
+        where,
+    )
 
 
 def typed(text: str, default: Any, where: str) -> Any:
@@ -67,7 +71,8 @@ def fail_when_a_node_fails(nodes: Iterable[Any], where: str) -> list[RegisterEve
 
     def on_exit(event: Any, context: Any) -> None:
         if event.returncode != 0 and not context.is_shutdown:
-            raise LaunchArgumentError(f"{where}: {event.action.name} exited with code {event.returncode}; "
-                                      "its log above says why")
+            raise LaunchArgumentError(
+                f"{where}: {event.action.name} exited with code {event.returncode}; its log above says why"
+            )
 
     return [RegisterEventHandler(OnProcessExit(target_action=node, on_exit=on_exit)) for node in nodes]

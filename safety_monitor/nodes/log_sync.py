@@ -5,6 +5,7 @@ frame queued behind an event. The log line is written (the kernel has it: a kill
 nothing) before the event is published; this thread makes it power-loss proof a moment later.
 Requests that arrive while a sync runs are served by one more sync.
 """
+
 from __future__ import annotations
 
 import threading

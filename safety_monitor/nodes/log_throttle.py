@@ -5,6 +5,7 @@ decides to drop the line: about 0.46 ms of CPU per *suppressed* call here, so a 
 500 Hz would cost a quarter of a core in logging alone and put the node behind. This decides first,
 on the monotonic clock, and says how many lines it held back when it next speaks.
 """
+
 from __future__ import annotations
 
 import time

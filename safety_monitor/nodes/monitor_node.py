@@ -36,6 +36,7 @@ history does not count); violations it observes meanwhile still report ERROR.
 Rollouts: without episode markers the whole run is one trace, closed when the node shuts down. With
 markers (the sim), a trace closes once the frame at the `end` marker's time has been stepped.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -96,8 +97,13 @@ class MonitorNode(Node):
         self.hardware_id = declare_hardware_id(self)
         self._throttled = LogThrottle(self.get_logger())
         self.log_path = Path(p.events_log) if p.events_log else default_log_path(self.get_namespace())
-        self.event_log = EventLog(self.log_path, fallback=Path(p.events_log_fallback) if p.events_log_fallback
-                                  else None, hold=p.events_log_hold, robot=self.hardware_id, say=self._throttled)
+        self.event_log = EventLog(
+            self.log_path,
+            fallback=Path(p.events_log_fallback) if p.events_log_fallback else None,
+            hold=p.events_log_hold,
+            robot=self.hardware_id,
+            say=self._throttled,
+        )
         lost = self.event_log.open()
 
         T = m.rclpy_types()
@@ -107,8 +113,9 @@ class MonitorNode(Node):
         self.create_subscription(T.DiagnosticArray, self.topics.episode, self._on_marker, qos.EPISODE)
         if subscribe_predicates:
             self._read_predicates = rclpy_decoder(MessageType.DIAGNOSTIC_ARRAY, T.DiagnosticArray)
-            self.create_subscription(T.DiagnosticArray, self.topics.predicates, self._on_predicates, qos.PREDICATES,
-                                     raw=True)
+            self.create_subscription(
+                T.DiagnosticArray, self.topics.predicates, self._on_predicates, qos.PREDICATES, raw=True
+            )
 
         self.supervisor = Supervisor(self.monitor, p)
         self.rollouts: list[Rollout] = []
@@ -129,7 +136,8 @@ class MonitorNode(Node):
         self.create_timer(p.diagnostics_period_s, self._on_period, clock=steady)
         self.create_timer(p.heartbeat_period_s, self._heartbeat, clock=steady)
         self.get_logger().info(
-            f"{len(self.monitor.automata)} properties from {specs}; events -> {self.topics.events} and {self.log_path}")
+            f"{len(self.monitor.automata)} properties from {specs}; events -> {self.topics.events} and {self.log_path}"
+        )
 
     @property
     def traces_finished(self) -> int:
@@ -146,8 +154,13 @@ class MonitorNode(Node):
             return
         sup = self.supervisor
         self._render(sup.marker(marker, self._now()))
-        if (marker.kind == START and self._state_lost and not sup.in_trace and sup.last_t is not None
-                and marker.t > sup.last_t):
+        if (
+            marker.kind == START
+            and self._state_lost
+            and not sup.in_trace
+            and sup.last_t is not None
+            and marker.t > sup.last_t
+        ):
             self._state_lost = None  # a rollout newer than any frame seen since the restart: a fresh start
             self.get_logger().info(f"rollout {marker.index} starts: verdicts known again")
             self._publish_diagnostics()
@@ -178,12 +191,19 @@ class MonitorNode(Node):
 
     def _declare_state_lost(self, previous: PreviousRun) -> None:
         """Say so, in the log, on the events topic and on /diagnostics, instead of pretending continuity."""
-        self._state_lost = (f"state lost: the previous monitor (pid {previous.pid}) died; unknown until the "
-                            "next rollout")
+        self._state_lost = f"state lost: the previous monitor (pid {previous.pid}) died; unknown until the next rollout"
         self.get_logger().error(self._state_lost)
-        record = {"property": "*", "kind": EventKind.STATE_LOST, "frame": None, "t": None, "rollout": None,
-                  "robot": self.hardware_id, "previous_pid": previous.pid,
-                  "previous_started": previous.started, "torn_bytes": previous.torn_bytes}
+        record = {
+            "property": "*",
+            "kind": EventKind.STATE_LOST,
+            "frame": None,
+            "t": None,
+            "rollout": None,
+            "robot": self.hardware_id,
+            "previous_pid": previous.pid,
+            "previous_started": previous.started,
+            "torn_bytes": previous.torn_bytes,
+        }
         self.event_log.write([record], sync=True)
         self._events_pub.publish(cdr.write_events([record], 0.0, self.hardware_id))
 
@@ -263,8 +283,13 @@ class MonitorNode(Node):
                 message = f"violated since frame {opened.frame} (t={_secs(opened.t)})"
             elif stale or name in self._blind or self._state_lost:
                 level = m.STALE
-                message = ("unknown: inputs stale" if stale else "unknown: state lost in a restart"
-                           if self._state_lost else "unknown: predicates unknown")
+                message = (
+                    "unknown: inputs stale"
+                    if stale
+                    else "unknown: state lost in a restart"
+                    if self._state_lost
+                    else "unknown: predicates unknown"
+                )
             else:
                 level, message = m.OK, "satisfied so far"
             values = [("category", category), ("episodes", str(self._episodes[name]))]
@@ -287,17 +312,32 @@ class MonitorNode(Node):
         elif self._open:
             summary = (m.ERROR, f"{len(self._open)} open: {', '.join(sorted(self._open))}")
         elif self._lost_period:
-            summary = (m.WARN, f"{self._lost_period} predicate frames lost in the last "
-                               f"{self.params.diagnostics_period_s:g} s (not stepped)")
+            summary = (
+                m.WARN,
+                f"{self._lost_period} predicate frames lost in the last "
+                f"{self.params.diagnostics_period_s:g} s (not stepped)",
+            )
         elif self._blind or self._stale_streams:
-            summary = (m.WARN, "stale inputs: " + ", ".join(sorted(self._stale_streams)) if self._stale_streams
-                       else f"{len(self._blind)} properties unknown")
+            summary = (
+                m.WARN,
+                "stale inputs: " + ", ".join(sorted(self._stale_streams))
+                if self._stale_streams
+                else f"{len(self._blind)} properties unknown",
+            )
         else:
             summary = (m.OK, "no open violation")
-        values = [("frame", str(self.monitor.frame)), ("rollout", str(sup.rollout)),
-                  ("time_backwards_frames", str(sup.time_faults)), ("lost_frames", str(sup.lost_frames))]
-        self._diag_pub.publish(cdr.write_diagnostics(now_stamp(self), [
-            (summary[0], f"{prefix}: monitor", summary[1], hw, values), self._log_status(health), *statuses]))
+        values = [
+            ("frame", str(self.monitor.frame)),
+            ("rollout", str(sup.rollout)),
+            ("time_backwards_frames", str(sup.time_faults)),
+            ("lost_frames", str(sup.lost_frames)),
+        ]
+        self._diag_pub.publish(
+            cdr.write_diagnostics(
+                now_stamp(self),
+                [(summary[0], f"{prefix}: monitor", summary[1], hw, values), self._log_status(health), *statuses],
+            )
+        )
         self._summary = summary
 
     def _log_status(self, health: LogHealth) -> tuple:
@@ -306,12 +346,18 @@ class MonitorNode(Node):
         if health.state is LogState.OK:
             level, message = m.OK, f"writing {log.path}"
         else:
-            where = {LogState.HOLDING: f"{health.count} events held in memory",
-                     LogState.FALLBACK: f"events go to the fallback {log.fallback}",
-                     LogState.LOST: f"{health.count} events dropped (more than events_log_hold waited)"}
+            where = {
+                LogState.HOLDING: f"{health.count} events held in memory",
+                LogState.FALLBACK: f"events go to the fallback {log.fallback}",
+                LogState.LOST: f"{health.count} events dropped (more than events_log_hold waited)",
+            }
             level, message = m.ERROR, f"{health}: cannot write {log.path}: {health.error}; {where[health.state]}"
-        values = [("state", health.state.value), ("count", str(health.count)), ("path", str(log.path)),
-                  ("reopened", str(log.reopened))]
+        values = [
+            ("state", health.state.value),
+            ("count", str(health.count)),
+            ("path", str(log.path)),
+            ("reopened", str(log.reopened)),
+        ]
         return (level, f"safety_monitor/{self.hardware_id}: event log", message, self.hardware_id, values)
 
     def _heartbeat(self) -> None:
@@ -320,8 +366,12 @@ class MonitorNode(Node):
             return
         level, message = self._summary
         values = [("seq", str(self._beats)), ("pid", str(os.getpid())), ("event_log", str(self.event_log.health))]
-        self._beat_pub.publish(cdr.write_diagnostics(now_stamp(self), [
-            (level, f"safety_monitor/{self.hardware_id}: heartbeat", message, self.hardware_id, values)]))
+        self._beat_pub.publish(
+            cdr.write_diagnostics(
+                now_stamp(self),
+                [(level, f"safety_monitor/{self.hardware_id}: heartbeat", message, self.hardware_id, values)],
+            )
+        )
         self._beats += 1
 
     def destroy_node(self) -> None:
@@ -342,9 +392,11 @@ class MonitorNode(Node):
             return
         health = self.event_log.close()
         if health.state is LogState.LOST:
-            self.get_logger().error(f"event log: {health.count} record(s) never reached {self.log_path}"
-                                    f"{' or ' + str(self.event_log.fallback) if self.event_log.fallback else ''}: "
-                                    f"{health.error}")
+            self.get_logger().error(
+                f"event log: {health.count} record(s) never reached {self.log_path}"
+                f"{' or ' + str(self.event_log.fallback) if self.event_log.fallback else ''}: "
+                f"{health.error}"
+            )
 
 
 def _secs(t: float | None) -> str:

@@ -8,6 +8,7 @@ latency and CPU that is not grounding. `monitor.launch.py` starts this by defaul
 
     ros2 run safety_monitor monitor_stack --ros-args -r __ns:=/robot1 --params-file nodes.yaml
 """
+
 from __future__ import annotations
 
 from rclpy.node import Node

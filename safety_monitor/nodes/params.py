@@ -5,6 +5,7 @@ Every field becomes a read-only ROS parameter (its help is the description `ros2
 Values come from `--params-file` (config/nodes.yaml), `-p` or parameter overrides; a wrong type or a value
 out of range is a SafetyMonitorError naming the node and the parameter.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -39,7 +40,8 @@ def _declare_one(node: Node, name: str, default: Any, help_text: str) -> Any:
     try:
         if isinstance(default, float):  # accept `1` where `1.0` is meant
             value: Any = node.declare_parameter(
-                name, default, ParameterDescriptor(description=help_text, read_only=True, dynamic_typing=True)).value
+                name, default, ParameterDescriptor(description=help_text, read_only=True, dynamic_typing=True)
+            ).value
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise SafetyMonitorError(f"{where} must be a number, got {value!r}")
             return float(value)

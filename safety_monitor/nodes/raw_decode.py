@@ -1,5 +1,6 @@
 """The live fallback of the one decoder (`pipeline.decode`): rclpy's deserialiser, for the bytes of a
 subscription taken raw (`raw=True`) that the direct CDR readers decline."""
+
 from __future__ import annotations
 
 from collections.abc import Callable

@@ -10,6 +10,7 @@ that order cannot be read once its index is lost (a killed recorder leaves none)
 With `split_rollouts`, each rollout (episode marker) goes to its own bag `<path>/episode_<k>`, so bag
 replay scores each rollout as the trace the live monitor closed.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -21,13 +22,13 @@ from typing import Any
 
 from rclpy.node import Node
 
+from safety_monitor.frames import SAME_TIME_S
 from safety_monitor.io import messages as m
 from safety_monitor.io.bag import BagWriter, default_typestore
 from safety_monitor.nodes import qos
 from safety_monitor.nodes.episode_marker import read_marker
-from safety_monitor.frames import SAME_TIME_S
-from safety_monitor.pipeline.markers import START
 from safety_monitor.nodes.params import declare_topics
+from safety_monitor.pipeline.markers import START
 
 
 def _type_name(msg_type) -> str:
@@ -79,8 +80,14 @@ def rollout_of(starts: list[float], t: float) -> int:
 
 
 class RecorderNode(Node):
-    def __init__(self, path: str | Path, objects: Iterable[str], storage: str = "mcap",
-                 split_rollouts: bool = False, **node_kwargs) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        objects: Iterable[str],
+        storage: str = "mcap",
+        split_rollouts: bool = False,
+        **node_kwargs,
+    ) -> None:
         super().__init__("recorder", **node_kwargs)
         self.path, self.storage, self.split = Path(path), storage, split_rollouts
         self.topics = declare_topics(self)
@@ -93,9 +100,12 @@ class RecorderNode(Node):
         T = m.rclpy_types()
         inputs = qos.input_qos()
         self.create_subscription(T.DiagnosticArray, self.topics.episode, self._on_marker, qos.EPISODE)
-        streams = [(T.Clock, self.topics.clock, qos.CLOCK), (T.JointState, self.topics.joint_states, inputs),
-                   (T.DiagnosticArray, self.topics.predicates, qos.PREDICATES),
-                   (T.DiagnosticArray, self.topics.events, qos.EVENTS)]
+        streams = [
+            (T.Clock, self.topics.clock, qos.CLOCK),
+            (T.JointState, self.topics.joint_states, inputs),
+            (T.DiagnosticArray, self.topics.predicates, qos.PREDICATES),
+            (T.DiagnosticArray, self.topics.events, qos.EVENTS),
+        ]
         streams += [(T.PoseStamped, self.topics.object_pose.format(name=o), inputs) for o in objects]
         if self.topics.wrench:
             streams.append((T.WrenchStamped, self.topics.wrench, inputs))
@@ -132,8 +142,10 @@ class RecorderNode(Node):
     def destroy_node(self) -> None:
         self._order.flush()
         if self._order.late:
-            self.get_logger().warning(f"{self._order.late} message(s) arrived more than {HELD} messages after "
-                                      "newer ones: recorded at the newest log time written, header stamps kept")
+            self.get_logger().warning(
+                f"{self._order.late} message(s) arrived more than {HELD} messages after "
+                "newer ones: recorded at the newest log time written, header stamps kept"
+            )
         for writer in self._writers.values():
             writer.close()
         self._writers.clear()

@@ -10,6 +10,7 @@ closed the trace of every episode, and returns the monitor's rollouts for the su
 executor on one thread spins every node (`runtime.make_executor`). An event log that refuses writes (a
 full disk) stops the run: the nodes close (the log keeps whole lines) and one SafetyMonitorError says why.
 """
+
 from __future__ import annotations
 
 import threading
@@ -100,26 +101,40 @@ def _run(options: LiveRunOptions, stop: threading.Event) -> LiveRun:
     start = time.monotonic()
     sim_time = Parameter("use_sim_time", value=True)
     try:
-        monitor = MonitorNode(subscribe_predicates=False, **common, parameter_overrides=[
-            sim_time,
-            *([Parameter("events_log", value=options.events)] if options.events else [])])
+        monitor = MonitorNode(
+            subscribe_predicates=False,
+            **common,
+            parameter_overrides=[
+                sim_time,
+                *([Parameter("events_log", value=options.events)] if options.events else []),
+            ],
+        )
         nodes.append(monitor)
         nodes.append(EstimatorNode(on_sample=monitor.on_sample, **common, parameter_overrides=[sim_time]))
         if options.record:
             recorder = RecorderNode(options.record, OBJECTS, storage, split_rollouts=options.episodes > 1, **common)
             nodes.append(recorder)
-        sim = SimNode(**common, parameter_overrides=[
-            Parameter("task", value=options.task), Parameter("fault", value=options.fault),
-            Parameter("episodes", value=options.episodes), Parameter("seed", value=options.seed),
-            Parameter("pace", value="lockstep"), Parameter("shutdown_when_done", value=False)])
+        sim = SimNode(
+            **common,
+            parameter_overrides=[
+                Parameter("task", value=options.task),
+                Parameter("fault", value=options.fault),
+                Parameter("episodes", value=options.episodes),
+                Parameter("seed", value=options.seed),
+                Parameter("pace", value="lockstep"),
+                Parameter("shutdown_when_done", value=False),
+            ],
+        )
         nodes.append(sim)
         executor = make_executor(context)  # one executor, one thread, every node
         for node in nodes:
             executor.add_node(node)
         while monitor.traces_finished < options.episodes and not stop.is_set():
             if time.monotonic() - start > options.timeout_s:
-                raise SafetyMonitorError(f"live run did not finish within {options.timeout_s:.0f} s "
-                                         f"({monitor.traces_finished} of {options.episodes} episodes)")
+                raise SafetyMonitorError(
+                    f"live run did not finish within {options.timeout_s:.0f} s "
+                    f"({monitor.traces_finished} of {options.episodes} episodes)"
+                )
             executor.spin_once(timeout_sec=0.1)
             if monitor.event_log.health.state in (LogState.HOLDING, LogState.LOST):
                 log_failed = True  # a batch run cannot keep the log asked for: stop, say so below
@@ -134,11 +149,17 @@ def _run(options: LiveRunOptions, stop: threading.Event) -> LiveRun:
     assert monitor is not None  # built before anything could fail without raising
     if log_failed:
         health = monitor.event_log.health
-        raise SafetyMonitorError(f"cannot write the event log {monitor.log_path}: {health.error}; run stopped"
-                                 + (f", {health.count} record(s) not logged" if health.count else ""))
-    return LiveRun(rollouts=list(monitor.rollouts), wall_s=time.monotonic() - start,
-                   events_log=monitor.log_path, bags=list(recorder.bags) if recorder else [],
-                   interrupted=interrupted)
+        raise SafetyMonitorError(
+            f"cannot write the event log {monitor.log_path}: {health.error}; run stopped"
+            + (f", {health.count} record(s) not logged" if health.count else "")
+        )
+    return LiveRun(
+        rollouts=list(monitor.rollouts),
+        wall_s=time.monotonic() - start,
+        events_log=monitor.log_path,
+        bags=list(recorder.bags) if recorder else [],
+        interrupted=interrupted,
+    )
 
 
 def _drain(executor, sim, recorder) -> None:

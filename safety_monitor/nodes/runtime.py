@@ -13,6 +13,7 @@ syncs and closes the log and removes `.running`; the process exits 0.
 The console scripts enter through `programs` below, which take the signals before the node's module
 (rclpy, MuJoCo: about a second) is even imported.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -81,11 +82,14 @@ monitor_stack = _program("safety_monitor.nodes.monitor_stack")
 
 def run_node(program: str, factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
     """Init rclpy with the process arguments, spin one node until shutdown or a stop signal; exit code."""
-    return run_nodes(program, lambda nodes: nodes.append(factory()), args, about=sys.modules[factory.__module__].__doc__)
+    return run_nodes(
+        program, lambda nodes: nodes.append(factory()), args, about=sys.modules[factory.__module__].__doc__
+    )
 
 
-def run_nodes(program: str, build: Callable[[list[Node]], None], args: Sequence[str] | None = None,
-              about: str | None = None) -> int:
+def run_nodes(
+    program: str, build: Callable[[list[Node]], None], args: Sequence[str] | None = None, about: str | None = None
+) -> int:
     """`run_node` for several nodes in one process and one executor. `build` appends each node as it
     creates it, so the ones made before a failure are still destroyed (in reverse order). An error is
     printed under the `program`'s name (the executable's): the node that failed to build is not in
@@ -135,10 +139,13 @@ def answer_command_line(program: str, argv: Sequence[str], about: str) -> int | 
     from rclpy.utilities import remove_ros_args
 
     parser = argparse.ArgumentParser(
-        prog=program, usage=f"ros2 run safety_monitor {program} [--ros-args -p NAME:=VALUE ... -r __ns:=/NS]",
-        description=about, formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog=program,
+        usage=f"ros2 run safety_monitor {program} [--ros-args -p NAME:=VALUE ... -r __ns:=/NS]",
+        description=about,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Parameters: `ros2 param list` / `ros2 param describe` on the running node, or docs/ros.md; "
-               "a parameter file: --ros-args --params-file FILE.")
+        "a parameter file: --ros-args --params-file FILE.",
+    )
     try:
         parser.parse_args(remove_ros_args(list(argv))[1:])
     except SystemExit as exc:

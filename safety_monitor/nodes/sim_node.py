@@ -19,6 +19,7 @@ Pacing: `realtime` steps on a wall-clock timer at the control rate times `realti
 `lockstep` publishes the next frame as soon as the estimator's predicates for all but
 `max_in_flight` earlier frames came back, i.e. as fast as the pipeline consumes, losing nothing.
 """
+
 from __future__ import annotations
 
 import time
@@ -30,9 +31,9 @@ from rclpy.node import Node
 from safety_monitor.frames import RobotState
 from safety_monitor.io import messages as m
 from safety_monitor.nodes import qos
-from safety_monitor.pipeline.markers import END, START, EpisodeMarker, marker_msg
 from safety_monitor.nodes.params import declare, declare_hardware_id, declare_topics
 from safety_monitor.nodes.runtime import request_shutdown, run_node
+from safety_monitor.pipeline.markers import END, START, EpisodeMarker, marker_msg
 from safety_monitor.settings import CONTROL_RATE_HZ, SimSettings
 from safety_monitor.sim.runner import episode_schedule
 from safety_monitor.sim.workcell import OBJECTS
@@ -45,7 +46,6 @@ _SAME_SAMPLE_S = 1e-6  # pose sample times closer than this are the same sample
 # realtime pace: a tick publishes at most this many frames to catch up with its schedule (timer jitter, a
 # short stall); a longer lag is skipped, not caught up. Well under the readers' queue depth (qos.FRAME_DEPTH).
 MAX_CATCH_UP_FRAMES = qos.FRAME_DEPTH // 4
-
 
 
 class SimNode(Node):
@@ -61,16 +61,20 @@ class SimNode(Node):
         T = self._types
         self._clock_pub = self.create_publisher(T.Clock, self.topics.clock, qos.CLOCK)
         self._joints_pub = self.create_publisher(T.JointState, self.topics.joint_states, qos.input_qos())
-        self._wrench_pub = (self.create_publisher(T.WrenchStamped, self.topics.wrench, qos.input_qos())
-                            if self.topics.wrench else None)
-        self._pose_pubs = {name: self.create_publisher(T.PoseStamped, self.topics.object_pose.format(name=name),
-                                                       qos.input_qos()) for name in OBJECTS}
+        self._wrench_pub = (
+            self.create_publisher(T.WrenchStamped, self.topics.wrench, qos.input_qos()) if self.topics.wrench else None
+        )
+        self._pose_pubs = {
+            name: self.create_publisher(T.PoseStamped, self.topics.object_pose.format(name=name), qos.input_qos())
+            for name in OBJECTS
+        }
         self._marker_pub = self.create_publisher(T.DiagnosticArray, self.topics.episode, qos.EPISODE)
         self._lockstep = p.pace == "lockstep"
         if self._lockstep:
             # raw: an answer is only counted, so the frame is not deserialised here
             self._pred_sub = self.create_subscription(
-                T.DiagnosticArray, self.topics.predicates, self._on_predicates, qos.PREDICATES, raw=True)
+                T.DiagnosticArray, self.topics.predicates, self._on_predicates, qos.PREDICATES, raw=True
+            )
         self._episode: Episode | None = None  # set from the first episode's start until the schedule is done
         self._index = -1
         self._offset = 0.0  # added to the episode's own time, so time grows across episodes
@@ -102,7 +106,8 @@ class SimNode(Node):
             if self._published > self._acked and now - self._progress_at > self.params.ack_timeout_s:
                 self.get_logger().warning(
                     f"no predicates for {self.params.ack_timeout_s} s: {self._published - self._acked} frames "
-                    "unanswered; continuing")
+                    "unanswered; continuing"
+                )
                 self._acked = self._published
             self._pump()
         else:
@@ -122,8 +127,9 @@ class SimNode(Node):
         if due - self._published > MAX_CATCH_UP_FRAMES:
             skipped = (due - self._published - 1) / rate
             self._phase_since += skipped
-            self.get_logger().info(f"{skipped:.3f} s behind the wall clock (paused or starved): resuming from "
-                                   "here, not catching up")
+            self.get_logger().info(
+                f"{skipped:.3f} s behind the wall clock (paused or starved): resuming from here, not catching up"
+            )
             due = self._published + 1
         return due
 
@@ -167,8 +173,13 @@ class SimNode(Node):
         self._offset = self._last_t + 1.0 / CONTROL_RATE_HZ if index else FIRST_EPISODE_AT_S
         self._published = self._acked = 0
         self._pose_sent = {}
-        self._marker_pub.publish(marker_msg(self._types, EpisodeMarker(
-            START, index, self._offset, task=task, fault=fault or "", seed=seed), self.hardware_id))
+        self._marker_pub.publish(
+            marker_msg(
+                self._types,
+                EpisodeMarker(START, index, self._offset, task=task, fault=fault or "", seed=seed),
+                self.hardware_id,
+            )
+        )
         self.get_logger().info(f"episode {index}: task {task}, fault {fault or 'none'}, seed {seed}")
         self._phase, self._phase_since = "gap", time.monotonic()
 
@@ -176,9 +187,22 @@ class SimNode(Node):
         episode, index = self._episode, self._index
         assert episode is not None  # only a started episode ends
         task, fault = self.schedule[index]
-        self._marker_pub.publish(marker_msg(self._types, EpisodeMarker(
-            END, index, self._last_t, task=task, fault=fault or "", seed=episode.seed,
-            frames=self._published, succeeded=bool(episode.succeeded())), self.hardware_id))
+        self._marker_pub.publish(
+            marker_msg(
+                self._types,
+                EpisodeMarker(
+                    END,
+                    index,
+                    self._last_t,
+                    task=task,
+                    fault=fault or "",
+                    seed=episode.seed,
+                    frames=self._published,
+                    succeeded=bool(episode.succeeded()),
+                ),
+                self.hardware_id,
+            )
+        )
         if index + 1 < len(self.schedule):
             self._start_episode(index + 1)
             return
@@ -210,8 +234,9 @@ class SimNode(Node):
             if sampled > self._pose_sent.get(name, float("-inf")) + _SAME_SAMPLE_S:
                 self._pose_sent[name] = sampled
                 self._pose_pubs[name].publish(m.pose_msg(T, sampled, pose))
-        self._joints_pub.publish(m.joint_state_msg(
-            T, t, state.joint_names, state.joint_position, state.joint_velocity, state.joint_effort))
+        self._joints_pub.publish(
+            m.joint_state_msg(T, t, state.joint_names, state.joint_position, state.joint_velocity, state.joint_effort)
+        )
 
 
 def main(args: list[str] | None = None) -> int:

@@ -14,6 +14,7 @@ a driver repeating its last reading: stale, not a robot at rest; so is a wrench 
 joint_states has every predicate unknown; a stale wrench or pose is not handed to the
 grounder, so the predicates that read it are unknown whatever the grounder's own age limits.
 """
+
 from __future__ import annotations
 
 import math
@@ -141,9 +142,13 @@ class StaleLimits:
         settings give them (0: the grounder's), and a joint gap of five control periods, at least 50 ms
         (timestamp jitter on real robots is not a jump). Every driver builds its limits here."""
         ages = grounder.thresholds.max_age_s
-        return cls(joint_states=max(0.05, 5.0 / grounder.control_rate_hz),
-                   wrench=settings.wrench_stale_s or ages.wrench, pose=settings.pose_stale_s or ages.object_pose,
-                   joints_frozen=settings.joint_states_frozen_s, wrench_frozen=settings.wrench_frozen_s)
+        return cls(
+            joint_states=max(0.05, 5.0 / grounder.control_rate_hz),
+            wrench=settings.wrench_stale_s or ages.wrench,
+            pose=settings.pose_stale_s or ages.object_pose,
+            joints_frozen=settings.joint_states_frozen_s,
+            wrench_frozen=settings.wrench_frozen_s,
+        )
 
 
 @dataclass(frozen=True)
@@ -227,8 +232,13 @@ class FrameAssembler:
         """The issues left at the end of a stream, a stamp that jumped ahead with nothing after it included
         (neither a clock step nor an outlier can be told: reported as a time jump)."""
         if self._ahead is not None and self._t is not None:
-            self._issue(IssueKind.TIME_JUMP, JOINTS, self._ahead, f"the last message's stamp is {self._ahead - self._t:.3f} s "
-                        "ahead of the last frame, with nothing after it; message dropped")
+            self._issue(
+                IssueKind.TIME_JUMP,
+                JOINTS,
+                self._ahead,
+                f"the last message's stamp is {self._ahead - self._t:.3f} s "
+                "ahead of the last frame, with nothing after it; message dropped",
+            )
             self._ahead = None
         return self.drain_issues()
 
@@ -255,7 +265,9 @@ class FrameAssembler:
             index = {n: i for i, n in enumerate(self.joints)}
             pairs = [(i, index[n]) for i, n in enumerate(names) if n in index]
             if unknown := [n for n in names if n not in index]:
-                self._issue(IssueKind.UNKNOWN_JOINTS, JOINTS, t, f"joints not in the robot, ignored: {', '.join(unknown)}")
+                self._issue(
+                    IssueKind.UNKNOWN_JOINTS, JOINTS, t, f"joints not in the robot, ignored: {', '.join(unknown)}"
+                )
             layout = (np.array([p[0] for p in pairs], dtype=np.intp), np.array([p[1] for p in pairs], dtype=np.intp))
         self._layouts[names] = layout
         return layout
@@ -289,7 +301,9 @@ class FrameAssembler:
         heard = max(self._t, self._heard)
         if t - heard > self.limits.joint_states and not self._stopped_flagged:
             self._stopped_flagged = True
-            self._issue(IssueKind.STREAM_STOPPED, JOINTS, t, f"no joint_states since t={heard:.3f} s while {stream} continues")
+            self._issue(
+                IssueKind.STREAM_STOPPED, JOINTS, t, f"no joint_states since t={heard:.3f} s while {stream} continues"
+            )
 
     # ------------------------------------------------------------------------------ callbacks
     def on_wrench(self, msg: Any, received: float | None = None) -> None:
@@ -300,7 +314,12 @@ class FrameAssembler:
         """`on_wrench` for a wrench already read from its message (replay reads it from the bag's bytes)."""
         stamp = self._stamp(stamp, received, WRENCH)
         if not (_finite(wrench.force) and _finite(wrench.torque)):
-            self._issue(IssueKind.NAN, WRENCH, stamp, f"wrench has NaN, infinite or implausible (beyond {_LIMIT:g}) values; message dropped")
+            self._issue(
+                IssueKind.NAN,
+                WRENCH,
+                stamp,
+                f"wrench has NaN, infinite or implausible (beyond {_LIMIT:g}) values; message dropped",
+            )
             return
         if self._wrench is not None and stamp <= self._wrench[1]:
             kind = IssueKind.DUPLICATE_STAMP if stamp == self._wrench[1] else IssueKind.BACKWARDS
@@ -311,8 +330,12 @@ class FrameAssembler:
         key = wrench.force.tobytes() + wrench.torque.tobytes()
         frozen = bool(limit) and self._wrench_repeats.held(key, stamp) > limit
         if frozen and not self._wrench_frozen:
-            self._issue(IssueKind.FROZEN, WRENCH, stamp, f"force and torque identical for {limit:g} s (a sensor always shows "
-                        "noise); stale until they change")
+            self._issue(
+                IssueKind.FROZEN,
+                WRENCH,
+                stamp,
+                f"force and torque identical for {limit:g} s (a sensor always shows noise); stale until they change",
+            )
         self._wrench_frozen = frozen
         self._check_driver(stamp, WRENCH)
 
@@ -325,11 +348,18 @@ class FrameAssembler:
         stream = pose_stream(name)
         stamp = self._stamp(stamp, received, stream)
         if not (_finite(pose.position) and _finite(pose.quaternion)):
-            self._issue(IssueKind.NAN, stream, stamp, f"pose has NaN, infinite or implausible (beyond {_LIMIT:g}) values; message dropped")
+            self._issue(
+                IssueKind.NAN,
+                stream,
+                stamp,
+                f"pose has NaN, infinite or implausible (beyond {_LIMIT:g}) values; message dropped",
+            )
             return
         q = pose.quaternion
         if not float(q @ q) > 1e-12:  # the grounder's test: not a rotation, unusable
-            self._issue(IssueKind.ZERO_QUATERNION, stream, stamp, "pose orientation is a zero quaternion; message dropped")
+            self._issue(
+                IssueKind.ZERO_QUATERNION, stream, stamp, "pose orientation is a zero quaternion; message dropped"
+            )
             return
         last = self._pose_stamps.get(name)
         if last is not None and stamp <= last:
@@ -353,23 +383,41 @@ class FrameAssembler:
         if names is _AMBIGUOUS:
             renamed = self._rename(sample.names, check=False)
             twice = sorted({n for n in renamed if renamed.count(n) > 1})
-            self._issue(IssueKind.DUPLICATE_NAMES, JOINTS, t, f"{', '.join(twice)} listed more than once; which value holds "
-                        "is ambiguous, message dropped")
+            self._issue(
+                IssueKind.DUPLICATE_NAMES,
+                JOINTS,
+                t,
+                f"{', '.join(twice)} listed more than once; which value holds is ambiguous, message dropped",
+            )
             self._unusable(t)
             return None
         if not names:
-            self._issue(IssueKind.EMPTY_NAMES, JOINTS, t, "JointState has an empty name list; message dropped "
-                        "(name its values with joint_order in the topic mapping)")
+            self._issue(
+                IssueKind.EMPTY_NAMES,
+                JOINTS,
+                t,
+                "JointState has an empty name list; message dropped "
+                "(name its values with joint_order in the topic mapping)",
+            )
             self._unusable(t)
             return None
         if len(sample.position) != len(names):
-            self._issue(IssueKind.LENGTH_MISMATCH, JOINTS, t,
-                        f"{len(names)} names but {len(sample.position)} positions; message dropped")
+            self._issue(
+                IssueKind.LENGTH_MISMATCH,
+                JOINTS,
+                t,
+                f"{len(names)} names but {len(sample.position)} positions; message dropped",
+            )
             self._unusable(t)
             return None
         if not _finite(sample.position):
             bad = [n for n, p in zip(names, sample.position.tolist()) if not abs(p) < _LIMIT]
-            self._issue(IssueKind.NAN, JOINTS, t, f"NaN, infinite or implausible positions for {', '.join(bad)}; message dropped")
+            self._issue(
+                IssueKind.NAN,
+                JOINTS,
+                t,
+                f"NaN, infinite or implausible positions for {', '.join(bad)}; message dropped",
+            )
             self._unusable(t)
             return None
         broken = self._timeline(t)
@@ -379,8 +427,12 @@ class FrameAssembler:
             self._init_joints(names)
         elif self._layouts and names not in self._layouts:  # (a gripper topic may have come first)
             first = next(iter(self._layouts))
-            self._issue(IssueKind.JOINT_NAMES_CHANGED, JOINTS, t,
-                        f"names [{', '.join(names)}] differ from the first message's [{', '.join(first)}]")
+            self._issue(
+                IssueKind.JOINT_NAMES_CHANGED,
+                JOINTS,
+                t,
+                f"names [{', '.join(names)}] differ from the first message's [{', '.join(first)}]",
+            )
         assert self._values is not None and self._joint_t is not None and self.joints is not None
         layout = self._layout(names, t)
         block = self._values
@@ -403,7 +455,9 @@ class FrameAssembler:
             self._complete = bool(np.isfinite(joint_t).all())
             if not self._complete:
                 missing = [name for name, seen in zip(self.joints, np.isfinite(joint_t).tolist()) if not seen]
-                self._issue(IssueKind.MISSING_JOINTS, JOINTS, t, f"no position yet for {', '.join(missing)}; frame held back")
+                self._issue(
+                    IssueKind.MISSING_JOINTS, JOINTS, t, f"no position yet for {', '.join(missing)}; frame held back"
+                )
                 return None
 
         stale = self._stale(t)
@@ -441,7 +495,9 @@ class FrameAssembler:
     def _check_jumps(self, positions: np.ndarray, t: float) -> None:
         current = dict(zip(self.joints or (), positions.tolist()))
         last, self._last_positions = self._last_positions, (t, current)
-        if last is not None and (jumps := find_jumps(last[1], current, t - last[0], self._jump_limits, self._jump_factor)):
+        if last is not None and (
+            jumps := find_jumps(last[1], current, t - last[0], self._jump_limits, self._jump_factor)
+        ):
             self._pending.append(jump_issue(jumps, t, JOINTS))
 
     def on_joint_update(self, sample: JointSample, received: float | None = None) -> None:
@@ -450,13 +506,22 @@ class FrameAssembler:
         stream = GRIPPER_JOINTS
         t = self._stamp(sample.stamp, received, stream)
         names = self._rename(sample.names) if sample.names else ()
-        problem = ((IssueKind.EMPTY_NAMES, "empty name list") if not names else
-                   (IssueKind.DUPLICATE_NAMES, "a joint listed twice") if names is _AMBIGUOUS else
-                   (IssueKind.LENGTH_MISMATCH, f"{len(names)} names but {len(sample.position)} positions")
-                   if len(sample.position) != len(names) else
-                   (IssueKind.NAN, "NaN, infinite or implausible positions") if not _finite(sample.position) else
-                   (IssueKind.DUPLICATE_STAMP if t == self._update_stamp else IssueKind.BACKWARDS,
-                    f"stamp {t:.6f} after {self._update_stamp:.6f}") if t <= self._update_stamp else None)
+        problem = (
+            (IssueKind.EMPTY_NAMES, "empty name list")
+            if not names
+            else (IssueKind.DUPLICATE_NAMES, "a joint listed twice")
+            if names is _AMBIGUOUS
+            else (IssueKind.LENGTH_MISMATCH, f"{len(names)} names but {len(sample.position)} positions")
+            if len(sample.position) != len(names)
+            else (IssueKind.NAN, "NaN, infinite or implausible positions")
+            if not _finite(sample.position)
+            else (
+                IssueKind.DUPLICATE_STAMP if t == self._update_stamp else IssueKind.BACKWARDS,
+                f"stamp {t:.6f} after {self._update_stamp:.6f}",
+            )
+            if t <= self._update_stamp
+            else None
+        )
         if problem is not None:
             self._issue(problem[0], stream, t, f"{problem[1]}; message dropped")
             return
@@ -469,10 +534,14 @@ class FrameAssembler:
         if layout is None:
             index = {n: i for i, n in enumerate(self.joints)}
             if unknown := [n for n in names if n not in index]:
-                self._issue(IssueKind.UNKNOWN_JOINTS, stream, t, f"joints not in the robot, ignored: {', '.join(unknown)}")
+                self._issue(
+                    IssueKind.UNKNOWN_JOINTS, stream, t, f"joints not in the robot, ignored: {', '.join(unknown)}"
+                )
             pairs = [(i, index[n]) for i, n in enumerate(names) if n in index]
-            layout = self._update_layouts[names] = (np.array([p[0] for p in pairs], dtype=np.intp),
-                                                    np.array([p[1] for p in pairs], dtype=np.intp))
+            layout = self._update_layouts[names] = (
+                np.array([p[0] for p in pairs], dtype=np.intp),
+                np.array([p[1] for p in pairs], dtype=np.intp),
+            )
         src, dst = layout
         n = len(names)
         for row, values in enumerate((sample.position, sample.velocity, sample.effort)):
@@ -509,12 +578,22 @@ class FrameAssembler:
         ahead, self._ahead = self._ahead, None
         if ahead is not None:
             if t >= ahead:
-                self._issue(IssueKind.TIME_JUMP, JOINTS, ahead, f"the stamps stepped {ahead - last:.3f} s ahead of the frame "
-                            f"at {last:.6f}: the message at the step dropped, this frame stale")
+                self._issue(
+                    IssueKind.TIME_JUMP,
+                    JOINTS,
+                    ahead,
+                    f"the stamps stepped {ahead - last:.3f} s ahead of the frame "
+                    f"at {last:.6f}: the message at the step dropped, this frame stale",
+                )
                 self._went_back = False
                 return True
-            self._issue(IssueKind.OUTLIER_STAMP, JOINTS, t, f"the stream continues at {t:.6f} after the stamp "
-                        f"{ahead:.6f} that jumped ahead: that message alone dropped")
+            self._issue(
+                IssueKind.OUTLIER_STAMP,
+                JOINTS,
+                t,
+                f"the stream continues at {t:.6f} after the stamp "
+                f"{ahead:.6f} that jumped ahead: that message alone dropped",
+            )
         limit = self.limits.joint_states
         if t - max(last, self._heard) > limit:  # the next message tells a clock step from an outlier stamp
             self._ahead = t
@@ -530,8 +609,12 @@ class FrameAssembler:
         if not any(old):
             return False
         names = ", ".join(name for name, gone in zip(self.joints, old) if gone)
-        self._issue(IssueKind.MISSING_JOINTS, JOINTS, t, f"no position for {names} for more than "
-                    f"{self.limits.joint_held:g} s; frame stale")
+        self._issue(
+            IssueKind.MISSING_JOINTS,
+            JOINTS,
+            t,
+            f"no position for {names} for more than {self.limits.joint_held:g} s; frame stale",
+        )
         return True
 
     def _frozen(self, block: np.ndarray, t: float) -> bool:
@@ -539,8 +622,13 @@ class FrameAssembler:
         limit = self.limits.joints_frozen
         frozen = bool(limit) and self._joint_repeats.held(block.tobytes(), t) > limit
         if frozen and not self.joints_frozen:
-            self._issue(IssueKind.FROZEN, JOINTS, t, f"positions, velocities and efforts identical for {limit:g} s "
-                        "(a driver repeating its last reading); frames stale until they change")
+            self._issue(
+                IssueKind.FROZEN,
+                JOINTS,
+                t,
+                f"positions, velocities and efforts identical for {limit:g} s "
+                "(a driver repeating its last reading); frames stale until they change",
+            )
         self.joints_frozen = frozen
         return frozen
 

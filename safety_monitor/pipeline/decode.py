@@ -7,6 +7,7 @@ this module needs neither: rclpy's `deserialize_message` live, rosbags' in a bag
 `Undecodable` with one text whichever deserialiser refused them, so a live run and a replay of its bag report
 the same issue for the same bytes.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -39,10 +40,15 @@ class Decoder(Generic[V]):
     """`fast(raw)` when the direct reader takes the bytes (None: no direct reader for this source's
     definition of the type), else `convert(fallback(raw))`; `Undecodable` when the fallback refuses them."""
 
-    __slots__ = ("msgtype", "fast", "fallback", "convert")
+    __slots__ = ("convert", "fallback", "fast", "msgtype")
 
-    def __init__(self, msgtype: str, fast: Callable[[bytes], V | None] | None, fallback: Callable[[bytes], Any],
-                 convert: Callable[[Any], V]) -> None:
+    def __init__(
+        self,
+        msgtype: str,
+        fast: Callable[[bytes], V | None] | None,
+        fallback: Callable[[bytes], Any],
+        convert: Callable[[Any], V],
+    ) -> None:
         self.msgtype, self.fast, self.fallback, self.convert = msgtype, fast, fallback, convert
 
     def __call__(self, raw: bytes) -> V:
@@ -70,8 +76,13 @@ _READERS: dict[MessageType, tuple[Callable[[], Callable[[bytes], Any] | None], C
 }
 
 
-def decoder(kind: MessageType, fallback: Callable[[bytes], Any], *, msgtype: str | None = None,
-            fast: bool | Callable[[bytes], Any] = True) -> Decoder:
+def decoder(
+    kind: MessageType,
+    fallback: Callable[[bytes], Any],
+    *,
+    msgtype: str | None = None,
+    fast: bool | Callable[[bytes], Any] = True,
+) -> Decoder:
     """The decoder of one stream of `kind` messages. `msgtype`: the type's name where the source calls it
     otherwise (a bag's own type); `fast`: False when the source defines the type unlike the direct reader,
     or a reader to share (a batch reader's single-message reader)."""
@@ -85,8 +96,13 @@ class TypedDecoders:
     own definition of it): the direct reader only where `direct(msgtype)` says the source defines the type as
     the reader reads it, else `deserialize(raw, msgtype)` alone."""
 
-    def __init__(self, kind: MessageType, deserialize: Callable[[bytes, str], Any], direct: Callable[[str], bool],
-                 fast: Callable[[bytes], Any] | None = None) -> None:
+    def __init__(
+        self,
+        kind: MessageType,
+        deserialize: Callable[[bytes, str], Any],
+        direct: Callable[[str], bool],
+        fast: Callable[[bytes], Any] | None = None,
+    ) -> None:
         self.kind, self.deserialize, self.direct = kind, deserialize, direct
         self._fast = fast or _READERS[kind][0]()
         self._decoders: dict[str, Decoder] = {}
@@ -96,8 +112,11 @@ class TypedDecoders:
         if found is None:
             deserialize = self.deserialize
             found = self._decoders[msgtype] = decoder(
-                self.kind, lambda raw: deserialize(raw, msgtype), msgtype=msgtype,
-                fast=(self._fast or False) if self.direct(msgtype) else False)
+                self.kind,
+                lambda raw: deserialize(raw, msgtype),
+                msgtype=msgtype,
+                fast=(self._fast or False) if self.direct(msgtype) else False,
+            )
         return found
 
     def supported(self, msgtype: str) -> bool:

@@ -12,6 +12,7 @@ a driver polls. The node's wall-clock watchdog (no /joint_states at all for `joi
 the node: it only sets the node's /diagnostics level (the predicates watchdog that makes properties blind is
 the Supervisor's), and a bag cannot stop arriving.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -56,9 +57,13 @@ class Estimator:
     `settings`: the estimator's limits. `clock`: a profiling clock, to split `timings` into assembling and
     grounding seconds (replay's stage timings); the results never depend on it."""
 
-    def __init__(self, grounder: Any, mapping: StreamMapping | None = None,
-                 settings: EstimatorSettings = EstimatorSettings(),
-                 clock: Callable[[], float] | None = None) -> None:
+    def __init__(
+        self,
+        grounder: Any,
+        mapping: StreamMapping | None = None,
+        settings: EstimatorSettings = EstimatorSettings(),
+        clock: Callable[[], float] | None = None,
+    ) -> None:
         self.grounder = grounder
         self.mapping = mapping or StreamMapping()
         self.limits = StaleLimits.for_grounder(grounder, settings)
@@ -68,15 +73,23 @@ class Estimator:
         self._clock = clock
         robot = grounder.robot
         if unknown := sorted(set(self.mapping.object_frames) - set(robot.objects)):
-            raise SourceError(f"object_frames: {', '.join(unknown)} not among the robot's objects "
-                              f"({', '.join(robot.objects) or 'none'})")
+            raise SourceError(
+                f"object_frames: {', '.join(unknown)} not among the robot's objects "
+                f"({', '.join(robot.objects) or 'none'})"
+            )
         self.tf = TransformTree(self.mapping.base_frame or robot.base_body, self.mapping.object_frames)
         self._start()
 
     def _start(self) -> None:
         robot = self.grounder.robot
-        self.assembler = FrameAssembler(robot.required_joints, tuple(robot.objects), self.mapping, self.limits,
-                                        self.grounder.joint_limits, self.grounder.thresholds.joint_limits.jump_factor)
+        self.assembler = FrameAssembler(
+            robot.required_joints,
+            tuple(robot.objects),
+            self.mapping,
+            self.limits,
+            self.grounder.joint_limits,
+            self.grounder.thresholds.joint_limits.jump_factor,
+        )
         self.frames = 0  # frames of the current rollout: the next sample's number
         self._last_t: float | None = None  # time of the last frame grounded in this rollout
         self._frozen = False
@@ -147,7 +160,9 @@ class Estimator:
             self.timings["assemble"] += clock() - start
         return self._between_frames()
 
-    def transforms(self, transforms: list[tuple[str, str, Pose, float]], received: float | None = None) -> EstimatorStep:
+    def transforms(
+        self, transforms: list[tuple[str, str, Pose, float]], received: float | None = None
+    ) -> EstimatorStep:
         """A /tf or /tf_static message ((parent, child, pose, stamp) per transform): the poses of the objects whose
         chain to the base frame it changed, each sampled by the next frame as a pose message would be."""
         clock = self._clock
@@ -178,9 +193,14 @@ class Estimator:
         if last >= t - SAME_TIME_S:
             self.grounder.reset()
             self._warming = self.warmup_frames
-            issue = StreamIssue(IssueKind.LATE_MARKER, JOINTS, t, f"the start marker at {t:.6f} came after frames up to "
-                                f"{last:.6f}: those were grounded with the last rollout's evidence; the grounder "
-                                f"restarts, the next {self.warmup_frames} frames blind")
+            issue = StreamIssue(
+                IssueKind.LATE_MARKER,
+                JOINTS,
+                t,
+                f"the start marker at {t:.6f} came after frames up to "
+                f"{last:.6f}: those were grounded with the last rollout's evidence; the grounder "
+                f"restarts, the next {self.warmup_frames} frames blind",
+            )
             return EstimatorStep(None, (issue,), self._frozen, start=RolloutStart.LATE)
         self.grounder.reset()
         self._start()
@@ -197,12 +217,20 @@ class Estimator:
         self.grounder.reset()
         self._start()
         self.tf.forget()
-        return (StreamIssue(IssueKind.INPUT_RESTARTED, JOINTS, stamp, f"stamp {stamp:.6f} is {last - stamp:.3f} s "
-                            f"behind the last frame (beyond {self._restart_s:g} s): the input restarted, a new "
-                            "rollout"),)
+        return (
+            StreamIssue(
+                IssueKind.INPUT_RESTARTED,
+                JOINTS,
+                stamp,
+                f"stamp {stamp:.6f} is {last - stamp:.3f} s "
+                f"behind the last frame (beyond {self._restart_s:g} s): the input restarted, a new "
+                "rollout",
+            ),
+        )
 
-    def _between_frames(self, restarted: tuple[StreamIssue, ...] = (),
-                        issues: tuple[StreamIssue, ...] | None = None) -> EstimatorStep:
+    def _between_frames(
+        self, restarted: tuple[StreamIssue, ...] = (), issues: tuple[StreamIssue, ...] | None = None
+    ) -> EstimatorStep:
         issues = self.assembler.drain_issues() if issues is None else issues
         issues = restarted + issues if restarted else issues
         return EstimatorStep(None, issues, self._frozen) if issues else _QUIET[self._frozen]

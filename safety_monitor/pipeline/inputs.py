@@ -3,6 +3,7 @@
 A topic of another type (a wrench topic given as the joint states) would fail deep inside decoding, or make no
 frame at all; checked up front it is one line naming the topic, the type expected and the type found.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -37,18 +38,26 @@ def configured_inputs(mapping: StreamMapping, objects: Iterable[str]) -> list[Co
         out.append(ConfiguredInput(GRIPPER_JOINTS, mapping.gripper_joint_states, MessageType.JOINT_STATE))
     if mapping.wrench is not None:
         out.append(ConfiguredInput(WRENCH, mapping.wrench, MessageType.WRENCH_STAMPED))
-    out += [ConfiguredInput(pose_stream(name), mapping.pose_topic(name), MessageType.POSE_STAMPED)
-            for name in objects if name not in mapping.object_frames]
+    out += [
+        ConfiguredInput(pose_stream(name), mapping.pose_topic(name), MessageType.POSE_STAMPED)
+        for name in objects
+        if name not in mapping.object_frames
+    ]
     if mapping.object_frames:
-        out += [ConfiguredInput(TF, mapping.tf, MessageType.TF_MESSAGE),
-                ConfiguredInput(TF_STATIC, mapping.tf_static, MessageType.TF_MESSAGE)]
+        out += [
+            ConfiguredInput(TF, mapping.tf, MessageType.TF_MESSAGE),
+            ConfiguredInput(TF_STATIC, mapping.tf_static, MessageType.TF_MESSAGE),
+        ]
     return out
 
 
 def type_errors(inputs: Iterable[ConfiguredInput], found: Mapping[str, str]) -> list[str]:
     """One line per configured topic present in `found` (topic -> type) with another type than expected."""
-    return [f"topic {i.topic} ({i.stream}): expected type {i.msgtype.value}, found {found[i.topic]}"
-            for i in inputs if i.topic in found and found[i.topic] != i.msgtype.value]
+    return [
+        f"topic {i.topic} ({i.stream}): expected type {i.msgtype.value}, found {found[i.topic]}"
+        for i in inputs
+        if i.topic in found and found[i.topic] != i.msgtype.value
+    ]
 
 
 def check_types(inputs: Iterable[ConfiguredInput], found: Mapping[str, str], where: str) -> None:

@@ -8,6 +8,7 @@ once it has stepped that frame). Layout: one status named `safety_monitor/episod
 keyed time. Times within SAME_TIME_S count as equal. Without markers (a real robot) the whole run is
 one trace. Pure: any DiagnosticArray-shaped message (rclpy's or rosbags') reads and builds alike.
 """
+
 from __future__ import annotations
 
 import json
@@ -48,7 +49,10 @@ def marker_msg(types: SimpleNamespace, marker: EpisodeMarker, hardware_id: str =
     fields = asdict(marker)
     kind, t = fields.pop("kind"), fields["t"]  # `t` also in values: exact, where the stamp rounds to ns
     status = types.DiagnosticStatus(
-        level=types.DiagnosticStatus.OK, name=STATUS_NAME, message=str(kind), hardware_id=hardware_id,
+        level=types.DiagnosticStatus.OK,
+        name=STATUS_NAME,
+        message=str(kind),
+        hardware_id=hardware_id,
         values=[types.KeyValue(key=k, value=json.dumps(v)) for k, v in fields.items()],
     )
     return types.DiagnosticArray(header=header(types, t), status=[status])

@@ -31,6 +31,7 @@ gets the same events. The rules:
 
 No rclpy, no wall clock, no logging: the driver renders the Step.
 """
+
 from __future__ import annotations
 
 import math
@@ -40,11 +41,10 @@ from enum import StrEnum
 from typing import NamedTuple
 
 from safety_monitor.enums import EventKind, IssueKind
-from safety_monitor.frames import PredicateSample, StreamIssue
+from safety_monitor.frames import SAME_TIME_S, PredicateSample, StreamIssue
 from safety_monitor.monitor.episodes import PropertyOutcome
 from safety_monitor.monitor.events import Event
 from safety_monitor.monitor.live import SpecSetMonitor
-from safety_monitor.frames import SAME_TIME_S
 from safety_monitor.pipeline.markers import EpisodeMarker, MarkerKind
 from safety_monitor.settings import MonitorSettings
 
@@ -130,7 +130,9 @@ class Supervisor:
     a blind frame), for a driver that keeps a timeline of them (replay).
     """
 
-    def __init__(self, monitor: SpecSetMonitor, settings: MonitorSettings, on_frame: FrameObserver | None = None) -> None:
+    def __init__(
+        self, monitor: SpecSetMonitor, settings: MonitorSettings, on_frame: FrameObserver | None = None
+    ) -> None:
         self.monitor = monitor
         self._step = monitor.step
         self._on_frame = on_frame
@@ -207,8 +209,12 @@ class Supervisor:
             if not self._needed <= valuation.keys():
                 return self._frame(valuation, t, number, stale, now)
             self._known = self._completed = valuation
-        if (t > self._order_t and self._plain and now - self._advanced_at <= self._soonest
-                and (number is None or number == self._expected)):  # in a trace, fresh, in order: step it
+        if (
+            t > self._order_t
+            and self._plain
+            and now - self._advanced_at <= self._soonest
+            and (number is None or number == self._expected)
+        ):  # in a trace, fresh, in order: step it
             self._last_t = self._order_t = t
             self._advanced_at = now
             if number is not None:
@@ -229,8 +235,11 @@ class Supervisor:
         out = _Collect()
         self._watch(now, out)
         if marker.kind is MarkerKind.START:
-            if self._in_trace and self._ended_t < marker.t <= self._trace_t0 + SAME_TIME_S and (
-                    self._start is None or marker.t > self._start.t):
+            if (
+                self._in_trace
+                and self._ended_t < marker.t <= self._trace_t0 + SAME_TIME_S
+                and (self._start is None or marker.t > self._start.t)
+            ):
                 self._start, self._index = marker, marker.index  # late: this trace's first frame came first
                 self._late(marker, out)
             elif self._in_trace and self._trace_t0 + SAME_TIME_S < marker.t <= self._last_t + SAME_TIME_S:
@@ -267,8 +276,7 @@ class Supervisor:
         return out.step()
 
     # ------------------------------------------------------------------------------------- rules
-    def _frame(self, valuation: Valuation, t: float, number: int | None, stale: frozenset[str],
-               now: float) -> Step:
+    def _frame(self, valuation: Valuation, t: float, number: int | None, stale: frozenset[str], now: float) -> Step:
         """frame() where any rule besides stepping applies."""
         out = _Collect()
         self._watch(now, out)
@@ -278,8 +286,13 @@ class Supervisor:
             if number == 0 and expected is not None and expected != 0:
                 self._restart(t, now, out, f"frame numbers start again at 0 (after {expected - 1}): a new publisher")
             elif t < self._last_t - self._restart_s:
-                self._restart(t, now, out, f"frame time {t:.6f} is {self._last_t - t:.3f} s behind the last frame "
-                              f"(beyond {self._restart_s:g} s): the input restarted")
+                self._restart(
+                    t,
+                    now,
+                    out,
+                    f"frame time {t:.6f} is {self._last_t - t:.3f} s behind the last frame "
+                    f"(beyond {self._restart_s:g} s): the input restarted",
+                )
         if t <= self._order_t:
             self._drop(t, out)
         else:
@@ -287,8 +300,9 @@ class Supervisor:
         self._replan()
         return out.step()
 
-    def _advance(self, valuation: Valuation, t: float, number: int | None, stale: frozenset[str], now: float,
-                 out: _Collect) -> None:
+    def _advance(
+        self, valuation: Valuation, t: float, number: int | None, stale: frozenset[str], now: float, out: _Collect
+    ) -> None:
         self._set(InputStatus.FRESH, out)
         self._backwards_from = None
         self._repeated = False
@@ -297,16 +311,26 @@ class Supervisor:
             self._pending_end = None
             if self._in_trace and end.t >= self._trace_t0 - SAME_TIME_S:  # its frame never came: close
                 self._close(end, now, out)
-        if self._in_trace and self._starts and any(
-                self._trace_t0 + SAME_TIME_S < s.t <= t + SAME_TIME_S for s in self._starts):
+        if (
+            self._in_trace
+            and self._starts
+            and any(self._trace_t0 + SAME_TIME_S < s.t <= t + SAME_TIME_S for s in self._starts)
+        ):
             self._close(None, now, out, input_ended=True)  # a new rollout announced, this one never ended
         if not self._in_trace:
             self._begin(t)
         if number is not None:
             expected = self._expected
             if expected is not None and number != expected:
-                out.issues.append(StreamIssue(IssueKind.FRAME_GAP, STREAM, t, f"frame {number} where {expected} was "
-                                              "expected: frames lost on the way or the estimator restarted"))
+                out.issues.append(
+                    StreamIssue(
+                        IssueKind.FRAME_GAP,
+                        STREAM,
+                        t,
+                        f"frame {number} where {expected} was "
+                        "expected: frames lost on the way or the estimator restarted",
+                    )
+                )
                 if number > expected:
                     self._lost += number - expected
             self._expected = number + 1
@@ -344,8 +368,11 @@ class Supervisor:
             what = f"the predicates' stamp stood still for {quiet:.3f} s"
         elif quiet > self._timeout:
             kind, status = (IssueKind.STREAM_STOPPED if ended else IssueKind.PREDICATES_GAP), InputStatus.STALE
-            what = (f"the stream stopped {quiet:.3f} s before the input ended" if ended
-                    else f"no advancing predicates for {quiet:.3f} s")
+            what = (
+                f"the stream stopped {quiet:.3f} s before the input ended"
+                if ended
+                else f"no advancing predicates for {quiet:.3f} s"
+            )
         else:
             return
         out.issues.append(StreamIssue(kind, STREAM, self._last_t, f"{what}; every property blind until they advance"))
@@ -372,8 +399,9 @@ class Supervisor:
             if not self._unsent_reported:
                 self._unsent_reported = True
                 missing = ", ".join(p for p in self._predicates if p not in valuation)
-                out.issues.append(StreamIssue(IssueKind.UNSENT, STREAM, t,
-                                              f"predicates never sent, treated as unknown: {missing}"))
+                out.issues.append(
+                    StreamIssue(IssueKind.UNSENT, STREAM, t, f"predicates never sent, treated as unknown: {missing}")
+                )
             completed = {p: valuation.get(p) for p in self._predicates}
         self._known, self._completed = valuation, completed
         return completed
@@ -401,8 +429,14 @@ class Supervisor:
                 self._set(InputStatus.FRESH, out)
 
     def _late(self, marker: EpisodeMarker, out: _Collect) -> None:
-        out.issues.append(StreamIssue(IssueKind.LATE_MARKER, STREAM, marker.t, f"the start marker of rollout "
-                                      f"{marker.index} came after frames up to {self._last_t:.6f}"))
+        out.issues.append(
+            StreamIssue(
+                IssueKind.LATE_MARKER,
+                STREAM,
+                marker.t,
+                f"the start marker of rollout {marker.index} came after frames up to {self._last_t:.6f}",
+            )
+        )
 
     def _cut(self, marker: EpisodeMarker, now: float, out: _Collect) -> None:
         """A start marker whose time frames of this trace passed, without an end marker: the trace ends now;
@@ -425,16 +459,33 @@ class Supervisor:
         start marker but no end marker is a missing_marker issue."""
         result = self.monitor.finish()
         if input_ended:
-            result = replace(result, events=tuple(
-                replace(e, kind=EventKind.INPUT_ENDED) if e.kind in _AT_END else e for e in result.events))
+            result = replace(
+                result,
+                events=tuple(replace(e, kind=EventKind.INPUT_ENDED) if e.kind in _AT_END else e for e in result.events),
+            )
             if self._start is not None:
-                out.issues.append(StreamIssue(IssueKind.MISSING_MARKER, STREAM, self._last_t, f"rollout {self._index} "
-                                              "ended without its end marker: its open episodes closed as input_ended"))
+                out.issues.append(
+                    StreamIssue(
+                        IssueKind.MISSING_MARKER,
+                        STREAM,
+                        self._last_t,
+                        f"rollout {self._index} ended without its end marker: its open episodes closed as input_ended",
+                    )
+                )
         self._emit(result.events, out)
         s = self._start
-        out.finished.append(Rollout(self._index, s.task if s else "", s.fault if s else "", s.seed if s else None,
-                                    end.succeeded if end else None, result.frames, tuple(self._events),
-                                    result.outcomes))
+        out.finished.append(
+            Rollout(
+                self._index,
+                s.task if s else "",
+                s.fault if s else "",
+                s.seed if s else None,
+                end.succeeded if end else None,
+                result.frames,
+                tuple(self._events),
+                result.outcomes,
+            )
+        )
         self._index += 1
         self._ended_t = self._last_t
         self._start, self._events, self._pending_end = None, [], None
@@ -457,8 +508,13 @@ class Supervisor:
             self._status = out.status = status
 
     def _replan(self) -> None:
-        self._plain = (self._status is InputStatus.FRESH and self._in_trace and self._pending_end is None
-                       and not self._repeated and not any(s.t > self._trace_t0 + SAME_TIME_S for s in self._starts))
+        self._plain = (
+            self._status is InputStatus.FRESH
+            and self._in_trace
+            and self._pending_end is None
+            and not self._repeated
+            and not any(s.t > self._trace_t0 + SAME_TIME_S for s in self._starts)
+        )
 
 
 _AT_END = frozenset({EventKind.UNRECOVERED_AT_END, EventKind.DISCARDED_TRUNCATED})  # closed as input_ended on a restart

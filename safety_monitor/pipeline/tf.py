@@ -8,6 +8,7 @@ so a pose is as old as its oldest-news link says; it is handed on only when a me
 chain and the stamp changed (a static link arriving again repeats nothing). Quaternions are w first, as in
 `frames.Pose`; each link's is normalised once (a zero one is kept: the assembler refuses the pose).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -37,10 +38,14 @@ def quaternion_multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """The rotation `a` after `b` (Hamilton product, w first)."""
     aw, ax, ay, az = a
     bw, bx, by, bz = b
-    return np.array([aw * bw - ax * bx - ay * by - az * bz,
-                     aw * bx + ax * bw + ay * bz - az * by,
-                     aw * by - ax * bz + ay * bw + az * bx,
-                     aw * bz + ax * by - ay * bx + az * bw])
+    return np.array(
+        [
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ]
+    )
 
 
 def rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -52,8 +57,10 @@ def rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 def compose(outer: Pose, inner: Pose) -> Pose:
     """`inner` (a pose in frame B) expressed in frame A, given `outer` (frame B's pose in A)."""
-    return Pose(outer.position + rotate(outer.quaternion, inner.position),
-                quaternion_multiply(outer.quaternion, inner.quaternion))
+    return Pose(
+        outer.position + rotate(outer.quaternion, inner.position),
+        quaternion_multiply(outer.quaternion, inner.quaternion),
+    )
 
 
 def invert(pose: Pose) -> Pose:
@@ -113,7 +120,7 @@ class TransformTree:
                 return None
             chain.append(link)
             node = link.parent
-        base_chain = [self._links[f] for f in up[:base_depth[node]]]
+        base_chain = [self._links[f] for f in up[: base_depth[node]]]
         links = chain + base_chain
         if not links or (touched is not None and not any(link.child in touched for link in links)):
             return None

@@ -4,6 +4,7 @@ Workers run `score_bag`, a pure function of (bag, config), so `--jobs N` gives t
 one job, in input order; a distributed engine (Ray, Dask) can map the same function when one
 machine is not enough. There is no scheduler here beyond the standard library's process pool.
 """
+
 from __future__ import annotations
 
 import multiprocessing
@@ -37,8 +38,11 @@ def unique_bags(bags: Sequence[Path]) -> tuple[list[Path], list[str]]:
         if owner not in chosen or key == owner != keys[chosen[owner]]:
             chosen[owner] = i
     kept = set(chosen.values())
-    notes = [f"{bag}: the same bag as {bags[chosen[owner]]}, scored once"
-             for i, (bag, owner) in enumerate(zip(bags, owners)) if i not in kept]
+    notes = [
+        f"{bag}: the same bag as {bags[chosen[owner]]}, scored once"
+        for i, (bag, owner) in enumerate(zip(bags, owners))
+        if i not in kept
+    ]
     return [bags[i] for i in chosen.values()], notes
 
 
@@ -64,12 +68,14 @@ def score_bags(bags: Sequence[Path], config: ReplayConfig, jobs: int = 1, progre
     return [r if r is not None else _not_scored(bag, config) for bag, r in zip(bags, results)]
 
 
-def _score_in_workers(bags: Sequence[Path], config: ReplayConfig, jobs: int, results: list[BagResult | None],
-                      bar: tqdm) -> None:
+def _score_in_workers(
+    bags: Sequence[Path], config: ReplayConfig, jobs: int, results: list[BagResult | None], bar: tqdm
+) -> None:
     # spawn: workers start clean (no inherited MuJoCo or thread state); they compile nothing twice because
     # the DFA cache is on disk. A worker leaves Ctrl-C to this process, which stops the batch.
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
-                             initializer=_exit_quietly_on_interrupt) as pool:
+    with ProcessPoolExecutor(
+        max_workers=jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_exit_quietly_on_interrupt
+    ) as pool:
         futures = {pool.submit(score_bag, bag, config): i for i, bag in enumerate(bags)}
         frames = 0
         try:
@@ -90,8 +96,12 @@ def _exit_quietly_on_interrupt() -> None:
 
 
 def _not_scored(bag: Path, config: ReplayConfig) -> BagResult:
-    return BagResult(bag=str(bag), mode="predicates" if config.from_predicates else "robot_state",
-                     error=f"{bag}: {NOT_SCORED}", interrupted=True)
+    return BagResult(
+        bag=str(bag),
+        mode="predicates" if config.from_predicates else "robot_state",
+        error=f"{bag}: {NOT_SCORED}",
+        interrupted=True,
+    )
 
 
 def _score_here(bag: Path, config: ReplayConfig, bar: tqdm, progress: bool) -> BagResult:
@@ -120,8 +130,13 @@ class Summary:
     group_of_bag: dict[str, str]
 
 
-def summarize(results: Sequence[BagResult], pattern: re.Pattern[str] | None = None, *,
-              resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> Summary:
+def summarize(
+    results: Sequence[BagResult],
+    pattern: re.Pattern[str] | None = None,
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> Summary:
     """Per-trigger metrics (the monitor's own, with bootstrap intervals over bags) for all and per group."""
     scored = [(r.bag, r.trace) for r in results if r.ok and r.trace is not None]  # no trace: the bag failed
     groups_of = {r.bag: group_of(r.bag, pattern) for r in results}

@@ -6,6 +6,7 @@ which properties apply to it, and which would be vacuous in this bag (their trig
 without ever being put to the test). The last needs a replay of the bag, which runs only when every
 configured input has the right type.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -55,7 +56,9 @@ class InputCheck:
     def text(self) -> str:
         i = self.input
         head = f"{i.stream:<24} {i.topic:<32} {self.state.value}"
-        return head + (f": expected {i.msgtype.value}, found {self.found_type}" if self.state is InputState.WRONG_TYPE else "")
+        return head + (
+            f": expected {i.msgtype.value}, found {self.found_type}" if self.state is InputState.WRONG_TYPE else ""
+        )
 
 
 @dataclass
@@ -91,14 +94,37 @@ class Inspection:
         return {
             "source": self.source,
             "span": None if span is None else {"start": span[0], "end": span[1], "duration": span[1] - span[0]},
-            "topics": [{"topic": t.topic, "type": t.msgtype, "count": t.count, "rate_hz": t.rate_hz,
-                        "first_t": t.first_t, "last_t": t.last_t} for t in self.topics],
-            "inputs": [{"stream": c.input.stream, "topic": c.input.topic, "expected_type": c.input.msgtype.value,
-                        "required": c.input.required, "state": c.state.value, "found_type": c.found_type}
-                       for c in self.inputs],
+            "topics": [
+                {
+                    "topic": t.topic,
+                    "type": t.msgtype,
+                    "count": t.count,
+                    "rate_hz": t.rate_hz,
+                    "first_t": t.first_t,
+                    "last_t": t.last_t,
+                }
+                for t in self.topics
+            ],
+            "inputs": [
+                {
+                    "stream": c.input.stream,
+                    "topic": c.input.topic,
+                    "expected_type": c.input.msgtype.value,
+                    "required": c.input.required,
+                    "state": c.state.value,
+                    "found_type": c.found_type,
+                }
+                for c in self.inputs
+            ],
             "predicates": {"groundable": self.groundable, "not_groundable": self.not_groundable},
-            "properties": {p: {"applicability": why, "triggers": None if self.triggered is None else self.triggered.get(p),
-                               "vacuous_here": p in self.vacuous} for p, why in self.applicable.items()},
+            "properties": {
+                p: {
+                    "applicability": why,
+                    "triggers": None if self.triggered is None else self.triggered.get(p),
+                    "vacuous_here": p in self.vacuous,
+                }
+                for p, why in self.applicable.items()
+            },
             "replay_error": self.replay_error,
             "notes": self.notes,
         }
@@ -175,7 +201,9 @@ def inspect_source(source: str, topics: list[TopicInfo], config: ReplayConfig) -
     vacuous = vacuous_predicates(grounder)
     verdicts = applicability(load_specs(config.specs_file()), grounder)
     return Inspection(
-        source=source, topics=topics, inputs=inputs,
+        source=source,
+        topics=topics,
+        inputs=inputs,
         groundable=[p for p in grounder.predicates if p not in vacuous],
         not_groundable={p: str(why) for p, why in sorted(vacuous.items()) if p in grounder.predicates},
         applicable={name: v.text() for name, v in verdicts.items()},
@@ -185,8 +213,11 @@ def inspect_source(source: str, topics: list[TopicInfo], config: ReplayConfig) -
 def inspect_bag(path: str | Path, config: ReplayConfig) -> Inspection:
     """`inspect_source` for a bag, and, when its inputs allow, a replay counting each property's triggers."""
     found = inspect_source(str(path), bag_topics(path), config)
-    bad = [c for c in found.inputs if c.state is InputState.WRONG_TYPE or (c.input.required and c.state is not
-                                                                             InputState.PRESENT)]
+    bad = [
+        c
+        for c in found.inputs
+        if c.state is InputState.WRONG_TYPE or (c.input.required and c.state is not InputState.PRESENT)
+    ]
     if bad:
         found.replay_error = "; ".join(f"{c.input.topic} ({c.input.stream}) {c.state.value}" for c in bad)
         return found

@@ -4,6 +4,7 @@ Timeline: the predicates the specs read as bands (true dark, unknown hatched gre
 property with its violation episodes shaded red, recoveries marked green, episodes still open at the
 end marked black, blind stretches grey, and a first row showing when an input stream was stale.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -25,9 +26,13 @@ from safety_monitor.replay.timeline import Timeline
 
 TRUE_COLOR, UNKNOWN_COLOR, STALE_COLOR = "#2b6cb0", "#c8c8c8", "#dd8452"
 VIOLATION_COLOR, RECOVERED_COLOR, OPEN_COLOR = "#d62728", "#2ca02c", "black"
-_END_MARKERS = {EventKind.RECOVERED: ("^", RECOVERED_COLOR), EventKind.CLOSED: ("^", RECOVERED_COLOR),
-                EventKind.UNRECOVERED_AT_END: ("X", OPEN_COLOR), EventKind.DISCARDED_TRUNCATED: ("x", "grey"),
-                EventKind.INPUT_ENDED: ("X", OPEN_COLOR)}  # input_ended: closed, never recovered
+_END_MARKERS = {
+    EventKind.RECOVERED: ("^", RECOVERED_COLOR),
+    EventKind.CLOSED: ("^", RECOVERED_COLOR),
+    EventKind.UNRECOVERED_AT_END: ("X", OPEN_COLOR),
+    EventKind.DISCARDED_TRUNCATED: ("x", "grey"),
+    EventKind.INPUT_ENDED: ("X", OPEN_COLOR),
+}  # input_ended: closed, never recovered
 
 
 def _spans(timeline: Timeline, name: str, value: object, t0: float, min_width: float) -> list[tuple[float, float]]:
@@ -50,24 +55,38 @@ def timeline_plot(result: BagResult, path: Path) -> None:
     preds = list(tl.names)
     n_bottom = len(props) + 1
     fig, (top, bottom) = plt.subplots(
-        2, 1, sharex=True, figsize=(12, 1.6 + 0.2 * (len(preds) + n_bottom)),
+        2,
+        1,
+        sharex=True,
+        figsize=(12, 1.6 + 0.2 * (len(preds) + n_bottom)),
         gridspec_kw={"height_ratios": [max(len(preds), 1), n_bottom], "hspace": 0.08},
     )
     for y, name in enumerate(reversed(preds)):
         top.broken_barh(_spans(tl, name, True, t0, min_width), (y + 0.15, 0.7), color=TRUE_COLOR, lw=0)
-        top.broken_barh(_spans(tl, name, None, t0, min_width), (y + 0.15, 0.7), facecolor=UNKNOWN_COLOR, hatch="///",
-                        edgecolor="white", lw=0)
+        top.broken_barh(
+            _spans(tl, name, None, t0, min_width),
+            (y + 0.15, 0.7),
+            facecolor=UNKNOWN_COLOR,
+            hatch="///",
+            edgecolor="white",
+            lw=0,
+        )
     top.set_yticks([y + 0.5 for y in range(len(preds))], list(reversed(preds)), fontsize=7)
     top.set_ylim(0, max(len(preds), 1))
-    top.set_title(f"{Path(result.bag).name}: {result.frames} frames, {result.duration:.1f} s, "
-                  f"{sum(o.violations for o in trace.outcomes)} violation(s)", fontsize=10, loc="left")
+    top.set_title(
+        f"{Path(result.bag).name}: {result.frames} frames, {result.duration:.1f} s, "
+        f"{sum(o.violations for o in trace.outcomes)} violation(s)",
+        fontsize=10,
+        loc="left",
+    )
     top.grid(axis="x", alpha=0.3)
 
     rows = {p: len(props) - 1 - i for i, p in enumerate(props)}
     stale_row = len(props)
     if result.stale_timeline is not None:
-        bottom.broken_barh(_spans(result.stale_timeline, "stale", True, t0, min_width), (stale_row + 0.2, 0.6),
-                           color=STALE_COLOR, lw=0)
+        bottom.broken_barh(
+            _spans(result.stale_timeline, "stale", True, t0, min_width), (stale_row + 0.2, 0.6), color=STALE_COLOR, lw=0
+        )
     blind_from: dict[str, float] = {}
     for e in trace.events:
         if e.kind == EventKind.BLIND:
@@ -76,17 +95,30 @@ def timeline_plot(result: BagResult, path: Path) -> None:
         elif e.kind == EventKind.SEEING and e.property in blind_from:
             assert e.t is not None
             start = blind_from.pop(e.property)
-            bottom.broken_barh([(start, max(e.t - t0 - start, min_width))], (rows[e.property] + 0.2, 0.6),
-                               facecolor=UNKNOWN_COLOR, hatch="///", edgecolor="white", lw=0)
+            bottom.broken_barh(
+                [(start, max(e.t - t0 - start, min_width))],
+                (rows[e.property] + 0.2, 0.6),
+                facecolor=UNKNOWN_COLOR,
+                hatch="///",
+                edgecolor="white",
+                lw=0,
+            )
     for prop, start in blind_from.items():
-        bottom.broken_barh([(start, max(span - start, min_width))], (rows[prop] + 0.2, 0.6),
-                           facecolor=UNKNOWN_COLOR, hatch="///", edgecolor="white", lw=0)
+        bottom.broken_barh(
+            [(start, max(span - start, min_width))],
+            (rows[prop] + 0.2, 0.6),
+            facecolor=UNKNOWN_COLOR,
+            hatch="///",
+            edgecolor="white",
+            lw=0,
+        )
     for row in episodes(result):
         y = rows[row["property"]]
         start = row["opened_t"] - t0
         end = (row["end_t"] - t0) if row["end_t"] is not None else span
-        bottom.broken_barh([(start, max(end - start, 2 * min_width))], (y + 0.1, 0.8), color=VIOLATION_COLOR,
-                           alpha=0.8, lw=0)
+        bottom.broken_barh(
+            [(start, max(end - start, 2 * min_width))], (y + 0.1, 0.8), color=VIOLATION_COLOR, alpha=0.8, lw=0
+        )
         if row["end_kind"] in _END_MARKERS:  # above the row's centre, so a one-frame episode stays visible
             marker, color = _END_MARKERS[row["end_kind"]]
             bottom.plot([end], [y + 0.95], marker=marker, color=color, ms=6, ls="none", zorder=3, clip_on=False)
@@ -96,12 +128,14 @@ def timeline_plot(result: BagResult, path: Path) -> None:
     bottom.set_xlim(0, span)
     bottom.set_xlabel(f"seconds since the first frame, at t = {t0:.3f} s (episodes.csv and report.json give t itself)")
     bottom.grid(axis="x", alpha=0.3)
-    handles = [Patch(color=TRUE_COLOR, label="predicate true"),
-               Patch(facecolor=UNKNOWN_COLOR, hatch="///", edgecolor="white", label="unknown / blind"),
-               Patch(color=VIOLATION_COLOR, alpha=0.75, label="violation episode"),
-               Line2D([], [], marker="^", color=RECOVERED_COLOR, ls="none", label="recovered"),
-               Line2D([], [], marker="X", color=OPEN_COLOR, ls="none", label="open at end"),
-               Patch(color=STALE_COLOR, label="input stale")]
+    handles = [
+        Patch(color=TRUE_COLOR, label="predicate true"),
+        Patch(facecolor=UNKNOWN_COLOR, hatch="///", edgecolor="white", label="unknown / blind"),
+        Patch(color=VIOLATION_COLOR, alpha=0.75, label="violation episode"),
+        Line2D([], [], marker="^", color=RECOVERED_COLOR, ls="none", label="recovered"),
+        Line2D([], [], marker="X", color=OPEN_COLOR, ls="none", label="open at end"),
+        Patch(color=STALE_COLOR, label="input stale"),
+    ]
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
     fig.subplots_adjust(left=0.2, right=0.98, top=1 - 0.45 / fig.get_figheight(), bottom=0.9 / fig.get_figheight())
     fig.savefig(path, dpi=110)

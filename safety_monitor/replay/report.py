@@ -5,6 +5,7 @@ a violation, bootstrap intervals over bags); this module only lays them out. It 
 a bag could not have violated (`vacuity`): a trigger or a consequent that never changes over the bag makes
 a zero count no pass.
 """
+
 from __future__ import annotations
 
 import csv
@@ -44,8 +45,9 @@ def check_folder(folder: str | Path) -> None:
     try:
         for path in (folder, folder / PLOTS):
             if path.exists() and not path.is_dir():
-                raise SafetyMonitorError(f"--report {folder}: {path} is a file, not a folder; give a new folder "
-                                         "or a previous report's")
+                raise SafetyMonitorError(
+                    f"--report {folder}: {path} is a file, not a folder; give a new folder or a previous report's"
+                )
         nearest = next(p for p in (folder, *folder.parents) if p.exists())
     except OSError as exc:
         raise SafetyMonitorError(f"--report {folder}: cannot inspect it: {exc.strerror or exc}") from None
@@ -54,8 +56,9 @@ def check_folder(folder: str | Path) -> None:
     try:  # a real write: permission bits do not tell for root, read-only mounts or /proc
         os.rmdir(tempfile.mkdtemp(prefix=".report_probe_", dir=nearest))
     except OSError as exc:
-        raise SafetyMonitorError(f"--report {folder}: cannot write in {nearest}: {exc.strerror or exc}; "
-                                 "choose a folder you can write") from None
+        raise SafetyMonitorError(
+            f"--report {folder}: cannot write in {nearest}: {exc.strerror or exc}; choose a folder you can write"
+        ) from None
 
 
 STARTUP_S = 0.1  # estimators with a history window (object motion: a few pose samples) decide within this
@@ -88,9 +91,11 @@ def input_warning(result: BagResult) -> str | None:
     if is_blind(result):
         blind = ", ".join(f"{o.property} {o.blind_frames}" for o in result.trace.outcomes if o.blind_frames)
         startup = startup_frames(result)
-        parts.append(f"blind: {result.unknown_frames} of {result.frames} frames had an unknown predicate"
-                     + (f" ({startup} of them at start-up)" if startup else "")
-                     + (f"; blind frames per property: {blind}" if blind else ""))
+        parts.append(
+            f"blind: {result.unknown_frames} of {result.frames} frames had an unknown predicate"
+            + (f" ({startup} of them at start-up)" if startup else "")
+            + (f"; blind frames per property: {blind}" if blind else "")
+        )
     if result.stale_by_stream:
         parts.append("stale input frames: " + ", ".join(f"{k} {v}" for k, v in result.stale_by_stream.items()))
     if result.issues:
@@ -141,8 +146,12 @@ class Vacuity:
         return "; ".join(parts)
 
     def to_json(self) -> dict[str, Any]:
-        return {"property": self.property, "vacuous": self.vacuous(), "trigger_constant": self.trigger_constant,
-                "constant_consequent": list(self.constant_consequent)}
+        return {
+            "property": self.property,
+            "vacuous": self.vacuous(),
+            "trigger_constant": self.trigger_constant,
+            "constant_consequent": list(self.constant_consequent),
+        }
 
 
 def _constant(timeline: Timeline, name: str) -> bool:
@@ -177,10 +186,18 @@ def episodes(result: BagResult) -> list[dict[str, Any]]:
         if e.kind == EventKind.OPENED:
             cx = e.counterexample
             rows[key] = {
-                "property": e.property, "category": e.category, "episode": e.episode,
-                "opened_frame": e.frame, "opened_t": e.t, "end_kind": None, "end_frame": None, "end_t": None,
-                "duration_frames": None, "trigger_frame": cx.trigger_frame if cx else None,
-                "decisive": " ".join(cx.decisive) if cx else "", "explanation": cx.explanation if cx else "",
+                "property": e.property,
+                "category": e.category,
+                "episode": e.episode,
+                "opened_frame": e.frame,
+                "opened_t": e.t,
+                "end_kind": None,
+                "end_frame": None,
+                "end_t": None,
+                "duration_frames": None,
+                "trigger_frame": cx.trigger_frame if cx else None,
+                "decisive": " ".join(cx.decisive) if cx else "",
+                "explanation": cx.explanation if cx else "",
             }
         elif e.kind.closes and key in rows:
             rows[key].update(end_kind=e.kind, end_frame=e.frame, end_t=e.t, duration_frames=e.duration)
@@ -237,8 +254,9 @@ def _config_json(config: ReplayConfig) -> dict[str, Any]:
     return out
 
 
-def report_json(results: Sequence[BagResult], summary: Summary, config: ReplayConfig,
-                group_by: str | None) -> dict[str, Any]:
+def report_json(
+    results: Sequence[BagResult], summary: Summary, config: ReplayConfig, group_by: str | None
+) -> dict[str, Any]:
     reads = _reads(config)
     return {
         "config": _config_json(config),
@@ -255,41 +273,90 @@ def report_json(results: Sequence[BagResult], summary: Summary, config: ReplayCo
 
 
 # ---------------------------------------------------------------------------------------- CSV
-_METRIC_COLUMNS = ("rollouts", "triggers", "violations", "violating_frames", "risk", "risk_low", "risk_high",
-                   "exposure", "exposure_low", "exposure_high", "violating_rollouts", "violating_rollout_share",
-                   "share_low", "share_high", "exposure_frame_share", "blind_frames", "pending_triggers",
-                   "duration_mean", "duration_max")
+_METRIC_COLUMNS = (
+    "rollouts",
+    "triggers",
+    "violations",
+    "violating_frames",
+    "risk",
+    "risk_low",
+    "risk_high",
+    "exposure",
+    "exposure_low",
+    "exposure_high",
+    "violating_rollouts",
+    "violating_rollout_share",
+    "share_low",
+    "share_high",
+    "exposure_frame_share",
+    "blind_frames",
+    "pending_triggers",
+    "duration_mean",
+    "duration_max",
+)
 
 
 def _metric_row(g: GroupMetrics) -> dict[str, Any]:
     def bounds(ci: tuple[float, float] | None) -> tuple[Any, Any]:
         return ci if ci is not None else (None, None)
 
-    (rl, rh), (el, eh), (sl, sh) = bounds(g.risk_interval), bounds(g.exposure_interval), \
-        bounds(g.violating_rollout_share_interval)
+    (rl, rh), (el, eh), (sl, sh) = (
+        bounds(g.risk_interval),
+        bounds(g.exposure_interval),
+        bounds(g.violating_rollout_share_interval),
+    )
     return {
-        "rollouts": g.rollouts, "triggers": g.triggers, "violations": g.violations,
-        "violating_frames": g.violating_frames, "risk": g.risk, "risk_low": rl, "risk_high": rh,
-        "exposure": g.exposure, "exposure_low": el, "exposure_high": eh,
-        "violating_rollouts": g.violating_rollouts, "violating_rollout_share": g.violating_rollout_share,
-        "share_low": sl, "share_high": sh, "exposure_frame_share": g.exposure_frame_share,
-        "blind_frames": g.blind_frames, "pending_triggers": g.pending_triggers,
-        "duration_mean": g.duration_mean, "duration_max": g.duration_max,
+        "rollouts": g.rollouts,
+        "triggers": g.triggers,
+        "violations": g.violations,
+        "violating_frames": g.violating_frames,
+        "risk": g.risk,
+        "risk_low": rl,
+        "risk_high": rh,
+        "exposure": g.exposure,
+        "exposure_low": el,
+        "exposure_high": eh,
+        "violating_rollouts": g.violating_rollouts,
+        "violating_rollout_share": g.violating_rollout_share,
+        "share_low": sl,
+        "share_high": sh,
+        "exposure_frame_share": g.exposure_frame_share,
+        "blind_frames": g.blind_frames,
+        "pending_triggers": g.pending_triggers,
+        "duration_mean": g.duration_mean,
+        "duration_max": g.duration_max,
     }
 
 
 def _metric_rows(group: str, metrics: Metrics) -> list[dict[str, Any]]:
     rows = []
-    for level, items in (("property", metrics.by_property), ("category", metrics.by_category),
-                         ("all", (metrics.pooled,))):
+    for level, items in (
+        ("property", metrics.by_property),
+        ("category", metrics.by_category),
+        ("all", (metrics.pooled,)),
+    ):
         for g in items:
             rows.append({"group": group, "level": level, "name": g.name, **_metric_row(g)})
     return rows
 
 
 def write_csvs(folder: Path, results: Sequence[BagResult], summary: Summary) -> None:
-    columns = ("bag", "group", "property", "category", "episode", "opened_frame", "opened_t", "end_kind",
-               "end_frame", "end_t", "duration_frames", "trigger_frame", "decisive", "explanation")
+    columns = (
+        "bag",
+        "group",
+        "property",
+        "category",
+        "episode",
+        "opened_frame",
+        "opened_t",
+        "end_kind",
+        "end_frame",
+        "end_t",
+        "duration_frames",
+        "trigger_frame",
+        "decisive",
+        "explanation",
+    )
     with (folder / "episodes.csv").open("w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, columns)
         writer.writeheader()
@@ -315,69 +382,100 @@ def _ci(ci: tuple[float, float] | None, digits: int = 3) -> str:
 
 
 def _table(rows: Sequence[GroupMetrics], label: str, conf: float) -> list[str]:
-    head = (f"| {label} | triggers N | violations V | violating frames U | risk V/N | {conf:.0%} CI | "
-            f"exposure U/N | {conf:.0%} CI | bags with a violation | {conf:.0%} CI | blind frames |")
+    head = (
+        f"| {label} | triggers N | violations V | violating frames U | risk V/N | {conf:.0%} CI | "
+        f"exposure U/N | {conf:.0%} CI | bags with a violation | {conf:.0%} CI | blind frames |"
+    )
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for g in rows:
-        share = (f"{g.violating_rollouts}/{g.rollouts} ({_num(g.violating_rollout_share, 2)})")
-        lines.append(f"| {g.name} | {g.triggers} | {g.violations} | {g.violating_frames} | {_num(g.risk)} | "
-                     f"{_ci(g.risk_interval)} | {_num(g.exposure, 2)} | {_ci(g.exposure_interval, 2)} | {share} | "
-                     f"{_ci(g.violating_rollout_share_interval, 2)} | {g.blind_frames} |")
+        share = f"{g.violating_rollouts}/{g.rollouts} ({_num(g.violating_rollout_share, 2)})"
+        lines.append(
+            f"| {g.name} | {g.triggers} | {g.violations} | {g.violating_frames} | {_num(g.risk)} | "
+            f"{_ci(g.risk_interval)} | {_num(g.exposure, 2)} | {_ci(g.exposure_interval, 2)} | {share} | "
+            f"{_ci(g.violating_rollout_share_interval, 2)} | {g.blind_frames} |"
+        )
     return lines
 
 
 def _metrics_section(title: str, metrics: Metrics) -> list[str]:
     conf = metrics.confidence
     return [
-        f"## {title}", "",
+        f"## {title}",
+        "",
         f"{metrics.rollouts} bag(s). Intervals: bootstrap over bags, {metrics.resamples} resamples, seed "
-        f"{metrics.seed}. A dash: nothing triggered, so no rate.", "",
-        "### By property", "", *_table(metrics.by_property, "property", conf), "",
-        "### By category", "", *_table((*metrics.by_category, metrics.pooled), "category", conf), "",
+        f"{metrics.seed}. A dash: nothing triggered, so no rate.",
+        "",
+        "### By property",
+        "",
+        *_table(metrics.by_property, "property", conf),
+        "",
+        "### By category",
+        "",
+        *_table((*metrics.by_category, metrics.pooled), "category", conf),
+        "",
     ]
 
 
 def _mode(config: ReplayConfig) -> str:
     robot = config.robot_file()
-    how = ("the recorded predicates rescored (`--from-predicates`, no grounding)" if robot is None else
-           f"grounded from the recorded robot state with `{robot}`")
+    how = (
+        "the recorded predicates rescored (`--from-predicates`, no grounding)"
+        if robot is None
+        else f"grounded from the recorded robot state with `{robot}`"
+    )
     return f"Mode: {how}; specs `{config.specs_file()}`."
 
 
-def summary_markdown(results: Sequence[BagResult], summary: Summary, config: ReplayConfig, group_by: str | None,
-                     plots: Sequence[str]) -> str:
+def summary_markdown(
+    results: Sequence[BagResult], summary: Summary, config: ReplayConfig, group_by: str | None, plots: Sequence[str]
+) -> str:
     reads = _reads(config)
     scored = [r for r in results if r.ok]
     failed = [r for r in results if status(r) == "failed"]
     unscored = [r for r in results if r.interrupted]
     frames = sum(r.frames for r in scored)
     seconds = sum(r.duration for r in scored)
-    lines = ["# Replay summary", "",
-             f"{len(results)} bag(s): {len(scored)} scored, {len(failed)} failed"
-             + (f", {len(unscored)} not scored" if unscored else "")
-             + f"; {frames} frames, {seconds:.1f} s of recording.", ""]
+    lines = [
+        "# Replay summary",
+        "",
+        f"{len(results)} bag(s): {len(scored)} scored, {len(failed)} failed"
+        + (f", {len(unscored)} not scored" if unscored else "")
+        + f"; {frames} frames, {seconds:.1f} s of recording.",
+        "",
+    ]
     if unscored:
-        lines += [f"**Interrupted** (Ctrl-C) before every bag was scored: the figures below cover the "
-                  f"{len(scored)} scored bag(s) only; the {len(unscored)} not scored are listed at the end.", ""]
+        lines += [
+            f"**Interrupted** (Ctrl-C) before every bag was scored: the figures below cover the "
+            f"{len(scored)} scored bag(s) only; the {len(unscored)} not scored are listed at the end.",
+            "",
+        ]
     lines += [_mode(config), ""]
     if summary.overall is not None:
         lines += _metrics_section("All bags", summary.overall)
     if summary.groups:
         lines += [f"## Groups (`--group-by {group_by}`)", ""]
         for name, metrics in summary.groups.items():
-            lines += [f"### Group `{name}` ({metrics.rollouts} bags) by category", "",
-                      *_table((*metrics.by_category, metrics.pooled), "category", metrics.confidence), ""]
+            lines += [
+                f"### Group `{name}` ({metrics.rollouts} bags) by category",
+                "",
+                *_table((*metrics.by_category, metrics.pooled), "category", metrics.confidence),
+                "",
+            ]
         lines += ["Per-property figures for each group are in `properties.csv`.", ""]
     blind = [r for r in scored if r.stale_frames or r.unknown_frames]
     if blind:
-        lines += ["## Stale inputs and unknown predicates (blind, not safe)", "",
-                  "| bag | frames | frames with a stale input | stale streams (frames) "
-                  "| frames with unknown predicates | of which at start-up |",
-                  "|---|---|---|---|---|---|"]
+        lines += [
+            "## Stale inputs and unknown predicates (blind, not safe)",
+            "",
+            "| bag | frames | frames with a stale input | stale streams (frames) "
+            "| frames with unknown predicates | of which at start-up |",
+            "|---|---|---|---|---|---|",
+        ]
         for r in blind:
             streams = ", ".join(f"{k} ({v})" for k, v in r.stale_by_stream.items()) or "–"
-            lines.append(f"| {r.bag} | {r.frames} | {r.stale_frames} | {streams} | {r.unknown_frames} "
-                         f"| {startup_frames(r)} |")
+            lines.append(
+                f"| {r.bag} | {r.frames} | {r.stale_frames} | {streams} | {r.unknown_frames} | {startup_frames(r)} |"
+            )
         lines.append("")
     noisy = [r for r in results if r.issues or r.warnings]
     if noisy:
@@ -387,14 +485,21 @@ def summary_markdown(results: Sequence[BagResult], summary: Summary, config: Rep
             lines.append(f"- `{r.bag}`: " + "; ".join(parts))
         lines.append("")
     if failed:
-        lines += ["## Failed bags", ""] + [f"- `{r.bag}`: {(r.error or '').removeprefix(f'{r.bag}: ')}"
-                                           for r in failed] + [""]
+        lines += (
+            ["## Failed bags", ""]
+            + [f"- `{r.bag}`: {(r.error or '').removeprefix(f'{r.bag}: ')}" for r in failed]
+            + [""]
+        )
     if unscored:
         lines += ["## Not scored (interrupted)", ""] + [f"- `{r.bag}`" for r in unscored] + [""]
     vacuous = [(r, [v for v in vacuity(r, reads) if v.vacuous()]) for r in scored]
     if any(flags for _, flags in vacuous):
-        lines += ["## Vacuous properties (could not be violated on the bag: zero is not a pass)", "",
-                  "| bag | property | why |", "|---|---|---|"]
+        lines += [
+            "## Vacuous properties (could not be violated on the bag: zero is not a pass)",
+            "",
+            "| bag | property | why |",
+            "|---|---|---|",
+        ]
         lines += [f"| {r.bag} | {v.property} | {v.reason()} |" for r, flags in vacuous for v in flags]
         lines.append("")
     if plots:
@@ -402,8 +507,14 @@ def summary_markdown(results: Sequence[BagResult], summary: Summary, config: Rep
     return "\n".join(lines)
 
 
-def write_report(folder: str | Path, results: Sequence[BagResult], summary: Summary, config: ReplayConfig,
-                 group_by: str | None, plots: bool = True) -> Path:
+def write_report(
+    folder: str | Path,
+    results: Sequence[BagResult],
+    summary: Summary,
+    config: ReplayConfig,
+    group_by: str | None,
+    plots: bool = True,
+) -> Path:
     """Write every report file into `folder` (created if needed); returns the folder."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -416,8 +527,7 @@ def write_report(folder: str | Path, results: Sequence[BagResult], summary: Summ
         from safety_monitor.replay.plots import write_plots
 
         made = write_plots(folder, results, summary)
-    (folder / "summary.md").write_text(summary_markdown(results, summary, config, group_by, made),
-                                       encoding="utf-8")
+    (folder / "summary.md").write_text(summary_markdown(results, summary, config, group_by, made), encoding="utf-8")
     return folder
 
 

@@ -5,8 +5,10 @@ times, and steps the live SpecSetMonitor; predicate mode (`from_predicates`) dec
 recorded `/safety_monitor/predicates` and steps the same monitor. Nothing here prints; a failure is
 returned as a failed BagResult naming the problem, so one bad bag never stops a batch.
 """
+
 from __future__ import annotations
 
+import itertools
 import operator
 import time
 from collections import Counter
@@ -18,21 +20,21 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from safety_monitor.enums import IssueKind
 from safety_monitor.errors import SafetyMonitorError, SourceError, SpecError
-from safety_monitor.monitor.episodes import TraceResult
-from safety_monitor.monitor.live import SpecSetMonitor, load_automata
-from safety_monitor.replay.timeline import Timeline
-from safety_monitor.settings import EstimatorSettings, MonitorSettings, NodeSettings
+from safety_monitor.frames import PredicateSample, StreamIssue
 from safety_monitor.io import cdr
 from safety_monitor.io import messages as m
-from safety_monitor.enums import IssueKind
-from safety_monitor.frames import PredicateSample, StreamIssue
 from safety_monitor.io.bag import BagReader, MessageBatch, TopicSummary
+from safety_monitor.monitor.episodes import TraceResult
+from safety_monitor.monitor.live import SpecSetMonitor, load_automata
 from safety_monitor.pipeline.assemble import GRIPPER_JOINTS, JOINTS, WRENCH, StreamMapping, pose_stream
 from safety_monitor.pipeline.decode import MessageType, TypedDecoders, Undecodable
 from safety_monitor.pipeline.estimator import Estimator
 from safety_monitor.pipeline.inputs import TF, ConfiguredInput, check_types, configured_inputs
 from safety_monitor.pipeline.supervisor import Rollout, Supervisor
+from safety_monitor.replay.timeline import Timeline
+from safety_monitor.settings import EstimatorSettings, MonitorSettings, NodeSettings
 
 ISSUE_EXAMPLES = 3  # kept per issue kind; all are counted
 BATCH = 4096  # messages read and decoded at a time (bounds memory for bags of any length)
@@ -137,8 +139,10 @@ def make_monitor(config: ReplayConfig, rate_hz: float | None) -> SpecSetMonitor:
 
 def _check_grounded(monitor: SpecSetMonitor, grounder: Any) -> None:
     if unknown := sorted(set(monitor.predicates) - set(grounder.predicates)):
-        raise SpecError(f"the specs read predicates the grounder does not produce: {', '.join(unknown)} "
-                        "(rescore a bag that records them with --from-predicates)")
+        raise SpecError(
+            f"the specs read predicates the grounder does not produce: {', '.join(unknown)} "
+            "(rescore a bag that records them with --from-predicates)"
+        )
 
 
 def check_config(config: ReplayConfig) -> None:
@@ -149,13 +153,19 @@ def check_config(config: ReplayConfig) -> None:
         _check_grounded(monitor, make_grounder(config.robot, config.rate_hz or NOMINAL_RATE_HZ))
 
 
-def missing_topic_error(bag: Path, what: str, wanted: str, msgtype: str, topics: Mapping[str, TopicSummary],
-                        key: str) -> SourceError:
+def missing_topic_error(
+    bag: Path, what: str, wanted: str, msgtype: str, topics: Mapping[str, TopicSummary], key: str
+) -> SourceError:
     """SourceError listing the bag's topics and suggesting `--topics key=<topic>` for same-typed ones."""
     found = ", ".join(f"{name} ({s.msgtype}, {s.count})" for name, s in sorted(topics.items())) or "none"
     same = [name for name, s in sorted(topics.items()) if s.msgtype == msgtype]
-    hint = (f"; map it with --topics {key}={same[0]}" if len(same) == 1 else
-            f"; candidates of type {msgtype}: {', '.join(same)} (choose with --topics {key}=TOPIC)" if same else "")
+    hint = (
+        f"; map it with --topics {key}={same[0]}"
+        if len(same) == 1
+        else f"; candidates of type {msgtype}: {', '.join(same)} (choose with --topics {key}=TOPIC)"
+        if same
+        else ""
+    )
     return SourceError(f"{bag}: no {what} on {wanted}. Topics found: {found}{hint}")
 
 
@@ -163,11 +173,12 @@ def estimate_rate(stamps: list[float]) -> float:
     """Control rate in Hz from the median step between the distinct stamps, rounded to a whole Hz. The stamps
     are sorted first: a bag logged in arrival order can hold them slightly out of order."""
     distinct = sorted(set(stamps))
-    steps = sorted(b - a for a, b in zip(distinct, distinct[1:]))
+    steps = sorted(b - a for a, b in itertools.pairwise(distinct))
     if not steps:
         what = "every stamp is zero" if stamps and not any(stamps) else "fewer than two distinct stamps"
-        raise SourceError(f"cannot measure the control rate: {what} in the first {len(stamps)} messages; "
-                          "give it with --rate HZ")
+        raise SourceError(
+            f"cannot measure the control rate: {what} in the first {len(stamps)} messages; give it with --rate HZ"
+        )
     return float(max(1, round(1.0 / steps[len(steps) // 2])))
 
 
@@ -176,8 +187,14 @@ class _Scorer:
     node applies, by the bag's log times), and, a batch at a time, extend the timelines with the frames it
     stepped, count stale and unknown frames, keep the stage timings."""
 
-    def __init__(self, result: BagResult, monitor: SpecSetMonitor, settings: MonitorSettings,
-                 progress: Progress | None, topic: str) -> None:
+    def __init__(
+        self,
+        result: BagResult,
+        monitor: SpecSetMonitor,
+        settings: MonitorSettings,
+        progress: Progress | None,
+        topic: str,
+    ) -> None:
         self.result = result
         self.monitor = monitor
         self.timeline = Timeline(monitor.predicates)
@@ -288,8 +305,13 @@ def pool_rollouts(rollouts: list[Rollout]) -> TraceResult:
     outcomes = []
     for parts in zip(*(r.outcomes for r in rollouts)):
         o = parts[0]
-        outcomes.append(replace(o, **{f: sum(getattr(p, f) for p in parts) for f in _SUMMED},
-                                durations=tuple(d for p in parts for d in p.durations)))
+        outcomes.append(
+            replace(
+                o,
+                **{f: sum(getattr(p, f) for p in parts) for f in _SUMMED},
+                durations=tuple(d for p in parts for d in p.durations),
+            )
+        )
     return TraceResult(sum(r.frames for r in rollouts), tuple(outcomes), tuple(e for r in rollouts for e in r.events))
 
 
@@ -334,14 +356,16 @@ def _decoders(bag: BagReader, kind: MessageType, fast: Callable[[bytes], Any] | 
 
 
 # ---------------------------------------------------------------------------------- the modes
-def _score_predicates(bag: BagReader, config: ReplayConfig, result: BagResult,
-                      progress: Progress | None) -> None:
+def _score_predicates(bag: BagReader, config: ReplayConfig, result: BagResult, progress: Progress | None) -> None:
     """The recorded predicates, decoded a batch at a time (columns where the direct reader reads them),
     each frame handed to the Supervisor at its log time; a message that cannot be read is dropped and
     counted, as the monitor node drops it."""
     topic = config.mapping.predicates
-    check_types([ConfiguredInput("predicates", topic, MessageType.DIAGNOSTIC_ARRAY)],
-                {name: s.msgtype for name, s in result.topics.items()}, str(bag.path))
+    check_types(
+        [ConfiguredInput("predicates", topic, MessageType.DIAGNOSTIC_ARRAY)],
+        {name: s.msgtype for name, s in result.topics.items()},
+        str(bag.path),
+    )
     summary = result.topics.get(topic)
     if summary is None or summary.count == 0:
         raise missing_topic_error(bag.path, "recorded predicates", topic, _PREDICATES_TYPE, result.topics, "predicates")
@@ -356,8 +380,11 @@ def _score_predicates(bag: BagReader, config: ReplayConfig, result: BagResult,
     for batch in _timed_batches(bag, {topic}, timings):
         start = clock()
         n = len(batch)
-        columns = (batch_reader.read(batch.buffer, batch.start, batch.size)
-                   if all(map(decoder.supported, batch.msgtypes)) else None)
+        columns = (
+            batch_reader.read(batch.buffer, batch.start, batch.size)
+            if all(map(decoder.supported, batch.msgtypes))
+            else None
+        )
         samples: dict[int, Any] = {}  # the messages the columns do not hold, one at a time (or _DROPPED)
         for i in range(n) if columns is None else np.flatnonzero(~columns.decoded).tolist():
             raw, msgtype = batch.raw(i), batch.msgtypes[batch.which[i]]
@@ -365,12 +392,27 @@ def _score_predicates(bag: BagReader, config: ReplayConfig, result: BagResult,
                 samples[i] = decoder[msgtype](raw)
             except SourceError as exc:  # m.BadPredicates included
                 logged = int(batch.log_ns[i]) / 1e9
-                _record_issues(result, (StreamIssue(IssueKind.UNDECODABLE, "predicates", logged, f"{topic} message logged "
-                                                    f"at {logged:.6f} s: {exc}; message dropped"),))
+                _record_issues(
+                    result,
+                    (
+                        StreamIssue(
+                            IssueKind.UNDECODABLE,
+                            "predicates",
+                            logged,
+                            f"{topic} message logged at {logged:.6f} s: {exc}; message dropped",
+                        ),
+                    ),
+                )
                 samples[i] = _DROPPED
         if columns is not None:
             keys, values, col_t, col_frame, col_unknown, col_stale = (
-                columns.keys, columns.values, columns.t, columns.frame, columns.unknown, columns.stale)
+                columns.keys,
+                columns.values,
+                columns.t,
+                columns.frame,
+                columns.unknown,
+                columns.stale,
+            )
             changed = [True, *np.any(values[1:] != values[:-1], axis=1).tolist()] if n else []
         logged_at = (batch.log_ns / 1e9).tolist()
         mid = clock()
@@ -403,15 +445,15 @@ _DROPPED = object()  # a predicates message that could not be read
 _JOINT_ROUTE, _WRENCH_ROUTE, _GRIPPER_ROUTE, _TF_ROUTE = object(), object(), object(), object()
 
 
-def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
-                  progress: Progress | None) -> None:
+def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult, progress: Progress | None) -> None:
     """A thin driver of the Estimator stage on log times (the estimator node drives it on the node clock);
     joint and wrench messages are decoded a batch at a time, the rest one at a time, by the one decoder."""
     mapping = config.mapping
     topics = result.topics
     # the objects are the robot description's; their topics' types are checked before the rate is measured
-    check_types(configured_inputs(mapping, _described_objects(config)), {n: s.msgtype for n, s in topics.items()},
-                str(bag.path))
+    check_types(
+        configured_inputs(mapping, _described_objects(config)), {n: s.msgtype for n, s in topics.items()}, str(bag.path)
+    )
     joints = topics.get(mapping.joint_states)
     if joints is None or joints.count == 0:
         raise missing_topic_error(bag.path, "joint states", mapping.joint_states, _JOINT_TYPE, topics, "joint_states")
@@ -428,8 +470,9 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
         if mapping.gripper_joint_states in topics:
             route[mapping.gripper_joint_states] = _GRIPPER_ROUTE
         else:
-            result.warnings.append(f"no gripper topic {mapping.gripper_joint_states}: its joints never come, so no "
-                                   "frame can be built")
+            result.warnings.append(
+                f"no gripper topic {mapping.gripper_joint_states}: its joints never come, so no frame can be built"
+            )
     for name in objects:
         topic = mapping.pose_topic(name)
         if name in mapping.object_frames:
@@ -441,8 +484,10 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
     if mapping.object_frames:
         route.update((t, _TF_ROUTE) for t in (mapping.tf, mapping.tf_static) if t in topics)
         if mapping.tf not in topics and mapping.tf_static not in topics:
-            result.warnings.append(f"no {mapping.tf} or {mapping.tf_static}: the poses of "
-                                   f"{', '.join(sorted(mapping.object_frames))} (TF frames) are stale throughout")
+            result.warnings.append(
+                f"no {mapping.tf} or {mapping.tf_static}: the poses of "
+                f"{', '.join(sorted(mapping.object_frames))} (TF frames) are stale throughout"
+            )
     monitor = make_monitor(config, rate)
     _check_grounded(monitor, grounder)
     scorer = _Scorer(result, monitor, config.monitor, progress, mapping.joint_states)
@@ -451,8 +496,10 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
     stage = Estimator(grounder, mapping, config.estimator, clock=clock)
     joint_batches, wrench_batches = cdr.JointStateBatchReader(), cdr.WrenchBatchReader()
     poses = _decoders(bag, MessageType.POSE_STAMPED)
-    decoders = {_JOINT_ROUTE: (_decoders(bag, MessageType.JOINT_STATE, joint_batches.single.read), JOINTS),
-                _WRENCH_ROUTE: (_decoders(bag, MessageType.WRENCH_STAMPED, cdr.read_wrench), WRENCH)}
+    decoders = {
+        _JOINT_ROUTE: (_decoders(bag, MessageType.JOINT_STATE, joint_batches.single.read), JOINTS),
+        _WRENCH_ROUTE: (_decoders(bag, MessageType.WRENCH_STAMPED, cdr.read_wrench), WRENCH),
+    }
     decoders.update((name, (poses, pose_stream(name))) for name in objects)
     decoders[_GRIPPER_ROUTE] = (_decoders(bag, MessageType.JOINT_STATE), GRIPPER_JOINTS)
     decoders[_TF_ROUTE] = (_decoders(bag, MessageType.TF_MESSAGE), TF)
@@ -468,8 +515,9 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
                 batch_reader = joint_batches if kind is _JOINT_ROUTE else wrench_batches
                 read.update(zip(rows.tolist(), batch_reader.read(buffer, batch.start[rows], batch.size[rows])))
         timings["deserialise"] += clock() - start
-        for k, (which, t_ns, at, size) in enumerate(zip(batch.which.tolist(), batch.log_ns.tolist(),
-                                                        batch.start.tolist(), batch.size.tolist())):
+        for k, (which, t_ns, at, size) in enumerate(
+            zip(batch.which.tolist(), batch.log_ns.tolist(), batch.start.tolist(), batch.size.tolist())
+        ):
             kind = kinds[which]
             received = t_ns / 1e9
             decoded = read.get(k)
@@ -477,7 +525,7 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult,
                 start = clock()
                 typed, stream = decoders[kind]
                 try:
-                    decoded = typed[msgtypes[which]](buffer[at:at + size])
+                    decoded = typed[msgtypes[which]](buffer[at : at + size])
                 except Undecodable as exc:
                     _record_issues(result, stage.undecodable(stream, received, exc).issues)
                     continue
@@ -529,8 +577,10 @@ def _control_rate(bag: BagReader, config: ReplayConfig, topic: str) -> float:
 def _first_stamps(bag: BagReader, topic: str, n: int = 201) -> list[float]:
     """Header stamps of the topic's first n messages: read from the bytes where a direct reader accepts the
     message (rosbags would decode it too), else from rosbags' message (which fails as it does)."""
-    decoders = {_JOINT_TYPE: _decoders(bag, MessageType.JOINT_STATE),
-                _PREDICATES_TYPE: _decoders(bag, MessageType.DIAGNOSTIC_ARRAY)}
+    decoders = {
+        _JOINT_TYPE: _decoders(bag, MessageType.JOINT_STATE),
+        _PREDICATES_TYPE: _decoders(bag, MessageType.DIAGNOSTIC_ARRAY),
+    }
     stamps: list[float] = []
     for batch in bag.message_batches({topic}, n):
         for i in range(len(batch)):

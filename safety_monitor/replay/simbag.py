@@ -7,6 +7,7 @@ With `estimate=True` the step also goes through the live estimator's path (the E
 very messages written, then the monitor) and `/safety_monitor/predicates` and
 `/safety_monitor/events` are recorded as the estimator and monitor nodes would publish them.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -90,8 +91,9 @@ def record_sim_bag(
     return Path(path)
 
 
-def _write_state(writer: BagWriter, mapping: StreamMapping, state: RobotState, offset: float,
-                 estimator: _Estimator | None) -> None:
+def _write_state(
+    writer: BagWriter, mapping: StreamMapping, state: RobotState, offset: float, estimator: _Estimator | None
+) -> None:
     t = offset + state.t
     types = writer.types
     writer.write_clock(t)
@@ -106,8 +108,7 @@ def _write_state(writer: BagWriter, mapping: StreamMapping, state: RobotState, o
             writer.write(mapping.pose_topic(name), msg, t)
             if estimator is not None:
                 estimator.on_pose(name, msg)
-    msg = m.joint_state_msg(types, t, state.joint_names, state.joint_position, state.joint_velocity,
-                            state.joint_effort)
+    msg = m.joint_state_msg(types, t, state.joint_names, state.joint_position, state.joint_velocity, state.joint_effort)
     writer.write(mapping.joint_states, msg, t)
     if estimator is not None:
         estimator.on_joint_states(msg)

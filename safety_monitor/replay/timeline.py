@@ -3,6 +3,7 @@
 The plots draw predicates as bands from these runs; a one-hour bag at 500 Hz whose predicates change
 a few hundred times costs a few hundred intervals instead of 1.8 million rows.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence

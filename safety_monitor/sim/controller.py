@@ -5,6 +5,7 @@ one resolved-rate step toward the commanded end-effector pose, and the arm's pos
 (with the workcell's gravity compensation) track it. Solving on the shadow rather than on the
 measured state keeps the reference smooth when the arm is blocked or pushed.
 """
+
 from __future__ import annotations
 
 import mujoco
@@ -39,8 +40,9 @@ def hand_forward(yaw: float = 0.0) -> np.ndarray:
 class ArmController:
     """Holds the commanded end-effector pose and gripper opening; `update()` writes the servo targets."""
 
-    def __init__(self, workcell: Workcell, damping: float = 0.03, max_joint_step: float = 0.01,
-                 max_lead: float = 0.03) -> None:
+    def __init__(
+        self, workcell: Workcell, damping: float = 0.03, max_joint_step: float = 0.01, max_lead: float = 0.03
+    ) -> None:
         m = workcell.model
         self.workcell = workcell
         self._shadow = mujoco.MjData(m)
@@ -51,7 +53,7 @@ class ArmController:
         self._low = m.jnt_range[[m.joint(n).id for n in ARM_JOINTS], 0]
         self._high = m.jnt_range[[m.joint(n).id for n in ARM_JOINTS], 1]
         self._site = workcell.ee_site
-        self._damping = damping ** 2 * np.eye(6)
+        self._damping = damping**2 * np.eye(6)
         self._max_step = max_joint_step
         self._max_lead = max_lead
         self._jac = np.zeros((6, m.nv))

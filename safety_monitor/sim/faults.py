@@ -4,6 +4,7 @@
 only ones that may (the expected ones plus physical side effects the fault really causes). `truth` counts
 what the faulted episode does (sim/truth.py): the denominators its triggers must show.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -81,14 +82,26 @@ def _slip(segments: list[Segment], cell: Workcell) -> list[Segment]:
     j, transport = _move(segments, "transport")
     goal = np.asarray(transport.position, float)
     start = np.array([*cell.object_position("mug")[:2], goal[2]])
-    deep = [Move("descend", _offset(descend.position, -0.015), descend.rotation, speed=descend.speed,
-                 tolerance=descend.tolerance)]
-    return segments[:i] + deep + segments[i + 1:j] + [
-        Move("transport", 0.5 * (start + goal), transport.rotation, speed=transport.speed),
-        Act("grip_fails", _grip_fails),
-        Hold("watch", 1.0),
-        Move("retreat", np.array([0.30, 0.0, 0.60]), hand_down(), speed=0.25),
+    deep = [
+        Move(
+            "descend",
+            _offset(descend.position, -0.015),
+            descend.rotation,
+            speed=descend.speed,
+            tolerance=descend.tolerance,
+        )
     ]
+    return (
+        segments[:i]
+        + deep
+        + segments[i + 1 : j]
+        + [
+            Move("transport", 0.5 * (start + goal), transport.rotation, speed=transport.speed),
+            Act("grip_fails", _grip_fails),
+            Hold("watch", 1.0),
+            Move("retreat", np.array([0.30, 0.0, 0.60]), hand_down(), speed=0.25),
+        ]
+    )
 
 
 def _offset(point, dz: float):
@@ -105,12 +118,16 @@ def _fixture_collision(segments: list[Segment], cell: Workcell) -> list[Segment]
     """Before the pick, the empty hand is driven sideways into the bin's wall and pressed there."""
     i = _index(segments, "approach")
     down = hand_down()
-    return segments[:i] + [
-        Move("detour", BIN_WALL_PUSH + np.array([0.12, 0.0, 0.0]), down, speed=0.3),
-        Move("strike", BIN_WALL_PUSH, down, speed=0.15, patience=0.2),
-        Hold("pressing", 1.6),
-        Move("back_off", BIN_WALL_PUSH + np.array([0.12, 0.0, 0.1]), down, speed=0.2),
-    ] + segments[i:]
+    return (
+        segments[:i]
+        + [
+            Move("detour", BIN_WALL_PUSH + np.array([0.12, 0.0, 0.0]), down, speed=0.3),
+            Move("strike", BIN_WALL_PUSH, down, speed=0.15, patience=0.2),
+            Hold("pressing", 1.6),
+            Move("back_off", BIN_WALL_PUSH + np.array([0.12, 0.0, 0.1]), down, speed=0.2),
+        ]
+        + segments[i:]
+    )
 
 
 def _raw_then_clean(segments: list[Segment], cell: Workcell) -> list[Segment]:
@@ -128,7 +145,7 @@ WEDGED_CUBE = ObjectStart("cube", (0.5 - 0.01 - 0.025 - 0.0005, 0.31, 0.425))  #
 def _push_blocked_drawer(segments: list[Segment], cell: Workcell) -> list[Segment]:
     """A cube is wedged against the drawer front, jamming it; the arm keeps pulling for six seconds."""
     i = _index(segments, "slide")
-    return [Act("drawer_jams", _jam_drawer)] + segments[:i + 1] + [Hold("keep_pulling", 6.0)] + segments[i + 1:]
+    return [Act("drawer_jams", _jam_drawer)] + segments[: i + 1] + [Hold("keep_pulling", 6.0)] + segments[i + 1 :]
 
 
 MUG_GOAL = PLACE_GOALS["mug"]
@@ -161,8 +178,7 @@ _register(
         description="mid-transport the grip force collapses: the mug slides down through the closed fingers",
         task="pick_and_place_mug",
         expected_properties=("grasp_synced_until_release",),
-        allowed_properties=("grasp_synced_until_release", "drop_only_when_released",
-                            "released_object_settles"),
+        allowed_properties=("grasp_synced_until_release", "drop_only_when_released", "released_object_settles"),
         truth=gt.PICK + gt.LOSS,
         inject=_slip,
     ),
@@ -202,8 +218,13 @@ _register(
         # The pull far exceeds the grip: it can pry the fingers open (past their joint range, by about 2 cm
         # in the soft limit), and an open hand pressing on the handle is no longer "operating" the drawer
         # (a forbidden contact once it lasts).
-        allowed_properties=("fixture_obstacle_retract", "no_excess_wrench", "open_preconditions",
-                            "no_forbidden_contact", "joint_positions_within_limits"),
+        allowed_properties=(
+            "fixture_obstacle_retract",
+            "no_excess_wrench",
+            "open_preconditions",
+            "no_forbidden_contact",
+            "joint_positions_within_limits",
+        ),
         truth=gt.OPEN,  # one attempt to open, though the drawer never moves
         objects=(WEDGED_CUBE,),
         inject=_push_blocked_drawer,

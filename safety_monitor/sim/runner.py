@@ -4,6 +4,7 @@
 state); `run_episode` is the iterator form for tests, benchmarks and offline scoring. `episode_schedule`
 turns `--task`/`--fault` into the episodes to run, the same for the sim node and `sim --physics-only`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -101,8 +102,9 @@ class Episode:
         return self.task.succeeded(self.workcell)
 
 
-def run_episode(task: str | None = None, fault: str | None = None, seed: int = 0,
-                stride: int = 1) -> Iterator[RobotState]:
+def run_episode(
+    task: str | None = None, fault: str | None = None, seed: int = 0, stride: int = 1
+) -> Iterator[RobotState]:
     """Yield the state of every `stride`-th control step of one episode (500 Hz / stride), task
     defaulting to the fault's task. Physics always runs every step."""
     if stride < 1:

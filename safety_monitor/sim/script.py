@@ -3,6 +3,7 @@
 Segment targets may be callables of the workcell so a plan built at reset still follows what the
 world looks like when the segment starts (an object's seeded pose, where the drawer handle is now).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -38,7 +39,7 @@ def _exp(vec: np.ndarray) -> np.ndarray:
 
 def _min_jerk(tau: float) -> float:
     tau = min(max(tau, 0.0), 1.0)
-    return tau ** 3 * (10.0 - 15.0 * tau + 6.0 * tau ** 2)
+    return tau**3 * (10.0 - 15.0 * tau + 6.0 * tau**2)
 
 
 @dataclass
@@ -64,8 +65,9 @@ class Move:
         r1 = r0 if self.rotation is None else self.rotation
         turn = _rotvec(r0.T @ r1)
         p0 = ctrl.target_position.copy()
-        duration = max(float(np.linalg.norm(goal - p0)) / self.speed,
-                       float(np.linalg.norm(turn)) / self.angular_speed, 0.1)
+        duration = max(
+            float(np.linalg.norm(goal - p0)) / self.speed, float(np.linalg.norm(turn)) / self.angular_speed, 0.1
+        )
         self._start = (cell.t, duration, p0, goal, r0, turn)
 
     def update(self, ctrl: ArmController, cell: Workcell) -> bool:

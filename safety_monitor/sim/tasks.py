@@ -3,6 +3,7 @@
 Grasp heights put the fingertips 1 cm below the end-effector site, kept clear of the table top
 (z = 0.40). Goals lie on free table space of the initial scene.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -59,6 +60,7 @@ def _above(obj: str, dz: float) -> Callable[[Workcell], np.ndarray]:
     def point(cell: Workcell) -> np.ndarray:
         p = cell.object_position(obj)
         return np.array([p[0], p[1], GRASP_Z[obj] + dz])
+
     return point
 
 
@@ -88,8 +90,7 @@ def place(obj: str, goal_xy: tuple[float, float], yaw: float = 0.0) -> list[Segm
 
 def _resting_at(cell: Workcell, obj: str, goal_xy) -> bool:
     p = cell.object_position(obj)
-    return bool(np.linalg.norm(p[:2] - np.asarray(goal_xy)) < GOAL_TOLERANCE_M
-                and abs(p[2] - REST_Z[obj]) < 0.01)
+    return bool(np.linalg.norm(p[:2] - np.asarray(goal_xy)) < GOAL_TOLERANCE_M and abs(p[2] - REST_Z[obj]) < 0.01)
 
 
 def pick_and_place(obj: str) -> TaskSpec:
@@ -107,8 +108,12 @@ def pick_and_place(obj: str) -> TaskSpec:
 def _mug_in_cabinet(cell: Workcell) -> bool:
     p = cell.object_position("mug")
     up = cell.data.xmat[cell.model.body("mug").id].reshape(3, 3)[:, 2]
-    return bool(CABINET_FRONT_X + 0.03 < p[0] < 0.78 and CABINET_INNER_Y[0] < p[1] < CABINET_INNER_Y[1]
-                and p[2] < 0.5 and up[2] > 0.95)
+    return bool(
+        CABINET_FRONT_X + 0.03 < p[0] < 0.78
+        and CABINET_INNER_Y[0] < p[1] < CABINET_INNER_Y[1]
+        and p[2] < 0.5
+        and up[2] > 0.95
+    )
 
 
 def place_in_cabinet_plan(cell: Workcell) -> list[Segment]:
@@ -150,6 +155,7 @@ def drawer_plan(target_opening: float) -> Callable[[Workcell], list[Segment]]:
             Grip("release", 0.03, 0.3),
             Move("retreat", lambda c: handle_position(c) + np.array([0.0, 0.0, 0.10]), down, speed=0.2),
         ]
+
     return build
 
 
@@ -159,6 +165,7 @@ def dump_plan(obj: str) -> Callable[[Workcell], list[Segment]]:
     A release from higher up would let the object fall while the monitor still counts it as grasped
     (the grasp debounce), which reads as a place with a slipping grasp.
     """
+
     def build(cell: Workcell) -> list[Segment]:
         above_bin = np.array([*BIN_CENTRE, 0.60])
         drop_z = BIN_FLOOR_Z + 0.02 + (GRASP_Z[obj] - TABLE_Z)
@@ -168,6 +175,7 @@ def dump_plan(obj: str) -> Callable[[Workcell], list[Segment]]:
             Grip("release", OPEN, 0.4),
             Move("retreat", above_bin, hand_down(), speed=0.2),
         ]
+
     return build
 
 
@@ -178,18 +186,42 @@ def _in_bin(cell: Workcell, obj: str) -> bool:
 
 def _build_tasks() -> dict[str, TaskSpec]:
     tasks = [pick_and_place(o) for o in ("cube", "mug", "plate")] + [
-        TaskSpec("place_in_cabinet", "side-grasp the mug and set it down inside the open cabinet",
-                 "mug", gt.PICK + gt.PLACE + gt.REACH_IN, {"cabinet_hinge": CABINET_OPEN}, place_in_cabinet_plan,
-                 _mug_in_cabinet),
-        TaskSpec("open_drawer", "pull the closed drawer open by its handle", None, gt.OPEN, {},
-                 drawer_plan(DRAWER_OPEN_TARGET),
-                 lambda cell: cell.joint_position("drawer_slide") > 0.6 * 0.25),
-        TaskSpec("close_drawer", "push the open drawer closed by its handle", None, gt.CLOSE,
-                 {"drawer_slide": DRAWER_OPEN_TARGET}, drawer_plan(0.0),
-                 lambda cell: cell.joint_position("drawer_slide") < 0.05 * 0.25),
-        TaskSpec("dump_into_bin", "pick the raw chicken and drop it into the bin from just below the rim",
-                 "raw_chicken", gt.PICK + gt.DUMP, {},
-                 dump_plan("raw_chicken"), lambda cell: _in_bin(cell, "raw_chicken")),
+        TaskSpec(
+            "place_in_cabinet",
+            "side-grasp the mug and set it down inside the open cabinet",
+            "mug",
+            gt.PICK + gt.PLACE + gt.REACH_IN,
+            {"cabinet_hinge": CABINET_OPEN},
+            place_in_cabinet_plan,
+            _mug_in_cabinet,
+        ),
+        TaskSpec(
+            "open_drawer",
+            "pull the closed drawer open by its handle",
+            None,
+            gt.OPEN,
+            {},
+            drawer_plan(DRAWER_OPEN_TARGET),
+            lambda cell: cell.joint_position("drawer_slide") > 0.6 * 0.25,
+        ),
+        TaskSpec(
+            "close_drawer",
+            "push the open drawer closed by its handle",
+            None,
+            gt.CLOSE,
+            {"drawer_slide": DRAWER_OPEN_TARGET},
+            drawer_plan(0.0),
+            lambda cell: cell.joint_position("drawer_slide") < 0.05 * 0.25,
+        ),
+        TaskSpec(
+            "dump_into_bin",
+            "pick the raw chicken and drop it into the bin from just below the rim",
+            "raw_chicken",
+            gt.PICK + gt.DUMP,
+            {},
+            dump_plan("raw_chicken"),
+            lambda cell: _in_bin(cell, "raw_chicken"),
+        ),
     ]
     return {t.name: t for t in tasks}
 

@@ -5,6 +5,7 @@ Each building block of a plan (a pick, a place, a drawer opening...) carries its
 is the sum of its blocks, and a fault states the truth of the episode it makes (an early release is a grasp
 that ends in a loss, not a release).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields

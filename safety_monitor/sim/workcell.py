@@ -4,6 +4,7 @@ Physics and control both run at 500 Hz (one `step()` = one frame). Object poses 
 50 Hz like a motion-capture stream, so their ages grow between samples; the wrist wrench and
 joints are fresh every frame. Contacts are the simulator's privileged ones.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -39,8 +40,9 @@ class ObjectStart:
 class Workcell:
     """One simulated workcell: model, data, the actuator commands and the 50 Hz pose stream."""
 
-    def __init__(self, seed: int = 0, fixtures: dict[str, float] | None = None,
-                 objects: tuple[ObjectStart, ...] = ()) -> None:
+    def __init__(
+        self, seed: int = 0, fixtures: dict[str, float] | None = None, objects: tuple[ObjectStart, ...] = ()
+    ) -> None:
         self.model = mujoco.MjModel.from_xml_path(workcell_path())
         self.data = mujoco.MjData(self.model)
         self.seed = seed
@@ -71,9 +73,9 @@ class Workcell:
             adr = self._free_qadr[name]
             jitter = rng.uniform(-SEED_JITTER_M, SEED_JITTER_M, size=2)
             if name in moved:
-                self.data.qpos[adr:adr + 3] = moved[name]
+                self.data.qpos[adr : adr + 3] = moved[name]
             else:
-                self.data.qpos[adr:adr + 2] += jitter
+                self.data.qpos[adr : adr + 2] += jitter
 
     @property
     def t(self) -> float:
@@ -102,8 +104,9 @@ class Workcell:
 
     def _sample_poses(self) -> None:
         d = self.data
-        self._pose_cache = {n: Pose(d.qpos[a:a + 3].copy(), d.qpos[a + 3:a + 7].copy())
-                            for n, a in self._free_qadr.items()}
+        self._pose_cache = {
+            n: Pose(d.qpos[a : a + 3].copy(), d.qpos[a + 3 : a + 7].copy()) for n, a in self._free_qadr.items()
+        }
         self._pose_time = float(d.time)
 
     def joint_position(self, name: str) -> float:
@@ -147,8 +150,10 @@ class Workcell:
             joint_position=d.qpos[self._qadr].copy(),
             joint_velocity=d.qvel[self._dadr].copy(),
             joint_effort=effort,
-            wrench=Wrench(d.sensordata[self._force_adr:self._force_adr + 3].copy(),
-                          d.sensordata[self._torque_adr:self._torque_adr + 3].copy()),
+            wrench=Wrench(
+                d.sensordata[self._force_adr : self._force_adr + 3].copy(),
+                d.sensordata[self._torque_adr : self._torque_adr + 3].copy(),
+            ),
             wrench_age=0.0,
             object_poses=dict(self._pose_cache),
             object_ages={n: age for n in OBJECTS},

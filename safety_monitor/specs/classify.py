@@ -10,6 +10,7 @@
 A formula of one of Dwyer's pattern shapes (spec/patterns.py) also has that pattern named: `pattern`
 holds the match, and the reason starts with it ("response, global: ...").
 """
+
 from __future__ import annotations
 
 from safety_monitor.specs.ltlf import (

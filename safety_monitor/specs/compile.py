@@ -5,6 +5,7 @@ own `to_dfa` writes a fixed file inside its package, which races between process
 read-only installs) and read MONA's transition patterns straight into a dense table. Results are
 cached in memory and on disk, keyed by the canonical formula text and the tool versions.
 """
+
 from __future__ import annotations
 
 import functools
@@ -116,7 +117,9 @@ def _load(path: Path, canonical: str) -> TableDFA | None:
             if meta["formula"] != canonical:
                 return None
             table = z["table"]
-            return _finish(canonical, tuple(meta["atoms"]), table, int(meta["initial"]), z["accepting"], _successors(table))
+            return _finish(
+                canonical, tuple(meta["atoms"]), table, int(meta["initial"]), z["accepting"], _successors(table)
+            )
     except (OSError, EOFError, KeyError, ValueError, zipfile.BadZipFile, zlib.error):
         return None
 
@@ -145,8 +148,10 @@ def _build(canonical: str) -> TableDFA:
         table, accepting, initial = progression_dfa(formula, atoms)
         return _finish(canonical, atoms, table, initial, accepting, _successors(table))
     if translation_size(formula) > MAX_TRANSLATION:
-        raise SpecError(f"formula nests G, F, U, R or <-> too deeply for MONA (its program would hold more than "
-                        f"{MAX_TRANSLATION} sub-formula copies): {canonical}")
+        raise SpecError(
+            f"formula nests G, F, U, R or <-> too deeply for MONA (its program would hold more than "
+            f"{MAX_TRANSLATION} sub-formula copies): {canonical}"
+        )
     program = MonaProgram(ltlf2dfa_formula(canonical)).mona_program()
     output = _run_mona(program, canonical)
     return _table_from_mona(output, atoms, canonical)
@@ -179,11 +184,15 @@ def _run_mona(program: str, canonical: str) -> str:
         with open(src, "w", encoding="utf-8") as fh:
             fh.write(program)
         try:
-            proc = subprocess.run([exe, "-q", "-u", "-w", "-n", src], capture_output=True, text=True, timeout=MONA_TIMEOUT_S)
+            proc = subprocess.run(
+                [exe, "-q", "-u", "-w", "-n", src], capture_output=True, text=True, timeout=MONA_TIMEOUT_S
+            )
         except subprocess.TimeoutExpired:
             raise SpecError(f"MONA did not finish within {MONA_TIMEOUT_S:.0f} s on: {canonical}") from None
     if proc.returncode != 0:
-        raise ToolMissingError(f"MONA failed (exit {proc.returncode}) on {canonical!r}: {(proc.stdout + proc.stderr).strip()[:500]}")
+        raise ToolMissingError(
+            f"MONA failed (exit {proc.returncode}) on {canonical!r}: {(proc.stdout + proc.stderr).strip()[:500]}"
+        )
     return proc.stdout
 
 
@@ -201,16 +210,22 @@ def _table_from_mona(output: str, atoms: tuple[str, ...], canonical: str) -> Tab
         raise ToolMissingError(f"MONA printed no automaton for {canonical!r}; is 'mona' the real MONA? {_INSTALL_HINT}")
     mona_vars = [v.lower() for v in free.group(1).split()]
     if sorted(mona_vars) != list(atoms):
-        raise ToolMissingError(f"MONA's variables {mona_vars} do not match the formula's atoms {list(atoms)}: automaton rejected")
+        raise ToolMissingError(
+            f"MONA's variables {mona_vars} do not match the formula's atoms {list(atoms)}: automaton rejected"
+        )
     n_mona = int(count.group(1))
     n_letters = 1 << len(atoms)
     lines = _state_lines(len(atoms)).findall(output)
     if not lines or len(lines) != output.count(" -> state "):
-        raise ToolMissingError(f"MONA's transitions for {canonical!r} are missing or have the wrong width: automaton rejected")
+        raise ToolMissingError(
+            f"MONA's transitions for {canonical!r} are missing or have the wrong width: automaton rejected"
+        )
     src = np.array([m[0] for m in lines], dtype=np.int64)
     dst = np.array([m[2] for m in lines], dtype=np.int64)
     if src.max() >= n_mona or dst.max() >= n_mona:
-        raise ToolMissingError(f"MONA's automaton for {canonical!r} names a state beyond its {n_mona}: automaton rejected")
+        raise ToolMissingError(
+            f"MONA's automaton for {canonical!r} names a state beyond its {n_mona}: automaton rejected"
+        )
     chars = np.frombuffer("".join(m[1] for m in lines).encode("ascii"), dtype=np.uint8).reshape(len(lines), len(atoms))
     # MONA's pattern position k is variable mona_vars[k]; our letter bit i is atoms[i]: reorder the columns
     chars = chars[:, [mona_vars.index(a) for a in atoms]]
@@ -227,7 +242,9 @@ def _table_from_mona(output: str, atoms: tuple[str, ...], canonical: str) -> Tab
     accepting = np.zeros(n_mona, dtype=bool)
     accepting[[int(s) for s in accepting_line.group(1).split()]] = True
     edges = np.unique(src * n_mona + dst)
-    return _finish(canonical, atoms, raw, int(raw[0, 0]), accepting, _edge_lists(edges // n_mona, edges % n_mona, n_mona))
+    return _finish(
+        canonical, atoms, raw, int(raw[0, 0]), accepting, _edge_lists(edges // n_mona, edges % n_mona, n_mona)
+    )
 
 
 @functools.lru_cache(maxsize=MAX_ATOMS + 1)
@@ -256,8 +273,14 @@ def _cube_letters(chars: np.ndarray):
         yield rows, letters
 
 
-def _finish(canonical: str, atoms: tuple[str, ...], raw: np.ndarray, start: int, accepting: np.ndarray,
-            successors: list[list[int]]) -> TableDFA:
+def _finish(
+    canonical: str,
+    atoms: tuple[str, ...],
+    raw: np.ndarray,
+    start: int,
+    accepting: np.ndarray,
+    successors: list[list[int]],
+) -> TableDFA:
     """Keep the states reachable from `start`, numbered in BFS order (start = 0), and find the sink.
 
     `successors[s]` lists the distinct successors of state s in `raw`, sorted.

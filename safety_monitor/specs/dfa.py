@@ -3,6 +3,7 @@
 Letters are bit vectors: bit i of a letter is the value of `atoms[i]`; atoms are sorted by name.
 Traces are read from `initial` (MONA's real initial state, not its dummy state 0), one letter per frame.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping

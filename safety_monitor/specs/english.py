@@ -5,6 +5,7 @@ The renderer walks the parsed formula: a shape that is one of Dwyer's patterns r
 with negations pushed inward first. Predicate names stay as they are written, so the sentence can be
 matched against the spec file; no operator symbol is left in it.
 """
+
 from __future__ import annotations
 
 from safety_monitor.specs.ltlf import (
@@ -44,10 +45,12 @@ def explain_property(prop, control_rate_hz: float | None = None) -> str:
     options = []
     if prop.trigger:
         trigger = parse(prop.trigger)
-        options.append("its trigger (the opportunity the metrics count) is the first frame of the trace"
-                       if trigger == Const(True) else
-                       f"its triggers (the opportunities the metrics count) are the frames where "
-                       f"{condition(trigger)} after a frame where it did not")
+        options.append(
+            "its trigger (the opportunity the metrics count) is the first frame of the trace"
+            if trigger == Const(True)
+            else f"its triggers (the opportunities the metrics count) are the frames where "
+            f"{condition(trigger)} after a frame where it did not"
+        )
     frames = prop.min_resolve_frames
     if frames:
         span = f"{frames} frames" + (f" ({prop.min_resolve_s:g} s)" if prop.min_resolve_s is not None else "")
@@ -83,8 +86,11 @@ def describe(f: Formula, rate: float | None = None) -> str:
     if isinstance(f, Eventually):
         return f"at some frame before the trace ends, {describe(f.arg, rate)}"
     if isinstance(f, Implies):
-        return f"if {condition(f.left)}, {describe(f.right, rate)}" if is_propositional(f.left) else \
-            f"if {describe(f.left, rate)}, then {describe(f.right, rate)}"
+        return (
+            f"if {condition(f.left)}, {describe(f.right, rate)}"
+            if is_propositional(f.left)
+            else f"if {describe(f.left, rate)}, then {describe(f.right, rate)}"
+        )
     if isinstance(f, Or):
         weak = _weak_until(f)
         if weak is not None:
@@ -95,8 +101,10 @@ def describe(f: Formula, rate: float | None = None) -> str:
     if isinstance(f, Until):
         return f"{_until(f.left, f.right, rate)}, which must happen before the trace ends"
     if isinstance(f, Release):
-        return (f"{_obligation(f.right, rate)} up to and including the first frame where {condition(f.left)} "
-                "(or to the end of the trace)")
+        return (
+            f"{_obligation(f.right, rate)} up to and including the first frame where {condition(f.left)} "
+            "(or to the end of the trace)"
+        )
     if isinstance(f, Next):
         return f"a next frame must exist, and at it {describe(f.arg, rate)}"
     if isinstance(f, WeakNext):
@@ -178,12 +186,13 @@ def _pattern(m: PatternMatch, rate) -> str:
     body = {
         Pattern.ABSENCE: f"no frame may come where {c['p']}",
         Pattern.EXISTENCE: f"a frame must come where {c['p']}",
-        Pattern.UNIVERSALITY: f"{c['p']} at every frame" if isinstance(m.letters["p"], Atom) else
-        f"at every frame, {c['p']}",
+        Pattern.UNIVERSALITY: f"{c['p']} at every frame"
+        if isinstance(m.letters["p"], Atom)
+        else f"at every frame, {c['p']}",
         Pattern.PRECEDENCE: f"no frame where {c['p']} may come before a frame where {c.get('s')}",
         Pattern.RESPONSE: f"whenever {c['p']}, a frame where {c.get('s')} must follow (that frame or a later one)",
         Pattern.BOUNDED_RESPONSE: f"whenever {c['p']}, a frame where {c.get('s')} must follow{within}, counting "
-                                  "from that frame, and before the trace ends",
+        "from that frame, and before the trace ends",
     }[m.pattern]
     if m.pattern is Pattern.UNIVERSALITY and isinstance(m.letters["p"], Atom):
         body = f"{m.letters['p'].name} must hold at every frame"
@@ -196,9 +205,9 @@ def _pattern(m: PatternMatch, rate) -> str:
         Scope.BEFORE: f"if a frame comes where {c.get('r')}, then before the first one, ",
         Scope.AFTER: f"from the first frame where {c.get('q')} on, ",
         Scope.BETWEEN: f"in each stretch from a frame where {c.get('q')} to the next frame where {c.get('r')} "
-                       "(a stretch that the trace ends before closing is not checked), ",
+        "(a stretch that the trace ends before closing is not checked), ",
         Scope.AFTER_UNTIL: f"in each stretch from a frame where {c.get('q')} up to the next frame where "
-                           f"{c.get('r')}, or to the end of the trace, ",
+        f"{c.get('r')}, or to the end of the trace, ",
     }[m.scope]
     return scope + body
 

@@ -10,6 +10,7 @@ behave alike in both DFAs, so 16 atoms on each side cost what their behaviours c
 Batch scoring (SENTINEL's semantic level) classes each candidate as `syntax_error`,
 `not_equivalent` or `equivalent` to the reference formula with the same id.
 """
+
 from __future__ import annotations
 
 import json
@@ -58,8 +59,10 @@ def dfa_equivalence(a: TableDFA, b: TableDFA) -> EquivalenceResult:
     atoms = tuple(sorted(set(a.atoms) | set(b.atoms)))
     na, nb = a.n_states, b.n_states
     if na * nb > MAX_PRODUCT_PAIRS:
-        raise SpecError(f"equivalence check refused: the two DFAs have {na} x {nb} state pairs, more than "
-                        f"the {MAX_PRODUCT_PAIRS} it can search")
+        raise SpecError(
+            f"equivalence check refused: the two DFAs have {na} x {nb} state pairs, more than "
+            f"the {MAX_PRODUCT_PAIRS} it can search"
+        )
     letters = np.arange(1 << len(atoms)) if len(atoms) <= SMALL_UNION else letter_classes(a, b, atoms)
     ta, tb = a.table[:, _project(letters, atoms, a.atoms)], b.table[:, _project(letters, atoms, b.atoms)]
     acc_a, acc_b = np.asarray(a.accepting), np.asarray(b.accepting)
@@ -71,12 +74,14 @@ def dfa_equivalence(a: TableDFA, b: TableDFA) -> EquivalenceResult:
     while frontier.size:
         steps += frontier.size * letters.size
         if steps > MAX_PRODUCT_STEPS:
-            raise SpecError(f"equivalence check refused: the product search would step more than "
-                            f"{MAX_PRODUCT_STEPS} (state pair, letter class) combinations "
-                            f"({letters.size} letter classes over {len(atoms)} atoms)")
+            raise SpecError(
+                f"equivalence check refused: the product search would step more than "
+                f"{MAX_PRODUCT_STEPS} (state pair, letter class) combinations "
+                f"({letters.size} letter classes over {len(atoms)} atoms)"
+            )
         level = []
         for lo in range(0, frontier.size, chunk):
-            part = frontier[lo:lo + chunk]
+            part = frontier[lo : lo + chunk]
             successors = (ta[part // nb] * nb + tb[part % nb]).reshape(-1)  # row-major: pair, then letter
             fresh = np.flatnonzero(parent[successors] < 0)
             pairs, first = np.unique(successors[fresh], return_index=True)
@@ -89,14 +94,16 @@ def dfa_equivalence(a: TableDFA, b: TableDFA) -> EquivalenceResult:
         if differs.size:
             target = int(pairs[differs[0]])
             trace = _trace_to(target, initial, parent, ta, tb, nb, letters)
-            return EquivalenceResult(False, atoms, tuple(_valuation(x, atoms) for x in trace),
-                                     "A" if acc_a[target // nb] else "B")
+            return EquivalenceResult(
+                False, atoms, tuple(_valuation(x, atoms) for x in trace), "A" if acc_a[target // nb] else "B"
+            )
         frontier = pairs
     return EquivalenceResult(True, atoms)
 
 
-def _trace_to(target: int, initial: int, parent: np.ndarray, ta: np.ndarray, tb: np.ndarray, nb: int,
-              letters: np.ndarray) -> list[int]:
+def _trace_to(
+    target: int, initial: int, parent: np.ndarray, ta: np.ndarray, tb: np.ndarray, nb: int, letters: np.ndarray
+) -> list[int]:
     """Union letters from the initial pair to `target`: per step, the first class leading parent -> child.
 
     The walk stops at the first visit of the initial pair: a shorter path from it would have been found
@@ -131,8 +138,10 @@ def letter_classes(a: TableDFA, b: TableDFA, atoms: tuple[str, ...]) -> np.ndarr
     counts = hi - lo
     total = int(counts.sum())
     if total > MAX_LETTER_CLASSES:
-        raise SpecError(f"equivalence check refused: the two DFAs' letters combine into {total} classes over "
-                        f"{len(atoms)} atoms, more than {MAX_LETTER_CLASSES}")
+        raise SpecError(
+            f"equivalence check refused: the two DFAs' letters combine into {total} classes over "
+            f"{len(atoms)} atoms, more than {MAX_LETTER_CLASSES}"
+        )
     i = np.repeat(np.arange(sa.size), counts)
     j = lo[i] + np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
     union = sa[i] + pa[i] + pb[j]
@@ -198,8 +207,13 @@ class CandidateScore:
     result: EquivalenceResult | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"id": self.id, "model": self.model, "candidate": self.candidate, "reference": self.reference,
-               "verdict": self.verdict}
+        out = {
+            "id": self.id,
+            "model": self.model,
+            "candidate": self.candidate,
+            "reference": self.reference,
+            "verdict": self.verdict,
+        }
         if self.error:
             out["error"] = self.error
         if self.result is not None and not self.result.equivalent:
@@ -216,8 +230,11 @@ class Rates:
         return self.counts[verdict] / self.total if self.total else 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"total": self.total, **{v: self.counts[v] for v in VERDICTS},
-                **{f"{v}_rate": round(self.rate(v), 4) for v in VERDICTS}}
+        return {
+            "total": self.total,
+            **{v: self.counts[v] for v in VERDICTS},
+            **{f"{v}_rate": round(self.rate(v), 4) for v in VERDICTS},
+        }
 
 
 def score_candidates(candidates: Iterable[Entry], references: Iterable[Entry]) -> list[CandidateScore]:

@@ -9,6 +9,7 @@ On top of that grammar: the bounded operators `F[<=N] f`, `G[<=N] f` and `f U[<=
 frames or in seconds (`F[<=2.5s] f`, frames once `resolve_bounds` knows the control rate). ltlf2dfa
 does not know them; `compile` builds their automata itself (see `progression`).
 """
+
 from __future__ import annotations
 
 import functools
@@ -168,9 +169,25 @@ class BoundedUntil:
     bound: Bound
 
 
-Formula: TypeAlias = (Atom | Const | Last | Not["Formula"] | And["Formula"] | Or["Formula"] | Implies["Formula"]
-                      | Equiv["Formula"] | Next | WeakNext | Until | Release | Always | Eventually | BoundedEventually
-                      | BoundedAlways | BoundedUntil)
+Formula: TypeAlias = (
+    Atom
+    | Const
+    | Last
+    | Not["Formula"]
+    | And["Formula"]
+    | Or["Formula"]
+    | Implies["Formula"]
+    | Equiv["Formula"]
+    | Next
+    | WeakNext
+    | Until
+    | Release
+    | Always
+    | Eventually
+    | BoundedEventually
+    | BoundedAlways
+    | BoundedUntil
+)
 BOUNDED = (BoundedEventually, BoundedAlways, BoundedUntil)
 # A bounded operator's automaton has about one state per frame of its bound (more when several bounds
 # are pending at once); past this a table costs more memory and compile time than a monitor should
@@ -266,7 +283,9 @@ def unexpected_token(exc: UnexpectedInput) -> Token | None:
 def _describe_syntax_error(text: str, exc: UnexpectedInput) -> str:
     line, column = getattr(exc, "line", 1), getattr(exc, "column", len(text) + 1)
     token = unexpected_token(exc)
-    if isinstance(exc, UnexpectedEOF) or (isinstance(exc, UnexpectedToken) and token is not None and token.type == "$END"):
+    if isinstance(exc, UnexpectedEOF) or (
+        isinstance(exc, UnexpectedToken) and token is not None and token.type == "$END"
+    ):
         what, line, column = "unexpected end of formula", 1, len(text) + 1
     elif isinstance(exc, UnexpectedCharacters):
         what = f"unexpected character {text[exc.pos_in_stream]!r}"
@@ -333,8 +352,9 @@ class _ToAst(Transformer):
         if unit:
             return Bound(None, amount)
         if "." in amount:
-            raise SpecError(f"a bound in frames must be a whole number, got {token} (write {amount}s for seconds): "
-                            f"{self._text}")
+            raise SpecError(
+                f"a bound in frames must be a whole number, got {token} (write {amount}s for seconds): {self._text}"
+            )
         return checked_bound(int(amount), str(token), self._text)
 
     def ltlf_eventually(self, c):
@@ -432,8 +452,10 @@ def to_text(f: Formula) -> str:
 
 def checked_bound(frames: int, written: str, text: str) -> Bound:
     if frames > MAX_BOUND_FRAMES:
-        raise SpecError(f"bound {written} is {frames} frames, more than the {MAX_BOUND_FRAMES} a table supports (it "
-                        f"needs about one state per frame of a bound): {text}")
+        raise SpecError(
+            f"bound {written} is {frames} frames, more than the {MAX_BOUND_FRAMES} a table supports (it "
+            f"needs about one state per frame of a bound): {text}"
+        )
     return Bound(frames)
 
 
@@ -457,8 +479,10 @@ def resolve_bounds(f: Formula, control_rate_hz: float | None) -> Formula:
     if isinstance(f, BOUNDED) and f.bound.frames is None and f.bound.seconds is not None:
         written = f.bound.text()
         if control_rate_hz is None:
-            raise SpecError(f"bound {written} is in seconds but no control rate is known: give control_rate_hz in "
-                            "the spec file, or the rate of the monitor (specs check --rate HZ)")
+            raise SpecError(
+                f"bound {written} is in seconds but no control rate is known: give control_rate_hz in "
+                "the spec file, or the rate of the monitor (specs check --rate HZ)"
+            )
         if not (math.isfinite(control_rate_hz) and control_rate_hz > 0):
             raise SpecError(f"control rate must be a positive number of Hz, got {control_rate_hz!r}")
         frames = bound_frames(f.bound.seconds, control_rate_hz)
@@ -527,8 +551,7 @@ def evaluate(f: Formula, trace: Sequence[Mapping[str, bool]], i: int = 0) -> boo
         return any(evaluate(f.arg, trace, j) for j in range(i, n))
     if isinstance(f, Until):
         return any(
-            evaluate(f.right, trace, k) and all(evaluate(f.left, trace, j) for j in range(i, k))
-            for k in range(i, n)
+            evaluate(f.right, trace, k) and all(evaluate(f.left, trace, j) for j in range(i, k)) for k in range(i, n)
         )
     if isinstance(f, BOUNDED):
         if f.bound.frames is None:
@@ -538,8 +561,7 @@ def evaluate(f: Formula, trace: Sequence[Mapping[str, bool]], i: int = 0) -> boo
             return any(evaluate(f.arg, trace, k) for k in window)
         if isinstance(f, BoundedAlways):
             return all(evaluate(f.arg, trace, k) for k in window)
-        return any(evaluate(f.right, trace, k) and all(evaluate(f.left, trace, j) for j in range(i, k))
-                   for k in window)
+        return any(evaluate(f.right, trace, k) and all(evaluate(f.left, trace, j) for j in range(i, k)) for k in window)
     if isinstance(f, Release):  # dual of until: not (!left U !right)
         return not any(
             (not evaluate(f.right, trace, k)) and all(not evaluate(f.left, trace, j) for j in range(i, k))

@@ -3,6 +3,7 @@
 Validation collects every problem in the file and reports them together, each naming the file, the
 property and what is wrong, so a user fixes a spec file in one pass.
 """
+
 from __future__ import annotations
 
 import math
@@ -49,8 +50,21 @@ CATEGORIES = (
 _TOP_KEYS = {"predicates", "properties", "control_rate_hz"}
 _KEYWORDS = ("true", "false", "last")  # ltlf2dfa's lexer matches these before any name, case-insensitively
 _PROPERTY_KEYS = {
-    "name", "category", "formula", "recovery", "min_resolve_frames", "min_resolve_s", "trigger", "description",
-    "follows", "options", "pattern", "p", "s", "within", "scope",
+    "name",
+    "category",
+    "formula",
+    "recovery",
+    "min_resolve_frames",
+    "min_resolve_s",
+    "trigger",
+    "description",
+    "follows",
+    "options",
+    "pattern",
+    "p",
+    "s",
+    "within",
+    "scope",
 }
 _PATTERN_KEYS = ("p", "s", "within", "scope")
 _WITHIN = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(s?)\s*$")
@@ -171,8 +185,9 @@ def parse_specs(doc: Any, source: str) -> SpecSet:
         problems.append(f"unknown top-level key {key!r} (allowed: {', '.join(sorted(_TOP_KEYS))})")
     vocabulary = _vocabulary(doc.get("predicates"), problems)
     rate = doc.get("control_rate_hz")
-    if rate is not None and (isinstance(rate, bool) or not isinstance(rate, (int, float)) or not math.isfinite(rate)
-                             or rate <= 0):
+    if rate is not None and (
+        isinstance(rate, bool) or not isinstance(rate, (int, float)) or not math.isfinite(rate) or rate <= 0
+    ):
         problems.append(f"'control_rate_hz' must be a positive number of Hz, got {rate!r}")
         rate = None
     raw_props = doc.get("properties")
@@ -203,10 +218,14 @@ def _vocabulary(raw: Any, problems: list[str]) -> tuple[str, ...]:
     names: list[str] = []
     for item in raw:
         if not isinstance(item, str) or not NAME.match(item):
-            problems.append(f"predicate {item!r}: names must be lower-case snake_case ([a-z][a-z0-9_]*), as ltlf2dfa requires")
+            problems.append(
+                f"predicate {item!r}: names must be lower-case snake_case ([a-z][a-z0-9_]*), as ltlf2dfa requires"
+            )
         elif item.startswith(_KEYWORDS):
-            problems.append(f"predicate {item!r}: names must not start with {', '.join(_KEYWORDS)} (ltlf2dfa's parser "
-                            "reads that prefix as its keyword, so 'last' would silently mean the last frame)")
+            problems.append(
+                f"predicate {item!r}: names must not start with {', '.join(_KEYWORDS)} (ltlf2dfa's parser "
+                "reads that prefix as its keyword, so 'last' would silently mean the last frame)"
+            )
         elif item in names:
             problems.append(f"predicate {item!r} is listed twice")
         else:
@@ -214,8 +233,9 @@ def _vocabulary(raw: Any, problems: list[str]) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _property(raw: Any, index: int, vocabulary: tuple[str, ...], rate: float | None,
-              problems: list[str]) -> Property | None:
+def _property(
+    raw: Any, index: int, vocabulary: tuple[str, ...], rate: float | None, problems: list[str]
+) -> Property | None:
     if not isinstance(raw, dict):
         problems.append(f"properties[{index}]: expected a mapping")
         return None
@@ -257,8 +277,9 @@ def _property(raw: Any, index: int, vocabulary: tuple[str, ...], rate: float | N
     for key in ("description", "follows"):
         if not isinstance(raw.get(key, ""), str):
             problems.append(f"{label}: {key!r} must be text")
-    if len(problems) > before or not (isinstance(name, str) and isinstance(category, str)
-                                      and isinstance(formula_text, str)):
+    if len(problems) > before or not (
+        isinstance(name, str) and isinstance(category, str) and isinstance(formula_text, str)
+    ):
         return None
     return Property(
         name=name,
@@ -297,7 +318,9 @@ def _pattern(raw: dict, label: str, vocabulary, problems: list[str]) -> PatternS
             problems.append(f"{label}: pattern {pattern.value} needs '{key}' (a propositional formula)")
     for key in {"p", "s"} - set(PATTERN_ARGS[pattern]):
         if key in raw:
-            problems.append(f"{label}: pattern {pattern.value} takes no '{key}' (it takes {', '.join(PATTERN_ARGS[pattern])})")
+            problems.append(
+                f"{label}: pattern {pattern.value} takes no '{key}' (it takes {', '.join(PATTERN_ARGS[pattern])})"
+            )
     for key, text in [(k, raw.get(k)) for k in PATTERN_ARGS[pattern]] + scope_letters:
         if text is None and key in PATTERN_ARGS[pattern]:
             continue  # noted above
@@ -335,7 +358,9 @@ def _within(raw: Any, pattern: Pattern, label: str, problems: list[str]) -> str 
         return None
     amount, unit = m.groups()
     if not unit and "." in amount:
-        problems.append(f"{label}: 'within' in frames must be a whole number, got {raw!r} (write '{amount}s' for seconds)")
+        problems.append(
+            f"{label}: 'within' in frames must be a whole number, got {raw!r} (write '{amount}s' for seconds)"
+        )
         return None
     return amount + unit
 
@@ -348,8 +373,9 @@ def _options(options: dict, label: str, problems: list[str]) -> None:
             problems.append(f"{label}: option {key} must be {OPTIONS[key][1]}, got {value!r}")
 
 
-def _formula(text: Any, key: str, label: str, vocabulary, rate: float | None, problems: list[str],
-             required: bool) -> Formula | None:
+def _formula(
+    text: Any, key: str, label: str, vocabulary, rate: float | None, problems: list[str], required: bool
+) -> Formula | None:
     """The parsed formula, or None with the problem noted; with the file's rate its bounds are checked too."""
     if text is None:
         if required:

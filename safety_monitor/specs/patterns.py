@@ -9,6 +9,7 @@ the trace (F R in its antecedent), `after Q until R` also the last one that runs
 
 `recognise` reads a pattern back off any formula of these shapes, for classification and `explain`.
 """
+
 from __future__ import annotations
 
 import functools
@@ -47,13 +48,28 @@ class Scope(StrEnum):
 
 
 # which letters each pattern and scope take (P, S from the pattern; Q, R from the scope)
-PATTERN_ARGS = {Pattern.ABSENCE: ("p",), Pattern.EXISTENCE: ("p",), Pattern.UNIVERSALITY: ("p",),
-                Pattern.PRECEDENCE: ("p", "s"), Pattern.RESPONSE: ("p", "s"), Pattern.BOUNDED_RESPONSE: ("p", "s")}
-SCOPE_ARGS = {Scope.GLOBAL: (), Scope.BEFORE: ("r",), Scope.AFTER: ("q",), Scope.BETWEEN: ("q", "r"),
-              Scope.AFTER_UNTIL: ("q", "r")}
+PATTERN_ARGS = {
+    Pattern.ABSENCE: ("p",),
+    Pattern.EXISTENCE: ("p",),
+    Pattern.UNIVERSALITY: ("p",),
+    Pattern.PRECEDENCE: ("p", "s"),
+    Pattern.RESPONSE: ("p", "s"),
+    Pattern.BOUNDED_RESPONSE: ("p", "s"),
+}
+SCOPE_ARGS = {
+    Scope.GLOBAL: (),
+    Scope.BEFORE: ("r",),
+    Scope.AFTER: ("q",),
+    Scope.BETWEEN: ("q", "r"),
+    Scope.AFTER_UNTIL: ("q", "r"),
+}
 # the YAML forms of a scope: the keys of its mapping, each naming its letter
-SCOPE_KEYS = {Scope.BEFORE: {"before": "r"}, Scope.AFTER: {"after": "q"}, Scope.BETWEEN: {"between": "q", "and": "r"},
-              Scope.AFTER_UNTIL: {"after": "q", "until": "r"}}
+SCOPE_KEYS = {
+    Scope.BEFORE: {"before": "r"},
+    Scope.AFTER: {"after": "q"},
+    Scope.BETWEEN: {"between": "q", "and": "r"},
+    Scope.AFTER_UNTIL: {"after": "q", "until": "r"},
+}
 SCOPE_FORMS = "global, {before: R}, {after: Q}, {between: Q, and: R} or {after: Q, until: R}"
 
 
@@ -134,8 +150,13 @@ class PatternSpec:
 def describe(pattern: Pattern, scope: Scope, letters: dict[str, str], within: str | None = None) -> str:
     """'response pattern, global scope', 'bounded response pattern (within 2.5 s), scope between q and r'."""
     name = pattern.value.replace("_", " ") + " pattern" + (f" (within {_bound_words(within)})" if within else "")
-    where = {Scope.GLOBAL: "global scope", Scope.BEFORE: "scope before {r}", Scope.AFTER: "scope after {q}",
-             Scope.BETWEEN: "scope between {q} and {r}", Scope.AFTER_UNTIL: "scope after {q} until {r}"}[scope]
+    where = {
+        Scope.GLOBAL: "global scope",
+        Scope.BEFORE: "scope before {r}",
+        Scope.AFTER: "scope after {q}",
+        Scope.BETWEEN: "scope between {q} and {r}",
+        Scope.AFTER_UNTIL: "scope after {q} until {r}",
+    }[scope]
     return f"{name}, {where.format(**{k: letters.get(k, k.upper()) for k in 'qr'})}"
 
 
@@ -163,7 +184,9 @@ class PatternMatch:
 @functools.lru_cache(maxsize=1)
 def _template_asts() -> tuple[tuple[Pattern, Scope, Formula], ...]:
     """Every template parsed with its letters as atoms p, s, q, r (any bound: n is bound on matching)."""
-    return tuple((p, s, parse(TEMPLATES[p, s].format(p="p", s="s", q="q", r="r", n="1"))) for p in Pattern for s in Scope)
+    return tuple(
+        (p, s, parse(TEMPLATES[p, s].format(p="p", s="s", q="q", r="r", n="1"))) for p in Pattern for s in Scope
+    )
 
 
 def recognise(f: Formula) -> PatternMatch | None:

@@ -15,6 +15,7 @@ and likewise for X, WX, U, R, G, F. A state accepts when one of its terms holds 
 (`F[<=3] b & F[<=5] b` is `F[<=3] b`), so `G(a -> F[<=N] b)` has N + 2 states rather than 2**N.
 The result is minimised (Hopcroft), so equal languages give equal tables whichever way they were built.
 """
+
 from __future__ import annotations
 
 from collections import deque
@@ -202,8 +203,9 @@ class _Builder:
             if code in t:
                 continue
             fam = self.family[code >> 1]
-            if fam is None or not any(self.family[c >> 1] == fam and c & 1 == code & 1 and self._stronger(fam[0], c, code)
-                                      for c in t):
+            if fam is None or not any(
+                self.family[c >> 1] == fam and c & 1 == code & 1 and self._stronger(fam[0], c, code) for c in t
+            ):
                 return False
         return True
 
@@ -253,8 +255,10 @@ def progression_dfa(f: Formula, atoms: tuple[str, ...]):
             target = index.get(out)
             if target is None:
                 if len(states) >= MAX_STATES:
-                    raise SpecError(f"the automaton needs more than {MAX_STATES} states (too many bounds pending at "
-                                    "once); shorten the bounds or split the property")
+                    raise SpecError(
+                        f"the automaton needs more than {MAX_STATES} states (too many bounds pending at "
+                        "once); shorten the bounds or split the property"
+                    )
                 target = index[out] = len(states)
                 states.append(out)
                 queue.append(out)

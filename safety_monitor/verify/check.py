@@ -14,6 +14,7 @@ Every temporal operator is `v = x | (y & agg(children v))` for state sets x, y a
 (E) or all (A); `_fixpoint` solves it with two reverse scans over all nodes and one pass over the
 segment levels that touches segment heads only.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -211,9 +212,9 @@ class TreeChecker:
         m = node
         while True:
             tail = int(tree.segment_tail[tree.segment[m]])
-            decides = rv[m:tail + 1] | ~lv[m:tail + 1]
+            decides = rv[m : tail + 1] | ~lv[m : tail + 1]
             if stops_at_end:
-                decides = decides | tree.end[m:tail + 1]
+                decides = decides | tree.end[m : tail + 1]
             hits = np.flatnonzero(decides)
             stop = m + int(hits[0]) if hits.size else tail
             path.extend(range(m + 1, stop + 1))
@@ -235,9 +236,14 @@ class TreeChecker:
             note = f"{ctl_text(left)} holds from frame {start} to the end of the path at frame {stop}"
             return Evidence(tuple(path), (), (note,))
         right_atoms = ctl_atoms(right)
-        note = (f"{ctl_text(right)} is false at frame {stop}, where the path ends" if start == stop else
-                f"{ctl_text(right)} never holds from frame {start} to the end of the path at frame {stop}")
-        return Evidence(tuple(path), ((m, right_atoms),) if right_atoms else (), self._held(left, node, m, until=True) + (note,))
+        note = (
+            f"{ctl_text(right)} is false at frame {stop}, where the path ends"
+            if start == stop
+            else f"{ctl_text(right)} never holds from frame {start} to the end of the path at frame {stop}"
+        )
+        return Evidence(
+            tuple(path), ((m, right_atoms),) if right_atoms else (), self._held(left, node, m, until=True) + (note,)
+        )
 
     def _held(self, left, start: int, stop: int, until: bool = False) -> tuple[str, ...]:
         if left == _TRUE or (start == stop and not until):

@@ -6,6 +6,7 @@ quantifiers are the classes below. Syntax (tightest first): `! AX EX AF EF AG EG
 `A[f U g]`, `E[f U g]`, `A[f W g]`, `E[f W g]` (W: weak until), then `&`, `|`, `->`, `<->`.
 `->` and `<->` do not chain without parentheses. Atoms are lower-case snake_case, as in spec files.
 """
+
 from __future__ import annotations
 
 import functools
@@ -70,11 +71,33 @@ class AW(Binary["CTLFormula"]):
     """Weak until on every path: A[l U r] or G l, path by path."""
 
 
-CTLFormula: TypeAlias = (Atom | Const | Not["CTLFormula"] | And["CTLFormula"] | Or["CTLFormula"] | Implies["CTLFormula"]
-                         | Equiv["CTLFormula"] | EX | AX | EF | AF | EG | AG | EU | AU | EW | AW)
+CTLFormula: TypeAlias = (
+    Atom
+    | Const
+    | Not["CTLFormula"]
+    | And["CTLFormula"]
+    | Or["CTLFormula"]
+    | Implies["CTLFormula"]
+    | Equiv["CTLFormula"]
+    | EX
+    | AX
+    | EF
+    | AF
+    | EG
+    | AG
+    | EU
+    | AU
+    | EW
+    | AW
+)
 
 _UNARY: dict[str, type[Unary[CTLFormula]]] = {"AX": AX, "EX": EX, "AF": AF, "EF": EF, "AG": AG, "EG": EG}
-_BINARY: dict[tuple[str, str], type[Binary[CTLFormula]]] = {("A", "U"): AU, ("E", "U"): EU, ("A", "W"): AW, ("E", "W"): EW}
+_BINARY: dict[tuple[str, str], type[Binary[CTLFormula]]] = {
+    ("A", "U"): AU,
+    ("E", "U"): EU,
+    ("A", "W"): AW,
+    ("E", "W"): EW,
+}
 
 _GRAMMAR = r"""
 ?start: iff
@@ -144,8 +167,9 @@ def parse_ctl(text: str) -> CTLFormula:
         return _ToAst().transform(_parser().parse(text))
     except UnexpectedInput as exc:
         token = unexpected_token(exc)
-        if isinstance(exc, UnexpectedEOF) or (isinstance(exc, UnexpectedToken) and token is not None
-                                              and token.type == "$END"):
+        if isinstance(exc, UnexpectedEOF) or (
+            isinstance(exc, UnexpectedToken) and token is not None and token.type == "$END"
+        ):
             what, column = "unexpected end of formula", len(text) + 1
         elif isinstance(exc, UnexpectedCharacters):
             what, column = f"unexpected character {text[exc.pos_in_stream]!r}", exc.column
@@ -153,7 +177,9 @@ def parse_ctl(text: str) -> CTLFormula:
             what, column = f"unexpected {str(token)!r}", exc.column
         hints = "; ".join(h for h in (_operator_hint(text, exc, column), _bracket_hint(text)) if h)
         hint = f" ({hints})" if hints else ""
-        raise SpecError(f"CTL syntax error at column {column}: {what}{hint}\n    {text}\n    {' ' * (column - 1)}^") from None
+        raise SpecError(
+            f"CTL syntax error at column {column}: {what}{hint}\n    {text}\n    {' ' * (column - 1)}^"
+        ) from None
 
 
 # LTL operators users write out of habit: what this CTL syntax has instead
@@ -162,7 +188,7 @@ _LTL_ONLY = {"F": "AF or EF", "G": "AG or EG", "X": "AX or EX", "WX": "AX", "R":
 
 def _operator_hint(text: str, exc: UnexpectedInput, column: int) -> str:
     """Why the token at `column` does not fit: an LTL operator, an unbracketed until, a chained `->`."""
-    word = re.match(r"[A-Za-z_][A-Za-z0-9_]*", text[column - 1:])
+    word = re.match(r"[A-Za-z_][A-Za-z0-9_]*", text[column - 1 :])
     if word and word.group() in _LTL_ONLY:
         return f"LTL's {word.group()} is not a CTL operator: use {_LTL_ONLY[word.group()]}"
     token = unexpected_token(exc)

@@ -6,6 +6,7 @@ predicate values, the predicates that decided the verdict, and one plain sentenc
 kept short: `frames` lists the first and last frame, every frame where one of the shown predicates
 changes value and every deciding frame; a value holds until the next listed frame.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -97,8 +98,7 @@ def from_ctl(result, tree, name: str, category: str = "", formula: str | None = 
         decisive.setdefault(node, set()).update(names)
     path = tree.path_to(evidence.path[0])[:-1] + list(evidence.path)
     frames = [
-        FrameValues(int(tree.depth[n]), tree.valuation(n, atoms), tuple(sorted(decisive.get(n, ()))))
-        for n in path
+        FrameValues(int(tree.depth[n]), tree.valuation(n, atoms), tuple(sorted(decisive.get(n, ())))) for n in path
     ]
     where = tuple(tree.names[i] for i in tree.trajectories_through(path[-1]))
     text = formula or ctl_text(result.formula)
@@ -123,4 +123,6 @@ def from_monitor_event(event, where: Sequence[str] = ()) -> Counterexample:
         )
         for i, row in enumerate(cx.values)
     ]
-    return Counterexample(cx.property, event.category, MONITOR, cx.formula, compact(frames), cx.explanation, tuple(where))
+    return Counterexample(
+        cx.property, event.category, MONITOR, cx.formula, compact(frames), cx.explanation, tuple(where)
+    )

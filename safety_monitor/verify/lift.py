@@ -9,6 +9,7 @@ universal fragment, with p, q, r propositional and h, k liftable:
 Everything else (F or U over temporal formulas, a disjunction of two temporal formulas, strong
 next, `last`) has no exact CTL counterpart on a tree and is reported as not liftable.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -75,7 +76,9 @@ def lift(f: Formula) -> CTLFormula:
     if isinstance(f, Or):
         return _lift_or(f)
     if isinstance(f, Next):
-        raise NotLiftable(f"strong next X({to_text(f.arg)}): a trajectory may stop at a node where another goes on; use WX or G/F/U")
+        raise NotLiftable(
+            f"strong next X({to_text(f.arg)}): a trajectory may stop at a node where another goes on; use WX or G/F/U"
+        )
     if isinstance(f, Last):
         raise NotLiftable("'last' is a property of a path, not of a tree node")
     if isinstance(f, Equiv):

@@ -16,6 +16,7 @@ milestone's values set. Each property runs on the plan's states with its LTLf DF
 semantics) and is checked only when the plan gives every predicate it reads a value somewhere;
 otherwise it is reported as unchecked.
 """
+
 from __future__ import annotations
 
 from collections import deque
@@ -87,7 +88,9 @@ class PlanReport:
             "checked": list(self.checked),
             "unchecked": [{"property": p, "reason": r} for p, r in self.unchecked],
             "violations": [v.to_json() for v in self.violations],
-            "steps": [{"step": i, "label": lab, "state": s} for i, (lab, s) in enumerate(zip(self.labels, self.states))],
+            "steps": [
+                {"step": i, "label": lab, "state": s} for i, (lab, s) in enumerate(zip(self.labels, self.states))
+            ],
         }
 
 
@@ -112,7 +115,9 @@ def parse_plan(doc: Any, source: str) -> Plan:
         where = f"{source}: action {name!r}"
         if not isinstance(body, dict) or set(body) - {"pre", "eff"}:
             raise SpecError(f"{where}: expected a mapping with 'pre' and 'eff'")
-        actions[str(name)] = Action(str(name), _condition(body.get("pre"), where), _valuation(body.get("eff") or {}, f"{where}: eff"))
+        actions[str(name)] = Action(
+            str(name), _condition(body.get("pre"), where), _valuation(body.get("eff") or {}, f"{where}: eff")
+        )
     if "plan" in doc:
         steps = doc["plan"]
         if not isinstance(steps, list) or not all(isinstance(s, str) for s in steps):
@@ -169,7 +174,9 @@ def check_plan(plan: Plan, compiled: Sequence) -> PlanReport:
                     state = state | plan.actions[name].eff
             elif plan.actions and executable:
                 executable = False
-                lines.append(f"milestone {i} {_values_text(step)}: unreachable from step {i - 1} with the actions given")
+                lines.append(
+                    f"milestone {i} {_values_text(step)}: unreachable from step {i - 1} with the actions given"
+                )
             state = state | step
             labels.append(f"milestone {i}")
         else:
@@ -197,8 +204,18 @@ def check_plan(plan: Plan, compiled: Sequence) -> PlanReport:
         cx = _violation(c, states, labels, plan.path)
         if cx is not None:
             violations.append(cx)
-    return PlanReport(plan.path, tuple(labels), tuple(states), executable, tuple(lines), tuple(refinement), goal,
-                      tuple(violations), tuple(checked), tuple(unchecked))
+    return PlanReport(
+        plan.path,
+        tuple(labels),
+        tuple(states),
+        executable,
+        tuple(lines),
+        tuple(refinement),
+        goal,
+        tuple(violations),
+        tuple(checked),
+        tuple(unchecked),
+    )
 
 
 def _violation(c, states: list[dict[str, bool]], labels: list[str], source: str) -> Counterexample | None:
@@ -215,7 +232,9 @@ def _violation(c, states: list[dict[str, bool]], labels: list[str], source: str)
             return _plan_cx(c, states, k, decisive, why, source)
     if dfa.accepting[q]:
         return None
-    decisive = _flips(dfa, dfa.run(dfa.letter(s) for s in states[:-1]), dfa.letter(states[-1]), lambda r: dfa.accepting[r])
+    decisive = _flips(
+        dfa, dfa.run(dfa.letter(s) for s in states[:-1]), dfa.letter(states[-1]), lambda r: dfa.accepting[r]
+    )
     why = f"the plan ends ({labels[-1]}) before `{c.prop.formula}` is satisfied"
     return _plan_cx(c, states, len(states) - 1, decisive, why, source)
 
@@ -234,7 +253,9 @@ def _flips(dfa, state: int, letter: int, good) -> tuple[str, ...]:
 
 def _plan_cx(c, states, k: int, decisive: tuple[str, ...], why: str, source: str) -> Counterexample:
     atoms = c.main.atoms
-    frames = tuple(FrameValues(i, {a: s[a] for a in atoms}, decisive if i == k else ()) for i, s in enumerate(states[: k + 1]))
+    frames = tuple(
+        FrameValues(i, {a: s[a] for a in atoms}, decisive if i == k else ()) for i, s in enumerate(states[: k + 1])
+    )
     values = _values_text({a: states[k][a] for a in atoms})
     flip = f"; flipping {' or '.join(decisive)} there would have avoided it" if decisive else ""
     sentence = f"{c.prop.name} is violated at step {k} of {source} ({values}): {why}{flip}."

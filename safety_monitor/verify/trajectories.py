@@ -6,6 +6,7 @@ vocabulary, much of it unknown while the scene settles); an unknown value of one
 unless `unknown="last"`, which keeps the predicate's last known value (False before the first), as the
 grounder itself reports values it cannot decide this frame.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
@@ -45,8 +46,10 @@ def from_bag(path: str | Path, topic: str = "/safety_monitor/predicates") -> Tra
 
     with BagReader(path) as bag:
         if topic not in bag.topics:
-            raise SourceError(f"{path}: no {topic} topic; record the estimator's predicates, or score the bag's "
-                              "robot states with the replay command")
+            raise SourceError(
+                f"{path}: no {topic} topic; record the estimator's predicates, or score the bag's "
+                "robot states with the replay command"
+            )
         frames = []
         for i, (_, _, msg) in enumerate(bag.messages({topic})):
             try:
@@ -71,8 +74,10 @@ def rollout_faults(task: str, seeds: int, faults: Sequence[str]) -> list[str | N
             raise SafetyMonitorError(f"fault {fault!r} is defined on task {FAULTS[fault].task!r}, not {task!r}")
     cycle = [None, *faults]
     if seeds < len(cycle):
-        raise SafetyMonitorError(f"--seeds {seeds} is too few: the rollouts cycle through no fault"
-                                 f"{''.join(', ' + f for f in faults)}, so give --seeds {len(cycle)} or more")
+        raise SafetyMonitorError(
+            f"--seeds {seeds} is too few: the rollouts cycle through no fault"
+            f"{''.join(', ' + f for f in faults)}, so give --seeds {len(cycle)} or more"
+        )
     return cycle
 
 
@@ -109,8 +114,9 @@ def load(paths: Iterable[str | Path]) -> list[Trajectory]:
     return found
 
 
-def merge(trajectories: Sequence[Trajectory], unknown: str = "error",
-          atoms: Iterable[str] | None = None) -> ComputationTree:
+def merge(
+    trajectories: Sequence[Trajectory], unknown: str = "error", atoms: Iterable[str] | None = None
+) -> ComputationTree:
     """One tree over `atoms` (default: every recorded predicate); each frame must give all of them,
     and the values of other predicates, known or not, are left out."""
     recorded = sorted({a for t in trajectories for frame in t.frames for a in frame})
@@ -137,8 +143,10 @@ def to_matrix(t: Trajectory, atoms: Sequence[str], unknown: str = "error") -> np
             v = frame[a]
             if v is None:
                 if unknown == "error":
-                    raise SourceError(f"{t.name}: predicate {a!r} is unknown at frame {i}; "
-                                      "the tree needs known values (--unknown last keeps the last known value)")
+                    raise SourceError(
+                        f"{t.name}: predicate {a!r} is unknown at frame {i}; "
+                        "the tree needs known values (--unknown last keeps the last known value)"
+                    )
                 v = last[a]
             values[i, k] = last[a] = v
     return values

@@ -13,6 +13,7 @@ Array layout (all numpy, one entry per node):
 
 A path of the tree is a root-to-end-node path; these are exactly the distinct input trajectories.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -54,14 +55,16 @@ class ComputationTree:
 
     @property
     def roots(self) -> np.ndarray:
-        return self.segment_head[self.level_segments[0]:self.level_segments[1]]
+        return self.segment_head[self.level_segments[0] : self.level_segments[1]]
 
     def atom(self, name: str) -> np.ndarray:
         """Value of predicate `name` at every node."""
         try:
             column = self.atoms.index(name)
         except ValueError:
-            raise SourceError(f"predicate {name!r} is not recorded in the trajectories (they have: {', '.join(self.atoms)})") from None
+            raise SourceError(
+                f"predicate {name!r} is not recorded in the trajectories (they have: {', '.join(self.atoms)})"
+            ) from None
         return self.letters[:, column][self.letter]
 
     def valuation(self, node: int, atoms: Sequence[str] | None = None) -> dict[str, bool]:
@@ -119,7 +122,9 @@ def build_tree(
     for i, (name, t) in enumerate(zip(names, traces)):
         a = np.asarray(t, dtype=bool)
         if a.ndim != 2 or a.shape[1] != len(atoms) or a.shape[0] == 0:
-            raise SourceError(f"trajectory {name!r}: expected a non-empty frames x {len(atoms)} array, got shape {a.shape}")
+            raise SourceError(
+                f"trajectory {name!r}: expected a non-empty frames x {len(atoms)} array, got shape {a.shape}"
+            )
         rows = np.packbits(a, axis=1) if atoms else np.zeros((a.shape[0], 1), dtype=np.uint8)
         first = seen.setdefault(rows.tobytes(), i)  # identical trajectories are merged up front
         first_of.append(first)
@@ -147,7 +152,11 @@ def tree_from_valuations(
     for i, frames in enumerate(trajectories):
         label = names[i] if names is not None else f"trajectory_{i}"
         try:
-            arrays.append(np.array([[bool(frame[a]) for a in atoms] for frame in frames], dtype=bool).reshape(len(frames), len(atoms)))
+            arrays.append(
+                np.array([[bool(frame[a]) for a in atoms] for frame in frames], dtype=bool).reshape(
+                    len(frames), len(atoms)
+                )
+            )
         except KeyError as exc:
             raise SourceError(f"trajectory {label!r}: a frame has no value for predicate {exc.args[0]!r}") from None
     return build_tree(arrays, atoms, names)
@@ -164,9 +173,9 @@ def _letters(packed: np.ndarray, n_atoms: int) -> tuple[np.ndarray, np.ndarray]:
     starts = np.flatnonzero(change)
     if packed.shape[1] <= 8:  # up to 64 predicates a row is one machine word: a 1-D unique is much faster
         words = np.zeros((starts.size, 8), dtype=np.uint8)
-        words[:, :packed.shape[1]] = packed[starts]
+        words[:, : packed.shape[1]] = packed[starts]
         codes, inverse = np.unique(words.view(">u8").reshape(-1), return_inverse=True)
-        rows = codes.astype(">u8").view(np.uint8).reshape(-1, 8)[:, :packed.shape[1]]
+        rows = codes.astype(">u8").view(np.uint8).reshape(-1, 8)[:, : packed.shape[1]]
     else:
         rows, inverse = np.unique(packed[starts], axis=0, return_inverse=True)
     letter_of_frame = np.repeat(inverse.reshape(-1).astype(np.int64), np.diff(np.append(starts, packed.shape[0])))
@@ -177,7 +186,7 @@ def _letters(packed: np.ndarray, n_atoms: int) -> tuple[np.ndarray, np.ndarray]:
 def _trie(letter_of_frame, offsets, lengths):
     """Prefix-merge distinct trajectories: in lexicographic order, each one adds the nodes past its
     longest common prefix with the one before, hanging from that prefix's last node."""
-    sequences = [letter_of_frame[o:o + n] for o, n in zip(offsets, lengths)]
+    sequences = [letter_of_frame[o : o + n] for o, n in zip(offsets, lengths)]
     order = sorted(range(len(sequences)), key=lambda i: sequences[i].astype(">u8").tobytes())
     shared = np.zeros(len(order), dtype=np.int64)  # common prefix with the previous trajectory in order
     hang = np.full(len(order), -1, dtype=np.int64)  # parent of the first node it adds
@@ -247,9 +256,22 @@ def _layout(atoms, names, parent, depth, letter, letters, ends, n_frames) -> Com
     end = np.zeros(n, dtype=bool)
     end[trajectory_end] = True
     return ComputationTree(
-        atoms=atoms, names=names, parent=new_parent, depth=depth[order], letter=letter[order], letters=letters,
-        end=end, trajectory_end=trajectory_end, n_children=n_children[order], segment=segment,
-        segment_head=segment_head, segment_tail=segment_tail, segment_parent=segment_parent,
-        level_nodes=level_nodes, level_segments=level_segments, branch_heads=child_heads[by_parent],
-        branch_parent=new_parent[child_heads][by_parent], n_frames=n_frames,
+        atoms=atoms,
+        names=names,
+        parent=new_parent,
+        depth=depth[order],
+        letter=letter[order],
+        letters=letters,
+        end=end,
+        trajectory_end=trajectory_end,
+        n_children=n_children[order],
+        segment=segment,
+        segment_head=segment_head,
+        segment_tail=segment_tail,
+        segment_parent=segment_parent,
+        level_nodes=level_nodes,
+        level_segments=level_segments,
+        branch_heads=child_heads[by_parent],
+        branch_parent=new_parent[child_heads][by_parent],
+        n_frames=n_frames,
     )
