@@ -29,6 +29,7 @@ from safety_monitor.specs.ltlf import (
     WeakNext,
     bound_frames,
     is_propositional,
+    negated,
     parse,
 )
 from safety_monitor.specs.patterns import Pattern, PatternMatch, Scope, recognise
@@ -216,32 +217,10 @@ def _push_not(f: Formula) -> Formula:
     """One negation moved inward (the duals of the temporal operators), so sentences say what must hold."""
     if not isinstance(f, Not):
         return f
-    g = f.arg
-    if isinstance(g, Not):
-        return _push_not(g.arg)
-    if isinstance(g, And):
-        return Or(tuple(Not(a) for a in g.args))
-    if isinstance(g, Or):
-        return And(tuple(Not(a) for a in g.args))
-    if isinstance(g, Implies):
-        return And((g.left, Not(g.right)))
-    if isinstance(g, Always):
-        return Eventually(Not(g.arg))
-    if isinstance(g, Eventually):
-        return Always(Not(g.arg))
-    if isinstance(g, Next):
-        return WeakNext(Not(g.arg))
-    if isinstance(g, WeakNext):
-        return Next(Not(g.arg))
-    if isinstance(g, Until):
-        return Release(Not(g.left), Not(g.right))
-    if isinstance(g, Release):
-        return Until(Not(g.left), Not(g.right))
-    if isinstance(g, BoundedEventually):
-        return BoundedAlways(Not(g.arg), g.bound)
-    if isinstance(g, BoundedAlways):
-        return BoundedEventually(Not(g.arg), g.bound)
-    return f
+    if isinstance(f.arg, Not):
+        return _push_not(f.arg.arg)
+    pushed = negated(f.arg)
+    return f if pushed is None else pushed
 
 
 def _capital(text: str) -> str:

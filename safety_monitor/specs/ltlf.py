@@ -582,3 +582,38 @@ def truth_table(f: Formula, atoms: Sequence[str]) -> np.ndarray:
         valuation = {a: bool(letter >> i & 1) for i, a in enumerate(atoms)}
         out[letter] = evaluate(f, [valuation])
     return out
+
+
+def negated(f: Formula) -> Formula | None:
+    """The formula equivalent to `!f` with the negation moved one level inward (the duals of the connectives
+    and temporal operators, finite-trace readings: `!X f = WX !f`, `!last = X true`); None where `f` has no
+    dual to move into (an atom, `<->`, a bounded until)."""
+    if isinstance(f, Not):
+        return f.arg
+    if isinstance(f, And):
+        return Or(tuple(Not(a) for a in f.args))
+    if isinstance(f, Or):
+        return And(tuple(Not(a) for a in f.args))
+    if isinstance(f, Implies):
+        return And((f.left, Not(f.right)))
+    if isinstance(f, Always):
+        return Eventually(Not(f.arg))
+    if isinstance(f, Eventually):
+        return Always(Not(f.arg))
+    if isinstance(f, Until):
+        return Release(Not(f.left), Not(f.right))
+    if isinstance(f, Release):
+        return Until(Not(f.left), Not(f.right))
+    if isinstance(f, Next):
+        return WeakNext(Not(f.arg))
+    if isinstance(f, WeakNext):
+        return Next(Not(f.arg))
+    if isinstance(f, BoundedEventually):
+        return BoundedAlways(Not(f.arg), f.bound)
+    if isinstance(f, BoundedAlways):
+        return BoundedEventually(Not(f.arg), f.bound)
+    if isinstance(f, Const):
+        return Const(not f.value)
+    if isinstance(f, Last):
+        return Next(Const(True))
+    return None

@@ -32,6 +32,7 @@ from safety_monitor.specs.ltlf import (
     Until,
     WeakNext,
     is_propositional,
+    negated,
     parse,
     to_text,
 )
@@ -141,28 +142,7 @@ def _lift_or(f: Or) -> CTLFormula:
 
 def _push_not(f: Formula) -> Formula:
     """Negation normal form one level down: the formula equivalent to !f with `!` moved inward."""
-    if isinstance(f, Not):
-        return f.arg
-    if isinstance(f, And):
-        return Or(tuple(Not(a) for a in f.args))
-    if isinstance(f, Or):
-        return And(tuple(Not(a) for a in f.args))
-    if isinstance(f, Implies):
-        return And((f.left, Not(f.right)))
-    if isinstance(f, Always):
-        return Eventually(Not(f.arg))
-    if isinstance(f, Eventually):
-        return Always(Not(f.arg))
-    if isinstance(f, Until):
-        return Release(Not(f.left), Not(f.right))
-    if isinstance(f, Release):
-        return Until(Not(f.left), Not(f.right))
-    if isinstance(f, Next):
-        return WeakNext(Not(f.arg))
-    if isinstance(f, WeakNext):
-        return Next(Not(f.arg))
-    if isinstance(f, Const):
-        return Const(not f.value)
-    if isinstance(f, Last):
-        return Next(Const(True))
-    raise NotLiftable(f"cannot push a negation into {to_text(f)}")
+    pushed = negated(f)
+    if pushed is None:
+        raise NotLiftable(f"cannot push a negation into {to_text(f)}")
+    return pushed
