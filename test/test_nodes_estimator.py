@@ -148,17 +148,23 @@ def test_frozen_joint_states_are_published_stale_with_every_predicate_unknown(st
         assert all(g.unknown == set(g.values) for g in got[6:])
         spin_until(executor, lambda: diag and "frozen" in diag[-1][1])
         assert diag[-1][0] == T.DiagnosticStatus.STALE and h.node.issues["frozen"] == 1
-        for k, t in enumerate((0.02, 0.022)):  # moving again: one frame to resync the grounder, then seeing
-            joints.publish(m.joint_state_msg(T, OFFSET + t, s.joint_names, s.joint_position + (k + 1) * 1e-6))
+        # moving again: one frame resyncs the grounder, its warm-up frames are blind (evidence restarts after a
+        # break), then the predicates are known
+        warm = h.node.grounder.warmup_frames
+        for k in range(warm + 2):
+            joints.publish(
+                m.joint_state_msg(T, OFFSET + 0.02 + k * 0.002, s.joint_names, s.joint_position + (k + 1) * 1e-6)
+            )
             spin_until(executor, lambda: len(got) == 11 + k)
-        assert ["joint_states" in g.stale for g in got[-2:]] == [True, False]
+        assert ["joint_states" in g.stale for g in got[10:12]] == [True, False]
         assert got[-1].unknown != set(got[-1].values)
         spin_until(executor, lambda: "frozen" not in diag[-1][1])
 
 
 def test_a_stream_whose_every_message_is_dropped_is_reported_stale_not_fresh(states):
-    """A simulator restarted against a running estimator: its stamps start behind the last frame, so every
-    message is dropped as going backwards. The estimator said 'inputs fresh' (OK) while grounding nothing."""
+    """A publisher whose stamps stay behind the last frame (by less than restart_backwards_s: a larger jump
+    back is a restarted input, a new rollout): every message is dropped as going backwards. The estimator said
+    'inputs fresh' (OK) while grounding nothing."""
     # the watchdog kept out of the way: its STALE ('no joint_states') is another message
     with estimator_and_probe(
         "/d", [Parameter("joint_states_timeout_s", value=WAIT_S), Parameter("diagnostics_period_s", value=0.2)]
@@ -169,16 +175,14 @@ def test_a_stream_whose_every_message_is_dropped_is_reported_stale_not_fresh(sta
         for k in range(5):  # the last frame is at 7.008 s
             joints.publish(m.joint_state_msg(T, 7.0 + k * 0.002, s.joint_names, s.joint_position + k * 1e-6))
             spin_until(executor, lambda: len(got) == k + 1)
-        # The restarted stream, one message per spin until a whole diagnostics period has passed on it: its
-        # stamps cycle over [1, 3) s, behind the last frame however many messages a fast machine sends.
-        restarted = (1.0 + (k % 1000) * 0.002 for k in itertools.count())
+        # The stream behind, one message per spin until a whole diagnostics period has passed on it: its stamps
+        # cycle over [5, 7) s, behind the last frame (within the 3 s restart limit) however many messages come.
+        behind = (5.0 + (k % 1000) * 0.002 for k in itertools.count())
 
-        def publish_restarted():
-            t = next(restarted)
+        def publish_behind():
+            t = next(behind)
             joints.publish(m.joint_state_msg(T, t, s.joint_names, s.joint_position + t * 1e-3))
 
-        spin_until(
-            executor, lambda: diag and "every joint_states message dropped" in diag[-1][1], each=publish_restarted
-        )
+        spin_until(executor, lambda: diag and "every joint_states message dropped" in diag[-1][1], each=publish_behind)
         assert diag[-1][0] == T.DiagnosticStatus.STALE and "backwards x" in diag[-1][1]
         assert len(got) == 5
