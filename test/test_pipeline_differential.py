@@ -34,6 +34,7 @@ pytest.importorskip("rclpy")  # the nodes and the player need ROS 2
 
 import bag_player
 
+from safety_monitor.enums import LogRecordKind
 from safety_monitor.frames import PredicateSample, Wrench
 from safety_monitor.io import messages as m
 from safety_monitor.io.bag import BagWriter
@@ -71,7 +72,8 @@ GAP_S = 30.0  # pauses and early ends: longer than both watchdog limits
 SPARSE = (0.37, 10.37, 20.37, 29.37)  # seconds into a gap at which slower streams still send (off any limit)
 WRENCH_LATENCY = 0.0007  # the wrench is stamped this much before the frame: its age never sits on a limit
 BACK_S = 0.2007  # time going back, off the frame grid (a stamp never lands exactly on an earlier frame's)
-LIVE_ONLY = ("rollout", "robot", "wall_time")  # the monitor node's bookkeeping in its log
+OWN_RECORDS = {k.value for k in LogRecordKind}
+LIVE_ONLY = ("rollout", "robot", "wall_time", "pid")  # the monitor node's bookkeeping in its log
 
 
 def t_of(k: int) -> float:
@@ -411,6 +413,8 @@ def run_live(bag: Path, params: Path, case: Case, folder: Path) -> Outcome:
     events = []
     for line in log.read_text().splitlines():
         record = json.loads(line)
+        if record["kind"] in OWN_RECORDS:  # the log's records about itself and the run: never events
+            continue
         for key in LIVE_ONLY:
             record.pop(key, None)
         events.append(record)
