@@ -1,7 +1,7 @@
 """Helpers for tests that run the nodes as processes, the way `ros2 run` and `ros2 launch` start them, and
 watch them from a probe node: statuses on /diagnostics, predicates, events, heartbeat and episode markers.
 
-Processes enter through the console scripts' own entry points (`safety_monitor.nodes.runtime`), so a
+Processes enter through the console scripts' own entry points (`safety_monitor.nodes.programs`), so a
 signal during their imports meets what a user's Ctrl-C meets. Every wait is for progress seen on a topic
 or in a file; the deadline only ends a broken run.
 """
@@ -26,7 +26,7 @@ from safety_monitor.nodes import qos
 
 WAIT_S = 300.0  # only a broken run waits this long: a slow, loaded machine passes far below it
 ENTRY = (
-    "import sys; from safety_monitor.nodes import runtime; main = getattr(runtime, sys.argv.pop(1)); sys.exit(main())"
+    "import sys; from safety_monitor.nodes import programs; main = getattr(programs, sys.argv.pop(1)); sys.exit(main())"
 )
 LEVELS = {0: "OK", 1: "WARN", 2: "ERROR", 3: "STALE"}
 
