@@ -4,7 +4,8 @@ k-th predicate frame, the k-th event, an episode boundary), ends every process w
 traceback, the event log whole (every line a JSON object) and its `.running` marker removed.
 
 A signal that lands while the package's entry module is still importing is held from its first statement
-on (earlier, in the interpreter's start-up and the console script's preamble, the package cannot act).
+on (earlier, in the interpreter's start-up and the console script's preamble, the package cannot act),
+and a monitor stopped between heartbeats never publishes on a context that is going.
 
 Layouts: `monitor_stack` + `sim_node`, the three separate nodes, and `safety-monitor sim` (one process).
 Moments are drawn from a seeded generator (SAFETY_MONITOR_TEST_SEED, default 16): a few by default,
@@ -148,3 +149,27 @@ def test_a_signal_during_the_entry_modules_imports_is_held_and_stops_the_program
     held_after = run.stderr.split("held after:")[1].split()
     assert set(held_after) <= HELD_AFTER, held_after
     assert "properties from" not in run.stderr  # stopped before the node started
+
+
+@pytest.mark.parametrize(
+    "program,beats", [("monitor_node", 1), ("monitor_node", 10), ("monitor_node", 100), ("monitor_stack", 10)]
+)
+def test_a_monitor_stopped_between_heartbeats_never_publishes_on_a_dead_context(tmp_path, program, beats):
+    """Heartbeat and diagnostics every millisecond, SIGINT once the probe has heard `beats` heartbeats:
+    whatever timer was due, none runs once the node stops (stderr would say "publisher's context is
+    invalid" under an executor's "Exception in 'timers' callback")."""
+    domain, ns = fresh_domain(), fresh_namespace()
+    probe = Probe(ns, domain)
+    params = [f"events_log:={tmp_path / 'events.jsonl'}", "heartbeat_period_s:=0.001", "diagnostics_period_s:=0.001"]
+    proc = Proc(program, ns, domain, tmp_path, params)
+    try:
+        probe.until(lambda: probe.beats >= beats, {program: proc}, f"{beats} heartbeats")
+        proc.popen.send_signal(signal.SIGINT)
+        code = proc.wait()
+    finally:
+        proc.kill()
+        probe.close()
+    out = proc.output()
+    assert code == 0, out[-3000:]
+    for line in ("context is invalid", "Exception in", "Traceback"):
+        assert line not in out, out[-3000:]
