@@ -30,10 +30,10 @@ setup(
     entry_points={
         "console_scripts": [
             "safety-monitor = safety_monitor.cli:main",
-            "sim_node = safety_monitor.nodes.runtime:sim_node",
-            "estimator_node = safety_monitor.nodes.runtime:estimator_node",
-            "monitor_node = safety_monitor.nodes.runtime:monitor_node",
-            "monitor_stack = safety_monitor.nodes.runtime:monitor_stack",
+            "sim_node = safety_monitor.nodes.programs:sim_node",
+            "estimator_node = safety_monitor.nodes.programs:estimator_node",
+            "monitor_node = safety_monitor.nodes.programs:monitor_node",
+            "monitor_stack = safety_monitor.nodes.programs:monitor_stack",
             "alerts = safety_monitor.nodes.alerts:main",
         ],
     },

@@ -1,7 +1,7 @@
 """Helpers for tests that run the nodes as processes, the way `ros2 run` and `ros2 launch` start them, and
 watch them from a probe node: statuses on /diagnostics, predicates, events, heartbeat and episode markers.
 
-Processes enter through the console scripts' own entry points (`safety_monitor.nodes.runtime`), so a
+Processes enter through the console scripts' own entry points (`safety_monitor.nodes.programs`), so a
 signal during their imports meets what a user's Ctrl-C meets. Every wait is for progress seen on a topic
 or in a file; the deadline only ends a broken run.
 """
@@ -26,7 +26,7 @@ from safety_monitor.nodes import qos
 
 WAIT_S = 300.0  # only a broken run waits this long: a slow, loaded machine passes far below it
 ENTRY = (
-    "import sys; from safety_monitor.nodes import runtime; main = getattr(runtime, sys.argv.pop(1)); sys.exit(main())"
+    "import sys; from safety_monitor.nodes import programs; main = getattr(programs, sys.argv.pop(1)); sys.exit(main())"
 )
 LEVELS = {0: "OK", 1: "WARN", 2: "ERROR", 3: "STALE"}
 
@@ -54,6 +54,7 @@ class Probe:
         self.predicates = 0
         self.predicate_ids: set[str] = set()
         self.heartbeat_ids: set[str] = set()
+        self.beats = 0  # heartbeats received
         self.marker_ids: set[str] = set()
         self.ends = 0  # end markers seen
         self.missed_frames = 0  # the estimator's load.missed_frames, summed over its periods
@@ -62,12 +63,7 @@ class Probe:
         n.create_subscription(T.DiagnosticArray, "/diagnostics", self._on_diagnostics, qos.DIAGNOSTICS)
         n.create_subscription(T.DiagnosticArray, "safety_monitor/events", self._on_events, qos.EVENTS)
         n.create_subscription(T.DiagnosticArray, "safety_monitor/predicates", self._on_predicates, qos.PREDICATES)
-        n.create_subscription(
-            T.DiagnosticArray,
-            "safety_monitor/heartbeat",
-            lambda msg: self.heartbeat_ids.update(s.hardware_id for s in msg.status),
-            qos.DIAGNOSTICS,
-        )
+        n.create_subscription(T.DiagnosticArray, "safety_monitor/heartbeat", self._on_heartbeat, qos.DIAGNOSTICS)
         n.create_subscription(T.DiagnosticArray, "safety_monitor/episode", self._on_marker, qos.EPISODE)
         self.executor = rclpy.executors.SingleThreadedExecutor(context=self.context)
         self.executor.add_node(n)
@@ -88,6 +84,10 @@ class Probe:
     def _on_events(self, msg) -> None:
         self.event_ids.update(s.hardware_id for s in msg.status)
         self.events.extend(m.decode_events(msg))
+
+    def _on_heartbeat(self, msg) -> None:
+        self.beats += 1
+        self.heartbeat_ids.update(s.hardware_id for s in msg.status)
 
     def _on_predicates(self, msg) -> None:
         self.predicates += 1

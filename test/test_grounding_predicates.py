@@ -216,6 +216,20 @@ def test_allowed_contact_classes():
     assert s.step().values["forbidden_contact"]
 
 
+def test_an_object_on_a_support_is_allowed_from_the_first_frame_but_one_on_another_object_waits_for_its_motion():
+    """Whether an object moves is unknown until its pose track spans the motion window; on a support that
+    does not matter (allowed either way), so a rollout's first frames decide forbidden contact."""
+    s = Scene(rate=500.0)
+    first = s.step()
+    assert "object_stable" in first.unknown  # the motion itself is not known yet
+    assert not first.values["forbidden_contact"] and "forbidden_contact" not in first.unknown
+    assert "forbidden_contact_sustained" not in first.unknown
+    s = Scene(rate=500.0)
+    s.contacts[("cube", "mug")] = 0.0  # the mug is no support: forbidden if the cube moves, not known yet
+    assert "forbidden_contact" in s.step().unknown
+    assert not any("forbidden_contact" in f.unknown for f in s.step(40)[30:])  # at rest: allowed
+
+
 def test_a_grasped_object_may_touch_supports_but_not_other_objects():
     s = Scene()
     s.step(5)

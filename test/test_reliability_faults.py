@@ -248,13 +248,13 @@ def test_stopped_frozen_delayed_and_backwards_predicates_never_report_satisfied(
     # the estimator stops publishing: STALE, and not before the limit
     assert cell.wait_level("monitor", S.STALE) - last_sent >= TIMEOUT_S
     cell.spin_until(lambda: all(cell.level(p)[0] == S.STALE for p in PROPS))
+    advanced = time.monotonic()  # the last advancing stamp: the monitor hears it after this
     cell.send(a=False)
     cell.wait_level("monitor", S.OK)
 
-    frozen = time.monotonic()  # frames keep coming with a stamp that no longer advances
-    t = cell.t
+    t = cell.t  # frames keep coming with a stamp that no longer advances
     frozen_seen = cell.spin_until(lambda: "frozen" in cell.level("monitor")[1], each=lambda: cell.send(a=False, t=t))
-    assert cell.level("monitor")[0] == S.STALE and frozen_seen - frozen >= TIMEOUT_S
+    assert cell.level("monitor")[0] == S.STALE and frozen_seen - advanced >= TIMEOUT_S
     assert {e["property"] for e in cell.events if e["kind"] == "blind"} == set(PROPS)
     cell.send(a=False)
     cell.wait_level("monitor", S.OK)

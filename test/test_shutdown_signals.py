@@ -3,6 +3,10 @@ at moments chosen by the progress the run shows (its imports under way, its node
 k-th predicate frame, the k-th event, an episode boundary), ends every process with exit code 0 and no
 traceback, the event log whole (every line a JSON object) and its `.running` marker removed.
 
+A signal that lands while the package's entry module is still importing is held from its first statement
+on (earlier, in the interpreter's start-up and the console script's preamble, the package cannot act),
+and a monitor stopped between heartbeats never publishes on a context that is going.
+
 Layouts: `monitor_stack` + `sim_node`, the three separate nodes, and `safety-monitor sim` (one process).
 Moments are drawn from a seeded generator (SAFETY_MONITOR_TEST_SEED, default 16): a few by default,
 SAFETY_MONITOR_TEST_ALL=1 draws 20 per layout. Under `ros2 launch` the same is checked by hand where
@@ -12,6 +16,8 @@ launch_ros is installed (docs/ros.md).
 import os
 import random
 import signal
+import subprocess
+import sys
 
 import pytest
 
@@ -104,3 +110,66 @@ def test_a_stop_signal_at_any_moment_is_a_clean_exit(tmp_path, layout, kind, k, 
     assert {r["robot"] for r in lines} <= {hw}
     assert probe.event_ids | probe.predicate_ids | probe.heartbeat_ids | probe.marker_ids <= {hw}
     assert {h for h, *_ in probe.diagnostics} <= {hw}
+
+
+# Run as a console script runs: `from safety_monitor.nodes.programs import NAME`, then NAME(). An audit hook
+# lists what is imported before SIGINT is held and sends SIGINT at the first import after that.
+EARLY_SIGNAL = r"""
+import os, signal, sys
+before, sent = [], []
+def hook(event, args):
+    if event != "import" or sent:
+        return
+    if getattr(signal.getsignal(signal.SIGINT), "__module__", "") == "safety_monitor.nodes.signals":
+        sent.append(args[0])
+        os.kill(os.getpid(), signal.SIGINT)
+    else:
+        before.append(args[0])
+sys.addaudithook(hook)
+from safety_monitor.nodes.programs import monitor_node
+print("held after:", *before[before.index("safety_monitor"):], file=sys.stderr)
+sys.argv = ["monitor_node", "--ros-args", "-r", "__ns:=/early_signal"]
+sys.exit(monitor_node())
+"""
+# what the package's first import loads before the signals are held: the two package modules on the
+# way and the signal flag's own (signal is built in, threading for its Event)
+HELD_AFTER = {
+    "safety_monitor",
+    "safety_monitor.nodes",
+    "safety_monitor.nodes.programs",
+    "safety_monitor.nodes.signals",
+    "threading",
+    "_weakrefset",
+}
+
+
+def test_a_signal_during_the_entry_modules_imports_is_held_and_stops_the_program_cleanly():
+    run = subprocess.run([sys.executable, "-c", EARLY_SIGNAL], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr[-3000:]
+    held_after = run.stderr.split("held after:")[1].split()
+    assert set(held_after) <= HELD_AFTER, held_after
+    assert "properties from" not in run.stderr  # stopped before the node started
+
+
+@pytest.mark.parametrize(
+    "program,beats", [("monitor_node", 1), ("monitor_node", 10), ("monitor_node", 100), ("monitor_stack", 10)]
+)
+def test_a_monitor_stopped_between_heartbeats_never_publishes_on_a_dead_context(tmp_path, program, beats):
+    """Heartbeat and diagnostics every millisecond, SIGINT once the probe has heard `beats` heartbeats:
+    whatever timer was due, none runs once the node stops (stderr would say "publisher's context is
+    invalid" under an executor's "Exception in 'timers' callback")."""
+    domain, ns = fresh_domain(), fresh_namespace()
+    probe = Probe(ns, domain)
+    params = [f"events_log:={tmp_path / 'events.jsonl'}", "heartbeat_period_s:=0.001", "diagnostics_period_s:=0.001"]
+    proc = Proc(program, ns, domain, tmp_path, params)
+    try:
+        probe.until(lambda: probe.beats >= beats, {program: proc}, f"{beats} heartbeats")
+        proc.popen.send_signal(signal.SIGINT)
+        code = proc.wait()
+    finally:
+        proc.kill()
+        probe.close()
+    out = proc.output()
+    assert code == 0, out[-3000:]
+    for line in ("context is invalid", "Exception in", "Traceback"):
+        assert line not in out, out[-3000:]

@@ -58,9 +58,11 @@ class _Operated:
 
 @dataclass(frozen=True, slots=True)
 class _Objects:
-    """An object on something else: forbidden while the object is active, off a support."""
+    """Objects on something that is no support for them: forbidden while one of them is active (grasped
+    or moving). An object on a support is allowed whether it moves or not, so it is not listed: its
+    motion, unknown until a pose track spans the motion window, never makes the contact unknown."""
 
-    objects: tuple[tuple[str, bool], ...]  # (object, the other entity is not a support)
+    objects: tuple[str, ...]
 
 
 _Rule = _Fixed | _Operated | _Objects  # what decides a contact between two entities
@@ -122,14 +124,7 @@ class ContactEstimator:
             return rule.forbidden
         if isinstance(rule, _Operated):
             return rule.fixture not in self.fixtures.operated
-        verdicts: list[Tri] = []
-        for obj, off_support in rule.objects:
-            active = True if self.grasp.grasped[obj] else self.grasp.moving[obj]
-            if active is None:
-                verdicts.append(None)
-            elif active:
-                verdicts.append(off_support)
-        return any3(verdicts) if verdicts else False
+        return any3([True if self.grasp.grasped[obj] else self.grasp.moving[obj] for obj in rule.objects])
 
     def _rule(self, a: str, b: str) -> _Rule:
         """What decides a contact between entities `a` and `b`: only the names (fixed per workcell)."""
@@ -145,9 +140,10 @@ class ContactEstimator:
             return _Operated(self.robot.owner(other))
         if self.robot.owner(a) == self.robot.owner(b):
             return _ALLOWED
-        return _Objects(
-            tuple((obj, other not in self.supports) for obj, other in ((a, b), (b, a)) if obj in self.grasp.objects)
+        off_support = tuple(
+            obj for obj, other in ((a, b), (b, a)) if obj in self.grasp.objects and other not in self.supports
         )
+        return _Objects(off_support) if off_support else _ALLOWED
 
     def _excess(self, inp: FrameInputs) -> Tri:
         w = inp.wrench

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from safety_monitor.errors import SafetyMonitorError
 from safety_monitor.nodes.event_log import LogState
-from safety_monitor.nodes.runtime import make_executor, stop_on_signals
+from safety_monitor.nodes.runtime import make_executor, stop_callbacks, stop_on_signals
 from safety_monitor.pipeline.supervisor import Rollout
 
 STORAGES = {"mcap": "mcap", "db3": "sqlite3", "sqlite3": "sqlite3"}
@@ -96,7 +96,7 @@ def _run(options: LiveRunOptions, stop: threading.Event) -> LiveRun:
     rclpy.init(args=[], context=context)  # a private context: rclpy installs no signal handler for it
     common = {"context": context, "cli_args": ["--ros-args", "--params-file", str(params_file)]}
     nodes: list[Node] = []
-    monitor = recorder = sim = None
+    monitor = recorder = sim = executor = None
     log_failed = False
     start = time.monotonic()
     sim_time = Parameter("use_sim_time", value=True)
@@ -143,6 +143,7 @@ def _run(options: LiveRunOptions, stop: threading.Event) -> LiveRun:
         if interrupted and recorder is not None:
             _drain(executor, sim, recorder)
     finally:
+        stop_callbacks(executor)
         for node in reversed(nodes):
             node.destroy_node()
         context.try_shutdown()

@@ -10,15 +10,14 @@ KeyboardInterrupt). Afterwards every node is destroyed, in reverse order of crea
 still up: the monitor closes its running trace (its end-of-trace events reach the log and the topic),
 syncs and closes the log and removes `.running`; the process exits 0.
 
-The console scripts enter through `programs` below, which take the signals before the node's module
-(rclpy, MuJoCo: about a second) is even imported.
+The console scripts enter through nodes/programs.py, which holds the signals from its first statement,
+before the node's module (rclpy, MuJoCo: about a second) is even imported.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
-import importlib
 import signal
 import sys
 import threading
@@ -27,16 +26,10 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from safety_monitor.errors import SafetyMonitorError
+from safety_monitor.nodes import signals
 
 if TYPE_CHECKING:
     from rclpy.node import Node
-
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-stop_requested = threading.Event()  # set by a stop signal while `stop_on_signals` holds them
-
-
-def _request_stop(_signum: int, _frame: object) -> None:
-    stop_requested.set()
 
 
 @contextmanager
@@ -44,40 +37,17 @@ def stop_on_signals() -> Iterator[threading.Event]:
     """SIGINT and SIGTERM set `stop_requested` (cleared on entry) instead of raising or killing, until
     the block ends, when the previous handlers return. Nested uses share the outer one's flag (a
     program's entry point holds the signals from its first line, for the process's whole life)."""
-    if signal.getsignal(signal.SIGINT) is _request_stop:
-        yield stop_requested
+    if signals.held():
+        yield signals.stop_requested
         return
-    stop_requested.clear()
-    previous = [(sig, signal.signal(sig, _request_stop)) for sig in STOP_SIGNALS]
+    signals.stop_requested.clear()
+    previous = [(sig, signal.getsignal(sig)) for sig in signals.STOP_SIGNALS]
+    signals.hold()
     try:
-        yield stop_requested
+        yield signals.stop_requested
     finally:
         for sig, handler in previous:
             signal.signal(sig, handler)
-
-
-def _program(module: str) -> Callable[[], int]:
-    """A console-script entry point: hold the stop signals first, then import `module` and run its main."""
-
-    def main() -> int:
-        stop_requested.clear()
-        for sig in STOP_SIGNALS:
-            signal.signal(sig, _request_stop)
-        code = int(importlib.import_module(module).main())
-        # Python resets its handlers while it exits, and tearing rclpy down takes a while: a second Ctrl-C
-        # then (`ros2 launch` sends its own SIGINT after the terminal's) would kill the process with -2.
-        # Blocked, it stays pending and dies with the process.
-        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
-        return code
-
-    return main
-
-
-# setup.py's console scripts
-sim_node = _program("safety_monitor.nodes.sim_node")
-estimator_node = _program("safety_monitor.nodes.estimator_node")
-monitor_node = _program("safety_monitor.nodes.monitor_node")
-monitor_stack = _program("safety_monitor.nodes.monitor_stack")
 
 
 def run_node(program: str, factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
@@ -109,6 +79,7 @@ def _spin(program: str, build: Callable[[list[Node]], None], argv: list[str], st
 
     rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
     nodes: list[Node] = []
+    executor = None
     try:
         build(nodes)
         freeze_startup_objects()
@@ -127,10 +98,20 @@ def _spin(program: str, build: Callable[[list[Node]], None], argv: list[str], st
         print(f"{program}: error: {exc}", file=sys.stderr)
         return 2
     finally:
+        stop_callbacks(executor)
         for node in reversed(nodes):
             node.destroy_node()
         rclpy.try_shutdown()
     return 0
+
+
+def stop_callbacks(executor) -> None:
+    """Take every node off the executor (None: none was made) before the nodes and the context go: from
+    here on no timer or subscription callback runs, so none publishes on a context that is going
+    ("publisher's context is invalid" from the monitor's heartbeat), while the nodes' own teardown
+    still publishes its last words (the monitor's end-of-trace events) with the context up."""
+    if executor is not None:
+        executor.shutdown()
 
 
 def answer_command_line(program: str, argv: Sequence[str], about: str) -> int | None:

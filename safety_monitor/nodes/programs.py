@@ -1,0 +1,39 @@
+"""The node executables' entry points (setup.py's console scripts): the stop signals are held from this
+module's first statement, before the node's module (rclpy, MuJoCo: about a second) is imported.
+
+A SIGINT or SIGTERM from then on only sets the stop flag (nodes/signals.py): the node finishes starting,
+if it got that far, and exits 0 without a traceback. What runs before this module cannot be covered from
+the package: the interpreter's start-up and the console script's own preamble (a colcon or
+`setup.py develop` script imports importlib.metadata or pkg_resources and reads the package's metadata
+first), then the two package `__init__` modules this import passes through. A signal there meets
+Python's default handler (a KeyboardInterrupt traceback, exit 1) or, before Python installs that, the
+kernel's (exit -2).
+"""
+
+from safety_monitor.nodes import signals
+
+signals.hold()
+
+import importlib  # noqa: E402 (after holding the signals, on purpose)
+import signal  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+
+
+def _program(module: str) -> Callable[[], int]:
+    """A console-script entry point: import `module` (the signals already held) and run its main."""
+
+    def main() -> int:
+        code = int(importlib.import_module(module).main())
+        # Python resets its handlers while it exits, and tearing rclpy down takes a while: a second Ctrl-C
+        # then (`ros2 launch` sends its own SIGINT after the terminal's) would kill the process with -2.
+        # Blocked, it stays pending and dies with the process.
+        signal.pthread_sigmask(signal.SIG_BLOCK, signals.STOP_SIGNALS)
+        return code
+
+    return main
+
+
+sim_node = _program("safety_monitor.nodes.sim_node")
+estimator_node = _program("safety_monitor.nodes.estimator_node")
+monitor_node = _program("safety_monitor.nodes.monitor_node")
+monitor_stack = _program("safety_monitor.nodes.monitor_stack")
