@@ -317,9 +317,32 @@ def test_missing_pose_is_unknown_held_and_reported_stale():
     assert f.stale["object_pose/cube"] == math.inf
     assert "forbidden_contact" in f.unknown
     s.missing.clear()
-    back = s.step()
-    assert "object_grasped" not in back.unknown and back.values["object_grasped"]
-    assert "object_pose/cube" not in back.stale
+    back = s.step(5)  # the grasp evidence restarts: unknown until the debounce's 5 frames agree again
+    assert ["object_grasped" in f.unknown for f in back] == [True] * 4 + [False]
+    assert back[-1].values["object_grasped"] and not any(f.values["object_dropped"] for f in back)
+    assert "object_pose/cube" not in back[0].stale and "object_grasped_raw" not in back[0].unknown
+
+
+def test_a_pose_gap_mid_grasp_restarts_the_grasp_evidence_and_reports_no_drop():
+    """The cube leaves the closed hand unseen (its pose stream has a gap): when the pose returns, the
+    grasp's fall is decided on fresh evidence only, and it is an unknown drop, never a known one (the
+    gripper was not seen when it happened: a known drop here would read as a drop without a release)."""
+    s = Scene()
+    s.step(3)
+    s.grasp()
+    s.step(8)
+    s.missing.add("cube")
+    gap = s.step(30)
+    for f in ("finger_left", "finger_right"):
+        s.contacts[(f, "cube")] = 0.05  # back in view, away from the still closed fingers
+    s.missing.clear()
+    back = s.step(8)
+    assert not any(f.values["object_dropped"] and "object_dropped" not in f.unknown for f in gap + back)
+    assert ["object_grasped" in f.unknown for f in back[:6]] == [True] * 4 + [False, False]
+    assert [f.values["object_grasped"] for f in back[4:]] == [False] * 4
+    assert "object_dropped" in back[4].unknown and not back[4].values["object_released"]  # gripper closed
+    assert not any(f.values["object_dropped"] for f in back[5:]) and "object_dropped" not in back[5].unknown
+    assert not back[0].values["object_grasped_raw"] and "object_grasped_raw" not in back[0].unknown  # raw: no history
 
 
 def test_a_frozen_pose_stream_turns_stale_beyond_its_age_limit():

@@ -200,9 +200,12 @@ def test_a_late_start_marker_starts_its_rollout_at_its_time():
     assert (old.index, new.index, new.task) == (0, 1, "open_drawer")
     kinds = [i.kind for i in run.issues]
     assert kinds.count(IssueKind.LATE_MARKER) == 2 and kinds.count(IssueKind.MISSING_MARKER) == 1
-    assert old.frames == len([m for m in first if m[0] == "joints"]) + len([m for m in late if m[0] == "joints"])
-    assert run.opened() == []
+    n_late = len([m for m in late if m[0] == "joints"])
+    assert old.frames == len([m for m in first if m[0] == "joints"]) + n_late  # stepped before the marker came
+    assert new.frames == len([m for m in second if m[0] == "joints"])  # the new rollout begins at its marker's time
     warm = run.stage.warmup_frames
+    assert min(o.blind_frames for o in new.outcomes) >= n_late + warm  # the frames before it came, then the warm-up
+    assert run.opened() == []
     names = frozenset(run.stage.grounder.predicates)
     after = [s for s in run.samples if s.t >= stamp(second[len(late)]) + offset]
     assert [s.unknown == names for s in after[: warm + 1]] == [True] * warm + [False]

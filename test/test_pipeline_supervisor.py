@@ -144,6 +144,54 @@ def test_a_start_marker_names_the_first_frame_at_or_after_it_early_or_late(make)
     assert (r.index, r.task, r.frames) == (8, "place", 3)
 
 
+def test_a_late_start_marker_starts_its_rollout_at_its_own_time_the_frames_before_it_blind(make):
+    """No end marker, and the next rollout's start marker comes after 5 of its frames were stepped (in the
+    last trace, where `a` opened never_a): the old trace ends at the marker's arrival with what it reported;
+    the new rollout begins at the marker's time with one blind frame per frame stepped since, so it has
+    exactly the frames at or after its marker and no verdict of it rests on them."""
+    sup = make()
+    sup.marker(EpisodeMarker(START, 0, 1.0), 1.0)
+    feed(sup, [quiet(k) for k in range(10)])
+    marker_t = 1.0 + 10 * DT
+    early = feed(sup, [quiet(k, a=True) for k in range(10, 15)])  # the new rollout's first frames: a is true
+    assert kinds(early, EventKind.OPENED) == [("never_a", 10)]
+    late = sup.marker(EpisodeMarker(START, 1, marker_t, task="next"), 1.0 + 14 * DT + 0.001)
+    assert issues([late]) == [IssueKind.LATE_MARKER, IssueKind.MISSING_MARKER]
+    assert late.issues[0].t == marker_t
+    (old,) = late.finished
+    assert (old.index, old.frames) == (0, 15)  # stepped, and reported, before the marker was known
+    assert [(e.rollout, e.event.kind) for e in late.events if e.event.property == "never_a"] == [
+        (0, EventKind.INPUT_ENDED),
+        (1, EventKind.BLIND),
+    ]
+    blind = [e.event for e in late.events if e.event.kind is EventKind.BLIND]
+    assert {(e.frame, e.t) for e in blind} == {(0, marker_t)}  # the new rollout's frame 0 is at the marker's time
+    assert sup.late_start and sup.late_markers == 1 and sup.missing_markers == 1
+    feed(sup, [quiet(k) for k in range(15, 20)])
+    (new,) = sup.finish().finished
+    assert (new.index, new.task, new.frames) == (1, "next", 10)
+    assert [o.blind_frames for o in new.outcomes] == [5, 5] and not any(o.violations for o in new.outcomes)
+    assert "after 5 of its frames" in late.issues[0].detail
+
+
+def test_a_start_marker_after_the_first_frames_of_its_trace_withdraws_their_verdicts(make):
+    """The last rollout ended by its marker; the next one's frames came before its start marker (grounded
+    with the evidence of before the boundary): what they opened closes as input_ended, and the rollout
+    keeps them as blind frames."""
+    sup = make()
+    feed(sup, [quiet(k) for k in range(5)])
+    sup.marker(EpisodeMarker(END, 0, 1.0 + 4 * DT), 1.1)
+    early = feed(sup, [quiet(k, t=2.0 + k * DT, a=True) for k in range(3)])
+    assert kinds(early, EventKind.OPENED) == [("never_a", 0)]
+    late = sup.marker(EpisodeMarker(START, 1, 2.0), 2.01)
+    assert issues([late]) == [IssueKind.LATE_MARKER] and late.finished == ()
+    assert kinds([late], EventKind.INPUT_ENDED) == [("never_a", 2)]  # at the last frame stepped
+    feed(sup, [quiet(k, t=2.0 + k * DT) for k in range(3, 6)])
+    (r,) = sup.finish().finished
+    assert (r.index, r.frames) == (1, 6)
+    assert [o.blind_frames for o in r.outcomes] == [3, 3] and not any(o.violations for o in r.outcomes)
+
+
 def test_an_end_marker_before_its_frame_closes_the_trace_once_that_frame_is_stepped(make):
     sup = make()
     feed(sup, [quiet(k) for k in range(5)])

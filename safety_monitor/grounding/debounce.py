@@ -37,15 +37,25 @@ def not3(v: Tri) -> Tri:
 class SymmetricDebounce:
     """Follows the raw value once it has differed from the output for `n` consecutive frames.
 
-    With n = 5 a rise (or fall) shows on the 5th frame of the new raw value.
+    With n = 5 a rise (or fall) shows on the 5th frame of the new raw value. After `restart()` (its input
+    had a gap) the output is unknown until `n` consecutive raw frames agree, then it is theirs: a run that
+    began before the gap is not continued across it, and `value` keeps the last decided one meanwhile.
     """
 
     def __init__(self, n: int, initial: bool = False):
         self.n, self.value, self._run = n, initial, 0
+        self.warming, self._candidate = False, initial
 
     def step(self, raw: Tri) -> Tri:
         if raw is None:
             return None
+        if self.warming:
+            self._run = self._run + 1 if raw == self._candidate else 1
+            self._candidate = raw
+            if self._run < self.n:
+                return None
+            self.value, self._run, self.warming = raw, 0, False
+            return raw
         if raw == self.value:
             self._run = 0
         else:
@@ -53,6 +63,10 @@ class SymmetricDebounce:
             if self._run >= self.n:
                 self.value, self._run = raw, 0
         return self.value
+
+    def restart(self) -> None:
+        """The evidence restarts after a gap in the input: unknown until `n` agreeing raw frames."""
+        self._run, self._candidate, self.warming = 0, False, True
 
 
 class Persistence:

@@ -5,6 +5,10 @@ Per object: a raw bilateral grasp debounced symmetrically; synchrony with the en
 a sticky-true stability latch; a settle timer started by the drop. Aggregates: existence over objects for
 grasp and drop, all grasped objects for sync, and the *focus object* (the one most recently grasped) for
 the post-drop predicates, which are about the object that was just let go.
+
+A gap in an object's pose restarts its grasp evidence: when the pose returns, the grasp is unknown until
+the debounce has seen its full run again, and a fall it then decides is a drop at an unknown frame
+(unknown, not a drop here: whether the gripper was open when it happened was not seen).
 """
 
 from __future__ import annotations
@@ -71,6 +75,7 @@ class _ObjectGrasp:
         self.grasp = SymmetricDebounce(counts.grasp_persistence)
         self.stable = StickyTrue(counts.stability_persistence)
         self.settle = Timer(counts.settle_timeout)
+        self.seen = False  # its geometry was known on some frame (a gap can only follow that)
         self.anchor: Box | None = None  # the object's box when the stability latch closed
         self.displaced: tuple[Box, Box, bool] | None = None  # (box, anchor, moved beyond the slip thresholds)
 
@@ -102,15 +107,18 @@ class GraspEstimator:
         just_dropped = set()
         for o in self.objects:
             st = self.state[o]
-            if o in geo.unknown:
+            if o in geo.unknown:  # a gap in its pose: the grasp evidence restarts when it returns
                 raw = None
+                if st.seen and not st.grasp.warming:
+                    st.grasp.restart()
             else:
+                st.seen = True
                 touching = 0
                 for row in fingers:
                     if row.get(o, math.inf) <= clearance:
                         touching += 1
                 raw = touching >= bilateral and closed
-            before = st.grasp.value
+            before, resumed = st.grasp.value, st.grasp.warming
             debounced = st.grasp.step(raw)
             raw_grasp.append(raw)
             grasp.append(debounced)
@@ -123,11 +131,15 @@ class GraspEstimator:
             if before and not after:
                 just_dropped.add(o)
                 st.settle.start(frame)
-            dropped.append((before and not after) or (None if debounced is None and before else False))
+                dropped.append(None if resumed else True)  # decided by restarted evidence: at an unknown frame
+            else:
+                dropped.append(None if debounced is None and before else False)
             released.append((not closed) and (before or after))
-            if after:  # sync is about grasped objects only
+            if after or (debounced is None and raw is not None):  # grasped objects only; while the grasp
+                # evidence restarts after a pose gap, Kleene's (not grasped) or synced
                 slip = inp.object_slip.get(o)
-                sync.append(None if slip is None else (slip[0] < slip_m and slip[1] < slip_rad))
+                synced = None if slip is None else (slip[0] < slip_m and slip[1] < slip_rad)
+                sync.append(synced if debounced is not None else (True if synced else None))
             stable, self.moving[o] = self._stability(o, inp, held=after)
             self.stable[o] = stable
             if not after:

@@ -28,7 +28,7 @@ from safety_monitor.grounding.description import RobotDescription, load_robot_de
 from safety_monitor.grounding.geometry import FrameGeometry
 from safety_monitor.grounding.inputs import FrameInputs, PredicateDoc
 from safety_monitor.grounding.joint_limits import JointLimitEstimator, merge_limits
-from safety_monitor.grounding.motion import Track, quat_to_matrix
+from safety_monitor.grounding.motion import Carry, Track, quat_to_matrix
 from safety_monitor.grounding.semantics import ObjectCatalog, load_object_catalog
 from safety_monitor.grounding.thresholds import Thresholds, load_thresholds
 from safety_monitor.grounding.urdf import JointLimit
@@ -301,24 +301,32 @@ class Grounder:
             return None
         return w
 
-    def _carried(self, state: RobotState, poses: Mapping[str, Pose]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        """Objects held on the previous frame whose pose is older than this frame: their pose relative to
-        the end-effector at the time it was measured (the twin moves them with the hand since then)."""
-        out = {}
-        track = self._ee_track
+    def _carried(self, state: RobotState, poses: Mapping[str, Pose]) -> Carry | None:
+        """Objects held on the previous frame whose pose is older than this frame: given this frame's
+        end-effector pose, their pose relative to the end-effector at the time it was measured
+        (interpolated between frames, this one included; the twin moves them with the hand since then)."""
+        held = []
         for o, pose in poses.items():
             age = float(state.object_ages.get(o, 0.0))
-            if age <= 0.0 or not (self._grasp.grasped.get(o) or self._grasp.raw.get(o)):
-                continue
-            i = track.at(state.t - age)
-            if i is None:
-                continue
-            ee_pos, ee_rot = track.positions[i], track.rotations[i]
-            out[o] = (
-                ee_rot.T @ (np.asarray(pose.position, dtype=float) - ee_pos),
-                ee_rot.T @ quat_to_matrix(pose.quaternion),
-            )
-        return out
+            if age > 0.0 and (self._grasp.grasped.get(o) or self._grasp.raw.get(o)):
+                held.append((o, state.t - age, pose))
+        if not held:
+            return None
+        track, t = self._ee_track, state.t
+
+        def relative(ee_position: np.ndarray, ee_rotation: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+            out = {}
+            for o, measured, pose in held:
+                at = track.pose_at(measured, (t, ee_position, ee_rotation))
+                if at is not None:
+                    ee_pos, ee_rot = at
+                    out[o] = (
+                        ee_rot.T @ (np.asarray(pose.position, dtype=float) - ee_pos),
+                        ee_rot.T @ quat_to_matrix(pose.quaternion),
+                    )
+            return out
+
+        return relative
 
     def _object_motion(self, state: RobotState, poses: Mapping[str, Pose], geo: FrameGeometry):
         """Per object: speed over the motion window, and drift relative to the end-effector over it.
@@ -357,8 +365,8 @@ class Grounder:
                 slip[o] = (inf, inf)
                 continue
             if new:
-                i = self._ee_track.at(measured) or 0
-                ee_pos, ee_rot = self._ee_track.positions[i], self._ee_track.rotations[i]
+                at = self._ee_track.pose_at(measured)
+                ee_pos, ee_rot = at if at is not None else (self._ee_track.positions[0], self._ee_track.rotations[0])
                 relative.add(measured, ee_rot.T @ (pose.position - ee_pos), ee_rot.T @ rot)
             rel = relative.change(window)
             slip[o] = None if rel is None else (rel[0], rel[1])

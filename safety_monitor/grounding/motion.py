@@ -9,8 +9,13 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
+from collections.abc import Callable, Mapping
 
 import numpy as np
+
+Carry = Callable[[np.ndarray, np.ndarray], Mapping[str, tuple[np.ndarray, np.ndarray]]]
+"""Given this frame's end-effector (position, rotation): each held object's pose relative to the
+end-effector when the object's pose was measured (the twin places it there relative to this frame's)."""
 
 TIME_EPS = 1e-9  # seconds: measurement times (frame time minus age) equal up to rounding are the same instant
 
@@ -33,6 +38,19 @@ def rotation_angle(a: np.ndarray, b: np.ndarray) -> float:
     """Angle (rad) of the rotation taking orientation `a` to `b`: trace(a^T b) = sum(a * b)."""
     c = (float(np.vdot(a, b)) - 1.0) / 2.0
     return math.acos(min(1.0, max(-1.0, c)))
+
+
+def interpolate_rotation(a: np.ndarray, b: np.ndarray, s: float) -> np.ndarray:
+    """The rotation a fraction `s` of the way from `a` to `b` about their common axis (Rodrigues)."""
+    rel = a.T @ b
+    angle = rotation_angle(a, b)
+    sin = math.sin(angle)
+    if sin < 1e-9:  # no rotation, or a half turn (no unique axis; never between two control frames)
+        return a if angle < 1.0 or s < 0.5 else b
+    axis = np.array((rel[2, 1] - rel[1, 2], rel[0, 2] - rel[2, 0], rel[1, 0] - rel[0, 1])) / (2.0 * sin)
+    k = np.array(((0.0, -axis[2], axis[1]), (axis[2], 0.0, -axis[0]), (-axis[1], axis[0], 0.0)))
+    step = s * angle
+    return a @ (np.eye(3) + math.sin(step) * k + (1.0 - math.cos(step)) * (k @ k))
 
 
 class Track:
@@ -62,6 +80,30 @@ class Track:
         """Index of the newest sample measured at or before `t` (None if all are newer)."""
         i = bisect_right(self.times, t + TIME_EPS) - 1
         return i if i >= 0 else None
+
+    def pose_at(
+        self, t: float, later: tuple[float, np.ndarray, np.ndarray] | None = None
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """(position, rotation) at time `t`, interpolated between the samples either side (linearly in
+        position, along the shortest rotation), so a pose measured between two frames is compared with
+        the end-effector where it was then, not where it was on the frame before (at 0.3 m/s, 1.2 cm for
+        a 0.04 s offset: as much as the gripper clearance). `later`: a sample newer than all of the track's
+        (this frame's, not yet added). None if `t` is older than every sample; the newest beyond it."""
+        times = self.times
+        i = bisect_right(times, t + TIME_EPS) - 1
+        if i < 0:
+            return None
+        t0, p0, r0 = times[i], np.asarray(self.positions[i]), self.rotations[i]
+        if i + 1 < len(times):
+            t1, p1, r1 = times[i + 1], np.asarray(self.positions[i + 1]), self.rotations[i + 1]
+        elif later is not None and later[0] > t0 + TIME_EPS:
+            t1, p1, r1 = later
+        else:
+            return p0, r0
+        if t >= t1:
+            return np.asarray(p1, dtype=float), r1
+        s = max(0.0, (t - t0) / (t1 - t0))
+        return p0 + s * (np.asarray(p1, dtype=float) - p0), interpolate_rotation(r0, r1, s)
 
     def change(self, window: float) -> tuple[float, float, float] | None:
         """(distance m, angle rad, elapsed s) from the sample `window` before the newest to the newest.

@@ -30,7 +30,7 @@ from safety_monitor.errors import GroundingError
 from safety_monitor.frames import Pose
 from safety_monitor.grounding.description import ENVIRONMENT, FINGER_PARTS, GRIPPER_PARTS, HOUSING, RobotDescription
 from safety_monitor.grounding.geometry import Box, FrameGeometry
-from safety_monitor.grounding.motion import quat_to_matrix
+from safety_monitor.grounding.motion import Carry, quat_to_matrix
 from safety_monitor.grounding.thresholds import Thresholds
 from safety_monitor.grounding.urdf import JointLimit, suggest
 
@@ -123,13 +123,14 @@ class KinematicTwin:
         joint_names: tuple[str, ...],
         joint_position: np.ndarray,
         poses: Mapping[str, Pose],
-        carried: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
+        carried: Carry | None = None,
     ) -> FrameGeometry:
         """Geometry for one frame. `poses` holds only usable object poses; the others are unknown.
 
-        `carried` maps a held object to its pose in the end-effector site frame (position, rotation)
-        when its pose was measured: it is placed there relative to the end-effector of *this* frame, so
-        an object pose older than the joint states does not tear a grasped object out of the fingers.
+        `carried` gives, from this frame's end-effector site pose, each held object's pose in the site
+        frame (position, rotation) when its pose was measured: it is placed there relative to the
+        end-effector of *this* frame, so an object pose older than the joint states does not tear a
+        grasped object out of the fingers.
         """
         m, d = self.model, self.data
         src, adr = self._joint_map(joint_names)
@@ -148,10 +149,11 @@ class KinematicTwin:
                     parts += (pose.position, pose.quaternion)
             qpos[self._object_adr] = np.concatenate(parts)
         mujoco.mj_kinematics(m, d)
-        if carried:
-            site_pos, site_rot = d.site_xpos[self._ee_site], d.site_xmat[self._ee_site].reshape(3, 3)
+        site_pos, site_rot = d.site_xpos[self._ee_site], d.site_xmat[self._ee_site].reshape(3, 3)
+        placed = carried(site_pos.copy(), site_rot.copy()) if carried is not None else None
+        if placed:
             quat = np.empty(4)
-            for o, (rel_pos, rel_rot) in carried.items():
+            for o, (rel_pos, rel_rot) in placed.items():
                 qadr = self._object_qpos[o]
                 d.qpos[qadr : qadr + 3] = site_pos + site_rot @ rel_pos
                 mujoco.mju_mat2Quat(quat, (site_rot @ rel_rot).ravel())

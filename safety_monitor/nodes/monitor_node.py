@@ -65,6 +65,8 @@ from safety_monitor.pipeline.markers import START
 from safety_monitor.pipeline.supervisor import InputStatus, Rollout, RolloutEvent, Step, Supervisor
 from safety_monitor.settings import MonitorSettings
 
+_MARKER_ISSUES = frozenset({IssueKind.LATE_MARKER, IssueKind.MISSING_MARKER})  # shown on /diagnostics at once
+
 
 def default_log_path(namespace: str) -> Path:
     home = Path(os.environ.get("ROS_HOME") or Path.home() / ".ros")
@@ -229,7 +231,7 @@ class MonitorNode(Node):
             if step.status is InputStatus.FRESH and self._status_seen is not InputStatus.WAITING:
                 self.get_logger().info(f"predicates advance again ({self._status_seen} before): verdicts known")
             self._status_seen = step.status
-        if step.finished or step.status is not None:
+        if step.finished or step.status is not None or any(i.kind in _MARKER_ISSUES for i in step.issues):
             self._publish_diagnostics()
 
     def _log_issue(self, issue: StreamIssue) -> None:
@@ -317,6 +319,11 @@ class MonitorNode(Node):
                 f"{self._lost_period} predicate frames lost in the last "
                 f"{self.params.diagnostics_period_s:g} s (not stepped)",
             )
+        elif sup.late_start:
+            summary = (
+                m.WARN,
+                f"rollout {sup.rollout}: its start marker came late; the frames stepped before it are blind in it",
+            )
         elif self._blind or self._stale_streams:
             summary = (
                 m.WARN,
@@ -331,6 +338,8 @@ class MonitorNode(Node):
             ("rollout", str(sup.rollout)),
             ("time_backwards_frames", str(sup.time_faults)),
             ("lost_frames", str(sup.lost_frames)),
+            ("late_start_markers", str(sup.late_markers)),
+            ("rollouts_without_end_marker", str(sup.missing_markers)),
         ]
         self._diag_pub.publish(
             cdr.write_diagnostics(

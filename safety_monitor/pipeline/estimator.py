@@ -186,7 +186,10 @@ class Estimator:
         """A rollout whose first frame is at `t` starts: forget the last one. When a frame at or after `t` was
         already grounded (the marker came late), those frames are published already: the grounder restarts
         now and the next `warmup_frames` frames are blind, so no evidence of the last rollout decides a
-        verdict of the new one (the Supervisor starts the rollout at the marker's time)."""
+        verdict of the new one. The Supervisor starts the rollout at the marker's time and steps the frames
+        published before the marker came as blind frames of it. They are not re-grounded here: frames
+        published again would reach the monitor on another topic than the marker, in no order it could
+        rely on, after it stepped them once."""
         last = self._last_t
         if last is None:
             return EstimatorStep(frozen=self._frozen, start=RolloutStart.FRESH)

@@ -16,18 +16,27 @@ gets the same events. The rules:
 - Lost frames: the estimator numbers a rollout's frames 0, 1, ...; a number other than the next one is a
   frame_gap issue, and a jump forward counts the frames lost on the way (never stepped).
 - Predicates the specs read but the input lacks are unknown (one `unsent` issue says which).
-- Rollouts: a start marker names the trace whose first frame is at or after it (also when it arrives
-  after that frame: markers come on a topic of their own; a late_marker issue says so); an end marker
-  closes the trace once its frame was stepped, or once a later frame arrives. Without markers the input
+- Rollouts: a start marker names the trace whose first frame is at or after it; an end marker closes the
+  trace once its frame was stepped, or once a later frame arrives. Without markers the input
   is one trace, closed by `finish`. Events already reported keep the rollout index they were reported with.
 - Restarts: a restarted input starts a new rollout and never joins the old one: a frame time more than
   `restart_backwards_s` behind the last stepped one, frame numbers starting again at 0 (a new estimator),
   or a start marker whose time a frame of the trace reached without an end marker. The old rollout ends
   there, its open episodes closed as `input_ended` (never recovered); a trace that had a start marker and
-  ends without its end marker is a missing_marker issue. A start marker that comes after frames past its
-  time cuts the trace at once: the frames since it were stepped in the old rollout (reported already), so
-  the new one starts with one blind frame for them. The monitor's history restarts with each rollout, so
-  no counterexample cites a frame of another.
+  ends without its end marker is a missing_marker issue. The monitor's history restarts with each
+  rollout, so no counterexample cites a frame of another.
+- A late start marker (it arrives after frames at or past its time were stepped: markers come on a topic
+  of their own, and a stalled input delivers them late) still starts its rollout at its own time, and a
+  late_marker issue says so. The frames stepped before it came were decided without it: in the last
+  rollout's trace, and grounded with the evidence of before the boundary (the estimator restarts its
+  grounder only when the marker reaches it). Their events are reported and stay so (live, they were
+  published), so the trace they were in ends at the marker's arrival, with them (as input_ended when
+  it began before the marker; when it began at or after the marker's time, its episodes so far close as
+  input_ended and the trace is the marker's rollout). In the marker's rollout each of them is one blind
+  frame at its own time: its frames and their numbers start exactly at the marker's time, and no verdict
+  of it rests on them. Frames are not held back to be re-stepped: that would delay every live verdict by
+  the longest lateness allowed. Only the last LATE_HOLD_FRAMES frame times are kept: beyond them the
+  rollout starts with fewer blind frames, and the issue says how many.
 
 No rclpy, no wall clock, no logging: the driver renders the Step.
 """
@@ -35,6 +44,7 @@ No rclpy, no wall clock, no logging: the driver renders the Step.
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -51,6 +61,7 @@ from safety_monitor.settings import MonitorSettings
 STREAM = "predicates"  # the stream the Supervisor's issues are about
 _NEVER = math.inf  # `_advanced_at` while blind (or before the first frame): the watchdog has nothing to time
 _NO_STREAMS: frozenset[str] = frozenset()
+LATE_HOLD_FRAMES = 20_000  # stepped frame times kept for a late start marker (40 s at 500 Hz, 1000 s at 20 Hz)
 
 Valuation = Mapping[str, "bool | None"]
 FrameObserver = Callable[["Valuation | None", float, frozenset[str]], None]
@@ -160,6 +171,10 @@ class Supervisor:
         self._starts: list[EpisodeMarker] = []  # start markers not yet attached to a frame
         self._pending_end: EpisodeMarker | None = None
         self._events: list[Event] = []  # the current trace's
+        self._times: deque[float] = deque(maxlen=LATE_HOLD_FRAMES)  # the current trace's stepped frame times
+        self._record = self._times.append
+        self.late_markers = self.missing_markers = 0  # start markers that came late; rollouts ended without an end
+        self._late_start = False  # the current rollout's start marker came late
         self._plain = False  # nothing but stepping to do for the next advancing frame (frame()'s fast path)
 
     # ------------------------------------------------------------------------------------ status
@@ -175,6 +190,11 @@ class Supervisor:
     def rollout(self) -> int:
         """Index of the current rollout (of the next one between traces)."""
         return self._index
+
+    @property
+    def late_start(self) -> bool:
+        """The current rollout's start marker came after some of its frames (they are blind in it)."""
+        return self._late_start
 
     @property
     def last_t(self) -> float | None:
@@ -221,6 +241,7 @@ class Supervisor:
                 self._expected = number + 1
             valuation = self._completed
             events = self._step(valuation, t)
+            self._record(t)
             if self._on_frame is not None:
                 self._on_frame(valuation, t, stale)
             if events:
@@ -240,10 +261,9 @@ class Supervisor:
                 and self._ended_t < marker.t <= self._trace_t0 + SAME_TIME_S
                 and (self._start is None or marker.t > self._start.t)
             ):
-                self._start, self._index = marker, marker.index  # late: this trace's first frame came first
-                self._late(marker, out)
+                self._late(marker, now, out, cut=False)  # this trace's first frames came before it
             elif self._in_trace and self._trace_t0 + SAME_TIME_S < marker.t <= self._last_t + SAME_TIME_S:
-                self._cut(marker, now, out)
+                self._late(marker, now, out, cut=True)
             else:
                 self._starts.append(marker)
         elif self._in_trace and marker.t < self._trace_t0 - SAME_TIME_S:
@@ -338,6 +358,7 @@ class Supervisor:
         self._last_t = self._order_t = t
         self._advanced_at = now
         self._emit(self._step(valuation, t), out)
+        self._record(t)
         if self._on_frame is not None:
             self._on_frame(valuation, t, stale)
         end = self._pending_end
@@ -385,10 +406,7 @@ class Supervisor:
             return
         self._advanced_at = _NEVER
         if self._in_trace:
-            t = self._last_t
-            self._emit(self._step(None, t), out)
-            if self._on_frame is not None:
-                self._on_frame(None, t, _NO_STREAMS)
+            self._step_blind(self._last_t, out)
 
     def _complete(self, valuation: Valuation, t: float, out: _Collect) -> Valuation:
         """The valuation with every predicate the specs read (unknown where the input lacks it)."""
@@ -428,30 +446,50 @@ class Supervisor:
             if self._status is InputStatus.TIME_BACKWARDS:
                 self._set(InputStatus.FRESH, out)
 
-    def _late(self, marker: EpisodeMarker, out: _Collect) -> None:
+    def _late(self, marker: EpisodeMarker, now: float, out: _Collect, cut: bool) -> None:
+        """A start marker that came after frames at or past its time were stepped (the module's rule). `cut`:
+        the trace began before the marker's time and ends now; else it began at or after it and its episodes
+        so far close as input_ended. Either way the marker's rollout starts at its time, one blind frame for
+        each frame stepped since."""
+        since = marker.t - SAME_TIME_S
+        kept = self._times
+        times = [t for t in kept if t >= since]
+        short = len(kept) == LATE_HOLD_FRAMES and kept[0] >= since  # older frames since the marker were let go
+        last = self._last_t
+        self.late_markers += 1
         out.issues.append(
             StreamIssue(
                 IssueKind.LATE_MARKER,
                 STREAM,
                 marker.t,
-                f"the start marker of rollout {marker.index} came after frames up to {self._last_t:.6f}",
+                f"the start marker of rollout {marker.index} came after {len(times)} of its frames (up to "
+                f"{last:.6f}), stepped before it was known: blind in its rollout"
+                + (f" (only the last {len(times)} frame times were kept)" if short else ""),
             )
         )
+        if cut:
+            end = self._pending_end
+            if end is not None and end.t >= self._trace_t0 - SAME_TIME_S:
+                self._close(end, now, out)
+            else:
+                self._close(None, now, out, input_ended=True)
+            self._in_trace, self._trace_t0, self._order_t = True, marker.t, last
+        else:  # every frame of the trace is the marker's rollout's: withdraw their verdicts
+            result = self.monitor.finish()
+            self._emit(
+                tuple(replace(e, kind=EventKind.INPUT_ENDED) if e.kind in _AT_END else e for e in result.events), out
+            )
+            kept.clear()
+        self._start, self._index, self._late_start = marker, marker.index, True
+        for t in times:
+            self._step_blind(t, out)
 
-    def _cut(self, marker: EpisodeMarker, now: float, out: _Collect) -> None:
-        """A start marker whose time frames of this trace passed, without an end marker: the trace ends now;
-        the new one starts at the marker with one blind frame (the frames since were stepped in the old)."""
-        self._late(marker, out)
-        last, end = self._last_t, self._pending_end
-        if end is not None and end.t >= self._trace_t0 - SAME_TIME_S:
-            self._close(end, now, out)
-        else:
-            self._close(None, now, out, input_ended=True)
-        self._in_trace, self._trace_t0, self._order_t = True, marker.t, last
-        self._start, self._index = marker, marker.index
-        self._emit(self._step(None, last), out)
+    def _step_blind(self, t: float, out: _Collect) -> None:
+        """Step one frame at `t` with every predicate unknown."""
+        self._emit(self._step(None, t), out)
+        self._record(t)
         if self._on_frame is not None:
-            self._on_frame(None, last, _NO_STREAMS)
+            self._on_frame(None, t, _NO_STREAMS)
 
     def _close(self, end: EpisodeMarker | None, now: float | None, out: _Collect, input_ended: bool = False) -> None:
         """Close the trace: its end-of-trace events, then its Rollout. `input_ended`: the trace ends because its
@@ -464,6 +502,7 @@ class Supervisor:
                 events=tuple(replace(e, kind=EventKind.INPUT_ENDED) if e.kind in _AT_END else e for e in result.events),
             )
             if self._start is not None:
+                self.missing_markers += 1
                 out.issues.append(
                     StreamIssue(
                         IssueKind.MISSING_MARKER,
@@ -488,7 +527,8 @@ class Supervisor:
         )
         self._index += 1
         self._ended_t = self._last_t
-        self._start, self._events, self._pending_end = None, [], None
+        self._start, self._events, self._pending_end, self._late_start = None, [], None, False
+        self._times.clear()
         self._in_trace, self._trace_t0, self._order_t = False, math.inf, -math.inf
         self._expected, self._repeated = None, False  # the next rollout is numbered from 0
         if self._status is InputStatus.TIME_BACKWARDS:  # time order holds inside a trace only
