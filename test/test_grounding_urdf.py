@@ -278,3 +278,27 @@ def test_robot_init_writes_a_description_that_loads_with_the_guessed_arm_and_gri
     assert "CHECK" in (out / "robot.yaml").read_text()
     assert main(argv) == 2  # never overwrites
     assert "already there" in capsys.readouterr().err
+
+
+def test_robot_init_takes_a_tcp_link_fixed_to_the_hand_as_the_grasp_point(tmp_path, capsys):
+    from safety_monitor.cli import main
+
+    tcp = (
+        '  <link name="hand_tcp"/>\n  <joint name="hand_tcp_joint" type="fixed"><parent link="hand"/>'
+        '<child link="hand_tcp"/><origin xyz="0 0 0.06"/></joint>\n</robot>'
+    )
+    (tmp_path / "robot.urdf").write_text(arm_urdf(7, "two_fingers").replace("</robot>", tcp))
+    assert main(["robot", "init", "--urdf", str(tmp_path / "robot.urdf"), "--out", str(tmp_path / "mine")]) == 0
+    doc = yaml.safe_load((tmp_path / "mine" / "robot.yaml").read_text())
+    assert doc["robot"]["grasp_point"] == {"link": "hand_tcp", "offset": [0.0, 0.0, 0.0]}
+    assert "tool centre point" in (tmp_path / "mine" / "robot.yaml").read_text()
+    assert load_robot_description(tmp_path / "mine" / "robot.yaml").gripper.kind is GripperKind.TWO_FINGERS
+
+
+def test_a_missing_mesh_of_a_urdf_given_by_a_relative_path_names_absolute_places(tmp_path, monkeypatch):
+    (tmp_path / "robot.urdf").write_text(arm_urdf(7, "two_fingers", mesh=True))
+    (tmp_path / "robot.yaml").write_text(yaml.safe_dump(description(7, "two_fingers")))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(GroundingError) as error:
+        load_robot_description(Path("robot.yaml"))
+    assert f"searched {tmp_path}/" in str(error.value)

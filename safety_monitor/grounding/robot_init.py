@@ -2,8 +2,8 @@
 what to check.
 
 The arm is the longest chain of moving joints from the root; the gripper is the joints named *finger* or
-*gripper* (a joint others mimic counts once: a one-joint gripper); the grasp point is the link that carries
-the gripper (else the arm's last link). The result loads as it is; what it cannot know (where the grasp
+*gripper* (a joint others mimic counts once: a one-joint gripper); the grasp point is a *tcp* link fixed to
+the hand (Franka's `fer_hand_tcp`), else the link that carries the gripper (else the arm's last link). The result loads as it is; what it cannot know (where the grasp
 centre lies, which way the gripper closes, fixtures, objects) is left for the user, marked CHECK.
 """
 
@@ -26,6 +26,7 @@ class RobotGuess:
     base_link: str
     arm_joints: tuple[str, ...]
     end_link: str  # the arm's last link: the gripper's parent, or the tool
+    grasp_link: str  # a tool centre point link fixed to the hand, else end_link
     gripper: GripperKind
     gripper_joints: tuple[str, ...]
     finger_links: tuple[str, ...]
@@ -61,10 +62,11 @@ def guess_robot(urdf: UrdfModel) -> RobotGuess:
         if len(fingers) < 2:
             kind, gripper_joints, fingers = GripperKind.NONE, (), ()
     hand = tuple(link for link in _fixed_subtree(urdf, end) if link not in fingers)
+    grasp = next((link for link in hand if "tcp" in link.lower()), end)
     used = {j.name for j in arm} | set(gripper_joints)
     mimic = tuple(n for n, j in urdf.joints.items() if j.mimic is not None)
     other = tuple(n for n in urdf.moving_joints if n not in used and n not in mimic)
-    return RobotGuess(base, tuple(j.name for j in arm), end, kind, gripper_joints, fingers, hand, mimic, other)
+    return RobotGuess(base, tuple(j.name for j in arm), end, grasp, kind, gripper_joints, fingers, hand, mimic, other)
 
 
 def _looks_like_gripper(name: str) -> bool:
@@ -129,8 +131,8 @@ def robot_yaml(urdf: UrdfModel, guess: RobotGuess, urdf_ref: str, package_path: 
         "robot:",
         f"  base_body: {g.base_link}   # CHECK: the robot is this link's subtree",
         f"  arm_joints: {json.dumps(list(g.arm_joints))}   # CHECK: {len(g.arm_joints)} joints, base to wrist",
-        f"  grasp_point: {{link: {g.end_link}, offset: [0.0, 0.0, 0.0]}}   # CHECK: the grasp centre between the "
-        "fingertips, in this link's frame (m)",
+        f"  grasp_point: {{link: {g.grasp_link}, offset: [0.0, 0.0, 0.0]}}   # CHECK: the grasp centre between the "
+        f"fingertips, in this link's frame (m){'; the URDF names this link a tool centre point' if g.grasp_link != g.end_link else ''}",
         "  gripper:",
     ]
     if g.gripper is GripperKind.NONE:
