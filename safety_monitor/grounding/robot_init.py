@@ -58,7 +58,9 @@ def guess_robot(urdf: UrdfModel) -> RobotGuess:
         fingers = tuple(j.child for j in leaders[:2])
     elif kind is GripperKind.ONE_JOINT:
         followers = [j for j in gripperish if j.mimic is not None and j.mimic.leader == leaders[0].name]
-        fingers = tuple(dict.fromkeys([leaders[0].child, *(j.child for j in followers)]))[:2]
+        moved = [leaders[0].child, *(j.child for j in followers)]
+        fingers = _sided_fingers([link for m in moved for link in _fixed_subtree(urdf, m)])
+        fingers = fingers or tuple(dict.fromkeys(moved))[:2]
         if len(fingers) < 2:
             kind, gripper_joints, fingers = GripperKind.NONE, (), ()
     hand = tuple(link for link in _fixed_subtree(urdf, end) if link not in fingers)
@@ -67,6 +69,20 @@ def guess_robot(urdf: UrdfModel) -> RobotGuess:
     mimic = tuple(n for n, j in urdf.joints.items() if j.mimic is not None)
     other = tuple(n for n in urdf.moving_joints if n not in used and n not in mimic)
     return RobotGuess(base, tuple(j.name for j in arm), end, grasp, kind, gripper_joints, fingers, hand, mimic, other)
+
+
+def _sided_fingers(links: list[str]) -> tuple[str, ...]:
+    """The left and the right finger among the links a one-joint gripper moves, by their names (a linkage
+    like the Robotiq 2F-85's moves knuckles and fingers on both sides): on each side the link named most
+    like a fingertip (pad, tip, finger, then any), the last of equals (the deepest). () when a side has none."""
+
+    def rank(link: str) -> int:
+        return next((i for i, w in enumerate(("pad", "tip", "finger")) if w in link.lower()), 3)
+
+    sides = [[link for link in links if side in link.lower()] for side in ("left", "right")]
+    if not all(sides):
+        return ()
+    return tuple(min(reversed(side), key=rank) for side in sides)
 
 
 def _looks_like_gripper(name: str) -> bool:
