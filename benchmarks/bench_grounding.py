@@ -8,13 +8,20 @@ with the thread asleep for MS milliseconds before each step, as a node waits for
 wall and CPU time after each pause (what a live node pays per frame, not what back-to-back offline runs pay);
 with `--spin` the thread busy-waits instead, so it never leaves the core. `--mujoco` (with `--episodes`): the wall
 time of the twin's MuJoCo calls alone per frame, the floor of any grounder that runs them on every frame.
+`--urdf`: the workcell's sweep and then, back to back, a sweep of a 7-joint URDF arm with a two-finger gripper
+(`test/urdf_robots.py`'s, package:// meshes) over three cubes: for each, CPU per `Grounder.step` and the CPU of
+the MuJoCo calls it makes (thread time both), and their ratio.
 Run: .venv/bin/python benchmarks/bench_grounding.py [--frames 5000] [--episodes [TASK ...] [--mujoco]] [--idle MS ... [--spin]]
+     .venv/bin/python benchmarks/bench_grounding.py --urdf [--frames 5000]
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import mujoco
 import numpy as np
@@ -24,6 +31,8 @@ from safety_monitor.grounding.grounder import load_default_grounder
 
 RATE = 500.0
 EPISODES = ("pick_and_place_mug", "place_in_cabinet", "open_drawer", "dump_into_bin")
+TEST_DIR = Path(__file__).resolve().parents[1] / "test"  # urdf_robots: the test suite's small URDF robots
+BLOCKS = ("cube_a", "cube_b", "cube_c")
 
 
 def trajectory(grounder, frames: int) -> list[RobotState]:
@@ -112,11 +121,13 @@ def idle(pauses_ms: list[float], frames: int, busy: bool) -> None:
 
 
 class TimedMuJoCo:
-    """Stands in for the `mujoco` module inside the twin: the per-frame calls timed, the rest passed on."""
+    """Stands in for the `mujoco` module inside the twin: the per-frame calls timed (on `clock`), the rest
+    passed on."""
 
     CALLS = ("mj_kinematics", "mj_collision", "mj_geomDistance")
 
-    def __init__(self) -> None:
+    def __init__(self, clock=time.perf_counter) -> None:
+        self.clock = clock
         self.seconds = dict.fromkeys(self.CALLS, 0.0)
         self.calls = dict.fromkeys(self.CALLS, 0)
 
@@ -126,9 +137,9 @@ class TimedMuJoCo:
             return fn
 
         def timed_call(*args):
-            start = time.perf_counter()
+            start = self.clock()
             out = fn(*args)
-            self.seconds[name] += time.perf_counter() - start
+            self.seconds[name] += self.clock() - start
             self.calls[name] += 1
             return out
 
@@ -166,6 +177,87 @@ def episodes(tasks: list[str], mujoco_only: bool) -> None:
         )
 
 
+def urdf_trajectory(grounder, frames: int) -> list[RobotState]:
+    """The 7-joint arm bent over the table and sweeping, its fingers closing and opening (under their velocity
+    limit), over three cubes resting on the table below where its grasp point passes (perception at 30 Hz
+    with ages, as in `trajectory`)."""
+    robot = grounder.robot
+    names = robot.required_joints  # joint1..7, the two fingers, drawer_slide
+    base = np.array([-0.4, 0.7, 0.0, 0.9, 0.0, 0.9, 0.0])  # grasp point 0.18 m over the table, clear of the drawer
+
+    def arm(t: float) -> np.ndarray:
+        return base + np.array([0.6 * np.sin(0.5 * t), 0.15 * np.sin(0.7 * t), 0, 0.1 * np.sin(0.9 * t), 0, 0, 0])
+
+    def at(q: np.ndarray) -> np.ndarray:
+        full = np.concatenate([q, [0.04, 0.04, 0.0]])
+        return grounder.twin.compute(names, full, {}).ee_position.copy()
+
+    span = frames / RATE
+    below = [at(arm(span * (i + 0.5) / 3)) * [1, 1, 0] + [0, 0, 0.02] for i in range(len(BLOCKS))]
+    poses = {o: Pose(p, np.array([1.0, 0, 0, 0])) for o, p in zip(BLOCKS, below)}
+    grounder.twin.forget()
+    states = []
+    for k in range(frames):
+        t = k / RATE
+        fingers = 0.03 + 0.01 * np.cos(np.pi * t / 2)  # open and closed every 2 s, at most 0.016 m/s
+        perceived = t - (k % 17) / RATE
+        states.append(
+            RobotState(
+                t=t,
+                joint_names=names,
+                joint_position=np.concatenate([arm(t), [fingers, fingers, 0.0]]),
+                object_poses=poses,
+                object_ages={o: t - perceived for o in poses},
+                wrench=Wrench(np.array([0.0, 0.0, -4.0]), np.zeros(3)),
+                wrench_age=0.0,
+            )
+        )
+    return states
+
+
+def urdf_grounder(folder: Path):
+    sys.path.insert(0, str(TEST_DIR))
+    from urdf_robots import write_robot
+
+    return load_default_grounder(RATE, write_robot(folder, 7, "two_fingers", mesh=True, blocks=BLOCKS))
+
+
+def step_and_mujoco(grounder, states: list[RobotState]) -> tuple[np.ndarray, TimedMuJoCo]:
+    """CPU per step (us), then the same steps again from a reset with the twin's MuJoCo calls timed."""
+    from safety_monitor.grounding import twin
+
+    grounder.reset()
+    grounder.twin.forget()
+    step_us = timed(grounder.step, states)
+    timed_mujoco = TimedMuJoCo(time.thread_time)
+    grounder.reset()
+    grounder.twin.forget()
+    twin.mujoco = timed_mujoco
+    try:
+        for state in states:
+            grounder.step(state)
+    finally:
+        twin.mujoco = mujoco
+    return step_us, timed_mujoco
+
+
+def urdf(frames: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="bench_grounding_urdf_") as folder:
+        workcell = load_default_grounder(RATE)
+        arm = urdf_grounder(Path(folder))
+        for label, grounder, states in (
+            ("workcell (6 joints, 4 objects)", workcell, trajectory(workcell, frames)),
+            ("URDF arm (7 joints, 2 fingers, 3 cubes)", arm, urdf_trajectory(arm, frames)),
+        ):
+            step_us, calls = step_and_mujoco(grounder, states)
+            mujoco_us = 1e6 * sum(calls.seconds.values()) / len(states)
+            per_call = ", ".join(f"{name} {calls.calls[name] / len(states):.1f}" for name in TimedMuJoCo.CALLS)
+            print(
+                f"{label:40s} Grounder.step CPU mean {step_us.mean():6.1f} us median {np.median(step_us):6.1f} us; "
+                f"MuJoCo calls {mujoco_us:5.1f} us ({per_call} per frame); step / MuJoCo {step_us.mean() / mujoco_us:4.1f}"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=5000)
@@ -188,8 +280,15 @@ def main() -> None:
     parser.add_argument(
         "--spin", action="store_true", help="with --idle: busy-wait through the pause instead of sleeping"
     )
+    parser.add_argument(
+        "--urdf",
+        action="store_true",
+        help="the workcell's sweep and a 7-joint URDF arm's, back to back: step CPU against its MuJoCo calls",
+    )
     args = parser.parse_args()
-    if args.idle:
+    if args.urdf:
+        urdf(args.frames)
+    elif args.idle:
         idle(args.idle, args.frames, args.spin)
     elif args.episodes is None:
         sweep(args.frames)

@@ -46,7 +46,7 @@ import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -360,9 +360,15 @@ def dds_env(folder: Path) -> dict[str, str]:
     return {**os.environ, "FASTDDS_DEFAULT_PROFILES_FILE": str(profile)}
 
 
-def play_into_nodes(bag: Path, folder: Path, params: Path, estimator: bool) -> int:
-    """Start monitor_node (and estimator_node, which then takes the robot streams), play the bag, stop them:
-    the frames the monitor stepped. Its events are in folder/events.jsonl."""
+WORKCELL_INPUTS = ("/joint_states", "/wrist_wrench", *(f"/objects/{name}/pose" for name in OBJECTS))
+
+
+def play_into_nodes(
+    bag: Path, folder: Path, params: Path, estimator: bool, inputs: Sequence[str] = WORKCELL_INPUTS
+) -> int:
+    """Start monitor_node (and estimator_node, which then takes the robot streams: `inputs`, the topics it
+    subscribes with the robot of `params`), play the bag, stop them: the frames the monitor stepped. Its
+    events are in folder/events.jsonl."""
     ns = "/d" + uuid.uuid4().hex[:10]
     hw = ns.strip("/")
     context = rclpy.Context()
@@ -379,14 +385,13 @@ def play_into_nodes(bag: Path, folder: Path, params: Path, estimator: bool) -> i
         if estimator:
             procs.append(NodeProcess.start("estimator_node", folder, ns, params, "use_sim_time:=true"))
             sources.append(f"safety_monitor/{hw}: estimator inputs")
-            inputs = {"/joint_states": 1, "/wrist_wrench": 1, **{f"/objects/{name}/pose": 1 for name in OBJECTS}}
             player = LockstepPlayer(
                 context,
                 ns,
                 procs,
                 sources,
                 sources[0],
-                inputs,
+                dict.fromkeys(inputs, 1),
                 answers="/safety_monitor/predicates",
                 answered="/joint_states",
             )
@@ -405,13 +410,21 @@ def play_into_nodes(bag: Path, folder: Path, params: Path, estimator: bool) -> i
         context.try_shutdown()
 
 
-def play(bag: Path, folder: Path, params: Path, estimator: bool, attempts: int = 3) -> tuple[int, Path]:
+def play(
+    bag: Path,
+    folder: Path,
+    params: Path,
+    estimator: bool,
+    attempts: int = 3,
+    inputs: Sequence[str] = WORKCELL_INPUTS,
+) -> tuple[int, Path]:
     """`play_into_nodes` in a process of its own (fresh nodes again while they were not connected yet):
     the frames the monitor stepped and its event log."""
     for attempt in range(attempts):
         where = folder / f"attempt{attempt}"
         where.mkdir(parents=True)
         args = [sys.executable, __file__, str(bag), "--folder", str(where), "--params", str(params)]
+        args += [f"--input={topic}" for topic in inputs]
         done = subprocess.run(args + ["--estimator"] * estimator, env=dds_env(where), capture_output=True, text=True)
         if done.returncode == 0:
             return json.loads((where / "result.json").read_text())["frames"], where / "events.jsonl"
@@ -428,9 +441,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--folder", type=Path, required=True, help="node logs, events.jsonl and result.json")
     parser.add_argument("--params", type=Path, required=True, help="the nodes' parameter file")
     parser.add_argument("--estimator", action="store_true", help="robot streams through estimator_node")
+    parser.add_argument("--input", action="append", help="a topic estimator_node subscribes (default: the workcell's)")
     a = parser.parse_args(argv)
     try:
-        frames = play_into_nodes(a.bag, a.folder, a.params, a.estimator)
+        frames = play_into_nodes(a.bag, a.folder, a.params, a.estimator, a.input or WORKCELL_INPUTS)
     except NotConnected as exc:
         print(exc, file=sys.stderr)
         return NOT_CONNECTED

@@ -46,3 +46,20 @@ def test_mujoco_mode_times_the_twins_calls_on_an_episode():
     assert float(calls["mj_collision"]) == 1.0  # once per frame
     assert float(calls["mj_kinematics"]) >= 1.0 and float(calls["mj_geomDistance"]) > 0
     assert re.search(r"^MuJoCo calls in all +[\d.]+ us per frame$", out.stdout, re.M), out.stdout
+
+
+def test_urdf_mode_times_the_workcell_and_the_urdf_arm_against_their_mujoco_calls():
+    out = subprocess.run(
+        [sys.executable, str(BENCH), "--urdf", "--frames", "60"], capture_output=True, text=True, timeout=240
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    rows = re.findall(
+        r"^(workcell|URDF arm) .* Grounder\.step CPU mean +([\d.]+) us median +[\d.]+ us; MuJoCo calls +([\d.]+) us "
+        r"\(mj_kinematics ([\d.]+), mj_collision ([\d.]+), mj_geomDistance [\d.]+ per frame\); step / MuJoCo +([\d.]+)$",
+        out.stdout,
+        re.M,
+    )
+    assert [r[0] for r in rows] == ["workcell", "URDF arm"], out.stdout
+    for _, step, calls, kinematics, collision, ratio in rows:
+        assert float(collision) == 1.0 and float(kinematics) >= 1.0  # the twin's calls, once per frame
+        assert 0 < float(calls) < float(step) and float(ratio) == pytest.approx(float(step) / float(calls), abs=0.06)

@@ -278,3 +278,62 @@ def test_robot_init_writes_a_description_that_loads_with_the_guessed_arm_and_gri
     assert "CHECK" in (out / "robot.yaml").read_text()
     assert main(argv) == 2  # never overwrites
     assert "already there" in capsys.readouterr().err
+
+
+def test_robot_init_takes_a_tcp_link_fixed_to_the_hand_as_the_grasp_point(tmp_path, capsys):
+    from safety_monitor.cli import main
+
+    tcp = (
+        '  <link name="hand_tcp"/>\n  <joint name="hand_tcp_joint" type="fixed"><parent link="hand"/>'
+        '<child link="hand_tcp"/><origin xyz="0 0 0.06"/></joint>\n</robot>'
+    )
+    (tmp_path / "robot.urdf").write_text(arm_urdf(7, "two_fingers").replace("</robot>", tcp))
+    assert main(["robot", "init", "--urdf", str(tmp_path / "robot.urdf"), "--out", str(tmp_path / "mine")]) == 0
+    doc = yaml.safe_load((tmp_path / "mine" / "robot.yaml").read_text())
+    assert doc["robot"]["grasp_point"] == {"link": "hand_tcp", "offset": [0.0, 0.0, 0.0]}
+    assert "tool centre point" in (tmp_path / "mine" / "robot.yaml").read_text()
+    assert load_robot_description(tmp_path / "mine" / "robot.yaml").gripper.kind is GripperKind.TWO_FINGERS
+
+
+def test_a_missing_mesh_of_a_urdf_given_by_a_relative_path_names_absolute_places(tmp_path, monkeypatch):
+    (tmp_path / "robot.urdf").write_text(arm_urdf(7, "two_fingers", mesh=True))
+    (tmp_path / "robot.yaml").write_text(yaml.safe_dump(description(7, "two_fingers")))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(GroundingError) as error:
+        load_robot_description(Path("robot.yaml"))
+    assert f"searched {tmp_path}/" in str(error.value)
+
+
+def _linkage_gripper() -> str:
+    """A Robotiq-2F-85-like linkage on the tool: one driven knuckle, mimic knuckles on both sides, finger pads
+    fixed to the inner knuckles."""
+    box = '<collision><geometry><box size="0.01 0.01 0.02"/></geometry></collision>'
+    out = ""
+    for side, sign in (("left", 1), ("right", -1)):
+        for part in ("outer", "inner"):
+            name = f"{side}_{part}_knuckle"
+            joint = "finger_joint" if name == "left_outer_knuckle" else f"{name}_joint"
+            mimic = "" if joint == "finger_joint" else '<mimic joint="finger_joint" multiplier="1"/>'
+            out += (
+                f'  <link name="{name}">{box}</link>\n  <joint name="{joint}" type="revolute"><parent link="tool"/>'
+                f'<child link="{name}"/><origin xyz="0 {0.02 * sign} 0.02"/><axis xyz="1 0 0"/>'
+                f'<limit lower="0" upper="0.8" velocity="2" effort="10"/>{mimic}</joint>\n'
+            )
+        pad = f"{side}_inner_finger_pad"
+        out += (
+            f'  <link name="{pad}">{box}</link>\n  <joint name="{pad}_joint" type="fixed">'
+            f'<parent link="{side}_inner_knuckle"/><child link="{pad}"/><origin xyz="0 0 0.04"/></joint>\n'
+        )
+    return out
+
+
+def test_robot_init_pairs_a_linkage_grippers_fingers_left_and_right(tmp_path, capsys):
+    from safety_monitor.cli import main
+
+    (tmp_path / "robot.urdf").write_text(arm_urdf(6, "none").replace("</robot>", _linkage_gripper() + "</robot>"))
+    assert main(["robot", "init", "--urdf", str(tmp_path / "robot.urdf"), "--out", str(tmp_path / "mine")]) == 0
+    assert "gripper: one_joint (finger_joint)" in capsys.readouterr().out
+    doc = yaml.safe_load((tmp_path / "mine" / "robot.yaml").read_text())
+    assert doc["robot"]["gripper"]["fingers"] == {"left": "left_inner_finger_pad", "right": "right_inner_finger_pad"}
+    robot = load_robot_description(tmp_path / "mine" / "robot.yaml")
+    assert robot.gripper.joints == ("finger_joint",) and len(set(robot.gripper.finger_bodies)) == 2

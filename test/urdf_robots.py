@@ -137,7 +137,9 @@ def arm_urdf(n_joints: int, gripper: str, mesh: bool = False) -> str:
     return out + "</robot>\n"
 
 
-def description(n_joints: int, gripper: str, urdf: str = "robot.urdf", **extra) -> dict:
+def description(
+    n_joints: int, gripper: str, urdf: str = "robot.urdf", blocks: tuple[str, ...] = ("cube",), **extra
+) -> dict:
     joints = [f"joint{i}" for i in range(1, n_joints + 1)]
     robot: dict = {"base_body": "base_link", "arm_joints": joints}
     if gripper == "none":
@@ -158,7 +160,7 @@ def description(n_joints: int, gripper: str, urdf: str = "robot.urdf", **extra) 
         "ignored_joints": [],
         "fixtures": {"drawer": {"joint": "drawer_slide", "range": [0.0, 0.25], "housing": ["drawer_housing"]}},
         "static": {"table": {"bodies": ["table"]}},
-        "objects": {"cube": {"box": [0.02, 0.02, 0.02]}},
+        "objects": {name: {"box": [0.02, 0.02, 0.02]} for name in blocks},
         **extra,
     }
 
@@ -178,16 +180,19 @@ OBJECTS = {
 }
 
 
-def write_robot(folder: Path, n_joints: int, gripper: str, mesh: bool = False, **extra) -> Path:
+def write_robot(
+    folder: Path, n_joints: int, gripper: str, mesh: bool = False, blocks: tuple[str, ...] = ("cube",), **extra
+) -> Path:
     """robot.urdf, robot.yaml, objects.yaml (and the meshes under folder/ws/<package>/) in `folder`; returns
-    the robot.yaml path."""
+    the robot.yaml path. `blocks`: the graspable cubes (2 cm half sizes) the robot manipulates."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "robot.urdf").write_text(arm_urdf(n_joints, gripper, mesh))
-    doc = description(n_joints, gripper, **extra)
+    doc = description(n_joints, gripper, blocks=blocks, **extra)
     if mesh:
         box_stl(folder / "ws" / PACKAGE / "meshes" / "base.stl", (0.05, 0.05, 0.05))
         box_stl(folder / "ws" / PACKAGE / "meshes" / "link.stl", (0.03, 0.03, 0.06))
         doc.setdefault("package_path", ["ws"])
     (folder / "robot.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
-    (folder / "objects.yaml").write_text(yaml.safe_dump(OBJECTS, sort_keys=False))
+    catalog = {**OBJECTS, "entities": {**dict.fromkeys(blocks, "block"), "table": "table", "drawer": "drawer"}}
+    (folder / "objects.yaml").write_text(yaml.safe_dump(catalog, sort_keys=False))
     return folder / "robot.yaml"

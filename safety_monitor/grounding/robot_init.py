@@ -2,8 +2,8 @@
 what to check.
 
 The arm is the longest chain of moving joints from the root; the gripper is the joints named *finger* or
-*gripper* (a joint others mimic counts once: a one-joint gripper); the grasp point is the link that carries
-the gripper (else the arm's last link). The result loads as it is; what it cannot know (where the grasp
+*gripper* (a joint others mimic counts once: a one-joint gripper); the grasp point is a *tcp* link fixed to
+the hand (Franka's `fer_hand_tcp`), else the link that carries the gripper (else the arm's last link). The result loads as it is; what it cannot know (where the grasp
 centre lies, which way the gripper closes, fixtures, objects) is left for the user, marked CHECK.
 """
 
@@ -26,6 +26,7 @@ class RobotGuess:
     base_link: str
     arm_joints: tuple[str, ...]
     end_link: str  # the arm's last link: the gripper's parent, or the tool
+    grasp_link: str  # a tool centre point link fixed to the hand, else end_link
     gripper: GripperKind
     gripper_joints: tuple[str, ...]
     finger_links: tuple[str, ...]
@@ -57,14 +58,31 @@ def guess_robot(urdf: UrdfModel) -> RobotGuess:
         fingers = tuple(j.child for j in leaders[:2])
     elif kind is GripperKind.ONE_JOINT:
         followers = [j for j in gripperish if j.mimic is not None and j.mimic.leader == leaders[0].name]
-        fingers = tuple(dict.fromkeys([leaders[0].child, *(j.child for j in followers)]))[:2]
+        moved = [leaders[0].child, *(j.child for j in followers)]
+        fingers = _sided_fingers([link for m in moved for link in _fixed_subtree(urdf, m)])
+        fingers = fingers or tuple(dict.fromkeys(moved))[:2]
         if len(fingers) < 2:
             kind, gripper_joints, fingers = GripperKind.NONE, (), ()
     hand = tuple(link for link in _fixed_subtree(urdf, end) if link not in fingers)
+    grasp = next((link for link in hand if "tcp" in link.lower()), end)
     used = {j.name for j in arm} | set(gripper_joints)
     mimic = tuple(n for n, j in urdf.joints.items() if j.mimic is not None)
     other = tuple(n for n in urdf.moving_joints if n not in used and n not in mimic)
-    return RobotGuess(base, tuple(j.name for j in arm), end, kind, gripper_joints, fingers, hand, mimic, other)
+    return RobotGuess(base, tuple(j.name for j in arm), end, grasp, kind, gripper_joints, fingers, hand, mimic, other)
+
+
+def _sided_fingers(links: list[str]) -> tuple[str, ...]:
+    """The left and the right finger among the links a one-joint gripper moves, by their names (a linkage
+    like the Robotiq 2F-85's moves knuckles and fingers on both sides): on each side the link named most
+    like a fingertip (pad, tip, finger, then any), the last of equals (the deepest). () when a side has none."""
+
+    def rank(link: str) -> int:
+        return next((i for i, w in enumerate(("pad", "tip", "finger")) if w in link.lower()), 3)
+
+    sides = [[link for link in links if side in link.lower()] for side in ("left", "right")]
+    if not all(sides):
+        return ()
+    return tuple(min(reversed(side), key=rank) for side in sides)
 
 
 def _looks_like_gripper(name: str) -> bool:
@@ -129,8 +147,8 @@ def robot_yaml(urdf: UrdfModel, guess: RobotGuess, urdf_ref: str, package_path: 
         "robot:",
         f"  base_body: {g.base_link}   # CHECK: the robot is this link's subtree",
         f"  arm_joints: {json.dumps(list(g.arm_joints))}   # CHECK: {len(g.arm_joints)} joints, base to wrist",
-        f"  grasp_point: {{link: {g.end_link}, offset: [0.0, 0.0, 0.0]}}   # CHECK: the grasp centre between the "
-        "fingertips, in this link's frame (m)",
+        f"  grasp_point: {{link: {g.grasp_link}, offset: [0.0, 0.0, 0.0]}}   # CHECK: the grasp centre between the "
+        f"fingertips, in this link's frame (m){'; the URDF names this link a tool centre point' if g.grasp_link != g.end_link else ''}",
         "  gripper:",
     ]
     if g.gripper is GripperKind.NONE:

@@ -105,7 +105,7 @@ class PackageResolver:
     """Turns `package://pkg/rel`, `file://` and relative mesh references into files, or says where it looked."""
 
     def __init__(self, urdf_dir: Path, search_path: Sequence[Path] = ()):
-        self.urdf_dir = urdf_dir
+        self.urdf_dir = urdf_dir.absolute()  # so that an error names the places searched wherever one runs
         env = [Path(p) for p in os.environ.get(PACKAGE_PATH_ENV, "").split(os.pathsep) if p]
         self.search_path = (*search_path, *env)
 
