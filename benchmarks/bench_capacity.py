@@ -17,7 +17,8 @@ Each subject gets the same bytes: its publishers wait for matched subscriptions,
 out unmeasured, then the process's user+system CPU (/proc/<pid>/stat) is read over `--frames` frames,
 until it stops rising once the stream ends (the queue drained), and divided by the frames it took: the
 estimator's own count on /diagnostics says how many a stack lost when other jobs held it off longer than
-its input queue lasts (reported as `frames_dropped`; the bare subscriber is taken to lose none). Subjects
+its input queue lasts (reported as `frames_dropped`; the bare subscriber is taken to lose none; a run
+that lost more than a tenth is left out as starved). Subjects
 run back to back, alternating, `--repeats` times; the load average is recorded per measurement. `--split` adds one more stack run with
 stage timers put in from outside (thread CPU time around the decoders, the Estimator's own assemble and
 ground timings, the Supervisor, the event and diagnostics sinks and every callback; the process CPU
@@ -45,6 +46,7 @@ RUNS = ("pick_and_place_mug", "place_in_cabinet", "open_drawer", "dump_into_bin"
 STAMP_OFFSET_NS = 1000 * 1_000_000_000  # stamps past zero (a zero stamp means "use the arrival time")
 NAMESPACE = "/capacity"
 BARE, STACK, BASELINE = "bare", "stack", "baseline"
+STARVED_SHARE = 0.1
 JOINT_CALLBACK = "callback.EstimatorNode._on_joint_states"
 IDLE_POLL_S, IDLE_CPU_S = 0.25, 0.004  # the queue is drained once CPU rises less than this per poll
 
@@ -71,6 +73,12 @@ class Measurement:
         (the machine's other jobs held it off for longer than its 200 frames) spent nothing on the
         frames it lost. Counted over the whole run, so a drop during warm-up overstates its cost."""
         return 1.0 if self.frames_dropped is None else max(1, self.frames - self.frames_dropped) / self.frames
+
+    @property
+    def starved(self) -> bool:
+        """Lost more than STARVED_SHARE of its frames: held off so long that its stamps fell behind the
+        other streams' (a restarted input, its frame count from 0 again), no figure of its work."""
+        return self.frames_dropped is not None and self.frames_dropped > STARVED_SHARE * self.frames
 
     @property
     def us_per_frame(self) -> float:
@@ -412,7 +420,7 @@ def summary(measurements: list[Measurement]) -> dict:
 
     out: dict = {}
     for subject in (BARE, STACK, BASELINE):
-        runs = [x for x in measurements if x.subject == subject]
+        runs = [x for x in measurements if x.subject == subject and not x.starved]
         if not runs:
             continue
         per_frame = [x.us_per_frame for x in runs]
@@ -426,13 +434,14 @@ def summary(measurements: list[Measurement]) -> dict:
                 round(max(x.load_average for x in runs), 2),
             ),
             "frames_dropped": [x.frames_dropped for x in runs],
+            "starved_runs_left_out": sum(x.subject == subject and x.starved for x in measurements),
         }
     for subject in (STACK, BASELINE):
         if subject in out and BARE in out:
             ratios = []
             for r in {x.repeat for x in measurements}:
-                bare = [x for x in measurements if x.subject == BARE and x.repeat == r]
-                other = [x for x in measurements if x.subject == subject and x.repeat == r]
+                bare = [x for x in measurements if x.subject == BARE and x.repeat == r and not x.starved]
+                other = [x for x in measurements if x.subject == subject and x.repeat == r and not x.starved]
                 if bare and other:
                     ratios.append(other[0].us_per_frame / bare[0].us_per_frame)
             out[subject]["ratio_to_bare_median"] = round(statistics.median(ratios), 2)
