@@ -534,7 +534,11 @@ def main() -> None:
         driver.close()
     totals = summary(measurements)
     if split is not None and STACK in totals and BARE in totals:
-        rest = totals[STACK]["us_per_frame_median"] - split["us_per_frame"]["ground"]
+        # grounding's share of the probe run, applied to the timed runs (the probe's own run may be more
+        # or less disturbed than theirs)
+        share = split["us_per_frame"]["ground"] / split["cpu_us_per_frame_with_timers"]
+        rest = totals[STACK]["us_per_frame_median"] * (1 - share)
+        split["ground_share"] = round(share, 3)
         split["stack_minus_ground_us_per_frame"] = round(rest, 1)
         split["stack_minus_ground_ratio_to_bare"] = round(rest / totals[BARE]["us_per_frame_median"], 2)
     result = {
