@@ -10,8 +10,8 @@ the run) at `--rate` Hz into one subject process at a time, on a random ROS doma
   episode marker topic), empty callbacks, spun as the stack is (`runtime.run_nodes`: the same executor,
   signals and start-up garbage freeze);
 - `stack`: `python -m safety_monitor.nodes.monitor_stack` with `config/nodes.yaml`;
-- `baseline` (with `--baseline DIR`): the same command with DIR (another checkout's root) first on
-  PYTHONPATH, for before/after figures in one run.
+- `baseline` (with `--baseline DIR`): the same command with DIR (another checkout's root, e.g. made by
+  `git archive main | tar -x -C DIR`) first on PYTHONPATH, for before/after figures in one run.
 
 Each subject gets the same bytes: its publishers wait for matched subscriptions, `--warmup` frames go
 out unmeasured, then the process's user+system CPU (/proc/<pid>/stat) is read over `--frames` frames,
