@@ -40,7 +40,7 @@ from safety_monitor.nodes.frame_load import FrameLoad, LoadReport
 from safety_monitor.nodes.log_throttle import LogThrottle
 from safety_monitor.nodes.params import declare, declare_hardware_id, declare_topics
 from safety_monitor.nodes.raw_decode import rclpy_decoder
-from safety_monitor.nodes.runtime import now_stamp, run_node
+from safety_monitor.nodes.runtime import clock_seconds, now_stamp, run_node
 from safety_monitor.pipeline.assemble import GRIPPER_JOINTS, JOINTS, WRENCH, StreamMapping, pose_stream
 from safety_monitor.pipeline.decode import MessageType
 from safety_monitor.pipeline.estimator import Estimator, EstimatorStep, RolloutStart
@@ -57,6 +57,7 @@ class EstimatorNode(Node):
     def __init__(self, on_sample: Callable[[PredicateSample], None] | None = None, **node_kwargs) -> None:
         super().__init__("estimator_node", **node_kwargs)
         self._on_sample = on_sample
+        self._read_clock = clock_seconds(self)
         p = self.params = declare(self, EstimatorSettings)
         self.topics = declare_topics(self)
         self.mapping = _mapping(self.topics, p.topics_file)
@@ -139,7 +140,7 @@ class EstimatorNode(Node):
         return self.stage.frames if self._ready else 0
 
     def _now(self) -> float:
-        return self.get_clock().now().nanoseconds / 1e9
+        return self._read_clock()
 
     def _received(self, stamp: float) -> float | None:
         """Arrival time, which the stage only reads to replace a zero stamp (reading the clock costs more

@@ -59,7 +59,7 @@ from safety_monitor.nodes.event_log import EventLog, LogHealth, LogState, Previo
 from safety_monitor.nodes.log_throttle import LogThrottle
 from safety_monitor.nodes.params import declare, declare_hardware_id, declare_topics
 from safety_monitor.nodes.raw_decode import rclpy_decoder
-from safety_monitor.nodes.runtime import now_stamp, run_node
+from safety_monitor.nodes.runtime import clock_seconds, now_stamp, run_node
 from safety_monitor.pipeline.decode import MessageType
 from safety_monitor.pipeline.markers import START
 from safety_monitor.pipeline.supervisor import InputStatus, Rollout, RolloutEvent, Step, Supervisor
@@ -80,6 +80,7 @@ class MonitorNode(Node):
     def __init__(self, subscribe_predicates: bool = True, **node_kwargs) -> None:
         """`subscribe_predicates=False`: frames come by `on_sample` from an estimator in this process."""
         super().__init__("monitor_node", **node_kwargs)
+        self._read_clock = clock_seconds(self)
         try:
             self._start(subscribe_predicates)
         except BaseException:  # release what was taken; rclpy's shutdown would call destroy_node on a half-built node
@@ -148,7 +149,7 @@ class MonitorNode(Node):
     # ------------------------------------------------------------------------------------- inputs
     def _now(self) -> float:
         """The Supervisor's clock: the node clock (sim time under use_sim_time), in seconds."""
-        return self.get_clock().now().nanoseconds / 1e9
+        return self._read_clock()
 
     def _on_marker(self, msg) -> None:
         marker = read_marker(self, msg)

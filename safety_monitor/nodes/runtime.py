@@ -155,6 +155,19 @@ def make_executor(context):
     return EventsExecutor(context=context)
 
 
+def clock_seconds(node: Node) -> Callable[[], float]:
+    """The node clock's now in seconds (sim time under `use_sim_time`), read from the same rcl clock as
+    `Clock.now()` without wrapping each reading in a checked `Time` object: 1.9 against 4.4 to 9 us
+    here, and the estimator and the monitor each read it once a frame at 500 Hz."""
+    handle = node.get_clock().handle
+
+    def now() -> float:
+        with handle:  # as Clock.now: the clock is not destroyed while it is read
+            return handle.get_now().nanoseconds / 1e9
+
+    return now
+
+
 def now_stamp(node: Node) -> tuple[int, int]:
     """The node's clock now as a header stamp (sec, nanosec), for messages written as bytes."""
     return divmod(node.get_clock().now().nanoseconds, 1_000_000_000)
