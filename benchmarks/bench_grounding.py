@@ -6,7 +6,7 @@ time per call. *Episodes* (`--episodes`): scripted simulator episodes (objects a
 dropped; poses at 50 Hz), the CPU time of grounding every frame of each. *Idle* (`--idle MS ...`): the sweep
 with the thread asleep for MS milliseconds before each step, as a node waits for its next frame: the step's
 wall and CPU time after each pause (what a live node pays per frame, not what back-to-back offline runs pay);
-with `--spin` the thread busy-waits instead, so it never leaves the core. `--mujoco` (with `--episodes`): the wall
+with `--spin` the thread busy-waits instead, so it never leaves the core. `--mujoco` (with `--episodes`): the CPU
 time of the twin's MuJoCo calls alone per frame, the floor of any grounder that runs them on every frame.
 Run: .venv/bin/python benchmarks/bench_grounding.py [--frames 5000] [--episodes [TASK ...] [--mujoco]] [--idle MS ... [--spin]]
 """
@@ -126,9 +126,9 @@ class TimedMuJoCo:
             return fn
 
         def timed_call(*args):
-            start = time.perf_counter()
+            start = time.thread_time()  # CPU time, as the grounding figure: wall time counts preemption too
             out = fn(*args)
-            self.seconds[name] += time.perf_counter() - start
+            self.seconds[name] += time.thread_time() - start
             self.calls[name] += 1
             return out
 
