@@ -6,7 +6,7 @@ time per call. *Episodes* (`--episodes`): scripted simulator episodes (objects a
 dropped; poses at 50 Hz), the CPU time of grounding every frame of each. *Idle* (`--idle MS ...`): the sweep
 with the thread asleep for MS milliseconds before each step, as a node waits for its next frame: the step's
 wall and CPU time after each pause (what a live node pays per frame, not what back-to-back offline runs pay);
-with `--spin` the thread busy-waits instead, so it never leaves the core. `--mujoco` (with `--episodes`): the wall
+with `--spin` the thread busy-waits instead, so it never leaves the core. `--mujoco` (with `--episodes`): the CPU
 time of the twin's MuJoCo calls alone per frame, the floor of any grounder that runs them on every frame.
 `--urdf`: the workcell's sweep and then, back to back, a sweep of a 7-joint URDF arm with a two-finger gripper
 (`test/urdf_robots.py`'s, package:// meshes) over three cubes: for each, CPU per `Grounder.step` and the CPU of
@@ -126,7 +126,7 @@ class TimedMuJoCo:
 
     CALLS = ("mj_kinematics", "mj_collision", "mj_geomDistance")
 
-    def __init__(self, clock=time.perf_counter) -> None:
+    def __init__(self, clock=time.thread_time) -> None:  # CPU time, as the grounding figure
         self.clock = clock
         self.seconds = dict.fromkeys(self.CALLS, 0.0)
         self.calls = dict.fromkeys(self.CALLS, 0)
@@ -229,7 +229,7 @@ def step_and_mujoco(grounder, states: list[RobotState]) -> tuple[np.ndarray, Tim
     grounder.reset()
     grounder.twin.forget()
     step_us = timed(grounder.step, states)
-    timed_mujoco = TimedMuJoCo(time.thread_time)
+    timed_mujoco = TimedMuJoCo()
     grounder.reset()
     grounder.twin.forget()
     twin.mujoco = timed_mujoco

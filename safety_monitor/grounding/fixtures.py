@@ -73,7 +73,7 @@ def object_inside(box: Box, region: Box, margin: float) -> bool:
 
 def _inside(box: Box, region: Box, margin: float) -> bool:
     d = box.center - region.center
-    reach = math.sqrt(float(region.half @ region.half)) + math.sqrt(float(box.half @ box.half)) + 2 * margin
+    reach = region.bound.radius + box.bound.radius + 2 * margin
     if float(d @ d) > reach * reach:
         return False  # bounding spheres apart: the cheap common case
     local = _corners_in(box, region)

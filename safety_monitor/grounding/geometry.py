@@ -9,7 +9,7 @@ import math
 import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -23,6 +23,16 @@ def _frozen(a: np.ndarray) -> np.ndarray:
     """`a`, made read-only (it is shared through a memo or across frames)."""
     a.flags.writeable = False
     return a
+
+
+class Bound(NamedTuple):
+    """A box's bounding-sphere radius, squared and not. `norm` is the radius as `np.linalg.norm` gives it
+    (`dot`), `radius` as the square root of `@` (matmul): the two may round differently, and each test keeps
+    the arithmetic it always had, so its results stay bit-identical."""
+
+    squared: float
+    radius: float
+    norm: float
 
 
 @dataclass(frozen=True)
@@ -50,6 +60,16 @@ class Box:
         cache[(key, id(other))] = (other, value)
         return value
 
+    @property
+    def bound(self) -> Bound:
+        """The bounding sphere about the centre, the broad phase of every box test: kept on the box (its half
+        sizes never change) instead of recomputed by each test on each frame."""
+        bound = self.__dict__.get("_bound")
+        if bound is None:
+            squared = float(self.half @ self.half)
+            bound = self.__dict__["_bound"] = Bound(squared, math.sqrt(squared), math.sqrt(self.half.dot(self.half)))
+        return bound
+
     def to_local(self, points: np.ndarray) -> np.ndarray:
         """Points (n, 3) in world -> box frame (origin at the centre)."""
         return (np.asarray(points, dtype=float) - self.center) @ self.rotation
@@ -67,9 +87,8 @@ class Box:
 
     def _overlaps(self, other: Box) -> bool:
         d = other.center - self.center
-        if float(d @ d) > float(self.half @ self.half) + float(other.half @ other.half) + 2.0 * float(
-            np.linalg.norm(self.half) * np.linalg.norm(other.half)
-        ):
+        mine, theirs = self.bound, other.bound
+        if float(d @ d) > mine.squared + theirs.squared + 2.0 * (mine.norm * theirs.norm):
             return False  # bounding spheres apart
         a, b = self.rotation.T, other.rotation.T  # rows: box axes
         axes = np.vstack([a, b, np.cross(a[:, None, :], b[None, :, :]).reshape(9, 3)])

@@ -99,6 +99,7 @@ class KinematicTwin:
             dtype=np.int64,
         )
         self._boxes: dict[str, Box] = {}  # built while the body rested where it is now
+        self._last_boxes: tuple[frozenset[str], dict[str, Box], dict[str, Box], frozenset[str]] | None = None
         self._box_builders = tuple((o, self._world_box) for o in robot.objects) + tuple(
             (n, self._interior_box) for n in self._interiors
         )
@@ -116,6 +117,7 @@ class KinematicTwin:
         self._qpos_bits[:] = -1
         self._pair_fresh[:] = False
         self._boxes.clear()
+        self._last_boxes = None
 
     # ------------------------------------------------------------------------------------------------
     def compute(
@@ -164,28 +166,50 @@ class KinematicTwin:
         changed = bits != self._qpos_bits
         self._qpos_bits = bits.copy()
         affected, boxes_moved = self._plan(changed)
-        self._update_boxes(boxes_moved, poses)
-        boxes, site = self._boxes, self._ee_site
+        object_boxes, interiors, unknown = self._frame_boxes(boxes_moved, poses)
+        site = self._ee_site
         return self._geometry(
             self._gaps(affected),
             ee_position=d.site_xpos[site].copy(),
             ee_rotation=d.site_xmat[site].reshape(3, 3).copy(),
             gripper_points=np.concatenate((d.site_xpos[site : site + 1], d.geom_xpos.take(self._finger_geoms, axis=0))),
-            object_boxes={o: boxes[o] for o in poses},
-            interiors={n: boxes[n] for n in self._interiors},
-            unknown=frozenset(o for o in self.robot.objects if o not in poses),
+            object_boxes=object_boxes,
+            interiors=interiors,
+            unknown=unknown,
         )
 
-    def _update_boxes(self, moved: list[bool], poses: Mapping[str, Pose]) -> None:
+    def _frame_boxes(
+        self, moved: list[bool], poses: Mapping[str, Pose]
+    ) -> tuple[dict[str, Box], dict[str, Box], frozenset[str]]:
+        """This frame's object boxes, interior boxes and unknown objects. The three are handed out again,
+        the same objects, while no box was rebuilt and the same objects have poses (most frames: only the
+        arm moves), so a frame does not rebuild two dicts and a set that equal the last frame's. Readers
+        take them as read-only (FrameGeometry's fields are Mappings)."""
+        rebuilt = self._update_boxes(moved, poses)
+        last = self._last_boxes
+        if last is not None and not rebuilt and last[0] == poses.keys():
+            return last[1], last[2], last[3]
+        boxes = self._boxes
+        object_boxes = {o: boxes[o] for o in poses}
+        interiors = {n: boxes[n] for n in self._interiors}
+        unknown = frozenset(o for o in self.robot.objects if o not in poses)
+        self._last_boxes = (frozenset(poses), object_boxes, interiors, unknown)
+        return object_boxes, interiors, unknown
+
+    def _update_boxes(self, moved: list[bool], poses: Mapping[str, Pose]) -> bool:
         """Build the boxes of usable objects and of interiors whose body moved since the last frame (or
-        that have none yet): a box kept is one built at the body's present pose."""
+        that have none yet): a box kept is one built at the body's present pose. Returns whether any box
+        was built or dropped."""
         boxes, interiors = self._boxes, self._interiors
+        rebuilt = False
         for (owner, build), body_moved in zip(self._box_builders, moved):
             if body_moved or owner not in boxes:
                 if owner in poses or owner in interiors:
                     boxes[owner] = build(owner)
-                else:
-                    boxes.pop(owner, None)
+                    rebuilt = True
+                elif boxes.pop(owner, None) is not None:
+                    rebuilt = True
+        return rebuilt
 
     def _world_box(self, o: str) -> Box:
         """World box of object `o` after mj_kinematics: its geoms' bounding box in its body frame, moved."""
