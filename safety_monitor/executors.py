@@ -8,6 +8,7 @@ optional extra (`pip install .[ray]`), imported only when `--ray` is given.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import multiprocessing
@@ -200,9 +201,14 @@ class RayCluster(Executor):
                 if (following := next(todo, None)) is not None:
                     submit(*following)
                 yield done
-        finally:
-            for ref in pending:  # Ctrl-C, an error, or the caller stopped reading
+        except BaseException as stop:  # Ctrl-C, or the caller stopped reading (an earlier task's error)
+            for ref in pending:
                 ray.cancel(ref, force=True)
+            if not isinstance(stop, KeyboardInterrupt):  # collect them, or Ray logs each one's error later
+                for ref in pending:
+                    with contextlib.suppress(ray.exceptions.RayError):
+                        ray.get(ref)
+            raise
 
     def close(self) -> None:
         if self._owned:
