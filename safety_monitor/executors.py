@@ -28,6 +28,9 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 INSTALL_RAY = "pip install 'safety_monitor[ray]' (or: pip install ray)"
+# Ray starts its workers at niceness 15 (a cluster's nodes are its own); on a machine shared with other work
+# that starves them, where `--jobs N` processes run at the command's priority. A local cluster does as those.
+LOCAL_WORKER_NICENESS = 0
 CONNECT_TIMEOUT_S = 10.0  # a cluster's head answers a TCP connect at once; longer means nothing listens
 _ADDRESS = re.compile(r"(?P<scheme>ray://)?(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(?P<port>[0-9]{1,5})")
 
@@ -160,12 +163,16 @@ class RayCluster(Executor):
             if address is not None:
                 address.check_reachable()
             try:
-                ray.init(
-                    address=address.text if address else "local",
-                    num_cpus=(jobs or None) if address is None else None,
-                    include_dashboard=False,
-                    logging_level=logging.WARNING,
-                )
+                if address is None:  # a cluster of this run's own: no dashboard, workers at this priority
+                    ray.init(
+                        address="local",
+                        num_cpus=jobs or None,
+                        include_dashboard=False,
+                        logging_level=logging.WARNING,
+                        _system_config={"worker_niceness": LOCAL_WORKER_NICENESS},
+                    )
+                else:
+                    ray.init(address=address.text, logging_level=logging.WARNING)
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 where = f"the Ray cluster at {address.text}" if address else "a local Ray cluster"
                 raise ExecutorError(f"--ray: cannot start or join {where}: {_first_line(exc)}") from None
