@@ -22,7 +22,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from safety_monitor.errors import ExecutorError
+from safety_monitor.errors import ExecutorError, SourceError
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -181,12 +181,12 @@ class RayCluster(Executor):
 
     def map(self, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[Done[R]]:
         ray, lost_once = self._ray, dict[int, str]()
-        fn_ref = ray.put(fn)  # shipped once, not with every task
+        fn_ref, folder = ray.put(fn), os.getcwd()  # the function shipped once, not with every task
         todo = iter(enumerate(items))
         pending: dict[Any, int] = {}
 
         def submit(index: int, item: Any) -> None:
-            pending[self._task.remote(fn_ref, item)] = index
+            pending[self._task.remote(fn_ref, folder, item)] = index
 
         for index, item in itertools.islice(todo, self.jobs or None):
             submit(index, item)
@@ -223,8 +223,16 @@ class RayCluster(Executor):
             self._owned = False
 
 
-def _call(fn: Callable[[T], R], item: T) -> R:
-    """The Ray task: one item through the shipped function."""
+def _call(fn: Callable[[T], R], folder: str, item: T) -> R:
+    """The Ray task: one item through the shipped function, in the command's folder, so relative paths
+    (bags, spec files, as given on the command line) mean there what they mean to the command."""
+    try:
+        os.chdir(folder)
+    except OSError as exc:
+        raise SourceError(
+            f"the command's folder {folder} is not on Ray node {socket.gethostname()} ({exc.strerror or exc}); "
+            "run it from a folder every node has at the same path, with the bags there too"
+        ) from None
     return fn(item)
 
 

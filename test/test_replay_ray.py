@@ -214,8 +214,11 @@ def _without_times(text):
     return doc
 
 
-def test_ctl_over_trace_files_on_ray_gives_the_local_result(cluster, tmp_path, capsys):
-    argv = ["ctl", *map(str, _traces(tmp_path, 6)), "--formula", "AG(g -> AF r)", "--formula", "EF r", "--json"]
+def test_ctl_over_trace_files_on_ray_gives_the_local_result(cluster, tmp_path, capsys, monkeypatch):
+    """Relative paths too: the tasks run in the command's folder, not the workers' own."""
+    monkeypatch.chdir(tmp_path)
+    names = [p.name for p in _traces(tmp_path, 6)]
+    argv = ["ctl", *names, "--formula", "AG(g -> AF r)", "--formula", "EF r", "--json"]
     assert main(argv) == 1  # the odd traces never release
     local = capsys.readouterr()
     assert main([*argv, "--ray"]) == 1
