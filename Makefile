@@ -30,7 +30,7 @@ $(STAMP): requirements.txt setup.py
 	$(PY) -m pip install -q -r requirements.txt
 	$(PY) -m pip install -q --force-reinstall --no-deps $(LARK)
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
-	$(PY) -c "import lark, ltlf2dfa.parser.ltlf, rosidl_parser.parser, rclpy, mujoco, rosbags; assert lark.__version__ >= '1.1.5', lark.__version__"
+	$(PY) -c "import lark, ltlf2dfa.parser.ltlf, rosidl_parser.parser, rclpy, mujoco, rosbags, ray; assert lark.__version__ >= '1.1.5', lark.__version__"
 	touch $(STAMP)
 
 sim: setup

@@ -25,7 +25,8 @@ setup(
     license="Apache-2.0",
     # `colcon test` (ament_python) runs pytest on test/ when a "test" extra names pytest; tests_require
     # is gone from setuptools. package.xml's <test_depend> entries are the rosdep side of the same list.
-    extras_require={"test": ["pytest", "hypothesis"]},
+    # "ray": `--ray` (replay, equiv --candidates, ctl) runs tasks on a Ray cluster; nothing else needs it
+    extras_require={"test": ["pytest", "hypothesis"], "ray": ["ray"]},
     # the nodes enter through runtime.py, which takes SIGINT and SIGTERM before rclpy and MuJoCo load
     entry_points={
         "console_scripts": [

@@ -19,3 +19,7 @@ class GroundingError(SafetyMonitorError):
 
 class SourceError(SafetyMonitorError):
     """An input (trace file, bag, topic) is unreadable, truncated or lacks what is needed."""
+
+
+class ExecutorError(SafetyMonitorError):
+    """Tasks cannot run where asked: a bad --jobs, Ray not installed, its cluster unreachable, a worker dead twice."""

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from safety_monitor.enums import EventKind
+from safety_monitor.executors import Processes
 from safety_monitor.io import messages as m
 from safety_monitor.io.bag import BagReader
 from safety_monitor.replay.batch import score_bags, summarize
@@ -92,7 +93,7 @@ def test_jobs_give_the_same_results_as_one_job(tmp_path, live, rescored):
     shutil.copytree(bag, copy)
     broken = tmp_path / "policy_b_broken.mcap"
     broken.write_bytes(b"not a bag")
-    parallel = score_bags([bag, broken, copy], ReplayConfig(from_predicates=True), jobs=2, progress=False)
+    parallel = score_bags([bag, broken, copy], ReplayConfig(from_predicates=True), Processes(2), progress=False)
     assert [r.bag for r in parallel] == [str(bag), str(broken), str(copy)]
     assert [r.ok for r in parallel] == [True, False, True]
     for r in (parallel[0], parallel[2]):
@@ -131,38 +132,3 @@ def test_report_folder_has_every_file_and_consistent_numbers(tmp_path, replayed)
     assert "## Failed bags" in text
     for png in ("plots/risk_by_category.png", "plots/timeline_000_policy_a_slip.png"):
         assert (folder / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"({png})" in text
-
-
-def test_jobs_zero_means_one_worker_per_cpu_and_negative_is_refused(tmp_path, monkeypatch):
-    from concurrent.futures import Future
-
-    from safety_monitor.errors import SourceError
-    from safety_monitor.replay import batch
-
-    workers = []
-
-    class InlinePool:  # runs each bag here, remembering how many workers were asked for
-        def __init__(self, max_workers, mp_context, initializer):
-            workers.append(max_workers)
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            return False
-
-        def submit(self, fn, *args):
-            future = Future()
-            future.set_result(fn(*args))
-            return future
-
-    monkeypatch.setattr(batch, "ProcessPoolExecutor", InlinePool)
-    monkeypatch.setattr(batch.os, "sched_getaffinity", lambda pid: {0, 1, 2})
-    bags = []
-    for name in ("a.mcap", "b.mcap"):
-        bags.append(tmp_path / name)
-        bags[-1].write_bytes(b"not a bag")
-    results = score_bags(bags, ReplayConfig(from_predicates=True), jobs=0, progress=False)
-    assert workers == [3] and [r.ok for r in results] == [False, False]
-    with pytest.raises(SourceError, match="--jobs"):
-        score_bags(bags, ReplayConfig(), jobs=-1, progress=False)

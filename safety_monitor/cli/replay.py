@@ -7,14 +7,14 @@ import re
 import sys
 from typing import TYPE_CHECKING
 
-from safety_monitor.arguments import SEED_MAX, number, seed, whole
+from safety_monitor.arguments import SEED_MAX, number, seed
+from safety_monitor.cli import workers
 from safety_monitor.cli.monitor import RESAMPLES
 from safety_monitor.errors import SourceError
 
 if TYPE_CHECKING:
     from safety_monitor.pipeline.assemble import StreamMapping
 
-MAX_JOBS = 1024
 MAX_RATE_HZ = 1e6
 
 
@@ -64,13 +64,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="DIR",
         help="write report.json, episodes.csv, properties.csv, summary.md and PNG plots into DIR",
     )
-    p.add_argument(
-        "--jobs",
-        type=whole(0, MAX_JOBS),
-        default=1,
-        metavar="N",
-        help=f"score bags in N processes, 0 to {MAX_JOBS}, 0 = one per CPU (default 1); results are the same",
-    )
+    workers.add_arguments(p, "score bags")
     p.add_argument(
         "--group-by",
         metavar="REGEX",
@@ -120,7 +114,8 @@ def _replay(args: argparse.Namespace) -> int:
     check_config(config)
     for note in duplicates:
         _warn(note)
-    results = score_bags(bags, config, jobs=args.jobs, progress=not args.quiet)
+    with workers.executor(args, len(bags)) as executor:
+        results = score_bags(bags, config, executor, progress=not args.quiet)
     stopped = sum(r.interrupted for r in results)
     if stopped:
         _warn(
@@ -139,6 +134,8 @@ def _replay(args: argparse.Namespace) -> int:
         if r.interrupted:
             print(f"safety-monitor replay: {r.error}", file=sys.stderr)
     for r in results:
+        if r.retried:
+            _warn(f"{r.bag}: the worker scoring it died ({r.retried}); scored by another")
         if warning := input_warning(r):
             _warn(warning)
     blind = sum(is_blind(r) for r in results)

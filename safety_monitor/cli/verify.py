@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from safety_monitor.arguments import whole
+from safety_monitor.cli import workers
 from safety_monitor.errors import SourceError, SpecError
 
 if TYPE_CHECKING:  # the sub-commands import their modules when they run
@@ -32,6 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="reference formulas: JSONL/YAML entries {id, formula}, a mapping id -> formula, or a spec file",
     )
     eq.add_argument("--json", action="store_true", help="print JSON")
+    workers.add_arguments(eq, "score --candidates")
     eq.set_defaults(func=_equiv, _parser=eq)
 
     pl = sub.add_parser(
@@ -83,6 +85,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     what.add_argument("--specs", help="spec YAML file: lift each property's formula to CTL")
     ctl.add_argument("--json", action="store_true", help="print JSON")
     ctl.add_argument("--feedback", metavar="FILE", help="write the counterexamples as planner feedback JSON")
+    workers.add_arguments(ctl, "read trace files and bags")
     ctl.set_defaults(func=_ctl)
 
 
@@ -94,6 +97,8 @@ def _equiv(args: argparse.Namespace) -> int:
         args._parser.error(f"batch mode needs {'--reference' if args.reference is None else '--candidates'} FILE too")
     if not batch and len(args.formulas) != 2:
         args._parser.error("give two formulas A and B, or --candidates FILE --reference FILE")
+    if not batch and (args.jobs is not None or args.ray is not None):
+        args._parser.error("--jobs and --ray score --candidates; two formulas are decided here")
     if batch:
         return _equiv_batch(args)
     from safety_monitor.specs.equivalence import formula_equivalence
@@ -114,7 +119,9 @@ def _equiv(args: argparse.Namespace) -> int:
 def _equiv_batch(args: argparse.Namespace) -> int:
     from safety_monitor.specs.equivalence import VERDICTS, load_entries, rates_by_model, score_candidates
 
-    scores = score_candidates(load_entries(args.candidates), load_entries(args.reference))
+    candidates, references = load_entries(args.candidates), load_entries(args.reference)
+    with workers.executor(args) as executor:
+        scores = score_candidates(candidates, references, executor, workers.warner("equiv"))
     rates = rates_by_model(scores)
     if args.json:
         print(
@@ -185,6 +192,8 @@ def _ctl(args: argparse.Namespace) -> int:
         args._parser.error("give trace files or bags, or --sim TASK")
     if not args.sim and (args.fault or args.seeds is not None):
         args._parser.error("--seeds and --fault only apply with --sim TASK (they choose its rollouts)")
+    if not args.traces and (args.jobs is not None or args.ray is not None):
+        args._parser.error("--jobs and --ray read trace files and bags; --sim rollouts run here")
     if args.sim:
         seeds = 10 if args.seeds is None else args.seeds
         faults = trajectories.rollout_faults(args.sim, seeds, args.fault)
@@ -199,7 +208,8 @@ def _ctl(args: argparse.Namespace) -> int:
     else:
         todo = [(ctl_text(f), "", f, None) for f in map(parse_ctl, args.formula)]
         not_lifted = []
-    found = trajectories.load(args.traces)
+    with workers.executor(args) as executor:
+        found = trajectories.load(args.traces, executor, workers.warner("ctl"))
     if args.sim:
         found += trajectories.from_workcell(args.sim, range(seeds), faults)
     unknown = args.unknown or ("last" if args.sim else "error")

@@ -1,24 +1,21 @@
-"""Score many bags, in this process or in N worker processes, with one progress bar.
+"""Score many bags, here, in N local processes or as Ray tasks (`safety_monitor.executors`), with one
+progress bar.
 
-Workers run `score_bag`, a pure function of (bag, config), so `--jobs N` gives the same results as
-one job, in input order; a distributed engine (Ray, Dask) can map the same function when one
-machine is not enough. There is no scheduler here beyond the standard library's process pool.
+Every executor runs `score_bag`, a pure function of (bag, config), so `--jobs N` and `--ray` give the
+same results as one job, in input order.
 """
 
 from __future__ import annotations
 
-import multiprocessing
-import os
 import re
-import signal
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from tqdm import tqdm
 
-from safety_monitor.errors import SourceError
+from safety_monitor.executors import Done, Executor, Serial
 from safety_monitor.monitor.metrics import DEFAULT_RESAMPLES, Metrics, compute_metrics
 from safety_monitor.replay.score import BagResult, ReplayConfig, score_bag
 
@@ -46,69 +43,62 @@ def unique_bags(bags: Sequence[Path]) -> tuple[list[Path], list[str]]:
     return [bags[i] for i in chosen.values()], notes
 
 
-def score_bags(bags: Sequence[Path], config: ReplayConfig, jobs: int = 1, progress: bool = True) -> list[BagResult]:
-    """One BagResult per bag, in the order given. The bar counts bags; with one job it also counts frames.
-    `jobs` 0: one per CPU this process may run on. Ctrl-C stops the batch but keeps what was scored: the
-    bags not finished come back `interrupted`, with the error NOT_SCORED."""
-    if jobs < 0:
-        raise SourceError(f"--jobs must be 0 (one per CPU) or more, got {jobs}")
-    jobs = jobs or len(os.sched_getaffinity(0))
+def score_bags(
+    bags: Sequence[Path], config: ReplayConfig, executor: Executor | None = None, progress: bool = True
+) -> list[BagResult]:
+    """One BagResult per bag, in the order given, scored by `executor` (default: here, one at a time).
+    The bar counts bags; run here it also counts each bag's frames. A bag whose worker died twice comes
+    back failed, saying so. Ctrl-C stops the batch but keeps what was scored: the bags not finished come
+    back `interrupted`, with the error NOT_SCORED."""
+    executor = executor or Serial()
+    task = (
+        partial(_score_here, config=config, progress=progress)
+        if executor.in_process
+        else partial(score_bag, config=config)
+    )
     results: list[BagResult | None] = [None] * len(bags)
     bar = tqdm(total=len(bags), unit="bag", disable=not progress, dynamic_ncols=True)
+    frames = 0
     try:
-        if jobs == 1 or len(bags) == 1:
-            for i, bag in enumerate(bags):
-                results[i] = _score_here(bag, config, bar, progress)
-        else:
-            _score_in_workers(bags, config, jobs, results, bar)
+        for done in executor.map(task, bags):
+            result = results[done.index] = _result_of(bags[done.index], config, done)
+            frames += result.frames
+            if not executor.in_process:
+                bar.set_postfix_str(f"{frames} frames", refresh=False)
+            bar.update(1)
     except KeyboardInterrupt:
         pass
     finally:
         bar.close()
-    return [r if r is not None else _not_scored(bag, config) for bag, r in zip(bags, results)]
+    return [
+        r if r is not None else _failed(bag, config, f"{bag}: {NOT_SCORED}", interrupted=True)
+        for bag, r in zip(bags, results)
+    ]
 
 
-def _score_in_workers(
-    bags: Sequence[Path], config: ReplayConfig, jobs: int, results: list[BagResult | None], bar: tqdm
-) -> None:
-    # spawn: workers start clean (no inherited MuJoCo or thread state); they compile nothing twice because
-    # the DFA cache is on disk. A worker leaves Ctrl-C to this process, which stops the batch.
-    with ProcessPoolExecutor(
-        max_workers=jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_exit_quietly_on_interrupt
-    ) as pool:
-        futures = {pool.submit(score_bag, bag, config): i for i, bag in enumerate(bags)}
-        frames = 0
-        try:
-            for future in as_completed(futures):
-                result = future.result()
-                results[futures[future]] = result
-                frames += result.frames
-                bar.set_postfix_str(f"{frames} frames", refresh=False)
-                bar.update(1)
-        except KeyboardInterrupt:
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
+def _result_of(bag: Path, config: ReplayConfig, done: Done[BagResult]) -> BagResult:
+    """A finished task's BagResult; a task that raised (score_bag catches every bag's error, so a bug in
+    shipping it) or whose worker died twice is a failed bag, not a lost one."""
+    if done.result is not None:
+        done.result.retried = done.retried
+        return done.result
+    if done.lost is not None:
+        return _failed(bag, config, f"{bag}: the worker scoring it died twice ({done.lost}); not scored")
+    return _failed(bag, config, f"{bag}: {type(done.error).__name__}: {done.error}")
 
 
-def _exit_quietly_on_interrupt() -> None:
-    """In a worker: Ctrl-C (sent to the whole process group) ends it without a traceback of its own."""
-    signal.signal(signal.SIGINT, lambda *_: os._exit(130))
-
-
-def _not_scored(bag: Path, config: ReplayConfig) -> BagResult:
+def _failed(bag: Path, config: ReplayConfig, error: str, interrupted: bool = False) -> BagResult:
     return BagResult(
         bag=str(bag),
         mode="predicates" if config.from_predicates else "robot_state",
-        error=f"{bag}: {NOT_SCORED}",
-        interrupted=True,
+        error=error,
+        interrupted=interrupted,
     )
 
 
-def _score_here(bag: Path, config: ReplayConfig, bar: tqdm, progress: bool) -> BagResult:
+def _score_here(bag: Path, config: ReplayConfig, progress: bool) -> BagResult:
     with tqdm(unit="frame", desc=bag.name, leave=False, disable=not progress, dynamic_ncols=True) as frames:
-        result = score_bag(bag, config, progress=frames)
-    bar.update(1)
-    return result
+        return score_bag(bag, config, progress=frames)
 
 
 def group_of(bag: str, pattern: re.Pattern[str] | None) -> str:

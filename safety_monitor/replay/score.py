@@ -99,6 +99,7 @@ class BagResult:
     messages: int = 0
     rollouts: int = 0  # rollouts in the bag (the input restarted inside it when more than one; `trace` pools them)
     interrupted: bool = False  # Ctrl-C stopped the batch before this bag was scored (`error` says so)
+    retried: str | None = None  # why the first worker scoring it died, when another scored it (not a bag fault)
 
     @property
     def ok(self) -> bool:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from safety_monitor.errors import SourceError, SpecError
+from safety_monitor.executors import Executor, Serial, results
 from safety_monitor.files import load_yaml, read_text
 from safety_monitor.specs.compile import compile_formula
 from safety_monitor.specs.dfa import TableDFA
@@ -237,7 +238,14 @@ class Rates:
         }
 
 
-def score_candidates(candidates: Iterable[Entry], references: Iterable[Entry]) -> list[CandidateScore]:
+def score_candidates(
+    candidates: Iterable[Entry],
+    references: Iterable[Entry],
+    executor: Executor | None = None,
+    warn: Callable[[str], None] | None = None,
+) -> list[CandidateScore]:
+    """Each candidate against its reference, in order; by `executor` (default: here, one at a time), `warn`
+    told of any candidate whose worker died and that ran again."""
     refs: dict[str, Entry] = {}
     for r in references:
         if r.id in refs:
@@ -247,10 +255,12 @@ def score_candidates(candidates: Iterable[Entry], references: Iterable[Entry]) -
     missing = sorted({c.id for c in candidates} - set(refs))
     if missing:
         raise SpecError(f"no reference formula for candidate id(s): {', '.join(missing)}")
-    return [_score(c, refs[c.id]) for c in candidates]
+    pairs = [(c, refs[c.id]) for c in candidates]
+    return results(executor or Serial(), _score, pairs, lambda pair: f"candidate {pair[0].id!r}", warn)
 
 
-def _score(c: Entry, ref: Entry) -> CandidateScore:
+def _score(pair: tuple[Entry, Entry]) -> CandidateScore:
+    c, ref = pair
     try:
         parse(c.formula)
     except SpecError as exc:

@@ -9,13 +9,14 @@ grounder itself reports values it cannot decide this frame.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from safety_monitor.errors import SafetyMonitorError, SourceError
+from safety_monitor.executors import Executor, Serial, results
 from safety_monitor.verify.tree import ComputationTree, build_tree
 
 BAG_SUFFIXES = (".mcap", ".db3")
@@ -100,18 +101,23 @@ def from_workcell(task: str, seeds: Iterable[int], faults: Sequence[str | None] 
     return out
 
 
-def load(paths: Iterable[str | Path]) -> list[Trajectory]:
+def load(
+    paths: Iterable[str | Path], executor: Executor | None = None, warn: Callable[[str], None] | None = None
+) -> list[Trajectory]:
     """Trace files and bags (bag directories or .mcap/.db3 files); any other folder is searched for
-    bags as `replay` searches it, so the folder `sim --record` writes for several episodes works."""
+    bags as `replay` searches it, so the folder `sim --record` writes for several episodes works. Each
+    file is read by `executor` (default: here, one at a time); `warn` is told of any read again after
+    its worker died."""
     from safety_monitor.io.bag import find_bags
 
-    found = []
+    files: list[str | Path] = []
     for p in paths:
-        if Path(p).is_dir() and not is_bag(p):
-            found += [from_bag(bag) for bag in find_bags([p])]
-        else:
-            found.append(from_bag(p) if is_bag(p) else from_trace_file(p))
-    return found
+        files += find_bags([p]) if Path(p).is_dir() and not is_bag(p) else [p]
+    return results(executor or Serial(), _load_one, files, str, warn)
+
+
+def _load_one(path: str | Path) -> Trajectory:
+    return from_bag(path) if is_bag(path) else from_trace_file(path)
 
 
 def merge(

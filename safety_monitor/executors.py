@@ -1,0 +1,289 @@
+"""Where independent tasks run: in this process, in local worker processes, or as Ray tasks on a cluster.
+
+Replay (one bag), `equiv --candidates` (one candidate) and `ctl` (one trace file) hand the same pure
+function to whichever executor the command line chose, so a result never depends on where it ran. Each
+executor yields a `Done` per task as tasks finish; `in_order` puts them back in input order. Ray is an
+optional extra (`pip install .[ray]`), imported only when `--ray` is given.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import multiprocessing
+import os
+import re
+import signal
+import socket
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from safety_monitor.errors import ExecutorError, SourceError
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+INSTALL_RAY = "pip install 'safety_monitor[ray]' (or: pip install ray)"
+# Ray starts its workers at niceness 15 (a cluster's nodes are its own); on a machine shared with other work
+# that starves them, where `--jobs N` processes run at the command's priority. A local cluster does as those.
+LOCAL_WORKER_NICENESS = 0
+CONNECT_TIMEOUT_S = 10.0  # a cluster's head answers a TCP connect at once; longer means nothing listens
+_ADDRESS = re.compile(r"(?P<scheme>ray://)?(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(?P<port>[0-9]{1,5})")
+
+
+@dataclass(frozen=True)
+class Done(Generic[R]):
+    """One finished task, by its index in the input: its result, or the exception it raised, or (`lost`)
+    why its worker died twice. `retried`: why its first worker died, when it ran a second time."""
+
+    index: int
+    result: R | None = None
+    error: Exception | None = None
+    retried: str | None = None
+    lost: str | None = None
+
+
+class Executor(ABC):
+    """Runs `fn` on each item; `fn` and the items must pickle, except for the in-process executor."""
+
+    in_process = False  # True: fn runs in this process (so it may drive a progress bar of its own)
+
+    @abstractmethod
+    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[Done[R]]:
+        """One Done per item, as each finishes (any order)."""
+
+    def close(self) -> None:  # noqa: B027 (most executors hold nothing between maps)
+        """Release the cluster connection, for an executor that holds one."""
+
+    def __enter__(self) -> Executor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Serial(Executor):
+    """Each task in turn, here."""
+
+    in_process = True
+
+    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[Done[R]]:
+        for i, item in enumerate(items):
+            try:
+                yield Done(i, fn(item))
+            except Exception as exc:
+                yield Done(i, error=exc)
+
+
+class Processes(Executor):
+    """`jobs` local worker processes (the standard library's pool, spawned clean)."""
+
+    def __init__(self, jobs: int) -> None:
+        self.jobs = jobs
+
+    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[Done[R]]:
+        # spawn: workers start clean (no inherited MuJoCo or thread state); they compile nothing twice because
+        # the DFA cache is on disk. A worker leaves Ctrl-C to this process, which stops the batch.
+        with ProcessPoolExecutor(
+            max_workers=self.jobs,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_exit_quietly_on_interrupt,
+        ) as pool:
+            futures = {pool.submit(fn, item): i for i, item in enumerate(items)}
+            try:
+                for future in as_completed(futures):
+                    exc = future.exception()
+                    if exc is None:
+                        yield Done(futures[future], future.result())
+                    elif isinstance(exc, Exception):
+                        yield Done(futures[future], error=exc)
+                    else:
+                        raise exc
+            except BaseException:  # Ctrl-C, or the caller stopped reading: drop the queued tasks
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+
+
+def _exit_quietly_on_interrupt() -> None:
+    """In a worker: Ctrl-C (sent to the whole process group) ends it without a traceback of its own."""
+    signal.signal(signal.SIGINT, lambda *_: os._exit(130))
+
+
+@dataclass(frozen=True)
+class RayAddress:
+    """A cluster to connect to: `auto` (the one `ray start` left on this machine, or RAY_ADDRESS), a head
+    node's `host:port`, or a Ray Client `ray://host:port`."""
+
+    text: str
+    host: str | None = None
+    port: int | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> RayAddress:
+        if text == "auto":
+            return cls(text)
+        found = _ADDRESS.fullmatch(text)
+        if found is None or not 0 < int(found["port"]) < 65536:
+            raise ExecutorError(
+                f"{text!r} is not a Ray address (auto, host:port or ray://host:port); for a local cluster, "
+                "put a bare --ray after the other arguments"
+            )
+        return cls(text, found["host"].strip("[]"), int(found["port"]))
+
+    def check_reachable(self) -> None:
+        """One clear line when nothing listens there (Ray itself retries for minutes, logging as it goes)."""
+        if self.host is None or self.port is None:
+            return
+        try:
+            socket.create_connection((self.host, self.port), timeout=CONNECT_TIMEOUT_S).close()
+        except OSError as exc:
+            raise ExecutorError(
+                f"--ray {self.text}: no Ray cluster answers there ({exc.strerror or exc}); start one with "
+                "`ray start --head` on its head node, or check the address `ray status` shows"
+            ) from None
+
+
+class RayCluster(Executor):
+    """Each task a Ray task: on a new local cluster (`address` None; `jobs` CPUs, 0 = all), on this
+    process's Ray session if it already has one, or on the cluster at `address`. At most `jobs` tasks are
+    in flight (0: as many as the cluster takes). A task whose worker dies (a crash, the node lost) runs once
+    more; the tasks' own exceptions come back as they were raised."""
+
+    def __init__(self, address: RayAddress | None = None, jobs: int = 0) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise ExecutorError(f"--ray needs Ray, an optional extra: {INSTALL_RAY}") from None
+        self._ray, self.jobs, self._owned = ray, jobs, False
+        if not (address is None and ray.is_initialized()):
+            if address is not None:
+                address.check_reachable()
+            try:
+                if address is None:  # a cluster of this run's own: no dashboard, workers at this priority
+                    ray.init(
+                        address="local",
+                        num_cpus=jobs or None,
+                        include_dashboard=False,
+                        logging_level=logging.WARNING,
+                        _system_config={"worker_niceness": LOCAL_WORKER_NICENESS},
+                    )
+                else:
+                    ray.init(address=address.text, logging_level=logging.WARNING)
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                where = f"the Ray cluster at {address.text}" if address else "a local Ray cluster"
+                raise ExecutorError(f"--ray: cannot start or join {where}: {_first_line(exc)}") from None
+            self._owned = True
+        self._task: Any = ray.remote(max_retries=0, num_cpus=1)(_call)
+
+    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[Done[R]]:
+        ray, lost_once = self._ray, dict[int, str]()
+        fn_ref, folder = ray.put(fn), os.getcwd()  # the function shipped once, not with every task
+        todo = iter(enumerate(items))
+        pending: dict[Any, int] = {}
+
+        def submit(index: int, item: Any) -> None:
+            pending[self._task.remote(fn_ref, folder, item)] = index
+
+        for index, item in itertools.islice(todo, self.jobs or None):
+            submit(index, item)
+        try:
+            while pending:
+                [ref], _ = ray.wait(list(pending), num_returns=1)
+                index = pending.pop(ref)
+                try:
+                    done = Done(index, ray.get(ref), retried=lost_once.get(index))
+                except ray.exceptions.RayTaskError as exc:  # the task raised: as if it had raised here
+                    cause = exc.cause if isinstance(exc.cause, Exception) else exc
+                    done = Done(index, error=cause, retried=lost_once.get(index))
+                except ray.exceptions.RayError as exc:  # its worker or node died
+                    if index not in lost_once:
+                        lost_once[index] = _first_line(exc)
+                        submit(index, items[index])
+                        continue
+                    done = Done(index, retried=lost_once[index], lost=_first_line(exc))
+                if (following := next(todo, None)) is not None:
+                    submit(*following)
+                yield done
+        except BaseException as stop:  # Ctrl-C, or the caller stopped reading (an earlier task's error)
+            for ref in pending:
+                ray.cancel(ref, force=True)
+            if not isinstance(stop, KeyboardInterrupt):  # collect them, or Ray logs each one's error later
+                for ref in pending:
+                    with contextlib.suppress(ray.exceptions.RayError):
+                        ray.get(ref)
+            raise
+
+    def close(self) -> None:
+        if self._owned:
+            self._ray.shutdown()
+            self._owned = False
+
+
+def _call(fn: Callable[[T], R], folder: str, item: T) -> R:
+    """The Ray task: one item through the shipped function, in the command's folder, so relative paths
+    (bags, spec files, as given on the command line) mean there what they mean to the command."""
+    try:
+        os.chdir(folder)
+    except OSError as exc:
+        raise SourceError(
+            f"the command's folder {folder} is not on Ray node {socket.gethostname()} ({exc.strerror or exc}); "
+            "run it from a folder every node has at the same path, with the bags there too"
+        ) from None
+    return fn(item)
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def make_executor(jobs: int | None = None, ray: RayAddress | bool = False) -> Executor:
+    """The executor for `--jobs N` and `--ray [ADDRESS]` (`ray` True: a new local cluster). Without Ray,
+    `jobs` None or 1 runs here and 0 means one process per CPU this process may use."""
+    if jobs is not None and jobs < 0:
+        raise ExecutorError(f"--jobs must be 0 (one per CPU) or more, got {jobs}")
+    if ray is not False:
+        return RayCluster(ray if isinstance(ray, RayAddress) else None, jobs or 0)
+    jobs = len(os.sched_getaffinity(0)) if jobs == 0 else jobs or 1
+    return Serial() if jobs == 1 else Processes(jobs)
+
+
+def in_order(dones: Iterator[Done[R]], count: int, on_done: Callable[[Done[R]], None] | None = None) -> list[Done[R]]:
+    """Every task's Done in input order. A task's exception is raised as soon as every earlier task has
+    finished, so the error reported is the one a serial run would have stopped at."""
+    out: list[Done[R] | None] = [None] * count
+    first_error = count
+    finished = 0  # tasks 0..finished-1 are all done
+    for done in dones:
+        out[done.index] = done
+        if on_done is not None:
+            on_done(done)
+        if done.error is not None:
+            first_error = min(first_error, done.index)
+        while finished < count and out[finished] is not None:
+            finished += 1
+        if first_error < finished:
+            error = out[first_error].error  # type: ignore[union-attr]
+            raise error  # type: ignore[misc]
+    return [d for d in out if d is not None]
+
+
+def results(
+    executor: Executor,
+    fn: Callable[[T], R],
+    items: Sequence[T],
+    name: Callable[[T], str],
+    warn: Callable[[str], None] | None = None,
+) -> list[R]:
+    """`fn` of each item, in order: a task retried after its worker died is one `warn` line, a task whose
+    worker died twice an ExecutorError naming its item (`name`)."""
+    dones = in_order(executor.map(fn, items), len(items))
+    for done in dones:
+        if done.retried and not done.lost and warn is not None:
+            warn(f"{name(items[done.index])}: its worker died ({done.retried}); ran again")
+        if done.lost:
+            raise ExecutorError(f"{name(items[done.index])}: its worker died twice ({done.lost}); not done")
+    return [done.result for done in dones]  # type: ignore[misc]

@@ -1,0 +1,305 @@
+"""Scoring on Ray (`--ray`) gives what a local run gives: replay's report byte for byte (timing fields
+aside), `equiv --candidates` and `ctl` the same output; a corrupt bag is failed, not lost; a worker that
+dies is retried once and reported; no Ray, or no cluster at the address, is one line and exit 2.
+
+One local cluster of 2 CPUs serves the module (started as `--ray` with no address starts it); the
+commands run in this process and use it.
+"""
+
+import json
+import os
+import socket
+import sys
+from functools import partial
+from pathlib import Path
+
+import pytest
+
+from safety_monitor.cli import main, workers
+from safety_monitor.errors import ExecutorError, SourceError
+from safety_monitor.executors import Done, Executor, Processes, RayCluster, Serial, in_order, make_executor
+from safety_monitor.io.bag import BagWriter
+from safety_monitor.sim.runner import run_episode
+
+SPECS = """
+predicates: [excess_wrench, object_grasped, object_sync, object_grasped_raw]
+properties:
+  - name: grasp_synced_until_release
+    category: grasp_stability
+    formula: "G(object_grasped -> ((object_sync U !object_grasped_raw) | G object_sync))"
+  - name: no_excess_wrench
+    category: collision_contact
+    formula: "G(!excess_wrench)"
+"""
+RATE = 500.0
+FAST = ["--quiet", "--rate", "500", "--resamples", "50"]
+TIMING = ("timings_s",)  # report.json's fields that measure this run, not the bags
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    ray = pytest.importorskip("ray", reason="the optional extra: pip install .[ray] (make setup installs it)")
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import this test module
+    with RayCluster(jobs=2) as executor:  # what `--ray` with no address starts
+        yield executor
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    return tmp_path_factory.mktemp("replay_ray")
+
+
+@pytest.fixture(scope="module")
+def specs(folder):
+    path = folder / "specs.yaml"
+    path.write_text(SPECS)
+    return str(path)
+
+
+def write_bag(path, frames, wrench=True):
+    """A stationary workcell at 500 Hz; without `wrench`, no wrench topic (so no_excess_wrench is blind)."""
+    state = next(run_episode("pick_and_place_cube"))
+    with BagWriter(path) as w:
+        for k in range(frames):
+            t = 100.0 + k / RATE
+            if wrench:
+                w.write_wrench("/wrist_wrench", t, state.wrench)
+            for name, pose in state.object_poses.items():
+                w.write_pose(f"/objects/{name}/pose", t, pose)
+            w.write_joint_state("/joint_states", t, list(state.joint_names), state.joint_position, log_t=t)
+    return path
+
+
+@pytest.fixture(scope="module")
+def bags(folder):
+    """Two good bags, a blind one and a corrupt one (its data file cut short)."""
+    runs = folder / "runs"
+    made = [write_bag(runs / "policy_a_1", 60), write_bag(runs / "policy_b_1", 90)]
+    made.append(write_bag(runs / "policy_b_2", 60, wrench=False))
+    corrupt = write_bag(runs / "policy_a_corrupt", 60)
+    data = next(corrupt.glob("*.mcap"))
+    data.write_bytes(data.read_bytes()[:2000])
+    return [*made, corrupt]
+
+
+def replay(report, *args):
+    return main(["replay", *map(str, args), *FAST, "--report", str(report), "--group-by", "policy_([a-z])"])
+
+
+def without_timings(path):
+    doc = json.loads(path.read_text())
+    for bag in doc["bags"]:
+        for field in TIMING:
+            bag.pop(field)
+    return doc
+
+
+# ------------------------------------------------------------------------------------ replay
+def test_a_ray_report_is_the_local_report(cluster, bags, specs, tmp_path, capsys):
+    local, on_ray = tmp_path / "local", tmp_path / "ray"
+    assert replay(local, *bags, "--specs", specs) == 1  # the corrupt bag
+    local_out = capsys.readouterr()
+    assert replay(on_ray, *bags, "--specs", specs, "--ray") == 1
+    ray_out = capsys.readouterr()
+    assert without_timings(on_ray / "report.json") == without_timings(local / "report.json")
+    files = sorted(p.relative_to(local) for p in local.rglob("*") if p.is_file() and p.name != "report.json")
+    assert Path("summary.md") in files and Path("plots/risk_by_category.png") in files
+    assert sorted(p.relative_to(on_ray) for p in on_ray.rglob("*") if p.is_file() and p.name != "report.json") == [
+        *files,
+    ]
+    for name in files:
+        assert (on_ray / name).read_bytes() == (local / name).read_bytes(), name
+    assert ray_out.out.replace(str(on_ray), str(local)) == local_out.out
+    assert ray_out.err == local_out.err
+
+
+def test_a_corrupt_bag_under_ray_is_reported_failed(cluster, bags, specs, tmp_path):
+    assert replay(tmp_path, *bags, "--specs", specs, "--ray") == 1
+    doc = json.loads((tmp_path / "report.json").read_text())
+    status = {Path(b["bag"]).name: b["status"] for b in doc["bags"]}
+    assert status == {
+        "policy_a_1": "scored",
+        "policy_b_1": "scored",
+        "policy_b_2": "scored",
+        "policy_a_corrupt": "failed",
+    }
+    [failed] = doc["bags_failed"]
+    assert failed["bag"] == str(bags[-1]) and failed["error"].startswith(f"{bags[-1]}: ")
+
+
+def _die(fn, doomed, once, item):
+    """A task whose worker process dies (as a crash in a native library ends it) on the bags in `doomed`:
+    every time, or with `once` (a folder for markers) the first time only."""
+    marker = once and once / f"{Path(item).name}.started"
+    if Path(item).name in doomed and not (marker and marker.exists()):
+        if marker:
+            marker.touch()
+        os._exit(1)
+    return fn(item)
+
+
+class Doomed(Executor):
+    """The module's cluster, with the workers of the bags in `doomed` dying (see `_die`)."""
+
+    def __init__(self, cluster, doomed, once=None):
+        self.cluster, self.doomed, self.once = cluster, doomed, once
+
+    def map(self, fn, items):
+        return self.cluster.map(partial(_die, fn, self.doomed, self.once), items)
+
+
+def test_a_bag_whose_worker_dies_once_is_scored_again_and_said(cluster, bags, specs, tmp_path, monkeypatch, capsys):
+    assert replay(tmp_path / "local", *bags[:2], "--specs", specs) == 0
+    capsys.readouterr()
+    monkeypatch.setattr(workers, "executor", lambda args, tasks=None: Doomed(cluster, {"policy_b_1"}, tmp_path))
+    assert replay(tmp_path / "ray", *bags[:2], "--specs", specs, "--ray") == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "died" in line]
+    assert len(warnings) == 1 and warnings[0].startswith(f"safety-monitor replay: warning: {bags[1]}: the worker")
+    assert warnings[0].endswith("; scored by another")
+    assert without_timings(tmp_path / "ray" / "report.json") == without_timings(tmp_path / "local" / "report.json")
+
+
+def test_a_bag_whose_worker_dies_twice_is_failed_and_the_rest_are_scored(
+    cluster, bags, specs, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setattr(workers, "executor", lambda args, tasks=None: Doomed(cluster, {"policy_b_1"}))
+    assert replay(tmp_path, *bags[:2], "--specs", specs, "--ray") == 1
+    doc = json.loads((tmp_path / "report.json").read_text())
+    assert [b["status"] for b in doc["bags"]] == ["scored", "failed"]
+    [failed] = doc["bags_failed"]
+    assert failed["error"].startswith(f"{bags[1]}: the worker scoring it died twice (")
+    assert failed["error"].endswith("); not scored")
+    assert f"failed: {failed['error']}" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------ equiv and ctl
+def test_equiv_candidates_on_ray_print_what_a_local_run_prints(cluster, tmp_path, capsys):
+    candidates = tmp_path / "cands.jsonl"
+    rows = [
+        ("no_excess_wrench", "G(!excess_wrench)", "a"),
+        ("no_excess_wrench", "!F(excess_wrench)", "b"),
+        ("drop_only_when_released", "G(object_dropped -> object_released)", "a"),
+        ("drop_only_when_released", "G(object_dropped -> ", "b"),
+        ("drop_only_when_released", "G(object_dropped -> X object_released)", "c"),
+    ]
+    candidates.write_text("".join(json.dumps({"id": i, "formula": f, "model": m}) + "\n" for i, f, m in rows))
+    references = tmp_path / "refs.yaml"
+    references.write_text(
+        "no_excess_wrench: 'G(!excess_wrench)'\ndrop_only_when_released: 'G(object_dropped -> object_released)'\n"
+    )
+    argv = ["equiv", "--candidates", str(candidates), "--reference", str(references), "--json"]
+    assert main(argv) == 0
+    local = capsys.readouterr()
+    assert main([*argv, "--ray"]) == 0
+    assert capsys.readouterr() == local
+    verdicts = [s["verdict"] for s in json.loads(local.out)["scores"]]
+    assert verdicts == ["equivalent", "equivalent", "equivalent", "syntax_error", "not_equivalent"]
+
+
+def _traces(folder, count):
+    """`count` trace files: a grasp released on the even ones, never released on the odd ones."""
+    paths = []
+    for k in range(count):
+        frames = [{"g": False, "r": False}, {"g": True, "r": False}, {"g": True, "r": k % 2 == 0}]
+        frames += [{"g": False, "r": bool(j % 2)} for j in range(k)]
+        paths.append(folder / f"trace_{k}.jsonl")
+        paths[-1].write_text("".join(json.dumps(f) + "\n" for f in frames))
+    return paths
+
+
+def _without_times(text):
+    doc = json.loads(text)
+    for key in ("merge_s", "check_s"):
+        doc["tree"].pop(key)
+    return doc
+
+
+def test_ctl_over_trace_files_on_ray_gives_the_local_result(cluster, tmp_path, capsys, monkeypatch):
+    """Relative paths too: the tasks run in the command's folder, not the workers' own."""
+    monkeypatch.chdir(tmp_path)
+    names = [p.name for p in _traces(tmp_path, 6)]
+    argv = ["ctl", *names, "--formula", "AG(g -> AF r)", "--formula", "EF r", "--json"]
+    assert main(argv) == 1  # the odd traces never release
+    local = capsys.readouterr()
+    assert main([*argv, "--ray"]) == 1
+    on_ray = capsys.readouterr()
+    assert _without_times(on_ray.out) == _without_times(local.out) and on_ray.err == local.err
+    assert _without_times(local.out)["tree"]["trajectories"] == 6
+
+
+def test_ctl_on_ray_names_the_first_bad_file_a_serial_run_would(cluster, tmp_path, capsys):
+    """Tasks finish in any order; the error is still the first in input order."""
+    paths = _traces(tmp_path, 4)
+    for bad in (paths[1], paths[3]):
+        bad.write_text('{"g": true}\nnot json\n')
+    argv = ["ctl", *map(str, paths), "--formula", "AG(g -> AF r)"]
+    assert main(argv) == 2
+    local = capsys.readouterr().err
+    assert main([*argv, "--ray"]) == 2
+    assert (
+        capsys.readouterr().err
+        == local
+        == f"safety-monitor ctl: error: {paths[1]}:2: not valid JSON: Expecting value\n"
+    )
+
+
+# ------------------------------------------------------------------------------------ errors
+def test_without_ray_installed_ray_is_one_line_saying_how_to_install_it(bags, specs, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` fails as if it were not installed
+    assert main(["replay", str(bags[0]), "--specs", specs, *FAST, "--ray"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err
+        == "safety-monitor replay: error: --ray needs Ray, an optional extra: pip install 'safety_monitor[ray]' (or: pip install ray)\n"
+    )
+
+
+def test_an_address_nothing_listens_on_is_one_line(bags, specs, capsys):
+    with socket.socket() as probe:  # a port free a moment ago: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    assert main(["replay", str(bags[0]), "--specs", specs, *FAST, "--ray", f"127.0.0.1:{port}"]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"safety-monitor replay: error: --ray 127.0.0.1:{port}: no Ray cluster answers there (")
+    assert "ray start --head" in line
+
+
+@pytest.mark.parametrize("address", ["runs/", "host", "host:99999", "http://host:6379"])
+def test_what_is_not_an_address_is_a_usage_error(address, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["replay", "bag", "--ray", address])
+    assert stop.value.code == 2
+    assert f"argument --ray: {address!r} is not a Ray address" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["equiv", "G a", "G a", "--ray"], "--jobs and --ray score --candidates"),
+        (["ctl", "--sim", "open_drawer", "--formula", "EF a", "--jobs", "2"], "--jobs and --ray read trace files"),
+    ],
+)
+def test_the_options_are_refused_where_there_is_nothing_to_spread(argv, message, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2 and message in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- executors
+def test_jobs_choose_the_local_executor(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2})
+    assert isinstance(make_executor(None), Serial) and isinstance(make_executor(1), Serial)
+    assert isinstance(make_executor(2), Processes) and make_executor(2).jobs == 2
+    assert make_executor(0).jobs == 3  # one per CPU this process may use
+    with pytest.raises(ExecutorError, match="--jobs must be 0"):
+        make_executor(-1)
+
+
+def test_in_order_raises_the_first_error_in_input_order_once_the_tasks_before_it_finished():
+    late, early = SourceError("task 2"), SourceError("task 1")
+    finished = []
+    dones = iter([Done(2, error=late), Done(0, "a"), Done(1, error=early), Done(3, "d")])
+    with pytest.raises(SourceError) as raised:
+        in_order(dones, 4, on_done=lambda d: finished.append(d.index))
+    assert raised.value is early and finished == [2, 0, 1]
+    assert [d.result for d in in_order(iter([Done(1, "b"), Done(0, "a")]), 2)] == ["a", "b"]
