@@ -350,6 +350,7 @@ class LockstepPlayer:
             self._written_off = self._sent_answered - self.answers
 
     def close(self) -> None:
+        self.executor.shutdown()  # closes its callback generator first: it holds the entities in use (rclpy)
         self.node.destroy_node()
 
 

@@ -112,6 +112,7 @@ class Probe:
             self.executor.spin_once(timeout_sec=0.05)
 
     def close(self) -> None:
+        self.executor.shutdown()  # closes its callback generator first: it holds the entities in use (rclpy)
         self.node.destroy_node()
         self.context.try_shutdown()
 

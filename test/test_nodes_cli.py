@@ -234,6 +234,7 @@ def test_the_console_labels_events_by_the_monitor_process_that_sent_them(events)
         while board.received < 2 and time.monotonic() < deadline:
             executor.spin_once(timeout_sec=0.05)
     finally:
+        executor.shutdown()  # closes its callback generator first: it holds the entities in use (rclpy)
         node.destroy_node()
         context.try_shutdown()
         for monitor in monitors:

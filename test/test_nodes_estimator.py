@@ -68,6 +68,7 @@ def estimator_and_probe(prefix, overrides):
     try:
         yield h
     finally:
+        h.executor.shutdown()  # closes its callback generator first: it holds the entities in use (rclpy)
         node.destroy_node()
         probe.destroy_node()
         context.try_shutdown()

@@ -90,6 +90,7 @@ def harness(tmp_path, request):
     h.send = send
     spin_until(h.executor, lambda: h.pred_pub.get_subscription_count() >= 1)
     yield h
+    h.executor.shutdown()  # closes its callback generator first: it holds the entities in use (rclpy)
     monitor.destroy_node()
     probe.destroy_node()
     context.try_shutdown()

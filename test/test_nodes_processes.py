@@ -101,6 +101,7 @@ def test_processes_report_the_fault_and_stop_cleanly(tmp_path, layout):
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+        executor.shutdown()  # closes its callback generator first: it holds the entities in use (rclpy)
         probe.destroy_node()
         context.try_shutdown()
 

@@ -66,6 +66,7 @@ def test_recorder_splits_rollouts_into_bags_of_the_published_messages(tmp_path):
             recorded += 4 * (3 + rollout) + 2
             spin_until(executor, lambda n=recorded: recorder.recorded == n)
     finally:
+        executor.shutdown()  # closes its callback generator first: it holds the entities in use (rclpy)
         recorder.destroy_node()
         probe.destroy_node()
         context.try_shutdown()
@@ -135,6 +136,7 @@ def test_recorded_mcap_is_in_log_time_order_though_topics_arrive_out_of_it(tmp_p
         pose.publish(m.pose_msg(T, 1.000, Pose(np.array([0.5, 0.0, 0.4]), np.array([1.0, 0, 0, 0]))))
         spin_until(executor, lambda: recorder.recorded == 2)
     finally:
+        executor.shutdown()  # closes its callback generator first: it holds the entities in use (rclpy)
         recorder.destroy_node()
         probe.destroy_node()
         context.try_shutdown()

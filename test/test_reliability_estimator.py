@@ -145,6 +145,7 @@ def chain(tmp_path_factory):
                 proc.send_signal(signal.SIGCONT)
                 proc.kill()
                 proc.wait()
+        executor.shutdown()  # closes its callback generator first: it holds the entities in use (rclpy)
         node.destroy_node()
         context.try_shutdown()
 

@@ -154,6 +154,7 @@ class Cell:
             self.proc.send_signal(signal.SIGCONT)
             self.proc.kill()
             self.proc.wait()
+        self.executor.shutdown()  # closes its callback generator first: it holds the entities in use (rclpy)
         self.node.destroy_node()
         self.context.try_shutdown()
 

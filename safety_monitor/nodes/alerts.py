@@ -219,6 +219,8 @@ def watch(args: argparse.Namespace) -> int:
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
     from rclpy.node import Node
 
+    from safety_monitor.nodes.runtime import stop_callbacks
+
     board = AlertBoard(args.recent)
     context = rclpy.Context()
     rclpy.init(args=getattr(args, "ros_args", None) or [], context=context)  # `ros2 run`'s remaps, -r __ns:=...
@@ -256,6 +258,7 @@ def watch(args: argparse.Namespace) -> int:
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        stop_callbacks(executor)
         node.destroy_node()
         context.try_shutdown()
     return code
