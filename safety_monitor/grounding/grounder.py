@@ -191,7 +191,7 @@ class Grounder:
         lim = self._limits
         decided.update(
             lim.step(
-                state.t,
+                state,
                 joints,
                 self._robot_values(state, state.joint_velocity if lim.reads_velocity else None),
                 self._robot_values(state, state.joint_effort if lim.reads_effort else None),
