@@ -377,3 +377,32 @@ def test_an_unreadable_predicates_message_is_dropped_and_counted_as_the_monitor_
     assert r.ok, r.error
     assert r.frames == 39 and r.issues == {"undecodable": 1, "frame_gap": 1}
     assert r.issue_examples[0].detail.endswith("message dropped")
+
+
+def test_no_wrench_topic_configured_is_not_applicable_not_blind(tmp_path, state, specs):
+    """`wrench=none`: the robot has no wrist sensor, so no_excess_wrench is not applicable, said once, and no
+    frame is blind for it (a configured topic that is absent or stops stays stale, the tests above)."""
+    r = score_bag(
+        write_bag(tmp_path / "nosensor", state, wrench_until=0), config(specs, mapping=StreamMapping(wrench=None))
+    )
+    assert r.ok, r.error
+    assert r.warnings == [] and r.stale_by_stream == {} and r.stale_frames == 0
+    assert r.trace.outcome("no_excess_wrench").blind_frames == 0
+    assert r.not_applicable == {
+        "no_excess_wrench": "not applicable (needs a wrist force-torque sensor (no wrench topic configured): "
+        "excess_wrench)"
+    }
+    runs = r.timeline.to_json()["runs"]
+    assert not any(v for *_, v in runs["excess_wrench"])  # not grounded: constantly false
+
+
+def test_inspect_reports_the_wrench_properties_not_applicable_without_a_wrench_topic(tmp_path, state, specs, capsys):
+    bag = str(write_bag(tmp_path / "bag", state, wrench_until=0))
+    assert main(["inspect", bag, "--specs", specs, "--topics", "wrench=none", "--rate", "500"]) == 0
+    text = capsys.readouterr().out
+    assert "not groundable: excess_wrench (needs a wrist force-torque sensor (no wrench topic configured))" in text
+    assert "no_excess_wrench: not applicable (needs a wrist force-torque sensor" in text
+    assert "wrench " not in text.split("configured inputs:")[1].split("predicates")[0]  # no wrench input listed
+    assert main(["inspect", bag, "--specs", specs, "--rate", "500"]) == 0
+    text = capsys.readouterr().out
+    assert "no_excess_wrench: applicable" in text and "wrench                   /wrist_wrench" in text

@@ -181,7 +181,7 @@ def test_a_slow_gripper_topic_is_judged_over_its_own_period_and_a_real_jump_on_i
     from safety_monitor.pipeline.estimator import Estimator
 
     folder, _, _ = setup
-    grounder = load_default_grounder(500.0, write_robot(folder / "fast_arm", 6, "one_joint"))
+    grounder = load_default_grounder(500.0, write_robot(folder / "fast_arm", 6, "one_joint"), wrench_sensor=False)
     arm = tuple(j for j in grounder.robot.required_joints if j != "gripper_joint")
     stage = Estimator(grounder, StreamMapping(wrench=None, gripper_joint_states="/gripper/joint_states"))
     gripper = [0.0, 0.016, 0.032, 0.016, 0.0, 0.016, 0.5, 0.016]  # per 0.1 s; 0.5: a glitch

@@ -92,6 +92,8 @@ class BagResult:
     issues: dict[str, int] = field(default_factory=dict)  # issue kind -> count
     issue_examples: list[StreamIssue] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # property -> why this robot cannot ground it (no gripper, no wrench topic, ...): never counted as satisfied
+    not_applicable: dict[str, str] = field(default_factory=dict)
     topics: dict[str, TopicSummary] = field(default_factory=dict)
     timeline: Timeline | None = None  # predicate values (the ones the specs read)
     stale_timeline: Timeline | None = None  # one row, "stale": some input stream was stale
@@ -124,11 +126,12 @@ def _automata(specs: Path, rate_hz: float | None) -> tuple[tuple[str, ...], list
     return load_automata(specs, rate_hz)
 
 
-def make_grounder(robot: str | None, rate_hz: float) -> Any:
-    """The live estimator's grounder for `--robot` (`grounder.load_default_grounder`, the one factory)."""
+def make_grounder(robot: str | None, rate_hz: float, mapping: StreamMapping | None = None) -> Any:
+    """The live estimator's grounder for `--robot` (`grounder.load_default_grounder`, the one factory), for the
+    streams `mapping` configures (no wrench topic: the wrench predicates are not grounded)."""
     from safety_monitor.grounding.grounder import load_default_grounder
 
-    return load_default_grounder(rate_hz, robot)
+    return load_default_grounder(rate_hz, robot, wrench_sensor=(mapping or StreamMapping()).wrench is not None)
 
 
 def make_monitor(config: ReplayConfig, rate_hz: float | None) -> SpecSetMonitor:
@@ -145,12 +148,21 @@ def _check_grounded(monitor: SpecSetMonitor, grounder: Any) -> None:
         )
 
 
+def not_applicable(config: ReplayConfig, grounder: Any) -> dict[str, str]:
+    """The configured properties this robot cannot ground, each with why (`grounding.applicability`)."""
+    from safety_monitor.grounding.applicability import applicability
+    from safety_monitor.specs.model import load_specs
+
+    verdicts = applicability(load_specs(config.specs_file()), grounder).values()
+    return {v.name: v.text() for v in verdicts if not v.applicable}
+
+
 def check_config(config: ReplayConfig) -> None:
     """Load the specs and, for robot-state mode, the robot description (with its twin) once before any bag,
     so a bad file is one error up front instead of the same failure for every bag."""
     monitor = make_monitor(config, config.rate_hz)
     if not config.from_predicates:
-        _check_grounded(monitor, make_grounder(config.robot, config.rate_hz or NOMINAL_RATE_HZ))
+        _check_grounded(monitor, make_grounder(config.robot, config.rate_hz or NOMINAL_RATE_HZ, config.mapping))
 
 
 def missing_topic_error(
@@ -458,7 +470,8 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult, progr
     if joints is None or joints.count == 0:
         raise missing_topic_error(bag.path, "joint states", mapping.joint_states, _JOINT_TYPE, topics, "joint_states")
     rate = result.rate_hz = _control_rate(bag, config, mapping.joint_states)
-    grounder = make_grounder(config.robot, rate)
+    grounder = make_grounder(config.robot, rate, mapping)
+    result.not_applicable = not_applicable(config, grounder)
     objects = tuple(grounder.robot.objects)
     route: dict[str, object] = {mapping.joint_states: _JOINT_ROUTE}
     if mapping.wrench is not None:
