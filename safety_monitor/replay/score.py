@@ -33,6 +33,7 @@ from safety_monitor.pipeline.decode import MessageType, TypedDecoders, Undecodab
 from safety_monitor.pipeline.estimator import Estimator
 from safety_monitor.pipeline.inputs import TF, ConfiguredInput, check_types, configured_inputs
 from safety_monitor.pipeline.supervisor import Rollout, Supervisor
+from safety_monitor.replay.names import resolve_mapping
 from safety_monitor.replay.timeline import Timeline
 from safety_monitor.settings import EstimatorSettings, MonitorSettings, NodeSettings
 
@@ -51,6 +52,7 @@ class ReplayConfig:
     specs: str | None = None  # None: the package's default spec file
     robot: str | None = None  # None: the package's default robot description
     mapping: StreamMapping = field(default_factory=StreamMapping)
+    namespace: str = "/"  # relative topic names in `mapping` resolve under it, as for a node there (`names`)
     from_predicates: bool = False
     rate_hz: float | None = None  # control rate; None: measured from the bag's joint stamps
     # the live nodes' settings (replay --params: the site's nodes.yaml), so replay applies their input rules
@@ -60,6 +62,18 @@ class ReplayConfig:
     def with_settings(self, settings: NodeSettings) -> ReplayConfig:
         """This configuration with the live nodes' settings (`settings.load_settings`)."""
         return replace(self, estimator=settings.estimator, monitor=settings.monitor)
+
+    def resolved(self, found: Mapping[str, str]) -> tuple[ReplayConfig, list[str]]:
+        """This configuration with its relative topic names resolved against a source's topics (topic -> type),
+        and the notes on names matched by suffix (`names.resolve_mapping`)."""
+        mapping, notes = resolve_mapping(
+            self.mapping,
+            self.namespace,
+            found,
+            () if self.from_predicates else _described_objects(self),
+            self.from_predicates,
+        )
+        return replace(self, mapping=mapping), notes
 
     def specs_file(self) -> Path:
         """The spec file scored against (the default made explicit, for the report)."""
@@ -621,6 +635,8 @@ def score_bag(path: str | Path, config: ReplayConfig, progress: Progress | None 
             result.topics = bag.topics
             result.messages = bag.message_count
             result.warnings.extend(bag.skip_warnings)
+            config, notes = config.resolved({name: s.msgtype for name, s in bag.topics.items()})
+            result.warnings.extend(notes)
             if config.from_predicates:
                 _score_predicates(bag, config, result, progress)
             else:
