@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -56,3 +57,20 @@ def folder(text: str) -> Path:
     if not text or not path.is_dir():
         raise argparse.ArgumentTypeError(f"not a folder: {text!r}")
     return path
+
+
+_NAMESPACE = re.compile(r"(/[A-Za-z_][A-Za-z0-9_]*)+")
+
+
+def ros_namespace(text: str) -> str:
+    """A ROS namespace, absolute (`robot1` is `/robot1`, `/` the root)."""
+    ns = text if text.startswith("/") else "/" + text
+    if ns != "/" and not _NAMESPACE.fullmatch(ns):
+        raise argparse.ArgumentTypeError(
+            f"must be a ROS namespace (names of letters, digits and _, not starting with a digit, "
+            f"separated by /, no trailing /), got {text!r}"
+        )
+    return ns
+
+
+ros_namespace.__name__ = "namespace"

@@ -54,6 +54,9 @@ class RobotState:
     joint_position: np.ndarray
     joint_velocity: np.ndarray | None = None
     joint_effort: np.ndarray | None = None
+    # per joint, the stamp of its latest position: a joint on a slower topic of its own (a gripper's driver)
+    # lags `t`, and its motion is timed by its own samples; None: every joint was sampled at `t`
+    joint_stamps: np.ndarray | None = None
     wrench: Wrench | None = None
     wrench_age: float | None = None
     object_poses: Mapping[str, Pose] = field(default_factory=dict)

@@ -17,7 +17,7 @@ from safety_monitor.frames import Pose, RobotState
 from safety_monitor.grounding.applicability import NotApplicable, applicability
 from safety_monitor.grounding.description import GripperKind, load_robot_description, parse_robot_description
 from safety_monitor.grounding.grounder import Grounder, load_default_grounder
-from safety_monitor.grounding.joint_limits import find_jumps, jump_issue
+from safety_monitor.grounding.joint_limits import JumpDetector, jump_issue
 from safety_monitor.grounding.semantics import parse_object_catalog
 from safety_monitor.grounding.thresholds import load_thresholds
 from safety_monitor.grounding.twin import twin_for
@@ -150,10 +150,26 @@ def test_a_joint_limit_breach_and_an_encoder_jump_give_the_joint_predicates(tmp_
 
 def test_a_jump_is_also_an_input_issue_and_continuous_joints_wrap():
     limits = {"a": JointLimit(-3.0, 3.0, 1.0), "b": JointLimit(velocity=1.0, wraps=True), "c": JointLimit(-1.0, 1.0)}
-    jumps = find_jumps({"a": 0.0, "b": 3.1, "c": 0.0}, {"a": 0.5, "b": -3.1, "c": 0.9}, 0.1, limits, 2.0)
+    detector = JumpDetector(limits, 2.0)
+    assert detector.step(("a", "b", "c"), np.array([0.0, 3.1, 0.0]), 4.1) is None  # nothing to step from
+    jumps = detector.step(("c", "b", "a"), np.array([0.9, -3.1, 0.5]), 4.2)
     assert [j.joint for j in jumps] == ["a"]  # b wrapped by 0.08 rad; c has no velocity limit
+    assert jumps[0].allowed == pytest.approx(0.2)
     issue = jump_issue(jumps, 4.2)
     assert issue.kind is IssueKind.JOINT_JUMP and issue.t == 4.2 and "a by 0.5" in issue.detail
+
+
+def test_each_joint_is_judged_over_its_own_sample_period():
+    """A joint on a slower topic (stamps of its own) steps once per its period; its step is judged over that."""
+    detector = JumpDetector({"arm": JointLimit(velocity=1.0), "grip": JointLimit(velocity=0.1)}, 2.0)
+    names = ("arm", "grip")
+    detector.step(names, np.array([0.0, 0.0]), np.array([1.0, 1.0]))
+    for k in range(1, 50):  # grip held at its last sample for 49 frames of 2 ms
+        assert detector.step(names, np.array([0.001 * k, 0.0]), np.array([1.0 + 0.002 * k, 1.0])) == ()
+    # its next sample, 0.1 s after the last, has moved 0.008 (0.08 m/s): four times the frame period allows
+    assert detector.step(names, np.array([0.05, 0.008]), np.array([1.1, 1.1])) == ()
+    (jump,) = detector.step(names, np.array([0.052, 0.05]), np.array([1.102, 1.102]))  # 0.042 in 2 ms
+    assert jump.joint == "grip" and jump.allowed == pytest.approx(2 * 0.1 * 0.002)
 
 
 def test_frames_may_carry_mimic_joints_and_a_one_joint_gripper_lists_it_once(tmp_path):

@@ -187,3 +187,26 @@ def test_a_stream_whose_every_message_is_dropped_is_reported_stale_not_fresh(sta
         spin_until(executor, lambda: diag and "every joint_states message dropped" in diag[-1][1], each=publish_behind)
         assert diag[-1][0] == T.DiagnosticStatus.STALE and "backwards x" in diag[-1][1]
         assert len(got) == 5
+
+
+@pytest.mark.parametrize("wrench_topic", ["", "wrist_wrench"])
+def test_no_wrench_topic_is_not_grounded_while_a_silent_configured_one_is_stale(states, wrench_topic):
+    """`topics.wrench` '' (no sensor): excess_wrench is constantly false, never unknown, and no frame has the
+    wrench stale; a configured wrench topic that sends nothing stays stale, its predicate unknown (loud)."""
+    with estimator_and_probe(
+        "/w",
+        [
+            Parameter("topics.wrench", value=wrench_topic),
+            Parameter("joint_states_timeout_s", value=WAIT_S),
+            Parameter("diagnostics_period_s", value=0.2),
+        ],
+    ) as h:
+        T, got, executor, joints = h.types, h.got, h.executor, h.joints
+        spin_until(executor, lambda: joints.get_subscription_count())
+        assert h.node.grounder.wrench_sensor is bool(wrench_topic)
+        for k, s in enumerate(states[:5]):
+            joints.publish(m.joint_state_msg(T, s.t + OFFSET, s.joint_names, s.joint_position + k * 1e-6))
+            spin_until(executor, lambda: len(got) == k + 1)
+        sensed = bool(wrench_topic)
+        assert all(("wrench" in g.stale) is sensed and ("excess_wrench" in g.unknown) is sensed for g in got)
+        assert not any(g.values["excess_wrench"] for g in got)

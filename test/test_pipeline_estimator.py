@@ -34,6 +34,7 @@ class _Grounder:
     robot = SimpleNamespace(required_joints=NAMES, objects={"mug": None}, base_body="base")
     joint_limits: dict = {}  # no velocity limits: no jump issues
     warmup_frames = 2
+    wrench_sensor = True
 
     def __init__(self, fail_at=()):
         self.fail_at, self.stepped, self.resets = set(fail_at), [], 0

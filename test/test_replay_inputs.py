@@ -377,3 +377,89 @@ def test_an_unreadable_predicates_message_is_dropped_and_counted_as_the_monitor_
     assert r.ok, r.error
     assert r.frames == 39 and r.issues == {"undecodable": 1, "frame_gap": 1}
     assert r.issue_examples[0].detail.endswith("message dropped")
+
+
+def test_no_wrench_topic_configured_is_not_applicable_not_blind(tmp_path, state, specs):
+    """`wrench=none`: the robot has no wrist sensor, so no_excess_wrench is not applicable, said once, and no
+    frame is blind for it (a configured topic that is absent or stops stays stale, the tests above)."""
+    r = score_bag(
+        write_bag(tmp_path / "nosensor", state, wrench_until=0), config(specs, mapping=StreamMapping(wrench=None))
+    )
+    assert r.ok, r.error
+    assert r.warnings == [] and r.stale_by_stream == {} and r.stale_frames == 0
+    assert r.trace.outcome("no_excess_wrench").blind_frames == 0
+    assert r.not_applicable == {
+        "no_excess_wrench": "not applicable (needs a wrist force-torque sensor (no wrench topic configured): "
+        "excess_wrench)"
+    }
+    runs = r.timeline.to_json()["runs"]
+    assert not any(v for *_, v in runs["excess_wrench"])  # not grounded: constantly false
+
+
+def test_inspect_reports_the_wrench_properties_not_applicable_without_a_wrench_topic(tmp_path, state, specs, capsys):
+    bag = str(write_bag(tmp_path / "bag", state, wrench_until=0))
+    assert main(["inspect", bag, "--specs", specs, "--topics", "wrench=none", "--rate", "500"]) == 0
+    text = capsys.readouterr().out
+    assert "not groundable: excess_wrench (needs a wrist force-torque sensor (no wrench topic configured))" in text
+    assert "no_excess_wrench: not applicable (needs a wrist force-torque sensor" in text
+    assert "wrench " not in text.split("configured inputs:")[1].split("predicates")[0]  # no wrench input listed
+    assert main(["inspect", bag, "--specs", specs, "--rate", "500"]) == 0
+    text = capsys.readouterr().out
+    assert "no_excess_wrench: applicable" in text and "wrench                   /wrist_wrench" in text
+
+
+def _joints_also_on(topic, state):
+    """`write_bag`'s `extra`: the same joint states on `topic` too."""
+
+    def extra(w, t):
+        w.write_joint_state(topic, t, list(state.joint_names), state.joint_position, log_t=t)
+
+    return extra
+
+
+def test_relative_topic_names_resolve_under_the_namespace_as_for_a_node_there(tmp_path, state, specs):
+    """One topics file for replay and a namespaced node: `joint_states` is /robot1/joint_states under
+    --namespace /robot1, /joint_states under the root (the default)."""
+    bag = write_bag(
+        tmp_path / "ns", state, joints_topic="/robot1/joint_states", extra=_joints_also_on("/joint_states", state)
+    )
+    relative = StreamMapping.parse("joint_states=joint_states")
+    under = score_bag(bag, config(specs, mapping=relative, namespace="/robot1"))
+    root = score_bag(bag, config(specs, mapping=relative))
+    assert under.ok and root.ok, (under.error, root.error)
+    assert under.frames == root.frames == N and under.warnings == root.warnings == []
+    assert under.topics["/robot1/joint_states"].count == under.topics["/joint_states"].count == N
+
+
+def test_a_relative_name_not_under_the_namespace_takes_the_one_topic_ending_with_it_or_refuses(tmp_path, state, specs):
+    relative = config(specs, mapping=StreamMapping.parse("joint_states=joint_states"))
+    one = score_bag(write_bag(tmp_path / "one", state, joints_topic="/robot1/joint_states"), relative)
+    assert one.ok and one.frames == N
+    assert one.warnings == [
+        "topic 'joint_states' (joint_states): no /joint_states; using /robot1/joint_states, the one topic of its "
+        "type ending with it (--namespace says where the recording's node ran)"
+    ]
+    two = write_bag(
+        tmp_path / "two",
+        state,
+        joints_topic="/robot1/joint_states",
+        extra=_joints_also_on("/robot2/joint_states", state),
+    )
+    refused = score_bag(two, relative)
+    assert refused.error == (
+        f"{two}: topic 'joint_states' (joint_states) is not /joint_states, and several topics of type "
+        "sensor_msgs/msg/JointState end with it: /robot1/joint_states, /robot2/joint_states (choose with "
+        "--namespace NS or an absolute name)"
+    )
+    assert score_bag(two, config(specs, mapping=relative.mapping, namespace="/robot2")).ok
+
+
+def test_inspect_resolves_relative_names_and_a_bad_namespace_is_a_usage_error(tmp_path, state, specs, capsys):
+    bag = str(write_bag(tmp_path / "bag", state, joints_topic="/robot1/joint_states"))
+    args = ["inspect", bag, "--specs", specs, "--rate", "500", "--topics", "joint_states=joint_states"]
+    assert main([*args, "--namespace", "robot1"]) == 0
+    text = capsys.readouterr().out
+    assert "joint_states             /robot1/joint_states             present" in text
+    with pytest.raises(SystemExit) as exit_:
+        main([*args, "--namespace", "/robot1/"])
+    assert exit_.value.code == 2 and "--namespace: must be a ROS namespace" in capsys.readouterr().err

@@ -170,3 +170,32 @@ def test_inspect_refuses_a_configured_topic_of_the_wrong_type_and_does_not_repla
         "sensor_msgs/msg/JointState, found geometry_msgs/msg/PoseStamped"
     ) in text
     assert "not replayed: /objects/cube/pose (joint_states) wrong type" in text
+
+
+def test_a_slow_gripper_topic_is_judged_over_its_own_period_and_a_real_jump_on_it_still_counts(setup):
+    """A gripper at 10 Hz under a 500 Hz arm moves 0.016 per message, 80 % of its 0.2 m/s limit: over the arm's
+    2 ms frame period that is 40 times too fast, over its own 0.1 s well within. A glitch on it is a jump."""
+    from urdf_robots import write_robot
+
+    from safety_monitor.grounding.grounder import load_default_grounder
+    from safety_monitor.pipeline.estimator import Estimator
+
+    folder, _, _ = setup
+    grounder = load_default_grounder(500.0, write_robot(folder / "fast_arm", 6, "one_joint"), wrench_sensor=False)
+    arm = tuple(j for j in grounder.robot.required_joints if j != "gripper_joint")
+    stage = Estimator(grounder, StreamMapping(wrench=None, gripper_joint_states="/gripper/joint_states"))
+    gripper = [0.0, 0.016, 0.032, 0.016, 0.0, 0.016, 0.5, 0.016]  # per 0.1 s; 0.5: a glitch
+    jumps, issues = [], []
+    for k in range(50 * len(gripper)):
+        t = 1.0 + 0.002 * k
+        if k % 50 == 0:
+            value = np.array([gripper[k // 50]])
+            issues += stage.gripper_joints(JointSample(("gripper_joint",), value, None, None, t - 0.001)).issues
+        step = stage.joints(JointSample(arm, np.zeros(len(arm)), None, None, t))
+        issues += step.issues
+        assert step.sample is not None and (k == 0) == ("joint_position_jump" in step.sample.unknown)
+        jumps.append(step.sample.values["joint_position_jump"])
+    glitch = 50 * gripper.index(0.5)
+    assert [k for k, jumped in enumerate(jumps) if jumped] == [glitch, glitch + 50]  # out, and back
+    assert [(i.kind, i.t) for i in issues] == [(IssueKind.JOINT_JUMP, 1.0 + 0.002 * k) for k in (glitch, glitch + 50)]
+    assert "gripper_joint by 0.484 (at most 0.04" in issues[0].detail

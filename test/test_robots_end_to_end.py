@@ -110,18 +110,18 @@ def expected_events(robot: Robot) -> list[tuple[str, str, int]]:
     return out
 
 
-def mapping(robot: Robot, relative: bool = False) -> dict:
-    """The topic mapping: no wrist sensor, and the gripper's own topic; `relative`: its name as a node in the
-    robot's namespace takes it (the bag's topics are absolute, replay's mapping names them so)."""
-    gripper = GRIPPER_TOPIC.lstrip("/") if relative else GRIPPER_TOPIC
-    return {"wrench": None, **({"gripper_joint_states": gripper} if robot.own_topic else {})}
+def mapping(robot: Robot) -> dict:
+    """The topic mapping, one file for replay and the nodes: no wrist sensor, and the gripper's own topic by its
+    relative name, as a node in the robot's namespace takes it (replay resolves it under the root namespace,
+    where the bag recorded it)."""
+    return {"wrench": None, **({"gripper_joint_states": GRIPPER_TOPIC.lstrip("/")} if robot.own_topic else {})}
 
 
 def write_setup(folder: Path, robot: Robot) -> tuple[Path, Path]:
     """robot.yaml (with its URDF) and the nodes' parameter file (replay reads it too), with its topics_file."""
     description = write_robot(folder / "robot", robot.n_joints, robot.gripper, robot.mesh)
     topics = folder / "topics.yaml"
-    topics.write_text(yaml.safe_dump(mapping(robot, relative=True)))
+    topics.write_text(yaml.safe_dump(mapping(robot)))
     params = folder / "nodes.yaml"
     settings = {
         "config_dir": str(description),
@@ -180,7 +180,9 @@ def case(request, tmp_path_factory) -> Case:
     description, params = write_setup(folder, robot)
     bag = folder / "bag"
     write_bag(bag, description, robot)
-    config = ReplayConfig(robot=str(description), mapping=StreamMapping.from_dict(mapping(robot)), rate_hz=RATE)
+    config = ReplayConfig(
+        robot=str(description), mapping=StreamMapping.parse(str(folder / "topics.yaml")), rate_hz=RATE
+    )
     replayed = score_bag(bag, config.with_settings(load_settings(params)))
     assert replayed.ok, replayed.error
     return Case(robot, folder, bag, params, replayed)
@@ -193,6 +195,8 @@ def _keyed(events) -> list[tuple[str, str, int]]:
 def test_replay_gives_exactly_the_scripted_events(case):
     replayed = case.replayed
     assert replayed.frames == FRAMES and not replayed.warnings
+    assert "wrench" not in replayed.stale_by_stream and "no_excess_wrench" in replayed.not_applicable  # no sensor
+    assert replayed.trace.outcome("no_excess_wrench").blind_frames == 0
     events = [m.event_fields(e) for e in replayed.trace.events]
     assert _keyed(events) == expected_events(case.robot)
     for e in events:

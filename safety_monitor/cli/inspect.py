@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from safety_monitor.arguments import number
+from safety_monitor.arguments import number, ros_namespace
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -34,6 +34,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--topics", metavar="MAP", help="topic mapping, as replay's --topics (a YAML file or key=value pairs)"
     )
     p.add_argument(
+        "--namespace",
+        type=ros_namespace,
+        default="/",
+        metavar="NS",
+        help="relative topic names in --topics resolve under this namespace, as for a node there (default /: "
+        "the root); a relative name not found there matches the one topic of its type ending with it",
+    )
+    p.add_argument(
         "--rate",
         type=number(0, 100000, above=True, unit="Hz"),
         metavar="HZ",
@@ -56,6 +64,7 @@ def _inspect(args: argparse.Namespace) -> int:
         robot=args.robot,
         rate_hz=args.rate,
         mapping=StreamMapping.parse(args.topics) if args.topics else StreamMapping(),
+        namespace=args.namespace,
     )
     if args.live:
         from safety_monitor.nodes.graph import topic_types

@@ -7,7 +7,7 @@ import re
 import sys
 from typing import TYPE_CHECKING
 
-from safety_monitor.arguments import SEED_MAX, number, seed
+from safety_monitor.arguments import SEED_MAX, number, ros_namespace, seed
 from safety_monitor.cli import workers
 from safety_monitor.cli.monitor import RESAMPLES
 from safety_monitor.errors import SourceError
@@ -53,6 +53,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="MAP",
         help="topic and joint-name mapping: a YAML file or key=value pairs, keys joint_states, wrench, "
         "object_pose ('{name}' = object), objects, predicates, events, joint_names",
+    )
+    p.add_argument(
+        "--namespace",
+        type=ros_namespace,
+        default="/",
+        metavar="NS",
+        help="relative topic names in --topics resolve under this namespace, as for a node there (default /: "
+        "the root); a relative name not found there matches the one topic of its type ending with it",
     )
     p.add_argument(
         "--from-predicates",
@@ -105,6 +113,7 @@ def _replay(args: argparse.Namespace) -> int:
         specs=args.specs,
         robot=args.robot,
         mapping=_mapping(args.topics),
+        namespace=args.namespace,
         from_predicates=args.from_predicates,
         rate_hz=args.rate,
     ).with_settings(load_settings(args.params or config_dir() / "nodes.yaml"))

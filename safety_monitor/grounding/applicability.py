@@ -1,5 +1,5 @@
 """Which properties a robot can ground: a property that reads a predicate this robot cannot decide (no
-gripper, no fixtures, no joint limits of the kind) would hold vacuously; it is reported not applicable,
+gripper, no fixtures, no wrist force-torque sensor, no joint limits of the kind) would hold vacuously; it is reported not applicable,
 with the reason, instead of being counted as satisfied."""
 
 from __future__ import annotations
@@ -46,11 +46,15 @@ FIXTURE_PREDICATES = frozenset(
 )
 
 
+WRENCH_PREDICATES = frozenset({"excess_wrench"})  # read the wrist force-torque sensor
+
+
 class NotApplicable(StrEnum):
     """Why a predicate says nothing about this robot."""
 
     NEEDS_GRIPPER = "needs a gripper"
     NEEDS_FIXTURE = "needs a fixture"
+    NEEDS_WRENCH = "needs a wrist force-torque sensor (no wrench topic configured)"
     NO_POSITION_LIMITS = "no joint has position limits"
     NO_VELOCITY_LIMITS = "no joint has a velocity limit"
     NO_EFFORT_LIMITS = "no joint has an effort limit"
@@ -90,6 +94,8 @@ def vacuous_predicates(grounder: Grounder) -> dict[str, NotApplicable]:
         out.update(dict.fromkeys(FIXTURE_PREDICATES, NotApplicable.NEEDS_FIXTURE))
     if robot.gripper.kind is GripperKind.NONE:
         out.update(dict.fromkeys(GRIPPER_PREDICATES, NotApplicable.NEEDS_GRIPPER))
+    if not grounder.wrench_sensor:
+        out.update(dict.fromkeys(WRENCH_PREDICATES, NotApplicable.NEEDS_WRENCH))
     judged = joint_limits.JointLimitEstimator(grounder.joint_limits, grounder.thresholds.joint_limits).judged
     out.update({p: _LIMIT_REASONS[p] for p, yes in judged.items() if not yes})
     return out

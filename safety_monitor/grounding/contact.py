@@ -36,7 +36,7 @@ DOCS = {
     ),
     "excess_wrench": PredicateDoc(
         "the wrist force or torque magnitude is over its limit (hardware collision cue)",
-        "wrist wrench (stale or NaN: unknown)",
+        "wrist wrench (stale or NaN: unknown; no wrench topic configured: not grounded, constantly false)",
         "force 40 N, torque 6 N m; wrench_persistence 0.01 s",
     ),
 }
@@ -78,8 +78,10 @@ class ContactEstimator:
         counts: FrameCounts,
         grasp: GraspEstimator,
         fixtures: FixtureEstimator,
+        wrench_sensor: bool = True,
     ):
         self.robot, self.catalog, self.th = robot, catalog, thresholds
+        self.wrench_sensor = wrench_sensor  # False: no wrench stream, excess_wrench not grounded (constantly false)
         self.grasp, self.fixtures = grasp, fixtures
         self.tolerance = counts.forbidden_contact_tolerance
         self.pair_frames: dict[tuple[str, str], int] = {}
@@ -146,6 +148,8 @@ class ContactEstimator:
         return _Objects(off_support) if off_support else _ALLOWED
 
     def _excess(self, inp: FrameInputs) -> Tri:
+        if not self.wrench_sensor:
+            return False
         w = inp.wrench
         if w is None:
             return None

@@ -74,6 +74,7 @@ class Grounder:
         thresholds: Thresholds,
         control_rate_hz: float,
         twin: KinematicTwin | None = None,
+        wrench_sensor: bool = True,
     ):
         _check_entities(robot, objects)
         self.robot, self.catalog, self.thresholds = robot, objects, thresholds
@@ -82,6 +83,9 @@ class Grounder:
         self._required = robot.required_joints  # a property that builds its tuple on every read
         self._accepted = robot.accepted_joints
         self._twin = twin
+        # False: no wrench stream is configured (topic mapping `wrench: none`): the predicates that read it are
+        # not grounded (constantly false, `applicability` says their properties do not apply), never stale
+        self.wrench_sensor = wrench_sensor
         self.predicates = PREDICATES
         self.joint_limits: dict[str, JointLimit] = dict(robot.joint_limits)
         if twin is not None:
@@ -134,7 +138,7 @@ class Grounder:
         self._families = (
             self._grasp,
             self._fixtures,
-            contact.ContactEstimator(r, cat, th, counts, self._grasp, self._fixtures),
+            contact.ContactEstimator(r, cat, th, counts, self._grasp, self._fixtures, self.wrench_sensor),
             contamination.ContaminationEstimator(r, cat, th, counts),
             containment.ContainmentEstimator(r, cat, th, counts, self._grasp),
             skills.SkillEstimator(r, cat, th, counts, self._grasp, self._fixtures),
@@ -191,7 +195,7 @@ class Grounder:
         lim = self._limits
         decided.update(
             lim.step(
-                state.t,
+                state,
                 joints,
                 self._robot_values(state, state.joint_velocity if lim.reads_velocity else None),
                 self._robot_values(state, state.joint_effort if lim.reads_effort else None),
@@ -290,6 +294,8 @@ class Grounder:
 
     def _usable_wrench(self, state: RobotState, stale: dict[str, float]) -> Wrench | None:
         w = state.wrench
+        if not self.wrench_sensor:
+            return None
         if w is None:
             stale["wrench"] = math.inf
             return None
@@ -409,13 +415,14 @@ def config_dir() -> Path:
 
 
 def load_default_grounder(
-    control_rate_hz: float, config: str | Path | None = None, urdf: Path | None = None
+    control_rate_hz: float, config: str | Path | None = None, urdf: Path | None = None, wrench_sensor: bool = True
 ) -> Grounder:
     """The one grounder factory (estimator node, replay, simbag, benchmarks). `config`: a robot description
     YAML, or a folder holding robot.yaml (the node's `config_dir`); None: the package's (`config_dir()`).
     objects.yaml and thresholds.yaml are read from the robot description's folder, each one the folder lacks
     from the package's. The twin is built at once, so a robot YAML that does not match its MJCF fails here.
-    `urdf`: the URDF in place of the description's `urdf:` (the estimator node's /robot_description)."""
+    `urdf`: the URDF in place of the description's `urdf:` (the estimator node's /robot_description).
+    `wrench_sensor`: False when the topic mapping has no wrench stream (`StreamMapping.wrench` None)."""
     from safety_monitor.grounding.twin import twin_for
 
     path = Path(config) if config is not None else config_dir()
@@ -432,4 +439,5 @@ def load_default_grounder(
         thresholds,
         control_rate_hz,
         twin=twin_for(robot, thresholds),
+        wrench_sensor=wrench_sensor,
     )

@@ -6,10 +6,12 @@ it; a robot with no joint carrying one has that predicate constantly false, and 
 the properties that read it as not applicable, so it is never silently vacuous. Like every other
 predicate, these are true when something is wrong, so a frame of all-false predicates stays quiet.
 
-`find_jumps` is the one rule for a position jump (a step between consecutive frames larger than the
-velocity limit allows over the frame period: encoder wrap, glitch). The grounder reads it as
-`joint_position_jump`; the frame assembler can report the same steps as `IssueKind.JOINT_JUMP` input
-issues through `jump_issue`.
+`JumpDetector` is the one rule for a position jump (a joint's step since its own previous sample larger
+than its velocity limit allows over the time between the two: encoder wrap, glitch). Each joint is judged
+over its own sample period, not the frame's: a gripper on a 10 Hz topic of its own under a 500 Hz arm steps
+once per 0.1 s, and read over 2 ms a normal move would look 50 times too fast. The grounder reads it as
+`joint_position_jump`; the frame assembler reports the same steps as `IssueKind.JOINT_JUMP` input issues
+through `jump_issue`.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import numpy as np
+
 from safety_monitor.enums import IssueKind
-from safety_monitor.frames import StreamIssue
+from safety_monitor.frames import RobotState, StreamIssue
 from safety_monitor.grounding.debounce import Tri
 from safety_monitor.grounding.inputs import PredicateDoc
 from safety_monitor.grounding.thresholds import JointLimitMargins
@@ -43,8 +47,8 @@ DOCS = {
         "effort_factor 1.0",
     ),
     "joint_position_jump": PredicateDoc(
-        "some joint stepped further since the previous frame than its velocity limit allows over the frame "
-        "period (encoder wrap, glitch); unknown on the first frame",
+        "some joint stepped further since its own previous sample than its velocity limit allows over the time "
+        "between the two (encoder wrap, glitch); unknown on the first frame",
         f"joint positions and times; limits: {_SOURCE}",
         "jump_factor 2.0",
     ),
@@ -74,30 +78,67 @@ def _first(given: float | None, model: float | None) -> float | None:
 @dataclass(frozen=True)
 class JointJump:
     joint: str
-    step: float  # |position change| since the previous frame (wrapped for continuous joints)
-    allowed: float  # jump_factor x velocity limit x frame period
+    step: float  # |position change| since the joint's previous sample (wrapped for continuous joints)
+    allowed: float  # jump_factor x velocity limit x the time since that sample
 
 
-def find_jumps(
-    previous: Mapping[str, float],
-    current: Mapping[str, float],
-    dt: float,
-    limits: Mapping[str, JointLimit],
-    jump_factor: float,
-) -> tuple[JointJump, ...]:
-    """The joints whose position stepped more than `jump_factor * velocity * dt` between two frames `dt` s apart
-    (joints without a velocity limit, or missing from either frame, are not judged)."""
-    out = []
-    for joint, limit in limits.items():
-        if limit.velocity is None or joint not in previous or joint not in current:
-            continue
-        step = abs(current[joint] - previous[joint])
-        if limit.wraps:  # a continuous joint's reading wraps at +-pi: that is no motion
-            step = abs(math.remainder(step, 2 * math.pi))
-        allowed = jump_factor * limit.velocity * dt
-        if step > allowed:
-            out.append(JointJump(joint, step, allowed))
-    return tuple(out)
+class JumpDetector:
+    """Position jumps, judged per joint over the time since that joint's own previous sample (its stamp in
+    `RobotState.joint_stamps`): a joint held between the samples of its slower topic has not moved, and its
+    next step spans its own period. Joints without a velocity limit, or missing from a frame, are not judged.
+    Stateful: the previous frame's positions and stamps, as arrays (no per-joint loop per frame)."""
+
+    def __init__(self, limits: Mapping[str, JointLimit], jump_factor: float):
+        judged = [(j, lim.velocity, lim.wraps) for j, lim in limits.items() if lim.velocity is not None]
+        self.joints = tuple(j for j, _, _ in judged)
+        self._rate = np.array([jump_factor * velocity for _, velocity, _ in judged])  # allowed step per second
+        self._wraps = np.array([wraps for *_, wraps in judged], dtype=bool)
+        self._any_wraps = bool(self._wraps.any())
+        self._layouts: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray | None]] = {}
+        self._previous: tuple[np.ndarray, np.ndarray | float] | None = None
+
+    def _layout(self, names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray | None]:
+        """Indices into a frame's joints of the judged joints it has, and where they go among the judged
+        (None: the frame has them all), cached per name list."""
+        layout = self._layouts.get(names)
+        if layout is None:
+            index = {n: i for i, n in enumerate(names)}
+            present = [k for k, j in enumerate(self.joints) if j in index]
+            src = np.array([index[self.joints[k]] for k in present], dtype=np.intp)
+            layout = self._layouts[names] = (
+                src,
+                None if len(present) == len(self.joints) else np.array(present, dtype=np.intp),
+            )
+        return layout
+
+    def step(
+        self, names: tuple[str, ...], positions: np.ndarray, stamps: np.ndarray | float
+    ) -> tuple[JointJump, ...] | None:
+        """The joints that jumped since the previous call; None on the first (nothing to step from).
+        `stamps`: per joint of `names`, the stamp of its position (a number: every joint sampled then)."""
+        src, dst = self._layout(names)
+        if dst is None:
+            current = positions[src]
+            times = stamps[src] if isinstance(stamps, np.ndarray) else stamps
+        else:  # judged joints missing from this frame are NaN: never judged
+            current = np.full(len(self.joints), np.nan)
+            current[dst] = positions[src]
+            times = np.full(len(self.joints), np.nan)
+            times[dst] = stamps[src] if isinstance(stamps, np.ndarray) else stamps
+        previous, self._previous = self._previous, (current, times)
+        if previous is None:
+            return None
+        step = np.abs(current - previous[0])
+        if self._any_wraps:  # a continuous joint's reading wraps at +-pi: that is no motion
+            turn = 2 * math.pi
+            step = np.where(self._wraps, np.abs(step - turn * np.round(step / turn)), step)
+        allowed = self._rate * (times - previous[1])  # 0 for a joint held since (no new sample: no step)
+        over = step > allowed
+        if not over.any():
+            return ()
+        return tuple(
+            JointJump(self.joints[k], float(step[k]), float(allowed[k])) for k in np.flatnonzero(over).tolist()
+        )
 
 
 def jump_issue(jumps: tuple[JointJump, ...], t: float, stream: str = "joint_states") -> StreamIssue:
@@ -126,7 +167,7 @@ class JointLimitEstimator:
         self._efforts = [
             (j, lim.effort * margins.effort_factor) for j, lim in self.limits.items() if lim.effort is not None
         ]
-        self._previous: tuple[float, dict[str, float]] | None = None
+        self._jumps = JumpDetector(self.limits, margins.jump_factor)
         self.jumps: tuple[JointJump, ...] = ()
         self.reads_velocity, self.reads_effort = bool(self._velocities), bool(self._efforts)
 
@@ -142,22 +183,22 @@ class JointLimitEstimator:
 
     def step(
         self,
-        t: float,
+        state: RobotState,
         positions: Mapping[str, float],
         velocities: Mapping[str, float] | None,
         efforts: Mapping[str, float] | None,
     ) -> dict[str, Tri]:
+        """One frame: `positions` (and the rest) by joint name, from `state` (its per-joint stamps time the
+        jumps; without them every joint was sampled at `state.t`)."""
         position: Tri = not all(lo <= positions[j] <= hi for j, lo, hi in self._positions)
         velocity = _beyond(self._velocities, velocities)
         effort = _beyond(self._efforts, efforts)
         jump: Tri = False
         if self._velocities:
-            previous, self._previous = self._previous, (t, dict(positions))
-            if previous is None:
-                jump, self.jumps = None, ()
-            else:
-                self.jumps = find_jumps(previous[1], positions, t - previous[0], self.limits, self.margins.jump_factor)
-                jump = bool(self.jumps)
+            stamps = state.t if state.joint_stamps is None else np.asarray(state.joint_stamps, dtype=float)
+            jumps = self._jumps.step(state.joint_names, np.asarray(state.joint_position, dtype=float), stamps)
+            self.jumps = jumps or ()
+            jump = None if jumps is None else bool(jumps)
         return {POSITION: position, VELOCITY: velocity, EFFORT: effort, JUMP: jump}
 
 

@@ -61,6 +61,12 @@ class EstimatorNode(Node):
         p = self.params = declare(self, EstimatorSettings)
         self.topics = declare_topics(self)
         self.mapping = _mapping(self.topics, p.topics_file)
+        self._wrench = self.mapping.wrench is not None
+        if not self._wrench:  # said once here, not blind on every frame
+            self.get_logger().info(
+                "no wrench topic configured: excess_wrench is not grounded (constantly false); the properties "
+                "reading it are not applicable to this robot"
+            )
         self.stage: Estimator  # with the subscriptions to the inputs, once the robot's model is known (`_ready`)
         self._ready = False
         self._description_problem = ""  # why a received /robot_description could not be used
@@ -93,7 +99,7 @@ class EstimatorNode(Node):
             self.create_subscription(_string_type(), p.robot_description_topic, self._on_robot_description, qos.LATCHED)
             self._publish_diagnostics()
         else:
-            self._start(load_default_grounder(p.control_rate_hz, p.config_dir or None))
+            self._start(load_default_grounder(p.control_rate_hz, p.config_dir or None, wrench_sensor=self._wrench))
 
     def _start(self, grounder) -> None:
         """The stage for this robot, and the subscriptions to its inputs (slower streams first)."""
@@ -126,7 +132,11 @@ class EstimatorNode(Node):
         path = Path(self._urdf_folder.name) / "robot_description.urdf"
         path.write_text(m.robot_description_of(msg))
         try:
-            self._start(load_default_grounder(self.params.control_rate_hz, self.params.config_dir or None, urdf=path))
+            self._start(
+                load_default_grounder(
+                    self.params.control_rate_hz, self.params.config_dir or None, urdf=path, wrench_sensor=self._wrench
+                )
+            )
         except SafetyMonitorError as exc:
             self._description_problem = f"{self.params.robot_description_topic} rejected: {exc}"
             self.get_logger().error(self._description_problem)

@@ -29,7 +29,7 @@ from safety_monitor.enums import IssueKind
 from safety_monitor.errors import GroundingError, SourceError
 from safety_monitor.files import load_yaml
 from safety_monitor.frames import JointSample, Pose, PredicateSample, RobotState, StreamIssue, Wrench
-from safety_monitor.grounding.joint_limits import find_jumps, jump_issue
+from safety_monitor.grounding.joint_limits import JumpDetector, jump_issue
 from safety_monitor.grounding.urdf import JointLimit
 from safety_monitor.io.messages import joint_state_sample, pose_of, wrench_of
 from safety_monitor.settings import FROZEN_S, EstimatorSettings
@@ -169,9 +169,9 @@ class FrameAssembler:
 
     `joints`: the robot's joint names in frame order (None: taken from the first JointState).
     `objects`: names whose poses are expected; a missing or old pose is reported stale.
-    `joint_limits`: the joints' velocity limits make a step between frames larger than `jump_factor` times
-    the limit over the frame period a `JOINT_JUMP` issue (`grounding.joint_limits.find_jumps`, the rule the
-    grounder's `joint_position_jump` reads).
+    `joint_limits`: the joints' velocity limits make a joint's step since its own previous sample larger than
+    `jump_factor` times the limit over the time between the two a `JOINT_JUMP` issue
+    (`grounding.joint_limits.JumpDetector`, the rule the grounder's `joint_position_jump` reads).
     """
 
     def __init__(
@@ -209,9 +209,7 @@ class FrameAssembler:
         self.joints_frozen = False  # the joint values have repeated for longer than limits.joints_frozen
         self._pending: list[StreamIssue] = []
         self.frames = 0
-        self._jump_limits = {j: lim for j, lim in (joint_limits or {}).items() if lim.velocity is not None}
-        self._jump_factor = jump_factor
-        self._last_positions: tuple[float, dict[str, float]] | None = None
+        self._jumps = JumpDetector(joint_limits or {}, jump_factor)
         self._update_layouts: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {}
         self._update_stamp = -math.inf
 
@@ -472,8 +470,8 @@ class FrameAssembler:
             stale.append(JOINTS)
         self._t = t
         self._stopped_flagged = False
-        if self._jump_limits and not unusable:
-            self._check_jumps(block[0], t)
+        if self._jumps.joints and not unusable and (jumps := self._jumps.step(self.joints, block[0], joint_t)):
+            self._pending.append(jump_issue(jumps, t, JOINTS))
         wrench = None if WRENCH in stale else self._wrench  # what is stale here is not the grounder's to use
         stamps = self._pose_stamps
         if len(stale) > (WRENCH in stale) + (JOINTS in stale):  # a pose is stale
@@ -484,6 +482,7 @@ class FrameAssembler:
             joint_position=block[0].copy(),
             joint_velocity=block[1].copy() if finite[1] else None,
             joint_effort=block[2].copy() if finite[2] else None,
+            joint_stamps=joint_t.copy(),
             wrench=wrench[0] if wrench else None,
             wrench_age=max(0.0, t - wrench[1]) if wrench else None,
             object_poses={n: self._poses[n] for n in stamps},
@@ -491,14 +490,6 @@ class FrameAssembler:
         )
         self.frames += 1
         return AssembledFrame(state, frozenset(stale), self.drain_issues(), resync)
-
-    def _check_jumps(self, positions: np.ndarray, t: float) -> None:
-        current = dict(zip(self.joints or (), positions.tolist()))
-        last, self._last_positions = self._last_positions, (t, current)
-        if last is not None and (
-            jumps := find_jumps(last[1], current, t - last[0], self._jump_limits, self._jump_factor)
-        ):
-            self._pending.append(jump_issue(jumps, t, JOINTS))
 
     def on_joint_update(self, sample: JointSample, received: float | None = None) -> None:
         """Joints from the second JointState stream (`mapping.gripper_joint_states`), merged by name into the

@@ -72,6 +72,11 @@ class Estimator:
         self.timings = {"assemble": 0.0, "ground": 0.0}
         self._clock = clock
         robot = grounder.robot
+        if grounder.wrench_sensor != (self.mapping.wrench is not None):
+            raise SourceError(
+                f"the topic mapping has {'a' if self.mapping.wrench else 'no'} wrench topic but the grounder was "
+                f"built with wrench_sensor={grounder.wrench_sensor} (load_default_grounder's wrench_sensor)"
+            )
         if unknown := sorted(set(self.mapping.object_frames) - set(robot.objects)):
             raise SourceError(
                 f"object_frames: {', '.join(unknown)} not among the robot's objects "

@@ -196,7 +196,8 @@ def inspect_source(source: str, topics: list[TopicInfo], config: ReplayConfig) -
     from safety_monitor.grounding.applicability import applicability, vacuous_predicates
     from safety_monitor.specs.model import load_specs
 
-    grounder = make_grounder(config.robot, config.rate_hz or NOMINAL_RATE_HZ)
+    config, notes = config.resolved({t.topic: t.msgtype for t in topics})
+    grounder = make_grounder(config.robot, config.rate_hz or NOMINAL_RATE_HZ, config.mapping)
     inputs = check_inputs(configured_inputs(config.mapping, grounder.robot.objects), {t.topic: t for t in topics})
     vacuous = vacuous_predicates(grounder)
     verdicts = applicability(load_specs(config.specs_file()), grounder)
@@ -207,6 +208,7 @@ def inspect_source(source: str, topics: list[TopicInfo], config: ReplayConfig) -
         groundable=[p for p in grounder.predicates if p not in vacuous],
         not_groundable={p: str(why) for p, why in sorted(vacuous.items()) if p in grounder.predicates},
         applicable={name: v.text() for name, v in verdicts.items()},
+        notes=notes,
     )
 
 

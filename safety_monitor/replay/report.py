@@ -231,6 +231,7 @@ def bag_json(result: BagResult, group: str, reads: Sequence[PropertyReads] = ())
         "issues": result.issues,
         "issue_examples": [asdict(i) for i in result.issue_examples],
         "warnings": result.warnings,
+        "not_applicable": result.not_applicable,
         "topics": {k: {"type": v.msgtype, "count": v.count} for k, v in result.topics.items()},
         "timings_s": result.timings,
         "outcomes": [o.to_json() for o in trace.outcomes] if trace else [],

@@ -33,6 +33,7 @@ from safety_monitor.pipeline.decode import MessageType, TypedDecoders, Undecodab
 from safety_monitor.pipeline.estimator import Estimator
 from safety_monitor.pipeline.inputs import TF, ConfiguredInput, check_types, configured_inputs
 from safety_monitor.pipeline.supervisor import Rollout, Supervisor
+from safety_monitor.replay.names import resolve_mapping
 from safety_monitor.replay.timeline import Timeline
 from safety_monitor.settings import EstimatorSettings, MonitorSettings, NodeSettings
 
@@ -51,6 +52,7 @@ class ReplayConfig:
     specs: str | None = None  # None: the package's default spec file
     robot: str | None = None  # None: the package's default robot description
     mapping: StreamMapping = field(default_factory=StreamMapping)
+    namespace: str = "/"  # relative topic names in `mapping` resolve under it, as for a node there (`names`)
     from_predicates: bool = False
     rate_hz: float | None = None  # control rate; None: measured from the bag's joint stamps
     # the live nodes' settings (replay --params: the site's nodes.yaml), so replay applies their input rules
@@ -60,6 +62,18 @@ class ReplayConfig:
     def with_settings(self, settings: NodeSettings) -> ReplayConfig:
         """This configuration with the live nodes' settings (`settings.load_settings`)."""
         return replace(self, estimator=settings.estimator, monitor=settings.monitor)
+
+    def resolved(self, found: Mapping[str, str]) -> tuple[ReplayConfig, list[str]]:
+        """This configuration with its relative topic names resolved against a source's topics (topic -> type),
+        and the notes on names matched by suffix (`names.resolve_mapping`)."""
+        mapping, notes = resolve_mapping(
+            self.mapping,
+            self.namespace,
+            found,
+            () if self.from_predicates else _described_objects(self),
+            self.from_predicates,
+        )
+        return replace(self, mapping=mapping), notes
 
     def specs_file(self) -> Path:
         """The spec file scored against (the default made explicit, for the report)."""
@@ -92,6 +106,8 @@ class BagResult:
     issues: dict[str, int] = field(default_factory=dict)  # issue kind -> count
     issue_examples: list[StreamIssue] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # property -> why this robot cannot ground it (no gripper, no wrench topic, ...): never counted as satisfied
+    not_applicable: dict[str, str] = field(default_factory=dict)
     topics: dict[str, TopicSummary] = field(default_factory=dict)
     timeline: Timeline | None = None  # predicate values (the ones the specs read)
     stale_timeline: Timeline | None = None  # one row, "stale": some input stream was stale
@@ -125,11 +141,12 @@ def _automata(specs: Path, rate_hz: float | None) -> tuple[tuple[str, ...], list
     return load_automata(specs, rate_hz)
 
 
-def make_grounder(robot: str | None, rate_hz: float) -> Any:
-    """The live estimator's grounder for `--robot` (`grounder.load_default_grounder`, the one factory)."""
+def make_grounder(robot: str | None, rate_hz: float, mapping: StreamMapping | None = None) -> Any:
+    """The live estimator's grounder for `--robot` (`grounder.load_default_grounder`, the one factory), for the
+    streams `mapping` configures (no wrench topic: the wrench predicates are not grounded)."""
     from safety_monitor.grounding.grounder import load_default_grounder
 
-    return load_default_grounder(rate_hz, robot)
+    return load_default_grounder(rate_hz, robot, wrench_sensor=(mapping or StreamMapping()).wrench is not None)
 
 
 def make_monitor(config: ReplayConfig, rate_hz: float | None) -> SpecSetMonitor:
@@ -146,12 +163,21 @@ def _check_grounded(monitor: SpecSetMonitor, grounder: Any) -> None:
         )
 
 
+def not_applicable(config: ReplayConfig, grounder: Any) -> dict[str, str]:
+    """The configured properties this robot cannot ground, each with why (`grounding.applicability`)."""
+    from safety_monitor.grounding.applicability import applicability
+    from safety_monitor.specs.model import load_specs
+
+    verdicts = applicability(load_specs(config.specs_file()), grounder).values()
+    return {v.name: v.text() for v in verdicts if not v.applicable}
+
+
 def check_config(config: ReplayConfig) -> None:
     """Load the specs and, for robot-state mode, the robot description (with its twin) once before any bag,
     so a bad file is one error up front instead of the same failure for every bag."""
     monitor = make_monitor(config, config.rate_hz)
     if not config.from_predicates:
-        _check_grounded(monitor, make_grounder(config.robot, config.rate_hz or NOMINAL_RATE_HZ))
+        _check_grounded(monitor, make_grounder(config.robot, config.rate_hz or NOMINAL_RATE_HZ, config.mapping))
 
 
 def missing_topic_error(
@@ -459,7 +485,8 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult, progr
     if joints is None or joints.count == 0:
         raise missing_topic_error(bag.path, "joint states", mapping.joint_states, _JOINT_TYPE, topics, "joint_states")
     rate = result.rate_hz = _control_rate(bag, config, mapping.joint_states)
-    grounder = make_grounder(config.robot, rate)
+    grounder = make_grounder(config.robot, rate, mapping)
+    result.not_applicable = not_applicable(config, grounder)
     objects = tuple(grounder.robot.objects)
     route: dict[str, object] = {mapping.joint_states: _JOINT_ROUTE}
     if mapping.wrench is not None:
@@ -609,6 +636,8 @@ def score_bag(path: str | Path, config: ReplayConfig, progress: Progress | None 
             result.topics = bag.topics
             result.messages = bag.message_count
             result.warnings.extend(bag.skip_warnings)
+            config, notes = config.resolved({name: s.msgtype for name, s in bag.topics.items()})
+            result.warnings.extend(notes)
             if config.from_predicates:
                 _score_predicates(bag, config, result, progress)
             else:

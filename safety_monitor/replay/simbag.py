@@ -38,7 +38,7 @@ class _Estimator:
         from safety_monitor.replay.score import ReplayConfig, make_monitor
 
         self.writer, self.mapping = writer, mapping
-        self.stage = Estimator(load_default_grounder(rate_hz), mapping)
+        self.stage = Estimator(load_default_grounder(rate_hz, wrench_sensor=mapping.wrench is not None), mapping)
         self.monitor = make_monitor(ReplayConfig(specs=specs), rate_hz)
         self.t: float | None = None
 

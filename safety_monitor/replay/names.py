@@ -1,0 +1,71 @@
+"""Topic names of a mapping as ROS resolves them for a node in the recording's namespace.
+
+A node in a namespace reads relative names in its `topics_file` (`gripper/joint_states`) under that namespace;
+a bag records absolute names. So that one topics.yaml serves both, replay and `inspect` resolve a relative
+name under `--namespace NS` (default `/`, the root namespace) the way ROS would. When the bag has no topic of
+that name, a relative name matches the one bag topic of the right type ending with `/<name>` (recorded under
+a namespace the user did not give), which is said in a note; several such topics are refused, listing them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from safety_monitor.errors import SourceError
+from safety_monitor.pipeline.assemble import StreamMapping, pose_stream
+from safety_monitor.pipeline.decode import MessageType
+from safety_monitor.pipeline.inputs import ConfiguredInput, configured_inputs
+
+_TOPICS = ("joint_states", "wrench", "gripper_joint_states", "predicates", "events", "tf", "tf_static")
+
+
+def _absolute(name: str, ns: str) -> str:
+    if name.startswith("/"):
+        return name
+    if name.startswith("~"):
+        raise SourceError(f"topic {name!r}: a private name needs a node's name; give it absolute or relative")
+    return ns.rstrip("/") + "/" + name
+
+
+def resolve_mapping(
+    mapping: StreamMapping,
+    ns: str,
+    found: Mapping[str, str],
+    objects: Iterable[str],
+    from_predicates: bool = False,
+) -> tuple[StreamMapping, list[str]]:
+    """`mapping` with every relative topic name resolved under namespace `ns` against the topics `found`
+    (topic -> type), and a note for each name matched by its suffix instead. SourceError when a relative name
+    that is not under `ns` ends several topics of its type."""
+    objects = tuple(objects)
+    values: dict[str, Any] = {f: _absolute(getattr(mapping, f), ns) for f in _TOPICS if getattr(mapping, f)}
+    values["object_pose"] = _absolute(mapping.object_pose, ns)
+    values["objects"] = {o: _absolute(t, ns) for o, t in mapping.objects.items()}
+    read = configured_inputs(mapping, objects)
+    if from_predicates:
+        read = [ConfiguredInput("predicates", mapping.predicates, MessageType.DIAGNOSTIC_ARRAY)]
+    changes: dict[str, str] = {}
+    notes = []
+    for i in read:
+        target = _absolute(i.topic, ns)
+        if i.topic.startswith("/") or target in found:
+            continue
+        candidates = sorted(
+            t for t, msgtype in found.items() if t.endswith("/" + i.topic) and msgtype == i.msgtype.value
+        )
+        if len(candidates) > 1:
+            raise SourceError(
+                f"topic {i.topic!r} ({i.stream}) is not {target}, and several topics of type {i.msgtype.value} "
+                f"end with it: {', '.join(candidates)} (choose with --namespace NS or an absolute name)"
+            )
+        if candidates:
+            changes[i.stream] = candidates[0]
+            notes.append(
+                f"topic {i.topic!r} ({i.stream}): no {target}; using {candidates[0]}, the one topic of its type "
+                "ending with it (--namespace says where the recording's node ran)"
+            )
+    values.update((f, t) for f, t in changes.items() if f in _TOPICS)
+    values["objects"].update((o, changes[pose_stream(o)]) for o in objects if pose_stream(o) in changes)
+    return dataclasses.replace(mapping, **values), notes
