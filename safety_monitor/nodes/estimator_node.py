@@ -24,6 +24,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
@@ -42,7 +43,7 @@ from safety_monitor.nodes.params import declare, declare_hardware_id, declare_to
 from safety_monitor.nodes.raw_decode import rclpy_decoder
 from safety_monitor.nodes.runtime import clock_seconds, now_stamp, run_node
 from safety_monitor.pipeline.assemble import GRIPPER_JOINTS, JOINTS, WRENCH, StreamMapping, pose_stream
-from safety_monitor.pipeline.decode import MessageType
+from safety_monitor.pipeline.decode import Decoder, MessageType
 from safety_monitor.pipeline.estimator import Estimator, EstimatorStep, RolloutStart
 from safety_monitor.pipeline.markers import START
 from safety_monitor.settings import EstimatorSettings
@@ -117,8 +118,7 @@ class EstimatorNode(Node):
                     T.PoseStamped, mapping.pose_topic(name), lambda raw, n=name: self._on_pose(n, raw), inputs, raw=True
                 )
         if mapping.object_frames:
-            tf_type = _tf_type()
-            read_tf = rclpy_decoder(MessageType.TF_MESSAGE, tf_type)
+            tf_type, read_tf = _tf_input()
             for topic, profile in ((mapping.tf_static, qos.LATCHED), (mapping.tf, inputs)):
                 self.create_subscription(tf_type, topic, lambda raw, r=read_tf: self._on_tf(r, raw), profile, raw=True)
         if mapping.gripper_joint_states:
@@ -349,7 +349,10 @@ def _string_type():
     return String
 
 
-def _tf_type():
+def _tf_input() -> tuple[Any, Decoder]:
+    """The message class the /tf and /tf_static subscriptions are made with, and the decoder of their bytes
+    (rclpy's deserialiser of that class: TFMessage has no direct reader). One seam, so a test on a machine
+    without tf2_msgs can swap both."""
     try:
         from tf2_msgs.msg import TFMessage
     except ImportError:
@@ -357,7 +360,7 @@ def _tf_type():
             "object_frames need the tf2_msgs message package (any ROS 2 install has it; a pip install: "
             "the ros-tf2-msgs wheel)"
         ) from None
-    return TFMessage
+    return TFMessage, rclpy_decoder(MessageType.TF_MESSAGE, TFMessage)
 
 
 def main(args: list[str] | None = None) -> int:
