@@ -59,6 +59,7 @@ class Probe:
         self.ends = 0  # end markers seen
         self.missed_frames = 0  # the estimator's load.missed_frames, summed over its periods
         self.rollout = 0  # the monitor's summary: the rollout it is in (episodes finished)
+        self.estimator_issues: dict[str, int] = {}  # the estimator's issues.<kind> counts, the latest seen
         n = self.node
         n.create_subscription(T.DiagnosticArray, "/diagnostics", self._on_diagnostics, qos.DIAGNOSTICS)
         n.create_subscription(T.DiagnosticArray, "safety_monitor/events", self._on_events, qos.EVENTS)
@@ -80,6 +81,9 @@ class Probe:
                     self.missed_frames += int(kv.value)
                 elif kv.key == "rollout" and s.name.endswith(": monitor"):
                     self.rollout = max(self.rollout, int(kv.value))
+                elif kv.key.startswith("issues.") and s.name.endswith(": estimator inputs"):
+                    kind = kv.key.removeprefix("issues.")
+                    self.estimator_issues[kind] = max(self.estimator_issues.get(kind, 0), int(kv.value))
 
     def _on_events(self, msg) -> None:
         self.event_ids.update(s.hardware_id for s in msg.status)

@@ -380,3 +380,19 @@ def test_ground_frame_makes_every_predicate_unknown_on_stale_joints_and_steps_on
     resync = a.on_joint_states(js(1.004, pos=(0.3, 0.4)))
     sample, failure = ground_frame(grounder, resync, 2)  # caught up, but nothing measured across the break
     assert stepped == [1.004] and failure is None and sample.valuation() == {"p": None, "q": None}
+
+
+def test_a_sample_that_comes_after_the_frames_it_was_fresh_for_is_reported_late():
+    """Topics are delivered independently: a wrench or pose held up in transport makes the frames before it
+    stale (true: the estimator did not have it), and its late arrival is the evidence that it did not stop."""
+    a = FrameAssembler(["j1", "j2"], objects=["cube"], limits=StaleLimits(wrench=0.01, pose=0.02))
+    a.on_wrench(m.wrench_msg(T, 1.0, W))
+    a.on_pose("cube", m.pose_msg(T, 1.0, P))
+    assert a.on_joint_states(js(1.0)).stale == frozenset()
+    frame = a.on_joint_states(js(1.03))  # the samples of 1.002 .. 1.03 have not come
+    assert frame.stale == {"wrench", "object_pose/cube"} and frame.issues == ()
+    a.on_wrench(m.wrench_msg(T, 1.01, W))  # fresh for the frame at 1.01, which it missed
+    a.on_pose("cube", m.pose_msg(T, 1.02, P))  # within the pose limit of the last frame: not late
+    assert kinds(a.drain_issues()) == ["late_arrival"]
+    a.on_wrench(m.wrench_msg(T, 1.03, W))  # in time for the next frame
+    assert a.on_joint_states(js(1.032)).stale == frozenset() and a.drain_issues() == ()

@@ -292,6 +292,20 @@ class FrameAssembler:
                 stale.append(stream)
         return stale
 
+    def _check_late(self, stamp: float, stream: str, limit: float) -> None:
+        """A sample stamped more than its age limit before the last frame came after that frame was made:
+        the frames between had the stream stale although it was sampled in time. Topics are delivered
+        independently (a starved process, a middleware resending a lost message), so this is the evidence
+        that a stale stream arrived late, not that it stopped."""
+        if self._t is not None and self._t - stamp > limit:
+            self._issue(
+                IssueKind.LATE_ARRIVAL,
+                stream,
+                stamp,
+                f"stamped {self._t - stamp:.3f} s before the frame at {self._t:.6f} but came after it "
+                f"(limit {limit:g} s): it reached the estimator late, the frames between had it stale",
+            )
+
     def _check_driver(self, t: float, stream: str) -> None:
         """A slower stream running ahead of the joint stream means the joint stream stopped."""
         if self._t is None:
@@ -324,6 +338,7 @@ class FrameAssembler:
             self._issue(kind, WRENCH, stamp, f"stamp {stamp:.6f} after {self._wrench[1]:.6f}; message dropped")
             return
         self._wrench = (wrench, stamp)
+        self._check_late(stamp, WRENCH, self.limits.wrench)
         limit = self.limits.wrench_frozen
         key = wrench.force.tobytes() + wrench.torque.tobytes()
         frozen = bool(limit) and self._wrench_repeats.held(key, stamp) > limit
@@ -366,6 +381,7 @@ class FrameAssembler:
             return
         self._poses[name] = pose
         self._pose_stamps[name] = stamp
+        self._check_late(stamp, stream, self.limits.pose)
         self._check_driver(stamp, stream)
 
     def on_joint_states(self, msg: Any, received: float | None = None) -> AssembledFrame | None:
