@@ -175,6 +175,7 @@ TEXT = {  # free text the command checks itself; each gets a value it must refus
     "group_by": "(",
     "bags": "{missing}",
     "package_path": "{binary}",
+    "ray": "not an address",
 }
 UNCHECKED = {("sim", "fault")}  # --fault with --physics-only is checked, elsewhere it needs --sim first
 
@@ -191,14 +192,14 @@ def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
 def _bad_values(action: argparse.Action) -> list[str]:
     """Bad values for one option, by its kind; an option of no known kind fails the test (classify it)."""
     dest = action.dest
+    if dest in TEXT:  # before the numeric kinds: arguments.py checks text too (ros_namespace)
+        return [TEXT[dest]]
     if getattr(action.type, "__module__", None) == "safety_monitor.arguments":
         return ["-1", "100000000000", "nan", "inf", "", "abc"]
     if action.choices:
         return ["no_such_choice", ""]
     if dest in INPUT_FILES:
         return ["{binary}", "{missing}", "{folder}", "{bomb}"]
-    if dest in TEXT:
-        return [TEXT[dest]]
     if dest in OUTPUTS:
         return []
     raise AssertionError(f"option {dest!r}: add it to a kind in test_cli_inputs.py")
