@@ -7,11 +7,14 @@ dropped; poses at 50 Hz), the CPU time of grounding every frame of each. *Idle* 
 with the thread asleep for MS milliseconds before each step, as a node waits for its next frame: the step's
 wall and CPU time after each pause (what a live node pays per frame, not what back-to-back offline runs pay);
 with `--spin` the thread busy-waits instead, so it never leaves the core. `--mujoco` (with `--episodes`): the CPU
-time of the twin's MuJoCo calls alone per frame, the floor of any grounder that runs them on every frame.
+time of the twin's MuJoCo calls alone per frame, the floor of any grounder that runs them on every frame;
+`--floor` (with `--episodes`): the CPU time of what Python must still do per frame around one compiled step
+(the RobotState's arrays and dicts read into one flat input row, a PredicateFrame built from a row of
+booleans), the other part of that floor.
 `--urdf`: the workcell's sweep and then, back to back, a sweep of a 7-joint URDF arm with a two-finger gripper
 (`test/urdf_robots.py`'s, package:// meshes) over three cubes: for each, CPU per `Grounder.step` and the CPU of
 the MuJoCo calls it makes (thread time both), and their ratio.
-Run: .venv/bin/python benchmarks/bench_grounding.py [--frames 5000] [--episodes [TASK ...] [--mujoco]] [--idle MS ... [--spin]]
+Run: .venv/bin/python benchmarks/bench_grounding.py [--frames 5000] [--episodes [TASK ...] [--mujoco] [--floor]] [--idle MS ... [--spin]]
      .venv/bin/python benchmarks/bench_grounding.py --urdf [--frames 5000]
 """
 
@@ -146,7 +149,31 @@ class TimedMuJoCo:
         return timed_call
 
 
-def episodes(tasks: list[str], mujoco_only: bool) -> None:
+def interface_floor(grounder, states: list[RobotState]) -> float:
+    """CPU seconds per frame to read each RobotState into one flat float row (joints in the robot's order,
+    object poses and ages, wrench) and to build a PredicateFrame from a row of booleans: what a grounder
+    whose estimators run in compiled code over arrays would still pay in Python."""
+    from safety_monitor.grounding.grounder import PredicateFrame
+
+    objects, predicates = tuple(grounder.robot.objects), grounder.predicates
+    order = {name: i for i, name in enumerate(states[0].joint_names)}
+    index = np.array([order[j] for j in grounder.robot.required_joints])
+    decided = np.zeros(len(predicates), dtype=bool)
+    start = time.process_time()
+    for s in states:
+        parts = [np.asarray(s.joint_position, dtype=float)[index]]
+        for o in objects:
+            pose = s.object_poses.get(o)
+            parts += (pose.position, pose.quaternion) if pose is not None else (np.full(7, np.nan),)
+        parts.append(np.array([s.object_ages.get(o, np.nan) for o in objects]))
+        if s.wrench is not None:
+            parts += (s.wrench.force, s.wrench.torque)
+        np.concatenate(parts)
+        PredicateFrame(s.t, 0, dict(zip(predicates, decided.tolist())), frozenset(), {})
+    return (time.process_time() - start) / len(states)
+
+
+def episodes(tasks: list[str], mujoco_only: bool, floor: bool = False) -> None:
     from safety_monitor.grounding import twin
     from safety_monitor.sim.runner import run_episode
 
@@ -154,9 +181,11 @@ def episodes(tasks: list[str], mujoco_only: bool) -> None:
     timed_mujoco = TimedMuJoCo()
     if mujoco_only:
         twin.mujoco = timed_mujoco
-    total_frames, total_cpu = 0, 0.0
+    total_frames, total_cpu, floor_cpu = 0, 0.0, 0.0
     for task in tasks:
         states = list(run_episode(task))
+        if floor:
+            floor_cpu += interface_floor(grounder, states) * len(states)
         grounder.reset()
         start = time.process_time()
         for state in states:
@@ -165,6 +194,8 @@ def episodes(tasks: list[str], mujoco_only: bool) -> None:
         total_frames, total_cpu = total_frames + len(states), total_cpu + cpu
         print(f"{task:24s} {len(states):6d} frames  {1e6 * cpu / len(states):6.0f} us CPU per frame")
     print(f"{'all':24s} {total_frames:6d} frames  {1e6 * total_cpu / total_frames:6.0f} us CPU per frame")
+    if floor:
+        print(f"{'interface floor':24s} {'':13s} {1e6 * floor_cpu / total_frames:6.1f} us CPU per frame")
     if mujoco_only:
         twin.mujoco = mujoco
         for name in TimedMuJoCo.CALLS:
@@ -278,6 +309,11 @@ def main() -> None:
         "--mujoco", action="store_true", help="with --episodes: also time the twin's MuJoCo calls alone (per frame)"
     )
     parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="with --episodes: also time the Python around one compiled step (inputs to a row, row to a frame)",
+    )
+    parser.add_argument(
         "--spin", action="store_true", help="with --idle: busy-wait through the pause instead of sleeping"
     )
     parser.add_argument(
@@ -293,7 +329,7 @@ def main() -> None:
     elif args.episodes is None:
         sweep(args.frames)
     else:
-        episodes(args.episodes or list(EPISODES), args.mujoco)
+        episodes(args.episodes or list(EPISODES), args.mujoco, args.floor)
 
 
 if __name__ == "__main__":

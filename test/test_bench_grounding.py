@@ -35,7 +35,7 @@ def test_idle_mode_times_each_pause(spin):
 
 def test_mujoco_mode_times_the_twins_calls_on_an_episode():
     out = subprocess.run(
-        [sys.executable, str(BENCH), "--episodes", "open_drawer", "--mujoco"],
+        [sys.executable, str(BENCH), "--episodes", "open_drawer", "--mujoco", "--floor"],
         capture_output=True,
         text=True,
         timeout=240,
@@ -46,6 +46,9 @@ def test_mujoco_mode_times_the_twins_calls_on_an_episode():
     assert float(calls["mj_collision"]) == 1.0  # once per frame
     assert float(calls["mj_kinematics"]) >= 1.0 and float(calls["mj_geomDistance"]) > 0
     assert re.search(r"^MuJoCo calls in all +[\d.]+ us per frame$", out.stdout, re.M), out.stdout
+    floor = re.search(r"^interface floor +([\d.]+) us CPU per frame$", out.stdout, re.M)
+    step = re.search(r"^all +\d+ frames +(\d+) us CPU per frame$", out.stdout, re.M)
+    assert floor and step and 0 < float(floor[1]) < float(step[1]), out.stdout
 
 
 def test_urdf_mode_times_the_workcell_and_the_urdf_arm_against_their_mujoco_calls():
