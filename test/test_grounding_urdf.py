@@ -292,6 +292,13 @@ def test_robot_init_writes_a_description_that_loads_with_the_guessed_arm_and_gri
     assert robot.ee_body == ("tool" if kind == "none" else "hand")
     assert robot.ignored_joints == {"drawer_slide"}
     assert "CHECK" in (out / "robot.yaml").read_text()
+    *_, closed, opened = ROBOTS[name]
+    if closed is not None:  # the closing direction measured: the two-finger joints close down, the mimic one up
+        joints = robot.gripper.joints
+        assert robot.gripper.closed(dict.fromkeys(joints, closed)) and not robot.gripper.closed(
+            dict.fromkeys(joints, opened)
+        )
+        assert "0.08 m apart at" in (out / "robot.yaml").read_text()
     assert main(argv) == 2  # never overwrites
     assert "already there" in capsys.readouterr().err
 
@@ -322,7 +329,7 @@ def test_a_missing_mesh_of_a_urdf_given_by_a_relative_path_names_absolute_places
 
 def _linkage_gripper() -> str:
     """A Robotiq-2F-85-like linkage on the tool: one driven knuckle, mimic knuckles on both sides, finger pads
-    fixed to the inner knuckles."""
+    fixed to the inner knuckles; like the 2F-85 it is open at 0 and closes as its joint grows to 0.8."""
     box = '<collision><geometry><box size="0.01 0.01 0.02"/></geometry></collision>'
     out = ""
     for side, sign in (("left", 1), ("right", -1)):
@@ -332,7 +339,7 @@ def _linkage_gripper() -> str:
             mimic = "" if joint == "finger_joint" else '<mimic joint="finger_joint" multiplier="1"/>'
             out += (
                 f'  <link name="{name}">{box}</link>\n  <joint name="{joint}" type="revolute"><parent link="tool"/>'
-                f'<child link="{name}"/><origin xyz="0 {0.02 * sign} 0.02"/><axis xyz="1 0 0"/>'
+                f'<child link="{name}"/><origin xyz="0 {0.03 * sign} 0.02"/><axis xyz="{sign} 0 0"/>'
                 f'<limit lower="0" upper="0.8" velocity="2" effort="10"/>{mimic}</joint>\n'
             )
         pad = f"{side}_inner_finger_pad"
@@ -353,3 +360,17 @@ def test_robot_init_pairs_a_linkage_grippers_fingers_left_and_right(tmp_path, ca
     assert doc["robot"]["gripper"]["fingers"] == {"left": "left_inner_finger_pad", "right": "right_inner_finger_pad"}
     robot = load_robot_description(tmp_path / "mine" / "robot.yaml")
     assert robot.gripper.joints == ("finger_joint",) and len(set(robot.gripper.finger_bodies)) == 2
+    assert robot.gripper.closes_upward and robot.gripper.closed({"finger_joint": 0.7})
+    assert not robot.gripper.closed({"finger_joint": 0.0})
+    assert "fingers 0.05 m apart at 0, overlapping by" in (tmp_path / "mine" / "robot.yaml").read_text()
+
+
+def test_robot_init_keeps_its_guess_and_says_so_when_the_fingers_do_not_tell_which_way_it_closes(tmp_path, capsys):
+    from safety_monitor.cli import main
+
+    sideways = arm_urdf(6, "one_joint").replace('multiplier="1"', 'multiplier="-1"')  # both fingers move the same way
+    (tmp_path / "robot.urdf").write_text(sideways)
+    assert main(["robot", "init", "--urdf", str(tmp_path / "robot.urdf"), "--out", str(tmp_path / "mine")]) == 0
+    text = (tmp_path / "mine" / "robot.yaml").read_text()
+    assert yaml.safe_load(text)["robot"]["gripper"]["closed_below"] == pytest.approx(0.036)
+    assert "forward kinematics could not tell which way the gripper closes (the fingers are 0.08 m apart at " in text

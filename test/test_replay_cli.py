@@ -204,6 +204,18 @@ def test_a_clean_bag_has_no_warning(bag, specs, capsys):
     assert replay(bag, "--specs", specs) == 0
     out, err = capsys.readouterr()
     assert "warning" not in err and out.rstrip().endswith("1 of 1 bag(s) scored")
+    assert "not applicable" not in out  # the workcell grounds both properties
+
+
+def test_the_summary_names_the_properties_not_applicable_to_the_robot(bag, specs, capsys):
+    assert replay(bag, "--specs", specs, "--topics", "wrench=none") == 0  # no wrist sensor
+    out, _ = capsys.readouterr()
+    table, line = out.split("intervals: bootstrap")[0], [t for t in out.splitlines() if "not applicable" in t]
+    assert "no_excess_wrench" in table  # a row of no triggers, which must not read as checked
+    assert line == [
+        "not applicable to this robot, so not checked: no_excess_wrench (why: report.json's not_applicable, "
+        "or `safety-monitor inspect`)"
+    ]
 
 
 # ----------------------------------------------------------------------------- naming

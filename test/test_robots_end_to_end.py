@@ -208,6 +208,18 @@ def test_replay_gives_exactly_the_scripted_events(case):
     assert replayed.issues == {IssueKind.JOINT_JUMP: 2} and "joint2 by 1.5" in jumps[0].detail  # out, and back
 
 
+def test_the_replay_summary_names_the_properties_this_robot_cannot_ground(case, capsys):
+    from safety_monitor.cli import main
+
+    folder = case.folder
+    args = ["--robot", folder / "robot" / "robot.yaml", "--topics", folder / "topics.yaml", "--params", case.params]
+    assert main(["replay", str(case.bag), *map(str, args), "--quiet", "--resamples", "0"]) == 0
+    line = [t for t in capsys.readouterr().out.splitlines() if t.startswith("not applicable to this robot")]
+    assert len(line) == 1 and f"not checked: {', '.join(sorted(case.replayed.not_applicable))} (why:" in line[0]
+    assert "no_excess_wrench" in line[0]  # no wrist sensor on any of them
+    assert ("drop_only_when_released" in line[0]) == (case.robot.gripper == "none")
+
+
 def test_live_nodes_in_separate_processes_give_the_replayed_events(case):
     pytest.importorskip("rclpy")
     import bag_player

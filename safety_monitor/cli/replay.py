@@ -101,7 +101,7 @@ def _replay(args: argparse.Namespace) -> int:
     from safety_monitor.grounding.grounder import config_dir
     from safety_monitor.io.bag import find_bags
     from safety_monitor.replay.batch import score_bags, summarize, unique_bags
-    from safety_monitor.replay.report import check_folder, input_warning, is_blind, write_report
+    from safety_monitor.replay.report import check_folder, input_warning, is_blind, not_applicable_line, write_report
     from safety_monitor.replay.score import ReplayConfig, check_config
     from safety_monitor.settings import load_settings
 
@@ -136,6 +136,8 @@ def _replay(args: argparse.Namespace) -> int:
         print(format_table(summary.overall))
     for name, metrics in summary.groups.items():
         print(f"\ngroup {name}:\n{format_table(metrics)}")
+    if line := not_applicable_line(results):
+        print(line)
     failed = [r for r in results if not r.ok and not r.interrupted]
     for r in failed:
         print(f"safety-monitor replay: failed: {r.error}", file=sys.stderr)

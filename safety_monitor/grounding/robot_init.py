@@ -4,7 +4,9 @@ what to check.
 The arm is the longest chain of moving joints from the root; the gripper is the joints named *finger* or
 *gripper* (a joint others mimic counts once: a one-joint gripper); the grasp point is a *tcp* link fixed to
 the hand (Franka's `fer_hand_tcp`), else the link that carries the gripper (else the arm's last link). The result loads as it is; what it cannot know (where the grasp
-centre lies, which way the gripper closes, fixtures, objects) is left for the user, marked CHECK.
+centre lies, fixtures, objects) is left for the user, marked CHECK. Which way the gripper closes is measured:
+the twin sets the gripper joint(s) (and their mimic followers) at both limits and the limit where the fingers
+are nearer together is closed.
 """
 
 from __future__ import annotations
@@ -14,11 +16,17 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+import yaml
+
 from safety_monitor.errors import GroundingError
-from safety_monitor.grounding.description import GripperKind
+from safety_monitor.grounding.description import GripperKind, parse_robot_description
+from safety_monitor.grounding.twin import KinematicTwin
 from safety_monitor.grounding.urdf import MOVING_TYPES, UrdfJoint, UrdfModel
 
 _GRIPPER_WORDS = ("finger", "gripper", "jaw", "knuckle")
+_SAME_GAP = 1e-4  # m: finger gaps at the two limits closer than this tell nothing about which way it closes
+_OPEN_SHARE = 0.1  # of the joint range: the gripper counts as open only this near its open limit
 
 
 @dataclass(frozen=True)
@@ -129,8 +137,74 @@ def _fixed_tip(urdf: UrdfModel, link: str) -> str:
     return _fixed_tip(urdf, kids[0].child) if len(kids) == 1 else link
 
 
-def robot_yaml(urdf: UrdfModel, guess: RobotGuess, urdf_ref: str, package_path: list[str]) -> str:
-    """The text of robot.yaml for `guess`, with comments saying what to check."""
+@dataclass(frozen=True)
+class Closing:
+    """Which way the gripper closes: closed above `at` (`upward`) or below it, and what that rests on."""
+
+    upward: bool
+    at: float
+    evidence: str  # the CHECK comment: what was measured, or why the direction is a guess
+
+
+def gripper_closing(urdf: UrdfModel, guess: RobotGuess, draft: str) -> Closing:
+    """The closing direction by forward kinematics: the twin of `draft` (robot.yaml as written with the
+    guess, its paths absolute) sets the gripper joints at their lower, then their upper limits,
+    with their mimic followers, and the limit where the fingers' surfaces are nearer is closed. Undecided (no
+    limits, no finger geometry, equal gaps, no twin), the guess stands and the evidence says why."""
+    limits = [urdf.joints[j].limit for j in guess.gripper_joints]
+    ends = [(lim.lower, lim.upper) for lim in limits]
+    if any(a is None or b is None for a, b in ends):
+        return guessed_closing(urdf, guess, "the URDF gives the gripper joint no lower and upper limit")
+    try:
+        twin = KinematicTwin(parse_robot_description(yaml.safe_load(draft), "robot.yaml"), 0.0)
+    except GroundingError as exc:
+        return guessed_closing(urdf, guess, f"no twin: {exc}")
+    gaps = []
+    for side in (0, 1):
+        twin.compute(guess.gripper_joints, np.array([end[side] for end in ends], dtype=float), {})
+        gaps.append(twin.finger_gap())
+    low, high = gaps
+    if low is None or high is None:
+        return guessed_closing(urdf, guess, "a finger has no collision geometry to measure")
+    if abs(low - high) < _SAME_GAP:
+        return guessed_closing(urdf, guess, f"the fingers are {_apart(low)} at both limits")
+    lo, hi = _range(urdf, guess)
+    upward = high < low
+    return Closing(
+        upward,
+        lo + _OPEN_SHARE * (hi - lo) if upward else lo + (1 - _OPEN_SHARE) * (hi - lo),
+        f"joint range [{lo:g}, {hi:g}]; fingers {_apart(low)} at {lo:g}, {_apart(high)} at {hi:g} (forward "
+        f"kinematics): closed {'above' if upward else 'below'} this",
+    )
+
+
+def guessed_closing(urdf: UrdfModel, guess: RobotGuess, why: str) -> Closing:
+    """The guess when the fingers cannot be measured: the joint closes as it decreases."""
+    lo, hi = _range(urdf, guess)
+    return Closing(
+        False,
+        lo + (1 - _OPEN_SHARE) * (hi - lo),
+        f"joint range [{lo:g}, {hi:g}]; closed below this is a guess, forward kinematics could not tell which "
+        f"way the gripper closes ({why}): use closed_above if the joint grows as it closes",
+    )
+
+
+def _range(urdf: UrdfModel, guess: RobotGuess) -> tuple[float, float]:
+    """The gripper joints' range: the lowest lower and the highest upper limit (0 to 1 when none)."""
+    limits = [urdf.joints[j].limit for j in guess.gripper_joints]
+    lo = min((lim.lower for lim in limits if lim.lower is not None), default=0.0)
+    return lo, max((lim.upper for lim in limits if lim.upper is not None), default=lo + 1.0)
+
+
+def _apart(gap: float) -> str:
+    if abs(gap) < _SAME_GAP:
+        return "touching"
+    return f"{gap:.3g} m apart" if gap > 0 else f"overlapping by {-gap:.3g} m"
+
+
+def robot_yaml(urdf: UrdfModel, guess: RobotGuess, urdf_ref: str, package_path: list[str], closing: Closing) -> str:
+    """The text of robot.yaml for `guess`, with comments saying what to check; `closing`: the gripper's
+    closing direction (any, for a robot without a gripper)."""
     g = guess
     lines = [
         f"# Robot description written by `safety-monitor robot init` from {urdf.path.name} (robot {urdf.name!r}).",
@@ -157,18 +231,15 @@ def robot_yaml(urdf: UrdfModel, guess: RobotGuess, urdf_ref: str, package_path: 
             f"    hand_bodies: {json.dumps(list(g.hand_links))}   # the tool's links",
         ]
     else:
-        limits = [urdf.joints[j].limit for j in g.gripper_joints]
-        lo = min((lim.lower for lim in limits if lim.lower is not None), default=0.0)
-        hi = max((lim.upper for lim in limits if lim.upper is not None), default=lo + 1.0)
         what = "fingers that mimic it move with it" if g.gripper is GripperKind.ONE_JOINT else "one joint per finger"
+        key = "closed_above" if closing.upward else "closed_below"
         lines += [
             f"    kind: {g.gripper.value}   # CHECK: {what}",
             f"    joints: {json.dumps(list(g.gripper_joints))}",
             f"    fingers: {{left: {g.finger_links[0]}, right: {g.finger_links[1]}}}   # CHECK: links on either side "
             "of a grasped object",
             f"    hand_bodies: {json.dumps(list(g.hand_links))}   # gripper links other than the fingers",
-            f"    closed_below: {lo + 0.9 * (hi - lo):.6g}   # CHECK: joint range [{lo:g}, {hi:g}]; closed below this "
-            "(use closed_above if the joint grows as the gripper closes)",
+            f"    {key}: {closing.at:.6g}   # CHECK: {closing.evidence}",
         ]
     if g.mimic:
         lines.append(
@@ -198,19 +269,24 @@ def objects_yaml(default: Path) -> str:
 
 def write_description(urdf: UrdfModel, out: Path, defaults: Path, package_path: list[Path]) -> list[Path]:
     """robot.yaml, objects.yaml and thresholds.yaml (the defaults) in `out`; refuses to overwrite."""
-    search = [_relative(p, out) for p in package_path]
-    files = {
-        "robot.yaml": robot_yaml(urdf, guess_robot(urdf), _relative(urdf.path, out), search),
-        "objects.yaml": objects_yaml(defaults / "objects.yaml"),
-        "thresholds.yaml": (defaults / "thresholds.yaml").read_text(encoding="utf-8"),
-    }
-    there = [name for name in files if (out / name).exists()]
+    names = ("robot.yaml", "objects.yaml", "thresholds.yaml")
+    there = [name for name in names if (out / name).exists()]
     if there:
         raise GroundingError(f"{out}: {', '.join(there)} already there; remove them or give another --out")
+    guess = guess_robot(urdf)
+    closing = guessed_closing(urdf, guess, "not measured")
+    if guess.gripper is not GripperKind.NONE:  # measured on the description as it will be written
+        draft = robot_yaml(urdf, guess, str(urdf.path.resolve()), [str(p.resolve()) for p in package_path], closing)
+        closing = gripper_closing(urdf, guess, draft)
+    texts = (
+        robot_yaml(urdf, guess, _relative(urdf.path, out), [_relative(p, out) for p in package_path], closing),
+        objects_yaml(defaults / "objects.yaml"),
+        (defaults / "thresholds.yaml").read_text(encoding="utf-8"),
+    )
     out.mkdir(parents=True, exist_ok=True)
-    for name, text in files.items():
+    for name, text in zip(names, texts):
         (out / name).write_text(text, encoding="utf-8")
-    return [out / name for name in files]
+    return [out / name for name in names]
 
 
 def _relative(path: Path, out: Path) -> str:

@@ -35,6 +35,7 @@ from safety_monitor.grounding.thresholds import Thresholds
 from safety_monitor.grounding.urdf import JointLimit, suggest
 
 _PARK = 1000.0  # objects without a usable pose are parked this far away, spaced apart
+_FAR = 10.0  # m: beyond any gripper's opening (mj_geomDistance reports no gap larger than its bound)
 
 
 class KinematicTwin:
@@ -110,6 +111,15 @@ class KinematicTwin:
         self._object_adr = (
             np.concatenate([adr for _, adr in self._object_slots]) if robot.objects else np.empty(0, dtype=np.int64)
         )
+
+    def finger_gap(self) -> float | None:
+        """Smallest signed surface gap between the left and the right finger's geoms in the pose of the last
+        compute (how far open the gripper is there); None when a finger has no collision geometry."""
+        m, d = self.model, self.data
+        left, right = (np.flatnonzero(self.geom_entity == self.entities.index(side)).tolist() for side in FINGER_PARTS)
+        if not (left and right):
+            return None
+        return min(mujoco.mj_geomDistance(m, d, a, b, _FAR, None) for a in left for b in right)
 
     def forget(self) -> None:
         """Drop the distances and boxes kept from earlier frames: the next compute measures everything

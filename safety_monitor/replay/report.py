@@ -103,6 +103,18 @@ def input_warning(result: BagResult) -> str | None:
     return f"{result.bag}: " + "; ".join(parts + result.warnings) if parts or result.warnings else None
 
 
+def not_applicable_line(results: Sequence[BagResult]) -> str | None:
+    """One line naming the properties some scored bag's robot cannot ground (no gripper, no wrench topic,
+    ...): they are in the table with no triggers, which must not read as checked and never violated."""
+    names = sorted({name for r in results for name in r.not_applicable})
+    if not names:
+        return None
+    return (
+        f"not applicable to this robot, so not checked: {', '.join(names)} (why: report.json's not_applicable, "
+        "or `safety-monitor inspect`)"
+    )
+
+
 # ------------------------------------------------------------------------------------- vacuity
 @dataclass(frozen=True)
 class PropertyReads:
