@@ -17,6 +17,7 @@ import os
 import re
 import signal
 import socket
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -252,6 +253,8 @@ class RayCluster(Executor):
     more; the tasks' own exceptions come back as they were raised."""
 
     def __init__(self, address: RayAddress | None = None, jobs: int = 0) -> None:
+        if address is None:
+            _choose_token_auth()
         try:
             import ray
         except ImportError:
@@ -319,6 +322,14 @@ class RayCluster(Executor):
         if self._owned:
             self._ray.shutdown()
             self._owned = False
+
+
+def _choose_token_auth() -> None:
+    """For a cluster of this run's own: token authentication, as Ray chooses for a new local cluster, but
+    chosen here, so Ray does not warn on every run that it chose it. Ray reads RAY_AUTH_MODE when it is
+    imported (so only a process that has not imported it yet is told), and one set by the user wins."""
+    if "ray" not in sys.modules:
+        os.environ.setdefault("RAY_AUTH_MODE", "token")
 
 
 def _call(fn: Callable[[T], R], folder: str, item: T) -> R:

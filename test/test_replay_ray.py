@@ -6,10 +6,12 @@ One local cluster of 2 CPUs serves the module (started as `--ray` with no addres
 commands run in this process and use it.
 """
 
+import importlib.util
 import json
 import os
 import signal
 import socket
+import subprocess
 import sys
 from functools import partial
 from pathlib import Path
@@ -39,9 +41,10 @@ TIMING = ("timings_s",)  # report.json's fields that measure this run, not the b
 
 @pytest.fixture(scope="module")
 def cluster():
-    ray = pytest.importorskip("ray", reason="the optional extra: pip install .[ray] (make setup installs it)")
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import this test module
+    if importlib.util.find_spec("ray") is None:  # not imported here: RayCluster must be first to import it
+        pytest.skip("the optional extra: pip install .[ray] (make setup installs it)")
     with RayCluster(jobs=2) as executor:  # what `--ray` with no address starts
+        sys.modules["ray"].cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import it
         yield executor
 
 
@@ -220,6 +223,15 @@ def test_a_trace_file_whose_worker_dies_twice_is_one_line_and_exit_2(where, tmp_
     [line] = capsys.readouterr().err.splitlines()
     assert line.startswith(f"safety-monitor ctl: error: {paths[1]}: its worker died twice (")
     assert line.endswith("); not done")
+
+
+def test_a_local_cluster_of_its_own_starts_without_ray_warning_of_its_authentication(cluster, bags, specs, tmp_path):
+    """Ray warns on every run that it turned token authentication on, unless RAY_AUTH_MODE chose it."""
+    env = {k: v for k, v in os.environ.items() if k != "RAY_AUTH_MODE"}  # this process's cluster set it
+    argv = [sys.executable, "-m", "safety_monitor.cli", "replay", str(bags[0]), "--specs", specs, *FAST, "--jobs", "1"]
+    run = subprocess.run([*argv, "--ray"], env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert run.returncode == 0 and run.stdout.endswith("1 of 1 bag(s) scored\n"), run.stderr
+    assert "Token authentication" not in run.stderr and "RAY_AUTH_MODE" not in run.stderr, run.stderr
 
 
 # ------------------------------------------------------------------------------ equiv and ctl
