@@ -6,9 +6,12 @@ One local cluster of 2 CPUs serves the module (started as `--ray` with no addres
 commands run in this process and use it.
 """
 
+import importlib.util
 import json
 import os
+import signal
 import socket
+import subprocess
 import sys
 from functools import partial
 from pathlib import Path
@@ -38,9 +41,10 @@ TIMING = ("timings_s",)  # report.json's fields that measure this run, not the b
 
 @pytest.fixture(scope="module")
 def cluster():
-    ray = pytest.importorskip("ray", reason="the optional extra: pip install .[ray] (make setup installs it)")
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import this test module
+    if importlib.util.find_spec("ray") is None:  # not imported here: RayCluster must be first to import it
+        pytest.skip("the optional extra: pip install .[ray] (make setup installs it)")
     with RayCluster(jobs=2) as executor:  # what `--ray` with no address starts
+        sys.modules["ray"].cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import it
         yield executor
 
 
@@ -127,49 +131,107 @@ def test_a_corrupt_bag_under_ray_is_reported_failed(cluster, bags, specs, tmp_pa
     assert failed["bag"] == str(bags[-1]) and failed["error"].startswith(f"{bags[-1]}: ")
 
 
-def _die(fn, doomed, once, item):
-    """A task whose worker process dies (as a crash in a native library ends it) on the bags in `doomed`:
-    every time, or with `once` (a folder for markers) the first time only."""
-    marker = once and once / f"{Path(item).name}.started"
-    if Path(item).name in doomed and not (marker and marker.exists()):
-        if marker:
-            marker.touch()
-        os._exit(1)
+def _die(fn, doomed, log, every_time, item):
+    """A task whose worker process is killed (SIGKILL, as the OOM killer ends it) on the items in `doomed`:
+    the first time, or with `every_time` every time. Each run of a task is a line in `log`/<item>.runs."""
+    runs = log / f"{Path(item).name}.runs"
+    first = not runs.exists()
+    with runs.open("a") as out:
+        out.write("run\n")
+    if Path(item).name in doomed and (first or every_time):
+        os.kill(os.getpid(), signal.SIGKILL)
     return fn(item)
 
 
-class Doomed(Executor):
-    """The module's cluster, with the workers of the bags in `doomed` dying (see `_die`)."""
+def runs_of(log):
+    return {path.name.removesuffix(".runs"): len(path.read_text().splitlines()) for path in log.glob("*.runs")}
 
-    def __init__(self, cluster, doomed, once=None):
-        self.cluster, self.doomed, self.once = cluster, doomed, once
+
+class Doomed(Executor):
+    """An executor whose workers die on the items in `doomed` (see `_die`)."""
+
+    def __init__(self, executor, doomed, log, every_time=False):
+        self.executor, self.doomed, self.log, self.every_time = executor, doomed, log, every_time
 
     def map(self, fn, items):
-        return self.cluster.map(partial(_die, fn, self.doomed, self.once), items)
+        return self.executor.map(partial(_die, fn, self.doomed, self.log, self.every_time), items)
 
 
-def test_a_bag_whose_worker_dies_once_is_scored_again_and_said(cluster, bags, specs, tmp_path, monkeypatch, capsys):
-    assert replay(tmp_path / "local", *bags[:2], "--specs", specs) == 0
+@pytest.fixture(params=["--jobs", "--ray"])
+def where(request):
+    """The two executors that run tasks in worker processes, and the option that chooses each: the
+    module's Ray cluster, or two local processes (`_die` is imported there by name, from this module)."""
+    if request.param == "--ray":
+        return request.getfixturevalue("cluster"), ["--ray"]
+    return Processes(2), ["--jobs", "2"]
+
+
+def test_a_bag_whose_worker_dies_once_is_scored_again_and_said(where, bags, specs, tmp_path, monkeypatch, capsys):
+    executor, option = where
+    assert replay(tmp_path / "here", *bags[:3], "--specs", specs) == 0
     capsys.readouterr()
-    monkeypatch.setattr(workers, "executor", lambda args, tasks=None: Doomed(cluster, {"policy_b_1"}, tmp_path))
-    assert replay(tmp_path / "ray", *bags[:2], "--specs", specs, "--ray") == 0
-    warnings = [line for line in capsys.readouterr().err.splitlines() if "died" in line]
+    log = tmp_path / "runs"
+    log.mkdir()
+    monkeypatch.setattr(workers, "executor", lambda args, tasks=None: Doomed(executor, {"policy_b_1"}, log))
+    assert replay(tmp_path / "there", *bags[:3], "--specs", specs, *option) == 0
+    err = capsys.readouterr().err
+    warnings = [line for line in err.splitlines() if "died" in line]
     assert len(warnings) == 1 and warnings[0].startswith(f"safety-monitor replay: warning: {bags[1]}: the worker")
     assert warnings[0].endswith("; scored by another")
-    assert without_timings(tmp_path / "ray" / "report.json") == without_timings(tmp_path / "local" / "report.json")
+    assert "Traceback" not in err
+    assert without_timings(tmp_path / "there" / "report.json") == without_timings(tmp_path / "here" / "report.json")
+    assert runs_of(log) == {"policy_a_1": 1, "policy_b_1": 2, "policy_b_2": 1}  # none lost, none scored twice
 
 
 def test_a_bag_whose_worker_dies_twice_is_failed_and_the_rest_are_scored(
-    cluster, bags, specs, tmp_path, monkeypatch, capsys
+    where, bags, specs, tmp_path, monkeypatch, capsys
 ):
-    monkeypatch.setattr(workers, "executor", lambda args, tasks=None: Doomed(cluster, {"policy_b_1"}))
-    assert replay(tmp_path, *bags[:2], "--specs", specs, "--ray") == 1
+    executor, option = where
+    log = tmp_path / "runs"
+    log.mkdir()
+    doomed = Doomed(executor, {"policy_b_1"}, log, every_time=True)
+    monkeypatch.setattr(workers, "executor", lambda args, tasks=None: doomed)
+    assert replay(tmp_path, *bags[:3], "--specs", specs, *option) == 1
     doc = json.loads((tmp_path / "report.json").read_text())
-    assert [b["status"] for b in doc["bags"]] == ["scored", "failed"]
+    assert [b["status"] for b in doc["bags"]] == ["scored", "failed", "scored"]
     [failed] = doc["bags_failed"]
     assert failed["error"].startswith(f"{bags[1]}: the worker scoring it died twice (")
     assert failed["error"].endswith("); not scored")
-    assert f"failed: {failed['error']}" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"failed: {failed['error']}" in err and "Traceback" not in err
+    assert runs_of(log) == {"policy_a_1": 1, "policy_b_1": 2, "policy_b_2": 1}
+
+
+def test_a_local_worker_that_dies_is_named_by_its_signal(bags, specs, tmp_path, monkeypatch):
+    log = tmp_path / "runs"
+    log.mkdir()
+    doomed = Doomed(Processes(2), {"policy_b_1"}, log, every_time=True)
+    monkeypatch.setattr(workers, "executor", lambda args, tasks=None: doomed)
+    assert replay(tmp_path, *bags[:2], "--specs", specs, "--jobs", "2") == 1
+    [failed] = json.loads((tmp_path / "report.json").read_text())["bags_failed"]
+    assert failed["error"] == f"{bags[1]}: the worker scoring it died twice (killed by SIGKILL); not scored"
+
+
+def test_a_trace_file_whose_worker_dies_twice_is_one_line_and_exit_2(where, tmp_path, monkeypatch, capsys):
+    executor, option = where
+    paths = _traces(tmp_path, 3)
+    log = tmp_path / "runs"
+    log.mkdir()
+    doomed = Doomed(executor, {paths[1].name}, log, every_time=True)
+    monkeypatch.setattr(workers, "executor", lambda args, tasks=None: doomed)
+    assert main(["ctl", *map(str, paths), "--formula", "EF r", *option]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"safety-monitor ctl: error: {paths[1]}: its worker died twice (")
+    assert line.endswith("); not done")
+
+
+def test_a_local_cluster_of_its_own_starts_without_ray_warning_of_its_authentication(cluster, bags, specs, tmp_path):
+    """Ray warns on every run that it turned token authentication on, unless RAY_AUTH_MODE chose it."""
+    env = {k: v for k, v in os.environ.items() if k != "RAY_AUTH_MODE"}  # this process's cluster set it
+    argv = [sys.executable, "-m", "safety_monitor.cli", "replay", str(bags[0]), "--specs", specs, *FAST, "--jobs", "1"]
+    run = subprocess.run([*argv, "--ray"], env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert run.returncode == 0 and run.stdout.endswith("1 of 1 bag(s) scored\n"), run.stderr
+    assert "Token authentication" not in run.stderr and "RAY_AUTH_MODE" not in run.stderr, run.stderr
 
 
 # ------------------------------------------------------------------------------ equiv and ctl
