@@ -124,6 +124,11 @@ def first_true(frames, name):
     return next(i for i, f in enumerate(frames) if f.values[name])
 
 
+def tri(frames, name):
+    """The three-valued series: None where the predicate is unknown."""
+    return [None if name in f.unknown else f.values[name] for f in frames]
+
+
 # -------------------------------------------------------------------------------------------------------
 def test_paper_frame_counts_come_back_at_20_hz_and_scale_at_500_hz():
     f20, f500 = THRESHOLDS.frames(20.0), THRESHOLDS.frames(500.0)
@@ -197,6 +202,52 @@ def test_forbidden_contact_is_sustained_on_the_21st_frame_and_resets_on_a_gap():
     assert not gap.values["forbidden_contact"] and not gap.values["forbidden_contact_sustained"]
     s.contacts[("arm", "table")] = 0.0
     assert series(s.step(20), "forbidden_contact_sustained") == [False] * 20
+
+
+def test_a_contact_broken_by_a_pose_gap_never_adds_up_to_a_sustained_one():
+    """15 frames seen, the cube's pose lost for 4 s, 15 frames seen: nobody saw 21 frames of contact, but
+    it may have lasted through the gap, so it is unknown (never true) until it is seen to end."""
+    s = Scene()
+    s.step(10)
+    s.contacts[("arm", "cube")] = 0.0  # an arm link on the cube: forbidden
+    before = s.step(15)
+    s.missing.add("cube")
+    gap = s.step(80)
+    s.missing.clear()
+    after = s.step(15)
+    del s.contacts[("arm", "cube")]
+    gone = s.step(3)
+    name = "forbidden_contact_sustained"
+    assert tri(before, name) == [False] * 15
+    assert tri(gap, name) == [None] * 80 and tri(after, name) == [None] * 15
+    assert tri(gone, name) == [False] * 3
+    assert not any(f.values[name] for f in before + gap + after + gone)
+
+
+def test_a_pose_gap_inside_a_long_contact_restarts_its_count():
+    """Sustained before the gap fires on the 21st seen frame as without one; after the gap the contact is
+    unknown until it has again been seen for 21 frames on its own."""
+    s = Scene()
+    s.step(10)
+    s.contacts[("arm", "cube")] = 0.0
+    name = "forbidden_contact_sustained"
+    assert tri(s.step(30), name) == [False] * 20 + [True] * 10
+    s.missing.add("cube")
+    assert tri(s.step(10), name) == [None] * 10  # it may have ended in the gap
+    s.missing.clear()
+    assert tri(s.step(22), name) == [None] * 20 + [True] * 2
+
+
+def test_a_contact_first_seen_as_a_pose_returns_may_have_begun_in_the_gap():
+    """Out of contact before a 5-frame gap, in contact from its first frame back: at most 5 unseen frames
+    of contact, so false while 5 + seen frames stay within the tolerance of 20, true on the 21st seen."""
+    s = Scene()
+    s.step(10)
+    s.missing.add("cube")
+    s.step(5)
+    s.missing.clear()
+    s.contacts[("arm", "cube")] = 0.0
+    assert tri(s.step(22), "forbidden_contact_sustained") == [False] * 15 + [None] * 5 + [True] * 2
 
 
 def test_allowed_contact_classes():
@@ -379,6 +430,19 @@ def test_wrench_limits_staleness_and_nan():
     assert s.step().stale["wrench"] == math.inf
 
 
+def test_excess_wrench_persistence_does_not_count_across_a_stale_wrench():
+    """At 500 Hz the wrench must be over its limit for 5 frames: 3, one stale frame, 3 more is unknown (it
+    may have been over the limit while stale), never excess; 5 seen in a row is."""
+    s = Scene(rate=500.0)
+    s.step(3)
+    s.wrench = Wrench(np.array([0.0, 0.0, 50.0]), np.zeros(3))
+    assert tri(s.step(3), "excess_wrench") == [False] * 3
+    s.wrench_age = 0.5
+    assert tri([s.step()], "excess_wrench") == [None]
+    s.wrench_age = 0.0
+    assert tri(s.step(6), "excess_wrench") == [None] * 4 + [True] * 2
+
+
 def test_nan_pose_is_unknown_not_false():
     s = Scene()
     s.step(3)
@@ -454,6 +518,26 @@ def test_clean_contact_is_sustained_on_the_21st_frame():
     frames = s.step(22)
     assert all(series(frames, "robot_contact_clean"))
     assert series(frames, "robot_contact_clean_sustained") == [False] * 20 + [True] * 2
+
+
+def test_clean_contact_broken_by_a_pose_gap_is_not_sustained_and_a_long_one_restarts_after_it():
+    s = Scene()
+    s.step(2)
+    s.contacts[("finger_right", "plate")] = 0.005
+    name = "robot_contact_clean_sustained"
+    assert tri(s.step(15), name) == [False] * 15
+    s.missing.add("plate")
+    assert tri(s.step(80), name) == [None] * 80
+    s.missing.clear()
+    assert tri(s.step(15), name) == [None] * 15  # 30 frames seen in all, never 21 in a row
+    del s.contacts[("finger_right", "plate")]
+    assert tri(s.step(2), name) == [False] * 2
+    s.contacts[("finger_right", "plate")] = 0.005
+    assert tri(s.step(25), name) == [False] * 20 + [True] * 5
+    s.missing.add("plate")
+    assert tri(s.step(3), name) == [None] * 3
+    s.missing.clear()
+    assert tri(s.step(22), name) == [None] * 20 + [True] * 2
 
 
 def test_sanitized_can_be_pinned_in_config_and_is_never_hard_coded():

@@ -6,6 +6,16 @@ manipulated object in motion (grasped or moving) with a support or container. Co
 at rest, robot self-contacts and fixture-internal contacts are not judged. Everything else the
 robot touches, and anything a moving object hits, is forbidden. The sustained form counts frames per
 contact pair, so one long contact fires and flicker between different pairs does not add up.
+
+A frame on which a pair cannot be judged (an object of it has no pose, or its verdict is unknown) may have
+been either, so each pair keeps two runs (a `Persistence`): the frames it was seen in forbidden contact
+since its last unjudged frame, and the frames it may have been (seen or unjudged) since it was last seen
+out of it. Sustained is true once some seen run exceeds the tolerance; false when this frame is judged
+everywhere and no possible run exceeds it; unknown otherwise. So a contact seen before and after a pose
+gap never adds up to a sustained one: it is unknown until the contact has lasted the tolerance on its own
+after the gap, or is seen to end. A contact first seen as an object's pose returns may have begun unseen:
+its possible run starts with the frames up to then on which some object had no pose (a bound on its own
+gap, equal to it unless pose gaps of different objects overlap).
 """
 
 from __future__ import annotations
@@ -30,7 +40,8 @@ DOCS = {
         "contact 0.002 m",
     ),
     "forbidden_contact_sustained": PredicateDoc(
-        "one forbidden contact pair has lasted longer than the tolerance",
+        "one forbidden contact pair has been seen for longer than the tolerance with no frame it could not be "
+        "judged on (unknown while it may have lasted that long unseen)",
         "forbidden_contact per pair",
         "forbidden_contact_tolerance 1.0 s (20 frames; fires on the 21st)",
     ),
@@ -84,7 +95,9 @@ class ContactEstimator:
         self.wrench_sensor = wrench_sensor  # False: no wrench stream, excess_wrench not grounded (constantly false)
         self.grasp, self.fixtures = grasp, fixtures
         self.tolerance = counts.forbidden_contact_tolerance
-        self.pair_frames: dict[tuple[str, str], int] = {}
+        self.runs: dict[tuple[str, str], Persistence] = {}  # pairs in forbidden contact, or maybe still
+        self._unseen: frozenset[str] = frozenset()  # objects without a pose on the previous frame
+        self._unseen_run = 0  # consecutive frames up to the previous one on which some object had no pose
         self._rules: dict[tuple[str, str], _Rule] = {}
         self.wrench = Persistence(counts.wrench_persistence)
         self.supports = frozenset(
@@ -102,19 +115,23 @@ class ContactEstimator:
                 if v is not False:
                     verdicts[(a, b)] = v
         uncertain = bool(geo.unknown) or None in verdicts.values()
-        frames = {}
+        runs, sustained = {}, [None if uncertain else False]
         for pair, v in verdicts.items():
-            if v:
-                frames[pair] = self.pair_frames.get(pair, 0) + 1
-        for pair, n in self.pair_frames.items():  # freeze pairs that cannot be judged this frame
-            if pair not in frames and (verdicts.get(pair, False) is None or set(pair) & geo.unknown):
-                frames[pair] = n
-        self.pair_frames = frames
+            run = self.runs.get(pair)
+            if run is None:  # a new contact; if it ends a pose gap of its object, it may have begun in it
+                run = Persistence(self.tolerance + 1, self._unseen_run if set(pair) & self._unseen else 0)
+            sustained.append(run.step(v))
+            runs[pair] = run
+        for pair, run in self.runs.items():  # an object of it has no pose: the contact may go on
+            if pair not in runs and set(pair) & geo.unknown:
+                run.step(None)
+                runs[pair] = run
+        self.runs = runs
+        self._unseen, self._unseen_run = geo.unknown, self._unseen_run + 1 if geo.unknown else 0
         raw = any3(list(verdicts.values()))
-        sustained = any(n > self.tolerance for n in frames.values())
         return {
             "forbidden_contact": True if raw else (None if uncertain else False),
-            "forbidden_contact_sustained": True if sustained else (None if uncertain else False),
+            "forbidden_contact_sustained": any3(sustained),
             "excess_wrench": self.wrench.step(self._excess(inp)),
         }
 

@@ -27,7 +27,8 @@ DOCS = {
         "contact 0.002 m; gripper_clearance 0.01 m for gripper bodies",
     ),
     "robot_contact_clean_sustained": PredicateDoc(
-        "robot_contact_clean has lasted longer than the tolerance",
+        "robot_contact_clean has been seen for longer than the tolerance with no unknown frame in between "
+        "(unknown while it may have lasted that long unseen)",
         "robot_contact_clean",
         "clean_contact_tolerance 1.0 s (20 frames; fires on the 21st)",
     ),

@@ -2,7 +2,8 @@
 
 A predicate value is True, False or None (unknown: an input was missing, NaN or stale). Kleene logic
 keeps a definite answer when one exists (any() with one known True is True) and says unknown otherwise,
-so a missing input never reads as a silent False. Debouncers freeze on unknown input.
+so a missing input never reads as a silent False. Debouncers freeze on unknown input; a persistence
+(true after n consecutive true frames) never counts a run across an unknown frame.
 """
 
 from __future__ import annotations
@@ -70,16 +71,21 @@ class SymmetricDebounce:
 
 
 class Persistence:
-    """True once the raw value has been true for at least `n` consecutive frames."""
+    """True once the raw value has been true for at least `n` consecutive frames, counted across unknown
+    frames soundly: an unknown frame may have been either, so it ends the run that was seen (`seen`) but
+    extends the run that may have been (`possible`); only a known false ends both. True once `seen` reaches
+    `n`; unknown on an unknown frame and while only `possible` reaches `n`; false otherwise."""
 
-    def __init__(self, n: int):
-        self.n, self.count = n, 0
+    def __init__(self, n: int, possible: int = 0):
+        """`possible`: frames before the first step that may already have been true (an unseen spell)."""
+        self.n, self.seen, self.possible = n, 0, possible
 
     def step(self, raw: Tri) -> Tri:
-        if raw is None:
-            return None
-        self.count = self.count + 1 if raw else 0
-        return self.count >= self.n
+        self.seen = self.seen + 1 if raw else 0
+        self.possible = 0 if raw is False else self.possible + 1
+        if self.seen >= self.n:
+            return True
+        return None if raw is None or self.possible >= self.n else False
 
 
 class StickyTrue:
