@@ -4,10 +4,11 @@ head and for the command), and its report is the local run's byte for byte (timi
 run from a folder of its own with relative paths to the bags and the specs.
 
 The head is a child process in a session of its own, on ports Ray picks (0) and a temp dir of its own
-(in the system's temp folder: Ray's socket paths under pytest's tmp_path exceed the 107 bytes a Unix
-socket's path may have), so two runs on one machine do not meet. It is stopped by signalling its process group, never
-with `ray stop` (which stops every Ray cluster of the user on the machine), and the teardown fails when
-any process of it is left. An address nothing listens on is tested in test_replay_ray.py.
+(in the system's temp folder: under pytest's tmp_path, Ray's socket paths pass the 107 bytes a Unix
+socket's path may have), so two runs on one machine do not meet. It is stopped by signals to its
+processes (SIGTERM to `ray start`, then SIGKILL to what is left of its session), never with `ray stop`
+(which stops every Ray cluster on the machine), and the teardown fails when a process of it escaped.
+An address nothing listens on is tested in test_replay_ray.py.
 """
 
 from __future__ import annotations
@@ -91,33 +92,51 @@ def _wait_for_address(head: subprocess.Popen[bytes], log: Path) -> str:
     return f"127.0.0.1:{found['port']}"
 
 
-def _processes_of(group: int, temp_dir: Path) -> list[str]:
-    """The live processes (zombies aside) of the head's process group or naming its temp dir."""
+@dataclass(frozen=True)
+class Process:
+    """A process found in /proc: its id, its session and the start of its command line."""
+
+    pid: int
+    session: int
+    command: str
+
+
+def _processes_of(session: int, temp_dir: Path) -> list[Process]:
+    """The live processes (zombies aside) of the head's session (`ray start` leads it; Ray's workers are
+    in process groups of their own within it) or naming its temp dir."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         with contextlib.suppress(OSError):  # a process that ended while being read
-            state, _parent, pgrp = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:3]
+            state, _parent, _group, sid = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:4]
             command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            if state != "Z" and (int(pgrp) == group or str(temp_dir) in command):
-                found.append(f"{entry.name}: {command[:200]}")
+            if state != "Z" and (int(sid) == session or str(temp_dir) in command):
+                found.append(Process(int(entry.name), int(sid), command[:200]))
     return found
 
 
 def _stop(head: subprocess.Popen[bytes], temp_dir: Path) -> None:
-    """SIGTERM to `ray start` (it drains its node and stops what it started), SIGKILL to whatever of its
-    process group is left, then no process of it may remain."""
+    """SIGTERM to `ray start` (it drains its node and stops what it started), then SIGKILL to its process
+    group and to whatever else of its session is left. A process naming the temp dir outside that
+    session escaped it: killed too, and it fails the test, as does any process of the head left at the end."""
     head.terminate()
     with contextlib.suppress(subprocess.TimeoutExpired):
         head.wait(timeout=HANG_S)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(head.pid, signal.SIGKILL)
     head.wait()
+    escaped = []
+    for process in _processes_of(head.pid, temp_dir):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(process.pid, signal.SIGKILL)
+        if process.session != head.pid:
+            escaped.append(process)
     deadline = time.monotonic() + HANG_S
     while (left := _processes_of(head.pid, temp_dir)) and time.monotonic() < deadline:
         time.sleep(POLL_S)
-    assert not left, "processes of the head left behind:\n" + "\n".join(left)
+    assert not escaped, f"processes of the head outside its session: {escaped}"
+    assert not left, f"processes of the head that outlived SIGKILL: {left}"
 
 
 @pytest.fixture
