@@ -17,26 +17,11 @@ from functools import partial
 from pathlib import Path
 
 import pytest
+from ray_replay_bags import FAST, GROUP_BY, SPECS, report_files, without_timings, write_bag
 
 from safety_monitor.cli import main, workers
 from safety_monitor.errors import ExecutorError, SourceError
 from safety_monitor.executors import Done, Executor, Processes, RayCluster, Serial, in_order, make_executor
-from safety_monitor.io.bag import BagWriter
-from safety_monitor.sim.runner import run_episode
-
-SPECS = """
-predicates: [excess_wrench, object_grasped, object_sync, object_grasped_raw]
-properties:
-  - name: grasp_synced_until_release
-    category: grasp_stability
-    formula: "G(object_grasped -> ((object_sync U !object_grasped_raw) | G object_sync))"
-  - name: no_excess_wrench
-    category: collision_contact
-    formula: "G(!excess_wrench)"
-"""
-RATE = 500.0
-FAST = ["--quiet", "--rate", "500", "--resamples", "50"]
-TIMING = ("timings_s",)  # report.json's fields that measure this run, not the bags
 
 
 @pytest.fixture(scope="module")
@@ -60,20 +45,6 @@ def specs(folder):
     return str(path)
 
 
-def write_bag(path, frames, wrench=True):
-    """A stationary workcell at 500 Hz; without `wrench`, no wrench topic (so no_excess_wrench is blind)."""
-    state = next(run_episode("pick_and_place_cube"))
-    with BagWriter(path) as w:
-        for k in range(frames):
-            t = 100.0 + k / RATE
-            if wrench:
-                w.write_wrench("/wrist_wrench", t, state.wrench)
-            for name, pose in state.object_poses.items():
-                w.write_pose(f"/objects/{name}/pose", t, pose)
-            w.write_joint_state("/joint_states", t, list(state.joint_names), state.joint_position, log_t=t)
-    return path
-
-
 @pytest.fixture(scope="module")
 def bags(folder):
     """Two good bags, a blind one and a corrupt one (its data file cut short)."""
@@ -87,15 +58,7 @@ def bags(folder):
 
 
 def replay(report, *args):
-    return main(["replay", *map(str, args), *FAST, "--report", str(report), "--group-by", "policy_([a-z])"])
-
-
-def without_timings(path):
-    doc = json.loads(path.read_text())
-    for bag in doc["bags"]:
-        for field in TIMING:
-            bag.pop(field)
-    return doc
+    return main(["replay", *map(str, args), *FAST, "--report", str(report), *GROUP_BY])
 
 
 # ------------------------------------------------------------------------------------ replay
@@ -106,11 +69,9 @@ def test_a_ray_report_is_the_local_report(cluster, bags, specs, tmp_path, capsys
     assert replay(on_ray, *bags, "--specs", specs, "--ray") == 1
     ray_out = capsys.readouterr()
     assert without_timings(on_ray / "report.json") == without_timings(local / "report.json")
-    files = sorted(p.relative_to(local) for p in local.rglob("*") if p.is_file() and p.name != "report.json")
+    files = report_files(local)
     assert Path("summary.md") in files and Path("plots/risk_by_category.png") in files
-    assert sorted(p.relative_to(on_ray) for p in on_ray.rglob("*") if p.is_file() and p.name != "report.json") == [
-        *files,
-    ]
+    assert report_files(on_ray) == files
     for name in files:
         assert (on_ray / name).read_bytes() == (local / name).read_bytes(), name
     assert ray_out.out.replace(str(on_ray), str(local)) == local_out.out

@@ -1,0 +1,191 @@
+"""`replay --ray HOST:PORT` joins a cluster that `ray start --head` made, as docs/ray.md tells users to
+(token authentication on: `RAY_AUTH_MODE=token` and the cluster's token in `RAY_AUTH_TOKEN`, for the
+head and for the command), and its report is the local run's byte for byte (timings aside), the command
+run from a folder of its own with relative paths to the bags and the specs.
+
+The head is a child process in a session of its own, on ports Ray picks (0) and a temp dir of its own
+(in the system's temp folder: under pytest's tmp_path, Ray's socket paths pass the 107 bytes a Unix
+socket's path may have), so two runs on one machine do not meet. It is stopped by signals to its
+processes (SIGTERM to `ray start`, then SIGKILL to what is left of its session), never with `ray stop`
+(which stops every Ray cluster on the machine), and the teardown fails when a process of it escaped.
+An address nothing listens on is tested in test_replay_ray.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from ray_replay_bags import FAST, GROUP_BY, SPECS, report_files, without_timings, write_bag
+
+import safety_monitor
+
+pytest.importorskip("ray", reason="the optional extra: pip install .[ray] (make setup installs it)")
+
+RAY = Path(sys.executable).with_name("ray")  # the CLI beside this interpreter, so the head runs this Ray
+HANG_S = 300.0  # only catches a head that hangs starting or stopping; a slow machine stays well inside it
+POLL_S = 0.2
+ADDRESS_LINE = re.compile(r"ray start --address='[^']*:(?P<port>[0-9]+)'")  # printed once the head is up
+BAGS = ["runs/policy_a_1", "runs/policy_b_1"]
+
+
+@dataclass(frozen=True)
+class Head:
+    """A running head node: the address to join it at and the environment that joins it."""
+
+    address: str
+    env: dict[str, str]
+    temp_dir: Path
+
+
+def _environment() -> dict[str, str]:
+    """This environment with token authentication on and a token of this test's own (never the user's
+    ~/.ray/auth_token), and this checkout importable by the head's workers."""
+    checkout = str(Path(safety_monitor.__file__).resolve().parents[1])
+    others = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != checkout]
+    path = os.pathsep.join([checkout, *others])
+    return {**os.environ, "PYTHONPATH": path, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+
+
+def _head_command(temp_dir: Path) -> list[str]:
+    """`ray start --head`, every port Ray's (0: a free one), the dashboard off, 2 CPUs."""
+    command = [str(RAY), "start", "--head", "--block", "--num-cpus=2", "--disable-usage-stats"]
+    command += ["--include-dashboard=false", f"--temp-dir={temp_dir}"]
+    for option in ("port", "node-manager-port", "object-manager-port", "min-worker-port", "max-worker-port"):
+        command.append(f"--{option}=0")
+    for option in ("dashboard-agent-listen-port", "dashboard-agent-grpc-port", "runtime-env-agent-port"):
+        command.append(f"--{option}=0")
+    if importlib.util.find_spec("grpc") is not None:  # Ray Client installed: its server takes 10001 unless told
+        command.append(f"--ray-client-server-port={_free_port()}")
+    return command
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _wait_for_address(head: subprocess.Popen[bytes], log: Path) -> str:
+    """The head's address, once `ray start` prints it (it does when the node is up and takes drivers)."""
+    deadline = time.monotonic() + HANG_S
+    while (found := ADDRESS_LINE.search(log.read_text())) is None:
+        if head.poll() is not None:
+            pytest.fail(f"ray start --head exited with {head.returncode}:\n{log.read_text()[-3000:]}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"ray start --head printed no address within {HANG_S:.0f} s:\n{log.read_text()[-3000:]}")
+        time.sleep(POLL_S)
+    return f"127.0.0.1:{found['port']}"
+
+
+@dataclass(frozen=True)
+class Process:
+    """A process found in /proc: its id, its session and the start of its command line."""
+
+    pid: int
+    session: int
+    command: str
+
+
+def _processes_of(session: int, temp_dir: Path) -> list[Process]:
+    """The live processes (zombies aside) of the head's session (`ray start` leads it; Ray's workers are
+    in process groups of their own within it) or naming its temp dir."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):  # a process that ended while being read
+            state, _parent, _group, sid = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:4]
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            if state != "Z" and (int(sid) == session or str(temp_dir) in command):
+                found.append(Process(int(entry.name), int(sid), command[:200]))
+    return found
+
+
+def _stop(head: subprocess.Popen[bytes], temp_dir: Path) -> None:
+    """SIGTERM to `ray start` (it drains its node and stops what it started), then SIGKILL to its process
+    group and to whatever else of its session is left. A process naming the temp dir outside that
+    session escaped it: killed too, and it fails the test, as does any process of the head left at the end."""
+    head.terminate()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        head.wait(timeout=HANG_S)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(head.pid, signal.SIGKILL)
+    head.wait()
+    escaped = []
+    for process in _processes_of(head.pid, temp_dir):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(process.pid, signal.SIGKILL)
+        if process.session != head.pid:
+            escaped.append(process)
+    deadline = time.monotonic() + HANG_S
+    while (left := _processes_of(head.pid, temp_dir)) and time.monotonic() < deadline:
+        time.sleep(POLL_S)
+    assert not escaped, f"processes of the head outside its session: {escaped}"
+    assert not left, f"processes of the head that outlived SIGKILL: {left}"
+
+
+@pytest.fixture
+def head(tmp_path: Path) -> Iterator[Head]:
+    """A head node of 2 CPUs, started as docs/ray.md says, in a folder that is not the command's."""
+    folder, temp_dir = tmp_path / "head", Path(tempfile.mkdtemp(prefix="sm_ray_"))
+    folder.mkdir()
+    env, log = _environment(), folder / "ray_start.log"
+    try:
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                _head_command(temp_dir),
+                cwd=folder,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        try:
+            yield Head(_wait_for_address(process, log), env, temp_dir)
+        finally:
+            _stop(process, temp_dir)
+    finally:
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def _replay(folder: Path, env: dict[str, str], report: str, *options: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "safety_monitor.cli", "replay", *BAGS, "--specs", "specs.yaml"]
+    command += [*FAST, *GROUP_BY, "--report", report, *options]
+    return subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, check=False)
+
+
+def test_joining_a_started_cluster_by_address_gives_the_local_report(head, tmp_path):
+    folder = tmp_path / "evaluation"  # the command's folder, with the bags and specs at relative paths
+    for bag, frames in zip(BAGS, (60, 90), strict=True):
+        write_bag(folder / bag, frames)
+    (folder / "specs.yaml").write_text(SPECS)
+    assert not list(head.temp_dir.glob("session_*/logs/python-core-driver-*"))  # no driver has joined yet
+
+    local = _replay(folder, head.env, "local")
+    on_ray = _replay(folder, head.env, "on_ray", "--ray", head.address)
+
+    assert (local.returncode, on_ray.returncode) == (0, 0), on_ray.stderr
+    assert list(head.temp_dir.glob("session_*/logs/python-core-driver-*")), "the command did not join the head"
+    assert without_timings(folder / "on_ray" / "report.json") == without_timings(folder / "local" / "report.json")
+    files = report_files(folder / "local")
+    assert Path("summary.md") in files and Path("episodes.csv") in files
+    assert report_files(folder / "on_ray") == files
+    for name in files:
+        assert (folder / "on_ray" / name).read_bytes() == (folder / "local" / name).read_bytes(), name
+    assert on_ray.stdout.replace("on_ray/", "local/") == local.stdout
+    assert on_ray.stderr == local.stderr
