@@ -17,7 +17,7 @@ setup(
         (f"share/{PACKAGE}/config", glob("config/*.yaml")),
     ],
     python_requires=">=3.10",
-    install_requires=["setuptools", "numpy", "PyYAML", "ltlf2dfa>=2.0", "lark>=1.1.5", "pebble"],
+    install_requires=["setuptools", "numpy", "PyYAML", "ltlf2dfa>=2.0", "lark>=1.1.5"],
     zip_safe=False,
     maintainer="safety_monitor maintainers",
     maintainer_email="safety-monitor@example.org",

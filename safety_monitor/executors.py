@@ -8,6 +8,7 @@ optional extra (`pip install .[ray]`), imported only when `--ray` is given.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import itertools
 import logging
@@ -19,8 +20,9 @@ import socket
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from multiprocessing.process import BaseProcess
 from typing import Any, Generic, TypeVar
 
 from safety_monitor.errors import ExecutorError, SourceError
@@ -81,10 +83,10 @@ class Serial(Executor):
 
 
 class Processes(Executor):
-    """`jobs` local worker processes, spawned clean (pebble's pool): a worker that dies (killed by the OOM
-    killer, a crash in a native library) fails only the task it was running, which then runs once more in a
-    fresh process while the others go on. The standard library's pool cannot do this: one dead worker
-    breaks it, failing every task in flight."""
+    """`jobs` local worker processes, spawned clean, each fed one task at a time through a pipe of its own,
+    so a worker that dies (killed by the OOM killer, a crash in a native library) names the task it was
+    running: that task runs once more in a fresh process, the others go on. The standard library's pool
+    cannot do this: one dead worker breaks it, failing every task in flight."""
 
     def __init__(self, jobs: int) -> None:
         self.jobs = jobs
@@ -92,49 +94,117 @@ class Processes(Executor):
     def map(self, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[Done[R]]:
         # spawn: workers start clean (no inherited MuJoCo or thread state); they compile nothing twice because
         # the DFA cache is on disk. A worker leaves Ctrl-C to this process, which stops the batch.
-        from pebble import ProcessExpired, ProcessPool
-
-        pool = ProcessPool(
-            max_workers=self.jobs, initializer=_exit_quietly_on_interrupt, context=multiprocessing.get_context("spawn")
-        )
-        futures: dict[Future[R], int] = {pool.schedule(fn, args=(item,)): i for i, item in enumerate(items)}
+        context = multiprocessing.get_context("spawn")
+        todo = collections.deque(range(len(items)))  # a task to run again goes first
+        idle: list[_Worker] = []
+        busy: dict[_Worker, int] = {}  # worker -> index of the task it runs
         lost_once: dict[int, str] = {}
         try:
-            while futures:
-                done, _ = wait(futures, return_when=FIRST_COMPLETED)
-                for future in done:
-                    index = futures.pop(future)
-                    exc = future.exception()
-                    retried = lost_once.get(index)
-                    if exc is None:
-                        yield Done(index, future.result(), retried=retried)
-                    elif not isinstance(exc, ProcessExpired):
-                        yield Done(index, error=_as_exception(exc), retried=retried)
-                    elif retried is not None:
-                        yield Done(index, retried=retried, lost=_how_it_ended(exc.exitcode))
+            while todo or busy:
+                while todo and len(busy) < self.jobs:
+                    index = todo.popleft()
+                    busy[_give(context, idle, fn, items[index])] = index
+                for worker in _answered(busy):
+                    index = busy.pop(worker)
+                    reply = worker.reply()
+                    if reply is not None:
+                        idle.append(worker)
+                        ok, value = reply
+                        retried = lost_once.get(index)
+                        yield Done(index, value, retried=retried) if ok else Done(index, error=value, retried=retried)
+                    elif index in lost_once:
+                        yield Done(index, retried=lost_once[index], lost=worker.end())
                     else:  # its worker died: a fresh one runs the task, once
-                        lost_once[index] = _how_it_ended(exc.exitcode)
-                        futures[pool.schedule(fn, args=(items[index],))] = index
-            pool.close()
-        finally:  # done, Ctrl-C, or the caller stopped reading: the tasks still queued or running are dropped
-            if futures:
-                pool.stop()
-            pool.join()
+                        lost_once[index] = worker.end()
+                        todo.appendleft(index)
+        finally:  # done, Ctrl-C, or the caller stopped reading: the busy workers' tasks are dropped
+            for worker in busy:
+                worker.process.kill()
+            for worker in [*idle, *busy]:
+                worker.end()
 
 
-def _as_exception(exc: BaseException) -> Exception:
-    """A task's failure as an Exception (a worker that raised SystemExit or the like failed its task)."""
-    return exc if isinstance(exc, Exception) else ExecutorError(f"the task ended with {type(exc).__name__}: {exc}")
+@dataclass(eq=False)
+class _Worker:
+    """One local worker process and this process's end of its pipe."""
+
+    process: BaseProcess
+    conn: Connection
+
+    @classmethod
+    def start(cls, context: Any) -> _Worker:
+        ours, theirs = context.Pipe()
+        process = context.Process(target=_serve, args=(theirs,), daemon=True)
+        process.start()
+        theirs.close()
+        return cls(process, ours)
+
+    def give(self, fn: Callable[[T], R], item: T) -> bool:
+        """Hand it a task; False if it has died meanwhile."""
+        try:
+            self.conn.send((fn, item))
+        except OSError:
+            return False
+        return True
+
+    def reply(self) -> tuple[bool, Any] | None:
+        """Its task's (True, result) or (False, exception); None if it died without one."""
+        try:
+            return self.conn.recv()
+        except (EOFError, OSError):
+            return None
+        except Exception as exc:  # the reply does not unpickle here (an exception class of its own)
+            return False, ExecutorError(f"a worker's reply cannot be read: {type(exc).__name__}: {exc}")
+
+    def end(self) -> str:
+        """Close its pipe (an idle worker then returns), wait for it, and say how it ended."""
+        self.conn.close()
+        self.process.join()
+        code = self.process.exitcode or 0
+        return f"killed by {_signal_name(-code)}" if code < 0 else f"exit code {code}"
 
 
-def _how_it_ended(exitcode: int | None) -> str:
-    code = exitcode or 0
-    if code >= 0:
-        return f"exit code {code}"
+def _signal_name(number: int) -> str:
     try:
-        return f"killed by {signal.Signals(-code).name}"
+        return signal.Signals(number).name
     except ValueError:  # a real-time signal has no name
-        return f"killed by signal {-code}"
+        return f"signal {number}"
+
+
+def _give(context: Any, idle: list[_Worker], fn: Callable[[T], R], item: T) -> _Worker:
+    """The worker now running `item`: an idle one still alive, or a new one."""
+    while idle:
+        worker = idle.pop()
+        if worker.process.is_alive() and worker.give(fn, item):
+            return worker
+        worker.end()
+    worker = _Worker.start(context)
+    worker.give(fn, item)  # a new worker dead already shows as dead in `_answered`
+    return worker
+
+
+def _answered(busy: dict[_Worker, int]) -> list[_Worker]:
+    """The busy workers that replied or died, once at least one has."""
+    ready = set(wait([w.conn for w in busy] + [w.process.sentinel for w in busy]))
+    return [w for w in busy if w.conn in ready or w.process.sentinel in ready]
+
+
+def _serve(conn: Connection) -> None:
+    """A worker's life: run each task it is handed and send back what came of it, until its pipe closes."""
+    _exit_quietly_on_interrupt()
+    while True:
+        try:
+            fn, item = conn.recv()
+        except EOFError:
+            return
+        try:
+            reply: tuple[bool, Any] = (True, fn(item))
+        except Exception as exc:
+            reply = (False, exc)
+        try:
+            conn.send(reply)
+        except Exception as exc:  # a result or exception that does not pickle: nothing was sent yet
+            conn.send((False, ExecutorError(f"a task's outcome cannot be sent back: {type(exc).__name__}: {exc}")))
 
 
 def _exit_quietly_on_interrupt() -> None:
