@@ -156,7 +156,9 @@ class Proc:
             ]
             for p in params:
                 args += ["-p", p]
-        env = {**os.environ, "ROS_DOMAIN_ID": str(domain), "PYTHONUNBUFFERED": "1"}
+        # faulthandler: a crash, or the SIGABRT `wait` sends a process that does not exit, writes every thread's
+        # stack to the log
+        env = {**os.environ, "ROS_DOMAIN_ID": str(domain), "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"}
         with open(self.log, "w") as out:
             self.popen = subprocess.Popen(
                 args, env=env, stdout=out, stderr=subprocess.STDOUT, process_group=0 if group is None else group
@@ -179,7 +181,20 @@ class Proc:
         return bool(caught & (1 << (signal.SIGTERM - 1)))
 
     def wait(self) -> int:
-        return self.popen.wait(timeout=WAIT_S)
+        """Its exit code; a process still running after WAIT_S is hung: aborted, so the failure shows where."""
+        try:
+            return self.popen.wait(timeout=WAIT_S)
+        except subprocess.TimeoutExpired:
+            self.popen.send_signal(signal.SIGABRT)
+            try:
+                self.popen.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
+            raise AssertionError(
+                f"{self.name} did not exit within {WAIT_S:.0f} s; its log, ending with its threads' stacks when "
+                f"aborted:\n{self.output()[-8000:]}"
+            ) from None
 
     def kill(self) -> None:
         if self.popen.poll() is None:
