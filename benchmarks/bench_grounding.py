@@ -10,11 +10,12 @@ with `--spin` the thread busy-waits instead, so it never leaves the core. `--muj
 time of the twin's MuJoCo calls alone per frame, the floor of any grounder that runs them on every frame;
 `--floor` (with `--episodes`): the CPU time of what Python must still do per frame around one compiled step
 (the RobotState's arrays and dicts read into one flat input row, a PredicateFrame built from a row of
-booleans), the other part of that floor.
+booleans), the other part of that floor; `--stages` (with `--episodes`): the CPU of each part of the step
+(twin, object motion tracks, each estimator family, the rest), where a compiled step would save what.
 `--urdf`: the workcell's sweep and then, back to back, a sweep of a 7-joint URDF arm with a two-finger gripper
 (`test/urdf_robots.py`'s, package:// meshes) over three cubes: for each, CPU per `Grounder.step` and the CPU of
 the MuJoCo calls it makes (thread time both), and their ratio.
-Run: .venv/bin/python benchmarks/bench_grounding.py [--frames 5000] [--episodes [TASK ...] [--mujoco] [--floor]] [--idle MS ... [--spin]]
+Run: .venv/bin/python benchmarks/bench_grounding.py [--frames 5000] [--episodes [TASK ...] [--mujoco] [--floor] [--stages]] [--idle MS ... [--spin]]
      .venv/bin/python benchmarks/bench_grounding.py --urdf [--frames 5000]
 """
 
@@ -173,7 +174,36 @@ def interface_floor(grounder, states: list[RobotState]) -> float:
     return (time.process_time() - start) / len(states)
 
 
-def episodes(tasks: list[str], mujoco_only: bool, floor: bool = False) -> None:
+class StageClock:
+    """CPU time (thread time) of each part of `Grounder.step`, summed over frames: the twin, the object motion
+    tracks, each estimator family and the joint-limit family, each bound method wrapped in place (call `wrap`
+    after every `reset`, which builds the families anew). The rest of the step (input checks, frame
+    assembly) is the step's total less these."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    def _timed(self, label: str, fn):
+        def call(*args, **kwargs):
+            start = time.thread_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.seconds[label] = self.seconds.get(label, 0.0) + time.thread_time() - start
+
+        return call
+
+    def wrap(self, grounder) -> None:
+        twin = grounder.twin
+        if "compute" not in vars(twin):
+            twin.compute = self._timed("twin.compute (MuJoCo + gaps, boxes)", twin.compute)
+        grounder._object_motion = self._timed("object motion tracks", type(grounder)._object_motion.__get__(grounder))
+        for family in (*grounder._families, grounder._limits):
+            label = type(family).__name__.removesuffix("Estimator")
+            family.step = self._timed(f"{label} family", type(family).step.__get__(family))
+
+
+def episodes(tasks: list[str], mujoco_only: bool, floor: bool = False, stages: bool = False) -> None:
     from safety_monitor.grounding import twin
     from safety_monitor.sim.runner import run_episode
 
@@ -181,12 +211,15 @@ def episodes(tasks: list[str], mujoco_only: bool, floor: bool = False) -> None:
     timed_mujoco = TimedMuJoCo()
     if mujoco_only:
         twin.mujoco = timed_mujoco
+    clock = StageClock() if stages else None
     total_frames, total_cpu, floor_cpu = 0, 0.0, 0.0
     for task in tasks:
         states = list(run_episode(task))
         if floor:
             floor_cpu += interface_floor(grounder, states) * len(states)
         grounder.reset()
+        if clock is not None:
+            clock.wrap(grounder)
         start = time.process_time()
         for state in states:
             grounder.step(state)
@@ -196,6 +229,10 @@ def episodes(tasks: list[str], mujoco_only: bool, floor: bool = False) -> None:
     print(f"{'all':24s} {total_frames:6d} frames  {1e6 * total_cpu / total_frames:6.0f} us CPU per frame")
     if floor:
         print(f"{'interface floor':24s} {'':13s} {1e6 * floor_cpu / total_frames:6.1f} us CPU per frame")
+    if clock is not None:
+        parts = sorted(clock.seconds.items(), key=lambda kv: -kv[1])
+        for label, seconds in [*parts, ("rest of the step", total_cpu - sum(clock.seconds.values()))]:
+            print(f"stage {label:38s} {1e6 * seconds / total_frames:6.1f} us per frame {seconds / total_cpu:4.0%}")
     if mujoco_only:
         twin.mujoco = mujoco
         for name in TimedMuJoCo.CALLS:
@@ -314,6 +351,11 @@ def main() -> None:
         help="with --episodes: also time the Python around one compiled step (inputs to a row, row to a frame)",
     )
     parser.add_argument(
+        "--stages",
+        action="store_true",
+        help="with --episodes: also the CPU of each part of the step (twin, motion tracks, each estimator family)",
+    )
+    parser.add_argument(
         "--spin", action="store_true", help="with --idle: busy-wait through the pause instead of sleeping"
     )
     parser.add_argument(
@@ -329,7 +371,7 @@ def main() -> None:
     elif args.episodes is None:
         sweep(args.frames)
     else:
-        episodes(args.episodes or list(EPISODES), args.mujoco, args.floor)
+        episodes(args.episodes or list(EPISODES), args.mujoco, args.floor, args.stages)
 
 
 if __name__ == "__main__":

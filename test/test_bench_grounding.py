@@ -35,7 +35,7 @@ def test_idle_mode_times_each_pause(spin):
 
 def test_mujoco_mode_times_the_twins_calls_on_an_episode():
     out = subprocess.run(
-        [sys.executable, str(BENCH), "--episodes", "open_drawer", "--mujoco", "--floor"],
+        [sys.executable, str(BENCH), "--episodes", "open_drawer", "--mujoco", "--floor", "--stages"],
         capture_output=True,
         text=True,
         timeout=240,
@@ -49,6 +49,13 @@ def test_mujoco_mode_times_the_twins_calls_on_an_episode():
     floor = re.search(r"^interface floor +([\d.]+) us CPU per frame$", out.stdout, re.M)
     step = re.search(r"^all +\d+ frames +(\d+) us CPU per frame$", out.stdout, re.M)
     assert floor and step and 0 < float(floor[1]) < float(step[1]), out.stdout
+    stages = dict(re.findall(r"^stage (.+?) +([\d.]+) us per frame +\d+%$", out.stdout, re.M))
+    families = {"Grasp", "Fixture", "Contact", "Contamination", "Containment", "Skill", "JointLimit"}
+    assert {f"{f} family" for f in families} | {"object motion tracks", "rest of the step"} < set(stages), out.stdout
+    twin = next(float(v) for k, v in stages.items() if k.startswith("twin.compute"))
+    mujoco_us = float(re.search(r"^MuJoCo calls in all +([\d.]+) us", out.stdout, re.M)[1])
+    assert twin > mujoco_us  # the twin's calls are part of its compute
+    assert sum(map(float, stages.values())) == pytest.approx(float(step[1]), abs=len(stages))  # the parts add up
 
 
 def test_urdf_mode_times_the_workcell_and_the_urdf_arm_against_their_mujoco_calls():
