@@ -103,7 +103,10 @@ class Processes(Executor):
             while todo or busy:
                 while todo and len(busy) < self.jobs:
                     index = todo.popleft()
-                    busy[_give(context, idle, fn, items[index])] = index
+                    try:
+                        busy[_give(context, idle, fn, items[index])] = index
+                    except ExecutorError as exc:  # the task does not pickle: it fails, the others go on
+                        yield Done(index, error=exc, retried=lost_once.get(index))
                 for worker in _answered(busy):
                     index = busy.pop(worker)
                     reply = worker.reply()
@@ -140,11 +143,14 @@ class _Worker:
         return cls(process, ours)
 
     def give(self, fn: Callable[[T], R], item: T) -> bool:
-        """Hand it a task; False if it has died meanwhile."""
+        """Hand it a task; False if it has died meanwhile. A task that does not pickle is an ExecutorError,
+        and the worker stays as it was: `send` pickles before it writes, so nothing reached the pipe."""
         try:
             self.conn.send((fn, item))
         except OSError:
             return False
+        except Exception as exc:  # pickle raises PicklingError, TypeError, AttributeError, ...
+            raise ExecutorError(f"a task cannot be sent to a worker process: {type(exc).__name__}: {exc}") from None
         return True
 
     def reply(self) -> tuple[bool, Any] | None:
@@ -172,14 +178,23 @@ def _signal_name(number: int) -> str:
 
 
 def _give(context: Any, idle: list[_Worker], fn: Callable[[T], R], item: T) -> _Worker:
-    """The worker now running `item`: an idle one still alive, or a new one."""
+    """The worker now running `item`: an idle one still alive, or a new one. If the task does not pickle,
+    the worker goes back to `idle` (so it is ended with the others) and the ExecutorError is raised."""
     while idle:
         worker = idle.pop()
-        if worker.process.is_alive() and worker.give(fn, item):
-            return worker
+        try:
+            if worker.process.is_alive() and worker.give(fn, item):
+                return worker
+        except ExecutorError:
+            idle.append(worker)
+            raise
         worker.end()
     worker = _Worker.start(context)
-    worker.give(fn, item)  # a new worker dead already shows as dead in `_answered`
+    try:
+        worker.give(fn, item)  # a new worker dead already shows as dead in `_answered`
+    except ExecutorError:
+        idle.append(worker)
+        raise
     return worker
 
 

@@ -9,10 +9,12 @@ commands run in this process and use it.
 import importlib.util
 import json
 import os
+import multiprocessing
 import signal
 import socket
 import subprocess
 import sys
+import threading
 from functools import partial
 from pathlib import Path
 
@@ -326,3 +328,12 @@ def test_in_order_raises_the_first_error_in_input_order_once_the_tasks_before_it
         in_order(dones, 4, on_done=lambda d: finished.append(d.index))
     assert raised.value is early and finished == [2, 0, 1]
     assert [d.result for d in in_order(iter([Done(1, "b"), Done(0, "a")]), 2)] == ["a", "b"]
+
+
+def test_a_task_that_does_not_pickle_fails_alone_and_leaves_no_worker_behind():
+    items = ["ab", threading.Lock(), "abc", "abcd"]  # a lock cannot be sent to another process
+    before = set(multiprocessing.active_children())
+    dones = {d.index: d for d in Processes(2).map(len, items)}
+    assert {i: dones[i].result for i in (0, 2, 3)} == {0: 2, 2: 3, 3: 4}
+    assert isinstance(dones[1].error, ExecutorError) and "cannot be sent to a worker process" in str(dones[1].error)
+    assert set(multiprocessing.active_children()) == before  # every worker it started has ended
