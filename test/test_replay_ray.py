@@ -8,8 +8,8 @@ commands run in this process and use it.
 
 import importlib.util
 import json
-import os
 import multiprocessing
+import os
 import signal
 import socket
 import subprocess
