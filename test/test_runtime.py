@@ -75,3 +75,64 @@ def test_a_callback_cut_short_by_ctrl_c_is_a_clean_stop():
         node.create_timer(0.01, frame)
 
     assert run_nodes("probe", build, ["test"]) == 0
+
+
+HUNG_TEARDOWN = """
+import rclpy
+from rclpy.node import Node
+from safety_monitor.nodes import runtime
+
+runtime.TEARDOWN_LIMIT_S = 1.0
+
+
+def hang():
+    while True:  # holds the GIL, as a middleware call that never returns may
+        pass
+
+
+rclpy.try_shutdown = hang
+
+
+def build(nodes):
+    node = Node("hung_teardown_probe")
+    nodes.append(node)
+    node.create_timer(0.01, lambda: runtime.request_shutdown(node))
+
+
+runtime.run_nodes("probe", build, ["probe"])
+print("not reached")
+"""
+
+
+HUNG_EXIT = """
+import atexit
+from safety_monitor.nodes import runtime
+
+runtime.TEARDOWN_LIMIT_S = 1.0
+atexit.register(lambda: [None for _ in iter(int, 1)])  # the interpreter's exit never ends
+runtime.limit_exit()  # what a node program does once its main has returned
+"""
+
+
+def _run_child(script: str, tmp_path):
+    import os
+    import random
+    import subprocess
+    import sys
+
+    env = {**os.environ, "ROS_DOMAIN_ID": str(random.randint(1, 200)), "ROS_LOG_DIR": str(tmp_path)}
+    return subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_a_hang_in_the_interpreters_exit_after_a_node_program_ends_has_a_time_limit_too(tmp_path):
+    done = _run_child(HUNG_EXIT, tmp_path)
+    assert done.returncode == 1 and "Timeout (0:00:01)!" in done.stderr, done.stderr
+
+
+def test_a_teardown_that_hangs_ends_the_process_with_every_threads_stack(tmp_path):
+    """A node whose middleware shutdown never returns (DDS participant teardown hangs now and then, and a
+    second Ctrl-C is blocked by then) must not hang its launch: it writes where it hung and exits 1."""
+    done = _run_child(HUNG_TEARDOWN, tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "Timeout (0:00:01)!" in done.stderr and "in hang" in done.stderr and "in try_shutdown" not in done.stderr
+    assert "not reached" not in done.stdout

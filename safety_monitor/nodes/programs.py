@@ -28,6 +28,8 @@ def _program(module: str) -> Callable[[], int]:
         # then (`ros2 launch` sends its own SIGINT after the terminal's) would kill the process with -2.
         # Blocked, it stays pending and dies with the process.
         signal.pthread_sigmask(signal.SIG_BLOCK, signals.STOP_SIGNALS)
+        # With the signals blocked, nothing could end a hang in that teardown: it has a time limit instead.
+        importlib.import_module("safety_monitor.nodes.runtime").limit_exit()
         return code
 
     return main

@@ -17,6 +17,7 @@ before the node's module (rclpy, MuJoCo: about a second) is even imported.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import gc
 import signal
 import sys
@@ -30,6 +31,11 @@ from safety_monitor.nodes import signals
 
 if TYPE_CHECKING:
     from rclpy.node import Node
+
+# The middleware's shutdown and the interpreter's exit take well under a second. Past this, after every
+# record is written, the process writes each thread's stack and exits 1 instead of hanging (DDS
+# participant teardown is known to hang now and then; a second Ctrl-C cannot end it: it is blocked then).
+TEARDOWN_LIMIT_S = 20.0
 
 
 @contextmanager
@@ -101,8 +107,40 @@ def _spin(program: str, build: Callable[[list[Node]], None], argv: list[str], st
         stop_callbacks(executor)
         for node in reversed(nodes):
             node.destroy_node()
-        rclpy.try_shutdown()
+        with teardown_limit():
+            rclpy.try_shutdown()
     return 0
+
+
+@contextmanager
+def teardown_limit() -> Iterator[None]:
+    """Within the block, a hang of TEARDOWN_LIMIT_S writes every thread's stack to stderr ("Timeout") and
+    ends the process with exit code 1. faulthandler's watchdog is a thread of its own in C, so it acts even
+    when the hung call holds the GIL."""
+    _arm_teardown_limit()
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+
+
+def limit_exit() -> None:
+    """The same limit, never cancelled, on what is left of a process that is about to exit (the
+    interpreter tearing rclpy and the middleware down)."""
+    _arm_teardown_limit()
+
+
+def _arm_teardown_limit() -> None:
+    # faulthandler writes to a file descriptor: stderr's, or the process's own one when stderr was
+    # replaced by an object without one (a test capturing output)
+    for stream in (sys.stderr, sys.__stderr__):
+        if stream is None:
+            continue
+        try:
+            faulthandler.dump_traceback_later(TEARDOWN_LIMIT_S, exit=True, file=stream)
+            return
+        except (AttributeError, ValueError, OSError):  # io.UnsupportedOperation is an OSError and ValueError
+            continue
 
 
 def stop_callbacks(executor) -> None:
