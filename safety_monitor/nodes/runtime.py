@@ -32,9 +32,9 @@ from safety_monitor.nodes import signals
 if TYPE_CHECKING:
     from rclpy.node import Node
 
-# The middleware's shutdown and the interpreter's exit take well under a second. Past this, after every
-# record is written, the process writes each thread's stack and exits 1 instead of hanging (DDS
-# participant teardown is known to hang now and then; a second Ctrl-C cannot end it: it is blocked then).
+# A node's teardown (its last records, then rcl's node and context teardown) and the interpreter's exit take
+# well under a second. Past this, the process writes each thread's stack and exits 1 instead of hanging
+# (rcl's node teardown under Fast DDS hangs now and then; a second Ctrl-C cannot end it: it is blocked then).
 TEARDOWN_LIMIT_S = 20.0
 
 
@@ -104,10 +104,10 @@ def _spin(program: str, build: Callable[[list[Node]], None], argv: list[str], st
         print(f"{program}: error: {exc}", file=sys.stderr)
         return 2
     finally:
-        stop_callbacks(executor)
-        for node in reversed(nodes):
-            node.destroy_node()
-        with teardown_limit():
+        with teardown_limit():  # the nodes' last records take milliseconds; rcl's teardown is what may hang
+            stop_callbacks(executor)
+            for node in reversed(nodes):
+                node.destroy_node()
             rclpy.try_shutdown()
     return 0
 
