@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -25,6 +26,9 @@ from safety_monitor.io import messages as m
 from safety_monitor.nodes import qos
 
 WAIT_S = 300.0  # only a broken run waits this long: a slow, loaded machine passes far below it
+# A node still running this long after its stop signal is probably hung in rcl's or Fast DDS's teardown (which
+# runtime.TEARDOWN_LIMIT_S ends at 20 s with Python's stacks only): its native stacks are saved first (gdb)
+NATIVE_STACKS_AFTER_S = 12.0
 ENTRY = (
     "import sys; from safety_monitor.nodes import programs; main = getattr(programs, sys.argv.pop(1)); sys.exit(main())"
 )
@@ -180,10 +184,17 @@ class Proc:
         caught = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")), 16)
         return bool(caught & (1 << (signal.SIGTERM - 1)))
 
-    def wait(self) -> int:
-        """Its exit code; a process still running after WAIT_S is hung: aborted, so the failure shows where."""
+    def wait(self, since: float | None = None) -> int:
+        """Its exit code; a process still running after WAIT_S is hung: aborted, so the failure shows where.
+        `since`: when it was told to stop (time.monotonic()), if before this call. Still running
+        NATIVE_STACKS_AFTER_S after that, it gets its native stacks saved (`native_stacks`)."""
+        start = time.monotonic() if since is None else since
         try:
-            return self.popen.wait(timeout=WAIT_S)
+            return self.popen.wait(timeout=max(0.0, start + NATIVE_STACKS_AFTER_S - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            self.native_stacks()
+        try:
+            return self.popen.wait(timeout=max(0.0, start + WAIT_S - time.monotonic()))
         except subprocess.TimeoutExpired:
             self.popen.send_signal(signal.SIGABRT)
             try:
@@ -195,6 +206,37 @@ class Proc:
                 f"{self.name} did not exit within {WAIT_S:.0f} s; its log, ending with its threads' stacks when "
                 f"aborted:\n{self.output()[-8000:]}"
             ) from None
+
+    def native_stacks(self) -> None:
+        """Every thread's native stack (gdb, where installed: the Fast DDS and rmw threads a Python dump does
+        not show) and thread names, into `<name>.native.txt` beside the log and onto stderr, which pytest
+        shows with a failure. The process goes on after gdb detaches."""
+        gdb = shutil.which("gdb")
+        if gdb is None or self.popen.poll() is not None:
+            return
+        names = []
+        for task in sorted(Path(f"/proc/{self.pid}/task").glob("*")):
+            try:
+                names.append(f"{task.name} {(task / 'comm').read_text().strip()}")
+            except OSError:
+                continue
+        try:
+            run = subprocess.run(
+                [gdb, "-p", str(self.pid), "-batch", "-ex", "info threads", "-ex", "thread apply all bt"],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            stacks = run.stdout + run.stderr
+        except subprocess.TimeoutExpired:
+            stacks = "gdb did not finish within 60 s"
+        text = f"{self.name} (pid {self.pid}) threads:\n" + "\n".join(names) + "\n\n" + stacks
+        path = self.log.with_name(f"{self.name}.native.txt")
+        path.write_text(text)
+        print(
+            f"{self.name} still running {NATIVE_STACKS_AFTER_S:.0f} s after its stop; native stacks ({path}):\n{text}",
+            file=sys.stderr,
+        )
 
     def kill(self) -> None:
         if self.popen.poll() is None:

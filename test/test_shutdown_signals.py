@@ -18,6 +18,7 @@ import random
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -90,12 +91,13 @@ def test_a_stop_signal_at_any_moment_is_a_clean_exit(tmp_path, layout, kind, k, 
                 pass
         else:
             probe.until(lambda: reached(kind, k, probe, procs, names), procs, f"moment {kind} {k}")
+        sent = time.monotonic()
         if how == "SIGINT to the group":
             os.killpg(next(iter(procs.values())).pid, signal.SIGINT)
         else:
             for proc in procs.values():
                 proc.popen.send_signal(signal.SIGTERM)
-        codes = {name: proc.wait() for name, proc in procs.items()}
+        codes = {name: proc.wait(since=sent) for name, proc in procs.items()}
     finally:
         for proc in procs.values():
             proc.kill()
