@@ -325,7 +325,7 @@ class FrameAssembler:
     def on_wrench_sample(self, wrench: Wrench, stamp: float, received: float | None = None) -> None:
         """`on_wrench` for a wrench already read from its message (replay reads it from the bag's bytes)."""
         stamp = self._stamp(stamp, received, WRENCH)
-        if not (_finite(wrench.force) and _finite(wrench.torque)):
+        if not _finite(wrench.force, wrench.torque):
             self._issue(
                 IssueKind.NAN,
                 WRENCH,
@@ -360,7 +360,7 @@ class FrameAssembler:
         """`on_pose` for a pose already read from its message."""
         stream = pose_stream(name)
         stamp = self._stamp(stamp, received, stream)
-        if not (_finite(pose.position) and _finite(pose.quaternion)):
+        if not _finite(pose.position, pose.quaternion):
             self._issue(
                 IssueKind.NAN,
                 stream,
@@ -457,8 +457,17 @@ class FrameAssembler:
         assert self._values is not None and self._joint_t is not None and self.joints is not None
         block = self._values
         n = len(names)
-        velocity, velocity_finite = self._optional(sample.velocity, n, "velocities", t)
-        effort, effort_finite = self._optional(sample.effort, n, "efforts", t)
+        velocity: np.ndarray | float
+        effort: np.ndarray | float
+        v, e = sample.velocity, sample.effort
+        if v is not None and len(v) == n and _finite(v):  # (the common case inline)
+            velocity, velocity_finite = v, True
+        else:
+            velocity, velocity_finite = self._optional(v, n, "velocities", t)
+        if e is not None and len(e) == n and _finite(e):
+            effort, effort_finite = e, True
+        else:
+            effort, effort_finite = self._optional(e, n, "efforts", t)
         rows = (sample.position, velocity, effort)
         if layout is None:  # every row overwritten: its finiteness is the message's
             block[0], block[1], block[2] = rows
@@ -687,10 +696,13 @@ class _Repeats:
 _LIMIT = 1e9  # beyond this a joint (rad or m), wrench (N, N m) or pose (m) value is a corrupt message
 
 
-def _finite(values: np.ndarray) -> bool:
-    """Every value a plausible measurement: finite and within +-_LIMIT (NaN fails every comparison).
-    Exact for any input, where a dot product overflows; three times faster than `np.isfinite`."""
-    return all(map(_LIMIT.__gt__, map(abs, values.ravel().tolist())))
+def _finite(values: np.ndarray, more: np.ndarray | None = None) -> bool:
+    """Every value (of both arrays) a plausible measurement: finite and within +-_LIMIT (NaN fails every
+    comparison). Exact for any input, where a dot product overflows; three times faster than `np.isfinite`."""
+    listed = values.ravel().tolist()
+    if more is not None:
+        listed += more.ravel().tolist()
+    return all(map(_LIMIT.__gt__, map(abs, listed)))
 
 
 def ground_frame(grounder: Any, assembled: AssembledFrame, frame: int) -> tuple[PredicateSample, str | None]:
