@@ -22,7 +22,8 @@ that lost more than a tenth is left out as starved). Subjects
 run back to back, alternating, `--repeats` times; the load average is recorded per measurement. `--split` adds one more stack run with
 stage timers put in from outside (thread CPU time around the decoders, the Estimator's own assemble and
 ground timings, the Supervisor, the event and diagnostics sinks and every callback; the process CPU
-outside the callbacks is rclpy's executor and the middleware's threads).
+outside the callbacks is rclpy's executor and the middleware's threads), and one of the baseline's code with
+the same timers (`split_baseline`).
 
     .venv/bin/python benchmarks/bench_capacity.py [--keep DIR | --bag DIR] [--frames 5000] [--warmup 1000]
         [--repeats 5] [--rate 500] [--baseline DIR] [--split] [--json results.json]
@@ -462,7 +463,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="runs of each subject, alternating (default 5)")
     parser.add_argument("--rate", type=float, default=500.0, help="joint_states rate in Hz (default 500)")
     parser.add_argument("--baseline", type=Path, help="also run the stack of this checkout (its root folder)")
-    parser.add_argument("--split", action="store_true", help="one more stack run with stage timers")
+    parser.add_argument(
+        "--split", action="store_true", help="one more stack run with stage timers (and one of the baseline's)"
+    )
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
 
@@ -495,7 +498,7 @@ def main() -> None:
     )
     driver = Driver(domain, topics)
     measurements: list[Measurement] = []
-    split = None
+    splits: dict[str, dict] = {}  # subject -> its probe run's stage figures
     try:
         for repeat in range(args.repeats):
             order = subjects if repeat % 2 == 0 else subjects[::-1]
@@ -514,16 +517,16 @@ def main() -> None:
                     file=sys.stderr,
                     flush=True,
                 )
-        if args.split:
-            probe_out = workdir / "probe.json"
-            command = subject_command(STACK, workdir, args.rate, topics, "probe")
+        for subject in subjects[1:] if args.split else ():  # the stack, then the baseline's code
+            probe_out = workdir / f"probe_{subject}.json"
+            command = subject_command(subject, workdir, args.rate, topics, f"probe_{subject}")
             command = [sys.executable, __file__, "--serve-probe", str(probe_out), *command[3:]]
             w, proc = measure(
-                driver, command, env, workdir / "probe.log", frames, args.warmup, args.rate, signal_window=True
+                driver, command, envs[subject], workdir / f"probe_{subject}.log", frames, args.warmup, args.rate, True
             )
             stop(proc)  # the probe's totals then also hold the stop (the trace's close): small against the window
             probe = json.loads(probe_out.read_text())
-            split = {
+            splits[subject] = {
                 "load_average": w.load_average,
                 "frames_dropped": w.frames_dropped,
                 "us_per_frame": split_shares(probe, w.cpu_s, taken := probe["calls"][JOINT_CALLBACK]),
@@ -533,14 +536,15 @@ def main() -> None:
     finally:
         driver.close()
     totals = summary(measurements)
-    if split is not None and STACK in totals and BARE in totals:
-        # grounding's share of the probe run, applied to the timed runs (the probe's own run may be more
-        # or less disturbed than theirs)
-        share = split["us_per_frame"]["ground"] / split["cpu_us_per_frame_with_timers"]
-        rest = totals[STACK]["us_per_frame_median"] * (1 - share)
-        split["ground_share"] = round(share, 3)
-        split["stack_minus_ground_us_per_frame"] = round(rest, 1)
-        split["stack_minus_ground_ratio_to_bare"] = round(rest / totals[BARE]["us_per_frame_median"], 2)
+    for subject, split in splits.items():
+        if subject in totals and BARE in totals:
+            # grounding's share of the probe run, applied to the timed runs (the probe's own run may be more
+            # or less disturbed than theirs)
+            share = split["us_per_frame"]["ground"] / split["cpu_us_per_frame_with_timers"]
+            rest = totals[subject]["us_per_frame_median"] * (1 - share)
+            split["ground_share"] = round(share, 3)
+            split["stack_minus_ground_us_per_frame"] = round(rest, 1)
+            split["stack_minus_ground_ratio_to_bare"] = round(rest / totals[BARE]["us_per_frame_median"], 2)
     result = {
         "bag": str(bag),
         "rate_hz": args.rate,
@@ -548,7 +552,8 @@ def main() -> None:
         "messages_per_frame": round(measured_messages / args.frames, 2),
         "cpus": os.cpu_count(),
         "summary": totals,
-        "split": split,
+        "split": splits.get(STACK),
+        "split_baseline": splits.get(BASELINE),
         "measurements": [asdict(x) | {"us_per_frame_taken": round(x.us_per_frame, 1)} for x in measurements],
     }
     if args.json:

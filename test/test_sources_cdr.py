@@ -62,6 +62,58 @@ def test_wrench_and_pose_read_as_the_converters_read_them():
     assert same_array(got.quaternion, want.quaternion) and got.quaternion[0] == 0.5  # w first
 
 
+@st.composite
+def joint_streams(draw):
+    """JointState bytes in a row whose layout repeats or changes: frame id, names, array lengths (the same
+    message size with other lengths too), big-endian and broken messages in between."""
+    out = []
+    for i in range(draw(st.integers(1, 8))):
+        names = draw(st.sampled_from([["a", "b", "c"], ["a", "b", "x"], ["j1", "j2"], ["aa", "b", "c"]]))
+        n = len(names)
+        kind = draw(st.sampled_from(["full", "no_velocity", "no_effort", "empty", "shifted"]))
+        velocity = None if kind in ("no_velocity", "empty") else [0.5 * i] * n
+        effort = None if kind in ("no_effort", "empty") else [-1.0] * n
+        position = [0.1 * i] * n if kind != "shifted" else [0.1] * (n + 1)  # same size as "no_velocity" plus one
+        msg = m.joint_state_msg(T, 1.0 + i / 500, names, position, velocity, effort)
+        msg.header.frame_id = draw(st.sampled_from(["", "base", "bass"]))
+        data = raw(msg, little_endian=draw(st.booleans()) or i % 3 != 2)
+        out.append(draw(st.sampled_from([data, data, data[:-9], data.replace(b"a\x00", b"ab")])))
+    return out
+
+
+@settings(max_examples=80, deadline=None)
+@given(joint_streams())
+def test_a_learnt_joint_layout_reads_every_message_as_the_full_walk(stream):
+    reader = cdr.JointStateReader()
+    for data in stream * 2:
+        got, want = reader.read(data), cdr.JointStateReader().read(data)
+        assert (got is None) == (want is None)
+        if want is not None:
+            assert got.names == want.names and got.stamp == want.stamp
+            assert all(same_array(getattr(got, f), getattr(want, f)) for f in ("position", "velocity", "effort"))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(["", "ft", "fs", "a_longer_frame"]), st.booleans(), st.booleans()), min_size=1)
+)
+def test_learnt_wrench_and_pose_layouts_read_every_message_as_read_wrench_and_read_pose(messages):
+    wrenches, poses = cdr.WrenchReader(), cdr.PoseReader()
+    for i, (frame_id, little, cut) in enumerate(messages * 2):
+        wrench = Wrench(np.array([1.0 + i, -2.5, 1e-300]), np.array([0.1, 0.2, -0.3 * i]))
+        pose = Pose(np.array([0.3, -0.1, 0.9 + i]), np.array([0.5, 0.5, -0.5, 0.5 * i]))
+        for reader, read, msg, fields in (
+            (wrenches, cdr.read_wrench, m.wrench_msg(T, 7.25 + i, wrench, frame_id), ("force", "torque")),
+            (poses, cdr.read_pose, m.pose_msg(T, 1e9 + i / 7, pose, frame_id), ("position", "quaternion")),
+        ):
+            data = raw(msg, little_endian=little)
+            data = data[:-1] if cut else data
+            got, want = reader.read(data), read(data)
+            assert (got is None) == (want is None)
+            if want is not None:
+                assert got[1] == want[1] and all(same_array(getattr(got[0], f), getattr(want[0], f)) for f in fields)
+
+
 KEYS = ("object_grasped", "object_dropped", "near", "contact_ü", "x")
 SPELLINGS = ("true", "false", "True", " FALSE ", "1", "0")
 

@@ -12,7 +12,9 @@ same IEEE doubles and UTF-8 strings.
 The predicates reader also learns the KeyValue layout: an estimator sends the same keys in the same order
 every frame, and "true" and "false" take the same 12 bytes, so after the first message one compiled pattern
 checks every key and reads every value in a single match. `PredicateBatchReader` applies the same learnt
-layout to a whole batch of messages at once with numpy (bag replay).
+layout to a whole batch of messages at once with numpy (bag replay). `JointStateReader`, `WrenchReader` and
+`PoseReader` learn a stream's layout the same way (frame id, names, array lengths repeat every message): the
+estimator reads each live message at the offsets of the one before instead of walking it field by field.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import re
 import struct
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import pairwise, repeat
 from operator import getitem, is_not
 from typing import Any
 
@@ -193,15 +195,42 @@ def _lenient(read: Callable[..., Any]) -> Callable[..., Any]:
 class JointStateReader:
     """sensor_msgs/JointState bytes -> JointSample (as `messages.joint_state_sample` of the decoded message).
 
-    A stream repeats its name list every message: when the bytes of the list repeat, its tuple is reused.
+    A stream repeats its layout every message: frame id, name list and array lengths. While the bytes that
+    fix the layout repeat (the same size, the same frame id and name list, the same three lengths), the stamp
+    and the arrays are read at the offsets the last message had, without walking the message again: every
+    message of a live stream after its first, the cost the estimator pays at the control rate.
     """
 
     def __init__(self) -> None:
         self._names_raw = b""
         self._names: tuple[str, ...] = ()
+        self._layout: _JointLayout | None = None
 
-    @_lenient
     def read(self, raw: bytes) -> JointSample | None:
+        layout = self._layout
+        if (
+            layout is not None
+            and len(raw) == layout.size
+            and raw.startswith(layout.prefix, _HEADER_END)
+            and raw.startswith(_LE)
+            and layout.counts.unpack_from(raw, layout.first_count) == layout.lengths
+        ):
+            sec, nanosec = _STAMP.unpack_from(raw, _BASE)
+            (p0, p1), (v0, v1), (e0, e1) = layout.spans
+            return JointSample(
+                names=layout.names,
+                position=np.frombuffer(raw[p0:p1], dtype=np.float64),
+                velocity=np.frombuffer(raw[v0:v1], dtype=np.float64) if v1 > v0 else None,
+                effort=np.frombuffer(raw[e0:e1], dtype=np.float64) if e1 > e0 else None,
+                stamp=(sec * 1_000_000_000 + nanosec) / 1e9,
+            )
+        try:
+            return self._walk(raw)
+        except Malformed:
+            return None
+
+    def _walk(self, raw: bytes) -> JointSample:
+        """The whole message read field by field; its layout learnt for the next ones."""
         stamp, pos = _stamp(raw)
         start = _align(pos, 4)
         known = self._names_raw
@@ -212,8 +241,10 @@ class JointStateReader:
             listed, pos = _strings(raw, pos, count)
             names = tuple(listed)
             self._names_raw, self._names = raw[start:pos], names
-        arrays = []
+        prefix_end = pos
+        arrays, counted, spans = [], [], []
         for _ in range(3):
+            counted.append(_align(pos, 4))
             count, pos = _count(raw, pos, 8)
             if count:
                 pos = _align(pos, 8)
@@ -221,9 +252,20 @@ class JointStateReader:
                     raise Malformed
             # a bytes slice starts 8-aligned in memory: aligned arrays, as rosbags' own (numpy is slower on others)
             arrays.append(np.frombuffer(raw[pos : pos + 8 * count], dtype=np.float64))
+            spans.append((pos, pos + 8 * count))
             pos += 8 * count
         _end(raw, pos)
         position, velocity, effort = arrays
+        gaps = [f"{b - a - 4}x" for a, b in pairwise(counted)]
+        self._layout = _JointLayout(
+            size=len(raw),
+            prefix=raw[_HEADER_END:prefix_end],
+            names=names,
+            first_count=counted[0],
+            counts=struct.Struct(f"<I{gaps[0]}I{gaps[1]}I"),
+            lengths=tuple(len(a) for a in arrays),
+            spans=tuple(spans),
+        )
         return JointSample(
             names=names,
             position=position,
@@ -231,6 +273,23 @@ class JointStateReader:
             effort=effort if effort.size else None,
             stamp=stamp,
         )
+
+
+_HEADER_END = _BASE + 8  # the stamp's end: frame_id starts here
+_Unpack = Callable[[bytes, int], tuple[Any, ...]]  # a Struct's unpack_from
+
+
+@dataclass(frozen=True, slots=True)
+class _JointLayout:
+    """Where a JointState's fields lie when its bytes up to the arrays are `prefix` (from `_HEADER_END`)."""
+
+    size: int  # the message's length
+    prefix: bytes  # frame_id and name list as bytes
+    names: tuple[str, ...]  # the name list read (its own: a message that fails later learns no layout)
+    first_count: int  # offset of the position count
+    counts: struct.Struct  # the three array lengths from `first_count`
+    lengths: tuple[int, ...]
+    spans: tuple[tuple[int, int], ...]  # (start, end) of position, velocity, effort
 
 
 @_lenient
@@ -260,6 +319,58 @@ def read_pose(raw: bytes) -> tuple[Pose, float] | None:
     return Pose(
         position=np.array(position, dtype=np.float64), quaternion=np.array((w, x, y, z), dtype=np.float64)
     ), stamp
+
+
+def _stamped_layout(raw: bytes, doubles: int) -> tuple[int, bytes, _Unpack]:
+    """A stamped message of `doubles` doubles after its header, as `raw` lays it out: its size, its frame id
+    (as bytes, from `_HEADER_END`) and one unpack of (sec, nanosec, the doubles) from `_BASE`."""
+    end = _HEADER_END + 4 + _U32.unpack_from(raw, _HEADER_END)[0]
+    skip = _align(end, 8) - _HEADER_END
+    return len(raw), raw[_HEADER_END:end], struct.Struct(f"<iI{skip}x{doubles}d").unpack_from
+
+
+class WrenchReader:
+    """`read_wrench`, and while the size and frame id of the last message it read repeat, one unpack at that
+    message's offsets instead (the same bytes read as the same doubles)."""
+
+    __slots__ = ("_frame_id", "_size", "_unpack")
+
+    def __init__(self) -> None:
+        self._size, self._frame_id = -1, b""
+        self._unpack: _Unpack = _STAMP.unpack_from  # replaced by the learnt layout's before any use
+
+    def read(self, raw: bytes) -> tuple[Wrench, float] | None:
+        if len(raw) == self._size and raw.startswith(self._frame_id, _HEADER_END) and raw.startswith(_LE):
+            v = self._unpack(raw, _BASE)
+            wrench = Wrench(force=np.array(v[2:5], dtype=np.float64), torque=np.array(v[5:8], dtype=np.float64))
+            return wrench, (v[0] * 1_000_000_000 + v[1]) / 1e9
+        value = read_wrench(raw)
+        if value is not None:
+            self._size, self._frame_id, self._unpack = _stamped_layout(raw, 6)
+        return value
+
+
+class PoseReader:
+    """`read_pose`, with the learnt layout of `WrenchReader`."""
+
+    __slots__ = ("_frame_id", "_size", "_unpack")
+
+    def __init__(self) -> None:
+        self._size, self._frame_id = -1, b""
+        self._unpack: _Unpack = _STAMP.unpack_from  # replaced by the learnt layout's before any use
+
+    def read(self, raw: bytes) -> tuple[Pose, float] | None:
+        if len(raw) == self._size and raw.startswith(self._frame_id, _HEADER_END) and raw.startswith(_LE):
+            v = self._unpack(raw, _BASE)
+            pose = Pose(
+                position=np.array(v[2:5], dtype=np.float64),
+                quaternion=np.array((v[8], v[5], v[6], v[7]), dtype=np.float64),
+            )
+            return pose, (v[0] * 1_000_000_000 + v[1]) / 1e9
+        value = read_pose(raw)
+        if value is not None:
+            self._size, self._frame_id, self._unpack = _stamped_layout(raw, 7)
+        return value
 
 
 class _FixedLayout:

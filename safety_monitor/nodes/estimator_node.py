@@ -154,7 +154,7 @@ class EstimatorNode(Node):
 
     def _received(self, stamp: float) -> float | None:
         """Arrival time, which the stage only reads to replace a zero stamp (reading the clock costs more
-        than the rest of a wrench callback)."""
+        than the rest of a wrench callback; the rate callbacks inline this test)."""
         return self._now() if stamp == 0.0 else None
 
     # ------------------------------------------------------------------------------------- inputs
@@ -194,7 +194,7 @@ class EstimatorNode(Node):
             wrench, stamp = self._read_wrench(raw)
         except SourceError as exc:
             return self._report(self.stage.undecodable(WRENCH, self._now(), exc))
-        step = self.stage.wrench(wrench, stamp, self._received(stamp))
+        step = self.stage.wrench(wrench, stamp, None if stamp else self._now())
         if step.issues:
             self._report(step)
 
@@ -203,7 +203,7 @@ class EstimatorNode(Node):
             pose, stamp = self._read_pose(raw)
         except SourceError as exc:
             return self._report(self.stage.undecodable(pose_stream(name), self._now(), exc))
-        step = self.stage.pose(name, pose, stamp, self._received(stamp))
+        step = self.stage.pose(name, pose, stamp, None if stamp else self._now())
         if step.issues:
             self._report(step)
 
@@ -218,7 +218,7 @@ class EstimatorNode(Node):
         except SourceError as exc:
             step = self.stage.undecodable(JOINTS, self._now(), exc)
         else:
-            step = self.stage.joints(joints, self._received(joints.stamp))
+            step = self.stage.joints(joints, None if joints.stamp else self._now())
         sample = step.sample
         if step.issues:
             self._report(step)

@@ -62,7 +62,7 @@ from safety_monitor.nodes.raw_decode import rclpy_decoder
 from safety_monitor.nodes.runtime import clock_seconds, now_stamp, run_node
 from safety_monitor.pipeline.decode import MessageType
 from safety_monitor.pipeline.markers import START
-from safety_monitor.pipeline.supervisor import InputStatus, Rollout, RolloutEvent, Step, Supervisor
+from safety_monitor.pipeline.supervisor import NOTHING, InputStatus, Rollout, RolloutEvent, Step, Supervisor
 from safety_monitor.settings import MonitorSettings
 
 _MARKER_ISSUES = frozenset({IssueKind.LATE_MARKER, IssueKind.MISSING_MARKER})  # shown on /diagnostics at once
@@ -214,6 +214,8 @@ class MonitorNode(Node):
     def _render(self, step: Step) -> None:
         """A Supervisor step to every sink: issues to the log, events to the event log and topic, finished
         rollouts to `rollouts`, and /diagnostics when anything changed."""
+        if step is NOTHING:  # most frames
+            return
         for issue in step.issues:
             self._log_issue(issue)
         if step.events:

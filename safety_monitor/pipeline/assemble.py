@@ -211,6 +211,8 @@ class FrameAssembler:
         self.frames = 0
         self._jumps = JumpDetector(joint_limits or {}, jump_factor)
         self._update_layouts: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {}
+        self._given: tuple[str, ...] | None = None  # the last JointState's names as given, and as the robot's
+        self._named: tuple[str, ...] = ()
         self._update_stamp = -math.inf
 
     # ------------------------------------------------------------------------------- helpers
@@ -252,10 +254,8 @@ class FrameAssembler:
         self._joint_t = np.full(len(self.joints), -np.inf)
 
     def _layout(self, names: tuple[str, ...], t: float) -> tuple[np.ndarray, np.ndarray] | None:
-        """(source index, frame index) arrays for a message's name list, cached per list; None when
-        the message lists exactly the robot's joints in frame order (the common case, no scatter)."""
-        if names in self._layouts:
-            return self._layouts[names]
+        """(source index, frame index) arrays for a new name list, cached in `_layouts`; None when the
+        message lists exactly the robot's joints in frame order (the common case, no scatter)."""
         assert self.joints is not None
         if names == self.joints:
             layout = None
@@ -325,7 +325,7 @@ class FrameAssembler:
     def on_wrench_sample(self, wrench: Wrench, stamp: float, received: float | None = None) -> None:
         """`on_wrench` for a wrench already read from its message (replay reads it from the bag's bytes)."""
         stamp = self._stamp(stamp, received, WRENCH)
-        if not (_finite(wrench.force) and _finite(wrench.torque)):
+        if not _finite(wrench.force, wrench.torque):
             self._issue(
                 IssueKind.NAN,
                 WRENCH,
@@ -360,7 +360,7 @@ class FrameAssembler:
         """`on_pose` for a pose already read from its message."""
         stream = pose_stream(name)
         stamp = self._stamp(stamp, received, stream)
-        if not (_finite(pose.position) and _finite(pose.quaternion)):
+        if not _finite(pose.position, pose.quaternion):
             self._issue(
                 IssueKind.NAN,
                 stream,
@@ -390,10 +390,14 @@ class FrameAssembler:
 
     def on_joint_sample(self, sample: JointSample, received: float | None = None) -> AssembledFrame | None:
         """`on_joint_states` for a message already read into a JointSample."""
-        t = self._stamp(sample.stamp, received, JOINTS)
-        names = self._renamed.get(sample.names)
-        if names is None:
-            names = self._renamed[sample.names] = self._rename(sample.names)
+        t = self._stamp(sample.stamp, received, JOINTS) if sample.stamp == 0.0 else sample.stamp
+        given = sample.names
+        if given is not self._given:  # (a direct reader hands every message of a stream the same tuple)
+            named = self._renamed.get(given)
+            if named is None:
+                named = self._renamed[given] = self._rename(given)
+            self._given, self._named = given, named
+        names = self._named
         if names is _AMBIGUOUS:
             renamed = self._rename(sample.names, check=False)
             twice = sorted({n for n in renamed if renamed.count(n) > 1})
@@ -439,24 +443,34 @@ class FrameAssembler:
             return None
         if self._values is None:
             self._init_joints(names)
-        elif self._layouts and names not in self._layouts:  # (a gripper topic may have come first)
-            first = next(iter(self._layouts))
-            self._issue(
-                IssueKind.JOINT_NAMES_CHANGED,
-                JOINTS,
-                t,
-                f"names [{', '.join(names)}] differ from the first message's [{', '.join(first)}]",
-            )
+        layout = self._layouts.get(names, _NEW)
+        if layout is _NEW:
+            if self._layouts:  # (a gripper topic may have come first)
+                first = next(iter(self._layouts))
+                self._issue(
+                    IssueKind.JOINT_NAMES_CHANGED,
+                    JOINTS,
+                    t,
+                    f"names [{', '.join(names)}] differ from the first message's [{', '.join(first)}]",
+                )
+            layout = self._layout(names, t)
         assert self._values is not None and self._joint_t is not None and self.joints is not None
-        layout = self._layout(names, t)
         block = self._values
         n = len(names)
-        velocity, velocity_finite = self._optional(sample.velocity, n, "velocities", t)
-        effort, effort_finite = self._optional(sample.effort, n, "efforts", t)
+        velocity: np.ndarray | float
+        effort: np.ndarray | float
+        v, e = sample.velocity, sample.effort
+        if v is not None and len(v) == n and _finite(v):  # (the common case inline)
+            velocity, velocity_finite = v, True
+        else:
+            velocity, velocity_finite = self._optional(v, n, "velocities", t)
+        if e is not None and len(e) == n and _finite(e):
+            effort, effort_finite = e, True
+        else:
+            effort, effort_finite = self._optional(e, n, "efforts", t)
         rows = (sample.position, velocity, effort)
         if layout is None:  # every row overwritten: its finiteness is the message's
-            for row, values in enumerate(rows):
-                block[row] = values
+            block[0], block[1], block[2] = rows
             finite = (True, velocity_finite, effort_finite)
         else:
             src, dst = layout
@@ -464,7 +478,10 @@ class FrameAssembler:
                 block[row, dst] = values if isinstance(values, float) else values[src]
             finite = np.isfinite(block).all(axis=1).tolist()
         joint_t = self._joint_t
-        joint_t[layout[1] if layout else slice(None)] = t
+        if layout is None:
+            joint_t.fill(t)
+        else:
+            joint_t[layout[1]] = t
         if not self._complete:
             self._complete = bool(np.isfinite(joint_t).all())
             if not self._complete:
@@ -492,6 +509,9 @@ class FrameAssembler:
         stamps = self._pose_stamps
         if len(stale) > (WRENCH in stale) + (JOINTS in stale):  # a pose is stale
             stamps = {n: s for n, s in stamps.items() if pose_stream(n) not in stale}
+            poses = {n: self._poses[n] for n in stamps}
+        else:  # every pose: `_poses` has the keys of `_pose_stamps`, set together in the same order
+            poses = self._poses.copy()
         state = RobotState(
             t=t,
             joint_names=self.joints,
@@ -501,8 +521,8 @@ class FrameAssembler:
             joint_stamps=joint_t.copy(),
             wrench=wrench[0] if wrench else None,
             wrench_age=max(0.0, t - wrench[1]) if wrench else None,
-            object_poses={n: self._poses[n] for n in stamps},
-            object_ages={n: max(0.0, t - s) for n, s in stamps.items()},
+            object_poses=poses,
+            object_ages={n: t - s if t - s > 0.0 else 0.0 for n, s in stamps.items()},  # max(0.0, t - s)
         )
         self.frames += 1
         return AssembledFrame(state, frozenset(stale), self.drain_issues(), resync)
@@ -654,6 +674,7 @@ class FrameAssembler:
 
 
 _AMBIGUOUS: tuple[str, ...] = ("<a joint listed twice>",)  # stands for a name list, compared by identity
+_NEW: tuple[np.ndarray, np.ndarray] = (np.empty(0, np.intp), np.empty(0, np.intp))  # no layout yet (by identity)
 
 
 class _Repeats:
@@ -675,10 +696,13 @@ class _Repeats:
 _LIMIT = 1e9  # beyond this a joint (rad or m), wrench (N, N m) or pose (m) value is a corrupt message
 
 
-def _finite(values: np.ndarray) -> bool:
-    """Every value a plausible measurement: finite and within +-_LIMIT (NaN fails every comparison).
-    Exact for any input, where a dot product overflows; three times faster than `np.isfinite`."""
-    return all(map(_LIMIT.__gt__, map(abs, values.ravel().tolist())))
+def _finite(values: np.ndarray, more: np.ndarray | None = None) -> bool:
+    """Every value (of both arrays) a plausible measurement: finite and within +-_LIMIT (NaN fails every
+    comparison). Exact for any input, where a dot product overflows; three times faster than `np.isfinite`."""
+    listed = values.ravel().tolist()
+    if more is not None:
+        listed += more.ravel().tolist()
+    return all(map(_LIMIT.__gt__, map(abs, listed)))
 
 
 def ground_frame(grounder: Any, assembled: AssembledFrame, frame: int) -> tuple[PredicateSample, str | None]:

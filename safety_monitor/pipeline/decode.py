@@ -65,10 +65,10 @@ class Decoder(Generic[V]):
 
 
 _READERS: dict[MessageType, tuple[Callable[[], Callable[[bytes], Any] | None], Callable[[Any], Any]]] = {
-    # a new direct reader (some keep a cache of the last name list or key layout), the message converter
+    # a new direct reader (most learn the layout of the last message they read), the message converter
     MessageType.JOINT_STATE: (lambda: cdr.JointStateReader().read, m.joint_state_sample),
-    MessageType.WRENCH_STAMPED: (lambda: cdr.read_wrench, m.wrench_of),
-    MessageType.POSE_STAMPED: (lambda: cdr.read_pose, m.pose_of),
+    MessageType.WRENCH_STAMPED: (lambda: cdr.WrenchReader().read, m.wrench_of),
+    MessageType.POSE_STAMPED: (lambda: cdr.PoseReader().read, m.pose_of),
     MessageType.DIAGNOSTIC_ARRAY: (lambda: cdr.PredicateReader().read, m.decode_predicates),
     # no direct readers: a TFMessage arrives at the rate of a slow stream, /robot_description once
     MessageType.TF_MESSAGE: (lambda: None, m.transforms_of),
