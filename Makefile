@@ -1,15 +1,17 @@
 # Two commands on a fresh machine: `make sim` (main job) and `make test`.
-# Both set up what is missing first: MONA (apt) and a pinned virtual environment in .venv.
+# Both set up what is missing first: MONA and a C compiler (apt), a pinned virtual environment in .venv, and
+# the estimators' C kernels (safety_monitor/grounding/_geomath.c) built in place.
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+KERNELS := $(VENV)/.kernels
 LARK   := lark==1.3.1
 export MUJOCO_GL ?= egl
 
-.PHONY: setup sim test lint bench clean mona
+.PHONY: setup sim test lint bench clean mona compiler
 
-setup: mona $(STAMP)
+setup: mona compiler $(STAMP) $(KERNELS)
 
 mona:
 	@command -v mona >/dev/null 2>&1 || { \
@@ -24,6 +26,19 @@ mona:
 	  fi; }
 	@command -v mona >/dev/null 2>&1 || { echo "MONA install failed. Run: sudo apt-get install -y mona"; exit 1; }
 
+compiler:
+	@command -v cc >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "Installing a C compiler (Debian package gcc) ..."; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc) >/dev/null; \
+	  else \
+	    echo "No C compiler (cc) for the estimators' kernels. Run:"; \
+	    echo "    sudo apt-get install -y gcc"; exit 1; \
+	  fi; }
+	@$(PYTHON) -c "import os, sysconfig; assert os.path.isfile(os.path.join(sysconfig.get_paths()['include'], 'Python.h'))" \
+	  2>/dev/null || { echo "$(PYTHON) has no C headers (Python.h) to build the kernels with. Run:"; \
+	  echo "    sudo apt-get install -y python3-dev"; exit 1; }
+
 $(STAMP): requirements.txt setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip setuptools wheel
@@ -32,6 +47,11 @@ $(STAMP): requirements.txt setup.py
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
 	$(PY) -c "import lark, ltlf2dfa.parser.ltlf, rosidl_parser.parser, rclpy, mujoco, rosbags, ray; assert lark.__version__ >= '1.1.5', lark.__version__"
 	touch $(STAMP)
+
+# `pip install -e .` builds the kernels once; an edit of their source rebuilds them here
+$(KERNELS): $(STAMP) safety_monitor/grounding/_geomath.c
+	$(PY) setup.py -q build_ext --inplace
+	touch $(KERNELS)
 
 sim: setup
 	$(VENV)/bin/safety-monitor sim $(ARGS)
@@ -51,4 +71,4 @@ bench: setup
 	$(PY) benchmarks/bench_monitor.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info safety_monitor/grounding/*.so

@@ -57,6 +57,14 @@ def test_share_has_manifest_launch_and_config(installed):
     }
 
 
+def test_the_estimators_kernels_are_compiled_into_the_install(installed):
+    """colcon's `setup.py install` builds the C kernels (and ships their type stub) next to the modules."""
+    grounding = [p.parent for p in installed.glob("lib/python3*/site-packages/safety_monitor/grounding/geometry.py")]
+    assert len(grounding) == 1, grounding
+    assert list(grounding[0].glob("_geomath*.so")), sorted(p.name for p in grounding[0].iterdir())
+    assert (grounding[0] / "_geomath.pyi").is_file()
+
+
 def test_installed_command_checks_the_installed_specs(installed):
     site = next(installed.glob("lib/python3*/site-packages"))
     env = {k: v for k, v in os.environ.items() if k != "_ROS_WHEELS_BOOTSTRAP_COMPLETE"}

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from safety_monitor.grounding import _geomath
 from safety_monitor.grounding.debounce import Timer, Tri, all3, any3
 from safety_monitor.grounding.description import HOUSING, RobotDescription
 from safety_monitor.grounding.geometry import Box, BoxStack, norm
@@ -68,30 +69,24 @@ DOCS = {
 
 def object_inside(box: Box, region: Box, margin: float) -> bool:
     """The object's footprint is within the region (grown by `margin`) and its bottom below the region's top."""
-    return box.memo(("inside", margin), region, lambda: _inside(box, region, margin))
-
-
-def _inside(box: Box, region: Box, margin: float) -> bool:
-    d = box.center - region.center
-    reach = region.bound.radius + box.bound.radius + 2 * margin
-    if float(d @ d) > reach * reach:
-        return False  # bounding spheres apart: the cheap common case
-    local = _corners_in(box, region)
-    footprint = np.all(np.abs(local[:, :2]) <= region.half[:2] + margin)
-    bottom = local[:, 2].min()
-    return bool(footprint and -region.half[2] - margin <= bottom <= region.half[2])
-
-
-def _corners_in(box: Box, region: Box) -> np.ndarray:
-    """The box's corners in the region's frame."""
-    return box.memo("corners_in", region, lambda: region.to_local(box.corners()))
+    return _placement(box, region, margin)[0]
 
 
 def object_supported_inside(box: Box, region: Box, margin: float) -> bool:
     """Inside the region with its bottom within `margin` of the region's floor."""
-    if not object_inside(box, region, margin):
-        return False
-    return bool(_corners_in(box, region)[:, 2].min() <= -region.half[2] + margin)
+    inside, bottom = _placement(box, region, margin)
+    return inside and bottom <= -region.half[2] + margin
+
+
+def _placement(box: Box, region: Box, margin: float) -> tuple[bool, float]:
+    """(inside, the box's bottom in the region's frame): remembered on the box for this region."""
+    return box.memo(
+        ("placement", margin),
+        region,
+        lambda: _geomath.placement(
+            box.center, box.rotation, box.half, region.center, region.rotation, region.half, margin
+        ),
+    )
 
 
 class _Episode:

@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
+from safety_monitor.grounding import _geomath
+
 Carry = Callable[[np.ndarray, np.ndarray], Mapping[str, tuple[np.ndarray, np.ndarray]]]
 """Given this frame's end-effector (position, rotation): each held object's pose relative to the
 end-effector when the object's pose was measured (the twin places it there relative to this frame's)."""
@@ -35,22 +37,14 @@ def quat_to_matrix(q: np.ndarray) -> np.ndarray:
 
 
 def rotation_angle(a: np.ndarray, b: np.ndarray) -> float:
-    """Angle (rad) of the rotation taking orientation `a` to `b`: trace(a^T b) = sum(a * b)."""
-    c = (float(np.vdot(a, b)) - 1.0) / 2.0
-    return math.acos(min(1.0, max(-1.0, c)))
+    """Angle (rad) of the rotation taking orientation `a` to `b`: acos((trace(a^T b) - 1) / 2)."""
+    return _geomath.rotation_angle(a, b)
 
 
 def interpolate_rotation(a: np.ndarray, b: np.ndarray, s: float) -> np.ndarray:
-    """The rotation a fraction `s` of the way from `a` to `b` about their common axis (Rodrigues)."""
-    rel = a.T @ b
-    angle = rotation_angle(a, b)
-    sin = math.sin(angle)
-    if sin < 1e-9:  # no rotation, or a half turn (no unique axis; never between two control frames)
-        return a if angle < 1.0 or s < 0.5 else b
-    axis = np.array((rel[2, 1] - rel[1, 2], rel[0, 2] - rel[2, 0], rel[1, 0] - rel[0, 1])) / (2.0 * sin)
-    k = np.array(((0.0, -axis[2], axis[1]), (axis[2], 0.0, -axis[0]), (-axis[1], axis[0], 0.0)))
-    step = s * angle
-    return a @ (np.eye(3) + math.sin(step) * k + (1.0 - math.cos(step)) * (k @ k))
+    """The rotation a fraction `s` of the way from `a` to `b` about their common axis (Rodrigues); `a` or
+    `b` itself when they have no unique axis (no rotation, or a half turn: never between two control frames)."""
+    return _geomath.interpolate_rotation(a, b, s, np.empty((3, 3)))
 
 
 class Track:

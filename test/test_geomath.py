@@ -1,0 +1,180 @@
+"""The C box and rotation kernels (grounding/_geomath.c) against independent numpy formulations and known cases.
+
+The numpy oracles below are the formulations the estimators used before the kernels: the separating-axis
+test over all 15 axes, corners moved into a region's frame, Rodrigues' formula. Booleans must agree exactly;
+values to rounding (numpy's matmul may sum in another order).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from safety_monitor.grounding import _geomath
+from safety_monitor.grounding.fixtures import object_inside, object_supported_inside
+from safety_monitor.grounding.geometry import Box, BoxStack
+from safety_monitor.grounding.motion import interpolate_rotation, quat_to_matrix, rotation_angle
+
+SIGNS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], dtype=float)
+
+
+def random_box(rng: np.random.Generator, spread: float = 0.1) -> Box:
+    rotation = quat_to_matrix(rng.normal(size=4)) if rng.random() < 0.7 else np.eye(3)  # aligned: parallel axes
+    return Box(rng.normal(size=3) * spread, rotation, rng.uniform(0.01, 0.1, 3))
+
+
+def sat_oracle(a: Box, b: Box) -> bool:
+    axes = [a.rotation[:, i] for i in range(3)] + [b.rotation[:, i] for i in range(3)]
+    axes += [np.cross(u, v) for u in axes[:3] for v in axes[3:6]]
+    d = b.center - a.center
+    for axis in axes:
+        length = np.linalg.norm(axis)
+        if length <= 1e-9:
+            continue
+        x = axis / length
+        ra = np.abs(x @ a.rotation) @ a.half
+        rb = np.abs(x @ b.rotation) @ b.half
+        if abs(x @ d) > ra + rb:
+            return False
+    return True
+
+
+def placement_oracle(box: Box, region: Box, margin: float) -> tuple[bool, float]:
+    corners = box.center + (SIGNS * box.half) @ box.rotation.T
+    local = (corners - region.center) @ region.rotation
+    bottom = float(local[:, 2].min())
+    footprint = bool(np.all(np.abs(local[:, :2]) <= region.half[:2] + margin))
+    return footprint and -region.half[2] - margin <= bottom <= region.half[2], bottom
+
+
+def rotation_z(angle: float) -> np.ndarray:
+    c, s = math.cos(angle), math.sin(angle)
+    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+def test_box_overlap_agrees_with_the_separating_axis_oracle():
+    rng = np.random.default_rng(0)
+    verdicts = []
+    for _ in range(3000):
+        a, b = random_box(rng), random_box(rng)
+        got = _geomath.box_overlap(a.center, a.rotation, a.half, b.center, b.rotation, b.half)
+        assert got == sat_oracle(a, b)
+        verdicts.append(got)
+    assert 0.2 < np.mean(verdicts) < 0.8  # both answers exercised
+
+
+def test_box_overlap_known_cases():
+    unit = np.full(3, 0.5)
+    a = Box(np.zeros(3), np.eye(3), unit)
+    touching = Box(np.array([1.0, 0.0, 0.0]), np.eye(3), unit)
+    apart = Box(np.array([1.0 + 1e-6, 0.0, 0.0]), np.eye(3), unit)
+    assert a.overlaps(touching) and not a.overlaps(apart)
+    # two long bars crossing at right angles: only an edge-edge (cross product) axis separates them
+    bar = np.array([1.0, 0.05, 0.05])
+    x_bar = Box(np.zeros(3), np.eye(3), bar)
+    tilted = np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])  # its long axis along y
+    assert x_bar.overlaps(Box(np.array([0.0, 0.0, 0.09]), tilted, bar))
+    assert not x_bar.overlaps(Box(np.array([0.0, 0.0, 0.11]), tilted, bar))
+
+
+def test_placement_agrees_with_the_corner_oracle():
+    rng = np.random.default_rng(1)
+    inside = 0
+    for _ in range(3000):
+        box = random_box(rng, 0.05)
+        region = Box(rng.normal(size=3) * 0.02, quat_to_matrix(rng.normal(size=4)), rng.uniform(0.05, 0.2, 3))
+        margin = float(rng.uniform(0.0, 0.05))
+        got_inside, got_bottom = _geomath.placement(
+            box.center, box.rotation, box.half, region.center, region.rotation, region.half, margin
+        )
+        want_inside, want_bottom = placement_oracle(box, region, margin)
+        assert got_inside == want_inside
+        if got_inside:
+            inside += 1
+            assert got_bottom == pytest.approx(want_bottom, abs=1e-12)
+    assert 100 < inside < 2900
+
+
+def test_placement_known_cases():
+    shelf = Box(np.array([0.0, 0.0, 0.5]), np.eye(3), np.array([0.2, 0.2, 0.1]))  # floor at z 0.4
+    half = np.full(3, 0.02)
+    resting = Box(np.array([0.0, 0.0, 0.42]), np.eye(3), half)
+    floating = Box(np.array([0.0, 0.0, 0.5]), np.eye(3), half)
+    straddling = Box(np.array([0.2, 0.0, 0.42]), np.eye(3), half)  # half outside the side wall
+    far = Box(np.array([5.0, 0.0, 0.0]), np.eye(3), half)
+    assert object_supported_inside(resting, shelf, 0.01)
+    assert object_inside(floating, shelf, 0.01) and not object_supported_inside(floating, shelf, 0.01)
+    assert not object_inside(straddling, shelf, 0.01) and object_inside(straddling, shelf, 0.03)
+    assert _geomath.placement(far.center, far.rotation, far.half, shelf.center, shelf.rotation, shelf.half, 0.0) == (
+        False,
+        math.inf,
+    )
+
+
+def test_excess_matches_the_box_frame_offsets():
+    rng = np.random.default_rng(2)
+    boxes = tuple(random_box(rng) for _ in range(3))
+    points = rng.normal(size=(4, 3)) * 0.1
+    got = BoxStack().excess(boxes, points)
+    want = np.array([np.abs((points - b.center) @ b.rotation) - b.half for b in boxes])
+    assert got.shape == (3, 4, 3)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(got[1], boxes[1].excess(points), rtol=0, atol=1e-15)
+
+
+def test_rotation_angle_and_interpolation():
+    a, b = rotation_z(0.1), rotation_z(0.1 + math.pi / 2)
+    assert rotation_angle(a, b) == pytest.approx(math.pi / 2, abs=1e-12)
+    np.testing.assert_allclose(interpolate_rotation(a, b, 0.5), rotation_z(0.1 + math.pi / 4), atol=1e-12)
+    np.testing.assert_allclose(interpolate_rotation(a, b, 0.0), a, atol=1e-12)
+    np.testing.assert_allclose(interpolate_rotation(a, b, 1.0), b, atol=1e-12)
+    assert interpolate_rotation(a, a.copy(), 0.3) is a  # no rotation: no unique axis, the nearer end itself
+    half_turn = rotation_z(0.1 + math.pi)
+    assert interpolate_rotation(a, half_turn, 0.2) is a and interpolate_rotation(a, half_turn, 0.8) is half_turn
+    rng = np.random.default_rng(3)
+    for _ in range(500):  # the general case against Rodrigues' formula in numpy
+        r0, r1, s = quat_to_matrix(rng.normal(size=4)), quat_to_matrix(rng.normal(size=4)), float(rng.random())
+        angle = rotation_angle(r0, r1)
+        assert angle == pytest.approx(math.acos(np.clip((np.trace(r0.T @ r1) - 1) / 2, -1, 1)), abs=1e-12)
+        rel = r0.T @ r1
+        if math.sin(angle) < 1e-3:
+            continue
+        axis = np.array([rel[2, 1] - rel[1, 2], rel[0, 2] - rel[2, 0], rel[1, 0] - rel[0, 1]]) / (2 * math.sin(angle))
+        k = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
+        want = r0 @ (np.eye(3) + math.sin(s * angle) * k + (1 - math.cos(s * angle)) * (k @ k))
+        np.testing.assert_allclose(interpolate_rotation(r0, r1, s), want, atol=1e-9)
+
+
+def test_any_strides_read_the_same_values():
+    rng = np.random.default_rng(4)
+    r0, r1 = quat_to_matrix(rng.normal(size=4)), quat_to_matrix(rng.normal(size=4))
+    assert rotation_angle(r0.T, r1.T) == rotation_angle(np.ascontiguousarray(r0.T), np.ascontiguousarray(r1.T))
+    wide = np.zeros((3, 6))
+    wide[:, ::2] = r0  # every other column: a strided view
+    assert rotation_angle(wide[:, ::2], r1) == rotation_angle(r0, r1)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "says"),
+    [
+        (
+            lambda: _geomath.rotation_angle([1.0] * 9, np.eye(3)),
+            TypeError,
+            "rotation_angle: a: expected a float64 array",
+        ),
+        (lambda: _geomath.rotation_angle(np.eye(2), np.eye(3)), ValueError, "expected 9 float64 values, got 4"),
+        (lambda: _geomath.rotation_angle(np.eye(3, dtype=np.float32), np.eye(3)), ValueError, "of format f"),
+        (lambda: _geomath.box_overlap(np.zeros(3)), TypeError, "takes 6 arguments (1 given)"),
+        (
+            lambda: _geomath.interpolate_rotation(np.eye(3), rotation_z(1.0), 0.5, np.empty((3, 3))[:, :2]),
+            TypeError,
+            "interpolate_rotation: out: expected a writable C-contiguous float64 array",
+        ),
+    ],
+)
+def test_bad_arguments_name_the_problem(call, error, says):
+    with pytest.raises(error) as caught:
+        call()
+    assert says in str(caught.value)
