@@ -79,14 +79,8 @@ def object_supported_inside(box: Box, region: Box, margin: float) -> bool:
 
 
 def _placement(box: Box, region: Box, margin: float) -> tuple[bool, float]:
-    """(inside, the box's bottom in the region's frame): remembered on the box for this region."""
-    return box.memo(
-        ("placement", margin),
-        region,
-        lambda: _geomath.placement(
-            box.center, box.rotation, box.half, region.center, region.rotation, region.half, margin
-        ),
-    )
+    """(inside, the box's bottom in the region's frame)."""
+    return _geomath.placement(box.center, box.rotation, box.half, region.center, region.rotation, region.half, margin)
 
 
 class _Episode:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -17,11 +17,10 @@ from safety_monitor.grounding import _geomath
 from safety_monitor.grounding.description import GRIPPER_PARTS
 
 _SIGNS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], dtype=float)
-_MEMO_ENTRIES = 32
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
-    """`a`, made read-only (it is shared through a memo or across frames)."""
+    """`a`, made read-only (it is kept on a box and shared across frames)."""
     a.flags.writeable = False
     return a
 
@@ -30,33 +29,24 @@ def _frozen(a: np.ndarray) -> np.ndarray:
 class Box:
     """Oriented box: centre (world), rotation (columns = box axes in world) and half sizes.
 
-    Immutable, arrays included: results about a box are memoised on it (`memo`), and the twin hands
-    out the same Box object for as long as its body rests, so tests on resting objects and fixtures
-    run once per pose, not once per frame.
+    Immutable, arrays included: the twin hands out the same Box object for as long as its body rests, and
+    its corners are kept on it. The box tests themselves (C, `_geomath`) cost less than remembering them.
     """
 
     center: np.ndarray
     rotation: np.ndarray
     half: np.ndarray
 
-    def memo(self, key: object, other: Box | None, compute: Callable[[], Any]) -> Any:
-        """`compute()` for this box (and `other`, identified by object) under `key`, once."""
-        cache = self.__dict__.setdefault("_memo", {})
-        entry = cache.get((key, id(other)))
-        if entry is not None and entry[0] is other:
-            return entry[1]
-        if len(cache) >= _MEMO_ENTRIES:  # a resting box meets a new region each frame a fixture moves
-            cache.clear()
-        value = compute()
-        cache[(key, id(other))] = (other, value)
-        return value
-
     def to_local(self, points: np.ndarray) -> np.ndarray:
         """Points (n, 3) in world -> box frame (origin at the centre)."""
         return (np.asarray(points, dtype=float) - self.center) @ self.rotation
 
     def corners(self) -> np.ndarray:
-        return self.memo("corners", None, lambda: _frozen(self.center + (_SIGNS * self.half) @ self.rotation.T))
+        """The eight corners (world), computed once per box (read-only: shared by every reader)."""
+        corners = self.__dict__.get("_corners")
+        if corners is None:
+            corners = self.__dict__["_corners"] = _frozen(self.center + (_SIGNS * self.half) @ self.rotation.T)
+        return corners
 
     def excess(self, points: np.ndarray) -> np.ndarray:
         """Per point and axis, how far it lies beyond the box faces (<= 0 on every axis: inside)."""
@@ -64,13 +54,7 @@ class Box:
 
     def overlaps(self, other: Box) -> bool:
         """Separating-axis test for two oriented boxes (touching counts as overlapping)."""
-        return self.memo(
-            "overlaps",
-            other,
-            lambda: _geomath.box_overlap(
-                self.center, self.rotation, self.half, other.center, other.rotation, other.half
-            ),
-        )
+        return _geomath.box_overlap(self.center, self.rotation, self.half, other.center, other.rotation, other.half)
 
 
 class BoxStack:
