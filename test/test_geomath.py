@@ -178,3 +178,39 @@ def test_bad_arguments_name_the_problem(call, error, says):
     with pytest.raises(error) as caught:
         call()
     assert says in str(caught.value)
+
+
+def test_entity_gaps_names_a_wrong_array():
+    from safety_monitor.grounding.grounder import load_default_grounder
+
+    twin = load_default_grounder(500.0).twin
+    args = [
+        0,
+        None,
+        None,
+        twin._contact_key,
+        None,
+        twin.data.geom_xpos,
+        twin._pair_near.astype(float),  # bool expected
+        twin._pair_fresh,
+        twin._pair_key,
+        twin._pa,
+        twin._pb,
+        twin._pair_gap,
+        twin.margin,
+        lambda *a: 0.0,
+        twin.model,
+        twin.data,
+        twin._key_names,
+        twin._key_sorted,
+        twin._key_gripper,
+    ]
+    with pytest.raises(ValueError, match="entity_gaps: pair_near: expected a 1-d array of format"):
+        _geomath.entity_gaps(*args)
+    args[6] = twin._pair_near
+    args[8] = twin._pair_key[:-1]
+    with pytest.raises(ValueError, match="entity_gaps: array lengths do not match the model"):
+        _geomath.entity_gaps(*args)
+    args[8] = twin._pair_key
+    gaps, gripper, pairs = _geomath.entity_gaps(*args)  # no contacts, no pair near yet: nothing
+    assert (gaps, gripper, pairs) == ({}, {}, [])

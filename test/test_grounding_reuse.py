@@ -90,3 +90,35 @@ def test_the_twins_pair_list_and_gripper_gaps_are_the_ones_derived_from_its_gaps
         assert all(geo.gap(a, b) == gap == geo.gap(b, a) and a < b for a, b, gap in geo.pairs)
         seen_gripper = seen_gripper or bool(geo.gripper_gaps)
     assert seen_gripper
+
+
+def test_the_twins_gaps_are_the_contacts_and_distances_mujoco_gives(states):
+    """The twin's gaps (C, `_geomath.entity_gaps`) against a plain walk of the same MuJoCo data: the smallest
+    contact distance per entity pair, then mj_geomDistance on every measured pair (nothing reused) for
+    pairs not touching, kept when under the report margin."""
+    import mujoco
+
+    twin = load_default_grounder(RATE).twin
+    m, d, inf = twin.model, twin.data, float("inf")
+    entity = [twin.entities[e] for e in twin.geom_entity.tolist()]
+    compared = 0
+    for state in states[::9]:
+        geo = twin.compute(state.joint_names, state.joint_position, state.object_poses)
+        want: dict[tuple[str, str], float] = {}
+        for g1, g2, dist in zip(d.contact.geom[: d.ncon, 0], d.contact.geom[: d.ncon, 1], d.contact.dist[: d.ncon]):
+            a, b = sorted((entity[g1], entity[g2]))
+            if a != b:
+                want[(a, b)] = min(float(dist), want.get((a, b), inf))
+        for ga, gb in zip(twin._pa.tolist(), twin._pb.tolist()):
+            a, b = sorted((entity[ga], entity[gb]))
+            known = want.get((a, b), inf)
+            if known <= 0.0:
+                continue
+            gap = mujoco.mj_geomDistance(m, d, ga, gb, twin.margin, None)
+            if gap < twin.margin and gap < known:
+                want[(a, b)] = gap
+        got = {(a, b): gap for a, b, gap in geo.pairs}
+        assert got == want
+        assert all(geo.gap(a, b) == gap == geo.gap(b, a) for (a, b), gap in want.items())
+        compared += len(want)
+    assert compared > 100

@@ -274,6 +274,260 @@ static PyObject *interpolate_rotation(PyObject *self, PyObject *const *args, Py_
     return Py_NewRef(args[3]);
 }
 
+/* A strided 1- or 2-d view of a numpy array of float64, int32, int64 or bool. */
+typedef struct {
+    Py_buffer b;
+    char kind; /* 'd', 'i', 'l' (int64), '?' */
+} View;
+
+static int view_open(PyObject *obj, View *v, char kind, int ndim, int writable, const char *what)
+{
+    v->b.obj = NULL;
+    if (PyObject_GetBuffer(obj, &v->b, writable ? PyBUF_RECORDS : PyBUF_RECORDS_RO) < 0) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "%s: expected a%s numpy array", what, writable ? " writable" : "");
+        return -1;
+    }
+    const char *f = v->b.format ? v->b.format : "B";
+    if (*f == '<' || *f == '=' || *f == '@')
+        f++;
+    char got = *f == 'q' ? 'l' : *f;
+    Py_ssize_t size = kind == 'd' || kind == 'l' ? 8 : kind == 'i' ? 4 : 1;
+    if (got != kind || v->b.itemsize != size || v->b.ndim != ndim) {
+        PyErr_Format(PyExc_ValueError, "%s: expected a %d-d array of format %c, got %d-d of format %s", what, ndim,
+                     kind, v->b.ndim, v->b.format ? v->b.format : "?");
+        PyBuffer_Release(&v->b);
+        v->b.obj = NULL;
+        return -1;
+    }
+    v->kind = kind;
+    return 0;
+}
+
+static void view_close(View *v)
+{
+    if (v->b.obj != NULL)
+        PyBuffer_Release(&v->b);
+}
+
+static inline char *at(const View *v, Py_ssize_t i) { return (char *)v->b.buf + i * v->b.strides[0]; }
+static inline char *at2(const View *v, Py_ssize_t i, Py_ssize_t j) { return at(v, i) + j * v->b.strides[1]; }
+static inline double get_d(const char *p) { double x; memcpy(&x, p, 8); return x; }
+static inline long long get_l(const View *v, const char *p)
+{
+    if (v->kind == 'i') {
+        int x;
+        memcpy(&x, p, 4);
+        return x;
+    }
+    long long x;
+    memcpy(&x, p, 8);
+    return x;
+}
+
+/* setdefault(outer, a, {})[b] = value */
+static int put_row(PyObject *outer, PyObject *a, PyObject *b, PyObject *value)
+{
+    PyObject *row = PyDict_GetItemWithError(outer, a);
+    if (row == NULL) {
+        if (PyErr_Occurred())
+            return -1;
+        row = PyDict_New();
+        if (row == NULL || PyDict_SetItem(outer, a, row) < 0) {
+            Py_XDECREF(row);
+            return -1;
+        }
+        Py_DECREF(row); /* owned by outer */
+    }
+    return PyDict_SetItem(row, b, value);
+}
+
+/* entity_gaps(ncon, contact_geom, contact_dist, contact_key, affected, geom_xpos, pair_near, pair_fresh,
+ *             pair_key, pa, pb, pair_gap, margin, measure, model, data, key_names, key_sorted, key_gripper)
+ *   -> (gaps, gripper_gaps, pairs)
+ *
+ * The kinematic twin's smallest signed gap per entity pair, and the three maps FrameGeometry holds.
+ * Touching pairs come from MuJoCo's contact list (the smallest distance per entity-pair key, in the
+ * order keys first appear). Then every measured pair with a moved geom (`affected`: None, or its indices,
+ * geoms and bounding radii) has its bounding-sphere test redone and its measurement made stale; each pair
+ * within the report margin whose entities are not already touching takes its kept distance, or a new one
+ * from measure(model, data, geom_a, geom_b, margin, None) (mj_geomDistance), and counts if under the margin.
+ * `gaps` has every pair both ways round; `pairs` (a, b, gap) with a < b; `gripper_gaps` the smallest gap
+ * from a gripper part to each entity (`key_gripper[key]`: the entities of that key a gripper part faces). */
+static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs(nargs, 19, "entity_gaps") < 0)
+        return NULL;
+    Py_ssize_t ncon = PyLong_AsSsize_t(args[0]);
+    double margin = PyFloat_AsDouble(args[12]);
+    if (PyErr_Occurred())
+        return NULL;
+    PyObject *affected = args[4], *measure = args[13], *model = args[14], *data = args[15];
+    PyObject *key_names = args[16], *key_sorted = args[17], *key_gripper = args[18];
+    if (!PyList_Check(key_names) || !PyList_Check(key_sorted) || !PyList_Check(key_gripper)) {
+        PyErr_SetString(PyExc_TypeError, "entity_gaps: key_names, key_sorted and key_gripper must be lists");
+        return NULL;
+    }
+    View geom = {0}, dist = {0}, ckey = {0}, idx = {0}, sa = {0}, sb = {0}, rbound = {0}, xpos = {0};
+    View near = {0}, fresh = {0}, pkey = {0}, pa = {0}, pb = {0}, measured = {0};
+    double *value = NULL;
+    Py_ssize_t *order = NULL, count = 0;
+    PyObject *gaps = NULL, *gripper = NULL, *pairs = NULL, *result = NULL;
+    if ((ncon > 0 && (view_open(args[1], &geom, 'i', 2, 0, "entity_gaps: contact_geom") < 0 ||
+                      view_open(args[2], &dist, 'd', 1, 0, "entity_gaps: contact_dist") < 0)) ||
+        view_open(args[3], &ckey, 'l', 2, 0, "entity_gaps: contact_key") < 0 ||
+        view_open(args[5], &xpos, 'd', 2, 0, "entity_gaps: geom_xpos") < 0 ||
+        view_open(args[6], &near, '?', 1, 1, "entity_gaps: pair_near") < 0 ||
+        view_open(args[7], &fresh, '?', 1, 1, "entity_gaps: pair_fresh") < 0 ||
+        view_open(args[8], &pkey, 'l', 1, 0, "entity_gaps: pair_key") < 0 ||
+        view_open(args[9], &pa, 'l', 1, 0, "entity_gaps: pa") < 0 ||
+        view_open(args[10], &pb, 'l', 1, 0, "entity_gaps: pb") < 0 ||
+        view_open(args[11], &measured, 'd', 1, 1, "entity_gaps: pair_gap") < 0)
+        goto done;
+    if (affected != Py_None) {
+        if (!PyTuple_Check(affected) || PyTuple_GET_SIZE(affected) != 4) {
+            PyErr_SetString(PyExc_TypeError, "entity_gaps: affected must be None or (idx, sa, sb, rbound)");
+            goto done;
+        }
+        if (view_open(PyTuple_GET_ITEM(affected, 0), &idx, 'l', 1, 0, "entity_gaps: affected idx") < 0 ||
+            view_open(PyTuple_GET_ITEM(affected, 1), &sa, 'l', 1, 0, "entity_gaps: affected sa") < 0 ||
+            view_open(PyTuple_GET_ITEM(affected, 2), &sb, 'l', 1, 0, "entity_gaps: affected sb") < 0 ||
+            view_open(PyTuple_GET_ITEM(affected, 3), &rbound, 'd', 1, 0, "entity_gaps: affected rbound") < 0)
+            goto done;
+    }
+    /* keys: a * n + b over n entities, n * n for two geoms of one entity */
+    Py_ssize_t nkeys = PyList_GET_SIZE(key_names), npairs = pkey.b.shape[0], ngeom = xpos.b.shape[0];
+    if (PyList_GET_SIZE(key_sorted) != nkeys || PyList_GET_SIZE(key_gripper) != nkeys ||
+        ckey.b.shape[0] != ngeom || ckey.b.shape[1] != ngeom || near.b.shape[0] != npairs || fresh.b.shape[0] != npairs ||
+        pa.b.shape[0] != npairs || pb.b.shape[0] != npairs || measured.b.shape[0] != npairs ||
+        (ncon > 0 && (geom.b.shape[0] < ncon || geom.b.shape[1] != 2 || dist.b.shape[0] < ncon))) {
+        PyErr_SetString(PyExc_ValueError, "entity_gaps: array lengths do not match the model");
+        goto done;
+    }
+    value = PyMem_Malloc((size_t)nkeys * sizeof(double));
+    order = PyMem_Malloc((size_t)(ncon + npairs + 1) * sizeof(Py_ssize_t));
+    if (value == NULL || order == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < nkeys; k++)
+        value[k] = INFINITY; /* inf: not yet a key (a gap is always finite) */
+    for (Py_ssize_t c = 0; c < ncon; c++) {
+        long long g1 = get_l(&geom, at2(&geom, c, 0)), g2 = get_l(&geom, at2(&geom, c, 1));
+        if (g1 < 0 || g2 < 0 || g1 >= ngeom || g2 >= ngeom) {
+            PyErr_SetString(PyExc_ValueError, "entity_gaps: a contact names a geom the model does not have");
+            goto done;
+        }
+        long long key = get_l(&ckey, at2(&ckey, g1, g2));
+        if (key < 0 || key >= nkeys) /* both geoms on one entity */
+            continue;
+        double gap = get_d(at(&dist, c));
+        if (gap < value[key]) {
+            if (value[key] == INFINITY)
+                order[count++] = (Py_ssize_t)key;
+            value[key] = gap;
+        }
+    }
+    if (affected != Py_None) { /* only pairs with a moved geom change their bounding-sphere test or distance */
+        for (Py_ssize_t t = 0; t < idx.b.shape[0]; t++) {
+            long long i = get_l(&idx, at(&idx, t)), ga = get_l(&sa, at(&sa, t)), gb = get_l(&sb, at(&sb, t));
+            if (i < 0 || i >= npairs || ga < 0 || ga >= ngeom || gb < 0 || gb >= ngeom) {
+                PyErr_SetString(PyExc_ValueError, "entity_gaps: an affected pair is out of range");
+                goto done;
+            }
+            *at(&fresh, i) = 0;
+            double dx = get_d(at2(&xpos, ga, 0)) - get_d(at2(&xpos, gb, 0));
+            double dy = get_d(at2(&xpos, ga, 1)) - get_d(at2(&xpos, gb, 1));
+            double dz = get_d(at2(&xpos, ga, 2)) - get_d(at2(&xpos, gb, 2));
+            *at(&near, i) = sqrt(dx * dx + dy * dy + dz * dz) - get_d(at(&rbound, t)) <= margin;
+        }
+    }
+    for (Py_ssize_t i = 0; i < npairs; i++) {
+        if (!*at(&near, i))
+            continue;
+        long long key = get_l(&pkey, at(&pkey, i));
+        if (key < 0 || key >= nkeys) {
+            PyErr_SetString(PyExc_ValueError, "entity_gaps: a pair key is out of range");
+            goto done;
+        }
+        double known = value[key];
+        if (known <= 0.0) /* already touching: a positive distance cannot matter */
+            continue;
+        double gap;
+        if (*at(&fresh, i)) {
+            gap = get_d(at(&measured, i));
+        } else {
+            PyObject *ga = PyLong_FromLongLong(get_l(&pa, at(&pa, i)));
+            PyObject *gb = PyLong_FromLongLong(get_l(&pb, at(&pb, i)));
+            PyObject *mg = PyFloat_FromDouble(margin);
+            PyObject *got = NULL;
+            if (ga != NULL && gb != NULL && mg != NULL) {
+                PyObject *call[6] = {model, data, ga, gb, mg, Py_None};
+                got = PyObject_Vectorcall(measure, call, 6, NULL);
+            }
+            Py_XDECREF(ga);
+            Py_XDECREF(gb);
+            Py_XDECREF(mg);
+            if (got == NULL)
+                goto done;
+            gap = PyFloat_AsDouble(got);
+            Py_DECREF(got);
+            if (gap == -1.0 && PyErr_Occurred())
+                goto done;
+            memcpy(at(&measured, i), &gap, 8);
+            *at(&fresh, i) = 1;
+        }
+        if (gap < margin && gap < known) {
+            if (known == INFINITY)
+                order[count++] = (Py_ssize_t)key;
+            value[key] = gap;
+        }
+    }
+    gaps = PyDict_New(), gripper = PyDict_New(), pairs = PyList_New(0);
+    if (gaps == NULL || gripper == NULL || pairs == NULL)
+        goto done;
+    for (Py_ssize_t n = 0; n < count; n++) {
+        Py_ssize_t key = order[n];
+        PyObject *names = PyList_GET_ITEM(key_names, key), *sorted = PyList_GET_ITEM(key_sorted, key);
+        PyObject *facing = PyList_GET_ITEM(key_gripper, key);
+        if (!PyTuple_Check(names) || PyTuple_GET_SIZE(names) != 2 || !PyTuple_Check(sorted) ||
+            PyTuple_GET_SIZE(sorted) != 2 || !PyTuple_Check(facing)) {
+            PyErr_SetString(PyExc_TypeError, "entity_gaps: key_names, key_sorted and key_gripper hold tuples");
+            goto done;
+        }
+        PyObject *gap = PyFloat_FromDouble(value[key]);
+        if (gap == NULL)
+            goto done;
+        PyObject *a = PyTuple_GET_ITEM(names, 0), *b = PyTuple_GET_ITEM(names, 1);
+        PyObject *entry = PyTuple_Pack(3, PyTuple_GET_ITEM(sorted, 0), PyTuple_GET_ITEM(sorted, 1), gap);
+        int failed = entry == NULL || put_row(gaps, a, b, gap) < 0 || put_row(gaps, b, a, gap) < 0 ||
+                     PyList_Append(pairs, entry) < 0;
+        Py_XDECREF(entry);
+        for (Py_ssize_t f = 0; !failed && f < PyTuple_GET_SIZE(facing); f++) {
+            PyObject *other = PyTuple_GET_ITEM(facing, f);
+            PyObject *before = PyDict_GetItemWithError(gripper, other);
+            if (before == NULL && PyErr_Occurred())
+                failed = 1;
+            else if (before == NULL || value[key] < PyFloat_AS_DOUBLE(before))
+                failed = PyDict_SetItem(gripper, other, gap) < 0;
+        }
+        Py_DECREF(gap);
+        if (failed)
+            goto done;
+    }
+    result = PyTuple_Pack(3, gaps, gripper, pairs);
+done:
+    Py_XDECREF(gaps);
+    Py_XDECREF(gripper);
+    Py_XDECREF(pairs);
+    PyMem_Free(value);
+    PyMem_Free(order);
+    View *views[] = {&geom, &dist, &ckey, &idx, &sa, &sb, &rbound, &xpos, &near, &fresh, &pkey, &pa, &pb, &measured};
+    for (size_t v = 0; v < sizeof(views) / sizeof(views[0]); v++)
+        view_close(views[v]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"box_overlap", (PyCFunction)(void (*)(void))box_overlap, METH_FASTCALL, "Oriented boxes overlap (SAT)."},
     {"placement", (PyCFunction)(void (*)(void))placement, METH_FASTCALL, "(inside, bottom) of a box in a region."},
@@ -281,6 +535,8 @@ static PyMethodDef methods[] = {
     {"rotation_angle", (PyCFunction)(void (*)(void))rotation_angle, METH_FASTCALL, "Angle between rotations."},
     {"interpolate_rotation", (PyCFunction)(void (*)(void))interpolate_rotation, METH_FASTCALL,
      "Rotation a fraction of the way between two."},
+    {"entity_gaps", (PyCFunction)(void (*)(void))entity_gaps, METH_FASTCALL,
+     "The twin's gaps per entity pair: (gaps, gripper_gaps, pairs)."},
     {NULL, NULL, 0, NULL},
 };
 

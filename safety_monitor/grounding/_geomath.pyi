@@ -1,5 +1,8 @@
 """Types of the C kernels in _geomath.c (float64 arrays in, of the shapes named; any strides)."""
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 def box_overlap(
@@ -13,3 +16,24 @@ def excess(
 ) -> None: ...
 def rotation_angle(a: np.ndarray, b: np.ndarray) -> float: ...
 def interpolate_rotation(a: np.ndarray, b: np.ndarray, s: float, out: np.ndarray) -> np.ndarray: ...
+def entity_gaps(
+    ncon: int,
+    contact_geom: np.ndarray | None,
+    contact_dist: np.ndarray | None,
+    contact_key: np.ndarray,
+    affected: tuple[np.ndarray, ...] | None,
+    geom_xpos: np.ndarray,
+    pair_near: np.ndarray,
+    pair_fresh: np.ndarray,
+    pair_key: np.ndarray,
+    pa: np.ndarray,
+    pb: np.ndarray,
+    pair_gap: np.ndarray,
+    margin: float,
+    measure: Callable[[Any, Any, int, int, float, None], float],
+    model: Any,
+    data: Any,
+    key_names: list[tuple[str, str]],
+    key_sorted: list[tuple[str, str]],
+    key_gripper: list[tuple[str, ...]],
+) -> tuple[dict[str, dict[str, float]], dict[str, float], list[tuple[str, str, float]]]: ...

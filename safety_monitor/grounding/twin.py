@@ -18,7 +18,6 @@ are set from their leader each frame: kinematics alone never enforces an equalit
 from __future__ import annotations
 
 import contextlib
-import math
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -28,6 +27,7 @@ import numpy as np
 
 from safety_monitor.errors import GroundingError
 from safety_monitor.frames import Pose
+from safety_monitor.grounding import _geomath
 from safety_monitor.grounding.description import ENVIRONMENT, FINGER_PARTS, GRIPPER_PARTS, HOUSING, RobotDescription
 from safety_monitor.grounding.geometry import Box, FrameGeometry
 from safety_monitor.grounding.motion import Carry, quat_to_matrix
@@ -73,10 +73,8 @@ class KinematicTwin:
         self._pair_rbound = m.geom_rbound[self._pa] + m.geom_rbound[self._pb]
         n = len(self.entities)
         ea, eb = self.geom_entity[self._pa], self.geom_entity[self._pb]
-        self._pair_key = (np.minimum(ea, eb) * n + np.maximum(ea, eb)).tolist()
-        self._pa_list, self._pb_list = self._pa.tolist(), self._pb.tolist()
+        self._pair_key = np.minimum(ea, eb) * n + np.maximum(ea, eb)
         ent = self.geom_entity.tolist()  # entity-pair key of a contact's geoms (n * n: same entity)
-        self._same_entity = n * n
         self._contact_key = np.array(
             [[n * n if ea == eb else min(ea, eb) * n + max(ea, eb) for eb in ent] for ea in ent], dtype=np.int64
         )
@@ -92,9 +90,9 @@ class KinematicTwin:
         self._qpos_bits = np.full(m.nq, -1, dtype=np.int64)  # qpos of the previous compute, as bits (-1: none)
         self._body_qpos = _body_qpos(m)
         self._plans: dict[bytes, tuple[tuple[np.ndarray, ...] | None, list[bool]]] = {}
-        self._pair_gap = [0.0] * len(self._pa_list)  # last mj_geomDistance per measured pair
-        self._pair_fresh = np.zeros(len(self._pa_list), dtype=bool)  # ... still valid: neither geom moved
-        self._pair_near = np.zeros(len(self._pa_list), dtype=bool)  # bounding spheres within the report margin
+        self._pair_gap = np.zeros(len(self._pa))  # last mj_geomDistance per measured pair
+        self._pair_fresh = np.zeros(len(self._pa), dtype=bool)  # ... still valid: neither geom moved
+        self._pair_near = np.zeros(len(self._pa), dtype=bool)  # bounding spheres within the report margin
         self._box_bodies = np.array(
             [self._object_bodies[o] for o in robot.objects] + [b for b, _, _ in self._interiors.values()],
             dtype=np.int64,
@@ -179,7 +177,7 @@ class KinematicTwin:
         object_boxes, interiors, unknown = self._frame_boxes(boxes_moved, poses)
         site = self._ee_site
         return self._geometry(
-            self._gaps(affected),
+            affected,
             ee_position=d.site_xpos[site].copy(),
             ee_rotation=d.site_xmat[site].reshape(3, 3).copy(),
             gripper_points=np.concatenate((d.site_xpos[site : site + 1], d.geom_xpos.take(self._finger_geoms, axis=0))),
@@ -247,58 +245,36 @@ class KinematicTwin:
         return FrameGeometry.symmetric(pairs)
 
     # ------------------------------------------------------------------------------------------------
-    def _gaps(self, affected: tuple[np.ndarray, ...] | None) -> dict[int, float]:
-        """Smallest signed gap per entity-pair key: touching pairs from the contact list, measured pairs by
-        mj_geomDistance (candidates within the report margin by bounding spheres; a pair not among the
-        `affected` ones, neither of whose geoms moved since it was last measured, keeps that distance)."""
+    def _geometry(self, affected: tuple[np.ndarray, ...] | None, **fields) -> FrameGeometry:
+        """This frame's FrameGeometry: the smallest signed gap per entity pair, both ways round, with the
+        per-pair list and gripper gaps built in the same pass. Touching pairs come from the contact list,
+        measured pairs from mj_geomDistance (candidates within the report margin by bounding spheres; a pair
+        not among the `affected` ones, neither of whose geoms moved since it was last measured, keeps that
+        distance). The walk is C (`_geomath.entity_gaps`): some 50 contacts and pairs a frame."""
         m, d = self.model, self.data
-        best: dict[int, float] = {}
-        known_gap, inf = best.get, math.inf
-        if d.ncon:
-            con = d.contact
-            geom = con.geom
-            for key, gap in zip(self._contact_key[geom[:, 0], geom[:, 1]].tolist(), con.dist.tolist()):
-                if gap < known_gap(key, inf):
-                    best[key] = gap
-            best.pop(self._same_entity, None)
-        fresh = self._pair_fresh
-        if affected is not None:  # only pairs with a moved geom change their bounding-sphere test or distance
-            idx, sa, sb, rbound = affected
-            fresh[idx] = False
-            xpos = d.geom_xpos
-            diff = xpos.take(sa, axis=0) - xpos.take(sb, axis=0)
-            self._pair_near[idx] = np.sqrt(np.einsum("ij,ij->i", diff, diff)) - rbound <= self.margin
-        near = np.flatnonzero(self._pair_near)
-        pa, pb, pkey, margin, measured = self._pa_list, self._pb_list, self._pair_key, self.margin, self._pair_gap
-        for i, measured_before in zip(near.tolist(), fresh[near].tolist()):
-            known = known_gap(pkey[i], inf)
-            if known <= 0.0:  # already touching: a positive distance cannot matter
-                continue
-            if measured_before:
-                gap = measured[i]
-            else:
-                gap = measured[i] = mujoco.mj_geomDistance(m, d, pa[i], pb[i], margin, None)
-                fresh[i] = True
-            if gap < margin and gap < known:
-                best[pkey[i]] = gap
-        return best
-
-    def _geometry(self, best: dict[int, float], **fields) -> FrameGeometry:
-        """The FrameGeometry of this frame's smallest gap per entity-pair key: gaps both ways round, and
-        the per-pair list and gripper gaps built in the same pass."""
-        names, ordered, gripper_of = self._key_names, self._key_sorted, self._key_gripper
-        gaps: dict[str, dict[str, float]] = {}
-        gripper: dict[str, float] = {}
-        pairs: list[tuple[str, str, float]] = []
-        inf = math.inf
-        for key, gap in best.items():
-            a, b = names[key]
-            gaps.setdefault(a, {})[b] = gap
-            gaps.setdefault(b, {})[a] = gap
-            pairs.append((*ordered[key], gap))
-            for other in gripper_of[key]:
-                if gap < gripper.get(other, inf):
-                    gripper[other] = gap
+        ncon = d.ncon
+        con = d.contact if ncon else None
+        gaps, gripper, pairs = _geomath.entity_gaps(
+            ncon,
+            None if con is None else con.geom,
+            None if con is None else con.dist,
+            self._contact_key,
+            affected,
+            d.geom_xpos,
+            self._pair_near,
+            self._pair_fresh,
+            self._pair_key,
+            self._pa,
+            self._pb,
+            self._pair_gap,
+            self.margin,
+            mujoco.mj_geomDistance,
+            m,
+            d,
+            self._key_names,
+            self._key_sorted,
+            self._key_gripper,
+        )
         return FrameGeometry.with_derived(gripper, pairs, gaps=gaps, **fields)
 
     def _plan(self, changed: np.ndarray) -> tuple[tuple[np.ndarray, ...] | None, list[bool]]:
