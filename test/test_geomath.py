@@ -214,3 +214,18 @@ def test_entity_gaps_names_a_wrong_array():
     args[8] = twin._pair_key
     gaps, gripper, pairs = _geomath.entity_gaps(*args)  # no contacts, no pair near yet: nothing
     assert (gaps, gripper, pairs) == ({}, {}, [])
+
+
+@pytest.mark.parametrize(
+    ("position", "quaternion", "usable"),
+    [
+        ([0.1, -0.2, 0.3], [1.0, 0.0, 0.0, 0.0], True),
+        ([0.1, math.nan, 0.3], [1.0, 0.0, 0.0, 0.0], False),
+        ([0.1, 0.2, 0.3], [math.inf, 0.0, 0.0, 0.0], False),
+        ([1e308, 1e308, 0.0], [1.0, 0.0, 0.0, 0.0], False),  # finite values whose sum overflows: not usable
+        ([0.1, 0.2, 0.3], [0.0, 0.0, 0.0, 0.0], False),
+        ([0.1, 0.2, 0.3], [0.0, 1e-7, 0.0, 0.0], False),  # |q|^2 = 1e-14: no orientation
+    ],
+)
+def test_pose_finite(position, quaternion, usable):
+    assert _geomath.pose_finite(np.array(position), np.array(quaternion)) is usable

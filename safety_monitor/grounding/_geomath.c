@@ -274,6 +274,18 @@ static PyObject *interpolate_rotation(PyObject *self, PyObject *const *args, Py_
     return Py_NewRef(args[3]);
 }
 
+/* pose_finite(position, quaternion) -> bool: every value finite (their sum is: NaN or inf anywhere, or
+ * values so large that they overflow, is not) and the quaternion not zero. */
+static PyObject *pose_finite(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    double p[3], q[4];
+    if (check_nargs(nargs, 2, "pose_finite") < 0 || load(args[0], p, 3, "pose_finite: position") < 0 ||
+        load(args[1], q, 4, "pose_finite: quaternion") < 0)
+        return NULL;
+    double sum = (p[0] + p[1] + p[2]) + (q[0] + q[1] + q[2] + q[3]);
+    return PyBool_FromLong(isfinite(sum) && q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3] > 1e-12);
+}
+
 /* A strided 1- or 2-d view of a numpy array of float64, int32, int64 or bool. */
 typedef struct {
     Py_buffer b;
@@ -535,6 +547,7 @@ static PyMethodDef methods[] = {
     {"rotation_angle", (PyCFunction)(void (*)(void))rotation_angle, METH_FASTCALL, "Angle between rotations."},
     {"interpolate_rotation", (PyCFunction)(void (*)(void))interpolate_rotation, METH_FASTCALL,
      "Rotation a fraction of the way between two."},
+    {"pose_finite", (PyCFunction)(void (*)(void))pose_finite, METH_FASTCALL, "A pose's values are usable."},
     {"entity_gaps", (PyCFunction)(void (*)(void))entity_gaps, METH_FASTCALL,
      "The twin's gaps per entity pair: (gaps, gripper_gaps, pairs)."},
     {NULL, NULL, 0, NULL},

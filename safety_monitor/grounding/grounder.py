@@ -22,7 +22,16 @@ import numpy as np
 
 from safety_monitor.errors import GroundingError
 from safety_monitor.frames import Pose, RobotState, Wrench
-from safety_monitor.grounding import contact, containment, contamination, fixtures, grasp, joint_limits, skills
+from safety_monitor.grounding import (
+    _geomath,
+    contact,
+    containment,
+    contamination,
+    fixtures,
+    grasp,
+    joint_limits,
+    skills,
+)
 from safety_monitor.grounding.debounce import Tri
 from safety_monitor.grounding.description import RobotDescription, load_robot_description
 from safety_monitor.grounding.geometry import FrameGeometry
@@ -152,7 +161,6 @@ class Grounder:
         self._fixture_history: dict[str, deque[float]] = {f: deque(maxlen=window) for f in r.fixtures}
         self._last = dict.fromkeys(PREDICATES, False)
         self._checked_names: set[tuple[str, ...]] = set()
-        self._checked_poses: dict[str, tuple[tuple[list, list], bool]] = {}
         self._frame = -1
         self._t: float | None = None
 
@@ -274,23 +282,15 @@ class Grounder:
             if not math.isfinite(age) or age > limit:
                 stale[f"object_pose/{o}"] = age if math.isfinite(age) else math.inf
                 continue
-            if self._pose_ok(o, pose):
+            if self._pose_ok(pose):
                 usable[o] = pose
         return usable
 
-    def _pose_ok(self, o: str, pose: Pose) -> bool:
-        """Shapes right, every value finite, quaternion not zero; remembered while the values repeat
-        (a pose stream is slower than the frames)."""
+    @staticmethod
+    def _pose_ok(pose: Pose) -> bool:
+        """Shapes right, every value finite, quaternion not zero."""
         p, q = np.asarray(pose.position, dtype=float), np.asarray(pose.quaternion, dtype=float)
-        if p.shape != (3,) or q.shape != (4,):
-            return False
-        key = (p.tolist(), q.tolist())
-        known = self._checked_poses.get(o)
-        if known is not None and known[0] == key:
-            return known[1]
-        ok = math.isfinite(float(p.sum() + q.sum())) and float(q @ q) > 1e-12  # NaN or inf anywhere: sum not finite
-        self._checked_poses[o] = (key, ok)
-        return ok
+        return p.shape == (3,) and q.shape == (4,) and _geomath.pose_finite(p, q)
 
     def _usable_wrench(self, state: RobotState, stale: dict[str, float]) -> Wrench | None:
         w = state.wrench
