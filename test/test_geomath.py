@@ -113,15 +113,19 @@ def test_placement_known_cases():
     )
 
 
-def test_excess_matches_the_box_frame_offsets():
+def test_interior_reach_is_the_nearest_points_excess_and_the_first_points_distance():
     rng = np.random.default_rng(2)
-    boxes = tuple(random_box(rng) for _ in range(3))
-    points = rng.normal(size=(4, 3)) * 0.1
-    got = BoxStack().excess(boxes, points)
-    want = np.array([np.abs((points - b.center) @ b.rotation) - b.half for b in boxes])
-    assert got.shape == (3, 4, 3)
-    np.testing.assert_allclose(got, want, rtol=0, atol=1e-15)
-    np.testing.assert_allclose(got[1], boxes[1].excess(points), rtol=0, atol=1e-15)
+    for _ in range(200):
+        boxes = tuple(random_box(rng) for _ in range(3))
+        points = rng.normal(size=(4, 3)) * 0.1
+        nearest, distance = BoxStack().reach(boxes, points)
+        excess = [np.abs((points - b.center) @ b.rotation) - b.half for b in boxes]  # (point, axis) per box
+        np.testing.assert_allclose(nearest, [e.max(axis=1).min() for e in excess], rtol=0, atol=1e-15)
+        np.testing.assert_allclose(distance, [np.linalg.norm(np.maximum(e[0], 0.0)) for e in excess], atol=1e-15)
+    shelf = Box(np.zeros(3), np.eye(3), np.full(3, 0.1))
+    nearest, distance = BoxStack().reach((shelf,), np.array([[0.3, 0.0, 0.0], [0.05, 0.0, 0.0]]))
+    assert nearest == [pytest.approx(-0.05)] and distance == [pytest.approx(0.2)]  # the second point is inside
+    assert BoxStack().reach((), np.zeros((1, 3))) == ([], [])
 
 
 def test_rotation_angle_and_interpolation():

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from safety_monitor.grounding import _geomath
 from safety_monitor.grounding.debounce import Timer, Tri, all3, any3
 from safety_monitor.grounding.description import HOUSING, RobotDescription
-from safety_monitor.grounding.geometry import Box, BoxStack, norm
+from safety_monitor.grounding.geometry import Box, BoxStack
 from safety_monitor.grounding.grasp import GraspEstimator
 from safety_monitor.grounding.inputs import FrameInputs, PredicateDoc
 from safety_monitor.grounding.semantics import ObjectCatalog
@@ -122,13 +120,13 @@ class FixtureEstimator:
         geo, d = inp.geometry, self.th.distances_m
         gripper_gaps, clearance = geo.gripper_gaps, d.gripper_clearance
         self.gripped = {f: gripper_gaps.get(f, math.inf) <= clearance for f in self.fixtures}
-        excess = self._interiors.excess(tuple(map(geo.interiors.__getitem__, self.with_interior)), geo.gripper_points)
-        # per interior: the nearest gripper point's farthest face excess (max and min are exact, so plain
-        # Python on the values beats numpy reductions on a 2 x 3 x 3 array)
-        nearest = dict(zip(self.with_interior, [min(map(max, points)) for points in excess.tolist()]))
+        beyond, distance = self._interiors.reach(
+            tuple(map(geo.interiors.__getitem__, self.with_interior)), geo.gripper_points
+        )
+        nearest = dict(zip(self.with_interior, beyond))  # per interior: the nearest gripper point's excess
         self.reach_in = {f: nearest[f] <= 0.0 for f in self.enclosures}
         near = [nearest[f] <= d.reach for f in self.enclosures]
-        self.target = self._target(inp, dict(zip(self.with_interior, excess)))
+        self.target = self._target(inp, dict(zip(self.with_interior, distance)))
         directions = {f: self.moving_direction(f, inp) for f in self.fixtures}
         self.operated = frozenset(
             [
@@ -158,7 +156,7 @@ class FixtureEstimator:
             "retract_timeout": any(timeouts),
         }
 
-    def _target(self, inp: FrameInputs, outside: dict[str, np.ndarray]) -> str | None:
+    def _target(self, inp: FrameInputs, outside: dict[str, float]) -> str | None:
         """Openable fixture nearest the gripper by surface gap; else the one whose interior is nearest the EE."""
         geo = inp.geometry
         best, best_gap = None, math.inf
@@ -168,7 +166,7 @@ class FixtureEstimator:
                 best, best_gap = f, gap
         if best is not None:
             return best
-        ranked = [(norm(np.maximum(outside[f][0], 0.0)), f) for f in self.fixtures if f in outside]
+        ranked = [(outside[f], f) for f in self.fixtures if f in outside]  # the grasp centre's distance
         if ranked:
             return min(ranked)[1]
         return self.fixtures[0] if self.fixtures else None

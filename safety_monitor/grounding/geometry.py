@@ -58,24 +58,23 @@ class Box:
 
 
 class BoxStack:
-    """`Box.excess` of the same points for several boxes in one go (the boxes stacked once while they
-    stay the same objects; the arithmetic in C, which numpy's per-call cost dwarfed on 2 x 3 x 3 values)."""
+    """Several boxes against the same points in one go: the boxes stacked once while they stay the same
+    objects, the arithmetic in C (`_geomath.interior_reach`: numpy's per-call cost dwarfed the 2 x 3 x 3
+    values)."""
 
     def __init__(self) -> None:
         self._boxes: tuple[Box, ...] = ()
-        self._center, self._rotation, self._half = np.empty((0, 1, 3)), np.empty((0, 3, 3)), np.empty((0, 1, 3))
+        self._center, self._rotation, self._half = np.empty((0, 3)), np.empty((0, 3, 3)), np.empty((0, 3))
 
-    def excess(self, boxes: tuple[Box, ...], points: np.ndarray) -> np.ndarray:
-        """(box, point, axis): how far each point lies beyond each box's faces."""
+    def reach(self, boxes: tuple[Box, ...], points: np.ndarray) -> tuple[list[float], list[float]]:
+        """Per box: how far the nearest point lies beyond the box's farthest face (<= 0: a point is inside),
+        and how far the first point is from the box (0 inside)."""
         if len(boxes) != len(self._boxes) or not all(map(operator.is_, boxes, self._boxes)):
             self._boxes = boxes
-            self._center = np.array([b.center for b in boxes], dtype=float)[:, None, :]
-            self._rotation = np.array([b.rotation for b in boxes], dtype=float)
-            self._half = np.array([b.half for b in boxes], dtype=float)[:, None, :]
-        points = np.atleast_2d(np.asarray(points, dtype=float))
-        out = np.empty((len(boxes), len(points), 3))
-        _geomath.excess(self._center, self._rotation, self._half, points, out)
-        return out
+            self._center = np.array([b.center for b in boxes], dtype=float).reshape(-1, 3)
+            self._rotation = np.array([b.rotation for b in boxes], dtype=float).reshape(-1, 3, 3)
+            self._half = np.array([b.half for b in boxes], dtype=float).reshape(-1, 3)
+        return _geomath.interior_reach(self._center, self._rotation, self._half, np.asarray(points, dtype=float))
 
 
 def norm(v: np.ndarray) -> float:
