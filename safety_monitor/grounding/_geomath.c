@@ -426,6 +426,11 @@ static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t n
             view_open(PyTuple_GET_ITEM(affected, 2), &sb, 'l', 1, 0, "entity_gaps: affected sb") < 0 ||
             view_open(PyTuple_GET_ITEM(affected, 3), &rbound, 'd', 1, 0, "entity_gaps: affected rbound") < 0)
             goto done;
+        Py_ssize_t moved = idx.b.shape[0];
+        if (sa.b.shape[0] != moved || sb.b.shape[0] != moved || rbound.b.shape[0] != moved) {
+            PyErr_SetString(PyExc_ValueError, "entity_gaps: affected idx, sa, sb and rbound differ in length");
+            goto done;
+        }
     }
     /* keys: a * n + b over n entities, n * n for two geoms of one entity */
     Py_ssize_t nkeys = PyList_GET_SIZE(key_names), npairs = pkey.b.shape[0], ngeom = xpos.b.shape[0];
@@ -560,6 +565,47 @@ done:
     return result;
 }
 
+/* body_box(xpos, xmat, body, local_center, center_out, rotation_out): a body-fixed box in the world after
+ * mj_kinematics: its rotation the body's (xmat[body]), its centre xpos[body] + rotation @ local_center. */
+static PyObject *body_box(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs(nargs, 6, "body_box") < 0)
+        return NULL;
+    Py_ssize_t body = PyLong_AsSsize_t(args[2]);
+    if (body == -1 && PyErr_Occurred())
+        return NULL;
+    View xpos = {0}, xmat = {0};
+    double local[3], r[9];
+    PyObject *result = NULL;
+    Py_buffer cv, rv;
+    cv.obj = rv.obj = NULL;
+    if (view_open(args[0], &xpos, 'd', 2, 0, "body_box: xpos") < 0 ||
+        view_open(args[1], &xmat, 'd', 2, 0, "body_box: xmat") < 0 || load(args[3], local, 3, "body_box: local_center") < 0)
+        goto done;
+    if (body < 0 || body >= xpos.b.shape[0] || body >= xmat.b.shape[0] || xpos.b.shape[1] != 3 || xmat.b.shape[1] != 9) {
+        PyErr_Format(PyExc_ValueError, "body_box: no body %zd in xpos (nbody, 3) and xmat (nbody, 9)", body);
+        goto done;
+    }
+    double *c = writable(args[4], &cv, 3, "body_box: center_out");
+    double *rot = c == NULL ? NULL : writable(args[5], &rv, 9, "body_box: rotation_out");
+    if (rot == NULL)
+        goto done;
+    for (int i = 0; i < 9; i++)
+        r[i] = get_d(at2(&xmat, body, i));
+    for (int i = 0; i < 3; i++)
+        c[i] = get_d(at2(&xpos, body, i)) + (r[3 * i] * local[0] + r[3 * i + 1] * local[1] + r[3 * i + 2] * local[2]);
+    memcpy(rot, r, sizeof r);
+    result = Py_NewRef(Py_None);
+done:
+    if (cv.obj != NULL)
+        PyBuffer_Release(&cv);
+    if (rv.obj != NULL)
+        PyBuffer_Release(&rv);
+    view_close(&xpos);
+    view_close(&xmat);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"box_overlap", (PyCFunction)(void (*)(void))box_overlap, METH_FASTCALL, "Oriented boxes overlap (SAT)."},
     {"placement", (PyCFunction)(void (*)(void))placement, METH_FASTCALL, "(inside, bottom) of a box in a region."},
@@ -569,6 +615,7 @@ static PyMethodDef methods[] = {
     {"interpolate_rotation", (PyCFunction)(void (*)(void))interpolate_rotation, METH_FASTCALL,
      "Rotation a fraction of the way between two."},
     {"pose_finite", (PyCFunction)(void (*)(void))pose_finite, METH_FASTCALL, "A pose's values are usable."},
+    {"body_box", (PyCFunction)(void (*)(void))body_box, METH_FASTCALL, "A body-fixed box in the world."},
     {"entity_gaps", (PyCFunction)(void (*)(void))entity_gaps, METH_FASTCALL,
      "The twin's gaps per entity pair: (gaps, gripper_gaps, pairs)."},
     {NULL, NULL, 0, NULL},

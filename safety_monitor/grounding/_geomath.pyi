@@ -17,6 +17,14 @@ def interior_reach(
 def rotation_angle(a: np.ndarray, b: np.ndarray) -> float: ...
 def interpolate_rotation(a: np.ndarray, b: np.ndarray, s: float, out: np.ndarray) -> np.ndarray: ...
 def pose_finite(position: np.ndarray, quaternion: np.ndarray) -> bool: ...
+def body_box(
+    xpos: np.ndarray,
+    xmat: np.ndarray,
+    body: int,
+    local_center: np.ndarray,
+    center_out: np.ndarray,
+    rotation_out: np.ndarray,
+) -> None: ...
 def entity_gaps(
     ncon: int,
     contact_geom: np.ndarray | None,

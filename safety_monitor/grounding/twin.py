@@ -222,14 +222,18 @@ class KinematicTwin:
     def _world_box(self, o: str) -> Box:
         """World box of object `o` after mj_kinematics: its geoms' bounding box in its body frame, moved."""
         center, half = self._object_box[o]
-        b = self._object_bodies[o]
-        rot = self.data.xmat[b].reshape(3, 3).copy()
-        return _frozen_box(self.data.xpos[b] + rot @ center, rot, half)
+        return self._body_box(self._object_bodies[o], center, half)
 
     def _interior_box(self, name: str) -> Box:
-        b, c, h = self._interiors[name]
-        d = self.data
-        return _frozen_box(d.xpos[b] + d.xmat[b].reshape(3, 3) @ c, d.xmat[b].reshape(3, 3).copy(), h)
+        return self._body_box(*self._interiors[name])
+
+    def _body_box(self, body: int, center: np.ndarray, half: np.ndarray) -> Box:
+        """The box fixed in `body` at `center` (body frame) after mj_kinematics, read-only (it is reused for
+        as long as its body rests)."""
+        world, rotation = np.empty(3), np.empty((3, 3))
+        _geomath.body_box(self.data.xpos, self.data.xmat, body, center, world, rotation)
+        world.flags.writeable = rotation.flags.writeable = False
+        return Box(world, rotation, half)
 
     def body_contacts(self, contacts: Sequence) -> dict[str, dict[str, float]]:
         """Privileged simulator contacts (body names) as entity gaps, to cross-check the twin."""
@@ -437,13 +441,6 @@ def _body_qpos(m: mujoco.MjModel) -> np.ndarray:
             adr = m.jnt_qposadr[j]
             dep[b, adr : adr + size.get(int(m.jnt_type[j]), 1)] = True
     return dep
-
-
-def _frozen_box(center: np.ndarray, rotation: np.ndarray, half: np.ndarray) -> Box:
-    """A Box whose arrays are read-only: it is reused for as long as its body rests."""
-    for a in (center, rotation):
-        a.flags.writeable = False
-    return Box(center, rotation, half)
 
 
 def twin_for(robot: RobotDescription, thresholds: Thresholds) -> KinematicTwin:
