@@ -55,6 +55,8 @@ def test_mujoco_mode_times_the_twins_calls_on_an_episode():
     twin = next(float(v) for k, v in stages.items() if k.startswith("twin.compute"))
     mujoco_us = float(re.search(r"^MuJoCo calls in all +([\d.]+) us", out.stdout, re.M)[1])
     assert twin > mujoco_us  # the twin's calls are part of its compute
+    ratio = float(re.search(r"^step / MuJoCo calls +([\d.]+) x$", out.stdout, re.M)[1])
+    assert ratio == pytest.approx(float(step[1]) / mujoco_us, rel=0.05)
     assert sum(map(float, stages.values())) == pytest.approx(float(step[1]), abs=len(stages))  # the parts add up
 
 

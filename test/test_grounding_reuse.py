@@ -99,11 +99,15 @@ def test_the_twins_gaps_are_the_contacts_and_distances_mujoco_gives(states):
     import mujoco
 
     twin = load_default_grounder(RATE).twin
+    assert isinstance(twin._measure[0], int)  # the walk calls MuJoCo's C mj_geomDistance itself
+    through_python = load_default_grounder(RATE).twin
+    through_python._measure = (mujoco.mj_geomDistance, through_python.model, through_python.data)
     m, d, inf = twin.model, twin.data, float("inf")
     entity = [twin.entities[e] for e in twin.geom_entity.tolist()]
     compared = 0
     for state in states[::9]:
         geo = twin.compute(state.joint_names, state.joint_position, state.object_poses)
+        assert through_python.compute(state.joint_names, state.joint_position, state.object_poses).pairs == geo.pairs
         want: dict[tuple[str, str], float] = {}
         for g1, g2, dist in zip(d.contact.geom[: d.ncon, 0], d.contact.geom[: d.ncon, 1], d.contact.dist[: d.ncon]):
             a, b = sorted((entity[g1], entity[g2]))

@@ -384,8 +384,14 @@ static int put_row(PyObject *outer, PyObject *a, PyObject *b, PyObject *value)
  * geoms and bounding radii) has its bounding-sphere test redone and its measurement made stale; each pair
  * within the report margin whose entities are not already touching takes its kept distance, or a new one
  * from measure(model, data, geom_a, geom_b, margin, None) (mj_geomDistance), and counts if under the margin.
+ * `measure` is either a Python callable (given the MjModel and MjData) or the address of MuJoCo's C
+ * mj_geomDistance (given the addresses of the mjModel and mjData: MjModel._address), which spares a
+ * Python call per pair; the addresses must be live, which the caller (the twin, owning both) guarantees.
  * `gaps` has every pair both ways round; `pairs` (a, b, gap) with a < b; `gripper_gaps` the smallest gap
  * from a gripper part to each entity (`key_gripper[key]`: the entities of that key a gripper part faces). */
+/* mj_geomDistance(const mjModel *m, mjData *d, int geom1, int geom2, mjtNum distmax, mjtNum fromto[6]) */
+typedef double (*GeomDistance)(const void *, void *, int, int, double, double *);
+
 static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (check_nargs(nargs, 19, "entity_gaps") < 0)
@@ -441,6 +447,19 @@ static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t n
         PyErr_SetString(PyExc_ValueError, "entity_gaps: array lengths do not match the model");
         goto done;
     }
+    GeomDistance direct = NULL;
+    void *model_ptr = NULL, *data_ptr = NULL;
+    if (PyLong_Check(measure)) {
+        direct = (GeomDistance)PyLong_AsVoidPtr(measure);
+        model_ptr = PyLong_AsVoidPtr(model);
+        data_ptr = PyLong_AsVoidPtr(data);
+        if (PyErr_Occurred())
+            goto done;
+        if (direct == NULL || model_ptr == NULL || data_ptr == NULL) {
+            PyErr_SetString(PyExc_ValueError, "entity_gaps: measure, model and data must be non-null addresses");
+            goto done;
+        }
+    }
     value = PyMem_Malloc((size_t)nkeys * sizeof(double));
     order = PyMem_Malloc((size_t)(ncon + npairs + 1) * sizeof(Py_ssize_t));
     if (value == NULL || order == NULL) {
@@ -493,6 +512,15 @@ static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t n
         double gap;
         if (*at(&fresh, i)) {
             gap = get_d(at(&measured, i));
+        } else if (direct != NULL) {
+            long long ga = get_l(&pa, at(&pa, i)), gb = get_l(&pb, at(&pb, i));
+            if (ga < 0 || ga >= ngeom || gb < 0 || gb >= ngeom) { /* MuJoCo does not check */
+                PyErr_SetString(PyExc_ValueError, "entity_gaps: a measured pair names a geom the model does not have");
+                goto done;
+            }
+            gap = direct(model_ptr, data_ptr, (int)ga, (int)gb, margin, NULL);
+            memcpy(at(&measured, i), &gap, 8);
+            *at(&fresh, i) = 1;
         } else {
             PyObject *ga = PyLong_FromLongLong(get_l(&pa, at(&pa, i)));
             PyObject *gb = PyLong_FromLongLong(get_l(&pb, at(&pb, i)));

@@ -39,7 +39,7 @@ def entity_gaps(
     pb: np.ndarray,
     pair_gap: np.ndarray,
     margin: float,
-    measure: Callable[[Any, Any, int, int, float, None], float],
+    measure: Callable[[Any, Any, int, int, float, None], float] | int,
     model: Any,
     data: Any,
     key_names: list[tuple[str, str]],

@@ -18,9 +18,11 @@ are set from their leader each frame: kinematics alone never enforces an equalit
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -53,6 +55,10 @@ class KinematicTwin:
         if _exclude_within_entities(spec, m, body_entity):  # their contacts would be dropped anyway
             m = _compile(spec, robot)
         self.model, self.data = m, mujoco.MjData(m)
+        address = _c_geom_distance()  # the gap walk's mj_geomDistance: C to C where the library is found
+        self._measure: tuple[Callable[..., float] | int, Any, Any] = (
+            (mujoco.mj_geomDistance, m, self.data) if address is None else (address, m._address, self.data._address)
+        )
         m.geom_margin[:] = contact_margin
         m.geom_gap[:] = 0.0
         self.body_entity = np.array([index[e] for e in body_entity], dtype=np.int64)
@@ -255,7 +261,7 @@ class KinematicTwin:
         measured pairs from mj_geomDistance (candidates within the report margin by bounding spheres; a pair
         not among the `affected` ones, neither of whose geoms moved since it was last measured, keeps that
         distance). The walk is C (`_geomath.entity_gaps`): some 50 contacts and pairs a frame."""
-        m, d = self.model, self.data
+        d = self.data
         ncon = d.ncon
         con = d.contact if ncon else None
         gaps, gripper, pairs = _geomath.entity_gaps(
@@ -272,9 +278,7 @@ class KinematicTwin:
             self._pb,
             self._pair_gap,
             self.margin,
-            mujoco.mj_geomDistance,
-            m,
-            d,
+            *self._measure,
             self._key_names,
             self._key_sorted,
             self._key_gripper,
@@ -441,6 +445,22 @@ def _body_qpos(m: mujoco.MjModel) -> np.ndarray:
             adr = m.jnt_qposadr[j]
             dep[b, adr : adr + size.get(int(m.jnt_type[j]), 1)] = True
     return dep
+
+
+def _c_geom_distance() -> int | None:
+    """Address of MuJoCo's C `mj_geomDistance` in the library the bindings ship (None when it is not found
+    or is another MuJoCo version than the bindings'): the gap walk calls it directly, sparing a Python call
+    per measured pair (about a microsecond each, a dozen pairs a frame)."""
+    folder = Path(mujoco.__file__).parent
+    for path in sorted(folder.glob("libmujoco.so*")) + sorted(folder.glob("libmujoco*.dylib")):
+        try:
+            lib = ctypes.CDLL(str(path))
+            lib.mj_version.restype = ctypes.c_int
+            if lib.mj_version() == mujoco.mj_version():
+                return ctypes.cast(lib.mj_geomDistance, ctypes.c_void_p).value
+        except (OSError, AttributeError):
+            continue
+    return None
 
 
 def twin_for(robot: RobotDescription, thresholds: Thresholds) -> KinematicTwin:
