@@ -37,7 +37,7 @@ from safety_monitor.grounding.description import RobotDescription, load_robot_de
 from safety_monitor.grounding.geometry import FrameGeometry
 from safety_monitor.grounding.inputs import FrameInputs, PredicateDoc
 from safety_monitor.grounding.joint_limits import JointLimitEstimator, merge_limits
-from safety_monitor.grounding.motion import Carry, Track, quat_to_matrix
+from safety_monitor.grounding.motion import Carry, Track, in_frame, quat_to_matrix
 from safety_monitor.grounding.semantics import ObjectCatalog, load_object_catalog
 from safety_monitor.grounding.thresholds import Thresholds, load_thresholds
 from safety_monitor.grounding.urdf import JointLimit
@@ -247,10 +247,12 @@ class Grounder:
             if missing:
                 raise GroundingError(f"frame {frame}: joint(s) {', '.join(map(repr, missing))} missing from the frame")
             self._checked_names.add(names)
-        values = dict(zip(names, pos.tolist()))
-        if not all(map(math.isfinite, map(values.__getitem__, required))):
+        listed = pos.tolist()
+        values = dict(zip(names, listed))
+        if not math.isfinite(sum(listed)):  # a finite sum (the common case) has every value finite
             bad = [j for j in required if not math.isfinite(values[j])]
-            raise GroundingError(f"frame {frame}: joint(s) {', '.join(map(repr, bad))} are NaN or infinite")
+            if bad:
+                raise GroundingError(f"frame {frame}: joint(s) {', '.join(map(repr, bad))} are NaN or infinite")
         return values
 
     def _robot_values(self, state: RobotState, row: np.ndarray | None) -> dict[str, float] | None:
@@ -264,18 +266,18 @@ class Grounder:
         return values
 
     def _usable_poses(self, state: RobotState, stale: dict[str, float]) -> dict[str, Pose]:
-        objects = self.robot.objects
-        if not (state.object_poses.keys() <= objects.keys() and state.object_ages.keys() <= objects.keys()):
-            unknown_names = [o for o in (*state.object_poses, *state.object_ages) if o not in objects]
+        objects, given, ages = self.robot.objects, state.object_poses, state.object_ages
+        if not (given.keys() <= objects.keys() and ages.keys() <= objects.keys()):
+            unknown_names = [o for o in (*given, *ages) if o not in objects]
             raise GroundingError(
                 f"object(s) {', '.join(map(repr, sorted(set(unknown_names))))} are not in "
                 f"{self.robot.source} (objects:)"
             )
         limit = self.thresholds.max_age_s.object_pose
         usable = {}
-        for o in self.robot.objects:
-            pose = state.object_poses.get(o)
-            age = float(state.object_ages.get(o, 0.0))
+        for o in objects:
+            pose = given.get(o)
+            age = float(ages.get(o, 0.0))
             if pose is None:
                 stale[f"object_pose/{o}"] = math.inf
                 continue
@@ -289,8 +291,12 @@ class Grounder:
     @staticmethod
     def _pose_ok(pose: Pose) -> bool:
         """Shapes right, every value finite, quaternion not zero."""
-        p, q = np.asarray(pose.position, dtype=float), np.asarray(pose.quaternion, dtype=float)
-        return p.shape == (3,) and q.shape == (4,) and _geomath.pose_finite(p, q)
+        p, q = pose.position, pose.quaternion
+        try:  # float64 arrays, as every source gives them, are checked as they are
+            return p.shape == (3,) and q.shape == (4,) and _geomath.pose_finite(p, q)
+        except (AttributeError, TypeError, ValueError):  # lists, other dtypes: as float64 arrays
+            p, q = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
+            return p.shape == (3,) and q.shape == (4,) and _geomath.pose_finite(p, q)
 
     def _usable_wrench(self, state: RobotState, stale: dict[str, float]) -> Wrench | None:
         w = state.wrench
@@ -303,7 +309,8 @@ class Grounder:
         if not math.isfinite(age) or age > self.thresholds.max_age_s.wrench:
             stale["wrench"] = age if math.isfinite(age) else math.inf
             return None
-        if not all(map(math.isfinite, _values(w.force) + _values(w.torque))):
+        values = _values(w.force) + _values(w.torque)
+        if not math.isfinite(sum(values)) and not all(map(math.isfinite, values)):  # a finite sum: all are
             return None
         return w
 
@@ -311,10 +318,13 @@ class Grounder:
         """Objects held on the previous frame whose pose is older than this frame: given this frame's
         end-effector pose, their pose relative to the end-effector at the time it was measured
         (interpolated between frames, this one included; the twin moves them with the hand since then)."""
+        grasped, raw = self._grasp.grasped, self._grasp.raw
+        if not (any(grasped.values()) or any(raw.values())):  # most frames: nothing held
+            return None
         held = []
         for o, pose in poses.items():
             age = float(state.object_ages.get(o, 0.0))
-            if age > 0.0 and (self._grasp.grasped.get(o) or self._grasp.raw.get(o)):
+            if age > 0.0 and (grasped.get(o) or raw.get(o)):
                 held.append((o, state.t - age, pose))
         if not held:
             return None
@@ -322,12 +332,13 @@ class Grounder:
 
         def relative(ee_position: np.ndarray, ee_rotation: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
             out = {}
+            later = (t, tuple(ee_position.tolist()), ee_rotation)
             for o, measured, pose in held:
-                at = track.pose_at(measured, (t, ee_position, ee_rotation))
+                at = track.pose_at(measured, later)
                 if at is not None:
                     ee_pos, ee_rot = at
                     out[o] = (
-                        ee_rot.T @ (np.asarray(pose.position, dtype=float) - ee_pos),
+                        np.array(in_frame(ee_pos, ee_rot, pose.position)),
                         ee_rot.T @ quat_to_matrix(pose.quaternion),
                     )
             return out
@@ -373,7 +384,7 @@ class Grounder:
             if new:
                 at = self._ee_track.pose_at(measured)
                 ee_pos, ee_rot = at if at is not None else (self._ee_track.positions[0], self._ee_track.rotations[0])
-                relative.add(measured, ee_rot.T @ (pose.position - ee_pos), ee_rot.T @ rot)
+                relative.add(measured, in_frame(ee_pos, ee_rot, pose.position), ee_rot.T @ rot)
             rel = relative.change(window)
             slip[o] = None if rel is None else (rel[0], rel[1])
         return speed, slip
