@@ -358,7 +358,8 @@ class Grounder:
         self._ee_track.add(t, geo.ee_position, geo.ee_rotation)
         speed: dict[str, tuple[float, float] | None] = {}
         slip: dict[str, tuple[float, float] | None] = {}
-        gripper_gaps, inf = geo.gripper_gaps, math.inf
+        gripper_gaps, boxes, ages, inf = geo.gripper_gaps, geo.object_boxes, state.object_ages, math.inf
+        tracks, relatives = self._object_tracks, self._relative_tracks
         for o in self.robot.objects:
             pose = poses.get(o)
             speed[o] = slip[o] = None
@@ -369,17 +370,17 @@ class Grounder:
                 track.clear()
                 self._relative_tracks[o].clear()
                 continue
-            measured = t - float(state.object_ages.get(o, 0.0))
-            box = geo.object_boxes.get(o)
+            measured = t - float(ages.get(o, 0.0))
+            box = boxes.get(o)
             rot = box.rotation if box is not None else quat_to_matrix(pose.quaternion)
-            track, relative = self._object_tracks[o], self._relative_tracks[o]
+            track, relative = tracks[o], relatives[o]
             new = track.add(measured, pose.position, rot)
             ch = track.change(window)
             if ch is not None and ch[2] > 0:
                 speed[o] = (ch[0] / ch[2], ch[1] / ch[2])
             if gripper_gaps.get(o, inf) > reach:  # beyond reach of the hand: certainly not moving with it
                 relative.clear()
-                slip[o] = (inf, inf)
+                slip[o] = _BEYOND_REACH
                 continue
             if new:
                 at = self._ee_track.pose_at(measured)
@@ -388,6 +389,9 @@ class Grounder:
             rel = relative.change(window)
             slip[o] = None if rel is None else (rel[0], rel[1])
         return speed, slip
+
+
+_BEYOND_REACH = (math.inf, math.inf)  # the drift of an object beyond reach of the hand (one tuple for all frames)
 
 
 def _values(v: np.ndarray) -> list[float]:
