@@ -91,6 +91,7 @@ class Grounder:
         self.counts = thresholds.frames(control_rate_hz)
         self._required = robot.required_joints  # a property that builds its tuple on every read
         self._accepted = robot.accepted_joints
+        self._robot_joints = robot.robot_joints  # a property too
         self._twin = twin
         # False: no wrench stream is configured (topic mapping `wrench: none`): the predicates that read it are
         # not grounded (constantly false, `applicability` says their properties do not apply), never stale
@@ -259,9 +260,11 @@ class Grounder:
         """A velocity or effort row by joint name (None: the frame has none, or not for every joint)."""
         if row is None:
             return None
-        values = dict(zip(state.joint_names, np.asarray(row, dtype=float).tolist()))
-        robot = self.robot.robot_joints
-        if not all(math.isfinite(values.get(j, math.nan)) for j in robot):
+        names, listed = state.joint_names, np.asarray(row, dtype=float).tolist()
+        values = dict(zip(names, listed))
+        if len(listed) >= len(names) and math.isfinite(sum(listed)):  # the common case: a finite value for every
+            return values  # name, and the names hold the robot's joints (`_joints` checked them)
+        if not all(math.isfinite(values.get(j, math.nan)) for j in self._robot_joints):
             return None
         return values
 
