@@ -109,9 +109,15 @@ class ContactEstimator:
     def step(self, inp: FrameInputs) -> dict[str, Tri]:
         geo, contact = inp.geometry, self.th.distances_m.contact
         verdicts: dict[tuple[str, str], Tri] = {}
+        rules = self._rules
         for a, b, gap in geo.pairs:
             if gap <= contact:
-                v = self._forbidden(a, b)
+                rule = rules.get((a, b))
+                if rule is None:
+                    rule = rules[(a, b)] = self._rule(a, b)
+                if rule is _ALLOWED:  # most contacts (robot self-contact, gripper on object): no verdict to build
+                    continue
+                v = self._forbidden(rule)
                 if v is not False:
                     verdicts[(a, b)] = v
         uncertain = bool(geo.unknown) or None in verdicts.values()
@@ -128,17 +134,14 @@ class ContactEstimator:
                 runs[pair] = run
         self.runs = runs
         self._unseen, self._unseen_run = geo.unknown, self._unseen_run + 1 if geo.unknown else 0
-        raw = any3(list(verdicts.values()))
+        raw = any3(list(verdicts.values())) if verdicts else False
         return {
             "forbidden_contact": True if raw else (None if uncertain else False),
             "forbidden_contact_sustained": any3(sustained),
             "excess_wrench": self.wrench.step(self._excess(inp)),
         }
 
-    def _forbidden(self, a: str, b: str) -> Tri:
-        rule = self._rules.get((a, b))
-        if rule is None:
-            rule = self._rules[(a, b)] = self._rule(a, b)
+    def _forbidden(self, rule: _Rule) -> Tri:
         if isinstance(rule, _Fixed):
             return rule.forbidden
         if isinstance(rule, _Operated):

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from safety_monitor.grounding.debounce import SymmetricDebounce, Timer, Tri, any3
+from safety_monitor.grounding.debounce import SymmetricDebounce, Timer, Tri
 from safety_monitor.grounding.description import RobotDescription
 from safety_monitor.grounding.fixtures import object_inside
+from safety_monitor.grounding.geometry import FrameGeometry
 from safety_monitor.grounding.grasp import GraspEstimator
 from safety_monitor.grounding.inputs import FrameInputs, PredicateDoc
 from safety_monitor.grounding.semantics import ObjectCatalog
@@ -61,13 +62,14 @@ class ContainmentEstimator:
         geo = inp.geometry
         margin = self.th.distances_m.placement_margin
         event = False
-        for o in sorted(self.grasp.dropped):
-            c = self._container_below(o, inp)
-            if c is not None:
-                event = True
-                self.transfer = (o, c)
-                self.timer.start(inp.frame)
-                self.settled = SymmetricDebounce(self.counts.content_entry_persistence)
+        if self.grasp.dropped:  # rare: sorting an empty set every frame costs more than the check
+            for o in sorted(self.grasp.dropped):
+                c = self._container_below(o, inp)
+                if c is not None:
+                    event = True
+                    self.transfer = (o, c)
+                    self.timer.start(inp.frame)
+                    self.settled = SymmetricDebounce(self.counts.content_entry_persistence)
         if self.transfer and self.grasp.grasped[self.transfer[0]]:
             self.transfer = None
             self.timer.stop()
@@ -81,21 +83,27 @@ class ContainmentEstimator:
             settled = self.settled.step(raw)
             if settled:
                 self.timer.stop()
-        contained: list[Tri] = []
-        regions = [geo.interiors[c] for c in self.containers]
-        for o in self.grasp.objects:
-            box = geo.object_boxes.get(o)
-            if box is None:
-                contained.append(None)
-            else:
-                for region in regions:
-                    contained.append(object_inside(box, region, margin))
         return {
             "transfer_event": event,
-            "contained": any3(contained),
+            "contained": self._contained(geo, margin),
             "contained_settled": settled,
             "transfer_timeout": self.timer.expired(inp.frame),
         }
+
+    def _contained(self, geo: FrameGeometry, margin: float) -> Tri:
+        """Some object inside some container (Kleene OR: the first one inside decides it, the rest are not
+        tested; unknown if none is and an object has no box)."""
+        boxes, interiors = geo.object_boxes, geo.interiors
+        contained: Tri = False
+        for o in self.grasp.objects:
+            box = boxes.get(o)
+            if box is None:
+                contained = None
+                continue
+            for c in self.containers:
+                if object_inside(box, interiors[c], margin):
+                    return True
+        return contained
 
     def _container_below(self, o: str, inp: FrameInputs) -> str | None:
         box = inp.geometry.object_boxes.get(o)

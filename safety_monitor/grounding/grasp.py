@@ -93,16 +93,20 @@ class GraspEstimator:
         self.dropped: frozenset[str] = frozenset()
         self.stable: dict[str, Tri] = {o: False for o in objects}
         self.moving: dict[str, Tri] = {o: None for o in objects}
+        d, m = thresholds.distances_m, thresholds.motion  # read once: every frame needs them
+        self._grasp_limits = (
+            d.gripper_clearance,
+            thresholds.counts.bilateral_contact_bodies,
+            m.grasp_slip_m,
+            m.grasp_slip_rad,
+        )
+        self._rest = (m.linear_stability_mps, m.angular_stability_radps)
 
     def step(self, inp: FrameInputs) -> dict[str, Tri]:
-        th, geo, frame = self.th, inp.geometry, inp.frame
-        clearance, closed, bilateral = (
-            th.distances_m.gripper_clearance,
-            inp.gripper_closed,
-            th.counts.bilateral_contact_bodies,
-        )
-        slip_m, slip_rad = th.motion.grasp_slip_m, th.motion.grasp_slip_rad
-        fingers = [geo.gaps.get(f, {}) for f in FINGER_PARTS]
+        geo, frame, closed = inp.geometry, inp.frame, inp.gripper_closed
+        clearance, bilateral, slip_m, slip_rad = self._grasp_limits
+        gaps, boxes, speeds, slips = geo.gaps, geo.object_boxes, inp.object_speed, inp.object_slip
+        fingers = [gaps.get(f, {}) for f in FINGER_PARTS]
         raw_grasp, grasp, dropped, released, sync, stable_free = [], [], [], [], [], []
         just_dropped = set()
         for o in self.objects:
@@ -137,10 +141,10 @@ class GraspEstimator:
             released.append((not closed) and (before or after))
             if after or (debounced is None and raw is not None):  # grasped objects only; while the grasp
                 # evidence restarts after a pose gap, Kleene's (not grasped) or synced
-                slip = inp.object_slip.get(o)
+                slip = slips.get(o)
                 synced = None if slip is None else (slip[0] < slip_m and slip[1] < slip_rad)
                 sync.append(synced if debounced is not None else (True if synced else None))
-            stable, self.moving[o] = self._stability(o, inp, held=after)
+            stable, self.moving[o] = self._stability(st, speeds.get(o), boxes.get(o), held=after)
             self.stable[o] = stable
             if not after:
                 stable_free.append(stable)
@@ -168,19 +172,15 @@ class GraspEstimator:
             "settle_timeout": timeout,
         }
 
-    def _stability(self, o: str, inp: FrameInputs, held: bool) -> tuple[Tri, Tri]:
-        """(stable latch, moving now) for one object."""
-        st, motion = self.state[o], self.th.motion
-        speed = inp.object_speed.get(o)
-        moving = (
-            None
-            if speed is None
-            else not (speed[0] < motion.linear_stability_mps and speed[1] < motion.angular_stability_radps)
-        )
+    def _stability(
+        self, st: _ObjectGrasp, speed: tuple[float, float] | None, box: Box | None, held: bool
+    ) -> tuple[Tri, Tri]:
+        """(stable latch, moving now) for one object, given its speed and box this frame."""
+        linear, angular = self._rest
+        moving = None if speed is None else not (speed[0] < linear and speed[1] < angular)
         if held:
             st.stable.reset()
             return False, moving
-        box = inp.geometry.object_boxes.get(o)
         anchor = st.anchor
         if st.stable.value and box is not None and anchor is not None and self._moved_from_anchor(st, box, anchor):
             st.stable.reset()

@@ -37,7 +37,7 @@ from safety_monitor.grounding.description import RobotDescription, load_robot_de
 from safety_monitor.grounding.geometry import FrameGeometry
 from safety_monitor.grounding.inputs import FrameInputs, PredicateDoc
 from safety_monitor.grounding.joint_limits import JointLimitEstimator, merge_limits
-from safety_monitor.grounding.motion import Carry, Track, quat_to_matrix
+from safety_monitor.grounding.motion import Carry, Track, in_frame, quat_to_matrix
 from safety_monitor.grounding.semantics import ObjectCatalog, load_object_catalog
 from safety_monitor.grounding.thresholds import Thresholds, load_thresholds
 from safety_monitor.grounding.urdf import JointLimit
@@ -91,6 +91,7 @@ class Grounder:
         self.counts = thresholds.frames(control_rate_hz)
         self._required = robot.required_joints  # a property that builds its tuple on every read
         self._accepted = robot.accepted_joints
+        self._robot_joints = robot.robot_joints  # a property too
         self._twin = twin
         # False: no wrench stream is configured (topic mapping `wrench: none`): the predicates that read it are
         # not grounded (constantly false, `applicability` says their properties do not apply), never stale
@@ -247,35 +248,39 @@ class Grounder:
             if missing:
                 raise GroundingError(f"frame {frame}: joint(s) {', '.join(map(repr, missing))} missing from the frame")
             self._checked_names.add(names)
-        values = dict(zip(names, pos.tolist()))
-        if not all(map(math.isfinite, map(values.__getitem__, required))):
+        listed = pos.tolist()
+        values = dict(zip(names, listed))
+        if not math.isfinite(sum(listed)):  # a finite sum (the common case) has every value finite
             bad = [j for j in required if not math.isfinite(values[j])]
-            raise GroundingError(f"frame {frame}: joint(s) {', '.join(map(repr, bad))} are NaN or infinite")
+            if bad:
+                raise GroundingError(f"frame {frame}: joint(s) {', '.join(map(repr, bad))} are NaN or infinite")
         return values
 
     def _robot_values(self, state: RobotState, row: np.ndarray | None) -> dict[str, float] | None:
         """A velocity or effort row by joint name (None: the frame has none, or not for every joint)."""
         if row is None:
             return None
-        values = dict(zip(state.joint_names, np.asarray(row, dtype=float).tolist()))
-        robot = self.robot.robot_joints
-        if not all(math.isfinite(values.get(j, math.nan)) for j in robot):
+        names, listed = state.joint_names, np.asarray(row, dtype=float).tolist()
+        values = dict(zip(names, listed))
+        if len(listed) >= len(names) and math.isfinite(sum(listed)):  # the common case: a finite value for every
+            return values  # name, and the names hold the robot's joints (`_joints` checked them)
+        if not all(math.isfinite(values.get(j, math.nan)) for j in self._robot_joints):
             return None
         return values
 
     def _usable_poses(self, state: RobotState, stale: dict[str, float]) -> dict[str, Pose]:
-        objects = self.robot.objects
-        if not (state.object_poses.keys() <= objects.keys() and state.object_ages.keys() <= objects.keys()):
-            unknown_names = [o for o in (*state.object_poses, *state.object_ages) if o not in objects]
+        objects, given, ages = self.robot.objects, state.object_poses, state.object_ages
+        if not (given.keys() <= objects.keys() and ages.keys() <= objects.keys()):
+            unknown_names = [o for o in (*given, *ages) if o not in objects]
             raise GroundingError(
                 f"object(s) {', '.join(map(repr, sorted(set(unknown_names))))} are not in "
                 f"{self.robot.source} (objects:)"
             )
         limit = self.thresholds.max_age_s.object_pose
         usable = {}
-        for o in self.robot.objects:
-            pose = state.object_poses.get(o)
-            age = float(state.object_ages.get(o, 0.0))
+        for o in objects:
+            pose = given.get(o)
+            age = float(ages.get(o, 0.0))
             if pose is None:
                 stale[f"object_pose/{o}"] = math.inf
                 continue
@@ -289,8 +294,12 @@ class Grounder:
     @staticmethod
     def _pose_ok(pose: Pose) -> bool:
         """Shapes right, every value finite, quaternion not zero."""
-        p, q = np.asarray(pose.position, dtype=float), np.asarray(pose.quaternion, dtype=float)
-        return p.shape == (3,) and q.shape == (4,) and _geomath.pose_finite(p, q)
+        p, q = pose.position, pose.quaternion
+        try:  # float64 arrays, as every source gives them, are checked as they are
+            return p.shape == (3,) and q.shape == (4,) and _geomath.pose_finite(p, q)
+        except (AttributeError, TypeError, ValueError):  # lists, other dtypes: as float64 arrays
+            p, q = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
+            return p.shape == (3,) and q.shape == (4,) and _geomath.pose_finite(p, q)
 
     def _usable_wrench(self, state: RobotState, stale: dict[str, float]) -> Wrench | None:
         w = state.wrench
@@ -303,7 +312,8 @@ class Grounder:
         if not math.isfinite(age) or age > self.thresholds.max_age_s.wrench:
             stale["wrench"] = age if math.isfinite(age) else math.inf
             return None
-        if not all(map(math.isfinite, _values(w.force) + _values(w.torque))):
+        values = _values(w.force) + _values(w.torque)
+        if not math.isfinite(sum(values)) and not all(map(math.isfinite, values)):  # a finite sum: all are
             return None
         return w
 
@@ -311,10 +321,13 @@ class Grounder:
         """Objects held on the previous frame whose pose is older than this frame: given this frame's
         end-effector pose, their pose relative to the end-effector at the time it was measured
         (interpolated between frames, this one included; the twin moves them with the hand since then)."""
+        grasped, raw = self._grasp.grasped, self._grasp.raw
+        if not (any(grasped.values()) or any(raw.values())):  # most frames: nothing held
+            return None
         held = []
         for o, pose in poses.items():
             age = float(state.object_ages.get(o, 0.0))
-            if age > 0.0 and (self._grasp.grasped.get(o) or self._grasp.raw.get(o)):
+            if age > 0.0 and (grasped.get(o) or raw.get(o)):
                 held.append((o, state.t - age, pose))
         if not held:
             return None
@@ -322,12 +335,13 @@ class Grounder:
 
         def relative(ee_position: np.ndarray, ee_rotation: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
             out = {}
+            later = (t, tuple(ee_position.tolist()), ee_rotation)
             for o, measured, pose in held:
-                at = track.pose_at(measured, (t, ee_position, ee_rotation))
+                at = track.pose_at(measured, later)
                 if at is not None:
                     ee_pos, ee_rot = at
                     out[o] = (
-                        ee_rot.T @ (np.asarray(pose.position, dtype=float) - ee_pos),
+                        np.array(in_frame(ee_pos, ee_rot, pose.position)),
                         ee_rot.T @ quat_to_matrix(pose.quaternion),
                     )
             return out
@@ -347,7 +361,8 @@ class Grounder:
         self._ee_track.add(t, geo.ee_position, geo.ee_rotation)
         speed: dict[str, tuple[float, float] | None] = {}
         slip: dict[str, tuple[float, float] | None] = {}
-        gripper_gaps, inf = geo.gripper_gaps, math.inf
+        gripper_gaps, boxes, ages, inf = geo.gripper_gaps, geo.object_boxes, state.object_ages, math.inf
+        tracks, relatives = self._object_tracks, self._relative_tracks
         for o in self.robot.objects:
             pose = poses.get(o)
             speed[o] = slip[o] = None
@@ -358,25 +373,28 @@ class Grounder:
                 track.clear()
                 self._relative_tracks[o].clear()
                 continue
-            measured = t - float(state.object_ages.get(o, 0.0))
-            box = geo.object_boxes.get(o)
+            measured = t - float(ages.get(o, 0.0))
+            box = boxes.get(o)
             rot = box.rotation if box is not None else quat_to_matrix(pose.quaternion)
-            track, relative = self._object_tracks[o], self._relative_tracks[o]
+            track, relative = tracks[o], relatives[o]
             new = track.add(measured, pose.position, rot)
             ch = track.change(window)
             if ch is not None and ch[2] > 0:
                 speed[o] = (ch[0] / ch[2], ch[1] / ch[2])
             if gripper_gaps.get(o, inf) > reach:  # beyond reach of the hand: certainly not moving with it
                 relative.clear()
-                slip[o] = (inf, inf)
+                slip[o] = _BEYOND_REACH
                 continue
             if new:
                 at = self._ee_track.pose_at(measured)
                 ee_pos, ee_rot = at if at is not None else (self._ee_track.positions[0], self._ee_track.rotations[0])
-                relative.add(measured, ee_rot.T @ (pose.position - ee_pos), ee_rot.T @ rot)
+                relative.add(measured, in_frame(ee_pos, ee_rot, pose.position), ee_rot.T @ rot)
             rel = relative.change(window)
             slip[o] = None if rel is None else (rel[0], rel[1])
         return speed, slip
+
+
+_BEYOND_REACH = (math.inf, math.inf)  # the drift of an object beyond reach of the hand (one tuple for all frames)
 
 
 def _values(v: np.ndarray) -> list[float]:

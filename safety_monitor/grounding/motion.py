@@ -24,16 +24,27 @@ TIME_EPS = 1e-9  # seconds: measurement times (frame time minus age) equal up to
 
 def quat_to_matrix(q: np.ndarray) -> np.ndarray:
     """Unit quaternion (w, x, y, z) -> rotation matrix (normalises first)."""
-    w, x, y, z = (float(v) for v in q)
+    w, x, y, z = np.asarray(q, dtype=float).tolist()  # an array's own elements are numpy scalars: slow to unpack
     n = math.sqrt(w * w + x * x + y * y + z * z)
     w, x, y, z = w / n, x / n, y / n, z / n
-    return np.array(
-        [
-            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
-        ]
-    )
+    return np.array(  # flat, then shaped: numpy builds from nested lists at twice the cost
+        (
+            *(1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)),
+            *(2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)),
+            *(2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)),
+        )
+    ).reshape(3, 3)
+
+
+def in_frame(origin: tuple[float, float, float], rotation: np.ndarray, point: np.ndarray) -> tuple[float, float, float]:
+    """`point` in the frame at `origin` whose axes are `rotation`'s columns: rotation^T (point - origin), in
+    plain floats summed in the order numpy's matrix-vector product sums them (the same bits, without its
+    ~1 us a call)."""
+    x, y, z = np.asarray(point, dtype=float).tolist()
+    ox, oy, oz = origin
+    dx, dy, dz = x - ox, y - oy, z - oz
+    (a, b, c), (d, e, f), (g, h, k) = rotation.tolist()
+    return a * dx + d * dy + g * dz, b * dx + e * dy + h * dz, c * dx + f * dy + k * dz
 
 
 def rotation_angle(a: np.ndarray, b: np.ndarray) -> float:
@@ -57,7 +68,7 @@ class Track:
         self.rotations: list[np.ndarray] = []
         self._change: tuple[float, tuple[float, float, float] | None] | None = None  # (window, change) until add/clear
 
-    def add(self, t: float, position: np.ndarray, rotation: np.ndarray) -> bool:
+    def add(self, t: float, position: np.ndarray | tuple[float, float, float], rotation: np.ndarray) -> bool:
         """Record a pose measured at `t`; a repeat of the newest measurement (same or older t) is skipped."""
         if self.times and t <= self.times[-1] + TIME_EPS:
             return False
@@ -76,28 +87,31 @@ class Track:
         return i if i >= 0 else None
 
     def pose_at(
-        self, t: float, later: tuple[float, np.ndarray, np.ndarray] | None = None
-    ) -> tuple[np.ndarray, np.ndarray] | None:
+        self, t: float, later: tuple[float, tuple[float, float, float], np.ndarray] | None = None
+    ) -> tuple[tuple[float, float, float], np.ndarray] | None:
         """(position, rotation) at time `t`, interpolated between the samples either side (linearly in
         position, along the shortest rotation), so a pose measured between two frames is compared with
         the end-effector where it was then, not where it was on the frame before (at 0.3 m/s, 1.2 cm for
         a 0.04 s offset: as much as the gripper clearance). `later`: a sample newer than all of the track's
-        (this frame's, not yet added). None if `t` is older than every sample; the newest beyond it."""
+        (this frame's, not yet added), its position a tuple as the track keeps them. None if `t` is older
+        than every sample; the newest beyond it. The position in plain floats: numpy's per-call cost is most
+        of the arithmetic on three values, and its elementwise results are the same bits."""
         times = self.times
         i = bisect_right(times, t + TIME_EPS) - 1
         if i < 0:
             return None
-        t0, p0, r0 = times[i], np.asarray(self.positions[i]), self.rotations[i]
+        t0, p0, r0 = times[i], self.positions[i], self.rotations[i]
         if i + 1 < len(times):
-            t1, p1, r1 = times[i + 1], np.asarray(self.positions[i + 1]), self.rotations[i + 1]
+            t1, p1, r1 = times[i + 1], self.positions[i + 1], self.rotations[i + 1]
         elif later is not None and later[0] > t0 + TIME_EPS:
             t1, p1, r1 = later
         else:
             return p0, r0
         if t >= t1:
-            return np.asarray(p1, dtype=float), r1
+            return p1, r1
         s = max(0.0, (t - t0) / (t1 - t0))
-        return p0 + s * (np.asarray(p1, dtype=float) - p0), interpolate_rotation(r0, r1, s)
+        (x0, y0, z0), (x1, y1, z1) = p0, p1
+        return (x0 + s * (x1 - x0), y0 + s * (y1 - y0), z0 + s * (z1 - z0)), interpolate_rotation(r0, r1, s)
 
     def change(self, window: float) -> tuple[float, float, float] | None:
         """(distance m, angle rad, elapsed s) from the sample `window` before the newest to the newest.
