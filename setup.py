@@ -1,6 +1,8 @@
 """ament_python package: `colcon build` in a ROS 2 workspace, or `pip install .` on a plain machine."""
+
 from glob import glob
 
+import numpy
 from setuptools import Extension, find_packages, setup
 
 PACKAGE = "safety_monitor"
@@ -15,6 +17,7 @@ setup(
         Extension(
             f"{PACKAGE}.grounding._geomath",
             [f"{PACKAGE}/grounding/_geomath.c"],
+            include_dirs=[numpy.get_include()],  # the kernels read arrays through numpy's C API
             extra_compile_args=["-O2", "-ffp-contract=off", "-std=c99"],
         )
     ],

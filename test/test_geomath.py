@@ -7,6 +7,7 @@ values to rounding (numpy's matmul may sum in another order).
 
 from __future__ import annotations
 
+import array
 import math
 
 import numpy as np
@@ -160,6 +161,22 @@ def test_any_strides_read_the_same_values():
     assert rotation_angle(wide[:, ::2], r1) == rotation_angle(r0, r1)
 
 
+def test_other_buffers_read_the_same_values_as_numpy_arrays():
+    """numpy arrays take the C-API path; any other float64 buffer the buffer protocol's, with the same result."""
+    rng = np.random.default_rng(5)
+    r0, r1 = quat_to_matrix(rng.normal(size=4)), quat_to_matrix(rng.normal(size=4))
+    want = _geomath.rotation_angle(r0, r1)
+    assert _geomath.rotation_angle(array.array("d", r0.ravel()), memoryview(r1.ravel())) == want
+    out = array.array("d", [0.0] * 9)
+    _geomath.interpolate_rotation(r0, r1, 0.25, out)
+    np.testing.assert_array_equal(np.frombuffer(out), interpolate_rotation(r0, r1, 0.25).ravel())
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
 @pytest.mark.parametrize(
     ("call", "error", "says"),
     [
@@ -173,6 +190,11 @@ def test_any_strides_read_the_same_values():
         (lambda: _geomath.box_overlap(np.zeros(3)), TypeError, "takes 6 arguments (1 given)"),
         (
             lambda: _geomath.interpolate_rotation(np.eye(3), rotation_z(1.0), 0.5, np.empty((3, 3))[:, :2]),
+            TypeError,
+            "interpolate_rotation: out: expected a writable C-contiguous float64 array",
+        ),
+        (
+            lambda: _geomath.interpolate_rotation(np.eye(3), rotation_z(1.0), 0.5, _read_only(np.empty((3, 3)))),
             TypeError,
             "interpolate_rotation: out: expected a writable C-contiguous float64 array",
         ),

@@ -6,15 +6,38 @@
  * here). Arguments are float64 buffers (numpy arrays, any strides); the arithmetic follows the order of
  * the numpy code it replaced, and is compiled without contracting multiply-adds (-ffp-contract=off), so
  * results do not depend on the machine's FMA support.
+ *
+ * numpy arrays are read through numpy's C API: the buffer protocol builds a format string and shape info
+ * per request (about 0.15 us, a hundred requests a frame). Anything else goes through the buffer protocol.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
 #include <math.h>
 #include <string.h>
+
+/* The array's data when it is a native-order, C-contiguous numpy array of `n` float64 values (that can be
+ * written to, if asked); else NULL, with no error set: the caller takes the buffer-protocol path. */
+static double *fast_doubles(PyObject *obj, Py_ssize_t n, int writable)
+{
+    if (!PyArray_Check(obj))
+        return NULL;
+    PyArrayObject *a = (PyArrayObject *)obj;
+    if (PyArray_TYPE(a) != NPY_DOUBLE || !PyArray_ISNOTSWAPPED(a) || !PyArray_IS_C_CONTIGUOUS(a) ||
+        PyArray_SIZE(a) != n || (writable && !PyArray_ISWRITEABLE(a)))
+        return NULL;
+    return PyArray_DATA(a);
+}
 
 /* Copy `n` float64 values from a buffer (C order, any strides) into `dst`. */
 static int load(PyObject *obj, double *dst, Py_ssize_t n, const char *what)
 {
+    const double *fast = fast_doubles(obj, n, 0);
+    if (fast != NULL) {
+        memcpy(dst, fast, (size_t)n * sizeof(double));
+        return 0;
+    }
     Py_buffer view;
     if (PyObject_GetBuffer(obj, &view, PyBUF_RECORDS_RO) < 0) {
         PyErr_Clear();
@@ -57,9 +80,14 @@ static int load(PyObject *obj, double *dst, Py_ssize_t n, const char *what)
     return 0;
 }
 
-/* A writable C-contiguous float64 buffer of exactly `n` values. */
+/* A writable C-contiguous float64 buffer of exactly `n` values (view->obj stays NULL for a numpy array:
+ * nothing to release). */
 static double *writable(PyObject *obj, Py_buffer *view, Py_ssize_t n, const char *what)
 {
+    view->obj = NULL;
+    double *fast = fast_doubles(obj, n, 1);
+    if (fast != NULL)
+        return fast;
     if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) {
         PyErr_Clear();
         PyErr_Format(PyExc_TypeError, "%s: expected a writable C-contiguous float64 array", what);
@@ -312,9 +340,28 @@ typedef struct {
     char kind; /* 'd', 'i', 'l' (int64), '?' */
 } View;
 
+/* numpy's type number of a View kind. */
+static int kind_type(char kind)
+{
+    return kind == 'd' ? NPY_DOUBLE : kind == 'l' ? NPY_INT64 : kind == 'i' ? NPY_INT32 : NPY_BOOL;
+}
+
 static int view_open(PyObject *obj, View *v, char kind, int ndim, int writable, const char *what)
 {
     v->b.obj = NULL;
+    if (PyArray_Check(obj)) { /* any strides: only buf, strides and shape are read */
+        PyArrayObject *a = (PyArrayObject *)obj;
+        if (PyArray_EquivTypenums(PyArray_TYPE(a), kind_type(kind)) && PyArray_ISNOTSWAPPED(a) && PyArray_NDIM(a) == ndim &&
+            (!writable || PyArray_ISWRITEABLE(a))) {
+            v->b.buf = PyArray_DATA(a);
+            v->b.strides = (Py_ssize_t *)PyArray_STRIDES(a);
+            v->b.shape = (Py_ssize_t *)PyArray_SHAPE(a);
+            v->b.ndim = ndim;
+            v->b.itemsize = PyArray_ITEMSIZE(a);
+            v->kind = kind;
+            return 0; /* b.obj NULL: view_close releases nothing */
+        }
+    }
     if (PyObject_GetBuffer(obj, &v->b, writable ? PyBUF_RECORDS : PyBUF_RECORDS_RO) < 0) {
         PyErr_Clear();
         PyErr_Format(PyExc_TypeError, "%s: expected a%s numpy array", what, writable ? " writable" : "");
@@ -652,4 +699,8 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_geomath", "Oriented-box and rotation kernels of the estimators.", -1,
                                     methods};
 
-PyMODINIT_FUNC PyInit__geomath(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__geomath(void)
+{
+    import_array();
+    return PyModule_Create(&module);
+}
