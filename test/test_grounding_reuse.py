@@ -10,7 +10,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from safety_monitor.grounding.geometry import Box
+from safety_monitor.grounding.geometry import Box, FrameGeometry
 from safety_monitor.grounding.grounder import load_default_grounder
 from safety_monitor.sim.runner import run_episode
 
@@ -90,6 +90,12 @@ def test_the_twins_pair_list_and_gripper_gaps_are_the_ones_derived_from_its_gaps
         assert all(geo.gap(a, b) == gap == geo.gap(b, a) and a < b for a, b, gap in geo.pairs)
         seen_gripper = seen_gripper or bool(geo.gripper_gaps)
     assert seen_gripper
+    assert geo == derived  # the twin's FrameGeometry has every field a constructed one has
+
+
+def test_a_frame_geometry_with_derived_maps_needs_every_field():
+    with pytest.raises(TypeError, match="needs every field"):
+        FrameGeometry.with_derived({}, [], gaps={}, object_boxes={}, interiors={})
 
 
 def test_the_twins_gaps_are_the_contacts_and_distances_mujoco_gives(states):

@@ -9,6 +9,7 @@ import math
 import operator
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from dataclasses import fields as dataclass_fields
 from typing import Any
 
 import numpy as np
@@ -107,9 +108,13 @@ class FrameGeometry:
         cls, gripper_gaps: dict[str, float], pairs: list[tuple[str, str, float]], **fields: Any
     ) -> FrameGeometry:
         """A FrameGeometry whose `gripper_gaps` and `pairs` are given rather than derived from `gaps` on first
-        use (the twin has them as a by-product of building `gaps`; they must be what deriving would give)."""
-        geo = cls(**fields)
-        geo.__dict__.update(_gripper_gaps=gripper_gaps, _pairs=pairs)
+        use (the twin has them as a by-product of building `gaps`; they must be what deriving would give).
+        Every field is given, so the frozen dataclass's __init__ (a setattr per field, 2 us a frame) is
+        skipped."""
+        if fields.keys() != _GEOMETRY_FIELDS:
+            raise TypeError(f"FrameGeometry.with_derived needs every field: {sorted(_GEOMETRY_FIELDS)}")
+        geo = cls.__new__(cls)
+        geo.__dict__.update(fields, _gripper_gaps=gripper_gaps, _pairs=pairs)
         return geo
 
     @property
@@ -168,3 +173,6 @@ class FrameGeometry:
                 row = out.setdefault(x, {})
                 row[y] = min(dist, row.get(y, math.inf))
         return out
+
+
+_GEOMETRY_FIELDS = frozenset(f.name for f in dataclass_fields(FrameGeometry))

@@ -69,6 +69,9 @@ class KinematicTwin:
         self._object_box = {o: self._local_box(m, o) for o in robot.objects}
         self._object_bodies = {o: m.body(self._object_body(o)).id for o in robot.objects}
         self._ee_site = m.site(robot.ee_site).id
+        # views of the end-effector site's pose in MjData (its arrays never move): what each compute reads
+        self._site_pos = self.data.site_xpos[self._ee_site]
+        self._site_rot = self.data.site_xmat[self._ee_site].reshape(3, 3)
         self._finger_geoms = np.array(
             [g for g in range(m.ngeom) if body_entity[m.geom_bodyid[g]] in FINGER_PARTS], dtype=np.int64
         )
@@ -108,13 +111,10 @@ class KinematicTwin:
         self._box_builders = tuple((o, self._world_box) for o in robot.objects) + tuple(
             (n, self._interior_box) for n in self._interiors
         )
-        self._object_slots = tuple((o, np.arange(a, a + 7)) for o, a in self._object_qpos.items())
+        self._object_slots = tuple(self._object_qpos.items())  # (object, address of its free joint's qpos)
         self._parked = {
             o: np.array([_PARK + 10.0 * i, _PARK, _PARK, 1.0, 0.0, 0.0, 0.0]) for i, o in enumerate(robot.objects)
         }
-        self._object_adr = (
-            np.concatenate([adr for _, adr in self._object_slots]) if robot.objects else np.empty(0, dtype=np.int64)
-        )
 
     def finger_gap(self) -> float | None:
         """Smallest signed surface gap between the left and the right finger's geoms in the pose of the last
@@ -152,20 +152,18 @@ class KinematicTwin:
         src, adr = self._joint_map(joint_names)
         qpos = d.qpos
         qpos[adr] = np.asarray(joint_position, dtype=float)[src]
-        for follower, leader, ref_f, ref_l, coef in self._followers:
-            y = qpos[leader] - ref_l
-            qpos[follower] = ref_f + coef[0] + y * (coef[1] + y * (coef[2] + y * (coef[3] + y * coef[4])))
-        if self._object_slots:
-            parts, parked = [], self._parked
-            for o, _ in self._object_slots:
-                pose = poses.get(o)
-                if pose is None:
-                    parts.append(parked[o])
-                else:
-                    parts += (pose.position, pose.quaternion)
-            qpos[self._object_adr] = np.concatenate(parts)
+        for follower, leader, ref_f, ref_l, (c0, c1, c2, c3, c4) in self._followers:
+            y = qpos.item(leader) - ref_l
+            qpos[follower] = ref_f + c0 + y * (c1 + y * (c2 + y * (c3 + y * c4)))
+        for o, adr in self._object_slots:
+            pose = poses.get(o)
+            if pose is None:
+                qpos[adr : adr + 7] = self._parked[o]
+            else:
+                qpos[adr : adr + 3] = pose.position
+                qpos[adr + 3 : adr + 7] = pose.quaternion
         mujoco.mj_kinematics(m, d)
-        site_pos, site_rot = d.site_xpos[self._ee_site], d.site_xmat[self._ee_site].reshape(3, 3)
+        site_pos, site_rot = self._site_pos, self._site_rot
         placed = carried(site_pos.copy(), site_rot.copy()) if carried is not None else None
         if placed:
             quat = np.empty(4)
@@ -181,12 +179,14 @@ class KinematicTwin:
         self._qpos_bits = bits.copy()
         affected, boxes_moved = self._plan(changed)
         object_boxes, interiors, unknown = self._frame_boxes(boxes_moved, poses)
-        site = self._ee_site
+        points = np.empty((len(self._finger_geoms) + 1, 3))
+        points[0] = site_pos
+        d.geom_xpos.take(self._finger_geoms, axis=0, out=points[1:])
         return self._geometry(
             affected,
-            ee_position=d.site_xpos[site].copy(),
-            ee_rotation=d.site_xmat[site].reshape(3, 3).copy(),
-            gripper_points=np.concatenate((d.site_xpos[site : site + 1], d.geom_xpos.take(self._finger_geoms, axis=0))),
+            ee_position=site_pos.copy(),
+            ee_rotation=site_rot.copy(),
+            gripper_points=points,
             object_boxes=object_boxes,
             interiors=interiors,
             unknown=unknown,
@@ -481,7 +481,7 @@ def _id(m: mujoco.MjModel, kind: mujoco.mjtObj, name: str, what: str) -> int:
     return i
 
 
-def _followers(m: mujoco.MjModel) -> list[tuple[int, int, float, float, np.ndarray]]:
+def _followers(m: mujoco.MjModel) -> list[tuple[int, int, float, float, tuple[float, ...]]]:
     """(follower qpos, leader qpos, their reference positions, polynomial) of every active joint equality
     between two hinge or slide joints (a URDF <mimic> becomes one), leaders before their followers."""
     out = []
@@ -490,7 +490,7 @@ def _followers(m: mujoco.MjModel) -> list[tuple[int, int, float, float, np.ndarr
             continue
         f, lead = int(m.eq_obj1id[e]), int(m.eq_obj2id[e])
         fa, la = int(m.jnt_qposadr[f]), int(m.jnt_qposadr[lead])
-        out.append((fa, la, float(m.qpos0[fa]), float(m.qpos0[la]), m.eq_data[e, :5].copy()))
+        out.append((fa, la, float(m.qpos0[fa]), float(m.qpos0[la]), tuple(m.eq_data[e, :5].tolist())))
     followers = {f for f, *_ in out}
     return sorted(out, key=lambda row: row[1] in followers)  # a follower of a follower after its leader
 
