@@ -284,7 +284,7 @@ class SkillEstimator:
         fx, fr = self.fixtures, self.th.fixtures
         out = {}
         for f, hold in self.holds.items():
-            moving = fx.moving_direction(f, inp)
+            moving = fx.directions[f]
             frac = inp.fixture_fraction[f]
             end_stop = (
                 1.0 if frac <= fr.fully_closed_fraction else -1.0 if frac >= 1.0 - fr.fully_closed_fraction else 0.0
