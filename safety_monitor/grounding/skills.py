@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 
+from safety_monitor.grounding import _geomath
 from safety_monitor.grounding.debounce import Tri, all3
 from safety_monitor.grounding.description import RobotDescription
 from safety_monitor.grounding.fixtures import FixtureEstimator, object_inside
@@ -163,7 +164,7 @@ class SkillEstimator:
             for e in robot.entities
             if catalog.has(robot.owner(e), "support") or catalog.has(robot.owner(e), "container")
         )
-        self.lifted: dict[str, bool] = {o: False for o in grasp.objects}
+        self.lifted: set[str] = set()  # grasped objects lifted clear of every support since their grasp
         self.released: set[str] = set()
         d, fr, m = thresholds.distances_m, thresholds.fixtures, thresholds.motion  # read once: every frame needs them
         self._reach, self._path, self._margin = d.reach, d.path_obstruction, d.placement_margin
@@ -231,28 +232,30 @@ class SkillEstimator:
         box = geo.object_boxes.get(o)
         if box is None:
             return None
-        top = box.corners()[:, 2].max()
-        stacked = [
-            other_box.center[2] > top
+        heights = [  # centre heights of the objects close to it
+            other_box.center[2]
             for other, gap in geo.near(o).items()
             if other in self.grasp.objects
             and gap <= self._path
             and (other_box := geo.object_boxes.get(other)) is not None
         ]
-        return all3([not inp.gripper_closed, held is None, self.grasp.stable[o], not any(stacked)])
+        stacked = False
+        if heights:  # is one resting on it?
+            top = box.corners()[:, 2].max()
+            stacked = any([h > top for h in heights])
+        return all3([not inp.gripper_closed, held is None, self.grasp.stable[o], not stacked])
 
     # place ------------------------------------------------------------------------------------------
     def _place_candidate(self, inp: FrameInputs, held: str | None) -> str | None:
-        for o, grasped in self.grasp.grasped.items():
-            if not grasped:
-                self.lifted[o] = False
+        if self.lifted:
+            self.lifted = {o for o in self.lifted if self.grasp.grasped[o]}
         if held is None or not self.grasp.raw[held]:  # falling out of the fingers is a drop, not a place
             return None
         geo = inp.geometry
         gaps = {e: gap for e, gap in geo.near(held).items() if e in self.supports and e != held}
         if not gaps and held not in geo.unknown:
-            self.lifted[held] = True
-        if not self.lifted[held] or not gaps:
+            self.lifted.add(held)
+        if held not in self.lifted or not gaps:
             return None
         best = min(gaps, key=gaps.__getitem__)
         return best if gaps[best] <= self._reach else None
@@ -319,12 +322,15 @@ class SkillEstimator:
             return True
         if self.fixtures.reach_in.get(f, False):
             return False
-        boxes, margin = geo.object_boxes, self._margin
+        boxes, margin, overlap = geo.object_boxes, self._margin, _geomath.box_overlap
+        center, rotation, half = region.center, region.rotation, region.half  # `region.overlaps`, unwrapped
         clear: Tri = True
         for o in self.grasp.objects:
             box = boxes.get(o)
             if box is None:
                 clear = None
-            elif region.overlaps(box) and not object_inside(box, region, margin):
+                continue
+            overlapping = overlap(center, rotation, half, box.center, box.rotation, box.half)
+            if overlapping and not object_inside(box, region, margin):  # straddling the interior's boundary
                 return False
         return clear
