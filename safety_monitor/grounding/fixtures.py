@@ -185,8 +185,13 @@ class FixtureEstimator:
         if box is None:
             return None
         interiors, margin = inp.geometry.interiors, self._gaps[3]
-        for f in self.enclosures:  # noqa: SIM110 (a loop: any() would build a generator every frame)
-            if object_supported_inside(box, interiors[f], margin):
+        center, rotation, half = box.center, box.rotation, box.half
+        for f in self.enclosures:  # object_supported_inside, unwrapped: the box's arrays read once
+            region = interiors[f]
+            inside, bottom = _geomath.placement(
+                center, rotation, half, region.center, region.rotation, region.half, margin
+            )
+            if inside and bottom <= -region.half[2] + margin:
                 return True
         return False
 
@@ -229,4 +234,4 @@ class FixtureEstimator:
                 ep.timer.stop()
         if direction != 0.0:
             self.last_direction[f] = direction
-        return hit, retracting, ep.timer.expired(inp.frame)
+        return hit, retracting, ep.active and ep.timer.expired(inp.frame)  # its timer runs only in an episode
