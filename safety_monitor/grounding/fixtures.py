@@ -114,9 +114,10 @@ class FixtureEstimator:
         self.graspable = grasp.objects
         self.episodes = {f: _Episode(counts) for f in self.fixtures}
         self.last_direction = {f: 0.0 for f in self.fixtures}
-        d = thresholds.distances_m  # read once: every frame needs them
+        d, fr = thresholds.distances_m, thresholds.fixtures  # read once: every frame needs them
         self._gaps = (d.gripper_clearance, d.reach, d.contact, d.placement_margin)
         self._motion_delta = thresholds.motion.fixture_motion_delta
+        self._fully_open, self._fully_closed = fr.fully_open_fraction, fr.fully_closed_fraction
         self.target: str | None = None
         self.operated: frozenset[str] = frozenset()
         self.gripped: dict[str, bool] = {}
@@ -131,31 +132,34 @@ class FixtureEstimator:
         beyond, distance = self._interiors.reach(
             tuple(map(geo.interiors.__getitem__, self.with_interior)), geo.gripper_points
         )  # per interior: the nearest gripper point's excess, the grasp centre's distance
-        self.reach_in = reach_in = {f: beyond[i] <= 0.0 for f, i in self._enclosure_rows}
-        near = [beyond[i] <= reach for _, i in self._enclosure_rows]
+        self.reach_in = reach_in = {}
+        left = True  # no gripper point within reach of an enclosure
+        for f, i in self._enclosure_rows:
+            reach_in[f] = beyond[i] <= 0.0
+            if beyond[i] <= reach:
+                left = False
         self.target = t = self._target(gripper_gaps, distance)
         deltas, still = inp.fixture_delta, self._motion_delta
+        unknown_objects = not geo.unknown.isdisjoint(self.graspable)
         self.directions = directions = {}
+        operated, hits, retracting, timeouts = [], [], [], []
         for f in self.fixtures:
             delta = deltas.get(f)
-            directions[f] = 0.0 if delta is None or abs(delta) <= still else math.copysign(1.0, delta)
-        self.operated = frozenset(
-            [f for f in self.fixtures if reach_in.get(f) or (gripped[f] and (closed or directions[f] != 0.0))]
-        )
-        fr = self.th.fixtures
-        unknown_objects = not geo.unknown.isdisjoint(self.graspable)
-        hits, retracting, timeouts = [], [], []
-        for f in self.fixtures:
-            hit, retr, expired = self._mechanism(f, inp, directions[f], unknown_objects)
+            direction = directions[f] = 0.0 if delta is None or abs(delta) <= still else math.copysign(1.0, delta)
+            if reach_in.get(f) or (gripped[f] and (closed or direction != 0.0)):
+                operated.append(f)
+            hit, retr, expired = self._mechanism(f, inp, direction, unknown_objects)
             hits.append(hit)
             if retr is not None:
                 retracting.append(retr)
             timeouts.append(expired)
+        self.operated = frozenset(operated)
+        open_fraction = None if t is None else inp.fixture_fraction[t]
         return {
-            "fixture_fully_open": t is not None and inp.fixture_fraction[t] >= fr.fully_open_fraction,
-            "fixture_fully_closed": t is not None and inp.fixture_fraction[t] <= fr.fully_closed_fraction,
+            "fixture_fully_open": open_fraction is not None and open_fraction >= self._fully_open,
+            "fixture_fully_closed": open_fraction is not None and open_fraction <= self._fully_closed,
             "reach_in_fixture": any(reach_in.values()),
-            "left_fixture": not any(near),
+            "left_fixture": left,
             "object_in_fixture": self._focus_in_fixture(inp),
             "fixture_obstacle_hit": any3(hits),
             "retracting": all3(retracting) if retracting else False,
