@@ -220,9 +220,10 @@ class FixtureEstimator:
                 if region is None or not object_inside(geo.object_boxes[other], region, margin):
                     hit = True
                     break
-        if not hit and unknown_near:
-            hit = None
-        hit = hit and operated if hit is not None else (None if operated else False)
+        if hit:  # a hit counts only while the fixture is operated; unknown if an unseen object may be touching it
+            hit = operated
+        elif unknown_near:
+            hit = None if operated else False
         ep = self.episodes[f]
         if hit and not ep.active:
             ep.active, ep.retracted, ep.direction = True, False, self.last_direction[f]
