@@ -115,7 +115,7 @@ class FixtureEstimator:
         self.episodes = {f: _Episode(counts) for f in self.fixtures}
         self.last_direction = {f: 0.0 for f in self.fixtures}
         d, fr = thresholds.distances_m, thresholds.fixtures  # read once: every frame needs them
-        self._gaps = (d.gripper_clearance, d.reach, d.contact, d.placement_margin)
+        self._distances = (d.gripper_clearance, d.reach, d.contact, d.placement_margin)
         self._motion_delta = thresholds.motion.fixture_motion_delta
         self._fully_open, self._fully_closed = fr.fully_open_fraction, fr.fully_closed_fraction
         self.target: str | None = None
@@ -126,7 +126,7 @@ class FixtureEstimator:
 
     def step(self, inp: FrameInputs) -> dict[str, Tri]:
         geo, closed = inp.geometry, inp.gripper_closed
-        clearance, reach, _, _ = self._gaps
+        clearance, reach, _, _ = self._distances
         gripper_gaps, inf = geo.gripper_gaps, math.inf
         self.gripped = gripped = {f: gripper_gaps.get(f, inf) <= clearance for f in self.fixtures}
         beyond, distance = self._interiors.reach(
@@ -188,7 +188,7 @@ class FixtureEstimator:
         box = inp.geometry.object_boxes.get(o)
         if box is None:
             return None
-        interiors, margin = inp.geometry.interiors, self._gaps[3]
+        interiors, margin = inp.geometry.interiors, self._distances[3]
         center, rotation, half = box.center, box.rotation, box.half
         for f in self.enclosures:  # object_supported_inside, unwrapped: the box's arrays read once
             region = interiors[f]
@@ -205,7 +205,7 @@ class FixtureEstimator:
         """(obstacle hit, retracting or None without an episode this frame, retract timeout), advancing the
         episode. `direction`: the fixture's motion; `unknown_near`: some object's pose is unknown."""
         geo = inp.geometry
-        _, _, contact, margin = self._gaps
+        _, _, contact, margin = self._distances
         gripped = self.gripped[f]
         operated = gripped or direction != 0.0
         hit: Tri = False  # the moving part touches an arm link or an object not inside the fixture

@@ -252,13 +252,15 @@ class SkillEstimator:
         if held is None or not self.grasp.raw[held]:  # falling out of the fingers is a drop, not a place
             return None
         geo = inp.geometry
-        gaps = {e: gap for e, gap in geo.near(held).items() if e in self.supports and e != held}
-        if not gaps and held not in geo.unknown:
+        best, best_gap = None, math.inf  # the support nearest the held object (the first nearest, as min())
+        for e, gap in geo.near(held).items():
+            if e in self.supports and e != held and (best is None or gap < best_gap):
+                best, best_gap = e, gap
+        if best is None and held not in geo.unknown:
             self.lifted.add(held)
-        if held not in self.lifted or not gaps:
+        if held not in self.lifted or best is None:
             return None
-        best = min(gaps, key=gaps.__getitem__)
-        return best if gaps[best] <= self._reach else None
+        return best if best_gap <= self._reach else None
 
     def _place_ok(self, inp: FrameInputs, held: str | None) -> Tri:
         if held is None:  # nothing to place
