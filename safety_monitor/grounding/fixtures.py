@@ -90,7 +90,7 @@ class _Episode:
 
 
 class FixtureEstimator:
-    """Fixture family; later estimators read `target`, `gripped`, `directions`, `reach_in` and `operated`."""
+    """Fixture family; later estimators read `fixtures`, `target`, `gripped`, `directions`, `reach_in`, `operated`."""
 
     def __init__(
         self,
