@@ -67,18 +67,18 @@ DOCS = {
 
 def object_inside(box: Box, region: Box, margin: float) -> bool:
     """The object's footprint is within the region (grown by `margin`) and its bottom below the region's top."""
-    return _placement(box, region, margin)[0]
+    inside, _ = _geomath.placement(
+        box.center, box.rotation, box.half, region.center, region.rotation, region.half, margin
+    )
+    return inside
 
 
 def object_supported_inside(box: Box, region: Box, margin: float) -> bool:
     """Inside the region with its bottom within `margin` of the region's floor."""
-    inside, bottom = _placement(box, region, margin)
+    inside, bottom = _geomath.placement(
+        box.center, box.rotation, box.half, region.center, region.rotation, region.half, margin
+    )
     return inside and bottom <= -region.half[2] + margin
-
-
-def _placement(box: Box, region: Box, margin: float) -> tuple[bool, float]:
-    """(inside, the box's bottom in the region's frame)."""
-    return _geomath.placement(box.center, box.rotation, box.half, region.center, region.rotation, region.half, margin)
 
 
 class _Episode:
@@ -90,7 +90,7 @@ class _Episode:
 
 
 class FixtureEstimator:
-    """Fixture family; later estimators read `target`, `gripped`, `fraction` and `enclosures`."""
+    """Fixture family; later estimators read `fixtures`, `target`, `gripped`, `directions`, `reach_in`, `operated`."""
 
     def __init__(
         self,
@@ -107,68 +107,78 @@ class FixtureEstimator:
         )
         self.with_interior = tuple(f for f in robot.fixtures if robot.fixtures[f].interior is not None)
         self._interiors = BoxStack()
+        # rows of `_interiors.reach`'s answers: per enclosure, and per openable fixture with an interior
+        self._enclosure_rows = tuple((f, self.with_interior.index(f)) for f in self.enclosures)
+        self._ranked_rows = tuple((f, self.with_interior.index(f)) for f in self.fixtures if f in self.with_interior)
         self._housings = tuple((f, f + HOUSING) for f in self.fixtures)
         self.graspable = grasp.objects
         self.episodes = {f: _Episode(counts) for f in self.fixtures}
         self.last_direction = {f: 0.0 for f in self.fixtures}
+        d, fr = thresholds.distances_m, thresholds.fixtures  # read once: every frame needs them
+        self._distances = (d.gripper_clearance, d.reach, d.contact, d.placement_margin)
+        self._motion_delta = thresholds.motion.fixture_motion_delta
+        self._fully_open, self._fully_closed = fr.fully_open_fraction, fr.fully_closed_fraction
         self.target: str | None = None
         self.operated: frozenset[str] = frozenset()
         self.gripped: dict[str, bool] = {}
+        self.directions: dict[str, float] = {}  # +1 opening, -1 closing, 0 still or unknown, over the motion window
         self.reach_in: dict[str, bool] = {}
 
     def step(self, inp: FrameInputs) -> dict[str, Tri]:
-        geo, d = inp.geometry, self.th.distances_m
-        gripper_gaps, clearance = geo.gripper_gaps, d.gripper_clearance
-        self.gripped = {f: gripper_gaps.get(f, math.inf) <= clearance for f in self.fixtures}
+        geo, closed = inp.geometry, inp.gripper_closed
+        clearance, reach, _, _ = self._distances
+        gripper_gaps, inf = geo.gripper_gaps, math.inf
+        self.gripped = gripped = {f: gripper_gaps.get(f, inf) <= clearance for f in self.fixtures}
         beyond, distance = self._interiors.reach(
             tuple(map(geo.interiors.__getitem__, self.with_interior)), geo.gripper_points
-        )
-        nearest = dict(zip(self.with_interior, beyond))  # per interior: the nearest gripper point's excess
-        self.reach_in = {f: nearest[f] <= 0.0 for f in self.enclosures}
-        near = [nearest[f] <= d.reach for f in self.enclosures]
-        self.target = self._target(inp, dict(zip(self.with_interior, distance)))
-        directions = {f: self.moving_direction(f, inp) for f in self.fixtures}
-        self.operated = frozenset(
-            [
-                f
-                for f in self.fixtures
-                if self.reach_in.get(f) or (self.gripped[f] and (inp.gripper_closed or directions[f] != 0.0))
-            ]
-        )
-        fr = self.th.fixtures
+        )  # per interior: the nearest gripper point's excess, the grasp centre's distance
+        self.reach_in = reach_in = {}
+        left = True  # no gripper point within reach of an enclosure
+        for f, i in self._enclosure_rows:
+            reach_in[f] = beyond[i] <= 0.0
+            if beyond[i] <= reach:
+                left = False
+        self.target = t = self._target(gripper_gaps, distance)
+        deltas, still = inp.fixture_delta, self._motion_delta
         unknown_objects = not geo.unknown.isdisjoint(self.graspable)
-        hits, retracting, timeouts = [], [], []
+        self.directions = directions = {}
+        operated, hits, retracting, timeouts = [], [], [], []
         for f in self.fixtures:
-            hit, retr, expired = self._mechanism(f, inp, directions[f], unknown_objects)
+            delta = deltas.get(f)
+            direction = directions[f] = 0.0 if delta is None or abs(delta) <= still else math.copysign(1.0, delta)
+            if reach_in.get(f) or (gripped[f] and (closed or direction != 0.0)):
+                operated.append(f)
+            hit, retr, expired = self._mechanism(f, inp, direction, unknown_objects)
             hits.append(hit)
             if retr is not None:
                 retracting.append(retr)
             timeouts.append(expired)
-        t = self.target
+        self.operated = frozenset(operated)
+        open_fraction = None if t is None else inp.fixture_fraction[t]
         return {
-            "fixture_fully_open": t is not None and inp.fixture_fraction[t] >= fr.fully_open_fraction,
-            "fixture_fully_closed": t is not None and inp.fixture_fraction[t] <= fr.fully_closed_fraction,
-            "reach_in_fixture": any(self.reach_in.values()),
-            "left_fixture": not any(near),
+            "fixture_fully_open": open_fraction is not None and open_fraction >= self._fully_open,
+            "fixture_fully_closed": open_fraction is not None and open_fraction <= self._fully_closed,
+            "reach_in_fixture": any(reach_in.values()),
+            "left_fixture": left,
             "object_in_fixture": self._focus_in_fixture(inp),
             "fixture_obstacle_hit": any3(hits),
             "retracting": all3(retracting) if retracting else False,
             "retract_timeout": any(timeouts),
         }
 
-    def _target(self, inp: FrameInputs, outside: dict[str, float]) -> str | None:
-        """Openable fixture nearest the gripper by surface gap; else the one whose interior is nearest the EE."""
-        geo = inp.geometry
-        best, best_gap = None, math.inf
+    def _target(self, gripper_gaps: dict[str, float], outside: list[float]) -> str | None:
+        """Openable fixture nearest the gripper by surface gap; else the one whose interior is nearest the EE
+        (`outside`: per interior, the grasp centre's distance)."""
+        inf = math.inf
+        best, best_gap = None, inf
         for f, housing in self._housings:
-            gap = min(geo.gripper_gap(f), geo.gripper_gap(housing))
+            gap = min(gripper_gaps.get(f, inf), gripper_gaps.get(housing, inf))
             if gap < best_gap:
                 best, best_gap = f, gap
         if best is not None:
             return best
-        ranked = [(outside[f], f) for f in self.fixtures if f in outside]  # the grasp centre's distance
-        if ranked:
-            return min(ranked)[1]
+        if self._ranked_rows:
+            return min([(outside[i], f) for f, i in self._ranked_rows])[1]
         return self.fixtures[0] if self.fixtures else None
 
     def _focus_in_fixture(self, inp: FrameInputs) -> Tri:
@@ -178,45 +188,49 @@ class FixtureEstimator:
         box = inp.geometry.object_boxes.get(o)
         if box is None:
             return None
-        margin = self.th.distances_m.placement_margin
-        return any(object_supported_inside(box, inp.geometry.interiors[f], margin) for f in self.enclosures)
-
-    def moving_direction(self, f: str, inp: FrameInputs) -> float:
-        """+1 opening, -1 closing, 0 still or unknown, over the motion window."""
-        delta = inp.fixture_delta.get(f)
-        if delta is None or abs(delta) <= self.th.motion.fixture_motion_delta:
-            return 0.0
-        return math.copysign(1.0, delta)
+        interiors, margin = inp.geometry.interiors, self._distances[3]
+        center, rotation, half = box.center, box.rotation, box.half
+        for f in self.enclosures:  # object_supported_inside, unwrapped: the box's arrays read once
+            region = interiors[f]
+            inside, bottom = _geomath.placement(
+                center, rotation, half, region.center, region.rotation, region.half, margin
+            )
+            if inside and bottom <= -region.half[2] + margin:
+                return True
+        return False
 
     def _mechanism(
         self, f: str, inp: FrameInputs, direction: float, unknown_near: bool
     ) -> tuple[Tri, bool | None, bool]:
         """(obstacle hit, retracting or None without an episode this frame, retract timeout), advancing the
         episode. `direction`: the fixture's motion; `unknown_near`: some object's pose is unknown."""
-        geo, d = inp.geometry, self.th.distances_m
-        operated = self.gripped[f] or direction != 0.0
-        obstacle: list[Tri] = []
+        geo = inp.geometry
+        _, _, contact, margin = self._distances
+        gripped = self.gripped[f]
+        operated = gripped or direction != 0.0
+        hit: Tri = False  # the moving part touches an arm link or an object not inside the fixture
         for other, gap in geo.near(f).items():
-            if gap > d.contact:
+            if gap > contact:
                 continue
             if other == "arm":
-                obstacle.append(True)
-            elif other in self.graspable:
+                hit = True
+                break
+            if other in self.graspable:
                 region = geo.interiors.get(f)  # an object with a gap has a box (FrameGeometry's invariant)
-                obstacle.append(
-                    region is None or not object_inside(geo.object_boxes[other], region, d.placement_margin)
-                )
-        hit = any3(obstacle) if obstacle else False
-        if not hit and unknown_near:
-            hit = None
-        hit = hit and operated if hit is not None else (None if operated else False)
+                if region is None or not object_inside(geo.object_boxes[other], region, margin):
+                    hit = True
+                    break
+        if hit:  # a hit counts only while the fixture is operated; unknown if an unseen object may be touching it
+            hit = operated
+        elif unknown_near:
+            hit = None if operated else False
         ep = self.episodes[f]
         if hit and not ep.active:
             ep.active, ep.retracted, ep.direction = True, False, self.last_direction[f]
             ep.timer.start(inp.frame)
         retracting = None
         if ep.active:
-            retracting = (not self.gripped[f]) or (direction != 0.0 and direction == -ep.direction)
+            retracting = (not gripped) or (direction != 0.0 and direction == -ep.direction)
             if retracting:
                 ep.retracted = True
                 ep.timer.stop()
@@ -225,4 +239,4 @@ class FixtureEstimator:
                 ep.timer.stop()
         if direction != 0.0:
             self.last_direction[f] = direction
-        return hit, retracting, ep.timer.expired(inp.frame)
+        return hit, retracting, ep.active and ep.timer.expired(inp.frame)  # its timer runs only in an episode

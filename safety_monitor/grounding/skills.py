@@ -16,9 +16,9 @@ cross-contamination property only.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
-from safety_monitor.grounding.debounce import Tri, all3, any3, not3
+from safety_monitor.grounding import _geomath
+from safety_monitor.grounding.debounce import Tri, all3
 from safety_monitor.grounding.description import RobotDescription
 from safety_monitor.grounding.fixtures import FixtureEstimator, object_inside
 from safety_monitor.grounding.grasp import GraspEstimator
@@ -96,17 +96,18 @@ class _Skill:
         self.active = False  # the attempt is under way (started, neither completed nor lapsed)
         self.misses = 0
 
-    def step(self, candidate: str | None, done: Callable[[str], bool]) -> bool:
-        """Advance with this frame's approach candidate; `done(target)` says whether the skill on that target
-        has completed. Returns the onset pulse."""
+    def step(self, candidate: str | None, done: bool) -> bool:
+        """Advance with this frame's approach candidate; `done` says whether the skill on the target it is
+        judged on (the attempt's, else the candidate; unread with neither) has completed. Returns the onset
+        pulse."""
         if self.target is not None:
             self.misses = 0 if candidate == self.target else self.misses + 1
-            if self.active and done(self.target):
+            if self.active and done:
                 self.active = False
             if self.misses > self.window:
                 self.target, self.active = None, False
             return False
-        if candidate is None or done(candidate):
+        if candidate is None or done:
             return False
         self.target, self.active, self.misses = candidate, True, 0
         return True
@@ -157,57 +158,50 @@ class SkillEstimator:
         self.robot, self.th, self.grasp, self.fixtures = robot, thresholds, grasp, fixtures
         self.skills = {s: _Skill(counts.skill_onset_window) for s in SKILLS}
         self.holds = {f: _FixtureHold(counts.skill_onset_window) for f in fixtures.fixtures}
-        self._names = {s: (f"skill_{s}_onset", f"skill_{s}_onset_end", f"preconditions_{s}") for s in SKILLS}
         self.fragile = frozenset(o for o in grasp.objects if catalog.has(o, "fragile"))
         self.supports = frozenset(
             e
             for e in robot.entities
             if catalog.has(robot.owner(e), "support") or catalog.has(robot.owner(e), "container")
         )
-        self.lifted: dict[str, bool] = {o: False for o in grasp.objects}
+        self.lifted: set[str] = set()  # grasped objects lifted clear of every support since their grasp
         self.released: set[str] = set()
+        d, fr, m = thresholds.distances_m, thresholds.fixtures, thresholds.motion  # read once: every frame needs them
+        self._reach, self._path, self._margin = d.reach, d.path_obstruction, d.placement_margin
+        self._placing = (d.placement_proximity, thresholds.counts.clutter_bound, m.grasp_slip_m, m.grasp_slip_rad)
+        self._fully_open, self._fully_closed = fr.fully_open_fraction, fr.fully_closed_fraction
+        self._open_end = 1.0 - fr.fully_closed_fraction
 
     def step(self, inp: FrameInputs) -> dict[str, Tri]:
-        g = self.grasp
-        held = next((o for o in g.objects if g.grasped[o]), None)
-        out: dict[str, Tri] = {}
-        working = self._fixture_directions(inp)
-        fr = self.th.fixtures
+        g, fraction = self.grasp, inp.fixture_fraction
+        held: str | None = None
+        for o in g.objects:
+            if g.grasped[o]:
+                held = o
+                break
+        pick, place, opening, closing = self.skills.values()
         focus = self.fixtures.target
-        # per skill: this frame's candidate, whether the skill on a target completed, and its preconditions
-        # on a target (None: neither an attempt's target, nor a candidate, nor a fallback)
-        candidates: dict[str, tuple[str | None, Callable[[str], bool], Callable[[str | None], Tri], str | None]] = {
-            "pick": (
-                self._pick_candidate(inp, held),
-                lambda o: held == o,
-                lambda o: True if o is None else self._pick_ok(o, inp, held),
-                None,
-            ),
-            "place": (
-                self._place_candidate(inp, held),
-                lambda o: held is None,
-                lambda o: self._place_ok(inp, held),
-                None,
-            ),
-            "open": (
-                next((f for f, d in working.items() if d > 0), None),
-                lambda f: inp.fixture_fraction[f] >= fr.fully_open_fraction,
-                lambda f: True if f is None else self._open_ok(f, inp),
-                focus,
-            ),
-            "close": (
-                next((f for f, d in working.items() if d < 0), None),
-                lambda f: inp.fixture_fraction[f] <= fr.fully_closed_fraction,
-                lambda f: True if f is None else self._close_ok(f, inp),
-                focus,
-            ),
-        }
-        for s, (candidate, done, ok, fallback) in candidates.items():
-            skill = self.skills[s]
-            onset, onset_end, preconditions = self._names[s]
-            out[onset] = skill.step(candidate, done)
-            out[onset_end] = not skill.active
-            out[preconditions] = ok(skill.target or candidate or fallback)
+        # per skill: advance on this frame's candidate, `done` judged on the attempt's target, else the
+        # candidate; preconditions on the target, else the candidate, else the fallback (vacuous with none)
+        candidate = self._pick_candidate(inp, held)
+        out: dict[str, Tri] = {"skill_pick_onset": pick.step(candidate, held == (pick.target or candidate))}
+        out["skill_pick_onset_end"] = not pick.active
+        target = pick.target or candidate
+        out["preconditions_pick"] = True if target is None else self._pick_ok(target, inp, held)
+        out["skill_place_onset"] = place.step(self._place_candidate(inp, held), held is None)
+        out["skill_place_onset_end"] = not place.active
+        out["preconditions_place"] = self._place_ok(inp, held)
+        to_open, to_close = self._fixture_candidates(inp)
+        f = opening.target or to_open
+        out["skill_open_onset"] = opening.step(to_open, f is not None and fraction[f] >= self._fully_open)
+        out["skill_open_onset_end"] = not opening.active
+        f = opening.target or to_open or focus
+        out["preconditions_open"] = True if f is None else self._open_ok(f, inp, held)
+        f = closing.target or to_close
+        out["skill_close_onset"] = closing.step(to_close, f is not None and fraction[f] <= self._fully_closed)
+        out["skill_close_onset_end"] = not closing.active
+        f = closing.target or to_close or focus
+        out["preconditions_close"] = True if f is None else self._close_ok(f, inp)
         return out
 
     # pick -------------------------------------------------------------------------------------------
@@ -215,17 +209,21 @@ class SkillEstimator:
         """Nearest object within reach of an open, empty gripper. When the gripper lets an object go, every
         object then within reach re-arms only once the gripper has moved out of reach of it (backing off
         after a place, next to the placed object or beside it, is not a new pick)."""
-        geo, reach = inp.geometry, self.th.distances_m.reach
-        gripper_gaps, inf = geo.gripper_gaps, math.inf
-        gaps = {o: gripper_gaps.get(o, inf) for o in self.grasp.objects}
+        geo, reach, inf = inp.geometry, self._reach, math.inf
+        gaps = geo.gripper_gaps
         if self.grasp.dropped:
-            self.released |= {o for o, gap in gaps.items() if gap <= reach}
-        self.released = {o for o in self.released if gaps[o] <= reach or o in geo.unknown}
+            self.released |= {o for o in self.grasp.objects if gaps.get(o, inf) <= reach}
+        if self.released:
+            self.released = {o for o in self.released if gaps.get(o, inf) <= reach or o in geo.unknown}
         if held is not None or inp.gripper_closed:
             return None
-        gaps = {o: gap for o, gap in gaps.items() if o not in self.released}
-        best = min(gaps, key=gaps.__getitem__, default=None)
-        return best if best is not None and gaps[best] <= reach else None
+        best, best_gap = None, inf
+        for o in self.grasp.objects:  # the first nearest, as min() would pick it
+            if o not in self.released:
+                gap = gaps.get(o, inf)
+                if best is None or gap < best_gap:
+                    best, best_gap = o, gap
+        return best if best is not None and best_gap <= reach else None
 
     def _pick_ok(self, o: str, inp: FrameInputs, held: str | None) -> Tri:
         if held == o:  # the pick completed: its preconditions were judged at onset
@@ -234,85 +232,107 @@ class SkillEstimator:
         box = geo.object_boxes.get(o)
         if box is None:
             return None
-        top = box.corners()[:, 2].max()
-        stacked = [
-            other_box.center[2] > top
+        heights = [  # centre heights of the objects close to it
+            other_box.center[2]
             for other, gap in geo.near(o).items()
             if other in self.grasp.objects
-            and gap <= self.th.distances_m.path_obstruction
+            and gap <= self._path
             and (other_box := geo.object_boxes.get(other)) is not None
         ]
-        return all3([not inp.gripper_closed, held is None, self.grasp.stable[o], not any(stacked)])
+        stacked = False
+        if heights:  # is one resting on it?
+            top = box.corners()[:, 2].max()
+            stacked = any([h > top for h in heights])
+        return all3([not inp.gripper_closed, held is None, self.grasp.stable[o], not stacked])
 
     # place ------------------------------------------------------------------------------------------
     def _place_candidate(self, inp: FrameInputs, held: str | None) -> str | None:
-        for o in self.grasp.objects:
-            if not self.grasp.grasped[o]:
-                self.lifted[o] = False
+        if self.lifted:
+            self.lifted = {o for o in self.lifted if self.grasp.grasped[o]}
         if held is None or not self.grasp.raw[held]:  # falling out of the fingers is a drop, not a place
             return None
         geo = inp.geometry
-        gaps = {e: gap for e, gap in geo.near(held).items() if e in self.supports and e != held}
-        if not gaps and held not in geo.unknown:
-            self.lifted[held] = True
-        if not self.lifted[held] or not gaps:
+        best, best_gap = None, math.inf  # the support nearest the held object (the first nearest, as min())
+        for e, gap in geo.near(held).items():
+            if e in self.supports and e != held and (best is None or gap < best_gap):
+                best, best_gap = e, gap
+        if best is None and held not in geo.unknown:
+            self.lifted.add(held)
+        if held not in self.lifted or best is None:
             return None
-        best = min(gaps, key=gaps.__getitem__)
-        return best if gaps[best] <= self.th.distances_m.reach else None
+        return best if best_gap <= self._reach else None
 
     def _place_ok(self, inp: FrameInputs, held: str | None) -> Tri:
         if held is None:  # nothing to place
             return False
-        geo, d = inp.geometry, self.th.distances_m
+        geo = inp.geometry
         if held in geo.unknown:
             return None
-        target = self.skills["place"].target
-        others = {e: gap for e, gap in geo.near(held).items() if e in self.grasp.objects and e != held and e != target}
-        clutter = sum(gap <= d.placement_margin for gap in others.values())
-        fragile_clear = held not in self.fragile or all(gap > d.placement_proximity for gap in others.values())
+        proximity, clutter_bound, slip_m, slip_rad = self._placing
+        target, objects, margin = self.skills["place"].target, self.grasp.objects, self._margin
+        clutter, clear = 0, True  # clear: every other object beyond the placement proximity
+        for e, gap in geo.near(held).items():
+            if e in objects and e != held and e != target:
+                clutter += gap <= margin
+                if not gap > proximity:  # a NaN gap is not clear either
+                    clear = False
+        fragile_clear = held not in self.fragile or clear
         slip = inp.object_slip.get(held)
-        sync = (
-            None
-            if slip is None
-            else (slip[0] < self.th.motion.grasp_slip_m and slip[1] < self.th.motion.grasp_slip_rad)
-        )
-        return all3([sync, clutter < self.th.counts.clutter_bound, fragile_clear])
+        sync = None if slip is None else (slip[0] < slip_m and slip[1] < slip_rad)
+        return all3([sync, clutter < clutter_bound, fragile_clear])
 
     # open / close -----------------------------------------------------------------------------------
-    def _fixture_directions(self, inp: FrameInputs) -> dict[str, float]:
-        """Per openable fixture, the direction the gripper is working it this frame (0: not working it)."""
-        fx, fr = self.fixtures, self.th.fixtures
-        out = {}
+    def _fixture_candidates(self, inp: FrameInputs) -> tuple[str | None, str | None]:
+        """The first openable fixture the gripper is opening this frame, and the first it is closing,
+        advancing every fixture's hold."""
+        fx, fraction, closed_hand = self.fixtures, inp.fixture_fraction, inp.gripper_closed
+        gripped, directions = fx.gripped, fx.directions
+        fully_closed, open_end = self._fully_closed, self._open_end
+        to_open = to_close = None
         for f, hold in self.holds.items():
-            moving = fx.moving_direction(f, inp)
-            frac = inp.fixture_fraction[f]
-            end_stop = (
-                1.0 if frac <= fr.fully_closed_fraction else -1.0 if frac >= 1.0 - fr.fully_closed_fraction else 0.0
-            )
-            out[f] = hold.step(fx.gripped[f], inp.gripper_closed, moving, end_stop)
-        return out
+            frac = fraction[f]
+            end_stop = 1.0 if frac <= fully_closed else -1.0 if frac >= open_end else 0.0
+            direction = hold.step(gripped[f], closed_hand, directions[f], end_stop)
+            if direction > 0:
+                to_open = to_open or f
+            elif direction < 0:
+                to_close = to_close or f
+        return to_open, to_close
 
-    def _open_ok(self, f: str, inp: FrameInputs) -> Tri:
-        geo, d = inp.geometry, self.th.distances_m
+    def _open_ok(self, f: str, inp: FrameInputs, held: str | None) -> Tri:
+        """Nothing grasped and no object outside the fixture within the path allowance of its moving part
+        (unknown, failing that, while some object's pose is)."""
+        if held is not None:
+            return False
+        geo, objects = inp.geometry, self.grasp.objects
         region = geo.interiors.get(f)
-        blocked: list[Tri] = [None] if any(o in geo.unknown for o in self.grasp.objects) else []
         for o, gap in geo.near(f).items():
-            if o in self.grasp.objects and gap <= d.path_obstruction:
-                box = geo.object_boxes[o]
-                blocked.append(region is None or not object_inside(box, region, d.placement_margin))
-        return all3([not any(self.grasp.grasped.values()), not3(any3(blocked))])
+            if (
+                gap <= self._path
+                and o in objects
+                and (region is None or not object_inside(geo.object_boxes[o], region, self._margin))
+            ):
+                return False
+        return None if not geo.unknown.isdisjoint(objects) else True
 
     def _close_ok(self, f: str, inp: FrameInputs) -> Tri:
-        geo, d = inp.geometry, self.th.distances_m
+        """No gripper point inside the fixture and no object straddling its interior boundary (unknown,
+        failing that, while some object has no box)."""
+        geo = inp.geometry
         region = geo.interiors.get(f)
         if region is None:
             return True
-        reaching = self.fixtures.reach_in.get(f, False)
-        straddling: list[Tri] = []
+        if self.fixtures.reach_in.get(f, False):
+            return False
+        boxes, margin, overlap = geo.object_boxes, self._margin, _geomath.box_overlap
+        center, rotation, half = region.center, region.rotation, region.half  # `region.overlaps`, unwrapped
+        clear: Tri = True
         for o in self.grasp.objects:
-            box = geo.object_boxes.get(o)
+            box = boxes.get(o)
             if box is None:
-                straddling.append(None)
-            elif region.overlaps(box):
-                straddling.append(not object_inside(box, region, d.placement_margin))
-        return all3([not reaching, not3(any3(straddling))])
+                clear = None
+                continue
+            overlapping = overlap(center, rotation, half, box.center, box.rotation, box.half)
+            if overlapping and not object_inside(box, region, margin):  # straddling the interior's boundary
+                return False
+        return clear
