@@ -81,7 +81,8 @@ class _ObjectGrasp:
 
 
 class GraspEstimator:
-    """Grasp family; later estimators read `grasped`, `dropped`, `stable`, `moving` and `focus`."""
+    """Grasp family; later estimators read `grasped`, `dropped`, `stable`, `moving` and `focus`, the twin's
+    carrying `held`."""
 
     def __init__(self, objects: tuple[str, ...], thresholds: Thresholds, counts: FrameCounts):
         self.objects = objects
@@ -91,6 +92,7 @@ class GraspEstimator:
         self.grasped: dict[str, bool] = {o: False for o in objects}  # debounced, held when unknown
         self.raw: dict[str, Tri] = {o: False for o in objects}  # this frame's raw grasp
         self.dropped: frozenset[str] = frozenset()
+        self.held: tuple[str, ...] = ()  # grasped or raw-grasped this frame, in `objects` order
         self.stable: dict[str, Tri] = {o: False for o in objects}
         self.moving: dict[str, Tri] = {o: None for o in objects}
         d, m = thresholds.distances_m, thresholds.motion  # read once: every frame needs them
@@ -109,6 +111,7 @@ class GraspEstimator:
         fingers = [gaps.get(f, {}) for f in FINGER_PARTS]
         raw_grasp, grasp, dropped, released, sync, stable_free = [], [], [], [], [], []
         just_dropped = set()
+        held = []
         for o in self.objects:
             st = self.state[o]
             if o in geo.unknown:  # a gap in its pose: the grasp evidence restarts when it returns
@@ -151,7 +154,10 @@ class GraspEstimator:
                 if stable:  # settled
                     st.settle.stop()
             self.grasped[o] = after
+            if after or raw:
+                held.append(o)
         self.dropped = frozenset(just_dropped)
+        self.held = tuple(held)
         f = self.focus
         left: Tri = False  # all three about the focus object; false before any grasp
         settled: Tri = False
