@@ -70,6 +70,9 @@ DOCS = {
 }
 
 
+_NO_GAPS: dict[str, float] = {}  # a finger body near nothing (read only)
+
+
 class _ObjectGrasp:
     def __init__(self, counts: FrameCounts):
         self.grasp = SymmetricDebounce(counts.grasp_persistence)
@@ -88,6 +91,7 @@ class GraspEstimator:
         self.objects = objects
         self.th = thresholds
         self.state = {o: _ObjectGrasp(counts) for o in objects}
+        self._states = tuple(self.state.items())
         self.focus: str | None = None
         self.grasped: dict[str, bool] = {o: False for o in objects}  # debounced, held when unknown
         self.raw: dict[str, Tri] = {o: False for o in objects}  # this frame's raw grasp
@@ -107,30 +111,31 @@ class GraspEstimator:
     def step(self, inp: FrameInputs) -> dict[str, Tri]:
         geo, frame, closed = inp.geometry, inp.frame, inp.gripper_closed
         clearance, bilateral, slip_m, slip_rad = self._grasp_limits
-        gaps, boxes, speeds, slips = geo.gaps, geo.object_boxes, inp.object_speed, inp.object_slip
-        fingers = [gaps.get(f, {}) for f in FINGER_PARTS]
-        raw_grasp, grasp, dropped, released, sync, stable_free = [], [], [], [], [], []
+        gaps, boxes, speeds, slips, unknown = geo.gaps, geo.object_boxes, inp.object_speed, inp.object_slip, geo.unknown
+        fingers = [gaps.get(f, _NO_GAPS) for f in FINGER_PARTS] if closed else []  # open: nothing is held
+        raws, grasped, stables, movings, inf = self.raw, self.grasped, self.stable, self.moving, math.inf
+        raw_grasp, grasp, dropped, sync, stable_free, held = [], [], [], [], [], []
         just_dropped = set()
-        held = []
-        for o in self.objects:
-            st = self.state[o]
-            if o in geo.unknown:  # a gap in its pose: the grasp evidence restarts when it returns
+        engaged = False  # some object counts as grasped before or after this frame (open gripper: a release)
+        for o, st in self._states:
+            debounce = st.grasp
+            if o in unknown:  # a gap in its pose: the grasp evidence restarts when it returns
                 raw = None
-                if st.seen and not st.grasp.warming:
-                    st.grasp.restart()
+                if st.seen and not debounce.warming:
+                    debounce.restart()
             else:
                 st.seen = True
                 touching = 0
                 for row in fingers:
-                    if row.get(o, math.inf) <= clearance:
+                    if row.get(o, inf) <= clearance:
                         touching += 1
-                raw = touching >= bilateral and closed
-            before, resumed = st.grasp.value, st.grasp.warming
-            debounced = st.grasp.step(raw)
+                raw = closed and touching >= bilateral
+            before, resumed = debounce.value, debounce.warming
+            debounced = debounce.step(raw)
             raw_grasp.append(raw)
             grasp.append(debounced)
-            self.raw[o] = raw
-            after = st.grasp.value
+            raws[o] = raw
+            after = debounce.value
             if after and not before:
                 self.focus = o
                 st.stable.reset()
@@ -141,19 +146,20 @@ class GraspEstimator:
                 dropped.append(None if resumed else True)  # decided by restarted evidence: at an unknown frame
             else:
                 dropped.append(None if debounced is None and before else False)
-            released.append((not closed) and (before or after))
+            if before or after:
+                engaged = True
             if after or (debounced is None and raw is not None):  # grasped objects only; while the grasp
                 # evidence restarts after a pose gap, Kleene's (not grasped) or synced
                 slip = slips.get(o)
                 synced = None if slip is None else (slip[0] < slip_m and slip[1] < slip_rad)
                 sync.append(synced if debounced is not None else (True if synced else None))
-            stable, self.moving[o] = self._stability(st, speeds.get(o), boxes.get(o), held=after)
-            self.stable[o] = stable
+            stable, movings[o] = self._stability(st, speeds.get(o), boxes.get(o), after)
+            stables[o] = stable
             if not after:
                 stable_free.append(stable)
                 if stable:  # settled
                     st.settle.stop()
-            self.grasped[o] = after
+            grasped[o] = after
             if after or raw:
                 held.append(o)
         self.dropped = frozenset(just_dropped)
@@ -171,7 +177,7 @@ class GraspEstimator:
             "object_grasped": any3(grasp),
             "object_sync": all3(sync),
             "object_dropped": any3(dropped),
-            "object_released": any3(released),
+            "object_released": not closed and engaged,
             "object_left_gripper": left,
             "object_stable": all3(stable_free),
             "object_settled": settled,
