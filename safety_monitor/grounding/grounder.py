@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import sys
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -160,7 +160,10 @@ class Grounder:
         self._motion = {o: _ObjectMotion(horizon) for o in r.objects}
         self._carry_memo: dict[str, tuple[tuple[float, bytes, bytes], tuple[np.ndarray, np.ndarray]]] = {}
         window = counts.motion_window + 1
-        self._fixture_history: dict[str, deque[float]] = {f: deque(maxlen=window) for f in r.fixtures}
+        # per fixture: its joint, how open a position is, and its open fractions over the motion window
+        self._fixture_inputs: tuple[tuple[str, str, Callable[[float], float], deque[float]], ...] = tuple(
+            (f, fx.joint, fx.open_fraction, deque(maxlen=window)) for f, fx in r.fixtures.items()
+        )
         self._last = dict.fromkeys(PREDICATES, False)
         self._checked_names: set[tuple[str, ...]] = set()
         self._frame = -1
@@ -180,18 +183,16 @@ class Grounder:
         else:
             geometry = geometry.forget(frozenset(o for o in self.robot.objects if o not in poses))
         speed, slip = self._object_motion(state, poses, geometry)
-        r = self.robot
         fractions, deltas = {}, {}
-        for f, fx in r.fixtures.items():
-            fractions[f] = fraction = fx.open_fraction(joints[fx.joint])
-            hist = self._fixture_history[f]
-            hist.append(fraction)
-            deltas[f] = hist[-1] - hist[0] if len(hist) == hist.maxlen else None
+        for f, joint, open_fraction, history in self._fixture_inputs:
+            fractions[f] = fraction = open_fraction(joints[joint])
+            history.append(fraction)
+            deltas[f] = fraction - history[0] if len(history) == history.maxlen else None
         inp = FrameInputs(
             t=state.t,
             frame=frame,
             geometry=geometry,
-            gripper_closed=r.gripper.closed(joints),
+            gripper_closed=self.robot.gripper.closed(joints),
             fixture_fraction=fractions,
             fixture_delta=deltas,
             object_speed=speed,
@@ -207,8 +208,8 @@ class Grounder:
             lim.step(
                 state,
                 joints,
-                self._robot_values(state, state.joint_velocity if lim.reads_velocity else None),
-                self._robot_values(state, state.joint_effort if lim.reads_effort else None),
+                self._robot_values(state, state.joint_velocity) if lim.reads_velocity else None,
+                self._robot_values(state, state.joint_effort) if lim.reads_effort else None,
             )
         )
         last, values = self._last, decided.values()
@@ -277,18 +278,16 @@ class Grounder:
                 f"object(s) {', '.join(map(repr, sorted(set(unknown_names))))} are not in "
                 f"{self.robot.source} (objects:)"
             )
-        limit = self.thresholds.max_age_s.object_pose
+        limit, isfinite, pose_ok = self.thresholds.max_age_s.object_pose, math.isfinite, self._pose_ok
         usable = {}
         for o in objects:
             pose = given.get(o)
             age = float(ages.get(o, 0.0))
             if pose is None:
                 stale[f"object_pose/{o}"] = math.inf
-                continue
-            if not math.isfinite(age) or age > limit:
-                stale[f"object_pose/{o}"] = age if math.isfinite(age) else math.inf
-                continue
-            if self._pose_ok(pose):
+            elif not isfinite(age) or age > limit:
+                stale[f"object_pose/{o}"] = age if isfinite(age) else math.inf
+            elif pose_ok(pose):
                 usable[o] = pose
         return usable
 
