@@ -157,7 +157,7 @@ class GraspEstimator:
             stables[o] = stable
             if not after:
                 stable_free.append(stable)
-                if stable:  # settled
+                if stable and st.settle.started_at is not None:  # settled
                     st.settle.stop()
             grasped[o] = after
             if after or raw:
@@ -190,15 +190,17 @@ class GraspEstimator:
         """(stable latch, moving now) for one object, given its speed and box this frame."""
         linear, angular = self._rest
         moving = None if speed is None else not (speed[0] < linear and speed[1] < angular)
+        latch = st.stable
         if held:
-            st.stable.reset()
+            latch.reset()
             return False, moving
-        anchor = st.anchor
-        if st.stable.value and box is not None and anchor is not None and self._moved_from_anchor(st, box, anchor):
-            st.stable.reset()
-        was = st.stable.value
-        value = st.stable.step(None if moving is None else not moving)
-        if value and not was and box is not None:
+        if latch.value:  # latched (it stays so until reset): released only by a move off its anchor
+            anchor = st.anchor
+            if box is None or anchor is None or not self._moved_from_anchor(st, box, anchor):
+                return True, moving
+            latch.reset()
+        value = latch.step(None if moving is None else not moving)
+        if value and box is not None:  # it latched this frame
             st.anchor = box
         return value, moving
 
