@@ -176,13 +176,15 @@ class Grounder:
         self._check_time(state.t, frame)
         joints = self._joints(state, frame)
         stale: dict[str, float] = {}
-        poses = self._usable_poses(state, stale)
+        poses, ages = self._usable_poses(state, stale)
         wrench = self._usable_wrench(state, stale)
         if geometry is None:
-            geometry = self.twin.compute(state.joint_names, state.joint_position, poses, self._carried(state, poses))
+            geometry = self.twin.compute(
+                state.joint_names, state.joint_position, poses, self._carried(state, poses, ages)
+            )
         else:
             geometry = geometry.forget(frozenset(o for o in self.robot.objects if o not in poses))
-        speed, slip = self._object_motion(state, poses, geometry)
+        speed, slip = self._object_motion(state, poses, ages, geometry)
         fractions, deltas = {}, {}
         for f, joint, open_fraction, history in self._fixture_inputs:
             fractions[f] = fraction = open_fraction(joints[joint])
@@ -270,7 +272,8 @@ class Grounder:
             return None
         return values
 
-    def _usable_poses(self, state: RobotState, stale: dict[str, float]) -> dict[str, Pose]:
+    def _usable_poses(self, state: RobotState, stale: dict[str, float]) -> tuple[dict[str, Pose], dict[str, float]]:
+        """The object poses fit to use this frame, and their ages (s); the others' ages go to `stale`."""
         objects, given, ages = self.robot.objects, state.object_poses, state.object_ages
         if not (given.keys() <= objects.keys() and ages.keys() <= objects.keys()):
             unknown_names = [o for o in (*given, *ages) if o not in objects]
@@ -279,7 +282,7 @@ class Grounder:
                 f"{self.robot.source} (objects:)"
             )
         limit, isfinite, pose_ok = self.thresholds.max_age_s.object_pose, math.isfinite, self._pose_ok
-        usable = {}
+        usable, usable_ages = {}, {}
         for o in objects:
             pose = given.get(o)
             age = float(ages.get(o, 0.0))
@@ -288,8 +291,8 @@ class Grounder:
             elif not isfinite(age) or age > limit:
                 stale[f"object_pose/{o}"] = age if isfinite(age) else math.inf
             elif pose_ok(pose):
-                usable[o] = pose
-        return usable
+                usable[o], usable_ages[o] = pose, age
+        return usable, usable_ages
 
     @staticmethod
     def _pose_ok(pose: Pose) -> bool:
@@ -317,7 +320,7 @@ class Grounder:
             return None
         return w
 
-    def _carried(self, state: RobotState, poses: Mapping[str, Pose]) -> Carry | None:
+    def _carried(self, state: RobotState, poses: Mapping[str, Pose], ages: Mapping[str, float]) -> Carry | None:
         """Objects held on the previous frame whose pose is older than this frame: given this frame's
         end-effector pose, their pose relative to the end-effector at the time it was measured
         (interpolated between frames, this one included; the twin moves them with the hand since then).
@@ -328,12 +331,12 @@ class Grounder:
         held = self._grasp.held
         if not held:  # most frames: nothing held
             return None
-        ages, t = state.object_ages, state.t
+        t = state.t
         carried = []
         for o in held:
             pose = poses.get(o)
             if pose is not None:
-                age = float(ages.get(o, 0.0))
+                age = ages[o]
                 if age > 0.0:
                     carried.append((o, t - age, pose))
         if not carried:
@@ -370,7 +373,9 @@ class Grounder:
 
         return relative
 
-    def _object_motion(self, state: RobotState, poses: Mapping[str, Pose], geo: FrameGeometry):
+    def _object_motion(
+        self, state: RobotState, poses: Mapping[str, Pose], ages: Mapping[str, float], geo: FrameGeometry
+    ) -> tuple[dict[str, tuple[float, float] | None], dict[str, tuple[float, float] | None]]:
         """Per object: speed over the motion window, and drift relative to the end-effector over it.
 
         Each pose is placed at its measurement time (frame time minus age) and compared with the
@@ -382,7 +387,7 @@ class Grounder:
         ee_track.add(t, geo.ee_position, geo.ee_rotation)
         speed: dict[str, tuple[float, float] | None] = {}
         slip: dict[str, tuple[float, float] | None] = {}
-        gripper_gaps, boxes, ages, inf = geo.gripper_gaps, geo.object_boxes, state.object_ages, math.inf
+        gripper_gaps, boxes, inf = geo.gripper_gaps, geo.object_boxes, math.inf
         for o, m in self._motion.items():
             pose = poses.get(o)
             track, relative = m.track, m.relative
@@ -393,7 +398,7 @@ class Grounder:
                 track.clear()
                 relative.clear()
                 continue
-            measured = t - float(ages.get(o, 0.0))
+            measured = t - ages[o]
             box = boxes.get(o)
             rot = box.rotation if box is not None else quat_to_matrix(pose.quaternion)
             new = track.add(measured, pose.position, rot)
