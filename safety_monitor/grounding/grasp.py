@@ -70,6 +70,9 @@ DOCS = {
 }
 
 
+_NO_GAPS: dict[str, float] = {}  # a finger body near nothing (read only)
+
+
 class _ObjectGrasp:
     def __init__(self, counts: FrameCounts):
         self.grasp = SymmetricDebounce(counts.grasp_persistence)
@@ -81,16 +84,19 @@ class _ObjectGrasp:
 
 
 class GraspEstimator:
-    """Grasp family; later estimators read `grasped`, `dropped`, `stable`, `moving` and `focus`."""
+    """Grasp family; later estimators read `grasped`, `dropped`, `stable`, `moving` and `focus`, the twin's
+    carrying `held`."""
 
     def __init__(self, objects: tuple[str, ...], thresholds: Thresholds, counts: FrameCounts):
         self.objects = objects
         self.th = thresholds
         self.state = {o: _ObjectGrasp(counts) for o in objects}
+        self._states = tuple(self.state.items())
         self.focus: str | None = None
         self.grasped: dict[str, bool] = {o: False for o in objects}  # debounced, held when unknown
         self.raw: dict[str, Tri] = {o: False for o in objects}  # this frame's raw grasp
         self.dropped: frozenset[str] = frozenset()
+        self.held: tuple[str, ...] = ()  # grasped or raw-grasped this frame, in `objects` order
         self.stable: dict[str, Tri] = {o: False for o in objects}
         self.moving: dict[str, Tri] = {o: None for o in objects}
         d, m = thresholds.distances_m, thresholds.motion  # read once: every frame needs them
@@ -105,29 +111,31 @@ class GraspEstimator:
     def step(self, inp: FrameInputs) -> dict[str, Tri]:
         geo, frame, closed = inp.geometry, inp.frame, inp.gripper_closed
         clearance, bilateral, slip_m, slip_rad = self._grasp_limits
-        gaps, boxes, speeds, slips = geo.gaps, geo.object_boxes, inp.object_speed, inp.object_slip
-        fingers = [gaps.get(f, {}) for f in FINGER_PARTS]
-        raw_grasp, grasp, dropped, released, sync, stable_free = [], [], [], [], [], []
+        gaps, boxes, speeds, slips, unknown = geo.gaps, geo.object_boxes, inp.object_speed, inp.object_slip, geo.unknown
+        fingers = [gaps.get(f, _NO_GAPS) for f in FINGER_PARTS] if closed else []  # open: nothing is held
+        raws, grasped, stables, movings, inf = self.raw, self.grasped, self.stable, self.moving, math.inf
+        raw_grasp, grasp, dropped, sync, stable_free, held = [], [], [], [], [], []
         just_dropped = set()
-        for o in self.objects:
-            st = self.state[o]
-            if o in geo.unknown:  # a gap in its pose: the grasp evidence restarts when it returns
+        engaged = False  # some object counts as grasped before or after this frame (open gripper: a release)
+        for o, st in self._states:
+            debounce = st.grasp
+            if o in unknown:  # a gap in its pose: the grasp evidence restarts when it returns
                 raw = None
-                if st.seen and not st.grasp.warming:
-                    st.grasp.restart()
+                if st.seen and not debounce.warming:
+                    debounce.restart()
             else:
                 st.seen = True
                 touching = 0
                 for row in fingers:
-                    if row.get(o, math.inf) <= clearance:
+                    if row.get(o, inf) <= clearance:
                         touching += 1
-                raw = touching >= bilateral and closed
-            before, resumed = st.grasp.value, st.grasp.warming
-            debounced = st.grasp.step(raw)
+                raw = closed and touching >= bilateral
+            before, resumed = debounce.value, debounce.warming
+            debounced = debounce.step(raw)
             raw_grasp.append(raw)
             grasp.append(debounced)
-            self.raw[o] = raw
-            after = st.grasp.value
+            raws[o] = raw
+            after = debounce.value
             if after and not before:
                 self.focus = o
                 st.stable.reset()
@@ -138,20 +146,24 @@ class GraspEstimator:
                 dropped.append(None if resumed else True)  # decided by restarted evidence: at an unknown frame
             else:
                 dropped.append(None if debounced is None and before else False)
-            released.append((not closed) and (before or after))
+            if before or after:
+                engaged = True
             if after or (debounced is None and raw is not None):  # grasped objects only; while the grasp
                 # evidence restarts after a pose gap, Kleene's (not grasped) or synced
                 slip = slips.get(o)
                 synced = None if slip is None else (slip[0] < slip_m and slip[1] < slip_rad)
                 sync.append(synced if debounced is not None else (True if synced else None))
-            stable, self.moving[o] = self._stability(st, speeds.get(o), boxes.get(o), held=after)
-            self.stable[o] = stable
+            stable, movings[o] = self._stability(st, speeds.get(o), boxes.get(o), after)
+            stables[o] = stable
             if not after:
                 stable_free.append(stable)
-                if stable:  # settled
+                if stable and st.settle.started_at is not None:  # settled
                     st.settle.stop()
-            self.grasped[o] = after
+            grasped[o] = after
+            if after or raw:
+                held.append(o)
         self.dropped = frozenset(just_dropped)
+        self.held = tuple(held)
         f = self.focus
         left: Tri = False  # all three about the focus object; false before any grasp
         settled: Tri = False
@@ -165,7 +177,7 @@ class GraspEstimator:
             "object_grasped": any3(grasp),
             "object_sync": all3(sync),
             "object_dropped": any3(dropped),
-            "object_released": any3(released),
+            "object_released": not closed and engaged,
             "object_left_gripper": left,
             "object_stable": all3(stable_free),
             "object_settled": settled,
@@ -178,15 +190,17 @@ class GraspEstimator:
         """(stable latch, moving now) for one object, given its speed and box this frame."""
         linear, angular = self._rest
         moving = None if speed is None else not (speed[0] < linear and speed[1] < angular)
+        latch = st.stable
         if held:
-            st.stable.reset()
+            latch.reset()
             return False, moving
-        anchor = st.anchor
-        if st.stable.value and box is not None and anchor is not None and self._moved_from_anchor(st, box, anchor):
-            st.stable.reset()
-        was = st.stable.value
-        value = st.stable.step(None if moving is None else not moving)
-        if value and not was and box is not None:
+        if latch.value:  # latched (it stays so until reset): released only by a move off its anchor
+            anchor = st.anchor
+            if box is None or anchor is None or not self._moved_from_anchor(st, box, anchor):
+                return True, moving
+            latch.reset()
+        value = latch.step(None if moving is None else not moving)
+        if value and box is not None:  # it latched this frame
             st.anchor = box
         return value, moving
 

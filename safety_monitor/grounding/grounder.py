@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import sys
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,7 +37,7 @@ from safety_monitor.grounding.description import RobotDescription, load_robot_de
 from safety_monitor.grounding.geometry import FrameGeometry
 from safety_monitor.grounding.inputs import FrameInputs, PredicateDoc
 from safety_monitor.grounding.joint_limits import JointLimitEstimator, merge_limits
-from safety_monitor.grounding.motion import Carry, Track, in_frame, quat_to_matrix
+from safety_monitor.grounding.motion import TIME_EPS, Carry, Track, in_frame, quat_to_matrix
 from safety_monitor.grounding.semantics import ObjectCatalog, load_object_catalog
 from safety_monitor.grounding.thresholds import Thresholds, load_thresholds
 from safety_monitor.grounding.urdf import JointLimit
@@ -155,11 +155,15 @@ class Grounder:
         )
         self._limits = JointLimitEstimator(self.joint_limits, th.joint_limits)
         horizon = th.max_age_s.object_pose + 2 * th.durations_s.motion_window + 1.0 / self.control_rate_hz
+        self._motion_limits = (th.durations_s.motion_window, th.distances_m.reach)
         self._ee_track = Track(horizon)
-        self._object_tracks = {o: Track(horizon) for o in r.objects}
-        self._relative_tracks = {o: Track(horizon) for o in r.objects}
+        self._motion = {o: _ObjectMotion(horizon) for o in r.objects}
+        self._carry_memo: dict[str, tuple[tuple[float, bytes, bytes], tuple[np.ndarray, np.ndarray]]] = {}
         window = counts.motion_window + 1
-        self._fixture_history: dict[str, deque[float]] = {f: deque(maxlen=window) for f in r.fixtures}
+        # per fixture: its joint, how open a position is, and its open fractions over the motion window
+        self._fixture_inputs: tuple[tuple[str, str, Callable[[float], float], deque[float]], ...] = tuple(
+            (f, fx.joint, fx.open_fraction, deque(maxlen=window)) for f, fx in r.fixtures.items()
+        )
         self._last = dict.fromkeys(PREDICATES, False)
         self._checked_names: set[tuple[str, ...]] = set()
         self._frame = -1
@@ -172,25 +176,25 @@ class Grounder:
         self._check_time(state.t, frame)
         joints = self._joints(state, frame)
         stale: dict[str, float] = {}
-        poses = self._usable_poses(state, stale)
+        poses, ages = self._usable_poses(state, stale)
         wrench = self._usable_wrench(state, stale)
         if geometry is None:
-            geometry = self.twin.compute(state.joint_names, state.joint_position, poses, self._carried(state, poses))
+            geometry = self.twin.compute(
+                state.joint_names, state.joint_position, poses, self._carried(state, poses, ages)
+            )
         else:
             geometry = geometry.forget(frozenset(o for o in self.robot.objects if o not in poses))
-        speed, slip = self._object_motion(state, poses, geometry)
-        r = self.robot
+        speed, slip = self._object_motion(state, poses, ages, geometry)
         fractions, deltas = {}, {}
-        for f, fx in r.fixtures.items():
-            fractions[f] = fraction = fx.open_fraction(joints[fx.joint])
-            hist = self._fixture_history[f]
-            hist.append(fraction)
-            deltas[f] = hist[-1] - hist[0] if len(hist) == hist.maxlen else None
+        for f, joint, open_fraction, history in self._fixture_inputs:
+            fractions[f] = fraction = open_fraction(joints[joint])
+            history.append(fraction)
+            deltas[f] = fraction - history[0] if len(history) == history.maxlen else None
         inp = FrameInputs(
             t=state.t,
             frame=frame,
             geometry=geometry,
-            gripper_closed=r.gripper.closed(joints),
+            gripper_closed=self.robot.gripper.closed(joints),
             fixture_fraction=fractions,
             fixture_delta=deltas,
             object_speed=speed,
@@ -206,8 +210,8 @@ class Grounder:
             lim.step(
                 state,
                 joints,
-                self._robot_values(state, state.joint_velocity if lim.reads_velocity else None),
-                self._robot_values(state, state.joint_effort if lim.reads_effort else None),
+                self._robot_values(state, state.joint_velocity) if lim.reads_velocity else None,
+                self._robot_values(state, state.joint_effort) if lim.reads_effort else None,
             )
         )
         last, values = self._last, decided.values()
@@ -268,7 +272,8 @@ class Grounder:
             return None
         return values
 
-    def _usable_poses(self, state: RobotState, stale: dict[str, float]) -> dict[str, Pose]:
+    def _usable_poses(self, state: RobotState, stale: dict[str, float]) -> tuple[dict[str, Pose], dict[str, float]]:
+        """The object poses fit to use this frame, and their ages (s); the others' ages go to `stale`."""
         objects, given, ages = self.robot.objects, state.object_poses, state.object_ages
         if not (given.keys() <= objects.keys() and ages.keys() <= objects.keys()):
             unknown_names = [o for o in (*given, *ages) if o not in objects]
@@ -276,20 +281,18 @@ class Grounder:
                 f"object(s) {', '.join(map(repr, sorted(set(unknown_names))))} are not in "
                 f"{self.robot.source} (objects:)"
             )
-        limit = self.thresholds.max_age_s.object_pose
-        usable = {}
+        limit, isfinite, pose_ok = self.thresholds.max_age_s.object_pose, math.isfinite, self._pose_ok
+        usable, usable_ages = {}, {}
         for o in objects:
             pose = given.get(o)
             age = float(ages.get(o, 0.0))
             if pose is None:
                 stale[f"object_pose/{o}"] = math.inf
-                continue
-            if not math.isfinite(age) or age > limit:
-                stale[f"object_pose/{o}"] = age if math.isfinite(age) else math.inf
-                continue
-            if self._pose_ok(pose):
-                usable[o] = pose
-        return usable
+            elif not isfinite(age) or age > limit:
+                stale[f"object_pose/{o}"] = age if isfinite(age) else math.inf
+            elif pose_ok(pose):
+                usable[o], usable_ages[o] = pose, age
+        return usable, usable_ages
 
     @staticmethod
     def _pose_ok(pose: Pose) -> bool:
@@ -317,81 +320,114 @@ class Grounder:
             return None
         return w
 
-    def _carried(self, state: RobotState, poses: Mapping[str, Pose]) -> Carry | None:
+    def _carried(self, state: RobotState, poses: Mapping[str, Pose], ages: Mapping[str, float]) -> Carry | None:
         """Objects held on the previous frame whose pose is older than this frame: given this frame's
         end-effector pose, their pose relative to the end-effector at the time it was measured
-        (interpolated between frames, this one included; the twin moves them with the hand since then)."""
-        grasped, raw = self._grasp.grasped, self._grasp.raw
-        if not (any(grasped.values()) or any(raw.values())):  # most frames: nothing held
+        (interpolated between frames, this one included; the twin moves them with the hand since then).
+
+        A held pose repeats for many control frames (perception is slower), so each object's answer is kept
+        for as long as its pose and measurement time stay the same and the end-effector samples around that
+        time were all recorded (not this frame's, which the twin hands over anew)."""
+        held = self._grasp.held
+        if not held:  # most frames: nothing held
             return None
-        held = []
-        for o, pose in poses.items():
-            age = float(state.object_ages.get(o, 0.0))
-            if age > 0.0 and (grasped.get(o) or raw.get(o)):
-                held.append((o, state.t - age, pose))
-        if not held:
+        t = state.t
+        carried = []
+        for o in held:
+            pose = poses.get(o)
+            if pose is not None:
+                age = ages[o]
+                if age > 0.0:
+                    carried.append((o, t - age, pose))
+        if not carried:
             return None
-        track, t = self._ee_track, state.t
+        track, memo = self._ee_track, self._carry_memo
 
         def relative(ee_position: np.ndarray, ee_rotation: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
             out = {}
-            later = (t, tuple(ee_position.tolist()), ee_rotation)
-            for o, measured, pose in held:
-                at = track.pose_at(measured, later)
-                if at is not None:
+            later = None
+            for o, measured, pose in carried:
+                key = (
+                    measured,
+                    np.asarray(pose.position, dtype=float).tobytes(),
+                    np.asarray(pose.quaternion, dtype=float).tobytes(),
+                )
+                known = memo.get(o)
+                if known is not None and known[0] == key:
+                    placed = known[1]
+                else:
+                    if later is None:
+                        later = (t, tuple(ee_position.tolist()), ee_rotation)
+                    at = track.pose_at(measured, later)
+                    if at is None:
+                        continue
                     ee_pos, ee_rot = at
-                    out[o] = (
+                    placed = (
                         np.array(in_frame(ee_pos, ee_rot, pose.position)),
                         ee_rot.T @ quat_to_matrix(pose.quaternion),
                     )
+                    if track.times[-1] > measured + TIME_EPS:  # interpolated between recorded samples only
+                        memo[o] = (key, placed)
+                out[o] = (placed[0].copy(), placed[1].copy())  # the twin's own arrays, never the kept ones
             return out
 
         return relative
 
-    def _object_motion(self, state: RobotState, poses: Mapping[str, Pose], geo: FrameGeometry):
+    def _object_motion(
+        self, state: RobotState, poses: Mapping[str, Pose], ages: Mapping[str, float], geo: FrameGeometry
+    ) -> tuple[dict[str, tuple[float, float] | None], dict[str, tuple[float, float] | None]]:
         """Per object: speed over the motion window, and drift relative to the end-effector over it.
 
         Each pose is placed at its measurement time (frame time minus age) and compared with the
         end-effector pose at that time, so a slow perception stream does not read as slip. Drift is only
         tracked for objects within reach of the gripper; one beyond reach has infinite drift.
         """
-        window = self.thresholds.durations_s.motion_window
-        reach = self.thresholds.distances_m.reach
-        t = state.t
-        self._ee_track.add(t, geo.ee_position, geo.ee_rotation)
+        window, reach = self._motion_limits
+        t, ee_track = state.t, self._ee_track
+        ee_track.add(t, geo.ee_position, geo.ee_rotation)
         speed: dict[str, tuple[float, float] | None] = {}
         slip: dict[str, tuple[float, float] | None] = {}
-        gripper_gaps, boxes, ages, inf = geo.gripper_gaps, geo.object_boxes, state.object_ages, math.inf
-        tracks, relatives = self._object_tracks, self._relative_tracks
-        for o in self.robot.objects:
+        gripper_gaps, boxes, inf = geo.gripper_gaps, geo.object_boxes, math.inf
+        for o, m in self._motion.items():
             pose = poses.get(o)
-            speed[o] = slip[o] = None
+            track, relative = m.track, m.relative
             if pose is None:  # stale or missing: its motion restarts when the pose returns, never read across the gap
-                track = self._object_tracks[o]
+                speed[o] = slip[o] = None
                 if track.times and o in self._grasp.state:  # seen, now gone: whether it rests is unknown until
                     self._grasp.state[o].stable.restart()  # it is seen at rest again (never seen: not yet stable)
                 track.clear()
-                self._relative_tracks[o].clear()
+                relative.clear()
                 continue
-            measured = t - float(ages.get(o, 0.0))
+            measured = t - ages[o]
             box = boxes.get(o)
             rot = box.rotation if box is not None else quat_to_matrix(pose.quaternion)
-            track, relative = tracks[o], relatives[o]
             new = track.add(measured, pose.position, rot)
-            ch = track.change(window)
-            if ch is not None and ch[2] > 0:
-                speed[o] = (ch[0] / ch[2], ch[1] / ch[2])
+            if new:
+                ch = track.change(window)
+                m.speed = (ch[0] / ch[2], ch[1] / ch[2]) if ch is not None and ch[2] > 0 else None
+            speed[o] = m.speed
             if gripper_gaps.get(o, inf) > reach:  # beyond reach of the hand: certainly not moving with it
                 relative.clear()
                 slip[o] = _BEYOND_REACH
                 continue
             if new:
-                at = self._ee_track.pose_at(measured)
-                ee_pos, ee_rot = at if at is not None else (self._ee_track.positions[0], self._ee_track.rotations[0])
+                at = ee_track.pose_at(measured)
+                ee_pos, ee_rot = at if at is not None else (ee_track.positions[0], ee_track.rotations[0])
                 relative.add(measured, in_frame(ee_pos, ee_rot, pose.position), ee_rot.T @ rot)
             rel = relative.change(window)
             slip[o] = None if rel is None else (rel[0], rel[1])
         return speed, slip
+
+
+class _ObjectMotion:
+    """One object's pose track, its track relative to the end-effector, and its speed over the motion window
+    as of the track's newest sample (a slower stream repeats a sample for many control frames)."""
+
+    __slots__ = ("relative", "speed", "track")
+
+    def __init__(self, horizon: float):
+        self.track, self.relative = Track(horizon), Track(horizon)
+        self.speed: tuple[float, float] | None = None
 
 
 _BEYOND_REACH = (math.inf, math.inf)  # the drift of an object beyond reach of the hand (one tuple for all frames)
