@@ -155,13 +155,13 @@ class KinematicTwin:
         for follower, leader, ref_f, ref_l, (c0, c1, c2, c3, c4) in self._followers:
             y = qpos.item(leader) - ref_l
             qpos[follower] = ref_f + c0 + y * (c1 + y * (c2 + y * (c3 + y * c4)))
-        for o, adr in self._object_slots:
+        for o, at in self._object_slots:
             pose = poses.get(o)
             if pose is None:
-                qpos[adr : adr + 7] = self._parked[o]
+                qpos[at : at + 7] = self._parked[o]
             else:
-                qpos[adr : adr + 3] = pose.position
-                qpos[adr + 3 : adr + 7] = pose.quaternion
+                qpos[at : at + 3] = pose.position
+                qpos[at + 3 : at + 7] = pose.quaternion
         mujoco.mj_kinematics(m, d)
         site_pos, site_rot = self._site_pos, self._site_rot
         placed = carried(site_pos.copy(), site_rot.copy()) if carried is not None else None
