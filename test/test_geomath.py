@@ -15,7 +15,7 @@ import pytest
 
 from safety_monitor.grounding import _geomath
 from safety_monitor.grounding.fixtures import object_inside, object_supported_inside
-from safety_monitor.grounding.geometry import Box, BoxStack
+from safety_monitor.grounding.geometry import Box, BoxStack, norm
 from safety_monitor.grounding.motion import interpolate_rotation, quat_to_matrix, rotation_angle
 
 SIGNS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], dtype=float)
@@ -268,3 +268,14 @@ def test_entity_gaps_names_a_wrong_array():
 )
 def test_pose_finite(position, quaternion, usable):
     assert _geomath.pose_finite(np.array(position), np.array(quaternion)) is usable
+
+
+def test_norm3_is_the_plain_sum_under_the_root_and_other_vectors_go_through_numpy():
+    rng = np.random.default_rng(6)
+    for v in rng.normal(size=(200, 3)) * 50:
+        x, y, z = v.tolist()
+        assert _geomath.norm3(v) == math.sqrt(x * x + y * y + z * z)
+    assert _geomath.norm3(np.array([[3.0], [4.0], [12.0]])[:, 0]) == 13.0  # strided
+    assert norm(np.array([3.0, 4.0])) == 5.0 and norm([0.0, 3.0, 4.0]) == 5.0  # not a float64 3-vector array
+    with pytest.raises(ValueError, match="norm3: v: expected 3 float64 values"):
+        _geomath.norm3(np.zeros(4))

@@ -334,6 +334,17 @@ static PyObject *pose_finite(PyObject *self, PyObject *const *args, Py_ssize_t n
     return PyBool_FromLong(isfinite(sum) && q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3] > 1e-12);
 }
 
+/* norm3(v) -> float: the Euclidean length of a 3-vector, sqrt((x*x + y*y) + z*z). Never fused into
+ * multiply-adds, so it is the same on every machine (numpy's dot goes to whichever BLAS kernel the CPU
+ * selects at run time). */
+static PyObject *norm3(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    double v[3];
+    if (check_nargs(nargs, 1, "norm3") < 0 || load(args[0], v, 3, "norm3: v") < 0)
+        return NULL;
+    return PyFloat_FromDouble(sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]));
+}
+
 /* A strided 1- or 2-d view of a numpy array of float64, int32, int64 or bool. */
 typedef struct {
     Py_buffer b;
@@ -690,6 +701,7 @@ static PyMethodDef methods[] = {
     {"interpolate_rotation", (PyCFunction)(void (*)(void))interpolate_rotation, METH_FASTCALL,
      "Rotation a fraction of the way between two."},
     {"pose_finite", (PyCFunction)(void (*)(void))pose_finite, METH_FASTCALL, "A pose's values are usable."},
+    {"norm3", (PyCFunction)(void (*)(void))norm3, METH_FASTCALL, "Euclidean length of a 3-vector."},
     {"body_box", (PyCFunction)(void (*)(void))body_box, METH_FASTCALL, "A body-fixed box in the world."},
     {"entity_gaps", (PyCFunction)(void (*)(void))entity_gaps, METH_FASTCALL,
      "The twin's gaps per entity pair: (gaps, gripper_gaps, pairs)."},

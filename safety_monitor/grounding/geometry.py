@@ -79,11 +79,12 @@ class BoxStack:
 
 
 def norm(v: np.ndarray) -> float:
-    """`np.linalg.norm` of a vector, without its dispatch overhead (the same sqrt of the same dot)."""
-    v = np.asarray(v)
-    if v.dtype != np.float64 or v.ndim != 1:
-        return float(np.linalg.norm(v))
-    return math.sqrt(v.dot(v))
+    """Euclidean length of a vector: a float64 3-vector in C (`_geomath.norm3`, the same on every machine),
+    anything else through numpy."""
+    try:
+        return _geomath.norm3(v)
+    except (TypeError, ValueError):  # not a float64 3-vector
+        return float(np.linalg.norm(np.asarray(v, dtype=float)))
 
 
 @dataclass(frozen=True)
