@@ -93,11 +93,16 @@ class Gripper:
     closes_upward: bool
 
     def closed(self, joints: Mapping[str, float]) -> bool:
+        """Every gripper joint past `closed_at` in the closing direction (a loop: read every frame, where a
+        generator's set-up cost more than the one or two comparisons)."""
         if self.kind is GripperKind.NONE:
             return False
-        if self.closes_upward:
-            return all(joints[j] > self.closed_at for j in self.joints)
-        return all(joints[j] < self.closed_at for j in self.joints)
+        at, upward = self.closed_at, self.closes_upward
+        for j in self.joints:
+            q = joints[j]
+            if not (q > at if upward else q < at):
+                return False
+        return True
 
 
 @dataclass(frozen=True)
