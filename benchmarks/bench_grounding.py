@@ -154,16 +154,18 @@ class TimedMuJoCo:
 
 @contextlib.contextmanager
 def timed_calls(kinematic_twin, timed: TimedMuJoCo) -> Iterator[None]:
-    """The twin's MuJoCo calls made through `timed`, its gap walk's mj_geomDistance included (which it
-    otherwise calls from C)."""
-    from safety_monitor.grounding import twin
+    """The twin's MuJoCo calls made through `timed`: its contact list's mj_collision and its gap walk's
+    mj_geomDistance included (which it otherwise calls from C)."""
+    from safety_monitor.grounding import contacts, twin
 
     measure = kinematic_twin._measure
-    twin.mujoco, kinematic_twin._measure = timed, (timed.mj_geomDistance, kinematic_twin.model, kinematic_twin.data)
+    twin.mujoco = contacts.mujoco = timed
+    kinematic_twin._measure = (timed.mj_geomDistance, kinematic_twin.model, kinematic_twin.data)
     try:
         yield
     finally:
-        twin.mujoco, kinematic_twin._measure = mujoco, measure
+        twin.mujoco = contacts.mujoco = mujoco
+        kinematic_twin._measure = measure
 
 
 def interface_floor(grounder, states: list[RobotState]) -> float:

@@ -43,7 +43,7 @@ def test_mujoco_mode_times_the_twins_calls_on_an_episode():
     assert out.returncode == 0, out.stderr[-3000:]
     calls = dict(re.findall(r"^(mj_\w+) +([\d.]+) calls", out.stdout, re.M))
     assert set(calls) == {"mj_kinematics", "mj_collision", "mj_geomDistance"}, out.stdout
-    assert float(calls["mj_collision"]) == 1.0  # once per frame
+    assert 0 < float(calls["mj_collision"]) < 1.0  # only on frames where a moved geom may touch another
     assert float(calls["mj_kinematics"]) >= 1.0 and float(calls["mj_geomDistance"]) > 0
     assert re.search(r"^MuJoCo calls in all +[\d.]+ us per frame$", out.stdout, re.M), out.stdout
     floor = re.search(r"^interface floor +([\d.]+) us CPU per frame$", out.stdout, re.M)
@@ -73,5 +73,6 @@ def test_urdf_mode_times_the_workcell_and_the_urdf_arm_against_their_mujoco_call
     )
     assert [r[0] for r in rows] == ["workcell", "URDF arm"], out.stdout
     for _, step, calls, kinematics, collision, ratio in rows:
-        assert float(collision) == 1.0 and float(kinematics) >= 1.0  # the twin's calls, once per frame
-        assert 0 < float(calls) < float(step) and float(ratio) == pytest.approx(float(step) / float(calls), abs=0.06)
+        # the twin's calls: kinematics every frame, collision on frames where a moved geom may touch another
+        assert float(collision) <= 1.0 and float(kinematics) >= 1.0
+        assert 0 < float(calls) < float(step) and float(ratio) == pytest.approx(float(step) / float(calls), rel=0.02)

@@ -122,23 +122,18 @@ static int load_box(PyObject *const *args, Box *b, const char *what)
 
 static double dot3(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
 
-/* box_overlap(ac, ar, ah, bc, br, bh) -> bool: separating-axis test of two oriented boxes (touching
- * overlaps), after a bounding-sphere test. */
-static PyObject *box_overlap(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* Separating-axis test of two oriented boxes (touching overlaps), after a bounding-sphere test. */
+static int boxes_overlap(const Box *a, const Box *b)
 {
-    Box a, b;
-    if (check_nargs(nargs, 6, "box_overlap") < 0 || load_box(args, &a, "box_overlap: first box") < 0 ||
-        load_box(args + 3, &b, "box_overlap: second box") < 0)
-        return NULL;
-    double d[3] = {b.c[0] - a.c[0], b.c[1] - a.c[1], b.c[2] - a.c[2]};
-    double sa = dot3(a.h, a.h), sb = dot3(b.h, b.h);
+    double d[3] = {b->c[0] - a->c[0], b->c[1] - a->c[1], b->c[2] - a->c[2]};
+    double sa = dot3(a->h, a->h), sb = dot3(b->h, b->h);
     if (dot3(d, d) > sa + sb + 2.0 * (sqrt(sa) * sqrt(sb)))
-        Py_RETURN_FALSE;
+        return 0;
     double axes[15][3];
     for (int i = 0; i < 3; i++)
         for (int k = 0; k < 3; k++) {
-            axes[i][k] = a.r[3 * k + i];     /* column i of a's rotation */
-            axes[3 + i][k] = b.r[3 * k + i]; /* column i of b's */
+            axes[i][k] = a->r[3 * k + i];     /* column i of a's rotation */
+            axes[3 + i][k] = b->r[3 * k + i]; /* column i of b's */
         }
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 3; j++) {
@@ -156,13 +151,24 @@ static PyObject *box_overlap(PyObject *self, PyObject *const *args, Py_ssize_t n
         double x[3] = {w[0] / len, w[1] / len, w[2] / len};
         double ra = 0.0, rb = 0.0;
         for (int j = 0; j < 3; j++) {
-            ra += fabs(x[0] * a.r[j] + x[1] * a.r[3 + j] + x[2] * a.r[6 + j]) * a.h[j];
-            rb += fabs(x[0] * b.r[j] + x[1] * b.r[3 + j] + x[2] * b.r[6 + j]) * b.h[j];
+            ra += fabs(x[0] * a->r[j] + x[1] * a->r[3 + j] + x[2] * a->r[6 + j]) * a->h[j];
+            rb += fabs(x[0] * b->r[j] + x[1] * b->r[3 + j] + x[2] * b->r[6 + j]) * b->h[j];
         }
         if (fabs(dot3(x, d)) > ra + rb)
-            Py_RETURN_FALSE;
+            return 0;
     }
-    Py_RETURN_TRUE;
+    return 1;
+}
+
+/* box_overlap(ac, ar, ah, bc, br, bh) -> bool: separating-axis test of two oriented boxes (touching
+ * overlaps), after a bounding-sphere test. */
+static PyObject *box_overlap(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Box a, b;
+    if (check_nargs(nargs, 6, "box_overlap") < 0 || load_box(args, &a, "box_overlap: first box") < 0 ||
+        load_box(args + 3, &b, "box_overlap: second box") < 0)
+        return NULL;
+    return PyBool_FromLong(boxes_overlap(&a, &b));
 }
 
 /* placement(bc, br, bh, rc, rr, rh, margin) -> (inside, bottom): whether the box's footprint lies within
@@ -437,14 +443,15 @@ static int put_row(PyObject *outer, PyObject *a, PyObject *b, PyObject *value)
  *   -> (gaps, gripper_gaps, pairs)
  *
  * The kinematic twin's smallest signed gap per entity pair, and the three maps FrameGeometry holds.
- * Touching pairs come from MuJoCo's contact list (the smallest distance per entity-pair key, in the
- * order keys first appear). Then every measured pair with a moved geom (`affected`: None, or its indices,
- * geoms and bounding radii) has its bounding-sphere test redone and its measurement made stale; each pair
+ * Touching pairs come from the contact list (the smallest distance per entity-pair key). Then every
+ * measured pair with a moved geom (`affected`: None, or its indices, geoms and bounding radii) has its
+ * bounding-sphere test redone and its measurement made stale; each pair
  * within the report margin whose entities are not already touching takes its kept distance, or a new one
  * from measure(model, data, geom_a, geom_b, margin, None) (mj_geomDistance), and counts if under the margin.
  * `measure` is either a Python callable (given the MjModel and MjData) or the address of MuJoCo's C
  * mj_geomDistance (given the addresses of the mjModel and mjData: MjModel._address), which spares a
  * Python call per pair; the addresses must be live, which the caller (the twin, owning both) guarantees.
+ * The maps list the keys in ascending order, so they depend on which contacts there are, not on their order.
  * `gaps` has every pair both ways round; `pairs` (a, b, gap) with a < b; `gripper_gaps` the smallest gap
  * from a gripper part to each entity (`key_gripper[key]`: the entities of that key a gripper part faces). */
 /* mj_geomDistance(const mjModel *m, mjData *d, int geom1, int geom2, mjtNum distmax, mjtNum fromto[6]) */
@@ -606,6 +613,12 @@ static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t n
             value[key] = gap;
         }
     }
+    for (Py_ssize_t n = 1; n < count; n++) { /* keys in ascending order: the maps do not depend on the contacts' */
+        Py_ssize_t key = order[n], m = n;     /* order (a few dozen keys: insertion sort) */
+        for (; m > 0 && order[m - 1] > key; m--)
+            order[m] = order[m - 1];
+        order[m] = key;
+    }
     gaps = PyDict_New(), gripper = PyDict_New(), pairs = PyList_New(0);
     if (gaps == NULL || gripper == NULL || pairs == NULL)
         goto done;
@@ -646,6 +659,153 @@ done:
     PyMem_Free(value);
     PyMem_Free(order);
     View *views[] = {&geom, &dist, &ckey, &idx, &sa, &sb, &rbound, &xpos, &near, &fresh, &pkey, &pa, &pb, &measured};
+    for (size_t v = 0; v < sizeof(views) / sizeof(views[0]); v++)
+        view_close(views[v]);
+    return result;
+}
+
+/* The world box of geom `g` after mj_kinematics: its local bounding box (geom_aabb: centre, half sizes in
+ * the geom frame) placed at the geom's pose, half sizes grown by `grow`. */
+static void geom_box(const View *xpos, const View *xmat, const View *aabb, long long g, double grow, Box *box)
+{
+    double local[3];
+    for (int i = 0; i < 9; i++)
+        box->r[i] = get_d(at2(xmat, g, i));
+    for (int i = 0; i < 3; i++) {
+        local[i] = get_d(at2(aabb, g, i));
+        box->h[i] = get_d(at2(aabb, g, 3 + i)) + grow;
+    }
+    for (int i = 0; i < 3; i++)
+        box->c[i] = get_d(at2(xpos, g, i)) + (box->r[3 * i] * local[0] + box->r[3 * i + 1] * local[1] + box->r[3 * i + 2] * local[2]);
+}
+
+/* may_touch(geom_xpos, geom_xmat, geom_aabb, sa, sb, rsum, plane, other, margin) -> bool
+ *
+ * Whether mj_collision could report a contact for one of the given geom pairs: two bounded geoms whose
+ * bounding spheres (radii summed in `rsum`) and then bounding boxes (geom_aabb, each grown by `margin`)
+ * come within `margin`, or a geom whose bounding box reaches within `margin` of a plane's front (the plane's
+ * z axis; behind it counts). A geom lies inside both of its bounds, and MuJoCo makes the same sphere test
+ * before it looks at a pair, so when this says no, mj_collision has nothing to add. A 1e-9 m slack keeps
+ * the answer on the side of colliding where rounding could differ. */
+static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs(nargs, 9, "may_touch") < 0)
+        return NULL;
+    double margin = PyFloat_AsDouble(args[8]);
+    if (margin == -1.0 && PyErr_Occurred())
+        return NULL;
+    double reach = margin + 1e-9;
+    View xpos = {0}, xmat = {0}, aabb = {0}, sa = {0}, sb = {0}, rsum = {0}, plane = {0}, other = {0};
+    PyObject *result = NULL;
+    if (view_open(args[0], &xpos, 'd', 2, 0, "may_touch: geom_xpos") < 0 ||
+        view_open(args[1], &xmat, 'd', 2, 0, "may_touch: geom_xmat") < 0 ||
+        view_open(args[2], &aabb, 'd', 2, 0, "may_touch: geom_aabb") < 0 ||
+        view_open(args[3], &sa, 'l', 1, 0, "may_touch: sa") < 0 || view_open(args[4], &sb, 'l', 1, 0, "may_touch: sb") < 0 ||
+        view_open(args[5], &rsum, 'd', 1, 0, "may_touch: rsum") < 0 ||
+        view_open(args[6], &plane, 'l', 1, 0, "may_touch: plane") < 0 ||
+        view_open(args[7], &other, 'l', 1, 0, "may_touch: other") < 0)
+        goto done;
+    Py_ssize_t ngeom = xpos.b.shape[0], nsphere = sa.b.shape[0], nplane = plane.b.shape[0];
+    if (xpos.b.shape[1] != 3 || xmat.b.shape[0] != ngeom || xmat.b.shape[1] != 9 || aabb.b.shape[0] != ngeom ||
+        aabb.b.shape[1] != 6 || sb.b.shape[0] != nsphere || rsum.b.shape[0] != nsphere || other.b.shape[0] != nplane) {
+        PyErr_SetString(PyExc_ValueError, "may_touch: array lengths do not match");
+        goto done;
+    }
+    int touch = 0;
+    Box ba, bb;
+    for (Py_ssize_t k = 0; k < nsphere && !touch; k++) {
+        long long a = get_l(&sa, at(&sa, k)), b = get_l(&sb, at(&sb, k));
+        if (a < 0 || b < 0 || a >= ngeom || b >= ngeom) {
+            PyErr_SetString(PyExc_ValueError, "may_touch: a pair names a geom the model does not have");
+            goto done;
+        }
+        double dx = get_d(at2(&xpos, a, 0)) - get_d(at2(&xpos, b, 0));
+        double dy = get_d(at2(&xpos, a, 1)) - get_d(at2(&xpos, b, 1));
+        double dz = get_d(at2(&xpos, a, 2)) - get_d(at2(&xpos, b, 2));
+        if (sqrt(dx * dx + dy * dy + dz * dz) > get_d(at(&rsum, k)) + reach)
+            continue;
+        geom_box(&xpos, &xmat, &aabb, a, reach, &ba);
+        geom_box(&xpos, &xmat, &aabb, b, reach, &bb);
+        touch = boxes_overlap(&ba, &bb);
+    }
+    for (Py_ssize_t k = 0; k < nplane && !touch; k++) {
+        long long p = get_l(&plane, at(&plane, k)), g = get_l(&other, at(&other, k));
+        if (p < 0 || g < 0 || p >= ngeom || g >= ngeom) {
+            PyErr_SetString(PyExc_ValueError, "may_touch: a pair names a geom the model does not have");
+            goto done;
+        }
+        double normal[3], height = 0.0;
+        geom_box(&xpos, &xmat, &aabb, g, 0.0, &bb);
+        for (int i = 0; i < 3; i++) { /* the plane's normal: column 2 of its rotation */
+            normal[i] = get_d(at2(&xmat, p, 3 * i + 2));
+            height += normal[i] * (bb.c[i] - get_d(at2(&xpos, p, i)));
+        }
+        for (int j = 0; j < 3; j++) /* down to the box's lowest corner along the normal */
+            height -= fabs(normal[0] * bb.r[j] + normal[1] * bb.r[3 + j] + normal[2] * bb.r[6 + j]) * bb.h[j];
+        touch = height <= reach;
+    }
+    result = PyBool_FromLong(touch);
+done:;
+    View *views[] = {&xpos, &xmat, &aabb, &sa, &sb, &rsum, &plane, &other};
+    for (size_t v = 0; v < sizeof(views) / sizeof(views[0]); v++)
+        view_close(views[v]);
+    return result;
+}
+
+/* keep_contacts(geom, dist, n, geom_moved, ncon, new_geom, new_dist) -> int
+ *
+ * The twin's contact list carried to this frame: of the `n` kept contacts (`geom` (capacity, 2) int32,
+ * `dist` (capacity,)), those neither of whose geoms moved stay, in order, and the `ncon` new ones that
+ * mj_collision found among the moved geoms follow. Written in place; returns the new count. */
+static PyObject *keep_contacts(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs(nargs, 7, "keep_contacts") < 0)
+        return NULL;
+    Py_ssize_t n = PyLong_AsSsize_t(args[2]), ncon = PyLong_AsSsize_t(args[4]);
+    if (PyErr_Occurred())
+        return NULL;
+    View geom = {0}, dist = {0}, moved = {0}, ngeom_v = {0}, ndist = {0};
+    PyObject *result = NULL;
+    if (view_open(args[0], &geom, 'i', 2, 1, "keep_contacts: geom") < 0 ||
+        view_open(args[1], &dist, 'd', 1, 1, "keep_contacts: dist") < 0 ||
+        view_open(args[3], &moved, '?', 1, 0, "keep_contacts: geom_moved") < 0 ||
+        (ncon > 0 && (view_open(args[5], &ngeom_v, 'i', 2, 0, "keep_contacts: new_geom") < 0 ||
+                      view_open(args[6], &ndist, 'd', 1, 0, "keep_contacts: new_dist") < 0)))
+        goto done;
+    Py_ssize_t capacity = geom.b.shape[0], ngeom = moved.b.shape[0];
+    if (geom.b.shape[1] != 2 || dist.b.shape[0] != capacity || n < 0 || n > capacity || ncon < 0 ||
+        (ncon > 0 && (ngeom_v.b.shape[0] < ncon || ngeom_v.b.shape[1] != 2 || ndist.b.shape[0] < ncon))) {
+        PyErr_SetString(PyExc_ValueError, "keep_contacts: array lengths do not match the counts");
+        goto done;
+    }
+    Py_ssize_t kept = 0;
+    for (Py_ssize_t c = 0; c < n; c++) {
+        long long g1 = get_l(&geom, at2(&geom, c, 0)), g2 = get_l(&geom, at2(&geom, c, 1));
+        if (g1 < 0 || g2 < 0 || g1 >= ngeom || g2 >= ngeom) {
+            PyErr_SetString(PyExc_ValueError, "keep_contacts: a contact names a geom the model does not have");
+            goto done;
+        }
+        if (*at(&moved, g1) || *at(&moved, g2))
+            continue;
+        if (kept != c) {
+            memcpy(at2(&geom, kept, 0), at2(&geom, c, 0), 4);
+            memcpy(at2(&geom, kept, 1), at2(&geom, c, 1), 4);
+            memcpy(at(&dist, kept), at(&dist, c), 8);
+        }
+        kept++;
+    }
+    if (kept + ncon > capacity) {
+        PyErr_Format(PyExc_ValueError, "keep_contacts: room for %zd contacts, %zd needed", capacity, kept + ncon);
+        goto done;
+    }
+    for (Py_ssize_t c = 0; c < ncon; c++, kept++) {
+        memcpy(at2(&geom, kept, 0), at2(&ngeom_v, c, 0), 4);
+        memcpy(at2(&geom, kept, 1), at2(&ngeom_v, c, 1), 4);
+        memcpy(at(&dist, kept), at(&ndist, c), 8);
+    }
+    result = PyLong_FromSsize_t(kept);
+done:;
+    View *views[] = {&geom, &dist, &moved, &ngeom_v, &ndist};
     for (size_t v = 0; v < sizeof(views) / sizeof(views[0]); v++)
         view_close(views[v]);
     return result;
@@ -702,6 +862,10 @@ static PyMethodDef methods[] = {
      "Rotation a fraction of the way between two."},
     {"pose_finite", (PyCFunction)(void (*)(void))pose_finite, METH_FASTCALL, "A pose's values are usable."},
     {"norm3", (PyCFunction)(void (*)(void))norm3, METH_FASTCALL, "Euclidean length of a 3-vector."},
+    {"may_touch", (PyCFunction)(void (*)(void))may_touch, METH_FASTCALL,
+     "Whether mj_collision could report a contact for one of these geom pairs."},
+    {"keep_contacts", (PyCFunction)(void (*)(void))keep_contacts, METH_FASTCALL,
+     "Carry the contacts of resting geoms, add the new ones; the new count."},
     {"body_box", (PyCFunction)(void (*)(void))body_box, METH_FASTCALL, "A body-fixed box in the world."},
     {"entity_gaps", (PyCFunction)(void (*)(void))entity_gaps, METH_FASTCALL,
      "The twin's gaps per entity pair: (gaps, gripper_gaps, pairs)."},

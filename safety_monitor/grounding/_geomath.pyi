@@ -18,6 +18,26 @@ def rotation_angle(a: np.ndarray, b: np.ndarray) -> float: ...
 def interpolate_rotation(a: np.ndarray, b: np.ndarray, s: float, out: np.ndarray) -> np.ndarray: ...
 def pose_finite(position: np.ndarray, quaternion: np.ndarray) -> bool: ...
 def norm3(v: np.ndarray) -> float: ...
+def may_touch(
+    geom_xpos: np.ndarray,
+    geom_xmat: np.ndarray,
+    geom_aabb: np.ndarray,
+    sa: np.ndarray,
+    sb: np.ndarray,
+    rsum: np.ndarray,
+    plane: np.ndarray,
+    other: np.ndarray,
+    margin: float,
+) -> bool: ...
+def keep_contacts(
+    geom: np.ndarray,
+    dist: np.ndarray,
+    n: int,
+    geom_moved: np.ndarray,
+    ncon: int,
+    new_geom: np.ndarray | None,
+    new_dist: np.ndarray | None,
+) -> int: ...
 def body_box(
     xpos: np.ndarray,
     xmat: np.ndarray,

@@ -30,12 +30,15 @@ import numpy as np
 from safety_monitor.errors import GroundingError
 from safety_monitor.frames import Pose
 from safety_monitor.grounding import _geomath
+from safety_monitor.grounding.contacts import ContactPlan, Contacts
 from safety_monitor.grounding.description import ENVIRONMENT, FINGER_PARTS, GRIPPER_PARTS, HOUSING, RobotDescription
 from safety_monitor.grounding.geometry import Box, FrameGeometry
 from safety_monitor.grounding.motion import Carry, quat_to_matrix
 from safety_monitor.grounding.thresholds import Thresholds
 from safety_monitor.grounding.urdf import JointLimit, suggest
 
+# per set of moved qpos: measured pairs to redo (indices, geoms, radii), boxes to rebuild, contacts to find
+_Plan = tuple[tuple[np.ndarray, ...] | None, list[bool], ContactPlan | None]
 _PARK = 1000.0  # objects without a usable pose are parked this far away, spaced apart
 _FAR = 10.0  # m: beyond any gripper's opening (mj_geomDistance reports no gap larger than its bound)
 
@@ -61,6 +64,7 @@ class KinematicTwin:
         )
         m.geom_margin[:] = contact_margin
         m.geom_gap[:] = 0.0
+        self._contacts = Contacts(m)
         self.body_entity = np.array([index[e] for e in body_entity], dtype=np.int64)
         self.geom_entity = self.body_entity[m.geom_bodyid]
         self._object_qpos = {
@@ -98,7 +102,7 @@ class KinematicTwin:
         # and geom poses, hence bit-identical distances and boxes.
         self._qpos_bits = np.full(m.nq, -1, dtype=np.int64)  # qpos of the previous compute, as bits (-1: none)
         self._body_qpos = _body_qpos(m)
-        self._plans: dict[bytes, tuple[tuple[np.ndarray, ...] | None, list[bool]]] = {}
+        self._plans: dict[bytes, _Plan] = {}
         self._pair_gap = np.zeros(len(self._pa))  # last mj_geomDistance per measured pair
         self._pair_fresh = np.zeros(len(self._pa), dtype=bool)  # ... still valid: neither geom moved
         self._pair_near = np.zeros(len(self._pa), dtype=bool)  # bounding spheres within the report margin
@@ -130,6 +134,7 @@ class KinematicTwin:
         (needed only after changing the model or data by hand)."""
         self._qpos_bits[:] = -1
         self._pair_fresh[:] = False
+        self._contacts.forget()
         self._boxes.clear()
         self._last_boxes = None
 
@@ -173,16 +178,17 @@ class KinematicTwin:
                 mujoco.mju_mat2Quat(quat, (site_rot @ rel_rot).ravel())
                 d.qpos[qadr + 3 : qadr + 7] = quat
             mujoco.mj_kinematics(m, d)
-        mujoco.mj_collision(m, d)
         bits = qpos.view(np.int64)
         changed = bits != self._qpos_bits
         self._qpos_bits = bits.copy()
-        affected, boxes_moved = self._plan(changed)
+        affected, boxes_moved, contact_plan = self._plan(changed)
+        contacts = self._contacts.collide(m, d, contact_plan)
         object_boxes, interiors, unknown = self._frame_boxes(boxes_moved, poses)
         points = np.empty((len(self._finger_geoms) + 1, 3))
         points[0] = site_pos
         d.geom_xpos.take(self._finger_geoms, axis=0, out=points[1:])
         return self._geometry(
+            contacts,
             affected,
             ee_position=site_pos.copy(),
             ee_rotation=site_rot.copy(),
@@ -255,19 +261,21 @@ class KinematicTwin:
         return FrameGeometry.symmetric(pairs)
 
     # ------------------------------------------------------------------------------------------------
-    def _geometry(self, affected: tuple[np.ndarray, ...] | None, **fields) -> FrameGeometry:
+    def _geometry(
+        self,
+        contacts: tuple[int, np.ndarray | None, np.ndarray | None],
+        affected: tuple[np.ndarray, ...] | None,
+        **fields,
+    ) -> FrameGeometry:
         """This frame's FrameGeometry: the smallest signed gap per entity pair, both ways round, with the
-        per-pair list and gripper gaps built in the same pass. Touching pairs come from the contact list,
+        per-pair list and gripper gaps built in the same pass. Touching pairs come from the contact list
+        (`contacts`: count, geom pairs, distances),
         measured pairs from mj_geomDistance (candidates within the report margin by bounding spheres; a pair
         not among the `affected` ones, neither of whose geoms moved since it was last measured, keeps that
         distance). The walk is C (`_geomath.entity_gaps`): some 50 contacts and pairs a frame."""
         d = self.data
-        ncon = d.ncon
-        con = d.contact if ncon else None
         gaps, gripper, pairs = _geomath.entity_gaps(
-            ncon,
-            None if con is None else con.geom,
-            None if con is None else con.dist,
+            *contacts,
             self._contact_key,
             affected,
             d.geom_xpos,
@@ -285,10 +293,11 @@ class KinematicTwin:
         )
         return FrameGeometry.with_derived(gripper, pairs, gaps=gaps, **fields)
 
-    def _plan(self, changed: np.ndarray) -> tuple[tuple[np.ndarray, ...] | None, list[bool]]:
+    def _plan(self, changed: np.ndarray) -> _Plan:
         """What a frame whose qpos `changed` there must redo: the measured pairs with a moved geom (indices,
-        their geoms, bounding radii; None if none) and, per box builder, whether its body moved. A frame
-        changes the same qpos as many frames before it (the arm; an object on a pose update): cached."""
+        their geoms, bounding radii; None if none), per box builder whether its body moved, and which contacts
+        to ask mj_collision for (None: no geom moved). A frame changes the same qpos as many frames before it
+        (the arm; an object on a pose update): cached."""
         key = changed.tobytes()
         plan = self._plans.get(key)
         if plan is None:
@@ -298,7 +307,8 @@ class KinematicTwin:
             geom_moved = body_moved[self.model.geom_bodyid]
             idx = np.flatnonzero(geom_moved.take(self._pa) | geom_moved.take(self._pb))
             affected = (idx, self._pa.take(idx), self._pb.take(idx), self._pair_rbound.take(idx)) if idx.size else None
-            plan = self._plans[key] = (affected, body_moved.take(self._box_bodies).tolist())
+            contact_plan = self._contacts.plan(self.model, geom_moved) if geom_moved.any() else None
+            plan = self._plans[key] = (affected, body_moved.take(self._box_bodies).tolist(), contact_plan)
         return plan
 
     def _measured_pairs(self, m: mujoco.MjModel) -> tuple[np.ndarray, np.ndarray]:

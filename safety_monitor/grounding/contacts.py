@@ -1,0 +1,126 @@
+"""The twin's contact list, with mj_collision asked only about the geoms that moved.
+
+Most of a frame's contacts are between geoms at rest (objects on the table, a door in its housing) while
+the arm moves. A contact between two geoms whose bodies did not move since it was found is the same
+contact (their poses are bit-identical, and MuJoCo's narrowphase keeps no state between calls), so it is
+kept, and mj_collision runs with the resting geoms' `contype` cleared: MuJoCo then checks only pairs with a
+moved geom. When no pair with a moved geom has its bounding spheres (or a plane and a sphere) within the
+contact margin, mj_collision could add nothing and is not called at all. The kept and new contacts are
+the ones a full mj_collision finds, in another order; the twin's gaps are the smallest per entity pair,
+which does not depend on it.
+
+Clearing `contype` selects exactly the moved pairs only where every geom's `contype` equals its
+`conaffinity` and the model has no explicit `<pair>`s (MuJoCo collides those whatever the masks say); any
+other model gets a full mj_collision every frame.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import mujoco
+import numpy as np
+
+from safety_monitor.grounding import _geomath
+
+
+class ContactPlan(NamedTuple):
+    """What a frame with these geoms moved must ask MuJoCo (kept per set of moved bodies)."""
+
+    geom_moved: np.ndarray  # bool per geom
+    contype: np.ndarray  # the model's contype for moved geoms, 0 for resting ones
+    spheres: tuple[np.ndarray, np.ndarray, np.ndarray]  # candidate pairs of bounded geoms: a, b, radii summed
+    planes: tuple[np.ndarray, np.ndarray]  # candidate (plane, geom) pairs
+    unbounded: bool  # a candidate pair has a geom with no bounding sphere: always collide
+
+
+class Contacts:
+    """The contacts of the twin's MjData at its present pose, carried from frame to frame."""
+
+    def __init__(self, m: mujoco.MjModel):
+        self.reuse = m.npair == 0 and bool(np.array_equal(m.geom_contype, m.geom_conaffinity))
+        self._contype = m.geom_contype.copy()
+        self._margin = float(m.geom_margin.max(initial=0.0))
+        self._ca, self._cb = candidate_pairs(m)
+        self._plane = m.geom_type == int(mujoco.mjtGeom.mjGEOM_PLANE)
+        self._aabb = m.geom_aabb.reshape(m.ngeom, 6)
+        self._geom = np.zeros((64, 2), dtype=np.int32)
+        self._dist = np.zeros(64)
+        self._n = 0
+
+    def forget(self) -> None:
+        self._n = 0
+
+    def plan(self, m: mujoco.MjModel, geom_moved: np.ndarray) -> ContactPlan:
+        """The candidate pairs with a moved geom, split by how their bounds are tested."""
+        ca, cb = self._ca, self._cb
+        pick = geom_moved[ca] | geom_moved[cb]
+        ca, cb = ca[pick], cb[pick]
+        plane_a, plane_b = self._plane[ca], self._plane[cb]
+        rbound = m.geom_rbound
+        bounded = ~(plane_a | plane_b) & (rbound[ca] > 0) & (rbound[cb] > 0)
+        one_plane = plane_a ^ plane_b
+        plane = np.where(plane_a, ca, cb)[one_plane]
+        other = np.where(plane_a, cb, ca)[one_plane]
+        sa, sb = ca[bounded], cb[bounded]
+        return ContactPlan(
+            geom_moved=geom_moved,
+            contype=np.where(geom_moved, self._contype, 0).astype(self._contype.dtype),
+            spheres=(sa, sb, rbound[sa] + rbound[sb]),
+            planes=(plane, other),
+            unbounded=bool(np.any(~bounded & ~one_plane)),
+        )
+
+    def collide(
+        self, m: mujoco.MjModel, d: mujoco.MjData, plan: ContactPlan | None
+    ) -> tuple[int, np.ndarray | None, np.ndarray | None]:
+        """This frame's contacts after mj_kinematics: (count, geom pairs, distances), the arrays valid until
+        the next call. `plan`: None when no geom moved since the previous call."""
+        if not self.reuse:
+            mujoco.mj_collision(m, d)
+            ncon = d.ncon
+            return (ncon, d.contact.geom, d.contact.dist) if ncon else (0, None, None)
+        if plan is None:
+            return self._n, self._geom, self._dist
+        ncon, new_geom, new_dist = 0, None, None
+        if plan.unbounded or _geomath.may_touch(
+            d.geom_xpos, d.geom_xmat, self._aabb, *plan.spheres, *plan.planes, self._margin
+        ):
+            np.copyto(m.geom_contype, plan.contype)
+            try:
+                mujoco.mj_collision(m, d)
+            finally:
+                np.copyto(m.geom_contype, self._contype)
+            ncon = d.ncon
+            if ncon:
+                new_geom, new_dist = d.contact.geom, d.contact.dist
+        if self._n + ncon > len(self._dist):
+            size = 2 * (self._n + ncon)
+            self._geom = np.concatenate([self._geom[: self._n], np.zeros((size - self._n, 2), dtype=np.int32)])
+            self._dist = np.concatenate([self._dist[: self._n], np.zeros(size - self._n)])
+        self._n = _geomath.keep_contacts(self._geom, self._dist, self._n, plan.geom_moved, ncon, new_geom, new_dist)
+        return self._n, self._geom, self._dist
+
+
+def candidate_pairs(m: mujoco.MjModel) -> tuple[np.ndarray, np.ndarray]:
+    """Geom pairs (a < b) MuJoCo's collision filters let through: on different weld bodies, not a body and
+    its weld parent (unless one is welded to the world, or the parent filter is disabled), not excluded,
+    and contype/conaffinity compatible."""
+    weld = m.body_weldid[m.geom_bodyid]
+    weld_parent = m.body_weldid[m.body_parentid[m.body_weldid]][m.geom_bodyid]
+    filter_parent = not m.opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_FILTERPARENT)
+    excluded = {(int(s) >> 16, int(s) & 0xFFFF) for s in m.exclude_signature}
+    contype, conaffinity, body = m.geom_contype, m.geom_conaffinity, m.geom_bodyid
+    ca, cb = [], []
+    for a in range(m.ngeom):
+        for b in range(a + 1, m.ngeom):
+            if weld[a] == weld[b] or not (contype[a] & conaffinity[b] or contype[b] & conaffinity[a]):
+                continue
+            if filter_parent and weld[a] and weld[b] and (weld[a] == weld_parent[b] or weld[b] == weld_parent[a]):
+                continue
+            ba, bb = int(body[a]), int(body[b])
+            if (ba, bb) in excluded or (bb, ba) in excluded:
+                continue
+            ca.append(a)
+            cb.append(b)
+    return np.array(ca, dtype=np.int64), np.array(cb, dtype=np.int64)

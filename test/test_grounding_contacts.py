@@ -1,0 +1,199 @@
+"""The twin's contact list kept between frames (grounding.contacts): mj_collision asked only about moved
+geoms, and not at all when none can touch, gives the contacts a full mj_collision gives."""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+import pytest
+
+from safety_monitor.grounding import _geomath, contacts
+from safety_monitor.grounding.contacts import Contacts, candidate_pairs
+from safety_monitor.grounding.grounder import load_default_grounder
+from safety_monitor.sim.runner import run_episode
+
+SCENE = """
+<mujoco>
+  <worldbody>
+    <geom name="floor" type="plane" size="2 2 0.1"/>
+    <geom name="post" type="box" size="0.05 0.05 0.5" pos="-1 0 0.5"/>
+    <body name="ball" pos="0 0 1"><freejoint/><geom type="sphere" size="0.1"/></body>
+    <body name="brick" pos="0.5 0 0.3" euler="0 0 30"><freejoint/><geom type="box" size="0.1 0.2 0.3"/></body>
+    <body name="can" pos="-0.5 0 0.15"><freejoint/><geom type="cylinder" size="0.05 0.15"/></body>
+  </worldbody>
+</mujoco>
+"""
+MARGIN = 0.002
+
+
+def listed(n: int, geom: np.ndarray | None, dist: np.ndarray | None) -> list[tuple[int, int, float]]:
+    """Contacts as a sorted list of (geom, geom, distance), each pair's geoms in ascending order."""
+    if not n:
+        return []
+    assert geom is not None and dist is not None
+    return sorted((min(a, b), max(a, b), d) for (a, b), d in zip(geom[:n].tolist(), dist[:n].tolist()))
+
+
+def full(m: mujoco.MjModel, d: mujoco.MjData) -> list[tuple[int, int, float]]:
+    mujoco.mj_collision(m, d)
+    return listed(d.ncon, d.contact.geom, d.contact.dist)
+
+
+class CountingMuJoCo:
+    """The `mujoco` module inside grounding.contacts, with its mj_collision calls counted."""
+
+    def __init__(self) -> None:
+        self.collisions = 0
+
+    def __getattr__(self, name: str):
+        if name != "mj_collision":
+            return getattr(mujoco, name)
+
+        def counted(m, d):
+            self.collisions += 1
+            mujoco.mj_collision(m, d)
+
+        return counted
+
+
+def scene() -> tuple[mujoco.MjModel, mujoco.MjData]:
+    m = mujoco.MjModel.from_xml_string(SCENE)
+    m.geom_margin[:] = MARGIN
+    return m, mujoco.MjData(m)
+
+
+def test_only_moved_geoms_are_collided_and_the_list_is_a_full_collisions(monkeypatch):
+    counting = CountingMuJoCo()
+    monkeypatch.setattr(contacts, "mujoco", counting)
+    m, d = scene()
+    kept = Contacts(m)
+    assert kept.reuse
+    rng = np.random.default_rng(7)
+    free = {name: m.jnt_qposadr[m.body(name).jntadr[0]] for name in ("ball", "brick", "can")}
+    mujoco.mj_kinematics(m, d)
+    assert listed(*kept.collide(m, d, kept.plan(m, np.ones(m.ngeom, dtype=bool)))) == full(m, d)
+    steps, touching = 400, 0
+    for _ in range(steps):
+        moved = [b for b in free if rng.random() < 0.4]
+        for b in moved:  # anywhere from resting on the floor or against another body to far off
+            adr = free[b]
+            d.qpos[adr : adr + 3] = rng.uniform([-0.8, -0.4, -0.02], [0.8, 0.4, 0.6])
+            quat = rng.normal(size=4)
+            d.qpos[adr + 3 : adr + 7] = quat / np.linalg.norm(quat)
+        mujoco.mj_kinematics(m, d)
+        geom_moved = np.isin(m.geom_bodyid, [m.body(b).id for b in moved])
+        got = listed(*kept.collide(m, d, kept.plan(m, geom_moved) if moved else None))
+        want = full(m, d)
+        assert got == want
+        touching += bool(want)
+    assert 0 < touching < steps
+    assert 0 < counting.collisions < steps  # skipped when nothing moved or nothing moved can touch
+    assert np.array_equal(m.geom_contype, mujoco.MjModel.from_xml_string(SCENE).geom_contype)  # masks restored
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda xml: xml.replace('type="sphere" size="0.1"', 'type="sphere" size="0.1" contype="1" conaffinity="3"'),
+        lambda xml: xml.replace("</worldbody>", '</worldbody><contact><pair geom1="post" geom2="floor"/></contact>'),
+    ],
+    ids=["contype differs from conaffinity", "explicit pairs"],
+)
+def test_models_the_masks_cannot_select_for_get_a_full_collision_every_frame(change, monkeypatch):
+    counting = CountingMuJoCo()
+    monkeypatch.setattr(contacts, "mujoco", counting)
+    m = mujoco.MjModel.from_xml_string(change(SCENE))
+    d = mujoco.MjData(m)
+    kept = Contacts(m)
+    assert not kept.reuse
+    mujoco.mj_kinematics(m, d)
+    for _ in range(3):
+        assert listed(*kept.collide(m, d, None)) == full(m, d)
+    assert counting.collisions == 3
+
+
+def test_candidate_pairs_follow_mujocos_filters():
+    m = mujoco.MjModel.from_xml_string(
+        """
+        <mujoco>
+          <worldbody>
+            <geom name="floor" type="plane" size="1 1 0.1"/>
+            <geom name="wall" type="box" size="0.1 1 1" pos="1 0 1"/>
+            <body name="upper" pos="0 0 1">
+              <joint type="hinge"/><geom name="upper" type="capsule" size="0.05 0.2"/>
+              <body name="lower" pos="0 0 -0.4">
+                <joint type="hinge"/><geom name="lower" type="capsule" size="0.05 0.2"/>
+                <geom name="ghost" type="sphere" size="0.05" contype="0" conaffinity="0"/>
+                <body name="tip" pos="0 0 -0.3"><joint type="hinge"/><geom name="tip" type="sphere" size="0.05"/></body>
+              </body>
+            </body>
+          </worldbody>
+          <contact><exclude body1="upper" body2="tip"/></contact>
+        </mujoco>
+        """
+    )
+    name = {g: m.geom(g).name for g in range(m.ngeom)}
+    pairs = {frozenset((name[a], name[b])) for a, b in zip(*(c.tolist() for c in candidate_pairs(m)))}
+    # static with static never, a body with its parent never, the excluded pair never, the visual geom never
+    assert pairs == {
+        frozenset(p)
+        for p in [
+            ("floor", "upper"),
+            ("floor", "lower"),
+            ("floor", "tip"),
+            ("wall", "upper"),
+            ("wall", "lower"),
+            ("wall", "tip"),
+        ]
+    }
+
+
+def test_every_contact_of_the_workcell_is_between_candidate_pairs_and_kept_contacts_match():
+    """On a real episode (grasp, carry, place), the kept list equals a full mj_collision frame after frame,
+    and MuJoCo never reports a contact between geoms the filters left out."""
+    twin = load_default_grounder(500.0).twin
+    m, d = twin.model, twin.data
+    candidates = {(int(a), int(b)) for a, b in zip(*candidate_pairs(m))}
+    compared = 0
+    for k, state in enumerate(run_episode("pick_and_place_mug")):
+        twin.compute(state.joint_names, state.joint_position, state.object_poses)
+        if k % 5:
+            continue
+        kept = twin._contacts
+        want = full(m, d)
+        assert listed(kept._n, kept._geom, kept._dist) == want
+        assert all((a, b) in candidates for a, b, _ in want)
+        compared += len(want)
+    assert compared > 1000
+
+
+def test_may_touch_and_keep_contacts_known_cases():
+    xpos = np.array([[0.0, 0, 0], [0.5, 0, 0], [0.0, 0, 0.4]])
+    xmat = np.tile(np.eye(3).ravel(), (3, 1))
+    aabb = np.array([[0, 0, 0, 0.1, 0.1, 0.1]] * 3, dtype=float)  # cubes of side 0.2 at their geoms' centres
+    none = np.zeros(0, dtype=np.int64)
+    spheres = (np.array([0]), np.array([1]), np.array([0.35]))
+    assert not _geomath.may_touch(xpos, xmat, aabb, *spheres, none, none, 0.002)  # 0.3 m apart
+    assert _geomath.may_touch(xpos, xmat, aabb, *spheres, none, none, 0.31)  # within a 0.31 m margin
+    near = (np.array([0]), np.array([2]), np.array([0.5]))  # spheres overlap, boxes 0.2 m apart
+    assert not _geomath.may_touch(xpos, xmat, aabb, *near, none, none, 0.002)
+    plane = (np.array([2]), np.array([0]))  # geom 2 as a plane at z = 0.4 facing up: the cube at 0 is behind it
+    assert _geomath.may_touch(xpos, xmat, aabb, none, none, np.zeros(0), *plane, 0.002)
+    flipped = xmat.copy()
+    flipped[2] = np.diag([1.0, -1.0, -1.0]).ravel()  # facing down: the cube's top is 0.3 m in front of it
+    assert not _geomath.may_touch(xpos, flipped, aabb, none, none, np.zeros(0), *plane, 0.002)
+
+    geom = np.array([[0, 1], [1, 2], [0, 2], [0, 0]], dtype=np.int32)
+    dist = np.array([-0.1, -0.2, -0.3, 0.0])
+    moved = np.array([False, True, False])
+    new_geom, new_dist = np.array([[1, 0]], dtype=np.int32), np.array([-0.05])
+    assert _geomath.keep_contacts(geom, dist, 3, moved, 1, new_geom, new_dist) == 2
+    assert geom[:2].tolist() == [[0, 2], [1, 0]] and dist[:2].tolist() == [-0.3, -0.05]
+    with pytest.raises(ValueError, match="keep_contacts: room for 4 contacts, 5 needed"):
+        _geomath.keep_contacts(geom, dist, 2, np.zeros(3, dtype=bool), 3, np.zeros((3, 2), np.int32), np.zeros(3))
+    with pytest.raises(ValueError, match="keep_contacts: a contact names a geom the model does not have"):
+        _geomath.keep_contacts(np.array([[0, 7]], dtype=np.int32), np.zeros(1), 1, moved, 0, None, None)
+    with pytest.raises(ValueError, match="may_touch: a pair names a geom the model does not have"):
+        _geomath.may_touch(xpos, xmat, aabb, np.array([0]), np.array([5]), np.array([1.0]), none, none, 0.0)
+    with pytest.raises(ValueError, match="may_touch: array lengths do not match"):
+        _geomath.may_touch(xpos, xmat, aabb[:2], *spheres, none, none, 0.0)
