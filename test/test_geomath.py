@@ -217,6 +217,8 @@ def test_entity_gaps_names_a_wrong_array():
         twin._contact_key,
         None,
         twin.data.geom_xpos,
+        twin.data.geom_xmat,
+        twin._geom_aabb,
         twin._pair_near.astype(float),  # bool expected
         twin._pair_fresh,
         twin._pair_key,
@@ -233,24 +235,24 @@ def test_entity_gaps_names_a_wrong_array():
     ]
     with pytest.raises(ValueError, match="entity_gaps: pair_near: expected a 1-d array of format"):
         _geomath.entity_gaps(*args)
-    args[6] = twin._pair_near
-    args[8] = twin._pair_key[:-1]
+    args[8] = twin._pair_near
+    args[10] = twin._pair_key[:-1]
     with pytest.raises(ValueError, match="entity_gaps: array lengths do not match the model"):
         _geomath.entity_gaps(*args)
-    args[8] = twin._pair_key
+    args[10] = twin._pair_key
     gaps, gripper, pairs = _geomath.entity_gaps(*args)  # no contacts, no pair near yet: nothing
     assert (gaps, gripper, pairs) == ({}, {}, [])
     address, model, data = twin._measure
-    args[13:16] = [address, 0, data]
+    args[15:18] = [address, 0, data]
     with pytest.raises(ValueError, match="entity_gaps: measure, model and data must be non-null addresses"):
         _geomath.entity_gaps(*args)
-    args[13:16] = [address, twin.model, data]  # an address expected, not the MjModel
+    args[15:18] = [address, twin.model, data]  # an address expected, not the MjModel
     with pytest.raises(TypeError):
         _geomath.entity_gaps(*args)
-    args[13:16] = [address, model, data]
-    args[6] = np.ones_like(twin._pair_near)  # every pair near and not yet measured: each is measured in C
-    args[7] = np.zeros_like(twin._pair_fresh)
-    args[10] = np.full_like(twin._pb, twin.model.ngeom)  # ... so a geom the model lacks must be caught first
+    args[15:18] = [address, model, data]
+    args[8] = np.ones_like(twin._pair_near)  # every pair near and not yet measured: each is measured in C
+    args[9] = np.zeros_like(twin._pair_fresh)
+    args[12] = np.full_like(twin._pb, twin.model.ngeom)  # ... so a geom the model lacks must be caught first
     with pytest.raises(ValueError, match="entity_gaps: a measured pair names a geom the model does not have"):
         _geomath.entity_gaps(*args)
 

@@ -122,18 +122,23 @@ static int load_box(PyObject *const *args, Box *b, const char *what)
 
 static double dot3(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
 
-/* Separating-axis test of two oriented boxes (touching overlaps), after a bounding-sphere test. */
-static int boxes_overlap(const Box *a, const Box *b)
+/* box_overlap(ac, ar, ah, bc, br, bh) -> bool: separating-axis test of two oriented boxes (touching
+ * overlaps), after a bounding-sphere test. */
+static PyObject *box_overlap(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    double d[3] = {b->c[0] - a->c[0], b->c[1] - a->c[1], b->c[2] - a->c[2]};
-    double sa = dot3(a->h, a->h), sb = dot3(b->h, b->h);
+    Box a, b;
+    if (check_nargs(nargs, 6, "box_overlap") < 0 || load_box(args, &a, "box_overlap: first box") < 0 ||
+        load_box(args + 3, &b, "box_overlap: second box") < 0)
+        return NULL;
+    double d[3] = {b.c[0] - a.c[0], b.c[1] - a.c[1], b.c[2] - a.c[2]};
+    double sa = dot3(a.h, a.h), sb = dot3(b.h, b.h);
     if (dot3(d, d) > sa + sb + 2.0 * (sqrt(sa) * sqrt(sb)))
-        return 0;
+        Py_RETURN_FALSE;
     double axes[15][3];
     for (int i = 0; i < 3; i++)
         for (int k = 0; k < 3; k++) {
-            axes[i][k] = a->r[3 * k + i];     /* column i of a's rotation */
-            axes[3 + i][k] = b->r[3 * k + i]; /* column i of b's */
+            axes[i][k] = a.r[3 * k + i];     /* column i of a's rotation */
+            axes[3 + i][k] = b.r[3 * k + i]; /* column i of b's */
         }
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 3; j++) {
@@ -151,24 +156,13 @@ static int boxes_overlap(const Box *a, const Box *b)
         double x[3] = {w[0] / len, w[1] / len, w[2] / len};
         double ra = 0.0, rb = 0.0;
         for (int j = 0; j < 3; j++) {
-            ra += fabs(x[0] * a->r[j] + x[1] * a->r[3 + j] + x[2] * a->r[6 + j]) * a->h[j];
-            rb += fabs(x[0] * b->r[j] + x[1] * b->r[3 + j] + x[2] * b->r[6 + j]) * b->h[j];
+            ra += fabs(x[0] * a.r[j] + x[1] * a.r[3 + j] + x[2] * a.r[6 + j]) * a.h[j];
+            rb += fabs(x[0] * b.r[j] + x[1] * b.r[3 + j] + x[2] * b.r[6 + j]) * b.h[j];
         }
         if (fabs(dot3(x, d)) > ra + rb)
-            return 0;
+            Py_RETURN_FALSE;
     }
-    return 1;
-}
-
-/* box_overlap(ac, ar, ah, bc, br, bh) -> bool: separating-axis test of two oriented boxes (touching
- * overlaps), after a bounding-sphere test. */
-static PyObject *box_overlap(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    Box a, b;
-    if (check_nargs(nargs, 6, "box_overlap") < 0 || load_box(args, &a, "box_overlap: first box") < 0 ||
-        load_box(args + 3, &b, "box_overlap: second box") < 0)
-        return NULL;
-    return PyBool_FromLong(boxes_overlap(&a, &b));
+    Py_RETURN_TRUE;
 }
 
 /* placement(bc, br, bh, rc, rr, rh, margin) -> (inside, bottom): whether the box's footprint lies within
@@ -438,14 +432,77 @@ static int put_row(PyObject *outer, PyObject *a, PyObject *b, PyObject *value)
     return PyDict_SetItem(row, b, value);
 }
 
-/* entity_gaps(ncon, contact_geom, contact_dist, contact_key, affected, geom_xpos, pair_near, pair_fresh,
- *             pair_key, pa, pb, pair_gap, margin, measure, model, data, key_names, key_sorted, key_gripper)
+/* World-axis bounds of geoms after mj_kinematics: each geom's box in its own frame (geom_aabb: centre,
+ * half sizes) placed at the geom's pose and bounded along the world axes. Found as pairs ask for them and
+ * kept for the call (a geom is in many pairs). A geom lies inside its bounds, so two geoms farther apart
+ * than `reach` along some world axis of their bounds are farther apart than `reach`. */
+typedef struct {
+    const View *xpos, *xmat, *aabb;
+    double *bounds; /* per geom: low x, y, z, high x, y, z */
+    char *known;
+} GeomBounds;
+
+static int bounds_open(GeomBounds *gb, const View *xpos, const View *xmat, const View *aabb)
+{
+    Py_ssize_t ngeom = xpos->b.shape[0];
+    gb->xpos = xpos, gb->xmat = xmat, gb->aabb = aabb;
+    gb->bounds = PyMem_Malloc((size_t)(ngeom > 0 ? ngeom : 1) * 6 * sizeof(double));
+    gb->known = PyMem_Calloc((size_t)(ngeom > 0 ? ngeom : 1), 1);
+    if (gb->bounds == NULL || gb->known == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+static void bounds_close(GeomBounds *gb)
+{
+    PyMem_Free(gb->bounds);
+    PyMem_Free(gb->known);
+}
+
+static inline const double *bounds_of(GeomBounds *gb, long long g)
+{
+    double *out = gb->bounds + 6 * g;
+    if (gb->known[g])
+        return out;
+    double r[9], local[3], half[3];
+    for (int i = 0; i < 9; i++)
+        r[i] = get_d(at2(gb->xmat, g, i));
+    for (int i = 0; i < 3; i++) {
+        local[i] = get_d(at2(gb->aabb, g, i));
+        half[i] = get_d(at2(gb->aabb, g, 3 + i));
+    }
+    for (int i = 0; i < 3; i++) {
+        double c = get_d(at2(gb->xpos, g, i)) + (r[3 * i] * local[0] + r[3 * i + 1] * local[1] + r[3 * i + 2] * local[2]);
+        double e = fabs(r[3 * i]) * half[0] + fabs(r[3 * i + 1]) * half[1] + fabs(r[3 * i + 2]) * half[2];
+        out[i] = c - e;
+        out[3 + i] = c + e;
+    }
+    gb->known[g] = 1;
+    return out;
+}
+
+/* Whether the bounds of geoms `a` and `b` come within `reach` of each other along every world axis. */
+static inline int bounds_within(GeomBounds *gb, long long a, long long b, double reach)
+{
+    const double *p = bounds_of(gb, a), *q = bounds_of(gb, b);
+    for (int i = 0; i < 3; i++)
+        if (p[i] - reach > q[3 + i] || q[i] - reach > p[3 + i])
+            return 0;
+    return 1;
+}
+
+/* entity_gaps(ncon, contact_geom, contact_dist, contact_key, affected, geom_xpos, geom_xmat, geom_aabb,
+ *             pair_near, pair_fresh, pair_key, pa, pb, pair_gap, margin, measure, model, data, key_names,
+ *             key_sorted, key_gripper)
  *   -> (gaps, gripper_gaps, pairs)
  *
  * The kinematic twin's smallest signed gap per entity pair, and the three maps FrameGeometry holds.
  * Touching pairs come from the contact list (the smallest distance per entity-pair key). Then every
  * measured pair with a moved geom (`affected`: None, or its indices, geoms and bounding radii) has its
- * bounding-sphere test redone and its measurement made stale; each pair
+ * bounds tested again (bounding spheres, then the world-axis bounds of the geoms' boxes: a pair farther
+ * apart than the margin cannot count) and its measurement made stale; each pair
  * within the report margin whose entities are not already touching takes its kept distance, or a new one
  * from measure(model, data, geom_a, geom_b, margin, None) (mj_geomDistance), and counts if under the margin.
  * `measure` is either a Python callable (given the MjModel and MjData) or the address of MuJoCo's C
@@ -459,20 +516,22 @@ typedef double (*GeomDistance)(const void *, void *, int, int, double, double *)
 
 static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (check_nargs(nargs, 19, "entity_gaps") < 0)
+    if (check_nargs(nargs, 21, "entity_gaps") < 0)
         return NULL;
     Py_ssize_t ncon = PyLong_AsSsize_t(args[0]);
-    double margin = PyFloat_AsDouble(args[12]);
+    double margin = PyFloat_AsDouble(args[14]);
     if (PyErr_Occurred())
         return NULL;
-    PyObject *affected = args[4], *measure = args[13], *model = args[14], *data = args[15];
-    PyObject *key_names = args[16], *key_sorted = args[17], *key_gripper = args[18];
+    PyObject *affected = args[4], *measure = args[15], *model = args[16], *data = args[17];
+    PyObject *key_names = args[18], *key_sorted = args[19], *key_gripper = args[20];
     if (!PyList_Check(key_names) || !PyList_Check(key_sorted) || !PyList_Check(key_gripper)) {
         PyErr_SetString(PyExc_TypeError, "entity_gaps: key_names, key_sorted and key_gripper must be lists");
         return NULL;
     }
-    View geom = {0}, dist = {0}, ckey = {0}, idx = {0}, sa = {0}, sb = {0}, rbound = {0}, xpos = {0};
+    View geom = {0}, dist = {0}, ckey = {0}, idx = {0}, sa = {0}, sb = {0}, rbound = {0}, xpos = {0}, xmat = {0};
+    View aabb = {0};
     View near = {0}, fresh = {0}, pkey = {0}, pa = {0}, pb = {0}, measured = {0};
+    GeomBounds bounds = {0};
     double *value = NULL;
     Py_ssize_t *order = NULL, count = 0;
     PyObject *gaps = NULL, *gripper = NULL, *pairs = NULL, *result = NULL;
@@ -480,12 +539,14 @@ static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t n
                       view_open(args[2], &dist, 'd', 1, 0, "entity_gaps: contact_dist") < 0)) ||
         view_open(args[3], &ckey, 'l', 2, 0, "entity_gaps: contact_key") < 0 ||
         view_open(args[5], &xpos, 'd', 2, 0, "entity_gaps: geom_xpos") < 0 ||
-        view_open(args[6], &near, '?', 1, 1, "entity_gaps: pair_near") < 0 ||
-        view_open(args[7], &fresh, '?', 1, 1, "entity_gaps: pair_fresh") < 0 ||
-        view_open(args[8], &pkey, 'l', 1, 0, "entity_gaps: pair_key") < 0 ||
-        view_open(args[9], &pa, 'l', 1, 0, "entity_gaps: pa") < 0 ||
-        view_open(args[10], &pb, 'l', 1, 0, "entity_gaps: pb") < 0 ||
-        view_open(args[11], &measured, 'd', 1, 1, "entity_gaps: pair_gap") < 0)
+        view_open(args[6], &xmat, 'd', 2, 0, "entity_gaps: geom_xmat") < 0 ||
+        view_open(args[7], &aabb, 'd', 2, 0, "entity_gaps: geom_aabb") < 0 ||
+        view_open(args[8], &near, '?', 1, 1, "entity_gaps: pair_near") < 0 ||
+        view_open(args[9], &fresh, '?', 1, 1, "entity_gaps: pair_fresh") < 0 ||
+        view_open(args[10], &pkey, 'l', 1, 0, "entity_gaps: pair_key") < 0 ||
+        view_open(args[11], &pa, 'l', 1, 0, "entity_gaps: pa") < 0 ||
+        view_open(args[12], &pb, 'l', 1, 0, "entity_gaps: pb") < 0 ||
+        view_open(args[13], &measured, 'd', 1, 1, "entity_gaps: pair_gap") < 0)
         goto done;
     if (affected != Py_None) {
         if (!PyTuple_Check(affected) || PyTuple_GET_SIZE(affected) != 4) {
@@ -506,7 +567,9 @@ static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t n
     /* keys: a * n + b over n entities, n * n for two geoms of one entity */
     Py_ssize_t nkeys = PyList_GET_SIZE(key_names), npairs = pkey.b.shape[0], ngeom = xpos.b.shape[0];
     if (PyList_GET_SIZE(key_sorted) != nkeys || PyList_GET_SIZE(key_gripper) != nkeys ||
-        ckey.b.shape[0] != ngeom || ckey.b.shape[1] != ngeom || near.b.shape[0] != npairs || fresh.b.shape[0] != npairs ||
+        ckey.b.shape[0] != ngeom || ckey.b.shape[1] != ngeom || xpos.b.shape[1] != 3 || xmat.b.shape[0] != ngeom ||
+        xmat.b.shape[1] != 9 || aabb.b.shape[0] != ngeom || aabb.b.shape[1] != 6 || near.b.shape[0] != npairs ||
+        fresh.b.shape[0] != npairs ||
         pa.b.shape[0] != npairs || pb.b.shape[0] != npairs || measured.b.shape[0] != npairs ||
         (ncon > 0 && (geom.b.shape[0] < ncon || geom.b.shape[1] != 2 || dist.b.shape[0] < ncon))) {
         PyErr_SetString(PyExc_ValueError, "entity_gaps: array lengths do not match the model");
@@ -549,7 +612,9 @@ static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t n
             value[key] = gap;
         }
     }
-    if (affected != Py_None) { /* only pairs with a moved geom change their bounding-sphere test or distance */
+    if (affected != Py_None) { /* only pairs with a moved geom change their bounds test or distance */
+        if (bounds_open(&bounds, &xpos, &xmat, &aabb) < 0)
+            goto done;
         for (Py_ssize_t t = 0; t < idx.b.shape[0]; t++) {
             long long i = get_l(&idx, at(&idx, t)), ga = get_l(&sa, at(&sa, t)), gb = get_l(&sb, at(&sb, t));
             if (i < 0 || i >= npairs || ga < 0 || ga >= ngeom || gb < 0 || gb >= ngeom) {
@@ -560,7 +625,8 @@ static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t n
             double dx = get_d(at2(&xpos, ga, 0)) - get_d(at2(&xpos, gb, 0));
             double dy = get_d(at2(&xpos, ga, 1)) - get_d(at2(&xpos, gb, 1));
             double dz = get_d(at2(&xpos, ga, 2)) - get_d(at2(&xpos, gb, 2));
-            *at(&near, i) = sqrt(dx * dx + dy * dy + dz * dz) - get_d(at(&rbound, t)) <= margin;
+            *at(&near, i) = sqrt(dx * dx + dy * dy + dz * dz) - get_d(at(&rbound, t)) <= margin &&
+                            bounds_within(&bounds, ga, gb, margin + 1e-9);
         }
     }
     for (Py_ssize_t i = 0; i < npairs; i++) {
@@ -658,35 +724,21 @@ done:
     Py_XDECREF(pairs);
     PyMem_Free(value);
     PyMem_Free(order);
-    View *views[] = {&geom, &dist, &ckey, &idx, &sa, &sb, &rbound, &xpos, &near, &fresh, &pkey, &pa, &pb, &measured};
+    bounds_close(&bounds);
+    View *views[] = {&geom, &dist, &ckey, &idx, &sa, &sb, &rbound, &xpos, &xmat, &aabb, &near, &fresh, &pkey, &pa, &pb, &measured};
     for (size_t v = 0; v < sizeof(views) / sizeof(views[0]); v++)
         view_close(views[v]);
     return result;
 }
 
-/* The world box of geom `g` after mj_kinematics: its local bounding box (geom_aabb: centre, half sizes in
- * the geom frame) placed at the geom's pose, half sizes grown by `grow`. */
-static void geom_box(const View *xpos, const View *xmat, const View *aabb, long long g, double grow, Box *box)
-{
-    double local[3];
-    for (int i = 0; i < 9; i++)
-        box->r[i] = get_d(at2(xmat, g, i));
-    for (int i = 0; i < 3; i++) {
-        local[i] = get_d(at2(aabb, g, i));
-        box->h[i] = get_d(at2(aabb, g, 3 + i)) + grow;
-    }
-    for (int i = 0; i < 3; i++)
-        box->c[i] = get_d(at2(xpos, g, i)) + (box->r[3 * i] * local[0] + box->r[3 * i + 1] * local[1] + box->r[3 * i + 2] * local[2]);
-}
-
 /* may_touch(geom_xpos, geom_xmat, geom_aabb, sa, sb, rsum, plane, other, margin) -> bool
  *
  * Whether mj_collision could report a contact for one of the given geom pairs: two bounded geoms whose
- * bounding spheres (radii summed in `rsum`) and then bounding boxes (geom_aabb, each grown by `margin`)
- * come within `margin`, or a geom whose bounding box reaches within `margin` of a plane's front (the plane's
- * z axis; behind it counts). A geom lies inside both of its bounds, and MuJoCo makes the same sphere test
- * before it looks at a pair, so when this says no, mj_collision has nothing to add. A 1e-9 m slack keeps
- * the answer on the side of colliding where rounding could differ. */
+ * bounding spheres (radii summed in `rsum`) and world-axis box bounds both come within `margin`, or a
+ * geom whose box reaches within `margin` of a plane's front (the plane's z axis; behind it counts). A geom
+ * lies inside both of its bounds, and MuJoCo makes the same sphere test before it looks at a pair, so when
+ * this says no, mj_collision has nothing to add. A 1e-9 m slack keeps the answer on the side of colliding
+ * where rounding could differ. */
 static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (check_nargs(nargs, 9, "may_touch") < 0)
@@ -696,6 +748,7 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
         return NULL;
     double reach = margin + 1e-9;
     View xpos = {0}, xmat = {0}, aabb = {0}, sa = {0}, sb = {0}, rsum = {0}, plane = {0}, other = {0};
+    GeomBounds bounds = {0};
     PyObject *result = NULL;
     if (view_open(args[0], &xpos, 'd', 2, 0, "may_touch: geom_xpos") < 0 ||
         view_open(args[1], &xmat, 'd', 2, 0, "may_touch: geom_xmat") < 0 ||
@@ -711,8 +764,9 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
         PyErr_SetString(PyExc_ValueError, "may_touch: array lengths do not match");
         goto done;
     }
+    if (bounds_open(&bounds, &xpos, &xmat, &aabb) < 0)
+        goto done;
     int touch = 0;
-    Box ba, bb;
     for (Py_ssize_t k = 0; k < nsphere && !touch; k++) {
         long long a = get_l(&sa, at(&sa, k)), b = get_l(&sb, at(&sb, k));
         if (a < 0 || b < 0 || a >= ngeom || b >= ngeom) {
@@ -722,11 +776,7 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
         double dx = get_d(at2(&xpos, a, 0)) - get_d(at2(&xpos, b, 0));
         double dy = get_d(at2(&xpos, a, 1)) - get_d(at2(&xpos, b, 1));
         double dz = get_d(at2(&xpos, a, 2)) - get_d(at2(&xpos, b, 2));
-        if (sqrt(dx * dx + dy * dy + dz * dz) > get_d(at(&rsum, k)) + reach)
-            continue;
-        geom_box(&xpos, &xmat, &aabb, a, reach, &ba);
-        geom_box(&xpos, &xmat, &aabb, b, reach, &bb);
-        touch = boxes_overlap(&ba, &bb);
+        touch = sqrt(dx * dx + dy * dy + dz * dz) <= get_d(at(&rsum, k)) + reach && bounds_within(&bounds, a, b, reach);
     }
     for (Py_ssize_t k = 0; k < nplane && !touch; k++) {
         long long p = get_l(&plane, at(&plane, k)), g = get_l(&other, at(&other, k));
@@ -734,18 +784,17 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
             PyErr_SetString(PyExc_ValueError, "may_touch: a pair names a geom the model does not have");
             goto done;
         }
-        double normal[3], height = 0.0;
-        geom_box(&xpos, &xmat, &aabb, g, 0.0, &bb);
-        for (int i = 0; i < 3; i++) { /* the plane's normal: column 2 of its rotation */
-            normal[i] = get_d(at2(&xmat, p, 3 * i + 2));
-            height += normal[i] * (bb.c[i] - get_d(at2(&xpos, p, i)));
+        const double *box = bounds_of(&bounds, g);
+        double height = 0.0; /* of the bounds' lowest corner over the plane, along its normal (rotation column 2) */
+        for (int i = 0; i < 3; i++) {
+            double n = get_d(at2(&xmat, p, 3 * i + 2));
+            height += n * ((n >= 0.0 ? box[i] : box[3 + i]) - get_d(at2(&xpos, p, i)));
         }
-        for (int j = 0; j < 3; j++) /* down to the box's lowest corner along the normal */
-            height -= fabs(normal[0] * bb.r[j] + normal[1] * bb.r[3 + j] + normal[2] * bb.r[6 + j]) * bb.h[j];
         touch = height <= reach;
     }
     result = PyBool_FromLong(touch);
-done:;
+done:
+    bounds_close(&bounds);
     View *views[] = {&xpos, &xmat, &aabb, &sa, &sb, &rsum, &plane, &other};
     for (size_t v = 0; v < sizeof(views) / sizeof(views[0]); v++)
         view_close(views[v]);

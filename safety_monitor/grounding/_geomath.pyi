@@ -53,6 +53,8 @@ def entity_gaps(
     contact_key: np.ndarray,
     affected: tuple[np.ndarray, ...] | None,
     geom_xpos: np.ndarray,
+    geom_xmat: np.ndarray,
+    geom_aabb: np.ndarray,
     pair_near: np.ndarray,
     pair_fresh: np.ndarray,
     pair_key: np.ndarray,

@@ -1,10 +1,12 @@
 """Kinematic twin: a MuJoCo model of robot, fixtures and objects set from each frame's joints and poses.
 
 Kinematics and distances only, no dynamics. Two sources of signed surface gaps per frame:
-- `mj_collision` (margin = the contact distance) lists every touching or penetrating geom pair in C;
+- `mj_collision` (margin = the contact distance) lists every touching or penetrating geom pair in C
+  (asked only about geoms that moved: `grounding.contacts` keeps the contacts of resting ones);
 - `mj_geomDistance` measures the pairs whose *positive* gap matters (a gripper or object geom against
-  any other entity's geom) out to the largest distance threshold. Candidates come from a vectorised
-  bounding-sphere test over the allowed pairs, so only nearby pairs reach the per-pair call. (Margin-based
+  any other entity's geom) out to the largest distance threshold. Candidates come from a bounds test over
+  the allowed pairs (bounding spheres, then the geoms' boxes grown by that threshold), so only nearby
+  pairs reach the per-pair call. (Margin-based
   `mj_collision` misses positive gaps too often to be trusted for them: cylinder-box and even some box-box
   pairs within the margin go unreported.)
 This is what grounds contact on hardware; privileged simulator contacts are only a cross-check
@@ -105,7 +107,8 @@ class KinematicTwin:
         self._plans: dict[bytes, _Plan] = {}
         self._pair_gap = np.zeros(len(self._pa))  # last mj_geomDistance per measured pair
         self._pair_fresh = np.zeros(len(self._pa), dtype=bool)  # ... still valid: neither geom moved
-        self._pair_near = np.zeros(len(self._pa), dtype=bool)  # bounding spheres within the report margin
+        self._pair_near = np.zeros(len(self._pa), dtype=bool)  # bounds (sphere, box) within the report margin
+        self._geom_aabb = m.geom_aabb.reshape(m.ngeom, 6)  # each geom's box in its own frame
         self._box_bodies = np.array(
             [self._object_bodies[o] for o in robot.objects] + [b for b, _, _ in self._interiors.values()],
             dtype=np.int64,
@@ -269,16 +272,17 @@ class KinematicTwin:
     ) -> FrameGeometry:
         """This frame's FrameGeometry: the smallest signed gap per entity pair, both ways round, with the
         per-pair list and gripper gaps built in the same pass. Touching pairs come from the contact list
-        (`contacts`: count, geom pairs, distances),
-        measured pairs from mj_geomDistance (candidates within the report margin by bounding spheres; a pair
-        not among the `affected` ones, neither of whose geoms moved since it was last measured, keeps that
-        distance). The walk is C (`_geomath.entity_gaps`): some 50 contacts and pairs a frame."""
+        (`contacts`: count, geom pairs, distances), measured pairs from mj_geomDistance (candidates within the
+        report margin by bounding sphere and box; a pair not among the `affected` ones, neither of whose geoms
+        moved since it was last measured, keeps that distance). The walk is C (`_geomath.entity_gaps`)."""
         d = self.data
         gaps, gripper, pairs = _geomath.entity_gaps(
             *contacts,
             self._contact_key,
             affected,
             d.geom_xpos,
+            d.geom_xmat,
+            self._geom_aabb,
             self._pair_near,
             self._pair_fresh,
             self._pair_key,
