@@ -281,3 +281,30 @@ def test_norm3_is_the_plain_sum_under_the_root_and_other_vectors_go_through_nump
     assert norm(np.array([3.0, 4.0])) == 5.0 and norm([0.0, 3.0, 4.0]) == 5.0  # not a float64 3-vector array
     with pytest.raises(ValueError, match="norm3: v: expected 3 float64 values"):
         _geomath.norm3(np.zeros(4))
+
+
+def test_qpos_changed_compares_bits_and_keeps_the_new_ones():
+    last = np.full(4, -1, dtype=np.int64)
+    qpos = np.array([0.0, 1.0, math.nan, 2.0])
+    assert _geomath.qpos_changed(qpos, last) == b"\x01\x01\x01\x01" and last.tolist() == qpos.view(np.int64).tolist()
+    qpos[0], qpos[3] = -0.0, 2.5  # -0.0 is another bit pattern; NaN stays the same bits
+    assert _geomath.qpos_changed(qpos, last) == (np.array([True, False, False, True])).tobytes()
+    assert _geomath.qpos_changed(qpos, last) == bytes(4)
+    with pytest.raises(ValueError, match="qpos_changed: qpos and last_bits differ in length"):
+        _geomath.qpos_changed(qpos, last[:3])
+
+
+def test_place_objects_writes_poses_and_parks_the_rest():
+    from safety_monitor.frames import Pose
+
+    qpos = np.zeros(16)
+    slots = (("cup", 1), ("box", 9))
+    parked = {"cup": np.arange(7.0), "box": np.arange(7.0) + 10}
+    _geomath.place_objects(qpos, slots, {"cup": Pose(np.array([1.0, 2, 3]), np.array([1.0, 0, 0, 0]))}, parked)
+    assert qpos.tolist() == [0, 1, 2, 3, 1, 0, 0, 0, 0, *range(10, 17)]
+    with pytest.raises(
+        TypeError, match="place_objects: position: expected a float64 array, got list"
+    ):  # the twin's cue
+        _geomath.place_objects(qpos, slots, {"cup": Pose([1.0, 2, 3], [1.0, 0, 0, 0])}, parked)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="place_objects: address 12 is outside qpos"):
+        _geomath.place_objects(qpos, (("cup", 12),), {}, parked)

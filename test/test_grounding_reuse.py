@@ -133,3 +133,19 @@ def test_the_twins_gaps_are_the_contacts_and_distances_mujoco_gives(states):
         assert all(geo.gap(a, b) == gap == geo.gap(b, a) for (a, b), gap in want.items())
         compared += len(want)
     assert compared > 100
+
+
+def test_poses_in_lists_or_another_mapping_place_objects_as_arrays_do(states):
+    """The twin writes poses in C from float64 arrays in a dict; anything else goes through numpy, the same."""
+    from types import MappingProxyType
+
+    from safety_monitor.frames import Pose
+
+    twin, other = load_default_grounder(RATE).twin, load_default_grounder(RATE).twin
+    for state in states[:300:20]:
+        want = twin.compute(state.joint_names, state.joint_position, state.object_poses)
+        listed = {o: Pose(p.position.tolist(), tuple(p.quaternion.tolist())) for o, p in state.object_poses.items()}
+        for poses in (listed, MappingProxyType(dict(state.object_poses))):
+            other.forget()
+            got = other.compute(state.joint_names, state.joint_position, poses)  # type: ignore[arg-type]
+            assert got.gaps == want.gaps and got.object_boxes.keys() == want.object_boxes.keys()

@@ -860,6 +860,104 @@ done:;
     return result;
 }
 
+/* place_objects(qpos, slots, poses, parked) -> None
+ *
+ * Each object's free-joint qpos (7 values at the address its slot gives: (name, address) pairs) set from its
+ * pose in `poses` (a dict: .position, 3 float64 values, and .quaternion, 4), or from `parked` (a dict of
+ * 7-value arrays) when it has none. A pose of another type is a TypeError or ValueError (the twin then
+ * writes it through numpy); the objects before it are set by then. */
+static PyObject *place_objects(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs(nargs, 4, "place_objects") < 0)
+        return NULL;
+    PyObject *slots = args[1], *poses = args[2], *parked = args[3];
+    if (!PyTuple_Check(slots) || !PyDict_Check(poses) || !PyDict_Check(parked)) {
+        PyErr_SetString(PyExc_TypeError, "place_objects: slots must be a tuple, poses and parked dicts");
+        return NULL;
+    }
+    if (!PyArray_Check(args[0]) || PyArray_TYPE((PyArrayObject *)args[0]) != NPY_DOUBLE ||
+        !PyArray_ISNOTSWAPPED((PyArrayObject *)args[0]) || !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)args[0]) ||
+        !PyArray_ISWRITEABLE((PyArrayObject *)args[0])) {
+        PyErr_SetString(PyExc_TypeError, "place_objects: qpos must be a writable C-contiguous float64 array");
+        return NULL;
+    }
+    double *qpos = PyArray_DATA((PyArrayObject *)args[0]);
+    Py_ssize_t nq = PyArray_SIZE((PyArrayObject *)args[0]);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(slots); i++) {
+        PyObject *slot = PyTuple_GET_ITEM(slots, i);
+        if (!PyTuple_Check(slot) || PyTuple_GET_SIZE(slot) != 2) {
+            PyErr_SetString(PyExc_TypeError, "place_objects: a slot must be a (name, address) tuple");
+            return NULL;
+        }
+        PyObject *name = PyTuple_GET_ITEM(slot, 0);
+        Py_ssize_t adr = PyLong_AsSsize_t(PyTuple_GET_ITEM(slot, 1));
+        if (adr == -1 && PyErr_Occurred())
+            return NULL;
+        if (adr < 0 || adr + 7 > nq) {
+            PyErr_Format(PyExc_ValueError, "place_objects: address %zd is outside qpos (%zd values)", adr, nq);
+            return NULL;
+        }
+        PyObject *pose = PyDict_GetItemWithError(poses, name);
+        if (pose == NULL) {
+            if (PyErr_Occurred())
+                return NULL;
+            PyObject *rest = PyDict_GetItemWithError(parked, name);
+            if (rest == NULL) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_KeyError, "place_objects: an object without a pose has no parking place");
+                return NULL;
+            }
+            if (load(rest, qpos + adr, 7, "place_objects: parked") < 0)
+                return NULL;
+            continue;
+        }
+        PyObject *position = PyObject_GetAttrString(pose, "position");
+        PyObject *quaternion = position == NULL ? NULL : PyObject_GetAttrString(pose, "quaternion");
+        int failed = quaternion == NULL || load(position, qpos + adr, 3, "place_objects: position") < 0 ||
+                     load(quaternion, qpos + adr + 3, 4, "place_objects: quaternion") < 0;
+        Py_XDECREF(position);
+        Py_XDECREF(quaternion);
+        if (failed)
+            return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* qpos_changed(qpos, last_bits) -> bytes
+ *
+ * Which qpos values differ, bit for bit, from `last_bits` (int64, the previous call's qpos as bits; updated
+ * in place): one byte per value, 1 where it changed, as numpy's tobytes() of the bool array would give. */
+static PyObject *qpos_changed(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs(nargs, 2, "qpos_changed") < 0)
+        return NULL;
+    View qpos = {0}, last = {0};
+    PyObject *result = NULL;
+    if (view_open(args[0], &qpos, 'd', 1, 0, "qpos_changed: qpos") < 0 ||
+        view_open(args[1], &last, 'l', 1, 1, "qpos_changed: last_bits") < 0)
+        goto done;
+    Py_ssize_t nq = qpos.b.shape[0];
+    if (last.b.shape[0] != nq) {
+        PyErr_SetString(PyExc_ValueError, "qpos_changed: qpos and last_bits differ in length");
+        goto done;
+    }
+    result = PyBytes_FromStringAndSize(NULL, nq);
+    if (result == NULL)
+        goto done;
+    char *out = PyBytes_AS_STRING(result);
+    for (Py_ssize_t i = 0; i < nq; i++) {
+        long long now, before;
+        memcpy(&now, at(&qpos, i), 8);
+        memcpy(&before, at(&last, i), 8);
+        out[i] = now != before;
+        memcpy(at(&last, i), &now, 8);
+    }
+done:
+    view_close(&qpos);
+    view_close(&last);
+    return result;
+}
+
 /* body_box(xpos, xmat, body, local_center, center_out, rotation_out): a body-fixed box in the world after
  * mj_kinematics: its rotation the body's (xmat[body]), its centre xpos[body] + rotation @ local_center. */
 static PyObject *body_box(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -915,6 +1013,10 @@ static PyMethodDef methods[] = {
      "Whether mj_collision could report a contact for one of these geom pairs."},
     {"keep_contacts", (PyCFunction)(void (*)(void))keep_contacts, METH_FASTCALL,
      "Carry the contacts of resting geoms, add the new ones; the new count."},
+    {"place_objects", (PyCFunction)(void (*)(void))place_objects, METH_FASTCALL,
+     "Objects' free-joint qpos from their poses, parked without one."},
+    {"qpos_changed", (PyCFunction)(void (*)(void))qpos_changed, METH_FASTCALL,
+     "Which qpos values changed since the last call, as bytes; the last bits updated."},
     {"body_box", (PyCFunction)(void (*)(void))body_box, METH_FASTCALL, "A body-fixed box in the world."},
     {"entity_gaps", (PyCFunction)(void (*)(void))entity_gaps, METH_FASTCALL,
      "The twin's gaps per entity pair: (gaps, gripper_gaps, pairs)."},

@@ -1,6 +1,6 @@
 """Types of the C kernels in _geomath.c (float64 arrays in, of the shapes named; any strides)."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -38,6 +38,10 @@ def keep_contacts(
     new_geom: np.ndarray | None,
     new_dist: np.ndarray | None,
 ) -> int: ...
+def place_objects(
+    qpos: np.ndarray, slots: tuple[tuple[str, int], ...], poses: Mapping[str, Any], parked: dict[str, np.ndarray]
+) -> None: ...
+def qpos_changed(qpos: np.ndarray, last_bits: np.ndarray) -> bytes: ...
 def body_box(
     xpos: np.ndarray,
     xmat: np.ndarray,

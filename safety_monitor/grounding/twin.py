@@ -163,13 +163,10 @@ class KinematicTwin:
         for follower, leader, ref_f, ref_l, (c0, c1, c2, c3, c4) in self._followers:
             y = qpos.item(leader) - ref_l
             qpos[follower] = ref_f + c0 + y * (c1 + y * (c2 + y * (c3 + y * c4)))
-        for o, at in self._object_slots:
-            pose = poses.get(o)
-            if pose is None:
-                qpos[at : at + 7] = self._parked[o]
-            else:
-                qpos[at : at + 3] = pose.position
-                qpos[at + 3 : at + 7] = pose.quaternion
+        try:
+            _geomath.place_objects(qpos, self._object_slots, poses, self._parked)
+        except (TypeError, ValueError):  # poses in lists or other dtypes, another Mapping: through numpy
+            self._place_objects(poses)
         mujoco.mj_kinematics(m, d)
         site_pos, site_rot = self._site_pos, self._site_rot
         placed = carried(site_pos.copy(), site_rot.copy()) if carried is not None else None
@@ -181,10 +178,7 @@ class KinematicTwin:
                 mujoco.mju_mat2Quat(quat, (site_rot @ rel_rot).ravel())
                 d.qpos[qadr + 3 : qadr + 7] = quat
             mujoco.mj_kinematics(m, d)
-        bits = qpos.view(np.int64)
-        changed = bits != self._qpos_bits
-        self._qpos_bits = bits.copy()
-        affected, boxes_moved, contact_plan = self._plan(changed)
+        affected, boxes_moved, contact_plan = self._plan(_geomath.qpos_changed(qpos, self._qpos_bits))
         contacts = self._contacts.collide(m, d, contact_plan)
         object_boxes, interiors, unknown = self._frame_boxes(boxes_moved, poses)
         points = np.empty((len(self._finger_geoms) + 1, 3))
@@ -200,6 +194,16 @@ class KinematicTwin:
             interiors=interiors,
             unknown=unknown,
         )
+
+    def _place_objects(self, poses: Mapping[str, Pose]) -> None:
+        qpos = self.data.qpos
+        for o, at in self._object_slots:
+            pose = poses.get(o)
+            if pose is None:
+                qpos[at : at + 7] = self._parked[o]
+            else:
+                qpos[at : at + 3] = pose.position
+                qpos[at + 3 : at + 7] = pose.quaternion
 
     def _frame_boxes(
         self, moved: list[bool], poses: Mapping[str, Pose]
@@ -297,16 +301,16 @@ class KinematicTwin:
         )
         return FrameGeometry.with_derived(gripper, pairs, gaps=gaps, **fields)
 
-    def _plan(self, changed: np.ndarray) -> _Plan:
-        """What a frame whose qpos `changed` there must redo: the measured pairs with a moved geom (indices,
+    def _plan(self, key: bytes) -> _Plan:
+        """What a frame whose qpos changed where `key` has a 1 byte (`_geomath.qpos_changed`) must redo: the measured pairs with a moved geom (indices,
         their geoms, bounding radii; None if none), per box builder whether its body moved, and which contacts
         to ask mj_collision for (None: no geom moved). A frame changes the same qpos as many frames before it
         (the arm; an object on a pose update): cached."""
-        key = changed.tobytes()
         plan = self._plans.get(key)
         if plan is None:
             if len(self._plans) >= 64:
                 self._plans.clear()
+            changed = np.frombuffer(key, dtype=bool)
             body_moved = np.any(self._body_qpos[:, changed], axis=1)
             geom_moved = body_moved[self.model.geom_bodyid]
             idx = np.flatnonzero(geom_moved.take(self._pa) | geom_moved.take(self._pb))
