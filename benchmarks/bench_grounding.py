@@ -12,10 +12,15 @@ time of the twin's MuJoCo calls alone per frame, the floor of any grounder that 
 (the RobotState's arrays and dicts read into one flat input row, a PredicateFrame built from a row of
 booleans), the other part of that floor; `--stages` (with `--episodes`): the CPU of each part of the step
 (twin, object motion tracks, each estimator family, the rest), where a compiled step would save what.
+`--baseline DIR` (with `--episodes --mujoco`): the same episodes first through another checkout's grounder
+(DIR, e.g. `git archive <commit> | tar -x -C DIR`, its kernels built in place), in a child process running
+that checkout's own copy of this script, then this one's: both steps and MuJoCo calls, and this step
+against the baseline twin's MuJoCo calls (issue 17's measure: the calls of the twin it started from).
 `--urdf`: the workcell's sweep and then, back to back, a sweep of a 7-joint URDF arm with a two-finger gripper
 (`test/urdf_robots.py`'s, package:// meshes) over three cubes: for each, CPU per `Grounder.step` and the CPU of
 the MuJoCo calls it makes (thread time both), and their ratio.
-Run: .venv/bin/python benchmarks/bench_grounding.py [--frames 5000] [--episodes [TASK ...] [--mujoco] [--floor] [--stages]] [--idle MS ... [--spin]]
+Run: .venv/bin/python benchmarks/bench_grounding.py [--frames 5000] [--episodes [TASK ...] [--mujoco [--baseline DIR]]
+         [--floor] [--stages]] [--idle MS ... [--spin]]
      .venv/bin/python benchmarks/bench_grounding.py --urdf [--frames 5000]
 """
 
@@ -23,6 +28,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
+import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -221,9 +229,33 @@ class StageClock:
             family.step = self._timed(f"{label} family", type(family).step.__get__(family))
 
 
-def episodes(tasks: list[str], mujoco_only: bool, floor: bool = False, stages: bool = False) -> None:
+def baseline_figures(folder: Path, tasks: list[str]) -> tuple[float, float]:
+    """(step, MuJoCo calls) in us a frame of another checkout's grounder on `tasks`, from its own copy of this
+    script in a child process (its package first on the path)."""
+    script = folder / "benchmarks" / "bench_grounding.py"
+    if not script.is_file():
+        raise SystemExit(f"--baseline {folder}: no benchmarks/bench_grounding.py there (a checkout's root?)")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(folder), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run(
+        [sys.executable, str(script), "--episodes", *tasks, "--mujoco"],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    step = re.search(r"^all +\d+ frames +(\d+) us CPU per frame$", out.stdout, re.M)
+    calls = re.search(r"^MuJoCo calls in all +([\d.]+) us per frame$", out.stdout, re.M)
+    if out.returncode or step is None or calls is None:
+        raise SystemExit(f"--baseline {folder}: its benchmark failed: {(out.stderr or out.stdout).strip()[-500:]}")
+    return float(step[1]), float(calls[1])
+
+
+def episodes(
+    tasks: list[str], mujoco_only: bool, floor: bool = False, stages: bool = False, baseline: Path | None = None
+) -> None:
     from safety_monitor.sim.runner import run_episode
 
+    before = baseline_figures(baseline, tasks) if baseline is not None else None
     grounder = load_default_grounder(RATE)
     timed_mujoco = TimedMuJoCo()
     mujoco_grounder = load_default_grounder(RATE) if mujoco_only else grounder
@@ -263,6 +295,12 @@ def episodes(tasks: list[str], mujoco_only: bool, floor: bool = False, stages: b
         calls = sum(timed_mujoco.seconds.values())
         print(f"{'MuJoCo calls in all':24s} {1e6 * calls / total_frames:18.1f} us per frame")
         print(f"{'step / MuJoCo calls':24s} {total_cpu / calls:18.1f} x")
+    if before is not None:
+        step_us = 1e6 * total_cpu / total_frames
+        print(f"{'baseline step':24s} {before[0]:18.1f} us per frame")
+        print(f"{'baseline MuJoCo calls':24s} {before[1]:18.1f} us per frame")
+        print(f"{'baseline step / its calls':24s} {before[0] / before[1]:18.1f} x")
+        print(f"{'step / baseline calls':24s} {step_us / before[1]:18.1f} x")
 
 
 def urdf_trajectory(grounder, frames: int) -> list[RobotState]:
@@ -371,6 +409,13 @@ def main() -> None:
         help="with --episodes: also the CPU of each part of the step (twin, motion tracks, each estimator family)",
     )
     parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="DIR",
+        help="with --episodes --mujoco: first the same episodes through the checkout in DIR (its own script), then "
+        "this step against its twin's MuJoCo calls",
+    )
+    parser.add_argument(
         "--spin", action="store_true", help="with --idle: busy-wait through the pause instead of sleeping"
     )
     parser.add_argument(
@@ -386,7 +431,9 @@ def main() -> None:
     elif args.episodes is None:
         sweep(args.frames)
     else:
-        episodes(args.episodes or list(EPISODES), args.mujoco, args.floor, args.stages)
+        if args.baseline is not None and not args.mujoco:
+            parser.error("--baseline needs --mujoco (it compares with the baseline twin's MuJoCo calls)")
+        episodes(args.episodes or list(EPISODES), args.mujoco, args.floor, args.stages, args.baseline)
 
 
 if __name__ == "__main__":

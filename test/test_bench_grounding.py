@@ -76,3 +76,30 @@ def test_urdf_mode_times_the_workcell_and_the_urdf_arm_against_their_mujoco_call
         # the twin's calls: kinematics every frame, collision on frames where a moved geom may touch another
         assert float(collision) <= 1.0 and float(kinematics) >= 1.0
         assert 0 < float(calls) < float(step) and float(ratio) == pytest.approx(float(step) / float(calls), rel=0.02)
+
+
+def test_baseline_mode_measures_the_other_checkouts_twin_in_the_same_run(tmp_path):
+    root = BENCH.parents[1]  # this checkout as its own baseline: the same twin measured twice
+    out = subprocess.run(
+        [sys.executable, str(BENCH), "--episodes", "open_drawer", "--mujoco", "--baseline", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    figure = dict(
+        re.findall(r"^(baseline step|baseline MuJoCo calls|step / baseline calls) +([\d.]+)", out.stdout, re.M)
+    )
+    step = float(re.search(r"^all +\d+ frames +(\d+) us CPU per frame$", out.stdout, re.M)[1])
+    assert len(figure) == 3, out.stdout
+    assert float(figure["step / baseline calls"]) == pytest.approx(
+        step / float(figure["baseline MuJoCo calls"]), rel=0.05
+    )
+    assert float(figure["baseline step"]) > float(figure["baseline MuJoCo calls"]) > 0
+    bad = subprocess.run(
+        [sys.executable, str(BENCH), "--episodes", "open_drawer", "--mujoco", "--baseline", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode != 0 and "no benchmarks/bench_grounding.py there" in bad.stderr
