@@ -308,3 +308,17 @@ def test_place_objects_writes_poses_and_parks_the_rest():
         _geomath.place_objects(qpos, slots, {"cup": Pose([1.0, 2, 3], [1.0, 0, 0, 0])}, parked)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="place_objects: address 12 is outside qpos"):
         _geomath.place_objects(qpos, (("cup", 12),), {}, parked)
+
+
+def test_body_box_places_a_body_fixed_box_in_new_read_only_arrays():
+    rng = np.random.default_rng(3)
+    xpos = rng.normal(size=(3, 3))
+    xmat = np.array([np.linalg.qr(rng.normal(size=(3, 3)))[0].ravel() for _ in range(3)])
+    local = np.array([0.1, -0.2, 0.05])
+    center, rotation = _geomath.body_box(xpos, xmat, 2, local)
+    np.testing.assert_allclose(center, xpos[2] + xmat[2].reshape(3, 3) @ local, rtol=0, atol=1e-15)
+    assert np.array_equal(rotation, xmat[2].reshape(3, 3)) and rotation.shape == (3, 3)
+    assert not center.flags.writeable and not rotation.flags.writeable
+    assert _geomath.body_box(xpos, xmat, 2, local)[0] is not center  # a new box each call
+    with pytest.raises(ValueError, match="body_box: no body 3 in xpos"):
+        _geomath.body_box(xpos, xmat, 3, local)

@@ -958,20 +958,30 @@ done:
     return result;
 }
 
-/* body_box(xpos, xmat, body, local_center, center_out, rotation_out): a body-fixed box in the world after
- * mj_kinematics: its rotation the body's (xmat[body]), its centre xpos[body] + rotation @ local_center. */
+/* A new read-only float64 array of the given shape filled from `values`. */
+static PyObject *frozen_array(int ndim, npy_intp *shape, const double *values, Py_ssize_t n)
+{
+    PyObject *out = PyArray_SimpleNew(ndim, shape, NPY_DOUBLE);
+    if (out == NULL)
+        return NULL;
+    memcpy(PyArray_DATA((PyArrayObject *)out), values, (size_t)n * sizeof(double));
+    PyArray_CLEARFLAGS((PyArrayObject *)out, NPY_ARRAY_WRITEABLE);
+    return out;
+}
+
+/* body_box(xpos, xmat, body, local_center) -> (center, rotation): a body-fixed box in the world after
+ * mj_kinematics: its rotation the body's (xmat[body]), its centre xpos[body] + rotation @ local_center.
+ * Both new read-only arrays (a box is handed out for as long as its body rests). */
 static PyObject *body_box(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (check_nargs(nargs, 6, "body_box") < 0)
+    if (check_nargs(nargs, 4, "body_box") < 0)
         return NULL;
     Py_ssize_t body = PyLong_AsSsize_t(args[2]);
     if (body == -1 && PyErr_Occurred())
         return NULL;
     View xpos = {0}, xmat = {0};
-    double local[3], r[9];
-    PyObject *result = NULL;
-    Py_buffer cv, rv;
-    cv.obj = rv.obj = NULL;
+    double local[3], r[9], c[3];
+    PyObject *result = NULL, *center = NULL, *rotation = NULL;
     if (view_open(args[0], &xpos, 'd', 2, 0, "body_box: xpos") < 0 ||
         view_open(args[1], &xmat, 'd', 2, 0, "body_box: xmat") < 0 || load(args[3], local, 3, "body_box: local_center") < 0)
         goto done;
@@ -979,21 +989,18 @@ static PyObject *body_box(PyObject *self, PyObject *const *args, Py_ssize_t narg
         PyErr_Format(PyExc_ValueError, "body_box: no body %zd in xpos (nbody, 3) and xmat (nbody, 9)", body);
         goto done;
     }
-    double *c = writable(args[4], &cv, 3, "body_box: center_out");
-    double *rot = c == NULL ? NULL : writable(args[5], &rv, 9, "body_box: rotation_out");
-    if (rot == NULL)
-        goto done;
     for (int i = 0; i < 9; i++)
         r[i] = get_d(at2(&xmat, body, i));
     for (int i = 0; i < 3; i++)
         c[i] = get_d(at2(&xpos, body, i)) + (r[3 * i] * local[0] + r[3 * i + 1] * local[1] + r[3 * i + 2] * local[2]);
-    memcpy(rot, r, sizeof r);
-    result = Py_NewRef(Py_None);
+    npy_intp vector[1] = {3}, matrix[2] = {3, 3};
+    center = frozen_array(1, vector, c, 3);
+    rotation = center == NULL ? NULL : frozen_array(2, matrix, r, 9);
+    if (rotation != NULL)
+        result = PyTuple_Pack(2, center, rotation);
 done:
-    if (cv.obj != NULL)
-        PyBuffer_Release(&cv);
-    if (rv.obj != NULL)
-        PyBuffer_Release(&rv);
+    Py_XDECREF(center);
+    Py_XDECREF(rotation);
     view_close(&xpos);
     view_close(&xmat);
     return result;

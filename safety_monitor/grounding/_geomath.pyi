@@ -43,13 +43,8 @@ def place_objects(
 ) -> None: ...
 def qpos_changed(qpos: np.ndarray, last_bits: np.ndarray) -> bytes: ...
 def body_box(
-    xpos: np.ndarray,
-    xmat: np.ndarray,
-    body: int,
-    local_center: np.ndarray,
-    center_out: np.ndarray,
-    rotation_out: np.ndarray,
-) -> None: ...
+    xpos: np.ndarray, xmat: np.ndarray, body: int, local_center: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]: ...
 def entity_gaps(
     ncon: int,
     contact_geom: np.ndarray | None,

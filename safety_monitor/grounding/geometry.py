@@ -38,6 +38,14 @@ class Box:
     rotation: np.ndarray
     half: np.ndarray
 
+    @classmethod
+    def placed(cls, center: np.ndarray, rotation: np.ndarray, half: np.ndarray) -> Box:
+        """A Box from arrays the caller made read-only, without the frozen dataclass's __init__ (a setattr per
+        field: the twin builds a box a frame for whatever moved)."""
+        box = cls.__new__(cls)
+        box.__dict__.update(center=center, rotation=rotation, half=half)
+        return box
+
     def to_local(self, points: np.ndarray) -> np.ndarray:
         """Points (n, 3) in world -> box frame (origin at the centre)."""
         return (np.asarray(points, dtype=float) - self.center) @ self.rotation

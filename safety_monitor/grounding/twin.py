@@ -208,35 +208,39 @@ class KinematicTwin:
     def _frame_boxes(
         self, moved: list[bool], poses: Mapping[str, Pose]
     ) -> tuple[dict[str, Box], dict[str, Box], frozenset[str]]:
-        """This frame's object boxes, interior boxes and unknown objects. The three are handed out again,
-        the same objects, while no box was rebuilt and the same objects have poses (most frames: only the
-        arm moves), so a frame does not rebuild two dicts and a set that equal the last frame's. Readers
-        take them as read-only (FrameGeometry's fields are Mappings)."""
-        rebuilt = self._update_boxes(moved, poses)
-        last = self._last_boxes
-        if last is not None and not rebuilt and last[0] == poses.keys():
-            return last[1], last[2], last[3]
-        boxes = self._boxes
-        object_boxes = {o: boxes[o] for o in poses}
-        interiors = {n: boxes[n] for n in self._interiors}
-        unknown = frozenset(o for o in self.robot.objects if o not in poses)
-        self._last_boxes = (frozenset(poses), object_boxes, interiors, unknown)
+        """This frame's object boxes, interior boxes and unknown objects. Each is handed out again, the same
+        object, while what it is made of stays (most frames: only the arm moves; an object's box is rebuilt on
+        its pose update, interiors only while a fixture moves), so a frame does not rebuild dicts and a set
+        equal to the last frame's. Readers take them as read-only (FrameGeometry's fields are Mappings)."""
+        objects_rebuilt, interiors_rebuilt = self._update_boxes(moved, poses)
+        last, boxes = self._last_boxes, self._boxes
+        if last is not None and last[0] == poses.keys():
+            names, unknown = last[0], last[3]
+            object_boxes = last[1] if not objects_rebuilt else {o: boxes[o] for o in poses}
+        else:
+            names, unknown = frozenset(poses), frozenset(o for o in self.robot.objects if o not in poses)
+            object_boxes = {o: boxes[o] for o in poses}
+        interiors = last[2] if last is not None and not interiors_rebuilt else {n: boxes[n] for n in self._interiors}
+        self._last_boxes = (names, object_boxes, interiors, unknown)
         return object_boxes, interiors, unknown
 
-    def _update_boxes(self, moved: list[bool], poses: Mapping[str, Pose]) -> bool:
+    def _update_boxes(self, moved: list[bool], poses: Mapping[str, Pose]) -> tuple[bool, bool]:
         """Build the boxes of usable objects and of interiors whose body moved since the last frame (or
-        that have none yet): a box kept is one built at the body's present pose. Returns whether any box
-        was built or dropped."""
+        that have none yet): a box kept is one built at the body's present pose. Returns whether any object
+        box, and whether any interior box, was built or dropped."""
         boxes, interiors = self._boxes, self._interiors
-        rebuilt = False
+        objects_rebuilt = interiors_rebuilt = False
         for (owner, build), body_moved in zip(self._box_builders, moved):
             if body_moved or owner not in boxes:
-                if owner in poses or owner in interiors:
+                if owner in interiors:
                     boxes[owner] = build(owner)
-                    rebuilt = True
+                    interiors_rebuilt = True
+                elif owner in poses:
+                    boxes[owner] = build(owner)
+                    objects_rebuilt = True
                 elif boxes.pop(owner, None) is not None:
-                    rebuilt = True
-        return rebuilt
+                    objects_rebuilt = True
+        return objects_rebuilt, interiors_rebuilt
 
     def _world_box(self, o: str) -> Box:
         """World box of object `o` after mj_kinematics: its geoms' bounding box in its body frame, moved."""
@@ -249,10 +253,8 @@ class KinematicTwin:
     def _body_box(self, body: int, center: np.ndarray, half: np.ndarray) -> Box:
         """The box fixed in `body` at `center` (body frame) after mj_kinematics, read-only (it is reused for
         as long as its body rests)."""
-        world, rotation = np.empty(3), np.empty((3, 3))
-        _geomath.body_box(self.data.xpos, self.data.xmat, body, center, world, rotation)
-        world.flags.writeable = rotation.flags.writeable = False
-        return Box(world, rotation, half)
+        world, rotation = _geomath.body_box(self.data.xpos, self.data.xmat, body, center)
+        return Box.placed(world, rotation, half)
 
     def body_contacts(self, contacts: Sequence) -> dict[str, dict[str, float]]:
         """Privileged simulator contacts (body names) as entity gaps, to cross-check the twin."""
