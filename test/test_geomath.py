@@ -322,3 +322,15 @@ def test_body_box_places_a_body_fixed_box_in_new_read_only_arrays():
     assert _geomath.body_box(xpos, xmat, 2, local)[0] is not center  # a new box each call
     with pytest.raises(ValueError, match="body_box: no body 3 in xpos"):
         _geomath.body_box(xpos, xmat, 3, local)
+
+
+def test_site_frame_copies_the_site_pose_and_gathers_the_gripper_points():
+    site_pos, site_rot = np.array([0.1, 0.2, 0.3]), np.arange(9.0).reshape(3, 3)
+    geom_xpos = np.arange(15.0).reshape(5, 3)
+    position, rotation, points = _geomath.site_frame(site_pos, site_rot, geom_xpos, np.array([4, 1]))
+    assert position.tolist() == site_pos.tolist() and np.array_equal(rotation, site_rot)
+    assert points.tolist() == [site_pos.tolist(), geom_xpos[4].tolist(), geom_xpos[1].tolist()]
+    site_pos[0] = 9.0  # MjData's arrays change next frame: the frame keeps its own
+    assert position[0] == 0.1 and position.flags.writeable
+    with pytest.raises(ValueError, match="site_frame: a finger geom the model does not have"):
+        _geomath.site_frame(site_pos, site_rot, geom_xpos, np.array([5]))

@@ -1006,6 +1006,55 @@ done:
     return result;
 }
 
+/* site_frame(site_pos, site_rot, geom_xpos, finger_geoms) -> (position, rotation, points)
+ *
+ * The end-effector site's pose after mj_kinematics, copied into new arrays (MjData's are overwritten next
+ * frame), and the gripper points: the site first, then each finger geom's centre. */
+static PyObject *site_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    double pos[3], rot[9];
+    if (check_nargs(nargs, 4, "site_frame") < 0 || load(args[0], pos, 3, "site_frame: site_pos") < 0 ||
+        load(args[1], rot, 9, "site_frame: site_rot") < 0)
+        return NULL;
+    View xpos = {0}, fingers = {0};
+    PyObject *position = NULL, *rotation = NULL, *points = NULL, *result = NULL;
+    if (view_open(args[2], &xpos, 'd', 2, 0, "site_frame: geom_xpos") < 0 ||
+        view_open(args[3], &fingers, 'l', 1, 0, "site_frame: finger_geoms") < 0)
+        goto done;
+    Py_ssize_t ngeom = xpos.b.shape[0], nf = fingers.b.shape[0];
+    if (xpos.b.shape[1] != 3) {
+        PyErr_SetString(PyExc_ValueError, "site_frame: geom_xpos must be (ngeom, 3)");
+        goto done;
+    }
+    npy_intp vector[1] = {3}, matrix[2] = {3, 3}, rows[2] = {nf + 1, 3};
+    position = PyArray_SimpleNew(1, vector, NPY_DOUBLE);
+    rotation = PyArray_SimpleNew(2, matrix, NPY_DOUBLE);
+    points = PyArray_SimpleNew(2, rows, NPY_DOUBLE);
+    if (position == NULL || rotation == NULL || points == NULL)
+        goto done;
+    memcpy(PyArray_DATA((PyArrayObject *)position), pos, sizeof pos);
+    memcpy(PyArray_DATA((PyArrayObject *)rotation), rot, sizeof rot);
+    double *p = PyArray_DATA((PyArrayObject *)points);
+    memcpy(p, pos, sizeof pos);
+    for (Py_ssize_t f = 0; f < nf; f++) {
+        long long g = get_l(&fingers, at(&fingers, f));
+        if (g < 0 || g >= ngeom) {
+            PyErr_SetString(PyExc_ValueError, "site_frame: a finger geom the model does not have");
+            goto done;
+        }
+        for (int i = 0; i < 3; i++)
+            p[3 * (f + 1) + i] = get_d(at2(&xpos, g, i));
+    }
+    result = PyTuple_Pack(3, position, rotation, points);
+done:
+    Py_XDECREF(position);
+    Py_XDECREF(rotation);
+    Py_XDECREF(points);
+    view_close(&xpos);
+    view_close(&fingers);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"box_overlap", (PyCFunction)(void (*)(void))box_overlap, METH_FASTCALL, "Oriented boxes overlap (SAT)."},
     {"placement", (PyCFunction)(void (*)(void))placement, METH_FASTCALL, "(inside, bottom) of a box in a region."},
@@ -1024,6 +1073,8 @@ static PyMethodDef methods[] = {
      "Objects' free-joint qpos from their poses, parked without one."},
     {"qpos_changed", (PyCFunction)(void (*)(void))qpos_changed, METH_FASTCALL,
      "Which qpos values changed since the last call, as bytes; the last bits updated."},
+    {"site_frame", (PyCFunction)(void (*)(void))site_frame, METH_FASTCALL,
+     "The end-effector site's pose, copied, and the gripper points."},
     {"body_box", (PyCFunction)(void (*)(void))body_box, METH_FASTCALL, "A body-fixed box in the world."},
     {"entity_gaps", (PyCFunction)(void (*)(void))entity_gaps, METH_FASTCALL,
      "The twin's gaps per entity pair: (gaps, gripper_gaps, pairs)."},

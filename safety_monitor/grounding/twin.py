@@ -181,14 +181,12 @@ class KinematicTwin:
         affected, boxes_moved, contact_plan = self._plan(_geomath.qpos_changed(qpos, self._qpos_bits))
         contacts = self._contacts.collide(m, d, contact_plan)
         object_boxes, interiors, unknown = self._frame_boxes(boxes_moved, poses)
-        points = np.empty((len(self._finger_geoms) + 1, 3))
-        points[0] = site_pos
-        d.geom_xpos.take(self._finger_geoms, axis=0, out=points[1:])
+        ee_position, ee_rotation, points = _geomath.site_frame(site_pos, site_rot, d.geom_xpos, self._finger_geoms)
         return self._geometry(
             contacts,
             affected,
-            ee_position=site_pos.copy(),
-            ee_rotation=site_rot.copy(),
+            ee_position=ee_position,
+            ee_rotation=ee_rotation,
             gripper_points=points,
             object_boxes=object_boxes,
             interiors=interiors,
