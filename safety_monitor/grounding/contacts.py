@@ -11,7 +11,8 @@ which does not depend on it.
 
 Clearing `contype` selects exactly the moved pairs only where every geom's `contype` equals its
 `conaffinity` and the model has no explicit `<pair>`s (MuJoCo collides those whatever the masks say); any
-other model gets a full mj_collision every frame.
+other model gets a full mj_collision every frame. The masks, and the candidate pairs they allow, are read
+once, when the twin is built: a twin whose model's masks are changed afterwards must be built anew.
 """
 
 from __future__ import annotations
