@@ -512,7 +512,7 @@ class FrameAssembler:
             poses = {n: self._poses[n] for n in stamps}
         else:  # every pose: `_poses` has the keys of `_pose_stamps`, set together in the same order
             poses = self._poses.copy()
-        state = RobotState(
+        state = RobotState.measured(
             t=t,
             joint_names=self.joints,
             joint_position=block[0].copy(),
