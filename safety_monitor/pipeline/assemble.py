@@ -428,7 +428,11 @@ class FrameAssembler:
             )
             self._unusable(t)
             return None
-        if not _finite(sample.position):
+        v, e = sample.velocity, sample.effort
+        n = len(names)
+        # the common case, every row complete and plausible, in one check (else each row is checked in turn)
+        sound = v is not None and e is not None and len(v) == n and len(e) == n and _finite(sample.position, v, e)
+        if not sound and not _finite(sample.position):
             bad = [n for n, p in zip(names, sample.position.tolist()) if not abs(p) < _LIMIT]
             self._issue(
                 IssueKind.NAN,
@@ -456,17 +460,12 @@ class FrameAssembler:
             layout = self._layout(names, t)
         assert self._values is not None and self._joint_t is not None and self.joints is not None
         block = self._values
-        n = len(names)
         velocity: np.ndarray | float
         effort: np.ndarray | float
-        v, e = sample.velocity, sample.effort
-        if v is not None and len(v) == n and _finite(v):  # (the common case inline)
-            velocity, velocity_finite = v, True
+        if sound:
+            velocity, velocity_finite, effort, effort_finite = v, True, e, True
         else:
             velocity, velocity_finite = self._optional(v, n, "velocities", t)
-        if e is not None and len(e) == n and _finite(e):
-            effort, effort_finite = e, True
-        else:
             effort, effort_finite = self._optional(e, n, "efforts", t)
         rows = (sample.position, velocity, effort)
         if layout is None:  # every row overwritten: its finiteness is the message's
@@ -696,12 +695,12 @@ class _Repeats:
 _LIMIT = 1e9  # beyond this a joint (rad or m), wrench (N, N m) or pose (m) value is a corrupt message
 
 
-def _finite(values: np.ndarray, more: np.ndarray | None = None) -> bool:
-    """Every value (of both arrays) a plausible measurement: finite and within +-_LIMIT (NaN fails every
+def _finite(values: np.ndarray, *more: np.ndarray) -> bool:
+    """Every value (of every array) a plausible measurement: finite and within +-_LIMIT (NaN fails every
     comparison). Exact for any input, where a dot product overflows; three times faster than `np.isfinite`."""
     listed = values.ravel().tolist()
-    if more is not None:
-        listed += more.ravel().tolist()
+    for array in more:
+        listed += array.ravel().tolist()
     return all(map(_LIMIT.__gt__, map(abs, listed)))
 
 
