@@ -128,6 +128,16 @@ class PredicateSample:
     unknown: frozenset[str] = frozenset()
     stale: frozenset[str] = frozenset()
 
+    @classmethod
+    def grounded(
+        cls, values: Mapping[str, bool], t: float, frame: int | None, unknown: frozenset[str], stale: frozenset[str]
+    ) -> PredicateSample:
+        """What the constructor gives, without the frozen __init__'s setattr per field (1.0 -> 0.4 us; the
+        estimator builds one every frame)."""
+        sample = _new(cls)
+        sample.__dict__.update(values=values, t=t, frame=frame, unknown=unknown, stale=stale)
+        return sample
+
     def valuation(self) -> dict[str, bool | None]:
         """What the monitor steps on: the values, with None for every unknown predicate."""
         unknown = self.unknown

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from safety_monitor.errors import GroundingError, SourceError
-from safety_monitor.frames import Pose, RobotState, Wrench
+from safety_monitor.frames import Pose, PredicateSample, RobotState, Wrench
 from safety_monitor.io import messages as m
 from safety_monitor.pipeline.assemble import JOINTS, WRENCH, FrameAssembler, StaleLimits, StreamMapping, ground_frame
 
@@ -42,6 +42,13 @@ def test_measured_state_is_the_constructors():
     assert all(getattr(built, k) is getattr(made, k) for k in vars(built))
     with pytest.raises(dataclasses.FrozenInstanceError):
         built.t = 2.0  # type: ignore[misc]
+
+
+def test_grounded_sample_is_the_constructors():
+    fields = dict(values={"p": True}, t=1.0, frame=3, unknown=frozenset({"q"}), stale=frozenset({"wrench"}))
+    built, made = PredicateSample.grounded(**fields), PredicateSample(**fields)
+    assert vars(built).keys() == {f.name for f in dataclasses.fields(PredicateSample)}
+    assert all(getattr(built, k) is getattr(made, k) for k in vars(built)) and built == made
 
 
 def test_frames_follow_joint_states_and_sample_slower_streams_with_age():

@@ -21,7 +21,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -151,12 +151,11 @@ class StaleLimits:
         )
 
 
-@dataclass(frozen=True)
-class AssembledFrame:
+class AssembledFrame(NamedTuple):
     """One frame: the state, the streams stale at it, and issues raised since the previous frame.
     `resync`: the frame ends a break (in time, or frames whose joints were unusable); its joints are sound
     but anything measured across the break is not, so it is grounded (the grounder catches up) with every
-    predicate unknown."""
+    predicate unknown. A NamedTuple: one is built every frame (0.3 us, a frozen dataclass 1.0)."""
 
     state: RobotState
     stale: frozenset[str]
@@ -720,7 +719,7 @@ def ground_frame(grounder: Any, assembled: AssembledFrame, frame: int) -> tuple[
     if assembled.resync:
         return _unknown(grounder, assembled, frame), None
     stale = assembled.stale | frozenset(grounded.stale)
-    return PredicateSample(grounded.values, state.t, frame, grounded.unknown, stale), None
+    return PredicateSample.grounded(grounded.values, state.t, frame, grounded.unknown, stale), None
 
 
 def _unknown(grounder: Any, assembled: AssembledFrame, frame: int) -> PredicateSample:
