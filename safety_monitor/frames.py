@@ -22,20 +22,35 @@ _NO_EVENTS: frozenset[str] = frozenset()
 _new = object.__new__
 
 
-@dataclass(frozen=True)
+# The messages' values (Pose, Wrench, JointSample) are built for every message a stream carries: their
+# __init__ fills the instance's dict, where a frozen dataclass's makes a checked setattr per field (about twice
+# the cost). They stay frozen: assigning a field raises FrozenInstanceError.
+
+
+@dataclass(frozen=True, init=False)
 class Pose:
     """Position (m, world frame) and orientation as a unit quaternion (w, x, y, z), MuJoCo's order."""
 
     position: np.ndarray  # shape (3,)
     quaternion: np.ndarray  # shape (4,), w first
 
+    def __init__(self, position: np.ndarray, quaternion: np.ndarray) -> None:
+        fields = self.__dict__
+        fields["position"] = position
+        fields["quaternion"] = quaternion
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, init=False)
 class Wrench:
     """Force (N) and torque (N m) at the wrist sensor, in the sensor frame."""
 
     force: np.ndarray  # shape (3,)
     torque: np.ndarray  # shape (3,)
+
+    def __init__(self, force: np.ndarray, torque: np.ndarray) -> None:
+        fields = self.__dict__
+        fields["force"] = force
+        fields["torque"] = torque
 
 
 @dataclass(frozen=True)
@@ -107,7 +122,7 @@ class RobotState:
             raise KeyError(f"joint {name!r} is not in this frame's joint_states") from None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class JointSample:
     """One sensor_msgs/JointState as plain values. Empty velocity/effort lists become None."""
 
@@ -116,6 +131,21 @@ class JointSample:
     velocity: np.ndarray | None
     effort: np.ndarray | None
     stamp: float
+
+    def __init__(
+        self,
+        names: tuple[str, ...],
+        position: np.ndarray,
+        velocity: np.ndarray | None,
+        effort: np.ndarray | None,
+        stamp: float,
+    ) -> None:
+        fields = self.__dict__
+        fields["names"] = names
+        fields["position"] = position
+        fields["velocity"] = velocity
+        fields["effort"] = effort
+        fields["stamp"] = stamp
 
 
 @dataclass(frozen=True)
