@@ -323,7 +323,8 @@ class FrameAssembler:
 
     def on_wrench_sample(self, wrench: Wrench, stamp: float, received: float | None = None) -> None:
         """`on_wrench` for a wrench already read from its message (replay reads it from the bag's bytes)."""
-        stamp = self._stamp(stamp, received, WRENCH)
+        if stamp == 0.0:
+            stamp = self._stamp(stamp, received, WRENCH)
         if not _finite(wrench.force, wrench.torque):
             self._issue(
                 IssueKind.NAN,
@@ -358,7 +359,8 @@ class FrameAssembler:
     def on_pose_sample(self, name: str, pose: Pose, stamp: float, received: float | None = None) -> None:
         """`on_pose` for a pose already read from its message."""
         stream = pose_stream(name)
-        stamp = self._stamp(stamp, received, stream)
+        if stamp == 0.0:
+            stamp = self._stamp(stamp, received, stream)
         if not _finite(pose.position, pose.quaternion):
             self._issue(
                 IssueKind.NAN,
@@ -368,7 +370,8 @@ class FrameAssembler:
             )
             return
         q = pose.quaternion
-        if not float(q @ q) > 1e-12:  # the grounder's test: not a rotation, unusable
+        # the grounder's test: not a rotation, unusable (`dot` gives `q @ q` bit for bit, in a third of the time)
+        if not float(q.dot(q)) > 1e-12:
             self._issue(
                 IssueKind.ZERO_QUATERNION, stream, stamp, "pose orientation is a zero quaternion; message dropped"
             )
