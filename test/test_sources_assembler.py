@@ -424,3 +424,16 @@ def test_a_sample_that_comes_after_the_frames_it_was_fresh_for_is_reported_late(
     assert kinds(a.drain_issues()) == ["late_arrival"]
     a.on_wrench(m.wrench_msg(T, 1.03, W))  # in time for the next frame
     assert a.on_joint_states(js(1.032)).stale == frozenset() and a.drain_issues() == ()
+
+
+def test_finite_is_every_value_within_the_limit():
+    from safety_monitor.pipeline.assemble import _LIMIT, _finite
+
+    rng = np.random.default_rng(0)
+    special = [np.nan, np.inf, -np.inf, _LIMIT, -_LIMIT, np.nextafter(_LIMIT, 0), _LIMIT / 2, 1.7e308, -0.0, 5e-324]
+    for _ in range(3000):
+        rows = [rng.normal(size=int(rng.integers(0, 8))) * 10.0 ** rng.integers(0, 10) for _ in range(3)]
+        for row in rows:
+            if row.size and rng.random() < 0.5:
+                row[rng.integers(row.size)] = special[rng.integers(len(special))]
+        assert _finite(*rows) == all(abs(v) < _LIMIT for row in rows for v in row.tolist())

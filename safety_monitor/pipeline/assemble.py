@@ -695,15 +695,18 @@ class _Repeats:
 
 
 _LIMIT = 1e9  # beyond this a joint (rad or m), wrench (N, N m) or pose (m) value is a corrupt message
+_HALF_LIMIT = _LIMIT / 2
 
 
 def _finite(values: np.ndarray, *more: np.ndarray) -> bool:
-    """Every value (of every array) a plausible measurement: finite and within +-_LIMIT (NaN fails every
-    comparison). Exact for any input, where a dot product overflows; three times faster than `np.isfinite`."""
+    """Every value (of every float array) a plausible measurement: finite and within +-_LIMIT (NaN fails every
+    comparison). Exact for any input, where a dot product overflows. `math.hypot` (NaN or inf when a value is,
+    never an OverflowError; within an ulp of the true norm, which no value exceeds) answers the common case in
+    one C call, 0.2 us against 1.5 for the test of each value, which decides from half the limit up."""
     listed = values.ravel().tolist()
     for array in more:
         listed += array.ravel().tolist()
-    return all(map(_LIMIT.__gt__, map(abs, listed)))
+    return math.hypot(*listed) < _HALF_LIMIT or all(map(_LIMIT.__gt__, map(abs, listed)))
 
 
 def ground_frame(grounder: Any, assembled: AssembledFrame, frame: int) -> tuple[PredicateSample, str | None]:
