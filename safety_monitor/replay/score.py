@@ -543,11 +543,10 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult, progr
                 batch_reader = joint_batches if kind is _JOINT_ROUTE else wrench_batches
                 read.update(zip(rows.tolist(), batch_reader.read(buffer, batch.start[rows], batch.size[rows])))
         timings["deserialise"] += clock() - start
-        for k, (which, t_ns, at, size) in enumerate(
-            zip(batch.which.tolist(), batch.log_ns.tolist(), batch.start.tolist(), batch.size.tolist())
+        for k, (which, received, at, size) in enumerate(
+            zip(batch.which.tolist(), (batch.log_ns / 1e9).tolist(), batch.start.tolist(), batch.size.tolist())
         ):
             kind = kinds[which]
-            received = t_ns / 1e9
             decoded = read.get(k)
             if decoded is None:  # not in the batch: the one decoder, message by message
                 start = clock()
