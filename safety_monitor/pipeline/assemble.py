@@ -465,6 +465,7 @@ class FrameAssembler:
         velocity: np.ndarray | float
         effort: np.ndarray | float
         if sound:
+            assert v is not None and e is not None  # (for mypy: `sound` says so)
             velocity, velocity_finite, effort, effort_finite = v, True, e, True
         else:
             velocity, velocity_finite = self._optional(v, n, "velocities", t)
