@@ -1,5 +1,6 @@
 """Replay on short synthetic workcell bags: mapping, bad stamps, stale streams, broken bags in a batch."""
 
+import gc
 import json
 import sqlite3
 
@@ -10,6 +11,7 @@ from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from safety_monitor.cli import main
 from safety_monitor.io.bag import BagWriter
 from safety_monitor.pipeline.assemble import StreamMapping
+from safety_monitor.replay import score
 from safety_monitor.replay.batch import score_bags
 from safety_monitor.replay.score import ReplayConfig, score_bag
 from safety_monitor.sim.runner import run_episode
@@ -86,6 +88,15 @@ def test_clean_bag_scores_every_frame_without_issues(tmp_path, state, specs):
     assert [o.violations for o in r.trace.outcomes] == [0, 0]
     assert r.duration == pytest.approx((N - 1) / RATE)
     assert set(r.timings) == {"read", "deserialise", "assemble", "ground", "monitor"}
+
+
+def test_objects_frozen_while_a_bag_is_scored_are_handed_back_to_the_collector(tmp_path, state, specs, monkeypatch):
+    frozen = gc.get_freeze_count()  # (0, unless the process froze objects itself: then they are left alone)
+    while_scored = []
+    monkeypatch.setattr(score, "_score_states", lambda *args: while_scored.append(gc.get_freeze_count()))
+    score_bag(write_bag(tmp_path / "b", state), config(specs))
+    assert while_scored == [frozen] if frozen else while_scored[0] > 0
+    assert gc.get_freeze_count() == frozen
 
 
 def test_rate_is_measured_from_stamps_when_not_given(tmp_path, state, specs):

@@ -1,12 +1,13 @@
 """FrameAssembler: one frame per JointState, latest slower samples with ages, bad input flagged."""
 
+import dataclasses
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from safety_monitor.errors import GroundingError, SourceError
-from safety_monitor.frames import Pose, Wrench
+from safety_monitor.frames import Pose, PredicateSample, RobotState, Wrench
 from safety_monitor.io import messages as m
 from safety_monitor.pipeline.assemble import JOINTS, WRENCH, FrameAssembler, StaleLimits, StreamMapping, ground_frame
 
@@ -21,6 +22,33 @@ def js(t, names=("j1", "j2"), pos=(0.1, 0.2), vel=None):
 
 def kinds(issues):
     return [i.kind for i in issues]
+
+
+def test_measured_state_is_the_constructors():
+    fields = dict(
+        t=1.0,
+        joint_names=("j1",),
+        joint_position=np.zeros(1),
+        joint_velocity=None,
+        joint_effort=np.ones(1),
+        joint_stamps=np.zeros(1),
+        wrench=W,
+        wrench_age=0.01,
+        object_poses={"mug": P},
+        object_ages={"mug": 0.02},
+    )
+    built, made = RobotState.measured(**fields), RobotState(**fields)
+    assert vars(built).keys() == {f.name for f in dataclasses.fields(RobotState)}  # every field set
+    assert all(getattr(built, k) is getattr(made, k) for k in vars(built))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.t = 2.0  # type: ignore[misc]
+
+
+def test_grounded_sample_is_the_constructors():
+    fields = dict(values={"p": True}, t=1.0, frame=3, unknown=frozenset({"q"}), stale=frozenset({"wrench"}))
+    built, made = PredicateSample.grounded(**fields), PredicateSample(**fields)
+    assert vars(built).keys() == {f.name for f in dataclasses.fields(PredicateSample)}
+    assert all(getattr(built, k) is getattr(made, k) for k in vars(built)) and built == made
 
 
 def test_frames_follow_joint_states_and_sample_slower_streams_with_age():
@@ -396,3 +424,16 @@ def test_a_sample_that_comes_after_the_frames_it_was_fresh_for_is_reported_late(
     assert kinds(a.drain_issues()) == ["late_arrival"]
     a.on_wrench(m.wrench_msg(T, 1.03, W))  # in time for the next frame
     assert a.on_joint_states(js(1.032)).stale == frozenset() and a.drain_issues() == ()
+
+
+def test_finite_is_every_value_within_the_limit():
+    from safety_monitor.pipeline.assemble import _LIMIT, _finite
+
+    rng = np.random.default_rng(0)
+    special = [np.nan, np.inf, -np.inf, _LIMIT, -_LIMIT, np.nextafter(_LIMIT, 0), _LIMIT / 2, 1.7e308, -0.0, 5e-324]
+    for _ in range(3000):
+        rows = [rng.normal(size=int(rng.integers(0, 8))) * 10.0 ** rng.integers(0, 10) for _ in range(3)]
+        for row in rows:
+            if row.size and rng.random() < 0.5:
+                row[rng.integers(row.size)] = special[rng.integers(len(special))]
+        assert _finite(*rows) == all(abs(v) < _LIMIT for row in rows for v in row.tolist())

@@ -21,7 +21,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -151,12 +151,11 @@ class StaleLimits:
         )
 
 
-@dataclass(frozen=True)
-class AssembledFrame:
+class AssembledFrame(NamedTuple):
     """One frame: the state, the streams stale at it, and issues raised since the previous frame.
     `resync`: the frame ends a break (in time, or frames whose joints were unusable); its joints are sound
     but anything measured across the break is not, so it is grounded (the grounder catches up) with every
-    predicate unknown."""
+    predicate unknown. A NamedTuple: one is built every frame (0.3 us, a frozen dataclass 1.0)."""
 
     state: RobotState
     stale: frozenset[str]
@@ -324,7 +323,8 @@ class FrameAssembler:
 
     def on_wrench_sample(self, wrench: Wrench, stamp: float, received: float | None = None) -> None:
         """`on_wrench` for a wrench already read from its message (replay reads it from the bag's bytes)."""
-        stamp = self._stamp(stamp, received, WRENCH)
+        if stamp == 0.0:
+            stamp = self._stamp(stamp, received, WRENCH)
         if not _finite(wrench.force, wrench.torque):
             self._issue(
                 IssueKind.NAN,
@@ -359,7 +359,8 @@ class FrameAssembler:
     def on_pose_sample(self, name: str, pose: Pose, stamp: float, received: float | None = None) -> None:
         """`on_pose` for a pose already read from its message."""
         stream = pose_stream(name)
-        stamp = self._stamp(stamp, received, stream)
+        if stamp == 0.0:
+            stamp = self._stamp(stamp, received, stream)
         if not _finite(pose.position, pose.quaternion):
             self._issue(
                 IssueKind.NAN,
@@ -369,7 +370,8 @@ class FrameAssembler:
             )
             return
         q = pose.quaternion
-        if not float(q @ q) > 1e-12:  # the grounder's test: not a rotation, unusable
+        # the grounder's test: not a rotation, unusable (`dot` gives `q @ q` bit for bit, in a third of the time)
+        if not float(q.dot(q)) > 1e-12:
             self._issue(
                 IssueKind.ZERO_QUATERNION, stream, stamp, "pose orientation is a zero quaternion; message dropped"
             )
@@ -428,7 +430,11 @@ class FrameAssembler:
             )
             self._unusable(t)
             return None
-        if not _finite(sample.position):
+        v, e = sample.velocity, sample.effort
+        n = len(names)
+        # the common case, every row complete and plausible, in one check (else each row is checked in turn)
+        sound = v is not None and e is not None and len(v) == n and len(e) == n and _finite(sample.position, v, e)
+        if not sound and not _finite(sample.position):
             bad = [n for n, p in zip(names, sample.position.tolist()) if not abs(p) < _LIMIT]
             self._issue(
                 IssueKind.NAN,
@@ -456,17 +462,13 @@ class FrameAssembler:
             layout = self._layout(names, t)
         assert self._values is not None and self._joint_t is not None and self.joints is not None
         block = self._values
-        n = len(names)
         velocity: np.ndarray | float
         effort: np.ndarray | float
-        v, e = sample.velocity, sample.effort
-        if v is not None and len(v) == n and _finite(v):  # (the common case inline)
-            velocity, velocity_finite = v, True
+        if sound:
+            assert v is not None and e is not None  # (for mypy: `sound` says so)
+            velocity, velocity_finite, effort, effort_finite = v, True, e, True
         else:
             velocity, velocity_finite = self._optional(v, n, "velocities", t)
-        if e is not None and len(e) == n and _finite(e):
-            effort, effort_finite = e, True
-        else:
             effort, effort_finite = self._optional(e, n, "efforts", t)
         rows = (sample.position, velocity, effort)
         if layout is None:  # every row overwritten: its finiteness is the message's
@@ -512,7 +514,7 @@ class FrameAssembler:
             poses = {n: self._poses[n] for n in stamps}
         else:  # every pose: `_poses` has the keys of `_pose_stamps`, set together in the same order
             poses = self._poses.copy()
-        state = RobotState(
+        state = RobotState.measured(
             t=t,
             joint_names=self.joints,
             joint_position=block[0].copy(),
@@ -694,15 +696,18 @@ class _Repeats:
 
 
 _LIMIT = 1e9  # beyond this a joint (rad or m), wrench (N, N m) or pose (m) value is a corrupt message
+_HALF_LIMIT = _LIMIT / 2
 
 
-def _finite(values: np.ndarray, more: np.ndarray | None = None) -> bool:
-    """Every value (of both arrays) a plausible measurement: finite and within +-_LIMIT (NaN fails every
-    comparison). Exact for any input, where a dot product overflows; three times faster than `np.isfinite`."""
+def _finite(values: np.ndarray, *more: np.ndarray) -> bool:
+    """Every value (of every float array) a plausible measurement: finite and within +-_LIMIT (NaN fails every
+    comparison). Exact for any input, where a dot product overflows. The norm bounds every value, and
+    `math.hypot` gives it within an ulp (NaN or inf when a value is one, never an OverflowError): under half the
+    limit it answers in one C call, 0.2 us against 1.5 for the test of each value, which decides otherwise."""
     listed = values.ravel().tolist()
-    if more is not None:
-        listed += more.ravel().tolist()
-    return all(map(_LIMIT.__gt__, map(abs, listed)))
+    for array in more:
+        listed += array.ravel().tolist()
+    return math.hypot(*listed) < _HALF_LIMIT or all(map(_LIMIT.__gt__, map(abs, listed)))
 
 
 def ground_frame(grounder: Any, assembled: AssembledFrame, frame: int) -> tuple[PredicateSample, str | None]:
@@ -721,7 +726,7 @@ def ground_frame(grounder: Any, assembled: AssembledFrame, frame: int) -> tuple[
     if assembled.resync:
         return _unknown(grounder, assembled, frame), None
     stale = assembled.stale | frozenset(grounded.stale)
-    return PredicateSample(grounded.values, state.t, frame, grounded.unknown, stale), None
+    return PredicateSample.grounded(grounded.values, state.t, frame, grounded.unknown, stale), None
 
 
 def _unknown(grounder: Any, assembled: AssembledFrame, frame: int) -> PredicateSample:

@@ -16,9 +16,9 @@ the Supervisor's), and a bag cannot stop arriving.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from enum import Enum
-from typing import Any
+from typing import Any, NamedTuple
 
 from safety_monitor.enums import IssueKind
 from safety_monitor.errors import SourceError
@@ -37,10 +37,10 @@ class RolloutStart(Enum):
     FRESH = "fresh"  # nothing grounded since the last start: nothing to forget
 
 
-@dataclass(frozen=True, slots=True)
-class EstimatorStep:
+class EstimatorStep(NamedTuple):
     """What one call did. `frozen`: /joint_states is frozen after it (its frames stale, every predicate
-    unknown); `frozen_changed`: this call turned it frozen, or moving again."""
+    unknown); `frozen_changed`: this call turned it frozen, or moving again. A NamedTuple: one is built every
+    frame (0.3 us, a frozen dataclass 1.0)."""
 
     sample: PredicateSample | None = None  # the frame this message made; None: it made none
     issues: tuple[StreamIssue, ...] = ()  # raised by this call, and by no other

@@ -8,11 +8,13 @@ returned as a failed BagResult naming the problem, so one bad bag never stops a 
 
 from __future__ import annotations
 
+import gc
 import itertools
 import operator
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
@@ -543,11 +545,10 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult, progr
                 batch_reader = joint_batches if kind is _JOINT_ROUTE else wrench_batches
                 read.update(zip(rows.tolist(), batch_reader.read(buffer, batch.start[rows], batch.size[rows])))
         timings["deserialise"] += clock() - start
-        for k, (which, t_ns, at, size) in enumerate(
-            zip(batch.which.tolist(), batch.log_ns.tolist(), batch.start.tolist(), batch.size.tolist())
+        for k, (which, received, at, size) in enumerate(
+            zip(batch.which.tolist(), (batch.log_ns / 1e9).tolist(), batch.start.tolist(), batch.size.tolist())
         ):
             kind = kinds[which]
-            received = t_ns / 1e9
             decoded = read.get(k)
             if decoded is None:  # not in the batch: the one decoder, message by message
                 start = clock()
@@ -638,10 +639,11 @@ def score_bag(path: str | Path, config: ReplayConfig, progress: Progress | None 
             result.warnings.extend(bag.skip_warnings)
             config, notes = config.resolved({name: s.msgtype for name, s in bag.topics.items()})
             result.warnings.extend(notes)
-            if config.from_predicates:
-                _score_predicates(bag, config, result, progress)
-            else:
-                _score_states(bag, config, result, progress)
+            with _collector_spared():
+                if config.from_predicates:
+                    _score_predicates(bag, config, result, progress)
+                else:
+                    _score_states(bag, config, result, progress)
     except SafetyMonitorError as exc:
         result.error = _naming(path, str(exc))
         result.trace = None
@@ -649,6 +651,22 @@ def score_bag(path: str | Path, config: ReplayConfig, progress: Progress | None 
         result.error = f"{path}: {type(exc).__name__}: {exc}"
         result.trace = None
     return result
+
+
+@contextmanager
+def _collector_spared() -> Iterator[None]:
+    """The objects built before a bag is scored (modules, caches, compiled automata: some 70,000) kept out of
+    the garbage collector's full collections while it is, as the live nodes keep theirs
+    (`nodes.runtime.freeze_startup_objects`), and handed back after, so nothing they hold outlives its use.
+    Left alone where the process froze objects itself."""
+    if gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def _naming(path: str | Path, error: str) -> str:
