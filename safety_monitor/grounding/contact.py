@@ -106,7 +106,8 @@ class ContactEstimator:
             if catalog.has(robot.owner(e), "support") or catalog.has(robot.owner(e), "container")
         )
 
-    def step(self, inp: FrameInputs) -> dict[str, Tri]:
+    def step(self, inp: FrameInputs) -> tuple[Tri, ...]:
+        """This frame's values in DOCS order."""
         geo, contact = inp.geometry, self.th.distances_m.contact
         verdicts: dict[tuple[str, str], Tri] = {}
         rules = self._rules
@@ -135,11 +136,11 @@ class ContactEstimator:
         self.runs = runs
         self._unseen, self._unseen_run = geo.unknown, self._unseen_run + 1 if geo.unknown else 0
         raw = any3(list(verdicts.values())) if verdicts else False
-        return {
-            "forbidden_contact": True if raw else (None if uncertain else False),
-            "forbidden_contact_sustained": any3(sustained),
-            "excess_wrench": self.wrench.step(self._excess(inp)),
-        }
+        return (
+            True if raw else (None if uncertain else False),  # forbidden_contact
+            any3(sustained),  # forbidden_contact_sustained
+            self.wrench.step(self._excess(inp)),  # excess_wrench
+        )
 
     def _forbidden(self, rule: _Rule) -> Tri:
         if isinstance(rule, _Fixed):

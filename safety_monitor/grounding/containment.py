@@ -58,7 +58,8 @@ class ContainmentEstimator:
         self.timer = Timer(counts.transfer_timeout)
         self.settled = SymmetricDebounce(counts.content_entry_persistence)
 
-    def step(self, inp: FrameInputs) -> dict[str, Tri]:
+    def step(self, inp: FrameInputs) -> tuple[Tri, ...]:
+        """This frame's values in DOCS order."""
         geo = inp.geometry
         margin = self.th.distances_m.placement_margin
         event = False
@@ -83,12 +84,7 @@ class ContainmentEstimator:
             settled = self.settled.step(raw)
             if settled:
                 self.timer.stop()
-        return {
-            "transfer_event": event,
-            "contained": self._contained(geo, margin),
-            "contained_settled": settled,
-            "transfer_timeout": self.timer.expired(inp.frame),
-        }
+        return event, self._contained(geo, margin), settled, self.timer.expired(inp.frame)
 
     def _contained(self, geo: FrameGeometry, margin: float) -> Tri:
         """Some object inside some container (Kleene OR: the first one inside decides it, the rest are not

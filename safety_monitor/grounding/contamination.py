@@ -53,7 +53,8 @@ class ContaminationEstimator:
         self.clean_contact = Persistence(counts.clean_contact_tolerance + 1)
         self._rules: dict[tuple[str, str], tuple[float, tuple[str, str], str | None] | None] = {}
 
-    def step(self, inp: FrameInputs) -> dict[str, Tri]:
+    def step(self, inp: FrameInputs) -> tuple[Tri, ...]:
+        """This frame's values in DOCS order."""
         geo = inp.geometry
         edges: list[tuple[str, str]] = []
         touched = set()
@@ -74,12 +75,7 @@ class ContaminationEstimator:
         if sanitized:
             self.contaminated.discard(ROBOT)
         self._spread(edges)
-        return {
-            "robot_contact_raw": contact_raw,
-            "robot_contact_clean": contact_clean,
-            "robot_contact_clean_sustained": self.clean_contact.step(contact_clean),
-            "sanitized": sanitized,
-        }
+        return contact_raw, contact_clean, self.clean_contact.step(contact_clean), sanitized
 
     def _rule(self, a: str, b: str) -> tuple[float, tuple[str, str], str | None] | None:
         """How a gap between entities `a` < `b` carries contamination (fixed per workcell): (the gap at or

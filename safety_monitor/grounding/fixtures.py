@@ -124,7 +124,8 @@ class FixtureEstimator:
         self.directions: dict[str, float] = {}  # +1 opening, -1 closing, 0 still or unknown, over the motion window
         self.reach_in: dict[str, bool] = {}
 
-    def step(self, inp: FrameInputs) -> dict[str, Tri]:
+    def step(self, inp: FrameInputs) -> tuple[Tri, ...]:
+        """This frame's values in DOCS order."""
         geo, closed = inp.geometry, inp.gripper_closed
         clearance, reach, _, _ = self._distances
         gripper_gaps, inf = geo.gripper_gaps, math.inf
@@ -155,16 +156,16 @@ class FixtureEstimator:
             timeouts.append(expired)
         self.operated = frozenset(operated)
         open_fraction = None if t is None else inp.fixture_fraction[t]
-        return {
-            "fixture_fully_open": open_fraction is not None and open_fraction >= self._fully_open,
-            "fixture_fully_closed": open_fraction is not None and open_fraction <= self._fully_closed,
-            "reach_in_fixture": any(reach_in.values()),
-            "left_fixture": left,
-            "object_in_fixture": self._focus_in_fixture(inp),
-            "fixture_obstacle_hit": any3(hits),
-            "retracting": all3(retracting) if retracting else False,
-            "retract_timeout": any(timeouts),
-        }
+        return (
+            open_fraction is not None and open_fraction >= self._fully_open,  # fixture_fully_open
+            open_fraction is not None and open_fraction <= self._fully_closed,  # fixture_fully_closed
+            any(reach_in.values()),  # reach_in_fixture
+            left,  # left_fixture
+            self._focus_in_fixture(inp),  # object_in_fixture
+            any3(hits),  # fixture_obstacle_hit
+            all3(retracting) if retracting else False,  # retracting
+            any(timeouts),  # retract_timeout
+        )
 
     def _target(self, gripper_gaps: dict[str, float], outside: list[float]) -> str | None:
         """Openable fixture nearest the gripper by surface gap; else the one whose interior is nearest the EE

@@ -108,7 +108,8 @@ class GraspEstimator:
         )
         self._rest = (m.linear_stability_mps, m.angular_stability_radps)
 
-    def step(self, inp: FrameInputs) -> dict[str, Tri]:
+    def step(self, inp: FrameInputs) -> tuple[Tri, ...]:
+        """This frame's values in DOCS order."""
         geo, frame, closed = inp.geometry, inp.frame, inp.gripper_closed
         clearance, bilateral, slip_m, slip_rad = self._grasp_limits
         gaps, boxes, speeds, slips, unknown = geo.gaps, geo.object_boxes, inp.object_speed, inp.object_slip, geo.unknown
@@ -172,17 +173,17 @@ class GraspEstimator:
             left = geo.gripper_gap(f) > clearance if f not in geo.unknown else None
             settled = None if self.stable[f] is None else (self.stable[f] and not self.grasped[f])
             timeout = self.state[f].settle.expired(frame)
-        return {
-            "object_grasped_raw": any3(raw_grasp),
-            "object_grasped": any3(grasp),
-            "object_sync": all3(sync),
-            "object_dropped": any3(dropped),
-            "object_released": not closed and engaged,
-            "object_left_gripper": left,
-            "object_stable": all3(stable_free),
-            "object_settled": settled,
-            "settle_timeout": timeout,
-        }
+        return (
+            any3(raw_grasp),  # object_grasped_raw
+            any3(grasp),  # object_grasped
+            all3(sync),  # object_sync
+            any3(dropped),  # object_dropped
+            not closed and engaged,  # object_released
+            left,  # object_left_gripper
+            all3(stable_free),  # object_stable
+            settled,  # object_settled
+            timeout,  # settle_timeout
+        )
 
     def _stability(
         self, st: _ObjectGrasp, speed: tuple[float, float] | None, box: Box | None, held: bool

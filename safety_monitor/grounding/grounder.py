@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import sys
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -45,7 +45,7 @@ from safety_monitor.grounding.urdf import JointLimit
 if TYPE_CHECKING:  # the twin imports MuJoCo; tests with a given FrameGeometry never load it
     from safety_monitor.grounding.twin import KinematicTwin
 
-PREDICATE_DOCS: dict[str, PredicateDoc] = {
+PREDICATE_DOCS: dict[str, PredicateDoc] = {  # in the order `step` joins the families' values (each in DOCS order)
     **grasp.DOCS,
     **contact.DOCS,
     **contamination.DOCS,
@@ -145,13 +145,17 @@ class Grounder:
         graspable = tuple(o for o in r.objects if cat.has(o, "graspable"))
         self._grasp = grasp.GraspEstimator(graspable, th, counts)
         self._fixtures = fixtures.FixtureEstimator(r, cat, th, counts, self._grasp)
-        self._families = (
+        self._contact = contact.ContactEstimator(r, cat, th, counts, self._grasp, self._fixtures, self.wrench_sensor)
+        self._contamination = contamination.ContaminationEstimator(r, cat, th, counts)
+        self._containment = containment.ContainmentEstimator(r, cat, th, counts, self._grasp)
+        self._skills = skills.SkillEstimator(r, cat, th, counts, self._grasp, self._fixtures)
+        self._families = (  # in dependency order, as `step` runs them
             self._grasp,
             self._fixtures,
-            contact.ContactEstimator(r, cat, th, counts, self._grasp, self._fixtures, self.wrench_sensor),
-            contamination.ContaminationEstimator(r, cat, th, counts),
-            containment.ContainmentEstimator(r, cat, th, counts, self._grasp),
-            skills.SkillEstimator(r, cat, th, counts, self._grasp, self._fixtures),
+            self._contact,
+            self._contamination,
+            self._containment,
+            self._skills,
         )
         self._limits = JointLimitEstimator(self.joint_limits, th.joint_limits)
         horizon = th.max_age_s.object_pose + 2 * th.durations_s.motion_window + 1.0 / self.control_rate_hz
@@ -164,7 +168,10 @@ class Grounder:
         self._fixture_inputs: tuple[tuple[str, str, Callable[[float], float], deque[float]], ...] = tuple(
             (f, fx.joint, fx.open_fraction, deque(maxlen=window)) for f, fx in r.fixtures.items()
         )
-        self._last = dict.fromkeys(PREDICATES, False)
+        # the previous frame's decisions (PREDICATES order, None: undecided) and what they made
+        self._decided: tuple[Tri, ...] = ()
+        self._values = dict.fromkeys(PREDICATES, False)
+        self._unknown: frozenset[str] = frozenset()
         self._checked_names: set[tuple[str, ...]] = set()
         self._frame = -1
         self._t: float | None = None
@@ -202,28 +209,46 @@ class Grounder:
             wrench=wrench,
             events=frozenset(state.events),
         )
-        decided: dict[str, Tri] = {}
-        for family in self._families:
-            decided.update(family.step(inp))
+        by_grasp = self._grasp.step(inp)  # the families in dependency order
+        by_fixtures = self._fixtures.step(inp)
+        by_contact = self._contact.step(inp)
+        by_contamination = self._contamination.step(inp)
+        by_containment = self._containment.step(inp)
+        by_skills = self._skills.step(inp)
         lim = self._limits
-        decided.update(
-            lim.step(
-                state,
-                joints,
-                self._robot_values(state, state.joint_velocity) if lim.reads_velocity else None,
-                self._robot_values(state, state.joint_effort) if lim.reads_effort else None,
-            )
+        by_limits = lim.step(
+            state,
+            joints,
+            self._robot_values(state, state.joint_velocity) if lim.reads_velocity else None,
+            self._robot_values(state, state.joint_effort) if lim.reads_effort else None,
         )
-        last, values = self._last, decided.values()
-        unknown: Sequence[str] = ()
-        kept: Sequence[tuple[str, bool]] = ()
-        if None in values:  # undecided: keep the last decided value
-            unknown = [k for k, v in decided.items() if v is None]
-            kept = [(k, last[k]) for k in unknown]
-        last.update(zip(decided, map(bool, values)))
-        last.update(kept)
+        decided = (  # PREDICATES order
+            *by_grasp,
+            *by_contact,
+            *by_contamination,
+            *by_skills,
+            *by_fixtures,
+            *by_containment,
+            *by_limits,
+        )
+        if decided == self._decided:  # most frames: every decision as on the previous one, so its values
+            values, unknown = self._values.copy(), self._unknown
+        else:
+            values, unknown = self._decide(decided)
         self._frame, self._t = frame, state.t
-        return PredicateFrame(state.t, frame, dict(last), frozenset(unknown), stale)
+        return PredicateFrame(state.t, frame, values, unknown, stale)
+
+    def _decide(self, decided: tuple[Tri, ...]) -> tuple[dict[str, bool], frozenset[str]]:
+        """Each predicate's value from this frame's decisions (PREDICATES order), an undecided one (None)
+        keeping its last value; kept for the next frame, which hands out a copy."""
+        if None in decided:
+            last = self._values
+            values = {k: last[k] if v is None else bool(v) for k, v in zip(PREDICATES, decided, strict=True)}
+            unknown = frozenset(k for k, v in zip(PREDICATES, decided) if v is None)
+        else:
+            values, unknown = dict(zip(PREDICATES, map(bool, decided), strict=True)), frozenset()
+        self._decided, self._values, self._unknown = decided, values, unknown
+        return values.copy(), unknown
 
     # ------------------------------------------------------------------------------------------------
     def _check_time(self, t: float, frame: int) -> None:

@@ -187,9 +187,9 @@ class JointLimitEstimator:
         positions: Mapping[str, float],
         velocities: Mapping[str, float] | None,
         efforts: Mapping[str, float] | None,
-    ) -> dict[str, Tri]:
-        """One frame: `positions` (and the rest) by joint name, from `state` (its per-joint stamps time the
-        jumps; without them every joint was sampled at `state.t`)."""
+    ) -> tuple[Tri, Tri, Tri, Tri]:
+        """One frame's values in DOCS order: `positions` (and the rest) by joint name, from `state` (its
+        per-joint stamps time the jumps; without them every joint was sampled at `state.t`)."""
         position: Tri = not all(lo <= positions[j] <= hi for j, lo, hi in self._positions)
         velocity = _beyond(self._velocities, velocities)
         effort = _beyond(self._efforts, efforts)
@@ -199,7 +199,7 @@ class JointLimitEstimator:
             jumps = self._jumps.step(state.joint_names, np.asarray(state.joint_position, dtype=float), stamps)
             self.jumps = jumps or ()
             jump = None if jumps is None else bool(jumps)
-        return {POSITION: position, VELOCITY: velocity, EFFORT: effort, JUMP: jump}
+        return position, velocity, effort, jump
 
 
 def _beyond(limits: list[tuple[str, float]], values: Mapping[str, float] | None) -> Tri:

@@ -172,7 +172,8 @@ class SkillEstimator:
         self._fully_open, self._fully_closed = fr.fully_open_fraction, fr.fully_closed_fraction
         self._open_end = 1.0 - fr.fully_closed_fraction
 
-    def step(self, inp: FrameInputs) -> dict[str, Tri]:
+    def step(self, inp: FrameInputs) -> tuple[Tri, ...]:
+        """This frame's values in DOCS order (onsets, onset ends, preconditions)."""
         g, fraction = self.grasp, inp.fixture_fraction
         held: str | None = None
         for o in g.objects:
@@ -184,25 +185,22 @@ class SkillEstimator:
         # per skill: advance on this frame's candidate, `done` judged on the attempt's target, else the
         # candidate; preconditions on the target, else the candidate, else the fallback (vacuous with none)
         candidate = self._pick_candidate(inp, held)
-        out: dict[str, Tri] = {"skill_pick_onset": pick.step(candidate, held == (pick.target or candidate))}
-        out["skill_pick_onset_end"] = not pick.active
+        pick_onset = pick.step(candidate, held == (pick.target or candidate))
         target = pick.target or candidate
-        out["preconditions_pick"] = True if target is None else self._pick_ok(target, inp, held)
-        out["skill_place_onset"] = place.step(self._place_candidate(inp, held), held is None)
-        out["skill_place_onset_end"] = not place.active
-        out["preconditions_place"] = self._place_ok(inp, held)
+        pick_ok = True if target is None else self._pick_ok(target, inp, held)
+        place_onset = place.step(self._place_candidate(inp, held), held is None)
+        place_ok = self._place_ok(inp, held)
         to_open, to_close = self._fixture_candidates(inp)
         f = opening.target or to_open
-        out["skill_open_onset"] = opening.step(to_open, f is not None and fraction[f] >= self._fully_open)
-        out["skill_open_onset_end"] = not opening.active
+        open_onset = opening.step(to_open, f is not None and fraction[f] >= self._fully_open)
         f = opening.target or to_open or focus
-        out["preconditions_open"] = True if f is None else self._open_ok(f, inp, held)
+        open_ok = True if f is None else self._open_ok(f, inp, held)
         f = closing.target or to_close
-        out["skill_close_onset"] = closing.step(to_close, f is not None and fraction[f] <= self._fully_closed)
-        out["skill_close_onset_end"] = not closing.active
+        close_onset = closing.step(to_close, f is not None and fraction[f] <= self._fully_closed)
         f = closing.target or to_close or focus
-        out["preconditions_close"] = True if f is None else self._close_ok(f, inp)
-        return out
+        close_ok = True if f is None else self._close_ok(f, inp)
+        onset_ends = (not pick.active, not place.active, not opening.active, not closing.active)
+        return (pick_onset, place_onset, open_onset, close_onset, *onset_ends, pick_ok, place_ok, open_ok, close_ok)
 
     # pick -------------------------------------------------------------------------------------------
     def _pick_candidate(self, inp: FrameInputs, held: str | None) -> str | None:
