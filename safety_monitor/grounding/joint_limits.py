@@ -190,7 +190,11 @@ class JointLimitEstimator:
     ) -> tuple[Tri, Tri, Tri, Tri]:
         """One frame's values in DOCS order: `positions` (and the rest) by joint name, from `state` (its
         per-joint stamps time the jumps; without them every joint was sampled at `state.t`)."""
-        position: Tri = not all(lo <= positions[j] <= hi for j, lo, hi in self._positions)
+        position: Tri = False
+        for j, lo, hi in self._positions:  # a loop: a generator's set-up costs more than its few comparisons
+            if not lo <= positions[j] <= hi:
+                position = True
+                break
         velocity = _beyond(self._velocities, velocities)
         effort = _beyond(self._efforts, efforts)
         jump: Tri = False
