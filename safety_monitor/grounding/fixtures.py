@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from safety_monitor.grounding import _geomath
-from safety_monitor.grounding.debounce import Timer, Tri, all3, any3
+from safety_monitor.grounding.debounce import Timer, Tri
 from safety_monitor.grounding.description import HOUSING, RobotDescription
 from safety_monitor.grounding.geometry import Box, BoxStack
 from safety_monitor.grounding.grasp import GraspEstimator
@@ -129,42 +129,53 @@ class FixtureEstimator:
         geo, closed = inp.geometry, inp.gripper_closed
         clearance, reach, _, _ = self._distances
         gripper_gaps, inf = geo.gripper_gaps, math.inf
-        self.gripped = gripped = {f: gripper_gaps.get(f, inf) <= clearance for f in self.fixtures}
         beyond, distance = self._interiors.reach(
             tuple(map(geo.interiors.__getitem__, self.with_interior)), geo.gripper_points
         )  # per interior: the nearest gripper point's excess, the grasp centre's distance
         self.reach_in = reach_in = {}
+        inside = False  # a gripper point inside an enclosure
         left = True  # no gripper point within reach of an enclosure
         for f, i in self._enclosure_rows:
-            reach_in[f] = beyond[i] <= 0.0
+            reach_in[f] = within = beyond[i] <= 0.0
+            if within:
+                inside = True
             if beyond[i] <= reach:
                 left = False
         self.target = t = self._target(gripper_gaps, distance)
         deltas, still = inp.fixture_delta, self._motion_delta
         unknown_objects = not geo.unknown.isdisjoint(self.graspable)
-        self.directions = directions = {}
-        operated, hits, retracting, timeouts = [], [], [], []
+        self.gripped, self.directions = gripped, directions = {}, {}
+        operated = []
+        # Kleene OR (any3) and AND (all3) over the fixtures, folded in as they go by
+        hit_any: Tri = False  # fixture_obstacle_hit
+        retracting_all: Tri = None  # retracting, over the fixtures with an episode (None: none has one yet)
+        timeout = False  # retract_timeout
         for f in self.fixtures:
+            gripped[f] = grip = gripper_gaps.get(f, inf) <= clearance
             delta = deltas.get(f)
             direction = directions[f] = 0.0 if delta is None or abs(delta) <= still else math.copysign(1.0, delta)
-            if reach_in.get(f) or (gripped[f] and (closed or direction != 0.0)):
+            if reach_in.get(f) or (grip and (closed or direction != 0.0)):
                 operated.append(f)
-            hit, retr, expired = self._mechanism(f, inp, direction, unknown_objects)
-            hits.append(hit)
-            if retr is not None:
-                retracting.append(retr)
-            timeouts.append(expired)
+            hit, retr, expired = self._mechanism(f, inp, grip, direction, unknown_objects)
+            if hit:
+                hit_any = True
+            elif hit is None and not hit_any:
+                hit_any = None
+            if retr is not None and retracting_all is not False:
+                retracting_all = retr
+            if expired:
+                timeout = True
         self.operated = frozenset(operated)
         open_fraction = None if t is None else inp.fixture_fraction[t]
         return (
             open_fraction is not None and open_fraction >= self._fully_open,  # fixture_fully_open
             open_fraction is not None and open_fraction <= self._fully_closed,  # fixture_fully_closed
-            any(reach_in.values()),  # reach_in_fixture
+            inside,  # reach_in_fixture
             left,  # left_fixture
             self._focus_in_fixture(inp),  # object_in_fixture
-            any3(hits),  # fixture_obstacle_hit
-            all3(retracting) if retracting else False,  # retracting
-            any(timeouts),  # retract_timeout
+            hit_any,  # fixture_obstacle_hit
+            bool(retracting_all),  # retracting
+            timeout,  # retract_timeout
         )
 
     def _target(self, gripper_gaps: dict[str, float], outside: list[float]) -> str | None:
@@ -178,8 +189,13 @@ class FixtureEstimator:
                 best, best_gap = f, gap
         if best is not None:
             return best
-        if self._ranked_rows:
-            return min([(outside[i], f) for f, i in self._ranked_rows])[1]
+        nearest = None  # min() of (distance, name), in a loop: no list built
+        for f, i in self._ranked_rows:
+            key = (outside[i], f)
+            if nearest is None or key < nearest:
+                nearest = key
+        if nearest is not None:
+            return nearest[1]
         return self.fixtures[0] if self.fixtures else None
 
     def _focus_in_fixture(self, inp: FrameInputs) -> Tri:
@@ -201,13 +217,13 @@ class FixtureEstimator:
         return False
 
     def _mechanism(
-        self, f: str, inp: FrameInputs, direction: float, unknown_near: bool
+        self, f: str, inp: FrameInputs, gripped: bool, direction: float, unknown_near: bool
     ) -> tuple[Tri, bool | None, bool]:
         """(obstacle hit, retracting or None without an episode this frame, retract timeout), advancing the
-        episode. `direction`: the fixture's motion; `unknown_near`: some object's pose is unknown."""
+        episode. `gripped`: the gripper holds it; `direction`: its motion; `unknown_near`: some object's pose
+        is unknown."""
         geo = inp.geometry
         _, _, contact, margin = self._distances
-        gripped = self.gripped[f]
         operated = gripped or direction != 0.0
         hit: Tri = False  # the moving part touches an arm link or an object not inside the fixture
         for other, gap in geo.near(f).items():
