@@ -429,7 +429,8 @@ class Grounder:
                 m.speed = (ch[0] / ch[2], ch[1] / ch[2]) if ch is not None and ch[2] > 0 else None
             speed[o] = m.speed
             if gripper_gaps.get(o, inf) > reach:  # beyond reach of the hand: certainly not moving with it
-                relative.clear()
+                if relative.times:  # most frames: cleared already (no call)
+                    relative.clear()
                 slip[o] = _BEYOND_REACH
                 continue
             if new:
