@@ -218,8 +218,14 @@ class GraspEstimator:
             latch.reset()
             return False, moving
         if latch.value:  # latched (it stays so until reset): released only by a move off its anchor
-            anchor = st.anchor
-            if box is None or anchor is None or not self._moved_from_anchor(st, box, anchor):
+            anchor, known = st.anchor, st.displaced
+            if box is None or anchor is None:
+                return True, moving
+            if known is not None and known[0] is box and known[1] is anchor:  # the same (immutable) boxes
+                moved = known[2]  # as on an earlier frame, as they are while the object rests
+            else:
+                moved = self._moved_from_anchor(st, box, anchor)
+            if not moved:
                 return True, moving
             latch.reset()
         value = latch.step(None if moving is None else not moving)
@@ -228,11 +234,8 @@ class GraspEstimator:
         return value, moving
 
     def _moved_from_anchor(self, st: _ObjectGrasp, box: Box, anchor: Box) -> bool:
-        """Whether `box` moved beyond the slip thresholds from `anchor` (st's); kept while both are the same
-        (immutable) boxes, as they are while the object rests."""
-        known = st.displaced
-        if known is not None and known[0] is box and known[1] is anchor:
-            return known[2]
+        """Whether `box` moved beyond the slip thresholds from `anchor` (st's), kept on `st` for the frames
+        that bring the same two boxes."""
         moved = _displaced(box, anchor, self.th.motion)
         st.displaced = (box, anchor, moved)
         return moved
