@@ -173,6 +173,7 @@ class Grounder:
         self._values = dict.fromkeys(PREDICATES, False)
         self._unknown: frozenset[str] = frozenset()
         self._checked_names: set[tuple[str, ...]] = set()
+        self._names: tuple[str, ...] = ()  # the previous frame's joint names (checked)
         self._frame = -1
         self._t: float | None = None
 
@@ -266,7 +267,8 @@ class Grounder:
         if pos.shape != (len(names),):
             raise GroundingError(f"frame {frame}: {len(names)} joint names but joint_position has shape {pos.shape}")
         required = self._required
-        if names not in self._checked_names:  # the name list repeats frame after frame: check it once
+        # the name list repeats frame after frame, mostly as the same tuple (not even hashed then): checked once
+        if names is not self._names and names not in self._checked_names:
             extra = [n for n in names if n not in required and n not in self._accepted]
             if extra:
                 raise GroundingError(
@@ -277,6 +279,7 @@ class Grounder:
             if missing:
                 raise GroundingError(f"frame {frame}: joint(s) {', '.join(map(repr, missing))} missing from the frame")
             self._checked_names.add(names)
+        self._names = names
         listed = pos.tolist()
         values = dict(zip(names, listed))
         if not math.isfinite(sum(listed)):  # a finite sum (the common case) has every value finite
