@@ -424,10 +424,12 @@ class Grounder:
                 relative.clear()
                 continue
             measured = t - ages[o]
-            box = boxes.get(o)
-            rot = box.rotation if box is not None else quat_to_matrix(pose.quaternion)
-            new = track.add(measured, pose.position, rot)
+            times = track.times  # Track.add's own test for a repeat of the newest sample (a slower stream
+            new = not (times and measured <= times[-1] + TIME_EPS)  # repeats it for many frames): no call then
             if new:
+                box = boxes.get(o)
+                rot = box.rotation if box is not None else quat_to_matrix(pose.quaternion)
+                track.add(measured, pose.position, rot)
                 ch = track.change(window)
                 m.speed = (ch[0] / ch[2], ch[1] / ch[2]) if ch is not None and ch[2] > 0 else None
             speed[o] = m.speed
