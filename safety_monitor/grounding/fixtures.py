@@ -81,6 +81,9 @@ def object_supported_inside(box: Box, region: Box, margin: float) -> bool:
     return inside and bottom <= -region.half[2] + margin
 
 
+_NEAR_NOTHING: dict[str, float] = {}  # geo.gaps.get(e, _NEAR_NOTHING): geo.near(e) without the call (read only)
+
+
 class _Episode:
     def __init__(self, counts: FrameCounts):
         self.active = False
@@ -226,7 +229,7 @@ class FixtureEstimator:
         _, _, contact, margin = self._distances
         operated = gripped or direction != 0.0
         hit: Tri = False  # the moving part touches an arm link or an object not inside the fixture
-        for other, gap in geo.near(f).items():
+        for other, gap in geo.gaps.get(f, _NEAR_NOTHING).items():
             if gap > contact:
                 continue
             if other == "arm":

@@ -86,6 +86,9 @@ DOCS = {
 }
 
 
+_NEAR_NOTHING: dict[str, float] = {}  # geo.gaps.get(e, _NEAR_NOTHING): geo.near(e) without the call (read only)
+
+
 class _Skill:
     """Onset window of one skill: pulse on the first frame of an attempt, end after `window` frames without
     the approach or on completion; a completed skill stays latched on its target until the approach lapses."""
@@ -232,7 +235,7 @@ class SkillEstimator:
             return None
         heights = [  # centre heights of the objects close to it
             other_box.center[2]
-            for other, gap in geo.near(o).items()
+            for other, gap in geo.gaps.get(o, _NEAR_NOTHING).items()
             if other in self.grasp.objects
             and gap <= self._path
             and (other_box := geo.object_boxes.get(other)) is not None
@@ -251,7 +254,7 @@ class SkillEstimator:
             return None
         geo = inp.geometry
         best, best_gap = None, math.inf  # the support nearest the held object (the first nearest, as min())
-        for e, gap in geo.near(held).items():
+        for e, gap in geo.gaps.get(held, _NEAR_NOTHING).items():
             if e in self.supports and e != held and (best is None or gap < best_gap):
                 best, best_gap = e, gap
         if best is None and held not in geo.unknown:
@@ -269,7 +272,7 @@ class SkillEstimator:
         proximity, clutter_bound, slip_m, slip_rad = self._placing
         target, objects, margin = self.skills["place"].target, self.grasp.objects, self._margin
         clutter, clear = 0, True  # clear: every other object beyond the placement proximity
-        for e, gap in geo.near(held).items():
+        for e, gap in geo.gaps.get(held, _NEAR_NOTHING).items():
             if e in objects and e != held and e != target:
                 clutter += gap <= margin
                 if not gap > proximity:  # a NaN gap is not clear either
@@ -304,7 +307,7 @@ class SkillEstimator:
             return False
         geo, objects = inp.geometry, self.grasp.objects
         region = geo.interiors.get(f)
-        for o, gap in geo.near(f).items():
+        for o, gap in geo.gaps.get(f, _NEAR_NOTHING).items():
             if (
                 gap <= self._path
                 and o in objects
