@@ -81,6 +81,7 @@ def object_supported_inside(box: Box, region: Box, margin: float) -> bool:
     return inside and bottom <= -region.half[2] + margin
 
 
+_NONE: frozenset[str] = frozenset()  # no fixture operated (most frames)
 _NEAR_NOTHING: dict[str, float] = {}  # geo.gaps.get(e, _NEAR_NOTHING): geo.near(e) without the call (read only)
 
 
@@ -168,7 +169,7 @@ class FixtureEstimator:
                 retracting_all = retr
             if expired:
                 timeout = True
-        self.operated = frozenset(operated)
+        self.operated = frozenset(operated) if operated else _NONE
         open_fraction = None if t is None else inp.fixture_fraction[t]
         return (
             open_fraction is not None and open_fraction >= self._fully_open,  # fixture_fully_open

@@ -187,9 +187,8 @@ class Grounder:
         poses, ages = self._usable_poses(state, stale)
         wrench = self._usable_wrench(state, stale)
         if geometry is None:
-            geometry = self.twin.compute(
-                state.joint_names, state.joint_position, poses, self._carried(state, poses, ages)
-            )
+            carried = self._carried(state, poses, ages) if self._grasp.held else None  # most frames: none held
+            geometry = self.twin.compute(state.joint_names, state.joint_position, poses, carried)
         else:
             geometry = geometry.forget(frozenset(o for o in self.robot.objects if o not in poses))
         speed, slip = self._object_motion(state, poses, ages, geometry)
@@ -353,12 +352,9 @@ class Grounder:
         A held pose repeats for many control frames (perception is slower), so each object's answer is kept
         for as long as its pose and measurement time stay the same and the end-effector samples around that
         time were all recorded (not this frame's, which the twin hands over anew)."""
-        held = self._grasp.held
-        if not held:  # most frames: nothing held
-            return None
         t = state.t
         carried = []
-        for o in held:
+        for o in self._grasp.held:
             pose = poses.get(o)
             if pose is not None:
                 age = ages[o]
