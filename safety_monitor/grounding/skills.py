@@ -202,8 +202,20 @@ class SkillEstimator:
         close_onset = closing.step(to_close, f is not None and fraction[f] <= self._fully_closed)
         f = closing.target or to_close or focus
         close_ok = True if f is None else self._close_ok(f, inp)
-        onset_ends = (not pick.active, not place.active, not opening.active, not closing.active)
-        return (pick_onset, place_onset, open_onset, close_onset, *onset_ends, pick_ok, place_ok, open_ok, close_ok)
+        return (
+            pick_onset,  # skill_pick_onset
+            place_onset,  # skill_place_onset
+            open_onset,  # skill_open_onset
+            close_onset,  # skill_close_onset
+            not pick.active,  # skill_pick_onset_end
+            not place.active,  # skill_place_onset_end
+            not opening.active,  # skill_open_onset_end
+            not closing.active,  # skill_close_onset_end
+            pick_ok,  # preconditions_pick
+            place_ok,  # preconditions_place
+            open_ok,  # preconditions_open
+            close_ok,  # preconditions_close
+        )
 
     # pick -------------------------------------------------------------------------------------------
     def _pick_candidate(self, inp: FrameInputs, held: str | None) -> str | None:
