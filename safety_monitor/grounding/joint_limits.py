@@ -195,8 +195,8 @@ class JointLimitEstimator:
             if not lo <= positions[j] <= hi:
                 position = True
                 break
-        velocity = _beyond(self._velocities, velocities)
-        effort = _beyond(self._efforts, efforts)
+        velocity = _beyond(self._velocities, velocities) if self._velocities else False  # no limits: false
+        effort = _beyond(self._efforts, efforts) if self._efforts else False
         jump: Tri = False
         if self._velocities:
             stamps = state.t if state.joint_stamps is None else np.asarray(state.joint_stamps, dtype=float)
@@ -207,8 +207,7 @@ class JointLimitEstimator:
 
 
 def _beyond(limits: list[tuple[str, float]], values: Mapping[str, float] | None) -> Tri:
-    if not limits:
-        return False
+    """Some joint beyond its (non-empty) `limits`; unknown without `values`."""
     if values is None:
         return None
     return any(abs(values[j]) > limit for j, limit in limits)
