@@ -17,7 +17,7 @@ from safety_monitor.errors import GroundingError
 from safety_monitor.frames import Pose, RobotState, Wrench
 from safety_monitor.grounding.description import load_robot_description
 from safety_monitor.grounding.geometry import Box, FrameGeometry
-from safety_monitor.grounding.grounder import Grounder
+from safety_monitor.grounding.grounder import PREDICATES, Grounder
 from safety_monitor.grounding.semantics import load_object_catalog
 from safety_monitor.grounding.thresholds import load_thresholds
 
@@ -372,6 +372,22 @@ def test_missing_pose_is_unknown_held_and_reported_stale():
     assert ["object_grasped" in f.unknown for f in back] == [True] * 4 + [False]
     assert back[-1].values["object_grasped"] and not any(f.values["object_dropped"] for f in back)
     assert "object_pose/cube" not in back[0].stale and "object_grasped_raw" not in back[0].unknown
+
+
+def test_every_frame_lists_every_predicate_in_order_as_a_bool_and_repeats_hand_out_their_own_dicts():
+    """The families' values are joined by position: a frame's keys are PREDICATES in order, each value a
+    plain bool, unknown or not; a frame that repeats the previous one's decisions gets a dict of its own."""
+    s = Scene()
+    frames = s.step(3)
+    s.grasp()
+    frames += s.step(6)
+    s.missing.add("cube")
+    frames += s.step(2)
+    assert frames[-1].unknown and frames[-1].unknown == frames[-2].unknown
+    for f in frames:
+        assert tuple(f.values) == PREDICATES and all(type(v) is bool for v in f.values.values())
+    frames[-1].values["object_grasped"] = not frames[-1].values["object_grasped"]
+    assert s.step().values == frames[-2].values
 
 
 def test_a_pose_gap_mid_grasp_restarts_the_grasp_evidence_and_reports_no_drop():

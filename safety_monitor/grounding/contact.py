@@ -100,14 +100,17 @@ class ContactEstimator:
         self._unseen_run = 0  # consecutive frames up to the previous one on which some object had no pose
         self._rules: dict[tuple[str, str], _Rule] = {}
         self.wrench = Persistence(counts.wrench_persistence)
+        self._contact = thresholds.distances_m.contact  # read once: every frame needs them
+        self._wrench_limits = (thresholds.wrench.force_n, thresholds.wrench.torque_nm)
         self.supports = frozenset(
             e
             for e in robot.entities
             if catalog.has(robot.owner(e), "support") or catalog.has(robot.owner(e), "container")
         )
 
-    def step(self, inp: FrameInputs) -> dict[str, Tri]:
-        geo, contact = inp.geometry, self.th.distances_m.contact
+    def step(self, inp: FrameInputs) -> tuple[Tri, ...]:
+        """This frame's values in DOCS order."""
+        geo, contact = inp.geometry, self._contact
         verdicts: dict[tuple[str, str], Tri] = {}
         rules = self._rules
         for a, b, gap in geo.pairs:
@@ -121,12 +124,17 @@ class ContactEstimator:
                 if v is not False:
                     verdicts[(a, b)] = v
         uncertain = bool(geo.unknown) or None in verdicts.values()
-        runs, sustained = {}, [None if uncertain else False]
+        runs: dict[tuple[str, str], Persistence] = {}
+        sustained: Tri = None if uncertain else False  # Kleene OR over the pairs' runs, folded in as they go by
         for pair, v in verdicts.items():
             run = self.runs.get(pair)
             if run is None:  # a new contact; if it ends a pose gap of its object, it may have begun in it
                 run = Persistence(self.tolerance + 1, self._unseen_run if set(pair) & self._unseen else 0)
-            sustained.append(run.step(v))
+            lasting = run.step(v)
+            if lasting:
+                sustained = True
+            elif lasting is None and not sustained:
+                sustained = None
             runs[pair] = run
         for pair, run in self.runs.items():  # an object of it has no pose: the contact may go on
             if pair not in runs and set(pair) & geo.unknown:
@@ -135,11 +143,11 @@ class ContactEstimator:
         self.runs = runs
         self._unseen, self._unseen_run = geo.unknown, self._unseen_run + 1 if geo.unknown else 0
         raw = any3(list(verdicts.values())) if verdicts else False
-        return {
-            "forbidden_contact": True if raw else (None if uncertain else False),
-            "forbidden_contact_sustained": any3(sustained),
-            "excess_wrench": self.wrench.step(self._excess(inp)),
-        }
+        return (
+            True if raw else (None if uncertain else False),  # forbidden_contact
+            sustained,  # forbidden_contact_sustained
+            self.wrench.step(self._excess(inp)),  # excess_wrench
+        )
 
     def _forbidden(self, rule: _Rule) -> Tri:
         if isinstance(rule, _Fixed):
@@ -173,5 +181,5 @@ class ContactEstimator:
         w = inp.wrench
         if w is None:
             return None
-        lim = self.th.wrench
-        return bool(norm(w.force) > lim.force_n or norm(w.torque) > lim.torque_nm)
+        force_n, torque_nm = self._wrench_limits
+        return bool(norm(w.force) > force_n or norm(w.torque) > torque_nm)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from safety_monitor.grounding import _geomath
 from safety_monitor.grounding.debounce import SymmetricDebounce, Timer, Tri
 from safety_monitor.grounding.description import RobotDescription
 from safety_monitor.grounding.fixtures import object_inside
@@ -58,7 +59,8 @@ class ContainmentEstimator:
         self.timer = Timer(counts.transfer_timeout)
         self.settled = SymmetricDebounce(counts.content_entry_persistence)
 
-    def step(self, inp: FrameInputs) -> dict[str, Tri]:
+    def step(self, inp: FrameInputs) -> tuple[Tri, ...]:
+        """This frame's values in DOCS order."""
         geo = inp.geometry
         margin = self.th.distances_m.placement_margin
         event = False
@@ -83,25 +85,22 @@ class ContainmentEstimator:
             settled = self.settled.step(raw)
             if settled:
                 self.timer.stop()
-        return {
-            "transfer_event": event,
-            "contained": self._contained(geo, margin),
-            "contained_settled": settled,
-            "transfer_timeout": self.timer.expired(inp.frame),
-        }
+        return event, self._contained(geo, margin), settled, self.timer.expired(inp.frame)
 
     def _contained(self, geo: FrameGeometry, margin: float) -> Tri:
         """Some object inside some container (Kleene OR: the first one inside decides it, the rest are not
         tested; unknown if none is and an object has no box)."""
-        boxes, interiors = geo.object_boxes, geo.interiors
+        boxes, interiors, placement = geo.object_boxes, geo.interiors, _geomath.placement
         contained: Tri = False
         for o in self.grasp.objects:
             box = boxes.get(o)
             if box is None:
                 contained = None
                 continue
-            for c in self.containers:
-                if object_inside(box, interiors[c], margin):
+            center, rotation, half = box.center, box.rotation, box.half
+            for c in self.containers:  # object_inside, unwrapped: the box's arrays read once
+                region = interiors[c]
+                if placement(center, rotation, half, region.center, region.rotation, region.half, margin)[0]:
                     return True
         return contained
 

@@ -52,8 +52,10 @@ class ContaminationEstimator:
         self._object_set = frozenset(self.objects)
         self.clean_contact = Persistence(counts.clean_contact_tolerance + 1)
         self._rules: dict[tuple[str, str], tuple[float, tuple[str, str], str | None] | None] = {}
+        self._sanitized = (thresholds.sanitized.event, thresholds.sanitized.constant)  # read once: every frame
 
-    def step(self, inp: FrameInputs) -> dict[str, Tri]:
+    def step(self, inp: FrameInputs) -> tuple[Tri, ...]:
+        """This frame's values in DOCS order."""
         geo = inp.geometry
         edges: list[tuple[str, str]] = []
         touched = set()
@@ -69,17 +71,13 @@ class ContaminationEstimator:
                     touched.add(rule[2])
         contact_raw = _contact_with(touched, self.contaminated, geo.unknown)
         contact_clean = _contact_with(touched, self.clean, geo.unknown)
-        san = self.th.sanitized
-        sanitized = san.constant if san.constant is not None else san.event in inp.events
+        event, constant = self._sanitized
+        sanitized = constant if constant is not None else event in inp.events
         if sanitized:
             self.contaminated.discard(ROBOT)
-        self._spread(edges)
-        return {
-            "robot_contact_raw": contact_raw,
-            "robot_contact_clean": contact_clean,
-            "robot_contact_clean_sustained": self.clean_contact.step(contact_clean),
-            "sanitized": sanitized,
-        }
+        if edges:
+            self._spread(edges)
+        return contact_raw, contact_clean, self.clean_contact.step(contact_clean), sanitized
 
     def _rule(self, a: str, b: str) -> tuple[float, tuple[str, str], str | None] | None:
         """How a gap between entities `a` < `b` carries contamination (fixed per workcell): (the gap at or
@@ -105,6 +103,6 @@ class ContaminationEstimator:
 
 def _contact_with(touched: set[str], group: set[str] | frozenset[str], unknown: frozenset[str]) -> Tri:
     """The robot touches one of `group`: True, or None when one of them has no usable pose."""
-    if touched & group:
+    if not touched.isdisjoint(group):  # no intersection built
         return True
-    return None if unknown & group else False
+    return None if not unknown.isdisjoint(group) else False

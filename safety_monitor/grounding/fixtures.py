@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from safety_monitor.grounding import _geomath
-from safety_monitor.grounding.debounce import Timer, Tri, all3, any3
+from safety_monitor.grounding.debounce import Timer, Tri
 from safety_monitor.grounding.description import HOUSING, RobotDescription
 from safety_monitor.grounding.geometry import Box, BoxStack
 from safety_monitor.grounding.grasp import GraspEstimator
@@ -81,6 +81,10 @@ def object_supported_inside(box: Box, region: Box, margin: float) -> bool:
     return inside and bottom <= -region.half[2] + margin
 
 
+_NONE: frozenset[str] = frozenset()  # no fixture operated (most frames)
+_NEAR_NOTHING: dict[str, float] = {}  # geo.gaps.get(e, _NEAR_NOTHING): geo.near(e) without the call (read only)
+
+
 class _Episode:
     def __init__(self, counts: FrameCounts):
         self.active = False
@@ -124,47 +128,59 @@ class FixtureEstimator:
         self.directions: dict[str, float] = {}  # +1 opening, -1 closing, 0 still or unknown, over the motion window
         self.reach_in: dict[str, bool] = {}
 
-    def step(self, inp: FrameInputs) -> dict[str, Tri]:
+    def step(self, inp: FrameInputs) -> tuple[Tri, ...]:
+        """This frame's values in DOCS order."""
         geo, closed = inp.geometry, inp.gripper_closed
         clearance, reach, _, _ = self._distances
         gripper_gaps, inf = geo.gripper_gaps, math.inf
-        self.gripped = gripped = {f: gripper_gaps.get(f, inf) <= clearance for f in self.fixtures}
         beyond, distance = self._interiors.reach(
             tuple(map(geo.interiors.__getitem__, self.with_interior)), geo.gripper_points
         )  # per interior: the nearest gripper point's excess, the grasp centre's distance
         self.reach_in = reach_in = {}
+        inside = False  # a gripper point inside an enclosure
         left = True  # no gripper point within reach of an enclosure
         for f, i in self._enclosure_rows:
-            reach_in[f] = beyond[i] <= 0.0
+            reach_in[f] = within = beyond[i] <= 0.0
+            if within:
+                inside = True
             if beyond[i] <= reach:
                 left = False
         self.target = t = self._target(gripper_gaps, distance)
         deltas, still = inp.fixture_delta, self._motion_delta
         unknown_objects = not geo.unknown.isdisjoint(self.graspable)
-        self.directions = directions = {}
-        operated, hits, retracting, timeouts = [], [], [], []
+        self.gripped, self.directions = gripped, directions = {}, {}
+        operated = []
+        # Kleene OR (any3) and AND (all3) over the fixtures, folded in as they go by
+        hit_any: Tri = False  # fixture_obstacle_hit
+        retracting_all: Tri = None  # retracting, over the fixtures with an episode (None: none has one yet)
+        timeout = False  # retract_timeout
         for f in self.fixtures:
+            gripped[f] = grip = gripper_gaps.get(f, inf) <= clearance
             delta = deltas.get(f)
             direction = directions[f] = 0.0 if delta is None or abs(delta) <= still else math.copysign(1.0, delta)
-            if reach_in.get(f) or (gripped[f] and (closed or direction != 0.0)):
+            if reach_in.get(f) or (grip and (closed or direction != 0.0)):
                 operated.append(f)
-            hit, retr, expired = self._mechanism(f, inp, direction, unknown_objects)
-            hits.append(hit)
-            if retr is not None:
-                retracting.append(retr)
-            timeouts.append(expired)
-        self.operated = frozenset(operated)
+            hit, retr, expired = self._mechanism(f, inp, grip, direction, unknown_objects)
+            if hit:
+                hit_any = True
+            elif hit is None and not hit_any:
+                hit_any = None
+            if retr is not None and retracting_all is not False:
+                retracting_all = retr
+            if expired:
+                timeout = True
+        self.operated = frozenset(operated) if operated else _NONE
         open_fraction = None if t is None else inp.fixture_fraction[t]
-        return {
-            "fixture_fully_open": open_fraction is not None and open_fraction >= self._fully_open,
-            "fixture_fully_closed": open_fraction is not None and open_fraction <= self._fully_closed,
-            "reach_in_fixture": any(reach_in.values()),
-            "left_fixture": left,
-            "object_in_fixture": self._focus_in_fixture(inp),
-            "fixture_obstacle_hit": any3(hits),
-            "retracting": all3(retracting) if retracting else False,
-            "retract_timeout": any(timeouts),
-        }
+        return (
+            open_fraction is not None and open_fraction >= self._fully_open,  # fixture_fully_open
+            open_fraction is not None and open_fraction <= self._fully_closed,  # fixture_fully_closed
+            inside,  # reach_in_fixture
+            left,  # left_fixture
+            self._focus_in_fixture(inp),  # object_in_fixture
+            hit_any,  # fixture_obstacle_hit
+            bool(retracting_all),  # retracting
+            timeout,  # retract_timeout
+        )
 
     def _target(self, gripper_gaps: dict[str, float], outside: list[float]) -> str | None:
         """Openable fixture nearest the gripper by surface gap; else the one whose interior is nearest the EE
@@ -177,8 +193,13 @@ class FixtureEstimator:
                 best, best_gap = f, gap
         if best is not None:
             return best
-        if self._ranked_rows:
-            return min([(outside[i], f) for f, i in self._ranked_rows])[1]
+        nearest = None  # min() of (distance, name), in a loop: no list built
+        for f, i in self._ranked_rows:
+            key = (outside[i], f)
+            if nearest is None or key < nearest:
+                nearest = key
+        if nearest is not None:
+            return nearest[1]
         return self.fixtures[0] if self.fixtures else None
 
     def _focus_in_fixture(self, inp: FrameInputs) -> Tri:
@@ -200,16 +221,16 @@ class FixtureEstimator:
         return False
 
     def _mechanism(
-        self, f: str, inp: FrameInputs, direction: float, unknown_near: bool
+        self, f: str, inp: FrameInputs, gripped: bool, direction: float, unknown_near: bool
     ) -> tuple[Tri, bool | None, bool]:
         """(obstacle hit, retracting or None without an episode this frame, retract timeout), advancing the
-        episode. `direction`: the fixture's motion; `unknown_near`: some object's pose is unknown."""
+        episode. `gripped`: the gripper holds it; `direction`: its motion; `unknown_near`: some object's pose
+        is unknown."""
         geo = inp.geometry
         _, _, contact, margin = self._distances
-        gripped = self.gripped[f]
         operated = gripped or direction != 0.0
         hit: Tri = False  # the moving part touches an arm link or an object not inside the fixture
-        for other, gap in geo.near(f).items():
+        for other, gap in geo.gaps.get(f, _NEAR_NOTHING).items():
             if gap > contact:
                 continue
             if other == "arm":

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from safety_monitor.grounding.debounce import StickyTrue, SymmetricDebounce, Timer, Tri, all3, any3
+from safety_monitor.grounding.debounce import StickyTrue, SymmetricDebounce, Timer, Tri
 from safety_monitor.grounding.description import FINGER_PARTS
 from safety_monitor.grounding.geometry import Box
 from safety_monitor.grounding.inputs import FrameInputs, PredicateDoc
@@ -71,6 +71,7 @@ DOCS = {
 
 
 _NO_GAPS: dict[str, float] = {}  # a finger body near nothing (read only)
+_NONE: frozenset[str] = frozenset()  # no object dropped (most frames)
 
 
 class _ObjectGrasp:
@@ -108,14 +109,20 @@ class GraspEstimator:
         )
         self._rest = (m.linear_stability_mps, m.angular_stability_radps)
 
-    def step(self, inp: FrameInputs) -> dict[str, Tri]:
+    def step(self, inp: FrameInputs) -> tuple[Tri, ...]:
+        """This frame's values in DOCS order."""
         geo, frame, closed = inp.geometry, inp.frame, inp.gripper_closed
         clearance, bilateral, slip_m, slip_rad = self._grasp_limits
         gaps, boxes, speeds, slips, unknown = geo.gaps, geo.object_boxes, inp.object_speed, inp.object_slip, geo.unknown
         fingers = [gaps.get(f, _NO_GAPS) for f in FINGER_PARTS] if closed else []  # open: nothing is held
         raws, grasped, stables, movings, inf = self.raw, self.grasped, self.stable, self.moving, math.inf
-        raw_grasp, grasp, dropped, sync, stable_free, held = [], [], [], [], [], []
-        just_dropped = set()
+        # Kleene OR (any3) and AND (all3) over the objects, folded in as they go by: no list or call per aggregate
+        raw_any: Tri = False  # object_grasped_raw
+        grasp_any: Tri = False  # object_grasped
+        dropped_any: Tri = False  # object_dropped
+        sync_all: Tri = True  # object_sync, over the grasped objects
+        stable_all: Tri = True  # object_stable, over the others
+        held, just_dropped = [], []
         engaged = False  # some object counts as grasped before or after this frame (open gripper: a release)
         for o, st in self._states:
             debounce = st.grasp
@@ -132,8 +139,14 @@ class GraspEstimator:
                 raw = closed and touching >= bilateral
             before, resumed = debounce.value, debounce.warming
             debounced = debounce.step(raw)
-            raw_grasp.append(raw)
-            grasp.append(debounced)
+            if raw:
+                raw_any = True
+            elif raw is None and not raw_any:
+                raw_any = None
+            if debounced:
+                grasp_any = True
+            elif debounced is None and not grasp_any:
+                grasp_any = None
             raws[o] = raw
             after = debounce.value
             if after and not before:
@@ -141,28 +154,38 @@ class GraspEstimator:
                 st.stable.reset()
                 st.settle.stop()
             if before and not after:
-                just_dropped.add(o)
+                just_dropped.append(o)
                 st.settle.start(frame)
-                dropped.append(None if resumed else True)  # decided by restarted evidence: at an unknown frame
-            else:
-                dropped.append(None if debounced is None and before else False)
+                if not resumed:
+                    dropped_any = True
+                elif not dropped_any:  # decided by restarted evidence: at an unknown frame
+                    dropped_any = None
+            elif debounced is None and before and not dropped_any:
+                dropped_any = None
             if before or after:
                 engaged = True
             if after or (debounced is None and raw is not None):  # grasped objects only; while the grasp
                 # evidence restarts after a pose gap, Kleene's (not grasped) or synced
                 slip = slips.get(o)
                 synced = None if slip is None else (slip[0] < slip_m and slip[1] < slip_rad)
-                sync.append(synced if debounced is not None else (True if synced else None))
+                synced = synced if debounced is not None else (True if synced else None)
+                if synced is False:
+                    sync_all = False
+                elif synced is None and sync_all is not False:
+                    sync_all = None
             stable, movings[o] = self._stability(st, speeds.get(o), boxes.get(o), after)
             stables[o] = stable
             if not after:
-                stable_free.append(stable)
+                if stable is False:
+                    stable_all = False
+                elif stable is None and stable_all is not False:
+                    stable_all = None
                 if stable and st.settle.started_at is not None:  # settled
                     st.settle.stop()
             grasped[o] = after
             if after or raw:
                 held.append(o)
-        self.dropped = frozenset(just_dropped)
+        self.dropped = frozenset(just_dropped) if just_dropped else _NONE
         self.held = tuple(held)
         f = self.focus
         left: Tri = False  # all three about the focus object; false before any grasp
@@ -172,17 +195,17 @@ class GraspEstimator:
             left = geo.gripper_gap(f) > clearance if f not in geo.unknown else None
             settled = None if self.stable[f] is None else (self.stable[f] and not self.grasped[f])
             timeout = self.state[f].settle.expired(frame)
-        return {
-            "object_grasped_raw": any3(raw_grasp),
-            "object_grasped": any3(grasp),
-            "object_sync": all3(sync),
-            "object_dropped": any3(dropped),
-            "object_released": not closed and engaged,
-            "object_left_gripper": left,
-            "object_stable": all3(stable_free),
-            "object_settled": settled,
-            "settle_timeout": timeout,
-        }
+        return (
+            raw_any,  # object_grasped_raw
+            grasp_any,  # object_grasped
+            sync_all,  # object_sync
+            dropped_any,  # object_dropped
+            not closed and engaged,  # object_released
+            left,  # object_left_gripper
+            stable_all,  # object_stable
+            settled,  # object_settled
+            timeout,  # settle_timeout
+        )
 
     def _stability(
         self, st: _ObjectGrasp, speed: tuple[float, float] | None, box: Box | None, held: bool
@@ -195,8 +218,14 @@ class GraspEstimator:
             latch.reset()
             return False, moving
         if latch.value:  # latched (it stays so until reset): released only by a move off its anchor
-            anchor = st.anchor
-            if box is None or anchor is None or not self._moved_from_anchor(st, box, anchor):
+            anchor, known = st.anchor, st.displaced
+            if box is None or anchor is None:
+                return True, moving
+            if known is not None and known[0] is box and known[1] is anchor:  # the same (immutable) boxes
+                moved = known[2]  # as on an earlier frame, as they are while the object rests
+            else:
+                moved = self._moved_from_anchor(st, box, anchor)
+            if not moved:
                 return True, moving
             latch.reset()
         value = latch.step(None if moving is None else not moving)
@@ -205,11 +234,8 @@ class GraspEstimator:
         return value, moving
 
     def _moved_from_anchor(self, st: _ObjectGrasp, box: Box, anchor: Box) -> bool:
-        """Whether `box` moved beyond the slip thresholds from `anchor` (st's); kept while both are the same
-        (immutable) boxes, as they are while the object rests."""
-        known = st.displaced
-        if known is not None and known[0] is box and known[1] is anchor:
-            return known[2]
+        """Whether `box` moved beyond the slip thresholds from `anchor` (st's), kept on `st` for the frames
+        that bring the same two boxes."""
         moved = _displaced(box, anchor, self.th.motion)
         st.displaced = (box, anchor, moved)
         return moved

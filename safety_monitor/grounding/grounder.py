@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import sys
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -45,7 +45,7 @@ from safety_monitor.grounding.urdf import JointLimit
 if TYPE_CHECKING:  # the twin imports MuJoCo; tests with a given FrameGeometry never load it
     from safety_monitor.grounding.twin import KinematicTwin
 
-PREDICATE_DOCS: dict[str, PredicateDoc] = {
+PREDICATE_DOCS: dict[str, PredicateDoc] = {  # in the order `step` joins the families' values (each in DOCS order)
     **grasp.DOCS,
     **contact.DOCS,
     **contamination.DOCS,
@@ -145,13 +145,17 @@ class Grounder:
         graspable = tuple(o for o in r.objects if cat.has(o, "graspable"))
         self._grasp = grasp.GraspEstimator(graspable, th, counts)
         self._fixtures = fixtures.FixtureEstimator(r, cat, th, counts, self._grasp)
-        self._families = (
+        self._contact = contact.ContactEstimator(r, cat, th, counts, self._grasp, self._fixtures, self.wrench_sensor)
+        self._contamination = contamination.ContaminationEstimator(r, cat, th, counts)
+        self._containment = containment.ContainmentEstimator(r, cat, th, counts, self._grasp)
+        self._skills = skills.SkillEstimator(r, cat, th, counts, self._grasp, self._fixtures)
+        self._families = (  # in dependency order, as `step` runs them
             self._grasp,
             self._fixtures,
-            contact.ContactEstimator(r, cat, th, counts, self._grasp, self._fixtures, self.wrench_sensor),
-            contamination.ContaminationEstimator(r, cat, th, counts),
-            containment.ContainmentEstimator(r, cat, th, counts, self._grasp),
-            skills.SkillEstimator(r, cat, th, counts, self._grasp, self._fixtures),
+            self._contact,
+            self._contamination,
+            self._containment,
+            self._skills,
         )
         self._limits = JointLimitEstimator(self.joint_limits, th.joint_limits)
         horizon = th.max_age_s.object_pose + 2 * th.durations_s.motion_window + 1.0 / self.control_rate_hz
@@ -164,8 +168,12 @@ class Grounder:
         self._fixture_inputs: tuple[tuple[str, str, Callable[[float], float], deque[float]], ...] = tuple(
             (f, fx.joint, fx.open_fraction, deque(maxlen=window)) for f, fx in r.fixtures.items()
         )
-        self._last = dict.fromkeys(PREDICATES, False)
+        # the previous frame's decisions (PREDICATES order, None: undecided) and what they made
+        self._decided: tuple[Tri, ...] = ()
+        self._values = dict.fromkeys(PREDICATES, False)
+        self._unknown: frozenset[str] = frozenset()
         self._checked_names: set[tuple[str, ...]] = set()
+        self._names: tuple[str, ...] = ()  # the previous frame's joint names (checked)
         self._frame = -1
         self._t: float | None = None
 
@@ -179,9 +187,8 @@ class Grounder:
         poses, ages = self._usable_poses(state, stale)
         wrench = self._usable_wrench(state, stale)
         if geometry is None:
-            geometry = self.twin.compute(
-                state.joint_names, state.joint_position, poses, self._carried(state, poses, ages)
-            )
+            carried = self._carried(state, poses, ages) if self._grasp.held else None  # most frames: none held
+            geometry = self.twin.compute(state.joint_names, state.joint_position, poses, carried)
         else:
             geometry = geometry.forget(frozenset(o for o in self.robot.objects if o not in poses))
         speed, slip = self._object_motion(state, poses, ages, geometry)
@@ -202,28 +209,46 @@ class Grounder:
             wrench=wrench,
             events=frozenset(state.events),
         )
-        decided: dict[str, Tri] = {}
-        for family in self._families:
-            decided.update(family.step(inp))
+        by_grasp = self._grasp.step(inp)  # the families in dependency order
+        by_fixtures = self._fixtures.step(inp)
+        by_contact = self._contact.step(inp)
+        by_contamination = self._contamination.step(inp)
+        by_containment = self._containment.step(inp)
+        by_skills = self._skills.step(inp)
         lim = self._limits
-        decided.update(
-            lim.step(
-                state,
-                joints,
-                self._robot_values(state, state.joint_velocity) if lim.reads_velocity else None,
-                self._robot_values(state, state.joint_effort) if lim.reads_effort else None,
-            )
+        by_limits = lim.step(
+            state,
+            joints,
+            self._robot_values(state, state.joint_velocity) if lim.reads_velocity else None,
+            self._robot_values(state, state.joint_effort) if lim.reads_effort else None,
         )
-        last, values = self._last, decided.values()
-        unknown: Sequence[str] = ()
-        kept: Sequence[tuple[str, bool]] = ()
-        if None in values:  # undecided: keep the last decided value
-            unknown = [k for k, v in decided.items() if v is None]
-            kept = [(k, last[k]) for k in unknown]
-        last.update(zip(decided, map(bool, values)))
-        last.update(kept)
+        decided = (  # PREDICATES order
+            *by_grasp,
+            *by_contact,
+            *by_contamination,
+            *by_skills,
+            *by_fixtures,
+            *by_containment,
+            *by_limits,
+        )
+        if decided == self._decided:  # most frames: every decision as on the previous one, so its values
+            values, unknown = self._values.copy(), self._unknown
+        else:
+            values, unknown = self._decide(decided)
         self._frame, self._t = frame, state.t
-        return PredicateFrame(state.t, frame, dict(last), frozenset(unknown), stale)
+        return PredicateFrame(state.t, frame, values, unknown, stale)
+
+    def _decide(self, decided: tuple[Tri, ...]) -> tuple[dict[str, bool], frozenset[str]]:
+        """Each predicate's value from this frame's decisions (PREDICATES order), an undecided one (None)
+        keeping its last value; kept for the next frame, which hands out a copy."""
+        if None in decided:
+            last = self._values
+            values = {k: last[k] if v is None else bool(v) for k, v in zip(PREDICATES, decided, strict=True)}
+            unknown = frozenset(k for k, v in zip(PREDICATES, decided) if v is None)
+        else:
+            values, unknown = dict(zip(PREDICATES, map(bool, decided), strict=True)), frozenset()
+        self._decided, self._values, self._unknown = decided, values, unknown
+        return values.copy(), unknown
 
     # ------------------------------------------------------------------------------------------------
     def _check_time(self, t: float, frame: int) -> None:
@@ -241,7 +266,8 @@ class Grounder:
         if pos.shape != (len(names),):
             raise GroundingError(f"frame {frame}: {len(names)} joint names but joint_position has shape {pos.shape}")
         required = self._required
-        if names not in self._checked_names:  # the name list repeats frame after frame: check it once
+        # the name list repeats frame after frame, mostly as the same tuple (not even hashed then): checked once
+        if names is not self._names and names not in self._checked_names:
             extra = [n for n in names if n not in required and n not in self._accepted]
             if extra:
                 raise GroundingError(
@@ -252,6 +278,7 @@ class Grounder:
             if missing:
                 raise GroundingError(f"frame {frame}: joint(s) {', '.join(map(repr, missing))} missing from the frame")
             self._checked_names.add(names)
+        self._names = names
         listed = pos.tolist()
         values = dict(zip(names, listed))
         if not math.isfinite(sum(listed)):  # a finite sum (the common case) has every value finite
@@ -315,10 +342,7 @@ class Grounder:
         if not math.isfinite(age) or age > self.thresholds.max_age_s.wrench:
             stale["wrench"] = age if math.isfinite(age) else math.inf
             return None
-        values = _values(w.force) + _values(w.torque)
-        if not math.isfinite(sum(values)) and not all(map(math.isfinite, values)):  # a finite sum: all are
-            return None
-        return w
+        return w if _finite_wrench(w) else None
 
     def _carried(self, state: RobotState, poses: Mapping[str, Pose], ages: Mapping[str, float]) -> Carry | None:
         """Objects held on the previous frame whose pose is older than this frame: given this frame's
@@ -328,12 +352,9 @@ class Grounder:
         A held pose repeats for many control frames (perception is slower), so each object's answer is kept
         for as long as its pose and measurement time stay the same and the end-effector samples around that
         time were all recorded (not this frame's, which the twin hands over anew)."""
-        held = self._grasp.held
-        if not held:  # most frames: nothing held
-            return None
         t = state.t
         carried = []
-        for o in held:
+        for o in self._grasp.held:
             pose = poses.get(o)
             if pose is not None:
                 age = ages[o]
@@ -399,15 +420,18 @@ class Grounder:
                 relative.clear()
                 continue
             measured = t - ages[o]
-            box = boxes.get(o)
-            rot = box.rotation if box is not None else quat_to_matrix(pose.quaternion)
-            new = track.add(measured, pose.position, rot)
+            times = track.times  # Track.add's own test for a repeat of the newest sample (a slower stream
+            new = not (times and measured <= times[-1] + TIME_EPS)  # repeats it for many frames): no call then
             if new:
+                box = boxes.get(o)
+                rot = box.rotation if box is not None else quat_to_matrix(pose.quaternion)
+                track.add(measured, pose.position, rot)
                 ch = track.change(window)
                 m.speed = (ch[0] / ch[2], ch[1] / ch[2]) if ch is not None and ch[2] > 0 else None
             speed[o] = m.speed
             if gripper_gaps.get(o, inf) > reach:  # beyond reach of the hand: certainly not moving with it
-                relative.clear()
+                if relative.times:  # most frames: cleared already (no call)
+                    relative.clear()
                 slip[o] = _BEYOND_REACH
                 continue
             if new:
@@ -433,8 +457,16 @@ class _ObjectMotion:
 _BEYOND_REACH = (math.inf, math.inf)  # the drift of an object beyond reach of the hand (one tuple for all frames)
 
 
-def _values(v: np.ndarray) -> list[float]:
-    return np.asarray(v, dtype=float).ravel().tolist()
+def _finite_wrench(w: Wrench) -> bool:
+    """Every force and torque value finite: at once when both are float64 3-vectors of finite length (the
+    common case; two C calls where reading the six values into Python took 1.8 us), else value by value."""
+    try:
+        if math.isfinite(_geomath.norm3(w.force) + _geomath.norm3(w.torque)):
+            return True
+    except (TypeError, ValueError):  # not float64 3-vectors
+        pass
+    values = np.asarray(w.force, dtype=float).ravel().tolist() + np.asarray(w.torque, dtype=float).ravel().tolist()
+    return all(map(math.isfinite, values))
 
 
 def _check_entities(robot: RobotDescription, catalog: ObjectCatalog) -> None:

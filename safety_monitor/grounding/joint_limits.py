@@ -187,24 +187,27 @@ class JointLimitEstimator:
         positions: Mapping[str, float],
         velocities: Mapping[str, float] | None,
         efforts: Mapping[str, float] | None,
-    ) -> dict[str, Tri]:
-        """One frame: `positions` (and the rest) by joint name, from `state` (its per-joint stamps time the
-        jumps; without them every joint was sampled at `state.t`)."""
-        position: Tri = not all(lo <= positions[j] <= hi for j, lo, hi in self._positions)
-        velocity = _beyond(self._velocities, velocities)
-        effort = _beyond(self._efforts, efforts)
+    ) -> tuple[Tri, Tri, Tri, Tri]:
+        """One frame's values in DOCS order: `positions` (and the rest) by joint name, from `state` (its
+        per-joint stamps time the jumps; without them every joint was sampled at `state.t`)."""
+        position: Tri = False
+        for j, lo, hi in self._positions:  # a loop: a generator's set-up costs more than its few comparisons
+            if not lo <= positions[j] <= hi:
+                position = True
+                break
+        velocity = _beyond(self._velocities, velocities) if self._velocities else False  # no limits: false
+        effort = _beyond(self._efforts, efforts) if self._efforts else False
         jump: Tri = False
         if self._velocities:
             stamps = state.t if state.joint_stamps is None else np.asarray(state.joint_stamps, dtype=float)
             jumps = self._jumps.step(state.joint_names, np.asarray(state.joint_position, dtype=float), stamps)
             self.jumps = jumps or ()
             jump = None if jumps is None else bool(jumps)
-        return {POSITION: position, VELOCITY: velocity, EFFORT: effort, JUMP: jump}
+        return position, velocity, effort, jump
 
 
 def _beyond(limits: list[tuple[str, float]], values: Mapping[str, float] | None) -> Tri:
-    if not limits:
-        return False
+    """Some joint beyond its (non-empty) `limits`; unknown without `values`."""
     if values is None:
         return None
     return any(abs(values[j]) > limit for j, limit in limits)

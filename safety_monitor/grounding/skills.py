@@ -86,6 +86,9 @@ DOCS = {
 }
 
 
+_NEAR_NOTHING: dict[str, float] = {}  # geo.gaps.get(e, _NEAR_NOTHING): geo.near(e) without the call (read only)
+
+
 class _Skill:
     """Onset window of one skill: pulse on the first frame of an attempt, end after `window` frames without
     the approach or on completion; a completed skill stays latched on its target until the approach lapses."""
@@ -172,7 +175,8 @@ class SkillEstimator:
         self._fully_open, self._fully_closed = fr.fully_open_fraction, fr.fully_closed_fraction
         self._open_end = 1.0 - fr.fully_closed_fraction
 
-    def step(self, inp: FrameInputs) -> dict[str, Tri]:
+    def step(self, inp: FrameInputs) -> tuple[Tri, ...]:
+        """This frame's values in DOCS order (onsets, onset ends, preconditions)."""
         g, fraction = self.grasp, inp.fixture_fraction
         held: str | None = None
         for o in g.objects:
@@ -184,25 +188,34 @@ class SkillEstimator:
         # per skill: advance on this frame's candidate, `done` judged on the attempt's target, else the
         # candidate; preconditions on the target, else the candidate, else the fallback (vacuous with none)
         candidate = self._pick_candidate(inp, held)
-        out: dict[str, Tri] = {"skill_pick_onset": pick.step(candidate, held == (pick.target or candidate))}
-        out["skill_pick_onset_end"] = not pick.active
+        pick_onset = pick.step(candidate, held == (pick.target or candidate))
         target = pick.target or candidate
-        out["preconditions_pick"] = True if target is None else self._pick_ok(target, inp, held)
-        out["skill_place_onset"] = place.step(self._place_candidate(inp, held), held is None)
-        out["skill_place_onset_end"] = not place.active
-        out["preconditions_place"] = self._place_ok(inp, held)
+        pick_ok = True if target is None else self._pick_ok(target, inp, held)
+        place_onset = place.step(self._place_candidate(inp, held), held is None)
+        place_ok = self._place_ok(inp, held)
         to_open, to_close = self._fixture_candidates(inp)
         f = opening.target or to_open
-        out["skill_open_onset"] = opening.step(to_open, f is not None and fraction[f] >= self._fully_open)
-        out["skill_open_onset_end"] = not opening.active
+        open_onset = opening.step(to_open, f is not None and fraction[f] >= self._fully_open)
         f = opening.target or to_open or focus
-        out["preconditions_open"] = True if f is None else self._open_ok(f, inp, held)
+        open_ok = True if f is None else self._open_ok(f, inp, held)
         f = closing.target or to_close
-        out["skill_close_onset"] = closing.step(to_close, f is not None and fraction[f] <= self._fully_closed)
-        out["skill_close_onset_end"] = not closing.active
+        close_onset = closing.step(to_close, f is not None and fraction[f] <= self._fully_closed)
         f = closing.target or to_close or focus
-        out["preconditions_close"] = True if f is None else self._close_ok(f, inp)
-        return out
+        close_ok = True if f is None else self._close_ok(f, inp)
+        return (
+            pick_onset,  # skill_pick_onset
+            place_onset,  # skill_place_onset
+            open_onset,  # skill_open_onset
+            close_onset,  # skill_close_onset
+            not pick.active,  # skill_pick_onset_end
+            not place.active,  # skill_place_onset_end
+            not opening.active,  # skill_open_onset_end
+            not closing.active,  # skill_close_onset_end
+            pick_ok,  # preconditions_pick
+            place_ok,  # preconditions_place
+            open_ok,  # preconditions_open
+            close_ok,  # preconditions_close
+        )
 
     # pick -------------------------------------------------------------------------------------------
     def _pick_candidate(self, inp: FrameInputs, held: str | None) -> str | None:
@@ -234,7 +247,7 @@ class SkillEstimator:
             return None
         heights = [  # centre heights of the objects close to it
             other_box.center[2]
-            for other, gap in geo.near(o).items()
+            for other, gap in geo.gaps.get(o, _NEAR_NOTHING).items()
             if other in self.grasp.objects
             and gap <= self._path
             and (other_box := geo.object_boxes.get(other)) is not None
@@ -253,7 +266,7 @@ class SkillEstimator:
             return None
         geo = inp.geometry
         best, best_gap = None, math.inf  # the support nearest the held object (the first nearest, as min())
-        for e, gap in geo.near(held).items():
+        for e, gap in geo.gaps.get(held, _NEAR_NOTHING).items():
             if e in self.supports and e != held and (best is None or gap < best_gap):
                 best, best_gap = e, gap
         if best is None and held not in geo.unknown:
@@ -271,7 +284,7 @@ class SkillEstimator:
         proximity, clutter_bound, slip_m, slip_rad = self._placing
         target, objects, margin = self.skills["place"].target, self.grasp.objects, self._margin
         clutter, clear = 0, True  # clear: every other object beyond the placement proximity
-        for e, gap in geo.near(held).items():
+        for e, gap in geo.gaps.get(held, _NEAR_NOTHING).items():
             if e in objects and e != held and e != target:
                 clutter += gap <= margin
                 if not gap > proximity:  # a NaN gap is not clear either
@@ -306,7 +319,7 @@ class SkillEstimator:
             return False
         geo, objects = inp.geometry, self.grasp.objects
         region = geo.interiors.get(f)
-        for o, gap in geo.near(f).items():
+        for o, gap in geo.gaps.get(f, _NEAR_NOTHING).items():
             if (
                 gap <= self._path
                 and o in objects
