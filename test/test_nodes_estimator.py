@@ -122,10 +122,13 @@ def test_predicates_match_direct_grounding_and_stop_turns_stale(states):
         markers.publish(marker_msg(T, EpisodeMarker(START, 1, t0)))
         spin_until(executor, lambda: h.node.frames == 0)
         s = states[0]
+        seen = len(diag)
         joints.publish(m.joint_state_msg(T, s.t + t0, s.joint_names, s.joint_position))
         spin_until(executor, lambda: len(got) == FRAMES + 1)
         assert got[-1].frame == 0
-        spin_until(executor, lambda: diag[-1][0] != T.DiagnosticStatus.STALE)
+        # the frame turns the node fresh; a slow machine may see the watchdog's next STALE (0.3 s without
+        # joint_states) right behind that status, so any status since the frame counts, not only the last
+        spin_until(executor, lambda: any(level != T.DiagnosticStatus.STALE for level, *_ in diag[seen:]))
 
 
 def test_frozen_joint_states_are_published_stale_with_every_predicate_unknown(states):
