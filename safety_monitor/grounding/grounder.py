@@ -72,6 +72,21 @@ class PredicateFrame:
     unknown: frozenset[str]
     stale: dict[str, float]
 
+    @classmethod
+    def of(
+        cls, t: float, frame: int, values: dict[str, bool], unknown: frozenset[str], stale: dict[str, float]
+    ) -> PredicateFrame:
+        """The same as the constructor, without the frozen dataclass's setattr per field (0.7 us, once a
+        frame)."""
+        out = cls.__new__(cls)
+        fields = out.__dict__
+        fields["t"] = t
+        fields["frame"] = frame
+        fields["values"] = values
+        fields["unknown"] = unknown
+        fields["stale"] = stale
+        return out
+
 
 class Grounder:
     """Stateful estimator set for one robot; call `step` once per control frame, `reset` between episodes."""
@@ -236,7 +251,7 @@ class Grounder:
         else:
             values, unknown = self._decide(decided)
         self._frame, self._t = frame, state.t
-        return PredicateFrame(state.t, frame, values, unknown, stale)
+        return PredicateFrame.of(state.t, frame, values, unknown, stale)
 
     def _decide(self, decided: tuple[Tri, ...]) -> tuple[dict[str, bool], frozenset[str]]:
         """Each predicate's value from this frame's decisions (PREDICATES order), an undecided one (None)

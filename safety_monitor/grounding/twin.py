@@ -182,15 +182,9 @@ class KinematicTwin:
         contacts = self._contacts.collide(m, d, contact_plan)
         object_boxes, interiors, unknown = self._frame_boxes(boxes_moved, poses)
         ee_position, ee_rotation, points = _geomath.site_frame(site_pos, site_rot, d.geom_xpos, self._finger_geoms)
-        return self._geometry(
-            contacts,
-            affected,
-            ee_position=ee_position,
-            ee_rotation=ee_rotation,
-            gripper_points=points,
-            object_boxes=object_boxes,
-            interiors=interiors,
-            unknown=unknown,
+        gaps, gripper_gaps, pairs = self._gaps(contacts, affected)
+        return FrameGeometry.with_derived(
+            ee_position, ee_rotation, points, gaps, object_boxes, interiors, unknown, gripper_gaps, pairs
         )
 
     def _place_objects(self, poses: Mapping[str, Pose]) -> None:
@@ -268,19 +262,16 @@ class KinematicTwin:
         return FrameGeometry.symmetric(pairs)
 
     # ------------------------------------------------------------------------------------------------
-    def _geometry(
-        self,
-        contacts: tuple[int, np.ndarray | None, np.ndarray | None],
-        affected: tuple[np.ndarray, ...] | None,
-        **fields,
-    ) -> FrameGeometry:
-        """This frame's FrameGeometry: the smallest signed gap per entity pair, both ways round, with the
-        per-pair list and gripper gaps built in the same pass. Touching pairs come from the contact list
+    def _gaps(
+        self, contacts: tuple[int, np.ndarray | None, np.ndarray | None], affected: tuple[np.ndarray, ...] | None
+    ) -> tuple[dict[str, dict[str, float]], dict[str, float], list[tuple[str, str, float]]]:
+        """This frame's gaps: the smallest signed gap per entity pair, both ways round, with the gripper gaps
+        and the per-pair list built in the same pass. Touching pairs come from the contact list
         (`contacts`: count, geom pairs, distances), measured pairs from mj_geomDistance (candidates within the
         report margin by bounding sphere and box; a pair not among the `affected` ones, neither of whose geoms
         moved since it was last measured, keeps that distance). The walk is C (`_geomath.entity_gaps`)."""
         d = self.data
-        gaps, gripper, pairs = _geomath.entity_gaps(
+        return _geomath.entity_gaps(
             *contacts,
             self._contact_key,
             affected,
@@ -299,7 +290,6 @@ class KinematicTwin:
             self._key_sorted,
             self._key_gripper,
         )
-        return FrameGeometry.with_derived(gripper, pairs, gaps=gaps, **fields)
 
     def _plan(self, key: bytes) -> _Plan:
         """What a frame whose qpos changed where `key` has a 1 byte (`_geomath.qpos_changed`) must redo: the measured pairs with a moved geom (indices,
