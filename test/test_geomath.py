@@ -13,6 +13,7 @@ import math
 import numpy as np
 import pytest
 
+from safety_monitor.frames import Pose
 from safety_monitor.grounding import _geomath
 from safety_monitor.grounding.fixtures import object_inside, object_supported_inside
 from safety_monitor.grounding.geometry import Box, BoxStack, norm
@@ -270,6 +271,26 @@ def test_entity_gaps_names_a_wrong_array():
 )
 def test_pose_finite(position, quaternion, usable):
     assert _geomath.pose_finite(np.array(position), np.array(quaternion)) is usable
+    assert _geomath.pose_usable(Pose(np.array(position), np.array(quaternion))) is usable
+
+
+@pytest.mark.parametrize(
+    "pose",
+    [
+        Pose([0.1, 0.2, 0.3], [1.0, 0.0, 0.0, 0.0]),  # lists
+        Pose(np.zeros(3, dtype=np.float32), np.array([1.0, 0, 0, 0], dtype=np.float32)),
+        Pose(np.zeros((1, 3)), np.array([1.0, 0.0, 0.0, 0.0])),  # the right count in the wrong shape
+        Pose(np.zeros((3, 2))[:, 0], np.array([1.0, 0.0, 0.0, 0.0])),  # strided
+        Pose(np.zeros(4), np.array([1.0, 0.0, 0.0, 0.0])),
+    ],
+)
+def test_pose_usable_leaves_every_pose_but_flat_float64_arrays_to_the_general_path(pose):
+    """The one-call check takes only what it can read as it is; the Grounder's general path (shapes checked,
+    values converted) decides the rest, so a pose's usability does not depend on which path saw it."""
+    with pytest.raises(TypeError, match="pose_usable: position and quaternion are not 1-D float64 arrays"):
+        _geomath.pose_usable(pose)
+    with pytest.raises(AttributeError):
+        _geomath.pose_usable(object())
 
 
 def test_norm3_is_the_plain_sum_under_the_root_and_other_vectors_go_through_numpy():

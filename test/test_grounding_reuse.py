@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import math
 
 import numpy as np
 import pytest
@@ -164,3 +165,34 @@ def test_a_predicate_frame_built_by_of_equals_the_constructed_one():
     assert PredicateFrame.of(*args) == PredicateFrame(*args)
     with pytest.raises(dataclasses.FrozenInstanceError):
         PredicateFrame.of(*args).t = 2.0  # type: ignore[misc]
+
+
+def test_the_grounder_judges_poses_in_lists_or_other_dtypes_as_float64_arrays(states):
+    """Float64 arrays are checked in one C call, anything else by the general path: the same verdicts, also
+    for a pose with a NaN or in the wrong shape."""
+    from safety_monitor.frames import Pose
+
+    def variant(state, make):
+        poses = {o: make(p) for o, p in state.object_poses.items()}
+        poses["cube"] = make(Pose(np.array([0.1, math.nan, 0.8]), poses["cube"].quaternion))
+        return dataclasses.replace(state, object_poses=poses)
+
+    makes = (
+        lambda p: Pose(np.asarray(p.position, dtype=float), np.asarray(p.quaternion, dtype=float)),
+        lambda p: Pose(list(np.asarray(p.position).tolist()), tuple(np.asarray(p.quaternion).tolist())),
+        lambda p: Pose(np.asarray(p.position, dtype=np.float32), np.asarray(p.quaternion, dtype=np.float32)),
+    )
+    runs = []
+    for make in makes:
+        grounder = load_default_grounder(RATE)
+        runs.append([grounder.step(variant(state, make)) for state in states[:400:10]])
+    assert all(f.unknown for f in runs[0])  # the NaN pose is unusable: what is read from it is unknown
+    for frames in runs[1:]:
+        assert [(f.values, f.unknown, f.stale) for f in frames] == [(f.values, f.unknown, f.stale) for f in runs[0]]
+    shaped = [Pose(np.zeros((1, 3)), np.array([1.0, 0.0, 0.0, 0.0])), Pose(np.zeros(3), np.zeros(4))]
+    verdicts = []
+    for cube in shaped:  # three values in the wrong shape, or no orientation: as unusable as a NaN
+        state = dataclasses.replace(states[0], object_poses=dict(states[0].object_poses, cube=cube))
+        frame = load_default_grounder(RATE).step(state)
+        verdicts.append((frame.values, frame.unknown))
+    assert verdicts == [(runs[0][0].values, runs[0][0].unknown)] * 2

@@ -17,6 +17,9 @@
 #include <math.h>
 #include <string.h>
 
+/* A Pose's attribute names, interned once (PyObject_GetAttrString makes a new string on every call). */
+static PyObject *str_position, *str_quaternion;
+
 /* The array's data when it is a native-order, C-contiguous numpy array of `n` float64 values (that can be
  * written to, if asked); else NULL, with no error set: the caller takes the buffer-protocol path. */
 static double *fast_doubles(PyObject *obj, Py_ssize_t n, int writable)
@@ -332,6 +335,31 @@ static PyObject *pose_finite(PyObject *self, PyObject *const *args, Py_ssize_t n
         return NULL;
     double sum = (p[0] + p[1] + p[2]) + (q[0] + q[1] + q[2] + q[3]);
     return PyBool_FromLong(isfinite(sum) && q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3] > 1e-12);
+}
+
+/* pose_usable(pose) -> bool: pose_finite of pose.position and pose.quaternion when both are 1-D, C-contiguous
+ * float64 arrays of 3 and 4 values (as every source gives them); a TypeError otherwise, for the caller's
+ * general path (shapes checked, other types converted). One call per object a frame instead of the shape
+ * tests and attribute reads in Python. */
+static PyObject *pose_usable(PyObject *self, PyObject *pose)
+{
+    PyObject *position = PyObject_GetAttr(pose, str_position);
+    PyObject *quaternion = position == NULL ? NULL : PyObject_GetAttr(pose, str_quaternion);
+    PyObject *result = NULL;
+    if (quaternion != NULL) {
+        const double *p = fast_doubles(position, 3, 0), *q = fast_doubles(quaternion, 4, 0);
+        if (p == NULL || q == NULL || PyArray_NDIM((PyArrayObject *)position) != 1 ||
+            PyArray_NDIM((PyArrayObject *)quaternion) != 1) {
+            PyErr_SetString(PyExc_TypeError, "pose_usable: position and quaternion are not 1-D float64 arrays");
+        } else {
+            double sum = (p[0] + p[1] + p[2]) + (q[0] + q[1] + q[2] + q[3]);
+            result = PyBool_FromLong(isfinite(sum) &&
+                                     q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3] > 1e-12);
+        }
+    }
+    Py_XDECREF(position);
+    Py_XDECREF(quaternion);
+    return result;
 }
 
 /* norm3(v) -> float: the Euclidean length of a 3-vector, sqrt((x*x + y*y) + z*z). Never fused into
@@ -911,8 +939,8 @@ static PyObject *place_objects(PyObject *self, PyObject *const *args, Py_ssize_t
                 return NULL;
             continue;
         }
-        PyObject *position = PyObject_GetAttrString(pose, "position");
-        PyObject *quaternion = position == NULL ? NULL : PyObject_GetAttrString(pose, "quaternion");
+        PyObject *position = PyObject_GetAttr(pose, str_position);
+        PyObject *quaternion = position == NULL ? NULL : PyObject_GetAttr(pose, str_quaternion);
         int failed = quaternion == NULL || load(position, qpos + adr, 3, "place_objects: position") < 0 ||
                      load(quaternion, qpos + adr + 3, 4, "place_objects: quaternion") < 0;
         Py_XDECREF(position);
@@ -1064,6 +1092,7 @@ static PyMethodDef methods[] = {
     {"interpolate_rotation", (PyCFunction)(void (*)(void))interpolate_rotation, METH_FASTCALL,
      "Rotation a fraction of the way between two."},
     {"pose_finite", (PyCFunction)(void (*)(void))pose_finite, METH_FASTCALL, "A pose's values are usable."},
+    {"pose_usable", (PyCFunction)pose_usable, METH_O, "A float64 pose's values are usable."},
     {"norm3", (PyCFunction)(void (*)(void))norm3, METH_FASTCALL, "Euclidean length of a 3-vector."},
     {"may_touch", (PyCFunction)(void (*)(void))may_touch, METH_FASTCALL,
      "Whether mj_collision could report a contact for one of these geom pairs."},
@@ -1087,5 +1116,9 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_geomath", "Oriented
 PyMODINIT_FUNC PyInit__geomath(void)
 {
     import_array();
+    str_position = PyUnicode_InternFromString("position");
+    str_quaternion = PyUnicode_InternFromString("quaternion");
+    if (str_position == NULL || str_quaternion == NULL)
+        return NULL;
     return PyModule_Create(&module);
 }

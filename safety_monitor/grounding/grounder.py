@@ -323,7 +323,7 @@ class Grounder:
                 f"object(s) {', '.join(map(repr, sorted(set(unknown_names))))} are not in "
                 f"{self.robot.source} (objects:)"
             )
-        limit, isfinite, pose_ok = self.thresholds.max_age_s.object_pose, math.isfinite, self._pose_ok
+        limit, isfinite, usable_pose = self.thresholds.max_age_s.object_pose, math.isfinite, _geomath.pose_usable
         usable, usable_ages = {}, {}
         for o in objects:
             pose = given.get(o)
@@ -332,19 +332,20 @@ class Grounder:
                 stale[f"object_pose/{o}"] = math.inf
             elif not isfinite(age) or age > limit:
                 stale[f"object_pose/{o}"] = age if isfinite(age) else math.inf
-            elif pose_ok(pose):
-                usable[o], usable_ages[o] = pose, age
+            else:
+                try:  # float64 arrays, as every source gives them: checked in one call
+                    ok = usable_pose(pose)
+                except TypeError:
+                    ok = self._pose_ok(pose)
+                if ok:
+                    usable[o], usable_ages[o] = pose, age
         return usable, usable_ages
 
     @staticmethod
     def _pose_ok(pose: Pose) -> bool:
-        """Shapes right, every value finite, quaternion not zero."""
-        p, q = pose.position, pose.quaternion
-        try:  # float64 arrays, as every source gives them, are checked as they are
-            return p.shape == (3,) and q.shape == (4,) and _geomath.pose_finite(p, q)
-        except (AttributeError, TypeError, ValueError):  # lists, other dtypes: as float64 arrays
-            p, q = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
-            return p.shape == (3,) and q.shape == (4,) and _geomath.pose_finite(p, q)
+        """Shapes right, every value finite, quaternion not zero (any array-like values)."""
+        p, q = np.asarray(pose.position, dtype=float), np.asarray(pose.quaternion, dtype=float)
+        return p.shape == (3,) and q.shape == (4,) and _geomath.pose_finite(p, q)
 
     def _usable_wrench(self, state: RobotState, stale: dict[str, float]) -> Wrench | None:
         w = state.wrench
