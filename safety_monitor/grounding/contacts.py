@@ -94,7 +94,8 @@ class Contacts:
                 np.copyto(m.geom_contype, self._contype)
             ncon = d.ncon
             if ncon:
-                new_geom, new_dist = d.contact.geom, d.contact.dist
+                found = d.contact
+                new_geom, new_dist = found.geom, found.dist
         if self._n + ncon > len(self._dist):
             size = 2 * (self._n + ncon)
             self._geom = np.concatenate([self._geom[: self._n], np.zeros((size - self._n, 2), dtype=np.int32)])

@@ -9,6 +9,7 @@ while it moves, or reaches into it: only then may the robot touch it (see contac
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 from safety_monitor.grounding import _geomath
 from safety_monitor.grounding.debounce import Timer, Tri
@@ -111,6 +112,8 @@ class FixtureEstimator:
         )
         self.with_interior = tuple(f for f in robot.fixtures if robot.fixtures[f].interior is not None)
         self._interiors = BoxStack()
+        self._interiors_seen: Mapping[str, Box] | None = None  # the last frame's interiors, and their boxes
+        self._interior_boxes: tuple[Box, ...] = ()
         # rows of `_interiors.reach`'s answers: per enclosure, and per openable fixture with an interior
         self._enclosure_rows = tuple((f, self.with_interior.index(f)) for f in self.enclosures)
         self._ranked_rows = tuple((f, self.with_interior.index(f)) for f in self.fixtures if f in self.with_interior)
@@ -133,8 +136,14 @@ class FixtureEstimator:
         geo, closed = inp.geometry, inp.gripper_closed
         clearance, reach, _, _ = self._distances
         gripper_gaps, inf = geo.gripper_gaps, math.inf
+        interiors = geo.interiors
+        if interiors is not self._interiors_seen:  # the twin hands out the same mapping while no interior moves
+            self._interiors_seen, self._interior_boxes = (
+                interiors,
+                tuple(map(interiors.__getitem__, self.with_interior)),
+            )
         beyond, distance = self._interiors.reach(
-            tuple(map(geo.interiors.__getitem__, self.with_interior)), geo.gripper_points
+            self._interior_boxes, geo.gripper_points
         )  # per interior: the nearest gripper point's excess, the grasp centre's distance
         self.reach_in = reach_in = {}
         inside = False  # a gripper point inside an enclosure

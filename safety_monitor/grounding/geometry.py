@@ -76,7 +76,9 @@ class BoxStack:
     def reach(self, boxes: tuple[Box, ...], points: np.ndarray) -> tuple[list[float], list[float]]:
         """Per box: how far the nearest point lies beyond the box's farthest face (<= 0: a point is inside),
         and how far the first point is from the box (0 inside)."""
-        if len(boxes) != len(self._boxes) or not all(map(operator.is_, boxes, self._boxes)):
+        if boxes is not self._boxes and (
+            len(boxes) != len(self._boxes) or not all(map(operator.is_, boxes, self._boxes))
+        ):
             self._boxes = boxes
             self._center = np.array([b.center for b in boxes], dtype=float).reshape(-1, 3)
             self._rotation = np.array([b.rotation for b in boxes], dtype=float).reshape(-1, 3, 3)
