@@ -9,6 +9,7 @@ import math
 import operator
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -138,42 +139,33 @@ class FrameGeometry:
         fields["object_boxes"] = object_boxes
         fields["interiors"] = interiors
         fields["unknown"] = unknown
-        fields["_gripper_gaps"] = gripper_gaps
-        fields["_pairs"] = pairs
+        fields["gripper_gaps"] = gripper_gaps  # kept as cached_property keeps its values: read as attributes
+        fields["pairs"] = pairs
         return geo
 
-    @property
+    @cached_property
     def pairs(self) -> list[tuple[str, str, float]]:
         """Every entity pair in `gaps` once, as (a, b, gap) with a < b."""
-        pairs = self.__dict__.get("_pairs")
-        if pairs is None:
-            pairs = self.__dict__["_pairs"] = [
-                (a, b, g) for a, row in self.gaps.items() for b, g in row.items() if a < b
-            ]
-        return pairs
+        return [(a, b, g) for a, row in self.gaps.items() for b, g in row.items() if a < b]
 
     def gap(self, a: str, b: str) -> float:
         """Surface gap between two entities (inf when beyond the report margin)."""
         return self.gaps.get(a, {}).get(b, math.inf)
 
-    @property
+    @cached_property
     def gripper_gaps(self) -> dict[str, float]:
         """Smallest gap from any gripper body (fingers, hand) to each entity within the report margin.
-        Computed on first use and kept (by hand: functools.cached_property locks on every first use, here
-        once per frame)."""
-        gaps = self.__dict__.get("_gripper_gaps")
-        if gaps is None:
-            gaps = self.__dict__["_gripper_gaps"] = {}
-            for part in GRIPPER_PARTS:
-                for e, g in self.gaps.get(part, {}).items():
-                    if g < gaps.get(e, math.inf):
-                        gaps[e] = g
+        Derived on first use and kept, unless given (`with_derived`: the twin's, a plain attribute read)."""
+        gaps: dict[str, float] = {}
+        for part in GRIPPER_PARTS:
+            for e, g in self.gaps.get(part, {}).items():
+                if g < gaps.get(e, math.inf):
+                    gaps[e] = g
         return gaps
 
     def gripper_gap(self, entity: str) -> float:
         """Gap between the gripper (closest finger or hand body) and an entity (inf beyond the margin)."""
-        gaps = self.__dict__.get("_gripper_gaps")
-        return (self.gripper_gaps if gaps is None else gaps).get(entity, math.inf)
+        return self.gripper_gaps.get(entity, math.inf)
 
     def near(self, entity: str) -> Mapping[str, float]:
         """Every entity within the report margin of `entity`, with its gap."""
