@@ -14,6 +14,7 @@ import pytest
 
 from safety_monitor.grounding.geometry import Box, FrameGeometry
 from safety_monitor.grounding.grounder import PredicateFrame, load_default_grounder
+from safety_monitor.grounding.inputs import FrameInputs
 from safety_monitor.sim.runner import run_episode
 
 RATE = 500.0
@@ -196,3 +197,47 @@ def test_the_grounder_judges_poses_in_lists_or_other_dtypes_as_float64_arrays(st
         frame = load_default_grounder(RATE).step(state)
         verdicts.append((frame.values, frame.unknown))
     assert verdicts == [(runs[0][0].values, runs[0][0].unknown)] * 2
+
+
+def _box(x: float, z: float, half: float) -> Box:
+    return Box(np.array([x, 0.0, z]), np.eye(3), np.full(3, half))
+
+
+def test_kept_box_answers_follow_a_new_interior_or_new_object_boxes():
+    """Containment, the Fixture family's focus and the Skill family's close check keep their answer while
+    the twin hands out the same box mappings; a new interiors mapping with the same object boxes (a fixture
+    moved), or new object boxes with the same interiors (an object moved), is measured again."""
+    grounder = load_default_grounder(RATE)
+    containment, fixtures, skills = grounder._containment, grounder._fixtures, grounder._skills
+    margin = grounder.thresholds.distances_m.placement_margin
+    room = _box(0.0, 0.2, 0.2)  # an interior from z 0 to 0.4 ...
+    away = _box(5.0, 0.2, 0.2)  # ... and the same interior moved 5 m
+    clear = {o: _box(9.0, 0.05, 0.05) for o in grounder._grasp.objects}  # every object's box far away
+    inside = dict(clear, mug=_box(0.0, 0.05, 0.05))  # the mug resting on the interior's floor
+    straddling = dict(clear, mug=_box(0.2, 0.05, 0.05))  # across its wall at x = 0.2
+    moved = dict(clear, mug=_box(5.0, 0.05, 0.05))  # on the floor of the moved interior
+
+    def geometry(boxes, interiors):
+        return FrameGeometry(np.zeros(3), np.eye(3), np.zeros((3, 3)), {}, boxes, interiors)
+
+    def frame(geo):
+        return FrameInputs(0.0, 1, geo, False, {}, {}, {}, {}, None, frozenset())
+
+    near = {"bin": room, "drawer": room, "cabinet": away}
+    far = {"bin": away, "drawer": away, "cabinet": away}
+    assert containment._contained(geometry(inside, near), margin) is True
+    assert containment._contained(geometry(inside, far), margin) is False  # the same boxes, a new interior
+    assert containment._contained(geometry(moved, far), margin) is True
+
+    grasp = grounder._grasp
+    grasp.focus = "mug"
+    assert fixtures._focus_in_fixture(frame(geometry(inside, near))) is True
+    assert fixtures._focus_in_fixture(frame(geometry(inside, far))) is False
+    assert fixtures._focus_in_fixture(frame(geometry(moved, far))) is True
+
+    fixtures.reach_in = {}
+    assert skills._close_ok("drawer", frame(geometry(clear, near))) is True
+    assert skills._close_ok("drawer", frame(geometry(straddling, near))) is False
+    assert skills._close_ok("drawer", frame(geometry(inside, near))) is True
+    shifted = {**near, "drawer": _box(0.2, 0.2, 0.2)}  # the mug's box stays, the drawer's wall moves onto it
+    assert skills._close_ok("drawer", frame(geometry(inside, shifted))) is False

@@ -7,13 +7,15 @@ or another transfer starts.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from safety_monitor.grounding import _geomath
 from safety_monitor.grounding.debounce import SymmetricDebounce, Timer, Tri
 from safety_monitor.grounding.description import RobotDescription
 from safety_monitor.grounding.fixtures import object_inside
-from safety_monitor.grounding.geometry import FrameGeometry
+from safety_monitor.grounding.geometry import Box, FrameGeometry
 from safety_monitor.grounding.grasp import GraspEstimator
 from safety_monitor.grounding.inputs import FrameInputs, PredicateDoc
 from safety_monitor.grounding.semantics import ObjectCatalog
@@ -58,6 +60,8 @@ class ContainmentEstimator:
         self.transfer: tuple[str, str] | None = None  # (object, container)
         self.timer = Timer(counts.transfer_timeout)
         self.settled = SymmetricDebounce(counts.content_entry_persistence)
+        # the last (object boxes, interiors) `_contained` was asked about, and its answer
+        self._contained_for: tuple[Mapping[str, Box], Mapping[str, Box], Tri] | None = None
 
     def step(self, inp: FrameInputs) -> tuple[Tri, ...]:
         """This frame's values in DOCS order."""
@@ -89,8 +93,18 @@ class ContainmentEstimator:
 
     def _contained(self, geo: FrameGeometry, margin: float) -> Tri:
         """Some object inside some container (Kleene OR: the first one inside decides it, the rest are not
-        tested; unknown if none is and an object has no box)."""
-        boxes, interiors, placement = geo.object_boxes, geo.interiors, _geomath.placement
+        tested; unknown if none is and an object has no box). The twin hands out the same box mappings while
+        no box is rebuilt (most frames), and read-only: then the answer is the last frame's."""
+        boxes, interiors = geo.object_boxes, geo.interiors
+        last = self._contained_for
+        if last is not None and last[0] is boxes and last[1] is interiors:
+            return last[2]
+        contained = self._contained_in(boxes, interiors, margin)
+        self._contained_for = (boxes, interiors, contained)
+        return contained
+
+    def _contained_in(self, boxes: Mapping[str, Box], interiors: Mapping[str, Box], margin: float) -> Tri:
+        placement = _geomath.placement
         contained: Tri = False
         for o in self.grasp.objects:
             box = boxes.get(o)

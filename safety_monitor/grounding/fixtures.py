@@ -114,6 +114,7 @@ class FixtureEstimator:
         self._interiors = BoxStack()
         self._interiors_seen: Mapping[str, Box] | None = None  # the last frame's interiors, and their boxes
         self._interior_boxes: tuple[Box, ...] = ()
+        self._focus_for: tuple[Box, Mapping[str, Box], bool] | None = None  # the focus box and interiors last asked
         # rows of `_interiors.reach`'s answers: per enclosure, and per openable fixture with an interior
         self._enclosure_rows = tuple((f, self.with_interior.index(f)) for f in self.enclosures)
         self._ranked_rows = tuple((f, self.with_interior.index(f)) for f in self.fixtures if f in self.with_interior)
@@ -218,7 +219,17 @@ class FixtureEstimator:
         box = inp.geometry.object_boxes.get(o)
         if box is None:
             return None
-        interiors, margin = inp.geometry.interiors, self._distances[3]
+        interiors = inp.geometry.interiors
+        last = self._focus_for
+        if last is not None and last[0] is box and last[1] is interiors:  # the same read-only boxes as last frame
+            return last[2]
+        supported = self._supported_inside(box, interiors)
+        self._focus_for = (box, interiors, supported)
+        return supported
+
+    def _supported_inside(self, box: Box, interiors: Mapping[str, Box]) -> bool:
+        """`box` rests inside some enclosure."""
+        margin = self._distances[3]
         center, rotation, half = box.center, box.rotation, box.half
         for f in self.enclosures:  # object_supported_inside, unwrapped: the box's arrays read once
             region = interiors[f]

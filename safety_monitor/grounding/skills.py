@@ -16,11 +16,13 @@ cross-contamination property only.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 from safety_monitor.grounding import _geomath
 from safety_monitor.grounding.debounce import Tri, all3
 from safety_monitor.grounding.description import RobotDescription
 from safety_monitor.grounding.fixtures import FixtureEstimator, object_inside
+from safety_monitor.grounding.geometry import Box
 from safety_monitor.grounding.grasp import GraspEstimator
 from safety_monitor.grounding.inputs import FrameInputs, PredicateDoc
 from safety_monitor.grounding.semantics import ObjectCatalog
@@ -171,6 +173,8 @@ class SkillEstimator:
         self.released: set[str] = set()
         d, fr, m = thresholds.distances_m, thresholds.fixtures, thresholds.motion  # read once: every frame needs them
         self._reach, self._path, self._margin = d.reach, d.path_obstruction, d.placement_margin
+        # the last (fixture, interior, object boxes) `_close_ok` measured, and whether none straddled it
+        self._straddle_for: tuple[str, Box, Mapping[str, Box], Tri] | None = None
         self._placing = (d.placement_proximity, thresholds.counts.clutter_bound, m.grasp_slip_m, m.grasp_slip_rad)
         self._fully_open, self._fully_closed = fr.fully_open_fraction, fr.fully_closed_fraction
         self._open_end = 1.0 - fr.fully_closed_fraction
@@ -337,7 +341,17 @@ class SkillEstimator:
             return True
         if self.fixtures.reach_in.get(f, False):
             return False
-        boxes, margin, overlap = geo.object_boxes, self._margin, _geomath.box_overlap
+        boxes = geo.object_boxes
+        last = self._straddle_for
+        if last is not None and last[0] == f and last[1] is region and last[2] is boxes:  # boxes all as they
+            return last[3]  # were on the last frame (the twin hands out the same read-only mappings then)
+        clear = self._none_straddles(region, boxes)
+        self._straddle_for = (f, region, boxes, clear)
+        return clear
+
+    def _none_straddles(self, region: Box, boxes: Mapping[str, Box]) -> Tri:
+        """No graspable object straddles `region`'s boundary (unknown, failing that, while one has no box)."""
+        margin, overlap = self._margin, _geomath.box_overlap
         center, rotation, half = region.center, region.rotation, region.half  # `region.overlaps`, unwrapped
         clear: Tri = True
         for o in self.grasp.objects:
