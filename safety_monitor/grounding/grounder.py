@@ -212,17 +212,17 @@ class Grounder:
             fractions[f] = fraction = open_fraction(joints[joint])
             history.append(fraction)
             deltas[f] = fraction - history[0] if len(history) == history.maxlen else None
-        inp = FrameInputs(
-            t=state.t,
-            frame=frame,
-            geometry=geometry,
-            gripper_closed=self.robot.gripper.closed(joints),
-            fixture_fraction=fractions,
-            fixture_delta=deltas,
-            object_speed=speed,
-            object_slip=slip,
-            wrench=wrench,
-            events=frozenset(state.events),
+        inp = FrameInputs(  # by position: keywords cost 0.4 us a frame
+            state.t,  # t
+            frame,  # frame
+            geometry,  # geometry
+            self.robot.gripper.closed(joints),  # gripper_closed
+            fractions,  # fixture_fraction
+            deltas,  # fixture_delta
+            speed,  # object_speed
+            slip,  # object_slip
+            wrench,  # wrench
+            frozenset(state.events),  # events
         )
         by_grasp = self._grasp.step(inp)  # the families in dependency order
         by_fixtures = self._fixtures.step(inp)
