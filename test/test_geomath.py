@@ -355,3 +355,31 @@ def test_site_frame_copies_the_site_pose_and_gathers_the_gripper_points():
     assert position[0] == 0.1 and position.flags.writeable
     with pytest.raises(ValueError, match="site_frame: a finger geom the model does not have"):
         _geomath.site_frame(site_pos, site_rot, geom_xpos, np.array([5]))
+
+
+def test_relative_rotation_and_compose_pose_sum_in_a_fixed_order_on_every_machine():
+    """Plain left-to-right sums of products, never fused: the bits do not depend on the CPU's BLAS kernel
+    (numpy's matmul picks one at run time), and agree with numpy's products to rounding."""
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        a, b = rng.normal(size=(3, 3)), rng.normal(size=(3, 3))
+        p, q = rng.normal(size=3), rng.normal(size=3)
+        A, B = a.tolist(), b.tolist()
+        want = [[A[0][i] * B[0][j] + A[1][i] * B[1][j] + A[2][i] * B[2][j] for j in range(3)] for i in range(3)]
+        got = _geomath.relative_rotation(a, b)
+        assert got.tolist() == want and np.allclose(got, a.T @ b, rtol=0, atol=1e-12)
+        position, rotation = _geomath.compose_pose(p, a, q, b)
+        P, Q = p.tolist(), q.tolist()
+        assert position.tolist() == [P[i] + (A[i][0] * Q[0] + A[i][1] * Q[1] + A[i][2] * Q[2]) for i in range(3)]
+        assert rotation.tolist() == [
+            A[i][0] * B[0][j] + A[i][1] * B[1][j] + A[i][2] * B[2][j] for i in range(3) for j in range(3)
+        ]
+        assert np.allclose(position, p + a @ q, rtol=0, atol=1e-12) and np.allclose(
+            rotation, (a @ b).ravel(), atol=1e-12
+        )
+    transposed = np.asfortranarray(np.eye(3))  # any strides
+    assert _geomath.relative_rotation(transposed, np.eye(3)).tolist() == np.eye(3).tolist()
+    with pytest.raises(ValueError, match="relative_rotation: b: expected 9 float64 values"):
+        _geomath.relative_rotation(np.eye(3), np.eye(2))
+    with pytest.raises(TypeError, match="compose_pose: position: expected a float64 array"):
+        _geomath.compose_pose("origin", np.eye(3), np.zeros(3), np.eye(3))

@@ -287,6 +287,55 @@ static PyObject *rotation_angle(PyObject *self, PyObject *const *args, Py_ssize_
     return PyFloat_FromDouble(angle_between(a, b));
 }
 
+/* A new writable float64 array of the given shape holding `values`. */
+static PyObject *new_array(int ndim, npy_intp *shape, const double *values, Py_ssize_t n)
+{
+    PyObject *out = PyArray_SimpleNew(ndim, shape, NPY_DOUBLE);
+    if (out != NULL)
+        memcpy(PyArray_DATA((PyArrayObject *)out), values, (size_t)n * sizeof(double));
+    return out;
+}
+
+/* relative_rotation(a, b) -> a^T b, a new (3, 3) array: orientation b in the frame of a. Summed left to
+ * right without fused multiply-adds, so it is the same on every machine (numpy's matmul goes to whichever
+ * BLAS kernel the CPU selects at run time). */
+static PyObject *relative_rotation(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    double a[9], b[9], r[9];
+    if (check_nargs(nargs, 2, "relative_rotation") < 0 || load(args[0], a, 9, "relative_rotation: a") < 0 ||
+        load(args[1], b, 9, "relative_rotation: b") < 0)
+        return NULL;
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            r[3 * i + j] = a[i] * b[j] + a[3 + i] * b[3 + j] + a[6 + i] * b[6 + j];
+    npy_intp matrix[2] = {3, 3};
+    return new_array(2, matrix, r, 9);
+}
+
+/* compose_pose(position, rotation, rel_position, rel_rotation) -> (position + rotation rel_position,
+ * rotation rel_rotation), new (3,) and (9,) arrays: the world pose of a pose given in the frame
+ * (position, rotation). Summed left to right without fused multiply-adds, as relative_rotation. */
+static PyObject *compose_pose(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    double p[3], r[9], q[3], s[9], out_p[3], out_r[9];
+    if (check_nargs(nargs, 4, "compose_pose") < 0 || load(args[0], p, 3, "compose_pose: position") < 0 ||
+        load(args[1], r, 9, "compose_pose: rotation") < 0 || load(args[2], q, 3, "compose_pose: rel_position") < 0 ||
+        load(args[3], s, 9, "compose_pose: rel_rotation") < 0)
+        return NULL;
+    for (int i = 0; i < 3; i++) {
+        out_p[i] = p[i] + (r[3 * i] * q[0] + r[3 * i + 1] * q[1] + r[3 * i + 2] * q[2]);
+        for (int j = 0; j < 3; j++)
+            out_r[3 * i + j] = r[3 * i] * s[j] + r[3 * i + 1] * s[3 + j] + r[3 * i + 2] * s[6 + j];
+    }
+    npy_intp vector[1] = {3}, flat[1] = {9};
+    PyObject *position = new_array(1, vector, out_p, 3);
+    PyObject *rotation = position == NULL ? NULL : new_array(1, flat, out_r, 9);
+    PyObject *result = rotation == NULL ? NULL : PyTuple_Pack(2, position, rotation);
+    Py_XDECREF(position);
+    Py_XDECREF(rotation);
+    return result;
+}
+
 /* interpolate_rotation(a, b, s, out) -> out, a or b: the rotation a fraction s of the way from a to b
  * about their common axis (Rodrigues), written into out; with no unique axis (no rotation, or a half
  * turn) the nearer of a and b itself. */
@@ -989,11 +1038,9 @@ done:
 /* A new read-only float64 array of the given shape filled from `values`. */
 static PyObject *frozen_array(int ndim, npy_intp *shape, const double *values, Py_ssize_t n)
 {
-    PyObject *out = PyArray_SimpleNew(ndim, shape, NPY_DOUBLE);
-    if (out == NULL)
-        return NULL;
-    memcpy(PyArray_DATA((PyArrayObject *)out), values, (size_t)n * sizeof(double));
-    PyArray_CLEARFLAGS((PyArrayObject *)out, NPY_ARRAY_WRITEABLE);
+    PyObject *out = new_array(ndim, shape, values, n);
+    if (out != NULL)
+        PyArray_CLEARFLAGS((PyArrayObject *)out, NPY_ARRAY_WRITEABLE);
     return out;
 }
 
@@ -1091,6 +1138,9 @@ static PyMethodDef methods[] = {
     {"rotation_angle", (PyCFunction)(void (*)(void))rotation_angle, METH_FASTCALL, "Angle between rotations."},
     {"interpolate_rotation", (PyCFunction)(void (*)(void))interpolate_rotation, METH_FASTCALL,
      "Rotation a fraction of the way between two."},
+    {"relative_rotation", (PyCFunction)(void (*)(void))relative_rotation, METH_FASTCALL, "a^T b of two rotations."},
+    {"compose_pose", (PyCFunction)(void (*)(void))compose_pose, METH_FASTCALL,
+     "The world pose of a pose given in a frame."},
     {"pose_finite", (PyCFunction)(void (*)(void))pose_finite, METH_FASTCALL, "A pose's values are usable."},
     {"pose_usable", (PyCFunction)pose_usable, METH_O, "A float64 pose's values are usable."},
     {"norm3", (PyCFunction)(void (*)(void))norm3, METH_FASTCALL, "Euclidean length of a 3-vector."},

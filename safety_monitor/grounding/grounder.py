@@ -401,7 +401,7 @@ class Grounder:
                     ee_pos, ee_rot = at
                     placed = (
                         np.array(in_frame(ee_pos, ee_rot, pose.position)),
-                        ee_rot.T @ quat_to_matrix(pose.quaternion),
+                        _geomath.relative_rotation(ee_rot, quat_to_matrix(pose.quaternion)),
                     )
                     if track.times[-1] > measured + TIME_EPS:  # interpolated between recorded samples only
                         memo[o] = (key, placed)
@@ -453,7 +453,7 @@ class Grounder:
             if new:
                 at = ee_track.pose_at(measured)
                 ee_pos, ee_rot = at if at is not None else (ee_track.positions[0], ee_track.rotations[0])
-                relative.add(measured, in_frame(ee_pos, ee_rot, pose.position), ee_rot.T @ rot)
+                relative.add(measured, in_frame(ee_pos, ee_rot, pose.position), _geomath.relative_rotation(ee_rot, rot))
             rel = relative.change(window)
             slip[o] = None if rel is None else (rel[0], rel[1])
         return speed, slip

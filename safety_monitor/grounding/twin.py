@@ -174,8 +174,9 @@ class KinematicTwin:
             quat = np.empty(4)
             for o, (rel_pos, rel_rot) in placed.items():
                 qadr = self._object_qpos[o]
-                d.qpos[qadr : qadr + 3] = site_pos + site_rot @ rel_pos
-                mujoco.mju_mat2Quat(quat, (site_rot @ rel_rot).ravel())
+                position, rotation = _geomath.compose_pose(site_pos, site_rot, rel_pos, rel_rot)
+                d.qpos[qadr : qadr + 3] = position
+                mujoco.mju_mat2Quat(quat, rotation)
                 d.qpos[qadr + 3 : qadr + 7] = quat
             mujoco.mj_kinematics(m, d)
         affected, boxes_moved, contact_plan = self._plan(_geomath.qpos_changed(qpos, self._qpos_bits))
