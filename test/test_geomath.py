@@ -383,3 +383,23 @@ def test_relative_rotation_and_compose_pose_sum_in_a_fixed_order_on_every_machin
         _geomath.relative_rotation(np.eye(3), np.eye(2))
     with pytest.raises(TypeError, match="compose_pose: position: expected a float64 array"):
         _geomath.compose_pose("origin", np.eye(3), np.zeros(3), np.eye(3))
+
+
+def test_box_corners_and_to_local_sum_in_a_fixed_order_on_every_machine():
+    rng = np.random.default_rng(12)
+    signs = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], dtype=float)
+    for _ in range(100):
+        rotation = quat_to_matrix(rng.normal(size=4))
+        box = Box(rng.normal(size=3), rotation, rng.uniform(0.01, 0.5, size=3))
+        c, r = box.center.tolist(), rotation.tolist()
+        want = []
+        for s in signs.tolist():
+            v = [s[j] * h for j, h in enumerate(box.half.tolist())]
+            want.append([c[i] + (v[0] * r[i][0] + v[1] * r[i][1] + v[2] * r[i][2]) for i in range(3)])
+        corners = box.corners()
+        assert corners.tolist() == want and not corners.flags.writeable
+        assert np.allclose(corners, box.center + (signs * box.half) @ rotation.T, rtol=0, atol=1e-12)
+        point = rng.normal(size=3)
+        assert np.allclose(box.to_local(point), (point - box.center) @ rotation, rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="box_corners: expected 3 float64 values"):
+        _geomath.box_corners(np.zeros(3), np.eye(3), np.zeros(2))

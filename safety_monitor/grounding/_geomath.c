@@ -296,6 +296,15 @@ static PyObject *new_array(int ndim, npy_intp *shape, const double *values, Py_s
     return out;
 }
 
+/* A new read-only float64 array of the given shape filled from `values`. */
+static PyObject *frozen_array(int ndim, npy_intp *shape, const double *values, Py_ssize_t n)
+{
+    PyObject *out = new_array(ndim, shape, values, n);
+    if (out != NULL)
+        PyArray_CLEARFLAGS((PyArrayObject *)out, NPY_ARRAY_WRITEABLE);
+    return out;
+}
+
 /* relative_rotation(a, b) -> a^T b, a new (3, 3) array: orientation b in the frame of a. Summed left to
  * right without fused multiply-adds, so it is the same on every machine (numpy's matmul goes to whichever
  * BLAS kernel the CPU selects at run time). */
@@ -310,6 +319,24 @@ static PyObject *relative_rotation(PyObject *self, PyObject *const *args, Py_ssi
             r[3 * i + j] = a[i] * b[j] + a[3 + i] * b[3 + j] + a[6 + i] * b[6 + j];
     npy_intp matrix[2] = {3, 3};
     return new_array(2, matrix, r, 9);
+}
+
+/* box_corners(center, rotation, half) -> a new read-only (8, 3) array: the box's corners in the world,
+ * center + rotation (signs * half) with the signs of x, then y, then z running -1, +1 slowest first. Summed
+ * left to right without fused multiply-adds, as relative_rotation. */
+static PyObject *box_corners(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Box b;
+    if (check_nargs(nargs, 3, "box_corners") < 0 || load_box(args, &b, "box_corners") < 0)
+        return NULL;
+    double out[24];
+    for (int k = 0; k < 8; k++) {
+        double v[3] = {(k & 4 ? 1.0 : -1.0) * b.h[0], (k & 2 ? 1.0 : -1.0) * b.h[1], (k & 1 ? 1.0 : -1.0) * b.h[2]};
+        for (int i = 0; i < 3; i++)
+            out[3 * k + i] = b.c[i] + (v[0] * b.r[3 * i] + v[1] * b.r[3 * i + 1] + v[2] * b.r[3 * i + 2]);
+    }
+    npy_intp shape[2] = {8, 3};
+    return frozen_array(2, shape, out, 24);
 }
 
 /* compose_pose(position, rotation, rel_position, rel_rotation) -> (position + rotation rel_position,
@@ -1035,15 +1062,6 @@ done:
     return result;
 }
 
-/* A new read-only float64 array of the given shape filled from `values`. */
-static PyObject *frozen_array(int ndim, npy_intp *shape, const double *values, Py_ssize_t n)
-{
-    PyObject *out = new_array(ndim, shape, values, n);
-    if (out != NULL)
-        PyArray_CLEARFLAGS((PyArrayObject *)out, NPY_ARRAY_WRITEABLE);
-    return out;
-}
-
 /* body_box(xpos, xmat, body, local_center) -> (center, rotation): a body-fixed box in the world after
  * mj_kinematics: its rotation the body's (xmat[body]), its centre xpos[body] + rotation @ local_center.
  * Both new read-only arrays (a box is handed out for as long as its body rests). */
@@ -1139,6 +1157,7 @@ static PyMethodDef methods[] = {
     {"interpolate_rotation", (PyCFunction)(void (*)(void))interpolate_rotation, METH_FASTCALL,
      "Rotation a fraction of the way between two."},
     {"relative_rotation", (PyCFunction)(void (*)(void))relative_rotation, METH_FASTCALL, "a^T b of two rotations."},
+    {"box_corners", (PyCFunction)(void (*)(void))box_corners, METH_FASTCALL, "A box's eight corners."},
     {"compose_pose", (PyCFunction)(void (*)(void))compose_pose, METH_FASTCALL,
      "The world pose of a pose given in a frame."},
     {"pose_finite", (PyCFunction)(void (*)(void))pose_finite, METH_FASTCALL, "A pose's values are usable."},

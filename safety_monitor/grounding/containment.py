@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import numpy as np
-
 from safety_monitor.grounding import _geomath
 from safety_monitor.grounding.debounce import SymmetricDebounce, Timer, Tri
 from safety_monitor.grounding.description import RobotDescription
@@ -124,7 +122,8 @@ class ContainmentEstimator:
             return None
         for c in self.containers:
             region = inp.geometry.interiors[c]
-            local = region.to_local(box.center[None, :])[0]
-            if np.all(np.abs(local[:2]) <= region.half[:2]) and local[2] >= -region.half[2]:
+            x, y, z = region.to_local(box.center)
+            hx, hy, hz = region.half.tolist()
+            if abs(x) <= hx and abs(y) <= hy and z >= -hz:
                 return c
         return None

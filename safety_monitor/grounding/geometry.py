@@ -15,14 +15,7 @@ import numpy as np
 
 from safety_monitor.grounding import _geomath
 from safety_monitor.grounding.description import GRIPPER_PARTS
-
-_SIGNS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], dtype=float)
-
-
-def _frozen(a: np.ndarray) -> np.ndarray:
-    """`a`, made read-only (it is kept on a box and shared across frames)."""
-    a.flags.writeable = False
-    return a
+from safety_monitor.grounding.motion import in_frame
 
 
 @dataclass(frozen=True)
@@ -45,20 +38,17 @@ class Box:
         box.__dict__.update(center=center, rotation=rotation, half=half)
         return box
 
-    def to_local(self, points: np.ndarray) -> np.ndarray:
-        """Points (n, 3) in world -> box frame (origin at the centre)."""
-        return (np.asarray(points, dtype=float) - self.center) @ self.rotation
+    def to_local(self, point: np.ndarray) -> tuple[float, float, float]:
+        """A world point in the box's frame (origin at the centre), in plain floats (the same on every
+        machine, as `motion.in_frame`)."""
+        return in_frame(tuple(self.center.tolist()), self.rotation, point)
 
     def corners(self) -> np.ndarray:
         """The eight corners (world), computed once per box (read-only: shared by every reader)."""
         corners = self.__dict__.get("_corners")
         if corners is None:
-            corners = self.__dict__["_corners"] = _frozen(self.center + (_SIGNS * self.half) @ self.rotation.T)
+            corners = self.__dict__["_corners"] = _geomath.box_corners(self.center, self.rotation, self.half)
         return corners
-
-    def excess(self, points: np.ndarray) -> np.ndarray:
-        """Per point and axis, how far it lies beyond the box faces (<= 0 on every axis: inside)."""
-        return np.abs(self.to_local(np.atleast_2d(points))) - self.half
 
     def overlaps(self, other: Box) -> bool:
         """Separating-axis test for two oriented boxes (touching counts as overlapping)."""
