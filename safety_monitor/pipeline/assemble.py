@@ -700,13 +700,14 @@ _HALF_LIMIT = _LIMIT / 2
 
 
 def _finite(values: np.ndarray, *more: np.ndarray) -> bool:
-    """Every value (of every float array) a plausible measurement: finite and within +-_LIMIT (NaN fails every
-    comparison). Exact for any input, where a dot product overflows. The norm bounds every value, and
-    `math.hypot` gives it within an ulp (NaN or inf when a value is one, never an OverflowError): under half the
-    limit it answers in one C call, 0.2 us against 1.5 for the test of each value, which decides otherwise."""
-    listed = values.ravel().tolist()
+    """Every value (of every one-dimensional float array: a message's) a plausible measurement: finite and within
+    +-_LIMIT (NaN fails every comparison). Exact for any input, where a dot product overflows. The norm bounds
+    every value, and `math.hypot` gives it within an ulp (NaN or inf when a value is one, never an OverflowError):
+    under half the limit it answers in one C call, 0.2 us against 1.5 for the test of each value, which decides
+    otherwise. No `ravel` before `tolist`: it costs 0.06 us an array, and two or three arrays are tested a frame."""
+    listed = values.tolist()
     for array in more:
-        listed += array.ravel().tolist()
+        listed += array.tolist()
     return math.hypot(*listed) < _HALF_LIMIT or all(map(_LIMIT.__gt__, map(abs, listed)))
 
 
