@@ -514,17 +514,17 @@ class FrameAssembler:
             poses = {n: self._poses[n] for n in stamps}
         else:  # every pose: `_poses` has the keys of `_pose_stamps`, set together in the same order
             poses = self._poses.copy()
-        state = RobotState.measured(
-            t=t,
-            joint_names=self.joints,
-            joint_position=block[0].copy(),
-            joint_velocity=block[1].copy() if finite[1] else None,
-            joint_effort=block[2].copy() if finite[2] else None,
-            joint_stamps=joint_t.copy(),
-            wrench=wrench[0] if wrench else None,
-            wrench_age=max(0.0, t - wrench[1]) if wrench else None,
-            object_poses=poses,
-            object_ages={n: t - s if t - s > 0.0 else 0.0 for n, s in stamps.items()},  # max(0.0, t - s)
+        state = RobotState.measured(  # by position: ten keyword arguments cost 0.5 us a frame
+            t,
+            self.joints,
+            block[0].copy(),  # joint_position
+            block[1].copy() if finite[1] else None,  # joint_velocity
+            block[2].copy() if finite[2] else None,  # joint_effort
+            joint_t.copy(),  # joint_stamps
+            wrench[0] if wrench else None,
+            max(0.0, t - wrench[1]) if wrench else None,  # wrench_age
+            poses,
+            {n: t - s if t - s > 0.0 else 0.0 for n, s in stamps.items()},  # object_ages: max(0.0, t - s)
         )
         self.frames += 1
         return AssembledFrame(state, frozenset(stale), self.drain_issues(), resync)
