@@ -452,28 +452,23 @@ class JointStateBatchReader:
 
     def read(self, buffer: bytes, start: np.ndarray, size: np.ndarray) -> list[JointSample | None]:
         fits, floats, stamps = self._fixed.rows(buffer, start, size)
-        out: list[JointSample | None] = []
-        if fits.any():
-            template = self._fixed.template
-            names = template.names
-            p = len(template.position)
-            v = p + (0 if template.velocity is None else len(template.velocity))
-            has_effort = template.effort is not None
-        for i, (ok, at, length) in enumerate(zip(fits.tolist(), start.tolist(), size.tolist())):
-            if ok:
-                row = floats[i]
-                out.append(
-                    JointSample(
-                        names=names,
-                        position=row[:p],
-                        velocity=row[p:v] if v > p else None,
-                        effort=row[v:] if has_effort else None,
-                        stamp=stamps[i],
-                    )
-                )
-            else:
-                out.append(self.single.read(buffer[at : at + length]))
-        return out
+        spans = zip(start.tolist(), size.tolist())
+        if not fits.any():
+            return [self.single.read(buffer[at : at + length]) for at, length in spans]
+        template = self._fixed.template
+        names = template.names
+        p = len(template.position)
+        v = p + (0 if template.velocity is None else len(template.velocity))
+        # a column block per field, iterated by row (a view each, cheaper than slicing every row), and the
+        # JointSample built by position (five keyword arguments cost 0.2 us a message)
+        velocities = floats[:, p:v] if v > p else repeat(None)
+        efforts = floats[:, v:] if template.effort is not None else repeat(None)
+        return [
+            JointSample(names, position, velocity, effort, stamp) if ok else self.single.read(buffer[at : at + length])
+            for ok, position, velocity, effort, stamp, (at, length) in zip(
+                fits.tolist(), floats[:, :p], velocities, efforts, stamps, spans
+            )
+        ]
 
 
 class WrenchBatchReader:
@@ -484,11 +479,14 @@ class WrenchBatchReader:
 
     def read(self, buffer: bytes, start: np.ndarray, size: np.ndarray) -> list[tuple[Wrench, float] | None]:
         fits, floats, stamps = self._fixed.rows(buffer, start, size)
-        return [
-            (Wrench(force=floats[i, :3], torque=floats[i, 3:]), stamps[i])
-            if ok
-            else read_wrench(buffer[at : at + length])
-            for i, (ok, at, length) in enumerate(zip(fits.tolist(), start.tolist(), size.tolist()))
+        spans = zip(start.tolist(), size.tolist())
+        if not fits.any():
+            return [read_wrench(buffer[at : at + length]) for at, length in spans]
+        return [  # rows of the force and of the torque columns (as JointStateBatchReader reads its fields)
+            (Wrench(force, torque), stamp) if ok else read_wrench(buffer[at : at + length])
+            for ok, force, torque, stamp, (at, length) in zip(
+                fits.tolist(), floats[:, :3], floats[:, 3:], stamps, spans
+            )
         ]
 
 
@@ -508,7 +506,7 @@ class PoseBatchReader:
         # rows of x y z, then of the quaternion w first (as `read_pose` orders it)
         positions, quaternions = floats[:, :3], floats[:, _W_FIRST]
         return [
-            (Pose(position=position, quaternion=quaternion), stamp) if ok else read_pose(buffer[at : at + length])
+            (Pose(position, quaternion), stamp) if ok else read_pose(buffer[at : at + length])
             for ok, position, quaternion, stamp, (at, length) in zip(
                 fits.tolist(), positions, quaternions, stamps, spans
             )
