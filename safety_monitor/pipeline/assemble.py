@@ -514,12 +514,13 @@ class FrameAssembler:
             poses = {n: self._poses[n] for n in stamps}
         else:  # every pose: `_poses` has the keys of `_pose_stamps`, set together in the same order
             poses = self._poses.copy()
+        copied = block.copy()  # the frame's own: one copy, its rows views (three row copies cost 0.2 us more)
         state = RobotState.measured(  # by position: ten keyword arguments cost 0.5 us a frame
             t,
             self.joints,
-            block[0].copy(),  # joint_position
-            block[1].copy() if finite[1] else None,  # joint_velocity
-            block[2].copy() if finite[2] else None,  # joint_effort
+            copied[0],  # joint_position
+            copied[1] if finite[1] else None,  # joint_velocity
+            copied[2] if finite[2] else None,  # joint_effort
             joint_t.copy(),  # joint_stamps
             wrench[0] if wrench else None,
             max(0.0, t - wrench[1]) if wrench else None,  # wrench_age
