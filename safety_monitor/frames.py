@@ -96,7 +96,8 @@ class RobotState:
         object_ages: Mapping[str, float],
     ) -> RobotState:
         """A frame of measured streams (no privileged contacts, no events): what the constructor gives, without
-        the frozen __init__'s setattr per field (1.8 -> 0.5 us; the assembler builds one every frame)."""
+        the frozen __init__'s setattr per field (1.8 -> 0.5 us called by position, 1.0 by keyword; the assembler
+        builds one every frame)."""
         state = _new(cls)
         state.__dict__.update(
             t=t,

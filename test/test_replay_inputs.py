@@ -9,6 +9,7 @@ import pytest
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
 from safety_monitor.cli import main
+from safety_monitor.frames import Pose
 from safety_monitor.io.bag import BagWriter
 from safety_monitor.pipeline.assemble import StreamMapping
 from safety_monitor.replay import score
@@ -136,6 +137,34 @@ def test_an_undecodable_message_is_dropped_and_counted_not_fatal(tmp_path, state
     assert r.ok, r.error
     assert r.frames == N and r.issues == {"undecodable": 1}
     assert r.issue_examples[0].stream == "wrench" and "message dropped" in r.issue_examples[0].detail
+
+
+def test_corrupt_and_nan_poses_read_a_batch_at_a_time_are_dropped_with_one_line_issues(tmp_path, state, specs):
+    """Poses are decoded a batch at a time (`cdr.PoseBatchReader`): a truncated message among them still goes to
+    the one decoder (an undecodable issue), a NaN pose still to the assembler's check (a nan issue); each is
+    dropped, the frames go on."""
+    cube = state.object_poses["cube"]
+    nan_pose = Pose(np.array([np.nan, 0.0, 0.0]), cube.quaternion)
+
+    def nan_once(w, t):
+        if abs(t - 100.1) < 1e-9:
+            w.write_pose("/objects/cube/pose", t + 1e-4, nan_pose)
+
+    bag = write_bag(tmp_path / "db3", state, storage="sqlite3", extra=nan_once)
+    with sqlite3.connect(next(bag.glob("*.db3"))) as con:
+        (topic_id,) = con.execute("SELECT id FROM topics WHERE name = '/objects/cube/pose'").fetchone()
+        con.execute(
+            "UPDATE messages SET data = substr(data, 1, 30) WHERE id = (SELECT min(id) FROM messages "
+            "WHERE topic_id = ? AND timestamp > 100200000000)",
+            (topic_id,),
+        )
+    r = score_bag(bag, config(specs))
+    assert r.ok, r.error
+    assert r.frames == N and r.issues == {"undecodable": 1, "nan": 1}
+    by_kind = {i.kind: i for i in r.issue_examples}
+    for issue in by_kind.values():
+        assert issue.stream == "object_pose/cube" and "\n" not in issue.detail and "message dropped" in issue.detail
+    assert by_kind["undecodable"].detail.startswith("undecodable geometry_msgs/msg/PoseStamped")
 
 
 def test_missing_joint_topic_lists_what_was_found_and_suggests_the_mapping(tmp_path, state, specs):

@@ -419,6 +419,34 @@ def test_joint_state_and_wrench_batches_read_as_the_single_readers_do():
     assert got[3][0].torque.tolist() == [4.0, 5.0, -3.0] and got[-1] is None
 
 
+def test_pose_batches_read_as_read_pose_does():
+    def value(read):
+        return None if read is None else (read[0].position.tobytes(), read[0].quaternion.tobytes(), read[1])
+
+    poses = [
+        raw(
+            m.pose_msg(
+                T,
+                1e9 + k / 50,
+                Pose(np.array([k, -0.0, np.nan if k == 3 else 0.9]), np.array([0.5, -0.5, 1e-300, 0.5 + k])),
+                frame_id="world" if k != 2 else "other_frame",
+            )
+        )
+        for k in range(5)
+    ]
+    poses.append(raw(m.pose_msg(T, 2.0, Pose(np.ones(3), np.ones(4))), little_endian=False))
+    poses.append(poses[0][:-1])  # truncated
+    want = [value(cdr.read_pose(d)) for d in poses]
+    assert want[-1] is None and want[-2] is None
+    reader = cdr.PoseBatchReader()
+    got = reader.read(*one_buffer(poses, range(3, 10)))
+    assert [value(g) for g in got] == want
+    assert got[1][0].position.base is not None and got[1][0].position.base is got[4][0].position.base  # read at once
+    # a batch led by a message that teaches no layout: each read alone; then one with none at all
+    assert [value(g) for g in cdr.PoseBatchReader().read(*one_buffer(poses[::-1], range(7)))] == want[::-1]
+    assert reader.read(b"", np.zeros(0, np.int64), np.zeros(0, np.int64)) == []
+
+
 def test_read_stamp_reads_the_header_of_any_stamped_type_as_stamp_seconds():
     msgs = [
         m.joint_state_msg(T, 12.345678901, ["a"], [0.0]),

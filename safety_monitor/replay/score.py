@@ -476,7 +476,7 @@ _JOINT_ROUTE, _WRENCH_ROUTE, _GRIPPER_ROUTE, _TF_ROUTE = object(), object(), obj
 
 def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult, progress: Progress | None) -> None:
     """A thin driver of the Estimator stage on log times (the estimator node drives it on the node clock);
-    joint and wrench messages are decoded a batch at a time, the rest one at a time, by the one decoder."""
+    joint, wrench and pose messages are decoded a batch at a time, the rest one at a time, by the one decoder."""
     mapping = config.mapping
     topics = result.topics
     # the objects are the robot description's; their topics' types are checked before the rate is measured
@@ -524,7 +524,13 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult, progr
     timings = scorer.timings
     clock = time.perf_counter
     stage = Estimator(grounder, mapping, config.estimator, clock=clock)
-    joint_batches, wrench_batches = cdr.JointStateBatchReader(), cdr.WrenchBatchReader()
+    joint_batches = cdr.JointStateBatchReader()
+    # a batch reader per stream (each object's topic learns its own layout)
+    batch_readers: dict[object, cdr.JointStateBatchReader | cdr.WrenchBatchReader | cdr.PoseBatchReader] = {
+        _JOINT_ROUTE: joint_batches,
+        _WRENCH_ROUTE: cdr.WrenchBatchReader(),
+    }
+    batch_readers.update((name, cdr.PoseBatchReader()) for name in objects)
     poses = _decoders(bag, MessageType.POSE_STAMPED)
     decoders = {
         _JOINT_ROUTE: (_decoders(bag, MessageType.JOINT_STATE, joint_batches.single.read), JOINTS),
@@ -538,11 +544,11 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult, progr
         kinds = [route[topic] for topic in batch.topics]
         buffer, msgtypes = batch.buffer, batch.msgtypes
         start = clock()
-        read: dict[int, Any] = {}  # message index -> joint sample or (wrench, stamp), read for the batch at once
+        read: dict[int, Any] = {}  # message index -> joint sample, (wrench, stamp) or (pose, stamp), read at once
         for w, kind in enumerate(kinds):
-            if (kind is _JOINT_ROUTE or kind is _WRENCH_ROUTE) and decoders[kind][0].supported(msgtypes[w]):
+            batch_reader = batch_readers.get(kind)
+            if batch_reader is not None and decoders[kind][0].supported(msgtypes[w]):
                 rows = np.flatnonzero(batch.which == w)
-                batch_reader = joint_batches if kind is _JOINT_ROUTE else wrench_batches
                 read.update(zip(rows.tolist(), batch_reader.read(buffer, batch.start[rows], batch.size[rows])))
         timings["deserialise"] += clock() - start
         for k, (which, received, at, size) in enumerate(
