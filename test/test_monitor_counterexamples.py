@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from safety_monitor.enums import EventKind
 from safety_monitor.monitor.batch import BatchMonitor
-from safety_monitor.monitor.events import Counterexample, Event, new_event
+from safety_monitor.monitor.events import Counterexample
 from safety_monitor.monitor.live import SpecSetMonitor, automata_for
 from safety_monitor.specs.model import Property, compile_property
 
@@ -148,14 +148,6 @@ def test_deferred_counterexample_is_an_ordinary_frozen_dataclass():
         e.counterexample.values = ()
     with pytest.raises(AttributeError, match="'Counterexample' object has no attribute 'nope'"):
         _ = opened_event()[1].counterexample.nope
-
-
-def test_new_event_equals_the_dataclass_constructor():
-    args = ("opened", "p", "collision_contact", 7, 0.35, 2, None, None)
-    fast, slow = new_event(*args), Event(*args)
-    assert fast == slow and vars(fast) == vars(slow) and repr(fast) == repr(slow) and hash(fast) == hash(slow)
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        fast.frame = 8
 
 
 def test_history_bounds_what_the_monitor_keeps():

@@ -1,13 +1,12 @@
 """FrameAssembler: one frame per JointState, latest slower samples with ages, bad input flagged."""
 
-import dataclasses
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from safety_monitor.errors import GroundingError, SourceError
-from safety_monitor.frames import Pose, PredicateSample, RobotState, Wrench
+from safety_monitor.frames import Pose, Wrench
 from safety_monitor.io import messages as m
 from safety_monitor.pipeline.assemble import JOINTS, WRENCH, FrameAssembler, StaleLimits, StreamMapping, ground_frame
 
@@ -22,33 +21,6 @@ def js(t, names=("j1", "j2"), pos=(0.1, 0.2), vel=None):
 
 def kinds(issues):
     return [i.kind for i in issues]
-
-
-def test_measured_state_is_the_constructors():
-    fields = dict(
-        t=1.0,
-        joint_names=("j1",),
-        joint_position=np.zeros(1),
-        joint_velocity=None,
-        joint_effort=np.ones(1),
-        joint_stamps=np.zeros(1),
-        wrench=W,
-        wrench_age=0.01,
-        object_poses={"mug": P},
-        object_ages={"mug": 0.02},
-    )
-    built, made = RobotState.measured(**fields), RobotState(**fields)
-    assert vars(built).keys() == {f.name for f in dataclasses.fields(RobotState)}  # every field set
-    assert all(getattr(built, k) is getattr(made, k) for k in vars(built))
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        built.t = 2.0  # type: ignore[misc]
-
-
-def test_grounded_sample_is_the_constructors():
-    fields = dict(values={"p": True}, t=1.0, frame=3, unknown=frozenset({"q"}), stale=frozenset({"wrench"}))
-    built, made = PredicateSample.grounded(**fields), PredicateSample(**fields)
-    assert vars(built).keys() == {f.name for f in dataclasses.fields(PredicateSample)}
-    assert all(getattr(built, k) is getattr(made, k) for k in vars(built)) and built == made
 
 
 def test_frames_follow_joint_states_and_sample_slower_streams_with_age():

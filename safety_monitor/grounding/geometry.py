@@ -16,8 +16,10 @@ import numpy as np
 from safety_monitor.grounding import _geomath
 from safety_monitor.grounding.description import GRIPPER_PARTS
 from safety_monitor.grounding.motion import in_frame
+from safety_monitor.records import direct_init
 
 
+@direct_init
 @dataclass(frozen=True)
 class Box:
     """Oriented box: centre (world), rotation (columns = box axes in world) and half sizes.
@@ -29,14 +31,6 @@ class Box:
     center: np.ndarray
     rotation: np.ndarray
     half: np.ndarray
-
-    @classmethod
-    def placed(cls, center: np.ndarray, rotation: np.ndarray, half: np.ndarray) -> Box:
-        """A Box from arrays the caller made read-only, without the frozen dataclass's __init__ (a setattr per
-        field: the twin builds a box a frame for whatever moved)."""
-        box = cls.__new__(cls)
-        box.__dict__.update(center=center, rotation=rotation, half=half)
-        return box
 
     def to_local(self, point: np.ndarray) -> tuple[float, float, float]:
         """A world point in the box's frame (origin at the centre), in plain floats (the same on every
@@ -86,6 +80,7 @@ def norm(v: np.ndarray) -> float:
         return float(np.linalg.norm(np.asarray(v, dtype=float)))
 
 
+@direct_init
 @dataclass(frozen=True)
 class FrameGeometry:
     """What the twin knows this frame. Distances are surface gaps in metres (negative: penetration).
@@ -117,19 +112,11 @@ class FrameGeometry:
         pairs: list[tuple[str, str, float]],
     ) -> FrameGeometry:
         """A FrameGeometry whose `gripper_gaps` and `pairs` are given rather than derived from `gaps` on first
-        use (the twin has them as a by-product of building `gaps`; they must be what deriving would give).
-        Every field is given, in order, and written straight into the instance: the frozen dataclass's
-        __init__ (a setattr per field) and keyword arguments cost 1.2 us more, once a frame."""
-        geo = cls.__new__(cls)
+        use (the twin has them as a by-product of building `gaps`; they must be what deriving would give):
+        kept as cached_property keeps its values, so reading them is a plain attribute read."""
+        geo = cls(ee_position, ee_rotation, gripper_points, gaps, object_boxes, interiors, unknown)
         fields = geo.__dict__
-        fields["ee_position"] = ee_position
-        fields["ee_rotation"] = ee_rotation
-        fields["gripper_points"] = gripper_points
-        fields["gaps"] = gaps
-        fields["object_boxes"] = object_boxes
-        fields["interiors"] = interiors
-        fields["unknown"] = unknown
-        fields["gripper_gaps"] = gripper_gaps  # kept as cached_property keeps its values: read as attributes
+        fields["gripper_gaps"] = gripper_gaps
         fields["pairs"] = pairs
         return geo
 

@@ -247,7 +247,7 @@ class KinematicTwin:
         """The box fixed in `body` at `center` (body frame) after mj_kinematics, read-only (it is reused for
         as long as its body rests)."""
         world, rotation = _geomath.body_box(self.data.xpos, self.data.xmat, body, center)
-        return Box.placed(world, rotation, half)
+        return Box(world, rotation, half)
 
     def body_contacts(self, contacts: Sequence) -> dict[str, dict[str, float]]:
         """Privileged simulator contacts (body names) as entity gaps, to cross-check the twin."""

@@ -18,7 +18,6 @@ from safety_monitor.monitor import automaton as codes
 from safety_monitor.monitor import events as ev
 from safety_monitor.monitor.automaton import MonitorAutomaton
 from safety_monitor.monitor.events import deferred_counterexample as _deferred
-from safety_monitor.monitor.events import new_event as _new_event
 
 # window(first, last) -> (read, *args): read(*args) gives the property's values on frames first..last
 # (None where blind) and their times. It is called only when the counterexample is first read, so args
@@ -140,7 +139,7 @@ class EpisodeLedger:
                     self.window(kept, frame),
                 )
             )
-            out.append(_new_event(EventKind.OPENED, auto.name, auto.category, frame, t, episode, None, cx))
+            out.append(ev.Event(EventKind.OPENED, auto.name, auto.category, frame, t, episode, None, cx))
         if at_once:
             self._close(frame, t, self._at_once_kind, 1, out)
             self._run_start = frame + 1
@@ -195,7 +194,7 @@ class EpisodeLedger:
         self._durations.append(duration)
         self._open_frame = None
         auto = self.auto
-        out.append(_new_event(kind, auto.name, auto.category, frame, t, self._episodes - 1, duration, None))
+        out.append(ev.Event(kind, auto.name, auto.category, frame, t, self._episodes - 1, duration, None))
 
 
 def _decode_counterexample(

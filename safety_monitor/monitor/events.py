@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from safety_monitor.enums import EventKind
+from safety_monitor.records import direct_init
 
 _new = object.__new__
 
@@ -92,6 +93,7 @@ def deferred_counterexample(recipe: tuple) -> Counterexample:
     return cx
 
 
+@direct_init
 @dataclass(frozen=True)
 class Event:
     """One monitor event. `episode` numbers a property's episodes from 0; `duration` (frames counted as
@@ -119,30 +121,6 @@ class Event:
         if self.counterexample is not None:
             out["counterexample"] = self.counterexample.to_json()
         return out
-
-
-def new_event(
-    kind: EventKind,
-    prop: str,
-    category: str,
-    frame: int,
-    t: float | None,
-    episode: int | None,
-    duration: int | None,
-    counterexample: Counterexample | None,
-) -> Event:
-    """Event(...) without the frozen-dataclass __init__ (a third of an event's cost in the live loop)."""
-    e = _new(Event)
-    d = e.__dict__
-    d["kind"] = kind
-    d["property"] = prop
-    d["category"] = category
-    d["frame"] = frame
-    d["t"] = t
-    d["episode"] = episode
-    d["duration"] = duration
-    d["counterexample"] = counterexample
-    return e
 
 
 def explain(

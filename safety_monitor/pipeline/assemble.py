@@ -515,7 +515,7 @@ class FrameAssembler:
         else:  # every pose: `_poses` has the keys of `_pose_stamps`, set together in the same order
             poses = self._poses.copy()
         copied = block.copy()  # the frame's own: one copy, its rows views (three row copies cost 0.2 us more)
-        state = RobotState.measured(  # by position: ten keyword arguments cost 0.5 us a frame
+        state = RobotState(  # by position: ten keyword arguments cost 0.5 us a frame
             t,
             self.joints,
             copied[0],  # joint_position
@@ -728,7 +728,7 @@ def ground_frame(grounder: Any, assembled: AssembledFrame, frame: int) -> tuple[
     if assembled.resync:
         return _unknown(grounder, assembled, frame), None
     stale = assembled.stale | frozenset(grounded.stale)
-    return PredicateSample.grounded(grounded.values, state.t, frame, grounded.unknown, stale), None
+    return PredicateSample(grounded.values, state.t, frame, grounded.unknown, stale), None
 
 
 def _unknown(grounder: Any, assembled: AssembledFrame, frame: int) -> PredicateSample:
