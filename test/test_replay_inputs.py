@@ -123,16 +123,20 @@ def test_rate_is_measured_from_sorted_stamps_and_zero_stamps_ask_for_the_rate(tm
     assert score_bag(zero, config(specs)).ok
 
 
+def _truncate_first_after(bag, topic: str, stamp_ns: int, keep: int) -> None:
+    """Cut the first message of `topic` the sqlite3 bag recorded after `stamp_ns` to its first `keep` bytes."""
+    with sqlite3.connect(next(bag.glob("*.db3"))) as con:
+        (topic_id,) = con.execute("SELECT id FROM topics WHERE name = ?", (topic,)).fetchone()
+        con.execute(
+            "UPDATE messages SET data = substr(data, 1, ?) WHERE id = (SELECT min(id) FROM messages "
+            "WHERE topic_id = ? AND timestamp > ?)",
+            (keep, topic_id, stamp_ns),
+        )
+
+
 def test_an_undecodable_message_is_dropped_and_counted_not_fatal(tmp_path, state, specs):
     bag = write_bag(tmp_path / "db3", state, storage="sqlite3")
-    db = next(bag.glob("*.db3"))
-    with sqlite3.connect(db) as con:
-        (topic_id,) = con.execute("SELECT id FROM topics WHERE name = '/wrist_wrench'").fetchone()
-        con.execute(
-            "UPDATE messages SET data = substr(data, 1, 20) WHERE id = (SELECT min(id) FROM messages "
-            "WHERE topic_id = ? AND timestamp > 100200000000)",
-            (topic_id,),
-        )
+    _truncate_first_after(bag, "/wrist_wrench", 100_200_000_000, 20)
     r = score_bag(bag, config(specs))
     assert r.ok, r.error
     assert r.frames == N and r.issues == {"undecodable": 1}
@@ -151,13 +155,7 @@ def test_corrupt_and_nan_poses_read_a_batch_at_a_time_are_dropped_with_one_line_
             w.write_pose("/objects/cube/pose", t + 1e-4, nan_pose)
 
     bag = write_bag(tmp_path / "db3", state, storage="sqlite3", extra=nan_once)
-    with sqlite3.connect(next(bag.glob("*.db3"))) as con:
-        (topic_id,) = con.execute("SELECT id FROM topics WHERE name = '/objects/cube/pose'").fetchone()
-        con.execute(
-            "UPDATE messages SET data = substr(data, 1, 30) WHERE id = (SELECT min(id) FROM messages "
-            "WHERE topic_id = ? AND timestamp > 100200000000)",
-            (topic_id,),
-        )
+    _truncate_first_after(bag, "/objects/cube/pose", 100_200_000_000, 30)
     r = score_bag(bag, config(specs))
     assert r.ok, r.error
     assert r.frames == N and r.issues == {"undecodable": 1, "nan": 1}

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise, repeat
 from operator import getitem, is_not
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -45,6 +45,8 @@ from safety_monitor.io.messages import (
     predicate_sample,
     split_seconds,
 )
+
+V = TypeVar("V")  # what a stamped message reader gives (a Wrench, a Pose)
 
 # The layouts these readers implement: field name and type per message type (a trailing [] is a sequence).
 DEFINITIONS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -500,49 +502,49 @@ class JointStateBatchReader:
         ]
 
 
-class WrenchBatchReader:
-    """`read_wrench` over a batch of messages: (Wrench, stamp) each (None where it reads none)."""
+class _StampedBatchReader(Generic[V]):
+    """`read_one` over a batch of one stream's stamped messages: (value, stamp) each (None where it reads
+    none). A message with the first one's layout is read as a row of its `doubles` doubles, its value built
+    from two column blocks of them (`first`, `second`: slices or index arrays); any other by `read_one`."""
 
-    def __init__(self) -> None:
-        self._fixed = _FixedLayout(read_wrench, _lenient(_stamped_offsets(6)))
+    def __init__(
+        self,
+        read_one: Callable[[bytes], tuple[V, float] | None],
+        doubles: int,
+        first: Any,
+        second: Any,
+        build: Callable[[np.ndarray, np.ndarray], V],
+    ) -> None:
+        self._fixed = _FixedLayout(read_one, _lenient(_stamped_offsets(doubles)))
+        self._read_one, self._columns, self._build = read_one, (first, second), build
 
-    def read(self, buffer: bytes, start: np.ndarray, size: np.ndarray) -> list[tuple[Wrench, float] | None]:
+    def read(self, buffer: bytes, start: np.ndarray, size: np.ndarray) -> list[tuple[V, float] | None]:
         fits, floats, stamps = self._fixed.rows(buffer, start, size)
         spans = zip(start.tolist(), size.tolist())
+        read_one, build = self._read_one, self._build
         if not fits.any():
-            return [read_wrench(buffer[at : at + length]) for at, length in spans]
-        return [  # rows of the force and of the torque columns (as JointStateBatchReader reads its fields)
-            (Wrench(force, torque), stamp) if ok else read_wrench(buffer[at : at + length])
-            for ok, force, torque, stamp, (at, length) in zip(
-                fits.tolist(), floats[:, :3], floats[:, 3:], stamps, spans
-            )
+            return [read_one(buffer[at : at + length]) for at, length in spans]
+        first, second = self._columns
+        return [  # rows of each column block (as JointStateBatchReader reads its fields)
+            (build(a, b), stamp) if ok else read_one(buffer[at : at + length])
+            for ok, a, b, stamp, (at, length) in zip(fits.tolist(), floats[:, first], floats[:, second], stamps, spans)
         ]
 
 
-class PoseBatchReader:
+class WrenchBatchReader(_StampedBatchReader[Wrench]):
+    """`read_wrench` over a batch of messages: (Wrench, stamp) each (None where it reads none)."""
+
+    def __init__(self) -> None:
+        super().__init__(read_wrench, 6, slice(0, 3), slice(3, 6), Wrench)
+
+
+class PoseBatchReader(_StampedBatchReader[Pose]):
     """`read_pose` over a batch of one stream's messages: (Pose, stamp) each (None where it reads none). Each
     object's poses come at a tenth of the control rate on a topic of their own (0.4 messages a frame in the
     workcell); read a batch at a time they cost a third of reading them one at a time."""
 
-    def __init__(self) -> None:
-        self._fixed = _FixedLayout(read_pose, _lenient(_stamped_offsets(7)))
-
-    def read(self, buffer: bytes, start: np.ndarray, size: np.ndarray) -> list[tuple[Pose, float] | None]:
-        fits, floats, stamps = self._fixed.rows(buffer, start, size)
-        spans = zip(start.tolist(), size.tolist())
-        if not fits.any():
-            return [read_pose(buffer[at : at + length]) for at, length in spans]
-        # rows of x y z, then of the quaternion w first (as `read_pose` orders it)
-        positions, quaternions = floats[:, :3], floats[:, _W_FIRST]
-        return [
-            (Pose(position, quaternion), stamp) if ok else read_pose(buffer[at : at + length])
-            for ok, position, quaternion, stamp, (at, length) in zip(
-                fits.tolist(), positions, quaternions, stamps, spans
-            )
-        ]
-
-
-_W_FIRST = np.array([6, 3, 4, 5])  # a PoseStamped's doubles x y z qx qy qz qw: the quaternion's, w first
+    def __init__(self) -> None:  # x y z, then qx qy qz qw: the quaternion w first, as `read_pose` orders it
+        super().__init__(read_pose, 7, slice(0, 3), np.array([6, 3, 4, 5]), Pose)
 
 
 class PredicateReader:
