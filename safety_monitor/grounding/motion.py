@@ -38,8 +38,8 @@ def quat_to_matrix(q: np.ndarray) -> np.ndarray:
 
 def in_frame(origin: tuple[float, float, float], rotation: np.ndarray, point: np.ndarray) -> tuple[float, float, float]:
     """`point` in the frame at `origin` whose axes are `rotation`'s columns: rotation^T (point - origin), in
-    plain floats summed in the order numpy's matrix-vector product sums them (the same bits, without its
-    ~1 us a call)."""
+    plain floats summed left to right: the same bits on every machine (numpy's product goes to the BLAS
+    kernel the CPU selects, and costs about 1 us a call)."""
     x, y, z = np.asarray(point, dtype=float).tolist()
     ox, oy, oz = origin
     dx, dy, dz = x - ox, y - oy, z - oz
