@@ -34,6 +34,7 @@ INSTALL_RAY = "pip install 'safety_monitor[ray]' (or: pip install ray)"
 # Ray starts its workers at niceness 15 (a cluster's nodes are its own); on a machine shared with other work
 # that starves them, where `--jobs N` processes run at the command's priority. A local cluster does as those.
 LOCAL_WORKER_NICENESS = 0
+IN_FLIGHT_PER_CPU = 2  # tasks handed at a time to a cluster of our own, per CPU: one running, one queued
 CONNECT_TIMEOUT_S = 10.0  # a cluster's head answers a TCP connect at once; longer means nothing listens
 _ADDRESS = re.compile(r"(?P<scheme>ray://)?(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(?P<port>[0-9]{1,5})")
 
@@ -263,8 +264,8 @@ class RayAddress:
 
 class RayCluster(Executor):
     """Each task a Ray task: on a new local cluster (`address` None; `jobs` CPUs, 0 = all), on this
-    process's Ray session if it already has one, or on the cluster at `address`. At most `jobs` tasks are
-    in flight (0: as many as the cluster takes). A task whose worker dies (a crash, the node lost) runs once
+    process's Ray session if it already has one, or on the cluster at `address`. At most `jobs` tasks run at
+    once (0: as many as the cluster takes). A task whose worker dies (a crash, the node lost) runs once
     more; the tasks' own exceptions come back as they were raised."""
 
     def __init__(self, address: RayAddress | None = None, jobs: int = 0) -> None:
@@ -275,6 +276,7 @@ class RayCluster(Executor):
         except ImportError:
             raise ExecutorError(f"--ray needs Ray, an optional extra: {INSTALL_RAY}") from None
         self._ray, self.jobs, self._owned = ray, jobs, False
+        self._window = jobs or None  # tasks handed to Ray at a time: a cluster not sized by `jobs` may run them all
         if not (address is None and ray.is_initialized()):
             if address is not None:
                 address.check_reachable()
@@ -287,6 +289,9 @@ class RayCluster(Executor):
                         logging_level=logging.WARNING,
                         _system_config={"worker_niceness": LOCAL_WORKER_NICENESS},
                     )
+                    # its `jobs` CPUs run `jobs` tasks at once: a task queued behind each starts the moment its
+                    # worker is free, instead of the worker waiting for this process to hand it the next one
+                    self._window = IN_FLIGHT_PER_CPU * jobs or None
                 else:
                     ray.init(address=address.text, logging_level=logging.WARNING)
             except (ConnectionError, RuntimeError, ValueError) as exc:
@@ -304,7 +309,7 @@ class RayCluster(Executor):
         def submit(index: int, item: Any) -> None:
             pending[self._task.remote(fn_ref, folder, item)] = index
 
-        for index, item in itertools.islice(todo, self.jobs or None):
+        for index, item in itertools.islice(todo, self._window):
             submit(index, item)
         try:
             while pending:

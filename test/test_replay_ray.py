@@ -337,3 +337,19 @@ def test_a_task_that_does_not_pickle_fails_alone_and_leaves_no_worker_behind():
     assert {i: dones[i].result for i in (0, 2, 3)} == {0: 2, 2: 3, 3: 4}
     assert isinstance(dones[1].error, ExecutorError) and "cannot be sent to a worker process" in str(dones[1].error)
     assert set(multiprocessing.active_children()) == before  # every worker it started has ended
+
+
+def _square_unless_seven(x: int) -> int:
+    if x == 7:
+        raise ValueError("seven")
+    return x * x
+
+
+def test_a_cluster_of_its_own_runs_every_task_once_however_many_are_queued_behind_its_workers(cluster):
+    """Its own cluster is handed more tasks than it has CPUs (one queued behind each running one): each of
+    many tasks still comes back exactly once, a failing one as its error, the ones after it as results."""
+    dones = list(cluster.map(_square_unless_seven, range(13)))
+    assert sorted(d.index for d in dones) == list(range(13))
+    by_index = {d.index: d for d in dones}
+    assert {i: d.result for i, d in by_index.items() if i != 7} == {i: i * i for i in range(13) if i != 7}
+    assert isinstance(by_index[7].error, ValueError) and str(by_index[7].error) == "seven"
