@@ -99,6 +99,9 @@ def main() -> None:
         "\nstage columns: CPU microseconds per frame (share of the CPU time); "
         + "; ".join(f"{r['mode']}: {r['violations']} violation(s)" for r in rows)
     )
+    if len(rows) == 2:  # issue 17's measure: robot-state throughput as a fraction of --from-predicates'
+        states, predicates = (r["frames"] / r["cpu"] for r in rows)
+        print(f"robot state / --from-predicates, frames per CPU s: 1/{predicates / states:.1f} (target 1/8)")
 
 
 if __name__ == "__main__":
