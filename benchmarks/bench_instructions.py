@@ -1,7 +1,8 @@
 """Instructions a grounding step executes, counted by valgrind: a figure the machine's load does not move.
 
 Timings on these shared 2-core machines swing 30-50 % within an hour; instruction counts repeat to within
-about 1 % (PYTHONHASHSEED fixed). The four scripted episodes are recorded once (RobotStates, pickled to a
+a hundred instructions in two billion (PYTHONHASHSEED fixed, BLAS on one thread: OpenBLAS's idle worker
+threads spin, and their spinning varied the start-up's count by 2 %, more than 40 frames' work). The four scripted episodes are recorded once (RobotStates, pickled to a
 scratch file), then each tree grounds the first `--frames` of every episode under `valgrind
 --tool=cachegrind --cache-sim=no`, and again with none: the difference over the frames grounded is the
 step's instructions a frame, without start-up. `--baseline DIR` (another checkout's root, e.g. `git archive
@@ -45,6 +46,8 @@ def instructions(tree: Path, states_file: Path, frames: int) -> int:
         "PYTHONPATH": str(tree),
         "PYTHONHASHSEED": "0",
         "_ROS_WHEELS_BOOTSTRAP_COMPLETE": "1",  # no rclpy needed: valgrind must not follow a re-exec
+        "OPENBLAS_NUM_THREADS": "1",  # no spinning worker threads, whose count varies from run to run
+        "OMP_NUM_THREADS": "1",
     }
     out = subprocess.run(
         ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]

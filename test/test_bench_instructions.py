@@ -15,14 +15,20 @@ BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_instructions
 
 
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind (Debian package valgrind) is not installed")
-def test_counts_a_steps_instructions_without_start_up():
-    out = subprocess.run(
-        [sys.executable, str(BENCH), "--frames", "40", "open_drawer"], capture_output=True, text=True, timeout=600
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    row = re.fullmatch(r"this tree +40 frames +([\d,]+) instructions a frame", out.stdout.strip())
-    assert row, out.stdout
-    assert 10_000 < int(row[1].replace(",", "")) < 10_000_000  # a step, not the interpreter's start-up
+def test_counts_a_steps_instructions_without_start_up_the_same_each_time():
+    """40 frames are 2 % of the start-up subtracted from them: the count holds only if the start-up's own
+    count repeats (it varied by that much while numpy's BLAS threads spun)."""
+    counts = []
+    for _ in range(2):
+        out = subprocess.run(
+            [sys.executable, str(BENCH), "--frames", "40", "open_drawer"], capture_output=True, text=True, timeout=600
+        )
+        assert out.returncode == 0, out.stderr[-3000:]
+        row = re.fullmatch(r"this tree +40 frames +([\d,]+) instructions a frame", out.stdout.strip())
+        assert row, out.stdout
+        counts.append(int(row[1].replace(",", "")))
+    assert all(10_000 < count < 10_000_000 for count in counts), counts  # a step, not the interpreter's start-up
+    assert abs(counts[0] - counts[1]) < 0.05 * counts[0], counts
 
 
 def test_a_baseline_without_the_package_is_named(tmp_path):
