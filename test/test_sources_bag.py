@@ -138,6 +138,25 @@ def test_a_topic_whose_definition_is_broken_is_skipped_and_named(tmp_path, stora
         )
 
 
+def test_a_broken_definition_is_named_again_each_time_a_bag_with_it_is_opened(tmp_path):
+    """The verdict on a set of definitions is kept for the next bag that has them (a recorder's bags repeat
+    them): each bag still has the broken one stripped, and named, and its good topics read."""
+    bags = [
+        _write(
+            tmp_path / f"bag{k}",
+            "mcap",
+            n=3,
+            extra=_with_definition("/vendor/status", "vendor_msgs/msg/Status", "int32[ x"),
+        )
+        for k in range(2)
+    ]
+    for bag in (*bags, bags[0]):
+        with BagReader(bag) as r:
+            assert list(r.skipped) == ["vendor_msgs/msg/Status"]
+            assert "has a definition in the bag that does not parse" in r.skipped["vendor_msgs/msg/Status"]
+            assert len(list(r.messages(TOPICS))) == 15
+
+
 def test_a_needed_topic_whose_definition_is_broken_is_an_error_naming_it(tmp_path):
     store = default_typestore()
     msg = m.joint_state_msg(m.rosbags_types(store), 1.0, ["a"], [0.5])

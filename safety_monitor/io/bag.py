@@ -20,7 +20,7 @@ import sqlite3
 import struct
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -154,40 +154,51 @@ class _CheckedReader(Reader):
 def _strip_broken_definitions(connections: list[Connection]) -> dict[str, str]:
     """Check the definitions as AnyReader registers them (all in one typestore); replace the ones it cannot
     use with none, in place. Returns message type -> what is wrong with its definition."""
-    defined = [c for c in connections if c.msgdef.format != MessageDefinitionFormat.NONE]
-    broken: dict[str, str] = {}
-    pool: dict[str, Any] = {}
-    for conn in defined:
-        try:
-            pool.update(_definition_types(conn))
-        except (TypesysError, ValueError, IndexError) as exc:
-            broken[conn.msgtype] = f"has a definition in the bag that does not parse (at {_tail(exc)!r})"
-    store = get_typestore(Stores.EMPTY)
-    store.register(pool)
-    for conn in defined:
-        if conn.msgtype in broken:
-            continue
-        try:
-            digest = store.hash_rihs01(conn.msgtype)
-        except KeyError as exc:
-            broken[conn.msgtype] = f"has a definition in the bag that leaves {exc.args[0]} undefined"
-            continue
-        if conn.digest and digest != conn.digest:
-            broken[conn.msgtype] = "has a definition in the bag that does not match the type hash the bag records"
+    defined = tuple(
+        (c.msgtype, c.msgdef, c.digest) for c in connections if c.msgdef.format != MessageDefinitionFormat.NONE
+    )
+    broken = dict(_broken_definitions(defined))
     none = MessageDefinition(MessageDefinitionFormat.NONE, "")
     connections[:] = [c._replace(msgdef=none) if c.msgtype in broken else c for c in connections]
     return broken
 
 
-def _definition_types(conn: Connection) -> dict[str, Any]:
+@lru_cache(maxsize=32)
+def _broken_definitions(defined: tuple[tuple[str, MessageDefinition, str], ...]) -> tuple[tuple[str, str], ...]:
+    """(message type, what is wrong) for each unusable one of `defined` (type, definition, recorded hash).
+    Kept per set of definitions: the bags of one recorder repeat them, and parsing them is a sixth of the
+    time it takes to score a two-second bag."""
+    broken: dict[str, str] = {}
+    pool: dict[str, Any] = {}
+    for msgtype, msgdef, _ in defined:
+        try:
+            pool.update(_definition_types(msgtype, msgdef))
+        except (TypesysError, ValueError, IndexError) as exc:
+            broken[msgtype] = f"has a definition in the bag that does not parse (at {_tail(exc)!r})"
+    store = get_typestore(Stores.EMPTY)
+    store.register(pool)
+    for msgtype, _, recorded in defined:
+        if msgtype in broken:
+            continue
+        try:
+            digest = store.hash_rihs01(msgtype)
+        except KeyError as exc:
+            broken[msgtype] = f"has a definition in the bag that leaves {exc.args[0]} undefined"
+            continue
+        if recorded and digest != recorded:
+            broken[msgtype] = "has a definition in the bag that does not match the type hash the bag records"
+    return tuple(broken.items())
+
+
+def _definition_types(msgtype: str, msgdef: MessageDefinition) -> dict[str, Any]:
     """The types a connection's embedded definition declares, parsed as AnyReader parses it."""
-    if conn.msgdef.format == MessageDefinitionFormat.MSG:
-        return get_types_from_msg(conn.msgdef.data, conn.msgtype)
+    if msgdef.format == MessageDefinitionFormat.MSG:
+        return get_types_from_msg(msgdef.data, msgtype)
     sep = "=" * 80 + "\n"
-    if not conn.msgdef.data.startswith(f"{sep}IDL: "):
-        return get_types_from_idl(conn.msgdef.data)
+    if not msgdef.data.startswith(f"{sep}IDL: "):
+        return get_types_from_idl(msgdef.data)
     types: dict[str, Any] = {}
-    for part in conn.msgdef.data.split(sep)[1:]:
+    for part in msgdef.data.split(sep)[1:]:
         types.update(get_types_from_idl(part.split("\n", 1)[1]))
     return types
 
