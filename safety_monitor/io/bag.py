@@ -166,8 +166,8 @@ def _strip_broken_definitions(connections: list[Connection]) -> dict[str, str]:
 @lru_cache(maxsize=32)
 def _broken_definitions(defined: tuple[tuple[str, MessageDefinition, str], ...]) -> tuple[tuple[str, str], ...]:
     """(message type, what is wrong) for each unusable one of `defined` (type, definition, recorded hash).
-    Kept per set of definitions: the bags of one recorder repeat them, and parsing them is a sixth of the
-    time it takes to score a two-second bag."""
+    Kept per set of definitions: the bags of one recorder repeat them, and parsing them again took a third
+    of the time it takes to open a bag."""
     broken: dict[str, str] = {}
     pool: dict[str, Any] = {}
     for msgtype, msgdef, _ in defined:
