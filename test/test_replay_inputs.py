@@ -434,6 +434,19 @@ def test_no_wrench_topic_configured_is_not_applicable_not_blind(tmp_path, state,
     assert not any(v for *_, v in runs["excess_wrench"])  # not grounded: constantly false
 
 
+def test_a_batch_reads_its_spec_file_once_and_each_bag_says_what_is_not_applicable(tmp_path, state, specs):
+    """The spec file is parsed once per process for every bag's not-applicable check (as the automata are
+    compiled once), and each bag still gets its own verdicts: one without a wrench topic, one with it."""
+    score._spec_set.cache_clear()
+    bags = [write_bag(tmp_path / "a", state, wrench_until=0), write_bag(tmp_path / "b", state)]
+    without, with_sensor = (config(specs, mapping=StreamMapping(wrench=w)) for w in (None, "/wrist_wrench"))
+    results = [score_bag(bags[0], without), score_bag(bags[1], with_sensor), score_bag(bags[0], without)]
+    assert [r.ok for r in results] == [True] * 3
+    assert [sorted(r.not_applicable) for r in results] == [["no_excess_wrench"], [], ["no_excess_wrench"]]
+    read = score._spec_set.cache_info()
+    assert (read.misses, read.hits) == (1, 2)
+
+
 def test_inspect_reports_the_wrench_properties_not_applicable_without_a_wrench_topic(tmp_path, state, specs, capsys):
     bag = str(write_bag(tmp_path / "bag", state, wrench_until=0))
     assert main(["inspect", bag, "--specs", specs, "--topics", "wrench=none", "--rate", "500"]) == 0

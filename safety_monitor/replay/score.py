@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -38,6 +38,9 @@ from safety_monitor.pipeline.supervisor import Rollout, Supervisor
 from safety_monitor.replay.names import resolve_mapping
 from safety_monitor.replay.timeline import Timeline
 from safety_monitor.settings import EstimatorSettings, MonitorSettings, NodeSettings
+
+if TYPE_CHECKING:  # imported where a spec file is read, as `load_automata` does
+    from safety_monitor.specs.model import SpecSet
 
 ISSUE_EXAMPLES = 3  # kept per issue kind; all are counted
 BATCH = 4096  # messages read and decoded at a time (bounds memory for bags of any length)
@@ -168,10 +171,18 @@ def _check_grounded(monitor: SpecSetMonitor, grounder: Any) -> None:
 def not_applicable(config: ReplayConfig, grounder: Any) -> dict[str, str]:
     """The configured properties this robot cannot ground, each with why (`grounding.applicability`)."""
     from safety_monitor.grounding.applicability import applicability
+
+    verdicts = applicability(_spec_set(config.specs_file()), grounder).values()
+    return {v.name: v.text() for v in verdicts if not v.applicable}
+
+
+@cache
+def _spec_set(specs: Path) -> SpecSet:
+    """Read once per process, as `_automata` compiles it once: parsing it again for every bag of a batch was
+    2 % of scoring two-second bags."""
     from safety_monitor.specs.model import load_specs
 
-    verdicts = applicability(load_specs(config.specs_file()), grounder).values()
-    return {v.name: v.text() for v in verdicts if not v.applicable}
+    return load_specs(specs)
 
 
 def check_config(config: ReplayConfig) -> None:
