@@ -7,6 +7,7 @@ import json
 import pytest
 
 from safety_monitor.cli import main
+from safety_monitor.cli import replay as replay_cli
 from safety_monitor.io import messages as m
 from safety_monitor.io.bag import BagWriter
 from safety_monitor.replay.batch import summarize, unique_bags
@@ -297,10 +298,13 @@ def test_ctrl_c_stops_the_batch_and_keeps_what_was_scored(tmp_path, folder, stat
         return score_bag(bag, config, progress)
 
     monkeypatch.setattr(batch, "score_bag", score_or_interrupt)
+    monkeypatch.setattr(replay_cli, "UNSCORED_LISTED", 1)  # stderr names that many, the report all of them
     report = tmp_path / "report"
     assert replay(*bags, "--specs", specs, report=report) == 130
     out, err = capsys.readouterr()
     assert "interrupted: 1 of 3 bag(s) done" in err
+    assert f"replay: {bags[1]}: {batch.NOT_SCORED}\n" in err and str(bags[2]) not in err
+    assert f"... and 1 more not scored (all in {report}/report.json, bags_not_scored)" in err
     assert out.rstrip().endswith("1 of 3 bag(s) scored; interrupted: 2 not scored")
     assert "failed" not in out + err
     doc = json.loads((report / "report.json").read_text())

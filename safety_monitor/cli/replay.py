@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from safety_monitor.pipeline.assemble import StreamMapping
 
 MAX_RATE_HZ = 1e6
+UNSCORED_LISTED = 5  # bags Ctrl-C left unscored named on stderr; the report lists them all (thousands, at scale)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -141,9 +142,14 @@ def _replay(args: argparse.Namespace) -> int:
     failed = [r for r in results if not r.ok and not r.interrupted]
     for r in failed:
         print(f"safety-monitor replay: failed: {r.error}", file=sys.stderr)
-    for r in results:
-        if r.interrupted:
-            print(f"safety-monitor replay: {r.error}", file=sys.stderr)
+    unscored = [r for r in results if r.interrupted]
+    for r in unscored[:UNSCORED_LISTED]:
+        print(f"safety-monitor replay: {r.error}", file=sys.stderr)
+    if len(unscored) > UNSCORED_LISTED:
+        where = f" (all in {args.report}/report.json, bags_not_scored)" if args.report else ""
+        print(
+            f"safety-monitor replay: ... and {len(unscored) - UNSCORED_LISTED} more not scored{where}", file=sys.stderr
+        )
     for r in results:
         if r.retried:
             _warn(f"{r.bag}: the worker scoring it died ({r.retried}); scored by another")
