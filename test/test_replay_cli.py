@@ -186,6 +186,37 @@ def test_a_bag_scored_blind_is_a_warning_naming_what_was_not_seen(tmp_path, stat
     )
 
 
+def test_poses_that_start_after_the_joints_are_start_up_not_a_stale_input_warning(tmp_path, state, specs, capsys):
+    """50 Hz poses behind 500 Hz joints leave a recording's first frames without a pose: start-up, as the
+    unknown predicates they cause are, so a clean bag warns of nothing. A wrench that stops later is warned
+    of, its start-up frames counted apart. summary.md and report.json keep every count."""
+
+    def late(path, poses_from, wrench_until):
+        with BagWriter(path) as w:
+            for k in range(200):
+                t = 100.0 + k / RATE
+                if k < wrench_until:
+                    w.write_wrench("/wrist_wrench", t, state.wrench)
+                for name, pose in state.object_poses.items() if k >= poses_from else ():
+                    w.write_pose(f"/objects/{name}/pose", t, pose)
+                w.write_joint_state("/joint_states", t, list(state.joint_names), state.joint_position, log_t=t)
+        return path
+
+    clean, stops = late(tmp_path / "clean", 5, 200), late(tmp_path / "stops", 5, 100)
+    assert replay(clean, stops, "--specs", specs, report=tmp_path / "r") == 0
+    out, err = capsys.readouterr()
+    assert str(clean) not in err
+    assert f"{stops}: blind: 56 of 200 frames had an unknown predicate (5 of them at start-up)" in err
+    assert "object_pose/raw_chicken 5, wrench 51 (5 frames at start-up)" in err
+    assert out.rstrip().endswith(
+        "2 of 2 bag(s) scored; 1 blind in some or all frames (not monitored there: see the warnings)"
+    )
+    blind = (tmp_path / "r" / "summary.md").read_text().split("(blind, not safe)")[1].split("##")[0]
+    assert f"| {clean} | 200 | 5 |" in blind and f"| {stops} | 200 | 56 |" in blind
+    doc = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert [b["stale_frames"] for b in doc["bags"]] == [5, 56]
+
+
 def test_predicates_never_recorded_are_a_warning_too(tmp_path, specs, capsys):
     path = tmp_path / "unsent"
     with BagWriter(path) as w:

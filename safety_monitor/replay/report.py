@@ -82,6 +82,17 @@ def is_blind(result: BagResult) -> bool:
     return result.trace is not None and result.unknown_frames > startup_frames(result)
 
 
+def _stale_after_startup(result: BagResult) -> int:
+    """Frames with a stale input after the start-up frames (`startup_frames`). A stream whose first message
+    comes after the first joint frame (50 Hz poses behind 500 Hz joints) leaves the frames before it stale in
+    every recording: like the unknown predicates they cause, those are not a problem to warn about."""
+    timeline = result.stale_timeline
+    if timeline is None:
+        return result.stale_frames
+    start = startup_frames(result)
+    return sum(max(0, last - max(first, start) + 1) for first, last, stale in timeline.runs.get("stale", ()) if stale)
+
+
 def input_warning(result: BagResult) -> str | None:
     """One line on what a scored bag's score did not see (blind properties, stale inputs, predicates never
     sent) or had to drop, so that "saw nothing" never reads as "saw no violation"; None for a clean bag."""
@@ -96,8 +107,12 @@ def input_warning(result: BagResult) -> str | None:
             + (f" ({startup} of them at start-up)" if startup else "")
             + (f"; blind frames per property: {blind}" if blind else "")
         )
-    if result.stale_by_stream:
-        parts.append("stale input frames: " + ", ".join(f"{k} {v}" for k, v in result.stale_by_stream.items()))
+    if result.stale_by_stream and (later := _stale_after_startup(result)):
+        parts.append(
+            "stale input frames: "
+            + ", ".join(f"{k} {v}" for k, v in result.stale_by_stream.items())
+            + (f" ({result.stale_frames - later} frames at start-up)" if later < result.stale_frames else "")
+        )
     if result.issues:
         parts.append("input problems: " + ", ".join(f"{k} x{v}" for k, v in sorted(result.issues.items())))
     return f"{result.bag}: " + "; ".join(parts + result.warnings) if parts or result.warnings else None
