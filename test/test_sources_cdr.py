@@ -8,6 +8,7 @@ from rosbags.serde import SerdeError
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
 from safety_monitor.frames import Pose, Wrench
+from safety_monitor.grounding import _geomath
 from safety_monitor.io import cdr
 from safety_monitor.io import messages as m
 from safety_monitor.io.bag import BagWriter, default_typestore
@@ -442,6 +443,9 @@ def test_pose_batches_read_as_read_pose_does():
     got = reader.read(*one_buffer(poses, range(3, 10)))
     assert [value(g) for g in got] == want
     assert got[1][0].position.base is not None and got[1][0].position.base is got[4][0].position.base  # read at once
+    # a message's arrays contiguous, as the grounder's one-call check takes a pose (a strided quaternion, the
+    # column-major rows of an index-picked block, raised TypeError: numpy's slower path, every pose of a replay)
+    assert [_geomath.pose_usable(g[0]) for g in got[:5]] == [True, True, True, False, True]
     # a batch led by a message that teaches no layout: each read alone; then one with none at all
     assert [value(g) for g in cdr.PoseBatchReader().read(*one_buffer(poses[::-1], range(7)))] == want[::-1]
     assert reader.read(b"", np.zeros(0, np.int64), np.zeros(0, np.int64)) == []

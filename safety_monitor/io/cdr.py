@@ -409,7 +409,7 @@ class _FixedLayout:
         ok &= ((rows & layout.mask) == layout.expected).all(axis=1)
         if not ok.any():
             self._layout = None
-        values = rows[:, layout.first : layout.end].view("<f8")[:, layout.columns]
+        values = _row_major(rows[:, layout.first : layout.end].view("<f8")[:, layout.columns])
         return ok, values, _stamps(rows[:, 4:12])
 
 
@@ -502,6 +502,13 @@ class JointStateBatchReader:
         ]
 
 
+def _row_major(block: np.ndarray) -> np.ndarray:
+    """`block` with each row (one message's values) contiguous, as the grounder's C kernels take a pose:
+    columns picked by an index array come out column-major, and their rows were strided views that sent
+    every pose of a replay down numpy's slower path."""
+    return block if block.strides[-1] == block.itemsize else np.ascontiguousarray(block)
+
+
 class _StampedBatchReader(Generic[V]):
     """`read_one` over a batch of one stream's stamped messages: (value, stamp) each (None where it reads
     none). A message with the first one's layout is read as a row of its `doubles` doubles, its value built
@@ -524,10 +531,10 @@ class _StampedBatchReader(Generic[V]):
         read_one, build = self._read_one, self._build
         if not fits.any():
             return [read_one(buffer[at : at + length]) for at, length in spans]
-        first, second = self._columns
+        first, second = (_row_major(floats[:, columns]) for columns in self._columns)
         return [  # rows of each column block (as JointStateBatchReader reads its fields)
             (build(a, b), stamp) if ok else read_one(buffer[at : at + length])
-            for ok, a, b, stamp, (at, length) in zip(fits.tolist(), floats[:, first], floats[:, second], stamps, spans)
+            for ok, a, b, stamp, (at, length) in zip(fits.tolist(), first, second, stamps, spans)
         ]
 
 
