@@ -91,6 +91,38 @@ def test_clean_bag_scores_every_frame_without_issues(tmp_path, state, specs):
     assert set(r.timings) == {"read", "deserialise", "assemble", "ground", "monitor"}
 
 
+def test_replay_hands_the_grounders_c_kernels_what_they_take(tmp_path, state, specs, monkeypatch):
+    """Every `_geomath` kernel refuses (TypeError or ValueError) what it cannot read in one call, and its
+    caller then takes numpy's path: correct, so only the speed shows it. The frames replay builds from a
+    bag's batches must never be refused (batch-read poses once had strided quaternions: every object,
+    every frame)."""
+    from collections import Counter
+
+    from safety_monitor.grounding import _geomath
+
+    calls: Counter[str] = Counter()
+    refused: Counter[str] = Counter()
+
+    def counted(kernel, name):
+        def call(*args):
+            calls[name] += 1
+            try:
+                return kernel(*args)
+            except (TypeError, ValueError):
+                refused[name] += 1
+                raise
+
+        return call
+
+    for name in dir(_geomath):
+        if not name.startswith("_") and callable(kernel := getattr(_geomath, name)):
+            monkeypatch.setattr(_geomath, name, counted(kernel, name))
+    r = score_bag(write_bag(tmp_path / "clean", state), config(specs))
+    assert r.ok and r.frames == N, r.error
+    assert calls["pose_usable"] >= N * len(state.object_poses) and calls["norm3"] >= N  # poses, wrench
+    assert refused == Counter()
+
+
 def test_objects_frozen_while_a_bag_is_scored_are_handed_back_to_the_collector(tmp_path, state, specs, monkeypatch):
     frozen = gc.get_freeze_count()  # (0, unless the process froze objects itself: then they are left alone)
     while_scored = []
