@@ -6,12 +6,14 @@ import dataclasses
 import itertools
 import time
 import uuid
+from collections import Counter
 from types import SimpleNamespace
 
 import pytest
 
 rclpy = pytest.importorskip("rclpy")
 
+from kernel_refusals import count_kernels  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
 from safety_monitor.io import messages as m  # noqa: E402
@@ -81,11 +83,12 @@ def states():
     return list(itertools.islice(run_episode("pick_and_place_mug", None, 0), FRAMES))
 
 
-def test_predicates_match_direct_grounding_and_stop_turns_stale(states):
+def test_predicates_match_direct_grounding_and_stop_turns_stale(states, monkeypatch):
     from safety_monitor.grounding.grounder import load_default_grounder
 
     direct = load_default_grounder(500.0)
     expected = [direct.step(dataclasses.replace(s, t=s.t + OFFSET)) for s in states]
+    calls, refused = count_kernels(monkeypatch)  # from here: what the node decodes (as replay, test_replay_inputs)
     with estimator_and_probe(
         "/e", [Parameter("joint_states_timeout_s", value=0.3), Parameter("diagnostics_period_s", value=0.2)]
     ) as h:
@@ -113,6 +116,7 @@ def test_predicates_match_direct_grounding_and_stop_turns_stale(states):
         for g, e in zip(got, expected):
             assert g.t == pytest.approx(e.t, abs=1e-9)
             assert dict(g.values) == e.values and g.unknown == e.unknown
+        assert calls["pose_usable"] >= FRAMES and refused == Counter()  # no C kernel refused the node's input
 
         spin_until(executor, lambda: diag and diag[-1][0] == T.DiagnosticStatus.STALE)
         assert "no joint_states" in diag[-1][1]

@@ -3,9 +3,11 @@
 import gc
 import json
 import sqlite3
+from collections import Counter
 
 import numpy as np
 import pytest
+from kernel_refusals import count_kernels
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
 from safety_monitor.cli import main
@@ -92,31 +94,9 @@ def test_clean_bag_scores_every_frame_without_issues(tmp_path, state, specs):
 
 
 def test_replay_hands_the_grounders_c_kernels_what_they_take(tmp_path, state, specs, monkeypatch):
-    """Every `_geomath` kernel refuses (TypeError or ValueError) what it cannot read in one call, and its
-    caller then takes numpy's path: correct, so only the speed shows it. The frames replay builds from a
-    bag's batches must never be refused (batch-read poses once had strided quaternions: every object,
-    every frame)."""
-    from collections import Counter
-
-    from safety_monitor.grounding import _geomath
-
-    calls: Counter[str] = Counter()
-    refused: Counter[str] = Counter()
-
-    def counted(kernel, name):
-        def call(*args):
-            calls[name] += 1
-            try:
-                return kernel(*args)
-            except (TypeError, ValueError):
-                refused[name] += 1
-                raise
-
-        return call
-
-    for name in dir(_geomath):
-        if not name.startswith("_") and callable(kernel := getattr(_geomath, name)):
-            monkeypatch.setattr(_geomath, name, counted(kernel, name))
+    """The frames replay builds from a bag's batches are never refused by a C kernel (`kernel_refusals`):
+    batch-read poses once had strided quaternions, refused for every object on every frame."""
+    calls, refused = count_kernels(monkeypatch)
     r = score_bag(write_bag(tmp_path / "clean", state), config(specs))
     assert r.ok and r.frames == N, r.error
     assert calls["pose_usable"] >= N * len(state.object_poses) and calls["norm3"] >= N  # poses, wrench
