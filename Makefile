@@ -56,8 +56,11 @@ $(KERNELS): $(STAMP) safety_monitor/grounding/_geomath.c
 sim: setup
 	$(VENV)/bin/safety-monitor sim $(ARGS)
 
+# The suite runs on every CPU (pytest-xdist; TEST_WORKERS=0 runs it in this process), each worker on a ROS
+# domain of its own (test/conftest.py); with worksteal, a worker that runs out takes tests from the other's queue.
+TEST_WORKERS ?= auto
 test: setup
-	$(PY) -m pytest -q test $(PYTEST_ARGS)
+	$(PY) -m pytest -q test -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 # Static checks (ruff.toml, setup.cfg [mypy]): all three run, so one failing does not hide the others.
 lint: setup
