@@ -275,7 +275,7 @@ class RayCluster(Executor):
             import ray
         except ImportError:
             raise ExecutorError(f"--ray needs Ray, an optional extra: {INSTALL_RAY}") from None
-        self._ray, self.jobs, self._owned = ray, jobs, False
+        self._ray, self.jobs, self._owned, self._local = ray, jobs, False, False
         self._window = jobs or None  # tasks handed to Ray at a time: a cluster not sized by `jobs` may run them all
         if not (address is None and ray.is_initialized()):
             if address is not None:
@@ -292,6 +292,7 @@ class RayCluster(Executor):
                     # its `jobs` CPUs run `jobs` tasks at once: a task queued behind each starts the moment its
                     # worker is free, instead of the worker waiting for this process to hand it the next one
                     self._window = IN_FLIGHT_PER_CPU * jobs or None
+                    self._local = True
                 else:
                     ray.init(address=address.text, logging_level=logging.WARNING)
             except (ConnectionError, RuntimeError, ValueError) as exc:
@@ -340,8 +341,26 @@ class RayCluster(Executor):
 
     def close(self) -> None:
         if self._owned:
+            if self._local:
+                _kill_autoscaler_monitor()
             self._ray.shutdown()
-            self._owned = False
+            self._owned = self._local = False
+
+
+def _kill_autoscaler_monitor() -> None:
+    """Stop a local cluster's autoscaler monitor before `ray.shutdown` does. Ray stops the GCS first, and
+    the monitor's SIGTERM handler then tries to report its end to it until Ray SIGKILLs it a second later
+    (ray-project/ray#30672): one second of every `--ray` run. A cluster of this run's own has one node and
+    nothing to autoscale, so the monitor has nothing to save. This reaches into `ray._private` (Ray 2.60);
+    if Ray's internals differ, the shutdown just keeps its second."""
+    try:
+        from ray._private import ray_constants, worker
+
+        node = worker._global_node
+        if node is not None:
+            node._kill_process_type(ray_constants.PROCESS_TYPE_MONITOR, allow_graceful=False, check_alive=False)
+    except (ImportError, AttributeError, KeyError, TypeError, OSError):
+        pass
 
 
 def _choose_token_auth() -> None:

@@ -6,6 +6,7 @@ One local cluster of 2 CPUs serves the module (started as `--ray` with no addres
 commands run in this process and use it.
 """
 
+import ast
 import importlib.util
 import json
 import multiprocessing
@@ -195,6 +196,35 @@ def test_a_local_cluster_of_its_own_starts_without_ray_warning_of_its_authentica
     run = subprocess.run([*argv, "--ray"], env=env, capture_output=True, text=True, cwd=tmp_path)
     assert run.returncode == 0 and run.stdout.endswith("1 of 1 bag(s) scored\n"), run.stderr
     assert "Token authentication" not in run.stderr and "RAY_AUTH_MODE" not in run.stderr, run.stderr
+
+
+STOP_ORDER = """
+from ray._private import ray_constants, worker
+from safety_monitor.executors import RayCluster
+
+cluster = RayCluster(jobs=1)
+node = worker._global_node
+gcs = node.all_processes[ray_constants.PROCESS_TYPE_GCS_SERVER][0].process
+kill, calls = node._kill_process_type, []
+
+def recorded(process_type, *args, **kwargs):
+    calls.append((process_type, gcs.poll() is None))
+    return kill(process_type, *args, **kwargs)
+
+node._kill_process_type = recorded
+cluster.close()
+print(calls)
+"""
+
+
+def test_a_local_cluster_of_its_own_stops_its_autoscaler_monitor_while_the_gcs_still_runs(cluster):
+    """ray.shutdown stops the GCS first, and the monitor then waits a second for Ray to SIGKILL it: a
+    cluster of the run's own kills the monitor first, the GCS still up, and lets Ray stop the rest."""
+    run = subprocess.run([sys.executable, "-c", STOP_ORDER], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    calls = ast.literal_eval(run.stdout.strip().splitlines()[-1])  # a list of (process type, GCS alive) pairs
+    assert calls[0] == ("monitor", True), calls
+    assert [kind for kind, _ in calls].count("monitor") == 1 and ("gcs_server", True) in calls, calls
 
 
 # ------------------------------------------------------------------------------ equiv and ctl
