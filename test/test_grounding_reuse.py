@@ -57,6 +57,18 @@ def test_reused_geometry_gives_the_frames_a_fresh_computation_gives(states):
     assert any(f[3] for f in got) and any("object_pose/plate" in f[4] for f in got)
 
 
+def test_a_restarted_grounder_grounds_the_next_recording_as_a_new_one_would(states):
+    """Replay keeps one grounder per process and restarts it for each bag: after a grasp and a carry (the cube
+    held, moved, the twin's MjData and kept geometry where the carry left them) it is as a new one."""
+    kept, new = load_default_grounder(RATE), load_default_grounder(RATE)
+    frames(kept, states, forget=False)
+    kept.restart()
+    assert np.array_equal(kept.twin.data.qpos, new.twin.data.qpos)
+    assert kept.twin._boxes == {} and not kept.twin._pair_fresh.any()
+    again = states[:700]  # from the approach again: its time starts over
+    assert frames(kept, again, forget=False) == frames(new, again, forget=False)
+
+
 def test_the_twin_reuses_distances_only_while_both_geoms_rest(states):
     twin = load_default_grounder(RATE).twin
     fresh = load_default_grounder(RATE).twin

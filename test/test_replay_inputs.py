@@ -112,6 +112,28 @@ def test_objects_frozen_while_a_bag_is_scored_are_handed_back_to_the_collector(t
     assert gc.get_freeze_count() == frozen
 
 
+def test_a_bag_scored_after_another_scores_as_in_a_fresh_process(tmp_path, state, specs):
+    """One grounder serves a process's bags (built once per robot and rate, `Grounder.restart` between them):
+    a bag scored after one whose arm moved and whose wrench went stale gives what it gives scored first."""
+
+    def moving(k, t, names, position):
+        return t, names, position + 0.002 * k
+
+    def outcome(r):
+        assert r.ok, r.error
+        return (r.frames, r.issues, r.stale_by_stream, r.not_applicable, r.trace.events, r.trace.outcomes)
+
+    clean, other = (
+        write_bag(tmp_path / "clean", state),
+        write_bag(tmp_path / "other", state, edit=moving, wrench_until=40),
+    )
+    score._kept_grounder.cache_clear()
+    first = outcome(score_bag(clean, config(specs)))
+    assert outcome(score_bag(other, config(specs))) != first
+    assert outcome(score_bag(clean, config(specs))) == first
+    assert score._kept_grounder.cache_info().hits == 2  # the same grounder, restarted, scored all three
+
+
 def test_rate_is_measured_from_stamps_when_not_given(tmp_path, state, specs):
     r = score_bag(write_bag(tmp_path / "b", state), ReplayConfig(specs=specs))
     assert r.rate_hz == RATE

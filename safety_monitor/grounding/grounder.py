@@ -141,6 +141,13 @@ class Grounder:
             self.robot.joint_limits, model_joint_limits(twin.model, self.robot.robot_joints)
         )
 
+    def restart(self) -> None:
+        """As built: `reset`, and the twin's MjData and kept geometry too, so a process that scores one
+        recording after another builds the robot's model once and still grounds each as a new grounder would."""
+        if self._twin is not None:
+            self._twin.restart()
+        self.reset()
+
     def reset(self) -> None:
         """Forget all estimator state and time (a new episode or recording, or the evidence before a gap)."""
         th, counts, r, cat = self.thresholds, self.counts, self.robot, self.catalog

@@ -132,6 +132,12 @@ class KinematicTwin:
             return None
         return min(mujoco.mj_geomDistance(m, d, a, b, _FAR, None) for a in left for b in right)
 
+    def restart(self) -> None:
+        """Back to the state it was built in (MjData as new, nothing kept from earlier frames), so one model
+        serves recording after recording."""
+        mujoco.mj_resetData(self.model, self.data)
+        self.forget()
+
     def forget(self) -> None:
         """Drop the distances and boxes kept from earlier frames: the next compute measures everything
         (needed only after changing the model or data by hand)."""
