@@ -2,6 +2,7 @@
 cluster of two CPUs) and `replay --jobs 2` against `replay --jobs 1`, the same bags, the same reports.
 
     .venv/bin/python benchmarks/bench_ray.py [--bags 200] [--frames 1000] [--jobs 2] [--repeat N] [--keep DIR]
+        [--baseline DIR]
 
 The bags are the first `--frames` frames (2 s at 500 Hz) of four workcell episodes (three pick-and-place
 tasks and the `slip` fault), raw streams as the sim records them, written in turn as bag_000, bag_001, ...
@@ -11,6 +12,8 @@ workers and shutting them down; the run then times those parts alone, to say whe
 goes. `replay --jobs 2` (local processes, nothing to start) runs in each repeat too: its ratio is what two
 scorers at once reach on this machine, the ceiling for Ray's. Each report.json must equal the others,
 timing fields aside. `uptime`'s load average is printed before and after: the machine's cores are shared.
+`--baseline DIR` (a checkout, its `safety_monitor/` first on the path) runs its `--jobs 1` before ours in each
+repeat, on the same bags, for the cost of one bag before and after a change; its report must equal ours.
 """
 
 from __future__ import annotations
@@ -67,10 +70,12 @@ def uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True, check=True).stdout.strip()
 
 
-def run_replay(folder: Path, report: Path, extra: list[str]) -> float:
+def run_replay(folder: Path, report: Path, extra: list[str], code: Path | None = None) -> float:
+    """Wall seconds of one replay command; `code`: a checkout whose package runs instead of this one."""
     argv = [*CLI, str(folder), "--quiet", "--no-plots", "--report", str(report), *extra]
+    env = None if code is None else {**os.environ, "PYTHONPATH": str(code.resolve())}
     start = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, text=True)
+    done = subprocess.run(argv, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - start
     if done.returncode != 0:
         sys.exit(f"{' '.join(argv)} exited {done.returncode}:\n{done.stderr[-2000:]}")
@@ -116,6 +121,7 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=1000, help="frames per bag (default 1000: 2 s)")
     parser.add_argument("--repeat", type=int, default=1, help="alternate the two commands this many times")
     parser.add_argument("--keep", help="write the bags here and keep them")
+    parser.add_argument("--baseline", type=Path, help="a checkout whose --jobs 1 runs too, before ours")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(args.keep or tmp)
@@ -126,8 +132,10 @@ def main() -> None:
         warm = score_bag(bags[0], ReplayConfig())  # the DFA cache
         assert warm.ok, warm.error
         print(f"one bag: {warm.frames} frames, {warm.duration:.1f} s of recording\n{uptime()}")
-        serial, local, on_ray = [], [], []
+        serial, local, on_ray, before = [], [], [], []
         for k in range(args.repeat):
+            if args.baseline:
+                before.append(run_replay(folder / "bags", folder / f"report_base_{k}", ["--jobs", "1"], args.baseline))
             serial.append(run_replay(folder / "bags", folder / f"report_local_{k}", ["--jobs", "1"]))
             local.append(run_replay(folder / "bags", folder / f"report_jobs_{k}", ["--jobs", str(args.jobs)]))
             on_ray.append(run_replay(folder / "bags", folder / f"report_ray_{k}", ["--ray", "--jobs", str(args.jobs)]))
@@ -141,6 +149,14 @@ def main() -> None:
                 f"{on_ray[-1] / serial[-1]:.2f}; reports equal: {same}\n{uptime()}"
             )
             assert same, "a report of several workers differs from the one-process one"
+            if args.baseline:
+                equal = without_timings(folder / f"report_base_{k}") == without_timings(folder / f"report_local_{k}")
+                print(
+                    f"--jobs 1 of {args.baseline}: {before[-1]:.1f} s ({1e3 * before[-1] / len(bags):.0f} ms a bag), "
+                    f"ours {1e3 * serial[-1] / len(bags):.0f} ms a bag (ratio {serial[-1] / before[-1]:.2f}); "
+                    f"reports equal: {equal}"
+                )
+                assert equal, "the baseline's report differs from ours"
         overheads = ray_overheads(args.jobs)
         print(
             f"{uptime()}\nRay alone: start {overheads['start_s']:.1f} s, first task on each of "
