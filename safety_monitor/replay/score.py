@@ -616,11 +616,16 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult, progr
 
 def _described_objects(config: ReplayConfig) -> tuple[str, ...]:
     """The objects of the configured robot description, read without building its twin."""
-    from safety_monitor.grounding.description import load_robot_description
-
     robot = config.robot_file()
     assert robot is not None
-    path = robot / "robot.yaml" if robot.is_dir() else robot
+    return _objects_of(robot / "robot.yaml" if robot.is_dir() else robot)
+
+
+@cache
+def _objects_of(path: Path) -> tuple[str, ...]:
+    """Read once per process, as the grounder is built once (`bag_grounder`)."""
+    from safety_monitor.grounding.description import load_robot_description
+
     return tuple(load_robot_description(path).objects)
 
 
