@@ -368,8 +368,11 @@ def measure(
     rate: float,
     signal_window: bool = False,
 ) -> tuple[Window, subprocess.Popen]:
-    """One subject's CPU over frames[warmup:], and its process, still running."""
-    proc = subprocess.Popen(command, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT)
+    """One subject's CPU over frames[warmup:], and its process, still running. It runs in the run's own folder:
+    `python -m` puts its working folder first on sys.path, and from a checkout's root that checkout's package
+    would shadow the baseline's PYTHONPATH (every baseline figure before session 19 run from the root was
+    main's code)."""
+    proc = subprocess.Popen(command, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT, cwd=log.parent)
     try:
         driver.wait_matched(proc)
         marks: dict[str, float] = {}

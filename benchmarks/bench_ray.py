@@ -71,11 +71,12 @@ def uptime() -> str:
 
 
 def run_replay(folder: Path, report: Path, extra: list[str], code: Path | None = None) -> float:
-    """Wall seconds of one replay command; `code`: a checkout whose package runs instead of this one."""
-    argv = [*CLI, str(folder), "--quiet", "--no-plots", "--report", str(report), *extra]
+    """Wall seconds of one replay command; `code`: a checkout whose package runs instead of this one (from its
+    root: `python -m` puts the working folder first on sys.path, where this checkout's package would win)."""
+    argv = [*CLI, str(folder.resolve()), "--quiet", "--no-plots", "--report", str(report.resolve()), *extra]
     env = None if code is None else {**os.environ, "PYTHONPATH": str(code.resolve())}
     start = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, text=True, env=env)
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=code)
     wall = time.perf_counter() - start
     if done.returncode != 0:
         sys.exit(f"{' '.join(argv)} exited {done.returncode}:\n{done.stderr[-2000:]}")
