@@ -1,10 +1,14 @@
 """Test-session environment: private DFA cache, ROS log folder and a random ROS domain per run (one of its
-own for each pytest-xdist worker, so two workers' nodes never meet)."""
+own for each pytest-xdist worker, so two workers' nodes never meet), and the `alone` mark: a test that runs
+while no other test of the run does."""
 
+import fcntl
 import os
 import random
 import tempfile
 import zlib
+
+import pytest
 
 _SESSION_DIR = tempfile.mkdtemp(prefix="safety_monitor_test_")
 os.environ.setdefault("SAFETY_MONITOR_CACHE_DIR", os.path.join(_SESSION_DIR, "dfa_cache"))
@@ -24,3 +28,32 @@ def _session_domain() -> int:
 
 
 os.environ["ROS_DOMAIN_ID"] = str(_session_domain())
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "alone: runs while no other test of the run does (other xdist workers wait): a test whose verdict is "
+        "that nothing went wrong, which a starved machine makes go wrong",
+    )
+
+
+@pytest.fixture(scope="session")
+def _run_lock_path(tmp_path_factory):
+    """A file every worker of this run sees: beside the workers' own temporary folders under xdist."""
+    base = tmp_path_factory.getbasetemp()
+    return (base.parent if "PYTEST_XDIST_WORKER" in os.environ else base) / "tests_alone.lock"
+
+
+@pytest.fixture(autouse=True)
+def _alone_or_together(request, _run_lock_path):
+    """Every test holds the run's lock shared; an `alone` test holds it exclusive. The false-alarm runs check
+    that a live stack on a realtime sim raises nothing; the other worker's multi-process tests (a dozen ROS
+    processes at once) once starved its inputs for 15 s and it rightly went blind. Without xdist the lock is
+    never contended."""
+    with open(_run_lock_path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX if request.node.get_closest_marker("alone") else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
