@@ -135,7 +135,6 @@ def pace_params(pace):
     return [f"pace:={pace}"] + ([f"realtime_factor:={REALTIME_FACTOR}"] if pace == "realtime" else [])
 
 
-@pytest.mark.alone
 @pytest.mark.parametrize("task,pace", CASES)
 def test_a_fault_free_run_raises_no_alarm(tmp_path, task, pace):
     probe, procs = run_stack(tmp_path, [f"task:={task}", "fault:=none", "episodes:=2", *pace_params(pace)])
@@ -144,7 +143,7 @@ def test_a_fault_free_run_raises_no_alarm(tmp_path, task, pace):
     check_no_alarm(probe, procs)
 
 
-@pytest.mark.alone
+@pytest.mark.alone  # the sim runs on the wall clock: the other worker's tests must not starve it or the stack
 def test_a_paused_realtime_sim_resumes_without_a_burst(tmp_path):
     """SIGSTOP for longer than the estimator's queue holds frames, then SIGCONT: the sim resumes where it
     stopped (sim time stood still), so no frame is lost and nothing turns stale."""
