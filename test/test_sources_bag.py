@@ -67,6 +67,24 @@ def test_bare_storage_files_and_folders_of_bags_are_found(tmp_path):
         find_bags([tmp_path / "missing"])
 
 
+def test_a_folder_of_links_to_bags_finds_each_bag_once_and_a_link_back_up_ends_the_search(tmp_path):
+    a = _write(tmp_path / "runs" / "a", n=2)
+    b = _write(tmp_path / "runs" / "sub" / "b", "sqlite3", n=2)
+    loose = tmp_path / "runs" / "loose.mcap"
+    shutil.copy(next(a.glob("*.mcap")), loose)
+    chosen = tmp_path / "chosen"
+    chosen.mkdir()
+    (chosen / "first").symlink_to(a, target_is_directory=True)
+    (chosen / "more").symlink_to(tmp_path / "runs" / "sub", target_is_directory=True)
+    (chosen / "again").symlink_to(a, target_is_directory=True)  # the same bag twice: found once
+    (chosen / "file.mcap").symlink_to(loose)
+    (chosen / "more" / "up").symlink_to(chosen, target_is_directory=True)  # a cycle through runs/sub
+    found = find_bags([chosen])
+    assert found == sorted(found)
+    assert sorted(p.resolve() for p in found) == sorted([a, b, loose])  # each bag once
+    assert all(p.is_relative_to(chosen) for p in found)  # named as the links name them
+
+
 def test_embedded_custom_types_are_registered_from_the_bag(tmp_path):
     store = get_typestore(Stores.ROS2_KILTED)
     store.register(get_types_from_msg("int32 x\nstring label", "my_pkg/msg/Thing"))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import sqlite3
 import struct
 from collections.abc import Collection, Iterable, Iterator, Sequence
@@ -59,7 +60,9 @@ def _is_bag_dir(path: Path) -> bool:
 
 def find_bags(paths: Iterable[str | Path]) -> list[Path]:
     """Expand arguments into bags: bag directories, bare .mcap/.db3 files, and folders searched
-    recursively for either (files inside a bag directory belong to that bag). Sorted per argument."""
+    recursively for either (files inside a bag directory belong to that bag). Sorted per argument.
+    Symlinked folders are searched too (a selection of runs is often a folder of links), each real folder
+    once, so a link back up the tree ends there."""
     found: list[Path] = []
     for arg in paths:
         path = Path(arg)
@@ -68,16 +71,31 @@ def find_bags(paths: Iterable[str | Path]) -> list[Path]:
         if path.is_file() or _is_bag_dir(path):
             found.append(path)
             continue
-        bag_dirs = sorted(p.parent for p in path.rglob("metadata.yaml"))
-        loose = sorted(
-            p
-            for p in path.rglob("*")
-            if p.suffix in BAG_FILE_SUFFIXES and p.is_file() and not any(d in p.parents for d in bag_dirs)
-        )
+        bag_dirs, loose = _walk_for_bags(path)
         if not bag_dirs and not loose:
             raise SourceError(f"{path}: no rosbag2 bags (metadata.yaml, *.mcap, *.db3) in this folder")
         found.extend(sorted(bag_dirs + loose))
     return found
+
+
+def _walk_for_bags(top: Path) -> tuple[list[Path], list[Path]]:
+    """The bag directories under `top` and the storage files outside them, following symlinks."""
+    bag_dirs: list[Path] = []
+    loose: list[Path] = []
+    seen: set[str] = set()
+    for folder, subfolders, files in os.walk(top, followlinks=True):
+        real = os.path.realpath(folder)
+        if real in seen:  # a link to a folder already searched (or to one of its parents)
+            subfolders.clear()
+            continue
+        seen.add(real)
+        here = Path(folder)
+        if "metadata.yaml" in files and (here / "metadata.yaml").is_file():
+            bag_dirs.append(here)
+            subfolders.clear()  # its files are its own
+            continue
+        loose += [here / f for f in files if f.endswith(BAG_FILE_SUFFIXES) and (here / f).is_file()]
+    return bag_dirs, loose
 
 
 @dataclass(frozen=True)
