@@ -4,14 +4,15 @@ cluster of two CPUs) and `replay --jobs 2` against `replay --jobs 1`, the same b
     .venv/bin/python benchmarks/bench_ray.py [--bags 200] [--frames 1000] [--jobs 2] [--repeat N] [--keep DIR]
         [--baseline DIR]
 
-The bags are the first `--frames` frames (2 s at 500 Hz) of four workcell episodes (three pick-and-place
-tasks and the `slip` fault), raw streams as the sim records them, written in turn as bag_000, bag_001, ...
-and scored from robot state (grounding: the costly mode). Both commands run as a user runs them (a fresh
-process each, `--quiet --no-plots --report`), so Ray's time includes starting its local cluster and its
-workers and shutting them down; the run then times those parts alone, to say where the rest of the time
-goes. `replay --jobs 2` (local processes, nothing to start) runs in each repeat too: its ratio is what two
-scorers at once reach on this machine, the ceiling for Ray's. Each report.json must equal the others,
-timing fields aside. `uptime`'s load average is printed before and after: the machine's cores are shared.
+The bags are the first `--frames` frames (2 s at 500 Hz) of four workcell episodes (three pick-and-place tasks
+and the `slip` fault; `--frames 0`: the whole episodes, 5.9 to 7.1 s, as a policy evaluation scores its
+rollouts), raw streams as the sim records them, written in turn as bag_000, bag_001, ... and scored from robot
+state (grounding: the costly mode). Both commands run as a user runs them (a fresh process each, `--quiet
+--no-plots --report`), so Ray's time includes starting its local cluster and its workers and shutting them
+down; the run then times those parts alone, to say where the rest of the time goes. `replay --jobs 2` (local
+processes, nothing to start) runs in each repeat too: its ratio is what two scorers at once reach on this
+machine, the ceiling for Ray's. Each report.json must equal the others, timing fields aside. `uptime`'s load
+average is printed before and after: the machine's cores are shared.
 `--baseline DIR` (a checkout, its `safety_monitor/` first on the path) runs its `--jobs 1` before ours in each
 repeat, on the same bags, for the cost of one bag before and after a change; its report must equal ours.
 """
@@ -43,8 +44,9 @@ CLI = [sys.executable, "-m", "safety_monitor.cli", "replay"]
 
 
 def make_bags(folder: Path, count: int, frames: int) -> list[Path]:
-    """`count` bags of `frames` frames each, the episodes in turn (wrench and poses when the sim sent them)."""
-    episodes = [list(itertools.islice(run_episode(run.task, run.fault, run.seed), frames)) for run in EPISODES]
+    """`count` bags of `frames` frames each (0: whole episodes), the episodes in turn (wrench and poses when the
+    sim sent them)."""
+    episodes = [list(itertools.islice(run_episode(run.task, run.fault, run.seed), frames or None)) for run in EPISODES]
     bags = []
     for i in range(count):
         bags.append(folder / "bags" / f"bag_{i:03d}")
@@ -128,7 +130,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bags", type=int, default=200)
     parser.add_argument("--jobs", type=int, default=2, help="Ray's local cluster: this many CPUs (default 2)")
-    parser.add_argument("--frames", type=int, default=1000, help="frames per bag (default 1000: 2 s)")
+    parser.add_argument(
+        "--frames", type=int, default=1000, help="frames per bag (default 1000: 2 s; 0: whole episodes)"
+    )
     parser.add_argument("--repeat", type=int, default=1, help="alternate the two commands this many times")
     parser.add_argument("--keep", help="write the bags here and keep them")
     parser.add_argument("--baseline", type=Path, help="a checkout whose --jobs 1 runs too, before ours")
