@@ -13,14 +13,33 @@ each is refused where a boolean is expected rather than guessed at.
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import Any, ClassVar
 
 import yaml
 
-from safety_monitor.errors import SafetyMonitorError
+from safety_monitor.errors import SafetyMonitorError, SourceError
 
 MAX_YAML_BYTES = 8 << 20  # the largest spec or config file we know is a few hundred kilobytes
+
+
+def config_dir() -> Path:
+    """The package's config/ folder: the colcon share directory when installed, else the source tree."""
+    try:
+        from ament_index_python.packages import get_package_share_directory
+
+        share = Path(get_package_share_directory("safety_monitor")) / "config"
+        if (share / "robot.yaml").is_file():
+            return share
+    except (ImportError, LookupError, OSError):  # not installed with colcon / no AMENT_PREFIX_PATH
+        pass
+    pip_share = Path(sys.prefix) / "share" / "safety_monitor" / "config"  # pip installs data_files here
+    source = Path(__file__).resolve().parents[1] / "config"
+    for folder in (source, pip_share):
+        if (folder / "robot.yaml").is_file():
+            return folder
+    raise SourceError(f"cannot find the config folder (looked in the ament share directory, {source} and {pip_share})")
 
 
 def read_text(path: str | Path, what: str, error: type[SafetyMonitorError], max_bytes: int | None = None) -> str:

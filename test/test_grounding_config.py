@@ -12,10 +12,11 @@ import yaml
 
 from safety_monitor.cli import main
 from safety_monitor.errors import GroundingError
+from safety_monitor.files import config_dir
 from safety_monitor.frames import Pose, RobotState
 from safety_monitor.grounding.description import parse_robot_description
 from safety_monitor.grounding.geometry import Box, FrameGeometry
-from safety_monitor.grounding.grounder import PREDICATES, Grounder, config_dir, load_default_grounder
+from safety_monitor.grounding.grounder import PREDICATES, Grounder, load_default_grounder
 from safety_monitor.grounding.semantics import parse_object_catalog
 from safety_monitor.grounding.thresholds import parse_thresholds
 from safety_monitor.specs.model import CATEGORIES, load_specs

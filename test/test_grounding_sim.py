@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from safety_monitor.grounding.grounder import config_dir, load_default_grounder
+from safety_monitor.files import config_dir
+from safety_monitor.grounding.grounder import load_default_grounder
 from safety_monitor.monitor.live import SpecSetMonitor
 from safety_monitor.sim.faults import FAULTS
 from safety_monitor.sim.runner import run_episode

@@ -260,7 +260,7 @@ def test_the_error_of_a_failed_bag_names_it_once(tmp_path, state):
 
 
 def test_report_names_the_files_and_the_mode_it_used(tmp_path, bag, capsys):
-    from safety_monitor.grounding.grounder import config_dir
+    from safety_monitor.files import config_dir
 
     for mode, args in (("robot_state", []), ("predicates", ["--from-predicates"])):
         report = tmp_path / mode

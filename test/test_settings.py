@@ -8,7 +8,7 @@ import re
 import pytest
 
 from safety_monitor.cli import main
-from safety_monitor.grounding.grounder import config_dir
+from safety_monitor.files import config_dir
 from safety_monitor.io.bag import BagWriter
 from safety_monitor.replay.score import ReplayConfig, score_bag
 from safety_monitor.settings import (

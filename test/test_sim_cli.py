@@ -7,7 +7,7 @@ import json
 import pytest
 
 from safety_monitor.cli import main
-from safety_monitor.grounding.grounder import config_dir
+from safety_monitor.files import config_dir
 from safety_monitor.sim.faults import FAULTS
 from safety_monitor.sim.tasks import TASKS
 from safety_monitor.specs.model import load_specs

@@ -15,8 +15,9 @@ import mujoco
 import numpy as np
 import pytest
 
+from safety_monitor.files import config_dir
 from safety_monitor.frames import PredicateSample
-from safety_monitor.grounding.grounder import config_dir, load_default_grounder
+from safety_monitor.grounding.grounder import load_default_grounder
 from safety_monitor.monitor.batch import BatchMonitor
 from safety_monitor.monitor.live import SpecSetMonitor
 from safety_monitor.replay.report import property_reads, vacuity

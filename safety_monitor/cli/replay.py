@@ -99,7 +99,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _replay(args: argparse.Namespace) -> int:
     from safety_monitor.cli.monitor import format_table
-    from safety_monitor.grounding.grounder import config_dir
+    from safety_monitor.files import config_dir
     from safety_monitor.io.bag import find_bags
     from safety_monitor.replay.batch import score_bags, summarize, unique_bags
     from safety_monitor.replay.report import check_folder, input_warning, is_blind, not_applicable_line, write_report

@@ -31,8 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _init(args: argparse.Namespace) -> int:
+    from safety_monitor.files import config_dir
     from safety_monitor.grounding.description import load_robot_description
-    from safety_monitor.grounding.grounder import config_dir
     from safety_monitor.grounding.robot_init import guess_robot, write_description
     from safety_monitor.grounding.thresholds import load_thresholds
     from safety_monitor.grounding.twin import twin_for

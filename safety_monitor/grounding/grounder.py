@@ -11,7 +11,6 @@ can still tell a guess from a fact.
 from __future__ import annotations
 
 import math
-import sys
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from safety_monitor.errors import GroundingError
+from safety_monitor.files import config_dir
 from safety_monitor.frames import Pose, RobotState, Wrench
 from safety_monitor.grounding import (
     _geomath,
@@ -488,26 +488,6 @@ def _check_entities(robot: RobotDescription, catalog: ObjectCatalog) -> None:
         raise GroundingError(f"{catalog.source}: no kind for {', '.join(missing)} (described in {robot.source})")
     if extra:
         raise GroundingError(f"{catalog.source}: entities {', '.join(extra)} are not described in {robot.source}")
-
-
-def config_dir() -> Path:
-    """The package's config/ folder: the colcon share directory when installed, else the source tree."""
-    try:
-        from ament_index_python.packages import get_package_share_directory
-
-        share = Path(get_package_share_directory("safety_monitor")) / "config"
-        if (share / "robot.yaml").is_file():
-            return share
-    except (ImportError, LookupError, OSError):  # not installed with colcon / no AMENT_PREFIX_PATH
-        pass
-    pip_share = Path(sys.prefix) / "share" / "safety_monitor" / "config"  # pip installs data_files here
-    source = Path(__file__).resolve().parents[2] / "config"
-    for folder in (source, pip_share):
-        if (folder / "robot.yaml").is_file():
-            return folder
-    raise GroundingError(
-        f"cannot find the config folder (looked in the ament share directory, {source} and {pip_share})"
-    )
 
 
 def load_default_grounder(

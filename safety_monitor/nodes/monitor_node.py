@@ -89,7 +89,7 @@ class MonitorNode(Node):
             raise
 
     def _start(self, subscribe_predicates: bool) -> None:
-        from safety_monitor.grounding.grounder import config_dir
+        from safety_monitor.files import config_dir
         from safety_monitor.monitor.live import SpecSetMonitor
 
         p = self.params = declare(self, MonitorSettings)

@@ -55,7 +55,7 @@ class LiveRun:
 
 
 def nodes_yaml() -> Path:
-    from safety_monitor.grounding.grounder import config_dir
+    from safety_monitor.files import config_dir
 
     return config_dir() / "nodes.yaml"
 

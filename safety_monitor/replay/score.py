@@ -82,13 +82,13 @@ class ReplayConfig:
 
     def specs_file(self) -> Path:
         """The spec file scored against (the default made explicit, for the report)."""
-        from safety_monitor.grounding.grounder import config_dir
+        from safety_monitor.files import config_dir
 
         return Path(self.specs) if self.specs else config_dir() / "specs.yaml"
 
     def robot_file(self) -> Path | None:
         """The robot description grounded with; None in predicate mode, which grounds nothing."""
-        from safety_monitor.grounding.grounder import config_dir
+        from safety_monitor.files import config_dir
 
         return None if self.from_predicates else Path(self.robot) if self.robot else config_dir() / "robot.yaml"
 
