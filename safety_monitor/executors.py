@@ -26,6 +26,7 @@ from multiprocessing.process import BaseProcess
 from typing import Any, Generic, TypeVar
 
 from safety_monitor.errors import ExecutorError, SourceError
+from safety_monitor.installation import Installation, this_installation
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -304,11 +305,12 @@ class RayCluster(Executor):
     def map(self, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[Done[R]]:
         ray, lost_once = self._ray, dict[int, str]()
         fn_ref, folder = ray.put(fn), os.getcwd()  # the function shipped once, not with every task
+        installation = ray.put(this_installation())  # what each task checks its node has (the same once)
         todo = iter(enumerate(items))
         pending: dict[Any, int] = {}
 
         def submit(index: int, item: Any) -> None:
-            pending[self._task.remote(fn_ref, folder, item)] = index
+            pending[self._task.remote(fn_ref, folder, installation, item)] = index
 
         for index, item in itertools.islice(todo, self._window):
             submit(index, item)
@@ -371,9 +373,11 @@ def _choose_token_auth() -> None:
         os.environ.setdefault("RAY_AUTH_MODE", "token")
 
 
-def _call(fn: Callable[[T], R], folder: str, item: T) -> R:
+def _call(fn: Callable[[T], R], folder: str, installation: Installation, item: T) -> R:
     """The Ray task: one item through the shipped function, in the command's folder, so relative paths
-    (bags, spec files, as given on the command line) mean there what they mean to the command."""
+    (bags, spec files, as given on the command line) mean there what they mean to the command, on a node
+    whose package and default configuration are the command's (`installation`), so it scores by the same rules."""
+    _check_installation(installation)
     try:
         os.chdir(folder)
     except OSError as exc:
@@ -382,6 +386,19 @@ def _call(fn: Callable[[T], R], folder: str, item: T) -> R:
             "run it from a folder every node has at the same path, with the bags there too"
         ) from None
     return fn(item)
+
+
+def _check_installation(command: Installation) -> None:
+    """This node's installation is the command's, or an ExecutorError naming the node and the first files that differ."""
+    here = this_installation()
+    if here.files == command.files:
+        return
+    differences = here.differences(command)
+    shown = ", ".join(differences[:3]) + (f" and {len(differences) - 3} more" if len(differences) > 3 else "")
+    raise ExecutorError(
+        f"Ray node {socket.gethostname()} has another safety_monitor installation than the command ({shown}); "
+        "install the same commit on every node"
+    )
 
 
 def _first_line(exc: BaseException) -> str:

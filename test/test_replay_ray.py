@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from ray_replay_bags import FAST, GROUP_BY, SPECS, report_files, without_timings, write_bag
 
+from safety_monitor import executors, installation
 from safety_monitor.cli import main, workers
 from safety_monitor.errors import ExecutorError, SourceError
 from safety_monitor.executors import Done, Executor, Processes, RayCluster, Serial, in_order, make_executor
@@ -93,6 +94,27 @@ def test_a_corrupt_bag_under_ray_is_reported_failed(cluster, bags, specs, tmp_pa
     }
     [failed] = doc["bags_failed"]
     assert failed["bag"] == str(bags[-1]) and failed["error"].startswith(f"{bags[-1]}: ")
+
+
+def test_a_node_with_another_installation_fails_its_bags_naming_the_files_that_differ(
+    cluster, bags, specs, tmp_path, monkeypatch
+):
+    """The command's installation differs from the nodes' (here: the command's is made to, as if its
+    checkout had an edited grasp.py and a config file the nodes lack): every bag fails saying so, none is
+    scored by the nodes' other rules."""
+    files = dict(installation.this_installation().files)
+    files["safety_monitor/grounding/grasp.py"] = "0" * 64
+    files["config/lab.yaml"] = "1" * 64
+    monkeypatch.setattr(executors, "this_installation", lambda: installation.Installation(files))
+    assert replay(tmp_path, *bags[:2], "--specs", specs, "--ray") == 1
+    doc = json.loads((tmp_path / "report.json").read_text())
+    assert [b["status"] for b in doc["bags"]] == ["failed", "failed"]
+    for failed, bag in zip(doc["bags_failed"], bags):
+        assert failed["error"] == (
+            f"{bag}: ExecutorError: Ray node {socket.gethostname()} has another safety_monitor installation than "
+            "the command (config/lab.yaml missing here, safety_monitor/grounding/grasp.py differs); install the "
+            "same commit on every node"
+        )
 
 
 def _die(fn, doomed, log, every_time, item):

@@ -1,0 +1,42 @@
+"""The installation a Ray task checks its node has: the package's code and model files and its config
+folder, one digest each; an edit, a missing file or an extra one is named."""
+
+import shutil
+
+from safety_monitor.files import config_dir
+from safety_monitor.installation import PACKAGE, read_installation, this_installation
+
+
+def test_this_installation_holds_the_code_the_model_and_the_default_config():
+    files = this_installation().files
+    assert "safety_monitor/grounding/grasp.py" in files
+    assert "safety_monitor/grounding/_geomath.pyi" in files
+    assert "safety_monitor/sim/workcell.xml" in files
+    assert {"config/specs.yaml", "config/thresholds.yaml", "config/robot.yaml"} <= files.keys()
+    assert not [path for path in files if "__pycache__" in path or path.endswith((".so", ".pyc", ".c"))]
+
+
+def test_a_copy_is_the_same_installation_until_a_file_is_edited_added_or_removed(tmp_path):
+    package, config = tmp_path / "safety_monitor", tmp_path / "config"
+    shutil.copytree(PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(config_dir(), config)
+    original = read_installation(package, config)
+    assert original == this_installation()
+    (package / "grounding" / "__pycache__").mkdir()
+    (package / "grounding" / "__pycache__" / "stray.py").write_text("x = 1\n")  # not part of it
+    assert read_installation(package, config) == original
+    with (config / "thresholds.yaml").open("a") as f:
+        f.write("\n# tuned on this node\n")
+    (package / "sim" / "workcell.xml").unlink()
+    (package / "extra.py").write_text("")
+    edited = read_installation(package, config)
+    assert edited.differences(original) == [
+        "config/thresholds.yaml differs",
+        "safety_monitor/extra.py only here",
+        "safety_monitor/sim/workcell.xml missing here",
+    ]
+    assert original.differences(edited) == [
+        "config/thresholds.yaml differs",
+        "safety_monitor/extra.py missing here",
+        "safety_monitor/sim/workcell.xml only here",
+    ]
