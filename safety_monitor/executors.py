@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from safety_monitor.errors import ExecutorError, SourceError
@@ -269,7 +270,10 @@ class RayCluster(Executor):
     once (0: as many as the cluster takes). A task whose worker dies (a crash, the node lost) runs once
     more; the tasks' own exceptions come back as they were raised."""
 
-    def __init__(self, address: RayAddress | None = None, jobs: int = 0) -> None:
+    def __init__(self, address: RayAddress | None = None, jobs: int = 0, named: Sequence[str | Path] = ()) -> None:
+        """`named`: files the tasks read at the same path on every node (a spec file): each task checks its
+        node's copy is the command's, as it checks the package and its default configuration."""
+        self._named = tuple(named)
         if address is None:
             _choose_token_auth()
         try:
@@ -305,7 +309,7 @@ class RayCluster(Executor):
     def map(self, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[Done[R]]:
         ray, lost_once = self._ray, dict[int, str]()
         fn_ref, folder = ray.put(fn), os.getcwd()  # the function shipped once, not with every task
-        installation = ray.put(this_installation())  # what each task checks its node has (the same once)
+        installation = ray.put(this_installation().naming(self._named))  # what each task checks its node has
         todo = iter(enumerate(items))
         pending: dict[Any, int] = {}
 
@@ -377,7 +381,6 @@ def _call(fn: Callable[[T], R], folder: str, installation: Installation, item: T
     """The Ray task: one item through the shipped function, in the command's folder, so relative paths
     (bags, spec files, as given on the command line) mean there what they mean to the command, on a node
     whose package and default configuration are the command's (`installation`), so it scores by the same rules."""
-    _check_installation(installation)
     try:
         os.chdir(folder)
     except OSError as exc:
@@ -385,13 +388,15 @@ def _call(fn: Callable[[T], R], folder: str, installation: Installation, item: T
             f"the command's folder {folder} is not on Ray node {socket.gethostname()} ({exc.strerror or exc}); "
             "run it from a folder every node has at the same path, with the bags there too"
         ) from None
+    _check_installation(installation)
     return fn(item)
 
 
 def _check_installation(command: Installation) -> None:
-    """This node's installation is the command's, or an ExecutorError naming the node and the first files that differ."""
-    here = this_installation()
-    if here.files == command.files:
+    """This node's installation and named files (in the command's folder) are the command's, or an ExecutorError
+    naming the node and the first files that differ."""
+    here = this_installation().naming(command.named) if command.named else this_installation()
+    if here == command:
         return
     differences = here.differences(command)
     shown = ", ".join(differences[:3]) + (f" and {len(differences) - 3} more" if len(differences) > 3 else "")
@@ -405,13 +410,16 @@ def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
-def make_executor(jobs: int | None = None, ray: RayAddress | bool = False) -> Executor:
+def make_executor(
+    jobs: int | None = None, ray: RayAddress | bool = False, named: Sequence[str | Path] = ()
+) -> Executor:
     """The executor for `--jobs N` and `--ray [ADDRESS]` (`ray` True: a new local cluster). Without Ray,
-    `jobs` None or 1 runs here and 0 means one process per CPU this process may use."""
+    `jobs` None or 1 runs here and 0 means one process per CPU this process may use. `named`: files the tasks
+    read, which a Ray task checks are the same on its node (local workers read this machine's)."""
     if jobs is not None and jobs < 0:
         raise ExecutorError(f"--jobs must be 0 (one per CPU) or more, got {jobs}")
     if ray is not False:
-        return RayCluster(ray if isinstance(ray, RayAddress) else None, jobs or 0)
+        return RayCluster(ray if isinstance(ray, RayAddress) else None, jobs or 0, named)
     jobs = len(os.sched_getaffinity(0)) if jobs == 0 else jobs or 1
     return Serial() if jobs == 1 else Processes(jobs)
 

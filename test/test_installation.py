@@ -3,6 +3,10 @@ folder, one digest each; an edit, a missing file or an extra one is named."""
 
 import shutil
 
+import pytest
+
+from safety_monitor.errors import ExecutorError
+from safety_monitor.executors import _check_installation
 from safety_monitor.files import config_dir
 from safety_monitor.installation import PACKAGE, read_installation, this_installation
 
@@ -40,3 +44,17 @@ def test_a_copy_is_the_same_installation_until_a_file_is_edited_added_or_removed
         "safety_monitor/extra.py missing here",
         "safety_monitor/sim/workcell.xml only here",
     ]
+
+
+def test_a_task_checks_the_named_files_where_it_runs_and_names_the_ones_that_differ(tmp_path, monkeypatch):
+    """What a Ray task does before its work (in the command's folder): the same files pass; an edited spec
+    file and a missing robot description are named, the package's files being the same."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "specs.yaml").write_text("properties: []\n")
+    (tmp_path / "robot.yaml").write_text("joints: []\n")
+    command = this_installation().naming(["specs.yaml", "robot.yaml"])
+    _check_installation(command)
+    (tmp_path / "specs.yaml").write_text("properties: [] # edited on this node\n")
+    (tmp_path / "robot.yaml").unlink()
+    with pytest.raises(ExecutorError, match=r"installation than the command \(specs.yaml differs, robot.yaml missing "):
+        _check_installation(command)

@@ -117,6 +117,17 @@ def test_a_node_with_another_installation_fails_its_bags_naming_the_files_that_d
         )
 
 
+def test_a_node_whose_spec_file_is_another_fails_its_bags_naming_it(cluster, bags, specs, tmp_path, monkeypatch):
+    """Each node reads `--specs` at its path: a node whose copy differs from the command's (here: the
+    command's digest of it is made to differ) fails every bag naming the file, the package being the same."""
+    real = installation._digest
+    monkeypatch.setattr(installation, "_digest", lambda path: "0" * 64 if str(path) == specs else real(path))
+    assert replay(tmp_path, *bags[:2], "--specs", specs, "--ray") == 1
+    doc = json.loads((tmp_path / "report.json").read_text())
+    assert [b["status"] for b in doc["bags"]] == ["failed", "failed"]
+    assert all(f"installation than the command ({specs} differs)" in failed["error"] for failed in doc["bags_failed"])
+
+
 def _die(fn, doomed, log, every_time, item):
     """A task whose worker process is killed (SIGKILL, as the OOM killer ends it) on the items in `doomed`:
     the first time, or with `every_time` every time. Each run of a task is a line in `log`/<item>.runs."""
@@ -158,7 +169,7 @@ def test_a_bag_whose_worker_dies_once_is_scored_again_and_said(where, bags, spec
     capsys.readouterr()
     log = tmp_path / "runs"
     log.mkdir()
-    monkeypatch.setattr(workers, "executor", lambda args, tasks=None: Doomed(executor, {"policy_b_1"}, log))
+    monkeypatch.setattr(workers, "executor", lambda args, tasks=None, named=(): Doomed(executor, {"policy_b_1"}, log))
     assert replay(tmp_path / "there", *bags[:3], "--specs", specs, *option) == 0
     err = capsys.readouterr().err
     warnings = [line for line in err.splitlines() if "died" in line]
@@ -176,7 +187,7 @@ def test_a_bag_whose_worker_dies_twice_is_failed_and_the_rest_are_scored(
     log = tmp_path / "runs"
     log.mkdir()
     doomed = Doomed(executor, {"policy_b_1"}, log, every_time=True)
-    monkeypatch.setattr(workers, "executor", lambda args, tasks=None: doomed)
+    monkeypatch.setattr(workers, "executor", lambda args, tasks=None, named=(): doomed)
     assert replay(tmp_path, *bags[:3], "--specs", specs, *option) == 1
     doc = json.loads((tmp_path / "report.json").read_text())
     assert [b["status"] for b in doc["bags"]] == ["scored", "failed", "scored"]
@@ -192,7 +203,7 @@ def test_a_local_worker_that_dies_is_named_by_its_signal(bags, specs, tmp_path, 
     log = tmp_path / "runs"
     log.mkdir()
     doomed = Doomed(Processes(2), {"policy_b_1"}, log, every_time=True)
-    monkeypatch.setattr(workers, "executor", lambda args, tasks=None: doomed)
+    monkeypatch.setattr(workers, "executor", lambda args, tasks=None, named=(): doomed)
     assert replay(tmp_path, *bags[:2], "--specs", specs, "--jobs", "2") == 1
     [failed] = json.loads((tmp_path / "report.json").read_text())["bags_failed"]
     assert failed["error"] == f"{bags[1]}: the worker scoring it died twice (killed by SIGKILL); not scored"
@@ -204,7 +215,7 @@ def test_a_trace_file_whose_worker_dies_twice_is_one_line_and_exit_2(where, tmp_
     log = tmp_path / "runs"
     log.mkdir()
     doomed = Doomed(executor, {paths[1].name}, log, every_time=True)
-    monkeypatch.setattr(workers, "executor", lambda args, tasks=None: doomed)
+    monkeypatch.setattr(workers, "executor", lambda args, tasks=None, named=(): doomed)
     assert main(["ctl", *map(str, paths), "--formula", "EF r", *option]) == 2
     [line] = capsys.readouterr().err.splitlines()
     assert line.startswith(f"safety-monitor ctl: error: {paths[1]}: its worker died twice (")

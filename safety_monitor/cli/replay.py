@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from safety_monitor.arguments import SEED_MAX, number, ros_namespace, seed
@@ -14,6 +15,7 @@ from safety_monitor.errors import SourceError
 
 if TYPE_CHECKING:
     from safety_monitor.pipeline.assemble import StreamMapping
+    from safety_monitor.replay.score import ReplayConfig
 
 MAX_RATE_HZ = 1e6
 UNSCORED_LISTED = 5  # bags Ctrl-C left unscored named on stderr; the report lists them all (thousands, at scale)
@@ -124,7 +126,7 @@ def _replay(args: argparse.Namespace) -> int:
     check_config(config)
     for note in duplicates:
         _warn(note)
-    with workers.executor(args, len(bags)) as executor:
+    with workers.executor(args, len(bags), _named_files(config)) as executor:
         results = score_bags(bags, config, executor, progress=not args.quiet)
     stopped = sum(r.interrupted for r in results)
     if stopped:
@@ -170,6 +172,16 @@ def _replay(args: argparse.Namespace) -> int:
         + (f"; {blind} blind in some or all frames (not monitored there: see the warnings)" if blind else "")
     )
     return 130 if stopped else 1 if failed else 0
+
+
+def _named_files(config: ReplayConfig) -> list[Path]:
+    """The files each task reads that the command names: the spec file and the robot description with the
+    objects.yaml and thresholds.yaml beside it (the package's own are part of its installation)."""
+    named = [Path(config.specs)] if config.specs else []
+    robot = config.robot_file() if config.robot else None
+    if robot is not None:
+        named += [robot, *(f for f in (robot.parent / "objects.yaml", robot.parent / "thresholds.yaml") if f.is_file())]
+    return named
 
 
 def _mapping(topics: str | None) -> StreamMapping:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from safety_monitor.arguments import whole
 from safety_monitor.errors import ExecutorError
@@ -34,11 +35,12 @@ def add_arguments(parser: argparse.ArgumentParser, tasks: str) -> None:
     )
 
 
-def executor(args: argparse.Namespace, tasks: int | None = None) -> Executor:
-    """The executor the options ask for; a single task (`tasks` 1) runs here unless --ray is given."""
+def executor(args: argparse.Namespace, tasks: int | None = None, named: Sequence[str | Path] = ()) -> Executor:
+    """The executor the options ask for; a single task (`tasks` 1) runs here unless --ray is given. `named`: the
+    files the tasks read (spec file, robot description), which each Ray task checks its node has as they are here."""
     if args.ray is None:
         return make_executor(1 if tasks == 1 else args.jobs)
-    return make_executor(args.jobs, args.ray)
+    return make_executor(args.jobs, args.ray, named)
 
 
 def warner(command: str) -> Callable[[str], None]:
