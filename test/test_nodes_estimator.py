@@ -217,3 +217,55 @@ def test_no_wrench_topic_is_not_grounded_while_a_silent_configured_one_is_stale(
         sensed = bool(wrench_topic)
         assert all(("wrench" in g.stale) is sensed and ("excess_wrench" in g.unknown) is sensed for g in got)
         assert not any(g.values["excess_wrench"] for g in got)
+
+
+def test_joint_states_that_come_late_after_a_silence_are_said_late_not_stopped(states):
+    """The watchdog's STALE is right either way; what the node says after it is not. Messages whose stamps
+    continue the last one heard were sent in time and reached the node late (its process held up): a
+    late_arrival. A driver that stopped sends its next stamp as far on as the silence: no late_arrival.
+    The node's clock is set by hand (sim time) and its callbacks called directly."""
+    from rclpy.serialization import serialize_message
+    from rclpy.time import Time
+
+    from safety_monitor.enums import IssueKind
+    from safety_monitor.nodes.estimator_node import EstimatorNode
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = EstimatorNode(
+        context=context,
+        namespace="/late" + uuid.uuid4().hex[:8],
+        parameter_overrides=[Parameter("use_sim_time", value=True), Parameter("joint_states_timeout_s", value=0.3)],
+    )
+    try:
+        T, clock = m.rclpy_types(), node.get_clock()
+
+        def at(t):
+            clock.set_ros_time_override(Time(nanoseconds=round(t * 1e9)))
+
+        def send(k, stamp):
+            s = states[k]
+            msg = m.joint_state_msg(T, stamp, s.joint_names, s.joint_position, s.joint_velocity, s.joint_effort)
+            node._on_joint_states(serialize_message(msg))
+
+        stamps = [s.t + OFFSET for s in states]
+        for k in range(10):
+            at(stamps[k])
+            send(k, stamps[k])
+        at(stamps[9] + 0.5)  # nothing for 0.5 s on the node's clock ...
+        node._watchdog()
+        assert node._stale
+        send(10, stamps[10])  # ... then the next message, stamped 2 ms after the last one heard
+        assert node.issues[IssueKind.LATE_ARRIVAL] == 1 and not node._stale
+
+        for k in range(11, 20):
+            at(stamps[k] + 0.5)
+            send(k, stamps[k] + 0.5)
+        at(stamps[19] + 1.0)  # the driver stops for 0.5 s ...
+        node._watchdog()
+        assert node._stale
+        send(20, stamps[20] + 1.0)  # ... and its next stamp is 0.5 s on: not late, it stopped
+        assert node.issues[IssueKind.LATE_ARRIVAL] == 1 and not node._stale
+    finally:
+        node.destroy_node()
+        context.try_shutdown()

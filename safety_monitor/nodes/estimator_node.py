@@ -85,7 +85,9 @@ class EstimatorNode(Node):
         self._read_wrench = rclpy_decoder(MessageType.WRENCH_STAMPED, T.WrenchStamped)
         self._read_pose = rclpy_decoder(MessageType.POSE_STAMPED, T.PoseStamped)
         self._last_joints: float | None = None  # node-clock arrival of the last /joint_states
+        self._last_stamp = 0.0  # its stamp (0: none yet, or the driver does not stamp)
         self._stale = False
+        self._silent_after: float | None = None  # the last stamp before the watchdog's silence, until a message ends it
         self._frozen = False  # /joint_states frozen, as the stage's last step said
         self._stale_streams: frozenset[str] = frozenset()
         steady = Clock(clock_type=ClockType.STEADY_TIME)
@@ -218,6 +220,9 @@ class EstimatorNode(Node):
         except SourceError as exc:
             step = self.stage.undecodable(JOINTS, self._now(), exc)
         else:
+            if self._silent_after is not None:
+                self._explain_silence(self._silent_after, joints.stamp)
+            self._last_stamp = joints.stamp
             step = self.stage.joints(joints, None if joints.stamp else self._now())
         sample = step.sample
         if step.issues:
@@ -264,8 +269,27 @@ class EstimatorNode(Node):
         if self._stale or last is None or self._now() - last <= self.params.joint_states_timeout_s:
             return
         self._stale = True
+        self._silent_after = self._last_stamp or None
         self.get_logger().warning(f"no {self.topics.joint_states} for {self.params.joint_states_timeout_s} s")
         self._publish_diagnostics()
+
+    def _explain_silence(self, last: float, stamp: float) -> None:
+        """The first /joint_states after the watchdog's silence. If its stamp continues the last one heard
+        within the timeout, the driver sent them in time and they reached this node late: this process or
+        its host fell behind (or the network held them back). Said as such, so the STALE that was right is
+        not read as a driver that stopped; the predicates of those frames were published late, not lost."""
+        self._silent_after = None
+        timeout = self.params.joint_states_timeout_s
+        if not 0.0 < stamp - last <= timeout:  # a gap in the stamps too (or no stamps): the stream did stop
+            return
+        self.issues[IssueKind.LATE_ARRIVAL] += 1
+        self._throttled(
+            "warning",
+            f"{IssueKind.LATE_ARRIVAL}:{JOINTS}",
+            f"{self.topics.joint_states} came back with its stamps {stamp - last:.3f} s after the last one before "
+            f"the silence (timeout {timeout:g} s): the driver sent them in time and they reached this node late, "
+            "so this process or its host fell behind (CPU, a stalled executor) or the network held them back",
+        )
 
     def _on_period(self) -> None:
         """Every diagnostics period: how many frames went missing and what they cost, then publish."""
