@@ -11,7 +11,8 @@ test may not depend on the machine keeping up with 500 Hz.
 A starved machine is the one exception, recognised from what the nodes report, never from wall-clock
 thresholds: the middleware delivers each topic on its own, so a starved process (or a lost message sent
 again) can hold one topic up while the others flow, and the estimator then truly assembles frames
-without it. It says so (`late_arrival`: a sample that came after the frames it was fresh for;
+without it. It says so (`late_arrival`: a sample that came after the frames it was fresh for, or
+joint_states that come back after a silence with their stamps continuing the last ones heard;
 `late_marker`: a start marker after its rollout's frames), as it says when frames went missing (its
 load counters; evidence only where the sim did not wait for it). With that evidence, the alarms about
 those inputs are true; a stale stream that never came late, and any violation, still fail. That the
@@ -87,7 +88,7 @@ def run_stack(tmp_path, sim_params, during=None):
     return probe, procs
 
 
-LATE = re.compile(r"\]: (\S+): stamped .* it reached the estimator late")  # the estimator's late_arrival line
+LATE = re.compile(r"\]: (\S+): stamped .* it reached the estimator late")  # the estimator's late_arrival lines
 STALE_STREAMS = re.compile(r"stale(?: inputs)?: ([^;]+)")  # the streams a stale-input status names
 
 

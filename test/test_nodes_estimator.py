@@ -15,6 +15,7 @@ rclpy = pytest.importorskip("rclpy")
 
 from kernel_refusals import count_kernels  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
+from test_no_false_alarms import LATE  # noqa: E402
 
 from safety_monitor.io import messages as m  # noqa: E402
 from safety_monitor.nodes import qos  # noqa: E402
@@ -237,6 +238,8 @@ def test_joint_states_that_come_late_after_a_silence_are_said_late_not_stopped(s
         namespace="/late" + uuid.uuid4().hex[:8],
         parameter_overrides=[Parameter("use_sim_time", value=True), Parameter("joint_states_timeout_s", value=0.3)],
     )
+    said = []
+    node._throttled = lambda level, key, text: said.append((level, text))
     try:
         T, clock = m.rclpy_types(), node.get_clock()
 
@@ -257,6 +260,8 @@ def test_joint_states_that_come_late_after_a_silence_are_said_late_not_stopped(s
         assert node._stale
         send(10, stamps[10])  # ... then the next message, stamped 2 ms after the last one heard
         assert node.issues[IssueKind.LATE_ARRIVAL] == 1 and not node._stale
+        [(level, text)] = said  # the line the false-alarm tests read as evidence of a starved machine
+        assert level == "warning" and LATE.findall(f"[estimator_node]: {text}") == ["joint_states"]
 
         for k in range(11, 20):
             at(stamps[k] + 0.5)
@@ -266,6 +271,7 @@ def test_joint_states_that_come_late_after_a_silence_are_said_late_not_stopped(s
         assert node._stale
         send(20, stamps[20] + 1.0)  # ... and its next stamp is 0.5 s on: not late, it stopped
         assert node.issues[IssueKind.LATE_ARRIVAL] == 1 and not node._stale
+        assert [text for _, text in said if LATE.search(f"[estimator_node]: {text}")] == [said[0][1]]
     finally:
         node.destroy_node()
         context.try_shutdown()

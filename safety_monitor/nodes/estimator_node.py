@@ -286,9 +286,9 @@ class EstimatorNode(Node):
         self._throttled(
             "warning",
             f"{IssueKind.LATE_ARRIVAL}:{JOINTS}",
-            f"{self.topics.joint_states} came back with its stamps {stamp - last:.3f} s after the last one before "
-            f"the silence (timeout {timeout:g} s): the driver sent them in time and they reached this node late, "
-            "so this process or its host fell behind (CPU, a stalled executor) or the network held them back",
+            f"{JOINTS}: stamped {stamp - last:.3f} s after the last one heard before over {timeout:g} s without "
+            f"{self.topics.joint_states}: sent in time, it reached the estimator late (this process or its host "
+            "fell behind, or the network held it back); the driver did not stop",
         )
 
     def _on_period(self) -> None:
