@@ -58,3 +58,21 @@ def test_a_task_checks_the_named_files_where_it_runs_and_names_the_ones_that_dif
     (tmp_path / "robot.yaml").unlink()
     with pytest.raises(ExecutorError, match=r"installation than the command \(specs.yaml differs, robot.yaml missing "):
         _check_installation(command)
+
+
+def test_the_robot_model_digest_is_the_same_for_the_same_files_and_not_for_an_edited_mesh_or_geom(tmp_path):
+    """What a replay worker compares with the command's (`ReplayConfig.with_model`): the twin's compiled
+    model, so the robot's MJCF or URDF, meshes and MuJoCo's build are all in it."""
+    from safety_monitor.grounding.grounder import load_default_grounder
+
+    first, again = (load_default_grounder(500.0).twin.digest for _ in range(2))
+    assert first == again and len(first) == 64
+    robot = (config_dir() / "robot.yaml").read_text()
+    model = (PACKAGE / "sim" / "workcell.xml").read_text()
+    shutil.copytree(PACKAGE / "sim", tmp_path / "sim")  # the model and anything it includes, beside the copy
+    (tmp_path / "robot.yaml").write_text(robot.replace("package://safety_monitor/sim/workcell.xml", "sim/workcell.xml"))
+    assert load_default_grounder(500.0, tmp_path / "robot.yaml").twin.digest == first
+    table = 'name="table_top" type="box" size="0.65 0.65 0.2"'
+    assert table in model
+    (tmp_path / "sim" / "workcell.xml").write_text(model.replace(table, table.replace("0.65 0.65", "0.66 0.65")))
+    assert load_default_grounder(500.0, tmp_path / "robot.yaml").twin.digest != first  # a table 1 cm longer

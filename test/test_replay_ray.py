@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import threading
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from safety_monitor import executors, installation
 from safety_monitor.cli import main, workers
 from safety_monitor.errors import ExecutorError, SourceError
 from safety_monitor.executors import Done, Executor, Processes, RayCluster, Serial, in_order, make_executor
+from safety_monitor.replay.score import ReplayConfig
 
 
 @pytest.fixture(scope="module")
@@ -126,6 +128,20 @@ def test_a_node_whose_spec_file_is_another_fails_its_bags_naming_it(cluster, bag
     doc = json.loads((tmp_path / "report.json").read_text())
     assert [b["status"] for b in doc["bags"]] == ["failed", "failed"]
     assert all(f"installation than the command ({specs} differs)" in failed["error"] for failed in doc["bags_failed"])
+
+
+def test_a_node_that_builds_another_robot_model_fails_its_bags(cluster, bags, specs, tmp_path, monkeypatch):
+    """Each worker compiles the robot's model from its own files and MuJoCo: one whose model is not the
+    command's (here: the command's digest of it is made to differ) fails every bag saying so."""
+    pinned = ReplayConfig.with_model
+    monkeypatch.setattr(ReplayConfig, "with_model", lambda self: replace(pinned(self), model_digest="0" * 64))
+    assert replay(tmp_path, *bags[:2], "--specs", specs, "--ray") == 1
+    doc = json.loads((tmp_path / "report.json").read_text())
+    assert [b["status"] for b in doc["bags"]] == ["failed", "failed"]
+    for failed, bag in zip(doc["bags_failed"], bags):
+        assert failed["error"].startswith(
+            f"{bag}: the robot model built on {socket.gethostname()} is not the command's (another URDF, MJCF, mesh"
+        )
 
 
 def _die(fn, doomed, log, every_time, item):

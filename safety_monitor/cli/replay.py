@@ -124,6 +124,7 @@ def _replay(args: argparse.Namespace) -> int:
     if args.report:
         check_folder(args.report)
     check_config(config)
+    config = config.with_model()
     for note in duplicates:
         _warn(note)
     with workers.executor(args, len(bags), _named_files(config)) as executor:

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
+import hashlib
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -122,6 +124,14 @@ class KinematicTwin:
         self._parked = {
             o: np.array([_PARK + 10.0 * i, _PARK, _PARK, 1.0, 0.0, 0.0, 0.0]) for i, o in enumerate(robot.objects)
         }
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """sha256 of the compiled model (`mj_saveModel`): the same on every machine that builds it from the same
+        MJCF, URDF and meshes with the same MuJoCo, so a worker can tell its robot from the command's."""
+        saved = np.empty(mujoco.mj_sizeModel(self.model), dtype=np.uint8)
+        mujoco.mj_saveModel(self.model, None, saved)
+        return hashlib.sha256(saved.tobytes()).hexdigest()
 
     def finger_gap(self) -> float | None:
         """Smallest signed surface gap between the left and the right finger's geoms in the pose of the last

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import itertools
 import operator
+import socket
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
@@ -63,6 +64,16 @@ class ReplayConfig:
     # the live nodes' settings (replay --params: the site's nodes.yaml), so replay applies their input rules
     estimator: EstimatorSettings = field(default_factory=EstimatorSettings)
     monitor: MonitorSettings = field(default_factory=MonitorSettings)
+    # the robot's compiled model (`KinematicTwin.digest`, `with_model`): a bag grounded with another fails
+    model_digest: str | None = None
+
+    def with_model(self) -> ReplayConfig:
+        """This configuration pinned to the robot model this process builds (robot-state mode), so a worker
+        elsewhere whose files or MuJoCo build another model fails each bag instead of grounding it otherwise."""
+        if self.from_predicates:
+            return self
+        grounder = _kept_grounder(self.robot, self.rate_hz or NOMINAL_RATE_HZ, self.mapping.wrench is not None)
+        return replace(self, model_digest=grounder.twin.digest)
 
     def with_settings(self, settings: NodeSettings) -> ReplayConfig:
         """This configuration with the live nodes' settings (`settings.load_settings`)."""
@@ -205,8 +216,9 @@ def check_config(config: ReplayConfig) -> None:
     """Load the specs and, for robot-state mode, the robot description (with its twin) once before any bag,
     so a bad file is one error up front instead of the same failure for every bag."""
     monitor = make_monitor(config, config.rate_hz)
-    if not config.from_predicates:
-        _check_grounded(monitor, make_grounder(config.robot, config.rate_hz or NOMINAL_RATE_HZ, config.mapping))
+    if not config.from_predicates:  # the grounder `with_model` and the first bag here use
+        wrench = config.mapping.wrench is not None
+        _check_grounded(monitor, _kept_grounder(config.robot, config.rate_hz or NOMINAL_RATE_HZ, wrench))
 
 
 def missing_topic_error(
@@ -515,6 +527,11 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult, progr
         raise missing_topic_error(bag.path, "joint states", mapping.joint_states, _JOINT_TYPE, topics, "joint_states")
     rate = result.rate_hz = _control_rate(bag, config, mapping.joint_states)
     grounder = bag_grounder(config.robot, rate, mapping)
+    if config.model_digest is not None and grounder.twin.digest != config.model_digest:
+        raise SourceError(
+            f"{bag.path}: the robot model built on {socket.gethostname()} is not the command's (another URDF, MJCF, "
+            "mesh or MuJoCo version there); install the same files and packages on every node"
+        )
     result.not_applicable = not_applicable(config, grounder)
     objects = tuple(grounder.robot.objects)
     route: dict[str, object] = {mapping.joint_states: _JOINT_ROUTE}
