@@ -398,12 +398,18 @@ def _check_installation(command: Installation) -> None:
     here = this_installation().naming(command.named) if command.named else this_installation()
     if here == command:
         return
-    differences = here.differences(command)
-    shown = ", ".join(differences[:3]) + (f" and {len(differences) - 3} more" if len(differences) > 3 else "")
-    raise ExecutorError(
-        f"Ray node {socket.gethostname()} has another safety_monitor installation than the command ({shown}); "
-        "install the same commit on every node"
-    )
+    problems = []
+    if installed := here.differences(command):
+        problems.append(
+            f"another safety_monitor installation than the command ({_first_few(installed)}): install the same commit"
+        )
+    if named := here.named_differences(command):
+        problems.append(f"other files than the command's ({_first_few(named)}): put the same files at the same path")
+    raise ExecutorError(f"Ray node {socket.gethostname()} has {'; and '.join(problems)} on every node")
+
+
+def _first_few(differences: list[str]) -> str:
+    return ", ".join(differences[:3]) + (f" and {len(differences) - 3} more" if len(differences) > 3 else "")
 
 
 def _first_line(exc: BaseException) -> str:

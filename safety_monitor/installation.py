@@ -36,10 +36,12 @@ class Installation:
         return replace(self, named={str(path): _digest(Path(path)) for path in paths})
 
     def differences(self, other: Installation) -> list[str]:
-        """Where `other` (the command's) differs from this one, file by file: the installation's sorted by path,
-        then the named files in the command's order."""
-        out = _compare(self.files, other.files)
-        return out + _compare(self.named, other.named, sort=False)
+        """Where the installation `other` (the command's) differs from this one, file by file, sorted by path."""
+        return _compare(self.files, other.files)
+
+    def named_differences(self, other: Installation) -> list[str]:
+        """Where the named files of `other` (the command's) differ from these, in the command's order."""
+        return _compare(self.named, other.named, sort=False)
 
 
 def _compare(mine: Mapping[str, str | None], theirs: Mapping[str, str | None], sort: bool = True) -> list[str]:

@@ -56,7 +56,9 @@ def test_a_task_checks_the_named_files_where_it_runs_and_names_the_ones_that_dif
     _check_installation(command)
     (tmp_path / "specs.yaml").write_text("properties: [] # edited on this node\n")
     (tmp_path / "robot.yaml").unlink()
-    with pytest.raises(ExecutorError, match=r"installation than the command \(specs.yaml differs, robot.yaml missing "):
+    with pytest.raises(
+        ExecutorError, match=r"other files than the command's \(specs.yaml differs, robot.yaml missing here\): put"
+    ):
         _check_installation(command)
 
 
