@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from safety_monitor.errors import ExecutorError, SourceError
-from safety_monitor.installation import Installation, this_installation
+from safety_monitor.installation import Installation, first_few, this_installation
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -401,15 +401,11 @@ def _check_installation(command: Installation) -> None:
     problems = []
     if installed := here.differences(command):
         problems.append(
-            f"another safety_monitor installation than the command ({_first_few(installed)}): install the same commit"
+            f"another safety_monitor installation than the command ({first_few(installed)}): install the same commit"
         )
     if named := here.named_differences(command):
-        problems.append(f"other files than the command's ({_first_few(named)}): put the same files at the same path")
+        problems.append(f"other files than the command's ({first_few(named)}): put the same files at the same path")
     raise ExecutorError(f"Ray node {socket.gethostname()} has {'; and '.join(problems)} on every node")
-
-
-def _first_few(differences: list[str]) -> str:
-    return ", ".join(differences[:3]) + (f" and {len(differences) - 3} more" if len(differences) > 3 else "")
 
 
 def _first_line(exc: BaseException) -> str:

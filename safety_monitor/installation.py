@@ -6,21 +6,28 @@ that node. Another commit there, an edited `thresholds.yaml` or another copy of 
 bag by other rules and the report would mix the two without a word, so each Ray task compares what its
 process has with what the command has before it runs (`executors`). The C kernels are left out: their
 source is not installed, and builds of the same source differ byte for byte.
+
+A replay task also checks its bag is the command's copy (`bag_copy`): a copy still being synced to a node, or
+another recording at the same path there, would otherwise be scored as it is.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+import os
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
+from typing import TypeVar
 
 from safety_monitor.files import config_dir
 
 PACKAGE = Path(__file__).resolve().parent
 PACKAGE_FILES = ("*.py", "*.pyi", "*.xml")  # the code and the workcell model, as installed
 CONFIG_FILES = ("*.yaml",)
+T = TypeVar("T")
+BAG_ENDS = 65536  # bytes of each bag file read at either end: an MCAP's summary and footer, SQLite's outer pages
 
 
 @dataclass(frozen=True)
@@ -44,7 +51,17 @@ class Installation:
         return _compare(self.named, other.named, sort=False)
 
 
-def _compare(mine: Mapping[str, str | None], theirs: Mapping[str, str | None], sort: bool = True) -> list[str]:
+def first_few(differences: list[str]) -> str:
+    """The first three differences, and how many more, for one line."""
+    return ", ".join(differences[:3]) + (f" and {len(differences) - 3} more" if len(differences) > 3 else "")
+
+
+def _compare(
+    mine: Mapping[str, T | None],
+    theirs: Mapping[str, T | None],
+    sort: bool = True,
+    differ: Callable[[str, T, T], str] = lambda path, here, there: f"{path} differs",
+) -> list[str]:
     out = []
     paths = list(dict.fromkeys([*theirs, *mine]))
     for path in sorted(paths) if sort else paths:
@@ -52,7 +69,11 @@ def _compare(mine: Mapping[str, str | None], theirs: Mapping[str, str | None], s
         if here == there:
             continue
         out.append(
-            f"{path} missing here" if here is None else f"{path} only here" if there is None else f"{path} differs"
+            f"{path} missing here"
+            if here is None
+            else f"{path} only here"
+            if there is None
+            else differ(path, here, there)
         )
     return out
 
@@ -81,3 +102,40 @@ def read_installation(package: Path, config: Path) -> Installation:
 def this_installation() -> Installation:
     """This process's installation, read once."""
     return read_installation(PACKAGE, config_dir())
+
+
+BagCopy = dict[str, tuple[int, str]]  # a bag's files by name within it: (size, sha256 of its two ends)
+
+
+def bag_copy(path: str | Path) -> BagCopy | None:
+    """What tells this machine's copy of the bag at `path` (a bag folder or one storage file) from another
+    without reading it whole, as hashing would: per file, its size and a digest of its first and last
+    BAG_ENDS bytes (a short file whole). A copy cut short, still being written, or another recording differs
+    there. None: nothing readable at `path`."""
+    bag = Path(path)
+    try:
+        files = sorted(f for f in bag.iterdir() if f.is_file()) if bag.is_dir() else [bag]
+        return {f.name: _ends_digest(f) for f in files}
+    except OSError:
+        return None
+
+
+def _ends_digest(path: Path) -> tuple[int, str]:
+    with path.open("rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        digest = hashlib.sha256(f.read(BAG_ENDS))
+        if size > BAG_ENDS:
+            f.seek(max(BAG_ENDS, size - BAG_ENDS))
+            digest.update(f.read(BAG_ENDS))
+    return size, digest.hexdigest()
+
+
+def bag_copy_differences(here: BagCopy, command: BagCopy) -> list[str]:
+    """Where this machine's copy of a bag (`here`) differs from the command's, file by file, sorted by name."""
+    return _compare(here, command, differ=_sizes_or_ends)
+
+
+def _sizes_or_ends(name: str, here: tuple[int, str], there: tuple[int, str]) -> str:
+    if here[0] != there[0]:
+        return f"{name} is {here[0]} bytes here, {there[0]} on the command's machine"
+    return f"{name} differs"

@@ -1,6 +1,8 @@
 """The installation a Ray task checks its node has: the package's code and model files and its config
-folder, one digest each; an edit, a missing file or an extra one is named."""
+folder, one digest each; an edit, a missing file or an extra one is named. And the copy of a bag a task
+checks it reads: its files' names, sizes and ends."""
 
+import hashlib
 import shutil
 
 import pytest
@@ -8,7 +10,13 @@ import pytest
 from safety_monitor.errors import ExecutorError
 from safety_monitor.executors import _check_installation
 from safety_monitor.files import config_dir
-from safety_monitor.installation import PACKAGE, read_installation, this_installation
+from safety_monitor.installation import (
+    PACKAGE,
+    bag_copy,
+    bag_copy_differences,
+    read_installation,
+    this_installation,
+)
 
 
 def test_this_installation_holds_the_code_the_model_and_the_default_config():
@@ -78,3 +86,34 @@ def test_the_robot_model_digest_is_the_same_for_the_same_files_and_not_for_an_ed
     assert table in model
     (tmp_path / "sim" / "workcell.xml").write_text(model.replace(table, table.replace("0.65 0.65", "0.66 0.65")))
     assert load_default_grounder(500.0, tmp_path / "robot.yaml").twin.digest != first  # a table 1 cm longer
+
+
+def _bag_folder(path, data: bytes):
+    path.mkdir()
+    (path / "metadata.yaml").write_text("rosbag2_bagfile_information: {}\n")
+    (path / "run_0.mcap").write_bytes(data)
+    return path
+
+
+def test_a_bag_copy_cut_short_grown_or_changed_at_an_end_is_not_the_same_copy(tmp_path):
+    data = bytes(range(256)) * 1024  # 256 KiB: four times what is read at each end
+    command = bag_copy(_bag_folder(tmp_path / "command", data))
+    assert bag_copy(_bag_folder(tmp_path / "same", data)) == command
+
+    short = bag_copy(_bag_folder(tmp_path / "short", data[:-1000]))
+    assert bag_copy_differences(short, command) == [
+        f"run_0.mcap is {len(data) - 1000} bytes here, {len(data)} on the command's machine"
+    ]
+    for name, changed in (("head", b"x" + data[1:]), ("tail", data[:-1] + b"x")):
+        other = bag_copy(_bag_folder(tmp_path / name, changed))
+        assert bag_copy_differences(other, command) == ["run_0.mcap differs"]
+    extra = _bag_folder(tmp_path / "extra", data)
+    (extra / "run_1.mcap").write_bytes(b"more")
+    (extra / "metadata.yaml").unlink()
+    assert bag_copy_differences(bag_copy(extra), command) == ["metadata.yaml missing here", "run_1.mcap only here"]
+
+
+def test_a_bag_file_is_its_own_copy_and_a_missing_one_has_none(tmp_path):
+    (tmp_path / "run.mcap").write_bytes(b"\x89MCAP0\r\n" * 10)
+    assert bag_copy(tmp_path / "run.mcap") == {"run.mcap": (80, hashlib.sha256(b"\x89MCAP0\r\n" * 10).hexdigest())}
+    assert bag_copy(tmp_path / "elsewhere") is None

@@ -27,6 +27,7 @@ from safety_monitor import executors, installation
 from safety_monitor.cli import main, workers
 from safety_monitor.errors import ExecutorError, SourceError
 from safety_monitor.executors import Done, Executor, Processes, RayCluster, Serial, in_order, make_executor
+from safety_monitor.replay import batch
 from safety_monitor.replay.score import ReplayConfig
 
 
@@ -147,14 +148,51 @@ def test_a_node_that_builds_another_robot_model_fails_its_bags(cluster, bags, sp
         )
 
 
+def test_a_node_whose_copy_of_a_bag_is_another_fails_that_bag_saying_so(where, bags, specs, tmp_path, monkeypatch):
+    """Each worker reads a bag at the command's path on its own machine: one whose copy is not the command's
+    (here the command's copy of policy_b_1 is made one byte longer, as if the node's were cut short) fails
+    that bag naming the file, and scores the others."""
+    _, option = where
+    real = batch.bag_copy
+
+    def longer(bag):
+        copy = real(bag)
+        if Path(bag).name == "policy_b_1":
+            copy = {
+                name: (size + 1 if name.endswith(".mcap") else size, digest) for name, (size, digest) in copy.items()
+            }
+        return copy
+
+    monkeypatch.setattr(batch, "bag_copy", longer)
+    assert replay(tmp_path, *bags[:3], "--specs", specs, *option) == 1
+    doc = json.loads((tmp_path / "report.json").read_text())
+    assert [b["status"] for b in doc["bags"]] == ["scored", "failed", "scored"]
+    [failed] = doc["bags_failed"]
+    [data] = bags[1].glob("*.mcap")
+    size = data.stat().st_size
+    assert failed["error"] == (
+        f"{bags[1]}: the copy on {socket.gethostname()} is not the command's ({data.name} is {size} bytes here, "
+        f"{size + 1} on the command's machine): put the same bags at the same path on every node"
+    )
+
+
+def test_a_bag_a_worker_does_not_find_is_failed_saying_where(bags, tmp_path):
+    gone = tmp_path / "policy_c_1"
+    result = batch._score_copy((gone, installation.bag_copy(bags[0])), ReplayConfig())
+    assert not result.ok and result.error == (
+        f"{gone}: not found on {socket.gethostname()}: put the bags at the same path on every node"
+    )
+
+
 def _die(fn, doomed, log, every_time, item):
     """A task whose worker process is killed (SIGKILL, as the OOM killer ends it) on the items in `doomed`:
     the first time, or with `every_time` every time. Each run of a task is a line in `log`/<item>.runs."""
-    runs = log / f"{Path(item).name}.runs"
+    name = Path(item[0] if isinstance(item, tuple) else item).name  # a replay task's item: (bag, its copy)
+    runs = log / f"{name}.runs"
     first = not runs.exists()
     with runs.open("a") as out:
         out.write("run\n")
-    if Path(item).name in doomed and (first or every_time):
+    if name in doomed and (first or every_time):
         os.kill(os.getpid(), signal.SIGKILL)
     return fn(item)
 

@@ -8,6 +8,7 @@ same results as one job, in input order.
 from __future__ import annotations
 
 import re
+import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -16,6 +17,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from safety_monitor.executors import Done, Executor, Serial
+from safety_monitor.installation import BagCopy, bag_copy, bag_copy_differences, first_few
 from safety_monitor.monitor.metrics import DEFAULT_RESAMPLES, Metrics, compute_metrics
 from safety_monitor.replay.score import BagResult, ReplayConfig, score_bag
 
@@ -51,16 +53,15 @@ def score_bags(
     back failed, saying so. Ctrl-C stops the batch but keeps what was scored: the bags not finished come
     back `interrupted`, with the error NOT_SCORED."""
     executor = executor or Serial()
-    task = (
-        partial(_score_here, config=config, progress=progress)
-        if executor.in_process
-        else partial(score_bag, config=config)
-    )
+    if executor.in_process:
+        done_by = executor.map(partial(_score_here, config=config, progress=progress), bags)
+    else:  # each worker first checks it reads the command's copy of its bag
+        done_by = executor.map(partial(_score_copy, config=config), [(bag, bag_copy(bag)) for bag in bags])
     results: list[BagResult | None] = [None] * len(bags)
     bar = tqdm(total=len(bags), unit="bag", disable=not progress, dynamic_ncols=True)
     frames = 0
     try:
-        for done in executor.map(task, bags):
+        for done in done_by:
             result = results[done.index] = _result_of(bags[done.index], config, done)
             frames += result.frames
             if not executor.in_process:
@@ -99,6 +100,24 @@ def _failed(bag: Path, config: ReplayConfig, error: str, interrupted: bool = Fal
 def _score_here(bag: Path, config: ReplayConfig, progress: bool) -> BagResult:
     with tqdm(unit="frame", desc=bag.name, leave=False, disable=not progress, dynamic_ncols=True) as frames:
         return score_bag(bag, config, progress=frames)
+
+
+def _score_copy(item: tuple[Path, BagCopy | None], config: ReplayConfig) -> BagResult:
+    """A worker's task: the bag scored, if what it finds at the bag's path is the command's copy (a Ray node
+    reads its own file system); a failed bag saying what differs, if not."""
+    bag, command = item
+    here = bag_copy(bag)
+    if command is None or here == command:  # the command could not read it either: score_bag says why
+        return score_bag(bag, config)
+    host = socket.gethostname()
+    if here is None:
+        return _failed(bag, config, f"{bag}: not found on {host}: put the bags at the same path on every node")
+    return _failed(
+        bag,
+        config,
+        f"{bag}: the copy on {host} is not the command's ({first_few(bag_copy_differences(here, command))}): "
+        "put the same bags at the same path on every node",
+    )
 
 
 def group_of(bag: str, pattern: re.Pattern[str] | None) -> str:
