@@ -176,6 +176,15 @@ def test_a_node_whose_copy_of_a_bag_is_another_fails_that_bag_saying_so(where, b
     )
 
 
+def test_the_command_reads_each_bags_copy_as_it_hands_the_bag_out_not_all_first(bags, monkeypatch):
+    read = []
+    monkeypatch.setattr(batch, "bag_copy", lambda bag: read.append(bag) or {"run.mcap": (1, "0")})
+    items = batch._WithCopies(bags)
+    assert read == [] and len(items) == len(bags)
+    assert items[1] == (bags[1], {"run.mcap": (1, "0")}) and read == [bags[1]]
+    assert [bag for bag, _ in items[2:]] == bags[2:] and read == bags[1:]
+
+
 def test_a_bag_a_worker_does_not_find_is_failed_saying_where(bags, tmp_path):
     gone = tmp_path / "policy_c_1"
     result = batch._score_copy((gone, installation.bag_copy(bags[0])), ReplayConfig())

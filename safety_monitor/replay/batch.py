@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import overload
 
 from tqdm import tqdm
 
@@ -56,7 +57,7 @@ def score_bags(
     if executor.in_process:
         done_by = executor.map(partial(_score_here, config=config, progress=progress), bags)
     else:  # each worker first checks it reads the command's copy of its bag
-        done_by = executor.map(partial(_score_copy, config=config), [(bag, bag_copy(bag)) for bag in bags])
+        done_by = executor.map(partial(_score_copy, config=config), _WithCopies(bags))
     results: list[BagResult | None] = [None] * len(bags)
     bar = tqdm(total=len(bags), unit="bag", disable=not progress, dynamic_ncols=True)
     frames = 0
@@ -100,6 +101,28 @@ def _failed(bag: Path, config: ReplayConfig, error: str, interrupted: bool = Fal
 def _score_here(bag: Path, config: ReplayConfig, progress: bool) -> BagResult:
     with tqdm(unit="frame", desc=bag.name, leave=False, disable=not progress, dynamic_ncols=True) as frames:
         return score_bag(bag, config, progress=frames)
+
+
+class _WithCopies(Sequence[tuple[Path, BagCopy | None]]):
+    """Each bag with the command's copy of it (`bag_copy`), read as the executor hands the bag out: on a shared
+    file system each read waits on the network, and reading every bag's ends first would hold back the first
+    task by seconds per hundred bags."""
+
+    def __init__(self, bags: Sequence[Path]) -> None:
+        self._bags = bags
+
+    def __len__(self) -> int:
+        return len(self._bags)
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[Path, BagCopy | None]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[tuple[Path, BagCopy | None]]: ...
+    def __getitem__(self, index: int | slice) -> tuple[Path, BagCopy | None] | list[tuple[Path, BagCopy | None]]:
+        if isinstance(index, slice):
+            return [(bag, bag_copy(bag)) for bag in self._bags[index]]
+        bag = self._bags[index]
+        return bag, bag_copy(bag)
 
 
 def _score_copy(item: tuple[Path, BagCopy | None], config: ReplayConfig) -> BagResult:
