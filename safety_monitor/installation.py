@@ -7,19 +7,20 @@ bag by other rules and the report would mix the two without a word, so each Ray 
 process has with what the command has before it runs (`executors`). The C kernels are left out: their
 source is not installed, and builds of the same source differ byte for byte.
 
-A replay task also checks its bag is the command's copy (`bag_copy`): a copy still being synced to a node, or
-another recording at the same path there, would otherwise be scored as it is.
+A task that reads a bag or trace file by path also checks it is the command's copy (`copy_problem`): a copy
+still being synced to a node, or another recording at the same path there, would otherwise be read as it is.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable, Iterable, Mapping
+import socket
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
-from typing import TypeVar
+from typing import TypeVar, overload
 
 from safety_monitor.files import config_dir
 
@@ -27,7 +28,8 @@ PACKAGE = Path(__file__).resolve().parent
 PACKAGE_FILES = ("*.py", "*.pyi", "*.xml")  # the code and the workcell model, as installed
 CONFIG_FILES = ("*.yaml",)
 T = TypeVar("T")
-BAG_ENDS = 65536  # bytes of each bag file read at either end: an MCAP's summary and footer, SQLite's outer pages
+P = TypeVar("P", bound="str | Path")
+COPY_ENDS = 65536  # bytes of each file read at either end: an MCAP's summary and footer, SQLite's outer pages
 
 
 @dataclass(frozen=True)
@@ -104,17 +106,17 @@ def this_installation() -> Installation:
     return read_installation(PACKAGE, config_dir())
 
 
-BagCopy = dict[str, tuple[int, str]]  # a bag's files by name within it: (size, sha256 of its two ends)
+Copy = dict[str, tuple[int, str]]  # a file, or a bag folder's files, by name: (size, sha256 of its two ends)
 
 
-def bag_copy(path: str | Path) -> BagCopy | None:
-    """What tells this machine's copy of the bag at `path` (a bag folder or one storage file) from another
-    without reading it whole, as hashing would: per file, its size and a digest of its first and last
-    BAG_ENDS bytes (a short file whole). A copy cut short, still being written, or another recording differs
-    there. None: nothing readable at `path`."""
-    bag = Path(path)
+def copy_of(path: str | Path) -> Copy | None:
+    """What tells this machine's copy of the file or bag folder at `path` from another without reading it
+    whole, as hashing would: per file, its size and a digest of its first and last COPY_ENDS bytes (a short
+    file whole). A copy cut short, still being written, or another recording differs there. None: nothing
+    readable at `path`."""
+    top = Path(path)
     try:
-        files = sorted(f for f in bag.iterdir() if f.is_file()) if bag.is_dir() else [bag]
+        files = sorted(f for f in top.iterdir() if f.is_file()) if top.is_dir() else [top]
         return {f.name: _ends_digest(f) for f in files}
     except OSError:
         return None
@@ -123,15 +125,15 @@ def bag_copy(path: str | Path) -> BagCopy | None:
 def _ends_digest(path: Path) -> tuple[int, str]:
     with path.open("rb") as f:
         size = os.fstat(f.fileno()).st_size
-        digest = hashlib.sha256(f.read(BAG_ENDS))
-        if size > BAG_ENDS:
-            f.seek(max(BAG_ENDS, size - BAG_ENDS))
-            digest.update(f.read(BAG_ENDS))
+        digest = hashlib.sha256(f.read(COPY_ENDS))
+        if size > COPY_ENDS:
+            f.seek(max(COPY_ENDS, size - COPY_ENDS))
+            digest.update(f.read(COPY_ENDS))
     return size, digest.hexdigest()
 
 
-def bag_copy_differences(here: BagCopy, command: BagCopy) -> list[str]:
-    """Where this machine's copy of a bag (`here`) differs from the command's, file by file, sorted by name."""
+def copy_differences(here: Copy, command: Copy) -> list[str]:
+    """Where this machine's copy (`here`) differs from the command's, file by file, sorted by name."""
     return _compare(here, command, differ=_sizes_or_ends)
 
 
@@ -139,3 +141,41 @@ def _sizes_or_ends(name: str, here: tuple[int, str], there: tuple[int, str]) -> 
     if here[0] != there[0]:
         return f"{name} is {here[0]} bytes here, {there[0]} on the command's machine"
     return f"{name} differs"
+
+
+def copy_problem(path: str | Path, command: Copy | None, what: str) -> str | None:
+    """A worker's check that it reads the command's copy of the file or bag at `path` (a Ray node reads its
+    own file system): None if it does, or if the command could not read it either (the task's own reading
+    then says why); else one line saying what differs, asking for the same `what` on every node."""
+    here = copy_of(path)
+    if command is None or here == command:
+        return None
+    host = socket.gethostname()
+    if here is None:
+        return f"{path}: not found on {host}: put the {what} at the same path on every node"
+    return (
+        f"{path}: the copy on {host} is not the command's ({first_few(copy_differences(here, command))}): "
+        f"put the same {what} at the same path on every node"
+    )
+
+
+class WithCopies(Sequence[tuple[P, Copy | None]]):
+    """Each path with the command's copy of it (`copy_of`), read as the executor hands the path out: on a
+    shared file system each read waits on the network, and reading every bag's ends first would hold back the
+    first task by seconds per hundred bags."""
+
+    def __init__(self, paths: Sequence[P]) -> None:
+        self._paths: Sequence[P] = paths
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[P, Copy | None]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[tuple[P, Copy | None]]: ...
+    def __getitem__(self, index: int | slice) -> tuple[P, Copy | None] | list[tuple[P, Copy | None]]:
+        if isinstance(index, slice):
+            return [(path, copy_of(path)) for path in self._paths[index]]
+        path = self._paths[index]
+        return path, copy_of(path)

@@ -12,8 +12,8 @@ from safety_monitor.executors import _check_installation
 from safety_monitor.files import config_dir
 from safety_monitor.installation import (
     PACKAGE,
-    bag_copy,
-    bag_copy_differences,
+    copy_differences,
+    copy_of,
     read_installation,
     this_installation,
 )
@@ -95,25 +95,25 @@ def _bag_folder(path, data: bytes):
     return path
 
 
-def test_a_bag_copy_cut_short_grown_or_changed_at_an_end_is_not_the_same_copy(tmp_path):
+def test_a_copy_of_cut_short_grown_or_changed_at_an_end_is_not_the_same_copy(tmp_path):
     data = bytes(range(256)) * 1024  # 256 KiB: four times what is read at each end
-    command = bag_copy(_bag_folder(tmp_path / "command", data))
-    assert bag_copy(_bag_folder(tmp_path / "same", data)) == command
+    command = copy_of(_bag_folder(tmp_path / "command", data))
+    assert copy_of(_bag_folder(tmp_path / "same", data)) == command
 
-    short = bag_copy(_bag_folder(tmp_path / "short", data[:-1000]))
-    assert bag_copy_differences(short, command) == [
+    short = copy_of(_bag_folder(tmp_path / "short", data[:-1000]))
+    assert copy_differences(short, command) == [
         f"run_0.mcap is {len(data) - 1000} bytes here, {len(data)} on the command's machine"
     ]
     for name, changed in (("head", b"x" + data[1:]), ("tail", data[:-1] + b"x")):
-        other = bag_copy(_bag_folder(tmp_path / name, changed))
-        assert bag_copy_differences(other, command) == ["run_0.mcap differs"]
+        other = copy_of(_bag_folder(tmp_path / name, changed))
+        assert copy_differences(other, command) == ["run_0.mcap differs"]
     extra = _bag_folder(tmp_path / "extra", data)
     (extra / "run_1.mcap").write_bytes(b"more")
     (extra / "metadata.yaml").unlink()
-    assert bag_copy_differences(bag_copy(extra), command) == ["metadata.yaml missing here", "run_1.mcap only here"]
+    assert copy_differences(copy_of(extra), command) == ["metadata.yaml missing here", "run_1.mcap only here"]
 
 
 def test_a_bag_file_is_its_own_copy_and_a_missing_one_has_none(tmp_path):
     (tmp_path / "run.mcap").write_bytes(b"\x89MCAP0\r\n" * 10)
-    assert bag_copy(tmp_path / "run.mcap") == {"run.mcap": (80, hashlib.sha256(b"\x89MCAP0\r\n" * 10).hexdigest())}
-    assert bag_copy(tmp_path / "elsewhere") is None
+    assert copy_of(tmp_path / "run.mcap") == {"run.mcap": (80, hashlib.sha256(b"\x89MCAP0\r\n" * 10).hexdigest())}
+    assert copy_of(tmp_path / "elsewhere") is None

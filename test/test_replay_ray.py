@@ -153,7 +153,7 @@ def test_a_node_whose_copy_of_a_bag_is_another_fails_that_bag_saying_so(where, b
     (here the command's copy of policy_b_1 is made one byte longer, as if the node's were cut short) fails
     that bag naming the file, and scores the others."""
     _, option = where
-    real = batch.bag_copy
+    real = installation.copy_of
 
     def longer(bag):
         copy = real(bag)
@@ -163,7 +163,7 @@ def test_a_node_whose_copy_of_a_bag_is_another_fails_that_bag_saying_so(where, b
             }
         return copy
 
-    monkeypatch.setattr(batch, "bag_copy", longer)
+    monkeypatch.setattr(installation, "copy_of", longer)
     assert replay(tmp_path, *bags[:3], "--specs", specs, *option) == 1
     doc = json.loads((tmp_path / "report.json").read_text())
     assert [b["status"] for b in doc["bags"]] == ["scored", "failed", "scored"]
@@ -178,8 +178,8 @@ def test_a_node_whose_copy_of_a_bag_is_another_fails_that_bag_saying_so(where, b
 
 def test_the_command_reads_each_bags_copy_as_it_hands_the_bag_out_not_all_first(bags, monkeypatch):
     read = []
-    monkeypatch.setattr(batch, "bag_copy", lambda bag: read.append(bag) or {"run.mcap": (1, "0")})
-    items = batch._WithCopies(bags)
+    monkeypatch.setattr(installation, "copy_of", lambda bag: read.append(bag) or {"run.mcap": (1, "0")})
+    items = installation.WithCopies(bags)
     assert read == [] and len(items) == len(bags)
     assert items[1] == (bags[1], {"run.mcap": (1, "0")}) and read == [bags[1]]
     assert [bag for bag, _ in items[2:]] == bags[2:] and read == bags[1:]
@@ -187,7 +187,7 @@ def test_the_command_reads_each_bags_copy_as_it_hands_the_bag_out_not_all_first(
 
 def test_a_bag_a_worker_does_not_find_is_failed_saying_where(bags, tmp_path):
     gone = tmp_path / "policy_c_1"
-    result = batch._score_copy((gone, installation.bag_copy(bags[0])), ReplayConfig())
+    result = batch._score_copy((gone, installation.copy_of(bags[0])), ReplayConfig())
     assert not result.ok and result.error == (
         f"{gone}: not found on {socket.gethostname()}: put the bags at the same path on every node"
     )
@@ -394,6 +394,29 @@ def test_ctl_on_ray_names_the_first_bad_file_a_serial_run_would(cluster, tmp_pat
         capsys.readouterr().err
         == local
         == f"safety-monitor ctl: error: {paths[1]}:2: not valid JSON: Expecting value\n"
+    )
+
+
+def test_ctl_where_a_worker_reads_another_copy_of_a_trace_file_is_one_line_naming_it(
+    where, tmp_path, monkeypatch, capsys
+):
+    """The command's copy of trace_1 is made to differ at its ends, as if a node held another recording there."""
+    _, option = where
+    paths = _traces(tmp_path, 3)
+    real = installation.copy_of
+    monkeypatch.setattr(
+        installation,
+        "copy_of",
+        lambda path: (
+            {n: (size, "0" * 64) for n, (size, _) in real(path).items()}
+            if Path(path).name == "trace_1.jsonl"
+            else real(path)
+        ),
+    )
+    assert main(["ctl", *map(str, paths), "--formula", "AG(g -> AF r)", *option]) == 2
+    assert capsys.readouterr().err == (
+        f"safety-monitor ctl: error: {paths[1]}: the copy on {socket.gethostname()} is not the command's "
+        "(trace_1.jsonl differs): put the same trace files and bags at the same path on every node\n"
     )
 
 

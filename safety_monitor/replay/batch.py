@@ -8,17 +8,15 @@ same results as one job, in input order.
 from __future__ import annotations
 
 import re
-import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import overload
 
 from tqdm import tqdm
 
 from safety_monitor.executors import Done, Executor, Serial
-from safety_monitor.installation import BagCopy, bag_copy, bag_copy_differences, first_few
+from safety_monitor.installation import Copy, WithCopies, copy_problem
 from safety_monitor.monitor.metrics import DEFAULT_RESAMPLES, Metrics, compute_metrics
 from safety_monitor.replay.score import BagResult, ReplayConfig, score_bag
 
@@ -57,7 +55,7 @@ def score_bags(
     if executor.in_process:
         done_by = executor.map(partial(_score_here, config=config, progress=progress), bags)
     else:  # each worker first checks it reads the command's copy of its bag
-        done_by = executor.map(partial(_score_copy, config=config), _WithCopies(bags))
+        done_by = executor.map(partial(_score_copy, config=config), WithCopies(bags))
     results: list[BagResult | None] = [None] * len(bags)
     bar = tqdm(total=len(bags), unit="bag", disable=not progress, dynamic_ncols=True)
     frames = 0
@@ -103,44 +101,12 @@ def _score_here(bag: Path, config: ReplayConfig, progress: bool) -> BagResult:
         return score_bag(bag, config, progress=frames)
 
 
-class _WithCopies(Sequence[tuple[Path, BagCopy | None]]):
-    """Each bag with the command's copy of it (`bag_copy`), read as the executor hands the bag out: on a shared
-    file system each read waits on the network, and reading every bag's ends first would hold back the first
-    task by seconds per hundred bags."""
-
-    def __init__(self, bags: Sequence[Path]) -> None:
-        self._bags = bags
-
-    def __len__(self) -> int:
-        return len(self._bags)
-
-    @overload
-    def __getitem__(self, index: int) -> tuple[Path, BagCopy | None]: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[tuple[Path, BagCopy | None]]: ...
-    def __getitem__(self, index: int | slice) -> tuple[Path, BagCopy | None] | list[tuple[Path, BagCopy | None]]:
-        if isinstance(index, slice):
-            return [(bag, bag_copy(bag)) for bag in self._bags[index]]
-        bag = self._bags[index]
-        return bag, bag_copy(bag)
-
-
-def _score_copy(item: tuple[Path, BagCopy | None], config: ReplayConfig) -> BagResult:
-    """A worker's task: the bag scored, if what it finds at the bag's path is the command's copy (a Ray node
-    reads its own file system); a failed bag saying what differs, if not."""
+def _score_copy(item: tuple[Path, Copy | None], config: ReplayConfig) -> BagResult:
+    """A worker's task: the bag scored, if what it finds at the bag's path is the command's copy; a failed bag
+    saying what differs, if not."""
     bag, command = item
-    here = bag_copy(bag)
-    if command is None or here == command:  # the command could not read it either: score_bag says why
-        return score_bag(bag, config)
-    host = socket.gethostname()
-    if here is None:
-        return _failed(bag, config, f"{bag}: not found on {host}: put the bags at the same path on every node")
-    return _failed(
-        bag,
-        config,
-        f"{bag}: the copy on {host} is not the command's ({first_few(bag_copy_differences(here, command))}): "
-        "put the same bags at the same path on every node",
-    )
+    problem = copy_problem(bag, command, "bags")
+    return score_bag(bag, config) if problem is None else _failed(bag, config, problem)
 
 
 def group_of(bag: str, pattern: re.Pattern[str] | None) -> str:

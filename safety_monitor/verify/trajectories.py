@@ -17,6 +17,7 @@ import numpy as np
 
 from safety_monitor.errors import SafetyMonitorError, SourceError
 from safety_monitor.executors import Executor, Serial, results
+from safety_monitor.installation import Copy, WithCopies, copy_problem
 from safety_monitor.verify.tree import ComputationTree, build_tree
 
 BAG_SUFFIXES = (".mcap", ".db3")
@@ -113,11 +114,23 @@ def load(
     files: list[str | Path] = []
     for p in paths:
         files += find_bags([p]) if Path(p).is_dir() and not is_bag(p) else [p]
-    return results(executor or Serial(), _load_one, files, str, warn)
+    executor = executor or Serial()
+    if executor.in_process:
+        return results(executor, _load_one, files, str, warn)
+    # each worker first checks it reads the command's copy of its file
+    return results(executor, _load_copy, WithCopies(files), lambda item: str(item[0]), warn)
 
 
 def _load_one(path: str | Path) -> Trajectory:
     return from_bag(path) if is_bag(path) else from_trace_file(path)
+
+
+def _load_copy(item: tuple[str | Path, Copy | None]) -> Trajectory:
+    path, command = item
+    problem = copy_problem(path, command, "trace files and bags")
+    if problem is not None:
+        raise SourceError(problem)
+    return _load_one(path)
 
 
 def merge(
