@@ -6,7 +6,8 @@ time per call. *Episodes* (`--episodes`): scripted simulator episodes (objects a
 dropped; poses at 50 Hz), the CPU time of grounding every frame of each. *Idle* (`--idle MS ...`): the sweep
 with the thread asleep for MS milliseconds before each step, as a node waits for its next frame: the step's
 wall and CPU time after each pause (what a live node pays per frame, not what back-to-back offline runs pay);
-with `--spin` the thread busy-waits instead, so it never leaves the core. `--mujoco` (with `--episodes`): the CPU
+with `--spin` the thread busy-waits instead, so it never leaves the core; with `--burst N` it pauses before
+every N steps only, which then run back to back (a node grounding frames in bursts of N). `--mujoco` (with `--episodes`): the CPU
 time of the twin's MuJoCo calls alone per frame, the floor of any grounder that runs them on every frame;
 `--floor` (with `--episodes`): the CPU time of what Python must still do per frame around one compiled step
 (the RobotState's arrays and dicts read into one flat input row, a PredicateFrame built from a row of
@@ -20,7 +21,7 @@ against the baseline twin's MuJoCo calls (issue 17's measure: the calls of the t
 (`test/urdf_robots.py`'s, package:// meshes) over three cubes: for each, CPU per `Grounder.step` and the CPU of
 the MuJoCo calls it makes (thread time both), and their ratio.
 Run: .venv/bin/python benchmarks/bench_grounding.py [--frames 5000] [--episodes [TASK ...] [--mujoco [--baseline DIR]]
-         [--floor] [--stages]] [--idle MS ... [--spin]]
+         [--floor] [--stages]] [--idle MS ... [--spin] [--burst N]]
      .venv/bin/python benchmarks/bench_grounding.py --urdf [--frames 5000]
 """
 
@@ -113,7 +114,9 @@ def spin(seconds: float) -> None:
         pass
 
 
-def idle(pauses_ms: list[float], frames: int, busy: bool) -> None:
+def idle(pauses_ms: list[float], frames: int, busy: bool, burst: int = 1) -> None:
+    """Each pause before every `burst` steps, which then run back to back (a node that grounded its frames
+    in bursts would pause `burst` frame periods between them): the CPU per step of the burst."""
     grounder = load_default_grounder(RATE)
     states = trajectory(grounder, frames)
     skip = min(200, frames // 10)  # the twin's plans and the estimators' first decisions
@@ -122,15 +125,16 @@ def idle(pauses_ms: list[float], frames: int, busy: bool) -> None:
         grounder.twin.forget()
         wall, cpu = np.empty(frames), np.empty(frames)
         for i, state in enumerate(states):
-            if pause:
+            if pause and i % burst == 0:
                 (spin if busy else time.sleep)(pause / 1e3)
             w, c = time.perf_counter(), time.thread_time()
             grounder.step(state)
             cpu[i], wall[i] = time.thread_time() - c, time.perf_counter() - w
         wall, cpu = wall[skip:] * 1e6, cpu[skip:] * 1e6
         print(
-            f"{'spinning' if busy else 'asleep'} {pause:5.1f} ms before each step: Grounder.step wall median {np.median(wall):6.0f} us "
-            f"p99 {np.percentile(wall, 99):6.0f} us, CPU median {np.median(cpu):6.0f} us"
+            f"{'spinning' if busy else 'asleep'} {pause:5.1f} ms before each {'step' if burst == 1 else f'{burst} steps'}:"
+            f" Grounder.step wall median {np.median(wall):6.0f} us p99 {np.percentile(wall, 99):6.0f} us,"
+            f" CPU median {np.median(cpu):6.0f} us mean {cpu.mean():6.0f} us"
         )
 
 
@@ -419,6 +423,13 @@ def main() -> None:
         "--spin", action="store_true", help="with --idle: busy-wait through the pause instead of sleeping"
     )
     parser.add_argument(
+        "--burst",
+        type=int,
+        default=1,
+        metavar="N",
+        help="with --idle: pause before every N steps only, which run back to back (frames grounded in bursts)",
+    )
+    parser.add_argument(
         "--urdf",
         action="store_true",
         help="the workcell's sweep and a 7-joint URDF arm's, back to back: step CPU against its MuJoCo calls",
@@ -427,7 +438,7 @@ def main() -> None:
     if args.urdf:
         urdf(args.frames)
     elif args.idle:
-        idle(args.idle, args.frames, args.spin)
+        idle(args.idle, args.frames, args.spin, args.burst)
     elif args.episodes is None:
         sweep(args.frames)
     else:
