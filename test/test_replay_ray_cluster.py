@@ -9,6 +9,11 @@ socket's path may have), so two runs on one machine do not meet. It is stopped b
 processes (SIGTERM to `ray start`, then SIGKILL to what is left of its session), never with `ray stop`
 (which stops every Ray cluster on the machine), and the teardown fails when a process of it escaped.
 An address nothing listens on is tested in test_replay_ray.py.
+
+Two nodes: a head without CPUs, so every task runs on a second node that `ray start --address` joined, in
+mount and UTS namespaces of its own (`unshare`; root only, skipped elsewhere). There it has its own hostname,
+and a bind mount gives it another file at one of the command's paths: a bag cut short, or an edited
+thresholds.yaml in the package's config. Each such bag fails naming that node, as docs/ray.md says.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import pytest
 from ray_replay_bags import FAST, GROUP_BY, SPECS, report_files, without_timings, write_bag
 
 import safety_monitor
+from safety_monitor.files import config_dir
 
 pytest.importorskip("ray", reason="the optional extra: pip install .[ray] (make setup installs it)")
 
@@ -50,6 +56,7 @@ class Head:
     address: str
     env: dict[str, str]
     temp_dir: Path
+    session: int  # its `ray start`'s process id, which leads the session of its processes
 
 
 def _environment() -> dict[str, str]:
@@ -61,17 +68,27 @@ def _environment() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": path, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
 
 
-def _head_command(temp_dir: Path) -> list[str]:
-    """`ray start --head`, every port Ray's (0: a free one), the dashboard off, 2 CPUs."""
-    command = [str(RAY), "start", "--head", "--block", "--num-cpus=2", "--disable-usage-stats"]
-    command += ["--include-dashboard=false", f"--temp-dir={temp_dir}"]
-    for option in ("port", "node-manager-port", "object-manager-port", "min-worker-port", "max-worker-port"):
-        command.append(f"--{option}=0")
-    for option in ("dashboard-agent-listen-port", "dashboard-agent-grpc-port", "runtime-env-agent-port"):
-        command.append(f"--{option}=0")
+def _head_command(temp_dir: Path, cpus: int = 2) -> list[str]:
+    """`ray start --head`, every port Ray's (0: a free one), the dashboard off, `cpus` CPUs."""
+    command = [str(RAY), "start", "--head", "--block", f"--num-cpus={cpus}", "--disable-usage-stats"]
+    command += ["--include-dashboard=false", f"--temp-dir={temp_dir}", "--port=0", *_NODE_PORTS]
     if importlib.util.find_spec("grpc") is not None:  # Ray Client installed: its server takes 10001 unless told
         command.append(f"--ray-client-server-port={_free_port()}")
     return command
+
+
+_NODE_PORTS = [
+    f"--{option}=0"
+    for option in (
+        "node-manager-port",
+        "object-manager-port",
+        "min-worker-port",
+        "max-worker-port",
+        "dashboard-agent-listen-port",
+        "dashboard-agent-grpc-port",
+        "runtime-env-agent-port",
+    )
+]
 
 
 def _free_port() -> int:
@@ -101,9 +118,10 @@ class Process:
     command: str
 
 
-def _processes_of(session: int, temp_dir: Path) -> list[Process]:
-    """The live processes (zombies aside) of the head's session (`ray start` leads it; Ray's workers are
-    in process groups of their own within it) or naming its temp dir."""
+def _processes_of(session: int, temp_dir: Path, spared: int | None = None) -> list[Process]:
+    """The live processes (zombies aside) of a node's session (`ray start` leads it; Ray's workers are
+    in process groups of their own within it) or naming its temp dir, but for those of the session `spared`
+    (the head's, when a second node shares its temp dir)."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -111,12 +129,12 @@ def _processes_of(session: int, temp_dir: Path) -> list[Process]:
         with contextlib.suppress(OSError):  # a process that ended while being read
             state, _parent, _group, sid = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:4]
             command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            if state != "Z" and (int(sid) == session or str(temp_dir) in command):
+            if state != "Z" and int(sid) != spared and (int(sid) == session or str(temp_dir) in command):
                 found.append(Process(int(entry.name), int(sid), command[:200]))
     return found
 
 
-def _stop(head: subprocess.Popen[bytes], temp_dir: Path) -> None:
+def _stop(head: subprocess.Popen[bytes], temp_dir: Path, spared: int | None = None) -> None:
     """SIGTERM to `ray start` (it drains its node and stops what it started), then SIGKILL to its process
     group and to whatever else of its session is left. A process naming the temp dir outside that
     session escaped it: killed too, and it fails the test, as does any process of the head left at the end."""
@@ -127,28 +145,28 @@ def _stop(head: subprocess.Popen[bytes], temp_dir: Path) -> None:
         os.killpg(head.pid, signal.SIGKILL)
     head.wait()
     escaped = []
-    for process in _processes_of(head.pid, temp_dir):
+    for process in _processes_of(head.pid, temp_dir, spared):
         with contextlib.suppress(ProcessLookupError):
             os.kill(process.pid, signal.SIGKILL)
         if process.session != head.pid:
             escaped.append(process)
     deadline = time.monotonic() + HANG_S
-    while (left := _processes_of(head.pid, temp_dir)) and time.monotonic() < deadline:
+    while (left := _processes_of(head.pid, temp_dir, spared)) and time.monotonic() < deadline:
         time.sleep(POLL_S)
     assert not escaped, f"processes of the head outside its session: {escaped}"
     assert not left, f"processes of the head that outlived SIGKILL: {left}"
 
 
-@pytest.fixture
-def head(tmp_path: Path) -> Iterator[Head]:
-    """A head node of 2 CPUs, started as docs/ray.md says, in a folder that is not the command's."""
-    folder, temp_dir = tmp_path / "head", Path(tempfile.mkdtemp(prefix="sm_ray_"))
+@contextlib.contextmanager
+def _started_head(folder: Path, cpus: int = 2) -> Iterator[Head]:
+    """A head node started as docs/ray.md says, in `folder` (not the command's), stopped on leaving."""
+    temp_dir = Path(tempfile.mkdtemp(prefix="sm_ray_"))
     folder.mkdir()
     env, log = _environment(), folder / "ray_start.log"
     try:
         with log.open("wb") as out:
             process = subprocess.Popen(
-                _head_command(temp_dir),
+                _head_command(temp_dir, cpus),
                 cwd=folder,
                 env=env,
                 stdout=out,
@@ -156,11 +174,69 @@ def head(tmp_path: Path) -> Iterator[Head]:
                 start_new_session=True,
             )
         try:
-            yield Head(_wait_for_address(process, log), env, temp_dir)
+            yield Head(_wait_for_address(process, log), env, temp_dir, process.pid)
         finally:
             _stop(process, temp_dir)
     finally:
         shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+@pytest.fixture
+def head(tmp_path: Path) -> Iterator[Head]:
+    """A head node of 2 CPUs."""
+    with _started_head(tmp_path / "head") as started:
+        yield started
+
+
+NODE = "node-b"
+# In namespaces of its own: its hostname, then its file at the command's path, then `ray start` (exec: so it
+# is the process `_stop` signals, leading its session)
+_ON_ITS_OWN = 'hostname "$1" && mount --bind "$2" "$3" && shift 3 && exec "$@"'
+
+
+def _can_unshare() -> bool:
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        return False
+    probe = ["unshare", "--mount", "--uts", "--propagation", "private", "true"]
+    return subprocess.run(probe, capture_output=True, check=False).returncode == 0
+
+
+@contextlib.contextmanager
+def _second_node(head: Head, folder: Path, own: Path, at: Path) -> Iterator[None]:
+    """A node of 2 CPUs joined to `head` with `ray start --address`, named NODE, its file at `at` being `own`;
+    returns once it runs (`ray start` says so)."""
+    folder.mkdir()
+    log = folder / "ray_start.log"
+    command = ["unshare", "--mount", "--uts", "--propagation", "private", "sh", "-c", _ON_ITS_OWN, "sh"]
+    command += [NODE, str(own), str(at), str(RAY), "start", f"--address={head.address}", "--block"]
+    command += ["--num-cpus=2", "--disable-usage-stats", *_NODE_PORTS]
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            command, cwd=folder, env=head.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    try:
+        deadline = time.monotonic() + HANG_S
+        while "Ray runtime started" not in log.read_text():
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"the second node did not start ({process.returncode}):\n{log.read_text()[-3000:]}")
+            time.sleep(POLL_S)
+        yield
+    finally:
+        _stop(process, head.temp_dir, spared=head.session)
+
+
+@pytest.fixture
+def two_nodes(tmp_path: Path) -> Iterator[tuple[Head, Path]]:
+    """A head without CPUs, the bags and specs in the command's folder, and `node(own, at)` to join the
+    second node."""
+    if not _can_unshare():
+        pytest.skip("needs root and unshare (mount and UTS namespaces) for a second node with its own files")
+    folder = tmp_path / "evaluation"
+    for bag, frames in zip(BAGS, (60, 90), strict=True):
+        write_bag(folder / bag, frames)
+    (folder / "specs.yaml").write_text(SPECS)
+    with _started_head(tmp_path / "head", cpus=0) as started:
+        yield started, folder
 
 
 def _replay(folder: Path, env: dict[str, str], report: str, *options: str) -> subprocess.CompletedProcess[str]:
@@ -189,3 +265,37 @@ def test_joining_a_started_cluster_by_address_gives_the_local_report(head, tmp_p
         assert (folder / "on_ray" / name).read_bytes() == (folder / "local" / name).read_bytes(), name
     assert on_ray.stdout.replace("on_ray/", "local/") == local.stdout
     assert on_ray.stderr == local.stderr
+
+
+def test_a_node_with_another_copy_of_a_bag_fails_that_bag_naming_itself(two_nodes, tmp_path):
+    head, folder = two_nodes
+    bag = folder / BAGS[1]
+    own = tmp_path / "its_copy"
+    shutil.copytree(bag, own)
+    [data] = own.glob("*.mcap")
+    data.write_bytes(data.read_bytes()[:-100])  # as if its sync stopped short
+    with _second_node(head, tmp_path / "node", own, bag):
+        on_ray = _replay(folder, head.env, "on_ray", "--ray", head.address)
+    assert on_ray.returncode == 1, on_ray.stderr  # a failed bag: reported, and the rest scored
+    size = data.stat().st_size + 100
+    assert on_ray.stderr.splitlines()[-1] == (
+        f"safety-monitor replay: failed: {BAGS[1]}: the copy on {NODE} is not the command's ({data.name} is "
+        f"{size - 100} bytes here, {size} on the command's machine): put the same bags at the same path on every node"
+    )
+    assert "1 of 2 bag(s) scored, 1 failed" in on_ray.stdout
+
+
+def test_a_node_with_an_edited_default_config_fails_every_bag_naming_itself_and_the_file(two_nodes, tmp_path):
+    head, folder = two_nodes
+    thresholds = config_dir() / "thresholds.yaml"
+    own = tmp_path / "thresholds.yaml"
+    own.write_text(thresholds.read_text() + "# tuned on this node\n")
+    with _second_node(head, tmp_path / "node", own, thresholds):
+        on_ray = _replay(folder, head.env, "on_ray", "--ray", head.address)
+    assert on_ray.returncode == 1, on_ray.stderr
+    failed = [line for line in on_ray.stderr.splitlines() if line.startswith("safety-monitor replay: failed: ")]
+    assert failed == [
+        f"safety-monitor replay: failed: {bag}: ExecutorError: Ray node {NODE} has another safety_monitor "
+        "installation than the command (config/thresholds.yaml differs): install the same commit on every node"
+        for bag in BAGS
+    ]
