@@ -106,18 +106,22 @@ def this_installation() -> Installation:
     return read_installation(PACKAGE, config_dir())
 
 
-Copy = dict[str, tuple[int, str]]  # a file, or a bag folder's files, by name: (size, sha256 of its two ends)
+@dataclass(frozen=True)
+class Copy:
+    """What tells one machine's copy of a file or bag folder from another without reading it whole, as hashing
+    would: per file (by name), its size and a sha256 of its first and last COPY_ENDS bytes (a short file
+    whole). A copy cut short, still being written, or another recording differs there."""
+
+    host: str  # the machine that read it
+    files: Mapping[str, tuple[int, str]]
 
 
 def copy_of(path: str | Path) -> Copy | None:
-    """What tells this machine's copy of the file or bag folder at `path` from another without reading it
-    whole, as hashing would: per file, its size and a digest of its first and last COPY_ENDS bytes (a short
-    file whole). A copy cut short, still being written, or another recording differs there. None: nothing
-    readable at `path`."""
+    """This machine's copy of the file or bag folder at `path`; None: nothing readable there."""
     top = Path(path)
     try:
         files = sorted(f for f in top.iterdir() if f.is_file()) if top.is_dir() else [top]
-        return {f.name: _ends_digest(f) for f in files}
+        return Copy(socket.gethostname(), {f.name: _ends_digest(f) for f in files})
     except OSError:
         return None
 
@@ -133,24 +137,31 @@ def _ends_digest(path: Path) -> tuple[int, str]:
 
 
 def copy_differences(here: Copy, command: Copy) -> list[str]:
-    """Where this machine's copy (`here`) differs from the command's, file by file, sorted by name."""
-    return _compare(here, command, differ=_sizes_or_ends)
+    """Where `here` (this process's copy) differs from the command's, file by file, sorted by name."""
+    now, then = (
+        ("now", "when the command read it") if here.host == command.host else ("here", "on the command's machine")
+    )
 
+    def sizes_or_ends(name: str, mine: tuple[int, str], theirs: tuple[int, str]) -> str:
+        return f"{name} is {mine[0]} bytes {now}, {theirs[0]} {then}" if mine[0] != theirs[0] else f"{name} differs"
 
-def _sizes_or_ends(name: str, here: tuple[int, str], there: tuple[int, str]) -> str:
-    if here[0] != there[0]:
-        return f"{name} is {here[0]} bytes here, {there[0]} on the command's machine"
-    return f"{name} differs"
+    return _compare(here.files, command.files, differ=sizes_or_ends)
 
 
 def copy_problem(path: str | Path, command: Copy | None, what: str) -> str | None:
     """A worker's check that it reads the command's copy of the file or bag at `path` (a Ray node reads its
     own file system): None if it does, or if the command could not read it either (the task's own reading
-    then says why); else one line saying what differs, asking for the same `what` on every node."""
+    then says why); else one line saying what differs. On the command's own machine the file changed while
+    the command ran (a bag still being recorded); on another, that node has another copy (asking for the
+    same `what` at the same path on every node)."""
     here = copy_of(path)
-    if command is None or here == command:
+    if command is None or (here is not None and here.files == command.files):
         return None
-    host = socket.gethostname()
+    host = here.host if here is not None else socket.gethostname()
+    if host == command.host:
+        if here is None:
+            return f"{path}: removed while the command ran"
+        return f"{path}: changed while the command ran ({first_few(copy_differences(here, command))}): read it once it is written in full"
     if here is None:
         return f"{path}: not found on {host}: put the {what} at the same path on every node"
     return (

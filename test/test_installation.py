@@ -4,6 +4,8 @@ checks it reads: its files' names, sizes and ends."""
 
 import hashlib
 import shutil
+import socket
+from dataclasses import replace
 
 import pytest
 
@@ -12,6 +14,7 @@ from safety_monitor.executors import _check_installation
 from safety_monitor.files import config_dir
 from safety_monitor.installation import (
     PACKAGE,
+    Copy,
     copy_differences,
     copy_of,
     read_installation,
@@ -95,13 +98,16 @@ def _bag_folder(path, data: bytes):
     return path
 
 
-def test_a_copy_of_cut_short_grown_or_changed_at_an_end_is_not_the_same_copy(tmp_path):
+def test_a_copy_cut_short_grown_or_changed_at_an_end_is_not_the_same_copy(tmp_path):
     data = bytes(range(256)) * 1024  # 256 KiB: four times what is read at each end
     command = copy_of(_bag_folder(tmp_path / "command", data))
     assert copy_of(_bag_folder(tmp_path / "same", data)) == command
 
     short = copy_of(_bag_folder(tmp_path / "short", data[:-1000]))
-    assert copy_differences(short, command) == [
+    assert copy_differences(short, command) == [  # on the command's machine: changed since it read it
+        f"run_0.mcap is {len(data) - 1000} bytes now, {len(data)} when the command read it"
+    ]
+    assert copy_differences(replace(short, host="node-b"), command) == [  # on another node: another copy
         f"run_0.mcap is {len(data) - 1000} bytes here, {len(data)} on the command's machine"
     ]
     for name, changed in (("head", b"x" + data[1:]), ("tail", data[:-1] + b"x")):
@@ -115,5 +121,6 @@ def test_a_copy_of_cut_short_grown_or_changed_at_an_end_is_not_the_same_copy(tmp
 
 def test_a_bag_file_is_its_own_copy_and_a_missing_one_has_none(tmp_path):
     (tmp_path / "run.mcap").write_bytes(b"\x89MCAP0\r\n" * 10)
-    assert copy_of(tmp_path / "run.mcap") == {"run.mcap": (80, hashlib.sha256(b"\x89MCAP0\r\n" * 10).hexdigest())}
+    digest = hashlib.sha256(b"\x89MCAP0\r\n" * 10).hexdigest()
+    assert copy_of(tmp_path / "run.mcap") == Copy(socket.gethostname(), {"run.mcap": (80, digest)})
     assert copy_of(tmp_path / "elsewhere") is None

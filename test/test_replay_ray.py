@@ -148,31 +148,54 @@ def test_a_node_that_builds_another_robot_model_fails_its_bags(cluster, bags, sp
         )
 
 
-def test_a_node_whose_copy_of_a_bag_is_another_fails_that_bag_saying_so(where, bags, specs, tmp_path, monkeypatch):
-    """Each worker reads a bag at the command's path on its own machine: one whose copy is not the command's
-    (here the command's copy of policy_b_1 is made one byte longer, as if the node's were cut short) fails
-    that bag naming the file, and scores the others."""
-    _, option = where
+def _one_byte_longer(name, host):
+    """`installation.copy_of` but for the bag or file `name`, whose copy is one byte longer and read on `host`."""
     real = installation.copy_of
 
-    def longer(bag):
-        copy = real(bag)
-        if Path(bag).name == "policy_b_1":
-            copy = {
-                name: (size + 1 if name.endswith(".mcap") else size, digest) for name, (size, digest) in copy.items()
-            }
-        return copy
+    def copy_of(path):
+        copy = real(path)
+        if Path(path).name != name:
+            return copy
+        files = {
+            file: (size + 1, digest) if file != "metadata.yaml" else (size, digest)
+            for file, (size, digest) in copy.files.items()
+        }
+        return replace(copy, host=host, files=files)
 
-    monkeypatch.setattr(installation, "copy_of", longer)
+    return copy_of
+
+
+@pytest.mark.parametrize(
+    "host, says",
+    [
+        (
+            "gpu-07",  # the command ran elsewhere: this node has another copy
+            "{bag}: the copy on {here} is not the command's ({file} is {size} bytes here, {longer} on the command's "
+            "machine): put the same bags at the same path on every node",
+        ),
+        (
+            socket.gethostname(),  # the command ran here: the bag changed meanwhile
+            "{bag}: changed while the command ran ({file} is {size} bytes now, {longer} when the command read it): "
+            "read it once it is written in full",
+        ),
+    ],
+)
+def test_a_worker_that_reads_another_copy_of_a_bag_fails_that_bag_saying_so(
+    where, bags, specs, tmp_path, monkeypatch, host, says
+):
+    """Each worker reads a bag at the command's path on its own machine. Here the command's copy of
+    policy_b_1 is made one byte longer, as if the worker's were cut short (read on another machine) or had
+    changed since the command read it (on the same one): that bag fails saying so, the others are scored."""
+    _, option = where
+    monkeypatch.setattr(installation, "copy_of", _one_byte_longer("policy_b_1", host))
     assert replay(tmp_path, *bags[:3], "--specs", specs, *option) == 1
     doc = json.loads((tmp_path / "report.json").read_text())
     assert [b["status"] for b in doc["bags"]] == ["scored", "failed", "scored"]
     [failed] = doc["bags_failed"]
     [data] = bags[1].glob("*.mcap")
     size = data.stat().st_size
-    assert failed["error"] == (
-        f"{bags[1]}: the copy on {socket.gethostname()} is not the command's ({data.name} is {size} bytes here, "
-        f"{size + 1} on the command's machine): put the same bags at the same path on every node"
+    assert failed["error"] == says.format(
+        bag=bags[1], here=socket.gethostname(), file=data.name, size=size, longer=size + 1
     )
 
 
@@ -187,10 +210,13 @@ def test_the_command_reads_each_bags_copy_as_it_hands_the_bag_out_not_all_first(
 
 def test_a_bag_a_worker_does_not_find_is_failed_saying_where(bags, tmp_path):
     gone = tmp_path / "policy_c_1"
-    result = batch._score_copy((gone, installation.copy_of(bags[0])), ReplayConfig())
+    elsewhere = replace(installation.copy_of(bags[0]), host="gpu-07")  # as the command read it on its machine
+    result = batch._score_copy((gone, elsewhere), ReplayConfig())
     assert not result.ok and result.error == (
         f"{gone}: not found on {socket.gethostname()}: put the bags at the same path on every node"
     )
+    result = batch._score_copy((gone, replace(elsewhere, host=socket.gethostname())), ReplayConfig())
+    assert result.error == f"{gone}: removed while the command ran"
 
 
 def _die(fn, doomed, log, every_time, item):
@@ -408,7 +434,7 @@ def test_ctl_where_a_worker_reads_another_copy_of_a_trace_file_is_one_line_namin
         installation,
         "copy_of",
         lambda path: (
-            {n: (size, "0" * 64) for n, (size, _) in real(path).items()}
+            replace(real(path), host="gpu-07", files={n: (size, "0" * 64) for n, (size, _) in real(path).files.items()})
             if Path(path).name == "trace_1.jsonl"
             else real(path)
         ),
