@@ -11,7 +11,8 @@ state (grounding: the costly mode). Both commands run as a user runs them (a fre
 --no-plots --report`), so Ray's time includes starting its local cluster and its workers and shutting them
 down; the run then times those parts alone, to say where the rest of the time goes. `replay --jobs 2` (local
 processes, nothing to start) runs in each repeat too: its ratio is what two scorers at once reach on this
-machine, the ceiling for Ray's. Each report.json must equal the others, timing fields aside. `uptime`'s load
+machine, the ceiling for Ray's; Ray's time over it ("Ray's own share") is what Ray itself adds, which the
+cores' sharing does not move. Each report.json must equal the others, timing fields aside. `uptime`'s load
 average is printed before and after: the machine's cores are shared.
 `--baseline DIR` (a checkout, its `safety_monitor/` first on the path) runs its `--jobs 1` before ours in each
 repeat, on the same bags, for the cost of one bag before and after a change; its report must equal ours.
@@ -160,7 +161,8 @@ def main() -> None:
             print(
                 f"--jobs 1: {serial[-1]:.1f} s; --jobs {args.jobs}: {local[-1]:.1f} s (ratio "
                 f"{local[-1] / serial[-1]:.2f}); --ray --jobs {args.jobs}: {on_ray[-1]:.1f} s; ratio "
-                f"{on_ray[-1] / serial[-1]:.2f}; reports equal: {same}\n{uptime()}"
+                f"{on_ray[-1] / serial[-1]:.2f}, Ray's own share {on_ray[-1] / local[-1]:.2f} of --jobs {args.jobs}; "
+                f"reports equal: {same}\n{uptime()}"
             )
             assert same, "a report of several workers differs from the one-process one"
             if args.baseline:

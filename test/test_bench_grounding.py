@@ -12,8 +12,8 @@ pytest.importorskip("mujoco")
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_grounding.py"
 LINE = re.compile(
-    r"(asleep|spinning) +([\d.]+) ms before each step: Grounder\.step wall median +(\d+) us "
-    r"p99 +(\d+) us, CPU median +(\d+) us"
+    r"(asleep|spinning) +([\d.]+) ms before each (step|\d+ steps): Grounder\.step wall median +(\d+) us "
+    r"p99 +(\d+) us, CPU median +(\d+) us mean +(\d+) us"
 )
 
 
@@ -28,9 +28,21 @@ def test_idle_mode_times_each_pause(spin):
     assert out.returncode == 0, out.stderr[-3000:]
     rows = [LINE.fullmatch(line) for line in out.stdout.splitlines()]
     assert all(rows) and [r[2] for r in rows] == ["0.0", "1.0"], out.stdout
-    assert {r[1] for r in rows} == {"spinning" if spin else "asleep"}
+    assert {r[1] for r in rows} == {"spinning" if spin else "asleep"} and {r[3] for r in rows} == {"step"}
     for r in rows:
-        assert 0 < int(r[3]) <= int(r[4]) and int(r[5]) > 0
+        assert 0 < int(r[4]) <= int(r[5]) and int(r[6]) > 0 and int(r[7]) > 0
+
+
+def test_idle_mode_pauses_before_each_burst_of_steps():
+    out = subprocess.run(
+        [sys.executable, str(BENCH), "--idle", "1", "--burst", "5", "--frames", "60"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    [row] = [LINE.fullmatch(line) for line in out.stdout.splitlines()]
+    assert row and (row[1], row[2], row[3]) == ("asleep", "1.0", "5 steps"), out.stdout
 
 
 def test_mujoco_mode_times_the_twins_calls_on_an_episode():
