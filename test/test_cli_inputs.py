@@ -149,7 +149,10 @@ BASES = {
     ("robot", "init"): ["--urdf", "{urdf}", "--out", "{out}"],
     ("inspect",): ["{small_bag}"],
 }
-SPECIAL_BASES = {("replay", "robot"): ["{bag}", "--specs", "{spec}"]}  # --from-predicates reads no robot
+SPECIAL_BASES = {  # --from-predicates reads no robot; --mjcf is in place of --urdf
+    ("replay", "robot"): ["{bag}", "--specs", "{spec}"],
+    ("robot", "init", "mjcf"): ["--out", "{out}"],
+}
 INPUT_FILES = {
     "file",
     "trace",
@@ -162,6 +165,7 @@ INPUT_FILES = {
     "params",
     "topics",
     "urdf",
+    "mjcf",
 }
 OUTPUTS = {"feedback", "report", "events", "record", "out"}  # written, not read: not input validation
 TEXT = {  # free text the command checks itself; each gets a value it must refuse

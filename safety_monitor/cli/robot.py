@@ -1,4 +1,5 @@
-"""Sub-command `robot init`: a starting robot description (robot.yaml, objects.yaml, thresholds.yaml) from a URDF."""
+"""Sub-command `robot init`: a starting robot description (robot.yaml, objects.yaml, thresholds.yaml) from a
+URDF or an MJCF."""
 
 from __future__ import annotations
 
@@ -6,13 +7,18 @@ import argparse
 from pathlib import Path
 
 from safety_monitor import arguments
+from safety_monitor.errors import GroundingError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("robot", help="describe your robot to the monitor")
     robot = p.add_subparsers(dest="robot_command", metavar="ACTION", required=True)
-    init = robot.add_parser("init", help="write a starting robot description from a URDF, with what to check")
-    init.add_argument("--urdf", required=True, type=Path, help="the robot's URDF file")
+    init = robot.add_parser(
+        "init", help="write a starting robot description from a URDF or an MJCF, with what to check"
+    )
+    model = init.add_mutually_exclusive_group(required=True)
+    model.add_argument("--urdf", type=Path, help="the robot's URDF file")
+    model.add_argument("--mjcf", type=Path, help="the robot's MJCF file (MuJoCo XML, e.g. from MuJoCo Menagerie)")
     init.add_argument(
         "--out",
         type=Path,
@@ -25,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=arguments.folder,
         action="append",
         default=[],
-        help="a folder holding <package>/ trees for package:// meshes (repeatable)",
+        help="with --urdf: a folder holding <package>/ trees for package:// meshes (repeatable)",
     )
     init.set_defaults(func=_init)
 
@@ -33,18 +39,22 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _init(args: argparse.Namespace) -> int:
     from safety_monitor.files import config_dir
     from safety_monitor.grounding.description import load_robot_description
+    from safety_monitor.grounding.kinematic_tree import tree_of_urdf
+    from safety_monitor.grounding.mjcf_tree import load_mjcf_tree
     from safety_monitor.grounding.robot_init import guess_robot, write_description
     from safety_monitor.grounding.thresholds import load_thresholds
     from safety_monitor.grounding.twin import twin_for
     from safety_monitor.grounding.urdf import load_urdf
 
-    urdf = load_urdf(args.urdf, args.package_path)
-    written = write_description(urdf, args.out, config_dir(), args.package_path)
+    if args.mjcf is not None and args.package_path:
+        raise GroundingError("--package-path serves --urdf: an MJCF names its mesh folders itself (meshdir)")
+    tree = load_mjcf_tree(args.mjcf) if args.mjcf is not None else tree_of_urdf(load_urdf(args.urdf, args.package_path))
+    written = write_description(tree, args.out, config_dir(), args.package_path)
     twin_for(load_robot_description(written[0]), load_thresholds(written[2]))  # what it wrote compiles
-    guess = guess_robot(urdf)
+    guess = guess_robot(tree)
     print(f"wrote {', '.join(str(p) for p in written)}")
     print(
-        f"arm: {len(guess.arm_joints)} joints from {guess.base_link} to {guess.end_link}; gripper: {guess.gripper.value}"
+        f"arm: {len(guess.arm_joints)} joints from {guess.base_body} to {guess.end_body}; gripper: {guess.gripper.value}"
         + (f" ({', '.join(guess.gripper_joints)})" if guess.gripper_joints else "")
     )
     print("next: check every line marked CHECK in robot.yaml (docs/your_robot.md)")

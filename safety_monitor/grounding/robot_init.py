@@ -1,18 +1,22 @@
-"""A starting robot description from a URDF (`safety-monitor robot init`): guesses, each with a comment saying
-what to check.
+"""A starting robot description from a URDF or an MJCF (`safety-monitor robot init`): guesses, each with a
+comment saying what to check.
 
-The arm is the longest chain of moving joints from the root; the gripper is the joints named *finger* or
-*gripper* (a joint others mimic counts once: a one-joint gripper); the grasp point is a *tcp* link fixed to
-the hand (Franka's `fer_hand_tcp`), else the link that carries the gripper (else the arm's last link). The result loads as it is; what it cannot know (where the grasp
-centre lies, fixtures, objects) is left for the user, marked CHECK. Which way the gripper closes is measured:
-the twin sets the gripper joint(s) (and their mimic followers) at both limits and the limit where the fingers
-are nearer together is closed.
+Both formats are read as a `KinematicTree`, so the guesses are the same. The arm is the longest chain of
+moving joints from the root; the gripper is the joints named *finger*, *gripper*, *jaw* or *knuckle*, or
+coupled to another (a joint others follow, by URDF `<mimic>` or MJCF `<equality><joint>`, counts once: a
+one-joint gripper). The grasp centre is a site of the hand named like one (an MJCF's `pinch`, `tcp`,
+`attachment_site`), else a *tcp* link fixed to the hand (Franka's `fer_hand_tcp`), else the body that
+carries the gripper (else the arm's last body). The result loads as it is; what it cannot know (where the
+grasp centre lies, fixtures, objects) is left for the user, marked CHECK. Which way the gripper closes is
+measured: the twin sets the gripper joint(s) (and the joints coupled to them) at both limits and the limit
+where the fingers are nearer together is closed.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,120 +25,136 @@ import yaml
 
 from safety_monitor.errors import GroundingError
 from safety_monitor.grounding.description import GripperKind, parse_robot_description
+from safety_monitor.grounding.kinematic_tree import MOVING, JointKind, KinematicTree, ModelFormat, TreeJoint
 from safety_monitor.grounding.twin import KinematicTwin
-from safety_monitor.grounding.urdf import MOVING_TYPES, UrdfJoint, UrdfModel
 
 _GRIPPER_WORDS = ("finger", "gripper", "jaw", "knuckle")
+_GRASP_WORDS = ("tcp", "pinch", "grasp", "attachment")
 _SAME_GAP = 1e-4  # m: finger gaps at the two limits closer than this tell nothing about which way it closes
 _OPEN_SHARE = 0.1  # of the joint range: the gripper counts as open only this near its open limit
 
 
 @dataclass(frozen=True)
 class RobotGuess:
-    base_link: str
+    base_body: str
     arm_joints: tuple[str, ...]
-    end_link: str  # the arm's last link: the gripper's parent, or the tool
-    grasp_link: str  # a tool centre point link fixed to the hand, else end_link
+    end_body: str  # the arm's last body: the gripper's parent, or the tool
+    grasp_body: str  # the body of the grasp site, else a tool centre point body fixed to the hand, else end_body
+    grasp_site: str | None  # a site of the hand named like a grasp centre (MJCF)
     gripper: GripperKind
     gripper_joints: tuple[str, ...]
-    finger_links: tuple[str, ...]
-    hand_links: tuple[str, ...]
-    mimic: tuple[str, ...]
+    finger_bodies: tuple[str, ...]
+    hand_bodies: tuple[str, ...]
+    followers: tuple[str, ...]  # joints coupled to another (URDF <mimic>), set from the one they follow
     other_joints: tuple[str, ...]  # moving joints neither arm nor gripper (fixtures, a second arm, a head)
 
 
-def guess_robot(urdf: UrdfModel) -> RobotGuess:
-    chain = _longest_chain(urdf, urdf.root)
-    moving = [j for j in chain if j.kind in MOVING_TYPES]
-    gripperish = [j for j in urdf.joints.values() if j.kind in MOVING_TYPES and _looks_like_gripper(j.name)]
-    leaders = [j for j in gripperish if j.mimic is None]
+def guess_robot(tree: KinematicTree) -> RobotGuess:
+    if not tree.moving_joints:
+        raise GroundingError(f"{tree.path}: no moving joint (revolute, continuous or prismatic): nothing to watch")
+    gripperish = [j for j in tree.joints.values() if j.name in _gripperish(tree)]
+    chain = _longest_chain(tree, tree.root, {j.name for j in gripperish})
+    moving = [j for j in chain if j.kind in MOVING]
+    leaders = [j for j in gripperish if j.leader is None]
     arm = [j for j in moving if j not in gripperish]
     if not arm:
         arm = moving
     first = arm[0] if arm else None
-    base = first.parent if first is not None else urdf.root
+    base = first.parent if first is not None else tree.root
     if leaders:
         end = leaders[0].parent
-        arm = [j for j in arm if _above(urdf, j.child, end)]
+        arm = [j for j in arm if _above(tree, j.child, end)]
     else:
-        end = arm[-1].child if arm else urdf.root
-        end = _fixed_tip(urdf, end)
+        end = arm[-1].child if arm else tree.root
+        end = _fixed_tip(tree, end)
     kind = GripperKind.NONE if not leaders else GripperKind.ONE_JOINT if len(leaders) == 1 else GripperKind.TWO_FINGERS
     gripper_joints = tuple(j.name for j in leaders[:2]) if kind is not GripperKind.NONE else ()
     fingers: tuple[str, ...] = ()
     if kind is GripperKind.TWO_FINGERS:
         fingers = tuple(j.child for j in leaders[:2])
     elif kind is GripperKind.ONE_JOINT:
-        followers = [j for j in gripperish if j.mimic is not None and j.mimic.leader == leaders[0].name]
+        followers = [j for j in gripperish if j.leader == leaders[0].name]
         moved = [leaders[0].child, *(j.child for j in followers)]
-        fingers = _sided_fingers([link for m in moved for link in _fixed_subtree(urdf, m)])
+        fingers = _sided_fingers([body for m in moved for body in _fixed_subtree(tree, m)])
         fingers = fingers or tuple(dict.fromkeys(moved))[:2]
         if len(fingers) < 2:
             kind, gripper_joints, fingers = GripperKind.NONE, (), ()
-    hand = tuple(link for link in _fixed_subtree(urdf, end) if link not in fingers)
-    grasp = next((link for link in hand if "tcp" in link.lower()), end)
+    hand = tuple(body for body in _fixed_subtree(tree, end) if body not in fingers)
+    site = next((s for s, body in tree.sites.items() if body in hand and _names_grasp(s)), None)
+    grasp = tree.sites[site] if site is not None else next((b for b in hand if _names_grasp(b)), end)
     used = {j.name for j in arm} | set(gripper_joints)
-    mimic = tuple(n for n, j in urdf.joints.items() if j.mimic is not None)
-    other = tuple(n for n in urdf.moving_joints if n not in used and n not in mimic)
-    return RobotGuess(base, tuple(j.name for j in arm), end, grasp, kind, gripper_joints, fingers, hand, mimic, other)
+    coupled = tuple(n for n in tree.moving_joints if tree.joints[n].leader is not None)
+    other = tuple(n for n in tree.moving_joints if n not in used and n not in coupled)
+    arm_names = tuple(j.name for j in arm)
+    return RobotGuess(base, arm_names, end, grasp, site, kind, gripper_joints, fingers, hand, coupled, other)
 
 
-def _sided_fingers(links: list[str]) -> tuple[str, ...]:
-    """The left and the right finger among the links a one-joint gripper moves, by their names (a linkage
-    like the Robotiq 2F-85's moves knuckles and fingers on both sides): on each side the link named most
+def _sided_fingers(bodies: list[str]) -> tuple[str, ...]:
+    """The left and the right finger among the bodies a one-joint gripper moves, by their names (a linkage
+    like the Robotiq 2F-85's moves knuckles and fingers on both sides): on each side the body named most
     like a fingertip (pad, tip, finger, then any), the last of equals (the deepest). () when a side has none."""
 
-    def rank(link: str) -> int:
-        return next((i for i, w in enumerate(("pad", "tip", "finger")) if w in link.lower()), 3)
+    def rank(body: str) -> int:
+        return next((i for i, w in enumerate(("pad", "tip", "finger")) if w in body.lower()), 3)
 
-    sides = [[link for link in links if side in link.lower()] for side in ("left", "right")]
+    sides = [[body for body in bodies if side in body.lower()] for side in ("left", "right")]
     if not all(sides):
         return ()
     return tuple(min(reversed(side), key=rank) for side in sides)
 
 
-def _looks_like_gripper(name: str) -> bool:
-    return any(w in name.lower() for w in _GRIPPER_WORDS)
+def _gripperish(tree: KinematicTree) -> set[str]:
+    """Moving joints named like a gripper's, or coupled to another (arms have no coupled joints; Menagerie's
+    Robotiq 2F-85 names its driven joints `*_driver_joint`, coupled by an equality)."""
+    coupled = {j.name for j in tree.joints.values() if j.leader} | {j.leader for j in tree.joints.values() if j.leader}
+    return {n for n in tree.moving_joints if n in coupled or any(w in n.lower() for w in _GRIPPER_WORDS)}
 
 
-def _longest_chain(urdf: UrdfModel, link: str) -> list[UrdfJoint]:
-    """The path of joints from `link` down with the most moving joints (ties: the first in the file)."""
-    best: list[UrdfJoint] = []
-    for j in urdf.children(link):
-        path = [j, *_longest_chain(urdf, j.child)]
-        if _count(path) > _count(best):
+def _names_grasp(name: str) -> bool:
+    """A site or body named like a grasp centre or tool frame: tcp, pinch, grasp, attachment, or an `ee` word."""
+    words = re.split(r"[^a-z0-9]+", name.lower())
+    return "ee" in words or any(w in name.lower() for w in _GRASP_WORDS)
+
+
+def _longest_chain(tree: KinematicTree, body: str, gripper: set[str]) -> list[TreeJoint]:
+    """The path of joints from `body` down with the most moving joints not of the `gripper` (ties: the first
+    in the file)."""
+    best: list[TreeJoint] = []
+    for j in tree.children(body):
+        path = [j, *_longest_chain(tree, j.child, gripper)]
+        if _count(path, gripper) > _count(best, gripper):
             best = path
     return best
 
 
-def _count(path: list[UrdfJoint]) -> int:
-    return sum(j.kind in MOVING_TYPES and not _looks_like_gripper(j.name) for j in path)
+def _count(path: list[TreeJoint], gripper: set[str]) -> int:
+    return sum(j.kind in MOVING and j.name not in gripper for j in path)
 
 
-def _above(urdf: UrdfModel, link: str, below: str) -> bool:
-    """Whether `link` is `below` or one of its ancestors."""
-    parents = {j.child: j.parent for j in urdf.joints.values()}
+def _above(tree: KinematicTree, body: str, below: str) -> bool:
+    """Whether `body` is `below` or one of its ancestors."""
+    parents = {j.child: j.parent for j in tree.joints.values()}
     node: str | None = below
     while node is not None:
-        if node == link:
+        if node == body:
             return True
         node = parents.get(node)
     return False
 
 
-def _fixed_subtree(urdf: UrdfModel, link: str) -> list[str]:
-    """`link` and the links hanging from it by fixed joints."""
-    out = [link]
-    for j in urdf.children(link):
-        if j.kind == "fixed":
-            out += _fixed_subtree(urdf, j.child)
+def _fixed_subtree(tree: KinematicTree, body: str) -> list[str]:
+    """`body` and the bodies hanging from it by fixed joints."""
+    out = [body]
+    for j in tree.children(body):
+        if j.kind is JointKind.FIXED:
+            out += _fixed_subtree(tree, j.child)
     return out
 
 
-def _fixed_tip(urdf: UrdfModel, link: str) -> str:
-    """The link at the end of a single line of fixed joints below `link` (a tool flange, a tcp link)."""
-    kids = [j for j in urdf.children(link) if j.kind == "fixed"]
-    return _fixed_tip(urdf, kids[0].child) if len(kids) == 1 else link
+def _fixed_tip(tree: KinematicTree, body: str) -> str:
+    """The body at the end of a single line of fixed joints below `body` (a tool flange, a tcp link)."""
+    kids = [j for j in tree.children(body) if j.kind is JointKind.FIXED]
+    return _fixed_tip(tree, kids[0].child) if len(kids) == 1 else body
 
 
 @dataclass(frozen=True)
@@ -146,29 +166,28 @@ class Closing:
     evidence: str  # the CHECK comment: what was measured, or why the direction is a guess
 
 
-def gripper_closing(urdf: UrdfModel, guess: RobotGuess, draft: str) -> Closing:
+def gripper_closing(tree: KinematicTree, guess: RobotGuess, draft: str) -> Closing:
     """The closing direction by forward kinematics: the twin of `draft` (robot.yaml as written with the
     guess, its paths absolute) sets the gripper joints at their lower, then their upper limits,
     with their mimic followers, and the limit where the fingers' surfaces are nearer is closed. Undecided (no
     limits, no finger geometry, equal gaps, no twin), the guess stands and the evidence says why."""
-    limits = [urdf.joints[j].limit for j in guess.gripper_joints]
-    ends = [(lim.lower, lim.upper) for lim in limits]
+    ends = [(tree.joints[j].lower, tree.joints[j].upper) for j in guess.gripper_joints]
     if any(a is None or b is None for a, b in ends):
-        return guessed_closing(urdf, guess, "the URDF gives the gripper joint no lower and upper limit")
+        return guessed_closing(tree, guess, f"the {tree.format.name} gives the gripper joint no lower and upper limit")
     try:
         twin = KinematicTwin(parse_robot_description(yaml.safe_load(draft), "robot.yaml"), 0.0)
     except GroundingError as exc:
-        return guessed_closing(urdf, guess, f"no twin: {exc}")
+        return guessed_closing(tree, guess, f"no twin: {exc}")
     gaps = []
     for side in (0, 1):
         twin.compute(guess.gripper_joints, np.array([end[side] for end in ends], dtype=float), {})
         gaps.append(twin.finger_gap())
     low, high = gaps
     if low is None or high is None:
-        return guessed_closing(urdf, guess, "a finger has no collision geometry to measure")
+        return guessed_closing(tree, guess, "a finger has no collision geometry to measure")
     if abs(low - high) < _SAME_GAP:
-        return guessed_closing(urdf, guess, f"the fingers are {_apart(low)} at both limits")
-    lo, hi = _range(urdf, guess)
+        return guessed_closing(tree, guess, f"the fingers are {_apart(low)} at both limits")
+    lo, hi = _range(tree, guess)
     upward = high < low
     return Closing(
         upward,
@@ -178,9 +197,9 @@ def gripper_closing(urdf: UrdfModel, guess: RobotGuess, draft: str) -> Closing:
     )
 
 
-def guessed_closing(urdf: UrdfModel, guess: RobotGuess, why: str) -> Closing:
+def guessed_closing(tree: KinematicTree, guess: RobotGuess, why: str) -> Closing:
     """The guess when the fingers cannot be measured: the joint closes as it decreases."""
-    lo, hi = _range(urdf, guess)
+    lo, hi = _range(tree, guess)
     return Closing(
         False,
         lo + (1 - _OPEN_SHARE) * (hi - lo),
@@ -189,11 +208,11 @@ def guessed_closing(urdf: UrdfModel, guess: RobotGuess, why: str) -> Closing:
     )
 
 
-def _range(urdf: UrdfModel, guess: RobotGuess) -> tuple[float, float]:
+def _range(tree: KinematicTree, guess: RobotGuess) -> tuple[float, float]:
     """The gripper joints' range: the lowest lower and the highest upper limit (0 to 1 when none)."""
-    limits = [urdf.joints[j].limit for j in guess.gripper_joints]
-    lo = min((lim.lower for lim in limits if lim.lower is not None), default=0.0)
-    return lo, max((lim.upper for lim in limits if lim.upper is not None), default=lo + 1.0)
+    joints = [tree.joints[j] for j in guess.gripper_joints]
+    lo = min((j.lower for j in joints if j.lower is not None), default=0.0)
+    return lo, max((j.upper for j in joints if j.upper is not None), default=lo + 1.0)
 
 
 def _apart(gap: float) -> str:
@@ -202,59 +221,101 @@ def _apart(gap: float) -> str:
     return f"{gap:.3g} m apart" if gap > 0 else f"overlapping by {-gap:.3g} m"
 
 
-def robot_yaml(urdf: UrdfModel, guess: RobotGuess, urdf_ref: str, package_path: list[str], closing: Closing) -> str:
-    """The text of robot.yaml for `guess`, with comments saying what to check; `closing`: the gripper's
-    closing direction (any, for a robot without a gripper)."""
-    g = guess
+def robot_yaml(
+    tree: KinematicTree, guess: RobotGuess, model_ref: str, package_path: list[str], closing: Closing
+) -> str:
+    """The text of robot.yaml for `guess`, with comments saying what to check; `model_ref`: the model file as
+    the description names it; `closing`: the gripper's closing direction (any, for a robot without a gripper)."""
+    g, urdf = guess, tree.format is ModelFormat.URDF
+    part, parts = ("link", "links") if urdf else ("body", "bodies")
     lines = [
-        f"# Robot description written by `safety-monitor robot init` from {urdf.path.name} (robot {urdf.name!r}).",
+        f"# Robot description written by `safety-monitor robot init` from {tree.path.name} (robot {tree.name!r}).",
         "# Every line marked CHECK is a guess. Grounding loads this file as it is; docs/your_robot.md says how",
         "# to check it against a recording.",
         "",
-        f"urdf: {urdf_ref}",
-        f"{'' if package_path else '# '}package_path: {json.dumps(package_path or ['/path/to/ws/src'])}   # folders "
-        "holding <package>/ for package:// meshes",
-        "# (also searched: $SAFETY_MONITOR_PACKAGE_PATH, the ament index of a sourced workspace, the URDF's folders)",
-        "# mjcf: workcell.xml                # an MJCF world (table, fixtures) to attach the robot into",
-        "# base_pose: {position: [0, 0, 0], rpy: [0, 0, 0]}   # where the root link sits in that world",
+    ]
+    if urdf:
+        lines += [
+            f"urdf: {model_ref}",
+            f"{'' if package_path else '# '}package_path: {json.dumps(package_path or ['/path/to/ws/src'])}   # "
+            "folders holding <package>/ for package:// meshes",
+            "# (also searched: $SAFETY_MONITOR_PACKAGE_PATH, the ament index of a sourced workspace, the URDF's folders)",
+            "# mjcf: workcell.xml                # an MJCF world (table, fixtures) to attach the robot into",
+            "# base_pose: {position: [0, 0, 0], rpy: [0, 0, 0]}   # where the root link sits in that world",
+        ]
+    else:
+        lines.append(f"mjcf: {model_ref}   # the robot, and any fixtures, static bodies and objects beside it")
+    if tree.loops:
+        pairs = ", ".join(f"{a}-{b}" for a, b in tree.loops)
+        lines += [
+            f"# CHECK: <connect>/<weld> equalities close kinematic loops ({pairs}): the twin follows joint",
+            "# couplings only, so a body held by such a loop stays where the model puts it whatever the joints read;",
+            "# couple the loop's joints to the driven one with <equality><joint> (polycoef) to move it with them",
+        ]
+    if g.grasp_site is not None:
+        grasp = (
+            f"  end_effector: {{body: {g.grasp_body}, site: {g.grasp_site}}}   # CHECK: the grasp centre between "
+            "the fingertips; the MJCF's site of that name"
+        )
+    else:
+        named = f"; the {tree.format.name} names this {part} a tool centre point" if g.grasp_body != g.end_body else ""
+        grasp = (
+            f"  grasp_point: {{link: {g.grasp_body}, offset: [0.0, 0.0, 0.0]}}   # CHECK: the grasp centre between "
+            f"the fingertips, in this {part}'s frame (m){named}"
+        )
+    lines += [
         "",
         "robot:",
-        f"  base_body: {g.base_link}   # CHECK: the robot is this link's subtree",
+        f"  base_body: {g.base_body}   # CHECK: the robot is this {part}'s subtree",
         f"  arm_joints: {json.dumps(list(g.arm_joints))}   # CHECK: {len(g.arm_joints)} joints, base to wrist",
-        f"  grasp_point: {{link: {g.grasp_link}, offset: [0.0, 0.0, 0.0]}}   # CHECK: the grasp centre between the "
-        f"fingertips, in this link's frame (m){'; the URDF names this link a tool centre point' if g.grasp_link != g.end_link else ''}",
+        grasp,
         "  gripper:",
     ]
     if g.gripper is GripperKind.NONE:
         lines += [
-            "    kind: none   # CHECK: no joint named *finger* or *gripper* was found",
-            f"    hand_bodies: {json.dumps(list(g.hand_links))}   # the tool's links",
+            "    kind: none   # CHECK: no joint named *finger* or *gripper*, nor coupled to another, was found",
+            f"    hand_bodies: {json.dumps(list(g.hand_bodies))}   # the tool's {parts}",
         ]
     else:
-        what = "fingers that mimic it move with it" if g.gripper is GripperKind.ONE_JOINT else "one joint per finger"
+        what = "fingers coupled to it move with it" if g.gripper is GripperKind.ONE_JOINT else "one joint per finger"
         key = "closed_above" if closing.upward else "closed_below"
         lines += [
             f"    kind: {g.gripper.value}   # CHECK: {what}",
             f"    joints: {json.dumps(list(g.gripper_joints))}",
-            f"    fingers: {{left: {g.finger_links[0]}, right: {g.finger_links[1]}}}   # CHECK: links on either side "
-            "of a grasped object",
-            f"    hand_bodies: {json.dumps(list(g.hand_links))}   # gripper links other than the fingers",
+            f"    fingers: {{left: {g.finger_bodies[0]}, right: {g.finger_bodies[1]}}}   # CHECK: {parts} on either "
+            "side of a grasped object",
+            f"    hand_bodies: {json.dumps(list(g.hand_bodies))}   # gripper {parts} other than the fingers",
             f"    {key}: {closing.at:.6g}   # CHECK: {closing.evidence}",
         ]
-    if g.mimic:
+    ignored = g.other_joints
+    if g.followers and urdf:
         lines.append(
-            f"    # mimic joints, set from the joint they follow (frames may carry them): {', '.join(g.mimic)}"
+            f"    # mimic joints, set from the joint they follow (frames may carry them): {', '.join(g.followers)}"
         )
+    elif g.followers:  # a description accepts a URDF's mimic joints in frames, an MJCF's coupled ones when ignored
+        lines.append(
+            "    # joints coupled by <equality><joint>, set from the joint they follow (under ignored_joints, so "
+            f"frames may carry them): {', '.join(g.followers)}"
+        )
+        ignored = (*g.followers, *ignored)
+    limits = "the URDF's <limit>" if urdf else "the MJCF's range and actuatorfrcrange"
+    free = [j.child for j in tree.joints.values() if j.kind is JointKind.FLOATING]
     lines += [
         "",
-        f"ignored_joints: {json.dumps(list(g.other_joints))}   # CHECK: moving joints neither arm nor gripper; a "
+        f"ignored_joints: {json.dumps(list(ignored))}   # CHECK: moving joints neither arm nor gripper; a "
         "fixture joint goes under fixtures instead",
         "",
-        "joint_limits: {}   # per joint, over the URDF's <limit>: {position: [lower, upper], velocity: ..., effort: ...}",
+        f"joint_limits: {{}}   # per joint, over {limits}: {{position: [lower, upper], velocity: ..., effort: ...}}",
         "",
         "fixtures: {}   # e.g. drawer: {joint: drawer_slide, range: [0.0, 0.25], housing: [drawer_housing]}",
-        "static: {}     # e.g. table: {bodies: [table]}   (links of this URDF or bodies of the mjcf world)",
-        "objects: {}    # e.g. cube: {box: [0.02, 0.02, 0.02]}   (half sizes; poses on /objects/<name>/pose)",
+        "static: {}     # e.g. table: {bodies: [table]}   "
+        + ("(links of this URDF or bodies of the mjcf world)" if urdf else "(bodies of this MJCF)"),
+        "objects: {}    # e.g. cube: {box: [0.02, 0.02, 0.02]}   (half sizes; poses on /objects/<name>/pose)"
+        + (
+            f"; free bodies of this MJCF, each an object by its body (cube: {{body: cube}}): {', '.join(free)}"
+            if free
+            else ""
+        ),
         "",
     ]
     return "\n".join(lines)
@@ -267,19 +328,19 @@ def objects_yaml(default: Path) -> str:
     return head.rstrip() + "\n\nentities: {}   # every object, fixture and static body of robot.yaml -> its kind\n"
 
 
-def write_description(urdf: UrdfModel, out: Path, defaults: Path, package_path: list[Path]) -> list[Path]:
+def write_description(tree: KinematicTree, out: Path, defaults: Path, package_path: list[Path]) -> list[Path]:
     """robot.yaml, objects.yaml and thresholds.yaml (the defaults) in `out`; refuses to overwrite."""
     names = ("robot.yaml", "objects.yaml", "thresholds.yaml")
     there = [name for name in names if (out / name).exists()]
     if there:
         raise GroundingError(f"{out}: {', '.join(there)} already there; remove them or give another --out")
-    guess = guess_robot(urdf)
-    closing = guessed_closing(urdf, guess, "not measured")
+    guess = guess_robot(tree)
+    closing = guessed_closing(tree, guess, "not measured")
     if guess.gripper is not GripperKind.NONE:  # measured on the description as it will be written
-        draft = robot_yaml(urdf, guess, str(urdf.path.resolve()), [str(p.resolve()) for p in package_path], closing)
-        closing = gripper_closing(urdf, guess, draft)
+        draft = robot_yaml(tree, guess, str(tree.path.resolve()), [str(p.resolve()) for p in package_path], closing)
+        closing = gripper_closing(tree, guess, draft)
     texts = (
-        robot_yaml(urdf, guess, _relative(urdf.path, out), [_relative(p, out) for p in package_path], closing),
+        robot_yaml(tree, guess, _relative(tree.path, out), [_relative(p, out) for p in package_path], closing),
         objects_yaml(defaults / "objects.yaml"),
         (defaults / "thresholds.yaml").read_text(encoding="utf-8"),
     )

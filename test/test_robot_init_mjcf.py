@@ -1,0 +1,157 @@
+"""`safety-monitor robot init --mjcf`: the guesses made from small MJCF robots (mjcf_robots), that what it writes
+loads and grounds a grasp frame, and the one-line errors for models it cannot read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from mjcf_robots import arm_mjcf, write_mjcf
+from urdf_robots import LINK_LENGTH
+
+from safety_monitor.cli import main
+from safety_monitor.frames import RobotState
+from safety_monitor.grounding.description import GripperKind, load_robot_description
+from safety_monitor.grounding.grounder import Grounder
+from safety_monitor.grounding.semantics import load_object_catalog
+from safety_monitor.grounding.thresholds import load_thresholds
+from safety_monitor.grounding.twin import twin_for
+
+
+@dataclass(frozen=True)
+class Case:
+    n_joints: int
+    gripper: str
+    site: str | None
+    joints: tuple[str, ...]  # the gripper joints guessed
+    closed: float | None  # a gripper joint position where it is closed, and one where it is open
+    opened: float | None
+
+
+CASES = {
+    "equality_coupled_fingers": Case(6, "one_joint", None, ("gripper_joint",), 0.03, 0.0),
+    "no_gripper": Case(6, "none", None, (), None, None),
+    "two_fingers_tcp_site": Case(7, "two_fingers", "tcp", ("finger_left_joint", "finger_right_joint"), 0.01, 0.04),
+}
+
+
+def _init(folder: Path, *args, **options) -> tuple[int, Path]:
+    model = write_mjcf(folder, *args, **options)
+    return main(["robot", "init", "--mjcf", str(model), "--out", str(folder / "mine")]), folder / "mine"
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_robot_init_guesses_arm_gripper_and_grasp_centre_and_the_output_grounds_a_grasp_frame(tmp_path, name, capsys):
+    case = CASES[name]
+    code, out = _init(tmp_path, case.n_joints, case.gripper, site=case.site)
+    assert code == 0
+    assert f"arm: {case.n_joints} joints from base_link to " in capsys.readouterr().out
+    robot = load_robot_description(out / "robot.yaml")
+    assert robot.mjcf.resolve() == tmp_path / "robot.xml" and robot.urdf is None  # named relative to the output
+    assert "mjcf: ../robot.xml" in (out / "robot.yaml").read_text()
+    assert robot.arm_joints == tuple(f"joint{i}" for i in range(1, case.n_joints + 1))
+    assert robot.base_body == "base_link"
+    assert robot.gripper.kind is GripperKind(case.gripper) and robot.gripper.joints == case.joints
+    tool = "tool" if case.gripper == "none" else "hand"
+    assert robot.gripper.hand_bodies == (tool,)
+    if case.gripper != "none":
+        assert robot.gripper.finger_bodies == ("finger_left", "finger_right")
+        joints = robot.gripper.joints  # the closing direction, measured: the one-joint gripper closes upward
+        assert robot.gripper.closes_upward == (case.gripper == "one_joint")
+        assert robot.gripper.closed(dict.fromkeys(joints, case.closed))
+        assert not robot.gripper.closed(dict.fromkeys(joints, case.opened))
+        assert "(forward kinematics)" in (out / "robot.yaml").read_text()
+    assert (robot.ee_body, robot.ee_site) == ((tool, "tcp") if case.site else (tool, "grasp_point"))
+    assert robot.grasp_offset is None if case.site else np.allclose(robot.grasp_offset, 0.0)
+    coupled = {"finger_right_joint"} if case.gripper == "one_joint" else set()
+    assert robot.ignored_joints == {"drawer_slide"} | coupled  # frames may carry the coupled finger
+    thresholds = load_thresholds(out / "thresholds.yaml")
+    grounder = Grounder(
+        robot, load_object_catalog(out / "objects.yaml"), thresholds, 50.0, twin=twin_for(robot, thresholds)
+    )
+    names = (*robot.required_joints, *coupled)
+    grounder.step(RobotState(t=0.0, joint_names=names, joint_position=np.zeros(len(names))))
+    geometry = grounder.twin.compute(names, np.zeros(len(names)), {})
+    hand_z = 0.1 + (case.n_joints - 1) * LINK_LENGTH + LINK_LENGTH  # the arm straight up, all joints at 0
+    assert np.allclose(geometry.ee_position, [0.0, 0.0, hand_z + (0.06 if case.site else 0.0)])
+
+
+def test_the_coupled_finger_moves_with_the_guessed_joint_and_frames_may_carry_it(tmp_path, capsys):
+    code, out = _init(tmp_path, 6, "one_joint")
+    assert code == 0
+    robot = load_robot_description(out / "robot.yaml")
+    twin = twin_for(robot, load_thresholds(out / "thresholds.yaml"))
+    names = (*robot.required_joints, "finger_right_joint")
+    gaps = []
+    for q in (0.0, 0.03):  # the follower reads 0 throughout: the twin sets it from its leader
+        twin.compute(names, np.array([0.0] * (len(names) - 2) + [q, 0.0]), {})
+        gaps.append(twin.finger_gap())
+    assert gaps == pytest.approx([0.08, 0.02])
+
+
+def test_free_bodies_are_offered_as_objects_and_loops_are_named_with_what_to_do(tmp_path, capsys):
+    code, out = _init(tmp_path, 6, "one_joint", free_cube=True, loop=True)
+    assert code == 0
+    text = (out / "robot.yaml").read_text()
+    assert "free bodies of this MJCF, each an object by its body (cube: {body: cube}): cube" in text
+    assert "kinematic loops (finger_left-finger_right)" in text and "<equality><joint>" in text
+    assert load_robot_description(out / "robot.yaml").gripper.kind is GripperKind.ONE_JOINT
+
+
+def test_robot_init_never_overwrites(tmp_path, capsys):
+    assert _init(tmp_path, 6, "none")[0] == 0
+    assert _init(tmp_path, 6, "none")[0] == 2
+    assert "already there" in capsys.readouterr().err
+
+
+NO_JOINTS = '<mujoco><worldbody><body name="post"><geom type="box" size="0.1 0.1 0.1"/></body></worldbody></mujoco>'
+MISSING_MESH = (
+    arm_mjcf(6, "none")
+    .replace("<worldbody>", '<asset><mesh name="shell" file="meshes/shell.stl"/></asset><worldbody>')
+    .replace('<geom type="box" size="0.05 0.05 0.05"', '<geom type="mesh" mesh="shell"')
+)
+
+
+@pytest.mark.parametrize(
+    "text, args, message",
+    [
+        (None, [], "cannot read MJCF '{model}': no such file"),
+        (
+            "<mujoco><worldbody><body></worldbody></mujoco>",
+            [],
+            "{model}: MuJoCo cannot load this MJCF: XML parse error",
+        ),
+        (MISSING_MESH, [], "Error opening file 'meshes/shell.stl' (a mesh or other asset it names is missing"),
+        (NO_JOINTS, [], "{model}: no moving joint (revolute, continuous or prismatic): nothing to watch"),
+        (arm_mjcf(6, "none"), ["--package-path", "."], "--package-path serves --urdf"),
+        (arm_mjcf(6, "none"), ["--urdf", "robot.urdf"], "argument --urdf: not allowed with argument --mjcf"),
+    ],
+)
+def test_models_it_cannot_read_are_one_line_errors(tmp_path, capsys, monkeypatch, text, args, message):
+    monkeypatch.chdir(tmp_path)
+    model = tmp_path / "robot.xml"
+    if text is not None:
+        model.write_text(text)
+    try:
+        code = main(["robot", "init", "--mjcf", str(model), "--out", "mine", *args])
+    except SystemExit as exc:  # argparse's usage errors
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err
+    assert message.format(model=model) in err
+    assert not (tmp_path / "mine").exists()
+
+
+def test_an_mjcf_born_description_takes_a_grasp_point_moved_by_hand(tmp_path, capsys):
+    """What a user does next (docs/your_robot.md): move the grasp centre; the twin adds the site there."""
+    code, out = _init(tmp_path, 6, "one_joint")
+    doc = yaml.safe_load((out / "robot.yaml").read_text())
+    doc["robot"]["grasp_point"]["offset"] = [0.0, 0.0, 0.05]
+    (out / "robot.yaml").write_text(yaml.safe_dump(doc))
+    robot = load_robot_description(out / "robot.yaml")
+    twin = twin_for(robot, load_thresholds(out / "thresholds.yaml"))
+    geometry = twin.compute(robot.required_joints, np.zeros(len(robot.required_joints)), {})
+    assert np.allclose(geometry.ee_position, [0.0, 0.0, 0.1 + 6 * LINK_LENGTH + 0.05])
