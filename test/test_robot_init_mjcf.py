@@ -155,3 +155,16 @@ def test_an_mjcf_born_description_takes_a_grasp_point_moved_by_hand(tmp_path, ca
     twin = twin_for(robot, load_thresholds(out / "thresholds.yaml"))
     geometry = twin.compute(robot.required_joints, np.zeros(len(robot.required_joints)), {})
     assert np.allclose(geometry.ee_position, [0.0, 0.0, 0.1 + 6 * LINK_LENGTH + 0.05])
+
+
+def test_coupled_joints_are_the_gripper_whatever_their_names(tmp_path, capsys):
+    """Menagerie's Robotiq 2F-85 names its driven joints `*_driver_joint`, coupled by an equality: no gripper
+    word, yet neither an arm joint nor a joint to ignore."""
+    text = (
+        arm_mjcf(6, "one_joint").replace("gripper_joint", "left_driver").replace("finger_right_joint", "right_driver")
+    )
+    (tmp_path / "robot.xml").write_text(text)
+    assert main(["robot", "init", "--mjcf", str(tmp_path / "robot.xml"), "--out", str(tmp_path / "mine")]) == 0
+    assert "arm: 6 joints from base_link to hand; gripper: one_joint (left_driver)" in capsys.readouterr().out
+    robot = load_robot_description(tmp_path / "mine" / "robot.yaml")
+    assert robot.gripper.closes_upward and robot.ignored_joints == {"right_driver", "drawer_slide"}
