@@ -46,7 +46,7 @@ def arm_mjcf(n_joints: int, gripper: str, site: str | None = None, free_cube: bo
     body += hand + "</body>" + "</body>" * n_joints
     cube = '<body name="cube" pos="0.4 0 0.02"><freejoint name="cube_free"/><geom type="box" size="0.02 0.02 0.02"/></body>'
     return (
-        '<mujoco model="toy_arm">\n  <compiler autolimits="true"/>\n  <worldbody>\n'
+        '<mujoco model="toy_arm">\n  <compiler angle="radian" autolimits="true"/>\n  <worldbody>\n'
         '    <body name="table" pos="0.4 0 -0.02"><geom type="box" size="0.6 0.6 0.02"/></body>\n'
         f'    <body name="base_link"><geom type="box" size="0.05 0.05 0.05" pos="0 0 0.05"/>{body}</body>\n'
         '    <body name="drawer_housing" pos="0.6 0.4 0.15"><geom type="box" size="0.15 0.15 0.15"/></body>\n'

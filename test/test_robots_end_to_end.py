@@ -1,6 +1,7 @@
-"""Three URDF robots unlike the workcell, end to end (issue 14): a 7-joint arm with a two-finger gripper and
-package:// collision meshes, a 6-joint arm with no gripper, and a 6-joint arm whose single gripper joint
-(mimic fingers) comes on its own JointState topic at half the rate. For each, a bag written with rosbags
+"""Robots unlike the workcell, end to end (issue 14): three URDF robots, a 7-joint arm with a two-finger gripper
+and package:// collision meshes, a 6-joint arm with no gripper, and a 6-joint arm whose single gripper joint
+(mimic fingers) comes on its own JointState topic at half the rate; and an MJCF robot, the 6-joint arm whose
+fingers an equality couples, described by `robot init --mjcf` and the edits a user makes. For each, a bag written with rosbags
 (`BagWriter`) scripts a grasp, an unreleased drop, a joint-limit breach and an encoder jump; replay and the
 live estimator and monitor nodes (each its own process, fed by `bag_player` in lockstep with the bag's
 log times) must both give exactly the events the script implies.
@@ -30,7 +31,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from urdf_robots import write_robot
+from mjcf_robots import write_mjcf
+from urdf_robots import OBJECTS, description, write_robot
 
 from safety_monitor.enums import EventKind, IssueKind, LogRecordKind
 from safety_monitor.frames import Pose
@@ -60,12 +62,14 @@ class Robot:
     closed: float | None  # gripper joint positions
     opened: float | None
     own_topic: bool  # the gripper on /gripper/joint_states at half the rate
+    mjcf: bool = False  # the MJCF twin of the arm, described by `robot init --mjcf` and a user's edits
 
 
 ROBOTS = {
     "seven_joint_two_fingers_meshes": Robot(7, "two_fingers", True, 0.02, 0.04, False),
     "six_joint_no_gripper": Robot(6, "none", False, None, None, False),
     "six_joint_one_joint_gripper_topic": Robot(6, "one_joint", False, 0.02, 0.0, True),
+    "six_joint_mjcf_equality_gripper": Robot(6, "one_joint", False, 0.02, 0.0, False, mjcf=True),
 }
 GRIPPER_TOPIC = "/gripper/joint_states"
 
@@ -119,7 +123,10 @@ def mapping(robot: Robot) -> dict:
 
 def write_setup(folder: Path, robot: Robot) -> tuple[Path, Path]:
     """robot.yaml (with its URDF) and the nodes' parameter file (replay reads it too), with its topics_file."""
-    description = write_robot(folder / "robot", robot.n_joints, robot.gripper, robot.mesh)
+    if robot.mjcf:
+        description = _mjcf_description(folder, robot)
+    else:
+        description = write_robot(folder / "robot", robot.n_joints, robot.gripper, robot.mesh)
     topics = folder / "topics.yaml"
     topics.write_text(yaml.safe_dump(mapping(robot)))
     params = folder / "nodes.yaml"
@@ -131,6 +138,28 @@ def write_setup(folder: Path, robot: Robot) -> tuple[Path, Path]:
     }
     params.write_text(yaml.safe_dump({"/**": {"ros__parameters": settings}}))
     return description, params
+
+
+def _mjcf_description(folder: Path, robot: Robot) -> Path:
+    """robot.yaml as `robot init --mjcf` writes it, with what docs/your_robot.md has the user add: the grasp
+    centre, where the gripper holds the cube, velocity limits (an MJCF has none), the drawer, table and cube."""
+    from safety_monitor.cli import main
+
+    model = write_mjcf(folder / "model", robot.n_joints, robot.gripper)
+    assert main(["robot", "init", "--mjcf", str(model), "--out", str(folder / "robot")]) == 0
+    path = folder / "robot" / "robot.yaml"
+    doc = yaml.safe_load(path.read_text())
+    mine = description(robot.n_joints, robot.gripper)
+    doc["robot"]["grasp_point"] = mine["robot"]["grasp_point"]
+    doc["robot"]["gripper"]["closed_above"] = mine["robot"]["gripper"]["closed_above"]
+    doc["joint_limits"] = {j: {"velocity": 2.0} for j in doc["robot"]["arm_joints"]} | {
+        "gripper_joint": {"velocity": 0.2}
+    }
+    doc["ignored_joints"].remove("drawer_slide")
+    doc |= {k: mine[k] for k in ("fixtures", "static", "objects")}
+    path.write_text(yaml.safe_dump(doc))
+    (folder / "robot" / "objects.yaml").write_text(yaml.safe_dump(OBJECTS))
+    return path
 
 
 def write_bag(path: Path, description: Path, robot: Robot) -> None:
