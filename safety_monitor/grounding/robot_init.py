@@ -277,7 +277,8 @@ def robot_yaml(
             f"    hand_bodies: {json.dumps(list(g.hand_bodies))}   # the tool's {parts}",
         ]
     else:
-        what = "fingers coupled to it move with it" if g.gripper is GripperKind.ONE_JOINT else "one joint per finger"
+        coupling = "that mimic it" if urdf else "coupled to it by an equality"
+        what = f"fingers {coupling} move with it" if g.gripper is GripperKind.ONE_JOINT else "one joint per finger"
         key = "closed_above" if closing.upward else "closed_below"
         lines += [
             f"    kind: {g.gripper.value}   # CHECK: {what}",
