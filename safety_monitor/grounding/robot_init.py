@@ -248,9 +248,9 @@ def robot_yaml(
     if tree.loops:
         pairs = ", ".join(f"{a}-{b}" for a, b in tree.loops)
         lines += [
-            f"# CHECK: <connect>/<weld> equalities close kinematic loops ({pairs}): the twin follows joint",
-            "# couplings only, so a body held by such a loop stays where the model puts it whatever the joints read;",
-            "# couple the loop's joints to the driven one with <equality><joint> (polycoef) to move it with them",
+            f"# CHECK: <connect>/<weld> equalities close kinematic loops ({pairs}):",
+            "# the twin follows joint couplings only, so a body held by such a loop stays where the model puts it",
+            "# whatever the joints read; couple the loop's joints to the driven one with <equality><joint> (polycoef)",
         ]
     if g.grasp_site is not None:
         grasp = (
