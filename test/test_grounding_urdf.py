@@ -299,6 +299,7 @@ def test_robot_init_writes_a_description_that_loads_with_the_guessed_arm_and_gri
             dict.fromkeys(joints, opened)
         )
         assert "0.08 m apart at" in (out / "robot.yaml").read_text()
+        assert robot.grasp_offset == pytest.approx([0.0, 0.0, 0.06])  # measured: the pads' centre, 6 cm out
     assert main(argv) == 2  # never overwrites
     assert "already there" in capsys.readouterr().err
 

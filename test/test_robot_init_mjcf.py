@@ -65,7 +65,11 @@ def test_robot_init_guesses_arm_gripper_and_grasp_centre_and_the_output_grounds_
         assert not robot.gripper.closed(dict.fromkeys(joints, case.opened))
         assert "(forward kinematics)" in (out / "robot.yaml").read_text()
     assert (robot.ee_body, robot.ee_site) == ((tool, "tcp") if case.site else (tool, "grasp_point"))
-    assert robot.grasp_offset is None if case.site else np.allclose(robot.grasp_offset, 0.0)
+    pads = 0.0 if case.gripper == "none" else 0.06  # the finger pads' centre (and the tcp site) out from the hand
+    if case.site:
+        assert robot.grasp_offset is None
+    else:  # measured midway between the open fingers' pads; nothing to measure without fingers
+        assert robot.grasp_offset == pytest.approx([0.0, 0.0, pads])
     coupled = {"finger_right_joint"} if case.gripper == "one_joint" else set()
     assert robot.ignored_joints == {"drawer_slide"} | coupled  # frames may carry the coupled finger
     thresholds = load_thresholds(out / "thresholds.yaml")
@@ -76,7 +80,7 @@ def test_robot_init_guesses_arm_gripper_and_grasp_centre_and_the_output_grounds_
     grounder.step(RobotState(t=0.0, joint_names=names, joint_position=np.zeros(len(names))))
     geometry = grounder.twin.compute(names, np.zeros(len(names)), {})
     hand_z = 0.1 + (case.n_joints - 1) * LINK_LENGTH + LINK_LENGTH  # the arm straight up, all joints at 0
-    assert np.allclose(geometry.ee_position, [0.0, 0.0, hand_z + (0.06 if case.site else 0.0)])
+    assert np.allclose(geometry.ee_position, [0.0, 0.0, hand_z + pads])
 
 
 def test_the_coupled_finger_moves_with_the_guessed_joint_and_frames_may_carry_it(tmp_path, capsys):
@@ -88,7 +92,7 @@ def test_the_coupled_finger_moves_with_the_guessed_joint_and_frames_may_carry_it
     gaps = []
     for q in (0.0, 0.03):  # the follower reads 0 throughout: the twin sets it from its leader
         twin.compute(names, np.array([0.0] * (len(names) - 2) + [q, 0.0]), {})
-        gaps.append(twin.finger_gap())
+        gaps.append(twin.finger_gap().gap)
     assert gaps == pytest.approx([0.08, 0.02])
 
 

@@ -164,6 +164,7 @@ class Closing:
     upward: bool
     at: float
     evidence: str  # the CHECK comment: what was measured, or why the direction is a guess
+    centre: tuple[float, float, float] | None = None  # midway between the open fingers, grasp body's frame (m)
 
 
 def gripper_closing(tree: KinematicTree, guess: RobotGuess, draft: str) -> Closing:
@@ -178,22 +179,28 @@ def gripper_closing(tree: KinematicTree, guess: RobotGuess, draft: str) -> Closi
         twin = KinematicTwin(parse_robot_description(yaml.safe_load(draft), "robot.yaml"), 0.0)
     except GroundingError as exc:
         return guessed_closing(tree, guess, f"no twin: {exc}")
-    gaps = []
+    gaps, middles = [], []
     for side in (0, 1):
         twin.compute(guess.gripper_joints, np.array([end[side] for end in ends], dtype=float), {})
-        gaps.append(twin.finger_gap())
+        measured = twin.finger_gap()
+        if measured is None:
+            return guessed_closing(tree, guess, "a finger has no collision geometry to measure")
+        gaps.append(measured.gap)
+        middles.append(twin.in_body_frame(guess.grasp_body, measured.middle))
     low, high = gaps
-    if low is None or high is None:
-        return guessed_closing(tree, guess, "a finger has no collision geometry to measure")
     if abs(low - high) < _SAME_GAP:
         return guessed_closing(tree, guess, f"the fingers are {_apart(low)} at both limits")
     lo, hi = _range(tree, guess)
     upward = high < low
+    # the grasp centre from the open fingers: closed, they may touch along more than their pads
+    opened = 0 if upward else 1
+    x, y, z = (round(float(v), 4) + 0.0 for v in middles[opened])  # + 0.0: no "-0.0" in the file
     return Closing(
         upward,
         lo + _OPEN_SHARE * (hi - lo) if upward else lo + (1 - _OPEN_SHARE) * (hi - lo),
         f"joint range [{lo:g}, {hi:g}]; fingers {_apart(low)} at {lo:g}, {_apart(high)} at {hi:g} (forward "
         f"kinematics): closed {'above' if upward else 'below'} this",
+        (x, y, z) if gaps[opened] > _SAME_GAP else None,
     )
 
 
@@ -257,11 +264,18 @@ def robot_yaml(
             f"  end_effector: {{body: {g.grasp_body}, site: {g.grasp_site}}}   # CHECK: the grasp centre between "
             "the fingertips; the MJCF's site of that name"
         )
-    else:
-        named = f"; the {tree.format.name} names this {part} a tool centre point" if g.grasp_body != g.end_body else ""
+    elif g.grasp_body != g.end_body:
         grasp = (
             f"  grasp_point: {{link: {g.grasp_body}, offset: [0.0, 0.0, 0.0]}}   # CHECK: the grasp centre between "
-            f"the fingertips, in this {part}'s frame (m){named}"
+            f"the fingertips, in this {part}'s frame (m); the {tree.format.name} names this {part} a tool centre point"
+        )
+    else:
+        measured = closing.centre is not None
+        how = "measured midway between the open fingers' facing geoms (forward kinematics)"
+        grasp = (
+            f"  grasp_point: {{link: {g.grasp_body}, offset: {json.dumps(list(closing.centre or (0.0, 0.0, 0.0)))}}}"
+            f"   # CHECK: the grasp centre between the fingertips, in this {part}'s frame (m)"
+            + (f"; {how}" if measured else "")
         )
     lines += [
         "",

@@ -25,6 +25,7 @@ import functools
 import hashlib
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,16 @@ from safety_monitor.grounding.urdf import JointLimit, suggest
 _Plan = tuple[tuple[np.ndarray, ...] | None, list[bool], ContactPlan | None]
 _PARK = 1000.0  # objects without a usable pose are parked this far away, spaced apart
 _FAR = 10.0  # m: beyond any gripper's opening (mj_geomDistance reports no gap larger than its bound)
+_SAME_PAD = 1e-3  # m: finger geom pairs this near the nearest pair's gap face each other across the grasp
+
+
+@dataclass(frozen=True)
+class FingerGap:
+    """The smallest signed surface gap between the left and the right finger's geoms, and the world point
+    midway between the geoms that face each other across it."""
+
+    gap: float
+    middle: np.ndarray
 
 
 class KinematicTwin:
@@ -133,14 +144,26 @@ class KinematicTwin:
         mujoco.mj_saveModel(self.model, None, saved)
         return hashlib.sha256(saved.tobytes()).hexdigest()
 
-    def finger_gap(self) -> float | None:
-        """Smallest signed surface gap between the left and the right finger's geoms in the pose of the last
-        compute (how far open the gripper is there); None when a finger has no collision geometry."""
+    def finger_gap(self) -> FingerGap | None:
+        """How far open the gripper is in the pose of the last compute, and where between its fingers; None when
+        a finger has no collision geometry. The middle is taken between the centres of the geoms that face each
+        other (every pair within 1 mm of the nearest): the nearest points of parallel pads are only some corner
+        of them."""
         m, d = self.model, self.data
         left, right = (np.flatnonzero(self.geom_entity == self.entities.index(side)).tolist() for side in FINGER_PARTS)
         if not (left and right):
             return None
-        return min(mujoco.mj_geomDistance(m, d, a, b, _FAR, None) for a in left for b in right)
+        gaps = {(a, b): mujoco.mj_geomDistance(m, d, a, b, _FAR, None) for a in left for b in right}
+        nearest = min(gaps.values())
+        facing = [pair for pair, gap in gaps.items() if gap <= nearest + _SAME_PAD]
+        sides = ({a for a, _ in facing}, {b for _, b in facing})
+        middle = sum(d.geom_xpos[sorted(side)].mean(axis=0) for side in sides) / 2
+        return FingerGap(nearest, middle)
+
+    def in_body_frame(self, body: str, point: np.ndarray) -> np.ndarray:
+        """World `point` in the frame of `body` as the last compute placed it."""
+        b = self.model.body(body).id
+        return self.data.xmat[b].reshape(3, 3).T @ (point - self.data.xpos[b])
 
     def restart(self) -> None:
         """Back to the state it was built in (MjData as new, nothing kept from earlier frames), so one model
