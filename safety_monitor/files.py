@@ -1,4 +1,5 @@
-"""Reading the files a user hands the package: UTF-8 text of bounded size, and YAML without aliases.
+"""Reading the files a user hands the package (UTF-8 text of bounded size, YAML without aliases), and
+writing the ones it hands back whole or not at all.
 
 Spec files, plans, candidate formulas, `--topics` maps, parameter files and traces all come through
 here, so each fails the same way: one line naming the file and what is wrong with it. YAML aliases are
@@ -16,7 +17,9 @@ each is refused where a boolean is expected rather than guessed at.
 from __future__ import annotations
 
 import json
+import os
 import re
+import secrets
 import sys
 from pathlib import Path
 from typing import Any, ClassVar
@@ -60,6 +63,25 @@ def read_text(path: str | Path, what: str, error: type[SafetyMonitorError], max_
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise error(f"{path}: not UTF-8 text, so not a {what} ({exc.reason} at byte {exc.start})") from None
+
+
+def write_file(path: str | Path, data: str | bytes, what: str, error: type[SafetyMonitorError]) -> None:
+    """Write `data` (text as UTF-8) to `path`, a `what` (e.g. "planner feedback"), whole or not at all: into
+    a new file beside it, renamed over it once complete. A full disk, a read-only folder or an I/O error
+    leaves no half-written file and `path` as it was; `error` names the file and the problem."""
+    path = Path(path)
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies, as for open()
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data.encode("utf-8") if isinstance(data, str) else data)
+            os.replace(temporary, path)
+        except BaseException:  # Ctrl-C too: no temporary file is left behind
+            temporary.unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        raise error(f"{path}: cannot write {what}: {exc.strerror or exc}; nothing of it was written") from None
 
 
 def load_yaml(path: str | Path, what: str, error: type[SafetyMonitorError], max_bytes: int = MAX_YAML_BYTES) -> Any:

@@ -206,7 +206,10 @@ def _parser() -> Lark:
         raise ToolMissingError("the Python package ltlf2dfa is not installed (pip install ltlf2dfa)")
     folder = Path(next(iter(spec.submodule_search_locations))) / "parser"
     grammar = (folder / "ltlf.lark").read_text(encoding="utf-8") + _BOUNDED_GRAMMAR
-    return Lark(grammar, parser="lalr", import_paths=[str(folder)], cache=True)
+    try:
+        return Lark(grammar, parser="lalr", import_paths=[str(folder)], cache=True)
+    except OSError:  # lark's cache lives in the temporary folder, and there is none with room (a full disk)
+        return Lark(grammar, parser="lalr", import_paths=[str(folder)])
 
 
 # ltlf2dfa's grammar with the bounded operators added at the precedence of their unbounded forms
