@@ -1,5 +1,6 @@
-"""Files the commands write (--report, --feedback, robot init's --out) on a disk that refuses writes: one
-error line naming the file, exit code 2, no half-written file, and an earlier file of that name kept.
+"""Files the commands write (--report, --feedback, robot init's --out, sim's --record) on a disk that
+refuses writes: one error line naming the file, exit code 2, no half-written file, and an earlier file of
+that name kept (a bag keeps what was written).
 On such a disk the temporary folder is full too: formulas still parse (lark's grammar cache is skipped),
 and a formula MONA must compile is one error line (its input file has no room), not an internal error.
 
@@ -108,3 +109,17 @@ def test_a_formula_mona_must_compile_with_no_room_for_its_input_is_one_error_lin
     assert list((tmp_path / "cache").rglob("*.tmp")) == []
     run = run_limited(argv, tmp_path, None, {"SAFETY_MONITOR_CACHE_DIR": str(tmp_path / "cache")})
     assert run.returncode == 0 and "equivalent" in run.stdout, run.stderr
+
+
+def test_sim_recording_to_a_full_disk_stops_with_one_line(tmp_path):
+    """The recorder's first refused write stops the run (as a refused event log does), and what was
+    written stays; before, the recorder's callback raised inside rclpy's executor: a traceback."""
+    run = run_limited(
+        ["sim", "--fault", "none", "--episodes", "1", "--record", "rec", "--events", "events.jsonl"],
+        tmp_path,
+        200_000,
+        {"ROS_HOME": str(tmp_path)},
+    )
+    assert_one_error_line(run, "cannot write the bag rec: File too large; run stopped", "message(s) not recorded")
+    assert [p.name for p in (tmp_path / "rec").iterdir()] == ["rec.mcap"]
+    assert (tmp_path / "rec" / "rec.mcap").stat().st_size > 0
