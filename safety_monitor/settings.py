@@ -276,13 +276,19 @@ def _nearest(name: str, known: Mapping[str, Any]) -> str:
 def load_settings(path: str | Path) -> NodeSettings:
     """The settings a ROS 2 parameter file gives each node, as rcl applies them: the `/**` section first,
     then the sections named after a node (any namespace). A parameter no node declares is an error (a
-    typo would otherwise leave a default silently in force)."""
+    typo would otherwise leave a default silently in force), and so is a file with none of these sections."""
     where = f"parameter file {path}"
     doc = load_yaml(path, "parameter file", SettingsError, MAX_SETTINGS_BYTES)
     if not isinstance(doc, Mapping):
         raise SettingsError(f"{where}: expected a ROS 2 parameter file (a mapping of node names)")
     values: dict[str, dict[str, Any]] = {"topics": {}, "identity": {}, **{section: {} for section in NODES.values()}}
     sections = [key for key in doc if key == "/**"] + [key for key in doc if _node_of(key) is not None]
+    if not sections:  # a spec file or another stack's parameters: every default would apply unsaid
+        keys = ", ".join(map(str, list(doc)[:5])) + (", ..." if len(doc) > 5 else "")
+        raise SettingsError(
+            f"{where}: no section for /**, {', '.join(NODES)} (it has: {keys or 'nothing'}); "
+            "not the nodes' parameter file"
+        )
     for key in sections:
         body = doc[key]
         params = body.get("ros__parameters") if isinstance(body, Mapping) else None

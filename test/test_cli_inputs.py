@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import re
 
 import pytest
 from urdf_robots import arm_urdf
@@ -106,6 +107,44 @@ def test_an_alias_bomb_is_refused_before_it_expands():
     with pytest.raises(SourceError, match="line 1 is reused"):
         parse_yaml(BOMB, "bomb.yaml", SourceError)
     assert parse_yaml("a: &x 1\nb: 2\n", "anchor.yaml", SourceError) == {"a": 1, "b": 2}  # an unused anchor is fine
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("predicates: [a]\npredicates: [b]\n", "key 'predicates' is given twice in one mapping (lines 1 and 2)"),
+        ("- {name: p, formula: 'G(a)', formula: 'F(a)'}\n", "key 'formula' is given twice in one mapping (line 1)"),
+        ("a:\n  b: 1\n  c: 2\n  b: 3\n", "key 'b' is given twice in one mapping (lines 2 and 4)"),
+    ],
+)
+def test_yaml_keys_given_twice_are_refused(text, message):
+    """YAML parsers keep the last of two equal keys silently: a second `formula:` would replace the first."""
+    with pytest.raises(SourceError, match=re.escape(f"dup.yaml: {message}")):
+        parse_yaml(text, "dup.yaml", SourceError)
+    assert parse_yaml("a: {b: 1}\nc: {b: 2}\n'1': x\n1: y\n", "ok.yaml", SourceError) == {
+        "a": {"b": 1},
+        "c": {"b": 2},
+        "1": "x",
+        1: "y",
+    }
+
+
+def test_json_lines_refuse_keys_given_twice_and_deep_nesting(tmp_path, capsys):
+    """Trace and formula files: a key twice in one object, and nesting past the parser's recursion (an
+    internal error before), are one-line errors naming file and line."""
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"a": true}\n{"a": true, "a": false}\n')
+    with pytest.raises(SourceError, match=re.escape("t.jsonl:2: key 'a' is given twice in one object")):
+        read_trace(trace)
+    candidates = tmp_path / "c.jsonl"
+    candidates.write_text('{"id": "p", "formula": "G(a)", "formula": "F(a)"}\n')
+    code, err = run(["equiv", "--candidates", str(candidates), "--reference", str(candidates)], capsys)
+    assert_one_line_error("equiv", code, err)
+    assert "c.jsonl:1: key 'formula' is given twice in one object" in err
+    trace.write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    code, err = run(["eval", "--formula", "G(a)", "--trace", str(trace)], capsys)
+    assert_one_line_error("eval", code, err)
+    assert "t.jsonl:1: JSON nested too deeply" in err
 
 
 def test_yaml_booleans_are_true_and_false_only():

@@ -61,6 +61,13 @@ def test_node_sections_override_the_shared_one():
         ("/**:\n  ros__parameters:\n    topics:\n      event: x\n", "did you mean 'events'?"),
         ("/**: 3\n", "section '/**' has no ros__parameters mapping"),
         ("[1, 2]\n", "expected a ROS 2 parameter file"),
+        (  # a spec file given as --params: every default would have applied, unsaid
+            "predicates: [a]\nproperties: []\n",
+            "no section for /**, estimator_node, monitor_node, sim_node (it has: predicates, properties); "
+            "not the nodes' parameter file",
+        ),
+        ("robot_state_publisher:\n  ros__parameters: {publish_frequency: 50.0}\n", "(it has: robot_state_publisher)"),
+        ("{}\n", "(it has: nothing)"),
         ("a: &x [1]\nb: *x\n", "YAML aliases are not allowed"),
         ("/**:\n  ros__parameters: {\n", "not valid YAML"),
     ],

@@ -12,6 +12,7 @@ from safety_monitor.errors import SourceError
 from safety_monitor.frames import Pose, Wrench
 from safety_monitor.io import messages as m
 from safety_monitor.io.bag import BagReader, BagWriter, default_typestore, find_bags
+from safety_monitor.verify.trajectories import load as load_trajectories
 
 TOPICS = {"/joint_states", "/wrist_wrench", "/objects/mug/pose", "/safety_monitor/predicates", "/clock"}
 
@@ -65,6 +66,17 @@ def test_bare_storage_files_and_folders_of_bags_are_found(tmp_path):
         find_bags([tmp_path / "empty"])
     with pytest.raises(SourceError, match="no such file"):
         find_bags([tmp_path / "missing"])
+
+
+def test_a_bags_metadata_yaml_names_the_bag_and_other_files_are_refused(tmp_path):
+    """Before, both went to rosbags as storage files: "Unrecognized storage format '.yaml'", a bag failed
+    (exit 1) rather than a bad argument, and ctl read metadata.yaml as a JSON trace."""
+    a = _write(tmp_path / "a", n=2)
+    assert find_bags([a / "metadata.yaml"]) == [a]
+    (tmp_path / "spec.yaml").write_text("predicates: [a]\n")
+    with pytest.raises(SourceError, match=r"spec\.yaml: not a bag \(give a bag folder, an \.mcap or \.db3 file"):
+        find_bags([a, tmp_path / "spec.yaml"])
+    assert [t.name for t in load_trajectories([a / "metadata.yaml"])] == [str(a)]
 
 
 def test_a_folder_of_links_to_bags_finds_each_bag_once_and_a_link_back_up_ends_the_search(tmp_path):

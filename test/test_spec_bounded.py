@@ -172,6 +172,9 @@ def test_parse_prints_and_rejects_bounds():
         parse("F[<=2.5] a")
     with pytest.raises(SpecError, match=f"more than the {MAX_BOUND_FRAMES} a table supports"):
         parse(f"F[<={MAX_BOUND_FRAMES + 1}] a")
+    for bad in ("F[<=-5s] a", "F[2,5] a", "G[<=x] a", "F[<5] a"):  # the '[' at fault, and how to write one
+        with pytest.raises(SpecError, match=r"column \d+: unexpected character '\[' \(a bound is only an upper one"):
+            parse(bad)
     with pytest.raises(SpecError, match="no control rate is known"):
         compile_formula("F[<=1s] a")
     with pytest.raises(SpecError, match=f"at 500 Hz is {60 * 500} frames, more than the {MAX_BOUND_FRAMES}"):

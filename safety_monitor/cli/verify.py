@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from safety_monitor.arguments import whole
@@ -266,7 +265,6 @@ def _ctl(args: argparse.Namespace) -> int:
 
 
 def _write(path: str, text: str) -> None:
-    try:
-        Path(path).write_text(text + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise SourceError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    from safety_monitor.files import write_file
+
+    write_file(path, text + "\n", "planner feedback", SourceError)

@@ -24,6 +24,7 @@ import numpy as np
 import yaml
 
 from safety_monitor.errors import GroundingError
+from safety_monitor.files import write_file
 from safety_monitor.grounding.description import GripperKind, parse_robot_description
 from safety_monitor.grounding.kinematic_tree import MOVING, JointKind, KinematicTree, ModelFormat, TreeJoint
 from safety_monitor.grounding.twin import KinematicTwin
@@ -359,10 +360,20 @@ def write_description(tree: KinematicTree, out: Path, defaults: Path, package_pa
         objects_yaml(defaults / "objects.yaml"),
         (defaults / "thresholds.yaml").read_text(encoding="utf-8"),
     )
-    out.mkdir(parents=True, exist_ok=True)
-    for name, text in zip(names, texts):
-        (out / name).write_text(text, encoding="utf-8")
-    return [out / name for name in names]
+    written: list[Path] = []
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for name, text in zip(names, texts):
+            write_file(out / name, text, "robot description", GroundingError)
+            written.append(out / name)
+    except OSError as exc:
+        raise GroundingError(f"--out {out}: cannot make the folder: {exc.strerror or exc}") from None
+    except GroundingError as exc:  # a set without all three would be refused as "already there" next time
+        for path in written:
+            path.unlink(missing_ok=True)
+        removed = f" ({', '.join(p.name for p in written)} removed again)" if written else ""
+        raise GroundingError(f"{exc}{removed}") from None
+    return written
 
 
 def _relative(path: Path, out: Path) -> str:

@@ -58,16 +58,26 @@ def _is_bag_dir(path: Path) -> bool:
     return (path / "metadata.yaml").is_file()
 
 
+def bag_argument(path: Path) -> Path:
+    """A bag as a user may name it: its metadata.yaml stands for its folder (the bag rosbags opens)."""
+    return path.parent if path.name == "metadata.yaml" and path.is_file() else path
+
+
 def find_bags(paths: Iterable[str | Path]) -> list[Path]:
-    """Expand arguments into bags: bag directories, bare .mcap/.db3 files, and folders searched
-    recursively for either (files inside a bag directory belong to that bag). Sorted per argument.
+    """Expand arguments into bags: bag directories (or their metadata.yaml), bare .mcap/.db3 files, and
+    folders searched recursively for either (files inside a bag directory belong to that bag); any other
+    file is refused, before any bag is opened. Sorted per argument.
     Symlinked folders are searched too (a selection of runs is often a folder of links), each real folder
     once, so a link back up the tree ends there."""
     found: list[Path] = []
     for arg in paths:
-        path = Path(arg)
+        path = bag_argument(Path(arg))
         if not path.exists():
             raise SourceError(f"{path}: no such file or folder")
+        if path.is_file() and not path.name.endswith(BAG_FILE_SUFFIXES):
+            raise SourceError(
+                f"{path}: not a bag (give a bag folder, an {' or '.join(BAG_FILE_SUFFIXES)} file, or a folder of bags)"
+            )
         if path.is_file() or _is_bag_dir(path):
             found.append(path)
             continue

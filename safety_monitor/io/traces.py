@@ -11,7 +11,6 @@ boolean is true or false: 1/0 are numbers, refused rather than guessed at.
 from __future__ import annotations
 
 import csv
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from safety_monitor.errors import SourceError
-from safety_monitor.files import read_text
+from safety_monitor.files import parse_json, read_text
 
 _CSV_VALUES = {"true": True, "1": True, "false": False, "0": False, "null": None, "unknown": None}
 
@@ -68,10 +67,7 @@ def _read_jsonl(name: str, text: str) -> Trace:
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise SourceError(f"{name}:{number}: not valid JSON: {exc.msg}") from None
+        obj = parse_json(line, f"{name}:{number}", SourceError)
         if not isinstance(obj, dict):
             raise SourceError(
                 f"{name}:{number}: expected an object mapping predicate -> true/false, got {type(obj).__name__}"

@@ -8,7 +8,9 @@ deterministic for its seed. Topics arrive a little out of stamp order (a frame's
 frame's joint states), so messages are written in log-time order through `LogOrder`: an mcap file out of
 that order cannot be read once its index is lost (a killed recorder leaves none).
 With `split_rollouts`, each rollout (episode marker) goes to its own bag `<path>/episode_<k>`, so bag
-replay scores each rollout as the trace the live monitor closed.
+replay scores each rollout as the trace the live monitor closed. A bag that refuses a write (a full disk)
+stops the recording: the error is logged once and kept in `write_error`, later messages are counted in
+`unrecorded`, and the run that owns the node decides what to do (`safety-monitor sim` stops).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 
 from rclpy.node import Node
 
+from safety_monitor.errors import SafetyMonitorError
 from safety_monitor.frames import SAME_TIME_S
 from safety_monitor.io import messages as m
 from safety_monitor.io.bag import BagWriter, default_typestore
@@ -96,7 +99,9 @@ class RecorderNode(Node):
         self._starts: list[float] = []
         self.bags: list[Path] = []
         self.recorded = 0  # messages received so far (a caller draining the topics watches it settle)
-        self._order = LogOrder(lambda topic, msg, t, log_t: self._writer(t).write(topic, msg, log_t))
+        self.write_error = ""  # why the bag stopped taking messages ("" while it takes them)
+        self.unrecorded = 0  # messages dropped since
+        self._order = LogOrder(self._write)
         T = m.rclpy_types()
         inputs = qos.input_qos()
         self.create_subscription(T.DiagnosticArray, self.topics.episode, self._on_marker, qos.EPISODE)
@@ -129,6 +134,17 @@ class RecorderNode(Node):
         if marker.kind == START and self.split:
             bisect.insort(self._starts, marker.t)
 
+    def _write(self, topic: str, msg: Any, t: float, log_t: float) -> None:
+        if self.write_error:
+            self.unrecorded += 1
+            return
+        try:
+            self._writer(t).write(topic, msg, log_t)
+        except (OSError, SafetyMonitorError) as exc:  # a full disk; a bag folder that cannot be made
+            self.write_error = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
+            self.unrecorded += 1
+            self.get_logger().error(f"cannot write the bag {self.path}: {self.write_error}; recording stopped")
+
     def _writer(self, t: float) -> BagWriter:
         """The bag of the rollout that time `t` belongs to (the last start at or before it)."""
         index = rollout_of(self._starts, t)
@@ -147,6 +163,9 @@ class RecorderNode(Node):
                 "newer ones: recorded at the newest log time written, header stamps kept"
             )
         for writer in self._writers.values():
-            writer.close()
+            try:
+                writer.close()
+            except OSError as exc:  # its index or metadata.yaml: the disk is still full
+                self.write_error = self.write_error or (exc.strerror or str(exc))
         self._writers.clear()
         super().destroy_node()

@@ -7,8 +7,9 @@ installed. The sim node runs in lockstep pace: it publishes the next frame as
 soon as the estimator's predicates for all but `max_in_flight` earlier frames came back, so the run
 goes as fast as the pipeline consumes and loses no frame. It ends by itself once the monitor has
 closed the trace of every episode, and returns the monitor's rollouts for the summary. One
-executor on one thread spins every node (`runtime.make_executor`). An event log that refuses writes (a
-full disk) stops the run: the nodes close (the log keeps whole lines) and one SafetyMonitorError says why.
+executor on one thread spins every node (`runtime.make_executor`). An event log or a --record bag that
+refuses writes (a full disk) stops the run: the nodes close (the log keeps whole lines, the bag what was
+written) and one SafetyMonitorError says why.
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ def _run(options: LiveRunOptions, stop: threading.Event) -> LiveRun:
     common = {"context": context, "cli_args": ["--ros-args", "--params-file", str(params_file)]}
     nodes: list[Node] = []
     monitor = recorder = sim = executor = None
-    log_failed = False
+    log_failed = record_failed = False
     start = time.monotonic()
     sim_time = Parameter("use_sim_time", value=True)
     try:
@@ -139,6 +140,9 @@ def _run(options: LiveRunOptions, stop: threading.Event) -> LiveRun:
             if monitor.event_log.health.state in (LogState.HOLDING, LogState.LOST):
                 log_failed = True  # a batch run cannot keep the log asked for: stop, say so below
                 break
+            if recorder is not None and recorder.write_error:
+                record_failed = True  # nor the recording asked for
+                break
         interrupted = stop.is_set()
         if interrupted and recorder is not None:
             _drain(executor, sim, recorder)
@@ -153,6 +157,13 @@ def _run(options: LiveRunOptions, stop: threading.Event) -> LiveRun:
         raise SafetyMonitorError(
             f"cannot write the event log {monitor.log_path}: {health.error}; run stopped"
             + (f", {health.count} record(s) not logged" if health.count else "")
+        )
+    if record_failed:
+        assert recorder is not None
+        raise SafetyMonitorError(
+            f"cannot write the bag {options.record}: {recorder.write_error}; run stopped, "
+            f"{recorder.unrecorded} message(s) not recorded (what was written stays: `ros2 bag reindex` rebuilds "
+            "a missing metadata.yaml, `mcap recover` an mcap file without its footer)"
         )
     return LiveRun(
         rollouts=list(monitor.rollouts),

@@ -7,6 +7,7 @@ end marked black, blind stretches grey, and a first row showing when an input st
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -18,6 +19,8 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from safety_monitor.enums import EventKind
+from safety_monitor.errors import SafetyMonitorError
+from safety_monitor.files import write_file
 from safety_monitor.monitor.metrics import Metrics
 from safety_monitor.replay.batch import Summary
 from safety_monitor.replay.report import PLOTS, RISK_PLOT, episodes, timeline_name
@@ -138,8 +141,7 @@ def timeline_plot(result: BagResult, path: Path) -> None:
     ]
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
     fig.subplots_adjust(left=0.2, right=0.98, top=1 - 0.45 / fig.get_figheight(), bottom=0.9 / fig.get_figheight())
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def risk_plot(groups: dict[str, Metrics], path: Path) -> None:
@@ -174,8 +176,15 @@ def risk_plot(groups: dict[str, Metrics], path: Path) -> None:
         ax.legend(unique.values(), unique.keys(), title="group", fontsize=8)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    _save(fig, path)
+
+
+def _save(fig, path: Path) -> None:
+    """The figure as a PNG, written whole or not at all (a full disk leaves no truncated image)."""
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=110)
     plt.close(fig)
+    write_file(path, png.getvalue(), "plot", SafetyMonitorError)
 
 
 def write_plots(folder: Path, results: Sequence[BagResult], summary: Summary) -> list[str]:

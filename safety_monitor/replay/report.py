@@ -9,6 +9,7 @@ a zero count no pass.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import os
@@ -21,6 +22,7 @@ from typing import Any
 
 from safety_monitor.enums import EventKind
 from safety_monitor.errors import SafetyMonitorError
+from safety_monitor.files import write_file
 from safety_monitor.monitor.metrics import GroupMetrics, Metrics
 from safety_monitor.replay.batch import Summary
 from safety_monitor.replay.score import BagResult, ReplayConfig
@@ -385,19 +387,21 @@ def write_csvs(folder: Path, results: Sequence[BagResult], summary: Summary) -> 
         "decisive",
         "explanation",
     )
-    with (folder / "episodes.csv").open("w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, columns)
-        writer.writeheader()
-        for r in results:
-            for row in episodes(r):
-                writer.writerow({"bag": r.bag, "group": summary.group_of_bag[r.bag], **row})
-    with (folder / "properties.csv").open("w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, ("group", "level", "name", *_METRIC_COLUMNS))
-        writer.writeheader()
-        if summary.overall is not None:
-            writer.writerows(_metric_rows("all", summary.overall))
-        for name, metrics in summary.groups.items():
-            writer.writerows(_metric_rows(name, metrics))
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, columns)
+    writer.writeheader()
+    for r in results:
+        for row in episodes(r):
+            writer.writerow({"bag": r.bag, "group": summary.group_of_bag[r.bag], **row})
+    write_file(folder / "episodes.csv", text.getvalue(), "report table", SafetyMonitorError)
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, ("group", "level", "name", *_METRIC_COLUMNS))
+    writer.writeheader()
+    if summary.overall is not None:
+        writer.writerows(_metric_rows("all", summary.overall))
+    for name, metrics in summary.groups.items():
+        writer.writerows(_metric_rows(name, metrics))
+    write_file(folder / "properties.csv", text.getvalue(), "report table", SafetyMonitorError)
 
 
 # ----------------------------------------------------------------------------------- Markdown
@@ -543,19 +547,32 @@ def write_report(
     group_by: str | None,
     plots: bool = True,
 ) -> Path:
-    """Write every report file into `folder` (created if needed); returns the folder."""
+    """Write every report file into `folder` (created if needed); returns the folder. Each file is written
+    whole or not at all; a file that cannot be (a full disk) stops the report with one error saying so."""
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    doc = _finite(report_json(results, summary, config, group_by))
-    (folder / "report.json").write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n", encoding="utf-8")
-    write_csvs(folder, results, summary)
-    _remove_old_plots(folder / PLOTS)
-    made: list[str] = []
-    if plots:
-        from safety_monitor.replay.plots import write_plots
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        doc = _finite(report_json(results, summary, config, group_by))
+        write_file(
+            folder / "report.json", json.dumps(doc, indent=1, allow_nan=False) + "\n", "report", SafetyMonitorError
+        )
+        write_csvs(folder, results, summary)
+        _remove_old_plots(folder / PLOTS)
+        made: list[str] = []
+        if plots:
+            from safety_monitor.replay.plots import write_plots
 
-        made = write_plots(folder, results, summary)
-    (folder / "summary.md").write_text(summary_markdown(results, summary, config, group_by, made), encoding="utf-8")
+            made = write_plots(folder, results, summary)
+        write_file(
+            folder / "summary.md",
+            summary_markdown(results, summary, config, group_by, made),
+            "report summary",
+            SafetyMonitorError,
+        )
+    except OSError as exc:  # making the folders, removing an earlier report's plots
+        raise SafetyMonitorError(f"--report {folder}: {exc.strerror or exc}; the report is incomplete") from None
+    except SafetyMonitorError as exc:
+        raise SafetyMonitorError(f"--report {folder}: {exc}; the report is incomplete") from None
     return folder
 
 

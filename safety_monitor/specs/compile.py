@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.metadata
+import io
 import json
 import os
 import re
@@ -24,7 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from safety_monitor.errors import SpecError, ToolMissingError
+from safety_monitor.errors import SafetyMonitorError, SpecError, ToolMissingError
+from safety_monitor.files import write_file
 from safety_monitor.specs.dfa import TableDFA
 from safety_monitor.specs.ltlf import (
     Always,
@@ -125,16 +127,15 @@ def _load(path: Path, canonical: str) -> TableDFA | None:
 
 
 def _store(path: Path, dfa: TableDFA) -> None:
-    """Write atomically (temp file + rename) so parallel processes never read half a file."""
+    """Write whole or not at all (`files.write_file`), so parallel processes never read half a file."""
     meta = json.dumps({"formula": dfa.formula, "atoms": list(dfa.atoms), "initial": dfa.initial})
+    data = io.BytesIO()
+    np.savez(data, table=dfa.table, accepting=dfa.accepting, meta=np.array(meta))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, table=dfa.table, accepting=dfa.accepting, meta=np.array(meta))
-        os.replace(tmp, path)
-    except OSError:
-        pass  # a read-only cache only costs a recompile next time
+        write_file(path, data.getvalue(), "compiled automaton", SafetyMonitorError)
+    except (OSError, SafetyMonitorError):
+        pass  # a read-only or full cache only costs a recompile next time
 
 
 def _build(canonical: str) -> TableDFA:
@@ -179,16 +180,21 @@ def _run_mona(program: str, canonical: str) -> str:
     exe = shutil.which("mona")
     if exe is None:
         raise ToolMissingError(f"the 'mona' program is not on PATH; {_INSTALL_HINT}")
-    with tempfile.TemporaryDirectory(prefix="safety_monitor_mona_") as tmp:
-        src = os.path.join(tmp, "formula.mona")
-        with open(src, "w", encoding="utf-8") as fh:
-            fh.write(program)
-        try:
+    try:
+        with tempfile.TemporaryDirectory(prefix="safety_monitor_mona_") as tmp:
+            src = os.path.join(tmp, "formula.mona")
+            with open(src, "w", encoding="utf-8") as fh:
+                fh.write(program)
             proc = subprocess.run(
                 [exe, "-q", "-u", "-w", "-n", src], capture_output=True, text=True, timeout=MONA_TIMEOUT_S
             )
-        except subprocess.TimeoutExpired:
-            raise SpecError(f"MONA did not finish within {MONA_TIMEOUT_S:.0f} s on: {canonical}") from None
+    except subprocess.TimeoutExpired:
+        raise SpecError(f"MONA did not finish within {MONA_TIMEOUT_S:.0f} s on: {canonical}") from None
+    except OSError as exc:  # its input file: no temporary folder with room (a full disk)
+        raise ToolMissingError(
+            f"cannot run MONA on {canonical!r}: {exc.strerror or exc} (MONA reads its input from a file in "
+            "TMPDIR, else /tmp: free some space there or point TMPDIR to a folder with room)"
+        ) from None
     if proc.returncode != 0:
         raise ToolMissingError(
             f"MONA failed (exit {proc.returncode}) on {canonical!r}: {(proc.stdout + proc.stderr).strip()[:500]}"

@@ -13,7 +13,6 @@ Batch scoring (SENTINEL's semantic level) classes each candidate as `syntax_erro
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ import numpy as np
 
 from safety_monitor.errors import SourceError, SpecError
 from safety_monitor.executors import Executor, Serial, results
-from safety_monitor.files import load_yaml, read_text
+from safety_monitor.files import load_yaml, parse_json, read_text
 from safety_monitor.specs.compile import compile_formula
 from safety_monitor.specs.dfa import TableDFA
 from safety_monitor.specs.ltlf import parse
@@ -293,10 +292,7 @@ def load_entries(path: str | Path) -> list[Entry]:
         items = []
         for n, line in enumerate(text.splitlines(), 1):
             if line.strip():
-                try:
-                    items.append((n, json.loads(line)))
-                except json.JSONDecodeError as exc:
-                    raise SourceError(f"{path}:{n}: not JSON: {exc.msg}") from None
+                items.append((n, parse_json(line, f"{path}:{n}", SourceError)))
     else:
         doc = load_yaml(path, "formula file", SourceError)
         if isinstance(doc, dict) and "properties" in doc:

@@ -206,7 +206,10 @@ def _parser() -> Lark:
         raise ToolMissingError("the Python package ltlf2dfa is not installed (pip install ltlf2dfa)")
     folder = Path(next(iter(spec.submodule_search_locations))) / "parser"
     grammar = (folder / "ltlf.lark").read_text(encoding="utf-8") + _BOUNDED_GRAMMAR
-    return Lark(grammar, parser="lalr", import_paths=[str(folder)], cache=True)
+    try:
+        return Lark(grammar, parser="lalr", import_paths=[str(folder)], cache=True)
+    except OSError:  # lark's cache lives in the temporary folder, and there is none with room (a full disk)
+        return Lark(grammar, parser="lalr", import_paths=[str(folder)])
 
 
 # ltlf2dfa's grammar with the bounded operators added at the precedence of their unbounded forms
@@ -288,9 +291,12 @@ def _describe_syntax_error(text: str, exc: UnexpectedInput) -> str:
     ):
         what, line, column = "unexpected end of formula", 1, len(text) + 1
     elif isinstance(exc, UnexpectedCharacters):
-        what = f"unexpected character {text[exc.pos_in_stream]!r}"
-        if text[exc.pos_in_stream].isupper() or text[exc.pos_in_stream] in "-.":
+        char = text[exc.pos_in_stream]
+        what = f"unexpected character {char!r}"
+        if char.isupper() or char in "-.":
             what += " (predicate names must be lower-case snake_case: [a-z][a-z0-9_]*)"
+        elif char == "[":  # a bound the BOUND token does not match: negative, an interval, no number
+            what += " (a bound is only an upper one, after F, G or U: [<=N] for N frames, N a whole number, or [<=Ns] in seconds)"
     else:
         what = f"unexpected {token!s:.20}"
     pointer = " " * (max(column, 1) - 1) + "^"

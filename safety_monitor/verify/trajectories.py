@@ -109,11 +109,11 @@ def load(
     bags as `replay` searches it, so the folder `sim --record` writes for several episodes works. Each
     file is read by `executor` (default: here, one at a time); `warn` is told of any read again after
     its worker died."""
-    from safety_monitor.io.bag import find_bags
+    from safety_monitor.io.bag import bag_argument, find_bags
 
     files: list[str | Path] = []
-    for p in paths:
-        files += find_bags([p]) if Path(p).is_dir() and not is_bag(p) else [p]
+    for p in map(bag_argument, map(Path, paths)):
+        files += find_bags([p]) if p.is_dir() and not is_bag(p) else [p]
     executor = executor or Serial()
     if executor.in_process:
         return results(executor, _load_one, files, str, warn)
