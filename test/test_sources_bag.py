@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
 from safety_monitor.errors import SourceError
@@ -51,6 +52,55 @@ def test_written_bag_reads_back_in_log_time_order(tmp_path, storage):
         "/objects/mug/pose",
         "/safety_monitor/predicates",
     }
+
+
+def _split(bag, out, parts, storage="mcap"):
+    """`bag` as `ros2 bag record --max-bag-duration` splits it: out/<name>_<i>.<ext> for consecutive spans of
+    its messages, and one metadata.yaml listing them and adding up the parts' counts and times."""
+    with BagReader(bag) as r:
+        messages = list(r.messages(TOPICS))
+    out.mkdir()
+    files, infos = [], []
+    for i in range(parts):
+        part = out.parent / f"{out.name}.part{i}"
+        with BagWriter(part, storage=storage) as w:
+            for topic, t_ns, msg in messages[i * len(messages) // parts : (i + 1) * len(messages) // parts]:
+                w.write(topic, msg, t_ns / 1e9)
+        stored = next(f for f in part.iterdir() if f.name != "metadata.yaml")
+        files.append(stored.rename(out / f"{out.name}_{i}{stored.suffix}").name)
+        infos.append(yaml.safe_load((part / "metadata.yaml").read_text())["rosbag2_bagfile_information"])
+        shutil.rmtree(part)
+    info = infos[0]
+    for topic in info["topics_with_message_count"]:
+        name = topic["topic_metadata"]["name"]
+        topic["message_count"] = sum(
+            t["message_count"]
+            for i in infos
+            for t in i["topics_with_message_count"]
+            if t["topic_metadata"]["name"] == name
+        )
+    end = max(i["starting_time"]["nanoseconds_since_epoch"] + i["duration"]["nanoseconds"] for i in infos)
+    info["duration"]["nanoseconds"] = end - info["starting_time"]["nanoseconds_since_epoch"]
+    info["message_count"] = sum(i["message_count"] for i in infos)
+    info["relative_file_paths"] = files
+    info["files"] = [dict(i["files"][0], path=f) for i, f in zip(infos, files)]
+    (out / "metadata.yaml").write_text(yaml.safe_dump({"rosbag2_bagfile_information": info}))
+    return out
+
+
+@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
+def test_a_split_bag_reads_as_one_recording_in_log_time_order_whatever_order_its_metadata_lists(tmp_path, storage):
+    """Before, rosbags read the files in metadata.yaml's order: the recording's end came first, and replay
+    scored the jumps back in time as restarts."""
+    whole = _write(tmp_path / "whole", storage, n=60)
+    bag = _split(whole, tmp_path / "run", 3, storage)
+    meta = yaml.safe_load((bag / "metadata.yaml").read_text())
+    meta["rosbag2_bagfile_information"]["relative_file_paths"].reverse()
+    (bag / "metadata.yaml").write_text(yaml.safe_dump(meta))
+    with BagReader(whole) as w, BagReader(bag) as r:
+        assert r.message_count == 300 and r.topics == w.topics
+        assert list(r.raw_messages(TOPICS)) == list(w.raw_messages(TOPICS))
+        assert _batched(r, TOPICS, 7) == list(w.raw_messages(TOPICS))
 
 
 def test_bare_storage_files_and_folders_of_bags_are_found(tmp_path):

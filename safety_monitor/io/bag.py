@@ -4,7 +4,8 @@ Reading: `BagReader` opens a bag directory or a bare `.mcap`/`.db3` file with ro
 which registers the message definitions embedded in the bag (mcap, and sqlite3 from Iron on); types
 the bag does not define come from the newest ROS 2 typestore. Topics of a type nobody defines, or whose
 embedded definition is broken (a vendor tool's), are skipped with a warning naming topic, type and why;
-asking for one is an error saying so. Messages stream in log-time order, so bags larger than memory are fine.
+asking for one is an error saying so. Messages stream in log-time order (a split bag's files merged, whatever order
+metadata.yaml lists them in), so bags larger than memory are fine.
 `message_batches` gives the same stream a chunk at a time as one byte buffer with offsets (from an indexed
 mcap file straight from its chunks and message indexes), for readers that decode many messages at once.
 
@@ -14,15 +15,18 @@ rosbags' size check on read) and embeds each type's definition, so any ROS tool 
 
 from __future__ import annotations
 
+import copy
+import heapq
 import itertools
 import logging
 import os
 import sqlite3
 import struct
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import apsw
@@ -167,11 +171,32 @@ def _open_error(path: Path, exc: BaseException) -> str:
     return f"{path}: cannot open bag: {' '.join(str(exc).split())}"
 
 
+class _TimeOrderedDirectory(DirectoryReader):
+    """rosbags' bag directory reader, reading the storage files of a split bag (`--max-bag-size`,
+    `--max-bag-duration`) as one stream in log-time order. rosbags reads them one after the other in the
+    order metadata.yaml lists them, and nothing makes that the order they were recorded in."""
+
+    def messages(
+        self, connections: Collection[Connection], start: int | None = None, stop: int | None = None
+    ) -> Generator[tuple[Connection, int, bytes], None, None]:
+        if len(self.storages) < 2:
+            yield from super().messages(connections, start, stop)
+            return
+        files = []
+        for storage in self.storages:  # rosbags' own reading (topic matching, message decompression) per file
+            one = copy.copy(self)
+            one.storages = [storage]
+            files.append(one.messages(connections, start, stop))
+        yield from heapq.merge(*files, key=lambda message: message[1])
+
+
 class _CheckedReader(Reader):
     """rosbags' rosbag2 reader that, once open, strips the embedded definitions AnyReader cannot use: text
     that does not parse, a type it uses but nobody defines, a hash it does not match. AnyReader would refuse
-    the whole bag for one vendor topic, naming neither; stripped, its topics are skipped. `broken` says why."""
+    the whole bag for one vendor topic, naming neither; stripped, its topics are skipped. `broken` says why.
+    A bag directory's files are read in log-time order (`_TimeOrderedDirectory`)."""
 
+    STORAGE_PLUGINS = MappingProxyType({**Reader.STORAGE_PLUGINS, "dir": _TimeOrderedDirectory})
     broken: dict[str, str]
 
     def open(self) -> None:
