@@ -59,7 +59,7 @@ def _split(bag, out, parts, storage="mcap"):
     its messages, and one metadata.yaml listing them and adding up the parts' counts and times."""
     with BagReader(bag) as r:
         messages = list(r.messages(TOPICS))
-    out.mkdir()
+    out.mkdir(parents=True)
     files, infos = [], []
     for i in range(parts):
         part = out.parent / f"{out.name}.part{i}"
@@ -101,6 +101,22 @@ def test_a_split_bag_reads_as_one_recording_in_log_time_order_whatever_order_its
         assert r.message_count == 300 and r.topics == w.topics
         assert list(r.raw_messages(TOPICS)) == list(w.raw_messages(TOPICS))
         assert _batched(r, TOPICS, 7) == list(w.raw_messages(TOPICS))
+
+
+@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
+def test_a_split_bag_without_its_metadata_yaml_is_one_recording_of_its_files(tmp_path, storage):
+    """A recorder that is killed writes no metadata.yaml. Before, its files run_0.mcap, run_1.mcap... were
+    scored as separate recordings, each with a start-up and an end of its own."""
+    whole = _write(tmp_path / "whole", storage, n=60)
+    bag = _split(whole, tmp_path / "runs" / "run", 3, storage)
+    (bag / "metadata.yaml").unlink()
+    assert find_bags([tmp_path / "runs"]) == find_bags([bag]) == [bag]
+    with BagReader(whole) as w, BagReader(bag) as r:
+        assert r.message_count == 300 and r.topics == w.topics
+        assert list(r.raw_messages(TOPICS)) == list(w.raw_messages(TOPICS))
+    assert [len(t.frames) for t in load_trajectories([bag])] == [60]  # ctl reads it as one bag too
+    renamed = bag.rename(tmp_path / "runs" / "renamed")  # files not named after their folder: bags of their own
+    assert find_bags([renamed]) == sorted(renamed.iterdir())
 
 
 def test_bare_storage_files_and_folders_of_bags_are_found(tmp_path):

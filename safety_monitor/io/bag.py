@@ -58,8 +58,23 @@ def default_typestore() -> Any:
     return get_typestore(preferred)
 
 
-def _is_bag_dir(path: Path) -> bool:
-    return (path / "metadata.yaml").is_file()
+def split_files(folder: Path) -> list[Path]:
+    """The storage files of a bag folder without metadata.yaml, in recording order: rosbag2 names a bag's files
+    `<folder>_<index>.mcap` (or .db3) and writes metadata.yaml only when it stops (a killed recorder writes
+    none). Empty for any other folder, and for one holding a single such file (a bag file of its own)."""
+    if (folder / "metadata.yaml").is_file() or not folder.is_dir():
+        return []
+    found = {}
+    for file in folder.iterdir():
+        stem, _, index = file.stem.rpartition("_")
+        if stem == folder.name and index.isdigit() and file.suffix in BAG_FILE_SUFFIXES and file.is_file():
+            found[int(index), file.suffix] = file
+    return [found[k] for k in sorted(found)] if len(found) > 1 else []
+
+
+def is_bag_dir(path: Path) -> bool:
+    """A rosbag2 bag folder: one with metadata.yaml, or the storage files of one recording without it."""
+    return (path / "metadata.yaml").is_file() or bool(split_files(path))
 
 
 def bag_argument(path: Path) -> Path:
@@ -82,7 +97,7 @@ def find_bags(paths: Iterable[str | Path]) -> list[Path]:
             raise SourceError(
                 f"{path}: not a bag (give a bag folder, an {' or '.join(BAG_FILE_SUFFIXES)} file, or a folder of bags)"
             )
-        if path.is_file() or _is_bag_dir(path):
+        if path.is_file() or is_bag_dir(path):
             found.append(path)
             continue
         bag_dirs, loose = _walk_for_bags(path)
@@ -104,7 +119,7 @@ def _walk_for_bags(top: Path) -> tuple[list[Path], list[Path]]:
             continue
         seen.add(real)
         here = Path(folder)
-        if "metadata.yaml" in files and (here / "metadata.yaml").is_file():
+        if is_bag_dir(here):
             bag_dirs.append(here)
             subfolders.clear()  # its files are its own
             continue
@@ -303,9 +318,10 @@ class BagReader:
 
     def __enter__(self) -> BagReader:
         try:
-            self._reader = AnyReader([self.path], default_typestore=self._default)
+            paths = split_files(self.path) or [self.path]  # a split bag without metadata.yaml: its files
+            self._reader = AnyReader(paths, default_typestore=self._default)
             if self._reader.is2:
-                self._reader.readers = [_CheckedReader(self.path)]
+                self._reader.readers = [_CheckedReader(path) for path in paths]
             self._reader.open()
             self._check_metadata()
             self.skipped = self._complete_types()
