@@ -12,7 +12,7 @@ from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from safety_monitor.errors import SourceError
 from safety_monitor.frames import Pose, Wrench
 from safety_monitor.io import messages as m
-from safety_monitor.io.bag import BagReader, BagWriter, default_typestore, find_bags
+from safety_monitor.io.bag import BagReader, BagWriter, TopicSummary, default_typestore, find_bags
 from safety_monitor.verify.trajectories import load as load_trajectories
 
 TOPICS = {"/joint_states", "/wrist_wrench", "/objects/mug/pose", "/safety_monitor/predicates", "/clock"}
@@ -210,6 +210,23 @@ def _with_definition(topic, msgtype, text, raw=b"\x00\x01\x00\x00\x07\x00\x00\x0
         writer.write(conn[0], round(t * 1e9), raw)
 
     return extra
+
+
+def test_a_topic_recorded_with_two_types_names_both(tmp_path):
+    """Before, its type was "?", and replay said `expected type geometry_msgs/msg/WrenchStamped, found ?`."""
+    conn = []
+
+    def bare_wrench(w, t):  # a driver restarted into publishing plain Wrench on the same topic
+        if not conn:
+            conn.append(w._writer.add_connection("/wrist_wrench", "geometry_msgs/msg/Wrench", typestore=w.typestore))
+        wrench = m.wrench_msg(w.types, t, Wrench(np.zeros(3), np.zeros(3))).wrench
+        w._writer.write(conn[0], round(t * 1e9) + 1, w.typestore.serialize_cdr(wrench, "geometry_msgs/msg/Wrench"))
+
+    bag = _write(tmp_path / "bag", n=3, extra=bare_wrench)
+    with BagReader(bag) as r:
+        assert r.topics["/wrist_wrench"] == TopicSummary(
+            "geometry_msgs/msg/Wrench and geometry_msgs/msg/WrenchStamped", 6
+        )
 
 
 @pytest.mark.parametrize("storage", ["mcap", "sqlite3"])

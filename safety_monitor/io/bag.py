@@ -395,8 +395,14 @@ class BagReader:
 
     @property
     def topics(self) -> dict[str, TopicSummary]:
-        """Topic -> (type, message count), from the bag's metadata."""
-        return {name: TopicSummary(info.msgtype or "?", info.msgcount) for name, info in self._open().topics.items()}
+        """Topic -> (type, message count), from the bag's metadata. A topic recorded with several types (bags
+        merged, a driver that changed its type) has them all as its type, `a and b`: no stream reads it."""
+        return {
+            name: TopicSummary(
+                info.msgtype or " and ".join(sorted({c.msgtype for c in info.connections})), info.msgcount
+            )
+            for name, info in self._open().topics.items()
+        }
 
     @property
     def message_count(self) -> int:
