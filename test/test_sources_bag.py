@@ -134,6 +134,36 @@ def test_bare_storage_files_and_folders_of_bags_are_found(tmp_path):
         find_bags([tmp_path / "missing"])
 
 
+@pytest.mark.parametrize("mode", ["FILE", "MESSAGE"])
+@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
+def test_zstd_compressed_bags_read_and_a_compressed_file_alone_says_how_to_decompress_it(tmp_path, storage, mode):
+    """`ros2 bag record --compression-mode file|message --compression-format zstd`: rosbags reads both
+    through metadata.yaml. Before, a compressed file without it was "not a bag", and a folder of them had
+    "no rosbag2 bags"."""
+    from rosbags.rosbag2 import CompressionFormat, CompressionMode
+
+    plain = _write(tmp_path / "plain", storage, n=5)
+    writer = BagWriter(tmp_path / "zstd", storage=storage)
+    writer._writer.set_compression(CompressionMode[mode], CompressionFormat.ZSTD)
+    with writer, BagReader(plain) as r:
+        for topic, t_ns, msg in r.messages(TOPICS):
+            writer.write(topic, msg, t_ns / 1e9)
+    with BagReader(tmp_path / "zstd") as r, BagReader(plain) as p:
+        assert list(r.raw_messages(TOPICS)) == list(p.raw_messages(TOPICS))
+    if mode == "MESSAGE":
+        return
+    [compressed] = (tmp_path / "zstd").glob("*.zstd")
+    (tmp_path / "zstd" / "metadata.yaml").unlink()
+    suffix = ".mcap" if storage == "mcap" else ".db3"
+    for given in (compressed, tmp_path):
+        with pytest.raises(SourceError) as refused:
+            find_bags([given])
+        assert str(refused.value) == (
+            f"{compressed}: a zstd-compressed bag file: give its bag folder with its metadata.yaml, or decompress it "
+            f"(`zstd -d {compressed}`) and give the {suffix} file"
+        )
+
+
 def test_a_bags_metadata_yaml_names_the_bag_and_other_files_are_refused(tmp_path):
     """Before, both went to rosbags as storage files: "Unrecognized storage format '.yaml'", a bag failed
     (exit 1) rather than a bad argument, and ctl read metadata.yaml as a JSON trace."""

@@ -47,6 +47,7 @@ from safety_monitor.io import messages as m
 log = logging.getLogger(__name__)
 
 BAG_FILE_SUFFIXES = (".mcap", ".db3")
+_COMPRESSED_SUFFIXES = tuple(f"{suffix}.zstd" for suffix in BAG_FILE_SUFFIXES)  # rosbag2's file compression
 _STORAGES = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}
 
 
@@ -93,6 +94,8 @@ def find_bags(paths: Iterable[str | Path]) -> list[Path]:
         path = bag_argument(Path(arg))
         if not path.exists():
             raise SourceError(f"{path}: no such file or folder")
+        if path.is_file() and path.name.endswith(_COMPRESSED_SUFFIXES):
+            raise _compressed_file(path)
         if path.is_file() and not path.name.endswith(BAG_FILE_SUFFIXES):
             raise SourceError(
                 f"{path}: not a bag (give a bag folder, an {' or '.join(BAG_FILE_SUFFIXES)} file, or a folder of bags)"
@@ -101,14 +104,25 @@ def find_bags(paths: Iterable[str | Path]) -> list[Path]:
             found.append(path)
             continue
         bag_dirs, loose = _walk_for_bags(path)
+        if compressed := sorted(p for p in loose if p.name.endswith(_COMPRESSED_SUFFIXES)):
+            raise _compressed_file(compressed[0])
         if not bag_dirs and not loose:
             raise SourceError(f"{path}: no rosbag2 bags (metadata.yaml, *.mcap, *.db3) in this folder")
         found.extend(sorted(bag_dirs + loose))
     return found
 
 
+def _compressed_file(path: Path) -> SourceError:
+    """A storage file that rosbag2's file compression compressed, found outside its bag folder: rosbags reads
+    it only through the metadata.yaml that says it is compressed."""
+    return SourceError(
+        f"{path}: a zstd-compressed bag file: give its bag folder with its metadata.yaml, or decompress it "
+        f"(`zstd -d {path}`) and give the {path.suffixes[-2]} file"
+    )
+
+
 def _walk_for_bags(top: Path) -> tuple[list[Path], list[Path]]:
-    """The bag directories under `top` and the storage files outside them, following symlinks."""
+    """The bag directories under `top` and the storage files outside them (compressed too), following symlinks."""
     bag_dirs: list[Path] = []
     loose: list[Path] = []
     seen: set[str] = set()
@@ -123,7 +137,9 @@ def _walk_for_bags(top: Path) -> tuple[list[Path], list[Path]]:
             bag_dirs.append(here)
             subfolders.clear()  # its files are its own
             continue
-        loose += [here / f for f in files if f.endswith(BAG_FILE_SUFFIXES) and (here / f).is_file()]
+        loose += [
+            here / f for f in files if f.endswith(BAG_FILE_SUFFIXES + _COMPRESSED_SUFFIXES) and (here / f).is_file()
+        ]
     return bag_dirs, loose
 
 
