@@ -119,6 +119,17 @@ def test_a_split_bag_without_its_metadata_yaml_is_one_recording_of_its_files(tmp
     assert find_bags([renamed]) == sorted(renamed.iterdir())
 
 
+def test_a_split_bag_missing_one_of_its_files_names_it_and_says_what_to_do(tmp_path):
+    bag = _split(_write(tmp_path / "whole", n=30), tmp_path / "run", 3)
+    (bag / "run_1.mcap").unlink()
+    with pytest.raises(SourceError) as refused, BagReader(bag):
+        pass
+    assert str(refused.value) == (
+        f"{bag}: cannot open bag: its metadata.yaml lists run_1.mcap, not in the folder: restore it, "
+        f"or describe the files there are with `ros2 bag reindex {bag}`"
+    )
+
+
 def test_bare_storage_files_and_folders_of_bags_are_found(tmp_path):
     a = _write(tmp_path / "runs" / "a", n=2)
     b = _write(tmp_path / "runs" / "sub" / "b", "sqlite3", n=2)

@@ -25,12 +25,13 @@ import struct
 from collections.abc import Collection, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
-from pathlib import Path
+from pathlib import Path, PurePath
 from types import MappingProxyType
 from typing import Any
 
 import apsw
 import numpy as np
+import yaml
 from rosbags.highlevel import AnyReader, AnyReaderError
 from rosbags.interfaces import Connection, MessageDefinition, MessageDefinitionFormat
 from rosbags.rosbag2 import Reader, ReaderError, StoragePlugin, Writer, WriterError
@@ -189,6 +190,11 @@ def _open_error(path: Path, exc: BaseException) -> str:
                     f"{file}: cannot open bag: the mcap file ends without its footer: it is truncated, or its "
                     "recorder was stopped before closing it (killed); `mcap recover` rebuilds a readable copy"
                 )
+    if path.is_dir() and (missing := _missing_files(path)):
+        return (
+            f"{path}: cannot open bag: its metadata.yaml lists {', '.join(missing)}, not in the folder: "
+            f"restore it, or describe the files there are with `ros2 bag reindex {path}`"
+        )
     cause: BaseException | None = exc
     mark = None  # rosbags hides YAML's error in the exception's context
     while cause is not None and (mark := getattr(cause, "problem_mark", None)) is None:
@@ -200,6 +206,17 @@ def _open_error(path: Path, exc: BaseException) -> str:
             f"{mark.column + 1}: {problem}"
         )
     return f"{path}: cannot open bag: {' '.join(str(exc).split())}"
+
+
+def _missing_files(bag: Path) -> list[str]:
+    """The storage files the bag's metadata.yaml lists that are not in its folder (none if it does not load)."""
+    try:
+        info = yaml.safe_load((bag / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+        return [
+            name for name in (PurePath(str(f)).name for f in info["relative_file_paths"]) if not (bag / name).exists()
+        ]
+    except (OSError, ValueError, yaml.YAMLError, KeyError, TypeError):  # a damaged file: rosbags says why
+        return []
 
 
 class _TimeOrderedDirectory(DirectoryReader):
