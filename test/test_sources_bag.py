@@ -6,12 +6,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
 from safety_monitor.errors import SourceError
 from safety_monitor.frames import Pose, Wrench
 from safety_monitor.io import messages as m
-from safety_monitor.io.bag import BagReader, BagWriter, default_typestore, find_bags
+from safety_monitor.io.bag import BagReader, BagWriter, TopicSummary, default_typestore, find_bags
 from safety_monitor.verify.trajectories import load as load_trajectories
 
 TOPICS = {"/joint_states", "/wrist_wrench", "/objects/mug/pose", "/safety_monitor/predicates", "/clock"}
@@ -53,6 +54,82 @@ def test_written_bag_reads_back_in_log_time_order(tmp_path, storage):
     }
 
 
+def _split(bag, out, parts, storage="mcap"):
+    """`bag` as `ros2 bag record --max-bag-duration` splits it: out/<name>_<i>.<ext> for consecutive spans of
+    its messages, and one metadata.yaml listing them and adding up the parts' counts and times."""
+    with BagReader(bag) as r:
+        messages = list(r.messages(TOPICS))
+    out.mkdir(parents=True)
+    files, infos = [], []
+    for i in range(parts):
+        part = out.parent / f"{out.name}.part{i}"
+        with BagWriter(part, storage=storage) as w:
+            for topic, t_ns, msg in messages[i * len(messages) // parts : (i + 1) * len(messages) // parts]:
+                w.write(topic, msg, t_ns / 1e9)
+        stored = next(f for f in part.iterdir() if f.name != "metadata.yaml")
+        files.append(stored.rename(out / f"{out.name}_{i}{stored.suffix}").name)
+        infos.append(yaml.safe_load((part / "metadata.yaml").read_text())["rosbag2_bagfile_information"])
+        shutil.rmtree(part)
+    info = infos[0]
+    for topic in info["topics_with_message_count"]:
+        name = topic["topic_metadata"]["name"]
+        topic["message_count"] = sum(
+            t["message_count"]
+            for i in infos
+            for t in i["topics_with_message_count"]
+            if t["topic_metadata"]["name"] == name
+        )
+    end = max(i["starting_time"]["nanoseconds_since_epoch"] + i["duration"]["nanoseconds"] for i in infos)
+    info["duration"]["nanoseconds"] = end - info["starting_time"]["nanoseconds_since_epoch"]
+    info["message_count"] = sum(i["message_count"] for i in infos)
+    info["relative_file_paths"] = files
+    info["files"] = [dict(i["files"][0], path=f) for i, f in zip(infos, files)]
+    (out / "metadata.yaml").write_text(yaml.safe_dump({"rosbag2_bagfile_information": info}))
+    return out
+
+
+@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
+def test_a_split_bag_reads_as_one_recording_in_log_time_order_whatever_order_its_metadata_lists(tmp_path, storage):
+    """Before, rosbags read the files in metadata.yaml's order: the recording's end came first, and replay
+    scored the jumps back in time as restarts."""
+    whole = _write(tmp_path / "whole", storage, n=60)
+    bag = _split(whole, tmp_path / "run", 3, storage)
+    meta = yaml.safe_load((bag / "metadata.yaml").read_text())
+    meta["rosbag2_bagfile_information"]["relative_file_paths"].reverse()
+    (bag / "metadata.yaml").write_text(yaml.safe_dump(meta))
+    with BagReader(whole) as w, BagReader(bag) as r:
+        assert r.message_count == 300 and r.topics == w.topics
+        assert list(r.raw_messages(TOPICS)) == list(w.raw_messages(TOPICS))
+        assert _batched(r, TOPICS, 7) == list(w.raw_messages(TOPICS))
+
+
+@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
+def test_a_split_bag_without_its_metadata_yaml_is_one_recording_of_its_files(tmp_path, storage):
+    """A recorder that is killed writes no metadata.yaml. Before, its files run_0.mcap, run_1.mcap... were
+    scored as separate recordings, each with a start-up and an end of its own."""
+    whole = _write(tmp_path / "whole", storage, n=60)
+    bag = _split(whole, tmp_path / "runs" / "run", 3, storage)
+    (bag / "metadata.yaml").unlink()
+    assert find_bags([tmp_path / "runs"]) == find_bags([bag]) == [bag]
+    with BagReader(whole) as w, BagReader(bag) as r:
+        assert r.message_count == 300 and r.topics == w.topics
+        assert list(r.raw_messages(TOPICS)) == list(w.raw_messages(TOPICS))
+    assert [len(t.frames) for t in load_trajectories([bag])] == [60]  # ctl reads it as one bag too
+    renamed = bag.rename(tmp_path / "runs" / "renamed")  # files not named after their folder: bags of their own
+    assert find_bags([renamed]) == sorted(renamed.iterdir())
+
+
+def test_a_split_bag_missing_one_of_its_files_names_it_and_says_what_to_do(tmp_path):
+    bag = _split(_write(tmp_path / "whole", n=30), tmp_path / "run", 3)
+    (bag / "run_1.mcap").unlink()
+    with pytest.raises(SourceError) as refused, BagReader(bag):
+        pass
+    assert str(refused.value) == (
+        f"{bag}: cannot open bag: its metadata.yaml lists run_1.mcap, not in the folder: restore it, "
+        f"or describe the files there are with `ros2 bag reindex {bag}`"
+    )
+
+
 def test_bare_storage_files_and_folders_of_bags_are_found(tmp_path):
     a = _write(tmp_path / "runs" / "a", n=2)
     b = _write(tmp_path / "runs" / "sub" / "b", "sqlite3", n=2)
@@ -66,6 +143,36 @@ def test_bare_storage_files_and_folders_of_bags_are_found(tmp_path):
         find_bags([tmp_path / "empty"])
     with pytest.raises(SourceError, match="no such file"):
         find_bags([tmp_path / "missing"])
+
+
+@pytest.mark.parametrize("mode", ["FILE", "MESSAGE"])
+@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
+def test_zstd_compressed_bags_read_and_a_compressed_file_alone_says_how_to_decompress_it(tmp_path, storage, mode):
+    """`ros2 bag record --compression-mode file|message --compression-format zstd`: rosbags reads both
+    through metadata.yaml. Before, a compressed file without it was "not a bag", and a folder of them had
+    "no rosbag2 bags"."""
+    from rosbags.rosbag2 import CompressionFormat, CompressionMode
+
+    plain = _write(tmp_path / "plain", storage, n=5)
+    writer = BagWriter(tmp_path / "zstd", storage=storage)
+    writer._writer.set_compression(CompressionMode[mode], CompressionFormat.ZSTD)
+    with writer, BagReader(plain) as r:
+        for topic, t_ns, msg in r.messages(TOPICS):
+            writer.write(topic, msg, t_ns / 1e9)
+    with BagReader(tmp_path / "zstd") as r, BagReader(plain) as p:
+        assert list(r.raw_messages(TOPICS)) == list(p.raw_messages(TOPICS))
+    if mode == "MESSAGE":
+        return
+    [compressed] = (tmp_path / "zstd").glob("*.zstd")
+    (tmp_path / "zstd" / "metadata.yaml").unlink()
+    suffix = ".mcap" if storage == "mcap" else ".db3"
+    for given in (compressed, tmp_path):
+        with pytest.raises(SourceError) as refused:
+            find_bags([given])
+        assert str(refused.value) == (
+            f"{compressed}: a zstd-compressed bag file: give its bag folder with its metadata.yaml, or decompress it "
+            f"(`zstd -d {compressed}`) and give the {suffix} file"
+        )
 
 
 def test_a_bags_metadata_yaml_names_the_bag_and_other_files_are_refused(tmp_path):
@@ -144,6 +251,23 @@ def _with_definition(topic, msgtype, text, raw=b"\x00\x01\x00\x00\x07\x00\x00\x0
         writer.write(conn[0], round(t * 1e9), raw)
 
     return extra
+
+
+def test_a_topic_recorded_with_two_types_names_both(tmp_path):
+    """Before, its type was "?", and replay said `expected type geometry_msgs/msg/WrenchStamped, found ?`."""
+    conn = []
+
+    def bare_wrench(w, t):  # a driver restarted into publishing plain Wrench on the same topic
+        if not conn:
+            conn.append(w._writer.add_connection("/wrist_wrench", "geometry_msgs/msg/Wrench", typestore=w.typestore))
+        wrench = m.wrench_msg(w.types, t, Wrench(np.zeros(3), np.zeros(3))).wrench
+        w._writer.write(conn[0], round(t * 1e9) + 1, w.typestore.serialize_cdr(wrench, "geometry_msgs/msg/Wrench"))
+
+    bag = _write(tmp_path / "bag", n=3, extra=bare_wrench)
+    with BagReader(bag) as r:
+        assert r.topics["/wrist_wrench"] == TopicSummary(
+            "geometry_msgs/msg/Wrench and geometry_msgs/msg/WrenchStamped", 6
+        )
 
 
 @pytest.mark.parametrize("storage", ["mcap", "sqlite3"])

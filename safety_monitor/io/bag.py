@@ -4,7 +4,8 @@ Reading: `BagReader` opens a bag directory or a bare `.mcap`/`.db3` file with ro
 which registers the message definitions embedded in the bag (mcap, and sqlite3 from Iron on); types
 the bag does not define come from the newest ROS 2 typestore. Topics of a type nobody defines, or whose
 embedded definition is broken (a vendor tool's), are skipped with a warning naming topic, type and why;
-asking for one is an error saying so. Messages stream in log-time order, so bags larger than memory are fine.
+asking for one is an error saying so. Messages stream in log-time order (a split bag's files merged, whatever order
+metadata.yaml lists them in), so bags larger than memory are fine.
 `message_batches` gives the same stream a chunk at a time as one byte buffer with offsets (from an indexed
 mcap file straight from its chunks and message indexes), for readers that decode many messages at once.
 
@@ -14,19 +15,23 @@ rosbags' size check on read) and embeds each type's definition, so any ROS tool 
 
 from __future__ import annotations
 
+import copy
+import heapq
 import itertools
 import logging
 import os
 import sqlite3
 import struct
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
-from pathlib import Path
+from pathlib import Path, PurePath
+from types import MappingProxyType
 from typing import Any
 
 import apsw
 import numpy as np
+import yaml
 from rosbags.highlevel import AnyReader, AnyReaderError
 from rosbags.interfaces import Connection, MessageDefinition, MessageDefinitionFormat
 from rosbags.rosbag2 import Reader, ReaderError, StoragePlugin, Writer, WriterError
@@ -43,6 +48,7 @@ from safety_monitor.io import messages as m
 log = logging.getLogger(__name__)
 
 BAG_FILE_SUFFIXES = (".mcap", ".db3")
+_COMPRESSED_SUFFIXES = tuple(f"{suffix}.zstd" for suffix in BAG_FILE_SUFFIXES)  # rosbag2's file compression
 _STORAGES = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}
 
 
@@ -54,8 +60,23 @@ def default_typestore() -> Any:
     return get_typestore(preferred)
 
 
-def _is_bag_dir(path: Path) -> bool:
-    return (path / "metadata.yaml").is_file()
+def split_files(folder: Path) -> list[Path]:
+    """The storage files of a bag folder without metadata.yaml, in recording order: rosbag2 names a bag's files
+    `<folder>_<index>.mcap` (or .db3) and writes metadata.yaml only when it stops (a killed recorder writes
+    none). Empty for any other folder, and for one holding a single such file (a bag file of its own)."""
+    if (folder / "metadata.yaml").is_file() or not folder.is_dir():
+        return []
+    found = {}
+    for file in folder.iterdir():
+        stem, _, index = file.stem.rpartition("_")
+        if stem == folder.name and index.isdigit() and file.suffix in BAG_FILE_SUFFIXES and file.is_file():
+            found[int(index), file.suffix] = file
+    return [found[k] for k in sorted(found)] if len(found) > 1 else []
+
+
+def is_bag_dir(path: Path) -> bool:
+    """A rosbag2 bag folder: one with metadata.yaml, or the storage files of one recording without it."""
+    return (path / "metadata.yaml").is_file() or bool(split_files(path))
 
 
 def bag_argument(path: Path) -> Path:
@@ -74,22 +95,35 @@ def find_bags(paths: Iterable[str | Path]) -> list[Path]:
         path = bag_argument(Path(arg))
         if not path.exists():
             raise SourceError(f"{path}: no such file or folder")
+        if path.is_file() and path.name.endswith(_COMPRESSED_SUFFIXES):
+            raise _compressed_file(path)
         if path.is_file() and not path.name.endswith(BAG_FILE_SUFFIXES):
             raise SourceError(
                 f"{path}: not a bag (give a bag folder, an {' or '.join(BAG_FILE_SUFFIXES)} file, or a folder of bags)"
             )
-        if path.is_file() or _is_bag_dir(path):
+        if path.is_file() or is_bag_dir(path):
             found.append(path)
             continue
         bag_dirs, loose = _walk_for_bags(path)
+        if compressed := sorted(p for p in loose if p.name.endswith(_COMPRESSED_SUFFIXES)):
+            raise _compressed_file(compressed[0])
         if not bag_dirs and not loose:
             raise SourceError(f"{path}: no rosbag2 bags (metadata.yaml, *.mcap, *.db3) in this folder")
         found.extend(sorted(bag_dirs + loose))
     return found
 
 
+def _compressed_file(path: Path) -> SourceError:
+    """A storage file that rosbag2's file compression compressed, found outside its bag folder: rosbags reads
+    it only through the metadata.yaml that says it is compressed."""
+    return SourceError(
+        f"{path}: a zstd-compressed bag file: give its bag folder with its metadata.yaml, or decompress it "
+        f"(`zstd -d {path}`) and give the {path.suffixes[-2]} file"
+    )
+
+
 def _walk_for_bags(top: Path) -> tuple[list[Path], list[Path]]:
-    """The bag directories under `top` and the storage files outside them, following symlinks."""
+    """The bag directories under `top` and the storage files outside them (compressed too), following symlinks."""
     bag_dirs: list[Path] = []
     loose: list[Path] = []
     seen: set[str] = set()
@@ -100,11 +134,13 @@ def _walk_for_bags(top: Path) -> tuple[list[Path], list[Path]]:
             continue
         seen.add(real)
         here = Path(folder)
-        if "metadata.yaml" in files and (here / "metadata.yaml").is_file():
+        if is_bag_dir(here):
             bag_dirs.append(here)
             subfolders.clear()  # its files are its own
             continue
-        loose += [here / f for f in files if f.endswith(BAG_FILE_SUFFIXES) and (here / f).is_file()]
+        loose += [
+            here / f for f in files if f.endswith(BAG_FILE_SUFFIXES + _COMPRESSED_SUFFIXES) and (here / f).is_file()
+        ]
     return bag_dirs, loose
 
 
@@ -154,6 +190,11 @@ def _open_error(path: Path, exc: BaseException) -> str:
                     f"{file}: cannot open bag: the mcap file ends without its footer: it is truncated, or its "
                     "recorder was stopped before closing it (killed); `mcap recover` rebuilds a readable copy"
                 )
+    if path.is_dir() and (missing := _missing_files(path)):
+        return (
+            f"{path}: cannot open bag: its metadata.yaml lists {', '.join(missing)}, not in the folder: "
+            f"restore it, or describe the files there are with `ros2 bag reindex {path}`"
+        )
     cause: BaseException | None = exc
     mark = None  # rosbags hides YAML's error in the exception's context
     while cause is not None and (mark := getattr(cause, "problem_mark", None)) is None:
@@ -167,11 +208,43 @@ def _open_error(path: Path, exc: BaseException) -> str:
     return f"{path}: cannot open bag: {' '.join(str(exc).split())}"
 
 
+def _missing_files(bag: Path) -> list[str]:
+    """The storage files the bag's metadata.yaml lists that are not in its folder (none if it does not load)."""
+    try:
+        info = yaml.safe_load((bag / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+        return [
+            name for name in (PurePath(str(f)).name for f in info["relative_file_paths"]) if not (bag / name).exists()
+        ]
+    except (OSError, ValueError, yaml.YAMLError, KeyError, TypeError):  # a damaged file: rosbags says why
+        return []
+
+
+class _TimeOrderedDirectory(DirectoryReader):
+    """rosbags' bag directory reader, reading the storage files of a split bag (`--max-bag-size`,
+    `--max-bag-duration`) as one stream in log-time order. rosbags reads them one after the other in the
+    order metadata.yaml lists them, and nothing makes that the order they were recorded in."""
+
+    def messages(
+        self, connections: Collection[Connection], start: int | None = None, stop: int | None = None
+    ) -> Generator[tuple[Connection, int, bytes], None, None]:
+        if len(self.storages) < 2:
+            yield from super().messages(connections, start, stop)
+            return
+        files = []
+        for storage in self.storages:  # rosbags' own reading (topic matching, message decompression) per file
+            one = copy.copy(self)
+            one.storages = [storage]
+            files.append(one.messages(connections, start, stop))
+        yield from heapq.merge(*files, key=lambda message: message[1])
+
+
 class _CheckedReader(Reader):
     """rosbags' rosbag2 reader that, once open, strips the embedded definitions AnyReader cannot use: text
     that does not parse, a type it uses but nobody defines, a hash it does not match. AnyReader would refuse
-    the whole bag for one vendor topic, naming neither; stripped, its topics are skipped. `broken` says why."""
+    the whole bag for one vendor topic, naming neither; stripped, its topics are skipped. `broken` says why.
+    A bag directory's files are read in log-time order (`_TimeOrderedDirectory`)."""
 
+    STORAGE_PLUGINS = MappingProxyType({**Reader.STORAGE_PLUGINS, "dir": _TimeOrderedDirectory})
     broken: dict[str, str]
 
     def open(self) -> None:
@@ -278,9 +351,10 @@ class BagReader:
 
     def __enter__(self) -> BagReader:
         try:
-            self._reader = AnyReader([self.path], default_typestore=self._default)
+            paths = split_files(self.path) or [self.path]  # a split bag without metadata.yaml: its files
+            self._reader = AnyReader(paths, default_typestore=self._default)
             if self._reader.is2:
-                self._reader.readers = [_CheckedReader(self.path)]
+                self._reader.readers = [_CheckedReader(path) for path in paths]
             self._reader.open()
             self._check_metadata()
             self.skipped = self._complete_types()
@@ -354,8 +428,14 @@ class BagReader:
 
     @property
     def topics(self) -> dict[str, TopicSummary]:
-        """Topic -> (type, message count), from the bag's metadata."""
-        return {name: TopicSummary(info.msgtype or "?", info.msgcount) for name, info in self._open().topics.items()}
+        """Topic -> (type, message count), from the bag's metadata. A topic recorded with several types (bags
+        merged, a driver that changed its type) has them all as its type, `a and b`: no stream reads it."""
+        return {
+            name: TopicSummary(
+                info.msgtype or " and ".join(sorted({c.msgtype for c in info.connections})), info.msgcount
+            )
+            for name, info in self._open().topics.items()
+        }
 
     @property
     def message_count(self) -> int:

@@ -20,8 +20,6 @@ from safety_monitor.executors import Executor, Serial, results
 from safety_monitor.installation import Copy, WithCopies, copy_problem
 from safety_monitor.verify.tree import ComputationTree, build_tree
 
-BAG_SUFFIXES = (".mcap", ".db3")
-
 
 @dataclass(frozen=True)
 class Trajectory:
@@ -30,8 +28,10 @@ class Trajectory:
 
 
 def is_bag(path: str | Path) -> bool:
+    from safety_monitor.io.bag import BAG_FILE_SUFFIXES, is_bag_dir
+
     p = Path(path)
-    return p.suffix in BAG_SUFFIXES or (p / "metadata.yaml").is_file()
+    return p.suffix in BAG_FILE_SUFFIXES or is_bag_dir(p)
 
 
 def from_trace_file(path: str | Path) -> Trajectory:
