@@ -52,6 +52,13 @@ def test_valid_file_loads_and_compiles(tmp_path):
             ["property 'no_collision'", "formula: syntax error", "column"],
         ),
         (GOOD.replace('"G(!collision)"', '"G(!bump)"'), ["property 'no_collision'", "outside the vocabulary: bump"]),
+        (  # a typo names the predicate meant; a name like no listed one (bump, above) suggests none
+            GOOD.replace('"G(!collision)"', '"G(!colision)"').replace('"F(!collision)"', '"F(!object_synced)"'),
+            [
+                "formula uses predicates outside the vocabulary: colision (did you mean collision?)",
+                "recovery uses predicates outside the vocabulary: object_synced (did you mean object_sync?)",
+            ],
+        ),
         (GOOD.replace("name: no_collision", "name: NoCollision"), ["lower-case snake_case"]),
         (GOOD.replace("[object_grasped,", "[ObjectGrasped, object_grasped,"), ["predicate 'ObjectGrasped'"]),
         (
@@ -79,6 +86,12 @@ def test_each_problem_is_named(tmp_path, mutation, fragments):
     assert str(path) in message
     for fragment in fragments:
         assert fragment in message, message
+
+
+def test_a_name_sharing_only_a_prefix_with_a_predicate_is_not_called_its_typo(tmp_path):
+    with pytest.raises(SpecError) as info:  # object_released is missing, not a misspelt object_grasped
+        load_specs(write(tmp_path, GOOD.replace('"F(!collision)"', '"F(object_released)"')))
+    assert str(info.value).endswith("recovery uses predicates outside the vocabulary: object_released")
 
 
 def test_all_problems_reported_together(tmp_path):

@@ -6,6 +6,7 @@ property and what is wrong, so a user fixes a spec file in one pass.
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 import time
@@ -391,7 +392,8 @@ def _formula(
         return None
     unknown = [a for a in atoms_of(f) if a not in vocabulary]
     if unknown and vocabulary:
-        problems.append(f"{label}: {key} uses predicates outside the vocabulary: {', '.join(unknown)}")
+        named = ", ".join(a + _nearest(a, vocabulary) for a in unknown)
+        problems.append(f"{label}: {key} uses predicates outside the vocabulary: {named}")
         return None
     if rate is not None:
         try:
@@ -400,6 +402,15 @@ def _formula(
             problems.append(f"{label}: {key}: {exc}")
             return None
     return f
+
+
+def _nearest(name: str, vocabulary: tuple[str, ...]) -> str:
+    """' (did you mean x?)' for a likely typo of a listed predicate; '' for a name unlike any of them.
+
+    The cutoff is high because predicate names share prefixes (`object_released`, `object_dropped`): a
+    missing predicate is not a typo of its neighbour."""
+    near = difflib.get_close_matches(name, vocabulary, n=1, cutoff=0.85)
+    return f" (did you mean {near[0]}?)" if near else ""
 
 
 def compile_property(prop: Property) -> CompiledProperty:
