@@ -158,6 +158,27 @@ class CompiledProperty:
         return tuple(sorted(set(self.main.atoms) | set(rec) | set(self.trigger_atoms)))
 
 
+def authoring_warnings(compiled: CompiledProperty) -> tuple[str, ...]:
+    """What makes a valid property useless to a monitor, read off its automata: a formula that no trace
+    satisfies, one that no trace can break for good (a tautology, or an unbounded wait such as `F b`), a
+    recovery that can never hold. The monitor would say nothing about any of these."""
+    out = []
+    main, recovery = compiled.main, compiled.recovery
+    reached = main.reachable()  # after a frame: the empty trace, which satisfies G(false), is no trace here
+    if main.rejecting_sink[reached].all():
+        out.append("no trace satisfies the formula: every trace violates it on its first frame")
+    elif main.accepting[reached].all():
+        out.append("every trace satisfies the formula (a tautology): it can never be violated")
+    elif not main.rejecting_sink[reached].any():
+        out.append(
+            "no trace breaks the formula for good (what it waits for may always still come), so it never opens "
+            "a violation episode: bound the wait (F[<=N], U[<=N], the bounded_response pattern) to see it broken"
+        )
+    if recovery is not None and recovery.rejecting_sink[recovery.reachable()].all():
+        out.append("the recovery can never hold: an episode, once open, stays open to the end of the trace")
+    return tuple(out)
+
+
 def default_trigger(f: Formula) -> Formula | None:
     """The antecedent of the usual safety shapes: G(p -> ...) gives p, G(!p) gives p, G(p) gives !p."""
     if not isinstance(f, Always):
