@@ -58,6 +58,14 @@ def test_every_default_property_reads_as_english_naming_its_predicates(prop):
             "(a stretch that the trace ends before closing is not checked), p must never hold",
         ),
         ("!F a", "a must never hold"),
+        # a temporal condition reads as what happens, not as an obligation ('if g must be false ...')
+        (
+            "G((!g & X g) -> X G[<=2] !lift)",
+            "whenever g is false and at the next frame g holds, a next frame must exist, and at it at this frame "
+            "and the next 2 frames, as far as the trace goes, lift must be false",
+        ),
+        ("F a -> G b", "if at some frame from this frame on a holds, then b must hold at every frame"),
+        ("G(!X a -> b)", "whenever at the next frame, if there is one, a is false, b must hold"),
     ],
 )
 def test_sentences(formula, sentence):
