@@ -82,6 +82,17 @@ def test_options_and_a_seconds_bound_are_explained():
     )
 
 
+def test_a_span_in_seconds_that_no_rate_converts_is_said_to_apply_no_minimum(tmp_path):
+    path = tmp_path / "specs.yaml"
+    path.write_text(
+        "predicates: [a, b]\nproperties:\n"
+        '  - {name: p, category: mechanism, formula: "G(!a)", recovery: "F(b)", min_resolve_s: 5}\n'
+    )
+    prop = load_specs(path).properties[0]
+    assert "lasted 5 s or more, but no control rate converts that, so every one counts" in explain_property(prop)
+    assert "lasted 100 frames (5 s) or more" in explain_property(prop.at_rate(20))
+
+
 def test_cli_explains_one_property_or_names_the_ones_it_has(capsys):
     assert main(["specs", "explain", "config/specs.yaml", "pick_preconditions"]) == 0
     out = capsys.readouterr().out

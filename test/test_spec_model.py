@@ -136,6 +136,7 @@ properties:
   - {name: tautology, category: mechanism, formula: "G(a | !a)"}
   - {name: impossible, category: mechanism, formula: "G(a & !a)"}
   - {name: latched, category: mechanism, formula: "G(!a)", recovery: "F(b & !b)"}
+  - {name: no_rate, category: mechanism, formula: "G(!a)", recovery: "F(b)", min_resolve_s: 5}
 """
 
 
@@ -153,10 +154,14 @@ def test_specs_check_warns_of_properties_a_monitor_could_never_report(tmp_path, 
         "tautology: warning: every trace satisfies the formula (a tautology): it can never be violated",
         "impossible: warning: no trace satisfies the formula: every trace violates it on its first frame",
         "latched: warning: the recovery can never hold: an episode, once open, stays open to the end of the trace",
+        "no_rate: warning: min_resolve_s 5 needs a control rate (control_rate_hz, or the monitor's): without one "
+        "no minimum applies, and every violation still open when the trace ends counts",
     ]
     assert main(["specs", "check", str(path), "--json"]) == 0
     rows = {r["name"]: r["warnings"] for r in json.loads(capsys.readouterr().out)}
     assert rows["bounded"] == [] and len(rows["waits"]) == 1
+    assert main(["specs", "check", str(path), "--rate", "20", "--json"]) == 0  # a rate converts the span
+    assert [r["warnings"] for r in json.loads(capsys.readouterr().out) if r["name"] == "no_rate"] == [[]]
 
 
 def test_the_default_specs_draw_no_warning(capsys):

@@ -56,6 +56,11 @@ def explain_property(prop, control_rate_hz: float | None = None) -> str:
     if frames:
         span = f"{frames} frames" + (f" ({prop.min_resolve_s:g} s)" if prop.min_resolve_s is not None else "")
         options.append(f"a violation still open when the trace ends counts only if it lasted {span} or more")
+    elif prop.min_resolve_s and rate is None:
+        options.append(
+            f"a violation still open when the trace ends would count only if it lasted {prop.min_resolve_s:g} s "
+            "or more, but no control rate converts that, so every one counts"
+        )
     if prop.options.get("close_on_opening_frame"):
         options.append("a recovery that already holds on the frame a violation opens closes it on that frame")
     if options:

@@ -161,7 +161,8 @@ class CompiledProperty:
 def authoring_warnings(compiled: CompiledProperty) -> tuple[str, ...]:
     """What makes a valid property useless to a monitor, read off its automata: a formula that no trace
     satisfies, one that no trace can break for good (a tautology, or an unbounded wait such as `F b`), a
-    recovery that can never hold. The monitor would say nothing about any of these."""
+    recovery that can never hold; and a `min_resolve_s` that no rate converts. The monitor would say
+    nothing about any of these."""
     out = []
     main, recovery = compiled.main, compiled.recovery
     reached = main.reachable()  # after a frame: the empty trace, which satisfies G(false), is no trace here
@@ -176,6 +177,12 @@ def authoring_warnings(compiled: CompiledProperty) -> tuple[str, ...]:
         )
     if recovery is not None and recovery.rejecting_sink[recovery.reachable()].all():
         out.append("the recovery can never hold: an episode, once open, stays open to the end of the trace")
+    prop = compiled.prop
+    if prop.min_resolve_s and prop.control_rate_hz is None and not prop.min_resolve_frames:
+        out.append(  # with no rate, min_resolve_frames applies, and the file left it at 0
+            f"min_resolve_s {prop.min_resolve_s:g} needs a control rate (control_rate_hz, or the monitor's): "
+            "without one no minimum applies, and every violation still open when the trace ends counts"
+        )
     return tuple(out)
 
 
