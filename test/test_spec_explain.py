@@ -58,6 +58,14 @@ def test_every_default_property_reads_as_english_naming_its_predicates(prop):
             "(a stretch that the trace ends before closing is not checked), p must never hold",
         ),
         ("!F a", "a must never hold"),
+        # a temporal condition reads as what happens, not as an obligation ('if g must be false ...')
+        (
+            "G((!g & X g) -> X G[<=2] !lift)",
+            "whenever g is false and at the next frame g holds, a next frame must exist, and at it at this frame "
+            "and the next 2 frames, as far as the trace goes, lift must be false",
+        ),
+        ("F a -> G b", "if at some frame from this frame on a holds, then b must hold at every frame"),
+        ("G(!X a -> b)", "whenever at the next frame, if there is one, a is false, b must hold"),
     ],
 )
 def test_sentences(formula, sentence):
@@ -72,6 +80,17 @@ def test_options_and_a_seconds_bound_are_explained():
         "Its triggers (the opportunities the metrics count) are the frames where forbidden_contact holds"
         in explain_property(contact)
     )
+
+
+def test_a_span_in_seconds_that_no_rate_converts_is_said_to_apply_no_minimum(tmp_path):
+    path = tmp_path / "specs.yaml"
+    path.write_text(
+        "predicates: [a, b]\nproperties:\n"
+        '  - {name: p, category: mechanism, formula: "G(!a)", recovery: "F(b)", min_resolve_s: 5}\n'
+    )
+    prop = load_specs(path).properties[0]
+    assert "lasted 5 s or more, but no control rate converts that, so every one counts" in explain_property(prop)
+    assert "lasted 100 frames (5 s) or more" in explain_property(prop.at_rate(20))
 
 
 def test_cli_explains_one_property_or_names_the_ones_it_has(capsys):

@@ -2,6 +2,7 @@
 
 import json
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -52,6 +53,13 @@ def test_valid_file_loads_and_compiles(tmp_path):
             ["property 'no_collision'", "formula: syntax error", "column"],
         ),
         (GOOD.replace('"G(!collision)"', '"G(!bump)"'), ["property 'no_collision'", "outside the vocabulary: bump"]),
+        (  # a typo names the predicate meant; a name like no listed one (bump, above) suggests none
+            GOOD.replace('"G(!collision)"', '"G(!colision)"').replace('"F(!collision)"', '"F(!object_synced)"'),
+            [
+                "formula uses predicates outside the vocabulary: colision (did you mean collision?)",
+                "recovery uses predicates outside the vocabulary: object_synced (did you mean object_sync?)",
+            ],
+        ),
         (GOOD.replace("name: no_collision", "name: NoCollision"), ["lower-case snake_case"]),
         (GOOD.replace("[object_grasped,", "[ObjectGrasped, object_grasped,"), ["predicate 'ObjectGrasped'"]),
         (
@@ -79,6 +87,12 @@ def test_each_problem_is_named(tmp_path, mutation, fragments):
     assert str(path) in message
     for fragment in fragments:
         assert fragment in message, message
+
+
+def test_a_name_sharing_only_a_prefix_with_a_predicate_is_not_called_its_typo(tmp_path):
+    with pytest.raises(SpecError) as info:  # object_released is missing, not a misspelt object_grasped
+        load_specs(write(tmp_path, GOOD.replace('"F(!collision)"', '"F(object_released)"')))
+    assert str(info.value).endswith("recovery uses predicates outside the vocabulary: object_released")
 
 
 def test_all_problems_reported_together(tmp_path):
@@ -112,6 +126,47 @@ def test_specs_check_cli_json(tmp_path, capsys):
     assert rows[1]["states"] == 2 and rows[1]["atoms"] == ["collision"]
     assert rows[0]["class"] == "ordering_constraint" and rows[1]["class"] == "state_invariant"
     assert {"name", "category", "atoms", "states"} <= set(rows[0])
+
+
+USELESS = """
+predicates: [a, b]
+properties:
+  - {name: waits, category: mechanism, formula: "G(a -> F b)"}
+  - {name: bounded, category: mechanism, formula: "G(a -> F[<=3] b)", recovery: "F(b)"}
+  - {name: tautology, category: mechanism, formula: "G(a | !a)"}
+  - {name: impossible, category: mechanism, formula: "G(a & !a)"}
+  - {name: latched, category: mechanism, formula: "G(!a)", recovery: "F(b & !b)"}
+  - {name: no_rate, category: mechanism, formula: "G(!a)", recovery: "F(b)", min_resolve_s: 5}
+"""
+
+
+def test_specs_check_warns_of_properties_a_monitor_could_never_report(tmp_path, capsys):
+    """Each is a valid file the monitor runs without a word: G(a -> F b) never opens an episode (nothing
+    breaks it for good), a tautology never either, a contradiction opens on every first frame, and a
+    recovery that cannot hold never closes one. `bounded` is the fix of `waits` and draws no warning."""
+    path = write(tmp_path, USELESS)
+    assert main(["specs", "check", str(path)]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if ": warning: " in line]
+    assert lines == [
+        "waits: warning: no trace breaks the formula for good (what it waits for may always still come), so it "
+        "never opens a violation episode: bound the wait (F[<=N], U[<=N], the bounded_response pattern) to see "
+        "it broken",
+        "tautology: warning: every trace satisfies the formula (a tautology): it can never be violated",
+        "impossible: warning: no trace satisfies the formula: every trace violates it on its first frame",
+        "latched: warning: the recovery can never hold: an episode, once open, stays open to the end of the trace",
+        "no_rate: warning: min_resolve_s 5 needs a control rate (control_rate_hz, or the monitor's): without one "
+        "no minimum applies, and every violation still open when the trace ends counts",
+    ]
+    assert main(["specs", "check", str(path), "--json"]) == 0
+    rows = {r["name"]: r["warnings"] for r in json.loads(capsys.readouterr().out)}
+    assert rows["bounded"] == [] and len(rows["waits"]) == 1
+    assert main(["specs", "check", str(path), "--rate", "20", "--json"]) == 0  # a rate converts the span
+    assert [r["warnings"] for r in json.loads(capsys.readouterr().out) if r["name"] == "no_rate"] == [[]]
+
+
+def test_the_default_specs_draw_no_warning(capsys):
+    assert main(["specs", "check", str(Path(__file__).parents[1] / "config" / "specs.yaml"), "--json"]) == 0
+    assert all(r["warnings"] == [] for r in json.loads(capsys.readouterr().out))
 
 
 def test_specs_check_cli_reports_errors_in_one_line_and_exit_2(tmp_path, capsys):

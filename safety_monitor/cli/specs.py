@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _check(args: argparse.Namespace) -> int:
     from safety_monitor.specs.classify import classify
     from safety_monitor.specs.ltlf import parse
-    from safety_monitor.specs.model import compile_specs, load_specs
+    from safety_monitor.specs.model import authoring_warnings, compile_specs, load_specs
 
     spec_set = load_specs(args.file).at_rate(args.rate)
     rows: list[dict[str, Any]] = [  # the --json output, one object per property
@@ -57,6 +57,7 @@ def _check(args: argparse.Namespace) -> int:
             "recovery_states": c.recovery.n_states if c.recovery else None,
             "min_resolve_frames": c.prop.min_resolve_frames,
             "compile_ms": round(c.compile_ms, 2),
+            "warnings": list(authoring_warnings(c)),
         }
         for c in compile_specs(spec_set)
     ]
@@ -85,6 +86,8 @@ def _check(args: argparse.Namespace) -> int:
             print(f"{r['name']}: {r['pattern']} becomes {r['formula']}")
         for conversion in r["bounds"]:
             print(f"{r['name']}: {conversion}")
+        for warning in r["warnings"]:
+            print(f"{r['name']}: warning: {warning}")
     print(f"{spec_set.path}: {len(rows)} properties over {len(spec_set.predicates)} predicates: OK")
     return 0
 

@@ -27,6 +27,16 @@ class TableDFA:
     def n_states(self) -> int:
         return int(self.table.shape[0])
 
+    def reachable(self) -> np.ndarray:
+        """bool per state: entered by some non-empty trace (the states a monitor can be in after a frame)."""
+        seen = np.zeros(self.n_states, dtype=bool)
+        frontier = np.unique(self.table[self.initial])
+        while frontier.size:
+            seen[frontier] = True
+            successors = np.unique(self.table[frontier])
+            frontier = successors[~seen[successors]]
+        return seen
+
     def letter(self, valuation: Mapping[str, bool]) -> int:
         """Encode a valuation (extra keys ignored; a missing atom is a KeyError) as a letter."""
         code = 0

@@ -56,6 +56,11 @@ def explain_property(prop, control_rate_hz: float | None = None) -> str:
     if frames:
         span = f"{frames} frames" + (f" ({prop.min_resolve_s:g} s)" if prop.min_resolve_s is not None else "")
         options.append(f"a violation still open when the trace ends counts only if it lasted {span} or more")
+    elif prop.min_resolve_s and rate is None:
+        options.append(
+            f"a violation still open when the trace ends would count only if it lasted {prop.min_resolve_s:g} s "
+            "or more, but no control rate converts that, so every one counts"
+        )
     if prop.options.get("close_on_opening_frame"):
         options.append("a recovery that already holds on the frame a violation opens closes it on that frame")
     if options:
@@ -81,17 +86,14 @@ def describe(f: Formula, rate: float | None = None) -> str:
         return must(f)
     if isinstance(f, Always):
         body = f.arg
-        if isinstance(body, Implies) and is_propositional(body.left):
-            return f"whenever {condition(body.left)}, {describe(body.right, rate)}"
+        if isinstance(body, Implies):
+            return f"whenever {happens(body.left, rate)}, {describe(body.right, rate)}"
         return f"at every frame, {describe(body, rate)}"
     if isinstance(f, Eventually):
         return f"at some frame before the trace ends, {describe(f.arg, rate)}"
     if isinstance(f, Implies):
-        return (
-            f"if {condition(f.left)}, {describe(f.right, rate)}"
-            if is_propositional(f.left)
-            else f"if {describe(f.left, rate)}, then {describe(f.right, rate)}"
-        )
+        then = "" if is_propositional(f.left) else "then "
+        return f"if {happens(f.left, rate)}, {then}{describe(f.right, rate)}"
     if isinstance(f, Or):
         weak = _weak_until(f)
         if weak is not None:
@@ -122,6 +124,46 @@ def describe(f: Formula, rate: float | None = None) -> str:
         return f"{_until(f.left, f.right, rate)}, within {_bound(f.bound, rate)} and before the trace ends"
     if isinstance(f, Not):  # the negation of an equivalence
         return f"{describe(f.arg, rate)} is not the case"
+    raise TypeError(f"not a formula: {f!r}")
+
+
+def happens(f: Formula, rate: float | None = None) -> str:
+    """What f says of the trace from the current frame on, as a statement for an `if` or `whenever` clause
+    (`X b`: 'at the next frame b holds'), where `describe`'s obligations ('b must hold') would misread."""
+    pushed = _push_not(f)
+    if pushed is not f:
+        return happens(pushed, rate)
+    if is_propositional(f):
+        return condition(f)
+    if isinstance(f, And):
+        return " and ".join(happens(a, rate) for a in f.args)
+    if isinstance(f, Or):
+        return "either " + " or ".join(happens(a, rate) for a in f.args)
+    if isinstance(f, Next):
+        return f"at the next frame {happens(f.arg, rate)}"
+    if isinstance(f, WeakNext):
+        return f"at the next frame, if there is one, {happens(f.arg, rate)}"
+    if isinstance(f, Last):
+        return "this is the last frame"
+    if isinstance(f, Always):
+        return f"from this frame on at every frame {happens(f.arg, rate)}"
+    if isinstance(f, Eventually):
+        return f"at some frame from this frame on {happens(f.arg, rate)}"
+    if isinstance(f, BoundedEventually):
+        return f"within {_bound(f.bound, rate)} {happens(f.arg, rate)}"
+    if isinstance(f, BoundedAlways):
+        return f"at that frame and the next {_bound(f.bound, rate)} {happens(f.arg, rate)}"
+    if isinstance(f, (Until, BoundedUntil)):
+        within = f" within {_bound(f.bound, rate)}" if isinstance(f, BoundedUntil) else ""
+        return f"{happens(f.left, rate)} until a frame{within} where {happens(f.right, rate)}"
+    if isinstance(f, Release):
+        return f"{happens(f.right, rate)} up to and including the first frame where {happens(f.left, rate)}"
+    if isinstance(f, Implies):
+        return f"{happens(f.right, rate)} if {happens(f.left, rate)}"
+    if isinstance(f, Equiv):
+        return f"{happens(f.left, rate)} exactly when {happens(f.right, rate)}"
+    if isinstance(f, Not):  # the negation of an equivalence or a bounded until
+        return f"not ({happens(f.arg, rate)})"
     raise TypeError(f"not a formula: {f!r}")
 
 

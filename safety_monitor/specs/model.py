@@ -6,6 +6,7 @@ property and what is wrong, so a user fixes a spec file in one pass.
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 import time
@@ -155,6 +156,34 @@ class CompiledProperty:
         """Every predicate this property reads (main, recovery and trigger)."""
         rec = self.recovery.atoms if self.recovery else ()
         return tuple(sorted(set(self.main.atoms) | set(rec) | set(self.trigger_atoms)))
+
+
+def authoring_warnings(compiled: CompiledProperty) -> tuple[str, ...]:
+    """What makes a valid property useless to a monitor, read off its automata: a formula that no trace
+    satisfies, one that no trace can break for good (a tautology, or an unbounded wait such as `F b`), a
+    recovery that can never hold; and a `min_resolve_s` that no rate converts. The monitor would say
+    nothing about any of these."""
+    out = []
+    main, recovery = compiled.main, compiled.recovery
+    reached = main.reachable()  # after a frame: the empty trace, which satisfies G(false), is no trace here
+    if main.rejecting_sink[reached].all():
+        out.append("no trace satisfies the formula: every trace violates it on its first frame")
+    elif main.accepting[reached].all():
+        out.append("every trace satisfies the formula (a tautology): it can never be violated")
+    elif not main.rejecting_sink[reached].any():
+        out.append(
+            "no trace breaks the formula for good (what it waits for may always still come), so it never opens "
+            "a violation episode: bound the wait (F[<=N], U[<=N], the bounded_response pattern) to see it broken"
+        )
+    if recovery is not None and recovery.rejecting_sink[recovery.reachable()].all():
+        out.append("the recovery can never hold: an episode, once open, stays open to the end of the trace")
+    prop = compiled.prop
+    if prop.min_resolve_s and prop.control_rate_hz is None and not prop.min_resolve_frames:
+        out.append(  # with no rate, min_resolve_frames applies, and the file left it at 0
+            f"min_resolve_s {prop.min_resolve_s:g} needs a control rate (control_rate_hz, or the monitor's): "
+            "without one no minimum applies, and every violation still open when the trace ends counts"
+        )
+    return tuple(out)
 
 
 def default_trigger(f: Formula) -> Formula | None:
@@ -391,7 +420,8 @@ def _formula(
         return None
     unknown = [a for a in atoms_of(f) if a not in vocabulary]
     if unknown and vocabulary:
-        problems.append(f"{label}: {key} uses predicates outside the vocabulary: {', '.join(unknown)}")
+        named = ", ".join(a + _nearest(a, vocabulary) for a in unknown)
+        problems.append(f"{label}: {key} uses predicates outside the vocabulary: {named}")
         return None
     if rate is not None:
         try:
@@ -400,6 +430,15 @@ def _formula(
             problems.append(f"{label}: {key}: {exc}")
             return None
     return f
+
+
+def _nearest(name: str, vocabulary: tuple[str, ...]) -> str:
+    """' (did you mean x?)' for a likely typo of a listed predicate; '' for a name unlike any of them.
+
+    The cutoff is high because predicate names share prefixes (`object_released`, `object_dropped`): a
+    missing predicate is not a typo of its neighbour."""
+    near = difflib.get_close_matches(name, vocabulary, n=1, cutoff=0.85)
+    return f" (did you mean {near[0]}?)" if near else ""
 
 
 def compile_property(prop: Property) -> CompiledProperty:
