@@ -164,6 +164,8 @@ def test_cli_pair_and_batch(tmp_path, capsys):
     assert main(["equiv", "G(a -> F b)", "G(a -> X b)", "--json"]) == 1
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert out["equivalent"] is False and out["accepted_by"] in ("A", "B") and out["trace"]
+    assert main(["equiv", "last", "G(false)"]) == 1  # formulas without predicates: a frame still shows
+    assert capsys.readouterr().out.splitlines()[1:] == ["  frame 0: (no predicates)"]
     refs = tmp_path / "refs.yaml"
     refs.write_text("- {id: p1, formula: 'G(!a)'}\n")
     cands = tmp_path / "cands.yaml"
