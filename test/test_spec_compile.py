@@ -114,6 +114,10 @@ def test_letter_encoding_uses_sorted_atom_bits():
     [
         ("G(a -> ", "end of formula"),
         ("G(Collision)", "lower-case snake_case"),
+        # other LTL syntaxes, as language models write them: say how this one writes the operator
+        ("G(a -> (b W c))", "'W' (weak until is written (f U g) | G(f) here)"),
+        ("[](a -> <>b)", "'[' (always is written G here)"),
+        ("G(a -> Fb)", "snake_case: [a-z][a-z0-9_]*; if F is an operator, separate it: F b)"),
         ("a <-> b <-> c", "chained '<->'"),
         ("", "empty formula"),
         ("G(a) )", "column 6"),

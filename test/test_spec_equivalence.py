@@ -145,6 +145,16 @@ def test_batch_scoring_and_rates(tmp_path):
     rates = rates_by_model(scores)
     assert rates["all"].counts == {"syntax_error": 1, "not_equivalent": 1, "equivalent": 2}
     assert rates["m1"].rate("equivalent") == 0.5 and rates["m2"].rate("syntax_error") == 0.5
+    # X demands a next frame the 1-frame trace lacks: only the reference accepts it, and the row says so
+    assert scores[2].to_dict() == {
+        "id": "response",
+        "model": "m1",
+        "candidate": "G(grasp -> X release)",
+        "reference": "G(grasp -> F release)",
+        "verdict": "not_equivalent",
+        "trace": [{"grasp": True, "release": True}],
+        "accepted_by": "reference",
+    }
     with pytest.raises(SpecError, match="no reference formula for candidate id.*missing"):
         score_candidates([Entry("missing", "G a")], load_entries(refs))
 
@@ -154,6 +164,8 @@ def test_cli_pair_and_batch(tmp_path, capsys):
     assert main(["equiv", "G(a -> F b)", "G(a -> X b)", "--json"]) == 1
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert out["equivalent"] is False and out["accepted_by"] in ("A", "B") and out["trace"]
+    assert main(["equiv", "last", "G(false)"]) == 1  # formulas without predicates: a frame still shows
+    assert capsys.readouterr().out.splitlines()[1:] == ["  frame 0: (no predicates)"]
     refs = tmp_path / "refs.yaml"
     refs.write_text("- {id: p1, formula: 'G(!a)'}\n")
     cands = tmp_path / "cands.yaml"

@@ -61,6 +61,20 @@ def test_ctl_counterexample_names_trajectories_frames_and_deciding_values():
     assert cx.decided_at == 7
 
 
+def test_ctl_counterexample_ending_at_an_inner_node_names_only_the_runs_that_stop_there():
+    # "short" stops at frame 1 without q; "long" shares that prefix and reaches q at frame 2
+    r, rq = {"q": False, "r": True}, {"q": True, "r": False}
+    tree = tree_from_valuations([[r, r], [r, r, rq], [r, r]], names=["short", "long", "short_again"])
+    checker = TreeChecker(tree)
+    for text in ("AF q", "AG(!q -> AF q)", "A[r U q]"):
+        cx = from_ctl(checker.check(parse_ctl(text)), tree, text)
+        assert cx.where == ("short", "short_again"), text
+        assert "on short and 1 other:" in cx.sentence
+    # a violation decided at a node, not by a path stopping there, is on every run through it
+    cx = from_ctl(checker.check(parse_ctl("AG !r")), tree, "AG !r")
+    assert cx.where == ("short", "long", "short_again")
+
+
 def test_compact_keeps_changes_and_decisions():
     fs = [FrameValues(i, {"a": i >= 3}, ("a",) if i == 5 else ()) for i in range(8)]
     assert [f.frame for f in compact(fs)] == [0, 3, 5, 7]

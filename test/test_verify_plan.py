@@ -122,6 +122,31 @@ goal: in_cabinet
     assert cx.frames[-1].decisive == ("stove_on",)
 
 
+def test_an_obligation_open_at_the_end_says_since_when_and_what_would_discharge_it(compiled, tmp_path):
+    plan = plan_from("""
+initial: {stove_on: false, in_cabinet: false, cabinet_open: false}
+milestones: [{stove_on: true}, {cabinet_open: true}]
+""")
+    (cx,) = check_plan(plan, compiled).violations
+    assert "pending since step 1 (milestone 1)" in cx.sentence, cx.sentence
+    assert cx.sentence.endswith("and one more step with stove_on=false would satisfy it."), cx.sentence
+    # a strong next at the end: no flip of the last step's values alone satisfies it, the plan must go on
+    specs = tmp_path / "specs.yaml"
+    specs.write_text(
+        "predicates: [hit, retracting, stowed]\nproperties:\n"
+        "  - {name: retract_then_stow, category: mechanism, formula: 'G(hit -> X(retracting & X stowed))'}\n"
+    )
+    plan = plan_from("""
+initial: {hit: false, retracting: false, stowed: false}
+milestones: [{hit: true}, {hit: false, retracting: true}, {retracting: false, stowed: true}, {hit: true}]
+""")
+    (cx,) = check_plan(plan, compile_specs(load_specs(specs))).violations
+    assert cx.decided_at == 4 and "pending since step 4;" in cx.sentence, cx.sentence
+    assert cx.sentence.endswith(
+        " and 2 more steps (hit=false, retracting=true, then the same values) would satisfy it."
+    )
+
+
 def test_reach_in_before_opening_is_caught_at_that_step(compiled):
     plan = plan_from("""
 initial: {stove_on: false, in_cabinet: false, cabinet_open: false}

@@ -111,7 +111,7 @@ def _equiv(args: argparse.Namespace) -> int:
     else:
         print(f"not equivalent: this {len(result.trace)}-frame trace is accepted by {result.accepted_by} only")
         for i, valuation in enumerate(result.trace):
-            print(f"  frame {i}: " + " ".join(f"{k}={int(v)}" for k, v in valuation.items()))
+            print(f"  frame {i}: " + (" ".join(f"{k}={int(v)}" for k, v in valuation.items()) or "(no predicates)"))
     return 0 if result.equivalent else 1
 
 

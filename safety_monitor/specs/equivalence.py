@@ -207,7 +207,7 @@ class CandidateScore:
     result: EquivalenceResult | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        out = {
+        out: dict[str, Any] = {
             "id": self.id,
             "model": self.model,
             "candidate": self.candidate,
@@ -217,7 +217,9 @@ class CandidateScore:
         if self.error:
             out["error"] = self.error
         if self.result is not None and not self.result.equivalent:
-            out.update(self.result.to_dict())
+            # the candidate is compared as A and the reference as B: say which by role, not by letter
+            out["trace"] = [dict(v) for v in self.result.trace]
+            out["accepted_by"] = "candidate" if self.result.accepted_by == "A" else "reference"
         return out
 
 

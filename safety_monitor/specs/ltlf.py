@@ -293,14 +293,43 @@ def _describe_syntax_error(text: str, exc: UnexpectedInput) -> str:
     elif isinstance(exc, UnexpectedCharacters):
         char = text[exc.pos_in_stream]
         what = f"unexpected character {char!r}"
-        if char.isupper() or char in "-.":
-            what += " (predicate names must be lower-case snake_case: [a-z][a-z0-9_]*)"
+        rest = text[exc.pos_in_stream :]
+        if _dialect_operator(rest):
+            what += f" ({_DIALECT[_dialect_operator(rest)]})"
+        elif char.isupper() or char in "-.":
+            what += f" (predicate names must be lower-case snake_case: [a-z][a-z0-9_]*{_glued_hint(rest)})"
         elif char == "[":  # a bound the BOUND token does not match: negative, an interval, no number
             what += " (a bound is only an upper one, after F, G or U: [<=N] for N frames, N a whole number, or [<=Ns] in seconds)"
     else:
         what = f"unexpected {token!s:.20}"
     pointer = " " * (max(column, 1) - 1) + "^"
     return f"syntax error at line {line}, column {column}: {what}\n    {text}\n    {pointer}"
+
+
+# operators of other LTL syntaxes (Spot, nuXmv, papers) that language models write, as this one writes them
+_DIALECT = {
+    "W": "weak until is written (f U g) | G(f) here",
+    "M": "strong release is written g U (f & g) here",
+    "V": "release is written f R g here",
+    "[]": "always is written G here",
+    "<>": "eventually is written F here",
+}
+_GLUED = re.compile(r"((?:WX|[XFG])+)([a-z][a-z0-9_]*)")
+
+
+def _dialect_operator(rest: str) -> str:
+    """The operator of another syntax the text from the unexpected character starts with, or ''."""
+    word = re.match(r"\[\]|<>|[A-Z]+\b", rest)
+    return word.group() if word and word.group() in _DIALECT else ""
+
+
+def _glued_hint(rest: str) -> str:
+    """`Fb`, `GFb`: operators glued to a predicate (Spot's syntax) need a space here."""
+    glued = _GLUED.match(rest)
+    if glued is None or re.match(r"[A-Za-z0-9_]", rest[glued.end() :]):
+        return ""
+    operators = re.findall(r"WX|[XFG]", glued.group(1))
+    return f"; if {operators[0]} is an operator, separate it: {' '.join([*operators, glued.group(2)])}"
 
 
 class _ToAst(Transformer):

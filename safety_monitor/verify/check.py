@@ -17,7 +17,7 @@ segment levels that touches segment heads only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -50,6 +50,9 @@ class Evidence:
     path: tuple[int, ...]  # node ids
     decisive: tuple[tuple[int, tuple[str, ...]], ...]  # (node, predicates whose values decided there)
     notes: tuple[str, ...]  # plain-language steps, in path order
+    # the path stops at its last node: it stands for the trajectories that end there, not for the
+    # ones that go on (and may satisfy what this path lacks)
+    stops: bool = False
 
 
 @dataclass(frozen=True)
@@ -199,7 +202,7 @@ class TreeChecker:
         arg_values = self.values(f.arg)
         child = next(int(c) for c in tree.children(node) if arg_values[c] == want)
         after = self.explain(f.arg, child, want)
-        return Evidence((node, *after.path), after.decisive, after.notes)
+        return Evidence((node, *after.path), after.decisive, after.notes, after.stops)
 
     def _walk(self, f, left, right, existential: bool, strong: bool, node: int) -> Evidence:
         """Follow one path that keeps `f`'s value (true for E, false for A) until it is decided,
@@ -229,12 +232,12 @@ class TreeChecker:
         if not lv[m]:  # universal: `left` fails before `right`
             before = "" if right == _FALSE else f" before {ctl_text(right)} holds"
             failed = self.explain(left, m, False)
-            failed = Evidence(failed.path, failed.decisive, (failed.notes[0] + before, *failed.notes[1:]))
+            failed = replace(failed, notes=(failed.notes[0] + before, *failed.notes[1:]))
             return _then(Evidence(tuple(path), (), ()), failed)
         start, stop = int(tree.depth[node]), int(tree.depth[m])  # the path ends here
         if existential:
             note = f"{ctl_text(left)} holds from frame {start} to the end of the path at frame {stop}"
-            return Evidence(tuple(path), (), (note,))
+            return Evidence(tuple(path), (), (note,), stops=True)
         right_atoms = ctl_atoms(right)
         note = (
             f"{ctl_text(right)} is false at frame {stop}, where the path ends"
@@ -242,7 +245,10 @@ class TreeChecker:
             else f"{ctl_text(right)} never holds from frame {start} to the end of the path at frame {stop}"
         )
         return Evidence(
-            tuple(path), ((m, right_atoms),) if right_atoms else (), self._held(left, node, m, until=True) + (note,)
+            tuple(path),
+            ((m, right_atoms),) if right_atoms else (),
+            self._held(left, node, m, until=True) + (note,),
+            stops=True,
         )
 
     def _held(self, left, start: int, stop: int, until: bool = False) -> tuple[str, ...]:
@@ -276,7 +282,9 @@ def _path_text(left, right, strong: bool) -> str:
 
 def _then(first: Evidence, second: Evidence) -> Evidence:
     """`second` starts where `first` ends."""
-    return Evidence(first.path + second.path[1:], first.decisive + second.decisive, first.notes + second.notes)
+    return Evidence(
+        first.path + second.path[1:], first.decisive + second.decisive, first.notes + second.notes, second.stops
+    )
 
 
 def _together(parts: list[Evidence]) -> Evidence:
@@ -284,7 +292,8 @@ def _together(parts: list[Evidence]) -> Evidence:
     longest = next((p for p in parts if len(p.path) > 1), parts[0])
     decisive = tuple(d for p in parts if p is longest or len(p.path) == 1 for d in p.decisive)
     notes = tuple(n for p in parts if p is longest or len(p.path) == 1 for n in p.notes)
-    return Evidence(longest.path, decisive, notes)
+    stops = longest.stops if len(longest.path) > 1 else any(p.stops for p in parts)
+    return Evidence(longest.path, decisive, notes, stops)
 
 
 def _tf(value: bool) -> str:

@@ -100,7 +100,9 @@ def from_ctl(result, tree, name: str, category: str = "", formula: str | None = 
     frames = [
         FrameValues(int(tree.depth[n]), tree.valuation(n, atoms), tuple(sorted(decisive.get(n, ())))) for n in path
     ]
-    where = tuple(tree.names[i] for i in tree.trajectories_through(path[-1]))
+    last = path[-1]
+    runs = tree.trajectories_ending_at(last) if evidence.stops else tree.trajectories_through(last)
+    where = tuple(tree.names[i] for i in runs)
     text = formula or ctl_text(result.formula)
     verdict = "holds" if result.holds else "is violated"
     label = name if name == text else f"{name} ({text})"

@@ -220,9 +220,11 @@ def check_plan(plan: Plan, compiled: Sequence) -> PlanReport:
 
 def _violation(c, states: list[dict[str, bool]], labels: list[str], source: str) -> Counterexample | None:
     """Run the property's DFA on the plan's states; the first step that makes it unsatisfiable, or the
-    end when the plan stops before the property is satisfied."""
+    end when the plan stops before the property is satisfied (then also since which step it has been
+    owed and the fewest further steps that would satisfy it, so a planner knows what to append)."""
     dfa = c.main
     q = dfa.initial
+    satisfied = -1  # the last step at which the plan so far satisfied the property
     for k, s in enumerate(states):
         before, letter = q, dfa.letter(s)
         q = int(dfa.table[q, letter])
@@ -230,13 +232,53 @@ def _violation(c, states: list[dict[str, bool]], labels: list[str], source: str)
             decisive = _flips(dfa, before, letter, lambda r: not dfa.rejecting_sink[r])
             why = f"the values {_at(labels[k])} leave `{c.prop.formula}` impossible to satisfy"
             return _plan_cx(c, states, k, decisive, why, source)
+        if dfa.accepting[q]:
+            satisfied = k
     if dfa.accepting[q]:
         return None
-    decisive = _flips(
-        dfa, dfa.run(dfa.letter(s) for s in states[:-1]), dfa.letter(states[-1]), lambda r: dfa.accepting[r]
-    )
-    why = f"the plan ends ({labels[-1]}) before `{c.prop.formula}` is satisfied"
-    return _plan_cx(c, states, len(states) - 1, decisive, why, source)
+    decisive = _flips(dfa, before, letter, lambda r: dfa.accepting[r])
+    since = satisfied + 1
+    why = f"the plan ends ({labels[-1]}) before `{c.prop.formula}` is satisfied, pending since step {since}"
+    if since < len(states) - 1:
+        why += f" ({labels[since]})"
+    owed = f"{_continuation(dfa, q, letter)} would satisfy it"
+    return _plan_cx(c, states, len(states) - 1, decisive, why, source, owed)
+
+
+def _continuation(dfa, state: int, letter: int) -> str:
+    """The fewest further steps from `state` to acceptance, each changing as few of the property's
+    predicates as it can from the step before, in words ("one more step with b=true")."""
+    letters = range(1 << len(dfa.atoms))
+    start = (state, letter)
+    parent: dict[tuple[int, int], tuple[int, int] | None] = {start: None}
+    queue = deque([start])
+    while queue:
+        node = queue.popleft()
+        for x in sorted(letters, key=lambda x: (bin(x ^ node[1]).count("1"), x)):
+            child = (int(dfa.table[node[0], x]), x)
+            if child in parent:
+                continue
+            parent[child] = node
+            if dfa.accepting[child[0]]:
+                path = []
+                at: tuple[int, int] | None = child
+                while at is not None and at != start:
+                    path.append(at[1])
+                    at = parent[at]
+                return _steps_text(dfa.atoms, letter, path[::-1])
+            queue.append(child)
+    raise AssertionError("a state outside the rejecting sink reaches acceptance")
+
+
+def _steps_text(atoms: tuple[str, ...], last: int, path: list[int]) -> str:
+    changes = []
+    for x in path:
+        changed = {a: bool(x >> i & 1) for i, a in enumerate(atoms) if (x ^ last) >> i & 1}
+        changes.append(_values_text(changed) if changed else "the same values")
+        last = x
+    if len(changes) == 1:
+        return f"one more step with {changes[0]}"
+    return f"{len(changes)} more steps ({', then '.join(changes)})"
 
 
 def _at(label: str) -> str:
@@ -251,13 +293,15 @@ def _flips(dfa, state: int, letter: int, good) -> tuple[str, ...]:
     return tuple(a for i, a in enumerate(dfa.atoms) if good(int(dfa.table[state, letter ^ (1 << i)])))
 
 
-def _plan_cx(c, states, k: int, decisive: tuple[str, ...], why: str, source: str) -> Counterexample:
+def _plan_cx(c, states, k: int, decisive: tuple[str, ...], why: str, source: str, owed: str = "") -> Counterexample:
     atoms = c.main.atoms
     frames = tuple(
         FrameValues(i, {a: s[a] for a in atoms}, decisive if i == k else ()) for i, s in enumerate(states[: k + 1])
     )
     values = _values_text({a: states[k][a] for a in atoms})
     flip = f"; flipping {' or '.join(decisive)} there would have avoided it" if decisive else ""
+    if owed:
+        flip += f"{', and ' if decisive else '; '}{owed}"
     sentence = f"{c.prop.name} is violated at step {k} of {source} ({values}): {why}{flip}."
     return Counterexample(c.prop.name, c.prop.category, PLAN, c.prop.formula, frames, sentence, (source,))
 

@@ -98,6 +98,10 @@ class ComputationTree:
                 return x - (self.depth[x] - depth)
             x[above] = self.parent[heads[above]]
 
+    def trajectories_ending_at(self, node: int) -> list[int]:
+        """Indices of the input trajectories whose last frame is `node`."""
+        return np.flatnonzero(self.trajectory_end == node).tolist()
+
     def trajectories_through(self, node: int) -> list[int]:
         """Indices of the input trajectories whose path passes through `node`."""
         ends = self.trajectory_end
