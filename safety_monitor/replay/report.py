@@ -435,7 +435,8 @@ def _metrics_section(title: str, metrics: Metrics) -> list[str]:
         f"## {title}",
         "",
         f"{metrics.rollouts} bag(s). Intervals: bootstrap over bags, {metrics.resamples} resamples, seed "
-        f"{metrics.seed}. A dash: nothing triggered, so no rate.",
+        f"{metrics.seed}. A dash: nothing triggered, so no rate; a dash for an interval alone: fewer than two "
+        "bags triggered it, too few to resample.",
         "",
         "### By property",
         "",
