@@ -449,6 +449,77 @@ def _metrics_section(title: str, metrics: Metrics) -> list[str]:
     ]
 
 
+def _risk_cell(g: GroupMetrics | None) -> str:
+    """One group's risk for the comparison: rate, counts and interval; "no triggers" where it has no rate."""
+    if g is None or g.risk is None:
+        return "no triggers"
+    interval = _ci(g.risk_interval) if g.risk_interval else "no CI"
+    return f"{_num(g.risk)} ({g.violations}/{g.triggers}) {interval}"
+
+
+def _comparison(groups: dict[str, Metrics]) -> list[str]:
+    """Risk side by side, one column per group, by category then by property: which group is safer where, and
+    by how much, without reading one table per group. Properties no group triggered are named in one line."""
+    names = list(groups)
+    head = "| {} | " + " | ".join(f"{n} ({groups[n].rollouts} bags)" for n in names) + " |"
+    rule = "|---|" + "---|" * len(names)
+    lines = [
+        "Risk V/N per group: rate (violations/triggers) and 95 % interval (no CI: fewer than two bags "
+        "triggered it). The groups' counts add up to the figures over all bags.",
+        "",
+    ]
+    for level, label in (("category", "category"), ("property", "property")):
+        by_group = {
+            n: {g.name: g for g in (*m.by_category, m.pooled) if level == "category"}
+            | {g.name: g for g in m.by_property if level == "property"}
+            for n, m in groups.items()
+        }
+        rows = list(dict.fromkeys(name for table in by_group.values() for name in table))
+        silent = [r for r in rows if all(by_group[n].get(r) is None or by_group[n][r].risk is None for n in names)]
+        lines += [head.format(label), rule]
+        lines += [
+            f"| {r} | " + " | ".join(_risk_cell(by_group[n].get(r)) for n in names) + " |"
+            for r in rows
+            if r not in silent
+        ]
+        lines += ["", f"No group triggered: {', '.join(silent)}.", ""] if silent else [""]
+    return lines
+
+
+def _violations(results: Sequence[BagResult], summary: Summary, plots: Sequence[str]) -> list[str]:
+    """Every violation episode with its bag, when it opened (seconds since the bag's first frame, the
+    timelines' axis), how it ended, its counterexample and the bag's timeline plot."""
+    timelines = {r.bag: name for i, r in enumerate(results) if (name := f"{PLOTS}/{timeline_name(i, r.bag)}") in plots}
+    grouped = bool(summary.groups)
+    head = ["bag", *(["group"] if grouped else []), "property", "opened (s since the bag's first frame)"]
+    head += ["frames", "ended", "why", "plot"]
+    rows = []
+    for r in results:
+        for e in episodes(r):
+            t0 = r.t_start if r.t_start is not None else e["opened_t"]
+            cells = [r.bag, *([summary.group_of_bag[r.bag]] if grouped else []), e["property"]]
+            cells += [
+                f"{e['opened_t'] - t0:.3f} (frame {e['opened_frame']})",
+                "–" if e["duration_frames"] is None else str(e["duration_frames"]),
+                "still open at the end" if e["end_kind"] is None else e["end_kind"].value.replace("_", " "),
+                e["explanation"].replace("|", "\\|"),  # a formula's `|` would split the Markdown cell
+                f"[timeline]({timelines[r.bag]})" if r.bag in timelines else "–",
+            ]
+            rows.append("| " + " | ".join(cells) + " |")
+    if not rows:
+        return []
+    return [
+        f"## Violations ({len(rows)})",
+        "",
+        "One row per violation episode (episodes.csv has them with absolute times).",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+        *rows,
+        "",
+    ]
+
+
 def _mode(config: ReplayConfig) -> str:
     robot = config.robot_file()
     how = (
@@ -486,7 +557,7 @@ def summary_markdown(
     if summary.overall is not None:
         lines += _metrics_section("All bags", summary.overall)
     if summary.groups:
-        lines += [f"## Groups (`--group-by {group_by}`)", ""]
+        lines += [f"## Groups (`--group-by {group_by}`)", "", *_comparison(summary.groups)]
         for name, metrics in summary.groups.items():
             lines += [
                 f"### Group `{name}` ({metrics.rollouts} bags) by category",
@@ -494,7 +565,8 @@ def summary_markdown(
                 *_table((*metrics.by_category, metrics.pooled), "category", metrics.confidence),
                 "",
             ]
-        lines += ["Per-property figures for each group are in `properties.csv`.", ""]
+        lines += ["Every figure per group and property is in `properties.csv`.", ""]
+    lines += _violations(results, summary, plots)
     blind = [r for r in scored if r.stale_frames or r.unknown_frames]
     if blind:
         lines += [
@@ -536,7 +608,8 @@ def summary_markdown(
         lines += [f"| {r.bag} | {v.property} | {v.reason()} |" for r, flags in vacuous for v in flags]
         lines.append("")
     if plots:
-        lines += ["## Plots", ""] + [f"- [{p}]({p})" for p in plots] + [""]
+        bags = {f"{PLOTS}/{timeline_name(i, r.bag)}": r.bag for i, r in enumerate(results)}
+        lines += ["## Plots", ""] + [f"- [{p}]({p})" + (f": {bags[p]}" if p in bags else "") for p in plots] + [""]
     return "\n".join(lines)
 
 
