@@ -1,13 +1,24 @@
 """summary.md as a team comparing policies reads it: risk side by side per group, and every violation
-with its bag, time, counterexample and plot. Bags are made from hand-written predicate frames (no bag files)."""
+with its bag, time, counterexample and plot; report.json and the CSVs describing themselves. Bags are made from hand-written predicate frames (no bag files)."""
 
+import hashlib
 import re
+from pathlib import Path
 
 import pytest
 
+from safety_monitor import __version__
 from safety_monitor.monitor.live import SpecSetMonitor
 from safety_monitor.replay.batch import summarize
-from safety_monitor.replay.report import PLOTS, summary_markdown, timeline_name
+from safety_monitor.replay.report import (
+    EPISODE_COLUMNS,
+    PLOTS,
+    PROPERTY_COLUMNS,
+    SCHEMA_VERSION,
+    report_json,
+    summary_markdown,
+    timeline_name,
+)
 from safety_monitor.replay.score import BagResult, ReplayConfig
 
 SPECS = """
@@ -23,6 +34,7 @@ properties:
     recovery: "F(!contact)"
 """
 T0 = 100.0
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -84,3 +96,31 @@ def test_without_groups_the_violations_have_no_group_column(results, specs):
     text = summary_of(results, specs, pattern=None)
     assert "## Groups" not in text
     assert "| bag | property | opened (s since the bag's first frame) | frames | ended | why | plot |" in text
+
+
+def test_report_json_says_its_schema_version_and_the_spec_files_digest(results, specs):
+    """A report read months later says its layout, the tool's version, and which rules scored it (the
+    spec file's bytes, not only its path, which may since hold other rules)."""
+    summary = summarize(results, resamples=50)
+    doc = report_json(results, summary, ReplayConfig(specs=str(specs), from_predicates=True), None)
+    assert doc["schema_version"] == SCHEMA_VERSION and doc["safety_monitor_version"] == __version__
+    assert doc["config"]["specs_sha256"] == hashlib.sha256(specs.read_bytes()).hexdigest()
+    assert doc["config"]["robot"] is None and doc["config"]["robot_sha256"] is None
+
+
+def test_every_csv_column_is_documented_with_its_unit():
+    """docs/replay.md lists each CSV's columns with their units; a column added or renamed without it fails."""
+    page = (ROOT / "docs" / "replay.md").read_text()
+    block = page.split("The CSV columns and their units")[1].split("```text\n")[1].split("```")[0]
+    documented: dict[str, list[str]] = {}
+    for line in block.splitlines():
+        if line.endswith(".csv"):
+            current = documented.setdefault(line, [])
+        else:
+            names, unit = line.split(": ", 1)
+            assert unit.strip(), line
+            current += [n.strip() for n in names.split(",")]
+    assert {k: sorted(v) for k, v in documented.items()} == {
+        "episodes.csv": sorted(EPISODE_COLUMNS),
+        "properties.csv": sorted(PROPERTY_COLUMNS),
+    }

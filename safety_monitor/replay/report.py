@@ -9,6 +9,7 @@ a zero count no pass.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import math
@@ -20,6 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from safety_monitor import __version__
 from safety_monitor.enums import EventKind
 from safety_monitor.errors import SafetyMonitorError
 from safety_monitor.files import write_file
@@ -276,11 +278,25 @@ def _reads(config: ReplayConfig) -> tuple[PropertyReads, ...]:
     return property_reads(load_specs(config.specs_file()))
 
 
+SCHEMA_VERSION = 1  # report.json's layout (docs/replay.md, "report.json"); raised when a key changes meaning or goes
+
+
+def _sha256(path: Path | None) -> str | None:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path is not None else None
+
+
 def _config_json(config: ReplayConfig) -> dict[str, Any]:
-    """The configuration with the files actually used (defaults made explicit)."""
+    """The configuration with the files actually used (defaults made explicit) and their sha256, so a report
+    says which rules scored it even after the spec file at that path was edited."""
     out = asdict(config)
-    robot = config.robot_file()
-    out.update(mapping=asdict(config.mapping), specs=str(config.specs_file()), robot=robot and str(robot))
+    specs, robot = config.specs_file(), config.robot_file()
+    out.update(
+        mapping=asdict(config.mapping),
+        specs=str(specs),
+        specs_sha256=_sha256(specs),
+        robot=robot and str(robot),
+        robot_sha256=_sha256(robot),
+    )
     return out
 
 
@@ -289,6 +305,8 @@ def report_json(
 ) -> dict[str, Any]:
     reads = _reads(config)
     return {
+        "schema_version": SCHEMA_VERSION,
+        "safety_monitor_version": __version__,
         "config": _config_json(config),
         "group_by": group_by,
         "bags_total": len(results),
@@ -370,32 +388,35 @@ def _metric_rows(group: str, metrics: Metrics) -> list[dict[str, Any]]:
     return rows
 
 
+EPISODE_COLUMNS = (
+    "bag",
+    "group",
+    "property",
+    "category",
+    "episode",
+    "opened_frame",
+    "opened_t",
+    "end_kind",
+    "end_frame",
+    "end_t",
+    "duration_frames",
+    "trigger_frame",
+    "decisive",
+    "explanation",
+)
+PROPERTY_COLUMNS = ("group", "level", "name", *_METRIC_COLUMNS)  # units: docs/replay.md, "The report"
+
+
 def write_csvs(folder: Path, results: Sequence[BagResult], summary: Summary) -> None:
-    columns = (
-        "bag",
-        "group",
-        "property",
-        "category",
-        "episode",
-        "opened_frame",
-        "opened_t",
-        "end_kind",
-        "end_frame",
-        "end_t",
-        "duration_frames",
-        "trigger_frame",
-        "decisive",
-        "explanation",
-    )
     text = io.StringIO(newline="")
-    writer = csv.DictWriter(text, columns)
+    writer = csv.DictWriter(text, EPISODE_COLUMNS)
     writer.writeheader()
     for r in results:
         for row in episodes(r):
             writer.writerow({"bag": r.bag, "group": summary.group_of_bag[r.bag], **row})
     write_file(folder / "episodes.csv", text.getvalue(), "report table", SafetyMonitorError)
     text = io.StringIO(newline="")
-    writer = csv.DictWriter(text, ("group", "level", "name", *_METRIC_COLUMNS))
+    writer = csv.DictWriter(text, PROPERTY_COLUMNS)
     writer.writeheader()
     if summary.overall is not None:
         writer.writerows(_metric_rows("all", summary.overall))
@@ -416,7 +437,7 @@ def _ci(ci: tuple[float, float] | None, digits: int = 3) -> str:
 def _table(rows: Sequence[GroupMetrics], label: str, conf: float) -> list[str]:
     head = (
         f"| {label} | triggers N | violations V | violating frames U | risk V/N | {conf:.0%} CI | "
-        f"exposure U/N | {conf:.0%} CI | bags with a violation | {conf:.0%} CI | blind frames |"
+        f"exposure U/N (frames per trigger) | {conf:.0%} CI | bags with a violation | {conf:.0%} CI | blind frames |"
     )
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for g in rows:
