@@ -86,6 +86,20 @@ def test_bootstrap_degenerate_cases():
         bootstrap_interval([1.0], [1.0, 2.0])
 
 
+def test_no_interval_from_a_single_contributing_rollout():
+    """One rollout, or one rollout of eight with triggers, resamples to itself: its interval would be zero
+    wide ([1, 1] for one violated trigger), read as certainty. No interval instead; two rollouts give one."""
+    assert bootstrap_interval([1.0], [1.0]) is None and bootstrap_interval([1.0]) is None
+    assert bootstrap_interval([1.0] + [0.0] * 7, [1.0] + [0.0] * 7) is None
+    quiet = [rollout(outcome("a", "c", 0, [])) for _ in range(7)]
+    m = compute_metrics([rollout(outcome("a", "c", 1, [610])), *quiet], resamples=50)
+    assert m.pooled.risk == 1.0 and m.pooled.risk_interval is None and m.pooled.exposure_interval is None
+    assert m.pooled.violating_rollout_share_interval is not None  # eight rollouts resample the share
+    alone = compute_metrics([rollout(outcome("a", "c", 1, [610]))], resamples=50).pooled
+    assert alone.risk_interval is None and alone.violating_rollout_share_interval is None
+    assert bootstrap_interval([1.0, 0.0], [1.0, 1.0], resamples=200) == (0.0, 1.0)
+
+
 def test_metrics_serialise_to_json_and_reject_mixed_spec_sets():
     a = rollout(outcome("a", "c", 2, [1, 2]))
     text = json.dumps(compute_metrics([a], resamples=20).to_json())

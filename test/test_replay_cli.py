@@ -306,6 +306,41 @@ def test_risk_plot_keeps_a_first_category_without_triggers_clear_of_the_axis(bag
     assert figures[0].axes[0].get_xlim()[0] <= -0.5
 
 
+def test_risk_plot_draws_no_whisker_where_there_is_no_interval_and_says_so(figures, tmp_path):
+    """A category one bag triggered has no interval: a bare bar would read as exact, so its label says so."""
+    from matplotlib.container import ErrorbarContainer
+
+    from safety_monitor.monitor.episodes import PropertyOutcome, TraceResult
+    from safety_monitor.monitor.metrics import compute_metrics
+    from safety_monitor.replay.plots import risk_plot
+
+    def bag(triggers, violations):
+        durations = (3,) * violations
+        return TraceResult(
+            100, (PropertyOutcome("p", "c", 100, 0, triggers, 0, violations, 3 * violations, durations, 0),), ()
+        )
+
+    metrics = {
+        "a": compute_metrics([bag(1, 1), bag(0, 0)], resamples=50),
+        "b": compute_metrics([bag(2, 1), bag(2, 0)], resamples=50),
+    }
+    assert metrics["a"].pooled.risk_interval is None and metrics["b"].pooled.risk_interval is not None
+    risk_plot(metrics, tmp_path / "risk.png")
+    ax = figures[0].axes[0]
+    whiskers = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    assert len(ax.containers) - len(whiskers) == 4 and len(whiskers) == 2  # bars c and all per group; b's whiskered
+    labels = [t.get_text() for t in ax.texts]
+    assert labels.count("N=1\nno CI") == 2 and labels.count("N=4") == 2
+
+
+def test_timeline_title_names_the_bag_by_its_path_not_its_folder_name_alone(bag, specs, figures, tmp_path):
+    """Bags of two policies are often both episode_000: the title gives the path that tells them apart."""
+    from safety_monitor.replay.plots import timeline_plot
+
+    timeline_plot(score_bag(bag, ReplayConfig(specs=specs, rate_hz=RATE)), tmp_path / "t.png")
+    assert figures[0].axes[0].get_title(loc="left").startswith(f"{bag}: ")
+
+
 def test_timeline_axis_says_where_its_time_starts(bag, specs, figures, tmp_path):
     from safety_monitor.replay.plots import timeline_plot
 

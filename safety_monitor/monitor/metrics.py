@@ -5,7 +5,8 @@ violations V (counted episodes) and violating frames U, each summed over rollout
 exposure = U/N. A category, and the whole set, sums N, V and U over its properties before dividing.
 Per-episode figures: the share of rollouts with at least one violation, the share of monitored
 (non-blind) property-frames that were violating, and episode durations in frames. Intervals resample
-rollouts (a rollout keeps all its properties together), percentile method, seeded.
+rollouts (a rollout keeps all its properties together), percentile method, seeded; none unless at least
+two rollouts contribute to the denominator.
 """
 
 from __future__ import annotations
@@ -31,12 +32,13 @@ def bootstrap_interval(
     seed: int = 0,
 ) -> tuple[float, float] | None:
     """Percentile interval of sum(num)/sum(den) (or the mean of num) over rollouts resampled with
-    replacement; None when there is nothing to resample or no resample has a positive denominator."""
+    replacement; None when fewer than two rollouts have a positive denominator: resampling one rollout
+    only repeats it, and its zero-width interval would read as certainty."""
     num = np.asarray(numerators, dtype=float)
     den = np.ones_like(num) if denominators is None else np.asarray(denominators, dtype=float)
     if num.shape != den.shape or num.ndim != 1:
         raise ValueError("numerators and denominators must be 1-D and of equal length")
-    if num.size == 0 or not 0 < confidence < 1:
+    if np.count_nonzero(den > 0) < 2 or not 0 < confidence < 1:
         return None
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, num.size, size=(resamples, num.size))

@@ -76,8 +76,8 @@ def timeline_plot(result: BagResult, path: Path) -> None:
         )
     top.set_yticks([y + 0.5 for y in range(len(preds))], list(reversed(preds)), fontsize=7)
     top.set_ylim(0, max(len(preds), 1))
-    top.set_title(
-        f"{Path(result.bag).name}: {result.frames} frames, {result.duration:.1f} s, "
+    top.set_title(  # the bag's path as given: its name alone (episode_000) repeats across policies' folders
+        f"{result.bag}: {result.frames} frames, {result.duration:.1f} s, "
         f"{sum(o.violations for o in trace.outcomes)} violation(s)",
         fontsize=10,
         loc="left",
@@ -160,10 +160,13 @@ def risk_plot(groups: dict[str, Metrics], path: Path) -> None:
             if g is None or g.risk is None:
                 ax.text(x, 0.005, "n/a", ha="center", va="bottom", fontsize=7, color="grey", rotation=90)
                 continue
-            low, high = g.risk_interval or (g.risk, g.risk)
             ax.bar(x, g.risk, width * 0.9, color=f"C{k}", label=group if i == 0 or cat == "all" else None)
-            ax.errorbar(x, g.risk, yerr=[[g.risk - low], [high - g.risk]], color="black", capsize=3, lw=1)
-            ax.text(x, high, f"N={g.triggers}", ha="center", va="bottom", fontsize=7)
+            if g.risk_interval is None:  # one bag triggered it: a bar without a whisker must not read as exact
+                high, label = g.risk, f"N={g.triggers}\nno CI"
+            else:
+                (low, high), label = g.risk_interval, f"N={g.triggers}"
+                ax.errorbar(x, g.risk, yerr=[[g.risk - low], [high - g.risk]], color="black", capsize=3, lw=1)
+            ax.text(x, high, label, ha="center", va="bottom", fontsize=7)
             top = max(top, high)
     ax.set_xticks(range(len(categories)), [c.replace("_", " ") for c in categories], rotation=20, ha="right")
     ax.set_xlim(-0.5, len(categories) - 0.5)  # the labels of categories without bars stay clear of the axes

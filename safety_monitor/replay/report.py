@@ -9,6 +9,7 @@ a zero count no pass.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import math
@@ -20,6 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from safety_monitor import __version__
 from safety_monitor.enums import EventKind
 from safety_monitor.errors import SafetyMonitorError
 from safety_monitor.files import write_file
@@ -276,11 +278,25 @@ def _reads(config: ReplayConfig) -> tuple[PropertyReads, ...]:
     return property_reads(load_specs(config.specs_file()))
 
 
+SCHEMA_VERSION = 1  # report.json's layout (docs/replay.md, "report.json"); raised when a key changes meaning or goes
+
+
+def _sha256(path: Path | None) -> str | None:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path is not None else None
+
+
 def _config_json(config: ReplayConfig) -> dict[str, Any]:
-    """The configuration with the files actually used (defaults made explicit)."""
+    """The configuration with the files actually used (defaults made explicit) and their sha256, so a report
+    says which rules scored it even after the spec file at that path was edited."""
     out = asdict(config)
-    robot = config.robot_file()
-    out.update(mapping=asdict(config.mapping), specs=str(config.specs_file()), robot=robot and str(robot))
+    specs, robot = config.specs_file(), config.robot_file()
+    out.update(
+        mapping=asdict(config.mapping),
+        specs=str(specs),
+        specs_sha256=_sha256(specs),
+        robot=robot and str(robot),
+        robot_sha256=_sha256(robot),
+    )
     return out
 
 
@@ -289,6 +305,8 @@ def report_json(
 ) -> dict[str, Any]:
     reads = _reads(config)
     return {
+        "schema_version": SCHEMA_VERSION,
+        "safety_monitor_version": __version__,
         "config": _config_json(config),
         "group_by": group_by,
         "bags_total": len(results),
@@ -370,32 +388,35 @@ def _metric_rows(group: str, metrics: Metrics) -> list[dict[str, Any]]:
     return rows
 
 
+EPISODE_COLUMNS = (
+    "bag",
+    "group",
+    "property",
+    "category",
+    "episode",
+    "opened_frame",
+    "opened_t",
+    "end_kind",
+    "end_frame",
+    "end_t",
+    "duration_frames",
+    "trigger_frame",
+    "decisive",
+    "explanation",
+)
+PROPERTY_COLUMNS = ("group", "level", "name", *_METRIC_COLUMNS)  # units: docs/replay.md, "The report"
+
+
 def write_csvs(folder: Path, results: Sequence[BagResult], summary: Summary) -> None:
-    columns = (
-        "bag",
-        "group",
-        "property",
-        "category",
-        "episode",
-        "opened_frame",
-        "opened_t",
-        "end_kind",
-        "end_frame",
-        "end_t",
-        "duration_frames",
-        "trigger_frame",
-        "decisive",
-        "explanation",
-    )
     text = io.StringIO(newline="")
-    writer = csv.DictWriter(text, columns)
+    writer = csv.DictWriter(text, EPISODE_COLUMNS)
     writer.writeheader()
     for r in results:
         for row in episodes(r):
             writer.writerow({"bag": r.bag, "group": summary.group_of_bag[r.bag], **row})
     write_file(folder / "episodes.csv", text.getvalue(), "report table", SafetyMonitorError)
     text = io.StringIO(newline="")
-    writer = csv.DictWriter(text, ("group", "level", "name", *_METRIC_COLUMNS))
+    writer = csv.DictWriter(text, PROPERTY_COLUMNS)
     writer.writeheader()
     if summary.overall is not None:
         writer.writerows(_metric_rows("all", summary.overall))
@@ -416,7 +437,7 @@ def _ci(ci: tuple[float, float] | None, digits: int = 3) -> str:
 def _table(rows: Sequence[GroupMetrics], label: str, conf: float) -> list[str]:
     head = (
         f"| {label} | triggers N | violations V | violating frames U | risk V/N | {conf:.0%} CI | "
-        f"exposure U/N | {conf:.0%} CI | bags with a violation | {conf:.0%} CI | blind frames |"
+        f"exposure U/N (frames per trigger) | {conf:.0%} CI | bags with a violation | {conf:.0%} CI | blind frames |"
     )
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for g in rows:
@@ -435,7 +456,8 @@ def _metrics_section(title: str, metrics: Metrics) -> list[str]:
         f"## {title}",
         "",
         f"{metrics.rollouts} bag(s). Intervals: bootstrap over bags, {metrics.resamples} resamples, seed "
-        f"{metrics.seed}. A dash: nothing triggered, so no rate.",
+        f"{metrics.seed}. A dash: nothing triggered, so no rate; a dash for an interval alone: fewer than two "
+        "bags triggered it, too few to resample.",
         "",
         "### By property",
         "",
@@ -444,6 +466,77 @@ def _metrics_section(title: str, metrics: Metrics) -> list[str]:
         "### By category",
         "",
         *_table((*metrics.by_category, metrics.pooled), "category", conf),
+        "",
+    ]
+
+
+def _risk_cell(g: GroupMetrics | None) -> str:
+    """One group's risk for the comparison: rate, counts and interval; "no triggers" where it has no rate."""
+    if g is None or g.risk is None:
+        return "no triggers"
+    interval = _ci(g.risk_interval) if g.risk_interval else "no CI"
+    return f"{_num(g.risk)} ({g.violations}/{g.triggers}) {interval}"
+
+
+def _comparison(groups: dict[str, Metrics]) -> list[str]:
+    """Risk side by side, one column per group, by category then by property: which group is safer where, and
+    by how much, without reading one table per group. Properties no group triggered are named in one line."""
+    names = list(groups)
+    head = "| {} | " + " | ".join(f"{n} ({groups[n].rollouts} bags)" for n in names) + " |"
+    rule = "|---|" + "---|" * len(names)
+    lines = [
+        "Risk V/N per group: rate (violations/triggers) and 95 % interval (no CI: fewer than two bags "
+        "triggered it). The groups' counts add up to the figures over all bags.",
+        "",
+    ]
+    for level, label in (("category", "category"), ("property", "property")):
+        by_group = {
+            n: {g.name: g for g in (*m.by_category, m.pooled) if level == "category"}
+            | {g.name: g for g in m.by_property if level == "property"}
+            for n, m in groups.items()
+        }
+        rows = list(dict.fromkeys(name for table in by_group.values() for name in table))
+        silent = [r for r in rows if all(by_group[n].get(r) is None or by_group[n][r].risk is None for n in names)]
+        lines += [head.format(label), rule]
+        lines += [
+            f"| {r} | " + " | ".join(_risk_cell(by_group[n].get(r)) for n in names) + " |"
+            for r in rows
+            if r not in silent
+        ]
+        lines += ["", f"No group triggered: {', '.join(silent)}.", ""] if silent else [""]
+    return lines
+
+
+def _violations(results: Sequence[BagResult], summary: Summary, plots: Sequence[str]) -> list[str]:
+    """Every violation episode with its bag, when it opened (seconds since the bag's first frame, the
+    timelines' axis), how it ended, its counterexample and the bag's timeline plot."""
+    timelines = {r.bag: name for i, r in enumerate(results) if (name := f"{PLOTS}/{timeline_name(i, r.bag)}") in plots}
+    grouped = bool(summary.groups)
+    head = ["bag", *(["group"] if grouped else []), "property", "opened (s since the bag's first frame)"]
+    head += ["frames", "ended", "why", "plot"]
+    rows = []
+    for r in results:
+        for e in episodes(r):
+            t0 = r.t_start if r.t_start is not None else e["opened_t"]
+            cells = [r.bag, *([summary.group_of_bag[r.bag]] if grouped else []), e["property"]]
+            cells += [
+                f"{e['opened_t'] - t0:.3f} (frame {e['opened_frame']})",
+                "–" if e["duration_frames"] is None else str(e["duration_frames"]),
+                "still open at the end" if e["end_kind"] is None else e["end_kind"].value.replace("_", " "),
+                e["explanation"].replace("|", "\\|"),  # a formula's `|` would split the Markdown cell
+                f"[timeline]({timelines[r.bag]})" if r.bag in timelines else "–",
+            ]
+            rows.append("| " + " | ".join(cells) + " |")
+    if not rows:
+        return []
+    return [
+        f"## Violations ({len(rows)})",
+        "",
+        "One row per violation episode (episodes.csv has them with absolute times).",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+        *rows,
         "",
     ]
 
@@ -485,7 +578,7 @@ def summary_markdown(
     if summary.overall is not None:
         lines += _metrics_section("All bags", summary.overall)
     if summary.groups:
-        lines += [f"## Groups (`--group-by {group_by}`)", ""]
+        lines += [f"## Groups (`--group-by {group_by}`)", "", *_comparison(summary.groups)]
         for name, metrics in summary.groups.items():
             lines += [
                 f"### Group `{name}` ({metrics.rollouts} bags) by category",
@@ -493,7 +586,8 @@ def summary_markdown(
                 *_table((*metrics.by_category, metrics.pooled), "category", metrics.confidence),
                 "",
             ]
-        lines += ["Per-property figures for each group are in `properties.csv`.", ""]
+        lines += ["Every figure per group and property is in `properties.csv`.", ""]
+    lines += _violations(results, summary, plots)
     blind = [r for r in scored if r.stale_frames or r.unknown_frames]
     if blind:
         lines += [
@@ -535,7 +629,8 @@ def summary_markdown(
         lines += [f"| {r.bag} | {v.property} | {v.reason()} |" for r, flags in vacuous for v in flags]
         lines.append("")
     if plots:
-        lines += ["## Plots", ""] + [f"- [{p}]({p})" for p in plots] + [""]
+        bags = {f"{PLOTS}/{timeline_name(i, r.bag)}": r.bag for i, r in enumerate(results)}
+        lines += ["## Plots", ""] + [f"- [{p}]({p})" + (f": {bags[p]}" if p in bags else "") for p in plots] + [""]
     return "\n".join(lines)
 
 
