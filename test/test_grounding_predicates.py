@@ -308,6 +308,43 @@ def test_settle_timeout_fires_100_frames_after_the_drop():
     assert not any(series(frames, "object_settled"))
 
 
+def test_a_settle_timeout_over_frames_the_object_was_unseen_is_unknown_not_true():
+    """The cube is dropped and its pose lost: it may have come to rest unseen, so 100 frames on the timeout
+    is unknown (a true one would assert it never settled); seen at rest again, it settles and the timeout
+    is false."""
+    s = Scene()
+    s.step(3)
+    s.grasp()
+    s.step(6)
+    s.release()
+    s.step(5)  # dropped on the last of these frames
+    s.missing.add("cube")
+    gap = s.step(102)
+    assert tri(gap, "object_settled") == [None] * 102
+    assert tri(gap, "settle_timeout") == [False] * 99 + [None] * 3  # 100 frames after the drop
+    s.missing.clear()
+    back = s.step(30)
+    assert True not in tri(back, "settle_timeout")
+    assert back[-1].values["object_settled"] and tri(back[-1:], "settle_timeout") == [False]
+
+
+def test_a_transfer_timeout_over_frames_the_object_was_unseen_is_unknown_not_true():
+    s = Scene()
+    s.step(3)
+    s.grasp("cube")
+    s.step(6)
+    del s.contacts[("cube", "table")]
+    s.carry("cube", np.array([0.0, 0.42, 0.6]) - s.pos["cube"])  # above the bin
+    s.step(2)
+    s.release("cube")
+    frames = s.step(5)
+    assert series(frames, "transfer_event").count(True) == 1
+    s.missing.add("cube")
+    gap = s.step(100)
+    assert "contained_settled" in gap[0].unknown
+    assert None in tri(gap, "transfer_timeout") and True not in tri(gap, "transfer_timeout")
+
+
 def test_a_released_object_at_rest_settles_after_the_stability_persistence():
     s = Scene()
     s.step(3)

@@ -36,7 +36,8 @@ DOCS = {
         "content_entry_persistence 0.25 s (5 frames)",
     ),
     "transfer_timeout": PredicateDoc(
-        "the current transfer has lasted the timeout without contained_settled",
+        "the current transfer has lasted the timeout without contained_settled (unknown if it may have settled "
+        "while unseen)",
         "transfer_event, contained_settled",
         "transfer_timeout 5 s (100 frames)",
     ),
@@ -87,6 +88,8 @@ class ContainmentEstimator:
             settled = self.settled.step(raw)
             if settled:
                 self.timer.stop()
+            elif settled is None:  # it may have settled unseen: a timeout is then unknown
+                self.timer.doubt()
         return event, self._contained(geo, margin), settled, self.timer.expired(inp.frame)
 
     def _contained(self, geo: FrameGeometry, margin: float) -> Tri:

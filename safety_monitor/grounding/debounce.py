@@ -118,21 +118,34 @@ class StickyTrue:
 
 
 class Timer:
-    """Frames elapsed since `start(frame)`; `expired(frame)` once `n` frames have passed (elapsed >= n)."""
+    """Frames elapsed since `start(frame)`; expired once `n` frames have passed (elapsed >= n).
+
+    `doubt()` says that whether the timer should have stopped was unknown on a frame since its start (the
+    object it waits for had no pose): an expiry is then unknown, not true, since it may have stopped unseen.
+    """
 
     def __init__(self, n: int):
         self.n = n
         self.started_at: int | None = None
+        self.doubted = False
 
     @property
     def running(self) -> bool:
         return self.started_at is not None
 
     def start(self, frame: int) -> None:
-        self.started_at = frame
+        self.started_at, self.doubted = frame, False
 
     def stop(self) -> None:
-        self.started_at = None
+        self.started_at, self.doubted = None, False
 
-    def expired(self, frame: int) -> bool:
-        return self.started_at is not None and frame - self.started_at >= self.n
+    def doubt(self) -> None:
+        """The stop condition was unknown this frame (no effect on a stopped timer)."""
+        if self.started_at is not None:
+            self.doubted = True
+
+    def expired(self, frame: int) -> Tri:
+        """True once `n` frames have passed; unknown instead if `doubt()` was called since the start."""
+        if self.started_at is None or frame - self.started_at < self.n:
+            return False
+        return None if self.doubted else True

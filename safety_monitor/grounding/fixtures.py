@@ -163,7 +163,7 @@ class FixtureEstimator:
         # Kleene OR (any3) and AND (all3) over the fixtures, folded in as they go by
         hit_any: Tri = False  # fixture_obstacle_hit
         retracting_all: Tri = None  # retracting, over the fixtures with an episode (None: none has one yet)
-        timeout = False  # retract_timeout
+        timeout: Tri = False  # retract_timeout
         for f in self.fixtures:
             gripped[f] = grip = gripper_gaps.get(f, inf) <= clearance
             delta = deltas.get(f)
@@ -179,6 +179,8 @@ class FixtureEstimator:
                 retracting_all = retr
             if expired:
                 timeout = True
+            elif expired is None and not timeout:
+                timeout = None
         self.operated = frozenset(operated) if operated else _NONE
         open_fraction = None if t is None else inp.fixture_fraction[t]
         return (
@@ -242,7 +244,7 @@ class FixtureEstimator:
 
     def _mechanism(
         self, f: str, inp: FrameInputs, gripped: bool, direction: float, unknown_near: bool
-    ) -> tuple[Tri, bool | None, bool]:
+    ) -> tuple[Tri, bool | None, Tri]:
         """(obstacle hit, retracting or None without an episode this frame, retract timeout), advancing the
         episode. `gripped`: the gripper holds it; `direction`: its motion; `unknown_near`: some object's pose
         is unknown."""

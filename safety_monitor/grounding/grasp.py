@@ -63,7 +63,8 @@ DOCS = {
         "the focus object is at rest and not grasped", "object_stable per object, object_grasped", "-"
     ),
     "settle_timeout": PredicateDoc(
-        "the focus object was dropped at least the settle timeout ago and has not settled or been re-grasped since",
+        "the focus object was dropped at least the settle timeout ago and has not settled or been re-grasped since "
+        "(unknown if it may have while unseen)",
         "object_dropped, object_settled",
         "settle_timeout 5 s (100 frames)",
     ),
@@ -180,8 +181,11 @@ class GraspEstimator:
                     stable_all = False
                 elif stable is None and stable_all is not False:
                     stable_all = None
-                if stable and st.settle.started_at is not None:  # settled
-                    st.settle.stop()
+                if st.settle.started_at is not None:
+                    if stable:  # settled
+                        st.settle.stop()
+                    elif stable is None or debounced is None:  # it may have settled, or been grasped, unseen
+                        st.settle.doubt()
             grasped[o] = after
             if after or raw:
                 held.append(o)
@@ -190,7 +194,7 @@ class GraspEstimator:
         f = self.focus
         left: Tri = False  # all three about the focus object; false before any grasp
         settled: Tri = False
-        timeout = False
+        timeout: Tri = False
         if f:
             left = geo.gripper_gap(f) > clearance if f not in geo.unknown else None
             settled = None if self.stable[f] is None else (self.stable[f] and not self.grasped[f])
