@@ -39,7 +39,7 @@ from safety_monitor.nodes import qos
 from safety_monitor.nodes.episode_marker import read_marker
 from safety_monitor.nodes.frame_load import FrameLoad, LoadReport
 from safety_monitor.nodes.log_throttle import LogThrottle
-from safety_monitor.nodes.params import declare, declare_hardware_id, declare_topics
+from safety_monitor.nodes.params import declare, declare_hardware_id, declare_topics, fix_use_sim_time
 from safety_monitor.nodes.raw_decode import rclpy_decoder
 from safety_monitor.nodes.runtime import clock_seconds, now_stamp, run_node
 from safety_monitor.pipeline.assemble import GRIPPER_JOINTS, JOINTS, WRENCH, StreamMapping, pose_stream
@@ -57,6 +57,7 @@ class EstimatorNode(Node):
 
     def __init__(self, on_sample: Callable[[PredicateSample], None] | None = None, **node_kwargs) -> None:
         super().__init__("estimator_node", **node_kwargs)
+        fix_use_sim_time(self)
         self._on_sample = on_sample
         self._read_clock = clock_seconds(self)
         p = self.params = declare(self, EstimatorSettings)
