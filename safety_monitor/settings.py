@@ -125,7 +125,9 @@ class EstimatorSettings:
         "robot_state_publisher publishes /robot_description) instead of the "
         "robot description's urdf: file; STALE until it arrives ('' = off)",
     )
-    diagnostics_period_s: float = setting(1.0, "period of the /diagnostics heartbeat", low=0.0, above=True)
+    diagnostics_period_s: float = setting(
+        1.0, "period of the full /diagnostics report (changes go out at once)", low=0.0, above=True
+    )
 
 
 @dataclass(frozen=True)
@@ -154,7 +156,9 @@ class MonitorSettings:
         above=True,
     )
     heartbeat_period_s: float = setting(0.2, "period of safety_monitor/heartbeat", low=0.0, above=True)
-    diagnostics_period_s: float = setting(1.0, "period of the /diagnostics heartbeat", low=0.0, above=True)
+    diagnostics_period_s: float = setting(
+        1.0, "period of the full /diagnostics report (changes go out at once)", low=0.0, above=True
+    )
     history_frames: int = setting(DEFAULT_HISTORY, "frames of predicate values kept for counterexamples", low=1)
     control_rate_hz: float = setting(
         CONTROL_RATE_HZ, "frame rate of the predicates; converts spec spans given in seconds", low=0.0, above=True
