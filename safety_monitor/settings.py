@@ -280,7 +280,8 @@ def _nearest(name: str, known: Mapping[str, Any]) -> str:
 def load_settings(path: str | Path) -> NodeSettings:
     """The settings a ROS 2 parameter file gives each node, as rcl applies them: the `/**` section first,
     then the sections named after a node (any namespace). A parameter no node declares is an error (a
-    typo would otherwise leave a default silently in force), and so is a file with none of these sections."""
+    typo would otherwise leave a default silently in force), and so is a file with none of these sections;
+    rclpy's own (RCLPY_PARAMETERS) are left to rclpy, so a `ros2 param dump` of the nodes loads."""
     where = f"parameter file {path}"
     doc = load_yaml(path, "parameter file", SettingsError, MAX_SETTINGS_BYTES)
     if not isinstance(doc, Mapping):
@@ -306,6 +307,8 @@ def load_settings(path: str | Path) -> NodeSettings:
             if name in _IDENTITY_FIELDS:  # every node declares it
                 values["identity"][name] = value
                 continue
+            if name in RCLPY_PARAMETERS:
+                continue
             owners = [t for t in targets if name in _FIELDS[t]]
             if not owners:
                 known = {n: None for t in targets for n in _FIELDS[t]}
@@ -322,6 +325,8 @@ def load_settings(path: str | Path) -> NodeSettings:
 
 
 _IDENTITY_FIELDS = {f.name for f in dataclasses.fields(Identity)}
+# declared by rclpy on every node, so `ros2 param dump` writes them; rclpy reads them, not these settings
+RCLPY_PARAMETERS = frozenset({"use_sim_time", "start_type_description_service"})
 _FIELDS = {
     "estimator": {f.name for f in dataclasses.fields(EstimatorSettings)},
     "monitor": {f.name for f in dataclasses.fields(MonitorSettings)},

@@ -50,6 +50,20 @@ def test_the_executables_table_of_the_ros_guide_lists_each_node_s_parameters(pro
     assert listed == {f.name for f in dataclasses.fields(cls)}
 
 
+def test_a_ros2_param_dump_of_the_nodes_is_a_parameter_file(tmp_path):
+    """`ros2 param dump /arm1/estimator_node > mine.yaml`, edit, `params_file:=mine.yaml`: the dump holds
+    rclpy's own parameters too, and the launch refused it ('unknown parameter
+    start_type_description_service')."""
+    path = tmp_path / "dump.yaml"
+    path.write_text(
+        "/arm1/estimator_node:\n  ros__parameters:\n    control_rate_hz: 250.0\n"
+        "    start_type_description_service: true\n    topics:\n      joint_states: js\n"
+        "    use_sim_time: false\n"
+    )
+    settings = load_settings(path)
+    assert settings.estimator.control_rate_hz == 250.0 and settings.topics.joint_states == "js"
+
+
 def test_node_sections_override_the_shared_one():
     doc = (
         "/**:\n  ros__parameters:\n    wrench_frozen_s: 1.5\n    history_frames: 100\n    diagnostics_period_s: 2\n"
