@@ -59,7 +59,7 @@ class EstimatorNode(Node):
 
     def __init__(self, on_sample: Callable[[PredicateSample], None] | None = None, **node_kwargs) -> None:
         super().__init__("estimator_node", **node_kwargs)
-        fix_use_sim_time(self)
+        self._sim_time = fix_use_sim_time(self)
         self._on_sample = on_sample
         self._read_clock = clock_seconds(self)
         p = self.params = declare(self, EstimatorSettings)
@@ -347,6 +347,12 @@ class EstimatorNode(Node):
             level, message = m.WARN, "stale: " + ", ".join(sorted(self._stale_streams))
         else:
             level, message = m.OK, "inputs fresh"
+        if self._sim_time and self._now() == 0.0:  # a clock that ran is never back at 0
+            level = max(level, m.WARN)
+            message += (
+                "; use_sim_time and no clock message yet: node time stands at 0, so the "
+                f"{self.topics.joint_states} watchdog cannot fire"
+            )
         if level != m.STALE and load is not None and load.falling_behind:
             level, message = m.WARN, load.message() + ("; " + message if level == m.WARN else "")
         dropped = self._last_dropped
