@@ -128,3 +128,37 @@ def test_use_sim_time_is_refused_at_run_time(tmp_path):
         for node in reversed(nodes):
             node.destroy_node()
         context.try_shutdown()
+
+
+def test_monitor_stack_refuses_one_name_for_its_two_nodes(tmp_path):
+    """`ros2 run safety_monitor monitor_stack --ros-args -r __node:=arm_monitor` named both nodes
+    arm_monitor: one rosout publisher, colliding parameter services. It is one error line now, naming the
+    per-node remaps, which work."""
+    rclpy = pytest.importorskip("rclpy")
+    from rclpy.parameter import Parameter
+
+    from safety_monitor.errors import SafetyMonitorError
+    from safety_monitor.nodes.monitor_stack import build_stack
+
+    overrides = [Parameter("events_log", value=str(tmp_path / "e.jsonl"))]
+    for remaps, names in [
+        (["__node:=arm"], None),
+        (
+            ["monitor_node:__node:=arm_monitor", "estimator_node:__node:=arm_estimator"],
+            ["arm_monitor", "arm_estimator"],
+        ),
+    ]:
+        context = rclpy.Context()
+        rclpy.init(args=["--ros-args", *(a for r in remaps for a in ("-r", r))], context=context)
+        nodes: list = []
+        try:
+            if names is None:
+                with pytest.raises(SafetyMonitorError, match="monitor_node:__node:=NAME"):
+                    build_stack(nodes, context=context, parameter_overrides=overrides)
+            else:
+                build_stack(nodes, context=context, parameter_overrides=overrides)
+                assert [n.get_name() for n in nodes] == names
+        finally:
+            for node in reversed(nodes):
+                node.destroy_node()
+            context.try_shutdown()
