@@ -2,8 +2,9 @@
 
     ros2 launch safety_monitor sim.launch.py fault:=early_release episodes:=2 namespace:=robot1
 
-Simulated time: the sim node publishes /clock; the estimator and monitor run with `use_sim_time`
-(default true). When the sim node has published its last episode it exits, and the launch shuts the
+Simulated time: the sim node publishes the clock; the estimator and monitor run with `use_sim_time`
+(default true). The clock is `<namespace>/clock` (`/clock` remapped into the namespace), so two sims on
+one ROS domain, each in its own namespace, never drive each other's time. When the sim node has published its last episode it exits, and the launch shuts the
 other two down (SIGINT: the monitor closes the running trace into its event log first).
 Every argument and the parameter file are checked before any node starts (`episodes:=abc` is one
 error, nothing runs), and a node that exits with an error ends the launch with exit code 1.
@@ -54,12 +55,15 @@ def _nodes(context):
         load_specs(monitor.specs)
     sim_time = {"use_sim_time": typed(arguments["use_sim_time"], False, f"{WHERE}: use_sim_time")}
     namespace = arguments["namespace"]
+    # one global /clock for two sims made each monitor read the other's time: false STALE and blind frames
+    clock = [("/clock", "clock")]
     sim_node = Node(package="safety_monitor", executable="sim_node", namespace=namespace, output="screen",
-                    parameters=[params_file, {n: getattr(sim, n) for n in SIM_ARGUMENTS}])
+                    parameters=[params_file, {n: getattr(sim, n) for n in SIM_ARGUMENTS}], remappings=clock)
     estimator = Node(package="safety_monitor", executable="estimator_node", namespace=namespace, output="screen",
-                     parameters=[params_file, sim_time])
+                     parameters=[params_file, sim_time], remappings=clock)
     monitor_node = Node(package="safety_monitor", executable="monitor_node", namespace=namespace, output="screen",
-                        parameters=[params_file, sim_time, {n: getattr(monitor, n) for n in MONITOR_ARGUMENTS}])
+                        parameters=[params_file, sim_time, {n: getattr(monitor, n) for n in MONITOR_ARGUMENTS}],
+                        remappings=clock)
     stop_with_sim = RegisterEventHandler(OnProcessExit(  # after the failure check below: a failed sim is an error
         target_action=sim_node, on_exit=[EmitEvent(event=Shutdown(reason="the simulation finished"))]))
     nodes = [monitor_node, estimator, sim_node]

@@ -125,7 +125,9 @@ class EstimatorSettings:
         "robot_state_publisher publishes /robot_description) instead of the "
         "robot description's urdf: file; STALE until it arrives ('' = off)",
     )
-    diagnostics_period_s: float = setting(1.0, "period of the /diagnostics heartbeat", low=0.0, above=True)
+    diagnostics_period_s: float = setting(
+        1.0, "period of the full /diagnostics report (changes go out at once)", low=0.0, above=True
+    )
 
 
 @dataclass(frozen=True)
@@ -154,7 +156,9 @@ class MonitorSettings:
         above=True,
     )
     heartbeat_period_s: float = setting(0.2, "period of safety_monitor/heartbeat", low=0.0, above=True)
-    diagnostics_period_s: float = setting(1.0, "period of the /diagnostics heartbeat", low=0.0, above=True)
+    diagnostics_period_s: float = setting(
+        1.0, "period of the full /diagnostics report (changes go out at once)", low=0.0, above=True
+    )
     history_frames: int = setting(DEFAULT_HISTORY, "frames of predicate values kept for counterexamples", low=1)
     control_rate_hz: float = setting(
         CONTROL_RATE_HZ, "frame rate of the predicates; converts spec spans given in seconds", low=0.0, above=True
@@ -276,7 +280,8 @@ def _nearest(name: str, known: Mapping[str, Any]) -> str:
 def load_settings(path: str | Path) -> NodeSettings:
     """The settings a ROS 2 parameter file gives each node, as rcl applies them: the `/**` section first,
     then the sections named after a node (any namespace). A parameter no node declares is an error (a
-    typo would otherwise leave a default silently in force), and so is a file with none of these sections."""
+    typo would otherwise leave a default silently in force), and so is a file with none of these sections;
+    rclpy's own (RCLPY_PARAMETERS) are left to rclpy, so a `ros2 param dump` of the nodes loads."""
     where = f"parameter file {path}"
     doc = load_yaml(path, "parameter file", SettingsError, MAX_SETTINGS_BYTES)
     if not isinstance(doc, Mapping):
@@ -302,6 +307,8 @@ def load_settings(path: str | Path) -> NodeSettings:
             if name in _IDENTITY_FIELDS:  # every node declares it
                 values["identity"][name] = value
                 continue
+            if name in RCLPY_PARAMETERS:
+                continue
             owners = [t for t in targets if name in _FIELDS[t]]
             if not owners:
                 known = {n: None for t in targets for n in _FIELDS[t]}
@@ -318,6 +325,8 @@ def load_settings(path: str | Path) -> NodeSettings:
 
 
 _IDENTITY_FIELDS = {f.name for f in dataclasses.fields(Identity)}
+# declared by rclpy on every node, so `ros2 param dump` writes them; rclpy reads them, not these settings
+RCLPY_PARAMETERS = frozenset({"use_sim_time", "start_type_description_service"})
 _FIELDS = {
     "estimator": {f.name for f in dataclasses.fields(EstimatorSettings)},
     "monitor": {f.name for f in dataclasses.fields(MonitorSettings)},

@@ -77,6 +77,27 @@ def estimator_and_probe(prefix, overrides):
         context.try_shutdown()
 
 
+def test_a_best_effort_joint_states_publisher_is_named_on_diagnostics():
+    """A sensor-data (best effort) /joint_states publisher against the reliable default inputs: no message
+    ever arrives. /diagnostics only said 'waiting for joint_states'; it now names the QoS policy and the
+    parameter that accepts such a publisher."""
+    with estimator_and_probe("/q", [Parameter("diagnostics_period_s", value=0.2)]) as h:
+        h.probe.create_publisher(h.types.JointState, "joint_states", qos.input_qos(best_effort=True))
+        said = "waiting for joint_states: a publisher offers QoS incompatible with this subscription (RELIABILITY)"
+        spin_until(h.executor, lambda: any(said in message for _, message in h.diag))
+        level, message = next((lv, msg) for lv, msg in h.diag if said in msg)
+        assert level == h.types.DiagnosticStatus.STALE and "best_effort_inputs: true" in message
+
+
+def test_use_sim_time_without_a_clock_is_said_on_diagnostics():
+    """`use_sim_time:=true` where nothing publishes /clock (a real robot launched as the sim's stack): node
+    time stands at 0, so the /joint_states watchdog could never fire, and nothing said so."""
+    overrides = [Parameter("use_sim_time", value=True), Parameter("diagnostics_period_s", value=0.2)]
+    with estimator_and_probe("/k", overrides) as h:
+        said = "use_sim_time and no clock message yet"
+        spin_until(h.executor, lambda: any(said in message for _, message in h.diag))
+
+
 @pytest.fixture(scope="module")
 def states():
     from safety_monitor.sim.runner import run_episode

@@ -101,3 +101,64 @@ def test_colcon_finds_the_test_dependencies():
     setup = (ROOT / "setup.py").read_text()
     assert "tests_require=" not in setup and 'extras_require={"test": ["pytest"' in setup
     assert "<test_depend>python3-pytest</test_depend>" in (ROOT / "package.xml").read_text()
+
+
+def test_use_sim_time_is_refused_at_run_time(tmp_path):
+    """`ros2 param set /ns/monitor_node use_sim_time false` was accepted: rclpy switched the watchdogs' clock
+    from sim to system time under a running monitor, which read the jump of decades as 'no advancing
+    predicates' and stepped blind frames into the trace. It is read-only now, with a description."""
+    rclpy = pytest.importorskip("rclpy")
+    from rclpy.parameter import Parameter
+
+    from safety_monitor.nodes.monitor_stack import build_stack
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    nodes: list = []
+    overrides = [Parameter("use_sim_time", value=True), Parameter("events_log", value=str(tmp_path / "e.jsonl"))]
+    try:
+        build_stack(nodes, context=context, namespace="/c" + uuid.uuid4().hex[:8], parameter_overrides=overrides)
+        assert [n.get_name() for n in nodes] == ["monitor_node", "estimator_node"]
+        for node in nodes:
+            (result,) = node.set_parameters([Parameter("use_sim_time", value=False)])
+            assert not result.successful and "read-only" in result.reason
+            assert node.get_clock().ros_time_is_active
+            assert "fixed at start-up" in node.describe_parameter("use_sim_time").description
+    finally:
+        for node in reversed(nodes):
+            node.destroy_node()
+        context.try_shutdown()
+
+
+def test_monitor_stack_refuses_one_name_for_its_two_nodes(tmp_path):
+    """`ros2 run safety_monitor monitor_stack --ros-args -r __node:=arm_monitor` named both nodes
+    arm_monitor: one rosout publisher, colliding parameter services. It is one error line now, naming the
+    per-node remaps, which work."""
+    rclpy = pytest.importorskip("rclpy")
+    from rclpy.parameter import Parameter
+
+    from safety_monitor.errors import SafetyMonitorError
+    from safety_monitor.nodes.monitor_stack import build_stack
+
+    overrides = [Parameter("events_log", value=str(tmp_path / "e.jsonl"))]
+    for remaps, names in [
+        (["__node:=arm"], None),
+        (
+            ["monitor_node:__node:=arm_monitor", "estimator_node:__node:=arm_estimator"],
+            ["arm_monitor", "arm_estimator"],
+        ),
+    ]:
+        context = rclpy.Context()
+        rclpy.init(args=["--ros-args", *(a for r in remaps for a in ("-r", r))], context=context)
+        nodes: list = []
+        try:
+            if names is None:
+                with pytest.raises(SafetyMonitorError, match="monitor_node:__node:=NAME"):
+                    build_stack(nodes, context=context, parameter_overrides=overrides)
+            else:
+                build_stack(nodes, context=context, parameter_overrides=overrides)
+                assert [n.get_name() for n in nodes] == names
+        finally:
+            for node in reversed(nodes):
+                node.destroy_node()
+            context.try_shutdown()

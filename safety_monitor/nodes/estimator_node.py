@@ -27,7 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from rclpy.clock import Clock, ClockType
+from rclpy.event_handler import QoSRequestedIncompatibleQoSInfo, SubscriptionEventCallbacks
 from rclpy.node import Node
+from rclpy.qos import qos_policy_name_from_kind
 
 from safety_monitor.enums import IssueKind
 from safety_monitor.errors import SafetyMonitorError, SourceError
@@ -39,7 +41,7 @@ from safety_monitor.nodes import qos
 from safety_monitor.nodes.episode_marker import read_marker
 from safety_monitor.nodes.frame_load import FrameLoad, LoadReport
 from safety_monitor.nodes.log_throttle import LogThrottle
-from safety_monitor.nodes.params import declare, declare_hardware_id, declare_topics
+from safety_monitor.nodes.params import declare, declare_hardware_id, declare_topics, fix_use_sim_time
 from safety_monitor.nodes.raw_decode import rclpy_decoder
 from safety_monitor.nodes.runtime import clock_seconds, now_stamp, run_node
 from safety_monitor.pipeline.assemble import GRIPPER_JOINTS, JOINTS, WRENCH, StreamMapping, pose_stream
@@ -57,6 +59,7 @@ class EstimatorNode(Node):
 
     def __init__(self, on_sample: Callable[[PredicateSample], None] | None = None, **node_kwargs) -> None:
         super().__init__("estimator_node", **node_kwargs)
+        self._sim_time = fix_use_sim_time(self)
         self._on_sample = on_sample
         self._read_clock = clock_seconds(self)
         p = self.params = declare(self, EstimatorSettings)
@@ -71,6 +74,7 @@ class EstimatorNode(Node):
         self.stage: Estimator  # with the subscriptions to the inputs, once the robot's model is known (`_ready`)
         self._ready = False
         self._description_problem = ""  # why a received /robot_description could not be used
+        self._incompatible: dict[str, tuple[str, int]] = {}  # input topic -> (QoS policy, publishers) it refused
         self.issues: Counter[str] = Counter()
         self._throttled = LogThrottle(self.get_logger())
         self.hardware_id = declare_hardware_id(self)
@@ -113,19 +117,40 @@ class EstimatorNode(Node):
         self._ready = True
         inputs = qos.input_qos(p.best_effort_inputs)
         if mapping.wrench:
-            self.create_subscription(T.WrenchStamped, mapping.wrench, self._on_wrench, inputs, raw=True)
+            self._subscribe(T.WrenchStamped, mapping.wrench, self._on_wrench, inputs)
         for name in grounder.robot.objects:
             if name not in mapping.object_frames:
-                self.create_subscription(
-                    T.PoseStamped, mapping.pose_topic(name), lambda raw, n=name: self._on_pose(n, raw), inputs, raw=True
+                self._subscribe(
+                    T.PoseStamped, mapping.pose_topic(name), lambda raw, n=name: self._on_pose(n, raw), inputs
                 )
         if mapping.object_frames:
             tf_type, read_tf = _tf_input()
             for topic, profile in ((mapping.tf_static, qos.LATCHED), (mapping.tf, inputs)):
-                self.create_subscription(tf_type, topic, lambda raw, r=read_tf: self._on_tf(r, raw), profile, raw=True)
+                self._subscribe(tf_type, topic, lambda raw, r=read_tf: self._on_tf(r, raw), profile)
         if mapping.gripper_joint_states:
-            self.create_subscription(T.JointState, mapping.gripper_joint_states, self._on_gripper, inputs, raw=True)
-        self.create_subscription(T.JointState, mapping.joint_states, self._on_joint_states, inputs, raw=True)
+            self._subscribe(T.JointState, mapping.gripper_joint_states, self._on_gripper, inputs)
+        self._subscribe(T.JointState, mapping.joint_states, self._on_joint_states, inputs)
+
+    def _subscribe(self, msg_type, topic: str, callback: Callable[..., None], profile) -> None:
+        """An input subscription (bytes) that reports a publisher whose QoS it cannot match."""
+        events = SubscriptionEventCallbacks(incompatible_qos=lambda info: self._on_incompatible_qos(topic, info))
+        self.create_subscription(msg_type, topic, callback, profile, raw=True, event_callbacks=events)
+
+    def _on_incompatible_qos(self, topic: str, info: QoSRequestedIncompatibleQoSInfo) -> None:
+        """A publisher on an input topic that this subscription cannot hear (a best-effort sensor against the
+        default reliable inputs, most often). rclpy's own warning names no remedy and /diagnostics would only
+        say 'waiting': say which policy and what accepts it, in the log and on /diagnostics."""
+        policy = qos_policy_name_from_kind(info.last_policy_kind)
+        self._incompatible[topic] = (policy, info.total_count)
+        self.get_logger().error(f"{topic}: {self._incompatible_text(topic)}")
+        self._publish_diagnostics()
+
+    def _incompatible_text(self, topic: str) -> str:
+        policy = self._incompatible[topic][0]
+        text = f"a publisher offers QoS incompatible with this subscription ({policy}): nothing it sends arrives"
+        if policy == "RELIABILITY" and not self.params.best_effort_inputs:
+            text += "; best_effort_inputs: true accepts best-effort publishers"
+        return text
 
     def _on_robot_description(self, msg) -> None:
         """The URDF from `robot_description_topic`: the robot description with it in place of its urdf: file."""
@@ -310,6 +335,8 @@ class EstimatorNode(Node):
             message = self._description_problem or f"waiting for {self.params.robot_description_topic}"
         elif self._last_joints is None:
             level, message = m.STALE, f"waiting for {self.topics.joint_states}"
+            if self.mapping.joint_states in self._incompatible:
+                message += f": {self._incompatible_text(self.mapping.joint_states)}"
         elif self._stale:
             level = m.STALE
             message = f"no {self.topics.joint_states} for more than {self.params.joint_states_timeout_s} s"
@@ -320,6 +347,12 @@ class EstimatorNode(Node):
             level, message = m.WARN, "stale: " + ", ".join(sorted(self._stale_streams))
         else:
             level, message = m.OK, "inputs fresh"
+        if self._sim_time and self._now() == 0.0:  # a clock that ran is never back at 0
+            level = max(level, m.WARN)
+            message += (
+                "; use_sim_time and no clock message yet: node time stands at 0, so the "
+                f"{self.topics.joint_states} watchdog cannot fire"
+            )
         if level != m.STALE and load is not None and load.falling_behind:
             level, message = m.WARN, load.message() + ("; " + message if level == m.WARN else "")
         dropped = self._last_dropped
@@ -339,6 +372,7 @@ class EstimatorNode(Node):
                 message = f"{sum(dropped.values())} {self.topics.joint_states} message(s) dropped ({kinds}); " + message
         values = [("frames", str(self.frames))] + [(f"issues.{k}", str(v)) for k, v in sorted(self.issues.items())]
         values += load.values() if load is not None else []
+        values += [(f"incompatible_qos.{t}", f"{policy} x{n}") for t, (policy, n) in sorted(self._incompatible.items())]
         hw = self.hardware_id
         self._diag_pub.publish(
             cdr.write_diagnostics(

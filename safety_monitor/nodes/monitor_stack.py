@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from rclpy.node import Node
 
+from safety_monitor.errors import SafetyMonitorError
 from safety_monitor.nodes.runtime import run_nodes
 
 
@@ -24,7 +25,13 @@ def build_stack(nodes: list[Node], **node_kwargs) -> None:
 
     monitor = MonitorNode(subscribe_predicates=False, **node_kwargs)
     nodes.append(monitor)
-    nodes.append(EstimatorNode(on_sample=monitor.on_sample, **node_kwargs))
+    estimator = EstimatorNode(on_sample=monitor.on_sample, **node_kwargs)
+    nodes.append(estimator)
+    if estimator.get_name() == monitor.get_name():  # `-r __node:=NAME` renames every node of the process
+        raise SafetyMonitorError(
+            f"both nodes of monitor_stack are named {monitor.get_name()!r} (a `__node:=` remap applies to "
+            "every node of a process): rename each, `-r monitor_node:__node:=NAME -r estimator_node:__node:=NAME`"
+        )
 
 
 def main(args: list[str] | None = None) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, TypeVar
 
-from rcl_interfaces.msg import ParameterDescriptor
+from rcl_interfaces.msg import ParameterDescriptor, ParameterType
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 
@@ -55,3 +55,17 @@ def declare_hardware_id(node: Node) -> str:
     else the node's namespace ('/' read as '_'), else 'robot'. Nodes of one robot share a namespace (or a
     parameter file), so their statuses, events and heartbeat all name the same robot."""
     return declare(node, Identity).hardware_id or node.get_namespace().strip("/").replace("/", "_") or "robot"
+
+
+def fix_use_sim_time(node: Node) -> bool:
+    """Make rclpy's `use_sim_time` read-only, with a description, and return it: the watchdogs compare
+    readings of one clock, and switching between sim and system time at run time jumped it by decades (a
+    false STALE and blind frames in the trace). `ros2 param set` is refused; a restart takes the new value."""
+    return node.set_descriptor(
+        "use_sim_time",
+        ParameterDescriptor(
+            type=ParameterType.PARAMETER_BOOL,
+            description="node clock: /clock (true) or system time (false); fixed at start-up",
+            read_only=True,
+        ),
+    ).bool_value
