@@ -139,6 +139,37 @@ def test_the_curses_screen_wraps_the_counterexample_sentence(events, monkeypatch
     assert max(len(line) for line in screen.lines.values()) <= 39
 
 
+def test_the_plain_view_is_reprinted_when_the_heartbeat_changes_its_word(events):
+    """Piped, the view is reprinted on events; a heartbeat that arrives after them (the violation's
+    recovery summed up, inputs gone stale) must reprint it too, or its first line contradicts the lists."""
+    from safety_monitor.nodes.alerts import _plain_loop
+
+    board, shown = AlertBoard(), []
+    beats = iter(
+        [
+            {"pid": 7, "seq": 0, "robot": "r1", "level": "OK", "summary": "no open violation"},
+            {"pid": 7, "seq": 1, "robot": "r1", "level": "ERROR", "summary": "1 open: never_a"},
+            {"pid": 7, "seq": 2, "robot": "r1", "level": "ERROR", "summary": "1 open: never_a"},
+            {"pid": 7, "seq": 3, "robot": "r1", "level": "STALE", "summary": "no advancing predicates"},
+        ]
+    )
+
+    def spin() -> None:
+        beat = next(beats, None)
+        if beat is None:
+            raise KeyboardInterrupt  # the console's way out
+        board.hear(beat)
+
+    board.update(events[:1])
+    with pytest.raises(KeyboardInterrupt):
+        _plain_loop(board, spin, [True], shown.append)
+    assert [view.splitlines()[0] for view in shown] == [
+        "MONITOR pid 7 alive: OK no open violation",
+        "MONITOR pid 7 alive: ERROR 1 open: never_a",
+        "MONITOR pid 7 alive: STALE no advancing predicates",
+    ]
+
+
 class FakeMonitor:
     """Events published at start (transient local) and a heartbeat every 0.1 s from a thread."""
 

@@ -248,13 +248,7 @@ def watch(args: argparse.Namespace) -> int:
 
             curses.wrapper(_curses_loop, board, spin, changed)
         else:
-            shown = None
-            while True:
-                spin()
-                heard = (mon := board.monitor())["alive"], mon["pid"]  # reprint when the monitor comes or goes
-                if changed[0] or heard != shown:
-                    changed[0], shown = False, heard
-                    print("\n".join(board.lines() + ["-" * 60]), flush=True)
+            _plain_loop(board, spin, changed)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
@@ -311,6 +305,24 @@ def collect(spin, sub, board: AlertBoard, timeout: float) -> None:
         if matched_at is not None and now - max(matched_at, last_change) >= QUIET_S and board.beat is not None:
             return
         spin()
+
+
+def _print_now(text: str) -> None:
+    print(text, flush=True)  # piped: a reader (tail -f, a log collector) sees each view as it is printed
+
+
+def _plain_loop(board: AlertBoard, spin, changed: list[bool], show: Callable[[str], None] = _print_now) -> None:
+    """Reprint the plain view on every event and whenever the status line would read otherwise: the
+    monitor comes, goes or restarts, or its heartbeat reports another level or summary (a violation
+    recovered, inputs went stale), so the first line never contradicts the lists under it for long."""
+    shown = None
+    while True:
+        spin()
+        mon = board.monitor()
+        heard = mon["alive"], mon["pid"], mon["level"], mon["summary"]
+        if changed[0] or heard != shown:
+            changed[0], shown = False, heard
+            show("\n".join(board.lines() + ["-" * 60]))
 
 
 def _curses_loop(screen, board: AlertBoard, spin, changed: list[bool]) -> None:
