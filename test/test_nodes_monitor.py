@@ -151,6 +151,18 @@ def test_stopped_predicates_turn_every_property_unknown_until_they_resume(harnes
     assert not any(e["kind"] == "opened" for e in h.events)
 
 
+def test_an_open_violation_stays_in_the_summary_while_predicates_are_stale(harness):
+    """Blind to the rest, the monitor still knows never_a is open: its summary (and so the heartbeat and
+    the console's first line) stays ERROR and names it beside the stale inputs."""
+    h, S = harness, harness.types.DiagnosticStatus
+    h.send(True)  # opens never_a, then predicates stop
+    spin_until(h.executor, lambda: "never_a" in kinds(h, "opened") and "never_a" in kinds(h, "blind"))
+    spin_until(h.executor, lambda: level_of(h, "b_then_not_a") == S.STALE)
+    summary = [(lvl, msg) for name, lvl, msg in h.diagnostics if name == "monitor"][-1]
+    assert summary[0] == S.ERROR and summary[1].startswith("1 open: never_a; no advancing predicates")
+    assert level_of(h, "never_a") == S.ERROR
+
+
 def test_end_marker_closes_the_trace_and_a_start_marker_names_the_next(harness):
     h = harness
     h.marker_pub.publish(marker_msg(h.types, EpisodeMarker(START, 0, 1.0, task="demo", fault="f", seed=7)))

@@ -10,7 +10,8 @@
    deleted or replaced log is reopened (nodes/event_log.py).
 2. `safety_monitor/events` (reliable, transient local): one DiagnosticArray per frame with events.
 3. `/diagnostics`: one status per property, ERROR while a violation episode is open, OK once it
-   recovers, STALE while its verdict is unknown; plus a summary status. Sent on every change (the
+   recovers, STALE while its verdict is unknown; plus a summary status, ERROR while any violation is
+   open (also when the inputs went stale meanwhile: named beside them). Sent on every change (the
    properties whose status changed, with the summary) and every `diagnostics_period_s` (all).
 
 Inputs that stop are never read as "all fine". The input rules are the Supervisor's
@@ -302,20 +303,24 @@ class MonitorNode(Node):
                 values.append(("explanation", opened.counterexample.explanation))
             statuses.append((level, f"{prefix}: {name}", message, hw, values))
         health = self.event_log.health
+        violations = f"{len(self._open)} open: {', '.join(sorted(self._open))}" if self._open else ""
+        problem = None  # what the monitor cannot vouch for; named beside the open violations, never instead
         if self._state_lost:
-            summary = (m.ERROR, self._state_lost)
+            problem = (m.ERROR, self._state_lost)
         elif health.state is not LogState.OK:
-            summary = (m.ERROR, f"event log {health}: {health.error}")
+            problem = (m.ERROR, f"event log {health}: {health.error}")
         elif status is InputStatus.TIME_BACKWARDS:
-            summary = (m.ERROR, f"time went backwards: frames before {sup.backwards_from:.3f} s dropped")
+            problem = (m.ERROR, f"time went backwards: frames before {sup.backwards_from:.3f} s dropped")
         elif status is InputStatus.WAITING:
-            summary = (m.STALE, "waiting for predicates")
+            problem = (m.STALE, "waiting for predicates")
         elif status is InputStatus.FROZEN:
-            summary = (m.STALE, f"predicates frozen: their stamp stood still for {self.params.predicates_frozen_s} s")
+            problem = (m.STALE, f"predicates frozen: their stamp stood still for {self.params.predicates_frozen_s} s")
         elif status is InputStatus.STALE:
-            summary = (m.STALE, f"no advancing predicates for more than {self.params.predicates_timeout_s} s")
-        elif self._open:
-            summary = (m.ERROR, f"{len(self._open)} open: {', '.join(sorted(self._open))}")
+            problem = (m.STALE, f"no advancing predicates for more than {self.params.predicates_timeout_s} s")
+        if problem is not None:  # a violation seen open stays ERROR while the monitor is blind to the rest
+            summary = (m.ERROR, f"{violations}; {problem[1]}") if violations else problem
+        elif violations:
+            summary = (m.ERROR, violations)
         elif self._lost_period:
             summary = (
                 m.WARN,
