@@ -66,6 +66,17 @@ def test_board_tracks_open_violations_and_shows_the_counterexample(events):
     assert [b["property"] for b in board.snapshot()["blind"]] == ["other"]
 
 
+def test_an_event_line_says_its_wall_clock_time(events):
+    """`t` is the stamp time (simulated seconds, or seconds since 1970 on a robot): the line leads with
+    the local time the monitor sent the event at."""
+    wall = 1_800_000_000.25
+    board = AlertBoard()
+    board.update([{**events[0], "wall_time": wall}])
+    line = board.lines()[2]
+    assert line.split()[1] == time.strftime("%H:%M:%S", time.localtime(wall))
+    assert line.endswith("[r1] run 1 rollout 0 never_a opened at frame 3 t=1.006s")
+
+
 class Clock:
     def __init__(self) -> None:
         self.now = 100.0

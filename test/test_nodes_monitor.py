@@ -119,8 +119,9 @@ def test_violation_is_logged_before_it_is_published_and_alerts_follow_the_episod
     opened = next(e for e in h.events if e["kind"] == "opened")
     assert opened["property"] == "never_a" and opened["frame"] == 3
     assert opened["counterexample"]["values"]["a"][-1] == [3, 3, True]
-    # when a subscriber receives an event, its line (every field equal) is already in the log
+    # when a subscriber receives an event, its line (every field equal, the wall-clock stamp too) is already in the log
     assert h.logged_first and all(h.logged_first)
+    assert all(isinstance(e["wall_time"], float) and e["pid"] == os.getpid() for e in h.events)
     spin_until(h.executor, lambda: h.diagnostics and level_of(h, "never_a") == S.ERROR)
     if not watchdog_fired(h):  # else this process stalled past the wall-clock limit: unknown was right
         assert level_of(h, "b_then_not_a") == S.OK

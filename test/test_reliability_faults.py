@@ -177,8 +177,6 @@ def test_kill9_keeps_every_published_event_whole_and_the_restart_says_its_state_
     cell.kill()  # mid-run: no clean shutdown, the trace is left open
     published = [dict(e) for e in cell.events]
     logged = [r for r in cell.logged() if r["kind"] != "monitor_started"]  # every line parses: none is torn
-    for r in logged:
-        del r["wall_time"], r["pid"]
     assert published == logged[: len(published)]  # every event published before the kill was logged
     assert (cell.tmp / "events.jsonl.running").exists()
 

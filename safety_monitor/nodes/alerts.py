@@ -173,10 +173,13 @@ def heartbeat_of(msg: Any) -> dict[str, Any]:
 
 
 def _describe(e: dict[str, Any]) -> str:
-    t = e.get("t")
+    """One event on one line, led by its wall-clock time (local): `t` is the stamp time, simulated
+    seconds or, on a robot, seconds since 1970, which tell an operator nothing about when."""
+    t, wall = e.get("t"), e.get("wall_time")
     when = f"frame {e.get('frame')}" + (f" t={t:.3f}s" if isinstance(t, (int, float)) else "")
+    clock = time.strftime("%H:%M:%S ", time.localtime(wall)) if isinstance(wall, (int, float)) else ""
     robot = f"[{e['robot']}] " if e.get("robot") else ""
-    return f"{robot}run {e['run']} rollout {e.get('rollout', '-')} {e['property']} {e['kind']} at {when}"
+    return f"{clock}{robot}run {e['run']} rollout {e.get('rollout', '-')} {e['property']} {e['kind']} at {when}"
 
 
 def counterexample_lines(event: dict[str, Any]) -> list[str]:

@@ -56,7 +56,7 @@ from safety_monitor.io import messages as m
 from safety_monitor.monitor.events import Event
 from safety_monitor.nodes import qos
 from safety_monitor.nodes.episode_marker import read_marker
-from safety_monitor.nodes.event_log import EventLog, LogHealth, LogState, PreviousRun
+from safety_monitor.nodes.event_log import EventLog, LogHealth, LogState, PreviousRun, wall_stamp
 from safety_monitor.nodes.log_throttle import LogThrottle
 from safety_monitor.nodes.params import declare, declare_hardware_id, declare_topics
 from safety_monitor.nodes.raw_decode import rclpy_decoder
@@ -207,6 +207,7 @@ class MonitorNode(Node):
             "previous_pid": previous.pid,
             "previous_started": previous.started,
             "torn_bytes": previous.torn_bytes,
+            **wall_stamp(),
         }
         self.event_log.write([record], sync=True)
         self._events_pub.publish(cdr.write_events([record], 0.0, self.hardware_id))
@@ -249,8 +250,8 @@ class MonitorNode(Node):
         per frame), then update the alert state."""
         hw, log, sync = self.hardware_id, self.event_log, self.params.sync_before_publish
         for _, same_frame in itertools.groupby(events, key=lambda e: e.event.frame):
-            group = list(same_frame)
-            records = [{**e.event.to_json(), "rollout": e.rollout, "robot": hw} for e in group]
+            group, stamp = list(same_frame), wall_stamp()
+            records = [{**e.event.to_json(), "rollout": e.rollout, "robot": hw, **stamp} for e in group]
             log.write(records, sync)
             if self.context.ok():
                 t = group[-1].event.t
