@@ -129,6 +129,10 @@ def test_violation_is_logged_before_it_is_published_and_alerts_follow_the_episod
     h.send(False)  # F(!a) holds: recovered, the property re-arms
     spin_until(h.executor, lambda: any(e["kind"] == "recovered" for e in h.events))
     spin_until(h.executor, lambda: level_of(h, "never_a") == S.OK)
+    # OK again, but never "satisfied so far": it was violated, and rqt_robot_monitor shows the message
+    said = [msg for name, lvl, msg in h.diagnostics if name == "never_a" and lvl == S.OK]
+    assert "satisfied so far" in said[0]  # before the violation
+    assert said[-1] == "no open violation; the last one recovered at rollout 0 frame 4 (t=1.008 s)"
     lines = [json.loads(x) for x in h.log.read_text().splitlines()]
     assert [(r["property"], r["kind"]) for r in lines] == [
         ("*", "monitor_started"),

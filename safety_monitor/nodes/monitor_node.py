@@ -127,6 +127,7 @@ class MonitorNode(Node):
         self._blind: set[str] = set()
         self._shown = 0  # the rollout whose open and blind properties those are
         self._episodes = dict.fromkeys(self._categories, 0)
+        self._closed: dict[str, RolloutEvent] = {}  # property -> its last episode's closing event, any rollout
         self._stale_streams: frozenset[str] = frozenset()
         self._status_seen = self.supervisor.status  # the input status as last rendered
         self._lost_period = self._lost_reported = 0  # frames lost in the last diagnostics period, and before it
@@ -264,6 +265,7 @@ class MonitorNode(Node):
                 self._episodes[name] += 1
             elif kind.closes:
                 self._open.pop(name, None)
+                self._closed[name] = e
             elif kind == EventKind.BLIND:
                 self._blind.add(name)
             elif kind == EventKind.SEEING:
@@ -296,6 +298,13 @@ class MonitorNode(Node):
                     else "unknown: state lost in a restart"
                     if self._state_lost
                     else "unknown: predicates unknown"
+                )
+            elif (closed := self._closed.get(name)) is not None:  # OK now, yet not "satisfied so far"
+                last = closed.event
+                level = m.OK
+                message = (
+                    f"no open violation; the last one {last.kind.replace('_', ' ')} at rollout {closed.rollout} "
+                    f"frame {last.frame} (t={_secs(last.t)})"
                 )
             else:
                 level, message = m.OK, "satisfied so far"
