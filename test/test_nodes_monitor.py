@@ -102,7 +102,7 @@ def kinds(h, kind):
 
 def watchdog_fired(h):
     """The monitor's wall-clock limit passed without predicates (this process stalled that long)."""
-    return any(name == "monitor" and msg.startswith("no predicates for") for name, _, msg in h.diagnostics)
+    return any(name == "monitor" and "no advancing predicates for" in msg for name, _, msg in h.diagnostics)
 
 
 def level_of(h, prop):
