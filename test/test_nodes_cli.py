@@ -66,6 +66,17 @@ def test_board_tracks_open_violations_and_shows_the_counterexample(events):
     assert [b["property"] for b in board.snapshot()["blind"]] == ["other"]
 
 
+def test_an_event_line_says_its_wall_clock_time(events):
+    """`t` is the stamp time (simulated seconds, or seconds since 1970 on a robot): the line leads with
+    the local time the monitor sent the event at."""
+    wall = 1_800_000_000.25
+    board = AlertBoard()
+    board.update([{**events[0], "wall_time": wall}])
+    line = board.lines()[2]
+    assert line.split()[1] == time.strftime("%H:%M:%S", time.localtime(wall))
+    assert line.endswith("[r1] run 1 rollout 0 never_a opened at frame 3 t=1.006s")
+
+
 class Clock:
     def __init__(self) -> None:
         self.now = 100.0
@@ -137,6 +148,37 @@ def test_the_curses_screen_wraps_the_counterexample_sentence(events, monkeypatch
     sentence = events[0]["counterexample"]["explanation"]
     assert len(sentence) > 40 and " ".join(sentence.split()) in drawn
     assert max(len(line) for line in screen.lines.values()) <= 39
+
+
+def test_the_plain_view_is_reprinted_when_the_heartbeat_changes_its_word(events):
+    """Piped, the view is reprinted on events; a heartbeat that arrives after them (the violation's
+    recovery summed up, inputs gone stale) must reprint it too, or its first line contradicts the lists."""
+    from safety_monitor.nodes.alerts import _plain_loop
+
+    board, shown = AlertBoard(), []
+    beats = iter(
+        [
+            {"pid": 7, "seq": 0, "robot": "r1", "level": "OK", "summary": "no open violation"},
+            {"pid": 7, "seq": 1, "robot": "r1", "level": "ERROR", "summary": "1 open: never_a"},
+            {"pid": 7, "seq": 2, "robot": "r1", "level": "ERROR", "summary": "1 open: never_a"},
+            {"pid": 7, "seq": 3, "robot": "r1", "level": "STALE", "summary": "no advancing predicates"},
+        ]
+    )
+
+    def spin() -> None:
+        beat = next(beats, None)
+        if beat is None:
+            raise KeyboardInterrupt  # the console's way out
+        board.hear(beat)
+
+    board.update(events[:1])
+    with pytest.raises(KeyboardInterrupt):
+        _plain_loop(board, spin, [True], shown.append)
+    assert [view.splitlines()[0] for view in shown] == [
+        "MONITOR pid 7 alive: OK no open violation",
+        "MONITOR pid 7 alive: ERROR 1 open: never_a",
+        "MONITOR pid 7 alive: STALE no advancing predicates",
+    ]
 
 
 class FakeMonitor:

@@ -16,7 +16,12 @@ from safety_monitor.io.bag import BagReader
 from safety_monitor.sim.faults import FAULTS
 
 SCHEDULE = ("none", "early_release", "slip")
-LIVE_ONLY = ("rollout", "robot")  # fields the monitor node adds to the monitor's own event JSON at its sinks
+LIVE_ONLY = (
+    "rollout",
+    "robot",
+    "wall_time",
+    "pid",
+)  # fields the monitor node adds to the monitor's own event JSON at its sinks
 
 
 @pytest.fixture(scope="module")

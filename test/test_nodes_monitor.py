@@ -102,7 +102,7 @@ def kinds(h, kind):
 
 def watchdog_fired(h):
     """The monitor's wall-clock limit passed without predicates (this process stalled that long)."""
-    return any(name == "monitor" and msg.startswith("no predicates for") for name, _, msg in h.diagnostics)
+    return any(name == "monitor" and "no advancing predicates for" in msg for name, _, msg in h.diagnostics)
 
 
 def level_of(h, prop):
@@ -119,8 +119,9 @@ def test_violation_is_logged_before_it_is_published_and_alerts_follow_the_episod
     opened = next(e for e in h.events if e["kind"] == "opened")
     assert opened["property"] == "never_a" and opened["frame"] == 3
     assert opened["counterexample"]["values"]["a"][-1] == [3, 3, True]
-    # when a subscriber receives an event, its line (every field equal) is already in the log
+    # when a subscriber receives an event, its line (every field equal, the wall-clock stamp too) is already in the log
     assert h.logged_first and all(h.logged_first)
+    assert all(isinstance(e["wall_time"], float) and e["pid"] == os.getpid() for e in h.events)
     spin_until(h.executor, lambda: h.diagnostics and level_of(h, "never_a") == S.ERROR)
     if not watchdog_fired(h):  # else this process stalled past the wall-clock limit: unknown was right
         assert level_of(h, "b_then_not_a") == S.OK
@@ -128,6 +129,10 @@ def test_violation_is_logged_before_it_is_published_and_alerts_follow_the_episod
     h.send(False)  # F(!a) holds: recovered, the property re-arms
     spin_until(h.executor, lambda: any(e["kind"] == "recovered" for e in h.events))
     spin_until(h.executor, lambda: level_of(h, "never_a") == S.OK)
+    # OK again, but never "satisfied so far": it was violated, and rqt_robot_monitor shows the message
+    said = [msg for name, lvl, msg in h.diagnostics if name == "never_a" and lvl == S.OK]
+    assert "satisfied so far" in said[0]  # before the violation
+    assert said[-1] == "no open violation; the last one recovered at rollout 0 frame 4 (t=1.008 s)"
     lines = [json.loads(x) for x in h.log.read_text().splitlines()]
     assert [(r["property"], r["kind"]) for r in lines] == [
         ("*", "monitor_started"),
@@ -149,6 +154,18 @@ def test_stopped_predicates_turn_every_property_unknown_until_they_resume(harnes
     spin_until(h.executor, lambda: kinds(h, "seeing") == {"never_a", "b_then_not_a"})
     spin_until(h.executor, lambda: level_of(h, "monitor") == S.OK and level_of(h, "never_a") == S.OK)
     assert not any(e["kind"] == "opened" for e in h.events)
+
+
+def test_an_open_violation_stays_in_the_summary_while_predicates_are_stale(harness):
+    """Blind to the rest, the monitor still knows never_a is open: its summary (and so the heartbeat and
+    the console's first line) stays ERROR and names it beside the stale inputs."""
+    h, S = harness, harness.types.DiagnosticStatus
+    h.send(True)  # opens never_a, then predicates stop
+    spin_until(h.executor, lambda: "never_a" in kinds(h, "opened") and "never_a" in kinds(h, "blind"))
+    spin_until(h.executor, lambda: level_of(h, "b_then_not_a") == S.STALE)
+    summary = [(lvl, msg) for name, lvl, msg in h.diagnostics if name == "monitor"][-1]
+    assert summary[0] == S.ERROR and summary[1].startswith("1 open: never_a; no advancing predicates")
+    assert level_of(h, "never_a") == S.ERROR
 
 
 def test_end_marker_closes_the_trace_and_a_start_marker_names_the_next(harness):

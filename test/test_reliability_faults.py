@@ -177,8 +177,6 @@ def test_kill9_keeps_every_published_event_whole_and_the_restart_says_its_state_
     cell.kill()  # mid-run: no clean shutdown, the trace is left open
     published = [dict(e) for e in cell.events]
     logged = [r for r in cell.logged() if r["kind"] != "monitor_started"]  # every line parses: none is torn
-    for r in logged:
-        del r["wall_time"], r["pid"]
     assert published == logged[: len(published)]  # every event published before the kill was logged
     assert (cell.tmp / "events.jsonl.running").exists()
 
@@ -277,7 +275,7 @@ def test_stopped_frozen_delayed_and_backwards_predicates_never_report_satisfied(
     # fresh frames until the summary is OK again (a period without losses), before the wall-clock limit
     cell.spin_until(lambda: cell.level("monitor")[0] == S.OK, each=lambda: cell.send(a=False))
     gaps = [b - a for a, b in zip(sent, sent[1:])]
-    starved = any(n == "monitor" and msg.startswith("no predicates for") for n, _, msg in cell.diag[diag_from:])
+    starved = any(n == "monitor" and "no advancing predicates for" in msg for n, _, msg in cell.diag[diag_from:])
     if max(gaps) < TIMEOUT_S / 2 and not starved:  # else this process or the monitor stalled past the limit (a
         assert len([e for e in cell.events if e["kind"] == "blind"]) == blind_before  # loaded machine): right
     assert not any(e["kind"] == "opened" for e in cell.events)

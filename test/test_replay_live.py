@@ -24,7 +24,7 @@ from safety_monitor.replay.report import write_report
 from safety_monitor.replay.score import ReplayConfig, score_bag
 from safety_monitor.sim.faults import FAULTS
 
-LIVE_ONLY = ("rollout", "robot", "wall_time")  # the monitor node's bookkeeping, not the monitor's events
+LIVE_ONLY = ("rollout", "robot", "wall_time", "pid")  # the monitor node's bookkeeping, not the monitor's events
 
 
 @pytest.fixture(scope="module")

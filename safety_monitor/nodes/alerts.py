@@ -173,10 +173,13 @@ def heartbeat_of(msg: Any) -> dict[str, Any]:
 
 
 def _describe(e: dict[str, Any]) -> str:
-    t = e.get("t")
+    """One event on one line, led by its wall-clock time (local): `t` is the stamp time, simulated
+    seconds or, on a robot, seconds since 1970, which tell an operator nothing about when."""
+    t, wall = e.get("t"), e.get("wall_time")
     when = f"frame {e.get('frame')}" + (f" t={t:.3f}s" if isinstance(t, (int, float)) else "")
+    clock = time.strftime("%H:%M:%S ", time.localtime(wall)) if isinstance(wall, (int, float)) else ""
     robot = f"[{e['robot']}] " if e.get("robot") else ""
-    return f"{robot}run {e['run']} rollout {e.get('rollout', '-')} {e['property']} {e['kind']} at {when}"
+    return f"{clock}{robot}run {e['run']} rollout {e.get('rollout', '-')} {e['property']} {e['kind']} at {when}"
 
 
 def counterexample_lines(event: dict[str, Any]) -> list[str]:
@@ -248,13 +251,7 @@ def watch(args: argparse.Namespace) -> int:
 
             curses.wrapper(_curses_loop, board, spin, changed)
         else:
-            shown = None
-            while True:
-                spin()
-                heard = (mon := board.monitor())["alive"], mon["pid"]  # reprint when the monitor comes or goes
-                if changed[0] or heard != shown:
-                    changed[0], shown = False, heard
-                    print("\n".join(board.lines() + ["-" * 60]), flush=True)
+            _plain_loop(board, spin, changed)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
@@ -311,6 +308,24 @@ def collect(spin, sub, board: AlertBoard, timeout: float) -> None:
         if matched_at is not None and now - max(matched_at, last_change) >= QUIET_S and board.beat is not None:
             return
         spin()
+
+
+def _print_now(text: str) -> None:
+    print(text, flush=True)  # piped: a reader (tail -f, a log collector) sees each view as it is printed
+
+
+def _plain_loop(board: AlertBoard, spin, changed: list[bool], show: Callable[[str], None] = _print_now) -> None:
+    """Reprint the plain view on every event and whenever the status line would read otherwise: the
+    monitor comes, goes or restarts, or its heartbeat reports another level or summary (a violation
+    recovered, inputs went stale), so the first line never contradicts the lists under it for long."""
+    shown = None
+    while True:
+        spin()
+        mon = board.monitor()
+        heard = mon["alive"], mon["pid"], mon["level"], mon["summary"]
+        if changed[0] or heard != shown:
+            changed[0], shown = False, heard
+            show("\n".join(board.lines() + ["-" * 60]))
 
 
 def _curses_loop(screen, board: AlertBoard, spin, changed: list[bool]) -> None:

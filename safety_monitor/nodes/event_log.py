@@ -202,8 +202,9 @@ class EventLog:
         return {"property": "*", "kind": kind, "frame": None, "t": None, "rollout": None, "robot": self.robot, **fields}
 
     def _lines(self, records: list[dict[str, Any]]) -> bytes:
-        stamp = {"wall_time": time.time(), "pid": os.getpid()}
-        return "".join(json.dumps({**r, **stamp}, sort_keys=True) + "\n" for r in records).encode()
+        """One JSON line per record; a record published already carries its stamp, kept as it was sent."""
+        stamp = wall_stamp()
+        return "".join(json.dumps({**stamp, **r}, sort_keys=True) + "\n" for r in records).encode()
 
     def _keep(self, lines: bytes, n: int) -> None:
         """Hold a batch no file took, unless `hold` records already wait: then count it dropped."""
@@ -369,6 +370,12 @@ def _read_running(running: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return {}  # cut short: that run died while starting
     return previous if isinstance(previous, dict) else {}
+
+
+def wall_stamp() -> dict[str, Any]:
+    """The wall-clock time and the process of a live record, beside its stamp time `t` (sim or robot
+    time): the monitor sends each event with it, so its log line and the published record are the same."""
+    return {"wall_time": time.time(), "pid": os.getpid()}
 
 
 def boot_id() -> str:

@@ -10,7 +10,8 @@
    deleted or replaced log is reopened (nodes/event_log.py).
 2. `safety_monitor/events` (reliable, transient local): one DiagnosticArray per frame with events.
 3. `/diagnostics`: one status per property, ERROR while a violation episode is open, OK once it
-   recovers, STALE while its verdict is unknown; plus a summary status. Sent on every change (the
+   recovers, STALE while its verdict is unknown; plus a summary status, ERROR while any violation is
+   open (also when the inputs went stale meanwhile: named beside them). Sent on every change (the
    properties whose status changed, with the summary) and every `diagnostics_period_s` (all).
 
 Inputs that stop are never read as "all fine". The input rules are the Supervisor's
@@ -55,7 +56,7 @@ from safety_monitor.io import messages as m
 from safety_monitor.monitor.events import Event
 from safety_monitor.nodes import qos
 from safety_monitor.nodes.episode_marker import read_marker
-from safety_monitor.nodes.event_log import EventLog, LogHealth, LogState, PreviousRun
+from safety_monitor.nodes.event_log import EventLog, LogHealth, LogState, PreviousRun, wall_stamp
 from safety_monitor.nodes.log_throttle import LogThrottle
 from safety_monitor.nodes.params import declare, declare_hardware_id, declare_topics, fix_use_sim_time
 from safety_monitor.nodes.raw_decode import rclpy_decoder
@@ -127,6 +128,7 @@ class MonitorNode(Node):
         self._blind: set[str] = set()
         self._shown = 0  # the rollout whose open and blind properties those are
         self._episodes = dict.fromkeys(self._categories, 0)
+        self._closed: dict[str, RolloutEvent] = {}  # property -> its last episode's closing event, any rollout
         self._stale_streams: frozenset[str] = frozenset()
         self._status_seen = self.supervisor.status  # the input status as last rendered
         self._lost_period = self._lost_reported = 0  # frames lost in the last diagnostics period, and before it
@@ -207,6 +209,7 @@ class MonitorNode(Node):
             "previous_pid": previous.pid,
             "previous_started": previous.started,
             "torn_bytes": previous.torn_bytes,
+            **wall_stamp(),
         }
         self.event_log.write([record], sync=True)
         self._events_pub.publish(cdr.write_events([record], 0.0, self.hardware_id))
@@ -249,8 +252,8 @@ class MonitorNode(Node):
         per frame), then update the alert state."""
         hw, log, sync = self.hardware_id, self.event_log, self.params.sync_before_publish
         for _, same_frame in itertools.groupby(events, key=lambda e: e.event.frame):
-            group = list(same_frame)
-            records = [{**e.event.to_json(), "rollout": e.rollout, "robot": hw} for e in group]
+            group, stamp = list(same_frame), wall_stamp()
+            records = [{**e.event.to_json(), "rollout": e.rollout, "robot": hw, **stamp} for e in group]
             log.write(records, sync)
             if self.context.ok():
                 t = group[-1].event.t
@@ -263,6 +266,7 @@ class MonitorNode(Node):
                 self._episodes[name] += 1
             elif kind.closes:
                 self._open.pop(name, None)
+                self._closed[name] = e
             elif kind == EventKind.BLIND:
                 self._blind.add(name)
             elif kind == EventKind.SEEING:
@@ -296,6 +300,13 @@ class MonitorNode(Node):
                     if self._state_lost
                     else "unknown: predicates unknown"
                 )
+            elif (closed := self._closed.get(name)) is not None:  # OK now, yet not "satisfied so far"
+                last = closed.event
+                level = m.OK
+                message = (
+                    f"no open violation; the last one {last.kind.replace('_', ' ')} at rollout {closed.rollout} "
+                    f"frame {last.frame} (t={_secs(last.t)})"
+                )
             else:
                 level, message = m.OK, "satisfied so far"
             values = [("category", category), ("episodes", str(self._episodes[name]))]
@@ -303,20 +314,24 @@ class MonitorNode(Node):
                 values.append(("explanation", opened.counterexample.explanation))
             statuses.append((level, f"{prefix}: {name}", message, hw, values))
         health = self.event_log.health
+        violations = f"{len(self._open)} open: {', '.join(sorted(self._open))}" if self._open else ""
+        problem = None  # what the monitor cannot vouch for; named beside the open violations, never instead
         if self._state_lost:
-            summary = (m.ERROR, self._state_lost)
+            problem = (m.ERROR, self._state_lost)
         elif health.state is not LogState.OK:
-            summary = (m.ERROR, f"event log {health}: {health.error}")
+            problem = (m.ERROR, f"event log {health}: {health.error}")
         elif status is InputStatus.TIME_BACKWARDS:
-            summary = (m.ERROR, f"time went backwards: frames before {sup.backwards_from:.3f} s dropped")
+            problem = (m.ERROR, f"time went backwards: frames before {sup.backwards_from:.3f} s dropped")
         elif status is InputStatus.WAITING:
-            summary = (m.STALE, "waiting for predicates")
+            problem = (m.STALE, "waiting for predicates")
         elif status is InputStatus.FROZEN:
-            summary = (m.STALE, f"predicates frozen: their stamp stood still for {self.params.predicates_frozen_s} s")
+            problem = (m.STALE, f"predicates frozen: their stamp stood still for {self.params.predicates_frozen_s} s")
         elif status is InputStatus.STALE:
-            summary = (m.STALE, f"no advancing predicates for more than {self.params.predicates_timeout_s} s")
-        elif self._open:
-            summary = (m.ERROR, f"{len(self._open)} open: {', '.join(sorted(self._open))}")
+            problem = (m.STALE, f"no advancing predicates for more than {self.params.predicates_timeout_s} s")
+        if problem is not None:  # a violation seen open stays ERROR while the monitor is blind to the rest
+            summary = (m.ERROR, f"{violations}; {problem[1]}") if violations else problem
+        elif violations:
+            summary = (m.ERROR, violations)
         elif self._lost_period:
             summary = (
                 m.WARN,
