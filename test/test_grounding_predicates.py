@@ -328,16 +328,21 @@ def test_a_settle_timeout_over_frames_the_object_was_unseen_is_unknown_not_true(
     assert back[-1].values["object_settled"] and tri(back[-1:], "settle_timeout") == [False]
 
 
-def test_a_transfer_timeout_over_frames_the_object_was_unseen_is_unknown_not_true():
+def _released_above_the_bin() -> tuple[Scene, list]:
+    """The cube grasped off the table, carried above the bin and let go: the scene and the five frames after."""
     s = Scene()
     s.step(3)
     s.grasp("cube")
     s.step(6)
     del s.contacts[("cube", "table")]
-    s.carry("cube", np.array([0.0, 0.42, 0.6]) - s.pos["cube"])  # above the bin
+    s.carry("cube", np.array([0.0, 0.42, 0.6]) - s.pos["cube"])
     s.step(2)
     s.release("cube")
-    frames = s.step(5)
+    return s, s.step(5)
+
+
+def test_a_transfer_timeout_over_frames_the_object_was_unseen_is_unknown_not_true():
+    s, frames = _released_above_the_bin()
     assert series(frames, "transfer_event").count(True) == 1
     s.missing.add("cube")
     gap = s.step(100)
@@ -705,15 +710,7 @@ def test_obstacle_hit_then_retract_timeout_after_100_frames_and_retract_clears_i
 
 
 def test_transfer_into_the_bin_settles():
-    s = Scene()
-    s.step(3)
-    s.grasp("cube")
-    s.step(6)
-    del s.contacts[("cube", "table")]
-    s.carry("cube", np.array([0.0, 0.42, 0.6]) - s.pos["cube"])  # above the bin
-    s.step(2)
-    s.release("cube")
-    frames = s.step(5)
+    s, frames = _released_above_the_bin()
     drop = first_true(frames, "transfer_event")
     assert series(frames, "transfer_event").count(True) == 1 and frames[drop].values["object_dropped"]
     s.pos["cube"] = np.array([0.0, 0.42, 0.41 + 0.025])  # now resting on the bin floor
