@@ -25,6 +25,7 @@ from safety_monitor import __version__
 from safety_monitor.enums import EventKind
 from safety_monitor.errors import SafetyMonitorError
 from safety_monitor.files import write_file
+from safety_monitor.installation import first_few
 from safety_monitor.monitor.metrics import GroupMetrics, Metrics
 from safety_monitor.replay.batch import Summary
 from safety_monitor.replay.score import BagResult, ReplayConfig
@@ -618,15 +619,22 @@ def summary_markdown(
         )
     if unscored:
         lines += ["## Not scored (interrupted)", ""] + [f"- `{r.bag}`" for r in unscored] + [""]
-    vacuous = [(r, [v for v in vacuity(r, reads) if v.vacuous()]) for r in scored]
-    if any(flags for _, flags in vacuous):
+    vacuous: dict[tuple[str, str], list[str]] = {}  # (property, why) -> its bags: a row per bag buried the rest
+    for r in scored:
+        for v in vacuity(r, reads):
+            if v.vacuous():
+                vacuous.setdefault((v.property, v.reason()), []).append(r.bag)
+    if vacuous:
         lines += [
-            "## Vacuous properties (could not be violated on the bag: zero is not a pass)",
+            "## Vacuous properties (could not be violated on these bags: zero is not a pass)",
             "",
-            "| bag | property | why |",
+            "| property | why | bags |",
             "|---|---|---|",
         ]
-        lines += [f"| {r.bag} | {v.property} | {v.reason()} |" for r, flags in vacuous for v in flags]
+        lines += [
+            f"| {prop} | {why} | {len(bags)} of {len(scored)}: {first_few(bags)} |"
+            for (prop, why), bags in vacuous.items()
+        ]
         lines.append("")
     if plots:
         bags = {f"{PLOTS}/{timeline_name(i, r.bag)}": r.bag for i, r in enumerate(results)}
