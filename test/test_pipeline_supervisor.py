@@ -67,7 +67,7 @@ def test_a_pause_steps_one_blind_frame_at_the_watchdog_and_frames_resume_it(make
     assert all(e.event.t == last for e in fired.events)  # stepped at the last frame's time
     assert sup.tick(last + 5.0) is NOTHING  # one blind frame per pause
     resumed = sup.sample(quiet(10, t=last + 5.0), last + 5.0)
-    assert resumed.status is InputStatus.FRESH
+    assert resumed.status is InputStatus.FRESH and resumed.was is InputStatus.STALE
     assert sorted(kinds([resumed], EventKind.SEEING)) == [(p, 11) for p in sorted(PROPS)]
     assert sup.monitor.frame == 12
 
@@ -80,6 +80,7 @@ def test_a_frame_after_a_pause_gets_the_pause_s_blind_frame_first_without_a_tick
     assert issues([step]) == [IssueKind.PREDICATES_GAP]
     assert [e.event.kind for e in step.events] == [EventKind.BLIND] * 2 + [EventKind.SEEING] * 2
     assert step.status is InputStatus.FRESH  # and fresh again with this very frame
+    assert step.was is InputStatus.STALE  # what it was fresh again from (the node says so), not the fresh before
 
 
 def test_a_frozen_stamp_is_never_stepped_and_blinds_after_the_frozen_limit(make):

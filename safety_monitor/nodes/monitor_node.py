@@ -130,7 +130,6 @@ class MonitorNode(Node):
         self._episodes = dict.fromkeys(self._categories, 0)
         self._closed: dict[str, RolloutEvent] = {}  # property -> its last episode's closing event, any rollout
         self._stale_streams: frozenset[str] = frozenset()
-        self._status_seen = self.supervisor.status  # the input status as last rendered
         self._lost_period = self._lost_reported = 0  # frames lost in the last diagnostics period, and before it
         self._beats = 0
         self._summary: tuple[int, str] = (m.STALE, "starting")  # the last summary published
@@ -234,10 +233,8 @@ class MonitorNode(Node):
             if step.finished[-1].index >= self._shown:
                 self._open.clear()
                 self._blind.clear()
-        if step.status is not None:
-            if step.status is InputStatus.FRESH and self._status_seen is not InputStatus.WAITING:
-                self.get_logger().info(f"predicates advance again ({self._status_seen} before): verdicts known")
-            self._status_seen = step.status
+        if step.status is InputStatus.FRESH and step.was is not InputStatus.WAITING:
+            self.get_logger().info(f"predicates advance again ({step.was} before): verdicts known")
         if step.finished or step.status is not None or any(i.kind in _MARKER_ISSUES for i in step.issues):
             self._publish_diagnostics()
 

@@ -109,13 +109,15 @@ class Rollout:
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """What one input caused, in order: the events, the issues, the rollouts it closed, and the new input
-    status (None: unchanged)."""
+    """What one input caused, in order: the events, the issues, the rollouts it closed, the new input
+    status (None: unchanged) and the status it replaced. One input may change it twice (a frame after a
+    pause: stale, then fresh again), so `was` is not always the status before the step."""
 
     events: tuple[RolloutEvent, ...] = ()
     issues: tuple[StreamIssue, ...] = ()
     finished: tuple[Rollout, ...] = ()
     status: InputStatus | None = None
+    was: InputStatus | None = None
 
 
 NOTHING = Step()  # most frames: stepped, and nothing to report
@@ -127,11 +129,12 @@ class _Collect:
     issues: list[StreamIssue] = field(default_factory=list)
     finished: list[Rollout] = field(default_factory=list)
     status: InputStatus | None = None
+    was: InputStatus | None = None
 
     def step(self) -> Step:
         if not (self.events or self.issues or self.finished or self.status):
             return NOTHING
-        return Step(tuple(self.events), tuple(self.issues), tuple(self.finished), self.status)
+        return Step(tuple(self.events), tuple(self.issues), tuple(self.finished), self.status, self.was)
 
 
 class Supervisor:
@@ -545,7 +548,8 @@ class Supervisor:
 
     def _set(self, status: InputStatus, out: _Collect) -> None:
         if status is not self._status:
-            self._status = out.status = status
+            out.was, self._status = self._status, status
+            out.status = status
 
     def _replan(self) -> None:
         self._plain = (
