@@ -691,7 +691,7 @@ def score_bag(path: str | Path, config: ReplayConfig, progress: Progress | None 
         with BagReader(path) as bag:
             result.topics = bag.topics
             result.messages = bag.message_count
-            result.warnings.extend(bag.skip_warnings)
+            result.warnings.extend(bag.warnings)
             config, notes = config.resolved({name: s.msgtype for name, s in bag.topics.items()})
             result.warnings.extend(notes)
             with _collector_spared():
