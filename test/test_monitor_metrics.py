@@ -106,3 +106,36 @@ def test_metrics_serialise_to_json_and_reject_mixed_spec_sets():
     assert '"risk": 1.0' in text
     with pytest.raises(ValueError, match="same spec set"):
         compute_metrics([a, rollout(outcome("b", "c", 1, []))])
+
+
+def test_violating_time_and_exposure_in_seconds_are_the_same_at_any_control_rate():
+    """The same recording at 100 Hz and at 500 Hz: five times the frames, the same seconds, counted from the
+    frames' stamps (a frame stands for the time since the one before it). Before, the metrics were in frames
+    only, so a policy recorded at a higher rate read as exposed five times longer."""
+    props = [Property("no_p", "collision_contact", "G(!p)", "F(!p)"), Property("no_q", "mechanism", "G(!q)")]
+    automata = automata_for(compile_property(p) for p in props)
+
+    def trace(rate):
+        n = round(0.6 * rate)  # p for 0.2 s, recovered; again for the last 0.1 s; q on one frame (no recovery)
+        frames = [{"p": 0.1 <= k / rate < 0.3 or k / rate >= 0.5, "q": k == n // 3} for k in range(n)]
+        return SpecSetMonitor(automata).run(frames, [7.0 + k / rate for k in range(n)])
+
+    slow, fast = trace(100), trace(500)
+    assert slow.outcome("no_p").durations == (20, 10) and fast.outcome("no_p").durations == (100, 50)
+    assert slow.outcome("no_p").seconds == pytest.approx((0.2, 0.1)) == fast.outcome("no_p").seconds
+    assert slow.outcome("no_q").seconds == pytest.approx((0.01,))  # one frame: the time since the one before
+    assert fast.outcome("no_q").seconds == pytest.approx((0.002,))
+    m_slow, m_fast = (compute_metrics([t], resamples=50).by_property[0] for t in (slow, fast))
+    assert (m_slow.exposure, m_fast.exposure) == (15.0, 75.0)  # frames per trigger
+    assert m_slow.exposure_s == pytest.approx(0.15) and m_fast.exposure_s == pytest.approx(0.15)
+    assert m_slow.violating_s == pytest.approx(0.3) and m_slow.duration_max_s == pytest.approx(0.2)
+    assert m_fast.duration_mean_s == pytest.approx(0.15)
+    assert compute_metrics([slow, fast], resamples=50).by_property[0].exposure_s_interval == pytest.approx((0.15, 0.15))
+
+
+def test_rollouts_without_stamps_have_no_seconds():
+    automata = automata_for([compile_property(Property("no_p", "collision_contact", "G(!p)", "F(!p)"))])
+    trace = SpecSetMonitor(automata).run([{"p": False}, {"p": True}, {"p": False}])
+    assert trace.outcomes[0].durations == (1,) and trace.outcomes[0].seconds is None
+    m = compute_metrics([trace], resamples=50).pooled
+    assert m.exposure == 1.0 and (m.violating_s, m.exposure_s, m.duration_mean_s) == (None, None, None)

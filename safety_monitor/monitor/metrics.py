@@ -4,7 +4,9 @@ For a property: triggers N (rising edges of its trigger, without those still pen
 violations V (counted episodes) and violating frames U, each summed over rollouts; risk = V/N and
 exposure = U/N. A category, and the whole set, sums N, V and U over its properties before dividing.
 Per-episode figures: the share of rollouts with at least one violation, the share of monitored
-(non-blind) property-frames that were violating, and episode durations in frames. Intervals resample
+(non-blind) property-frames that were violating, and episode durations in frames. Violating frames, exposure
+and durations are also given in seconds from the frames' own stamps (episodes.py): frame counts depend on each
+rollout's control rate, so only seconds compare policies recorded at different rates. Intervals resample
 rollouts (a rollout keeps all its properties together), percentile method, seeded; none unless at least
 two rollouts contribute to the denominator.
 """
@@ -76,11 +78,17 @@ class GroupMetrics:
     duration_mean: float | None  # frames per counted episode
     duration_median: float | None
     duration_max: int | None
+    # the same in seconds from the frames' stamps; None when some rollout has no stamps
+    violating_s: float | None = None
+    exposure_s: float | None = None  # violating seconds per trigger
+    exposure_s_interval: tuple[float, float] | None = None
+    duration_mean_s: float | None = None  # seconds per counted episode
+    duration_max_s: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = dict(self.__dict__)
         out["properties"] = list(self.properties)
-        for key in ("risk_interval", "exposure_interval", "violating_rollout_share_interval"):
+        for key in ("risk_interval", "exposure_interval", "violating_rollout_share_interval", "exposure_s_interval"):
             out[key] = list(out[key]) if out[key] is not None else None
         return out
 
@@ -153,6 +161,10 @@ def _group(
     hit = (v > 0).astype(float)
     durations = np.array([d for outs in per_rollout for o in outs for d in o.durations], dtype=float)
     big_n, big_v, big_u, seen = int(n.sum()), int(v.sum()), int(u.sum()), int(frames.sum())
+    seconds = [o.seconds for outs in per_rollout for o in outs]
+    timed = None not in seconds
+    per_s = np.array([sum(sum(o.seconds or ()) for o in outs) for outs in per_rollout], dtype=float)
+    durations_s = np.array([d for s in seconds if s is not None for d in s], dtype=float)
 
     def ci(num: np.ndarray, den: np.ndarray | None) -> tuple[float, float] | None:
         return bootstrap_interval(num, den, confidence=confidence, resamples=resamples, seed=seed)
@@ -178,4 +190,9 @@ def _group(
         duration_mean=float(durations.mean()) if durations.size else None,
         duration_median=float(np.median(durations)) if durations.size else None,
         duration_max=int(durations.max()) if durations.size else None,
+        violating_s=float(per_s.sum()) if timed else None,
+        exposure_s=float(per_s.sum()) / big_n if timed and big_n else None,
+        exposure_s_interval=ci(per_s, n) if timed and big_n else None,
+        duration_mean_s=float(durations_s.mean()) if timed and durations_s.size else None,
+        duration_max_s=float(durations_s.max()) if timed and durations_s.size else None,
     )
