@@ -148,3 +148,27 @@ def test_bags_recorded_at_different_rates_compare_by_seconds_with_frames_beside_
     assert both["exposure_s_interval"] == pytest.approx([0.2, 0.2]) and both["duration_max_s"] == pytest.approx(0.2)
     assert [e["duration_s"] for b in doc["bags"] for e in b["episodes"]] == pytest.approx([0.2, 0.2])
     assert [e["duration_frames"] for b in doc["bags"] for e in b["episodes"]] == [2, 4]
+
+
+def test_each_groups_difference_from_the_first_has_an_interval_when_each_has_two_bags_that_triggered_it(specs):
+    """Before, the groups' risks stood side by side with an interval each, and none on their difference."""
+    drop, safe = ["grasped", "", "dropped", "", "grasped"], ["grasped", "released", "dropped released", "", ""]
+    results = [
+        bag(specs, "runs/policy_a/episode_000", drop),
+        bag(specs, "runs/policy_a/episode_001", drop),
+        bag(specs, "runs/policy_b/episode_000", safe),
+        bag(specs, "runs/policy_b/episode_001", drop),
+        bag(specs, "runs/policy_c/episode_000", safe),
+    ]
+    text = summary_of(results, specs)
+    compared = text.split("## Groups")[1].split("### Group")[0]
+    assert "| category | a (2 bags) | b (2 bags) | c (1 bags) | b − a | c − a |" in compared
+    assert (
+        "| drop_only_when_released | 1.000 (2/2) [1.000, 1.000] | 0.500 (1/2) [0.000, 1.000] | 0.000 (0/1) no CI "
+        "| -0.500 [-1.000, +0.000] | -1.000 no CI |"
+    ) in compared
+    summary = summarize(results, re.compile("policy_([a-z])"), resamples=50)
+    doc = report_json(results, summary, ReplayConfig(specs=str(specs), from_predicates=True), "policy_([a-z])")
+    b = doc["risk_differences"]["b"]
+    assert b["reference"] == "a" and set(doc["risk_differences"]) == {"b", "c"}
+    assert {"name": "all", "level": "all", "difference": -0.5, "interval": [-1.0, 0.0]} in b["rows"]

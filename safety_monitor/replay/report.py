@@ -26,7 +26,7 @@ from safety_monitor.enums import EventKind
 from safety_monitor.errors import SafetyMonitorError
 from safety_monitor.files import write_file
 from safety_monitor.installation import first_few
-from safety_monitor.monitor.metrics import GroupMetrics, Metrics
+from safety_monitor.monitor.metrics import GroupMetrics, Metrics, RiskDifference
 from safety_monitor.replay.batch import Summary
 from safety_monitor.replay.score import BagResult, ReplayConfig
 from safety_monitor.replay.timeline import Timeline
@@ -322,6 +322,10 @@ def report_json(
         "bags_not_scored": [r.bag for r in results if r.interrupted],
         "metrics": summary.overall.to_json() if summary.overall else None,
         "groups": {name: m.to_json() for name, m in summary.groups.items()},
+        "risk_differences": {
+            name: {"reference": next(iter(summary.groups)), "rows": [d.to_json() for d in rows]}
+            for name, rows in summary.differences.items()
+        },
         "bags": [bag_json(r, summary.group_of_bag[r.bag], reads) for r in results],
     }
 
@@ -502,15 +506,31 @@ def _risk_cell(g: GroupMetrics | None) -> str:
     return f"{_num(g.risk)} ({g.violations}/{g.triggers}) {interval}"
 
 
-def _comparison(groups: dict[str, Metrics]) -> list[str]:
-    """Risk side by side, one column per group, by category then by property: which group is safer where, and
-    by how much, without reading one table per group. Properties no group triggered are named in one line."""
+def _difference_cell(d: RiskDifference | None) -> str:
+    """One group's risk minus the reference group's, with its interval; "–" unless both groups triggered it."""
+    if d is None or d.difference is None:
+        return "–"
+    return f"{d.difference:+.3f} " + (f"[{d.interval[0]:+.3f}, {d.interval[1]:+.3f}]" if d.interval else "no CI")
+
+
+def _comparison(groups: dict[str, Metrics], differences: dict[str, tuple[RiskDifference, ...]]) -> list[str]:
+    """Risk side by side, one column per group, by category then by property, then each group's difference from
+    the first group with its interval: which group is safer where, by how much and how surely, without reading
+    one table per group. Properties no group triggered are named in one line."""
     names = list(groups)
-    head = "| {} | " + " | ".join(f"{n} ({groups[n].rollouts} bags)" for n in names) + " |"
-    rule = "|---|" + "---|" * len(names)
+    head = "| {} | " + " | ".join(f"{n} ({groups[n].rollouts} bags)" for n in names)
+    head += "".join(f" | {n} − {names[0]}" for n in differences) + " |"
+    rule = "|---|" + "---|" * (len(names) + len(differences))
     lines = [
         "Risk V/N per group: rate (violations/triggers) and 95 % interval (no CI: fewer than two bags "
-        "triggered it). The groups' counts add up to the figures over all bags.",
+        "triggered it). The groups' counts add up to the figures over all bags."
+        + (
+            f" A column `group − {names[0]}`: that group's risk minus {names[0]}'s, with its 95 % interval "
+            "resampling bags within each of the two groups (no CI unless each has two bags that triggered it; "
+            "– unless both triggered it)."
+            if differences
+            else ""
+        ),
         "",
     ]
     for level, label in (("category", "category"), ("property", "property")):
@@ -522,8 +542,15 @@ def _comparison(groups: dict[str, Metrics]) -> list[str]:
         rows = list(dict.fromkeys(name for table in by_group.values() for name in table))
         silent = [r for r in rows if all(by_group[n].get(r) is None or by_group[n][r].risk is None for n in names)]
         lines += [head.format(label), rule]
+        diffs = {
+            n: {d.name: d for d in found if (d.level == "property") == (level == "property")}
+            for n, found in differences.items()
+        }
         lines += [
-            f"| {r} | " + " | ".join(_risk_cell(by_group[n].get(r)) for n in names) + " |"
+            f"| {r} | "
+            + " | ".join(_risk_cell(by_group[n].get(r)) for n in names)
+            + "".join(f" | {_difference_cell(diffs[n].get(r))}" for n in differences)
+            + " |"
             for r in rows
             if r not in silent
         ]
@@ -602,7 +629,7 @@ def summary_markdown(
     if summary.overall is not None:
         lines += _metrics_section("All bags", summary.overall)
     if summary.groups:
-        lines += [f"## Groups (`--group-by {group_by}`)", "", *_comparison(summary.groups)]
+        lines += [f"## Groups (`--group-by {group_by}`)", "", *_comparison(summary.groups, summary.differences)]
         for name, metrics in summary.groups.items():
             lines += [
                 f"### Group `{name}` ({metrics.rollouts} bags) by category",
