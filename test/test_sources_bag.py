@@ -576,3 +576,13 @@ def test_a_metadata_yaml_out_of_step_with_its_files_is_named_and_the_files_read_
         assert (r._open().start_time, r._open().end_time) == (want._open().start_time, want._open().end_time)
         assert list(r.raw_messages(topics)) == list(want.raw_messages(topics))
         assert _batched(r, topics, 7) == list(want.raw_messages(topics))
+
+
+def test_a_topic_metadata_yaml_lists_without_messages_and_no_file_holds_loses_nothing_and_is_no_warning(tmp_path):
+    bag = _recorded(tmp_path / "bag", "mcap")
+    doc = yaml.safe_load((bag / "metadata.yaml").read_text())
+    _add_topic(doc["rosbag2_bagfile_information"])
+    _topic(doc["rosbag2_bagfile_information"], "/ghost")["message_count"] = 0
+    (bag / "metadata.yaml").write_text(yaml.safe_dump(doc))
+    with BagReader(bag) as r:
+        assert r.warnings == [] and r.topics["/ghost"].count == 0 and r.message_count == 40

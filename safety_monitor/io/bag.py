@@ -271,8 +271,9 @@ def _out_of_step(bag: DirectoryReader) -> list[str]:
         theirs = held.get(topic, [])
         names = list(dict.fromkeys(name for name, _ in theirs))
         files, hold = ", ".join(names), "holds" if len(names) == 1 else "hold"
-        if not theirs:
-            out.append(f"it lists topic {topic} ({sum(c.msgcount for c in mine)} messages), which no file holds")
+        if not theirs:  # a topic listed without messages loses nothing
+            if listed_count := sum(c.msgcount for c in mine):
+                out.append(f"it lists topic {topic} ({listed_count} messages), which no file holds")
             continue
         if not mine:
             out.append(f"topic {topic} of {files} ({sum(c.msgcount for _, c in theirs)} messages) is not in it")
