@@ -95,7 +95,7 @@ def test_batch_equals_live_on_random_traces(scan, segments, history):
     for length, values in segments:
         frame = None if values is None else dict(zip(ATOMS, values))
         frames += [frame] * length
-    times = [0.05 * i for i in range(len(frames))]
+    times = [0.05 * i + 0.01 * (i % 3) for i in range(len(frames))]  # uneven: seconds are not frames times a period
     with mock.patch.multiple(batch_module, **scan):
         check_equal(SpecSetMonitor(AUTOMATA, history=history), BatchMonitor(AUTOMATA, history=history), frames, times)
 

@@ -2,11 +2,13 @@
 
 import gc
 import json
+import shutil
 import sqlite3
 from collections import Counter
 
 import numpy as np
 import pytest
+import yaml
 from kernel_refusals import count_kernels
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
@@ -548,3 +550,32 @@ def test_inspect_resolves_relative_names_and_a_bad_namespace_is_a_usage_error(tm
     with pytest.raises(SystemExit) as exit_:
         main([*args, "--namespace", "/robot1/"])
     assert exit_.value.code == 2 and "--namespace: must be a ROS namespace" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
+def test_a_bag_whose_metadata_yaml_is_out_of_step_with_its_files_scores_as_the_intact_bag(
+    tmp_path, state, specs, storage
+):
+    """Before, an edited type hash or a count above the files' made rosbags drop or miss messages, and replay
+    failed the bag as "corrupt or truncated"; the recording itself is intact."""
+    intact = write_bag(tmp_path / "intact", state, storage=storage)
+    bag = shutil.copytree(intact, tmp_path / "edited")
+    doc = yaml.safe_load((bag / "metadata.yaml").read_text())
+    info = doc["rosbag2_bagfile_information"]
+    joints = next(t for t in info["topics_with_message_count"] if t["topic_metadata"]["name"] == "/joint_states")
+    joints["topic_metadata"]["type_description_hash"] = "RIHS01_" + "1" * 64
+    joints["message_count"] += 3
+    info["message_count"] += 3
+    (bag / "metadata.yaml").write_text(yaml.safe_dump(doc))
+    want, got = score_bag(intact, config(specs)), score_bag(bag, config(specs))
+    assert got.ok, got.error
+    assert (got.frames, got.issues, got.trace.events, got.trace.outcomes) == (
+        want.frames,
+        want.issues,
+        want.trace.events,
+        want.trace.outcomes,
+    )
+    [warning] = got.warnings
+    assert warning.startswith("metadata.yaml is out of step with the bag's files (its type_description_hash for ")
+    assert f"its message_count for /joint_states is {N + 3}, " in warning
+    assert warning.endswith(f"`ros2 bag reindex {bag}`")

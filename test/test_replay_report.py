@@ -44,10 +44,10 @@ def specs(tmp_path_factory):
     return path
 
 
-def bag(specs, name, rows):
-    """A scored bag of one frame per row (the predicates true in it), 0.1 s apart from T0."""
+def bag(specs, name, rows, rate=10.0):
+    """A scored bag of one frame per row (the predicates true in it), `rate` frames a second from T0."""
     monitor = SpecSetMonitor.from_spec_file(specs, history=100)
-    frames = [({p: p in row.split() for p in monitor.predicates}, T0 + k / 10) for k, row in enumerate(rows)]
+    frames = [({p: p in row.split() for p in monitor.predicates}, T0 + k / rate) for k, row in enumerate(rows)]
     trace = monitor.run([f for f, _ in frames], [t for _, t in frames])
     return BagResult(name, "predicates", trace=trace, frames=len(rows), t_start=T0, t_end=frames[-1][1])
 
@@ -84,7 +84,7 @@ def test_every_violation_is_listed_with_its_bag_time_explanation_and_plot(result
         "a",
         "drop_only_when_released",
         "0.200 (frame 2)",
-        "2",
+        "0.200 (2)",  # frames 2 and 3, each standing for the 0.1 s since the frame before it
         "recovered",
     ]
     assert cells[6].startswith("drop_only_when_released was violated at frame 2") and "\\|" in cells[6]
@@ -95,7 +95,9 @@ def test_every_violation_is_listed_with_its_bag_time_explanation_and_plot(result
 def test_without_groups_the_violations_have_no_group_column(results, specs):
     text = summary_of(results, specs, pattern=None)
     assert "## Groups" not in text
-    assert "| bag | property | opened (s since the bag's first frame) | frames | ended | why | plot |" in text
+    assert (
+        "| bag | property | opened (s since the bag's first frame) | lasted, s (frames) | ended | why | plot |" in text
+    )
 
 
 def test_report_json_says_its_schema_version_and_the_spec_files_digest(results, specs):
@@ -124,3 +126,49 @@ def test_every_csv_column_is_documented_with_its_unit():
         "episodes.csv": sorted(EPISODE_COLUMNS),
         "properties.csv": sorted(PROPERTY_COLUMNS),
     }
+
+
+def test_bags_recorded_at_different_rates_compare_by_seconds_with_frames_beside_them(specs):
+    """The same 0.2 s contact at 10 Hz (2 frames) and at 20 Hz (4 frames). Before, the report gave exposure and
+    durations in frames only: policy b read as exposed twice as long."""
+    slow = bag(specs, "runs/policy_a/episode_000", ["", "contact", "contact", "", ""])
+    fast = bag(specs, "runs/policy_b/episode_000", ["", "", "contact", "contact", "contact", "contact", "", ""], 20.0)
+    results = [slow, fast]
+    text = summary_of(results, specs)
+    group_a, group_b = text.split("### Group `a`")[1], text.split("### Group `b`")[1]
+    assert "| collision_contact | 1 | 1 | 0.200 (2) | 1.000 | – | 0.200 (2.00) | – |" in group_a
+    assert "| collision_contact | 1 | 1 | 0.200 (4) | 1.000 | – | 0.200 (4.00) | – |" in group_b
+    violations = text.split("## Violations (2)")[1]
+    assert violations.count("| 0.200 (2) | recovered |") == 1 and violations.count("| 0.200 (4) | recovered |") == 1
+    summary = summarize(results, re.compile("policy_([a-z])"), resamples=50)
+    doc = report_json(results, summary, ReplayConfig(specs=str(specs), from_predicates=True), "policy_([a-z])")
+    both = doc["metrics"]["by_property"][1]
+    assert both["name"] == "no_contact" and (both["violating_frames"], both["exposure"]) == (6, 3.0)
+    assert both["violating_s"] == pytest.approx(0.4) and both["exposure_s"] == pytest.approx(0.2)
+    assert both["exposure_s_interval"] == pytest.approx([0.2, 0.2]) and both["duration_max_s"] == pytest.approx(0.2)
+    assert [e["duration_s"] for b in doc["bags"] for e in b["episodes"]] == pytest.approx([0.2, 0.2])
+    assert [e["duration_frames"] for b in doc["bags"] for e in b["episodes"]] == [2, 4]
+
+
+def test_each_groups_difference_from_the_first_has_an_interval_when_each_has_two_bags_that_triggered_it(specs):
+    """Before, the groups' risks stood side by side with an interval each, and none on their difference."""
+    drop, safe = ["grasped", "", "dropped", "", "grasped"], ["grasped", "released", "dropped released", "", ""]
+    results = [
+        bag(specs, "runs/policy_a/episode_000", drop),
+        bag(specs, "runs/policy_a/episode_001", drop),
+        bag(specs, "runs/policy_b/episode_000", safe),
+        bag(specs, "runs/policy_b/episode_001", drop),
+        bag(specs, "runs/policy_c/episode_000", safe),
+    ]
+    text = summary_of(results, specs)
+    compared = text.split("## Groups")[1].split("### Group")[0]
+    assert "| category | a (2 bags) | b (2 bags) | c (1 bags) | b − a | c − a |" in compared
+    assert (
+        "| drop_only_when_released | 1.000 (2/2) [1.000, 1.000] | 0.500 (1/2) [0.000, 1.000] | 0.000 (0/1) no CI "
+        "| -0.500 [-1.000, +0.000] | -1.000 no CI |"
+    ) in compared
+    summary = summarize(results, re.compile("policy_([a-z])"), resamples=50)
+    doc = report_json(results, summary, ReplayConfig(specs=str(specs), from_predicates=True), "policy_([a-z])")
+    b = doc["risk_differences"]["b"]
+    assert b["reference"] == "a" and set(doc["risk_differences"]) == {"b", "c"}
+    assert {"name": "all", "level": "all", "difference": -0.5, "interval": [-1.0, 0.0]} in b["rows"]

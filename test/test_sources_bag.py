@@ -1,5 +1,6 @@
 """rosbag2 writing and reading with rosbags: both storages, embedded types, damaged and odd bags."""
 
+import copy
 import shutil
 import sqlite3
 from pathlib import Path
@@ -7,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from rosbags.rosbag2 import StoragePlugin
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
 from safety_monitor.errors import SourceError
@@ -237,7 +239,7 @@ def test_types_without_definitions_are_skipped_with_a_warning_and_standard_ones_
         assert len(list(r.messages({"/joint_states"}))) == 3  # definition from the default typestore
         with pytest.raises(SourceError, match="cannot read topic /thing: its type my_pkg/msg/Thing has no definition"):
             list(r.messages({"/thing", "/joint_states"}))
-        assert r.skip_warnings[0].startswith("topic(s) /thing skipped: type my_pkg/msg/Thing has no definition")
+        assert r.warnings[0].startswith("topic(s) /thing skipped: type my_pkg/msg/Thing has no definition")
 
 
 def _with_definition(topic, msgtype, text, raw=b"\x00\x01\x00\x00\x07\x00\x00\x00"):
@@ -286,7 +288,7 @@ def test_a_topic_whose_definition_is_broken_is_skipped_and_named(tmp_path, stora
             f"vendor_msgs/msg/Status has a definition in the bag that {why}",
         ):
             list(r.message_batches({"/vendor/status"}))
-        [warning] = r.skip_warnings
+        [warning] = r.warnings
         assert warning.startswith(
             f"topic(s) /vendor/status skipped: type vendor_msgs/msg/Status has a definition in the bag that {why}"
         )
@@ -463,3 +465,124 @@ def test_a_file_that_is_not_mcap_says_so(tmp_path):
     assert (
         str(failed.value) == f"{bag}: cannot open bag: not an mcap file (it does not start with the mcap magic bytes)"
     )
+
+
+def _recorded(path, storage, n=20):
+    """A bag as `ros2 bag record` of Humble to Jazzy writes it, with rosbags' own writer: metadata.yaml
+    version 8, the offered QoS as a YAML string, each type's hash."""
+    from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
+    from rosbags.rosbag2 import Writer
+
+    store = default_typestore()
+    types = m.rosbags_types(store)
+    qos = Qos(
+        QosHistory.KEEP_LAST,
+        10,
+        QosReliability.RELIABLE,
+        QosDurability.VOLATILE,
+        QosTime(0, 0),
+        QosTime(0, 0),
+        QosLiveliness.AUTOMATIC,
+        QosTime(0, 0),
+        False,
+    )
+    plugin = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}[storage]
+    with Writer(path, version=8, storage_plugin=plugin) as w:
+        joints = w.add_connection(
+            "/joint_states", "sensor_msgs/msg/JointState", typestore=store, offered_qos_profiles=[qos]
+        )
+        wrench = w.add_connection("/wrist_wrench", "geometry_msgs/msg/WrenchStamped", typestore=store)
+        for k in range(n):
+            t = 10.0 + k * 0.002
+            joint = m.joint_state_msg(types, t, ["a"], [k * 0.01])
+            w.write(joints, round(t * 1e9), store.serialize_cdr(joint, "sensor_msgs/msg/JointState"))
+            force = m.wrench_msg(types, t, Wrench(np.array([0.0, 0.0, float(k)]), np.zeros(3)))
+            w.write(wrench, round(t * 1e9), store.serialize_cdr(force, "geometry_msgs/msg/WrenchStamped"))
+    return Path(path)
+
+
+def _topic(info, name):
+    return next(t for t in info["topics_with_message_count"] if t["topic_metadata"]["name"] == name)
+
+
+def _edit_qos(info):
+    meta = _topic(info, "/joint_states")["topic_metadata"]
+    assert "reliability: 1" in meta["offered_qos_profiles"]  # the string the writer wrote
+    meta["offered_qos_profiles"] = meta["offered_qos_profiles"].replace("reliability: 1", "reliability: 2")
+
+
+def _edit_hash(info):
+    _topic(info, "/joint_states")["topic_metadata"]["type_description_hash"] = "RIHS01_" + "0" * 64
+
+
+def _edit_count(info):
+    _topic(info, "/joint_states")["message_count"] += 5
+    info["message_count"] += 5
+
+
+def _drop_topic(info):
+    info["topics_with_message_count"].remove(_topic(info, "/wrist_wrench"))
+
+
+def _add_topic(info):
+    ghost = copy.deepcopy(_topic(info, "/wrist_wrench"))
+    ghost["topic_metadata"]["name"] = "/ghost"
+    info["topics_with_message_count"].append(ghost)
+
+
+def _edit_type(info):
+    _topic(info, "/wrist_wrench")["topic_metadata"]["type"] = "geometry_msgs/msg/Wrench"
+
+
+@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
+@pytest.mark.parametrize(
+    "edit, says",
+    [
+        (_edit_qos, "its offered_qos_profiles for /joint_states are not those {file} holds"),
+        (_edit_hash, "its type_description_hash for /joint_states is RIHS01_" + "0" * 64 + ", {file} has RIHS01_"),
+        (_edit_count, "its message_count for /joint_states is 25, {file} holds 20"),
+        (_drop_topic, "topic /wrist_wrench of {file} (20 messages) is not in it"),
+        (_add_topic, "it lists topic /ghost (20 messages), which no file holds"),
+        (
+            _edit_type,
+            "its type for /wrist_wrench is geometry_msgs/msg/Wrench, {file} holds geometry_msgs/msg/WrenchStamped",
+        ),
+    ],
+)
+def test_a_metadata_yaml_out_of_step_with_its_files_is_named_and_the_files_read_as_they_are(
+    tmp_path, storage, edit, says
+):
+    """rosbags reads a file's messages only on connections that match metadata.yaml's in every field, and takes
+    its counts as they are. Before, each of these edits dropped the topic's messages (or expected more), and
+    replay said "bag is corrupt or truncated" (or that the definition did not match its hash)."""
+    intact = _recorded(tmp_path / "intact", storage)
+    bag = Path(shutil.copytree(intact, tmp_path / "edited"))
+    doc = yaml.safe_load((bag / "metadata.yaml").read_text())
+    edit(doc["rosbag2_bagfile_information"])
+    (bag / "metadata.yaml").write_text(yaml.safe_dump(doc))
+    file = next(p.name for p in bag.iterdir() if p.suffix in (".mcap", ".db3"))
+    topics = {"/joint_states", "/wrist_wrench"}
+    with BagReader(intact) as want, BagReader(bag) as r:
+        assert want.warnings == []
+        [warning] = r.warnings
+        assert (
+            warning.startswith("metadata.yaml is out of step with the bag's files (")
+            and says.format(file=file) in warning
+        )
+        assert warning.endswith(
+            f"): read as the files hold it; to make it agree, move it aside and run `ros2 bag reindex {bag}`"
+        )
+        assert r.topics == want.topics and r.message_count == want.message_count == 40
+        assert (r._open().start_time, r._open().end_time) == (want._open().start_time, want._open().end_time)
+        assert list(r.raw_messages(topics)) == list(want.raw_messages(topics))
+        assert _batched(r, topics, 7) == list(want.raw_messages(topics))
+
+
+def test_a_topic_metadata_yaml_lists_without_messages_and_no_file_holds_loses_nothing_and_is_no_warning(tmp_path):
+    bag = _recorded(tmp_path / "bag", "mcap")
+    doc = yaml.safe_load((bag / "metadata.yaml").read_text())
+    _add_topic(doc["rosbag2_bagfile_information"])
+    _topic(doc["rosbag2_bagfile_information"], "/ghost")["message_count"] = 0
+    (bag / "metadata.yaml").write_text(yaml.safe_dump(doc))
+    with BagReader(bag) as r:
+        assert r.warnings == [] and r.topics["/ghost"].count == 0 and r.message_count == 40

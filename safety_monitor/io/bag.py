@@ -33,8 +33,9 @@ import apsw
 import numpy as np
 import yaml
 from rosbags.highlevel import AnyReader, AnyReaderError
-from rosbags.interfaces import Connection, MessageDefinition, MessageDefinitionFormat
+from rosbags.interfaces import Connection, ConnectionExtRosbag2, MessageDefinition, MessageDefinitionFormat
 from rosbags.rosbag2 import Reader, ReaderError, StoragePlugin, Writer, WriterError
+from rosbags.rosbag2.metadata import ReaderMetadata
 from rosbags.rosbag2.reader import DirectoryReader
 from rosbags.rosbag2.storage_mcap import McapReader
 from rosbags.rosbag2.storage_mcap import decompress as mcap_decompress
@@ -219,10 +220,23 @@ def _missing_files(bag: Path) -> list[str]:
         return []
 
 
-class _TimeOrderedDirectory(DirectoryReader):
-    """rosbags' bag directory reader, reading the storage files of a split bag (`--max-bag-size`,
-    `--max-bag-duration`) as one stream in log-time order. rosbags reads them one after the other in the
-    order metadata.yaml lists them, and nothing makes that the order they were recorded in."""
+class _BagDirectory(DirectoryReader):
+    """rosbags' bag directory reader, reading the storage files as they are when metadata.yaml is out of step
+    with them, and a split bag's files (`--max-bag-size`, `--max-bag-duration`) as one stream in log-time order.
+
+    rosbags reads a file's messages only on connections that match metadata.yaml's in topic, type, QoS and
+    type hash, and trusts its counts: an edited QoS string, hash or type drops every message of the topic, and
+    a count too high reads as a truncated bag. The files are the recording; metadata.yaml only describes them.
+    rosbags also reads split files in the order metadata.yaml lists them, and nothing makes that the order
+    they were recorded in."""
+
+    out_of_step: list[str]  # how metadata.yaml disagrees with the files, one phrase each
+
+    def open(self) -> None:
+        super().open()
+        self.out_of_step = _out_of_step(self)
+        if self.out_of_step:
+            self.connections, self.metadata = _files_index(self)
 
     def messages(
         self, connections: Collection[Connection], start: int | None = None, stop: int | None = None
@@ -238,13 +252,116 @@ class _TimeOrderedDirectory(DirectoryReader):
         yield from heapq.merge(*files, key=lambda message: message[1])
 
 
+def _out_of_step(bag: DirectoryReader) -> list[str]:
+    """Where the bag's metadata.yaml disagrees with its storage files' own index, one phrase each naming the
+    field, the topic and the file. None for a metadata.yaml with values of the wrong type (damaged, not out
+    of step: BagReader names the value)."""
+    listed = bag.connections
+    if not _whole(bag.metadata.message_count) or not all(
+        isinstance(c.topic, str) and isinstance(c.msgtype, str) and c.msgtype and _whole(c.msgcount) for c in listed
+    ):
+        return []
+    held: dict[str, list[tuple[str, Connection]]] = {}  # topic -> (file name, its connection)
+    for storage in bag.storages:
+        for conn in storage.connections:
+            held.setdefault(conn.topic, []).append((Path(getattr(storage, "path", "?")).name, conn))
+    out: list[str] = []
+    for topic in sorted({c.topic for c in listed} | held.keys()):
+        mine = [c for c in listed if c.topic == topic]
+        theirs = held.get(topic, [])
+        names = list(dict.fromkeys(name for name, _ in theirs))
+        files, hold = ", ".join(names), "holds" if len(names) == 1 else "hold"
+        if not theirs:  # a topic listed without messages loses nothing
+            if listed_count := sum(c.msgcount for c in mine):
+                out.append(f"it lists topic {topic} ({listed_count} messages), which no file holds")
+            continue
+        if not mine:
+            out.append(f"topic {topic} of {files} ({sum(c.msgcount for _, c in theirs)} messages) is not in it")
+            continue
+        types, found = sorted({c.msgtype for c in mine}), sorted({c.msgtype for _, c in theirs})
+        if types != found:
+            out.append(f"its type for {topic} is {' and '.join(types)}, {files} {hold} {' and '.join(found)}")
+            continue
+        for conn in mine:
+            same = [(name, c) for name, c in theirs if c.msgtype == conn.msgtype]
+            out += dict.fromkeys(_field_disagreements(conn, same))
+        counted, stored = sum(c.msgcount for c in mine), sum(c.msgcount for _, c in theirs)
+        if counted != stored:
+            out.append(f"its message_count for {topic} is {counted}, {files} {hold} {stored}")
+    stored = sum(s.metadata.message_count for s in bag.storages)
+    if not out and bag.metadata.message_count != stored:
+        out.append(f"its message_count is {bag.metadata.message_count}, the files hold {stored}")
+    return out
+
+
+def _field_disagreements(conn: Connection, stored: list[tuple[str, Connection]]) -> Iterator[str]:
+    """How one metadata.yaml connection differs from the files' connections of its topic and type."""
+    for name, theirs in stored:
+        ext, their_ext = conn.ext, theirs.ext
+        assert isinstance(ext, ConnectionExtRosbag2) and isinstance(their_ext, ConnectionExtRosbag2)
+        if ext.serialization_format != their_ext.serialization_format:
+            yield (
+                f"its serialization_format for {conn.topic} is {ext.serialization_format!r}, "
+                f"{name} has {their_ext.serialization_format!r}"
+            )
+        if ext.offered_qos_profiles != their_ext.offered_qos_profiles:
+            yield f"its offered_qos_profiles for {conn.topic} are not those {name} holds"
+        digest = theirs.digest or _definition_digest(theirs.msgtype, theirs.msgdef)
+        if conn.digest and digest and conn.digest != digest:
+            yield f"its type_description_hash for {conn.topic} is {conn.digest}, {name} has {digest}"
+
+
+@lru_cache(maxsize=64)
+def _definition_digest(msgtype: str, msgdef: MessageDefinition) -> str:
+    """The type hash (RIHS01) of a definition embedded in a file that records no hash of its own (mcap); empty
+    when it has none or it does not parse (`_broken_definitions` says why)."""
+    if msgdef.format == MessageDefinitionFormat.NONE:
+        return ""
+    try:
+        store = get_typestore(Stores.EMPTY)
+        store.register(_definition_types(msgtype, msgdef))
+        return str(store.hash_rihs01(msgtype))
+    except (TypesysError, ValueError, IndexError, KeyError):
+        return ""
+
+
+def _files_index(bag: DirectoryReader) -> tuple[list[Connection], ReaderMetadata]:
+    """The connections, counts and times the storage files themselves hold (what `ros2 bag reindex` writes
+    into metadata.yaml): one connection per topic, type, QoS and hash, its counts added over the files."""
+    conns: list[Connection] = []
+    for storage in bag.storages:
+        for conn in storage.connections:
+            key = (conn.topic, conn.msgtype, conn.ext, conn.digest)
+            at = next((i for i, c in enumerate(conns) if (c.topic, c.msgtype, c.ext, c.digest) == key), None)
+            if at is None:
+                conns.append(conn._replace(id=len(conns) + 1, owner=bag))
+            else:
+                known = conns[at]
+                msgdef = known.msgdef if known.msgdef.format != MessageDefinitionFormat.NONE else conn.msgdef
+                conns[at] = known._replace(msgcount=known.msgcount + conn.msgcount, msgdef=msgdef)
+    metas = [s.metadata for s in bag.storages if s.metadata.message_count]
+    start = min((m.start_time for m in metas), default=2**63 - 1)
+    end = max((m.end_time for m in metas), default=0)
+    metadata = bag.metadata._replace(
+        duration=end - start if metas else 0,
+        start_time=start,
+        end_time=end,
+        message_count=sum(m.message_count for m in metas),
+    )
+    return conns, metadata
+
+
+def _whole(n: object) -> bool:
+    return isinstance(n, int) and not isinstance(n, bool)
+
+
 class _CheckedReader(Reader):
     """rosbags' rosbag2 reader that, once open, strips the embedded definitions AnyReader cannot use: text
     that does not parse, a type it uses but nobody defines, a hash it does not match. AnyReader would refuse
     the whole bag for one vendor topic, naming neither; stripped, its topics are skipped. `broken` says why.
-    A bag directory's files are read in log-time order (`_TimeOrderedDirectory`)."""
+    A bag directory is read by `_BagDirectory`."""
 
-    STORAGE_PLUGINS = MappingProxyType({**Reader.STORAGE_PLUGINS, "dir": _TimeOrderedDirectory})
+    STORAGE_PLUGINS = MappingProxyType({**Reader.STORAGE_PLUGINS, "dir": _BagDirectory})
     broken: dict[str, str]
 
     def open(self) -> None:
@@ -363,7 +480,7 @@ class BagReader:
         except _READ_ERRORS as exc:
             self._reader = None
             raise SourceError(_open_error(self.path, exc)) from None
-        for warning in self.skip_warnings:  # the caller reports them where its user reads (replay: its warnings)
+        for warning in self.warnings:  # the caller reports them where its user reads (replay: its warnings)
             log.debug("%s: %s", self.path, warning)
         return self
 
@@ -373,11 +490,20 @@ class BagReader:
         return tuple(sorted(self.skipped))
 
     @property
-    def skip_warnings(self) -> list[str]:
-        """One line per skipped type naming its topics and why, for the log and for a caller's report."""
-        connections = self._open().connections
-        return [
-            f"topic(s) {', '.join(sorted({c.topic for c in connections if c.msgtype == msgtype}))} skipped: "
+    def warnings(self) -> list[str]:
+        """What the bag was read around, for the log and for a caller's report: a metadata.yaml out of step
+        with the storage files (read as the files hold it), then one line per skipped type naming its topics
+        and why."""
+        reader = self._open()
+        lines = []
+        if out := [d for r in reader.readers for d in getattr(getattr(r, "storage", None), "out_of_step", [])]:
+            shown = "; ".join(out[:3]) + (f"; and {len(out) - 3} more" if len(out) > 3 else "")
+            lines.append(
+                f"metadata.yaml is out of step with the bag's files ({shown}): read as the files hold it; to make "
+                f"it agree, move it aside and run `ros2 bag reindex {self.path}`"
+            )
+        return lines + [
+            f"topic(s) {', '.join(sorted({c.topic for c in reader.connections if c.msgtype == msgtype}))} skipped: "
             f"type {msgtype} {why}"
             for msgtype, why in self.skipped.items()
         ]

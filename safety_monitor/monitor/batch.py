@@ -212,7 +212,7 @@ class BatchMonitor:
                 tail_events, outcome = ledger.finish(frames, t_end, edges.size, run_edges)
                 end_events.extend(tail_events)
             else:
-                outcome = _outcome(auto, run, pos, code, edges.size, run_edges, frames)
+                outcome = _outcome(auto, run, pos, code, edges.size, run_edges, frames, times_list)
             outcomes.append(outcome)
         ordered: list[Event] = []
         if events:
@@ -339,7 +339,8 @@ class BatchMonitor:
                 out.append((f, 0, ledger.seeing(f, t) if rest[0] else ledger.blind(f, t)))
                 continue
             c, st, letter, edge = rest
-            ledger.on_code(found, f, t, c, st, letter, edge if edge >= 0 else None)
+            t_before = times[f - 1] if times is not None and f else None
+            ledger.on_code(found, f, t, c, st, letter, edge if edge >= 0 else None, t_before)
             out += [(f, 1, e) for e in found]
             found.clear()
         return out
@@ -528,24 +529,38 @@ def _decode_letters(auto: MonitorAutomaton, letters: np.ndarray, times: list) ->
 
 
 def _outcome(
-    auto: MonitorAutomaton, run, pos: np.ndarray, code: np.ndarray, edges: int, run_edges: int, frames: int
+    auto: MonitorAutomaton,
+    run,
+    pos: np.ndarray,
+    code: np.ndarray,
+    edges: int,
+    run_edges: int,
+    frames: int,
+    times: list | None,
 ) -> PropertyOutcome:
-    """Counts without events: pair the k-th opening with the k-th closing (episodes never overlap)."""
+    """Counts without events: pair the k-th opening with the k-th closing (episodes never overlap). Seconds
+    as the ledger counts them: from the stamp of the frame before the opening to that of the last violating
+    frame (episodes.py)."""
     frame_of, idx = run.expand(pos)
     c = code[idx]
     opens = frame_of[(c & codes.OPENED) != 0]
     n_closes = ((c & codes.RECOVERED) != 0).astype(np.int64) + ((c & codes.CLOSED_AT_ONCE) != 0)
     closes = np.repeat(frame_of, n_closes)  # already in frame order
     durations = np.maximum(1, closes - opens[: closes.size])
+    last = np.maximum(opens[: closes.size], closes - 1)  # each episode's last violating frame
     discarded = 0
     pending = run_edges
     if opens.size > closes.size:
         tail = frames - int(opens[-1])
         if tail >= auto.min_resolve_frames:
             durations = np.append(durations, tail)
+            last = np.append(last, frames - 1)
             pending = 0
         else:
             discarded = 1
+    stamps = [None] * last.size if times is None else [times[f] for f in last.tolist()]
+    since = [None] * last.size if times is None else [times[max(f - 1, 0)] for f in opens[: last.size].tolist()]
+    seconds = [b - a for a, b in zip(since, stamps) if a is not None and b is not None]
     return PropertyOutcome(
         auto.name,
         auto.category,
@@ -557,6 +572,7 @@ def _outcome(
         int(durations.sum()),
         tuple(durations.tolist()),
         discarded,
+        tuple(seconds) if len(seconds) == last.size else None,
     )
 
 

@@ -3,6 +3,9 @@
 An episode's violating frames run from its opening frame up to, not including, the frame on which it
 closes (the recovery frame, where the property re-arms); an episode closed on its own opening frame
 counts one frame; one still open at the end of a trace of n frames counts n - opening frame.
+Its seconds come from the frames' own stamps, not from a rate: a frame stands for the time since the frame
+before it (the trace's first frame for none), so an episode lasts from the stamp of the frame before it
+opened to the stamp of its last violating frame, and rollouts recorded at different rates compare.
 Counterexamples are deferred: an opening event records its window's bounds and a compact copy of its
 frames, and the values, times and decisive predicates are decoded when first read.
 """
@@ -50,6 +53,7 @@ class PropertyOutcome:
     violating_frames: int
     durations: tuple[int, ...]  # violating frames of each counted episode, in order
     discarded: int  # episodes discarded as truncated at the end
+    seconds: tuple[float, ...] | None = None  # each counted episode's violating seconds; None without stamps
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -63,6 +67,7 @@ class PropertyOutcome:
             "violating_frames": self.violating_frames,
             "durations": list(self.durations),
             "discarded": self.discarded,
+            "seconds": None if self.seconds is None else list(self.seconds),
         }
 
 
@@ -91,6 +96,8 @@ class EpisodeLedger:
         self.window = window
         self._episodes = 0  # opened so far: the next episode's id
         self._durations: list[int] = []
+        self._seconds: list[float | None] = []
+        self._open_since: float | None = None  # the stamp of the frame before the open episode's first
         self._discarded = 0
         self._open_frame: int | None = None
         self._run_start = 0  # first frame the main DFA read in its current run
@@ -107,17 +114,23 @@ class EpisodeLedger:
         state_before: int,
         letter: int,
         last_edge: int | None,
+        t_before: float | None,
     ) -> None:
-        """Append the events of automaton code `code` on `frame` to `out` (the live loop's hot path)."""
+        """Append the events of automaton code `code` on `frame` to `out` (the live loop's hot path);
+        `t_before` is the previous frame's stamp (None on a trace's first frame)."""
         recovered, opened, at_once = _CODE_SPLIT[code]
         if recovered:
             since = self._open_frame
             assert since is not None  # a recovery closes the episode this ledger opened
-            self._close(frame, t, EventKind.RECOVERED, frame - since if frame > since else 1, out)
+            if frame > since:  # violating up to the frame before this one
+                self._close(frame, t, EventKind.RECOVERED, frame - since, out, t_before)
+            else:
+                self._close(frame, t, EventKind.RECOVERED, 1, out, t)
             self._run_start = frame
         if opened:
             auto = self.auto
             self._open_frame = frame
+            self._open_since = t_before if frame else t
             episode = self._episodes
             self._episodes = episode + 1
             # the window: from the trigger's last rising edge in this run of the main DFA, else the run's start
@@ -141,7 +154,7 @@ class EpisodeLedger:
             )
             out.append(ev.Event(EventKind.OPENED, auto.name, auto.category, frame, t, episode, None, cx))
         if at_once:
-            self._close(frame, t, self._at_once_kind, 1, out)
+            self._close(frame, t, self._at_once_kind, 1, out, t)
             self._run_start = frame + 1
 
     def blind(self, frame: int, t: float | None) -> ev.Event:
@@ -166,7 +179,7 @@ class EpisodeLedger:
         if self._open_frame is not None:
             duration = frames - self._open_frame
             if duration >= auto.min_resolve_frames:
-                self._close(frames - 1, t, EventKind.UNRECOVERED_AT_END, duration, out)
+                self._close(frames - 1, t, EventKind.UNRECOVERED_AT_END, duration, out, t)
                 pending = 0  # the activation was violated, not left undecided
             else:
                 self._discarded += 1
@@ -187,11 +200,17 @@ class EpisodeLedger:
             sum(self._durations),
             tuple(self._durations),
             self._discarded,
+            None if None in self._seconds else tuple(s for s in self._seconds if s is not None),
         )
         return out, outcome
 
-    def _close(self, frame: int, t: float | None, kind: EventKind, duration: int, out: list[ev.Event]) -> None:
+    def _close(
+        self, frame: int, t: float | None, kind: EventKind, duration: int, out: list[ev.Event], t_last: float | None
+    ) -> None:
+        """Close the open episode on `frame`; `t_last` is the stamp of its last violating frame."""
         self._durations.append(duration)
+        since = self._open_since
+        self._seconds.append(None if t_last is None or since is None else t_last - since)
         self._open_frame = None
         auto = self.auto
         out.append(ev.Event(kind, auto.name, auto.category, frame, t, self._episodes - 1, duration, None))

@@ -225,7 +225,8 @@ class SpecSetMonitor:
                 if decoded is None:
                     decoded = before.tolist(), letters.tolist()
                 rows, steps = decoded
-                ledgers[j].on_code(out, i, t, code, self._state_of[rows[j]], steps[j], last_edge[j])
+                t_before = self._log_times[-2] if i else None  # the log holds this frame and the one before
+                ledgers[j].on_code(out, i, t, code, self._state_of[rows[j]], steps[j], last_edge[j], t_before)
         self._still = still
         return out
 

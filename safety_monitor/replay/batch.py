@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
@@ -17,7 +17,7 @@ from tqdm import tqdm
 
 from safety_monitor.executors import Done, Executor, Serial
 from safety_monitor.installation import Copy, WithCopies, copy_problem
-from safety_monitor.monitor.metrics import DEFAULT_RESAMPLES, Metrics, compute_metrics
+from safety_monitor.monitor.metrics import DEFAULT_RESAMPLES, Metrics, RiskDifference, compute_metrics, risk_differences
 from safety_monitor.replay.score import BagResult, ReplayConfig, score_bag
 
 UNGROUPED = "(no match)"
@@ -126,6 +126,8 @@ class Summary:
     overall: Metrics | None  # None when no bag could be scored
     groups: dict[str, Metrics]
     group_of_bag: dict[str, str]
+    # group -> its risk minus the first group's (the reference), for every group after the first
+    differences: dict[str, tuple[RiskDifference, ...]] = field(default_factory=dict)
 
 
 def summarize(
@@ -140,8 +142,15 @@ def summarize(
     groups_of = {r.bag: group_of(r.bag, pattern) for r in results}
     overall = compute_metrics([trace for _, trace in scored], resamples=resamples, seed=seed) if scored else None
     groups: dict[str, Metrics] = {}
+    differences: dict[str, tuple[RiskDifference, ...]] = {}
     if pattern is not None:
-        for name in sorted({groups_of[bag] for bag, _ in scored}):
-            members = [trace for bag, trace in scored if groups_of[bag] == name]
-            groups[name] = compute_metrics(members, resamples=resamples, seed=seed)
-    return Summary(overall, groups, groups_of)
+        traces = {
+            name: [trace for bag, trace in scored if groups_of[bag] == name]
+            for name in sorted({groups_of[bag] for bag, _ in scored})
+        }
+        groups = {name: compute_metrics(members, resamples=resamples, seed=seed) for name, members in traces.items()}
+        names = list(traces)
+        differences = {
+            name: risk_differences(traces[names[0]], traces[name], resamples=resamples, seed=seed) for name in names[1:]
+        }
+    return Summary(overall, groups, groups_of, differences)

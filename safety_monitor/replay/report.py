@@ -26,7 +26,7 @@ from safety_monitor.enums import EventKind
 from safety_monitor.errors import SafetyMonitorError
 from safety_monitor.files import write_file
 from safety_monitor.installation import first_few
-from safety_monitor.monitor.metrics import GroupMetrics, Metrics
+from safety_monitor.monitor.metrics import GroupMetrics, Metrics, RiskDifference
 from safety_monitor.replay.batch import Summary
 from safety_monitor.replay.score import BagResult, ReplayConfig
 from safety_monitor.replay.timeline import Timeline
@@ -209,10 +209,12 @@ def vacuity(result: BagResult, reads: Sequence[PropertyReads]) -> tuple[Vacuity,
 
 # ------------------------------------------------------------------------------------- records
 def episodes(result: BagResult) -> list[dict[str, Any]]:
-    """One row per violation episode of a bag: opening frame, how and when it ended, its evidence."""
+    """One row per violation episode of a bag: opening frame, how and when it ended (in frames, and in seconds
+    from the frames' stamps, as the monitor counted them), its evidence."""
     if result.trace is None:
         return []
     rows: dict[tuple[str, int | None], dict[str, Any]] = {}
+    seconds = {o.property: list(o.seconds or ()) for o in result.trace.outcomes}  # counted episodes, in order
     for e in result.trace.events:
         key = (e.property, e.episode)
         if e.kind == EventKind.OPENED:
@@ -227,12 +229,15 @@ def episodes(result: BagResult) -> list[dict[str, Any]]:
                 "end_frame": None,
                 "end_t": None,
                 "duration_frames": None,
+                "duration_s": None,
                 "trigger_frame": cx.trigger_frame if cx else None,
                 "decisive": " ".join(cx.decisive) if cx else "",
                 "explanation": cx.explanation if cx else "",
             }
         elif e.kind.closes and key in rows:
             rows[key].update(end_kind=e.kind, end_frame=e.frame, end_t=e.t, duration_frames=e.duration)
+            if e.kind != EventKind.DISCARDED_TRUNCATED and seconds[e.property]:
+                rows[key]["duration_s"] = seconds[e.property].pop(0)
     return sorted(rows.values(), key=lambda r: (r["opened_frame"], r["property"]))
 
 
@@ -317,6 +322,10 @@ def report_json(
         "bags_not_scored": [r.bag for r in results if r.interrupted],
         "metrics": summary.overall.to_json() if summary.overall else None,
         "groups": {name: m.to_json() for name, m in summary.groups.items()},
+        "risk_differences": {
+            name: {"reference": next(iter(summary.groups)), "rows": [d.to_json() for d in rows]}
+            for name, rows in summary.differences.items()
+        },
         "bags": [bag_json(r, summary.group_of_bag[r.bag], reads) for r in results],
     }
 
@@ -327,12 +336,16 @@ _METRIC_COLUMNS = (
     "triggers",
     "violations",
     "violating_frames",
+    "violating_s",
     "risk",
     "risk_low",
     "risk_high",
     "exposure",
     "exposure_low",
     "exposure_high",
+    "exposure_s",
+    "exposure_s_low",
+    "exposure_s_high",
     "violating_rollouts",
     "violating_rollout_share",
     "share_low",
@@ -342,6 +355,8 @@ _METRIC_COLUMNS = (
     "pending_triggers",
     "duration_mean",
     "duration_max",
+    "duration_mean_s",
+    "duration_max_s",
 )
 
 
@@ -349,9 +364,10 @@ def _metric_row(g: GroupMetrics) -> dict[str, Any]:
     def bounds(ci: tuple[float, float] | None) -> tuple[Any, Any]:
         return ci if ci is not None else (None, None)
 
-    (rl, rh), (el, eh), (sl, sh) = (
+    (rl, rh), (el, eh), (esl, esh), (sl, sh) = (
         bounds(g.risk_interval),
         bounds(g.exposure_interval),
+        bounds(g.exposure_s_interval),
         bounds(g.violating_rollout_share_interval),
     )
     return {
@@ -359,12 +375,16 @@ def _metric_row(g: GroupMetrics) -> dict[str, Any]:
         "triggers": g.triggers,
         "violations": g.violations,
         "violating_frames": g.violating_frames,
+        "violating_s": g.violating_s,
         "risk": g.risk,
         "risk_low": rl,
         "risk_high": rh,
         "exposure": g.exposure,
         "exposure_low": el,
         "exposure_high": eh,
+        "exposure_s": g.exposure_s,
+        "exposure_s_low": esl,
+        "exposure_s_high": esh,
         "violating_rollouts": g.violating_rollouts,
         "violating_rollout_share": g.violating_rollout_share,
         "share_low": sl,
@@ -374,6 +394,8 @@ def _metric_row(g: GroupMetrics) -> dict[str, Any]:
         "pending_triggers": g.pending_triggers,
         "duration_mean": g.duration_mean,
         "duration_max": g.duration_max,
+        "duration_mean_s": g.duration_mean_s,
+        "duration_max_s": g.duration_max_s,
     }
 
 
@@ -401,6 +423,7 @@ EPISODE_COLUMNS = (
     "end_frame",
     "end_t",
     "duration_frames",
+    "duration_s",
     "trigger_frame",
     "decisive",
     "explanation",
@@ -436,17 +459,21 @@ def _ci(ci: tuple[float, float] | None, digits: int = 3) -> str:
 
 
 def _table(rows: Sequence[GroupMetrics], label: str, conf: float) -> list[str]:
+    """Violating time and exposure in seconds (from the frames' stamps: bags recorded at different rates
+    compare), frames beside them."""
     head = (
-        f"| {label} | triggers N | violations V | violating frames U | risk V/N | {conf:.0%} CI | "
-        f"exposure U/N (frames per trigger) | {conf:.0%} CI | bags with a violation | {conf:.0%} CI | blind frames |"
+        f"| {label} | triggers N | violations V | violating time U, s (frames) | risk V/N | {conf:.0%} CI | "
+        f"exposure U/N, s per trigger (frames) | {conf:.0%} CI, s | bags with a violation | {conf:.0%} CI | "
+        "blind frames |"
     )
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for g in rows:
         share = f"{g.violating_rollouts}/{g.rollouts} ({_num(g.violating_rollout_share, 2)})"
         lines.append(
-            f"| {g.name} | {g.triggers} | {g.violations} | {g.violating_frames} | {_num(g.risk)} | "
-            f"{_ci(g.risk_interval)} | {_num(g.exposure, 2)} | {_ci(g.exposure_interval, 2)} | {share} | "
-            f"{_ci(g.violating_rollout_share_interval, 2)} | {g.blind_frames} |"
+            f"| {g.name} | {g.triggers} | {g.violations} | {_num(g.violating_s)} ({g.violating_frames}) | "
+            f"{_num(g.risk)} | {_ci(g.risk_interval)} | {_num(g.exposure_s)} ({_num(g.exposure, 2)}) | "
+            f"{_ci(g.exposure_s_interval)} | {share} | {_ci(g.violating_rollout_share_interval, 2)} | "
+            f"{g.blind_frames} |"
         )
     return lines
 
@@ -479,15 +506,31 @@ def _risk_cell(g: GroupMetrics | None) -> str:
     return f"{_num(g.risk)} ({g.violations}/{g.triggers}) {interval}"
 
 
-def _comparison(groups: dict[str, Metrics]) -> list[str]:
-    """Risk side by side, one column per group, by category then by property: which group is safer where, and
-    by how much, without reading one table per group. Properties no group triggered are named in one line."""
+def _difference_cell(d: RiskDifference | None) -> str:
+    """One group's risk minus the reference group's, with its interval; "–" unless both groups triggered it."""
+    if d is None or d.difference is None:
+        return "–"
+    return f"{d.difference:+.3f} " + (f"[{d.interval[0]:+.3f}, {d.interval[1]:+.3f}]" if d.interval else "no CI")
+
+
+def _comparison(groups: dict[str, Metrics], differences: dict[str, tuple[RiskDifference, ...]]) -> list[str]:
+    """Risk side by side, one column per group, by category then by property, then each group's difference from
+    the first group with its interval: which group is safer where, by how much and how surely, without reading
+    one table per group. Properties no group triggered are named in one line."""
     names = list(groups)
-    head = "| {} | " + " | ".join(f"{n} ({groups[n].rollouts} bags)" for n in names) + " |"
-    rule = "|---|" + "---|" * len(names)
+    head = "| {} | " + " | ".join(f"{n} ({groups[n].rollouts} bags)" for n in names)
+    head += "".join(f" | {n} − {names[0]}" for n in differences) + " |"
+    rule = "|---|" + "---|" * (len(names) + len(differences))
     lines = [
         "Risk V/N per group: rate (violations/triggers) and 95 % interval (no CI: fewer than two bags "
-        "triggered it). The groups' counts add up to the figures over all bags.",
+        "triggered it). The groups' counts add up to the figures over all bags."
+        + (
+            f" A column `group − {names[0]}`: that group's risk minus {names[0]}'s, with its 95 % interval "
+            "resampling bags within each of the two groups (no CI unless each has two bags that triggered it; "
+            "– unless both triggered it)."
+            if differences
+            else ""
+        ),
         "",
     ]
     for level, label in (("category", "category"), ("property", "property")):
@@ -499,8 +542,15 @@ def _comparison(groups: dict[str, Metrics]) -> list[str]:
         rows = list(dict.fromkeys(name for table in by_group.values() for name in table))
         silent = [r for r in rows if all(by_group[n].get(r) is None or by_group[n][r].risk is None for n in names)]
         lines += [head.format(label), rule]
+        diffs = {
+            n: {d.name: d for d in found if (d.level == "property") == (level == "property")}
+            for n, found in differences.items()
+        }
         lines += [
-            f"| {r} | " + " | ".join(_risk_cell(by_group[n].get(r)) for n in names) + " |"
+            f"| {r} | "
+            + " | ".join(_risk_cell(by_group[n].get(r)) for n in names)
+            + "".join(f" | {_difference_cell(diffs[n].get(r))}" for n in differences)
+            + " |"
             for r in rows
             if r not in silent
         ]
@@ -514,7 +564,7 @@ def _violations(results: Sequence[BagResult], summary: Summary, plots: Sequence[
     timelines = {r.bag: name for i, r in enumerate(results) if (name := f"{PLOTS}/{timeline_name(i, r.bag)}") in plots}
     grouped = bool(summary.groups)
     head = ["bag", *(["group"] if grouped else []), "property", "opened (s since the bag's first frame)"]
-    head += ["frames", "ended", "why", "plot"]
+    head += ["lasted, s (frames)", "ended", "why", "plot"]
     rows = []
     for r in results:
         for e in episodes(r):
@@ -522,7 +572,7 @@ def _violations(results: Sequence[BagResult], summary: Summary, plots: Sequence[
             cells = [r.bag, *([summary.group_of_bag[r.bag]] if grouped else []), e["property"]]
             cells += [
                 f"{e['opened_t'] - t0:.3f} (frame {e['opened_frame']})",
-                "–" if e["duration_frames"] is None else str(e["duration_frames"]),
+                "–" if e["duration_frames"] is None else f"{_num(e['duration_s'])} ({e['duration_frames']})",
                 "still open at the end" if e["end_kind"] is None else e["end_kind"].value.replace("_", " "),
                 e["explanation"].replace("|", "\\|"),  # a formula's `|` would split the Markdown cell
                 f"[timeline]({timelines[r.bag]})" if r.bag in timelines else "–",
@@ -579,7 +629,7 @@ def summary_markdown(
     if summary.overall is not None:
         lines += _metrics_section("All bags", summary.overall)
     if summary.groups:
-        lines += [f"## Groups (`--group-by {group_by}`)", "", *_comparison(summary.groups)]
+        lines += [f"## Groups (`--group-by {group_by}`)", "", *_comparison(summary.groups, summary.differences)]
         for name, metrics in summary.groups.items():
             lines += [
                 f"### Group `{name}` ({metrics.rollouts} bags) by category",

@@ -378,6 +378,9 @@ def pool_rollouts(rollouts: list[Rollout]) -> TraceResult:
                 o,
                 **{f: sum(getattr(p, f) for p in parts) for f in _SUMMED},
                 durations=tuple(d for p in parts for d in p.durations),
+                seconds=None
+                if any(p.seconds is None for p in parts)
+                else tuple(d for p in parts for d in p.seconds or ()),
             )
         )
     return TraceResult(sum(r.frames for r in rollouts), tuple(outcomes), tuple(e for r in rollouts for e in r.events))
@@ -691,7 +694,7 @@ def score_bag(path: str | Path, config: ReplayConfig, progress: Progress | None 
         with BagReader(path) as bag:
             result.topics = bag.topics
             result.messages = bag.message_count
-            result.warnings.extend(bag.skip_warnings)
+            result.warnings.extend(bag.warnings)
             config, notes = config.resolved({name: s.msgtype for name, s in bag.topics.items()})
             result.warnings.extend(notes)
             with _collector_spared():
