@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import mujoco
 import numpy as np
 import pytest
 import yaml
@@ -13,7 +14,7 @@ from mjcf_robots import arm_mjcf, bimanual_mjcf, write_mjcf
 from urdf_robots import LINK_LENGTH
 
 from safety_monitor.cli import main
-from safety_monitor.frames import RobotState
+from safety_monitor.frames import Pose, RobotState
 from safety_monitor.grounding.description import GripperKind, load_robot_description
 from safety_monitor.grounding.grounder import Grounder
 from safety_monitor.grounding.semantics import load_object_catalog
@@ -265,3 +266,28 @@ def test_a_hand_of_more_than_two_finger_joints_is_no_gripper_and_says_so(tmp_pat
     robot = load_robot_description(out / "robot.yaml")
     assert robot.gripper.kind is GripperKind.NONE and robot.gripper.hand_bodies == ("hand",)
     assert {"finger_thumb_joint", "finger_left_joint", "finger_right_joint"} <= robot.ignored_joints
+
+
+def test_the_other_arms_joints_in_the_frames_place_its_bodies_and_a_nan_one_stays_put(tmp_path, capsys):
+    """The arm not watched is under ignored_joints, yet its links are the arm's for contact: where the frames
+    say it is, the twin puts it (the cube held in its hand touches the arm), not where the model draws it."""
+    code, out = _init_text(tmp_path, bimanual_mjcf())
+    assert code == 0
+    doc = yaml.safe_load((out / "robot.yaml").read_text())
+    doc["objects"] = {"held": {"box": [0.02, 0.02, 0.02]}}
+    (out / "robot.yaml").write_text(yaml.safe_dump(doc))
+    robot = load_robot_description(out / "robot.yaml")
+    twin = twin_for(robot, load_thresholds(out / "thresholds.yaml"))
+    names = (*robot.required_joints, "arm_r_joint2", "arm_r_joint4")
+    bent = np.array([0.0] * len(robot.required_joints) + [1.2, 1.0])
+    reference = mujoco.MjData(twin.model)  # the right arm bent, by MuJoCo alone
+    for name, q in zip(names, bent):
+        reference.qpos[twin.model.joint(name).qposadr[0]] = q
+    mujoco.mj_kinematics(twin.model, reference)
+    hand = reference.xpos[twin.model.body("hand_r").id].copy()
+    held = {"held": Pose(position=hand, quaternion=np.array([1.0, 0.0, 0.0, 0.0]))}
+    assert twin.compute(names, bent, held).gap("held", "arm") < 0.0
+    nan = bent.copy()
+    nan[-1] = np.nan  # the last position is kept
+    assert twin.compute(names, nan, held).gap("held", "arm") < 0.0
+    assert np.allclose(twin.data.xpos[twin.model.body("hand_r").id], hand)

@@ -23,6 +23,7 @@ import contextlib
 import ctypes
 import functools
 import hashlib
+import math
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -198,7 +199,11 @@ class KinematicTwin:
         m, d = self.model, self.data
         src, adr = self._joint_map(joint_names)
         qpos = d.qpos
-        qpos[adr] = np.asarray(joint_position, dtype=float)[src]
+        values = np.asarray(joint_position, dtype=float)[src]
+        if not math.isfinite(values.sum()):  # the grounder checks required joints only: an ignored one may read
+            bad = ~np.isfinite(values)  # NaN, and then stays where it was
+            values[bad] = qpos[adr[bad]]
+        qpos[adr] = values
         for follower, leader, ref_f, ref_l, (c0, c1, c2, c3, c4) in self._followers:
             y = qpos.item(leader) - ref_l
             qpos[follower] = ref_f + c0 + y * (c1 + y * (c2 + y * (c3 + y * c4)))
@@ -380,10 +385,12 @@ class KinematicTwin:
         cached = self._joint_maps.get(joint_names)
         if cached is None:
             m = self.model
+            one_value = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
             src, adr = [], []
             for i, name in enumerate(joint_names):
                 j = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, name)
-                if j >= 0 and name not in self.robot.ignored_joints:
+                # ignored joints too: a second arm, a head, a wheel are where the frames say
+                if j >= 0 and m.jnt_type[j] in one_value:
                     src.append(i)
                     adr.append(m.jnt_qposadr[j])
             cached = (np.array(src, dtype=np.int64), np.array(adr, dtype=np.int64))
