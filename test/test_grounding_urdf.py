@@ -18,7 +18,7 @@ from safety_monitor.grounding.applicability import NotApplicable, applicability
 from safety_monitor.grounding.description import GripperKind, load_robot_description, parse_robot_description
 from safety_monitor.grounding.grounder import Grounder, load_default_grounder
 from safety_monitor.grounding.joint_limits import JumpDetector, jump_issue
-from safety_monitor.grounding.semantics import parse_object_catalog
+from safety_monitor.grounding.semantics import load_object_catalog, parse_object_catalog
 from safety_monitor.grounding.thresholds import load_thresholds
 from safety_monitor.grounding.twin import twin_for
 from safety_monitor.grounding.urdf import JointLimit
@@ -375,3 +375,35 @@ def test_robot_init_keeps_its_guess_and_says_so_when_the_fingers_do_not_tell_whi
     text = (tmp_path / "mine" / "robot.yaml").read_text()
     assert yaml.safe_load(text)["robot"]["gripper"]["closed_below"] == pytest.approx(0.036)
     assert "forward kinematics could not tell which way the gripper closes (the fingers are 0.08 m apart at " in text
+
+
+def test_robot_init_takes_a_whole_tool_as_the_hand_and_its_contact_with_an_object_is_allowed(tmp_path, capsys):
+    """A suction cup: no gripper joint, a cup link fixed to the wrist and a tcp link at its tip. The cup is
+    the hand, so the object it picks may touch it; had only the tcp link been the hand, the cup would be the
+    arm, whose contact with an object is forbidden."""
+    from safety_monitor.cli import main
+
+    tcp = (
+        '  <link name="suction_tcp"/>\n  <joint name="suction_tcp_fix" type="fixed"><parent link="tool"/>'
+        '<child link="suction_tcp"/><origin xyz="0 0 0.02"/></joint>\n</robot>'
+    )
+    (tmp_path / "robot.urdf").write_text(arm_urdf(6, "none").replace("</robot>", tcp))
+    assert main(["robot", "init", "--urdf", str(tmp_path / "robot.urdf"), "--out", str(tmp_path / "mine")]) == 0
+    doc = yaml.safe_load((tmp_path / "mine" / "robot.yaml").read_text())
+    assert doc["robot"]["gripper"] == {"kind": "none", "hand_bodies": ["tool", "suction_tcp"]}
+    assert doc["robot"]["grasp_point"]["link"] == "suction_tcp"
+    doc["objects"] = {"cube": {"box": [0.02, 0.02, 0.02]}}
+    (tmp_path / "mine" / "robot.yaml").write_text(yaml.safe_dump(doc))
+    (tmp_path / "mine" / "objects.yaml").write_text(yaml.safe_dump({**OBJECTS, "entities": {"cube": "block"}}))
+    robot = load_robot_description(tmp_path / "mine" / "robot.yaml")
+    grounder = Grounder(
+        robot,
+        load_object_catalog(tmp_path / "mine" / "objects.yaml"),
+        load_thresholds(tmp_path / "mine" / "thresholds.yaml"),
+        50.0,
+    )
+    names = robot.required_joints
+    tip = grounder.twin.compute(names, np.zeros(len(names)), {}).ee_position
+    held = {"cube": Pose(tip + [0.0, 0.0, 0.019], np.array([1.0, 0.0, 0.0, 0.0]))}  # against the cup's face
+    frame = grounder.step(RobotState(0.0, names, np.zeros(len(names)), object_poses=held, object_ages={"cube": 0.0}))
+    assert frame.values["forbidden_contact"] is False and "forbidden_contact" not in frame.unknown

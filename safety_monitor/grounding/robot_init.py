@@ -96,6 +96,8 @@ def guess_robot(tree: KinematicTree, tip: str | None = None) -> RobotGuess:
         if len(fingers) < 2:
             kind, gripper_joints, fingers = GripperKind.NONE, (), ()
     hand = tuple(body for body in _fixed_subtree(tree, end) if body not in fingers)
+    if not leaders and arm:  # a tool (a suction cup, a flange): every body fixed below the wrist, not only its tip
+        hand = tuple(_fixed_subtree(tree, arm[-1].child)[1:]) or hand
     site = next((s for s, body in tree.sites.items() if body in hand and _names_grasp(s)), None)
     grasp = tree.sites[site] if site is not None else next((b for b in hand if _names_grasp(b)), end)
     used = {j.name for j in arm} | set(gripper_joints)
@@ -346,23 +348,23 @@ def robot_yaml(
             "# joints are under ignored_joints and its bodies count as the arm's (their contacts are the arm's, a grasp",
             f"# of its hand is not seen); to watch it instead: robot init --tip <a body of its hand> ({tree.path.name})",
         ]
+    centre = "the grasp centre between the fingertips" if g.gripper_joints else "the tool's working point"
     if g.grasp_site is not None:
         grasp = (
-            f"  end_effector: {{body: {g.grasp_body}, site: {g.grasp_site}}}   # CHECK: the grasp centre between "
-            "the fingertips; the MJCF's site of that name"
+            f"  end_effector: {{body: {g.grasp_body}, site: {g.grasp_site}}}   # CHECK: {centre}; the MJCF's site of "
+            "that name"
         )
     elif g.grasp_body != g.end_body:
         grasp = (
-            f"  grasp_point: {{link: {g.grasp_body}, offset: [0.0, 0.0, 0.0]}}   # CHECK: the grasp centre between "
-            f"the fingertips, in this {part}'s frame (m); the {tree.format.name} names this {part} a tool centre point"
+            f"  grasp_point: {{link: {g.grasp_body}, offset: [0.0, 0.0, 0.0]}}   # CHECK: {centre}, in this {part}'s "
+            f"frame (m); the {tree.format.name} names this {part} a tool centre point"
         )
     else:
         measured = closing.centre is not None
         how = "measured midway between the open fingers' facing geoms (forward kinematics)"
         grasp = (
             f"  grasp_point: {{link: {g.grasp_body}, offset: {json.dumps(list(closing.centre or (0.0, 0.0, 0.0)))}}}"
-            f"   # CHECK: the grasp centre between the fingertips, in this {part}'s frame (m)"
-            + (f"; {how}" if measured else "")
+            f"   # CHECK: {centre}, in this {part}'s frame (m)" + (f"; {how}" if measured else "")
         )
     lines += [
         "",
