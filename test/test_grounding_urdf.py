@@ -226,6 +226,25 @@ def test_the_package_path_can_come_from_the_environment(tmp_path, monkeypatch):
     assert load_robot_description(path).urdf is not None
 
 
+@pytest.mark.parametrize("content, problem", [(b"not a mesh", "invalid header"), (b"", "is empty")])
+def test_a_mesh_mujoco_cannot_read_is_one_line_and_robot_init_writes_nothing(tmp_path, capsys, content, problem):
+    """A collision mesh that is there but unreadable (truncated, not an STL): the grounder and robot init say
+    so on one line naming the file; robot init writes no file (a retry would find them 'already there')."""
+    from safety_monitor.cli import main
+
+    path = _write(tmp_path, arm_urdf(7, "two_fingers", mesh=True), package_path=["ws"])
+    box_stl(tmp_path / "ws" / PACKAGE / "meshes" / "link.stl", (0.03, 0.03, 0.06))
+    (tmp_path / "ws" / PACKAGE / "meshes" / "base.stl").write_bytes(content)
+    with pytest.raises(GroundingError) as err:
+        load_default_grounder(50.0, path)
+    assert len(str(err.value).splitlines()) == 1 and problem in str(err.value) and "base.stl" in str(err.value)
+    argv = ["robot", "init", "--urdf", str(tmp_path / "robot.urdf"), "--package-path", str(tmp_path / "ws")]
+    assert main([*argv, "--out", str(tmp_path / "mine")]) == 2
+    message = capsys.readouterr().err
+    assert len(message.splitlines()) == 1 and problem in message and "base.stl" in message
+    assert not (tmp_path / "mine").exists()
+
+
 def test_a_dae_collision_mesh_is_named_with_what_to_do(tmp_path):
     text = arm_urdf(7, "two_fingers").replace(
         '<geometry><box size="0.04 0.12 0.02"/></geometry>', '<geometry><mesh filename="hand.dae"/></geometry>'

@@ -245,18 +245,14 @@ class Closing:
     centre: tuple[float, float, float] | None = None  # midway between the open fingers, grasp body's frame (m)
 
 
-def gripper_closing(tree: KinematicTree, guess: RobotGuess, draft: str) -> Closing:
-    """The closing direction by forward kinematics: the twin of `draft` (robot.yaml as written with the
-    guess, its paths absolute) sets the gripper joints at their lower, then their upper limits,
-    with their mimic followers, and the limit where the fingers' surfaces are nearer is closed. Undecided (no
-    limits, no finger geometry, equal gaps, no twin), the guess stands and the evidence says why."""
+def gripper_closing(tree: KinematicTree, guess: RobotGuess, twin: KinematicTwin) -> Closing:
+    """The closing direction by forward kinematics: the twin of the guess sets the gripper joints at their
+    lower, then their upper limits, with their mimic followers, and the limit where the fingers' surfaces are
+    nearer is closed. Undecided (no limits, no finger geometry, equal gaps), the guess stands and the evidence
+    says why."""
     ends = [(tree.joints[j].lower, tree.joints[j].upper) for j in guess.gripper_joints]
     if any(a is None or b is None for a, b in ends):
         return guessed_closing(tree, guess, f"the {tree.format.name} gives the gripper joint no lower and upper limit")
-    try:
-        twin = KinematicTwin(parse_robot_description(yaml.safe_load(draft), "robot.yaml"), 0.0)
-    except GroundingError as exc:
-        return guessed_closing(tree, guess, f"no twin: {exc}")
     gaps, middles = [], []
     for side in (0, 1):
         twin.compute(guess.gripper_joints, np.array([end[side] for end in ends], dtype=float), {})
@@ -457,9 +453,12 @@ def write_description(
         raise GroundingError(f"{out}: {', '.join(there)} already there; remove them or give another --out")
     guess = guess_robot(tree, tip)
     closing = guessed_closing(tree, guess, "not measured")
-    if guess.gripper is not GripperKind.NONE:  # measured on the description as it will be written
-        draft = robot_yaml(tree, guess, str(tree.path.resolve()), [str(p.resolve()) for p in package_path], closing)
-        closing = gripper_closing(tree, guess, draft)
+    # the twin of the description as it will be written (its paths absolute): a mesh MuJoCo cannot read fails
+    # here, before any file is written, and the gripper's closing direction is measured on it
+    draft = robot_yaml(tree, guess, str(tree.path.resolve()), [str(p.resolve()) for p in package_path], closing)
+    twin = KinematicTwin(parse_robot_description(yaml.safe_load(draft), "robot init"), 0.0)
+    if guess.gripper is not GripperKind.NONE:
+        closing = gripper_closing(tree, guess, twin)
     texts = (
         robot_yaml(tree, guess, _relative(tree.path, out), [_relative(p, out) for p in package_path], closing),
         objects_yaml(defaults / "objects.yaml"),

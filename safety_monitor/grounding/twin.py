@@ -592,7 +592,7 @@ def _load(robot: RobotDescription) -> mujoco.MjSpec:
     except GroundingError:
         raise
     except Exception as exc:  # MuJoCo raises ValueError with the parser's message
-        raise GroundingError(f"{robot.source}: cannot load {str(robot.model_file)!r}: {exc}") from None
+        raise GroundingError(f"{robot.source}: cannot load {str(robot.model_file)!r}: {mujoco_message(exc)}") from None
 
 
 def _world(robot: RobotDescription) -> mujoco.MjSpec:
@@ -605,14 +605,16 @@ def _world(robot: RobotDescription) -> mujoco.MjSpec:
         try:
             scene = mujoco.MjSpec.from_file(str(path))
         except Exception as exc:
-            raise GroundingError(f"{robot.source}: cannot load mjcf {str(path)!r}: {exc}") from None
+            raise GroundingError(f"{robot.source}: cannot load mjcf {str(path)!r}: {mujoco_message(exc)}") from None
     if robot.urdf is None:
         assert scene is not None
         return scene
     try:
         arm = mujoco.MjSpec.from_string(robot.urdf.mujoco_xml)
     except Exception as exc:
-        raise GroundingError(f"{robot.source}: MuJoCo cannot read urdf {str(robot.urdf.path)!r}: {exc}") from None
+        raise GroundingError(
+            f"{robot.source}: MuJoCo cannot read urdf {str(robot.urdf.path)!r}: {mujoco_message(exc)}"
+        ) from None
     if scene is None and robot.base_pose is None:
         return arm
     scene = scene if scene is not None else mujoco.MjSpec()
@@ -639,7 +641,21 @@ def _compile(spec: mujoco.MjSpec, robot: RobotDescription) -> mujoco.MjModel:
         with _quiet_attach():
             return spec.compile()
     except Exception as exc:
-        raise GroundingError(f"{robot.source}: cannot compile {str(robot.model_file)!r}: {exc}") from None
+        raise GroundingError(
+            f"{robot.source}: cannot compile {str(robot.model_file)!r}: {mujoco_message(exc)}"
+        ) from None
+
+
+def mujoco_message(exc: Exception) -> str:
+    """MuJoCo's parser or compiler error on one line (it spans several: the error, then the element), with
+    what to do when a file it names is missing."""
+    message = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    if "Error opening file" in message:
+        message += (
+            " (a mesh or other asset it names is missing: MJCF finds them relative to the file, under "
+            "<compiler meshdir=... assetdir=...>)"
+        )
+    return message
 
 
 def _exclude_within_entities(spec: mujoco.MjSpec, m: mujoco.MjModel, body_entity: list[str]) -> bool:
