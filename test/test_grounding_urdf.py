@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from urdf_robots import OBJECTS, PACKAGE, arm_urdf, box_stl, description, write_robot
+from urdf_robots import LINK_LENGTH, OBJECTS, PACKAGE, arm_urdf, box_stl, description, write_robot
 
 from safety_monitor.enums import IssueKind
 from safety_monitor.errors import GroundingError
@@ -426,3 +426,23 @@ def test_robot_init_takes_a_whole_tool_as_the_hand_and_its_contact_with_an_objec
     held = {"cube": Pose(tip + [0.0, 0.0, 0.019], np.array([1.0, 0.0, 0.0, 0.0]))}  # against the cup's face
     frame = grounder.step(RobotState(0.0, names, np.zeros(len(names)), object_poses=held, object_ages={"cube": 0.0}))
     assert frame.values["forbidden_contact"] is False and "forbidden_contact" not in frame.unknown
+
+
+@pytest.mark.parametrize("kind", ["floating", "planar"])
+def test_a_mobile_base_on_a_floating_or_planar_joint_stays_where_the_urdf_puts_it(tmp_path, capsys, kind):
+    """A mobile manipulator's URDF hangs its base from odom by a floating or planar joint. MuJoCo takes a free
+    joint only from the world, so the twin could not compile a floating one; the base now stays where the
+    URDF puts it (object poses come in its frame), and robot init says so."""
+    from safety_monitor.cli import main
+
+    text = arm_urdf(6, "none").replace('"world"', '"odom"')
+    text = text.replace('<joint name="base_fix" type="fixed">', f'<joint name="base_fix" type="{kind}">')
+    (tmp_path / "robot.urdf").write_text(text)
+    assert main(["robot", "init", "--urdf", str(tmp_path / "robot.urdf"), "--out", str(tmp_path / "mine")]) == 0
+    robot_yaml = (tmp_path / "mine" / "robot.yaml").read_text()
+    assert f"# CHECK: the robot's base hangs from base_fix, a {kind} joint: a mobile base." in robot_yaml
+    robot = load_robot_description(tmp_path / "mine" / "robot.yaml")
+    twin = twin_for(robot, load_thresholds(tmp_path / "mine" / "thresholds.yaml"))
+    names = robot.required_joints
+    tip = twin.compute(names, np.zeros(len(names)), {}).ee_position
+    assert tip == pytest.approx([0.0, 0.0, 0.1 + 5 * LINK_LENGTH + LINK_LENGTH])  # the arm straight up from the origin

@@ -14,6 +14,7 @@ from mjcf_robots import arm_mjcf, bimanual_mjcf, write_mjcf
 from urdf_robots import LINK_LENGTH
 
 from safety_monitor.cli import main
+from safety_monitor.errors import GroundingError
 from safety_monitor.frames import Pose, RobotState
 from safety_monitor.grounding.description import GripperKind, load_robot_description
 from safety_monitor.grounding.grounder import Grounder
@@ -230,7 +231,7 @@ def test_a_mobile_base_is_not_offered_as_an_object_and_its_lift_places_the_hand(
     assert code == 0
     text = (out / "robot.yaml").read_text()
     assert "each an object by its body (cube: {body: cube}): cube\n" in text
-    assert "# CHECK: the robot's base hangs from a free joint (world_j): a mobile base." in text
+    assert "# CHECK: the robot's base hangs from world_j, a floating joint: a mobile base." in text
     (tmp_path / "lift").mkdir()
     code, out = _init_text(tmp_path / "lift", bimanual_mjcf("lift"))
     assert code == 0
@@ -291,3 +292,12 @@ def test_the_other_arms_joints_in_the_frames_place_its_bodies_and_a_nan_one_stay
     nan[-1] = np.nan  # the last position is kept
     assert twin.compute(names, nan, held).gap("held", "arm") < 0.0
     assert np.allclose(twin.data.xpos[twin.model.body("hand_r").id], hand)
+
+
+def test_a_description_whose_robot_is_the_world_body_is_refused(tmp_path, capsys):
+    code, out = _init_text(tmp_path, bimanual_mjcf())
+    text = (out / "robot.yaml").read_text().replace("base_body: torso", "base_body: world")
+    (out / "robot.yaml").write_text(text)
+    robot = load_robot_description(out / "robot.yaml")
+    with pytest.raises(GroundingError, match="robot.base_body 'world' is MuJoCo's world body, which holds every body"):
+        twin_for(robot, load_thresholds(out / "thresholds.yaml"))

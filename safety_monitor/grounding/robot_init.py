@@ -34,6 +34,7 @@ _GRIPPER_WORDS = ("finger", "gripper", "jaw", "knuckle")
 _GRASP_WORDS = ("tcp", "pinch", "grasp", "attachment")
 _SAME_GAP = 1e-4  # m: finger gaps at the two limits closer than this tell nothing about which way it closes
 _OPEN_SHARE = 0.1  # of the joint range: the gripper counts as open only this near its open limit
+_BASE_KINDS = (JointKind.FLOATING, JointKind.PLANAR)  # joints a mobile base hangs from
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ class RobotGuess:
     other_joints: tuple[str, ...]  # moving joints neither arm nor gripper (fixtures, a second arm, a head)
     other_arms: tuple[tuple[str, ...], ...] = ()  # the moving joints of each arm beside the one watched
     hand_joints: tuple[str, ...] = ()  # a hand's independent finger joints, when more than a gripper's two
-    free_base: str | None = None  # the free joint the robot's base hangs from (a mobile base), if any
+    free_base: str | None = None  # the floating or planar joint the robot's base hangs from (a mobile base)
 
 
 def guess_robot(tree: KinematicTree, tip: str | None = None) -> RobotGuess:
@@ -105,7 +106,7 @@ def guess_robot(tree: KinematicTree, tip: str | None = None) -> RobotGuess:
     other = tuple(n for n in tree.moving_joints if n not in used and n not in coupled)
     arm_names = tuple(j.name for j in arm)
     arms = _other_arms(tree, chain, {j.name for j in gripperish})
-    free = next((j.name for j in chain if j.kind is JointKind.FLOATING and _above(tree, j.child, base)), None)
+    free = next((j.name for j in chain if j.kind in _BASE_KINDS and _above(tree, j.child, base)), None)
     return RobotGuess(
         base, arm_names, end, grasp, site, kind, gripper_joints, fingers, hand, coupled, other, arms, hand_joints, free
     )
@@ -410,7 +411,8 @@ def robot_yaml(
     if g.free_base is not None:
         lines += [
             "",
-            f"# CHECK: the robot's base hangs from a free joint ({g.free_base}): a mobile base. The twin keeps it where the",
+            f"# CHECK: the robot's base hangs from {g.free_base}, a {tree.joints[g.free_base].kind.value} joint: a mobile "
+            "base. The twin keeps it where the",
             f"# {tree.format.name} puts it, so give object poses in the base's frame (base_frame, the default) and",
             "# describe no fixture or static body of the world: they would not move with the base.",
         ]

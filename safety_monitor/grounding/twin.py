@@ -482,6 +482,11 @@ class KinematicTwin:
             bodies.append((f"{name}.interior.body", interior.body))
         for key, b in bodies:
             _id(m, mujoco.mjtObj.mjOBJ_BODY, b, f"{where}: {key}: body")
+        if m.body(r.base_body).id == 0:
+            raise GroundingError(
+                f"{where}: robot.base_body {r.base_body!r} is MuJoCo's world body, which holds every body (objects "
+                "and fixtures would count as the arm): name the body the robot's first joint moves"
+            )
         _id(m, mujoco.mjtObj.mjOBJ_SITE, r.ee_site, f"{where}: robot.end_effector.site")
         for o in r.objects:
             bid = _id(m, mujoco.mjtObj.mjOBJ_BODY, self._object_body(o), f"{where}: objects.{o}: body")
