@@ -97,7 +97,7 @@ class KinematicTwin:
         )
         self._followers = _followers(m)
         self._interiors = {n: (m.body(i.body).id, i.center, i.half_size) for n, i in robot.interiors().items()}
-        self._joint_maps: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {}
+        self._joint_maps: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray, bool]] = {}
         self._pa, self._pb = self._measured_pairs(m)
         self._pair_rbound = m.geom_rbound[self._pa] + m.geom_rbound[self._pb]
         n = len(self.entities)
@@ -197,11 +197,11 @@ class KinematicTwin:
         grasped object out of the fingers.
         """
         m, d = self.model, self.data
-        src, adr = self._joint_map(joint_names)
+        src, adr, unchecked = self._joint_map(joint_names)
         qpos = d.qpos
         values = np.asarray(joint_position, dtype=float)[src]
-        if not math.isfinite(values.sum()):  # the grounder checks required joints only: an ignored one may read
-            bad = ~np.isfinite(values)  # NaN, and then stays where it was
+        if unchecked and not math.isfinite(values.sum()):  # the grounder checks required joints only: an ignored
+            bad = ~np.isfinite(values)  # one may read NaN, and then stays where it was
             values[bad] = qpos[adr[bad]]
         qpos[adr] = values
         for follower, leader, ref_f, ref_l, (c0, c1, c2, c3, c4) in self._followers:
@@ -381,19 +381,22 @@ class KinematicTwin:
                 pb.append(b)
         return np.array(pa, dtype=np.int64), np.array(pb, dtype=np.int64)
 
-    def _joint_map(self, joint_names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    def _joint_map(self, joint_names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, bool]:
+        """(frame indices, their qpos addresses, whether any is a joint the grounder does not check for NaN)."""
         cached = self._joint_maps.get(joint_names)
         if cached is None:
             m = self.model
             one_value = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
-            src, adr = [], []
+            required = set(self.robot.required_joints)
+            src, adr, unchecked = [], [], False
             for i, name in enumerate(joint_names):
                 j = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, name)
                 # ignored joints too: a second arm, a head, a wheel are where the frames say
                 if j >= 0 and m.jnt_type[j] in one_value:
                     src.append(i)
                     adr.append(m.jnt_qposadr[j])
-            cached = (np.array(src, dtype=np.int64), np.array(adr, dtype=np.int64))
+                    unchecked = unchecked or name not in required
+            cached = (np.array(src, dtype=np.int64), np.array(adr, dtype=np.int64), unchecked)
             self._joint_maps[joint_names] = cached
         return cached
 
