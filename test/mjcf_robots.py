@@ -62,3 +62,60 @@ def write_mjcf(folder: Path, n_joints: int, gripper: str, **options) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "robot.xml").write_text(arm_mjcf(n_joints, gripper, **options))
     return folder / "robot.xml"
+
+
+def bimanual_mjcf(base: str = "lift") -> str:
+    """A torso with two 4-joint arms (`arm_l_*` first, `arm_r_*`), each with a one-joint gripper named the
+    ai_worker way (`gripper_l_joint1` drives fingers `gripper_l_r1` and `gripper_l_l1`, sides told by `r`/`l`
+    only, and their tips `gripper_l_r2`, `gripper_l_l2` by coupled joints) and a 2-joint head, on `base`: lift (a prismatic joint from the world, as ROBOTIS's ai_worker)
+    or free (a free joint with two wheels, as Rainbow's rby1). A cube rests beside the robot."""
+    arms = ""
+    for side, sign in (("l", 1), ("r", -1)):
+        body = f'<body name="arm_{side}_link0" pos="0 {0.2 * sign} 0.1">'
+        for i in range(1, 5):
+            axis = "0 0 1" if i % 2 else "0 1 0"
+            body += (
+                f'<body name="arm_{side}_link{i}" pos="0 0 {LINK_LENGTH if i > 1 else 0.0}">'
+                f'<joint name="arm_{side}_joint{i}" axis="{axis}" range="-2.5 2.5"/>'
+                '<geom type="cylinder" size="0.03 0.06" pos="0 0 0.075"/>'
+            )
+        hand = (
+            f'<body name="hand_{side}" pos="0 0 {LINK_LENGTH}"><geom type="box" size="0.02 0.06 0.01" pos="0 0 0.01"/>'
+        )
+        for finger, fsign, joint, tip in (("r", 1, "joint1", "joint3"), ("l", -1, "joint2", "joint4")):
+            hand += (
+                f'<body name="gripper_{side}_{finger}1" pos="0 {0.04 * fsign} 0.02"><joint name="gripper_{side}_{joint}" '
+                f'type="slide" axis="0 {-fsign} 0" range="0 0.04"/><geom type="box" size="0.005 0.005 0.01"/>'
+                f'<body name="gripper_{side}_{finger}2" pos="0 0 0.02"><joint name="gripper_{side}_{tip}" axis="1 0 0" '
+                f'range="-0.1 0.1"/><geom type="box" size="0.005 0.005 0.02" pos="0 {0.005 * fsign} 0.02"/></body></body>'
+            )
+        arms += body + hand + "</body>" + "</body>" * 4 + "</body>"
+    head = (
+        '<body name="head_link1" pos="0 0 0.2"><joint name="head_joint1" axis="0 0 1" range="-1 1"/><geom type="sphere" size="0.02"/>'
+        '<body name="head_link2"><joint name="head_joint2" axis="0 1 0" range="-1 1"/>'
+        '<geom type="sphere" size="0.05"/></body></body>'
+    )
+    torso = '<geom type="box" size="0.1 0.25 0.1"/>' + arms + head
+    if base == "lift":
+        robot = f'<body name="torso" pos="0 0 0.8"><joint name="lift_joint" type="slide" axis="0 0 1" range="-0.5 0"/>{torso}</body>'
+    else:
+        wheels = "".join(
+            f'<body name="wheel_{s}" pos="0 {0.25 * sign} 0.1"><joint name="{s}_wheel" axis="0 1 0"/>'
+            '<geom type="cylinder" size="0.1 0.02" euler="1.5708 0 0"/></body>'
+            for s, sign in (("l", 1), ("r", -1))
+        )
+        robot = (
+            f'<body name="base"><freejoint name="world_j"/><geom type="box" size="0.2 0.2 0.05" pos="0 0 0.15"/>{wheels}'
+            f'<body name="torso" pos="0 0 0.6"><joint name="torso_joint" axis="0 1 0" range="-1 1"/>{torso}</body></body>'
+        )
+    equality = "".join(
+        f'<joint joint1="gripper_{side}_joint{j}" joint2="gripper_{side}_joint1"/>'
+        for side in ("l", "r")
+        for j in (2, 3, 4)
+    )
+    return (
+        '<mujoco model="toy_bimanual">\n  <compiler angle="radian" autolimits="true"/>\n  <worldbody>\n'
+        f"    {robot}\n"
+        '    <body name="cube" pos="0.4 0 0.02"><freejoint name="cube_free"/><geom type="box" size="0.02 0.02 0.02"/></body>\n'
+        f"  </worldbody>\n  <equality>{equality}</equality>\n</mujoco>\n"
+    )

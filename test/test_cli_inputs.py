@@ -219,6 +219,7 @@ TEXT = {  # free text the command checks itself; each gets a value it must refus
     "bags": "{missing}",
     "package_path": "{binary}",
     "ray": "not an address",
+    "tip": "no_such_body",
 }
 UNCHECKED = {("sim", "fault")}  # --fault with --physics-only is checked, elsewhere it needs --sim first
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from urdf_robots import OBJECTS, PACKAGE, arm_urdf, box_stl, description, write_robot
+from urdf_robots import LINK_LENGTH, OBJECTS, PACKAGE, arm_urdf, box_stl, description, write_robot
 
 from safety_monitor.enums import IssueKind
 from safety_monitor.errors import GroundingError
@@ -18,7 +18,7 @@ from safety_monitor.grounding.applicability import NotApplicable, applicability
 from safety_monitor.grounding.description import GripperKind, load_robot_description, parse_robot_description
 from safety_monitor.grounding.grounder import Grounder, load_default_grounder
 from safety_monitor.grounding.joint_limits import JumpDetector, jump_issue
-from safety_monitor.grounding.semantics import parse_object_catalog
+from safety_monitor.grounding.semantics import load_object_catalog, parse_object_catalog
 from safety_monitor.grounding.thresholds import load_thresholds
 from safety_monitor.grounding.twin import twin_for
 from safety_monitor.grounding.urdf import JointLimit
@@ -226,6 +226,25 @@ def test_the_package_path_can_come_from_the_environment(tmp_path, monkeypatch):
     assert load_robot_description(path).urdf is not None
 
 
+@pytest.mark.parametrize("content, problem", [(b"not a mesh", "invalid header"), (b"", "is empty")])
+def test_a_mesh_mujoco_cannot_read_is_one_line_and_robot_init_writes_nothing(tmp_path, capsys, content, problem):
+    """A collision mesh that is there but unreadable (truncated, not an STL): the grounder and robot init say
+    so on one line naming the file; robot init writes no file (a retry would find them 'already there')."""
+    from safety_monitor.cli import main
+
+    path = _write(tmp_path, arm_urdf(7, "two_fingers", mesh=True), package_path=["ws"])
+    box_stl(tmp_path / "ws" / PACKAGE / "meshes" / "link.stl", (0.03, 0.03, 0.06))
+    (tmp_path / "ws" / PACKAGE / "meshes" / "base.stl").write_bytes(content)
+    with pytest.raises(GroundingError) as err:
+        load_default_grounder(50.0, path)
+    assert len(str(err.value).splitlines()) == 1 and problem in str(err.value) and "base.stl" in str(err.value)
+    argv = ["robot", "init", "--urdf", str(tmp_path / "robot.urdf"), "--package-path", str(tmp_path / "ws")]
+    assert main([*argv, "--out", str(tmp_path / "mine")]) == 2
+    message = capsys.readouterr().err
+    assert len(message.splitlines()) == 1 and problem in message and "base.stl" in message
+    assert not (tmp_path / "mine").exists()
+
+
 def test_a_dae_collision_mesh_is_named_with_what_to_do(tmp_path):
     text = arm_urdf(7, "two_fingers").replace(
         '<geometry><box size="0.04 0.12 0.02"/></geometry>', '<geometry><mesh filename="hand.dae"/></geometry>'
@@ -375,3 +394,55 @@ def test_robot_init_keeps_its_guess_and_says_so_when_the_fingers_do_not_tell_whi
     text = (tmp_path / "mine" / "robot.yaml").read_text()
     assert yaml.safe_load(text)["robot"]["gripper"]["closed_below"] == pytest.approx(0.036)
     assert "forward kinematics could not tell which way the gripper closes (the fingers are 0.08 m apart at " in text
+
+
+def test_robot_init_takes_a_whole_tool_as_the_hand_and_its_contact_with_an_object_is_allowed(tmp_path, capsys):
+    """A suction cup: no gripper joint, a cup link fixed to the wrist and a tcp link at its tip. The cup is
+    the hand, so the object it picks may touch it; had only the tcp link been the hand, the cup would be the
+    arm, whose contact with an object is forbidden."""
+    from safety_monitor.cli import main
+
+    tcp = (
+        '  <link name="suction_tcp"/>\n  <joint name="suction_tcp_fix" type="fixed"><parent link="tool"/>'
+        '<child link="suction_tcp"/><origin xyz="0 0 0.02"/></joint>\n</robot>'
+    )
+    (tmp_path / "robot.urdf").write_text(arm_urdf(6, "none").replace("</robot>", tcp))
+    assert main(["robot", "init", "--urdf", str(tmp_path / "robot.urdf"), "--out", str(tmp_path / "mine")]) == 0
+    doc = yaml.safe_load((tmp_path / "mine" / "robot.yaml").read_text())
+    assert doc["robot"]["gripper"] == {"kind": "none", "hand_bodies": ["tool", "suction_tcp"]}
+    assert doc["robot"]["grasp_point"]["link"] == "suction_tcp"
+    doc["objects"] = {"cube": {"box": [0.02, 0.02, 0.02]}}
+    (tmp_path / "mine" / "robot.yaml").write_text(yaml.safe_dump(doc))
+    (tmp_path / "mine" / "objects.yaml").write_text(yaml.safe_dump({**OBJECTS, "entities": {"cube": "block"}}))
+    robot = load_robot_description(tmp_path / "mine" / "robot.yaml")
+    grounder = Grounder(
+        robot,
+        load_object_catalog(tmp_path / "mine" / "objects.yaml"),
+        load_thresholds(tmp_path / "mine" / "thresholds.yaml"),
+        50.0,
+    )
+    names = robot.required_joints
+    tip = grounder.twin.compute(names, np.zeros(len(names)), {}).ee_position
+    held = {"cube": Pose(tip + [0.0, 0.0, 0.019], np.array([1.0, 0.0, 0.0, 0.0]))}  # against the cup's face
+    frame = grounder.step(RobotState(0.0, names, np.zeros(len(names)), object_poses=held, object_ages={"cube": 0.0}))
+    assert frame.values["forbidden_contact"] is False and "forbidden_contact" not in frame.unknown
+
+
+@pytest.mark.parametrize("kind", ["floating", "planar"])
+def test_a_mobile_base_on_a_floating_or_planar_joint_stays_where_the_urdf_puts_it(tmp_path, capsys, kind):
+    """A mobile manipulator's URDF hangs its base from odom by a floating or planar joint. MuJoCo takes a free
+    joint only from the world, so the twin could not compile a floating one; the base now stays where the
+    URDF puts it (object poses come in its frame), and robot init says so."""
+    from safety_monitor.cli import main
+
+    text = arm_urdf(6, "none").replace('"world"', '"odom"')
+    text = text.replace('<joint name="base_fix" type="fixed">', f'<joint name="base_fix" type="{kind}">')
+    (tmp_path / "robot.urdf").write_text(text)
+    assert main(["robot", "init", "--urdf", str(tmp_path / "robot.urdf"), "--out", str(tmp_path / "mine")]) == 0
+    robot_yaml = (tmp_path / "mine" / "robot.yaml").read_text()
+    assert f"# CHECK: the robot's base hangs from base_fix, a {kind} joint: a mobile base." in robot_yaml
+    robot = load_robot_description(tmp_path / "mine" / "robot.yaml")
+    twin = twin_for(robot, load_thresholds(tmp_path / "mine" / "thresholds.yaml"))
+    names = robot.required_joints
+    tip = twin.compute(names, np.zeros(len(names)), {}).ee_position
+    assert tip == pytest.approx([0.0, 0.0, 0.1 + 5 * LINK_LENGTH + LINK_LENGTH])  # the arm straight up from the origin

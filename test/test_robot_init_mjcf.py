@@ -6,14 +6,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import mujoco
 import numpy as np
 import pytest
 import yaml
-from mjcf_robots import arm_mjcf, write_mjcf
+from mjcf_robots import arm_mjcf, bimanual_mjcf, write_mjcf
 from urdf_robots import LINK_LENGTH
 
 from safety_monitor.cli import main
-from safety_monitor.frames import RobotState
+from safety_monitor.errors import GroundingError
+from safety_monitor.frames import Pose, RobotState
 from safety_monitor.grounding.description import GripperKind, load_robot_description
 from safety_monitor.grounding.grounder import Grounder
 from safety_monitor.grounding.semantics import load_object_catalog
@@ -172,3 +174,130 @@ def test_coupled_joints_are_the_gripper_whatever_their_names(tmp_path, capsys):
     assert "arm: 6 joints from base_link to hand; gripper: one_joint (left_driver)" in capsys.readouterr().out
     robot = load_robot_description(tmp_path / "mine" / "robot.yaml")
     assert robot.gripper.closes_upward and robot.ignored_joints == {"right_driver", "drawer_slide"}
+
+
+def _init_text(folder: Path, text: str, *args: str) -> tuple[int, Path]:
+    (folder / "robot.xml").write_text(text)
+    return main(
+        ["robot", "init", "--mjcf", str(folder / "robot.xml"), "--out", str(folder / "mine"), *args]
+    ), folder / "mine"
+
+
+@pytest.mark.parametrize("base", ["lift", "free"])
+def test_a_bimanual_robot_is_one_arm_with_its_own_gripper_and_the_other_arm_is_named(tmp_path, capsys, base):
+    """ai_worker and rby1: two arms, each with a gripper. The monitor watches one arm and one gripper, so the
+    description is the first arm with the gripper of its own hand (not one finger from each hand), and the
+    other arm is named, on the console and as a CHECK, with how to watch it instead."""
+    code, out = _init_text(tmp_path, bimanual_mjcf(base))
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "gripper: one_joint (gripper_l_joint1)" in printed
+    assert "not watched: another arm (8 joints, arm_r_joint1 to gripper_r_joint4); the monitor watches one" in printed
+    text = (out / "robot.yaml").read_text()
+    assert "# CHECK: another arm (8 joints, arm_r_joint1 to gripper_r_joint4) is not watched" in text
+    robot = load_robot_description(out / "robot.yaml")
+    lift = "lift_joint" if base == "lift" else "torso_joint"
+    assert robot.arm_joints == (lift, "arm_l_joint1", "arm_l_joint2", "arm_l_joint3", "arm_l_joint4")
+    assert robot.gripper.kind is GripperKind.ONE_JOINT and robot.gripper.joints == ("gripper_l_joint1",)
+    assert robot.gripper.finger_bodies == ("gripper_l_r2", "gripper_l_l2")  # the tips, one per side of the left hand
+    assert robot.gripper.closes_upward  # measured: the two fingers of one hand close on each other
+    assert {"arm_r_joint1", "gripper_r_joint1", "head_joint1"} <= robot.ignored_joints
+    # the robot is the body its first joint moves, never MuJoCo's world body (which holds the cube too)
+    assert robot.base_body == ("torso" if base == "lift" else "base")
+
+
+def test_robot_init_tip_chooses_the_other_arm_and_a_name_it_lacks_is_one_line(tmp_path, capsys):
+    code, out = _init_text(tmp_path, bimanual_mjcf(), "--tip", "hand_r")
+    assert code == 0
+    assert "not watched: another arm (8 joints, arm_l_joint1 to gripper_l_joint4)" in capsys.readouterr().out
+    robot = load_robot_description(out / "robot.yaml")
+    assert robot.arm_joints == ("lift_joint", "arm_r_joint1", "arm_r_joint2", "arm_r_joint3", "arm_r_joint4")
+    assert robot.gripper.joints == ("gripper_r_joint1",) and robot.gripper.finger_bodies == (
+        "gripper_r_r2",
+        "gripper_r_l2",
+    )
+    code = main(
+        ["robot", "init", "--mjcf", str(tmp_path / "robot.xml"), "--out", str(tmp_path / "b"), "--tip", "hand_x"]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1
+    assert "--tip 'hand_x' is not a body of" in err and "did you mean 'hand_r' or 'hand_l'" in err
+
+
+def test_a_mobile_base_is_not_offered_as_an_object_and_its_lift_places_the_hand(tmp_path, capsys):
+    """rby1's base hangs from a free joint: it is the robot, not an object, and the twin keeps it where the
+    model puts it (said as a CHECK). ai_worker's lift is an arm joint: the hand goes up and down with it."""
+    code, out = _init_text(tmp_path, bimanual_mjcf("free"))
+    assert code == 0
+    text = (out / "robot.yaml").read_text()
+    assert "each an object by its body (cube: {body: cube}): cube\n" in text
+    assert "# CHECK: the robot's base hangs from world_j, a floating joint: a mobile base." in text
+    (tmp_path / "lift").mkdir()
+    code, out = _init_text(tmp_path / "lift", bimanual_mjcf("lift"))
+    assert code == 0
+    doc = yaml.safe_load((out / "robot.yaml").read_text())
+    doc["objects"] = {"cube": {"body": "cube"}}
+    (out / "robot.yaml").write_text(yaml.safe_dump(doc))
+    robot = load_robot_description(out / "robot.yaml")
+    twin = twin_for(robot, load_thresholds(out / "thresholds.yaml"))
+    cube = twin.model.body("cube").id
+    assert twin.entities[twin.body_entity[cube]] == "cube"  # not the arm's: the robot is the torso's subtree
+    names = robot.required_joints
+    heights = [
+        twin.compute(names, np.array([lift] + [0.0] * (len(names) - 1)), {}).ee_position[2] for lift in (0.0, -0.3)
+    ]
+    assert heights[0] - heights[1] == pytest.approx(0.3)
+
+
+def test_a_hand_of_more_than_two_finger_joints_is_no_gripper_and_says_so(tmp_path, capsys):
+    """A dexterous hand (ai_worker's five-finger hx5, Shadow, Allegro): no one or two joints close it, so it is
+    not taken as a two-finger gripper of two of its joints."""
+    thumb = (
+        '<body name="thumb" pos="0 0 0.02"><joint name="finger_thumb_joint" type="slide" axis="1 0 0" range="0 0.04"/>'
+        '<geom type="box" size="0.005 0.005 0.02" pos="0.01 0 0.04"/></body>'
+    )
+    text = arm_mjcf(6, "two_fingers").replace('<body name="finger_left"', thumb + '<body name="finger_left"')
+    code, out = _init_text(tmp_path, text)
+    assert code == 0
+    assert "gripper: none" in capsys.readouterr().out
+    assert (
+        "kind: none   # CHECK: a hand of 3 independent finger joints (3 joints, finger_thumb_joint to finger_right_joint"
+        in (out / "robot.yaml").read_text()
+    )
+    robot = load_robot_description(out / "robot.yaml")
+    assert robot.gripper.kind is GripperKind.NONE and robot.gripper.hand_bodies == ("hand",)
+    assert {"finger_thumb_joint", "finger_left_joint", "finger_right_joint"} <= robot.ignored_joints
+
+
+def test_the_other_arms_joints_in_the_frames_place_its_bodies_and_a_nan_one_stays_put(tmp_path, capsys):
+    """The arm not watched is under ignored_joints, yet its links are the arm's for contact: where the frames
+    say it is, the twin puts it (the cube held in its hand touches the arm), not where the model draws it."""
+    code, out = _init_text(tmp_path, bimanual_mjcf())
+    assert code == 0
+    doc = yaml.safe_load((out / "robot.yaml").read_text())
+    doc["objects"] = {"held": {"box": [0.02, 0.02, 0.02]}}
+    (out / "robot.yaml").write_text(yaml.safe_dump(doc))
+    robot = load_robot_description(out / "robot.yaml")
+    twin = twin_for(robot, load_thresholds(out / "thresholds.yaml"))
+    names = (*robot.required_joints, "arm_r_joint2", "arm_r_joint4")
+    bent = np.array([0.0] * len(robot.required_joints) + [1.2, 1.0])
+    reference = mujoco.MjData(twin.model)  # the right arm bent, by MuJoCo alone
+    for name, q in zip(names, bent):
+        reference.qpos[twin.model.joint(name).qposadr[0]] = q
+    mujoco.mj_kinematics(twin.model, reference)
+    hand = reference.xpos[twin.model.body("hand_r").id].copy()
+    held = {"held": Pose(position=hand, quaternion=np.array([1.0, 0.0, 0.0, 0.0]))}
+    assert twin.compute(names, bent, held).gap("held", "arm") < 0.0
+    nan = bent.copy()
+    nan[-1] = np.nan  # the last position is kept
+    assert twin.compute(names, nan, held).gap("held", "arm") < 0.0
+    assert np.allclose(twin.data.xpos[twin.model.body("hand_r").id], hand)
+
+
+def test_a_description_whose_robot_is_the_world_body_is_refused(tmp_path, capsys):
+    code, out = _init_text(tmp_path, bimanual_mjcf())
+    text = (out / "robot.yaml").read_text().replace("base_body: torso", "base_body: world")
+    (out / "robot.yaml").write_text(text)
+    robot = load_robot_description(out / "robot.yaml")
+    with pytest.raises(GroundingError, match="robot.base_body 'world' is MuJoCo's world body, which holds every body"):
+        twin_for(robot, load_thresholds(out / "thresholds.yaml"))

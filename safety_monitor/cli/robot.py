@@ -33,6 +33,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=[],
         help="with --urdf: a folder holding <package>/ trees for package:// meshes (repeatable)",
     )
+    init.add_argument(
+        "--tip",
+        metavar="BODY",
+        help="a body of the arm to watch (its hand or last link), for a robot with more than one arm "
+        "(default: the arm with the most joints)",
+    )
     init.set_defaults(func=_init)
 
 
@@ -41,7 +47,7 @@ def _init(args: argparse.Namespace) -> int:
     from safety_monitor.grounding.description import load_robot_description
     from safety_monitor.grounding.kinematic_tree import tree_of_urdf
     from safety_monitor.grounding.mjcf_tree import load_mjcf_tree
-    from safety_monitor.grounding.robot_init import guess_robot, write_description
+    from safety_monitor.grounding.robot_init import guess_robot, joint_span, write_description
     from safety_monitor.grounding.thresholds import load_thresholds
     from safety_monitor.grounding.twin import twin_for
     from safety_monitor.grounding.urdf import load_urdf
@@ -49,13 +55,15 @@ def _init(args: argparse.Namespace) -> int:
     if args.mjcf is not None and args.package_path:
         raise GroundingError("--package-path serves --urdf: an MJCF names its mesh folders itself (meshdir)")
     tree = load_mjcf_tree(args.mjcf) if args.mjcf is not None else tree_of_urdf(load_urdf(args.urdf, args.package_path))
-    written = write_description(tree, args.out, config_dir(), args.package_path)
+    written = write_description(tree, args.out, config_dir(), args.package_path, args.tip)
     twin_for(load_robot_description(written[0]), load_thresholds(written[2]))  # what it wrote compiles
-    guess = guess_robot(tree)
+    guess = guess_robot(tree, args.tip)
     print(f"wrote {', '.join(str(p) for p in written)}")
     print(
         f"arm: {len(guess.arm_joints)} joints from {guess.base_body} to {guess.end_body}; gripper: {guess.gripper.value}"
         + (f" ({', '.join(guess.gripper_joints)})" if guess.gripper_joints else "")
     )
+    for joints in guess.other_arms:
+        print(f"not watched: another arm ({joint_span(joints)}); the monitor watches one (choose it with --tip BODY)")
     print("next: check every line marked CHECK in robot.yaml (docs/your_robot.md)")
     return 0

@@ -11,6 +11,7 @@ import mujoco
 
 from safety_monitor.errors import GroundingError
 from safety_monitor.grounding.kinematic_tree import JointKind, KinematicTree, ModelFormat, TreeJoint
+from safety_monitor.grounding.twin import mujoco_message
 
 _KINDS = {
     int(mujoco.mjtJoint.mjJNT_FREE): JointKind.FLOATING,
@@ -28,14 +29,7 @@ def load_mjcf_tree(path: Path) -> KinematicTree:
     try:
         model = mujoco.MjSpec.from_file(str(path)).compile()
     except Exception as exc:  # MuJoCo raises ValueError with the parser's or the compiler's message
-        message = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
-        hint = (
-            " (a mesh or other asset it names is missing: MJCF finds them relative to the file, under "
-            "<compiler meshdir=... assetdir=...>)"
-            if "Error opening file" in message
-            else ""
-        )
-        raise GroundingError(f"{path}: MuJoCo cannot load this MJCF: {message}{hint}") from None
+        raise GroundingError(f"{path}: MuJoCo cannot load this MJCF: {mujoco_message(exc)}") from None
     return tree_of_model(model, path)
 
 

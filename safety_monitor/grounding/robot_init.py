@@ -28,11 +28,13 @@ from safety_monitor.files import write_file
 from safety_monitor.grounding.description import GripperKind, parse_robot_description
 from safety_monitor.grounding.kinematic_tree import MOVING, JointKind, KinematicTree, ModelFormat, TreeJoint
 from safety_monitor.grounding.twin import KinematicTwin
+from safety_monitor.grounding.urdf import suggest
 
 _GRIPPER_WORDS = ("finger", "gripper", "jaw", "knuckle")
 _GRASP_WORDS = ("tcp", "pinch", "grasp", "attachment")
 _SAME_GAP = 1e-4  # m: finger gaps at the two limits closer than this tell nothing about which way it closes
 _OPEN_SHARE = 0.1  # of the joint range: the gripper counts as open only this near its open limit
+_BASE_KINDS = (JointKind.FLOATING, JointKind.PLANAR)  # joints a mobile base hangs from
 
 
 @dataclass(frozen=True)
@@ -48,27 +50,41 @@ class RobotGuess:
     hand_bodies: tuple[str, ...]
     followers: tuple[str, ...]  # joints coupled to another (URDF <mimic>), set from the one they follow
     other_joints: tuple[str, ...]  # moving joints neither arm nor gripper (fixtures, a second arm, a head)
+    other_arms: tuple[tuple[str, ...], ...] = ()  # the moving joints of each arm beside the one watched
+    hand_joints: tuple[str, ...] = ()  # a hand's independent finger joints, when more than a gripper's two
+    free_base: str | None = None  # the floating or planar joint the robot's base hangs from (a mobile base)
 
 
-def guess_robot(tree: KinematicTree) -> RobotGuess:
+def guess_robot(tree: KinematicTree, tip: str | None = None) -> RobotGuess:
+    """`tip`: a body of the arm to watch (its hand, its last link), for a robot with more than one."""
     if not tree.moving_joints:
         raise GroundingError(f"{tree.path}: no moving joint (revolute, continuous or prismatic): nothing to watch")
     gripperish = [j for j in tree.joints.values() if j.name in _gripperish(tree)]
-    chain = _longest_chain(tree, tree.root, {j.name for j in gripperish})
+    chain = _chain_to(tree, tip, {j.name for j in gripperish})
     moving = [j for j in chain if j.kind in MOVING]
-    leaders = [j for j in gripperish if j.leader is None]
     arm = [j for j in moving if j not in gripperish]
     if not arm:
         arm = moving
+    # the gripper is the arm's own: a second arm's hand is not a second finger of this one
+    leaders = [j for j in gripperish if j.leader is None and (not arm or _above(tree, arm[-1].child, j.parent))]
     first = arm[0] if arm else None
     base = first.parent if first is not None else tree.root
+    if base == tree.root and tree.format is ModelFormat.MJCF and first is not None:
+        base = first.child  # MuJoCo's world body holds every body: the robot is what its first joint moves
     if leaders:
         end = leaders[0].parent
         arm = [j for j in arm if _above(tree, j.child, end)]
     else:
         end = arm[-1].child if arm else tree.root
         end = _fixed_tip(tree, end)
-    kind = GripperKind.NONE if not leaders else GripperKind.ONE_JOINT if len(leaders) == 1 else GripperKind.TWO_FINGERS
+    hand_joints = tuple(j.name for j in leaders) if len(leaders) > 2 else ()  # a dexterous hand
+    kind = (
+        GripperKind.NONE
+        if not leaders or hand_joints
+        else GripperKind.ONE_JOINT
+        if len(leaders) == 1
+        else GripperKind.TWO_FINGERS
+    )
     gripper_joints = tuple(j.name for j in leaders[:2]) if kind is not GripperKind.NONE else ()
     fingers: tuple[str, ...] = ()
     if kind is GripperKind.TWO_FINGERS:
@@ -77,17 +93,79 @@ def guess_robot(tree: KinematicTree) -> RobotGuess:
         followers = [j for j in gripperish if j.leader == leaders[0].name]
         moved = [leaders[0].child, *(j.child for j in followers)]
         fingers = _sided_fingers([body for m in moved for body in _fixed_subtree(tree, m)])
-        fingers = fingers or tuple(dict.fromkeys(moved))[:2]
+        fingers = fingers or _branch_fingers(tree, end, moved)
         if len(fingers) < 2:
             kind, gripper_joints, fingers = GripperKind.NONE, (), ()
     hand = tuple(body for body in _fixed_subtree(tree, end) if body not in fingers)
+    if not leaders and arm:  # a tool (a suction cup, a flange): every body fixed below the wrist, not only its tip
+        hand = tuple(_fixed_subtree(tree, arm[-1].child)[1:]) or hand
     site = next((s for s, body in tree.sites.items() if body in hand and _names_grasp(s)), None)
     grasp = tree.sites[site] if site is not None else next((b for b in hand if _names_grasp(b)), end)
     used = {j.name for j in arm} | set(gripper_joints)
     coupled = tuple(n for n in tree.moving_joints if tree.joints[n].leader is not None)
     other = tuple(n for n in tree.moving_joints if n not in used and n not in coupled)
     arm_names = tuple(j.name for j in arm)
-    return RobotGuess(base, arm_names, end, grasp, site, kind, gripper_joints, fingers, hand, coupled, other)
+    arms = _other_arms(tree, chain, {j.name for j in gripperish})
+    free = next((j.name for j in chain if j.kind in _BASE_KINDS and _above(tree, j.child, base)), None)
+    return RobotGuess(
+        base, arm_names, end, grasp, site, kind, gripper_joints, fingers, hand, coupled, other, arms, hand_joints, free
+    )
+
+
+def _branch_fingers(tree: KinematicTree, hand: str, moved: list[str]) -> tuple[str, ...]:
+    """Two fingers a one-joint gripper moves, unnamed by side: the deepest moved body of each of the first two
+    branches below the hand (a finger's second link moves with its first: not the other side), else the first
+    two moved bodies."""
+    parent = {j.child: j.parent for j in tree.joints.values()}
+    branches: dict[str, list[str]] = {}  # the branch's top body -> its path down to a moved body
+    for body in moved:
+        path = [body]
+        while parent.get(path[0]) not in (hand, None):
+            path.insert(0, parent[path[0]])
+        if len(path) > len(branches.get(path[0], [])):
+            branches[path[0]] = path
+    if len(branches) < 2:
+        return tuple(dict.fromkeys(moved))[:2]
+    return tuple(path[-1] for path in branches.values())[:2]
+
+
+def _chain_to(tree: KinematicTree, tip: str | None, gripper: set[str]) -> list[TreeJoint]:
+    """The arm's joints from the root: through `tip` and on down its longest chain, else the longest chain."""
+    if tip is None:
+        return _longest_chain(tree, tree.root, gripper)
+    parent = {j.child: j for j in tree.joints.values()}
+    if tip not in parent:
+        bodies = [j.child for j in tree.joints.values()]
+        raise GroundingError(f"--tip {tip!r} is not a body of {tree.path}{suggest(tip, bodies)}")
+    path: list[TreeJoint] = []
+    node = tip
+    while node in parent:
+        path.insert(0, parent[node])
+        node = parent[node].parent
+    return path + _longest_chain(tree, tip, gripper)
+
+
+def _other_arms(tree: KinematicTree, chain: list[TreeJoint], gripper: set[str]) -> tuple[tuple[str, ...], ...]:
+    """Branches off the arm's chain that are arms too: as many moving joints as the arm has below the body
+    where they part (a bimanual robot's other arm), or a gripper's (a second hand). A head or a wheel is neither."""
+    on_chain = {j.name for j in chain}
+    out = []
+    for i, link in enumerate(chain):
+        below = _count(chain[i:], gripper)
+        for branch in tree.children(link.parent):
+            if branch.name in on_chain:
+                continue
+            joints = [j for j in _subtree_joints(tree, branch) if j.kind in MOVING]
+            longest = _count([branch, *_longest_chain(tree, branch.child, gripper)], gripper)
+            holds_gripper = any(j.name in gripper and j.leader is None for j in joints)
+            if joints and (longest >= below or holds_gripper):
+                out.append(tuple(j.name for j in joints))
+    return tuple(out)
+
+
+def _subtree_joints(tree: KinematicTree, joint: TreeJoint) -> list[TreeJoint]:
+    """`joint` and every joint below its child body, in the file's order."""
+    return [joint, *(j for child in tree.children(joint.child) for j in _subtree_joints(tree, child))]
 
 
 def _sided_fingers(bodies: list[str]) -> tuple[str, ...]:
@@ -168,18 +246,14 @@ class Closing:
     centre: tuple[float, float, float] | None = None  # midway between the open fingers, grasp body's frame (m)
 
 
-def gripper_closing(tree: KinematicTree, guess: RobotGuess, draft: str) -> Closing:
-    """The closing direction by forward kinematics: the twin of `draft` (robot.yaml as written with the
-    guess, its paths absolute) sets the gripper joints at their lower, then their upper limits,
-    with their mimic followers, and the limit where the fingers' surfaces are nearer is closed. Undecided (no
-    limits, no finger geometry, equal gaps, no twin), the guess stands and the evidence says why."""
+def gripper_closing(tree: KinematicTree, guess: RobotGuess, twin: KinematicTwin) -> Closing:
+    """The closing direction by forward kinematics: the twin of the guess sets the gripper joints at their
+    lower, then their upper limits, with their mimic followers, and the limit where the fingers' surfaces are
+    nearer is closed. Undecided (no limits, no finger geometry, equal gaps), the guess stands and the evidence
+    says why."""
     ends = [(tree.joints[j].lower, tree.joints[j].upper) for j in guess.gripper_joints]
     if any(a is None or b is None for a, b in ends):
         return guessed_closing(tree, guess, f"the {tree.format.name} gives the gripper joint no lower and upper limit")
-    try:
-        twin = KinematicTwin(parse_robot_description(yaml.safe_load(draft), "robot.yaml"), 0.0)
-    except GroundingError as exc:
-        return guessed_closing(tree, guess, f"no twin: {exc}")
     gaps, middles = [], []
     for side in (0, 1):
         twin.compute(guess.gripper_joints, np.array([end[side] for end in ends], dtype=float), {})
@@ -223,6 +297,11 @@ def _range(tree: KinematicTree, guess: RobotGuess) -> tuple[float, float]:
     return lo, max((j.upper for j in joints if j.upper is not None), default=lo + 1.0)
 
 
+def joint_span(joints: tuple[str, ...]) -> str:
+    """'N joints, first to last', or the one joint's name."""
+    return joints[0] if len(joints) == 1 else f"{len(joints)} joints, {joints[0]} to {joints[-1]}"
+
+
 def _apart(gap: float) -> str:
     if abs(gap) < _SAME_GAP:
         return "touching"
@@ -260,23 +339,29 @@ def robot_yaml(
             "# the twin follows joint couplings only, so a body held by such a loop stays where the model puts it",
             "# whatever the joints read; couple the loop's joints to the driven one with <equality><joint> (polycoef)",
         ]
+    for joints in g.other_arms:
+        lines += [
+            f"# CHECK: another arm ({joint_span(joints)}) is not watched: the monitor watches one arm and one gripper. Its",
+            "# joints are under ignored_joints and its bodies count as the arm's (their contacts are the arm's, a grasp",
+            f"# of its hand is not seen); to watch it instead: robot init --tip <a body of its hand> ({tree.path.name})",
+        ]
+    centre = "the grasp centre between the fingertips" if g.gripper_joints else "the tool's working point"
     if g.grasp_site is not None:
         grasp = (
-            f"  end_effector: {{body: {g.grasp_body}, site: {g.grasp_site}}}   # CHECK: the grasp centre between "
-            "the fingertips; the MJCF's site of that name"
+            f"  end_effector: {{body: {g.grasp_body}, site: {g.grasp_site}}}   # CHECK: {centre}; the MJCF's site of "
+            "that name"
         )
     elif g.grasp_body != g.end_body:
         grasp = (
-            f"  grasp_point: {{link: {g.grasp_body}, offset: [0.0, 0.0, 0.0]}}   # CHECK: the grasp centre between "
-            f"the fingertips, in this {part}'s frame (m); the {tree.format.name} names this {part} a tool centre point"
+            f"  grasp_point: {{link: {g.grasp_body}, offset: [0.0, 0.0, 0.0]}}   # CHECK: {centre}, in this {part}'s "
+            f"frame (m); the {tree.format.name} names this {part} a tool centre point"
         )
     else:
         measured = closing.centre is not None
         how = "measured midway between the open fingers' facing geoms (forward kinematics)"
         grasp = (
             f"  grasp_point: {{link: {g.grasp_body}, offset: {json.dumps(list(closing.centre or (0.0, 0.0, 0.0)))}}}"
-            f"   # CHECK: the grasp centre between the fingertips, in this {part}'s frame (m)"
-            + (f"; {how}" if measured else "")
+            f"   # CHECK: {centre}, in this {part}'s frame (m)" + (f"; {how}" if measured else "")
         )
     lines += [
         "",
@@ -286,7 +371,14 @@ def robot_yaml(
         grasp,
         "  gripper:",
     ]
-    if g.gripper is GripperKind.NONE:
+    if g.hand_joints:
+        lines += [
+            f"    kind: none   # CHECK: a hand of {len(g.hand_joints)} independent finger joints ({joint_span(g.hand_joints)}, "
+            "under ignored_joints); the monitor's gripper closes by one joint or two: for grasps, take two "
+            "opposing finger joints as two_fingers",
+            f"    hand_bodies: {json.dumps(list(g.hand_bodies))}   # the hand's {parts} other than its fingers",
+        ]
+    elif g.gripper is GripperKind.NONE:
         lines += [
             "    kind: none   # CHECK: no joint named *finger* or *gripper*, nor coupled to another, was found",
             f"    hand_bodies: {json.dumps(list(g.hand_bodies))}   # the tool's {parts}",
@@ -315,7 +407,15 @@ def robot_yaml(
         )
         ignored = (*g.followers, *ignored)
     limits = "the URDF's <limit>" if urdf else "the MJCF's range and actuatorfrcrange"
-    free = [j.child for j in tree.joints.values() if j.kind is JointKind.FLOATING]
+    free = [j.child for j in tree.joints.values() if j.kind is JointKind.FLOATING and j.name != g.free_base]
+    if g.free_base is not None:
+        lines += [
+            "",
+            f"# CHECK: the robot's base hangs from {g.free_base}, a {tree.joints[g.free_base].kind.value} joint: a mobile "
+            "base. The twin keeps it where the",
+            f"# {tree.format.name} puts it, so give object poses in the base's frame (base_frame, the default) and",
+            "# describe no fixture or static body of the world: they would not move with the base.",
+        ]
     lines += [
         "",
         f"ignored_joints: {json.dumps(list(ignored))}   # CHECK: moving joints neither arm nor gripper; a "
@@ -344,17 +444,23 @@ def objects_yaml(default: Path) -> str:
     return head.rstrip() + "\n\nentities: {}   # every object, fixture and static body of robot.yaml -> its kind\n"
 
 
-def write_description(tree: KinematicTree, out: Path, defaults: Path, package_path: list[Path]) -> list[Path]:
-    """robot.yaml, objects.yaml and thresholds.yaml (the defaults) in `out`; refuses to overwrite."""
+def write_description(
+    tree: KinematicTree, out: Path, defaults: Path, package_path: list[Path], tip: str | None = None
+) -> list[Path]:
+    """robot.yaml, objects.yaml and thresholds.yaml (the defaults) in `out`; refuses to overwrite. `tip`: a
+    body of the arm to watch."""
     names = ("robot.yaml", "objects.yaml", "thresholds.yaml")
     there = [name for name in names if (out / name).exists()]
     if there:
         raise GroundingError(f"{out}: {', '.join(there)} already there; remove them or give another --out")
-    guess = guess_robot(tree)
+    guess = guess_robot(tree, tip)
     closing = guessed_closing(tree, guess, "not measured")
-    if guess.gripper is not GripperKind.NONE:  # measured on the description as it will be written
-        draft = robot_yaml(tree, guess, str(tree.path.resolve()), [str(p.resolve()) for p in package_path], closing)
-        closing = gripper_closing(tree, guess, draft)
+    # the twin of the description as it will be written (its paths absolute): a mesh MuJoCo cannot read fails
+    # here, before any file is written, and the gripper's closing direction is measured on it
+    draft = robot_yaml(tree, guess, str(tree.path.resolve()), [str(p.resolve()) for p in package_path], closing)
+    twin = KinematicTwin(parse_robot_description(yaml.safe_load(draft), "robot init"), 0.0)
+    if guess.gripper is not GripperKind.NONE:
+        closing = gripper_closing(tree, guess, twin)
     texts = (
         robot_yaml(tree, guess, _relative(tree.path, out), [_relative(p, out) for p in package_path], closing),
         objects_yaml(defaults / "objects.yaml"),

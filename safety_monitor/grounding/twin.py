@@ -23,6 +23,7 @@ import contextlib
 import ctypes
 import functools
 import hashlib
+import math
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -96,7 +97,7 @@ class KinematicTwin:
         )
         self._followers = _followers(m)
         self._interiors = {n: (m.body(i.body).id, i.center, i.half_size) for n, i in robot.interiors().items()}
-        self._joint_maps: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {}
+        self._joint_maps: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray, bool]] = {}
         self._pa, self._pb = self._measured_pairs(m)
         self._pair_rbound = m.geom_rbound[self._pa] + m.geom_rbound[self._pb]
         n = len(self.entities)
@@ -196,9 +197,13 @@ class KinematicTwin:
         grasped object out of the fingers.
         """
         m, d = self.model, self.data
-        src, adr = self._joint_map(joint_names)
+        src, adr, unchecked = self._joint_map(joint_names)
         qpos = d.qpos
-        qpos[adr] = np.asarray(joint_position, dtype=float)[src]
+        values = np.asarray(joint_position, dtype=float)[src]
+        if unchecked and not math.isfinite(values.sum()):  # the grounder checks required joints only: an ignored
+            bad = ~np.isfinite(values)  # one may read NaN, and then stays where it was
+            values[bad] = qpos[adr[bad]]
+        qpos[adr] = values
         for follower, leader, ref_f, ref_l, (c0, c1, c2, c3, c4) in self._followers:
             y = qpos.item(leader) - ref_l
             qpos[follower] = ref_f + c0 + y * (c1 + y * (c2 + y * (c3 + y * c4)))
@@ -376,17 +381,22 @@ class KinematicTwin:
                 pb.append(b)
         return np.array(pa, dtype=np.int64), np.array(pb, dtype=np.int64)
 
-    def _joint_map(self, joint_names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    def _joint_map(self, joint_names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, bool]:
+        """(frame indices, their qpos addresses, whether any is a joint the grounder does not check for NaN)."""
         cached = self._joint_maps.get(joint_names)
         if cached is None:
             m = self.model
-            src, adr = [], []
+            one_value = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+            required = set(self.robot.required_joints)
+            src, adr, unchecked = [], [], False
             for i, name in enumerate(joint_names):
                 j = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, name)
-                if j >= 0 and name not in self.robot.ignored_joints:
+                # ignored joints too: a second arm, a head, a wheel are where the frames say
+                if j >= 0 and m.jnt_type[j] in one_value:
                     src.append(i)
                     adr.append(m.jnt_qposadr[j])
-            cached = (np.array(src, dtype=np.int64), np.array(adr, dtype=np.int64))
+                    unchecked = unchecked or name not in required
+            cached = (np.array(src, dtype=np.int64), np.array(adr, dtype=np.int64), unchecked)
             self._joint_maps[joint_names] = cached
         return cached
 
@@ -475,6 +485,11 @@ class KinematicTwin:
             bodies.append((f"{name}.interior.body", interior.body))
         for key, b in bodies:
             _id(m, mujoco.mjtObj.mjOBJ_BODY, b, f"{where}: {key}: body")
+        if m.body(r.base_body).id == 0:
+            raise GroundingError(
+                f"{where}: robot.base_body {r.base_body!r} is MuJoCo's world body, which holds every body (objects "
+                "and fixtures would count as the arm): name the body the robot's first joint moves"
+            )
         _id(m, mujoco.mjtObj.mjOBJ_SITE, r.ee_site, f"{where}: robot.end_effector.site")
         for o in r.objects:
             bid = _id(m, mujoco.mjtObj.mjOBJ_BODY, self._object_body(o), f"{where}: objects.{o}: body")
@@ -585,7 +600,7 @@ def _load(robot: RobotDescription) -> mujoco.MjSpec:
     except GroundingError:
         raise
     except Exception as exc:  # MuJoCo raises ValueError with the parser's message
-        raise GroundingError(f"{robot.source}: cannot load {str(robot.model_file)!r}: {exc}") from None
+        raise GroundingError(f"{robot.source}: cannot load {str(robot.model_file)!r}: {mujoco_message(exc)}") from None
 
 
 def _world(robot: RobotDescription) -> mujoco.MjSpec:
@@ -598,14 +613,16 @@ def _world(robot: RobotDescription) -> mujoco.MjSpec:
         try:
             scene = mujoco.MjSpec.from_file(str(path))
         except Exception as exc:
-            raise GroundingError(f"{robot.source}: cannot load mjcf {str(path)!r}: {exc}") from None
+            raise GroundingError(f"{robot.source}: cannot load mjcf {str(path)!r}: {mujoco_message(exc)}") from None
     if robot.urdf is None:
         assert scene is not None
         return scene
     try:
         arm = mujoco.MjSpec.from_string(robot.urdf.mujoco_xml)
     except Exception as exc:
-        raise GroundingError(f"{robot.source}: MuJoCo cannot read urdf {str(robot.urdf.path)!r}: {exc}") from None
+        raise GroundingError(
+            f"{robot.source}: MuJoCo cannot read urdf {str(robot.urdf.path)!r}: {mujoco_message(exc)}"
+        ) from None
     if scene is None and robot.base_pose is None:
         return arm
     scene = scene if scene is not None else mujoco.MjSpec()
@@ -632,7 +649,21 @@ def _compile(spec: mujoco.MjSpec, robot: RobotDescription) -> mujoco.MjModel:
         with _quiet_attach():
             return spec.compile()
     except Exception as exc:
-        raise GroundingError(f"{robot.source}: cannot compile {str(robot.model_file)!r}: {exc}") from None
+        raise GroundingError(
+            f"{robot.source}: cannot compile {str(robot.model_file)!r}: {mujoco_message(exc)}"
+        ) from None
+
+
+def mujoco_message(exc: Exception) -> str:
+    """MuJoCo's parser or compiler error on one line (it spans several: the error, then the element), with
+    what to do when a file it names is missing."""
+    message = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    if "Error opening file" in message:
+        message += (
+            " (a mesh or other asset it names is missing: MJCF finds them relative to the file, under "
+            "<compiler meshdir=... assetdir=...>)"
+        )
+    return message
 
 
 def _exclude_within_entities(spec: mujoco.MjSpec, m: mujoco.MjModel, body_entity: list[str]) -> bool:

@@ -229,6 +229,9 @@ def parse_urdf(text: str, path: Path, resolver: PackageResolver) -> UrdfModel:
         raise GroundingError(
             f"{path}: a URDF is one tree of links, found {len(roots)} roots: {', '.join(roots) or 'none'}"
         )
+    for j in root.findall("joint"):  # a mobile base stays where the URDF puts it, as an MJCF's free joint does:
+        if j.get("type") in ("floating", "planar"):  # object poses come in its frame (and MuJoCo takes a free
+            j.set("type", "fixed")  # joint only from the world, not below a root link such as odom)
     for ext in root.findall("mujoco"):  # a MuJoCo extension of the file's own is replaced by the twin's
         root.remove(ext)
     ext = ET.fromstring(f"<mujoco>{_MUJOCO_EXTENSION}</mujoco>")
