@@ -13,6 +13,7 @@ import pytest
 rclpy = pytest.importorskip("rclpy")
 
 from rclpy.parameter import Parameter  # noqa: E402
+from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from two_property_specs import SPECS  # noqa: E402
 
 from safety_monitor.enums import EventKind  # noqa: E402
@@ -58,7 +59,7 @@ def harness(tmp_path, request):
     probe = rclpy.create_node("probe", namespace=ns, context=context)
     T = m.rclpy_types()
     h = type("H", (), {})()
-    h.monitor, h.log, h.ns, h.types = monitor, log, ns, T
+    h.monitor, h.probe, h.log, h.ns, h.types = monitor, probe, log, ns, T
     h.events, h.logged_first, h.diagnostics = [], [], []
 
     def on_events(msg):
@@ -166,6 +167,25 @@ def test_an_open_violation_stays_in_the_summary_while_predicates_are_stale(harne
     summary = [(lvl, msg) for name, lvl, msg in h.diagnostics if name == "monitor"][-1]
     assert summary[0] == S.ERROR and summary[1].startswith("1 open: never_a; no advancing predicates")
     assert level_of(h, "never_a") == S.ERROR
+
+
+def test_a_best_effort_predicates_publisher_is_named_on_diagnostics(harness):
+    """A best-effort predicates publisher (an external estimator on sensor-data QoS) against the monitor's
+    reliable subscription: no frame ever arrives, and the summary only said 'waiting for predicates'. It now
+    names the refused policy and the remedy, and counts it, as the estimator does for its inputs."""
+    h, S = harness, harness.types.DiagnosticStatus
+    received = []
+    h.probe.create_subscription(
+        h.types.DiagnosticArray, "/diagnostics", lambda msg: received.extend(msg.status), qos.DIAGNOSTICS
+    )
+    best_effort = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
+    h.probe.create_publisher(h.types.DiagnosticArray, "safety_monitor/predicates", best_effort)
+    said = "waiting for predicates: a publisher offers QoS incompatible with this subscription (RELIABILITY)"
+    spin_until(h.executor, lambda: any(said in s.message for s in received if s.name.endswith(": monitor")))
+    summary = next(s for s in received if said in s.message)
+    assert summary.level == S.STALE and "publish predicates reliable" in summary.message
+    values = {kv.key: kv.value for kv in summary.values}
+    assert values[f"incompatible_qos.{h.monitor.topics.predicates}"] == "RELIABILITY x1"
 
 
 def test_end_marker_closes_the_trace_and_a_start_marker_names_the_next(harness):

@@ -57,6 +57,7 @@ from safety_monitor.monitor.events import Event
 from safety_monitor.nodes import qos
 from safety_monitor.nodes.episode_marker import read_marker
 from safety_monitor.nodes.event_log import EventLog, LogHealth, LogState, PreviousRun, wall_stamp
+from safety_monitor.nodes.incompatible_qos import IncompatibleQos
 from safety_monitor.nodes.log_throttle import LogThrottle
 from safety_monitor.nodes.params import declare, declare_hardware_id, declare_topics, fix_use_sim_time
 from safety_monitor.nodes.raw_decode import rclpy_decoder
@@ -116,9 +117,10 @@ class MonitorNode(Node):
         self._diag_pub = self.create_publisher(T.DiagnosticArray, self.topics.diagnostics, qos.DIAGNOSTICS)
         self._beat_pub = self.create_publisher(T.DiagnosticArray, self.topics.heartbeat, qos.DIAGNOSTICS)
         self.create_subscription(T.DiagnosticArray, self.topics.episode, self._on_marker, qos.EPISODE)
+        self._incompatible = IncompatibleQos(self, _predicates_remedy, self._publish_diagnostics)
         if subscribe_predicates:
             self._read_predicates = rclpy_decoder(MessageType.DIAGNOSTIC_ARRAY, T.DiagnosticArray)
-            self.create_subscription(
+            self._incompatible.subscribe(
                 T.DiagnosticArray, self.topics.predicates, self._on_predicates, qos.PREDICATES, raw=True
             )
 
@@ -320,7 +322,8 @@ class MonitorNode(Node):
         elif status is InputStatus.TIME_BACKWARDS:
             problem = (m.ERROR, f"time went backwards: frames before {sup.backwards_from:.3f} s dropped")
         elif status is InputStatus.WAITING:
-            problem = (m.STALE, "waiting for predicates")
+            refused = self._incompatible.text(self.topics.predicates)
+            problem = (m.STALE, f"waiting for predicates: {refused}" if refused else "waiting for predicates")
         elif status is InputStatus.FROZEN:
             problem = (m.STALE, f"predicates frozen: their stamp stood still for {self.params.predicates_frozen_s} s")
         elif status is InputStatus.STALE:
@@ -356,6 +359,7 @@ class MonitorNode(Node):
             ("lost_frames", str(sup.lost_frames)),
             ("late_start_markers", str(sup.late_markers)),
             ("rollouts_without_end_marker", str(sup.missing_markers)),
+            *self._incompatible.values(),
         ]
         self._diag_pub.publish(
             cdr.write_diagnostics(
@@ -422,6 +426,14 @@ class MonitorNode(Node):
                 f"{' or ' + str(self.event_log.fallback) if self.event_log.fallback else ''}: "
                 f"{health.error}"
             )
+
+
+def _predicates_remedy(policy: str) -> str:
+    """What accepts a predicates publisher the monitor refused: the monitor never takes best effort, since a
+    frame lost is a frame never checked."""
+    if policy == "RELIABILITY":
+        return "publish predicates reliable (a lost frame would be a frame never checked)"
+    return ""
 
 
 def _secs(t: float | None) -> str:
