@@ -11,8 +11,10 @@ import pytest
 
 from safety_monitor.cli import main
 from safety_monitor.cli.nodes import summarize, summary_lines
+from safety_monitor.enums import MonitorState
 from safety_monitor.nodes.alerts import NO_MONITOR, AlertBoard, counterexample_lines
 
+RUNNING = MonitorState.RUNNING
 WAIT_S = 120.0  # only a broken run waits this long for a condition: a slow, loaded machine passes far below it
 
 SPECS = """
@@ -91,6 +93,7 @@ def test_board_says_whether_a_monitor_is_heard():
     clock.now += 2.0
     assert board.lines()[0].startswith("NO MONITOR HEARD for 2.0 s")
     assert board.snapshot()["monitor"] == {
+        "state": "none",
         "alive": False,
         "silent_s": 2.0,
         "pid": None,
@@ -99,14 +102,33 @@ def test_board_says_whether_a_monitor_is_heard():
         "level": None,
         "summary": None,
     }
-    board.hear({"pid": 41, "seq": 0, "robot": "r1", "level": "OK", "summary": "no open violation"})
+    board.hear({"pid": 41, "seq": 0, "robot": "r1", "level": "OK", "summary": "no open violation", "state": RUNNING})
     assert board.lines()[0] == "MONITOR pid 41 alive: OK no open violation"
     clock.now += 1.5  # no beat for longer than SILENT_S (1 s)
     assert board.lines()[0].startswith("MONITOR pid 41 SILENT for 1.5 s")
     assert not board.monitor()["alive"]
-    board.hear({"pid": 41, "seq": 1, "robot": "r1", "level": "OK", "summary": "no open violation"})
+    board.hear({"pid": 41, "seq": 1, "robot": "r1", "level": "OK", "summary": "no open violation", "state": RUNNING})
     clock.now += 4.0  # a monitor beating every 1.5 s is heard for three of its periods
     assert board.monitor()["alive"] and board.monitor()["seq"] == 1
+
+
+def test_a_monitor_whose_last_beat_said_stopped_is_stopped_not_silent():
+    """A clean stop's last heartbeat says `stopped`: the console shows STOPPED however long the silence after
+    it lasts (SILENT is for a monitor that died, paused or was cut off), and a new process is heard again."""
+    from safety_monitor.enums import Heard
+
+    clock = Clock()
+    board = AlertBoard(clock=clock)
+    board.hear({"pid": 41, "seq": 0, "robot": "r1", "level": "OK", "summary": "no open violation", "state": RUNNING})
+    board.hear(
+        {"pid": 41, "seq": 1, "robot": "r1", "level": "STALE", "summary": "stopped", "state": MonitorState.STOPPED}
+    )
+    clock.now += 600.0
+    assert board.monitor()["state"] is Heard.STOPPED and not board.monitor()["alive"]
+    assert board.lines()[0] == "MONITOR pid 41 STOPPED 600.0 s ago (a clean stop); last: STALE stopped"
+    assert json.loads(json.dumps(board.snapshot()))["monitor"]["state"] == "stopped"
+    board.hear({"pid": 42, "seq": 0, "robot": "r1", "level": "OK", "summary": "no open violation", "state": RUNNING})
+    assert board.monitor()["state"] is Heard.ALIVE
 
 
 class FakeScreen:
@@ -158,10 +180,17 @@ def test_the_plain_view_is_reprinted_when_the_heartbeat_changes_its_word(events)
     board, shown = AlertBoard(), []
     beats = iter(
         [
-            {"pid": 7, "seq": 0, "robot": "r1", "level": "OK", "summary": "no open violation"},
-            {"pid": 7, "seq": 1, "robot": "r1", "level": "ERROR", "summary": "1 open: never_a"},
-            {"pid": 7, "seq": 2, "robot": "r1", "level": "ERROR", "summary": "1 open: never_a"},
-            {"pid": 7, "seq": 3, "robot": "r1", "level": "STALE", "summary": "no advancing predicates"},
+            {"pid": 7, "seq": 0, "robot": "r1", "level": "OK", "summary": "no open violation", "state": RUNNING},
+            {"pid": 7, "seq": 1, "robot": "r1", "level": "ERROR", "summary": "1 open: never_a", "state": RUNNING},
+            {"pid": 7, "seq": 2, "robot": "r1", "level": "ERROR", "summary": "1 open: never_a", "state": RUNNING},
+            {
+                "pid": 7,
+                "seq": 3,
+                "robot": "r1",
+                "level": "STALE",
+                "summary": "no advancing predicates",
+                "state": RUNNING,
+            },
         ]
     )
 

@@ -27,7 +27,8 @@ Supervisor's steps: the log, the events topic, /diagnostics and the heartbeat.
 Liveness and restarts: `safety_monitor/heartbeat` carries a status every `heartbeat_period_s` with a
 sequence number and the process id, so an external watchdog tells a dead or paused monitor (no
 beats) from a restarted one (new pid, sequence from 0); it also carries the log's state (`event_log`:
-OK, HOLDING n, FALLBACK, LOST n). A monitor that finds the previous run died (its `<log>.running`
+OK, HOLDING n, FALLBACK, LOST n) and `state`: a clean stop's last beat says `stopped` (with the violations
+open at that moment), so its silence afterwards is not read as a death. A monitor that finds the previous run died (its `<log>.running`
 left behind, or its log not ending with a clean stop's record: event_log.py) cuts a torn last log
 line, logs and publishes a `state_lost` event (property
 `*`), and reports ERROR with every property STALE ("state lost") until the next rollout starts (a
@@ -46,9 +47,10 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from rclpy.clock import Clock, ClockType
+from rclpy.duration import Duration
 from rclpy.node import Node
 
-from safety_monitor.enums import EventKind, IssueKind
+from safety_monitor.enums import EventKind, IssueKind, MonitorState
 from safety_monitor.errors import SourceError
 from safety_monitor.frames import PredicateSample, StreamIssue
 from safety_monitor.io import cdr
@@ -68,6 +70,9 @@ from safety_monitor.pipeline.supervisor import NOTHING, InputStatus, Rollout, Ro
 from safety_monitor.settings import MonitorSettings
 
 _MARKER_ISSUES = frozenset({IssueKind.LATE_MARKER, IssueKind.MISSING_MARKER})  # shown on /diagnostics at once
+# A clean stop waits this long at most for its last heartbeat to be acknowledged by every subscriber (one
+# SIGKILLed meanwhile never answers): milliseconds on a live graph, and the teardown has TEARDOWN_LIMIT_S.
+STOP_ACK_S = 1.0
 
 
 def default_log_path(namespace: str) -> Path:
@@ -136,12 +141,13 @@ class MonitorNode(Node):
         self._beats = 0
         self._summary: tuple[int, str] = (m.STALE, "starting")  # the last summary published
         self._state_lost: str | None = None
+        self._stopped: tuple[str, ...] | None = None  # once stopped cleanly: the violations open at that moment
         if lost is not None:
             self._declare_state_lost(lost)
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(min(0.1, p.predicates_timeout_s / 2, p.predicates_frozen_s / 2), self._watchdog, clock=steady)
         self.create_timer(p.diagnostics_period_s, self._on_period, clock=steady)
-        self.create_timer(p.heartbeat_period_s, self._heartbeat, clock=steady)
+        self.create_timer(p.heartbeat_period_s, lambda: self._heartbeat(MonitorState.RUNNING), clock=steady)
         self.get_logger().info(
             f"{len(self.monitor.automata)} properties from {specs}; events -> {self.topics.events} and {self.log_path}"
         )
@@ -328,7 +334,10 @@ class MonitorNode(Node):
             problem = (m.STALE, f"predicates frozen: their stamp stood still for {self.params.predicates_frozen_s} s")
         elif status is InputStatus.STALE:
             problem = (m.STALE, f"no advancing predicates for more than {self.params.predicates_timeout_s} s")
-        if problem is not None:  # a violation seen open stays ERROR while the monitor is blind to the rest
+        if self._stopped is not None:  # a clean stop's last word: nothing is checked from here on
+            held = self._stopped
+            summary = (m.ERROR, f"stopped with {len(held)} open: {', '.join(held)}") if held else (m.STALE, "stopped")
+        elif problem is not None:  # a violation seen open stays ERROR while the monitor is blind to the rest
             summary = (m.ERROR, f"{violations}; {problem[1]}") if violations else problem
         elif violations:
             summary = (m.ERROR, violations)
@@ -389,12 +398,18 @@ class MonitorNode(Node):
         ]
         return (level, f"safety_monitor/{self.hardware_id}: event log", message, self.hardware_id, values)
 
-    def _heartbeat(self) -> None:
-        """Liveness for an external watchdog: sequence number, process id and the summary level."""
+    def _heartbeat(self, state: MonitorState) -> None:
+        """Liveness for an external watchdog: sequence number, process id, the summary level and `state`
+        (`stopped` on a clean stop's last beat, so silence after it is not read as a death)."""
         if not self.context.ok():
             return
         level, message = self._summary
-        values = [("seq", str(self._beats)), ("pid", str(os.getpid())), ("event_log", str(self.event_log.health))]
+        values = [
+            ("seq", str(self._beats)),
+            ("pid", str(os.getpid())),
+            ("event_log", str(self.event_log.health)),
+            ("state", state.value),
+        ]
         self._beat_pub.publish(
             cdr.write_diagnostics(
                 now_stamp(self),
@@ -404,12 +419,25 @@ class MonitorNode(Node):
         self._beats += 1
 
     def destroy_node(self) -> None:
-        """Close the running trace (its end-of-trace events reach the log), the log itself, and mark
-        the run finished (a `.running` file left behind tells the next monitor this one died)."""
+        """Close the running trace (its end-of-trace events reach the log), say the stop, close the log
+        and mark the run finished (a `.running` file left behind tells the next monitor this one died)."""
         if self._log_open():  # not destroyed yet
+            open_at_stop = tuple(sorted(self._open))
             self._render(self.supervisor.finish(self._now()))
+            self._say_stopped(open_at_stop)
         self._close_log()
         super().destroy_node()
+
+    def _say_stopped(self, open_at_stop: tuple[str, ...]) -> None:
+        """A last summary on /diagnostics and a last heartbeat with state `stopped`, naming the violations
+        open when the stop came (the trace's end closed them): without it a clean stop looked like a death
+        to anyone watching the beats (a console said SILENT). Waits (at most STOP_ACK_S) until the beat
+        is acknowledged: the publisher goes right after."""
+        self._stopped = open_at_stop
+        self._publish_diagnostics()
+        self._heartbeat(MonitorState.STOPPED)
+        if self.context.ok():
+            self._beat_pub.wait_for_all_acked(Duration(seconds=STOP_ACK_S))
 
     def _log_open(self) -> bool:
         return hasattr(self, "event_log") and self.event_log.is_open  # none yet when _start failed early
