@@ -188,6 +188,59 @@ def test_a_best_effort_predicates_publisher_is_named_on_diagnostics(harness):
     assert values[f"incompatible_qos.{h.monitor.topics.predicates}"] == "RELIABILITY x1"
 
 
+def test_a_violation_between_two_heartbeats_is_in_the_next_one_and_counted(tmp_path):
+    """A violation that opens and recovers between two heartbeats (one period is 0.2 s) never reached a
+    beat's summary, so the console's status line never showed it. The next beat is now ERROR and names it,
+    and every beat counts the violations so far. Beats are sent by hand here: the timer's are an hour apart."""
+    from safety_monitor.enums import MonitorState
+    from safety_monitor.nodes.alerts import AlertBoard, subscribe
+    from safety_monitor.nodes.monitor_node import MonitorNode
+
+    specs = tmp_path / "specs.yaml"
+    specs.write_text(SPECS)
+    ns = "/t" + uuid.uuid4().hex[:8]
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    monitor = MonitorNode(
+        subscribe_predicates=False,
+        context=context,
+        namespace=ns,
+        parameter_overrides=[
+            Parameter("specs", value=str(specs)),
+            Parameter("events_log", value=str(tmp_path / "events.jsonl")),
+            Parameter("heartbeat_period_s", value=3600.0),
+        ],
+    )
+    probe = rclpy.create_node("console", context=context)
+    board = AlertBoard()
+    subscribe(probe, board, ns, lambda: None)
+    executor = rclpy.executors.SingleThreadedExecutor(context=context)
+    executor.add_node(monitor)
+    executor.add_node(probe)
+
+    def beat():
+        seq = board.beat["seq"] + 1 if board.beat else 0
+        monitor._heartbeat(MonitorState.RUNNING)
+        spin_until(executor, lambda: board.beat is not None and board.beat["seq"] == seq)
+        return board.lines()[0]
+
+    try:
+        spin_until(executor, lambda: monitor._beat_pub.get_subscription_count() >= 1)
+        monitor.on_sample(m.PredicateSample(values={"a": False, "b": False}, t=1.0))
+        assert beat().endswith("alive: OK no open violation")
+        monitor.on_sample(m.PredicateSample(values={"a": True, "b": False}, t=1.002))  # never_a opens
+        monitor.on_sample(m.PredicateSample(values={"a": False, "b": False}, t=1.004))  # and recovers
+        assert beat().endswith(
+            "alive: ERROR no open violation; since the last beat: never_a opened and closed [1 violation opened so far]"
+        )
+        assert beat().endswith("alive: OK no open violation [1 violation opened so far]")
+    finally:
+        executor.shutdown()  # closes its callback generator first: it holds the entities in use (rclpy)
+        monitor.destroy_node()
+        probe.destroy_node()
+        context.try_shutdown()
+
+
 def test_end_marker_closes_the_trace_and_a_start_marker_names_the_next(harness):
     h = harness
     h.marker_pub.publish(marker_msg(h.types, EpisodeMarker(START, 0, 1.0, task="demo", fault="f", seed=7)))

@@ -233,7 +233,8 @@ def test_a_clean_stop_says_stopped_with_its_open_violations_and_the_console_show
     mon = board.monitor()
     assert mon["state"] is Heard.STOPPED and not mon["alive"] and mon["level"] == "ERROR"
     assert board.lines()[0] == (
-        f"MONITOR pid {pid} STOPPED 3600.0 s ago (a clean stop); last: ERROR stopped with 1 open: never_a"
+        f"MONITOR pid {pid} STOPPED 3600.0 s ago (a clean stop); last: ERROR stopped with 1 open: never_a "
+        "[1 violation opened so far]"
     )
     spin_after_exit(cell, lambda: "stopped" in cell.level("monitor")[1])  # /diagnostics: the same last word
     assert cell.level("monitor") == (S.ERROR, "stopped with 1 open: never_a")

@@ -77,6 +77,7 @@ class AlertBoard:
                 "robot": None,
                 "level": None,
                 "summary": None,
+                "violations": None,
             }
         silent = now - beat["heard_at"]
         if beat["state"] is MonitorState.STOPPED:
@@ -87,7 +88,7 @@ class AlertBoard:
             "state": state,
             "alive": state is Heard.ALIVE,
             "silent_s": round(silent, 3),
-            **{k: beat[k] for k in ("pid", "seq", "robot", "level", "summary")},
+            **{k: beat[k] for k in ("pid", "seq", "robot", "level", "summary", "violations")},
         }
 
     def update(self, events: Iterable[dict[str, Any]], publisher: Any = None) -> None:
@@ -161,6 +162,8 @@ def monitor_line(mon: dict[str, Any]) -> str:
     if state is Heard.NONE:
         return f"NO MONITOR HEARD for {mon['silent_s']:.1f} s (no heartbeat: the lists below may be incomplete)"
     said = f"{mon['level']} {mon['summary']}"
+    if mon["violations"]:  # every one, a violation shorter than a heartbeat period included
+        said += f" [{mon['violations']} violation{'s' if mon['violations'] != 1 else ''} opened so far]"
     if state is Heard.STOPPED:
         return f"MONITOR pid {mon['pid']} STOPPED {mon['silent_s']:.1f} s ago (a clean stop); last: {said}"
     if state is Heard.SILENT:
@@ -170,7 +173,8 @@ def monitor_line(mon: dict[str, Any]) -> str:
 
 def heartbeat_of(msg: Any) -> dict[str, Any]:
     """A heartbeat DiagnosticArray (monitor_node._heartbeat) -> pid, seq, robot, level name, summary, state
-    (`running` where a monitor does not say). Raises IndexError, KeyError or ValueError on anything else."""
+    (`running` where a monitor does not say) and violations opened so far (None where it does not say).
+    Raises IndexError, KeyError or ValueError on anything else."""
     status = msg.status[0]
     values = {str(kv.key): str(kv.value) for kv in status.values}
     level = status.level[0] if isinstance(status.level, bytes) else status.level
@@ -181,6 +185,7 @@ def heartbeat_of(msg: Any) -> dict[str, Any]:
         "level": LEVELS[level],
         "summary": str(status.message),
         "state": MonitorState(values.get("state", MonitorState.RUNNING)),
+        "violations": int(values["violations"]) if "violations" in values else None,
     }
 
 
@@ -340,7 +345,7 @@ def _plain_loop(board: AlertBoard, spin, changed: list[bool], show: Callable[[st
     while True:
         spin()
         mon = board.monitor()
-        heard = mon["state"], mon["pid"], mon["level"], mon["summary"]
+        heard = mon["state"], mon["pid"], mon["level"], mon["summary"], mon["violations"]
         if changed[0] or heard != shown:
             changed[0], shown = False, heard
             show("\n".join(board.lines() + ["-" * 60]))

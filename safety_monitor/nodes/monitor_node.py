@@ -28,7 +28,9 @@ Liveness and restarts: `safety_monitor/heartbeat` carries a status every `heartb
 sequence number and the process id, so an external watchdog tells a dead or paused monitor (no
 beats) from a restarted one (new pid, sequence from 0); it also carries the log's state (`event_log`:
 OK, HOLDING n, FALLBACK, LOST n) and `state`: a clean stop's last beat says `stopped` (with the violations
-open at that moment), so its silence afterwards is not read as a death. A monitor that finds the previous run died (its `<log>.running`
+open at that moment), so its silence afterwards is not read as a death; `violations` counts the
+violations opened so far, and a violation that opened and closed between two beats turns the next beat
+ERROR, named, so a console's status line sees it however short it was. A monitor that finds the previous run died (its `<log>.running`
 left behind, or its log not ending with a clean stop's record: event_log.py) cuts a torn last log
 line, logs and publishes a `state_lost` event (property
 `*`), and reports ERROR with every property STALE ("state lost") until the next rollout starts (a
@@ -139,6 +141,7 @@ class MonitorNode(Node):
         self._stale_streams: frozenset[str] = frozenset()
         self._lost_period = self._lost_reported = 0  # frames lost in the last diagnostics period, and before it
         self._beats = 0
+        self._opened_since_beat: list[str] = []  # properties whose violations opened since the last heartbeat
         self._summary: tuple[int, str] = (m.STALE, "starting")  # the last summary published
         self._state_lost: str | None = None
         self._stopped: tuple[str, ...] | None = None  # once stopped cleanly: the violations open at that moment
@@ -269,6 +272,7 @@ class MonitorNode(Node):
             if kind == EventKind.OPENED:
                 self._open[name] = event
                 self._episodes[name] += 1
+                self._opened_since_beat.append(name)
             elif kind.closes:
                 self._open.pop(name, None)
                 self._closed[name] = e
@@ -400,15 +404,22 @@ class MonitorNode(Node):
 
     def _heartbeat(self, state: MonitorState) -> None:
         """Liveness for an external watchdog: sequence number, process id, the summary level and `state`
-        (`stopped` on a clean stop's last beat, so silence after it is not read as a death)."""
+        (`stopped` on a clean stop's last beat, so silence after it is not read as a death), and what the
+        summary alone would miss: `violations` opened by this process so far, and, ERROR, the violations
+        that opened and closed since the last beat (shorter than a period, no beat's summary had them)."""
         if not self.context.ok():
             return
         level, message = self._summary
+        shown = set(self._open).union(self._stopped or ())
+        passed = [name for name in dict.fromkeys(self._opened_since_beat) if name not in shown]
+        if passed:
+            level, message = m.ERROR, f"{message}; since the last beat: {', '.join(passed)} opened and closed"
         values = [
             ("seq", str(self._beats)),
             ("pid", str(os.getpid())),
             ("event_log", str(self.event_log.health)),
             ("state", state.value),
+            ("violations", str(sum(self._episodes.values()))),
         ]
         self._beat_pub.publish(
             cdr.write_diagnostics(
@@ -417,6 +428,7 @@ class MonitorNode(Node):
             )
         )
         self._beats += 1
+        self._opened_since_beat.clear()
 
     def destroy_node(self) -> None:
         """Close the running trace (its end-of-trace events reach the log), say the stop, close the log
