@@ -406,3 +406,25 @@ def test_a_stop_before_the_first_episode_says_so_in_one_line(tmp_path, monkeypat
         "safety-monitor sim: interrupted before the first episode started: "
         f"nothing monitored; --record {bag}: no bag written\n"
     )
+
+
+def test_sim_namespace_reaches_the_nodes_and_is_refused_without_them(tmp_path, monkeypatch, capsys):
+    """`--namespace NS` runs the nodes in NS (their clock on NS/clock, as sim.launch.py namespace:=NS); a
+    physics-only run has no nodes, so it refuses the option rather than ignore it."""
+    from safety_monitor.nodes import run_inprocess
+
+    given = []
+
+    def record(options):
+        given.append(options)
+        return run_inprocess.LiveRun(
+            rollouts=[], wall_s=0.1, events_log=tmp_path / "e.jsonl", bags=[], interrupted=True
+        )
+
+    monkeypatch.setattr(run_inprocess, "run", record)
+    assert main(["sim", "--namespace", "lab/arm1", "--events", str(tmp_path / "e.jsonl")]) == 0
+    assert [o.namespace for o in given] == ["/lab/arm1"]
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exited:
+        main(["sim", "--physics-only", "--namespace", "arm1"])
+    assert exited.value.code == 2 and "argument --namespace: not allowed with --physics-only" in capsys.readouterr().err
