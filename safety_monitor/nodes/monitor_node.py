@@ -30,12 +30,12 @@ beats) from a restarted one (new pid, sequence from 0); it also carries the log'
 OK, HOLDING n, FALLBACK, LOST n) and `state`: a clean stop's last beat says `stopped` (with the violations
 open at that moment), so its silence afterwards is not read as a death; `violations` counts the
 violations opened so far, and a violation that opened and closed between two beats turns the next beat
-ERROR, named, so a console's status line sees it however short it was. A monitor that finds the previous run died (its `<log>.running`
-left behind, or its log not ending with a clean stop's record: event_log.py) cuts a torn last log
-line, logs and publishes a `state_lost` event (property
-`*`), and reports ERROR with every property STALE ("state lost") until the next rollout starts (a
-start marker stamped after the last frame it saw, arriving between traces; the markers' transient
-history does not count); violations it observes meanwhile still report ERROR.
+ERROR, named, so a console's status line sees it however short it was. A monitor that finds the
+previous run died (its `<log>.running` left behind, or its log not ending with a clean stop's record:
+event_log.py) cuts a torn last log line, logs and publishes a `state_lost` event (property `*`), and
+reports ERROR with every property STALE ("state lost") until the next rollout starts (a start marker
+stamped after the last frame it saw, arriving between traces; the markers' transient history does not
+count); violations it observes meanwhile still report ERROR.
 
 Rollouts: without episode markers the whole run is one trace, closed when the node shuts down. With
 markers (the sim), a trace closes once the frame at the `end` marker's time has been stepped.

@@ -4,13 +4,14 @@ The same nodes `ros2 launch safety_monitor sim.launch.py` starts as separate pro
 same parameter file (config/nodes.yaml), talking over the same topics, except that the estimator hands
 each frame to the monitor directly, as in `monitor_stack`; so this works where `ros2 launch` is not
 installed. Under a namespace every node runs in it and `/clock` is remapped to `<namespace>/clock`, as
-`sim.launch.py` does, so two namespaced runs on one ROS domain keep their own time. The sim node runs in lockstep pace: it publishes the next frame as
-soon as the estimator's predicates for all but `max_in_flight` earlier frames came back, so the run
-goes as fast as the pipeline consumes and loses no frame. It ends by itself once the monitor has
-closed the trace of every episode, and returns the monitor's rollouts for the summary. One
-executor on one thread spins every node (`runtime.make_executor`). An event log or a --record bag that
-refuses writes (a full disk) stops the run: the nodes close (the log keeps whole lines, the bag what was
-written) and one SafetyMonitorError says why.
+`sim.launch.py` does, so two namespaced runs on one ROS domain keep their own time. The sim node runs in
+lockstep pace: it publishes the next frame as soon as the estimator's predicates for all but
+`max_in_flight` earlier frames came back, so the run goes as fast as the pipeline consumes and loses no
+frame. It ends by itself once the monitor has closed the trace of every episode, and returns the
+monitor's rollouts for the summary. One executor on one thread spins every node
+(`runtime.make_executor`). An event log or a --record bag that refuses writes (a full disk) stops the
+run: the nodes close (the log keeps whole lines, the bag what was written) and one SafetyMonitorError
+says why.
 """
 
 from __future__ import annotations
