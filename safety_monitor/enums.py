@@ -3,6 +3,7 @@
 `EventKind`: what a monitor reports about a property (and `STATE_LOST` about itself).
 `LogRecordKind`: the event log's own records (never published): runs starting and stopping, the log reopened.
 `IssueKind`: what went wrong with an input message or stream (the pipeline reports these; replay counts them).
+`MonitorState`: what a monitor's heartbeat says of the monitor itself; `Heard`: what the console makes of them.
 """
 
 from __future__ import annotations
@@ -45,6 +46,22 @@ class LogRecordKind(StrEnum):
     MONITOR_STOPPED = "monitor_stopped"  # a clean stop's last record: a log ending otherwise means the run died
     LOG_REOPENED = "log_reopened"  # the log was deleted or replaced while open and is written at its path again
     EVENTS_LOST = "events_lost"  # events published while no file took them, beyond what could be held
+
+
+class MonitorState(StrEnum):
+    """The heartbeat's value `state` (nodes/monitor_node.py)."""
+
+    RUNNING = "running"
+    STOPPED = "stopped"  # its last beat: a clean stop (SIGINT, SIGTERM, a launch's shutdown)
+
+
+class Heard(StrEnum):
+    """What the alerts console makes of a monitor's heartbeats (nodes/alerts.py)."""
+
+    NONE = "none"  # no heartbeat yet
+    ALIVE = "alive"  # beating
+    SILENT = "silent"  # no beat for a while, and no stop said: dead, paused or cut off
+    STOPPED = "stopped"  # its last beat said it stopped cleanly
 
 
 class IssueKind(StrEnum):

@@ -11,6 +11,7 @@ import pytest
 
 from safety_monitor.cli import main
 from safety_monitor.cli.nodes import summarize, summary_lines
+from safety_monitor.enums import MonitorState
 from safety_monitor.nodes.alerts import NO_MONITOR, AlertBoard, counterexample_lines
 
 WAIT_S = 120.0  # only a broken run waits this long for a condition: a slow, loaded machine passes far below it
@@ -77,6 +78,19 @@ def test_an_event_line_says_its_wall_clock_time(events):
     assert line.endswith("[r1] run 1 rollout 0 never_a opened at frame 3 t=1.006s")
 
 
+def beat(pid, seq, level, summary, state=MonitorState.RUNNING, violations=None):
+    """A heartbeat as `heartbeat_of` reads it."""
+    return {
+        "pid": pid,
+        "seq": seq,
+        "robot": "r1",
+        "level": level,
+        "summary": summary,
+        "state": state,
+        "violations": violations,
+    }
+
+
 class Clock:
     def __init__(self) -> None:
         self.now = 100.0
@@ -91,6 +105,7 @@ def test_board_says_whether_a_monitor_is_heard():
     clock.now += 2.0
     assert board.lines()[0].startswith("NO MONITOR HEARD for 2.0 s")
     assert board.snapshot()["monitor"] == {
+        "state": "none",
         "alive": False,
         "silent_s": 2.0,
         "pid": None,
@@ -98,15 +113,33 @@ def test_board_says_whether_a_monitor_is_heard():
         "robot": None,
         "level": None,
         "summary": None,
+        "violations": None,
     }
-    board.hear({"pid": 41, "seq": 0, "robot": "r1", "level": "OK", "summary": "no open violation"})
+    board.hear(beat(41, 0, "OK", "no open violation"))
     assert board.lines()[0] == "MONITOR pid 41 alive: OK no open violation"
     clock.now += 1.5  # no beat for longer than SILENT_S (1 s)
     assert board.lines()[0].startswith("MONITOR pid 41 SILENT for 1.5 s")
     assert not board.monitor()["alive"]
-    board.hear({"pid": 41, "seq": 1, "robot": "r1", "level": "OK", "summary": "no open violation"})
+    board.hear(beat(41, 1, "OK", "no open violation"))
     clock.now += 4.0  # a monitor beating every 1.5 s is heard for three of its periods
     assert board.monitor()["alive"] and board.monitor()["seq"] == 1
+
+
+def test_a_monitor_whose_last_beat_said_stopped_is_stopped_not_silent():
+    """A clean stop's last heartbeat says `stopped`: the console shows STOPPED however long the silence after
+    it lasts (SILENT is for a monitor that died, paused or was cut off), and a new process is heard again."""
+    from safety_monitor.enums import Heard
+
+    clock = Clock()
+    board = AlertBoard(clock=clock)
+    board.hear(beat(41, 0, "OK", "no open violation"))
+    board.hear(beat(41, 1, "STALE", "stopped", MonitorState.STOPPED))
+    clock.now += 600.0
+    assert board.monitor()["state"] is Heard.STOPPED and not board.monitor()["alive"]
+    assert board.lines()[0] == "MONITOR pid 41 STOPPED 600.0 s ago (a clean stop); last: STALE stopped"
+    assert json.loads(json.dumps(board.snapshot()))["monitor"]["state"] == "stopped"
+    board.hear(beat(42, 0, "OK", "no open violation"))
+    assert board.monitor()["state"] is Heard.ALIVE
 
 
 class FakeScreen:
@@ -158,18 +191,18 @@ def test_the_plain_view_is_reprinted_when_the_heartbeat_changes_its_word(events)
     board, shown = AlertBoard(), []
     beats = iter(
         [
-            {"pid": 7, "seq": 0, "robot": "r1", "level": "OK", "summary": "no open violation"},
-            {"pid": 7, "seq": 1, "robot": "r1", "level": "ERROR", "summary": "1 open: never_a"},
-            {"pid": 7, "seq": 2, "robot": "r1", "level": "ERROR", "summary": "1 open: never_a"},
-            {"pid": 7, "seq": 3, "robot": "r1", "level": "STALE", "summary": "no advancing predicates"},
+            beat(7, 0, "OK", "no open violation"),
+            beat(7, 1, "ERROR", "1 open: never_a"),
+            beat(7, 2, "ERROR", "1 open: never_a"),
+            beat(7, 3, "STALE", "no advancing predicates"),
         ]
     )
 
     def spin() -> None:
-        beat = next(beats, None)
-        if beat is None:
+        heard = next(beats, None)
+        if heard is None:
             raise KeyboardInterrupt  # the console's way out
-        board.hear(beat)
+        board.hear(heard)
 
     board.update(events[:1])
     with pytest.raises(KeyboardInterrupt):
@@ -373,3 +406,25 @@ def test_a_stop_before_the_first_episode_says_so_in_one_line(tmp_path, monkeypat
         "safety-monitor sim: interrupted before the first episode started: "
         f"nothing monitored; --record {bag}: no bag written\n"
     )
+
+
+def test_sim_namespace_reaches_the_nodes_and_is_refused_without_them(tmp_path, monkeypatch, capsys):
+    """`--namespace NS` runs the nodes in NS (their clock on NS/clock, as sim.launch.py namespace:=NS); a
+    physics-only run has no nodes, so it refuses the option rather than ignore it."""
+    from safety_monitor.nodes import run_inprocess
+
+    given = []
+
+    def record(options):
+        given.append(options)
+        return run_inprocess.LiveRun(
+            rollouts=[], wall_s=0.1, events_log=tmp_path / "e.jsonl", bags=[], interrupted=True
+        )
+
+    monkeypatch.setattr(run_inprocess, "run", record)
+    assert main(["sim", "--namespace", "lab/arm1", "--events", str(tmp_path / "e.jsonl")]) == 0
+    assert [o.namespace for o in given] == ["/lab/arm1"]
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exited:
+        main(["sim", "--physics-only", "--namespace", "arm1"])
+    assert exited.value.code == 2 and "argument --namespace: not allowed with --physics-only" in capsys.readouterr().err

@@ -13,6 +13,7 @@ import pytest
 rclpy = pytest.importorskip("rclpy")
 
 from rclpy.parameter import Parameter  # noqa: E402
+from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from two_property_specs import SPECS  # noqa: E402
 
 from safety_monitor.enums import EventKind  # noqa: E402
@@ -58,7 +59,7 @@ def harness(tmp_path, request):
     probe = rclpy.create_node("probe", namespace=ns, context=context)
     T = m.rclpy_types()
     h = type("H", (), {})()
-    h.monitor, h.log, h.ns, h.types = monitor, log, ns, T
+    h.monitor, h.probe, h.log, h.ns, h.types = monitor, probe, log, ns, T
     h.events, h.logged_first, h.diagnostics = [], [], []
 
     def on_events(msg):
@@ -166,6 +167,78 @@ def test_an_open_violation_stays_in_the_summary_while_predicates_are_stale(harne
     summary = [(lvl, msg) for name, lvl, msg in h.diagnostics if name == "monitor"][-1]
     assert summary[0] == S.ERROR and summary[1].startswith("1 open: never_a; no advancing predicates")
     assert level_of(h, "never_a") == S.ERROR
+
+
+def test_a_best_effort_predicates_publisher_is_named_on_diagnostics(harness):
+    """A best-effort predicates publisher (an external estimator on sensor-data QoS) against the monitor's
+    reliable subscription: no frame ever arrives, and the summary only said 'waiting for predicates'. It now
+    names the refused policy and the remedy, and counts it, as the estimator does for its inputs."""
+    h, S = harness, harness.types.DiagnosticStatus
+    received = []
+    h.probe.create_subscription(
+        h.types.DiagnosticArray, "/diagnostics", lambda msg: received.extend(msg.status), qos.DIAGNOSTICS
+    )
+    best_effort = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
+    h.probe.create_publisher(h.types.DiagnosticArray, "safety_monitor/predicates", best_effort)
+    said = "waiting for predicates: a publisher offers QoS incompatible with this subscription (RELIABILITY)"
+    spin_until(h.executor, lambda: any(said in s.message for s in received if s.name.endswith(": monitor")))
+    summary = next(s for s in received if said in s.message)
+    assert summary.level == S.STALE and "publish predicates reliable" in summary.message
+    values = {kv.key: kv.value for kv in summary.values}
+    assert values[f"incompatible_qos.{h.monitor.topics.predicates}"] == "RELIABILITY x1"
+
+
+def test_a_violation_between_two_heartbeats_is_in_the_next_one_and_counted(tmp_path):
+    """A violation that opens and recovers between two heartbeats (one period is 0.2 s) never reached a
+    beat's summary, so the console's status line never showed it. The next beat is now ERROR and names it,
+    and every beat counts the violations so far. Beats are sent by hand here: the timer's are an hour apart."""
+    from safety_monitor.enums import MonitorState
+    from safety_monitor.nodes.alerts import AlertBoard, subscribe
+    from safety_monitor.nodes.monitor_node import MonitorNode
+
+    specs = tmp_path / "specs.yaml"
+    specs.write_text(SPECS)
+    ns = "/t" + uuid.uuid4().hex[:8]
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    monitor = MonitorNode(
+        subscribe_predicates=False,
+        context=context,
+        namespace=ns,
+        parameter_overrides=[
+            Parameter("specs", value=str(specs)),
+            Parameter("events_log", value=str(tmp_path / "events.jsonl")),
+            Parameter("heartbeat_period_s", value=3600.0),
+        ],
+    )
+    probe = rclpy.create_node("console", context=context)
+    board = AlertBoard()
+    subscribe(probe, board, ns, lambda: None)
+    executor = rclpy.executors.SingleThreadedExecutor(context=context)
+    executor.add_node(monitor)
+    executor.add_node(probe)
+
+    def beat():
+        seq = board.beat["seq"] + 1 if board.beat else 0
+        monitor._heartbeat(MonitorState.RUNNING)
+        spin_until(executor, lambda: board.beat is not None and board.beat["seq"] == seq)
+        return board.lines()[0]
+
+    try:
+        spin_until(executor, lambda: monitor._beat_pub.get_subscription_count() >= 1)
+        monitor.on_sample(m.PredicateSample(values={"a": False, "b": False}, t=1.0))
+        assert beat().endswith("alive: OK no open violation")
+        monitor.on_sample(m.PredicateSample(values={"a": True, "b": False}, t=1.002))  # never_a opens
+        monitor.on_sample(m.PredicateSample(values={"a": False, "b": False}, t=1.004))  # and recovers
+        assert beat().endswith(
+            "alive: ERROR no open violation; since the last beat: never_a opened and closed [1 violation opened so far]"
+        )
+        assert beat().endswith("alive: OK no open violation [1 violation opened so far]")
+    finally:
+        executor.shutdown()  # closes its callback generator first: it holds the entities in use (rclpy)
+        monitor.destroy_node()
+        probe.destroy_node()
+        context.try_shutdown()
 
 
 def test_end_marker_closes_the_trace_and_a_start_marker_names_the_next(harness):

@@ -185,12 +185,74 @@ def cell(tmp_path):
         c.close()
 
 
-def test_kill9_keeps_every_published_event_whole_and_the_restart_says_its_state_was_lost(cell):
+class Clock:
+    """A console's clock that moves only when told: silence is read from it, not from how fast a spin went."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def console(cell):
+    """An alerts board fed from the probe node, on a clock the test moves."""
+    from safety_monitor.nodes.alerts import AlertBoard, subscribe
+
+    clock = Clock()
+    board = AlertBoard(clock=clock)
+    subscribe(cell.node, board, "", lambda: None)
+    return board, clock
+
+
+def spin_after_exit(cell, condition):
+    """Spin the probe until `condition()`: the monitor has exited, so Cell.spin_until (which fails on that) won't do."""
+    end = time.monotonic() + WAIT_S
+    while not condition():
+        assert time.monotonic() < end, f"timed out; monitor output: {cell.output()}"
+        cell.executor.spin_once(timeout_sec=0.02)
+
+
+def test_a_clean_stop_says_stopped_with_its_open_violations_and_the_console_shows_stopped_not_silent(cell):
+    """A monitor stopped by SIGINT or SIGTERM (a launch's shutdown) beat no last word, so the console, once
+    the beats ended, called it SILENT (dead, paused or cut off). Its last heartbeat now says `stopped`, with
+    the violations open at that moment, and the console shows STOPPED however long the silence after it."""
+    from safety_monitor.enums import Heard
+
     S = cell.T.DiagnosticStatus
+    board, clock = console(cell)
+    pid = cell.proc.pid
+    cell.spin_until(lambda: board.monitor()["pid"] == pid)
+    assert board.monitor()["state"] is Heard.ALIVE
+    cell.send(a=True)  # never_a opens and is still open at the stop
+    cell.spin_until(lambda: any(e["kind"] == "opened" for e in cell.events))
+    cell.kill(signal.SIGTERM)
+    assert cell.proc.wait(timeout=WAIT_S) == 0
+    spin_after_exit(cell, lambda: board.monitor()["state"] is Heard.STOPPED)
+    clock.now += 3600.0
+    mon = board.monitor()
+    assert mon["state"] is Heard.STOPPED and not mon["alive"] and mon["level"] == "ERROR"
+    assert board.lines()[0] == (
+        f"MONITOR pid {pid} STOPPED 3600.0 s ago (a clean stop); last: ERROR stopped with 1 open: never_a "
+        "[1 violation opened so far]"
+    )
+    spin_after_exit(cell, lambda: "stopped" in cell.level("monitor")[1])  # /diagnostics: the same last word
+    assert cell.level("monitor") == (S.ERROR, "stopped with 1 open: never_a")
+
+
+def test_kill9_keeps_every_published_event_whole_and_the_restart_says_its_state_was_lost(cell):
+    from safety_monitor.enums import Heard
+
+    S = cell.T.DiagnosticStatus
+    board, clock = console(cell)
     for i in range(40):  # a on every 4th frame: never_a opens and recovers ten times
         cell.send(a=i % 4 == 0)
     cell.spin_until(lambda: len(cell.events) >= 12)
+    cell.spin_until(lambda: board.monitor()["pid"] == cell.proc.pid)
     cell.kill()  # mid-run: no clean shutdown, the trace is left open
+    spin_after_exit(cell, lambda: True)
+    clock.now += 3600.0
+    assert board.monitor()["state"] is Heard.SILENT  # a death stays silence, never a stop
     published = [dict(e) for e in cell.events]
     logged = [r for r in cell.logged() if r["kind"] != "monitor_started"]  # every line parses: none is torn
     assert published == logged[: len(published)]  # every event published before the kill was logged

@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TypedDict
 
+from safety_monitor.arguments import ros_namespace
 from safety_monitor.enums import EventKind
 
 if TYPE_CHECKING:
@@ -76,6 +77,14 @@ def add_live_arguments(parser: argparse.ArgumentParser) -> None:
         "episode when there are several)",
     )
     parser.add_argument("--storage", choices=("mcap", "db3"), help="storage of the --record bag (default mcap)")
+    parser.add_argument(
+        "--namespace",
+        type=ros_namespace,
+        default="/",
+        metavar="NS",
+        help="run every node in this ROS namespace, the clock on <NS>/clock, as sim.launch.py namespace:=NS "
+        "(default /: the root)",
+    )
 
 
 def run_sim(args: argparse.Namespace) -> int:
@@ -96,6 +105,7 @@ def run_sim(args: argparse.Namespace) -> int:
                     events=args.events,
                     record=args.record,
                     storage=args.storage or LiveRunOptions.storage,
+                    namespace=args.namespace,
                 )
             )
         )

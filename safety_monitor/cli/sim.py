@@ -58,8 +58,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=handle, _parser=parser)
 
 
-_RUN_OPTIONS = ("fault", "episodes", "seed", "physics_only", "events", "record", "storage")
-_LIVE_ONLY = ("events", "record", "storage")
+_RUN_OPTIONS = ("fault", "episodes", "seed", "physics_only", "events", "record", "storage", "namespace")
+_LIVE_ONLY = ("events", "record", "storage", "namespace")
 
 
 def _check_combinations(args: argparse.Namespace) -> None:
@@ -75,8 +75,8 @@ def _check_combinations(args: argparse.Namespace) -> None:
             parser.error(f"{_flags(ignored)} not allowed with {listing} (it lists and exits, running nothing)")
     elif args.physics_only and (live := [d for d in given if d in _LIVE_ONLY]):
         parser.error(
-            f"{_flags(live)} not allowed with --physics-only (MuJoCo alone: no monitor events to log, "
-            "no ROS topics to record)"
+            f"{_flags(live)} not allowed with --physics-only (MuJoCo alone: no ROS nodes, no monitor events to log, "
+            "no topics to record)"
         )
     elif args.storage is not None and not args.record:
         parser.error("argument --storage: needs --record (it is the storage of the recorded bag)")

@@ -2,7 +2,8 @@
 
 The events topic is transient local, so a console started late still gets the monitor's history.
 An empty list is only reassuring while a monitor is heard, so the first line says whether the
-monitor's heartbeat (`safety_monitor/heartbeat`) is heard, and from which pid. Each monitor process
+monitor's heartbeat (`safety_monitor/heartbeat`) is heard, and from which pid, or whether its last beat
+said it stopped cleanly (STOPPED, never SILENT: silence without that word is a death). Each monitor process
 restarts its rollouts from 0, so events are also labelled with their run: the n-th events publisher
 this console heard.
 Views: an interactive curses screen (arrows select a violation, q quits), a plain view reprinted on
@@ -24,7 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from safety_monitor.arguments import number, whole
-from safety_monitor.enums import EventKind
+from safety_monitor.enums import EventKind, Heard, MonitorState
 
 EVENTS_TOPIC = "safety_monitor/events"
 HEARTBEAT_TOPIC = "safety_monitor/heartbeat"
@@ -63,10 +64,12 @@ class AlertBoard:
         self.beat = {**beat, "heard_at": now}
 
     def monitor(self) -> dict[str, Any]:
-        """Whether a monitor is heard (`alive`), for how long it has been silent, and its last heartbeat."""
+        """What is heard of the monitor (`state`; `alive` while it beats), for how long it has been silent, and
+        its last heartbeat."""
         beat, now = self.beat, self.clock()
         if beat is None:
             return {
+                "state": Heard.NONE,
                 "alive": False,
                 "silent_s": round(now - self.started, 3),
                 "pid": None,
@@ -74,12 +77,18 @@ class AlertBoard:
                 "robot": None,
                 "level": None,
                 "summary": None,
+                "violations": None,
             }
         silent = now - beat["heard_at"]
+        if beat["state"] is MonitorState.STOPPED:
+            state = Heard.STOPPED
+        else:
+            state = Heard.ALIVE if silent <= max(SILENT_S, 3 * self._beat_gap) else Heard.SILENT
         return {
-            "alive": silent <= max(SILENT_S, 3 * self._beat_gap),
+            "state": state,
+            "alive": state is Heard.ALIVE,
             "silent_s": round(silent, 3),
-            **{k: beat[k] for k in ("pid", "seq", "robot", "level", "summary")},
+            **{k: beat[k] for k in ("pid", "seq", "robot", "level", "summary", "violations")},
         }
 
     def update(self, events: Iterable[dict[str, Any]], publisher: Any = None) -> None:
@@ -148,17 +157,23 @@ class AlertBoard:
 
 
 def monitor_line(mon: dict[str, Any]) -> str:
-    """The status line: no monitor heard, the heard one gone silent, or alive with its summary."""
-    if mon["level"] is None:
+    """The status line: no monitor heard, the heard one stopped or gone silent, or alive with its summary."""
+    state = mon["state"]
+    if state is Heard.NONE:
         return f"NO MONITOR HEARD for {mon['silent_s']:.1f} s (no heartbeat: the lists below may be incomplete)"
     said = f"{mon['level']} {mon['summary']}"
-    if not mon["alive"]:
+    if mon["violations"]:  # every one, a violation shorter than a heartbeat period included
+        said += f" [{mon['violations']} violation{'s' if mon['violations'] != 1 else ''} opened so far]"
+    if state is Heard.STOPPED:
+        return f"MONITOR pid {mon['pid']} STOPPED {mon['silent_s']:.1f} s ago (a clean stop); last: {said}"
+    if state is Heard.SILENT:
         return f"MONITOR pid {mon['pid']} SILENT for {mon['silent_s']:.1f} s (dead, paused or cut off); last: {said}"
     return f"MONITOR pid {mon['pid']} alive: {said}"
 
 
 def heartbeat_of(msg: Any) -> dict[str, Any]:
-    """A heartbeat DiagnosticArray (monitor_node._heartbeat) -> pid, seq, robot, level name, summary.
+    """A heartbeat DiagnosticArray (monitor_node._heartbeat) -> pid, seq, robot, level name, summary, state
+    (`running` where a monitor does not say) and violations opened so far (None where it does not say).
     Raises IndexError, KeyError or ValueError on anything else."""
     status = msg.status[0]
     values = {str(kv.key): str(kv.value) for kv in status.values}
@@ -169,6 +184,8 @@ def heartbeat_of(msg: Any) -> dict[str, Any]:
         "robot": str(status.hardware_id),
         "level": LEVELS[level],
         "summary": str(status.message),
+        "state": MonitorState(values.get("state", MonitorState.RUNNING)),
+        "violations": int(values["violations"]) if "violations" in values else None,
     }
 
 
@@ -242,9 +259,15 @@ def watch(args: argparse.Namespace) -> int:
         if args.once or args.json:
             collect(spin, sub, board, args.timeout)
             print(json.dumps(board.snapshot(), indent=2) if args.json else "\n".join(board.lines()))
-            if not board.monitor()["alive"]:
+            mon = board.monitor()
+            if not mon["alive"]:
                 beats = node.resolve_topic_name(HEARTBEAT_TOPIC)
-                print(f"alerts: no monitor heard on {beats} within {args.timeout:g} s", file=sys.stderr)
+                print(
+                    f"alerts: the monitor (pid {mon['pid']}) on {beats} has stopped"
+                    if mon["state"] is Heard.STOPPED
+                    else f"alerts: no monitor heard on {beats} within {args.timeout:g} s",
+                    file=sys.stderr,
+                )
                 code = NO_MONITOR
         elif sys.stdout.isatty():
             import curses
@@ -322,7 +345,7 @@ def _plain_loop(board: AlertBoard, spin, changed: list[bool], show: Callable[[st
     while True:
         spin()
         mon = board.monitor()
-        heard = mon["alive"], mon["pid"], mon["level"], mon["summary"]
+        heard = mon["state"], mon["pid"], mon["level"], mon["summary"], mon["violations"]
         if changed[0] or heard != shown:
             changed[0], shown = False, heard
             show("\n".join(board.lines() + ["-" * 60]))

@@ -27,9 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from rclpy.clock import Clock, ClockType
-from rclpy.event_handler import QoSRequestedIncompatibleQoSInfo, SubscriptionEventCallbacks
 from rclpy.node import Node
-from rclpy.qos import qos_policy_name_from_kind
 
 from safety_monitor.enums import IssueKind
 from safety_monitor.errors import SafetyMonitorError, SourceError
@@ -40,6 +38,7 @@ from safety_monitor.io import messages as m
 from safety_monitor.nodes import qos
 from safety_monitor.nodes.episode_marker import read_marker
 from safety_monitor.nodes.frame_load import FrameLoad, LoadReport
+from safety_monitor.nodes.incompatible_qos import IncompatibleQos
 from safety_monitor.nodes.log_throttle import LogThrottle
 from safety_monitor.nodes.params import declare, declare_hardware_id, declare_topics, fix_use_sim_time
 from safety_monitor.nodes.raw_decode import rclpy_decoder
@@ -74,7 +73,7 @@ class EstimatorNode(Node):
         self.stage: Estimator  # with the subscriptions to the inputs, once the robot's model is known (`_ready`)
         self._ready = False
         self._description_problem = ""  # why a received /robot_description could not be used
-        self._incompatible: dict[str, tuple[str, int]] = {}  # input topic -> (QoS policy, publishers) it refused
+        self._incompatible = IncompatibleQos(self, self._qos_remedy, self._publish_diagnostics)
         self.issues: Counter[str] = Counter()
         self._throttled = LogThrottle(self.get_logger())
         self.hardware_id = declare_hardware_id(self)
@@ -133,24 +132,12 @@ class EstimatorNode(Node):
 
     def _subscribe(self, msg_type, topic: str, callback: Callable[..., None], profile) -> None:
         """An input subscription (bytes) that reports a publisher whose QoS it cannot match."""
-        events = SubscriptionEventCallbacks(incompatible_qos=lambda info: self._on_incompatible_qos(topic, info))
-        self.create_subscription(msg_type, topic, callback, profile, raw=True, event_callbacks=events)
+        self._incompatible.subscribe(msg_type, topic, callback, profile, raw=True)
 
-    def _on_incompatible_qos(self, topic: str, info: QoSRequestedIncompatibleQoSInfo) -> None:
-        """A publisher on an input topic that this subscription cannot hear (a best-effort sensor against the
-        default reliable inputs, most often). rclpy's own warning names no remedy and /diagnostics would only
-        say 'waiting': say which policy and what accepts it, in the log and on /diagnostics."""
-        policy = qos_policy_name_from_kind(info.last_policy_kind)
-        self._incompatible[topic] = (policy, info.total_count)
-        self.get_logger().error(f"{topic}: {self._incompatible_text(topic)}")
-        self._publish_diagnostics()
-
-    def _incompatible_text(self, topic: str) -> str:
-        policy = self._incompatible[topic][0]
-        text = f"a publisher offers QoS incompatible with this subscription ({policy}): nothing it sends arrives"
+    def _qos_remedy(self, policy: str) -> str:
         if policy == "RELIABILITY" and not self.params.best_effort_inputs:
-            text += "; best_effort_inputs: true accepts best-effort publishers"
-        return text
+            return "best_effort_inputs: true accepts best-effort publishers"
+        return ""
 
     def _on_robot_description(self, msg) -> None:
         """The URDF from `robot_description_topic`: the robot description with it in place of its urdf: file."""
@@ -335,8 +322,8 @@ class EstimatorNode(Node):
             message = self._description_problem or f"waiting for {self.params.robot_description_topic}"
         elif self._last_joints is None:
             level, message = m.STALE, f"waiting for {self.topics.joint_states}"
-            if self.mapping.joint_states in self._incompatible:
-                message += f": {self._incompatible_text(self.mapping.joint_states)}"
+            if refused := self._incompatible.text(self.mapping.joint_states):
+                message += f": {refused}"
         elif self._stale:
             level = m.STALE
             message = f"no {self.topics.joint_states} for more than {self.params.joint_states_timeout_s} s"
@@ -372,7 +359,7 @@ class EstimatorNode(Node):
                 message = f"{sum(dropped.values())} {self.topics.joint_states} message(s) dropped ({kinds}); " + message
         values = [("frames", str(self.frames))] + [(f"issues.{k}", str(v)) for k, v in sorted(self.issues.items())]
         values += load.values() if load is not None else []
-        values += [(f"incompatible_qos.{t}", f"{policy} x{n}") for t, (policy, n) in sorted(self._incompatible.items())]
+        values += self._incompatible.values()
         hw = self.hardware_id
         self._diag_pub.publish(
             cdr.write_diagnostics(

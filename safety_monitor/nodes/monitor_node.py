@@ -27,12 +27,15 @@ Supervisor's steps: the log, the events topic, /diagnostics and the heartbeat.
 Liveness and restarts: `safety_monitor/heartbeat` carries a status every `heartbeat_period_s` with a
 sequence number and the process id, so an external watchdog tells a dead or paused monitor (no
 beats) from a restarted one (new pid, sequence from 0); it also carries the log's state (`event_log`:
-OK, HOLDING n, FALLBACK, LOST n). A monitor that finds the previous run died (its `<log>.running`
-left behind, or its log not ending with a clean stop's record: event_log.py) cuts a torn last log
-line, logs and publishes a `state_lost` event (property
-`*`), and reports ERROR with every property STALE ("state lost") until the next rollout starts (a
-start marker stamped after the last frame it saw, arriving between traces; the markers' transient
-history does not count); violations it observes meanwhile still report ERROR.
+OK, HOLDING n, FALLBACK, LOST n) and `state`: a clean stop's last beat says `stopped` (with the violations
+open at that moment), so its silence afterwards is not read as a death; `violations` counts the
+violations opened so far, and a violation that opened and closed between two beats turns the next beat
+ERROR, named, so a console's status line sees it however short it was. A monitor that finds the
+previous run died (its `<log>.running` left behind, or its log not ending with a clean stop's record:
+event_log.py) cuts a torn last log line, logs and publishes a `state_lost` event (property `*`), and
+reports ERROR with every property STALE ("state lost") until the next rollout starts (a start marker
+stamped after the last frame it saw, arriving between traces; the markers' transient history does not
+count); violations it observes meanwhile still report ERROR.
 
 Rollouts: without episode markers the whole run is one trace, closed when the node shuts down. With
 markers (the sim), a trace closes once the frame at the `end` marker's time has been stepped.
@@ -48,7 +51,7 @@ from pathlib import Path
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 
-from safety_monitor.enums import EventKind, IssueKind
+from safety_monitor.enums import EventKind, IssueKind, MonitorState
 from safety_monitor.errors import SourceError
 from safety_monitor.frames import PredicateSample, StreamIssue
 from safety_monitor.io import cdr
@@ -57,6 +60,7 @@ from safety_monitor.monitor.events import Event
 from safety_monitor.nodes import qos
 from safety_monitor.nodes.episode_marker import read_marker
 from safety_monitor.nodes.event_log import EventLog, LogHealth, LogState, PreviousRun, wall_stamp
+from safety_monitor.nodes.incompatible_qos import IncompatibleQos
 from safety_monitor.nodes.log_throttle import LogThrottle
 from safety_monitor.nodes.params import declare, declare_hardware_id, declare_topics, fix_use_sim_time
 from safety_monitor.nodes.raw_decode import rclpy_decoder
@@ -116,9 +120,10 @@ class MonitorNode(Node):
         self._diag_pub = self.create_publisher(T.DiagnosticArray, self.topics.diagnostics, qos.DIAGNOSTICS)
         self._beat_pub = self.create_publisher(T.DiagnosticArray, self.topics.heartbeat, qos.DIAGNOSTICS)
         self.create_subscription(T.DiagnosticArray, self.topics.episode, self._on_marker, qos.EPISODE)
+        self._incompatible = IncompatibleQos(self, _predicates_remedy, self._publish_diagnostics)
         if subscribe_predicates:
             self._read_predicates = rclpy_decoder(MessageType.DIAGNOSTIC_ARRAY, T.DiagnosticArray)
-            self.create_subscription(
+            self._incompatible.subscribe(
                 T.DiagnosticArray, self.topics.predicates, self._on_predicates, qos.PREDICATES, raw=True
             )
 
@@ -132,14 +137,16 @@ class MonitorNode(Node):
         self._stale_streams: frozenset[str] = frozenset()
         self._lost_period = self._lost_reported = 0  # frames lost in the last diagnostics period, and before it
         self._beats = 0
+        self._opened_since_beat: list[str] = []  # properties whose violations opened since the last heartbeat
         self._summary: tuple[int, str] = (m.STALE, "starting")  # the last summary published
         self._state_lost: str | None = None
+        self._stopped: tuple[str, ...] | None = None  # once stopped cleanly: the violations open at that moment
         if lost is not None:
             self._declare_state_lost(lost)
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(min(0.1, p.predicates_timeout_s / 2, p.predicates_frozen_s / 2), self._watchdog, clock=steady)
         self.create_timer(p.diagnostics_period_s, self._on_period, clock=steady)
-        self.create_timer(p.heartbeat_period_s, self._heartbeat, clock=steady)
+        self.create_timer(p.heartbeat_period_s, lambda: self._heartbeat(MonitorState.RUNNING), clock=steady)
         self.get_logger().info(
             f"{len(self.monitor.automata)} properties from {specs}; events -> {self.topics.events} and {self.log_path}"
         )
@@ -261,6 +268,7 @@ class MonitorNode(Node):
             if kind == EventKind.OPENED:
                 self._open[name] = event
                 self._episodes[name] += 1
+                self._opened_since_beat.append(name)
             elif kind.closes:
                 self._open.pop(name, None)
                 self._closed[name] = e
@@ -320,12 +328,16 @@ class MonitorNode(Node):
         elif status is InputStatus.TIME_BACKWARDS:
             problem = (m.ERROR, f"time went backwards: frames before {sup.backwards_from:.3f} s dropped")
         elif status is InputStatus.WAITING:
-            problem = (m.STALE, "waiting for predicates")
+            refused = self._incompatible.text(self.topics.predicates)
+            problem = (m.STALE, f"waiting for predicates: {refused}" if refused else "waiting for predicates")
         elif status is InputStatus.FROZEN:
             problem = (m.STALE, f"predicates frozen: their stamp stood still for {self.params.predicates_frozen_s} s")
         elif status is InputStatus.STALE:
             problem = (m.STALE, f"no advancing predicates for more than {self.params.predicates_timeout_s} s")
-        if problem is not None:  # a violation seen open stays ERROR while the monitor is blind to the rest
+        if self._stopped is not None:  # a clean stop's last word: nothing is checked from here on
+            held = self._stopped
+            summary = (m.ERROR, f"stopped with {len(held)} open: {', '.join(held)}") if held else (m.STALE, "stopped")
+        elif problem is not None:  # a violation seen open stays ERROR while the monitor is blind to the rest
             summary = (m.ERROR, f"{violations}; {problem[1]}") if violations else problem
         elif violations:
             summary = (m.ERROR, violations)
@@ -356,6 +368,7 @@ class MonitorNode(Node):
             ("lost_frames", str(sup.lost_frames)),
             ("late_start_markers", str(sup.late_markers)),
             ("rollouts_without_end_marker", str(sup.missing_markers)),
+            *self._incompatible.values(),
         ]
         self._diag_pub.publish(
             cdr.write_diagnostics(
@@ -385,12 +398,25 @@ class MonitorNode(Node):
         ]
         return (level, f"safety_monitor/{self.hardware_id}: event log", message, self.hardware_id, values)
 
-    def _heartbeat(self) -> None:
-        """Liveness for an external watchdog: sequence number, process id and the summary level."""
+    def _heartbeat(self, state: MonitorState) -> None:
+        """Liveness for an external watchdog: sequence number, process id, the summary level and `state`
+        (`stopped` on a clean stop's last beat, so silence after it is not read as a death), and what the
+        summary alone would miss: `violations` opened by this process so far, and, ERROR, the violations
+        that opened and closed since the last beat (shorter than a period, no beat's summary had them)."""
         if not self.context.ok():
             return
         level, message = self._summary
-        values = [("seq", str(self._beats)), ("pid", str(os.getpid())), ("event_log", str(self.event_log.health))]
+        shown = set(self._open).union(self._stopped or ())
+        passed = [name for name in dict.fromkeys(self._opened_since_beat) if name not in shown]
+        if passed:
+            level, message = m.ERROR, f"{message}; since the last beat: {', '.join(passed)} opened and closed"
+        values = [
+            ("seq", str(self._beats)),
+            ("pid", str(os.getpid())),
+            ("event_log", str(self.event_log.health)),
+            ("state", state.value),
+            ("violations", str(sum(self._episodes.values()))),
+        ]
         self._beat_pub.publish(
             cdr.write_diagnostics(
                 now_stamp(self),
@@ -398,14 +424,28 @@ class MonitorNode(Node):
             )
         )
         self._beats += 1
+        self._opened_since_beat.clear()
 
     def destroy_node(self) -> None:
-        """Close the running trace (its end-of-trace events reach the log), the log itself, and mark
-        the run finished (a `.running` file left behind tells the next monitor this one died)."""
+        """Close the running trace (its end-of-trace events reach the log), say the stop, close the log
+        and mark the run finished (a `.running` file left behind tells the next monitor this one died)."""
         if self._log_open():  # not destroyed yet
+            open_at_stop = tuple(sorted(self._open))
             self._render(self.supervisor.finish(self._now()))
+            self._say_stopped(open_at_stop)
         self._close_log()
         super().destroy_node()
+
+    def _say_stopped(self, open_at_stop: tuple[str, ...]) -> None:
+        """A last summary on /diagnostics and a last heartbeat with state `stopped`, naming the violations
+        open when the stop came (the trace's end closed them): without it a clean stop looked like a death
+        to anyone watching the beats (a console said SILENT). Not waited for: Fast DDS acknowledges at its
+        writer's heartbeat (every 3 s by default), so `wait_for_all_acked` held each stop up for its whole
+        limit (1.2 s against 0.2 s measured here), and the beat arrived without it; one lost on the way
+        leaves a console at SILENT, as before."""
+        self._stopped = open_at_stop
+        self._publish_diagnostics()
+        self._heartbeat(MonitorState.STOPPED)
 
     def _log_open(self) -> bool:
         return hasattr(self, "event_log") and self.event_log.is_open  # none yet when _start failed early
@@ -422,6 +462,14 @@ class MonitorNode(Node):
                 f"{' or ' + str(self.event_log.fallback) if self.event_log.fallback else ''}: "
                 f"{health.error}"
             )
+
+
+def _predicates_remedy(policy: str) -> str:
+    """What accepts a predicates publisher the monitor refused: the monitor never takes best effort, since a
+    frame lost is a frame never checked."""
+    if policy == "RELIABILITY":
+        return "publish predicates reliable (a lost frame would be a frame never checked)"
+    return ""
 
 
 def _secs(t: float | None) -> str:

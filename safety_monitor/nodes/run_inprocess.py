@@ -3,13 +3,15 @@
 The same nodes `ros2 launch safety_monitor sim.launch.py` starts as separate processes, with the
 same parameter file (config/nodes.yaml), talking over the same topics, except that the estimator hands
 each frame to the monitor directly, as in `monitor_stack`; so this works where `ros2 launch` is not
-installed. The sim node runs in lockstep pace: it publishes the next frame as
-soon as the estimator's predicates for all but `max_in_flight` earlier frames came back, so the run
-goes as fast as the pipeline consumes and loses no frame. It ends by itself once the monitor has
-closed the trace of every episode, and returns the monitor's rollouts for the summary. One
-executor on one thread spins every node (`runtime.make_executor`). An event log or a --record bag that
-refuses writes (a full disk) stops the run: the nodes close (the log keeps whole lines, the bag what was
-written) and one SafetyMonitorError says why.
+installed. Under a namespace every node runs in it and `/clock` is remapped to `<namespace>/clock`, as
+`sim.launch.py` does, so two namespaced runs on one ROS domain keep their own time. The sim node runs in
+lockstep pace: it publishes the next frame as soon as the estimator's predicates for all but
+`max_in_flight` earlier frames came back, so the run goes as fast as the pipeline consumes and loses no
+frame. It ends by itself once the monitor has closed the trace of every episode, and returns the
+monitor's rollouts for the summary. One executor on one thread spins every node
+(`runtime.make_executor`). An event log or a --record bag that refuses writes (a full disk) stops the
+run: the nodes close (the log keeps whole lines, the bag what was written) and one SafetyMonitorError
+says why.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ class LiveRunOptions:
     storage: str = "mcap"
     params_file: str = ""  # "" = the package's config/nodes.yaml
     timeout_s: float = 600.0  # wall-clock limit of the whole run
+    namespace: str = "/"  # of every node (an absolute ROS namespace; "/" = the root)
 
 
 @dataclass(frozen=True)
@@ -95,7 +98,14 @@ def _run(options: LiveRunOptions, stop: threading.Event) -> LiveRun:
 
     context = rclpy.Context()
     rclpy.init(args=[], context=context)  # a private context: rclpy installs no signal handler for it
-    common = {"context": context, "cli_args": ["--ros-args", "--params-file", str(params_file)]}
+    # /clock into the namespace (a no-op at the root), as sim.launch.py: one global clock for two sims made
+    # each monitor read the other's time
+    clock = ["-r", "/clock:=clock"]
+    common = {
+        "context": context,
+        "namespace": options.namespace,
+        "cli_args": ["--ros-args", "--params-file", str(params_file), *clock],
+    }
     nodes: list[Node] = []
     monitor = recorder = sim = executor = None
     log_failed = record_failed = False
