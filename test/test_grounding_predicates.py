@@ -328,6 +328,36 @@ def test_a_settle_timeout_over_frames_the_object_was_unseen_is_unknown_not_true(
     assert back[-1].values["object_settled"] and tri(back[-1:], "settle_timeout") == [False]
 
 
+def _dropped_sliding(gap: int) -> list:
+    """The cube dropped, then sliding at 0.2 m/s for 110 frames, unseen for `gap` frames from the 10th."""
+    s = Scene()
+    s.step(3)
+    s.grasp()
+    s.step(6)
+    s.release()
+    frames = []
+    for k in range(115):
+        if k == 14:
+            s.missing.add("cube")
+        if k == 14 + gap:
+            s.missing.clear()
+        frames.append(s.step())
+        s.pos["cube"] = s.pos["cube"] + [0.0, 0.01, 0.0]
+    return frames
+
+
+def test_a_settle_timeout_after_a_gap_too_short_to_hide_a_settle_is_true():
+    """Settling takes the stability persistence (5 frames at rest): a gap of one frame between frames seen
+    moving cannot hide one, so the timeout 100 frames after the drop is true; a gap as long as the
+    persistence could, and the timeout is unknown."""
+    frames = _dropped_sliding(1)
+    drop = first_true(frames, "object_dropped")
+    assert drop < 14 and None in tri(frames, "object_settled")  # the gap is after the drop
+    assert tri(frames, "settle_timeout")[drop + 99 : drop + 101] == [False, True]
+    frames = _dropped_sliding(5)
+    assert tri(frames, "settle_timeout")[drop + 99 : drop + 101] == [False, None]
+
+
 def _released_above_the_bin() -> tuple[Scene, list]:
     """The cube grasped off the table, carried above the bin and let go: the scene and the five frames after."""
     s = Scene()
@@ -348,6 +378,20 @@ def test_a_transfer_timeout_over_frames_the_object_was_unseen_is_unknown_not_tru
     gap = s.step(100)
     assert "contained_settled" in gap[0].unknown
     assert None in tri(gap, "transfer_timeout") and True not in tri(gap, "transfer_timeout")
+
+
+def test_a_transfer_timeout_after_a_gap_too_short_to_hide_a_settle_is_true():
+    """The cube hangs above the bin, never inside it, and is unseen for one frame: it cannot have been
+    contained and at rest for the content-entry persistence unseen, so the timeout is true; unseen for that
+    long, it is unknown."""
+    for gap, timeout in ((1, True), (5, None)):
+        s, frames = _released_above_the_bin()
+        event = first_true(frames, "transfer_event")
+        s.missing.add("cube")
+        frames += [s.step() for _ in range(gap)]
+        s.missing.clear()
+        frames += s.step(100)
+        assert tri(frames, "transfer_timeout")[event + 99 : event + 101] == [False, timeout]
 
 
 def test_a_released_object_at_rest_settles_after_the_stability_persistence():
