@@ -442,6 +442,19 @@ def test_a_grasped_object_beyond_reach_is_out_of_sync_not_unknown():
     assert f.values["object_grasped"] and not f.values["object_sync"] and "object_sync" not in f.unknown
 
 
+def test_an_object_never_seen_may_be_out_of_sync_once_a_closed_gripper_could_hold_it():
+    """The mug's pose has not arrived yet. An open gripper holds nothing, and a closed one cannot have held
+    it for the grasp persistence in fewer frames: sync is true until then, unknown after (it may be held and
+    slipping), and true again once the mug is seen out of the fingers."""
+    s = Scene()
+    s.missing.add("mug")
+    assert tri(s.step(8), "object_sync") == [True] * 8
+    s.fingers = 0.024  # closed on nothing that is seen
+    assert tri(s.step(7), "object_sync") == [True] * 4 + [None] * 3
+    s.missing.clear()
+    assert tri(s.step(2), "object_sync") == [True, True]
+
+
 def test_missing_pose_is_unknown_held_and_reported_stale():
     s = Scene()
     s.step(3)

@@ -34,7 +34,8 @@ DOCS = {
         "grasp_persistence 0.25 s (5 frames at 20 Hz), both edges",
     ),
     "object_sync": PredicateDoc(
-        "every grasped object moves with the end-effector (true when nothing is grasped)",
+        "every grasped object moves with the end-effector (true when nothing is grasped; unknown while an unseen "
+        "object may be held: the gripper closed for the grasp persistence since it was last seen out of it)",
         "object poses, twin end-effector pose at the pose's measurement time",
         "grasp_slip 0.03 m / 0.3 rad over motion_window 0.05 s",
     ),
@@ -171,7 +172,10 @@ class GraspEstimator:
                 dropped_any = None
             if before or after:
                 engaged = True
-            if after or (debounced is None and raw is not None):  # grasped objects only; while the grasp
+            if raw is None and not after and debounced is None:  # unseen, not counted as grasped: unknown
+                if st.grip_run >= grasp_n and sync_all:  # once it may have been grasped (a closed gripper for
+                    sync_all = None  # the grasp persistence since it was last seen out of it), never before
+            elif after or debounced is None:  # grasped objects only; while the grasp
                 # evidence restarts after a pose gap, Kleene's (not grasped) or synced
                 slip = slips.get(o)
                 synced = None if slip is None else (slip[0] < slip_m and slip[1] < slip_rad)
