@@ -678,6 +678,62 @@ def test_pick_onset_pulses_and_ends_after_the_ten_frame_window():
     assert not any(series(away, "skill_pick_onset"))
 
 
+def test_pick_onset_is_unknown_while_an_object_in_reach_may_be_unseen():
+    """The cube, seen before, is lost from sight next to an open, empty gripper: an approach may begin unseen,
+    so the onset and the skill's end are unknown, not false. Seen again within reach, the approach may have
+    begun during the gap: its onset is unknown, and it is not pulsed again."""
+    s = Scene()
+    s.step(8)
+    s.missing.add("cube")
+    gap = s.step(4)
+    assert tri(gap, "skill_pick_onset") == [None] * 4 and tri(gap, "skill_pick_onset_end") == [None] * 4
+    s.missing.clear()
+    s.contacts[("finger_left", "cube")] = 0.04
+    back = s.step(3)
+    assert tri(back, "skill_pick_onset") == [None, False, False]
+    assert tri(back, "skill_pick_onset_end") == [False] * 3
+
+
+def test_a_long_pose_gap_in_a_running_pick_neither_ends_it_nor_starts_another():
+    """A pick approach under way loses its cube for 15 frames (beyond the 10-frame window). The gap is no
+    lapse: the skill runs on while it cannot have lapsed, then whether it did is unknown; seen approaching
+    again, it is the same attempt or one begun unseen (unknown), never a second certain onset."""
+    s = Scene()
+    s.step(8)
+    s.contacts[("finger_left", "cube")] = 0.04
+    assert tri([s.step()], "skill_pick_onset") == [True]
+    s.missing.add("cube")
+    gap = s.step(15)
+    assert tri(gap, "skill_pick_onset") == [False] * 10 + [None] * 5
+    assert tri(gap, "skill_pick_onset_end") == [False] * 10 + [None] * 5
+    s.missing.clear()
+    back = s.step(3)
+    assert tri(back, "skill_pick_onset") == [None, False, False]
+    assert tri(back, "skill_pick_onset_end") == [None, False, False]
+    short = Scene()  # a gap within the window changes nothing
+    short.step(8)
+    short.contacts[("finger_left", "cube")] = 0.04
+    short.step()
+    short.missing.add("cube")
+    frames = short.step(10)
+    short.missing.clear()
+    frames += short.step(3)
+    assert tri(frames, "skill_pick_onset") == [False] * 13 and tri(frames, "skill_pick_onset_end") == [False] * 13
+
+
+def test_place_onset_is_unknown_while_the_held_object_is_unseen():
+    """A lifted cube lost from sight may come within reach of a support unseen."""
+    s = Scene()
+    s.step(3)
+    s.grasp("cube")
+    s.step(6)
+    del s.contacts[("cube", "table")]
+    s.carry("cube", [0.0, 0.0, 0.2])
+    assert not any(series(s.step(2), "skill_place_onset"))
+    s.missing.add("cube")
+    assert tri(s.step(3), "skill_place_onset") == [None] * 3
+
+
 def test_pick_preconditions_fail_on_a_stacked_object():
     s = Scene()
     s.pos["mug"] = s.pos["cube"] + [0.0, 0.0, 0.07]  # the mug rests on the cube
