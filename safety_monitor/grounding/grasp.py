@@ -136,6 +136,7 @@ class GraspEstimator:
                 raw = None
                 if st.seen and not debounce.warming:
                     debounce.restart()
+                st.grip_run = st.grip_run + 1 if closed else 0
             else:
                 st.seen = True
                 touching = 0
@@ -143,7 +144,10 @@ class GraspEstimator:
                     if row.get(o, inf) <= clearance:
                         touching += 1
                 raw = closed and touching >= bilateral
-            st.grip_run = st.grip_run + 1 if closed and raw is not False else 0
+                if raw:
+                    st.grip_run += 1
+                elif st.grip_run:
+                    st.grip_run = 0
             before, resumed = debounce.value, debounce.warming
             debounced = debounce.step(raw)
             if raw:

@@ -115,7 +115,7 @@ class _Skill:
         self.target: str | None = None  # the attempt's target, kept after completion while the approach lasts
         self.active = False  # the attempt is under way (started, neither completed nor lapsed)
         self.misses = 0  # seen non-approaching frames since the last approach or unsure frame
-        self.possible = 0  # frames since the last seen approach (seen misses and unsure frames)
+        self.possible = 0  # frames since the last seen approach (seen misses and unsure frames), near unsure ones
         self.since_unsure = window + 1  # frames since the last unsure frame (beyond the window: none recent)
         self.ended: Tri = True  # `skill_<x>_onset_end` this frame
 
@@ -124,7 +124,30 @@ class _Skill:
         judged on (the attempt's, else the candidate; unread with neither) has completed; `unsure`, whether
         an unseen object may make the approach other than `candidate` says. Returns the onset pulse."""
         window = self.window
+        if unsure or self.since_unsure <= window:
+            return self._step_unsure(candidate, done, unsure)
+        # no unsure frame within the window (most frames): every run seen, so `possible` is `misses`, kept
+        # only once an unsure frame comes
+        if self.target is not None:
+            self.misses = 0 if candidate == self.target else self.misses + 1
+            if self.active and done:
+                self.active = False
+            if self.misses > window:
+                self.target, self.active = None, False
+            self.ended = not self.active
+            return False
+        if candidate is None or done:
+            self.ended = True
+            return False
+        self.target, self.active, self.misses, self.ended = candidate, True, 0, False
+        return True
+
+    def _step_unsure(self, candidate: str | None, done: bool, unsure: bool) -> Tri:
+        """`step` on an unsure frame and for the window after one."""
+        window = self.window
         recent = self.since_unsure <= window  # an attempt may have begun unseen, and may still run
+        if not recent:  # the first unsure frame after seen ones
+            self.possible = self.misses
         if unsure:
             self.since_unsure = 0
         elif recent:
