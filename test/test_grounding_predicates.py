@@ -328,6 +328,36 @@ def test_a_settle_timeout_over_frames_the_object_was_unseen_is_unknown_not_true(
     assert back[-1].values["object_settled"] and tri(back[-1:], "settle_timeout") == [False]
 
 
+def _dropped_sliding(gap: int) -> list:
+    """The cube dropped, then sliding at 0.2 m/s for 110 frames, unseen for `gap` frames from the 10th."""
+    s = Scene()
+    s.step(3)
+    s.grasp()
+    s.step(6)
+    s.release()
+    frames = []
+    for k in range(115):
+        if k == 14:
+            s.missing.add("cube")
+        if k == 14 + gap:
+            s.missing.clear()
+        frames.append(s.step())
+        s.pos["cube"] = s.pos["cube"] + [0.0, 0.01, 0.0]
+    return frames
+
+
+def test_a_settle_timeout_after_a_gap_too_short_to_hide_a_settle_is_true():
+    """Settling takes the stability persistence (5 frames at rest): a gap of one frame between frames seen
+    moving cannot hide one, so the timeout 100 frames after the drop is true; a gap as long as the
+    persistence could, and the timeout is unknown."""
+    frames = _dropped_sliding(1)
+    drop = first_true(frames, "object_dropped")
+    assert drop < 14 and None in tri(frames, "object_settled")  # the gap is after the drop
+    assert tri(frames, "settle_timeout")[drop + 99 : drop + 101] == [False, True]
+    frames = _dropped_sliding(5)
+    assert tri(frames, "settle_timeout")[drop + 99 : drop + 101] == [False, None]
+
+
 def _released_above_the_bin() -> tuple[Scene, list]:
     """The cube grasped off the table, carried above the bin and let go: the scene and the five frames after."""
     s = Scene()
@@ -348,6 +378,20 @@ def test_a_transfer_timeout_over_frames_the_object_was_unseen_is_unknown_not_tru
     gap = s.step(100)
     assert "contained_settled" in gap[0].unknown
     assert None in tri(gap, "transfer_timeout") and True not in tri(gap, "transfer_timeout")
+
+
+def test_a_transfer_timeout_after_a_gap_too_short_to_hide_a_settle_is_true():
+    """The cube hangs above the bin, never inside it, and is unseen for one frame: it cannot have been
+    contained and at rest for the content-entry persistence unseen, so the timeout is true; unseen for that
+    long, it is unknown."""
+    for gap, timeout in ((1, True), (5, None)):
+        s, frames = _released_above_the_bin()
+        event = first_true(frames, "transfer_event")
+        s.missing.add("cube")
+        frames += [s.step() for _ in range(gap)]
+        s.missing.clear()
+        frames += s.step(100)
+        assert tri(frames, "transfer_timeout")[event + 99 : event + 101] == [False, timeout]
 
 
 def test_a_released_object_at_rest_settles_after_the_stability_persistence():
@@ -396,6 +440,19 @@ def test_a_grasped_object_beyond_reach_is_out_of_sync_not_unknown():
         del s.contacts[(f, "cube")]
     f = s.step()
     assert f.values["object_grasped"] and not f.values["object_sync"] and "object_sync" not in f.unknown
+
+
+def test_an_object_never_seen_may_be_out_of_sync_once_a_closed_gripper_could_hold_it():
+    """The mug's pose has not arrived yet. An open gripper holds nothing, and a closed one cannot have held
+    it for the grasp persistence in fewer frames: sync is true until then, unknown after (it may be held and
+    slipping), and true again once the mug is seen out of the fingers."""
+    s = Scene()
+    s.missing.add("mug")
+    assert tri(s.step(8), "object_sync") == [True] * 8
+    s.fingers = 0.024  # closed on nothing that is seen
+    assert tri(s.step(7), "object_sync") == [True] * 4 + [None] * 3
+    s.missing.clear()
+    assert tri(s.step(2), "object_sync") == [True, True]
 
 
 def test_missing_pose_is_unknown_held_and_reported_stale():
@@ -619,6 +676,62 @@ def test_pick_onset_pulses_and_ends_after_the_ten_frame_window():
     away = s.step(12)
     assert series(away, "skill_pick_onset_end") == [False] * 10 + [True] * 2  # 10 non-approach frames tolerated
     assert not any(series(away, "skill_pick_onset"))
+
+
+def test_pick_onset_is_unknown_while_an_object_in_reach_may_be_unseen():
+    """The cube, seen before, is lost from sight next to an open, empty gripper: an approach may begin unseen,
+    so the onset and the skill's end are unknown, not false. Seen again within reach, the approach may have
+    begun during the gap: its onset is unknown, and it is not pulsed again."""
+    s = Scene()
+    s.step(8)
+    s.missing.add("cube")
+    gap = s.step(4)
+    assert tri(gap, "skill_pick_onset") == [None] * 4 and tri(gap, "skill_pick_onset_end") == [None] * 4
+    s.missing.clear()
+    s.contacts[("finger_left", "cube")] = 0.04
+    back = s.step(3)
+    assert tri(back, "skill_pick_onset") == [None, False, False]
+    assert tri(back, "skill_pick_onset_end") == [False] * 3
+
+
+def test_a_long_pose_gap_in_a_running_pick_neither_ends_it_nor_starts_another():
+    """A pick approach under way loses its cube for 15 frames (beyond the 10-frame window). The gap is no
+    lapse: the skill runs on while it cannot have lapsed, then whether it did is unknown; seen approaching
+    again, it is the same attempt or one begun unseen (unknown), never a second certain onset."""
+    s = Scene()
+    s.step(8)
+    s.contacts[("finger_left", "cube")] = 0.04
+    assert tri([s.step()], "skill_pick_onset") == [True]
+    s.missing.add("cube")
+    gap = s.step(15)
+    assert tri(gap, "skill_pick_onset") == [False] * 10 + [None] * 5
+    assert tri(gap, "skill_pick_onset_end") == [False] * 10 + [None] * 5
+    s.missing.clear()
+    back = s.step(3)
+    assert tri(back, "skill_pick_onset") == [None, False, False]
+    assert tri(back, "skill_pick_onset_end") == [None, False, False]
+    short = Scene()  # a gap within the window changes nothing
+    short.step(8)
+    short.contacts[("finger_left", "cube")] = 0.04
+    short.step()
+    short.missing.add("cube")
+    frames = short.step(10)
+    short.missing.clear()
+    frames += short.step(3)
+    assert tri(frames, "skill_pick_onset") == [False] * 13 and tri(frames, "skill_pick_onset_end") == [False] * 13
+
+
+def test_place_onset_is_unknown_while_the_held_object_is_unseen():
+    """A lifted cube lost from sight may come within reach of a support unseen."""
+    s = Scene()
+    s.step(3)
+    s.grasp("cube")
+    s.step(6)
+    del s.contacts[("cube", "table")]
+    s.carry("cube", [0.0, 0.0, 0.2])
+    assert not any(series(s.step(2), "skill_place_onset"))
+    s.missing.add("cube")
+    assert tri(s.step(3), "skill_place_onset") == [None] * 3
 
 
 def test_pick_preconditions_fail_on_a_stacked_object():

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from safety_monitor.grounding import _geomath
-from safety_monitor.grounding.debounce import SymmetricDebounce, Timer, Tri
+from safety_monitor.grounding.debounce import SymmetricDebounce, Timer, Tri, all3
 from safety_monitor.grounding.description import RobotDescription
 from safety_monitor.grounding.fixtures import object_inside
 from safety_monitor.grounding.geometry import Box, FrameGeometry
@@ -37,7 +37,7 @@ DOCS = {
     ),
     "transfer_timeout": PredicateDoc(
         "the current transfer has lasted the timeout without contained_settled (unknown if it may have settled "
-        "while unseen)",
+        "while unseen: for the content-entry persistence)",
         "transfer_event, contained_settled",
         "transfer_timeout 5 s (100 frames)",
     ),
@@ -59,6 +59,7 @@ class ContainmentEstimator:
         self.transfer: tuple[str, str] | None = None  # (object, container)
         self.timer = Timer(counts.transfer_timeout)
         self.settled = SymmetricDebounce(counts.content_entry_persistence)
+        self.maybe_settled = 0  # frames since the transfer's object was last seen not contained at rest
         # the last (object boxes, interiors) `_contained` was asked about, and its answer
         self._contained_for: tuple[Mapping[str, Box], Mapping[str, Box], Tri] | None = None
 
@@ -75,6 +76,7 @@ class ContainmentEstimator:
                     self.transfer = (o, c)
                     self.timer.start(inp.frame)
                     self.settled = SymmetricDebounce(self.counts.content_entry_persistence)
+                    self.maybe_settled = 0
         if self.transfer and self.grasp.grasped[self.transfer[0]]:
             self.transfer = None
             self.timer.stop()
@@ -84,12 +86,13 @@ class ContainmentEstimator:
             box = geo.object_boxes.get(o)
             inside = None if box is None else object_inside(box, geo.interiors[c], margin)
             stable = self.grasp.stable[o]
-            raw = None if inside is None or stable is None else (inside and stable)
+            raw = all3([inside, stable])  # Kleene: seen outside (or moving), it is not settled, unseen or not
             settled = self.settled.step(raw)
+            self.maybe_settled = 0 if raw is False else self.maybe_settled + 1
             if settled:
                 self.timer.stop()
-            elif settled is None:  # it may have settled unseen: a timeout is then unknown
-                self.timer.doubt()
+            elif self.maybe_settled >= self.counts.content_entry_persistence:
+                self.timer.doubt()  # it may have settled unseen (a shorter spell could not): a timeout is unknown
         return event, self._contained(geo, margin), settled, self.timer.expired(inp.frame)
 
     def _contained(self, geo: FrameGeometry, margin: float) -> Tri:

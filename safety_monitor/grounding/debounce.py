@@ -120,8 +120,8 @@ class StickyTrue:
 class Timer:
     """Frames elapsed since `start(frame)`; expired once `n` frames have passed (elapsed >= n).
 
-    `doubt()` says that whether the timer should have stopped was unknown on a frame since its start (the
-    object it waits for had no pose): an expiry is then unknown, not true, since it may have stopped unseen.
+    `doubt()` says that the timer may have stopped unseen since its start (what stops it, a settle, takes a
+    persistence, and the object it waits for was unknown for that long): an expiry is then unknown, not true.
     """
 
     def __init__(self, n: int):
@@ -140,7 +140,7 @@ class Timer:
         self.started_at, self.doubted = None, False
 
     def doubt(self) -> None:
-        """The stop condition was unknown this frame (no effect on a stopped timer)."""
+        """The stop condition may have held unseen (no effect on a stopped timer)."""
         if self.started_at is not None:
             self.doubted = True
 

@@ -34,7 +34,8 @@ DOCS = {
         "grasp_persistence 0.25 s (5 frames at 20 Hz), both edges",
     ),
     "object_sync": PredicateDoc(
-        "every grasped object moves with the end-effector (true when nothing is grasped)",
+        "every grasped object moves with the end-effector (true when nothing is grasped; unknown while an unseen "
+        "object may be held: the gripper closed for the grasp persistence since it was last seen out of it)",
         "object poses, twin end-effector pose at the pose's measurement time",
         "grasp_slip 0.03 m / 0.3 rad over motion_window 0.05 s",
     ),
@@ -64,7 +65,7 @@ DOCS = {
     ),
     "settle_timeout": PredicateDoc(
         "the focus object was dropped at least the settle timeout ago and has not settled or been re-grasped since "
-        "(unknown if it may have while unseen)",
+        "(unknown if it may have while unseen: for the stability or grasp persistence)",
         "object_dropped, object_settled",
         "settle_timeout 5 s (100 frames)",
     ),
@@ -81,6 +82,8 @@ class _ObjectGrasp:
         self.stable = StickyTrue(counts.stability_persistence)
         self.settle = Timer(counts.settle_timeout)
         self.seen = False  # its geometry was known on some frame (a gap can only follow that)
+        self.grip_run = 0  # frames since its raw grasp was last false (or the gripper open): it may be held
+        self.rest_run = 0  # frames since the drop that it may have rested (not seen moving) since last seen moving
         self.anchor: Box | None = None  # the object's box when the stability latch closed
         self.displaced: tuple[Box, Box, bool] | None = None  # (box, anchor, moved beyond the slip thresholds)
 
@@ -109,11 +112,13 @@ class GraspEstimator:
             m.grasp_slip_rad,
         )
         self._rest = (m.linear_stability_mps, m.angular_stability_radps)
+        self._persistence = (counts.grasp_persistence, counts.stability_persistence)
 
     def step(self, inp: FrameInputs) -> tuple[Tri, ...]:
         """This frame's values in DOCS order."""
         geo, frame, closed = inp.geometry, inp.frame, inp.gripper_closed
         clearance, bilateral, slip_m, slip_rad = self._grasp_limits
+        grasp_n, stable_n = self._persistence
         gaps, boxes, speeds, slips, unknown = geo.gaps, geo.object_boxes, inp.object_speed, inp.object_slip, geo.unknown
         fingers = [gaps.get(f, _NO_GAPS) for f in FINGER_PARTS] if closed else []  # open: nothing is held
         raws, grasped, stables, movings, inf = self.raw, self.grasped, self.stable, self.moving, math.inf
@@ -131,6 +136,7 @@ class GraspEstimator:
                 raw = None
                 if st.seen and not debounce.warming:
                     debounce.restart()
+                st.grip_run = st.grip_run + 1 if closed else 0
             else:
                 st.seen = True
                 touching = 0
@@ -138,6 +144,10 @@ class GraspEstimator:
                     if row.get(o, inf) <= clearance:
                         touching += 1
                 raw = closed and touching >= bilateral
+                if raw:
+                    st.grip_run += 1
+                elif st.grip_run:
+                    st.grip_run = 0
             before, resumed = debounce.value, debounce.warming
             debounced = debounce.step(raw)
             if raw:
@@ -157,6 +167,7 @@ class GraspEstimator:
             if before and not after:
                 just_dropped.append(o)
                 st.settle.start(frame)
+                st.rest_run = stable_n if resumed else 0  # dropped at an unknown frame: it may have rested since
                 if not resumed:
                     dropped_any = True
                 elif not dropped_any:  # decided by restarted evidence: at an unknown frame
@@ -165,7 +176,10 @@ class GraspEstimator:
                 dropped_any = None
             if before or after:
                 engaged = True
-            if after or (debounced is None and raw is not None):  # grasped objects only; while the grasp
+            if raw is None and not after and debounced is None:  # unseen, not counted as grasped: unknown
+                if st.grip_run >= grasp_n and sync_all:  # once it may have been grasped (a closed gripper for
+                    sync_all = None  # the grasp persistence since it was last seen out of it), never before
+            elif after or debounced is None:  # grasped objects only; while the grasp
                 # evidence restarts after a pose gap, Kleene's (not grasped) or synced
                 slip = slips.get(o)
                 synced = None if slip is None else (slip[0] < slip_m and slip[1] < slip_rad)
@@ -181,11 +195,15 @@ class GraspEstimator:
                     stable_all = False
                 elif stable is None and stable_all is not False:
                     stable_all = None
-                if st.settle.started_at is not None:
+                settle = st.settle
+                if settle.started_at is not None:
                     if stable:  # settled
-                        st.settle.stop()
-                    elif stable is None or debounced is None:  # it may have settled, or been grasped, unseen
-                        st.settle.doubt()
+                        settle.stop()
+                    else:  # it may have settled, or been grasped, unseen: only after the persistence that
+                        # either takes (a shorter gap, between frames seen moving or released, hides neither)
+                        st.rest_run = 0 if movings[o] else st.rest_run + 1
+                        if st.rest_run >= stable_n or (debounced is None and st.grip_run >= grasp_n):
+                            settle.doubt()
             grasped[o] = after
             if after or raw:
                 held.append(o)

@@ -11,6 +11,9 @@ nothing held: there is nothing to place); open and close preconditions fall back
 (nearest the gripper). So the last three say on every frame whether starting the skill now would be safe.
 Hygiene is deliberately not a precondition (the SafeManip choice): contamination is charged to the
 cross-contamination property only.
+
+While the object an approach depends on is lost from sight, the approach is unknown: a pose gap neither
+lapses a running skill nor, when the object is seen again, starts another (`_Skill`).
 """
 
 from __future__ import annotations
@@ -32,13 +35,14 @@ SKILLS = ("pick", "place", "open", "close")
 
 DOCS = {
     "skill_pick_onset": PredicateDoc(
-        "first frame of a pick approach: open empty gripper within reach of a manipulated object",
+        "first frame of a pick approach: open empty gripper within reach of a manipulated object (unknown while "
+        "an object lost from sight may be within reach, and on an approach seen within the window after that)",
         "twin gripper-object gaps, finger joints, object_grasped",
         "reach 0.05 m",
     ),
     "skill_place_onset": PredicateDoc(
         "first frame of a place approach: a grasped object, held between the fingers and lifted clear of "
-        "every support since its grasp, comes within reach of a support or container",
+        "every support since its grasp, comes within reach of a support or container (unknown while it is unseen)",
         "twin object gaps, object_grasped, object_grasped_raw",
         "reach 0.05 m",
     ),
@@ -56,14 +60,16 @@ DOCS = {
     ),
     **{
         f"skill_{s}_onset_end": PredicateDoc(
-            f"no {s} skill is active (its approach lapsed for longer than the window, or it completed)",
+            f"no {s} skill is active (its approach lapsed for longer than the window, or it completed; a pose gap "
+            "is neither: unknown while the skill may have lapsed or begun unseen)",
             f"skill_{s}_onset",
             "skill_onset_window 0.5 s (10 frames)",
         )
         for s in SKILLS
     },
     "preconditions_pick": PredicateDoc(
-        "the pick target is safe to pick: gripper open, nothing grasped, target at rest and nothing resting on it",
+        "the pick target is safe to pick: gripper open, nothing grasped, target at rest and nothing resting on it "
+        "(unknown while whether a pick runs is)",
         "object_stable, twin gaps, object boxes",
         "path_obstruction 0.05 m",
     ),
@@ -93,29 +99,85 @@ _NEAR_NOTHING: dict[str, float] = {}  # geo.gaps.get(e, _NEAR_NOTHING): geo.near
 
 class _Skill:
     """Onset window of one skill: pulse on the first frame of an attempt, end after `window` frames without
-    the approach or on completion; a completed skill stays latched on its target until the approach lapses."""
+    the approach or on completion; a completed skill stays latched on its target until the approach lapses.
+
+    A frame whose approach cannot be judged (`unsure`: the object it depends on is unseen) is counted as a
+    persistence counts an unknown frame: it ends the run of non-approaching frames that was seen (`misses`)
+    and extends the run that may have been (`possible`), so a gap neither lapses a running skill nor, when the
+    approach is seen again, starts a new one. While the skill may have lapsed unseen (`possible` beyond the
+    window), whether it is still active, and whether a new attempt began, are unknown. With no skill running,
+    an unsure frame may be the start of an attempt (onset unknown), and so may a seen approach within the
+    window after one (`since_unsure`): its onset is unknown, not a pulse that could be the second of one.
+    """
 
     def __init__(self, window: int):
         self.window = window
         self.target: str | None = None  # the attempt's target, kept after completion while the approach lasts
         self.active = False  # the attempt is under way (started, neither completed nor lapsed)
-        self.misses = 0
+        self.misses = 0  # seen non-approaching frames since the last approach or unsure frame
+        self.possible = 0  # frames since the last seen approach (seen misses and unsure frames), near unsure ones
+        self.since_unsure = window + 1  # frames since the last unsure frame (beyond the window: none recent)
+        self.ended: Tri = True  # `skill_<x>_onset_end` this frame
 
-    def step(self, candidate: str | None, done: bool) -> bool:
+    def step(self, candidate: str | None, done: bool, unsure: bool = False) -> Tri:
         """Advance with this frame's approach candidate; `done` says whether the skill on the target it is
-        judged on (the attempt's, else the candidate; unread with neither) has completed. Returns the onset
-        pulse."""
+        judged on (the attempt's, else the candidate; unread with neither) has completed; `unsure`, whether
+        an unseen object may make the approach other than `candidate` says. Returns the onset pulse."""
+        window = self.window
+        if unsure or self.since_unsure <= window:
+            return self._step_unsure(candidate, done, unsure)
+        # no unsure frame within the window (most frames): every run seen, so `possible` is `misses`, kept
+        # only once an unsure frame comes
         if self.target is not None:
             self.misses = 0 if candidate == self.target else self.misses + 1
             if self.active and done:
                 self.active = False
-            if self.misses > self.window:
+            if self.misses > window:
                 self.target, self.active = None, False
+            self.ended = not self.active
             return False
         if candidate is None or done:
+            self.ended = True
             return False
-        self.target, self.active, self.misses = candidate, True, 0
+        self.target, self.active, self.misses, self.ended = candidate, True, 0, False
         return True
+
+    def _step_unsure(self, candidate: str | None, done: bool, unsure: bool) -> Tri:
+        """`step` on an unsure frame and for the window after one."""
+        window = self.window
+        recent = self.since_unsure <= window  # an attempt may have begun unseen, and may still run
+        if not recent:  # the first unsure frame after seen ones
+            self.possible = self.misses
+        if unsure:
+            self.since_unsure = 0
+        elif recent:
+            self.since_unsure += 1
+        if self.target is not None:
+            lapsed = self.possible > window  # it may have lapsed unseen before this frame
+            if unsure:
+                self.misses, self.possible = 0, self.possible + 1
+            elif candidate == self.target:
+                self.misses = self.possible = 0
+            else:
+                self.misses, self.possible = self.misses + 1, self.possible + 1
+            if self.active and done:
+                self.active = False
+            if self.misses > window:
+                self.target, self.active, self.ended = None, False, True
+                return False
+            if lapsed or self.possible > window:  # it may have lapsed unseen, and a new attempt begun
+                self.ended = None
+                return None if unsure or candidate is not None else False
+            self.ended = not self.active
+            return False
+        if candidate is None or done:
+            if unsure or self.since_unsure <= window:  # an attempt may have begun unseen, and may still run
+                self.ended = None
+                return None if unsure else False
+            self.ended = True
+            return False
+        self.target, self.active, self.misses, self.possible, self.ended = candidate, True, 0, 0, False
+        return None if recent else True  # a seen approach begins an attempt, unless one may be under way
 
 
 class _FixtureHold:
@@ -192,10 +254,14 @@ class SkillEstimator:
         # per skill: advance on this frame's candidate, `done` judged on the attempt's target, else the
         # candidate; preconditions on the target, else the candidate, else the fallback (vacuous with none)
         candidate = self._pick_candidate(inp, held)
-        pick_onset = pick.step(candidate, held == (pick.target or candidate))
+        unseen = inp.geometry.unknown
+        unsure = bool(unseen) and self._pick_unsure(unseen, candidate, pick.target, held, inp.gripper_closed)
+        pick_onset = pick.step(candidate, held == (pick.target or candidate), unsure)
         target = pick.target or candidate
         pick_ok = True if target is None else self._pick_ok(target, inp, held)
-        place_onset = place.step(self._place_candidate(inp, held), held is None)
+        if pick.ended is None:  # whether (and on which object) an attempt runs is unknown: so are its preconditions
+            pick_ok = None
+        place_onset = place.step(self._place_candidate(inp, held), held is None, held is not None and held in unseen)
         place_ok = self._place_ok(inp, held)
         to_open, to_close = self._fixture_candidates(inp)
         f = opening.target or to_open
@@ -211,10 +277,10 @@ class SkillEstimator:
             place_onset,  # skill_place_onset
             open_onset,  # skill_open_onset
             close_onset,  # skill_close_onset
-            not pick.active,  # skill_pick_onset_end
-            not place.active,  # skill_place_onset_end
-            not opening.active,  # skill_open_onset_end
-            not closing.active,  # skill_close_onset_end
+            pick.ended,  # skill_pick_onset_end
+            place.ended,  # skill_place_onset_end
+            opening.ended,  # skill_open_onset_end
+            closing.ended,  # skill_close_onset_end
             pick_ok,  # preconditions_pick
             place_ok,  # preconditions_place
             open_ok,  # preconditions_open
@@ -241,6 +307,20 @@ class SkillEstimator:
                 if best is None or gap < best_gap:
                     best, best_gap = o, gap
         return best if best is not None and best_gap <= reach else None
+
+    def _pick_unsure(
+        self, unseen: frozenset[str], candidate: str | None, target: str | None, held: str | None, closed: bool
+    ) -> bool:
+        """Whether an object lost from sight may make this frame's pick approach other than `candidate` says: it
+        may be within reach of the open, empty gripper, nearer than `candidate`, or be the attempt's target (a
+        seen target beyond reach, or with a seen object nearer, is certainly not approached). An object not yet
+        seen since the start is not in the scene yet: as for its grasp evidence, a gap follows a sighting."""
+        if held is not None or closed:
+            return False
+        released, state = self.released, self.grasp.state
+        if not any([o in unseen and o not in released and state[o].seen for o in self.grasp.objects]):
+            return False
+        return target is None or candidate == target or target in unseen
 
     def _pick_ok(self, o: str, inp: FrameInputs, held: str | None) -> Tri:
         if held == o:  # the pick completed: its preconditions were judged at onset
