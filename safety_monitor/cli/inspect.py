@@ -25,7 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--seconds",
         type=number(0, 600, above=True, unit="s"),
         default=3.0,
-        help="how long --live listens for topics (default 3)",
+        metavar="S",
+        help="how long --live listens for topics, in seconds (default 3)",
     )
     p.add_argument("--json", action="store_true", help="one JSON document (a list, one entry per source)")
     p.add_argument("--specs", metavar="FILE", help="spec YAML (default: the package's config/specs.yaml)")

@@ -26,8 +26,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Events go to stdout as JSON Lines (one object per event, with its 'trace'). With --json "
         'a last line {"metrics": ...} follows; without it a metrics table goes to stderr.',
     )
-    p.add_argument("--specs", required=True, help="spec YAML file")
-    p.add_argument("--trace", required=True, nargs="+", help="trace file(s), one rollout each: JSON Lines or CSV")
+    p.add_argument("--specs", required=True, metavar="FILE", help="spec YAML file")
+    p.add_argument(
+        "--trace", required=True, nargs="+", metavar="FILE", help="trace file(s), one rollout each: JSON Lines or CSV"
+    )
     p.add_argument("--json", action="store_true", help="end with one JSON line holding the metrics")
     p.add_argument(
         "--engine",
@@ -37,17 +39,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--history",
+        metavar="N",
         type=whole(1, MAX_HISTORY),
         default=DEFAULT_HISTORY,
         help=f"frames kept for counterexamples, 1 to {MAX_HISTORY} (default {DEFAULT_HISTORY}, as the monitor node)",
     )
     p.add_argument(
         "--resamples",
+        metavar="N",
         type=RESAMPLES,
         default=2000,
         help="bootstrap resamples over rollouts, 0 to 100000 (0 = no intervals; default 2000)",
     )
-    p.add_argument("--seed", type=seed(), default=0, help=f"bootstrap seed, 0 to {SEED_MAX} (default 0)")
+    p.add_argument("--seed", type=seed(), default=0, metavar="N", help=f"bootstrap seed, 0 to {SEED_MAX} (default 0)")
     p.set_defaults(func=_monitor)
 
 

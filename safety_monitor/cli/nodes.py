@@ -67,7 +67,8 @@ def add_live_arguments(parser: argparse.ArgumentParser) -> None:
         "--events",
         metavar="FILE",
         default="",
-        help="append every event to this JSON Lines file (default ~/.ros/safety_monitor/events.jsonl)",
+        help="append every event to this JSON Lines file (default $ROS_HOME/safety_monitor/events.jsonl, "
+        "events_<NS>.jsonl with --namespace; ROS_HOME defaults to ~/.ros)",
     )
     parser.add_argument(
         "--record",

@@ -48,14 +48,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="FILE",
         help="the live nodes' parameter file (ROS 2 format): replay applies its input limits "
         "(joint_states_frozen_s, wrench_frozen_s, wrench_stale_s, pose_stale_s), watchdog "
-        "(predicates_timeout_s) and history_frames as that live stack did (default: the package's "
+        "(predicates_timeout_s, predicates_frozen_s) and history_frames as that live stack did (default: the package's "
         "config/nodes.yaml)",
     )
     p.add_argument(
         "--topics",
         metavar="MAP",
-        help="topic and joint-name mapping: a YAML file or key=value pairs, keys joint_states, wrench, "
-        "object_pose ('{name}' = object), objects, predicates, events, joint_names",
+        help="topic and joint-name mapping: a YAML file or key=value pairs, keys joint_states, wrench "
+        "(none: no wrist sensor), object_pose ('{name}' = object), predicates, events, gripper_joint_states, tf, "
+        "tf_static, base_frame; in a file also objects, joint_names, object_frames (mappings), joint_order (a list)",
     )
     p.add_argument(
         "--namespace",
@@ -90,11 +91,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots in --report")
     p.add_argument(
         "--resamples",
+        metavar="N",
         type=RESAMPLES,
         default=2000,
         help="bootstrap resamples over bags, 0 to 100000 (0 = no intervals; default 2000)",
     )
-    p.add_argument("--seed", type=seed(), default=0, help=f"bootstrap seed, 0 to {SEED_MAX} (default 0)")
+    p.add_argument("--seed", type=seed(), default=0, metavar="N", help=f"bootstrap seed, 0 to {SEED_MAX} (default 0)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_replay)
 

@@ -17,12 +17,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         "init", help="write a starting robot description from a URDF or an MJCF, with what to check"
     )
     model = init.add_mutually_exclusive_group(required=True)
-    model.add_argument("--urdf", type=Path, help="the robot's URDF file")
-    model.add_argument("--mjcf", type=Path, help="the robot's MJCF file (MuJoCo XML, e.g. from MuJoCo Menagerie)")
+    model.add_argument("--urdf", type=Path, metavar="FILE", help="the robot's URDF file")
+    model.add_argument(
+        "--mjcf", type=Path, metavar="FILE", help="the robot's MJCF file (MuJoCo XML, e.g. from MuJoCo Menagerie)"
+    )
     init.add_argument(
         "--out",
         type=Path,
         default=Path("."),
+        metavar="DIR",
         help="folder to write robot.yaml, objects.yaml and "
         "thresholds.yaml into (default: the current folder; existing files are never overwritten)",
     )
@@ -30,6 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--package-path",
         type=arguments.folder,
         action="append",
+        metavar="DIR",
         default=[],
         help="with --urdf: a folder holding <package>/ trees for package:// meshes (repeatable)",
     )

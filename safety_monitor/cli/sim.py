@@ -42,10 +42,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--episodes",
         type=whole(1, MAX_EPISODES),
         default=None,
+        metavar="N",
         help=f"episodes to run, 1 to {MAX_EPISODES} (seeds S, S+1, ...; default 3, 1 with --physics-only)",
     )
     parser.add_argument(
-        "--seed", type=whole(0, MAX_SEED), default=0, help=f"seed of the first episode, 0 to {MAX_SEED}"
+        "--seed", type=whole(0, MAX_SEED), default=0, metavar="S", help=f"seed of the first episode, 0 to {MAX_SEED}"
     )
     parser.add_argument(
         "--physics-only",

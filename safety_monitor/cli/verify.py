@@ -26,9 +26,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "shortest distinguishing trace; or score --candidates against --reference.",
     )
     eq.add_argument("formulas", nargs="*", metavar="FORMULA", help="two formulas A and B (ltlf2dfa syntax)")
-    eq.add_argument("--candidates", help="candidate formulas: JSONL or YAML entries {id, formula, model?}")
+    eq.add_argument(
+        "--candidates", metavar="FILE", help="candidate formulas: JSONL or YAML entries {id, formula, model?}"
+    )
     eq.add_argument(
         "--reference",
+        metavar="FILE",
         help="reference formulas: JSONL/YAML entries {id, formula}, a mapping id -> formula, or a spec file",
     )
     eq.add_argument("--json", action="store_true", help="print JSON")
@@ -42,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "every property of a spec file, and its executability from the initial state.",
     )
     pl.add_argument("plan", help="plan YAML file")
-    pl.add_argument("--specs", required=True, help="spec YAML file")
+    pl.add_argument("--specs", required=True, metavar="FILE", help="spec YAML file")
     pl.add_argument("--json", action="store_true", help="print the report as JSON")
     pl.add_argument("--feedback", metavar="FILE", help="write the counterexamples as planner feedback JSON")
     pl.set_defaults(func=_plan)
@@ -62,7 +65,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     ctl.add_argument("--sim", metavar="TASK", help="also simulate rollouts of this workcell task")
     ctl.add_argument(
-        "--seeds", type=whole(1, 100_000), help="--sim: number of rollouts, 1 to 100000, seeds 0..N-1 (default 10)"
+        "--seeds",
+        type=whole(1, 100_000),
+        metavar="N",
+        help="--sim: number of rollouts, 1 to 100000, seeds 0..N-1 (default 10)",
     )
     ctl.add_argument(
         "--fault",
@@ -81,7 +87,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     ctl.set_defaults(_parser=ctl)
     what = ctl.add_mutually_exclusive_group(required=True)
     what.add_argument("--formula", action="append", help="CTL formula, e.g. 'AG(grasped -> AF released)' (repeatable)")
-    what.add_argument("--specs", help="spec YAML file: lift each property's formula to CTL")
+    what.add_argument("--specs", metavar="FILE", help="spec YAML file: lift each property's formula to CTL")
     ctl.add_argument("--json", action="store_true", help="print JSON")
     ctl.add_argument("--feedback", metavar="FILE", help="write the counterexamples as planner feedback JSON")
     workers.add_arguments(ctl, "read trace files and bags")

@@ -384,7 +384,11 @@ def _curses_loop(screen, board: AlertBoard, spin, changed: list[bool]) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--namespace", default="", type=_namespace, help="the robot's namespace (events on <ns>/safety_monitor/events)"
+        "--namespace",
+        default="",
+        type=_namespace,
+        metavar="NS",
+        help="the robot's namespace: events on <NS>/safety_monitor/events (default: the root)",
     )
     parser.add_argument(
         "--once",
@@ -396,12 +400,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--timeout",
         type=number(0, MAX_TIMEOUT_S, above=True, unit="seconds"),
         default=5.0,
+        metavar="S",
         help="--once/--json: give up waiting for a monitor after this many seconds (default 5)",
     )
     parser.add_argument(
         "--recent",
         type=whole(0, MAX_RECENT),
         default=20,
+        metavar="N",
         help=f"recent events kept on screen, 0 to {MAX_RECENT} (default 20)",
     )
 

@@ -1,4 +1,4 @@
-"""The simulated robot: scripted MuJoCo episodes published as the robot topics of DESIGN.md section 4.
+"""The simulated robot: scripted MuJoCo episodes published as the robot topics of docs/ros.md (Topics).
 
 Per control step it publishes `/clock`, the wrist wrench and, when the 50 Hz motion-capture stream
 has a new sample, each object's pose (stamped with its sample time), then `/joint_states` last: the
