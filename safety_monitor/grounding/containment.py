@@ -44,6 +44,9 @@ DOCS = {
 }
 
 
+_ABOUT_TRANSFER = ("transfer_event", "contained_settled", "transfer_timeout")
+
+
 class ContainmentEstimator:
     def __init__(
         self,
@@ -91,6 +94,13 @@ class ContainmentEstimator:
             elif settled is None:  # it may have settled unseen: a timeout is then unknown
                 self.timer.doubt()
         return event, self._contained(geo, margin), settled, self.timer.expired(inp.frame)
+
+    def name_objects(self, values: Mapping[str, bool], out: dict[str, tuple[str, ...]]) -> None:
+        """The object and container of the current transfer, for each of its true predicates (`Grounder`)."""
+        if self.transfer:
+            for p in _ABOUT_TRANSFER:
+                if values[p]:
+                    out[p] = self.transfer
 
     def _contained(self, geo: FrameGeometry, margin: float) -> Tri:
         """Some object inside some container (Kleene OR: the first one inside decides it, the rest are not
