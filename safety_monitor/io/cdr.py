@@ -652,8 +652,9 @@ _E_NUL = struct.unpack("<H", b"e\x00")[0]
 class PredicateBatchReader:
     """`PredicateReader.read` over many messages at once: every message whose predicate run has the learnt
     keys and whose other fields are in the writer's layout (one status, ASCII strings, the four reserved
-    keys last, then `_objects` or not: bags recorded before it existed) is read with a few numpy operations per batch; the rest are left to the per-message reader
-    (`single`, which also learns the layout from the first message)."""
+    keys last, then `_objects`, or not: bags recorded before it existed) is read with a few numpy
+    operations per batch; the rest are left to the per-message reader (`single`, which also learns the
+    layout from the first message)."""
 
     def __init__(self) -> None:
         self.single = PredicateReader()

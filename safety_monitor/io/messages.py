@@ -281,15 +281,20 @@ def comma_names(text: str) -> frozenset[str]:
     return frozenset(n for n in text.split(",") if n)
 
 
+class BadPredicates(SourceError):
+    """A predicates message that decodes but breaks the documented layout (statuses, values, _t, _frame,
+    _objects)."""
+
+
 _NO_OBJECTS: Mapping[str, tuple[str, ...]] = MappingProxyType({})
 
 
 def objects_text(objects: Mapping[str, tuple[str, ...]]) -> str:
-    """A sample's `objects` as the `_objects` text ("" when none: most frames)."""
+    """A sample's `objects` as the `_objects` text ("" when none)."""
     return _objects_json(tuple(objects.items())) if objects else ""
 
 
-@lru_cache(maxsize=256)  # a few distinct texts per recording, each repeated for many frames
+@lru_cache(maxsize=256)  # few distinct mappings per recording, each repeated for many frames: encoded once
 def _objects_json(items: tuple[tuple[str, tuple[str, ...]], ...]) -> str:
     return json.dumps({k: list(v) for k, v in items}, separators=(",", ":"))
 
@@ -311,10 +316,6 @@ def objects_of(text: str) -> Mapping[str, tuple[str, ...]]:
             f"predicates message has a malformed {_OBJECTS}: {text[:80]!r}; expected JSON predicate -> [names]"
         )
     return MappingProxyType({str(k): tuple(v) for k, v in parsed.items()})
-
-
-class BadPredicates(SourceError):
-    """A predicates message that decodes but breaks the documented layout (statuses, values, _t, _frame)."""
 
 
 def decode_predicates(msg: Any) -> PredicateSample:
