@@ -718,6 +718,7 @@ class PredicateBatchReader:
             (a.tolist(), b.tolist()) for a, b in (*texts, (o_at, o_len))
         )
         absolute = cur.start.tolist()
+        last_text, last_objects = b"", objects_of("")  # consecutive messages mostly name the same objects
         for i in np.flatnonzero(decoded).tolist():  # the few texts per message, as predicate_sample reads them
             base = absolute[i]
             try:
@@ -728,7 +729,10 @@ class PredicateBatchReader:
                 if s_len[i]:
                     stale[i] = comma_names(buffer[base + s_at[i] : base + s_at[i] + s_len[i]].decode())
                 if b_len[i]:
-                    objects[i] = objects_of(buffer[base + b_at[i] : base + b_at[i] + b_len[i]].decode())
+                    said = buffer[base + b_at[i] : base + b_at[i] + b_len[i]]
+                    if said != last_text:
+                        last_text, last_objects = said, objects_of(said.decode())
+                    objects[i] = last_objects
             except (ValueError, UnicodeDecodeError, BadPredicates):  # the per-message reader names the problem
                 decoded[i] = False
         return PredicateColumns(keys, decoded, truth, t, frame, unknown, stale, objects)
