@@ -200,7 +200,7 @@ def interface_floor(grounder, states: list[RobotState]) -> float:
         if s.wrench is not None:
             parts += (s.wrench.force, s.wrench.torque)
         np.concatenate(parts)
-        PredicateFrame(s.t, 0, dict(zip(predicates, decided.tolist())), frozenset(), {})
+        PredicateFrame(s.t, 0, dict(zip(predicates, decided.tolist())), frozenset(), {}, {})
     return (time.process_time() - start) / len(states)
 
 

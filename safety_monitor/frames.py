@@ -96,13 +96,16 @@ class JointSample:
 @direct_init
 @dataclass(frozen=True)
 class PredicateSample:
-    """One frame of predicate values as carried on `/safety_monitor/predicates`."""
+    """One frame of predicate values as carried on `/safety_monitor/predicates`. `objects`: for each
+    object-bound predicate that holds, the objects it is about (empty from publishers that do not say,
+    such as bags recorded before it was carried)."""
 
     values: Mapping[str, bool]
     t: float
     frame: int | None = None  # None: the publisher did not say (external estimators)
     unknown: frozenset[str] = frozenset()
     stale: frozenset[str] = frozenset()
+    objects: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def valuation(self) -> dict[str, bool | None]:
         """What the monitor steps on: the values, with None for every unknown predicate."""

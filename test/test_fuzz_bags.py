@@ -142,15 +142,22 @@ def test_an_mcap_record_of_unknown_kind_is_no_silent_short_read(bags, length, pr
 
 
 def test_sqlite3_pages_damaged_mid_stream_are_source_errors(bags):
-    """rosbags reads sqlite3 through apsw: corruption met while streaming is apsw.CorruptError."""
+    """rosbags reads sqlite3 through apsw: corruption met while streaming is apsw.CorruptError. The damage is
+    the payload length of a message row (the first cell of a table leaf page), made larger than the page:
+    opening the bag reads only the row's leading columns, streaming its data then follows a bogus overflow
+    page. Aimed by the file format, not at fixed offsets, whose content moves with the messages' sizes."""
     original = data_file(bags.base["sqlite3"]).read_bytes()
     outcomes = []
     for page in range(5, 20):
+        start = page * 4096
+        cell = start + int.from_bytes(original[start + 8 : start + 10], "big")  # a leaf page's first cell
+        if original[start] != 0x0D or not (original[cell] & 0x80 and not original[cell + 1] & 0x80):
+            continue  # not a table leaf page, or its first cell's payload length is not a two-byte varint
         bag = bags.folder / "page"
         shutil.rmtree(bag, ignore_errors=True)
         shutil.copytree(bags.base["sqlite3"], bag)
         data = bytearray(original)
-        data[page * 4096 + 2048 : page * 4096 + 2064] = b"\xff" * 16
+        data[cell : cell + 2] = b"\xff\x7f"  # 16383 bytes, in the same two-byte varint
         data_file(bag).write_bytes(bytes(data))
         try:
             with BagReader(bag) as reader:
@@ -159,7 +166,7 @@ def test_sqlite3_pages_damaged_mid_stream_are_source_errors(bags):
             outcomes.append("read")
         except SourceError as exc:
             outcomes.append("mid-stream" if "corrupt or truncated" in str(exc) else "at open")
-    assert "mid-stream" in outcomes, outcomes
+    assert "mid-stream" in outcomes and "read" not in outcomes, outcomes
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ events."""
 
 import json
 import os
+from dataclasses import replace
 
 import pytest
 
@@ -150,3 +151,60 @@ def test_a_namespaced_run_keeps_its_clock_in_its_namespace(tmp_path):
     assert heard["/clock"] == 0 and heard[f"{ns}/clock"] > 0
     robots = {json.loads(line)["robot"] for line in (tmp_path / "events.jsonl").read_text().splitlines()}
     assert robots == {ns.strip("/")}
+
+
+def test_the_dropped_mug_is_named_in_the_events_the_alert_and_the_replay_report(live, tmp_path):
+    """early_release drops the mug: the violation it opens says "mug" live (the monitor's event, the durable
+    log, the operator's alert line), and the replay report of its bag says so in its violations table."""
+    from safety_monitor.cli import main
+    from safety_monitor.nodes.alerts import AlertBoard
+
+    rollout, bag = live.rollouts[1], live.bags[1]
+    assert rollout.fault == "early_release"
+    drop = [e for e in rollout.events if e.kind == EventKind.OPENED and e.property == "drop_only_when_released"]
+    assert [e.objects for e in drop] == [("mug",)]
+    records = [json.loads(line) for line in live.events_log.read_text().splitlines()]
+    logged = [
+        r
+        for r in records
+        if r.get("rollout") == 1 and r["kind"] == EventKind.OPENED and r["property"] == "drop_only_when_released"
+    ]
+    assert [r["objects"] for r in logged] == [["mug"]]
+    board = AlertBoard()
+    board.update(logged)
+    assert any(
+        line.endswith(f"drop_only_when_released opened about mug at frame {drop[0].frame} t={drop[0].t:.3f}s")
+        for line in board.lines()
+    )
+    assert "  about: mug" in board.lines()  # under COUNTEREXAMPLE
+    for mode in ([], ["--from-predicates"]):  # grounded again from the robot's streams, and the recorded predicates
+        report = tmp_path / f"report{len(mode)}"
+        assert main(["replay", str(bag), "--report", str(report), "--quiet", *mode]) == 0
+        rows = [
+            line
+            for line in (report / "summary.md").read_text().splitlines()
+            if "| drop_only_when_released |" in line and "(frame " in line
+        ]
+        assert len(rows) == 1 and "| drop_only_when_released | mug |" in rows[0], rows
+
+
+def test_predicates_recorded_without_objects_score_the_same_violations_naming_none(live, tmp_path):
+    """A bag whose predicates predate `_objects` (the early_release recording with that key taken out) still
+    scores from its predicates, to the same events, which then name no object."""
+    from safety_monitor.io.bag import BagWriter
+    from safety_monitor.replay.score import ReplayConfig, score_bag
+
+    old = tmp_path / "old"
+    with BagReader(live.bags[1]) as reader, BagWriter(old) as writer:
+        for topic, t_ns, msg in reader.messages({"/safety_monitor/predicates"}):
+            status = msg.status[0]
+            assert status.values[-1].key == "_objects"
+            status.values = status.values[:-1]
+            writer.write(topic, msg, t_ns / 1e9)
+    config = ReplayConfig(from_predicates=True)
+    new, before = score_bag(live.bags[1], config), score_bag(old, config)
+    assert new.ok and before.ok, (new.error, before.error)
+    assert "drop_only_when_released" in {e.property for e in before.trace.events if e.kind == EventKind.OPENED}
+    assert all(e.objects == () for e in before.trace.events)
+    assert [replace(e, objects=()) for e in new.trace.events] == list(before.trace.events)
+    assert new.trace.outcomes == before.trace.outcomes

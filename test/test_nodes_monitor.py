@@ -81,9 +81,9 @@ def harness(tmp_path, request):
     h.executor.add_node(probe)
     h.frame = 0
 
-    def send(a, b=False):
+    def send(a, b=False, objects=None):
         t = 1.0 + 0.002 * h.frame
-        sample = m.PredicateSample(values={"a": a, "b": b}, t=t, frame=h.frame)
+        sample = m.PredicateSample(values={"a": a, "b": b}, t=t, frame=h.frame, objects=objects or {})
         h.pred_pub.publish(m.predicates_msg(T, sample))
         h.frame += 1
         return t
@@ -115,15 +115,17 @@ def test_violation_is_logged_before_it_is_published_and_alerts_follow_the_episod
     h, S = harness, harness.types.DiagnosticStatus
     for _ in range(3):
         h.send(False)
-    h.send(True)  # opens never_a
+    h.send(True, objects={"a": ("mug",), "b": ("plate",)})  # opens never_a, about the mug
     spin_until(h.executor, lambda: any(e["kind"] == "opened" for e in h.events))
     opened = next(e for e in h.events if e["kind"] == "opened")
-    assert opened["property"] == "never_a" and opened["frame"] == 3
+    assert opened["property"] == "never_a" and opened["frame"] == 3 and opened["objects"] == ["mug"]
     assert opened["counterexample"]["values"]["a"][-1] == [3, 3, True]
     # when a subscriber receives an event, its line (every field equal, the wall-clock stamp too) is already in the log
     assert h.logged_first and all(h.logged_first)
     assert all(isinstance(e["wall_time"], float) and e["pid"] == os.getpid() for e in h.events)
     spin_until(h.executor, lambda: h.diagnostics and level_of(h, "never_a") == S.ERROR)
+    said = [msg for name, lvl, msg in h.diagnostics if name == "never_a" and lvl == S.ERROR]
+    assert said[-1] == "violated since frame 3 (t=1.006 s), about mug"
     if not watchdog_fired(h):  # else this process stalled past the wall-clock limit: unknown was right
         assert level_of(h, "b_then_not_a") == S.OK
 

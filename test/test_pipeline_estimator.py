@@ -43,7 +43,7 @@ class _Grounder:
         if state.t in self.fail_at:
             raise GroundingError(f"joint j1 out of range at t={state.t}")
         self.stepped.append(state.t)
-        return SimpleNamespace(values={"p": True, "q": False}, unknown=frozenset(), stale={})
+        return SimpleNamespace(values={"p": True, "q": False}, unknown=frozenset(), stale={}, objects={})
 
     def reset(self):
         self.resets += 1

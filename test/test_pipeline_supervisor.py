@@ -288,3 +288,23 @@ def test_the_fast_path_decides_every_frame_as_the_general_path_does(make):
         IssueKind.UNSENT,
         IssueKind.FROZEN,
     }
+
+
+def test_an_opened_event_names_the_objects_of_its_own_predicates_on_its_frame(make):
+    """Both paths (the fast one, and the general one a lost frame takes) name, on an opened event, the objects
+    the frame says its property's predicates are about, and no other predicate's; other events name none."""
+    for lost in (0, 1):
+        sup = make()
+        objects = {"a": ("mug",), "b": ("drawer",), "c": ("plate",)}
+        frames = [quiet(k) for k in range(3)]
+        frames.append(PredicateSample({"a": True, "b": False}, 1.0 + 3 * DT, 3 + lost, objects=objects))
+        frames.append(PredicateSample({"a": True, "b": True}, 1.0 + 4 * DT, 4 + lost, objects=objects))
+        frames += [quiet(k + lost) for k in range(5, 9)]
+        events = [e.event for s in feed(sup, frames) for e in s.events] + [
+            e.event for e in sup.finish(frames[-1].t).events
+        ]
+        opened = [(e.property, e.objects) for e in events if e.kind == EventKind.OPENED]
+        assert opened == [("never_a", ("mug",)), ("b_then_not_a", ("mug", "drawer"))], lost
+        closing = [e for e in events if e.kind != EventKind.OPENED]
+        assert closing and all(e.objects == () and "objects" not in e.to_json() for e in closing)
+        assert [e.to_json()["objects"] for e in events if e.kind == EventKind.OPENED] == [["mug"], ["mug", "drawer"]]

@@ -86,7 +86,7 @@ def test_direct_init_refuses_what_it_would_skip():
         (JointSample, (("j",), np.zeros(1), None, None, 0.5)),
         (RobotState, (1.0, ("j",), np.zeros(1))),
         (PredicateSample, ({"p": True}, 1.0)),
-        (PredicateFrame, (1.0, 3, {"p": True}, frozenset(), {})),
+        (PredicateFrame, (1.0, 3, {"p": True}, frozenset(), {}, {"p": ("mug",)})),
         (Event, ("opened", "p", "collision_contact", 7)),
         (Box, (np.zeros(3), np.eye(3), np.ones(3))),
         (FrameGeometry, (np.zeros(3), np.eye(3), np.zeros((1, 3)), {}, {}, {})),

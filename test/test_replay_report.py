@@ -79,16 +79,17 @@ def test_every_violation_is_listed_with_its_bag_time_explanation_and_plot(result
     table = text.split("## Violations (1)")[1].split("\n## ")[0]
     row = next(line for line in table.splitlines() if line.startswith("| runs/"))
     cells = [c.strip() for c in re.split(r"(?<!\\)\|", row)[1:-1]]
-    assert cells[:6] == [
+    assert cells[:7] == [
         "runs/policy_a/episode_000",
         "a",
         "drop_only_when_released",
+        "–",  # the predicates named no object
         "0.200 (frame 2)",
         "0.200 (2)",  # frames 2 and 3, each standing for the 0.1 s since the frame before it
         "recovered",
     ]
-    assert cells[6].startswith("drop_only_when_released was violated at frame 2") and "\\|" in cells[6]
-    assert cells[7] == f"[timeline]({plot})"
+    assert cells[7].startswith("drop_only_when_released was violated at frame 2") and "\\|" in cells[7]
+    assert cells[8] == f"[timeline]({plot})"
     assert f"- [{plot}]({plot}): runs/policy_a/episode_000" in text  # the plot list names each timeline's bag
 
 
@@ -96,7 +97,8 @@ def test_without_groups_the_violations_have_no_group_column(results, specs):
     text = summary_of(results, specs, pattern=None)
     assert "## Groups" not in text
     assert (
-        "| bag | property | opened (s since the bag's first frame) | lasted, s (frames) | ended | why | plot |" in text
+        "| bag | property | objects | opened (s since the bag's first frame) | lasted, s (frames) | ended | why | plot |"
+        in text
     )
 
 

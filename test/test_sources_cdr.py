@@ -136,6 +136,7 @@ def predicate_messages(draw):
                     ("_unknown", "near"),
                     ("_stale", "wrench,object_pose/mug"),
                 ],
+                [("_frame", "3"), ("_t", "0.5"), ("_unknown", ""), ("_stale", ""), ("_objects", '{"x":["mug"]}')],
                 [("_t", "")],
             ]
         )
@@ -266,6 +267,9 @@ samples = st.builds(
     frame=st.none() | st.integers(0, 10**9),
     unknown=st.frozensets(st.sampled_from(KEYS), max_size=2),
     stale=st.frozensets(st.sampled_from(("wrench", "object_pose/mug", "joint_states")), max_size=2),
+    objects=st.dictionaries(
+        st.sampled_from(KEYS), st.lists(st.sampled_from(("mug", "bin", "tür")), min_size=1).map(tuple)
+    ),
 )
 
 
@@ -303,6 +307,7 @@ layout_samples = st.builds(
     frame=st.none() | st.integers(0, 10**12),
     unknown=st.frozensets(st.sampled_from(LAYOUT), max_size=2),
     stale=st.frozensets(st.sampled_from(("wrench", "object_pose/mug")), max_size=2),
+    objects=st.sampled_from(({}, {"near": ("mug",)}, {"x": ("cube", "bin"), "near": ("cube",)})),
 )
 
 
@@ -339,6 +344,7 @@ def test_a_batch_reads_every_message_as_the_single_reader_does(written, others, 
                 columns.frame[i],
                 columns.unknown[i],
                 columns.stale[i],
+                columns.objects[i],
             )
             want = m.decode_predicates(decoded(data, ARRAY))
             assert got == want and list(got.values) == list(want.values)
@@ -367,6 +373,43 @@ def test_a_batch_leaves_odd_messages_to_the_single_reader():
     assert (columns.t[5], columns.frame[5], columns.unknown[5], columns.stale[5]) == (1.5, 7, {"bb"}, {"wrench"})
     with pytest.raises(m.BadPredicates, match="malformed _t"):
         reader.single.read(bad_t)
+
+
+def without_objects(data: bytes) -> bytes:
+    """A predicates message as estimators wrote it before `_objects` existed (four reserved keys)."""
+    msg = decoded(data, ARRAY)
+    status = msg.status[0]
+    values = [kv for kv in status.values if kv.key != "_objects"]
+    return raw(
+        T.DiagnosticArray(
+            header=msg.header,
+            status=[
+                T.DiagnosticStatus(
+                    level=status.level,
+                    name=status.name,
+                    message=status.message,
+                    hardware_id=status.hardware_id,
+                    values=values,
+                )
+            ],
+        )
+    )
+
+
+def test_messages_without_objects_read_in_the_same_batch_as_those_with_them():
+    writer = cdr.PredicateWriter()
+    named = m.PredicateSample({"a": True, "bb": False}, 1.5, 7, objects={"a": ("mug",)})
+    plain = m.PredicateSample({"a": True, "bb": True}, 1.6, 8)
+    messages = [writer.write(named), without_objects(writer.write(named)), writer.write(plain)]
+    columns = cdr.PredicateBatchReader().read(*one_buffer(messages, [0, 3, 1]))
+    assert columns.decoded.tolist() == [True, True, True]
+    assert [dict(o) for o in columns.objects] == [{"a": ("mug",)}, {}, {}]
+    assert columns.values.tolist() == [[True, False], [True, False], [True, True]]
+    assert cdr.PredicateReader().read(messages[1]) == m.PredicateSample({"a": True, "bb": False}, 1.5, 7)
+    bad = writer.write(named).replace(b'{"a":["mug"]}', b'{"a":"mugxx"}')  # the same length: names no list
+    assert cdr.PredicateBatchReader().read(*one_buffer([messages[0], bad], [0, 0])).decoded.tolist() == [True, False]
+    with pytest.raises(m.BadPredicates, match="malformed _objects"):
+        m.decode_predicates(decoded(bad, ARRAY))
 
 
 def joint_value(sample):

@@ -20,6 +20,7 @@ gap, equal to it unless pose gaps of different objects overlap).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from safety_monitor.grounding.debounce import Persistence, Tri, any3
@@ -148,6 +149,12 @@ class ContactEstimator:
             sustained,  # forbidden_contact_sustained
             self.wrench.step(self._excess(inp)),  # excess_wrench
         )
+
+    def name_objects(self, values: Mapping[str, bool], out: dict[str, tuple[str, ...]]) -> None:
+        """The entities of the forbidden contact pairs that lasted beyond the tolerance (`Grounder`)."""
+        if values["forbidden_contact_sustained"]:
+            lasting = [pair for pair, run in self.runs.items() if run.seen >= run.n]
+            out["forbidden_contact_sustained"] = tuple(dict.fromkeys(name for pair in lasting for name in pair))
 
     def _forbidden(self, rule: _Rule) -> Tri:
         if isinstance(rule, _Fixed):

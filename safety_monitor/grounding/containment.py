@@ -44,6 +44,9 @@ DOCS = {
 }
 
 
+_ABOUT_TRANSFER = ("transfer_event", "contained_settled", "transfer_timeout")
+
+
 class ContainmentEstimator:
     def __init__(
         self,
@@ -94,6 +97,13 @@ class ContainmentEstimator:
             elif self.maybe_settled >= self.counts.content_entry_persistence:
                 self.timer.doubt()  # it may have settled unseen (a shorter spell could not): a timeout is unknown
         return event, self._contained(geo, margin), settled, self.timer.expired(inp.frame)
+
+    def name_objects(self, values: Mapping[str, bool], out: dict[str, tuple[str, ...]]) -> None:
+        """The object and container of the current transfer, for each of its true predicates (`Grounder`)."""
+        if self.transfer:
+            for p in _ABOUT_TRANSFER:
+                if values[p]:
+                    out[p] = self.transfer
 
     def _contained(self, geo: FrameGeometry, margin: float) -> Tri:
         """Some object inside some container (Kleene OR: the first one inside decides it, the rest are not

@@ -83,6 +83,7 @@ def object_supported_inside(box: Box, region: Box, margin: float) -> bool:
 
 
 _NONE: frozenset[str] = frozenset()  # no fixture operated (most frames)
+_ABOUT_EPISODES = ("fixture_obstacle_hit", "retract_timeout")
 _NEAR_NOTHING: dict[str, float] = {}  # geo.gaps.get(e, _NEAR_NOTHING): geo.near(e) without the call (read only)
 
 
@@ -193,6 +194,22 @@ class FixtureEstimator:
             bool(retracting_all),  # retracting
             timeout,  # retract_timeout
         )
+
+    def name_objects(self, values: Mapping[str, bool], out: dict[str, tuple[str, ...]]) -> None:
+        """The fixtures (and the focus object) each of this family's true predicates is about (`Grounder`)."""
+        t = self.target
+        if t:
+            if values["fixture_fully_open"]:
+                out["fixture_fully_open"] = (t,)
+            if values["fixture_fully_closed"]:
+                out["fixture_fully_closed"] = (t,)
+        if values["reach_in_fixture"]:
+            out["reach_in_fixture"] = tuple(f for f, inside in self.reach_in.items() if inside)
+        if values["object_in_fixture"] and self.grasp.focus:
+            out["object_in_fixture"] = (self.grasp.focus,)
+        for p in _ABOUT_EPISODES:  # about the fixtures with an open obstacle episode
+            if values[p]:
+                out[p] = tuple(f for f, ep in self.episodes.items() if ep.active)
 
     def _target(self, gripper_gaps: dict[str, float], outside: list[float]) -> str | None:
         """Openable fixture nearest the gripper by surface gap; else the one whose interior is nearest the EE

@@ -14,6 +14,7 @@ the debounce has seen its full run again, and a fall it then decides is a drop a
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 from safety_monitor.grounding.debounce import StickyTrue, SymmetricDebounce, Timer, Tri
 from safety_monitor.grounding.description import FINGER_PARTS
@@ -74,6 +75,7 @@ DOCS = {
 
 _NO_GAPS: dict[str, float] = {}  # a finger body near nothing (read only)
 _NONE: frozenset[str] = frozenset()  # no object dropped (most frames)
+_ABOUT_FOCUS = ("object_left_gripper", "object_settled", "settle_timeout")
 
 
 class _ObjectGrasp:
@@ -228,6 +230,22 @@ class GraspEstimator:
             settled,  # object_settled
             timeout,  # settle_timeout
         )
+
+    def name_objects(self, values: Mapping[str, bool], out: dict[str, tuple[str, ...]]) -> None:
+        """The objects each of this family's true predicates is about, from this frame's state (`Grounder`)."""
+        if values["object_grasped_raw"]:
+            out["object_grasped_raw"] = tuple(o for o in self.held if self.raw[o])
+        if values["object_grasped"]:
+            out["object_grasped"] = tuple(o for o in self.held if self.grasped[o])
+        if values["object_dropped"]:
+            out["object_dropped"] = tuple(sorted(self.dropped))
+        if values["object_released"]:  # up to and including its drop frame
+            out["object_released"] = tuple(o for o in self.objects if self.grasped[o] or o in self.dropped)
+        f = self.focus
+        if f:
+            for p in _ABOUT_FOCUS:
+                if values[p]:
+                    out[p] = (f,)
 
     def _stability(
         self, st: _ObjectGrasp, speed: tuple[float, float] | None, box: Box | None, held: bool

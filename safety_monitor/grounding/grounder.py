@@ -65,7 +65,9 @@ class PredicateFrame:
 
     `values` has every predicate; those in `unknown` could not be decided this frame (missing, NaN or
     stale input) and carry their last decided value. `stale` maps each sampled stream older than its
-    limit (`wrench`, `object_pose/<name>`; never received: inf) to its age in seconds.
+    limit (`wrench`, `object_pose/<name>`; never received: inf) to its age in seconds. `objects` names, for
+    each object-bound predicate that holds (decided) this frame, the objects or fixtures it is about (the
+    focus object, the dropped one, a transfer's object and container), so an alert can say which.
     """
 
     t: float
@@ -73,6 +75,7 @@ class PredicateFrame:
     values: dict[str, bool]
     unknown: frozenset[str]
     stale: dict[str, float]
+    objects: dict[str, tuple[str, ...]]
 
 
 class Grounder:
@@ -158,6 +161,7 @@ class Grounder:
         self._contamination = contamination.ContaminationEstimator(r, cat, th, counts)
         self._containment = containment.ContainmentEstimator(r, cat, th, counts, self._grasp)
         self._skills = skills.SkillEstimator(r, cat, th, counts, self._grasp, self._fixtures)
+        self._naming = (self._grasp, self._fixtures, self._contact, self._containment)  # object-bound families
         self._families = (  # in dependency order, as `step` runs them
             self._grasp,
             self._fixtures,
@@ -245,7 +249,13 @@ class Grounder:
         else:
             values, unknown = self._decide(decided)
         self._frame, self._t = frame, state.t
-        return PredicateFrame(state.t, frame, values, unknown, stale)
+        objects: dict[str, tuple[str, ...]] = {}
+        for family in self._naming:  # read only the state the families keep, for the predicates that hold
+            family.name_objects(values, objects)
+        if unknown:
+            for p in unknown & objects.keys():
+                del objects[p]
+        return PredicateFrame(state.t, frame, values, unknown, stale, objects)
 
     def _decide(self, decided: tuple[Tri, ...]) -> tuple[dict[str, bool], frozenset[str]]:
         """Each predicate's value from this frame's decisions (PREDICATES order), an undecided one (None)

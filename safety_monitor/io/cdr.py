@@ -39,9 +39,12 @@ from safety_monitor.io.messages import (
     PREDICATES_STATUS,
     STALE,
     WARN,
+    BadPredicates,
     comma_names,
     event_level_value,
     event_texts,
+    objects_of,
+    objects_text,
     predicate_sample,
     split_seconds,
 )
@@ -627,8 +630,8 @@ def _learn(
 class PredicateColumns:
     """A batch of predicates messages decoded at once. Where `decoded[i]`, message i is the PredicateSample
     with values `dict(zip(keys, values[i]))`, time `t[i]`, frame `frame[i]`, unknown and stale names
-    `unknown[i]`, `stale[i]` (as `PredicateReader.read` gives it); other messages are for the caller to
-    decode one at a time (their entries here mean nothing)."""
+    `unknown[i]`, `stale[i]`, objects `objects[i]` (as `PredicateReader.read` gives it); other messages are
+    for the caller to decode one at a time (their entries here mean nothing)."""
 
     keys: tuple[str, ...]
     decoded: np.ndarray  # bool per message
@@ -637,10 +640,11 @@ class PredicateColumns:
     frame: list[int | None]
     unknown: list[frozenset[str]]
     stale: list[frozenset[str]]
+    objects: list[Mapping[str, tuple[str, ...]]]
 
 
 _NO_NAMES: frozenset[str] = frozenset()
-_META_KEYS = (b"_frame", b"_t", b"_unknown", b"_stale")
+_META_KEYS = (b"_frame", b"_t", b"_unknown", b"_stale")  # then `_objects`, which older bags lack
 _TRUE, _FALS = _U32.unpack(b"true")[0], _U32.unpack(b"fals")[0]
 _E_NUL = struct.unpack("<H", b"e\x00")[0]
 
@@ -648,8 +652,9 @@ _E_NUL = struct.unpack("<H", b"e\x00")[0]
 class PredicateBatchReader:
     """`PredicateReader.read` over many messages at once: every message whose predicate run has the learnt
     keys and whose other fields are in the writer's layout (one status, ASCII strings, the four reserved
-    keys last) is read with a few numpy operations per batch; the rest are left to the per-message reader
-    (`single`, which also learns the layout from the first message)."""
+    keys last, then `_objects`, or not: bags recorded before it existed) is read with a few numpy
+    operations per batch; the rest are left to the per-message reader (`single`, which also learns the
+    layout from the first message)."""
 
     def __init__(self) -> None:
         self.single = PredicateReader()
@@ -664,7 +669,7 @@ class PredicateBatchReader:
             self._layout = _batch_layout(self.single.keys)
         keys, key_mask, key_words, value_at = self._layout
         if not keys or not n:
-            return PredicateColumns(keys, np.zeros(n, bool), np.zeros((n, len(keys)), bool), [], [], [], [])
+            return PredicateColumns(keys, np.zeros(n, bool), np.zeros((n, len(keys)), bool), [], [], [], [], [])
         cur = _Cursor(np.frombuffer(buffer, dtype=np.uint8), start.astype(np.int64), size.astype(np.int64))
         cur.require((cur.bytes_at(0, 2) == np.frombuffer(_LE, np.uint8)).all(axis=1))
         stamps = _stamps(cur.bytes_at(4, 8))
@@ -676,7 +681,8 @@ class PredicateBatchReader:
         for _ in range(3):  # name, message, hardware_id
             cur.string()
         cur.ascii(text_from, cur.pos)
-        cur.require(cur.u32() == len(keys) + 4)
+        count = cur.u32()
+        cur.require((count == len(keys) + 4) | (count == len(keys) + 5))
         run = cur.bytes_at(_align_vec(cur.pos), 4 * (int(value_at[-1]) + 3)).view("<u4")  # 4-byte words
         cur.require(((run & key_mask) == key_words).all(axis=1))
         length, text, tail = run[:, value_at], run[:, value_at + 1], run[:, value_at + 2]
@@ -692,13 +698,27 @@ class PredicateBatchReader:
             cur.require(cur.string_is(key))
             cur.string()
             texts.append(cur.string())
+        named = count == len(keys) + 5  # with `_objects`
+        if named.any():  # read by every message, kept by those that have it (the others end here)
+            ok, pos = cur.ok.copy(), cur.pos.copy()
+            cur.require(cur.string_is(b"_objects"))
+            cur.string()
+            o_at, o_len = cur.string()
+            cur.ok, cur.pos = np.where(named, cur.ok, ok), np.where(named, cur.pos, pos)
+            o_len = np.where(named, o_len, 0)
+        else:
+            o_at = o_len = np.zeros(n, dtype=np.int64)
         cur.require(cur.pos + 3 >= cur.size)  # rosbags' size check: at most padding after the last field
         decoded = cur.ok
         t = [0.0] * n
         frame: list[int | None] = [None] * n
         unknown, stale = [_NO_NAMES] * n, [_NO_NAMES] * n
-        (f_at, f_len), (t_at, t_len), (u_at, u_len), (s_at, s_len) = ((a.tolist(), b.tolist()) for a, b in texts)
+        objects = [objects_of("")] * n
+        (f_at, f_len), (t_at, t_len), (u_at, u_len), (s_at, s_len), (b_at, b_len) = (
+            (a.tolist(), b.tolist()) for a, b in (*texts, (o_at, o_len))
+        )
         absolute = cur.start.tolist()
+        last_text, last_objects = b"", objects_of("")  # consecutive messages mostly name the same objects
         for i in np.flatnonzero(decoded).tolist():  # the few texts per message, as predicate_sample reads them
             base = absolute[i]
             try:
@@ -708,9 +728,14 @@ class PredicateBatchReader:
                     unknown[i] = comma_names(buffer[base + u_at[i] : base + u_at[i] + u_len[i]].decode())
                 if s_len[i]:
                     stale[i] = comma_names(buffer[base + s_at[i] : base + s_at[i] + s_len[i]].decode())
-            except (ValueError, UnicodeDecodeError):  # the per-message reader names the problem
+                if b_len[i]:
+                    said = buffer[base + b_at[i] : base + b_at[i] + b_len[i]]
+                    if said != last_text:
+                        last_text, last_objects = said, objects_of(said.decode())
+                    objects[i] = last_objects
+            except (ValueError, UnicodeDecodeError, BadPredicates):  # the per-message reader names the problem
                 decoded[i] = False
-        return PredicateColumns(keys, decoded, truth, t, frame, unknown, stale)
+        return PredicateColumns(keys, decoded, truth, t, frame, unknown, stale, objects)
 
 
 def _stamps(header: np.ndarray) -> list[float]:
@@ -824,7 +849,7 @@ class PredicateWriter:
             PREDICATES_STATUS,
             "" if sample.frame is None else f"frame {frame}",
             self.hardware_id,
-            len(sample.values) + 4,
+            len(sample.values) + 5,
         )
         keys = tuple(sample.values)
         layout = self._layouts.get(keys)
@@ -843,6 +868,8 @@ class PredicateWriter:
                 ",".join(sorted(sample.unknown)),
                 "_stale",
                 ",".join(sorted(sample.stale)),
+                "_objects",
+                objects_text(sample.objects),
             )
         )
         return out.bytes()

@@ -14,8 +14,11 @@ the estimator node, external estimators and replay all use:
 - `values`: one `KeyValue(key=<predicate>, value="true"|"false")` per predicate, plus reserved keys
   that cannot clash with predicate names (those match `[a-z][a-z0-9_]*`): `_frame` (frame index,
   decimal), `_t` (frame time in seconds, Python `repr` of the float, exact), `_unknown` and
-  `_stale` (comma-separated names, empty when none). External publishers may send only the
-  predicate keys; the frame index and time then come from arrival order and `header.stamp`.
+  `_stale` (comma-separated names, empty when none), then `_objects`: for each object-bound predicate
+  that holds, the objects it is about, as compact JSON (`{"object_dropped":["mug"]}`; empty when none).
+  External publishers may send only the predicate keys; the frame index and time then come from
+  arrival order and `header.stamp`. Messages without `_objects` (bags recorded before it existed) read
+  as naming no object.
 
 Wire layout of `/safety_monitor/events` (diagnostic_msgs/DiagnosticArray): one status per event,
 `name` = property, `message` = event kind (`safety_monitor.enums.EventKind`: opened,
@@ -33,7 +36,8 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from types import SimpleNamespace
+from functools import lru_cache
+from types import MappingProxyType, SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -45,7 +49,7 @@ from safety_monitor.frames import JointSample, Pose, PredicateSample, Wrench
 
 PREDICATES_STATUS = "safety_monitor/predicates"
 EVENTS_HARDWARE_ID = "safety_monitor"
-_FRAME, _T, _UNKNOWN, _STALE = "_frame", "_t", "_unknown", "_stale"
+_FRAME, _T, _UNKNOWN, _STALE, _OBJECTS = "_frame", "_t", "_unknown", "_stale", "_objects"
 _TRUE = {"true", "1"}
 _FALSE = {"false", "0"}
 
@@ -261,6 +265,7 @@ def predicates_msg(types: SimpleNamespace, sample: PredicateSample, hardware_id:
         kv(key=_T, value=repr(float(sample.t))),
         kv(key=_UNKNOWN, value=",".join(sorted(sample.unknown))),
         kv(key=_STALE, value=",".join(sorted(sample.stale))),
+        kv(key=_OBJECTS, value=objects_text(sample.objects)),
     ]
     status = S(
         level=level,
@@ -277,7 +282,40 @@ def comma_names(text: str) -> frozenset[str]:
 
 
 class BadPredicates(SourceError):
-    """A predicates message that decodes but breaks the documented layout (statuses, values, _t, _frame)."""
+    """A predicates message that decodes but breaks the documented layout (statuses, values, _t, _frame,
+    _objects)."""
+
+
+_NO_OBJECTS: Mapping[str, tuple[str, ...]] = MappingProxyType({})
+
+
+def objects_text(objects: Mapping[str, tuple[str, ...]]) -> str:
+    """A sample's `objects` as the `_objects` text ("" when none)."""
+    return _objects_json(tuple(objects.items())) if objects else ""
+
+
+@lru_cache(maxsize=256)  # few distinct mappings per recording, each repeated for many frames: encoded once
+def _objects_json(items: tuple[tuple[str, tuple[str, ...]], ...]) -> str:
+    return json.dumps({k: list(v) for k, v in items}, separators=(",", ":"))
+
+
+@lru_cache(maxsize=256)
+def objects_of(text: str) -> Mapping[str, tuple[str, ...]]:
+    """The `_objects` text -> predicate -> object names (read-only, shared by the frames that repeat it);
+    BadPredicates names a malformed one."""
+    if not text:
+        return _NO_OBJECTS
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError:
+        parsed = None
+    if not isinstance(parsed, dict) or not all(
+        isinstance(names, list) and all(isinstance(n, str) for n in names) for names in parsed.values()
+    ):
+        raise BadPredicates(
+            f"predicates message has a malformed {_OBJECTS}: {text[:80]!r}; expected JSON predicate -> [names]"
+        )
+    return MappingProxyType({str(k): tuple(v) for k, v in parsed.items()})
 
 
 def decode_predicates(msg: Any) -> PredicateSample:
@@ -327,6 +365,7 @@ def predicate_sample(
         frame=frame,
         unknown=comma_names(meta.get(_UNKNOWN, "")),
         stale=comma_names(meta.get(_STALE, "")),
+        objects=objects_of(meta.get(_OBJECTS, "")),
     )
 
 

@@ -97,7 +97,8 @@ def deferred_counterexample(recipe: tuple) -> Counterexample:
 @dataclass(frozen=True)
 class Event:
     """One monitor event. `episode` numbers a property's episodes from 0; `duration` (frames counted as
-    violating) is set on closing events; `counterexample` on `opened`."""
+    violating) is set on closing events; `counterexample` on `opened`, and `objects`: what its predicates
+    were about on that frame ("mug"), when the input said (the Supervisor sets it)."""
 
     kind: EventKind
     property: str
@@ -107,6 +108,7 @@ class Event:
     episode: int | None = None
     duration: int | None = None
     counterexample: Counterexample | None = None
+    objects: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -118,6 +120,8 @@ class Event:
             "episode": self.episode,
             "duration": self.duration,
         }
+        if self.objects:  # only where the input named them: older inputs' events read as before
+            out["objects"] = list(self.objects)
         if self.counterexample is not None:
             out["counterexample"] = self.counterexample.to_json()
         return out

@@ -196,7 +196,8 @@ def _describe(e: dict[str, Any]) -> str:
     when = f"frame {e.get('frame')}" + (f" t={t:.3f}s" if isinstance(t, (int, float)) else "")
     clock = time.strftime("%H:%M:%S ", time.localtime(wall)) if isinstance(wall, (int, float)) else ""
     robot = f"[{e['robot']}] " if e.get("robot") else ""
-    return f"{clock}{robot}run {e['run']} rollout {e.get('rollout', '-')} {e['property']} {e['kind']} at {when}"
+    about = f" about {', '.join(e['objects'])}" if e.get("objects") else ""  # what a violation was about
+    return f"{clock}{robot}run {e['run']} rollout {e.get('rollout', '-')} {e['property']} {e['kind']}{about} at {when}"
 
 
 def counterexample_lines(event: dict[str, Any]) -> list[str]:
@@ -211,6 +212,8 @@ def counterexample_lines(event: dict[str, Any]) -> list[str]:
     if cx.get("truncated"):
         window += " (window truncated)"
     lines = [cx["explanation"], f"formula: {cx['formula']}", window]
+    if event.get("objects"):
+        lines.append("about: " + ", ".join(event["objects"]))
     if cx.get("decisive"):
         lines.append("decisive: " + ", ".join(cx["decisive"]))
     width = max((len(a) for a in cx["values"]), default=0)

@@ -296,6 +296,8 @@ class MonitorNode(Node):
             if opened is not None:
                 level = m.ERROR
                 message = f"violated since frame {opened.frame} (t={_secs(opened.t)})"
+                if opened.objects:  # what it is about, when the estimator said
+                    message += f", about {', '.join(opened.objects)}"
             elif stale or name in self._blind or self._state_lost:
                 level = m.STALE
                 message = (

@@ -728,7 +728,7 @@ def ground_frame(grounder: Any, assembled: AssembledFrame, frame: int) -> tuple[
     if assembled.resync:
         return _unknown(grounder, assembled, frame), None
     stale = assembled.stale | frozenset(grounded.stale)
-    return PredicateSample(grounded.values, state.t, frame, grounded.unknown, stale), None
+    return PredicateSample(grounded.values, state.t, frame, grounded.unknown, stale, grounded.objects), None
 
 
 def _unknown(grounder: Any, assembled: AssembledFrame, frame: int) -> PredicateSample:

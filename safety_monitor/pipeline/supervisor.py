@@ -16,6 +16,9 @@ gets the same events. The rules:
 - Lost frames: the estimator numbers a rollout's frames 0, 1, ...; a number other than the next one is a
   frame_gap issue, and a jump forward counts the frames lost on the way (never stepped).
 - Predicates the specs read but the input lacks are unknown (one `unsent` issue says which).
+- A violation names what it is about: an `opened` event carries the objects its property's predicates
+  were about on its frame (the frame's `objects`, for the atoms of the property; none when the input
+  does not say, as in bags recorded before predicates carried them, or on a blind frame).
 - Rollouts: a start marker names the trace whose first frame is at or after it; an end marker closes the
   trace once its frame was stepped, or once a later frame arrives. Without markers the input
   is one trace, closed by `finish`. Events already reported keep the rollout index they were reported with.
@@ -45,9 +48,10 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from types import MappingProxyType
 from typing import NamedTuple
 
 from safety_monitor.enums import EventKind, IssueKind
@@ -61,6 +65,7 @@ from safety_monitor.settings import MonitorSettings
 STREAM = "predicates"  # the stream the Supervisor's issues are about
 _NEVER = math.inf  # `_advanced_at` while blind (or before the first frame): the watchdog has nothing to time
 _NO_STREAMS: frozenset[str] = frozenset()
+_NO_OBJECTS: Mapping[str, tuple[str, ...]] = MappingProxyType({})
 LATE_HOLD_FRAMES = 20_000  # stepped frame times kept for a late start marker (40 s at 500 Hz, 1000 s at 20 Hz)
 
 Valuation = Mapping[str, "bool | None"]
@@ -152,6 +157,7 @@ class Supervisor:
         self._on_frame = on_frame
         self._predicates = monitor.predicates
         self._needed = frozenset(monitor.predicates)
+        self._atoms = {a.name: a.atoms for a in monitor.automata}
         self._timeout, self._frozen = settings.predicates_timeout_s, settings.predicates_frozen_s
         self._soonest = min(self._timeout, self._frozen)
         self._restart_s = settings.restart_backwards_s
@@ -222,15 +228,23 @@ class Supervisor:
     # ------------------------------------------------------------------------------------ inputs
     def sample(self, sample: PredicateSample, now: float) -> Step:
         """One frame as the estimator sends it, arrived at `now` on the driver's clock."""
-        return self.frame(sample.valuation(), sample.t, sample.frame, sample.stale, now)
+        return self.frame(sample.valuation(), sample.t, sample.frame, sample.stale, now, sample.objects)
 
-    def frame(self, valuation: Valuation, t: float, number: int | None, stale: frozenset[str], now: float) -> Step:
+    def frame(
+        self,
+        valuation: Valuation,
+        t: float,
+        number: int | None,
+        stale: frozenset[str],
+        now: float,
+        objects: Mapping[str, tuple[str, ...]] = _NO_OBJECTS,
+    ) -> Step:
         """`sample` in parts, for a driver that decodes in batches: `valuation` as PredicateSample.valuation()
         gives it (pass the same object for equal consecutive frames: it is checked once), the frame's time
-        and number, its stale input streams."""
+        and number, its stale input streams, the objects its predicates are about."""
         if valuation is not self._known:
             if not self._needed <= valuation.keys():
-                return self._frame(valuation, t, number, stale, now)
+                return self._frame(valuation, t, number, stale, now, objects)
             self._known = self._completed = valuation
         if (
             t > self._order_t
@@ -248,11 +262,13 @@ class Supervisor:
             if self._on_frame is not None:
                 self._on_frame(valuation, t, stale)
             if events:
+                if objects:
+                    events = self._named(events, objects)
                 index = self._index
                 self._events.extend(events)
                 return Step(tuple([RolloutEvent(index, e) for e in events]))
             return NOTHING
-        return self._frame(valuation, t, number, stale, now)
+        return self._frame(valuation, t, number, stale, now, objects)
 
     def marker(self, marker: EpisodeMarker, now: float) -> Step:
         """An episode marker, arrived at `now`."""
@@ -299,7 +315,15 @@ class Supervisor:
         return out.step()
 
     # ------------------------------------------------------------------------------------- rules
-    def _frame(self, valuation: Valuation, t: float, number: int | None, stale: frozenset[str], now: float) -> Step:
+    def _frame(
+        self,
+        valuation: Valuation,
+        t: float,
+        number: int | None,
+        stale: frozenset[str],
+        now: float,
+        objects: Mapping[str, tuple[str, ...]],
+    ) -> Step:
         """frame() where any rule besides stepping applies."""
         out = _Collect()
         self._watch(now, out)
@@ -319,12 +343,19 @@ class Supervisor:
         if t <= self._order_t:
             self._drop(t, out)
         else:
-            self._advance(valuation, t, number, stale, now, out)
+            self._advance(valuation, t, number, stale, now, objects, out)
         self._replan()
         return out.step()
 
     def _advance(
-        self, valuation: Valuation, t: float, number: int | None, stale: frozenset[str], now: float, out: _Collect
+        self,
+        valuation: Valuation,
+        t: float,
+        number: int | None,
+        stale: frozenset[str],
+        now: float,
+        objects: Mapping[str, tuple[str, ...]],
+        out: _Collect,
     ) -> None:
         self._set(InputStatus.FRESH, out)
         self._backwards_from = None
@@ -360,7 +391,8 @@ class Supervisor:
         valuation = self._complete(valuation, t, out)
         self._last_t = self._order_t = t
         self._advanced_at = now
-        self._emit(self._step(valuation, t), out)
+        events = self._step(valuation, t)
+        self._emit(self._named(events, objects) if events and objects else events, out)
         self._record(t)
         if self._on_frame is not None:
             self._on_frame(valuation, t, stale)
@@ -539,6 +571,17 @@ class Supervisor:
             self._set(InputStatus.FRESH, out)
             if now is not None:
                 self._advanced_at = now
+
+    def _named(self, events: Sequence[Event], objects: Mapping[str, tuple[str, ...]]) -> list[Event]:
+        """Opened events with the objects their property's predicates were about on this frame."""
+        out = []
+        for e in events:
+            if e.kind is EventKind.OPENED:
+                names = tuple(dict.fromkeys(n for a in self._atoms[e.property] for n in objects.get(a, ())))
+                if names:
+                    e = replace(e, objects=names)
+            out.append(e)
+        return out
 
     def _emit(self, events, out: _Collect) -> None:
         if events:

@@ -209,8 +209,8 @@ def vacuity(result: BagResult, reads: Sequence[PropertyReads]) -> tuple[Vacuity,
 
 # ------------------------------------------------------------------------------------- records
 def episodes(result: BagResult) -> list[dict[str, Any]]:
-    """One row per violation episode of a bag: opening frame, how and when it ended (in frames, and in seconds
-    from the frames' stamps, as the monitor counted them), its evidence."""
+    """One row per violation episode of a bag: opening frame, what it was about, how and when it ended (in
+    frames, and in seconds from the frames' stamps, as the monitor counted them), its evidence."""
     if result.trace is None:
         return []
     rows: dict[tuple[str, int | None], dict[str, Any]] = {}
@@ -225,6 +225,7 @@ def episodes(result: BagResult) -> list[dict[str, Any]]:
                 "episode": e.episode,
                 "opened_frame": e.frame,
                 "opened_t": e.t,
+                "objects": " ".join(e.objects),
                 "end_kind": None,
                 "end_frame": None,
                 "end_t": None,
@@ -419,6 +420,7 @@ EPISODE_COLUMNS = (
     "episode",
     "opened_frame",
     "opened_t",
+    "objects",
     "end_kind",
     "end_frame",
     "end_t",
@@ -559,17 +561,19 @@ def _comparison(groups: dict[str, Metrics], differences: dict[str, tuple[RiskDif
 
 
 def _violations(results: Sequence[BagResult], summary: Summary, plots: Sequence[str]) -> list[str]:
-    """Every violation episode with its bag, when it opened (seconds since the bag's first frame, the
-    timelines' axis), how it ended, its counterexample and the bag's timeline plot."""
+    """Every violation episode with its bag, what it was about (the objects its predicates named), when it
+    opened (seconds since the bag's first frame, the timelines' axis), how it ended, its counterexample and
+    the bag's timeline plot."""
     timelines = {r.bag: name for i, r in enumerate(results) if (name := f"{PLOTS}/{timeline_name(i, r.bag)}") in plots}
     grouped = bool(summary.groups)
-    head = ["bag", *(["group"] if grouped else []), "property", "opened (s since the bag's first frame)"]
+    head = ["bag", *(["group"] if grouped else []), "property", "objects", "opened (s since the bag's first frame)"]
     head += ["lasted, s (frames)", "ended", "why", "plot"]
     rows = []
     for r in results:
         for e in episodes(r):
             t0 = r.t_start if r.t_start is not None else e["opened_t"]
             cells = [r.bag, *([summary.group_of_bag[r.bag]] if grouped else []), e["property"]]
+            cells.append(e["objects"].replace(" ", ", ").replace("|", "\\|") or "–")
             cells += [
                 f"{e['opened_t'] - t0:.3f} (frame {e['opened_frame']})",
                 "–" if e["duration_frames"] is None else f"{_num(e['duration_s'])} ({e['duration_frames']})",

@@ -476,13 +476,14 @@ def _score_predicates(bag: BagReader, config: ReplayConfig, result: BagResult, p
                 )
                 samples[i] = _DROPPED
         if columns is not None:
-            keys, values, col_t, col_frame, col_unknown, col_stale = (
+            keys, values, col_t, col_frame, col_unknown, col_stale, col_objects = (
                 columns.keys,
                 columns.values,
                 columns.t,
                 columns.frame,
                 columns.unknown,
                 columns.stale,
+                columns.objects,
             )
             changed = [True, *np.any(values[1:] != values[:-1], axis=1).tolist()] if n else []
         logged_at = (batch.log_ns / 1e9).tolist()
@@ -494,13 +495,13 @@ def _score_predicates(bag: BagReader, config: ReplayConfig, result: BagResult, p
                 if changed[i] or valuation is None or col_unknown[i] != unknown:
                     unknown = col_unknown[i]
                     valuation = PredicateSample(dict(zip(keys, values[i].tolist())), 0.0, unknown=unknown).valuation()
-                step = frame(valuation, col_t[i], col_frame[i], col_stale[i], logged_at[i])
+                step = frame(valuation, col_t[i], col_frame[i], col_stale[i], logged_at[i], col_objects[i])
             elif sample is _DROPPED:  # `changed` compares with this row: the next row builds its own valuation
                 valuation = None
                 continue
             else:
                 valuation = unknown = None  # the next column row builds its own
-                step = frame(sample.valuation(), sample.t, sample.frame, sample.stale, logged_at[i])
+                step = frame(sample.valuation(), sample.t, sample.frame, sample.stale, logged_at[i], sample.objects)
             if step.issues:
                 record(step.issues)
             if step.finished:
