@@ -1,4 +1,4 @@
-"""Estimator and monitor nodes against a real robot's topics (DESIGN.md section 4), in its namespace.
+"""Estimator and monitor nodes against a real robot's topics (docs/ros.md, Topics), in its namespace.
 
     ros2 launch safety_monitor monitor.launch.py namespace:=robot1 config_dir:=/path/to/robot_config
 

@@ -351,6 +351,22 @@ def test_every_docs_page_is_linked_from_the_index() -> None:
     assert not unlinked, f"docs/index.md does not link {unlinked}"
 
 
+USER_FILES = (
+    *sorted((ROOT / "config").glob("*.yaml")),
+    *sorted((ROOT / "launch").glob("*.py")),
+    ROOT / "safety_monitor" / "sim" / "workcell.xml",
+)
+_PAGE_NAME = re.compile(r"[\w./-]*\.md\b")
+
+
+@pytest.mark.parametrize("path", USER_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_files_users_read_name_pages_the_repository_ships(path: Path) -> None:
+    """config/ (which `robot init` copies into a user's folder), the launch files and the workcell model name docs
+    pages that exist, not design notes kept outside the repository."""
+    missing = [name for name in _PAGE_NAME.findall(path.read_text()) if not (ROOT / name).is_file()]
+    assert not missing, f"{path.relative_to(ROOT)} names pages the repository does not ship: {missing}"
+
+
 def test_predicate_table_is_the_one_the_code_prints() -> None:
     from safety_monitor.cli.grounding import predicate_table
 

@@ -3,6 +3,8 @@ a gripper on its own topic, the joint-jump input issue, and configured topics of
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from robot_input_bags import JUMP_AT, write_bag, write_setup
@@ -199,3 +201,55 @@ def test_a_slow_gripper_topic_is_judged_over_its_own_period_and_a_real_jump_on_i
     assert [k for k, jumped in enumerate(jumps) if jumped] == [glitch, glitch + 50]  # out, and back
     assert [(i.kind, i.t) for i in issues] == [(IssueKind.JOINT_JUMP, 1.0 + 0.002 * k) for k in (glitch, glitch + 50)]
     assert "gripper_joint by 0.484 (at most 0.04" in issues[0].detail
+
+
+@pytest.mark.parametrize(
+    "key, edit, message",
+    [
+        (
+            "joint_order",
+            lambda m: m["joint_order"].__setitem__(2, "joint_3"),
+            "joint_order: 'joint_3' is not a joint of {robot}; did you mean 'joint3'",
+        ),
+        (
+            "joint_names",
+            lambda m: m.update(joint_names={"j1": "jiont1"}),
+            "joint_names: 'jiont1' is not a joint of {robot}; did you mean 'joint1'",
+        ),
+        (
+            "object_frames",
+            lambda m: m.update(object_frames={"cub": "cube_link"}),
+            "object_frames: 'cub' is not an object of {robot}; did you mean 'cube'?",
+        ),
+        (
+            "objects",
+            lambda m: m.update(objects={"mug": "/mug/pose"}),
+            "objects: 'mug' is not an object of {robot} (it has cube)",
+        ),
+    ],
+)
+def test_a_topic_mapping_naming_a_joint_or_object_the_robot_lacks_is_refused_with_the_nearest_names(
+    setup, tmp_path, capsys, key, edit, message
+):
+    """A misspelt joint once left every frame without it (replay: no frame built; live: stale, the monitor blind
+    throughout), a misspelt object its pose unread: refused up front by replay and inspect, and by the Estimator
+    stage the estimator node builds, in one line naming the name and the nearest the robot has."""
+    import yaml
+
+    from safety_monitor.cli import main
+    from safety_monitor.errors import SourceError
+    from safety_monitor.grounding.grounder import load_default_grounder
+    from safety_monitor.pipeline.estimator import Estimator
+
+    folder, robot, topics = setup
+    mapping = yaml.safe_load(topics.read_text())
+    edit(mapping)
+    bad = tmp_path / "topics.yaml"
+    bad.write_text(yaml.safe_dump(mapping))
+    want = "topic mapping: " + message.format(robot=robot)
+    for command in (["replay", "--quiet"], ["inspect"]):
+        assert main([*command, str(folder / "as_sent"), "--robot", str(robot), "--topics", str(bad)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert want in err and "\n" not in err, err
+    with pytest.raises(SourceError, match="^" + re.escape(want)):
+        Estimator(load_default_grounder(50.0, robot, wrench_sensor=False), StreamMapping.parse(str(bad)))

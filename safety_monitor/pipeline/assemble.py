@@ -29,8 +29,9 @@ from safety_monitor.enums import IssueKind
 from safety_monitor.errors import GroundingError, SourceError
 from safety_monitor.files import load_yaml
 from safety_monitor.frames import JointSample, Pose, PredicateSample, RobotState, StreamIssue, Wrench
+from safety_monitor.grounding.description import RobotDescription
 from safety_monitor.grounding.joint_limits import JumpDetector, jump_issue
-from safety_monitor.grounding.urdf import JointLimit
+from safety_monitor.grounding.urdf import JointLimit, suggest
 from safety_monitor.io.messages import joint_state_sample, pose_of, wrench_of
 from safety_monitor.settings import FROZEN_S, EstimatorSettings
 
@@ -74,6 +75,33 @@ class StreamMapping:
 
     def pose_topic(self, name: str) -> str:
         return self.objects.get(name) or self.object_pose.format(name=name)
+
+    def check_names(self, robot: RobotDescription) -> None:
+        """Refuse a joint or object name that `robot` lacks, with the nearest it has: a misspelt `joint_order` or
+        `joint_names` entry leaves every frame without that joint (all stale, the monitor blind throughout), a
+        misspelt `objects` or `object_frames` entry leaves the object's pose unread."""
+        wrong: list[tuple[str, str, str, tuple[str, ...]]] = []
+        if self.joint_order or self.joint_names:
+            joints = (*robot.required_joints, *sorted(robot.accepted_joints))
+            wrong += [("joint_order", n, "a joint", joints) for n in self.joint_order if n not in joints]
+            wrong += [("joint_names", n, "a joint", joints) for n in self.joint_names.values() if n not in joints]
+        if self.objects or self.object_frames:
+            objects = tuple(robot.objects)
+            wrong += [
+                (key, n, "an object", objects)
+                for key in ("objects", "object_frames")
+                for n in getattr(self, key)
+                if n not in objects
+            ]
+        if wrong:
+            raise SourceError(
+                "topic mapping: "
+                + "; ".join(
+                    f"{key}: {name!r} is not {what} of {robot.source}"
+                    + (suggest(name, known) or f" (it has {', '.join(known) or 'none'})")
+                    for key, name, what, known in wrong
+                )
+            )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], origin: str = "topic mapping") -> StreamMapping:

@@ -77,11 +77,7 @@ class Estimator:
                 f"the topic mapping has {'a' if self.mapping.wrench else 'no'} wrench topic but the grounder was "
                 f"built with wrench_sensor={grounder.wrench_sensor} (load_default_grounder's wrench_sensor)"
             )
-        if unknown := sorted(set(self.mapping.object_frames) - set(robot.objects)):
-            raise SourceError(
-                f"object_frames: {', '.join(unknown)} not among the robot's objects "
-                f"({', '.join(robot.objects) or 'none'})"
-            )
+        self.mapping.check_names(robot)
         self.tf = TransformTree(self.mapping.base_frame or robot.base_body, self.mapping.object_frames)
         self._start()
 

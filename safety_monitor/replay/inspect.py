@@ -198,6 +198,7 @@ def inspect_source(source: str, topics: list[TopicInfo], config: ReplayConfig) -
 
     config, notes = config.resolved({t.topic: t.msgtype for t in topics})
     grounder = make_grounder(config.robot, config.rate_hz or NOMINAL_RATE_HZ, config.mapping)
+    config.mapping.check_names(grounder.robot)
     inputs = check_inputs(configured_inputs(config.mapping, grounder.robot.objects), {t.topic: t for t in topics})
     vacuous = vacuous_predicates(grounder)
     verdicts = applicability(load_specs(config.specs_file()), grounder)

@@ -213,12 +213,15 @@ def _spec_set(specs: Path) -> SpecSet:
 
 
 def check_config(config: ReplayConfig) -> None:
-    """Load the specs and, for robot-state mode, the robot description (with its twin) once before any bag,
-    so a bad file is one error up front instead of the same failure for every bag."""
+    """Load the specs and, for robot-state mode, the robot description (with its twin, and the topic mapping's
+    names checked against it) once before any bag, so a bad file is one error up front instead of the same
+    failure for every bag."""
     monitor = make_monitor(config, config.rate_hz)
     if not config.from_predicates:  # the grounder `with_model` and the first bag here use
         wrench = config.mapping.wrench is not None
-        _check_grounded(monitor, _kept_grounder(config.robot, config.rate_hz or NOMINAL_RATE_HZ, wrench))
+        grounder = _kept_grounder(config.robot, config.rate_hz or NOMINAL_RATE_HZ, wrench)
+        config.mapping.check_names(grounder.robot)
+        _check_grounded(monitor, grounder)
 
 
 def missing_topic_error(
