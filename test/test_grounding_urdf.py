@@ -127,7 +127,8 @@ def test_the_workcell_has_no_velocity_limits_so_their_properties_are_not_applica
 def test_a_joint_limit_breach_and_an_encoder_jump_give_the_joint_predicates(tmp_path, name):
     f = Frames(_grounder(tmp_path, name))
     first = f.step()
-    assert "joint_position_jump" in first.unknown  # nothing to step from yet
+    # no step yet: nothing jumped, decided (unknown, no_joint_position_jump would start every rollout blind)
+    assert "joint_position_jump" not in first.unknown and not first.values["joint_position_jump"]
     assert not first.values["joint_position_out_of_limits"] and not first.values["joint_velocity_out_of_limits"]
     f.arm["joint1"] = 0.05  # 0.05 rad in 0.02 s: within 2 x 2.0 rad/s x 0.02 s
     assert not f.step().values["joint_position_jump"]
