@@ -114,13 +114,16 @@ def test_the_robot_without_a_gripper_grounds_but_gripper_properties_are_not_appl
     assert verdicts["open_preconditions"].applicable  # a drawer is there, and opening it needs no grasp
 
 
-def test_the_workcell_has_no_velocity_limits_so_their_properties_are_not_applicable():
-    verdicts = applicability(load_specs(CONFIG / "specs.yaml"), load_default_grounder(RATE))
-    assert verdicts["joint_velocities_within_limits"].reasons == {
-        "joint_velocity_out_of_limits": NotApplicable.NO_VELOCITY_LIMITS
-    }
-    assert not verdicts["no_joint_position_jump"].applicable
-    assert verdicts["joint_positions_within_limits"].applicable and verdicts["drop_only_when_released"].applicable
+def test_the_workcell_grounds_every_default_property():
+    """robot.yaml gives the arm the velocity and effort limits MJCF lacks (it has no velocity limits, and the
+    servos' force ranges are no joint's actuatorfrcrange): no default property is vacuous on the workcell."""
+    grounder = load_default_grounder(RATE)
+    verdicts = applicability(load_specs(CONFIG / "specs.yaml"), grounder)
+    assert {name: v.text() for name, v in verdicts.items() if not v.applicable} == {}
+    limits = grounder.joint_limits
+    assert (limits["arm_joint1"].velocity, limits["arm_joint6"].velocity) == (4.0, 6.5)
+    assert (limits["arm_joint1"].effort, limits["arm_joint6"].effort) == (150.0, 40.0)
+    assert limits["arm_joint1"].upper == 2.9  # the MJCF's range, under the given velocity and effort
 
 
 @pytest.mark.parametrize("name", ROBOTS)
