@@ -3,8 +3,7 @@
 `test/data/grounding_reference.npz` holds RobotStates from every scripted task and fault and from two
 degraded episodes (poses missing, too old, NaN; wrench missing or stale), taken from the simulator at 500 Hz
 and kept every DECIMATE-th frame, so whole episodes (grasps, carries, drops, every fault) fit in a small file;
-plus one stretch at the full 500 Hz. Joint velocities and efforts are left out while the default grounder
-reads neither (its joint limits have no velocity or effort bounds): they are most of the file. Beside the inputs it stores what the default grounder made of them at
+plus one stretch at the full 500 Hz. Beside the inputs it stores what the default grounder made of them at
 the matching control rate: every predicate's value and whether it was unknown, and every stale stream's age.
 
 Regenerate it only when grounding changes *on purpose* (a threshold, a semantics fix), from the code that
@@ -21,7 +20,7 @@ import importlib.util
 import json
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -188,9 +187,6 @@ def _check_identical(scratch: Path):
 def record(scratch: Path, path: Path = REFERENCE) -> None:
     sim = _check_identical(scratch)
     probe = load_default_grounder(SIM_RATE)
-    if probe._limits.reads_velocity or probe._limits.reads_effort:
-        raise SystemExit("the default grounder reads joint velocity or effort: keep them in the reference")
-    sim = {key: [replace(s, joint_velocity=None, joint_effort=None) for s in states] for key, states in sim.items()}
     runs: list[tuple[str, float, list[RobotState]]] = []
     for (task, fault), states in sim.items():
         name = fault if task is None else (f"degraded_{fault}" if task == "degraded" else task)

@@ -114,20 +114,24 @@ def test_the_robot_without_a_gripper_grounds_but_gripper_properties_are_not_appl
     assert verdicts["open_preconditions"].applicable  # a drawer is there, and opening it needs no grasp
 
 
-def test_the_workcell_has_no_velocity_limits_so_their_properties_are_not_applicable():
-    verdicts = applicability(load_specs(CONFIG / "specs.yaml"), load_default_grounder(RATE))
-    assert verdicts["joint_velocities_within_limits"].reasons == {
-        "joint_velocity_out_of_limits": NotApplicable.NO_VELOCITY_LIMITS
-    }
-    assert not verdicts["no_joint_position_jump"].applicable
-    assert verdicts["joint_positions_within_limits"].applicable and verdicts["drop_only_when_released"].applicable
+def test_the_workcell_grounds_every_default_property():
+    """robot.yaml gives the arm the velocity and effort limits MJCF lacks (it has no velocity limits, and the
+    servos' force ranges are no joint's actuatorfrcrange): no default property is vacuous on the workcell."""
+    grounder = load_default_grounder(RATE)
+    verdicts = applicability(load_specs(CONFIG / "specs.yaml"), grounder)
+    assert {name: v.text() for name, v in verdicts.items() if not v.applicable} == {}
+    limits = grounder.joint_limits
+    assert (limits["arm_joint1"].velocity, limits["arm_joint6"].velocity) == (4.0, 6.5)
+    assert (limits["arm_joint1"].effort, limits["arm_joint6"].effort) == (150.0, 40.0)
+    assert limits["arm_joint1"].upper == 2.9  # the MJCF's range, under the given velocity and effort
 
 
 @pytest.mark.parametrize("name", ROBOTS)
 def test_a_joint_limit_breach_and_an_encoder_jump_give_the_joint_predicates(tmp_path, name):
     f = Frames(_grounder(tmp_path, name))
     first = f.step()
-    assert "joint_position_jump" in first.unknown  # nothing to step from yet
+    # no step yet: nothing jumped, decided (unknown, no_joint_position_jump would start every rollout blind)
+    assert "joint_position_jump" not in first.unknown and not first.values["joint_position_jump"]
     assert not first.values["joint_position_out_of_limits"] and not first.values["joint_velocity_out_of_limits"]
     f.arm["joint1"] = 0.05  # 0.05 rad in 0.02 s: within 2 x 2.0 rad/s x 0.02 s
     assert not f.step().values["joint_position_jump"]

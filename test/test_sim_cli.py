@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -95,3 +96,18 @@ def test_options_a_mode_cannot_honour_are_argument_errors(argv, message, capsys,
         main(["sim", *argv])
     assert exited.value.code == 2 and message in capsys.readouterr().err
     assert not list(tmp_path.iterdir())  # nothing ran, nothing written
+
+
+def test_the_docs_fault_table_is_the_registry():
+    """docs/sim.md's table lists every fault with its task, expected and other allowed properties (it had
+    left out a side effect `push_blocked_drawer` is allowed)."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "sim.md").read_text()
+    rows = [line.split("|")[1:-1] for line in text.splitlines() if line.startswith("| `")]
+    table = {r[0].strip().strip("`"): [c.strip() for c in r[1:]] for r in rows}
+    assert list(table) == list(FAULTS)
+    for name, (task, expected, also) in table.items():
+        spec = FAULTS[name]
+        assert task.split(" (")[0] == spec.task, name
+        assert expected.split(", ") == list(spec.expected_properties), name
+        others = [p for p in spec.allowed_properties if p not in spec.expected_properties]
+        assert (also.split(", ") if also != "-" else []) == others, name

@@ -27,7 +27,7 @@ from safety_monitor.sim.faults import FAULTS
 from safety_monitor.sim.runner import Episode
 from safety_monitor.sim.tasks import TASKS
 from safety_monitor.sim.truth import GroundTruth
-from safety_monitor.sim.workcell import OBJECTS
+from safety_monitor.sim.workcell import ARM_JOINTS, OBJECTS
 from safety_monitor.specs.model import load_specs
 
 STRIDE = 5  # monitor at 100 Hz
@@ -199,6 +199,21 @@ def test_place_on_clutter_sets_the_mug_down_near_two_objects():
     near = sorted(o for o, gap in result.clutter_gaps.items() if 0.0 < gap < 0.03)
     assert len(near) >= 2, result.clutter_gaps
     assert result.succeeded  # placed where asked: the spot, not the motion, is the fault
+
+
+def test_overspeed_whips_the_empty_wrist_past_its_velocity_limit_but_not_into_a_jump():
+    """The wrist roll really turns faster than robot.yaml's limit, during the whip only, and less than twice
+    as fast (what `no_joint_position_jump` reads as a glitch); the hand is empty and touches nothing."""
+    limits = load_default_grounder(500.0 / STRIDE).joint_limits
+    result = run(None, "overspeed", FAULT_SEED)
+    pairs = list(zip(result.frames, result.frames[1:]))
+    speeds = {(b.phase, abs(b.joints[j] - a.joints[j]) / (b.t - a.t)) for a, b in pairs for j in ARM_JOINTS}
+    fast = [(phase, speed) for phase, speed in speeds if speed > limits["arm_joint6"].velocity]
+    assert fast and {phase for phase, _ in fast} == {"whip"}, sorted(fast)
+    assert max(speed for _, speed in fast) < 2 * limits["arm_joint6"].velocity
+    whip = [f for f in result.frames if f.phase == "whip"]
+    assert not any(_touch(f, GRIPPER, other) for f in whip for other in (*OBJECTS, "table"))
+    assert result.succeeded  # the cube was placed before: the whip, not the task, is the fault
 
 
 # ------------------------------------------------------------------------------------- triggers

@@ -48,7 +48,7 @@ DOCS = {
     ),
     "joint_position_jump": PredicateDoc(
         "some joint stepped further since its own previous sample than its velocity limit allows over the time "
-        "between the two (encoder wrap, glitch); unknown on the first frame",
+        "between the two (encoder wrap, glitch); false on the first frame (no step yet)",
         f"joint positions and times; limits: {_SOURCE}",
         "jump_factor 2.0",
     ),
@@ -202,7 +202,8 @@ class JointLimitEstimator:
             stamps = state.t if state.joint_stamps is None else np.asarray(state.joint_stamps, dtype=float)
             jumps = self._jumps.step(state.joint_names, np.asarray(state.joint_position, dtype=float), stamps)
             self.jumps = jumps or ()
-            jump = None if jumps is None else bool(jumps)
+            # the first frame has no step to judge: false, not unknown, or every rollout would start blind
+            jump = bool(jumps)
         return position, velocity, effort, jump
 
 

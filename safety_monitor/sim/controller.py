@@ -40,8 +40,14 @@ def hand_forward(yaw: float = 0.0) -> np.ndarray:
 class ArmController:
     """Holds the commanded end-effector pose and gripper opening; `update()` writes the servo targets."""
 
+    DEFAULT_MAX_JOINT_STEP = 0.01  # rad per 2 ms control step: 5 rad/s, under robot.yaml's velocity limits
+
     def __init__(
-        self, workcell: Workcell, damping: float = 0.03, max_joint_step: float = 0.01, max_lead: float = 0.03
+        self,
+        workcell: Workcell,
+        damping: float = 0.03,
+        max_joint_step: float = DEFAULT_MAX_JOINT_STEP,
+        max_lead: float = 0.03,
     ) -> None:
         m = workcell.model
         self.workcell = workcell
@@ -54,7 +60,7 @@ class ArmController:
         self._high = m.jnt_range[[m.joint(n).id for n in ARM_JOINTS], 1]
         self._site = workcell.ee_site
         self._damping = damping**2 * np.eye(6)
-        self._max_step = max_joint_step
+        self.max_joint_step = max_joint_step  # rad per control step: the joints' speed cap (a fault lifts it)
         self._max_lead = max_lead
         self._jac = np.zeros((6, m.nv))
         self._error = np.zeros(6)
@@ -105,5 +111,5 @@ class ArmController:
         lead = self.target_position - measured
         distance = float(np.sqrt(lead @ lead))
         goal = self.target_position if distance <= self._max_lead else measured + lead * (self._max_lead / distance)
-        self._ik_step(goal, self._max_step)
+        self._ik_step(goal, self.max_joint_step)
         self.workcell.command(self.q, self.opening)

@@ -155,6 +155,33 @@ CLUTTER = (  # two objects 12 mm behind where the mug will stand (the fingers cl
 )
 
 
+WHIP_STEP = 0.019  # rad per 2 ms control step: a 9.5 rad/s cap, 1.5 times the wrist's 6.5 rad/s limit
+WHIP_TURN = 2.5  # rad of hand yaw
+
+
+def _set_speed_cap(step: float) -> Callable[[ArmController, Workcell], None]:
+    """Fault hook: the IK's per-step joint cap (the trajectory's speed limit) set to `step`."""
+
+    def effect(ctrl: ArmController, cell: Workcell) -> None:
+        ctrl.max_joint_step = step
+
+    return effect
+
+
+def _overspeed(segments: list[Segment], cell: Workcell) -> list[Segment]:
+    """After the retreat, with the joint speed cap lifted, the empty hand whips 2.5 rad round its axis in about
+    0.3 s: the wrist roll peaks near 1.45 times its velocity limit (under the 2 times that reads as a position
+    jump), then the cap comes back."""
+    i, retreat = _move(segments, "retreat")
+    cap = ArmController.DEFAULT_MAX_JOINT_STEP
+    return segments[: i + 1] + [
+        Act("speed_cap_lifted", _set_speed_cap(WHIP_STEP)),
+        Move("whip", retreat.position, hand_down(WHIP_TURN), speed=retreat.speed, angular_speed=30.0),
+        Hold("whip", 0.5),  # the move ends on its 0.1 s minimum, with the wrist still catching up
+        Act("speed_cap_restored", _set_speed_cap(cap)),
+    ]
+
+
 FAULTS: dict[str, FaultSpec] = {}
 
 
@@ -237,5 +264,15 @@ _register(
         allowed_properties=("place_preconditions",),
         truth=gt.PICK + gt.PLACE,  # the clutter beside the goal is not picked: backing off it is no approach
         objects=CLUTTER,
+    ),
+    FaultSpec(
+        name="overspeed",
+        description="after the place, the joint speed cap is lifted and the empty hand whips round: the wrist "
+        "roll exceeds its velocity limit",
+        task="pick_and_place_cube",
+        expected_properties=("joint_velocities_within_limits",),
+        allowed_properties=("joint_velocities_within_limits",),
+        truth=TASKS["pick_and_place_cube"].truth,  # the whip is no skill: the pick and place went as scripted
+        inject=_overspeed,
     ),
 )
