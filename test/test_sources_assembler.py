@@ -353,7 +353,12 @@ class _Grounder:
         if self.fail:
             raise GroundingError("joint 'x' is NaN")
         return SimpleNamespace(
-            t=state.t, frame=0, values={"p": True, "q": False}, unknown=frozenset({"q"}), stale={"object_pose/mug": 0.3}
+            t=state.t,
+            frame=0,
+            values={"p": True, "q": False},
+            unknown=frozenset({"q"}),
+            stale={"object_pose/mug": 0.3},
+            objects={"p": ("mug",)},
         )
 
 
@@ -363,7 +368,7 @@ def test_ground_frame_merges_stale_streams_and_marks_rejected_frames_unknown():
     sample, failure = ground_frame(_Grounder(), frame, 7)
     assert failure is None and sample.frame == 7 and sample.t == 1.0
     assert sample.valuation() == {"p": True, "q": None}
-    assert sample.stale == {"wrench", "object_pose/mug"}
+    assert sample.stale == {"wrench", "object_pose/mug"} and sample.objects == {"p": ("mug",)}
     sample, failure = ground_frame(_Grounder(fail=True), frame, 8)
     assert "NaN" in failure and sample.valuation() == {"p": None, "q": None} and sample.stale == {"wrench"}
 
