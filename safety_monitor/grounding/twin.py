@@ -93,6 +93,8 @@ class KinematicTwin:
         # views of the end-effector site's pose in MjData (its arrays never move): what each compute reads
         self._site_pos = self.data.site_xpos[self._ee_site]
         self._site_rot = self.data.site_xmat[self._ee_site].reshape(3, 3)
+        # and of the arrays each compute writes or reads whole (reading MjData's attribute builds a new view)
+        self._qpos, self._geom_xpos, self._geom_xmat = self.data.qpos, self.data.geom_xpos, self.data.geom_xmat
         self._finger_geoms = np.array(
             [g for g in range(m.ngeom) if body_entity[m.geom_bodyid[g]] in FINGER_PARTS], dtype=np.int64
         )
@@ -133,6 +135,21 @@ class KinematicTwin:
         self._box_builders = tuple((o, self._world_box) for o in robot.objects) + tuple(
             (n, self._interior_box) for n in self._interiors
         )
+        # entity_gaps' arguments that stay (one tuple each side of the distance function, which tests and the
+        # benchmark swap: twenty attribute reads a frame otherwise)
+        self._gap_pairs = (
+            self._geom_xpos,
+            self._geom_xmat,
+            self._geom_aabb,
+            self._pair_near,
+            self._pair_fresh,
+            self._pair_key,
+            self._pa,
+            self._pb,
+            self._pair_gap,
+            self.margin,
+        )
+        self._gap_names = (self._key_names, self._key_sorted, self._key_gripper)
         self._boxes_still = [False] * len(self._box_builders)  # no box's body moved
         self._object_slots = tuple(self._object_qpos.items())  # (object, address of its free joint's qpos)
         self._parked = {
@@ -200,7 +217,7 @@ class KinematicTwin:
         """
         m, d = self.model, self.data
         src, adr, unchecked = self._joint_map(joint_names)
-        qpos = d.qpos
+        qpos = self._qpos
         values = np.asarray(joint_position, dtype=float)[src]
         if unchecked and not math.isfinite(values.sum()):  # the grounder checks required joints only: an ignored
             bad = ~np.isfinite(values)  # one may read NaN, and then stays where it was
@@ -221,14 +238,14 @@ class KinematicTwin:
             for o, (rel_pos, rel_rot) in placed.items():
                 qadr = self._object_qpos[o]
                 position, rotation = _geomath.compose_pose(site_pos, site_rot, rel_pos, rel_rot)
-                d.qpos[qadr : qadr + 3] = position
+                qpos[qadr : qadr + 3] = position
                 mujoco.mju_mat2Quat(quat, rotation)
-                d.qpos[qadr + 3 : qadr + 7] = quat
+                qpos[qadr + 3 : qadr + 7] = quat
             mujoco.mj_kinematics(m, d)
         affected, boxes_moved, contact_plan = self._plan(_geomath.qpos_changed(qpos, self._qpos_bits))
         contacts = self._contacts.collide(m, d, contact_plan)
         object_boxes, interiors, unknown = self._frame_boxes(boxes_moved, poses)
-        ee_position, ee_rotation, points = _geomath.site_frame(site_pos, site_rot, d.geom_xpos, self._finger_geoms)
+        ee_position, ee_rotation, points = _geomath.site_frame(site_pos, site_rot, self._geom_xpos, self._finger_geoms)
         gaps, gripper_gaps, pairs = self._gaps(contacts, affected)
         return FrameGeometry.with_derived(
             ee_position, ee_rotation, points, gaps, object_boxes, interiors, unknown, gripper_gaps, pairs
@@ -319,25 +336,15 @@ class KinematicTwin:
         (`contacts`: count, geom pairs, distances), measured pairs from mj_geomDistance (candidates within the
         report margin by bounding sphere and box; a pair not among the `affected` ones, neither of whose geoms
         moved since it was last measured, keeps that distance). The walk is C (`_geomath.entity_gaps`)."""
-        d = self.data
         return _geomath.entity_gaps(
-            *contacts,
+            contacts[0],
+            contacts[1],
+            contacts[2],
             self._contact_key,
             affected,
-            d.geom_xpos,
-            d.geom_xmat,
-            self._geom_aabb,
-            self._pair_near,
-            self._pair_fresh,
-            self._pair_key,
-            self._pa,
-            self._pb,
-            self._pair_gap,
-            self.margin,
+            *self._gap_pairs,
             *self._measure,
-            self._key_names,
-            self._key_sorted,
-            self._key_gripper,
+            *self._gap_names,
         )
 
     def _plan(self, key: bytes) -> _Plan:
