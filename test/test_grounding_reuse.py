@@ -85,6 +85,24 @@ def test_the_twin_reuses_distances_only_while_both_geoms_rest(states):
     assert all(again.object_boxes[o] is resting.object_boxes[o] for o in resting.object_boxes)
 
 
+def test_a_frame_where_only_the_arm_moved_hands_out_the_last_boxes_without_box_work(states, monkeypatch):
+    """Most frames move the arm alone: the object boxes, interiors and unknown set are the last frame's
+    objects, handed out without visiting a box builder."""
+    twin = load_default_grounder(RATE).twin
+    first, second = states[0], states[1]
+    poses = dict(first.object_poses)
+    before = twin.compute(first.joint_names, first.joint_position, poses)
+    assert not np.array_equal(first.joint_position, second.joint_position)
+
+    def no_box_work(*args):
+        raise AssertionError("boxes revisited on a frame where no box's body moved")
+
+    monkeypatch.setattr(twin, "_update_boxes", no_box_work)
+    after = twin.compute(second.joint_names, second.joint_position, poses)
+    assert after.object_boxes is before.object_boxes and after.interiors is before.interiors
+    assert after.unknown is before.unknown
+
+
 def test_a_box_keeps_its_corners_read_only():
     a = Box(np.zeros(3), np.eye(3), np.ones(3))
     b = Box(np.array([5.0, 0.0, 0.0]), np.eye(3), np.ones(3))

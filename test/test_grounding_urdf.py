@@ -176,6 +176,29 @@ def test_each_joint_is_judged_over_its_own_sample_period():
     assert jump.joint == "grip" and jump.allowed == pytest.approx(2 * 0.1 * 0.002)
 
 
+def test_joints_that_do_not_wrap_are_judged_in_floats_as_the_array_path_judges_them():
+    """The plain-float loop (no continuous joint) gives the array path's jumps, steps and allowances bit for
+    bit: random steps near the limit, NaN positions, held stamps, one stamp for the frame, a joint missing."""
+    limits = {"a": JointLimit(velocity=1.0), "b": JointLimit(velocity=0.5), "c": JointLimit(velocity=2.0)}
+    floats, arrays = JumpDetector(limits, 2.0), JumpDetector(limits, 2.0)
+    arrays._any_wraps = True  # the array path, with no joint marked as wrapping (np.where keeps every step)
+    assert not floats._any_wraps
+    rng = np.random.default_rng(5)
+    t, position, seen = 1.0, np.zeros(3), 0
+    for k in range(3000):
+        t += 0.002
+        position = position + rng.normal(0.0, 0.004, 3)
+        if k % 97 == 5:
+            position[1] = np.nan
+        names = ("a", "b") if k % 211 == 7 else ("c", "a", "b")
+        values = position[: len(names)]
+        stamps = t if k % 13 == 0 else np.array([t, t - 0.002 * (k % 3 == 0), t])[: len(names)]
+        got, want = floats.step(names, values, stamps), arrays.step(names, values, stamps)
+        assert got == want, k
+        seen += bool(got)
+    assert seen > 100  # jumps were judged, not only their absence
+
+
 def test_frames_may_carry_mimic_joints_and_a_one_joint_gripper_lists_it_once(tmp_path):
     g = _grounder(tmp_path, "one_joint_mimic")
     assert g.robot.mimic_joints == {"finger_right_joint"} and g.robot.gripper.joints == ("gripper_joint",)

@@ -308,3 +308,21 @@ def test_an_opened_event_names_the_objects_of_its_own_predicates_on_its_frame(ma
         closing = [e for e in events if e.kind != EventKind.OPENED]
         assert closing and all(e.objects == () and "objects" not in e.to_json() for e in closing)
         assert [e.to_json()["objects"] for e in events if e.kind == EventKind.OPENED] == [["mug"], ["mug", "drawer"]]
+
+
+def test_frames_that_repeat_the_last_values_step_on_one_valuation(make):
+    """The estimator sends a new dict every frame; equal known values step on the last frame's valuation
+    object (checked once), a caller's later change to its dict does not reach it, and an unknown value or a
+    changed one makes a new valuation."""
+    seen = []
+    sup = make(on_frame=lambda v, t, stale: seen.append(v))
+    first, second = quiet(0), quiet(1)
+    assert first.values is not second.values
+    feed(sup, [first, second])
+    assert seen[0] is seen[1] and seen[0] == {"a": False, "b": False}
+    second.values["a"] = True  # the caller's dict, not the stepped valuation
+    assert seen[1] == {"a": False, "b": False}
+    feed(sup, [PredicateSample({"a": False, "b": False}, 1.0 + 2 * DT, 2, frozenset({"a"})), quiet(3, b=True)])
+    assert seen[2] == {"a": None, "b": False} and seen[3] == {"a": False, "b": True}
+    feed(sup, [quiet(4, b=True)])
+    assert seen[4] is seen[3]

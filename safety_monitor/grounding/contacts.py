@@ -30,8 +30,10 @@ class ContactPlan(NamedTuple):
 
     geom_moved: np.ndarray  # bool per geom
     contype: np.ndarray  # the model's contype for moved geoms, 0 for resting ones
-    spheres: tuple[np.ndarray, np.ndarray, np.ndarray]  # candidate pairs of bounded geoms: a, b, radii summed
-    planes: tuple[np.ndarray, np.ndarray]  # candidate (plane, geom) pairs
+    # `_geomath.may_touch`'s arguments after the geom poses: the geoms' boxes, the candidate pairs of bounded
+    # geoms (a, b, radii summed), the candidate (plane, geom) pairs, the margin (one tuple: building the
+    # call's nine arguments every frame cost as much as the test)
+    bounds: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]
     unbounded: bool  # a candidate pair has a geom with no bounding sphere: always collide
 
 
@@ -41,6 +43,7 @@ class Contacts:
     def __init__(self, m: mujoco.MjModel):
         self.reuse = m.npair == 0 and bool(np.array_equal(m.geom_contype, m.geom_conaffinity))
         self._contype = m.geom_contype.copy()
+        self._model_contype = m.geom_contype  # a view of the model's masks (reading the attribute builds a new one)
         self._margin = float(m.geom_margin.max(initial=0.0))
         self._ca, self._cb = candidate_pairs(m)
         self._plane = m.geom_type == int(mujoco.mjtGeom.mjGEOM_PLANE)
@@ -48,6 +51,7 @@ class Contacts:
         self._geom = np.zeros((64, 2), dtype=np.int32)
         self._dist = np.zeros(64)
         self._n = 0
+        self._data: tuple[mujoco.MjData, np.ndarray, np.ndarray] | None = None  # MjData, its geom_xpos and geom_xmat
 
     def forget(self) -> None:
         self._n = 0
@@ -67,8 +71,7 @@ class Contacts:
         return ContactPlan(
             geom_moved=geom_moved,
             contype=np.where(geom_moved, self._contype, 0).astype(self._contype.dtype),
-            spheres=(sa, sb, rbound[sa] + rbound[sb]),
-            planes=(plane, other),
+            bounds=(self._aabb, sa, sb, rbound[sa] + rbound[sb], plane, other, self._margin),
             unbounded=bool(np.any(~bounded & ~one_plane)),
         )
 
@@ -84,14 +87,16 @@ class Contacts:
         if plan is None:
             return self._n, self._geom, self._dist
         ncon, new_geom, new_dist = 0, None, None
-        if plan.unbounded or _geomath.may_touch(
-            d.geom_xpos, d.geom_xmat, self._aabb, *plan.spheres, *plan.planes, self._margin
-        ):
-            np.copyto(m.geom_contype, plan.contype)
+        views = self._data
+        if views is None or views[0] is not d:  # reading MjData's arrays builds new views: 0.2 us a frame
+            views = self._data = (d, d.geom_xpos, d.geom_xmat)
+        if plan.unbounded or _geomath.may_touch(views[1], views[2], *plan.bounds):
+            contype = self._model_contype
+            np.copyto(contype, plan.contype)
             try:
                 mujoco.mj_collision(m, d)
             finally:
-                np.copyto(m.geom_contype, self._contype)
+                np.copyto(contype, self._contype)
             ncon = d.ncon
             if ncon:
                 found = d.contact

@@ -43,8 +43,9 @@ from safety_monitor.grounding.motion import Carry, quat_to_matrix
 from safety_monitor.grounding.thresholds import Thresholds
 from safety_monitor.grounding.urdf import JointLimit, suggest
 
-# per set of moved qpos: measured pairs to redo (indices, geoms, radii), boxes to rebuild, contacts to find
-_Plan = tuple[tuple[np.ndarray, ...] | None, list[bool], ContactPlan | None]
+# per set of moved qpos: measured pairs to redo (indices, geoms, radii), boxes to rebuild (None: no box's body
+# moved), contacts to find
+_Plan = tuple[tuple[np.ndarray, ...] | None, list[bool] | None, ContactPlan | None]
 _PARK = 1000.0  # objects without a usable pose are parked this far away, spaced apart
 _FAR = 10.0  # m: beyond any gripper's opening (mj_geomDistance reports no gap larger than its bound)
 _SAME_PAD = 1e-3  # m: finger geom pairs this near the nearest pair's gap face each other across the grasp
@@ -92,6 +93,8 @@ class KinematicTwin:
         # views of the end-effector site's pose in MjData (its arrays never move): what each compute reads
         self._site_pos = self.data.site_xpos[self._ee_site]
         self._site_rot = self.data.site_xmat[self._ee_site].reshape(3, 3)
+        # and of the arrays each compute writes or reads whole (reading MjData's attribute builds a new view)
+        self._qpos, self._geom_xpos, self._geom_xmat = self.data.qpos, self.data.geom_xpos, self.data.geom_xmat
         self._finger_geoms = np.array(
             [g for g in range(m.ngeom) if body_entity[m.geom_bodyid[g]] in FINGER_PARTS], dtype=np.int64
         )
@@ -132,6 +135,22 @@ class KinematicTwin:
         self._box_builders = tuple((o, self._world_box) for o in robot.objects) + tuple(
             (n, self._interior_box) for n in self._interiors
         )
+        # entity_gaps' arguments that stay (one tuple each side of the distance function, which tests and the
+        # benchmark swap: twenty attribute reads a frame otherwise)
+        self._gap_pairs = (
+            self._geom_xpos,
+            self._geom_xmat,
+            self._geom_aabb,
+            self._pair_near,
+            self._pair_fresh,
+            self._pair_key,
+            self._pa,
+            self._pb,
+            self._pair_gap,
+            self.margin,
+        )
+        self._gap_names = (self._key_names, self._key_sorted, self._key_gripper)
+        self._boxes_still = [False] * len(self._box_builders)  # no box's body moved
         self._object_slots = tuple(self._object_qpos.items())  # (object, address of its free joint's qpos)
         self._parked = {
             o: np.array([_PARK + 10.0 * i, _PARK, _PARK, 1.0, 0.0, 0.0, 0.0]) for i, o in enumerate(robot.objects)
@@ -198,7 +217,7 @@ class KinematicTwin:
         """
         m, d = self.model, self.data
         src, adr, unchecked = self._joint_map(joint_names)
-        qpos = d.qpos
+        qpos = self._qpos
         values = np.asarray(joint_position, dtype=float)[src]
         if unchecked and not math.isfinite(values.sum()):  # the grounder checks required joints only: an ignored
             bad = ~np.isfinite(values)  # one may read NaN, and then stays where it was
@@ -219,14 +238,14 @@ class KinematicTwin:
             for o, (rel_pos, rel_rot) in placed.items():
                 qadr = self._object_qpos[o]
                 position, rotation = _geomath.compose_pose(site_pos, site_rot, rel_pos, rel_rot)
-                d.qpos[qadr : qadr + 3] = position
+                qpos[qadr : qadr + 3] = position
                 mujoco.mju_mat2Quat(quat, rotation)
-                d.qpos[qadr + 3 : qadr + 7] = quat
+                qpos[qadr + 3 : qadr + 7] = quat
             mujoco.mj_kinematics(m, d)
         affected, boxes_moved, contact_plan = self._plan(_geomath.qpos_changed(qpos, self._qpos_bits))
         contacts = self._contacts.collide(m, d, contact_plan)
         object_boxes, interiors, unknown = self._frame_boxes(boxes_moved, poses)
-        ee_position, ee_rotation, points = _geomath.site_frame(site_pos, site_rot, d.geom_xpos, self._finger_geoms)
+        ee_position, ee_rotation, points = _geomath.site_frame(site_pos, site_rot, self._geom_xpos, self._finger_geoms)
         gaps, gripper_gaps, pairs = self._gaps(contacts, affected)
         return FrameGeometry.with_derived(
             ee_position, ee_rotation, points, gaps, object_boxes, interiors, unknown, gripper_gaps, pairs
@@ -243,14 +262,16 @@ class KinematicTwin:
                 qpos[at + 3 : at + 7] = pose.quaternion
 
     def _frame_boxes(
-        self, moved: list[bool], poses: Mapping[str, Pose]
+        self, moved: list[bool] | None, poses: Mapping[str, Pose]
     ) -> tuple[dict[str, Box], dict[str, Box], frozenset[str]]:
         """This frame's object boxes, interior boxes and unknown objects. Each is handed out again, the same
         object, while what it is made of stays (most frames: only the arm moves; an object's box is rebuilt on
         its pose update, interiors only while a fixture moves), so a frame does not rebuild dicts and a set
         equal to the last frame's. Readers take them as read-only (FrameGeometry's fields are Mappings)."""
-        objects_rebuilt, interiors_rebuilt = self._update_boxes(moved, poses)
         last, boxes = self._last_boxes, self._boxes
+        if moved is None and last is not None and last[0] == poses.keys():  # most frames: only the arm moved
+            return last[1], last[2], last[3]  # (no box to build or drop: the last frame built them for these poses)
+        objects_rebuilt, interiors_rebuilt = self._update_boxes(moved or self._boxes_still, poses)
         if last is not None and last[0] == poses.keys():
             names, unknown = last[0], last[3]
             object_boxes = last[1] if not objects_rebuilt else {o: boxes[o] for o in poses}
@@ -315,30 +336,20 @@ class KinematicTwin:
         (`contacts`: count, geom pairs, distances), measured pairs from mj_geomDistance (candidates within the
         report margin by bounding sphere and box; a pair not among the `affected` ones, neither of whose geoms
         moved since it was last measured, keeps that distance). The walk is C (`_geomath.entity_gaps`)."""
-        d = self.data
         return _geomath.entity_gaps(
-            *contacts,
+            contacts[0],
+            contacts[1],
+            contacts[2],
             self._contact_key,
             affected,
-            d.geom_xpos,
-            d.geom_xmat,
-            self._geom_aabb,
-            self._pair_near,
-            self._pair_fresh,
-            self._pair_key,
-            self._pa,
-            self._pb,
-            self._pair_gap,
-            self.margin,
+            *self._gap_pairs,
             *self._measure,
-            self._key_names,
-            self._key_sorted,
-            self._key_gripper,
+            *self._gap_names,
         )
 
     def _plan(self, key: bytes) -> _Plan:
         """What a frame whose qpos changed where `key` has a 1 byte (`_geomath.qpos_changed`) must redo: the measured pairs with a moved geom (indices,
-        their geoms, bounding radii; None if none), per box builder whether its body moved, and which contacts
+        their geoms, bounding radii; None if none), per box builder whether its body moved (None: none did), and which contacts
         to ask mj_collision for (None: no geom moved). A frame changes the same qpos as many frames before it
         (the arm; an object on a pose update): cached."""
         plan = self._plans.get(key)
@@ -351,7 +362,8 @@ class KinematicTwin:
             idx = np.flatnonzero(geom_moved.take(self._pa) | geom_moved.take(self._pb))
             affected = (idx, self._pa.take(idx), self._pb.take(idx), self._pair_rbound.take(idx)) if idx.size else None
             contact_plan = self._contacts.plan(self.model, geom_moved) if geom_moved.any() else None
-            plan = self._plans[key] = (affected, body_moved.take(self._box_bodies).tolist(), contact_plan)
+            boxes_moved = body_moved.take(self._box_bodies).tolist()
+            plan = self._plans[key] = (affected, boxes_moved if any(boxes_moved) else None, contact_plan)
         return plan
 
     def _measured_pairs(self, m: mujoco.MjModel) -> tuple[np.ndarray, np.ndarray]:

@@ -172,6 +172,7 @@ class Supervisor:
         self._unsent_reported = False
         self._known: object = object()  # the last valuation checked for missing predicates ...
         self._completed: Valuation = {}  # ... and it with those unknown
+        self._last_valuation: Valuation = {}  # the last sample's (`sample`)
         self._in_trace = False
         self._trace_t0 = math.inf  # the current trace's first frame time
         self._ended_t = -math.inf  # the last frame's time of the last trace closed
@@ -227,8 +228,13 @@ class Supervisor:
 
     # ------------------------------------------------------------------------------------ inputs
     def sample(self, sample: PredicateSample, now: float) -> Step:
-        """One frame as the estimator sends it, arrived at `now` on the driver's clock."""
-        return self.frame(sample.valuation(), sample.t, sample.frame, sample.stale, now, sample.objects)
+        """One frame as the estimator sends it, arrived at `now` on the driver's clock. A frame with every
+        predicate known and the values of the last valuation steps on that same object (most frames repeat
+        the last one's values): `frame` then checks it by identity, and replay's timeline reads it once."""
+        values, last = sample.values, self._last_valuation
+        if sample.unknown or values != last:  # (a known frame's valuation is a copy of its values)
+            last = self._last_valuation = sample.valuation()
+        return self.frame(last, sample.t, sample.frame, sample.stale, now, sample.objects)
 
     def frame(
         self,
