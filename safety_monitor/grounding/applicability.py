@@ -97,7 +97,9 @@ def vacuous_predicates(grounder: Grounder) -> dict[str, NotApplicable]:
         out.update(dict.fromkeys(GRIPPER_PREDICATES, NotApplicable.NEEDS_GRIPPER))
     if not grounder.wrench_sensor:
         out.update(dict.fromkeys(WRENCH_PREDICATES, NotApplicable.NEEDS_WRENCH))
-    judged = joint_limits.JointLimitEstimator(grounder.joint_limits, grounder.thresholds.joint_limits).judged
+    judged = joint_limits.JointLimitEstimator(
+        grounder.joint_limits, grounder.thresholds.joint_limits, grounder.robot.robot_joints
+    ).judged
     out.update({p: _LIMIT_REASONS[p] for p, yes in judged.items() if not yes})
     return out
 

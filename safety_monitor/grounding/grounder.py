@@ -96,7 +96,6 @@ class Grounder:
         self.counts = thresholds.frames(control_rate_hz)
         self._required = robot.required_joints  # a property that builds its tuple on every read
         self._accepted = robot.accepted_joints
-        self._robot_joints = robot.robot_joints  # a property too
         self._twin = twin
         # False: no wrench stream is configured (topic mapping `wrench: none`): the predicates that read it are
         # not grounded (constantly false, `applicability` says their properties do not apply), never stale
@@ -115,7 +114,7 @@ class Grounder:
 
             self._twin = twin_for(self.robot, self.thresholds)
             self._add_model_limits(self._twin)
-            self._limits = JointLimitEstimator(self.joint_limits, self.thresholds.joint_limits)
+            self._limits = JointLimitEstimator(self.joint_limits, self.thresholds.joint_limits, self.robot.robot_joints)
         return self._twin
 
     @property
@@ -170,7 +169,7 @@ class Grounder:
             self._containment,
             self._skills,
         )
-        self._limits = JointLimitEstimator(self.joint_limits, th.joint_limits)
+        self._limits = JointLimitEstimator(self.joint_limits, th.joint_limits, self.robot.robot_joints)
         horizon = th.max_age_s.object_pose + 2 * th.durations_s.motion_window + 1.0 / self.control_rate_hz
         self._motion_limits = (th.durations_s.motion_window, th.distances_m.reach)
         self._ee_track = Track(horizon)
@@ -228,13 +227,7 @@ class Grounder:
         by_contamination = self._contamination.step(inp)
         by_containment = self._containment.step(inp)
         by_skills = self._skills.step(inp)
-        lim = self._limits
-        by_limits = lim.step(
-            state,
-            joints,
-            self._robot_values(state, state.joint_velocity) if lim.reads_velocity else None,
-            self._robot_values(state, state.joint_effort) if lim.reads_effort else None,
-        )
+        by_limits = self._limits.step(state, joints)
         decided = (  # PREDICATES order
             *by_grasp,
             *by_contact,
@@ -304,18 +297,6 @@ class Grounder:
             bad = [j for j in required if not math.isfinite(values[j])]
             if bad:
                 raise GroundingError(f"frame {frame}: joint(s) {', '.join(map(repr, bad))} are NaN or infinite")
-        return values
-
-    def _robot_values(self, state: RobotState, row: np.ndarray | None) -> dict[str, float] | None:
-        """A velocity or effort row by joint name (None: the frame has none, or not for every joint)."""
-        if row is None:
-            return None
-        names, listed = state.joint_names, np.asarray(row, dtype=float).tolist()
-        values = dict(zip(names, listed))
-        if len(listed) >= len(names) and math.isfinite(sum(listed)):  # the common case: a finite value for every
-            return values  # name, and the names hold the robot's joints (`_joints` checked them)
-        if not all(math.isfinite(values.get(j, math.nan)) for j in self._robot_joints):
-            return None
         return values
 
     def _usable_poses(self, state: RobotState, stale: dict[str, float]) -> tuple[dict[str, Pose], dict[str, float]]:

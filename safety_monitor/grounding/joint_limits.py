@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -86,7 +87,8 @@ class JumpDetector:
     """Position jumps, judged per joint over the time since that joint's own previous sample (its stamp in
     `RobotState.joint_stamps`): a joint held between the samples of its slower topic has not moved, and its
     next step spans its own period. Joints without a velocity limit, or missing from a frame, are not judged.
-    Stateful: the previous frame's positions and stamps, as arrays (no per-joint loop per frame)."""
+    Stateful: the previous frame's positions and stamps. Joints that do not wrap are judged in plain floats
+    (ufunc calls on a handful of joints cost more than a loop whose IEEE operations give the same bits)."""
 
     def __init__(self, limits: Mapping[str, JointLimit], jump_factor: float):
         judged = [(j, lim.velocity, lim.wraps) for j, lim in limits.items() if lim.velocity is not None]
@@ -95,20 +97,20 @@ class JumpDetector:
         self._rates = self._rate.tolist()
         self._wraps = np.array([wraps for *_, wraps in judged], dtype=bool)
         self._any_wraps = bool(self._wraps.any())
-        self._layouts: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray | None]] = {}
-        self._previous: tuple[np.ndarray, np.ndarray | float] | None = None
+        self._layouts: dict[tuple[str, ...], _JumpLayout] = {}
+        self._previous: tuple[Any, Any] | None = None  # positions and stamps: arrays, or lists and a float
 
-    def _layout(self, names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray | None]:
+    def _layout(self, names: tuple[str, ...]) -> _JumpLayout:
         """Indices into a frame's joints of the judged joints it has, and where they go among the judged
         (None: the frame has them all), cached per name list."""
         layout = self._layouts.get(names)
         if layout is None:
             index = {n: i for i, n in enumerate(names)}
             present = [k for k, j in enumerate(self.joints) if j in index]
-            src = np.array([index[self.joints[k]] for k in present], dtype=np.intp)
-            layout = self._layouts[names] = (
-                src,
-                None if len(present) == len(self.joints) else np.array(present, dtype=np.intp),
+            src = [index[self.joints[k]] for k in present]
+            dst = None if len(present) == len(self.joints) else present
+            layout = self._layouts[names] = _JumpLayout(
+                np.array(src, dtype=np.intp), None if dst is None else np.array(dst, dtype=np.intp), src, dst
             )
         return layout
 
@@ -117,7 +119,9 @@ class JumpDetector:
     ) -> tuple[JointJump, ...] | None:
         """The joints that jumped since the previous call; None on the first (nothing to step from).
         `stamps`: per joint of `names`, the stamp of its position (a number: every joint sampled then)."""
-        src, dst = self._layout(names)
+        if not self._any_wraps:
+            return self._step_floats(names, positions, stamps)
+        src, dst = self._layout(names)[:2]
         if dst is None:
             current = positions[src]
             times = stamps[src] if isinstance(stamps, np.ndarray) else stamps
@@ -129,12 +133,9 @@ class JumpDetector:
         previous, self._previous = self._previous, (current, times)
         if previous is None:
             return None
-        if not self._any_wraps:  # in plain floats: six ufunc calls on a handful of joints cost twice this loop,
-            return self._jumps(current, times, previous)  # whose IEEE operations give the same bits
         step = np.abs(current - previous[0])
-        if self._any_wraps:  # a continuous joint's reading wraps at +-pi: that is no motion
-            turn = 2 * math.pi
-            step = np.where(self._wraps, np.abs(step - turn * np.round(step / turn)), step)
+        turn = 2 * math.pi  # a continuous joint's reading wraps at +-pi: that is no motion
+        step = np.where(self._wraps, np.abs(step - turn * np.round(step / turn)), step)
         allowed = self._rate * (times - previous[1])  # 0 for a joint held since (no new sample: no step)
         over = step > allowed
         if not over.any():
@@ -143,21 +144,42 @@ class JumpDetector:
             JointJump(self.joints[k], float(step[k]), float(allowed[k])) for k in np.flatnonzero(over).tolist()
         )
 
-    def _jumps(
-        self, current: np.ndarray, times: np.ndarray | float, previous: tuple[np.ndarray, np.ndarray | float]
-    ) -> tuple[JointJump, ...]:
-        """`step`'s judgement for joints that do not wrap: |position change| beyond rate x (time since)."""
-        n = len(self._rates)
-        now = times.tolist() if isinstance(times, np.ndarray) else [times] * n
-        then = previous[1].tolist() if isinstance(previous[1], np.ndarray) else [previous[1]] * n
+    def _step_floats(
+        self, names: tuple[str, ...], positions: np.ndarray, stamps: np.ndarray | float
+    ) -> tuple[JointJump, ...] | None:
+        """`step` for joints that do not wrap: |position change| beyond rate x (time since), per joint."""
+        layout = self._layout(names)
+        src, dst, n = layout.src_list, layout.dst_list, len(self.joints)
+        given = positions.tolist()
+        stamp = stamps.tolist() if isinstance(stamps, np.ndarray) else None
+        times: Any  # a list per judged joint, or one float for all
+        if dst is None:
+            current = [given[i] for i in src]
+            times = stamps if stamp is None else [stamp[i] for i in src]
+        else:  # judged joints missing from this frame are NaN: never judged
+            current, times = [math.nan] * n, [math.nan] * n
+            for k, i in zip(dst, src, strict=True):
+                current[k] = given[i]
+                times[k] = stamps if stamp is None else stamp[i]
+        previous, self._previous = self._previous, (current, times)
+        if previous is None:
+            return None
+        before, then = previous
+        now = times if isinstance(times, list) else [times] * n
+        since = then if isinstance(then, list) else [then] * n
         jumps = []
-        for k, (x, before, t, since, rate) in enumerate(
-            zip(current.tolist(), previous[0].tolist(), now, then, self._rates)
-        ):
-            step, allowed = abs(x - before), rate * (t - since)  # 0 for a joint held since (no new sample: no step)
+        for k, (x, b, t, s, rate) in enumerate(zip(current, before, now, since, self._rates)):
+            step, allowed = abs(x - b), rate * (t - s)  # 0 for a joint held since (no new sample: no step)
             if step > allowed:
                 jumps.append(JointJump(self.joints[k], step, allowed))
         return tuple(jumps)
+
+
+class _JumpLayout(NamedTuple):
+    src: np.ndarray
+    dst: np.ndarray | None
+    src_list: list[int]
+    dst_list: list[int] | None
 
 
 def jump_issue(jumps: tuple[JointJump, ...], t: float, stream: str = "joint_states") -> StreamIssue:
@@ -166,12 +188,24 @@ def jump_issue(jumps: tuple[JointJump, ...], t: float, stream: str = "joint_stat
     return StreamIssue(IssueKind.JOINT_JUMP, stream, t, f"joint position jump: {text}")
 
 
-class JointLimitEstimator:
-    """Joint-limit family: positions, velocities and efforts against limits, and jumps between frames."""
+@dataclass(frozen=True)
+class _RowLayout:
+    """Where one list of joint names puts what a velocity or effort row is read for (indices into the row)."""
 
-    def __init__(self, limits: Mapping[str, JointLimit], margins: JointLimitMargins):
+    names: int  # how many names the frame lists
+    robot: tuple[int, ...] | None  # the robot's joints (None: some are not listed, and a row is never complete)
+    velocities: tuple[tuple[int, float], ...]  # (index, limit) of each joint with a velocity limit
+    efforts: tuple[tuple[int, float], ...]
+
+
+class JointLimitEstimator:
+    """Joint-limit family: positions, velocities and efforts against limits, and jumps between frames.
+    Velocity and effort rows are read by index, per list of joint names (a frame's rows follow its names)."""
+
+    def __init__(self, limits: Mapping[str, JointLimit], margins: JointLimitMargins, robot_joints: tuple[str, ...]):
         self.limits = dict(limits)
         self.margins = margins
+        self._robot_joints = robot_joints
         self._positions = []
         for joint, lim in self.limits.items():
             if lim.lower is None and lim.upper is None:
@@ -186,9 +220,9 @@ class JointLimitEstimator:
         self._efforts = [
             (j, lim.effort * margins.effort_factor) for j, lim in self.limits.items() if lim.effort is not None
         ]
+        self._layouts: dict[tuple[str, ...], _RowLayout] = {}
         self._jumps = JumpDetector(self.limits, margins.jump_factor)
         self.jumps: tuple[JointJump, ...] = ()
-        self.reads_velocity, self.reads_effort = bool(self._velocities), bool(self._efforts)
 
     @property
     def judged(self) -> dict[str, bool]:
@@ -200,22 +234,36 @@ class JointLimitEstimator:
             JUMP: bool(self._velocities),
         }
 
-    def step(
-        self,
-        state: RobotState,
-        positions: Mapping[str, float],
-        velocities: Mapping[str, float] | None,
-        efforts: Mapping[str, float] | None,
-    ) -> tuple[Tri, Tri, Tri, Tri]:
-        """One frame's values in DOCS order: `positions` (and the rest) by joint name, from `state` (its
-        per-joint stamps time the jumps; without them every joint was sampled at `state.t`)."""
+    def _layout(self, names: tuple[str, ...]) -> _RowLayout:
+        layout = self._layouts.get(names)
+        if layout is None:
+            index = {n: i for i, n in enumerate(names)}  # a name listed twice: its last place, as a dict reads it
+            robot = tuple(index[j] for j in self._robot_joints) if set(self._robot_joints) <= index.keys() else None
+            layout = self._layouts[names] = _RowLayout(
+                len(names),
+                robot,
+                tuple((index[j], limit) for j, limit in self._velocities if j in index),
+                tuple((index[j], limit) for j, limit in self._efforts if j in index),
+            )
+        return layout
+
+    def step(self, state: RobotState, positions: Mapping[str, float]) -> tuple[Tri, Tri, Tri, Tri]:
+        """One frame's values in DOCS order: `positions` by joint name; velocities and efforts from `state`'s
+        rows (unknown without a finite value for every robot joint); its per-joint stamps time the jumps
+        (without them every joint was sampled at `state.t`)."""
         position: Tri = False
         for j, lo, hi in self._positions:  # a loop: a generator's set-up costs more than its few comparisons
             if not lo <= positions[j] <= hi:
                 position = True
                 break
-        velocity = _beyond(self._velocities, velocities) if self._velocities else False  # no limits: false
-        effort = _beyond(self._efforts, efforts) if self._efforts else False
+        velocity: Tri = False  # no limits: false
+        effort: Tri = False
+        if self._velocities or self._efforts:
+            layout = self._layout(state.joint_names)
+            if self._velocities:
+                velocity = _beyond(state.joint_velocity, layout, layout.velocities)
+            if self._efforts:
+                effort = _beyond(state.joint_effort, layout, layout.efforts)
         jump: Tri = False
         if self._velocities:
             stamps = state.t if state.joint_stamps is None else np.asarray(state.joint_stamps, dtype=float)
@@ -226,8 +274,18 @@ class JointLimitEstimator:
         return position, velocity, effort, jump
 
 
-def _beyond(limits: list[tuple[str, float]], values: Mapping[str, float] | None) -> Tri:
-    """Some joint beyond its (non-empty) `limits`; unknown without `values`."""
-    if values is None:
+def _beyond(row: np.ndarray | None, layout: _RowLayout, limits: tuple[tuple[int, float], ...]) -> Tri:
+    """Some joint's value in `row` beyond its limit; unknown without a row, or with a robot joint's value
+    missing or not finite (the other joints' values are not read)."""
+    if row is None:
         return None
-    return any(abs(values[j]) > limit for j, limit in limits)
+    values = np.asarray(row, dtype=float).tolist()
+    n, isfinite = len(values), math.isfinite
+    if not (n >= layout.names and isfinite(sum(values))) and (  # the common case: every value there and finite
+        layout.robot is None or any(i >= n or not isfinite(values[i]) for i in layout.robot)
+    ):
+        return None
+    for i, limit in limits:  # noqa: SIM110 (a loop: a generator's set-up costs more than its few comparisons)
+        if abs(values[i]) > limit:
+            return True
+    return False
