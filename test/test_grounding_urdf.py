@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import mujoco
 import numpy as np
 import pytest
 import yaml
@@ -20,7 +21,7 @@ from safety_monitor.grounding.grounder import Grounder, load_default_grounder
 from safety_monitor.grounding.joint_limits import JumpDetector, jump_issue
 from safety_monitor.grounding.semantics import load_object_catalog, parse_object_catalog
 from safety_monitor.grounding.thresholds import load_thresholds
-from safety_monitor.grounding.twin import twin_for
+from safety_monitor.grounding.twin import model_joint_limits, twin_for
 from safety_monitor.grounding.urdf import JointLimit
 from safety_monitor.specs.model import load_specs
 
@@ -115,8 +116,8 @@ def test_the_robot_without_a_gripper_grounds_but_gripper_properties_are_not_appl
 
 
 def test_the_workcell_grounds_every_default_property():
-    """robot.yaml gives the arm the velocity and effort limits MJCF lacks (it has no velocity limits, and the
-    servos' force ranges are no joint's actuatorfrcrange): no default property is vacuous on the workcell."""
+    """robot.yaml gives the arm the velocity limits MJCF lacks, the servos' force ranges its effort limits:
+    no default property is vacuous on the workcell."""
     grounder = load_default_grounder(RATE)
     verdicts = applicability(load_specs(CONFIG / "specs.yaml"), grounder)
     assert {name: v.text() for name, v in verdicts.items() if not v.applicable} == {}
@@ -124,6 +125,42 @@ def test_the_workcell_grounds_every_default_property():
     assert (limits["arm_joint1"].velocity, limits["arm_joint6"].velocity) == (4.0, 6.5)
     assert (limits["arm_joint1"].effort, limits["arm_joint6"].effort) == (150.0, 40.0)
     assert limits["arm_joint1"].upper == 2.9  # the MJCF's range, under the given velocity and effort
+
+
+def test_an_mjcf_servos_force_range_is_its_joints_effort_limit():
+    """Menagerie's servos limit force on the actuator, not the joint: the effort limit is the actuator's
+    forcerange times its gear, summed over a joint's actuators, under the joint's own actuatorfrcrange."""
+    joints = {  # joint: extra joint attributes
+        "geared": "",
+        "paired": "",
+        "clamped": ' actuatorfrcrange="-30 30"',
+        "unlimited_servo": ' actuatorfrcrange="-25 25"',
+        "bare": "",
+        "tendon_driven": "",
+    }
+    bodies = "".join(
+        f'<body name="{j}_link"><joint name="{j}" axis="0 0 1"{extra}/><geom size="0.05"/>'
+        for j, extra in joints.items()
+    ) + "</body>" * len(joints)
+    xml = f"""<mujoco><compiler autolimits="true"/><worldbody>{bodies}</worldbody>
+      <tendon><fixed name="split"><joint joint="tendon_driven" coef="1"/></fixed></tendon>
+      <actuator>
+        <position joint="geared" gear="2" kp="10" forcerange="-50 40"/>
+        <position joint="paired" kp="10" forcerange="-20 20"/>
+        <velocity joint="paired" kv="1" forcerange="-5 5"/>
+        <position joint="clamped" kp="10" forcerange="-150 150"/>
+        <position joint="unlimited_servo" kp="10"/>
+        <position tendon="split" kp="10" forcerange="-60 60"/>
+      </actuator></mujoco>"""
+    limits = model_joint_limits(mujoco.MjModel.from_xml_string(xml), [*joints, "missing"])
+    assert {j: lim.effort for j, lim in limits.items()} == {
+        "geared": 100.0,  # 50 N at the actuator, gear 2
+        "paired": 25.0,
+        "clamped": 30.0,  # the joint's own limit is the tighter
+        "unlimited_servo": 25.0,
+        "bare": None,
+        "tendon_driven": None,  # a tendon spreads its force: no single joint's limit
+    }
 
 
 @pytest.mark.parametrize("name", ROBOTS)

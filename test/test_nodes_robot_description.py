@@ -33,6 +33,29 @@ def test_the_estimator_is_stale_until_robot_description_arrives_then_grounds_wit
         assert h.node.grounder.robot.gripper.joints == ("gripper_joint",)
 
 
+def test_a_topic_mapping_naming_a_joint_the_robot_lacks_is_not_blamed_on_robot_description(tmp_path):
+    """The URDF from the topic is fine; the topics_file names a joint it lacks. /diagnostics says so and
+    does not call the description rejected."""
+    robot = write_robot(tmp_path, 6, "one_joint")
+    topics = tmp_path / "topics.yaml"
+    topics.write_text("joint_names: {enc7: joint7}\n")
+    overrides = [
+        Parameter("config_dir", value=str(robot)),
+        Parameter("control_rate_hz", value=50.0),
+        Parameter("robot_description_topic", value="robot_description"),
+        Parameter("topics_file", value=str(topics)),
+        Parameter("diagnostics_period_s", value=0.05),
+    ]
+    with estimator_and_probe("/rd", overrides) as h:
+        publisher = h.probe.create_publisher(_string(), "robot_description", qos.LATCHED)
+        publisher.publish(_string()(data=arm_urdf(6, "one_joint")))
+        spin_until(h.executor, lambda: bool(h.diag) and not h.diag[-1][1].startswith("waiting for"))
+        level, message = h.diag[-1]
+        assert message.startswith("topic mapping: joint_names: 'joint7' is not a joint of "), message
+        assert "rejected" not in message and "did you mean 'joint6'" in message
+        assert level == bytes([m.STALE]) and h.node.frames == 0
+
+
 def _string():
     from std_msgs.msg import String
 

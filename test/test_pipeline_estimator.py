@@ -10,6 +10,7 @@ import pytest
 from safety_monitor.enums import IssueKind
 from safety_monitor.errors import GroundingError
 from safety_monitor.frames import JointSample, Pose, Wrench
+from safety_monitor.grounding.urdf import JointLimit
 from safety_monitor.io import messages as m
 from safety_monitor.io.bag import default_typestore
 from safety_monitor.pipeline import estimator as stage_module
@@ -130,6 +131,28 @@ def test_a_rollout_start_resets_unless_nothing_was_grounded_or_it_came_late():
     restarted = s.joints(joints(2.0))  # a fresh assembler: the first frame of the rollout, at any stamp
     assert restarted.sample.frame == 0 and restarted.issues == ()
     assert s.joints(joints(1.9)).issues[0].kind == IssueKind.BACKWARDS  # the new rollout's time order
+
+
+def test_a_late_start_marker_says_the_jump_its_first_frame_reported_was_the_move_between_rollouts():
+    """The arm is set back home between rollouts; with the marker late, the new rollout's first frame was
+    judged against the last rollout's final frame and reported as a joint_jump before the marker came. The
+    late marker cannot take that back (restarting the jump judgement then would only leave the next frame
+    unjudged): it says which jump was the move between rollouts, and not a glitch within the new one."""
+    grounder = _Grounder()
+    grounder.joint_limits = {"j1": JointLimit(velocity=1.0)}
+    s = stage(grounder)
+    for k in range(3):
+        s.joints(joints(1.0 + k * 0.002, pos=(1.2, 0.2)))
+    home = [s.joints(joints(1.006 + k * 0.002, pos=(0.0, 0.2))) for k in range(3)]
+    assert [kinds(h) for h in home] == [[IssueKind.JOINT_JUMP], [], []]
+    late = s.new_rollout(1.006)
+    assert kinds(late) == [IssueKind.LATE_MARKER]
+    assert late.issues[0].detail.endswith(
+        "; the joint_jump at 1.006000 was judged from the last rollout's final frame: the robot's move between rollouts"
+    )
+    glitch = s.joints(joints(1.012, pos=(0.5, 0.2)))  # within the rollout: a glitch, whatever marker comes late
+    assert kinds(glitch) == [IssueKind.JOINT_JUMP]
+    assert "joint_jump" not in s.new_rollout(1.010).issues[0].detail
 
 
 def test_an_undecodable_message_is_an_issue_at_its_arrival():

@@ -406,7 +406,7 @@ def robot_yaml(
             f"frames may carry them): {', '.join(g.followers)}"
         )
         ignored = (*g.followers, *ignored)
-    limits = "the URDF's <limit>" if urdf else "the MJCF's range and actuatorfrcrange"
+    limits = "the URDF's <limit>" if urdf else "the MJCF's range, actuatorfrcrange and actuator forcerange"
     free = [j.child for j in tree.joints.values() if j.kind is JointKind.FLOATING and j.name != g.free_base]
     if g.free_base is not None:
         lines += [

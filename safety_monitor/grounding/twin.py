@@ -571,19 +571,44 @@ def _followers(m: mujoco.MjModel) -> list[tuple[int, int, float, float, tuple[fl
 
 
 def model_joint_limits(m: mujoco.MjModel, joints: Sequence[str]) -> dict[str, JointLimit]:
-    """The compiled model's own limits of `joints`: range (limited joints) and actuatorfrcrange (a URDF's
-    effort limit becomes one). MJCF has no velocity limits: give them in robot.yaml's joint_limits."""
+    """The compiled model's own limits of `joints`: range (limited joints) and effort, the tighter of the
+    joint's actuatorfrcrange (a URDF's effort limit becomes one) and its actuators' force ranges (Menagerie's
+    servos limit force there). MJCF has no velocity limits: give them in robot.yaml's joint_limits."""
+    actuated = _actuator_efforts(m)
     out = {}
     for name in joints:
         j = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, name)
         if j < 0:
             continue
-        lower = upper = effort = None
+        lower = upper = None
         if m.jnt_limited[j]:
             lower, upper = (float(x) for x in m.jnt_range[j])
+        servos = actuated.get(j)
+        bounds = [] if servos is None else [servos]
         if m.jnt_actfrclimited[j]:
-            effort = float(np.max(np.abs(m.jnt_actfrcrange[j])))
-        out[name] = JointLimit(lower, upper, None, effort)
+            bounds.append(float(np.max(np.abs(m.jnt_actfrcrange[j]))))
+        out[name] = JointLimit(lower, upper, None, min(bounds) if bounds else None)
+    return out
+
+
+_JOINT_TRANSMISSIONS = (int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_JOINTINPARENT))
+
+
+def _actuator_efforts(m: mujoco.MjModel) -> dict[int, float | None]:
+    """Per joint driven by actuators through a joint transmission, the most effort they can exert on it: each
+    actuator's largest |forcerange| times |gear| (joint torque = gear x actuator force), summed over the
+    joint's actuators; None when one of them is not force-limited. Tendon and other transmissions spread
+    their force over several joints by a pose-dependent moment, so they bound no single joint here."""
+    out: dict[int, float | None] = {}
+    for a in range(m.nu):
+        if m.actuator_trntype[a] not in _JOINT_TRANSMISSIONS:
+            continue
+        j = int(m.actuator_trnid[a, 0])
+        effort = None
+        if m.actuator_forcelimited[a]:
+            effort = float(np.max(np.abs(m.actuator_forcerange[a])) * abs(m.actuator_gear[a, 0]))
+        total = out.get(j, 0.0)
+        out[j] = None if total is None or effort is None else total + effort
     return out
 
 

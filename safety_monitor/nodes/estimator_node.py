@@ -72,7 +72,7 @@ class EstimatorNode(Node):
             )
         self.stage: Estimator  # with the subscriptions to the inputs, once the robot's model is known (`_ready`)
         self._ready = False
-        self._description_problem = ""  # why a received /robot_description could not be used
+        self._description_problem = ""  # why the robot of a received /robot_description cannot be grounded
         self._incompatible = IncompatibleQos(self, self._qos_remedy, self._publish_diagnostics)
         self.issues: Counter[str] = Counter()
         self._throttled = LogThrottle(self.get_logger())
@@ -145,17 +145,22 @@ class EstimatorNode(Node):
             return  # a robot does not change its model mid-run; a new one needs a restart
         path = Path(self._urdf_folder.name) / "robot_description.urdf"
         path.write_text(m.robot_description_of(msg))
+        topic = self.params.robot_description_topic
         try:
-            self._start(
-                load_default_grounder(
-                    self.params.control_rate_hz, self.params.config_dir or None, urdf=path, wrench_sensor=self._wrench
-                )
+            grounder = load_default_grounder(
+                self.params.control_rate_hz, self.params.config_dir or None, urdf=path, wrench_sensor=self._wrench
             )
         except SafetyMonitorError as exc:
-            self._description_problem = f"{self.params.robot_description_topic} rejected: {exc}"
-            self.get_logger().error(self._description_problem)
+            self._description_problem = f"{topic} rejected: {exc}"
         else:
-            self.get_logger().info(f"robot model from {self.params.robot_description_topic}")
+            try:
+                self._start(grounder)
+            except SafetyMonitorError as exc:  # the topic mapping names what the robot lacks: not the model's fault
+                self._description_problem = str(exc)
+        if self._ready:
+            self.get_logger().info(f"robot model from {topic}")
+        else:
+            self.get_logger().error(self._description_problem)
         self._publish_diagnostics()
 
     @property
@@ -317,7 +322,7 @@ class EstimatorNode(Node):
         if not self.context.ok():
             return
         load = self._last_load
-        if not self._ready:  # the robot's model has not come (or was rejected): nothing can be grounded
+        if not self._ready:  # the robot's model has not come (or cannot be grounded): nothing is grounded
             level = m.STALE
             message = self._description_problem or f"waiting for {self.params.robot_description_topic}"
         elif self._last_joints is None:

@@ -93,6 +93,7 @@ class Estimator:
         )
         self.frames = 0  # frames of the current rollout: the next sample's number
         self._last_t: float | None = None  # time of the last frame grounded in this rollout
+        self._jumped: tuple[float, float] | None = None  # (previous, frame) times of the last joint_jump issue
         self._frozen = False
         self._warming = 0  # frames still to publish blind while the restarted grounder gathers evidence
 
@@ -109,7 +110,8 @@ class Estimator:
         if frame is None:
             out, issues = None, assembler.drain_issues()
         else:
-            t = self._last_t = frame.state.t
+            previous, t = self._last_t, frame.state.t
+            self._last_t = t
             if frame.resync:  # evidence from before the break would read the gap as motion: start afresh
                 self.grounder.reset()
                 self._warming = self.warmup_frames
@@ -119,6 +121,8 @@ class Estimator:
                 out = replace(out, unknown=frozenset(out.values))
             self.frames += 1
             issues = frame.issues
+            if issues and previous is not None and any(i.kind is IssueKind.JOINT_JUMP for i in issues):
+                self._jumped = (previous, t)  # a late start marker may show this step to span two rollouts
             if failure is not None:
                 issues += (StreamIssue(IssueKind.GROUNDING, JOINTS, t, f"{failure}; every predicate unknown"),)
             if clock:
@@ -190,21 +194,25 @@ class Estimator:
         verdict of the new one. The Supervisor starts the rollout at the marker's time and steps the frames
         published before the marker came as blind frames of it. They are not re-grounded here: frames
         published again would reach the monitor on another topic than the marker, in no order it could
-        rely on, after it stepped them once."""
+        rely on, after it stepped them once. Nor can a joint_jump issue already raised on the rollout's first
+        frame (the robot set back between rollouts) be taken back: the late marker's issue names it as such."""
         last = self._last_t
         if last is None:
             return EstimatorStep(frozen=self._frozen, start=RolloutStart.FRESH)
         if last >= t - SAME_TIME_S:
             self.grounder.reset()
             self._warming = self.warmup_frames
-            issue = StreamIssue(
-                IssueKind.LATE_MARKER,
-                JOINTS,
-                t,
-                f"the start marker at {t:.6f} came after frames up to "
-                f"{last:.6f}: those were grounded with the last rollout's evidence; the grounder "
-                f"restarts, the next {self.warmup_frames} frames blind",
+            detail = (
+                f"the start marker at {t:.6f} came after frames up to {last:.6f}: those were grounded with the "
+                f"last rollout's evidence; the grounder restarts, the next {self.warmup_frames} frames blind"
             )
+            jumped, self._jumped = self._jumped, None
+            if jumped is not None and jumped[0] < t - SAME_TIME_S <= jumped[1]:
+                detail += (
+                    f"; the joint_jump at {jumped[1]:.6f} was judged from the last rollout's final frame: the "
+                    "robot's move between rollouts"
+                )
+            issue = StreamIssue(IssueKind.LATE_MARKER, JOINTS, t, detail)
             return EstimatorStep(None, (issue,), self._frozen, start=RolloutStart.LATE)
         self.grounder.reset()
         self._start()
