@@ -403,3 +403,46 @@ def test_box_corners_and_to_local_sum_in_a_fixed_order_on_every_machine():
         assert np.allclose(box.to_local(point), (point - box.center) @ rotation, rtol=0, atol=1e-12)
     with pytest.raises(ValueError, match="box_corners: expected 3 float64 values"):
         _geomath.box_corners(np.zeros(3), np.eye(3), np.zeros(2))
+
+
+def _row_beyond_oracle(row, names, robot, index, limits):
+    """The rule in Python: unknown unless a robot joint's value is there and finite in an incomplete row."""
+    values = list(row)
+    if not (len(values) >= names and math.isfinite(sum(values))) and (
+        robot is None or any(i >= len(values) or not math.isfinite(values[i]) for i in robot)
+    ):
+        return -1
+    return int(any(abs(values[i]) > lim for i, lim in zip(index, limits)))
+
+
+def test_row_beyond_agrees_with_the_rule_on_short_rows_nan_values_and_missing_robot_joints():
+    rng = np.random.default_rng(11)
+    seen = {-1: 0, 0: 0, 1: 0}
+    for _ in range(3000):
+        names = int(rng.integers(3, 9))
+        row = rng.normal(0.0, 1.0, int(rng.integers(names - 2, names + 2)))
+        if rng.random() < 0.3:
+            row[rng.integers(len(row))] = rng.choice([np.nan, np.inf, -np.inf])
+        robot = None if rng.random() < 0.1 else np.arange(names - 1, dtype=np.intp)
+        readable = min(names - 1, len(row))
+        index = np.array(sorted(rng.choice(readable, min(2, readable), replace=False)), dtype=np.intp)
+        limits = rng.uniform(0.5, 2.0, len(index))
+        got = _geomath.row_beyond(row, names, robot, index, limits)
+        assert got == _row_beyond_oracle(row, names, robot, index, limits)
+        seen[got] += 1
+    assert min(seen.values()) > 100  # unknown, within and beyond each drawn often
+
+
+def test_joint_jumps_judge_as_numpy_does_with_one_stamp_or_one_per_joint():
+    rng = np.random.default_rng(12)
+    rates = np.array([2.0, 1.0, 4.0])
+    for _ in range(2000):
+        current, previous = rng.normal(0.0, 0.01, 3), rng.normal(0.0, 0.01, 3)
+        current[rng.integers(3)] = np.nan if rng.random() < 0.1 else current[0]
+        times = 1.002 if rng.random() < 0.5 else 1.0 + rng.uniform(0.0, 0.004, 3)
+        before = 1.0 if rng.random() < 0.5 else rng.uniform(0.996, 1.0, 3)
+        step, allowed = np.abs(current - previous), rates * (times - before)
+        want = tuple((k, float(step[k]), float(allowed[k])) for k in np.flatnonzero(step > allowed).tolist())
+        assert _geomath.joint_jumps(current, times, previous, before, rates) == want
+    with pytest.raises(ValueError, match="joint_jumps: times: expected 3 stamps, got 2"):
+        _geomath.joint_jumps(current, np.zeros(2), previous, 1.0, rates)

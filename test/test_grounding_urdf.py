@@ -214,7 +214,7 @@ def test_each_joint_is_judged_over_its_own_sample_period():
 
 
 def test_joints_that_do_not_wrap_are_judged_in_floats_as_the_array_path_judges_them():
-    """The plain-float loop (no continuous joint) gives the array path's jumps, steps and allowances bit for
+    """The C kernel (no continuous joint) gives the array path's jumps, steps and allowances bit for
     bit: random steps near the limit, NaN positions, held stamps, one stamp for the frame, a joint missing."""
     limits = {"a": JointLimit(velocity=1.0), "b": JointLimit(velocity=0.5), "c": JointLimit(velocity=2.0)}
     floats, arrays = JumpDetector(limits, 2.0), JumpDetector(limits, 2.0)

@@ -1148,6 +1148,144 @@ done:
     return result;
 }
 
+/* A time argument: a number (one stamp for every joint) or a 1-d float64 array of per-joint stamps. */
+typedef struct {
+    View v;
+    double scalar;
+    int is_array;
+} Times;
+
+static int times_open(PyObject *obj, Times *t, Py_ssize_t n, const char *what)
+{
+    t->v.b.obj = NULL;
+    t->is_array = PyArray_Check(obj) && PyArray_NDIM((PyArrayObject *)obj) == 1;
+    if (!t->is_array) {
+        t->scalar = PyFloat_AsDouble(obj);
+        return t->scalar == -1.0 && PyErr_Occurred() ? -1 : 0;
+    }
+    if (view_open(obj, &t->v, 'd', 1, 0, what) < 0)
+        return -1;
+    if (t->v.b.shape[0] != n) {
+        PyErr_Format(PyExc_ValueError, "%s: expected %zd stamps, got %zd", what, n, t->v.b.shape[0]);
+        view_close(&t->v);
+        return -1;
+    }
+    return 0;
+}
+
+static inline double time_at(const Times *t, Py_ssize_t k) { return t->is_array ? get_d(at(&t->v, k)) : t->scalar; }
+
+/* joint_jumps(current, times, previous, previous_times, rates) -> ((k, step, allowed), ...)
+ *
+ * The judged joints whose |current - previous| exceeds rate x (time - previous time), as the array path's
+ * ufuncs judge them (the same IEEE operations, no contraction): NaN positions or stamps are never judged.
+ * `times` and `previous_times` are each a number or a per-joint array. */
+static PyObject *joint_jumps(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs(nargs, 5, "joint_jumps") < 0)
+        return NULL;
+    View cur = {0}, prev = {0}, rates = {0};
+    Times now = {0}, then = {0};
+    now.v.b.obj = then.v.b.obj = NULL;
+    PyObject *result = NULL, *hits = NULL;
+    if (view_open(args[0], &cur, 'd', 1, 0, "joint_jumps: current") < 0 ||
+        view_open(args[2], &prev, 'd', 1, 0, "joint_jumps: previous") < 0 ||
+        view_open(args[4], &rates, 'd', 1, 0, "joint_jumps: rates") < 0)
+        goto done;
+    Py_ssize_t n = cur.b.shape[0];
+    if (prev.b.shape[0] != n || rates.b.shape[0] != n) {
+        PyErr_SetString(PyExc_ValueError, "joint_jumps: current, previous and rates differ in length");
+        goto done;
+    }
+    if (times_open(args[1], &now, n, "joint_jumps: times") < 0 ||
+        times_open(args[3], &then, n, "joint_jumps: previous_times") < 0)
+        goto done;
+    hits = PyList_New(0);
+    if (hits == NULL)
+        goto done;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        double step = fabs(get_d(at(&cur, k)) - get_d(at(&prev, k)));
+        double allowed = get_d(at(&rates, k)) * (time_at(&now, k) - time_at(&then, k));
+        if (step > allowed) {
+            PyObject *hit = Py_BuildValue("(ndd)", k, step, allowed);
+            if (hit == NULL || PyList_Append(hits, hit) < 0) {
+                Py_XDECREF(hit);
+                goto done;
+            }
+            Py_DECREF(hit);
+        }
+    }
+    result = PyList_AsTuple(hits);
+done:
+    Py_XDECREF(hits);
+    view_close(&cur);
+    view_close(&prev);
+    view_close(&rates);
+    view_close(&now.v);
+    view_close(&then.v);
+    return result;
+}
+
+/* row_beyond(row, names, robot, index, limits) -> 1, 0, or -1 (unknown)
+ *
+ * Whether some joint's value in a velocity or effort row (float64) is beyond its limit (|row[index[i]]| >
+ * limits[i]); unknown unless the row has a finite value for every robot joint (`robot`: their indices, None
+ * when the frame's `names` lack one). A row with a value per name that sums finite is complete. */
+static PyObject *row_beyond(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs(nargs, 5, "row_beyond") < 0)
+        return NULL;
+    View row = {0}, robot = {0}, index = {0}, limits = {0};
+    PyObject *result = NULL;
+    Py_ssize_t names = PyLong_AsSsize_t(args[1]);
+    if (names == -1 && PyErr_Occurred())
+        return NULL;
+    int has_robot = args[2] != Py_None;
+    if (view_open(args[0], &row, 'd', 1, 0, "row_beyond: row") < 0 ||
+        (has_robot && view_open(args[2], &robot, 'l', 1, 0, "row_beyond: robot") < 0) ||
+        view_open(args[3], &index, 'l', 1, 0, "row_beyond: index") < 0 ||
+        view_open(args[4], &limits, 'd', 1, 0, "row_beyond: limits") < 0)
+        goto done;
+    Py_ssize_t n = row.b.shape[0], m = index.b.shape[0];
+    if (limits.b.shape[0] != m) {
+        PyErr_SetString(PyExc_ValueError, "row_beyond: index and limits differ in length");
+        goto done;
+    }
+    double sum = 0.0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        sum += get_d(at(&row, i));
+    if (!(n >= names && isfinite(sum))) {
+        if (!has_robot) {
+            result = PyLong_FromLong(-1);
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < robot.b.shape[0]; i++) {
+            long long j = get_l(&robot, at(&robot, i));
+            if (j < 0 || j >= n || !isfinite(get_d(at(&row, j)))) {
+                result = PyLong_FromLong(-1);
+                goto done;
+            }
+        }
+    }
+    long beyond = 0;
+    for (Py_ssize_t i = 0; i < m && !beyond; i++) {
+        long long j = get_l(&index, at(&index, i));
+        if (j < 0 || j >= n) {
+            PyErr_SetString(PyExc_IndexError, "row_beyond: an index is outside the row");
+            goto done;
+        }
+        beyond = fabs(get_d(at(&row, j))) > get_d(at(&limits, i));
+    }
+    result = PyLong_FromLong(beyond);
+done:
+    view_close(&row);
+    if (has_robot)
+        view_close(&robot);
+    view_close(&index);
+    view_close(&limits);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"box_overlap", (PyCFunction)(void (*)(void))box_overlap, METH_FASTCALL, "Oriented boxes overlap (SAT)."},
     {"placement", (PyCFunction)(void (*)(void))placement, METH_FASTCALL, "(inside, bottom) of a box in a region."},
@@ -1174,6 +1312,10 @@ static PyMethodDef methods[] = {
     {"site_frame", (PyCFunction)(void (*)(void))site_frame, METH_FASTCALL,
      "The end-effector site's pose, copied, and the gripper points."},
     {"body_box", (PyCFunction)(void (*)(void))body_box, METH_FASTCALL, "A body-fixed box in the world."},
+    {"joint_jumps", (PyCFunction)(void (*)(void))joint_jumps, METH_FASTCALL,
+     "Judged joints that stepped further than their rate allows: ((k, step, allowed), ...)."},
+    {"row_beyond", (PyCFunction)(void (*)(void))row_beyond, METH_FASTCALL,
+     "Some joint's velocity or effort beyond its limit: 1, 0, or -1 (unknown)."},
     {"entity_gaps", (PyCFunction)(void (*)(void))entity_gaps, METH_FASTCALL,
      "The twin's gaps per entity pair: (gaps, gripper_gaps, pairs)."},
     {NULL, NULL, 0, NULL},

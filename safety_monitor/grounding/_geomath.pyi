@@ -47,6 +47,14 @@ def keep_contacts(
 def place_objects(
     qpos: np.ndarray, slots: tuple[tuple[str, int], ...], poses: Mapping[str, Any], parked: dict[str, np.ndarray]
 ) -> None: ...
+def joint_jumps(
+    current: np.ndarray,
+    times: np.ndarray | float,
+    previous: np.ndarray,
+    previous_times: np.ndarray | float,
+    rates: np.ndarray,
+) -> tuple[tuple[int, float, float], ...]: ...
+def row_beyond(row: np.ndarray, names: int, robot: np.ndarray | None, index: np.ndarray, limits: np.ndarray) -> int: ...
 def qpos_changed(qpos: np.ndarray, last_bits: np.ndarray) -> bytes: ...
 def site_frame(
     site_pos: np.ndarray, site_rot: np.ndarray, geom_xpos: np.ndarray, finger_geoms: np.ndarray

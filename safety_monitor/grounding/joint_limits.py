@@ -19,12 +19,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
 
 import numpy as np
 
 from safety_monitor.enums import IssueKind
 from safety_monitor.frames import RobotState, StreamIssue
+from safety_monitor.grounding import _geomath
 from safety_monitor.grounding.debounce import Tri
 from safety_monitor.grounding.inputs import PredicateDoc
 from safety_monitor.grounding.thresholds import JointLimitMargins
@@ -87,30 +87,30 @@ class JumpDetector:
     """Position jumps, judged per joint over the time since that joint's own previous sample (its stamp in
     `RobotState.joint_stamps`): a joint held between the samples of its slower topic has not moved, and its
     next step spans its own period. Joints without a velocity limit, or missing from a frame, are not judged.
-    Stateful: the previous frame's positions and stamps. Joints that do not wrap are judged in plain floats
-    (ufunc calls on a handful of joints cost more than a loop whose IEEE operations give the same bits)."""
+    Stateful: the previous frame's positions and stamps, as arrays. Joints that do not wrap are judged in one
+    C call (`_geomath.joint_jumps`: six ufunc calls on a handful of joints cost several times more, for the
+    same IEEE operations)."""
 
     def __init__(self, limits: Mapping[str, JointLimit], jump_factor: float):
         judged = [(j, lim.velocity, lim.wraps) for j, lim in limits.items() if lim.velocity is not None]
         self.joints = tuple(j for j, _, _ in judged)
         self._rate = np.array([jump_factor * velocity for _, velocity, _ in judged])  # allowed step per second
-        self._rates = self._rate.tolist()
         self._wraps = np.array([wraps for *_, wraps in judged], dtype=bool)
         self._any_wraps = bool(self._wraps.any())
-        self._layouts: dict[tuple[str, ...], _JumpLayout] = {}
-        self._previous: tuple[Any, Any] | None = None  # positions and stamps: arrays, or lists and a float
+        self._layouts: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray | None]] = {}
+        self._previous: tuple[np.ndarray, np.ndarray | float] | None = None
 
-    def _layout(self, names: tuple[str, ...]) -> _JumpLayout:
+    def _layout(self, names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray | None]:
         """Indices into a frame's joints of the judged joints it has, and where they go among the judged
         (None: the frame has them all), cached per name list."""
         layout = self._layouts.get(names)
         if layout is None:
             index = {n: i for i, n in enumerate(names)}
             present = [k for k, j in enumerate(self.joints) if j in index]
-            src = [index[self.joints[k]] for k in present]
-            dst = None if len(present) == len(self.joints) else present
-            layout = self._layouts[names] = _JumpLayout(
-                np.array(src, dtype=np.intp), None if dst is None else np.array(dst, dtype=np.intp), src, dst
+            src = np.array([index[self.joints[k]] for k in present], dtype=np.intp)
+            layout = self._layouts[names] = (
+                src,
+                None if len(present) == len(self.joints) else np.array(present, dtype=np.intp),
             )
         return layout
 
@@ -119,9 +119,7 @@ class JumpDetector:
     ) -> tuple[JointJump, ...] | None:
         """The joints that jumped since the previous call; None on the first (nothing to step from).
         `stamps`: per joint of `names`, the stamp of its position (a number: every joint sampled then)."""
-        if not self._any_wraps:
-            return self._step_floats(names, positions, stamps)
-        src, dst = self._layout(names)[:2]
+        src, dst = self._layout(names)
         if dst is None:
             current = positions[src]
             times = stamps[src] if isinstance(stamps, np.ndarray) else stamps
@@ -133,6 +131,9 @@ class JumpDetector:
         previous, self._previous = self._previous, (current, times)
         if previous is None:
             return None
+        if not self._any_wraps:
+            hits = _geomath.joint_jumps(current, times, previous[0], previous[1], self._rate)
+            return tuple(JointJump(self.joints[k], step, allowed) for k, step, allowed in hits)
         step = np.abs(current - previous[0])
         turn = 2 * math.pi  # a continuous joint's reading wraps at +-pi: that is no motion
         step = np.where(self._wraps, np.abs(step - turn * np.round(step / turn)), step)
@@ -143,43 +144,6 @@ class JumpDetector:
         return tuple(
             JointJump(self.joints[k], float(step[k]), float(allowed[k])) for k in np.flatnonzero(over).tolist()
         )
-
-    def _step_floats(
-        self, names: tuple[str, ...], positions: np.ndarray, stamps: np.ndarray | float
-    ) -> tuple[JointJump, ...] | None:
-        """`step` for joints that do not wrap: |position change| beyond rate x (time since), per joint."""
-        layout = self._layout(names)
-        src, dst, n = layout.src_list, layout.dst_list, len(self.joints)
-        given = positions.tolist()
-        stamp = stamps.tolist() if isinstance(stamps, np.ndarray) else None
-        times: Any  # a list per judged joint, or one float for all
-        if dst is None:
-            current = [given[i] for i in src]
-            times = stamps if stamp is None else [stamp[i] for i in src]
-        else:  # judged joints missing from this frame are NaN: never judged
-            current, times = [math.nan] * n, [math.nan] * n
-            for k, i in zip(dst, src, strict=True):
-                current[k] = given[i]
-                times[k] = stamps if stamp is None else stamp[i]
-        previous, self._previous = self._previous, (current, times)
-        if previous is None:
-            return None
-        before, then = previous
-        now = times if isinstance(times, list) else [times] * n
-        since = then if isinstance(then, list) else [then] * n
-        jumps = []
-        for k, (x, b, t, s, rate) in enumerate(zip(current, before, now, since, self._rates)):
-            step, allowed = abs(x - b), rate * (t - s)  # 0 for a joint held since (no new sample: no step)
-            if step > allowed:
-                jumps.append(JointJump(self.joints[k], step, allowed))
-        return tuple(jumps)
-
-
-class _JumpLayout(NamedTuple):
-    src: np.ndarray
-    dst: np.ndarray | None
-    src_list: list[int]
-    dst_list: list[int] | None
 
 
 def jump_issue(jumps: tuple[JointJump, ...], t: float, stream: str = "joint_states") -> StreamIssue:
@@ -193,9 +157,11 @@ class _RowLayout:
     """Where one list of joint names puts what a velocity or effort row is read for (indices into the row)."""
 
     names: int  # how many names the frame lists
-    robot: tuple[int, ...] | None  # the robot's joints (None: some are not listed, and a row is never complete)
-    velocities: tuple[tuple[int, float], ...]  # (index, limit) of each joint with a velocity limit
-    efforts: tuple[tuple[int, float], ...]
+    robot: np.ndarray | None  # the robot's joints (None: some are not listed, and a row is never complete)
+    velocity_index: np.ndarray  # each joint with a velocity limit, and the limit
+    velocity_limit: np.ndarray
+    effort_index: np.ndarray
+    effort_limit: np.ndarray
 
 
 class JointLimitEstimator:
@@ -238,12 +204,16 @@ class JointLimitEstimator:
         layout = self._layouts.get(names)
         if layout is None:
             index = {n: i for i, n in enumerate(names)}  # a name listed twice: its last place, as a dict reads it
-            robot = tuple(index[j] for j in self._robot_joints) if set(self._robot_joints) <= index.keys() else None
+            robot = [index[j] for j in self._robot_joints] if set(self._robot_joints) <= index.keys() else None
+            velocities = [(index[j], limit) for j, limit in self._velocities if j in index]
+            efforts = [(index[j], limit) for j, limit in self._efforts if j in index]
             layout = self._layouts[names] = _RowLayout(
                 len(names),
-                robot,
-                tuple((index[j], limit) for j, limit in self._velocities if j in index),
-                tuple((index[j], limit) for j, limit in self._efforts if j in index),
+                None if robot is None else np.array(robot, dtype=np.intp),
+                np.array([i for i, _ in velocities], dtype=np.intp),
+                np.array([v for _, v in velocities], dtype=float),
+                np.array([i for i, _ in efforts], dtype=np.intp),
+                np.array([v for _, v in efforts], dtype=float),
             )
         return layout
 
@@ -261,9 +231,9 @@ class JointLimitEstimator:
         if self._velocities or self._efforts:
             layout = self._layout(state.joint_names)
             if self._velocities:
-                velocity = _beyond(state.joint_velocity, layout, layout.velocities)
+                velocity = _beyond(state.joint_velocity, layout, layout.velocity_index, layout.velocity_limit)
             if self._efforts:
-                effort = _beyond(state.joint_effort, layout, layout.efforts)
+                effort = _beyond(state.joint_effort, layout, layout.effort_index, layout.effort_limit)
         jump: Tri = False
         if self._velocities:
             stamps = state.t if state.joint_stamps is None else np.asarray(state.joint_stamps, dtype=float)
@@ -274,18 +244,10 @@ class JointLimitEstimator:
         return position, velocity, effort, jump
 
 
-def _beyond(row: np.ndarray | None, layout: _RowLayout, limits: tuple[tuple[int, float], ...]) -> Tri:
+def _beyond(row: np.ndarray | None, layout: _RowLayout, index: np.ndarray, limits: np.ndarray) -> Tri:
     """Some joint's value in `row` beyond its limit; unknown without a row, or with a robot joint's value
     missing or not finite (the other joints' values are not read)."""
     if row is None:
         return None
-    values = np.asarray(row, dtype=float).tolist()
-    n, isfinite = len(values), math.isfinite
-    if not (n >= layout.names and isfinite(sum(values))) and (  # the common case: every value there and finite
-        layout.robot is None or any(i >= n or not isfinite(values[i]) for i in layout.robot)
-    ):
-        return None
-    for i, limit in limits:  # noqa: SIM110 (a loop: a generator's set-up costs more than its few comparisons)
-        if abs(values[i]) > limit:
-            return True
-    return False
+    beyond = _geomath.row_beyond(np.asarray(row, dtype=float), layout.names, layout.robot, index, limits)
+    return None if beyond < 0 else bool(beyond)
