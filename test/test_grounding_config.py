@@ -139,6 +139,11 @@ def test_object_semantics_errors_name_the_item(edit, message):
         (lambda d: d["objects"]["cube"].__setitem__("box", [0.02, 0.02, 0.02]), "objects.cube"),
         (lambda d: d["fixtures"]["drawer"].__setitem__("range", [0.1, 0.1]), "fixtures.drawer.range"),
         (lambda d: d["static"].__setitem__("cube", {"bodies": ["cube"]}), "'cube'"),
+        (  # the misspelt name is the arm joint's: the joint_limits key is not the fix offered
+            lambda d: d["robot"]["arm_joints"].__setitem__(1, "arm_joint_2"),
+            r"^robot\.yaml: joint_limits\.arm_joint2: 'arm_joint2' is not in robot\.arm_joints or robot\.gripper\.joints "
+            r"as written; the nearest there is 'arm_joint_2': one of the two names is misspelt$",
+        ),
     ],
 )
 def test_robot_description_errors_name_the_item(edit, message):
