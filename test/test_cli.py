@@ -24,7 +24,8 @@ def test_an_unhandled_ctrl_c_is_one_line_and_exit_130(monkeypatch, capsys):
 
 def _sim_with_mujoco_gl(backend: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "MUJOCO_GL": backend}
-    env.pop("SAFETY_MONITOR_TRACEBACK", None)
+    for name in ("SAFETY_MONITOR_TRACEBACK", "PYOPENGL_PLATFORM"):  # MuJoCo's egl sets the second in this process
+        env.pop(name, None)
     command = "import sys; from safety_monitor.cli import main; sys.exit(main())"
     argv = [sys.executable, "-c", command, "sim", "--fault", "none", "--episodes", "1"]
     return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
