@@ -13,6 +13,10 @@ class ToolMissingError(SafetyMonitorError):
     """An external program (MONA) is missing or misbehaving; the message says what to install."""
 
 
+class EnvironmentSetupError(SafetyMonitorError):
+    """An environment variable asks for what this machine lacks or its reader does not know (MUJOCO_GL)."""
+
+
 class GroundingError(SafetyMonitorError):
     """Robot state cannot be grounded: unknown joint or object, NaN, time going backwards."""
 

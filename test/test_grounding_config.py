@@ -90,7 +90,26 @@ def test_a_robot_that_keeps_pushing_a_blocked_fixture_is_one_episode_until_it_ba
 
 def test_specs_check_command_passes(capsys):
     assert main(["specs", "check", str(CONFIG / "specs.yaml")]) == 0
-    assert "18 properties" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "18 properties" in out and "warning" not in out
+
+
+def test_specs_check_warns_about_predicates_the_grounder_does_not_produce(tmp_path, capsys):
+    """Misspelt alike in the list and the formula, a name passes the file's own check: a warning, not an
+    error, since an outside estimator may publish it."""
+    path = tmp_path / "typo.yaml"
+    path.write_text(
+        "predicates: [object_dropped, object_relased]\n"
+        "properties:\n  - {name: p, category: c, formula: 'G(object_dropped -> object_relased)'}\n"
+    )
+    assert main(["specs", "check", str(path)]) == 0
+    warning = (
+        "reads predicates the package's grounder does not produce: object_relased (did you mean object_released?); "
+        "an outside estimator may publish them on /safety_monitor/predicates"
+    )
+    assert f"p: warning: {warning}" in capsys.readouterr().out
+    assert main(["specs", "check", str(path), "--json"]) == 0
+    assert warning in json.loads(capsys.readouterr().out)[0]["warnings"][0]
 
 
 def test_the_predicates_command_lists_the_grounder_vocabulary(capsys):
@@ -139,6 +158,11 @@ def test_object_semantics_errors_name_the_item(edit, message):
         (lambda d: d["objects"]["cube"].__setitem__("box", [0.02, 0.02, 0.02]), "objects.cube"),
         (lambda d: d["fixtures"]["drawer"].__setitem__("range", [0.1, 0.1]), "fixtures.drawer.range"),
         (lambda d: d["static"].__setitem__("cube", {"bodies": ["cube"]}), "'cube'"),
+        (  # the misspelt name is the arm joint's: the joint_limits key is not the fix offered
+            lambda d: d["robot"]["arm_joints"].__setitem__(1, "arm_joint_2"),
+            r"^robot\.yaml: joint_limits\.arm_joint2: 'arm_joint2' is not in robot\.arm_joints or robot\.gripper\.joints "
+            r"as written; the nearest there is 'arm_joint_2': one of the two names is misspelt$",
+        ),
     ],
 )
 def test_robot_description_errors_name_the_item(edit, message):

@@ -334,7 +334,15 @@ def test_a_dae_collision_mesh_is_named_with_what_to_do(tmp_path):
         (lambda d: d["robot"]["arm_joints"].append("finger_left_joint"), "listed twice"),
         (
             lambda d: d.__setitem__("joint_limits", {"joint8": {"velocity": 1.0}}),
-            "'joint8' is not an arm or gripper joint",
+            r"joint_limits\.joint8: 'joint8' is not in robot\.arm_joints or robot\.gripper\.joints as written; "
+            "they are joint1, .*, finger_right_joint: one of the two names is misspelt",
+        ),
+        (  # a misspelt arm joint is named where it is written, not at the joint_limits key that is right
+            lambda d: (
+                d["robot"]["arm_joints"].__setitem__(1, "joint_2"),
+                d.__setitem__("joint_limits", {"joint2": {}}),
+            ),
+            r"robot\.arm_joints: joint 'joint_2' is not a moving joint .*'joint2'",
         ),
         (
             lambda d: d["robot"].__setitem__("end_effector", {"body": "hand", "site": "tcp"}),

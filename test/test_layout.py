@@ -12,7 +12,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "safety_monitor"
 # lowest first; a module may import its own layer and those below it
 LAYERS = (
-    {"", "errors", "enums", "records", "files", "arguments", "installation", "executors"},
+    {"", "errors", "enums", "records", "files", "arguments", "installation", "executors", "mujoco_gl"},
     {"frames"},
     {"settings"},
     {"specs"},
@@ -74,6 +74,13 @@ def test_imports_go_downward_only(module):
 def test_only_the_ros_drivers_import_rclpy(module):
     ros = [f"line {line}: {name}" for name, line in _imports(MODULES[module]) if name.split(".")[0] == "rclpy"]
     assert not ros, f"{module} imports rclpy outside nodes/: {ros}"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m != "safety_monitor.mujoco_gl"))
+def test_mujoco_is_imported_through_mujoco_gl(module):
+    """A bad MUJOCO_GL fails `import mujoco`; only safety_monitor.mujoco_gl turns that into a line naming it."""
+    direct = [f"line {line}: {name}" for name, line in _imports(MODULES[module]) if name.split(".")[0] == "mujoco"]
+    assert not direct, f"{module} imports mujoco itself, not from safety_monitor.mujoco_gl: {direct}"
 
 
 def test_there_is_no_import_cycle():

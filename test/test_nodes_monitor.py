@@ -190,6 +190,47 @@ def test_a_best_effort_predicates_publisher_is_named_on_diagnostics(harness):
     assert values[f"incompatible_qos.{h.monitor.topics.predicates}"] == "RELIABILITY x1"
 
 
+def test_use_sim_time_without_a_clock_is_said_on_diagnostics(tmp_path):
+    """`use_sim_time:=true` where nothing publishes /clock: node time stands at 0, so the predicates watchdog
+    could never fire. Only the estimator said so; the monitor's summary says it too."""
+    from safety_monitor.nodes.monitor_node import MonitorNode
+
+    specs = tmp_path / "specs.yaml"
+    specs.write_text(SPECS)
+    ns = "/c" + uuid.uuid4().hex[:8]
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    overrides = [
+        Parameter("specs", value=str(specs)),
+        Parameter("events_log", value=str(tmp_path / "events.jsonl")),
+        Parameter("diagnostics_period_s", value=0.2),
+        Parameter("use_sim_time", value=True),
+    ]
+    monitor = MonitorNode(context=context, namespace=ns, parameter_overrides=overrides)
+    probe = rclpy.create_node("probe", namespace=ns, context=context)
+    summaries = []
+    probe.create_subscription(
+        m.rclpy_types().DiagnosticArray,
+        "/diagnostics",
+        lambda msg: summaries.extend(s for s in msg.status if s.name.endswith(": monitor")),
+        qos.DIAGNOSTICS,
+    )
+    executor = rclpy.executors.SingleThreadedExecutor(context=context)
+    executor.add_node(monitor)
+    executor.add_node(probe)
+    try:
+        spin_until(executor, lambda: summaries)
+        assert summaries[0].message == (
+            "waiting for predicates; use_sim_time and no clock message yet: node time stands at 0, so the "
+            "predicates watchdog cannot fire"
+        )
+    finally:
+        executor.shutdown()
+        monitor.destroy_node()
+        probe.destroy_node()
+        context.try_shutdown()
+
+
 def test_a_violation_between_two_heartbeats_is_in_the_next_one_and_counted(tmp_path):
     """A violation that opens and recovers between two heartbeats (one period is 0.2 s) never reached a
     beat's summary, so the console's status line never showed it. The next beat is now ERROR and names it,

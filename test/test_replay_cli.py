@@ -78,7 +78,12 @@ def replay(*args, report=None):
         (
             "--specs",
             "predicates: [holding]\nproperties:\n  - {name: p, category: c, formula: 'G(!holding)'}\n",
-            "the specs read predicates the grounder does not produce: holding",
+            "the specs read predicates the grounder does not produce: holding; rescore a bag",
+        ),
+        (
+            "--specs",
+            "predicates: [object_relased]\nproperties:\n  - {name: p, category: c, formula: 'G(!object_relased)'}\n",
+            "does not produce: object_relased (did you mean object_released?); rescore a bag",
         ),
         ("--robot", None, "cannot read robot description"),
         ("--robot", "robot: 3\n", "robot must be a mapping"),

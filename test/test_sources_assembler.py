@@ -337,8 +337,12 @@ def test_mapping_parses_inline_pairs_and_files(tmp_path):
     mapping = StreamMapping.parse(str(path))
     assert mapping.pose_topic("mug") == "/vision/cup" and mapping.pose_topic("cube") == "/mocap/cube"
     assert mapping.joint_names == {"panda_joint1": "arm_joint1"}
-    with pytest.raises(SourceError, match="unknown keys \\['wrist'\\]"):
+    with pytest.raises(SourceError, match=r"unknown key 'wrist'; expected some of \['base_frame', "):
         StreamMapping.parse("wrist=/ft")
+    with pytest.raises(
+        SourceError, match="^--topics 'joint_sates=/x': unknown key 'joint_sates'; did you mean 'joint_states' or "
+    ):
+        StreamMapping.parse("joint_sates=/x")
     with pytest.raises(SourceError, match="neither a file nor"):
         StreamMapping.parse("no-such-file.yaml")
 

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import mujoco
 import numpy as np
 
 from safety_monitor.grounding import _geomath
+from safety_monitor.mujoco_gl import mujoco
 
 
 class ContactPlan(NamedTuple):

@@ -11,6 +11,7 @@ description loads, so a name it does not have fails here, with the nearest names
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -23,7 +24,7 @@ import numpy as np
 
 from safety_monitor.errors import GroundingError
 from safety_monitor.grounding.config_file import read_config
-from safety_monitor.grounding.urdf import JointLimit, UrdfModel, load_urdf, suggest
+from safety_monitor.grounding.urdf import JointLimit, UrdfModel, load_urdf
 
 FINGER_PARTS = ("finger_left", "finger_right")
 GRIPPER_PARTS = (*FINGER_PARTS, "hand")
@@ -294,6 +295,8 @@ def parse_robot_description(doc: Any, source: str, base_dir: Path = Path(".")) -
         static=static,
         objects=objects,
     )
+    if urdf is not None:  # before joint_limits, whose keys are checked against these names
+        _check_urdf_names(desc, urdf, whole_world=mjcf is None)
     desc = replace(desc, joint_limits=_joint_limits(d, doc.get("joint_limits"), desc))
     seen: dict[str, str] = {}
     for section, names in (
@@ -315,8 +318,6 @@ def parse_robot_description(doc: Any, source: str, base_dir: Path = Path(".")) -
             f"{source}: joint(s) listed twice (arm, gripper and fixture joints are each listed "
             f"once): {', '.join(dupes)}"
         )
-    if urdf is not None:
-        _check_urdf_names(desc, urdf, whole_world=mjcf is None)
     return desc
 
 
@@ -397,10 +398,12 @@ def _joint_limits(d: _Reader, raw: Any, desc: RobotDescription) -> dict[str, Joi
     out = {j: urdf.joints[j].limit for j in desc.robot_joints if urdf and j in urdf.joints}
     for joint, spec in (raw or {}).items():
         where = f"joint_limits.{joint}"
-        if joint not in desc.robot_joints:
+        if joint not in desc.robot_joints:  # either name may be the misspelt one: point at both, suggest neither
+            near = difflib.get_close_matches(joint, desc.robot_joints, n=1, cutoff=0.85)
+            there = f"the nearest there is {near[0]!r}" if near else f"they are {', '.join(desc.robot_joints)}"
             raise GroundingError(
-                f"{d.source}: {where}: {joint!r} is not an arm or gripper joint of robot:"
-                f"{suggest(joint, desc.robot_joints)}"
+                f"{d.source}: {where}: {joint!r} is not in robot.arm_joints or robot.gripper.joints as written; "
+                f"{there}: one of the two names is misspelt"
             )
         d.mapping(spec, where, {"position", "velocity", "effort"})
         base = out.get(joint, JointLimit())

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import mujoco
-
 from safety_monitor.errors import GroundingError
 from safety_monitor.grounding.kinematic_tree import JointKind, KinematicTree, ModelFormat, TreeJoint
 from safety_monitor.grounding.twin import mujoco_message
+from safety_monitor.mujoco_gl import mujoco
 
 _KINDS = {
     int(mujoco.mjtJoint.mjJNT_FREE): JointKind.FLOATING,

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import mujoco
 import numpy as np
 
 from safety_monitor.errors import GroundingError
@@ -42,6 +41,7 @@ from safety_monitor.grounding.geometry import Box, FrameGeometry
 from safety_monitor.grounding.motion import Carry, quat_to_matrix
 from safety_monitor.grounding.thresholds import Thresholds
 from safety_monitor.grounding.urdf import JointLimit, suggest
+from safety_monitor.mujoco_gl import mujoco
 
 # per set of moved qpos: measured pairs to redo (indices, geoms, radii), boxes to rebuild (None: no box's body
 # moved), contacts to find

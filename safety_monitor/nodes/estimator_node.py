@@ -40,7 +40,7 @@ from safety_monitor.nodes.episode_marker import read_marker
 from safety_monitor.nodes.frame_load import FrameLoad, LoadReport
 from safety_monitor.nodes.incompatible_qos import IncompatibleQos
 from safety_monitor.nodes.log_throttle import LogThrottle
-from safety_monitor.nodes.params import declare, declare_hardware_id, declare_topics, fix_use_sim_time
+from safety_monitor.nodes.params import declare, declare_hardware_id, declare_topics, fix_use_sim_time, no_clock_note
 from safety_monitor.nodes.raw_decode import rclpy_decoder
 from safety_monitor.nodes.runtime import clock_seconds, now_stamp, run_node
 from safety_monitor.pipeline.assemble import GRIPPER_JOINTS, JOINTS, WRENCH, StreamMapping, pose_stream
@@ -339,12 +339,8 @@ class EstimatorNode(Node):
             level, message = m.WARN, "stale: " + ", ".join(sorted(self._stale_streams))
         else:
             level, message = m.OK, "inputs fresh"
-        if self._sim_time and self._now() == 0.0:  # a clock that ran is never back at 0
-            level = max(level, m.WARN)
-            message += (
-                "; use_sim_time and no clock message yet: node time stands at 0, so the "
-                f"{self.topics.joint_states} watchdog cannot fire"
-            )
+        if note := no_clock_note(self._sim_time, self._now(), self.topics.joint_states):
+            level, message = max(level, m.WARN), f"{message}; {note}"
         if level != m.STALE and load is not None and load.falling_behind:
             level, message = m.WARN, load.message() + ("; " + message if level == m.WARN else "")
         dropped = self._last_dropped

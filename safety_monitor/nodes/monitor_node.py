@@ -62,7 +62,7 @@ from safety_monitor.nodes.episode_marker import read_marker
 from safety_monitor.nodes.event_log import EventLog, LogHealth, LogState, PreviousRun, wall_stamp
 from safety_monitor.nodes.incompatible_qos import IncompatibleQos
 from safety_monitor.nodes.log_throttle import LogThrottle
-from safety_monitor.nodes.params import declare, declare_hardware_id, declare_topics, fix_use_sim_time
+from safety_monitor.nodes.params import declare, declare_hardware_id, declare_topics, fix_use_sim_time, no_clock_note
 from safety_monitor.nodes.raw_decode import rclpy_decoder
 from safety_monitor.nodes.runtime import clock_seconds, now_stamp, run_node
 from safety_monitor.pipeline.decode import MessageType
@@ -85,7 +85,7 @@ class MonitorNode(Node):
     def __init__(self, subscribe_predicates: bool = True, **node_kwargs) -> None:
         """`subscribe_predicates=False`: frames come by `on_sample` from an estimator in this process."""
         super().__init__("monitor_node", **node_kwargs)
-        fix_use_sim_time(self)
+        self._sim_time = fix_use_sim_time(self)
         self._read_clock = clock_seconds(self)
         try:
             self._start(subscribe_predicates)
@@ -363,6 +363,8 @@ class MonitorNode(Node):
             )
         else:
             summary = (m.OK, "no open violation")
+        if note := no_clock_note(self._sim_time, self._now(), "predicates"):
+            summary = (max(summary[0], m.WARN), f"{summary[1]}; {note}")
         values = [
             ("frame", str(self.monitor.frame)),
             ("rollout", str(sup.rollout)),

@@ -57,6 +57,15 @@ def declare_hardware_id(node: Node) -> str:
     return declare(node, Identity).hardware_id or node.get_namespace().strip("/").replace("/", "_") or "robot"
 
 
+def no_clock_note(sim_time: bool, now: float, watched: str) -> str | None:
+    """What a node on sim time adds to its status while no /clock message has come (None otherwise): node
+    time stands at 0 then, so its watchdog on `watched` can never see time pass (a real robot launched
+    with the simulator's settings)."""
+    if sim_time and now == 0.0:  # a clock that ran is never back at 0
+        return f"use_sim_time and no clock message yet: node time stands at 0, so the {watched} watchdog cannot fire"
+    return None
+
+
 def fix_use_sim_time(node: Node) -> bool:
     """Make rclpy's `use_sim_time` read-only, with a description, and return it: the watchdogs compare
     readings of one clock, and switching between sim and system time at run time jumped it by decades (a

@@ -107,7 +107,12 @@ class StreamMapping:
     def from_dict(cls, data: Mapping[str, Any], origin: str = "topic mapping") -> StreamMapping:
         known = set(cls.__dataclass_fields__)
         if unknown := sorted(set(data) - known):
-            raise SourceError(f"{origin}: unknown keys {unknown}; expected some of {sorted(known)}")
+            raise SourceError(
+                f"{origin}: "
+                + "; ".join(
+                    f"unknown key {k!r}" + (suggest(k, known) or f"; expected some of {sorted(known)}") for k in unknown
+                )
+            )
         for key in _NAME_MAPS:
             if not isinstance(data.get(key, {}), Mapping):
                 raise SourceError(f"{origin}: {key!r} must be a mapping of names")

@@ -39,6 +39,7 @@ from safety_monitor.pipeline.supervisor import Rollout, Supervisor
 from safety_monitor.replay.names import resolve_mapping
 from safety_monitor.replay.timeline import Timeline
 from safety_monitor.settings import EstimatorSettings, MonitorSettings, NodeSettings
+from safety_monitor.specs.model import nearest_predicate
 
 if TYPE_CHECKING:  # imported where a spec file is read, as `load_automata` does
     from safety_monitor.specs.model import SpecSet
@@ -190,8 +191,9 @@ def make_monitor(config: ReplayConfig, rate_hz: float | None) -> SpecSetMonitor:
 def _check_grounded(monitor: SpecSetMonitor, grounder: Any) -> None:
     if unknown := sorted(set(monitor.predicates) - set(grounder.predicates)):
         raise SpecError(
-            f"the specs read predicates the grounder does not produce: {', '.join(unknown)} "
-            "(rescore a bag that records them with --from-predicates)"
+            "the specs read predicates the grounder does not produce: "
+            f"{', '.join(a + nearest_predicate(a, grounder.predicates) for a in unknown)}; "
+            "rescore a bag that records them with --from-predicates"
         )
 
 

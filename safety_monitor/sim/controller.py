@@ -8,9 +8,9 @@ measured state keeps the reference smooth when the arm is blocked or pushed.
 
 from __future__ import annotations
 
-import mujoco
 import numpy as np
 
+from safety_monitor.mujoco_gl import mujoco
 from safety_monitor.sim.workcell import ARM_JOINTS, Workcell
 
 HOME_POSITION = np.array([0.30, 0.0, 0.65])

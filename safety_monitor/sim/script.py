@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-import mujoco
 import numpy as np
 
+from safety_monitor.mujoco_gl import mujoco
 from safety_monitor.sim.controller import ArmController
 from safety_monitor.sim.workcell import Workcell
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib import resources
 
-import mujoco
 import numpy as np
 
 from safety_monitor.frames import Contact, Pose, RobotState, Wrench
+from safety_monitor.mujoco_gl import mujoco
 
 ARM_JOINTS = tuple(f"arm_joint{i}" for i in range(1, 7))
 FINGER_JOINTS = ("finger_left_joint", "finger_right_joint")

@@ -10,6 +10,7 @@ import difflib
 import math
 import re
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -420,7 +421,7 @@ def _formula(
         return None
     unknown = [a for a in atoms_of(f) if a not in vocabulary]
     if unknown and vocabulary:
-        named = ", ".join(a + _nearest(a, vocabulary) for a in unknown)
+        named = ", ".join(a + nearest_predicate(a, vocabulary) for a in unknown)
         problems.append(f"{label}: {key} uses predicates outside the vocabulary: {named}")
         return None
     if rate is not None:
@@ -432,12 +433,12 @@ def _formula(
     return f
 
 
-def _nearest(name: str, vocabulary: tuple[str, ...]) -> str:
-    """' (did you mean x?)' for a likely typo of a listed predicate; '' for a name unlike any of them.
+def nearest_predicate(name: str, vocabulary: Iterable[str]) -> str:
+    """' (did you mean x?)' for a likely typo of a known predicate; '' for a name unlike any of them.
 
     The cutoff is high because predicate names share prefixes (`object_released`, `object_dropped`): a
     missing predicate is not a typo of its neighbour."""
-    near = difflib.get_close_matches(name, vocabulary, n=1, cutoff=0.85)
+    near = difflib.get_close_matches(name, sorted(vocabulary), n=1, cutoff=0.85)
     return f" (did you mean {near[0]}?)" if near else ""
 
 
