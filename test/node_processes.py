@@ -17,7 +17,8 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import rclpy
@@ -251,3 +252,30 @@ def whole_lines(log: Path) -> list[dict]:
     data = log.read_text()
     assert not data or data.endswith("\n"), f"torn last line: {data[-200:]!r}"
     return [json.loads(line) for line in data.splitlines()]
+
+
+@contextmanager
+def clock_counts(*topics: str) -> Iterator[dict[str, int]]:
+    """Messages heard on each /clock-typed topic while the block runs, by a probe spinning in its own context
+    (a namespaced run must publish only on its own NS/clock)."""
+    import threading
+
+    from rosgraph_msgs.msg import Clock
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    probe = rclpy.create_node("clock_probe", context=context)
+    heard = dict.fromkeys(topics, 0)
+    for topic in heard:
+        probe.create_subscription(Clock, topic, lambda _, t=topic: heard.__setitem__(t, heard[t] + 1), 10)
+    executor = rclpy.executors.SingleThreadedExecutor(context=context)
+    executor.add_node(probe)
+    spinning = threading.Thread(target=executor.spin, daemon=True)
+    spinning.start()
+    try:
+        yield heard
+    finally:
+        executor.shutdown()
+        spinning.join()
+        probe.destroy_node()
+        context.try_shutdown()

@@ -89,30 +89,12 @@ def test_a_namespaced_sim_keeps_its_clock_in_its_namespace(tmp_path):
     """Two sim launches on one domain both published /clock: each monitor read both sims' times and went
     blind on the other's. A probe hears the namespaced sim on <ns>/clock and nothing on /clock."""
     _require_launch()
-    import threading
-
-    import rclpy
-    from rosgraph_msgs.msg import Clock
+    from node_processes import clock_counts
 
     ns = "l" + uuid.uuid4().hex[:8]
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    probe = rclpy.create_node("clock_probe", context=context)
-    heard = {"/clock": 0, f"/{ns}/clock": 0}
-    for topic in heard:
-        probe.create_subscription(Clock, topic, lambda _, t=topic: heard.__setitem__(t, heard[t] + 1), 10)
-    executor = rclpy.executors.SingleThreadedExecutor(context=context)
-    executor.add_node(probe)
-    spinning = threading.Thread(target=executor.spin, daemon=True)
-    spinning.start()
-    try:
+    with clock_counts("/clock", f"/{ns}/clock") as heard:
         arguments = {"namespace": ns, "fault": "none", "episodes": "1", "pace": "lockstep"}
         _run(_include("sim.launch.py", {**arguments, "events_log": str(tmp_path / "events.jsonl")}), tmp_path)
-    finally:
-        executor.shutdown()
-        spinning.join()
-        probe.destroy_node()
-        context.try_shutdown()
     assert heard["/clock"] == 0 and heard[f"/{ns}/clock"] > 0
 
 

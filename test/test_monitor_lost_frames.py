@@ -7,6 +7,7 @@ import pytest
 rclpy = pytest.importorskip("rclpy")
 
 from rclpy.parameter import Parameter  # noqa: E402
+from rclpy.time import Time  # noqa: E402
 
 from safety_monitor.grounding.grounder import PREDICATES  # noqa: E402
 from safety_monitor.io import messages as m  # noqa: E402
@@ -32,6 +33,8 @@ def test_monitor_counts_lost_predicate_frames_per_period(tmp_path):
                 Parameter("use_sim_time", value=True),
             ],
         )
+        # one clock reading, then none: a clock that never started would add its own WARN note
+        node.get_clock().set_ros_time_override(Time(seconds=1))
         summaries = []
         node._diag_pub = type(
             "Pub",

@@ -121,32 +121,15 @@ def test_a_namespaced_run_keeps_its_clock_in_its_namespace(tmp_path):
     """`sim.launch.py namespace:=NS` remaps /clock to NS/clock; the in-process run published the global /clock,
     so two namespaced runs on one domain drove each other's time. A probe hears it on NS/clock only, and
     the run's monitor, on that clock, closes its episode."""
-    import threading
     import uuid
 
-    import rclpy
-    from rosgraph_msgs.msg import Clock
+    from node_processes import clock_counts
 
     from safety_monitor.nodes.run_inprocess import LiveRunOptions, run
 
     ns = "/i" + uuid.uuid4().hex[:8]
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    probe = rclpy.create_node("clock_probe", context=context)
-    heard = {"/clock": 0, f"{ns}/clock": 0}
-    for topic in heard:
-        probe.create_subscription(Clock, topic, lambda _, t=topic: heard.__setitem__(t, heard[t] + 1), 10)
-    executor = rclpy.executors.SingleThreadedExecutor(context=context)
-    executor.add_node(probe)
-    spinning = threading.Thread(target=executor.spin, daemon=True)
-    spinning.start()
-    try:
+    with clock_counts("/clock", f"{ns}/clock") as heard:
         result = run(LiveRunOptions(fault="none", episodes=1, events=str(tmp_path / "events.jsonl"), namespace=ns))
-    finally:
-        executor.shutdown()
-        spinning.join()
-        probe.destroy_node()
-        context.try_shutdown()
     assert [r.index for r in result.rollouts] == [0] and not result.interrupted
     assert heard["/clock"] == 0 and heard[f"{ns}/clock"] > 0
     robots = {json.loads(line)["robot"] for line in (tmp_path / "events.jsonl").read_text().splitlines()}
