@@ -457,7 +457,7 @@ class _Scorer:
                 whole.stale_by_stream,
             )
             return
-        last = self.parts[len(self.rollouts) - 1].result
+        last = self._part(len(self.rollouts) - 1).result
         for late in self.parts[len(self.rollouts) :]:  # issues raised once the last rollout had ended: its own
             for issue in late.result.issue_examples:
                 if sum(e.kind is issue.kind for e in last.issue_examples) < ISSUE_EXAMPLES:
@@ -465,7 +465,7 @@ class _Scorer:
             last.issues = dict(Counter(last.issues) + Counter(late.result.issues))
         stale: Counter[str] = Counter()
         for k, rollout in enumerate(self.rollouts):
-            own = self.parts[k].result
+            own = self._part(k).result
             stale.update(own.stale_by_stream)
             own.bag, own.rollouts = f"{r.bag}#{k}", 1
             own.trace = TraceResult(rollout.frames, rollout.outcomes, rollout.events)
