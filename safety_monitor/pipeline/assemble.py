@@ -56,7 +56,8 @@ class StreamMapping:
     (servo drivers often send none). `gripper_joint_states`: a second JointState topic (a gripper's own
     driver) merged into the frames by name; only `joint_states` makes frames. `object_frames`: object name ->
     TF frame id; those objects' poses come from `tf`/`tf_static` chained to `base_frame` ('' = the robot
-    description's base body) instead of a PoseStamped topic.
+    description's base body) instead of a PoseStamped topic. `episode`: the rollout markers, read by replay only
+    (the nodes subscribe to `topics.episode`).
     """
 
     joint_states: str = "/joint_states"
@@ -65,6 +66,7 @@ class StreamMapping:
     objects: Mapping[str, str] = field(default_factory=dict)
     predicates: str = "/safety_monitor/predicates"
     events: str = "/safety_monitor/events"
+    episode: str = "/safety_monitor/episode"  # rollout start/end markers (`pipeline.markers`)
     joint_names: Mapping[str, str] = field(default_factory=dict)
     joint_order: tuple[str, ...] = ()
     gripper_joint_states: str | None = None

@@ -47,7 +47,8 @@ def unique_bags(bags: Sequence[Path]) -> tuple[list[Path], list[str]]:
 def score_bags(
     bags: Sequence[Path], config: ReplayConfig, executor: Executor | None = None, progress: bool = True
 ) -> list[BagResult]:
-    """One BagResult per bag, in the order given, scored by `executor` (default: here, one at a time).
+    """One BagResult per bag, in the order given (a bag its episode markers cut into rollouts: one per rollout,
+    `BagResult.split`), scored by `executor` (default: here, one at a time).
     The bar counts bags; run here it also counts each bag's frames. A bag whose worker died twice comes
     back failed, saying so. Ctrl-C stops the batch but keeps what was scored: the bags not finished come
     back `interrupted`, with the error NOT_SCORED."""
@@ -71,8 +72,9 @@ def score_bags(
     finally:
         bar.close()
     return [
-        r if r is not None else _failed(bag, config, f"{bag}: {NOT_SCORED}", interrupted=True)
+        part
         for bag, r in zip(bags, results)
+        for part in (r.split() if r is not None else [_failed(bag, config, f"{bag}: {NOT_SCORED}", interrupted=True)])
     ]
 
 

@@ -18,7 +18,7 @@ from safety_monitor.pipeline.assemble import StreamMapping, pose_stream
 from safety_monitor.pipeline.decode import MessageType
 from safety_monitor.pipeline.inputs import ConfiguredInput, configured_inputs
 
-_TOPICS = ("joint_states", "wrench", "gripper_joint_states", "predicates", "events", "tf", "tf_static")
+_TOPICS = ("joint_states", "wrench", "gripper_joint_states", "predicates", "events", "episode", "tf", "tf_static")
 
 
 def _absolute(name: str, ns: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+import math
 import operator
 import socket
 import time
@@ -35,6 +36,7 @@ from safety_monitor.pipeline.assemble import GRIPPER_JOINTS, JOINTS, WRENCH, Str
 from safety_monitor.pipeline.decode import MessageType, TypedDecoders, Undecodable
 from safety_monitor.pipeline.estimator import Estimator
 from safety_monitor.pipeline.inputs import TF, ConfiguredInput, check_types, configured_inputs
+from safety_monitor.pipeline.markers import EpisodeMarker, MarkerKind, decode_marker
 from safety_monitor.pipeline.supervisor import Rollout, Supervisor
 from safety_monitor.replay.names import resolve_mapping
 from safety_monitor.replay.timeline import Timeline
@@ -131,6 +133,9 @@ class BagResult:
     timings: dict[str, float] = field(default_factory=dict)  # seconds per stage
     messages: int = 0
     rollouts: int = 0  # rollouts in the bag (the input restarted inside it when more than one; `trace` pools them)
+    # one result per rollout, named `<bag>#<index>`, when episode markers cut the bag into more than one
+    # (`split`): each its own trace, as the live monitor reports them; empty otherwise
+    parts: list[BagResult] = field(default_factory=list)
     interrupted: bool = False  # Ctrl-C stopped the batch before this bag was scored (`error` says so)
     retried: str | None = None  # why the first worker scoring it died, when another scored it (not a bag fault)
 
@@ -141,6 +146,10 @@ class BagResult:
     @property
     def duration(self) -> float:
         return (self.t_end - self.t_start) if self.t_start is not None and self.t_end is not None else 0.0
+
+    def split(self) -> list[BagResult]:
+        """This bag as the rollouts it is reported as: its parts when markers cut it, else itself."""
+        return self.parts or [self]
 
 
 class Progress(Protocol):
@@ -255,10 +264,22 @@ def estimate_rate(stamps: list[float]) -> float:
     return float(max(1, round(1.0 / steps[len(steps) // 2])))
 
 
+class _Part:
+    """What the frames of one reported rollout add up to: the result they are counted in, and its timelines."""
+
+    def __init__(self, result: BagResult, predicates: tuple[str, ...]) -> None:
+        self.result = result
+        self.timeline = Timeline(predicates)
+        self.stale_timeline = Timeline(("stale",))
+        self.stale: Counter[str] = Counter()
+        self.last: tuple = (object(), (None,) * len(predicates), True)  # the last valuation, its values, any None
+
+
 class _Scorer:
     """What both modes do with their frames: hand each to the Supervisor (the input rules the live monitor
-    node applies, by the bag's log times), and, a batch at a time, extend the timelines with the frames it
-    stepped, count stale and unknown frames, keep the stage timings."""
+    node applies, by the bag's log times), with the bag's episode markers at their log times (as the nodes
+    receive them), and, a batch at a time, extend the timelines with the frames it stepped, count stale and
+    unknown frames, keep the stage timings. With markers, each rollout is counted in a result of its own."""
 
     def __init__(
         self,
@@ -267,12 +288,11 @@ class _Scorer:
         settings: MonitorSettings,
         progress: Progress | None,
         topic: str,
+        markers: list[tuple[float, EpisodeMarker]],
+        stage: Estimator | None = None,
     ) -> None:
         self.result = result
         self.monitor = monitor
-        self.timeline = Timeline(monitor.predicates)
-        self.stale_timeline = Timeline(("stale",))
-        self.stale: Counter[str] = Counter()
         self.progress = progress
         if progress is not None:
             progress.reset(total=result.topics[topic].count)
@@ -280,7 +300,6 @@ class _Scorer:
         preds = monitor.predicates
         self._blind = (None,) * len(preds)
         self._get = operator.itemgetter(*preds) if len(preds) > 1 else (lambda v, _p=preds[0]: (v[_p],))
-        self._last: tuple = (object(), self._blind, True)  # the last valuation, its values, whether one is None
         self._valuations: list = []  # the frames stepped since the last flush
         self._times: list[float] = []
         self._stales: list[frozenset[str]] = []
@@ -293,6 +312,31 @@ class _Scorer:
 
         self.supervisor = Supervisor(monitor, settings, on_frame=stepped)
         self.rollouts: list[Rollout] = []  # finished: more than one when the input restarted inside the bag
+        self.markers, self.stage = markers, stage
+        self._marker = 0  # the next marker to apply
+        self.split = bool(markers)  # each rollout its own result (else one, as without markers live)
+        self._bag_warnings = list(result.warnings)  # every rollout's too
+        self.parts = [self._new_part() if self.split else _Part(result, preds)]
+        self._flushed = 0  # the part the next flushed frame belongs to
+
+    def next_marker(self) -> float:
+        """The log time of the next marker to apply (inf: none left)."""
+        return self.markers[self._marker][0] if self._marker < len(self.markers) else math.inf
+
+    def apply_markers(self, until: float) -> float:
+        """Apply the markers logged at or before `until` (before a message logged then), as the nodes do: a start
+        marker restarts the estimator's rollout (`Estimator.new_rollout`), then reaches the Supervisor. Returns
+        the log time of the next marker."""
+        markers = self.markers
+        while self._marker < len(markers) and markers[self._marker][0] <= until:
+            logged, marker = markers[self._marker]
+            self._marker += 1
+            if marker.kind is MarkerKind.START and self.stage is not None:
+                self.record(self.stage.new_rollout(marker.t).issues)
+            step = self.supervisor.marker(marker, logged)
+            self.issues(step.issues)
+            self.rollouts.extend(step.finished)
+        return self.next_marker()
 
     def sample(self, sample: PredicateSample, now: float) -> None:
         """One frame, arrived at log time `now`."""
@@ -309,18 +353,58 @@ class _Scorer:
         for issue in issues:
             if issue.kind is IssueKind.UNSENT:
                 self.result.warnings.append(issue.detail)
+                if self.split:
+                    self._part(len(self.rollouts)).result.warnings.append(issue.detail)
             else:
-                _record_issues(self.result, (issue,))
+                self.record((issue,))
+
+    def record(self, issues: tuple[StreamIssue, ...]) -> None:
+        """Issues counted for the bag and, with markers, for the rollout in progress."""
+        _record_issues(self.result, issues)
+        if self.split and issues:
+            _record_issues(self._part(len(self.rollouts)).result, issues)
+
+    def _part(self, k: int) -> _Part:
+        """The k-th rollout's part (made when its first frame or issue comes)."""
+        while len(self.parts) <= k:
+            self.parts.append(self._new_part())
+        return self.parts[k]
+
+    def _new_part(self) -> _Part:
+        r = self.result
+        part = BagResult(r.bag, r.mode, rate_hz=r.rate_hz, warnings=list(self._bag_warnings))
+        part.not_applicable = r.not_applicable
+        return _Part(part, self.monitor.predicates)
 
     def flush(self) -> None:
-        """The frames stepped since the last flush into the timelines and counts. Equal consecutive
-        valuations may be one object (their values are then looked up once)."""
+        """The frames stepped since the last flush into the timelines and counts, each into its rollout's part
+        (a finished rollout's frame count says where the next begins)."""
         valuations, times, stales = self._valuations, self._times, self._stales
         if not times:
             return
-        r = self.result
-        add, add_stale, get, blind = self.timeline.add, self.stale_timeline.add, self._get, self._blind
-        last, values, unknown = self._last
+        done = 0
+        while done < len(times):
+            part = self._part(self._flushed)
+            room = len(times) - done
+            if self.split and self._flushed < len(self.rollouts):
+                room = min(room, self.rollouts[self._flushed].frames - part.result.frames)
+            if room <= 0:
+                self._flushed += 1
+                continue
+            self._add(part, valuations[done : done + room], times[done : done + room], stales[done : done + room])
+            done += room
+        if self.progress is not None:
+            self.progress.update(len(times))
+        valuations.clear()
+        times.clear()
+        stales.clear()
+
+    def _add(self, part: _Part, valuations: list, times: list[float], stales: list[frozenset[str]]) -> None:
+        """Frames into one part (and, when it is not the bag's result, into the bag's counts too). Equal
+        consecutive valuations may be one object (their values are then looked up once)."""
+        r = part.result
+        add, add_stale, get, blind = part.timeline.add, part.stale_timeline.add, self._get, self._blind
+        last, values, unknown = part.last
         unknown_frames = stale_frames = 0
         for valuation, t, stale in zip(valuations, times, stales):
             if valuation is not last:
@@ -331,39 +415,63 @@ class _Scorer:
             add(values, t)
             if stale:
                 stale_frames += 1
-                self.stale.update(stale)
+                part.stale.update(stale)
                 add_stale(_STALE, t)
             else:
                 add_stale(_FRESH, t)
-        self._last = (last, values, unknown)
-        r.unknown_frames += unknown_frames
-        r.stale_frames += stale_frames
-        if r.t_start is None:
-            r.t_start = times[0]
-        r.t_end = times[-1]
-        r.frames += len(times)
-        if self.progress is not None:
-            self.progress.update(len(times))
-        valuations.clear()
-        times.clear()
-        stales.clear()
+        part.last = (last, values, unknown)
+        for counted in (r,) if r is self.result else (r, self.result):
+            counted.unknown_frames += unknown_frames
+            counted.stale_frames += stale_frames
+            if counted.t_start is None:
+                counted.t_start = times[0]
+            counted.t_end = times[-1]
+            counted.frames += len(times)
 
     def finish(self, bag_end: float | None) -> None:
-        """The end of the bag (its last log time): a stream that stopped before it is blind from there."""
+        """The end of the bag (its last log time): the markers logged after the last frame, then the end of
+        the input (a stream that stopped before it is blind from there)."""
+        self.apply_markers(math.inf)
         step = self.supervisor.finish(bag_end)
         self.issues(step.issues)
+        self.rollouts.extend(step.finished)  # one, unless the input restarted inside the bag
         self.flush()
         r = self.result
         if r.frames == 0:
             raise SourceError(f"{r.bag}: no frames could be built" + _issue_hint(r))
-        self.rollouts.extend(step.finished)  # one, unless the input restarted inside the bag (then pooled)
         r.rollouts = len(self.rollouts)
         r.trace = pool_rollouts(self.rollouts)
-        self.timeline.close()
-        self.stale_timeline.close()
-        r.timeline, r.stale_timeline = self.timeline, self.stale_timeline
-        r.stale_by_stream = dict(sorted(self.stale.items()))
         r.timings = {k: round(v, 6) for k, v in self.timings.items()}
+        for part in self.parts:
+            part.timeline.close()
+            part.stale_timeline.close()
+            part.result.timeline, part.result.stale_timeline = part.timeline, part.stale_timeline
+            part.result.stale_by_stream = dict(sorted(part.stale.items()))
+        if not self.split:
+            return
+        if len(self.rollouts) == 1:  # one rollout: the bag, as without markers
+            whole = self.parts[0].result
+            r.timeline, r.stale_timeline, r.stale_by_stream = (
+                whole.timeline,
+                whole.stale_timeline,
+                whole.stale_by_stream,
+            )
+            return
+        last = self._part(len(self.rollouts) - 1).result
+        for late in self.parts[len(self.rollouts) :]:  # issues raised once the last rollout had ended: its own
+            for issue in late.result.issue_examples:
+                if sum(e.kind is issue.kind for e in last.issue_examples) < ISSUE_EXAMPLES:
+                    last.issue_examples.append(issue)
+            last.issues = dict(Counter(last.issues) + Counter(late.result.issues))
+        stale: Counter[str] = Counter()
+        for k, rollout in enumerate(self.rollouts):
+            own = self._part(k).result
+            stale.update(own.stale_by_stream)
+            own.bag, own.rollouts = f"{r.bag}#{k}", 1
+            own.trace = TraceResult(rollout.frames, rollout.outcomes, rollout.events)
+            own.topics, own.messages, own.timings = r.topics, r.messages, r.timings
+            r.parts.append(own)
+        r.stale_by_stream = dict(sorted(stale.items()))
 
 
 _STALE, _FRESH = (True,), (False,)
@@ -412,6 +520,26 @@ def _record_issues(r: BagResult, issues: tuple[StreamIssue, ...]) -> None:
             r.issue_examples.append(issue)
 
 
+def _read_markers(bag: BagReader, topic: str, result: BagResult) -> list[tuple[float, EpisodeMarker]]:
+    """The bag's episode markers with their log times, in log-time order; none when it has no such topic. A
+    malformed marker is dropped with a warning, as the nodes log and drop it (`nodes.episode_marker`)."""
+    summary = result.topics.get(topic)
+    if summary is None or summary.count == 0:
+        return []
+    if summary.msgtype != _PREDICATES_TYPE:
+        result.warnings.append(f"episode markers {topic}: expected type {_PREDICATES_TYPE}, found {summary.msgtype}")
+        return []
+    markers = []
+    for batch in bag.message_batches({topic}, BATCH):
+        for i in range(len(batch)):
+            logged = int(batch.log_ns[i]) / 1e9
+            try:
+                markers.append((logged, decode_marker(bag.deserialize(batch.raw(i), batch.msgtypes[batch.which[i]]))))
+            except SourceError as exc:
+                result.warnings.append(f"{topic} message logged at {logged:.6f} s: {exc}; marker dropped")
+    return markers
+
+
 def _timed_batches(bag: BagReader, topics: set[str], timings: dict[str, float]) -> Iterator[MessageBatch]:
     """The topics' messages a batch at a time, with read time charged to its stage."""
     clock = time.perf_counter
@@ -446,8 +574,10 @@ def _score_predicates(bag: BagReader, config: ReplayConfig, result: BagResult, p
     if summary is None or summary.count == 0:
         raise missing_topic_error(bag.path, "recorded predicates", topic, _PREDICATES_TYPE, result.topics, "predicates")
     result.rate_hz = _control_rate(bag, config, topic)
-    scorer = _Scorer(result, make_monitor(config, result.rate_hz), config.monitor, progress, topic)
+    markers = _read_markers(bag, config.mapping.episode, result)
+    scorer = _Scorer(result, make_monitor(config, result.rate_hz), config.monitor, progress, topic, markers)
     timings, clock = scorer.timings, time.perf_counter
+    next_marker, apply_markers = scorer.next_marker(), scorer.apply_markers
     batch_reader = cdr.PredicateBatchReader()
     decoder = _decoders(bag, MessageType.DIAGNOSTIC_ARRAY, batch_reader.single.read)
     frame, record = scorer.supervisor.frame, scorer.issues
@@ -468,8 +598,7 @@ def _score_predicates(bag: BagReader, config: ReplayConfig, result: BagResult, p
                 samples[i] = decoder[msgtype](raw)
             except SourceError as exc:  # m.BadPredicates included
                 logged = int(batch.log_ns[i]) / 1e9
-                _record_issues(
-                    result,
+                scorer.record(
                     (
                         StreamIssue(
                             IssueKind.UNDECODABLE,
@@ -495,6 +624,8 @@ def _score_predicates(bag: BagReader, config: ReplayConfig, result: BagResult, p
         mid = clock()
         timings["deserialise"] += mid - start
         for i in range(n):
+            if logged_at[i] >= next_marker:
+                next_marker = apply_markers(logged_at[i])
             sample = samples.get(i)
             if sample is None:
                 if changed[i] or valuation is None or col_unknown[i] != unknown:
@@ -573,10 +704,12 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult, progr
             )
     monitor = make_monitor(config, rate)
     _check_grounded(monitor, grounder)
-    scorer = _Scorer(result, monitor, config.monitor, progress, mapping.joint_states)
-    timings = scorer.timings
     clock = time.perf_counter
     stage = Estimator(grounder, mapping, config.estimator, clock=clock)
+    markers = _read_markers(bag, mapping.episode, result)
+    scorer = _Scorer(result, monitor, config.monitor, progress, mapping.joint_states, markers, stage)
+    timings, record = scorer.timings, scorer.record
+    next_marker, apply_markers = scorer.next_marker(), scorer.apply_markers
     joint_batches = cdr.JointStateBatchReader()
     # a batch reader per stream (each object's topic learns its own layout)
     batch_readers: dict[object, cdr.JointStateBatchReader | cdr.WrenchBatchReader | cdr.PoseBatchReader] = {
@@ -607,6 +740,8 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult, progr
         for k, (which, received, at, size) in enumerate(
             zip(batch.which.tolist(), (batch.log_ns / 1e9).tolist(), batch.start.tolist(), batch.size.tolist())
         ):
+            if received >= next_marker:
+                next_marker = apply_markers(received)
             kind = kinds[which]
             decoded = read.get(k)
             if decoded is None:  # not in the batch: the one decoder, message by message
@@ -615,7 +750,7 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult, progr
                 try:
                     decoded = typed[msgtypes[which]](buffer[at : at + size])
                 except Undecodable as exc:
-                    _record_issues(result, stage.undecodable(stream, received, exc).issues)
+                    record(stage.undecodable(stream, received, exc).issues)
                     continue
                 finally:
                     timings["deserialise"] += clock() - start
@@ -632,9 +767,9 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult, progr
             else:
                 step = on_pose(kind, decoded[0], decoded[1], received)
             if step.issues:
-                _record_issues(result, step.issues)
+                record(step.issues)
         scorer.flush()
-    _record_issues(result, stage.finish().issues)
+    record(stage.finish().issues)
     timings["assemble"] += stage.timings["assemble"]
     timings["ground"] += stage.timings["ground"]
     scorer.finish(bag.end_time)

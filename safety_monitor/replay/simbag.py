@@ -3,8 +3,10 @@
 The replay benchmark generates its bag with this instead of committing a binary file.
 Each control step writes `/clock`, the wrist wrench and every object pose that is new at that step
 (stamped at its measurement time), then `/joint_states`, all with the step's time as log time.
-With `estimate=True` the step also goes through the live estimator's path (the Estimator stage fed the
-very messages written, then the monitor) and `/safety_monitor/predicates` and
+Each episode lies between start and end markers on `safety_monitor/episode`, and the next one starts one
+control period after the last one's last frame, as the sim node runs them, so the bag is laid out as a live
+recording of several rollouts. With `estimate=True` the step also goes through the live estimator's path (the
+Estimator stage fed the very messages written, then the monitor) and `/safety_monitor/predicates` and
 `/safety_monitor/events` are recorded as the estimator and monitor nodes would publish them.
 """
 
@@ -19,6 +21,8 @@ from safety_monitor.io import messages as m
 from safety_monitor.io.bag import BagWriter
 from safety_monitor.pipeline.assemble import StreamMapping
 from safety_monitor.pipeline.estimator import Estimator
+from safety_monitor.pipeline.markers import END, START, EpisodeMarker, marker_msg
+from safety_monitor.settings import CONTROL_RATE_HZ
 
 
 @dataclass(frozen=True)
@@ -58,7 +62,8 @@ class _Estimator:
             self.writer.write_events(self.mapping.events, events, sample.t)
         self.t = sample.t
 
-    def finish(self) -> None:
+    def end_rollout(self) -> None:
+        """The end marker: the monitor closes the trace (the Supervisor's rule), its end-of-trace events out."""
         events = self.monitor.finish().events
         if events and self.t is not None:
             self.writer.write_events(self.mapping.events, events, self.t)
@@ -73,21 +78,36 @@ def record_sim_bag(
     estimate: bool = False,
     specs: str | None = None,
 ) -> Path:
-    """Write the runs back to back (each continues the previous one's clock) into one new bag."""
-    from safety_monitor.sim.runner import run_episode
+    """Write the runs back to back (each continues the previous one's clock) into one new bag, each between its
+    episode markers (the estimator, with `estimate`, restarts its rollout at a start marker as the node does)."""
+    from safety_monitor.sim.runner import Episode
 
     mapping = mapping or StreamMapping()
     offset = 0.0
     with BagWriter(path, storage=storage) as writer:
-        estimator = _Estimator(writer, mapping, specs, 500.0) if estimate else None
-        for run in runs:
-            last = offset
-            for state in run_episode(run.task, run.fault, run.seed):
+        estimator = _Estimator(writer, mapping, specs, CONTROL_RATE_HZ) if estimate else None
+        for index, run in enumerate(runs):
+            episode = Episode(run.task, run.fault, run.seed)
+            task, fault = episode.task.name, run.fault or ""
+            last, frames = offset, 0
+            while not episode.done:
+                state = episode.step()
                 last = offset + state.t
+                if not frames:
+                    writer.write(
+                        mapping.episode,
+                        marker_msg(writer.types, EpisodeMarker(START, index, last, task, fault, run.seed)),
+                        last,
+                    )
+                    if estimator is not None:
+                        estimator.stage.new_rollout(last)
                 _write_state(writer, mapping, state, offset, estimator)
-            offset = last
-        if estimator is not None:
-            estimator.finish()
+                frames += 1
+            end = EpisodeMarker(END, index, last, task, fault, run.seed, frames, episode.succeeded())
+            writer.write(mapping.episode, marker_msg(writer.types, end), last)
+            if estimator is not None:
+                estimator.end_rollout()
+            offset = last + 1.0 / CONTROL_RATE_HZ
     return Path(path)
 
 

@@ -1,0 +1,59 @@
+"""Replay cuts a bag at its episode markers as the live nodes do: each rollout its own trace and result."""
+
+import pytest
+
+from safety_monitor.enums import IssueKind
+from safety_monitor.pipeline.assemble import StreamMapping
+from safety_monitor.replay.batch import score_bags
+from safety_monitor.replay.score import ReplayConfig, score_bag
+from safety_monitor.replay.simbag import SimRun, record_sim_bag
+
+RUNS = (SimRun(fault="slip", seed=0), SimRun(task="pick_and_place_cube", seed=1))
+
+
+@pytest.fixture(scope="module")
+def bags(tmp_path_factory):
+    """One bag of both runs back to back (markers between them, as a live recording), and one bag per run."""
+    root = tmp_path_factory.mktemp("markers")
+    both = record_sim_bag(root / "both", RUNS, estimate=True)
+    alone = [record_sim_bag(root / f"alone_{k}", [run], estimate=True) for k, run in enumerate(RUNS)]
+    return both, alone
+
+
+def _events(result):
+    """The events as a rollout's own: its frame numbers and kinds (times differ: the runs' clocks are offset)."""
+    return [(e.kind, e.property, e.frame, e.duration) for e in result.trace.events]
+
+
+@pytest.mark.parametrize("from_predicates", [False, True], ids=["robot_state", "predicates"])
+def test_a_bag_of_two_rollouts_scores_as_the_two_one_rollout_bags(bags, from_predicates):
+    both, alone = bags
+    config = ReplayConfig(from_predicates=from_predicates)
+    parts = score_bags([both], config, progress=False)
+    singles = score_bags(alone, config, progress=False)
+    assert [p.bag for p in parts] == [f"{both}#0", f"{both}#1"]
+    assert [s.bag for s in singles] == [str(b) for b in alone]  # one rollout: named as the bag
+    for part, single in zip(parts, singles, strict=True):
+        assert part.ok and single.ok, (part.error, single.error)
+        assert _events(part) == _events(single)
+        assert part.trace.outcomes == single.trace.outcomes
+        assert (part.frames, part.issues, part.unknown_frames) == (single.frames, single.issues, single.unknown_frames)
+        assert part.timeline.runs == single.timeline.runs
+    assert IssueKind.JOINT_JUMP not in parts[1].issues  # the arm's move home between runs is no jump
+
+
+def test_the_whole_bag_counts_every_rollout(bags):
+    both, _ = bags
+    whole = score_bag(both, ReplayConfig())
+    assert whole.rollouts == 2
+    assert whole.frames == sum(p.frames for p in whole.parts)
+
+
+def test_without_markers_the_bag_is_one_trace_as_before(bags):
+    """The same bag with its marker topic not read (a recording without markers): one result named as the bag,
+    whose runs join in one trace, so the move home between them is a joint jump."""
+    both, _ = bags
+    (result,) = score_bags([both], ReplayConfig(mapping=StreamMapping(episode="/no_markers")), progress=False)
+    assert result.ok and result.bag == str(both) and not result.parts
+    assert result.rollouts == 1
+    assert result.issues.get(IssueKind.JOINT_JUMP)
