@@ -192,12 +192,19 @@ def heartbeat_of(msg: Any) -> dict[str, Any]:
 def _describe(e: dict[str, Any]) -> str:
     """One event on one line, led by its wall-clock time (local): `t` is the stamp time, simulated
     seconds or, on a robot, seconds since 1970, which tell an operator nothing about when."""
-    t, wall = e.get("t"), e.get("wall_time")
-    when = f"frame {e.get('frame')}" + (f" t={t:.3f}s" if isinstance(t, (int, float)) else "")
+    wall = e.get("wall_time")
     clock = time.strftime("%H:%M:%S ", time.localtime(wall)) if isinstance(wall, (int, float)) else ""
     robot = f"[{e['robot']}] " if e.get("robot") else ""
+    return f"{clock}{robot}run {e['run']} rollout {e.get('rollout', '-')} {event_text(e)}"
+
+
+def event_text(e: dict[str, Any]) -> str:
+    """What happened, in the console's words (an event's JSON record): `drop_only_when_released opened about
+    mug at frame 1913 t=11.506s`; `safety-monitor sim`'s summary shows its alerts so."""
+    t = e.get("t")
+    when = f"frame {e.get('frame')}" + (f" t={t:.3f}s" if isinstance(t, (int, float)) else "")
     about = f" about {', '.join(e['objects'])}" if e.get("objects") else ""  # what a violation was about
-    return f"{clock}{robot}run {e['run']} rollout {e.get('rollout', '-')} {e['property']} {e['kind']}{about} at {when}"
+    return f"{e['property']} {e['kind']}{about} at {when}"
 
 
 def counterexample_lines(event: dict[str, Any]) -> list[str]:
