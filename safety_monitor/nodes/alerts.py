@@ -139,10 +139,13 @@ class AlertBoard:
 
     def lines(self, index: int = -1) -> list[str]:
         """The plain-text view."""
-        out = [monitor_line(self.monitor()), f"OPEN VIOLATIONS ({len(self.open)})"]
+        mon = self.monitor()
+        out = [monitor_line(mon), f"OPEN VIOLATIONS ({len(self.open)})"]
         out += [f"  {'>' if e is self.selected(index) else ' '} {_describe(e)}" for e in self.open.values()]
-        if not self.open:
-            out.append("    none")
+        if not self.open:  # a stopped monitor's trace end closed its violations: "none" alone read as all fine
+            out.append(
+                "    none: the monitor stopped, nothing is checked" if mon["state"] is Heard.STOPPED else "    none"
+            )
         if self.lost:
             out.append(f"STATE LOST (monitor restarted after a crash): {', '.join(str(r) for r in self.lost)}")
         if self.blind:
