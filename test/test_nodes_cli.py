@@ -136,7 +136,11 @@ def test_a_monitor_whose_last_beat_said_stopped_is_stopped_not_silent():
     board.hear(beat(41, 1, "STALE", "stopped", MonitorState.STOPPED))
     clock.now += 600.0
     assert board.monitor()["state"] is Heard.STOPPED and not board.monitor()["alive"]
-    assert board.lines()[0] == "MONITOR pid 41 STOPPED 600.0 s ago (a clean stop); last: STALE stopped"
+    assert board.lines()[:3] == [
+        "MONITOR pid 41 STOPPED 600.0 s ago (a clean stop); last: STALE stopped",
+        "OPEN VIOLATIONS (0)",
+        "    none: the monitor stopped, nothing is checked",  # not a bare "none", as if still watching
+    ]
     assert json.loads(json.dumps(board.snapshot()))["monitor"]["state"] == "stopped"
     board.hear(beat(42, 0, "OK", "no open violation"))
     assert board.monitor()["state"] is Heard.ALIVE
@@ -364,6 +368,34 @@ def test_summary_checks_each_episode_against_its_fault_label(monitor_events):
     assert s["events_per_property"] == {"never_a": {"opened": 1, "recovered": 1}}
     text = "\n".join(summary_lines(s))
     assert "unexpected never_a" in text and "as labelled" in text and "failed" in text
+
+
+def test_summary_shows_each_episodes_alerts_as_the_console_words_them_a_few_then_a_count(monitor_events):
+    """The summary named the properties that opened, never the alerts themselves (what, about what, when):
+    now each episode's first ALERTS_SHOWN alerts, in the alerts console's words, then how many more."""
+    from dataclasses import replace
+
+    from safety_monitor.cli.nodes import ALERTS_SHOWN
+
+    opened = next(e for e in monitor_events if e.kind == "opened")
+    many = [replace(opened, frame=10 * i, t=float(i), objects=("mug",)) for i in range(ALERTS_SHOWN + 2)]
+    rollouts = [
+        SimpleNamespace(index=0, task="pick_and_place_cube", fault="", seed=0, succeeded=True, frames=100, events=[]),
+        SimpleNamespace(index=1, task="demo", fault="", seed=1, succeeded=True, frames=90, events=monitor_events),
+        SimpleNamespace(index=2, task="demo", fault="", seed=2, succeeded=True, frames=90, events=many),
+    ]
+    live = SimpleNamespace(rollouts=rollouts, wall_s=1.0, events_log="/tmp/e.jsonl", bags=[], interrupted=False)
+    s = summarize(live)
+    assert [len(e["alerts"]) for e in s["episodes"]] == [0, 1, ALERTS_SHOWN + 2]  # --json: every one
+    lines = summary_lines(s)
+    start = lines.index("Alerts:")
+    assert lines[start : start + ALERTS_SHOWN + 3] == [
+        "Alerts:",
+        "  1  never_a opened at frame 3 t=1.006s",
+        *(f"  2  never_a opened about mug at frame {10 * i} t={i:.3f}s" for i in range(ALERTS_SHOWN)),
+        "  2  ... and 2 more",
+    ]
+    assert lines[start + ALERTS_SHOWN + 3] == ""
 
 
 def test_an_episode_cut_off_by_ctrl_c_is_not_judged_against_its_fault(monitor_events):

@@ -284,6 +284,42 @@ def test_a_violation_between_two_heartbeats_is_in_the_next_one_and_counted(tmp_p
         context.try_shutdown()
 
 
+class _Sent:
+    """A publisher stand-in that keeps what was published, decoded (no DDS delivery to wait for)."""
+
+    def __init__(self, types):
+        self.msgs, self._type = [], types.DiagnosticArray
+
+    def publish(self, raw):
+        from rclpy.serialization import deserialize_message
+
+        self.msgs.append(
+            [(s.name.split(": ")[-1], s.level, s.message) for s in deserialize_message(raw, self._type).status]
+        )
+
+
+def test_a_clean_stop_leaves_no_status_reading_ok_and_keeps_the_final_verdicts(harness):
+    """After a clean stop the last /diagnostics statuses read OK ("satisfied so far", "no open violation; the
+    last one unrecovered at end ...") as if the properties were still watched: diagnostics tools keep them
+    for good. Every status sent from the stop on says `stopped`, with the verdict the closed trace left."""
+    h, S = harness, harness.types.DiagnosticStatus
+    h.monitor.on_sample(m.PredicateSample(values={"a": False, "b": False}, t=1.0, frame=0))
+    h.monitor.on_sample(m.PredicateSample(values={"a": True, "b": False}, t=1.002, frame=1))  # never_a opens
+    diagnostics, beats = h.monitor._diag_pub, h.monitor._beat_pub = _Sent(h.types), _Sent(h.types)
+    h.monitor.destroy_node()
+    sent = [status for msg in diagnostics.msgs for status in msg if status[0] != "event log"]
+    assert sent and all(level != S.OK for _, level, _ in sent), sent
+    last = {name: (level, message) for name, level, message in sent}
+    assert last["monitor"] == (S.ERROR, "stopped with 1 open: never_a")
+    assert last["never_a"] == (
+        S.ERROR,
+        "stopped while violated since frame 1 (t=1.002 s); the trace's end closed it: unrecovered at end",
+    )
+    level, message = last["b_then_not_a"]  # never violated (unknown, were this process stalled past the timeout)
+    assert level == S.STALE and message in ("stopped; never violated", "stopped; unknown at the stop: inputs stale")
+    assert beats.msgs == [[("heartbeat", S.ERROR, "stopped with 1 open: never_a")]]
+
+
 def test_end_marker_closes_the_trace_and_a_start_marker_names_the_next(harness):
     h = harness
     h.marker_pub.publish(marker_msg(h.types, EpisodeMarker(START, 0, 1.0, task="demo", fault="f", seed=7)))

@@ -25,6 +25,7 @@ class EpisodeSummary(TypedDict):
     frames: int
     task_succeeded: bool | None
     opened: dict[str, int]  # violations opened per property
+    alerts: list[str]  # each opened violation as the alerts console words it, in order
     events: int
     interrupted: bool
     as_labelled: bool | None  # None: cut off, not judged
@@ -133,6 +134,7 @@ def summarize(live: LiveRun) -> SimSummary:
     ground truth (expected ones all opened, none outside the allowed ones); events per property. An episode
     Ctrl-C cut off (no end marker) is `interrupted` and not judged (`as_labelled` None): its fault may not
     have happened yet."""
+    from safety_monitor.nodes.alerts import event_text
     from safety_monitor.sim.faults import FAULTS
 
     episodes: list[EpisodeSummary] = []
@@ -153,6 +155,7 @@ def summarize(live: LiveRun) -> SimSummary:
                 "frames": r.frames,
                 "task_succeeded": r.succeeded,
                 "opened": dict(sorted(opened.items())),
+                "alerts": [event_text(e.to_json()) for e in r.events if e.kind == EventKind.OPENED],
                 "events": len(r.events),
                 "interrupted": cut,
                 "as_labelled": None if cut else not missing and not unexpected,
@@ -170,6 +173,9 @@ def summarize(live: LiveRun) -> SimSummary:
         "wall_s": round(live.wall_s, 2),
         "interrupted": live.interrupted,
     }
+
+
+ALERTS_SHOWN = 3  # alerts listed per episode in the text summary; the rest are counted (--json has them all)
 
 
 def summary_lines(s: SimSummary) -> list[str]:
@@ -197,6 +203,13 @@ def summary_lines(s: SimSummary) -> list[str]:
             (str(e["episode"]), e["task"], e["fault"] or "none", str(e["seed"]), str(e["frames"]), done, opened, truth)
         )
     out += _table(header, rows)
+    alerts: list[str] = []
+    for e in eps:
+        alerts += [f"  {e['episode']}  {a}" for a in e["alerts"][:ALERTS_SHOWN]]
+        if (more := len(e["alerts"]) - ALERTS_SHOWN) > 0:
+            alerts.append(f"  {e['episode']}  ... and {more} more")
+    if alerts:
+        out += ["", "Alerts:", *alerts]
     out.append("")
     kinds = sorted({k for c in s["events_per_property"].values() for k in c})
     if kinds:

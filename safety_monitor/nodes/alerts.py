@@ -139,10 +139,13 @@ class AlertBoard:
 
     def lines(self, index: int = -1) -> list[str]:
         """The plain-text view."""
-        out = [monitor_line(self.monitor()), f"OPEN VIOLATIONS ({len(self.open)})"]
+        mon = self.monitor()
+        out = [monitor_line(mon), f"OPEN VIOLATIONS ({len(self.open)})"]
         out += [f"  {'>' if e is self.selected(index) else ' '} {_describe(e)}" for e in self.open.values()]
-        if not self.open:
-            out.append("    none")
+        if not self.open:  # a stopped monitor's trace end closed its violations: "none" alone read as all fine
+            out.append(
+                "    none: the monitor stopped, nothing is checked" if mon["state"] is Heard.STOPPED else "    none"
+            )
         if self.lost:
             out.append(f"STATE LOST (monitor restarted after a crash): {', '.join(str(r) for r in self.lost)}")
         if self.blind:
@@ -192,12 +195,19 @@ def heartbeat_of(msg: Any) -> dict[str, Any]:
 def _describe(e: dict[str, Any]) -> str:
     """One event on one line, led by its wall-clock time (local): `t` is the stamp time, simulated
     seconds or, on a robot, seconds since 1970, which tell an operator nothing about when."""
-    t, wall = e.get("t"), e.get("wall_time")
-    when = f"frame {e.get('frame')}" + (f" t={t:.3f}s" if isinstance(t, (int, float)) else "")
+    wall = e.get("wall_time")
     clock = time.strftime("%H:%M:%S ", time.localtime(wall)) if isinstance(wall, (int, float)) else ""
     robot = f"[{e['robot']}] " if e.get("robot") else ""
+    return f"{clock}{robot}run {e['run']} rollout {e.get('rollout', '-')} {event_text(e)}"
+
+
+def event_text(e: dict[str, Any]) -> str:
+    """What happened, in the console's words (an event's JSON record): `drop_only_when_released opened about
+    mug at frame 1913 t=11.506s`; `safety-monitor sim`'s summary shows its alerts so."""
+    t = e.get("t")
+    when = f"frame {e.get('frame')}" + (f" t={t:.3f}s" if isinstance(t, (int, float)) else "")
     about = f" about {', '.join(e['objects'])}" if e.get("objects") else ""  # what a violation was about
-    return f"{clock}{robot}run {e['run']} rollout {e.get('rollout', '-')} {e['property']} {e['kind']}{about} at {when}"
+    return f"{e['property']} {e['kind']}{about} at {when}"
 
 
 def counterexample_lines(event: dict[str, Any]) -> list[str]:

@@ -12,7 +12,8 @@
 3. `/diagnostics`: one status per property, ERROR while a violation episode is open, OK once it
    recovers, STALE while its verdict is unknown; plus a summary status, ERROR while any violation is
    open (also when the inputs went stale meanwhile: named beside them). Sent on every change (the
-   properties whose status changed, with the summary) and every `diagnostics_period_s` (all).
+   properties whose status changed, with the summary) and every `diagnostics_period_s` (all). After a
+   clean stop every status says `stopped` with its final verdict, never OK (nodes/diagnostics.py).
 
 Inputs that stop are never read as "all fine". The input rules are the Supervisor's
 (pipeline/supervisor.py, the same code replay runs), on the node clock (system time, or sim time under
@@ -46,6 +47,7 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from rclpy.clock import Clock, ClockType
@@ -58,6 +60,7 @@ from safety_monitor.io import cdr
 from safety_monitor.io import messages as m
 from safety_monitor.monitor.events import Event
 from safety_monitor.nodes import qos
+from safety_monitor.nodes.diagnostics import property_status
 from safety_monitor.nodes.episode_marker import read_marker
 from safety_monitor.nodes.event_log import EventLog, LogHealth, LogState, PreviousRun, wall_stamp
 from safety_monitor.nodes.incompatible_qos import IncompatibleQos
@@ -140,7 +143,7 @@ class MonitorNode(Node):
         self._opened_since_beat: list[str] = []  # properties whose violations opened since the last heartbeat
         self._summary: tuple[int, str] = (m.STALE, "starting")  # the last summary published
         self._state_lost: str | None = None
-        self._stopped: tuple[str, ...] | None = None  # once stopped cleanly: the violations open at that moment
+        self._stopped: _Stop | None = None  # once stopped cleanly: what was open and blind at that moment
         if lost is not None:
             self._declare_state_lost(lost)
         steady = Clock(clock_type=ClockType.STEADY_TIME)
@@ -289,33 +292,22 @@ class MonitorNode(Node):
         stale = status.stale
         prefix, hw = f"safety_monitor/{self.hardware_id}", self.hardware_id
         statuses = []
+        stop = self._stopped
+        opens, blind = (stop.open, stop.blind) if stop is not None else (self._open, self._blind)
         for name, category in self._categories.items():
             if changed is not None and name not in changed:
                 continue
-            opened = self._open.get(name)
-            if opened is not None:
-                level = m.ERROR
-                message = f"violated since frame {opened.frame} (t={_secs(opened.t)})"
-                if opened.objects:  # what it is about, when the estimator said
-                    message += f", about {', '.join(opened.objects)}"
-            elif stale or name in self._blind or self._state_lost:
-                level = m.STALE
-                message = (
-                    "unknown: inputs stale"
-                    if stale
-                    else "unknown: state lost in a restart"
-                    if self._state_lost
-                    else "unknown: predicates unknown"
-                )
-            elif (closed := self._closed.get(name)) is not None:  # OK now, yet not "satisfied so far"
-                last = closed.event
-                level = m.OK
-                message = (
-                    f"no open violation; the last one {last.kind.replace('_', ' ')} at rollout {closed.rollout} "
-                    f"frame {last.frame} (t={_secs(last.t)})"
-                )
-            else:
-                level, message = m.OK, "satisfied so far"
+            opened = opens.get(name)
+            unknown = (
+                "inputs stale"
+                if stale
+                else "state lost in a restart"
+                if self._state_lost
+                else "predicates unknown"
+                if name in blind
+                else None
+            )
+            level, message = property_status(opened, self._closed.get(name), unknown, stop is not None)
             values = [("category", category), ("episodes", str(self._episodes[name]))]
             if opened is not None and opened.counterexample is not None:
                 values.append(("explanation", opened.counterexample.explanation))
@@ -336,8 +328,8 @@ class MonitorNode(Node):
             problem = (m.STALE, f"predicates frozen: their stamp stood still for {self.params.predicates_frozen_s} s")
         elif status is InputStatus.STALE:
             problem = (m.STALE, f"no advancing predicates for more than {self.params.predicates_timeout_s} s")
-        if self._stopped is not None:  # a clean stop's last word: nothing is checked from here on
-            held = self._stopped
+        if stop is not None:  # a clean stop's last word: nothing is checked from here on
+            held = sorted(stop.open)
             summary = (m.ERROR, f"stopped with {len(held)} open: {', '.join(held)}") if held else (m.STALE, "stopped")
         elif problem is not None:  # a violation seen open stays ERROR while the monitor is blind to the rest
             summary = (m.ERROR, f"{violations}; {problem[1]}") if violations else problem
@@ -410,7 +402,7 @@ class MonitorNode(Node):
         if not self.context.ok():
             return
         level, message = self._summary
-        shown = set(self._open).union(self._stopped or ())
+        shown = set(self._open).union(self._stopped.open if self._stopped else ())
         passed = [name for name in dict.fromkeys(self._opened_since_beat) if name not in shown]
         if passed:
             level, message = m.ERROR, f"{message}; since the last beat: {', '.join(passed)} opened and closed"
@@ -431,23 +423,23 @@ class MonitorNode(Node):
         self._opened_since_beat.clear()
 
     def destroy_node(self) -> None:
-        """Close the running trace (its end-of-trace events reach the log), say the stop, close the log
-        and mark the run finished (a `.running` file left behind tells the next monitor this one died)."""
+        """Say the stop, close the running trace (its end-of-trace events reach the log), close the log and
+        mark the run finished (a `.running` file left behind tells the next monitor this one died)."""
         if self._log_open():  # not destroyed yet
-            open_at_stop = tuple(sorted(self._open))
+            self._stopped = _Stop(dict(self._open), frozenset(self._blind))
             self._render(self.supervisor.finish(self._now()))
-            self._say_stopped(open_at_stop)
+            self._say_stopped()
         self._close_log()
         super().destroy_node()
 
-    def _say_stopped(self, open_at_stop: tuple[str, ...]) -> None:
-        """A last summary on /diagnostics and a last heartbeat with state `stopped`, naming the violations
-        open when the stop came (the trace's end closed them): without it a clean stop looked like a death
-        to anyone watching the beats (a console said SILENT). Not waited for: Fast DDS acknowledges at its
-        writer's heartbeat (every 3 s by default), so `wait_for_all_acked` held each stop up for its whole
-        limit (1.2 s against 0.2 s measured here), and the beat arrived without it; one lost on the way
-        leaves a console at SILENT, as before."""
-        self._stopped = open_at_stop
+    def _say_stopped(self) -> None:
+        """A last /diagnostics (every property and the summary) and a last heartbeat with state `stopped`,
+        naming the violations open when the stop came (the trace's end closed them): without it a clean stop
+        looked like a death to anyone watching the beats (a console said SILENT). The stop is known before
+        the trace closes, so no status sent on the way reads OK as if still watching. Not waited for: Fast
+        DDS acknowledges at its writer's heartbeat (every 3 s by default), so `wait_for_all_acked` held each
+        stop up for its whole limit (1.2 s against 0.2 s measured here), and the beat arrived without it;
+        one lost on the way leaves a console at SILENT, as before."""
         self._publish_diagnostics()
         self._heartbeat(MonitorState.STOPPED)
 
@@ -476,8 +468,12 @@ def _predicates_remedy(policy: str) -> str:
     return ""
 
 
-def _secs(t: float | None) -> str:
-    return "?" if t is None else f"{t:.3f} s"
+@dataclass(frozen=True)
+class _Stop:
+    """What a clean stop found: the open violations (property -> its `opened` event) and the blind properties."""
+
+    open: dict[str, Event]
+    blind: frozenset[str]
 
 
 def main(args: list[str] | None = None) -> int:
