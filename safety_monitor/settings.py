@@ -10,7 +10,6 @@ fields' metadata and `validate` checks them for every driver alike.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from typing import Any, TypeVar
 
 from safety_monitor.errors import SafetyMonitorError
 from safety_monitor.files import load_yaml
+from safety_monitor.names import did_you_mean
 
 FROZEN_S = 2.0  # bit-identical joint values or wrench for this long (stamp time): a stuck driver, stale
 RESTART_BACKWARDS_S = 3.0  # stamps this far behind the last frame: a restarted input (smaller: time going back)
@@ -273,8 +273,7 @@ def _checked(value: Any, default: Any, meta: Mapping[str, Any], where: str) -> A
 
 
 def _nearest(name: str, known: Mapping[str, Any]) -> str:
-    close = difflib.get_close_matches(name, list(known), n=1)
-    return f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else f"; known: {', '.join(sorted(known))}")
+    return f"{name!r}" + (did_you_mean(name, known) or f"; known: {', '.join(sorted(known))}")
 
 
 def load_settings(path: str | Path) -> NodeSettings:

@@ -104,7 +104,7 @@ def test_specs_check_warns_about_predicates_the_grounder_does_not_produce(tmp_pa
     )
     assert main(["specs", "check", str(path)]) == 0
     warning = (
-        "reads predicates the package's grounder does not produce: object_relased (did you mean object_released?); "
+        "reads predicates the package's grounder does not produce: object_relased (did you mean 'object_released'?); "
         "an outside estimator may publish them on /safety_monitor/predicates"
     )
     assert f"p: warning: {warning}" in capsys.readouterr().out
@@ -122,6 +122,10 @@ def test_the_predicates_command_lists_the_grounder_vocabulary(capsys):
     [
         (lambda d: d["durations_s"].pop("settle_timeout"), "settle_timeout"),
         (lambda d: d["motion"].__setitem__("grasp_slip_mm", 3), "grasp_slip_mm"),
+        (
+            lambda d: d["durations_s"].__setitem__("settle_timout", d["durations_s"].pop("settle_timeout")),
+            r"durations_s: unknown key\(s\) 'settle_timout' \(did you mean 'settle_timeout'\?\), missing key\(s\)",
+        ),
         (lambda d: d["distances_m"].__setitem__("reach", -0.05), "distances_m.reach"),
         (lambda d: d["fixtures"].__setitem__("fully_open_fraction", 0.01), "fully_closed_fraction"),
         (lambda d: d["sanitized"].__setitem__("constant", "yes"), "sanitized.constant"),
@@ -155,13 +159,17 @@ def test_object_semantics_errors_name_the_item(edit, message):
     "edit, message",
     [
         (lambda d: d["robot"].__setitem__("wrist_camera", "cam"), "wrist_camera"),
+        (
+            lambda d: d["objects"]["cube"].__setitem__("bdy", d["objects"]["cube"].pop("body")),
+            r"objects\.cube: unknown key\(s\) bdy \(did you mean 'body'\?\)$",
+        ),
         (lambda d: d["objects"]["cube"].__setitem__("box", [0.02, 0.02, 0.02]), "objects.cube"),
         (lambda d: d["fixtures"]["drawer"].__setitem__("range", [0.1, 0.1]), "fixtures.drawer.range"),
         (lambda d: d["static"].__setitem__("cube", {"bodies": ["cube"]}), "'cube'"),
-        (  # the misspelt name is the arm joint's: the joint_limits key is not the fix offered
+        (  # the misspelt name is the arm joint's: the hint names it, and the message says either may be wrong
             lambda d: d["robot"]["arm_joints"].__setitem__(1, "arm_joint_2"),
             r"^robot\.yaml: joint_limits\.arm_joint2: 'arm_joint2' is not in robot\.arm_joints or robot\.gripper\.joints "
-            r"as written; the nearest there is 'arm_joint_2': one of the two names is misspelt$",
+            r"as written \(did you mean 'arm_joint_2'\?\): one of the two names is misspelt$",
         ),
     ],
 )

@@ -83,7 +83,7 @@ def replay(*args, report=None):
         (
             "--specs",
             "predicates: [object_relased]\nproperties:\n  - {name: p, category: c, formula: 'G(!object_relased)'}\n",
-            "does not produce: object_relased (did you mean object_released?); rescore a bag",
+            "does not produce: object_relased (did you mean 'object_released'?); rescore a bag",
         ),
         ("--robot", None, "cannot read robot description"),
         ("--robot", "robot: 3\n", "robot must be a mapping"),

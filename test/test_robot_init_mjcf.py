@@ -221,7 +221,7 @@ def test_robot_init_tip_chooses_the_other_arm_and_a_name_it_lacks_is_one_line(tm
     )
     err = capsys.readouterr().err
     assert code == 2 and len(err.splitlines()) == 1
-    assert "--tip 'hand_x' is not a body of" in err and "did you mean 'hand_r' or 'hand_l'" in err
+    assert "--tip 'hand_x' is not a body of" in err and "(did you mean 'hand_l' or 'hand_r'?)" in err
 
 
 def test_a_mobile_base_is_not_offered_as_an_object_and_its_lift_places_the_hand(tmp_path, capsys):

@@ -209,17 +209,17 @@ def test_a_slow_gripper_topic_is_judged_over_its_own_period_and_a_real_jump_on_i
         (
             "joint_order",
             lambda m: m["joint_order"].__setitem__(2, "joint_3"),
-            "joint_order: 'joint_3' is not a joint of {robot}; did you mean 'joint3'",
+            "joint_order: 'joint_3' is not a joint of {robot} (did you mean 'joint3'?)",
         ),
         (
             "joint_names",
             lambda m: m.update(joint_names={"j1": "jiont1"}),
-            "joint_names: 'jiont1' is not a joint of {robot}; did you mean 'joint1'",
+            "joint_names: 'jiont1' is not a joint of {robot} (did you mean 'joint1'?)",
         ),
         (
             "object_frames",
             lambda m: m.update(object_frames={"cub": "cube_link"}),
-            "object_frames: 'cub' is not an object of {robot}; did you mean 'cube'?",
+            "object_frames: 'cub' is not an object of {robot} (did you mean 'cube'?)",
         ),
         (
             "objects",

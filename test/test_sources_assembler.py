@@ -340,7 +340,7 @@ def test_mapping_parses_inline_pairs_and_files(tmp_path):
     with pytest.raises(SourceError, match=r"unknown key 'wrist'; expected some of \['base_frame', "):
         StreamMapping.parse("wrist=/ft")
     with pytest.raises(
-        SourceError, match="^--topics 'joint_sates=/x': unknown key 'joint_sates'; did you mean 'joint_states' or "
+        SourceError, match=r"^--topics 'joint_sates=/x': unknown key 'joint_sates' \(did you mean 'joint_states'\?\)$"
     ):
         StreamMapping.parse("joint_sates=/x")
     with pytest.raises(SourceError, match="neither a file nor"):

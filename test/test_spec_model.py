@@ -56,8 +56,8 @@ def test_valid_file_loads_and_compiles(tmp_path):
         (  # a typo names the predicate meant; a name like no listed one (bump, above) suggests none
             GOOD.replace('"G(!collision)"', '"G(!colision)"').replace('"F(!collision)"', '"F(!object_synced)"'),
             [
-                "formula uses predicates outside the vocabulary: colision (did you mean collision?)",
-                "recovery uses predicates outside the vocabulary: object_synced (did you mean object_sync?)",
+                "formula uses predicates outside the vocabulary: colision (did you mean 'collision'?)",
+                "recovery uses predicates outside the vocabulary: object_synced (did you mean 'object_sync'?)",
             ],
         ),
         (GOOD.replace("name: no_collision", "name: NoCollision"), ["lower-case snake_case"]),

@@ -96,11 +96,11 @@ def _ungrounded(atoms: tuple[str, ...]) -> list[str]:
     """A warning for predicates the package's grounder does not produce: a name misspelt alike in the file's
     list and its formula passes the file's own check. Not an error, since an outside estimator may publish it."""
     from safety_monitor.grounding.grounder import PREDICATES
-    from safety_monitor.specs.model import nearest_predicate
+    from safety_monitor.names import did_you_mean
 
     if not (unknown := [a for a in atoms if a not in PREDICATES]):
         return []
-    named = ", ".join(a + nearest_predicate(a, PREDICATES) for a in unknown)
+    named = ", ".join(a + did_you_mean(a, PREDICATES) for a in unknown)
     return [
         f"reads predicates the package's grounder does not produce: {named}; an outside estimator may publish "
         "them on /safety_monitor/predicates, else replay refuses them and the live monitor sees them unknown"

@@ -11,7 +11,6 @@ description loads, so a name it does not have fails here, with the nearest names
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -25,6 +24,7 @@ import numpy as np
 from safety_monitor.errors import GroundingError
 from safety_monitor.grounding.config_file import read_config
 from safety_monitor.grounding.urdf import JointLimit, UrdfModel, load_urdf
+from safety_monitor.names import did_you_mean
 
 FINGER_PARTS = ("finger_left", "finger_right")
 GRIPPER_PARTS = (*FINGER_PARTS, "hand")
@@ -398,12 +398,11 @@ def _joint_limits(d: _Reader, raw: Any, desc: RobotDescription) -> dict[str, Joi
     out = {j: urdf.joints[j].limit for j in desc.robot_joints if urdf and j in urdf.joints}
     for joint, spec in (raw or {}).items():
         where = f"joint_limits.{joint}"
-        if joint not in desc.robot_joints:  # either name may be the misspelt one: point at both, suggest neither
-            near = difflib.get_close_matches(joint, desc.robot_joints, n=1, cutoff=0.85)
-            there = f"the nearest there is {near[0]!r}" if near else f"they are {', '.join(desc.robot_joints)}"
+        if joint not in desc.robot_joints:  # either name may be the misspelt one: point at both
+            near = did_you_mean(joint, desc.robot_joints) or f"; they are {', '.join(desc.robot_joints)}"
             raise GroundingError(
-                f"{d.source}: {where}: {joint!r} is not in robot.arm_joints or robot.gripper.joints as written; "
-                f"{there}: one of the two names is misspelt"
+                f"{d.source}: {where}: {joint!r} is not in robot.arm_joints or robot.gripper.joints as written"
+                f"{near}: one of the two names is misspelt"
             )
         d.mapping(spec, where, {"position", "velocity", "effort"})
         base = out.get(joint, JointLimit())
@@ -465,7 +464,8 @@ class _Reader:
             raise GroundingError(f"{self.source}: {where} must be a mapping")
         unknown = sorted(set(raw) - allowed)
         if unknown:
-            raise GroundingError(f"{self.source}: {where}: unknown key(s) {', '.join(unknown)}")
+            named = ", ".join(f"{k}{did_you_mean(str(k), allowed)}" for k in unknown)
+            raise GroundingError(f"{self.source}: {where}: unknown key(s) {named}")
 
     def name(self, raw: Any, where: str) -> str:
         if not isinstance(raw, str) or not raw:

@@ -28,7 +28,7 @@ from safety_monitor.files import write_file
 from safety_monitor.grounding.description import GripperKind, parse_robot_description
 from safety_monitor.grounding.kinematic_tree import MOVING, JointKind, KinematicTree, ModelFormat, TreeJoint
 from safety_monitor.grounding.twin import KinematicTwin
-from safety_monitor.grounding.urdf import suggest
+from safety_monitor.names import did_you_mean
 
 _GRIPPER_WORDS = ("finger", "gripper", "jaw", "knuckle")
 _GRASP_WORDS = ("tcp", "pinch", "grasp", "attachment")
@@ -136,7 +136,7 @@ def _chain_to(tree: KinematicTree, tip: str | None, gripper: set[str]) -> list[T
     parent = {j.child: j for j in tree.joints.values()}
     if tip not in parent:
         bodies = [j.child for j in tree.joints.values()]
-        raise GroundingError(f"--tip {tip!r} is not a body of {tree.path}{suggest(tip, bodies)}")
+        raise GroundingError(f"--tip {tip!r} is not a body of {tree.path}{did_you_mean(tip, bodies)}")
     path: list[TreeJoint] = []
     node = tip
     while node in parent:

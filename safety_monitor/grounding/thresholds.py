@@ -13,6 +13,7 @@ from typing import Any
 
 from safety_monitor.errors import GroundingError
 from safety_monitor.grounding.config_file import read_config
+from safety_monitor.names import did_you_mean
 
 
 @dataclass(frozen=True)
@@ -177,7 +178,8 @@ def parse_thresholds(doc: Any, source: str) -> Thresholds:
         unknown = sorted(set(raw) - set(names))
         missing = [n for n in names if n not in raw]
         if unknown or missing:
-            raise GroundingError(f"{source}: {section}: unknown key(s) {unknown}, missing key(s) {missing}")
+            named = ", ".join(f"{k!r}{did_you_mean(str(k), missing)}" for k in unknown) or "none"
+            raise GroundingError(f"{source}: {section}: unknown key(s) {named}, missing key(s) {missing}")
         values = {}
         for n in names:
             v = raw[n]

@@ -40,8 +40,9 @@ from safety_monitor.grounding.description import ENVIRONMENT, FINGER_PARTS, GRIP
 from safety_monitor.grounding.geometry import Box, FrameGeometry
 from safety_monitor.grounding.motion import Carry, quat_to_matrix
 from safety_monitor.grounding.thresholds import Thresholds
-from safety_monitor.grounding.urdf import JointLimit, suggest
+from safety_monitor.grounding.urdf import JointLimit
 from safety_monitor.mujoco_gl import mujoco
+from safety_monitor.names import did_you_mean
 
 # per set of moved qpos: measured pairs to redo (indices, geoms, radii), boxes to rebuild (None: no box's body
 # moved), contacts to find
@@ -552,7 +553,7 @@ def _id(m: mujoco.MjModel, kind: mujoco.mjtObj, name: str, what: str) -> int:
             mujoco.mjtObj.mjOBJ_SITE: m.nsite,
         }
         names = [mujoco.mj_id2name(m, kind, k) or "" for k in range(count.get(kind, 0))]
-        raise GroundingError(f"{what} {name!r} not found{suggest(name, [n for n in names if n])}")
+        raise GroundingError(f"{what} {name!r} not found{did_you_mean(name, [n for n in names if n])}")
     return i
 
 
@@ -625,7 +626,7 @@ def _load(robot: RobotDescription) -> mujoco.MjSpec:
                 names = [b.name for b in spec.bodies]
                 raise GroundingError(
                     f"{robot.source}: robot.grasp_point.link {robot.ee_body!r} is not a body of "
-                    f"{robot.model_file}{suggest(robot.ee_body, names)}"
+                    f"{robot.model_file}{did_you_mean(robot.ee_body, names)}"
                 )
             body.add_site(name=robot.ee_site, pos=list(robot.grasp_offset))
         for name, geom in robot.objects.items():

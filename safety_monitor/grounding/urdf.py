@@ -10,16 +10,16 @@ cannot read is named with what to do. What MuJoCo gets is this rewritten XML.
 
 from __future__ import annotations
 
-import difflib
 import math
 import os
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from xml.parsers import expat
 
 from safety_monitor.errors import GroundingError
+from safety_monitor.names import did_you_mean
 
 PACKAGE_PATH_ENV = "SAFETY_MONITOR_PACKAGE_PATH"  # folders holding <package>/ trees, os.pathsep-separated
 MESH_FORMATS = (".stl", ".obj", ".msh")  # what MuJoCo's mesh loader reads
@@ -84,21 +84,15 @@ class UrdfModel:
 
     def check_link(self, name: str, where: str) -> str:
         if name not in self.links:
-            raise GroundingError(f"{where}: link {name!r} is not in {self.path}{suggest(name, self.links)}")
+            raise GroundingError(f"{where}: link {name!r} is not in {self.path}{did_you_mean(name, self.links)}")
         return name
 
     def check_joint(self, name: str, where: str) -> str:
         moving = self.moving_joints
         if name not in moving:
             what = "a fixed joint" if name in self.joints else "not a moving joint"
-            raise GroundingError(f"{where}: joint {name!r} is {what} in {self.path}{suggest(name, moving)}")
+            raise GroundingError(f"{where}: joint {name!r} is {what} in {self.path}{did_you_mean(name, moving)}")
         return name
-
-
-def suggest(name: str, known: Iterable[str]) -> str:
-    """'; did you mean ...?' with the nearest known names, or '' when none is near."""
-    near = difflib.get_close_matches(name, list(known), n=3, cutoff=0.5)
-    return f"; did you mean {' or '.join(map(repr, near))}?" if near else ""
 
 
 class PackageResolver:
@@ -221,7 +215,7 @@ def parse_urdf(text: str, path: Path, resolver: PackageResolver) -> UrdfModel:
         if joint.mimic is not None and joint.mimic.leader not in joints:
             raise GroundingError(
                 f"{path}:{joint.line}: joint {joint.name!r} mimics {joint.mimic.leader!r}, "
-                f"which is not a joint{suggest(joint.mimic.leader, joints)}"
+                f"which is not a joint{did_you_mean(joint.mimic.leader, joints)}"
             )
     children = {j.child for j in joints.values()}
     roots = [n for n in links if n not in children]
@@ -271,7 +265,7 @@ def _joint(j: ET.Element, at, links: set[str]) -> UrdfJoint:
         ends[end] = _attr(e, "link", at)
         if ends[end] not in links:
             raise GroundingError(
-                f"{at(e)}: joint {name!r}: {end} link {ends[end]!r} is not defined{suggest(ends[end], links)}"
+                f"{at(e)}: joint {name!r}: {end} link {ends[end]!r} is not defined{did_you_mean(ends[end], links)}"
             )
     lim = j.find("limit")
     limit = JointLimit()

@@ -31,8 +31,9 @@ from safety_monitor.files import load_yaml
 from safety_monitor.frames import JointSample, Pose, PredicateSample, RobotState, StreamIssue, Wrench
 from safety_monitor.grounding.description import RobotDescription
 from safety_monitor.grounding.joint_limits import JumpDetector, jump_issue
-from safety_monitor.grounding.urdf import JointLimit, suggest
+from safety_monitor.grounding.urdf import JointLimit
 from safety_monitor.io.messages import joint_state_sample, pose_of, wrench_of
+from safety_monitor.names import did_you_mean
 from safety_monitor.settings import FROZEN_S, EstimatorSettings
 
 JOINTS = "joint_states"
@@ -100,7 +101,7 @@ class StreamMapping:
                 "topic mapping: "
                 + "; ".join(
                     f"{key}: {name!r} is not {what} of {robot.source}"
-                    + (suggest(name, known) or f" (it has {', '.join(known) or 'none'})")
+                    + (did_you_mean(name, known) or f" (it has {', '.join(known) or 'none'})")
                     for key, name, what, known in wrong
                 )
             )
@@ -112,7 +113,8 @@ class StreamMapping:
             raise SourceError(
                 f"{origin}: "
                 + "; ".join(
-                    f"unknown key {k!r}" + (suggest(k, known) or f"; expected some of {sorted(known)}") for k in unknown
+                    f"unknown key {k!r}" + (did_you_mean(k, known) or f"; expected some of {sorted(known)}")
+                    for k in unknown
                 )
             )
         for key in _NAME_MAPS:

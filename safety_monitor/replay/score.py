@@ -32,6 +32,7 @@ from safety_monitor.io import messages as m
 from safety_monitor.io.bag import BagReader, MessageBatch, TopicSummary
 from safety_monitor.monitor.episodes import TraceResult
 from safety_monitor.monitor.live import SpecSetMonitor, load_automata
+from safety_monitor.names import did_you_mean
 from safety_monitor.pipeline.assemble import GRIPPER_JOINTS, JOINTS, WRENCH, StreamMapping, pose_stream
 from safety_monitor.pipeline.decode import MessageType, TypedDecoders, Undecodable
 from safety_monitor.pipeline.estimator import Estimator
@@ -41,7 +42,6 @@ from safety_monitor.pipeline.supervisor import Rollout, Supervisor
 from safety_monitor.replay.names import resolve_mapping
 from safety_monitor.replay.timeline import Timeline
 from safety_monitor.settings import EstimatorSettings, MonitorSettings, NodeSettings
-from safety_monitor.specs.model import nearest_predicate
 
 if TYPE_CHECKING:  # imported where a spec file is read, as `load_automata` does
     from safety_monitor.specs.model import SpecSet
@@ -201,7 +201,7 @@ def _check_grounded(monitor: SpecSetMonitor, grounder: Any) -> None:
     if unknown := sorted(set(monitor.predicates) - set(grounder.predicates)):
         raise SpecError(
             "the specs read predicates the grounder does not produce: "
-            f"{', '.join(a + nearest_predicate(a, grounder.predicates) for a in unknown)}; "
+            f"{', '.join(a + did_you_mean(a, grounder.predicates) for a in unknown)}; "
             "rescore a bag that records them with --from-predicates"
         )
 

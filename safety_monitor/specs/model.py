@@ -6,11 +6,9 @@ property and what is wrong, so a user fixes a spec file in one pass.
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -19,6 +17,7 @@ import numpy as np
 
 from safety_monitor.errors import SpecError, ToolMissingError
 from safety_monitor.files import load_yaml
+from safety_monitor.names import did_you_mean
 from safety_monitor.specs.compile import compile_formula
 from safety_monitor.specs.dfa import TableDFA
 from safety_monitor.specs.ltlf import (
@@ -421,7 +420,7 @@ def _formula(
         return None
     unknown = [a for a in atoms_of(f) if a not in vocabulary]
     if unknown and vocabulary:
-        named = ", ".join(a + nearest_predicate(a, vocabulary) for a in unknown)
+        named = ", ".join(a + did_you_mean(a, vocabulary) for a in unknown)
         problems.append(f"{label}: {key} uses predicates outside the vocabulary: {named}")
         return None
     if rate is not None:
@@ -431,15 +430,6 @@ def _formula(
             problems.append(f"{label}: {key}: {exc}")
             return None
     return f
-
-
-def nearest_predicate(name: str, vocabulary: Iterable[str]) -> str:
-    """' (did you mean x?)' for a likely typo of a known predicate; '' for a name unlike any of them.
-
-    The cutoff is high because predicate names share prefixes (`object_released`, `object_dropped`): a
-    missing predicate is not a typo of its neighbour."""
-    near = difflib.get_close_matches(name, sorted(vocabulary), n=1, cutoff=0.85)
-    return f" (did you mean {near[0]}?)" if near else ""
 
 
 def compile_property(prop: Property) -> CompiledProperty:
