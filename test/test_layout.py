@@ -12,7 +12,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "safety_monitor"
 # lowest first; a module may import its own layer and those below it
 LAYERS = (
-    {"", "errors", "enums", "records", "files", "arguments", "installation", "executors", "mujoco_gl"},
+    {"", "errors", "enums", "records", "files", "arguments", "installation", "executors", "mujoco_gl", "names"},
     {"frames"},
     {"settings"},
     {"specs"},
