@@ -98,14 +98,42 @@ milestones:
     report = check_plan(plan, compiled)
     assert report.executable is True
     assert report.refinement == (("go_chicken", "grasp_chicken"), ("release", "wash"), ("go_plate", "grasp_plate"))
-    assert report.violations == ()  # the milestone states themselves respect the property
+    assert report.violations == () and report.unsafe_refinements == ()
+    assert report.milestone_steps == (2, 4, 6) and len(report.states) == 7  # every action's state is a step
+    assert report.labels[1] == "after go_chicken on the way to milestone 1"
+    assert report.labels[2] == "after grasp_chicken at milestone 1"
+
+
+# placing the plate ends the clean contact: the milestone states alone never show raw and clean contact together
+PLACE = (
+    "  place_plate: {pre: holding_plate, eff: {plate_placed: true, holding_plate: false, gripper_open: true, "
+    "clean_contact: false}}\n"
+)
+
+
+def test_a_refinement_through_an_unsafe_state_is_a_violation_at_that_step(compiled):
+    plan = plan_from(ACTIONS + PLACE + "milestones: [{raw_contact: true}, {plate_placed: true}]\n")
+    report = check_plan(plan, compiled)
+    assert report.executable is True
+    assert report.refinement[1] == ("go_plate", "release", "grasp_plate", "place_plate"), report.refinement
+    (cx,) = report.violations
+    assert cx.property == "no_clean_after_raw" and cx.decided_at == 5
+    assert report.labels[5] == "after grasp_plate on the way to milestone 2"
+    assert "violated at step 5 of plan.yaml" in cx.sentence, cx.sentence
+    assert "the values after grasp_plate on the way to milestone 2 leave" in cx.sentence, cx.sentence
+    assert report.milestone_steps == (2, 6)
+    # washing first takes one action more: every shortest refinement breaks the property, and the report says so
+    assert report.unsafe_refinements == (2,)
+    assert report.executability[1].endswith("(each of the shortest refinements breaks a property)")
 
 
 def test_unreachable_milestone(compiled):
     plan = plan_from(ACTIONS + "milestones: [{holding_chicken: true}, {stove_on: true}]\n")
     report = check_plan(plan, compiled)
     assert report.executable is False
-    assert report.executability[-1].startswith("milestone 2 stove_on=true: unreachable from step 1")
+    assert report.executability[-1].startswith(
+        "milestone 2 stove_on=true: unreachable from step 2 (after grasp_chicken at milestone 1)"
+    )
 
 
 def test_milestones_without_model_and_end_of_plan_violation(compiled):
@@ -215,3 +243,32 @@ def test_the_docs_plan_example_checks_a_real_property(tmp_path, capsys):
     assert report["violations"][0]["decided_at"] == 5
     plan.write_text(example.replace("release, go_plate", "release, wash, go_plate"))
     assert main(["plan", str(plan), "--specs", str(root / "config" / "specs.yaml")]) == 0
+
+
+def test_among_the_shortest_refinements_one_that_breaks_no_property_is_preferred(compiled):
+    sink = "  go_plate_past_sink: {pre: gripper_open, eff: {near_plate: true, near_chicken: false, sanitized: true}}\n"
+    plan = plan_from(ACTIONS + PLACE + sink + "milestones: [{raw_contact: true}, {plate_placed: true}]\n")
+    report = check_plan(plan, compiled)
+    # as short as go_plate, release, grasp_plate, place_plate (found first), and washed on the way
+    assert report.refinement[1] == ("release", "go_plate_past_sink", "grasp_plate", "place_plate")
+    assert report.executable is True and report.violations == () and report.unsafe_refinements == ()
+    assert report.states[5]["clean_contact"] and report.states[5]["sanitized"]
+
+
+def test_cli_milestone_plan_reports_the_refined_steps(tmp_path, capsys):
+    specs = tmp_path / "specs.yaml"
+    specs.write_text(SPECS)
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(ACTIONS + PLACE + "milestones: [{raw_contact: true}, {plate_placed: true}]\n")
+    assert main(["plan", str(plan), "--specs", str(specs)]) == 1
+    out = capsys.readouterr().out
+    assert f"{plan}: 2 milestones, 6 steps, executable" in out, out
+    assert "breaks a property)" in out and "on the way to milestone 2" in out, out
+    assert main(["plan", str(plan), "--specs", str(specs), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["milestone_steps"] == [2, 6] and report["unsafe_refinements"] == [2]
+    assert report["violations"][0]["decided_at"] == 5
+    assert report["steps"][5]["label"] == "after grasp_plate on the way to milestone 2"
+    plan.write_text(ACTIONS + PLACE + "milestones: [{raw_contact: true}, {sanitized: true}, {plate_placed: true}]\n")
+    assert main(["plan", str(plan), "--specs", str(specs)]) == 0
+    assert "1 properties checked, 0 violated" in capsys.readouterr().out

@@ -172,7 +172,8 @@ def _plan(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_json(), indent=2))
     else:
         status = {True: "executable", False: "NOT executable", None: "executability not checked (no action model)"}
-        print(f"{report.plan}: {len(report.states) - 1} steps, {status[report.executable]}")
+        milestones = f"{len(report.milestone_steps)} milestones, " if plan.is_milestones else ""
+        print(f"{report.plan}: {milestones}{len(report.states) - 1} steps, {status[report.executable]}")
         for line in report.executability:
             print(f"  {line}")
         if report.goal_reached is not None:

@@ -10,11 +10,13 @@ action (its effects applied) or per milestone. Executability: an action plan is 
 precondition holds where it is applied (effects are applied regardless, so later steps are still
 checked). A milestone plan with an action model is executable when breadth-first search finds, from
 each milestone's state, the fewest actions reaching a state that agrees with the next milestone; that
-state (the actions' effects, e.g. grasping closes the gripper) is the milestone's state. Without an
-action model, or after an unreachable milestone, a milestone's state is the previous state with the
-milestone's values set. Each property runs on the plan's states with its LTLf DFA (finite-trace
-semantics) and is checked only when the plan gives every predicate it reads a value somewhere;
-otherwise it is reported as unchecked.
+state (the actions' effects, e.g. grasping closes the gripper) is the milestone's state, and the states
+the actions pass through on the way are steps of the plan too: the robot passes through them, so
+the properties are checked on them. Among the shortest refinements the search prefers one that leaves
+every checked property satisfiable (it steps their DFAs along). Without an action model, or after an
+unreachable milestone, a milestone's state is the previous state with the milestone's values set. Each
+property runs on the plan's states with its LTLf DFA (finite-trace semantics) and is checked only when
+the plan gives every predicate it reads a value somewhere; otherwise it is reported as unchecked.
 """
 
 from __future__ import annotations
@@ -68,7 +70,9 @@ class Plan:
 @dataclass(frozen=True)
 class PlanReport:
     plan: str
-    labels: tuple[str, ...]  # one per state: "initial", "after <action>", "milestone <k>"
+    # one per state: "initial", "after <action>", "milestone <k>", and in a refined milestone plan
+    # "after <action> on the way to milestone <k>", "after <action> at milestone <k>"
+    labels: tuple[str, ...]
     states: tuple[dict[str, bool], ...]
     executable: bool | None  # None: a milestone plan without action model
     executability: tuple[str, ...]  # what was found, one line per step or problem
@@ -77,6 +81,8 @@ class PlanReport:
     violations: tuple[Counterexample, ...]
     checked: tuple[str, ...]
     unchecked: tuple[tuple[str, str], ...] = field(default=())  # (property, reason)
+    milestone_steps: tuple[int, ...] = ()  # milestone plans: the step of each milestone's state
+    unsafe_refinements: tuple[int, ...] = ()  # milestones whose every shortest refinement breaks a property
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -87,6 +93,8 @@ class PlanReport:
             "goal_reached": self.goal_reached,
             "checked": list(self.checked),
             "unchecked": [{"property": p, "reason": r} for p, r in self.unchecked],
+            "milestone_steps": list(self.milestone_steps),
+            "unsafe_refinements": list(self.unsafe_refinements),
             "violations": [v.to_json() for v in self.violations],
             "steps": [
                 {"step": i, "label": lab, "state": s} for i, (lab, s) in enumerate(zip(self.labels, self.states))
@@ -159,26 +167,45 @@ def _condition(raw: Any, where: str) -> Formula | None:
 def check_plan(plan: Plan, compiled: Sequence) -> PlanReport:
     """Check a plan against compiled properties (`spec.model.CompiledProperty`)."""
     known = plan.predicates
+    checked = [c for c in compiled if all(a in known for a in c.main.atoms)]
+    dfas = [_Dfa(c.main.atoms, c.main.table.tolist(), c.main.rejecting_sink.tolist()) for c in checked]
     state = {p: False for p in known} | plan.initial
     states, labels = [dict(state)], ["initial"]
+    qs = _step(dfas, tuple(c.main.initial for c in checked), _letters(dfas, state))
     lines: list[str] = []
     refinement: list[tuple[str, ...]] = []
+    milestone_steps: list[int] = []
+    unsafe: list[int] = []
     executable: bool | None = True
     for i, step in enumerate(plan.steps, 1):
         if isinstance(step, dict):
-            found = _search(plan.actions, state, step) if plan.actions and executable else None
+            found = _search(plan.actions, state, step, dfas, qs) if plan.actions and executable else None
+            label = f"milestone {i}"
             if found is not None:
-                refinement.append(tuple(found))
-                lines.append(f"milestone {i}: reached by {', '.join(found) or 'no action (already holds)'}")
-                for name in found:
+                path, safe = found
+                refinement.append(tuple(path))
+                line = f"milestone {i}: reached by {', '.join(path) or 'no action (already holds)'}"
+                if not safe and _safe(dfas, qs):
+                    unsafe.append(i)
+                    line += " (each of the shortest refinements breaks a property)"
+                lines.append(line)
+                for name in path[:-1]:  # the states on the way are steps of the plan
                     state = state | plan.actions[name].eff
+                    qs = _step(dfas, qs, _letters(dfas, state))
+                    states.append(dict(state))
+                    labels.append(f"after {name} on the way to milestone {i}")
+                if path:
+                    state = state | plan.actions[path[-1]].eff
+                    label = f"after {path[-1]} at milestone {i}"
             elif plan.actions and executable:
                 executable = False
                 lines.append(
-                    f"milestone {i} {_values_text(step)}: unreachable from step {i - 1} with the actions given"
+                    f"milestone {i} {_values_text(step)}: unreachable from step {len(states) - 1} "
+                    f"({labels[-1]}) with the actions given"
                 )
             state = state | step
-            labels.append(f"milestone {i}")
+            labels.append(label)
+            milestone_steps.append(len(states))
         else:
             action = plan.actions[step]
             if action.pre is not None and not evaluate(action.pre, [state]):
@@ -188,22 +215,19 @@ def check_plan(plan: Plan, compiled: Sequence) -> PlanReport:
                 executable = False
             state = state | action.eff
             labels.append(f"after {step}")
+        qs = _step(dfas, qs, _letters(dfas, state))
         states.append(dict(state))
     if not plan.is_milestones and executable:
         lines.append(f"all {len(plan.steps)} preconditions hold")
     if plan.is_milestones and not plan.actions:
         executable = None
     goal = None if plan.goal is None else evaluate(plan.goal, [state])
-    violations, checked, unchecked = [], [], []
+    violations = [cx for c in checked if (cx := _violation(c, states, labels, plan.path)) is not None]
+    unchecked = []
     for c in compiled:
         missing = [a for a in c.main.atoms if a not in known]
         if missing:
             unchecked.append((c.prop.name, f"the plan gives no value to {', '.join(missing)}"))
-            continue
-        checked.append(c.prop.name)
-        cx = _violation(c, states, labels, plan.path)
-        if cx is not None:
-            violations.append(cx)
     return PlanReport(
         plan.path,
         tuple(labels),
@@ -213,9 +237,35 @@ def check_plan(plan: Plan, compiled: Sequence) -> PlanReport:
         tuple(refinement),
         goal,
         tuple(violations),
-        tuple(checked),
+        tuple(c.prop.name for c in checked),
         tuple(unchecked),
+        tuple(milestone_steps),
+        tuple(unsafe),
     )
+
+
+@dataclass(frozen=True)
+class _Dfa:
+    """A property's DFA as Python lists: the refinement search steps every DFA on every node it visits,
+    and a list is indexed faster than a numpy array one element at a time."""
+
+    atoms: tuple[str, ...]
+    table: list[list[int]]
+    sink: list[bool]  # rejecting sink: the property can no longer be satisfied
+
+
+def _letters(dfas: Sequence[_Dfa], state: Mapping[str, bool]) -> tuple[int, ...]:
+    """The state's letter in each DFA."""
+    return tuple(sum(1 << i for i, a in enumerate(d.atoms) if state[a]) for d in dfas)
+
+
+def _step(dfas: Sequence[_Dfa], qs: tuple[int, ...], letters: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(d.table[q][x] for d, q, x in zip(dfas, qs, letters))
+
+
+def _safe(dfas: Sequence[_Dfa], qs: tuple[int, ...]) -> bool:
+    """No property is unsatisfiable yet (none of the DFAs is in its rejecting sink)."""
+    return not any(d.sink[q] for d, q in zip(dfas, qs))
 
 
 def _violation(c, states: list[dict[str, bool]], labels: list[str], source: str) -> Counterexample | None:
@@ -306,36 +356,66 @@ def _plan_cx(c, states, k: int, decisive: tuple[str, ...], why: str, source: str
     return Counterexample(c.prop.name, c.prop.category, PLAN, c.prop.formula, frames, sentence, (source,))
 
 
-def _search(actions: Mapping[str, Action], start: dict[str, bool], target: dict[str, bool]) -> list[str] | None:
-    """Breadth-first search over valuations for the fewest actions reaching `target`'s values."""
+def _search(
+    actions: Mapping[str, Action],
+    start: dict[str, bool],
+    target: dict[str, bool],
+    dfas: Sequence[_Dfa],
+    qs: tuple[int, ...],
+) -> tuple[list[str], bool] | None:
+    """Breadth-first search for the fewest actions reaching `target`'s values, and whether they keep
+    every property satisfiable. A search state is (valuation, the properties' DFA states), so a
+    refinement that breaks no property is found among those of the shortest length when there is one,
+    in the order the actions are listed; otherwise the first one of that length."""
     names = sorted(start)
     key = lambda s: tuple(s[n] for n in names)  # noqa: E731
-    if all(start.get(k) == v for k, v in target.items()):
-        return []
-    parents: dict[tuple, tuple[tuple, str] | None] = {key(start): None}
-    queue = deque([start])
-    while queue:
-        s = queue.popleft()
-        for act in actions.values():
-            if act.pre is not None and not evaluate(act.pre, [s]):
-                continue
-            t = s | act.eff
-            kt = key(t)
-            if kt in parents:
-                continue
-            parents[kt] = (key(s), act.name)
-            if all(t.get(k) == v for k, v in target.items()):
-                path: list[str] = []
-                step = parents[kt]
-                while step is not None:
-                    node, name = step
-                    path.append(name)
-                    step = parents[node]
-                return path[::-1]
-            if len(parents) > MAX_SEARCH_STATES:
-                raise SpecError(f"plan search visited more than {MAX_SEARCH_STATES} states; simplify the action model")
-            queue.append(t)
+    reached = lambda s: all(s.get(k) == v for k, v in target.items())  # noqa: E731
+    if reached(start):
+        return [], _safe(dfas, qs)
+    root = (key(start), qs)
+    parents: dict[tuple, tuple[tuple, str] | None] = {root: None}
+    letters: dict[tuple, tuple[int, ...]] = {}  # per valuation: most of the search's steps revisit one
+    layer = [(start, root)]
+    while layer:
+        unsafe: tuple | None = None  # the first node of this layer reaching the target, breaking a property
+        following = []
+        for s, parent in layer:
+            for act in actions.values():
+                if act.pre is not None and not evaluate(act.pre, [s]):
+                    continue
+                t = s | act.eff
+                kt = key(t)
+                if kt not in letters:
+                    letters[kt] = _letters(dfas, t)
+                qt = _step(dfas, parent[1], letters[kt])
+                node = (kt, qt)
+                if node in parents:
+                    continue
+                parents[node] = (parent, act.name)
+                if len(parents) > MAX_SEARCH_STATES:
+                    raise SpecError(
+                        f"plan search visited more than {MAX_SEARCH_STATES} states; simplify the action model"
+                    )
+                if not reached(t):
+                    following.append((t, node))
+                elif _safe(dfas, qt):
+                    return _path(parents, node), True
+                elif unsafe is None:
+                    unsafe = node
+        if unsafe is not None:
+            return _path(parents, unsafe), False
+        layer = following
     return None
+
+
+def _path(parents: Mapping[tuple, tuple[tuple, str] | None], node: tuple) -> list[str]:
+    path: list[str] = []
+    step = parents[node]
+    while step is not None:
+        node, name = step
+        path.append(name)
+        step = parents[node]
+    return path[::-1]
 
 
 def _values_text(values: Mapping[str, bool]) -> str:
