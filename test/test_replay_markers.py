@@ -1,7 +1,10 @@
 """Replay cuts a bag at its episode markers as the live nodes do: each rollout its own trace and result."""
 
+import json
+
 import pytest
 
+from safety_monitor.cli import main
 from safety_monitor.enums import IssueKind
 from safety_monitor.pipeline.assemble import StreamMapping
 from safety_monitor.replay.batch import score_bags
@@ -57,3 +60,29 @@ def test_without_markers_the_bag_is_one_trace_as_before(bags):
     assert result.ok and result.bag == str(both) and not result.parts
     assert result.rollouts == 1
     assert result.issues.get(IssueKind.JOINT_JUMP)
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_the_report_counts_a_cut_bag_once_and_its_rollouts_apart(bags, tmp_path, capsys, jobs):
+    """Each rollout carries its own frames and span; the bag's messages, topics and timings are given once (in
+    `split_bags`), so summing over the report's rows counts no message twice; the closing line counts bags and
+    rollouts apart, with worker processes too."""
+    both, alone = bags
+    report = tmp_path / "report"
+    argv = ["replay", str(both), str(alone[0]), "--from-predicates", "--report", str(report), "--quiet"]
+    assert main([*argv, "--no-plots", "--resamples", "20", "--jobs", jobs]) == 0
+    assert capsys.readouterr().out.endswith("2 of 2 bag(s) scored, 3 rollouts\n")
+    doc = json.loads((report / "report.json").read_text())
+    assert (doc["bags_total"], doc["bags_scored"], doc["rollouts_scored"]) == (2, 2, 3)
+    parts = [b for b in doc["bags"] if b.get("rollout_of") == str(both)]
+    (whole,) = doc["split_bags"]
+    assert [p["rollout"] for p in parts] == [0, 1]
+    assert all(p["messages"] is p["topics"] is p["timings_s"] is None for p in parts)
+    assert whole["bag"] == str(both) and whole["frames"] == sum(p["frames"] for p in parts)
+    assert whole["messages"] == sum(t["count"] for t in whole["topics"].values())
+    assert parts[0]["t_end"] < parts[1]["t_start"]  # each its own span
+    single = doc["bags"][-1]
+    assert "rollout_of" not in single and single["messages"] and single["timings_s"]  # as without markers
+    summary = (report / "summary.md").read_text()
+    assert "2 bag(s): 2 scored (3 rollouts: episode markers cut 1 of them), 0 failed" in summary
+    assert "3 rollout(s). Intervals: bootstrap over rollouts" in summary
