@@ -3,17 +3,15 @@
 import json
 
 import pytest
+from ray_replay_bags import write_marked_bag
 
 from safety_monitor.cli import main
 from safety_monitor.enums import IssueKind
-from safety_monitor.frames import PredicateSample
-from safety_monitor.io.bag import BagWriter
 from safety_monitor.pipeline.assemble import StreamMapping
-from safety_monitor.pipeline.markers import END, START, EpisodeMarker, MarkerKind, marker_msg
+from safety_monitor.pipeline.markers import END, START
 from safety_monitor.replay.batch import score_bags
 from safety_monitor.replay.score import ReplayConfig, score_bag
 from safety_monitor.replay.simbag import SimRun, record_sim_bag
-from safety_monitor.sim.runner import run_episode
 
 RUNS = (SimRun(fault="slip", seed=0), SimRun(task="pick_and_place_cube", seed=1))
 
@@ -92,28 +90,6 @@ def test_the_report_counts_a_cut_bag_once_and_its_rollouts_apart(bags, tmp_path,
     assert "3 rollout(s). Intervals: bootstrap over rollouts" in summary
 
 
-def _marked_bag(path, layout):
-    """A stationary workcell at 500 Hz with its predicates, laid out as `layout`: a number is that many frames,
-    a marker kind is a marker for the next frame's time (the marker index counting the bag's starts)."""
-    state = next(run_episode("pick_and_place_cube"))
-    t, starts = 100.0, 0
-    with BagWriter(path) as w:
-        for item in layout:
-            if isinstance(item, MarkerKind):
-                index = starts if item is START else starts - 1
-                starts += item is START
-                w.write(StreamMapping().episode, marker_msg(w.types, EpisodeMarker(item, index, t)), t)
-                continue
-            for k in range(item):
-                for name, pose in state.object_poses.items():
-                    w.write_pose(f"/objects/{name}/pose", t, pose)
-                w.write_wrench("/wrist_wrench", t, state.wrench)
-                w.write_joint_state("/joint_states", t, list(state.joint_names), state.joint_position)
-                w.write_predicates("/safety_monitor/predicates", PredicateSample({"gripper_closed": False}, t, frame=k))
-                t += 1 / 500
-    return path
-
-
 @pytest.mark.parametrize("from_predicates", [False, True], ids=["robot_state", "predicates"])
 @pytest.mark.parametrize(
     ("layout", "frames"),
@@ -125,7 +101,7 @@ def _marked_bag(path, layout):
     ids=["start_at_the_end", "starts_back_to_back", "end_then_start_at_the_end"],
 )
 def test_markers_with_no_frame_after_them_make_no_rollout(tmp_path, layout, frames, from_predicates):
-    bag = _marked_bag(tmp_path / "bag", layout)
+    bag = write_marked_bag(tmp_path / "bag", layout)
     whole = score_bag(bag, ReplayConfig(from_predicates=from_predicates, rate_hz=500.0))
     assert whole.ok, whole.error
     parts = whole.split()
