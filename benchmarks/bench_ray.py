@@ -88,7 +88,7 @@ def run_replay(folder: Path, report: Path, extra: list[str], code: Path | None =
 
 def without_timings(report: Path) -> dict:
     doc = json.loads((report / "report.json").read_text())
-    for bag in doc["bags"]:
+    for bag in doc["bags"] + doc.get("split_bags", []):  # a bag markers cut has its timings once, there
         bag.pop("timings_s")
     return doc
 

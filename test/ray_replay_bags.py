@@ -7,7 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from safety_monitor.frames import PredicateSample
 from safety_monitor.io.bag import BagWriter
+from safety_monitor.pipeline.assemble import StreamMapping
+from safety_monitor.pipeline.markers import START, EpisodeMarker, MarkerKind, marker_msg
 from safety_monitor.sim.runner import run_episode
 
 SPECS = """
@@ -43,7 +46,7 @@ def write_bag(path: Path, frames: int, wrench: bool = True) -> Path:
 def without_timings(path: Path) -> Any:
     """A report.json's document without the per-bag fields that measure this run."""
     doc = json.loads(path.read_text())
-    for bag in doc["bags"]:
+    for bag in doc["bags"] + doc.get("split_bags", []):  # a bag markers cut has its timings once, there
         for field in TIMING:
             bag.pop(field)
     return doc
@@ -52,3 +55,25 @@ def without_timings(path: Path) -> Any:
 def report_files(report: Path) -> list[Path]:
     """The files of a report folder (relative to it), report.json aside (compare it `without_timings`)."""
     return sorted(p.relative_to(report) for p in report.rglob("*") if p.is_file() and p.name != "report.json")
+
+
+def write_marked_bag(path: Path, layout: list[int | MarkerKind]) -> Path:
+    """A stationary workcell at RATE with its predicates, laid out as `layout`: a number is that many frames,
+    a marker kind is a marker for the next frame's time (the marker index counting the bag's starts)."""
+    state = next(run_episode("pick_and_place_cube"))
+    t, starts = 100.0, 0
+    with BagWriter(path) as w:
+        for item in layout:
+            if isinstance(item, MarkerKind):
+                index = starts if item is START else starts - 1
+                starts += item is START
+                w.write(StreamMapping().episode, marker_msg(w.types, EpisodeMarker(item, index, t)), t)
+                continue
+            for k in range(item):
+                for name, pose in state.object_poses.items():
+                    w.write_pose(f"/objects/{name}/pose", t, pose)
+                w.write_wrench("/wrist_wrench", t, state.wrench)
+                w.write_joint_state("/joint_states", t, list(state.joint_names), state.joint_position, log_t=t)
+                w.write_predicates("/safety_monitor/predicates", PredicateSample({"gripper_closed": False}, t, frame=k))
+                t += 1 / RATE
+    return path

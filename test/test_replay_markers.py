@@ -1,9 +1,14 @@
 """Replay cuts a bag at its episode markers as the live nodes do: each rollout its own trace and result."""
 
-import pytest
+import json
 
+import pytest
+from ray_replay_bags import write_marked_bag
+
+from safety_monitor.cli import main
 from safety_monitor.enums import IssueKind
 from safety_monitor.pipeline.assemble import StreamMapping
+from safety_monitor.pipeline.markers import END, START
 from safety_monitor.replay.batch import score_bags
 from safety_monitor.replay.score import ReplayConfig, score_bag
 from safety_monitor.replay.simbag import SimRun, record_sim_bag
@@ -57,3 +62,49 @@ def test_without_markers_the_bag_is_one_trace_as_before(bags):
     assert result.ok and result.bag == str(both) and not result.parts
     assert result.rollouts == 1
     assert result.issues.get(IssueKind.JOINT_JUMP)
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_the_report_counts_a_cut_bag_once_and_its_rollouts_apart(bags, tmp_path, capsys, jobs):
+    """Each rollout carries its own frames and span; the bag's messages, topics and timings are given once (in
+    `split_bags`), so summing over the report's rows counts no message twice; the closing line counts bags and
+    rollouts apart, with worker processes too."""
+    both, alone = bags
+    report = tmp_path / "report"
+    argv = ["replay", str(both), str(alone[0]), "--from-predicates", "--report", str(report), "--quiet"]
+    assert main([*argv, "--no-plots", "--resamples", "20", "--jobs", jobs]) == 0
+    assert capsys.readouterr().out.endswith("2 of 2 bag(s) scored, 3 rollouts\n")
+    doc = json.loads((report / "report.json").read_text())
+    assert (doc["bags_total"], doc["bags_scored"], doc["rollouts_scored"]) == (2, 2, 3)
+    parts = [b for b in doc["bags"] if b.get("rollout_of") == str(both)]
+    (whole,) = doc["split_bags"]
+    assert [p["rollout"] for p in parts] == [0, 1]
+    assert all(p["messages"] is p["topics"] is p["timings_s"] is None for p in parts)
+    assert whole["bag"] == str(both) and whole["frames"] == sum(p["frames"] for p in parts)
+    assert whole["messages"] == sum(t["count"] for t in whole["topics"].values())
+    assert parts[0]["t_end"] < parts[1]["t_start"]  # each its own span
+    single = doc["bags"][-1]
+    assert "rollout_of" not in single and single["messages"] and single["timings_s"]  # as without markers
+    summary = (report / "summary.md").read_text()
+    assert "2 bag(s): 2 scored (3 rollouts: episode markers cut 1 of them), 0 failed" in summary
+    assert "3 rollout(s). Intervals: bootstrap over rollouts" in summary
+
+
+@pytest.mark.parametrize("from_predicates", [False, True], ids=["robot_state", "predicates"])
+@pytest.mark.parametrize(
+    ("layout", "frames"),
+    [
+        ([START, 30, START], [30]),  # a start marker the bag ends on: no rollout of no frames
+        ([START, 30, START, START, 20], [30, 20]),  # two starts back to back: the later one names the rollout
+        ([START, 30, END, START], [30]),
+    ],
+    ids=["start_at_the_end", "starts_back_to_back", "end_then_start_at_the_end"],
+)
+def test_markers_with_no_frame_after_them_make_no_rollout(tmp_path, layout, frames, from_predicates):
+    bag = write_marked_bag(tmp_path / "bag", layout)
+    whole = score_bag(bag, ReplayConfig(from_predicates=from_predicates, rate_hz=500.0))
+    assert whole.ok, whole.error
+    parts = whole.split()
+    assert [p.frames for p in parts] == [p.trace.frames for p in parts] == frames
+    assert [p.bag for p in parts] == ([str(bag)] if len(frames) == 1 else [f"{bag}#{k}" for k in range(len(frames))])
+    assert whole.frames == sum(frames)

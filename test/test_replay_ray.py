@@ -21,12 +21,13 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-from ray_replay_bags import FAST, GROUP_BY, SPECS, report_files, without_timings, write_bag
+from ray_replay_bags import FAST, GROUP_BY, SPECS, report_files, without_timings, write_bag, write_marked_bag
 
 from safety_monitor import executors, installation
 from safety_monitor.cli import main, workers
 from safety_monitor.errors import ExecutorError, SourceError
 from safety_monitor.executors import Done, Executor, Processes, RayCluster, Serial, in_order, make_executor
+from safety_monitor.pipeline.markers import START
 from safety_monitor.replay import batch
 from safety_monitor.replay.score import ReplayConfig
 
@@ -83,6 +84,18 @@ def test_a_ray_report_is_the_local_report(cluster, bags, specs, tmp_path, capsys
         assert (on_ray / name).read_bytes() == (local / name).read_bytes(), name
     assert ray_out.out.replace(str(on_ray), str(local)) == local_out.out
     assert ray_out.err == local_out.err
+
+
+def test_a_bag_cut_by_its_markers_reports_alike_on_ray_counting_bags_and_rollouts(cluster, bags, tmp_path, capsys):
+    cut = write_marked_bag(tmp_path / "policy_a_cut", [START, 40, START, 30])
+    local, on_ray = tmp_path / "local", tmp_path / "ray"
+    assert replay(local, cut, bags[0], "--no-plots") == 0
+    local_out = capsys.readouterr().out
+    assert replay(on_ray, cut, bags[0], "--no-plots", "--ray") == 0
+    assert capsys.readouterr().out.replace(str(on_ray), str(local)) == local_out
+    assert local_out.splitlines()[-1].startswith("2 of 2 bag(s) scored, 3 rollouts; 3 rollout(s) blind")
+    assert without_timings(on_ray / "report.json") == without_timings(local / "report.json")
+    assert (on_ray / "summary.md").read_bytes() == (local / "summary.md").read_bytes()
 
 
 def test_a_corrupt_bag_under_ray_is_reported_failed(cluster, bags, specs, tmp_path):

@@ -105,7 +105,7 @@ def _replay(args: argparse.Namespace) -> int:
     from safety_monitor.cli.monitor import format_table
     from safety_monitor.files import config_dir
     from safety_monitor.io.bag import find_bags
-    from safety_monitor.replay.batch import score_bags, summarize, unique_bags
+    from safety_monitor.replay.batch import score_bags, summarize, tally, unique_bags
     from safety_monitor.replay.report import check_folder, input_warning, is_blind, not_applicable_line, write_report
     from safety_monitor.replay.score import ReplayConfig, check_config
     from safety_monitor.settings import load_settings
@@ -131,11 +131,12 @@ def _replay(args: argparse.Namespace) -> int:
         _warn(note)
     with workers.executor(args, len(bags), _named_files(config)) as executor:
         results = score_bags(bags, config, executor, progress=not args.quiet)
-    stopped = sum(r.interrupted for r in results)
+    counts = tally(results)
+    stopped = counts.not_scored
     if stopped:
         _warn(
-            f"interrupted: {len(results) - stopped} of {len(results)} bag(s) done; the results below and the "
-            "report cover those, the rest are listed as not scored"
+            f"interrupted: {counts.bags - stopped} of {counts.bags} bag(s) done{counts.rollouts_text()}; the results "
+            "below and the report cover those, the rest are listed as not scored"
         )
     summary = summarize(results, pattern, resamples=args.resamples, seed=args.seed)
     if summary.overall is not None:
@@ -169,10 +170,12 @@ def _replay(args: argparse.Namespace) -> int:
             return 130
         print(f"report: {folder}/summary.md")
     print(
-        f"{len(results) - len(failed) - stopped} of {len(results)} bag(s) scored"
-        + (f", {len(failed)} failed" if failed else "")
-        + (f"; interrupted: {stopped} not scored" if stopped else "")
-        + (f"; {blind} blind in some or all frames (not monitored there: see the warnings)" if blind else "")
+        counts.line()
+        + (
+            f"; {blind}{' rollout(s)' if counts.split else ''} blind in some or all frames (not monitored there: see the warnings)"
+            if blind
+            else ""
+        )
     )
     return 130 if stopped else 1 if failed else 0
 

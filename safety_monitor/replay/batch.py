@@ -49,7 +49,7 @@ def score_bags(
 ) -> list[BagResult]:
     """One BagResult per bag, in the order given (a bag its episode markers cut into rollouts: one per rollout,
     `BagResult.split`), scored by `executor` (default: here, one at a time).
-    The bar counts bags; run here it also counts each bag's frames. A bag whose worker died twice comes
+    The bar counts bags (and their rollouts, when markers cut some); run here it also counts each bag's frames. A bag whose worker died twice comes
     back failed, saying so. Ctrl-C stops the batch but keeps what was scored: the bags not finished come
     back `interrupted`, with the error NOT_SCORED."""
     executor = executor or Serial()
@@ -59,13 +59,17 @@ def score_bags(
         done_by = executor.map(partial(_score_copy, config=config), WithCopies(bags))
     results: list[BagResult | None] = [None] * len(bags)
     bar = tqdm(total=len(bags), unit="bag", disable=not progress, dynamic_ncols=True)
-    frames = 0
+    frames = rollouts = 0
     try:
         for done in done_by:
             result = results[done.index] = _result_of(bags[done.index], config, done)
             frames += result.frames
-            if not executor.in_process:
-                bar.set_postfix_str(f"{frames} frames", refresh=False)
+            rollouts += len(result.split())
+            postfix = ([] if executor.in_process else [f"{frames} frames"]) + (
+                [f"{rollouts} rollouts"] if rollouts != bar.n + 1 else []
+            )
+            if postfix:
+                bar.set_postfix_str(", ".join(postfix), refresh=False)
             bar.update(1)
     except KeyboardInterrupt:
         pass
@@ -76,6 +80,47 @@ def score_bags(
         for bag, r in zip(bags, results)
         for part in (r.split() if r is not None else [_failed(bag, config, f"{bag}: {NOT_SCORED}", interrupted=True)])
     ]
+
+
+@dataclass(frozen=True)
+class Tally:
+    """What a batch came to, in bags and in the rollouts reported (more than the bags when episode markers cut
+    some): the closing line and the report count with it, whichever executor scored the bags."""
+
+    bags: int
+    scored: int
+    failed: int
+    not_scored: int
+    rollouts: int  # the scored bags' rollouts
+
+    @property
+    def split(self) -> bool:
+        return self.rollouts != self.scored
+
+    def rollouts_text(self) -> str:
+        """ ", 7 rollouts" when the scored bags' rollouts are not the bags themselves, else nothing."""
+        return f", {self.rollouts} rollouts" if self.split else ""
+
+    def line(self) -> str:
+        """The batch's closing line: "3 of 3 bag(s) scored, 7 rollouts, 1 failed; interrupted: 2 not scored"."""
+        return (
+            f"{self.scored} of {self.bags} bag(s) scored{self.rollouts_text()}"
+            + (f", {self.failed} failed" if self.failed else "")
+            + (f"; interrupted: {self.not_scored} not scored" if self.not_scored else "")
+        )
+
+
+def tally(results: Sequence[BagResult]) -> Tally:
+    """Count `score_bags`' results by bag (a bag's rollouts share its `whole`) and by rollout."""
+    scored = [r for r in results if r.ok]
+    bags = {r.whole.bag if r.whole is not None else id(r): r for r in results}.values()
+    return Tally(
+        bags=len(bags),
+        scored=sum(r.ok for r in bags),
+        failed=sum(not r.ok and not r.interrupted for r in bags),
+        not_scored=sum(r.interrupted for r in bags),
+        rollouts=len(scored),
+    )
 
 
 def _result_of(bag: Path, config: ReplayConfig, done: Done[BagResult]) -> BagResult:

@@ -16,7 +16,7 @@ import math
 import os
 import re
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -26,9 +26,10 @@ from safety_monitor.enums import EventKind
 from safety_monitor.errors import SafetyMonitorError
 from safety_monitor.files import write_file
 from safety_monitor.installation import first_few
+from safety_monitor.io.bag import TopicSummary
 from safety_monitor.monitor.metrics import GroupMetrics, Metrics, RiskDifference
-from safety_monitor.replay.batch import Summary
-from safety_monitor.replay.score import BagResult, ReplayConfig
+from safety_monitor.replay.batch import Summary, tally
+from safety_monitor.replay.score import BagResult, ReplayConfig, WholeBag
 from safety_monitor.replay.timeline import Timeline
 from safety_monitor.specs.ltlf import atoms_of, parse
 from safety_monitor.specs.model import SpecSet, default_trigger, load_specs
@@ -262,7 +263,7 @@ def bag_json(result: BagResult, group: str, reads: Sequence[PropertyReads] = ())
         "t_end": result.t_end,
         "duration_s": result.duration,
         "rate_hz": result.rate_hz,
-        "messages": result.messages,
+        "messages": None if result.whole else result.messages,
         "stale_frames": result.stale_frames,
         "stale_by_stream": result.stale_by_stream,
         "unknown_frames": result.unknown_frames,
@@ -270,14 +271,42 @@ def bag_json(result: BagResult, group: str, reads: Sequence[PropertyReads] = ())
         "issue_examples": [asdict(i) for i in result.issue_examples],
         "warnings": result.warnings,
         "not_applicable": result.not_applicable,
-        "topics": {k: {"type": v.msgtype, "count": v.count} for k, v in result.topics.items()},
-        "timings_s": result.timings,
+        "topics": None if result.whole else _topics_json(result.topics),
+        "timings_s": None if result.whole else result.timings,
         "outcomes": [o.to_json() for o in trace.outcomes] if trace else [],
         "vacuity": [v.to_json() for v in vacuity(result, reads)],
         "episodes": episodes(result),
         "events": [e.to_json() for e in trace.events] if trace else [],
         "timeline": result.timeline.to_json() if result.timeline else None,
         "stale_timeline": result.stale_timeline.to_json() if result.stale_timeline else None,
+    } | ({"rollout_of": result.whole.bag, "rollout": result.rollout} if result.whole else {})
+
+
+def _topics_json(topics: Mapping[str, TopicSummary]) -> dict[str, Any]:
+    return {k: {"type": v.msgtype, "count": v.count} for k, v in topics.items()}
+
+
+def _span(whole: WholeBag) -> float:
+    return whole.t_end - whole.t_start if whole.t_start is not None and whole.t_end is not None else 0.0
+
+
+def split_bags(results: Sequence[BagResult]) -> list[WholeBag]:
+    """The bags episode markers cut into rollouts, each once, in the results' order."""
+    return list({r.whole.bag: r.whole for r in results if r.whole is not None}.values())
+
+
+def _whole_json(whole: WholeBag) -> dict[str, Any]:
+    """A cut bag's own figures, given once here: its rollouts' entries leave them out (null)."""
+    return {
+        "bag": whole.bag,
+        "rollouts": whole.rollouts,
+        "frames": whole.frames,
+        "t_start": whole.t_start,
+        "t_end": whole.t_end,
+        "duration_s": _span(whole),
+        "messages": whole.messages,
+        "topics": _topics_json(whole.topics),
+        "timings_s": whole.timings,
     }
 
 
@@ -311,13 +340,15 @@ def report_json(
     results: Sequence[BagResult], summary: Summary, config: ReplayConfig, group_by: str | None
 ) -> dict[str, Any]:
     reads = _reads(config)
+    counts, cut = tally(results), split_bags(results)
     return {
         "schema_version": SCHEMA_VERSION,
         "safety_monitor_version": __version__,
         "config": _config_json(config),
         "group_by": group_by,
-        "bags_total": len(results),
-        "bags_scored": sum(r.ok for r in results),
+        "bags_total": counts.bags,
+        "bags_scored": counts.scored,
+        **({"rollouts_scored": counts.rollouts, "split_bags": [_whole_json(w) for w in cut]} if cut else {}),
         "bags_failed": [{"bag": r.bag, "error": r.error} for r in results if status(r) == "failed"],
         "interrupted": any(r.interrupted for r in results),
         "bags_not_scored": [r.bag for r in results if r.interrupted],
@@ -460,12 +491,12 @@ def _ci(ci: tuple[float, float] | None, digits: int = 3) -> str:
     return "–" if ci is None else f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
 
 
-def _table(rows: Sequence[GroupMetrics], label: str, conf: float) -> list[str]:
+def _table(rows: Sequence[GroupMetrics], label: str, conf: float, unit: str = "bag") -> list[str]:
     """Violating time and exposure in seconds (from the frames' stamps: bags recorded at different rates
-    compare), frames beside them."""
+    compare), frames beside them. `unit`: what the metrics count, bags or (markers cut some) rollouts."""
     head = (
         f"| {label} | triggers N | violations V | violating time U, s (frames) | risk V/N | {conf:.0%} CI | "
-        f"exposure U/N, s per trigger (frames) | {conf:.0%} CI, s | bags with a violation | {conf:.0%} CI | "
+        f"exposure U/N, s per trigger (frames) | {conf:.0%} CI, s | {unit}s with a violation | {conf:.0%} CI | "
         "blind frames |"
     )
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
@@ -480,22 +511,22 @@ def _table(rows: Sequence[GroupMetrics], label: str, conf: float) -> list[str]:
     return lines
 
 
-def _metrics_section(title: str, metrics: Metrics) -> list[str]:
+def _metrics_section(title: str, metrics: Metrics, unit: str = "bag") -> list[str]:
     conf = metrics.confidence
     return [
         f"## {title}",
         "",
-        f"{metrics.rollouts} bag(s). Intervals: bootstrap over bags, {metrics.resamples} resamples, seed "
+        f"{metrics.rollouts} {unit}(s). Intervals: bootstrap over {unit}s, {metrics.resamples} resamples, seed "
         f"{metrics.seed}. A dash: nothing triggered, so no rate; a dash for an interval alone: fewer than two "
-        "bags triggered it, too few to resample.",
+        f"{unit}s triggered it, too few to resample.",
         "",
         "### By property",
         "",
-        *_table(metrics.by_property, "property", conf),
+        *_table(metrics.by_property, "property", conf, unit),
         "",
         "### By category",
         "",
-        *_table((*metrics.by_category, metrics.pooled), "category", conf),
+        *_table((*metrics.by_category, metrics.pooled), "category", conf, unit),
         "",
     ]
 
@@ -515,20 +546,22 @@ def _difference_cell(d: RiskDifference | None) -> str:
     return f"{d.difference:+.3f} " + (f"[{d.interval[0]:+.3f}, {d.interval[1]:+.3f}]" if d.interval else "no CI")
 
 
-def _comparison(groups: dict[str, Metrics], differences: dict[str, tuple[RiskDifference, ...]]) -> list[str]:
+def _comparison(
+    groups: dict[str, Metrics], differences: dict[str, tuple[RiskDifference, ...]], unit: str = "bag"
+) -> list[str]:
     """Risk side by side, one column per group, by category then by property, then each group's difference from
     the first group with its interval: which group is safer where, by how much and how surely, without reading
     one table per group. Properties no group triggered are named in one line."""
     names = list(groups)
-    head = "| {} | " + " | ".join(f"{n} ({groups[n].rollouts} bags)" for n in names)
+    head = "| {} | " + " | ".join(f"{n} ({groups[n].rollouts} {unit}s)" for n in names)
     head += "".join(f" | {n} − {names[0]}" for n in differences) + " |"
     rule = "|---|" + "---|" * (len(names) + len(differences))
     lines = [
-        "Risk V/N per group: rate (violations/triggers) and 95 % interval (no CI: fewer than two bags "
+        f"Risk V/N per group: rate (violations/triggers) and 95 % interval (no CI: fewer than two {unit}s "
         "triggered it). The groups' counts add up to the figures over all bags."
         + (
             f" A column `group − {names[0]}`: that group's risk minus {names[0]}'s, with its 95 % interval "
-            "resampling bags within each of the two groups (no CI unless each has two bags that triggered it; "
+            f"resampling {unit}s within each of the two groups (no CI unless each has two {unit}s that triggered it; "
             "– unless both triggered it)."
             if differences
             else ""
@@ -613,32 +646,36 @@ def summary_markdown(
     scored = [r for r in results if r.ok]
     failed = [r for r in results if status(r) == "failed"]
     unscored = [r for r in results if r.interrupted]
+    counts, cut = tally(results), split_bags(results)
     frames = sum(r.frames for r in scored)
-    seconds = sum(r.duration for r in scored)
+    seconds = sum(r.duration for r in scored if r.whole is None) + sum(_span(w) for w in cut)
+    unit = "rollout" if cut else "bag"  # what the metrics count and resample
     lines = [
         "# Replay summary",
         "",
-        f"{len(results)} bag(s): {len(scored)} scored, {len(failed)} failed"
-        + (f", {len(unscored)} not scored" if unscored else "")
+        f"{counts.bags} bag(s): {counts.scored} scored"
+        + (f" ({counts.rollouts} rollouts: episode markers cut {len(cut)} of them)" if cut else "")
+        + f", {counts.failed} failed"
+        + (f", {counts.not_scored} not scored" if unscored else "")
         + f"; {frames} frames, {seconds:.1f} s of recording.",
         "",
     ]
     if unscored:
         lines += [
             f"**Interrupted** (Ctrl-C) before every bag was scored: the figures below cover the "
-            f"{len(scored)} scored bag(s) only; the {len(unscored)} not scored are listed at the end.",
+            f"{counts.scored} scored bag(s) only; the {len(unscored)} not scored are listed at the end.",
             "",
         ]
     lines += [_mode(config), ""]
     if summary.overall is not None:
-        lines += _metrics_section("All bags", summary.overall)
+        lines += _metrics_section("All bags", summary.overall, unit)
     if summary.groups:
-        lines += [f"## Groups (`--group-by {group_by}`)", "", *_comparison(summary.groups, summary.differences)]
+        lines += [f"## Groups (`--group-by {group_by}`)", "", *_comparison(summary.groups, summary.differences, unit)]
         for name, metrics in summary.groups.items():
             lines += [
-                f"### Group `{name}` ({metrics.rollouts} bags) by category",
+                f"### Group `{name}` ({metrics.rollouts} {unit}s) by category",
                 "",
-                *_table((*metrics.by_category, metrics.pooled), "category", metrics.confidence),
+                *_table((*metrics.by_category, metrics.pooled), "category", metrics.confidence, unit),
                 "",
             ]
         lines += ["Every figure per group and property is in `properties.csv`.", ""]

@@ -107,6 +107,21 @@ class ReplayConfig:
         return None if self.from_predicates else Path(self.robot) if self.robot else config_dir() / "robot.yaml"
 
 
+@dataclass(frozen=True)
+class WholeBag:
+    """A bag its episode markers cut into rollouts, as a whole: the figures of the bag (all its messages, the
+    time spent scoring it) that none of its rollouts has alone, so each is reported once, not once a rollout."""
+
+    bag: str
+    rollouts: int
+    frames: int
+    t_start: float | None
+    t_end: float | None
+    messages: int
+    topics: dict[str, TopicSummary]
+    timings: dict[str, float]
+
+
 @dataclass
 class BagResult:
     """What one bag produced. `trace` is None when the bag failed (`error` says why)."""
@@ -136,6 +151,9 @@ class BagResult:
     # one result per rollout, named `<bag>#<index>`, when episode markers cut the bag into more than one
     # (`split`): each its own trace, as the live monitor reports them; empty otherwise
     parts: list[BagResult] = field(default_factory=list)
+    # on a part: the bag it was cut from and its index there; its own `topics`, `messages`, `timings` stay empty
+    whole: WholeBag | None = None
+    rollout: int | None = None
     interrupted: bool = False  # Ctrl-C stopped the batch before this bag was scored (`error` says so)
     retried: str | None = None  # why the first worker scoring it died, when another scored it (not a bag fault)
 
@@ -464,12 +482,13 @@ class _Scorer:
                     last.issue_examples.append(issue)
             last.issues = dict(Counter(last.issues) + Counter(late.result.issues))
         stale: Counter[str] = Counter()
+        cut = WholeBag(r.bag, r.rollouts, r.frames, r.t_start, r.t_end, r.messages, r.topics, r.timings)
         for k, rollout in enumerate(self.rollouts):
             own = self._part(k).result
             stale.update(own.stale_by_stream)
             own.bag, own.rollouts = f"{r.bag}#{k}", 1
             own.trace = TraceResult(rollout.frames, rollout.outcomes, rollout.events)
-            own.topics, own.messages, own.timings = r.topics, r.messages, r.timings
+            own.whole, own.rollout = cut, k
             r.parts.append(own)
         r.stale_by_stream = dict(sorted(stale.items()))
 
