@@ -239,8 +239,8 @@ def replay_results(bag: Path) -> dict:
             "warnings": r.warnings,
             "events": [e.to_json() for e in r.trace.events],
             "outcomes": r.trace.outcomes,
-            "timeline": r.timeline.to_json(),
-            "stale_timeline": r.stale_timeline.to_json(),
+            # a bag cut at its episode markers keeps its timelines per rollout (`parts`), none for the whole
+            "timelines": [(p.bag, p.frames, p.timeline.to_json(), p.stale_timeline.to_json()) for p in r.split()],
         }
     return out
 
