@@ -511,8 +511,31 @@ def test_a_pose_gap_mid_grasp_restarts_the_grasp_evidence_and_reports_no_drop():
     assert not back[0].values["object_grasped_raw"] and "object_grasped_raw" not in back[0].unknown  # raw: no history
 
 
+def test_an_open_gripper_holds_nothing_seen_or_not():
+    """Raw grasp needs a closed gripper: with it open, an unseen object's raw grasp is false, not unknown
+    (Kleene: False AND unknown), so its debounced grasp stays known. A grasp whose object is lost from sight as
+    the gripper opens ends on the debounce's fifth open frame in a known drop, released on that frame."""
+    s = Scene()
+    s.missing.add("mug")  # never seen
+    frames = s.step(6)
+    assert tri(frames, "object_grasped_raw") == tri(frames, "object_grasped") == [False] * 6
+    s.missing.clear()
+    s.step(3)
+    s.grasp()
+    s.step(8)
+    s.release()
+    s.missing.add("cube")  # lost from sight as the hand opens
+    fall = s.step(8)
+    assert tri(fall, "object_grasped_raw") == [False] * 8
+    assert tri(fall, "object_grasped") == [True] * 4 + [False] * 4
+    assert tri(fall, "object_dropped") == [False] * 4 + [True] + [False] * 3
+    assert tri(fall, "object_released") == [True] * 5 + [False] * 3  # the drop was released: no alarm
+    assert tri(fall, "object_sync") == [None] * 4 + [True] * 4  # unseen while grasped; nothing held after
+
+
 def test_a_frozen_pose_stream_turns_stale_beyond_its_age_limit():
     s = Scene()
+    s.fingers = 0.024  # closed: it could hold the cube, so a stale cube pose makes its raw grasp unknown
     s.step(5)
     frames = []
     for age_frames in range(1, 8):
@@ -560,6 +583,7 @@ def test_excess_wrench_persistence_does_not_count_across_a_stale_wrench():
 
 def test_nan_pose_is_unknown_not_false():
     s = Scene()
+    s.fingers = 0.024  # closed: it could hold the cube (open, it holds nothing: raw false whatever the pose)
     s.step(3)
     s.pos["cube"] = np.array([np.nan, 0.0, 0.4])
     f = s.step()

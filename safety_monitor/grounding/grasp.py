@@ -6,9 +6,10 @@ a sticky-true stability latch; a settle timer started by the drop. Aggregates: e
 grasp and drop, all grasped objects for sync, and the *focus object* (the one most recently grasped) for
 the post-drop predicates, which are about the object that was just let go.
 
-A gap in an object's pose restarts its grasp evidence: when the pose returns, the grasp is unknown until
-the debounce has seen its full run again, and a fall it then decides is a drop at an unknown frame
-(unknown, not a drop here: whether the gripper was open when it happened was not seen).
+A gap in an object's pose while the gripper is closed restarts its grasp evidence: when the pose returns, the
+grasp is unknown until the debounce has seen its full run again, and a fall it then decides is a drop at an
+unknown frame (unknown, not a drop here: whether the gripper was open when it happened was not seen). An open
+gripper holds nothing, seen or not: its raw grasp is false and the evidence runs on.
 """
 
 from __future__ import annotations
@@ -134,11 +135,16 @@ class GraspEstimator:
         engaged = False  # some object counts as grasped before or after this frame (open gripper: a release)
         for o, st in self._states:
             debounce = st.grasp
-            if o in unknown:  # a gap in its pose: the grasp evidence restarts when it returns
-                raw = None
-                if st.seen and not debounce.warming:
-                    debounce.restart()
-                st.grip_run = st.grip_run + 1 if closed else 0
+            unseen = o in unknown
+            if unseen:
+                if closed:  # a gap in its pose while it may be held: the grasp evidence restarts when it returns
+                    raw = None
+                    if st.seen and not debounce.warming:
+                        debounce.restart()
+                    st.grip_run += 1
+                else:  # an open gripper holds nothing, seen or not (Kleene: False AND unknown)
+                    raw = False
+                    st.grip_run = 0
             else:
                 st.seen = True
                 touching = 0
@@ -178,7 +184,7 @@ class GraspEstimator:
                 dropped_any = None
             if before or after:
                 engaged = True
-            if raw is None and not after and debounced is None:  # unseen, not counted as grasped: unknown
+            if unseen and not after and debounced is None:  # unseen, not counted as grasped: unknown
                 if st.grip_run >= grasp_n and sync_all:  # once it may have been grasped (a closed gripper for
                     sync_all = None  # the grasp persistence since it was last seen out of it), never before
             elif after or debounced is None:  # grasped objects only; while the grasp
