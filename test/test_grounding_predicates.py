@@ -533,6 +533,41 @@ def test_an_open_gripper_holds_nothing_seen_or_not():
     assert tri(fall, "object_sync") == [None] * 4 + [True] * 4  # unseen while grasped; nothing held after
 
 
+def _dropped_in_a_gap(gap: int) -> list:
+    """The cube held in the closed hand is lost from sight for `gap` frames, then seen out of the fingers,
+    sliding at 0.2 m/s: its drop is decided on the debounce's fifth frame back, at an unknown frame."""
+    s = Scene()
+    s.step(3)
+    s.grasp()
+    s.step(8)
+    s.missing.add("cube")
+    frames = s.step(gap)
+    for f in ("finger_left", "finger_right"):
+        s.contacts[(f, "cube")] = 0.05
+    s.missing.clear()
+    for _ in range(120):
+        frames.append(s.step())
+        s.pos["cube"] = s.pos["cube"] + [0.0, 0.01, 0.0]
+    return frames
+
+
+def test_a_drop_decided_after_a_pose_gap_times_out_from_the_earliest_frame_it_may_have_happened():
+    """Lost for 6 frames from frame 0: the grasp may have ended on frame 4 at the earliest (the fifth unseen
+    frame), and is decided on frame 10. The settle timeout is false up to 100 frames after frame 4, unknown
+    until 100 frames after frame 10, true from then (the object was never still long enough to settle)."""
+    frames = _dropped_in_a_gap(6)
+    assert tri(frames, "object_dropped").index(False) == 11  # unknown up to its deciding frame 10
+    assert tri(frames, "settle_timeout")[100:115] == [False] * 4 + [None] * 6 + [True] * 5
+
+
+def test_a_drop_decided_after_a_long_pose_gap_may_have_settled_in_it():
+    """Lost for 12 frames: the cube may have fallen on frame 4 and rested unseen for the stability persistence
+    before it was seen sliding, which would have stopped its settle timer: the timeout is never true."""
+    frames = _dropped_in_a_gap(12)
+    timeout = tri(frames, "settle_timeout")
+    assert timeout[103:105] == [False, None] and True not in timeout
+
+
 def test_a_frozen_pose_stream_turns_stale_beyond_its_age_limit():
     s = Scene()
     s.fingers = 0.024  # closed: it could hold the cube, so a stale cube pose makes its raw grasp unknown

@@ -8,8 +8,9 @@ the post-drop predicates, which are about the object that was just let go.
 
 A gap in an object's pose while the gripper is closed restarts its grasp evidence: when the pose returns, the
 grasp is unknown until the debounce has seen its full run again, and a fall it then decides is a drop at an
-unknown frame (unknown, not a drop here: whether the gripper was open when it happened was not seen). An open
-gripper holds nothing, seen or not: its raw grasp is false and the evidence runs on.
+unknown frame (unknown, not a drop here: whether the gripper was open when it happened was not seen), whose
+settle timer runs from the earliest frame it may have happened. An open gripper holds nothing, seen or not:
+its raw grasp is false and the evidence runs on.
 """
 
 from __future__ import annotations
@@ -87,6 +88,8 @@ class _ObjectGrasp:
         self.seen = False  # its geometry was known on some frame (a gap can only follow that)
         self.grip_run = 0  # frames since its raw grasp was last false (or the gripper open): it may be held
         self.rest_run = 0  # frames since the drop that it may have rested (not seen moving) since last seen moving
+        self.earliest = 0  # while its grasp evidence restarts: the earliest frame its grasp may have ended unseen
+        self.rested = False  # and it may have rested for the stability persistence since that frame
         self.anchor: Box | None = None  # the object's box when the stability latch closed
         self.displaced: tuple[Box, Box, bool] | None = None  # (box, anchor, moved beyond the slip thresholds)
 
@@ -140,7 +143,9 @@ class GraspEstimator:
                 if closed:  # a gap in its pose while it may be held: the grasp evidence restarts when it returns
                     raw = None
                     if st.seen and not debounce.warming:
-                        debounce.restart()
+                        st.earliest = frame + debounce.restart()
+                        if debounce.value:
+                            st.rest_run, st.rested = 0, False
                     st.grip_run += 1
                 else:  # an open gripper holds nothing, seen or not (Kleene: False AND unknown)
                     raw = False
@@ -174,12 +179,17 @@ class GraspEstimator:
                 st.settle.stop()
             if before and not after:
                 just_dropped.append(o)
-                st.settle.start(frame)
-                st.rest_run = stable_n if resumed else 0  # dropped at an unknown frame: it may have rested since
                 if not resumed:
+                    st.settle.start(frame)
+                    st.rest_run = 0
                     dropped_any = True
-                elif not dropped_any:  # decided by restarted evidence: at an unknown frame
-                    dropped_any = None
+                else:  # decided by restarted evidence: at an unknown frame, from st.earliest on
+                    st.settle.start(frame, st.earliest)
+                    if st.rested:
+                        st.settle.doubt()
+                    st.rest_run = min(st.rest_run, frame - st.earliest)  # its quiet frames since then
+                    if not dropped_any:
+                        dropped_any = None
             elif debounced is None and before and not dropped_any:
                 dropped_any = None
             if before or after:
@@ -212,6 +222,10 @@ class GraspEstimator:
                         st.rest_run = 0 if movings[o] else st.rest_run + 1
                         if st.rest_run >= stable_n or (debounced is None and st.grip_run >= grasp_n):
                             settle.doubt()
+            elif debounced is None:  # its grasp evidence restarts: it may have fallen from st.earliest on, and
+                st.rest_run = 0 if movings[o] else st.rest_run + 1  # rested since unseen (or seen at rest)
+                if st.rest_run >= stable_n and frame - st.earliest >= stable_n - 1:
+                    st.rested = True
             grasped[o] = after
             if after or raw:
                 held.append(o)
