@@ -445,14 +445,32 @@ def test_a_grasped_object_beyond_reach_is_out_of_sync_not_unknown():
 def test_an_object_never_seen_may_be_out_of_sync_once_a_closed_gripper_could_hold_it():
     """The mug's pose has not arrived yet. An open gripper holds nothing, and a closed one cannot have held
     it for the grasp persistence in fewer frames: sync is true until then, unknown after (it may be held and
-    slipping), and true again once the mug is seen out of the fingers."""
+    slipping), and true again once the mug has been seen out of the fingers for the grasp persistence (a grasp
+    it may have had unseen would last that long: grasped beyond reach, it would be out of sync)."""
     s = Scene()
     s.missing.add("mug")
     assert tri(s.step(8), "object_sync") == [True] * 8
     s.fingers = 0.024  # closed on nothing that is seen
     assert tri(s.step(7), "object_sync") == [True] * 4 + [None] * 3
     s.missing.clear()
-    assert tri(s.step(2), "object_sync") == [True, True]
+    seen = s.step(6)
+    assert tri(seen, "object_sync") == [None] * 4 + [True] * 2
+    assert tri(seen, "object_grasped") == [None] * 4 + [False] * 2
+
+
+def test_a_never_seen_object_a_closed_gripper_may_have_held_stays_grasped_when_it_opens():
+    """The mug was never seen while the gripper was closed for 8 frames: it may have been grasped (from the
+    5th), and then its grasp lasts the debounce's 4 open frames more, so object_grasped is unknown there, not
+    false; on the 5th open frame it is false whatever happened unseen."""
+    s = Scene()
+    s.missing.add("mug")
+    s.fingers = 0.024
+    closed = s.step(8)
+    s.fingers = 0.04
+    opened = s.step(6)
+    assert tri(closed, "object_grasped") == [None] * 8
+    assert tri(opened, "object_grasped") == [None] * 4 + [False] * 2
+    assert tri(opened, "object_grasped_raw") == [False] * 6
 
 
 def test_missing_pose_is_unknown_held_and_reported_stale():

@@ -6,7 +6,8 @@ a sticky-true stability latch; a settle timer started by the drop. Aggregates: e
 grasp and drop, all grasped objects for sync, and the *focus object* (the one most recently grasped) for
 the post-drop predicates, which are about the object that was just let go.
 
-A gap in an object's pose while the gripper is closed restarts its grasp evidence: when the pose returns, the
+A gap in an object's pose while the gripper is closed restarts its grasp evidence (for one never seen yet, once
+the gripper has been closed for the grasp persistence: it may have been grasped unseen): when the pose returns, the
 grasp is unknown until the debounce has seen its full run again, and a fall it then decides is a drop at an
 unknown frame (unknown, not a drop here: whether the gripper was open when it happened was not seen), whose
 settle timer runs from the earliest frame it may have happened. An open gripper holds nothing, seen or not:
@@ -142,11 +143,11 @@ class GraspEstimator:
             if unseen:
                 if closed:  # a gap in its pose while it may be held: the grasp evidence restarts when it returns
                     raw = None
-                    if st.seen and not debounce.warming:
+                    st.grip_run += 1  # (never seen: once a closed gripper could have held it for the persistence)
+                    if not debounce.warming and (st.seen or st.grip_run >= grasp_n):
                         st.earliest = frame + debounce.restart()
                         if debounce.value:
                             st.rest_run, st.rested = 0, False
-                    st.grip_run += 1
                 else:  # an open gripper holds nothing, seen or not (Kleene: False AND unknown)
                     raw = False
                     st.grip_run = 0
