@@ -445,14 +445,32 @@ def test_a_grasped_object_beyond_reach_is_out_of_sync_not_unknown():
 def test_an_object_never_seen_may_be_out_of_sync_once_a_closed_gripper_could_hold_it():
     """The mug's pose has not arrived yet. An open gripper holds nothing, and a closed one cannot have held
     it for the grasp persistence in fewer frames: sync is true until then, unknown after (it may be held and
-    slipping), and true again once the mug is seen out of the fingers."""
+    slipping), and true again once the mug has been seen out of the fingers for the grasp persistence (a grasp
+    it may have had unseen would last that long: grasped beyond reach, it would be out of sync)."""
     s = Scene()
     s.missing.add("mug")
     assert tri(s.step(8), "object_sync") == [True] * 8
     s.fingers = 0.024  # closed on nothing that is seen
     assert tri(s.step(7), "object_sync") == [True] * 4 + [None] * 3
     s.missing.clear()
-    assert tri(s.step(2), "object_sync") == [True, True]
+    seen = s.step(6)
+    assert tri(seen, "object_sync") == [None] * 4 + [True] * 2
+    assert tri(seen, "object_grasped") == [None] * 4 + [False] * 2
+
+
+def test_a_never_seen_object_a_closed_gripper_may_have_held_stays_grasped_when_it_opens():
+    """The mug was never seen while the gripper was closed for 8 frames: it may have been grasped (from the
+    5th), and then its grasp lasts the debounce's 4 open frames more, so object_grasped is unknown there, not
+    false; on the 5th open frame it is false whatever happened unseen."""
+    s = Scene()
+    s.missing.add("mug")
+    s.fingers = 0.024
+    closed = s.step(8)
+    s.fingers = 0.04
+    opened = s.step(6)
+    assert tri(closed, "object_grasped") == [None] * 8
+    assert tri(opened, "object_grasped") == [None] * 4 + [False] * 2
+    assert tri(opened, "object_grasped_raw") == [False] * 6
 
 
 def test_missing_pose_is_unknown_held_and_reported_stale():
@@ -511,8 +529,66 @@ def test_a_pose_gap_mid_grasp_restarts_the_grasp_evidence_and_reports_no_drop():
     assert not back[0].values["object_grasped_raw"] and "object_grasped_raw" not in back[0].unknown  # raw: no history
 
 
+def test_an_open_gripper_holds_nothing_seen_or_not():
+    """Raw grasp needs a closed gripper: with it open, an unseen object's raw grasp is false, not unknown
+    (Kleene: False AND unknown), so its debounced grasp stays known. A grasp whose object is lost from sight as
+    the gripper opens ends on the debounce's fifth open frame in a known drop, released on that frame."""
+    s = Scene()
+    s.missing.add("mug")  # never seen
+    frames = s.step(6)
+    assert tri(frames, "object_grasped_raw") == tri(frames, "object_grasped") == [False] * 6
+    s.missing.clear()
+    s.step(3)
+    s.grasp()
+    s.step(8)
+    s.release()
+    s.missing.add("cube")  # lost from sight as the hand opens
+    fall = s.step(8)
+    assert tri(fall, "object_grasped_raw") == [False] * 8
+    assert tri(fall, "object_grasped") == [True] * 4 + [False] * 4
+    assert tri(fall, "object_dropped") == [False] * 4 + [True] + [False] * 3
+    assert tri(fall, "object_released") == [True] * 5 + [False] * 3  # the drop was released: no alarm
+    assert tri(fall, "object_sync") == [None] * 4 + [True] * 4  # unseen while grasped; nothing held after
+
+
+def _dropped_in_a_gap(gap: int) -> list:
+    """The cube held in the closed hand is lost from sight for `gap` frames, then seen out of the fingers,
+    sliding at 0.2 m/s: its drop is decided on the debounce's fifth frame back, at an unknown frame."""
+    s = Scene()
+    s.step(3)
+    s.grasp()
+    s.step(8)
+    s.missing.add("cube")
+    frames = s.step(gap)
+    for f in ("finger_left", "finger_right"):
+        s.contacts[(f, "cube")] = 0.05
+    s.missing.clear()
+    for _ in range(120):
+        frames.append(s.step())
+        s.pos["cube"] = s.pos["cube"] + [0.0, 0.01, 0.0]
+    return frames
+
+
+def test_a_drop_decided_after_a_pose_gap_times_out_from_the_earliest_frame_it_may_have_happened():
+    """Lost for 6 frames from frame 0: the grasp may have ended on frame 4 at the earliest (the fifth unseen
+    frame), and is decided on frame 10. The settle timeout is false up to 100 frames after frame 4, unknown
+    until 100 frames after frame 10, true from then (the object was never still long enough to settle)."""
+    frames = _dropped_in_a_gap(6)
+    assert tri(frames, "object_dropped").index(False) == 11  # unknown up to its deciding frame 10
+    assert tri(frames, "settle_timeout")[100:115] == [False] * 4 + [None] * 6 + [True] * 5
+
+
+def test_a_drop_decided_after_a_long_pose_gap_may_have_settled_in_it():
+    """Lost for 12 frames: the cube may have fallen on frame 4 and rested unseen for the stability persistence
+    before it was seen sliding, which would have stopped its settle timer: the timeout is never true."""
+    frames = _dropped_in_a_gap(12)
+    timeout = tri(frames, "settle_timeout")
+    assert timeout[103:105] == [False, None] and True not in timeout
+
+
 def test_a_frozen_pose_stream_turns_stale_beyond_its_age_limit():
     s = Scene()
+    s.fingers = 0.024  # closed: it could hold the cube, so a stale cube pose makes its raw grasp unknown
     s.step(5)
     frames = []
     for age_frames in range(1, 8):
@@ -560,6 +636,7 @@ def test_excess_wrench_persistence_does_not_count_across_a_stale_wrench():
 
 def test_nan_pose_is_unknown_not_false():
     s = Scene()
+    s.fingers = 0.024  # closed: it could hold the cube (open, it holds nothing: raw false whatever the pose)
     s.step(3)
     s.pos["cube"] = np.array([np.nan, 0.0, 0.4])
     f = s.step()

@@ -65,9 +65,13 @@ class SymmetricDebounce:
                 self.value, self._run = raw, 0
         return self.value
 
-    def restart(self) -> None:
-        """The evidence restarts after a gap in the input: unknown until `n` agreeing raw frames."""
+    def restart(self) -> int:
+        """The evidence restarts after a gap in the input (this frame its first): unknown until `n` agreeing raw
+        frames. Returns the frames from this one to the earliest on which the value may have changed unseen
+        (the run already seen towards a change counts)."""
+        lead = self.n - 1 - self._run
         self._run, self._candidate, self.warming = 0, False, True
+        return lead
 
 
 class Persistence:
@@ -122,19 +126,24 @@ class Timer:
 
     `doubt()` says that the timer may have stopped unseen since its start (what stops it, a settle, takes a
     persistence, and the object it waits for was unknown for that long): an expiry is then unknown, not true.
+    A start decided late (its event happened unseen, at `earliest` or later) makes the expiry unknown from
+    `earliest`'s expiry until the start's.
     """
 
     def __init__(self, n: int):
         self.n = n
         self.started_at: int | None = None
+        self.earliest = 0  # the earliest frame its event may have happened
         self.doubted = False
 
     @property
     def running(self) -> bool:
         return self.started_at is not None
 
-    def start(self, frame: int) -> None:
+    def start(self, frame: int, earliest: int | None = None) -> None:
+        """Started by an event on `frame`, or (`earliest`) on some frame from `earliest` to `frame`."""
         self.started_at, self.doubted = frame, False
+        self.earliest = frame if earliest is None else earliest
 
     def stop(self) -> None:
         self.started_at, self.doubted = None, False
@@ -145,7 +154,8 @@ class Timer:
             self.doubted = True
 
     def expired(self, frame: int) -> Tri:
-        """True once `n` frames have passed; unknown instead if `doubt()` was called since the start."""
-        if self.started_at is None or frame - self.started_at < self.n:
+        """True once `n` frames have passed; unknown instead if `doubt()` was called since the start, or while
+        they have passed only since the earliest start."""
+        if self.started_at is None or frame - self.earliest < self.n:
             return False
-        return None if self.doubted else True
+        return None if self.doubted or frame - self.started_at < self.n else True

@@ -6,9 +6,12 @@ a sticky-true stability latch; a settle timer started by the drop. Aggregates: e
 grasp and drop, all grasped objects for sync, and the *focus object* (the one most recently grasped) for
 the post-drop predicates, which are about the object that was just let go.
 
-A gap in an object's pose restarts its grasp evidence: when the pose returns, the grasp is unknown until
-the debounce has seen its full run again, and a fall it then decides is a drop at an unknown frame
-(unknown, not a drop here: whether the gripper was open when it happened was not seen).
+A gap in an object's pose while the gripper is closed restarts its grasp evidence (for one never seen yet, once
+the gripper has been closed for the grasp persistence: it may have been grasped unseen): when the pose returns, the
+grasp is unknown until the debounce has seen its full run again, and a fall it then decides is a drop at an
+unknown frame (unknown, not a drop here: whether the gripper was open when it happened was not seen), whose
+settle timer runs from the earliest frame it may have happened. An open gripper holds nothing, seen or not:
+its raw grasp is false and the evidence runs on.
 """
 
 from __future__ import annotations
@@ -86,6 +89,8 @@ class _ObjectGrasp:
         self.seen = False  # its geometry was known on some frame (a gap can only follow that)
         self.grip_run = 0  # frames since its raw grasp was last false (or the gripper open): it may be held
         self.rest_run = 0  # frames since the drop that it may have rested (not seen moving) since last seen moving
+        self.earliest = 0  # while its grasp evidence restarts: the earliest frame its grasp may have ended unseen
+        self.rested = False  # and it may have rested for the stability persistence since that frame
         self.anchor: Box | None = None  # the object's box when the stability latch closed
         self.displaced: tuple[Box, Box, bool] | None = None  # (box, anchor, moved beyond the slip thresholds)
 
@@ -134,11 +139,18 @@ class GraspEstimator:
         engaged = False  # some object counts as grasped before or after this frame (open gripper: a release)
         for o, st in self._states:
             debounce = st.grasp
-            if o in unknown:  # a gap in its pose: the grasp evidence restarts when it returns
-                raw = None
-                if st.seen and not debounce.warming:
-                    debounce.restart()
-                st.grip_run = st.grip_run + 1 if closed else 0
+            unseen = o in unknown
+            if unseen:
+                if closed:  # a gap in its pose while it may be held: the grasp evidence restarts when it returns
+                    raw = None
+                    st.grip_run += 1  # (never seen: once a closed gripper could have held it for the persistence)
+                    if not debounce.warming and (st.seen or st.grip_run >= grasp_n):
+                        st.earliest = frame + debounce.restart()
+                        if debounce.value:
+                            st.rest_run, st.rested = 0, False
+                else:  # an open gripper holds nothing, seen or not (Kleene: False AND unknown)
+                    raw = False
+                    st.grip_run = 0
             else:
                 st.seen = True
                 touching = 0
@@ -168,17 +180,22 @@ class GraspEstimator:
                 st.settle.stop()
             if before and not after:
                 just_dropped.append(o)
-                st.settle.start(frame)
-                st.rest_run = stable_n if resumed else 0  # dropped at an unknown frame: it may have rested since
                 if not resumed:
+                    st.settle.start(frame)
+                    st.rest_run = 0
                     dropped_any = True
-                elif not dropped_any:  # decided by restarted evidence: at an unknown frame
-                    dropped_any = None
+                else:  # decided by restarted evidence: at an unknown frame, from st.earliest on
+                    st.settle.start(frame, st.earliest)
+                    if st.rested:
+                        st.settle.doubt()
+                    st.rest_run = min(st.rest_run, frame - st.earliest)  # its quiet frames since then
+                    if not dropped_any:
+                        dropped_any = None
             elif debounced is None and before and not dropped_any:
                 dropped_any = None
             if before or after:
                 engaged = True
-            if raw is None and not after and debounced is None:  # unseen, not counted as grasped: unknown
+            if unseen and not after and debounced is None:  # unseen, not counted as grasped: unknown
                 if st.grip_run >= grasp_n and sync_all:  # once it may have been grasped (a closed gripper for
                     sync_all = None  # the grasp persistence since it was last seen out of it), never before
             elif after or debounced is None:  # grasped objects only; while the grasp
@@ -206,6 +223,10 @@ class GraspEstimator:
                         st.rest_run = 0 if movings[o] else st.rest_run + 1
                         if st.rest_run >= stable_n or (debounced is None and st.grip_run >= grasp_n):
                             settle.doubt()
+            elif debounced is None:  # its grasp evidence restarts: it may have fallen from st.earliest on, and
+                st.rest_run = 0 if movings[o] else st.rest_run + 1  # rested since unseen (or seen at rest)
+                if st.rest_run >= stable_n and frame - st.earliest >= stable_n - 1:
+                    st.rested = True
             grasped[o] = after
             if after or raw:
                 held.append(o)
