@@ -4,6 +4,7 @@ against, fast replay options, and a report.json with the fields that measure the
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -57,23 +58,42 @@ def report_files(report: Path) -> list[Path]:
     return sorted(p.relative_to(report) for p in report.rglob("*") if p.is_file() and p.name != "report.json")
 
 
-def write_marked_bag(path: Path, layout: list[int | MarkerKind]) -> Path:
-    """A stationary workcell at RATE with its predicates, laid out as `layout`: a number is that many frames,
-    a marker kind is a marker for the next frame's time (the marker index counting the bag's starts)."""
+def write_marked_bag(path: Path, layout: list[int | MarkerKind | tuple[MarkerKind, int]]) -> Path:
+    """A stationary workcell at RATE with its predicates, laid out as `layout`: a number is that many frames, a
+    marker kind a marker logged there (the marker index counting the bag's starts), `(kind, late)` one logged
+    `late` frames later (a task manager that announces late; at the end at the latest). A start marker carries
+    the next frame's time, an end marker the last frame's (as the sim sends them). Frames are numbered as the
+    estimator numbers them: from 0 again after a start marker that came before them, on after a late one."""
     state = next(run_episode("pick_and_place_cube"))
-    t, starts = 100.0, 0
+    t, starts, done, number = 100.0, 0, 0, 0  # `done`: frames written
+    due: list[tuple[float, bool, EpisodeMarker]] = []  # (frames written before it is logged, late, marker)
     with BagWriter(path) as w:
+
+        def log(until: float) -> None:
+            nonlocal number
+            for entry in [e for e in due if e[0] <= until]:
+                w.write(StreamMapping().episode, marker_msg(w.types, entry[2]), t)
+                due.remove(entry)
+                if entry[2].kind is START and not entry[1]:
+                    number = 0
+
         for item in layout:
-            if isinstance(item, MarkerKind):
-                index = starts if item is START else starts - 1
-                starts += item is START
-                w.write(StreamMapping().episode, marker_msg(w.types, EpisodeMarker(item, index, t)), t)
+            if isinstance(item, int):
+                for _ in range(item):
+                    log(done)
+                    for name, pose in state.object_poses.items():
+                        w.write_pose(f"/objects/{name}/pose", t, pose)
+                    w.write_wrench("/wrist_wrench", t, state.wrench)
+                    w.write_joint_state("/joint_states", t, list(state.joint_names), state.joint_position, log_t=t)
+                    w.write_predicates(
+                        "/safety_monitor/predicates", PredicateSample({"gripper_closed": False}, t, frame=number)
+                    )
+                    t, done, number = t + 1 / RATE, done + 1, number + 1
                 continue
-            for k in range(item):
-                for name, pose in state.object_poses.items():
-                    w.write_pose(f"/objects/{name}/pose", t, pose)
-                w.write_wrench("/wrist_wrench", t, state.wrench)
-                w.write_joint_state("/joint_states", t, list(state.joint_names), state.joint_position, log_t=t)
-                w.write_predicates("/safety_monitor/predicates", PredicateSample({"gripper_closed": False}, t, frame=k))
-                t += 1 / RATE
+            kind, late = item if isinstance(item, tuple) else (item, 0)
+            index = starts if kind is START else starts - 1
+            starts += kind is START
+            due.append((done + late, bool(late), EpisodeMarker(kind, index, t if kind is START else t - 1 / RATE)))
+            log(done)
+        log(math.inf)
     return path

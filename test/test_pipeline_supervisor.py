@@ -12,7 +12,7 @@ from safety_monitor.enums import EventKind, IssueKind
 from safety_monitor.frames import PredicateSample
 from safety_monitor.monitor.live import SpecSetMonitor
 from safety_monitor.pipeline.markers import END, START, EpisodeMarker
-from safety_monitor.pipeline.supervisor import NOTHING, InputStatus, Supervisor
+from safety_monitor.pipeline.supervisor import NOTHING, InputStatus, Supervisor, Withdrawn
 from safety_monitor.settings import MonitorSettings
 
 DT = 0.002
@@ -161,6 +161,7 @@ def test_a_late_start_marker_starts_its_rollout_at_its_own_time_the_frames_befor
     assert late.issues[0].t == marker_t
     (old,) = late.finished
     assert (old.index, old.frames) == (0, 15)  # stepped, and reported, before the marker was known
+    assert late.withdrawn is None  # they stay in the old trace
     assert [(e.rollout, e.event.kind) for e in late.events if e.event.property == "never_a"] == [
         (0, EventKind.INPUT_ENDED),
         (1, EventKind.BLIND),
@@ -178,18 +179,22 @@ def test_a_late_start_marker_starts_its_rollout_at_its_own_time_the_frames_befor
 def test_a_start_marker_after_the_first_frames_of_its_trace_withdraws_their_verdicts(make):
     """The last rollout ended by its marker; the next one's frames came before its start marker (grounded
     with the evidence of before the boundary): what they opened closes as input_ended, and the rollout
-    keeps them as blind frames."""
-    sup = make()
+    keeps them as blind frames. The step says it withdrew them, so a driver that counts the frames it heard of
+    counts each once, as the traces hold them."""
+    stepped = []
+    sup = make(on_frame=lambda valuation, t, stale: stepped.append(valuation))
     feed(sup, [quiet(k) for k in range(5)])
     sup.marker(EpisodeMarker(END, 0, 1.0 + 4 * DT), 1.1)
     early = feed(sup, [quiet(k, t=2.0 + k * DT, a=True) for k in range(3)])
     assert kinds(early, EventKind.OPENED) == [("never_a", 0)]
     late = sup.marker(EpisodeMarker(START, 1, 2.0), 2.01)
     assert issues([late]) == [IssueKind.LATE_MARKER] and late.finished == ()
+    assert late.withdrawn == Withdrawn(rollout=1, frames=3)
+    assert len(stepped) == 5 + 3 + 3 and stepped[-3:] == [None] * 3  # heard of twice: stepped, then blind
     assert kinds([late], EventKind.INPUT_ENDED) == [("never_a", 2)]  # at the last frame stepped
     feed(sup, [quiet(k, t=2.0 + k * DT) for k in range(3, 6)])
     (r,) = sup.finish().finished
-    assert (r.index, r.frames) == (1, 6)
+    assert (r.index, r.frames) == (1, 6) == (1, len(stepped) - 5 - late.withdrawn.frames)
     assert [o.blind_frames for o in r.outcomes] == [3, 3] and not any(o.violations for o in r.outcomes)
 
 

@@ -108,3 +108,34 @@ def test_markers_with_no_frame_after_them_make_no_rollout(tmp_path, layout, fram
     assert [p.frames for p in parts] == [p.trace.frames for p in parts] == frames
     assert [p.bag for p in parts] == ([str(bag)] if len(frames) == 1 else [f"{bag}#{k}" for k in range(len(frames))])
     assert whole.frames == sum(frames)
+
+
+@pytest.mark.parametrize("from_predicates", [False, True], ids=["robot_state", "predicates"])
+@pytest.mark.parametrize(
+    ("layout", "frames", "blind"),
+    [
+        ([START, 20, END, (START, 5), 20], [20, 20], 5),  # its first 5 frames withdrawn from its trace, blind
+        ([START, 20, (START, 5), 20], [25, 20], 5),  # no end: the last trace ends with them, the new has them blind
+    ],
+    ids=["after_an_end", "without_an_end"],
+)
+def test_a_late_start_marker_s_frames_are_counted_as_its_trace_holds_them(
+    tmp_path, layout, frames, blind, from_predicates
+):
+    """A start marker logged 5 frames after its time: each rollout counts the frames its trace stepped (those
+    withdrawn from a trace are not counted in it), its timelines, span and unknown frames theirs, and the bag the
+    rollouts' frames."""
+    bag = write_marked_bag(tmp_path / "bag", layout)
+    whole = score_bag(bag, ReplayConfig(from_predicates=from_predicates, rate_hz=500.0))
+    assert whole.ok, whole.error
+    parts = whole.split()
+    assert [p.frames for p in parts] == [p.trace.frames for p in parts] == frames
+    assert [p.timeline.frames for p in parts] == [p.stale_timeline.frames for p in parts] == frames
+    assert whole.frames == whole.trace.frames == sum(frames)
+    first, second = parts
+    assert second.t_start == pytest.approx(100.0 + 20 / 500.0) and second.t_end == pytest.approx(100.0 + 39 / 500.0)
+    assert first.t_end == pytest.approx(100.0 + (frames[0] - 1) / 500.0)
+    assert second.unknown_frames >= blind and whole.issues[IssueKind.LATE_MARKER] >= 1
+    assert all(
+        runs[0][0] == 0 and runs[0][1] >= blind - 1 and runs[0][2] is None for runs in second.timeline.runs.values()
+    )

@@ -35,7 +35,8 @@ gets the same events. The rules:
   grounder only when the marker reaches it). Their events are reported and stay so (live, they were
   published), so the trace they were in ends at the marker's arrival, with them (as input_ended when
   it began before the marker; when it began at or after the marker's time, its episodes so far close as
-  input_ended and the trace is the marker's rollout). In the marker's rollout each of them is one blind
+  input_ended and its frames so far are withdrawn from it, the Step saying how many (`Withdrawn`), and the
+  trace is the marker's rollout). In the marker's rollout each of them is one blind
   frame at its own time: its frames and their numbers start exactly at the marker's time, and no verdict
   of it rests on them. Frames are not held back to be re-stepped: that would delay every live verdict by
   the longest lateness allowed. Only the last LATE_HOLD_FRAMES frame times are kept: beyond them the
@@ -113,16 +114,29 @@ class Rollout:
 
 
 @dataclass(frozen=True, slots=True)
+class Withdrawn:
+    """The frames a late start marker took out of the trace in progress (`marker`): every frame it had stepped
+    since it began (`frames` of them, under rollout index `rollout`), now in no trace. Their verdicts closed as
+    input_ended, and each is stepped again as a blind frame of the marker's rollout; a driver that counted them
+    (`on_frame`) takes them back, so each counts once, in the trace that holds it."""
+
+    rollout: int
+    frames: int
+
+
+@dataclass(frozen=True, slots=True)
 class Step:
     """What one input caused, in order: the events, the issues, the rollouts it closed, the new input
-    status (None: unchanged) and the status it replaced. One input may change it twice (a frame after a
-    pause: stale, then fresh again), so `was` is not always the status before the step."""
+    status (None: unchanged) and the status it replaced, and the frames withdrawn from the trace in progress
+    (a late start marker). One input may change the status twice (a frame after a pause: stale, then fresh
+    again), so `was` is not always the status before the step."""
 
     events: tuple[RolloutEvent, ...] = ()
     issues: tuple[StreamIssue, ...] = ()
     finished: tuple[Rollout, ...] = ()
     status: InputStatus | None = None
     was: InputStatus | None = None
+    withdrawn: Withdrawn | None = None
 
 
 NOTHING = Step()  # most frames: stepped, and nothing to report
@@ -135,11 +149,12 @@ class _Collect:
     finished: list[Rollout] = field(default_factory=list)
     status: InputStatus | None = None
     was: InputStatus | None = None
+    withdrawn: Withdrawn | None = None
 
     def step(self) -> Step:
-        if not (self.events or self.issues or self.finished or self.status):
+        if not (self.events or self.issues or self.finished or self.status or self.withdrawn):
             return NOTHING
-        return Step(tuple(self.events), tuple(self.issues), tuple(self.finished), self.status, self.was)
+        return Step(tuple(self.events), tuple(self.issues), tuple(self.finished), self.status, self.was, self.withdrawn)
 
 
 class Supervisor:
@@ -515,8 +530,9 @@ class Supervisor:
             else:
                 self._close(None, now, out, input_ended=True)
             self._in_trace, self._trace_t0, self._order_t = True, marker.t, last
-        else:  # every frame of the trace is the marker's rollout's: withdraw their verdicts
+        else:  # every frame of the trace is the marker's rollout's: withdraw them and their verdicts
             result = self.monitor.finish()
+            out.withdrawn = Withdrawn(self._index, result.frames)
             self._emit(
                 tuple(replace(e, kind=EventKind.INPUT_ENDED) if e.kind in _AT_END else e for e in result.events), out
             )

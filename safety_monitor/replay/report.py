@@ -1,7 +1,7 @@
 """The report folder: report.json (everything), episodes.csv, properties.csv, summary.md and plots.
 
-Numbers come from the monitor's own metrics (per-trigger risk V/N, exposure U/N, share of bags with
-a violation, bootstrap intervals over bags); this module only lays them out. It also flags the properties
+Numbers come from the monitor's own metrics (per-trigger risk V/N, exposure U/N, share of rollouts with
+a violation, bootstrap intervals over rollouts: bags, or a cut bag's rollouts); this module only lays them out. It also flags the properties
 a bag could not have violated (`vacuity`): a trigger or a consequent that never changes over the bag makes
 a zero count no pass.
 """

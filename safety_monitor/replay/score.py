@@ -38,7 +38,7 @@ from safety_monitor.pipeline.decode import MessageType, TypedDecoders, Undecodab
 from safety_monitor.pipeline.estimator import Estimator
 from safety_monitor.pipeline.inputs import TF, ConfiguredInput, check_types, configured_inputs
 from safety_monitor.pipeline.markers import EpisodeMarker, MarkerKind, decode_marker
-from safety_monitor.pipeline.supervisor import Rollout, Supervisor
+from safety_monitor.pipeline.supervisor import Rollout, Supervisor, Withdrawn
 from safety_monitor.replay.names import resolve_mapping
 from safety_monitor.replay.timeline import Timeline
 from safety_monitor.settings import EstimatorSettings, MonitorSettings, NodeSettings
@@ -344,17 +344,31 @@ class _Scorer:
     def apply_markers(self, until: float) -> float:
         """Apply the markers logged at or before `until` (before a message logged then), as the nodes do: a start
         marker restarts the estimator's rollout (`Estimator.new_rollout`), then reaches the Supervisor. Returns
-        the log time of the next marker."""
+        the log time of the next marker. The frames stepped so far are counted first, so that frames a late
+        start marker withdraws from the trace in progress are all in its part, and taken out of it."""
         markers = self.markers
         while self._marker < len(markers) and markers[self._marker][0] <= until:
             logged, marker = markers[self._marker]
             self._marker += 1
             if marker.kind is MarkerKind.START and self.stage is not None:
                 self.record(self.stage.new_rollout(marker.t).issues)
+            self.flush()
             step = self.supervisor.marker(marker, logged)
+            if step.withdrawn is not None:
+                self._withdraw(step.withdrawn)
             self.issues(step.issues)
             self.rollouts.extend(step.finished)
         return self.next_marker()
+
+    def _withdraw(self, withdrawn: Withdrawn) -> None:
+        """The trace in progress lost every frame it had stepped (a late start marker): none of them is counted
+        in its part any more (they are stepped again, blind, after this); the issues raised meanwhile stay."""
+        k = len(self.rollouts)
+        r = self._part(k).result
+        assert r.frames == withdrawn.frames, f"withdrew {withdrawn.frames} frames from a part of {r.frames}"
+        r.frames = r.unknown_frames = r.stale_frames = 0
+        r.t_start = r.t_end = None
+        self.parts[k] = _Part(r, self.monitor.predicates)
 
     def sample(self, sample: PredicateSample, now: float) -> None:
         """One frame, arrived at log time `now`."""
@@ -418,8 +432,8 @@ class _Scorer:
         stales.clear()
 
     def _add(self, part: _Part, valuations: list, times: list[float], stales: list[frozenset[str]]) -> None:
-        """Frames into one part (and, when it is not the bag's result, into the bag's counts too). Equal
-        consecutive valuations may be one object (their values are then looked up once)."""
+        """Frames into one part (the bag's counts are its parts', summed at the end). Equal consecutive
+        valuations may be one object (their values are then looked up once)."""
         r = part.result
         add, add_stale, get, blind = part.timeline.add, part.stale_timeline.add, self._get, self._blind
         last, values, unknown = part.last
@@ -438,13 +452,12 @@ class _Scorer:
             else:
                 add_stale(_FRESH, t)
         part.last = (last, values, unknown)
-        for counted in (r,) if r is self.result else (r, self.result):
-            counted.unknown_frames += unknown_frames
-            counted.stale_frames += stale_frames
-            if counted.t_start is None:
-                counted.t_start = times[0]
-            counted.t_end = times[-1]
-            counted.frames += len(times)
+        r.unknown_frames += unknown_frames
+        r.stale_frames += stale_frames
+        if r.t_start is None:
+            r.t_start = times[0]
+        r.t_end = times[-1]
+        r.frames += len(times)
 
     def finish(self, bag_end: float | None) -> None:
         """The end of the bag (its last log time): the markers logged after the last frame, then the end of
@@ -455,6 +468,14 @@ class _Scorer:
         self.rollouts.extend(step.finished)  # one, unless the input restarted inside the bag
         self.flush()
         r = self.result
+        if self.split:  # the bag's counts: its rollouts', each the frames its trace holds
+            counted = [p.result for p in self.parts if p.result.frames]
+            r.frames = sum(p.frames for p in counted)
+            r.unknown_frames = sum(p.unknown_frames for p in counted)
+            r.stale_frames = sum(p.stale_frames for p in counted)
+            if counted:
+                r.t_start = min(p.t_start for p in counted if p.t_start is not None)
+                r.t_end = max(p.t_end for p in counted if p.t_end is not None)
         if r.frames == 0:
             raise SourceError(f"{r.bag}: no frames could be built" + _issue_hint(r))
         r.rollouts = len(self.rollouts)
