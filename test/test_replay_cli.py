@@ -351,7 +351,23 @@ def test_timeline_axis_says_where_its_time_starts(bag, specs, figures, tmp_path)
     from safety_monitor.replay.plots import timeline_plot
 
     timeline_plot(score_bag(bag, ReplayConfig(specs=specs, rate_hz=RATE)), tmp_path / "t.png")
-    assert "at t = 100.000 s" in figures[0].axes[1].get_xlabel()
+    assert "since the bag's first frame, at t = 100.000 s" in figures[0].axes[1].get_xlabel()
+
+
+def test_a_rollouts_timeline_says_which_rollout_and_where_its_time_starts(tmp_path, specs, figures):
+    """Each rollout's axis starts again at 0: its title places it in the bag, its axis says whose first frame."""
+    from ray_replay_bags import write_marked_bag
+
+    from safety_monitor.pipeline.markers import END, START
+    from safety_monitor.replay.batch import score_bags
+    from safety_monitor.replay.plots import timeline_plot
+
+    cut = write_marked_bag(tmp_path / "cut", [START, 200, END, START, 20, END])
+    first, second = score_bags([cut], ReplayConfig(specs=specs, rate_hz=RATE), progress=False)
+    timeline_plot(second, tmp_path / "t.png")
+    top, bottom = figures[0].axes
+    assert top.get_title(loc="left").startswith(f"{cut}#1 (rollout #1 of the bag's 2, 0.4 s into it): 20 frames")
+    assert "since the rollout's first frame" in bottom.get_xlabel()
 
 
 def test_ctrl_c_stops_the_batch_and_keeps_what_was_scored(tmp_path, folder, state, specs, monkeypatch, capsys):

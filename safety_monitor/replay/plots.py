@@ -48,6 +48,15 @@ def _spans(timeline: Timeline, name: str, value: object, t0: float, min_width: f
     return out
 
 
+def _rollout_note(result: BagResult) -> str:
+    """Where a rollout lies in the bag markers cut it from: each rollout's axis starts again at 0, so without
+    this its seconds could be read as the bag's."""
+    if result.whole is None or result.whole.t_start is None or result.t_start is None:
+        return ""
+    offset = result.t_start - result.whole.t_start
+    return f" (rollout #{result.rollout} of the bag's {result.whole.rollouts}, {offset:.1f} s into it)"
+
+
 def timeline_plot(result: BagResult, path: Path) -> None:
     """One bag's timeline as a PNG at `path`."""
     tl, trace = result.timeline, result.trace
@@ -77,7 +86,7 @@ def timeline_plot(result: BagResult, path: Path) -> None:
     top.set_yticks([y + 0.5 for y in range(len(preds))], list(reversed(preds)), fontsize=7)
     top.set_ylim(0, max(len(preds), 1))
     top.set_title(  # the bag's path as given: its name alone (episode_000) repeats across policies' folders
-        f"{result.bag}: {result.frames} frames, {result.duration:.1f} s, "
+        f"{result.bag}{_rollout_note(result)}: {result.frames} frames, {result.duration:.1f} s, "
         f"{sum(o.violations for o in trace.outcomes)} violation(s)",
         fontsize=10,
         loc="left",
@@ -129,7 +138,8 @@ def timeline_plot(result: BagResult, path: Path) -> None:
     bottom.set_yticks([y + 0.5 for y in range(n_bottom)], labels, fontsize=7)
     bottom.set_ylim(0, n_bottom)
     bottom.set_xlim(0, span)
-    bottom.set_xlabel(f"seconds since the first frame, at t = {t0:.3f} s (episodes.csv and report.json give t itself)")
+    first = "the rollout's first frame" if result.whole is not None else "the bag's first frame"
+    bottom.set_xlabel(f"seconds since {first}, at t = {t0:.3f} s (episodes.csv and report.json give t itself)")
     bottom.grid(axis="x", alpha=0.3)
     handles = [
         Patch(color=TRUE_COLOR, label="predicate true"),
