@@ -354,6 +354,57 @@ def test_timeline_axis_says_where_its_time_starts(bag, specs, figures, tmp_path)
     assert "since the bag's first frame, at t = 100.000 s" in figures[0].axes[1].get_xlabel()
 
 
+def scored_by_hand(specs, rows, objects=("mug",)):
+    """A rollout at 10 Hz from T = 100 s, one frame per row ("excess_wrench" true, "?excess_wrench" unknown),
+    its violations about `objects` as the Supervisor names them."""
+    from dataclasses import replace
+
+    from safety_monitor.enums import EventKind
+    from safety_monitor.monitor.live import SpecSetMonitor
+    from safety_monitor.replay.score import BagResult
+    from safety_monitor.replay.timeline import Timeline
+
+    monitor = SpecSetMonitor.from_spec_file(specs, history=100)
+    names = tuple(monitor.predicates)
+    frames = [{p: None if f"?{p}" in row.split() else p in row.split() for p in names} for row in rows]
+    times = [100.0 + k / 10 for k in range(len(rows))]
+    trace = monitor.run(frames, times)
+    events = tuple(replace(e, objects=objects) if e.kind == EventKind.OPENED else e for e in trace.events)
+    timeline = Timeline(names)
+    for frame, t in zip(frames, times, strict=True):
+        timeline.add([frame[p] for p in names], t)
+    timeline.close()
+    return BagResult(
+        "runs/a",
+        "predicates",
+        trace=replace(trace, events=events),
+        frames=len(rows),
+        t_start=times[0],
+        t_end=times[-1],
+        timeline=timeline,
+    )
+
+
+def _labels(ax):
+    return {label.get_text(): label for label in ax.get_yticklabels()}
+
+
+def test_timeline_names_each_episodes_objects_and_marks_the_rows_that_matter(specs, figures, tmp_path):
+    """Among dozens of rows, what was violated, why and about what: the violated property's name and the
+    predicates its counterexample calls decisive in red, the episode labelled with its objects."""
+    from safety_monitor.replay.plots import VIOLATION_COLOR, timeline_plot
+
+    result = scored_by_hand(specs, ["", "", "excess_wrench", "", ""], ("mug", "bin"))
+    timeline_plot(result, tmp_path / "t.png")
+    top, bottom = figures[0].axes
+    assert [t.get_text() for t in bottom.texts] == ["mug, bin"]
+    props, preds = _labels(bottom), _labels(top)
+    assert props["no_excess_wrench (1)"].get_color() == VIOLATION_COLOR
+    assert props["no_excess_wrench (1)"].get_fontweight() == "bold"
+    assert props["grasp_synced_until_release (0)"].get_color() != VIOLATION_COLOR
+    assert preds["excess_wrench"].get_color() == VIOLATION_COLOR and preds["object_sync"].get_color() != VIOLATION_COLOR
+
+
 def test_a_rollouts_timeline_says_which_rollout_and_where_its_time_starts(tmp_path, specs, figures):
     """Each rollout's axis starts again at 0: its title places it in the bag, its axis says whose first frame."""
     from ray_replay_bags import write_marked_bag

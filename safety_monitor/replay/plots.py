@@ -1,8 +1,10 @@
 """PNG plots (matplotlib, Agg): one timeline per bag and per-category risk across groups.
 
 Timeline: the predicates the specs read as bands (true dark, unknown hatched grey), then one row per
-property with its violation episodes shaded red, recoveries marked green, episodes still open at the
-end marked black, blind stretches grey, and a first row showing when an input stream was stale.
+property with its violation episodes shaded red and labelled with the objects they were about, recoveries
+marked green, episodes still open at the end marked black, blind stretches grey, and a first row showing when
+an input stream was stale. The names of violated properties, and of the predicates their counterexamples call
+decisive, are red, so a reader finds the rows that matter among dozens.
 """
 
 from __future__ import annotations
@@ -124,6 +126,7 @@ def timeline_plot(result: BagResult, path: Path) -> None:
             edgecolor="white",
             lw=0,
         )
+    decisive: set[str] = set()
     for row in episodes(result):
         y = rows[row["property"]]
         start = row["opened_t"] - t0
@@ -134,8 +137,13 @@ def timeline_plot(result: BagResult, path: Path) -> None:
         if row["end_kind"] in _END_MARKERS:  # above the row's centre, so a one-frame episode stays visible
             marker, color = _END_MARKERS[row["end_kind"]]
             bottom.plot([end], [y + 0.95], marker=marker, color=color, ms=6, ls="none", zorder=3, clip_on=False)
+        if row["objects"]:
+            _object_label(bottom, row["objects"].replace(" ", ", "), start, end, y + 0.5, span)
+        decisive.update(row["decisive"].split())
     labels = [f"{p} ({trace.outcome(p).violations})" for p in reversed(props)] + ["input stale"]
     bottom.set_yticks([y + 0.5 for y in range(n_bottom)], labels, fontsize=7)
+    _emphasize(bottom, {f"{p} ({trace.outcome(p).violations})" for p in props if trace.outcome(p).violations})
+    _emphasize(top, decisive)
     bottom.set_ylim(0, n_bottom)
     bottom.set_xlim(0, span)
     first = "the rollout's first frame" if result.whole is not None else "the bag's first frame"
@@ -148,10 +156,31 @@ def timeline_plot(result: BagResult, path: Path) -> None:
         Line2D([], [], marker="^", color=RECOVERED_COLOR, ls="none", label="recovered"),
         Line2D([], [], marker="X", color=OPEN_COLOR, ls="none", label="open at end"),
         Patch(color=STALE_COLOR, label="input stale"),
+        Line2D([], [], marker="$a$", color=VIOLATION_COLOR, ls="none", label="violated / decisive (name)"),
     ]
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
     fig.subplots_adjust(left=0.2, right=0.98, top=1 - 0.45 / fig.get_figheight(), bottom=0.9 / fig.get_figheight())
     _save(fig, path)
+
+
+def _object_label(ax, text: str, start: float, end: float, y: float, span: float) -> None:
+    """What an episode was about, beside its bar (clear of its end marker): after its end, else before its
+    start, else inside it."""
+    if end < 0.8 * span:
+        x, dx, ha, color = end, 6, "left", "black"
+    elif start > 0.2 * span:
+        x, dx, ha, color = start, -3, "right", "black"
+    else:
+        x, dx, ha, color = start, 3, "left", "white"
+    ax.annotate(text, (x, y), xytext=(dx, 0), textcoords="offset points", ha=ha, va="center", fontsize=7, color=color)
+
+
+def _emphasize(ax, names: set[str]) -> None:
+    """The y labels in `names` bold red: the properties violated, the predicates that decided a violation."""
+    for label in ax.get_yticklabels():
+        if label.get_text() in names:
+            label.set_color(VIOLATION_COLOR)
+            label.set_fontweight("bold")
 
 
 def risk_plot(groups: dict[str, Metrics], path: Path) -> None:
