@@ -405,6 +405,20 @@ def test_timeline_names_each_episodes_objects_and_marks_the_rows_that_matter(spe
     assert preds["excess_wrench"].get_color() == VIOLATION_COLOR and preds["object_sync"].get_color() != VIOLATION_COLOR
 
 
+def test_timeline_rows_say_what_was_not_seen(specs, figures, tmp_path):
+    """ "(0)" beside a property blind for half the rollout, or one the robot cannot ground, read as safe; the
+    stale row names its streams."""
+    from safety_monitor.replay.plots import timeline_plot
+
+    result = scored_by_hand(specs, ["?excess_wrench"] * 5 + [""] * 5)
+    result.not_applicable = {"grasp_synced_until_release": "no gripper"}
+    result.stale_by_stream = {"wrench": 5}
+    timeline_plot(result, tmp_path / "t.png")
+    labels = _labels(figures[0].axes[1])
+    assert {"no_excess_wrench (0, blind 50%)", "grasp_synced_until_release (not applicable)"} <= set(labels)
+    assert "input stale (wrench)" in labels
+
+
 def test_a_rollouts_timeline_says_which_rollout_and_where_its_time_starts(tmp_path, specs, figures):
     """Each rollout's axis starts again at 0: its title places it in the bag, its axis says whose first frame."""
     from ray_replay_bags import write_marked_bag

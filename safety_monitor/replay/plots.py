@@ -140,9 +140,10 @@ def timeline_plot(result: BagResult, path: Path) -> None:
         if row["objects"]:
             _object_label(bottom, row["objects"].replace(" ", ", "), start, end, y + 0.5, span)
         decisive.update(row["decisive"].split())
-    labels = [f"{p} ({trace.outcome(p).violations})" for p in reversed(props)] + ["input stale"]
-    bottom.set_yticks([y + 0.5 for y in range(n_bottom)], labels, fontsize=7)
-    _emphasize(bottom, {f"{p} ({trace.outcome(p).violations})" for p in props if trace.outcome(p).violations})
+    names = {p: _property_label(result, p) for p in props}
+    stale = f"input stale ({', '.join(sorted(result.stale_by_stream))})" if result.stale_by_stream else "input stale"
+    bottom.set_yticks([y + 0.5 for y in range(n_bottom)], [names[p] for p in reversed(props)] + [stale], fontsize=7)
+    _emphasize(bottom, {names[p] for p in props if trace.outcome(p).violations})
     _emphasize(top, decisive)
     bottom.set_ylim(0, n_bottom)
     bottom.set_xlim(0, span)
@@ -161,6 +162,19 @@ def timeline_plot(result: BagResult, path: Path) -> None:
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
     fig.subplots_adjust(left=0.2, right=0.98, top=1 - 0.45 / fig.get_figheight(), bottom=0.9 / fig.get_figheight())
     _save(fig, path)
+
+
+def _property_label(result: BagResult, prop: str) -> str:
+    """A property's row name with its violations, and how much of the rollout it did not see: "(0)" alone
+    next to a property blind throughout, or one this robot cannot ground, would read as safe."""
+    assert result.trace is not None
+    if prop in result.not_applicable:
+        return f"{prop} (not applicable)"
+    outcome = result.trace.outcome(prop)
+    if not outcome.blind_frames or not outcome.frames:
+        return f"{prop} ({outcome.violations})"
+    share = outcome.blind_frames / outcome.frames
+    return f"{prop} ({outcome.violations}, blind {'<1%' if share < 0.01 else f'{share:.0%}'})"
 
 
 def _object_label(ax, text: str, start: float, end: float, y: float, span: float) -> None:
