@@ -419,6 +419,21 @@ def test_timeline_rows_say_what_was_not_seen(specs, figures, tmp_path):
     assert "input stale (wrench)" in labels
 
 
+def test_timeline_row_names_are_not_cut_off(tmp_path, figures):
+    """A spec file's long property names fit left of the axes, whatever their length."""
+    from safety_monitor.replay.plots import timeline_plot
+
+    name = "release_only_after_internal_support_and_fixture_fully_open"
+    path = tmp_path / "specs.yaml"
+    path.write_text(SPECS.replace("no_excess_wrench", name))
+    timeline_plot(scored_by_hand(path, ["excess_wrench"] * 3), tmp_path / "t.png")
+    figure = figures[0]
+    renderer = figure.canvas.get_renderer()
+    labels = [label for ax in figure.axes for label in ax.get_yticklabels()]
+    assert any(name in label.get_text() for label in labels)
+    assert min(label.get_window_extent(renderer).x0 for label in labels) >= 0
+
+
 def test_a_rollouts_timeline_says_which_rollout_and_where_its_time_starts(tmp_path, specs, figures):
     """Each rollout's axis starts again at 0: its title places it in the bag, its axis says whose first frame."""
     from ray_replay_bags import write_marked_bag

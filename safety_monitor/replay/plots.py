@@ -160,7 +160,10 @@ def timeline_plot(result: BagResult, path: Path) -> None:
         Line2D([], [], marker="$a$", color=VIOLATION_COLOR, ls="none", label="violated / decisive (name)"),
     ]
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
-    fig.subplots_adjust(left=0.2, right=0.98, top=1 - 0.45 / fig.get_figheight(), bottom=0.9 / fig.get_figheight())
+    # room for the longest row name (7 pt, bold where red: about 0.065 in a character), so none is cut off
+    longest = max(len(label.get_text()) for ax in (top, bottom) for label in ax.get_yticklabels())
+    left = min(0.6, max(0.2, (0.15 + 0.065 * longest) / fig.get_figwidth()))
+    fig.subplots_adjust(left=left, right=0.98, top=1 - 0.45 / fig.get_figheight(), bottom=0.9 / fig.get_figheight())
     _save(fig, path)
 
 
