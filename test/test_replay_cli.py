@@ -337,6 +337,7 @@ def test_risk_plot_draws_no_whisker_where_there_is_no_interval_and_says_so(figur
     assert len(ax.containers) - len(whiskers) == 4 and len(whiskers) == 2  # bars c and all per group; b's whiskered
     labels = [t.get_text() for t in ax.texts]
     assert labels.count("N=1\nno CI") == 2 and labels.count("N=4") == 2
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["a (2 rollout(s))", "b (2 rollout(s))"]
 
 
 def test_timeline_title_names_the_bag_by_its_path_not_its_folder_name_alone(bag, specs, figures, tmp_path):
@@ -448,6 +449,18 @@ def test_a_rollouts_timeline_says_which_rollout_and_where_its_time_starts(tmp_pa
     top, bottom = figures[0].axes
     assert top.get_title(loc="left").startswith(f"{cut}#1 (rollout #1 of the bag's 2, 0.4 s into it): 20 frames")
     assert "since the rollout's first frame" in bottom.get_xlabel()
+
+
+def test_risk_plot_says_no_triggers_and_counts_rollouts(bag, specs, figures, tmp_path):
+    """ "n/a" under a category read as not applicable, which the report means for a property the robot cannot
+    ground; the intervals resample rollouts, which a bag cut by markers holds several of."""
+    from safety_monitor.replay.plots import risk_plot
+
+    summary = summarize([score_bag(bag, ReplayConfig(specs=specs, rate_hz=RATE))], resamples=50)
+    risk_plot({"all bags": summary.overall}, tmp_path / "risk.png")
+    ax = figures[0].axes[0]
+    assert "no triggers" in [t.get_text() for t in ax.texts] and "n/a" not in [t.get_text() for t in ax.texts]
+    assert ax.get_title(loc="left").endswith("bootstrap intervals over 1 rollout(s)")
 
 
 def test_ctrl_c_stops_the_batch_and_keeps_what_was_scored(tmp_path, folder, state, specs, monkeypatch, capsys):

@@ -214,9 +214,11 @@ def risk_plot(groups: dict[str, Metrics], path: Path) -> None:
             g = by_name.get(cat)
             x = i - 0.4 + width * (k + 0.5)
             if g is None or g.risk is None:
-                ax.text(x, 0.005, "n/a", ha="center", va="bottom", fontsize=7, color="grey", rotation=90)
+                # "n/a" read as not applicable, which the report means for a robot that cannot ground a property
+                ax.text(x, 0.005, "no triggers", ha="center", va="bottom", fontsize=7, color="grey", rotation=90)
                 continue
-            ax.bar(x, g.risk, width * 0.9, color=f"C{k}", label=group if i == 0 or cat == "all" else None)
+            legend = f"{group} ({metrics.rollouts} rollout(s))"
+            ax.bar(x, g.risk, width * 0.9, color=f"C{k}", label=legend if i == 0 or cat == "all" else None)
             if g.risk_interval is None:  # one bag triggered it: a bar without a whisker must not read as exact
                 high, label = g.risk, f"N={g.triggers}\nno CI"
             else:
@@ -228,7 +230,11 @@ def risk_plot(groups: dict[str, Metrics], path: Path) -> None:
     ax.set_xlim(-0.5, len(categories) - 0.5)  # the labels of categories without bars stay clear of the axes
     ax.set_ylabel("risk: violations per trigger (V/N)")
     ax.set_ylim(0, max(0.05, top * 1.2))
-    ax.set_title("Per-category risk with 95% bootstrap intervals over bags", fontsize=10, loc="left")
+    first = groups[names[0]]
+    over = f"{first.rollouts} rollout(s)" if len(names) == 1 else "rollouts"  # a bag cut by markers is several
+    ax.set_title(
+        f"Per-category risk with {first.confidence:.0%} bootstrap intervals over {over}", fontsize=10, loc="left"
+    )
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles))
     if len(names) > 1:
