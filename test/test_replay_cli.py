@@ -413,11 +413,32 @@ def test_timeline_rows_say_what_was_not_seen(specs, figures, tmp_path):
 
     result = scored_by_hand(specs, ["?excess_wrench"] * 5 + [""] * 5)
     result.not_applicable = {"grasp_synced_until_release": "no gripper"}
-    result.stale_by_stream = {"wrench": 5}
+    result.stale_by_stream, result.stale_frames = {"wrench": 5}, 5
     timeline_plot(result, tmp_path / "t.png")
     labels = _labels(figures[0].axes[1])
     assert {"no_excess_wrench (0, blind 50%)", "grasp_synced_until_release (not applicable)"} <= set(labels)
     assert "input stale (wrench)" in labels
+
+
+def test_timeline_rows_leave_out_the_start_up_every_bag_has(specs, figures, tmp_path):
+    """A pose stream starting after the first joint frame leaves every bag a start-up frame blind and stale,
+    which the warnings leave out: labelled "blind <1%" and with the streams' names on every row, it was noise."""
+    from safety_monitor.replay.plots import timeline_plot
+    from safety_monitor.replay.timeline import Timeline
+
+    result = scored_by_hand(specs, ["?excess_wrench"] + [""] * 9)
+    result.stale_by_stream, result.stale_frames = {"object_pose/mug": 1, "object_pose/cube": 1, "wrench": 1}, 1
+    result.stale_timeline = Timeline(("stale",))
+    for k in range(10):
+        result.stale_timeline.add([k == 0], 100.0 + k / 10)
+    result.stale_timeline.close()
+    timeline_plot(result, tmp_path / "t.png")
+    assert {"no_excess_wrench (0)", "input stale"} <= set(_labels(figures[0].axes[1]))
+
+    result.stale_frames = 3  # stale beyond start-up: the streams, the first two by name
+    result.stale_timeline = None
+    timeline_plot(result, tmp_path / "t.png")
+    assert "input stale (object_pose/cube, object_pose/mug, +1 more)" in _labels(figures[1].axes[1])
 
 
 def test_timeline_row_names_are_not_cut_off(tmp_path, figures):

@@ -25,7 +25,14 @@ from safety_monitor.errors import SafetyMonitorError
 from safety_monitor.files import write_file
 from safety_monitor.monitor.metrics import Metrics
 from safety_monitor.replay.batch import Summary
-from safety_monitor.replay.report import PLOTS, RISK_PLOT, episodes, timeline_name
+from safety_monitor.replay.report import (
+    PLOTS,
+    RISK_PLOT,
+    episodes,
+    stale_after_startup,
+    startup_frames,
+    timeline_name,
+)
 from safety_monitor.replay.score import BagResult
 from safety_monitor.replay.timeline import Timeline
 
@@ -141,8 +148,9 @@ def timeline_plot(result: BagResult, path: Path) -> None:
             _object_label(bottom, row["objects"].replace(" ", ", "), start, end, y + 0.5, span)
         decisive.update(row["decisive"].split())
     names = {p: _property_label(result, p) for p in props}
-    stale = f"input stale ({', '.join(sorted(result.stale_by_stream))})" if result.stale_by_stream else "input stale"
-    bottom.set_yticks([y + 0.5 for y in range(n_bottom)], [names[p] for p in reversed(props)] + [stale], fontsize=7)
+    bottom.set_yticks(
+        [y + 0.5 for y in range(n_bottom)], [names[p] for p in reversed(props)] + [_stale_label(result)], fontsize=7
+    )
     _emphasize(bottom, {names[p] for p in props if trace.outcome(p).violations})
     _emphasize(top, decisive)
     bottom.set_ylim(0, n_bottom)
@@ -174,10 +182,19 @@ def _property_label(result: BagResult, prop: str) -> str:
     if prop in result.not_applicable:
         return f"{prop} (not applicable)"
     outcome = result.trace.outcome(prop)
-    if not outcome.blind_frames or not outcome.frames:
+    if outcome.blind_frames <= startup_frames(result):  # the start-up frames every bag has, as the warnings judge
         return f"{prop} ({outcome.violations})"
     share = outcome.blind_frames / outcome.frames
     return f"{prop} ({outcome.violations}, blind {'<1%' if share < 0.01 else f'{share:.0%}'})"
+
+
+def _stale_label(result: BagResult) -> str:
+    """The stale row's name: the streams stale beyond start-up (poses arriving after the first joint frame make
+    every bag stale for a moment), at most two by name so the row names keep their room."""
+    streams = sorted(result.stale_by_stream) if stale_after_startup(result) else []
+    if not streams:
+        return "input stale"
+    return f"input stale ({', '.join(streams[:2])}{f', +{len(streams) - 2} more' if len(streams) > 2 else ''})"
 
 
 def _object_label(ax, text: str, start: float, end: float, y: float, span: float) -> None:
