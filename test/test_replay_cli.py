@@ -345,7 +345,7 @@ def test_timeline_title_names_the_bag_by_its_path_not_its_folder_name_alone(bag,
     from safety_monitor.replay.plots import timeline_plot
 
     timeline_plot(score_bag(bag, ReplayConfig(specs=specs, rate_hz=RATE)), tmp_path / "t.png")
-    assert figures[0].axes[0].get_title(loc="left").startswith(f"{bag}: ")
+    assert figures[0].get_suptitle().startswith(f"{bag}\n")
 
 
 def test_timeline_axis_says_where_its_time_starts(bag, specs, figures, tmp_path):
@@ -442,7 +442,7 @@ def test_timeline_rows_leave_out_the_start_up_every_bag_has(specs, figures, tmp_
 
 
 def test_timeline_row_names_are_not_cut_off(tmp_path, figures):
-    """A spec file's long property names fit left of the axes, whatever their length."""
+    """A spec file's long property names (60 characters) fit left of the axes."""
     from safety_monitor.replay.plots import timeline_plot
 
     name = "release_only_after_internal_support_and_fixture_fully_open"
@@ -454,6 +454,29 @@ def test_timeline_row_names_are_not_cut_off(tmp_path, figures):
     labels = [label for ax in figure.axes for label in ax.get_yticklabels()]
     assert any(name in label.get_text() for label in labels)
     assert min(label.get_window_extent(renderer).x0 for label in labels) >= 0
+
+
+def test_timeline_title_and_axis_label_stay_on_the_figure(tmp_path, figures):
+    """Row names that widen the margin, and a deep bag path, once pushed the title (placed over the axes) and
+    the axis label off the figure's right edge: the title spans the figure, a path too long for it keeps its
+    tail, and every text stays within the figure."""
+    from matplotlib.text import Text
+
+    from safety_monitor.replay.plots import timeline_plot
+
+    path = tmp_path / "specs.yaml"
+    path.write_text(SPECS.replace("no_excess_wrench", "release_only_after_internal_support_and_fixture_fully_open"))
+    result = scored_by_hand(path, ["excess_wrench"] * 3)
+    result.bag = "/data/" + "policy_with_a_long_name/" * 8 + "episode_017"
+    timeline_plot(result, tmp_path / "t.png")
+    figure = figures[0]
+    renderer = figure.canvas.get_renderer()
+    assert figure.get_suptitle().split("\n")[0].endswith("policy_with_a_long_name/episode_017")
+    texts = [t for t in figure.findobj(Text) if t.get_visible() and t.get_text()]
+    assert figure.axes[1].xaxis.label in texts
+    for text in texts:
+        extent = text.get_window_extent(renderer)
+        assert extent.x0 >= 0 and extent.x1 <= figure.bbox.width and extent.y1 <= figure.bbox.height, text
 
 
 def test_a_rollouts_timeline_says_which_rollout_and_where_its_time_starts(tmp_path, specs, figures):
@@ -468,7 +491,7 @@ def test_a_rollouts_timeline_says_which_rollout_and_where_its_time_starts(tmp_pa
     first, second = score_bags([cut], ReplayConfig(specs=specs, rate_hz=RATE), progress=False)
     timeline_plot(second, tmp_path / "t.png")
     top, bottom = figures[0].axes
-    assert top.get_title(loc="left").startswith(f"{cut}#1 (rollout #1 of the bag's 2, 0.4 s into it): 20 frames")
+    assert figures[0].get_suptitle().startswith(f"{cut}#1\nrollout #1 of the bag's 2, 0.4 s into it; 20 frames")
     assert "since the rollout's first frame" in bottom.get_xlabel()
 
 

@@ -38,6 +38,7 @@ from safety_monitor.replay.timeline import Timeline
 
 TRUE_COLOR, UNKNOWN_COLOR, STALE_COLOR = "#2b6cb0", "#c8c8c8", "#dd8452"
 VIOLATION_COLOR, RECOVERED_COLOR, OPEN_COLOR = "#d62728", "#2ca02c", "black"
+_TITLE_CHARS = 130  # a bag path's characters that fit the width at 10 pt
 _END_MARKERS = {
     EventKind.RECOVERED: ("^", RECOVERED_COLOR),
     EventKind.CLOSED: ("^", RECOVERED_COLOR),
@@ -63,7 +64,7 @@ def _rollout_note(result: BagResult) -> str:
     if result.whole is None or result.whole.t_start is None or result.t_start is None:
         return ""
     offset = result.t_start - result.whole.t_start
-    return f" (rollout #{result.rollout} of the bag's {result.whole.rollouts}, {offset:.1f} s into it)"
+    return f"rollout #{result.rollout} of the bag's {result.whole.rollouts}, {offset:.1f} s into it; "
 
 
 def timeline_plot(result: BagResult, path: Path) -> None:
@@ -75,11 +76,12 @@ def timeline_plot(result: BagResult, path: Path) -> None:
     props = [o.property for o in trace.outcomes]
     preds = list(tl.names)
     n_bottom = len(props) + 1
+    height = 1.9 + 0.2 * (len(preds) + n_bottom)
     fig, (top, bottom) = plt.subplots(
         2,
         1,
         sharex=True,
-        figsize=(12, 1.6 + 0.2 * (len(preds) + n_bottom)),
+        figsize=(12, height),
         gridspec_kw={"height_ratios": [max(len(preds), 1), n_bottom], "hspace": 0.08},
     )
     for y, name in enumerate(reversed(preds)):
@@ -94,11 +96,14 @@ def timeline_plot(result: BagResult, path: Path) -> None:
         )
     top.set_yticks([y + 0.5 for y in range(len(preds))], list(reversed(preds)), fontsize=7)
     top.set_ylim(0, max(len(preds), 1))
-    top.set_title(  # the bag's path as given: its name alone (episode_000) repeats across policies' folders
-        f"{result.bag}{_rollout_note(result)}: {result.frames} frames, {result.duration:.1f} s, "
-        f"{sum(o.violations for o in trace.outcomes)} violation(s)",
-        fontsize=10,
-        loc="left",
+    # the bag's path as given (its name alone, episode_000, repeats across policies' folders), over the whole
+    # width whatever room the row names take; its tail when too long for it
+    bag = result.bag if len(result.bag) <= _TITLE_CHARS else "…" + result.bag[1 - _TITLE_CHARS :]
+    counts = (
+        f"{result.frames} frames, {result.duration:.1f} s, {sum(o.violations for o in trace.outcomes)} violation(s)"
+    )
+    fig.suptitle(
+        f"{bag}\n{_rollout_note(result)}{counts}", x=0.01, y=1 - 0.1 / height, ha="left", va="top", fontsize=10
     )
     top.grid(axis="x", alpha=0.3)
 
@@ -156,7 +161,9 @@ def timeline_plot(result: BagResult, path: Path) -> None:
     bottom.set_ylim(0, n_bottom)
     bottom.set_xlim(0, span)
     first = "the rollout's first frame" if result.whole is not None else "the bag's first frame"
-    bottom.set_xlabel(f"seconds since {first}, at t = {t0:.3f} s (episodes.csv and report.json give t itself)")
+    bottom.set_xlabel(
+        f"seconds since {first}, at t = {t0:.3f} s (episodes.csv and report.json give t itself)", fontsize=9
+    )
     bottom.grid(axis="x", alpha=0.3)
     handles = [
         Patch(color=TRUE_COLOR, label="predicate true"),
@@ -170,8 +177,9 @@ def timeline_plot(result: BagResult, path: Path) -> None:
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
     # room for the longest row name (7 pt, bold where red: about 0.065 in a character), so none is cut off
     longest = max(len(label.get_text()) for ax in (top, bottom) for label in ax.get_yticklabels())
-    left = min(0.6, max(0.2, (0.15 + 0.065 * longest) / fig.get_figwidth()))
-    fig.subplots_adjust(left=left, right=0.98, top=1 - 0.45 / fig.get_figheight(), bottom=0.9 / fig.get_figheight())
+    # (at most 0.4 of the width, so the axis label below keeps room)
+    left = min(0.4, max(0.2, (0.15 + 0.065 * longest) / fig.get_figwidth()))
+    fig.subplots_adjust(left=left, right=0.98, top=1 - 0.65 / height, bottom=0.9 / height)
     _save(fig, path)
 
 
