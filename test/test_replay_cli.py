@@ -337,6 +337,7 @@ def test_risk_plot_draws_no_whisker_where_there_is_no_interval_and_says_so(figur
     assert len(ax.containers) - len(whiskers) == 4 and len(whiskers) == 2  # bars c and all per group; b's whiskered
     labels = [t.get_text() for t in ax.texts]
     assert labels.count("N=1\nno CI") == 2 and labels.count("N=4") == 2
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["a (2 rollout(s))", "b (2 rollout(s))"]
 
 
 def test_timeline_title_names_the_bag_by_its_path_not_its_folder_name_alone(bag, specs, figures, tmp_path):
@@ -344,14 +345,166 @@ def test_timeline_title_names_the_bag_by_its_path_not_its_folder_name_alone(bag,
     from safety_monitor.replay.plots import timeline_plot
 
     timeline_plot(score_bag(bag, ReplayConfig(specs=specs, rate_hz=RATE)), tmp_path / "t.png")
-    assert figures[0].axes[0].get_title(loc="left").startswith(f"{bag}: ")
+    assert figures[0].get_suptitle().startswith(f"{bag}\n")
 
 
 def test_timeline_axis_says_where_its_time_starts(bag, specs, figures, tmp_path):
     from safety_monitor.replay.plots import timeline_plot
 
     timeline_plot(score_bag(bag, ReplayConfig(specs=specs, rate_hz=RATE)), tmp_path / "t.png")
-    assert "at t = 100.000 s" in figures[0].axes[1].get_xlabel()
+    assert "since the bag's first frame, at t = 100.000 s" in figures[0].axes[1].get_xlabel()
+
+
+def scored_by_hand(specs, rows, objects=("mug",)):
+    """A rollout at 10 Hz from T = 100 s, one frame per row ("excess_wrench" true, "?excess_wrench" unknown),
+    its violations about `objects` as the Supervisor names them."""
+    from dataclasses import replace
+
+    from safety_monitor.enums import EventKind
+    from safety_monitor.monitor.live import SpecSetMonitor
+    from safety_monitor.replay.score import BagResult
+    from safety_monitor.replay.timeline import Timeline
+
+    monitor = SpecSetMonitor.from_spec_file(specs, history=100)
+    names = tuple(monitor.predicates)
+    frames = [{p: None if f"?{p}" in row.split() else p in row.split() for p in names} for row in rows]
+    times = [100.0 + k / 10 for k in range(len(rows))]
+    trace = monitor.run(frames, times)
+    events = tuple(replace(e, objects=objects) if e.kind == EventKind.OPENED else e for e in trace.events)
+    timeline = Timeline(names)
+    for frame, t in zip(frames, times, strict=True):
+        timeline.add([frame[p] for p in names], t)
+    timeline.close()
+    return BagResult(
+        "runs/a",
+        "predicates",
+        trace=replace(trace, events=events),
+        frames=len(rows),
+        t_start=times[0],
+        t_end=times[-1],
+        timeline=timeline,
+    )
+
+
+def _labels(ax):
+    return {label.get_text(): label for label in ax.get_yticklabels()}
+
+
+def test_timeline_names_each_episodes_objects_and_marks_the_rows_that_matter(specs, figures, tmp_path):
+    """Among dozens of rows, what was violated, why and about what: the violated property's name and the
+    predicates its counterexample calls decisive in red, the episode labelled with its objects."""
+    from safety_monitor.replay.plots import VIOLATION_COLOR, timeline_plot
+
+    result = scored_by_hand(specs, ["", "", "excess_wrench", "", ""], ("mug", "bin"))
+    timeline_plot(result, tmp_path / "t.png")
+    top, bottom = figures[0].axes
+    assert [t.get_text() for t in bottom.texts] == ["mug, bin"]
+    props, preds = _labels(bottom), _labels(top)
+    assert props["no_excess_wrench (1)"].get_color() == VIOLATION_COLOR
+    assert props["no_excess_wrench (1)"].get_fontweight() == "bold"
+    assert props["grasp_synced_until_release (0)"].get_color() != VIOLATION_COLOR
+    assert preds["excess_wrench"].get_color() == VIOLATION_COLOR and preds["object_sync"].get_color() != VIOLATION_COLOR
+
+
+def test_timeline_rows_say_what_was_not_seen(specs, figures, tmp_path):
+    """ "(0)" beside a property blind for half the rollout, or one the robot cannot ground, read as safe; the
+    stale row names its streams."""
+    from safety_monitor.replay.plots import timeline_plot
+
+    result = scored_by_hand(specs, ["?excess_wrench"] * 5 + [""] * 5)
+    result.not_applicable = {"grasp_synced_until_release": "no gripper"}
+    result.stale_by_stream, result.stale_frames = {"wrench": 5}, 5
+    timeline_plot(result, tmp_path / "t.png")
+    labels = _labels(figures[0].axes[1])
+    assert {"no_excess_wrench (0, blind 50%)", "grasp_synced_until_release (not applicable)"} <= set(labels)
+    assert "input stale (wrench)" in labels
+
+
+def test_timeline_rows_leave_out_the_start_up_every_bag_has(specs, figures, tmp_path):
+    """A pose stream starting after the first joint frame leaves every bag a start-up frame blind and stale,
+    which the warnings leave out: labelled "blind <1%" and with the streams' names on every row, it was noise."""
+    from safety_monitor.replay.plots import timeline_plot
+    from safety_monitor.replay.timeline import Timeline
+
+    result = scored_by_hand(specs, ["?excess_wrench"] + [""] * 9)
+    result.stale_by_stream, result.stale_frames = {"object_pose/mug": 1, "object_pose/cube": 1, "wrench": 1}, 1
+    result.stale_timeline = Timeline(("stale",))
+    for k in range(10):
+        result.stale_timeline.add([k == 0], 100.0 + k / 10)
+    result.stale_timeline.close()
+    timeline_plot(result, tmp_path / "t.png")
+    assert {"no_excess_wrench (0)", "input stale"} <= set(_labels(figures[0].axes[1]))
+
+    result.stale_frames = 3  # stale beyond start-up: the streams, the first two by name
+    result.stale_timeline = None
+    timeline_plot(result, tmp_path / "t.png")
+    assert "input stale (object_pose/cube, object_pose/mug, +1 more)" in _labels(figures[1].axes[1])
+
+
+def test_timeline_row_names_are_not_cut_off(tmp_path, figures):
+    """A spec file's long property names (60 characters) fit left of the axes."""
+    from safety_monitor.replay.plots import timeline_plot
+
+    name = "release_only_after_internal_support_and_fixture_fully_open"
+    path = tmp_path / "specs.yaml"
+    path.write_text(SPECS.replace("no_excess_wrench", name))
+    timeline_plot(scored_by_hand(path, ["excess_wrench"] * 3), tmp_path / "t.png")
+    figure = figures[0]
+    renderer = figure.canvas.get_renderer()
+    labels = [label for ax in figure.axes for label in ax.get_yticklabels()]
+    assert any(name in label.get_text() for label in labels)
+    assert min(label.get_window_extent(renderer).x0 for label in labels) >= 0
+
+
+def test_timeline_title_and_axis_label_stay_on_the_figure(tmp_path, figures):
+    """Row names that widen the margin, and a deep bag path, once pushed the title (placed over the axes) and
+    the axis label off the figure's right edge: the title spans the figure, a path too long for it keeps its
+    tail, and every text stays within the figure."""
+    from matplotlib.text import Text
+
+    from safety_monitor.replay.plots import timeline_plot
+
+    path = tmp_path / "specs.yaml"
+    path.write_text(SPECS.replace("no_excess_wrench", "release_only_after_internal_support_and_fixture_fully_open"))
+    result = scored_by_hand(path, ["excess_wrench"] * 3)
+    result.bag = "/data/" + "policy_with_a_long_name/" * 8 + "episode_017"
+    timeline_plot(result, tmp_path / "t.png")
+    figure = figures[0]
+    renderer = figure.canvas.get_renderer()
+    assert figure.get_suptitle().split("\n")[0].endswith("policy_with_a_long_name/episode_017")
+    texts = [t for t in figure.findobj(Text) if t.get_visible() and t.get_text()]
+    assert figure.axes[1].xaxis.label in texts
+    for text in texts:
+        extent = text.get_window_extent(renderer)
+        assert extent.x0 >= 0 and extent.x1 <= figure.bbox.width and extent.y1 <= figure.bbox.height, text
+
+
+def test_a_rollouts_timeline_says_which_rollout_and_where_its_time_starts(tmp_path, specs, figures):
+    """Each rollout's axis starts again at 0: its title places it in the bag, its axis says whose first frame."""
+    from ray_replay_bags import write_marked_bag
+
+    from safety_monitor.pipeline.markers import END, START
+    from safety_monitor.replay.batch import score_bags
+    from safety_monitor.replay.plots import timeline_plot
+
+    cut = write_marked_bag(tmp_path / "cut", [START, 200, END, START, 20, END])
+    first, second = score_bags([cut], ReplayConfig(specs=specs, rate_hz=RATE), progress=False)
+    timeline_plot(second, tmp_path / "t.png")
+    top, bottom = figures[0].axes
+    assert figures[0].get_suptitle().startswith(f"{cut}#1\nrollout #1 of the bag's 2, 0.4 s into it; 20 frames")
+    assert "since the rollout's first frame" in bottom.get_xlabel()
+
+
+def test_risk_plot_says_no_triggers_and_counts_rollouts(bag, specs, figures, tmp_path):
+    """ "n/a" under a category read as not applicable, which the report means for a property the robot cannot
+    ground; the intervals resample rollouts, which a bag cut by markers holds several of."""
+    from safety_monitor.replay.plots import risk_plot
+
+    summary = summarize([score_bag(bag, ReplayConfig(specs=specs, rate_hz=RATE))], resamples=50)
+    risk_plot({"all bags": summary.overall}, tmp_path / "risk.png")
+    ax = figures[0].axes[0]
+    assert "no triggers" in [t.get_text() for t in ax.texts] and "n/a" not in [t.get_text() for t in ax.texts]
+    assert ax.get_title(loc="left").endswith("bootstrap intervals over 1 rollout(s)")
 
 
 def test_ctrl_c_stops_the_batch_and_keeps_what_was_scored(tmp_path, folder, state, specs, monkeypatch, capsys):

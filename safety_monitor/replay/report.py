@@ -88,7 +88,7 @@ def is_blind(result: BagResult) -> bool:
     return result.trace is not None and result.unknown_frames > startup_frames(result)
 
 
-def _stale_after_startup(result: BagResult) -> int:
+def stale_after_startup(result: BagResult) -> int:
     """Frames with a stale input after the start-up frames (`startup_frames`). A stream whose first message
     comes after the first joint frame (50 Hz poses behind 500 Hz joints) leaves the frames before it stale in
     every recording: like the unknown predicates they cause, those are not a problem to warn about."""
@@ -113,7 +113,7 @@ def input_warning(result: BagResult) -> str | None:
             + (f" ({startup} of them at start-up)" if startup else "")
             + (f"; blind frames per property: {blind}" if blind else "")
         )
-    if result.stale_by_stream and (later := _stale_after_startup(result)):
+    if result.stale_by_stream and (later := stale_after_startup(result)):
         parts.append(
             "stale input frames: "
             + ", ".join(f"{k} {v}" for k, v in result.stale_by_stream.items())
