@@ -296,3 +296,38 @@ def test_joint_states_that_come_late_after_a_silence_are_said_late_not_stopped(s
     finally:
         node.destroy_node()
         context.try_shutdown()
+
+
+def test_a_clean_stop_leaves_the_estimator_status_stale_not_fresh(states):
+    """Diagnostics tools keep the last status per name for good: a stopped estimator left `inputs fresh` (OK)
+    behind, read as inputs still watched, beside a monitor that said it stopped. Its last status now says so.
+    Callbacks are called directly and the publisher is a stand-in (nothing to wait for)."""
+    from rclpy.serialization import deserialize_message, serialize_message
+
+    from safety_monitor.nodes.estimator_node import EstimatorNode
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = EstimatorNode(
+        context=context,
+        namespace="/stop" + uuid.uuid4().hex[:8],
+        parameter_overrides=[Parameter("topics.wrench", value="")],
+    )
+    T = m.rclpy_types()
+    sent = []
+    node._diag_pub = SimpleNamespace(
+        publish=lambda raw: sent.extend(
+            (s.level, s.message) for s in deserialize_message(raw, T.DiagnosticArray).status
+        )
+    )
+    try:
+        for s in states[:5]:
+            msg = m.joint_state_msg(T, s.t + OFFSET, s.joint_names, s.joint_position, s.joint_velocity, s.joint_effort)
+            node._on_joint_states(serialize_message(msg))
+        node._publish_diagnostics()
+        running = sent[-1]
+        assert running[0] != T.DiagnosticStatus.STALE, running
+    finally:
+        node.destroy_node()
+        context.try_shutdown()
+    assert sent[-1] == (T.DiagnosticStatus.STALE, f"stopped; last: {running[1]}")

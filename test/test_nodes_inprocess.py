@@ -191,3 +191,50 @@ def test_predicates_recorded_without_objects_score_the_same_violations_naming_no
     assert all(e.objects == () for e in before.trace.events)
     assert [replace(e, objects=()) for e in new.trace.events] == list(before.trace.events)
     assert new.trace.outcomes == before.trace.outcomes
+
+
+def test_the_sim_starts_only_once_a_monitor_is_there():
+    """sim.launch.py starts three processes and the monitor, loading its specs, is the slowest: the sim started
+    once the estimator subscribed, and the monitor missed the first episode's start marker and first frames
+    (seen live: 746 frames blind). The sim now waits for a monitor's heartbeat as for its inputs' readers."""
+    import time
+    import uuid
+
+    import rclpy
+
+    from safety_monitor.nodes import qos
+    from safety_monitor.nodes.sim_node import SimNode
+    from safety_monitor.sim.workcell import OBJECTS
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    ns = "/simwait" + uuid.uuid4().hex[:8]
+    sim = SimNode(context=context, namespace=ns)
+    probe = rclpy.create_node("probe", namespace=ns, context=context)
+    T = m.rclpy_types()
+    for msg_type, topic in [
+        (T.JointState, "joint_states"),
+        (T.WrenchStamped, "wrist_wrench"),
+        *((T.PoseStamped, f"objects/{name}/pose") for name in OBJECTS),
+    ]:
+        probe.create_subscription(msg_type, topic, lambda _msg: None, qos.input_qos())
+    executor = rclpy.executors.SingleThreadedExecutor(context=context)
+    executor.add_node(probe)  # the sim's timer is not spun: only its readiness is asked
+
+    def spin_until(condition):
+        end = time.monotonic() + 120.0  # only a broken run waits this long
+        while not condition():
+            assert time.monotonic() < end, "timed out"
+            executor.spin_once(timeout_sec=0.02)
+
+    try:
+        inputs = [sim._joints_pub, sim._wrench_pub, *sim._pose_pubs.values()]
+        spin_until(lambda: all(p.get_subscription_count() for p in inputs))  # every input has its reader
+        assert not sim._ready()  # ... and no monitor yet
+        probe.create_publisher(T.DiagnosticArray, "safety_monitor/heartbeat", qos.DIAGNOSTICS)
+        spin_until(sim._ready)
+    finally:
+        executor.shutdown()
+        sim.destroy_node()
+        probe.destroy_node()
+        context.try_shutdown()

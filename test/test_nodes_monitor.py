@@ -307,9 +307,10 @@ def test_a_clean_stop_leaves_no_status_reading_ok_and_keeps_the_final_verdicts(h
     h.monitor.on_sample(m.PredicateSample(values={"a": True, "b": False}, t=1.002, frame=1))  # never_a opens
     diagnostics, beats = h.monitor._diag_pub, h.monitor._beat_pub = _Sent(h.types), _Sent(h.types)
     h.monitor.destroy_node()
-    sent = [status for msg in diagnostics.msgs for status in msg if status[0] != "event log"]
+    sent = [status for msg in diagnostics.msgs for status in msg]
     assert sent and all(level != S.OK for _, level, _ in sent), sent
     last = {name: (level, message) for name, level, message in sent}
+    assert last["event log"] == (S.STALE, f"stopped; every event is in {h.monitor.event_log.path}")
     assert last["monitor"] == (S.ERROR, "stopped with 1 open: never_a")
     assert last["never_a"] == (
         S.ERROR,

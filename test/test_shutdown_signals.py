@@ -153,6 +153,43 @@ def test_a_signal_during_the_entry_modules_imports_is_held_and_stops_the_program
     assert "properties from" not in run.stderr  # stopped before the node started
 
 
+# An entry point whose node has run (a thread of its own left, as the middleware's), then SIGINTs while the
+# interpreter exits: a launch's Ctrl-C as the node ends on its own (a sim node that published its episodes).
+LATE_SIGNAL = r"""
+import signal, sys, threading, types
+from safety_monitor.nodes import programs
+def main():
+    threading.Thread(target=threading.Event().wait, daemon=True).start()  # blocks no signal
+    return 0
+sys.modules["fake_node"] = types.SimpleNamespace(main=main)
+code = programs._program("fake_node")()
+print(*(getattr(h, "name", getattr(h, "__name__", h)) for h in map(signal.getsignal, programs.signals.STOP_SIGNALS)), flush=True)
+sys.stdin.readline()  # the SIGINTs come from here until the process is gone
+sys.exit(code)
+"""
+
+
+def test_a_signal_while_a_program_exits_is_ignored_by_every_thread():
+    """After the node returned, the stop signals were blocked in the main thread only: Python resets its
+    handlers to the default as it exits, so a SIGINT taken by another thread then killed the process (-2;
+    seen under `ros2 launch` on Ctrl-C as the sim node ended). Ignored, no thread can take one. The check
+    is the disposition Python keeps through its exit; the SIGINTs sent meanwhile must change nothing."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", LATE_SIGNAL], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        dispositions = proc.stdout.readline().split()
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        while proc.poll() is None:
+            os.kill(proc.pid, signal.SIGINT)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert dispositions == ["SIG_IGN", "SIG_IGN"], dispositions
+    assert proc.returncode == 0
+
+
 @pytest.mark.parametrize(
     "program,beats", [("monitor_node", 1), ("monitor_node", 10), ("monitor_node", 100), ("monitor_stack", 10)]
 )

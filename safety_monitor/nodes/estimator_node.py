@@ -13,7 +13,7 @@ predicate unknown, never guessed); this node logs the issues each call returns, 
 when /joint_states stops for `joint_states_timeout_s` (node clock: system time, or sim time under `use_sim_time`; the monitor's own watchdog marks its
 properties unknown); a frozen /joint_states (identical values for `joint_states_frozen_s` of stamp time) is
 STALE too. Frames missing between consecutive stamps (a node or driver that cannot keep up drops them from
-its queue) turn the diagnostics WARN (`frame_load`).
+its queue) turn the diagnostics WARN (`frame_load`). A clean stop's last status is STALE `stopped; last: ...`.
 """
 
 from __future__ import annotations
@@ -93,6 +93,7 @@ class EstimatorNode(Node):
         self._silent_after: float | None = None  # the last stamp before the watchdog's silence, until a message ends it
         self._frozen = False  # /joint_states frozen, as the stage's last step said
         self._stale_streams: frozenset[str] = frozenset()
+        self._stopped = False  # a clean stop: the last status says so
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(min(0.05, p.joint_states_timeout_s / 2), self._watchdog, clock=steady)
         self._load: FrameLoad
@@ -358,6 +359,8 @@ class EstimatorNode(Node):
             else:
                 level = m.WARN
                 message = f"{sum(dropped.values())} {self.topics.joint_states} message(s) dropped ({kinds}); " + message
+        if self._stopped:
+            level, message = m.STALE, f"stopped; last: {message}"
         values = [("frames", str(self.frames))] + [(f"issues.{k}", str(v)) for k, v in sorted(self.issues.items())]
         values += load.values() if load is not None else []
         values += self._incompatible.values()
@@ -367,6 +370,14 @@ class EstimatorNode(Node):
                 now_stamp(self), [(level, f"safety_monitor/{hw}: estimator inputs", message, hw, values)]
             )
         )
+
+    def destroy_node(self) -> None:
+        """A last status saying the stop: diagnostics tools keep the last one per name for good, and an OK
+        `inputs fresh` left by a stopped estimator read as inputs still watched."""
+        if not self._stopped:
+            self._stopped = True
+            self._publish_diagnostics()
+        super().destroy_node()
 
 
 def _mapping(topics, topics_file: str) -> StreamMapping:

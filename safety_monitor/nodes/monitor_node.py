@@ -375,10 +375,13 @@ class MonitorNode(Node):
         self._summary = summary
 
     def _log_status(self, health: LogHealth) -> tuple:
-        """The `event log` status: OK while every event is in the log file, else ERROR saying where they are."""
+        """The `event log` status: OK while every event is in the log file, else ERROR saying where they are.
+        After a clean stop STALE: diagnostics tools keep it for good, and an OK `writing` read as a live log."""
         log = self.event_log
         if health.state is LogState.OK:
-            level, message = m.OK, f"writing {log.path}"
+            level, message = (
+                (m.STALE, f"stopped; every event is in {log.path}") if self._stopped else (m.OK, f"writing {log.path}")
+            )
         else:
             where = {
                 LogState.HOLDING: f"{health.count} events held in memory",

@@ -24,11 +24,13 @@ def _program(module: str) -> Callable[[], int]:
 
     def main() -> int:
         code = int(importlib.import_module(module).main())
-        # Python resets its handlers while it exits, and tearing rclpy down takes a while: a second Ctrl-C
-        # then (`ros2 launch` sends its own SIGINT after the terminal's) would kill the process with -2.
-        # Blocked, it stays pending and dies with the process.
-        signal.pthread_sigmask(signal.SIG_BLOCK, signals.STOP_SIGNALS)
-        # With the signals blocked, nothing could end a hang in that teardown: it has a time limit instead.
+        # Python resets its handlers to the default while it exits, and tearing rclpy down takes a while: a
+        # Ctrl-C then (a launch's SIGINT as the node ends on its own, or after the terminal's) killed the
+        # process with -2. Ignored, for every thread: blocking it in this one left the middleware's threads
+        # to take it, and Python leaves an ignored signal ignored.
+        for sig in signals.STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
+        # With the signals ignored, nothing could end a hang in that teardown: it has a time limit instead.
         importlib.import_module("safety_monitor.nodes.runtime").limit_exit()
         return code
 

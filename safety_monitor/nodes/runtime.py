@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 # A node's teardown (its last records, then rcl's node and context teardown) and the interpreter's exit take
 # well under a second. Past this, the process writes each thread's stack and exits 1 instead of hanging
-# (rcl's node teardown under Fast DDS hangs now and then; a second Ctrl-C cannot end it: it is blocked then).
+# (rcl's node teardown under Fast DDS hangs now and then; a second Ctrl-C cannot end it: it is ignored then).
 TEARDOWN_LIMIT_S = 20.0
 
 

@@ -69,6 +69,10 @@ class SimNode(Node):
             for name in OBJECTS
         }
         self._marker_pub = self.create_publisher(T.DiagnosticArray, self.topics.episode, qos.EPISODE)
+        # only counted (`_ready`): a monitor is there to check the frames
+        self._monitor_sub = self.create_subscription(
+            T.DiagnosticArray, self.topics.heartbeat, lambda _raw: None, qos.DIAGNOSTICS, raw=True
+        )
         self._lockstep = p.pace == "lockstep"
         if self._lockstep:
             # raw: an answer is only counted, so the frame is not deserialised here
@@ -134,10 +138,14 @@ class SimNode(Node):
         return due
 
     def _ready(self) -> bool:
-        """Every input topic has a subscriber (and, lockstep, someone answers with predicates), so no
-        frame is published into the void while discovery is still matching."""
+        """Every input topic has a subscriber, a monitor's heartbeat is matched (and, lockstep, someone answers
+        with predicates), so no frame is published into the void while discovery is still matching. Without
+        the heartbeat, sim.launch.py's monitor, the slowest of its three processes to start, missed the first
+        episode's start marker and its first frames: blind where they should have been checked."""
         pubs = [self._joints_pub, *self._pose_pubs.values()] + ([self._wrench_pub] if self._wrench_pub else [])
         waiting = [p.topic_name for p in pubs if p.get_subscription_count() < 1]
+        if self._monitor_sub.get_publisher_count() < 1:
+            waiting.append(self._monitor_sub.topic_name)
         if self._lockstep and self._pred_sub.get_publisher_count() < 1:
             waiting.append(self._pred_sub.topic_name)
         if waiting and time.monotonic() - self._phase_since > 5.0:
