@@ -89,14 +89,20 @@ def is_blind(result: BagResult) -> bool:
 
 
 def stale_after_startup(result: BagResult) -> int:
-    """Frames with a stale input after the start-up frames (`startup_frames`). A stream whose first message
-    comes after the first joint frame (50 Hz poses behind 500 Hz joints) leaves the frames before it stale in
-    every recording: like the unknown predicates they cause, those are not a problem to warn about."""
+    """Frames with a stale input after the start-up: the frames before every predicate was decided
+    (`startup_frames`), or a stale run the bag opens with that ends within STARTUP_S. A stream whose first
+    message comes after the first joint frame (50 Hz poses behind 500 Hz joints) leaves the frames before it
+    stale in every recording, whether or not a predicate read it: not a problem to warn about."""
     timeline = result.stale_timeline
     if timeline is None:
         return result.stale_frames
+    stale = [(first, last) for first, last, value in timeline.runs.get("stale", ()) if value]
     start = startup_frames(result)
-    return sum(max(0, last - max(first, start) + 1) for first, last, stale in timeline.runs.get("stale", ()) if stale)
+    if stale and stale[0][0] == 0:
+        fresh = stale[0][1] + 1  # the first frame with every input fresh
+        if fresh < timeline.frames and timeline.time(fresh) - timeline.time(0) <= STARTUP_S:
+            start = max(start, fresh)
+    return sum(max(0, last - max(first, start) + 1) for first, last in stale)
 
 
 def input_warning(result: BagResult) -> str | None:
