@@ -153,6 +153,8 @@ def test_stopped_predicates_turn_every_property_unknown_until_they_resume(harnes
     spin_until(h.executor, lambda: kinds(h, "blind") == {"never_a", "b_then_not_a"})
     assert time.monotonic() - sent >= TIMEOUT_S
     spin_until(h.executor, lambda: level_of(h, "monitor") == S.STALE and level_of(h, "never_a") == S.STALE)
+    said = [msg for name, lvl, msg in h.diagnostics if name == "monitor" and lvl == S.STALE]
+    assert said[-1] == f"no advancing predicates for more than {TIMEOUT_S} s"  # alone, it cannot tell why
     h.send(False)
     spin_until(h.executor, lambda: kinds(h, "seeing") == {"never_a", "b_then_not_a"})
     spin_until(h.executor, lambda: level_of(h, "monitor") == S.OK and level_of(h, "never_a") == S.OK)
@@ -169,6 +171,58 @@ def test_an_open_violation_stays_in_the_summary_while_predicates_are_stale(harne
     summary = [(lvl, msg) for name, lvl, msg in h.diagnostics if name == "monitor"][-1]
     assert summary[0] == S.ERROR and summary[1].startswith("1 open: never_a; no advancing predicates")
     assert level_of(h, "never_a") == S.ERROR
+
+
+def test_in_one_process_a_stale_monitor_names_the_input_that_stopped(tmp_path):
+    """monitor_stack: /joint_states stop, so predicates do. The monitor's summary, its heartbeat and so the
+    console's line said only 'no advancing predicates', while the estimator beside it said which input
+    stopped; they name it now (a monitor in its own process says the first half alone: the test above)."""
+    from safety_monitor.nodes.alerts import AlertBoard, subscribe
+    from safety_monitor.nodes.monitor_stack import build_stack
+    from safety_monitor.sim.runner import run_episode
+
+    state = next(run_episode("pick_and_place_cube"))
+    ns = "/s" + uuid.uuid4().hex[:8]
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    nodes: list = []
+    overrides = [
+        Parameter("events_log", value=str(tmp_path / "events.jsonl")),
+        Parameter("diagnostics_period_s", value=0.2),
+    ]
+    T = m.rclpy_types()
+    executor = rclpy.executors.SingleThreadedExecutor(context=context)
+    try:
+        build_stack(nodes, context=context, namespace=ns, parameter_overrides=overrides)
+        monitor = nodes[0]
+        nodes.append(probe := rclpy.create_node("console", namespace=ns, context=context))
+        board = AlertBoard()
+        subscribe(probe, board, ns, lambda: None)
+        summaries: list[str] = []
+        probe.create_subscription(
+            T.DiagnosticArray,
+            "/diagnostics",
+            lambda msg: summaries.extend(s.message for s in msg.status if s.name.endswith(": monitor")),
+            qos.DIAGNOSTICS,
+        )
+        joints = probe.create_publisher(T.JointState, "joint_states", qos.input_qos())
+        for node in nodes:
+            executor.add_node(node)
+        spin_until(executor, lambda: joints.get_subscription_count() >= 1)
+        joints.publish(m.joint_state_msg(T, 1.0, state.joint_names, state.joint_position))
+        spin_until(executor, lambda: monitor.monitor.frame >= 1)
+        # the monitor's watchdog (0.5 s) fires after the estimator's (0.1 s) has reason to: no race
+        said = "no advancing predicates for more than 0.5 s (estimator: no joint_states for more than 0.1 s)"
+        stale = "no advancing predicates"
+        spin_until(executor, lambda: any(s.startswith(stale) for s in summaries))
+        assert next(s for s in summaries if s.startswith(stale)) == said
+        spin_until(executor, lambda: board.beat is not None and board.beat["summary"].startswith(stale))
+        assert board.beat["summary"] == said and board.lines()[0].endswith(f"alive: STALE {said}")
+    finally:
+        executor.shutdown()  # closes its callback generator first: it holds the entities in use (rclpy)
+        for node in reversed(nodes):
+            node.destroy_node()
+        context.try_shutdown()
 
 
 def test_a_best_effort_predicates_publisher_is_named_on_diagnostics(harness):

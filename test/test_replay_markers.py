@@ -88,6 +88,17 @@ def test_the_report_counts_a_cut_bag_once_and_its_rollouts_apart(bags, tmp_path,
     summary = (report / "summary.md").read_text()
     assert "2 bag(s): 2 scored (3 rollouts: episode markers cut 1 of them), 0 failed" in summary
     assert "3 rollout(s). Intervals: bootstrap over rollouts" in summary
+    # a rollout's episodes are timed from its own first frame, as its timeline is: the heading says whose
+    assert "| opened (s since the rollout's first frame) |" in summary and "the bag's first frame" not in summary
+
+
+def test_a_report_of_bags_no_marker_cut_times_episodes_from_the_bag_s_first_frame(bags, tmp_path):
+    _, alone = bags
+    report = tmp_path / "report"
+    argv = ["replay", str(alone[0]), "--from-predicates", "--report", str(report), "--quiet", "--no-plots"]
+    assert main([*argv, "--resamples", "20"]) == 0
+    summary = (report / "summary.md").read_text()
+    assert "| opened (s since the bag's first frame) |" in summary and "rollout's first frame" not in summary
 
 
 @pytest.mark.parametrize("from_predicates", [False, True], ids=["robot_state", "predicates"])

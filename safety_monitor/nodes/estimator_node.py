@@ -319,20 +319,30 @@ class EstimatorNode(Node):
             self._throttled("warning", "falling_behind", f"falling behind: {load.message()}")
         self._publish_diagnostics()
 
+    def why_no_frames(self) -> str | None:
+        """Why no frame comes, as this node's /diagnostics says it (no robot model, /joint_states not come or
+        stopped), or None when its inputs do not say. A monitor in this process names it beside its own
+        watchdog's "no advancing predicates", which cannot tell which input stopped."""
+        if self._ready:
+            self._watchdog()  # the monitor's watchdog may run before this one: the same silence
+        return self._silence()
+
+    def _silence(self) -> str | None:
+        if not self._ready:  # the robot's model has not come (or cannot be grounded): nothing is grounded
+            return self._description_problem or f"waiting for {self.params.robot_description_topic}"
+        if self._last_joints is None:
+            refused = self._incompatible.text(self.mapping.joint_states)
+            return f"waiting for {self.topics.joint_states}" + (f": {refused}" if refused else "")
+        if self._stale:
+            return f"no {self.topics.joint_states} for more than {self.params.joint_states_timeout_s} s"
+        return None
+
     def _publish_diagnostics(self) -> None:
         if not self.context.ok():
             return
         load = self._last_load
-        if not self._ready:  # the robot's model has not come (or cannot be grounded): nothing is grounded
-            level = m.STALE
-            message = self._description_problem or f"waiting for {self.params.robot_description_topic}"
-        elif self._last_joints is None:
-            level, message = m.STALE, f"waiting for {self.topics.joint_states}"
-            if refused := self._incompatible.text(self.mapping.joint_states):
-                message += f": {refused}"
-        elif self._stale:
-            level = m.STALE
-            message = f"no {self.topics.joint_states} for more than {self.params.joint_states_timeout_s} s"
+        if (silence := self._silence()) is not None:
+            level, message = m.STALE, silence
         elif self._frozen:
             level = m.STALE
             message = f"{self.topics.joint_states} frozen for more than {self.params.joint_states_frozen_s} s"

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -131,6 +131,8 @@ class MonitorNode(Node):
             )
 
         self.supervisor = Supervisor(self.monitor, p)
+        # set when an estimator in this process feeds `on_sample`: why it makes no frame, when it knows
+        self.why_no_frames: Callable[[], str | None] = lambda: None
         self.rollouts: list[Rollout] = []
         self._open: dict[str, Event] = {}  # property -> its `opened` event, in the rollout shown
         self._blind: set[str] = set()
@@ -250,6 +252,8 @@ class MonitorNode(Node):
 
     def _log_issue(self, issue: StreamIssue) -> None:
         text = f"predicates: {issue.detail}"
+        if issue.kind is IssueKind.PREDICATES_GAP:
+            text += self._estimator_says()
         if issue.kind is IssueKind.FRAME_GAP:
             text += f" ({self.supervisor.lost_frames} lost in all: the monitor did not step them)"
         self._throttled("error" if issue.kind is IssueKind.BACKWARDS else "warning", issue.kind, text)
@@ -323,11 +327,17 @@ class MonitorNode(Node):
             problem = (m.ERROR, f"time went backwards: frames before {sup.backwards_from:.3f} s dropped")
         elif status is InputStatus.WAITING:
             refused = self._incompatible.text(self.topics.predicates)
-            problem = (m.STALE, f"waiting for predicates: {refused}" if refused else "waiting for predicates")
+            problem = (
+                m.STALE,
+                f"waiting for predicates: {refused}" if refused else f"waiting for predicates{self._estimator_says()}",
+            )
         elif status is InputStatus.FROZEN:
             problem = (m.STALE, f"predicates frozen: their stamp stood still for {self.params.predicates_frozen_s} s")
         elif status is InputStatus.STALE:
-            problem = (m.STALE, f"no advancing predicates for more than {self.params.predicates_timeout_s} s")
+            problem = (
+                m.STALE,
+                f"no advancing predicates for more than {self.params.predicates_timeout_s} s{self._estimator_says()}",
+            )
         if stop is not None:  # a clean stop's last word: nothing is checked from here on
             held = sorted(stop.open)
             summary = (m.ERROR, f"stopped with {len(held)} open: {', '.join(held)}") if held else (m.STALE, "stopped")
@@ -373,6 +383,12 @@ class MonitorNode(Node):
             )
         )
         self._summary = summary
+
+    def _estimator_says(self) -> str:
+        """` (estimator: why)` when the estimator feeding this process knows why no frame comes, else "" (also
+        once stopped: the estimator may be destroyed first)."""
+        why = self.why_no_frames() if self._stopped is None else None
+        return f" (estimator: {why})" if why else ""
 
     def _log_status(self, health: LogHealth) -> tuple:
         """The `event log` status: OK while every event is in the log file, else ERROR saying where they are.

@@ -5,6 +5,8 @@ topics and watchdogs; the estimator still publishes `safety_monitor/predicates` 
 consoles. What changes is the hop between them: a frame reaches the monitor by a function call
 instead of a serialise, middleware, wake-up and decode round trip, which at 500 Hz is most of the
 latency and CPU that is not grounding. `monitor.launch.py` starts this by default (`one_process`).
+The monitor also asks the estimator why frames stopped, so its stale or waiting summary (and heartbeat) names
+the input (`... (estimator: no joint_states for more than 0.1 s)`), where a monitor alone cannot tell.
 
     ros2 run safety_monitor monitor_stack --ros-args -r __ns:=/robot1 --params-file nodes.yaml
 """
@@ -26,6 +28,7 @@ def build_stack(nodes: list[Node], **node_kwargs) -> None:
     monitor = MonitorNode(subscribe_predicates=False, **node_kwargs)
     nodes.append(monitor)
     estimator = EstimatorNode(on_sample=monitor.on_sample, **node_kwargs)
+    monitor.why_no_frames = estimator.why_no_frames
     nodes.append(estimator)
     if estimator.get_name() == monitor.get_name():  # `-r __node:=NAME` renames every node of the process
         raise SafetyMonitorError(

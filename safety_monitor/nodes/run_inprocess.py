@@ -121,7 +121,9 @@ def _run(options: LiveRunOptions, stop: threading.Event) -> LiveRun:
             ],
         )
         nodes.append(monitor)
-        nodes.append(EstimatorNode(on_sample=monitor.on_sample, **common, parameter_overrides=[sim_time]))
+        estimator = EstimatorNode(on_sample=monitor.on_sample, **common, parameter_overrides=[sim_time])
+        monitor.why_no_frames = estimator.why_no_frames
+        nodes.append(estimator)
         if options.record:
             recorder = RecorderNode(options.record, OBJECTS, storage, split_rollouts=options.episodes > 1, **common)
             nodes.append(recorder)

@@ -599,13 +599,13 @@ def _comparison(
     return lines
 
 
-def _violations(results: Sequence[BagResult], summary: Summary, plots: Sequence[str]) -> list[str]:
+def _violations(results: Sequence[BagResult], summary: Summary, plots: Sequence[str], unit: str = "bag") -> list[str]:
     """Every violation episode with its bag, what it was about (the objects its predicates named), when it
-    opened (seconds since the bag's first frame, the timelines' axis), how it ended, its counterexample and
-    the bag's timeline plot."""
+    opened (seconds since its trace's first frame, the timelines' axis: `unit` says whose, the bag's or,
+    where markers cut some bag, the rollout's), how it ended, its counterexample and the bag's timeline plot."""
     timelines = {r.bag: name for i, r in enumerate(results) if (name := f"{PLOTS}/{timeline_name(i, r.bag)}") in plots}
     grouped = bool(summary.groups)
-    head = ["bag", *(["group"] if grouped else []), "property", "objects", "opened (s since the bag's first frame)"]
+    head = ["bag", *(["group"] if grouped else []), "property", "objects", f"opened (s since the {unit}'s first frame)"]
     head += ["lasted, s (frames)", "ended", "why", "plot"]
     rows = []
     for r in results:
@@ -685,7 +685,7 @@ def summary_markdown(
                 "",
             ]
         lines += ["Every figure per group and property is in `properties.csv`.", ""]
-    lines += _violations(results, summary, plots)
+    lines += _violations(results, summary, plots, unit)
     blind = [r for r in scored if r.stale_frames or r.unknown_frames]
     if blind:
         lines += [
