@@ -70,7 +70,8 @@ class IssueKind(StrEnum):
     NAN = "nan"  # NaN, infinite or implausible values: dropped
     BACKWARDS = "backwards"  # stamp behind the last one: dropped
     DUPLICATE_STAMP = "duplicate_stamp"  # stamp equal to the last one: dropped
-    TIME_JUMP = "time_jump"  # a gap in time larger than the stream allows
+    TIME_JUMP = "time_jump"  # the stamps stepped further ahead than the stream allows, not after a silence
+    STREAM_RESUMED = "stream_resumed"  # stamps and arrival times both moved on by a gap: the stream was silent
     OUTLIER_STAMP = "outlier_stamp"  # one stamp far ahead of its neighbours: dropped
     ZERO_STAMP = "zero_stamp"  # header stamp zero: the arrival time is used
     EMPTY_NAMES = "empty_names"  # a JointState without joint names

@@ -315,3 +315,44 @@ def test_the_node_and_replay_attribute_the_same_issues_to_the_same_frames(bad_st
         IssueKind.TIME_JUMP,
     }
     assert all(c[2] == () for c in made if c[1] is not None)  # no issue rides on a later frame
+
+
+def test_the_node_on_its_clock_and_replay_on_log_times_both_say_a_paused_stream_resumed(tmp_path):
+    """/joint_states paused 17 s (the wrench went on) in a recording: the node, its clock at each message's
+    log time as it was when recorded, and replay report the same stream_resumed, never a time_jump."""
+    rclpy = pytest.importorskip("rclpy")
+    from safety_monitor.io.bag import BagReader, BagWriter
+    from safety_monitor.nodes.estimator_node import EstimatorNode
+    from safety_monitor.replay.score import ReplayConfig, score_bag
+    from safety_monitor.sim.runner import run_episode
+
+    states = list(itertools.islice(run_episode("pick_and_place_mug", None, 0), 40))
+    path = tmp_path / "paused"
+    with BagWriter(path) as w:
+        for k, s in enumerate(states):
+            t = 10.0 + s.t + (17.0 if k >= 20 else 0.0)
+            if k == 20:
+                for j in range(1, 170):  # the wrench goes on at 10 Hz through the pause
+                    wrench = Wrench(s.wrench.force + 1e-6 * j, s.wrench.torque)
+                    w.write_wrench("/wrist_wrench", t - 17.0 + j / 10, wrench, log_t=t - 17.0 + j / 10)
+            w.write_wrench("/wrist_wrench", t, s.wrench, log_t=t)
+            position = s.joint_position + 1e-9 * k  # a driver's noise: never bit-identical, never frozen
+            w.write_joint_state("/joint_states", t, list(s.joint_names), position, log_t=t)
+    replayed = score_bag(path, ReplayConfig(rate_hz=500.0))
+    assert replayed.ok, replayed.error
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        node = EstimatorNode(context=context, namespace="/resumed")
+        with BagReader(path) as bag:
+            for topic, _, log_ns, raw in bag.raw_messages({"/joint_states", "/wrist_wrench"}):
+                node._read_clock = lambda now=log_ns / 1e9: now  # the node's clock when the message came
+                (node._on_joint_states if topic == "/joint_states" else node._on_wrench)(raw)
+        issues = dict(node.issues)
+        node.destroy_node()
+    finally:
+        context.try_shutdown()
+    resumed = {IssueKind.STREAM_STOPPED: 1, IssueKind.STREAM_RESUMED: 1}
+    assert issues == resumed and {k: replayed.issues[k] for k in resumed} == resumed
+    assert IssueKind.TIME_JUMP not in replayed.issues

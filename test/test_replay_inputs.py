@@ -13,7 +13,7 @@ from kernel_refusals import count_kernels
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
 from safety_monitor.cli import main
-from safety_monitor.frames import Pose
+from safety_monitor.frames import Pose, Wrench
 from safety_monitor.io.bag import BagWriter
 from safety_monitor.pipeline.assemble import StreamMapping
 from safety_monitor.replay import score
@@ -244,10 +244,57 @@ def test_bad_stamps_empty_names_and_nan_are_counted_and_dropped_not_fatal(tmp_pa
         "empty_names": 1,
         "nan": 1,
         "stream_stopped": 1,
-        "time_jump": 1,
+        "stream_resumed": 1,  # not a time jump: the log times paused with the stamps
     }
-    assert r.frames == N - 5 - 60  # and the first message after the gap, held back until the next confirms it
+    assert r.frames == N - 4 - 60  # the first message after the gap makes its frame, stale
     assert r.stale_by_stream == {"joint_states": 1}  # the frame after the gap (one stamp behind is a glitch)
+
+
+PAUSE_S = 17.255
+
+
+def write_paused_bag(path, state, *, clock_step):
+    """N frames at 500 Hz whose stamps move on PAUSE_S s at frame 75. Logged as they were stamped, the joint
+    publisher was stopped that long (the wrench and poses go on at 10 Hz); with `clock_step` the robot's clock
+    stepped instead: every stream's stamps jump while the log times (the arrivals) run on a frame apart."""
+    noise = iter(range(10**6))  # a live sensor's and driver's: never bit-identical (never frozen)
+    with BagWriter(path) as w:
+
+        def frame_streams(stamp, log_t):
+            noisy = Wrench(state.wrench.force + 1e-6 * next(noise), state.wrench.torque)
+            w.write_wrench("/wrist_wrench", stamp, noisy, log_t=log_t)
+            for name, pose in state.object_poses.items():
+                w.write_pose(f"/objects/{name}/pose", stamp, pose, log_t=log_t)
+
+        for k in range(N):
+            t = 100.0 + k / RATE
+            stamp = t + (PAUSE_S if k >= 75 else 0.0)
+            log_t = t if clock_step else stamp
+            if k == 75 and not clock_step:
+                for j in range(1, int(PAUSE_S * 10) + 1):  # the other streams through the pause
+                    frame_streams(t - 1 / RATE + j / 10, t - 1 / RATE + j / 10)
+            frame_streams(stamp, log_t)
+            position = state.joint_position + 1e-9 * k
+            w.write_joint_state("/joint_states", stamp, list(state.joint_names), position, log_t=log_t)
+    return path
+
+
+def test_a_joint_stream_paused_and_resumed_is_reported_resumed_not_a_clock_jump(tmp_path, state, specs):
+    r = score_bag(write_paused_bag(tmp_path / "paused", state, clock_step=False), config(specs))
+    assert r.ok, r.error
+    assert r.issues == {"stream_stopped": 1, "stream_resumed": 1, "predicates_gap": 1}  # the watchdog blind frame
+    resumed = next(i for i in r.issue_examples if i.kind == "stream_resumed")
+    assert resumed.detail.startswith(f"silent for {PAUSE_S + 1 / RATE:.3f} s (stamps and arrival times alike)")
+    assert r.frames == N + 1  # the first message after the pause makes its frame, stale; and the blind one
+    assert r.stale_by_stream == {"joint_states": 1}
+
+
+def test_stamps_stepping_ahead_while_the_log_times_run_on_are_still_a_time_jump(tmp_path, state, specs):
+    r = score_bag(write_paused_bag(tmp_path / "stepped", state, clock_step=True), config(specs))
+    assert r.ok, r.error
+    assert r.issues == {"stream_stopped": 1, "time_jump": 1}
+    assert r.frames == N - 1  # the message at the step held back, then dropped
+    assert r.stale_by_stream == {"joint_states": 1}
 
 
 def test_frozen_wrench_stream_is_reported_stale_and_blind(tmp_path, state, specs):

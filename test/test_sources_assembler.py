@@ -204,6 +204,45 @@ def test_a_clock_step_is_confirmed_by_the_next_message_whose_frame_is_stale():
     assert a.on_joint_states(js(2.004)).stale == frozenset()
 
 
+CLOCK = 50.0  # the driver's clock (the node clock, a bag's log time) runs this far from the robot's stamps
+
+
+def test_a_stream_silent_for_a_while_resumes_and_is_no_clock_step():
+    """A joint publisher stopped for 17 s and restarted: stamps and arrival times both moved on, so the stream
+    was silent, not the clock. Its first message makes a frame at once, stale (nothing was seen meanwhile)."""
+    a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None), limits=StaleLimits(joint_states=0.05))
+    a.on_joint_states(js(1.0), received=1.0 + CLOCK)
+    a.on_joint_states(js(1.002), received=1.002 + CLOCK + 0.001)
+    resumed = js(18.257, pos=(0.1, 0.3))  # (the robot moved meanwhile)
+    frame = a.on_joint_states(resumed, received=18.257 + CLOCK + 0.03)  # arrival jitter within the gap limit
+    assert kinds(frame.issues) == ["stream_resumed"] and frame.stale == {JOINTS} and frame.resync
+    assert frame.issues[0].detail.startswith("silent for 17.255 s (stamps and arrival times alike), resumed")
+    assert a.on_joint_states(js(18.259, pos=(0.1, 0.31)), received=18.259 + CLOCK).stale == frozenset()
+    assert a.finish() == ()
+
+
+@pytest.mark.parametrize("arrivals", [True, False])
+def test_stamps_stepping_ahead_while_messages_keep_arriving_are_a_clock_step(arrivals):
+    """The same 17 s in the stamps, but the messages came a control period apart (or without arrival times,
+    which cannot tell): the clock stepped, the message at the step is held back and dropped as before."""
+    a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None), limits=StaleLimits(joint_states=0.05))
+    arrival = iter(1.0 + CLOCK + k * 0.002 for k in range(10))
+    at = (lambda: next(arrival)) if arrivals else (lambda: None)
+    a.on_joint_states(js(1.0), received=at())
+    a.on_joint_states(js(1.002), received=at())
+    assert a.on_joint_states(js(18.257, pos=(0.1, 0.3)), received=at()) is None
+    frame = a.on_joint_states(js(18.259, pos=(0.1, 0.31)), received=at())
+    assert kinds(frame.issues) == ["time_jump"] and frame.stale == {JOINTS} and frame.resync
+
+
+def test_a_pause_in_arrivals_with_stamps_far_further_on_is_a_clock_step():
+    """Silent 1 s by arrival but 17 s by the stamps: the clock stepped too, so it is not said to be a pause."""
+    a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None), limits=StaleLimits(joint_states=0.05))
+    a.on_joint_states(js(1.0), received=1.0 + CLOCK)
+    assert a.on_joint_states(js(18.0, pos=(0.1, 0.3)), received=2.0 + CLOCK) is None
+    assert kinds(a.on_joint_states(js(18.002, pos=(0.1, 0.31)), received=2.002 + CLOCK).issues) == ["time_jump"]
+
+
 @pytest.mark.parametrize("glitch", [1000.0, 2.0**31 - 1])
 def test_one_stamp_jumping_ahead_is_dropped_and_the_stream_goes_on(glitch):
     a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None))

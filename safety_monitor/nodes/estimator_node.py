@@ -229,7 +229,7 @@ class EstimatorNode(Node):
 
     def _on_joint_states(self, raw: bytes) -> None:
         start = time.perf_counter()
-        self._last_joints = self._now()
+        arrived = self._last_joints = self._now()
         if self._stale:
             self._stale = False
             self._publish_diagnostics()
@@ -241,7 +241,7 @@ class EstimatorNode(Node):
             if self._silent_after is not None:
                 self._explain_silence(self._silent_after, joints.stamp)
             self._last_stamp = joints.stamp
-            step = self.stage.joints(joints, None if joints.stamp else self._now())
+            step = self.stage.joints(joints, arrived)  # arrival times tell a silence from a clock step
         sample = step.sample
         if step.issues:
             self._report(step)

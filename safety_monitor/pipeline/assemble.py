@@ -3,7 +3,9 @@
 One code path for live and replay: the estimator node feeds this from rclpy callbacks, replay feeds
 it from a bag, in the order messages arrived. The control-rate joint stream drives the frames; the
 wrench and object poses are sampled as their latest value and its age (frame time minus the
-sample's header stamp). Times are header stamps; a zero stamp falls back to the arrival time.
+sample's header stamp). Times are header stamps; a zero stamp falls back to the arrival time (the driver's
+clock: the node clock live, the log time in replay), which also tells a joint stream that went silent from a
+clock that stepped.
 
 Bad input is never repaired silently: a message with NaN positions, a stamp that goes backwards or
 repeats, or joints that cannot be attributed is dropped and reported as a `StreamIssue`; a stream
@@ -232,6 +234,7 @@ class FrameAssembler:
         self._t: float | None = None  # last frame time
         self._ahead: float | None = None  # stamp of a message held back for jumping ahead of the last frame
         self._heard = -math.inf  # stamp of the last joint message heard on the timeline, usable or not
+        self._arrived: float | None = None  # the driver's arrival time of the latest of those and the last frame
         self._went_back = False  # time went back (two messages in a row behind the last frame) since it
         self._behind = False  # the last message was behind the last frame
         self._skipped = False  # the last frame's joints were unusable (not grounded): the next usable one resyncs
@@ -446,7 +449,7 @@ class FrameAssembler:
                 t,
                 f"{', '.join(twice)} listed more than once; which value holds is ambiguous, message dropped",
             )
-            self._unusable(t)
+            self._unusable(t, received)
             return None
         if not names:
             self._issue(
@@ -456,7 +459,7 @@ class FrameAssembler:
                 "JointState has an empty name list; message dropped "
                 "(name its values with joint_order in the topic mapping)",
             )
-            self._unusable(t)
+            self._unusable(t, received)
             return None
         if len(sample.position) != len(names):
             self._issue(
@@ -465,7 +468,7 @@ class FrameAssembler:
                 t,
                 f"{len(names)} names but {len(sample.position)} positions; message dropped",
             )
-            self._unusable(t)
+            self._unusable(t, received)
             return None
         v, e = sample.velocity, sample.effort
         n = len(names)
@@ -479,9 +482,9 @@ class FrameAssembler:
                 t,
                 f"NaN, infinite or implausible positions for {', '.join(bad)}; message dropped",
             )
-            self._unusable(t)
+            self._unusable(t, received)
             return None
-        broken = self._timeline(t)
+        broken = self._timeline(t, received)
         if broken is None:
             return None
         if self._values is None:
@@ -540,6 +543,8 @@ class FrameAssembler:
         self._skipped = unusable
         if unusable or resync:
             stale.append(JOINTS)
+        if t >= self._heard:
+            self._arrived = received
         self._t = t
         self._stopped_flagged = False
         if self._jumps.joints and not unusable and (jumps := self._jumps.step(self.joints, block[0], joint_t)):
@@ -617,18 +622,19 @@ class FrameAssembler:
         self._joint_t[dst] = self._update_stamp = t
         self._check_driver(t, stream)
 
-    def _unusable(self, t: float) -> None:
+    def _unusable(self, t: float, received: float | None) -> None:
         """A joint message dropped for its content (NaN, names): the stream is still alive at `t`, so the gap
         it leaves is no clock step and no stopped stream (the frames after it still resync)."""
         last = max(self._heard, self._t if self._t is not None else -math.inf)
         if last < t <= last + self.limits.joint_states:
-            self._heard = t
+            self._heard, self._arrived = t, received
 
-    def _timeline(self, t: float) -> bool | None:
+    def _timeline(self, t: float, received: float | None) -> bool | None:
         """Whether a message at `t` ends a break in time (its frame is stale: the monitor did not see the
         span), or None when it is dropped. A stamp at or before the last frame is dropped; the first frame
         past it after time went backwards (two messages in a row behind the last frame; one alone is a
-        glitch that hides nothing) ends a break. A stamp more than the gap limit ahead is held back
+        glitch that hides nothing) ends a break. A stamp more than the gap limit ahead that arrived about
+        as much later (`_resumed`) ends a silence: its frame ends the break. Any other is held back
         (dropped) until the next message tells a clock step (it follows on: its frame ends the break) from
         one glitched stamp (it continues the old timeline: the outlier alone is lost, not the rest)."""
         last = self._t
@@ -662,11 +668,35 @@ class FrameAssembler:
                 f"{ahead:.6f} that jumped ahead: that message alone dropped",
             )
         limit = self.limits.joint_states
-        if t - max(last, self._heard) > limit:  # the next message tells a clock step from an outlier stamp
-            self._ahead = t
+        heard = max(last, self._heard)
+        if t - heard > limit:
+            if self._resumed(t, heard, received):
+                self._went_back = False
+                return True
+            self._ahead = t  # the next message tells a clock step from an outlier stamp
             return None
         behind, self._went_back = self._went_back, False
         return behind or t - last > limit  # messages heard but unusable for longer than a gap: frames missed
+
+    def _resumed(self, t: float, heard: float, received: float | None) -> bool:
+        """Whether a stamp `t` more than the gap limit after the last one `heard` ends a silence of the stream
+        (a driver restarted, a cable replugged), said as `stream_resumed`: nothing arrived for longer than the
+        gap limit either, and the stamps moved on as much as the arrival times, within the gap limit. A clock
+        step or a glitched stamp comes in the stream's flow, its arrival a control period after the last; and
+        without the driver's arrival times (None) the two cannot be told apart, so it is held back as one."""
+        if received is None or self._arrived is None:
+            return False
+        waited, limit = received - self._arrived, self.limits.joint_states
+        if not (waited > limit and abs(t - heard - waited) <= limit):
+            return False
+        self._issue(
+            IssueKind.STREAM_RESUMED,
+            JOINTS,
+            t,
+            f"silent for {t - heard:.3f} s (stamps and arrival times alike), resumed at {t:.6f}: "
+            "the stream stopped, not the clock; this frame stale",
+        )
+        return True
 
     def _missing(self, t: float) -> bool:
         """Whether a joint has had no position for longer than `joint_held` (dropped from the messages or

@@ -2,8 +2,9 @@
 
 The one estimator code path: the estimator node drives it from its subscriptions with the node clock, replay
 from a bag with log times, simbag as it writes. It is the FrameAssembler and the grounder with the frame
-numbering of `/safety_monitor/predicates`; it holds no clock (`received` is the driver's arrival time, only
-read for a zero stamp) and imports no rclpy.
+numbering of `/safety_monitor/predicates`; it holds no clock (`received` is the driver's arrival time, read
+for a zero stamp and, for /joint_states, to tell a stream that went silent from a clock that stepped) and
+imports no rclpy.
 
 Every call returns an `EstimatorStep`: the sample its message made (if any) and exactly the issues that call
 raised, never issues held over from earlier calls, so every driver attributes an issue to the same message.
