@@ -7,8 +7,10 @@ from ray_replay_bags import write_marked_bag
 
 from safety_monitor.cli import main
 from safety_monitor.enums import IssueKind
+from safety_monitor.errors import SourceError
+from safety_monitor.io.messages import rosbags_types
 from safety_monitor.pipeline.assemble import StreamMapping
-from safety_monitor.pipeline.markers import END, START
+from safety_monitor.pipeline.markers import END, START, EpisodeMarker, decode_marker, marker_msg
 from safety_monitor.replay.batch import score_bags
 from safety_monitor.replay.score import ReplayConfig, score_bag
 from safety_monitor.replay.simbag import SimRun, record_sim_bag
@@ -108,3 +110,19 @@ def test_markers_with_no_frame_after_them_make_no_rollout(tmp_path, layout, fram
     assert [p.frames for p in parts] == [p.trace.frames for p in parts] == frames
     assert [p.bag for p in parts] == ([str(bag)] if len(frames) == 1 else [f"{bag}#{k}" for k in range(len(frames))])
     assert whole.frames == sum(frames)
+
+
+@pytest.mark.parametrize(
+    ("key", "text"),
+    [("index", '"x"'), ("t", '"soon"'), ("t", "NaN"), ("t", "1" * 400), ("seed", "1.5"), ("succeeded", "0")]
+    + [("frames", "[]"), ("task", "3"), ("extra", "1"), ("index", "[" * 5000), ("seed", "9" * 5000), ("index", None)],
+)
+def test_a_marker_value_of_the_wrong_type_is_malformed(key, text):
+    """decode_marker once took any JSON value: an index "x" or a time "soon" crashed the Supervisor (a TypeError
+    out of replay, or out of a live node's callback) instead of the marker being dropped with a message."""
+    types = rosbags_types()
+    msg = marker_msg(types, EpisodeMarker(START, 0, 100.0))
+    kept = [v for v in msg.status[0].values if v.key != key]
+    msg.status[0].values = kept + ([types.KeyValue(key=key, value=text)] if text is not None else [])
+    with pytest.raises(SourceError, match="^episode marker: "):
+        decode_marker(msg)
