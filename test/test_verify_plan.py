@@ -192,6 +192,8 @@ milestones: [{in_cabinet: true}, {cabinet_open: true}]
         ("milestones: [{a: yes_please}]\n", "milestone 1"),
         ("milestones: []\nactions: {x: {pre: 'F a', eff: {}}}\n", "must be propositional"),
         ("milestones: []\nplanz: 1\n", "unknown key"),
+        # keys YAML reads as a number, a boolean and null: once a TypeError joining them into the message
+        ("milestones: []\n3: x\non: 1\n~: 2\nplanz: 1\n", r"unknown key\(s\) 3, None, True, planz "),
     ],
 )
 def test_bad_plans_are_clear_errors(text, message):
