@@ -130,6 +130,9 @@ def test_the_predicates_command_lists_the_grounder_vocabulary(capsys):
         (lambda d: d["fixtures"].__setitem__("fully_open_fraction", 0.01), "fully_closed_fraction"),
         (lambda d: d["sanitized"].__setitem__("constant", "yes"), "sanitized.constant"),
         (lambda d: d.pop("wrench"), "'wrench'"),
+        # keys YAML reads as a number, a boolean or null (`3:`, `true:`, `~:`): once a TypeError sorting or joining
+        (lambda d: d.update({3: 1, True: 2}), r"unknown section\(s\) 3, True$"),
+        (lambda d: d["motion"].update({None: 1, "x": 2}), r"motion: unknown key\(s\) None, 'x', missing"),
     ],
 )
 def test_threshold_errors_name_the_key(edit, message):
@@ -166,6 +169,7 @@ def test_object_semantics_errors_name_the_item(edit, message):
         (lambda d: d["objects"]["cube"].__setitem__("box", [0.02, 0.02, 0.02]), "objects.cube"),
         (lambda d: d["fixtures"]["drawer"].__setitem__("range", [0.1, 0.1]), "fixtures.drawer.range"),
         (lambda d: d["static"].__setitem__("cube", {"bodies": ["cube"]}), "'cube'"),
+        (lambda d: d["robot"].update({3: 1, None: 2}), r"robot: unknown key\(s\) 3, None$"),  # once a TypeError
         (  # the misspelt name is the arm joint's: the hint names it, and the message says either may be wrong
             lambda d: d["robot"]["arm_joints"].__setitem__(1, "arm_joint_2"),
             r"^robot\.yaml: joint_limits\.arm_joint2: 'arm_joint2' is not in robot\.arm_joints or robot\.gripper\.joints "

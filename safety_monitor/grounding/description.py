@@ -462,7 +462,7 @@ class _Reader:
     def mapping(self, raw: Any, where: str, allowed: set[str]) -> None:
         if not isinstance(raw, dict):
             raise GroundingError(f"{self.source}: {where} must be a mapping")
-        unknown = sorted(set(raw) - allowed)
+        unknown = sorted(set(raw) - allowed, key=str)  # YAML keys may be numbers, booleans or null
         if unknown:
             named = ", ".join(f"{k}{did_you_mean(str(k), allowed)}" for k in unknown)
             raise GroundingError(f"{self.source}: {where}: unknown key(s) {named}")

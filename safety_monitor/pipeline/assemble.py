@@ -109,11 +109,11 @@ class StreamMapping:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], origin: str = "topic mapping") -> StreamMapping:
         known = set(cls.__dataclass_fields__)
-        if unknown := sorted(set(data) - known):
+        if unknown := sorted(set(data) - known, key=str):  # YAML keys may be numbers, booleans or null
             raise SourceError(
                 f"{origin}: "
                 + "; ".join(
-                    f"unknown key {k!r}" + (did_you_mean(k, known) or f"; expected some of {sorted(known)}")
+                    f"unknown key {k!r}" + (did_you_mean(str(k), known) or f"; expected some of {sorted(known)}")
                     for k in unknown
                 )
             )
