@@ -129,6 +129,7 @@ def test_the_predicates_command_lists_the_grounder_vocabulary(capsys):
         (lambda d: d["distances_m"].__setitem__("reach", -0.05), "distances_m.reach"),
         (lambda d: d["fixtures"].__setitem__("fully_open_fraction", 0.01), "fully_closed_fraction"),
         (lambda d: d["sanitized"].__setitem__("constant", "yes"), "sanitized.constant"),
+        (lambda d: d.__setitem__("sanitized", [1]), "sanitized must be a mapping"),  # once an AttributeError
         (lambda d: d.pop("wrench"), "'wrench'"),
         # keys YAML reads as a number, a boolean or null (`3:`, `true:`, `~:`): once a TypeError sorting or joining
         (lambda d: d.update({3: 1, True: 2}), r"unknown section\(s\) 3, True$"),

@@ -191,6 +191,8 @@ def parse_thresholds(doc: Any, source: str) -> Thresholds:
     if not 0 <= fx.fully_closed_fraction < fx.fully_open_fraction <= 1:
         raise GroundingError(f"{source}: fixtures: need 0 <= fully_closed_fraction < fully_open_fraction <= 1")
     san = doc.get("sanitized") or {}
+    if not isinstance(san, dict):
+        raise GroundingError(f"{source}: sanitized must be a mapping with 'event' and 'constant'")
     event, constant = san.get("event"), san.get("constant")
     if not isinstance(event, str) or not event:
         raise GroundingError(f"{source}: sanitized.event must name the RobotState event that sanitizes the robot")
