@@ -171,6 +171,12 @@ def test_object_semantics_errors_name_the_item(edit, message):
         (lambda d: d["fixtures"]["drawer"].__setitem__("range", [0.1, 0.1]), "fixtures.drawer.range"),
         (lambda d: d["static"].__setitem__("cube", {"bodies": ["cube"]}), "'cube'"),
         (lambda d: d["robot"].update({3: 1, None: 2}), r"robot: unknown key\(s\) 3, None$"),  # once a TypeError
+        # sections of the wrong type and entity names YAML reads as null or a number: once an AttributeError
+        # (`.items()` on a bool), a TypeError (`in` on None) or an AttributeError in did_you_mean
+        (lambda d: d.__setitem__("static", True), "static must be a mapping of names$"),
+        (lambda d: d.__setitem__("joint_limits", 3), "joint_limits must be a mapping of names$"),
+        (lambda d: d["objects"].__setitem__(None, d["objects"].pop("cube")), r"objects: None is not a name"),
+        (lambda d: d.__setitem__("joint_limits", {7: {}}), r"joint_limits: 7 is not a name"),
         (  # the misspelt name is the arm joint's: the hint names it, and the message says either may be wrong
             lambda d: d["robot"]["arm_joints"].__setitem__(1, "arm_joint_2"),
             r"^robot\.yaml: joint_limits\.arm_joint2: 'arm_joint2' is not in robot\.arm_joints or robot\.gripper\.joints "
