@@ -184,6 +184,12 @@ milestones: [{in_cabinet: true}, {cabinet_open: true}]
     assert cx.property == "reach_in_only_when_open" and cx.decided_at == 1
 
 
+def test_a_goal_may_read_a_predicate_nothing_sets(compiled):
+    """It is false there, as in every state: the goal was once evaluated on states without it (KeyError)."""
+    plan = plan_from("initial: {gripper_open: true}\nmilestones: [{gripper_open: false}]\ngoal: '!never_set'\n")
+    assert check_plan(plan, compiled).goal_reached is True
+
+
 @pytest.mark.parametrize(
     "text, message",
     [

@@ -64,6 +64,8 @@ class Plan:
         for s in self.steps:
             if isinstance(s, dict):
                 names |= set(s)
+        if self.goal is not None:  # read on the last state, where a predicate nothing sets is false as anywhere
+            names |= set(atoms_of(self.goal))
         return names
 
 
