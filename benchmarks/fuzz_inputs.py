@@ -1,7 +1,8 @@
 """Fuzz campaign over bad input: formulas, spec files and damaged bags, with a time limit per input.
 
     .venv/bin/python benchmarks/fuzz_inputs.py [--formulas 10000] [--compile 1000] [--specs 2000]
-        [--bags 1000] [--seconds S] [--seed 0] [--out DIR]
+        [--bags 1000] [--markers 600] [--objects 300] [--plans 300] [--traces 300] [--configs 600]
+        [--seconds S] [--seed 0] [--out DIR]
 
 The same strategies and oracles as the test_fuzz_* unit tests (test/test_fuzz_support.py), run much
 longer. Each input ends in an outcome class; the FAILURES classes (an exception other than
@@ -16,7 +17,15 @@ what reproduces them. Parts:
   through `load_specs` and `safety-monitor specs check` (which compiles what loads);
 - bags: a 1.5 s workcell bag (mcap and sqlite3) truncated, bit-flipped, overwritten, its metadata
   edited or a file removed, sqlite3 tables edited; each read with BagReader and scored in predicate
-  and robot-state mode against the intact bag's result.
+  and robot-state mode against the intact bag's result;
+- markers: the same bag with random, damaged, out-of-order or duplicated episode markers, scored in both
+  modes against the unmarked bag's result (well-formed, every frame in one rollout, not silently safer);
+- objects: the same bag with `_objects` values of any shape, through the live decoder and replay's
+  predicate mode (the same frames rejected; the verdicts unchanged otherwise);
+- plans, traces: docs/verify.md's plan.yaml and CTL trace files edited, through `safety-monitor plan`
+  and `safety-monitor ctl` in process (exit 0 or 1, or 2 naming the file; never an internal error);
+- configs: config/thresholds.yaml, config/robot.yaml and a topic mapping with keys misspelt or of other
+  types and values replaced, through their loaders (loaded, or an error naming the file).
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ import io
 import os
 import platform
 import resource
+import shutil
 import sys
 import tempfile
 import time
@@ -55,6 +65,8 @@ class Part:
         self.seen: set[int] = set()
         self.failures: list[str] = []
         self.slowest = 0.0
+        self.slowest_case = ""  # the slowest input's case name (its value is in the report)
+        self.slowest_value = ""
         self.wall = 0.0
 
     def run(
@@ -91,7 +103,9 @@ class Part:
             began = time.perf_counter()
             outcomes = check(value, case)
             faulthandler.cancel_dump_traceback_later()
-            self.slowest = max(self.slowest, time.perf_counter() - began)
+            took = time.perf_counter() - began
+            if took > self.slowest:
+                self.slowest, self.slowest_case, self.slowest_value = took, case.name, repr(value)[:160]
             self.counts.update(outcomes)
             bad = [o for o in outcomes if is_failure(o)]
             if bad:
@@ -109,6 +123,7 @@ class Part:
             f"{self.name}: {self.tried} distinct inputs ({self.repeats} repeats skipped) in {self.wall:.0f} s, "
             f"slowest {self.slowest:.2f} s, {len(self.failures)} failing",
             f"  {classes}",
+            f"  slowest input {self.slowest_case}: {self.slowest_value}",
         ]
         lines += [f"  FAIL {f}" for f in self.failures[:20]]
         return "\n".join(lines)
@@ -214,6 +229,105 @@ def check_bag(folder: Path, timeout: float) -> Callable[[tuple[str, Any], Path],
     return check
 
 
+def check_markers(folder: Path, timeout: float) -> Callable[[tuple[str, Any], Path], list[str]]:
+    """Score the marked bag in both modes against the unmarked bag's results."""
+    from test_fuzz_support import BAG_SPECS, MODES, guarded, is_failure, marker_outcome, replay_config, write_base_bag
+
+    from safety_monitor.replay.score import score_bag
+    from safety_monitor.sim.runner import run_episode
+
+    state = next(run_episode("pick_and_place_cube"))
+    specs = folder / "specs.yaml"
+    specs.write_text(BAG_SPECS)
+    base = {s: write_base_bag(folder / f"base_{s}", s, state) for s in ("mcap", "sqlite3")}
+    reference = {(s, m): score_bag(base[s], replay_config(specs, m)) for s in base for m in MODES}
+
+    def check(item: tuple[str, Any], case: Path) -> list[str]:
+        storage, markers = item
+        bag = folder / "marked"
+        shutil.rmtree(bag, ignore_errors=True)
+        write_base_bag(bag, storage, state, markers)
+        outcomes = []
+        for mode in MODES:
+            config = replay_config(specs, mode)
+            outcome, _ = guarded(lambda: marker_outcome(bag, config, reference[storage, mode], markers), timeout)
+            outcomes.append(f"{mode}:{outcome}")
+        if any(is_failure(o) for o in outcomes):
+            shutil.copytree(bag, case / "bag")
+        return outcomes
+
+    return check
+
+
+def check_objects(folder: Path, timeout: float) -> Callable[[Any, Path], list[str]]:
+    """The live decoder and replay's predicate mode on a bag with edited `_objects` values."""
+    from test_fuzz_support import BAG_SPECS, guarded, is_failure, objects_outcome, replay_config, write_base_bag
+
+    from safety_monitor.replay.score import score_bag
+    from safety_monitor.sim.runner import run_episode
+
+    state = next(run_episode("pick_and_place_cube"))
+    specs = folder / "specs.yaml"
+    specs.write_text(BAG_SPECS)
+    config = replay_config(specs, "predicates")
+    reference = score_bag(write_base_bag(folder / "base", "mcap", state), config)
+
+    def check(objects: Any, case: Path) -> list[str]:
+        bag = folder / "edited"
+        shutil.rmtree(bag, ignore_errors=True)
+        write_base_bag(bag, "mcap", state, objects=objects)
+        outcome, _ = guarded(lambda: objects_outcome(bag, config, reference, objects), timeout)
+        if is_failure(outcome):
+            shutil.copytree(bag, case / "bag")
+        return [outcome]
+
+    return check
+
+
+def check_plan(folder: Path, timeout: float) -> Callable[[Any, Path], list[str]]:
+    """`safety-monitor plan --specs config/specs.yaml` on the edited plan."""
+    from test_fuzz_support import cli_outcome, guarded, write_text_doc
+
+    plan = folder / "plan.yaml"
+    specs = str(REPO / "config" / "specs.yaml")
+
+    def check(doc: Any, case: Path) -> list[str]:
+        if not write_text_doc(plan, doc):
+            return ["not_representable"]
+        return [guarded(lambda: cli_outcome(["plan", "--specs", specs, str(plan)], (plan,)), timeout)[0]]
+
+    return check
+
+
+def check_traces(folder: Path, timeout: float) -> Callable[[tuple[str, str], Path], list[str]]:
+    """`safety-monitor ctl` on the two edited trace files with two formulas."""
+    from test_fuzz_support import CTL_FORMULAS, cli_outcome, guarded
+
+    files = (folder / "pick_1.jsonl", folder / "pick_2.jsonl")
+    args = ["ctl", *map(str, files), *[a for f in CTL_FORMULAS for a in ("--formula", f)]]
+
+    def check(texts: tuple[str, str], case: Path) -> list[str]:
+        for path, text in zip(files, texts):
+            path.write_text(text, newline="")
+        return [guarded(lambda: cli_outcome(args, files), timeout)[0]]
+
+    return check
+
+
+def check_config(folder: Path, timeout: float) -> Callable[[tuple[str, Any], Path], list[str]]:
+    """The file's own loader on the edited thresholds.yaml, robot.yaml or topic mapping."""
+    from test_fuzz_support import config_outcome, guarded, write_text_doc
+
+    def check(item: tuple[str, Any], case: Path) -> list[str]:
+        which, doc = item
+        path = folder / f"{which}.yaml"
+        if not write_text_doc(path, doc):
+            return [f"{which}:not_representable"]
+        return [f"{which}:{guarded(lambda: config_outcome(which, path), timeout)[0]}"]
+
+    return check
+
+
 def generators() -> dict[str, dict[str, Any]]:
     """Per part, its input generators by name (each gets an equal share of the part's inputs)."""
     from hypothesis import strategies as st
@@ -223,8 +337,13 @@ def generators() -> dict[str, dict[str, Any]]:
         damages,
         deep_formula_texts,
         formulas,
+        marker_layouts,
         mutated,
+        mutated_configs,
         mutated_default_specs,
+        mutated_plans,
+        mutated_traces,
+        objects_values,
         rendered,
         spec_documents,
         spec_file_bytes,
@@ -254,6 +373,11 @@ def generators() -> dict[str, dict[str, Any]]:
             "random_formula": specs_with_random_formula().map(lambda d: ("random_formula", d)),
         },
         "bags": {s: damages(s).map(lambda d, s=s: (s, d)) for s in STORAGES},
+        "markers": {s: marker_layouts().map(lambda m, s=s: (s, m)) for s in STORAGES},
+        "objects": {"objects": objects_values()},
+        "plans": {"edited": mutated_plans()},
+        "traces": {"edited": mutated_traces()},
+        "configs": {"edited": mutated_configs()},
     }
 
 
@@ -263,6 +387,11 @@ def main() -> int:
     parser.add_argument("--compile", type=int, default=1000, help="formulas through compile_formula")
     parser.add_argument("--specs", type=int, default=2000, help="spec files through load_specs and specs check")
     parser.add_argument("--bags", type=int, default=1000, help="damaged bags read and scored in both modes")
+    parser.add_argument("--markers", type=int, default=600, help="bags with episode markers scored in both modes")
+    parser.add_argument("--objects", type=int, default=300, help="bags with edited _objects values")
+    parser.add_argument("--plans", type=int, default=300, help="edited plan files through `safety-monitor plan`")
+    parser.add_argument("--traces", type=int, default=300, help="edited trace files through `safety-monitor ctl`")
+    parser.add_argument("--configs", type=int, default=600, help="edited thresholds, robot and topic mapping files")
     parser.add_argument(
         "--seconds", type=float, default=3600.0, help="wall-clock budget per part (shared by its generators)"
     )
@@ -292,8 +421,23 @@ def main() -> int:
         "compile": lambda: check_compile(args.timeout),
         "specs": lambda: check_spec(Path(tempfile.mkdtemp(dir=out)), args.timeout),
         "bags": lambda: check_bag(Path(tempfile.mkdtemp(dir=out)), args.timeout),
+        "markers": lambda: check_markers(Path(tempfile.mkdtemp(dir=out)), args.timeout),
+        "objects": lambda: check_objects(Path(tempfile.mkdtemp(dir=out)), args.timeout),
+        "plans": lambda: check_plan(Path(tempfile.mkdtemp(dir=out)), args.timeout),
+        "traces": lambda: check_traces(Path(tempfile.mkdtemp(dir=out)), args.timeout),
+        "configs": lambda: check_config(Path(tempfile.mkdtemp(dir=out)), args.timeout),
     }
-    budget = {"formulas": args.formulas, "compile": args.compile, "specs": args.specs, "bags": args.bags}
+    budget = {
+        "formulas": args.formulas,
+        "compile": args.compile,
+        "specs": args.specs,
+        "bags": args.bags,
+        "markers": args.markers,
+        "objects": args.objects,
+        "plans": args.plans,
+        "traces": args.traces,
+        "configs": args.configs,
+    }
     failing = 0
     for name, named in generators().items():
         if budget[name] <= 0:

@@ -106,6 +106,8 @@ def parse_yaml(text: str, source: str, error: type[SafetyMonitorError]) -> Any:
         raise error(f"{source}: not valid YAML{where}: {problem}") from None
     except RecursionError:  # the constructor builds nested collections recursively
         raise error(f"{source}: YAML nested too deeply") from None
+    except ValueError as exc:  # a constructor's: int() refuses 4300+ digits (CVE-2020-10735 limit)
+        raise error(f"{source}: YAML value not readable: {exc}") from None
     finally:
         loader.dispose()
 
@@ -124,6 +126,8 @@ def parse_json(text: str, source: str, error: type[SafetyMonitorError]) -> Any:
         ) from None
     except RecursionError:
         raise error(f"{source}: JSON nested too deeply") from None
+    except ValueError as exc:  # int() refuses 4300+ digits (CVE-2020-10735 limit)
+        raise error(f"{source}: JSON value not readable: {exc}") from None
 
 
 class _DuplicateKeyError(Exception):

@@ -20,7 +20,10 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
     Only the names fewest letters apart are offered, so `arm_jont1` gets `arm_joint1` and not its sibling
     `arm_joint6`; a name as near to three or more (`joint7` among `joint1`..`joint6`) is a typo of none of
     them and gets no hint."""
-    apart = {k: _apart(name.casefold(), k.casefold()) for k in set(known) if k != name}
+    a = name.casefold()
+    # names whose lengths differ by more than MOST_APART are further apart than that: not compared (difflib
+    # on a 60,000-letter key, a YAML typo, took seconds per known name)
+    apart = {k: _apart(a, b) for k in set(known) if k != name and abs(len(a) - len(b := k.casefold())) <= MOST_APART}
     fewest = min((n for k, n in apart.items() if n <= MOST_APART and 5 * n <= len(name) + len(k)), default=None)
     near = sorted(k for k, n in apart.items() if n == fewest)
     if not near or len(near) > 2:

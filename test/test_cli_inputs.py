@@ -129,7 +129,7 @@ def test_yaml_keys_given_twice_are_refused(text, message):
     }
 
 
-def test_json_lines_refuse_keys_given_twice_and_deep_nesting(tmp_path, capsys):
+def test_json_lines_refuse_keys_given_twice_deep_nesting_and_huge_numbers(tmp_path, capsys):
     """Trace and formula files: a key twice in one object, and nesting past the parser's recursion (an
     internal error before), are one-line errors naming file and line."""
     trace = tmp_path / "t.jsonl"
@@ -145,6 +145,16 @@ def test_json_lines_refuse_keys_given_twice_and_deep_nesting(tmp_path, capsys):
     code, err = run(["eval", "--formula", "G(a)", "--trace", str(trace)], capsys)
     assert_one_line_error("eval", code, err)
     assert "t.jsonl:1: JSON nested too deeply" in err
+    # int() refuses 4300+ digits with a ValueError that once escaped as "internal error: ValueError"
+    trace.write_text('{"a": ' + "9" * 5000 + "}\n")
+    code, err = run(["eval", "--formula", "G(a)", "--trace", str(trace)], capsys)
+    assert_one_line_error("eval", code, err)
+    assert "t.jsonl:1: JSON value not readable: Exceeds the limit" in err
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("initial: {a: " + "9" * 5000 + "}\nmilestones: []\n")
+    code, err = run(["plan", "--specs", str(tmp_path / "none.yaml"), str(plan)], capsys)
+    assert_one_line_error("plan", code, err)
+    assert "plan.yaml: YAML value not readable: Exceeds the limit" in err
 
 
 def test_yaml_booleans_are_true_and_false_only():

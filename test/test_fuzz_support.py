@@ -14,6 +14,9 @@ import contextlib
 import copy
 import dataclasses
 import functools
+import io
+import json
+import operator
 import random
 import re
 import shutil
@@ -27,9 +30,11 @@ import numpy as np
 import yaml
 from hypothesis import strategies as st
 
+from safety_monitor.enums import IssueKind
 from safety_monitor.errors import SafetyMonitorError, SpecError, ToolMissingError
 from safety_monitor.frames import PredicateSample, RobotState, Wrench
 from safety_monitor.io.bag import BagReader, BagWriter
+from safety_monitor.io.messages import decode_predicates
 from safety_monitor.replay.score import BagResult, ReplayConfig, score_bag
 from safety_monitor.specs.compile import compile_formula
 from safety_monitor.specs.ltlf import (
@@ -55,7 +60,18 @@ from safety_monitor.specs.model import load_specs
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_SPECS = REPO / "config" / "specs.yaml"
-FAILURES = ("leak", "hang", "unnamed", "malformed", "roundtrip_mismatch", "dfa_mismatch", "ok_silent_safer")
+FAILURES = (
+    "leak",
+    "hang",
+    "unnamed",
+    "malformed",
+    "roundtrip_mismatch",
+    "dfa_mismatch",
+    "ok_silent_safer",
+    "miscounted",
+    "replay_disagrees",
+    "verdict_changed",
+)
 
 
 def is_failure(outcome: str) -> bool:
@@ -467,9 +483,20 @@ def scripted_predicates(k: int) -> dict[str, bool]:
     }
 
 
-def write_base_bag(path: Path, storage: str, state: RobotState) -> Path:
+def write_base_bag(
+    path: Path,
+    storage: str,
+    state: RobotState,
+    markers: tuple[RawMarker, ...] = (),
+    objects: tuple[tuple[int, str], ...] = (),
+) -> Path:
     """1.5 s at 100 Hz of /joint_states, /wrist_wrench (120 N for 0.2 s), object poses at 20 Hz and the
-    scripted /safety_monitor/predicates: every frame carries a violation-relevant value."""
+    scripted /safety_monitor/predicates: every frame carries a violation-relevant value. `markers`: messages
+    on the episode topic (`marker_layouts`); `objects`: (frame, text) the predicates' `_objects` value on
+    those frames (`objects_values`)."""
+    from safety_monitor.io.messages import predicates_msg
+
+    said = dict(objects)
     hit = Wrench(np.array([0.0, 0.0, -120.0]), np.zeros(3))
     with BagWriter(path, storage=storage) as w:
         for k in range(FRAMES):
@@ -479,7 +506,12 @@ def write_base_bag(path: Path, storage: str, state: RobotState) -> Path:
                 for name, pose in state.object_poses.items():
                     w.write_pose(f"/objects/{name}/pose", t, pose)
             w.write_joint_state("/joint_states", t, state.joint_names, state.joint_position)
-            w.write_predicates("/safety_monitor/predicates", PredicateSample(scripted_predicates(k), t, frame=k))
+            msg = predicates_msg(w.types, PredicateSample(scripted_predicates(k), t, frame=k))
+            if k in said:
+                msg.status[0].values[-1].value = said[k]  # `_objects`, the last key
+            w.write("/safety_monitor/predicates", msg, t)
+        for marker in markers:
+            w.write("/safety_monitor/episode", marker.message(w.types), marker.log_t)
     return path
 
 
@@ -682,3 +714,386 @@ def score_outcome(bag: Path, config: ReplayConfig, reference: BagResult) -> str:
         for o, o0 in zip(r.trace.outcomes, reference.trace.outcomes)
     )
     return "ok_silent_safer" if safer else "ok_silent_diff"
+
+
+# ------------------------------------------------------------------------------------ episode markers
+MARKER_KEYS = ("index", "t", "task", "fault", "seed", "frames", "succeeded")
+_MARKER_VALUES = st.sampled_from(
+    ['"x"', "null", "true", "-1", "0", "2", "1.5", "NaN", "Infinity", "-Infinity", "1e309", "[]", "{}", "[1]",
+     '"start"', "not json", "", "[" * 5000, '{"a": ' * 3000, "100.5", "9" * 400]
+)  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class RawMarker:
+    """One message on the episode topic, logged at `log_t`: a well-formed marker (`edits` empty) or one with
+    its status name or message replaced and values replaced, added or removed (`edits`: key -> JSON text or
+    None to remove)."""
+
+    log_t: float
+    kind: str
+    index: int
+    t: float
+    name: str = "safety_monitor/episode"
+    edits: tuple[tuple[str, str | None], ...] = ()
+
+    def message(self, types: Any) -> Any:
+        from safety_monitor.pipeline.markers import EpisodeMarker, MarkerKind, marker_msg
+
+        kind = MarkerKind(self.kind) if self.kind in ("start", "end") else MarkerKind.START
+        msg = marker_msg(types, EpisodeMarker(kind, self.index, self.t))
+        status = msg.status[0]
+        status.name, status.message = self.name, self.kind
+        values = {kv.key: kv.value for kv in status.values}
+        for key, text in self.edits:
+            if text is None:
+                values.pop(key, None)
+            else:
+                values[key] = text
+        status.values = [types.KeyValue(key=k, value=v) for k, v in values.items()]
+        return msg
+
+
+def frame_time(k: float) -> float:
+    return 100.0 + k / RATE
+
+
+@st.composite
+def marker_layouts(draw: Callable) -> tuple[RawMarker, ...]:
+    """0-6 markers on a bag of FRAMES frames: start/end (or another message) at or between frame times, inside,
+    before or after the bag, logged on time, early, late or out of order; indices repeated or not counting
+    up; one in four with edited values or status."""
+    markers = []
+    for i in range(draw(st.integers(0, 6))):
+        kind = draw(st.sampled_from(["start", "start", "end", "end", "stop", ""]))
+        k = draw(st.integers(-10, FRAMES + 10) | st.sampled_from([0, FRAMES - 1, 50, 60, 85, 112]))
+        t = frame_time(k + draw(st.sampled_from([0.0, 0.0, 0.0, 0.5, -0.5, 1e-4])))
+        delay = draw(st.sampled_from([0.0, 0.0, 0.001, 0.05, 0.3, -0.05, 2.0]))
+        index = draw(st.sampled_from([i // 2, i, 0, 1, -1, 10**12]))
+        edits: tuple = ()
+        name = "safety_monitor/episode"
+        if draw(st.integers(0, 3)) == 0:
+            edits = tuple(
+                draw(st.lists(st.tuples(st.sampled_from(MARKER_KEYS + ("kind", "extra")), _MARKER_VALUES | st.none()),
+                              min_size=1, max_size=3))
+            )  # fmt: skip
+            name = draw(st.sampled_from([name, name, "other", ""]))
+        markers.append(RawMarker(frame_time(k) + delay, kind, index, t, name, edits))
+    if markers and draw(st.booleans()):
+        markers.append(markers[draw(st.integers(0, len(markers) - 1))])  # a duplicate
+    return tuple(markers)
+
+
+def late_start(markers: tuple[RawMarker, ...]) -> bool:
+    """Some start marker logged after the frames at its time (within the bag)."""
+    return any(m.kind == "start" and m.log_t > m.t + 1e-6 and m.t <= frame_time(FRAMES - 1) for m in markers)
+
+
+def marker_outcome(bag: Path, config: ReplayConfig, reference: BagResult, markers: tuple[RawMarker, ...]) -> str:
+    """score_bag on a bag with markers, compared with the unmarked bag's result `reference`.
+
+    A failure must name the bag. A success must be well-formed as a whole and in each rollout, count
+    every frame once (the rollouts' frames add up to the bag's, which are the unmarked bag's), and not be
+    safer without saying so: over its rollouts every property has at least the reference's violating
+    frames, unless a warning or an issue (a dropped marker, a late marker's blind frames) says why not."""
+    r = score_bag(bag, config)
+    if not r.ok:
+        leaked = _catch_all(bag, r.error)
+        if leaked:
+            return f"leak:{leaked}"
+        return "error" if str(bag) in r.error else "unnamed"
+    if r.frames > reference.frames and late_start(markers):
+        return "known_late_counted_twice"  # a late start marker's frames in two rollouts: branch marker-frames
+    whole = [p for p in malformed(r, reference) if not (r.parts and p == "timeline length")]  # timelines: per part
+    if whole or any(malformed(p, reference) for p in r.parts):
+        return "malformed"
+    parts = r.split()
+    flagged = bool(r.warnings or r.issues)
+    # each frame in one rollout; the bag's frames are the unmarked bag's, or more with an issue saying why (a
+    # message on the episode topic logged after the last frame: the streams stopped before the bag's end)
+    if (
+        sum(p.frames for p in parts) != r.frames
+        or r.frames < reference.frames
+        or r.frames > reference.frames + sum(r.issues.values())
+    ):
+        return "miscounted"
+    outcomes = [
+        [o for p in parts for o in p.trace.outcomes if o.property == o0.property] for o0 in reference.trace.outcomes
+    ]
+    safer = any(
+        sum(o.violating_frames for o in os) < o0.violating_frames or not any(o.violations for o in os)
+        for os, o0 in zip(outcomes, reference.trace.outcomes)
+        if o0.violations
+    )
+    kind = "split" if r.parts else "whole"
+    if safer:
+        return f"{kind}_flagged_safer" if flagged else "ok_silent_safer"
+    return f"{kind}_flagged" if flagged else f"{kind}_ok"
+
+
+# ------------------------------------------------------------------------------ the `_objects` key
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda ch: st.lists(ch, max_size=3) | st.dictionaries(st.text(max_size=6), ch, max_size=3),
+    max_leaves=10,
+)
+_OBJECT_NAMES = st.lists(st.sampled_from(["mug", "cube", "", "a,b"]) | st.text(max_size=6), max_size=3)
+OBJECT_TEXTS = st.one_of(
+    st.dictionaries(st.sampled_from(["object_grasped", "object_dropped", "nope", ""]), _OBJECT_NAMES, max_size=3).map(
+        json.dumps
+    ),  # well-formed: names no verdict depends on
+    _JSON.map(json.dumps),
+    st.text(max_size=40),
+    st.sampled_from(['{"object_grasped": ["mug"]', "NaN", '{"a": ["x"], "a": 3}', '"\\ud800"', "9" * 5000]),
+    st.builds(operator.mul, st.sampled_from(["[", '{"a": ', '{"a": [']), st.integers(1, 5000)),
+)
+
+
+@st.composite
+def objects_values(draw: Callable) -> tuple[tuple[int, str], ...]:
+    """On 1-3 frames of the base bag, the predicates' `_objects` replaced by well-formed JSON, other JSON,
+    any text or nesting up to 5000 deep."""
+    frames = draw(st.lists(st.integers(0, FRAMES - 1) | st.sampled_from([0, 50, 112]), min_size=1, max_size=3))
+    return tuple((k, draw(OBJECT_TEXTS)) for k in frames)
+
+
+def objects_outcome(bag: Path, config: ReplayConfig, reference: BagResult, objects: tuple[tuple[int, str], ...]) -> str:
+    """The live decoder on each edited message, and score_bag in predicate mode on the bag. A malformed `_objects`
+    is a BadPredicates the node logs, and replay drops that frame as an `undecodable` issue: replay must drop
+    exactly the frames the live decoder rejects, and keep the reference's verdicts when it rejects none (what a
+    predicate is about changes no verdict)."""
+    from safety_monitor.io.messages import BadPredicates, predicates_msg, rosbags_types
+
+    types = rosbags_types()
+    bad = 0
+    for k, text in dict(objects).items():  # the last text given for a frame is the one written
+        msg = predicates_msg(types, PredicateSample(scripted_predicates(k), frame_time(k), frame=k))
+        msg.status[0].values[-1].value = text
+        try:
+            decode_predicates(msg)
+        except BadPredicates:
+            bad += 1
+    r = score_bag(bag, config)
+    if not r.ok:
+        leaked = _catch_all(bag, r.error)
+        if leaked:
+            return f"leak:{leaked}"
+        return "error" if str(bag) in r.error else "unnamed"
+    if r.issues.get(IssueKind.UNDECODABLE, 0) != bad:
+        return "replay_disagrees"
+    if r.frames != reference.frames - bad:
+        return "miscounted"
+    if bad:
+        return "ok_flagged"
+    if malformed(r, reference):
+        return "malformed"
+    same = [(o.triggers, o.violations, o.violating_frames) for o in r.trace.outcomes] == [
+        (o.triggers, o.violations, o.violating_frames) for o in reference.trace.outcomes
+    ]
+    return "ok_same" if same else "verdict_changed"
+
+
+# ------------------------------------------------------------------------------ plans and CTL traces
+def doc_file(page: str, name: str) -> str:
+    """The file a docs page declares with `<!-- doc-test: file NAME -->` (its fenced block)."""
+    text = (REPO / "docs" / page).read_text()
+    found = re.search(rf"<!-- doc-test: file {re.escape(name)} -->\n```\w*\n(.*?)```", text, re.S)
+    assert found, (page, name)
+    return found.group(1)
+
+
+_PLAN_KEYS = ["initial", "actions", "plan", "milestones", "goal"]
+_CONDITIONS = st.sampled_from(
+    ["gripper_open", "!gripper_open & near_plate", "G gripper_open", "X a", "a U b", "(", "", "true", "last"]
+) | deep_formula_texts(300)
+
+
+@st.composite
+def mutated_plans(draw: Callable) -> Any:
+    """docs/verify.md's plan.yaml with 1-3 edits: top keys dropped, retyped or added (plan and milestones
+    both or neither), actions, preconditions, effects and plan steps of the wrong type, undefined,
+    temporal or unparsable conditions, milestones of junk."""
+    doc = yaml.safe_load(doc_file("verify.md", "plan.yaml"))
+    for _ in range(draw(st.integers(1, 3))):
+        kind = draw(
+            st.sampled_from(
+                ["drop", "retype", "milestones", "action", "pre", "eff", "step", "goal", "unknown", "initial"]
+            )
+        )
+        actions = doc.get("actions") if isinstance(doc.get("actions"), dict) else None
+        name = draw(st.sampled_from(sorted(actions, key=repr))) if actions else None
+        if kind == "drop" and doc:
+            doc.pop(draw(st.sampled_from(sorted(doc, key=repr))))
+        elif kind == "retype":
+            doc[draw(st.sampled_from(_PLAN_KEYS))] = draw(_junk())
+        elif kind == "milestones":
+            doc["milestones"] = draw(
+                st.lists(
+                    st.dictionaries(st.sampled_from(["gripper_open", "sanitized", "x"]), st.booleans()), max_size=4
+                )
+                | _junk()
+            )
+            if draw(st.booleans()):
+                doc.pop("plan", None)
+        elif kind == "action" and actions is not None:
+            actions[draw(st.sampled_from([name, "new", 3, None, True]))] = draw(_junk())
+        elif kind in ("pre", "eff") and name is not None and isinstance(actions[name], dict):
+            actions[name][kind] = draw(_CONDITIONS | _junk()) if kind == "pre" else draw(_junk())
+        elif kind == "step" and isinstance(doc.get("plan"), list):
+            steps = doc["plan"]
+            i = draw(st.integers(0, len(steps)))
+            steps[i:i] = [draw(st.sampled_from([*(actions or ["x"]), "undefined", 3, None]) | _junk())]
+        elif kind == "goal":
+            doc["goal"] = draw(_CONDITIONS | _junk())
+        elif kind == "unknown":
+            doc[draw(_ODD_KEYS)] = draw(_junk())
+        elif kind == "initial":
+            doc["initial"] = draw(st.dictionaries(st.sampled_from(["gripper_open", "a"]) | _ODD_KEYS, _SCALARS))
+    return doc
+
+
+def cli_outcome(args: list[str], files: tuple[Path, ...]) -> str:
+    """`safety-monitor ARGS` in process: exit 0 or 1, or 2 with one `safety-monitor CMD: error:` line naming one of
+    `files` (or, for ctl, a predicate the trajectories lack); never a traceback."""
+    from safety_monitor.cli import main
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(args)
+    text = err.getvalue()
+    if "Traceback" in text or code not in (0, 1, 2):
+        return f"leak:exit_{code}"
+    if "internal error: " in text:  # the CLI's catch-all: an exception not meant for the user
+        return f"leak:{text.split('internal error: ')[1].split(':')[0]}"
+    if code == 2:
+        if not text.startswith(f"safety-monitor {args[0]}: error: "):
+            return "unnamed"
+        if not any(str(f) in text for f in files) and "not recorded in the trajectories" not in text:
+            return "unnamed"
+        return "error"
+    return f"exit_{code}"
+
+
+_TRACE_VALUES = st.sampled_from(
+    ["true", "false", "null", "1", "0", '"true"', "[]", "{}", "NaN", "1e309", "-0.0", "9" * 5000, "[" * 3000, '"x"']
+)
+
+
+@st.composite
+def mutated_traces(draw: Callable) -> tuple[str, str]:
+    """docs/verify.md's pick_1.jsonl and pick_2.jsonl with 1-4 line edits: lines dropped, duplicated, swapped,
+    blanked or replaced by junk, a value or `t` replaced (wrong type, NaN, decreasing), a key renamed or
+    removed, a BOM or CRLF line ends; each file's text."""
+    files = [doc_file("verify.md", n).splitlines() for n in ("pick_1.jsonl", "pick_2.jsonl")]
+    for _ in range(draw(st.integers(1, 4))):
+        lines = files[draw(st.integers(0, 1))]
+        kind = draw(st.sampled_from(["drop", "duplicate", "swap", "junk", "value", "t", "key", "empty", "blank"]))
+        i = draw(st.integers(0, max(len(lines) - 1, 0)))
+        if not lines or kind == "empty":
+            lines.clear()
+        elif kind == "drop":
+            del lines[i]
+        elif kind == "duplicate":
+            lines.insert(i, lines[i])
+        elif kind == "swap":
+            j = draw(st.integers(0, len(lines) - 1))
+            lines[i], lines[j] = lines[j], lines[i]
+        elif kind == "junk":
+            lines[i] = draw(st.text(max_size=30) | _TRACE_VALUES | st.just('{"t": 0.0, "object_grasped": true'))
+        elif kind == "blank":
+            lines.insert(i, draw(st.sampled_from(["", "   ", "\t"])))
+        else:
+            try:
+                obj = json.loads(lines[i])
+            except ValueError:
+                continue
+            if not isinstance(obj, dict) or not obj:
+                continue
+            key = "t" if kind == "t" else draw(st.sampled_from(sorted(obj)))
+            if kind == "key":
+                value = obj.pop(key, None)
+                new = draw(st.sampled_from(["", "Object_Grasped", "t", "a b", "object_grasped"]) | st.text(max_size=5))
+                if draw(st.booleans()):
+                    obj[new] = value
+                lines[i] = json.dumps(obj)
+            else:
+                lines[i] = re.sub(rf'"{key}": [^,}}]*', lambda _: f'"{key}": {draw(_TRACE_VALUES)}', lines[i])
+    texts = ["\n".join(lines) + "\n" for lines in files]
+    if draw(st.integers(0, 5)) == 0:
+        texts[0] = draw(st.sampled_from(["\ufeff", ""])) + texts[0].replace("\n", draw(st.sampled_from(["\r\n", "\r"])))
+    return texts[0], texts[1]
+
+
+CTL_FORMULAS = ("AG(object_grasped -> AF object_released)", "EF object_settled")
+
+
+# --------------------------------------------------------------------- config keys and topic mappings
+CONFIGS = ("thresholds", "robot", "topics")
+_KEY_TYPOS = st.sampled_from(["typo", "case", "number", "boolean", "null", "long"])
+
+
+@functools.cache
+def _config_doc(which: str) -> Any:
+    if which == "topics":
+        return {"joint_states": "/arm/joint_states", "wrench": "/ft", "objects": {"mug": "/mug/pose"}}
+    return yaml.safe_load((REPO / "config" / f"{which}.yaml").read_text())
+
+
+def _misspelt(draw: Callable, key: Any) -> Any:
+    kind = draw(_KEY_TYPOS)
+    if kind == "typo":
+        return _mutate(draw, str(key))
+    if kind == "case":
+        return str(key).upper()
+    if kind == "long":
+        return str(key)[:40] * draw(st.integers(50, 5000))  # at most 200 kB: PyYAML dumps 10 MB in seconds
+    return {"number": draw(st.integers() | st.floats(allow_nan=False)), "boolean": True, "null": None}[kind]
+
+
+@st.composite
+def mutated_configs(draw: Callable) -> tuple[str, Any]:
+    """config/thresholds.yaml, config/robot.yaml or a topic mapping file with 1-3 edits anywhere in its tree:
+    a key misspelt, upper-cased, made a number, boolean or null or 50-5000 times longer; a value replaced by
+    junk; a key deleted or added."""
+    which = draw(st.sampled_from(CONFIGS))
+    doc = copy.deepcopy(_config_doc(which))
+    for _ in range(draw(st.integers(1, 3))):
+        slots: list[tuple[dict, Any]] = []
+
+        def walk(node: Any) -> None:
+            if isinstance(node, dict):
+                for key, child in node.items():
+                    slots.append((node, key))
+                    walk(child)
+            elif isinstance(node, list):
+                for child in node:
+                    walk(child)
+
+        walk(doc)
+        if not slots:
+            break
+        node, key = slots[draw(st.integers(0, len(slots) - 1))]
+        kind = draw(st.sampled_from(["key", "key", "value", "drop", "add"]))
+        if kind == "key":
+            node[_misspelt(draw, key)] = node.pop(key)
+        elif kind == "value":
+            node[key] = draw(_junk())
+        elif kind == "drop":
+            del node[key]
+        else:
+            node[draw(_ODD_KEYS)] = draw(_junk())
+    return which, doc
+
+
+def config_outcome(which: str, path: Path) -> str:
+    """The file's own loader: loaded, or a SafetyMonitorError naming the file."""
+    from safety_monitor.grounding.description import load_robot_description
+    from safety_monitor.grounding.thresholds import load_thresholds
+    from safety_monitor.pipeline.assemble import StreamMapping
+
+    load = {"thresholds": load_thresholds, "robot": load_robot_description, "topics": StreamMapping.parse}[which]
+    try:
+        load(str(path) if which == "topics" else path)
+    except SafetyMonitorError as exc:
+        return "error" if str(path) in str(exc) else "unnamed"
+    return "loaded"

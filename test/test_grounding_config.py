@@ -129,7 +129,11 @@ def test_the_predicates_command_lists_the_grounder_vocabulary(capsys):
         (lambda d: d["distances_m"].__setitem__("reach", -0.05), "distances_m.reach"),
         (lambda d: d["fixtures"].__setitem__("fully_open_fraction", 0.01), "fully_closed_fraction"),
         (lambda d: d["sanitized"].__setitem__("constant", "yes"), "sanitized.constant"),
+        (lambda d: d.__setitem__("sanitized", [1]), "sanitized must be a mapping"),  # once an AttributeError
         (lambda d: d.pop("wrench"), "'wrench'"),
+        # keys YAML reads as a number, a boolean or null (`3:`, `true:`, `~:`): once a TypeError sorting or joining
+        (lambda d: d.update({3: 1, True: 2}), r"unknown section\(s\) 3, True$"),
+        (lambda d: d["motion"].update({None: 1, "x": 2}), r"motion: unknown key\(s\) None, 'x', missing"),
     ],
 )
 def test_threshold_errors_name_the_key(edit, message):
@@ -166,6 +170,13 @@ def test_object_semantics_errors_name_the_item(edit, message):
         (lambda d: d["objects"]["cube"].__setitem__("box", [0.02, 0.02, 0.02]), "objects.cube"),
         (lambda d: d["fixtures"]["drawer"].__setitem__("range", [0.1, 0.1]), "fixtures.drawer.range"),
         (lambda d: d["static"].__setitem__("cube", {"bodies": ["cube"]}), "'cube'"),
+        (lambda d: d["robot"].update({3: 1, None: 2}), r"robot: unknown key\(s\) 3, None$"),  # once a TypeError
+        # sections of the wrong type and entity names YAML reads as null or a number: once an AttributeError
+        # (`.items()` on a bool), a TypeError (`in` on None) or an AttributeError in did_you_mean
+        (lambda d: d.__setitem__("static", True), "static must be a mapping of names$"),
+        (lambda d: d.__setitem__("joint_limits", 3), "joint_limits must be a mapping of names$"),
+        (lambda d: d["objects"].__setitem__(None, d["objects"].pop("cube")), r"objects: None is not a name"),
+        (lambda d: d.__setitem__("joint_limits", {7: {}}), r"joint_limits: 7 is not a name"),
         (  # the misspelt name is the arm joint's: the hint names it, and the message says either may be wrong
             lambda d: d["robot"]["arm_joints"].__setitem__(1, "arm_joint_2"),
             r"^robot\.yaml: joint_limits\.arm_joint2: 'arm_joint2' is not in robot\.arm_joints or robot\.gripper\.joints "

@@ -3,6 +3,7 @@ names that merely share a prefix or a number with a known one get none."""
 
 import pytest
 
+from safety_monitor import names
 from safety_monitor.grounding.grounder import PREDICATES
 from safety_monitor.names import did_you_mean
 
@@ -64,3 +65,13 @@ def test_a_typo_gets_the_name_meant(name, known, hint):
 )
 def test_an_unrelated_name_gets_no_hint(name, known):
     assert did_you_mean(name, known) == ""
+
+
+def test_a_name_far_longer_than_any_known_is_compared_with_none(monkeypatch):
+    """Its letters left unmatched are at least the difference in length: difflib on a 60,000-letter key (a
+    mangled YAML key) took seconds per known name before this bound."""
+    compared = []
+    monkeypatch.setattr(names, "_apart", lambda a, b: compared.append(b) or 0)
+    assert did_you_mean("joint_states" * 5000, ["joint_states", "wrench"]) == ""
+    assert did_you_mean("wrenhc", ["joint_states", "wrench", "wrist"]) == " (did you mean 'wrench' or 'wrist'?)"
+    assert sorted(compared) == ["wrench", "wrist"]  # joint_states is 6 letters longer than wrenhc

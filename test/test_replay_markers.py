@@ -7,8 +7,10 @@ from ray_replay_bags import write_marked_bag
 
 from safety_monitor.cli import main
 from safety_monitor.enums import IssueKind
+from safety_monitor.errors import SourceError
+from safety_monitor.io.messages import rosbags_types
 from safety_monitor.pipeline.assemble import StreamMapping
-from safety_monitor.pipeline.markers import END, START
+from safety_monitor.pipeline.markers import END, START, EpisodeMarker, decode_marker, marker_msg
 from safety_monitor.replay.batch import score_bags
 from safety_monitor.replay.score import ReplayConfig, score_bag
 from safety_monitor.replay.simbag import SimRun, record_sim_bag
@@ -150,3 +152,19 @@ def test_a_late_start_marker_s_frames_are_counted_as_its_trace_holds_them(
     assert all(
         runs[0][0] == 0 and runs[0][1] >= blind - 1 and runs[0][2] is None for runs in second.timeline.runs.values()
     )
+
+
+@pytest.mark.parametrize(
+    ("key", "text"),
+    [("index", '"x"'), ("t", '"soon"'), ("t", "NaN"), ("t", "1" * 400), ("seed", "1.5"), ("succeeded", "0")]
+    + [("frames", "[]"), ("task", "3"), ("extra", "1"), ("index", "[" * 5000), ("seed", "9" * 5000), ("index", None)],
+)
+def test_a_marker_value_of_the_wrong_type_is_malformed(key, text):
+    """decode_marker once took any JSON value: an index "x" or a time "soon" crashed the Supervisor (a TypeError
+    out of replay, or out of a live node's callback) instead of the marker being dropped with a message."""
+    types = rosbags_types()
+    msg = marker_msg(types, EpisodeMarker(START, 0, 100.0))
+    kept = [v for v in msg.status[0].values if v.key != key]
+    msg.status[0].values = kept + ([types.KeyValue(key=key, value=text)] if text is not None else [])
+    with pytest.raises(SourceError, match="^episode marker: "):
+        decode_marker(msg)

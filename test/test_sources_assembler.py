@@ -384,6 +384,12 @@ def test_mapping_parses_inline_pairs_and_files(tmp_path):
         StreamMapping.parse("joint_sates=/x")
     with pytest.raises(SourceError, match="neither a file nor"):
         StreamMapping.parse("no-such-file.yaml")
+    path.write_text("true: /ft\n3: /x\nwrenhc: /y\n")  # keys YAML reads as True and 3: once a TypeError
+    with pytest.raises(SourceError, match=r"unknown key 3; .*; unknown key True; .*unknown key 'wrenhc' \(did you"):
+        StreamMapping.parse(str(path))
+    path.write_text("joint_states: 3\nwrench: null\n")  # once accepted, then an AttributeError scoring each bag
+    with pytest.raises(SourceError, match=r"map\.yaml: 'joint_states' must be a topic name, got 3$"):
+        StreamMapping.parse(str(path))
 
 
 class _Grounder:

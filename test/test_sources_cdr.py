@@ -573,3 +573,18 @@ def test_diagnostics_writer_gives_rosbags_bytes_of_the_same_array():
             assert [
                 (s.level, s.name, s.message, s.hardware_id, [(v.key, v.value) for v in s.values]) for s in back.status
             ] == [(bytes((lv,)), n, ms, h, list(vs)) for lv, n, ms, h, vs in batch]
+
+
+@pytest.mark.parametrize("text", ["[" * 5000, '{"a": ' * 3000, "9" * 5000], ids=["arrays", "objects", "digits"])
+def test_objects_nested_past_the_stack_or_too_long_a_number_are_malformed(text):
+    """json.loads raises RecursionError on deep nesting and ValueError (not JSONDecodeError) on an integer of
+    4300+ digits: both once escaped objects_of, out of the monitor node's callback and out of replay (a batch
+    reader's bag failing as `RecursionError`), where a malformed `_objects` drops its frame with a message."""
+    writer = cdr.PredicateWriter()
+    good = writer.write(m.PredicateSample({"a": True}, 1.5, 7))
+    message = decoded(good, ARRAY)
+    message.status[0].values[-1].value = text
+    with pytest.raises(m.BadPredicates, match="malformed _objects"):
+        m.decode_predicates(message)
+    bad = bytes(STORE.serialize_cdr(message, ARRAY))
+    assert cdr.PredicateBatchReader().read(*one_buffer([good, bad], [0, 0])).decoded.tolist() == [True, False]

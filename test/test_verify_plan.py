@@ -184,6 +184,12 @@ milestones: [{in_cabinet: true}, {cabinet_open: true}]
     assert cx.property == "reach_in_only_when_open" and cx.decided_at == 1
 
 
+def test_a_goal_may_read_a_predicate_nothing_sets(compiled):
+    """It is false there, as in every state: the goal was once evaluated on states without it (KeyError)."""
+    plan = plan_from("initial: {gripper_open: true}\nmilestones: [{gripper_open: false}]\ngoal: '!never_set'\n")
+    assert check_plan(plan, compiled).goal_reached is True
+
+
 @pytest.mark.parametrize(
     "text, message",
     [
@@ -192,6 +198,8 @@ milestones: [{in_cabinet: true}, {cabinet_open: true}]
         ("milestones: [{a: yes_please}]\n", "milestone 1"),
         ("milestones: []\nactions: {x: {pre: 'F a', eff: {}}}\n", "must be propositional"),
         ("milestones: []\nplanz: 1\n", "unknown key"),
+        # keys YAML reads as a number, a boolean and null: once a TypeError joining them into the message
+        ("milestones: []\n3: x\non: 1\n~: 2\nplanz: 1\n", r"unknown key\(s\) 3, None, True, planz "),
     ],
 )
 def test_bad_plans_are_clear_errors(text, message):

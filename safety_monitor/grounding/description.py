@@ -247,7 +247,7 @@ def parse_robot_description(doc: Any, source: str, base_dir: Path = Path(".")) -
     ee_body, ee_site, offset = _grasp_point(d, robot, urdf is not None)
     gripper = _gripper(d, robot.get("gripper"))
     fixtures = {}
-    for name, raw in (doc.get("fixtures") or {}).items():
+    for name, raw in d.named(doc.get("fixtures"), "fixtures"):
         d.mapping(raw, f"fixtures.{name}", {"joint", "range", "housing", "interior"})
         rng = d.vector(raw.get("range"), f"fixtures.{name}.range", 2)
         if rng[0] == rng[1]:
@@ -260,14 +260,14 @@ def parse_robot_description(doc: Any, source: str, base_dir: Path = Path(".")) -
             interior=d.interior(raw.get("interior"), f"fixtures.{name}.interior"),
         )
     static = {}
-    for name, raw in (doc.get("static") or {}).items():
+    for name, raw in d.named(doc.get("static"), "static"):
         d.mapping(raw, f"static.{name}", {"bodies", "interior"})
         static[name] = StaticBody(
             d.names(raw.get("bodies"), f"static.{name}.bodies"),
             d.interior(raw.get("interior"), f"static.{name}.interior"),
         )
     objects = {}
-    for name, raw in (doc.get("objects") or {}).items():
+    for name, raw in d.named(doc.get("objects"), "objects"):
         d.mapping(raw, f"objects.{name}", {"body", "box"})
         if ("body" in raw) == ("box" in raw):
             raise GroundingError(f"{source}: objects.{name}: give exactly one of 'body' (MJCF) or 'box' (half sizes)")
@@ -396,7 +396,7 @@ def _joint_limits(d: _Reader, raw: Any, desc: RobotDescription) -> dict[str, Joi
     """The URDF's limits of the robot's joints, each field overridden by the description's `joint_limits:`."""
     urdf = desc.urdf
     out = {j: urdf.joints[j].limit for j in desc.robot_joints if urdf and j in urdf.joints}
-    for joint, spec in (raw or {}).items():
+    for joint, spec in d.named(raw, "joint_limits"):
         where = f"joint_limits.{joint}"
         if joint not in desc.robot_joints:  # either name may be the misspelt one: point at both
             near = did_you_mean(joint, desc.robot_joints) or f"; they are {', '.join(desc.robot_joints)}"
@@ -462,10 +462,21 @@ class _Reader:
     def mapping(self, raw: Any, where: str, allowed: set[str]) -> None:
         if not isinstance(raw, dict):
             raise GroundingError(f"{self.source}: {where} must be a mapping")
-        unknown = sorted(set(raw) - allowed)
+        unknown = sorted(set(raw) - allowed, key=str)  # YAML keys may be numbers, booleans or null
         if unknown:
             named = ", ".join(f"{k}{did_you_mean(str(k), allowed)}" for k in unknown)
             raise GroundingError(f"{self.source}: {where}: unknown key(s) {named}")
+
+    def named(self, raw: Any, where: str) -> list[tuple[str, Any]]:
+        """The entries of an optional section keyed by names (YAML may read a key as a number, boolean or null)."""
+        if raw is None:
+            return []
+        if not isinstance(raw, dict):
+            raise GroundingError(f"{self.source}: {where} must be a mapping of names")
+        for key in raw:
+            if not isinstance(key, str) or not key:
+                raise GroundingError(f"{self.source}: {where}: {key!r} is not a name (quote it if it is one)")
+        return list(raw.items())
 
     def name(self, raw: Any, where: str) -> str:
         if not isinstance(raw, str) or not raw:

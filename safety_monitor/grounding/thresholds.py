@@ -166,7 +166,7 @@ def load_thresholds(path: str | Path) -> Thresholds:
 def parse_thresholds(doc: Any, source: str) -> Thresholds:
     if not isinstance(doc, dict):
         raise GroundingError(f"{source}: expected a mapping of threshold sections")
-    extra = sorted(set(doc) - set(_SECTIONS) - {"sanitized"})
+    extra = sorted(map(str, set(doc) - set(_SECTIONS) - {"sanitized"}))  # YAML keys may be numbers, booleans, null
     if extra:
         raise GroundingError(f"{source}: unknown section(s) {', '.join(extra)}")
     parts: dict[str, Any] = {}
@@ -175,7 +175,7 @@ def parse_thresholds(doc: Any, source: str) -> Thresholds:
         if not isinstance(raw, dict):
             raise GroundingError(f"{source}: section {section!r} is missing or not a mapping")
         names = [f.name for f in fields(cls)]
-        unknown = sorted(set(raw) - set(names))
+        unknown = sorted(set(raw) - set(names), key=str)
         missing = [n for n in names if n not in raw]
         if unknown or missing:
             named = ", ".join(f"{k!r}{did_you_mean(str(k), missing)}" for k in unknown) or "none"
@@ -191,6 +191,8 @@ def parse_thresholds(doc: Any, source: str) -> Thresholds:
     if not 0 <= fx.fully_closed_fraction < fx.fully_open_fraction <= 1:
         raise GroundingError(f"{source}: fixtures: need 0 <= fully_closed_fraction < fully_open_fraction <= 1")
     san = doc.get("sanitized") or {}
+    if not isinstance(san, dict):
+        raise GroundingError(f"{source}: sanitized must be a mapping with 'event' and 'constant'")
     event, constant = san.get("event"), san.get("constant")
     if not isinstance(event, str) or not event:
         raise GroundingError(f"{source}: sanitized.event must name the RobotState event that sanitizes the robot")

@@ -307,7 +307,7 @@ def objects_of(text: str) -> Mapping[str, tuple[str, ...]]:
         return _NO_OBJECTS
     try:
         parsed = json.loads(text)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # JSONDecodeError, an integer of 4300+ digits, nesting past the stack
         parsed = None
     if not isinstance(parsed, dict) or not all(
         isinstance(names, list) and all(isinstance(n, str) for n in names) for names in parsed.values()

@@ -111,17 +111,24 @@ class StreamMapping:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], origin: str = "topic mapping") -> StreamMapping:
         known = set(cls.__dataclass_fields__)
-        if unknown := sorted(set(data) - known):
+        if unknown := sorted(set(data) - known, key=str):  # YAML keys may be numbers, booleans or null
             raise SourceError(
                 f"{origin}: "
                 + "; ".join(
-                    f"unknown key {k!r}" + (did_you_mean(k, known) or f"; expected some of {sorted(known)}")
+                    f"unknown key {k!r}" + (did_you_mean(str(k), known) or f"; expected some of {sorted(known)}")
                     for k in unknown
                 )
             )
         for key in _NAME_MAPS:
             if not isinstance(data.get(key, {}), Mapping):
                 raise SourceError(f"{origin}: {key!r} must be a mapping of names")
+        for key, value in data.items():  # a topic of another type would fail later, in a bag's scoring, blaming it
+            if (
+                key not in (*_NAME_MAPS, "joint_order")
+                and not isinstance(value, str)
+                and not (value is None and key in _OPTIONAL_TOPICS)
+            ):
+                raise SourceError(f"{origin}: {key!r} must be a topic name, got {value!r:.40}")
         order = data.get("joint_order", ())
         if not isinstance(order, (list, tuple)) or not all(isinstance(n, str) and n for n in order):
             raise SourceError(f"{origin}: 'joint_order' must be a list of joint names")
@@ -152,6 +159,7 @@ class StreamMapping:
 
 
 _NAME_MAPS = ("objects", "joint_names", "object_frames")
+_OPTIONAL_TOPICS = ("wrench", "gripper_joint_states")  # None: the robot has no such stream
 
 
 @dataclass(frozen=True)

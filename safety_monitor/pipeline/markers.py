@@ -12,6 +12,7 @@ one trace. Pure: any DiagnosticArray-shaped message (rclpy's or rosbags') reads 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from types import SimpleNamespace
@@ -58,6 +59,19 @@ def marker_msg(types: SimpleNamespace, marker: EpisodeMarker, hardware_id: str =
     return types.DiagnosticArray(header=header(types, t), status=[status])
 
 
+# each value's JSON type: a marker of another type would fail later, in the Supervisor's comparisons or
+# the rollout's name, where a malformed marker can no longer be dropped with a message
+_TYPES: dict[str, tuple[type, ...]] = {
+    "index": (int,),
+    "t": (int, float),
+    "task": (str,),
+    "fault": (str,),
+    "seed": (int,),
+    "frames": (int, type(None)),
+    "succeeded": (bool, type(None)),
+}
+
+
 def decode_marker(msg: Any) -> EpisodeMarker:
     statuses = [s for s in msg.status if s.name == STATUS_NAME]
     if len(statuses) != 1 or statuses[0].message not in (START, END):
@@ -66,6 +80,22 @@ def decode_marker(msg: Any) -> EpisodeMarker:
     try:
         fields: dict[str, Any] = {"t": stamp_seconds(msg.header.stamp)}
         fields.update((str(kv.key), json.loads(kv.value)) for kv in status.values)
-        return EpisodeMarker(kind=MarkerKind(status.message), **fields)
-    except (json.JSONDecodeError, TypeError) as exc:
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, an integer of 4300+ digits, deep nesting
         raise SourceError(f"episode marker: malformed values: {exc}") from None
+    for key, value in fields.items():
+        allowed = _TYPES.get(key)
+        if allowed is None:
+            raise SourceError(f"episode marker: unknown value {key!r} (known: {', '.join(_TYPES)})")
+        if (isinstance(value, bool) and bool not in allowed) or not isinstance(value, allowed):
+            raise SourceError(
+                f"episode marker: {key} is {value!r:.40}, expected {' or '.join(t.__name__ for t in allowed)}"
+            )
+    if "index" not in fields:
+        raise SourceError("episode marker: no index")
+    try:
+        fields["t"] = float(fields["t"])
+    except OverflowError:
+        fields["t"] = math.inf
+    if not math.isfinite(fields["t"]):
+        raise SourceError(f"episode marker: t is {fields['t']}, expected a finite time")
+    return EpisodeMarker(kind=MarkerKind(status.message), **fields)

@@ -64,6 +64,8 @@ class Plan:
         for s in self.steps:
             if isinstance(s, dict):
                 names |= set(s)
+        if self.goal is not None:  # read on the last state, where a predicate nothing sets is false as anywhere
+            names |= set(atoms_of(self.goal))
         return names
 
 
@@ -109,7 +111,7 @@ def load_plan(path: str | Path) -> Plan:
 def parse_plan(doc: Any, source: str) -> Plan:
     if not isinstance(doc, dict):
         raise SpecError(f"{source}: expected a mapping with 'initial' and 'plan' or 'milestones'")
-    unknown = sorted(set(doc) - _KEYS)
+    unknown = sorted(map(str, set(doc) - _KEYS))  # YAML keys may be numbers, booleans or null
     if unknown:
         raise SpecError(f"{source}: unknown key(s) {', '.join(unknown)} (allowed: {', '.join(sorted(_KEYS))})")
     if ("plan" in doc) == ("milestones" in doc):

@@ -1,0 +1,87 @@
+"""Episode markers (random, damaged, out of order, duplicated) and `_objects` values of any shape in bags:
+replay ends in an error naming the bag or a well-formed result that counts every frame once and is never
+silently safer than the unmarked bag's; a malformed `_objects` drops exactly the frames the live decoder
+rejects (benchmarks/fuzz_inputs.py runs the long campaign)."""
+
+import shutil
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from test_fuzz_support import (
+    BAG_SPECS,
+    MODES,
+    STORAGES,
+    guarded,
+    is_failure,
+    marker_layouts,
+    marker_outcome,
+    objects_outcome,
+    objects_values,
+    replay_config,
+    write_base_bag,
+)
+
+from safety_monitor.replay.score import score_bag
+
+FUZZ = settings(
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+)
+
+
+class Bags:
+    def __init__(self, folder):
+        from safety_monitor.sim.runner import run_episode
+
+        self.state = next(run_episode("pick_and_place_cube"))
+        self.folder = folder
+        self.specs = folder / "specs.yaml"
+        self.specs.write_text(BAG_SPECS)
+        base = {s: write_base_bag(folder / f"base_{s}", s, self.state) for s in STORAGES}
+        self.reference = {(s, m): score_bag(base[s], replay_config(self.specs, m)) for s in STORAGES for m in MODES}
+
+    def bag(self, storage, **edits):
+        path = self.folder / "edited"
+        shutil.rmtree(path, ignore_errors=True)
+        return write_base_bag(path, storage, self.state, **edits)
+
+
+@pytest.fixture(scope="module")
+def bags(tmp_path_factory):
+    return Bags(tmp_path_factory.mktemp("fuzz_markers"))
+
+
+def check_markers(bags, storage, markers, mode):
+    bag = bags.bag(storage, markers=markers)
+    config = replay_config(bags.specs, mode)
+    outcome, detail = guarded(lambda: marker_outcome(bag, config, bags.reference[storage, mode], markers))
+    assert not is_failure(outcome), (outcome, detail, markers)
+
+
+@settings(FUZZ, max_examples=12)
+@given(markers=marker_layouts())
+def test_marked_mcap_bags_in_predicate_mode(bags, markers):
+    check_markers(bags, "mcap", markers, "predicates")
+
+
+@settings(FUZZ, max_examples=6)
+@given(markers=marker_layouts())
+def test_marked_sqlite3_bags_in_predicate_mode(bags, markers):
+    check_markers(bags, "sqlite3", markers, "predicates")
+
+
+@settings(FUZZ, max_examples=6)
+@given(markers=marker_layouts())
+def test_marked_mcap_bags_in_robot_state_mode(bags, markers):
+    check_markers(bags, "mcap", markers, "robot_state")
+
+
+@settings(FUZZ, max_examples=12)
+@given(objects=objects_values())
+def test_objects_values_of_any_shape(bags, objects):
+    bag = bags.bag("mcap", objects=objects)
+    config = replay_config(bags.specs, "predicates")
+    outcome, detail = guarded(lambda: objects_outcome(bag, config, bags.reference["mcap", "predicates"], objects))
+    assert not is_failure(outcome), (outcome, detail, objects)

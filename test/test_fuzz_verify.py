@@ -1,0 +1,58 @@
+"""Hand-written inputs: edited plan files and CTL trace files end in exit 0 or 1 of `safety-monitor plan` and
+`ctl`, or exit 2 with one line naming the file, never a traceback or an internal error; edited thresholds,
+robot and topic mapping files load or fail naming the file (benchmarks/fuzz_inputs.py runs the long
+campaign)."""
+
+from hypothesis import HealthCheck, given, settings
+from test_fuzz_support import (
+    CTL_FORMULAS,
+    REPO,
+    cli_outcome,
+    config_outcome,
+    guarded,
+    is_failure,
+    mutated_configs,
+    mutated_plans,
+    mutated_traces,
+    write_text_doc,
+)
+
+FUZZ = settings(
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+)
+
+
+@settings(FUZZ, max_examples=40)
+@given(doc=mutated_plans())
+def test_edited_plan_files(tmp_path, doc):
+    plan = tmp_path / "plan.yaml"
+    if not write_text_doc(plan, doc):
+        return
+    args = ["plan", "--specs", str(REPO / "config" / "specs.yaml"), str(plan)]
+    outcome, detail = guarded(lambda: cli_outcome(args, (plan,)))
+    assert not is_failure(outcome), (outcome, detail, doc)
+
+
+@settings(FUZZ, max_examples=40)
+@given(texts=mutated_traces())
+def test_edited_ctl_trace_files(tmp_path, texts):
+    files = (tmp_path / "pick_1.jsonl", tmp_path / "pick_2.jsonl")
+    for path, text in zip(files, texts):
+        path.write_text(text, newline="")
+    args = ["ctl", *map(str, files), *[a for f in CTL_FORMULAS for a in ("--formula", f)]]
+    outcome, detail = guarded(lambda: cli_outcome(args, files))
+    assert not is_failure(outcome), (outcome, detail, texts)
+
+
+@settings(FUZZ, max_examples=40)
+@given(item=mutated_configs())
+def test_edited_config_files(tmp_path, item):
+    which, doc = item
+    path = tmp_path / f"{which}.yaml"
+    if not write_text_doc(path, doc):
+        return
+    outcome, detail = guarded(lambda: config_outcome(which, path))
+    assert not is_failure(outcome), (outcome, detail, doc)
