@@ -394,6 +394,36 @@ def test_a_transfer_timeout_after_a_gap_too_short_to_hide_a_settle_is_true():
         assert tri(frames, "transfer_timeout")[event + 99 : event + 101] == [False, timeout]
 
 
+def _transfer_decided_after_a_gap(gap: int) -> list:
+    """The cube held above the bin is lost from sight in the closed hand for `gap` frames from frame 0, then seen
+    out of the fingers, above the bin and sliding off it at 0.2 m/s: its drop is decided on the debounce's fifth
+    frame back, at an unknown frame, and starts a transfer."""
+    s, _ = _released_above_the_bin()
+    s.grasp("cube")
+    s.step(6)
+    s.missing.add("cube")
+    frames = s.step(gap)
+    for f in ("finger_left", "finger_right"):
+        s.contacts[(f, "cube")] = 0.05
+    s.missing.clear()
+    for _ in range(120):
+        frames.append(s.step())
+        s.pos["cube"] = s.pos["cube"] + [0.01, 0.0, 0.0]
+    return frames
+
+
+def test_a_transfer_decided_after_a_pose_gap_times_out_from_the_earliest_frame_its_drop_may_have_happened():
+    """Lost for 6 frames: the drop may have happened on frame 4 and is decided on frame 10. The transfer timeout
+    is false up to 100 frames after frame 4, unknown until 100 frames after frame 10, true from then (as the
+    drop's settle timeout). Lost for 12, the cube may have come to rest in the gap: the timeout is never true."""
+    frames = _transfer_decided_after_a_gap(6)
+    assert tri(frames, "transfer_event").index(True) == 10
+    assert tri(frames, "settle_timeout")[100:115] == [False] * 4 + [None] * 6 + [True] * 5
+    assert tri(frames, "transfer_timeout")[100:115] == [False] * 4 + [None] * 6 + [True] * 5
+    timeout = tri(_transfer_decided_after_a_gap(12), "transfer_timeout")
+    assert timeout[103:105] == [False, None] and True not in timeout
+
+
 def test_a_released_object_at_rest_settles_after_the_stability_persistence():
     s = Scene()
     s.step(3)
