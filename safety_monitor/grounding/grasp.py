@@ -39,7 +39,8 @@ DOCS = {
     ),
     "object_sync": PredicateDoc(
         "every grasped object moves with the end-effector (true when nothing is grasped; unknown while an unseen "
-        "object may be held: the gripper closed for the grasp persistence since it was last seen out of it)",
+        "object may be held: the gripper closed for the grasp persistence since it was last seen out of it, and "
+        "until its grasp is decided again)",
         "object poses, twin end-effector pose at the pose's measurement time",
         "grasp_slip 0.03 m / 0.3 rad over motion_window 0.05 s",
     ),
@@ -90,6 +91,8 @@ class _ObjectGrasp:
         self.grip_run = 0  # frames since its raw grasp was last false (or the gripper open): it may be held
         self.rest_run = 0  # frames since the drop that it may have rested (not seen moving) since last seen moving
         self.earliest = 0  # while its grasp evidence restarts: the earliest frame its grasp may have ended unseen
+        self.maybe_held = False  # and a closed gripper may have grasped it unseen since (grip_run reached the
+        # persistence): that grasp may last until the debounce decides
         self.rested = False  # and it may have rested for the stability persistence since that frame
         self.anchor: Box | None = None  # the object's box when the stability latch closed
         self.displaced: tuple[Box, Box, bool] | None = None  # (box, anchor, moved beyond the slip thresholds)
@@ -145,9 +148,11 @@ class GraspEstimator:
                     raw = None
                     st.grip_run += 1  # (never seen: once a closed gripper could have held it for the persistence)
                     if not debounce.warming and (st.seen or st.grip_run >= grasp_n):
-                        st.earliest = frame + debounce.restart()
+                        st.earliest, st.maybe_held = frame + debounce.restart(), False
                         if debounce.value:
                             st.rest_run, st.rested = 0, False
+                    if st.grip_run >= grasp_n:
+                        st.maybe_held = True
                 else:  # an open gripper holds nothing, seen or not (Kleene: False AND unknown)
                     raw = False
                     st.grip_run = 0
@@ -195,9 +200,10 @@ class GraspEstimator:
                 dropped_any = None
             if before or after:
                 engaged = True
-            if unseen and not after and debounced is None:  # unseen, not counted as grasped: unknown
-                if st.grip_run >= grasp_n and sync_all:  # once it may have been grasped (a closed gripper for
-                    sync_all = None  # the grasp persistence since it was last seen out of it), never before
+            if unseen and not after and debounced is None:  # unseen, not counted as grasped: unknown once it
+                if st.maybe_held and debounce.warming and sync_all:  # may have been grasped (a closed gripper for
+                    sync_all = None  # the grasp persistence since it was last seen out of it) until the debounce
+                    # decides (such a grasp lasts its open frames), never before
             elif after or debounced is None:  # grasped objects only; while the grasp
                 # evidence restarts after a pose gap, Kleene's (not grasped) or synced
                 slip = slips.get(o)
