@@ -533,6 +533,38 @@ def test_an_unseen_object_a_closed_gripper_may_have_held_may_be_out_of_sync_unti
     assert tri(s.step(6), "object_sync") == [None] * 4 + [True] * 2
 
 
+def test_an_object_not_grasped_before_a_closed_gripper_gap_may_have_been_grasped_and_dropped_in_it():
+    """The cube rests by the closed, empty hand and is lost from sight for 12 frames: from the 5th it may have
+    been grasped, and from the 10th dropped (the debounce's 5 frames each way), so object_dropped is unknown
+    from there until its grasp is decided again on the 5th frame it is seen out of the fingers (a drop on
+    that frame is still possible), false after. A gap of 4 frames cannot hide a grasp: it stays known false. A
+    never-seen object's hidden grasp may begin on the 5th closed frame: a drop is possible from the 10th."""
+    s = Scene()
+    s.fingers = 0.024
+    s.step(2)
+    s.missing.add("cube")
+    frames = s.step(12)
+    s.missing.clear()
+    frames += s.step(8)
+    assert tri(frames, "object_dropped") == [False] * 9 + [None] * 8 + [False] * 3
+    assert tri(frames, "object_grasped") == [None] * 16 + [False] * 4
+    s = Scene()
+    s.fingers = 0.024
+    s.step(2)
+    s.missing.add("cube")
+    frames = s.step(4)
+    s.missing.clear()
+    frames += s.step(8)
+    assert tri(frames, "object_dropped") == [False] * 12
+    s = Scene()  # the mug, never seen, by a hand closed for 8 frames then open: dropped from its 10th frame
+    s.missing.add("mug")
+    s.fingers = 0.024
+    frames = s.step(8)
+    s.fingers = 0.04
+    frames += s.step(6)
+    assert tri(frames, "object_dropped") == [False] * 9 + [None] * 4 + [False]
+
+
 def test_missing_pose_is_unknown_held_and_reported_stale():
     s = Scene()
     s.step(3)
