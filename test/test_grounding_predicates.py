@@ -394,6 +394,36 @@ def test_a_transfer_timeout_after_a_gap_too_short_to_hide_a_settle_is_true():
         assert tri(frames, "transfer_timeout")[event + 99 : event + 101] == [False, timeout]
 
 
+def _transfer_decided_after_a_gap(gap: int) -> list:
+    """The cube held above the bin is lost from sight in the closed hand for `gap` frames from frame 0, then seen
+    out of the fingers, above the bin and sliding off it at 0.2 m/s: its drop is decided on the debounce's fifth
+    frame back, at an unknown frame, and starts a transfer."""
+    s, _ = _released_above_the_bin()
+    s.grasp("cube")
+    s.step(6)
+    s.missing.add("cube")
+    frames = s.step(gap)
+    for f in ("finger_left", "finger_right"):
+        s.contacts[(f, "cube")] = 0.05
+    s.missing.clear()
+    for _ in range(120):
+        frames.append(s.step())
+        s.pos["cube"] = s.pos["cube"] + [0.01, 0.0, 0.0]
+    return frames
+
+
+def test_a_transfer_decided_after_a_pose_gap_times_out_from_the_earliest_frame_its_drop_may_have_happened():
+    """Lost for 6 frames: the drop may have happened on frame 4 and is decided on frame 10. The transfer timeout
+    is false up to 100 frames after frame 4, unknown until 100 frames after frame 10, true from then (as the
+    drop's settle timeout). Lost for 12, the cube may have come to rest in the gap: the timeout is never true."""
+    frames = _transfer_decided_after_a_gap(6)
+    assert tri(frames, "transfer_event").index(True) == 10
+    assert tri(frames, "settle_timeout")[100:115] == [False] * 4 + [None] * 6 + [True] * 5
+    assert tri(frames, "transfer_timeout")[100:115] == [False] * 4 + [None] * 6 + [True] * 5
+    timeout = tri(_transfer_decided_after_a_gap(12), "transfer_timeout")
+    assert timeout[103:105] == [False, None] and True not in timeout
+
+
 def test_a_released_object_at_rest_settles_after_the_stability_persistence():
     s = Scene()
     s.step(3)
@@ -471,6 +501,68 @@ def test_a_never_seen_object_a_closed_gripper_may_have_held_stays_grasped_when_i
     assert tri(closed, "object_grasped") == [None] * 8
     assert tri(opened, "object_grasped") == [None] * 4 + [False] * 2
     assert tri(opened, "object_grasped_raw") == [False] * 6
+
+
+def test_an_unseen_object_a_closed_gripper_may_have_held_may_be_out_of_sync_until_its_grasp_would_end():
+    """The mug, never seen, may have been grasped while the gripper was closed for 8 frames; when it opens,
+    that grasp would last the debounce's 4 open frames more (grasped beyond reach: out of sync), so sync stays
+    unknown there and is true on the 5th, when no grasp can last; the open frames before a closed spell do not
+    count towards it. The same for a seen cube lost from sight in the closed hand before its grasp was decided."""
+    s = Scene()
+    s.missing.add("mug")
+    s.fingers = 0.024
+    assert tri(s.step(8), "object_sync") == [True] * 4 + [None] * 4
+    s.fingers = 0.04
+    assert tri(s.step(6), "object_sync") == [None] * 4 + [True] * 2
+    s.fingers = 0.024  # held again for 8 frames, open for 2, closed for 5: the grasp may have lasted through
+    s.step(8)
+    s.fingers = 0.04
+    s.step(2)
+    s.fingers = 0.024
+    s.step(5)
+    s.fingers = 0.04
+    opened = s.step(6)
+    assert tri(opened, "object_sync") == [None] * 4 + [True] * 2
+    assert tri(opened, "object_grasped") == [None] * 4 + [False] * 2
+    s = Scene()
+    s.grasp()
+    s.step(2)  # touched on two frames, not grasped yet
+    s.missing.add("cube")
+    s.step(5)
+    s.release()
+    assert tri(s.step(6), "object_sync") == [None] * 4 + [True] * 2
+
+
+def test_an_object_not_grasped_before_a_closed_gripper_gap_may_have_been_grasped_and_dropped_in_it():
+    """The cube rests by the closed, empty hand and is lost from sight for 12 frames: from the 5th it may have
+    been grasped, and from the 10th dropped (the debounce's 5 frames each way), so object_dropped is unknown
+    from there until its grasp is decided again on the 5th frame it is seen out of the fingers (a drop on
+    that frame is still possible), false after. A gap of 4 frames cannot hide a grasp: it stays known false. A
+    never-seen object's hidden grasp may begin on the 5th closed frame: a drop is possible from the 10th."""
+    s = Scene()
+    s.fingers = 0.024
+    s.step(2)
+    s.missing.add("cube")
+    frames = s.step(12)
+    s.missing.clear()
+    frames += s.step(8)
+    assert tri(frames, "object_dropped") == [False] * 9 + [None] * 8 + [False] * 3
+    assert tri(frames, "object_grasped") == [None] * 16 + [False] * 4
+    s = Scene()
+    s.fingers = 0.024
+    s.step(2)
+    s.missing.add("cube")
+    frames = s.step(4)
+    s.missing.clear()
+    frames += s.step(8)
+    assert tri(frames, "object_dropped") == [False] * 12
+    s = Scene()  # the mug, never seen, by a hand closed for 8 frames then open: dropped from its 10th frame
+    s.missing.add("mug")
+    s.fingers = 0.024
+    frames = s.step(8)
+    s.fingers = 0.04
+    frames += s.step(6)
+    assert tri(frames, "object_dropped") == [False] * 9 + [None] * 4 + [False]
 
 
 def test_missing_pose_is_unknown_held_and_reported_stale():

@@ -77,7 +77,10 @@ class ContainmentEstimator:
                 if c is not None:
                     event = True
                     self.transfer = (o, c)
-                    self.timer.start(inp.frame)
+                    drop = self.grasp.state[o].settle  # started by this drop: from its earliest frame (a drop
+                    self.timer.start(inp.frame, drop.earliest)  # decided after a pose gap), doubted if it
+                    if drop.doubted:  # may have come to rest since then
+                        self.timer.doubt()
                     self.settled = SymmetricDebounce(self.counts.content_entry_persistence)
                     self.maybe_settled = 0
         if self.transfer and self.grasp.grasped[self.transfer[0]]:

@@ -40,7 +40,8 @@ class SymmetricDebounce:
 
     With n = 5 a rise (or fall) shows on the 5th frame of the new raw value. After `restart()` (its input
     had a gap) the output is unknown until `n` consecutive raw frames agree, then it is theirs: a run that
-    began before the gap is not continued across it, and `value` keeps the last decided one meanwhile.
+    began before the gap is not continued across it, nor across an unknown frame since, and `value` keeps the
+    last decided one meanwhile.
     """
 
     def __init__(self, n: int, initial: bool = False):
@@ -49,6 +50,8 @@ class SymmetricDebounce:
 
     def step(self, raw: Tri) -> Tri:
         if raw is None:
+            if self.warming:  # either value: no agreeing run counts across it
+                self._run = 0
             return None
         if self.warming:
             self._run = self._run + 1 if raw == self._candidate else 1

@@ -10,8 +10,10 @@ A gap in an object's pose while the gripper is closed restarts its grasp evidenc
 the gripper has been closed for the grasp persistence: it may have been grasped unseen): when the pose returns, the
 grasp is unknown until the debounce has seen its full run again, and a fall it then decides is a drop at an
 unknown frame (unknown, not a drop here: whether the gripper was open when it happened was not seen), whose
-settle timer runs from the earliest frame it may have happened. An open gripper holds nothing, seen or not:
-its raw grasp is false and the evidence runs on.
+settle timer runs from the earliest frame it may have happened. One not grasped before the gap may have been
+grasped and dropped in it: its drop is unknown from the persistence after the earliest frame it may have been
+grasped until the debounce decides. An open gripper holds nothing, seen or not: its raw grasp is false and the
+evidence runs on.
 """
 
 from __future__ import annotations
@@ -39,12 +41,16 @@ DOCS = {
     ),
     "object_sync": PredicateDoc(
         "every grasped object moves with the end-effector (true when nothing is grasped; unknown while an unseen "
-        "object may be held: the gripper closed for the grasp persistence since it was last seen out of it)",
+        "object may be held: the gripper closed for the grasp persistence since it was last seen out of it, and "
+        "until its grasp is decided again)",
         "object poses, twin end-effector pose at the pose's measurement time",
         "grasp_slip 0.03 m / 0.3 rad over motion_window 0.05 s",
     ),
     "object_dropped": PredicateDoc(
-        "a grasped object stopped being grasped this frame (falling edge of object_grasped)", "object_grasped", "-"
+        "a grasped object stopped being grasped this frame (falling edge of object_grasped; unknown while a drop "
+        "may have happened unseen, after a pose gap with the gripper closed)",
+        "object_grasped",
+        "-",
     ),
     "object_released": PredicateDoc(
         "the gripper is open while an object still counts as grasped: an intended release, up to and "
@@ -89,7 +95,9 @@ class _ObjectGrasp:
         self.seen = False  # its geometry was known on some frame (a gap can only follow that)
         self.grip_run = 0  # frames since its raw grasp was last false (or the gripper open): it may be held
         self.rest_run = 0  # frames since the drop that it may have rested (not seen moving) since last seen moving
-        self.earliest = 0  # while its grasp evidence restarts: the earliest frame its grasp may have ended unseen
+        self.earliest = 0  # while its grasp evidence restarts: the earliest frame its grasp may have changed unseen
+        self.maybe_held = False  # and a closed gripper may have grasped it unseen since (grip_run reached the
+        # persistence): that grasp may last until the debounce decides
         self.rested = False  # and it may have rested for the stability persistence since that frame
         self.anchor: Box | None = None  # the object's box when the stability latch closed
         self.displaced: tuple[Box, Box, bool] | None = None  # (box, anchor, moved beyond the slip thresholds)
@@ -145,9 +153,12 @@ class GraspEstimator:
                     raw = None
                     st.grip_run += 1  # (never seen: once a closed gripper could have held it for the persistence)
                     if not debounce.warming and (st.seen or st.grip_run >= grasp_n):
-                        st.earliest = frame + debounce.restart()
+                        lead = debounce.restart()  # never seen: it may have been grasped on this frame
+                        st.earliest, st.maybe_held = frame + lead if st.seen else frame, False
                         if debounce.value:
                             st.rest_run, st.rested = 0, False
+                    if st.grip_run >= grasp_n:
+                        st.maybe_held = True
                 else:  # an open gripper holds nothing, seen or not (Kleene: False AND unknown)
                     raw = False
                     st.grip_run = 0
@@ -191,13 +202,17 @@ class GraspEstimator:
                     st.rest_run = min(st.rest_run, frame - st.earliest)  # its quiet frames since then
                     if not dropped_any:
                         dropped_any = None
-            elif debounced is None and before and not dropped_any:
-                dropped_any = None
+            elif (
+                (debounced is None and before)  # grasped before its gap: it may have fallen unseen since
+                or (resumed and st.maybe_held and not (after or raw) and frame >= st.earliest + grasp_n)
+            ) and not dropped_any:  # not grasped before: a grasp it may have had unseen may have ended in a drop
+                dropped_any = None  # the persistence later, on any frame up to the deciding one
             if before or after:
                 engaged = True
-            if unseen and not after and debounced is None:  # unseen, not counted as grasped: unknown
-                if st.grip_run >= grasp_n and sync_all:  # once it may have been grasped (a closed gripper for
-                    sync_all = None  # the grasp persistence since it was last seen out of it), never before
+            if unseen and not after and debounced is None:  # unseen, not counted as grasped: unknown once it
+                if st.maybe_held and debounce.warming and sync_all:  # may have been grasped (a closed gripper for
+                    sync_all = None  # the grasp persistence since it was last seen out of it) until the debounce
+                    # decides (such a grasp lasts its open frames), never before
             elif after or debounced is None:  # grasped objects only; while the grasp
                 # evidence restarts after a pose gap, Kleene's (not grasped) or synced
                 slip = slips.get(o)
