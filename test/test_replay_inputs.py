@@ -253,10 +253,11 @@ def test_bad_stamps_empty_names_and_nan_are_counted_and_dropped_not_fatal(tmp_pa
 PAUSE_S = 17.255
 
 
-def write_paused_bag(path, state, *, clock_step):
+def write_paused_bag(path, state, *, clock_step, still=False):
     """N frames at 500 Hz whose stamps move on PAUSE_S s at frame 75. Logged as they were stamped, the joint
     publisher was stopped that long (the wrench and poses go on at 10 Hz); with `clock_step` the robot's clock
-    stepped instead: every stream's stamps jump while the log times (the arrivals) run on a frame apart."""
+    stepped instead: every stream's stamps jump while the log times (the arrivals) run on a frame apart. `still`:
+    the joint values repeat bit for bit (an arm at rest, held by exact-repeating drivers)."""
     noise = iter(range(10**6))  # a live sensor's and driver's: never bit-identical (never frozen)
     with BagWriter(path) as w:
 
@@ -274,7 +275,7 @@ def write_paused_bag(path, state, *, clock_step):
                 for j in range(1, int(PAUSE_S * 10) + 1):  # the other streams through the pause
                     frame_streams(t - 1 / RATE + j / 10, t - 1 / RATE + j / 10)
             frame_streams(stamp, log_t)
-            position = state.joint_position + 1e-9 * k
+            position = state.joint_position + (0.0 if still else 1e-9 * k)
             w.write_joint_state("/joint_states", stamp, list(state.joint_names), position, log_t=log_t)
     return path
 
@@ -287,6 +288,15 @@ def test_a_joint_stream_paused_and_resumed_is_reported_resumed_not_a_clock_jump(
     assert resumed.detail.startswith(f"silent for {PAUSE_S + 1 / RATE:.3f} s (stamps and arrival times alike)")
     assert r.frames == N + 1  # the first message after the pause makes its frame, stale; and the blind one
     assert r.stale_by_stream == {"joint_states": 1}
+
+
+@pytest.mark.parametrize("clock_step", [False, True])
+def test_joint_values_alike_either_side_of_a_pause_or_clock_step_are_not_frozen(tmp_path, state, specs, clock_step):
+    """0.15 s of one joint reading, 17 s of silence (or a clock step), 0.15 s more of it: under the 2 s
+    frozen limit in repeats received, so only the frame after the gap is stale, as in the core."""
+    r = score_bag(write_paused_bag(tmp_path / "still", state, clock_step=clock_step, still=True), config(specs))
+    assert r.ok, r.error
+    assert "frozen" not in r.issues and r.stale_by_stream == {"joint_states": 1}
 
 
 def test_stamps_stepping_ahead_while_the_log_times_run_on_are_still_a_time_jump(tmp_path, state, specs):
