@@ -510,6 +510,27 @@ def test_an_unreadable_predicates_message_is_dropped_and_counted_as_the_monitor_
     assert r.issue_examples[0].detail.endswith("message dropped")
 
 
+@pytest.mark.parametrize("first", [0, 1])
+def test_a_malformed_objects_on_the_first_predicates_message_drops_that_frame_alone(tmp_path, specs, first):
+    """`_objects` that is not JSON on the bag's first predicates message (or its second) drops and counts that
+    frame, as the monitor node would; the rest of the bag is scored."""
+    from safety_monitor.io import messages as m
+
+    path = tmp_path / "bag"
+    keys = ("excess_wrench", "object_grasped", "object_sync", "object_grasped_raw")
+    with BagWriter(path) as w:
+        for k in range(40):
+            t = 1.0 + k / RATE
+            msg = m.predicates_msg(w.types, m.PredicateSample(dict.fromkeys(keys, False), t, k))
+            if k == first:
+                msg.status[0].values[-1].value = '{"object_grasped": '  # `_objects`, the last key
+            w.write("/safety_monitor/predicates", msg, t)
+    r = score_bag(path, config(specs, from_predicates=True))
+    assert r.ok, r.error
+    assert r.frames == 39 and r.issues == {"undecodable": 1, **({"frame_gap": 1} if first else {})}
+    assert "malformed _objects" in r.issue_examples[0].detail
+
+
 def test_no_wrench_topic_configured_is_not_applicable_not_blind(tmp_path, state, specs):
     """`wrench=none`: the robot has no wrist sensor, so no_excess_wrench is not applicable, said once, and no
     frame is blind for it (a configured topic that is absent or stops stays stale, the tests above)."""
