@@ -253,10 +253,11 @@ def test_bad_stamps_empty_names_and_nan_are_counted_and_dropped_not_fatal(tmp_pa
 PAUSE_S = 17.255
 
 
-def write_paused_bag(path, state, *, clock_step):
+def write_paused_bag(path, state, *, clock_step, still=False):
     """N frames at 500 Hz whose stamps move on PAUSE_S s at frame 75. Logged as they were stamped, the joint
     publisher was stopped that long (the wrench and poses go on at 10 Hz); with `clock_step` the robot's clock
-    stepped instead: every stream's stamps jump while the log times (the arrivals) run on a frame apart."""
+    stepped instead: every stream's stamps jump while the log times (the arrivals) run on a frame apart. `still`:
+    the joint values repeat bit for bit (an arm at rest, held by exact-repeating drivers)."""
     noise = iter(range(10**6))  # a live sensor's and driver's: never bit-identical (never frozen)
     with BagWriter(path) as w:
 
@@ -274,7 +275,7 @@ def write_paused_bag(path, state, *, clock_step):
                 for j in range(1, int(PAUSE_S * 10) + 1):  # the other streams through the pause
                     frame_streams(t - 1 / RATE + j / 10, t - 1 / RATE + j / 10)
             frame_streams(stamp, log_t)
-            position = state.joint_position + 1e-9 * k
+            position = state.joint_position + (0.0 if still else 1e-9 * k)
             w.write_joint_state("/joint_states", stamp, list(state.joint_names), position, log_t=log_t)
     return path
 
@@ -287,6 +288,15 @@ def test_a_joint_stream_paused_and_resumed_is_reported_resumed_not_a_clock_jump(
     assert resumed.detail.startswith(f"silent for {PAUSE_S + 1 / RATE:.3f} s (stamps and arrival times alike)")
     assert r.frames == N + 1  # the first message after the pause makes its frame, stale; and the blind one
     assert r.stale_by_stream == {"joint_states": 1}
+
+
+@pytest.mark.parametrize("clock_step", [False, True])
+def test_joint_values_alike_either_side_of_a_pause_or_clock_step_are_not_frozen(tmp_path, state, specs, clock_step):
+    """0.15 s of one joint reading, 17 s of silence (or a clock step), 0.15 s more of it: under the 2 s
+    frozen limit in repeats received, so only the frame after the gap is stale, as in the core."""
+    r = score_bag(write_paused_bag(tmp_path / "still", state, clock_step=clock_step, still=True), config(specs))
+    assert r.ok, r.error
+    assert "frozen" not in r.issues and r.stale_by_stream == {"joint_states": 1}
 
 
 def test_stamps_stepping_ahead_while_the_log_times_run_on_are_still_a_time_jump(tmp_path, state, specs):
@@ -498,6 +508,27 @@ def test_an_unreadable_predicates_message_is_dropped_and_counted_as_the_monitor_
     assert r.ok, r.error
     assert r.frames == 39 and r.issues == {"undecodable": 1, "frame_gap": 1}
     assert r.issue_examples[0].detail.endswith("message dropped")
+
+
+@pytest.mark.parametrize("first", [0, 1])
+def test_a_malformed_objects_on_the_first_predicates_message_drops_that_frame_alone(tmp_path, specs, first):
+    """`_objects` that is not JSON on the bag's first predicates message (or its second) drops and counts that
+    frame, as the monitor node would; the rest of the bag is scored."""
+    from safety_monitor.io import messages as m
+
+    path = tmp_path / "bag"
+    keys = ("excess_wrench", "object_grasped", "object_sync", "object_grasped_raw")
+    with BagWriter(path) as w:
+        for k in range(40):
+            t = 1.0 + k / RATE
+            msg = m.predicates_msg(w.types, m.PredicateSample(dict.fromkeys(keys, False), t, k))
+            if k == first:
+                msg.status[0].values[-1].value = '{"object_grasped": '  # `_objects`, the last key
+            w.write("/safety_monitor/predicates", msg, t)
+    r = score_bag(path, config(specs, from_predicates=True))
+    assert r.ok, r.error
+    assert r.frames == 39 and r.issues == {"undecodable": 1, **({"frame_gap": 1} if first else {})}
+    assert "malformed _objects" in r.issue_examples[0].detail
 
 
 def test_no_wrench_topic_configured_is_not_applicable_not_blind(tmp_path, state, specs):

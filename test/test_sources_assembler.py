@@ -304,6 +304,37 @@ def test_joints_frozen_with_advancing_stamps_are_stale_from_the_limit_until_they
     assert all(off.on_joint_states(js(1.0 + k * 0.01)).stale == frozenset() for k in range(300))
 
 
+@pytest.mark.parametrize("gap", ["stream_resumed", "time_jump"])
+def test_identical_joint_values_either_side_of_a_gap_are_not_frozen_only_repeats_heard_are(gap):
+    """A driver silent for 1 s (or a clock that stepped 1 s) sent nothing across the gap: the same values
+    before and after it are no repeats, so the frozen clock restarts at the gap; repeats heard after it
+    are frozen once they last the limit again."""
+    a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None), limits=StaleLimits(joints_frozen=0.011))
+    for k in range(5):  # 8 ms identical, under the limit
+        assert a.on_joint_states(js(1.0 + k * 0.002), received=1.0 + k * 0.002 + CLOCK).stale == frozenset()
+    shift = 1.0 if gap == "stream_resumed" else 0.002  # arrivals paused with the stamps, or ran on
+    if gap == "time_jump":
+        assert a.on_joint_states(js(2.008), received=1.01 + CLOCK) is None  # held back: a step or an outlier?
+    frames = [a.on_joint_states(js(2.01 + k * 0.002), received=1.01 + shift + k * 0.002 + CLOCK) for k in range(9)]
+    assert kinds(frames[0].issues) == [gap] and frames[0].stale == {JOINTS} and frames[0].resync  # no "frozen"
+    assert [JOINTS in f.stale for f in frames[1:]] == [False] * 5 + [True] * 3
+    assert kinds(frames[6].issues) == ["frozen"] and a.joints_frozen  # 12 ms of repeats heard since the gap
+
+
+def test_identical_wrench_values_either_side_of_a_silence_are_not_frozen():
+    """A wrench silent for longer than its stale limit sent nothing meanwhile: the same six values after it
+    restart the frozen clock (the frames between had it stale already); repeats heard after it count."""
+    a = FrameAssembler(["j1", "j2"], limits=StaleLimits(wrench=0.01, wrench_frozen=0.011))
+    for k in range(5):
+        a.on_wrench_sample(W, 1.0 + k * 0.002)
+    frames = []
+    for k in range(9):  # silent 1 s, then the same values again, each with a frame
+        a.on_wrench_sample(W, 2.01 + k * 0.002)
+        frames.append(a.on_joint_states(js(2.01 + k * 0.002, pos=(0.1, 0.2 + k * 1e-6))))
+    assert [WRENCH in f.stale for f in frames] == [False] * 6 + [True] * 3
+    assert [kinds(f.issues) for f in frames] == [[]] * 6 + [["frozen"], [], []]
+
+
 def test_joints_frozen_default_is_two_seconds_of_stamp_time():
     a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None))
     stale = [JOINTS in a.on_joint_states(js(1.0 + k * 0.01)).stale for k in range(202)]

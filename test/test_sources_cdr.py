@@ -412,6 +412,25 @@ def test_messages_without_objects_read_in_the_same_batch_as_those_with_them():
         m.decode_predicates(decoded(bad, ARRAY))
 
 
+@pytest.mark.parametrize(
+    "spoilt", [(b'{"a":["mug"]}', b'{"a":"mugxx"}'), (b"\x06\x00\x00\x00false", b"\x06\x00\x00\x00fals!")]
+)
+def test_a_malformed_first_message_is_dropped_alone_and_the_layout_learnt_from_the_next(spoilt):
+    """The batch reader learns its layout from the first message that reads: a first message with a malformed
+    `_objects` (or value: a run learnt up to it would leave every later message to the slow reader) is left
+    undecoded, for the caller to drop and count, as any later one is."""
+    writer = cdr.PredicateWriter()
+    named = m.PredicateSample({"a": True, "bb": False}, 1.5, 7, objects={"a": ("mug",)})
+    good = writer.write(named)
+    bad = good.replace(*spoilt)  # the same length
+    batch = cdr.PredicateBatchReader()
+    columns = batch.read(*one_buffer([bad, good, good], [0, 0, 0]))
+    assert columns.decoded.tolist() == [False, True, True] and columns.keys == ("a", "bb")
+    assert [dict(o) for o in columns.objects[1:]] == [{"a": ("mug",)}] * 2
+    with pytest.raises(m.BadPredicates):
+        batch.single.read(bad)  # what the caller's per-message reading raises, and counts
+
+
 def joint_value(sample):
     return (
         None

@@ -10,11 +10,12 @@ which then raises its own error for a broken message. The values are the same: t
 same IEEE doubles and UTF-8 strings.
 
 The predicates reader also learns the KeyValue layout: an estimator sends the same keys in the same order
-every frame, and "true" and "false" take the same 12 bytes, so after the first message one compiled pattern
-checks every key and reads every value in a single match. `PredicateBatchReader` applies the same learnt
-layout to a whole batch of messages at once with numpy (bag replay). `JointStateReader`, `WrenchReader` and
-`PoseReader` learn a stream's layout the same way (frame id, names, array lengths repeat every message): the
-estimator reads each live message at the offsets of the one before instead of walking it field by field.
+every frame, and "true" and "false" take the same 12 bytes, so after the first message that reads (a malformed
+one teaches nothing: it is dropped alone) one compiled pattern checks every key and reads every value in a
+single match. `PredicateBatchReader` applies the same learnt layout to a whole batch of messages at once with
+numpy (bag replay). `JointStateReader`, `WrenchReader` and `PoseReader` learn a stream's layout the same way
+(frame id, names, array lengths repeat every message): the estimator reads each live message at the offsets of
+the one before instead of walking it field by field.
 Their batch readers (`JointStateBatchReader`, `WrenchBatchReader`, `PoseBatchReader`) read every message of a
 batch that repeats the layout of the first one as a row of one float array (bag replay).
 """
@@ -590,9 +591,10 @@ class PredicateReader:
         texts, pos = _strings(raw, pos, 2 * (count - done))
         pairs = list(zip(texts[::2], texts[1::2]))
         _end(raw, pos)
-        if match is None:
+        sample = predicate_sample(pairs, lambda: stamp, values)
+        if match is None:  # learnt from a message that reads (a malformed one is dropped, and teaches nothing)
             self._run = _learn(count, pairs, start)
-        return predicate_sample(pairs, lambda: stamp, values)
+        return sample
 
 
 def _learn(
@@ -660,11 +662,21 @@ class PredicateBatchReader:
         self.single = PredicateReader()
         self._layout: tuple[tuple[str, ...], np.ndarray, np.ndarray, np.ndarray] | None = None
 
+    def _learn(self, buffer: bytes, start: np.ndarray, size: np.ndarray) -> None:
+        """The layout from the first message that reads: a malformed one (a bad value, `_objects` that is not
+        JSON) is left to the caller's per-message reading, which drops and counts that frame alone."""
+        for at, length in zip(start.tolist(), size.tolist()):
+            try:
+                if self.single.read(buffer[at : at + length]) is not None:
+                    return
+            except BadPredicates:
+                continue
+
     def read(self, buffer: bytes, start: np.ndarray, size: np.ndarray) -> PredicateColumns:
         """Messages `buffer[start[i]:start[i] + size[i]]` (see PredicateColumns)."""
         n = len(start)
-        if n and not self.single.keys:  # learn the layout from the first message
-            self.single.read(buffer[int(start[0]) : int(start[0]) + int(size[0])])
+        if n and not self.single.keys:
+            self._learn(buffer, start, size)
         if self._layout is None or self._layout[0] != self.single.keys:
             self._layout = _batch_layout(self.single.keys)
         keys, key_mask, key_words, value_at = self._layout

@@ -12,7 +12,8 @@ repeats, or joints that cannot be attributed is dropped and reported as a `Strea
 older than its limit (or never seen) is reported stale on every frame it affects. A joint stream
 whose values stop changing for `StaleLimits.joints_frozen` (stamp time, so live and replay agree) is
 a driver repeating its last reading: stale, not a robot at rest; so is a wrench that repeats for
-`StaleLimits.wrench_frozen` (a force-torque sensor always shows noise). A frame with stale
+`StaleLimits.wrench_frozen` (a force-torque sensor always shows noise). Only repeats received count: a gap
+in a stream (longer than its stale limit) restarts its frozen clock. A frame with stale
 joint_states has every predicate unknown; a stale wrench or pose is not handed to the
 grounder, so the predicates that read it are unknown whatever the grounder's own age limits.
 """
@@ -385,6 +386,8 @@ class FrameAssembler:
             kind = IssueKind.DUPLICATE_STAMP if stamp == self._wrench[1] else IssueKind.BACKWARDS
             self._issue(kind, WRENCH, stamp, f"stamp {stamp:.6f} after {self._wrench[1]:.6f}; message dropped")
             return
+        if self._wrench is not None and stamp - self._wrench[1] > self.limits.wrench:
+            self._wrench_repeats = _Repeats()  # silent longer than its stale limit: no repeats were received
         self._wrench = (wrench, stamp)
         self._check_late(stamp, WRENCH, self.limits.wrench)
         limit = self.limits.wrench_frozen
@@ -542,6 +545,8 @@ class FrameAssembler:
                 return None
 
         stale = self._stale(t)
+        if self._t is not None and t - self._t > self.limits.joint_states:
+            self._joint_repeats = _Repeats()  # nothing was received across the gap: only repeats heard count
         if layout is not None and self._missing(t):
             unusable = True  # held positions do not repeat: the frozen clock restarts when they return
             self._joint_repeats, self.joints_frozen = _Repeats(), False
