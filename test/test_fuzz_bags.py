@@ -10,10 +10,11 @@ import sys
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from test_fuzz_support import (
     BAG_SPECS,
     FRAMES,
+    FUZZ,
     MODES,
     STORAGES,
     damaged_copy,
@@ -29,13 +30,6 @@ from test_fuzz_support import (
 
 from safety_monitor.errors import SourceError
 from safety_monitor.io.bag import BagReader
-
-FUZZ = settings(
-    derandomize=True,
-    database=None,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
-)
 
 
 class Bags:

@@ -4,9 +4,10 @@ result, never a traceback or a hang (benchmarks/fuzz_inputs.py runs the long cam
 import json
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_fuzz_support import (
+    FUZZ,
     deep_formula_texts,
     formula_outcome,
     formula_texts,
@@ -21,18 +22,6 @@ from safety_monitor.cli import main
 from safety_monitor.errors import SpecError
 from safety_monitor.specs.compile import compile_formula
 from safety_monitor.specs.ltlf import MAX_DEPTH, parse
-
-FUZZ = settings(
-    derandomize=True,
-    database=None,
-    deadline=None,
-    suppress_health_check=[
-        HealthCheck.too_slow,
-        HealthCheck.data_too_large,
-        HealthCheck.filter_too_much,
-        HealthCheck.function_scoped_fixture,
-    ],
-)
 
 
 @settings(FUZZ, max_examples=400)

@@ -6,9 +6,10 @@ rejects (benchmarks/fuzz_inputs.py runs the long campaign)."""
 import shutil
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from test_fuzz_support import (
     BAG_SPECS,
+    FUZZ,
     MODES,
     STORAGES,
     guarded,
@@ -22,13 +23,6 @@ from test_fuzz_support import (
 )
 
 from safety_monitor.replay.score import score_bag
-
-FUZZ = settings(
-    derandomize=True,
-    database=None,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
-)
 
 
 class Bags:

@@ -3,9 +3,10 @@ valid spec set, never a traceback or a hang (benchmarks/fuzz_inputs.py runs the 
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from test_fuzz_support import (
     DEFAULT_SPECS,
+    FUZZ,
     compile_outcome,
     guarded,
     is_failure,
@@ -20,18 +21,6 @@ from test_fuzz_support import (
 from safety_monitor.cli import main
 from safety_monitor.errors import SpecError
 from safety_monitor.specs.model import load_specs, parse_specs
-
-FUZZ = settings(
-    derandomize=True,
-    database=None,
-    deadline=None,
-    suppress_health_check=[
-        HealthCheck.too_slow,
-        HealthCheck.data_too_large,
-        HealthCheck.filter_too_much,
-        HealthCheck.function_scoped_fixture,
-    ],
-)
 
 
 @pytest.fixture(scope="module")

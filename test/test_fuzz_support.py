@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 import yaml
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from safety_monitor.enums import IssueKind
@@ -71,6 +72,18 @@ FAILURES = (
     "miscounted",
     "replay_disagrees",
     "verdict_changed",
+)
+
+FUZZ = settings(  # the unit tests' profile: derandomized, no example database, no deadline (MONA may take seconds)
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+        HealthCheck.function_scoped_fixture,
+    ],
 )
 
 
@@ -660,10 +673,13 @@ def read_outcome(bag: Path) -> str:
     return "read"
 
 
-def _catch_all(bag: Path, error: str) -> str | None:
-    """The exception type when score_bag's catch-all (`<bag>: <Type>: <message>`) produced `error`."""
+def _failure_class(bag: Path, error: str) -> str:
+    """A bag that failed to score: `leak:<Type>` when score_bag's catch-all (`<bag>: <Type>: <message>`) made
+    `error`, else `error` if it names the bag, else `unnamed`."""
     found = re.match(re.escape(str(bag)) + r": ([A-Z][A-Za-z0-9_]*): ", error)
-    return found.group(1) if found else None
+    if found:
+        return f"leak:{found.group(1)}"
+    return "error" if str(bag) in error else "unnamed"
 
 
 def malformed(r: BagResult, reference: BagResult) -> list[str]:
@@ -695,10 +711,7 @@ def score_outcome(bag: Path, config: ReplayConfig, reference: BagResult) -> str:
     """
     r = score_bag(bag, config)
     if not r.ok:
-        leaked = _catch_all(bag, r.error)
-        if leaked:
-            return f"leak:{leaked}"
-        return "error" if str(bag) in r.error else "unnamed"
+        return _failure_class(bag, r.error)
     if malformed(r, reference):
         return "malformed"
 
@@ -798,12 +811,9 @@ def marker_outcome(bag: Path, config: ReplayConfig, reference: BagResult, marker
     frames, unless a warning or an issue (a dropped marker, a late marker's blind frames) says why not."""
     r = score_bag(bag, config)
     if not r.ok:
-        leaked = _catch_all(bag, r.error)
-        if leaked:
-            return f"leak:{leaked}"
-        return "error" if str(bag) in r.error else "unnamed"
+        return _failure_class(bag, r.error)
     if r.frames > reference.frames and late_start(markers):
-        return "known_late_counted_twice"  # a late start marker's frames in two rollouts: branch marker-frames
+        return "known_late_counted_twice"  # no end marker before a late start: its frames end one trace and start the next (docs/replay.md)
     whole = [p for p in malformed(r, reference) if not (r.parts and p == "timeline length")]  # timelines: per part
     if whole or any(malformed(p, reference) for p in r.parts):
         return "malformed"
@@ -875,10 +885,7 @@ def objects_outcome(bag: Path, config: ReplayConfig, reference: BagResult, objec
             bad += 1
     r = score_bag(bag, config)
     if not r.ok:
-        leaked = _catch_all(bag, r.error)
-        if leaked:
-            return f"leak:{leaked}"
-        return "error" if str(bag) in r.error else "unnamed"
+        return _failure_class(bag, r.error)
     if r.issues.get(IssueKind.UNDECODABLE, 0) != bad:
         return "replay_disagrees"
     if r.frames != reference.frames - bad:

@@ -3,9 +3,10 @@
 robot and topic mapping files load or fail naming the file (benchmarks/fuzz_inputs.py runs the long
 campaign)."""
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from test_fuzz_support import (
     CTL_FORMULAS,
+    FUZZ,
     REPO,
     cli_outcome,
     config_outcome,
@@ -15,13 +16,6 @@ from test_fuzz_support import (
     mutated_plans,
     mutated_traces,
     write_text_doc,
-)
-
-FUZZ = settings(
-    derandomize=True,
-    database=None,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
 )
 
 
