@@ -331,3 +331,44 @@ def test_a_clean_stop_leaves_the_estimator_status_stale_not_fresh(states):
         node.destroy_node()
         context.try_shutdown()
     assert sent[-1] == (T.DiagnosticStatus.STALE, f"stopped; last: {running[1]}")
+
+
+def test_a_clock_step_that_reaches_the_wrench_first_is_a_time_jump_not_a_stopped_joint_stream(states):
+    """The robot's clock steps 17 s; the wrench's stepped message comes a control period before the joints' (all
+    a period apart on the node's clock). The node reads its clock for the wrench when the stage asks, so it says
+    what replay says of the same arrivals: a time jump, no stopped joint stream. A joint stream that then stops
+    while the wrench goes on is still said to have stopped. Sim time set by hand, callbacks called directly."""
+    from rclpy.serialization import serialize_message
+    from rclpy.time import Time
+
+    from safety_monitor.enums import IssueKind
+    from safety_monitor.nodes.estimator_node import EstimatorNode
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = EstimatorNode(
+        context=context,
+        namespace="/step" + uuid.uuid4().hex[:8],
+        parameter_overrides=[Parameter("use_sim_time", value=True)],
+    )
+    try:
+        T, clock = m.rclpy_types(), node.get_clock()
+        step, period = 17.255, states[1].t - states[0].t
+
+        def send(k, *, joints=True, shift=0.0):
+            s, t = states[min(k, FRAMES - 1)], OFFSET + k * period
+            clock.set_ros_time_override(Time(nanoseconds=round(t * 1e9)))  # the node's clock runs on
+            node._on_wrench(serialize_message(m.wrench_msg(T, t + shift, s.wrench)))
+            if joints:
+                msg = m.joint_state_msg(T, t + shift, s.joint_names, s.joint_position, s.joint_velocity, s.joint_effort)
+                node._on_joint_states(serialize_message(msg))
+
+        for k in range(20):
+            send(k, shift=step if k >= 10 else 0.0)
+        assert node.issues[IssueKind.TIME_JUMP] == 1 and node.issues[IssueKind.STREAM_STOPPED] == 0
+        for k in range(20, 20 + round(0.1 / period)):  # the joints stop; the wrench goes on 0.1 s
+            send(k, joints=False, shift=step)
+        assert node.issues[IssueKind.STREAM_STOPPED] == 1
+    finally:
+        node.destroy_node()
+        context.try_shutdown()

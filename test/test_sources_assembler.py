@@ -243,6 +243,47 @@ def test_a_pause_in_arrivals_with_stamps_far_further_on_is_a_clock_step():
     assert kinds(a.on_joint_states(js(18.002, pos=(0.1, 0.31)), received=2.002 + CLOCK).issues) == ["time_jump"]
 
 
+@pytest.mark.parametrize("lazy", [False, True])
+@pytest.mark.parametrize("first", ["wrench", "pose"])
+def test_a_slower_stream_stepping_with_the_clock_before_the_joints_is_no_stopped_joint_stream(first, lazy):
+    """The clock steps 17 s; a wrench's (or a pose's) stepped stamp comes before the joints' stepped message, all
+    a control period apart on the arrival clock. The joint stream did not stop: only the clock step is said, and
+    the frame after it is stale as for any step. `lazy`: a slower sample's arrival given only when the assembler
+    asks for it (`needs_arrival`), as the estimator node gives it, to the same outcome as replay's every one."""
+    a = FrameAssembler(["j1", "j2"], objects=["mug"], limits=StaleLimits(joint_states=0.05))
+    arrival = iter(1.0 + CLOCK + k * 0.001 for k in range(20))
+
+    def at(stamp):
+        received = next(arrival)
+        return None if lazy and not a.needs_arrival(stamp) else received
+
+    for t in (1.0, 1.002):
+        a.on_wrench(m.wrench_msg(T, t, W), received=at(t))
+        a.on_pose("mug", m.pose_msg(T, t, P), received=at(t))
+        assert a.on_joint_states(js(t, pos=(0.1, t)), received=next(arrival)).stale == frozenset()
+    for t in (18.259, 18.261):
+        if first == "wrench":
+            a.on_wrench(m.wrench_msg(T, t, W), received=at(t))
+        else:
+            a.on_pose("mug", m.pose_msg(T, t, P), received=at(t))
+        assert a.drain_issues() == ()  # not "no joint_states since ... while wrench continues"
+        frame = a.on_joint_states(js(t, pos=(0.1, t)), received=next(arrival))
+    assert kinds(frame.issues) == ["time_jump"] and JOINTS in frame.stale and frame.resync
+    assert a.finish() == ()
+
+
+def test_a_joint_stream_that_stops_while_the_wrench_goes_on_is_still_said_to_have_stopped():
+    """The wrench's stamps and arrival times both move on past the last joint message: the joints stopped."""
+    a = FrameAssembler(["j1", "j2"], limits=StaleLimits(joint_states=0.05))
+    a.on_wrench(m.wrench_msg(T, 1.0, W))
+    a.on_joint_states(js(1.0), received=1.0 + CLOCK)
+    assert not a.needs_arrival(1.04)
+    a.on_wrench(m.wrench_msg(T, 1.04, W))
+    assert a.drain_issues() == () and a.needs_arrival(1.08)
+    a.on_wrench(m.wrench_msg(T, 1.08, W), received=1.08 + CLOCK)
+    assert kinds(a.drain_issues()) == ["stream_stopped"] and not a.needs_arrival(1.12)  # said once
+
+
 @pytest.mark.parametrize("glitch", [1000.0, 2.0**31 - 1])
 def test_one_stamp_jumping_ahead_is_dropped_and_the_stream_goes_on(glitch):
     a = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None))

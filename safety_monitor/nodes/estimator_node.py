@@ -173,9 +173,9 @@ class EstimatorNode(Node):
         return self._read_clock()
 
     def _received(self, stamp: float) -> float | None:
-        """Arrival time, which the stage only reads to replace a zero stamp (reading the clock costs more
-        than the rest of a wrench callback; the rate callbacks inline this test)."""
-        return self._now() if stamp == 0.0 else None
+        """Arrival time of a slower stream's sample, which the stage only reads when it asks (a zero stamp, or one
+        ahead of the joint stream): reading the clock costs more than the rest of a wrench callback."""
+        return self._now() if self.stage.assembler.needs_arrival(stamp) else None
 
     # ------------------------------------------------------------------------------------- inputs
     def _on_marker(self, msg) -> None:
@@ -205,7 +205,8 @@ class EstimatorNode(Node):
             transforms = read(raw)
         except SourceError as exc:
             return self._report(self.stage.undecodable("tf", self._now(), exc))
-        step = self.stage.transforms(transforms, self._now() if any(t[3] == 0.0 for t in transforms) else None)
+        needs = self.stage.assembler.needs_arrival
+        step = self.stage.transforms(transforms, self._now() if any(needs(t[3]) for t in transforms) else None)
         if step.issues:
             self._report(step)
 
@@ -214,7 +215,7 @@ class EstimatorNode(Node):
             wrench, stamp = self._read_wrench(raw)
         except SourceError as exc:
             return self._report(self.stage.undecodable(WRENCH, self._now(), exc))
-        step = self.stage.wrench(wrench, stamp, None if stamp else self._now())
+        step = self.stage.wrench(wrench, stamp, self._received(stamp))
         if step.issues:
             self._report(step)
 
@@ -223,7 +224,7 @@ class EstimatorNode(Node):
             pose, stamp = self._read_pose(raw)
         except SourceError as exc:
             return self._report(self.stage.undecodable(pose_stream(name), self._now(), exc))
-        step = self.stage.pose(name, pose, stamp, None if stamp else self._now())
+        step = self.stage.pose(name, pose, stamp, self._received(stamp))
         if step.issues:
             self._report(step)
 

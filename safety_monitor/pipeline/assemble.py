@@ -4,8 +4,8 @@ One code path for live and replay: the estimator node feeds this from rclpy call
 it from a bag, in the order messages arrived. The control-rate joint stream drives the frames; the
 wrench and object poses are sampled as their latest value and its age (frame time minus the
 sample's header stamp). Times are header stamps; a zero stamp falls back to the arrival time (the driver's
-clock: the node clock live, the log time in replay), which also tells a joint stream that went silent from a
-clock that stepped.
+clock: the node clock live, the log time in replay), which also tells a joint stream that went silent (or
+stopped while a slower stream goes on) from a clock that stepped.
 
 Bad input is never repaired silently: a message with NaN positions, a stamp that goes backwards or
 repeats, or joints that cannot be attributed is dropped and reported as a `StreamIssue`; a stream
@@ -244,6 +244,7 @@ class FrameAssembler:
         self._ahead: float | None = None  # stamp of a message held back for jumping ahead of the last frame
         self._heard = -math.inf  # stamp of the last joint message heard on the timeline, usable or not
         self._arrived: float | None = None  # the driver's arrival time of the latest of those and the last frame
+        self._joint_arrival: float | None = None  # the driver's arrival time of the last joint message, any
         self._went_back = False  # time went back (two messages in a row behind the last frame) since it
         self._behind = False  # the last message was behind the last frame
         self._skipped = False  # the last frame's joints were unusable (not grounded): the next usable one resyncs
@@ -354,16 +355,36 @@ class FrameAssembler:
                 f"(limit {limit:g} s): it reached the estimator late, the frames between had it stale",
             )
 
-    def _check_driver(self, t: float, stream: str) -> None:
-        """A slower stream running ahead of the joint stream means the joint stream stopped."""
-        if self._t is None:
+    def needs_arrival(self, stamp: float) -> bool:
+        """Whether a slower stream's sample stamped `stamp` needs its arrival time: a zero stamp (replaced by it),
+        or one running ahead of the joint stream, which arrival times tell a stopped joint stream from a clock
+        step by (`_check_driver`). A driver whose clock costs to read asks this first; replay gives every one."""
+        return stamp == 0.0 or self._runs_ahead(stamp)
+
+    def _runs_ahead(self, t: float) -> bool:
+        """Whether a slower stream's stamp `t` is more than the gap limit past the joint stream's, not yet said."""
+        return (
+            self._t is not None
+            and not self._stopped_flagged
+            and t - max(self._t, self._heard) > self.limits.joint_states
+        )
+
+    def _check_driver(self, t: float, stream: str, received: float | None) -> None:
+        """A slower stream running ahead of the joint stream means the joint stream stopped, unless joint
+        messages still arrive (within the gap limit of this sample's arrival): then the stamps stepped together
+        (a clock step, said as `time_jump` when the joints' stepped message is confirmed), nothing stopped.
+        Without both arrival times the two cannot be told apart and the stop is said, as a watchdog would."""
+        if not self._runs_ahead(t):
             return
+        arrival = self._joint_arrival
+        if received is not None and arrival is not None and received - arrival <= self.limits.joint_states:
+            return
+        assert self._t is not None  # (for mypy: `_runs_ahead` says so)
+        self._stopped_flagged = True
         heard = max(self._t, self._heard)
-        if t - heard > self.limits.joint_states and not self._stopped_flagged:
-            self._stopped_flagged = True
-            self._issue(
-                IssueKind.STREAM_STOPPED, JOINTS, t, f"no joint_states since t={heard:.3f} s while {stream} continues"
-            )
+        self._issue(
+            IssueKind.STREAM_STOPPED, JOINTS, t, f"no joint_states since t={heard:.3f} s while {stream} continues"
+        )
 
     # ------------------------------------------------------------------------------ callbacks
     def on_wrench(self, msg: Any, received: float | None = None) -> None:
@@ -401,7 +422,7 @@ class FrameAssembler:
                 f"force and torque identical for {limit:g} s (a sensor always shows noise); stale until they change",
             )
         self._wrench_frozen = frozen
-        self._check_driver(stamp, WRENCH)
+        self._check_driver(stamp, WRENCH, received)
 
     def on_pose(self, name: str, msg: Any, received: float | None = None) -> None:
         pose, stamp = pose_of(msg)
@@ -435,7 +456,7 @@ class FrameAssembler:
         self._poses[name] = pose
         self._pose_stamps[name] = stamp
         self._check_late(stamp, stream, self.limits.pose)
-        self._check_driver(stamp, stream)
+        self._check_driver(stamp, stream, received)
 
     def on_joint_states(self, msg: Any, received: float | None = None) -> AssembledFrame | None:
         """Frame for this message, or None when it is dropped (the reason is among the issues)."""
@@ -444,6 +465,7 @@ class FrameAssembler:
     def on_joint_sample(self, sample: JointSample, received: float | None = None) -> AssembledFrame | None:
         """`on_joint_states` for a message already read into a JointSample."""
         t = self._stamp(sample.stamp, received, JOINTS) if sample.stamp == 0.0 else sample.stamp
+        self._joint_arrival = received
         given = sample.names
         if given is not self._given:  # (a direct reader hands every message of a stream the same tuple)
             named = self._renamed.get(given)
@@ -633,7 +655,7 @@ class FrameAssembler:
             ok = values is not None and len(values) == n and _finite(values)
             self._values[row, dst] = values[src] if ok and values is not None else np.nan
         self._joint_t[dst] = self._update_stamp = t
-        self._check_driver(t, stream)
+        self._check_driver(t, stream, received)
 
     def _unusable(self, t: float, received: float | None) -> None:
         """A joint message dropped for its content (NaN, names): the stream is still alive at `t`, so the gap
