@@ -598,6 +598,26 @@ def test_a_grasp_that_may_have_ended_in_a_closed_gripper_gap_is_released_only_wh
         assert tri(opened, "object_grasped") == [None] * 4 + [False] * 3
 
 
+def test_raw_grasps_seen_after_a_closed_gripper_gap_may_complete_a_grasp_begun_in_it():
+    """The cube is touched by the closed fingers on one frame, lost from sight for 2, seen touched on 2 more:
+    with the gap's frames touched too that is the 5-frame run of a grasp, so when the hand opens the grasp may
+    last to its drop on the debounce's 5th open frame: object_released is unknown on those 5 frames and
+    object_dropped on the 5th (the earliest such drop), not known false."""
+    s = Scene()
+    s.step(3)
+    s.grasp()
+    s.step(1)
+    s.missing.add("cube")
+    s.step(2)
+    s.missing.clear()
+    s.step(2)
+    s.release()
+    opened = s.step(7)
+    assert tri(opened, "object_grasped") == [None] * 4 + [False] * 3
+    assert tri(opened, "object_released") == [None] * 5 + [False] * 2
+    assert tri(opened, "object_dropped") == [False] * 4 + [None] + [False] * 2
+
+
 def test_missing_pose_is_unknown_held_and_reported_stale():
     s = Scene()
     s.step(3)

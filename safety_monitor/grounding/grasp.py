@@ -97,8 +97,8 @@ class _ObjectGrasp:
         self.grip_run = 0  # frames since its raw grasp was last false (or the gripper open): it may be held
         self.rest_run = 0  # frames since the drop that it may have rested (not seen moving) since last seen moving
         self.earliest = 0  # while its grasp evidence restarts: the earliest frame its grasp may have changed unseen
-        self.maybe_held = False  # and a closed gripper may have grasped it unseen since (grip_run reached the
-        # persistence): that grasp may last until the debounce decides
+        self.maybe_held = False  # and a closed gripper may have grasped it unseen since (grip_run, unseen frames
+        # among its run, reached the persistence): that grasp may last until the debounce decides
         self.rested = False  # and it may have rested for the stability persistence since that frame
         self.anchor: Box | None = None  # the object's box when the stability latch closed
         self.displaced: tuple[Box, Box, bool] | None = None  # (box, anchor, moved beyond the slip thresholds)
@@ -211,6 +211,8 @@ class GraspEstimator:
             if not resumed:
                 if before or after:
                     engaged = True
+            elif raw and st.grip_run >= grasp_n:  # raw grasps seen since the gap complete a run begun in it:
+                st.maybe_held = True  # it may have been grasped on this frame (closed: not a release)
             elif before and frame <= st.earliest:  # restarted evidence: held before the gap, surely still on the
                 engaged = True  # frame before this (its grasp may end on st.earliest at the earliest)
             elif (before or st.maybe_held) and engaged is False:  # it may count as grasped, or no longer
