@@ -565,6 +565,59 @@ def test_an_object_not_grasped_before_a_closed_gripper_gap_may_have_been_grasped
     assert tri(frames, "object_dropped") == [False] * 9 + [None] * 4 + [False]
 
 
+def test_an_unseen_object_a_closed_gripper_may_have_held_may_be_released_when_it_opens():
+    """The mug, never seen, may have been grasped while the gripper was closed for 8 frames: when it opens, that
+    grasp would count up to its drop on the debounce's 5th open frame, so object_released (open while grasped
+    before or after the frame) is unknown there, not false; false once no grasp can last, and while closed."""
+    s = Scene()
+    s.missing.add("mug")
+    s.fingers = 0.024
+    closed = s.step(8)
+    s.fingers = 0.04
+    opened = s.step(7)
+    assert tri(closed, "object_released") == [False] * 8
+    assert tri(opened, "object_released") == [None] * 5 + [False] * 2
+
+
+def test_a_grasp_that_may_have_ended_in_a_closed_gripper_gap_is_released_only_while_it_surely_lasts():
+    """The cube held in the closed hand is lost from sight, then the hand opens (the cube still unseen). Its
+    grasp may have ended on the 5th gap frame at the earliest (it slipped out as the gap began): from the frame
+    after that, the opening is no longer surely a release, and object_released is unknown up to the debounce's
+    5th open frame (the drop frame of a grasp that lasted), not true. Opened after a gap of 2 frames it is true
+    while the grasp surely lasted (up to the frame after the earliest possible end), unknown after."""
+    for gap, expected in ((6, [None] * 5 + [False] * 2), (2, [True] * 3 + [None] * 2 + [False] * 2)):
+        s = Scene()
+        s.step(3)
+        s.grasp()
+        s.step(8)
+        s.missing.add("cube")
+        assert tri(s.step(gap), "object_released") == [False] * gap
+        s.release()
+        opened = s.step(7)
+        assert tri(opened, "object_released") == expected, gap
+        assert tri(opened, "object_grasped") == [None] * 4 + [False] * 3
+
+
+def test_raw_grasps_seen_after_a_closed_gripper_gap_may_complete_a_grasp_begun_in_it():
+    """The cube is touched by the closed fingers on one frame, lost from sight for 2, seen touched on 2 more:
+    with the gap's frames touched too that is the 5-frame run of a grasp, so when the hand opens the grasp may
+    last to its drop on the debounce's 5th open frame: object_released is unknown on those 5 frames and
+    object_dropped on the 5th (the earliest such drop), not known false."""
+    s = Scene()
+    s.step(3)
+    s.grasp()
+    s.step(1)
+    s.missing.add("cube")
+    s.step(2)
+    s.missing.clear()
+    s.step(2)
+    s.release()
+    opened = s.step(7)
+    assert tri(opened, "object_grasped") == [None] * 4 + [False] * 3
+    assert tri(opened, "object_released") == [None] * 5 + [False] * 2
+    assert tri(opened, "object_dropped") == [False] * 4 + [None] + [False] * 2
+
+
 def test_missing_pose_is_unknown_held_and_reported_stale():
     s = Scene()
     s.step(3)

@@ -54,7 +54,8 @@ DOCS = {
     ),
     "object_released": PredicateDoc(
         "the gripper is open while an object still counts as grasped: an intended release, up to and "
-        "including its drop frame",
+        "including its drop frame (unknown while a pose gap with the gripper closed leaves an object possibly "
+        "but not surely grasped)",
         "gripper joints, object_grasped",
         "gripper closed_below or closed_above",
     ),
@@ -96,8 +97,8 @@ class _ObjectGrasp:
         self.grip_run = 0  # frames since its raw grasp was last false (or the gripper open): it may be held
         self.rest_run = 0  # frames since the drop that it may have rested (not seen moving) since last seen moving
         self.earliest = 0  # while its grasp evidence restarts: the earliest frame its grasp may have changed unseen
-        self.maybe_held = False  # and a closed gripper may have grasped it unseen since (grip_run reached the
-        # persistence): that grasp may last until the debounce decides
+        self.maybe_held = False  # and a closed gripper may have grasped it unseen since (grip_run, unseen frames
+        # among its run, reached the persistence): that grasp may last until the debounce decides
         self.rested = False  # and it may have rested for the stability persistence since that frame
         self.anchor: Box | None = None  # the object's box when the stability latch closed
         self.displaced: tuple[Box, Box, bool] | None = None  # (box, anchor, moved beyond the slip thresholds)
@@ -144,7 +145,7 @@ class GraspEstimator:
         sync_all: Tri = True  # object_sync, over the grasped objects
         stable_all: Tri = True  # object_stable, over the others
         held, just_dropped = [], []
-        engaged = False  # some object counts as grasped before or after this frame (open gripper: a release)
+        engaged: Tri = False  # some object counts as grasped before or after this frame (open gripper: a release)
         for o, st in self._states:
             debounce = st.grasp
             unseen = o in unknown
@@ -207,8 +208,15 @@ class GraspEstimator:
                 or (resumed and st.maybe_held and not (after or raw) and frame >= st.earliest + grasp_n)
             ) and not dropped_any:  # not grasped before: a grasp it may have had unseen may have ended in a drop
                 dropped_any = None  # the persistence later, on any frame up to the deciding one
-            if before or after:
-                engaged = True
+            if not resumed:
+                if before or after:
+                    engaged = True
+            elif raw and st.grip_run >= grasp_n:  # raw grasps seen since the gap complete a run begun in it:
+                st.maybe_held = True  # it may have been grasped on this frame (closed: not a release)
+            elif before and frame <= st.earliest:  # restarted evidence: held before the gap, surely still on the
+                engaged = True  # frame before this (its grasp may end on st.earliest at the earliest)
+            elif (before or st.maybe_held) and engaged is False:  # it may count as grasped, or no longer
+                engaged = None
             if unseen and not after and debounced is None:  # unseen, not counted as grasped: unknown once it
                 if st.maybe_held and debounce.warming and sync_all:  # may have been grasped (a closed gripper for
                     sync_all = None  # the grasp persistence since it was last seen out of it) until the debounce
