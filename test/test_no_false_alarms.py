@@ -6,7 +6,8 @@ The sim, and the one-process estimator and monitor (`monitor_stack`, what monito
 as processes on sim time, as sim.launch.py runs them. By default one task at each pace (two episodes:
 one boundary; the realtime one paused once); SAFETY_MONITOR_TEST_ALL=1 runs every task at both paces. The realtime pace runs at
 REALTIME_FACTOR: a stack slower than the sim must say it falls behind (that is no false alarm), and a
-test may not depend on the machine keeping up with 500 Hz.
+test may not depend on the machine keeping up with 500 Hz. The lockstep sim waits for the stack however
+long it stalls (its stack is stopped once, for longer than the default ack timeout).
 
 A starved machine is the one exception, recognised from what the nodes report, never from wall-clock
 thresholds: the middleware delivers each topic on its own, so a starved process (or a lost message sent
@@ -32,7 +33,7 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy")
 
-from node_processes import Probe, Proc, fresh_domain, fresh_namespace, whole_lines  # noqa: E402
+from node_processes import WAIT_S, Probe, Proc, fresh_domain, fresh_namespace, whole_lines  # noqa: E402
 
 from safety_monitor.sim.tasks import TASKS  # noqa: E402
 
@@ -46,6 +47,9 @@ CASES = (
 ALARMS = ("WARN", "STALE", "ERROR")
 REALTIME_FACTOR = 0.2
 PAUSE_S = 200 / (500 * REALTIME_FACTOR)
+# longer than config/nodes.yaml's ack_timeout_s (2 s), which a starved stack once overran: the lockstep sim then
+# moved on without it, and warned
+STALL_S = 3.0
 
 
 def alarms_after_first_ok(statuses):
@@ -61,7 +65,7 @@ def alarms_after_first_ok(statuses):
 
 def run_stack(tmp_path, sim_params, during=None):
     """sim_node and monitor_stack in one namespace until the sim has published every episode and the
-    monitor closed them; `during(probe, sim)` runs once the first frame came. Returns the probe."""
+    monitor closed them; `during(probe, procs)` runs once the first frame came. Returns the probe."""
     domain, ns = fresh_domain(), fresh_namespace()
     probe = Probe(ns, domain)
     procs = {}
@@ -73,7 +77,7 @@ def run_stack(tmp_path, sim_params, during=None):
         episodes = int(next(p.split(":=")[1] for p in sim_params if p.startswith("episodes:=")))
         probe.until(lambda: probe.predicates > 0, procs, "first predicates")
         if during is not None:
-            during(probe, procs["sim"])
+            during(probe, procs)
         probe.until(lambda: procs["sim"].popen.poll() is not None, {"stack": procs["stack"]}, "the sim's end")
         assert procs["sim"].wait() == 0, procs["sim"].output()[-3000:]
         probe.until(lambda: probe.rollout >= episodes, {"stack": procs["stack"]}, "every episode closed")
@@ -95,11 +99,10 @@ STALE_STREAMS = re.compile(r"stale(?: inputs)?: ([^;]+)")  # the streams a stale
 def starvation(probe, procs):
     """What the nodes reported of a starved machine: the inputs that reached the estimator late (stream
     names; "marker" for a late start marker), and "frames" when frames went missing while the sim did not
-    wait for the stack (realtime pace, or lockstep past its ack timeout: the sim says so). Empty: none."""
+    wait for the stack (realtime pace; lockstep waits for it, `pace_params`). Empty: none."""
     late = set(LATE.findall(procs["stack"].output()))
     late |= {"marker"} if probe.estimator_issues.get("late_marker") else set()
-    sim = procs["sim"].output()
-    if probe.missed_frames and ("pace:=realtime" in procs["sim"].popen.args or "no predicates for" in sim):
+    if probe.missed_frames and "pace:=realtime" in procs["sim"].popen.args:
         late.add("frames")
     return late
 
@@ -133,12 +136,27 @@ def check_no_alarm(probe, procs):
 
 
 def pace_params(pace):
-    return [f"pace:={pace}"] + ([f"realtime_factor:={REALTIME_FACTOR}"] if pace == "realtime" else [])
+    """Lockstep waits for every answer: its ack timeout (2 s in config/nodes.yaml, which a starved stack overran:
+    the sim moved on and warned) only as a hang guard here."""
+    if pace == "lockstep":
+        return [f"pace:={pace}", f"ack_timeout_s:={WAIT_S}"]
+    return [f"pace:={pace}", f"realtime_factor:={REALTIME_FACTOR}"]
+
+
+def stall_stack(probe, procs):
+    """The stack stopped (SIGSTOP) for STALL_S, as a starved machine stops it: the lockstep sim waits for it."""
+    os.kill(procs["stack"].pid, signal.SIGSTOP)
+    time.sleep(STALL_S)  # the stall itself, not a timeout
+    os.kill(procs["stack"].pid, signal.SIGCONT)
 
 
 @pytest.mark.parametrize("task,pace", CASES)
 def test_a_fault_free_run_raises_no_alarm(tmp_path, task, pace):
-    probe, procs = run_stack(tmp_path, [f"task:={task}", "fault:=none", "episodes:=2", *pace_params(pace)])
+    lockstep = pace == "lockstep"
+    params = [f"task:={task}", "fault:=none", "episodes:=2", *pace_params(pace)]
+    probe, procs = run_stack(tmp_path, params, during=stall_stack if lockstep else None)
+    if lockstep:  # it waited: the stall published nothing ahead of the stack
+        assert "no predicates for" not in procs["sim"].output(), procs["sim"].output()[-3000:]
     hw = probe.hw  # one hardware_id on every topic: the namespace
     assert {h for h, *_ in probe.diagnostics} == probe.predicate_ids == probe.heartbeat_ids == probe.marker_ids == {hw}
     check_no_alarm(probe, procs)
@@ -149,7 +167,8 @@ def test_a_paused_realtime_sim_resumes_without_a_burst(tmp_path):
     """SIGSTOP for longer than the estimator's queue holds frames, then SIGCONT: the sim resumes where it
     stopped (sim time stood still), so no frame is lost and nothing turns stale."""
 
-    def pause(probe, sim):
+    def pause(probe, procs):
+        sim = procs["sim"]
         os.kill(sim.pid, signal.SIGSTOP)
         # the pause itself, not a timeout: 200 frames of schedule at REALTIME_FACTOR, four times the most the
         # sim catches up (MAX_CATCH_UP_FRAMES), on any machine
