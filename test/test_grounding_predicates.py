@@ -401,15 +401,7 @@ def _transfer_decided_after_a_gap(gap: int) -> list:
     s, _ = _released_above_the_bin()
     s.grasp("cube")
     s.step(6)
-    s.missing.add("cube")
-    frames = s.step(gap)
-    for f in ("finger_left", "finger_right"):
-        s.contacts[(f, "cube")] = 0.05
-    s.missing.clear()
-    for _ in range(120):
-        frames.append(s.step())
-        s.pos["cube"] = s.pos["cube"] + [0.01, 0.0, 0.0]
-    return frames
+    return _lost_then_sliding(s, gap, [0.01, 0.0, 0.0])
 
 
 def test_a_transfer_decided_after_a_pose_gap_times_out_from_the_earliest_frame_its_drop_may_have_happened():
@@ -703,6 +695,11 @@ def _dropped_in_a_gap(gap: int) -> list:
     s.step(3)
     s.grasp()
     s.step(8)
+    return _lost_then_sliding(s, gap, [0.0, 0.01, 0.0])
+
+
+def _lost_then_sliding(s: Scene, gap: int, step: list[float]) -> list:
+    """The cube lost from sight for `gap` frames, then seen out of the fingers, moving `step` a frame for 120."""
     s.missing.add("cube")
     frames = s.step(gap)
     for f in ("finger_left", "finger_right"):
@@ -710,7 +707,7 @@ def _dropped_in_a_gap(gap: int) -> list:
     s.missing.clear()
     for _ in range(120):
         frames.append(s.step())
-        s.pos["cube"] = s.pos["cube"] + [0.0, 0.01, 0.0]
+        s.pos["cube"] = s.pos["cube"] + step
     return frames
 
 
