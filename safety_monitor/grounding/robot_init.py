@@ -104,6 +104,8 @@ def guess_robot(tree: KinematicTree, tip: str | None = None) -> RobotGuess:
         moved = [leaders[0].child, *(j.child for j in followers)]
         fingers = _sided_fingers([body for m in moved for body in _fixed_subtree(tree, m)])
         fingers = fingers or _branch_fingers(tree, end, moved)
+        if len(fingers) == 1 and tree.joints[leaders[0].name].parent == end:
+            fingers = (end, fingers[0])  # one jaw closing on the hand's own (Unitree Z1's gripperMover on its stator)
         if len(fingers) < 2:
             kind, gripper_joints, fingers = GripperKind.NONE, (), ()
     hand = tuple(body for body in _fixed_subtree(tree, end) if body not in fingers)
