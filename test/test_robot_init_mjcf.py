@@ -54,6 +54,8 @@ def test_robot_init_guesses_arm_gripper_and_grasp_centre_and_the_output_grounds_
     robot = load_robot_description(out / "robot.yaml")
     assert robot.mjcf.resolve() == tmp_path / "robot.xml" and robot.urdf is None  # named relative to the output
     assert "mjcf: ../robot.xml" in (out / "robot.yaml").read_text()
+    # a Menagerie user would otherwise learn only from replay that the velocity properties were never checked
+    assert "# CHECK: an MJCF gives no velocity limits: give each arm joint's here" in (out / "robot.yaml").read_text()
     assert robot.arm_joints == tuple(f"joint{i}" for i in range(1, case.n_joints + 1))
     assert robot.base_body == "base_link"
     assert robot.gripper.kind is GripperKind(case.gripper) and robot.gripper.joints == case.joints

@@ -466,6 +466,13 @@ def robot_yaml(
         f"ignored_joints: {json.dumps(list(ignored))}   # CHECK: moving joints neither arm nor gripper; a "
         "fixture joint goes under fixtures instead",
         "",
+    ]
+    if not urdf:
+        lines += [
+            "# CHECK: an MJCF gives no velocity limits: give each arm joint's here ({velocity: rad/s or m/s}), or",
+            "# joint_velocities_within_limits and no_joint_position_jump are reported not applicable",
+        ]
+    lines += [
         f"joint_limits: {{}}   # per joint, over {limits}: {{position: [lower, upper], velocity: ..., effort: ...}}",
         "",
         "fixtures: {}   # e.g. drawer: {joint: drawer_slide, range: [0.0, 0.25], housing: [drawer_housing]}",
