@@ -156,7 +156,7 @@ def linkage_gripper(arm: bool = True) -> str:
 
 def mobile_mjcf(base: str = "free") -> str:
     """A mobile manipulator in a room: a chassis on two wheels (touching the floor, a plane of the world body) with
-    a mast, a 3-joint arm (yaw, then two pitches: it reaches sideways over a table when joint1 is +pi/2) and a
+    a mast (a body of its own, fixed to the chassis), a 3-joint arm (yaw, then two pitches: it reaches sideways over a table when joint1 is +pi/2) and a
     one-joint gripper with a `pinch` site; beside its path a table (a body fixed in the world) with a cube on it.
     `base`: free (a `<freejoint/>`, as Menagerie's Stretch and TIAGo), fixed (no joint: the twin adds one, as for a
     URDF's root) or planar (two slides and a hinge, which the twin cannot place from a pose)."""
@@ -177,7 +177,7 @@ def mobile_mjcf(base: str = "free") -> str:
         for side, sign, joint in (("left", 1, "gripper_joint"), ("right", -1, "finger_right_joint"))
     )
     arm = (
-        '<body name="link1" pos="0 0 0.6"><joint name="joint1" axis="0 0 1" range="-3 3"/>'
+        '<body name="link1" pos="0 0 0.35"><joint name="joint1" axis="0 0 1" range="-3 3"/>'
         '<geom type="cylinder" size="0.04 0.025" pos="0 0 0.025"/>'
         '<body name="link2" pos="0 0 0.05"><joint name="joint2" axis="0 1 0" range="-2 2"/>'
         '<geom type="capsule" size="0.03" fromto="0 0 0 0.4 0 0"/>'
@@ -193,7 +193,8 @@ def mobile_mjcf(base: str = "free") -> str:
         '    <body name="cube" pos="1.5 0.85 0.52"><freejoint name="cube_free"/>'
         '<geom type="box" size="0.02 0.02 0.02"/></body>\n'
         f'    <body name="base_link">{joints}<geom type="box" size="0.25 0.2 0.1" pos="0 0 0.15"/>'
-        f'<geom type="cylinder" size="0.03 0.175" pos="0 0 0.425"/>{wheels}{arm}</body>\n'
+        f'<body name="mast" pos="0 0 0.25"><geom type="cylinder" size="0.03 0.175" pos="0 0 0.175"/>{arm}</body>'
+        f"{wheels}</body>\n"
         "  </worldbody>\n"
         '  <equality><joint joint1="finger_right_joint" joint2="gripper_joint"/></equality>\n</mujoco>\n'
     )

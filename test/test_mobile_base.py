@@ -226,3 +226,21 @@ def test_a_base_the_twin_cannot_place_and_a_mismatched_mapping_are_refused_on_on
     mobile = load_default_grounder(RATE, robot, wrench_sensor=False, mobile_base=True)
     with pytest.raises(SourceError, match="world_frame '/base_link' is the base frame"):
         Estimator(mobile, StreamMapping(wrench=None, world_frame="/base_link"))
+
+
+def test_robot_init_takes_the_whole_mobile_robot_and_says_how_to_place_it(tmp_path, capsys):
+    """The arm hangs from the mast, a body fixed to the chassis: the robot is still all the free joint moves (its
+    chassis and wheels are the robot's, not the environment's), and the description written places it."""
+    from safety_monitor.cli import main
+
+    (tmp_path / "robot.xml").write_text(mobile_mjcf())
+    assert main(["robot", "init", "--mjcf", str(tmp_path / "robot.xml"), "--out", str(tmp_path / "mine")]) == 0
+    assert "arm: 3 joints from base_link to hand" in capsys.readouterr().out
+    text = (tmp_path / "mine" / "robot.yaml").read_text()
+    assert "  base_body: base_link   #" in text and "as world_frame in the topic mapping" in text
+    grounder = load_default_grounder(RATE, tmp_path / "mine" / "robot.yaml", wrench_sensor=False, mobile_base=True)
+    twin = grounder.twin
+    wheel = twin.model.body("wheel_left").id
+    assert twin.entities[twin.body_entity[wheel]] == "arm"
+    placed = twin.compute(grounder.robot.required_joints, np.array(RAISED), {}, base=base_at(0))
+    assert placed.ee_position[0] == pytest.approx(-ODOM[0])
