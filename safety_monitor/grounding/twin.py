@@ -664,7 +664,8 @@ def _id(m: mujoco.MjModel, kind: mujoco.mjtObj, name: str, what: str) -> int:
 
 def _followers(m: mujoco.MjModel) -> list[tuple[int, int, float, float, tuple[float, ...]]]:
     """(follower qpos, leader qpos, their reference positions, polynomial) of every active joint equality
-    between two hinge or slide joints (a URDF <mimic> becomes one), leaders before their followers."""
+    between two hinge or slide joints (a URDF <mimic> becomes one), each after the one setting its leader: by
+    how many followers up its chain of leaders goes (a telescope's stages, Stretch's arm, couple three deep)."""
     out = []
     for e in range(m.neq):
         if m.eq_type[e] != int(mujoco.mjtEq.mjEQ_JOINT) or m.eq_obj2id[e] < 0 or not m.eq_active0[e]:
@@ -672,8 +673,15 @@ def _followers(m: mujoco.MjModel) -> list[tuple[int, int, float, float, tuple[fl
         f, lead = int(m.eq_obj1id[e]), int(m.eq_obj2id[e])
         fa, la = int(m.jnt_qposadr[f]), int(m.jnt_qposadr[lead])
         out.append((fa, la, float(m.qpos0[fa]), float(m.qpos0[la]), tuple(m.eq_data[e, :5].tolist())))
-    followers = {f for f, *_ in out}
-    return sorted(out, key=lambda row: row[1] in followers)  # a follower of a follower after its leader
+    leader_of = {f: lead for f, lead, *_ in out}
+
+    def depth(follower: int) -> int:
+        steps = 0
+        while (follower := leader_of.get(follower, -1)) in leader_of and steps < len(leader_of):  # (a loop ends)
+            steps += 1
+        return steps
+
+    return sorted(out, key=lambda row: depth(row[0]))
 
 
 def model_joint_limits(m: mujoco.MjModel, joints: Sequence[str]) -> dict[str, JointLimit]:
