@@ -244,3 +244,13 @@ def test_robot_init_takes_the_whole_mobile_robot_and_says_how_to_place_it(tmp_pa
     assert twin.entities[twin.body_entity[wheel]] == "arm"
     placed = twin.compute(grounder.robot.required_joints, np.array(RAISED), {}, base=base_at(0))
     assert placed.ee_position[0] == pytest.approx(-ODOM[0])
+
+
+def test_a_model_that_fuses_static_bodies_keeps_the_table_it_names(tmp_path):
+    """Menagerie's TIAGo compiles with fusestatic: a table beside it (a body without joints) would be fused into the
+    world body, unnamed, so robot.yaml could not name it as static; the twin keeps every body."""
+    robot, _ = write_setup(tmp_path)
+    model = tmp_path / "robot.xml"
+    model.write_text(model.read_text().replace('autolimits="true"', 'autolimits="true" fusestatic="true"'))
+    twin = load_default_grounder(RATE, robot, wrench_sensor=False, mobile_base=True).twin
+    assert twin.entities[twin.body_entity[twin.model.body("table").id]] == "table"

@@ -765,6 +765,7 @@ def _world(robot: RobotDescription) -> mujoco.MjSpec:
             scene = mujoco.MjSpec.from_file(str(path))
         except Exception as exc:
             raise GroundingError(f"{robot.source}: cannot load mjcf {str(path)!r}: {mujoco_message(exc)}") from None
+        scene.compiler.fusestatic = False  # keep every body robot.yaml may name (Menagerie's TIAGo fuses a table away)
     if robot.urdf is None:
         assert scene is not None
         return scene
