@@ -19,6 +19,7 @@ from safety_monitor.enums import IssueKind
 from safety_monitor.records import direct_init
 
 SAME_TIME_S = 1e-6  # frame times this close name the same frame (a stamp rounded to nanoseconds)
+BASE_POSE = "base_pose"  # the stream of a mobile base's pose in the world, in stale sets and issues
 _NO_EVENTS: frozenset[str] = frozenset()
 
 
@@ -72,6 +73,10 @@ class RobotState:
     object_ages: Mapping[str, float] = field(default_factory=dict)  # seconds since each pose arrived
     contacts: tuple[Contact, ...] | None = None  # None: no privileged contacts (hardware)
     events: frozenset[str] = _NO_EVENTS  # discrete external events this frame, e.g. "sanitized"
+    # a mobile base's pose in the world frame and its age (s), as a slower stream's; read only by a grounder
+    # built with `mobile_base`, for which None is a base whose place is unknown (never received, stale or NaN)
+    base_pose: Pose | None = None
+    base_age: float | None = None
 
     def joint(self, name: str) -> float:
         """Position of one joint by name (KeyError names the joint)."""

@@ -116,7 +116,7 @@ class EstimatorSettings:
     topics_file: str = setting(
         "",
         "topic mapping YAML, as replay's --topics takes it (joint_order, joint_names, "
-        "gripper_joint_states, object_frames, base_frame, tf, ...); its keys win over the "
+        "gripper_joint_states, object_frames, base_frame, world_frame, tf, ...); its keys win over the "
         "topics.* parameters ('' = none)",
     )
     robot_description_topic: str = setting(

@@ -152,3 +152,49 @@ def linkage_gripper(arm: bool = True) -> str:
     text = arm_mjcf(6, "none").replace(tool, tool + gripper, 1)
     text = text.replace("</worldbody>", '<body name="mocap" mocap="true" pos="0 0 1"/></worldbody>')
     return text.replace("<equality></equality>", f'<equality>{equality}<weld body1="mocap" body2="tool"/></equality>')
+
+
+def mobile_mjcf(base: str = "free") -> str:
+    """A mobile manipulator in a room: a chassis on two wheels (touching the floor, a plane of the world body) with
+    a mast (a body of its own, fixed to the chassis), a 3-joint arm (yaw, then two pitches: it reaches sideways over a table when joint1 is +pi/2) and a
+    one-joint gripper with a `pinch` site; beside its path a table (a body fixed in the world) with a cube on it.
+    `base`: free (a `<freejoint/>`, as Menagerie's Stretch and TIAGo), fixed (no joint: the twin adds one, as for a
+    URDF's root) or planar (two slides and a hinge, which the twin cannot place from a pose)."""
+    joints = {
+        "free": "<freejoint/>",
+        "fixed": "",
+        "planar": '<joint name="base_x" type="slide" axis="1 0 0"/><joint name="base_y" type="slide" axis="0 1 0"/>'
+        '<joint name="base_yaw" axis="0 0 1"/>',
+    }[base]
+    wheels = "".join(
+        f'<body name="wheel_{side}" pos="0 {0.22 * sign} 0.05"><joint name="wheel_{side}_joint" axis="0 1 0"/>'
+        '<geom type="cylinder" size="0.05 0.02" euler="1.5708 0 0"/></body>'
+        for side, sign in (("left", 1), ("right", -1))
+    )
+    fingers = "".join(
+        f'<body name="finger_{side}" pos="0.05 {0.03 * sign} 0"><joint name="{joint}" type="slide" '
+        f'axis="0 {-sign} 0" range="0 0.025"/><geom type="box" size="0.02 0.005 0.01"/></body>'
+        for side, sign, joint in (("left", 1, "gripper_joint"), ("right", -1, "finger_right_joint"))
+    )
+    arm = (
+        '<body name="link1" pos="0 0 0.35"><joint name="joint1" axis="0 0 1" range="-3 3"/>'
+        '<geom type="cylinder" size="0.04 0.025" pos="0 0 0.025"/>'
+        '<body name="link2" pos="0 0 0.05"><joint name="joint2" axis="0 1 0" range="-2 2"/>'
+        '<geom type="capsule" size="0.03" fromto="0 0 0 0.4 0 0"/>'
+        '<body name="link3" pos="0.4 0 0"><joint name="joint3" axis="0 1 0" range="-2.5 2.5"/>'
+        '<geom type="capsule" size="0.025" fromto="0 0 0 0.3 0 0"/>'
+        '<body name="hand" pos="0.3 0 0"><geom type="box" size="0.01 0.04 0.02" pos="0.01 0 0"/>'
+        f'<site name="pinch" pos="0.05 0 0"/>{fingers}</body></body></body></body>'
+    )
+    return (
+        '<mujoco model="toy_mobile">\n  <compiler angle="radian" autolimits="true"/>\n  <worldbody>\n'
+        '    <geom name="floor" type="plane" size="10 10 0.1"/>\n'
+        '    <body name="table" pos="1.5 0.6 0.25"><geom type="box" size="0.3 0.3 0.25"/></body>\n'
+        '    <body name="cube" pos="1.5 0.85 0.52"><freejoint name="cube_free"/>'
+        '<geom type="box" size="0.02 0.02 0.02"/></body>\n'
+        f'    <body name="base_link">{joints}<geom type="box" size="0.25 0.2 0.1" pos="0 0 0.15"/>'
+        f'<body name="mast" pos="0 0 0.25"><geom type="cylinder" size="0.03 0.175" pos="0 0 0.175"/>{arm}</body>'
+        f"{wheels}</body>\n"
+        "  </worldbody>\n"
+        '  <equality><joint joint1="finger_right_joint" joint2="gripper_joint"/></equality>\n</mujoco>\n'
+    )

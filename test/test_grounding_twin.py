@@ -357,3 +357,37 @@ def test_robot_yaml_that_does_not_match_its_mjcf(edit, message):
     robot = parse_robot_description(doc, "robot.yaml", base_dir=CONFIG)
     with pytest.raises(GroundingError, match=message):
         KinematicTwin(robot, 0.05)
+
+
+TELESCOPE_MJCF = """<mujoco><worldbody><body name="base"><geom type="box" size="0.05 0.05 0.05"/>
+  <body name="s3"><joint name="l3" type="slide" axis="1 0 0" range="0 0.1"/><geom type="box" size="0.05 0.01 0.01"/>
+  <body name="s2"><joint name="l2" type="slide" axis="1 0 0" range="0 0.1"/><geom type="box" size="0.05 0.01 0.01"/>
+  <body name="s1"><joint name="l1" type="slide" axis="1 0 0" range="0 0.1"/><geom type="box" size="0.05 0.01 0.01"/>
+  <body name="s0"><joint name="l0" type="slide" axis="1 0 0" range="0 0.1"/><geom type="box" size="0.05 0.01 0.01"/>
+    <site name="tip" pos="0.05 0 0"/></body></body></body></body></body></worldbody>
+  <equality><joint joint1="l0" joint2="l1"/><joint joint1="l1" joint2="l2"/><joint joint1="l2" joint2="l3"/></equality>
+</mujoco>"""
+
+
+def test_a_chain_of_coupled_joints_three_deep_is_set_in_one_frame(tmp_path):
+    """A telescope whose stages follow one another (Menagerie's Stretch arm: l0 follows l1, l1 follows l2, l2 follows
+    the driven l3, in that order in the file): every stage is set from this frame's leader, the tip not a frame
+    behind."""
+    (tmp_path / "telescope.xml").write_text(TELESCOPE_MJCF)
+    robot = parse_robot_description(
+        {
+            "mjcf": "telescope.xml",
+            "robot": {
+                "base_body": "base",
+                "arm_joints": ["l3"],
+                "end_effector": {"body": "s0", "site": "tip"},
+                "gripper": {"kind": "none"},
+            },
+            "ignored_joints": ["l2", "l1", "l0"],
+        },
+        str(tmp_path / "robot.yaml"),
+        base_dir=tmp_path,
+    )
+    twin = KinematicTwin(robot, 0.1)
+    tip = twin.compute(("l3",), np.array([0.1]), {}).ee_position
+    assert tip[0] == pytest.approx(4 * 0.1 + 0.05)

@@ -78,16 +78,18 @@ def recording(grounder) -> list[dict[str, Pose]]:
 
 
 @contextlib.contextmanager
-def tf_node(tmp_path, monkeypatch, before_start):
+def tf_node(tmp_path, monkeypatch, before_start, mapping=None, config_dir=""):
     """A probe node whose /tf_static goes out (`before_start(h)`) before the estimator exists, then the
-    estimator with `mug` taken from TF (relative tf topics: under the random namespace), one executor."""
+    estimator with `mug` taken from TF (relative tf topics: under the random namespace), one executor.
+    `mapping`: more topic mapping keys; `config_dir`: the robot's (default the package's workcell)."""
     from std_msgs.msg import String
 
     from safety_monitor.nodes import estimator_node
 
     monkeypatch.setattr(estimator_node, "_tf_input", lambda: (String, replay_tf_decoder()))
     topics = tmp_path / "topics.yaml"
-    topics.write_text(yaml.safe_dump({"tf": "tf", "tf_static": "tf_static", "object_frames": {OBJECT: LINK}}))
+    doc = {"tf": "tf", "tf_static": "tf_static", "object_frames": {OBJECT: LINK}, **(mapping or {})}
+    topics.write_text(yaml.safe_dump(doc))
     ns = "/tf" + uuid.uuid4().hex[:8]
     context = rclpy.Context()
     rclpy.init(context=context)
@@ -106,6 +108,7 @@ def tf_node(tmp_path, monkeypatch, before_start):
             namespace=ns,
             parameter_overrides=[
                 Parameter("topics_file", value=str(topics)),
+                Parameter("config_dir", value=str(config_dir)),
                 Parameter("topics.wrench", value=""),
                 Parameter("joint_states_timeout_s", value=120.0),
                 Parameter("diagnostics_period_s", value=0.2),
@@ -216,3 +219,32 @@ def test_a_malformed_tf_message_is_one_undecodable_issue_and_tf_keeps_working(st
         h.joints.publish(m.joint_state_msg(h.types, s.t + OFFSET, s.joint_names, s.joint_position))
         spin_until(executor, lambda: len(h.got) == 1)
         assert OBJECT in h.seen[-1] and node.issues == {"undecodable": 1}
+
+
+def test_a_mobile_base_is_placed_live_from_tf_as_in_replay(tmp_path, monkeypatch):
+    """world_frame in the node's topics file: the grounder is built for a mobile base, and the base's pose in the
+    world frame (map -> odom latched, odom -> base_link on /tf) reaches it with every frame."""
+    from test_mobile_base import CUBE, IDENTITY, JOINTS, ODOM, arm_at, base_at, write_setup
+
+    robot, _ = write_setup(tmp_path / "robot")
+    latched = TfBytes()([("map", "odom", Pose(ODOM, IDENTITY), 0.0)])
+    mapping = {"world_frame": "map", "object_frames": {"cube": "cube_link"}}
+    with tf_node(tmp_path, monkeypatch, lambda h: h.tf_static.publish(latched), mapping, robot.parent) as h:
+        executor, node = h.executor, h.node
+        bases: list[Pose | None] = []
+        step = node.grounder.step
+        node.grounder.step = lambda state: bases.append(state.base_pose) or step(state)
+        spin_until(executor, lambda: h.joints.get_subscription_count() and h.tf.get_subscription_count())
+        spin_until(executor, lambda: h.tf_calls == 1)
+        assert node.grounder.mobile_base
+        for k in range(FRAMES):
+            t = OFFSET + k / 25.0
+            h.tf.publish(h.bytes([("odom", "base_link", base_at(k), t - 0.002), ("map", "cube_link", CUBE, t - 0.004)]))
+            spin_until(executor, lambda: h.tf_calls == k + 2)
+            h.joints.publish(m.joint_state_msg(h.types, t, JOINTS, arm_at(k, False)))
+            spin_until(executor, lambda: len(h.got) == k + 1)
+        assert node.issues == {} and len(bases) == FRAMES
+        for k, base in enumerate(bases):
+            assert base is not None
+            np.testing.assert_allclose(base.position, base_at(k).position + ODOM, atol=1e-12)
+        assert "base_pose" not in h.got[-1].stale and "forbidden_contact" not in h.got[-1].unknown

@@ -36,6 +36,7 @@ class _Grounder:
     joint_limits: dict = {}  # no velocity limits: no jump issues
     warmup_frames = 2
     wrench_sensor = True
+    mobile_base = False
 
     def __init__(self, fail_at=()):
         self.fail_at, self.stepped, self.resets = set(fail_at), [], 0

@@ -21,7 +21,7 @@ import numpy as np
 
 from safety_monitor.errors import GroundingError
 from safety_monitor.files import config_dir
-from safety_monitor.frames import Pose, RobotState, Wrench
+from safety_monitor.frames import BASE_POSE, Pose, RobotState, Wrench
 from safety_monitor.grounding import (
     _geomath,
     contact,
@@ -56,6 +56,9 @@ PREDICATE_DOCS: dict[str, PredicateDoc] = {  # in the order `step` joins the fam
     **joint_limits.DOCS,
 }
 PREDICATES: tuple[str, ...] = tuple(PREDICATE_DOCS)
+# a mobile base whose place is unknown leaves every predicate the twin's geometry decides undecided: all but the
+# joint-limit ones, which come last in PREDICATES
+_UNPLACED: tuple[Tri, ...] = (None,) * (len(PREDICATES) - len(joint_limits.DOCS))
 
 
 @direct_init
@@ -89,8 +92,13 @@ class Grounder:
         control_rate_hz: float,
         twin: KinematicTwin | None = None,
         wrench_sensor: bool = True,
+        mobile_base: bool = False,
     ):
         _check_entities(robot, objects)
+        if twin is not None and twin.mobile_base != mobile_base:
+            raise GroundingError(
+                f"the twin was built with mobile_base={twin.mobile_base}, the grounder with {mobile_base}"
+            )
         self.robot, self.catalog, self.thresholds = robot, objects, thresholds
         self.control_rate_hz = float(control_rate_hz)
         self.counts = thresholds.frames(control_rate_hz)
@@ -100,6 +108,9 @@ class Grounder:
         # False: no wrench stream is configured (topic mapping `wrench: none`): the predicates that read it are
         # not grounded (constantly false, `applicability` says their properties do not apply), never stale
         self.wrench_sensor = wrench_sensor
+        # True: the base moves (topic mapping `world_frame`): each frame's base pose places the twin's robot, and
+        # a frame without a usable one has every predicate of the geometry unknown
+        self.mobile_base = mobile_base
         self.predicates = PREDICATES
         self.joint_limits: dict[str, JointLimit] = dict(robot.joint_limits)
         if twin is not None:
@@ -112,7 +123,7 @@ class Grounder:
         if self._twin is None:
             from safety_monitor.grounding.twin import twin_for
 
-            self._twin = twin_for(self.robot, self.thresholds)
+            self._twin = twin_for(self.robot, self.thresholds, self.mobile_base)
             self._add_model_limits(self._twin)
             self._limits = JointLimitEstimator(self.joint_limits, self.thresholds.joint_limits, self.robot.robot_joints)
         return self._twin
@@ -152,6 +163,22 @@ class Grounder:
 
     def reset(self) -> None:
         """Forget all estimator state and time (a new episode or recording, or the evidence before a gap)."""
+        self._reset_geometry()
+        th, r = self.thresholds, self.robot
+        self._limits = JointLimitEstimator(self.joint_limits, th.joint_limits, r.robot_joints)
+        # the previous frame's decisions (PREDICATES order, None: undecided) and what they made
+        self._decided: tuple[Tri, ...] = ()
+        self._values = dict.fromkeys(PREDICATES, False)
+        self._unknown: frozenset[str] = frozenset()
+        self._checked_names: set[tuple[str, ...]] = set()
+        self._names: tuple[str, ...] = ()  # the previous frame's joint names (checked)
+        self._frame = -1
+        self._t: float | None = None
+        self._unplaced = False  # a mobile base: the last frame had no usable base pose
+        self._placing = 0  # frames still to decide the geometry's predicates unknown after the base pose returned
+
+    def _reset_geometry(self) -> None:
+        """Forget the state of every estimator that reads the twin's geometry (all but the joint limits')."""
         th, counts, r, cat = self.thresholds, self.counts, self.robot, self.catalog
         graspable = tuple(o for o in r.objects if cat.has(o, "graspable"))
         self._grasp = grasp.GraspEstimator(graspable, th, counts)
@@ -169,7 +196,6 @@ class Grounder:
             self._containment,
             self._skills,
         )
-        self._limits = JointLimitEstimator(self.joint_limits, th.joint_limits, self.robot.robot_joints)
         horizon = th.max_age_s.object_pose + 2 * th.durations_s.motion_window + 1.0 / self.control_rate_hz
         self._motion_limits = (th.durations_s.motion_window, th.distances_m.reach)
         self._ee_track = Track(horizon)
@@ -180,14 +206,6 @@ class Grounder:
         self._fixture_inputs: tuple[tuple[str, str, Callable[[float], float], deque[float]], ...] = tuple(
             (f, fx.joint, fx.open_fraction, deque(maxlen=window)) for f, fx in r.fixtures.items()
         )
-        # the previous frame's decisions (PREDICATES order, None: undecided) and what they made
-        self._decided: tuple[Tri, ...] = ()
-        self._values = dict.fromkeys(PREDICATES, False)
-        self._unknown: frozenset[str] = frozenset()
-        self._checked_names: set[tuple[str, ...]] = set()
-        self._names: tuple[str, ...] = ()  # the previous frame's joint names (checked)
-        self._frame = -1
-        self._t: float | None = None
 
     # ------------------------------------------------------------------------------------------------
     def step(self, state: RobotState, geometry: FrameGeometry | None = None) -> PredicateFrame:
@@ -198,9 +216,17 @@ class Grounder:
         stale: dict[str, float] = {}
         poses, ages = self._usable_poses(state, stale)
         wrench = self._usable_wrench(state, stale)
+        base = None
+        if self.mobile_base and geometry is None:
+            base = self._usable_base(state, stale)
+            if base is None:
+                return self._unplaced_frame(state, joints, stale, frame)
+            if self._unplaced:  # the base returned: what was gathered before it was lost is not joined to what follows
+                self._reset_geometry()
+                self._unplaced, self._placing = False, self.warmup_frames
         if geometry is None:
             carried = self._carried(state, poses, ages) if self._grasp.held else None  # most frames: none held
-            geometry = self.twin.compute(state.joint_names, state.joint_position, poses, carried)
+            geometry = self.twin.compute(state.joint_names, state.joint_position, poses, carried, base)
         else:
             geometry = geometry.forget(frozenset(o for o in self.robot.objects if o not in poses))
         speed, slip = self._object_motion(state, poses, ages, geometry)
@@ -228,6 +254,9 @@ class Grounder:
         by_containment = self._containment.step(inp)
         by_skills = self._skills.step(inp)
         by_limits = self._limits.step(state, joints)
+        if self._placing:  # the geometry's estimators gather evidence again since the base pose returned
+            self._placing -= 1
+            return self._finish(state, frame, (*_UNPLACED, *by_limits), stale)
         decided = (  # PREDICATES order
             *by_grasp,
             *by_contact,
@@ -237,6 +266,22 @@ class Grounder:
             *by_containment,
             *by_limits,
         )
+        return self._finish(state, frame, decided, stale)
+
+    def _unplaced_frame(
+        self, state: RobotState, joints: dict[str, float], stale: dict[str, float], frame: int
+    ) -> PredicateFrame:
+        """A frame of a mobile base without a usable pose: where the robot stands in the world is unknown, so
+        every predicate the geometry decides is too, and its estimators do not step (they start afresh, and
+        decide nothing for `warmup_frames`, when the base returns); the joint limits are the joints' alone."""
+        self._unplaced = True
+        self._placing = 0
+        return self._finish(state, frame, (*_UNPLACED, *self._limits.step(state, joints)), stale)
+
+    def _finish(
+        self, state: RobotState, frame: int, decided: tuple[Tri, ...], stale: dict[str, float]
+    ) -> PredicateFrame:
+        """The frame from this frame's decisions (PREDICATES order)."""
         if decided == self._decided:  # most frames: every decision as on the previous one, so its values
             values, unknown = self._values.copy(), self._unknown
         else:
@@ -331,6 +376,19 @@ class Grounder:
         """Shapes right, every value finite, quaternion not zero (any array-like values)."""
         p, q = np.asarray(pose.position, dtype=float), np.asarray(pose.quaternion, dtype=float)
         return p.shape == (3,) and q.shape == (4,) and _geomath.pose_finite(p, q)
+
+    def _usable_base(self, state: RobotState, stale: dict[str, float]) -> Pose | None:
+        """The mobile base's pose if fit to place the robot this frame (received, no older than an object pose
+        may be, finite, a rotation); else None, its age in `stale` when it is missing or old."""
+        pose, age = state.base_pose, state.base_age
+        age = 0.0 if age is None else float(age)
+        if pose is None or not math.isfinite(age) or age > self.thresholds.max_age_s.object_pose:
+            stale[BASE_POSE] = age if pose is not None and math.isfinite(age) else math.inf
+            return None
+        try:
+            return pose if _geomath.pose_usable(pose) else None
+        except TypeError:
+            return pose if self._pose_ok(pose) else None
 
     def _usable_wrench(self, state: RobotState, stale: dict[str, float]) -> Wrench | None:
         w = state.wrench
@@ -482,14 +540,19 @@ def _check_entities(robot: RobotDescription, catalog: ObjectCatalog) -> None:
 
 
 def load_default_grounder(
-    control_rate_hz: float, config: str | Path | None = None, urdf: Path | None = None, wrench_sensor: bool = True
+    control_rate_hz: float,
+    config: str | Path | None = None,
+    urdf: Path | None = None,
+    wrench_sensor: bool = True,
+    mobile_base: bool = False,
 ) -> Grounder:
     """The one grounder factory (estimator node, replay, simbag, benchmarks). `config`: a robot description
     YAML, or a folder holding robot.yaml (the node's `config_dir`); None: the package's (`config_dir()`).
     objects.yaml and thresholds.yaml are read from the robot description's folder, each one the folder lacks
     from the package's. The twin is built at once, so a robot YAML that does not match its MJCF fails here.
     `urdf`: the URDF in place of the description's `urdf:` (the estimator node's /robot_description).
-    `wrench_sensor`: False when the topic mapping has no wrench stream (`StreamMapping.wrench` None)."""
+    `wrench_sensor`: False when the topic mapping has no wrench stream (`StreamMapping.wrench` None).
+    `mobile_base`: True when the topic mapping names the frame the base moves in (`StreamMapping.world_frame`)."""
     from safety_monitor.grounding.twin import twin_for
 
     path = Path(config) if config is not None else config_dir()
@@ -505,6 +568,7 @@ def load_default_grounder(
         load_object_catalog(beside("objects.yaml")),
         thresholds,
         control_rate_hz,
-        twin=twin_for(robot, thresholds),
+        twin=twin_for(robot, thresholds, mobile_base),
         wrench_sensor=wrench_sensor,
+        mobile_base=mobile_base,
     )

@@ -26,7 +26,9 @@ def load_mjcf_tree(path: Path) -> KinematicTree:
     if not path.is_file():
         raise GroundingError(f"cannot read MJCF {str(path)!r}: {'a folder' if path.is_dir() else 'no such file'}")
     try:
-        model = mujoco.MjSpec.from_file(str(path)).compile()
+        spec = mujoco.MjSpec.from_file(str(path))
+        spec.compiler.fusestatic = False  # as the twin compiles it: every body kept, to be named
+        model = spec.compile()
     except Exception as exc:  # MuJoCo raises ValueError with the parser's or the compiler's message
         raise GroundingError(f"{path}: MuJoCo cannot load this MJCF: {mujoco_message(exc)}") from None
     return tree_of_model(model, path)

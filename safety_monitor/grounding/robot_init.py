@@ -81,6 +81,9 @@ def guess_robot(tree: KinematicTree, tip: str | None = None) -> RobotGuess:
     base = first.parent if first is not None else tree.root
     if base == tree.root and tree.format is ModelFormat.MJCF and first is not None:
         base = first.child  # MuJoCo's world body holds every body: the robot is what its first joint moves
+    free = next((j for j in chain if j.kind in _BASE_KINDS and _above(tree, j.child, base)), None)
+    if free is not None:  # a mobile base: the robot is all its free joint moves, chassis and wheels too
+        base = free.child
     if leaders:
         end = leaders[0].parent
         arm = [j for j in arm if _above(tree, j.child, end)]
@@ -125,9 +128,21 @@ def guess_robot(tree: KinematicTree, tip: str | None = None) -> RobotGuess:
     other = tuple(n for n in tree.moving_joints if n not in used and n not in coupled)
     arm_names = tuple(j.name for j in arm)
     arms = _other_arms(tree, chain, {j.name for j in gripperish}, linkage)
-    free = next((j.name for j in chain if j.kind in _BASE_KINDS and _above(tree, j.child, base)), None)
     return RobotGuess(
-        base, arm_names, end, grasp, site, kind, gripper_joints, fingers, hand, coupled, other, arms, hand_joints, free
+        base,
+        arm_names,
+        end,
+        grasp,
+        site,
+        kind,
+        gripper_joints,
+        fingers,
+        hand,
+        coupled,
+        other,
+        arms,
+        hand_joints,
+        free.name if free is not None else None,
     )
 
 
@@ -457,9 +472,10 @@ def robot_yaml(
         lines += [
             "",
             f"# CHECK: the robot's base hangs from {g.free_base}, a {tree.joints[g.free_base].kind.value} joint: a mobile "
-            "base. The twin keeps it where the",
-            f"# {tree.format.name} puts it, so give object poses in the base's frame (base_frame, the default) and",
-            "# describe no fixture or static body of the world: they would not move with the base.",
+            "base. Name the TF frame it moves in",
+            "# as world_frame in the topic mapping (world_frame: odom, or map): the twin then places the robot at the",
+            "# base's pose each frame, and fixtures, static bodies and object poses are in that world. Without it the",
+            f"# twin keeps the base where the {tree.format.name} puts it, and object poses must be in the base's frame.",
         ]
     lines += [
         "",

@@ -15,6 +15,12 @@ This is what grounds contact on hardware; privileged simulator contacts are only
 The model is the description's MJCF, its URDF (rewritten by grounding.urdf), or the URDF robot attached
 into the MJCF world at `base_pose`. Joints that follow another (URDF `<mimic>`, MJCF joint equalities)
 are set from their leader each frame: kinematics alone never enforces an equality constraint.
+
+A mobile base (`mobile_base`) is placed each frame: the robot's root body hangs from a free joint (the
+model's, or one the twin adds to a root fixed to the world, as a URDF's is), set so that the base body lands
+at the frame's base pose; fixtures, static bodies and objects stay in the world. The base's platform (the
+bodies no arm or gripper joint moves: chassis, wheels, casters) drives on the world body's own geometry (the
+floor), so their contacts with it are excluded; every other body it touches is a contact.
 """
 
 from __future__ import annotations
@@ -62,14 +68,20 @@ class FingerGap:
 
 
 class KinematicTwin:
-    """`report_margin`: farthest gap any predicate reads; `contact_margin`: gap that counts as touching."""
+    """`report_margin`: farthest gap any predicate reads; `contact_margin`: gap that counts as touching;
+    `mobile_base`: the robot is placed each frame at the base pose `compute` is given."""
 
-    def __init__(self, robot: RobotDescription, report_margin: float, contact_margin: float = 0.0):
+    def __init__(
+        self, robot: RobotDescription, report_margin: float, contact_margin: float = 0.0, mobile_base: bool = False
+    ):
         self.robot = robot
         self.margin = report_margin
+        self.mobile_base = mobile_base
         spec = _load(robot)
         m = _compile(spec, robot)
         self._check(m)
+        if mobile_base:
+            m = _free_base(spec, m, robot)
         self.entities = robot.entities
         index = {e: i for i, e in enumerate(self.entities)}
         body_entity = self._body_entities(m)
@@ -156,6 +168,7 @@ class KinematicTwin:
         self._parked = {
             o: np.array([_PARK + 10.0 * i, _PARK, _PARK, 1.0, 0.0, 0.0, 0.0]) for i, o in enumerate(robot.objects)
         }
+        self._base_slot = _base_slot(m, self.data, robot) if mobile_base else None
 
     @functools.cached_property
     def digest(self) -> str:
@@ -208,17 +221,21 @@ class KinematicTwin:
         joint_position: np.ndarray,
         poses: Mapping[str, Pose],
         carried: Carry | None = None,
+        base: Pose | None = None,
     ) -> FrameGeometry:
         """Geometry for one frame. `poses` holds only usable object poses; the others are unknown.
 
         `carried` gives, from this frame's end-effector site pose, each held object's pose in the site
         frame (position, rotation) when its pose was measured: it is placed there relative to the
         end-effector of *this* frame, so an object pose older than the joint states does not tear a
-        grasped object out of the fingers.
+        grasped object out of the fingers. `base`: the base body's pose in the world (a twin built with
+        `mobile_base`; None: the robot stays where it was last placed).
         """
         m, d = self.model, self.data
         src, adr, unchecked = self._joint_map(joint_names)
         qpos = self._qpos
+        if base is not None:
+            self._place_base(base)
         values = np.asarray(joint_position, dtype=float)[src]
         if unchecked and not math.isfinite(values.sum()):  # the grounder checks required joints only: an ignored
             bad = ~np.isfinite(values)  # one may read NaN, and then stays where it was
@@ -251,6 +268,23 @@ class KinematicTwin:
         return FrameGeometry.with_derived(
             ee_position, ee_rotation, points, gaps, object_boxes, interiors, unknown, gripper_gaps, pairs
         )
+
+    def _place_base(self, base: Pose) -> None:
+        """Set the root's free joint so that the base body lands at `base` (root = base x root-in-base)."""
+        if self._base_slot is None:
+            raise GroundingError(f"{self.robot.source}: a base pose was given to a twin of a fixed base")
+        at, offset_pos, offset_quat = self._base_slot
+        position, quaternion = np.empty(3), np.empty(4)
+        mujoco.mju_mulPose(
+            position,
+            quaternion,
+            np.asarray(base.position, dtype=float),
+            np.asarray(base.quaternion, dtype=float),
+            offset_pos,
+            offset_quat,
+        )
+        self._qpos[at : at + 3] = position
+        self._qpos[at + 3 : at + 7] = quaternion
 
     def _place_objects(self, poses: Mapping[str, Pose]) -> None:
         qpos = self.data.qpos
@@ -539,9 +573,80 @@ def _c_geom_distance() -> int | None:
     return None
 
 
-def twin_for(robot: RobotDescription, thresholds: Thresholds) -> KinematicTwin:
+def twin_for(robot: RobotDescription, thresholds: Thresholds, mobile_base: bool = False) -> KinematicTwin:
     """The twin the Grounder uses: gaps reported out to the largest distance threshold."""
-    return KinematicTwin(robot, thresholds.largest_report_distance, thresholds.distances_m.contact)
+    return KinematicTwin(robot, thresholds.largest_report_distance, thresholds.distances_m.contact, mobile_base)
+
+
+def _free_base(spec: mujoco.MjSpec, m: mujoco.MjModel, robot: RobotDescription) -> mujoco.MjModel:
+    """The model with the robot's root body hanging from a free joint (added where the root is fixed to the
+    world) and its platform's contacts with the world body excluded; a GroundingError where the base cannot be
+    placed: the root moves by other joints (planar slides and a hinge), the base body moves in it, or a fixture
+    or static body would move with the robot."""
+    where = f"{robot.source}: a mobile base (the topic mapping's world_frame)"
+    base = m.body(robot.base_body).id
+    root = int(m.body_rootid[base])
+    name = m.body(root).name
+    joints = [m.joint(j).name or f"#{j}" for j in range(m.body_jntadr[root], m.body_jntadr[root] + m.body_jntnum[root])]
+    free = len(joints) == 1 and m.jnt_type[m.body_jntadr[root]] == int(mujoco.mjtJoint.mjJNT_FREE)
+    if not name or (joints and not free):
+        raise GroundingError(
+            f"{where} needs the robot's root body {name or '(unnamed)'!r} named and hanging from one free joint "
+            f"or none (the twin adds one); it hangs from {', '.join(joints)}: replace them with a <freejoint/>"
+        )
+    body = base
+    while body != root:
+        if m.body_jntnum[body]:
+            raise GroundingError(
+                f"{where}: robot.base_body {robot.base_body!r} moves in the root body {name!r} by joint "
+                f"{m.joint(int(m.body_jntadr[body])).name!r}: name the root (or a body fixed to it) as base_body"
+            )
+        body = int(m.body_parentid[body])
+    world_parts = [(f"static.{n}.bodies", b) for n, st in robot.static.items() for b in st.bodies]
+    world_parts += [(f"fixtures.{n}.housing", b) for n, fx in robot.fixtures.items() for b in fx.housing]
+    world_parts += [
+        (f"fixtures.{n}.joint", m.body(int(m.jnt_bodyid[m.joint(fx.joint).id])).name)
+        for n, fx in robot.fixtures.items()
+    ]
+    for key, b in world_parts:
+        if m.body_rootid[m.body(b).id] == root:
+            raise GroundingError(
+                f"{where}: {key}: body {b!r} hangs from the robot's root {name!r}, so it would move with the base; "
+                "put the world's bodies in an MJCF world beside the robot (mjcf: with urdf:)"
+            )
+    if not free:
+        spec.body(name).add_freejoint()
+        m = _compile(spec, robot)
+    watched = [int(m.jnt_qposadr[m.joint(j).id]) for j in robot.robot_joints]
+    moved: list[bool] = np.any(_body_qpos(m)[:, watched], axis=1).tolist()
+    platform = [
+        m.body(b).name
+        for b in range(1, m.nbody)
+        if m.body_rootid[b] == root and not moved[b] and m.body(b).name and _solid(m, b)
+    ]
+    for b in platform:
+        spec.add_exclude(bodyname1=b, bodyname2=m.body(0).name)
+    return _compile(spec, robot) if platform else m
+
+
+def _solid(m: mujoco.MjModel, body: int) -> bool:
+    """Whether `body` has a geom that collides."""
+    geoms = range(m.body_geomadr[body], m.body_geomadr[body] + m.body_geomnum[body])
+    return any(m.geom_contype[g] or m.geom_conaffinity[g] for g in geoms)
+
+
+def _base_slot(m: mujoco.MjModel, d: mujoco.MjData, robot: RobotDescription) -> tuple[int, np.ndarray, np.ndarray]:
+    """(qpos address of the root's free joint, the root's pose in the base body): the base body is fixed in
+    the root (`_free_base`), so its pose there is read once, the root set at the origin."""
+    base = m.body(robot.base_body).id
+    root = int(m.body_rootid[base])
+    at = int(m.jnt_qposadr[m.body_jntadr[root]])
+    d.qpos[at : at + 7] = (0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0)
+    mujoco.mj_kinematics(m, d)
+    position, quaternion = np.empty(3), np.empty(4)
+    mujoco.mju_negPose(position, quaternion, d.xpos[base].copy(), d.xquat[base].copy())
+    mujoco.mj_resetData(m, d)
+    return at, position, quaternion
 
 
 def _id(m: mujoco.MjModel, kind: mujoco.mjtObj, name: str, what: str) -> int:
@@ -559,7 +664,8 @@ def _id(m: mujoco.MjModel, kind: mujoco.mjtObj, name: str, what: str) -> int:
 
 def _followers(m: mujoco.MjModel) -> list[tuple[int, int, float, float, tuple[float, ...]]]:
     """(follower qpos, leader qpos, their reference positions, polynomial) of every active joint equality
-    between two hinge or slide joints (a URDF <mimic> becomes one), leaders before their followers."""
+    between two hinge or slide joints (a URDF <mimic> becomes one), each after the one setting its leader: by
+    how many followers up its chain of leaders goes (a telescope's stages, Stretch's arm, couple three deep)."""
     out = []
     for e in range(m.neq):
         if m.eq_type[e] != int(mujoco.mjtEq.mjEQ_JOINT) or m.eq_obj2id[e] < 0 or not m.eq_active0[e]:
@@ -567,8 +673,15 @@ def _followers(m: mujoco.MjModel) -> list[tuple[int, int, float, float, tuple[fl
         f, lead = int(m.eq_obj1id[e]), int(m.eq_obj2id[e])
         fa, la = int(m.jnt_qposadr[f]), int(m.jnt_qposadr[lead])
         out.append((fa, la, float(m.qpos0[fa]), float(m.qpos0[la]), tuple(m.eq_data[e, :5].tolist())))
-    followers = {f for f, *_ in out}
-    return sorted(out, key=lambda row: row[1] in followers)  # a follower of a follower after its leader
+    leader_of = {f: lead for f, lead, *_ in out}
+
+    def depth(follower: int) -> int:
+        steps = 0
+        while (follower := leader_of.get(follower, -1)) in leader_of and steps < len(leader_of):  # (a loop ends)
+            steps += 1
+        return steps
+
+    return sorted(out, key=lambda row: depth(row[0]))
 
 
 def model_joint_limits(m: mujoco.MjModel, joints: Sequence[str]) -> dict[str, JointLimit]:
@@ -652,6 +765,7 @@ def _world(robot: RobotDescription) -> mujoco.MjSpec:
             scene = mujoco.MjSpec.from_file(str(path))
         except Exception as exc:
             raise GroundingError(f"{robot.source}: cannot load mjcf {str(path)!r}: {mujoco_message(exc)}") from None
+        scene.compiler.fusestatic = False  # keep every body robot.yaml may name (Menagerie's TIAGo fuses a table away)
     if robot.urdf is None:
         assert scene is not None
         return scene

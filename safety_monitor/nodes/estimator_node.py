@@ -65,6 +65,7 @@ class EstimatorNode(Node):
         self.topics = declare_topics(self)
         self.mapping = _mapping(self.topics, p.topics_file)
         self._wrench = self.mapping.wrench is not None
+        self._mobile = bool(self.mapping.world_frame)  # the base's pose from TF places the twin's robot
         if not self._wrench:  # said once here, not blind on every frame
             self.get_logger().info(
                 "no wrench topic configured: excess_wrench is not grounded (constantly false); the properties "
@@ -106,7 +107,11 @@ class EstimatorNode(Node):
             self.create_subscription(_string_type(), p.robot_description_topic, self._on_robot_description, qos.LATCHED)
             self._publish_diagnostics()
         else:
-            self._start(load_default_grounder(p.control_rate_hz, p.config_dir or None, wrench_sensor=self._wrench))
+            self._start(
+                load_default_grounder(
+                    p.control_rate_hz, p.config_dir or None, wrench_sensor=self._wrench, mobile_base=self._mobile
+                )
+            )
 
     def _start(self, grounder) -> None:
         """The stage for this robot, and the subscriptions to its inputs (slower streams first)."""
@@ -123,7 +128,7 @@ class EstimatorNode(Node):
                 self._subscribe(
                     T.PoseStamped, mapping.pose_topic(name), lambda raw, n=name: self._on_pose(n, raw), inputs
                 )
-        if mapping.object_frames:
+        if mapping.object_frames or mapping.world_frame:
             tf_type, read_tf = _tf_input()
             for topic, profile in ((mapping.tf_static, qos.LATCHED), (mapping.tf, inputs)):
                 self._subscribe(tf_type, topic, lambda raw, r=read_tf: self._on_tf(r, raw), profile)
@@ -149,7 +154,11 @@ class EstimatorNode(Node):
         topic = self.params.robot_description_topic
         try:
             grounder = load_default_grounder(
-                self.params.control_rate_hz, self.params.config_dir or None, urdf=path, wrench_sensor=self._wrench
+                self.params.control_rate_hz,
+                self.params.config_dir or None,
+                urdf=path,
+                wrench_sensor=self._wrench,
+                mobile_base=self._mobile,
             )
         except SafetyMonitorError as exc:
             self._description_problem = f"{topic} rejected: {exc}"
@@ -425,7 +434,7 @@ def _tf_input() -> tuple[Any, Decoder]:
         from tf2_msgs.msg import TFMessage
     except ImportError:
         raise SourceError(
-            "object_frames need the tf2_msgs message package (any ROS 2 install has it; a pip install: "
+            "object_frames and world_frame need the tf2_msgs message package (any ROS 2 install has it; a pip install: "
             "the ros-tf2-msgs wheel)"
         ) from None
     return TFMessage, rclpy_decoder(MessageType.TF_MESSAGE, TFMessage)

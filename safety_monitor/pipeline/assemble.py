@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -31,7 +31,7 @@ import numpy as np
 from safety_monitor.enums import IssueKind
 from safety_monitor.errors import GroundingError, SourceError
 from safety_monitor.files import load_yaml
-from safety_monitor.frames import JointSample, Pose, PredicateSample, RobotState, StreamIssue, Wrench
+from safety_monitor.frames import BASE_POSE, JointSample, Pose, PredicateSample, RobotState, StreamIssue, Wrench
 from safety_monitor.grounding.description import RobotDescription
 from safety_monitor.grounding.joint_limits import JumpDetector, jump_issue
 from safety_monitor.grounding.urdf import JointLimit
@@ -60,8 +60,11 @@ class StreamMapping:
     (servo drivers often send none). `gripper_joint_states`: a second JointState topic (a gripper's own
     driver) merged into the frames by name; only `joint_states` makes frames. `object_frames`: object name ->
     TF frame id; those objects' poses come from `tf`/`tf_static` chained to `base_frame` ('' = the robot
-    description's base body) instead of a PoseStamped topic. `episode`: the rollout markers, read by replay only
-    (the nodes subscribe to `topics.episode`).
+    description's base body) instead of a PoseStamped topic. `world_frame`: the TF frame a mobile base moves in
+    (`map`, `odom`; '' = the base stays where the model puts it): the base's pose in it (`base_frame` chained
+    to `world_frame`) places the twin's robot each frame, and object poses are in it, TF frames chained to it
+    and PoseStamped topics given in it. `episode`: the rollout markers, read by replay only (the nodes subscribe
+    to `topics.episode`).
     """
 
     joint_states: str = "/joint_states"
@@ -78,6 +81,7 @@ class StreamMapping:
     tf_static: str = "/tf_static"
     object_frames: Mapping[str, str] = field(default_factory=dict)
     base_frame: str = ""
+    world_frame: str = ""
 
     def pose_topic(self, name: str) -> str:
         return self.objects.get(name) or self.object_pose.format(name=name)
@@ -251,6 +255,8 @@ class FrameAssembler:
         self._wrench: tuple[Wrench, float] | None = None
         self._poses: dict[str, Pose] = {}
         self._pose_stamps: dict[str, float] = {}
+        self._mobile = bool(self.mapping.world_frame)  # a mobile base: its pose is a stream of its own
+        self._base: tuple[Pose, float] | None = None  # its latest pose in the world frame, and stamp
         self._stopped_flagged = False
         self._joint_repeats = _Repeats()
         self._wrench_repeats = _Repeats()
@@ -339,6 +345,8 @@ class FrameAssembler:
             stamp = stamps.get(name)
             if stamp is None or t - stamp > limit:
                 stale.append(stream)
+        if self._mobile and (self._base is None or t - self._base[1] > limit):
+            stale.append(BASE_POSE)
         return stale
 
     def _check_late(self, stamp: float, stream: str, limit: float) -> None:
@@ -431,6 +439,29 @@ class FrameAssembler:
     def on_pose_sample(self, name: str, pose: Pose, stamp: float, received: float | None = None) -> None:
         """`on_pose` for a pose already read from its message."""
         stream = pose_stream(name)
+        usable = self._usable_pose(stream, pose, stamp, self._pose_stamps.get(name), received)
+        if usable is None:
+            return
+        self._poses[name] = pose
+        self._pose_stamps[name] = usable
+        self._check_late(usable, stream, self.limits.pose)
+        self._check_driver(usable, stream, received)
+
+    def on_base_sample(self, pose: Pose, stamp: float, received: float | None = None) -> None:
+        """A mobile base's pose in the world frame (`mapping.world_frame`, from TF), checked and aged as an
+        object's pose is: the frames carry it while it is fresh, and have `BASE_POSE` stale otherwise."""
+        usable = self._usable_pose(BASE_POSE, pose, stamp, self._base[1] if self._base else None, received)
+        if usable is None:
+            return
+        self._base = (pose, usable)
+        self._check_late(usable, BASE_POSE, self.limits.pose)
+        self._check_driver(usable, BASE_POSE, received)
+
+    def _usable_pose(
+        self, stream: str, pose: Pose, stamp: float, last: float | None, received: float | None
+    ) -> float | None:
+        """The stamp a pose message is sampled at (a zero one replaced by the arrival time), or None when it is
+        dropped, with its issue: NaN or implausible values, a zero quaternion, a stamp not after `last`."""
         if stamp == 0.0:
             stamp = self._stamp(stamp, received, stream)
         if not _finite(pose.position, pose.quaternion):
@@ -440,23 +471,19 @@ class FrameAssembler:
                 stamp,
                 f"pose has NaN, infinite or implausible (beyond {_LIMIT:g}) values; message dropped",
             )
-            return
+            return None
         q = pose.quaternion
         # the grounder's test: not a rotation, unusable (`dot` gives `q @ q` bit for bit, in a third of the time)
         if not float(q.dot(q)) > 1e-12:
             self._issue(
                 IssueKind.ZERO_QUATERNION, stream, stamp, "pose orientation is a zero quaternion; message dropped"
             )
-            return
-        last = self._pose_stamps.get(name)
+            return None
         if last is not None and stamp <= last:
             kind = IssueKind.DUPLICATE_STAMP if stamp == last else IssueKind.BACKWARDS
             self._issue(kind, stream, stamp, f"stamp {stamp:.6f} after {last:.6f}; message dropped")
-            return
-        self._poses[name] = pose
-        self._pose_stamps[name] = stamp
-        self._check_late(stamp, stream, self.limits.pose)
-        self._check_driver(stamp, stream, received)
+            return None
+        return stamp
 
     def on_joint_states(self, msg: Any, received: float | None = None) -> AssembledFrame | None:
         """Frame for this message, or None when it is dropped (the reason is among the issues)."""
@@ -604,6 +631,10 @@ class FrameAssembler:
             poses,
             {n: t - s if t - s > 0.0 else 0.0 for n, s in stamps.items()},  # object_ages: max(0.0, t - s)
         )
+        if self._mobile:
+            base = None if BASE_POSE in stale else self._base
+            if base is not None:
+                state = replace(state, base_pose=base[0], base_age=max(0.0, t - base[1]))
         self.frames += 1
         return AssembledFrame(state, frozenset(stale), self.drain_issues(), resync)
 

@@ -25,7 +25,7 @@ from safety_monitor.enums import IssueKind
 from safety_monitor.errors import SourceError
 from safety_monitor.frames import SAME_TIME_S, JointSample, Pose, PredicateSample, StreamIssue, Wrench
 from safety_monitor.pipeline.assemble import JOINTS, FrameAssembler, StaleLimits, StreamMapping, ground_frame
-from safety_monitor.pipeline.tf import Transform, TransformTree
+from safety_monitor.pipeline.tf import ROBOT, Transform, TransformTree, frame_id
 from safety_monitor.settings import EstimatorSettings
 
 
@@ -79,7 +79,18 @@ class Estimator:
                 f"built with wrench_sensor={grounder.wrench_sensor} (load_default_grounder's wrench_sensor)"
             )
         self.mapping.check_names(robot)
-        self.tf = TransformTree(self.mapping.base_frame or robot.base_body, self.mapping.object_frames)
+        base, world = self.mapping.base_frame or robot.base_body, self.mapping.world_frame
+        if grounder.mobile_base != bool(world):
+            raise SourceError(
+                f"the topic mapping has {'a' if world else 'no'} world_frame but the grounder was built with "
+                f"mobile_base={grounder.mobile_base} (load_default_grounder's mobile_base)"
+            )
+        if world and frame_id(world) == frame_id(base):
+            raise SourceError(
+                f"topic mapping: world_frame {world!r} is the base frame: name the frame the base moves in "
+                "(map, odom), or no world_frame for a base that stays put"
+            )
+        self.tf = TransformTree(world or base, self.mapping.object_frames, base if world else None)
         self._start()
 
     def _start(self) -> None:
@@ -170,11 +181,15 @@ class Estimator:
         self, transforms: list[tuple[str, str, Pose, float]], received: float | None = None
     ) -> EstimatorStep:
         """A /tf or /tf_static message ((parent, child, pose, stamp) per transform): the poses of the objects whose
-        chain to the base frame it changed, each sampled by the next frame as a pose message would be."""
+        chain to the base frame (the world frame, for a mobile base) it changed, and a mobile base's pose in the
+        world frame, each sampled by the next frame as a pose message would be."""
         clock = self._clock
         start = clock() if clock else 0.0
         for name, pose, stamp in self.tf.update(Transform(*t) for t in transforms):
-            self.assembler.on_pose_sample(name, pose, stamp, received)
+            if name == ROBOT:
+                self.assembler.on_base_sample(pose, stamp, received)
+            else:
+                self.assembler.on_pose_sample(name, pose, stamp, received)
         if clock:
             self.timings["assemble"] += clock() - start
         return self._between_frames()

@@ -43,7 +43,7 @@ def configured_inputs(mapping: StreamMapping, objects: Iterable[str]) -> list[Co
         for name in objects
         if name not in mapping.object_frames
     ]
-    if mapping.object_frames:
+    if mapping.object_frames or mapping.world_frame:  # a mobile base's pose comes from TF too
         out += [
             ConfiguredInput(TF, mapping.tf, MessageType.TF_MESSAGE),
             ConfiguredInput(TF_STATIC, mapping.tf_static, MessageType.TF_MESSAGE),

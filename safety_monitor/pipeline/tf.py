@@ -7,6 +7,10 @@ through their lowest common ancestor. A pose's stamp is the newest stamp among t
 so a pose is as old as its oldest-news link says; it is handed on only when a message changed a link of its
 chain and the stamp changed (a static link arriving again repeats nothing). Quaternions are w first, as in
 `frames.Pose`; each link's is normalised once (a zero one is kept: the assembler refuses the pose).
+
+A mobile base (`StreamMapping.world_frame`) turns the tree round: objects are chained to the world frame, as
+the fixtures and static bodies the twin holds there, and the robot base's own frame is tracked like one more
+object (`ROBOT`), its pose in the world frame placing the twin's robot each frame.
 """
 
 from __future__ import annotations
@@ -70,17 +74,21 @@ def invert(pose: Pose) -> Pose:
 
 
 IDENTITY = Pose(np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0]))
+ROBOT = ""  # the name the robot base's pose is handed on under: no object has it (robot.yaml refuses empty names)
 
 
 class TransformTree:
     """The latest transform of every frame, and the configured objects' poses in `base`.
 
-    `objects`: object name -> its TF frame id.
+    `objects`: object name -> its TF frame id. `robot`: the robot base's frame, when it moves in `base` (the
+    world frame): its pose is handed on too, under the name `ROBOT`, after the objects'.
     """
 
-    def __init__(self, base: str, objects: Mapping[str, str]) -> None:
+    def __init__(self, base: str, objects: Mapping[str, str], robot: str | None = None) -> None:
         self.base = frame_id(base)
         self.objects = {name: frame_id(f) for name, f in objects.items()}
+        if robot is not None:
+            self.objects[ROBOT] = frame_id(robot)
         self._links: dict[str, Transform] = {}  # child frame -> its transform
         self._sent: dict[str, float] = {}  # object -> stamp of the pose last handed on
 

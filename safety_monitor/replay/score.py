@@ -75,7 +75,7 @@ class ReplayConfig:
         elsewhere whose files or MuJoCo build another model fails each bag instead of grounding it otherwise."""
         if self.from_predicates:
             return self
-        grounder = _kept_grounder(self.robot, self.rate_hz or NOMINAL_RATE_HZ, self.mapping.wrench is not None)
+        grounder = _kept_grounder(self.robot, self.rate_hz or NOMINAL_RATE_HZ, *_streams(self.mapping))
         return replace(self, model_digest=grounder.twin.digest)
 
     def with_settings(self, settings: NodeSettings) -> ReplayConfig:
@@ -188,22 +188,27 @@ def _automata(specs: Path, rate_hz: float | None) -> tuple[tuple[str, ...], list
 def make_grounder(robot: str | None, rate_hz: float, mapping: StreamMapping | None = None) -> Any:
     """The live estimator's grounder for `--robot` (`grounder.load_default_grounder`, the one factory), for the
     streams `mapping` configures (no wrench topic: the wrench predicates are not grounded)."""
-    return _grounder(robot, rate_hz, (mapping or StreamMapping()).wrench is not None)
+    return _grounder(robot, rate_hz, *_streams(mapping or StreamMapping()))
 
 
 def bag_grounder(robot: str | None, rate_hz: float, mapping: StreamMapping) -> Any:
     """The grounder for one bag, as `make_grounder` builds it, but built once per process, robot, rate and wrench
     stream and restarted (`Grounder.restart`) for each bag. Building it (the robot's files read, its MuJoCo
     model compiled) was 6 % of scoring a two-second bag; a batch of short rollouts pays it once per worker."""
-    grounder = _kept_grounder(robot, rate_hz, mapping.wrench is not None)
+    grounder = _kept_grounder(robot, rate_hz, *_streams(mapping))
     grounder.restart()
     return grounder
 
 
-def _grounder(robot: str | None, rate_hz: float, wrench_sensor: bool) -> Any:
+def _grounder(robot: str | None, rate_hz: float, wrench_sensor: bool, mobile_base: bool) -> Any:
     from safety_monitor.grounding.grounder import load_default_grounder
 
-    return load_default_grounder(rate_hz, robot, wrench_sensor=wrench_sensor)
+    return load_default_grounder(rate_hz, robot, wrench_sensor=wrench_sensor, mobile_base=mobile_base)
+
+
+def _streams(mapping: StreamMapping) -> tuple[bool, bool]:
+    """What the topic mapping gives the grounder to build for: a wrench stream, a mobile base's pose."""
+    return mapping.wrench is not None, bool(mapping.world_frame)
 
 
 _kept_grounder = lru_cache(maxsize=4)(_grounder)
@@ -247,8 +252,7 @@ def check_config(config: ReplayConfig) -> None:
     failure for every bag."""
     monitor = make_monitor(config, config.rate_hz)
     if not config.from_predicates:  # the grounder `with_model` and the first bag here use
-        wrench = config.mapping.wrench is not None
-        grounder = _kept_grounder(config.robot, config.rate_hz or NOMINAL_RATE_HZ, wrench)
+        grounder = _kept_grounder(config.robot, config.rate_hz or NOMINAL_RATE_HZ, *_streams(config.mapping))
         config.mapping.check_names(grounder.robot)
         _check_grounded(monitor, grounder)
 
@@ -735,12 +739,13 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult, progr
             route[topic] = name
         else:
             result.warnings.append(f"no pose topic {topic} for object {name!r}: its pose is stale throughout")
-    if mapping.object_frames:
+    if mapping.object_frames or mapping.world_frame:
         route.update((t, _TF_ROUTE) for t in (mapping.tf, mapping.tf_static) if t in topics)
         if mapping.tf not in topics and mapping.tf_static not in topics:
+            framed = sorted(mapping.object_frames) + (["the base"] if mapping.world_frame else [])
             result.warnings.append(
-                f"no {mapping.tf} or {mapping.tf_static}: the poses of "
-                f"{', '.join(sorted(mapping.object_frames))} (TF frames) are stale throughout"
+                f"no {mapping.tf} or {mapping.tf_static}: the poses of {', '.join(framed)} (TF frames) are stale "
+                "throughout"
             )
     monitor = make_monitor(config, rate)
     _check_grounded(monitor, grounder)
