@@ -10,7 +10,7 @@ import mujoco
 import numpy as np
 import pytest
 import yaml
-from mjcf_robots import arm_mjcf, bimanual_mjcf, write_mjcf
+from mjcf_robots import arm_mjcf, bimanual_mjcf, two_arm_mjcf, write_mjcf
 from urdf_robots import LINK_LENGTH
 
 from safety_monitor.cli import main
@@ -222,6 +222,20 @@ def test_robot_init_tip_chooses_the_other_arm_and_a_name_it_lacks_is_one_line(tm
     err = capsys.readouterr().err
     assert code == 2 and len(err.splitlines()) == 1
     assert "--tip 'hand_x' is not a body of" in err and "(did you mean 'hand_l' or 'hand_r'?)" in err
+
+
+@pytest.mark.parametrize("arm", ["left", "right"])
+def test_a_fingers_side_is_told_after_the_arms_prefix(tmp_path, capsys, arm):
+    """Menagerie's ALOHA puts its arm's prefix before every name (`right/left_finger_link`): the side of a finger is
+    told by the rest of its name. The right arm's description once had its left finger on both sides, so its
+    grasps were never seen (no right finger) and its closing direction could not be measured."""
+    code, out = _init_text(tmp_path, two_arm_mjcf(), *(["--tip", "right/gripper_base"] if arm == "right" else []))
+    assert code == 0
+    robot = load_robot_description(out / "robot.yaml")
+    assert robot.gripper.joints == (f"{arm}/right_finger",)
+    assert robot.gripper.finger_bodies == (f"{arm}/left_finger_link", f"{arm}/right_finger_link")
+    assert np.allclose(robot.grasp_offset, [0.0, 0.0, 0.06])  # measured midway between the open fingers
+    assert "0.092 m apart at 0.041 (forward kinematics): closed below this" in (out / "robot.yaml").read_text()
 
 
 def test_a_mobile_base_is_not_offered_as_an_object_and_its_lift_places_the_hand(tmp_path, capsys):

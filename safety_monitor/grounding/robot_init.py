@@ -176,7 +176,11 @@ def _sided_fingers(bodies: list[str]) -> tuple[str, ...]:
     def rank(body: str) -> int:
         return next((i for i, w in enumerate(("pad", "tip", "finger")) if w in body.lower()), 3)
 
-    sides = [[body for body in bodies if side in body.lower()] for side in ("left", "right")]
+    # the arm's prefix says nothing of the side of its fingers (ALOHA's `right/left_finger_link`)
+    names = [body.lower() for body in bodies]
+    common = next((i for i, chars in enumerate(zip(*names)) if len(set(chars)) > 1), 0) if len(names) > 1 else 0
+    common = len(re.sub(r"[a-z0-9]*$", "", names[0][:common]))  # cut back to a separator: never part of a word
+    sides = [[body for body, name in zip(bodies, names) if side in name[common:]] for side in ("left", "right")]
     if not all(sides):
         return ()
     return tuple(min(reversed(side), key=rank) for side in sides)
