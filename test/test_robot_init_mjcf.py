@@ -284,8 +284,8 @@ def test_a_hand_of_more_than_two_finger_joints_is_no_gripper_and_says_so(tmp_pat
 
 
 def test_the_other_arms_joints_in_the_frames_place_its_bodies_and_a_nan_one_stays_put(tmp_path, capsys):
-    """The arm not watched is under ignored_joints, yet its links are the arm's for contact: where the frames
-    say it is, the twin puts it (the cube held in its hand touches the arm), not where the model draws it."""
+    """The arm not watched is under ignored_joints, yet its links are other_arm for contact: where the frames
+    say it is, the twin puts it (the cube held in its hand touches other_arm), not where the model draws it."""
     code, out = _init_text(tmp_path, bimanual_mjcf())
     assert code == 0
     doc = yaml.safe_load((out / "robot.yaml").read_text())
@@ -301,10 +301,10 @@ def test_the_other_arms_joints_in_the_frames_place_its_bodies_and_a_nan_one_stay
     mujoco.mj_kinematics(twin.model, reference)
     hand = reference.xpos[twin.model.body("hand_r").id].copy()
     held = {"held": Pose(position=hand, quaternion=np.array([1.0, 0.0, 0.0, 0.0]))}
-    assert twin.compute(names, bent, held).gap("held", "arm") < 0.0
+    assert twin.compute(names, bent, held).gap("held", "other_arm") < 0.0
     nan = bent.copy()
     nan[-1] = np.nan  # the last position is kept
-    assert twin.compute(names, nan, held).gap("held", "arm") < 0.0
+    assert twin.compute(names, nan, held).gap("held", "other_arm") < 0.0
     assert np.allclose(twin.data.xpos[twin.model.body("hand_r").id], hand)
 
 
