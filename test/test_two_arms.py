@@ -24,8 +24,11 @@ from safety_monitor.grounding.description import load_robot_description
 from safety_monitor.grounding.grounder import load_default_grounder
 from safety_monitor.grounding.thresholds import load_thresholds
 from safety_monitor.grounding.twin import twin_for
+from safety_monitor.io.bag import BagWriter
 from safety_monitor.monitor.live import SpecSetMonitor
+from safety_monitor.pipeline.assemble import StreamMapping
 from safety_monitor.pipeline.supervisor import Supervisor
+from safety_monitor.replay.score import ReplayConfig, score_bag
 from safety_monitor.settings import MonitorSettings
 
 SPECS = Path(__file__).resolve().parents[1] / "config" / "specs.yaml"
@@ -177,3 +180,26 @@ def test_another_arm_that_holds_the_watched_one_or_is_misspelt_is_one_line(aloha
         with pytest.raises(GroundingError) as caught:
             twin_for(load_robot_description(path), thresholds)
         assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_one_bag_is_scored_once_per_arm_as_the_pure_stacks_score_it(aloha, handover, tmp_path):
+    """`safety-monitor replay BAG --robot left/robot.yaml`, then `--robot right/robot.yaml`: the bag's one
+    /joint_states carries both arms. Replay's frames dropped the other arm's joints (`unknown_joints`): the
+    twin kept that arm where the model draws it, the bar handed to it was never in its hand (the giver's settle
+    timer ran out), and with the watched arm at rest the frames were frozen, though the other arm moved."""
+    bag = tmp_path / "handover"
+    with BagWriter(bag) as writer:
+        for state in handover.states:
+            names, zeros = list(state.joint_names), [0.0] * len(state.joint_names)
+            writer.write_pose("/objects/bar/pose", state.t - 0.004, state.object_poses["bar"])
+            writer.write_joint_state("/joint_states", state.t, names, list(state.joint_position), zeros, zeros)
+    for arm in script.ARMS:
+        config = ReplayConfig(robot=str(aloha[arm]), mapping=StreamMapping(wrench=None), rate_hz=script.RATE)
+        result = score_bag(bag, config)
+        assert result.ok and result.trace is not None, result.error
+        assert result.issues == {} and result.stale_frames == 0, arm
+        _, events = _watch(aloha[arm], handover.states)
+        replayed = [(e.property, e.kind.value, e.frame) for e in result.trace.events]
+        assert replayed == [(e["property"], e["kind"], e["frame"]) for e in events], arm  # no opened among them
+        assert result.trace.outcome("released_object_settles").triggers == 1, arm  # each let go of the bar once
+        assert sum(o.violations for o in result.trace.outcomes) == 0, arm
