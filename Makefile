@@ -40,6 +40,7 @@ compiler:
 	  echo "    sudo apt-get install -y python3-dev"; exit 1; }
 
 $(STAMP): requirements.txt setup.py
+	@echo "Setting up $(VENV): the pinned packages of requirements.txt (ROS 2 wheels, MuJoCo, Ray; quiet, a few minutes the first time) ..."
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip setuptools wheel
 	$(PY) -m pip install -q -r requirements.txt

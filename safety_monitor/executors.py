@@ -21,6 +21,7 @@ import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from pathlib import Path
@@ -38,6 +39,13 @@ INSTALL_RAY = "pip install 'safety_monitor[ray]' (or: pip install ray)"
 LOCAL_WORKER_NICENESS = 0
 IN_FLIGHT_PER_CPU = 2  # tasks handed at a time to a cluster of our own, per CPU: one running, one queued
 CONNECT_TIMEOUT_S = 10.0  # a cluster's head answers a TCP connect at once; longer means nothing listens
+# Ray 2.60 raises its start and join failures as Exception, ConnectionError or RuntimeError: only their texts tell them
+# apart. A node's start gives its raylet a fixed 30 s to register (ray/_private/node.py), which a busy machine passes.
+RAY_START_TIMED_OUT = "The current node timed out during startup"
+RAY_START_WAIT_S = 30
+_NO_CLUSTER_FOUND = "Could not find any running Ray instance"  # `auto`: none on this machine (ray/_private/services.py)
+_VERSIONS = re.compile(r"Version mismatch:.*?Ray: (\S+)\s+Python: (\S+).*?Ray: (\S+)\s+Python: (\S+)", re.DOTALL)
+_LOCAL_TIMED_OUT = f"Ray's local cluster did not start within its {RAY_START_WAIT_S} s (machine busy?)"
 _ADDRESS = re.compile(r"(?P<scheme>ray://)?(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(?P<port>[0-9]{1,5})")
 
 
@@ -267,12 +275,20 @@ class RayAddress:
 class RayCluster(Executor):
     """Each task a Ray task: on a new local cluster (`address` None; `jobs` CPUs, 0 = all), on this
     process's Ray session if it already has one, or on the cluster at `address`. At most `jobs` tasks run at
-    once (0: as many as the cluster takes). A task whose worker dies (a crash, the node lost) runs once
-    more; the tasks' own exceptions come back as they were raised."""
+    once (0: as many as the cluster takes). A local cluster that Ray gives up starting on a busy machine is
+    started once more. A task whose worker dies (a crash, the node lost) runs once more; the tasks' own
+    exceptions come back as they were raised."""
 
-    def __init__(self, address: RayAddress | None = None, jobs: int = 0, named: Sequence[str | Path] = ()) -> None:
+    def __init__(
+        self,
+        address: RayAddress | None = None,
+        jobs: int = 0,
+        named: Sequence[str | Path] = (),
+        warn: Callable[[str], None] | None = None,
+    ) -> None:
         """`named`: files the tasks read at the same path on every node (a spec file): each task checks its
-        node's copy is the command's, as it checks the package and its default configuration."""
+        node's copy is the command's, as it checks the package and its default configuration. `warn`: says
+        that a local cluster is started once more (default: a line on stderr)."""
         self._named = tuple(named)
         if address is None:
             _choose_token_auth()
@@ -282,11 +298,14 @@ class RayCluster(Executor):
             raise ExecutorError(f"--ray needs Ray, an optional extra: {INSTALL_RAY}") from None
         self._ray, self.jobs, self._owned, self._local = ray, jobs, False, False
         self._window = jobs or None  # tasks handed to Ray at a time: a cluster not sized by `jobs` may run them all
+        say = warn or _on_stderr
         if not (address is None and ray.is_initialized()):
             if address is not None:
                 address.check_reachable()
-            try:
-                if address is None:  # a cluster of this run's own: no dashboard, workers at this priority
+                _init(ray, address, partial(ray.init, address=address.text, logging_level=logging.WARNING), say)
+            else:  # a cluster of this run's own: no dashboard, workers at this priority
+
+                def start() -> None:  # a new _system_config each time: Ray writes its own settings into it
                     ray.init(
                         address="local",
                         num_cpus=jobs or None,
@@ -294,15 +313,12 @@ class RayCluster(Executor):
                         logging_level=logging.WARNING,
                         _system_config={"worker_niceness": LOCAL_WORKER_NICENESS},
                     )
-                    # its `jobs` CPUs run `jobs` tasks at once: a task queued behind each starts the moment its
-                    # worker is free, instead of the worker waiting for this process to hand it the next one
-                    self._window = IN_FLIGHT_PER_CPU * jobs or None
-                    self._local = True
-                else:
-                    ray.init(address=address.text, logging_level=logging.WARNING)
-            except (ConnectionError, RuntimeError, ValueError) as exc:
-                where = f"the Ray cluster at {address.text}" if address else "a local Ray cluster"
-                raise ExecutorError(f"--ray: cannot start or join {where}: {_first_line(exc)}") from None
+
+                _init(ray, None, start, say)
+                # its `jobs` CPUs run `jobs` tasks at once: a task queued behind each starts the moment its
+                # worker is free, instead of the worker waiting for this process to hand it the next one
+                self._window = IN_FLIGHT_PER_CPU * jobs or None
+                self._local = True
             self._owned = True
         self._task: Any = ray.remote(max_retries=0, num_cpus=1)(_call)
 
@@ -351,6 +367,83 @@ class RayCluster(Executor):
                 _kill_autoscaler_monitor()
             self._ray.shutdown()
             self._owned = self._local = False
+
+
+def _init(ray: Any, address: RayAddress | None, init: Callable[[], object], warn: Callable[[str], None]) -> None:
+    """Start or join a cluster with `init` (a `ray.init`). A failed one leaves nothing running (Ray leaves a
+    failed start's GCS, raylet and agents to the end of this process) and is one ExecutorError saying what
+    to do; but a local start that ran out of Ray's fixed start-up wait runs once more, said with `warn`."""
+    for again in (False, True):
+        before = _children(_parents())
+        try:
+            init()
+            return
+        except Exception as exc:  # Ray raises plain Exceptions too (a start that timed out)
+            ray.shutdown()
+            _kill_started_since(before)
+            if again or address is not None or RAY_START_TIMED_OUT not in str(exc):
+                raise ExecutorError(_init_failure(exc, address)) from None
+        warn(f"--ray: {_LOCAL_TIMED_OUT}; starting it once more")
+
+
+def _init_failure(exc: Exception, address: RayAddress | None) -> str:
+    """One line for a failed `ray.init`: what failed, as far as Ray's message tells, and what to do."""
+    text = str(exc)
+    if address is None:
+        if RAY_START_TIMED_OUT in text:
+            return f"--ray: {_LOCAL_TIMED_OUT}, twice: retry, or run without --ray (--jobs N: local processes)"
+        return f"--ray: cannot start a local Ray cluster: {_first_line(exc)}; run without --ray (--jobs N: local processes)"
+    where = f"--ray {address.text}"
+    if versions := _VERSIONS.search(text):
+        return (
+            f"{where}: the cluster runs Ray {versions[1]} on Python {versions[2]}, this command Ray {versions[3]} on "
+            f"Python {versions[4]}: install the cluster's Ray and Python versions here"
+        )
+    if _NO_CLUSTER_FOUND in text:
+        return (
+            f"{where}: no Ray cluster runs on this machine and RAY_ADDRESS is not set: start one with `ray start "
+            "--head`, give its address, or put a bare --ray for a cluster of the run's own"
+        )
+    return (
+        f"{where}: cannot join the Ray cluster there: {_first_line(exc)}; check that it runs (`ray status` on its "
+        "head node) and, if it checks tokens, that RAY_AUTH_MODE=token and its token are set here"
+    )
+
+
+def _kill_started_since(children: set[int]) -> None:
+    """SIGKILL the processes this process started since it had `children`, and theirs: a failed Ray start's GCS,
+    raylet, agents and reaper. Not reaped here: Ray's Popen objects wait for them."""
+    parents = _parents()
+    family = generation = _children(parents) - children
+    while generation:
+        generation = {pid for pid, parent in parents.items() if parent in generation} - family
+        family |= generation
+    for pid in family:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _parents() -> dict[int, int]:
+    """Each live (not zombie) process's parent, from /proc; none where there is no /proc."""
+    parents: dict[int, int] = {}
+    with contextlib.suppress(OSError):
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            with contextlib.suppress(OSError):  # a process that ended while being read
+                state, parent = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:2]
+                if state != "Z":
+                    parents[int(entry.name)] = int(parent)
+    return parents
+
+
+def _children(parents: dict[int, int]) -> set[int]:
+    """This process's children, given each process's parent."""
+    return {pid for pid, parent in parents.items() if parent == os.getpid()}
+
+
+def _on_stderr(text: str) -> None:
+    print(f"warning: {text}", file=sys.stderr)
 
 
 def _kill_autoscaler_monitor() -> None:
@@ -413,15 +506,19 @@ def _first_line(exc: BaseException) -> str:
 
 
 def make_executor(
-    jobs: int | None = None, ray: RayAddress | bool = False, named: Sequence[str | Path] = ()
+    jobs: int | None = None,
+    ray: RayAddress | bool = False,
+    named: Sequence[str | Path] = (),
+    warn: Callable[[str], None] | None = None,
 ) -> Executor:
     """The executor for `--jobs N` and `--ray [ADDRESS]` (`ray` True: a new local cluster). Without Ray,
     `jobs` None or 1 runs here and 0 means one process per CPU this process may use. `named`: files the tasks
-    read, which a Ray task checks are the same on its node (local workers read this machine's)."""
+    read, which a Ray task checks are the same on its node (local workers read this machine's). `warn`: how a
+    local cluster started once more is said."""
     if jobs is not None and jobs < 0:
         raise ExecutorError(f"--jobs must be 0 (one per CPU) or more, got {jobs}")
     if ray is not False:
-        return RayCluster(ray if isinstance(ray, RayAddress) else None, jobs or 0, named)
+        return RayCluster(ray if isinstance(ray, RayAddress) else None, jobs or 0, named, warn)
     jobs = len(os.sched_getaffinity(0)) if jobs == 0 else jobs or 1
     return Serial() if jobs == 1 else Processes(jobs)
 

@@ -121,6 +121,39 @@ def bimanual_mjcf(base: str = "lift") -> str:
     )
 
 
+def linkage_gripper(arm: bool = True) -> str:
+    """Menagerie's Robotiq 2F-85 as it is built, on the tool of a 6-joint arm (`arm`) or alone: on each side a
+    driver carrying a coupler, and a spring link carrying a follower with the pad, the follower tied to the
+    coupler by a `<connect>` loop; the right driver follows the left by an equality (the fingers close as it
+    grows). A mocap body welded to the tool, as a teleoperation scene has it, closes a loop through the world."""
+    bar = '<geom type="box" size="0.004 0.004 0.015" pos="0 0 0.015"/>'
+    gripper = ""
+    for side, sign in (("right", 1), ("left", -1)):
+        axis = f'axis="{sign} 0 0"'  # a growing joint turns each side's links towards the middle
+        gripper += (
+            f'<body name="{side}_driver" pos="0 {0.03 * sign} 0.02"><joint name="{side}_driver_joint" {axis} '
+            f'range="0 0.8"/>{bar}<body name="{side}_coupler" pos="0 0 0.03"><joint name="{side}_coupler_joint" '
+            f'{axis} range="-1.57 0"/>{bar}</body></body>'
+            f'<body name="{side}_spring_link" pos="0 {0.015 * sign} 0.03"><joint name="{side}_spring_link_joint" '
+            f'{axis} range="-0.3 0.8"/>{bar}<body name="{side}_follower" pos="0 0 0.03"><joint '
+            f'name="{side}_follower_joint" {axis} range="-0.87 0.87"/>{bar}<body name="{side}_pad" pos="0 0 0.03">'
+            '<geom type="box" size="0.01 0.004 0.01"/></body></body></body>'
+        )
+    loops = "".join(
+        f'<connect body1="{side}_follower" body2="{side}_coupler" anchor="0 0 0"/>' for side in ("right", "left")
+    )
+    equality = f'<joint joint1="right_driver_joint" joint2="left_driver_joint"/>{loops}'
+    if not arm:
+        return (
+            '<mujoco model="gripper"><worldbody><body name="base"><geom type="box" size="0.02 0.04 0.01"/>'
+            f"{gripper}</body></worldbody><equality>{equality}</equality></mujoco>"
+        )
+    tool = '<geom type="box" size="0.02 0.06 0.01" pos="0 0 0.01"/>'
+    text = arm_mjcf(6, "none").replace(tool, tool + gripper, 1)
+    text = text.replace("</worldbody>", '<body name="mocap" mocap="true" pos="0 0 1"/></worldbody>')
+    return text.replace("<equality></equality>", f'<equality>{equality}<weld body1="mocap" body2="tool"/></equality>')
+
+
 TWO_ARM_LINK = 0.2  # two_arm_mjcf's upper arm and forearm
 TWO_ARM_SHOULDER = 0.08  # its shoulder joint's height over the base
 TWO_ARM_REACH = 0.1  # from its wrist joint to the grasp centre between the finger pads

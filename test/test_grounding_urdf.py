@@ -457,6 +457,28 @@ def test_robot_init_pairs_a_linkage_grippers_fingers_left_and_right(tmp_path, ca
     assert "fingers 0.05 m apart at 0, overlapping by" in (tmp_path / "mine" / "robot.yaml").read_text()
 
 
+def test_robot_init_takes_one_jaw_closing_on_the_hands_own_as_a_gripper(tmp_path, capsys):
+    """Unitree's Z1: `jointGripper` swings `gripperMover` against a jaw of the hand link itself. The one moved
+    finger was no pair, so the gripper was written as none (`no joint named *finger* or *gripper*`) and its
+    joint ignored; the hand is the other finger."""
+    from safety_monitor.cli import main
+
+    jaw = (
+        '  <link name="gripperMover"><collision><origin xyz="0 0 0.03"/><geometry><box size="0.01 0.02 0.06"/>'
+        '</geometry></collision></link>\n  <joint name="jointGripper" type="revolute"><parent link="tool"/>'
+        '<child link="gripperMover"/><origin xyz="0.03 0 0.02"/><axis xyz="0 1 0"/>'
+        '<limit lower="0" upper="1.57" velocity="3" effort="30"/></joint>\n'
+    )
+    (tmp_path / "robot.urdf").write_text(arm_urdf(6, "none").replace("</robot>", jaw + "</robot>"))
+    assert main(["robot", "init", "--urdf", str(tmp_path / "robot.urdf"), "--out", str(tmp_path / "mine")]) == 0
+    assert "gripper: one_joint (jointGripper)" in capsys.readouterr().out
+    robot = load_robot_description(tmp_path / "mine" / "robot.yaml")
+    assert robot.gripper.kind is GripperKind.ONE_JOINT and robot.gripper.joints == ("jointGripper",)
+    assert robot.gripper.finger_bodies == ("tool", "gripperMover") and "jointGripper" not in robot.ignored_joints
+    # measured: the jaw swung open (1.57) stands further from the hand's
+    assert robot.gripper.closed({"jointGripper": 0.0}) and not robot.gripper.closed({"jointGripper": 1.57})
+
+
 def test_robot_init_keeps_its_guess_and_says_so_when_the_fingers_do_not_tell_which_way_it_closes(tmp_path, capsys):
     from safety_monitor.cli import main
 

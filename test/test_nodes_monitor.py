@@ -110,6 +110,19 @@ def level_of(h, prop):
     return [lvl for name, lvl, _ in h.diagnostics if name == prop][-1]
 
 
+def test_an_opened_violation_is_a_warning_line_in_the_alerts_consoles_words(harness):
+    """`ros2 launch` shows the nodes' log lines and nothing else: a violation that opens is one of them (the
+    event log, the topic and /diagnostics had it alone, so a launch of a faulty sim printed no sign of it)."""
+    h, lines = harness, []
+    throttle = h.monitor._throttled
+    h.monitor._throttled = lambda level, key, text: lines.append((level, text)) or throttle(level, key, text)
+    for _ in range(3):
+        h.send(False)
+    h.send(True, objects={"a": ("mug",)})  # opens never_a, about the mug
+    spin_until(h.executor, lambda: any(e["kind"] == "opened" for e in h.events))
+    assert lines == [("warning", "rollout 0: never_a opened about mug at frame 3 t=1.006s")]
+
+
 @pytest.mark.parametrize("harness", [False, True], indirect=True, ids=["sync_after", "sync_before"])
 def test_violation_is_logged_before_it_is_published_and_alerts_follow_the_episode(harness):
     h, S = harness, harness.types.DiagnosticStatus

@@ -1,6 +1,8 @@
 """Scoring on Ray (`--ray`) gives what a local run gives: replay's report byte for byte (timing fields
 aside), `equiv --candidates` and `ctl` the same output; a corrupt bag is failed, not lost; a worker that
-dies is retried once and reported; no Ray, or no cluster at the address, is one line and exit 2.
+dies is retried once and reported; a local cluster that Ray gives up starting (its fixed 30 s) is started
+once more; no Ray, no cluster at the address, one that cannot be joined, or a local cluster that Ray gives
+up starting twice, is one line and exit 2 (those of `ray.init` are Ray's exceptions, raised by a stand-in).
 
 One local cluster of 2 CPUs serves the module (started as `--ray` with no address starts it); the
 commands run in this process and use it.
@@ -478,6 +480,144 @@ def test_an_address_nothing_listens_on_is_one_line(bags, specs, capsys):
     [line] = capsys.readouterr().err.splitlines()
     assert line.startswith(f"safety-monitor replay: error: --ray 127.0.0.1:{port}: no Ray cluster answers there (")
     assert "ray start --head" in line
+
+
+# what Ray 2.60 raises when ray.init fails: a start whose raylet is not up within Ray's fixed 30 s
+# (ray/_private/node.py), `auto` with no cluster (ray/_private/services.py), another Ray or Python (ray/_private/utils.py)
+TIMED_OUT = (
+    "The current node timed out during startup. This could happen because some of the raylet failed to startup or "
+    "the GCS has become overloaded."
+)
+NO_CLUSTER = (
+    "Could not find any running Ray instance. Please specify the one to connect to by setting `--address` flag or "
+    "`RAY_ADDRESS` environment variable."
+)
+VERSIONS = (
+    "Version mismatch: The cluster was started with:\n    Ray: 2.50.0\n    Python: 3.11.2\n"
+    "This process on node 10.0.0.2 was started with:\n    Ray: 2.60.0\n    Python: 3.11.9\n"
+)
+STARTING_AGAIN = (
+    "warning: --ray: Ray's local cluster did not start within its 30 s (machine busy?); starting it once more"
+)
+
+
+class FakeRay:
+    """`ray.init` whose calls take `outcomes` in turn: None returns (a start that worked: the session is then
+    this process's), an exception is raised after starting a process, as Ray's failed start leaves its GCS and
+    raylet running. `calls` records these and `ray.shutdown` in order, `configs` each call's `_system_config`,
+    which it then writes into as Ray's start does."""
+
+    def __init__(self):
+        self.outcomes, self.calls, self.configs, self.left, self.started = [], [], [], [], False
+
+    def init(self, **kwargs):
+        self.calls.append("init")
+        if (config := kwargs.get("_system_config")) is not None:
+            self.configs.append(dict(config))
+            config["object_spilling_config"] = '{"type": "filesystem"}'
+        outcome = self.outcomes.pop(0)
+        if outcome is not None:
+            self.left.append(subprocess.Popen(["sleep", "300"]))
+            raise outcome
+        self.started = True
+
+    def shutdown(self):
+        self.calls.append("shutdown")
+        self.started = False
+
+
+@pytest.fixture
+def fake_ray(monkeypatch):
+    """Ray's `ray.init`, `ray.is_initialized` and `ray.shutdown` a FakeRay's: a session it starts is the module's
+    cluster (if it runs), which its shutdown leaves running."""
+    executors._choose_token_auth()  # as RayCluster does before Ray is first imported
+    ray = pytest.importorskip("ray")
+    fake = FakeRay()
+    monkeypatch.setattr(ray, "init", fake.init)
+    monkeypatch.setattr(ray, "is_initialized", lambda: fake.started)
+    monkeypatch.setattr(ray, "shutdown", fake.shutdown)
+    monkeypatch.setattr(executors, "_kill_autoscaler_monitor", lambda: None)
+    yield fake
+    for process in fake.left:  # the tests check these were killed; this only keeps a failed one from lingering
+        process.kill()
+        process.wait()
+
+
+def test_a_local_cluster_ray_gives_up_starting_is_started_once_more_saying_so(
+    cluster, fake_ray, bags, specs, tmp_path, capsys
+):
+    """Ray's start gives up when its raylet is not up within 30 s, as on a busy machine: what it left running is
+    stopped, the cluster started once more (here: the module's, as if that start had worked), the run goes on."""
+    fake_ray.outcomes = [Exception(TIMED_OUT), None]
+    assert replay(tmp_path, bags[0], "--specs", specs, "--ray") == 0
+    assert capsys.readouterr().err == f"safety-monitor replay: {STARTING_AGAIN}\n"
+    assert fake_ray.calls == ["init", "shutdown", "init", "shutdown"]  # the last one ends the run
+    assert fake_ray.configs == [{"worker_niceness": 0}] * 2  # not the first start's, which Ray warns about
+    assert [process.wait(timeout=60) for process in fake_ray.left] == [-signal.SIGKILL]
+    assert [b["status"] for b in json.loads((tmp_path / "report.json").read_text())["bags"]] == ["scored"]
+
+
+@pytest.mark.parametrize("command", ["replay", "equiv", "ctl"])
+def test_a_local_cluster_ray_gives_up_starting_twice_is_one_line_and_exit_2_losing_nothing(
+    command, fake_ray, bags, specs, tmp_path, capsys
+):
+    report = tmp_path / "report"  # a previous run's report, where this run would write its own
+    report.mkdir()
+    (report / "summary.md").write_text("a previous run's summary\n")
+    (tmp_path / "cands.jsonl").write_text('{"id": 1, "formula": "G a", "model": "m"}\n')
+    (tmp_path / "refs.yaml").write_text("p: 'G a'\n")
+    argv = {
+        "replay": ["replay", str(bags[0]), "--specs", specs, *FAST, "--report", str(report)],
+        "equiv": ["equiv", "--candidates", str(tmp_path / "cands.jsonl"), "--reference", str(tmp_path / "refs.yaml")],
+        "ctl": ["ctl", *map(str, _traces(tmp_path, 2)), "--formula", "EF r"],
+    }[command]
+    fake_ray.outcomes = [Exception(TIMED_OUT), Exception(TIMED_OUT)]
+    assert main([*argv, "--ray"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"safety-monitor {command}: {STARTING_AGAIN}",
+        f"safety-monitor {command}: error: --ray: Ray's local cluster did not start within its 30 s (machine busy?), "
+        "twice: retry, or run without --ray (--jobs N: local processes)",
+    ]
+    assert fake_ray.calls == ["init", "shutdown", "init", "shutdown"]
+    assert [process.wait(timeout=60) for process in fake_ray.left] == [-signal.SIGKILL] * 2
+    assert [p.name for p in report.iterdir()] == ["summary.md"]
+    assert (report / "summary.md").read_text() == "a previous run's summary\n"
+
+
+@pytest.mark.parametrize(
+    "address, raised, says",
+    [
+        (
+            "HOST:PORT",
+            RuntimeError(VERSIONS),
+            "the cluster runs Ray 2.50.0 on Python 3.11.2, this command Ray 2.60.0 on Python 3.11.9: install the "
+            "cluster's Ray and Python versions here",
+        ),
+        (
+            "auto",
+            ConnectionError(NO_CLUSTER),
+            "no Ray cluster runs on this machine and RAY_ADDRESS is not set: start one with `ray start --head`, give "
+            "its address, or put a bare --ray for a cluster of the run's own",
+        ),
+        (
+            "HOST:PORT",
+            ConnectionError("Failed to connect to Ray cluster at HOST:PORT"),
+            "cannot join the Ray cluster there: Failed to connect to Ray cluster at HOST:PORT; check that it runs "
+            "(`ray status` on its head node) and, if it checks tokens, that RAY_AUTH_MODE=token and its token are set "
+            "here",
+        ),
+    ],
+)
+def test_a_cluster_that_cannot_be_joined_is_one_line_naming_why_and_not_tried_again(
+    address, raised, says, fake_ray, bags, specs, capsys
+):
+    with socket.create_server(("127.0.0.1", 0)) as server:  # something listens there: Ray is asked
+        where = address.replace("HOST:PORT", f"127.0.0.1:{server.getsockname()[1]}")
+        fake_ray.outcomes = [type(raised)(str(raised).replace("HOST:PORT", where))]
+        assert main(["replay", str(bags[0]), "--specs", specs, *FAST, "--ray", where]) == 2
+    says = says.replace("HOST:PORT", where)
+    assert capsys.readouterr().err == f"safety-monitor replay: error: --ray {where}: {says}\n"
+    assert fake_ray.calls == ["init", "shutdown"]
 
 
 @pytest.mark.parametrize("address", ["runs/", "host", "host:99999", "http://host:6379"])

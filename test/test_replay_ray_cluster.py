@@ -14,6 +14,10 @@ Two nodes: a head without CPUs, so every task runs on a second node that `ray st
 mount and UTS namespaces of its own (`unshare`; root only, skipped elsewhere). There it has its own hostname,
 and a bind mount gives it another file at one of the command's paths: a bag cut short, or an edited
 thresholds.yaml in the package's config. Each such bag fails naming that node, as docs/ray.md says.
+
+Ray gives a node's raylet a fixed 30 s to come up, which a loaded machine passes ("The current node timed out
+during startup"): a start that ends so is stopped, its temp dir removed, and started once more (each node has
+a temp dir of its own); any other failed start fails the test at once, with its log.
 """
 
 from __future__ import annotations
@@ -30,14 +34,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import pytest
 from ray_replay_bags import FAST, GROUP_BY, SPECS, report_files, without_timings, write_bag
 
 import safety_monitor
+from safety_monitor.executors import RAY_START_TIMED_OUT
 from safety_monitor.files import config_dir
 
 pytest.importorskip("ray", reason="the optional extra: pip install .[ray] (make setup installs it)")
@@ -46,6 +52,7 @@ RAY = Path(sys.executable).with_name("ray")  # the CLI beside this interpreter, 
 HANG_S = 300.0  # only catches a head that hangs starting or stopping; a slow machine stays well inside it
 POLL_S = 0.2
 ADDRESS_LINE = re.compile(r"ray start --address='[^']*:(?P<port>[0-9]+)'")  # printed once the head is up
+RUNNING = re.compile("Ray runtime started")  # printed once a node that joined is up
 BAGS = ["runs/policy_a_1", "runs/policy_b_1"]
 
 
@@ -97,16 +104,24 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _wait_for_address(head: subprocess.Popen[bytes], log: Path) -> str:
-    """The head's address, once `ray start` prints it (it does when the node is up and takes drivers)."""
+def _wait_until_ready(
+    what: str, node: subprocess.Popen[bytes], log: Path, ready: re.Pattern[str]
+) -> re.Match[str] | None:
+    """`ready` in the log of a starting node (`ray start` prints it once the node is up), or None if the start
+    gave up as Ray's does when its raylet is not up within Ray's fixed 30 s; any other end fails the test."""
     deadline = time.monotonic() + HANG_S
-    while (found := ADDRESS_LINE.search(log.read_text())) is None:
-        if head.poll() is not None:
-            pytest.fail(f"ray start --head exited with {head.returncode}:\n{log.read_text()[-3000:]}")
+    while True:
+        ended = node.poll() is not None
+        text = log.read_text()  # read after the poll: an ended start's log is complete
+        if found := ready.search(text):
+            return found
+        if ended and RAY_START_TIMED_OUT in text:
+            return None
+        if ended:
+            pytest.fail(f"{what} exited with {node.returncode}:\n{text[-3000:]}")
         if time.monotonic() > deadline:
-            pytest.fail(f"ray start --head printed no address within {HANG_S:.0f} s:\n{log.read_text()[-3000:]}")
+            pytest.fail(f"{what} printed no {ready.pattern!r} within {HANG_S:.0f} s:\n{text[-3000:]}")
         time.sleep(POLL_S)
-    return f"127.0.0.1:{found['port']}"
 
 
 @dataclass(frozen=True)
@@ -157,28 +172,61 @@ def _stop(head: subprocess.Popen[bytes], temp_dir: Path, spared: int | None = No
     assert not left, f"processes of the head that outlived SIGKILL: {left}"
 
 
+Command = Callable[[Path], list[str]]  # a node's start, given its temp dir
+
+
+@dataclass(frozen=True)
+class Node:
+    """A started node: what its log said once it was up, its temp dir, and its start's process id (which leads
+    the session of its processes)."""
+
+    ready: re.Match[str]
+    temp_dir: Path
+    session: int
+
+
 @contextlib.contextmanager
-def _started_head(folder: Path, cpus: int = 2) -> Iterator[Head]:
-    """A head node started as docs/ray.md says, in `folder` (not the command's), stopped on leaving."""
-    temp_dir = Path(tempfile.mkdtemp(prefix="sm_ray_"))
+def _started_node(
+    what: str,
+    command: Command,
+    folder: Path,
+    env: dict[str, str],
+    ready: re.Pattern[str],
+    spared: int | None = None,
+    first: Command | None = None,
+) -> Iterator[Node]:
+    """`command` in a session and a temp dir of its own, logging to `folder`, until its log says `ready`; stopped on
+    leaving (`spared`: as `_stop`), its temp dir removed. A start that Ray gives up (its raylet not up within Ray's
+    fixed 30 s, which a loaded machine passes) is stopped, its temp dir removed, and started once more. `first`:
+    another command for the first start (a test's)."""
     folder.mkdir()
-    env, log = _environment(), folder / "ray_start.log"
-    try:
-        with log.open("wb") as out:
-            process = subprocess.Popen(
-                _head_command(temp_dir, cpus),
-                cwd=folder,
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+    for attempt, start in enumerate([first or command, command], 1):
+        temp_dir = Path(tempfile.mkdtemp(prefix="sm_ray_"))
+        log = folder / f"ray_start_{attempt}.log"
         try:
-            yield Head(_wait_for_address(process, log), env, temp_dir, process.pid)
+            with log.open("wb") as out:
+                process = subprocess.Popen(
+                    start(temp_dir), cwd=folder, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+                )
+            try:
+                if (found := _wait_until_ready(what, process, log, ready)) is not None:
+                    yield Node(found, temp_dir, process.pid)
+                    return
+            finally:
+                _stop(process, temp_dir, spared)
         finally:
-            _stop(process, temp_dir)
-    finally:
-        shutil.rmtree(temp_dir, ignore_errors=True)
+            shutil.rmtree(temp_dir, ignore_errors=True)
+    pytest.fail(f"{what} timed out twice, as Ray's start does on a loaded machine:\n{log.read_text()[-3000:]}")
+
+
+@contextlib.contextmanager
+def _started_head(folder: Path, cpus: int = 2, first: Command | None = None) -> Iterator[Head]:
+    """A head node started as docs/ray.md says, in `folder` (not the command's), stopped on leaving."""
+    env = _environment()
+    with _started_node(
+        "ray start --head", partial(_head_command, cpus=cpus), folder, env, ADDRESS_LINE, first=first
+    ) as node:
+        yield Head(f"127.0.0.1:{node.ready['port']}", env, node.temp_dir, node.session)
 
 
 @pytest.fixture
@@ -203,26 +251,16 @@ def _can_unshare() -> bool:
 
 @contextlib.contextmanager
 def _second_node(head: Head, folder: Path, own: Path, at: Path) -> Iterator[None]:
-    """A node of 2 CPUs joined to `head` with `ray start --address`, named NODE, its file at `at` being `own`;
-    returns once it runs (`ray start` says so)."""
-    folder.mkdir()
-    log = folder / "ray_start.log"
-    command = ["unshare", "--mount", "--uts", "--propagation", "private", "sh", "-c", _ON_ITS_OWN, "sh"]
-    command += [NODE, str(own), str(at), str(RAY), "start", f"--address={head.address}", "--block"]
-    command += ["--num-cpus=2", "--disable-usage-stats", *_NODE_PORTS]
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            command, cwd=folder, env=head.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    try:
-        deadline = time.monotonic() + HANG_S
-        while "Ray runtime started" not in log.read_text():
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"the second node did not start ({process.returncode}):\n{log.read_text()[-3000:]}")
-            time.sleep(POLL_S)
+    """A node of 2 CPUs joined to `head` with `ray start --address`, named NODE, its file at `at` being `own`, its
+    temp dir its own; returns once it runs (`ray start` says so)."""
+
+    def command(temp_dir: Path) -> list[str]:
+        command = ["unshare", "--mount", "--uts", "--propagation", "private", "sh", "-c", _ON_ITS_OWN, "sh"]
+        command += [NODE, str(own), str(at), str(RAY), "start", f"--address={head.address}", "--block"]
+        return command + ["--num-cpus=2", "--disable-usage-stats", f"--temp-dir={temp_dir}", *_NODE_PORTS]
+
+    with _started_node("the second node", command, folder, head.env, RUNNING, spared=head.session):
         yield
-    finally:
-        _stop(process, head.temp_dir, spared=head.session)
 
 
 @pytest.fixture
@@ -299,3 +337,40 @@ def test_a_node_with_an_edited_default_config_fails_every_bag_naming_itself_and_
         "installation than the command (config/thresholds.yaml differs): install the same commit on every node"
         for bag in BAGS
     ]
+
+
+# ------------------------------------------------------------------------------ a node's start that Ray gives up
+def _timing_out(temp_dir: Path) -> list[str]:
+    """A node's start that fails as Ray's does when its raylet is not up within Ray's fixed 30 s: it leaves a
+    process of its session running (Ray's agents outlive it) and a session folder in its temp dir, prints Ray's
+    exception and exits 1."""
+    script = 'mkdir "$1/session_left"; sleep 300 & echo "session $$, temp dir $1"; echo "Exception: $2"; exit 1'
+    return ["sh", "-c", script, "sh", str(temp_dir), f"{RAY_START_TIMED_OUT}. This could happen because ..."]
+
+
+def _up(temp_dir: Path) -> list[str]:
+    """A node's start that comes up at once: it says so as `ray start` does and blocks, as `--block` does."""
+    return ["sh", "-c", 'mkdir "$1/session_up" && echo "Ray runtime started." && exec sleep 300', "sh", str(temp_dir)]
+
+
+def test_a_node_start_that_ray_gives_up_is_cleaned_up_and_started_once_more(tmp_path):
+    """The fixture's own start and stop, with quick stand-ins for `ray start` (the other tests start Ray's)."""
+    folder = tmp_path / "node"
+    with _started_node("a node", _up, folder, dict(os.environ), RUNNING, first=_timing_out) as node:
+        first = (folder / "ray_start_1.log").read_text()
+        session, temp_dir = re.search(r"session (\d+), temp dir (\S+)", first).groups()
+        assert not _processes_of(int(session), Path(temp_dir)), "the first start's processes are left"  # its sleep
+        assert not Path(temp_dir).exists(), "the first start's temp dir is left"
+        assert (folder / "ray_start_2.log").read_text() == "Ray runtime started.\n"
+        assert (node.temp_dir / "session_up").is_dir() and _processes_of(node.session, node.temp_dir)
+    assert not node.temp_dir.exists() and not _processes_of(node.session, node.temp_dir)
+
+
+def test_a_node_start_that_fails_otherwise_fails_the_test_at_once_with_its_log(tmp_path):
+    def failing(temp_dir: Path) -> list[str]:
+        return ["sh", "-c", 'echo "ValueError: --port: no such option"; exit 2']
+
+    with pytest.raises(pytest.fail.Exception, match=r"exited with 2:\nValueError: --port: no such option"):
+        with _started_head(tmp_path / "head", first=failing):
+            pass
+    assert [log.name for log in (tmp_path / "head").iterdir()] == ["ray_start_1.log"]  # no second start

@@ -10,7 +10,7 @@ import mujoco
 import numpy as np
 import pytest
 import yaml
-from mjcf_robots import arm_mjcf, bimanual_mjcf, two_arm_mjcf, write_mjcf
+from mjcf_robots import arm_mjcf, bimanual_mjcf, linkage_gripper, two_arm_mjcf, write_mjcf
 from urdf_robots import LINK_LENGTH
 
 from safety_monitor.cli import main
@@ -54,6 +54,8 @@ def test_robot_init_guesses_arm_gripper_and_grasp_centre_and_the_output_grounds_
     robot = load_robot_description(out / "robot.yaml")
     assert robot.mjcf.resolve() == tmp_path / "robot.xml" and robot.urdf is None  # named relative to the output
     assert "mjcf: ../robot.xml" in (out / "robot.yaml").read_text()
+    # a Menagerie user would otherwise learn only from replay that the velocity properties were never checked
+    assert "# CHECK: an MJCF gives no velocity limits: give each arm joint's here" in (out / "robot.yaml").read_text()
     assert robot.arm_joints == tuple(f"joint{i}" for i in range(1, case.n_joints + 1))
     assert robot.base_body == "base_link"
     assert robot.gripper.kind is GripperKind(case.gripper) and robot.gripper.joints == case.joints
@@ -132,6 +134,11 @@ MISSING_MESH = (
         ),
         (MISSING_MESH, [], "Error opening file 'meshes/shell.stl' (a mesh or other asset it names is missing"),
         (NO_JOINTS, [], "{model}: no moving joint (revolute, continuous or prismatic): nothing to watch"),
+        (
+            linkage_gripper(arm=False),
+            [],
+            "{model}: no arm: every moving joint is a gripper's (8 joints, right_driver_joint to left_follower_joint)",
+        ),
         (arm_mjcf(6, "none"), ["--package-path", "."], "--package-path serves --urdf"),
         (arm_mjcf(6, "none"), ["--urdf", "robot.urdf"], "argument --urdf: not allowed with argument --mjcf"),
     ],
@@ -174,6 +181,29 @@ def test_coupled_joints_are_the_gripper_whatever_their_names(tmp_path, capsys):
     assert "arm: 6 joints from base_link to hand; gripper: one_joint (left_driver)" in capsys.readouterr().out
     robot = load_robot_description(tmp_path / "mine" / "robot.yaml")
     assert robot.gripper.closes_upward and robot.ignored_joints == {"right_driver", "drawer_slide"}
+
+
+def test_a_linkage_gripper_is_the_gripper_and_its_passive_joints_are_neither_arm_nor_fingers(tmp_path, capsys):
+    """Menagerie's 2F-85 on an arm: its spring links and followers, tied to the couplers by `<connect>` loops, are
+    the gripper's passive joints. They were taken as two more arm joints down to a pad, and the coupled drivers
+    then hung off that arm, so no gripper was found. A mocap weld holding the tool is no linkage of the robot."""
+    code, out = _init_text(tmp_path, linkage_gripper())
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "arm: 6 joints from base_link to tool; gripper: one_joint (left_driver_joint)" in printed
+    assert "not watched" not in printed
+    robot = load_robot_description(out / "robot.yaml")
+    assert robot.arm_joints == tuple(f"joint{i}" for i in range(1, 7))
+    assert robot.gripper.kind is GripperKind.ONE_JOINT and robot.gripper.joints == ("left_driver_joint",)
+    assert robot.gripper.finger_bodies == ("left_driver", "right_driver") and robot.gripper.closes_upward
+    passive = {f"{side}_{link}_joint" for side in ("left", "right") for link in ("coupler", "spring_link", "follower")}
+    assert robot.ignored_joints == passive | {"right_driver_joint", "drawer_slide"}
+    links = [f"{side}_{body}" for side in ("right", "left") for body in ("spring_link", "follower", "pad")]
+    assert robot.gripper.hand_bodies == ("tool", *links)  # a pad touching the held object is the hand's, not the arm's
+    assert (
+        "kinematic loops (right_follower-right_coupler, left_follower-left_coupler, mocap-tool)"
+        in (out / "robot.yaml").read_text()
+    )
 
 
 def _init_text(folder: Path, text: str, *args: str) -> tuple[int, Path]:

@@ -133,3 +133,22 @@ def test_a_crash_is_exit_2_with_one_line_never_1(error, monkeypatch, capsys, tmp
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and err.startswith(f"safety-monitor {argv[0]}: ") and "Traceback" not in err
         assert ("out of memory" in err) if isinstance(error, MemoryError) else ("RuntimeError: boom" in err)
+
+
+@pytest.mark.parametrize("terminal", [True, False], ids=["terminal", "pipe"])
+def test_ctl_sim_counts_its_rollouts_on_a_terminal_and_prints_nothing_more_in_a_pipe(monkeypatch, capsys, terminal):
+    """A rollout takes seconds (the default ten, most of a minute): a bar says how many are done."""
+    import itertools
+    import sys
+
+    from safety_monitor.sim import runner
+
+    real = runner.run_episode
+    monkeypatch.setattr(runner, "run_episode", lambda task, fault, seed: itertools.islice(real(task, fault, seed), 3))
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: terminal)
+    ended = []
+    found = trajectories.from_workcell("pick_and_place_cube", range(2), done=ended.append)
+    assert ended == [1, 1] and [len(t.frames) for t in found] == [3, 3]
+    assert exit_code(["ctl", "--sim", "pick_and_place_cube", "--seeds", "2", "--formula", "AG !excess_wrench"]) == 0
+    err = capsys.readouterr().err
+    assert ("pick_and_place_cube:   0%|" in err and "0/2 [" in err and "rollout" in err) if terminal else err == ""

@@ -1,8 +1,8 @@
 """A bimanual run on `mjcf_robots.two_arm_mjcf` (ALOHA's layout), scripted in joint space at 50 Hz: the right arm
 picks a bar standing on the table, holds it out over the gap between the arms, the left arm takes it there
-(both hold it for a moment), the right lets go and goes home while the left carries the bar off at once,
-up, round and down for seven seconds, never still, stands it on the table and goes home. Both grippers hold the bar by its
-narrow sides; the bar follows the hand that holds it, as perception would see it.
+(both hold it for a moment), the right lets go and goes home while the left carries the bar off at once, up,
+round and down for seven seconds, never still, stands it on the table and goes home. Both grippers hold the bar
+by its narrow sides; the bar follows the hand that holds it, as perception would see it.
 
 `describe` writes each arm's description as a user does (`robot init`, `--tip` for the right, then the bar,
 the table and their kinds); `run` gives the frames (`RobotState`s both stacks read alike: every joint of
@@ -103,10 +103,10 @@ _SCRIPT = (
 
 @dataclass(frozen=True)
 class Run:
+    """The frames, and per arm the frames from the start of its closing on the bar to the end of its letting go."""
+
     states: tuple[RobotState, ...]
-    holding: dict[
-        str, range
-    ]  # per arm, the frames from the start of its closing on the bar to the end of its letting go
+    holding: dict[str, range]
 
 
 def _end_of(step: int) -> int:
@@ -114,7 +114,7 @@ def _end_of(step: int) -> int:
     return sum(round(seconds * RATE) for seconds, *_ in _SCRIPT[:step])
 
 
-HOLDING = {"right": range(_end_of(3), _end_of(13)), "left": range(_end_of(10), _end_of(18))}
+HOLDING = {"right": range(_end_of(3), _end_of(13)), "left": range(_end_of(10), _end_of(18))}  # steps of _SCRIPT
 
 
 def _keyframes() -> list[tuple[int, dict[str, float]]]:
@@ -154,9 +154,8 @@ def run() -> Run:
 
     site, rotation = grasp_frame(keys[3][1], "right")  # where the right's pads close on it
     bar = (site + BAR_IN_HAND * rotation[:, 2], rotation @ BAR_AXES)
-    held: tuple[str, np.ndarray, np.ndarray] | None = (
-        None  # the arm, the bar's position and rotation in its grasp frame
-    )
+    # the arm holding the bar, and the bar's position and rotation in that arm's grasp frame
+    held: tuple[str, np.ndarray, np.ndarray] | None = None
     states = []
     for (k0, q0), (k1, q1) in zip(keys, keys[1:]):
         closing = [arm for arm in ARMS if q0[f"{arm}/right_finger"] == OPEN and q1[f"{arm}/right_finger"] == HOLD]
@@ -165,8 +164,8 @@ def run() -> Run:
             if k == k0 and closing:  # the closing hand takes the bar as it is
                 site, rotation = grasp_frame(q, closing[0])
                 held = (closing[0], rotation.T @ (bar[0] - site), rotation.T @ bar[1])
-            if held is not None and held[0] not in closing and q[f"{held[0]}/right_finger"] == OPEN:  # let go: it stays
-                held = None
+            if held is not None and held[0] not in closing and q[f"{held[0]}/right_finger"] == OPEN:
+                held = None  # let go: it stays where it is
             if held is not None:
                 site, rotation = grasp_frame(q, held[0])
                 bar = (site + rotation @ held[1], rotation @ held[2])

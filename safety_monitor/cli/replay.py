@@ -94,7 +94,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         type=RESAMPLES,
         default=2000,
-        help="bootstrap resamples over bags, 0 to 100000 (0 = no intervals; default 2000)",
+        help="bootstrap resamples over rollouts (a bag, or each of its rollouts where markers cut it), 0 to 100000 "
+        "(0 = no intervals; default 2000)",
     )
     p.add_argument("--seed", type=seed(), default=0, metavar="N", help=f"bootstrap seed, 0 to {SEED_MAX} (default 0)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")

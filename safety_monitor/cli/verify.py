@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import TYPE_CHECKING, Any
 
 from safety_monitor.arguments import whole
@@ -217,7 +218,12 @@ def _ctl(args: argparse.Namespace) -> int:
     with workers.executor(args) as executor:
         found = trajectories.load(args.traces, executor, workers.warner("ctl"))
     if args.sim:
-        found += trajectories.from_workcell(args.sim, range(seeds), faults)
+        from tqdm import tqdm
+
+        # seconds per rollout: a bar where someone watches (a terminal), nothing in a pipe or a log
+        bar = tqdm(total=seeds, unit="rollout", desc=args.sim, leave=False, disable=not sys.stderr.isatty())
+        with bar:
+            found += trajectories.from_workcell(args.sim, range(seeds), faults, bar.update)
     unknown = args.unknown or ("last" if args.sim else "error")
     # each formula is checked on the tree over its own atoms, so its verdict never depends on the other
     # formulas of the command (trajectories that differ only elsewhere merge); one tree per atom set

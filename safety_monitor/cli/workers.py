@@ -40,11 +40,11 @@ def executor(args: argparse.Namespace, tasks: int | None = None, named: Sequence
     files the tasks read (spec file, robot description), which each Ray task checks its node has as they are here."""
     if args.ray is None:
         return make_executor(1 if tasks == 1 else args.jobs)
-    return make_executor(args.jobs, args.ray, named)
+    return make_executor(args.jobs, args.ray, named, warner(args.command))
 
 
 def warner(command: str) -> Callable[[str], None]:
-    """One `warning:` line on stderr per retried task."""
+    """One `warning:` line on stderr: a task run again, a local Ray cluster started again."""
     return lambda text: print(f"safety-monitor {command}: warning: {text}", file=sys.stderr)
 
 

@@ -4,7 +4,7 @@ comment saying what to check.
 Both formats are read as a `KinematicTree`, so the guesses are the same. The arm is the longest chain of
 moving joints from the root; the gripper is the joints named *finger*, *gripper*, *jaw* or *knuckle*, or
 coupled to another (a joint others follow, by URDF `<mimic>` or MJCF `<equality><joint>`, counts once: a
-one-joint gripper). The grasp centre is a site of the hand named like one (an MJCF's `pinch`, `tcp`,
+one-joint gripper); the passive joints of a linkage an MJCF closes by `<connect>` or `<weld>` are ignored. The grasp centre is a site of the hand named like one (an MJCF's `pinch`, `tcp`,
 `attachment_site`), else a *tcp* link fixed to the hand (Franka's `fer_hand_tcp`), else the body that
 carries the gripper (else the arm's last body). The result loads as it is; what it cannot know (where the
 grasp centre lies, fixtures, objects) is left for the user, marked CHECK. Which way the gripper closes is
@@ -68,14 +68,24 @@ def guess_robot(tree: KinematicTree, tip: str | None = None) -> RobotGuess:
     """`tip`: a body of the arm to watch (its hand, its last link), for a robot with more than one."""
     if not tree.moving_joints:
         raise GroundingError(f"{tree.path}: no moving joint (revolute, continuous or prismatic): nothing to watch")
-    gripperish = [j for j in tree.joints.values() if j.name in _gripperish(tree)]
+    linkage = _linkage_joints(tree)
+    gripperish = [j for j in tree.joints.values() if j.name in _gripperish(tree) | linkage]
     chain = _chain_to(tree, tip, {j.name for j in gripperish})
     moving = [j for j in chain if j.kind in MOVING]
+    if not moving:
+        raise GroundingError(
+            f"{tree.path}: no arm: every moving joint is a gripper's ({joint_span(tree.moving_joints)}); robot init "
+            "describes an arm with its gripper: attach the gripper to the arm's model and give that"
+        )
     arm = [j for j in moving if j not in gripperish]
     if not arm:
         arm = moving
     # the gripper is the arm's own: a second arm's hand is not a second finger of this one
-    leaders = [j for j in gripperish if j.leader is None and (not arm or _above(tree, arm[-1].child, j.parent))]
+    leaders = [
+        j
+        for j in gripperish
+        if j.leader is None and j.name not in linkage and (not arm or _above(tree, arm[-1].child, j.parent))
+    ]
     first = arm[0] if arm else None
     base = first.parent if first is not None else tree.root
     if base == tree.root and tree.format is ModelFormat.MJCF and first is not None:
@@ -103,18 +113,27 @@ def guess_robot(tree: KinematicTree, tip: str | None = None) -> RobotGuess:
         moved = [leaders[0].child, *(j.child for j in followers)]
         fingers = _sided_fingers([body for m in moved for body in _fixed_subtree(tree, m)])
         fingers = fingers or _branch_fingers(tree, end, moved)
+        if len(fingers) == 1 and tree.joints[leaders[0].name].parent == end:
+            fingers = (end, fingers[0])  # one jaw closing on the hand's own (Unitree Z1's gripperMover on its stator)
         if len(fingers) < 2:
             kind, gripper_joints, fingers = GripperKind.NONE, (), ()
     hand = tuple(body for body in _fixed_subtree(tree, end) if body not in fingers)
     if not leaders and arm:  # a tool (a suction cup, a flange): every body fixed below the wrist, not only its tip
         hand = tuple(_fixed_subtree(tree, arm[-1].child)[1:]) or hand
+    # a linkage's passive links are the hand's (a 2F-85's spring links, followers and pads): not the arm's
+    hand += tuple(
+        body
+        for j in tree.joints.values()
+        if j.name in linkage and _above(tree, end, j.parent) and not any(_above(tree, f, j.child) for f in fingers)
+        for body in _fixed_subtree(tree, j.child)
+    )
     site = next((s for s, body in tree.sites.items() if body in hand and _names_grasp(s)), None)
     grasp = tree.sites[site] if site is not None else next((b for b in hand if _names_grasp(b)), end)
     used = {j.name for j in arm} | set(gripper_joints)
     coupled = tuple(n for n in tree.moving_joints if tree.joints[n].leader is not None)
     other = tuple(n for n in tree.moving_joints if n not in used and n not in coupled)
     arm_names = tuple(j.name for j in arm)
-    arms = _other_arms(tree, chain, {j.name for j in gripperish})
+    arms = _other_arms(tree, chain, {j.name for j in gripperish}, linkage)
     free = next((j.name for j in chain if j.kind in _BASE_KINDS and _above(tree, j.child, base)), None)
     return RobotGuess(
         base, arm_names, end, grasp, site, kind, gripper_joints, fingers, hand, coupled, other, arms, hand_joints, free
@@ -154,9 +173,12 @@ def _chain_to(tree: KinematicTree, tip: str | None, gripper: set[str]) -> list[T
     return path + _longest_chain(tree, tip, gripper)
 
 
-def _other_arms(tree: KinematicTree, chain: list[TreeJoint], gripper: set[str]) -> tuple[OtherArm, ...]:
+def _other_arms(
+    tree: KinematicTree, chain: list[TreeJoint], gripper: set[str], linkage: set[str]
+) -> tuple[OtherArm, ...]:
     """Branches off the arm's chain that are arms too: as many moving joints as the arm has below the body
-    where they part (a bimanual robot's other arm), or a gripper's (a second hand). A head or a wheel is neither."""
+    where they part (a bimanual robot's other arm), or a gripper's (a second hand; a `linkage` joint is no
+    gripper's own). A head or a wheel is neither."""
     on_chain = {j.name for j in chain}
     out = []
     for i, link in enumerate(chain):
@@ -166,7 +188,7 @@ def _other_arms(tree: KinematicTree, chain: list[TreeJoint], gripper: set[str]) 
                 continue
             joints = [j for j in _subtree_joints(tree, branch) if j.kind in MOVING]
             longest = _count([branch, *_longest_chain(tree, branch.child, gripper)], gripper)
-            holds_gripper = any(j.name in gripper and j.leader is None for j in joints)
+            holds_gripper = any(j.name in gripper and j.leader is None and j.name not in linkage for j in joints)
             if joints and (longest >= below or holds_gripper):
                 out.append(OtherArm(branch.child, tuple(j.name for j in joints)))
     return tuple(out)
@@ -200,6 +222,29 @@ def _gripperish(tree: KinematicTree) -> set[str]:
     Robotiq 2F-85 names its driven joints `*_driver_joint`, coupled by an equality)."""
     coupled = {j.name for j in tree.joints.values() if j.leader} | {j.leader for j in tree.joints.values() if j.leader}
     return {n for n in tree.moving_joints if n in coupled or any(w in n.lower() for w in _GRIPPER_WORDS)}
+
+
+def _linkage_joints(tree: KinematicTree) -> set[str]:
+    """The passive joints of the robot's closed linkages: every moving joint on the path through the tree between
+    the two bodies of a `<connect>` or `<weld>` loop (a Robotiq 2F-85's four-bar linkages: spring link, follower,
+    coupler), less those named or coupled like a gripper's (its driver). Their positions follow from the driven
+    joint, so they are neither arm joints nor a hand of independent fingers. A loop that closes only through the
+    world (a mocap weld holding the hand, a hand welded to a fixture) is no linkage of the robot."""
+    parent = {j.child: j for j in tree.joints.values()}
+
+    def up(body: str) -> list[str]:
+        path = []
+        while body in parent:
+            path.append(parent[body].name)
+            body = parent[body].parent
+        return path
+
+    out: set[str] = set()
+    for a, b in tree.loops:
+        above_a, above_b = up(a), up(b)
+        if set(above_a) & set(above_b):
+            out |= set(above_a) ^ set(above_b)
+    return {n for n in out if tree.joints[n].kind in MOVING} - _gripperish(tree)
 
 
 def _names_grasp(name: str) -> bool:
@@ -441,6 +486,11 @@ def robot_yaml(
             f"other_arms: {json.dumps([arm.body for arm in g.other_arms])}   # CHECK: the first {part} of each arm "
             f"not watched: its subtree is the other_arm",
             "",
+        ]
+    if not urdf:
+        lines += [
+            "# CHECK: an MJCF gives no velocity limits: give each arm joint's here ({velocity: rad/s or m/s}), or",
+            "# joint_velocities_within_limits and no_joint_position_jump are reported not applicable",
         ]
     lines += [
         f"joint_limits: {{}}   # per joint, over {limits}: {{position: [lower, upper], velocity: ..., effort: ...}}",

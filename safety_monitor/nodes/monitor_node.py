@@ -60,6 +60,7 @@ from safety_monitor.io import cdr
 from safety_monitor.io import messages as m
 from safety_monitor.monitor.events import Event
 from safety_monitor.nodes import qos
+from safety_monitor.nodes.alerts import event_text
 from safety_monitor.nodes.diagnostics import property_status
 from safety_monitor.nodes.episode_marker import read_marker
 from safety_monitor.nodes.event_log import EventLog, LogHealth, LogState, PreviousRun, wall_stamp
@@ -276,6 +277,8 @@ class MonitorNode(Node):
                 self._open[name] = event
                 self._episodes[name] += 1
                 self._opened_since_beat.append(name)
+                # on the console too: a `ros2 launch` shows nothing else of a violation
+                self._throttled("warning", f"opened {name}", f"rollout {e.rollout}: {event_text(event.to_json())}")
             elif kind.closes:
                 self._open.pop(name, None)
                 self._closed[name] = e

@@ -216,7 +216,8 @@ class SimNode(Node):
             return
         self._phase = "done"
         self._episode = None
-        self.get_logger().info(f"all {len(self.schedule)} episodes published")
+        n = len(self.schedule)
+        self.get_logger().info(f"all {n} episodes published" if n > 1 else "the episode is published")
         if self.params.shutdown_when_done:
             self._timer.cancel()
             # leave a moment for the last marker to leave (it is transient local for late readers)

@@ -83,9 +83,15 @@ def rollout_faults(task: str, seeds: int, faults: Sequence[str]) -> list[str | N
     return cycle
 
 
-def from_workcell(task: str, seeds: Iterable[int], faults: Sequence[str | None] = (None,)) -> list[Trajectory]:
+def from_workcell(
+    task: str,
+    seeds: Iterable[int],
+    faults: Sequence[str | None] = (None,),
+    done: Callable[[int], object] | None = None,
+) -> list[Trajectory]:
     """Simulated rollouts of `task`, grounded by the default grounder; the rollout with seed s has
-    fault faults[s % len(faults)] (None: no fault)."""
+    fault faults[s % len(faults)] (None: no fault). `done` (a progress bar's update) is told of each
+    rollout as it ends: one takes seconds."""
     from safety_monitor.grounding.grounder import load_default_grounder
     from safety_monitor.sim.runner import run_episode
 
@@ -99,6 +105,8 @@ def from_workcell(task: str, seeds: Iterable[int], faults: Sequence[str | None] 
             p = grounder.step(state)
             frames.append({k: (None if k in p.unknown else v) for k, v in p.values.items()})
         out.append(Trajectory(f"{task}/{fault or 'nominal'}/seed{seed}", frames))
+        if done is not None:
+            done(1)
     return out
 
 
