@@ -1,6 +1,7 @@
 """Estimator and monitor nodes against a real robot's topics (docs/ros.md, Topics), in its namespace.
 
     ros2 launch safety_monitor monitor.launch.py namespace:=robot1 config_dir:=/path/to/robot_config
+    ros2 launch safety_monitor monitor.launch.py namespace:=left config_dir:=$HOME/aloha/left topics_file:=$HOME/aloha/topics.yaml
 
 The robot publishes <ns>/joint_states, <ns>/wrist_wrench and <ns>/objects/<name>/pose (names and
 QoS are parameters in the params file). Events go to <ns>/safety_monitor/events and the event log,
@@ -21,7 +22,7 @@ from safety_monitor.settings import EstimatorSettings, MonitorSettings
 from safety_monitor.specs.model import load_specs
 
 WHERE = "monitor.launch.py"
-ESTIMATOR_ARGUMENTS = ("config_dir", "control_rate_hz")  # EstimatorSettings fields
+ESTIMATOR_ARGUMENTS = ("config_dir", "control_rate_hz", "topics_file")  # EstimatorSettings fields
 MONITOR_ARGUMENTS = ("specs", "events_log", "control_rate_hz")  # MonitorSettings fields
 
 
@@ -36,8 +37,9 @@ def _nodes(context):
         load_specs(monitor.specs)
     sim_time = {"use_sim_time": typed(arguments["use_sim_time"], False, f"{WHERE}: use_sim_time")}
     one_process = typed(arguments["one_process"], True, f"{WHERE}: one_process")
-    estimator_params = {n: getattr(estimator, n) for n in ESTIMATOR_ARGUMENTS}
-    monitor_params = {n: getattr(monitor, n) for n in MONITOR_ARGUMENTS}
+    # an argument left '' (a file or folder not given) leaves the parameter to params_file, whose default is ''
+    estimator_params = {n: v for n in ESTIMATOR_ARGUMENTS if (v := getattr(estimator, n)) != ""}
+    monitor_params = {n: v for n in MONITOR_ARGUMENTS if (v := getattr(monitor, n)) != ""}
     namespace = arguments["namespace"]
     if one_process:
         nodes = [Node(package="safety_monitor", executable="monitor_stack", namespace=namespace, output="screen",
@@ -62,6 +64,8 @@ def generate_launch_description():
         DeclareLaunchArgument("config_dir", default_value="",
                               description="folder with robot.yaml, objects.yaml, thresholds.yaml ('' = the package's)"),
         DeclareLaunchArgument("control_rate_hz", default_value="500.0", description="rate of the robot's joint_states"),
+        DeclareLaunchArgument("topics_file", default_value="",
+                              description="topic mapping YAML, as replay's --topics ('' = the topics.* parameters)"),
         DeclareLaunchArgument("specs", default_value="",
                               description="spec file ('' = the package's config/specs.yaml)"),
         DeclareLaunchArgument("events_log", default_value="", description="JSON Lines event log ('' = the default)"),

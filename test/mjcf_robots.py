@@ -198,3 +198,45 @@ def mobile_mjcf(base: str = "free") -> str:
         "  </worldbody>\n"
         '  <equality><joint joint1="finger_right_joint" joint2="gripper_joint"/></equality>\n</mujoco>\n'
     )
+
+
+TWO_ARM_LINK = 0.2  # two_arm_mjcf's upper arm and forearm
+TWO_ARM_SHOULDER = 0.08  # its shoulder joint's height over the base
+TWO_ARM_REACH = 0.1  # from its wrist joint to the grasp centre between the finger pads
+
+
+def two_arm_mjcf() -> str:
+    """ALOHA's layout, as Menagerie's aloha.xml names it: two arms facing each other across a table, each on a
+    base of its own that hangs from the world (no shared torso), `left/` and `right/` before the same body and
+    joint names, and a gripper whose `left_finger` follows `right_finger` by an equality; fingers close as the
+    joint shrinks. Each arm: waist (z), shoulder, elbow and wrist_angle (y), links of TWO_ARM_LINK straight up;
+    the table's top is at z = 0, in front of the arms (y from 0.1 to 0.5)."""
+    arms = ""
+    for side, x, turn in (("left", -0.4, ""), ("right", 0.4, ' quat="0 0 0 1"')):
+        s = side + "/"
+        fingers = "".join(
+            f'<body name="{s}{finger}_finger_link" pos="0 {0.005 * sign} 0.02"><joint name="{s}{finger}_finger" '
+            f'type="slide" axis="0 {sign} 0" range="0 0.041"/>'
+            f'<geom type="box" size="0.005 0.005 0.02" pos="0 {0.005 * sign} 0.04"/></body>'
+            for finger, sign in (("left", 1), ("right", -1))
+        )
+        arms += (
+            f'    <body name="{s}base_link" pos="{x} 0 0"{turn}><geom type="box" size="0.04 0.04 0.02" pos="0 0 0.02"/>'
+            f'<body name="{s}shoulder_link" pos="0 0 0.04"><joint name="{s}waist" axis="0 0 1" range="-3.14 3.14"/>'
+            '<geom type="cylinder" size="0.03 0.02" pos="0 0 0.02"/>'
+            f'<body name="{s}upper_arm_link" pos="0 0 {TWO_ARM_SHOULDER - 0.04}">'
+            f'<joint name="{s}shoulder" axis="0 1 0" range="-3 3"/>'
+            f'<geom type="capsule" size="0.02" fromto="0 0 0.03 0 0 {TWO_ARM_LINK - 0.03}"/>'
+            f'<body name="{s}forearm_link" pos="0 0 {TWO_ARM_LINK}"><joint name="{s}elbow" axis="0 1 0" range="-3 3"/>'
+            f'<geom type="capsule" size="0.02" fromto="0 0 0.03 0 0 {TWO_ARM_LINK - 0.03}"/>'
+            f'<body name="{s}wrist_link" pos="0 0 {TWO_ARM_LINK}"><joint name="{s}wrist_angle" axis="0 1 0" range="-3 3"/>'
+            '<geom type="cylinder" size="0.02 0.01" pos="0 0 0.015"/>'
+            f'<body name="{s}gripper_base" pos="0 0 0.04"><geom type="box" size="0.02 0.05 0.01" pos="0 0 0.01"/>'
+            f"{fingers}</body></body></body></body></body></body>\n"
+        )
+    equality = "".join(f'<joint joint1="{s}/left_finger" joint2="{s}/right_finger"/>' for s in ("left", "right"))
+    return (
+        '<mujoco model="toy_aloha">\n  <compiler angle="radian" autolimits="true"/>\n  <worldbody>\n'
+        '    <body name="table" pos="0 0.3 -0.02"><geom type="box" size="0.3 0.2 0.02"/></body>\n'
+        f"{arms}  </worldbody>\n  <equality>{equality}</equality>\n</mujoco>\n"
+    )

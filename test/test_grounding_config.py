@@ -147,6 +147,8 @@ def test_threshold_errors_name_the_key(edit, message):
     "edit, message",
     [
         (lambda d: d["entities"].__setitem__("mug", "teacup"), "'mug' has unknown kind 'teacup'"),
+        (lambda d: d["entities"].__setitem__("mug", "mugs"), r"unknown kind 'mugs' \(did you mean 'mug'\?\)"),
+        (lambda d: d["entities"].__setitem__("mug", ["graspable"]), r"'mug': its kind must be one name of kinds:"),
         (lambda d: d["kinds"]["mug"]["properties"].append("sharp"), "sharp"),
         (lambda d: d["kinds"]["food"].__setitem__("parent", "raw_meat"), "cycle"),
         (lambda d: d["properties"]["hazard"].remove("raw"), "raw"),

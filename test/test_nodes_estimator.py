@@ -372,3 +372,15 @@ def test_a_clock_step_that_reaches_the_wrench_first_is_a_time_jump_not_a_stopped
     finally:
         node.destroy_node()
         context.try_shutdown()
+
+
+def test_a_topics_file_naming_the_default_topic_is_read_in_a_namespace(tmp_path):
+    """Two arms' stacks, each in its namespace, read the robot's one /joint_states and /objects/<name>/pose: their
+    topics_file names those absolute topics. They equal the topic mapping's own defaults, and only keys unlike
+    the defaults used to replace the relative topics.* parameters: each stack listened on /<ns>/joint_states."""
+    topics = tmp_path / "topics.yaml"
+    topics.write_text("joint_states: /joint_states\nobject_pose: /objects/{name}/pose\nwrench: /wrist_wrench\n")
+    with estimator_and_probe("/arm", [Parameter("topics_file", value=str(topics))]) as h:
+        heard = {s.topic_name for s in h.node.subscriptions}
+        assert {"/joint_states", "/wrist_wrench"} <= heard and "/objects/mug/pose" in heard
+        assert not any(name.startswith(h.node.get_namespace() + "/") and "joint_states" in name for name in heard)

@@ -32,7 +32,7 @@ class _Grounder:
     thresholds = SimpleNamespace(
         max_age_s=SimpleNamespace(wrench=0.1, object_pose=0.25), joint_limits=SimpleNamespace(jump_factor=2.0)
     )
-    robot = SimpleNamespace(required_joints=NAMES, objects={"mug": None}, base_body="base")
+    robot = SimpleNamespace(required_joints=NAMES, accepted_joints=frozenset(), objects={"mug": None}, base_body="base")
     joint_limits: dict = {}  # no velocity limits: no jump issues
     warmup_frames = 2
     wrench_sensor = True

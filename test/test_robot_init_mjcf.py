@@ -10,7 +10,7 @@ import mujoco
 import numpy as np
 import pytest
 import yaml
-from mjcf_robots import arm_mjcf, bimanual_mjcf, linkage_gripper, write_mjcf
+from mjcf_robots import arm_mjcf, bimanual_mjcf, linkage_gripper, two_arm_mjcf, write_mjcf
 from urdf_robots import LINK_LENGTH
 
 from safety_monitor.cli import main
@@ -254,6 +254,20 @@ def test_robot_init_tip_chooses_the_other_arm_and_a_name_it_lacks_is_one_line(tm
     assert "--tip 'hand_x' is not a body of" in err and "(did you mean 'hand_l' or 'hand_r'?)" in err
 
 
+@pytest.mark.parametrize("arm", ["left", "right"])
+def test_a_fingers_side_is_told_after_the_arms_prefix(tmp_path, capsys, arm):
+    """Menagerie's ALOHA puts its arm's prefix before every name (`right/left_finger_link`): the side of a finger is
+    told by the rest of its name. The right arm's description once had its left finger on both sides, so its
+    grasps were never seen (no right finger) and its closing direction could not be measured."""
+    code, out = _init_text(tmp_path, two_arm_mjcf(), *(["--tip", "right/gripper_base"] if arm == "right" else []))
+    assert code == 0
+    robot = load_robot_description(out / "robot.yaml")
+    assert robot.gripper.joints == (f"{arm}/right_finger",)
+    assert robot.gripper.finger_bodies == (f"{arm}/left_finger_link", f"{arm}/right_finger_link")
+    assert np.allclose(robot.grasp_offset, [0.0, 0.0, 0.06])  # measured midway between the open fingers
+    assert "0.092 m apart at 0.041 (forward kinematics): closed below this" in (out / "robot.yaml").read_text()
+
+
 def test_a_mobile_base_is_not_offered_as_an_object_and_its_lift_places_the_hand(tmp_path, capsys):
     """rby1's base hangs from a free joint: it is the robot, not an object, and the twin keeps it where the
     model puts it (said as a CHECK). ai_worker's lift is an arm joint: the hand goes up and down with it."""
@@ -300,8 +314,8 @@ def test_a_hand_of_more_than_two_finger_joints_is_no_gripper_and_says_so(tmp_pat
 
 
 def test_the_other_arms_joints_in_the_frames_place_its_bodies_and_a_nan_one_stays_put(tmp_path, capsys):
-    """The arm not watched is under ignored_joints, yet its links are the arm's for contact: where the frames
-    say it is, the twin puts it (the cube held in its hand touches the arm), not where the model draws it."""
+    """The arm not watched is under ignored_joints, yet its links are other_arm for contact: where the frames
+    say it is, the twin puts it (the cube held in its hand touches other_arm), not where the model draws it."""
     code, out = _init_text(tmp_path, bimanual_mjcf())
     assert code == 0
     doc = yaml.safe_load((out / "robot.yaml").read_text())
@@ -317,10 +331,10 @@ def test_the_other_arms_joints_in_the_frames_place_its_bodies_and_a_nan_one_stay
     mujoco.mj_kinematics(twin.model, reference)
     hand = reference.xpos[twin.model.body("hand_r").id].copy()
     held = {"held": Pose(position=hand, quaternion=np.array([1.0, 0.0, 0.0, 0.0]))}
-    assert twin.compute(names, bent, held).gap("held", "arm") < 0.0
+    assert twin.compute(names, bent, held).gap("held", "other_arm") < 0.0
     nan = bent.copy()
     nan[-1] = np.nan  # the last position is kept
-    assert twin.compute(names, nan, held).gap("held", "arm") < 0.0
+    assert twin.compute(names, nan, held).gap("held", "other_arm") < 0.0
     assert np.allclose(twin.data.xpos[twin.model.body("hand_r").id], hand)
 
 

@@ -135,6 +135,21 @@ def test_renamed_joints_mid_stream_are_missing_not_held():
     assert kinds(renamed[-1].issues) == ["missing_joints"]  # held values are missing, not also frozen
 
 
+def test_optional_joints_ride_along_when_sent_and_are_never_waited_for_or_missed():
+    """A description's ignored joints (a bimanual robot's other arm) reach the twin, which places that arm where
+    they say. They were dropped as unknown joints: the other arm stood where the model draws it, and with the
+    watched arm at rest the frames were called frozen though the other arm moved on."""
+    limits = StaleLimits(joints_frozen=0.05, joint_held=0.02)
+    unsent = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None), limits=limits, optional=["k1"])
+    frames = [unsent.on_joint_states(js(1.0 + k * 0.01, pos=(0.1, 0.2 + k * 1e-3))) for k in range(10)]
+    assert frames[0].state.joint_names == ("j1", "j2", "k1") and np.isnan(frames[0].state.joint_position[2])
+    assert not any(f.stale or f.issues for f in frames)  # never waited for, never missing
+    sent = FrameAssembler(["j1", "j2"], mapping=StreamMapping(wrench=None), limits=limits, optional=["k1"])
+    frames = [sent.on_joint_states(js(1.0 + k * 0.01, ("k1", "j1", "j2"), (k * 0.1, 0.1, 0.2))) for k in range(10)]
+    assert frames[-1].state.joint("k1") == pytest.approx(0.9)
+    assert not any(f.stale or f.issues for f in frames)  # j1 and j2 at rest for 90 ms: k1 moving, not frozen
+
+
 def test_split_joint_messages_at_the_control_rate_stay_fresh():
     a = FrameAssembler(["j1", "j2", "finger"], mapping=StreamMapping(wrench=None))
     for k in range(20):

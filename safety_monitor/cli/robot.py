@@ -67,7 +67,10 @@ def _init(args: argparse.Namespace) -> int:
         f"arm: {len(guess.arm_joints)} joints from {guess.base_body} to {guess.end_body}; gripper: {guess.gripper.value}"
         + (f" ({', '.join(guess.gripper_joints)})" if guess.gripper_joints else "")
     )
-    for joints in guess.other_arms:
-        print(f"not watched: another arm ({joint_span(joints)}); the monitor watches one (choose it with --tip BODY)")
+    for arm in guess.other_arms:
+        print(
+            f"not watched: another arm ({joint_span(arm.joints)}); the monitor watches one (choose it with --tip BODY); "
+            f"its bodies, from {arm.body} down, are other_arm: touching them is a forbidden contact"
+        )
     print("next: check every line marked CHECK in robot.yaml (docs/your_robot.md)")
     return 0

@@ -4,7 +4,10 @@ Allowed contact classes: a gripper body with a manipulated object; a gripper bod
 operates (holds closed-handed, moves, or reaches into: the task's target fixture, inferred); a
 manipulated object in motion (grasped or moving) with a support or container. Contacts between things
 at rest, robot self-contacts and fixture-internal contacts are not judged. Everything else the
-robot touches, and anything a moving object hits, is forbidden. The sustained form counts frames per
+robot touches, and anything a moving object hits, is forbidden. The other arm of a bimanual robot
+(`other_arm`) has a monitor of its own: what it touches is that monitor's to judge (an object it holds
+or hands over, the table), so only its contacts with this arm are forbidden here, where both monitors
+report them. The sustained form counts frames per
 contact pair, so one long contact fires and flicker between different pairs does not add up.
 
 A frame on which a pair cannot be judged (an object of it has no pose, or its verdict is unknown) may have
@@ -24,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from safety_monitor.grounding.debounce import Persistence, Tri, any3
-from safety_monitor.grounding.description import GRIPPER_PARTS, ROBOT_PARTS, RobotDescription
+from safety_monitor.grounding.description import GRIPPER_PARTS, OTHER_ARM, ROBOT_PARTS, RobotDescription
 from safety_monitor.grounding.fixtures import FixtureEstimator
 from safety_monitor.grounding.geometry import norm
 from safety_monitor.grounding.grasp import GraspEstimator
@@ -36,7 +39,8 @@ DOCS = {
     "forbidden_contact": PredicateDoc(
         "a contact outside the allowed classes this frame (a robot part with anything but, for gripper "
         "bodies, a manipulated object or a fixture being operated; a grasped or moving object with anything "
-        "but a support, container or the gripper)",
+        "but a support, container, the gripper or the other arm of a bimanual robot, which touches them "
+        "under a monitor of its own)",
         "twin gaps, object_grasped, object motion, fixture operation",
         "contact 0.002 m",
     ),
@@ -170,12 +174,12 @@ class ContactEstimator:
             return _ALLOWED
         if robot_a or robot_b:
             part, other = (a, b) if robot_a else (b, a)
-            if part not in GRIPPER_PARTS:
+            if part not in GRIPPER_PARTS or other == OTHER_ARM:  # arm on arm: whichever hand or link it is
                 return _FORBIDDEN
             if other in self.grasp.objects:
                 return _ALLOWED
             return _Operated(self.robot.owner(other))
-        if self.robot.owner(a) == self.robot.owner(b):
+        if self.robot.owner(a) == self.robot.owner(b) or OTHER_ARM in (a, b):
             return _ALLOWED
         off_support = tuple(
             obj for obj, other in ((a, b), (b, a)) if obj in self.grasp.objects and other not in self.supports

@@ -2,7 +2,8 @@
 
 Entities are the things predicates talk about: robot parts (`finger_left`, `finger_right`, `hand`,
 `arm`), objects, fixtures (the moving part, named after the fixture, and `<fixture>.housing`), static
-bodies and `environment` (any other geometry, e.g. the floor). The twin maps every geom to one.
+bodies, `other_arm` (the arms of a bimanual robot that another monitor watches) and `environment` (any
+other geometry, e.g. the floor). The twin maps every geom to one.
 
 The model is an MJCF (robot and workcell), a URDF (robot, and fixtures or static bodies among its links),
 or a URDF robot attached into an MJCF world that holds the workcell. A URDF is parsed when the
@@ -29,6 +30,7 @@ from safety_monitor.names import did_you_mean
 FINGER_PARTS = ("finger_left", "finger_right")
 GRIPPER_PARTS = (*FINGER_PARTS, "hand")
 ROBOT_PARTS = (*GRIPPER_PARTS, "arm")
+OTHER_ARM = "other_arm"
 ENVIRONMENT = "environment"
 HOUSING = ".housing"
 
@@ -137,6 +139,7 @@ class RobotDescription:
     fixtures: dict[str, Fixture]
     static: dict[str, StaticBody]
     objects: dict[str, ObjectGeometry]
+    other_arms: tuple[str, ...] = ()  # first bodies of the arms another monitor watches (entity `other_arm`)
 
     @property
     def robot_joints(self) -> tuple[str, ...]:
@@ -165,7 +168,8 @@ class RobotDescription:
     def entities(self) -> tuple[str, ...]:
         """Every entity name a FrameGeometry may use."""
         housings = tuple(f + HOUSING for f, fx in self.fixtures.items() if fx.housing)
-        return (*ROBOT_PARTS, *self.objects, *self.fixtures, *housings, *self.static, ENVIRONMENT)
+        other = (OTHER_ARM,) if self.other_arms else ()
+        return (*ROBOT_PARTS, *self.objects, *self.fixtures, *housings, *self.static, *other, ENVIRONMENT)
 
     def owner(self, entity: str) -> str:
         """The object, fixture or static body an entity belongs to (a housing belongs to its fixture)."""
@@ -211,6 +215,7 @@ _TOP = {
     "fixtures",
     "static",
     "objects",
+    "other_arms",
 }
 _ROBOT = {"base_body", "arm_joints", "end_effector", "grasp_point", "gripper"}
 _GRIPPER = {"kind", "joints", "fingers", "hand_bodies", "closed_below", "closed_above"}
@@ -294,13 +299,14 @@ def parse_robot_description(doc: Any, source: str, base_dir: Path = Path(".")) -
         fixtures=fixtures,
         static=static,
         objects=objects,
+        other_arms=d.names(doc.get("other_arms", []) or [], "other_arms"),
     )
     if urdf is not None:  # before joint_limits, whose keys are checked against these names
         _check_urdf_names(desc, urdf, whole_world=mjcf is None)
     desc = replace(desc, joint_limits=_joint_limits(d, doc.get("joint_limits"), desc))
     seen: dict[str, str] = {}
     for section, names in (
-        ("robot parts", ROBOT_PARTS + (ENVIRONMENT,)),
+        ("robot parts", ROBOT_PARTS + (OTHER_ARM, ENVIRONMENT)),
         ("fixtures", fixtures),
         ("static", static),
         ("objects", objects),
@@ -434,6 +440,8 @@ def _check_urdf_names(desc: RobotDescription, urdf: UrdfModel, whole_world: bool
             )
     for b in (*g.finger_bodies, *g.hand_bodies):
         urdf.check_link(b, f"{src}: robot.gripper")
+    for b in desc.other_arms:
+        urdf.check_link(b, f"{src}: other_arms")
     if not whole_world:
         return
     for name, fx in desc.fixtures.items():

@@ -2,7 +2,8 @@
 
 Per object: a raw bilateral grasp debounced symmetrically; synchrony with the end-effector; the drop
 (falling edge of the debounced grasp); a release window (gripper open while still counted as grasped);
-a sticky-true stability latch; a settle timer started by the drop. Aggregates: existence over objects for
+a sticky-true stability latch; a settle timer started by the drop, stopped when the object settles or comes into
+the other arm of a bimanual robot (a handover: that arm's monitor watches the object from then on). Aggregates: existence over objects for
 grasp and drop, all grasped objects for sync, and the *focus object* (the one most recently grasped) for
 the post-drop predicates, which are about the object that was just let go.
 
@@ -22,7 +23,7 @@ import math
 from collections.abc import Mapping
 
 from safety_monitor.grounding.debounce import StickyTrue, SymmetricDebounce, Timer, Tri
-from safety_monitor.grounding.description import FINGER_PARTS
+from safety_monitor.grounding.description import FINGER_PARTS, OTHER_ARM
 from safety_monitor.grounding.geometry import Box
 from safety_monitor.grounding.inputs import FrameInputs, PredicateDoc
 from safety_monitor.grounding.motion import rotation_angle
@@ -75,10 +76,11 @@ DOCS = {
         "the focus object is at rest and not grasped", "object_stable per object, object_grasped", "-"
     ),
     "settle_timeout": PredicateDoc(
-        "the focus object was dropped at least the settle timeout ago and has not settled or been re-grasped since "
-        "(unknown if it may have while unseen: for the stability or grasp persistence)",
-        "object_dropped, object_settled",
-        "settle_timeout 5 s (100 frames)",
+        "the focus object was dropped at least the settle timeout ago and has not settled, been re-grasped or come "
+        "within gripper clearance of the other arm of a bimanual robot (handed over) since (unknown if it may have "
+        "while unseen: for the stability or grasp persistence)",
+        "object_dropped, object_settled, twin gaps to the other arm",
+        "settle_timeout 5 s (100 frames); gripper_clearance 0.01 m",
     ),
 }
 
@@ -137,6 +139,7 @@ class GraspEstimator:
         grasp_n, stable_n = self._persistence
         gaps, boxes, speeds, slips, unknown = geo.gaps, geo.object_boxes, inp.object_speed, inp.object_slip, geo.unknown
         fingers = [gaps.get(f, _NO_GAPS) for f in FINGER_PARTS] if closed else []  # open: nothing is held
+        taken = gaps.get(OTHER_ARM, _NO_GAPS)  # a bimanual robot's other arm, near the objects it holds
         raws, grasped, stables, movings, inf = self.raw, self.grasped, self.stable, self.moving, math.inf
         # Kleene OR (any3) and AND (all3) over the objects, folded in as they go by: no list or call per aggregate
         raw_any: Tri = False  # object_grasped_raw
@@ -239,8 +242,8 @@ class GraspEstimator:
                     stable_all = None
                 settle = st.settle
                 if settle.started_at is not None:
-                    if stable:  # settled
-                        settle.stop()
+                    if stable or taken.get(o, inf) <= clearance:  # settled, or handed over: in the other arm's
+                        settle.stop()  # hand, its monitor watches it
                     else:  # it may have settled, or been grasped, unseen: only after the persistence that
                         # either takes (a shorter gap, between frames seen moving or released, hides neither)
                         st.rest_run = 0 if movings[o] else st.rest_run + 1

@@ -38,6 +38,15 @@ _BASE_KINDS = (JointKind.FLOATING, JointKind.PLANAR)  # joints a mobile base han
 
 
 @dataclass(frozen=True)
+class OtherArm:
+    """An arm beside the one watched: its first body (the branch off the watched arm's chain, or off the world
+    for arms on bases of their own) and its moving joints."""
+
+    body: str
+    joints: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class RobotGuess:
     base_body: str
     arm_joints: tuple[str, ...]
@@ -50,7 +59,7 @@ class RobotGuess:
     hand_bodies: tuple[str, ...]
     followers: tuple[str, ...]  # joints coupled to another (URDF <mimic>), set from the one they follow
     other_joints: tuple[str, ...]  # moving joints neither arm nor gripper (fixtures, a second arm, a head)
-    other_arms: tuple[tuple[str, ...], ...] = ()  # the moving joints of each arm beside the one watched
+    other_arms: tuple[OtherArm, ...] = ()  # each arm beside the one watched
     hand_joints: tuple[str, ...] = ()  # a hand's independent finger joints, when more than a gripper's two
     free_base: str | None = None  # the floating or planar joint the robot's base hangs from (a mobile base)
 
@@ -181,7 +190,7 @@ def _chain_to(tree: KinematicTree, tip: str | None, gripper: set[str]) -> list[T
 
 def _other_arms(
     tree: KinematicTree, chain: list[TreeJoint], gripper: set[str], linkage: set[str]
-) -> tuple[tuple[str, ...], ...]:
+) -> tuple[OtherArm, ...]:
     """Branches off the arm's chain that are arms too: as many moving joints as the arm has below the body
     where they part (a bimanual robot's other arm), or a gripper's (a second hand; a `linkage` joint is no
     gripper's own). A head or a wheel is neither."""
@@ -196,7 +205,7 @@ def _other_arms(
             longest = _count([branch, *_longest_chain(tree, branch.child, gripper)], gripper)
             holds_gripper = any(j.name in gripper and j.leader is None and j.name not in linkage for j in joints)
             if joints and (longest >= below or holds_gripper):
-                out.append(tuple(j.name for j in joints))
+                out.append(OtherArm(branch.child, tuple(j.name for j in joints)))
     return tuple(out)
 
 
@@ -213,7 +222,11 @@ def _sided_fingers(bodies: list[str]) -> tuple[str, ...]:
     def rank(body: str) -> int:
         return next((i for i, w in enumerate(("pad", "tip", "finger")) if w in body.lower()), 3)
 
-    sides = [[body for body in bodies if side in body.lower()] for side in ("left", "right")]
+    # the arm's prefix says nothing of the side of its fingers (ALOHA's `right/left_finger_link`)
+    names = [body.lower() for body in bodies]
+    common = next((i for i, chars in enumerate(zip(*names)) if len(set(chars)) > 1), 0) if len(names) > 1 else 0
+    common = len(re.sub(r"[a-z0-9]*$", "", names[0][:common]))  # cut back to a separator: never part of a word
+    sides = [[body for body, name in zip(bodies, names) if side in name[common:]] for side in ("left", "right")]
     if not all(sides):
         return ()
     return tuple(min(reversed(side), key=rank) for side in sides)
@@ -399,11 +412,12 @@ def robot_yaml(
             "# the twin follows joint couplings only, so a body held by such a loop stays where the model puts it",
             "# whatever the joints read; couple the loop's joints to the driven one with <equality><joint> (polycoef)",
         ]
-    for joints in g.other_arms:
+    for arm in g.other_arms:
         lines += [
-            f"# CHECK: another arm ({joint_span(joints)}) is not watched: the monitor watches one arm and one gripper. Its",
-            "# joints are under ignored_joints and its bodies count as the arm's (their contacts are the arm's, a grasp",
-            f"# of its hand is not seen); to watch it instead: robot init --tip <a body of its hand> ({tree.path.name})",
+            f"# CHECK: another arm ({joint_span(arm.joints)}) is not watched: the monitor watches one arm and one gripper. Its",
+            f"# joints are under ignored_joints, its {parts} (from {arm.body}, under other_arms) are the other_arm: touching",
+            "# them is a forbidden contact; what it touches and grasps is for a monitor of its own, from",
+            f"# robot init --tip <a {part} of its hand> ({tree.path.name}), docs/your_robot.md",
         ]
     centre = "the grasp centre between the fingertips" if g.gripper_joints else "the tool's working point"
     if g.grasp_site is not None:
@@ -483,6 +497,12 @@ def robot_yaml(
         "fixture joint goes under fixtures instead",
         "",
     ]
+    if g.other_arms:
+        lines += [
+            f"other_arms: {json.dumps([arm.body for arm in g.other_arms])}   # CHECK: the first {part} of each arm "
+            f"not watched: its subtree is the other_arm",
+            "",
+        ]
     if not urdf:
         lines += [
             "# CHECK: an MJCF gives no velocity limits: give each arm joint's here ({velocity: rad/s or m/s}), or",

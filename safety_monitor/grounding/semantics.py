@@ -12,6 +12,7 @@ from typing import Any
 
 from safety_monitor.errors import GroundingError
 from safety_monitor.grounding.config_file import read_config
+from safety_monitor.names import did_you_mean
 
 PREDICATE_PROPERTIES = ("graspable", "fragile", "raw", "clean", "support", "container", "enclosure", "openable")
 """The properties the estimators read: every catalog's vocabulary must declare them."""
@@ -72,8 +73,10 @@ def parse_object_catalog(doc: Any, source: str) -> ObjectCatalog:
 
     entity_kinds: dict[str, str] = {}
     for entity, kind in (doc["entities"] or {}).items():
+        if not isinstance(kind, str):  # properties listed in its place: a kind carries them
+            raise GroundingError(f"{source}: entity {entity!r}: its kind must be one name of kinds:, got {kind!r}")
         if kind not in kinds:
-            raise GroundingError(f"{source}: entity {entity!r} has unknown kind {kind!r}")
+            raise GroundingError(f"{source}: entity {entity!r} has unknown kind {kind!r}{did_you_mean(kind, kinds)}")
         entity_kinds[entity] = kind
     missing = [p for p in PREDICATE_PROPERTIES if p not in vocab]
     if missing:

@@ -42,7 +42,14 @@ from safety_monitor.errors import GroundingError
 from safety_monitor.frames import Pose
 from safety_monitor.grounding import _geomath
 from safety_monitor.grounding.contacts import ContactPlan, Contacts
-from safety_monitor.grounding.description import ENVIRONMENT, FINGER_PARTS, GRIPPER_PARTS, HOUSING, RobotDescription
+from safety_monitor.grounding.description import (
+    ENVIRONMENT,
+    FINGER_PARTS,
+    GRIPPER_PARTS,
+    HOUSING,
+    OTHER_ARM,
+    RobotDescription,
+)
 from safety_monitor.grounding.geometry import Box, FrameGeometry
 from safety_monitor.grounding.motion import Carry, quat_to_matrix
 from safety_monitor.grounding.thresholds import Thresholds
@@ -496,6 +503,9 @@ class KinematicTwin:
                 entity[b] = o
         for b in subtree(m.body(r.base_body).id):
             entity[b] = "arm"
+        for body in r.other_arms:  # beside the robot's subtree (ALOHA's two bases) or inside it (a shared torso)
+            for b in subtree(m.body(body).id):
+                entity[b] = OTHER_ARM
         for body in r.gripper.hand_bodies:
             entity[m.body(body).id] = "hand"
         for side, body in zip(FINGER_PARTS, r.gripper.finger_bodies):
@@ -530,8 +540,20 @@ class KinematicTwin:
             bodies += [(f"static.{name}.bodies", b) for b in st.bodies]
         for name, interior in r.interiors().items():
             bodies.append((f"{name}.interior.body", interior.body))
+        bodies += [("other_arms", b) for b in r.other_arms]
         for key, b in bodies:
             _id(m, mujoco.mjtObj.mjOBJ_BODY, b, f"{where}: {key}: body")
+        for arm in r.other_arms:  # the watched arm inside another's subtree would be that arm's, touching itself
+            root = m.body(arm).id
+            for key, b in (("robot.base_body", r.base_body), ("the end-effector body", r.ee_body)):
+                body = m.body(b).id
+                while body != root and body != 0:
+                    body = int(m.body_parentid[body])
+                if body == root:
+                    raise GroundingError(
+                        f"{where}: other_arms: {arm!r} holds the watched arm ({key} {b!r} is in its subtree); "
+                        "name the first body of the arm not watched"
+                    )
         if m.body(r.base_body).id == 0:
             raise GroundingError(
                 f"{where}: robot.base_body {r.base_body!r} is MuJoCo's world body, which holds every body (objects "

@@ -31,6 +31,7 @@ from rclpy.node import Node
 
 from safety_monitor.enums import IssueKind
 from safety_monitor.errors import SafetyMonitorError, SourceError
+from safety_monitor.files import load_yaml
 from safety_monitor.frames import PredicateSample
 from safety_monitor.grounding.grounder import load_default_grounder
 from safety_monitor.io import cdr
@@ -409,15 +410,11 @@ def _mapping(topics, topics_file: str) -> StreamMapping:
         return mapping
     if not Path(topics_file).is_file():
         raise SourceError(f"topics_file {topics_file!r} is no file")
-    given, default = StreamMapping.parse(topics_file), StreamMapping()
-    return dataclasses.replace(
-        mapping,
-        **{
-            f.name: getattr(given, f.name)
-            for f in dataclasses.fields(StreamMapping)
-            if getattr(given, f.name) != getattr(default, f.name)
-        },
-    )
+    given = StreamMapping.parse(topics_file)
+    # every key the file gives, whatever its value: `joint_states: /joint_states` equals StreamMapping's default,
+    # and in a namespace it differs from the relative topics.joint_states (two arms' stacks read one topic)
+    keys = load_yaml(Path(topics_file), "topic mapping", SourceError) or {}
+    return dataclasses.replace(mapping, **{key: getattr(given, key) for key in keys})
 
 
 def _string_type():

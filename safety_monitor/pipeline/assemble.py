@@ -219,6 +219,10 @@ class FrameAssembler:
     """Builds RobotState frames from JointState, WrenchStamped and PoseStamped messages.
 
     `joints`: the robot's joint names in frame order (None: taken from the first JointState).
+    `optional`: joints the frames carry after `joints` when a message has them (a description's ignored and mimic
+    joints: a bimanual robot's other arm, which the twin places), NaN until one does. No frame waits for them,
+    none is stale without them, and they are no unknown joints; their motion tells a frozen driver from a robot
+    at rest as the others' does.
     `objects`: names whose poses are expected; a missing or old pose is reported stale.
     `joint_limits`: the joints' velocity limits make a joint's step since its own previous sample larger than
     `jump_factor` times the limit over the time between the two a `JOINT_JUMP` issue
@@ -233,12 +237,14 @@ class FrameAssembler:
         limits: StaleLimits | None = None,
         joint_limits: Mapping[str, JointLimit] | None = None,
         jump_factor: float = 2.0,
+        optional: Sequence[str] = (),
     ) -> None:
         self.mapping = mapping or StreamMapping()
         self.limits = limits or StaleLimits()
         self.objects = tuple(objects)
         self._pose_streams = tuple((name, pose_stream(name)) for name in self.objects)
-        self.joints: tuple[str, ...] | None = tuple(joints) if joints is not None else None
+        self.joints: tuple[str, ...] | None = (*joints, *optional) if joints is not None else None
+        self._needed = len(joints) if joints is not None else None  # the first this many joints are required
         self._values: np.ndarray | None = None  # rows: position, velocity, effort (NaN: not known)
         self._joint_t: np.ndarray | None = None  # per joint, the stamp of its last position (-inf: none yet)
         self._complete = False  # every joint has had a position
@@ -304,7 +310,8 @@ class FrameAssembler:
         return stamp
 
     def _init_joints(self, names: tuple[str, ...]) -> None:
-        self.joints = names if self.joints is None else self.joints
+        if self.joints is None:
+            self.joints, self._needed = names, len(names)
         self._values = np.full((3, len(self.joints)), np.nan)
         self._joint_t = np.full(len(self.joints), -np.inf)
 
@@ -578,16 +585,17 @@ class FrameAssembler:
             src, dst = layout
             for row, values in enumerate(rows):
                 block[row, dst] = values if isinstance(values, float) else values[src]
-            finite = np.isfinite(block).all(axis=1).tolist()
+            finite = np.isfinite(block[:, : self._needed]).all(axis=1).tolist()  # an optional joint's NaN: none
         joint_t = self._joint_t
         if layout is None:
             joint_t.fill(t)
         else:
             joint_t[layout[1]] = t
         if not self._complete:
-            self._complete = bool(np.isfinite(joint_t).all())
+            seen = np.isfinite(joint_t[: self._needed])
+            self._complete = bool(seen.all())
             if not self._complete:
-                missing = [name for name, seen in zip(self.joints, np.isfinite(joint_t).tolist()) if not seen]
+                missing = [name for name, known in zip(self.joints, seen.tolist()) if not known]
                 self._issue(
                     IssueKind.MISSING_JOINTS, JOINTS, t, f"no position yet for {', '.join(missing)}; frame held back"
                 )
@@ -768,7 +776,7 @@ class FrameAssembler:
         """Whether a joint has had no position for longer than `joint_held` (dropped from the messages or
         renamed): its held value would be a guess, so the frame is stale (an issue every frame)."""
         assert self._joint_t is not None and self.joints is not None  # called on frames, after the first message
-        old: list[bool] = (t - self._joint_t > self.limits.joint_held).tolist()
+        old: list[bool] = (t - self._joint_t[: self._needed] > self.limits.joint_held).tolist()
         if not any(old):
             return False
         names = ", ".join(name for name, gone in zip(self.joints, old) if gone)
