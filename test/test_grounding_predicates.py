@@ -728,6 +728,71 @@ def test_a_drop_decided_after_a_long_pose_gap_may_have_settled_in_it():
     assert timeout[103:105] == [False, None] and True not in timeout
 
 
+def test_a_drop_hidden_in_a_long_pose_gap_may_have_timed_out_before_the_pose_returns():
+    """The cube held in the closed hand is lost from sight for 130 frames: it may have slipped out on frame 4 and
+    slid on unseen, so its settle timeout is unknown from frame 104, not false; seen again in the hand, held for
+    the debounce's five frames, it is held (a drop it may have had was grasped again): false."""
+    s = Scene()
+    s.step(3)
+    s.grasp()
+    s.step(8)
+    s.missing.add("cube")
+    gap = s.step(130)
+    s.missing.clear()
+    back = s.step(6)
+    assert tri(gap, "settle_timeout") == [False] * 104 + [None] * 26
+    assert tri(back, "settle_timeout") == [None] * 4 + [False] * 2
+    assert tri(back, "object_grasped") == [None] * 4 + [True] * 2
+
+
+def _by_the_closed_hand(focus: bool) -> Scene:
+    """The cube resting by the closed, empty hand. `focus`: it was grasped and let go before, and settled: it is the
+    focus object, its settle timer stopped."""
+    s = Scene()
+    if focus:
+        s.grasp()
+        s.step(6)
+        s.release()
+        s.step(12)
+    s.fingers = 0.024
+    s.step(2)
+    return s
+
+
+def _grasp_and_drop_hidden_in_a_gap(focus: bool = False) -> tuple[Scene, list]:
+    """The cube by the closed hand is lost from sight for 12 frames from frame 0: it may have been grasped on frame
+    4 (its fifth unseen frame) and dropped from frame 9 on. Seen again, out of the fingers, it slides at 0.2 m/s for
+    120 frames (its grasp decided "not grasped" on frame 16)."""
+    s = _by_the_closed_hand(focus)
+    return s, _lost_then_sliding(s, 12, [0.0, 0.01, 0.0])
+
+
+def test_a_grasp_and_drop_hidden_in_a_pose_gap_may_have_started_a_settle_timer():
+    """The cube, the focus, settled. Such a drop, on frame 9 at the earliest, would have started its settle timer
+    again, and the cube never rests: settle_timeout is unknown from frame 109 (true if the drop happened, false if
+    not: never true), until the cube, stopped, is seen at rest for the stability persistence (its first frame still
+    reads the last move), which settles it whichever frame it was dropped on: false again."""
+    s, frames = _grasp_and_drop_hidden_in_a_gap(focus=True)
+    assert tri(frames, "settle_timeout") == [False] * 109 + [None] * 23
+    rest = s.step(7)
+    assert tri(rest, "settle_timeout") == [None] * 5 + [False] * 2
+
+
+def test_rest_seen_before_the_last_frame_a_hidden_drop_may_have_happened_on_settles_nothing():
+    """The same cube seen at rest from frame 12 (its stability latch closes on 17), then sliding: the drop may have
+    been on frame 16, which decides it, and the cube has rested only two frames since, too few to settle after
+    that drop: the timeout is unknown from frame 109, not false."""
+    s = _by_the_closed_hand(focus=True)
+    s.missing.add("cube")
+    frames = s.step(12)
+    s.contacts[("finger_left", "cube")] = s.contacts[("finger_right", "cube")] = 0.05
+    s.missing.clear()
+    frames += s.step(6)
+    assert tri(frames[12:], "object_stable") == [None] * 5 + [True]
+    frames += _lost_then_sliding(s, 0, [0.0, 0.01, 0.0])
+    assert tri(frames, "settle_timeout")[108:] == [False] + [None] * (len(frames) - 109)
+
+
 def test_a_frozen_pose_stream_turns_stale_beyond_its_age_limit():
     s = Scene()
     s.fingers = 0.024  # closed: it could hold the cube, so a stale cube pose makes its raw grasp unknown

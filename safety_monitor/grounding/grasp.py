@@ -10,10 +10,12 @@ A gap in an object's pose while the gripper is closed restarts its grasp evidenc
 the gripper has been closed for the grasp persistence: it may have been grasped unseen): when the pose returns, the
 grasp is unknown until the debounce has seen its full run again, and a fall it then decides is a drop at an
 unknown frame (unknown, not a drop here: whether the gripper was open when it happened was not seen), whose
-settle timer runs from the earliest frame it may have happened. One not grasped before the gap may have been
-grasped and dropped in it: its drop is unknown from the persistence after the earliest frame it may have been
-grasped until the debounce decides. An open gripper holds nothing, seen or not: its raw grasp is false and the
-evidence runs on.
+settle timer runs from the earliest frame it may have happened (and may run out before the pose returns). One
+not grasped before the gap may have been grasped and dropped in it: its drop is unknown from the persistence
+after the earliest frame it may have been grasped until the debounce decides, and may have started its settle
+timer on any of those frames, or never: never surely expired, it stops once the object is seen grasped, or seen
+at rest for the stability persistence after the last of them (`calm`: its latch says nothing of a grasp it may
+have had). An open gripper holds nothing, seen or not: its raw grasp is false and the evidence runs on.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from collections.abc import Mapping
 
 from safety_monitor.grounding.debounce import StickyTrue, SymmetricDebounce, Timer, Tri
 from safety_monitor.grounding.description import FINGER_PARTS
-from safety_monitor.grounding.geometry import Box
+from safety_monitor.grounding.geometry import Box, FrameGeometry
 from safety_monitor.grounding.inputs import FrameInputs, PredicateDoc
 from safety_monitor.grounding.motion import rotation_angle
 from safety_monitor.grounding.thresholds import FrameCounts, Motion, Thresholds
@@ -72,11 +74,16 @@ DOCS = {
         "linear 0.05 m/s, angular 0.25 rad/s; stability_persistence 0.25 s (5 frames)",
     ),
     "object_settled": PredicateDoc(
-        "the focus object is at rest and not grasped", "object_stable per object, object_grasped", "-"
+        "the focus object is at rest and not grasped (unknown while it may be held, or not yet seen at rest since a "
+        "drop it may have had unseen)",
+        "object_stable per object, object_grasped",
+        "-",
     ),
     "settle_timeout": PredicateDoc(
         "the focus object was dropped at least the settle timeout ago and has not settled or been re-grasped since "
-        "(unknown if it may have while unseen: for the stability or grasp persistence)",
+        "(unknown if it may have while unseen: for the stability or grasp persistence; from the timeout after the "
+        "earliest frame of a drop it may have had unseen, until seen grasped or at rest for the stability "
+        "persistence after its last possible frame)",
         "object_dropped, object_settled",
         "settle_timeout 5 s (100 frames)",
     ),
@@ -86,6 +93,7 @@ DOCS = {
 _NO_GAPS: dict[str, float] = {}  # a finger body near nothing (read only)
 _NONE: frozenset[str] = frozenset()  # no object dropped (most frames)
 _ABOUT_FOCUS = ("object_left_gripper", "object_settled", "settle_timeout")
+_NO_FOCUS: tuple[Tri, Tri, Tri] = (False, False, False)  # _ABOUT_FOCUS before any grasp
 
 
 class _ObjectGrasp:
@@ -100,6 +108,8 @@ class _ObjectGrasp:
         self.maybe_held = False  # and a closed gripper may have grasped it unseen since (grip_run, unseen frames
         # among its run, reached the persistence): that grasp may last until the debounce decides
         self.rested = False  # and it may have rested for the stability persistence since that frame
+        self.calm: int | None = None  # after a drop it may have had unseen (not grasped before): frames seen at
+        # rest since the last frame that drop may have happened; its settle timer stops at the persistence only
         self.anchor: Box | None = None  # the object's box when the stability latch closed
         self.displaced: tuple[Box, Box, bool] | None = None  # (box, anchor, moved beyond the slip thresholds)
 
@@ -190,8 +200,12 @@ class GraspEstimator:
                 self.focus = o
                 st.stable.reset()
                 st.settle.stop()
+                st.calm = None
+            elif resumed and debounced and before:  # held before its gap and decided grasped: a drop it may have
+                st.settle.stop()  # had unseen was grasped again
             if before and not after:
                 just_dropped.append(o)
+                st.calm = None
                 if not resumed:
                     st.settle.start(frame)
                     st.rest_run = 0
@@ -203,11 +217,18 @@ class GraspEstimator:
                     st.rest_run = min(st.rest_run, frame - st.earliest)  # its quiet frames since then
                     if not dropped_any:
                         dropped_any = None
-            elif (
-                (debounced is None and before)  # grasped before its gap: it may have fallen unseen since
-                or (resumed and st.maybe_held and not (after or raw) and frame >= st.earliest + grasp_n)
-            ) and not dropped_any:  # not grasped before: a grasp it may have had unseen may have ended in a drop
-                dropped_any = None  # the persistence later, on any frame up to the deciding one
+            elif (debounced is None and before) or (  # grasped before its gap: it may have fallen unseen since
+                resumed and st.maybe_held and not (after or raw) and frame >= st.earliest + grasp_n
+            ):  # not grasped before: a grasp it may have had unseen may have ended in a drop the persistence later,
+                if not dropped_any:  # on any frame up to the deciding one
+                    dropped_any = None
+                if not raw and frame >= st.earliest:  # it may have dropped on this very frame
+                    settle = st.settle
+                    if settle.started_at is None:  # its settle timer may run from the first such frame, and it may
+                        settle.start(frame)  # not run at all (still held, or never grasped): never surely expired
+                    settle.doubt()
+                    if not before:  # its stability latch says nothing of a grasp it may have had: it settles
+                        st.calm = 0  # once seen at rest for the persistence after the last frame it may drop on
             if not resumed:
                 if before or after:
                     engaged = True
@@ -239,7 +260,12 @@ class GraspEstimator:
                     stable_all = None
                 settle = st.settle
                 if settle.started_at is not None:
-                    if stable:  # settled
+                    if st.calm is not None:  # after a drop it may have had unseen (its timer doubted)
+                        st.calm = st.calm + 1 if movings[o] is False else 0
+                        if st.calm >= stable_n:
+                            settle.stop()
+                            st.calm = None
+                    elif stable:  # settled
                         settle.stop()
                     else:  # it may have settled, or been grasped, unseen: only after the persistence that
                         # either takes (a shorter gap, between frames seen moving or released, hides neither)
@@ -255,14 +281,8 @@ class GraspEstimator:
                 held.append(o)
         self.dropped = frozenset(just_dropped) if just_dropped else _NONE
         self.held = tuple(held)
-        f = self.focus
-        left: Tri = False  # all three about the focus object; false before any grasp
-        settled: Tri = False
-        timeout: Tri = False
-        if f:
-            left = geo.gripper_gap(f) > clearance if f not in geo.unknown else None
-            settled = None if self.stable[f] is None else (self.stable[f] and not self.grasped[f])
-            timeout = self.state[f].settle.expired(frame)
+        f = self.focus  # all three about the focus object; false before any grasp
+        left, settled, timeout = self._about(f, geo, frame) if f else _NO_FOCUS
         return (
             raw_any,  # object_grasped_raw
             grasp_any,  # object_grasped
@@ -290,6 +310,16 @@ class GraspEstimator:
             for p in _ABOUT_FOCUS:
                 if values[p]:
                     out[p] = (f,)
+
+    def _about(self, o: str, geo: FrameGeometry, frame: int) -> tuple[Tri, Tri, Tri]:
+        """(object_left_gripper, object_settled, settle_timeout) were `o` the focus."""
+        st, stable = self.state[o], self.stable[o]
+        left = geo.gripper_gap(o) > self._grasp_limits[0] if o not in geo.unknown else None
+        if stable is None or (stable and (st.calm is not None or (st.grasp.warming and st.maybe_held))):
+            settled: Tri = None  # at rest, but it may be held, or not settled since a drop it may have had unseen
+        else:
+            settled = stable  # (a grasped object is not stable: held, its latch is reset)
+        return left, settled, st.settle.expired(frame)
 
     def _stability(
         self, st: _ObjectGrasp, speed: tuple[float, float] | None, box: Box | None, held: bool
