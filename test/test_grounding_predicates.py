@@ -793,6 +793,39 @@ def test_rest_seen_before_the_last_frame_a_hidden_drop_may_have_happened_on_sett
     assert tri(frames, "settle_timeout")[108:] == [False] + [None] * (len(frames) - 109)
 
 
+def test_object_in_fixture_is_unknown_while_a_grasp_hidden_in_a_pose_gap_may_have_changed_the_focus():
+    """The mug, the focus, rests on the drawer floor: object_in_fixture is true. The closed, empty hand may grasp
+    the cube while the cube is lost from sight for 12 frames: from the fifth, the cube, on the table, may be the
+    focus, so object_in_fixture is unknown, not true, also once the cube is seen again."""
+    s = Scene()
+    s.grasp("mug")
+    s.step(6)
+    s.pos["mug"] = np.array([0.6375, 0.42, 0.51 - 0.08 + 0.045])  # on the drawer floor
+    s.ee = s.pos["mug"].copy()
+    s.release("mug")
+    s.step(6)
+    s.fingers = 0.024
+    s.step()
+    s.missing.add("cube")
+    frames = s.step(12)
+    s.missing.clear()
+    frames += s.step(4)
+    assert tri(frames, "object_in_fixture") == [True] * 4 + [None] * 12
+
+
+def test_a_grasp_hidden_in_a_pose_gap_may_have_made_another_object_the_focus():
+    """Before it, nothing was grasped: no focus object, so object_left_gripper is false. From frame 4 the cube may
+    have been grasped, and be the focus: object_left_gripper is unknown wherever the cube is clear of the gripper
+    (unseen, or seen 5 cm from the fingers), until a grasp seen (the mug's) makes the mug the focus in every
+    completion."""
+    s, frames = _grasp_and_drop_hidden_in_a_gap()
+    assert tri(frames, "object_left_gripper") == [False] * 4 + [None] * 128
+    s.grasp("mug")
+    grasp = s.step(6)
+    assert tri(grasp, "object_grasped") == [False] * 4 + [True] * 2
+    assert tri(grasp, "object_left_gripper") == [None] * 4 + [False] * 2
+
+
 def test_a_frozen_pose_stream_turns_stale_beyond_its_age_limit():
     s = Scene()
     s.fingers = 0.024  # closed: it could hold the cube, so a stale cube pose makes its raw grasp unknown

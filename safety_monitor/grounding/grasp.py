@@ -15,7 +15,9 @@ not grasped before the gap may have been grasped and dropped in it: its drop is 
 after the earliest frame it may have been grasped until the debounce decides, and may have started its settle
 timer on any of those frames, or never: never surely expired, it stops once the object is seen grasped, or seen
 at rest for the stability persistence after the last of them (`calm`: its latch says nothing of a grasp it may
-have had). An open gripper holds nothing, seen or not: its raw grasp is false and the evidence runs on.
+have had). That grasp may also have made it the focus: the post-drop predicates are known only where every
+object that may be the focus agrees (`other_foci`), until a grasp seen settles which one was last. An open
+gripper holds nothing, seen or not: its raw grasp is false and the evidence runs on.
 """
 
 from __future__ import annotations
@@ -63,7 +65,8 @@ DOCS = {
     ),
     "object_left_gripper": PredicateDoc(
         "the focus object (most recently grasped) is beyond gripper clearance of every gripper body; "
-        "false before any grasp",
+        "false before any grasp (unknown where an object that may have been grasped unseen since, and so be the "
+        "focus, would disagree)",
         "twin gripper-object gaps",
         "gripper_clearance 0.01 m",
     ),
@@ -75,7 +78,7 @@ DOCS = {
     ),
     "object_settled": PredicateDoc(
         "the focus object is at rest and not grasped (unknown while it may be held, or not yet seen at rest since a "
-        "drop it may have had unseen)",
+        "drop it may have had unseen; where another object may be the focus, as object_left_gripper)",
         "object_stable per object, object_grasped",
         "-",
     ),
@@ -83,7 +86,7 @@ DOCS = {
         "the focus object was dropped at least the settle timeout ago and has not settled or been re-grasped since "
         "(unknown if it may have while unseen: for the stability or grasp persistence; from the timeout after the "
         "earliest frame of a drop it may have had unseen, until seen grasped or at rest for the stability "
-        "persistence after its last possible frame)",
+        "persistence after its last possible frame; as object_left_gripper)",
         "object_dropped, object_settled",
         "settle_timeout 5 s (100 frames)",
     ),
@@ -110,6 +113,8 @@ class _ObjectGrasp:
         self.rested = False  # and it may have rested for the stability persistence since that frame
         self.calm: int | None = None  # after a drop it may have had unseen (not grasped before): frames seen at
         # rest since the last frame that drop may have happened; its settle timer stops at the persistence only
+        self.last_rise = -1  # the earliest frame its latest grasp rise may have been on (-1: it may never have risen)
+        self.rise_by = -1  # and the latest (-1: it never rose): between them, it may be the focus
         self.anchor: Box | None = None  # the object's box when the stability latch closed
         self.displaced: tuple[Box, Box, bool] | None = None  # (box, anchor, moved beyond the slip thresholds)
 
@@ -124,6 +129,7 @@ class GraspEstimator:
         self.state = {o: _ObjectGrasp(counts) for o in objects}
         self._states = tuple(self.state.items())
         self.focus: str | None = None
+        self.other_foci: tuple[str, ...] = ()  # others a grasp that may have risen unseen may have made the focus
         self.grasped: dict[str, bool] = {o: False for o in objects}  # debounced, held when unknown
         self.raw: dict[str, Tri] = {o: False for o in objects}  # this frame's raw grasp
         self.dropped: frozenset[str] = frozenset()
@@ -155,6 +161,7 @@ class GraspEstimator:
         sync_all: Tri = True  # object_sync, over the grasped objects
         stable_all: Tri = True  # object_stable, over the others
         held, just_dropped = [], []
+        rose = False  # some object's latest grasp rise may have moved: which may be the focus is asked again
         engaged: Tri = False  # some object counts as grasped before or after this frame (open gripper: a release)
         for o, st in self._states:
             debounce = st.grasp
@@ -198,9 +205,17 @@ class GraspEstimator:
             after = debounce.value
             if after and not before:
                 self.focus = o
+                st.last_rise, st.rise_by, rose = st.earliest if resumed else frame, frame, True
                 st.stable.reset()
                 st.settle.stop()
                 st.calm = None
+            elif (
+                resumed
+                and debounced is None
+                and st.grip_run >= grasp_n
+                and (not before or frame >= st.earliest + grasp_n)
+            ):  # it may have been grasped on this frame unseen (held before: again, after a drop): it may be the focus
+                st.rise_by, rose = frame, True
             elif resumed and debounced and before:  # held before its gap and decided grasped: a drop it may have
                 st.settle.stop()  # had unseen was grasped again
             if before and not after:
@@ -281,8 +296,15 @@ class GraspEstimator:
                 held.append(o)
         self.dropped = frozenset(just_dropped) if just_dropped else _NONE
         self.held = tuple(held)
+        if rose:
+            self._find_foci()
         f = self.focus  # all three about the focus object; false before any grasp
         left, settled, timeout = self._about(f, geo, frame) if f else _NO_FOCUS
+        for o in self.other_foci:  # another object may be the focus: known only where they agree (Kleene)
+            values = self._about(o, geo, frame)
+            left = left if left == values[0] else None
+            settled = settled if settled == values[1] else None
+            timeout = timeout if timeout == values[2] else None
         return (
             raw_any,  # object_grasped_raw
             grasp_any,  # object_grasped
@@ -305,11 +327,20 @@ class GraspEstimator:
             out["object_dropped"] = tuple(sorted(self.dropped))
         if values["object_released"]:  # up to and including its drop frame
             out["object_released"] = tuple(o for o in self.objects if self.grasped[o] or o in self.dropped)
-        f = self.focus
-        if f:
+        if self.focus:
             for p in _ABOUT_FOCUS:
                 if values[p]:
-                    out[p] = (f,)
+                    out[p] = self.foci()
+
+    def foci(self) -> tuple[str, ...]:
+        """The objects that may be the focus, the last one seen grasped first (empty before any grasp)."""
+        return (self.focus, *self.other_foci) if self.focus else self.other_foci
+
+    def _find_foci(self) -> None:
+        """`other_foci`: the objects whose latest grasp rise may have come after every other's (for the focus, the
+        last grasped, that is the one seen last), in some completion of the unseen frames."""
+        floor = max(0, *[st.last_rise for _, st in self._states])
+        self.other_foci = tuple(o for o, st in self._states if st.rise_by >= floor and o != self.focus)
 
     def _about(self, o: str, geo: FrameGeometry, frame: int) -> tuple[Tri, Tri, Tri]:
         """(object_left_gripper, object_settled, settle_timeout) were `o` the focus."""
