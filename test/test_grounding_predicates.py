@@ -405,13 +405,20 @@ def _transfer_decided_after_a_gap(gap: int) -> list:
 
 
 def test_a_transfer_decided_after_a_pose_gap_times_out_from_the_earliest_frame_its_drop_may_have_happened():
-    """Lost for 6 frames: the drop may have happened on frame 4 and is decided on frame 10. The transfer timeout
-    is false up to 100 frames after frame 4, unknown until 100 frames after frame 10, true from then (as the
-    drop's settle timeout). Lost for 12, the cube may have come to rest in the gap: the timeout is never true."""
+    """Lost for 2 frames: the drop may have happened on frames 4 to 6 (the fifth frame after the gap began, to the
+    one that decides it), all seen above the bin. transfer_event is unknown on each of them, never true (on which
+    one it happened is not known); the transfer surely started, and its timeout is false up to 100 frames after
+    frame 4, unknown until 100 frames after frame 6, true from then (as the drop's settle timeout). Lost for 6, the
+    drop may have happened on frames 4 or 5, unseen, with the cube anywhere (starting no transfer): the transfer
+    timeout is unknown from frame 104, never true. Lost for 12, the cube may have come to rest in the gap."""
+    frames = _transfer_decided_after_a_gap(2)
+    assert tri(frames, "transfer_event")[:8] == [False] * 4 + [None] * 3 + [False]
+    assert tri(frames, "settle_timeout")[100:110] == [False] * 4 + [None] * 2 + [True] * 4
+    assert tri(frames, "transfer_timeout")[100:110] == [False] * 4 + [None] * 2 + [True] * 4
     frames = _transfer_decided_after_a_gap(6)
-    assert tri(frames, "transfer_event").index(True) == 10
+    assert tri(frames, "transfer_event")[:12] == [False] * 4 + [None] * 7 + [False]
     assert tri(frames, "settle_timeout")[100:115] == [False] * 4 + [None] * 6 + [True] * 5
-    assert tri(frames, "transfer_timeout")[100:115] == [False] * 4 + [None] * 6 + [True] * 5
+    assert tri(frames, "transfer_timeout")[100:] == [False] * 4 + [None] * (len(frames) - 104)
     timeout = tri(_transfer_decided_after_a_gap(12), "transfer_timeout")
     assert timeout[103:105] == [False, None] and True not in timeout
 
@@ -791,6 +798,33 @@ def test_rest_seen_before_the_last_frame_a_hidden_drop_may_have_happened_on_sett
     assert tri(frames[12:], "object_stable") == [None] * 5 + [True]
     frames += _lost_then_sliding(s, 0, [0.0, 0.01, 0.0])
     assert tri(frames, "settle_timeout")[108:] == [False] + [None] * (len(frames) - 109)
+
+
+def test_a_grasp_and_drop_hidden_in_a_pose_gap_may_have_started_a_transfer():
+    """Dropped unseen on frame 9, 10 or 11, the cube may have been above the bin: transfer_event is unknown there
+    (seen on the table from frame 12, a drop there starts none), and the transfer it may have started, never
+    settled, would time out from frame 109: unknown from there, until the cube is seen grasped, which would end it."""
+    s, frames = _grasp_and_drop_hidden_in_a_gap()
+    assert tri(frames, "transfer_event") == [False] * 9 + [None] * 3 + [False] * 120
+    assert tri(frames, "transfer_timeout") == [False] * 109 + [None] * 23
+    s.grasp()
+    assert tri(s.step(6), "transfer_timeout") == [None] * 4 + [False] * 2
+
+
+def test_a_drop_of_an_object_lost_from_sight_may_start_a_transfer():
+    """The cube lost from sight as the hand opens drops on the debounce's fifth open frame (a known drop): where it
+    was then is not known, so whether that drop was above the bin (transfer_event) is unknown, not false, and so is
+    the timeout of the transfer it may have started, from 100 frames on."""
+    s = Scene()
+    s.step(3)
+    s.grasp()
+    s.step(8)
+    s.release()
+    s.missing.add("cube")
+    fall = s.step(110)
+    assert tri(fall, "object_dropped")[:6] == [False] * 4 + [True, False]
+    assert tri(fall, "transfer_event")[:6] == [False] * 4 + [None, False]
+    assert tri(fall, "transfer_timeout")[103:106] == [False, None, None]
 
 
 def test_object_in_fixture_is_unknown_while_a_grasp_hidden_in_a_pose_gap_may_have_changed_the_focus():

@@ -18,6 +18,9 @@ at rest for the stability persistence after the last of them (`calm`: its latch 
 have had). That grasp may also have made it the focus: the post-drop predicates are known only where every
 object that may be the focus agrees (`other_foci`), until a grasp seen settles which one was last. An open
 gripper holds nothing, seen or not: its raw grasp is false and the evidence runs on.
+
+`maybe_dropped` names the objects whose drop on this frame is unknown, for the families a drop starts something
+in (a transfer).
 """
 
 from __future__ import annotations
@@ -133,6 +136,8 @@ class GraspEstimator:
         self.grasped: dict[str, bool] = {o: False for o in objects}  # debounced, held when unknown
         self.raw: dict[str, Tri] = {o: False for o in objects}  # this frame's raw grasp
         self.dropped: frozenset[str] = frozenset()
+        self.maybe_dropped: frozenset[str] = frozenset()  # those whose drop on this frame is unknown (possible
+        # unseen, or decided now after a pose gap)
         self.held: tuple[str, ...] = ()  # grasped or raw-grasped this frame, in `objects` order
         self.stable: dict[str, Tri] = {o: False for o in objects}
         self.moving: dict[str, Tri] = {o: None for o in objects}
@@ -160,7 +165,7 @@ class GraspEstimator:
         dropped_any: Tri = False  # object_dropped
         sync_all: Tri = True  # object_sync, over the grasped objects
         stable_all: Tri = True  # object_stable, over the others
-        held, just_dropped = [], []
+        held, just_dropped, maybe_dropped = [], [], []
         rose = False  # some object's latest grasp rise may have moved: which may be the focus is asked again
         engaged: Tri = False  # some object counts as grasped before or after this frame (open gripper: a release)
         for o, st in self._states:
@@ -230,6 +235,7 @@ class GraspEstimator:
                     if st.rested:
                         st.settle.doubt()
                     st.rest_run = min(st.rest_run, frame - st.earliest)  # its quiet frames since then
+                    maybe_dropped.append(o)
                     if not dropped_any:
                         dropped_any = None
             elif (debounced is None and before) or (  # grasped before its gap: it may have fallen unseen since
@@ -238,6 +244,7 @@ class GraspEstimator:
                 if not dropped_any:  # on any frame up to the deciding one
                     dropped_any = None
                 if not raw and frame >= st.earliest:  # it may have dropped on this very frame
+                    maybe_dropped.append(o)
                     settle = st.settle
                     if settle.started_at is None:  # its settle timer may run from the first such frame, and it may
                         settle.start(frame)  # not run at all (still held, or never grasped): never surely expired
@@ -295,6 +302,7 @@ class GraspEstimator:
             if after or raw:
                 held.append(o)
         self.dropped = frozenset(just_dropped) if just_dropped else _NONE
+        self.maybe_dropped = frozenset(maybe_dropped) if maybe_dropped else _NONE
         self.held = tuple(held)
         if rose:
             self._find_foci()
