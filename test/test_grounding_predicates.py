@@ -827,6 +827,30 @@ def test_a_drop_of_an_object_lost_from_sight_may_start_a_transfer():
     assert tri(fall, "transfer_timeout")[103:106] == [False, None, None]
 
 
+def test_a_drop_hidden_in_a_pose_gap_may_have_released_the_objects_within_reach():
+    """The cube lies within reach of the closed, empty hand and is lost from sight for 12 frames: it may have been
+    grasped and dropped unseen, which would release it (a drop re-arms the objects within reach only once the
+    gripper has left them). When the hand opens beside it, whether that is a pick approach is unknown: the onset,
+    the skill's end and its preconditions are unknown, not a certain onset; once the hand has left, the skill
+    that may be running lapses after the onset window."""
+    s = Scene()
+    s.fingers = 0.024
+    s.contacts[("finger_left", "cube")] = 0.04
+    s.step(2)
+    s.missing.add("cube")
+    s.step(12)
+    s.missing.clear()
+    assert tri(s.step(6), "object_dropped") == [None] * 5 + [False]
+    s.fingers = 0.04
+    opened = s.step(4)
+    assert tri(opened, "skill_pick_onset") == tri(opened, "skill_pick_onset_end") == [None] * 4
+    assert tri(opened, "preconditions_pick") == [None] * 4
+    del s.contacts[("finger_left", "cube")]
+    away = s.step(12)
+    assert tri(away, "skill_pick_onset") == [False] * 12
+    assert tri(away, "skill_pick_onset_end") == [None] * 10 + [True] * 2
+
+
 def test_object_in_fixture_is_unknown_while_a_grasp_hidden_in_a_pose_gap_may_have_changed_the_focus():
     """The mug, the focus, rests on the drawer floor: object_in_fixture is true. The closed, empty hand may grasp
     the cube while the cube is lost from sight for 12 frames: from the fifth, the cube, on the table, may be the

@@ -20,7 +20,7 @@ object that may be the focus agrees (`other_foci`), until a grasp seen settles w
 gripper holds nothing, seen or not: its raw grasp is false and the evidence runs on.
 
 `maybe_dropped` names the objects whose drop on this frame is unknown, for the families a drop starts something
-in (a transfer).
+in (a transfer, the pick skill's re-arming).
 """
 
 from __future__ import annotations
