@@ -405,13 +405,20 @@ def _transfer_decided_after_a_gap(gap: int) -> list:
 
 
 def test_a_transfer_decided_after_a_pose_gap_times_out_from_the_earliest_frame_its_drop_may_have_happened():
-    """Lost for 6 frames: the drop may have happened on frame 4 and is decided on frame 10. The transfer timeout
-    is false up to 100 frames after frame 4, unknown until 100 frames after frame 10, true from then (as the
-    drop's settle timeout). Lost for 12, the cube may have come to rest in the gap: the timeout is never true."""
+    """Lost for 2 frames: the drop may have happened on frames 4 to 6 (the fifth frame after the gap began, to the
+    one that decides it), all seen above the bin. transfer_event is unknown on each of them, never true (on which
+    one it happened is not known); the transfer surely started, and its timeout is false up to 100 frames after
+    frame 4, unknown until 100 frames after frame 6, true from then (as the drop's settle timeout). Lost for 6, the
+    drop may have happened on frames 4 or 5, unseen, with the cube anywhere (starting no transfer): the transfer
+    timeout is unknown from frame 104, never true. Lost for 12, the cube may have come to rest in the gap."""
+    frames = _transfer_decided_after_a_gap(2)
+    assert tri(frames, "transfer_event")[:8] == [False] * 4 + [None] * 3 + [False]
+    assert tri(frames, "settle_timeout")[100:110] == [False] * 4 + [None] * 2 + [True] * 4
+    assert tri(frames, "transfer_timeout")[100:110] == [False] * 4 + [None] * 2 + [True] * 4
     frames = _transfer_decided_after_a_gap(6)
-    assert tri(frames, "transfer_event").index(True) == 10
+    assert tri(frames, "transfer_event")[:12] == [False] * 4 + [None] * 7 + [False]
     assert tri(frames, "settle_timeout")[100:115] == [False] * 4 + [None] * 6 + [True] * 5
-    assert tri(frames, "transfer_timeout")[100:115] == [False] * 4 + [None] * 6 + [True] * 5
+    assert tri(frames, "transfer_timeout")[100:] == [False] * 4 + [None] * (len(frames) - 104)
     timeout = tri(_transfer_decided_after_a_gap(12), "transfer_timeout")
     assert timeout[103:105] == [False, None] and True not in timeout
 
@@ -726,6 +733,155 @@ def test_a_drop_decided_after_a_long_pose_gap_may_have_settled_in_it():
     frames = _dropped_in_a_gap(12)
     timeout = tri(frames, "settle_timeout")
     assert timeout[103:105] == [False, None] and True not in timeout
+
+
+def test_a_drop_hidden_in_a_long_pose_gap_may_have_timed_out_before_the_pose_returns():
+    """The cube held in the closed hand is lost from sight for 130 frames: it may have slipped out on frame 4 and
+    slid on unseen, so its settle timeout is unknown from frame 104, not false; seen again in the hand, held for
+    the debounce's five frames, it is held (a drop it may have had was grasped again): false."""
+    s = Scene()
+    s.step(3)
+    s.grasp()
+    s.step(8)
+    s.missing.add("cube")
+    gap = s.step(130)
+    s.missing.clear()
+    back = s.step(6)
+    assert tri(gap, "settle_timeout") == [False] * 104 + [None] * 26
+    assert tri(back, "settle_timeout") == [None] * 4 + [False] * 2
+    assert tri(back, "object_grasped") == [None] * 4 + [True] * 2
+
+
+def _by_the_closed_hand(focus: bool) -> Scene:
+    """The cube resting by the closed, empty hand. `focus`: it was grasped and let go before, and settled: it is the
+    focus object, its settle timer stopped."""
+    s = Scene()
+    if focus:
+        s.grasp()
+        s.step(6)
+        s.release()
+        s.step(12)
+    s.fingers = 0.024
+    s.step(2)
+    return s
+
+
+def _grasp_and_drop_hidden_in_a_gap(focus: bool = False) -> tuple[Scene, list]:
+    """The cube by the closed hand is lost from sight for 12 frames from frame 0: it may have been grasped on frame
+    4 (its fifth unseen frame) and dropped from frame 9 on. Seen again, out of the fingers, it slides at 0.2 m/s for
+    120 frames (its grasp decided "not grasped" on frame 16)."""
+    s = _by_the_closed_hand(focus)
+    return s, _lost_then_sliding(s, 12, [0.0, 0.01, 0.0])
+
+
+def test_a_grasp_and_drop_hidden_in_a_pose_gap_may_have_started_a_settle_timer():
+    """The cube, the focus, settled. Such a drop, on frame 9 at the earliest, would have started its settle timer
+    again, and the cube never rests: settle_timeout is unknown from frame 109 (true if the drop happened, false if
+    not: never true), until the cube, stopped, is seen at rest for the stability persistence (its first frame still
+    reads the last move), which settles it whichever frame it was dropped on: false again."""
+    s, frames = _grasp_and_drop_hidden_in_a_gap(focus=True)
+    assert tri(frames, "settle_timeout") == [False] * 109 + [None] * 23
+    rest = s.step(7)
+    assert tri(rest, "settle_timeout") == [None] * 5 + [False] * 2
+
+
+def test_rest_seen_before_the_last_frame_a_hidden_drop_may_have_happened_on_settles_nothing():
+    """The same cube seen at rest from frame 12 (its stability latch closes on 17), then sliding: the drop may have
+    been on frame 16, which decides it, and the cube has rested only two frames since, too few to settle after
+    that drop: the timeout is unknown from frame 109, not false."""
+    s = _by_the_closed_hand(focus=True)
+    s.missing.add("cube")
+    frames = s.step(12)
+    s.contacts[("finger_left", "cube")] = s.contacts[("finger_right", "cube")] = 0.05
+    s.missing.clear()
+    frames += s.step(6)
+    assert tri(frames[12:], "object_stable") == [None] * 5 + [True]
+    frames += _lost_then_sliding(s, 0, [0.0, 0.01, 0.0])
+    assert tri(frames, "settle_timeout")[108:] == [False] + [None] * (len(frames) - 109)
+
+
+def test_a_grasp_and_drop_hidden_in_a_pose_gap_may_have_started_a_transfer():
+    """Dropped unseen on frame 9, 10 or 11, the cube may have been above the bin: transfer_event is unknown there
+    (seen on the table from frame 12, a drop there starts none), and the transfer it may have started, never
+    settled, would time out from frame 109: unknown from there, until the cube is seen grasped, which would end it."""
+    s, frames = _grasp_and_drop_hidden_in_a_gap()
+    assert tri(frames, "transfer_event") == [False] * 9 + [None] * 3 + [False] * 120
+    assert tri(frames, "transfer_timeout") == [False] * 109 + [None] * 23
+    s.grasp()
+    assert tri(s.step(6), "transfer_timeout") == [None] * 4 + [False] * 2
+
+
+def test_a_drop_of_an_object_lost_from_sight_may_start_a_transfer():
+    """The cube lost from sight as the hand opens drops on the debounce's fifth open frame (a known drop): where it
+    was then is not known, so whether that drop was above the bin (transfer_event) is unknown, not false, and so is
+    the timeout of the transfer it may have started, from 100 frames on."""
+    s = Scene()
+    s.step(3)
+    s.grasp()
+    s.step(8)
+    s.release()
+    s.missing.add("cube")
+    fall = s.step(110)
+    assert tri(fall, "object_dropped")[:6] == [False] * 4 + [True, False]
+    assert tri(fall, "transfer_event")[:6] == [False] * 4 + [None, False]
+    assert tri(fall, "transfer_timeout")[103:106] == [False, None, None]
+
+
+def test_a_drop_hidden_in_a_pose_gap_may_have_released_the_objects_within_reach():
+    """The cube lies within reach of the closed, empty hand and is lost from sight for 12 frames: it may have been
+    grasped and dropped unseen, which would release it (a drop re-arms the objects within reach only once the
+    gripper has left them). When the hand opens beside it, whether that is a pick approach is unknown: the onset,
+    the skill's end and its preconditions are unknown, not a certain onset; once the hand has left, the skill
+    that may be running lapses after the onset window."""
+    s = Scene()
+    s.fingers = 0.024
+    s.contacts[("finger_left", "cube")] = 0.04
+    s.step(2)
+    s.missing.add("cube")
+    s.step(12)
+    s.missing.clear()
+    assert tri(s.step(6), "object_dropped") == [None] * 5 + [False]
+    s.fingers = 0.04
+    opened = s.step(4)
+    assert tri(opened, "skill_pick_onset") == tri(opened, "skill_pick_onset_end") == [None] * 4
+    assert tri(opened, "preconditions_pick") == [None] * 4
+    del s.contacts[("finger_left", "cube")]
+    away = s.step(12)
+    assert tri(away, "skill_pick_onset") == [False] * 12
+    assert tri(away, "skill_pick_onset_end") == [None] * 10 + [True] * 2
+
+
+def test_object_in_fixture_is_unknown_while_a_grasp_hidden_in_a_pose_gap_may_have_changed_the_focus():
+    """The mug, the focus, rests on the drawer floor: object_in_fixture is true. The closed, empty hand may grasp
+    the cube while the cube is lost from sight for 12 frames: from the fifth, the cube, on the table, may be the
+    focus, so object_in_fixture is unknown, not true, also once the cube is seen again."""
+    s = Scene()
+    s.grasp("mug")
+    s.step(6)
+    s.pos["mug"] = np.array([0.6375, 0.42, 0.51 - 0.08 + 0.045])  # on the drawer floor
+    s.ee = s.pos["mug"].copy()
+    s.release("mug")
+    s.step(6)
+    s.fingers = 0.024
+    s.step()
+    s.missing.add("cube")
+    frames = s.step(12)
+    s.missing.clear()
+    frames += s.step(4)
+    assert tri(frames, "object_in_fixture") == [True] * 4 + [None] * 12
+
+
+def test_a_grasp_hidden_in_a_pose_gap_may_have_made_another_object_the_focus():
+    """Before it, nothing was grasped: no focus object, so object_left_gripper is false. From frame 4 the cube may
+    have been grasped, and be the focus: object_left_gripper is unknown wherever the cube is clear of the gripper
+    (unseen, or seen 5 cm from the fingers), until a grasp seen (the mug's) makes the mug the focus in every
+    completion."""
+    s, frames = _grasp_and_drop_hidden_in_a_gap()
+    assert tri(frames, "object_left_gripper") == [False] * 4 + [None] * 128
+    s.grasp("mug")
+    grasp = s.step(6)
+    assert tri(grasp, "object_grasped") == [False] * 4 + [True] * 2
+    assert tri(grasp, "object_left_gripper") == [None] * 4 + [False] * 2
 
 
 def test_a_frozen_pose_stream_turns_stale_beyond_its_age_limit():

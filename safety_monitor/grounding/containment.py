@@ -3,6 +3,12 @@
 Containers are entities with the `container` property and an interior box (robot.yaml). A transfer
 episode follows one object into one container until it is contained and at rest, it is grasped again,
 or another transfer starts.
+
+A drop at an unknown frame (one that may have happened unseen, or decided after a pose gap) above a container,
+or of an object whose pose is unknown, may have started a transfer: `transfer_event` is unknown on each frame it
+may have happened on, and the transfer it may have started replaces the current one only in some completions
+(`_MaybeTransfer`): the transfer predicates are known where both agree. A drop decided after a gap whose every
+possible frame saw the object above one container surely started a transfer into it, at an unknown frame.
 """
 
 from __future__ import annotations
@@ -21,7 +27,8 @@ from safety_monitor.grounding.thresholds import FrameCounts, Thresholds
 
 DOCS = {
     "transfer_event": PredicateDoc(
-        "an object was dropped this frame with its centre above a container's opening",
+        "an object was dropped this frame with its centre above a container's opening (unknown on every frame a "
+        "drop at an unknown frame may have been on, and for a drop of an unseen object, that may have been above one)",
         "object_dropped, object box, container interiors",
         "-",
     ),
@@ -31,13 +38,15 @@ DOCS = {
         "placement_margin 0.03 m",
     ),
     "contained_settled": PredicateDoc(
-        "the object of the current transfer is contained in its container and stable, debounced",
+        "the object of the current transfer is contained in its container and stable, debounced (unknown where a "
+        "transfer that may have started unseen since would disagree)",
         "contained, object_stable",
         "content_entry_persistence 0.25 s (5 frames)",
     ),
     "transfer_timeout": PredicateDoc(
         "the current transfer has lasted the timeout without contained_settled (unknown if it may have settled "
-        "while unseen: for the content-entry persistence)",
+        "while unseen: for the content-entry persistence; from the timeout after the earliest frame of a transfer "
+        "that may have started unseen, until its object is seen grasped)",
         "transfer_event, contained_settled",
         "transfer_timeout 5 s (100 frames)",
     ),
@@ -45,6 +54,23 @@ DOCS = {
 
 
 _ABOUT_TRANSFER = ("transfer_event", "contained_settled", "transfer_timeout")
+
+
+class _MaybeTransfer:
+    """A transfer that a drop at an unknown frame, from `earliest` on, may have started: in the completions where it
+    did, it is the current one. Its timer may have started as early as `earliest` and may never have run (never
+    surely expired); its contained_settled is unknown once its object may have been contained for the content-entry
+    persistence (no box, or inside a container: stable or not), false before and once seen outside every container
+    for as long again (its debounce fell in every completion)."""
+
+    def __init__(self, obj: str, earliest: int, container: str | None, possible: bool):
+        self.object: str | None = obj  # None: its object was grasped again, ending it: no transfer in those completions
+        self.earliest = earliest
+        self.container = container  # the one it was seen above on every frame the drop may have been on, if any
+        self.possible = possible  # some of those frames may have started a transfer (unseen, or above a container)
+        self.run = 0  # frames since its object was last seen outside every container
+        self.out = 0  # frames since it was last not seen outside every container
+        self.settled = False  # its contained_settled may be true
 
 
 class ContainmentEstimator:
@@ -63,27 +89,30 @@ class ContainmentEstimator:
         self.timer = Timer(counts.transfer_timeout)
         self.settled = SymmetricDebounce(counts.content_entry_persistence)
         self.maybe_settled = 0  # frames since the transfer's object was last seen not contained at rest
+        self.maybe: list[_MaybeTransfer] = []  # transfers that may have replaced this one unseen (usually none)
         # the last (object boxes, interiors) `_contained` was asked about, and its answer
         self._contained_for: tuple[Mapping[str, Box], Mapping[str, Box], Tri] | None = None
 
     def step(self, inp: FrameInputs) -> tuple[Tri, ...]:
         """This frame's values in DOCS order."""
-        geo = inp.geometry
+        geo, g, frame = inp.geometry, self.grasp, inp.frame
         margin = self.th.distances_m.placement_margin
-        event = False
-        if self.grasp.dropped:  # rare: sorting an empty set every frame costs more than the check
-            for o in sorted(self.grasp.dropped):
+        event: Tri = False
+        if g.dropped or g.maybe_dropped:  # rare: sorting an empty set every frame costs more than the check
+            boxes = geo.object_boxes
+            for o in sorted(g.dropped - g.maybe_dropped):  # dropped on this frame
                 c = self._container_below(o, inp)
                 if c is not None:
                     event = True
-                    self.transfer = (o, c)
-                    drop = self.grasp.state[o].settle  # started by this drop: from its earliest frame (a drop
-                    self.timer.start(inp.frame, drop.earliest)  # decided after a pose gap), doubted if it
-                    if drop.doubted:  # may have come to rest since then
-                        self.timer.doubt()
-                    self.settled = SymmetricDebounce(self.counts.content_entry_persistence)
-                    self.maybe_settled = 0
-        if self.transfer and self.grasp.grasped[self.transfer[0]]:
+                    self._start(o, c, frame)
+                elif o not in boxes and self._may_start(o, frame, None, True) and event is False:
+                    event = None  # unseen: it may have been above a container
+            for o in sorted(g.maybe_dropped):  # dropped on this frame in some completions only
+                if self._may_start(o, frame, self._container_below(o, inp), o not in boxes) and event is False:
+                    event = None
+            for o in sorted(g.dropped & g.maybe_dropped):  # a drop decided now, after a pose gap
+                self._decided(o, frame)
+        if self.transfer and g.grasped[self.transfer[0]]:
             self.transfer = None
             self.timer.stop()
         settled: Tri = False
@@ -99,7 +128,86 @@ class ContainmentEstimator:
                 self.timer.stop()
             elif self.maybe_settled >= self.counts.content_entry_persistence:
                 self.timer.doubt()  # it may have settled unseen (a shorter spell could not): a timeout is unknown
-        return event, self._contained(geo, margin), settled, self.timer.expired(inp.frame)
+        timeout = self.timer.expired(frame)
+        if self.maybe:
+            settled, timeout = self._join_maybe(geo, frame, settled, timeout)
+        return event, self._contained(geo, margin), settled, timeout
+
+    def _start(self, o: str, c: str, frame: int, earliest: int | None = None) -> None:
+        """A transfer of `o` into `c` starts on `frame` (or, `earliest`, on some frame from then to `frame`)."""
+        self.transfer = (o, c)
+        drop = self.grasp.state[o].settle  # started by the drop, doubted if it may have come to rest since
+        self.timer.start(frame, earliest)
+        if drop.doubted:
+            self.timer.doubt()
+        self.settled = SymmetricDebounce(self.counts.content_entry_persistence)
+        self.maybe_settled = 0
+        self.maybe = [m for m in self.maybe if m.object != o]
+        if earliest is None:  # every completion has it: none that may have started before is current any more
+            self.maybe.clear()
+
+    def _may_start(self, o: str, frame: int, container: str | None, unseen: bool) -> bool:
+        """`o` may have been dropped on this frame: whether that may have started a transfer (unseen, or above
+        `container`), kept on its `_MaybeTransfer` (started on the first frame its drop may have been on)."""
+        possible = unseen or container is not None
+        for m in self.maybe:
+            if m.object == o:
+                if m.container != container:
+                    m.container = None
+                m.possible = m.possible or possible
+                return possible
+        self.maybe.append(_MaybeTransfer(o, frame, container, possible))
+        return possible
+
+    def _decided(self, o: str, frame: int) -> None:
+        """`o`'s drop was decided on this frame after a pose gap: it happened on one of the frames its
+        `_MaybeTransfer` saw. Seen above the same container on all of them, it surely started a transfer into it."""
+        for m in self.maybe:
+            if m.object == o and m.container is not None:
+                settled = m.settled
+                self._start(o, m.container, frame, m.earliest)
+                if settled:  # it may have settled since its earliest frame
+                    self.settled.restart()
+                    self.timer.doubt()
+                return
+
+    def _join_maybe(self, geo: FrameGeometry, frame: int, settled: Tri, timeout: Tri) -> tuple[Tri, Tri]:
+        """(contained_settled, transfer_timeout) known only where the transfers that may have replaced the current
+        one agree with it (Kleene); each followed until its object is grasped again (then none)."""
+        n, limit, margin = self.counts.content_entry_persistence, self.timer.n, self.th.distances_m.placement_margin
+        kept = []
+        for m in self.maybe:
+            o = m.object
+            if o is not None:
+                debounce = self.grasp.state[o].grasp
+                if not m.possible:  # no frame so far could have started one: none, unless a later one does
+                    if debounce.warming:
+                        kept.append(m)
+                    continue
+                if self.grasp.grasped[o] and not debounce.warming:
+                    o = m.object = None
+                else:
+                    box = geo.object_boxes.get(o)
+                    inside = None if box is None else self._inside_any(box, geo.interiors, margin)
+                    if inside is False:
+                        m.run, m.out = 0, m.out + 1
+                        m.settled = m.settled and m.out < n
+                    else:
+                        m.run, m.out = m.run + 1, 0
+                        m.settled = m.settled or m.run >= n
+            if o is None and self.transfer is None:  # no transfer either way
+                continue
+            kept.append(m)
+            if (None if o and m.settled else False) != settled:
+                settled = None
+            if (None if o and frame - m.earliest >= limit else False) != timeout:
+                timeout = None
+        self.maybe = kept
+        return settled, timeout
+
+    def _inside_any(self, box: Box, interiors: Mapping[str, Box], margin: float) -> bool:
+        """`box` lies inside some container."""
+        return any([object_inside(box, interiors[c], margin) for c in self.containers])
 
     def name_objects(self, values: Mapping[str, bool], out: dict[str, tuple[str, ...]]) -> None:
         """The object and container of the current transfer, for each of its true predicates (`Grounder`)."""

@@ -128,7 +128,8 @@ class Timer:
     """Frames elapsed since `start(frame)`; expired once `n` frames have passed (elapsed >= n).
 
     `doubt()` says that the timer may have stopped unseen since its start (what stops it, a settle, takes a
-    persistence, and the object it waits for was unknown for that long): an expiry is then unknown, not true.
+    persistence, and the object it waits for was unknown for that long), or may never have started (its event
+    may have happened unseen, from `earliest` on, or not at all): an expiry is then unknown, not true.
     A start decided late (its event happened unseen, at `earliest` or later) makes the expiry unknown from
     `earliest`'s expiry until the start's.
     """
@@ -152,7 +153,8 @@ class Timer:
         self.started_at, self.doubted = None, False
 
     def doubt(self) -> None:
-        """The stop condition may have held unseen (no effect on a stopped timer)."""
+        """The stop condition may have held unseen, or the start may not have happened (no effect on a stopped
+        timer)."""
         if self.started_at is not None:
             self.doubted = True
 

@@ -42,7 +42,8 @@ DOCS = {
         "reach 0.05 m",
     ),
     "object_in_fixture": PredicateDoc(
-        "the focus object lies inside an enclosure interior and rests on its floor (internal support)",
+        "the focus object lies inside an enclosure interior and rests on its floor (internal support; unknown "
+        "where another object may be the focus and would disagree, as object_left_gripper)",
         "object pose and box, interior boxes",
         "placement_margin 0.03 m",
     ),
@@ -206,7 +207,7 @@ class FixtureEstimator:
         if values["reach_in_fixture"]:
             out["reach_in_fixture"] = tuple(f for f, inside in self.reach_in.items() if inside)
         if values["object_in_fixture"] and self.grasp.focus:
-            out["object_in_fixture"] = (self.grasp.focus,)
+            out["object_in_fixture"] = self.grasp.foci()
         for p in _ABOUT_EPISODES:  # about the fixtures with an open obstacle episode
             if values[p]:
                 out[p] = tuple(f for f, ep in self.episodes.items() if ep.active)
@@ -232,7 +233,15 @@ class FixtureEstimator:
         return self.fixtures[0] if self.fixtures else None
 
     def _focus_in_fixture(self, inp: FrameInputs) -> Tri:
-        o = self.grasp.focus
+        """object_in_fixture: known where every object that may be the focus agrees (Kleene)."""
+        value = self._in_fixture(self.grasp.focus, inp)
+        for o in self.grasp.other_foci:
+            if self._in_fixture(o, inp) != value:
+                return None
+        return value
+
+    def _in_fixture(self, o: str | None, inp: FrameInputs) -> Tri:
+        """Whether `o` rests inside an enclosure (false for no object: before any grasp)."""
         if o is None:
             return False
         box = inp.geometry.object_boxes.get(o)

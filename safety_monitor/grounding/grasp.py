@@ -11,10 +11,17 @@ A gap in an object's pose while the gripper is closed restarts its grasp evidenc
 the gripper has been closed for the grasp persistence: it may have been grasped unseen): when the pose returns, the
 grasp is unknown until the debounce has seen its full run again, and a fall it then decides is a drop at an
 unknown frame (unknown, not a drop here: whether the gripper was open when it happened was not seen), whose
-settle timer runs from the earliest frame it may have happened. One not grasped before the gap may have been
-grasped and dropped in it: its drop is unknown from the persistence after the earliest frame it may have been
-grasped until the debounce decides. An open gripper holds nothing, seen or not: its raw grasp is false and the
-evidence runs on.
+settle timer runs from the earliest frame it may have happened (and may run out before the pose returns). One
+not grasped before the gap may have been grasped and dropped in it: its drop is unknown from the persistence
+after the earliest frame it may have been grasped until the debounce decides, and may have started its settle
+timer on any of those frames, or never: never surely expired, it stops once the object is seen grasped, or seen
+at rest for the stability persistence after the last of them (`calm`: its latch says nothing of a grasp it may
+have had). That grasp may also have made it the focus: the post-drop predicates are known only where every
+object that may be the focus agrees (`other_foci`), until a grasp seen settles which one was last. An open
+gripper holds nothing, seen or not: its raw grasp is false and the evidence runs on.
+
+`maybe_dropped` names the objects whose drop on this frame is unknown, for the families a drop starts something
+in (a transfer, the pick skill's re-arming).
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from collections.abc import Mapping
 
 from safety_monitor.grounding.debounce import StickyTrue, SymmetricDebounce, Timer, Tri
 from safety_monitor.grounding.description import FINGER_PARTS, OTHER_ARM
-from safety_monitor.grounding.geometry import Box
+from safety_monitor.grounding.geometry import Box, FrameGeometry
 from safety_monitor.grounding.inputs import FrameInputs, PredicateDoc
 from safety_monitor.grounding.motion import rotation_angle
 from safety_monitor.grounding.thresholds import FrameCounts, Motion, Thresholds
@@ -62,7 +69,8 @@ DOCS = {
     ),
     "object_left_gripper": PredicateDoc(
         "the focus object (most recently grasped) is beyond gripper clearance of every gripper body; "
-        "false before any grasp",
+        "false before any grasp (unknown where an object that may have been grasped unseen since, and so be the "
+        "focus, would disagree)",
         "twin gripper-object gaps",
         "gripper_clearance 0.01 m",
     ),
@@ -73,12 +81,17 @@ DOCS = {
         "linear 0.05 m/s, angular 0.25 rad/s; stability_persistence 0.25 s (5 frames)",
     ),
     "object_settled": PredicateDoc(
-        "the focus object is at rest and not grasped", "object_stable per object, object_grasped", "-"
+        "the focus object is at rest and not grasped (unknown while it may be held, or not yet seen at rest since a "
+        "drop it may have had unseen; where another object may be the focus, as object_left_gripper)",
+        "object_stable per object, object_grasped",
+        "-",
     ),
     "settle_timeout": PredicateDoc(
         "the focus object was dropped at least the settle timeout ago and has not settled, been re-grasped or come "
         "within gripper clearance of the other arm of a bimanual robot (handed over) since (unknown if it may have "
-        "while unseen: for the stability or grasp persistence)",
+        "while unseen: for the stability or grasp persistence; from the timeout after the earliest frame of a drop "
+        "it may have had unseen, until seen grasped or at rest for the stability persistence after its last possible "
+        "frame; as object_left_gripper)",
         "object_dropped, object_settled, twin gaps to the other arm",
         "settle_timeout 5 s (100 frames); gripper_clearance 0.01 m",
     ),
@@ -88,6 +101,7 @@ DOCS = {
 _NO_GAPS: dict[str, float] = {}  # a finger body near nothing (read only)
 _NONE: frozenset[str] = frozenset()  # no object dropped (most frames)
 _ABOUT_FOCUS = ("object_left_gripper", "object_settled", "settle_timeout")
+_NO_FOCUS: tuple[Tri, Tri, Tri] = (False, False, False)  # _ABOUT_FOCUS before any grasp
 
 
 class _ObjectGrasp:
@@ -102,6 +116,10 @@ class _ObjectGrasp:
         self.maybe_held = False  # and a closed gripper may have grasped it unseen since (grip_run, unseen frames
         # among its run, reached the persistence): that grasp may last until the debounce decides
         self.rested = False  # and it may have rested for the stability persistence since that frame
+        self.calm: int | None = None  # after a drop it may have had unseen (not grasped before): frames seen at
+        # rest since the last frame that drop may have happened; its settle timer stops at the persistence only
+        self.last_rise = -1  # the earliest frame its latest grasp rise may have been on (-1: it may never have risen)
+        self.rise_by = -1  # and the latest (-1: it never rose): between them, it may be the focus
         self.anchor: Box | None = None  # the object's box when the stability latch closed
         self.displaced: tuple[Box, Box, bool] | None = None  # (box, anchor, moved beyond the slip thresholds)
 
@@ -116,9 +134,12 @@ class GraspEstimator:
         self.state = {o: _ObjectGrasp(counts) for o in objects}
         self._states = tuple(self.state.items())
         self.focus: str | None = None
+        self.other_foci: tuple[str, ...] = ()  # others a grasp that may have risen unseen may have made the focus
         self.grasped: dict[str, bool] = {o: False for o in objects}  # debounced, held when unknown
         self.raw: dict[str, Tri] = {o: False for o in objects}  # this frame's raw grasp
         self.dropped: frozenset[str] = frozenset()
+        self.maybe_dropped: frozenset[str] = frozenset()  # those whose drop on this frame is unknown (possible
+        # unseen, or decided now after a pose gap)
         self.held: tuple[str, ...] = ()  # grasped or raw-grasped this frame, in `objects` order
         self.stable: dict[str, Tri] = {o: False for o in objects}
         self.moving: dict[str, Tri] = {o: None for o in objects}
@@ -147,7 +168,8 @@ class GraspEstimator:
         dropped_any: Tri = False  # object_dropped
         sync_all: Tri = True  # object_sync, over the grasped objects
         stable_all: Tri = True  # object_stable, over the others
-        held, just_dropped = [], []
+        held, just_dropped, maybe_dropped = [], [], []
+        rose = False  # some object's latest grasp rise may have moved: which may be the focus is asked again
         engaged: Tri = False  # some object counts as grasped before or after this frame (open gripper: a release)
         for o, st in self._states:
             debounce = st.grasp
@@ -191,10 +213,22 @@ class GraspEstimator:
             after = debounce.value
             if after and not before:
                 self.focus = o
+                st.last_rise, st.rise_by, rose = st.earliest if resumed else frame, frame, True
                 st.stable.reset()
                 st.settle.stop()
+                st.calm = None
+            elif (
+                resumed
+                and debounced is None
+                and st.grip_run >= grasp_n
+                and (not before or frame >= st.earliest + grasp_n)
+            ):  # it may have been grasped on this frame unseen (held before: again, after a drop): it may be the focus
+                st.rise_by, rose = frame, True
+            elif resumed and debounced and before:  # held before its gap and decided grasped: a drop it may have
+                st.settle.stop()  # had unseen was grasped again
             if before and not after:
                 just_dropped.append(o)
+                st.calm = None
                 if not resumed:
                     st.settle.start(frame)
                     st.rest_run = 0
@@ -204,13 +238,22 @@ class GraspEstimator:
                     if st.rested:
                         st.settle.doubt()
                     st.rest_run = min(st.rest_run, frame - st.earliest)  # its quiet frames since then
+                    maybe_dropped.append(o)
                     if not dropped_any:
                         dropped_any = None
-            elif (
-                (debounced is None and before)  # grasped before its gap: it may have fallen unseen since
-                or (resumed and st.maybe_held and not (after or raw) and frame >= st.earliest + grasp_n)
-            ) and not dropped_any:  # not grasped before: a grasp it may have had unseen may have ended in a drop
-                dropped_any = None  # the persistence later, on any frame up to the deciding one
+            elif (debounced is None and before) or (  # grasped before its gap: it may have fallen unseen since
+                resumed and st.maybe_held and not (after or raw) and frame >= st.earliest + grasp_n
+            ):  # not grasped before: a grasp it may have had unseen may have ended in a drop the persistence later,
+                if not dropped_any:  # on any frame up to the deciding one
+                    dropped_any = None
+                if not raw and frame >= st.earliest:  # it may have dropped on this very frame
+                    maybe_dropped.append(o)
+                    settle = st.settle
+                    if settle.started_at is None:  # its settle timer may run from the first such frame, and it may
+                        settle.start(frame)  # not run at all (still held, or never grasped): never surely expired
+                    settle.doubt()
+                    if not before:  # its stability latch says nothing of a grasp it may have had: it settles
+                        st.calm = 0  # once seen at rest for the persistence after the last frame it may drop on
             if not resumed:
                 if before or after:
                     engaged = True
@@ -242,8 +285,16 @@ class GraspEstimator:
                     stable_all = None
                 settle = st.settle
                 if settle.started_at is not None:
-                    if stable or taken.get(o, inf) <= clearance:  # settled, or handed over: in the other arm's
-                        settle.stop()  # hand, its monitor watches it
+                    if taken.get(o, inf) <= clearance:  # handed over: in the other arm's hand, its monitor watches
+                        settle.stop()  # it (seen: in every completion)
+                        st.calm = None
+                    elif st.calm is not None:  # after a drop it may have had unseen (its timer doubted)
+                        st.calm = st.calm + 1 if movings[o] is False else 0
+                        if st.calm >= stable_n:
+                            settle.stop()
+                            st.calm = None
+                    elif stable:  # settled
+                        settle.stop()
                     else:  # it may have settled, or been grasped, unseen: only after the persistence that
                         # either takes (a shorter gap, between frames seen moving or released, hides neither)
                         st.rest_run = 0 if movings[o] else st.rest_run + 1
@@ -257,15 +308,17 @@ class GraspEstimator:
             if after or raw:
                 held.append(o)
         self.dropped = frozenset(just_dropped) if just_dropped else _NONE
+        self.maybe_dropped = frozenset(maybe_dropped) if maybe_dropped else _NONE
         self.held = tuple(held)
-        f = self.focus
-        left: Tri = False  # all three about the focus object; false before any grasp
-        settled: Tri = False
-        timeout: Tri = False
-        if f:
-            left = geo.gripper_gap(f) > clearance if f not in geo.unknown else None
-            settled = None if self.stable[f] is None else (self.stable[f] and not self.grasped[f])
-            timeout = self.state[f].settle.expired(frame)
+        if rose:
+            self._find_foci()
+        f = self.focus  # all three about the focus object; false before any grasp
+        left, settled, timeout = self._about(f, geo, frame) if f else _NO_FOCUS
+        for o in self.other_foci:  # another object may be the focus: known only where they agree (Kleene)
+            values = self._about(o, geo, frame)
+            left = left if left == values[0] else None
+            settled = settled if settled == values[1] else None
+            timeout = timeout if timeout == values[2] else None
         return (
             raw_any,  # object_grasped_raw
             grasp_any,  # object_grasped
@@ -288,11 +341,30 @@ class GraspEstimator:
             out["object_dropped"] = tuple(sorted(self.dropped))
         if values["object_released"]:  # up to and including its drop frame
             out["object_released"] = tuple(o for o in self.objects if self.grasped[o] or o in self.dropped)
-        f = self.focus
-        if f:
+        if self.focus:
             for p in _ABOUT_FOCUS:
                 if values[p]:
-                    out[p] = (f,)
+                    out[p] = self.foci()
+
+    def foci(self) -> tuple[str, ...]:
+        """The objects that may be the focus, the last one seen grasped first (empty before any grasp)."""
+        return (self.focus, *self.other_foci) if self.focus else self.other_foci
+
+    def _find_foci(self) -> None:
+        """`other_foci`: the objects whose latest grasp rise may have come after every other's (for the focus, the
+        last grasped, that is the one seen last), in some completion of the unseen frames."""
+        floor = max(0, *[st.last_rise for _, st in self._states])
+        self.other_foci = tuple(o for o, st in self._states if st.rise_by >= floor and o != self.focus)
+
+    def _about(self, o: str, geo: FrameGeometry, frame: int) -> tuple[Tri, Tri, Tri]:
+        """(object_left_gripper, object_settled, settle_timeout) were `o` the focus."""
+        st, stable = self.state[o], self.stable[o]
+        left = geo.gripper_gap(o) > self._grasp_limits[0] if o not in geo.unknown else None
+        if stable is None or (stable and (st.calm is not None or (st.grasp.warming and st.maybe_held))):
+            settled: Tri = None  # at rest, but it may be held, or not settled since a drop it may have had unseen
+        else:
+            settled = stable  # (a grasped object is not stable: held, its latch is reset)
+        return left, settled, st.settle.expired(frame)
 
     def _stability(
         self, st: _ObjectGrasp, speed: tuple[float, float] | None, box: Box | None, held: bool

@@ -13,7 +13,8 @@ Hygiene is deliberately not a precondition (the SafeManip choice): contamination
 cross-contamination property only.
 
 While the object an approach depends on is lost from sight, the approach is unknown: a pose gap neither
-lapses a running skill nor, when the object is seen again, starts another (`_Skill`).
+lapses a running skill nor, when the object is seen again, starts another (`_Skill`). So is an approach to an
+object a drop at an unknown frame may have released (`maybe_released`).
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ SKILLS = ("pick", "place", "open", "close")
 DOCS = {
     "skill_pick_onset": PredicateDoc(
         "first frame of a pick approach: open empty gripper within reach of a manipulated object (unknown while "
-        "an object lost from sight may be within reach, and on an approach seen within the window after that)",
+        "an object lost from sight may be within reach, and on an approach seen within the window after that; "
+        "while the object in reach may have been released by a drop at an unknown frame)",
         "twin gripper-object gaps, finger joints, object_grasped",
         "reach 0.05 m",
     ),
@@ -233,6 +235,7 @@ class SkillEstimator:
         )
         self.lifted: set[str] = set()  # grasped objects lifted clear of every support since their grasp
         self.released: set[str] = set()
+        self.maybe_released: set[str] = set()  # released in some completions only (a drop at an unknown frame)
         d, fr, m = thresholds.distances_m, thresholds.fixtures, thresholds.motion  # read once: every frame needs them
         self._reach, self._path, self._margin = d.reach, d.path_obstruction, d.placement_margin
         # the last (fixture, interior, object boxes) `_close_ok` measured, and whether none straddled it
@@ -256,6 +259,8 @@ class SkillEstimator:
         candidate = self._pick_candidate(inp, held)
         unseen = inp.geometry.unknown
         unsure = bool(unseen) and self._pick_unsure(unseen, candidate, pick.target, held, inp.gripper_closed)
+        if candidate in self.maybe_released:  # released in some completions only: whether the gripper approaches
+            candidate, unsure = None, True  # it, or anything, is unknown
         pick_onset = pick.step(candidate, held == (pick.target or candidate), unsure)
         target = pick.target or candidate
         pick_ok = True if target is None else self._pick_ok(target, inp, held)
@@ -291,13 +296,26 @@ class SkillEstimator:
     def _pick_candidate(self, inp: FrameInputs, held: str | None) -> str | None:
         """Nearest object within reach of an open, empty gripper. When the gripper lets an object go, every
         object then within reach re-arms only once the gripper has moved out of reach of it (backing off
-        after a place, next to the placed object or beside it, is not a new pick)."""
-        geo, reach, inf = inp.geometry, self._reach, math.inf
+        after a place, next to the placed object or beside it, is not a new pick). A drop at an unknown frame
+        (`maybe_dropped`), or an object unseen at a drop (seen before), releases only in some completions
+        (`maybe_released`): the approach to such an object cannot be judged (`step`)."""
+        geo, reach, inf, g = inp.geometry, self._reach, math.inf, self.grasp
         gaps = geo.gripper_gaps
-        if self.grasp.dropped:
-            self.released |= {o for o in self.grasp.objects if gaps.get(o, inf) <= reach}
+        if g.dropped or g.maybe_dropped:
+            near = {o for o in g.objects if gaps.get(o, inf) <= reach}
+            if g.dropped - g.maybe_dropped:
+                self.released |= near
+            if g.maybe_dropped:
+                self.maybe_released |= near
+            self.maybe_released |= {o for o in geo.unknown if o in g.state and g.state[o].seen}
         if self.released:
             self.released = {o for o in self.released if gaps.get(o, inf) <= reach or o in geo.unknown}
+        if self.maybe_released:
+            self.maybe_released = {
+                o
+                for o in self.maybe_released
+                if (gaps.get(o, inf) <= reach or o in geo.unknown) and o not in self.released
+            }
         if held is not None or inp.gripper_closed:
             return None
         best, best_gap = None, inf
