@@ -230,6 +230,7 @@ def test_a_violation_on_late_frames_is_in_the_report_once_where_its_frames_are(t
     assert (never_a["triggers"], never_a["violations"], never_a["violating_frames"]) == (1, 1, 17)
     rows = list(csv.DictReader((report / "episodes.csv").open()))
     assert [(r["bag"], r["property"]) for r in rows] == [(f"{late}#1", "never_a")]
+    assert "## Violations (1)" in (report / "summary.md").read_text()
     assert any("with the 1 violation episode(s) they opened" in i["detail"] for i in second["issue_examples"])
 
 
