@@ -624,6 +624,9 @@ def test_a_late_start_marker_withdraws_the_same_events_live_and_in_replay(tmp_pa
                 Parameter("use_sim_time", value=True),
             ],
         )
+        lines = []
+        throttle = node._throttled
+        node._throttled = lambda level, key, text: lines.append(text) or throttle(level, key, text)
         clock = node.get_clock()
 
         def at(t):
@@ -660,6 +663,8 @@ def test_a_late_start_marker_withdraws_the_same_events_live_and_in_replay(tmp_pa
     opened = [(x[0], x[1], x[5]) for x in extra if x[2] == EventKind.OPENED]
     assert opened == [(x[0], x[1], x[5]) for x in withdrawn]  # under the index they were published with
     assert {x[0] for x in withdrawn} == {1 if end else 0}
+    said = [line for line in lines if "so it counts in none" in line]  # the console said each opened: so too
+    assert len(said) == len({(x[1], x[5]) for x in withdrawn}) and "never_a withdrawn at frame" in said[0]
 
 
 def _records(path):
