@@ -250,7 +250,7 @@ def check_markers(folder: Path, timeout: float) -> Callable[[tuple[str, Any], Pa
         outcomes = []
         for mode in MODES:
             config = replay_config(specs, mode)
-            outcome, _ = guarded(lambda: marker_outcome(bag, config, reference[storage, mode], markers), timeout)
+            outcome, _ = guarded(lambda: marker_outcome(bag, config, reference[storage, mode]), timeout)
             outcomes.append(f"{mode}:{outcome}")
         if any(is_failure(o) for o in outcomes):
             shutil.copytree(bag, case / "bag")

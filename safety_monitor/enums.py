@@ -21,6 +21,8 @@ class EventKind(StrEnum):
     SEEING = "seeing"  # every predicate of the property is known again
     STATE_LOST = "state_lost"  # not a property event: a monitor restarted after its previous run died
     INPUT_ENDED = "input_ended"  # the input restarted (a new rollout began) inside an episode: closed, never recovered
+    # a late start marker took the frames the episode opened on out of their trace: it counts in no rollout
+    WITHDRAWN = "withdrawn"
 
     @property
     def closes(self) -> bool:
@@ -35,6 +37,7 @@ _CLOSING = frozenset(
         EventKind.UNRECOVERED_AT_END,
         EventKind.DISCARDED_TRUNCATED,
         EventKind.INPUT_ENDED,
+        EventKind.WITHDRAWN,
     }
 )
 

@@ -50,7 +50,7 @@ def bags(tmp_path_factory):
 def check_markers(bags, storage, markers, mode):
     bag = bags.bag(storage, markers=markers)
     config = replay_config(bags.specs, mode)
-    outcome, detail = guarded(lambda: marker_outcome(bag, config, bags.reference[storage, mode], markers))
+    outcome, detail = guarded(lambda: marker_outcome(bag, config, bags.reference[storage, mode]))
     assert not is_failure(outcome), (outcome, detail, markers)
 
 

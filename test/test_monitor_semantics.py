@@ -3,6 +3,8 @@
 Each trace is checked on the live monitor and on the batch monitor: both must give these events.
 """
 
+import random
+
 import pytest
 
 from safety_monitor.errors import SpecError
@@ -267,3 +269,46 @@ def test_min_resolve_seconds_follow_the_control_rate(tmp_path):
     assert kinds[20.0] == ["opened", "unrecovered_at_end"]
     assert kinds[500.0] == ["opened", "discarded_truncated"]
     assert kinds[None] == ["opened", "unrecovered_at_end"]  # no rate: the 7 frames as written
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_rewound_monitor_goes_on_as_if_it_had_stopped_at_its_checkpoint(seed):
+    """`rewind` (for a late start marker, which ends a trace before its last frames): back at a checkpoint and
+    stepped on with other frames, the monitor reports and finishes exactly as one that never saw the frames in
+    between, unknown ones and state sets included, and the counterexamples it reported before still read the
+    frames they were about (the frame log is copied, never cut; history 7 makes it roll over)."""
+    rng = random.Random(seed)
+    props = [
+        Property("resp", "action_onset", "G(a -> X b)", "F(b)"),
+        Property("hold", "mechanism", "G(h -> (!t U s))", "F(t)", options={"min_resolve_frames": 3}),
+        NO_P,
+    ]
+    atoms = ("a", "b", "h", "p", "r", "s", "t")
+
+    def frame():
+        if rng.random() < 0.03:
+            return None
+        return {x: None if rng.random() < 0.05 else rng.random() < 0.3 for x in atoms}
+
+    def stepped(monitor, frames):
+        return [e for k, f in enumerate(frames) for e in monitor.step(f, float(k))]
+
+    def story(events):
+        return [(e.kind, e.property, e.frame, e.t, e.episode, e.duration) for e in events]
+
+    before, after, other = ([frame() for _ in range(n)] for n in (60, 40, 30))
+    live, _ = make(*props, history=7)
+    reported = stepped(live, before)
+    checkpoint = live.checkpoint()
+    stepped(live, after)  # the frames to forget
+    live.rewind(checkpoint)
+    assert live.frame == len(before)
+    again = [e for k, f in enumerate(other, len(before)) for e in live.step(f, float(k))]
+    result = live.finish()
+
+    fresh, _ = make(*props, history=7)
+    expected = stepped(fresh, before + other)
+    assert story(reported + again) == story(expected)
+    assert [e.to_json() for e in reported + again] == [e.to_json() for e in expected]  # counterexamples too
+    reference = fresh.finish()
+    assert story(result.events) == story(reference.events) and result.outcomes == reference.outcomes

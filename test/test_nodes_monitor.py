@@ -574,3 +574,99 @@ def test_the_monitor_node_and_replay_of_its_predicates_are_the_same_supervisor(t
     ]
     assert live.outcomes == replayed.trace.outcomes
     assert EventKind.BLIND in {e.kind for e in live.events}  # each fault made some verdict unknown
+
+
+@pytest.mark.parametrize("end", [False, True], ids=["without_an_end", "after_an_end"])
+def test_a_late_start_marker_withdraws_the_same_events_live_and_in_replay(tmp_path, end):
+    """Two rollouts, the second's start marker 30 frames late, with violations on those frames: the node and
+    replay --from-predicates of the same messages give the same rollouts (frames, events, outcomes), and the
+    event log says what it published before the marker came: what is not in a rollout is the events of the
+    withdrawn frames, each episode they opened followed by its `withdrawn` record, under the rollout index it
+    was published with."""
+    from rclpy.time import Time
+
+    from safety_monitor.io.bag import BagWriter
+    from safety_monitor.nodes.monitor_node import MonitorNode
+    from safety_monitor.replay.score import ReplayConfig, score_bag
+
+    specs = tmp_path / "specs.yaml"
+    specs.write_text(SPECS)
+    boundary, late = 300, 30
+    inputs = []  # (sample or marker, log time); frames numbered on through a late marker, as the estimator does
+    for k, (sample, log) in enumerate(_stream(None)):
+        if k == boundary and end:
+            inputs.append((EpisodeMarker(END, 0, log - 1 / 500), log - 0.0005))
+        if k == boundary + late:
+            inputs.append((EpisodeMarker(START, 1, 1.0 + boundary / 500), log - 0.0005))
+        inputs.append((sample, log))
+    end_t = inputs[-1][1]
+    with BagWriter(tmp_path / "bag") as w:
+        w.write("/safety_monitor/episode", marker_msg(w.types, EpisodeMarker(START, 0, 1.0)), 1.0)
+        for x, log in inputs:
+            if isinstance(x, EpisodeMarker):
+                w.write("/safety_monitor/episode", marker_msg(w.types, x), log)
+            else:
+                w.write_predicates("/safety_monitor/predicates", x, log_t=log)
+    replayed = score_bag(tmp_path / "bag", ReplayConfig(specs=str(specs), from_predicates=True, rate_hz=500.0))
+    assert replayed.ok, replayed.error
+
+    log_path = tmp_path / "e.jsonl"
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        node = MonitorNode(
+            subscribe_predicates=False,
+            context=context,
+            parameter_overrides=[
+                Parameter("specs", value=str(specs)),
+                Parameter("events_log", value=str(log_path)),
+                Parameter("control_rate_hz", value=500.0),
+                Parameter("use_sim_time", value=True),
+            ],
+        )
+        lines = []
+        throttle = node._throttled
+        node._throttled = lambda level, key, text: lines.append(text) or throttle(level, key, text)
+        clock = node.get_clock()
+
+        def at(t):
+            clock.set_ros_time_override(Time(nanoseconds=round(t * 1e9)))
+
+        T = m.rclpy_types()
+        at(1.0)
+        node._on_marker(marker_msg(T, EpisodeMarker(START, 0, 1.0)))
+        for x, log in inputs:
+            at(log)
+            if isinstance(x, EpisodeMarker):
+                node._on_marker(marker_msg(T, x))
+            else:
+                node.on_sample(x)
+        at(end_t)
+        node.destroy_node()
+    finally:
+        context.try_shutdown()
+
+    def story(events, rollout):
+        return [(rollout, e.property, str(e.kind), e.frame, e.t, e.episode) for e in events]
+
+    parts = replayed.split()
+    assert [r.frames for r in node.rollouts] == [p.trace.frames for p in parts] == [300, 300]
+    assert [r.outcomes for r in node.rollouts] == [p.trace.outcomes for p in parts]
+    counted = [x for r in node.rollouts for x in story(r.events, r.index)]
+    assert counted == [x for k, p in enumerate(parts) for x in story(p.trace.events, k)]
+    logged = [(r["rollout"], r["property"], r["kind"], r["frame"], r["t"], r["episode"]) for r in _records(log_path)]
+    extra = [x for x in logged if x not in counted]
+    assert [x for x in logged if x in counted] == counted
+    stretch = (1.0 + boundary / 500, 1.0 + (boundary + late) / 500)
+    withdrawn = [x for x in extra if x[2] == EventKind.WITHDRAWN]
+    assert withdrawn and all(stretch[0] <= x[4] < stretch[1] for x in extra if x[2] != EventKind.WITHDRAWN)
+    opened = [(x[0], x[1], x[5]) for x in extra if x[2] == EventKind.OPENED]
+    assert opened == [(x[0], x[1], x[5]) for x in withdrawn]  # under the index they were published with
+    assert {x[0] for x in withdrawn} == {1 if end else 0}
+    said = [line for line in lines if "so it counts in none" in line]  # the console said each opened: so too
+    assert len(said) == len({(x[1], x[5]) for x in withdrawn}) and "never_a withdrawn at frame" in said[0]
+
+
+def _records(path):
+    """The event records of an event log (not its records about the log and the run)."""
+    return [r for r in map(json.loads, path.read_text().splitlines()) if r["property"] != "*"]

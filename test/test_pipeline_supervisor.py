@@ -4,6 +4,7 @@ markers that come early or late, end markers before their frame, predicates neve
 path, which must decide every frame as the general path does."""
 
 import random
+from dataclasses import replace
 
 import pytest
 from two_property_specs import PROPS, SPECS
@@ -147,9 +148,11 @@ def test_a_start_marker_names_the_first_frame_at_or_after_it_early_or_late(make)
 
 def test_a_late_start_marker_starts_its_rollout_at_its_own_time_the_frames_before_it_blind(make):
     """No end marker, and the next rollout's start marker comes after 5 of its frames were stepped (in the
-    last trace, where `a` opened never_a): the old trace ends at the marker's arrival with what it reported;
-    the new rollout begins at the marker's time with one blind frame per frame stepped since, so it has
-    exactly the frames at or after its marker and no verdict of it rests on them."""
+    last trace, where `a` opened never_a): they are withdrawn from that trace, which ends with its last frame
+    before the marker's time, as if the marker had come on time; the violation they opened counts in neither
+    rollout (withdrawn, said in an event of its own); the new rollout begins at the marker's time with one
+    blind frame per frame withdrawn, so every frame counts in exactly one rollout and no verdict rests on
+    them."""
     sup = make()
     sup.marker(EpisodeMarker(START, 0, 1.0), 1.0)
     feed(sup, [quiet(k) for k in range(10)])
@@ -158,44 +161,131 @@ def test_a_late_start_marker_starts_its_rollout_at_its_own_time_the_frames_befor
     assert kinds(early, EventKind.OPENED) == [("never_a", 10)]
     late = sup.marker(EpisodeMarker(START, 1, marker_t, task="next"), 1.0 + 14 * DT + 0.001)
     assert issues([late]) == [IssueKind.LATE_MARKER, IssueKind.MISSING_MARKER]
-    assert late.issues[0].t == marker_t
+    assert late.issues[0].t == marker_t and late.issues[1].t == 1.0 + 9 * DT  # the old trace's last frame
     (old,) = late.finished
-    assert (old.index, old.frames) == (0, 15)  # stepped, and reported, before the marker was known
-    assert late.withdrawn is None  # they stay in the old trace
-    assert [(e.rollout, e.event.kind) for e in late.events if e.event.property == "never_a"] == [
-        (0, EventKind.INPUT_ENDED),
-        (1, EventKind.BLIND),
+    assert (old.index, old.frames) == (0, 10)  # as it was at the marker's time
+    assert old.events == () and not any(o.violations or o.triggers for o in old.outcomes)
+    assert late.withdrawn == Withdrawn(rollout=0, frames=5, blind=5)
+    assert [
+        (e.rollout, e.event.kind, e.event.frame, e.event.episode) for e in late.events if e.event.property == "never_a"
+    ] == [
+        (0, EventKind.WITHDRAWN, 14, 0),  # reported under rollout 0, at its frame 10: withdrawn, at the last one
+        (1, EventKind.BLIND, 0, None),
     ]
     blind = [e.event for e in late.events if e.event.kind is EventKind.BLIND]
     assert {(e.frame, e.t) for e in blind} == {(0, marker_t)}  # the new rollout's frame 0 is at the marker's time
     assert sup.late_start and sup.late_markers == 1 and sup.missing_markers == 1
+    assert "after 5 of its frames" in late.issues[0].detail and "the 1 violation episode(s)" in late.issues[0].detail
     feed(sup, [quiet(k) for k in range(15, 20)])
     (new,) = sup.finish().finished
     assert (new.index, new.task, new.frames) == (1, "next", 10)
     assert [o.blind_frames for o in new.outcomes] == [5, 5] and not any(o.violations for o in new.outcomes)
-    assert "after 5 of its frames" in late.issues[0].detail
+    assert old.frames + new.frames == 20
 
 
 def test_a_start_marker_after_the_first_frames_of_its_trace_withdraws_their_verdicts(make):
     """The last rollout ended by its marker; the next one's frames came before its start marker (grounded
-    with the evidence of before the boundary): what they opened closes as input_ended, and the rollout
-    keeps them as blind frames. The step says it withdrew them, so a driver that counts the frames it heard of
-    counts each once, as the traces hold them."""
+    with the evidence of before the boundary): what they opened is withdrawn (in no rollout's events), and the
+    rollout keeps them as blind frames. The step says it withdrew them, so a driver that counts the frames it
+    heard of counts each once, as the traces hold them."""
     stepped = []
     sup = make(on_frame=lambda valuation, t, stale: stepped.append(valuation))
     feed(sup, [quiet(k) for k in range(5)])
     sup.marker(EpisodeMarker(END, 0, 1.0 + 4 * DT), 1.1)
-    early = feed(sup, [quiet(k, t=2.0 + k * DT, a=True) for k in range(3)])
-    assert kinds(early, EventKind.OPENED) == [("never_a", 0)]
+    early = feed(sup, [quiet(k, t=2.0 + k * DT, a=k < 2) for k in range(3)])  # never_a opens and recovers
+    assert kinds(early, EventKind.OPENED) == [("never_a", 0)] and kinds(early, EventKind.RECOVERED) == [("never_a", 2)]
     late = sup.marker(EpisodeMarker(START, 1, 2.0), 2.01)
     assert issues([late]) == [IssueKind.LATE_MARKER] and late.finished == ()
-    assert late.withdrawn == Withdrawn(rollout=1, frames=3)
+    assert late.withdrawn == Withdrawn(rollout=1, frames=3, blind=3)
     assert len(stepped) == 5 + 3 + 3 and stepped[-3:] == [None] * 3  # heard of twice: stepped, then blind
-    assert kinds([late], EventKind.INPUT_ENDED) == [("never_a", 2)]  # at the last frame stepped
+    assert kinds([late], EventKind.WITHDRAWN) == [("never_a", 2)]  # at the last frame stepped
     feed(sup, [quiet(k, t=2.0 + k * DT) for k in range(3, 6)])
     (r,) = sup.finish().finished
     assert (r.index, r.frames) == (1, 6) == (1, len(stepped) - 5 - late.withdrawn.frames)
     assert [o.blind_frames for o in r.outcomes] == [3, 3] and not any(o.violations for o in r.outcomes)
+    assert not any(e.kind in (EventKind.OPENED, EventKind.RECOVERED) for e in r.events)  # as its outcomes say
+
+
+def test_a_second_late_start_marker_before_any_frame_of_the_first_s_rollout_takes_them_all(make):
+    """The first late marker starts its rollout half a frame before its first frame; a second one, stamped at
+    that frame, comes later still: the first's rollout holds no frame before the second's time, so it makes
+    no rollout (as markers with no frame after them make none) and the second's holds them all, blind. A
+    rollout of no frames was once finished instead."""
+    sup = make()
+    sup.marker(EpisodeMarker(START, 0, 1.0), 1.0)
+    feed(sup, [quiet(k) for k in range(15)])
+    first = sup.marker(EpisodeMarker(START, 1, 1.0 + 9.5 * DT), 1.0 + 14.5 * DT)
+    assert [r.frames for r in first.finished] == [10] and first.withdrawn.frames == 5
+    feed(sup, [quiet(k) for k in range(15, 20)])
+    second = sup.marker(EpisodeMarker(START, 2, 1.0 + 10 * DT), 1.0 + 19.5 * DT)
+    assert second.finished == () and second.withdrawn == Withdrawn(rollout=1, frames=10, blind=10)
+    (r,) = sup.finish().finished
+    assert (r.index, r.frames) == (2, 10) and [o.blind_frames for o in r.outcomes] == [10, 10]
+
+
+def _marked_stream(frames, boundary, late, end, rng):
+    """(input, driver time) of two rollouts back to back, their frames at DT: `frames` of them, the second
+    starting at frame `boundary`, random values (some unknown, some blind spells the watchdog sees); its start
+    marker `late` frames after its time (0: on time), an end marker for the first rollout when `end`. Frames are
+    numbered as the estimator numbers them: from 0 after a start marker it received, on after a late one.
+    `blind` = the second rollout's first `late` frames with every value unknown, the on-time stream a late
+    marker must score as."""
+    out, number = [], 0
+    for k in range(frames):
+        t = 1.0 + k * DT
+        if k == boundary:
+            if end:
+                out.append((EpisodeMarker(END, 0, t - DT), t - DT / 2))
+            if not late:
+                out.append((EpisodeMarker(START, 1, t), t - DT / 4))
+                number = 0
+        if late and k == boundary + late:
+            out.append((EpisodeMarker(START, 1, 1.0 + boundary * DT), t - DT / 4))
+        values = {"a": None if rng.random() < 0.03 else rng.random() < 0.2, "b": rng.random() < 0.3}
+        out.append((PredicateSample(values, t, number), t))
+        number += 1
+    return out
+
+
+@pytest.mark.parametrize("end", [False, True], ids=["without_an_end", "after_an_end"])
+@pytest.mark.parametrize("late", [1, 7, 499, 500, 501, 1234])
+def test_a_late_start_marker_scores_its_frames_as_an_on_time_one_with_them_blind(make, late, end):
+    """Every frame in exactly one rollout and every violation once: with its start marker `late` frames late,
+    the first rollout is as with the marker on time (frames, events, outcomes: the monitor rewound across its
+    checkpoints), and the second as on time with its first `late` frames blind. A late marker once left the late
+    frames in the first rollout too, with the triggers and violations they raised."""
+    rng = random.Random(late)
+    stream = _marked_stream(2600, 1300, late, end, rng)
+    on_time = _marked_stream(2600, 1300, 0, end, random.Random(late))
+    blinded = [
+        (replace(x, values=dict.fromkeys(x.values)) if 1300 <= k < 1300 + late else x, now)
+        for k, (x, now) in enumerate(y for y in on_time if isinstance(y[0], PredicateSample))
+    ]
+    markers = iter(y for y in on_time if isinstance(y[0], EpisodeMarker))
+    expected = sorted(blinded + list(markers), key=lambda y: y[1])
+
+    def run(stream):
+        sup = make()
+        steps = [sup.marker(x, now) if isinstance(x, EpisodeMarker) else sup.sample(x, now) for x, now in stream]
+        steps.append(sup.finish())
+        rollouts = [r for s in steps for r in s.finished]
+        events = [e for s in steps for e in s.events]
+        return rollouts, events
+
+    (first, second), events = run(stream)
+    (first_on_time, _), _ = run(on_time)
+    (first_blind, second_blind), _ = run(expected)
+    assert first.frames == first_on_time.frames == 1300 and second.frames == 1300
+    assert first.outcomes == first_on_time.outcomes
+    assert [e.to_json() for e in first.events] == [e.to_json() for e in first_on_time.events]
+    assert second.outcomes == second_blind.outcomes and second.events == second_blind.events
+    withdrawn = [e for e in events if e.event.kind is EventKind.WITHDRAWN]
+    since, marker = 1.0 + 1300 * DT, 1.0 + (1300 + late - 0.5) * DT
+    opened_late = [e for e in events if e.event.kind is EventKind.OPENED and since <= e.event.t < marker]
+    assert [(e.rollout, e.event.property, e.event.episode) for e in withdrawn] == [
+        (e.rollout, e.event.property, e.event.episode) for e in opened_late
+    ]
+    assert withdrawn or late < 7  # a violation opened on some late frame
 
 
 def test_an_end_marker_before_its_frame_closes_the_trace_once_that_frame_is_stepped(make):

@@ -1,13 +1,17 @@
 """Replay cuts a bag at its episode markers as the live nodes do: each rollout its own trace and result."""
 
+import csv
 import json
 
 import pytest
 from ray_replay_bags import write_marked_bag
+from two_property_specs import SPECS as TWO_PROPERTY_SPECS
 
 from safety_monitor.cli import main
 from safety_monitor.enums import IssueKind
 from safety_monitor.errors import SourceError
+from safety_monitor.frames import PredicateSample
+from safety_monitor.io.bag import BagWriter
 from safety_monitor.io.messages import rosbags_types
 from safety_monitor.pipeline.assemble import StreamMapping
 from safety_monitor.pipeline.markers import END, START, EpisodeMarker, decode_marker, marker_msg
@@ -128,16 +132,17 @@ def test_markers_with_no_frame_after_them_make_no_rollout(tmp_path, layout, fram
     ("layout", "frames", "blind"),
     [
         ([START, 20, END, (START, 5), 20], [20, 20], 5),  # its first 5 frames withdrawn from its trace, blind
-        ([START, 20, (START, 5), 20], [25, 20], 5),  # no end: the last trace ends with them, the new has them blind
+        ([START, 20, (START, 5), 20], [20, 20], 5),  # no end: withdrawn from the last trace, the new has them blind
     ],
     ids=["after_an_end", "without_an_end"],
 )
 def test_a_late_start_marker_s_frames_are_counted_as_its_trace_holds_them(
     tmp_path, layout, frames, blind, from_predicates
 ):
-    """A start marker logged 5 frames after its time: each rollout counts the frames its trace stepped (those
+    """A start marker logged 5 frames after its time: each rollout counts the frames its trace holds (those
     withdrawn from a trace are not counted in it), its timelines, span and unknown frames theirs, and the bag the
-    rollouts' frames."""
+    rollouts' frames: each frame once, whether an end marker came before it or not (without one, the late frames
+    once counted in both rollouts)."""
     bag = write_marked_bag(tmp_path / "bag", layout)
     whole = score_bag(bag, ReplayConfig(from_predicates=from_predicates, rate_hz=500.0))
     assert whole.ok, whole.error
@@ -168,3 +173,114 @@ def test_a_marker_value_of_the_wrong_type_is_malformed(key, text):
     msg.status[0].values = kept + ([types.KeyValue(key=key, value=text)] if text is not None else [])
     with pytest.raises(SourceError, match="^episode marker: "):
         decode_marker(msg)
+
+
+def _predicates_bag(path, frames, boundary, late, end, a_true=range(0), pause=0.0):
+    """A bag of the two-property specs' predicates at 500 Hz, two rollouts: the second from frame `boundary`, its
+    start marker logged `late` frames after its time (0: on time), an end marker for the first when `end`; `a`
+    true on the frames `a_true`; `pause` seconds without messages before the late marker (a stalled input: log
+    times, not stamps). Frames are numbered as the estimator numbers them (from 0 after a start marker it
+    received, on after a late one)."""
+    topic = StreamMapping().episode
+    with BagWriter(path) as w:
+        w.write(topic, marker_msg(w.types, EpisodeMarker(START, 0, 100.0)), 100.0)
+        number = 0
+        for k in range(frames):
+            t = 100.0 + k / 500
+            log = t + (pause if late and k >= boundary + late else 0.0)
+            if k == boundary:
+                if end:
+                    w.write(topic, marker_msg(w.types, EpisodeMarker(END, 0, t - 1 / 500)), t - 1 / 500)
+                if not late:
+                    w.write(topic, marker_msg(w.types, EpisodeMarker(START, 1, t)), t)
+                    number = 0
+            if late and k == boundary + late:
+                w.write(topic, marker_msg(w.types, EpisodeMarker(START, 1, 100.0 + boundary / 500)), log)
+            sample = PredicateSample({"a": k in a_true, "b": False}, t, number)
+            w.write_predicates("/safety_monitor/predicates", sample, log_t=log)
+            number += 1
+    return path
+
+
+@pytest.mark.parametrize("end", [False, True], ids=["without_an_end", "after_an_end"])
+def test_a_violation_on_late_frames_is_in_the_report_once_where_its_frames_are(tmp_path, end):
+    """`a` holds from the second rollout's third frame for 20 frames; its start marker comes 5 frames late. The
+    violation is counted once (in the second rollout, from its first frame past the 5 blind ones, as the
+    on-time bag's is from its third), and every output agrees: each rollout's events are at frames its trace
+    holds and give the episodes its outcomes count, in report.json, episodes.csv and summary.md alike. Before,
+    without an end marker, both rollouts counted it (N 2, V 2), and after one, the second listed the episode
+    its metrics did not count."""
+    specs = tmp_path / "specs.yaml"
+    specs.write_text(TWO_PROPERTY_SPECS)
+    a_true = range(42, 62)
+    late = _predicates_bag(tmp_path / "late", 80, 40, 5, end, a_true)
+    report = tmp_path / "report"
+    argv = ["replay", str(late), "--from-predicates", "--specs", str(specs), "--rate", "500", "--quiet"]
+    assert main([*argv, "--no-plots", "--resamples", "20", "--report", str(report)]) == 0
+    doc = json.loads((report / "report.json").read_text())
+    first, second = doc["bags"]
+    assert (first["frames"], second["frames"]) == (40, 40)
+    for rollout in doc["bags"]:
+        assert all(e["frame"] < rollout["frames"] for e in rollout["events"])
+        counted = sum(o["violations"] + o["discarded"] for o in rollout["outcomes"])
+        assert len(rollout["episodes"]) == counted == sum(e["kind"] == "opened" for e in rollout["events"])
+    ((episode,),) = [r["episodes"] for r in doc["bags"] if r["episodes"]]
+    assert (episode["property"], episode["opened_frame"], episode["end_kind"]) == ("never_a", 5, "recovered")
+    never_a = next(m for m in doc["metrics"]["by_property"] if m["name"] == "never_a")
+    assert (never_a["triggers"], never_a["violations"], never_a["violating_frames"]) == (1, 1, 17)
+    rows = list(csv.DictReader((report / "episodes.csv").open()))
+    assert [(r["bag"], r["property"]) for r in rows] == [(f"{late}#1", "never_a")]
+    assert "## Violations (1)" in (report / "summary.md").read_text()
+    assert any("with the 1 violation episode(s) they opened" in i["detail"] for i in second["issue_examples"])
+
+
+@pytest.mark.parametrize(
+    ("end", "hold", "frames", "blind"),
+    [
+        (False, None, [4500, 4500], 3000),  # 3000 late frames, flushed across batches of 4096 messages
+        (True, None, [4500, 4500], 3000),
+        # only the last 600 frames kept, and a checkpoint every 500: the last 500 withdrawn, 500 stay in the first
+        (False, 600, [5000, 4000], 500),
+        (True, 600, [4500, 4100], 600),  # only the last 600 kept: the second rollout starts with them
+    ],
+    ids=["without_an_end", "after_an_end", "without_an_end_held_600", "after_an_end_held_600"],
+)
+def test_a_long_late_marker_counts_each_frame_once_in_the_parts(tmp_path, monkeypatch, end, hold, frames, blind):
+    """A start marker 1000 or 3000 frames late, in a bag read in batches: each rollout's frames, timeline and
+    unknown frames are the frames its trace holds, and the bag's are theirs; with fewer frames kept than came
+    late, the Supervisor withdraws what it can and says so."""
+    if hold is not None:
+        from safety_monitor.pipeline import supervisor
+        from safety_monitor.replay import score
+
+        monkeypatch.setattr(supervisor, "LATE_HOLD_FRAMES", hold)
+        monkeypatch.setattr(score, "LATE_HOLD_FRAMES", hold)
+    specs = tmp_path / "specs.yaml"
+    specs.write_text(TWO_PROPERTY_SPECS)
+    bag = _predicates_bag(tmp_path / "bag", 9000, 4500, 3000 if hold is None else 1000, end)
+    whole = score_bag(bag, ReplayConfig(specs=str(specs), from_predicates=True, rate_hz=500.0))
+    assert whole.ok, whole.error
+    parts = whole.split()
+    assert [p.frames for p in parts] == [p.trace.frames for p in parts] == [p.timeline.frames for p in parts] == frames
+    assert whole.frames == whole.trace.frames == sum(frames)
+    assert parts[1].unknown_frames == blind == parts[1].trace.outcome("never_a").blind_frames
+    assert parts[0].unknown_frames == 0
+    (issue,) = [i for p in parts for i in p.issue_examples if i.kind is IssueKind.LATE_MARKER]
+    assert (f"only the last {blind}" in issue.detail) == (hold is not None)
+
+
+@pytest.mark.parametrize("end", [False, True], ids=["without_an_end", "after_an_end"])
+def test_a_late_start_marker_after_a_pause_withdraws_the_watchdog_s_blind_frame_too(tmp_path, end):
+    """The start marker comes after a second without messages: on its arrival the watchdog steps the pause's
+    blind frame first, in the trace the marker then withdraws frames from (that frame with them). Replay
+    once failed such a bag (an assertion: it took back only the frames stepped before the marker's step)."""
+    specs = tmp_path / "specs.yaml"
+    specs.write_text(TWO_PROPERTY_SPECS)
+    bag = _predicates_bag(tmp_path / "bag", 80, 40, 5, end, pause=1.0)
+    whole = score_bag(bag, ReplayConfig(specs=str(specs), from_predicates=True, rate_hz=500.0))
+    assert whole.ok, whole.error
+    parts = whole.split()
+    # the second: its 5 frames and the pause's blind one, blind, then its 35 frames
+    assert [p.frames for p in parts] == [p.trace.frames for p in parts] == [p.timeline.frames for p in parts]
+    assert [p.frames for p in parts] == [40, 41] and whole.frames == 81
+    assert parts[1].unknown_frames == 6 and whole.issues[IssueKind.PREDICATES_GAP] == 1

@@ -157,6 +157,34 @@ class EpisodeLedger:
             self._close(frame, t, self._at_once_kind, 1, out, t)
             self._run_start = frame + 1
 
+    def checkpoint(self) -> tuple:
+        """This ledger's state, for `rewind` (`SpecSetMonitor.checkpoint`): its lists only grow within a trace,
+        so their length stands for them."""
+        return (
+            self._episodes,
+            len(self._durations),
+            self._open_since,
+            self._discarded,
+            self._open_frame,
+            self._run_start,
+            self._blind_since,
+            self._blind_frames,
+        )
+
+    def rewind(self, state: tuple) -> None:
+        """Back to a `checkpoint` of this trace (the ones taken after it are spent)."""
+        (
+            self._episodes,
+            closed,
+            self._open_since,
+            self._discarded,
+            self._open_frame,
+            self._run_start,
+            self._blind_since,
+            self._blind_frames,
+        ) = state
+        del self._durations[closed:], self._seconds[closed:]
+
     def blind(self, frame: int, t: float | None) -> ev.Event:
         self._blind_since = frame
         return ev.Event(EventKind.BLIND, self.auto.name, self.auto.category, frame, t)

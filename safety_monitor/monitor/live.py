@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from itertools import compress
 from pathlib import Path
 
@@ -66,6 +67,14 @@ def predicate_order(automata: Sequence[MonitorAutomaton], predicates: Sequence[s
         raise SpecError(f"properties read predicates missing from the vocabulary: {', '.join(missing)}")
     keep = set(used)
     return tuple(p for p in predicates if p in keep)
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """A SpecSetMonitor's state after `frame` frames of its trace (`SpecSetMonitor.checkpoint`)."""
+
+    frame: int
+    state: tuple
 
 
 class SpecSetMonitor:
@@ -128,6 +137,11 @@ class SpecSetMonitor:
         """Index the next frame will get."""
         return self._i
 
+    @property
+    def t(self) -> float | None:
+        """The time of the last frame stepped (None: none yet, or stepped without times)."""
+        return self._t
+
     def reset(self) -> None:
         """Forget the trace so far: the next frame is frame 0 of a new rollout."""
         n = len(self.automata)
@@ -152,6 +166,65 @@ class SpecSetMonitor:
         self._log_times: list = []
         self._log_base = 0
         self._t: float | None = None
+
+    def checkpoint(self) -> Checkpoint:
+        """The state after the frames stepped so far, to `rewind` to: for a driver that may have to end the trace
+        before its last frames (the Supervisor, when a late start marker takes them out of it). Costs the number of
+        properties, not the trace's length: the lists that only grow are kept as their lengths."""
+        return Checkpoint(
+            self._i,
+            (
+                self._t,
+                self._last_values,
+                self._letters,
+                self._unknown,
+                self._rows,
+                list(self._sets),
+                self._n_sets,
+                list(self._trigger_held),
+                list(self._blind),
+                self._still,
+                list(self._edges),
+                list(self._last_edge),
+                list(self._edges_left),
+                [ledger.checkpoint() for ledger in self._ledgers],
+                self._log,
+                self._log_times,
+                len(self._log),
+                self._log_base,
+            ),
+        )
+
+    def rewind(self, checkpoint: Checkpoint) -> None:
+        """Back to `checkpoint`, taken in this trace: the frames stepped since are forgotten (the events they
+        produced are the caller's), and checkpoints taken after it are spent. The frame log is copied, never cut:
+        counterexamples reported already read it."""
+        (
+            self._t,
+            self._last_values,
+            self._letters,
+            self._unknown,
+            self._rows,
+            sets,
+            self._n_sets,
+            held,
+            blind,
+            self._still,
+            edges,
+            last_edge,
+            edges_left,
+            ledgers,
+            log,
+            log_times,
+            logged,
+            self._log_base,
+        ) = checkpoint.state
+        self._i = checkpoint.frame
+        self._sets, self._trigger_held, self._blind = list(sets), list(held), list(blind)
+        self._edges, self._last_edge, self._edges_left = list(edges), list(last_edge), list(edges_left)
+        for ledger, state in zip(self._ledgers, ledgers):
+            ledger.rewind(state)
+        self._log, self._log_times = log[:logged], log_times[:logged]
 
     def step(self, frame: Mapping[str, object] | None, t: float | None = None) -> Sequence[Event]:
         """Advance every property by one frame; returns this frame's events (often none)."""

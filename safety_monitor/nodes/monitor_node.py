@@ -282,6 +282,13 @@ class MonitorNode(Node):
             elif kind.closes:
                 self._open.pop(name, None)
                 self._closed[name] = e
+                if kind is EventKind.WITHDRAWN:  # the console said it opened: say that it counts nowhere
+                    self._throttled(
+                        "warning",
+                        f"withdrawn {name}",
+                        f"rollout {e.rollout}: {event_text(event.to_json())}: a late start marker took the frames "
+                        "it opened on out of that rollout, so it counts in none",
+                    )
             elif kind == EventKind.BLIND:
                 self._blind.add(name)
             elif kind == EventKind.SEEING:

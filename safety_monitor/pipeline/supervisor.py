@@ -31,22 +31,27 @@ gets the same events. The rules:
 - A late start marker (it arrives after frames at or past its time were stepped: markers come on a topic
   of their own, and a stalled input delivers them late) still starts its rollout at its own time, and a
   late_marker issue says so. The frames stepped before it came were decided without it: in the last
-  rollout's trace, and grounded with the evidence of before the boundary (the estimator restarts its
-  grounder only when the marker reaches it). Their events are reported and stay so (live, they were
-  published), so the trace they were in ends at the marker's arrival, with them (as input_ended when
-  it began before the marker; when it began at or after the marker's time, its episodes so far close as
-  input_ended and its frames so far are withdrawn from it, the Step saying how many (`Withdrawn`), and the
-  trace is the marker's rollout). In the marker's rollout each of them is one blind
-  frame at its own time: its frames and their numbers start exactly at the marker's time, and no verdict
-  of it rests on them. Frames are not held back to be re-stepped: that would delay every live verdict by
-  the longest lateness allowed. Only the last LATE_HOLD_FRAMES frame times are kept: beyond them the
-  rollout starts with fewer blind frames, and the issue says how many.
+  rollout's trace (or a trace begun after the last end marker), and grounded with the evidence of before the
+  boundary (the estimator restarts its grounder only when the marker reaches it). So they are withdrawn from
+  the trace they were stepped in, with their verdicts, and each counts in exactly one rollout: the marker's,
+  as one blind frame at its own time (its frames and their numbers start exactly at the marker's time, and no
+  verdict of it rests on them). A trace that began before the marker's time ends with its last frame before
+  it, with the outcome it had there: the monitor rewinds to a checkpoint (one every CHECKPOINT_FRAMES
+  frames) and steps the frames from there to the boundary again; its open episodes close there as
+  input_ended, so a violation that went on past the boundary counts once, in the marker's rollout, if still
+  there after its blind frames. A trace that began at or after it is withdrawn whole. The Step says how many
+  frames were withdrawn from which rollout (`Withdrawn`). Their events were reported (live, published) and
+  keep their rollout index, but no Rollout lists them: each episode they opened gets a `withdrawn` event,
+  so the event log says so too. Frames are not held back to be stepped once the marker is known: that
+  would delay every live verdict by the longest lateness allowed. Only the last LATE_HOLD_FRAMES frames are
+  kept: beyond them fewer frames are withdrawn, and the issue says how many.
 
 No rclpy, no wall clock, no logging: the driver renders the Step.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -59,7 +64,7 @@ from safety_monitor.enums import EventKind, IssueKind
 from safety_monitor.frames import SAME_TIME_S, PredicateSample, StreamIssue
 from safety_monitor.monitor.episodes import PropertyOutcome
 from safety_monitor.monitor.events import Event
-from safety_monitor.monitor.live import SpecSetMonitor
+from safety_monitor.monitor.live import Checkpoint, SpecSetMonitor
 from safety_monitor.pipeline.markers import EpisodeMarker, MarkerKind
 from safety_monitor.settings import MonitorSettings
 
@@ -67,7 +72,8 @@ STREAM = "predicates"  # the stream the Supervisor's issues are about
 _NEVER = math.inf  # `_advanced_at` while blind (or before the first frame): the watchdog has nothing to time
 _NO_STREAMS: frozenset[str] = frozenset()
 _NO_OBJECTS: Mapping[str, tuple[str, ...]] = MappingProxyType({})
-LATE_HOLD_FRAMES = 20_000  # stepped frame times kept for a late start marker (40 s at 500 Hz, 1000 s at 20 Hz)
+LATE_HOLD_FRAMES = 20_000  # stepped frames kept for a late start marker (40 s at 500 Hz, 1000 s at 20 Hz)
+CHECKPOINT_FRAMES = 500  # the monitor's state is kept every this many frames, to end a trace before a late marker
 
 Valuation = Mapping[str, "bool | None"]
 FrameObserver = Callable[["Valuation | None", float, frozenset[str]], None]
@@ -100,8 +106,8 @@ class RolloutEvent(NamedTuple):
 
 @dataclass(frozen=True)
 class Rollout:
-    """One finished trace: its start marker's metadata, the end marker's verdict, every event and the
-    per-property outcomes."""
+    """One finished trace: its start marker's metadata, the end marker's verdict, the events of the frames it
+    holds (none of those a late start marker withdrew from it) and the per-property outcomes."""
 
     index: int
     task: str = ""
@@ -115,13 +121,15 @@ class Rollout:
 
 @dataclass(frozen=True, slots=True)
 class Withdrawn:
-    """The frames a late start marker took out of the trace in progress (`marker`): every frame it had stepped
-    since it began (`frames` of them, under rollout index `rollout`), now in no trace. Their verdicts closed as
-    input_ended, and each is stepped again as a blind frame of the marker's rollout; a driver that counted them
-    (`on_frame`) takes them back, so each counts once, in the trace that holds it."""
+    """The frames a late start marker took out of the trace in progress: its last `frames` stepped frames (every
+    one, when the trace began at or after the marker's time), under rollout index `rollout`. They and their
+    verdicts are in no Rollout; each the Supervisor still kept is stepped again as a blind frame of the marker's
+    rollout, the step's last `blind` frames. A driver that counted them (`on_frame`) takes them back, so each
+    counts once, in the trace that holds it."""
 
     rollout: int
     frames: int
+    blind: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,8 +204,14 @@ class Supervisor:
         self._starts: list[EpisodeMarker] = []  # start markers not yet attached to a frame
         self._pending_end: EpisodeMarker | None = None
         self._events: list[Event] = []  # the current trace's
-        self._times: deque[float] = deque(maxlen=LATE_HOLD_FRAMES)  # the current trace's stepped frame times
-        self._record = self._times.append
+        self._times: deque[float] = deque(maxlen=LATE_HOLD_FRAMES)  # the current trace's stepped frame times ...
+        self._valuations: deque[Valuation | None] = deque(maxlen=LATE_HOLD_FRAMES)  # ... and values (None: blind)
+        self._record, self._keep = self._times.append, self._valuations.append
+        # the monitor's state every CHECKPOINT_FRAMES frames of the trace, from its first, reaching back past the
+        # frames kept: a late start marker rewinds it to its time and steps the kept frames up to it again
+        self._checkpoints: deque[Checkpoint] = deque(maxlen=LATE_HOLD_FRAMES // CHECKPOINT_FRAMES + 2)
+        self._countdown = 0  # frames to the next checkpoint
+        self._fresh()
         self.late_markers = self.missing_markers = 0  # start markers that came late; rollouts ended without an end
         self._late_start = False  # the current rollout's start marker came late
         self._plain = False  # nothing but stepping to do for the next advancing frame (frame()'s fast path)
@@ -280,6 +294,10 @@ class Supervisor:
             valuation = self._completed
             events = self._step(valuation, t)
             self._record(t)
+            self._keep(valuation)
+            self._countdown -= 1
+            if not self._countdown:
+                self._checkpoint()
             if self._on_frame is not None:
                 self._on_frame(valuation, t, stale)
             if events:
@@ -414,7 +432,7 @@ class Supervisor:
         self._advanced_at = now
         events = self._step(valuation, t)
         self._emit(self._named(events, objects) if events and objects else events, out)
-        self._record(t)
+        self._stepped(valuation, t)
         if self._on_frame is not None:
             self._on_frame(valuation, t, stale)
         end = self._pending_end
@@ -503,55 +521,113 @@ class Supervisor:
                 self._set(InputStatus.FRESH, out)
 
     def _late(self, marker: EpisodeMarker, now: float, out: _Collect, cut: bool) -> None:
-        """A start marker that came after frames at or past its time were stepped (the module's rule). `cut`:
-        the trace began before the marker's time and ends now; else it began at or after it and its episodes
-        so far close as input_ended. Either way the marker's rollout starts at its time, one blind frame for
-        each frame stepped since."""
+        """A start marker that came after frames at or past its time were stepped (the module's rule): they are
+        withdrawn from the trace they were stepped in, with their verdicts. `cut`: that trace began before the
+        marker's time, and ends with its last frame before it (the monitor rewound to that frame); else it began
+        at or after it and is withdrawn whole. Either way the marker's rollout starts at its time, one blind frame
+        for each frame withdrawn."""
         since = marker.t - SAME_TIME_S
-        kept = self._times
-        times = [t for t in kept if t >= since]
-        short = len(kept) == LATE_HOLD_FRAMES and kept[0] >= since  # older frames since the marker were let go
-        last = self._last_t
+        times, last, index = self._times, self._last_t, self._index
+        late = 0  # the kept frames at or after the marker's time: the last ones (a trace's times never go back)
+        for t in reversed(times):
+            if t < since:
+                break
+            late += 1
+        frames = self.monitor.frame
+        short = late == len(times) == LATE_HOLD_FRAMES  # older frames since the marker were let go
+        cut = cut and late < frames  # (a trace begun at the time of a late marker before, its frames all after)
+        if cut:
+            first = self._rewind(frames - late)
+            short = short or first > frames - late
+            late = frames - first
+            blind = list(times)[len(times) - late :]
+            withdrawn = self._withdraw_events(first, frames - 1, last, out)
+            out.withdrawn = Withdrawn(index, late, len(blind))
+        else:
+            self.monitor.finish()  # every frame of the trace is the marker's rollout's
+            blind = list(times)
+            withdrawn = self._withdraw_events(0, frames - 1, last, out)
+            out.withdrawn = Withdrawn(index, frames, len(blind))
+            self._fresh()
         self.late_markers += 1
         out.issues.append(
             StreamIssue(
                 IssueKind.LATE_MARKER,
                 STREAM,
                 marker.t,
-                f"the start marker of rollout {marker.index} came after {len(times)} of its frames (up to "
-                f"{last:.6f}), stepped before it was known: blind in its rollout"
-                + (f" (only the last {len(times)} frame times were kept)" if short else ""),
+                f"the start marker of rollout {marker.index} came after {late} of its frames (up to "
+                f"{last:.6f}), stepped before it was known: withdrawn from the trace they were stepped in"
+                + (f" with the {withdrawn} violation episode(s) they opened" if withdrawn else "")
+                + ", blind in its rollout"
+                + (
+                    ""
+                    if not short
+                    else f" (only the last {late} could be withdrawn: the ones before stay in rollout {index})"
+                    if cut
+                    else f" (only the last {late} frame times were kept)"
+                ),
             )
         )
         if cut:
+            boundary = self.monitor.t
             end = self._pending_end
             if end is not None and end.t >= self._trace_t0 - SAME_TIME_S:
-                self._close(end, now, out)
+                self._close(end, now, out, last_t=boundary)
             else:
-                self._close(None, now, out, input_ended=True)
+                self._close(None, now, out, input_ended=True, last_t=boundary)
             self._in_trace, self._trace_t0, self._order_t = True, marker.t, last
-        else:  # every frame of the trace is the marker's rollout's: withdraw them and their verdicts
-            result = self.monitor.finish()
-            out.withdrawn = Withdrawn(self._index, result.frames)
-            self._emit(
-                tuple(replace(e, kind=EventKind.INPUT_ENDED) if e.kind in _AT_END else e for e in result.events), out
-            )
-            kept.clear()
         self._start, self._index, self._late_start = marker, marker.index, True
-        for t in times:
+        for t in blind:
             self._step_blind(t, out)
+
+    def _rewind(self, first: int) -> int:
+        """Rewind the monitor to the trace's frame `first`, or as near after it as the frames and checkpoints
+        kept reach: the latest checkpoint at or before it, then the kept frames up to it stepped again (their
+        events were reported when first stepped). Returns the frame it rewound to."""
+        frames, kept = self.monitor.frame, len(self._times)
+        usable = [c for c in self._checkpoints if c.frame >= frames - kept]  # from there the frames are kept
+        before = [c for c in usable if c.frame <= first]
+        checkpoint = before[-1] if before else usable[0]
+        first = max(first, checkpoint.frame)
+        self.monitor.rewind(checkpoint)
+        skip = checkpoint.frame - (frames - kept)
+        step = self._step
+        for valuation, t in itertools.islice(zip(self._valuations, self._times), skip, skip + first - checkpoint.frame):
+            step(valuation, t)
+        return first
+
+    def _withdraw_events(self, first: int, frame: int, t: float, out: _Collect) -> int:
+        """Take the trace's events on its frames from `first` on out of it: they were reported, and count in no
+        rollout. Each episode they opened gets one `withdrawn` event (at the last frame stepped, `frame` at `t`),
+        under the rollout index it was reported with, so a reader of the event log knows it too. Returns how many."""
+        events, index = self._events, self._index
+        self._events = [e for e in events if e.frame < first]
+        opened = [e for e in events if e.frame >= first and e.kind is EventKind.OPENED]
+        out.events.extend(
+            RolloutEvent(index, Event(EventKind.WITHDRAWN, e.property, e.category, frame, t, e.episode)) for e in opened
+        )
+        return len(opened)
 
     def _step_blind(self, t: float, out: _Collect) -> None:
         """Step one frame at `t` with every predicate unknown."""
         self._emit(self._step(None, t), out)
-        self._record(t)
+        self._stepped(None, t)
         if self._on_frame is not None:
             self._on_frame(None, t, _NO_STREAMS)
 
-    def _close(self, end: EpisodeMarker | None, now: float | None, out: _Collect, input_ended: bool = False) -> None:
+    def _close(
+        self,
+        end: EpisodeMarker | None,
+        now: float | None,
+        out: _Collect,
+        input_ended: bool = False,
+        last_t: float | None = None,
+    ) -> None:
         """Close the trace: its end-of-trace events, then its Rollout. `input_ended`: the trace ends because its
         input restarted or a new rollout began: its open episodes end as `input_ended`, and a trace that had a
-        start marker but no end marker is a missing_marker issue."""
+        start marker but no end marker is a missing_marker issue. `last_t`: its last frame's time, when that is
+        not the last frame stepped (a late start marker withdrew the frames after it)."""
+        last_t = self._last_t if last_t is None else last_t
         result = self.monitor.finish()
         if input_ended:
             result = replace(
@@ -564,7 +640,7 @@ class Supervisor:
                     StreamIssue(
                         IssueKind.MISSING_MARKER,
                         STREAM,
-                        self._last_t,
+                        last_t,
                         f"rollout {self._index} ended without its end marker: its open episodes closed as input_ended",
                     )
                 )
@@ -583,9 +659,9 @@ class Supervisor:
             )
         )
         self._index += 1
-        self._ended_t = self._last_t
+        self._ended_t = last_t
         self._start, self._events, self._pending_end, self._late_start = None, [], None, False
-        self._times.clear()
+        self._fresh()
         self._in_trace, self._trace_t0, self._order_t = False, math.inf, -math.inf
         self._expected, self._repeated = None, False  # the next rollout is numbered from 0
         if self._status is InputStatus.TIME_BACKWARDS:  # time order holds inside a trace only
@@ -593,6 +669,25 @@ class Supervisor:
             self._set(InputStatus.FRESH, out)
             if now is not None:
                 self._advanced_at = now
+
+    def _stepped(self, valuation: Valuation | None, t: float) -> None:
+        """Keep a frame the monitor stepped, for a late start marker (`frame` does the same inline)."""
+        self._record(t)
+        self._keep(valuation)
+        self._countdown -= 1
+        if not self._countdown:
+            self._checkpoint()
+
+    def _checkpoint(self) -> None:
+        self._checkpoints.append(self.monitor.checkpoint())
+        self._countdown = CHECKPOINT_FRAMES
+
+    def _fresh(self) -> None:
+        """The monitor starts a trace: nothing of the last one is kept."""
+        self._times.clear()
+        self._valuations.clear()
+        self._checkpoints.clear()
+        self._checkpoint()
 
     def _named(self, events: Sequence[Event], objects: Mapping[str, tuple[str, ...]]) -> list[Event]:
         """Opened events with the objects their property's predicates were about on this frame."""

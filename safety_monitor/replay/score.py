@@ -38,7 +38,7 @@ from safety_monitor.pipeline.decode import MessageType, TypedDecoders, Undecodab
 from safety_monitor.pipeline.estimator import Estimator
 from safety_monitor.pipeline.inputs import TF, ConfiguredInput, check_types, configured_inputs
 from safety_monitor.pipeline.markers import EpisodeMarker, MarkerKind, decode_marker
-from safety_monitor.pipeline.supervisor import Rollout, Supervisor, Withdrawn
+from safety_monitor.pipeline.supervisor import LATE_HOLD_FRAMES, Rollout, Supervisor, Withdrawn
 from safety_monitor.replay.names import resolve_mapping
 from safety_monitor.replay.timeline import Timeline
 from safety_monitor.settings import EstimatorSettings, MonitorSettings, NodeSettings
@@ -348,8 +348,8 @@ class _Scorer:
     def apply_markers(self, until: float) -> float:
         """Apply the markers logged at or before `until` (before a message logged then), as the nodes do: a start
         marker restarts the estimator's rollout (`Estimator.new_rollout`), then reaches the Supervisor. Returns
-        the log time of the next marker. The frames stepped so far are counted first, so that frames a late
-        start marker withdraws from the trace in progress are all in its part, and taken out of it."""
+        the log time of the next marker. The frames stepped so far are counted first, but for the trace's last
+        ones, which a late start marker may withdraw from it (`flush`)."""
         markers = self.markers
         while self._marker < len(markers) and markers[self._marker][0] <= until:
             logged, marker = markers[self._marker]
@@ -360,19 +360,28 @@ class _Scorer:
             step = self.supervisor.marker(marker, logged)
             if step.withdrawn is not None:
                 self._withdraw(step.withdrawn)
-            self.issues(step.issues)
+            starts = [i for i in step.issues if i.kind is IssueKind.LATE_MARKER]  # the rollout it starts: its own
+            self.issues(tuple(i for i in step.issues if i.kind is not IssueKind.LATE_MARKER))
             self.rollouts.extend(step.finished)
+            self.issues(tuple(starts))
         return self.next_marker()
 
     def _withdraw(self, withdrawn: Withdrawn) -> None:
-        """The trace in progress lost every frame it had stepped (a late start marker): none of them is counted
-        in its part any more (they are stepped again, blind, after this); the issues raised meanwhile stay."""
-        k = len(self.rollouts)
-        r = self._part(k).result
-        assert r.frames == withdrawn.frames, f"withdrew {withdrawn.frames} frames from a part of {r.frames}"
-        r.frames = r.unknown_frames = r.stale_frames = 0
-        r.t_start = r.t_end = None
-        self.parts[k] = _Part(r, self.monitor.predicates)
+        """A late start marker withdrew the last frames of the trace in progress: they are counted in no part (the
+        marker's rollout steps them again, blind: the step's last frames); the issues raised meanwhile stay. The
+        frames not counted yet are the trace's last ones (`flush`): the withdrawn are the last of them, unless the
+        trace was withdrawn whole and its part had counted the rest (its part then starts again)."""
+        end = len(self._times) - withdrawn.blind  # the frames stepped before the withdrawal
+        cut = slice(end - withdrawn.frames, end)
+        if withdrawn.frames > end:
+            k = len(self.rollouts)
+            r = self._part(k).result
+            assert r.frames + end == withdrawn.frames, f"withdrew {withdrawn.frames} frames from {r.frames} + {end}"
+            r.frames = r.unknown_frames = r.stale_frames = 0
+            r.t_start = r.t_end = None
+            self.parts[k] = _Part(r, self.monitor.predicates)
+            cut = slice(0, end)
+        del self._valuations[cut], self._times[cut], self._stales[cut]
 
     def sample(self, sample: PredicateSample, now: float) -> None:
         """One frame, arrived at log time `now`."""
@@ -412,16 +421,19 @@ class _Scorer:
         part.not_applicable = r.not_applicable
         return _Part(part, self.monitor.predicates)
 
-    def flush(self) -> None:
+    def flush(self, final: bool = False) -> None:
         """The frames stepped since the last flush into the timelines and counts, each into its rollout's part
-        (a finished rollout's frame count says where the next begins)."""
+        (a finished rollout's frame count says where the next begins). With markers, the trace's last
+        LATE_HOLD_FRAMES frames wait (unless `final`): a late start marker may still withdraw them from it."""
         valuations, times, stales = self._valuations, self._times, self._stales
-        if not times:
+        held = 0 if final or not self.split else min(LATE_HOLD_FRAMES, self.monitor.frame, len(times))
+        count = len(times) - held
+        if count <= 0:
             return
         done = 0
-        while done < len(times):
+        while done < count:
             part = self._part(self._flushed)
-            room = len(times) - done
+            room = count - done
             if self.split and self._flushed < len(self.rollouts):
                 room = min(room, self.rollouts[self._flushed].frames - part.result.frames)
             if room <= 0:
@@ -430,10 +442,8 @@ class _Scorer:
             self._add(part, valuations[done : done + room], times[done : done + room], stales[done : done + room])
             done += room
         if self.progress is not None:
-            self.progress.update(len(times))
-        valuations.clear()
-        times.clear()
-        stales.clear()
+            self.progress.update(count)
+        del valuations[:count], times[:count], stales[:count]
 
     def _add(self, part: _Part, valuations: list, times: list[float], stales: list[frozenset[str]]) -> None:
         """Frames into one part (the bag's counts are its parts', summed at the end). Equal consecutive
@@ -470,7 +480,7 @@ class _Scorer:
         step = self.supervisor.finish(bag_end)
         self.issues(step.issues)
         self.rollouts.extend(step.finished)  # one, unless the input restarted inside the bag
-        self.flush()
+        self.flush(final=True)
         r = self.result
         if self.split:  # the bag's counts: its rollouts', each the frames its trace holds
             counted = [p.result for p in self.parts if p.result.frames]
