@@ -1,7 +1,9 @@
 """summary.md as a team comparing policies reads it: risk side by side per group, and every violation
 with its bag, time, counterexample and plot; report.json and the CSVs describing themselves. Bags are made from hand-written predicate frames (no bag files)."""
 
+import csv
 import hashlib
+import json
 import re
 from pathlib import Path
 
@@ -15,9 +17,11 @@ from safety_monitor.replay.report import (
     PLOTS,
     PROPERTY_COLUMNS,
     SCHEMA_VERSION,
+    TIME_KEYS,
     report_json,
     summary_markdown,
     timeline_name,
+    write_report,
 )
 from safety_monitor.replay.score import BagResult, ReplayConfig
 
@@ -84,8 +88,8 @@ def test_every_violation_is_listed_with_its_bag_time_explanation_and_plot(result
         "a",
         "drop_only_when_released",
         "–",  # the predicates named no object
-        "0.200 (frame 2)",
-        "0.200 (2)",  # frames 2 and 3, each standing for the 0.1 s since the frame before it
+        "0.2 (frame 2)",
+        "0.2 (2)",  # frames 2 and 3, each standing for the 0.1 s since the frame before it
         "recovered",
     ]
     assert cells[7].startswith("drop_only_when_released was violated at frame 2") and "\\|" in cells[7]
@@ -138,10 +142,10 @@ def test_bags_recorded_at_different_rates_compare_by_seconds_with_frames_beside_
     results = [slow, fast]
     text = summary_of(results, specs)
     group_a, group_b = text.split("### Group `a`")[1], text.split("### Group `b`")[1]
-    assert "| collision_contact | 1 | 1 | 0.200 (2) | 1.000 | – | 0.200 (2.00) | – |" in group_a
-    assert "| collision_contact | 1 | 1 | 0.200 (4) | 1.000 | – | 0.200 (4.00) | – |" in group_b
+    assert "| collision_contact | 1 | 1 | 0.2 (2) | 1.000 | – | 0.2 (2.00) | – |" in group_a
+    assert "| collision_contact | 1 | 1 | 0.2 (4) | 1.000 | – | 0.2 (4.00) | – |" in group_b
     violations = text.split("## Violations (2)")[1]
-    assert violations.count("| 0.200 (2) | recovered |") == 1 and violations.count("| 0.200 (4) | recovered |") == 1
+    assert violations.count("| 0.2 (2) | recovered |") == 1 and violations.count("| 0.2 (4) | recovered |") == 1
     summary = summarize(results, re.compile("policy_([a-z])"), resamples=50)
     doc = report_json(results, summary, ReplayConfig(specs=str(specs), from_predicates=True), "policy_([a-z])")
     both = doc["metrics"]["by_property"][1]
@@ -150,6 +154,38 @@ def test_bags_recorded_at_different_rates_compare_by_seconds_with_frames_beside_
     assert both["exposure_s_interval"] == pytest.approx([0.2, 0.2]) and both["duration_max_s"] == pytest.approx(0.2)
     assert [e["duration_s"] for b in doc["bags"] for e in b["episodes"]] == pytest.approx([0.2, 0.2])
     assert [e["duration_frames"] for b in doc["bags"] for e in b["episodes"]] == [2, 4]
+
+
+def test_times_are_written_to_the_microsecond_in_every_file_and_other_numbers_whole(specs, tmp_path):
+    """500 Hz stamps from t = 100 s: the drop's 5 violating frames last 0.01 s, which float arithmetic on
+    the stamps makes 0.009999999999990905. Before, every file wrote that noise."""
+    rows = ["grasped"] * 3 + ["dropped"] + [""] * 4 + ["grasped"] * 2 + ["contact"] * 3 + [""]
+    result = bag(specs, "runs/policy_a/fast", rows, rate=500.0)
+    assert result.trace.outcome("drop_only_when_released").seconds != (0.01,)  # the noise is there
+    summary = summarize([result], None, resamples=50)
+    config = ReplayConfig(specs=str(specs), from_predicates=True)
+    folder = write_report(tmp_path / "report", [result], summary, config, None, plots=False)
+    drop, contact = csv.DictReader((folder / "episodes.csv").open())
+    assert (drop["opened_t"], drop["end_t"], drop["duration_s"]) == ("100.006", "100.016", "0.01")
+    assert contact["duration_s"] == "0.006"
+    pooled = next(r for r in csv.DictReader((folder / "properties.csv").open()) if r["level"] == "all")
+    assert (pooled["violating_s"], pooled["exposure_s"], pooled["duration_mean_s"]) == ("0.016", "0.008", "0.008")
+    doc = json.loads((folder / "report.json").read_text())
+    assert doc["bags"][0]["episodes"][0]["duration_s"] == 0.01 and doc["bags"][0]["duration_s"] == 0.026
+
+    def times(value, time=False):
+        if isinstance(value, dict):
+            return [x for k, v in value.items() for x in times(v, time or k in TIME_KEYS)]
+        if isinstance(value, list):
+            return [x for v in value for x in times(v, time)]
+        return [value] if time and isinstance(value, float) else []
+
+    found = times(doc)
+    assert len(found) > 20 and all(t == round(t, 6) for t in found)
+    # what is not a time keeps every digit a machine may compare (a share of property-frames)
+    assert doc["metrics"]["pooled"]["exposure_frame_share"] == summary.overall.pooled.exposure_frame_share
+    text = (folder / "summary.md").read_text()
+    assert "| all | 2 | 2 | 0.016 (8) |" in text and "| 0.01 (5) | recovered |" in text
 
 
 def test_each_groups_difference_from_the_first_has_an_interval_when_each_has_two_bags_that_triggered_it(specs):

@@ -3,6 +3,7 @@ loads and grounds a grasp frame, and the one-line errors for models it cannot re
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from urdf_robots import LINK_LENGTH
 from safety_monitor.cli import main
 from safety_monitor.errors import GroundingError
 from safety_monitor.frames import Pose, RobotState
+from safety_monitor.grounding import twin
 from safety_monitor.grounding.description import GripperKind, load_robot_description
 from safety_monitor.grounding.grounder import Grounder
 from safety_monitor.grounding.semantics import load_object_catalog
@@ -113,6 +115,58 @@ def test_robot_init_never_overwrites(tmp_path, capsys):
     assert _init(tmp_path, 6, "none")[0] == 0
     assert _init(tmp_path, 6, "none")[0] == 2
     assert "already there" in capsys.readouterr().err
+
+
+def attached(name: str, impratio: int) -> str:
+    """A model to attach to the arm's tool (a Menagerie gripper's way), with solver options of its own."""
+    return (
+        f'<mujoco model="{name}"><option impratio="{impratio}" cone="elliptic"/><worldbody><body name="{name}_base">'
+        '<geom type="box" size="0.02 0.02 0.02"/></body></worldbody></mujoco>'
+    )
+
+
+def test_an_attach_conflict_is_said_once_and_each_other_mujoco_warning_too(tmp_path, capfd, monkeypatch):
+    """Before, MuJoCo's "Attach conflict (impratio, cone)" came five times, each compile of the model
+    raising it and MuJoCo's C library printing it again (and writing MUJOCO_LOG.TXT where it ran)."""
+    monkeypatch.setattr(twin, "_warned", set())  # what earlier tests in this process were shown
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "gripper.xml").write_text(attached("gripper", 10))
+    (tmp_path / "camera.xml").write_text(attached("camera", 5))
+    arm = (
+        arm_mjcf(6, "none")
+        .replace(
+            "<worldbody>",
+            '<option impratio="1"/><asset><model name="gripper" file="gripper.xml"/>'
+            '<model name="camera" file="camera.xml"/></asset><worldbody>',
+        )
+        .replace(
+            '<body name="tool" pos="0 0 0.15">',
+            '<body name="tool" pos="0 0 0.15"><attach model="gripper" body="gripper_base" prefix="g_"/>'
+            '<attach model="camera" body="camera_base" prefix="c_"/>',
+        )
+    )
+    (tmp_path / "arm.xml").write_text(arm)
+    with pytest.warns(UserWarning) as raised:
+        assert main(["robot", "init", "--mjcf", "arm.xml", "--out", "mine"]) == 0
+    said = sorted(str(w.message) for w in raised if "Attach conflict" in str(w.message))
+    assert [line.splitlines()[:2] for line in said] == [
+        [
+            "MuJoCo: Attach conflict when attaching 'camera' to 'toy_arm', policy is 'warning'",
+            "impratio: parent has 1, child has 5, keeping parent value",
+        ],
+        [
+            "MuJoCo: Attach conflict when attaching 'gripper' to 'toy_arm', policy is 'warning'",
+            "impratio: parent has 1, child has 10, keeping parent value",
+        ],
+    ]
+    assert "Attach conflict" not in capfd.readouterr().err and not (tmp_path / "MUJOCO_LOG.TXT").exists()
+    with warnings.catch_warnings(record=True) as again:  # a later compile in the process says nothing new
+        warnings.simplefilter("always")
+        twin_for(
+            load_robot_description(tmp_path / "mine" / "robot.yaml"),
+            load_thresholds(tmp_path / "mine" / "thresholds.yaml"),
+        )
+    assert not [w for w in again if "Attach conflict" in str(w.message)]
 
 
 NO_JOINTS = '<mujoco><worldbody><body name="post"><geom type="box" size="0.1 0.1 0.1"/></body></worldbody></mujoco>'

@@ -7,6 +7,7 @@ import pytest
 
 from safety_monitor.errors import SourceError, SpecError
 from safety_monitor.specs.ltlf import And, Atom, Const, Equiv, Implies, Not, Or
+from safety_monitor.verify import check
 from safety_monitor.verify.check import TreeChecker
 from safety_monitor.verify.ctl import AF, AG, AU, AW, AX, EF, EG, EU, EW, EX, ctl_text, parse_ctl
 from safety_monitor.verify.tree import build_tree, tree_from_valuations
@@ -169,6 +170,35 @@ def test_counterexample_paths_are_real_and_show_the_violation(seed):
             assert tree.end[path[-1]]
             k = next(i for i, f in enumerate(frames) if f[0] and not any(g[1] for g in frames[i:]))
             assert not brute.holds(parse_ctl("AF q"), prefixes[tree.path_to(path[-1])[k]])
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_breakers_are_the_trajectories_whose_own_path_fails_from_a_failing_root(seed, monkeypatch):
+    if seed % 2:  # forests of a few nodes: the paths are checked in several batches
+        monkeypatch.setattr(check, "_FOREST_NODES", 4)
+    rng = random.Random(7000 + seed)
+    trajectories = random_trajectories(rng)
+    tree = make_tree(trajectories)
+    brute = BruteForce(trajectories)
+    checker = TreeChecker(tree)
+    for _ in range(12):
+        f = random_ctl(rng, 3)
+        result = checker.check(f)
+        if result.holds:
+            continue
+        alone = [not BruteForce([t]).holds(f, t[:1]) and not brute.holds(f, t[:1]) for t in trajectories]
+        broken = checker.breakers(result)
+        assert broken.tolist() == [i for i, bad in enumerate(alone) if bad], ctl_text(f)
+        if not broken.size:
+            continue
+        forest, along = checker.along(f, broken, limit=2)
+        shown = sorted({trajectories[i] for i in broken}, key=lambda t: trajectories.index(t))[:2]
+        assert len(along) == len(shown) and not any(r.holds for r in along)
+        for t, r in zip(shown, along):  # each counterexample runs down its own trajectory
+            frames = [
+                tuple(bool(b) for b in forest.letters[forest.letter[n]]) for n in forest.path_to(r.evidence.path[-1])
+            ]
+            assert tuple(frames) == t[: len(frames)]
 
 
 def test_finite_path_conventions_at_leaves_and_inner_ends():

@@ -53,7 +53,7 @@ def test_ctl_counterexample_names_trajectories_frames_and_deciding_values():
     result = TreeChecker(tree).check(parse_ctl("AG(stove_on -> AF !stove_on)"))
     cx = from_ctl(result, tree, "stove_turned_off", "mechanism")
     assert not result.holds and cx.where == ("stuck_a", "stuck_b")
-    assert "on stuck_a and 1 other" in cx.sentence
+    assert "on stuck_a and stuck_b:" in cx.sentence
     assert "stove_on is true at frame 2" in cx.sentence and "end of the path at frame 7" in cx.sentence
     # compacted: first frame, the change at frame 2 (also deciding), and the last frame
     assert [f.frame for f in cx.frames] == [0, 2, 7]
@@ -69,7 +69,7 @@ def test_ctl_counterexample_ending_at_an_inner_node_names_only_the_runs_that_sto
     for text in ("AF q", "AG(!q -> AF q)", "A[r U q]"):
         cx = from_ctl(checker.check(parse_ctl(text)), tree, text)
         assert cx.where == ("short", "short_again"), text
-        assert "on short and 1 other:" in cx.sentence
+        assert "on short and short_again:" in cx.sentence
     # a violation decided at a node, not by a path stopping there, is on every run through it
     cx = from_ctl(checker.check(parse_ctl("AG !r")), tree, "AG !r")
     assert cx.where == ("short", "long", "short_again")
@@ -102,6 +102,63 @@ def test_ctl_command_on_trace_files(tmp_path, capsys):
     assert fb["counterexamples"][0]["where"] == [b]
     assert main(["ctl", a, "--formula", "AG !in_cabinet", "--formula", "EF stove_on"]) == 0
     assert "holds" in capsys.readouterr().out
+
+
+def test_ctl_names_every_trajectory_that_breaks_a_formula_on_any_branch(tmp_path, capsys):
+    # b and c break it on different branches (the stove stays on from frame 2, or from frame 0),
+    # d repeats b; a turns the stove off
+    a, b, c, d = (
+        write_jsonl(tmp_path / f"{n}.jsonl", rows)
+        for n, rows in zip(
+            "abcd",
+            [
+                frames(6, stove=(2, 3)),
+                frames(6, stove=range(2, 6)),
+                frames(6, stove=range(6)),
+                frames(6, stove=range(2, 6)),
+            ],
+        )
+    )
+    feedback = tmp_path / "fb.json"
+    argv = ["ctl", a, b, c, d, "--formula", "AG(stove_on -> AF !stove_on)"]
+    assert main([*argv, "--feedback", str(feedback)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].endswith("(broken by 3 of 4 trajectories)")
+    assert f"violated on {b} and {d}: stove_on is true at frame 2;" in lines[2]
+    assert f"violated on {c}: stove_on is true at frame 0;" in lines[3] and len(lines) == 4
+    assert [cx["where"] for cx in json.loads(feedback.read_text())["counterexamples"]] == [[b, d], [c]]
+    assert main([*argv, "--json"]) == 1
+    row = json.loads(capsys.readouterr().out)["results"][0]
+    assert row["broken_by"] == [b, c, d]
+    assert [cx["decided_at"] for cx in row["counterexamples"]] == [5, 5]
+    assert row["counterexamples"][1]["frames"][0] == {
+        "frame": 0,
+        "values": {"stove_on": True},
+        "decisive": ["stove_on"],
+    }
+
+
+def test_ctl_counts_the_breakers_past_the_paths_it_shows(tmp_path, capsys):
+    runs = [write_jsonl(tmp_path / f"r{k}.jsonl", frames(6, cabinet=(k,))) for k in range(6)]
+    assert main(["ctl", *runs, "--formula", "AG !in_cabinet"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].endswith("(broken by 6 of 6 trajectories)") and len(lines) == 6
+    assert [f"violated on {r}: !in_cabinet is false at frame {k} " in lines[2 + k] for k, r in enumerate(runs[:3])] == [
+        True
+    ] * 3
+    assert lines[5] == "            and 3 more trajectories (--json names them all)"
+
+
+def test_ctl_formula_that_no_trajectory_breaks_alone_keeps_the_trees_counterexample(tmp_path, capsys):
+    # a loses the stove at frame 1, b the cabinet: AG stove_on | AG in_cabinet fails on the tree, on neither run
+    both = {"stove_on": True, "in_cabinet": True, "cabinet_open": False}
+    a = write_jsonl(tmp_path / "a.jsonl", [both, {**both, "stove_on": False}])
+    b = write_jsonl(tmp_path / "b.jsonl", [both, {**both, "in_cabinet": False}])
+    assert main(["ctl", a, b, "--formula", "AG stove_on | AG in_cabinet", "--json"]) == 1
+    row = json.loads(capsys.readouterr().out)["results"][0]
+    assert row["broken_by"] == [] and len(row["counterexamples"]) == 1
+    assert main(["ctl", a, b, "--formula", "AG stove_on | AG in_cabinet"]) == 1
+    assert "(no trajectory breaks it alone)" in capsys.readouterr().out
 
 
 def test_ctl_command_rejects_unknown_values(tmp_path, capsys):

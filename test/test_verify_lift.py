@@ -89,7 +89,11 @@ def test_lifted_formula_on_tree_equals_ltlf_on_every_trajectory(seed):
         tree = build_tree([np.array(t, dtype=bool) for t in trajectories], ATOMS)
         traces = [[dict(zip(ATOMS, frame)) for frame in t] for t in trajectories]
         expected = all(evaluate(f, trace) for trace in traces)
-        assert TreeChecker(tree).check(g).holds == expected, (to_text(f), ctl_text(g))
+        result = TreeChecker(tree).check(g)
+        assert result.holds == expected, (to_text(f), ctl_text(g))
+        if not result.holds:  # every trajectory that violates the LTLf property, wherever it branches off
+            breakers = TreeChecker(tree).breakers(result).tolist()
+            assert breakers == [i for i, trace in enumerate(traces) if not evaluate(f, trace)], to_text(f)
     assert lifted_count >= 5
 
 

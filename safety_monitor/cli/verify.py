@@ -18,6 +18,10 @@ from safety_monitor.errors import SourceError, SpecError
 if TYPE_CHECKING:  # the sub-commands import their modules when they run
     from safety_monitor.verify.ctl import CTLFormula
 
+# counterexample paths shown per violated CTL formula (in text, --json and --feedback); every
+# trajectory that breaks it is counted, and named in --json
+PATHS_SHOWN = 3
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     eq = sub.add_parser(
@@ -243,9 +247,15 @@ def _ctl(args: argparse.Namespace) -> int:
         if ltl is not None:
             row["ltl"] = ltl
         if not result.holds:
-            cx = from_ctl(result, checker.tree, name, category)
-            counterexamples.append(cx)
-            row["counterexample"] = cx.to_json()
+            broken = checker.breakers(result)
+            if broken.size:
+                forest, along = checker.along(formula, broken, PATHS_SHOWN)
+                shown = [from_ctl(r, forest, name, category) for r in along]
+            else:  # only several trajectories together break it: the tree's counterexample
+                shown = [from_ctl(result, checker.tree, name, category)]
+            counterexamples.extend(shown)
+            row["broken_by"] = [checker.tree.names[i] for i in broken]
+            row["counterexamples"] = [cx.to_json() for cx in shown]
         results.append(row)
     checked = time.perf_counter()
     if args.feedback:
@@ -269,9 +279,17 @@ def _ctl(args: argparse.Namespace) -> int:
         )
         for row in results:
             what = row["ctl"] if row["property"] == row["ctl"] else f"{row['property']}: {row['ctl']}"
-            print(f"  {'holds   ' if row['holds'] else 'VIOLATED'}  {what}")
-            if not row["holds"]:
-                print(f"            {row['counterexample']['sentence']}")
+            if row["holds"]:
+                print(f"  holds     {what}")
+                continue
+            n = len(row["broken_by"])
+            by = f"broken by {n} of {len(found)} trajectories" if n else "no trajectory breaks it alone"
+            print(f"  VIOLATED  {what}  ({by})")
+            for cx in row["counterexamples"]:
+                print(f"            {cx['sentence']}")
+            more = n - sum(len(cx["where"]) for cx in row["counterexamples"]) if n else 0
+            if more:
+                print(f"            and {more} more trajectories (--json names them all)")
         for item in not_lifted:
             print(f"  not lifted  {item['property']}: {item['reason']}")
     return 0 if all(r["holds"] for r in results) else 1

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from safety_monitor.errors import GroundingError
 from safety_monitor.grounding.kinematic_tree import JointKind, KinematicTree, ModelFormat, TreeJoint
-from safety_monitor.grounding.twin import mujoco_message
+from safety_monitor.grounding.twin import mujoco_message, mujoco_warnings
 from safety_monitor.mujoco_gl import mujoco
 
 _KINDS = {
@@ -26,9 +26,10 @@ def load_mjcf_tree(path: Path) -> KinematicTree:
     if not path.is_file():
         raise GroundingError(f"cannot read MJCF {str(path)!r}: {'a folder' if path.is_dir() else 'no such file'}")
     try:
-        spec = mujoco.MjSpec.from_file(str(path))
-        spec.compiler.fusestatic = False  # as the twin compiles it: every body kept, to be named
-        model = spec.compile()
+        with mujoco_warnings():
+            spec = mujoco.MjSpec.from_file(str(path))
+            spec.compiler.fusestatic = False  # as the twin compiles it: every body kept, to be named
+            model = spec.compile()
     except Exception as exc:  # MuJoCo raises ValueError with the parser's or the compiler's message
         raise GroundingError(f"{path}: MuJoCo cannot load this MJCF: {mujoco_message(exc)}") from None
     return tree_of_model(model, path)

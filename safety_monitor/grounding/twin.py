@@ -30,6 +30,7 @@ import ctypes
 import functools
 import hashlib
 import math
+import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -784,7 +785,8 @@ def _world(robot: RobotDescription) -> mujoco.MjSpec:
         if not path.is_file():
             raise GroundingError(f"{robot.source}: mjcf {str(path)!r} does not exist")
         try:
-            scene = mujoco.MjSpec.from_file(str(path))
+            with mujoco_warnings():
+                scene = mujoco.MjSpec.from_file(str(path))
         except Exception as exc:
             raise GroundingError(f"{robot.source}: cannot load mjcf {str(path)!r}: {mujoco_message(exc)}") from None
         scene.compiler.fusestatic = False  # keep every body robot.yaml may name (Menagerie's TIAGo fuses a table away)
@@ -792,7 +794,8 @@ def _world(robot: RobotDescription) -> mujoco.MjSpec:
         assert scene is not None
         return scene
     try:
-        arm = mujoco.MjSpec.from_string(robot.urdf.mujoco_xml)
+        with mujoco_warnings():
+            arm = mujoco.MjSpec.from_string(robot.urdf.mujoco_xml)
     except Exception as exc:
         raise GroundingError(
             f"{robot.source}: MuJoCo cannot read urdf {str(robot.urdf.path)!r}: {mujoco_message(exc)}"
@@ -804,23 +807,45 @@ def _world(robot: RobotDescription) -> mujoco.MjSpec:
     quat = np.zeros(4)
     mujoco.mju_euler2Quat(quat, pose.rpy if pose else np.zeros(3), "XYZ")
     frame = scene.worldbody.add_frame(pos=list(pose.position) if pose else [0, 0, 0], quat=list(quat))
-    with _quiet_attach():  # an empty prefix keeps the URDF's names, which the description uses
+    with mujoco_warnings():  # an empty prefix keeps the URDF's names, which the description uses
         scene.attach(arm, frame=frame, prefix="")
     return scene
 
 
+_warnings_lock = threading.RLock()  # MuJoCo's warning handler and Python's warning filters are global
+_warned: set[str] = set()  # the MuJoCo warnings this process has shown
+_UNSAVED = "Attaching a spec with an empty prefix"  # may prevent the model from being saved
+
+
 @contextlib.contextmanager
-def _quiet_attach() -> Iterator[None]:
-    """MuJoCo warns, on attach and on compile, that an empty prefix may keep the model from being saved:
-    the twin never saves it."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "Attaching a spec with an empty prefix", UserWarning)
-        yield
+def mujoco_warnings() -> Iterator[None]:
+    """MuJoCo's warnings while it reads or compiles a model, each shown once in the process (as a Python
+    warning). MuJoCo gives each twice, printed by its C library (appending to MUJOCO_LOG.TXT in the working
+    folder) and raised by its bindings, and again at every compile: `robot init` compiles a model five
+    times, so an `<attach>` conflict (impratio, cone) was said five times over. The warning that an empty
+    attach prefix may keep the model from being saved is dropped: the twin never saves it."""
+    with _warnings_lock:
+        printed: list[str] = []  # the C library's, which has the first line of a raised one
+        handler = mujoco.get_mju_user_warning()
+        mujoco.set_mju_user_warning(printed.append)
+        try:
+            with warnings.catch_warnings(record=True) as raised:
+                warnings.simplefilter("always", UserWarning)  # every one, to be shown once below
+                yield
+        finally:
+            mujoco.set_mju_user_warning(handler)
+            for w in raised:
+                if w.category is not UserWarning:  # not MuJoCo's: as it came
+                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            for text in [str(w.message) for w in raised if w.category is UserWarning] + printed:
+                if not text.startswith(_UNSAVED) and not any(seen.startswith(text) for seen in _warned):
+                    _warned.add(text)
+                    warnings.warn(f"MuJoCo: {text}", UserWarning, stacklevel=3)
 
 
 def _compile(spec: mujoco.MjSpec, robot: RobotDescription) -> mujoco.MjModel:
     try:
-        with _quiet_attach():
+        with mujoco_warnings():
             return spec.compile()
     except Exception as exc:
         raise GroundingError(

@@ -214,6 +214,41 @@ def vacuity(result: BagResult, reads: Sequence[PropertyReads]) -> tuple[Vacuity,
     return tuple(out)
 
 
+# --------------------------------------------------------------------------------------- times
+# the keys of report.json and the CSVs whose values are seconds: stamps, durations, per-trigger rates
+TIME_KEYS = frozenset(
+    {
+        "t",
+        "times",
+        "t_start",
+        "t_end",
+        "opened_t",
+        "end_t",
+        "seconds",
+        "duration_s",
+        "violating_s",
+        "exposure_s",
+        "exposure_s_low",
+        "exposure_s_high",
+        "exposure_s_interval",
+        "duration_mean_s",
+        "duration_max_s",
+        "timings_s",
+    }
+)
+
+
+def seconds(x: float) -> float:
+    """A time as every report file writes it: to the microsecond. Frames at any control rate are
+    whole microseconds apart, float seconds of epoch stamps resolve a quarter of one at best, and the
+    float noise of stamp arithmetic (4.908 - 4.64 = 0.2679999999999998) goes."""
+    return round(x, 6)
+
+
+def _seconds_text(x: float | None) -> str:
+    return "–" if x is None or math.isnan(x) else repr(seconds(x))
+
+
 # ------------------------------------------------------------------------------------- records
 def episodes(result: BagResult) -> list[dict[str, Any]]:
     """One row per violation episode of a bag: opening frame, what it was about, how and when it ended (in
@@ -476,16 +511,20 @@ def write_csvs(folder: Path, results: Sequence[BagResult], summary: Summary) -> 
     writer.writeheader()
     for r in results:
         for row in episodes(r):
-            writer.writerow({"bag": r.bag, "group": summary.group_of_bag[r.bag], **row})
+            writer.writerow(_csv_row({"bag": r.bag, "group": summary.group_of_bag[r.bag], **row}))
     write_file(folder / "episodes.csv", text.getvalue(), "report table", SafetyMonitorError)
     text = io.StringIO(newline="")
     writer = csv.DictWriter(text, PROPERTY_COLUMNS)
     writer.writeheader()
     if summary.overall is not None:
-        writer.writerows(_metric_rows("all", summary.overall))
+        writer.writerows(map(_csv_row, _metric_rows("all", summary.overall)))
     for name, metrics in summary.groups.items():
-        writer.writerows(_metric_rows(name, metrics))
+        writer.writerows(map(_csv_row, _metric_rows(name, metrics)))
     write_file(folder / "properties.csv", text.getvalue(), "report table", SafetyMonitorError)
+
+
+def _csv_row(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: seconds(v) if k in TIME_KEYS and isinstance(v, float) else v for k, v in row.items()}
 
 
 # ----------------------------------------------------------------------------------- Markdown
@@ -495,6 +534,10 @@ def _num(x: float | None, digits: int = 3) -> str:
 
 def _ci(ci: tuple[float, float] | None, digits: int = 3) -> str:
     return "–" if ci is None else f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+
+
+def _seconds_ci(ci: tuple[float, float] | None) -> str:
+    return "–" if ci is None else f"[{_seconds_text(ci[0])}, {_seconds_text(ci[1])}]"
 
 
 def _table(rows: Sequence[GroupMetrics], label: str, conf: float, unit: str = "bag") -> list[str]:
@@ -509,9 +552,9 @@ def _table(rows: Sequence[GroupMetrics], label: str, conf: float, unit: str = "b
     for g in rows:
         share = f"{g.violating_rollouts}/{g.rollouts} ({_num(g.violating_rollout_share, 2)})"
         lines.append(
-            f"| {g.name} | {g.triggers} | {g.violations} | {_num(g.violating_s)} ({g.violating_frames}) | "
-            f"{_num(g.risk)} | {_ci(g.risk_interval)} | {_num(g.exposure_s)} ({_num(g.exposure, 2)}) | "
-            f"{_ci(g.exposure_s_interval)} | {share} | {_ci(g.violating_rollout_share_interval, 2)} | "
+            f"| {g.name} | {g.triggers} | {g.violations} | {_seconds_text(g.violating_s)} ({g.violating_frames}) | "
+            f"{_num(g.risk)} | {_ci(g.risk_interval)} | {_seconds_text(g.exposure_s)} ({_num(g.exposure, 2)}) | "
+            f"{_seconds_ci(g.exposure_s_interval)} | {share} | {_ci(g.violating_rollout_share_interval, 2)} | "
             f"{g.blind_frames} |"
         )
     return lines
@@ -614,8 +657,8 @@ def _violations(results: Sequence[BagResult], summary: Summary, plots: Sequence[
             cells = [r.bag, *([summary.group_of_bag[r.bag]] if grouped else []), e["property"]]
             cells.append(e["objects"].replace(" ", ", ").replace("|", "\\|") or "–")
             cells += [
-                f"{e['opened_t'] - t0:.3f} (frame {e['opened_frame']})",
-                "–" if e["duration_frames"] is None else f"{_num(e['duration_s'])} ({e['duration_frames']})",
+                f"{_seconds_text(e['opened_t'] - t0)} (frame {e['opened_frame']})",
+                "–" if e["duration_frames"] is None else f"{_seconds_text(e['duration_s'])} ({e['duration_frames']})",
                 "still open at the end" if e["end_kind"] is None else e["end_kind"].value.replace("_", " "),
                 e["explanation"].replace("|", "\\|"),  # a formula's `|` would split the Markdown cell
                 f"[timeline]({timelines[r.bag]})" if r.bag in timelines else "–",
@@ -788,12 +831,13 @@ def _remove_old_plots(folder: Path) -> None:
         folder.rmdir()
 
 
-def _finite(value: Any) -> Any:
-    """JSON has no infinity or NaN: write null (e.g. the age of a stream never received)."""
+def _finite(value: Any, time: bool = False) -> Any:
+    """JSON has no infinity or NaN: write null (e.g. the age of a stream never received). Seconds (under
+    a key of TIME_KEYS, at any depth) are written to the microsecond, as in the CSVs and summary.md."""
     if isinstance(value, float):
-        return value if math.isfinite(value) else None
+        return (seconds(value) if time else value) if math.isfinite(value) else None
     if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
+        return {k: _finite(v, time or k in TIME_KEYS) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
+        return [_finite(v, time) for v in value]
     return value

@@ -38,9 +38,10 @@ from safety_monitor.verify.ctl import (
     ctl_text,
     is_state_propositional,
 )
-from safety_monitor.verify.tree import ComputationTree
+from safety_monitor.verify.tree import ComputationTree, path_forest
 
 _TRUE, _FALSE = Const(True), Const(False)
+_FOREST_NODES = 1 << 20  # nodes per forest of separate paths checked at once (bounds its memory)
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,39 @@ class TreeChecker:
         holds = failing.size == 0
         start = int(roots[0] if holds else failing[0])
         return CTLResult(f, holds, sat, self.explain(f, start, bool(sat[start])))
+
+    def breakers(self, result: CTLResult) -> np.ndarray:
+        """The trajectories (indices into the tree's names, in input order) that break the violated
+        formula read along each alone (A and E range over its one path), among those from a root
+        where it fails on the tree.
+
+        For a formula lifted from LTLf these are exactly the trajectories violating it, wherever
+        they branch off. A formula that only several trajectories break together (`AG a | AG b`,
+        one run losing `a` and another `b`) may have none.
+        """
+        tree = self.tree
+        ends = np.unique(tree.trajectory_end)
+        ends = ends[~result.sat[tree.ancestor_at_depth(ends, 0)]]
+        chunk = np.cumsum(tree.depth[ends] + 1) // _FOREST_NODES
+        broken = [np.empty(0, dtype=np.int64)]
+        for k in np.unique(chunk):
+            some = ends[chunk == k]
+            forest = path_forest(tree, some)
+            broken.append(some[~TreeChecker(forest).values(result.formula)[forest.roots]])
+        return np.flatnonzero(np.isin(tree.trajectory_end, np.concatenate(broken)))
+
+    def along(
+        self, f: CTLFormula, trajectories: np.ndarray, limit: int | None = None
+    ) -> tuple[ComputationTree, list[CTLResult]]:
+        """`f` read along each of the first `limit` distinct `trajectories` alone: their separate
+        paths, and per path (in order of first mention) its verdict with a witness or counterexample."""
+        ends = self.tree.trajectory_end[trajectories]
+        _, first = np.unique(ends, return_index=True)
+        forest = path_forest(self.tree, ends[np.sort(first)][:limit])
+        checker = TreeChecker(forest)
+        sat = checker.values(f)
+        results = [CTLResult(f, bool(sat[r]), sat, checker.explain(f, int(r), bool(sat[r]))) for r in forest.roots]
+        return forest, results
 
     def holds(self, f: CTLFormula) -> bool:
         """The verdict alone (at every root), without building evidence."""

@@ -78,13 +78,14 @@ def compact(frames: Sequence[FrameValues]) -> tuple[FrameValues, ...]:
     return tuple(kept)
 
 
-def where_text(where: Sequence[str]) -> str:
+def where_text(where: Sequence[str], named: int = 3) -> str:
+    """` on a, b and c`: up to `named` names, then how many others."""
     if not where:
         return ""
-    if len(where) == 1:
-        return f" on {where[0]}"
-    others = len(where) - 1
-    return f" on {where[0]} and {others} other{'s' if others > 1 else ''}"
+    if len(where) <= named:
+        return f" on {where[0]}" if len(where) == 1 else f" on {', '.join(where[:-1])} and {where[-1]}"
+    others = len(where) - named
+    return f" on {', '.join(where[:named])} and {others} other{'s' if others > 1 else ''}"
 
 
 def from_ctl(result, tree, name: str, category: str = "", formula: str | None = None) -> Counterexample:

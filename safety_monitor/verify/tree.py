@@ -166,6 +166,59 @@ def tree_from_valuations(
     return build_tree(arrays, atoms, names)
 
 
+def path_forest(tree: ComputationTree, ends: np.ndarray) -> ComputationTree:
+    """The root-to-node paths of `tree` down to each of `ends` (distinct end nodes) as separate
+    chains that share nothing, in the order of `ends`.
+
+    A CTL formula checked on the forest is read along each path alone: A and E range over its one
+    path, so a formula lifted from LTLf gets each trajectory's own LTLf verdict. The trajectories
+    ending at `ends` keep their names; the others are left out.
+    """
+    ends = np.asarray(ends, dtype=np.int64)
+    lengths = tree.depth[ends] + 1
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    nodes = np.empty(int(offsets[-1]), dtype=np.int64)
+    # fill each chain from its end up, one segment (a contiguous run of node ids) per step
+    x, stop = ends.copy(), offsets[1:].copy()
+    while x.size:
+        head = tree.segment_head[tree.segment[x]]
+        count = x - head + 1
+        within = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+        nodes[np.repeat(stop - count, count) + within] = np.repeat(head, count) + within
+        stop -= count
+        up = tree.parent[head] >= 0
+        x, stop = tree.parent[head][up], stop[up]
+    n, k = nodes.size, ends.size
+    heads, tails = offsets[:-1], offsets[1:] - 1
+    parent = np.arange(n) - 1
+    parent[heads] = -1
+    end = np.zeros(n, dtype=bool)
+    end[tails] = True
+    kept = np.flatnonzero(np.isin(tree.trajectory_end, ends))
+    chain_of = dict(zip(ends.tolist(), range(k)))
+    chain = np.array([chain_of[e] for e in tree.trajectory_end[kept].tolist()], dtype=np.int64)
+    return ComputationTree(
+        atoms=tree.atoms,
+        names=tuple(tree.names[i] for i in kept),
+        parent=parent,
+        depth=tree.depth[nodes],
+        letter=tree.letter[nodes],
+        letters=tree.letters,
+        end=end,
+        trajectory_end=tails[chain],
+        n_children=(~end).astype(np.int64),
+        segment=np.repeat(np.arange(k), lengths),
+        segment_head=heads,
+        segment_tail=tails,
+        segment_parent=np.full(k, -1, dtype=np.int64),
+        level_nodes=np.array([0, n]),
+        level_segments=np.array([0, k]),
+        branch_heads=np.empty(0, dtype=np.int64),
+        branch_parent=np.empty(0, dtype=np.int64),
+        n_frames=int(lengths[chain].sum()),
+    )
+
+
 def _letters(packed: np.ndarray, n_atoms: int) -> tuple[np.ndarray, np.ndarray]:
     """Distinct valuations (bool rows) and, per frame, the index of its valuation.
 
