@@ -8,7 +8,8 @@ The same strategies and oracles as the test_fuzz_* unit tests (test/test_fuzz_su
 longer. Each input ends in an outcome class; the FAILURES classes (an exception other than
 SafetyMonitorError, no result within --timeout, an error not naming its file, a malformed result, a
 formula printed or compiled wrong, a damaged bag scored silently safer) are written to --out with
-what reproduces them. Parts:
+what reproduces them. The same --seed and counts give the same inputs, also after the package changed
+(test_fuzz_support draws no constants from its source). Parts:
 
 - formulas: any text through `parse` (grammar-aware, mutated, raw alphabet, unicode, deep nesting);
 - compile: formulas (random, printed, mutated, nested up to 120 deep) through `compile_formula`, each
