@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/fuzz_inputs.py [--formulas 10000] [--compile 1000] [--specs 2000]
         [--bags 1000] [--markers 600] [--objects 300] [--plans 300] [--traces 300] [--configs 600]
-        [--seconds S] [--seed 0] [--out DIR]
+        [--tf 300] [--seconds S] [--seed 0] [--out DIR]
 
 The same strategies and oracles as the test_fuzz_* unit tests (test/test_fuzz_support.py), run much
 longer. Each input ends in an outcome class; the FAILURES classes (an exception other than
@@ -26,7 +26,10 @@ what reproduces them. The same --seed and counts give the same inputs, also afte
 - plans, traces: docs/verify.md's plan.yaml and CTL trace files edited, through `safety-monitor plan`
   and `safety-monitor ctl` in process (exit 0 or 1, or 2 naming the file; never an internal error);
 - configs: config/thresholds.yaml, config/robot.yaml and a topic mapping with keys misspelt or of other
-  types and values replaced, through their loaders (loaded, or an error naming the file).
+  types and values replaced, through their loaders (loaded, or an error naming the file);
+- tf: a mobile base's recording (its pose from TF, `world_frame`) with links dropped, renamed, looping,
+  stamped backwards, NaN or zero quaternions, or its topic mapping naming the base as an object's frame or
+  as the world frame, replayed as `safety-monitor replay --robot --topics` does it against the intact one.
 """
 
 from __future__ import annotations
@@ -315,6 +318,41 @@ def check_traces(folder: Path, timeout: float) -> Callable[[tuple[str, str], Pat
     return check
 
 
+def check_tf(folder: Path, timeout: float) -> Callable[[tuple[Any, ...], Path], list[str]]:
+    """Replay of the mobile base's recording, its TF or topic mapping edited, against the intact recording's."""
+    from test_fuzz_support import (
+        guarded,
+        is_failure,
+        mobile_mapping,
+        tf_outcome,
+        write_mobile_bag,
+        write_mobile_robot,
+        write_text_doc,
+    )
+
+    from safety_monitor.pipeline.assemble import StreamMapping
+    from safety_monitor.replay.score import ReplayConfig, score_bag
+
+    robot = write_mobile_robot(folder / "robot")
+    topics = folder / "topics.yaml"
+    intact = ReplayConfig(robot=str(robot), mapping=StreamMapping.from_dict(mobile_mapping()))
+    reference = score_bag(write_mobile_bag(folder / "intact"), intact)
+    assert reference.ok and any(o.violations for o in reference.trace.outcomes), reference.error
+
+    def check(edits: tuple[Any, ...], case: Path) -> list[str]:
+        bag = folder / "edited"
+        shutil.rmtree(bag, ignore_errors=True)
+        write_mobile_bag(bag, edits)
+        write_text_doc(topics, mobile_mapping(edits))
+        outcome, _ = guarded(lambda: tf_outcome(bag, robot, topics, reference), timeout)
+        if is_failure(outcome):
+            shutil.copytree(bag, case / "bag")
+            shutil.copy(topics, case / "topics.yaml")
+        return [outcome]
+
+    return check
+
+
 def check_config(folder: Path, timeout: float) -> Callable[[tuple[str, Any], Path], list[str]]:
     """The file's own loader on the edited thresholds.yaml, robot.yaml or topic mapping."""
     from test_fuzz_support import config_outcome, guarded, write_text_doc
@@ -349,6 +387,7 @@ def generators() -> dict[str, dict[str, Any]]:
         spec_documents,
         spec_file_bytes,
         specs_with_random_formula,
+        tf_edits,
     )
 
     from safety_monitor.specs.ltlf import to_text
@@ -379,6 +418,7 @@ def generators() -> dict[str, dict[str, Any]]:
         "plans": {"edited": mutated_plans()},
         "traces": {"edited": mutated_traces()},
         "configs": {"edited": mutated_configs()},
+        "tf": {"edited": tf_edits()},
     }
 
 
@@ -393,6 +433,7 @@ def main() -> int:
     parser.add_argument("--plans", type=int, default=300, help="edited plan files through `safety-monitor plan`")
     parser.add_argument("--traces", type=int, default=300, help="edited trace files through `safety-monitor ctl`")
     parser.add_argument("--configs", type=int, default=600, help="edited thresholds, robot and topic mapping files")
+    parser.add_argument("--tf", type=int, default=300, help="a mobile base's recording with its TF or mapping edited")
     parser.add_argument(
         "--seconds", type=float, default=3600.0, help="wall-clock budget per part (shared by its generators)"
     )
@@ -427,6 +468,7 @@ def main() -> int:
         "plans": lambda: check_plan(Path(tempfile.mkdtemp(dir=out)), args.timeout),
         "traces": lambda: check_traces(Path(tempfile.mkdtemp(dir=out)), args.timeout),
         "configs": lambda: check_config(Path(tempfile.mkdtemp(dir=out)), args.timeout),
+        "tf": lambda: check_tf(Path(tempfile.mkdtemp(dir=out)), args.timeout),
     }
     budget = {
         "formulas": args.formulas,
@@ -438,6 +480,7 @@ def main() -> int:
         "plans": args.plans,
         "traces": args.traces,
         "configs": args.configs,
+        "tf": args.tf,
     }
     failing = 0
     for name, named in generators().items():

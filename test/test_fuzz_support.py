@@ -16,6 +16,7 @@ import dataclasses
 import functools
 import io
 import json
+import math
 import operator
 import random
 import re
@@ -33,7 +34,7 @@ from hypothesis import strategies as st
 
 from safety_monitor.enums import IssueKind
 from safety_monitor.errors import SafetyMonitorError, SpecError, ToolMissingError
-from safety_monitor.frames import PredicateSample, RobotState, Wrench
+from safety_monitor.frames import Pose, PredicateSample, RobotState, Wrench
 from safety_monitor.io.bag import BagReader, BagWriter
 from safety_monitor.io.messages import decode_predicates
 from safety_monitor.replay.score import BagResult, ReplayConfig, score_bag
@@ -1115,3 +1116,248 @@ def config_outcome(which: str, path: Path) -> str:
     except SafetyMonitorError as exc:
         return "error" if str(path) in str(exc) else "unnamed"
     return "loaded"
+
+
+# ---------------------------------------------------------------------- a mobile base placed from TF
+MOBILE_RATE = 25.0
+MOBILE_FRAMES = 90  # 3.6 s: the arm lowered onto the table from frame 5, raised from frame 65
+MOBILE_JOINTS = ("joint1", "joint2", "joint3", "gripper_joint")
+_UPRIGHT = np.array([1.0, 0.0, 0.0, 0.0])
+_ODOM = np.array([0.5, 0.0, 0.0])  # map -> odom (/tf_static)
+_CUBE = np.array([1.5, 0.85, 0.52])  # map -> cube_link: on the table
+_LINKS = {"static": ("map", "odom"), "base": ("odom", "base_link"), "cube": ("map", "cube_link")}
+MOBILE_MAPPING = {
+    "joint_states": "/joint_states",
+    "wrench": None,
+    "world_frame": "map",
+    "object_frames": {"cube": "cube_link"},
+}
+
+
+def write_mobile_robot(folder: Path) -> Path:
+    """test_mobile_base's robot (`mjcf_robots.mobile_mjcf`: a 3-joint arm on a free-joint base, a table and a cube
+    in the world) in `folder`; returns its robot.yaml."""
+    from mjcf_robots import mobile_mjcf
+    from urdf_robots import OBJECTS
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "robot.xml").write_text(mobile_mjcf())
+    doc = {
+        "mjcf": "robot.xml",
+        "robot": {
+            "base_body": "base_link",
+            "arm_joints": list(MOBILE_JOINTS[:3]),
+            "end_effector": {"body": "hand", "site": "pinch"},
+            "gripper": {
+                "kind": "one_joint",
+                "joints": ["gripper_joint"],
+                "fingers": {"left": "finger_left", "right": "finger_right"},
+                "hand_bodies": ["hand"],
+                "closed_above": 0.02,
+            },
+        },
+        "ignored_joints": ["finger_right_joint", "wheel_left_joint", "wheel_right_joint"],
+        "static": {"table": {"bodies": ["table"]}},
+        "objects": {"cube": {"body": "cube"}},
+    }
+    (folder / "robot.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    catalog = {**OBJECTS, "entities": {"cube": "block", "table": "table"}}
+    (folder / "objects.yaml").write_text(yaml.safe_dump(catalog, sort_keys=False))
+    return folder / "robot.yaml"
+
+
+@dataclasses.dataclass(frozen=True)
+class TfEdit:
+    """One reproducible change of the mobile base's recording or topic mapping. `kind`: drop (the link's transforms
+    on frames lo..hi), rename (its parent or child from frame lo on), loop (one more transform, parent -> child, on
+    frames lo..hi), stamp, quaternion or position (the link's, on frames lo..hi), duplicate (the link sent twice in
+    one message, the copy moved), static_on_tf, or mapping (a key of the topic mapping set)."""
+
+    kind: str
+    params: tuple
+
+
+def _mobile_messages() -> list[tuple[str, float, list[list[Any]], str]]:
+    """(topic, log time, transforms [parent, child, position, quaternion, stamp] or joint positions, the link it
+    carries: a key of _LINKS, or 'joints') of the intact
+    recording: the base drives 0.4 m along odom's x past the table's side, its arm lowered onto it from frame 5
+    (a forbidden contact from then until it is raised at frame 65)."""
+    raised, lowered = np.array((math.pi / 2, -0.8, 0.8, 0.0)), np.array((math.pi / 2, 0.0, 0.6, 0.0))
+    out: list[tuple[str, float, list[list[Any]], str]] = [
+        ("/tf_static", 4.9, [["map", "odom", _ODOM, _UPRIGHT, 0.0]], "static")
+    ]
+    for k in range(MOBILE_FRAMES):
+        t = 5.0 + k / MOBILE_RATE
+        share = min(max((k - 5) / 10, 0.0), 1.0) - min(max((k - 65) / 10, 0.0), 1.0)
+        arm = (1 - share) * raised + share * lowered + 1e-5 * math.sin(k)  # encoders are never bit-identical
+        base = np.array([0.8 + 0.1 * k / MOBILE_RATE, 0.0, 0.0])
+        out.append(("/tf", t - 0.002, [["odom", "base_link", base, _UPRIGHT, t - 0.002]], "base"))
+        out.append(("/tf", t - 0.004, [["map", "cube_link", _CUBE, _UPRIGHT, t - 0.004]], "cube"))
+        out.append(("/joint_states", t, [[t, arm]], "joints"))
+    return out
+
+
+def _frame_of(log_t: float) -> int:
+    return max(0, round((log_t - 5.0) * MOBILE_RATE))  # (the static link: frame 0)
+
+
+def write_mobile_bag(path: Path, edits: tuple[TfEdit, ...] = ()) -> Path:
+    """The recording with `edits` applied (mapping edits are the topic mapping's: `mobile_mapping`)."""
+    messages = copy.deepcopy(_mobile_messages())
+    for edit in edits:
+        kind, p = edit.kind, edit.params
+        if kind == "static_on_tf":
+            messages[0] = ("/tf", *messages[0][1:])
+            continue
+        if kind == "mapping":
+            continue
+        which, lo, hi = p[0], p[1], p[2] if len(p) > 2 else MOBILE_FRAMES
+        parent, child = _LINKS.get(which, ("", ""))
+        for _, log_t, items, carries in messages:
+            if carries != which or not lo <= _frame_of(log_t) <= hi:
+                continue
+            if kind == "loop":
+                items.append([p[3], p[4], np.array(p[5]), _UPRIGHT, log_t])
+                continue
+            hits = [tr for tr in items if (tr[0], tr[1]) == (parent, child)]
+            for tr in hits:
+                if kind == "drop":
+                    items.remove(tr)
+                elif kind == "rename":
+                    tr[0 if p[3] == "parent" else 1] = p[4]
+                elif kind == "stamp":
+                    tr[4] = {"zero": 0.0, "back": tr[4] - p[3], "ahead": tr[4] + p[3], "same": 5.0}[p[4]]
+                elif kind == "quaternion":
+                    tr[3] = np.array(p[3])
+                elif kind == "position":
+                    tr[2] = np.array(p[3])
+                elif kind == "duplicate":
+                    items.append([tr[0], tr[1], tr[2] + np.array(p[3]), tr[3], tr[4]])
+    with BagWriter(path) as bag:
+        for topic, log_t, items, _ in messages:
+            if topic == "/joint_states":
+                ((t, arm),) = items
+                bag.write_joint_state(topic, t, MOBILE_JOINTS, arm, np.zeros(len(MOBILE_JOINTS)))
+            elif items:
+                bag.write_tf(topic, [(a, b, Pose(pos, q), s) for a, b, pos, q, s in items], log_t=log_t)
+    return path
+
+
+def mobile_mapping(edits: tuple[TfEdit, ...] = ()) -> dict[str, Any]:
+    """The topic mapping as a document, with the edits of kind `mapping` applied (value None: the key removed)."""
+    doc = copy.deepcopy(MOBILE_MAPPING)
+    for edit in edits:
+        if edit.kind == "mapping":
+            key, value = edit.params
+            node = doc["object_frames"] if key == "cube" else doc
+            if value is None:
+                node.pop(key, None)
+            else:
+                node[key] = value
+    return doc
+
+
+_FRAME_NAMES = st.sampled_from(["map", "odom", "base_link", "cube_link", "/odom", "odom2", "", "wheel_left", " map"])
+_QUATERNIONS = st.sampled_from(
+    [
+        (0.0, 0.0, 0.0, 0.0),
+        (math.nan, 0.0, 0.0, 1.0),
+        (math.inf, 0.0, 0.0, 0.0),
+        (1e-200, 0.0, 0.0, 0.0),
+        (1e200, 0.0, 0.0, 0.0),
+        (5e-324, 0.0, 0.0, 0.0),
+        (1e-7, 0.0, 0.0, 0.0),
+        (-1.0, 0.0, 0.0, 0.0),
+    ]
+)  # fmt: skip  (a nonzero one is normalised, as a pose topic's: its direction is the rotation)
+_POSITIONS = st.sampled_from(
+    [
+        (math.nan, 0.0, 0.0),
+        (math.inf, 0.0, 0.0),
+        (1e12, 0.0, 0.0),
+        (-1e12, 0.0, 0.0),
+        (0.0, 0.0, 1e300),
+        (0.0, -1e9, 0.0),
+    ]
+)  # fmt: skip  (beyond the plausible: a base that is somewhere else is no damage the monitor can tell)
+_MAPPING_EDITS = st.one_of(
+    st.tuples(st.just("world_frame"), st.sampled_from(["base_link", "/base_link", "/map", "odom2", "cube_link", "", None])),
+    st.tuples(st.just("base_frame"), st.sampled_from(["map", "/map", "base_link", "/base_link", "cube_link", "odom", "wheel_left"])),
+    st.tuples(st.just("cube"), st.sampled_from(["base_link", "/base_link", "map", "odom", "/cube_link", "cube_link/", None])),
+)  # fmt: skip
+
+
+@st.composite
+def tf_edits(draw: Callable) -> tuple[TfEdit, ...]:
+    """1-3 edits of the mobile base's recording or its topic mapping: the base's chain missing (a link dropped on
+    some frames, a frame renamed), looping (a link back up the chain, a frame its own parent), stamped backwards,
+    zero, repeated or ahead, NaN, infinite, zero or far from unit quaternions, implausible positions, a link sent
+    twice in one message, the static link on /tf, and mapping keys naming the base frame as an object's, the world
+    frame as the base frame, or frames nothing publishes."""
+    edits = []
+    for _ in range(draw(st.integers(1, 3))):
+        kind = draw(st.sampled_from(
+            ["drop", "rename", "loop", "stamp", "quaternion", "position", "duplicate", "static_on_tf", "mapping"]
+        ))  # fmt: skip
+        which = draw(st.sampled_from(["base", "base", "static", "cube"]))
+        lo = draw(st.sampled_from([0, 0, 10, 30, 50, 89]) | st.integers(0, MOBILE_FRAMES - 1))
+        hi = lo + draw(st.sampled_from([0, 1, 5, 20, MOBILE_FRAMES]))
+        if kind == "drop":
+            params: tuple = (which, lo, hi)
+        elif kind == "rename":
+            params = (which, lo, hi, draw(st.sampled_from(["parent", "child"])), draw(_FRAME_NAMES))
+        elif kind == "loop":
+            parent, child = draw(st.sampled_from(
+                [("base_link", "odom"), ("base_link", "map"), ("map", "map"), ("odom", "odom"),
+                 ("base_link", "base_link"), ("cube_link", "map"), ("odom", "map"), ("cube_link", "cube_link")]
+            ))  # fmt: skip
+            params = (which, lo, hi, parent, child, draw(st.sampled_from([(0.0, 0.0, 0.0), (0.3, 0.0, 0.0)])))
+        elif kind == "stamp":
+            params = (which, lo, hi, draw(st.sampled_from([0.01, 0.5, 3.0, 100.0])), draw(
+                st.sampled_from(["zero", "back", "ahead", "same"])))  # fmt: skip
+        elif kind == "quaternion":
+            params = (which, lo, hi, draw(_QUATERNIONS))
+        elif kind == "position":
+            params = (which, lo, hi, draw(_POSITIONS))
+        elif kind == "duplicate":
+            params = (which, lo, hi, draw(st.sampled_from([(0.0, 0.0, 0.0), (0.5, 0.0, 0.0)])))
+        elif kind == "mapping":
+            params = draw(_MAPPING_EDITS)
+        else:
+            params = ()
+        edits.append(TfEdit(kind, params))
+    return tuple(edits)
+
+
+def tf_outcome(bag: Path, robot: Path, topics: Path, reference: BagResult) -> str:
+    """Replay as `safety-monitor replay BAG --robot ROBOT --topics TOPICS` does it: the configuration checked once
+    (an error there must name the topic mapping's file, on one line), then the bag scored against the intact one
+    (`score_outcome`'s classes). A failure the mapping causes must be said up front, not blamed on the bag."""
+    from safety_monitor.pipeline.assemble import StreamMapping
+    from safety_monitor.replay.score import check_config
+
+    try:
+        config = ReplayConfig(robot=str(robot), mapping=StreamMapping.parse(str(topics)))
+        check_config(config)
+    except SafetyMonitorError as exc:
+        return "config_error" if str(topics) in str(exc) and "\n" not in str(exc) else "unnamed"
+    r = score_bag(bag, config)
+    if not r.ok:
+        return "unnamed" if "topic mapping" in r.error else _failure_class(bag, r.error)
+    if malformed(r, reference):
+        return "malformed"
+
+    def counts(res: BagResult) -> list[tuple[int, int, int, int]]:
+        return [(o.triggers, o.violations, o.violating_frames, o.blind_frames) for o in res.trace.outcomes]
+
+    said = bool(r.issues) or set(r.warnings) != set(reference.warnings)  # (the intact bag's start-up is blind)
+    if r.frames == reference.frames and counts(r) == counts(reference) and not said:
+        return "ok_same"
+    flagged = said or r.unknown_frames > reference.unknown_frames or r.stale_frames > reference.stale_frames
+    safer = any(
+        o.violations < o0.violations or o.violating_frames < o0.violating_frames
+        for o, o0 in zip(r.trace.outcomes, reference.trace.outcomes)
+    )
+    if flagged:
+        return "ok_flagged_safer" if safer else "ok_flagged"
+    return "ok_silent_safer" if safer else "ok_silent_diff"
