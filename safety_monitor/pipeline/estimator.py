@@ -25,7 +25,7 @@ from safety_monitor.enums import IssueKind
 from safety_monitor.errors import SourceError
 from safety_monitor.frames import SAME_TIME_S, JointSample, Pose, PredicateSample, StreamIssue, Wrench
 from safety_monitor.pipeline.assemble import JOINTS, FrameAssembler, StaleLimits, StreamMapping, ground_frame
-from safety_monitor.pipeline.tf import ROBOT, Transform, TransformTree, frame_id
+from safety_monitor.pipeline.tf import ROBOT, Transform, TransformTree
 from safety_monitor.settings import EstimatorSettings
 
 
@@ -84,11 +84,6 @@ class Estimator:
             raise SourceError(
                 f"the topic mapping has {'a' if world else 'no'} world_frame but the grounder was built with "
                 f"mobile_base={grounder.mobile_base} (load_default_grounder's mobile_base)"
-            )
-        if world and frame_id(world) == frame_id(base):
-            raise SourceError(
-                f"topic mapping: world_frame {world!r} is the base frame: name the frame the base moves in "
-                "(map, odom), or no world_frame for a base that stays put"
             )
         self.tf = TransformTree(world or base, self.mapping.object_frames, base if world else None)
         self._start()
