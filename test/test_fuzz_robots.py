@@ -53,6 +53,7 @@ def mobile(tmp_path_factory):
 @example(edits=(TfEdit("loop", ("base", 56, 61, "base_link", "map", (0.3, 0.0, 0.0))),))  # silently misplaced
 @example(edits=(TfEdit("loop", ("cube", 0, 20, "base_link", "map", (0.3, 0.0, 0.0))),))
 @example(edits=(TfEdit("loop", ("static", 0, 3, "map", "map", (0.3, 0.0, 0.0))),))
+@example(edits=(TfEdit("duplicate", ("base", 30, 31, (0.5, 0.0, 0.0))),))  # the second of one frame's two taken
 def test_a_mobile_base_s_tf_and_topic_mapping_edited(mobile, edits):
     outcome, detail = mobile.outcome(edits)
     assert not is_failure(outcome), (outcome, detail, edits)

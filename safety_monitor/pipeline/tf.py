@@ -10,7 +10,8 @@ chain and the stamp changed (a static link arriving again repeats nothing). Quat
 
 A tree that loops has no pose to give, as tf2's lookups fail on one: a frame given as its own parent is dropped
 (tf2 drops it too), and a chain that runs into a loop (a link back up the chain, the world frame given a parent
-below it) hands on nothing, so the poses across it go stale, each message that touches it saying why.
+below it) hands on nothing, so the poses across it go stale, each message that touches it saying why. A message
+that gives one frame twice with other values keeps the first (tf2 ignores the repeated stamp) and says so.
 
 A mobile base (`StreamMapping.world_frame`) turns the tree round: objects are chained to the world frame, as
 the fixtures and static bodies the twin holds there, and the robot base's own frame is tracked like one more
@@ -112,7 +113,13 @@ class TransformTree:
             q = tr.pose.quaternion
             size = float(np.sqrt(q @ q))
             pose = Pose(tr.pose.position, q / size) if size > 0 else tr.pose
-            self._links[child] = touched[child] = Transform(parent, child, pose, tr.stamp)
+            link = Transform(parent, child, pose, tr.stamp)
+            first = touched.get(child)
+            if first is not None and not _same(first, link):
+                what = f"transform {parent} -> {child} at {tr.stamp:.6f} given twice in one message; the second dropped"
+                problems.append(TreeProblem(IssueKind.DUPLICATE_STAMP, None, tr.stamp, what))
+                continue
+            self._links[child] = touched[child] = link
         out = []
         for name, frame in self.objects.items():
             found = self._find(frame, touched)
@@ -197,3 +204,12 @@ class TreeProblem:
     name: str | None
     stamp: float
     detail: str
+
+
+def _same(a: Transform, b: Transform) -> bool:
+    return (
+        a.parent == b.parent
+        and a.stamp == b.stamp
+        and np.array_equal(a.pose.position, b.pose.position, equal_nan=True)
+        and np.array_equal(a.pose.quaternion, b.pose.quaternion, equal_nan=True)
+    )
