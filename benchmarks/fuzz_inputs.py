@@ -20,7 +20,9 @@ what reproduces them. The same --seed and counts give the same inputs, also afte
   edited or a file removed, sqlite3 tables edited; each read with BagReader and scored in predicate
   and robot-state mode against the intact bag's result;
 - markers: the same bag with random, damaged, out-of-order or duplicated episode markers, scored in both
-  modes against the unmarked bag's result (well-formed, every frame in one rollout, not silently safer);
+  modes against the unmarked bag's result (well-formed, every frame in one rollout, not silently safer) and
+  against the Supervisor driven as the monitor node drives it (the same rollouts, each violation in one or
+  withdrawn); `held`: with fewer frames kept for a late start marker and closer checkpoints than by default;
 - objects: the same bag with `_objects` values of any shape, through the live decoder and replay's
   predicate mode (the same frames rejected; the verdicts unchanged otherwise);
 - plans, traces: docs/verify.md's plan.yaml and CTL trace files edited, through `safety-monitor plan`
@@ -233,9 +235,20 @@ def check_bag(folder: Path, timeout: float) -> Callable[[tuple[str, Any], Path],
     return check
 
 
-def check_markers(folder: Path, timeout: float) -> Callable[[tuple[str, Any], Path], list[str]]:
-    """Score the marked bag in both modes against the unmarked bag's results."""
-    from test_fuzz_support import BAG_SPECS, MODES, guarded, is_failure, marker_outcome, replay_config, write_base_bag
+def check_markers(folder: Path, timeout: float) -> Callable[[tuple[Any, ...], Path], list[str]]:
+    """Score the marked bag in both modes against the unmarked bag's results, and in predicate mode against the
+    Supervisor driven as the monitor node drives it; `held` inputs with the late-marker limits given."""
+    from test_fuzz_support import (
+        BAG_SPECS,
+        MODES,
+        guarded,
+        is_failure,
+        late_limits,
+        marker_live_outcome,
+        marker_outcome,
+        replay_config,
+        write_base_bag,
+    )
 
     from safety_monitor.replay.score import score_bag
     from safety_monitor.sim.runner import run_episode
@@ -246,16 +259,19 @@ def check_markers(folder: Path, timeout: float) -> Callable[[tuple[str, Any], Pa
     base = {s: write_base_bag(folder / f"base_{s}", s, state) for s in ("mcap", "sqlite3")}
     reference = {(s, m): score_bag(base[s], replay_config(specs, m)) for s in base for m in MODES}
 
-    def check(item: tuple[str, Any], case: Path) -> list[str]:
-        storage, markers = item
+    def check(item: tuple[Any, ...], case: Path) -> list[str]:
+        storage, markers, *limits = item
         bag = folder / "marked"
         shutil.rmtree(bag, ignore_errors=True)
         write_base_bag(bag, storage, state, markers)
         outcomes = []
-        for mode in MODES:
-            config = replay_config(specs, mode)
-            outcome, _ = guarded(lambda: marker_outcome(bag, config, reference[storage, mode]), timeout)
-            outcomes.append(f"{mode}:{outcome}")
+        with late_limits(*limits[0]) if limits else contextlib.nullcontext():
+            for mode in MODES:
+                config = replay_config(specs, mode)
+                outcome, _ = guarded(lambda: marker_outcome(bag, config, reference[storage, mode]), timeout)
+                outcomes.append(f"{mode}:{outcome}")
+            config = replay_config(specs, "predicates")
+            outcomes.append(f"live:{guarded(lambda: marker_live_outcome(bag, config), timeout)[0]}")
         if any(is_failure(o) for o in outcomes):
             shutil.copytree(bag, case / "bag")
         return outcomes
@@ -376,6 +392,7 @@ def generators() -> dict[str, dict[str, Any]]:
         damages,
         deep_formula_texts,
         formulas,
+        held_marker_layouts,
         marker_layouts,
         mutated,
         mutated_configs,
@@ -413,7 +430,10 @@ def generators() -> dict[str, dict[str, Any]]:
             "random_formula": specs_with_random_formula().map(lambda d: ("random_formula", d)),
         },
         "bags": {s: damages(s).map(lambda d, s=s: (s, d)) for s in STORAGES},
-        "markers": {s: marker_layouts().map(lambda m, s=s: (s, m)) for s in STORAGES},
+        "markers": {
+            **{s: marker_layouts().map(lambda m, s=s: (s, m)) for s in STORAGES},
+            "held": held_marker_layouts().map(lambda h: ("mcap", *h)),
+        },
         "objects": {"objects": objects_values()},
         "plans": {"edited": mutated_plans()},
         "traces": {"edited": mutated_traces()},

@@ -33,11 +33,11 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from safety_monitor.enums import IssueKind
-from safety_monitor.errors import SafetyMonitorError, SpecError, ToolMissingError
+from safety_monitor.errors import SafetyMonitorError, SourceError, SpecError, ToolMissingError
 from safety_monitor.frames import Pose, PredicateSample, RobotState, Wrench
 from safety_monitor.io.bag import BagReader, BagWriter
 from safety_monitor.io.messages import decode_predicates
-from safety_monitor.replay.score import BagResult, ReplayConfig, score_bag
+from safety_monitor.replay.score import BagResult, ReplayConfig, pool_rollouts, score_bag
 from safety_monitor.specs.compile import compile_formula
 from safety_monitor.specs.ltlf import (
     Always,
@@ -73,6 +73,7 @@ FAILURES = (
     "miscounted",
     "replay_disagrees",
     "verdict_changed",
+    "live_disagrees",
 )
 
 
@@ -851,6 +852,108 @@ def marker_outcome(bag: Path, config: ReplayConfig, reference: BagResult) -> str
     if safer:
         return f"{kind}_flagged_safer" if flagged else "ok_silent_safer"
     return f"{kind}_flagged" if flagged else f"{kind}_ok"
+
+
+@contextlib.contextmanager
+def late_limits(hold: int, checkpoint: int) -> Iterator[None]:
+    """The Supervisor's LATE_HOLD_FRAMES and CHECKPOINT_FRAMES (and replay's copy) set to reach a 150-frame bag."""
+    from safety_monitor.pipeline import supervisor
+    from safety_monitor.replay import score
+
+    saved = supervisor.LATE_HOLD_FRAMES, supervisor.CHECKPOINT_FRAMES
+    supervisor.LATE_HOLD_FRAMES = score.LATE_HOLD_FRAMES = hold
+    supervisor.CHECKPOINT_FRAMES = checkpoint
+    try:
+        yield
+    finally:
+        supervisor.LATE_HOLD_FRAMES = score.LATE_HOLD_FRAMES = saved[0]
+        supervisor.CHECKPOINT_FRAMES = saved[1]
+
+
+@st.composite
+def held_marker_layouts(draw: Callable) -> tuple[tuple[RawMarker, ...], tuple[int, int]]:
+    """`marker_layouts` with the frames kept for a late start marker and the checkpoint spacing a bag's length or
+    less: fewer kept than came late, a checkpoint on every frame or none inside the late frames."""
+    return draw(marker_layouts()), (draw(st.sampled_from([2, 10, 37, 60, 149])), draw(st.sampled_from([1, 3, 7, 25])))
+
+
+def marker_live_outcome(bag: Path, config: ReplayConfig) -> str:
+    """`live_outcome` for a marked bag replay scores (an error naming the bag is `error`, as in marker_outcome)."""
+    r = score_bag(bag, config)
+    return live_outcome(bag, config, r) if r.ok else _failure_class(bag, r.error)
+
+
+TICK_S = 0.1  # the monitor node's watchdog timer period at most (`min(0.1, timeouts / 2)`)
+
+
+def live_rollouts(bag: Path, config: ReplayConfig, rate_hz: float | None) -> tuple[list[Any], list[Any]]:
+    """The Supervisor driven as the monitor node drives it, on its clock at the bag's log times: each predicates
+    message and episode marker on arrival (log order; a marker logged with a frame first, as replay applies it),
+    a message or marker neither reads dropped as the node drops it, the watchdog ticked every TICK_S between
+    messages, and the input finished at the bag's end. Returns the rollouts it finished and every event it
+    reported (published and logged live), with their rollout indices."""
+    from safety_monitor.io.messages import BadPredicates
+    from safety_monitor.pipeline.markers import decode_marker
+    from safety_monitor.pipeline.supervisor import Supervisor
+    from safety_monitor.replay.score import make_monitor
+
+    supervisor = Supervisor(make_monitor(config, rate_hz), config.monitor)
+    rollouts: list[Any] = []
+    events: list[Any] = []
+
+    def take(step: Any) -> None:
+        events.extend(step.events)
+        rollouts.extend(step.finished)
+
+    predicates, episode = config.mapping.predicates, config.mapping.episode
+    with BagReader(bag) as reader:
+        messages = sorted(
+            ((t_ns / 1e9, topic != episode, reader.deserialize(raw, msgtype), topic)
+             for topic, msgtype, t_ns, raw in reader.raw_messages({predicates, episode})),
+            key=lambda m: m[:2],
+        )  # fmt: skip
+        end = reader.end_time
+    last = None
+    for now, _, msg, topic in messages:
+        while last is not None and now - last > TICK_S:
+            last += TICK_S
+            take(supervisor.tick(last))
+        last = now
+        try:
+            take(supervisor.marker(decode_marker(msg), now) if topic == episode else supervisor.sample(
+                decode_predicates(msg), now))  # fmt: skip
+        except (SourceError, BadPredicates):
+            continue  # logged and dropped
+    take(supervisor.finish(end))
+    return rollouts, events
+
+
+def live_outcome(bag: Path, config: ReplayConfig, r: BagResult) -> str:
+    """`live_disagrees` unless replay's result `r` holds the rollouts the live Supervisor finished (frames and
+    every property's counts, rollout by rollout where markers cut the bag, else pooled), and every violation
+    the live monitor reported opened is in exactly one rollout or was withdrawn once."""
+    from safety_monitor.enums import EventKind
+
+    rollouts, events = live_rollouts(bag, config, r.rate_hz)
+
+    def counts(frames: int, outcomes: Any) -> tuple:
+        return frames, tuple((o.triggers, o.violations, o.violating_frames, o.blind_frames) for o in outcomes)
+
+    if r.parts:
+        live = [counts(ro.frames, ro.outcomes) for ro in rollouts if ro.frames]
+        replayed = [counts(p.frames, p.trace.outcomes) for p in r.parts if p.frames]
+    else:
+        pooled = pool_rollouts(rollouts) if rollouts else None
+        live = [counts(pooled.frames, pooled.outcomes)] if pooled else []
+        replayed = [counts(r.frames, r.trace.outcomes)]
+    if live != replayed:
+        return "live_disagrees"
+    kept = [(ro.index, e.property, e.episode) for ro in rollouts for e in ro.events if e.kind is EventKind.OPENED]
+    opened = [(x.rollout, x.event.property, x.event.episode) for x in events if x.event.kind is EventKind.OPENED]
+    gone = [(x.rollout, x.event.property, x.event.episode) for x in events if x.event.kind is EventKind.WITHDRAWN]
+    if sorted(opened) != sorted(kept + gone):
+        return "live_disagrees"
+    return "live_same"
 
 
 # ------------------------------------------------------------------------------ the `_objects` key
