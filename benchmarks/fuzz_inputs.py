@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/fuzz_inputs.py [--formulas 10000] [--compile 1000] [--specs 2000]
         [--bags 1000] [--markers 600] [--objects 300] [--plans 300] [--traces 300] [--configs 600]
-        [--tf 300] [--seconds S] [--seed 0] [--out DIR]
+        [--tf 300] [--arms 300] [--seconds S] [--seed 0] [--out DIR]
 
 The same strategies and oracles as the test_fuzz_* unit tests (test/test_fuzz_support.py), run much
 longer. Each input ends in an outcome class; the FAILURES classes (an exception other than
@@ -26,12 +26,17 @@ what reproduces them. The same --seed and counts give the same inputs, also afte
 - objects: the same bag with `_objects` values of any shape, through the live decoder and replay's
   predicate mode (the same frames rejected; the verdicts unchanged otherwise);
 - plans, traces: docs/verify.md's plan.yaml and CTL trace files edited, through `safety-monitor plan`
-  and `safety-monitor ctl` in process (exit 0 or 1, or 2 naming the file; never an internal error);
+  and `safety-monitor ctl` in process (exit 0 or 1, or 2 naming the file; never an internal error); traces'
+  `json` inputs through `ctl --json` (a file also given twice, or by another spelling), its `broken_by` the
+  trajectories that break a formula alone, each once;
 - configs: config/thresholds.yaml, config/robot.yaml and a topic mapping with keys misspelt or of other
   types and values replaced, through their loaders (loaded, or an error naming the file);
 - tf: a mobile base's recording (its pose from TF, `world_frame`) with links dropped, renamed, looping,
   stamped backwards, NaN or zero quaternions, or its topic mapping naming the base as an object's frame or
-  as the world frame, replayed as `safety-monitor replay --robot --topics` does it against the intact one.
+  as the world frame, replayed as `safety-monitor replay --robot --topics` does it against the intact one;
+- arms: a two-arm robot's robot.yaml (`other_arms`, `ignored_joints`) or objects.yaml (`entities` given lists,
+  mappings or other shapes) edited, the grounder built from them over the handover's frames (built and
+  grounding, or an error naming the file).
 """
 
 from __future__ import annotations
@@ -319,16 +324,27 @@ def check_plan(folder: Path, timeout: float) -> Callable[[Any, Path], list[str]]
     return check
 
 
-def check_traces(folder: Path, timeout: float) -> Callable[[tuple[str, str], Path], list[str]]:
-    """`safety-monitor ctl` on the two edited trace files with two formulas."""
-    from test_fuzz_support import CTL_FORMULAS, cli_outcome, guarded
+def check_traces(folder: Path, timeout: float) -> Callable[[tuple[str, ...], Path], list[str]]:
+    """`safety-monitor ctl` on the two edited trace files with two formulas; `json` inputs with --json and four,
+    its `broken_by` and `counterexamples` checked against ctl on each file alone."""
+    from test_fuzz_support import CTL_FORMULAS, cli_outcome, ctl_json_outcome, guarded, is_failure, trace_arguments
 
     files = (folder / "pick_1.jsonl", folder / "pick_2.jsonl")
+    (folder / "sub").mkdir()
     args = ["ctl", *map(str, files), *[a for f in CTL_FORMULAS for a in ("--formula", f)]]
 
-    def check(texts: tuple[str, str], case: Path) -> list[str]:
-        for path, text in zip(files, texts):
+    def check(item: tuple[str, ...], case: Path) -> list[str]:
+        *json_layout, first, second = item
+        for path, text in zip(files, (first, second)):
             path.write_text(text, newline="")
+        if json_layout:
+            given = trace_arguments(files, json_layout[1])
+            outcome = guarded(lambda: ctl_json_outcome(given), timeout)[0]
+            if is_failure(outcome):
+                case.mkdir(parents=True, exist_ok=True)
+                for path in files:
+                    shutil.copy(path, case / path.name)
+            return [outcome]
         return [guarded(lambda: cli_outcome(args, files), timeout)[0]]
 
     return check
@@ -369,6 +385,25 @@ def check_tf(folder: Path, timeout: float) -> Callable[[tuple[Any, ...], Path], 
     return check
 
 
+def check_arms(folder: Path, timeout: float) -> Callable[[tuple[str, tuple], Path], list[str]]:
+    """The grounder from a two-arm robot's edited robot.yaml or objects.yaml, over the two-arm run's frames."""
+    import two_arm_run
+    from test_fuzz_support import arm_outcome, guarded, is_failure, write_arm_config
+
+    (folder / "described").mkdir()
+    described = two_arm_run.describe(folder / "described")
+    states = two_arm_run.run().states[::10]  # every fifth of a second of the handover
+
+    def check(item: tuple[str, tuple], case: Path) -> list[str]:
+        robot = write_arm_config(folder / "edited" / "left", described, item)
+        outcome, _ = guarded(lambda: arm_outcome(robot, states), timeout)
+        if is_failure(outcome):
+            shutil.copytree(robot.parent, case / "left")
+        return [f"{item[0]}:{outcome}"]
+
+    return check
+
+
 def check_config(folder: Path, timeout: float) -> Callable[[tuple[str, Any], Path], list[str]]:
     """The file's own loader on the edited thresholds.yaml, robot.yaml or topic mapping."""
     from test_fuzz_support import config_outcome, guarded, write_text_doc
@@ -389,10 +424,12 @@ def generators() -> dict[str, dict[str, Any]]:
     from test_fuzz_support import (
         FORMULA_ALPHABET,
         STORAGES,
+        arm_configs,
         damages,
         deep_formula_texts,
         formulas,
         held_marker_layouts,
+        json_traces,
         marker_layouts,
         mutated,
         mutated_configs,
@@ -436,9 +473,10 @@ def generators() -> dict[str, dict[str, Any]]:
         },
         "objects": {"objects": objects_values()},
         "plans": {"edited": mutated_plans()},
-        "traces": {"edited": mutated_traces()},
+        "traces": {"edited": mutated_traces(), "json": json_traces()},
         "configs": {"edited": mutated_configs()},
         "tf": {"edited": tf_edits()},
+        "arms": {"edited": arm_configs()},
     }
 
 
@@ -454,6 +492,7 @@ def main() -> int:
     parser.add_argument("--traces", type=int, default=300, help="edited trace files through `safety-monitor ctl`")
     parser.add_argument("--configs", type=int, default=600, help="edited thresholds, robot and topic mapping files")
     parser.add_argument("--tf", type=int, default=300, help="a mobile base's recording with its TF or mapping edited")
+    parser.add_argument("--arms", type=int, default=300, help="a two-arm robot's other_arms, ignored joints, entities")
     parser.add_argument(
         "--seconds", type=float, default=3600.0, help="wall-clock budget per part (shared by its generators)"
     )
@@ -489,6 +528,7 @@ def main() -> int:
         "traces": lambda: check_traces(Path(tempfile.mkdtemp(dir=out)), args.timeout),
         "configs": lambda: check_config(Path(tempfile.mkdtemp(dir=out)), args.timeout),
         "tf": lambda: check_tf(Path(tempfile.mkdtemp(dir=out)), args.timeout),
+        "arms": lambda: check_arms(Path(tempfile.mkdtemp(dir=out)), args.timeout),
     }
     budget = {
         "formulas": args.formulas,
@@ -501,6 +541,7 @@ def main() -> int:
         "traces": args.traces,
         "configs": args.configs,
         "tf": args.tf,
+        "arms": args.arms,
     }
     failing = 0
     for name, named in generators().items():

@@ -1147,6 +1147,85 @@ def mutated_traces(draw: Callable) -> tuple[str, str]:
 
 
 CTL_FORMULAS = ("AG(object_grasped -> AF object_released)", "EF object_settled")
+JSON_FORMULAS = (*CTL_FORMULAS, "AG(!object_settled)", "AF(object_released)")  # ctl --json: some that break
+
+
+@st.composite
+def json_traces(draw: Callable) -> tuple[str, str, str, str]:
+    """`mutated_traces` for `ctl --json`, the files given as they are, the first twice, or the first also by another
+    spelling of its path (`sub/../`): ("json", layout, first text, second text)."""
+    return ("json", draw(st.sampled_from(["two", "two", "twice", "respelt"])), *draw(mutated_traces()))
+
+
+def trace_arguments(files: tuple[Path, Path], layout: str) -> tuple[Path, ...]:
+    """The command line's trace files for a `json_traces` layout."""
+    first, second = files
+    return {"two": (first, second), "twice": (first, second, first), "respelt": (first, second,
+            first.parent / "sub" / ".." / first.name)}[layout]  # fmt: skip
+
+
+def _ctl_json(files: tuple[Path, ...]) -> tuple[int, str, str]:
+    from safety_monitor.cli import main
+
+    args = ["ctl", *map(str, files), "--json", *[a for f in JSON_FORMULAS for a in ("--formula", f)]]
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        code = main(args)
+    return code, out.getvalue(), err.getvalue()
+
+
+def ctl_json_outcome(files: tuple[Path, ...]) -> str:
+    """`safety-monitor ctl FILES --json` with JSON_FORMULAS: an error as `cli_outcome` wants it, or JSON whose
+    results are one per formula (exit 1 exactly when one is violated), and for each violated one `broken_by` names
+    exactly the trajectories that break it alone (`ctl` on each file alone; an empty list when only several
+    together do), once each, and 1 to PATHS_SHOWN `counterexamples` on trajectories of those (`where`), each
+    decided at a frame its path holds."""
+    from safety_monitor.cli.verify import PATHS_SHOWN
+
+    code, out, err = _ctl_json(files)
+    if "Traceback" in err or code not in (0, 1, 2) or "internal error: " in err:
+        return "leak:ctl_json"
+    if code == 2:
+        named = err.startswith("safety-monitor ctl: error: ") and (
+            any(str(f) in err for f in files) or "not recorded in the trajectories" in err
+        )
+        return "error" if named else "unnamed"
+    try:
+        doc = json.loads(out)
+        results = doc["results"]
+    except (ValueError, KeyError, TypeError):
+        return "malformed"
+    if len(results) != len(JSON_FORMULAS) or (code == 1) != any(not r["holds"] for r in results):
+        return "malformed"
+    distinct = list(dict.fromkeys(f.resolve() for f in files))
+    if doc["tree"]["trajectories"] != len(distinct):
+        return "malformed"  # a file given twice is one trajectory
+    files = tuple(dict((f.resolve(), f) for f in reversed(files)).values())[::-1]  # each first as given
+    alone: list[list[bool] | None] = []
+    for f in files:
+        c, o, _ = _ctl_json((f,))
+        alone.append([not r["holds"] for r in json.loads(o)["results"]] if c in (0, 1) else None)
+    names = [str(f) for f in files]  # as the command line gives them
+    for k, row in enumerate(results):
+        if row["holds"]:
+            if "broken_by" in row or "counterexamples" in row:
+                return "malformed"
+            continue
+        broken, shown = row.get("broken_by"), row.get("counterexamples")
+        if not isinstance(broken, list) or not isinstance(shown, list) or len(set(broken)) != len(broken):
+            return "malformed"
+        if not set(broken) <= set(names) or not 1 <= len(shown) <= PATHS_SHOWN:
+            return "malformed"
+        breakers = {n for n, a in zip(names, alone) if a is not None and a[k]}
+        if None not in alone and set(broken) != breakers:
+            return "malformed"
+        for cx in shown:
+            frames = [f["frame"] for f in cx["frames"]]
+            if broken and not set(cx["where"]) <= set(broken):
+                return "malformed"
+            if frames != sorted(set(frames)) or cx["decided_at"] not in frames:
+                return "malformed"
+    return f"json_exit_{code}"
 
 
 # --------------------------------------------------------------------- config keys and topic mappings
@@ -1464,3 +1543,79 @@ def tf_outcome(bag: Path, robot: Path, topics: Path, reference: BagResult) -> st
     if flagged:
         return "ok_flagged_safer" if safer else "ok_flagged"
     return "ok_silent_safer" if safer else "ok_silent_diff"
+
+
+# ------------------------------------------------------------- two arms: other_arms, ignored joints, entities
+_ARM_BODIES = ["right/base_link", "left/base_link", "table", "right/gripper_base", "right/left_finger_link", "bar",
+               "nope", "", "world", "Right/base_link"]  # fmt: skip
+_ARM_JOINTS = ["right/waist", "left/waist", "left/right_finger", "right/right_finger", "right/left_finger",
+               "left/left_finger", "nope", "", "right/elbow"]  # fmt: skip
+_ENTITY_VALUES = st.sampled_from(
+    ["block", ["block"], {"kind": "block"}, {"properties": ["graspable"]}, "blok", "", "table", [], {}, ["block", "table"],
+     [["block"]], "other_arm"]
+) | _SCALARS  # fmt: skip
+_ENTITY_KEYS = (
+    st.sampled_from(["bar", "table", "other_arm", "arm", "finger_left", "environment", "", "nope"]) | _ODD_KEYS
+)
+
+
+@st.composite
+def arm_configs(draw: Callable) -> tuple[str, tuple[tuple[str, Any, Any], ...]]:
+    """The left arm's description of test_two_arms' ALOHA (`two_arm_run.describe`) with 1-3 edits: `other_arms` and
+    `ignored_joints` given bodies and joints of either arm (its own included), names nothing has, duplicates or
+    values of other shapes, or an ignored joint dropped; objects.yaml's `entities` given lists, mappings, kinds
+    misspelt or values of any shape, under any key. Returns (file, edits: (section, key, value))."""
+    which = draw(st.sampled_from(["robot", "robot", "objects"]))
+    edits = []
+    for _ in range(draw(st.integers(1, 3))):
+        if which == "objects":
+            edits.append(("entities", draw(_ENTITY_KEYS), draw(_ENTITY_VALUES)))
+            continue
+        key = draw(st.sampled_from(["other_arms", "ignored_joints", "drop_ignored"]))
+        names = _ARM_BODIES if key == "other_arms" else _ARM_JOINTS
+        value = draw(st.lists(st.sampled_from(names), max_size=3) | _junk()) if key != "drop_ignored" else draw(
+            st.integers(0, 20))  # fmt: skip
+        edits.append((key, None, value))
+    return which, tuple(edits)
+
+
+def write_arm_config(folder: Path, described: dict[str, Path], item: tuple[str, tuple]) -> Path:
+    """The left arm's files copied to `folder` with `item`'s edits; returns its robot.yaml."""
+    which, edits = item
+    shutil.rmtree(folder, ignore_errors=True)
+    shutil.copytree(described["left"].parent, folder)
+    shutil.copy(described["left"].parent.parent / "aloha.xml", folder.parent / "aloha.xml")
+    path = folder / ("robot.yaml" if which == "robot" else "objects.yaml")
+    doc = yaml.safe_load(path.read_text())
+    for section, key, value in edits:
+        if section == "entities":
+            doc.setdefault("entities", {})[key] = value
+        elif section == "drop_ignored":
+            joints = doc.get("ignored_joints")
+            if isinstance(joints, list) and joints:
+                joints.pop(value % len(joints))
+        else:
+            doc[section] = value
+    write_text_doc(path, doc)
+    return folder / "robot.yaml"
+
+
+def arm_outcome(robot: Path, states: tuple[RobotState, ...]) -> str:
+    """The grounder built from the edited files: an error naming robot.yaml or objects.yaml on one line, or one
+    that grounds the two-arm frames (a frame it rejects is a GroundingError, as the estimator reports it)."""
+    from safety_monitor.errors import GroundingError
+    from safety_monitor.grounding.grounder import load_default_grounder
+
+    try:
+        grounder = load_default_grounder(50.0, robot, wrench_sensor=False)
+    except SafetyMonitorError as exc:
+        text = str(exc)
+        named = any(str(robot.parent / f) in text for f in ("robot.yaml", "objects.yaml"))
+        return "error" if named and "\n" not in text else "unnamed"
+    rejected = 0
+    for state in states:
+        try:
+            grounder.step(state)
+        except GroundingError:
+            rejected += 1
+    return "grounded" if not rejected else "frames_rejected"
