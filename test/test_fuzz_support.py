@@ -1185,9 +1185,10 @@ def ctl_json_outcome(files: tuple[Path, ...]) -> str:
     code, out, err = _ctl_json(files)
     if "Traceback" in err or code not in (0, 1, 2) or "internal error: " in err:
         return "leak:ctl_json"
-    if code == 2:
-        named = err.startswith("safety-monitor ctl: error: ") and (
-            any(str(f) in err for f in files) or "not recorded in the trajectories" in err
+    if code == 2:  # one error line, after any warning (a file given twice)
+        errors = [line for line in err.splitlines() if line.startswith("safety-monitor ctl: error: ")]
+        named = len(errors) == 1 and (
+            any(str(f) in errors[0] for f in files) or "not recorded in the trajectories" in errors[0]
         )
         return "error" if named else "unnamed"
     try:
