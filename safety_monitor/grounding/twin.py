@@ -20,7 +20,8 @@ A mobile base (`mobile_base`) is placed each frame: the robot's root body hangs 
 model's, or one the twin adds to a root fixed to the world, as a URDF's is), set so that the base body lands
 at the frame's base pose; fixtures, static bodies and objects stay in the world. The base's platform (the
 bodies no arm or gripper joint moves: chassis, wheels, casters) drives on the world body's own geometry (the
-floor), so their contacts with it are excluded; every other body it touches is a contact.
+floor), so their contacts with it are excluded; every other body it touches is a contact. A base that is not
+placed (no `world_frame`) stands where the model puts it, on its floor: the same contacts are excluded.
 """
 
 from __future__ import annotations
@@ -87,8 +88,8 @@ class KinematicTwin:
         spec = _load(robot)
         m = _compile(spec, robot)
         self._check(m)
-        if mobile_base:
-            m = _free_base(spec, m, robot)
+        # placed each frame, or standing where the model puts it: the base's platform is on its floor
+        m = _free_base(spec, m, robot) if mobile_base else _off_the_floor(spec, m, robot)
         self.entities = robot.entities
         index = {e: i for i, e in enumerate(self.entities)}
         body_entity = self._body_entities(m)
@@ -602,9 +603,9 @@ def twin_for(robot: RobotDescription, thresholds: Thresholds, mobile_base: bool 
 
 def _free_base(spec: mujoco.MjSpec, m: mujoco.MjModel, robot: RobotDescription) -> mujoco.MjModel:
     """The model with the robot's root body hanging from a free joint (added where the root is fixed to the
-    world) and its platform's contacts with the world body excluded; a GroundingError where the base cannot be
-    placed: the root moves by other joints (planar slides and a hinge), the base body moves in it, or a fixture
-    or static body would move with the robot."""
+    world) and its platform's contacts with the world body excluded (`_off_the_floor`); a GroundingError where the
+    base cannot be placed: the root moves by other joints (planar slides and a hinge), the base body moves in it,
+    or a fixture or static body would move with the robot."""
     where = f"{robot.source}: a mobile base (the topic mapping's world_frame)"
     base = m.body(robot.base_body).id
     root = int(m.body_rootid[base])
@@ -639,12 +640,21 @@ def _free_base(spec: mujoco.MjSpec, m: mujoco.MjModel, robot: RobotDescription) 
     if not free:
         spec.body(name).add_freejoint()
         m = _compile(spec, robot)
+    return _off_the_floor(spec, m, robot)
+
+
+def _off_the_floor(spec: mujoco.MjSpec, m: mujoco.MjModel, robot: RobotDescription) -> mujoco.MjModel:
+    """The model with the contacts of the robot's platform (the bodies of its root's subtree that no arm or gripper
+    joint moves: chassis, wheels, casters) with the world body (the floor) excluded: the platform stands on its floor
+    wherever the base is, placed each frame or kept where the model puts it; an arm link on the floor still counts.
+    Bodies welded to the world are left out: MuJoCo never collides them with the world body (a fixed arm's base)."""
+    root = int(m.body_rootid[m.body(robot.base_body).id])
     watched = [int(m.jnt_qposadr[m.joint(j).id]) for j in robot.robot_joints]
     moved: list[bool] = np.any(_body_qpos(m)[:, watched], axis=1).tolist()
     platform = [
         m.body(b).name
         for b in range(1, m.nbody)
-        if m.body_rootid[b] == root and not moved[b] and m.body(b).name and _solid(m, b)
+        if m.body_rootid[b] == root and m.body_weldid[b] and not moved[b] and m.body(b).name and _solid(m, b)
     ]
     for b in platform:
         spec.add_exclude(bodyname1=b, bodyname2=m.body(0).name)
