@@ -738,6 +738,55 @@ def model_joint_limits(m: mujoco.MjModel, joints: Sequence[str]) -> dict[str, Jo
 
 
 _JOINT_TRANSMISSIONS = (int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_JOINTINPARENT))
+# an actuator whose force follows its control at once, or through a filter that settles on it (<position timeconst>)
+_SETTLING = (int(mujoco.mjtDyn.mjDYN_NONE), int(mujoco.mjtDyn.mjDYN_FILTER), int(mujoco.mjtDyn.mjDYN_FILTEREXACT))
+
+
+@dataclass(frozen=True)
+class ServoRange:
+    """The positions a joint's position servos command it over (their control ranges as positions of the joint):
+    as far as its software moves it, which a model may give narrower than the joint's own range (Menagerie's ALOHA:
+    fingers on a 0 to 0.041 m rail, commanded from 0.002 to 0.037)."""
+
+    lower: float
+    upper: float
+    actuators: tuple[str, ...]
+
+
+def servo_range(m: mujoco.MjModel, joint: str) -> ServoRange | None:
+    """Where the control-limited position servos on `joint`, or on a joint that follows it linearly by an equality
+    (ALOHA's servo drives the follower finger), command it; None without one. A position servo (MJCF's <position>)
+    is an affine actuator through a joint transmission: its force vanishes at one joint position per control."""
+    j = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, joint)
+    if j < 0:
+        return None
+    via = {j: (1.0, 0.0)}  # joint -> (scale, offset): `joint`'s position = offset + scale x that joint's
+    for e in range(m.neq):
+        c0, c1, *higher = (float(c) for c in m.eq_data[e, :5])
+        if m.eq_type[e] != int(mujoco.mjtEq.mjEQ_JOINT) or m.eq_obj2id[e] != j or not c1 or any(higher):
+            continue
+        f = int(m.eq_obj1id[e])
+        ref_f, ref_l = float(m.qpos0[m.jnt_qposadr[f]]), float(m.qpos0[m.jnt_qposadr[j]])
+        via[f] = (1.0 / c1, ref_l - (ref_f + c0) / c1)  # follower = ref_f + c0 + c1 (leader - ref_l), inverted
+    ends, names = [], []
+    for a in range(m.nu):
+        target = int(m.actuator_trnid[a, 0])
+        kp, (b0, b1), gear = float(m.actuator_gainprm[a, 0]), m.actuator_biasprm[a, :2], float(m.actuator_gear[a, 0])
+        if (
+            m.actuator_trntype[a] not in _JOINT_TRANSMISSIONS
+            or target not in via
+            or not m.actuator_ctrllimited[a]
+            or m.actuator_dyntype[a] not in _SETTLING
+            or m.actuator_gaintype[a] != int(mujoco.mjtGain.mjGAIN_FIXED)
+            or m.actuator_biastype[a] != int(mujoco.mjtBias.mjBIAS_AFFINE)
+            or not (kp and b1 and gear)
+        ):
+            continue
+        scale, offset = via[target]
+        # force = kp ctrl + b0 + b1 (gear q): none at q = -(kp ctrl + b0) / (b1 gear)
+        ends += [offset - scale * (kp * float(c) + float(b0)) / (float(b1) * gear) for c in m.actuator_ctrlrange[a]]
+        names.append(m.actuator(a).name or f"#{a}")
+    return ServoRange(min(ends), max(ends), tuple(names)) if ends else None
 
 
 def _actuator_efforts(m: mujoco.MjModel) -> dict[int, float | None]:
