@@ -786,16 +786,17 @@ def test_a_grasp_and_drop_hidden_in_a_pose_gap_may_have_started_a_settle_timer()
 
 
 def test_rest_seen_before_the_last_frame_a_hidden_drop_may_have_happened_on_settles_nothing():
-    """The same cube seen at rest from frame 12 (its stability latch closes on 17), then sliding: the drop may have
-    been on frame 16, which decides it, and the cube has rested only two frames since, too few to settle after
-    that drop: the timeout is unknown from frame 109, not false."""
+    """The same cube seen at rest from frame 12 (its stability latch closes on 17, but object_stable stays unknown:
+    the grasp that drop ended would have reset it), then sliding: the drop may have been on frame 16, which decides
+    it, and the cube has rested only two frames since, too few to settle after that drop: the timeout is unknown
+    from frame 109, not false."""
     s = _by_the_closed_hand(focus=True)
     s.missing.add("cube")
     frames = s.step(12)
     s.contacts[("finger_left", "cube")] = s.contacts[("finger_right", "cube")] = 0.05
     s.missing.clear()
     frames += s.step(6)
-    assert tri(frames[12:], "object_stable") == [None] * 5 + [True]
+    assert tri(frames[12:], "object_stable") == [None] * 6
     frames += _lost_then_sliding(s, 0, [0.0, 0.01, 0.0])
     assert tri(frames, "settle_timeout")[108:] == [False] + [None] * (len(frames) - 109)
 
@@ -882,6 +883,39 @@ def test_a_grasp_hidden_in_a_pose_gap_may_have_made_another_object_the_focus():
     grasp = s.step(6)
     assert tri(grasp, "object_grasped") == [False] * 4 + [True] * 2
     assert tri(grasp, "object_left_gripper") == [None] * 4 + [False] * 2
+
+
+def test_object_stable_is_unknown_where_a_grasp_hidden_in_a_pose_gap_would_count_the_object_or_have_reset_its_latch():
+    """The cube by the closed, empty hand is lost from sight for 12 frames: it may have been grasped from frame 4 and
+    dropped from frame 9. Seen again at rest out of the fingers, its grasp is decided "not grasped" on frame 16, the
+    last a drop may have happened on. Its own latch closes on frame 17 (frame 12 reads no speed yet), but the grasp
+    would have reset it, and after a drop on frame 16 it closes again only on frame 20: object_stable is unknown
+    until then, not true. Seen sliding instead, it is unknown, not false, while the cube may still be held (a held
+    object need not be at rest), up to that deciding frame."""
+    frames = _lost_then_sliding(_by_the_closed_hand(focus=False), 12, [0.0, 0.0, 0.0])
+    assert tri(frames[12:22], "object_stable") == [None] * 8 + [True] * 2
+    _, frames = _grasp_and_drop_hidden_in_a_gap()
+    assert tri(frames[12:20], "object_stable") == [None] * 4 + [False] * 4
+
+
+def test_preconditions_pick_reads_the_rest_of_a_target_a_grasp_hidden_in_a_pose_gap_may_have_dropped_as_object_stable():
+    """The closed hand, far from the cube, may have grasped and dropped it while it was lost from sight for 12 frames
+    (a closed gripper may hold any object it does not see). Seen again at rest, the cube's grasp is decided on the
+    5th frame back; the open hand reaches it on the 6th: a pick onset, the cube's own latch closing there, but a
+    drop on the 5th would have left it at rest for two frames only: preconditions_pick (target at rest) is unknown,
+    not true, until the cube has been at rest for the persistence after that drop, as object_stable is."""
+    s = Scene()
+    s.step(6)
+    s.fingers = 0.024
+    s.missing.add("cube")
+    s.step(12)
+    s.missing.clear()
+    s.fingers = 0.04
+    assert tri(s.step(5), "object_grasped") == [None] * 4 + [False]
+    s.contacts[("finger_left", "cube")] = 0.03
+    pick = s.step(4)
+    assert tri(pick, "skill_pick_onset") == [True] + [False] * 3
+    assert tri(pick, "object_stable") == tri(pick, "preconditions_pick") == [None] * 3 + [True]
 
 
 def test_a_frozen_pose_stream_turns_stale_beyond_its_age_limit():

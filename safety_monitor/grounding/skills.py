@@ -71,7 +71,7 @@ DOCS = {
     },
     "preconditions_pick": PredicateDoc(
         "the pick target is safe to pick: gripper open, nothing grasped, target at rest and nothing resting on it "
-        "(unknown while whether a pick runs is)",
+        "(unknown while whether a pick runs is, and where the target's rest is, as for object_stable)",
         "object_stable, twin gaps, object boxes",
         "path_obstruction 0.05 m",
     ),
@@ -358,7 +358,7 @@ class SkillEstimator:
         if heights:  # is one resting on it?
             top = box.corners()[:, 2].max()
             stacked = any([h > top for h in heights])
-        return all3([not inp.gripper_closed, held is None, self.grasp.stable[o], not stacked])
+        return all3([not inp.gripper_closed, held is None, self.grasp.at_rest(o), not stacked])
 
     # place ------------------------------------------------------------------------------------------
     def _place_candidate(self, inp: FrameInputs, held: str | None) -> str | None:
