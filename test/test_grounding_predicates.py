@@ -918,6 +918,82 @@ def test_preconditions_pick_reads_the_rest_of_a_target_a_grasp_hidden_in_a_pose_
     assert tri(pick, "object_stable") == tri(pick, "preconditions_pick") == [None] * 3 + [True]
 
 
+def test_the_skills_ask_whether_a_grasp_hidden_in_a_pose_gap_holds_an_object():
+    """Nothing is surely held, but from frame 4 of the cube's gap by the closed hand it may be: a place approach may
+    begin unseen (the cube lifted and brought to a support), so the place onset and its end are unknown, not false
+    and true, and so is preconditions_place (something to place in some completions). Seen again between the
+    fingers, the cube is held in some completions until its grasp is decided on the 5th frame back: the open
+    precondition (nothing grasped) is unknown there, not true, and false once the grasp is decided."""
+    s = _by_the_closed_hand(focus=False)
+    s.missing.add("cube")
+    gap = s.step(12)
+    assert tri(gap, "skill_place_onset") == [False] * 4 + [None] * 8
+    assert tri(gap, "skill_place_onset_end") == [True] * 4 + [None] * 8
+    assert tri(gap, "preconditions_place") == [False] * 4 + [None] * 8
+    s.missing.clear()
+    s.grasp()
+    back = s.step(6)
+    assert tri(back, "object_grasped") == [None] * 4 + [True] * 2
+    assert tri(back, "preconditions_open") == [None] * 4 + [False] * 2
+
+
+def _closed_by_the_mug_with_the_cube_lost(pick: bool) -> Scene:
+    """The hand, at the mug (within reach, one finger: no grasp), closed for 6 frames while the cube is lost from
+    sight: it may hold the cube from the 5th. `pick`: a pick of the mug began first (the hand open there for 2)."""
+    s = Scene()
+    s.step(6)
+    s.ee = s.pos["mug"].copy()
+    s.contacts[("finger_left", "mug")] = 0.004
+    if pick:
+        assert tri(s.step(2), "skill_pick_onset") == [True, False]
+    s.fingers = 0.024
+    s.missing.add("cube")
+    s.step(6)
+    return s
+
+
+def test_a_pick_beside_an_object_a_grasp_hidden_in_a_pose_gap_may_hold_is_unknown():
+    """The hand opens at the mug as the cube, lost from sight while it was closed, is seen again out of the fingers:
+    a grasp of the cube hidden in the gap would last up to its drop on the 5th open frame, the hand not empty, so
+    whether opening at the mug starts a pick is unknown, not a certain onset. With a pick of the mug under way,
+    its "nothing grasped" is unknown there, and preconditions_pick with it, not true."""
+    s = _closed_by_the_mug_with_the_cube_lost(pick=False)
+    s.fingers = 0.04
+    s.missing.clear()
+    s.contacts[("finger_left", "cube")] = s.contacts[("finger_right", "cube")] = 0.05
+    opened = s.step(3)
+    assert tri(opened, "object_grasped") == [None] * 3
+    assert tri(opened, "skill_pick_onset") == tri(opened, "skill_pick_onset_end") == [None] * 3
+    s = _closed_by_the_mug_with_the_cube_lost(pick=True)
+    s.fingers = 0.04
+    s.missing.clear()
+    s.contacts[("finger_left", "cube")] = s.contacts[("finger_right", "cube")] = 0.05
+    opened = s.step(3)
+    assert tri(opened, "skill_pick_onset") == tri(opened, "skill_pick_onset_end") == [False] * 3
+    assert tri(opened, "preconditions_pick") == [None] * 3
+
+
+def test_a_pick_whose_target_may_have_been_grasped_unseen_may_have_completed():
+    """A pick of the cube (onset on frame 0): the hand closes on it on frame 3 and loses it from sight on frames 4 to
+    6. Its grasp may have risen on frame 7, the first seen again, which completes the pick: skill_pick_onset_end is
+    unknown, not false, until the grasp is decided on frame 11, and so is preconditions_pick (a completed pick's
+    target is held), not false (a closed hand)."""
+    s = Scene()
+    s.ee = s.pos["cube"].copy()
+    s.contacts[("finger_left", "cube")] = s.contacts[("finger_right", "cube")] = 0.004
+    frames = s.step(3)
+    s.grasp()
+    frames.append(s.step())
+    s.missing.add("cube")
+    frames += s.step(3)
+    s.missing.clear()
+    frames += s.step(6)
+    assert tri(frames, "skill_pick_onset") == [True] + [False] * 12
+    assert tri(frames, "object_grasped")[7:] == [None] * 4 + [True] * 2
+    assert tri(frames, "skill_pick_onset_end")[4:] == [False] * 3 + [None] * 4 + [True] * 2
+    assert tri(frames, "preconditions_pick")[7:] == [None] * 4 + [True] * 2
+
+
 def test_a_frozen_pose_stream_turns_stale_beyond_its_age_limit():
     s = Scene()
     s.fingers = 0.024  # closed: it could hold the cube, so a stale cube pose makes its raw grasp unknown

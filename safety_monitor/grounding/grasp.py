@@ -22,10 +22,10 @@ gripper holds nothing, seen or not: its raw grasp is false and the evidence runs
 
 `maybe_dropped` names the objects whose drop on this frame is unknown, for the families a drop starts something
 in (a transfer, the pick skill's re-arming); `maybe_grasped` those not counted as grasped that a grasp hidden in a
-pose gap may hold on this frame. Such a grasp leaves `object_stable` unknown where it would differ: in the
-completions with it the object counts as grasped while the grasp lasts, and its latch, reset by the grasp, closes
-again only once the object is seen at rest for the stability persistence after the last frame it may have been
-dropped on (`calm`; `at_rest` reads one object's latch so).
+pose gap may hold on this frame, for the skills, which ask what is held. Such a grasp also leaves `object_stable`
+unknown where it would differ: in the completions with it the object counts as grasped while the grasp lasts, and
+its latch, reset by the grasp, closes again only once the object is seen at rest for the stability persistence
+after the last frame it may have been dropped on (`calm`; `at_rest` reads one object's latch so).
 """
 
 from __future__ import annotations
