@@ -898,6 +898,41 @@ def test_object_stable_is_unknown_where_a_grasp_hidden_in_a_pose_gap_would_count
     assert tri(frames[12:20], "object_stable") == [None] * 4 + [False] * 4
 
 
+def _held_then_lost(gap: int, step: list[float]) -> list:
+    """The cube held in the closed hand since frame -8, lost from sight for `gap` frames from frame 0, then seen out
+    of the fingers moving `step` a frame: its grasp may have ended on frame 4 at the earliest (the fifth unseen
+    frame), and is decided "not grasped" on the fifth frame back."""
+    s = Scene()
+    s.step(3)
+    s.grasp()
+    s.step(8)
+    return _lost_then_sliding(s, gap, step)
+
+
+def test_object_stable_and_settled_are_unknown_where_a_drop_hidden_in_a_pose_gap_would_differ():
+    """The held cube, lost for 12 frames, is seen at rest out of the fingers; its grasp is decided on frame 16. Where
+    it fell on a frame from 4 to 16, its latch, reset by the grasp, is open on that frame, where it is still held it
+    is not counted: object_stable is unknown from frame 4, not true, until the latch closes after a drop on 16 (frame
+    20). Where it fell on frame 4 and rested unseen, it settled on frame 8: object_settled is unknown from there, not
+    false. Seen sliding after a 6-frame gap, it cannot have rested for the persistence: settled stays false."""
+    frames = _held_then_lost(12, [0.0, 0.0, 0.0])[:24]
+    assert tri(frames, "object_grasped") == [None] * 16 + [False] * 8
+    assert tri(frames, "object_stable") == [True] * 4 + [None] * 16 + [True] * 4
+    assert tri(frames, "object_settled") == [False] * 8 + [None] * 12 + [True] * 4
+    frames = _held_then_lost(6, [0.0, 0.01, 0.0])[:14]
+    assert tri(frames, "object_stable") == [True] * 4 + [None] * 6 + [False] * 4
+    assert tri(frames, "object_settled") == [False] * 14
+
+
+def test_the_skills_ask_whether_a_drop_hidden_in_a_pose_gap_let_the_held_object_go():
+    """The held cube, lost for 6 frames, is seen again out of the fingers, its grasp decided on frame 10. From frame
+    4 it may have been let go: the hand is empty there, so preconditions_open (nothing grasped) is unknown, not false,
+    and so is preconditions_place (nothing to place there), not true where the cube is seen in sync (frames 7 to 9)."""
+    frames = _held_then_lost(6, [0.0, 0.01, 0.0])[:14]
+    assert tri(frames, "preconditions_open") == [False] * 4 + [None] * 6 + [True] * 4
+    assert tri(frames, "preconditions_place") == [None] * 10 + [False] * 4
+
+
 def test_preconditions_pick_reads_the_rest_of_a_target_a_grasp_hidden_in_a_pose_gap_may_have_dropped_as_object_stable():
     """The closed hand, far from the cube, may have grasped and dropped it while it was lost from sight for 12 frames
     (a closed gripper may hold any object it does not see). Seen again at rest, the cube's grasp is decided on the
