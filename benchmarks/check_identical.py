@@ -136,8 +136,9 @@ def bag_path(folder: Path) -> Path:
 def assembled_frames(bag: Path) -> list:
     from safety_monitor.io.bag import BagReader
     from safety_monitor.pipeline.assemble import FrameAssembler, StaleLimits, StreamMapping
+    from safety_monitor.replay.names import absolute_mapping
 
-    mapping = StreamMapping()
+    mapping = absolute_mapping(StreamMapping())  # the root namespace's topics, as the bag holds them
     grounder = load_default_grounder(RATE)
     objects = tuple(grounder.robot.objects)
     asm = FrameAssembler(grounder.robot.required_joints, objects, mapping, StaleLimits.for_grounder(grounder))

@@ -20,7 +20,9 @@ class EventKind(StrEnum):
     BLIND = "blind"  # a predicate of the property became unknown: its verdict is unknown
     SEEING = "seeing"  # every predicate of the property is known again
     STATE_LOST = "state_lost"  # not a property event: a monitor restarted after its previous run died
-    INPUT_ENDED = "input_ended"  # the input restarted (a new rollout began) inside an episode: closed, never recovered
+    # the input restarted (a new rollout began) inside an episode that counts: closed, never recovered (one
+    # too short to count is DISCARDED_TRUNCATED, as at any trace's end)
+    INPUT_ENDED = "input_ended"
     # a late start marker took the frames the episode opened on out of their trace: it counts in no rollout
     WITHDRAWN = "withdrawn"
 

@@ -205,12 +205,14 @@ TWO_ARM_SHOULDER = 0.08  # its shoulder joint's height over the base
 TWO_ARM_REACH = 0.1  # from its wrist joint to the grasp centre between the finger pads
 
 
-def two_arm_mjcf() -> str:
+def two_arm_mjcf(servos: bool = False) -> str:
     """ALOHA's layout, as Menagerie's aloha.xml names it: two arms facing each other across a table, each on a
     base of its own that hangs from the world (no shared torso), `left/` and `right/` before the same body and
     joint names, and a gripper whose `left_finger` follows `right_finger` by an equality; fingers close as the
-    joint shrinks. Each arm: waist (z), shoulder, elbow and wrist_angle (y), links of TWO_ARM_LINK straight up;
-    the table's top is at z = 0, in front of the arms (y from 0.1 to 0.5)."""
+    joint shrinks, on a rail from 0 to 0.041 m. Each arm: waist (z), shoulder, elbow and wrist_angle (y), links of
+    TWO_ARM_LINK straight up; the table's top is at z = 0, in front of the arms (y from 0.1 to 0.5). `servos`:
+    each gripper's position servo, as Menagerie's joint_position_actuators.xml has it: on the follower, commanded
+    from 0.002 to 0.037 m (where ALOHA's software closes and opens it)."""
     arms = ""
     for side, x, turn in (("left", -0.4, ""), ("right", 0.4, ' quat="0 0 0 1"')):
         s = side + "/"
@@ -235,8 +237,13 @@ def two_arm_mjcf() -> str:
             f"{fingers}</body></body></body></body></body></body>\n"
         )
     equality = "".join(f'<joint joint1="{s}/left_finger" joint2="{s}/right_finger"/>' for s in ("left", "right"))
+    actuators = "".join(
+        f'<position name="{s}/gripper" joint="{s}/left_finger" ctrlrange="0.002 0.037" kp="2000" kv="124"/>'
+        for s in ("left", "right")
+    )
+    actuators = f"  <actuator>{actuators}</actuator>\n" if servos else ""
     return (
         '<mujoco model="toy_aloha">\n  <compiler angle="radian" autolimits="true"/>\n  <worldbody>\n'
         '    <body name="table" pos="0 0.3 -0.02"><geom type="box" size="0.3 0.2 0.02"/></body>\n'
-        f"{arms}  </worldbody>\n  <equality>{equality}</equality>\n</mujoco>\n"
+        f"{arms}  </worldbody>\n  <equality>{equality}</equality>\n{actuators}</mujoco>\n"
     )

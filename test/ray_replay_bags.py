@@ -12,6 +12,7 @@ from safety_monitor.frames import PredicateSample
 from safety_monitor.io.bag import BagWriter
 from safety_monitor.pipeline.assemble import StreamMapping
 from safety_monitor.pipeline.markers import START, EpisodeMarker, MarkerKind, marker_msg
+from safety_monitor.replay.names import absolute_mapping
 from safety_monitor.sim.runner import run_episode
 
 SPECS = """
@@ -72,7 +73,7 @@ def write_marked_bag(path: Path, layout: list[int | MarkerKind | tuple[MarkerKin
         def log(until: float) -> None:
             nonlocal number
             for entry in [e for e in due if e[0] <= until]:
-                w.write(StreamMapping().episode, marker_msg(w.types, entry[2]), t)
+                w.write(absolute_mapping(StreamMapping()).episode, marker_msg(w.types, entry[2]), t)
                 due.remove(entry)
                 if entry[2].kind is START and not entry[1]:
                     number = 0

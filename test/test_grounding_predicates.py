@@ -786,16 +786,17 @@ def test_a_grasp_and_drop_hidden_in_a_pose_gap_may_have_started_a_settle_timer()
 
 
 def test_rest_seen_before_the_last_frame_a_hidden_drop_may_have_happened_on_settles_nothing():
-    """The same cube seen at rest from frame 12 (its stability latch closes on 17), then sliding: the drop may have
-    been on frame 16, which decides it, and the cube has rested only two frames since, too few to settle after
-    that drop: the timeout is unknown from frame 109, not false."""
+    """The same cube seen at rest from frame 12 (its stability latch closes on 17, but object_stable stays unknown:
+    the grasp that drop ended would have reset it), then sliding: the drop may have been on frame 16, which decides
+    it, and the cube has rested only two frames since, too few to settle after that drop: the timeout is unknown
+    from frame 109, not false."""
     s = _by_the_closed_hand(focus=True)
     s.missing.add("cube")
     frames = s.step(12)
     s.contacts[("finger_left", "cube")] = s.contacts[("finger_right", "cube")] = 0.05
     s.missing.clear()
     frames += s.step(6)
-    assert tri(frames[12:], "object_stable") == [None] * 5 + [True]
+    assert tri(frames[12:], "object_stable") == [None] * 6
     frames += _lost_then_sliding(s, 0, [0.0, 0.01, 0.0])
     assert tri(frames, "settle_timeout")[108:] == [False] + [None] * (len(frames) - 109)
 
@@ -882,6 +883,150 @@ def test_a_grasp_hidden_in_a_pose_gap_may_have_made_another_object_the_focus():
     grasp = s.step(6)
     assert tri(grasp, "object_grasped") == [False] * 4 + [True] * 2
     assert tri(grasp, "object_left_gripper") == [None] * 4 + [False] * 2
+
+
+def test_object_stable_is_unknown_where_a_grasp_hidden_in_a_pose_gap_would_count_the_object_or_have_reset_its_latch():
+    """The cube by the closed, empty hand is lost from sight for 12 frames: it may have been grasped from frame 4 and
+    dropped from frame 9. Seen again at rest out of the fingers, its grasp is decided "not grasped" on frame 16, the
+    last a drop may have happened on. Its own latch closes on frame 17 (frame 12 reads no speed yet), but the grasp
+    would have reset it, and after a drop on frame 16 it closes again only on frame 20: object_stable is unknown
+    until then, not true. Seen sliding instead, it is unknown, not false, while the cube may still be held (a held
+    object need not be at rest), up to that deciding frame."""
+    frames = _lost_then_sliding(_by_the_closed_hand(focus=False), 12, [0.0, 0.0, 0.0])
+    assert tri(frames[12:22], "object_stable") == [None] * 8 + [True] * 2
+    _, frames = _grasp_and_drop_hidden_in_a_gap()
+    assert tri(frames[12:20], "object_stable") == [None] * 4 + [False] * 4
+
+
+def _held_then_lost(gap: int, step: list[float]) -> list:
+    """The cube held in the closed hand since frame -8, lost from sight for `gap` frames from frame 0, then seen out
+    of the fingers moving `step` a frame: its grasp may have ended on frame 4 at the earliest (the fifth unseen
+    frame), and is decided "not grasped" on the fifth frame back."""
+    s = Scene()
+    s.step(3)
+    s.grasp()
+    s.step(8)
+    return _lost_then_sliding(s, gap, step)
+
+
+def test_object_stable_and_settled_are_unknown_where_a_drop_hidden_in_a_pose_gap_would_differ():
+    """The held cube, lost for 12 frames, is seen at rest out of the fingers; its grasp is decided on frame 16. Where
+    it fell on a frame from 4 to 16, its latch, reset by the grasp, is open on that frame, where it is still held it
+    is not counted: object_stable is unknown from frame 4, not true, until the latch closes after a drop on 16 (frame
+    20). Where it fell on frame 4 and rested unseen, it settled on frame 8: object_settled is unknown from there, not
+    false. Seen sliding after a 6-frame gap, it cannot have rested for the persistence: settled stays false."""
+    frames = _held_then_lost(12, [0.0, 0.0, 0.0])[:24]
+    assert tri(frames, "object_grasped") == [None] * 16 + [False] * 8
+    assert tri(frames, "object_stable") == [True] * 4 + [None] * 16 + [True] * 4
+    assert tri(frames, "object_settled") == [False] * 8 + [None] * 12 + [True] * 4
+    frames = _held_then_lost(6, [0.0, 0.01, 0.0])[:14]
+    assert tri(frames, "object_stable") == [True] * 4 + [None] * 6 + [False] * 4
+    assert tri(frames, "object_settled") == [False] * 14
+
+
+def test_the_skills_ask_whether_a_drop_hidden_in_a_pose_gap_let_the_held_object_go():
+    """The held cube, lost for 6 frames, is seen again out of the fingers, its grasp decided on frame 10. From frame
+    4 it may have been let go: the hand is empty there, so preconditions_open (nothing grasped) is unknown, not false,
+    and so is preconditions_place (nothing to place there), not true where the cube is seen in sync (frames 7 to 9)."""
+    frames = _held_then_lost(6, [0.0, 0.01, 0.0])[:14]
+    assert tri(frames, "preconditions_open") == [False] * 4 + [None] * 6 + [True] * 4
+    assert tri(frames, "preconditions_place") == [None] * 10 + [False] * 4
+
+
+def test_preconditions_pick_reads_the_rest_of_a_target_a_grasp_hidden_in_a_pose_gap_may_have_dropped_as_object_stable():
+    """The closed hand, far from the cube, may have grasped and dropped it while it was lost from sight for 12 frames
+    (a closed gripper may hold any object it does not see). Seen again at rest, the cube's grasp is decided on the
+    5th frame back; the open hand reaches it on the 6th: a pick onset, the cube's own latch closing there, but a
+    drop on the 5th would have left it at rest for two frames only: preconditions_pick (target at rest) is unknown,
+    not true, until the cube has been at rest for the persistence after that drop, as object_stable is."""
+    s = Scene()
+    s.step(6)
+    s.fingers = 0.024
+    s.missing.add("cube")
+    s.step(12)
+    s.missing.clear()
+    s.fingers = 0.04
+    assert tri(s.step(5), "object_grasped") == [None] * 4 + [False]
+    s.contacts[("finger_left", "cube")] = 0.03
+    pick = s.step(4)
+    assert tri(pick, "skill_pick_onset") == [True] + [False] * 3
+    assert tri(pick, "object_stable") == tri(pick, "preconditions_pick") == [None] * 3 + [True]
+
+
+def test_the_skills_ask_whether_a_grasp_hidden_in_a_pose_gap_holds_an_object():
+    """Nothing is surely held, but from frame 4 of the cube's gap by the closed hand it may be: a place approach may
+    begin unseen (the cube lifted and brought to a support), so the place onset and its end are unknown, not false
+    and true, and so is preconditions_place (something to place in some completions). Seen again between the
+    fingers, the cube is held in some completions until its grasp is decided on the 5th frame back: the open
+    precondition (nothing grasped) is unknown there, not true, and false once the grasp is decided."""
+    s = _by_the_closed_hand(focus=False)
+    s.missing.add("cube")
+    gap = s.step(12)
+    assert tri(gap, "skill_place_onset") == [False] * 4 + [None] * 8
+    assert tri(gap, "skill_place_onset_end") == [True] * 4 + [None] * 8
+    assert tri(gap, "preconditions_place") == [False] * 4 + [None] * 8
+    s.missing.clear()
+    s.grasp()
+    back = s.step(6)
+    assert tri(back, "object_grasped") == [None] * 4 + [True] * 2
+    assert tri(back, "preconditions_open") == [None] * 4 + [False] * 2
+
+
+def _closed_by_the_mug_with_the_cube_lost(pick: bool) -> Scene:
+    """The hand, at the mug (within reach, one finger: no grasp), closed for 6 frames while the cube is lost from
+    sight: it may hold the cube from the 5th. `pick`: a pick of the mug began first (the hand open there for 2)."""
+    s = Scene()
+    s.step(6)
+    s.ee = s.pos["mug"].copy()
+    s.contacts[("finger_left", "mug")] = 0.004
+    if pick:
+        assert tri(s.step(2), "skill_pick_onset") == [True, False]
+    s.fingers = 0.024
+    s.missing.add("cube")
+    s.step(6)
+    return s
+
+
+def test_a_pick_beside_an_object_a_grasp_hidden_in_a_pose_gap_may_hold_is_unknown():
+    """The hand opens at the mug as the cube, lost from sight while it was closed, is seen again out of the fingers:
+    a grasp of the cube hidden in the gap would last up to its drop on the 5th open frame, the hand not empty, so
+    whether opening at the mug starts a pick is unknown, not a certain onset. With a pick of the mug under way,
+    its "nothing grasped" is unknown there, and preconditions_pick with it, not true."""
+    s = _closed_by_the_mug_with_the_cube_lost(pick=False)
+    s.fingers = 0.04
+    s.missing.clear()
+    s.contacts[("finger_left", "cube")] = s.contacts[("finger_right", "cube")] = 0.05
+    opened = s.step(3)
+    assert tri(opened, "object_grasped") == [None] * 3
+    assert tri(opened, "skill_pick_onset") == tri(opened, "skill_pick_onset_end") == [None] * 3
+    s = _closed_by_the_mug_with_the_cube_lost(pick=True)
+    s.fingers = 0.04
+    s.missing.clear()
+    s.contacts[("finger_left", "cube")] = s.contacts[("finger_right", "cube")] = 0.05
+    opened = s.step(3)
+    assert tri(opened, "skill_pick_onset") == tri(opened, "skill_pick_onset_end") == [False] * 3
+    assert tri(opened, "preconditions_pick") == [None] * 3
+
+
+def test_a_pick_whose_target_may_have_been_grasped_unseen_may_have_completed():
+    """A pick of the cube (onset on frame 0): the hand closes on it on frame 3 and loses it from sight on frames 4 to
+    6. Its grasp may have risen on frame 7, the first seen again, which completes the pick: skill_pick_onset_end is
+    unknown, not false, until the grasp is decided on frame 11, and so is preconditions_pick (a completed pick's
+    target is held), not false (a closed hand)."""
+    s = Scene()
+    s.ee = s.pos["cube"].copy()
+    s.contacts[("finger_left", "cube")] = s.contacts[("finger_right", "cube")] = 0.004
+    frames = s.step(3)
+    s.grasp()
+    frames.append(s.step())
+    s.missing.add("cube")
+    frames += s.step(3)
+    s.missing.clear()
+    frames += s.step(6)
+    assert tri(frames, "skill_pick_onset") == [True] + [False] * 12
+    assert tri(frames, "object_grasped")[7:] == [None] * 4 + [True] * 2
+    assert tri(frames, "skill_pick_onset_end")[4:] == [False] * 3 + [None] * 4 + [True] * 2
+    assert tri(frames, "preconditions_pick")[7:] == [None] * 4 + [True] * 2
 
 
 def test_a_frozen_pose_stream_turns_stale_beyond_its_age_limit():

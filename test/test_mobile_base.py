@@ -134,12 +134,23 @@ def test_an_arm_touching_the_table_is_found_only_with_the_base_placed(runs):
     table_from = math.ceil((1.2 - 0.04) / SPEED * RATE)  # the hand, 4 cm either side of the arm, meets x 1.2
     assert prop == "no_forbidden_contact" and table_from + tolerance <= frame <= table_from + tolerance + 3
     assert {"table", "hand"} <= set(placed.trace.events[0].objects)  # the hand leads into the table
-    # the same bag with the base pose ignored: the robot stays at the model's origin, 1.2 m from the table (and
-    # its wheels on the floor are a contact of the robot's there, which only a placed base's platform is spared)
+    # the same bag with the base pose ignored: the robot stays at the model's origin, 1.2 m from the table
     _, fixed = write_setup(folder / "fixed_robot", world_frame="")
-    ignored = _score(folder, "contact", folder / "fixed_robot" / "robot.yaml", fixed)
-    opened = [e for e in ignored.trace.events if e.kind is EventKind.OPENED]
-    assert [e.objects for e in opened] == [("arm", "environment")]
+    assert _opened(_score(folder, "contact", folder / "fixed_robot" / "robot.yaml", fixed)) == []
+
+
+@pytest.mark.parametrize("base", ["free", "fixed"])
+def test_a_base_not_placed_stands_on_its_floor_and_an_arm_on_the_floor_is_a_contact(runs, tmp_path, base):
+    """Without world_frame the twin keeps the base where the model puts it, its wheels on the floor: those are no
+    contact (they were a forbidden contact on every frame, an alarm on a clean run), whether the base hangs from a free
+    joint or is fixed to the world (its wheels turn on joints of their own); the arm reaching down to the floor is one."""
+    folder, _, _ = runs
+    robot, fixed = write_setup(tmp_path, base, world_frame="")
+    clean = _score(folder, "clean", robot, fixed)
+    assert _opened(clean) == [] and clean.timeline.to_json()["runs"]["forbidden_contact"] == [[0, FRAMES - 1, False]]
+    twin = load_default_grounder(RATE, robot, wrench_sensor=False).twin
+    assert not twin.compute(JOINTS, np.array(RAISED), {}).gaps.get("arm")
+    assert twin.compute(JOINTS, np.array([0.0, 1.4, 0.0, 0.0]), {}).gap("arm", "environment") < 0.0
 
 
 def test_a_base_pose_lost_makes_the_geometry_unknown_and_is_said(runs):

@@ -2,6 +2,7 @@
 diagnostics go ERROR on a violation, OK on recovery, STALE (and every property blind) when
 predicates stop; end markers close the trace; two robots' monitors stay apart by namespace."""
 
+import contextlib
 import fcntl
 import json
 import os
@@ -33,6 +34,38 @@ def spin_until(executor, condition, timeout=WAIT_S):
     while not condition():
         assert time.monotonic() < end, "timed out"
         executor.spin_once(timeout_sec=0.02)
+
+
+@contextlib.contextmanager
+def _monitor_on_sim_time(specs, log):
+    """A MonitorNode fed by hand (no spinning) on a simulated clock that `at(t)` sets: the same messages in the same
+    order as a replay reads them. Destroyed on leaving, so its rollouts are closed."""
+    from rclpy.time import Time
+
+    from safety_monitor.nodes.monitor_node import MonitorNode
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        node = MonitorNode(
+            subscribe_predicates=False,
+            context=context,
+            parameter_overrides=[
+                Parameter("specs", value=str(specs)),
+                Parameter("events_log", value=str(log)),
+                Parameter("control_rate_hz", value=500.0),
+                Parameter("use_sim_time", value=True),
+            ],
+        )
+        clock = node.get_clock()
+
+        def at(t):
+            clock.set_ros_time_override(Time(nanoseconds=round(t * 1e9)))
+
+        yield node, at
+        node.destroy_node()
+    finally:
+        context.try_shutdown()
 
 
 @pytest.fixture
@@ -519,10 +552,8 @@ def test_the_monitor_node_and_replay_of_its_predicates_are_the_same_supervisor(t
     ticks in between) and replay --from-predicates on the log times step the same frames and report
     the same events: time going back, pauses, frozen stamps, lost frames, unsent predicates, a stream
     that stops before the input ends."""
-    from rclpy.time import Time
 
     from safety_monitor.io.bag import BagWriter
-    from safety_monitor.nodes.monitor_node import MonitorNode
     from safety_monitor.replay.score import ReplayConfig, score_bag
 
     specs = tmp_path / "specs.yaml"
@@ -536,24 +567,7 @@ def test_the_monitor_node_and_replay_of_its_predicates_are_the_same_supervisor(t
     replayed = score_bag(tmp_path / "bag", ReplayConfig(specs=str(specs), from_predicates=True, rate_hz=500.0))
     assert replayed.ok, replayed.error
 
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    try:
-        node = MonitorNode(
-            subscribe_predicates=False,
-            context=context,
-            parameter_overrides=[
-                Parameter("specs", value=str(specs)),
-                Parameter("events_log", value=str(tmp_path / "e.jsonl")),
-                Parameter("control_rate_hz", value=500.0),
-                Parameter("use_sim_time", value=True),
-            ],
-        )
-        clock = node.get_clock()
-
-        def at(t):
-            clock.set_ros_time_override(Time(nanoseconds=round(t * 1e9)))
-
+    with _monitor_on_sim_time(specs, tmp_path / "e.jsonl") as (node, at):
         last = None
         for sample, log in stream:
             while last is not None and log - last > 0.1:  # the watchdog timer's ticks while nothing arrives
@@ -564,9 +578,6 @@ def test_the_monitor_node_and_replay_of_its_predicates_are_the_same_supervisor(t
             node.on_sample(sample)
             last = log
         at(end)
-        node.destroy_node()
-    finally:
-        context.try_shutdown()
     (live,) = node.rollouts
     assert live.frames == replayed.trace.frames > 0
     assert [(e.property, e.kind, e.frame, e.t) for e in live.events] == [
@@ -583,10 +594,8 @@ def test_a_late_start_marker_withdraws_the_same_events_live_and_in_replay(tmp_pa
     event log says what it published before the marker came: what is not in a rollout is the events of the
     withdrawn frames, each episode they opened followed by its `withdrawn` record, under the rollout index it
     was published with."""
-    from rclpy.time import Time
 
     from safety_monitor.io.bag import BagWriter
-    from safety_monitor.nodes.monitor_node import MonitorNode
     from safety_monitor.replay.score import ReplayConfig, score_bag
 
     specs = tmp_path / "specs.yaml"
@@ -611,27 +620,10 @@ def test_a_late_start_marker_withdraws_the_same_events_live_and_in_replay(tmp_pa
     assert replayed.ok, replayed.error
 
     log_path = tmp_path / "e.jsonl"
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    try:
-        node = MonitorNode(
-            subscribe_predicates=False,
-            context=context,
-            parameter_overrides=[
-                Parameter("specs", value=str(specs)),
-                Parameter("events_log", value=str(log_path)),
-                Parameter("control_rate_hz", value=500.0),
-                Parameter("use_sim_time", value=True),
-            ],
-        )
+    with _monitor_on_sim_time(specs, log_path) as (node, at):
         lines = []
         throttle = node._throttled
         node._throttled = lambda level, key, text: lines.append(text) or throttle(level, key, text)
-        clock = node.get_clock()
-
-        def at(t):
-            clock.set_ros_time_override(Time(nanoseconds=round(t * 1e9)))
-
         T = m.rclpy_types()
         at(1.0)
         node._on_marker(marker_msg(T, EpisodeMarker(START, 0, 1.0)))
@@ -642,9 +634,6 @@ def test_a_late_start_marker_withdraws_the_same_events_live_and_in_replay(tmp_pa
             else:
                 node.on_sample(x)
         at(end_t)
-        node.destroy_node()
-    finally:
-        context.try_shutdown()
 
     def story(events, rollout):
         return [(rollout, e.property, str(e.kind), e.frame, e.t, e.episode) for e in events]

@@ -279,6 +279,7 @@ def test_the_node_and_replay_attribute_the_same_issues_to_the_same_frames(bad_st
     rclpy = pytest.importorskip("rclpy")
     from safety_monitor.io.bag import BagReader
     from safety_monitor.nodes.estimator_node import EstimatorNode
+    from safety_monitor.replay.names import absolute_mapping
     from safety_monitor.replay.score import ReplayConfig, score_bag
 
     calls = _spy(monkeypatch)
@@ -291,7 +292,8 @@ def test_the_node_and_replay_attribute_the_same_issues_to_the_same_frames(bad_st
     rclpy.init(context=context)
     try:
         node = EstimatorNode(context=context, namespace="/same_issues")
-        poses = {StreamMapping().pose_topic(name): name for name in node.grounder.robot.objects}  # as replay
+        topics = absolute_mapping(StreamMapping())  # as replay resolves the defaults, in the root namespace
+        poses = {topics.pose_topic(name): name for name in node.grounder.robot.objects}
         with BagReader(bad_stream_bag) as bag:  # the very bytes replay read, in its order
             for topic, _, _, raw in bag.raw_messages({"/joint_states", "/wrist_wrench", *poses}):
                 if topic == "/joint_states":

@@ -183,6 +183,29 @@ def test_a_late_start_marker_starts_its_rollout_at_its_own_time_the_frames_befor
     assert old.frames + new.frames == 20
 
 
+def test_a_rollout_ended_by_the_next_start_marker_closes_as_input_ended_only_what_counts(tmp_path):
+    """`input_ended` says the episode counted, never recovered; one too short to count stays
+    `discarded_truncated`, as at any trace's end."""
+    specs = tmp_path / "specs.yaml"
+    specs.write_text(
+        "predicates: [a, b]\nproperties:\n"
+        '  - {name: short, category: collision_contact, formula: "G(!a)", recovery: "F(!a)", min_resolve_frames: 5}\n'
+        '  - {name: long, category: action_onset, formula: "G(!b)", recovery: "F(!b)", min_resolve_frames: 2}\n'
+    )
+    sup = Supervisor(SpecSetMonitor.from_spec_file(specs), MonitorSettings())
+    sup.marker(EpisodeMarker(START, 0, 1.0), 1.0)
+    feed(sup, [quiet(k, a=k >= 7, b=k >= 4) for k in range(10)])  # short open 3 frames, long 6
+    sup.marker(EpisodeMarker(START, 1, 1.0 + 10 * DT), 1.0 + 9 * DT + 0.001)  # on time, no end marker before it
+    step = sup.sample(quiet(10), 1.0 + 10 * DT)
+    assert issues([step]) == [IssueKind.MISSING_MARKER]
+    (old,) = step.finished
+    assert [(e.event.property, e.event.kind) for e in step.events if e.event.kind.closes] == [
+        ("short", EventKind.DISCARDED_TRUNCATED),
+        ("long", EventKind.INPUT_ENDED),
+    ]
+    assert [(o.property, o.violations, o.discarded) for o in old.outcomes] == [("short", 0, 1), ("long", 1, 0)]
+
+
 def test_a_start_marker_after_the_first_frames_of_its_trace_withdraws_their_verdicts(make):
     """The last rollout ended by its marker; the next one's frames came before its start marker (grounded
     with the evidence of before the boundary): what they opened is withdrawn (in no rollout's events), and the

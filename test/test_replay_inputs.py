@@ -202,13 +202,14 @@ def test_corrupt_and_nan_poses_read_a_batch_at_a_time_are_dropped_with_one_line_
 
 
 def test_missing_joint_topic_lists_what_was_found_and_suggests_the_mapping(tmp_path, state, specs):
-    bag = write_bag(tmp_path / "renamed", state, joints_topic="/arm/joint_states")
+    # not ending in /joint_states: one that did would be taken, with a note, by the relative default's suffix rule
+    bag = write_bag(tmp_path / "renamed", state, joints_topic="/arm/positions")
     r = score_bag(bag, config(specs))
     assert not r.ok and r.trace is None
     assert "no joint states on /joint_states" in r.error
-    assert "/arm/joint_states (sensor_msgs/msg/JointState, 150)" in r.error
-    assert "--topics joint_states=/arm/joint_states" in r.error
-    mapped = score_bag(bag, config(specs, mapping=StreamMapping(joint_states="/arm/joint_states")))
+    assert "/arm/positions (sensor_msgs/msg/JointState, 150)" in r.error
+    assert "--topics joint_states=/arm/positions" in r.error
+    mapped = score_bag(bag, config(specs, mapping=StreamMapping(joint_states="/arm/positions")))
     assert mapped.ok and mapped.frames == N
 
 
@@ -586,11 +587,11 @@ def _joints_also_on(topic, state):
 
 def test_relative_topic_names_resolve_under_the_namespace_as_for_a_node_there(tmp_path, state, specs):
     """One topics file for replay and a namespaced node: `joint_states` is /robot1/joint_states under
-    --namespace /robot1, /joint_states under the root (the default)."""
+    --namespace /robot1, /joint_states under the root (the default); the wrench and poses, absolute, stay."""
     bag = write_bag(
         tmp_path / "ns", state, joints_topic="/robot1/joint_states", extra=_joints_also_on("/joint_states", state)
     )
-    relative = StreamMapping.parse("joint_states=joint_states")
+    relative = StreamMapping.parse("joint_states=joint_states,wrench=/wrist_wrench,object_pose=/objects/{name}/pose")
     under = score_bag(bag, config(specs, mapping=relative, namespace="/robot1"))
     root = score_bag(bag, config(specs, mapping=relative))
     assert under.ok and root.ok, (under.error, root.error)
@@ -619,6 +620,48 @@ def test_a_relative_name_not_under_the_namespace_takes_the_one_topic_ending_with
         "--namespace NS or an absolute name)"
     )
     assert score_bag(two, config(specs, mapping=relative.mapping, namespace="/robot2")).ok
+
+
+def test_the_default_topics_are_a_namespaced_stacks_under_the_namespace(tmp_path, specs, capsys):
+    """Two stacks, one per arm, recorded in one bag under `left` and `right`, as the nodes name their topics there:
+    `--from-predicates --namespace left` rescores left's predicates and cuts them at left's markers. Before, the
+    default predicates and episode topics were absolute, so no namespace found them; without one, the bag now
+    says in one line which namespaces it holds."""
+    from safety_monitor.frames import PredicateSample
+    from safety_monitor.pipeline.markers import END, START, EpisodeMarker, marker_msg
+
+    bag = tmp_path / "two_stacks"
+    with BagWriter(bag) as w:
+        for k in range(N):
+            t = 100.0 + k / RATE
+            if k in (0, N // 2):
+                w.write("/left/safety_monitor/episode", marker_msg(w.types, EpisodeMarker(START, k // (N // 2), t)), t)
+            for arm, pushing, frame in (("left", 20 <= k < 30, k % (N // 2)), ("right", False, k)):
+                values = {"excess_wrench": pushing, "object_grasped": False, "object_sync": True}
+                sample = PredicateSample({**values, "object_grasped_raw": False}, t, frame)
+                w.write_predicates(f"/{arm}/safety_monitor/predicates", sample)
+            if k == N - 1:
+                w.write("/left/safety_monitor/episode", marker_msg(w.types, EpisodeMarker(END, 1, t)), t)
+    left, right = (
+        score_bag(bag, config(specs, from_predicates=True, namespace=f"/{arm}")) for arm in ("left", "right")
+    )
+    assert left.ok and right.ok, (left.error, right.error)
+    assert left.frames == right.frames == N and left.warnings == right.warnings == []
+    assert left.rollouts == 2 and right.rollouts == 1  # left's markers cut left's rollouts only
+    assert [sum(o.violations for o in part.trace.outcomes) for part in left.parts] == [1, 0]  # frames 20 to 29
+    assert sum(o.violations for o in right.trace.outcomes) == 0
+    refused = score_bag(bag, config(specs, from_predicates=True))
+    assert refused.error == (
+        f"{bag}: topic 'safety_monitor/predicates' (predicates) is not /safety_monitor/predicates, and several "
+        "topics of type diagnostic_msgs/msg/DiagnosticArray end with it: /left/safety_monitor/predicates, "
+        "/right/safety_monitor/predicates (choose with --namespace NS or an absolute name)"
+    )
+    resolved, _ = config(specs, namespace="/left").resolved({})
+    assert (resolved.mapping.joint_states, resolved.mapping.wrench, resolved.mapping.tf) == (
+        "/left/joint_states",
+        "/left/wrist_wrench",
+        "/tf",  # tf2's topics are global
+    )
 
 
 def test_inspect_resolves_relative_names_and_a_bad_namespace_is_a_usage_error(tmp_path, state, specs, capsys):

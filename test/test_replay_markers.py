@@ -16,6 +16,7 @@ from safety_monitor.io.messages import rosbags_types
 from safety_monitor.pipeline.assemble import StreamMapping
 from safety_monitor.pipeline.markers import END, START, EpisodeMarker, decode_marker, marker_msg
 from safety_monitor.replay.batch import score_bags
+from safety_monitor.replay.names import absolute_mapping
 from safety_monitor.replay.score import ReplayConfig, score_bag
 from safety_monitor.replay.simbag import SimRun, record_sim_bag
 
@@ -181,7 +182,7 @@ def _predicates_bag(path, frames, boundary, late, end, a_true=range(0), pause=0.
     true on the frames `a_true`; `pause` seconds without messages before the late marker (a stalled input: log
     times, not stamps). Frames are numbered as the estimator numbers them (from 0 after a start marker it
     received, on after a late one)."""
-    topic = StreamMapping().episode
+    topic = absolute_mapping(StreamMapping()).episode
     with BagWriter(path) as w:
         w.write(topic, marker_msg(w.types, EpisodeMarker(START, 0, 100.0)), 100.0)
         number = 0

@@ -22,7 +22,7 @@ from safety_monitor.grounding.description import GripperKind, load_robot_descrip
 from safety_monitor.grounding.grounder import Grounder
 from safety_monitor.grounding.semantics import load_object_catalog
 from safety_monitor.grounding.thresholds import load_thresholds
-from safety_monitor.grounding.twin import twin_for
+from safety_monitor.grounding.twin import servo_range, twin_for
 
 
 @dataclass(frozen=True)
@@ -320,6 +320,41 @@ def test_a_fingers_side_is_told_after_the_arms_prefix(tmp_path, capsys, arm):
     assert robot.gripper.finger_bodies == (f"{arm}/left_finger_link", f"{arm}/right_finger_link")
     assert np.allclose(robot.grasp_offset, [0.0, 0.0, 0.06])  # measured midway between the open fingers
     assert "0.092 m apart at 0.041 (forward kinematics): closed below this" in (out / "robot.yaml").read_text()
+
+
+def test_a_gripper_its_software_opens_short_of_its_rail_is_open_within_a_tenth_of_what_it_commands(tmp_path, capsys):
+    """ALOHA's fingers run on a 0 to 0.041 m rail, and its software drives them from 0.002 to 0.037 m (Menagerie's
+    position servo, on the follower finger). The guess was a tenth of the rail from open, 0.0369: a gripper the
+    software opened read closed 0.1 mm short of it, so every release read as a drop with the gripper closed. It is a
+    tenth of the commanded range from where it opens, and the CHECK says so; a model without servos keeps the rail's."""
+    code, out = _init_text(tmp_path, two_arm_mjcf(servos=True))
+    assert code == 0
+    gripper = load_robot_description(out / "robot.yaml").gripper
+    assert not gripper.closes_upward and gripper.closed_at == pytest.approx(0.037 - 0.1 * (0.037 - 0.002))
+    assert not gripper.closed({"left/right_finger": 0.036})  # opened by its software, a millimetre short
+    assert gripper.closed({"left/right_finger": 0.03})  # holding a 4 cm object
+    text = (out / "robot.yaml").read_text()
+    assert (
+        "# CHECK: joint range [0, 0.041], commanded over [0.002, 0.037] (the control range of left/gripper: as far as "
+        "the software moves it); fingers 0.01 m apart at 0, 0.092 m apart at 0.041 (forward kinematics): closed below "
+        "this, a tenth of the commanded range from where it opens\n"
+    ) in text
+    (tmp_path / "bare").mkdir()
+    code, out = _init_text(tmp_path / "bare", two_arm_mjcf())
+    assert load_robot_description(out / "robot.yaml").gripper.closed_at == pytest.approx(0.9 * 0.041)
+    assert "closed below this, a tenth of the joint range from where it opens\n" in (out / "robot.yaml").read_text()
+
+
+def test_a_servo_on_the_gripper_joint_itself_through_a_gear_commands_ctrl_over_gear():
+    """A position servo's force vanishes where the joint is at its control over its gear (MJCF's <position>)."""
+    text = two_arm_mjcf(servos=True).replace(
+        'joint="left/left_finger" ctrlrange="0.002 0.037"', 'joint="left/right_finger" gear="2" ctrlrange="0.004 0.074"'
+    )
+    model = mujoco.MjModel.from_xml_string(text)
+    commanded = servo_range(model, "left/right_finger")
+    assert commanded is not None and commanded.actuators == ("left/gripper",)
+    assert (commanded.lower, commanded.upper) == pytest.approx((0.002, 0.037))
+    assert servo_range(model, "left/waist") is None  # no servo on it
 
 
 def test_a_mobile_base_is_not_offered_as_an_object_and_its_lift_places_the_hand(tmp_path, capsys):

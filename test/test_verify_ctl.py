@@ -9,7 +9,21 @@ from safety_monitor.errors import SourceError, SpecError
 from safety_monitor.specs.ltlf import And, Atom, Const, Equiv, Implies, Not, Or
 from safety_monitor.verify import check
 from safety_monitor.verify.check import TreeChecker
-from safety_monitor.verify.ctl import AF, AG, AU, AW, AX, EF, EG, EU, EW, EX, ctl_text, parse_ctl
+from safety_monitor.verify.ctl import (
+    AF,
+    AG,
+    AU,
+    AW,
+    AX,
+    EF,
+    EG,
+    EU,
+    EW,
+    EX,
+    ctl_text,
+    existential_parts,
+    parse_ctl,
+)
 from safety_monitor.verify.tree import build_tree, tree_from_valuations
 
 ATOMS = ("p", "q")
@@ -92,6 +106,35 @@ class BruteForce:
             if not self.holds(left, x):
                 return False
         return weak
+
+
+class ReadAlong(BruteForce):
+    """`f` along one trajectory alone, except its existential parts, which the whole tree decides."""
+
+    def __init__(self, trajectory, tree, parts):
+        super().__init__([trajectory])
+        self.tree, self.parts = tree, parts
+
+    def holds(self, f, s) -> bool:
+        return self.tree.holds(f, s) if f in self.parts else super().holds(f, s)
+
+
+def test_existential_parts_are_the_e_quantifiers_once_negations_are_pushed_in():
+    parts = lambda text: [ctl_text(g) for g in existential_parts(parse_ctl(text))]  # noqa: E731
+    assert parts("AG(p -> AF q)") == [] and parts("AG !EF p") == [] and parts("EF p -> AG q") == []
+    assert parts("AG EF p") == ["EF(p)"] and parts("AG !AG p") == ["AG(p)"] and parts("AF q -> p") == ["AF(q)"]
+    assert parts("AG(p <-> AX q)") == ["AX(q)"] and parts("A[EX p U q] | EG q") == ["EX(p)", "EG(q)"]
+
+
+def test_a_trajectory_whose_node_another_branch_rescues_does_not_break_ag_ef():
+    # b stops where c goes on to x, so no node of b lacks EF x on the tree; d's last node does
+    b, c, d = (False, False, False), (False, False, False, True), (False, False, True, False)
+    tree = make_tree([tuple((x, False) for x in t) for t in (b, c, d)])
+    checker = TreeChecker(tree)
+    result = checker.check(parse_ctl("AG EF p"))
+    assert not result.holds and checker.breakers(result).tolist() == [2]
+    _, (along,) = checker.along(result.formula, checker.breakers(result))
+    assert not along.holds and along.evidence.notes == ("no path from frame 3 in the merged tree satisfies F p",)
 
 
 def node_prefixes(tree):
@@ -186,7 +229,10 @@ def test_breakers_are_the_trajectories_whose_own_path_fails_from_a_failing_root(
         result = checker.check(f)
         if result.holds:
             continue
-        alone = [not BruteForce([t]).holds(f, t[:1]) and not brute.holds(f, t[:1]) for t in trajectories]
+        parts = existential_parts(f)
+        alone = [not ReadAlong(t, brute, parts).holds(f, t[:1]) and not brute.holds(f, t[:1]) for t in trajectories]
+        if not parts:  # universal: exactly the trajectories that break it alone
+            assert alone == [not BruteForce([t]).holds(f, t[:1]) and not brute.holds(f, t[:1]) for t in trajectories]
         broken = checker.breakers(result)
         assert broken.tolist() == [i for i, bad in enumerate(alone) if bad], ctl_text(f)
         if not broken.size:

@@ -39,8 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=ros_namespace,
         default="/",
         metavar="NS",
-        help="relative topic names in --topics resolve under this namespace, as for a node there (default /: "
-        "the root); a relative name not found there matches the one topic of its type ending with it",
+        help="relative topic names (the defaults, as the nodes name them, and those of --topics) resolve under this "
+        "namespace, as for a node there (default /: the root); a relative name not found there matches the one "
+        "topic of its type ending with it",
     )
     p.add_argument(
         "--rate",

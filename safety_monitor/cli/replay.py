@@ -63,13 +63,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=ros_namespace,
         default="/",
         metavar="NS",
-        help="relative topic names in --topics resolve under this namespace, as for a node there (default /: "
-        "the root); a relative name not found there matches the one topic of its type ending with it",
+        help="relative topic names (the defaults, as the nodes name them, and those of --topics) resolve under this "
+        "namespace, as for a node there (default /: the root); a relative name not found there matches the one "
+        "topic of its type ending with it",
     )
     p.add_argument(
         "--from-predicates",
         action="store_true",
-        help="rescore the recorded /safety_monitor/predicates topic instead of grounding",
+        help="rescore the recorded predicates (safety_monitor/predicates, under --namespace) instead of grounding",
     )
     p.add_argument(
         "--report",

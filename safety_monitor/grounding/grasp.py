@@ -21,7 +21,15 @@ object that may be the focus agrees (`other_foci`), until a grasp seen settles w
 gripper holds nothing, seen or not: its raw grasp is false and the evidence runs on.
 
 `maybe_dropped` names the objects whose drop on this frame is unknown, for the families a drop starts something
-in (a transfer, the pick skill's re-arming).
+in (a transfer, the pick skill's re-arming); `maybe_grasped` those not counted as grasped that a grasp hidden in a
+pose gap may hold on this frame, for the skills, which ask what is held, and `maybe_let_go` its mirror: those
+counted as grasped (held before a pose gap, the grasp undecided since) that a drop hidden in it may have let go by
+this frame, from `earliest` on. Such a drop leaves `object_stable` unknown until decided (the object, not counted
+while held, has its latch open on the frame it falls), and the object's rest (`at_rest`, so `object_settled`)
+unknown once it may have rested for the persistence since (`rested`). Such a grasp also leaves `object_stable`
+unknown where it would differ: in the completions with it the object counts as grasped while the grasp lasts, and
+its latch, reset by the grasp, closes again only once the object is seen at rest for the stability persistence
+after the last frame it may have been dropped on (`calm`; `at_rest` reads one object's latch so).
 """
 
 from __future__ import annotations
@@ -76,13 +84,17 @@ DOCS = {
     ),
     "object_stable": PredicateDoc(
         "every manipulated object not grasped is at rest (sticky-true latch, reset by a grasp or by a "
-        "displacement beyond the slip thresholds)",
+        "displacement beyond the slip thresholds; unknown where an object may have been grasped unseen: while that "
+        "grasp may last, and after it may have ended until the object is seen at rest for the persistence after "
+        "its last possible drop; and where an object grasped before a pose gap may have dropped unseen since, until "
+        "its grasp is decided)",
         "object poses over the motion window",
         "linear 0.05 m/s, angular 0.25 rad/s; stability_persistence 0.25 s (5 frames)",
     ),
     "object_settled": PredicateDoc(
         "the focus object is at rest and not grasped (unknown while it may be held, or not yet seen at rest since a "
-        "drop it may have had unseen; where another object may be the focus, as object_left_gripper)",
+        "drop it may have had unseen; counted as grasped, where it may have dropped unseen and rested for the "
+        "persistence since; where another object may be the focus, as object_left_gripper)",
         "object_stable per object, object_grasped",
         "-",
     ),
@@ -125,8 +137,8 @@ class _ObjectGrasp:
 
 
 class GraspEstimator:
-    """Grasp family; later estimators read `grasped`, `dropped`, `stable`, `moving` and `focus`, the twin's
-    carrying `held`."""
+    """Grasp family; later estimators read `grasped`, `dropped`, `stable` (`at_rest`), `moving` and `focus`, the
+    twin's carrying `held`."""
 
     def __init__(self, objects: tuple[str, ...], thresholds: Thresholds, counts: FrameCounts):
         self.objects = objects
@@ -140,6 +152,10 @@ class GraspEstimator:
         self.dropped: frozenset[str] = frozenset()
         self.maybe_dropped: frozenset[str] = frozenset()  # those whose drop on this frame is unknown (possible
         # unseen, or decided now after a pose gap)
+        self.maybe_grasped: tuple[str, ...] = ()  # not counted as grasped, but held on this frame in some completion
+        # (a grasp that may have happened unseen, not decided yet), in `objects` order
+        self.maybe_let_go: tuple[str, ...] = ()  # counted as grasped, but no longer held on this frame in some
+        # completion (a drop that may have happened unseen, not decided yet), in `objects` order
         self.held: tuple[str, ...] = ()  # grasped or raw-grasped this frame, in `objects` order
         self.stable: dict[str, Tri] = {o: False for o in objects}
         self.moving: dict[str, Tri] = {o: None for o in objects}
@@ -168,7 +184,7 @@ class GraspEstimator:
         dropped_any: Tri = False  # object_dropped
         sync_all: Tri = True  # object_sync, over the grasped objects
         stable_all: Tri = True  # object_stable, over the others
-        held, just_dropped, maybe_dropped = [], [], []
+        held, just_dropped, maybe_dropped, maybe_grasped, maybe_let_go = [], [], [], [], []
         rose = False  # some object's latest grasp rise may have moved: which may be the focus is asked again
         engaged: Tri = False  # some object counts as grasped before or after this frame (open gripper: a release)
         for o, st in self._states:
@@ -246,6 +262,8 @@ class GraspEstimator:
             ):  # not grasped before: a grasp it may have had unseen may have ended in a drop the persistence later,
                 if not dropped_any:  # on any frame up to the deciding one
                     dropped_any = None
+                if before and frame >= st.earliest:  # it may have dropped on this frame or since st.earliest
+                    maybe_let_go.append(o)
                 if not raw and frame >= st.earliest:  # it may have dropped on this very frame
                     maybe_dropped.append(o)
                     settle = st.settle
@@ -264,14 +282,18 @@ class GraspEstimator:
             elif (before or st.maybe_held) and engaged is False:  # it may count as grasped, or no longer
                 engaged = None
             if unseen and not after and debounced is None:  # unseen, not counted as grasped: unknown once it
-                if st.maybe_held and debounce.warming and sync_all:  # may have been grasped (a closed gripper for
-                    sync_all = None  # the grasp persistence since it was last seen out of it) until the debounce
-                    # decides (such a grasp lasts its open frames), never before
+                if st.maybe_held and debounce.warming:  # may have been grasped (a closed gripper for the grasp
+                    maybe_grasped.append(o)  # persistence since it was last seen out of it) until the debounce
+                    if sync_all:  # decides (such a grasp lasts its open frames), never before
+                        sync_all = None
             elif after or debounced is None:  # grasped objects only; while the grasp
                 # evidence restarts after a pose gap, Kleene's (not grasped) or synced
                 slip = slips.get(o)
                 synced = None if slip is None else (slip[0] < slip_m and slip[1] < slip_rad)
-                synced = synced if debounced is not None else (True if synced else None)
+                if debounced is None:
+                    synced = True if synced else None
+                    if st.maybe_held and not after:  # seen, not counted as grasped: a grasp begun unseen may last
+                        maybe_grasped.append(o)
                 if synced is False:
                     sync_all = False
                 elif synced is None and sync_all is not False:
@@ -279,10 +301,6 @@ class GraspEstimator:
             stable, movings[o] = self._stability(st, speeds.get(o), boxes.get(o), after)
             stables[o] = stable
             if not after:
-                if stable is False:
-                    stable_all = False
-                elif stable is None and stable_all is not False:
-                    stable_all = None
                 settle = st.settle
                 if settle.started_at is not None:
                     if taken.get(o, inf) <= clearance:  # handed over: in the other arm's hand, its monitor watches
@@ -293,6 +311,8 @@ class GraspEstimator:
                         if st.calm >= stable_n:
                             settle.stop()
                             st.calm = None
+                        elif stable:  # where that drop ended a grasp, the grasp reset the latch: not closed again
+                            stable = None
                     elif stable:  # settled
                         settle.stop()
                     else:  # it may have settled, or been grasped, unseen: only after the persistence that
@@ -300,15 +320,25 @@ class GraspEstimator:
                         st.rest_run = 0 if movings[o] else st.rest_run + 1
                         if st.rest_run >= stable_n or (debounced is None and st.grip_run >= grasp_n):
                             settle.doubt()
+                if maybe_grasped and maybe_grasped[-1] is o:  # held in some completions: not counted there
+                    stable = True if stable else None
+                if stable is False:
+                    stable_all = False
+                elif stable is None and stable_all is not False:
+                    stable_all = None
             elif debounced is None:  # its grasp evidence restarts: it may have fallen from st.earliest on, and
                 st.rest_run = 0 if movings[o] else st.rest_run + 1  # rested since unseen (or seen at rest)
                 if st.rest_run >= stable_n and frame - st.earliest >= stable_n - 1:
                     st.rested = True
+                if stable_all and frame >= st.earliest:  # not counted while held; where it fell on this frame, its
+                    stable_all = None  # latch, reset by the grasp, is open
             grasped[o] = after
             if after or raw:
                 held.append(o)
         self.dropped = frozenset(just_dropped) if just_dropped else _NONE
         self.maybe_dropped = frozenset(maybe_dropped) if maybe_dropped else _NONE
+        self.maybe_grasped = tuple(maybe_grasped) if maybe_grasped else ()
+        self.maybe_let_go = tuple(maybe_let_go) if maybe_let_go else ()
         self.held = tuple(held)
         if rose:
             self._find_foci()
@@ -356,14 +386,21 @@ class GraspEstimator:
         floor = max(0, *[st.last_rise for _, st in self._states])
         self.other_foci = tuple(o for o, st in self._states if st.rise_by >= floor and o != self.focus)
 
+    def at_rest(self, o: str) -> Tri:
+        """`stable[o]` in every completion where `o` is not grasped now: unknown where a grasp and drop it may have had
+        unseen reset its latch, and it has not been seen at rest for the persistence since (`calm`), and where it is
+        counted as grasped but may have dropped unseen and rested for the persistence since (`rested`)."""
+        stable, st = self.stable[o], self.state[o]
+        if stable:
+            return None if st.calm is not None else True
+        return None if stable is False and st.rested and st.grasp.warming and self.grasped[o] else stable
+
     def _about(self, o: str, geo: FrameGeometry, frame: int) -> tuple[Tri, Tri, Tri]:
         """(object_left_gripper, object_settled, settle_timeout) were `o` the focus."""
-        st, stable = self.state[o], self.stable[o]
+        st, settled = self.state[o], self.at_rest(o)  # (a grasped object is not stable: held, its latch is reset)
         left = geo.gripper_gap(o) > self._grasp_limits[0] if o not in geo.unknown else None
-        if stable is None or (stable and (st.calm is not None or (st.grasp.warming and st.maybe_held))):
-            settled: Tri = None  # at rest, but it may be held, or not settled since a drop it may have had unseen
-        else:
-            settled = stable  # (a grasped object is not stable: held, its latch is reset)
+        if settled and st.grasp.warming and st.maybe_held:
+            settled = None  # at rest, but it may be held
         return left, settled, st.settle.expired(frame)
 
     def _stability(

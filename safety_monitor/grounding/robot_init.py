@@ -9,7 +9,9 @@ one-joint gripper); the passive joints of a linkage an MJCF closes by `<connect>
 carries the gripper (else the arm's last body). The result loads as it is; what it cannot know (where the
 grasp centre lies, fixtures, objects) is left for the user, marked CHECK. Which way the gripper closes is
 measured: the twin sets the gripper joint(s) (and the joints coupled to them) at both limits and the limit
-where the fingers are nearer together is closed.
+where the fingers are nearer together is closed. The threshold is a tenth of the range from where the gripper
+opens: of the range its position servos command, where an MJCF's control range is narrower than the joint's
+(ALOHA's software opens its fingers to 0.037 m of a 0.041 m rail).
 """
 
 from __future__ import annotations
@@ -27,13 +29,13 @@ from safety_monitor.errors import GroundingError
 from safety_monitor.files import write_file
 from safety_monitor.grounding.description import GripperKind, parse_robot_description
 from safety_monitor.grounding.kinematic_tree import MOVING, JointKind, KinematicTree, ModelFormat, TreeJoint
-from safety_monitor.grounding.twin import KinematicTwin
+from safety_monitor.grounding.twin import KinematicTwin, ServoRange, servo_range
 from safety_monitor.names import did_you_mean
 
 _GRIPPER_WORDS = ("finger", "gripper", "jaw", "knuckle")
 _GRASP_WORDS = ("tcp", "pinch", "grasp", "attachment")
 _SAME_GAP = 1e-4  # m: finger gaps at the two limits closer than this tell nothing about which way it closes
-_OPEN_SHARE = 0.1  # of the joint range: the gripper counts as open only this near its open limit
+_OPEN_SHARE = 0.1  # of the range it is driven over: the gripper counts as open only this near where it opens
 _BASE_KINDS = (JointKind.FLOATING, JointKind.PLANAR)  # joints a mobile base hangs from
 
 
@@ -319,46 +321,90 @@ class Closing:
     centre: tuple[float, float, float] | None = None  # midway between the open fingers, grasp body's frame (m)
 
 
+@dataclass(frozen=True)
+class _Span:
+    """The gripper joints' range, and the narrower range their position servos command, where the model says."""
+
+    lower: float
+    upper: float
+    driven: ServoRange | None = None
+
+    def closed_at(self, upward: bool) -> float:
+        """A tenth of the commanded range from where the gripper opens (its lower end when it closes upward)."""
+        lo, hi = (self.driven.lower, self.driven.upper) if self.driven else (self.lower, self.upper)
+        return lo + _OPEN_SHARE * (hi - lo) if upward else lo + (1 - _OPEN_SHARE) * (hi - lo)
+
+    def text(self) -> str:
+        out = f"joint range [{self.lower:g}, {self.upper:g}]"
+        if self.driven is not None:
+            by = ", ".join(self.driven.actuators)
+            out += (
+                f", commanded over [{self.driven.lower:.6g}, {self.driven.upper:.6g}] (the control range of "
+                f"{by}: as far as the software moves it)"
+            )
+        return out
+
+    def share(self) -> str:
+        return f"a tenth of the {'commanded' if self.driven else 'joint'} range from where it opens"
+
+
+def _span(tree: KinematicTree, guess: RobotGuess, twin: KinematicTwin | None) -> _Span:
+    """The gripper's range (`_range`), with the part of it its position servos command where every gripper joint
+    has one and it is narrower."""
+    lo, hi = _range(tree, guess)
+    found = [servo_range(twin.model, j) for j in guess.gripper_joints] if twin is not None else []
+    servos = [s for s in found if s is not None]
+    if not servos or len(servos) < len(found):
+        return _Span(lo, hi)
+    low, high = max(lo, min(s.lower for s in servos)), min(hi, max(s.upper for s in servos))
+    if not low < high or high - low > (hi - lo) - _SAME_GAP:  # the joint's whole range, or none of it
+        return _Span(lo, hi)
+    return _Span(lo, hi, ServoRange(low, high, tuple(dict.fromkeys(a for s in servos for a in s.actuators))))
+
+
 def gripper_closing(tree: KinematicTree, guess: RobotGuess, twin: KinematicTwin) -> Closing:
     """The closing direction by forward kinematics: the twin of the guess sets the gripper joints at their
     lower, then their upper limits, with their mimic followers, and the limit where the fingers' surfaces are
     nearer is closed. Undecided (no limits, no finger geometry, equal gaps), the guess stands and the evidence
-    says why."""
+    says why. The threshold: `_Span.closed_at`."""
+    span = _span(tree, guess, twin)
     ends = [(tree.joints[j].lower, tree.joints[j].upper) for j in guess.gripper_joints]
     if any(a is None or b is None for a, b in ends):
-        return guessed_closing(tree, guess, f"the {tree.format.name} gives the gripper joint no lower and upper limit")
+        return guessed_closing(
+            tree, guess, f"the {tree.format.name} gives the gripper joint no lower and upper limit", span
+        )
     gaps, middles = [], []
     for side in (0, 1):
         twin.compute(guess.gripper_joints, np.array([end[side] for end in ends], dtype=float), {})
         measured = twin.finger_gap()
         if measured is None:
-            return guessed_closing(tree, guess, "a finger has no collision geometry to measure")
+            return guessed_closing(tree, guess, "a finger has no collision geometry to measure", span)
         gaps.append(measured.gap)
         middles.append(twin.in_body_frame(guess.grasp_body, measured.middle))
     low, high = gaps
     if abs(low - high) < _SAME_GAP:
-        return guessed_closing(tree, guess, f"the fingers are {_apart(low)} at both limits")
-    lo, hi = _range(tree, guess)
+        return guessed_closing(tree, guess, f"the fingers are {_apart(low)} at both limits", span)
+    lo, hi = span.lower, span.upper
     upward = high < low
     # the grasp centre from the open fingers: closed, they may touch along more than their pads
     opened = 0 if upward else 1
     x, y, z = (round(float(v), 4) + 0.0 for v in middles[opened])  # + 0.0: no "-0.0" in the file
     return Closing(
         upward,
-        lo + _OPEN_SHARE * (hi - lo) if upward else lo + (1 - _OPEN_SHARE) * (hi - lo),
-        f"joint range [{lo:g}, {hi:g}]; fingers {_apart(low)} at {lo:g}, {_apart(high)} at {hi:g} (forward "
-        f"kinematics): closed {'above' if upward else 'below'} this",
+        span.closed_at(upward),
+        f"{span.text()}; fingers {_apart(low)} at {lo:g}, {_apart(high)} at {hi:g} (forward kinematics): closed "
+        f"{'above' if upward else 'below'} this, {span.share()}",
         (x, y, z) if gaps[opened] > _SAME_GAP else None,
     )
 
 
-def guessed_closing(tree: KinematicTree, guess: RobotGuess, why: str) -> Closing:
+def guessed_closing(tree: KinematicTree, guess: RobotGuess, why: str, span: _Span | None = None) -> Closing:
     """The guess when the fingers cannot be measured: the joint closes as it decreases."""
-    lo, hi = _range(tree, guess)
+    span = span or _span(tree, guess, None)
     return Closing(
         False,
-        lo + (1 - _OPEN_SHARE) * (hi - lo),
-        f"joint range [{lo:g}, {hi:g}]; closed below this is a guess, forward kinematics could not tell which "
+        span.closed_at(False),
+        f"{span.text()}; closed below this ({span.share()}) is a guess, forward kinematics could not tell which "
         f"way the gripper closes ({why}): use closed_above if the joint grows as it closes",
     )
 

@@ -15,6 +15,17 @@ cross-contamination property only.
 While the object an approach depends on is lost from sight, the approach is unknown: a pose gap neither
 lapses a running skill nor, when the object is seen again, starts another (`_Skill`). So is an approach to an
 object a drop at an unknown frame may have released (`maybe_released`).
+
+With nothing surely held, a grasp that may have happened unseen holds an object in some completions (the grasp
+family's `maybe_grasped`): there the hand is not empty, so a pick approach is unknown, and so is a place
+approach while that object is unseen or between the fingers; a pick whose target it is may have completed, and
+stays so until its approach lapses (`maybe_picked`). The preconditions are known only where those completions
+agree (`_agreed`).
+
+Mirrored, an object counted as grasped (held before a pose gap, its grasp undecided since) may have been let go by
+a drop hidden in the gap (the grasp family's `maybe_let_go`): there the hand holds the next object counted as
+grasped, or nothing (`_let_go`). A pick approach of the hand empty there is unknown, so is a place approach, a
+running place may have completed (`maybe_placed`), and the preconditions are again known only where they agree.
 """
 
 from __future__ import annotations
@@ -38,13 +49,16 @@ DOCS = {
     "skill_pick_onset": PredicateDoc(
         "first frame of a pick approach: open empty gripper within reach of a manipulated object (unknown while "
         "an object lost from sight may be within reach, and on an approach seen within the window after that; "
-        "while the object in reach may have been released by a drop at an unknown frame)",
+        "while the object in reach may have been released by a drop at an unknown frame, or the hand may hold an "
+        "object grasped unseen)",
         "twin gripper-object gaps, finger joints, object_grasped",
         "reach 0.05 m",
     ),
     "skill_place_onset": PredicateDoc(
         "first frame of a place approach: a grasped object, held between the fingers and lifted clear of "
-        "every support since its grasp, comes within reach of a support or container (unknown while it is unseen)",
+        "every support since its grasp, comes within reach of a support or container (unknown while it is unseen, "
+        "or may have been let go unseen, and with nothing surely held, while an object grasped unseen may be held, "
+        "unseen or between the fingers)",
         "twin object gaps, object_grasped, object_grasped_raw",
         "reach 0.05 m",
     ),
@@ -63,7 +77,10 @@ DOCS = {
     **{
         f"skill_{s}_onset_end": PredicateDoc(
             f"no {s} skill is active (its approach lapsed for longer than the window, or it completed; a pose gap "
-            "is neither: unknown while the skill may have lapsed or begun unseen)",
+            "is neither: unknown while the skill may have lapsed or begun unseen"
+            + (", or completed, its target grasped unseen" if s == "pick" else "")
+            + (", or completed, the held object let go unseen" if s == "place" else "")
+            + ")",
             f"skill_{s}_onset",
             "skill_onset_window 0.5 s (10 frames)",
         )
@@ -71,18 +88,22 @@ DOCS = {
     },
     "preconditions_pick": PredicateDoc(
         "the pick target is safe to pick: gripper open, nothing grasped, target at rest and nothing resting on it "
-        "(unknown while whether a pick runs is)",
+        "(unknown while whether a pick runs is, where the target's rest is, as for object_stable, and where an "
+        "object grasped unseen may be held, or the one held may have been let go unseen)",
         "object_stable, twin gaps, object boxes",
         "path_obstruction 0.05 m",
     ),
     "preconditions_place": PredicateDoc(
         "the held object is safe to place: an object is held, its grasp in sync, fewer than clutter_bound "
-        "other objects within the placement margin, and a fragile object clear of all others",
+        "other objects within the placement margin, and a fragile object clear of all others (known only where "
+        "every completion agrees: with nothing surely held, those where an object grasped unseen is held; with the "
+        "held object let go unseen, those where it is not)",
         "object_sync, twin gaps",
         "placement_margin 0.03 m; clutter_bound 2; placement_proximity 0.01 m",
     ),
     "preconditions_open": PredicateDoc(
-        "the fixture being opened (else the focus fixture) is safe to open: nothing grasped and no object "
+        "the fixture being opened (else the focus fixture) is safe to open: nothing grasped (unknown while an object "
+        "grasped unseen may be held, or the one held may have been let go unseen and the rest agree) and no object "
         "outside it within the path allowance of its moving part",
         "object_grasped, twin gaps",
         "path_obstruction 0.05 m",
@@ -97,6 +118,11 @@ DOCS = {
 
 
 _NEAR_NOTHING: dict[str, float] = {}  # geo.gaps.get(e, _NEAR_NOTHING): geo.near(e) without the call (read only)
+
+
+def _agreed(value: Tri, others: list[Tri]) -> Tri:
+    """`value` where every other completion's agrees with it, else unknown."""
+    return value if all([v is value for v in others]) else None
 
 
 class _Skill:
@@ -236,6 +262,8 @@ class SkillEstimator:
         self.lifted: set[str] = set()  # grasped objects lifted clear of every support since their grasp
         self.released: set[str] = set()
         self.maybe_released: set[str] = set()  # released in some completions only (a drop at an unknown frame)
+        self.maybe_picked = False  # the running pick's target may have been grasped unseen: the pick may have ended
+        self.maybe_placed = False  # the held object may have been let go unseen: the running place may have ended
         d, fr, m = thresholds.distances_m, thresholds.fixtures, thresholds.motion  # read once: every frame needs them
         self._reach, self._path, self._margin = d.reach, d.path_obstruction, d.placement_margin
         # the last (fixture, interior, object boxes) `_close_ok` measured, and whether none straddled it
@@ -256,23 +284,53 @@ class SkillEstimator:
         focus = self.fixtures.target
         # per skill: advance on this frame's candidate, `done` judged on the attempt's target, else the
         # candidate; preconditions on the target, else the candidate, else the fallback (vacuous with none)
-        candidate = self._pick_candidate(inp, held)
+        # in some completions the hand holds one of `maybe` instead (None: nothing): with nothing surely held, an object
+        # a grasp hidden in a pose gap may hold; with `held` counted as grasped, what it holds if a drop hidden in a
+        # pose gap let `held` go
+        maybe: tuple[str | None, ...] = (
+            g.maybe_grasped if held is None else self._let_go(held) if g.maybe_let_go else ()
+        )
+        hand = None if None in maybe else held  # the pick candidate is asked of the hand empty in some completion
+        candidate = self._pick_candidate(inp, hand)
         unseen = inp.geometry.unknown
-        unsure = bool(unseen) and self._pick_unsure(unseen, candidate, pick.target, held, inp.gripper_closed)
-        if candidate in self.maybe_released:  # released in some completions only: whether the gripper approaches
-            candidate, unsure = None, True  # it, or anything, is unknown
+        unsure = bool(unseen) and self._pick_unsure(unseen, candidate, pick.target, hand, inp.gripper_closed)
+        if candidate in self.maybe_released or (maybe and candidate is not None):  # released, or the hand empty,
+            candidate, unsure = None, True  # in some completions only: whether it approaches anything is unknown
         pick_onset = pick.step(candidate, held == (pick.target or candidate), unsure)
+        pick_end = pick.ended
+        if maybe or self.maybe_picked:  # its target grasped unseen, the pick may have completed: it may have ended
+            self.maybe_picked = pick.active and (self.maybe_picked or pick.target in maybe)  # while it runs here
+            if self.maybe_picked and pick_end is False:
+                pick_end = None
         target = pick.target or candidate
         pick_ok = True if target is None else self._pick_ok(target, inp, held)
-        if pick.ended is None:  # whether (and on which object) an attempt runs is unknown: so are its preconditions
+        if maybe and target is not None:
+            pick_ok = _agreed(pick_ok, [self._pick_ok(target, inp, o) for o in maybe])
+        if pick_end is None:  # whether (and on which object) an attempt runs is unknown: so are its preconditions
             pick_ok = None
-        place_onset = place.step(self._place_candidate(inp, held), held is None, held is not None and held in unseen)
+        place_candidate = self._place_candidate(inp, held)
+        if held is not None:
+            place_unsure = held in unseen
+            if place_candidate is not None and None in maybe:  # let go in some completions: no approach there
+                place_candidate, place_unsure = None, True
+        else:  # an object a hidden grasp may hold, unseen or between the fingers, may be placed where it holds it
+            place_unsure = bool(maybe) and any([g.raw[o] is not False for o in g.maybe_grasped])
+        place_onset = place.step(place_candidate, held is None, place_unsure)
+        place_end = place.ended
+        if self.maybe_placed or None in maybe:  # the held object let go unseen, the place may have completed
+            self.maybe_placed = place.active and (self.maybe_placed or None in maybe)  # while it runs here
+            if self.maybe_placed and place_end is False:
+                place_end = None
         place_ok = self._place_ok(inp, held)
+        if maybe:
+            place_ok = _agreed(place_ok, [self._place_ok(inp, o) for o in maybe])
         to_open, to_close = self._fixture_candidates(inp)
         f = opening.target or to_open
         open_onset = opening.step(to_open, f is not None and fraction[f] >= self._fully_open)
         f = opening.target or to_open or focus
         open_ok = True if f is None else self._open_ok(f, inp, held)
+        if maybe and f is not None:  # something grasped, or nothing, in some completions
+            open_ok = _agreed(open_ok, [self._open_ok(f, inp, o) for o in maybe])
         f = closing.target or to_close
         close_onset = closing.step(to_close, f is not None and fraction[f] <= self._fully_closed)
         f = closing.target or to_close or focus
@@ -282,8 +340,8 @@ class SkillEstimator:
             place_onset,  # skill_place_onset
             open_onset,  # skill_open_onset
             close_onset,  # skill_close_onset
-            pick.ended,  # skill_pick_onset_end
-            place.ended,  # skill_place_onset_end
+            pick_end,  # skill_pick_onset_end
+            place_end,  # skill_place_onset_end
             opening.ended,  # skill_open_onset_end
             closing.ended,  # skill_close_onset_end
             pick_ok,  # preconditions_pick
@@ -291,6 +349,21 @@ class SkillEstimator:
             open_ok,  # preconditions_open
             close_ok,  # preconditions_close
         )
+
+    def _let_go(self, held: str) -> tuple[str | None, ...]:
+        """What the hand holds in the completions where `held`, the first object counted as grasped, was let go by a
+        drop hidden in a pose gap (`maybe_let_go`): the next one counted as grasped, as far as those may have been
+        let go too, and failing all of them nothing, or an object a grasp hidden in a pose gap may hold."""
+        g = self.grasp
+        if held not in g.maybe_let_go:
+            return ()
+        others: list[str | None] = []
+        for o in g.objects[g.objects.index(held) + 1 :]:
+            if g.grasped[o]:
+                others.append(o)
+                if o not in g.maybe_let_go:
+                    return tuple(others)
+        return (*others, None, *g.maybe_grasped)
 
     # pick -------------------------------------------------------------------------------------------
     def _pick_candidate(self, inp: FrameInputs, held: str | None) -> str | None:
@@ -358,7 +431,7 @@ class SkillEstimator:
         if heights:  # is one resting on it?
             top = box.corners()[:, 2].max()
             stacked = any([h > top for h in heights])
-        return all3([not inp.gripper_closed, held is None, self.grasp.stable[o], not stacked])
+        return all3([not inp.gripper_closed, held is None, self.grasp.at_rest(o), not stacked])
 
     # place ------------------------------------------------------------------------------------------
     def _place_candidate(self, inp: FrameInputs, held: str | None) -> str | None:

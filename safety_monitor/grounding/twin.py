@@ -20,7 +20,8 @@ A mobile base (`mobile_base`) is placed each frame: the robot's root body hangs 
 model's, or one the twin adds to a root fixed to the world, as a URDF's is), set so that the base body lands
 at the frame's base pose; fixtures, static bodies and objects stay in the world. The base's platform (the
 bodies no arm or gripper joint moves: chassis, wheels, casters) drives on the world body's own geometry (the
-floor), so their contacts with it are excluded; every other body it touches is a contact.
+floor), so their contacts with it are excluded; every other body it touches is a contact. A base that is not
+placed (no `world_frame`) stands where the model puts it, on its floor: the same contacts are excluded.
 """
 
 from __future__ import annotations
@@ -88,8 +89,8 @@ class KinematicTwin:
         spec = _load(robot)
         m = _compile(spec, robot)
         self._check(m)
-        if mobile_base:
-            m = _free_base(spec, m, robot)
+        # placed each frame, or standing where the model puts it: the base's platform is on its floor
+        m = _free_base(spec, m, robot) if mobile_base else _off_the_floor(spec, m, robot)
         self.entities = robot.entities
         index = {e: i for i, e in enumerate(self.entities)}
         body_entity = self._body_entities(m)
@@ -613,9 +614,9 @@ def twin_for(robot: RobotDescription, thresholds: Thresholds, mobile_base: bool 
 
 def _free_base(spec: mujoco.MjSpec, m: mujoco.MjModel, robot: RobotDescription) -> mujoco.MjModel:
     """The model with the robot's root body hanging from a free joint (added where the root is fixed to the
-    world) and its platform's contacts with the world body excluded; a GroundingError where the base cannot be
-    placed: the root moves by other joints (planar slides and a hinge), the base body moves in it, or a fixture
-    or static body would move with the robot."""
+    world) and its platform's contacts with the world body excluded (`_off_the_floor`); a GroundingError where the
+    base cannot be placed: the root moves by other joints (planar slides and a hinge), the base body moves in it,
+    or a fixture or static body would move with the robot."""
     where = f"{robot.source}: a mobile base (the topic mapping's world_frame)"
     base = m.body(robot.base_body).id
     root = int(m.body_rootid[base])
@@ -650,12 +651,21 @@ def _free_base(spec: mujoco.MjSpec, m: mujoco.MjModel, robot: RobotDescription) 
     if not free:
         spec.body(name).add_freejoint()
         m = _compile(spec, robot)
+    return _off_the_floor(spec, m, robot)
+
+
+def _off_the_floor(spec: mujoco.MjSpec, m: mujoco.MjModel, robot: RobotDescription) -> mujoco.MjModel:
+    """The model with the contacts of the robot's platform (the bodies of its root's subtree that no arm or gripper
+    joint moves: chassis, wheels, casters) with the world body (the floor) excluded: the platform stands on its floor
+    wherever the base is, placed each frame or kept where the model puts it; an arm link on the floor still counts.
+    Bodies welded to the world are left out: MuJoCo never collides them with the world body (a fixed arm's base)."""
+    root = int(m.body_rootid[m.body(robot.base_body).id])
     watched = [int(m.jnt_qposadr[m.joint(j).id]) for j in robot.robot_joints]
     moved: list[bool] = np.any(_body_qpos(m)[:, watched], axis=1).tolist()
     platform = [
         m.body(b).name
         for b in range(1, m.nbody)
-        if m.body_rootid[b] == root and not moved[b] and m.body(b).name and _solid(m, b)
+        if m.body_rootid[b] == root and m.body_weldid[b] and not moved[b] and m.body(b).name and _solid(m, b)
     ]
     for b in platform:
         spec.add_exclude(bodyname1=b, bodyname2=m.body(0).name)
@@ -739,6 +749,55 @@ def model_joint_limits(m: mujoco.MjModel, joints: Sequence[str]) -> dict[str, Jo
 
 
 _JOINT_TRANSMISSIONS = (int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_JOINTINPARENT))
+# an actuator whose force follows its control at once, or through a filter that settles on it (<position timeconst>)
+_SETTLING = (int(mujoco.mjtDyn.mjDYN_NONE), int(mujoco.mjtDyn.mjDYN_FILTER), int(mujoco.mjtDyn.mjDYN_FILTEREXACT))
+
+
+@dataclass(frozen=True)
+class ServoRange:
+    """The positions a joint's position servos command it over (their control ranges as positions of the joint):
+    as far as its software moves it, which a model may give narrower than the joint's own range (Menagerie's ALOHA:
+    fingers on a 0 to 0.041 m rail, commanded from 0.002 to 0.037)."""
+
+    lower: float
+    upper: float
+    actuators: tuple[str, ...]
+
+
+def servo_range(m: mujoco.MjModel, joint: str) -> ServoRange | None:
+    """Where the control-limited position servos on `joint`, or on a joint that follows it linearly by an equality
+    (ALOHA's servo drives the follower finger), command it; None without one. A position servo (MJCF's <position>)
+    is an affine actuator through a joint transmission: its force vanishes at one joint position per control."""
+    j = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, joint)
+    if j < 0:
+        return None
+    via = {j: (1.0, 0.0)}  # joint -> (scale, offset): `joint`'s position = offset + scale x that joint's
+    for e in range(m.neq):
+        c0, c1, *higher = (float(c) for c in m.eq_data[e, :5])
+        if m.eq_type[e] != int(mujoco.mjtEq.mjEQ_JOINT) or m.eq_obj2id[e] != j or not c1 or any(higher):
+            continue
+        f = int(m.eq_obj1id[e])
+        ref_f, ref_l = float(m.qpos0[m.jnt_qposadr[f]]), float(m.qpos0[m.jnt_qposadr[j]])
+        via[f] = (1.0 / c1, ref_l - (ref_f + c0) / c1)  # follower = ref_f + c0 + c1 (leader - ref_l), inverted
+    ends, names = [], []
+    for a in range(m.nu):
+        target = int(m.actuator_trnid[a, 0])
+        kp, (b0, b1), gear = float(m.actuator_gainprm[a, 0]), m.actuator_biasprm[a, :2], float(m.actuator_gear[a, 0])
+        if (
+            m.actuator_trntype[a] not in _JOINT_TRANSMISSIONS
+            or target not in via
+            or not m.actuator_ctrllimited[a]
+            or m.actuator_dyntype[a] not in _SETTLING
+            or m.actuator_gaintype[a] != int(mujoco.mjtGain.mjGAIN_FIXED)
+            or m.actuator_biastype[a] != int(mujoco.mjtBias.mjBIAS_AFFINE)
+            or not (kp and b1 and gear)
+        ):
+            continue
+        scale, offset = via[target]
+        # force = kp ctrl + b0 + b1 (gear q): none at q = -(kp ctrl + b0) / (b1 gear)
+        ends += [offset - scale * (kp * float(c) + float(b0)) / (float(b1) * gear) for c in m.actuator_ctrlrange[a]]
+        names.append(m.actuator(a).name or f"#{a}")
+    return ServoRange(min(ends), max(ends), tuple(names)) if ends else None
 
 
 def _actuator_efforts(m: mujoco.MjModel) -> dict[int, float | None]:

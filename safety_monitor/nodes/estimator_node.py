@@ -411,8 +411,8 @@ def _mapping(topics, topics_file: str) -> StreamMapping:
     if not Path(topics_file).is_file():
         raise SourceError(f"topics_file {topics_file!r} is no file")
     given = StreamMapping.parse(topics_file)
-    # every key the file gives, whatever its value: `joint_states: /joint_states` equals StreamMapping's default,
-    # and in a namespace it differs from the relative topics.joint_states (two arms' stacks read one topic)
+    # every key the file gives, whatever its value: `joint_states: joint_states` equals StreamMapping's default,
+    # and still replaces a topics.joint_states parameter set to another topic
     keys = load_yaml(Path(topics_file), "topic mapping", SourceError) or {}
     return dataclasses.replace(mapping, **{key: getattr(given, key) for key in keys}, origin=given.origin)
 

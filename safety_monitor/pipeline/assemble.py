@@ -38,7 +38,7 @@ from safety_monitor.grounding.urdf import JointLimit
 from safety_monitor.io.messages import joint_state_sample, pose_of, wrench_of
 from safety_monitor.names import did_you_mean
 from safety_monitor.pipeline.tf import frame_id
-from safety_monitor.settings import FROZEN_S, EstimatorSettings
+from safety_monitor.settings import FROZEN_S, EstimatorSettings, Topics
 
 JOINTS = "joint_states"
 WRENCH = "wrench"
@@ -65,16 +65,19 @@ class StreamMapping:
     (`map`, `odom`; '' = the base stays where the model puts it): the base's pose in it (`base_frame` chained
     to `world_frame`) places the twin's robot each frame, and object poses are in it, TF frames chained to it
     and PoseStamped topics given in it. `episode`: the rollout markers, read by replay only (the nodes subscribe
-    to `topics.episode`). `origin`: where the mapping was read (its file), which its errors name.
+    to `topics.episode`). Names without a leading `/` are relative to the namespace of the stack that reads them
+    (the defaults are the nodes' own; `tf` and `tf_static` are global, as tf2 has them). `origin`: where the
+    mapping was read (its file), which its errors name.
     """
 
-    joint_states: str = "/joint_states"
-    wrench: str | None = "/wrist_wrench"
-    object_pose: str = "/objects/{name}/pose"
+    # the live nodes' names (`settings.Topics`), relative: a namespaced stack's; replay resolves them (`replay.names`)
+    joint_states: str = Topics.joint_states
+    wrench: str | None = Topics.wrench
+    object_pose: str = Topics.object_pose
     objects: Mapping[str, str] = field(default_factory=dict)
-    predicates: str = "/safety_monitor/predicates"
-    events: str = "/safety_monitor/events"
-    episode: str = "/safety_monitor/episode"  # rollout start/end markers (`pipeline.markers`)
+    predicates: str = Topics.predicates
+    events: str = Topics.events
+    episode: str = Topics.episode  # rollout start/end markers (`pipeline.markers`)
     joint_names: Mapping[str, str] = field(default_factory=dict)
     joint_order: tuple[str, ...] = ()
     gripper_joint_states: str | None = None

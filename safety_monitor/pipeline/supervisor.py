@@ -25,7 +25,8 @@ gets the same events. The rules:
 - Restarts: a restarted input starts a new rollout and never joins the old one: a frame time more than
   `restart_backwards_s` behind the last stepped one, frame numbers starting again at 0 (a new estimator),
   or a start marker whose time a frame of the trace reached without an end marker. The old rollout ends
-  there, its open episodes closed as `input_ended` (never recovered); a trace that had a start marker and
+  there, its open episodes closed as `input_ended` (never recovered, counted; one too short to count is
+  `discarded_truncated` as at any trace's end); a trace that had a start marker and
   ends without its end marker is a missing_marker issue. The monitor's history restarts with each
   rollout, so no counterexample cites a frame of another.
 - A late start marker (it arrives after frames at or past its time were stepped: markers come on a topic
@@ -624,7 +625,8 @@ class Supervisor:
         last_t: float | None = None,
     ) -> None:
         """Close the trace: its end-of-trace events, then its Rollout. `input_ended`: the trace ends because its
-        input restarted or a new rollout began: its open episodes end as `input_ended`, and a trace that had a
+        input restarted or a new rollout began: its open episodes that count end as `input_ended` (the too short stay
+        `discarded_truncated`, so the kind alone says whether an episode counted), and a trace that had a
         start marker but no end marker is a missing_marker issue. `last_t`: its last frame's time, when that is
         not the last frame stepped (a late start marker withdrew the frames after it)."""
         last_t = self._last_t if last_t is None else last_t
@@ -632,7 +634,10 @@ class Supervisor:
         if input_ended:
             result = replace(
                 result,
-                events=tuple(replace(e, kind=EventKind.INPUT_ENDED) if e.kind in _AT_END else e for e in result.events),
+                events=tuple(
+                    replace(e, kind=EventKind.INPUT_ENDED) if e.kind is EventKind.UNRECOVERED_AT_END else e
+                    for e in result.events
+                ),
             )
             if self._start is not None:
                 self.missing_markers += 1
@@ -719,6 +724,3 @@ class Supervisor:
             and not self._repeated
             and not any(s.t > self._trace_t0 + SAME_TIME_S for s in self._starts)
         )
-
-
-_AT_END = frozenset({EventKind.UNRECOVERED_AT_END, EventKind.DISCARDED_TRUNCATED})  # closed as input_ended on a restart

@@ -2,9 +2,11 @@
 
 A node in a namespace reads relative names in its `topics_file` (`gripper/joint_states`) under that namespace;
 a bag records absolute names. So that one topics.yaml serves both, replay and `inspect` resolve a relative
-name under `--namespace NS` (default `/`, the root namespace) the way ROS would. When the bag has no topic of
-that name, a relative name matches the one bag topic of the right type ending with `/<name>` (recorded under
-a namespace the user did not give), which is said in a note; several such topics are refused, listing them.
+name under `--namespace NS` (default `/`, the root namespace) the way ROS would. The default names are the
+nodes' own, relative too (`safety_monitor/predicates`), so `--namespace left` finds what a stack in `left`
+published. When the bag has no topic of that name, a relative name matches the one bag topic of the right type
+ending with `/<name>` (recorded under a namespace the user did not give), which is said in a note; several such
+topics are refused, listing them.
 """
 
 from __future__ import annotations
@@ -29,6 +31,15 @@ def _absolute(name: str, ns: str) -> str:
     return ns.rstrip("/") + "/" + name
 
 
+def absolute_mapping(mapping: StreamMapping, ns: str = "/") -> StreamMapping:
+    """`mapping` with every relative topic name put under namespace `ns`, as a stack there names its topics (the
+    default `/`: the names a stack in the root namespace publishes)."""
+    values: dict[str, Any] = {f: _absolute(getattr(mapping, f), ns) for f in _TOPICS if getattr(mapping, f)}
+    values["object_pose"] = _absolute(mapping.object_pose, ns)
+    values["objects"] = {o: _absolute(t, ns) for o, t in mapping.objects.items()}
+    return dataclasses.replace(mapping, **values)
+
+
 def resolve_mapping(
     mapping: StreamMapping,
     ns: str,
@@ -40,9 +51,7 @@ def resolve_mapping(
     (topic -> type), and a note for each name matched by its suffix instead. SourceError when a relative name
     that is not under `ns` ends several topics of its type."""
     objects = tuple(objects)
-    values: dict[str, Any] = {f: _absolute(getattr(mapping, f), ns) for f in _TOPICS if getattr(mapping, f)}
-    values["object_pose"] = _absolute(mapping.object_pose, ns)
-    values["objects"] = {o: _absolute(t, ns) for o, t in mapping.objects.items()}
+    resolved = absolute_mapping(mapping, ns)
     read = configured_inputs(mapping, objects)
     if from_predicates:
         read = [ConfiguredInput("predicates", mapping.predicates, MessageType.DIAGNOSTIC_ARRAY)]
@@ -66,6 +75,6 @@ def resolve_mapping(
                 f"topic {i.topic!r} ({i.stream}): no {target}; using {candidates[0]}, the one topic of its type "
                 "ending with it (--namespace says where the recording's node ran)"
             )
-    values.update((f, t) for f, t in changes.items() if f in _TOPICS)
-    values["objects"].update((o, changes[pose_stream(o)]) for o in objects if pose_stream(o) in changes)
-    return dataclasses.replace(mapping, **values), notes
+    values: dict[str, Any] = {f: t for f, t in changes.items() if f in _TOPICS}
+    values["objects"] = {**resolved.objects, **{o: changes[s] for o in objects if (s := pose_stream(o)) in changes}}
+    return dataclasses.replace(resolved, **values), notes

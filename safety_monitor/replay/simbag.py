@@ -22,6 +22,7 @@ from safety_monitor.io.bag import BagWriter
 from safety_monitor.pipeline.assemble import StreamMapping
 from safety_monitor.pipeline.estimator import Estimator
 from safety_monitor.pipeline.markers import END, START, EpisodeMarker, marker_msg
+from safety_monitor.replay.names import absolute_mapping
 from safety_monitor.settings import CONTROL_RATE_HZ
 
 
@@ -82,7 +83,7 @@ def record_sim_bag(
     episode markers (the estimator, with `estimate`, restarts its rollout at a start marker as the node does)."""
     from safety_monitor.sim.runner import Episode
 
-    mapping = mapping or StreamMapping()
+    mapping = absolute_mapping(mapping or StreamMapping())  # the topics of a stack in the root namespace
     offset = 0.0
     with BagWriter(path, storage=storage) as writer:
         estimator = _Estimator(writer, mapping, specs, CONTROL_RATE_HZ) if estimate else None

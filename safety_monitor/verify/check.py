@@ -17,6 +17,7 @@ segment levels that touches segment heads only.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -36,6 +37,7 @@ from safety_monitor.verify.ctl import (
     CTLFormula,
     ctl_atoms,
     ctl_text,
+    existential_parts,
     is_state_propositional,
 )
 from safety_monitor.verify.tree import ComputationTree, path_forest
@@ -67,9 +69,12 @@ class CTLResult:
 class TreeChecker:
     """Labels a tree with CTL formulas; sub-formula labels are memoised across `check` calls."""
 
-    def __init__(self, tree: ComputationTree):
+    def __init__(self, tree: ComputationTree, given: Mapping[CTLFormula, np.ndarray] | None = None):
+        """`given`: values of some subformulas taken as they are (a path's reading of the tree's
+        existential parts, see `breakers`); their evidence is a note, not a path."""
         self.tree = tree
-        self._memo: dict[CTLFormula, np.ndarray] = {}
+        self._given = dict(given or {})
+        self._memo: dict[CTLFormula, np.ndarray] = dict(self._given)
         self._inner = tree.parent >= 0
         self._tail_of_node = tree.segment_tail[tree.segment]
         self._index = np.arange(tree.n_nodes)
@@ -83,13 +88,16 @@ class TreeChecker:
         return CTLResult(f, holds, sat, self.explain(f, start, bool(sat[start])))
 
     def breakers(self, result: CTLResult) -> np.ndarray:
-        """The trajectories (indices into the tree's names, in input order) that break the violated
-        formula read along each alone (A and E range over its one path), among those from a root
-        where it fails on the tree.
+        """The trajectories (indices into the tree's names, in input order) whose own path is a
+        counterexample of the violated formula: read along that path alone (A ranges over its one
+        path), with the formula's existential parts (`existential_parts`) taking the tree's values
+        at the path's nodes, it fails.
 
-        For a formula lifted from LTLf these are exactly the trajectories violating it, wherever
-        they branch off. A formula that only several trajectories break together (`AG a | AG b`,
-        one run losing `a` and another `b`) may have none.
+        Such a reading failing means the tree fails from the path's root (A over more paths only
+        fails more), and an E never holds along one path where only another branch satisfies it
+        (`AG EF x`). For a formula lifted from LTLf these are exactly the trajectories violating it,
+        wherever they branch off. A formula that only several trajectories break together
+        (`AG a | AG b`, one run losing `a` and another `b`) may have none.
         """
         tree = self.tree
         ends = np.unique(tree.trajectory_end)
@@ -98,22 +106,28 @@ class TreeChecker:
         broken = [np.empty(0, dtype=np.int64)]
         for k in np.unique(chunk):
             some = ends[chunk == k]
-            forest = path_forest(tree, some)
-            broken.append(some[~TreeChecker(forest).values(result.formula)[forest.roots]])
+            forest, checker = self._along_paths(result.formula, some)
+            broken.append(some[~checker.values(result.formula)[forest.roots]])
         return np.flatnonzero(np.isin(tree.trajectory_end, np.concatenate(broken)))
 
     def along(
         self, f: CTLFormula, trajectories: np.ndarray, limit: int | None = None
     ) -> tuple[ComputationTree, list[CTLResult]]:
-        """`f` read along each of the first `limit` distinct `trajectories` alone: their separate
-        paths, and per path (in order of first mention) its verdict with a witness or counterexample."""
+        """`f` read along each of the first `limit` distinct `trajectories` as `breakers` reads it:
+        their separate paths, and per path (in order of first mention) its verdict with a witness
+        or counterexample."""
         ends = self.tree.trajectory_end[trajectories]
         _, first = np.unique(ends, return_index=True)
-        forest = path_forest(self.tree, ends[np.sort(first)][:limit])
-        checker = TreeChecker(forest)
+        forest, checker = self._along_paths(f, ends[np.sort(first)][:limit])
         sat = checker.values(f)
         results = [CTLResult(f, bool(sat[r]), sat, checker.explain(f, int(r), bool(sat[r]))) for r in forest.roots]
         return forest, results
+
+    def _along_paths(self, f: CTLFormula, ends: np.ndarray) -> tuple[ComputationTree, TreeChecker]:
+        """The paths down to `ends` as separate chains, with a checker that reads `f`'s existential
+        parts on this tree."""
+        forest, nodes = path_forest(self.tree, ends)
+        return forest, TreeChecker(forest, {g: self.values(g)[nodes] for g in existential_parts(f)})
 
     def holds(self, f: CTLFormula) -> bool:
         """The verdict alone (at every root), without building evidence."""
@@ -196,6 +210,8 @@ class TreeChecker:
         """Evidence that `f` has value `want` at `node` (which it must have)."""
         tree, v = self.tree, self.values
         frame = int(tree.depth[node])
+        if f in self._given:  # decided on the merged tree, over branches this path does not show
+            return Evidence((node,), (), (_given_text(f, frame, want),))
         if is_state_propositional(f):
             atoms = ctl_atoms(f)
             shown = "" if isinstance(f, (Atom, Const)) else " (" + _values_text(tree.valuation(node, atoms)) + ")"
@@ -304,6 +320,18 @@ def _until_form(f) -> tuple[CTLFormula, CTLFormula, bool, bool]:
     if isinstance(f, AG):
         return f.arg, _FALSE, False, False
     return f.left, f.right, isinstance(f, (EU, EW)), isinstance(f, (EU, AU))
+
+
+def _given_text(f, frame: int, want: bool) -> str:
+    """What a path quantifier decided on the merged tree at `frame`."""
+    existential = isinstance(f, (EX, EF, EG, EU, EW))
+    quantifier = {(True, True): "some", (True, False): "no", (False, True): "every", (False, False): "not every"}
+    if isinstance(f, (EX, AX)):
+        what, text = "successor of", ctl_text(f.arg)
+    else:
+        left, right, _, strong = _until_form(f)
+        what, text = "path from", _path_text(left, right, strong)
+    return f"{quantifier[existential, want]} {what} frame {frame} in the merged tree satisfies {text}"
 
 
 def _path_text(left, right, strong: bool) -> str:

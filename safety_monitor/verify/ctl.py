@@ -249,6 +249,36 @@ def is_state_propositional(f: CTLFormula) -> bool:
     )
 
 
+def existential_parts(f: CTLFormula) -> tuple[CTLFormula, ...]:
+    """The largest subformulas whose path quantifier is existential once negations are pushed in
+    (an E operator, or an A operator under a negation; either under `<->`, which takes both signs).
+
+    Read along one path these would range over that path alone, where the tree has other branches.
+    """
+    found: list[CTLFormula] = []
+
+    def visit(g: CTLFormula, sign: bool | None) -> None:  # None: both signs
+        if (isinstance(g, (EX, EF, EG, EU, EW)) and sign is not False) or (
+            isinstance(g, (AX, AF, AG, AU, AW)) and sign is not True
+        ):
+            if g not in found:
+                found.append(g)
+        elif isinstance(g, Not):
+            visit(g.arg, None if sign is None else not sign)
+        elif isinstance(g, Implies):
+            visit(g.left, None if sign is None else not sign)
+            visit(g.right, sign)
+        elif isinstance(g, Equiv):
+            visit(g.left, None)
+            visit(g.right, None)
+        else:
+            for c in ctl_children(g):
+                visit(c, sign)
+
+    visit(f, True)
+    return tuple(found)
+
+
 def ctl_text(f: CTLFormula) -> str:
     """Fully parenthesised text that `parse_ctl` reads back to the same formula."""
     if isinstance(f, Atom):

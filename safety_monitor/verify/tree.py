@@ -166,9 +166,9 @@ def tree_from_valuations(
     return build_tree(arrays, atoms, names)
 
 
-def path_forest(tree: ComputationTree, ends: np.ndarray) -> ComputationTree:
+def path_forest(tree: ComputationTree, ends: np.ndarray) -> tuple[ComputationTree, np.ndarray]:
     """The root-to-node paths of `tree` down to each of `ends` (distinct end nodes) as separate
-    chains that share nothing, in the order of `ends`.
+    chains that share nothing, in the order of `ends`, and the node of `tree` each forest node copies.
 
     A CTL formula checked on the forest is read along each path alone: A and E range over its one
     path, so a formula lifted from LTLf gets each trajectory's own LTLf verdict. The trajectories
@@ -197,7 +197,7 @@ def path_forest(tree: ComputationTree, ends: np.ndarray) -> ComputationTree:
     kept = np.flatnonzero(np.isin(tree.trajectory_end, ends))
     chain_of = dict(zip(ends.tolist(), range(k)))
     chain = np.array([chain_of[e] for e in tree.trajectory_end[kept].tolist()], dtype=np.int64)
-    return ComputationTree(
+    forest = ComputationTree(
         atoms=tree.atoms,
         names=tuple(tree.names[i] for i in kept),
         parent=parent,
@@ -217,6 +217,7 @@ def path_forest(tree: ComputationTree, ends: np.ndarray) -> ComputationTree:
         branch_parent=np.empty(0, dtype=np.int64),
         n_frames=int(lengths[chain].sum()),
     )
+    return forest, nodes
 
 
 def _letters(packed: np.ndarray, n_atoms: int) -> tuple[np.ndarray, np.ndarray]:
