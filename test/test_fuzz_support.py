@@ -895,6 +895,7 @@ def live_rollouts(bag: Path, config: ReplayConfig, rate_hz: float | None) -> tup
     from safety_monitor.io.messages import BadPredicates
     from safety_monitor.pipeline.markers import decode_marker
     from safety_monitor.pipeline.supervisor import Supervisor
+    from safety_monitor.replay.names import absolute_mapping
     from safety_monitor.replay.score import make_monitor
 
     supervisor = Supervisor(make_monitor(config, rate_hz), config.monitor)
@@ -905,7 +906,8 @@ def live_rollouts(bag: Path, config: ReplayConfig, rate_hz: float | None) -> tup
         events.extend(step.events)
         rollouts.extend(step.finished)
 
-    predicates, episode = config.mapping.predicates, config.mapping.episode
+    mapping = absolute_mapping(config.mapping, config.namespace)  # the names a stack in that namespace reads
+    predicates, episode = mapping.predicates, mapping.episode
     with BagReader(bag) as reader:
         messages = sorted(
             ((t_ns / 1e9, topic != episode, reader.deserialize(raw, msgtype), topic)
