@@ -7,12 +7,13 @@ rejects (benchmarks/fuzz_inputs.py runs the long campaign)."""
 import shutil
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from test_fuzz_support import (
     BAG_SPECS,
     FUZZ,
     MODES,
     STORAGES,
+    RawMarker,
     guarded,
     held_marker_layouts,
     is_failure,
@@ -78,6 +79,16 @@ def test_marked_mcap_bags_in_robot_state_mode(bags, markers):
 
 @settings(FUZZ, max_examples=8)
 @given(held=held_marker_layouts())
+@example(  # two start markers after the last frame, 37 frames kept: the trace's other 112 frames were in no rollout
+    held=(
+        (
+            RawMarker(102.6, "start", 0, 100.6),
+            RawMarker(101.92, "start", -1, 99.925),
+            RawMarker(100.65, "stop", 1, 100.6),
+        ),
+        (37, 3),
+    )
+)
 def test_late_markers_with_few_frames_kept_live_and_in_replay(bags, held):
     markers, limits = held
     bag = bags.bag("mcap", markers=markers)

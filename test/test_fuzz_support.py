@@ -874,7 +874,9 @@ def late_limits(hold: int, checkpoint: int) -> Iterator[None]:
 def held_marker_layouts(draw: Callable) -> tuple[tuple[RawMarker, ...], tuple[int, int]]:
     """`marker_layouts` with the frames kept for a late start marker and the checkpoint spacing a bag's length or
     less: fewer kept than came late, a checkpoint on every frame or none inside the late frames."""
-    return draw(marker_layouts()), (draw(st.sampled_from([2, 10, 37, 60, 149])), draw(st.sampled_from([1, 3, 7, 25])))
+    hold = draw(st.sampled_from([2, 10, 37, 60, 149]))
+    # (checkpoints no further apart than the frames kept, as the defaults: a rewind finds one among them)
+    return draw(marker_layouts()), (hold, draw(st.sampled_from([c for c in (1, 3, 7, 25) if c <= hold])))
 
 
 def marker_live_outcome(bag: Path, config: ReplayConfig) -> str:
