@@ -1431,7 +1431,8 @@ def write_mobile_bag(path: Path, edits: tuple[TfEdit, ...] = ()) -> Path:
 
 
 def mobile_mapping(edits: tuple[TfEdit, ...] = ()) -> dict[str, Any]:
-    """The topic mapping as a document, with the edits of kind `mapping` applied (value None: the key removed)."""
+    """The topic mapping as a document, with the edits of kind `mapping` applied (value None: the key removed).
+    No edit removes `world_frame`: the base kept where the model puts it is another configuration, no damage."""
     doc = copy.deepcopy(MOBILE_MAPPING)
     for edit in edits:
         if edit.kind == "mapping":
@@ -1468,7 +1469,7 @@ _POSITIONS = st.sampled_from(
     ]
 )  # fmt: skip  (beyond the plausible: a base that is somewhere else is no damage the monitor can tell)
 _MAPPING_EDITS = st.one_of(
-    st.tuples(st.just("world_frame"), st.sampled_from(["base_link", "/base_link", "/map", "odom2", "cube_link", "", None])),
+    st.tuples(st.just("world_frame"), st.sampled_from(["base_link", "/base_link", "/map", "odom2", "cube_link"])),
     st.tuples(st.just("base_frame"), st.sampled_from(["map", "/map", "base_link", "/base_link", "cube_link", "odom", "wheel_left"])),
     st.tuples(st.just("cube"), st.sampled_from(["base_link", "/base_link", "map", "odom", "/cube_link", "cube_link/", None])),
 )  # fmt: skip
