@@ -2,13 +2,14 @@
 
     .venv/bin/python benchmarks/fuzz_inputs.py [--formulas 10000] [--compile 1000] [--specs 2000]
         [--bags 1000] [--markers 600] [--objects 300] [--plans 300] [--traces 300] [--configs 600]
-        [--seconds S] [--seed 0] [--out DIR]
+        [--tf 300] [--arms 300] [--seconds S] [--seed 0] [--out DIR]
 
 The same strategies and oracles as the test_fuzz_* unit tests (test/test_fuzz_support.py), run much
 longer. Each input ends in an outcome class; the FAILURES classes (an exception other than
 SafetyMonitorError, no result within --timeout, an error not naming its file, a malformed result, a
 formula printed or compiled wrong, a damaged bag scored silently safer) are written to --out with
-what reproduces them. Parts:
+what reproduces them. The same --seed and counts give the same inputs, also after the package changed
+(test_fuzz_support draws no constants from its source). Parts:
 
 - formulas: any text through `parse` (grammar-aware, mutated, raw alphabet, unicode, deep nesting);
 - compile: formulas (random, printed, mutated, nested up to 120 deep) through `compile_formula`, each
@@ -19,13 +20,23 @@ what reproduces them. Parts:
   edited or a file removed, sqlite3 tables edited; each read with BagReader and scored in predicate
   and robot-state mode against the intact bag's result;
 - markers: the same bag with random, damaged, out-of-order or duplicated episode markers, scored in both
-  modes against the unmarked bag's result (well-formed, every frame in one rollout, not silently safer);
+  modes against the unmarked bag's result (well-formed, every frame in one rollout, not silently safer) and
+  against the Supervisor driven as the monitor node drives it (the same rollouts, each violation in one or
+  withdrawn); `held`: with fewer frames kept for a late start marker and closer checkpoints than by default;
 - objects: the same bag with `_objects` values of any shape, through the live decoder and replay's
   predicate mode (the same frames rejected; the verdicts unchanged otherwise);
 - plans, traces: docs/verify.md's plan.yaml and CTL trace files edited, through `safety-monitor plan`
-  and `safety-monitor ctl` in process (exit 0 or 1, or 2 naming the file; never an internal error);
+  and `safety-monitor ctl` in process (exit 0 or 1, or 2 naming the file; never an internal error); traces'
+  `json` inputs through `ctl --json` (a file also given twice, or by another spelling), its `broken_by` the
+  trajectories that break a formula alone, each once;
 - configs: config/thresholds.yaml, config/robot.yaml and a topic mapping with keys misspelt or of other
-  types and values replaced, through their loaders (loaded, or an error naming the file).
+  types and values replaced, through their loaders (loaded, or an error naming the file);
+- tf: a mobile base's recording (its pose from TF, `world_frame`) with links dropped, renamed, looping,
+  stamped backwards, NaN or zero quaternions, or its topic mapping naming the base as an object's frame or
+  as the world frame, replayed as `safety-monitor replay --robot --topics` does it against the intact one;
+- arms: a two-arm robot's robot.yaml (`other_arms`, `ignored_joints`) or objects.yaml (`entities` given lists,
+  mappings or other shapes) edited, the grounder built from them over the handover's frames (built and
+  grounding, or an error naming the file).
 """
 
 from __future__ import annotations
@@ -229,9 +240,20 @@ def check_bag(folder: Path, timeout: float) -> Callable[[tuple[str, Any], Path],
     return check
 
 
-def check_markers(folder: Path, timeout: float) -> Callable[[tuple[str, Any], Path], list[str]]:
-    """Score the marked bag in both modes against the unmarked bag's results."""
-    from test_fuzz_support import BAG_SPECS, MODES, guarded, is_failure, marker_outcome, replay_config, write_base_bag
+def check_markers(folder: Path, timeout: float) -> Callable[[tuple[Any, ...], Path], list[str]]:
+    """Score the marked bag in both modes against the unmarked bag's results, and in predicate mode against the
+    Supervisor driven as the monitor node drives it; `held` inputs with the late-marker limits given."""
+    from test_fuzz_support import (
+        BAG_SPECS,
+        MODES,
+        guarded,
+        is_failure,
+        late_limits,
+        marker_live_outcome,
+        marker_outcome,
+        replay_config,
+        write_base_bag,
+    )
 
     from safety_monitor.replay.score import score_bag
     from safety_monitor.sim.runner import run_episode
@@ -242,16 +264,19 @@ def check_markers(folder: Path, timeout: float) -> Callable[[tuple[str, Any], Pa
     base = {s: write_base_bag(folder / f"base_{s}", s, state) for s in ("mcap", "sqlite3")}
     reference = {(s, m): score_bag(base[s], replay_config(specs, m)) for s in base for m in MODES}
 
-    def check(item: tuple[str, Any], case: Path) -> list[str]:
-        storage, markers = item
+    def check(item: tuple[Any, ...], case: Path) -> list[str]:
+        storage, markers, *limits = item
         bag = folder / "marked"
         shutil.rmtree(bag, ignore_errors=True)
         write_base_bag(bag, storage, state, markers)
         outcomes = []
-        for mode in MODES:
-            config = replay_config(specs, mode)
-            outcome, _ = guarded(lambda: marker_outcome(bag, config, reference[storage, mode]), timeout)
-            outcomes.append(f"{mode}:{outcome}")
+        with late_limits(*limits[0]) if limits else contextlib.nullcontext():
+            for mode in MODES:
+                config = replay_config(specs, mode)
+                outcome, _ = guarded(lambda: marker_outcome(bag, config, reference[storage, mode]), timeout)
+                outcomes.append(f"{mode}:{outcome}")
+            config = replay_config(specs, "predicates")
+            outcomes.append(f"live:{guarded(lambda: marker_live_outcome(bag, config), timeout)[0]}")
         if any(is_failure(o) for o in outcomes):
             shutil.copytree(bag, case / "bag")
         return outcomes
@@ -299,17 +324,82 @@ def check_plan(folder: Path, timeout: float) -> Callable[[Any, Path], list[str]]
     return check
 
 
-def check_traces(folder: Path, timeout: float) -> Callable[[tuple[str, str], Path], list[str]]:
-    """`safety-monitor ctl` on the two edited trace files with two formulas."""
-    from test_fuzz_support import CTL_FORMULAS, cli_outcome, guarded
+def check_traces(folder: Path, timeout: float) -> Callable[[tuple[str, ...], Path], list[str]]:
+    """`safety-monitor ctl` on the two edited trace files with two formulas; `json` inputs with --json and four,
+    its `broken_by` and `counterexamples` checked against ctl on each file alone."""
+    from test_fuzz_support import CTL_FORMULAS, cli_outcome, ctl_json_outcome, guarded, is_failure, trace_arguments
 
     files = (folder / "pick_1.jsonl", folder / "pick_2.jsonl")
+    (folder / "sub").mkdir()
     args = ["ctl", *map(str, files), *[a for f in CTL_FORMULAS for a in ("--formula", f)]]
 
-    def check(texts: tuple[str, str], case: Path) -> list[str]:
-        for path, text in zip(files, texts):
+    def check(item: tuple[str, ...], case: Path) -> list[str]:
+        *json_layout, first, second = item
+        for path, text in zip(files, (first, second)):
             path.write_text(text, newline="")
+        if json_layout:
+            given = trace_arguments(files, json_layout[1])
+            outcome = guarded(lambda: ctl_json_outcome(given), timeout)[0]
+            if is_failure(outcome):
+                case.mkdir(parents=True, exist_ok=True)
+                for path in files:
+                    shutil.copy(path, case / path.name)
+            return [outcome]
         return [guarded(lambda: cli_outcome(args, files), timeout)[0]]
+
+    return check
+
+
+def check_tf(folder: Path, timeout: float) -> Callable[[tuple[Any, ...], Path], list[str]]:
+    """Replay of the mobile base's recording, its TF or topic mapping edited, against the intact recording's."""
+    from test_fuzz_support import (
+        guarded,
+        is_failure,
+        mobile_mapping,
+        tf_outcome,
+        write_mobile_bag,
+        write_mobile_robot,
+        write_text_doc,
+    )
+
+    from safety_monitor.pipeline.assemble import StreamMapping
+    from safety_monitor.replay.score import ReplayConfig, score_bag
+
+    robot = write_mobile_robot(folder / "robot")
+    topics = folder / "topics.yaml"
+    intact = ReplayConfig(robot=str(robot), mapping=StreamMapping.from_dict(mobile_mapping()))
+    reference = score_bag(write_mobile_bag(folder / "intact"), intact)
+    assert reference.ok and any(o.violations for o in reference.trace.outcomes), reference.error
+
+    def check(edits: tuple[Any, ...], case: Path) -> list[str]:
+        bag = folder / "edited"
+        shutil.rmtree(bag, ignore_errors=True)
+        write_mobile_bag(bag, edits)
+        write_text_doc(topics, mobile_mapping(edits))
+        outcome, _ = guarded(lambda: tf_outcome(bag, robot, topics, reference), timeout)
+        if is_failure(outcome):
+            shutil.copytree(bag, case / "bag")
+            shutil.copy(topics, case / "topics.yaml")
+        return [outcome]
+
+    return check
+
+
+def check_arms(folder: Path, timeout: float) -> Callable[[tuple[str, tuple], Path], list[str]]:
+    """The grounder from a two-arm robot's edited robot.yaml or objects.yaml, over the two-arm run's frames."""
+    import two_arm_run
+    from test_fuzz_support import arm_outcome, guarded, is_failure, write_arm_config
+
+    (folder / "described").mkdir()
+    described = two_arm_run.describe(folder / "described")
+    states = two_arm_run.run().states[::10]  # every fifth of a second of the handover
+
+    def check(item: tuple[str, tuple], case: Path) -> list[str]:
+        robot = write_arm_config(folder / "edited" / "left", described, item)
+        outcome, _ = guarded(lambda: arm_outcome(robot, states), timeout)
+        if is_failure(outcome):
+            shutil.copytree(robot.parent, case / "left")
+        return [f"{item[0]}:{outcome}"]
 
     return check
 
@@ -334,9 +424,12 @@ def generators() -> dict[str, dict[str, Any]]:
     from test_fuzz_support import (
         FORMULA_ALPHABET,
         STORAGES,
+        arm_configs,
         damages,
         deep_formula_texts,
         formulas,
+        held_marker_layouts,
+        json_traces,
         marker_layouts,
         mutated,
         mutated_configs,
@@ -348,6 +441,7 @@ def generators() -> dict[str, dict[str, Any]]:
         spec_documents,
         spec_file_bytes,
         specs_with_random_formula,
+        tf_edits,
     )
 
     from safety_monitor.specs.ltlf import to_text
@@ -373,11 +467,16 @@ def generators() -> dict[str, dict[str, Any]]:
             "random_formula": specs_with_random_formula().map(lambda d: ("random_formula", d)),
         },
         "bags": {s: damages(s).map(lambda d, s=s: (s, d)) for s in STORAGES},
-        "markers": {s: marker_layouts().map(lambda m, s=s: (s, m)) for s in STORAGES},
+        "markers": {
+            **{s: marker_layouts().map(lambda m, s=s: (s, m)) for s in STORAGES},
+            "held": held_marker_layouts().map(lambda h: ("mcap", *h)),
+        },
         "objects": {"objects": objects_values()},
         "plans": {"edited": mutated_plans()},
-        "traces": {"edited": mutated_traces()},
+        "traces": {"edited": mutated_traces(), "json": json_traces()},
         "configs": {"edited": mutated_configs()},
+        "tf": {"edited": tf_edits()},
+        "arms": {"edited": arm_configs()},
     }
 
 
@@ -392,6 +491,8 @@ def main() -> int:
     parser.add_argument("--plans", type=int, default=300, help="edited plan files through `safety-monitor plan`")
     parser.add_argument("--traces", type=int, default=300, help="edited trace files through `safety-monitor ctl`")
     parser.add_argument("--configs", type=int, default=600, help="edited thresholds, robot and topic mapping files")
+    parser.add_argument("--tf", type=int, default=300, help="a mobile base's recording with its TF or mapping edited")
+    parser.add_argument("--arms", type=int, default=300, help="a two-arm robot's other_arms, ignored joints, entities")
     parser.add_argument(
         "--seconds", type=float, default=3600.0, help="wall-clock budget per part (shared by its generators)"
     )
@@ -426,6 +527,8 @@ def main() -> int:
         "plans": lambda: check_plan(Path(tempfile.mkdtemp(dir=out)), args.timeout),
         "traces": lambda: check_traces(Path(tempfile.mkdtemp(dir=out)), args.timeout),
         "configs": lambda: check_config(Path(tempfile.mkdtemp(dir=out)), args.timeout),
+        "tf": lambda: check_tf(Path(tempfile.mkdtemp(dir=out)), args.timeout),
+        "arms": lambda: check_arms(Path(tempfile.mkdtemp(dir=out)), args.timeout),
     }
     budget = {
         "formulas": args.formulas,
@@ -437,6 +540,8 @@ def main() -> int:
         "plans": args.plans,
         "traces": args.traces,
         "configs": args.configs,
+        "tf": args.tf,
+        "arms": args.arms,
     }
     failing = 0
     for name, named in generators().items():

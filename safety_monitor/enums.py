@@ -87,6 +87,7 @@ class IssueKind(StrEnum):
     DUPLICATE_NAMES = "duplicate_names"  # a joint listed twice: dropped
     JOINT_JUMP = "joint_jump"  # a joint stepped further between frames than its velocity limit allows (wrap, glitch)
     ZERO_QUATERNION = "zero_quaternion"  # a pose without orientation: dropped
+    TF_LOOP = "tf_loop"  # a TF frame its own parent (dropped), or a chain running into a loop (no pose across it)
     FROZEN = "frozen"  # values bit-identical for longer than a real sensor stays still: stale
     STREAM_STOPPED = "stream_stopped"  # a stream that stopped while others went on
     LATE_ARRIVAL = "late_arrival"  # a sample that came after frames it was fresh for: they had it stale

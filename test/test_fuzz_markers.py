@@ -1,20 +1,25 @@
 """Episode markers (random, damaged, out of order, duplicated) and `_objects` values of any shape in bags:
-replay ends in an error naming the bag or a well-formed result that counts every frame once and is never
-silently safer than the unmarked bag's; a malformed `_objects` drops exactly the frames the live decoder
+replay ends in an error naming the bag or a well-formed result that counts every frame once, is never
+silently safer than the unmarked bag's and holds the rollouts the Supervisor finishes driven as the monitor node
+drives it; a malformed `_objects` drops exactly the frames the live decoder
 rejects (benchmarks/fuzz_inputs.py runs the long campaign)."""
 
 import shutil
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from test_fuzz_support import (
     BAG_SPECS,
     FUZZ,
     MODES,
     STORAGES,
+    RawMarker,
     guarded,
+    held_marker_layouts,
     is_failure,
+    late_limits,
     marker_layouts,
+    marker_live_outcome,
     marker_outcome,
     objects_outcome,
     objects_values,
@@ -70,6 +75,28 @@ def test_marked_sqlite3_bags_in_predicate_mode(bags, markers):
 @given(markers=marker_layouts())
 def test_marked_mcap_bags_in_robot_state_mode(bags, markers):
     check_markers(bags, "mcap", markers, "robot_state")
+
+
+@settings(FUZZ, max_examples=8)
+@given(held=held_marker_layouts())
+@example(  # two start markers after the last frame, 37 frames kept: the trace's other 112 frames were in no rollout
+    held=(
+        (
+            RawMarker(102.6, "start", 0, 100.6),
+            RawMarker(101.92, "start", -1, 99.925),
+            RawMarker(100.65, "stop", 1, 100.6),
+        ),
+        (37, 3),
+    )
+)
+def test_late_markers_with_few_frames_kept_live_and_in_replay(bags, held):
+    markers, limits = held
+    bag = bags.bag("mcap", markers=markers)
+    config = replay_config(bags.specs, "predicates")
+    with late_limits(*limits):
+        outcome, detail = guarded(lambda: marker_outcome(bag, config, bags.reference["mcap", "predicates"]))
+        live, live_detail = guarded(lambda: marker_live_outcome(bag, config))
+    assert not is_failure(outcome) and not is_failure(live), (outcome, live, detail, live_detail, held)
 
 
 @settings(FUZZ, max_examples=12)

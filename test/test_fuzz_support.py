@@ -16,6 +16,7 @@ import dataclasses
 import functools
 import io
 import json
+import math
 import operator
 import random
 import re
@@ -32,11 +33,11 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from safety_monitor.enums import IssueKind
-from safety_monitor.errors import SafetyMonitorError, SpecError, ToolMissingError
-from safety_monitor.frames import PredicateSample, RobotState, Wrench
+from safety_monitor.errors import SafetyMonitorError, SourceError, SpecError, ToolMissingError
+from safety_monitor.frames import Pose, PredicateSample, RobotState, Wrench
 from safety_monitor.io.bag import BagReader, BagWriter
 from safety_monitor.io.messages import decode_predicates
-from safety_monitor.replay.score import BagResult, ReplayConfig, score_bag
+from safety_monitor.replay.score import BagResult, ReplayConfig, pool_rollouts, score_bag
 from safety_monitor.specs.compile import compile_formula
 from safety_monitor.specs.ltlf import (
     Always,
@@ -72,7 +73,26 @@ FAILURES = (
     "miscounted",
     "replay_disagrees",
     "verdict_changed",
+    "live_disagrees",
 )
+
+
+def _no_source_constants() -> None:
+    """Hypothesis draws about one value in twenty (integers, floats, text) from the constants in the source of the
+    local modules loaded so far, here safety_monitor's. A seed's inputs then changed with every edit of the package
+    (a campaign rerun after a fix met other inputs) and with the modules a check had imported before each draw
+    (bags, markers, objects, plans and traces import theirs at their first input, so their later inputs differed
+    from the same part run after another one). Drawing from hypothesis's own constants only, the same seed and
+    budget give the same inputs. A private hook (hypothesis is pinned in requirements.txt); set at import, before
+    the campaign or a test_fuzz_* test generates anything."""
+    from hypothesis.internal.conjecture import providers
+
+    empty = providers.Constants()
+    providers._get_local_constants = lambda: empty
+    providers.CONSTANTS_CACHE.cache.clear()
+
+
+_no_source_constants()
 
 FUZZ = settings(  # the unit tests' profile: derandomized, no example database, no deadline (MONA may take seconds)
     derandomize=True,
@@ -834,6 +854,112 @@ def marker_outcome(bag: Path, config: ReplayConfig, reference: BagResult) -> str
     return f"{kind}_flagged" if flagged else f"{kind}_ok"
 
 
+@contextlib.contextmanager
+def late_limits(hold: int, checkpoint: int) -> Iterator[None]:
+    """The Supervisor's LATE_HOLD_FRAMES and CHECKPOINT_FRAMES (and replay's copy) set to reach a 150-frame bag."""
+    from safety_monitor.pipeline import supervisor
+    from safety_monitor.replay import score
+
+    saved = supervisor.LATE_HOLD_FRAMES, supervisor.CHECKPOINT_FRAMES
+    supervisor.LATE_HOLD_FRAMES = score.LATE_HOLD_FRAMES = hold
+    supervisor.CHECKPOINT_FRAMES = checkpoint
+    try:
+        yield
+    finally:
+        supervisor.LATE_HOLD_FRAMES = score.LATE_HOLD_FRAMES = saved[0]
+        supervisor.CHECKPOINT_FRAMES = saved[1]
+
+
+@st.composite
+def held_marker_layouts(draw: Callable) -> tuple[tuple[RawMarker, ...], tuple[int, int]]:
+    """`marker_layouts` with the frames kept for a late start marker and the checkpoint spacing a bag's length or
+    less: fewer kept than came late, a checkpoint on every frame or none inside the late frames."""
+    hold = draw(st.sampled_from([2, 10, 37, 60, 149]))
+    # (checkpoints no further apart than the frames kept, as the defaults: a rewind finds one among them)
+    return draw(marker_layouts()), (hold, draw(st.sampled_from([c for c in (1, 3, 7, 25) if c <= hold])))
+
+
+def marker_live_outcome(bag: Path, config: ReplayConfig) -> str:
+    """`live_outcome` for a marked bag replay scores (an error naming the bag is `error`, as in marker_outcome)."""
+    r = score_bag(bag, config)
+    return live_outcome(bag, config, r) if r.ok else _failure_class(bag, r.error)
+
+
+TICK_S = 0.1  # the monitor node's watchdog timer period at most (`min(0.1, timeouts / 2)`)
+
+
+def live_rollouts(bag: Path, config: ReplayConfig, rate_hz: float | None) -> tuple[list[Any], list[Any]]:
+    """The Supervisor driven as the monitor node drives it, on its clock at the bag's log times: each predicates
+    message and episode marker on arrival (log order; a marker logged with a frame first, as replay applies it),
+    a message or marker neither reads dropped as the node drops it, the watchdog ticked every TICK_S between
+    messages, and the input finished at the bag's end. Returns the rollouts it finished and every event it
+    reported (published and logged live), with their rollout indices."""
+    from safety_monitor.io.messages import BadPredicates
+    from safety_monitor.pipeline.markers import decode_marker
+    from safety_monitor.pipeline.supervisor import Supervisor
+    from safety_monitor.replay.names import absolute_mapping
+    from safety_monitor.replay.score import make_monitor
+
+    supervisor = Supervisor(make_monitor(config, rate_hz), config.monitor)
+    rollouts: list[Any] = []
+    events: list[Any] = []
+
+    def take(step: Any) -> None:
+        events.extend(step.events)
+        rollouts.extend(step.finished)
+
+    mapping = absolute_mapping(config.mapping, config.namespace)  # the names a stack in that namespace reads
+    predicates, episode = mapping.predicates, mapping.episode
+    with BagReader(bag) as reader:
+        messages = sorted(
+            ((t_ns / 1e9, topic != episode, reader.deserialize(raw, msgtype), topic)
+             for topic, msgtype, t_ns, raw in reader.raw_messages({predicates, episode})),
+            key=lambda m: m[:2],
+        )  # fmt: skip
+        end = reader.end_time
+    last = None
+    for now, _, msg, topic in messages:
+        while last is not None and now - last > TICK_S:
+            last += TICK_S
+            take(supervisor.tick(last))
+        last = now
+        try:
+            take(supervisor.marker(decode_marker(msg), now) if topic == episode else supervisor.sample(
+                decode_predicates(msg), now))  # fmt: skip
+        except (SourceError, BadPredicates):
+            continue  # logged and dropped
+    take(supervisor.finish(end))
+    return rollouts, events
+
+
+def live_outcome(bag: Path, config: ReplayConfig, r: BagResult) -> str:
+    """`live_disagrees` unless replay's result `r` holds the rollouts the live Supervisor finished (frames and
+    every property's counts, rollout by rollout where markers cut the bag, else pooled), and every violation
+    the live monitor reported opened is in exactly one rollout or was withdrawn once."""
+    from safety_monitor.enums import EventKind
+
+    rollouts, events = live_rollouts(bag, config, r.rate_hz)
+
+    def counts(frames: int, outcomes: Any) -> tuple:
+        return frames, tuple((o.triggers, o.violations, o.violating_frames, o.blind_frames) for o in outcomes)
+
+    if r.parts:
+        live = [counts(ro.frames, ro.outcomes) for ro in rollouts if ro.frames]
+        replayed = [counts(p.frames, p.trace.outcomes) for p in r.parts if p.frames]
+    else:
+        pooled = pool_rollouts(rollouts) if rollouts else None
+        live = [counts(pooled.frames, pooled.outcomes)] if pooled else []
+        replayed = [counts(r.frames, r.trace.outcomes)]
+    if live != replayed:
+        return "live_disagrees"
+    kept = [(ro.index, e.property, e.episode) for ro in rollouts for e in ro.events if e.kind is EventKind.OPENED]
+    opened = [(x.rollout, x.event.property, x.event.episode) for x in events if x.event.kind is EventKind.OPENED]
+    gone = [(x.rollout, x.event.property, x.event.episode) for x in events if x.event.kind is EventKind.WITHDRAWN]
+    if sorted(opened) != sorted(kept + gone):
+        return "live_disagrees"
+    return "live_same"
+
+
 # ------------------------------------------------------------------------------ the `_objects` key
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
@@ -1025,6 +1151,86 @@ def mutated_traces(draw: Callable) -> tuple[str, str]:
 
 
 CTL_FORMULAS = ("AG(object_grasped -> AF object_released)", "EF object_settled")
+JSON_FORMULAS = (*CTL_FORMULAS, "AG(!object_settled)", "AF(object_released)")  # ctl --json: some that break
+
+
+@st.composite
+def json_traces(draw: Callable) -> tuple[str, str, str, str]:
+    """`mutated_traces` for `ctl --json`, the files given as they are, the first twice, or the first also by another
+    spelling of its path (`sub/../`): ("json", layout, first text, second text)."""
+    return ("json", draw(st.sampled_from(["two", "two", "twice", "respelt"])), *draw(mutated_traces()))
+
+
+def trace_arguments(files: tuple[Path, Path], layout: str) -> tuple[Path, ...]:
+    """The command line's trace files for a `json_traces` layout."""
+    first, second = files
+    return {"two": (first, second), "twice": (first, second, first), "respelt": (first, second,
+            first.parent / "sub" / ".." / first.name)}[layout]  # fmt: skip
+
+
+def _ctl_json(files: tuple[Path, ...]) -> tuple[int, str, str]:
+    from safety_monitor.cli import main
+
+    args = ["ctl", *map(str, files), "--json", *[a for f in JSON_FORMULAS for a in ("--formula", f)]]
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        code = main(args)
+    return code, out.getvalue(), err.getvalue()
+
+
+def ctl_json_outcome(files: tuple[Path, ...]) -> str:
+    """`safety-monitor ctl FILES --json` with JSON_FORMULAS: an error as `cli_outcome` wants it, or JSON whose
+    results are one per formula (exit 1 exactly when one is violated), and for each violated one `broken_by` names
+    exactly the trajectories that break it alone (`ctl` on each file alone; an empty list when only several
+    together do), once each, and 1 to PATHS_SHOWN `counterexamples` on trajectories of those (`where`), each
+    decided at a frame its path holds."""
+    from safety_monitor.cli.verify import PATHS_SHOWN
+
+    code, out, err = _ctl_json(files)
+    if "Traceback" in err or code not in (0, 1, 2) or "internal error: " in err:
+        return "leak:ctl_json"
+    if code == 2:  # one error line, after any warning (a file given twice)
+        errors = [line for line in err.splitlines() if line.startswith("safety-monitor ctl: error: ")]
+        named = len(errors) == 1 and (
+            any(str(f) in errors[0] for f in files) or "not recorded in the trajectories" in errors[0]
+        )
+        return "error" if named else "unnamed"
+    try:
+        doc = json.loads(out)
+        results = doc["results"]
+    except (ValueError, KeyError, TypeError):
+        return "malformed"
+    if len(results) != len(JSON_FORMULAS) or (code == 1) != any(not r["holds"] for r in results):
+        return "malformed"
+    distinct = list(dict.fromkeys(f.resolve() for f in files))
+    if doc["tree"]["trajectories"] != len(distinct):
+        return "malformed"  # a file given twice is one trajectory
+    files = tuple(dict((f.resolve(), f) for f in reversed(files)).values())[::-1]  # each first as given
+    alone: list[list[bool] | None] = []
+    for f in files:
+        c, o, _ = _ctl_json((f,))
+        alone.append([not r["holds"] for r in json.loads(o)["results"]] if c in (0, 1) else None)
+    names = [str(f) for f in files]  # as the command line gives them
+    for k, row in enumerate(results):
+        if row["holds"]:
+            if "broken_by" in row or "counterexamples" in row:
+                return "malformed"
+            continue
+        broken, shown = row.get("broken_by"), row.get("counterexamples")
+        if not isinstance(broken, list) or not isinstance(shown, list) or len(set(broken)) != len(broken):
+            return "malformed"
+        if not set(broken) <= set(names) or not 1 <= len(shown) <= PATHS_SHOWN:
+            return "malformed"
+        breakers = {n for n, a in zip(names, alone) if a is not None and a[k]}
+        if None not in alone and set(broken) != breakers:
+            return "malformed"
+        for cx in shown:
+            frames = [f["frame"] for f in cx["frames"]]
+            if broken and not set(cx["where"]) <= set(broken):
+                return "malformed"
+            if frames != sorted(set(frames)) or cx["decided_at"] not in frames:
+                return "malformed"
+    return f"json_exit_{code}"
 
 
 # --------------------------------------------------------------------- config keys and topic mappings
@@ -1097,3 +1303,325 @@ def config_outcome(which: str, path: Path) -> str:
     except SafetyMonitorError as exc:
         return "error" if str(path) in str(exc) else "unnamed"
     return "loaded"
+
+
+# ---------------------------------------------------------------------- a mobile base placed from TF
+MOBILE_RATE = 25.0
+MOBILE_FRAMES = 90  # 3.6 s: the arm lowered onto the table from frame 5, raised from frame 65
+MOBILE_JOINTS = ("joint1", "joint2", "joint3", "gripper_joint")
+_UPRIGHT = np.array([1.0, 0.0, 0.0, 0.0])
+_ODOM = np.array([0.5, 0.0, 0.0])  # map -> odom (/tf_static)
+_CUBE = np.array([1.5, 0.85, 0.52])  # map -> cube_link: on the table
+_LINKS = {"static": ("map", "odom"), "base": ("odom", "base_link"), "cube": ("map", "cube_link")}
+MOBILE_MAPPING = {
+    "joint_states": "/joint_states",
+    "wrench": None,
+    "world_frame": "map",
+    "object_frames": {"cube": "cube_link"},
+}
+
+
+def write_mobile_robot(folder: Path) -> Path:
+    """test_mobile_base's robot (`mjcf_robots.mobile_mjcf`: a 3-joint arm on a free-joint base, a table and a cube
+    in the world) in `folder`; returns its robot.yaml."""
+    from mjcf_robots import mobile_mjcf
+    from urdf_robots import OBJECTS
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "robot.xml").write_text(mobile_mjcf())
+    doc = {
+        "mjcf": "robot.xml",
+        "robot": {
+            "base_body": "base_link",
+            "arm_joints": list(MOBILE_JOINTS[:3]),
+            "end_effector": {"body": "hand", "site": "pinch"},
+            "gripper": {
+                "kind": "one_joint",
+                "joints": ["gripper_joint"],
+                "fingers": {"left": "finger_left", "right": "finger_right"},
+                "hand_bodies": ["hand"],
+                "closed_above": 0.02,
+            },
+        },
+        "ignored_joints": ["finger_right_joint", "wheel_left_joint", "wheel_right_joint"],
+        "static": {"table": {"bodies": ["table"]}},
+        "objects": {"cube": {"body": "cube"}},
+    }
+    (folder / "robot.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    catalog = {**OBJECTS, "entities": {"cube": "block", "table": "table"}}
+    (folder / "objects.yaml").write_text(yaml.safe_dump(catalog, sort_keys=False))
+    return folder / "robot.yaml"
+
+
+@dataclasses.dataclass(frozen=True)
+class TfEdit:
+    """One reproducible change of the mobile base's recording or topic mapping. `kind`: drop (the link's transforms
+    on frames lo..hi), rename (its parent or child from frame lo on), loop (one more transform, parent -> child, on
+    frames lo..hi), stamp, quaternion or position (the link's, on frames lo..hi), duplicate (the link sent twice in
+    one message, the copy moved), static_on_tf, or mapping (a key of the topic mapping set)."""
+
+    kind: str
+    params: tuple
+
+
+def _mobile_messages() -> list[tuple[str, float, list[list[Any]], str]]:
+    """(topic, log time, transforms [parent, child, position, quaternion, stamp] or joint positions, the link it
+    carries: a key of _LINKS, or 'joints') of the intact
+    recording: the base drives 0.4 m along odom's x past the table's side, its arm lowered onto it from frame 5
+    (a forbidden contact from then until it is raised at frame 65)."""
+    raised, lowered = np.array((math.pi / 2, -0.8, 0.8, 0.0)), np.array((math.pi / 2, 0.0, 0.6, 0.0))
+    out: list[tuple[str, float, list[list[Any]], str]] = [
+        ("/tf_static", 4.9, [["map", "odom", _ODOM, _UPRIGHT, 0.0]], "static")
+    ]
+    for k in range(MOBILE_FRAMES):
+        t = 5.0 + k / MOBILE_RATE
+        share = min(max((k - 5) / 10, 0.0), 1.0) - min(max((k - 65) / 10, 0.0), 1.0)
+        arm = (1 - share) * raised + share * lowered + 1e-5 * math.sin(k)  # encoders are never bit-identical
+        base = np.array([0.8 + 0.1 * k / MOBILE_RATE, 0.0, 0.0])
+        out.append(("/tf", t - 0.002, [["odom", "base_link", base, _UPRIGHT, t - 0.002]], "base"))
+        out.append(("/tf", t - 0.004, [["map", "cube_link", _CUBE, _UPRIGHT, t - 0.004]], "cube"))
+        out.append(("/joint_states", t, [[t, arm]], "joints"))
+    return out
+
+
+def _frame_of(log_t: float) -> int:
+    return max(0, round((log_t - 5.0) * MOBILE_RATE))  # (the static link: frame 0)
+
+
+def write_mobile_bag(path: Path, edits: tuple[TfEdit, ...] = ()) -> Path:
+    """The recording with `edits` applied (mapping edits are the topic mapping's: `mobile_mapping`)."""
+    messages = copy.deepcopy(_mobile_messages())
+    for edit in edits:
+        kind, p = edit.kind, edit.params
+        if kind == "static_on_tf":
+            messages[0] = ("/tf", *messages[0][1:])
+            continue
+        if kind == "mapping":
+            continue
+        which, lo, hi = p[0], p[1], p[2] if len(p) > 2 else MOBILE_FRAMES
+        parent, child = _LINKS.get(which, ("", ""))
+        for _, log_t, items, carries in messages:
+            if carries != which or not lo <= _frame_of(log_t) <= hi:
+                continue
+            if kind == "loop":
+                items.append([p[3], p[4], np.array(p[5]), _UPRIGHT, log_t])
+                continue
+            hits = [tr for tr in items if (tr[0], tr[1]) == (parent, child)]
+            for tr in hits:
+                if kind == "drop":
+                    items.remove(tr)
+                elif kind == "rename":
+                    tr[0 if p[3] == "parent" else 1] = p[4]
+                elif kind == "stamp":
+                    tr[4] = {"zero": 0.0, "back": tr[4] - p[3], "ahead": tr[4] + p[3], "same": 5.0}[p[4]]
+                elif kind == "quaternion":
+                    tr[3] = np.array(p[3])
+                elif kind == "position":
+                    tr[2] = np.array(p[3])
+                elif kind == "duplicate":
+                    items.append([tr[0], tr[1], tr[2] + np.array(p[3]), tr[3], tr[4]])
+    with BagWriter(path) as bag:
+        for topic, log_t, items, _ in messages:
+            if topic == "/joint_states":
+                ((t, arm),) = items
+                bag.write_joint_state(topic, t, MOBILE_JOINTS, arm, np.zeros(len(MOBILE_JOINTS)))
+            elif items:
+                bag.write_tf(topic, [(a, b, Pose(pos, q), s) for a, b, pos, q, s in items], log_t=log_t)
+    return path
+
+
+def mobile_mapping(edits: tuple[TfEdit, ...] = ()) -> dict[str, Any]:
+    """The topic mapping as a document, with the edits of kind `mapping` applied (value None: the key removed).
+    No edit removes `world_frame`: the base kept where the model puts it is another configuration, no damage."""
+    doc = copy.deepcopy(MOBILE_MAPPING)
+    for edit in edits:
+        if edit.kind == "mapping":
+            key, value = edit.params
+            node = doc["object_frames"] if key == "cube" else doc
+            if value is None:
+                node.pop(key, None)
+            else:
+                node[key] = value
+    return doc
+
+
+_FRAME_NAMES = st.sampled_from(["map", "odom", "base_link", "cube_link", "/odom", "odom2", "", "wheel_left", " map"])
+_QUATERNIONS = st.sampled_from(
+    [
+        (0.0, 0.0, 0.0, 0.0),
+        (math.nan, 0.0, 0.0, 1.0),
+        (math.inf, 0.0, 0.0, 0.0),
+        (1e-200, 0.0, 0.0, 0.0),
+        (1e200, 0.0, 0.0, 0.0),
+        (5e-324, 0.0, 0.0, 0.0),
+        (1e-7, 0.0, 0.0, 0.0),
+        (-1.0, 0.0, 0.0, 0.0),
+    ]
+)  # fmt: skip  (a nonzero one is normalised, as a pose topic's: its direction is the rotation)
+_POSITIONS = st.sampled_from(
+    [
+        (math.nan, 0.0, 0.0),
+        (math.inf, 0.0, 0.0),
+        (1e12, 0.0, 0.0),
+        (-1e12, 0.0, 0.0),
+        (0.0, 0.0, 1e300),
+        (0.0, -1e9, 0.0),
+    ]
+)  # fmt: skip  (beyond the plausible: a base that is somewhere else is no damage the monitor can tell)
+_MAPPING_EDITS = st.one_of(
+    st.tuples(st.just("world_frame"), st.sampled_from(["base_link", "/base_link", "/map", "odom2", "cube_link"])),
+    st.tuples(st.just("base_frame"), st.sampled_from(["map", "/map", "base_link", "/base_link", "cube_link", "odom", "wheel_left"])),
+    st.tuples(st.just("cube"), st.sampled_from(["base_link", "/base_link", "map", "odom", "/cube_link", "cube_link/", None])),
+)  # fmt: skip
+
+
+@st.composite
+def tf_edits(draw: Callable) -> tuple[TfEdit, ...]:
+    """1-3 edits of the mobile base's recording or its topic mapping: the base's chain missing (a link dropped on
+    some frames, a frame renamed), looping (a link back up the chain, a frame its own parent), stamped backwards,
+    zero, repeated or ahead, NaN, infinite, zero or far from unit quaternions, implausible positions, a link sent
+    twice in one message, the static link on /tf, and mapping keys naming the base frame as an object's, the world
+    frame as the base frame, or frames nothing publishes."""
+    edits = []
+    for _ in range(draw(st.integers(1, 3))):
+        kind = draw(st.sampled_from(
+            ["drop", "rename", "loop", "stamp", "quaternion", "position", "duplicate", "static_on_tf", "mapping"]
+        ))  # fmt: skip
+        which = draw(st.sampled_from(["base", "base", "static", "cube"]))
+        lo = draw(st.sampled_from([0, 0, 10, 30, 50, 89]) | st.integers(0, MOBILE_FRAMES - 1))
+        hi = lo + draw(st.sampled_from([0, 1, 5, 20, MOBILE_FRAMES]))
+        if kind == "drop":
+            params: tuple = (which, lo, hi)
+        elif kind == "rename":
+            params = (which, lo, hi, draw(st.sampled_from(["parent", "child"])), draw(_FRAME_NAMES))
+        elif kind == "loop":
+            parent, child = draw(st.sampled_from(
+                [("base_link", "odom"), ("base_link", "map"), ("map", "map"), ("odom", "odom"),
+                 ("base_link", "base_link"), ("cube_link", "map"), ("odom", "map"), ("cube_link", "cube_link")]
+            ))  # fmt: skip
+            params = (which, lo, hi, parent, child, draw(st.sampled_from([(0.0, 0.0, 0.0), (0.3, 0.0, 0.0)])))
+        elif kind == "stamp":
+            params = (which, lo, hi, draw(st.sampled_from([0.01, 0.5, 3.0, 100.0])), draw(
+                st.sampled_from(["zero", "back", "ahead", "same"])))  # fmt: skip
+        elif kind == "quaternion":
+            params = (which, lo, hi, draw(_QUATERNIONS))
+        elif kind == "position":
+            params = (which, lo, hi, draw(_POSITIONS))
+        elif kind == "duplicate":
+            params = (which, lo, hi, draw(st.sampled_from([(0.0, 0.0, 0.0), (0.5, 0.0, 0.0)])))
+        elif kind == "mapping":
+            params = draw(_MAPPING_EDITS)
+        else:
+            params = ()
+        edits.append(TfEdit(kind, params))
+    return tuple(edits)
+
+
+def tf_outcome(bag: Path, robot: Path, topics: Path, reference: BagResult) -> str:
+    """Replay as `safety-monitor replay BAG --robot ROBOT --topics TOPICS` does it: the configuration checked once
+    (an error there must name the topic mapping's file, on one line), then the bag scored against the intact one
+    (`score_outcome`'s classes). A failure the mapping causes must be said up front, not blamed on the bag."""
+    from safety_monitor.pipeline.assemble import StreamMapping
+    from safety_monitor.replay.score import check_config
+
+    try:
+        config = ReplayConfig(robot=str(robot), mapping=StreamMapping.parse(str(topics)))
+        check_config(config)
+    except SafetyMonitorError as exc:
+        return "config_error" if str(topics) in str(exc) and "\n" not in str(exc) else "unnamed"
+    r = score_bag(bag, config)
+    if not r.ok:
+        return "unnamed" if "topic mapping" in r.error else _failure_class(bag, r.error)
+    if malformed(r, reference):
+        return "malformed"
+
+    def counts(res: BagResult) -> list[tuple[int, int, int, int]]:
+        return [(o.triggers, o.violations, o.violating_frames, o.blind_frames) for o in res.trace.outcomes]
+
+    said = bool(r.issues) or set(r.warnings) != set(reference.warnings)  # (the intact bag's start-up is blind)
+    if r.frames == reference.frames and counts(r) == counts(reference) and not said:
+        return "ok_same"
+    flagged = said or r.unknown_frames > reference.unknown_frames or r.stale_frames > reference.stale_frames
+    safer = any(
+        o.violations < o0.violations or o.violating_frames < o0.violating_frames
+        for o, o0 in zip(r.trace.outcomes, reference.trace.outcomes)
+    )
+    if flagged:
+        return "ok_flagged_safer" if safer else "ok_flagged"
+    return "ok_silent_safer" if safer else "ok_silent_diff"
+
+
+# ------------------------------------------------------------- two arms: other_arms, ignored joints, entities
+_ARM_BODIES = ["right/base_link", "left/base_link", "table", "right/gripper_base", "right/left_finger_link", "bar",
+               "nope", "", "world", "Right/base_link"]  # fmt: skip
+_ARM_JOINTS = ["right/waist", "left/waist", "left/right_finger", "right/right_finger", "right/left_finger",
+               "left/left_finger", "nope", "", "right/elbow"]  # fmt: skip
+_ENTITY_VALUES = st.sampled_from(
+    ["block", ["block"], {"kind": "block"}, {"properties": ["graspable"]}, "blok", "", "table", [], {}, ["block", "table"],
+     [["block"]], "other_arm"]
+) | _SCALARS  # fmt: skip
+_ENTITY_KEYS = (
+    st.sampled_from(["bar", "table", "other_arm", "arm", "finger_left", "environment", "", "nope"]) | _ODD_KEYS
+)
+
+
+@st.composite
+def arm_configs(draw: Callable) -> tuple[str, tuple[tuple[str, Any, Any], ...]]:
+    """The left arm's description of test_two_arms' ALOHA (`two_arm_run.describe`) with 1-3 edits: `other_arms` and
+    `ignored_joints` given bodies and joints of either arm (its own included), names nothing has, duplicates or
+    values of other shapes, or an ignored joint dropped; objects.yaml's `entities` given lists, mappings, kinds
+    misspelt or values of any shape, under any key. Returns (file, edits: (section, key, value))."""
+    which = draw(st.sampled_from(["robot", "robot", "objects"]))
+    edits = []
+    for _ in range(draw(st.integers(1, 3))):
+        if which == "objects":
+            edits.append(("entities", draw(_ENTITY_KEYS), draw(_ENTITY_VALUES)))
+            continue
+        key = draw(st.sampled_from(["other_arms", "ignored_joints", "drop_ignored"]))
+        names = _ARM_BODIES if key == "other_arms" else _ARM_JOINTS
+        value = draw(st.lists(st.sampled_from(names), max_size=3) | _junk()) if key != "drop_ignored" else draw(
+            st.integers(0, 20))  # fmt: skip
+        edits.append((key, None, value))
+    return which, tuple(edits)
+
+
+def write_arm_config(folder: Path, described: dict[str, Path], item: tuple[str, tuple]) -> Path:
+    """The left arm's files copied to `folder` with `item`'s edits; returns its robot.yaml."""
+    which, edits = item
+    shutil.rmtree(folder, ignore_errors=True)
+    shutil.copytree(described["left"].parent, folder)
+    shutil.copy(described["left"].parent.parent / "aloha.xml", folder.parent / "aloha.xml")
+    path = folder / ("robot.yaml" if which == "robot" else "objects.yaml")
+    doc = yaml.safe_load(path.read_text())
+    for section, key, value in edits:
+        if section == "entities":
+            doc.setdefault("entities", {})[key] = value
+        elif section == "drop_ignored":
+            joints = doc.get("ignored_joints")
+            if isinstance(joints, list) and joints:
+                joints.pop(value % len(joints))
+        else:
+            doc[section] = value
+    write_text_doc(path, doc)
+    return folder / "robot.yaml"
+
+
+def arm_outcome(robot: Path, states: tuple[RobotState, ...]) -> str:
+    """The grounder built from the edited files: an error naming robot.yaml or objects.yaml on one line, or one
+    that grounds the two-arm frames (a frame it rejects is a GroundingError, as the estimator reports it)."""
+    from safety_monitor.errors import GroundingError
+    from safety_monitor.grounding.grounder import load_default_grounder
+
+    try:
+        grounder = load_default_grounder(50.0, robot, wrench_sensor=False)
+    except SafetyMonitorError as exc:
+        text = str(exc)
+        named = any(str(robot.parent / f) in text for f in ("robot.yaml", "objects.yaml"))
+        return "error" if named and "\n" not in text else "unnamed"
+    rejected = 0
+    for state in states:
+        try:
+            grounder.step(state)
+        except GroundingError:
+            rejected += 1
+    return "grounded" if not rejected else "frames_rejected"

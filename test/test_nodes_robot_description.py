@@ -51,7 +51,7 @@ def test_a_topic_mapping_naming_a_joint_the_robot_lacks_is_not_blamed_on_robot_d
         publisher.publish(_string()(data=arm_urdf(6, "one_joint")))
         spin_until(h.executor, lambda: bool(h.diag) and not h.diag[-1][1].startswith("waiting for"))
         level, message = h.diag[-1]
-        assert message.startswith("topic mapping: joint_names: 'joint7' is not a joint of "), message
+        assert message.startswith(f"{topics}: joint_names: 'joint7' is not a joint of "), message
         assert "rejected" not in message and "(it has joint1, joint2, " in message  # as near joint6 as joint1: no hint
         assert level == bytes([m.STALE]) and h.node.frames == 0
 

@@ -242,7 +242,9 @@ def test_a_violation_on_late_frames_is_in_the_report_once_where_its_frames_are(t
         (True, None, [4500, 4500], 3000),
         # only the last 600 frames kept, and a checkpoint every 500: the last 500 withdrawn, 500 stay in the first
         (False, 600, [5000, 4000], 500),
-        (True, 600, [4500, 4100], 600),  # only the last 600 kept: the second rollout starts with them
+        # only the last 600 kept of the 1000 frames after the end marker: that trace is cut at its first checkpoint
+        # among them (its frame 500), its first 500 frames a rollout of their own (they were in none before)
+        (True, 600, [4500, 500, 4000], 500),
     ],
     ids=["without_an_end", "after_an_end", "without_an_end_held_600", "after_an_end_held_600"],
 )
@@ -263,9 +265,9 @@ def test_a_long_late_marker_counts_each_frame_once_in_the_parts(tmp_path, monkey
     assert whole.ok, whole.error
     parts = whole.split()
     assert [p.frames for p in parts] == [p.trace.frames for p in parts] == [p.timeline.frames for p in parts] == frames
-    assert whole.frames == whole.trace.frames == sum(frames)
-    assert parts[1].unknown_frames == blind == parts[1].trace.outcome("never_a").blind_frames
-    assert parts[0].unknown_frames == 0
+    assert whole.frames == whole.trace.frames == sum(frames) == 9000
+    assert parts[-1].unknown_frames == blind == parts[-1].trace.outcome("never_a").blind_frames
+    assert all(p.unknown_frames == 0 for p in parts[:-1])
     (issue,) = [i for p in parts for i in p.issue_examples if i.kind is IssueKind.LATE_MARKER]
     assert (f"only the last {blind}" in issue.detail) == (hold is not None)
 

@@ -246,7 +246,7 @@ def test_a_topic_mapping_naming_a_joint_or_object_the_robot_lacks_is_refused_wit
     edit(mapping)
     bad = tmp_path / "topics.yaml"
     bad.write_text(yaml.safe_dump(mapping))
-    want = "topic mapping: " + message.format(robot=robot)
+    want = f"{bad}: " + message.format(robot=robot)
     for command in (["replay", "--quiet"], ["inspect"]):
         assert main([*command, str(folder / "as_sent"), "--robot", str(robot), "--topics", str(bad)]) == 2
         err = capsys.readouterr().err.strip()

@@ -545,16 +545,26 @@ class KinematicTwin:
         bodies += [("other_arms", b) for b in r.other_arms]
         for key, b in bodies:
             _id(m, mujoco.mjtObj.mjOBJ_BODY, b, f"{where}: {key}: body")
-        for arm in r.other_arms:  # the watched arm inside another's subtree would be that arm's, touching itself
+        # the watched arm inside another's subtree would be that arm's, touching itself; a fixture, static body or
+        # object there would be the other arm's too (touching it arm on arm, an object never grasped)
+        held = [("robot.base_body", r.base_body), ("the end-effector body", r.ee_body)]
+        held += [(f"static.{name}", b) for name, st in r.static.items() for b in st.bodies]
+        for name, fx in r.fixtures.items():
+            held += [(f"fixtures.{name}.housing", b) for b in fx.housing]
+            held.append((f"fixtures.{name}", m.body(int(m.jnt_bodyid[m.joint(fx.joint).id])).name))
+        held += [(f"objects.{o}", self._object_body(o)) for o in r.objects]
+        for arm in r.other_arms:
             root = m.body(arm).id
-            for key, b in (("robot.base_body", r.base_body), ("the end-effector body", r.ee_body)):
-                body = m.body(b).id
+            for key, b in held:
+                body = max(0, mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, b))  # (an object's is checked below)
                 while body != root and body != 0:
                     body = int(m.body_parentid[body])
                 if body == root:
+                    watched = key in ("robot.base_body", "the end-effector body")
                     raise GroundingError(
-                        f"{where}: other_arms: {arm!r} holds the watched arm ({key} {b!r} is in its subtree); "
-                        "name the first body of the arm not watched"
+                        f"{where}: other_arms: {arm!r} holds "
+                        + (f"the watched arm ({key} {b!r} is in its subtree)" if watched else f"{key}'s body {b!r}")
+                        + "; name the first body of the arm not watched"
                     )
         if m.body(r.base_body).id == 0:
             raise GroundingError(

@@ -414,7 +414,7 @@ def _mapping(topics, topics_file: str) -> StreamMapping:
     # every key the file gives, whatever its value: `joint_states: joint_states` equals StreamMapping's default,
     # and still replaces a topics.joint_states parameter set to another topic
     keys = load_yaml(Path(topics_file), "topic mapping", SourceError) or {}
-    return dataclasses.replace(mapping, **{key: getattr(given, key) for key in keys})
+    return dataclasses.replace(mapping, **{key: getattr(given, key) for key in keys}, origin=given.origin)
 
 
 def _string_type():

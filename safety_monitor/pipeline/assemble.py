@@ -37,6 +37,7 @@ from safety_monitor.grounding.joint_limits import JumpDetector, jump_issue
 from safety_monitor.grounding.urdf import JointLimit
 from safety_monitor.io.messages import joint_state_sample, pose_of, wrench_of
 from safety_monitor.names import did_you_mean
+from safety_monitor.pipeline.tf import frame_id
 from safety_monitor.settings import FROZEN_S, EstimatorSettings, Topics
 
 JOINTS = "joint_states"
@@ -65,7 +66,8 @@ class StreamMapping:
     to `world_frame`) places the twin's robot each frame, and object poses are in it, TF frames chained to it
     and PoseStamped topics given in it. `episode`: the rollout markers, read by replay only (the nodes subscribe
     to `topics.episode`). Names without a leading `/` are relative to the namespace of the stack that reads them
-    (the defaults are the nodes' own; `tf` and `tf_static` are global, as tf2 has them).
+    (the defaults are the nodes' own; `tf` and `tf_static` are global, as tf2 has them). `origin`: where the
+    mapping was read (its file), which its errors name.
     """
 
     # the live nodes' names (`settings.Topics`), relative: a namespaced stack's; replay resolves them (`replay.names`)
@@ -84,6 +86,7 @@ class StreamMapping:
     object_frames: Mapping[str, str] = field(default_factory=dict)
     base_frame: str = ""
     world_frame: str = ""
+    origin: str = field(default="topic mapping", compare=False)
 
     def pose_topic(self, name: str) -> str:
         return self.objects.get(name) or self.object_pose.format(name=name)
@@ -91,7 +94,9 @@ class StreamMapping:
     def check_names(self, robot: RobotDescription) -> None:
         """Refuse a joint or object name that `robot` lacks, with the nearest it has: a misspelt `joint_order` or
         `joint_names` entry leaves every frame without that joint (all stale, the monitor blind throughout), a
-        misspelt `objects` or `object_frames` entry leaves the object's pose unread."""
+        misspelt `objects` or `object_frames` entry leaves the object's pose unread. And refuse frames that cannot
+        be what they name: the world frame the base frame itself, an object's frame the base or world frame."""
+        self._check_frames(robot)
         wrong: list[tuple[str, str, str, tuple[str, ...]]] = []
         if self.joint_order or self.joint_names:
             joints = (*robot.required_joints, *sorted(robot.accepted_joints))
@@ -107,7 +112,7 @@ class StreamMapping:
             ]
         if wrong:
             raise SourceError(
-                "topic mapping: "
+                f"{self.origin}: "
                 + "; ".join(
                     f"{key}: {name!r} is not {what} of {robot.source}"
                     + (did_you_mean(name, known) or f" (it has {', '.join(known) or 'none'})")
@@ -115,9 +120,35 @@ class StreamMapping:
                 )
             )
 
+    def _check_frames(self, robot: RobotDescription) -> None:
+        """One chained to itself would place the robot at the world's origin, or an object at the robot's or the
+        world's, whatever happens: checked with the configuration, before any bag or message."""
+        base, world = frame_id(self.base_frame or robot.base_body), frame_id(self.world_frame)
+        if self.world_frame and world == base:
+            raise SourceError(
+                f"{self.origin}: world_frame {self.world_frame!r} is the base frame: name the frame the base moves in "
+                "(map, odom), or no world_frame for a base that stays put"
+            )
+        for name, frame in self.object_frames.items():
+            own = frame_id(frame)
+            what = (
+                "no frame"
+                if not own
+                else "the robot's base frame"
+                if own == base
+                else "the world frame"
+                if self.world_frame and own == world
+                else None
+            )
+            if what is not None:
+                raise SourceError(
+                    f"{self.origin}: object_frames: {name!r} is given {frame!r}, {what}: name the object's own TF "
+                    "frame (the one perception publishes for it)"
+                )
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], origin: str = "topic mapping") -> StreamMapping:
-        known = set(cls.__dataclass_fields__)
+        known = set(cls.__dataclass_fields__) - {"origin"}
         if unknown := sorted(set(data) - known, key=str):  # YAML keys may be numbers, booleans or null
             raise SourceError(
                 f"{origin}: "
@@ -144,7 +175,7 @@ class StreamMapping:
             if key in values:
                 values[key] = {str(k): str(v) for k, v in values[key].items()}
         values["joint_order"] = tuple(order)
-        return cls(**values)
+        return cls(**values, origin=origin)
 
     @classmethod
     def parse(cls, text: str) -> StreamMapping:

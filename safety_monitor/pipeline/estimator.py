@@ -23,9 +23,17 @@ from typing import Any, NamedTuple
 
 from safety_monitor.enums import IssueKind
 from safety_monitor.errors import SourceError
-from safety_monitor.frames import SAME_TIME_S, JointSample, Pose, PredicateSample, StreamIssue, Wrench
-from safety_monitor.pipeline.assemble import JOINTS, FrameAssembler, StaleLimits, StreamMapping, ground_frame
-from safety_monitor.pipeline.tf import ROBOT, Transform, TransformTree, frame_id
+from safety_monitor.frames import BASE_POSE, SAME_TIME_S, JointSample, Pose, PredicateSample, StreamIssue, Wrench
+from safety_monitor.pipeline.assemble import (
+    JOINTS,
+    FrameAssembler,
+    StaleLimits,
+    StreamMapping,
+    ground_frame,
+    pose_stream,
+)
+from safety_monitor.pipeline.inputs import TF
+from safety_monitor.pipeline.tf import ROBOT, Transform, TransformTree
 from safety_monitor.settings import EstimatorSettings
 
 
@@ -84,11 +92,6 @@ class Estimator:
             raise SourceError(
                 f"the topic mapping has {'a' if world else 'no'} world_frame but the grounder was built with "
                 f"mobile_base={grounder.mobile_base} (load_default_grounder's mobile_base)"
-            )
-        if world and frame_id(world) == frame_id(base):
-            raise SourceError(
-                f"topic mapping: world_frame {world!r} is the base frame: name the frame the base moves in "
-                "(map, odom), or no world_frame for a base that stays put"
             )
         self.tf = TransformTree(world or base, self.mapping.object_frames, base if world else None)
         self._start()
@@ -186,14 +189,26 @@ class Estimator:
         world frame, each sampled by the next frame as a pose message would be."""
         clock = self._clock
         start = clock() if clock else 0.0
-        for name, pose, stamp in self.tf.update(Transform(*t) for t in transforms):
+        tree = self.tf
+        for name, pose, stamp in tree.update(Transform(*t) for t in transforms):
             if name == ROBOT:
                 self.assembler.on_base_sample(pose, stamp, received)
             else:
                 self.assembler.on_pose_sample(name, pose, stamp, received)
         if clock:
             self.timings["assemble"] += clock() - start
-        return self._between_frames()
+        if not tree.problems:
+            return self._between_frames()
+        said = tuple(
+            StreamIssue(
+                p.kind,
+                TF if p.name is None else BASE_POSE if p.name == ROBOT else pose_stream(p.name),
+                p.stamp,
+                p.detail,
+            )
+            for p in tree.problems
+        )
+        return self._between_frames(issues=said + self.assembler.drain_issues())
 
     def undecodable(self, stream: str, received: float, error: Exception) -> EstimatorStep:
         """A message of `stream` that `decode` could not read (`error`), dropped at arrival time `received`."""

@@ -45,7 +45,9 @@ gets the same events. The rules:
   keep their rollout index, but no Rollout lists them: each episode they opened gets a `withdrawn` event,
   so the event log says so too. Frames are not held back to be stepped once the marker is known: that
   would delay every live verdict by the longest lateness allowed. Only the last LATE_HOLD_FRAMES frames are
-  kept: beyond them fewer frames are withdrawn, and the issue says how many.
+  kept: beyond them fewer frames are withdrawn, and the issue says how many; the ones let go stay in the
+  trace they were stepped in (one that began at or after the marker's time is then cut too), so each frame
+  still counts in one rollout.
 
 No rclpy, no wall clock, no logging: the driver renders the Step.
 """
@@ -525,8 +527,9 @@ class Supervisor:
         """A start marker that came after frames at or past its time were stepped (the module's rule): they are
         withdrawn from the trace they were stepped in, with their verdicts. `cut`: that trace began before the
         marker's time, and ends with its last frame before it (the monitor rewound to that frame); else it began
-        at or after it and is withdrawn whole. Either way the marker's rollout starts at its time, one blind frame
-        for each frame withdrawn."""
+        at or after it and is withdrawn whole, unless it holds more frames than were kept: then it is cut too,
+        before the frames kept. Either way the marker's rollout starts at its time, one blind frame for each frame
+        withdrawn."""
         since = marker.t - SAME_TIME_S
         times, last, index = self._times, self._last_t, self._index
         late = 0  # the kept frames at or after the marker's time: the last ones (a trace's times never go back)
@@ -537,6 +540,7 @@ class Supervisor:
         frames = self.monitor.frame
         short = late == len(times) == LATE_HOLD_FRAMES  # older frames since the marker were let go
         cut = cut and late < frames  # (a trace begun at the time of a late marker before, its frames all after)
+        cut = cut or len(times) < frames  # a trace longer than the frames kept: the ones let go stay in it
         if cut:
             first = self._rewind(frames - late)
             short = short or first > frames - late

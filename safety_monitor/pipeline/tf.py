@@ -8,6 +8,11 @@ so a pose is as old as its oldest-news link says; it is handed on only when a me
 chain and the stamp changed (a static link arriving again repeats nothing). Quaternions are w first, as in
 `frames.Pose`; each link's is normalised once (a zero one is kept: the assembler refuses the pose).
 
+A tree that loops has no pose to give, as tf2's lookups fail on one: a frame given as its own parent is dropped
+(tf2 drops it too), and a chain that runs into a loop (a link back up the chain, the world frame given a parent
+below it) hands on nothing, so the poses across it go stale, each message that touches it saying why. A message
+that gives one frame twice with other values keeps the first (tf2 ignores the repeated stamp) and says so.
+
 A mobile base (`StreamMapping.world_frame`) turns the tree round: objects are chained to the world frame, as
 the fixtures and static bodies the twin holds there, and the robot base's own frame is tracked like one more
 object (`ROBOT`), its pose in the world frame placing the twin's robot each frame.
@@ -20,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from safety_monitor.enums import IssueKind
 from safety_monitor.frames import Pose
 
 
@@ -91,43 +97,81 @@ class TransformTree:
             self.objects[ROBOT] = frame_id(robot)
         self._links: dict[str, Transform] = {}  # child frame -> its transform
         self._sent: dict[str, float] = {}  # object -> stamp of the pose last handed on
+        self.problems: list[TreeProblem] = []  # what the last `update` dropped or could not chain
 
     def update(self, transforms: Iterable[Transform]) -> list[tuple[str, Pose, float]]:
         """Take one TFMessage's transforms; return (object, pose in base, stamp) for each object whose chain it
-        changed, in the order of `objects`."""
-        touched = set()
+        changed, in the order of `objects`. `problems` says what of it was dropped, and which chains loop."""
+        touched: dict[str, Transform] = {}
+        problems: list[TreeProblem] = []
         for tr in transforms:
-            child = frame_id(tr.child)
+            child, parent = frame_id(tr.child), frame_id(tr.parent)
+            if child == parent:
+                what = f"transform {tr.parent!r} -> {tr.child!r} gives the frame as its own parent; dropped"
+                problems.append(TreeProblem(IssueKind.TF_LOOP, None, tr.stamp, what))
+                continue
             q = tr.pose.quaternion
             size = float(np.sqrt(q @ q))
             pose = Pose(tr.pose.position, q / size) if size > 0 else tr.pose
-            self._links[child] = Transform(frame_id(tr.parent), child, pose, tr.stamp)
-            touched.add(child)
+            link = Transform(parent, child, pose, tr.stamp)
+            first = touched.get(child)
+            if first is not None and not _same(first, link):
+                what = f"transform {parent} -> {child} at {tr.stamp:.6f} given twice in one message; the second dropped"
+                problems.append(TreeProblem(IssueKind.DUPLICATE_STAMP, None, tr.stamp, what))
+                continue
+            self._links[child] = touched[child] = link
         out = []
         for name, frame in self.objects.items():
-            found = self.lookup(frame, touched)
-            if found is not None and self._sent.get(name) != found[1]:
+            found = self._find(frame, touched)
+            if isinstance(found, list):
+                problems.append(
+                    TreeProblem(
+                        IssueKind.TF_LOOP,
+                        name,
+                        max(touched[f].stamp for f in found if f in touched),
+                        f"the TF frames loop ({' -> '.join(found)}): no pose of {frame!r} in {self.base!r} until "
+                        "a message breaks the loop",
+                    )
+                )
+            elif found is not None and self._sent.get(name) != found[1]:
                 self._sent[name] = found[1]
                 out.append((name, *found))
+        self.problems = problems
         return out
 
     def forget(self) -> None:
         """A new rollout: what was handed on is forgotten (its stamps may start again lower); the links stay."""
         self._sent.clear()
 
-    def lookup(self, frame: str, touched: set[str] | None = None) -> tuple[Pose, float] | None:
+    def lookup(self, frame: str) -> tuple[Pose, float] | None:
         """`frame`'s pose in the base frame and the newest stamp of its chain; None when the tree does not connect
-        them yet (or, with `touched`, when no link of the chain is among the `touched` children)."""
-        up = self._ancestors(self.base)
+        them (yet), or connects them through a loop."""
+        found = self._find(frame)
+        return None if isinstance(found, list) else found
+
+    def _find(
+        self, frame: str, touched: Mapping[str, Transform] | None = None
+    ) -> tuple[Pose, float] | list[str] | None:
+        """`lookup`, or the frames of a loop (a list, first frame repeated last) that the chain runs into, when any
+        of them is among `touched`; with `touched`, None when no link of the chain is among those children."""
+        up, loop = self._ancestors(self.base)
+        if loop:
+            return up if touched is None or any(f in touched for f in up) else None
         base_depth = {f: i for i, f in enumerate(up)}
         chain: list[Transform] = []
+        seen = {frame}
         node = frame
         while node not in base_depth:
             link = self._links.get(node)
-            if link is None or len(chain) > len(self._links):  # not connected, or a cycle
+            if link is None:  # not connected
                 return None
             chain.append(link)
             node = link.parent
+            if node in seen:
+                frames = [c.child for c in chain]
+                cycle = [*frames[frames.index(node) :], node]
+                return cycle if touched is None or any(f in touched for f in cycle) else None
+            seen.add(node)
         base_chain = [self._links[f] for f in up[: base_depth[node]]]
         links = chain + base_chain
         if not links or (touched is not None and not any(link.child in touched for link in links)):
@@ -140,9 +184,32 @@ class TransformTree:
             base_in_common = compose(base_in_common, link.pose)
         return compose(invert(base_in_common), in_common), max(link.stamp for link in links)
 
-    def _ancestors(self, frame: str) -> list[str]:
-        """`frame`, its parent, and so on up to its root."""
-        out = [frame]
-        while (link := self._links.get(out[-1])) is not None and len(out) <= len(self._links):
+    def _ancestors(self, frame: str) -> tuple[list[str], bool]:
+        """`frame`, its parent, and so on up to its root, and False; or the loop it runs into (its frames, the first
+        repeated last), and True."""
+        out, seen = [frame], {frame}
+        while (link := self._links.get(out[-1])) is not None:
+            if link.parent in seen:
+                return [*out[out.index(link.parent) :], link.parent], True
             out.append(link.parent)
-        return out
+            seen.add(link.parent)
+        return out, False
+
+
+@dataclass(frozen=True, slots=True)
+class TreeProblem:
+    """A transform `TransformTree.update` dropped (`name` None), or an object (`ROBOT`: the base) whose chain loops."""
+
+    kind: IssueKind
+    name: str | None
+    stamp: float
+    detail: str
+
+
+def _same(a: Transform, b: Transform) -> bool:
+    return (
+        a.parent == b.parent
+        and a.stamp == b.stamp
+        and np.array_equal(a.pose.position, b.pose.position, equal_nan=True)
+        and np.array_equal(a.pose.quaternion, b.pose.quaternion, equal_nan=True)
+    )

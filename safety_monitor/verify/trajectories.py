@@ -115,13 +115,22 @@ def load(
 ) -> list[Trajectory]:
     """Trace files and bags (bag directories or .mcap/.db3 files); any other folder is searched for
     bags as `replay` searches it, so the folder `sim --record` writes for several episodes works. Each
-    file is read by `executor` (default: here, one at a time); `warn` is told of any read again after
-    its worker died."""
+    file is read once, however often or by whatever path it is given (else it would count as several
+    trajectories, under names that do not tell them apart), by `executor` (default: here, one at a time);
+    `warn` is told of a file given again and of any read again after its worker died."""
     from safety_monitor.io.bag import bag_argument, find_bags
 
     files: list[str | Path] = []
+    first: dict[Path, str | Path] = {}  # each file's resolved path -> the argument read for it
     for p in map(bag_argument, map(Path, paths)):
-        files += find_bags([p]) if p.is_dir() and not is_bag(p) else [p]
+        for f in find_bags([p]) if p.is_dir() and not is_bag(p) else [p]:
+            key = Path(f).resolve()
+            if key in first:
+                if warn is not None:
+                    warn(f"{f}: the same file as {first[key]}, read once")
+                continue
+            first[key] = f
+            files.append(f)
     executor = executor or Serial()
     if executor.in_process:
         return results(executor, _load_one, files, str, warn)
