@@ -1445,7 +1445,14 @@ def mobile_mapping(edits: tuple[TfEdit, ...] = ()) -> dict[str, Any]:
     return doc
 
 
-_FRAME_NAMES = st.sampled_from(["map", "odom", "base_link", "cube_link", "/odom", "odom2", "", "wheel_left", " map"])
+_RENAMES = {  # per link and end: the same frame spelt with a slash, frames no link has, or a frame its own parent
+    ("base", "parent"): ["/odom", "odom2", "", " odom", "wheel_left", "base_link"],
+    ("base", "child"): ["/base_link", "base_link2", "", "odom"],
+    ("static", "parent"): ["/map", "map2", "", " map", "odom"],
+    ("static", "child"): ["/odom", "odom2", "", "map"],
+    ("cube", "parent"): ["/map", "map2", "", "cube_link"],
+    ("cube", "child"): ["/cube_link", "cube2", "", "map"],
+}  # (another link's frame would be a tree that is well-formed and elsewhere: no damage the monitor can tell)
 _QUATERNIONS = st.sampled_from(
     [
         (0.0, 0.0, 0.0, 0.0),
@@ -1493,7 +1500,8 @@ def tf_edits(draw: Callable) -> tuple[TfEdit, ...]:
         if kind == "drop":
             params: tuple = (which, lo, hi)
         elif kind == "rename":
-            params = (which, lo, hi, draw(st.sampled_from(["parent", "child"])), draw(_FRAME_NAMES))
+            end = draw(st.sampled_from(["parent", "child"]))
+            params = (which, lo, hi, end, draw(st.sampled_from(_RENAMES[which, end])))
         elif kind == "loop":
             parent, child = draw(st.sampled_from(
                 [("base_link", "odom"), ("base_link", "map"), ("map", "map"), ("odom", "odom"),
