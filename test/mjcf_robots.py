@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from urdf_robots import LINK_LENGTH
+import yaml
+from urdf_robots import LINK_LENGTH, OBJECTS
 
 
 def arm_mjcf(n_joints: int, gripper: str, site: str | None = None, free_cube: bool = False, loop: bool = False) -> str:
@@ -198,6 +199,38 @@ def mobile_mjcf(base: str = "free") -> str:
         "  </worldbody>\n"
         '  <equality><joint joint1="finger_right_joint" joint2="gripper_joint"/></equality>\n</mujoco>\n'
     )
+
+
+MOBILE_JOINTS = ("joint1", "joint2", "joint3", "gripper_joint")  # mobile_mjcf's arm and gripper joints
+
+
+def write_mobile_robot(folder: Path, base: str = "free") -> Path:
+    """`mobile_mjcf(base)` described in `folder` (robot.xml, robot.yaml, objects.yaml: the arm and its gripper
+    watched, the wheels and the mimic finger ignored, the table static, the cube an object); returns robot.yaml."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "robot.xml").write_text(mobile_mjcf(base))
+    doc = {
+        "mjcf": "robot.xml",
+        "robot": {
+            "base_body": "base_link",
+            "arm_joints": list(MOBILE_JOINTS[:3]),
+            "end_effector": {"body": "hand", "site": "pinch"},
+            "gripper": {
+                "kind": "one_joint",
+                "joints": ["gripper_joint"],
+                "fingers": {"left": "finger_left", "right": "finger_right"},
+                "hand_bodies": ["hand"],
+                "closed_above": 0.02,
+            },
+        },
+        "ignored_joints": ["finger_right_joint", "wheel_left_joint", "wheel_right_joint"],
+        "static": {"table": {"bodies": ["table"]}},
+        "objects": {"cube": {"body": "cube"}},
+    }
+    (folder / "robot.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    catalog = {**OBJECTS, "entities": {"cube": "block", "table": "table"}}
+    (folder / "objects.yaml").write_text(yaml.safe_dump(catalog, sort_keys=False))
+    return folder / "robot.yaml"
 
 
 TWO_ARM_LINK = 0.2  # two_arm_mjcf's upper arm and forearm

@@ -10,6 +10,7 @@ import shutil
 
 import pytest
 from hypothesis import example, given, settings
+from mjcf_robots import write_mobile_robot
 from test_fuzz_support import (
     FUZZ,
     TfEdit,
@@ -22,7 +23,6 @@ from test_fuzz_support import (
     tf_outcome,
     write_arm_config,
     write_mobile_bag,
-    write_mobile_robot,
     write_text_doc,
 )
 

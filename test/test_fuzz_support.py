@@ -31,6 +31,7 @@ import numpy as np
 import yaml
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
+from mjcf_robots import MOBILE_JOINTS
 
 from safety_monitor.enums import IssueKind
 from safety_monitor.errors import SafetyMonitorError, SourceError, SpecError, ToolMissingError
@@ -1308,7 +1309,6 @@ def config_outcome(which: str, path: Path) -> str:
 # ---------------------------------------------------------------------- a mobile base placed from TF
 MOBILE_RATE = 25.0
 MOBILE_FRAMES = 90  # 3.6 s: the arm lowered onto the table from frame 5, raised from frame 65
-MOBILE_JOINTS = ("joint1", "joint2", "joint3", "gripper_joint")
 _UPRIGHT = np.array([1.0, 0.0, 0.0, 0.0])
 _ODOM = np.array([0.5, 0.0, 0.0])  # map -> odom (/tf_static)
 _CUBE = np.array([1.5, 0.85, 0.52])  # map -> cube_link: on the table
@@ -1319,38 +1319,6 @@ MOBILE_MAPPING = {
     "world_frame": "map",
     "object_frames": {"cube": "cube_link"},
 }
-
-
-def write_mobile_robot(folder: Path) -> Path:
-    """test_mobile_base's robot (`mjcf_robots.mobile_mjcf`: a 3-joint arm on a free-joint base, a table and a cube
-    in the world) in `folder`; returns its robot.yaml."""
-    from mjcf_robots import mobile_mjcf
-    from urdf_robots import OBJECTS
-
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "robot.xml").write_text(mobile_mjcf())
-    doc = {
-        "mjcf": "robot.xml",
-        "robot": {
-            "base_body": "base_link",
-            "arm_joints": list(MOBILE_JOINTS[:3]),
-            "end_effector": {"body": "hand", "site": "pinch"},
-            "gripper": {
-                "kind": "one_joint",
-                "joints": ["gripper_joint"],
-                "fingers": {"left": "finger_left", "right": "finger_right"},
-                "hand_bodies": ["hand"],
-                "closed_above": 0.02,
-            },
-        },
-        "ignored_joints": ["finger_right_joint", "wheel_left_joint", "wheel_right_joint"],
-        "static": {"table": {"bodies": ["table"]}},
-        "objects": {"cube": {"body": "cube"}},
-    }
-    (folder / "robot.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
-    catalog = {**OBJECTS, "entities": {"cube": "block", "table": "table"}}
-    (folder / "objects.yaml").write_text(yaml.safe_dump(catalog, sort_keys=False))
-    return folder / "robot.yaml"
 
 
 @dataclasses.dataclass(frozen=True)

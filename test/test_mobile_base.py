@@ -16,9 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
-from mjcf_robots import mobile_mjcf
-from urdf_robots import OBJECTS
+from mjcf_robots import MOBILE_JOINTS, mobile_mjcf, write_mobile_robot
 
 from safety_monitor.enums import EventKind, IssueKind
 from safety_monitor.errors import GroundingError, SourceError
@@ -36,7 +34,7 @@ FRAMES = 250
 SPEED = 0.3  # m/s along map x
 ODOM = np.array([0.5, 0.0, 0.0])  # map -> odom: odom's origin in map
 IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
-JOINTS = ("joint1", "joint2", "joint3", "gripper_joint")
+JOINTS = MOBILE_JOINTS
 RAISED, LOWERED = (math.pi / 2, -0.8, 0.8, 0.0), (math.pi / 2, 0.0, 0.6, 0.0)
 LOWER_AT, RAISE_AT, RAMP = 50, 175, 10  # the contact run's arm: lowered over frames 50-60, raised over 175-185
 CUBE = Pose(np.array([1.5, 0.85, 0.52]), IDENTITY)  # on the table, in map
@@ -47,31 +45,9 @@ LIMITS = ("joint_position_out_of_limits", "joint_position_jump")  # the joints' 
 def write_setup(folder: Path, base: str = "free", world_frame: str = "map") -> tuple[Path, StreamMapping]:
     """robot.xml, robot.yaml and objects.yaml in `folder`, and the topic mapping (`world_frame` '': the base's
     pose ignored, objects chained to the base frame, the way a fixed base is described)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "robot.xml").write_text(mobile_mjcf(base))
-    doc = {
-        "mjcf": "robot.xml",
-        "robot": {
-            "base_body": "base_link",
-            "arm_joints": list(JOINTS[:3]),
-            "end_effector": {"body": "hand", "site": "pinch"},
-            "gripper": {
-                "kind": "one_joint",
-                "joints": ["gripper_joint"],
-                "fingers": {"left": "finger_left", "right": "finger_right"},
-                "hand_bodies": ["hand"],
-                "closed_above": 0.02,
-            },
-        },
-        "ignored_joints": ["finger_right_joint", "wheel_left_joint", "wheel_right_joint"],
-        "static": {"table": {"bodies": ["table"]}},
-        "objects": {"cube": {"body": "cube"}},
-    }
-    (folder / "robot.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
-    catalog = {**OBJECTS, "entities": {"cube": "block", "table": "table"}}
-    (folder / "objects.yaml").write_text(yaml.safe_dump(catalog, sort_keys=False))
+    robot = write_mobile_robot(folder, base)
     mapping = StreamMapping(wrench=None, object_frames={"cube": "cube_link"}, world_frame=world_frame)
-    return folder / "robot.yaml", mapping
+    return robot, mapping
 
 
 def base_at(k: int) -> Pose:
