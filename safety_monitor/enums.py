@@ -86,6 +86,8 @@ class IssueKind(StrEnum):
     MISSING_JOINTS = "missing_joints"  # joints the robot needs that never came
     DUPLICATE_NAMES = "duplicate_names"  # a joint listed twice: dropped
     JOINT_JUMP = "joint_jump"  # a joint stepped further between frames than its velocity limit allows (wrap, glitch)
+    # a mobile base's pose stepped further than the base drives (a localisation reset, a glitch): unusable a while
+    BASE_JUMP = "base_jump"
     ZERO_QUATERNION = "zero_quaternion"  # a pose without orientation: dropped
     TF_LOOP = "tf_loop"  # a TF frame its own parent (dropped), or a chain running into a loop (no pose across it)
     FROZEN = "frozen"  # values bit-identical for longer than a real sensor stays still: stale

@@ -18,7 +18,7 @@ from safety_monitor.grounding.description import parse_robot_description
 from safety_monitor.grounding.geometry import Box, FrameGeometry
 from safety_monitor.grounding.grounder import PREDICATES, Grounder, load_default_grounder
 from safety_monitor.grounding.semantics import parse_object_catalog
-from safety_monitor.grounding.thresholds import parse_thresholds
+from safety_monitor.grounding.thresholds import BaseJump, parse_thresholds
 from safety_monitor.specs.model import CATEGORIES, load_specs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -131,6 +131,7 @@ def test_the_predicates_command_lists_the_grounder_vocabulary(capsys):
         (lambda d: d["sanitized"].__setitem__("constant", "yes"), "sanitized.constant"),
         (lambda d: d.__setitem__("sanitized", [1]), "sanitized must be a mapping"),  # once an AttributeError
         (lambda d: d.pop("wrench"), "'wrench'"),
+        (lambda d: d["base_jump"].pop("trust_after_s"), r"base_jump: unknown key\(s\) none, missing key\(s\) \['trust"),
         # keys YAML reads as a number, a boolean or null (`3:`, `true:`, `~:`): once a TypeError sorting or joining
         (lambda d: d.update({3: 1, True: 2}), r"unknown section\(s\) 3, True$"),
         (lambda d: d["motion"].update({None: 1, "x": 2}), r"motion: unknown key\(s\) None, 'x', missing"),
@@ -141,6 +142,14 @@ def test_threshold_errors_name_the_key(edit, message):
     edit(doc)
     with pytest.raises(GroundingError, match=message):
         parse_thresholds(doc, "thresholds.yaml")
+
+
+def test_a_thresholds_file_from_before_the_base_jump_section_loads_with_the_package_s_values():
+    """`robot init` copied thresholds.yaml to users' folders before the section existed: their files still load."""
+    doc = _yaml("thresholds.yaml")
+    given = parse_thresholds(doc, "new").base_jump
+    del doc["base_jump"]
+    assert parse_thresholds(doc, "old").base_jump == given == BaseJump()
 
 
 @pytest.mark.parametrize(

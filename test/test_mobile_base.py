@@ -12,6 +12,7 @@ table's side and slides along its top for 2 s, far longer than the forbidden-con
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -22,8 +23,9 @@ from safety_monitor.enums import EventKind, IssueKind
 from safety_monitor.errors import GroundingError, SourceError
 from safety_monitor.frames import BASE_POSE, JointSample, Pose
 from safety_monitor.grounding.grounder import load_default_grounder
+from safety_monitor.grounding.thresholds import BaseJump
 from safety_monitor.io.bag import BagWriter
-from safety_monitor.pipeline.assemble import StreamMapping
+from safety_monitor.pipeline.assemble import FrameAssembler, StreamMapping
 from safety_monitor.pipeline.estimator import Estimator
 from safety_monitor.pipeline.tf import ROBOT, Transform, TransformTree
 from safety_monitor.replay.score import ReplayConfig, score_bag
@@ -62,14 +64,15 @@ def arm_at(k: int, contact: bool) -> np.ndarray:
     return (1 - share) * np.array(RAISED) + share * np.array(LOWERED) + jitter
 
 
-def write_bag(path: Path, contact: bool, lost: range = range(0)) -> None:
-    """The run; `lost`: frames without the odom -> base_link transform (odometry silent)."""
+def write_bag(path: Path, contact: bool, lost: range = range(0), moved: Callable[[int], Pose] = base_at) -> None:
+    """The run; `lost`: frames without the odom -> base_link transform (odometry silent); `moved`: the base's pose
+    in odom as odometry gives it at frame k (a localisation that jumps)."""
     with BagWriter(path) as bag:
         bag.write_tf("/tf_static", [("map", "odom", Pose(ODOM, IDENTITY), 0.0)], log_t=T0 - 0.1)
         for k in range(FRAMES):
             t = T0 + k / RATE
             if k not in lost:
-                bag.write_tf("/tf", [("odom", "base_link", base_at(k), t - 0.002)])
+                bag.write_tf("/tf", [("odom", "base_link", moved(k), t - 0.002)])
             bag.write_tf("/tf", [("map", "cube_link", CUBE, t - 0.004)])
             bag.write_joint_state("/joint_states", t, JOINTS, arm_at(k, contact), np.zeros(len(JOINTS)))
 
@@ -144,6 +147,114 @@ def test_a_base_pose_lost_makes_the_geometry_unknown_and_is_said(runs):
     stale_from = 70 + math.floor(0.25 * RATE)  # the last base pose, at frame 69, older than 0.25 s
     assert first in (stale_from, stale_from + 1) and last > 80
     assert runs_of["joint_position_out_of_limits"] == [[0, FRAMES - 1, False]]
+
+
+def _turned(pose: Pose, yaw: float) -> Pose:
+    return Pose(pose.position, np.array([math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2)]))
+
+
+# odometry placing the base elsewhere from frame 70 on, and the frame of the last pose that jumps: a glitch, 1 m ahead
+# for five frames (its way back jumps too), and a reset, 2 m aside and turned round
+JUMPS = {
+    "glitch": (lambda k: Pose(base_at(k).position + [1.0, 0.0, 0.0], IDENTITY) if 70 <= k < 75 else base_at(k), 75),
+    "reset": (
+        lambda k: _turned(Pose(base_at(k).position - [0.0, 2.0, 0.0], IDENTITY), math.pi) if k >= 70 else base_at(k),
+        70,
+    ),
+}
+
+
+@pytest.mark.parametrize("how", JUMPS)
+def test_a_base_pose_that_jumps_is_said_once_and_the_geometry_unknown_until_it_steps_plausibly_again(runs, how):
+    """The localisation places the base metres away from one frame to the next: no drive does that, so one
+    base_jump issue is said, and the geometry's predicates are unknown from that frame until the poses have
+    stepped plausibly for trust_after_s (0.5 s), then for the grounder's warm-up, as after a lost base pose;
+    the joint limits stay decided, and the clean run stays clean."""
+    folder, robot, mapping = runs
+    moved, last_jump = JUMPS[how]
+    write_bag(folder / how, contact=False, moved=moved)
+    result = _score(folder, how, robot, mapping)
+    assert result.issues == {IssueKind.BASE_JUMP: 1} and _opened(result) == []
+    trusted = last_jump + math.ceil(0.5 * RATE)  # the first pose 0.5 s after the last jump
+    warmup = load_default_grounder(RATE, robot, wrench_sensor=False, mobile_base=True).warmup_frames
+    runs_of = result.timeline.to_json()["runs"]
+    assert runs_of["forbidden_contact"] == [
+        [0, 69, False],
+        [70, trusted + warmup - 1, None],
+        [trusted + warmup, FRAMES - 1, False],
+    ]
+    assert result.stale_by_stream == {BASE_POSE: trusted - 70}
+    assert runs_of["joint_position_out_of_limits"] == [[0, FRAMES - 1, False]]
+
+
+def _assembler(rule: BaseJump = BaseJump()) -> FrameAssembler:
+    return FrameAssembler(JOINTS, mapping=StreamMapping(wrench=None, world_frame="map"), base_jump=rule)
+
+
+def _frame(assembler: FrameAssembler, k: int):
+    return assembler.on_joint_sample(JointSample(JOINTS, arm_at(k, False), None, None, 1.0 + k / RATE))
+
+
+@pytest.mark.parametrize(("linear", "angular"), [(1, 0), (0, 1)])
+@pytest.mark.parametrize("over", [False, True])
+def test_a_base_step_just_beyond_a_drive_is_a_jump_and_one_just_within_is_none(linear, angular, over):
+    """The defaults: a step over one 25 Hz frame may move 0.05 m + 2 m/s x 0.04 s and turn 0.1 rad + 3 rad/s x
+    0.04 s; a hair more is a jump (said, the base unusable until its poses have stepped plausibly for 0.5 s)."""
+    assembler, dt, hair = _assembler(), 1 / RATE, 1e-6 if over else -1e-6
+    reach, turn = (0.05 + 2.0 * dt + hair) * linear, (0.1 + 3.0 * dt + hair) * angular
+    poses = [base_at(0)] + [_turned(Pose(base_at(0).position + [reach, 0.0, 0.0], IDENTITY), turn)] * 2
+    stale, issues = [], []
+    for k in range(20):
+        assembler.on_base_sample(poses[min(k, 2)], 1.0 + (k - 0.1) / RATE)  # then the pose stays put
+        frame = _frame(assembler, k)
+        stale.append(BASE_POSE in frame.stale)
+        issues += frame.issues
+    assert [(i.kind, i.stream, i.t) for i in issues] == (
+        [(IssueKind.BASE_JUMP, BASE_POSE, 1.0 + 0.9 / RATE)] if over else []
+    )
+    # jumped at stamp frame 0.9; trusted at frame 13.9's pose, 0.52 s on (12.9's is 0.48 s on)
+    assert stale == ([False] + [True] * 13 + [False] * 6 if over else [False] * 20)
+
+
+def test_a_base_jumping_about_is_said_once_and_trusted_once_its_poses_agree_however_soon():
+    """Poses flickering between two places (a TF given two parents) stay unusable, said once; with trust_after_s 0
+    the first plausible step restores the pose, but never before a frame had it unusable: a jump and its
+    recovery between two frames would otherwise join the grounder's evidence across the jump."""
+    assembler, far = _assembler(), Pose(np.array([3.0, 0.0, 0.0]), IDENTITY)
+    stale, issues = [], []
+    for k in range(30):
+        assembler.on_base_sample(far if k % 2 and k < 15 else base_at(k), 1.0 + (k - 0.1) / RATE)
+        frame = _frame(assembler, k)
+        stale.append(BASE_POSE in frame.stale)
+        issues += frame.issues
+    assert [i.kind for i in issues] == [IssueKind.BASE_JUMP]
+    assert stale == [False] + [True] * 26 + [False] * 3  # the last jump at frame 14 (back), plausible 0.5 s from 27 on
+    quick = _assembler(BaseJump(trust_after_s=0.0))
+    quick.on_base_sample(base_at(0), 1.0 - 0.1 / RATE)
+    assert BASE_POSE not in _frame(quick, 0).stale
+    quick.on_base_sample(far, 1.0 + 0.2 / RATE)
+    quick.on_base_sample(far, 1.0 + 0.5 / RATE)  # plausible at once: trusted again before the next frame
+    assert [i.kind for i in quick.drain_issues()] == [IssueKind.BASE_JUMP]
+    assert BASE_POSE in _frame(quick, 1).stale and BASE_POSE not in _frame(quick, 2).stale
+
+
+def test_a_fast_drive_and_turn_with_jittered_stamps_is_no_jump(tmp_path):
+    """1.9 m/s and 2.9 rad/s, just under the default speeds, with stamps jittered by 5 ms either way (a step's
+    time off by a quarter): no issue, the base pose never unusable, the geometry decided after the warm-up."""
+    robot, mapping = write_setup(tmp_path)
+    grounder = load_default_grounder(RATE, robot, wrench_sensor=False, mobile_base=True)
+    stage = Estimator(grounder, mapping)
+    stage.transforms([("map", "odom", Pose(ODOM, IDENTITY), 0.0)])
+    for k in range(grounder.warmup_frames + 5):
+        t = 1.0 + k / RATE
+        drive = _turned(Pose(np.array([1.9 * k / RATE, 0.0, 0.0]), IDENTITY), 2.9 * k / RATE)
+        jitter = 0.005 * (-1) ** k
+        steps = [
+            stage.transforms([("odom", "base_link", drive, t - 0.01 + jitter), ("map", "cube_link", CUBE, t - 0.01)])
+        ]
+        steps.append(stage.joints(JointSample(JOINTS, arm_at(k, False), None, None, t)))
+        assert [i for s in steps for i in s.issues] == [] and BASE_POSE not in steps[-1].sample.stale
+    assert not steps[-1].sample.unknown & {*GEOMETRIC, *LIMITS}
 
 
 def test_the_estimator_places_the_base_from_tf_and_refuses_a_nan_base_pose(tmp_path):

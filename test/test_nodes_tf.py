@@ -248,3 +248,39 @@ def test_a_mobile_base_is_placed_live_from_tf_as_in_replay(tmp_path, monkeypatch
             assert base is not None
             np.testing.assert_allclose(base.position, base_at(k).position + ODOM, atol=1e-12)
         assert "base_pose" not in h.got[-1].stale and "forbidden_contact" not in h.got[-1].unknown
+
+
+def test_a_mobile_base_s_jump_is_said_and_unplaces_the_robot_live_as_in_replay(tmp_path, monkeypatch):
+    """The same drive with the base 2 m ahead from frame 4 on: the node says one base_jump and its frames have the
+    base pose unusable from then (0.5 s of plausible poses not yet seen), the same frames as replay's stage."""
+    from test_mobile_base import CUBE, IDENTITY, JOINTS, ODOM, arm_at, base_at, write_setup
+
+    from safety_monitor.enums import IssueKind
+    from safety_monitor.frames import JointSample
+    from safety_monitor.grounding.grounder import load_default_grounder
+    from safety_monitor.pipeline.estimator import Estimator
+
+    robot, mapping = write_setup(tmp_path / "robot")
+    odom = ("map", "odom", Pose(ODOM, IDENTITY), 0.0)
+    stage = Estimator(load_default_grounder(25.0, robot, wrench_sensor=False, mobile_base=True), mapping)
+    stage.transforms([odom])
+    live = {"world_frame": "map", "object_frames": {"cube": "cube_link"}}
+    with tf_node(tmp_path, monkeypatch, lambda h: h.tf_static.publish(h.bytes([odom])), live, robot.parent) as h:
+        executor, node = h.executor, h.node
+        spin_until(executor, lambda: h.joints.get_subscription_count() and h.tf.get_subscription_count())
+        spin_until(executor, lambda: h.tf_calls == 1)
+        replayed = []
+        for k in range(FRAMES):
+            t = OFFSET + k / 25.0
+            base = Pose(base_at(k).position + [2.0 * (k >= 4), 0.0, 0.0], IDENTITY)
+            transforms = [("odom", "base_link", base, t - 0.002), ("map", "cube_link", CUBE, t - 0.004)]
+            h.tf.publish(h.bytes(transforms))
+            spin_until(executor, lambda: h.tf_calls == k + 2)
+            h.joints.publish(m.joint_state_msg(h.types, t, JOINTS, arm_at(k, False)))
+            spin_until(executor, lambda: len(h.got) == k + 1)
+            stage.transforms(transforms)
+            replayed.append(stage.joints(JointSample(JOINTS, arm_at(k, False), None, None, t)).sample)
+        assert node.issues == {IssueKind.BASE_JUMP: 1}
+        assert ["base_pose" in s.stale for s in h.got] == [False] * 4 + [True] * (FRAMES - 4)
+        assert [s.stale for s in h.got] == [s.stale for s in replayed]
+        assert [s.unknown for s in h.got] == [s.unknown for s in replayed]

@@ -10,6 +10,7 @@ import pytest
 from safety_monitor.enums import IssueKind
 from safety_monitor.errors import GroundingError
 from safety_monitor.frames import JointSample, Pose, Wrench
+from safety_monitor.grounding.thresholds import BaseJump
 from safety_monitor.grounding.urdf import JointLimit
 from safety_monitor.io import messages as m
 from safety_monitor.io.bag import default_typestore
@@ -30,7 +31,9 @@ class _Grounder:
     predicates = ("p", "q")
     control_rate_hz = 500.0
     thresholds = SimpleNamespace(
-        max_age_s=SimpleNamespace(wrench=0.1, object_pose=0.25), joint_limits=SimpleNamespace(jump_factor=2.0)
+        max_age_s=SimpleNamespace(wrench=0.1, object_pose=0.25),
+        joint_limits=SimpleNamespace(jump_factor=2.0),
+        base_jump=BaseJump(),
     )
     robot = SimpleNamespace(required_joints=NAMES, accepted_joints=frozenset(), objects={"mug": None}, base_body="base")
     joint_limits: dict = {}  # no velocity limits: no jump issues

@@ -108,6 +108,21 @@ class JointLimitMargins:
 
 
 @dataclass(frozen=True)
+class BaseJump:
+    """When a mobile base's pose (from TF) jumped: a step from one pose to the next further than the base drives
+    over the time between them (`linear_speed_mps`, `angular_speed_radps`) plus `noise_m` and `noise_rad`
+    (localisation noise, stamp jitter) is a localisation reset or glitch, not a drive. The pose is then not
+    trusted until its poses have stepped plausibly for `trust_after_s`. The defaults hold for a thresholds.yaml
+    written before the section existed."""
+
+    linear_speed_mps: float = 2.0
+    angular_speed_radps: float = 3.0
+    noise_m: float = 0.05
+    noise_rad: float = 0.1
+    trust_after_s: float = 0.5
+
+
+@dataclass(frozen=True)
 class Sanitized:
     """Where `sanitized` comes from: an event name in RobotState.events, or a constant pinned in config."""
 
@@ -125,6 +140,7 @@ class Thresholds:
     wrench: WrenchLimits
     max_age_s: MaxAges
     joint_limits: JointLimitMargins
+    base_jump: BaseJump
     sanitized: Sanitized
     source: str = "<defaults>"
 
@@ -153,7 +169,9 @@ _SECTIONS = {
     "wrench": WrenchLimits,
     "max_age_s": MaxAges,
     "joint_limits": JointLimitMargins,
+    "base_jump": BaseJump,
 }
+_OPTIONAL = frozenset({"base_jump"})  # sections added since `robot init` began copying the file: defaults if absent
 
 
 def load_thresholds(path: str | Path) -> Thresholds:
@@ -171,6 +189,9 @@ def parse_thresholds(doc: Any, source: str) -> Thresholds:
         raise GroundingError(f"{source}: unknown section(s) {', '.join(extra)}")
     parts: dict[str, Any] = {}
     for section, cls in _SECTIONS.items():
+        if section in _OPTIONAL and section not in doc:
+            parts[section] = cls()
+            continue
         raw = doc.get(section)
         if not isinstance(raw, dict):
             raise GroundingError(f"{source}: section {section!r} is missing or not a mapping")

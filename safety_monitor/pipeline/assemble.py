@@ -34,10 +34,11 @@ from safety_monitor.files import load_yaml
 from safety_monitor.frames import BASE_POSE, JointSample, Pose, PredicateSample, RobotState, StreamIssue, Wrench
 from safety_monitor.grounding.description import RobotDescription
 from safety_monitor.grounding.joint_limits import JumpDetector, jump_issue
+from safety_monitor.grounding.thresholds import BaseJump
 from safety_monitor.grounding.urdf import JointLimit
 from safety_monitor.io.messages import joint_state_sample, pose_of, wrench_of
 from safety_monitor.names import did_you_mean
-from safety_monitor.pipeline.tf import frame_id
+from safety_monitor.pipeline.tf import frame_id, rotation_between
 from safety_monitor.settings import FROZEN_S, EstimatorSettings, Topics
 
 JOINTS = "joint_states"
@@ -260,6 +261,7 @@ class FrameAssembler:
     `joint_limits`: the joints' velocity limits make a joint's step since its own previous sample larger than
     `jump_factor` times the limit over the time between the two a `JOINT_JUMP` issue
     (`grounding.joint_limits.JumpDetector`, the rule the grounder's `joint_position_jump` reads).
+    `base_jump`: when a mobile base's pose jumped (`on_base_sample`).
     """
 
     def __init__(
@@ -271,6 +273,7 @@ class FrameAssembler:
         joint_limits: Mapping[str, JointLimit] | None = None,
         jump_factor: float = 2.0,
         optional: Sequence[str] = (),
+        base_jump: BaseJump = BaseJump(),
     ) -> None:
         self.mapping = mapping or StreamMapping()
         self.limits = limits or StaleLimits()
@@ -296,6 +299,9 @@ class FrameAssembler:
         self._pose_stamps: dict[str, float] = {}
         self._mobile = bool(self.mapping.world_frame)  # a mobile base: its pose is a stream of its own
         self._base: tuple[Pose, float] | None = None  # its latest pose in the world frame, and stamp
+        self._base_jump = base_jump
+        self._base_doubted: float | None = None  # after a base jump: the stamp of the last pose that jumped
+        self._base_jump_unseen = False  # a base jump since the last frame: the next frame has the base stale
         self._stopped_flagged = False
         self._joint_repeats = _Repeats()
         self._wrench_repeats = _Repeats()
@@ -385,7 +391,9 @@ class FrameAssembler:
             stamp = stamps.get(name)
             if stamp is None or t - stamp > limit:
                 stale.append(stream)
-        if self._mobile and (self._base is None or t - self._base[1] > limit):
+        if self._mobile and (
+            self._base is None or t - self._base[1] > limit or self._base_doubted is not None or self._base_jump_unseen
+        ):
             stale.append(BASE_POSE)
         return stale
 
@@ -489,13 +497,43 @@ class FrameAssembler:
 
     def on_base_sample(self, pose: Pose, stamp: float, received: float | None = None) -> None:
         """A mobile base's pose in the world frame (`mapping.world_frame`, from TF), checked and aged as an
-        object's pose is: the frames carry it while it is fresh, and have `BASE_POSE` stale otherwise."""
+        object's pose is: the frames carry it while it is fresh, and have `BASE_POSE` stale otherwise; and judged
+        against the last one (`_judge_base_step`)."""
         usable = self._usable_pose(BASE_POSE, pose, stamp, self._base[1] if self._base else None, received)
         if usable is None:
             return
+        if self._base is not None:
+            self._judge_base_step(*self._base, pose, usable)
         self._base = (pose, usable)
         self._check_late(usable, BASE_POSE, self.limits.pose)
         self._check_driver(usable, BASE_POSE, received)
+
+    def _judge_base_step(self, last: Pose, last_t: float, pose: Pose, t: float) -> None:
+        """A base pose further from the last one than the base drives in the time between (`BaseJump`: a
+        localisation reset, a TF reparented, a glitch) is a jump, said once (`base_jump`). Where the robot stands is
+        then unknown (`BASE_POSE` stale) until its poses have stepped plausibly for `trust_after_s`, whether they
+        came back (a glitch) or hold the new place (a reset), and on the next frame at least, so the grounder
+        starts afresh however soon they do."""
+        rule, dt = self._base_jump, t - last_t
+        moved = math.dist(pose.position.tolist(), last.position.tolist())
+        turned = rotation_between(last.quaternion, pose.quaternion)
+        reach = rule.noise_m + rule.linear_speed_mps * dt
+        turn = rule.noise_rad + rule.angular_speed_radps * dt
+        if moved <= reach and turned <= turn:
+            if self._base_doubted is not None and t - self._base_doubted >= rule.trust_after_s:
+                self._base_doubted = None
+            return
+        if self._base_doubted is None:
+            self._base_jump_unseen = True
+            self._issue(
+                IssueKind.BASE_JUMP,
+                BASE_POSE,
+                t,
+                f"the base moved {moved:.3g} m and turned {turned:.3g} rad in {dt:.3f} s, beyond a drive (at most "
+                f"{reach:.3g} m, {turn:.3g} rad): a localisation reset or glitch; where it stands is unknown until "
+                f"its poses step plausibly for {rule.trust_after_s:g} s",
+            )
+        self._base_doubted = t
 
     def _usable_pose(
         self, stream: str, pose: Pose, stamp: float, last: float | None, received: float | None
@@ -635,6 +673,7 @@ class FrameAssembler:
                 return None
 
         stale = self._stale(t)
+        self._base_jump_unseen = False
         if self._t is not None and t - self._t > self.limits.joint_states:
             self._joint_repeats = _Repeats()  # nothing was received across the gap: only repeats heard count
         if layout is not None and self._missing(t):

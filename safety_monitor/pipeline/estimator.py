@@ -106,6 +106,7 @@ class Estimator:
             self.grounder.joint_limits,
             self.grounder.thresholds.joint_limits.jump_factor,
             optional=sorted(robot.accepted_joints - set(robot.required_joints)),  # the twin places them (other arm)
+            base_jump=self.grounder.thresholds.base_jump,
         )
         self.frames = 0  # frames of the current rollout: the next sample's number
         self._last_t: float | None = None  # time of the last frame grounded in this rollout

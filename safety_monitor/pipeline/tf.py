@@ -20,6 +20,7 @@ object (`ROBOT`), its pose in the world frame placing the twin's robot each fram
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -63,6 +64,13 @@ def rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
     u = q[1:]
     t = 2.0 * np.cross(u, v)
     return v + q[0] * t + np.cross(u, t)
+
+
+def rotation_between(a: np.ndarray, b: np.ndarray) -> float:
+    """The angle (rad, 0 to pi) of the rotation from orientation `a` to `b` (quaternions, w first, of any sign
+    and nonzero norm)."""
+    cos_half = abs(float(a @ b)) / math.sqrt(float(a @ a) * float(b @ b))
+    return 2.0 * math.acos(min(1.0, cos_half))
 
 
 def compose(outer: Pose, inner: Pose) -> Pose:
