@@ -463,6 +463,9 @@ def test_a_recorded_log_shows_what_a_console_listening_throughout_showed(events,
     assert text[1:] == live.lines()[1:]  # the same view: no violation open (run 2's died with it), state lost
     assert "OPEN VIOLATIONS (0)" in text and "STATE LOST (monitor restarted after a crash): r1" in text
     assert sum(line.endswith("[r1] run 2 rollout 0 never_a opened at frame 3 t=1.006s") for line in text) == 1
+    assert text[text.index("RECENT EVENTS (last 4 of 4)") + 1].endswith(
+        f"[r1] run 3 state lost: the previous monitor (pid {dead}) died"  # in no rollout, at no frame
+    )
 
 
 def test_a_clean_run_without_events_is_no_alarm_and_an_empty_log_says_nothing_was_recorded(tmp_path, capsys):

@@ -317,12 +317,16 @@ def _describe(e: dict[str, Any]) -> str:
     wall = e.get("wall_time")
     clock = time.strftime("%H:%M:%S ", time.localtime(wall)) if isinstance(wall, (int, float)) else ""
     robot = f"[{e['robot']}] " if e.get("robot") else ""
-    return f"{clock}{robot}run {e['run']} rollout {e.get('rollout', '-')} {event_text(e)}"
+    rollout = e.get("rollout", "-")
+    return f"{clock}{robot}run {e['run']}{'' if rollout is None else f' rollout {rollout}'} {event_text(e)}"
 
 
 def event_text(e: dict[str, Any]) -> str:
     """What happened, in the console's words (an event's JSON record): `drop_only_when_released opened about
-    mug at frame 1913 t=11.506s`; `safety-monitor sim`'s summary shows its alerts so."""
+    mug at frame 1913 t=11.506s`; `safety-monitor sim`'s summary shows its alerts so. A restarted monitor's
+    `state_lost` (of no property, rollout or frame) names the monitor that died."""
+    if e["kind"] == EventKind.STATE_LOST:
+        return f"state lost: the previous monitor (pid {e.get('previous_pid')}) died"
     t = e.get("t")
     when = f"frame {e.get('frame')}" + (f" t={t:.3f}s" if isinstance(t, (int, float)) else "")
     about = f" about {', '.join(e['objects'])}" if e.get("objects") else ""  # what a violation was about
