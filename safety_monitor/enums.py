@@ -67,6 +67,7 @@ class Heard(StrEnum):
     ALIVE = "alive"  # beating
     SILENT = "silent"  # no beat for a while, and no stop said: dead, paused or cut off
     STOPPED = "stopped"  # its last beat said it stopped cleanly
+    RECORDING = "recording"  # nothing heard: the events were read from an event log (alerts --log)
 
 
 class IssueKind(StrEnum):

@@ -215,6 +215,7 @@ INPUT_FILES = {
     "topics",
     "urdf",
     "mjcf",
+    "log",
 }
 OUTPUTS = {"feedback", "report", "events", "record", "out"}  # written, not read: not input validation
 TEXT = {  # free text the command checks itself; each gets a value it must refuse

@@ -1,10 +1,14 @@
-"""`safety-monitor alerts` (board, text, JSON over a live topic) and the `sim` live-run CLI's checks
-and summary."""
+"""`safety-monitor alerts` (board, text, JSON over a live topic or from a recorded event log) and the
+`sim` live-run CLI's checks and summary."""
 
 import json
+import os
+import subprocess
+import sys
 import threading
 import time
 import uuid
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -12,9 +16,10 @@ import pytest
 from safety_monitor.cli import main
 from safety_monitor.cli.nodes import summarize, summary_lines
 from safety_monitor.enums import MonitorState
-from safety_monitor.nodes.alerts import NO_MONITOR, AlertBoard, counterexample_lines
+from safety_monitor.nodes.alerts import CUT_LOG, NO_MONITOR, AlertBoard, counterexample_lines
 
 WAIT_S = 120.0  # only a broken run waits this long for a condition: a slow, loaded machine passes far below it
+ROOT = Path(__file__).resolve().parents[1]
 
 SPECS = """
 predicates: [a, b]
@@ -326,6 +331,249 @@ def test_alerts_once_without_a_monitor_says_so_and_fails(capsys):
     assert main(["alerts", "--once", "--namespace", "a" + uuid.uuid4().hex[:8], "--timeout", "1"]) == NO_MONITOR
     out, err = capsys.readouterr()
     assert out.startswith("NO MONITOR HEARD for") and "no monitor heard on /a" in err
+
+
+# ------------------------------------------------------------------------------- recorded: --log
+def event_log(path, **kwargs):
+    from safety_monitor.nodes.event_log import EventLog
+
+    return EventLog(path, fallback=None, hold=kwargs.get("hold", 100), robot="r1", say=lambda *said: None)
+
+
+# A monitor run killed by SIGKILL in the middle of a write: the batches before it are whole lines, the last
+# is cut short (the writer's own code up to the kill; os._exit stands for the signal). It prints its pid and
+# the batches as stamped and sent.
+KILLED_RUN = """
+import json, os, sys
+from pathlib import Path
+from safety_monitor.nodes.event_log import EventLog, wall_stamp
+log = EventLog(Path(sys.argv[1]), fallback=None, hold=100, robot="r1", say=lambda *said: None)
+log.open()
+sent = [[{**e, **wall_stamp()} for e in batch] for batch in json.loads(sys.argv[2])]
+for batch in sent:
+    log.write(batch)
+os.write(os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND), sys.argv[3].encode())
+print(json.dumps([os.getpid(), sent]), flush=True)
+os._exit(9)
+"""
+
+
+def killed_run(log, batches, torn):
+    """Run KILLED_RUN on `log` in a process of its own (the log is locked while open): its pid, and the
+    batches as it sent them."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run(
+        [sys.executable, "-c", KILLED_RUN, str(log), json.dumps(batches), torn],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S,
+    )
+    assert done.returncode == 9, done.stderr
+    return json.loads(done.stdout)
+
+
+def stamped(events):
+    """The events as the monitor node logs and publishes them: with the wall-clock time and pid of sending."""
+    from safety_monitor.nodes.event_log import wall_stamp
+
+    return [{**e, **wall_stamp()} for e in events]
+
+
+def show_log(capsys, *argv):
+    """`alerts --log ...`: exit code, stdout, stderr."""
+    code = main(["alerts", "--log", *map(str, argv)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+LISTS = ("open", "blind", "recent", "lost", "received")  # what a snapshot says of the events
+
+
+def test_a_recorded_log_shows_what_a_console_listening_throughout_showed(events, tmp_path, capsys):
+    """Three monitor runs on one log, each a run of its own as each monitor process is live: a clean one,
+    one killed mid-write with a violation open (the log cut short), and one that restarted after it and
+    said the state was lost. The recording lists the open violations, events and counterexample the live
+    console shows for the same events, and says what it is instead of a heartbeat."""
+    from safety_monitor.enums import EventKind
+
+    path = tmp_path / "events.jsonl"
+    opened, recovered = stamped(events)
+    live = AlertBoard()
+
+    first = event_log(path)
+    assert first.open() is None
+    for batch in ([opened], [recovered]):
+        first.write(batch)
+        live.update(batch, publisher=b"first")
+    first.close()
+
+    torn = '{"category": "action_onset", "frame": 5, "kind": "op'
+    dead, sent = killed_run(path, [events[:1]], torn)
+    for batch in sent:
+        live.update(batch, publisher=b"killed")
+
+    code, out, err = show_log(capsys, path, "--json")
+    shown, expected = json.loads(out), json.loads(json.dumps(live.snapshot()))
+    assert code == CUT_LOG and err == (
+        f"alerts: {path}: the last line was cut short ({len(torn)} bytes: a run died writing it, or writes it now); "
+        "the 6 whole records before it are shown\n"
+    )
+    assert {k: shown[k] for k in LISTS} == {k: expected[k] for k in LISTS}
+    assert [(e["property"], e["run"], e["frame"]) for e in shown["open"]] == [("never_a", 2, 3)]
+    assert shown["open"][0]["counterexample"] == events[0]["counterexample"]
+    assert shown["monitor"] == {
+        "state": "recording",
+        "alive": False,
+        "silent_s": None,
+        "pid": dead,
+        "seq": None,
+        "robot": "r1",
+        "level": None,
+        "summary": None,
+        "violations": 2,
+        "log": str(path),
+        "records": 6,
+        "runs": 2,
+        "stopped": False,
+        "events_lost": 0,
+        "torn_bytes": len(torn),
+    }
+    assert show_log(capsys, path)[1].splitlines()[0] == (
+        f"RECORDING {path} (not live): 2 monitor runs, 2 violations opened; its last line was cut short "
+        f"({len(torn)} bytes): the run (pid {dead}) died writing it, or writes it now"
+    )
+
+    third = event_log(path)  # the next monitor cuts the torn line and says its predecessor's state is lost
+    previous = third.open()
+    assert previous is not None and previous.pid == dead and previous.torn_bytes == len(torn)
+    lost = stamped([{"property": "*", "kind": EventKind.STATE_LOST, "frame": None, "t": None, "rollout": None}])
+    lost = [{**lost[0], "robot": "r1", "previous_pid": dead, "previous_started": None, "torn_bytes": len(torn)}]
+    third.write(lost)
+    live.update(json.loads(json.dumps(lost)), publisher=b"third")
+    third.close()
+
+    code, out, err = show_log(capsys, path, "--once")
+    assert code == 0 and err == ""
+    text = out.splitlines()
+    assert text[0] == (
+        f"RECORDING {path} (not live): 3 monitor runs, 2 violations opened; the last run (pid {os.getpid()}) "
+        "stopped cleanly"
+    )
+    assert text[1:] == live.lines()[1:]  # the same view: no violation open (run 2's died with it), state lost
+    assert "OPEN VIOLATIONS (0)" in text and "STATE LOST (monitor restarted after a crash): r1" in text
+    assert sum(line.endswith("[r1] run 2 rollout 0 never_a opened at frame 3 t=1.006s") for line in text) == 1
+    assert text[text.index("RECENT EVENTS (last 4 of 4)") + 1].endswith(
+        f"[r1] run 3 state lost: the previous monitor (pid {dead}) died"  # in no rollout, at no frame
+    )
+
+
+def test_a_clean_run_without_events_is_no_alarm_and_an_empty_log_says_nothing_was_recorded(tmp_path, capsys):
+    clean = tmp_path / "clean" / "events.jsonl"
+    log = event_log(clean)
+    log.open()
+    log.close()
+    code, out, err = show_log(capsys, clean.parent)  # the monitor's folder: its one log
+    assert code == 0 and err == ""
+    assert out.splitlines()[:3] == [
+        f"RECORDING {clean} (not live): 1 monitor run, 0 violations opened; the last run (pid {os.getpid()}) "
+        "stopped cleanly",
+        "OPEN VIOLATIONS (0)",
+        "    none",
+    ]
+    empty = tmp_path / "empty.jsonl"
+    empty.touch()
+    code, out, err = show_log(capsys, empty, "--json")
+    assert code == NO_MONITOR and err == f"alerts: {empty} is empty: no monitor run recorded\n"
+    shown = json.loads(out)
+    assert shown["received"] == 0 and shown["monitor"]["records"] == 0 and shown["monitor"]["runs"] == 0
+
+
+def test_events_the_log_could_not_take_are_counted_in_the_first_line(events, tmp_path, capsys, monkeypatch):
+    """A full disk: one batch is held, two more are dropped (hold 1), then the log takes writes again and
+    says how many it lost. A console listening live saw them; the recording says they are missing."""
+    from safety_monitor.nodes import event_log as module
+
+    path = tmp_path / "events.jsonl"
+    log = event_log(path, hold=1)
+    log.open()
+    real = module._append
+
+    def full(fd, data):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(module, "_append", full)
+    for batch in ([events[0]], [events[1]], [events[1]]):
+        log.write(batch)
+    monkeypatch.setattr(module, "_append", real)
+    log.write([events[1]])
+    log.close()
+    code, out, _ = show_log(capsys, path)
+    assert code == 0
+    assert out.splitlines()[0].endswith("stopped cleanly; 2 events lost (the log could not take them)")
+    assert "RECENT EVENTS (last 2 of 2)" in out
+
+
+@pytest.mark.parametrize(
+    "content, line",
+    [
+        (b"predicates: [a, b]\n", 1),  # a spec file
+        (b'{"t": 0.0, "a": true}\n', 1),  # a predicate trace
+        (b'{"pid": 7, "started": 1.5}', 1),  # the log's `.running` companion: whole JSON, no newline
+        (b"\x89MCAP0\r\n\x00\x01", 1),  # a bag
+        (b'{"property": "*", "kind": "monitor_started"}\n[1, 2]\n', 2),  # a record, then not one
+    ],
+)
+def test_a_file_that_is_not_an_event_log_is_one_line_naming_it(content, line, tmp_path, capsys):
+    path = tmp_path / "not_a_log.jsonl"
+    path.write_bytes(content)
+    code, out, err = show_log(capsys, path)
+    assert code == 2 and out == ""
+    assert err.startswith(f"safety-monitor alerts: error: {path} is not an event log: line {line} is not a JSON record")
+    assert len(err.splitlines()) == 1
+
+
+def test_log_takes_a_monitors_folder_and_says_what_it_expected_otherwise(tmp_path, capsys):
+    expected = "give a monitor's event log or its folder ($ROS_HOME/safety_monitor/events.jsonl by default"
+    (tmp_path / "a.jsonl").touch()
+    (tmp_path / "b.jsonl").touch()
+    report = tmp_path / "report"
+    report.mkdir()
+    (report / "report.json").write_text("{}")
+    for argv, said in [
+        ((tmp_path,), f"{tmp_path} holds 2 event logs (a.jsonl, b.jsonl): give the one to read"),
+        ((report,), f"{report} is a replay report, which holds no event log (its events are in report.json"),
+        ((tmp_path / "nowhere",), f"no such file or folder: {tmp_path / 'nowhere'}: {expected}"),
+        ((tmp_path / "a.jsonl", "--namespace", "arm1"), "--namespace names a live monitor's topics; with --log"),
+    ]:
+        code, out, err = show_log(capsys, *argv)
+        assert code == 2 and out == "" and len(err.splitlines()) == 1, err
+        assert err.startswith(f"safety-monitor alerts: error: {said}"), err
+
+
+def test_ros2_run_alerts_says_a_bad_log_in_one_line(tmp_path, capsys):
+    pytest.importorskip("rclpy")
+    from safety_monitor.nodes.alerts import main as ros2_run_alerts
+
+    with pytest.raises(SystemExit) as exited:
+        ros2_run_alerts(["alerts", "--log", str(tmp_path / "nowhere")])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.startswith(f"alerts: error: no such file or folder: {tmp_path / 'nowhere'}: ")
+
+
+def test_reading_a_log_imports_no_rclpy(tmp_path):
+    """`--log` is for machines without ROS (a CI job): neither the parser nor the reading imports rclpy."""
+    path = tmp_path / "events.jsonl"
+    log = event_log(path)
+    log.open()
+    log.close()
+    script = (
+        "import sys; from safety_monitor.cli import main; code = main(['alerts', '--log', sys.argv[1], '--json']); "
+        "sys.exit(code or 10 * any(m.split('.')[0] == 'rclpy' for m in sys.modules))"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", script, str(path)], env=env, capture_output=True, timeout=WAIT_S)
+    assert done.returncode == 0, done.stderr
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,8 @@ Views: an interactive curses screen (arrows select a violation, q quits), a plai
 every change when the output is not a terminal, and `--once` (text) or `--json`, which print one
 snapshot and exit once a monitor's history has arrived (matched, then quiet for a second) and its
 heartbeat is heard, or after `--timeout` seconds (for scripts and tests); exit code NO_MONITOR when
-no monitor is heard then.
+no monitor is heard then. `--log PATH` builds the same view from a run's event log instead (no ROS): the
+log holds every event the monitor published, and its own records say how each monitor run ended.
 """
 
 from __future__ import annotations
@@ -22,15 +23,19 @@ import textwrap
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from safety_monitor.arguments import number, whole
-from safety_monitor.enums import EventKind, Heard, MonitorState
+from safety_monitor.enums import EventKind, Heard, LogRecordKind, MonitorState
+from safety_monitor.errors import SafetyMonitorError, SourceError
 
 EVENTS_TOPIC = "safety_monitor/events"
 HEARTBEAT_TOPIC = "safety_monitor/heartbeat"
 SILENT_S = 1.0  # no heartbeat for this long (and 3 of its periods): the monitor is not heard (dead, paused, cut off)
 NO_MONITOR = 3  # --once/--json exit code: no monitor heard, so "no violations" means nothing
+CUT_LOG = 1  # --log exit code: the log's last line was cut short (its run died writing it)
 LEVELS = ("OK", "WARN", "ERROR", "STALE")  # diagnostic_msgs/DiagnosticStatus levels 0-3
 QUIET_S = 1.0  # --once/--json: a matched monitor silent this long has delivered its history
 MAX_TIMEOUT_S = 86400.0
@@ -55,6 +60,7 @@ class AlertBoard:
         self.beat: dict[str, Any] | None = None  # the last heartbeat (see heartbeat_of) and when it came
         self._beat_gap = 0.0  # seconds between the last two heartbeats of that pid: its period
         self.runs: dict[Any, int] = {}  # events publisher -> run number, 1 for the first heard
+        self.recording: Recording | None = None  # set when the events were read from an event log: nothing is heard
 
     def hear(self, beat: dict[str, Any]) -> None:
         """A heartbeat arrived (heartbeat_of's dict)."""
@@ -65,7 +71,9 @@ class AlertBoard:
 
     def monitor(self) -> dict[str, Any]:
         """What is heard of the monitor (`state`; `alive` while it beats), for how long it has been silent, and
-        its last heartbeat."""
+        its last heartbeat; for events read from a log, what the log says of its runs."""
+        if self.recording is not None:
+            return self.recording.monitor()
         beat, now = self.beat, self.clock()
         if beat is None:
             return {
@@ -159,9 +167,101 @@ class AlertBoard:
         return out
 
 
+@dataclass
+class Recording:
+    """What an event log says of the monitor runs that wrote it: the status line of `--log`."""
+
+    path: Path
+    records: int = 0  # whole lines read
+    runs: int = 0  # monitor_started records: one per monitor process that opened the log
+    pid: int | None = None  # the last record's process
+    robot: str | None = None
+    stopped: bool = False  # the last record is a clean stop's (monitor_stopped); otherwise that run died or runs on
+    opened: int = 0  # violations opened, in every run
+    events_lost: int = 0  # events the log could not take (events_lost records): never in it
+    torn_bytes: int = 0  # the last line, cut short by its run's death (or still being written): not read
+
+    def monitor(self) -> dict[str, Any]:
+        """AlertBoard.monitor's keys (nothing heard: no seq, level or summary), and the log's own."""
+        return {
+            "state": Heard.RECORDING,
+            "alive": False,
+            "silent_s": None,
+            "pid": self.pid,
+            "seq": None,
+            "robot": self.robot,
+            "level": None,
+            "summary": None,
+            "violations": self.opened,
+            "log": str(self.path),
+            "records": self.records,
+            "runs": self.runs,
+            "stopped": self.stopped,
+            "events_lost": self.events_lost,
+            "torn_bytes": self.torn_bytes,
+        }
+
+
+_LOG_RECORDS = frozenset(LogRecordKind)  # the log's own records: never published, so no console saw them
+
+
+def read_log(path: Path, board: AlertBoard) -> Recording:
+    """Feed `board` the events of an event log (nodes/event_log.py) as a console listening throughout would
+    have received them, each monitor run (from its monitor_started record) a run of its own, and set its
+    `recording`. SourceError when `path` is not an event log."""
+    from safety_monitor.nodes.event_log import LogRecords
+
+    rec = board.recording = Recording(path)
+    records = LogRecords(path)
+    for r in records:
+        kind = r["kind"]
+        rec.records += 1
+        rec.stopped = kind == LogRecordKind.MONITOR_STOPPED
+        rec.pid = r["pid"] if isinstance(r.get("pid"), int) else rec.pid
+        rec.robot = r["robot"] if isinstance(r.get("robot"), str) else rec.robot
+        if kind == LogRecordKind.MONITOR_STARTED:
+            rec.runs += 1
+        elif kind == LogRecordKind.EVENTS_LOST and isinstance(r.get("events"), int):
+            rec.events_lost += r["events"]
+        elif kind not in _LOG_RECORDS:
+            rec.opened += kind == EventKind.OPENED
+            board.update([r], publisher=rec.runs)
+    rec.torn_bytes = records.torn_bytes
+    return rec
+
+
+_EXPECTED = (
+    "give a monitor's event log or its folder ($ROS_HOME/safety_monitor/events.jsonl by default, ROS_HOME ~/.ros)"
+)
+
+
+def find_log(path: Path) -> Path:
+    """The event log `--log PATH` names: the file, or the one `*.jsonl` in a folder (a monitor's, such as
+    $ROS_HOME/safety_monitor). SourceError saying what was expected otherwise."""
+    if not path.is_dir():
+        if not path.exists():
+            raise SourceError(f"no such file or folder: {path}: {_EXPECTED}")
+        return path
+    logs = sorted(p for p in path.glob("*.jsonl") if p.is_file())
+    if len(logs) == 1:
+        return logs[0]
+    if logs:
+        names = ", ".join(p.name for p in logs)
+        raise SourceError(f"{path} holds {len(logs)} event logs ({names}): give the one to read")
+    if (path / "report.json").is_file():
+        raise SourceError(
+            f"{path} is a replay report, which holds no event log (its events are in report.json, its violations "
+            f"in summary.md): {_EXPECTED}"
+        )
+    raise SourceError(f"{path} holds no event log (*.jsonl): {_EXPECTED}")
+
+
 def monitor_line(mon: dict[str, Any]) -> str:
-    """The status line: no monitor heard, the heard one stopped or gone silent, or alive with its summary."""
+    """The status line: no monitor heard, the heard one stopped or gone silent, or alive with its summary;
+    for a recording, the log and how its last run ended."""
     state = mon["state"]
+    if state is Heard.RECORDING:
+        return recording_line(mon)
     if state is Heard.NONE:
         return f"NO MONITOR HEARD for {mon['silent_s']:.1f} s (no heartbeat: the lists below may be incomplete)"
     said = f"{mon['level']} {mon['summary']}"
@@ -172,6 +272,25 @@ def monitor_line(mon: dict[str, Any]) -> str:
     if state is Heard.SILENT:
         return f"MONITOR pid {mon['pid']} SILENT for {mon['silent_s']:.1f} s (dead, paused or cut off); last: {said}"
     return f"MONITOR pid {mon['pid']} alive: {said}"
+
+
+def recording_line(mon: dict[str, Any]) -> str:
+    """`RECORDING <log> (not live): ...`: the runs, the violations opened and how the last run ended."""
+    runs, opened = mon["runs"], mon["violations"]
+    said = f"RECORDING {mon['log']} (not live): {runs} monitor run{'s' if runs != 1 else ''}, {opened} violation"
+    said += f"{'s' if opened != 1 else ''} opened; "
+    if mon["torn_bytes"]:
+        said += f"its last line was cut short ({mon['torn_bytes']} bytes): the run (pid {mon['pid']}) died writing it"
+        said += ", or writes it now"
+    elif not mon["records"]:
+        said += "empty: no monitor run recorded"
+    elif mon["stopped"]:
+        said += f"the last run (pid {mon['pid']}) stopped cleanly"
+    else:
+        said += f"the last run (pid {mon['pid']}) did not stop cleanly: it died, or still runs"
+    if mon["events_lost"]:
+        said += f"; {mon['events_lost']} events lost (the log could not take them)"
+    return said
 
 
 def heartbeat_of(msg: Any) -> dict[str, Any]:
@@ -198,12 +317,16 @@ def _describe(e: dict[str, Any]) -> str:
     wall = e.get("wall_time")
     clock = time.strftime("%H:%M:%S ", time.localtime(wall)) if isinstance(wall, (int, float)) else ""
     robot = f"[{e['robot']}] " if e.get("robot") else ""
-    return f"{clock}{robot}run {e['run']} rollout {e.get('rollout', '-')} {event_text(e)}"
+    rollout = e.get("rollout", "-")
+    return f"{clock}{robot}run {e['run']}{'' if rollout is None else f' rollout {rollout}'} {event_text(e)}"
 
 
 def event_text(e: dict[str, Any]) -> str:
     """What happened, in the console's words (an event's JSON record): `drop_only_when_released opened about
-    mug at frame 1913 t=11.506s`; `safety-monitor sim`'s summary shows its alerts so."""
+    mug at frame 1913 t=11.506s`; `safety-monitor sim`'s summary shows its alerts so. A restarted monitor's
+    `state_lost` (of no property, rollout or frame) names the monitor that died."""
+    if e["kind"] == EventKind.STATE_LOST:
+        return f"state lost: the previous monitor (pid {e.get('previous_pid')}) died"
     t = e.get("t")
     when = f"frame {e.get('frame')}" + (f" t={t:.3f}s" if isinstance(t, (int, float)) else "")
     about = f" about {', '.join(e['objects'])}" if e.get("objects") else ""  # what a violation was about
@@ -248,6 +371,8 @@ def wrap(line: str, width: int) -> list[str]:
 # ------------------------------------------------------------------------------------------ ROS side
 def watch(args: argparse.Namespace) -> int:
     """Subscribe and show; the handler of `safety-monitor alerts` and of `ros2 run ... alerts`."""
+    if args.log is not None:
+        return show_log(args)
     import rclpy
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
     from rclpy.node import Node
@@ -271,7 +396,7 @@ def watch(args: argparse.Namespace) -> int:
     try:
         if args.once or args.json:
             collect(spin, sub, board, args.timeout)
-            print(json.dumps(board.snapshot(), indent=2) if args.json else "\n".join(board.lines()))
+            _print_snapshot(board, args.json)
             mon = board.monitor()
             if not mon["alive"]:
                 beats = node.resolve_topic_name(HEARTBEAT_TOPIC)
@@ -297,11 +422,40 @@ def watch(args: argparse.Namespace) -> int:
     return code
 
 
+def show_log(args: argparse.Namespace) -> int:
+    """`--log PATH`: the `--once` view (or `--json` snapshot) of an event log, without ROS. Exit 0 when the
+    log was read whole, CUT_LOG when its last line was cut short, NO_MONITOR when it is empty, each but the
+    first with one line on stderr saying so; SourceError, before printing anything, when there is no event
+    log there."""
+    if args.namespace:
+        raise SourceError(
+            "--namespace names a live monitor's topics; with --log give that monitor's event log "
+            f"($ROS_HOME/safety_monitor/events_{args.namespace.replace('/', '_')}.jsonl by default)"
+        )
+    board = AlertBoard(args.recent)
+    rec = read_log(find_log(Path(args.log)), board)
+    _print_snapshot(board, args.json)
+    if rec.torn_bytes:
+        print(
+            f"alerts: {rec.path}: the last line was cut short ({rec.torn_bytes} bytes: a run died writing it, or "
+            f"writes it now); the {rec.records} whole records before it are shown",
+            file=sys.stderr,
+        )
+        return CUT_LOG
+    if not rec.records:
+        print(f"alerts: {rec.path} is empty: no monitor run recorded", file=sys.stderr)
+        return NO_MONITOR
+    return 0
+
+
+def _print_snapshot(board: AlertBoard, as_json: bool) -> None:
+    print(json.dumps(board.snapshot(), indent=2) if as_json else "\n".join(board.lines()))
+
+
 def subscribe(node, board: AlertBoard, namespace: str, on_change: Callable[[], None]):
     """Feed `board` from `node`: events (labelled by their publisher, so each monitor process is a run of
     its own) and heartbeats; `on_change` after each events message. Returns the events subscription.
     Topics are in `namespace`, or ('') in the node's own, remapping arguments included."""
-    from safety_monitor.errors import SourceError
     from safety_monitor.io import messages as m
     from safety_monitor.nodes import qos
 
@@ -417,6 +571,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="--once/--json: give up waiting for a monitor after this many seconds (default 5)",
     )
     parser.add_argument(
+        "--log",
+        metavar="PATH",
+        help="read a run's event log instead (the file, or the folder holding it; no ROS): print the "
+        "--once view, or the --json snapshot, and exit",
+    )
+    parser.add_argument(
         "--recent",
         type=whole(0, MAX_RECENT),
         default=20,
@@ -427,10 +587,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _namespace(text: str) -> str:
     """A ROS namespace, leading and trailing slashes optional; checked here so a typo is an argument error."""
+    name = text.strip("/")
+    if not name:  # the root (also the default, which argparse converts: `--log` runs without rclpy)
+        return name
     from rclpy.exceptions import InvalidNamespaceException
     from rclpy.validate_namespace import validate_namespace
 
-    name = text.strip("/")
     try:
         validate_namespace(f"/{name}")
     except InvalidNamespaceException as exc:  # its message spans three lines: keep the reason
@@ -453,7 +615,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_arguments(parser)
     args = parser.parse_args(remove_ros_args(argv)[1:])
     args.ros_args = argv
-    return watch(args)
+    try:
+        return watch(args)
+    except SafetyMonitorError as exc:  # --log's: no event log there
+        parser.exit(2, f"alerts: error: {exc}\n")
 
 
 if __name__ == "__main__":

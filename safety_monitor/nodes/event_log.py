@@ -20,6 +20,7 @@ at once when it cannot.
   `monitor_started` first and, on a clean close, `monitor_stopped` last, and keeps `<log>.running`
   meanwhile. At open, a `.running` left behind, or a last record of another process that is not
   `monitor_stopped`, means the previous run died: either suffices, so a deleted `.running` hides nothing.
+- Reading: `LogRecords` reads a finished (or running) log line by line, for `alerts --log`.
 """
 
 from __future__ import annotations
@@ -31,14 +32,14 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from safety_monitor.enums import LogRecordKind
-from safety_monitor.errors import SafetyMonitorError
+from safety_monitor.errors import SafetyMonitorError, SourceError
 from safety_monitor.nodes.log_sync import LogSyncer
 
 Say = Callable[[str, str, str], object]  # (level, key, text): the node's throttled logger
@@ -397,12 +398,54 @@ def last_record(log: Path) -> dict[str, Any] | None:
             tail = f.read()
     except FileNotFoundError:
         return None
-    line = tail.rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    return parse_line(tail.rstrip(b"\n").rsplit(b"\n", 1)[-1])
+
+
+def parse_line(line: bytes) -> dict[str, Any] | None:
+    """One log line as its JSON object, None when it is not one."""
     try:
         record = json.loads(line)
-    except ValueError:
+    except ValueError:  # not JSON, or not UTF-8
         return None
     return record if isinstance(record, dict) else None
+
+
+class LogRecords:
+    """A log's records in order, one per whole line, as the file holds them when read (`alerts --log`).
+    A last line without its newline that starts a record is a write a kill cut short (that batch was
+    never published): not read, and `torn_bytes` says how long it was once the records have been.
+    SourceError, naming the line, for anything else that is not a record (a file that is not an event log)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.torn_bytes = 0
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        try:
+            with open(self.path, "rb") as f:
+                yield from self._records(f)
+        except OSError as exc:
+            raise SourceError(f"cannot read {self.path}: {exc.strerror or exc}") from None
+
+    def _records(self, f: BinaryIO) -> Iterator[dict[str, Any]]:
+        for n, line in enumerate(f, 1):
+            record = parse_line(line)
+            whole = line.endswith(b"\n")
+            if whole and record is not None and _is_record(record):
+                yield record
+            elif not whole and line.startswith(b"{") and (record is None or _is_record(record)):
+                self.torn_bytes = len(line)
+                return
+            else:
+                raise SourceError(
+                    f"{self.path} is not an event log: line {n} is not a JSON record with a property and a "
+                    f"kind, as the monitor writes them ({line[:60]!r})"
+                )
+
+
+def _is_record(record: dict[str, Any]) -> bool:
+    """Whether a log line's object is a record: each names its property (`*` for the log's own) and kind."""
+    return isinstance(record.get("property"), str) and isinstance(record.get("kind"), str)
 
 
 def cut_torn_line(log: Path) -> int:
