@@ -304,3 +304,30 @@ def test_live_nodes_read_each_arms_topic_as_replay_does(aloha, handover, tmp_pat
     assert frames == replayed.frames == len(states)
     assert live == [m.event_fields(e) for e in replayed.trace.events]
     assert [(e["property"], e["kind"]) for e in live if e["kind"] == "opened"] == [("no_forbidden_contact", "opened")]
+
+
+def test_replay_refuses_a_topic_read_twice_once_resolved_and_says_a_missing_arm_topic(aloha, handover, tmp_path):
+    """`puppet_left/joint_states` and `/puppet_left/joint_states` are one topic in the root namespace: refused in
+    one line naming the file and the key. A topic of `more_joint_states` the bag lacks is said, not silent."""
+    _arm_topics_bag(tmp_path / "two", handover.states[:20], one_topic=False)
+    twice = tmp_path / "twice.yaml"
+    twice.write_text(
+        "joint_states: puppet_left/joint_states\njoint_prefix: left/\nwrench: null\n"
+        "more_joint_states: {/puppet_left/joint_states: {prefix: right/}}\n"
+    )
+    config = ReplayConfig(robot=str(aloha["left"]), mapping=StreamMapping.parse(str(twice)), rate_hz=script.RATE)
+    result = score_bag(tmp_path / "two", config)
+    assert result.error is not None and "\n" not in result.error
+    assert result.error.endswith(
+        f"{twice}: more_joint_states: /puppet_left/joint_states: /puppet_left/joint_states is read as joint_states "
+        "already: list a topic once"
+    )
+    gone = tmp_path / "gone.yaml"
+    gone.write_text(
+        "joint_states: /puppet_left/joint_states\njoint_prefix: left/\nwrench: null\n"
+        "more_joint_states: {/puppet_rigth/joint_states: {prefix: right/}}\n"
+    )
+    config = ReplayConfig(robot=str(aloha["left"]), mapping=StreamMapping.parse(str(gone)), rate_hz=script.RATE)
+    result = score_bag(tmp_path / "two", config)
+    assert result.ok and result.frames == 20  # the right arm is the left stack's other arm: frames come
+    assert result.warnings == ["no topic /puppet_rigth/joint_states (more_joint_states): its joints never come"]
