@@ -115,8 +115,8 @@ class EstimatorSettings:
     best_effort_inputs: bool = setting(False, "subscribe to the robot topics best effort (sensors that offer no more)")
     topics_file: str = setting(
         "",
-        "topic mapping YAML, as replay's --topics takes it (joint_order, joint_names, "
-        "gripper_joint_states, object_frames, base_frame, world_frame, tf, ...); its keys win over the "
+        "topic mapping YAML, as replay's --topics takes it (joint_order, joint_names, joint_prefix, "
+        "gripper_joint_states, more_joint_states, object_frames, base_frame, world_frame, tf, ...); its keys win over the "
         "topics.* parameters ('' = none)",
     )
     robot_description_topic: str = setting(

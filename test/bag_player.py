@@ -365,11 +365,16 @@ WORKCELL_INPUTS = ("/joint_states", "/wrist_wrench", *(f"/objects/{name}/pose" f
 
 
 def play_into_nodes(
-    bag: Path, folder: Path, params: Path, estimator: bool, inputs: Sequence[str] = WORKCELL_INPUTS
+    bag: Path,
+    folder: Path,
+    params: Path,
+    estimator: bool,
+    inputs: Sequence[str] = WORKCELL_INPUTS,
+    frames_from: str = "/joint_states",
 ) -> int:
     """Start monitor_node (and estimator_node, which then takes the robot streams: `inputs`, the topics it
-    subscribes with the robot of `params`), play the bag, stop them: the frames the monitor stepped. Its
-    events are in folder/events.jsonl."""
+    subscribes with the robot of `params`, `frames_from` the one that makes its frames), play the bag, stop
+    them: the frames the monitor stepped. Its events are in folder/events.jsonl."""
     ns = "/d" + uuid.uuid4().hex[:10]
     hw = ns.strip("/")
     context = rclpy.Context()
@@ -394,7 +399,7 @@ def play_into_nodes(
                 sources[0],
                 dict.fromkeys(inputs, 1),
                 answers="/safety_monitor/predicates",
-                answered="/joint_states",
+                answered=frames_from,
             )
         else:
             player = LockstepPlayer(context, ns, procs, sources, sources[0], {"/safety_monitor/predicates": 1})
@@ -418,6 +423,7 @@ def play(
     estimator: bool,
     attempts: int = 3,
     inputs: Sequence[str] = WORKCELL_INPUTS,
+    frames_from: str = "/joint_states",
 ) -> tuple[int, Path]:
     """`play_into_nodes` in a process of its own (fresh nodes again while they were not connected yet):
     the frames the monitor stepped and its event log."""
@@ -425,7 +431,7 @@ def play(
         where = folder / f"attempt{attempt}"
         where.mkdir(parents=True)
         args = [sys.executable, __file__, str(bag), "--folder", str(where), "--params", str(params)]
-        args += [f"--input={topic}" for topic in inputs]
+        args += [f"--input={topic}" for topic in inputs] + [f"--frames-from={frames_from}"]
         done = subprocess.run(args + ["--estimator"] * estimator, env=dds_env(where), capture_output=True, text=True)
         if done.returncode == 0:
             return json.loads((where / "result.json").read_text())["frames"], where / "events.jsonl"
@@ -443,9 +449,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--params", type=Path, required=True, help="the nodes' parameter file")
     parser.add_argument("--estimator", action="store_true", help="robot streams through estimator_node")
     parser.add_argument("--input", action="append", help="a topic estimator_node subscribes (default: the workcell's)")
+    parser.add_argument("--frames-from", default="/joint_states", help="the input topic that makes the frames")
     a = parser.parse_args(argv)
     try:
-        frames = play_into_nodes(a.bag, a.folder, a.params, a.estimator, a.input or WORKCELL_INPUTS)
+        frames = play_into_nodes(a.bag, a.folder, a.params, a.estimator, a.input or WORKCELL_INPUTS, a.frames_from)
     except NotConnected as exc:
         print(exc, file=sys.stderr)
         return NOT_CONNECTED

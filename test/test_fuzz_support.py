@@ -1242,7 +1242,13 @@ _KEY_TYPOS = st.sampled_from(["typo", "case", "number", "boolean", "null", "long
 @functools.cache
 def _config_doc(which: str) -> Any:
     if which == "topics":
-        return {"joint_states": "/arm/joint_states", "wrench": "/ft", "objects": {"mug": "/mug/pose"}}
+        more = {"/right/joint_states": {"prefix": "right/", "joint_names": {"grip": "right/finger"}}}
+        return {
+            "joint_states": "/arm/joint_states",
+            "wrench": "/ft",
+            "objects": {"mug": "/mug/pose"},
+            "more_joint_states": more,
+        }
     return yaml.safe_load((REPO / "config" / f"{which}.yaml").read_text())
 
 

@@ -1,5 +1,6 @@
 """Robot inputs as robots send them (issue 14): object poses from /tf and /tf_static, JointStates without names,
-a gripper on its own topic, the joint-jump input issue, and configured topics of the wrong type refused."""
+a gripper on its own topic, each arm's joints on a topic of its own with the same names (`more_joint_states`),
+the joint-jump input issue, and configured topics of the wrong type refused."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ import pytest
 from robot_input_bags import JUMP_AT, write_bag, write_setup
 
 from safety_monitor.enums import EventKind, IssueKind
+from safety_monitor.errors import SourceError
 from safety_monitor.frames import JointSample, Pose
-from safety_monitor.pipeline.assemble import FrameAssembler, StreamMapping
+from safety_monitor.pipeline.assemble import FrameAssembler, JointTopic, StreamMapping
 from safety_monitor.pipeline.tf import Transform, TransformTree
 from safety_monitor.replay.score import ReplayConfig, score_bag
 
@@ -253,3 +255,171 @@ def test_a_topic_mapping_naming_a_joint_or_object_the_robot_lacks_is_refused_wit
         assert want in err and "\n" not in err, err
     with pytest.raises(SourceError, match="^" + re.escape(want)):
         Estimator(load_default_grounder(50.0, robot, wrench_sensor=False), StreamMapping.parse(str(bad)))
+
+
+# ALOHA's layout: each arm's driver on a topic of its own, both naming their joints `waist`, `gripper`
+ARMS = StreamMapping(
+    joint_states="/puppet_left/joint_states",
+    wrench=None,
+    joint_prefix="left/",
+    more_joint_states=(JointTopic("/puppet_right/joint_states", "right/"), JointTopic("/right_hand", "right/")),
+    origin="topics.yaml",
+)
+
+
+def _arms(mapping: StreamMapping = ARMS) -> FrameAssembler:
+    """The right arm's view: its joints required, the left's optional (the other arm)."""
+    return FrameAssembler(("right/waist", "right/gripper"), mapping=mapping, optional=("left/waist", "left/gripper"))
+
+
+def _sample(t: float, *values: float, names=("waist", "gripper")) -> JointSample:
+    return JointSample(tuple(names), np.array(values, dtype=float), None, None, t)
+
+
+def test_each_arms_topic_has_its_prefix_its_own_stamps_and_its_own_nan():
+    """The right arm's joints come on two topics of their own (arm and hand), stamped behind the left's and behind
+    each other; none of that is a stamp going back. A NaN drops that topic's message only, said on its stream."""
+    a = _arms()
+    a.on_joint_update(_sample(1.003, 0.3, names=("waist",)), topic="/puppet_right/joint_states")
+    a.on_joint_update(_sample(1.001, 0.04, names=("gripper",)), topic="/right_hand")
+    frame = a.on_joint_sample(_sample(1.004, 0.1, 0.02))
+    assert frame is not None and frame.issues == () and frame.stale == frozenset()
+    assert frame.state.joint_names == ("right/waist", "right/gripper", "left/waist", "left/gripper")
+    assert frame.state.joint_position.tolist() == [0.3, 0.04, 0.1, 0.02]
+    a.on_joint_update(_sample(1.023, np.nan, names=("waist",)), topic="/puppet_right/joint_states")
+    a.on_joint_update(_sample(1.021, 0.05, names=("gripper",)), topic="/right_hand")
+    frame = a.on_joint_sample(_sample(1.024, 0.1, 0.02))
+    assert frame is not None and frame.state.joint_position.tolist() == [0.3, 0.05, 0.1, 0.02]  # the waist held
+    ((stream, kind),) = [(i.stream, i.kind) for i in frame.issues]
+    assert (stream, kind) == ("more_joint_states:/puppet_right/joint_states", IssueKind.NAN)
+
+
+@pytest.mark.parametrize("watched", ["right", "left"])
+def test_an_arms_topic_that_stops_makes_the_frames_stale_after_joint_held(watched):
+    """The right arm's joints are held for `joint_held` (0.5 s) after its topic stops, as a gripper topic's: then
+    the frames are stale, naming them. So in the left arm's stack too, where they are the other arm's (optional,
+    placed by the twin): it would stand where it was, unseen, and judged there."""
+    arms = {"left": ("left/waist", "left/gripper"), "right": ("right/waist", "right/gripper")}
+    other = arms["left" if watched == "right" else "right"]
+    mapping = StreamMapping(wrench=None, joint_prefix="left/", more_joint_states=(JointTopic("/r", "right/"),))
+    a = FrameAssembler(arms[watched], mapping=mapping, optional=other)
+    stale = []
+    for k in range(40):  # 50 Hz, the right arm's topic silent after 1.1 s
+        t = 1.0 + k / 50
+        if t <= 1.1:
+            a.on_joint_update(_sample(t - 0.002, 0.3, 0.04), topic="/r")
+        frame = a.on_joint_sample(_sample(t, 0.1, 0.02))
+        assert frame is not None
+        if "joint_states" in frame.stale:
+            stale.append(k)
+            assert [i.kind for i in frame.issues] == [IssueKind.MISSING_JOINTS], k
+            assert "no position for right/waist, right/gripper for more than 0.5 s" in frame.issues[0].detail
+    assert stale == list(range(30, 40))  # from 1.6 s: more than 0.5 s after its last stamp, 1.098
+
+
+def test_two_topics_whose_prefixes_make_the_same_names_drop_the_later_ones_messages():
+    """Both arms' topics given `left/`: the names cannot be told apart, so the topic whose message comes second
+    has its messages dropped, each with a line naming the file, both keys and topics, and the joints."""
+    same = StreamMapping(
+        joint_states="/l",
+        wrench=None,
+        joint_prefix="left/",
+        more_joint_states=(JointTopic("/r", "left/"),),
+        origin="topics.yaml",
+    )
+    a = _arms(same)
+    a.on_joint_update(_sample(0.99, 0.3, 0.04), topic="/r")
+    assert a.on_joint_sample(_sample(1.0, 0.1, 0.02)) is None  # the left's frame: its joints came on /r first
+    (issue,) = a.drain_issues()
+    assert issue.kind is IssueKind.DUPLICATE_NAMES and issue.stream == "joint_states"
+    assert issue.detail == (
+        "topics.yaml: joint_states /l sends left/waist, left/gripper, which more_joint_states /r sends: two topics "
+        "cannot send one joint (give each arm's topic a prefix of its own); message dropped"
+    )
+    b = FrameAssembler(("left/waist", "left/gripper"), mapping=same)
+    assert b.on_joint_sample(_sample(1.0, 0.1, 0.02)) is not None
+    for k in range(1, 3):
+        b.on_joint_update(_sample(1.0 + k / 50, 0.3, 0.04), topic="/r")
+        (issue,) = b.drain_issues()
+        assert issue.kind is IssueKind.DUPLICATE_NAMES and issue.stream == "more_joint_states:/r"
+        assert issue.detail.startswith("topics.yaml: more_joint_states /r sends left/waist, left/gripper, which ")
+        frame = b.on_joint_sample(_sample(1.001 + k / 50, 0.1, 0.02))
+        assert frame is not None and frame.state.joint_position.tolist() == [0.1, 0.02]  # the left's own
+
+
+def test_a_restart_said_first_by_another_joint_topic_starts_the_rollout_there(setup):
+    """A restarted driver or simulator: the hand's topic (named by its prefix) comes before the arm's, stamped
+    far behind the last frame. It starts the new rollout, as a wrench or pose would, so the arm's next message
+    makes its frame 0 with the hand's joint: no step back said, no frame held back for a missing joint."""
+    from safety_monitor.grounding.grounder import load_default_grounder
+    from safety_monitor.pipeline.estimator import Estimator
+
+    _, robot, _ = setup
+    mapping = StreamMapping(wrench=None, more_joint_states=(JointTopic("/hand", "gripper_"),))
+    stage = Estimator(load_default_grounder(50.0, robot, wrench_sensor=False), mapping)
+    arm = ("joint1", "joint2", "joint3", "joint4", "joint5", "joint6", "drawer_slide")
+    for start in (10.0, 1.0):
+        for k in range(3):
+            t = start + k / 50
+            hand = stage.more_joints("/hand", _sample(t - 0.002, 0.01, names=("joint",)))
+            step = stage.joints(_sample(t, *[0.0] * len(arm), names=arm))
+            if start == 1.0 and k == 0:
+                assert [i.kind for i in hand.issues] == [IssueKind.INPUT_RESTARTED]
+            else:
+                assert hand.issues == ()
+            assert step.sample is not None and step.sample.frame == k and step.issues == (), (start, k)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            "joint_states: /l\nmore_joint_states: {/l: {prefix: right/}}",
+            "more_joint_states: /l: /l is read as joint_states already: list a topic once",
+        ),
+        (
+            "gripper_joint_states: /g\nmore_joint_states: {/g: {}}",
+            "more_joint_states: /g: /g is read as gripper_joint_states already: list a topic once",
+        ),
+        (
+            "more_joint_states: {/r: {prefix: right/}, /r: {prefix: left/}}",
+            "key '/r' is given twice in one mapping",
+        ),
+        (
+            "joint_names: {waist: left/waist}\nmore_joint_states: {/r: {joint_names: {waist: left/waist}}}",
+            "more_joint_states: /r: joint_names gives 'left/waist', as joint_names does: two topics cannot send one "
+            "joint",
+        ),
+        (
+            "more_joint_states: {/r: {prefx: right/}}",
+            "more_joint_states: /r: unknown key 'prefx' (did you mean 'prefix'?)",
+        ),
+        ("more_joint_states: {/r: right/}", "more_joint_states: /r: expected {prefix: ..., joint_names: {...}}"),
+        ("more_joint_states: [/r]", "more_joint_states must be a mapping of JointState topics to {prefix: ..."),
+        ("more_joint_states: {/r: {prefix: 3}}", "more_joint_states: /r: 'prefix' must be a name prefix, got 3"),
+        ("joint_prefix: [left/]", "'joint_prefix' must be a name prefix, got ['left/']"),
+    ],
+)
+def test_joint_topics_that_cannot_be_told_apart_are_refused_in_one_line_naming_file_and_key(tmp_path, text, message):
+    path = tmp_path / "topics.yaml"
+    path.write_text(text)
+    with pytest.raises(SourceError) as caught:
+        StreamMapping.parse(str(path))
+    assert str(caught.value).startswith(f"{path}: ") and message in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_misspelt_prefix_is_refused_naming_the_nearest_the_robot_has(setup):
+    """A prefix that begins no joint would leave every name of its topic unknown (its joints never come)."""
+    from safety_monitor.grounding.description import load_robot_description
+
+    _, path, _ = setup
+    robot = load_robot_description(path)
+    for doc, key in (
+        ({"joint_prefix": "griper_"}, "joint_prefix"),
+        ({"more_joint_states": {"/r": {"prefix": "griper_"}}}, "more_joint_states: /r: prefix"),
+    ):
+        with pytest.raises(SourceError) as caught:
+            StreamMapping.from_dict(doc, "topics.yaml").check_names(robot)
+        want = f"topics.yaml: {key}: 'griper_' is not the start of a joint of {path} (did you mean 'gripper_'?)"
+        assert str(caught.value) == want
+    StreamMapping.from_dict({"more_joint_states": {"/r": {"prefix": "joint"}}}).check_names(robot)  # joint1, ...

@@ -9,6 +9,7 @@ scripted by `two_arm_run`; a shared torso (ROBOTIS's ai_worker) is `mjcf_robots.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -18,18 +19,20 @@ import yaml
 from mjcf_robots import bimanual_mjcf
 
 from safety_monitor.cli import main
+from safety_monitor.enums import LogRecordKind
 from safety_monitor.errors import GroundingError
 from safety_monitor.frames import Pose, RobotState
 from safety_monitor.grounding.description import load_robot_description
 from safety_monitor.grounding.grounder import load_default_grounder
 from safety_monitor.grounding.thresholds import load_thresholds
 from safety_monitor.grounding.twin import twin_for
+from safety_monitor.io import messages as m
 from safety_monitor.io.bag import BagWriter
 from safety_monitor.monitor.live import SpecSetMonitor
 from safety_monitor.pipeline.assemble import StreamMapping
 from safety_monitor.pipeline.supervisor import Supervisor
 from safety_monitor.replay.score import ReplayConfig, score_bag
-from safety_monitor.settings import MonitorSettings
+from safety_monitor.settings import MonitorSettings, load_settings
 
 SPECS = Path(__file__).resolve().parents[1] / "config" / "specs.yaml"
 
@@ -203,3 +206,128 @@ def test_one_bag_is_scored_once_per_arm_as_the_pure_stacks_score_it(aloha, hando
         assert replayed == [(e["property"], e["kind"], e["frame"]) for e in events], arm  # no opened among them
         assert result.trace.outcome("released_object_settles").triggers == 1, arm  # each let go of the bar once
         assert sum(o.violations for o in result.trace.outcomes) == 0, arm
+
+
+ARM_TOPICS = {"left": "/puppet_left/joint_states", "right": "/puppet_right/joint_states"}  # ALOHA's drivers' topics
+
+
+def _arm_topics_bag(path: Path, states, one_topic: bool) -> None:
+    """`states` as ALOHA's drivers publish them, each arm's JointState on its own topic with the same names
+    (`waist`, ...: no arm's prefix), the right's 2 ms before the left's; or (`one_topic`) the same readings on one
+    /joint_states with the names prefixed, stamped as the left's."""
+    with BagWriter(path) as writer:
+        for state in states:
+            writer.write_pose("/objects/bar/pose", state.t - 0.004, state.object_poses["bar"])
+            names, q = list(state.joint_names), list(state.joint_position)
+            if one_topic:
+                writer.write_joint_state("/joint_states", state.t, names, q, [0.0] * len(q), [0.0] * len(q))
+                continue
+            for arm, t in (("right", state.t - 0.002), ("left", state.t)):
+                mine = [k for k, n in enumerate(names) if n.startswith(f"{arm}/")]
+                zeros = [0.0] * len(mine)
+                unprefixed = [names[k].removeprefix(f"{arm}/") for k in mine]
+                writer.write_joint_state(ARM_TOPICS[arm], t, unprefixed, [q[k] for k in mine], zeros, zeros)
+
+
+def _arm_topics_mapping(folder: Path) -> Path:
+    """The topic mapping both stacks read (relative names, as a node in the robot's namespace takes them): the
+    left arm's topic makes the frames, the right's is merged into them by name."""
+    topics = folder / "arm_topics.yaml"
+    mapping = {
+        "joint_states": ARM_TOPICS["left"].lstrip("/"),
+        "joint_prefix": "left/",
+        "more_joint_states": {ARM_TOPICS["right"].lstrip("/"): {"prefix": "right/"}},
+        "wrench": None,
+    }
+    topics.write_text(yaml.safe_dump(mapping))
+    return topics
+
+
+@pytest.mark.parametrize("scenario", ["handover", "hands_meet"])
+def test_each_arms_own_topic_with_its_prefix_scores_as_one_prefixed_topic(aloha, handover, tmp_path, scenario):
+    """ALOHA's drivers publish `/puppet_left/joint_states` and `/puppet_right/joint_states`, both named `waist`,
+    ...: with a prefix per topic, each arm's stack gets the frames and verdicts of the same readings on one
+    /joint_states named `left/waist`, ..., and no input issue."""
+    states = handover.states if scenario == "handover" else _hands_meet(handover.states)
+    _arm_topics_bag(tmp_path / "two", states, one_topic=False)
+    _arm_topics_bag(tmp_path / "one", states, one_topic=True)
+    mapping = StreamMapping.parse(str(_arm_topics_mapping(tmp_path)))
+    for arm in script.ARMS:
+        two = score_bag(tmp_path / "two", ReplayConfig(robot=str(aloha[arm]), mapping=mapping, rate_hz=script.RATE))
+        one = score_bag(
+            tmp_path / "one",
+            ReplayConfig(robot=str(aloha[arm]), mapping=StreamMapping(wrench=None), rate_hz=script.RATE),
+        )
+        assert two.ok and one.ok, (two.error, one.error)
+        assert two.frames == one.frames == len(states) and two.stale_frames == one.stale_frames == 0, arm
+        assert two.issues == {} and not two.warnings, (arm, two.issue_examples, two.warnings)
+        assert two.timeline.to_json() == one.timeline.to_json(), arm
+        events = [(e.property, e.kind.value, e.frame, e.objects) for e in two.trace.events]
+        assert events == [(e.property, e.kind.value, e.frame, e.objects) for e in one.trace.events], arm
+        if scenario == "hands_meet":  # the verdicts compared are no empty list: the hands met in both stacks
+            assert [e[:2] for e in events if e[1] == "opened"] == [("no_forbidden_contact", "opened")], arm
+
+
+def test_live_nodes_read_each_arms_topic_as_replay_does(aloha, handover, tmp_path):
+    """The right arm's estimator and monitor nodes (each its own process, fed by `bag_player` in lockstep with the
+    bag's log times) on the two arms' topics: the frames and events replay gives, its own arm's joints merged
+    from the topic of their own."""
+    pytest.importorskip("rclpy")
+    import bag_player
+
+    states = _hands_meet(handover.states)
+    bag = tmp_path / "two"
+    _arm_topics_bag(bag, states, one_topic=False)
+    topics = _arm_topics_mapping(tmp_path)
+    params = tmp_path / "nodes.yaml"
+    settings = {
+        "config_dir": str(aloha["right"].parent),
+        "topics_file": str(topics),
+        "control_rate_hz": script.RATE,
+        "diagnostics_period_s": 0.1,  # the nodes' diagnostics pace the player's quiet periods
+    }
+    params.write_text(yaml.safe_dump({"/**": {"ros__parameters": settings}}))
+    config = ReplayConfig(robot=str(aloha["right"]), mapping=StreamMapping.parse(str(topics)), rate_hz=script.RATE)
+    replayed = score_bag(bag, config.with_settings(load_settings(params)))
+    assert replayed.ok and replayed.issues == {}, replayed.error
+    inputs = [*ARM_TOPICS.values(), "/objects/bar/pose"]
+    frames, log = bag_player.play(bag, tmp_path / "live", params, True, inputs=inputs, frames_from=ARM_TOPICS["left"])
+    own = {k.value for k in LogRecordKind}
+    live = []
+    for line in log.read_text().splitlines():
+        record = json.loads(line)
+        if record["kind"] in own:
+            continue
+        for key in ("rollout", "robot", "wall_time", "pid"):  # the monitor node's bookkeeping in its log
+            record.pop(key, None)
+        live.append(record)
+    assert frames == replayed.frames == len(states)
+    assert live == [m.event_fields(e) for e in replayed.trace.events]
+    assert [(e["property"], e["kind"]) for e in live if e["kind"] == "opened"] == [("no_forbidden_contact", "opened")]
+
+
+def test_replay_refuses_a_topic_read_twice_once_resolved_and_says_a_missing_arm_topic(aloha, handover, tmp_path):
+    """`puppet_left/joint_states` and `/puppet_left/joint_states` are one topic in the root namespace: refused in
+    one line naming the file and the key. A topic of `more_joint_states` the bag lacks is said, not silent."""
+    _arm_topics_bag(tmp_path / "two", handover.states[:20], one_topic=False)
+    twice = tmp_path / "twice.yaml"
+    twice.write_text(
+        "joint_states: puppet_left/joint_states\njoint_prefix: left/\nwrench: null\n"
+        "more_joint_states: {/puppet_left/joint_states: {prefix: right/}}\n"
+    )
+    config = ReplayConfig(robot=str(aloha["left"]), mapping=StreamMapping.parse(str(twice)), rate_hz=script.RATE)
+    result = score_bag(tmp_path / "two", config)
+    assert result.error is not None and "\n" not in result.error
+    assert result.error.endswith(
+        f"{twice}: more_joint_states: /puppet_left/joint_states: /puppet_left/joint_states is read as joint_states "
+        "already: list a topic once"
+    )
+    gone = tmp_path / "gone.yaml"
+    gone.write_text(
+        "joint_states: /puppet_left/joint_states\njoint_prefix: left/\nwrench: null\n"
+        "more_joint_states: {/puppet_rigth/joint_states: {prefix: right/}}\n"
+    )
+    config = ReplayConfig(robot=str(aloha["left"]), mapping=StreamMapping.parse(str(gone)), rate_hz=script.RATE)
+    result = score_bag(tmp_path / "two", config)
+    assert result.ok and result.frames == 20  # the right arm is the left stack's other arm: frames come
+    assert result.warnings == ["no topic /puppet_rigth/joint_states (more_joint_states): its joints never come"]

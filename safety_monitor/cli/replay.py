@@ -56,7 +56,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="MAP",
         help="topic and joint-name mapping: a YAML file or key=value pairs, keys joint_states, wrench "
         "(none: no wrist sensor), object_pose ('{name}' = object), predicates, events, gripper_joint_states, tf, "
-        "tf_static, base_frame, world_frame (a mobile base); in a file also objects, joint_names, object_frames (mappings), joint_order (a list)",
+        "tf_static, base_frame, world_frame (a mobile base), joint_prefix; in a file also objects, joint_names, "
+        "object_frames, more_joint_states (mappings), joint_order (a list)",
     )
     p.add_argument(
         "--namespace",

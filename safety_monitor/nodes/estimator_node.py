@@ -44,7 +44,7 @@ from safety_monitor.nodes.log_throttle import LogThrottle
 from safety_monitor.nodes.params import declare, declare_hardware_id, declare_topics, fix_use_sim_time, no_clock_note
 from safety_monitor.nodes.raw_decode import rclpy_decoder
 from safety_monitor.nodes.runtime import clock_seconds, now_stamp, run_node
-from safety_monitor.pipeline.assemble import GRIPPER_JOINTS, JOINTS, WRENCH, StreamMapping, pose_stream
+from safety_monitor.pipeline.assemble import GRIPPER_JOINTS, JOINTS, WRENCH, JointTopic, StreamMapping, pose_stream
 from safety_monitor.pipeline.decode import Decoder, MessageType
 from safety_monitor.pipeline.estimator import Estimator, EstimatorStep, RolloutStart
 from safety_monitor.pipeline.markers import START
@@ -135,6 +135,9 @@ class EstimatorNode(Node):
                 self._subscribe(tf_type, topic, lambda raw, r=read_tf: self._on_tf(r, raw), profile)
         if mapping.gripper_joint_states:
             self._subscribe(T.JointState, mapping.gripper_joint_states, self._on_gripper, inputs)
+        for more in mapping.more_joint_states:
+            read = rclpy_decoder(MessageType.JOINT_STATE, T.JointState)
+            self._subscribe(T.JointState, more.topic, lambda raw, m=more, r=read: self._on_more(m, r, raw), inputs)
         self._subscribe(T.JointState, mapping.joint_states, self._on_joint_states, inputs)
 
     def _subscribe(self, msg_type, topic: str, callback: Callable[..., None], profile) -> None:
@@ -207,6 +210,16 @@ class EstimatorNode(Node):
         except SourceError as exc:
             return self._report(self.stage.undecodable(GRIPPER_JOINTS, self._now(), exc))
         step = self.stage.gripper_joints(joints, self._received(joints.stamp))
+        if step.issues:
+            self._report(step)
+
+    def _on_more(self, more: JointTopic, read: Decoder, raw: bytes) -> None:
+        """A message of one of the topic mapping's `more_joint_states`."""
+        try:
+            joints = read(raw)
+        except SourceError as exc:
+            return self._report(self.stage.undecodable(more.stream, self._now(), exc))
+        step = self.stage.more_joints(more.topic, joints, self._received(joints.stamp))
         if step.issues:
             self._report(step)
 

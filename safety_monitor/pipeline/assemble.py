@@ -21,7 +21,7 @@ grounder, so the predicates that read it are unknown whatever the grounder's own
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -44,11 +44,33 @@ from safety_monitor.settings import FROZEN_S, EstimatorSettings, Topics
 JOINTS = "joint_states"
 WRENCH = "wrench"
 GRIPPER_JOINTS = "gripper_joint_states"
+MORE_JOINTS = "more_joint_states"
 
 
 def pose_stream(name: str) -> str:
     """Stream name used in stale sets and issues for an object's pose (the grounder's name too)."""
     return f"object_pose/{name}"
+
+
+@dataclass(frozen=True)
+class JointTopic:
+    """One of `StreamMapping.more_joint_states`: a further JointState topic (another arm's driver, a gripper's)
+    merged into the frames by joint name as `gripper_joint_states` is. Its names become the robot's before they
+    are matched: one in `joint_names` (source name -> robot joint) that joint, any other with `prefix` put
+    before it. So two drivers that send the same names (ALOHA's `waist`, ... on `/puppet_left/joint_states`
+    and `/puppet_right/joint_states`) give the joints of two arms."""
+
+    topic: str
+    prefix: str = ""
+    joint_names: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def stream(self) -> str:
+        """Its name in issues and `inspect`'s inputs."""
+        return f"{MORE_JOINTS}:{self.topic}"
+
+    def rename(self, names: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(self.joint_names.get(n, self.prefix + n) for n in names)
 
 
 @dataclass(frozen=True)
@@ -59,8 +81,11 @@ class StreamMapping:
     (names not listed are kept), `objects` maps an object name to its pose topic (others use
     `object_pose` with `{name}` substituted). `wrench` None: the robot has no wrist sensor.
     `joint_order`: the robot's joint names for the values of a JointState whose name list is empty
-    (servo drivers often send none). `gripper_joint_states`: a second JointState topic (a gripper's own
-    driver) merged into the frames by name; only `joint_states` makes frames. `object_frames`: object name ->
+    (servo drivers often send none). `joint_prefix`: put before every name `joint_states` sends that
+    `joint_names` does not map (`left/`: one arm's driver of a bimanual robot, its names without the arm's).
+    `gripper_joint_states`: a second JointState topic (a gripper's own driver) merged into the frames by name,
+    its names put as `joint_states`' are; `more_joint_states`: further such topics, each with names of its own
+    (`JointTopic`); only `joint_states` makes frames. `object_frames`: object name ->
     TF frame id; those objects' poses come from `tf`/`tf_static` chained to `base_frame` ('' = the robot
     description's base body) instead of a PoseStamped topic. `world_frame`: the TF frame a mobile base moves in
     (`map`, `odom`; '' = the base stays where the model puts it): the base's pose in it (`base_frame` chained
@@ -81,7 +106,9 @@ class StreamMapping:
     episode: str = Topics.episode  # rollout start/end markers (`pipeline.markers`)
     joint_names: Mapping[str, str] = field(default_factory=dict)
     joint_order: tuple[str, ...] = ()
+    joint_prefix: str = ""
     gripper_joint_states: str | None = None
+    more_joint_states: tuple[JointTopic, ...] = ()
     tf: str = "/tf"
     tf_static: str = "/tf_static"
     object_frames: Mapping[str, str] = field(default_factory=dict)
@@ -95,14 +122,27 @@ class StreamMapping:
     def check_names(self, robot: RobotDescription) -> None:
         """Refuse a joint or object name that `robot` lacks, with the nearest it has: a misspelt `joint_order` or
         `joint_names` entry leaves every frame without that joint (all stale, the monitor blind throughout), a
-        misspelt `objects` or `object_frames` entry leaves the object's pose unread. And refuse frames that cannot
-        be what they name: the world frame the base frame itself, an object's frame the base or world frame."""
+        misspelt `objects` or `object_frames` entry leaves the object's pose unread; a prefix that begins no joint
+        name makes every name of its topic unknown. And refuse frames that cannot be what they name: the world
+        frame the base frame itself, an object's frame the base or world frame; and JointState topics that cannot
+        be told apart (`_check_joint_topics`)."""
+        self._check_joint_topics()
         self._check_frames(robot)
         wrong: list[tuple[str, str, str, tuple[str, ...]]] = []
-        if self.joint_order or self.joint_names:
-            joints = (*robot.required_joints, *sorted(robot.accepted_joints))
-            wrong += [("joint_order", n, "a joint", joints) for n in self.joint_order if n not in joints]
-            wrong += [("joint_names", n, "a joint", joints) for n in self.joint_names.values() if n not in joints]
+        joints = (*robot.required_joints, *sorted(robot.accepted_joints))
+        wrong += [("joint_order", n, "a joint", joints) for n in self.joint_order if n not in joints]
+        wrong += [("joint_names", n, "a joint", joints) for n in self.joint_names.values() if n not in joints]
+        prefixes = [("joint_prefix", self.joint_prefix)]
+        for more in self.more_joint_states:
+            key = f"{MORE_JOINTS}: {more.topic}: "
+            wrong += [(key + "joint_names", n, "a joint", joints) for n in more.joint_names.values() if n not in joints]
+            prefixes.append((key + "prefix", more.prefix))
+        starts = tuple(sorted({j[: i + 1] for j in joints if (i := _separator(j)) >= 0}))
+        wrong += [
+            (key, prefix, "the start of a joint", starts)
+            for key, prefix in prefixes
+            if prefix and not any(j.startswith(prefix) for j in joints)
+        ]
         if self.objects or self.object_frames:
             objects = tuple(robot.objects)
             wrong += [
@@ -120,6 +160,28 @@ class StreamMapping:
                     for key, name, what, known in wrong
                 )
             )
+
+    def _check_joint_topics(self) -> None:
+        """A JointState topic read twice would be merged twice (or make frames and be merged), and a joint that two
+        topics' `joint_names` give would hold whichever reading came last: refused, naming the key. Two topics
+        whose prefixes make the same names are told at their first messages (`FrameAssembler`): names are
+        known only then."""
+        read = {self.joint_states: "joint_states"}
+        topics: list[tuple[str, str, Mapping[str, str]]] = []
+        if self.gripper_joint_states:
+            topics.append((GRIPPER_JOINTS, self.gripper_joint_states, {}))
+        topics += [(f"{MORE_JOINTS}: {more.topic}", more.topic, more.joint_names) for more in self.more_joint_states]
+        given = dict.fromkeys(self.joint_names.values(), "joint_names")  # robot joint -> the key that gives it
+        for key, topic, names in topics:
+            if topic in read:
+                raise SourceError(f"{self.origin}: {key}: {topic} is read as {read[topic]} already: list a topic once")
+            read[topic] = key
+            for joint in names.values():
+                if (other := given.setdefault(joint, f"{key}: joint_names")) != f"{key}: joint_names":
+                    raise SourceError(
+                        f"{self.origin}: {key}: joint_names gives {joint!r}, as {other} does: two topics cannot "
+                        "send one joint"
+                    )
 
     def _check_frames(self, robot: RobotDescription) -> None:
         """One chained to itself would place the robot at the world's origin, or an object at the robot's or the
@@ -163,11 +225,12 @@ class StreamMapping:
                 raise SourceError(f"{origin}: {key!r} must be a mapping of names")
         for key, value in data.items():  # a topic of another type would fail later, in a bag's scoring, blaming it
             if (
-                key not in (*_NAME_MAPS, "joint_order")
+                key not in (*_NAME_MAPS, "joint_order", MORE_JOINTS)
                 and not isinstance(value, str)
                 and not (value is None and key in _OPTIONAL_TOPICS)
             ):
-                raise SourceError(f"{origin}: {key!r} must be a topic name, got {value!r:.40}")
+                what = "a name prefix" if key == "joint_prefix" else "a topic name"
+                raise SourceError(f"{origin}: {key!r} must be {what}, got {value!r:.40}")
         order = data.get("joint_order", ())
         if not isinstance(order, (list, tuple)) or not all(isinstance(n, str) and n for n in order):
             raise SourceError(f"{origin}: 'joint_order' must be a list of joint names")
@@ -176,7 +239,10 @@ class StreamMapping:
             if key in values:
                 values[key] = {str(k): str(v) for k, v in values[key].items()}
         values["joint_order"] = tuple(order)
-        return cls(**values, origin=origin)
+        values[MORE_JOINTS] = _joint_topics(data.get(MORE_JOINTS, {}), origin)
+        mapping = cls(**values, origin=origin)
+        mapping._check_joint_topics()
+        return mapping
 
     @classmethod
     def parse(cls, text: str) -> StreamMapping:
@@ -199,6 +265,44 @@ class StreamMapping:
 
 _NAME_MAPS = ("objects", "joint_names", "object_frames")
 _OPTIONAL_TOPICS = ("wrench", "gripper_joint_states")  # None: the robot has no such stream
+_JOINT_TOPIC_KEYS = ("prefix", "joint_names")
+
+
+def _joint_topics(given: Any, origin: str) -> tuple[JointTopic, ...]:
+    """`more_joint_states` as a file gives it: JointState topic -> {prefix: ..., joint_names: {...}}."""
+    where = f"{origin}: {MORE_JOINTS}"
+    if not isinstance(given, Mapping):
+        raise SourceError(f"{where} must be a mapping of JointState topics to {{prefix: ..., joint_names: {{...}}}}")
+    out = []
+    for topic, entry in given.items():
+        if not isinstance(topic, str) or not topic:
+            raise SourceError(f"{where}: {topic!r} is no topic name")
+        if not isinstance(entry, Mapping):
+            raise SourceError(
+                f"{where}: {topic}: expected {{prefix: ..., joint_names: {{...}}}} ({{}}: its names as sent), "
+                f"got {entry!r:.40}"
+            )
+        if unknown := sorted(set(entry) - set(_JOINT_TOPIC_KEYS), key=str):
+            raise SourceError(
+                f"{where}: {topic}: "
+                + "; ".join(
+                    f"unknown key {k!r}"
+                    + (did_you_mean(str(k), _JOINT_TOPIC_KEYS) or f"; expected {_JOINT_TOPIC_KEYS}")
+                    for k in unknown
+                )
+            )
+        prefix, names = entry.get("prefix", ""), entry.get("joint_names", {})
+        if not isinstance(prefix, str):
+            raise SourceError(f"{where}: {topic}: 'prefix' must be a name prefix, got {prefix!r:.40}")
+        if not isinstance(names, Mapping):
+            raise SourceError(f"{where}: {topic}: 'joint_names' must be a mapping of names")
+        out.append(JointTopic(topic, prefix, {str(k): str(v) for k, v in names.items()}))
+    return tuple(out)
+
+
+def _separator(name: str) -> int:
+    """Where the first character that is no letter or digit is in `name` (-1: none): a prefix ends there."""
+    return next((i for i, c in enumerate(name) if not c.isalnum()), -1)
 
 
 @dataclass(frozen=True)
@@ -310,10 +414,19 @@ class FrameAssembler:
         self._pending: list[StreamIssue] = []
         self.frames = 0
         self._jumps = JumpDetector(joint_limits or {}, jump_factor)
-        self._update_layouts: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {}
         self._given: tuple[str, ...] | None = None  # the last JointState's names as given, and as the robot's
         self._named: tuple[str, ...] = ()
-        self._update_stamp = -math.inf
+        m = self.mapping
+        self._label = f"joint_states {m.joint_states}"
+        # the JointState topics merged by name, by topic (None: gripper_joint_states), each with its own naming
+        self._sides: dict[str | None, _Side] = {
+            None: _Side(GRIPPER_JOINTS, f"{GRIPPER_JOINTS} {m.gripper_joint_states}", self._rename)
+        }
+        for more in m.more_joint_states:
+            rename = lambda names, more=more: _once(more.rename(names))  # noqa: E731
+            self._sides[more.topic] = _Side(more.stream, f"{MORE_JOINTS} {more.topic}", rename)
+        self._owners: dict[str, str] = {}  # robot joint -> the label of the topic that sends it (the first to)
+        self._watched: np.ndarray | None = None  # the joints `_missing` checks (None: the required ones)
 
     # ------------------------------------------------------------------------------- helpers
     def _issue(self, kind: IssueKind, stream: str, t: float, detail: str) -> None:
@@ -356,8 +469,10 @@ class FrameAssembler:
 
     def _layout(self, names: tuple[str, ...], t: float) -> tuple[np.ndarray, np.ndarray] | None:
         """(source index, frame index) arrays for a new name list, cached in `_layouts`; None when the
-        message lists exactly the robot's joints in frame order (the common case, no scatter)."""
+        message lists exactly the robot's joints in frame order (the common case, no scatter). Its joints
+        are this topic's from now on (`_taken`)."""
         assert self.joints is not None
+        self._owners.update(dict.fromkeys((n for n in names if n in self.joints), self._label))
         if names == self.joints:
             layout = None
         else:
@@ -372,9 +487,24 @@ class FrameAssembler:
         return layout
 
     def _rename(self, names: tuple[str, ...], check: bool = True) -> tuple[str, ...]:
-        """A message's names as the robot's (`mapping.joint_names`); _AMBIGUOUS when one is listed twice."""
-        renamed = tuple(self.mapping.joint_names.get(n, n) for n in names) if names else self.mapping.joint_order
-        return _AMBIGUOUS if check and len(set(renamed)) < len(renamed) else renamed
+        """A message's names as the robot's (`mapping.joint_names`, else `joint_prefix` put before);
+        _AMBIGUOUS when one is listed twice."""
+        m = self.mapping
+        renamed = tuple(m.joint_names.get(n, m.joint_prefix + n) for n in names) if names else m.joint_order
+        return _once(renamed) if check else renamed
+
+    def _taken(self, names: tuple[str, ...], label: str) -> str | None:
+        """Why a message of the topic `label` whose names are `names` (the robot's) is dropped: some of them come
+        on another topic already (two drivers whose names the mapping makes the same, as when both arms' are
+        given one prefix); None when none does. Which topic's reading held would depend on arrival order."""
+        owners = self._owners
+        taken = [(n, owner) for n in names if (owner := owners.get(n, label)) != label]
+        if not taken:
+            return None
+        return (
+            f"{self.mapping.origin}: {label} sends {', '.join(n for n, _ in taken)}, which {taken[0][1]} sends: "
+            "two topics cannot send one joint (give each arm's topic a prefix of its own); message dropped"
+        )
 
     def stale_streams(self, t: float) -> frozenset[str]:
         """Streams older than their limit (or never received) at time `t`."""
@@ -622,12 +752,16 @@ class FrameAssembler:
             )
             self._unusable(t, received)
             return None
+        layout = self._layouts.get(names, _NEW)
+        if layout is _NEW and self._owners and (taken := self._taken(names, self._label)) is not None:
+            self._issue(IssueKind.DUPLICATE_NAMES, JOINTS, t, taken)
+            self._unusable(t, received)
+            return None
         broken = self._timeline(t, received)
         if broken is None:
             return None
         if self._values is None:
             self._init_joints(names)
-        layout = self._layouts.get(names, _NEW)
         if layout is _NEW:
             if self._layouts:  # (a gripper topic may have come first)
                 first = next(iter(self._layouts))
@@ -718,12 +852,15 @@ class FrameAssembler:
         self.frames += 1
         return AssembledFrame(state, frozenset(stale), self.drain_issues(), resync)
 
-    def on_joint_update(self, sample: JointSample, received: float | None = None) -> None:
-        """Joints from the second JointState stream (`mapping.gripper_joint_states`), merged by name into the
-        frames the driving stream makes (each joint keeps its own age: `limits.joint_held`). Needs `joints`."""
-        stream = GRIPPER_JOINTS
+    def on_joint_update(self, sample: JointSample, received: float | None = None, topic: str | None = None) -> None:
+        """Joints from a JointState topic that makes no frames, merged by name into the frames the driving stream
+        makes: `topic` one of `mapping.more_joint_states`, or None for `mapping.gripper_joint_states`. Each topic
+        keeps its own stamps (one behind another's is no step back) and each joint its own age
+        (`limits.joint_held`). Needs `joints`."""
+        side = self._sides[topic]
+        stream = side.stream
         t = self._stamp(sample.stamp, received, stream)
-        names = self._rename(sample.names) if sample.names else ()
+        names = side.rename(sample.names) if sample.names else ()
         problem = (
             (IssueKind.EMPTY_NAMES, "empty name list")
             if not names
@@ -734,10 +871,10 @@ class FrameAssembler:
             else (IssueKind.NAN, "NaN, infinite or implausible positions")
             if not _finite(sample.position)
             else (
-                IssueKind.DUPLICATE_STAMP if t == self._update_stamp else IssueKind.BACKWARDS,
-                f"stamp {t:.6f} after {self._update_stamp:.6f}",
+                IssueKind.DUPLICATE_STAMP if t == side.stamp else IssueKind.BACKWARDS,
+                f"stamp {t:.6f} after {side.stamp:.6f}",
             )
-            if t <= self._update_stamp
+            if t <= side.stamp
             else None
         )
         if problem is not None:
@@ -748,25 +885,43 @@ class FrameAssembler:
         if self._values is None:
             self._init_joints(self.joints)
         assert self._values is not None and self._joint_t is not None
-        layout = self._update_layouts.get(names)
+        layout = side.layouts.get(names)
         if layout is None:
             index = {n: i for i, n in enumerate(self.joints)}
             if unknown := [n for n in names if n not in index]:
                 self._issue(
                     IssueKind.UNKNOWN_JOINTS, stream, t, f"joints not in the robot, ignored: {', '.join(unknown)}"
                 )
-            pairs = [(i, index[n]) for i, n in enumerate(names) if n in index]
-            layout = self._update_layouts[names] = (
-                np.array([p[0] for p in pairs], dtype=np.intp),
-                np.array([p[1] for p in pairs], dtype=np.intp),
-            )
+            known = [n for n in names if n in index]
+            layout = self._taken(tuple(known), side.label)
+            if layout is None:
+                self._owners.update(dict.fromkeys(known, side.label))
+                pairs = [(i, index[n]) for i, n in enumerate(names) if n in index]
+                layout = (
+                    np.array([p[0] for p in pairs], dtype=np.intp),
+                    np.array([p[1] for p in pairs], dtype=np.intp),
+                )
+                self._watch(layout[1])
+            side.layouts[names] = layout
+        if isinstance(layout, str):  # its joints come on another topic too
+            self._issue(IssueKind.DUPLICATE_NAMES, stream, t, layout)
+            return
         src, dst = layout
         n = len(names)
         for row, values in enumerate((sample.position, sample.velocity, sample.effort)):
             ok = values is not None and len(values) == n and _finite(values)
             self._values[row, dst] = values[src] if ok and values is not None else np.nan
-        self._joint_t[dst] = self._update_stamp = t
+        self._joint_t[dst] = side.stamp = t
         self._check_driver(t, stream, received)
+
+    def _watch(self, joints: np.ndarray) -> None:
+        """Check the optional ones of `joints` (frame indices a topic that makes no frames sends) for their age
+        from now on, as the required ones are (`_missing`)."""
+        assert self._needed is not None
+        optional = {i for i in joints.tolist() if i >= self._needed}
+        if optional:
+            watched = set(range(self._needed)) if self._watched is None else set(self._watched.tolist())
+            self._watched = np.array(sorted(watched | optional), dtype=np.intp)
 
     def _unusable(self, t: float, received: float | None) -> None:
         """A joint message dropped for its content (NaN, names): the stream is still alive at `t`, so the gap
@@ -846,12 +1001,17 @@ class FrameAssembler:
 
     def _missing(self, t: float) -> bool:
         """Whether a joint has had no position for longer than `joint_held` (dropped from the messages or
-        renamed): its held value would be a guess, so the frame is stale (an issue every frame)."""
+        renamed, or its topic stopped): its held value would be a guess, so the frame is stale (an issue every
+        frame). The joints checked are the required ones and any optional one a topic that makes no frames has
+        sent (`_watched`): another arm on a topic of its own that stops would stand where it was unseen."""
         assert self._joint_t is not None and self.joints is not None  # called on frames, after the first message
-        old: list[bool] = (t - self._joint_t[: self._needed] > self.limits.joint_held).tolist()
+        watched = self._watched
+        stamps = self._joint_t[: self._needed] if watched is None else self._joint_t[watched]
+        old: list[bool] = (t - stamps > self.limits.joint_held).tolist()
         if not any(old):
             return False
-        names = ", ".join(name for name, gone in zip(self.joints, old) if gone)
+        joints = self.joints if watched is None else [self.joints[i] for i in watched.tolist()]
+        names = ", ".join(name for name, gone in zip(joints, old) if gone)
         self._issue(
             IssueKind.MISSING_JOINTS,
             JOINTS,
@@ -891,6 +1051,25 @@ class FrameAssembler:
 
 _AMBIGUOUS: tuple[str, ...] = ("<a joint listed twice>",)  # stands for a name list, compared by identity
 _NEW: tuple[np.ndarray, np.ndarray] = (np.empty(0, np.intp), np.empty(0, np.intp))  # no layout yet (by identity)
+
+
+def _once(renamed: tuple[str, ...]) -> tuple[str, ...]:
+    """A message's names as the robot's, or _AMBIGUOUS when one is listed twice."""
+    return _AMBIGUOUS if len(set(renamed)) < len(renamed) else renamed
+
+
+class _Side:
+    """A JointState topic merged into the frames by name: its stream (in issues) and label (key and topic: what
+    another topic's clash names), its naming (a message's names -> the robot's, `_once`: `joint_states`' own for
+    `gripper_joint_states`, `JointTopic.rename` for one of `more_joint_states`), the stamp of its last message,
+    and per name list its layout, or why its messages are dropped."""
+
+    __slots__ = ("label", "layouts", "rename", "stamp", "stream")
+
+    def __init__(self, stream: str, label: str, rename: Callable[[tuple[str, ...]], tuple[str, ...]]) -> None:
+        self.stream, self.label, self.rename = stream, label, rename
+        self.stamp = -math.inf
+        self.layouts: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray] | str] = {}
 
 
 class _Repeats:

@@ -175,12 +175,19 @@ class Estimator:
 
     def gripper_joints(self, sample: JointSample, received: float | None = None) -> EstimatorStep:
         """A message of the gripper's own JointState topic: merged by name into the next frame."""
+        return self.more_joints(None, sample, received)
+
+    def more_joints(self, topic: str | None, sample: JointSample, received: float | None = None) -> EstimatorStep:
+        """A message of `topic`, one of the mapping's `more_joint_states` (None: its `gripper_joint_states`):
+        merged by name into the next frame. Stamped far behind the last frame, it restarts the input as any
+        stream's does: at a restart another arm's joints may come before the arm that makes the frames."""
+        restarted = self._restarted(sample.stamp)
         clock = self._clock
         start = clock() if clock else 0.0
-        self.assembler.on_joint_update(sample, received)
+        self.assembler.on_joint_update(sample, received, topic)
         if clock:
             self.timings["assemble"] += clock() - start
-        return self._between_frames()
+        return self._between_frames(restarted)
 
     def transforms(
         self, transforms: list[tuple[str, str, Pose, float]], received: float | None = None

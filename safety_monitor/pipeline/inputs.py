@@ -36,6 +36,7 @@ def configured_inputs(mapping: StreamMapping, objects: Iterable[str]) -> list[Co
     out = [ConfiguredInput(JOINTS, mapping.joint_states, MessageType.JOINT_STATE, required=True)]
     if mapping.gripper_joint_states:
         out.append(ConfiguredInput(GRIPPER_JOINTS, mapping.gripper_joint_states, MessageType.JOINT_STATE))
+    out += [ConfiguredInput(more.stream, more.topic, MessageType.JOINT_STATE) for more in mapping.more_joint_states]
     if mapping.wrench is not None:
         out.append(ConfiguredInput(WRENCH, mapping.wrench, MessageType.WRENCH_STAMPED))
     out += [

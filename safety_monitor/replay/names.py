@@ -37,6 +37,9 @@ def absolute_mapping(mapping: StreamMapping, ns: str = "/") -> StreamMapping:
     values: dict[str, Any] = {f: _absolute(getattr(mapping, f), ns) for f in _TOPICS if getattr(mapping, f)}
     values["object_pose"] = _absolute(mapping.object_pose, ns)
     values["objects"] = {o: _absolute(t, ns) for o, t in mapping.objects.items()}
+    values["more_joint_states"] = tuple(
+        dataclasses.replace(more, topic=_absolute(more.topic, ns)) for more in mapping.more_joint_states
+    )
     return dataclasses.replace(mapping, **values)
 
 
@@ -77,4 +80,8 @@ def resolve_mapping(
             )
     values: dict[str, Any] = {f: t for f, t in changes.items() if f in _TOPICS}
     values["objects"] = {**resolved.objects, **{o: changes[s] for o in objects if (s := pose_stream(o)) in changes}}
+    values["more_joint_states"] = tuple(
+        dataclasses.replace(resolved_more, topic=changes[more.stream]) if more.stream in changes else resolved_more
+        for more, resolved_more in zip(mapping.more_joint_states, resolved.more_joint_states)
+    )
     return dataclasses.replace(resolved, **values), notes

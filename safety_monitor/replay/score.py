@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import cache, lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -33,7 +33,7 @@ from safety_monitor.io.bag import BagReader, MessageBatch, TopicSummary
 from safety_monitor.monitor.episodes import TraceResult
 from safety_monitor.monitor.live import SpecSetMonitor, load_automata
 from safety_monitor.names import did_you_mean
-from safety_monitor.pipeline.assemble import GRIPPER_JOINTS, JOINTS, WRENCH, StreamMapping, pose_stream
+from safety_monitor.pipeline.assemble import GRIPPER_JOINTS, JOINTS, MORE_JOINTS, WRENCH, StreamMapping, pose_stream
 from safety_monitor.pipeline.decode import MessageType, TypedDecoders, Undecodable
 from safety_monitor.pipeline.estimator import Estimator
 from safety_monitor.pipeline.inputs import TF, ConfiguredInput, check_types, configured_inputs
@@ -707,6 +707,12 @@ _DROPPED = object()  # a predicates message that could not be read
 _JOINT_ROUTE, _WRENCH_ROUTE, _GRIPPER_ROUTE, _TF_ROUTE = object(), object(), object(), object()
 
 
+class _MoreJoints(NamedTuple):
+    """The route of a topic of `more_joint_states` (an object's pose topic routes by the object's name)."""
+
+    topic: str
+
+
 def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult, progress: Progress | None) -> None:
     """A thin driver of the Estimator stage on log times (the estimator node drives it on the node clock);
     joint, wrench and pose messages are decoded a batch at a time, the rest one at a time, by the one decoder."""
@@ -741,6 +747,11 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult, progr
             result.warnings.append(
                 f"no gripper topic {mapping.gripper_joint_states}: its joints never come, so no frame can be built"
             )
+    for more in mapping.more_joint_states:
+        if more.topic in topics:
+            route[more.topic] = _MoreJoints(more.topic)
+        else:
+            result.warnings.append(f"no topic {more.topic} ({MORE_JOINTS}): its joints never come")
     for name in objects:
         topic = mapping.pose_topic(name)
         if name in mapping.object_frames:
@@ -779,6 +790,9 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult, progr
     }
     decoders.update((name, (poses, pose_stream(name))) for name in objects)
     decoders[_GRIPPER_ROUTE] = (_decoders(bag, MessageType.JOINT_STATE), GRIPPER_JOINTS)
+    decoders.update(
+        (_MoreJoints(m.topic), (_decoders(bag, MessageType.JOINT_STATE), m.stream)) for m in mapping.more_joint_states
+    )
     decoders[_TF_ROUTE] = (_decoders(bag, MessageType.TF_MESSAGE), TF)
     on_joints, on_wrench, on_pose = stage.joints, stage.wrench, stage.pose
     for batch in _timed_batches(bag, set(route), timings):
@@ -817,6 +831,8 @@ def _score_states(bag: BagReader, config: ReplayConfig, result: BagResult, progr
                 step = on_wrench(decoded[0], decoded[1], received)
             elif kind is _GRIPPER_ROUTE:
                 step = stage.gripper_joints(decoded, received)
+            elif type(kind) is _MoreJoints:
+                step = stage.more_joints(kind.topic, decoded, received)
             elif kind is _TF_ROUTE:
                 step = stage.transforms(decoded, received)
             else:
