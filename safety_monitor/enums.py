@@ -89,7 +89,7 @@ class IssueKind(StrEnum):
     JOINT_JUMP = "joint_jump"  # a joint stepped further between frames than its velocity limit allows (wrap, glitch)
     # a mobile base's pose stepped further than the base drives (a localisation reset, a glitch): unusable a while
     BASE_JUMP = "base_jump"
-    ZERO_QUATERNION = "zero_quaternion"  # a pose without orientation: dropped
+    DENORMALIZED_QUATERNION = "denormalized_quaternion"  # an orientation far from unit length (zero too): dropped
     TF_LOOP = "tf_loop"  # a TF frame its own parent (dropped), or a chain running into a loop (no pose across it)
     FROZEN = "frozen"  # values bit-identical for longer than a real sensor stays still: stale
     STREAM_STOPPED = "stream_stopped"  # a stream that stopped while others went on

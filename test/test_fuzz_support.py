@@ -1438,7 +1438,7 @@ _QUATERNIONS = st.sampled_from(
         (1e-7, 0.0, 0.0, 0.0),
         (-1.0, 0.0, 0.0, 0.0),
     ]
-)  # fmt: skip  (a nonzero one is normalised, as a pose topic's: its direction is the rotation)
+)  # fmt: skip  (within float error of unit length normalised; beyond it dropped and said, as a pose topic's)
 _POSITIONS = st.sampled_from(
     [
         (math.nan, 0.0, 0.0),

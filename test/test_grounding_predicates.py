@@ -924,6 +924,27 @@ def test_object_stable_and_settled_are_unknown_where_a_drop_hidden_in_a_pose_gap
     assert tri(frames, "object_settled") == [False] * 14
 
 
+def test_a_still_object_touching_no_support_is_forbidden_where_a_grasp_or_drop_hidden_in_a_pose_gap_holds_it():
+    """The cube touches the mug (no support for it) when it is seen again after a 12-frame gap by the closed hand,
+    its grasp decided on frame 16. Not grasped before the gap, it may have been grasped in it; held before, it may have
+    been dropped: either way it may count as grasped up to frame 15, where the contact is forbidden (an active object
+    on no support), and not elsewhere: at rest, forbidden_contact is unknown up to frame 15, not false (nor true),
+    false from 16; sliding, it is active in every completion: true from the first frame its motion is known."""
+    for held in (False, True):
+        for step, after in (([0.0, 0.0, 0.0], [None] * 4 + [False] * 4), ([0.0, 0.01, 0.0], [None] + [True] * 7)):
+            if held:
+                s = Scene()
+                s.step(3)
+                s.grasp()
+                s.step(8)
+            else:
+                s = _by_the_closed_hand(focus=False)
+            s.contacts[("cube", "mug")] = 0.0
+            frames = _lost_then_sliding(s, 12, step)[:20]
+            assert tri(frames, "object_grasped") == [None] * 16 + [False] * 4
+            assert tri(frames, "forbidden_contact") == [None] * 12 + after, (held, step)
+
+
 def test_the_skills_ask_whether_a_drop_hidden_in_a_pose_gap_let_the_held_object_go():
     """The held cube, lost for 6 frames, is seen again out of the fingers, its grasp decided on frame 10. From frame
     4 it may have been let go: the hand is empty there, so preconditions_open (nothing grasped) is unknown, not false,

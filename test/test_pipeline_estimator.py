@@ -18,6 +18,7 @@ from safety_monitor.pipeline import estimator as stage_module
 from safety_monitor.pipeline.assemble import JOINTS, WRENCH, StreamMapping
 from safety_monitor.pipeline.decode import MessageType, Undecodable, decoder
 from safety_monitor.pipeline.estimator import Estimator, EstimatorStep, RolloutStart
+from safety_monitor.pipeline.inputs import TF
 from safety_monitor.settings import EstimatorSettings
 
 NAMES = ("j1", "j2")
@@ -83,12 +84,24 @@ def test_every_issue_comes_back_from_the_call_that_raised_it():
     twice = s.joints(joints(1.006, pos=(0.1, 0.2, 0.3), names=("j1", "j2", "j1")))
     assert twice.sample is None and kinds(twice) == [IssueKind.DUPLICATE_NAMES]
     pose = s.pose("mug", Pose(P.position, np.zeros(4)), 1.006)
-    assert kinds(pose) == [IssueKind.ZERO_QUATERNION] and pose.issues[0].stream == "object_pose/mug"
+    assert kinds(pose) == [IssueKind.DENORMALIZED_QUATERNION] and pose.issues[0].stream == "object_pose/mug"
     assert s.joints(joints(1.008)).issues == ()
     ahead = s.joints(joints(5.0))  # held back: only the next message tells a clock step from an outlier
     assert ahead.sample is None and ahead.issues == ()
     end = s.finish()
     assert kinds(end) == [IssueKind.TIME_JUMP] and end.sample is None
+
+
+def test_a_tf_link_far_from_unit_length_is_a_tf_issue_and_the_pose_it_would_give_goes_stale():
+    """As tf2 drops such a transform (TF_DENORMALIZED_QUATERNION): the mug's pose is never handed on, stale on the
+    frames, the issue on the tf stream naming the link; float error (norm 1.001) is normalised without a word."""
+    s = Estimator(_Grounder(), StreamMapping(object_frames={"mug": "mug_link"}), EstimatorSettings())
+    bad = s.transforms([("base", "mug_link", Pose(P.position, P.quaternion * 2.0), 1.0)])
+    assert kinds(bad) == [IssueKind.DENORMALIZED_QUATERNION] and bad.issues[0].stream == TF
+    assert "'base' -> 'mug_link'" in bad.issues[0].detail and bad.sample is None
+    assert "object_pose/mug" in s.joints(joints(1.002)).sample.stale
+    assert s.transforms([("base", "mug_link", Pose(P.position, P.quaternion * 1.001), 1.004)]).issues == ()
+    assert "object_pose/mug" not in s.joints(joints(1.006)).sample.stale
 
 
 def test_frozen_joints_turn_on_once_and_off_once():
@@ -229,7 +242,8 @@ def test_bytes_no_reader_takes_give_the_same_error_whichever_fallback_refused_th
 @pytest.fixture(scope="module")
 def bad_stream_bag(tmp_path_factory):
     """40 frames of a real episode at 500 Hz with bad messages: NaN positions, a stamp going back, a joint
-    listed twice, a NaN wrench, and a stamp jumping ahead at the end."""
+    listed twice, a NaN wrench, a pose whose quaternion is twice unit length, and a stamp jumping ahead at the
+    end."""
     from safety_monitor.io.bag import BagWriter
     from safety_monitor.sim.runner import run_episode
 
@@ -242,7 +256,8 @@ def bad_stream_bag(tmp_path_factory):
             w.write_wrench("/wrist_wrench", t, wrench, log_t=t)
             for name, pose in s.object_poses.items():
                 if k % 10 == 0:
-                    w.write_pose(f"/objects/{name}/pose", t, pose, log_t=t)
+                    q = pose.quaternion * (2.0 if k == 20 and name == "mug" else 1.0)
+                    w.write_pose(f"/objects/{name}/pose", t, Pose(pose.position, q), log_t=t)
             names, position = list(s.joint_names), s.joint_position.copy()
             stamp = t
             if k == 5:
@@ -318,6 +333,7 @@ def test_the_node_and_replay_attribute_the_same_issues_to_the_same_frames(bad_st
         IssueKind.NAN,
         IssueKind.BACKWARDS,
         IssueKind.DUPLICATE_NAMES,
+        IssueKind.DENORMALIZED_QUATERNION,
         IssueKind.TIME_JUMP,
     }
     assert all(c[2] == () for c in made if c[1] is not None)  # no issue rides on a later frame

@@ -36,7 +36,9 @@ def _matrix(pose: Pose) -> np.ndarray:
 
 
 def _pose(rng: np.random.Generator) -> Pose:
-    return Pose(rng.normal(size=3), rng.normal(size=4))
+    """A random pose whose quaternion is off unit length by float error (normalised by the tree)."""
+    q = rng.normal(size=4)
+    return Pose(rng.normal(size=3), q / np.linalg.norm(q) * rng.uniform(0.999, 1.001))
 
 
 def test_tf_chains_through_the_common_ancestor_with_the_newest_stamp():
@@ -56,6 +58,25 @@ def test_tf_chains_through_the_common_ancestor_with_the_newest_stamp():
     np.testing.assert_allclose(_matrix(pose), want, atol=1e-12)
     assert tree.update(static) == []  # a static link again changes nothing: no repeated pose
     assert tree.update([Transform("world", "elsewhere", _pose(rng), 3.0)]) == []  # not in the chain
+
+
+def test_a_tf_link_far_from_unit_length_is_dropped_as_tf2_drops_it_and_the_link_keeps_its_last_transform():
+    """tf2 refuses a transform whose quaternion's squared norm is 0.01 or more off 1 (TF_DENORMALIZED_QUATERNION): the
+    tree drops it and says so; within that, float error, it normalises. A NaN one is kept for the assembler's `nan`."""
+    tree = TransformTree("base_link", {"cube": "cube"})
+    q = np.array([0.6, 0.0, 0.0, 0.8])
+    ((_, pose, _),) = tree.update([Transform("base_link", "cube", Pose(np.ones(3), q * 1.004), 1.0)])
+    np.testing.assert_allclose(pose.quaternion, q, rtol=1e-15)
+    assert tree.problems == []
+    for k, norm in enumerate((0.0, 0.994, 1.006, 3.0, 1e200)):
+        assert tree.update([Transform("base_link", "cube", Pose(np.zeros(3), q * norm), 2.0 + k)]) == []
+        (problem,) = tree.problems
+        assert problem.kind is IssueKind.DENORMALIZED_QUATERNION and problem.name is None
+        assert f"transform 'base_link' -> 'cube' at {2.0 + k:.6f}: quaternion norm {norm:.6g}" in problem.detail
+    kept = tree.lookup("cube")
+    assert kept is not None and kept[1] == 1.0 and np.array_equal(kept[0].position, np.ones(3))
+    ((_, pose, _),) = tree.update([Transform("base_link", "cube", Pose(np.ones(3), np.array([np.nan, 0, 0, 1])), 9.0)])
+    assert np.isnan(pose.quaternion[0]) and tree.problems == []
 
 
 def test_an_unnamed_joint_state_takes_joint_order_and_without_it_says_so():

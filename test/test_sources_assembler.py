@@ -85,12 +85,28 @@ def test_nan_infinite_or_implausible_values_are_dropped_without_overflow_warning
     assert kinds(a.drain_issues()) == ["nan", "nan"]
 
 
-def test_a_pose_with_a_zero_quaternion_is_dropped_and_reported_so_its_staleness_has_a_reason():
+@pytest.mark.parametrize("norm", [0.0, 5e-324, 0.5, 0.994, 1.006, 2.0, 1e5])
+def test_a_pose_whose_quaternion_is_far_from_unit_length_is_dropped_and_reported_so_its_staleness_has_a_reason(norm):
+    """tf2 refuses a quaternion whose squared norm is 0.01 or more off 1 (norms beyond about 0.995..1.005, zero
+    included): a corrupt message or a driver bug, whose direction is no rotation to trust."""
     a = FrameAssembler(["j1", "j2"], objects=["mug"], mapping=StreamMapping(wrench=None))
-    a.on_pose_sample("mug", Pose(P.position, np.zeros(4)), 1.0)
+    a.on_pose_sample("mug", Pose(P.position, np.array([0.6, 0.0, 0.0, 0.8]) * norm), 1.0)
     frame = a.on_joint_states(js(1.0))
-    assert kinds(frame.issues) == ["zero_quaternion"] and frame.stale == {"object_pose/mug"}
+    assert kinds(frame.issues) == ["denormalized_quaternion"] and frame.stale == {"object_pose/mug"}
+    assert f"pose orientation: quaternion norm {norm:.6g} is not 1" in frame.issues[0].detail
     assert frame.state.object_poses == {}
+
+
+@pytest.mark.parametrize("norm", [0.999, 1.001, 0.996, 1.004])
+def test_a_pose_whose_quaternion_is_off_unit_length_by_float_error_is_taken_without_a_word(norm):
+    """A float32 driver's quaternions are off unit length by up to about 1e-3: taken as sent (the twin normalises
+    every orientation it reads), no issue."""
+    q = np.array([0.6, 0.0, 0.0, 0.8]) * norm
+    a = FrameAssembler(["j1", "j2"], objects=["mug"], mapping=StreamMapping(wrench=None))
+    a.on_pose_sample("mug", Pose(P.position, q), 1.0)
+    frame = a.on_joint_states(js(1.0))
+    assert frame.issues == () and frame.stale == frozenset()
+    np.testing.assert_array_equal(frame.state.object_poses["mug"].quaternion, q)
 
 
 def test_empty_names_and_length_mismatch_are_dropped():

@@ -40,7 +40,8 @@ DOCS = {
         "a contact outside the allowed classes this frame (a robot part with anything but, for gripper "
         "bodies, a manipulated object or a fixture being operated; a grasped or moving object with anything "
         "but a support, container, the gripper or the other arm of a bimanual robot, which touches them "
-        "under a monitor of its own)",
+        "under a monitor of its own; unknown where an object at rest on no support may count as grasped in some "
+        "completions only, a grasp or drop hidden in a pose gap undecided)",
         "twin gaps, object_grasped, object motion, fixture operation",
         "contact 0.002 m",
     ),
@@ -75,7 +76,9 @@ class _Operated:
 @dataclass(frozen=True, slots=True)
 class _Objects:
     """Objects on something that is no support for them: forbidden while one of them is active (grasped
-    or moving). An object on a support is allowed whether it moves or not, so it is not listed: its
+    or moving, Kleene OR: its measured motion, a held object's too, does not depend on the grasp, so an object
+    at rest that a grasp or drop hidden in a pose gap may hold makes the contact unknown, a moving one
+    forbidden). An object on a support is allowed whether it moves or not, so it is not listed: its
     motion, unknown until a pose track spans the motion window, never makes the contact unknown."""
 
     objects: tuple[str, ...]
@@ -165,7 +168,8 @@ class ContactEstimator:
             return rule.forbidden
         if isinstance(rule, _Operated):
             return rule.fixture not in self.fixtures.operated
-        return any3([True if self.grasp.grasped[obj] else self.grasp.moving[obj] for obj in rule.objects])
+        g = self.grasp
+        return any3([v for obj in rule.objects for v in (g.is_grasped(obj), g.moving[obj])])
 
     def _rule(self, a: str, b: str) -> _Rule:
         """What decides a contact between entities `a` and `b`: only the names (fixed per workcell)."""

@@ -137,8 +137,8 @@ class _ObjectGrasp:
 
 
 class GraspEstimator:
-    """Grasp family; later estimators read `grasped`, `dropped`, `stable` (`at_rest`), `moving` and `focus`, the
-    twin's carrying `held`."""
+    """Grasp family; later estimators read `grasped` (`is_grasped`), `dropped`, `stable` (`at_rest`), `moving` and
+    `focus`, the twin's carrying `held`."""
 
     def __init__(self, objects: tuple[str, ...], thresholds: Thresholds, counts: FrameCounts):
         self.objects = objects
@@ -385,6 +385,13 @@ class GraspEstimator:
         last grasped, that is the one seen last), in some completion of the unseen frames."""
         floor = max(0, *[st.last_rise for _, st in self._states])
         self.other_foci = tuple(o for o, st in self._states if st.rise_by >= floor and o != self.focus)
+
+    def is_grasped(self, o: str) -> Tri:
+        """Whether `o` counts as grasped on this frame in every completion: unknown where a grasp (`maybe_grasped`) or
+        a drop (`maybe_let_go`) hidden in a pose gap would make it differ from `grasped[o]`."""
+        if self.grasped[o]:
+            return None if o in self.maybe_let_go else True
+        return None if o in self.maybe_grasped else False
 
     def at_rest(self, o: str) -> Tri:
         """`stable[o]` in every completion where `o` is not grasped now: unknown where a grasp and drop it may have had

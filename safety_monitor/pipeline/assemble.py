@@ -38,7 +38,7 @@ from safety_monitor.grounding.thresholds import BaseJump
 from safety_monitor.grounding.urdf import JointLimit
 from safety_monitor.io.messages import joint_state_sample, pose_of, wrench_of
 from safety_monitor.names import did_you_mean
-from safety_monitor.pipeline.tf import frame_id, rotation_between
+from safety_monitor.pipeline.tf import denormalized, frame_id, rotation_between
 from safety_monitor.settings import FROZEN_S, EstimatorSettings, Topics
 
 JOINTS = "joint_states"
@@ -669,7 +669,8 @@ class FrameAssembler:
         self, stream: str, pose: Pose, stamp: float, last: float | None, received: float | None
     ) -> float | None:
         """The stamp a pose message is sampled at (a zero one replaced by the arrival time), or None when it is
-        dropped, with its issue: NaN or implausible values, a zero quaternion, a stamp not after `last`."""
+        dropped, with its issue: NaN or implausible values, a quaternion far from unit length, a stamp not after
+        `last`."""
         if stamp == 0.0:
             stamp = self._stamp(stamp, received, stream)
         if not _finite(pose.position, pose.quaternion):
@@ -680,12 +681,9 @@ class FrameAssembler:
                 f"pose has NaN, infinite or implausible (beyond {_LIMIT:g}) values; message dropped",
             )
             return None
-        q = pose.quaternion
-        # the grounder's test: not a rotation, unusable (`dot` gives `q @ q` bit for bit, in a third of the time)
-        if not float(q.dot(q)) > 1e-12:
-            self._issue(
-                IssueKind.ZERO_QUATERNION, stream, stamp, "pose orientation is a zero quaternion; message dropped"
-            )
+        why = denormalized(pose.quaternion)
+        if why is not None:
+            self._issue(IssueKind.DENORMALIZED_QUATERNION, stream, stamp, f"pose orientation: {why}; message dropped")
             return None
         if last is not None and stamp <= last:
             kind = IssueKind.DUPLICATE_STAMP if stamp == last else IssueKind.BACKWARDS

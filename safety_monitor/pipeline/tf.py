@@ -6,7 +6,10 @@ published once, transient local) as long as dynamic ones, and chains an object's
 through their lowest common ancestor. A pose's stamp is the newest stamp among the transforms of that chain,
 so a pose is as old as its oldest-news link says; it is handed on only when a message changed a link of its
 chain and the stamp changed (a static link arriving again repeats nothing). Quaternions are w first, as in
-`frames.Pose`; each link's is normalised once (a zero one is kept: the assembler refuses the pose).
+`frames.Pose`; each link's is normalised once, within float error of unit length (`QUATERNION_TOLERANCE`). One
+beyond it is dropped, as tf2 drops it (a zero or unscaled quaternion: a corrupt message or a driver bug), and said
+(`denormalized_quaternion`); the link keeps its last transform. A NaN or infinite one is kept as NaN: the
+assembler refuses the poses it reaches (`nan`).
 
 A tree that loops has no pose to give, as tf2's lookups fail on one: a frame given as its own parent is dropped
 (tf2 drops it too), and a chain that runs into a loop (a link back up the chain, the world frame given a parent
@@ -38,6 +41,24 @@ class Transform:
     child: str
     pose: Pose
     stamp: float
+
+
+QUATERNION_TOLERANCE = 0.01
+"""A quaternion is a rotation while its squared norm is within this of 1 (norms of about 0.995 to 1.005): tf2's
+test and value (BufferCore refuses a transform beyond it, TF_DENORMALIZED_QUATERNION). Float error within it (a
+float32 driver's norms of 0.999 to 1.001) is normalised silently; beyond it, TF links and pose messages alike are
+dropped with a `denormalized_quaternion` issue."""
+
+
+def denormalized(q: np.ndarray) -> str | None:
+    """Why the finite quaternion `q` is no rotation (too far from unit length, zero included), or None: it is one."""
+    w, x, y, z = q.tolist()
+    if abs(w * w + x * x + y * y + z * z - 1.0) < QUATERNION_TOLERANCE:  # tf2's sum (floats overflow to inf, quietly)
+        return None
+    return (
+        f"quaternion norm {math.hypot(w, x, y, z):.6g} is not 1 (tf2 refuses a squared norm "
+        f"{QUATERNION_TOLERANCE:g} or more off 1)"
+    )
 
 
 def frame_id(name: str) -> str:
@@ -88,6 +109,8 @@ def invert(pose: Pose) -> Pose:
 
 
 IDENTITY = Pose(np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0]))
+_NO_ROTATION = np.full(4, np.nan)  # a NaN or infinite quaternion's link (NaN carries on without warnings)
+_NO_ROTATION.flags.writeable = False
 ROBOT = ""  # the name the robot base's pose is handed on under: no object has it (robot.yaml refuses empty names)
 
 
@@ -119,8 +142,13 @@ class TransformTree:
                 problems.append(TreeProblem(IssueKind.TF_LOOP, None, tr.stamp, what))
                 continue
             q = tr.pose.quaternion
-            size = float(np.sqrt(q @ q))
-            pose = Pose(tr.pose.position, q / size) if size > 0 else tr.pose
+            finite = bool(np.isfinite(q).all())  # NaN or infinite: NaN, for the assembler's `nan`
+            why = denormalized(q) if finite else None
+            if why is not None:
+                what = f"transform {tr.parent!r} -> {tr.child!r} at {tr.stamp:.6f}: {why}; dropped"
+                problems.append(TreeProblem(IssueKind.DENORMALIZED_QUATERNION, None, tr.stamp, what))
+                continue
+            pose = Pose(tr.pose.position, q / math.sqrt(float(q.dot(q))) if finite else _NO_ROTATION)
             link = Transform(parent, child, pose, tr.stamp)
             first = touched.get(child)
             if first is not None and not _same(first, link):
