@@ -11,7 +11,7 @@ import mujoco
 import numpy as np
 import pytest
 import yaml
-from mjcf_robots import arm_mjcf, bimanual_mjcf, linkage_gripper, two_arm_mjcf, write_mjcf
+from mjcf_robots import arm_mjcf, bimanual_mjcf, linkage_gripper, telescope_mjcf, two_arm_mjcf, write_mjcf
 from urdf_robots import LINK_LENGTH
 
 from safety_monitor.cli import main
@@ -434,3 +434,32 @@ def test_a_description_whose_robot_is_the_world_body_is_refused(tmp_path, capsys
     robot = load_robot_description(out / "robot.yaml")
     with pytest.raises(GroundingError, match="robot.base_body 'world' is MuJoCo's world body, which holds every body"):
         twin_for(robot, load_thresholds(out / "thresholds.yaml"))
+
+
+@pytest.mark.parametrize("telescope", [True, False])
+def test_stretchs_sprung_fingertips_are_no_arm_joints_and_its_telescope_is_no_gripper(tmp_path, capsys, telescope):
+    """Menagerie's Stretch: its fingertips hang from the fingers by passive hinges (no actuator drives them), and its
+    telescope's stages follow one another by equalities. The hinges were counted as arm joints below the gripper, so
+    the arm ran down a finger to its tip and the description did not load (`rubber_tip_left` holds the watched arm),
+    and the telescope's coupled stages were taken for a gripper's. The arm is now lift, the telescope's first stage
+    and the wrist; the slide the fingers follow is the gripper; the tips, the following stages and the finger hinges
+    are ignored; each finger is the finger body, not the marker fixed to it (whose subtree is the marker alone)."""
+    code, out = _init_text(tmp_path, telescope_mjcf(telescope))
+    assert code == 0
+    stages = ("arm_l3",) if telescope else ()
+    assert f"arm: {1 + len(stages) + 1} joints from base_link to wrist; gripper: one_joint (gripper_slide)" in (
+        capsys.readouterr().out
+    )
+    robot = load_robot_description(out / "robot.yaml")
+    assert robot.arm_joints == ("lift", *stages, "wrist_yaw") and robot.base_body == "base_link"
+    assert robot.gripper.kind is GripperKind.ONE_JOINT and robot.gripper.joints == ("gripper_slide",)
+    assert robot.gripper.finger_bodies == ("finger_left", "finger_right") and robot.gripper.hand_bodies == ("wrist",)
+    followers = ("arm_l2", "arm_l1", "arm_l0") if telescope else ()
+    tips = {f"tip_{side}_{axis}" for side in ("left", "right") for axis in "xy"}
+    wheels = {"wheel_left_joint", "wheel_right_joint"}
+    assert robot.ignored_joints == {*followers, "finger_left_open", "finger_right_open", *tips, *wheels}
+    assert not robot.gripper.closes_upward and robot.gripper.closed_at == pytest.approx(0.04 - 0.1 * 0.045)
+    if telescope:  # the stages that follow arm_l3 extend with it
+        twin = twin_for(robot, load_thresholds(out / "thresholds.yaml"))
+        reach = [twin.compute(robot.required_joints, np.array([0.0, q, 0.0, 0.0]), {}).ee_position[1] for q in (0, 0.1)]
+        assert reach[1] - reach[0] == pytest.approx(0.4)

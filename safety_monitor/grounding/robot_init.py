@@ -79,9 +79,7 @@ def guess_robot(tree: KinematicTree, tip: str | None = None) -> RobotGuess:
             f"{tree.path}: no arm: every moving joint is a gripper's ({joint_span(tree.moving_joints)}); robot init "
             "describes an arm with its gripper: attach the gripper to the arm's model and give that"
         )
-    arm = [j for j in moving if j not in gripperish]
-    if not arm:
-        arm = moving
+    arm = _arm_joints(tree, chain, {j.name for j in gripperish}) or moving
     # the gripper is the arm's own: a second arm's hand is not a second finger of this one
     leaders = [
         j
@@ -116,7 +114,7 @@ def guess_robot(tree: KinematicTree, tip: str | None = None) -> RobotGuess:
     elif kind is GripperKind.ONE_JOINT:
         followers = [j for j in gripperish if j.leader == leaders[0].name]
         moved = [leaders[0].child, *(j.child for j in followers)]
-        fingers = _sided_fingers([body for m in moved for body in _fixed_subtree(tree, m)])
+        fingers = _sided_fingers([_fixed_subtree(tree, m) for m in moved])
         fingers = fingers or _branch_fingers(tree, end, moved)
         if len(fingers) == 1 and tree.joints[leaders[0].name].parent == end:
             fingers = (end, fingers[0])  # one jaw closing on the hand's own (Unitree Z1's gripperMover on its stator)
@@ -177,7 +175,7 @@ def _branch_fingers(tree: KinematicTree, hand: str, moved: list[str]) -> tuple[s
 def _chain_to(tree: KinematicTree, tip: str | None, gripper: set[str]) -> list[TreeJoint]:
     """The arm's joints from the root: through `tip` and on down its longest chain, else the longest chain."""
     if tip is None:
-        return _longest_chain(tree, tree.root, gripper)
+        return _longest_chain(tree, tree.root, gripper, False)
     parent = {j.child: j for j in tree.joints.values()}
     if tip not in parent:
         bodies = [j.child for j in tree.joints.values()]
@@ -187,7 +185,7 @@ def _chain_to(tree: KinematicTree, tip: str | None, gripper: set[str]) -> list[T
     while node in parent:
         path.insert(0, parent[node])
         node = parent[node].parent
-    return path + _longest_chain(tree, tip, gripper)
+    return path + _longest_chain(tree, tip, gripper, any(j.name in gripper for j in path))
 
 
 def _other_arms(
@@ -199,12 +197,15 @@ def _other_arms(
     on_chain = {j.name for j in chain}
     out = []
     for i, link in enumerate(chain):
-        below = _count(chain[i:], gripper)
+        hand = any(j.name in gripper for j in chain[:i])
+        below = len(_arm_joints(tree, chain[i:], gripper, hand))
         for branch in tree.children(link.parent):
             if branch.name in on_chain:
                 continue
             joints = [j for j in _subtree_joints(tree, branch) if j.kind in MOVING]
-            longest = _count([branch, *_longest_chain(tree, branch.child, gripper)], gripper)
+            longest = len(
+                _arm_joints(tree, [branch, *_longest_chain(tree, branch.child, gripper, hand)], gripper, hand)
+            )
             holds_gripper = any(j.name in gripper and j.leader is None and j.name not in linkage for j in joints)
             if joints and (longest >= below or holds_gripper):
                 out.append(OtherArm(branch.child, tuple(j.name for j in joints)))
@@ -216,13 +217,18 @@ def _subtree_joints(tree: KinematicTree, joint: TreeJoint) -> list[TreeJoint]:
     return [joint, *(j for child in tree.children(joint.child) for j in _subtree_joints(tree, child))]
 
 
-def _sided_fingers(bodies: list[str]) -> tuple[str, ...]:
-    """The left and the right finger among the bodies a one-joint gripper moves, by their names (a linkage
-    like the Robotiq 2F-85's moves knuckles and fingers on both sides): on each side the body named most
-    like a fingertip (pad, tip, finger, then any), the last of equals (the deepest). () when a side has none."""
+def _sided_fingers(moved: list[list[str]]) -> tuple[str, ...]:
+    """The left and the right finger among the bodies a one-joint gripper moves (each moved body with the bodies
+    fixed to it), by their names (a linkage like the Robotiq 2F-85's moves knuckles and fingers on both sides): on
+    each side the body named most like a fingertip (pad, tip, finger, then any); of equals, the last moved one (the
+    deepest: a finger's second link moves with its first), and of a moved body and a body fixed to it, the moved one
+    (whose subtree holds both: Stretch 3 fixes a marker named `*_finger_aruco` to each finger). () when a side has
+    none."""
+    bodies = [body for group in moved for body in group]
+    order = {body: (-g, i) for g, group in enumerate(moved) for i, body in enumerate(group)}
 
-    def rank(body: str) -> int:
-        return next((i for i, w in enumerate(("pad", "tip", "finger")) if w in body.lower()), 3)
+    def rank(body: str) -> tuple[int, int, int]:
+        return (next((i for i, w in enumerate(("pad", "tip", "finger")) if w in body.lower()), 3), *order[body])
 
     # the arm's prefix says nothing of the side of its fingers (ALOHA's `right/left_finger_link`)
     names = [body.lower() for body in bodies]
@@ -231,21 +237,34 @@ def _sided_fingers(bodies: list[str]) -> tuple[str, ...]:
     sides = [[body for body, name in zip(bodies, names) if side in name[common:]] for side in ("left", "right")]
     if not all(sides):
         return ()
-    return tuple(min(reversed(side), key=rank) for side in sides)
+    return tuple(min(side, key=rank) for side in sides)
 
 
 def _gripperish(tree: KinematicTree) -> set[str]:
-    """Moving joints named like a gripper's, or coupled to another (arms have no coupled joints; Menagerie's
-    Robotiq 2F-85 names its driven joints `*_driver_joint`, coupled by an equality)."""
+    """Moving joints named like a gripper's, or coupled to another at the hand (Menagerie's Robotiq 2F-85 names its
+    driven joints `*_driver_joint`, coupled by an equality). Coupled joints that carry an arm joint are the arm's:
+    a telescope's stages, which follow one another (Stretch's, with the wrist and the gripper beyond)."""
+    named = {n for n in tree.moving_joints if any(w in n.lower() for w in _GRIPPER_WORDS)}
     coupled = {j.name for j in tree.joints.values() if j.leader} | {j.leader for j in tree.joints.values() if j.leader}
-    return {n for n in tree.moving_joints if n in coupled or any(w in n.lower() for w in _GRIPPER_WORDS)}
+    other = named | coupled | _loop_joints(tree) | tree.passive
+    plain = [tree.joints[n] for n in tree.moving_joints if n not in other]
+    return named | {
+        n
+        for n in coupled & set(tree.moving_joints)
+        if not any(_above(tree, tree.joints[n].child, j.parent) for j in plain)
+    }
 
 
 def _linkage_joints(tree: KinematicTree) -> set[str]:
-    """The passive joints of the robot's closed linkages: every moving joint on the path through the tree between
-    the two bodies of a `<connect>` or `<weld>` loop (a Robotiq 2F-85's four-bar linkages: spring link, follower,
-    coupler), less those named or coupled like a gripper's (its driver). Their positions follow from the driven
-    joint, so they are neither arm joints nor a hand of independent fingers. A loop that closes only through the
+    """The passive joints of the robot's closed linkages (`_loop_joints`), less those named or coupled like a
+    gripper's (its driver). Their positions follow from the driven joint, so they are neither arm joints nor a hand
+    of independent fingers."""
+    return _loop_joints(tree) - _gripperish(tree)
+
+
+def _loop_joints(tree: KinematicTree) -> set[str]:
+    """Every moving joint on the path through the tree between the two bodies of a `<connect>` or `<weld>` loop (a
+    Robotiq 2F-85's four-bar linkages: driver, coupler, spring link, follower). A loop that closes only through the
     world (a mocap weld holding the hand, a hand welded to a fixture) is no linkage of the robot."""
     parent = {j.child: j for j in tree.joints.values()}
 
@@ -261,7 +280,7 @@ def _linkage_joints(tree: KinematicTree) -> set[str]:
         above_a, above_b = up(a), up(b)
         if set(above_a) & set(above_b):
             out |= set(above_a) ^ set(above_b)
-    return {n for n in out if tree.joints[n].kind in MOVING} - _gripperish(tree)
+    return {n for n in out if tree.joints[n].kind in MOVING}
 
 
 def _names_grasp(name: str) -> bool:
@@ -270,19 +289,27 @@ def _names_grasp(name: str) -> bool:
     return "ee" in words or any(w in name.lower() for w in _GRASP_WORDS)
 
 
-def _longest_chain(tree: KinematicTree, body: str, gripper: set[str]) -> list[TreeJoint]:
-    """The path of joints from `body` down with the most moving joints not of the `gripper` (ties: the first
-    in the file)."""
+def _longest_chain(tree: KinematicTree, body: str, gripper: set[str], hand: bool) -> list[TreeJoint]:
+    """The path of joints from `body` down with the most arm joints (`_arm_joints`; ties: the first in the file).
+    `hand`: `body` hangs below a joint of the `gripper`."""
     best: list[TreeJoint] = []
     for j in tree.children(body):
-        path = [j, *_longest_chain(tree, j.child, gripper)]
-        if _count(path, gripper) > _count(best, gripper):
+        path = [j, *_longest_chain(tree, j.child, gripper, hand or j.name in gripper)]
+        if len(_arm_joints(tree, path, gripper, hand)) > len(_arm_joints(tree, best, gripper, hand)):
             best = path
     return best
 
 
-def _count(path: list[TreeJoint], gripper: set[str]) -> int:
-    return sum(j.kind in MOVING and j.name not in gripper for j in path)
+def _arm_joints(tree: KinematicTree, path: list[TreeJoint], gripper: set[str], hand: bool = False) -> list[TreeJoint]:
+    """The joints of `path` an arm's may be: moving, not of the `gripper`, not set from another (a telescope's
+    following stages), and not a passive one below a gripper joint (Stretch's sprung fingertips, on its fingers).
+    `hand`: the path starts below a gripper joint."""
+    out = []
+    for j in path:
+        hand = hand or j.name in gripper
+        if j.kind in MOVING and j.name not in gripper and j.leader is None and not (hand and j.name in tree.passive):
+            out.append(j)
+    return out
 
 
 def _above(tree: KinematicTree, body: str, below: str) -> bool:
