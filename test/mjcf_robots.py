@@ -12,7 +12,8 @@ from urdf_robots import LINK_LENGTH, OBJECTS
 
 def arm_mjcf(n_joints: int, gripper: str, site: str | None = None, free_cube: bool = False, loop: bool = False) -> str:
     """An arm of `n_joints` hinge joints (axes z, y alternating) straight up from a base on a table, with a
-    drawer fixture, and `gripper`: two_fingers (closes as its joints shrink), one_joint (the right finger
+    drawer fixture, and `gripper`: two_fingers (closes as its joints shrink), mirrored (two_fingers whose right
+    finger slides on the left's axis over -0.04 to 0, closing as it grows: gym-aloha's), one_joint (the right finger
     follows the left by an equality; closes as the joint grows) or none. `site`: a site of that name 6 cm
     out from the hand (or tool); `free_cube`: a free body beside the robot; `loop`: a `<connect>` equality
     between the two fingers, as a linkage gripper's."""
@@ -30,11 +31,13 @@ def arm_mjcf(n_joints: int, gripper: str, site: str | None = None, free_cube: bo
         hand += f'<site name="{site}" pos="0 0 0.06"/>'
     pad = '<geom type="box" size="0.005 0.005 0.02" pos="0 {y} 0.04"/>'
     equality = ""
-    if gripper == "two_fingers":
+    if gripper in ("two_fingers", "mirrored"):
         for side, sign in (("left", 1), ("right", -1)):
+            mirrored = gripper == "mirrored" and side == "right"  # on the left finger's axis, its range negated
+            axis, span = (1, "-0.04 0") if mirrored else (sign, "0 0.04")
             hand += (
                 f'<body name="finger_{side}" pos="0 0 0.02"><joint name="finger_{side}_joint" type="slide" '
-                f'axis="0 {sign} 0" range="0 0.04" actuatorfrcrange="-20 20"/>{pad.format(y=0.005 * sign)}</body>'
+                f'axis="0 {axis} 0" range="{span}" actuatorfrcrange="-20 20"/>{pad.format(y=0.005 * sign)}</body>'
             )
     elif gripper == "one_joint":
         for side, sign, joint in (("left", 1, "gripper_joint"), ("right", -1, "finger_right_joint")):

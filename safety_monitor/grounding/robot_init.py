@@ -2,16 +2,20 @@
 comment saying what to check.
 
 Both formats are read as a `KinematicTree`, so the guesses are the same. The arm is the longest chain of
-moving joints from the root; the gripper is the joints named *finger*, *gripper*, *jaw* or *knuckle*, or
-coupled to another (a joint others follow, by URDF `<mimic>` or MJCF `<equality><joint>`, counts once: a
-one-joint gripper); the passive joints of a linkage an MJCF closes by `<connect>` or `<weld>` are ignored. The grasp centre is a site of the hand named like one (an MJCF's `pinch`, `tcp`,
-`attachment_site`), else a *tcp* link fixed to the hand (Franka's `fer_hand_tcp`), else the body that
-carries the gripper (else the arm's last body). The result loads as it is; what it cannot know (where the
-grasp centre lies, fixtures, objects) is left for the user, marked CHECK. Which way the gripper closes is
-measured: the twin sets the gripper joint(s) (and the joints coupled to them) at both limits and the limit
-where the fingers are nearer together is closed. The threshold is a tenth of the range from where the gripper
-opens: of the range its position servos command, where an MJCF's control range is narrower than the joint's
-(ALOHA's software opens its fingers to 0.037 m of a 0.041 m rail).
+moving joints from the root, less the joints set from another (a telescope's following stages) and the passive
+ones below a gripper joint (Stretch's sprung fingertips); the gripper is the joints named *finger*, *gripper*,
+*jaw* or *knuckle*, or coupled to another at the hand (a joint others follow, by URDF `<mimic>` or MJCF
+`<equality><joint>`, counts once: a one-joint gripper; coupled joints that carry an arm joint are the arm's); the
+passive joints of a linkage an MJCF closes by `<connect>` or `<weld>` are ignored. The grasp centre is a site of
+the hand named like one (an MJCF's `pinch`, `tcp`, `attachment_site`), else a *tcp* link fixed to the hand
+(Franka's `fer_hand_tcp`), else the body that carries the gripper (else the arm's last body). The result loads as
+it is; what it cannot know (where the grasp centre lies, fixtures, objects) is left for the user, marked CHECK.
+Which way the gripper closes is measured: the twin sets the gripper joint(s) (and the joints coupled to them) at
+both limits and the limit where the fingers are nearer together is closed; two finger joints that close in
+opposite directions (gym-aloha's mirrored slides) are measured one at a time, and each gets a threshold of its
+own. The threshold is a tenth of the range from where the gripper opens: of the range its position servos
+command, where an MJCF's control range is narrower than the joint's (ALOHA's software opens its fingers to
+0.037 m of a 0.041 m rail).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import yaml
 
 from safety_monitor.errors import GroundingError
 from safety_monitor.files import write_file
-from safety_monitor.grounding.description import GripperKind, parse_robot_description
+from safety_monitor.grounding.description import ClosedPast, GripperKind, parse_robot_description
 from safety_monitor.grounding.kinematic_tree import MOVING, JointKind, KinematicTree, ModelFormat, TreeJoint
 from safety_monitor.grounding.twin import KinematicTwin, ServoRange, servo_range
 from safety_monitor.names import did_you_mean
@@ -340,11 +344,11 @@ def _fixed_tip(tree: KinematicTree, body: str) -> str:
 
 @dataclass(frozen=True)
 class Closing:
-    """Which way the gripper closes: closed above `at` (`upward`) or below it, and what that rests on."""
+    """Which way each gripper joint closes and past where (`past`, in the order of the gripper joints), and what
+    that rests on (`evidence`, the CHECK comment of each: what was measured, or why the direction is a guess)."""
 
-    upward: bool
-    at: float
-    evidence: str  # the CHECK comment: what was measured, or why the direction is a guess
+    past: tuple[ClosedPast, ...]
+    evidence: tuple[str, ...]
     centre: tuple[float, float, float] | None = None  # midway between the open fingers, grasp body's frame (m)
 
 
@@ -375,11 +379,11 @@ class _Span:
         return f"a tenth of the {'commanded' if self.driven else 'joint'} range from where it opens"
 
 
-def _span(tree: KinematicTree, guess: RobotGuess, twin: KinematicTwin | None) -> _Span:
-    """The gripper's range (`_range`), with the part of it its position servos command where every gripper joint
-    has one and it is narrower."""
-    lo, hi = _range(tree, guess)
-    found = [servo_range(twin.model, j) for j in guess.gripper_joints] if twin is not None else []
+def _span(tree: KinematicTree, joints: tuple[str, ...], twin: KinematicTwin | None) -> _Span:
+    """The range of the gripper `joints` (`_range`), with the part of it their position servos command where every
+    one has one and it is narrower."""
+    lo, hi = _range(tree, joints)
+    found = [servo_range(twin.model, j) for j in joints] if twin is not None else []
     servos = [s for s in found if s is not None]
     if not servos or len(servos) < len(found):
         return _Span(lo, hi)
@@ -393,13 +397,18 @@ def gripper_closing(tree: KinematicTree, guess: RobotGuess, twin: KinematicTwin)
     """The closing direction by forward kinematics: the twin of the guess sets the gripper joints at their
     lower, then their upper limits, with their mimic followers, and the limit where the fingers' surfaces are
     nearer is closed. Undecided (no limits, no finger geometry, equal gaps), the guess stands and the evidence
-    says why. The threshold: `_Span.closed_at`."""
-    span = _span(tree, guess, twin)
-    ends = [(tree.joints[j].lower, tree.joints[j].upper) for j in guess.gripper_joints]
-    if any(a is None or b is None for a, b in ends):
+    says why. The threshold: `_Span.closed_at`. Two finger joints that close in opposite directions each get their
+    own (`_opposed_fingers`)."""
+    span = _span(tree, guess.gripper_joints, twin)
+    limits = [(tree.joints[j].lower, tree.joints[j].upper) for j in guess.gripper_joints]
+    ends = [(a, b) for a, b in limits if a is not None and b is not None]
+    if len(ends) < len(limits):
         return guessed_closing(
             tree, guess, f"the {tree.format.name} gives the gripper joint no lower and upper limit", span
         )
+    opposed = _opposed_fingers(tree, guess, twin, ends)
+    if opposed is not None:
+        return opposed
     gaps, middles = [], []
     for side in (0, 1):
         twin.compute(guess.gripper_joints, np.array([end[side] for end in ends], dtype=float), {})
@@ -415,32 +424,84 @@ def gripper_closing(tree: KinematicTree, guess: RobotGuess, twin: KinematicTwin)
     upward = high < low
     # the grasp centre from the open fingers: closed, they may touch along more than their pads
     opened = 0 if upward else 1
-    x, y, z = (round(float(v), 4) + 0.0 for v in middles[opened])  # + 0.0: no "-0.0" in the file
+    n = len(guess.gripper_joints)
     return Closing(
-        upward,
-        span.closed_at(upward),
-        f"{span.text()}; fingers {_apart(low)} at {lo:g}, {_apart(high)} at {hi:g} (forward kinematics): closed "
-        f"{'above' if upward else 'below'} this, {span.share()}",
-        (x, y, z) if gaps[opened] > _SAME_GAP else None,
+        (ClosedPast(span.closed_at(upward), upward),) * n,
+        (
+            f"{span.text()}; fingers {_apart(low)} at {lo:g}, {_apart(high)} at {hi:g} (forward kinematics): closed "
+            f"{'above' if upward else 'below'} this, {span.share()}",
+        )
+        * n,
+        _rounded(middles[opened]) if gaps[opened] > _SAME_GAP else None,
     )
+
+
+def _opposed_fingers(
+    tree: KinematicTree, guess: RobotGuess, twin: KinematicTwin, ends: list[tuple[float, float]]
+) -> Closing | None:
+    """Two finger joints that close in opposite directions (gym-aloha's slides on one axis, one ranging over
+    0.021 to 0.057 m, the other over -0.057 to -0.021): each moved over its range with the other half open, each
+    with its own threshold. None unless both tell and they disagree (moved together, such fingers keep their gap)."""
+    if len(ends) != 2:
+        return None
+    half = [(a + b) / 2 for a, b in ends]
+    measured = []
+    for i in (0, 1):
+        gaps = []
+        for end in ends[i]:
+            twin.compute(guess.gripper_joints, np.array([end if k == i else half[k] for k in (0, 1)]), {})
+            found = twin.finger_gap()
+            if found is None:
+                return None
+            gaps.append(found.gap)
+        if abs(gaps[0] - gaps[1]) < _SAME_GAP:
+            return None
+        measured.append((gaps[1] < gaps[0], gaps[0], gaps[1]))
+    if measured[0][0] == measured[1][0]:
+        return None
+    past, evidence = [], []
+    for joint, (upward, low, high) in zip(guess.gripper_joints, measured):
+        span = _span(tree, (joint,), twin)
+        past.append(ClosedPast(span.closed_at(upward), upward))
+        evidence.append(
+            f"{span.text()}; fingers {_apart(low)} at {span.lower:g}, {_apart(high)} at {span.upper:g}, the other "
+            f"finger half open (forward kinematics): this finger closes {'above' if upward else 'below'} this, "
+            f"{span.share()}"
+        )
+    opened = [a if upward else b for (a, b), (upward, _, _) in zip(ends, measured)]
+    twin.compute(guess.gripper_joints, np.array(opened), {})
+    found = twin.finger_gap()
+    centre = None
+    if found is not None and found.gap > _SAME_GAP:
+        centre = _rounded(twin.in_body_frame(guess.grasp_body, found.middle))
+    return Closing(tuple(past), tuple(evidence), centre)
+
+
+def _rounded(point: np.ndarray) -> tuple[float, float, float]:
+    """A point to 0.1 mm, as robot.yaml writes it."""
+    x, y, z = (round(float(v), 4) + 0.0 for v in point)  # + 0.0: no "-0.0" in the file
+    return x, y, z
 
 
 def guessed_closing(tree: KinematicTree, guess: RobotGuess, why: str, span: _Span | None = None) -> Closing:
     """The guess when the fingers cannot be measured: the joint closes as it decreases."""
-    span = span or _span(tree, guess, None)
+    span = span or _span(tree, guess.gripper_joints, None)
+    n = len(guess.gripper_joints)
     return Closing(
-        False,
-        span.closed_at(False),
-        f"{span.text()}; closed below this ({span.share()}) is a guess, forward kinematics could not tell which "
-        f"way the gripper closes ({why}): use closed_above if the joint grows as it closes",
+        (ClosedPast(span.closed_at(False), False),) * n,
+        (
+            f"{span.text()}; closed below this ({span.share()}) is a guess, forward kinematics could not tell which "
+            f"way the gripper closes ({why}): use closed_above if the joint grows as it closes",
+        )
+        * n,
     )
 
 
-def _range(tree: KinematicTree, guess: RobotGuess) -> tuple[float, float]:
-    """The gripper joints' range: the lowest lower and the highest upper limit (0 to 1 when none)."""
-    joints = [tree.joints[j] for j in guess.gripper_joints]
-    lo = min((j.lower for j in joints if j.lower is not None), default=0.0)
-    return lo, max((j.upper for j in joints if j.upper is not None), default=lo + 1.0)
+def _range(tree: KinematicTree, joints: tuple[str, ...]) -> tuple[float, float]:
+    """The joints' range: the lowest lower and the highest upper limit (0 to 1 when none)."""
+    found = [tree.joints[j] for j in joints]
+    lo = min((j.lower for j in found if j.lower is not None), default=0.0)
+    return lo, max((j.upper for j in found if j.upper is not None), default=lo + 1.0)
 
 
 def joint_span(joints: tuple[str, ...]) -> str:
@@ -533,14 +594,13 @@ def robot_yaml(
     else:
         coupling = "that mimic it" if urdf else "coupled to it by an equality"
         what = f"fingers {coupling} move with it" if g.gripper is GripperKind.ONE_JOINT else "one joint per finger"
-        key = "closed_above" if closing.upward else "closed_below"
         lines += [
             f"    kind: {g.gripper.value}   # CHECK: {what}",
             f"    joints: {json.dumps(list(g.gripper_joints))}",
             f"    fingers: {{left: {g.finger_bodies[0]}, right: {g.finger_bodies[1]}}}   # CHECK: {parts} on either "
             "side of a grasped object",
             f"    hand_bodies: {json.dumps(list(g.hand_bodies))}   # gripper {parts} other than the fingers",
-            f"    {key}: {closing.at:.6g}   # CHECK: {closing.evidence}",
+            *_closed_lines(g.gripper_joints, closing),
         ]
     ignored = g.other_joints
     if g.followers and urdf:
@@ -596,6 +656,19 @@ def robot_yaml(
         "",
     ]
     return "\n".join(lines)
+
+
+def _closed_lines(joints: tuple[str, ...], closing: Closing) -> list[str]:
+    """robot.yaml's closed_below or closed_above: a number for every gripper joint, or, for fingers that close in
+    opposite directions, {joint: number} under each key."""
+    key = {False: "closed_below", True: "closed_above"}
+    if len(set(closing.past)) == 1:
+        past = closing.past[0]
+        return [f"    {key[past.upward]}: {past.at:.6g}   # CHECK: {closing.evidence[0]}"]
+    return [
+        f"    {key[past.upward]}: {{{json.dumps(joint)}: {past.at:.6g}}}   # CHECK: {why}"
+        for joint, past, why in zip(joints, closing.past, closing.evidence)
+    ]
 
 
 def objects_yaml(default: Path) -> str:
