@@ -12,7 +12,8 @@ from urdf_robots import LINK_LENGTH, OBJECTS
 
 def arm_mjcf(n_joints: int, gripper: str, site: str | None = None, free_cube: bool = False, loop: bool = False) -> str:
     """An arm of `n_joints` hinge joints (axes z, y alternating) straight up from a base on a table, with a
-    drawer fixture, and `gripper`: two_fingers (closes as its joints shrink), one_joint (the right finger
+    drawer fixture, and `gripper`: two_fingers (closes as its joints shrink), mirrored (two_fingers whose right
+    finger slides on the left's axis over -0.04 to 0, closing as it grows: gym-aloha's), one_joint (the right finger
     follows the left by an equality; closes as the joint grows) or none. `site`: a site of that name 6 cm
     out from the hand (or tool); `free_cube`: a free body beside the robot; `loop`: a `<connect>` equality
     between the two fingers, as a linkage gripper's."""
@@ -30,11 +31,13 @@ def arm_mjcf(n_joints: int, gripper: str, site: str | None = None, free_cube: bo
         hand += f'<site name="{site}" pos="0 0 0.06"/>'
     pad = '<geom type="box" size="0.005 0.005 0.02" pos="0 {y} 0.04"/>'
     equality = ""
-    if gripper == "two_fingers":
+    if gripper in ("two_fingers", "mirrored"):
         for side, sign in (("left", 1), ("right", -1)):
+            mirrored = gripper == "mirrored" and side == "right"  # on the left finger's axis, its range negated
+            axis, span = (1, "-0.04 0") if mirrored else (sign, "0 0.04")
             hand += (
                 f'<body name="finger_{side}" pos="0 0 0.02"><joint name="finger_{side}_joint" type="slide" '
-                f'axis="0 {sign} 0" range="0 0.04" actuatorfrcrange="-20 20"/>{pad.format(y=0.005 * sign)}</body>'
+                f'axis="0 {axis} 0" range="{span}" actuatorfrcrange="-20 20"/>{pad.format(y=0.005 * sign)}</body>'
             )
     elif gripper == "one_joint":
         for side, sign, joint in (("left", 1, "gripper_joint"), ("right", -1, "finger_right_joint")):
@@ -279,4 +282,62 @@ def two_arm_mjcf(servos: bool = False) -> str:
         '<mujoco model="toy_aloha">\n  <compiler angle="radian" autolimits="true"/>\n  <worldbody>\n'
         '    <body name="table" pos="0 0.3 -0.02"><geom type="box" size="0.3 0.2 0.02"/></body>\n'
         f"{arms}  </worldbody>\n  <equality>{equality}</equality>\n{actuators}</mujoco>\n"
+    )
+
+
+def telescope_mjcf(telescope: bool = True) -> str:
+    """Hello Robot's Stretch as Menagerie builds it: a base on a free joint with two wheels; a lift; a telescope
+    (`telescope`) whose stages arm_l2, arm_l1 and arm_l0 follow arm_l3 by equalities and one tendon drives; a wrist
+    yaw; and a gripper whose slide (gripper_slide, no geometry) turns two finger hinges by equalities (polycoef
+    "0 10 0 0 0"), the fingers closing as it shrinks. Each finger carries a marker fixed to it (Stretch 3's
+    `*_finger_aruco`) and a rubber tip on two sprung hinges no actuator drives. Every other joint is driven."""
+    stages = ("arm_l3", "arm_l2", "arm_l1", "arm_l0") if telescope else ()
+    fingers = "".join(
+        f'<body name="finger_{side}" pos="{0.01 * sign} 0 0"><joint name="finger_{side}_open" axis="0 0 {-sign}" '
+        'range="-0.6 0.6"/><geom type="box" size="0.005 0.04 0.01" pos="0 0.04 0"/>'
+        f'<body name="finger_{side}_marker" pos="{0.006 * sign} 0.03 0"><geom type="box" size="0.001 0.01 0.01"/></body>'
+        f'<body name="tip_{side}" pos="0 0.085 0"><joint name="tip_{side}_x" axis="1 0 0" stiffness="0.05"/>'
+        f'<joint name="tip_{side}_y" axis="0 1 0" stiffness="0.05"/><geom type="box" size="0.006 0.005 0.012"/></body>'
+        "</body>"
+        for side, sign in (("left", 1), ("right", -1))
+    )
+    hand = (
+        '<body name="wrist" pos="0 0.05 0"><joint name="wrist_yaw" axis="0 0 1" range="-1.75 4"/>'
+        '<geom type="box" size="0.03 0.02 0.02"/><body name="slider" pos="0 0.03 0">'
+        f'<joint name="gripper_slide" type="slide" axis="0 1 0" range="-0.005 0.04"/>'
+        f'<inertial pos="0 0 0" mass="0.05" diaginertia="1e-5 1e-5 1e-5"/>{fingers}</body></body>'
+    )
+    arm = hand
+    for stage in reversed(stages):  # each stage inside the one before it, l0 carrying the wrist
+        arm = (
+            f'<body name="link_{stage}" pos="0 0.01 0"><joint name="{stage}" type="slide" axis="0 1 0" range="0 0.13"/>'
+            f'<geom type="box" size="0.02 0.15 0.02" pos="0 0.15 0"/>{arm}</body>'
+        )
+    wheels = "".join(
+        f'<body name="wheel_{side}" pos="0 {0.17 * sign} 0.05"><joint name="wheel_{side}_joint" axis="0 1 0"/>'
+        '<geom type="cylinder" size="0.05 0.02" euler="1.5708 0 0"/></body>'
+        for side, sign in (("left", 1), ("right", -1))
+    )
+    equality = "".join(f'<joint joint1="{b}" joint2="{a}"/>' for a, b in zip(stages, stages[1:]))
+    equality += "".join(
+        f'<joint joint1="finger_{side}_open" joint2="gripper_slide" polycoef="0 10 0 0 0"/>'
+        for side in ("left", "right")
+    )
+    tendon = "".join(f'<joint joint="{stage}" coef="1"/>' for stage in stages)
+    actuators = '<position name="lift" joint="lift" kp="300" ctrlrange="0 1"/>'
+    actuators += '<position name="extend" tendon="extend" kp="100" ctrlrange="0 0.52"/>' if telescope else ""
+    actuators += "".join(
+        f'<position name="{j}" joint="{j}" kp="10"/>' for j in ("wrist_yaw", "gripper_slide", "wheel_left_joint")
+    )
+    actuators += '<velocity name="wheel_right" joint="wheel_right_joint"/>'
+    return (
+        '<mujoco model="toy_stretch">\n  <compiler angle="radian" autolimits="true"/>\n  <worldbody>\n'
+        '    <geom name="floor" type="plane" size="10 10 0.1"/>\n'
+        '    <body name="base_link"><freejoint/><geom type="box" size="0.17 0.15 0.08" pos="0 0 0.1"/>'
+        f'{wheels}<body name="mast" pos="0 0.1 0.2"><geom type="box" size="0.03 0.03 0.6" pos="0 0 0.6"/>'
+        '<body name="carriage" pos="0 0.05 0.1"><joint name="lift" type="slide" axis="0 0 1" range="0 1"/>'
+        f'<geom type="box" size="0.05 0.02 0.05"/>{arm}</body></body></body>\n'
+        f"  </worldbody>\n  <equality>{equality}</equality>\n"
+        + (f'  <tendon><fixed name="extend">{tendon}</fixed></tendon>\n' if telescope else "")
+        + f"  <actuator>{actuators}</actuator>\n</mujoco>\n"
     )

@@ -349,6 +349,20 @@ def test_a_dae_collision_mesh_is_named_with_what_to_do(tmp_path):
             "exactly one of grasp_point",
         ),
         (lambda d: d["robot"]["gripper"].__setitem__("kind", "three_fingers"), "kind must be one of none, one_joint"),
+        (  # fingers that close in opposite directions: each joint under one key, every joint once
+            lambda d: d["robot"]["gripper"].__setitem__("closed_below", {"finger_left_joint": 0.025}),
+            r"robot\.gripper: give closed_below or closed_above \(.*\) for finger_right_joint$",
+        ),
+        (
+            lambda d: d["robot"]["gripper"].update(closed_above={"finger_rigt_joint": -0.025}),
+            r"robot\.gripper\.closed_above: 'finger_rigt_joint' is not one of robot\.gripper\.joints \(did you mean "
+            "'finger_right_joint'",
+        ),
+        (
+            lambda d: d["robot"]["gripper"].update(closed_above=0.01),
+            "'finger_left_joint' is under both closed_below and closed_above",
+        ),
+        (lambda d: d["robot"]["gripper"].pop("closed_below"), r"robot\.gripper: give closed_below or closed_above \("),
     ],
 )
 def test_bad_descriptions_name_the_problem(tmp_path, edit, message):
@@ -452,7 +466,7 @@ def test_robot_init_pairs_a_linkage_grippers_fingers_left_and_right(tmp_path, ca
     assert doc["robot"]["gripper"]["fingers"] == {"left": "left_inner_finger_pad", "right": "right_inner_finger_pad"}
     robot = load_robot_description(tmp_path / "mine" / "robot.yaml")
     assert robot.gripper.joints == ("finger_joint",) and len(set(robot.gripper.finger_bodies)) == 2
-    assert robot.gripper.closes_upward and robot.gripper.closed({"finger_joint": 0.7})
+    assert robot.gripper.closed_past[0].upward and robot.gripper.closed({"finger_joint": 0.7})
     assert not robot.gripper.closed({"finger_joint": 0.0})
     assert "fingers 0.05 m apart at 0, overlapping by" in (tmp_path / "mine" / "robot.yaml").read_text()
 

@@ -11,14 +11,14 @@ import mujoco
 import numpy as np
 import pytest
 import yaml
-from mjcf_robots import arm_mjcf, bimanual_mjcf, linkage_gripper, two_arm_mjcf, write_mjcf
+from mjcf_robots import arm_mjcf, bimanual_mjcf, linkage_gripper, telescope_mjcf, two_arm_mjcf, write_mjcf
 from urdf_robots import LINK_LENGTH
 
 from safety_monitor.cli import main
 from safety_monitor.errors import GroundingError
 from safety_monitor.frames import Pose, RobotState
 from safety_monitor.grounding import twin
-from safety_monitor.grounding.description import GripperKind, load_robot_description
+from safety_monitor.grounding.description import ClosedPast, GripperKind, load_robot_description
 from safety_monitor.grounding.grounder import Grounder
 from safety_monitor.grounding.semantics import load_object_catalog
 from safety_monitor.grounding.thresholds import load_thresholds
@@ -66,7 +66,7 @@ def test_robot_init_guesses_arm_gripper_and_grasp_centre_and_the_output_grounds_
     if case.gripper != "none":
         assert robot.gripper.finger_bodies == ("finger_left", "finger_right")
         joints = robot.gripper.joints  # the closing direction, measured: the one-joint gripper closes upward
-        assert robot.gripper.closes_upward == (case.gripper == "one_joint")
+        assert [p.upward for p in robot.gripper.closed_past] == [case.gripper == "one_joint"] * len(joints)
         assert robot.gripper.closed(dict.fromkeys(joints, case.closed))
         assert not robot.gripper.closed(dict.fromkeys(joints, case.opened))
         assert "(forward kinematics)" in (out / "robot.yaml").read_text()
@@ -234,7 +234,7 @@ def test_coupled_joints_are_the_gripper_whatever_their_names(tmp_path, capsys):
     assert main(["robot", "init", "--mjcf", str(tmp_path / "robot.xml"), "--out", str(tmp_path / "mine")]) == 0
     assert "arm: 6 joints from base_link to hand; gripper: one_joint (left_driver)" in capsys.readouterr().out
     robot = load_robot_description(tmp_path / "mine" / "robot.yaml")
-    assert robot.gripper.closes_upward and robot.ignored_joints == {"right_driver", "drawer_slide"}
+    assert robot.gripper.closed_past[0].upward and robot.ignored_joints == {"right_driver", "drawer_slide"}
 
 
 def test_a_linkage_gripper_is_the_gripper_and_its_passive_joints_are_neither_arm_nor_fingers(tmp_path, capsys):
@@ -249,7 +249,7 @@ def test_a_linkage_gripper_is_the_gripper_and_its_passive_joints_are_neither_arm
     robot = load_robot_description(out / "robot.yaml")
     assert robot.arm_joints == tuple(f"joint{i}" for i in range(1, 7))
     assert robot.gripper.kind is GripperKind.ONE_JOINT and robot.gripper.joints == ("left_driver_joint",)
-    assert robot.gripper.finger_bodies == ("left_driver", "right_driver") and robot.gripper.closes_upward
+    assert robot.gripper.finger_bodies == ("left_driver", "right_driver") and robot.gripper.closed_past[0].upward
     passive = {f"{side}_{link}_joint" for side in ("left", "right") for link in ("coupler", "spring_link", "follower")}
     assert robot.ignored_joints == passive | {"right_driver_joint", "drawer_slide"}
     links = [f"{side}_{body}" for side in ("right", "left") for body in ("spring_link", "follower", "pad")]
@@ -284,7 +284,7 @@ def test_a_bimanual_robot_is_one_arm_with_its_own_gripper_and_the_other_arm_is_n
     assert robot.arm_joints == (lift, "arm_l_joint1", "arm_l_joint2", "arm_l_joint3", "arm_l_joint4")
     assert robot.gripper.kind is GripperKind.ONE_JOINT and robot.gripper.joints == ("gripper_l_joint1",)
     assert robot.gripper.finger_bodies == ("gripper_l_r2", "gripper_l_l2")  # the tips, one per side of the left hand
-    assert robot.gripper.closes_upward  # measured: the two fingers of one hand close on each other
+    assert robot.gripper.closed_past[0].upward  # measured: the two fingers of one hand close on each other
     assert {"arm_r_joint1", "gripper_r_joint1", "head_joint1"} <= robot.ignored_joints
     # the robot is the body its first joint moves, never MuJoCo's world body (which holds the cube too)
     assert robot.base_body == ("torso" if base == "lift" else "base")
@@ -330,7 +330,7 @@ def test_a_gripper_its_software_opens_short_of_its_rail_is_open_within_a_tenth_o
     code, out = _init_text(tmp_path, two_arm_mjcf(servos=True))
     assert code == 0
     gripper = load_robot_description(out / "robot.yaml").gripper
-    assert not gripper.closes_upward and gripper.closed_at == pytest.approx(0.037 - 0.1 * (0.037 - 0.002))
+    assert gripper.closed_past == (ClosedPast(pytest.approx(0.037 - 0.1 * (0.037 - 0.002)), False),)
     assert not gripper.closed({"left/right_finger": 0.036})  # opened by its software, a millimetre short
     assert gripper.closed({"left/right_finger": 0.03})  # holding a 4 cm object
     text = (out / "robot.yaml").read_text()
@@ -341,7 +341,7 @@ def test_a_gripper_its_software_opens_short_of_its_rail_is_open_within_a_tenth_o
     ) in text
     (tmp_path / "bare").mkdir()
     code, out = _init_text(tmp_path / "bare", two_arm_mjcf())
-    assert load_robot_description(out / "robot.yaml").gripper.closed_at == pytest.approx(0.9 * 0.041)
+    assert load_robot_description(out / "robot.yaml").gripper.closed_past[0].at == pytest.approx(0.9 * 0.041)
     assert "closed below this, a tenth of the joint range from where it opens\n" in (out / "robot.yaml").read_text()
 
 
@@ -434,3 +434,72 @@ def test_a_description_whose_robot_is_the_world_body_is_refused(tmp_path, capsys
     robot = load_robot_description(out / "robot.yaml")
     with pytest.raises(GroundingError, match="robot.base_body 'world' is MuJoCo's world body, which holds every body"):
         twin_for(robot, load_thresholds(out / "thresholds.yaml"))
+
+
+@pytest.mark.parametrize("telescope", [True, False])
+def test_stretchs_sprung_fingertips_are_no_arm_joints_and_its_telescope_is_no_gripper(tmp_path, capsys, telescope):
+    """Menagerie's Stretch: its fingertips hang from the fingers by passive hinges (no actuator drives them), and its
+    telescope's stages follow one another by equalities. The hinges were counted as arm joints below the gripper, so
+    the arm ran down a finger to its tip and the description did not load (`rubber_tip_left` holds the watched arm),
+    and the telescope's coupled stages were taken for a gripper's. The arm is now lift, the telescope's first stage
+    and the wrist; the slide the fingers follow is the gripper; the tips, the following stages and the finger hinges
+    are ignored; each finger is the finger body, not the marker fixed to it (whose subtree is the marker alone)."""
+    code, out = _init_text(tmp_path, telescope_mjcf(telescope))
+    assert code == 0
+    stages = ("arm_l3",) if telescope else ()
+    assert f"arm: {1 + len(stages) + 1} joints from base_link to wrist; gripper: one_joint (gripper_slide)" in (
+        capsys.readouterr().out
+    )
+    robot = load_robot_description(out / "robot.yaml")
+    assert robot.arm_joints == ("lift", *stages, "wrist_yaw") and robot.base_body == "base_link"
+    assert robot.gripper.kind is GripperKind.ONE_JOINT and robot.gripper.joints == ("gripper_slide",)
+    assert robot.gripper.finger_bodies == ("finger_left", "finger_right") and robot.gripper.hand_bodies == ("wrist",)
+    followers = ("arm_l2", "arm_l1", "arm_l0") if telescope else ()
+    tips = {f"tip_{side}_{axis}" for side in ("left", "right") for axis in "xy"}
+    wheels = {"wheel_left_joint", "wheel_right_joint"}
+    assert robot.ignored_joints == {*followers, "finger_left_open", "finger_right_open", *tips, *wheels}
+    assert robot.gripper.closed_past == (ClosedPast(pytest.approx(0.04 - 0.1 * 0.045), False),)  # measured
+    if telescope:  # the stages that follow arm_l3 extend with it
+        twin = twin_for(robot, load_thresholds(out / "thresholds.yaml"))
+        reach = [twin.compute(robot.required_joints, np.array([0.0, q, 0.0, 0.0]), {}).ee_position[1] for q in (0, 0.1)]
+        assert reach[1] - reach[0] == pytest.approx(0.4)
+
+
+def test_fingers_that_close_in_opposite_directions_each_get_a_threshold_of_their_own(tmp_path, capsys):
+    """gym-aloha's fingers: two slides on one axis, coupled by nothing, one over 0.021 to 0.057 m and the other over
+    -0.057 to -0.021 (it closes as it grows). Moved together, such fingers keep their gap, so robot init could not
+    tell which way the gripper closes, and one closed_below for both read the second finger closed wherever it
+    stood. Each finger is measured alone, the other half open, and has a threshold of its own."""
+    code, out = _init(tmp_path, 6, "mirrored")
+    assert code == 0
+    assert "gripper: two_fingers (finger_left_joint, finger_right_joint)" in capsys.readouterr().out
+    text = (out / "robot.yaml").read_text()
+    assert (
+        '    closed_below: {"finger_left_joint": 0.036}   # CHECK: joint range [0, 0.04]; fingers 0.02 m apart at 0,'
+        in text
+    )
+    assert '    closed_above: {"finger_right_joint": -0.036}   # CHECK: joint range [-0.04, 0]; fingers ' in text
+    assert "the other finger half open (forward kinematics): this finger closes above this" in text
+    robot = load_robot_description(out / "robot.yaml")
+    gripper = robot.gripper
+    assert gripper.closed_past == (ClosedPast(pytest.approx(0.036), False), ClosedPast(pytest.approx(-0.036), True))
+    assert robot.grasp_offset == pytest.approx([0.0, 0.0, 0.06])  # measured between the fingers, both open
+    assert gripper.closed({"finger_left_joint": 0.02, "finger_right_joint": -0.02})  # both on a 4 cm cube
+    assert not gripper.closed({"finger_left_joint": 0.04, "finger_right_joint": -0.04})  # both open
+    assert not gripper.closed({"finger_left_joint": 0.02, "finger_right_joint": -0.04})  # the right one let go
+    # closed on a cube, then the right finger opens: a release
+    (out / "robot.yaml").write_text(text.replace("objects: {} ", "objects: {cube: {box: [0.02, 0.02, 0.02]}} "))
+    catalog = (out / "objects.yaml").read_text().replace("entities: {} ", "entities: {cube: block} ")
+    (out / "objects.yaml").write_text(catalog)
+    robot = load_robot_description(out / "robot.yaml")
+    grounder = Grounder(
+        robot, load_object_catalog(out / "objects.yaml"), load_thresholds(out / "thresholds.yaml"), 50.0
+    )
+    names = robot.required_joints
+    cube = Pose(grounder.twin.compute(names, np.zeros(len(names)), {}).ee_position.copy(), np.array([1.0, 0, 0, 0]))
+    values = []
+    for k in range(40):
+        fingers = [0.02, -0.02] if k < 20 else [0.02, -0.04]
+        state = RobotState(k / 50, names, np.array([0.0] * 6 + fingers), object_poses={"cube": cube})
+        values.append(grounder.step(state).values)
+    assert values[19]["object_grasped"] and not values[19]["object_released"] and values[20]["object_released"]

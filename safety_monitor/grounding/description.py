@@ -80,30 +80,38 @@ class GripperKind(StrEnum):
 
 
 @dataclass(frozen=True)
+class ClosedPast:
+    """Where one gripper joint counts as closed: below `at`, or above it for a joint that grows as the gripper
+    closes (`upward`)."""
+
+    at: float
+    upward: bool
+
+
+@dataclass(frozen=True)
 class Gripper:
     """The gripper's joints, bodies and when it counts as closed.
 
     `finger_bodies` (left, right) are the bodies a grasp needs on both sides of an object; for a one-joint
-    gripper they move through mimic joints. Closed: every gripper joint below `closed_at` (or above it,
-    for grippers whose joint grows as they close: `closes_upward`).
+    gripper they move through mimic joints. Closed: every gripper joint past its `closed_past` (one per joint, in
+    the order of `joints`: two finger joints that close in opposite directions, as gym-aloha's mirrored slides, each
+    have their own).
     """
 
     kind: GripperKind
     joints: tuple[str, ...]
     finger_bodies: tuple[str, ...]
     hand_bodies: tuple[str, ...]
-    closed_at: float
-    closes_upward: bool
+    closed_past: tuple[ClosedPast, ...]
 
     def closed(self, joints: Mapping[str, float]) -> bool:
-        """Every gripper joint past `closed_at` in the closing direction (a loop: read every frame, where a
+        """Every gripper joint past its threshold in its closing direction (a loop: read every frame, where a
         generator's set-up cost more than the one or two comparisons)."""
         if self.kind is GripperKind.NONE:
             return False
-        at, upward = self.closed_at, self.closes_upward
-        for j in self.joints:
+        for j, past in zip(self.joints, self.closed_past):
             q = joints[j]
-            if not (q > at if upward else q < at):
+            if not (q > past.at if past.upward else q < past.at):
                 return False
         return True
 
@@ -375,7 +383,7 @@ def _gripper(d: _Reader, raw: Any) -> Gripper:
         extra = sorted(set(raw) - {"kind", "hand_bodies"})
         if extra:
             raise GroundingError(f"{d.source}: {where}: a gripper of kind none has no {', '.join(extra)}")
-        return Gripper(kind, (), (), hand, 0.0, False)
+        return Gripper(kind, (), (), hand, ())
     joints = d.names(raw.get("joints"), f"{where}.joints")
     want = 1 if kind is GripperKind.ONE_JOINT else 2
     if len(joints) != want:
@@ -389,13 +397,38 @@ def _gripper(d: _Reader, raw: Any) -> Gripper:
         d.name(fingers.get("left"), f"{where}.fingers.left"),
         d.name(fingers.get("right"), f"{where}.fingers.right"),
     )
-    if ("closed_below" in raw) == ("closed_above" in raw):
+    return Gripper(kind, joints, bodies, hand, _closed_past(d, raw, joints))
+
+
+def _closed_past(d: _Reader, raw: dict, joints: tuple[str, ...]) -> tuple[ClosedPast, ...]:
+    """Each gripper joint's closed threshold: `closed_below` or `closed_above` a number (every gripper joint), or
+    {joint: number} for the joints it names (fingers that close in opposite directions: one key each)."""
+    where = f"{d.source}: robot.gripper"
+    out: dict[str, ClosedPast] = {}
+    for key in ("closed_below", "closed_above"):
+        if key not in raw:
+            continue
+        given, at_key = raw[key], f"robot.gripper.{key}"
+        if isinstance(given, dict):
+            each = [(joint, d.number(at, f"{at_key}.{joint}")) for joint, at in d.named(given, at_key)]
+        else:
+            each = [(joint, d.number(given, at_key)) for joint in joints]
+        for joint, at in each:
+            if joint not in joints:
+                near = did_you_mean(joint, joints) or f" (they are {', '.join(joints)})"
+                raise GroundingError(f"{where}.{key}: {joint!r} is not one of robot.gripper.joints{near}")
+            if joint in out:
+                raise GroundingError(
+                    f"{where}: {joint!r} is under both closed_below and closed_above: give each gripper joint one"
+                )
+            out[joint] = ClosedPast(at, key == "closed_above")
+    missing = [j for j in joints if j not in out]
+    if missing:
         raise GroundingError(
-            f"{d.source}: {where}: give exactly one of closed_below or closed_above (the gripper "
-            "joint position past which the gripper counts as closed)"
+            f"{where}: give closed_below or closed_above (the gripper joint position past which the gripper counts "
+            f"as closed){'' if len(missing) == len(joints) else ' for ' + ', '.join(missing)}"
         )
-    key = "closed_below" if "closed_below" in raw else "closed_above"
-    return Gripper(kind, joints, bodies, hand, d.number(raw[key], f"{where}.{key}"), key == "closed_above")
+    return tuple(out[j] for j in joints)
 
 
 def _joint_limits(d: _Reader, raw: Any, desc: RobotDescription) -> dict[str, JointLimit]:

@@ -55,7 +55,9 @@ class TreeJoint:
 class KinematicTree:
     """`root`: the body everything hangs from (a URDF's root link, an MJCF's world body). `sites`: site ->
     the body carrying it (an MJCF's; a URDF has none). `loops`: pairs of bodies an MJCF ties together by
-    `<connect>` or `<weld>` equality constraints, which kinematics alone does not follow."""
+    `<connect>` or `<weld>` equality constraints, which kinematics alone does not follow. `passive`: moving joints
+    the model says nothing drives, neither an actuator nor a coupling (an MJCF whose actuators all drive joints or
+    tendons of joints: Stretch's sprung fingertips); none where it cannot tell (a URDF, a model without actuators)."""
 
     path: Path
     name: str
@@ -64,6 +66,7 @@ class KinematicTree:
     joints: dict[str, TreeJoint]
     sites: dict[str, str]
     loops: tuple[tuple[str, str], ...]
+    passive: frozenset[str] = frozenset()
 
     @property
     def moving_joints(self) -> tuple[str, ...]:

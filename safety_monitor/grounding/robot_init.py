@@ -2,16 +2,20 @@
 comment saying what to check.
 
 Both formats are read as a `KinematicTree`, so the guesses are the same. The arm is the longest chain of
-moving joints from the root; the gripper is the joints named *finger*, *gripper*, *jaw* or *knuckle*, or
-coupled to another (a joint others follow, by URDF `<mimic>` or MJCF `<equality><joint>`, counts once: a
-one-joint gripper); the passive joints of a linkage an MJCF closes by `<connect>` or `<weld>` are ignored. The grasp centre is a site of the hand named like one (an MJCF's `pinch`, `tcp`,
-`attachment_site`), else a *tcp* link fixed to the hand (Franka's `fer_hand_tcp`), else the body that
-carries the gripper (else the arm's last body). The result loads as it is; what it cannot know (where the
-grasp centre lies, fixtures, objects) is left for the user, marked CHECK. Which way the gripper closes is
-measured: the twin sets the gripper joint(s) (and the joints coupled to them) at both limits and the limit
-where the fingers are nearer together is closed. The threshold is a tenth of the range from where the gripper
-opens: of the range its position servos command, where an MJCF's control range is narrower than the joint's
-(ALOHA's software opens its fingers to 0.037 m of a 0.041 m rail).
+moving joints from the root, less the joints set from another (a telescope's following stages) and the passive
+ones below a gripper joint (Stretch's sprung fingertips); the gripper is the joints named *finger*, *gripper*,
+*jaw* or *knuckle*, or coupled to another at the hand (a joint others follow, by URDF `<mimic>` or MJCF
+`<equality><joint>`, counts once: a one-joint gripper; coupled joints that carry an arm joint are the arm's); the
+passive joints of a linkage an MJCF closes by `<connect>` or `<weld>` are ignored. The grasp centre is a site of
+the hand named like one (an MJCF's `pinch`, `tcp`, `attachment_site`), else a *tcp* link fixed to the hand
+(Franka's `fer_hand_tcp`), else the body that carries the gripper (else the arm's last body). The result loads as
+it is; what it cannot know (where the grasp centre lies, fixtures, objects) is left for the user, marked CHECK.
+Which way the gripper closes is measured: the twin sets the gripper joint(s) (and the joints coupled to them) at
+both limits and the limit where the fingers are nearer together is closed; two finger joints that close in
+opposite directions (gym-aloha's mirrored slides) are measured one at a time, and each gets a threshold of its
+own. The threshold is a tenth of the range from where the gripper opens: of the range its position servos
+command, where an MJCF's control range is narrower than the joint's (ALOHA's software opens its fingers to
+0.037 m of a 0.041 m rail).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import yaml
 
 from safety_monitor.errors import GroundingError
 from safety_monitor.files import write_file
-from safety_monitor.grounding.description import GripperKind, parse_robot_description
+from safety_monitor.grounding.description import ClosedPast, GripperKind, parse_robot_description
 from safety_monitor.grounding.kinematic_tree import MOVING, JointKind, KinematicTree, ModelFormat, TreeJoint
 from safety_monitor.grounding.twin import KinematicTwin, ServoRange, servo_range
 from safety_monitor.names import did_you_mean
@@ -79,9 +83,7 @@ def guess_robot(tree: KinematicTree, tip: str | None = None) -> RobotGuess:
             f"{tree.path}: no arm: every moving joint is a gripper's ({joint_span(tree.moving_joints)}); robot init "
             "describes an arm with its gripper: attach the gripper to the arm's model and give that"
         )
-    arm = [j for j in moving if j not in gripperish]
-    if not arm:
-        arm = moving
+    arm = _arm_joints(tree, chain, {j.name for j in gripperish}) or moving
     # the gripper is the arm's own: a second arm's hand is not a second finger of this one
     leaders = [
         j
@@ -116,7 +118,7 @@ def guess_robot(tree: KinematicTree, tip: str | None = None) -> RobotGuess:
     elif kind is GripperKind.ONE_JOINT:
         followers = [j for j in gripperish if j.leader == leaders[0].name]
         moved = [leaders[0].child, *(j.child for j in followers)]
-        fingers = _sided_fingers([body for m in moved for body in _fixed_subtree(tree, m)])
+        fingers = _sided_fingers([_fixed_subtree(tree, m) for m in moved])
         fingers = fingers or _branch_fingers(tree, end, moved)
         if len(fingers) == 1 and tree.joints[leaders[0].name].parent == end:
             fingers = (end, fingers[0])  # one jaw closing on the hand's own (Unitree Z1's gripperMover on its stator)
@@ -177,7 +179,7 @@ def _branch_fingers(tree: KinematicTree, hand: str, moved: list[str]) -> tuple[s
 def _chain_to(tree: KinematicTree, tip: str | None, gripper: set[str]) -> list[TreeJoint]:
     """The arm's joints from the root: through `tip` and on down its longest chain, else the longest chain."""
     if tip is None:
-        return _longest_chain(tree, tree.root, gripper)
+        return _longest_chain(tree, tree.root, gripper, False)
     parent = {j.child: j for j in tree.joints.values()}
     if tip not in parent:
         bodies = [j.child for j in tree.joints.values()]
@@ -187,7 +189,7 @@ def _chain_to(tree: KinematicTree, tip: str | None, gripper: set[str]) -> list[T
     while node in parent:
         path.insert(0, parent[node])
         node = parent[node].parent
-    return path + _longest_chain(tree, tip, gripper)
+    return path + _longest_chain(tree, tip, gripper, any(j.name in gripper for j in path))
 
 
 def _other_arms(
@@ -199,12 +201,15 @@ def _other_arms(
     on_chain = {j.name for j in chain}
     out = []
     for i, link in enumerate(chain):
-        below = _count(chain[i:], gripper)
+        hand = any(j.name in gripper for j in chain[:i])
+        below = len(_arm_joints(tree, chain[i:], gripper, hand))
         for branch in tree.children(link.parent):
             if branch.name in on_chain:
                 continue
             joints = [j for j in _subtree_joints(tree, branch) if j.kind in MOVING]
-            longest = _count([branch, *_longest_chain(tree, branch.child, gripper)], gripper)
+            longest = len(
+                _arm_joints(tree, [branch, *_longest_chain(tree, branch.child, gripper, hand)], gripper, hand)
+            )
             holds_gripper = any(j.name in gripper and j.leader is None and j.name not in linkage for j in joints)
             if joints and (longest >= below or holds_gripper):
                 out.append(OtherArm(branch.child, tuple(j.name for j in joints)))
@@ -216,13 +221,18 @@ def _subtree_joints(tree: KinematicTree, joint: TreeJoint) -> list[TreeJoint]:
     return [joint, *(j for child in tree.children(joint.child) for j in _subtree_joints(tree, child))]
 
 
-def _sided_fingers(bodies: list[str]) -> tuple[str, ...]:
-    """The left and the right finger among the bodies a one-joint gripper moves, by their names (a linkage
-    like the Robotiq 2F-85's moves knuckles and fingers on both sides): on each side the body named most
-    like a fingertip (pad, tip, finger, then any), the last of equals (the deepest). () when a side has none."""
+def _sided_fingers(moved: list[list[str]]) -> tuple[str, ...]:
+    """The left and the right finger among the bodies a one-joint gripper moves (each moved body with the bodies
+    fixed to it), by their names (a linkage like the Robotiq 2F-85's moves knuckles and fingers on both sides): on
+    each side the body named most like a fingertip (pad, tip, finger, then any); of equals, the last moved one (the
+    deepest: a finger's second link moves with its first), and of a moved body and a body fixed to it, the moved one
+    (whose subtree holds both: Stretch 3 fixes a marker named `*_finger_aruco` to each finger). () when a side has
+    none."""
+    bodies = [body for group in moved for body in group]
+    order = {body: (-g, i) for g, group in enumerate(moved) for i, body in enumerate(group)}
 
-    def rank(body: str) -> int:
-        return next((i for i, w in enumerate(("pad", "tip", "finger")) if w in body.lower()), 3)
+    def rank(body: str) -> tuple[int, int, int]:
+        return (next((i for i, w in enumerate(("pad", "tip", "finger")) if w in body.lower()), 3), *order[body])
 
     # the arm's prefix says nothing of the side of its fingers (ALOHA's `right/left_finger_link`)
     names = [body.lower() for body in bodies]
@@ -231,21 +241,34 @@ def _sided_fingers(bodies: list[str]) -> tuple[str, ...]:
     sides = [[body for body, name in zip(bodies, names) if side in name[common:]] for side in ("left", "right")]
     if not all(sides):
         return ()
-    return tuple(min(reversed(side), key=rank) for side in sides)
+    return tuple(min(side, key=rank) for side in sides)
 
 
 def _gripperish(tree: KinematicTree) -> set[str]:
-    """Moving joints named like a gripper's, or coupled to another (arms have no coupled joints; Menagerie's
-    Robotiq 2F-85 names its driven joints `*_driver_joint`, coupled by an equality)."""
+    """Moving joints named like a gripper's, or coupled to another at the hand (Menagerie's Robotiq 2F-85 names its
+    driven joints `*_driver_joint`, coupled by an equality). Coupled joints that carry an arm joint are the arm's:
+    a telescope's stages, which follow one another (Stretch's, with the wrist and the gripper beyond)."""
+    named = {n for n in tree.moving_joints if any(w in n.lower() for w in _GRIPPER_WORDS)}
     coupled = {j.name for j in tree.joints.values() if j.leader} | {j.leader for j in tree.joints.values() if j.leader}
-    return {n for n in tree.moving_joints if n in coupled or any(w in n.lower() for w in _GRIPPER_WORDS)}
+    other = named | coupled | _loop_joints(tree) | tree.passive
+    plain = [tree.joints[n] for n in tree.moving_joints if n not in other]
+    return named | {
+        n
+        for n in coupled & set(tree.moving_joints)
+        if not any(_above(tree, tree.joints[n].child, j.parent) for j in plain)
+    }
 
 
 def _linkage_joints(tree: KinematicTree) -> set[str]:
-    """The passive joints of the robot's closed linkages: every moving joint on the path through the tree between
-    the two bodies of a `<connect>` or `<weld>` loop (a Robotiq 2F-85's four-bar linkages: spring link, follower,
-    coupler), less those named or coupled like a gripper's (its driver). Their positions follow from the driven
-    joint, so they are neither arm joints nor a hand of independent fingers. A loop that closes only through the
+    """The passive joints of the robot's closed linkages (`_loop_joints`), less those named or coupled like a
+    gripper's (its driver). Their positions follow from the driven joint, so they are neither arm joints nor a hand
+    of independent fingers."""
+    return _loop_joints(tree) - _gripperish(tree)
+
+
+def _loop_joints(tree: KinematicTree) -> set[str]:
+    """Every moving joint on the path through the tree between the two bodies of a `<connect>` or `<weld>` loop (a
+    Robotiq 2F-85's four-bar linkages: driver, coupler, spring link, follower). A loop that closes only through the
     world (a mocap weld holding the hand, a hand welded to a fixture) is no linkage of the robot."""
     parent = {j.child: j for j in tree.joints.values()}
 
@@ -261,7 +284,7 @@ def _linkage_joints(tree: KinematicTree) -> set[str]:
         above_a, above_b = up(a), up(b)
         if set(above_a) & set(above_b):
             out |= set(above_a) ^ set(above_b)
-    return {n for n in out if tree.joints[n].kind in MOVING} - _gripperish(tree)
+    return {n for n in out if tree.joints[n].kind in MOVING}
 
 
 def _names_grasp(name: str) -> bool:
@@ -270,19 +293,27 @@ def _names_grasp(name: str) -> bool:
     return "ee" in words or any(w in name.lower() for w in _GRASP_WORDS)
 
 
-def _longest_chain(tree: KinematicTree, body: str, gripper: set[str]) -> list[TreeJoint]:
-    """The path of joints from `body` down with the most moving joints not of the `gripper` (ties: the first
-    in the file)."""
+def _longest_chain(tree: KinematicTree, body: str, gripper: set[str], hand: bool) -> list[TreeJoint]:
+    """The path of joints from `body` down with the most arm joints (`_arm_joints`; ties: the first in the file).
+    `hand`: `body` hangs below a joint of the `gripper`."""
     best: list[TreeJoint] = []
     for j in tree.children(body):
-        path = [j, *_longest_chain(tree, j.child, gripper)]
-        if _count(path, gripper) > _count(best, gripper):
+        path = [j, *_longest_chain(tree, j.child, gripper, hand or j.name in gripper)]
+        if len(_arm_joints(tree, path, gripper, hand)) > len(_arm_joints(tree, best, gripper, hand)):
             best = path
     return best
 
 
-def _count(path: list[TreeJoint], gripper: set[str]) -> int:
-    return sum(j.kind in MOVING and j.name not in gripper for j in path)
+def _arm_joints(tree: KinematicTree, path: list[TreeJoint], gripper: set[str], hand: bool = False) -> list[TreeJoint]:
+    """The joints of `path` an arm's may be: moving, not of the `gripper`, not set from another (a telescope's
+    following stages), and not a passive one below a gripper joint (Stretch's sprung fingertips, on its fingers).
+    `hand`: the path starts below a gripper joint."""
+    out = []
+    for j in path:
+        hand = hand or j.name in gripper
+        if j.kind in MOVING and j.name not in gripper and j.leader is None and not (hand and j.name in tree.passive):
+            out.append(j)
+    return out
 
 
 def _above(tree: KinematicTree, body: str, below: str) -> bool:
@@ -313,11 +344,11 @@ def _fixed_tip(tree: KinematicTree, body: str) -> str:
 
 @dataclass(frozen=True)
 class Closing:
-    """Which way the gripper closes: closed above `at` (`upward`) or below it, and what that rests on."""
+    """Which way each gripper joint closes and past where (`past`, in the order of the gripper joints), and what
+    that rests on (`evidence`, the CHECK comment of each: what was measured, or why the direction is a guess)."""
 
-    upward: bool
-    at: float
-    evidence: str  # the CHECK comment: what was measured, or why the direction is a guess
+    past: tuple[ClosedPast, ...]
+    evidence: tuple[str, ...]
     centre: tuple[float, float, float] | None = None  # midway between the open fingers, grasp body's frame (m)
 
 
@@ -348,11 +379,11 @@ class _Span:
         return f"a tenth of the {'commanded' if self.driven else 'joint'} range from where it opens"
 
 
-def _span(tree: KinematicTree, guess: RobotGuess, twin: KinematicTwin | None) -> _Span:
-    """The gripper's range (`_range`), with the part of it its position servos command where every gripper joint
-    has one and it is narrower."""
-    lo, hi = _range(tree, guess)
-    found = [servo_range(twin.model, j) for j in guess.gripper_joints] if twin is not None else []
+def _span(tree: KinematicTree, joints: tuple[str, ...], twin: KinematicTwin | None) -> _Span:
+    """The range of the gripper `joints` (`_range`), with the part of it their position servos command where every
+    one has one and it is narrower."""
+    lo, hi = _range(tree, joints)
+    found = [servo_range(twin.model, j) for j in joints] if twin is not None else []
     servos = [s for s in found if s is not None]
     if not servos or len(servos) < len(found):
         return _Span(lo, hi)
@@ -366,13 +397,18 @@ def gripper_closing(tree: KinematicTree, guess: RobotGuess, twin: KinematicTwin)
     """The closing direction by forward kinematics: the twin of the guess sets the gripper joints at their
     lower, then their upper limits, with their mimic followers, and the limit where the fingers' surfaces are
     nearer is closed. Undecided (no limits, no finger geometry, equal gaps), the guess stands and the evidence
-    says why. The threshold: `_Span.closed_at`."""
-    span = _span(tree, guess, twin)
-    ends = [(tree.joints[j].lower, tree.joints[j].upper) for j in guess.gripper_joints]
-    if any(a is None or b is None for a, b in ends):
+    says why. The threshold: `_Span.closed_at`. Two finger joints that close in opposite directions each get their
+    own (`_opposed_fingers`)."""
+    span = _span(tree, guess.gripper_joints, twin)
+    limits = [(tree.joints[j].lower, tree.joints[j].upper) for j in guess.gripper_joints]
+    ends = [(a, b) for a, b in limits if a is not None and b is not None]
+    if len(ends) < len(limits):
         return guessed_closing(
             tree, guess, f"the {tree.format.name} gives the gripper joint no lower and upper limit", span
         )
+    opposed = _opposed_fingers(tree, guess, twin, ends)
+    if opposed is not None:
+        return opposed
     gaps, middles = [], []
     for side in (0, 1):
         twin.compute(guess.gripper_joints, np.array([end[side] for end in ends], dtype=float), {})
@@ -388,32 +424,84 @@ def gripper_closing(tree: KinematicTree, guess: RobotGuess, twin: KinematicTwin)
     upward = high < low
     # the grasp centre from the open fingers: closed, they may touch along more than their pads
     opened = 0 if upward else 1
-    x, y, z = (round(float(v), 4) + 0.0 for v in middles[opened])  # + 0.0: no "-0.0" in the file
+    n = len(guess.gripper_joints)
     return Closing(
-        upward,
-        span.closed_at(upward),
-        f"{span.text()}; fingers {_apart(low)} at {lo:g}, {_apart(high)} at {hi:g} (forward kinematics): closed "
-        f"{'above' if upward else 'below'} this, {span.share()}",
-        (x, y, z) if gaps[opened] > _SAME_GAP else None,
+        (ClosedPast(span.closed_at(upward), upward),) * n,
+        (
+            f"{span.text()}; fingers {_apart(low)} at {lo:g}, {_apart(high)} at {hi:g} (forward kinematics): closed "
+            f"{'above' if upward else 'below'} this, {span.share()}",
+        )
+        * n,
+        _rounded(middles[opened]) if gaps[opened] > _SAME_GAP else None,
     )
+
+
+def _opposed_fingers(
+    tree: KinematicTree, guess: RobotGuess, twin: KinematicTwin, ends: list[tuple[float, float]]
+) -> Closing | None:
+    """Two finger joints that close in opposite directions (gym-aloha's slides on one axis, one ranging over
+    0.021 to 0.057 m, the other over -0.057 to -0.021): each moved over its range with the other half open, each
+    with its own threshold. None unless both tell and they disagree (moved together, such fingers keep their gap)."""
+    if len(ends) != 2:
+        return None
+    half = [(a + b) / 2 for a, b in ends]
+    measured = []
+    for i in (0, 1):
+        gaps = []
+        for end in ends[i]:
+            twin.compute(guess.gripper_joints, np.array([end if k == i else half[k] for k in (0, 1)]), {})
+            found = twin.finger_gap()
+            if found is None:
+                return None
+            gaps.append(found.gap)
+        if abs(gaps[0] - gaps[1]) < _SAME_GAP:
+            return None
+        measured.append((gaps[1] < gaps[0], gaps[0], gaps[1]))
+    if measured[0][0] == measured[1][0]:
+        return None
+    past, evidence = [], []
+    for joint, (upward, low, high) in zip(guess.gripper_joints, measured):
+        span = _span(tree, (joint,), twin)
+        past.append(ClosedPast(span.closed_at(upward), upward))
+        evidence.append(
+            f"{span.text()}; fingers {_apart(low)} at {span.lower:g}, {_apart(high)} at {span.upper:g}, the other "
+            f"finger half open (forward kinematics): this finger closes {'above' if upward else 'below'} this, "
+            f"{span.share()}"
+        )
+    opened = [a if upward else b for (a, b), (upward, _, _) in zip(ends, measured)]
+    twin.compute(guess.gripper_joints, np.array(opened), {})
+    found = twin.finger_gap()
+    centre = None
+    if found is not None and found.gap > _SAME_GAP:
+        centre = _rounded(twin.in_body_frame(guess.grasp_body, found.middle))
+    return Closing(tuple(past), tuple(evidence), centre)
+
+
+def _rounded(point: np.ndarray) -> tuple[float, float, float]:
+    """A point to 0.1 mm, as robot.yaml writes it."""
+    x, y, z = (round(float(v), 4) + 0.0 for v in point)  # + 0.0: no "-0.0" in the file
+    return x, y, z
 
 
 def guessed_closing(tree: KinematicTree, guess: RobotGuess, why: str, span: _Span | None = None) -> Closing:
     """The guess when the fingers cannot be measured: the joint closes as it decreases."""
-    span = span or _span(tree, guess, None)
+    span = span or _span(tree, guess.gripper_joints, None)
+    n = len(guess.gripper_joints)
     return Closing(
-        False,
-        span.closed_at(False),
-        f"{span.text()}; closed below this ({span.share()}) is a guess, forward kinematics could not tell which "
-        f"way the gripper closes ({why}): use closed_above if the joint grows as it closes",
+        (ClosedPast(span.closed_at(False), False),) * n,
+        (
+            f"{span.text()}; closed below this ({span.share()}) is a guess, forward kinematics could not tell which "
+            f"way the gripper closes ({why}): use closed_above if the joint grows as it closes",
+        )
+        * n,
     )
 
 
-def _range(tree: KinematicTree, guess: RobotGuess) -> tuple[float, float]:
-    """The gripper joints' range: the lowest lower and the highest upper limit (0 to 1 when none)."""
-    joints = [tree.joints[j] for j in guess.gripper_joints]
-    lo = min((j.lower for j in joints if j.lower is not None), default=0.0)
-    return lo, max((j.upper for j in joints if j.upper is not None), default=lo + 1.0)
+def _range(tree: KinematicTree, joints: tuple[str, ...]) -> tuple[float, float]:
+    """The joints' range: the lowest lower and the highest upper limit (0 to 1 when none)."""
+    found = [tree.joints[j] for j in joints]
+    lo = min((j.lower for j in found if j.lower is not None), default=0.0)
+    return lo, max((j.upper for j in found if j.upper is not None), default=lo + 1.0)
 
 
 def joint_span(joints: tuple[str, ...]) -> str:
@@ -506,14 +594,13 @@ def robot_yaml(
     else:
         coupling = "that mimic it" if urdf else "coupled to it by an equality"
         what = f"fingers {coupling} move with it" if g.gripper is GripperKind.ONE_JOINT else "one joint per finger"
-        key = "closed_above" if closing.upward else "closed_below"
         lines += [
             f"    kind: {g.gripper.value}   # CHECK: {what}",
             f"    joints: {json.dumps(list(g.gripper_joints))}",
             f"    fingers: {{left: {g.finger_bodies[0]}, right: {g.finger_bodies[1]}}}   # CHECK: {parts} on either "
             "side of a grasped object",
             f"    hand_bodies: {json.dumps(list(g.hand_bodies))}   # gripper {parts} other than the fingers",
-            f"    {key}: {closing.at:.6g}   # CHECK: {closing.evidence}",
+            *_closed_lines(g.gripper_joints, closing),
         ]
     ignored = g.other_joints
     if g.followers and urdf:
@@ -569,6 +656,19 @@ def robot_yaml(
         "",
     ]
     return "\n".join(lines)
+
+
+def _closed_lines(joints: tuple[str, ...], closing: Closing) -> list[str]:
+    """robot.yaml's closed_below or closed_above: a number for every gripper joint, or, for fingers that close in
+    opposite directions, {joint: number} under each key."""
+    key = {False: "closed_below", True: "closed_above"}
+    if len(set(closing.past)) == 1:
+        past = closing.past[0]
+        return [f"    {key[past.upward]}: {past.at:.6g}   # CHECK: {closing.evidence[0]}"]
+    return [
+        f"    {key[past.upward]}: {{{json.dumps(joint)}: {past.at:.6g}}}   # CHECK: {why}"
+        for joint, past, why in zip(joints, closing.past, closing.evidence)
+    ]
 
 
 def objects_yaml(default: Path) -> str:
