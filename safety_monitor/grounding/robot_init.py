@@ -5,7 +5,9 @@ Both formats are read as a `KinematicTree`, so the guesses are the same. The arm
 moving joints from the root, less the joints set from another (a telescope's following stages) and the passive
 ones below a gripper joint (Stretch's sprung fingertips); the gripper is the joints named *finger*, *gripper*,
 *jaw* or *knuckle*, or coupled to another at the hand (a joint others follow, by URDF `<mimic>` or MJCF
-`<equality><joint>`, counts once: a one-joint gripper; coupled joints that carry an arm joint are the arm's); the
+`<equality><joint>`, counts once: a one-joint gripper; coupled joints that carry an arm joint are the arm's), or an
+MJCF's two slides that move sibling bodies along parallel axes with nothing moving below them (a parallel gripper's
+fingers whatever their names: Trossen's WidowX AI's `*_carriage_joint`); the
 passive joints of a linkage an MJCF closes by `<connect>` or `<weld>` are ignored. The grasp centre is a site of
 the hand named like one (an MJCF's `pinch`, `tcp`, `attachment_site`), else a *tcp* link fixed to the hand
 (Franka's `fer_hand_tcp`), else the body that carries the gripper (else the arm's last body). The result loads as
@@ -41,6 +43,7 @@ _GRASP_WORDS = ("tcp", "pinch", "grasp", "attachment")
 _SAME_GAP = 1e-4  # m: finger gaps at the two limits closer than this tell nothing about which way it closes
 _OPEN_SHARE = 0.1  # of the range it is driven over: the gripper counts as open only this near where it opens
 _BASE_KINDS = (JointKind.FLOATING, JointKind.PLANAR)  # joints a mobile base hangs from
+_PARALLEL = 0.999  # |cos| of the angle between two slides' axes (2.6 degrees) past which they are parallel
 
 
 @dataclass(frozen=True)
@@ -113,8 +116,8 @@ def guess_robot(tree: KinematicTree, tip: str | None = None) -> RobotGuess:
     )
     gripper_joints = tuple(j.name for j in leaders[:2]) if kind is not GripperKind.NONE else ()
     fingers: tuple[str, ...] = ()
-    if kind is GripperKind.TWO_FINGERS:
-        fingers = tuple(j.child for j in leaders[:2])
+    if kind is GripperKind.TWO_FINGERS:  # each on its side where the names tell (Trossen's right carriage comes first)
+        fingers = _sided_fingers([[j.child] for j in leaders[:2]]) or tuple(j.child for j in leaders[:2])
     elif kind is GripperKind.ONE_JOINT:
         followers = [j for j in gripperish if j.leader == leaders[0].name]
         moved = [leaders[0].child, *(j.child for j in followers)]
@@ -248,7 +251,7 @@ def _gripperish(tree: KinematicTree) -> set[str]:
     """Moving joints named like a gripper's, or coupled to another at the hand (Menagerie's Robotiq 2F-85 names its
     driven joints `*_driver_joint`, coupled by an equality). Coupled joints that carry an arm joint are the arm's:
     a telescope's stages, which follow one another (Stretch's, with the wrist and the gripper beyond)."""
-    named = {n for n in tree.moving_joints if any(w in n.lower() for w in _GRIPPER_WORDS)}
+    named = {n for n in tree.moving_joints if any(w in n.lower() for w in _GRIPPER_WORDS)} | _slide_pair(tree)
     coupled = {j.name for j in tree.joints.values() if j.leader} | {j.leader for j in tree.joints.values() if j.leader}
     other = named | coupled | _loop_joints(tree) | tree.passive
     plain = [tree.joints[n] for n in tree.moving_joints if n not in other]
@@ -257,6 +260,27 @@ def _gripperish(tree: KinematicTree) -> set[str]:
         for n in coupled & set(tree.moving_joints)
         if not any(_above(tree, tree.joints[n].child, j.parent) for j in plain)
     }
+
+
+def _slide_pair(tree: KinematicTree) -> set[str]:
+    """Two slides, each the one joint of its body, that move sibling bodies along parallel axes with no moving joint
+    below either: a parallel gripper's fingers, whatever they are named (Trossen's WidowX AI's
+    `left_carriage_joint`, `right_carriage_joint`). Rails that carry more than a finger have joints below; a URDF's
+    joints give no axis, so only an MJCF's are paired."""
+    moved_by: dict[str, int] = {}
+    for j in tree.joints.values():
+        moved_by[j.child] = moved_by.get(j.child, 0) + 1
+    slides: dict[str, list[tuple[str, tuple[float, float, float]]]] = {}  # parent body -> its slides and their axes
+    for j in tree.joints.values():
+        if j.kind is not JointKind.PRISMATIC or j.axis is None or moved_by[j.child] > 1:
+            continue
+        if not any(k.kind in MOVING for k in _subtree_joints(tree, j)[1:]):
+            slides.setdefault(j.parent, []).append((j.name, j.axis))
+    out: set[str] = set()
+    for pair in slides.values():
+        if len(pair) == 2 and abs(float(np.dot(pair[0][1], pair[1][1]))) > _PARALLEL:
+            out |= {name for name, _ in pair}
+    return out
 
 
 def _linkage_joints(tree: KinematicTree) -> set[str]:
