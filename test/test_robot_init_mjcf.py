@@ -525,3 +525,16 @@ def test_two_slides_at_the_hand_are_a_parallel_grippers_fingers_whatever_their_n
     assert gripper.closed_past == (ClosedPast(pytest.approx(0.044 - 0.1 * 0.044), False),) * 2  # measured
     assert robot.ignored_joints == {"drawer_slide"} and not robot.other_arms
     assert robot.grasp_offset == pytest.approx([0.0, 0.0, 0.06])  # midway between the open pads
+
+
+def test_a_second_joint_of_a_body_on_the_arm_is_no_other_arm(tmp_path, capsys):
+    """An MJCF body may hang by several joints (a shoulder of two hinges; TidyBot's base, on two slides and a hinge).
+    Each joint but the chain's own was taken for a branch off the arm, so the body was another arm of its own, and
+    a description naming the watched arm's own body under other_arms does not load."""
+    shoulder = '<joint name="joint2" axis="0 1 0" range="-2.5 2.5" actuatorfrcrange="-80 80"/>'
+    text = arm_mjcf(4, "two_fingers").replace(shoulder, shoulder + '<joint name="joint2b" axis="1 0 0" range="-1 1"/>')
+    code, out = _init_text(tmp_path, text)
+    assert code == 0
+    assert "not watched" not in capsys.readouterr().out
+    robot = load_robot_description(out / "robot.yaml")
+    assert not robot.other_arms and robot.gripper.joints == ("finger_left_joint", "finger_right_joint")

@@ -200,14 +200,15 @@ def _other_arms(
 ) -> tuple[OtherArm, ...]:
     """Branches off the arm's chain that are arms too: as many moving joints as the arm has below the body
     where they part (a bimanual robot's other arm), or a gripper's (a second hand; a `linkage` joint is no
-    gripper's own). A head or a wheel is neither."""
-    on_chain = {j.name for j in chain}
+    gripper's own). A head or a wheel is neither, and nor is another joint of a body on the chain (an MJCF body
+    moved by several, as a shoulder of two hinges: each was once an arm of its own)."""
+    on_chain = {j.child for j in chain}
     out = []
     for i, link in enumerate(chain):
         hand = any(j.name in gripper for j in chain[:i])
         below = len(_arm_joints(tree, chain[i:], gripper, hand))
         for branch in tree.children(link.parent):
-            if branch.name in on_chain:
+            if branch.child in on_chain:
                 continue
             joints = [j for j in _subtree_joints(tree, branch) if j.kind in MOVING]
             longest = len(
