@@ -2,8 +2,9 @@
 comment saying what to check.
 
 Both formats are read as a `KinematicTree`, so the guesses are the same. The arm is the longest chain of
-moving joints from the root, less the joints set from another (a telescope's following stages) and the passive
-ones below a gripper joint (Stretch's sprung fingertips); the gripper is the joints named *finger*, *gripper*,
+moving joints from the root, less the joints set from another (a telescope's following stages), the passive
+ones below a gripper joint (Stretch's sprung fingertips) and a mobile base's (a free joint, or an MJCF's slides and
+hinge from the world: TidyBot's, ignored); the gripper is the joints named *finger*, *gripper*,
 *jaw* or *knuckle*, or coupled to another at the hand (a joint others follow, by URDF `<mimic>` or MJCF
 `<equality><joint>`, counts once: a one-joint gripper; coupled joints that carry an arm joint are the arm's), or an
 MJCF's two slides that move sibling bodies along parallel axes with nothing moving below them (a parallel gripper's
@@ -71,6 +72,7 @@ class RobotGuess:
     other_arms: tuple[OtherArm, ...] = ()  # each arm beside the one watched
     hand_joints: tuple[str, ...] = ()  # a hand's independent finger joints, when more than a gripper's two
     free_base: str | None = None  # the floating or planar joint the robot's base hangs from (a mobile base)
+    planar_base: tuple[str, ...] = ()  # an MJCF's slides and hinge its base hangs from (a mobile base, not placed)
 
 
 def guess_robot(tree: KinematicTree, tip: str | None = None) -> RobotGuess:
@@ -80,6 +82,8 @@ def guess_robot(tree: KinematicTree, tip: str | None = None) -> RobotGuess:
     linkage = _linkage_joints(tree)
     gripperish = [j for j in tree.joints.values() if j.name in _gripperish(tree) | linkage]
     chain = _chain_to(tree, tip, {j.name for j in gripperish})
+    planar = _planar_base(tree, chain)
+    chain = [j for j in chain if j.name not in planar]  # a mobile base's, not the arm's
     moving = [j for j in chain if j.kind in MOVING]
     if not moving:
         raise GroundingError(
@@ -100,6 +104,8 @@ def guess_robot(tree: KinematicTree, tip: str | None = None) -> RobotGuess:
     free = next((j for j in chain if j.kind in _BASE_KINDS and _above(tree, j.child, base)), None)
     if free is not None:  # a mobile base: the robot is all its free joint moves, chassis and wheels too
         base = free.child
+    elif planar:
+        base = tree.joints[planar[0]].child
     if leaders:
         end = leaders[0].parent
         arm = [j for j in arm if _above(tree, j.child, end)]
@@ -159,7 +165,19 @@ def guess_robot(tree: KinematicTree, tip: str | None = None) -> RobotGuess:
         arms,
         hand_joints,
         free.name if free is not None else None,
+        planar,
     )
+
+
+def _planar_base(tree: KinematicTree, chain: list[TreeJoint]) -> tuple[str, ...]:
+    """The joints of an MJCF's mobile base on planar joints: the robot's first body hangs from the world by
+    several, two of them slides (TidyBot's `joint_x`, `joint_y` and `joint_th`). () for any other robot."""
+    if tree.format is not ModelFormat.MJCF or not chain or chain[0].parent != tree.root:
+        return ()
+    joints = [j for j in tree.joints.values() if j.child == chain[0].child]
+    if len(joints) < 2 or sum(j.kind is JointKind.PRISMATIC for j in joints) < 2:
+        return ()
+    return tuple(j.name for j in joints)
 
 
 def _branch_fingers(tree: KinematicTree, hand: str, moved: list[str]) -> tuple[str, ...]:
@@ -648,6 +666,13 @@ def robot_yaml(
             "# as world_frame in the topic mapping (world_frame: odom, or map): the twin then places the robot at the",
             "# base's pose each frame, and fixtures, static bodies and object poses are in that world. Without it the",
             f"# twin keeps the base where the {tree.format.name} puts it, and object poses must be in the base's frame.",
+        ]
+    if g.planar_base:
+        lines += [
+            "",
+            f"# CHECK: the robot's base hangs from {', '.join(g.planar_base)} (slides and a hinge): a mobile base the twin",
+            "# cannot place from a pose. Those joints are ignored and the twin keeps the base where the MJCF puts it, so",
+            "# object poses must be in the base's frame; to place it from world_frame, replace them by a <freejoint/>.",
         ]
     lines += [
         "",
