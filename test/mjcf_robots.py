@@ -14,7 +14,9 @@ def arm_mjcf(n_joints: int, gripper: str, site: str | None = None, free_cube: bo
     """An arm of `n_joints` hinge joints (axes z, y alternating) straight up from a base on a table, with a
     drawer fixture, and `gripper`: two_fingers (closes as its joints shrink), mirrored (two_fingers whose right
     finger slides on the left's axis over -0.04 to 0, closing as it grows: gym-aloha's), one_joint (the right finger
-    follows the left by an equality; closes as the joint grows) or none. `site`: a site of that name 6 cm
+    follows the left by an equality; closes as the joint grows), carriages (Trossen's WidowX AI's: two slides named
+    for no finger, `right_carriage_joint` first, each opening its carriage outwards over 0 to 0.044 m, coupled by
+    nothing) or none. `site`: a site of that name 6 cm
     out from the hand (or tool); `free_cube`: a free body beside the robot; `loop`: a `<connect>` equality
     between the two fingers, as a linkage gripper's."""
     body = ""
@@ -38,6 +40,12 @@ def arm_mjcf(n_joints: int, gripper: str, site: str | None = None, free_cube: bo
             hand += (
                 f'<body name="finger_{side}" pos="0 0 0.02"><joint name="finger_{side}_joint" type="slide" '
                 f'axis="0 {axis} 0" range="{span}" actuatorfrcrange="-20 20"/>{pad.format(y=0.005 * sign)}</body>'
+            )
+    elif gripper == "carriages":
+        for side, sign in (("right", -1), ("left", 1)):
+            hand += (
+                f'<body name="carriage_{side}" pos="0 {0.023 * sign} 0.02"><joint name="{side}_carriage_joint" '
+                f'type="slide" axis="0 {sign} 0" range="0 0.044"/>{pad.format(y=-0.005 * sign)}</body>'
             )
     elif gripper == "one_joint":
         for side, sign, joint in (("left", 1, "gripper_joint"), ("right", -1, "finger_right_joint")):

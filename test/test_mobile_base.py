@@ -352,3 +352,25 @@ def test_a_model_that_fuses_static_bodies_keeps_the_table_it_names(tmp_path):
     model.write_text(model.read_text().replace('autolimits="true"', 'autolimits="true" fusestatic="true"'))
     twin = load_default_grounder(RATE, robot, wrench_sensor=False, mobile_base=True).twin
     assert twin.entities[twin.body_entity[twin.model.body("table").id]] == "table"
+
+
+def test_robot_init_takes_a_base_on_planar_joints_for_the_robot_and_says_the_twin_cannot_place_it(tmp_path, capsys):
+    """Menagerie's TidyBot hangs its base from the world by two slides and a hinge: three joints of one body. Each
+    was taken for a branch off the arm's chain, so the base was its own other arm and the description did not load
+    (`other_arms: 'base_link' holds the watched arm`), and the first slide was an arm joint. The base's joints are
+    ignored, the robot is the base's subtree, and the CHECK says such a base stays where the MJCF puts it."""
+    from safety_monitor.cli import main
+
+    (tmp_path / "robot.xml").write_text(mobile_mjcf("planar"))
+    assert main(["robot", "init", "--mjcf", str(tmp_path / "robot.xml"), "--out", str(tmp_path / "mine")]) == 0
+    printed = capsys.readouterr().out
+    assert "arm: 3 joints from base_link to hand" in printed and "not watched" not in printed
+    text = (tmp_path / "mine" / "robot.yaml").read_text()
+    assert "# CHECK: the robot's base hangs from base_x, base_y, base_yaw (slides and a hinge): a mobile base" in text
+    grounder = load_default_grounder(RATE, tmp_path / "mine" / "robot.yaml", wrench_sensor=False)
+    robot = grounder.robot
+    assert robot.base_body == "base_link" and robot.arm_joints == JOINTS[:3] and not robot.other_arms
+    assert {"base_x", "base_y", "base_yaw", "wheel_left_joint"} <= robot.ignored_joints
+    placed = grounder.twin.compute(robot.required_joints, np.array(RAISED), {})
+    assert placed.ee_position[0] == pytest.approx(0.0, abs=1e-6)  # the base where the MJCF puts it, the arm sideways
+    assert placed.ee_position[1] > 0.3

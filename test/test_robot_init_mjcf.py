@@ -503,3 +503,38 @@ def test_fingers_that_close_in_opposite_directions_each_get_a_threshold_of_their
         state = RobotState(k / 50, names, np.array([0.0] * 6 + fingers), object_poses={"cube": cube})
         values.append(grounder.step(state).values)
     assert values[19]["object_grasped"] and not values[19]["object_released"] and values[20]["object_released"]
+
+
+def test_two_slides_at_the_hand_are_a_parallel_grippers_fingers_whatever_their_names(tmp_path, capsys):
+    """Menagerie's Trossen WidowX AI names its fingers' slides `right_carriage_joint` and `left_carriage_joint`,
+    coupled by nothing. Named like no finger, the right carriage was a 7th arm joint, the gripper `none`, and the
+    left carriage another arm. Two slides on sibling bodies along parallel axes, nothing moving below them, are a
+    two-finger gripper, each finger on the side its name says; the closing direction is measured."""
+    code, out = _init(tmp_path, 6, "carriages")
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "arm: 6 joints from base_link to hand; gripper: two_fingers (right_carriage_joint, left_carriage_joint)" in (
+        printed
+    )
+    assert "not watched" not in printed
+    robot = load_robot_description(out / "robot.yaml")
+    assert robot.arm_joints == tuple(f"joint{i}" for i in range(1, 7))
+    gripper = robot.gripper
+    assert gripper.kind is GripperKind.TWO_FINGERS
+    assert gripper.finger_bodies == ("carriage_left", "carriage_right") and gripper.hand_bodies == ("hand",)
+    assert gripper.closed_past == (ClosedPast(pytest.approx(0.044 - 0.1 * 0.044), False),) * 2  # measured
+    assert robot.ignored_joints == {"drawer_slide"} and not robot.other_arms
+    assert robot.grasp_offset == pytest.approx([0.0, 0.0, 0.06])  # midway between the open pads
+
+
+def test_a_second_joint_of_a_body_on_the_arm_is_no_other_arm(tmp_path, capsys):
+    """An MJCF body may hang by several joints (a shoulder of two hinges; TidyBot's base, on two slides and a hinge).
+    Each joint but the chain's own was taken for a branch off the arm, so the body was another arm of its own, and
+    a description naming the watched arm's own body under other_arms does not load."""
+    shoulder = '<joint name="joint2" axis="0 1 0" range="-2.5 2.5" actuatorfrcrange="-80 80"/>'
+    text = arm_mjcf(4, "two_fingers").replace(shoulder, shoulder + '<joint name="joint2b" axis="1 0 0" range="-1 1"/>')
+    code, out = _init_text(tmp_path, text)
+    assert code == 0
+    assert "not watched" not in capsys.readouterr().out
+    robot = load_robot_description(out / "robot.yaml")
+    assert not robot.other_arms and robot.gripper.joints == ("finger_left_joint", "finger_right_joint")

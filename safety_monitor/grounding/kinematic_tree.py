@@ -40,7 +40,8 @@ MOVING = (JointKind.REVOLUTE, JointKind.CONTINUOUS, JointKind.PRISMATIC)  # one 
 @dataclass(frozen=True)
 class TreeJoint:
     """A joint from body `parent` to body `child`; `lower`/`upper`: its range (None: unlimited);
-    `leader`: the joint whose position sets this one's, if coupled."""
+    `leader`: the joint whose position sets this one's, if coupled; `axis`: its unit axis in the parent body's
+    frame (an MJCF's; None from a URDF, whose reader keeps no axes)."""
 
     name: str
     kind: JointKind
@@ -49,6 +50,7 @@ class TreeJoint:
     lower: float | None
     upper: float | None
     leader: str | None
+    axis: tuple[float, float, float] | None = None
 
 
 @dataclass(frozen=True)

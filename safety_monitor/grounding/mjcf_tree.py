@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from safety_monitor.errors import GroundingError
 from safety_monitor.grounding.kinematic_tree import MOVING, JointKind, KinematicTree, ModelFormat, TreeJoint
 from safety_monitor.grounding.twin import mujoco_message, mujoco_warnings
@@ -62,7 +64,10 @@ def tree_of_model(m: mujoco.MjModel, path: Path) -> KinematicTree:
                 kind = JointKind.CONTINUOUS
             name = m.joint(j).name or f"joint {j}"
             lower, upper = (float(x) for x in m.jnt_range[j]) if limited else (None, None)
-            joints[name] = TreeJoint(name, kind, parent, body[b], lower, upper, leaders.get(j))
+            axis = np.zeros(3)
+            mujoco.mju_rotVecQuat(axis, m.jnt_axis[j], m.body_quat[b])  # the child's frame -> its parent's
+            x, y, z = (float(v) for v in axis)
+            joints[name] = TreeJoint(name, kind, parent, body[b], lower, upper, leaders.get(j), (x, y, z))
             if driven is not None and j not in driven | coupled and kind in MOVING:
                 passive.add(name)
     sites = {m.site(s).name: body[int(m.site_bodyid[s])] for s in range(m.nsite) if m.site(s).name}

@@ -2,10 +2,13 @@
 comment saying what to check.
 
 Both formats are read as a `KinematicTree`, so the guesses are the same. The arm is the longest chain of
-moving joints from the root, less the joints set from another (a telescope's following stages) and the passive
-ones below a gripper joint (Stretch's sprung fingertips); the gripper is the joints named *finger*, *gripper*,
+moving joints from the root, less the joints set from another (a telescope's following stages), the passive
+ones below a gripper joint (Stretch's sprung fingertips) and a mobile base's (a free joint, or an MJCF's slides and
+hinge from the world: TidyBot's, ignored); the gripper is the joints named *finger*, *gripper*,
 *jaw* or *knuckle*, or coupled to another at the hand (a joint others follow, by URDF `<mimic>` or MJCF
-`<equality><joint>`, counts once: a one-joint gripper; coupled joints that carry an arm joint are the arm's); the
+`<equality><joint>`, counts once: a one-joint gripper; coupled joints that carry an arm joint are the arm's), or an
+MJCF's two slides that move sibling bodies along parallel axes with nothing moving below them (a parallel gripper's
+fingers whatever their names: Trossen's WidowX AI's `*_carriage_joint`); the
 passive joints of a linkage an MJCF closes by `<connect>` or `<weld>` are ignored. The grasp centre is a site of
 the hand named like one (an MJCF's `pinch`, `tcp`, `attachment_site`), else a *tcp* link fixed to the hand
 (Franka's `fer_hand_tcp`), else the body that carries the gripper (else the arm's last body). The result loads as
@@ -41,6 +44,7 @@ _GRASP_WORDS = ("tcp", "pinch", "grasp", "attachment")
 _SAME_GAP = 1e-4  # m: finger gaps at the two limits closer than this tell nothing about which way it closes
 _OPEN_SHARE = 0.1  # of the range it is driven over: the gripper counts as open only this near where it opens
 _BASE_KINDS = (JointKind.FLOATING, JointKind.PLANAR)  # joints a mobile base hangs from
+_PARALLEL = 0.999  # |cos| of the angle between two slides' axes (2.6 degrees) past which they are parallel
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,7 @@ class RobotGuess:
     other_arms: tuple[OtherArm, ...] = ()  # each arm beside the one watched
     hand_joints: tuple[str, ...] = ()  # a hand's independent finger joints, when more than a gripper's two
     free_base: str | None = None  # the floating or planar joint the robot's base hangs from (a mobile base)
+    planar_base: tuple[str, ...] = ()  # an MJCF's slides and hinge its base hangs from (a mobile base, not placed)
 
 
 def guess_robot(tree: KinematicTree, tip: str | None = None) -> RobotGuess:
@@ -77,6 +82,8 @@ def guess_robot(tree: KinematicTree, tip: str | None = None) -> RobotGuess:
     linkage = _linkage_joints(tree)
     gripperish = [j for j in tree.joints.values() if j.name in _gripperish(tree) | linkage]
     chain = _chain_to(tree, tip, {j.name for j in gripperish})
+    planar = _planar_base(tree, chain)
+    chain = [j for j in chain if j.name not in planar]  # a mobile base's, not the arm's
     moving = [j for j in chain if j.kind in MOVING]
     if not moving:
         raise GroundingError(
@@ -97,6 +104,8 @@ def guess_robot(tree: KinematicTree, tip: str | None = None) -> RobotGuess:
     free = next((j for j in chain if j.kind in _BASE_KINDS and _above(tree, j.child, base)), None)
     if free is not None:  # a mobile base: the robot is all its free joint moves, chassis and wheels too
         base = free.child
+    elif planar:
+        base = tree.joints[planar[0]].child
     if leaders:
         end = leaders[0].parent
         arm = [j for j in arm if _above(tree, j.child, end)]
@@ -113,8 +122,8 @@ def guess_robot(tree: KinematicTree, tip: str | None = None) -> RobotGuess:
     )
     gripper_joints = tuple(j.name for j in leaders[:2]) if kind is not GripperKind.NONE else ()
     fingers: tuple[str, ...] = ()
-    if kind is GripperKind.TWO_FINGERS:
-        fingers = tuple(j.child for j in leaders[:2])
+    if kind is GripperKind.TWO_FINGERS:  # each on its side where the names tell (Trossen's right carriage comes first)
+        fingers = _sided_fingers([[j.child] for j in leaders[:2]]) or tuple(j.child for j in leaders[:2])
     elif kind is GripperKind.ONE_JOINT:
         followers = [j for j in gripperish if j.leader == leaders[0].name]
         moved = [leaders[0].child, *(j.child for j in followers)]
@@ -156,7 +165,19 @@ def guess_robot(tree: KinematicTree, tip: str | None = None) -> RobotGuess:
         arms,
         hand_joints,
         free.name if free is not None else None,
+        planar,
     )
+
+
+def _planar_base(tree: KinematicTree, chain: list[TreeJoint]) -> tuple[str, ...]:
+    """The joints of an MJCF's mobile base on planar joints: the robot's first body hangs from the world by
+    several, two of them slides (TidyBot's `joint_x`, `joint_y` and `joint_th`). () for any other robot."""
+    if tree.format is not ModelFormat.MJCF or not chain or chain[0].parent != tree.root:
+        return ()
+    joints = [j for j in tree.joints.values() if j.child == chain[0].child]
+    if len(joints) < 2 or sum(j.kind is JointKind.PRISMATIC for j in joints) < 2:
+        return ()
+    return tuple(j.name for j in joints)
 
 
 def _branch_fingers(tree: KinematicTree, hand: str, moved: list[str]) -> tuple[str, ...]:
@@ -197,14 +218,15 @@ def _other_arms(
 ) -> tuple[OtherArm, ...]:
     """Branches off the arm's chain that are arms too: as many moving joints as the arm has below the body
     where they part (a bimanual robot's other arm), or a gripper's (a second hand; a `linkage` joint is no
-    gripper's own). A head or a wheel is neither."""
-    on_chain = {j.name for j in chain}
+    gripper's own). A head or a wheel is neither, and nor is another joint of a body on the chain (an MJCF body
+    moved by several, as a shoulder of two hinges: each was once an arm of its own)."""
+    on_chain = {j.child for j in chain}
     out = []
     for i, link in enumerate(chain):
         hand = any(j.name in gripper for j in chain[:i])
         below = len(_arm_joints(tree, chain[i:], gripper, hand))
         for branch in tree.children(link.parent):
-            if branch.name in on_chain:
+            if branch.child in on_chain:
                 continue
             joints = [j for j in _subtree_joints(tree, branch) if j.kind in MOVING]
             longest = len(
@@ -248,7 +270,7 @@ def _gripperish(tree: KinematicTree) -> set[str]:
     """Moving joints named like a gripper's, or coupled to another at the hand (Menagerie's Robotiq 2F-85 names its
     driven joints `*_driver_joint`, coupled by an equality). Coupled joints that carry an arm joint are the arm's:
     a telescope's stages, which follow one another (Stretch's, with the wrist and the gripper beyond)."""
-    named = {n for n in tree.moving_joints if any(w in n.lower() for w in _GRIPPER_WORDS)}
+    named = {n for n in tree.moving_joints if any(w in n.lower() for w in _GRIPPER_WORDS)} | _slide_pair(tree)
     coupled = {j.name for j in tree.joints.values() if j.leader} | {j.leader for j in tree.joints.values() if j.leader}
     other = named | coupled | _loop_joints(tree) | tree.passive
     plain = [tree.joints[n] for n in tree.moving_joints if n not in other]
@@ -257,6 +279,27 @@ def _gripperish(tree: KinematicTree) -> set[str]:
         for n in coupled & set(tree.moving_joints)
         if not any(_above(tree, tree.joints[n].child, j.parent) for j in plain)
     }
+
+
+def _slide_pair(tree: KinematicTree) -> set[str]:
+    """Two slides, each the one joint of its body, that move sibling bodies along parallel axes with no moving joint
+    below either: a parallel gripper's fingers, whatever they are named (Trossen's WidowX AI's
+    `left_carriage_joint`, `right_carriage_joint`). Rails that carry more than a finger have joints below; a URDF's
+    joints give no axis, so only an MJCF's are paired."""
+    moved_by: dict[str, int] = {}
+    for j in tree.joints.values():
+        moved_by[j.child] = moved_by.get(j.child, 0) + 1
+    slides: dict[str, list[tuple[str, tuple[float, float, float]]]] = {}  # parent body -> its slides and their axes
+    for j in tree.joints.values():
+        if j.kind is not JointKind.PRISMATIC or j.axis is None or moved_by[j.child] > 1:
+            continue
+        if not any(k.kind in MOVING for k in _subtree_joints(tree, j)[1:]):
+            slides.setdefault(j.parent, []).append((j.name, j.axis))
+    out: set[str] = set()
+    for pair in slides.values():
+        if len(pair) == 2 and abs(float(np.dot(pair[0][1], pair[1][1]))) > _PARALLEL:
+            out |= {name for name, _ in pair}
+    return out
 
 
 def _linkage_joints(tree: KinematicTree) -> set[str]:
@@ -623,6 +666,13 @@ def robot_yaml(
             "# as world_frame in the topic mapping (world_frame: odom, or map): the twin then places the robot at the",
             "# base's pose each frame, and fixtures, static bodies and object poses are in that world. Without it the",
             f"# twin keeps the base where the {tree.format.name} puts it, and object poses must be in the base's frame.",
+        ]
+    if g.planar_base:
+        lines += [
+            "",
+            f"# CHECK: the robot's base hangs from {', '.join(g.planar_base)} (slides and a hinge): a mobile base the twin",
+            "# cannot place from a pose. Those joints are ignored and the twin keeps the base where the MJCF puts it, so",
+            "# object poses must be in the base's frame; to place it from world_frame, replace them by a <freejoint/>.",
         ]
     lines += [
         "",
