@@ -1171,7 +1171,8 @@ def test_contamination_that_may_have_spread_through_an_object_without_a_pose_is_
     """The cube lost from sight for two frames may have touched the raw chicken and the robot there (it appears in no
     gap): the robot touching the cube, or the plate the robot touched since, touches an object contaminated in some
     completions only, so robot_contact_raw is unknown there, not false; touching the chicken it is true, touching
-    nothing false. Sanitizing cleans the robot in every completion; the cube stays possibly contaminated."""
+    nothing false. Sanitizing cleans the robot in every completion; the plate stays possibly contaminated. An object
+    not seen yet is in the state assumed at the start until its first pose."""
     s = Scene()
     s.step(3)
     s.missing.add("cube")
@@ -1189,6 +1190,12 @@ def test_contamination_that_may_have_spread_through_an_object_without_a_pose_is_
     s.events = set()
     s.contacts[("hand", "plate")] = 0.0  # the plate is clean in the completion with no unseen contact
     assert tri(s.step(2), "robot_contact_raw") == [None] * 2
+    s = Scene()  # before its first pose an object is as assumed at the start (a stream starting late): clean
+    s.missing.add("cube")
+    s.step(3)
+    s.missing.clear()
+    s.contacts[("finger_left", "cube")] = 0.0
+    assert tri(s.step(2), "robot_contact_raw") == [False] * 2
 
 
 def test_clean_contact_is_sustained_on_the_21st_frame():

@@ -5,8 +5,10 @@ Each frame, every connected group of touching carriers that holds a contaminated
 contaminated (fixtures and static bodies do not carry it). `sanitized` comes from the RobotState event
 named in config, or from a constant pinned in config; it cleans the robot, not the objects.
 
-An object without a pose appears in no gap (the twin's `unknown`): it may have touched every carrier on that frame,
-so contamination may have spread through it unseen. Beside the carriers contaminated in every completion of the
+An object without a pose appears in no gap (the twin's `unknown`): in a gap in its poses (after its first one) it may
+have touched every carrier, so contamination may have spread through it unseen. Until its first pose an object is in
+the state assumed at the start (contaminated only if raw), as every object is before the first frame: a stream that
+starts late (every bag's first frames) changes nothing. Beside the carriers contaminated in every completion of the
 unseen frames (`contaminated`, spread over the contacts seen), `maybe` holds those contaminated in some (spread also
 over the contacts that may have happened). Spreading is monotone in the contacts, so these are exactly the
 contaminated sets of the completion with no unseen contact and of the one with all of them: `robot_contact_raw` is
@@ -58,7 +60,7 @@ class ContaminationEstimator:
         self.clean = frozenset(o for o in self.objects if catalog.has(o, "clean"))
         self.contaminated: set[str] = set(self.raw)  # in every completion of the unseen frames
         self.maybe: set[str] = set(self.raw)  # in some completion: holds `contaminated`
-        self._carriers = frozenset((ROBOT, *self.objects))
+        self._seen: set[str] = set()  # the objects that had a pose on some frame (a gap can only follow that)
         self._object_set = frozenset(self.objects)
         self.clean_contact = Persistence(counts.clean_contact_tolerance + 1)
         self._rules: dict[tuple[str, str], tuple[float, tuple[str, str], str | None] | None] = {}
@@ -88,8 +90,13 @@ class ContaminationEstimator:
             self.maybe.discard(ROBOT)
         if edges:
             _spread(self.contaminated, edges)
-        if geo.unknown and self.maybe:  # an unseen object joins every carrier into one group, holding one of these
-            self.maybe |= self._carriers
+        unknown, seen = geo.unknown, self._seen
+        if len(seen) < len(self.objects):
+            seen |= self._object_set - unknown
+        if unknown and not unknown.isdisjoint(seen):  # an object in a pose gap joins the robot and every object seen
+            group = seen | {ROBOT}  # into one group (this frame's seen contacts are within it)
+            if not self.maybe.isdisjoint(group):
+                self.maybe |= group
         elif edges:
             _spread(self.maybe, edges)
         return contact_raw, contact_clean, self.clean_contact.step(contact_clean), sanitized
