@@ -812,6 +812,31 @@ def test_a_grasp_and_drop_hidden_in_a_pose_gap_may_have_started_a_transfer():
     assert tri(s.step(6), "transfer_timeout") == [None] * 4 + [False] * 2
 
 
+def test_a_grasp_hidden_in_a_short_pose_gap_may_have_ended_a_transfer():
+    """The cube dropped above the bin bounced out onto the table; the closed hand at it loses it for 4 frames, then
+    sees it between the fingers for one: a grasp may have risen there (the debounce's fifth raw frame) and ended the
+    transfer, and the hand opens (every frame it may have dropped on sees it on the table: no transfer starts). The
+    transfer timeout 100 frames after the event is unknown, not true: where that grasp happened there is no
+    transfer."""
+    s, frames = _released_above_the_bin()
+    frames = frames[first_true(frames, "transfer_event") :]
+    s.pos["cube"] = np.array([0.2, 0.42, 0.425])
+    s.contacts = {("cube", "table"): 0.0}
+    frames += s.step(80)
+    s.ee, s.fingers = s.pos["cube"].copy(), 0.024
+    frames += s.step(2)
+    s.missing.add("cube")
+    frames += s.step(4)
+    s.missing.clear()
+    s.contacts[("finger_left", "cube")] = s.contacts[("finger_right", "cube")] = -0.001
+    frames.append(s.step())
+    s.release()
+    frames += s.step(40)
+    assert tri(frames, "object_grasped")[83:92] == [None] * 9  # undecided from the gap to five open frames
+    assert tri(frames, "transfer_event")[1:] == [False] * (len(frames) - 1)
+    assert tri(frames, "transfer_timeout") == [False] * 100 + [None] * (len(frames) - 100)
+
+
 def test_a_drop_of_an_object_lost_from_sight_may_start_a_transfer():
     """The cube lost from sight as the hand opens drops on the debounce's fifth open frame (a known drop): where it
     was then is not known, so whether that drop was above the bin (transfer_event) is unknown, not false, and so is
