@@ -643,7 +643,7 @@ def test_every_frame_lists_every_predicate_in_order_as_a_bool_and_repeats_hand_o
     s.grasp()
     frames += s.step(6)
     s.missing.add("cube")
-    frames += s.step(2)
+    frames += s.step(3)  # (from its second frame, the cube may carry contamination from the gap's first)
     assert frames[-1].unknown and frames[-1].unknown == frames[-2].unknown
     for f in frames:
         assert tuple(f.values) == PREDICATES and all(type(v) is bool for v in f.values.values())
