@@ -27,7 +27,8 @@ DOCS = {
     "robot_contact_raw": PredicateDoc(
         "the robot touches a contaminated object: a raw one, or one a raw object or a contaminated robot "
         "touched before (unknown where an object without a pose, which the robot may touch, may be contaminated, or "
-        "the one it touches may be: an object without a pose may have touched every carrier, spreading it unseen)",
+        "the one it touches may be: in a gap in its poses an object may have touched every carrier, spreading it "
+        "unseen)",
         "twin gaps, contamination state",
         "contact 0.002 m; gripper_clearance 0.01 m for gripper bodies",
     ),
