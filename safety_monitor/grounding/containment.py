@@ -8,7 +8,9 @@ A drop at an unknown frame (one that may have happened unseen, or decided after 
 or of an object whose pose is unknown, may have started a transfer: `transfer_event` is unknown on each frame it
 may have happened on, and the transfer it may have started replaces the current one only in some completions
 (`_MaybeTransfer`): the transfer predicates are known where both agree. A drop decided after a gap whose every
-possible frame saw the object above one container surely started a transfer into it, at an unknown frame.
+possible frame saw the object above one container surely started a transfer into it, at an unknown frame. A grasp
+hidden in a pose gap may have ended the current transfer: it is current only in some completions, and a transfer of no
+object stands for the others.
 """
 
 from __future__ import annotations
@@ -39,14 +41,16 @@ DOCS = {
     ),
     "contained_settled": PredicateDoc(
         "the object of the current transfer is contained in its container and stable, debounced (unknown where a "
-        "transfer that may have started unseen since would disagree)",
+        "transfer that may have started unseen since, or a grasp hidden in a pose gap that may have ended this one, "
+        "would disagree)",
         "contained, object_stable",
         "content_entry_persistence 0.25 s (5 frames)",
     ),
     "transfer_timeout": PredicateDoc(
         "the current transfer has lasted the timeout without contained_settled (unknown if it may have settled "
         "while unseen: for the content-entry persistence; from the timeout after the earliest frame of a transfer "
-        "that may have started unseen, until its object is seen grasped)",
+        "that may have started unseen, until its object is seen grasped; once a grasp hidden in a pose gap may have "
+        "ended it, until another starts)",
         "transfer_event, contained_settled",
         "transfer_timeout 5 s (100 frames)",
     ),
@@ -63,7 +67,7 @@ class _MaybeTransfer:
     persistence (no box, or inside a container: stable or not), false before and once seen outside every container
     for as long again (its debounce fell in every completion)."""
 
-    def __init__(self, obj: str, earliest: int, container: str | None, possible: bool):
+    def __init__(self, obj: str | None, earliest: int, container: str | None, possible: bool):
         self.object: str | None = obj  # None: its object was grasped again, ending it: no transfer in those completions
         self.earliest = earliest
         self.container = container  # the one it was seen above on every frame the drop may have been on, if any
@@ -115,12 +119,15 @@ class ContainmentEstimator:
         if self.transfer and g.grasped[self.transfer[0]]:
             self.transfer = None
             self.timer.stop()
+        elif self.transfer and self.transfer[0] in g.maybe_grasped:
+            self._may_end(frame)
         settled: Tri = False
         if self.transfer:
             o, c = self.transfer
             box = geo.object_boxes.get(o)
             inside = None if box is None else object_inside(box, geo.interiors[c], margin)
-            stable = self.grasp.stable[o]
+            stable = self.grasp.stable[o]  # not `at_rest`: that differs only where a grasp of `o` (counted) may have
+            # been hidden, which ended this transfer in those completions (`_may_end`): where it is current, no grasp
             raw = all3([inside, stable])  # Kleene: seen outside (or moving), it is not settled, unseen or not
             settled = self.settled.step(raw)
             self.maybe_settled = 0 if raw is False else self.maybe_settled + 1
@@ -145,6 +152,12 @@ class ContainmentEstimator:
         self.maybe = [m for m in self.maybe if m.object != o]
         if earliest is None:  # every completion has it: none that may have started before is current any more
             self.maybe.clear()
+
+    def _may_end(self, frame: int) -> None:
+        """The current transfer's object may be held by a grasp hidden in a pose gap: in the completions with that
+        grasp it ended (no transfer there, until another starts), kept as a `_MaybeTransfer` of no object."""
+        if all(m.object is not None for m in self.maybe):
+            self.maybe.append(_MaybeTransfer(None, frame, None, True))
 
     def _may_start(self, o: str, frame: int, container: str | None, unseen: bool) -> bool:
         """`o` may have been dropped on this frame: whether that may have started a transfer (unseen, or above

@@ -4,6 +4,15 @@ Carriers are the robot (any robot part) and the objects; raw objects are contami
 Each frame, every connected group of touching carriers that holds a contaminated one becomes
 contaminated (fixtures and static bodies do not carry it). `sanitized` comes from the RobotState event
 named in config, or from a constant pinned in config; it cleans the robot, not the objects.
+
+An object without a pose appears in no gap (the twin's `unknown`): in a gap in its poses (after its first one) it may
+have touched every carrier, so contamination may have spread through it unseen. Until its first pose an object is in
+the state assumed at the start (contaminated only if raw), as every object is before the first frame: a stream that
+starts late (every bag's first frames) changes nothing. Beside the carriers contaminated in every completion of the
+unseen frames (`contaminated`, spread over the contacts seen), `maybe` holds those contaminated in some (spread also
+over the contacts that may have happened). Spreading is monotone in the contacts, so these are exactly the
+contaminated sets of the completion with no unseen contact and of the one with all of them: `robot_contact_raw` is
+unknown exactly where an object in `maybe` and not in `contaminated` decides it.
 """
 
 from __future__ import annotations
@@ -17,7 +26,9 @@ from safety_monitor.grounding.thresholds import FrameCounts, Thresholds
 DOCS = {
     "robot_contact_raw": PredicateDoc(
         "the robot touches a contaminated object: a raw one, or one a raw object or a contaminated robot "
-        "touched before",
+        "touched before (unknown where an object without a pose, which the robot may touch, may be contaminated, or "
+        "the one it touches may be: in a gap in its poses an object may have touched every carrier, spreading it "
+        "unseen)",
         "twin gaps, contamination state",
         "contact 0.002 m; gripper_clearance 0.01 m for gripper bodies",
     ),
@@ -48,7 +59,9 @@ class ContaminationEstimator:
         self.objects = tuple(robot.objects)
         self.raw = frozenset(o for o in self.objects if catalog.has(o, "raw"))
         self.clean = frozenset(o for o in self.objects if catalog.has(o, "clean"))
-        self.contaminated: set[str] = set(self.raw)
+        self.contaminated: set[str] = set(self.raw)  # in every completion of the unseen frames
+        self.maybe: set[str] = set(self.raw)  # in some completion: holds `contaminated`
+        self._seen: set[str] = set()  # the objects that had a pose on some frame (a gap can only follow that)
         self._object_set = frozenset(self.objects)
         self.clean_contact = Persistence(counts.clean_contact_tolerance + 1)
         self._rules: dict[tuple[str, str], tuple[float, tuple[str, str], str | None] | None] = {}
@@ -69,14 +82,24 @@ class ContaminationEstimator:
                 edges.append(rule[1])
                 if rule[2] is not None:
                     touched.add(rule[2])
-        contact_raw = _contact_with(touched, self.contaminated, geo.unknown)
-        contact_clean = _contact_with(touched, self.clean, geo.unknown)
+        contact_raw = _contact_with(touched, self.contaminated, self.maybe, geo.unknown)
+        contact_clean = _contact_with(touched, self.clean, self.clean, geo.unknown)
         event, constant = self._sanitized
         sanitized = constant if constant is not None else event in inp.events
-        if sanitized:
+        if sanitized:  # seen: in every completion
             self.contaminated.discard(ROBOT)
+            self.maybe.discard(ROBOT)
         if edges:
-            self._spread(edges)
+            _spread(self.contaminated, edges)
+        unknown, seen = geo.unknown, self._seen
+        if len(seen) < len(self.objects):
+            seen |= self._object_set - unknown
+        if unknown and not unknown.isdisjoint(seen):  # an object in a pose gap joins the robot and every object seen
+            group = seen | {ROBOT}  # into one group (this frame's seen contacts are within it)
+            if not self.maybe.isdisjoint(group):
+                self.maybe |= group
+        elif edges:
+            _spread(self.maybe, edges)
         return contact_raw, contact_clean, self.clean_contact.step(contact_clean), sanitized
 
     def _rule(self, a: str, b: str) -> tuple[float, tuple[str, str], str | None] | None:
@@ -90,19 +113,23 @@ class ContaminationEstimator:
             return d.contact, (a, b), None
         return None
 
-    def _spread(self, edges: list[tuple[str, str]]) -> None:
-        """Contaminate every carrier connected through this frame's contacts to a contaminated one."""
-        changed = True
-        while changed:
-            changed = False
-            for a, b in edges:
-                if (a in self.contaminated) != (b in self.contaminated):
-                    self.contaminated.update((a, b))
-                    changed = True
+
+def _spread(contaminated: set[str], edges: list[tuple[str, str]]) -> None:
+    """Contaminate every carrier connected through this frame's contacts to a contaminated one."""
+    changed = True
+    while changed:
+        changed = False
+        for a, b in edges:
+            if (a in contaminated) != (b in contaminated):
+                contaminated.update((a, b))
+                changed = True
 
 
-def _contact_with(touched: set[str], group: set[str] | frozenset[str], unknown: frozenset[str]) -> Tri:
-    """The robot touches one of `group`: True, or None when one of them has no usable pose."""
+def _contact_with(
+    touched: set[str], group: set[str] | frozenset[str], maybe: set[str] | frozenset[str], unknown: frozenset[str]
+) -> Tri:
+    """The robot touches one of `group`: True; None when it touches one of `maybe` (which holds `group`: those in
+    it in some completion), or one of them has no usable pose."""
     if not touched.isdisjoint(group):  # no intersection built
         return True
-    return None if not unknown.isdisjoint(group) else False
+    return None if not (touched.isdisjoint(maybe) and unknown.isdisjoint(maybe)) else False
