@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import array
 import math
+import types
 
 import numpy as np
 import pytest
@@ -431,6 +432,26 @@ def test_row_beyond_agrees_with_the_rule_on_short_rows_nan_values_and_missing_ro
         assert got == _row_beyond_oracle(row, names, robot, index, limits)
         seen[got] += 1
     assert min(seen.values()) > 100  # unknown, within and beyond each drawn often
+
+
+def test_named_outside_judges_as_python_compares_and_names_a_missing_joint():
+    rng = np.random.default_rng(13)
+    names = ("a", "b", "c", "d")
+    seen = {False: 0, True: 0}
+    for _ in range(2000):
+        values = dict(zip(names, rng.normal(0.0, 1.0, 4).tolist()))
+        if rng.random() < 0.1:
+            values[names[rng.integers(4)]] = float(rng.choice([np.nan, np.inf, -np.inf]))
+        lower, upper = rng.uniform(-3.0, -0.5, 4), rng.uniform(0.5, 3.0, 4)
+        lower[rng.integers(4)] = -np.inf
+        want = any(not lo <= values[n] <= hi for n, lo, hi in zip(names, lower.tolist(), upper.tolist()))
+        got = _geomath.named_outside(values, names, lower, upper)
+        assert got is want
+        assert _geomath.named_outside(types.MappingProxyType(values), names, lower, upper) is want  # not a dict
+        seen[got] += 1
+    assert min(seen.values()) > 300
+    with pytest.raises(KeyError, match="'e'"):
+        _geomath.named_outside({"a": 0.0}, ("a", "e"), np.full(2, -1.0), np.full(2, 1.0))
 
 
 def test_joint_jumps_judge_as_numpy_does_with_one_stamp_or_one_per_joint():

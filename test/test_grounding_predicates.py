@@ -1223,6 +1223,22 @@ def test_contamination_that_may_have_spread_through_an_object_without_a_pose_is_
     assert tri(s.step(2), "robot_contact_raw") == [False] * 2
 
 
+def test_sanitizing_while_touching_raw_chicken_leaves_the_robot_contaminated():
+    s = Scene()
+    s.step(3)
+    s.contacts[("finger_left", "raw_chicken")] = 0.0
+    s.step(2)  # the same contacts frame after frame
+    s.events = {"sanitized"}  # still touching it: the contact contaminates the robot again at once
+    assert s.step().values["sanitized"]
+    s.events = set()
+    s.step()
+    del s.contacts[("finger_left", "raw_chicken")]
+    s.step()
+    s.contacts[("finger_left", "cube")] = 0.0  # so the gripper contaminates the cube
+    first, second = s.step(2)
+    assert not first.values["robot_contact_raw"] and second.values["robot_contact_raw"]
+
+
 def test_clean_contact_is_sustained_on_the_21st_frame():
     s = Scene()
     s.step(2)

@@ -1286,6 +1286,61 @@ done:
     return result;
 }
 
+/* ---- speed-b: the estimator families' per-frame kernels ---- */
+
+/* named_outside(values, names, lower, upper) -> bool
+ *
+ * Whether some named value lies outside its bounds: not lower[i] <= values[names[i]] <= upper[i] (NaN is
+ * outside), as Python compares floats. `values` is a mapping (a missing name raises its KeyError). */
+static PyObject *named_outside(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs(nargs, 4, "named_outside") < 0)
+        return NULL;
+    if (!PyTuple_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "named_outside: names must be a tuple");
+        return NULL;
+    }
+    View lower = {0}, upper = {0};
+    PyObject *result = NULL;
+    if (view_open(args[2], &lower, 'd', 1, 0, "named_outside: lower") < 0)
+        return NULL;
+    if (view_open(args[3], &upper, 'd', 1, 0, "named_outside: upper") < 0)
+        goto done;
+    Py_ssize_t n = PyTuple_GET_SIZE(args[1]);
+    if (lower.b.shape[0] != n || upper.b.shape[0] != n) {
+        PyErr_SetString(PyExc_ValueError, "named_outside: names, lower and upper differ in length");
+        goto done;
+    }
+    int outside = 0, exact = PyDict_CheckExact(args[0]);
+    for (Py_ssize_t i = 0; i < n && !outside; i++) {
+        PyObject *name = PyTuple_GET_ITEM(args[1], i);
+        double x;
+        if (exact) { /* a dict (the grounder's): a borrowed reference, no generic lookup */
+            PyObject *value = PyDict_GetItemWithError(args[0], name);
+            if (value == NULL) {
+                if (!PyErr_Occurred())
+                    PyErr_SetObject(PyExc_KeyError, name);
+                goto done;
+            }
+            x = PyFloat_AsDouble(value);
+        } else {
+            PyObject *value = PyObject_GetItem(args[0], name);
+            if (value == NULL)
+                goto done;
+            x = PyFloat_AsDouble(value);
+            Py_DECREF(value);
+        }
+        if (x == -1.0 && PyErr_Occurred())
+            goto done;
+        outside = !(get_d(at(&lower, i)) <= x && x <= get_d(at(&upper, i)));
+    }
+    result = PyBool_FromLong(outside);
+done:
+    view_close(&lower);
+    view_close(&upper);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"box_overlap", (PyCFunction)(void (*)(void))box_overlap, METH_FASTCALL, "Oriented boxes overlap (SAT)."},
     {"placement", (PyCFunction)(void (*)(void))placement, METH_FASTCALL, "(inside, bottom) of a box in a region."},
@@ -1318,6 +1373,9 @@ static PyMethodDef methods[] = {
      "Some joint's velocity or effort beyond its limit: 1, 0, or -1 (unknown)."},
     {"entity_gaps", (PyCFunction)(void (*)(void))entity_gaps, METH_FASTCALL,
      "The twin's gaps per entity pair: (gaps, gripper_gaps, pairs)."},
+    /* speed-b */
+    {"named_outside", (PyCFunction)(void (*)(void))named_outside, METH_FASTCALL,
+     "Some named value outside its bounds (NaN is)."},
     {NULL, NULL, 0, NULL},
 };
 

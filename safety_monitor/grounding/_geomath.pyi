@@ -85,3 +85,6 @@ def entity_gaps(
     key_sorted: list[tuple[str, str]],
     key_gripper: list[tuple[str, ...]],
 ) -> tuple[dict[str, dict[str, float]], dict[str, float], list[tuple[str, str, float]]]: ...
+def named_outside(
+    values: Mapping[str, float], names: tuple[str, ...], lower: np.ndarray, upper: np.ndarray
+) -> bool: ...

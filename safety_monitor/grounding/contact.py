@@ -107,6 +107,8 @@ class ContactEstimator:
         self._unseen: frozenset[str] = frozenset()  # objects without a pose on the previous frame
         self._unseen_run = 0  # consecutive frames up to the previous one on which some object had no pose
         self._rules: dict[tuple[str, str], _Rule] = {}
+        # the last frame's pairs and their contacts that are not always allowed: most frames bring the same gaps
+        self._judged_for: tuple[list[tuple[str, str, float]], list[tuple[tuple[str, str], _Rule]]] = ([], [])
         self.wrench = Persistence(counts.wrench_persistence)
         self._contact = thresholds.distances_m.contact  # read once: every frame needs them
         self._wrench_limits = (thresholds.wrench.force_n, thresholds.wrench.torque_nm)
@@ -118,19 +120,19 @@ class ContactEstimator:
 
     def step(self, inp: FrameInputs) -> tuple[Tri, ...]:
         """This frame's values in DOCS order."""
-        geo, contact = inp.geometry, self._contact
+        geo = inp.geometry
+        pairs = geo.pairs
+        last = self._judged_for
+        if pairs == last[0]:
+            judged = last[1]
+        else:
+            judged = self._judged(pairs)
+            self._judged_for = (pairs, judged)
         verdicts: dict[tuple[str, str], Tri] = {}
-        rules = self._rules
-        for a, b, gap in geo.pairs:
-            if gap <= contact:
-                rule = rules.get((a, b))
-                if rule is None:
-                    rule = rules[(a, b)] = self._rule(a, b)
-                if rule is _ALLOWED:  # most contacts (robot self-contact, gripper on object): no verdict to build
-                    continue
-                v = self._forbidden(rule)
-                if v is not False:
-                    verdicts[(a, b)] = v
+        for pair, rule in judged:  # most frames: none
+            v = self._forbidden(rule)
+            if v is not False:
+                verdicts[pair] = v
         uncertain = bool(geo.unknown) or None in verdicts.values()
         runs: dict[tuple[str, str], Persistence] = {}
         sustained: Tri = None if uncertain else False  # Kleene OR over the pairs' runs, folded in as they go by
@@ -162,6 +164,19 @@ class ContactEstimator:
         if values["forbidden_contact_sustained"]:
             lasting = [pair for pair, run in self.runs.items() if run.seen >= run.n]
             out["forbidden_contact_sustained"] = tuple(dict.fromkeys(name for pair in lasting for name in pair))
+
+    def _judged(self, pairs: list[tuple[str, str, float]]) -> list[tuple[tuple[str, str], _Rule]]:
+        """The pairs in contact among `pairs` whose verdict is not always allowed, with their rules."""
+        contact, rules = self._contact, self._rules
+        judged = []
+        for a, b, gap in pairs:
+            if gap <= contact:
+                rule = rules.get((a, b))
+                if rule is None:
+                    rule = rules[(a, b)] = self._rule(a, b)
+                if rule is not _ALLOWED:  # most contacts (robot self-contact, gripper on object): nothing to judge
+                    judged.append(((a, b), rule))
+        return judged
 
     def _forbidden(self, rule: _Rule) -> Tri:
         if isinstance(rule, _Fixed):

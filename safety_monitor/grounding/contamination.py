@@ -65,23 +65,22 @@ class ContaminationEstimator:
         self._object_set = frozenset(self.objects)
         self.clean_contact = Persistence(counts.clean_contact_tolerance + 1)
         self._rules: dict[tuple[str, str], tuple[float, tuple[str, str], str | None] | None] = {}
+        # the last frame's pairs, and the contacts they made (edges, objects the robot touches): most frames bring
+        # the same gaps (nothing near a moving part), which make the same contacts
+        self._contacts_for: tuple[list[tuple[str, str, float]], list[tuple[str, str]], set[str]] = ([], [], set())
+        self._closed_under: list[tuple[str, str]] | None = None  # edges `contaminated` has spread along since
         self._sanitized = (thresholds.sanitized.event, thresholds.sanitized.constant)  # read once: every frame
 
     def step(self, inp: FrameInputs) -> tuple[Tri, ...]:
         """This frame's values in DOCS order."""
         geo = inp.geometry
-        edges: list[tuple[str, str]] = []
-        touched = set()
-        rules = self._rules
-        for a, b, gap in geo.pairs:
-            try:
-                rule = rules[(a, b)]
-            except KeyError:  # first sight of this pair: rule computed once
-                rule = rules[(a, b)] = self._rule(a, b)
-            if rule is not None and gap <= rule[0]:
-                edges.append(rule[1])
-                if rule[2] is not None:
-                    touched.add(rule[2])
+        pairs = geo.pairs
+        last = self._contacts_for
+        if pairs == last[0]:
+            edges, touched = last[1], last[2]
+        else:
+            edges, touched = self._contacts(pairs)
+            self._contacts_for = (pairs, edges, touched)
         contact_raw = _contact_with(touched, self.contaminated, self.maybe, geo.unknown)
         contact_clean = _contact_with(touched, self.clean, self.clean, geo.unknown)
         event, constant = self._sanitized
@@ -89,8 +88,10 @@ class ContaminationEstimator:
         if sanitized:  # seen: in every completion
             self.contaminated.discard(ROBOT)
             self.maybe.discard(ROBOT)
-        if edges:
+            self._closed_under = None
+        if edges and edges is not self._closed_under:  # the same edges as last frame's spread nothing new
             _spread(self.contaminated, edges)
+            self._closed_under = edges
         unknown, seen = geo.unknown, self._seen
         if len(seen) < len(self.objects):
             seen |= self._object_set - unknown
@@ -101,6 +102,22 @@ class ContaminationEstimator:
         elif edges:
             _spread(self.maybe, edges)
         return contact_raw, contact_clean, self.clean_contact.step(contact_clean), sanitized
+
+    def _contacts(self, pairs: list[tuple[str, str, float]]) -> tuple[list[tuple[str, str]], set[str]]:
+        """The contamination edges the gaps `pairs` make, and the objects the robot touches."""
+        edges: list[tuple[str, str]] = []
+        touched = set()
+        rules = self._rules
+        for a, b, gap in pairs:
+            try:
+                rule = rules[(a, b)]
+            except KeyError:  # first sight of this pair: rule computed once
+                rule = rules[(a, b)] = self._rule(a, b)
+            if rule is not None and gap <= rule[0]:
+                edges.append(rule[1])
+                if rule[2] is not None:
+                    touched.add(rule[2])
+        return edges, touched
 
     def _rule(self, a: str, b: str) -> tuple[float, tuple[str, str], str | None] | None:
         """How a gap between entities `a` < `b` carries contamination (fixed per workcell): (the gap at or

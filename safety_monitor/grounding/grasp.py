@@ -35,7 +35,7 @@ after the last frame it may have been dropped on (`calm`; `at_rest` reads one ob
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from safety_monitor.grounding.debounce import StickyTrue, SymmetricDebounce, Timer, Tri
 from safety_monitor.grounding.description import FINGER_PARTS, OTHER_ARM
@@ -134,6 +134,9 @@ class _ObjectGrasp:
         self.rise_by = -1  # and the latest (-1: it never rose): between them, it may be the focus
         self.anchor: Box | None = None  # the object's box when the stability latch closed
         self.displaced: tuple[Box, Box, bool] | None = None  # (box, anchor, moved beyond the slip thresholds)
+        # (speed, box, moving) of its last `_stability` if its latch held and its box had not moved off the anchor:
+        # while the latch holds (its anchor fixed), a frame with the same speed and box objects is judged the same
+        self.resting: tuple[tuple[float, float] | None, Box | None, Tri] | None = None
 
 
 class GraspEstimator:
@@ -168,10 +171,20 @@ class GraspEstimator:
         )
         self._rest = (m.linear_stability_mps, m.angular_stability_radps)
         self._persistence = (counts.grasp_persistence, counts.stability_persistence)
+        self._quiet = False  # every object was seen and quiet on the last frame (see `step`)
 
     def step(self, inp: FrameInputs) -> tuple[Tri, ...]:
-        """This frame's values in DOCS order."""
+        """This frame's values in DOCS order.
+
+        An object is quiet on a frame when it is neither raw-grasped nor counted as grasped before or after it,
+        its grasp evidence is not restarting and its settle timer is not running: of it, only its rest is asked.
+        When every object was seen and quiet on the last frame, and is seen with the gripper open on this one,
+        all stay so (no grasp evidence to count: each debounce is at rest) and the frame asks only their rest."""
         geo, frame, closed = inp.geometry, inp.frame, inp.gripper_closed
+        if self._quiet and not closed and not geo.unknown:  # most frames
+            rests = self._rests(self._states, geo.object_boxes, inp.object_speed, True)
+            left, settled, timeout = self._about_focus(geo, frame)
+            return (False, False, True, False, False, left, rests, settled, timeout)  # DOCS order, as below
         clearance, bilateral, slip_m, slip_rad = self._grasp_limits
         grasp_n, stable_n = self._persistence
         gaps, boxes, speeds, slips, unknown = geo.gaps, geo.object_boxes, inp.object_speed, inp.object_slip, geo.unknown
@@ -185,6 +198,7 @@ class GraspEstimator:
         sync_all: Tri = True  # object_sync, over the grasped objects
         stable_all: Tri = True  # object_stable, over the others
         held, just_dropped, maybe_dropped, maybe_grasped, maybe_let_go = [], [], [], [], []
+        quiet = []  # the quiet objects, whose rest is asked after the loop
         rose = False  # some object's latest grasp rise may have moved: which may be the focus is asked again
         engaged: Tri = False  # some object counts as grasped before or after this frame (open gripper: a release)
         for o, st in self._states:
@@ -217,6 +231,10 @@ class GraspEstimator:
                     st.grip_run = 0
             before, resumed = debounce.value, debounce.warming
             debounced = debounce.step(raw)
+            if raw is False and not (before or resumed) and st.settle.started_at is None:  # quiet: only its rest
+                raws[o] = grasped[o] = False  # counts, as the general path below would find
+                quiet.append((o, st))
+                continue
             if raw:
                 raw_any = True
             elif raw is None and not raw_any:
@@ -340,15 +358,12 @@ class GraspEstimator:
         self.maybe_grasped = tuple(maybe_grasped) if maybe_grasped else ()
         self.maybe_let_go = tuple(maybe_let_go) if maybe_let_go else ()
         self.held = tuple(held)
+        if quiet:
+            stable_all = self._rests(quiet, boxes, speeds, stable_all)
+        self._quiet = len(quiet) == len(self._states) and not unknown
         if rose:
             self._find_foci()
-        f = self.focus  # all three about the focus object; false before any grasp
-        left, settled, timeout = self._about(f, geo, frame) if f else _NO_FOCUS
-        for o in self.other_foci:  # another object may be the focus: known only where they agree (Kleene)
-            values = self._about(o, geo, frame)
-            left = left if left == values[0] else None
-            settled = settled if settled == values[1] else None
-            timeout = timeout if timeout == values[2] else None
+        left, settled, timeout = self._about_focus(geo, frame)
         return (
             raw_any,  # object_grasped_raw
             grasp_any,  # object_grasped
@@ -402,6 +417,42 @@ class GraspEstimator:
             return None if st.calm is not None else True
         return None if stable is False and st.rested and st.grasp.warming and self.grasped[o] else stable
 
+    def _rests(
+        self,
+        objects: Sequence[tuple[str, _ObjectGrasp]],
+        boxes: Mapping[str, Box],
+        speeds: Mapping[str, tuple[float, float] | None],
+        stable_all: Tri,
+    ) -> Tri:
+        """Each of `objects` (not grasped) asked whether it rests; object_stable folded on from `stable_all`."""
+        stables, movings = self.stable, self.moving
+        stable: Tri
+        for o, st in objects:
+            speed, box = speeds.get(o), boxes.get(o)
+            resting = st.resting  # a resting object brings the same speed and box objects frame after frame
+            if resting is not None and resting[0] is speed and resting[1] is box and st.stable.value:
+                stable, movings[o] = True, resting[2]  # as `_stability` judged them (no call)
+            else:
+                stable, movings[o] = self._stability(st, speed, box, False)
+            stables[o] = stable
+            if stable is False:
+                stable_all = False
+            elif stable is None and stable_all is not False:
+                stable_all = None
+        return stable_all
+
+    def _about_focus(self, geo: FrameGeometry, frame: int) -> tuple[Tri, Tri, Tri]:
+        """(object_left_gripper, object_settled, settle_timeout) about the focus object, false before any grasp;
+        where another object may be the focus, known only where they agree (Kleene)."""
+        f = self.focus
+        left, settled, timeout = self._about(f, geo, frame) if f else _NO_FOCUS
+        for o in self.other_foci:
+            values = self._about(o, geo, frame)
+            left = left if left == values[0] else None
+            settled = settled if settled == values[1] else None
+            timeout = timeout if timeout == values[2] else None
+        return left, settled, timeout
+
     def _about(self, o: str, geo: FrameGeometry, frame: int) -> tuple[Tri, Tri, Tri]:
         """(object_left_gripper, object_settled, settle_timeout) were `o` the focus."""
         st, settled = self.state[o], self.at_rest(o)  # (a grasped object is not stable: held, its latch is reset)
@@ -414,21 +465,24 @@ class GraspEstimator:
         self, st: _ObjectGrasp, speed: tuple[float, float] | None, box: Box | None, held: bool
     ) -> tuple[Tri, Tri]:
         """(stable latch, moving now) for one object, given its speed and box this frame."""
+        latch = st.stable
+        st.resting = None
         linear, angular = self._rest
         moving = None if speed is None else not (speed[0] < linear and speed[1] < angular)
-        latch = st.stable
         if held:
             latch.reset()
             return False, moving
         if latch.value:  # latched (it stays so until reset): released only by a move off its anchor
             anchor, known = st.anchor, st.displaced
             if box is None or anchor is None:
+                st.resting = (speed, box, moving)
                 return True, moving
             if known is not None and known[0] is box and known[1] is anchor:  # the same (immutable) boxes
                 moved = known[2]  # as on an earlier frame, as they are while the object rests
             else:
                 moved = self._moved_from_anchor(st, box, anchor)
             if not moved:
+                st.resting = (speed, box, moving)
                 return True, moving
             latch.reset()
         value = latch.step(None if moving is None else not moving)

@@ -98,11 +98,16 @@ class JumpDetector:
         self._wraps = np.array([wraps for *_, wraps in judged], dtype=bool)
         self._any_wraps = bool(self._wraps.any())
         self._layouts: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray | None]] = {}
+        self._last: tuple[tuple[str, ...], tuple[np.ndarray, np.ndarray | None]] | None = None
         self._previous: tuple[np.ndarray, np.ndarray | float] | None = None
 
     def _layout(self, names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray | None]:
         """Indices into a frame's joints of the judged joints it has, and where they go among the judged
-        (None: the frame has them all), cached per name list."""
+        (None: the frame has them all), cached per name list; the last one by identity (a source hands out
+        the same tuple frame after frame: not even hashed then)."""
+        last = self._last
+        if last is not None and last[0] is names:
+            return last[1]
         layout = self._layouts.get(names)
         if layout is None:
             index = {n: i for i, n in enumerate(names)}
@@ -112,6 +117,7 @@ class JumpDetector:
                 src,
                 None if len(present) == len(self.joints) else np.array(present, dtype=np.intp),
             )
+        self._last = (names, layout)
         return layout
 
     def step(
@@ -133,6 +139,8 @@ class JumpDetector:
             return None
         if not self._any_wraps:
             hits = _geomath.joint_jumps(current, times, previous[0], previous[1], self._rate)
+            if not hits:  # most frames: no generator set up
+                return ()
             return tuple(JointJump(self.joints[k], step, allowed) for k, step, allowed in hits)
         step = np.abs(current - previous[0])
         turn = 2 * math.pi  # a continuous joint's reading wraps at +-pi: that is no motion
@@ -172,14 +180,20 @@ class JointLimitEstimator:
         self.limits = dict(limits)
         self.margins = margins
         self._robot_joints = robot_joints
-        self._positions = []
+        positions = []
         for joint, lim in self.limits.items():
             if lim.lower is None and lim.upper is None:
                 continue
             lo = -math.inf if lim.lower is None else lim.lower
             hi = math.inf if lim.upper is None else lim.upper
             slack = margins.position_tolerance * (hi - lo) if math.isfinite(hi - lo) else 0.0
-            self._positions.append((joint, lo - slack, hi + slack))
+            positions.append((joint, lo - slack, hi + slack))
+        # the joints with a position limit, and their bounds with the tolerance (judged in one C call)
+        self._positions = (
+            tuple(j for j, _, _ in positions),
+            np.array([lo for _, lo, _ in positions], dtype=float),
+            np.array([hi for _, _, hi in positions], dtype=float),
+        )
         self._velocities = [
             (j, lim.velocity * margins.velocity_factor) for j, lim in self.limits.items() if lim.velocity is not None
         ]
@@ -187,6 +201,7 @@ class JointLimitEstimator:
             (j, lim.effort * margins.effort_factor) for j, lim in self.limits.items() if lim.effort is not None
         ]
         self._layouts: dict[tuple[str, ...], _RowLayout] = {}
+        self._last: tuple[tuple[str, ...], _RowLayout] | None = None
         self._jumps = JumpDetector(self.limits, margins.jump_factor)
         self.jumps: tuple[JointJump, ...] = ()
 
@@ -194,13 +209,17 @@ class JointLimitEstimator:
     def judged(self) -> dict[str, bool]:
         """Per predicate, whether any joint has the limit it reads (False: constantly false on this robot)."""
         return {
-            POSITION: bool(self._positions),
+            POSITION: bool(self._positions[0]),
             VELOCITY: bool(self._velocities),
             EFFORT: bool(self._efforts),
             JUMP: bool(self._velocities),
         }
 
     def _layout(self, names: tuple[str, ...]) -> _RowLayout:
+        """Cached per name list; the last one by identity (`JumpDetector._layout`)."""
+        last = self._last
+        if last is not None and last[0] is names:
+            return last[1]
         layout = self._layouts.get(names)
         if layout is None:
             index = {n: i for i, n in enumerate(names)}  # a name listed twice: its last place, as a dict reads it
@@ -215,17 +234,14 @@ class JointLimitEstimator:
                 np.array([i for i, _ in efforts], dtype=np.intp),
                 np.array([v for _, v in efforts], dtype=float),
             )
+        self._last = (names, layout)
         return layout
 
     def step(self, state: RobotState, positions: Mapping[str, float]) -> tuple[Tri, Tri, Tri, Tri]:
         """One frame's values in DOCS order: `positions` by joint name; velocities and efforts from `state`'s
         rows (unknown without a finite value for every robot joint); its per-joint stamps time the jumps
         (without them every joint was sampled at `state.t`)."""
-        position: Tri = False
-        for j, lo, hi in self._positions:  # a loop: a generator's set-up costs more than its few comparisons
-            if not lo <= positions[j] <= hi:
-                position = True
-                break
+        position: Tri = _geomath.named_outside(positions, *self._positions)
         velocity: Tri = False  # no limits: false
         effort: Tri = False
         if self._velocities or self._efforts:
@@ -249,5 +265,8 @@ def _beyond(row: np.ndarray | None, layout: _RowLayout, index: np.ndarray, limit
     missing or not finite (the other joints' values are not read)."""
     if row is None:
         return None
-    beyond = _geomath.row_beyond(np.asarray(row, dtype=float), layout.names, layout.robot, index, limits)
+    try:  # float64 arrays, as every source gives them: read as they are
+        beyond = _geomath.row_beyond(row, layout.names, layout.robot, index, limits)
+    except (TypeError, ValueError):  # not a 1-d float64 array
+        beyond = _geomath.row_beyond(np.asarray(row, dtype=float), layout.names, layout.robot, index, limits)
     return None if beyond < 0 else bool(beyond)
