@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/fuzz_inputs.py [--formulas 10000] [--compile 1000] [--specs 2000]
         [--bags 1000] [--markers 600] [--objects 300] [--plans 300] [--traces 300] [--configs 600]
-        [--tf 300] [--arms 300] [--seconds S] [--seed 0] [--out DIR]
+        [--tf 300] [--arms 300] [--arm-topics 300] [--logs 600] [--seconds S] [--seed 0] [--out DIR]
 
 The same strategies and oracles as the test_fuzz_* unit tests (test/test_fuzz_support.py), run much
 longer. Each input ends in an outcome class; the FAILURES classes (an exception other than
@@ -32,11 +32,24 @@ what reproduces them. The same --seed and counts give the same inputs, also afte
 - configs: config/thresholds.yaml, config/robot.yaml and a topic mapping with keys misspelt or of other
   types and values replaced, through their loaders (loaded, or an error naming the file);
 - tf: a mobile base's recording (its pose from TF, `world_frame`) with links dropped, renamed, looping,
-  stamped backwards, NaN or zero quaternions, or its topic mapping naming the base as an object's frame or
-  as the world frame, replayed as `safety-monitor replay --robot --topics` does it against the intact one;
+  stamped backwards, NaN, zero or nearly unit quaternions (the cube's on its TF frame or a pose topic), or its
+  topic mapping naming the base as an object's frame or as the world frame (`edited`); where the base stands
+  (`base`: its pose jumping away and back or for good, drifting in steps just under or over thresholds.yaml's
+  base_jump, its stamps jittered, that section edited), the clean run (the arm raised) one time in two; each
+  replayed as `safety-monitor replay --robot --topics` does it against the intact one, and the estimator node's
+  stage on it giving replay's frames, verdicts and issues, the base never used while untrusted, its jumps said
+  as the rule has them, each quaternion beyond tf2's tolerance said and none within it, no alarm on the clean run;
 - arms: a two-arm robot's robot.yaml (`other_arms`, `ignored_joints`) or objects.yaml (`entities` given lists,
   mappings or other shapes) edited, the grounder built from them over the handover's frames (built and
-  grounding, or an error naming the file).
+  grounding, or an error naming the file);
+- arm_topics: the handover with each arm's JointState on a topic of its own (names without the arm's prefix,
+  `joint_prefix` and `more_joint_states`), a topic stopping, restarting, stamped backwards, its names colliding
+  or cut, its values NaN, its messages in any order, the mapping's prefixes and joint_names edited, read by
+  either arm's stack: an error naming the file or the bag, or no alarm, live as replay, every frame stale before
+  the other topic has sent, and where only the order and spelling changed, the one prefixed topic's verdicts;
+- logs: event logs the monitor node's EventLog writes over several runs (a crash, a restart saying the state
+  was lost, a full disk, rollouts), cut at any byte, lines edited, junk appended or logs joined, through
+  `safety-monitor alerts --log`: one line naming the file, or the view a live console fed the same records shows.
 """
 
 from __future__ import annotations
@@ -59,6 +72,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 MEMORY_LIMIT = 6 << 30  # bytes of address space: a blow-up becomes MemoryError, not a machine out of memory
+CUT_WINDOW = 400  # logs: bytes an `every_cut` input cuts at, one after the other
 
 
 class Stop(Exception):
@@ -351,35 +365,42 @@ def check_traces(folder: Path, timeout: float) -> Callable[[tuple[str, ...], Pat
 
 
 def check_tf(folder: Path, timeout: float) -> Callable[[tuple[Any, ...], Path], list[str]]:
-    """Replay of the mobile base's recording, its TF or topic mapping edited, against the intact recording's."""
+    """Replay of the mobile base's recording, its TF, topic mapping or thresholds edited, against the intact
+    recording's (the clean one's for inputs with `clean`), and the estimator node's stage on it."""
+    from mjcf_robots import write_mobile_robot
     from test_fuzz_support import (
+        TfEdit,
         guarded,
         is_failure,
         mobile_mapping,
         tf_outcome,
         write_mobile_bag,
-        write_mobile_robot,
-        write_text_doc,
+        write_mobile_config,
     )
 
     from safety_monitor.pipeline.assemble import StreamMapping
     from safety_monitor.replay.score import ReplayConfig, score_bag
 
     robot = write_mobile_robot(folder / "robot")
-    topics = folder / "topics.yaml"
     intact = ReplayConfig(robot=str(robot), mapping=StreamMapping.from_dict(mobile_mapping()))
-    reference = score_bag(write_mobile_bag(folder / "intact"), intact)
-    assert reference.ok and any(o.violations for o in reference.trace.outcomes), reference.error
+    references = {
+        clean: score_bag(write_mobile_bag(folder / f"intact_{clean}", (TfEdit("clean", ()),) if clean else ()), intact)
+        for clean in (False, True)
+    }
+    assert all(r.ok for r in references.values()), [r.error for r in references.values()]
+    assert any(o.violations for o in references[False].trace.outcomes)
 
     def check(edits: tuple[Any, ...], case: Path) -> list[str]:
         bag = folder / "edited"
         shutil.rmtree(bag, ignore_errors=True)
         write_mobile_bag(bag, edits)
-        write_text_doc(topics, mobile_mapping(edits))
-        outcome, _ = guarded(lambda: tf_outcome(bag, robot, topics, reference), timeout)
+        topics = write_mobile_config(folder, robot, edits)
+        outcome, detail = guarded(lambda: tf_outcome(bag, robot, topics, references, edits), timeout)
         if is_failure(outcome):
             shutil.copytree(bag, case / "bag")
+            (case / "detail.txt").write_text(detail)
             shutil.copy(topics, case / "topics.yaml")
+            shutil.copy(robot.parent / "thresholds.yaml", case / "thresholds.yaml")
         return [outcome]
 
     return check
@@ -404,6 +425,86 @@ def check_arms(folder: Path, timeout: float) -> Callable[[tuple[str, tuple], Pat
     return check
 
 
+def check_arm_topics(folder: Path, timeout: float) -> Callable[[tuple[str, tuple], Path], list[str]]:
+    """Replay of the two arms' recording, each arm's JointState on a topic of its own, edited or its topic mapping
+    edited, read by the left or the right arm's stack, against the one prefixed topic's; and the estimator node's
+    stage on it."""
+    import two_arm_run
+    from test_fuzz_support import (
+        ARM_RATE,
+        ARM_WINDOW,
+        arm_topics_mapping,
+        arm_topics_outcome,
+        guarded,
+        is_failure,
+        write_arm_topics_bag,
+        write_one_topic_bag,
+        write_text_doc,
+    )
+
+    from safety_monitor.pipeline.assemble import StreamMapping
+    from safety_monitor.replay.score import ReplayConfig, score_bag
+
+    (folder / "described").mkdir()
+    described = two_arm_run.describe(folder / "described")
+    states = two_arm_run.run().states[ARM_WINDOW]
+    one = write_one_topic_bag(folder / "one", states)
+    references = {
+        arm: score_bag(
+            one, ReplayConfig(robot=str(described[arm]), mapping=StreamMapping(wrench=None), rate_hz=ARM_RATE)
+        )
+        for arm in described
+    }
+    assert all(r.ok and not any(o.violations for o in r.trace.outcomes) for r in references.values())
+    topics = folder / "topics.yaml"
+
+    def check(item: tuple[str, tuple], case: Path) -> list[str]:
+        arm, edits = item
+        bag = write_arm_topics_bag(folder / "two", states, edits)
+        write_text_doc(topics, arm_topics_mapping(edits))
+        outcome, detail = guarded(
+            lambda: arm_topics_outcome(bag, described[arm], topics, references[arm], edits), timeout
+        )
+        if is_failure(outcome):
+            shutil.copytree(bag, case / "bag")
+            (case / "detail.txt").write_text(detail)
+            shutil.copy(topics, case / "topics.yaml")
+        return [f"{arm}:{outcome}"]
+
+    return check
+
+
+def check_logs(folder: Path, timeout: float) -> Callable[[Any, Path], list[str]]:
+    """`safety-monitor alerts --log` on event logs the monitor node's EventLog wrote over several runs (LOG_LAYOUTS),
+    cut, edited or joined; `every_cut` inputs (log, window) read one log cut at every byte of one CUT_WINDOW
+    (`cut_outcomes`: a few seconds an input, where a whole log is minutes)."""
+    from test_fuzz_support import (
+        LOG_LAYOUTS,
+        cut_outcomes,
+        edited_log,
+        guarded,
+        is_failure,
+        log_outcome,
+        write_event_log,
+    )
+
+    logs = [write_event_log(folder / f"log_{k}.jsonl", layout).read_bytes() for k, layout in enumerate(LOG_LAYOUTS)]
+    path = folder / "edited.jsonl"
+
+    def check(edit: Any, case: Path) -> list[str]:
+        if edit.kind == "every_cut":
+            data, start = logs[edit.params[0]], edit.params[1] * CUT_WINDOW
+            return cut_outcomes(data, path, range(start, min(start + CUT_WINDOW, len(data) + 1)))
+        path.write_bytes(edited_log(logs, edit))
+        outcome, _ = guarded(lambda: log_outcome(path), timeout)
+        if is_failure(outcome):
+            case.mkdir(parents=True, exist_ok=True)
+            shutil.copy(path, case / path.name)
+        return [outcome]
+
+    return check
+
+
 def check_config(folder: Path, timeout: float) -> Callable[[tuple[str, Any], Path], list[str]]:
     """The file's own loader on the edited thresholds.yaml, robot.yaml or topic mapping."""
     from test_fuzz_support import config_outcome, guarded, write_text_doc
@@ -423,13 +524,18 @@ def generators() -> dict[str, dict[str, Any]]:
     from hypothesis import strategies as st
     from test_fuzz_support import (
         FORMULA_ALPHABET,
+        LOG_LAYOUTS,
         STORAGES,
+        LogEdit,
         arm_configs,
+        arm_topic_edits,
+        base_edits,
         damages,
         deep_formula_texts,
         formulas,
         held_marker_layouts,
         json_traces,
+        log_edits,
         marker_layouts,
         mutated,
         mutated_configs,
@@ -475,8 +581,15 @@ def generators() -> dict[str, dict[str, Any]]:
         "plans": {"edited": mutated_plans()},
         "traces": {"edited": mutated_traces(), "json": json_traces()},
         "configs": {"edited": mutated_configs()},
-        "tf": {"edited": tf_edits()},
+        "tf": {"edited": tf_edits(), "base": base_edits()},
         "arms": {"edited": arm_configs()},
+        "arm_topics": {"edited": arm_topic_edits()},
+        "logs": {
+            "edited": log_edits(),
+            "every_cut": st.tuples(st.integers(0, len(LOG_LAYOUTS) - 1), st.integers(0, 40)).map(
+                lambda kw: LogEdit("every_cut", kw)
+            ),  # (every byte of a log of up to 41 windows)
+        },
     }
 
 
@@ -493,6 +606,10 @@ def main() -> int:
     parser.add_argument("--configs", type=int, default=600, help="edited thresholds, robot and topic mapping files")
     parser.add_argument("--tf", type=int, default=300, help="a mobile base's recording with its TF or mapping edited")
     parser.add_argument("--arms", type=int, default=300, help="a two-arm robot's other_arms, ignored joints, entities")
+    parser.add_argument(
+        "--arm-topics", type=int, default=300, help="two arms' JointStates on topics of their own, edited"
+    )
+    parser.add_argument("--logs", type=int, default=600, help="event logs cut, edited or joined, through alerts --log")
     parser.add_argument(
         "--seconds", type=float, default=3600.0, help="wall-clock budget per part (shared by its generators)"
     )
@@ -529,6 +646,8 @@ def main() -> int:
         "configs": lambda: check_config(Path(tempfile.mkdtemp(dir=out)), args.timeout),
         "tf": lambda: check_tf(Path(tempfile.mkdtemp(dir=out)), args.timeout),
         "arms": lambda: check_arms(Path(tempfile.mkdtemp(dir=out)), args.timeout),
+        "arm_topics": lambda: check_arm_topics(Path(tempfile.mkdtemp(dir=out)), args.timeout),
+        "logs": lambda: check_logs(Path(tempfile.mkdtemp(dir=out)), args.timeout),
     }
     budget = {
         "formulas": args.formulas,
@@ -542,6 +661,8 @@ def main() -> int:
         "configs": args.configs,
         "tf": args.tf,
         "arms": args.arms,
+        "arm_topics": args.arm_topics,
+        "logs": args.logs,
     }
     failing = 0
     for name, named in generators().items():

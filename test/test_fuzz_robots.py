@@ -1,9 +1,12 @@
-"""A mobile base's TF and topic mapping edited (its chain missing, looping, stamped backwards, NaN or zero
-quaternions, the base frame named as an object's, the world frame as the base's): replay ends in an error
-naming the topic mapping's file or the bag, or in a well-formed result never silently safer than the intact
-recording's. A two-arm robot's other_arms, ignored joints and entities edited: the grounder is built and
-grounds the handover, or the error names robot.yaml or objects.yaml (benchmarks/fuzz_inputs.py runs the long
-campaign)."""
+"""A mobile base's TF and topic mapping edited (its chain missing, looping, stamped backwards, NaN, zero or nearly
+unit quaternions, the base frame named as an object's, the world frame as the base's), and where it stands (its pose
+jumping, flickering, drifting just under or over the limits, its stamps jittered, thresholds.yaml's base_jump
+edited): replay ends in an error naming the topic mapping's or the thresholds' file or the bag, or in a well-formed
+result never silently safer than the intact recording's, the estimator node's stage's too, the base never used
+while untrusted. A two-arm robot's other_arms, ignored joints and entities edited: the grounder is built and grounds
+the handover, or the error names robot.yaml or objects.yaml. Each arm's JointState on a topic of its own, edited
+(stopping, restarting, stamped backwards, names colliding, messages in any order, prefixes and joint_names): no
+alarm on the clean handover, live as replay (benchmarks/fuzz_inputs.py runs the long campaign)."""
 
 import re
 import shutil
@@ -12,17 +15,27 @@ import pytest
 from hypothesis import example, given, settings
 from mjcf_robots import write_mobile_robot
 from test_fuzz_support import (
+    ARM_RATE,
+    ARM_WINDOW,
     FUZZ,
+    ArmEdit,
     TfEdit,
     arm_configs,
     arm_outcome,
+    arm_topic_edits,
+    arm_topics_mapping,
+    arm_topics_outcome,
+    base_edits,
     guarded,
     is_failure,
     mobile_mapping,
     tf_edits,
     tf_outcome,
     write_arm_config,
+    write_arm_topics_bag,
     write_mobile_bag,
+    write_mobile_config,
+    write_one_topic_bag,
     write_text_doc,
 )
 
@@ -36,17 +49,21 @@ class Mobile:
     def __init__(self, folder):
         self.folder = folder
         self.robot = write_mobile_robot(folder / "robot")
-        self.topics = folder / "topics.yaml"
         config = ReplayConfig(robot=str(self.robot), mapping=StreamMapping.from_dict(mobile_mapping()))
-        self.reference = score_bag(write_mobile_bag(folder / "intact"), config)
-        assert self.reference.ok and any(o.violations for o in self.reference.trace.outcomes)
+        self.references = {}
+        for clean in (False, True):
+            intact = (TfEdit("clean", ()),) if clean else ()
+            self.references[clean] = score_bag(write_mobile_bag(folder / f"intact_{clean}", intact), config)
+            assert self.references[clean].ok
+        assert any(o.violations for o in self.references[False].trace.outcomes)
+        assert not any(o.violations for o in self.references[True].trace.outcomes)
 
     def outcome(self, edits):
         bag = self.folder / "edited"
         shutil.rmtree(bag, ignore_errors=True)
         write_mobile_bag(bag, edits)
-        write_text_doc(self.topics, mobile_mapping(edits))
-        return guarded(lambda: tf_outcome(bag, self.robot, self.topics, self.reference))
+        topics = write_mobile_config(self.folder, self.robot, edits)
+        return guarded(lambda: tf_outcome(bag, self.robot, topics, self.references, edits))
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +80,20 @@ def mobile(tmp_path_factory):
 @example(edits=(TfEdit("loop", ("static", 0, 3, "map", "map", (0.3, 0.0, 0.0))),))
 @example(edits=(TfEdit("duplicate", ("base", 30, 31, (0.5, 0.0, 0.0))),))  # the second of one frame's two taken
 def test_a_mobile_base_s_tf_and_topic_mapping_edited(mobile, edits):
+    outcome, detail = mobile.outcome(edits)
+    assert not is_failure(outcome), (outcome, detail, edits)
+
+
+@settings(FUZZ, max_examples=8)
+@given(edits=base_edits())
+@example(edits=(TfEdit("clean", ()), TfEdit("jump", ("base", 30, 42, (0.0, -0.5, 0.0), 0.0))))  # a flicker
+@example(edits=(TfEdit("jump", ("base", 30, 90, (-1.0, 0.0, 0.0), 1.0)),))  # a reset: trusted again at the new place
+@example(edits=(TfEdit("clean", ()), TfEdit("drift", ("base", 20, 60, 0.97, "yaw"))))  # no jump
+@example(edits=(TfEdit("clean", ()), TfEdit("drift", ("base", 20, 60, 1.03, "-y"))))  # a jump every step
+@example(edits=(TfEdit("thresholds", ("trust_after_s", 10)), TfEdit("jump", ("base", 30, 60, (0.14, 0.0, 0.0), 0.0))))
+@example(edits=(TfEdit("pose_topic", ()), TfEdit("quaternion", ("cube", 10, 30, (1.00497, 0.0, 0.0, 0.0)))))
+@example(edits=(TfEdit("quaternion", ("base", 10, 30, (0.99493, 0.0, 0.0, 0.0))),))  # beyond: dropped, said
+def test_where_a_mobile_base_stands_jumping_drifting_and_its_thresholds_edited(mobile, edits):
     outcome, detail = mobile.outcome(edits)
     assert not is_failure(outcome), (outcome, detail, edits)
 
@@ -114,3 +145,38 @@ def test_other_arms_naming_a_static_body_or_an_object_is_refused(aloha, body, wh
     assert arm_outcome(robot, states) == "error"
     with pytest.raises(GroundingError, match=f"other_arms: {body!r} holds {re.escape(what)}"):
         load_default_grounder(50.0, robot, wrench_sensor=False)
+
+
+@pytest.fixture(scope="module")
+def arm_topics(tmp_path_factory):
+    import two_arm_run
+
+    folder = tmp_path_factory.mktemp("fuzz_arm_topics")
+    (folder / "described").mkdir()
+    described = two_arm_run.describe(folder / "described")
+    states = two_arm_run.run().states[ARM_WINDOW][100:250]  # (the campaign's 6 s: both hold the bar, then the left)
+    one = write_one_topic_bag(folder / "one", states)
+    references = {
+        arm: score_bag(
+            one, ReplayConfig(robot=str(described[arm]), mapping=StreamMapping(wrench=None), rate_hz=ARM_RATE)
+        )
+        for arm in described
+    }
+    return folder, described, states, references
+
+
+@settings(FUZZ, max_examples=4)
+@given(item=arm_topic_edits())
+@example(
+    item=("left", (ArmEdit("drop", ("right", 0, 130)),))
+)  # was: the right arm, never seen, judged at its zero pose
+@example(item=("right", (ArmEdit("delay", ("right", 0, 150, -0.015)), ArmEdit("mapping", ("relative",)))))
+@example(item=("left", (ArmEdit("restart", (80, 3.0)), ArmEdit("drop", ("left", 70, 90)))))
+def test_each_arms_joint_state_on_a_topic_of_its_own_edited(arm_topics, item):
+    folder, described, states, references = arm_topics
+    arm, edits = item
+    bag = write_arm_topics_bag(folder / "two", states, edits)
+    topics = folder / "topics.yaml"
+    write_text_doc(topics, arm_topics_mapping(edits))
+    outcome, detail = guarded(lambda: arm_topics_outcome(bag, described[arm], topics, references[arm], edits))
+    assert not is_failure(outcome), (outcome, detail, item)

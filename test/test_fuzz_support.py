@@ -5,7 +5,10 @@ public entry points and names its outcome class. The classes in FAILURES must ne
 exception other than SafetyMonitorError escaping (`leak:<type>`), no result within the time limit
 (`hang`), an error message that does not name the file it is about, a result that is not
 well-formed, a formula that prints to something that parses differently or whose DFA disagrees with
-the reference evaluator, and a damaged bag whose verdicts are silently safer than the intact bag's.
+the reference evaluator, a damaged bag whose verdicts are silently safer than the intact bag's, frames
+lost or live and replay apart, an alarm on a clean run, a mobile base used while untrusted or its jumps
+miscounted, a quaternion misjudged against tf2's tolerance, an arm judged before its topic has sent, and
+an event log misread.
 """
 
 from __future__ import annotations
@@ -18,12 +21,13 @@ import io
 import json
 import math
 import operator
+import os
 import random
 import re
 import shutil
 import signal
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +79,17 @@ FAILURES = (
     "replay_disagrees",
     "verdict_changed",
     "live_disagrees",
+    "false_alarm",
+    "untrusted_known",
+    "jump_miscounted",
+    "drift_judged_jump",
+    "base_calls_miscounted",
+    "quaternion_miscounted",
+    "misread",
+    "accepted_junk",
+    "refused_a_log",
+    "unseen_arm_judged",
+    "changed_silently",
 )
 
 
@@ -1020,6 +1035,288 @@ def objects_outcome(bag: Path, config: ReplayConfig, reference: BagResult, objec
     return "ok_same" if same else "verdict_changed"
 
 
+# ------------------------------------------------------------------------- event logs: `alerts --log`
+@dataclasses.dataclass(frozen=True)
+class LoggedRun:
+    """One monitor run on an event log: the scripted predicates (`scripted_predicates`, one violation per property)
+    stepped by the Supervisor from frame `first` for `frames` frames, with start markers at `starts` (frame numbers:
+    rollouts), some predicates unknown on frames 30-35 (blind and seeing events), events logged as the monitor node
+    logs them (`_emit`); `end`: stopped (monitor_stopped), died (the log closed as a kill closes it), or torn (died in
+    the middle of writing a batch: half a line left); `full`: frames on which the disk was full (the records held,
+    then dropped past `hold` 2, an events_lost record after)."""
+
+    robot: str = "r1"
+    first: int = 0
+    frames: int = FRAMES
+    starts: tuple[int, ...] = ()
+    end: str = "stopped"
+    full: tuple[int, int] | None = None
+
+
+LOG_LAYOUTS = (  # the logs the fuzzing edits: several runs, a crash, a full disk, rollouts
+    (LoggedRun(),),
+    (LoggedRun(starts=(0, 60)), LoggedRun(end="died", frames=90), LoggedRun(robot="r2", first=40)),
+    (LoggedRun(full=(48, 115)), LoggedRun(end="torn", frames=115)),
+    (LoggedRun(end="died"), LoggedRun(end="torn", frames=55, starts=(10,))),
+)
+
+
+def write_event_log(path: Path, runs: tuple[LoggedRun, ...]) -> Path:
+    """The log the monitor node writes over `runs` (nodes/monitor_node.py: `_emit` for each frame's events, and a
+    restart after a run that died says `state_lost`), through its own EventLog."""
+    from safety_monitor.enums import EventKind
+    from safety_monitor.monitor.live import SpecSetMonitor
+    from safety_monitor.nodes import event_log as module
+    from safety_monitor.nodes.event_log import EventLog, wall_stamp
+    from safety_monitor.pipeline.markers import EpisodeMarker, MarkerKind
+    from safety_monitor.pipeline.supervisor import Supervisor
+    from safety_monitor.settings import MonitorSettings
+
+    monitor_file = path.parent / f"{path.name}.specs.yaml"
+    monitor_file.write_text(BAG_SPECS)
+    append = module._append
+    for run in runs:
+        log = EventLog(path, fallback=None, hold=2, robot=run.robot, say=lambda *said: None)
+        previous = log.open()
+        if previous is not None:
+            record = {"property": "*", "kind": EventKind.STATE_LOST, "frame": None, "t": None, "rollout": None,
+                      "robot": run.robot, "previous_pid": previous.pid, "previous_started": previous.started,
+                      "torn_bytes": previous.torn_bytes, **wall_stamp()}  # fmt: skip
+            log.write([record], sync=True)
+        supervisor = Supervisor(SpecSetMonitor.from_spec_file(monitor_file), MonitorSettings())
+        index = 0
+        for k in range(run.first, run.first + run.frames):
+            t = frame_time(k)
+            if k in run.starts:
+                _log_events(log, supervisor.marker(EpisodeMarker(MarkerKind.START, index, t), t).events)
+                index += 1
+            if run.full is not None:
+                full = run.full[0] <= k < run.full[1]
+                module._append = _disk_full if full else append
+            unknown = frozenset({"object_sync", "object_grasped_raw"}) if 30 <= k <= 35 else frozenset()
+            step = supervisor.sample(PredicateSample(scripted_predicates(k), t, frame=k, unknown=unknown), t)
+            _log_events(log, step.events)
+            if run.full is not None and k == run.full[1] - 1:
+                log.check()
+        module._append = append
+        if run.end == "stopped":
+            _log_events(log, supervisor.finish(frame_time(run.first + run.frames)).events)
+            log.close()
+            continue
+        if run.end == "torn":  # a batch cut short by the kill: half its line
+            os.write(log._fd, b'{"category": "grasp_stability", "frame": 7, "kind": "op')
+        log._syncer.close()  # died: the process gone, nothing more written, `.running` left behind
+        os.close(log._fd)
+        log._fd = -1
+    monitor_file.unlink()
+    return path
+
+
+def _disk_full(fd: int, data: bytes) -> None:
+    raise OSError(28, "No space left on device")
+
+
+def _log_events(log: Any, events: Any) -> None:
+    """As the monitor node's `_emit`: one batch per frame's events, each record stamped with the wall time."""
+    import itertools
+
+    from safety_monitor.nodes.event_log import wall_stamp
+
+    for _, same in itertools.groupby(events, key=lambda e: e.event.frame):
+        stamp = wall_stamp()
+        log.write([{**e.event.to_json(), "rollout": e.rollout, "robot": log.robot, **stamp} for e in same])
+
+
+@dataclasses.dataclass(frozen=True)
+class LogEdit:
+    """One reproducible change of logs made by `write_event_log`: `cut` (log, at byte fraction or offset), `lines`
+    (log, edits: (line index fraction, how, value) each), `junk` (log, bytes appended), `concat` (logs, each log's
+    bytes joined in order, each maybe cut by a last byte fraction)."""
+
+    kind: str
+    params: tuple
+
+
+_FIELDS = ("property", "kind", "frame", "t", "rollout", "robot", "episode", "objects", "counterexample", "run",
+           "wall_time", "pid", "category", "events", "previous_pid", "reason", "explanation")  # fmt: skip
+_FIELD_VALUES = st.sampled_from(
+    [None, True, 0, -1, 1.5, 10**30, "x", "", "opened", "recovered", "blind", "seeing", "state_lost", "*", [], {}, [1],
+     ["mug"], [None], {"a": 1}, {"frames": [1]}, {"frames": "ab"}, {"explanation": 3, "formula": None, "frames": [0, 1],
+     "values": []}, "monitor_started", "monitor_stopped", "events_lost", float("nan"), float("inf"), [[1]], "🙂"]
+)  # fmt: skip
+_LINE_EDITS = st.sampled_from(["drop", "duplicate", "swap", "junk", "blank", "field", "remove", "crlf", "truncate"])
+_JUNK = st.sampled_from([b"", b"\n", b"{", b"{}\n", b'{"property": "*"}\n', b'{"property": "a", "kind": "opened"}',
+                         b"\x00\xff", b"garbage\n", b"[1, 2]\n", b"\r\n", b" ", b'{"property": "a", "kind": "x", "run": 1}\n', b"[" * 100_000 + b"\n", b'{"a": ' * 50_000])  # fmt: skip
+
+
+@st.composite
+def log_edits(draw: Callable) -> LogEdit:
+    """A log of LOG_LAYOUTS cut at any byte, with 1-3 lines edited (dropped, duplicated, swapped, replaced by junk or
+    blank, a field set to a value of another type or removed, CRLF, cut short), junk appended, or several logs in
+    one file."""
+    kind = draw(st.sampled_from(["cut", "cut", "lines", "lines", "lines", "junk", "concat"]))
+    which = draw(st.integers(0, len(LOG_LAYOUTS) - 1))
+    if kind == "cut":
+        return LogEdit(kind, (which, draw(st.floats(0, 1) | st.sampled_from([0.0, 1.0]))))
+    if kind == "junk":
+        return LogEdit(kind, (which, draw(_JUNK | st.binary(max_size=20) | st.text(max_size=20).map(str.encode))))
+    if kind == "concat":
+        logs = draw(st.lists(st.integers(0, len(LOG_LAYOUTS) - 1), min_size=2, max_size=3))
+        return LogEdit(kind, tuple((k, draw(st.sampled_from([1.0, 1.0, 0.5, 0.99]) | st.floats(0, 1))) for k in logs))
+    edits = tuple(
+        (draw(st.floats(0, 1)), draw(_LINE_EDITS), draw(st.tuples(st.sampled_from(_FIELDS), _FIELD_VALUES | _JUNK)))
+        for _ in range(draw(st.integers(1, 3)))
+    )
+    return LogEdit(kind, (which, edits))
+
+
+def edited_log(logs: list[bytes], edit: LogEdit) -> bytes:
+    """The bytes of the edited log (`logs`: the LOG_LAYOUTS logs' bytes)."""
+    p = edit.params
+    if edit.kind == "cut":
+        data = logs[p[0]]
+        return data[: round(p[1] * len(data))]
+    if edit.kind == "junk":
+        return logs[p[0]] + p[1]
+    if edit.kind == "concat":
+        return b"".join(logs[k][: round(cut * len(logs[k]))] for k, cut in p)
+    lines = logs[p[0]].splitlines(keepends=True)
+    for where, how, (key, value) in p[1]:
+        if not lines:
+            break
+        i = min(int(where * len(lines)), len(lines) - 1)
+        if how == "drop":
+            del lines[i]
+        elif how == "duplicate":
+            lines.insert(i, lines[i])
+        elif how == "swap":
+            lines[i], lines[-1] = lines[-1], lines[i]
+        elif how == "junk":
+            lines[i] = value if isinstance(value, bytes) else json.dumps(value).encode() + b"\n"
+        elif how == "blank":
+            lines.insert(i, b"\n")
+        elif how == "crlf":
+            lines[i] = lines[i].replace(b"\n", b"\r\n")
+        elif how == "truncate":
+            lines[i] = lines[i][: len(lines[i]) // 2] + b"\n"
+        else:
+            try:
+                record = json.loads(lines[i])
+            except (ValueError, RecursionError):  # the torn last line, or junk put there
+                continue
+            if not isinstance(record, dict):
+                continue
+            if how == "remove":
+                record.pop(key, None)
+            else:
+                record[key] = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+            lines[i] = json.dumps(record).encode() + b"\n"
+    return b"".join(lines)
+
+
+def _expected_records(data: bytes) -> tuple[list[dict[str, Any]] | None, int]:
+    """What a reader must make of a log's bytes, decided here line by line: (its records, the torn last line's
+    length), or (None, 0) when some line is no record as the monitor writes them (a JSON object that
+    `messages.event_problem` finds none in) but a last line without its newline that starts one."""
+    from safety_monitor.io.messages import event_problem
+
+    records = []
+    lines = data.split(b"\n")
+    for n, line in enumerate(lines):
+        last = n == len(lines) - 1
+        try:
+            record = json.loads(line) if line else None
+        except (ValueError, RecursionError):
+            record = ...
+        is_record = isinstance(record, dict) and event_problem(record) is None
+        if last:
+            if not line:
+                return records, 0
+            if line.startswith(b"{") and (record is ... or is_record):
+                return records, len(line)
+            return None, 0
+        if not is_record:
+            return None, 0
+        records.append(record)
+    return records, 0
+
+
+LISTS = ("open", "blind", "recent", "lost", "received")  # what an alerts snapshot says of the events
+
+
+def log_outcome(path: Path) -> str:
+    """`safety-monitor alerts --log PATH --json`, then `--once`, in process: exit 2 with one line naming the file
+    when it holds a line that is no record (`_expected_records`); else exit 0 (read whole), 1 (its last line cut,
+    said on one line) or 3 (empty, said), a snapshot whose open violations, unknown verdicts, recent events, lost
+    states and count are a live console's fed the same records as they were published (each monitor run a publisher
+    of its own; the log's own records never published), whose first line counts the log's records, runs, violations
+    and events lost, and a text view the console's. Never a traceback."""
+    from safety_monitor.cli import main
+    from safety_monitor.enums import EventKind, LogRecordKind
+    from safety_monitor.nodes.alerts import CUT_LOG, NO_MONITOR, AlertBoard
+
+    def alerts(*args: str) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+            code = main(["alerts", "--log", str(path), *args])
+        return code, out.getvalue(), err.getvalue()
+
+    code, out, err = alerts("--json")
+    if "Traceback" in err or "internal error" in err or code not in (0, 1, 2, 3):
+        return f"leak:exit_{code}"
+    records, torn = _expected_records(path.read_bytes())
+    if code == 2:
+        if records is not None or out or len(err.splitlines()) != 1 or str(path) not in err:
+            return "unnamed" if records is None else "refused_a_log"
+        return "error"
+    if records is None:
+        return "accepted_junk"
+    if code != (CUT_LOG if torn else NO_MONITOR if not records else 0) or bool(err) != (code != 0):
+        return "misread"
+    live = AlertBoard()
+    runs = opened = lost = 0
+    for r in records:
+        if r["kind"] == LogRecordKind.MONITOR_STARTED:
+            runs += 1
+        elif r["kind"] == LogRecordKind.EVENTS_LOST:
+            lost += r["events"] if isinstance(r.get("events"), int) else 0
+        elif r["kind"] not in set(LogRecordKind):
+            opened += r["kind"] == EventKind.OPENED
+            live.update([r], publisher=runs)
+    try:
+        shown = json.loads(out)
+    except ValueError:
+        return "malformed"
+    expected = json.loads(json.dumps(live.snapshot()))
+    mon = shown["monitor"]
+    said = (mon["records"], mon["runs"], mon["violations"], mon["events_lost"], mon["torn_bytes"])
+    if {k: shown[k] for k in LISTS} != {k: expected[k] for k in LISTS} or said != (
+        len(records),
+        runs,
+        opened,
+        lost,
+        torn,
+    ):
+        return "misread"
+    code, out, err = alerts("--once")
+    if "Traceback" in err or "internal error" in err:
+        return "leak:text"
+    if out.partition("\n")[2] != "\n".join(live.lines()[1:]) + "\n":
+        return "misread"
+    return {0: "read", CUT_LOG: "cut", NO_MONITOR: "empty"}[code]
+
+
+def cut_outcomes(data: bytes, path: Path, offsets: Iterable[int] | None = None) -> list[str]:
+    """`log_outcome` of the log `data` cut at every byte (or at `offsets`), as a kill leaves it or a copy taken while
+    it is written, each a failure class with where it was cut (`misread:at_1234`)."""
+    outcomes = []
+    for k in range(len(data) + 1) if offsets is None else offsets:
+        path.write_bytes(data[:k])
+        outcome = guarded(lambda: log_outcome(path))[0]
+        outcomes.append(f"{outcome}:at_{k}" if is_failure(outcome) else outcome)
+    return outcomes
+
+
 # ------------------------------------------------------------------------------ plans and CTL traces
 def doc_file(page: str, name: str) -> str:
     """The file a docs page declares with `<!-- doc-test: file NAME -->` (its fenced block)."""
@@ -1325,6 +1622,8 @@ MOBILE_MAPPING = {
     "world_frame": "map",
     "object_frames": {"cube": "cube_link"},
 }
+CUBE_POSE_TOPIC = "/cube/pose"  # edit `pose_topic`: the cube's pose on a PoseStamped topic (in the world frame)
+CLEAN_BASE_Y = -0.3  # edit `clean`: the base's path, where its corners clear the table however it turns
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1332,26 +1631,33 @@ class TfEdit:
     """One reproducible change of the mobile base's recording or topic mapping. `kind`: drop (the link's transforms
     on frames lo..hi), rename (its parent or child from frame lo on), loop (one more transform, parent -> child, on
     frames lo..hi), stamp, quaternion or position (the link's, on frames lo..hi), duplicate (the link sent twice in
-    one message, the copy moved), static_on_tf, or mapping (a key of the topic mapping set)."""
+    one message, the copy moved), static_on_tf, or mapping (a key of the topic mapping set). Where the base stands:
+    jump (its pose moved by an offset and turned about z on frames lo..hi: a flicker, or a reset held to the end),
+    drift (each of its steps on frames lo..hi a fraction of the farthest a drive goes then, `BaseJump`: along x,
+    along -y or in yaw; the place reached held after), jitter (its stamps moved by up to an amplitude), thresholds (a
+    key of thresholds.yaml's base_jump section set, or the section). And clean (the arm raised throughout, the base
+    0.3 m further from the table: a run that touches nothing) and pose_topic (the cube's pose on CUBE_POSE_TOPIC
+    instead of its TF frame)."""
 
     kind: str
     params: tuple
 
 
-def _mobile_messages() -> list[tuple[str, float, list[list[Any]], str]]:
+def _mobile_messages(clean: bool = False) -> list[tuple[str, float, list[list[Any]], str]]:
     """(topic, log time, transforms [parent, child, position, quaternion, stamp] or joint positions, the link it
     carries: a key of _LINKS, or 'joints') of the intact
     recording: the base drives 0.4 m along odom's x past the table's side, its arm lowered onto it from frame 5
-    (a forbidden contact from then until it is raised at frame 65)."""
+    (a forbidden contact from then until it is raised at frame 65); `clean`: the arm raised throughout, the base
+    on a path further from the table."""
     raised, lowered = np.array((math.pi / 2, -0.8, 0.8, 0.0)), np.array((math.pi / 2, 0.0, 0.6, 0.0))
     out: list[tuple[str, float, list[list[Any]], str]] = [
         ("/tf_static", 4.9, [["map", "odom", _ODOM, _UPRIGHT, 0.0]], "static")
     ]
     for k in range(MOBILE_FRAMES):
         t = 5.0 + k / MOBILE_RATE
-        share = min(max((k - 5) / 10, 0.0), 1.0) - min(max((k - 65) / 10, 0.0), 1.0)
+        share = 0.0 if clean else min(max((k - 5) / 10, 0.0), 1.0) - min(max((k - 65) / 10, 0.0), 1.0)
         arm = (1 - share) * raised + share * lowered + 1e-5 * math.sin(k)  # encoders are never bit-identical
-        base = np.array([0.8 + 0.1 * k / MOBILE_RATE, 0.0, 0.0])
+        base = np.array([0.8 + 0.1 * k / MOBILE_RATE, CLEAN_BASE_Y if clean else 0.0, 0.0])
         out.append(("/tf", t - 0.002, [["odom", "base_link", base, _UPRIGHT, t - 0.002]], "base"))
         out.append(("/tf", t - 0.004, [["map", "cube_link", _CUBE, _UPRIGHT, t - 0.004]], "cube"))
         out.append(("/joint_states", t, [[t, arm]], "joints"))
@@ -1362,18 +1668,23 @@ def _frame_of(log_t: float) -> int:
     return max(0, round((log_t - 5.0) * MOBILE_RATE))  # (the static link: frame 0)
 
 
-def write_mobile_bag(path: Path, edits: tuple[TfEdit, ...] = ()) -> Path:
-    """The recording with `edits` applied (mapping edits are the topic mapping's: `mobile_mapping`)."""
-    messages = copy.deepcopy(_mobile_messages())
+_PLACING = ("mapping", "clean", "pose_topic", "thresholds", "jump", "drift")  # not edits of the messages' links
+
+
+def mobile_messages(edits: tuple[TfEdit, ...] = ()) -> list[tuple[str, float, list[list[Any]], str]]:
+    """The recording's messages (`_mobile_messages`) with `edits` applied: the links' edits in their order, then
+    where the base stands (jump, drift), from the stamps those gave it."""
+    messages = copy.deepcopy(_mobile_messages(any(e.kind == "clean" for e in edits)))
     for edit in edits:
         kind, p = edit.kind, edit.params
         if kind == "static_on_tf":
             messages[0] = ("/tf", *messages[0][1:])
             continue
-        if kind == "mapping":
+        if kind in _PLACING:
             continue
         which, lo, hi = p[0], p[1], p[2] if len(p) > 2 else MOBILE_FRAMES
         parent, child = _LINKS.get(which, ("", ""))
+        rng = random.Random(p[4]) if kind == "jitter" else None
         for _, log_t, items, carries in messages:
             if carries != which or not lo <= _frame_of(log_t) <= hi:
                 continue
@@ -1388,18 +1699,115 @@ def write_mobile_bag(path: Path, edits: tuple[TfEdit, ...] = ()) -> Path:
                     tr[0 if p[3] == "parent" else 1] = p[4]
                 elif kind == "stamp":
                     tr[4] = {"zero": 0.0, "back": tr[4] - p[3], "ahead": tr[4] + p[3], "same": 5.0}[p[4]]
+                elif kind == "jitter":
+                    assert rng is not None
+                    tr[4] += rng.uniform(-p[3], p[3])
                 elif kind == "quaternion":
                     tr[3] = np.array(p[3])
                 elif kind == "position":
                     tr[2] = np.array(p[3])
                 elif kind == "duplicate":
                     items.append([tr[0], tr[1], tr[2] + np.array(p[3]), tr[3], tr[4]])
+    rule = base_rule(edits)
+    for edit in edits:
+        if edit.kind in ("jump", "drift"):
+            _move_base(messages, edit, rule)
+    return messages
+
+
+def _yaw(angle: float) -> np.ndarray:
+    return np.array([math.cos(angle / 2), 0.0, 0.0, math.sin(angle / 2)])
+
+
+def _move_base(messages: list[tuple[str, float, list[list[Any]], str]], edit: TfEdit, rule: Any) -> None:
+    """A `jump` or `drift` of the base's transforms (odom -> base_link). A drift's step from one transform to the
+    next is `fraction` of what `rule` lets a drive go in the time between their stamps (along x or -y: that step
+    in place of the drive's own; in yaw: that turn, the drive's step kept); the place reached stays after hi."""
+    from safety_monitor.pipeline.tf import quaternion_multiply
+
+    _, lo, hi, *rest = edit.params
+    links = [
+        (_frame_of(log_t), tr)
+        for _, log_t, items, carries in messages
+        if carries == "base"
+        for tr in items
+        if (tr[0], tr[1]) == _LINKS["base"]
+    ]
+    if edit.kind == "jump":
+        offset, yaw = rest
+        for k, tr in links:
+            if lo <= k <= hi:
+                tr[2], tr[3] = tr[2] + np.array(offset), quaternion_multiply(_yaw(yaw), tr[3])
+        return
+    fraction, direction = rest
+    previous: list[Any] | None = None
+    moved, turned = np.zeros(3), 0.0  # what the drift added so far
+    for k, tr in links:
+        if k > hi:
+            tr[2], tr[3] = tr[2] + moved, quaternion_multiply(_yaw(turned), tr[3])
+            continue
+        if k >= lo and previous is not None:
+            dt = max(tr[4] - previous[4], 0.0)
+            if direction == "yaw":
+                turned += fraction * (rule.noise_rad + rule.angular_speed_radps * dt)
+                tr[3] = quaternion_multiply(_yaw(turned), tr[3])
+                tr[2] = tr[2] + moved
+            else:
+                axis = np.array([1.0, 0.0, 0.0] if direction == "x" else [0.0, -1.0, 0.0])
+                step = fraction * (rule.noise_m + rule.linear_speed_mps * dt) * axis
+                moved = previous[2] + step - tr[2]
+                tr[2] = previous[2] + step
+                tr[3] = quaternion_multiply(_yaw(turned), tr[3])
+        previous = tr
+
+
+THRESHOLDS_FILE = REPO / "config" / "thresholds.yaml"
+
+
+def thresholds_doc(edits: tuple[TfEdit, ...] = ()) -> Any:
+    """config/thresholds.yaml with the `thresholds` edits applied to its base_jump section (key `base_jump`: the
+    section itself; value '<drop>': the key removed)."""
+    doc = yaml.safe_load(THRESHOLDS_FILE.read_text())
+    for edit in edits:
+        if edit.kind != "thresholds":
+            continue
+        key, value = edit.params
+        node, key = (doc, key) if key == "base_jump" else (doc.get("base_jump"), key)
+        if not isinstance(node, dict):
+            continue
+        if value == "<drop>":
+            node.pop(key, None)
+        else:
+            node[key] = value
+    return doc
+
+
+def base_rule(edits: tuple[TfEdit, ...] = ()) -> Any:
+    """The base_jump thresholds the edited file gives (the defaults where it gives none or is refused)."""
+    from safety_monitor.errors import GroundingError
+    from safety_monitor.grounding.thresholds import BaseJump, parse_thresholds
+
+    try:
+        return parse_thresholds(thresholds_doc(edits), "thresholds.yaml").base_jump
+    except GroundingError:
+        return BaseJump()
+
+
+def write_mobile_bag(path: Path, edits: tuple[TfEdit, ...] = ()) -> Path:
+    """The recording with `edits` applied (mapping and thresholds edits are files of their own: `mobile_mapping`,
+    `thresholds_doc`)."""
+    pose_topic = any(e.kind == "pose_topic" for e in edits)
     with BagWriter(path) as bag:
-        for topic, log_t, items, _ in messages:
+        for topic, log_t, items, _ in mobile_messages(edits):
             if topic == "/joint_states":
                 ((t, arm),) = items
                 bag.write_joint_state(topic, t, MOBILE_JOINTS, arm, np.zeros(len(MOBILE_JOINTS)))
-            elif items:
+                continue
+            if pose_topic:
+                for _, _, pos, q, stamp in [tr for tr in items if (tr[0], tr[1]) == _LINKS["cube"]]:
+                    bag.write_pose(CUBE_POSE_TOPIC, stamp, Pose(pos, q), log_t=log_t)
+                items = [tr for tr in items if (tr[0], tr[1]) != _LINKS["cube"]]
+            if items:
                 bag.write_tf(topic, [(a, b, Pose(pos, q), s) for a, b, pos, q, s in items], log_t=log_t)
     return path
 
@@ -1408,6 +1816,8 @@ def mobile_mapping(edits: tuple[TfEdit, ...] = ()) -> dict[str, Any]:
     """The topic mapping as a document, with the edits of kind `mapping` applied (value None: the key removed).
     No edit removes `world_frame`: the base kept where the model puts it is another configuration, no damage."""
     doc = copy.deepcopy(MOBILE_MAPPING)
+    if any(e.kind == "pose_topic" for e in edits):
+        doc["objects"], doc["object_frames"] = {"cube": CUBE_POSE_TOPIC}, {}
     for edit in edits:
         if edit.kind == "mapping":
             key, value = edit.params
@@ -1417,6 +1827,22 @@ def mobile_mapping(edits: tuple[TfEdit, ...] = ()) -> dict[str, Any]:
             else:
                 node[key] = value
     return doc
+
+
+def write_mobile_config(folder: Path, robot: Path, edits: tuple[TfEdit, ...] = ()) -> Path:
+    """The topic mapping (folder/topics.yaml) and the robot's thresholds.yaml (beside `robot`) the edits give;
+    returns the mapping's path. Replay keeps a grounder per robot file (`score._kept_grounder`): forgotten when
+    thresholds.yaml changed, as a new process would read it."""
+    from safety_monitor.replay import score
+
+    topics = folder / "topics.yaml"
+    write_text_doc(topics, mobile_mapping(edits))
+    thresholds = robot.parent / "thresholds.yaml"
+    before = thresholds.read_text() if thresholds.exists() else None
+    write_text_doc(thresholds, thresholds_doc(edits))
+    if thresholds.read_text() != before:
+        score._kept_grounder.cache_clear()
+    return topics
 
 
 _RENAMES = {  # per link and end: the same frame spelt with a slash, frames no link has, or a frame its own parent
@@ -1439,6 +1865,13 @@ _QUATERNIONS = st.sampled_from(
         (-1.0, 0.0, 0.0, 0.0),
     ]
 )  # fmt: skip  (within float error of unit length normalised; beyond it dropped and said, as a pose topic's)
+# around the tolerance: the upright quaternion scaled to a squared norm within QUATERNION_TOLERANCE of 1 (a float32
+# driver's, 0.999 to 1.001 in norm, and nearly 0.01 off) or just beyond it; and a float32 quarter turn about z
+_SQUARED_NORMS = (1 - 0.0101, 1 - 0.0099, 1 - 0.002, 1 + 0.002, 1 + 0.0099, 1 + 0.0101, 0.98, 1.02)
+_NEAR_UNIT = st.sampled_from(
+    [(math.sqrt(s), 0.0, 0.0, 0.0) for s in _SQUARED_NORMS]
+    + [tuple(float(v) for v in np.array([math.sqrt(0.5), 0.0, 0.0, math.sqrt(0.5)], dtype=np.float32))]
+)
 _POSITIONS = st.sampled_from(
     [
         (math.nan, 0.0, 0.0),
@@ -1460,10 +1893,10 @@ _MAPPING_EDITS = st.one_of(
 def tf_edits(draw: Callable) -> tuple[TfEdit, ...]:
     """1-3 edits of the mobile base's recording or its topic mapping: the base's chain missing (a link dropped on
     some frames, a frame renamed), looping (a link back up the chain, a frame its own parent), stamped backwards,
-    zero, repeated or ahead, NaN, infinite, zero or far from unit quaternions, implausible positions, a link sent
-    twice in one message, the static link on /tf, and mapping keys naming the base frame as an object's, the world
-    frame as the base frame, or frames nothing publishes."""
-    edits = []
+    zero, repeated or ahead, NaN, infinite, zero, far from or near unit quaternions, implausible positions, a link
+    sent twice in one message, the static link on /tf, and mapping keys naming the base frame as an object's, the
+    world frame as the base frame, or frames nothing publishes; the cube's pose on a pose topic one time in four."""
+    edits = [TfEdit("pose_topic", ())] if draw(st.integers(0, 3)) == 0 else []
     for _ in range(draw(st.integers(1, 3))):
         kind = draw(st.sampled_from(
             ["drop", "rename", "loop", "stamp", "quaternion", "position", "duplicate", "static_on_tf", "mapping"]
@@ -1486,7 +1919,7 @@ def tf_edits(draw: Callable) -> tuple[TfEdit, ...]:
             params = (which, lo, hi, draw(st.sampled_from([0.01, 0.5, 3.0, 100.0])), draw(
                 st.sampled_from(["zero", "back", "ahead", "same"])))  # fmt: skip
         elif kind == "quaternion":
-            params = (which, lo, hi, draw(_QUATERNIONS))
+            params = (which, lo, hi, draw(_QUATERNIONS | _NEAR_UNIT))
         elif kind == "position":
             params = (which, lo, hi, draw(_POSITIONS))
         elif kind == "duplicate":
@@ -1499,23 +1932,89 @@ def tf_edits(draw: Callable) -> tuple[TfEdit, ...]:
     return tuple(edits)
 
 
-def tf_outcome(bag: Path, robot: Path, topics: Path, reference: BagResult) -> str:
+_BASE_JUMP_KEYS = ("linear_speed_mps", "angular_speed_radps", "noise_m", "noise_rad", "trust_after_s")
+_THRESHOLD_VALUES = st.sampled_from([0, 0.0, 1e-9, 0.01, 0.5, 1.0, 10, 1e300, -1.0, math.nan, math.inf, "fast", None,
+                                     True, [], "<drop>"])  # fmt: skip
+# offsets of a jump: none of them takes the clean run's base towards the table (no y beyond its path), some just
+# within a step's reach (0.05 m of noise and 2 m/s over 0.04 s: 0.13 m) and some just beyond
+_JUMPS = st.sampled_from([(0.0, -0.5, 0.0), (-1.0, 0.0, 0.0), (0.3, -0.2, 0.0), (0.0, 0.0, 0.5), (5.0, -5.0, 0.0),
+                          (0.1, 0.0, 0.0), (0.14, 0.0, 0.0), (0.0, 0.0, 0.0)])  # fmt: skip
+_TURNS = st.sampled_from([0.0, 0.0, 0.2, 0.25, 1.0, math.pi])  # 0.1 rad of noise and 3 rad/s over 0.04 s: 0.22
+
+
+@st.composite
+def base_edits(draw: Callable) -> tuple[TfEdit, ...]:
+    """Where the mobile base stands, in 1-3 edits of the recording (one time in two the clean one): its pose
+    jumping away and back (a flicker shorter or longer than trust_after_s) or away for good (a reset), drifting in
+    steps just under or over the limits, its stamps jittered, quaternions around the tolerance on the base's link or
+    the cube's (its TF link, or its pose topic), and thresholds.yaml's base_jump section edited. The drifts under
+    the limits go with the clean run only: a base that drifts is no damage the monitor can tell (docs/your_robot.md),
+    and in the clean run it drifts away from anything it could touch."""
+    clean = draw(st.booleans())
+    edits = [TfEdit("clean", ())] if clean else []
+    if draw(st.integers(0, 2)) == 0:
+        edits.append(TfEdit("pose_topic", ()))
+    for _ in range(draw(st.integers(1, 3))):
+        kind = draw(st.sampled_from(["jump", "jump", "drift", "drift", "jitter", "thresholds", "quaternion"]))
+        lo = draw(st.sampled_from([0, 5, 30, 60, 88]) | st.integers(0, MOBILE_FRAMES - 1))
+        hi = lo + draw(st.sampled_from([0, 1, 3, 12, 13, 30, MOBILE_FRAMES]))  # trust_after_s is 12.5 frames
+        if kind == "jump":
+            params: tuple = ("base", lo, hi, draw(_JUMPS), draw(_TURNS))
+        elif kind == "drift":
+            fractions = [0.5, 0.9, 0.97, 1.03, 1.1, 2.0] if clean else [1.03, 1.1, 2.0]
+            params = ("base", lo, hi, draw(st.sampled_from(fractions)), draw(st.sampled_from(["x", "-y", "yaw"])))
+        elif kind == "jitter":
+            params = ("base", lo, hi, draw(st.sampled_from([0.001, 0.005, 0.019, 0.03])), draw(st.integers(0, 99)))
+        elif kind == "thresholds":
+            params = (draw(st.sampled_from((*_BASE_JUMP_KEYS, "base_jump"))), draw(_THRESHOLD_VALUES))
+            if params[0] == "base_jump":
+                params = ("base_jump", draw(st.sampled_from(["<drop>", None, [], "junk", {}, {"extra": 1}])))
+        else:
+            which = draw(st.sampled_from(["base", "cube"]))
+            params = (which, lo, hi, draw(_NEAR_UNIT if which == "base" else _NEAR_UNIT | _QUATERNIONS))
+        edits.append(TfEdit(kind, params))
+    return tuple(edits)
+
+
+def tf_outcome(
+    bag: Path, robot: Path, topics: Path, references: dict[bool, BagResult], edits: tuple[TfEdit, ...] = ()
+) -> str:
     """Replay as `safety-monitor replay BAG --robot ROBOT --topics TOPICS` does it: the configuration checked once
-    (an error there must name the topic mapping's file, on one line), then the bag scored against the intact one
-    (`score_outcome`'s classes). A failure the mapping causes must be said up front, not blamed on the bag."""
+    (an error there must name the topic mapping's or the thresholds' file, on one line), then the bag scored against
+    the intact one (`references[clean]`; `score_outcome`'s classes). A failure the mapping causes must be said up
+    front, not blamed on the bag. Then `edits` tell what else must hold: every frame of the joint stream (no edit
+    touches it) is counted, the estimator node's stage on the bag gives replay's frames and verdicts
+    (`live_disagrees`), the base is never used while untrusted and its jumps are said as the rule has them
+    (`base_outcome`), each quaternion beyond the tolerance is said and none within it (`quaternion_miscounted`), and
+    a clean run opens no violation (`false_alarm`)."""
     from safety_monitor.pipeline.assemble import StreamMapping
     from safety_monitor.replay.score import check_config
 
+    thresholds = robot.parent / "thresholds.yaml"
     try:
         config = ReplayConfig(robot=str(robot), mapping=StreamMapping.parse(str(topics)))
         check_config(config)
     except SafetyMonitorError as exc:
-        return "config_error" if str(topics) in str(exc) and "\n" not in str(exc) else "unnamed"
+        named = str(topics) in str(exc) or str(thresholds) in str(exc)
+        return "config_error" if named and "\n" not in str(exc) else "unnamed"
+    reference = references[any(e.kind == "clean" for e in edits)]
     r = score_bag(bag, config)
     if not r.ok:
         return "unnamed" if "topic mapping" in r.error else _failure_class(bag, r.error)
     if malformed(r, reference):
         return "malformed"
+    if r.frames != reference.frames:
+        return "miscounted"
+    watched = live_states(bag, config, r.rate_hz, watch_base=True)
+    if watched.disagrees(r):
+        return "live_disagrees"
+    problem = base_outcome(watched, base_rule(edits), edits)
+    if problem:
+        return problem
+    if r.issues.get(IssueKind.DENORMALIZED_QUATERNION, 0) != denormalized_written(edits):
+        return "quaternion_miscounted"
+    if reference is references[True] and any(o.violations for o in r.trace.outcomes):
+        return "false_alarm"
 
     def counts(res: BagResult) -> list[tuple[int, int, int, int]]:
         return [(o.triggers, o.violations, o.violating_frames, o.blind_frames) for o in res.trace.outcomes]
@@ -1531,6 +2030,492 @@ def tf_outcome(bag: Path, robot: Path, topics: Path, reference: BagResult) -> st
     if flagged:
         return "ok_flagged_safer" if safer else "ok_flagged"
     return "ok_silent_safer" if safer else "ok_silent_diff"
+
+
+def denormalized_written(edits: tuple[TfEdit, ...]) -> int:
+    """How many transforms and pose messages of the edited recording carry a finite quaternion beyond the tolerance
+    (each dropped with a `denormalized_quaternion` issue), but for what is dropped before its quaternion is read: a
+    frame given as its own parent, a pose with a value beyond the plausible."""
+    from safety_monitor.pipeline.tf import denormalized, frame_id
+
+    pose_topic = any(e.kind == "pose_topic" for e in edits)
+    count = 0
+    for topic, _, items, _ in mobile_messages(edits):
+        if topic == "/joint_states":
+            continue
+        for parent, child, position, q in (tr[:4] for tr in items):
+            q = np.asarray(q, dtype=float)
+            if not np.isfinite(q).all() or denormalized(q) is None:
+                continue
+            if pose_topic and (parent, child) == _LINKS["cube"]:  # a value beyond the plausible is `nan` first
+                count += bool(np.all(np.abs(np.concatenate([position, q])) < 1e9))
+            else:
+                count += frame_id(parent) != frame_id(child)
+    return count
+
+
+# ------------------------------------------------------ the estimator node's stage on a bag, and a base's trust
+class LiveRun:
+    """What the estimator node and the monitor node made of a bag (`live_states`): the stage's samples and issues
+    by kind, the rollouts and events the Supervisor finished with, its frames' timeline; and, watching the base,
+    the calls the assemblers took (`base_calls`)."""
+
+    def __init__(self, predicates: tuple[str, ...]) -> None:
+        from safety_monitor.replay.timeline import Timeline
+
+        self.samples: list[PredicateSample] = []
+        self.arrivals: list[float] = []  # each sample's joint message's log time
+        self.first_heard: dict[str, float] = {}  # per topic merged by name, the log time of its first message
+        self.issues: dict[str, int] = {}
+        self.rollouts: list[Any] = []
+        self.events: list[Any] = []
+        self.timeline = Timeline(predicates)
+        self.base_calls: list[tuple] = []
+
+    def count(self, issues: tuple[Any, ...]) -> None:
+        for issue in issues:
+            if issue.kind is not IssueKind.UNSENT:  # a warning in replay's report
+                self.issues[issue.kind] = self.issues.get(issue.kind, 0) + 1
+
+    def disagrees(self, r: BagResult) -> bool:
+        """Whether replay's result `r` (no markers) has other frames, predicate values, counts or issues."""
+        outcomes = pool_rollouts(self.rollouts).outcomes if self.rollouts else ()
+
+        def counts(os: Any) -> list[tuple[int, int, int, int]]:
+            return [(o.triggers, o.violations, o.violating_frames, o.blind_frames) for o in os]
+
+        assert r.timeline is not None and r.trace is not None
+        self.timeline.close()
+        return (
+            self.timeline.to_json() != r.timeline.to_json()
+            or counts(outcomes) != counts(r.trace.outcomes)
+            or self.issues != r.issues
+        )
+
+
+@contextlib.contextmanager
+def _watching_base(calls: list[tuple]) -> Iterator[None]:
+    """Every FrameAssembler made meanwhile records into `calls`: ('new',) when made, ('base', pose, stamp, received)
+    for each base pose it takes, ('frame', t) for each frame it makes."""
+    from safety_monitor.pipeline.assemble import FrameAssembler
+
+    init, base, joints = FrameAssembler.__init__, FrameAssembler.on_base_sample, FrameAssembler.on_joint_sample
+
+    def made(self: Any, *args: Any, **kwargs: Any) -> None:
+        calls.append(("new",))
+        init(self, *args, **kwargs)
+
+    def based(self: Any, pose: Pose, stamp: float, received: float | None = None) -> None:
+        calls.append(("base", pose, stamp, received))
+        base(self, pose, stamp, received)
+
+    def framed(self: Any, sample: Any, received: float | None = None) -> Any:
+        frame = joints(self, sample, received)
+        if frame is not None:
+            calls.append(("frame", frame.state.t))
+        return frame
+
+    FrameAssembler.__init__, FrameAssembler.on_base_sample, FrameAssembler.on_joint_sample = made, based, framed
+    try:
+        yield
+    finally:
+        FrameAssembler.__init__, FrameAssembler.on_base_sample, FrameAssembler.on_joint_sample = init, base, joints
+
+
+def live_states(bag: Path, config: ReplayConfig, rate_hz: float | None, watch_base: bool = False) -> LiveRun:
+    """The estimator node's stage on the bag's messages in log order, as its subscriptions hand them over (a decoder
+    per topic; a slower stream's arrival time only where the stage asks for it, a joint message's always), at the
+    control rate replay measured (the node's parameter), and its samples to the Supervisor as the monitor node
+    drives it (`live_rollouts`: on arrival, the watchdog ticked between them, finished at the bag's end)."""
+    from safety_monitor.grounding.grounder import load_default_grounder
+    from safety_monitor.pipeline.assemble import JOINTS, WRENCH, pose_stream
+    from safety_monitor.pipeline.decode import MessageType, Undecodable, decoder
+    from safety_monitor.pipeline.estimator import Estimator
+    from safety_monitor.pipeline.inputs import TF
+    from safety_monitor.pipeline.supervisor import Supervisor
+    from safety_monitor.replay.names import absolute_mapping
+    from safety_monitor.replay.score import make_monitor
+
+    assert rate_hz is not None
+    mapping = absolute_mapping(config.mapping, config.namespace)
+    monitor = make_monitor(config, rate_hz)
+    run = LiveRun(monitor.predicates)
+    get = operator.itemgetter(*monitor.predicates)
+    blind = (None,) * len(monitor.predicates)
+
+    def stepped(valuation: Any, t: float, stale: frozenset[str]) -> None:
+        run.timeline.add(blind if valuation is None else get(valuation), t)
+
+    def take(step: Any) -> None:
+        run.count(step.issues)
+        run.events.extend(step.events)
+        run.rollouts.extend(step.finished)
+
+    watching = _watching_base(run.base_calls) if watch_base else contextlib.nullcontext()
+    with watching, BagReader(bag) as reader:
+        grounder = load_default_grounder(
+            rate_hz, config.robot, wrench_sensor=mapping.wrench is not None, mobile_base=bool(mapping.world_frame)
+        )
+        stage = Estimator(grounder, mapping, config.estimator)
+        supervisor = Supervisor(monitor, config.monitor, on_frame=stepped)
+        routes: dict[str, tuple[str, Any]] = {mapping.joint_states: ("joints", None)}
+        if mapping.wrench:
+            routes[mapping.wrench] = ("wrench", None)
+        if mapping.gripper_joint_states:
+            routes[mapping.gripper_joint_states] = ("more", None)
+        routes.update((more.topic, ("more", more.topic)) for more in mapping.more_joint_states)
+        routes.update(
+            (mapping.pose_topic(name), ("pose", name)) for name in grounder.robot.objects if name not in mapping.object_frames
+        )  # fmt: skip
+        if mapping.object_frames or mapping.world_frame:
+            routes.update((topic, ("tf", None)) for topic in (mapping.tf, mapping.tf_static))
+        kinds = {"joints": MessageType.JOINT_STATE, "more": MessageType.JOINT_STATE, "wrench": MessageType.WRENCH_STAMPED,
+                 "pose": MessageType.POSE_STAMPED, "tf": MessageType.TF_MESSAGE}  # fmt: skip
+        decoders: dict[str, Any] = {}
+        last = None
+        for topic, msgtype, t_ns, raw in reader.raw_messages(set(routes)):
+            now = t_ns / 1e9
+            while last is not None and now - last > TICK_S:
+                last += TICK_S
+                take(supervisor.tick(last))
+            last = now
+            kind, key = routes[topic]
+            read = decoders.get(topic)
+            if read is None:
+                read = decoders[topic] = decoder(kinds[kind], lambda raw, t=msgtype: reader.deserialize(raw, t))
+            stream = {"joints": JOINTS, "wrench": WRENCH, "tf": TF, "pose": pose_stream(key or "")}.get(kind, topic)
+            try:
+                value = read(raw)
+            except Undecodable as exc:
+                run.count(stage.undecodable(stream, now, exc).issues)
+                continue
+            needs = stage.assembler.needs_arrival  # (a restart makes a new assembler)
+            if kind == "more":
+                run.first_heard.setdefault(topic, now)
+            if kind == "joints":
+                step = stage.joints(value, now)
+                if step.sample is not None:
+                    run.samples.append(step.sample)
+                    run.arrivals.append(now)
+                    run.count(step.issues)
+                    take(supervisor.sample(step.sample, now))
+                    continue
+            elif kind == "more":
+                step = stage.more_joints(key, value, now if needs(value.stamp) else None)
+            elif kind == "wrench":
+                step = stage.wrench(*value, now if needs(value[1]) else None)
+            elif kind == "pose":
+                step = stage.pose(key, *value, now if needs(value[1]) else None)
+            else:
+                step = stage.transforms(value, now if any(needs(tr[3]) for tr in value) else None)
+            run.count(step.issues)
+        run.count(stage.finish().issues)
+        take(supervisor.finish(reader.end_time))
+    return run
+
+
+def base_outcome(run: LiveRun, rule: Any, edits: tuple[TfEdit, ...] = ()) -> str:
+    """The base's pose judged as docs/your_robot.md has it, from the poses the assemblers took (`run.base_calls`): a
+    step beyond `rule` (BaseJump) from the last pose taken is a jump, said once (`base_jump`) unless the base is
+    untrusted already; it stays untrusted until a plausible step comes `trust_after_s` after the last jump, and on
+    the next frame at least. '' when the run agrees; `untrusted_known` when a frame had a predicate the twin's
+    geometry decides known while the base was untrusted, `jump_miscounted` when the jumps said are not the rule's,
+    `drift_judged_jump` when steps all under the limits (a drift, alone or with a clean run's) were judged one."""
+    from safety_monitor.grounding import joint_limits
+    from safety_monitor.pipeline.tf import denormalized, rotation_between
+
+    joint_limit_predicates = set(joint_limits.DOCS)
+    last: tuple[np.ndarray, np.ndarray, float] | None = None
+    doubted: float | None = None
+    unseen = False
+    jumps = 0
+    untrusted: list[bool] = []  # per frame
+    for call in run.base_calls:
+        if call[0] == "new":
+            last, doubted, unseen = None, None, False
+        elif call[0] == "frame":
+            untrusted.append(doubted is not None or unseen)
+            unseen = False
+        else:
+            _, pose, stamp, received = call
+            stamp = received if stamp == 0.0 and received is not None else stamp
+            position, q = np.asarray(pose.position, dtype=float), np.asarray(pose.quaternion, dtype=float)
+            values = np.concatenate([position, q])
+            if not (np.isfinite(values).all() and np.abs(values).max() < 1e9) or denormalized(q) is not None:
+                continue
+            if last is not None and stamp <= last[2]:
+                continue
+            if last is not None:
+                dt = stamp - last[2]
+                moved, turned = math.dist(position.tolist(), last[0].tolist()), rotation_between(last[1], q)
+                if (
+                    moved <= rule.noise_m + rule.linear_speed_mps * dt
+                    and turned <= rule.noise_rad + rule.angular_speed_radps * dt
+                ):
+                    if doubted is not None and stamp - doubted >= rule.trust_after_s:
+                        doubted = None
+                else:
+                    jumps += doubted is None
+                    unseen = unseen or doubted is None
+                    doubted = stamp
+            last = (position, q, stamp)
+    if len(untrusted) != len(run.samples):
+        return "base_calls_miscounted"
+    for sample, doubt in zip(run.samples, untrusted):
+        if doubt and (set(sample.values) - joint_limit_predicates) - set(sample.unknown):
+            return "untrusted_known"
+    if run.issues.get(IssueKind.BASE_JUMP, 0) != jumps:
+        return "jump_miscounted"
+    kinds = {e.kind for e in edits}
+    if jumps and kinds <= {"clean", "drift", "pose_topic"} and all(e.params[3] < 1 for e in edits if e.kind == "drift"):
+        return "drift_judged_jump"
+    return ""
+
+
+# --------------------------------------------------------- each arm's JointState on a topic of its own
+ARM_TOPICS = {"left": "/puppet_left/joint_states", "right": "/puppet_right/joint_states"}  # ALOHA's drivers' topics
+ARM_WINDOW = slice(400, 700)  # test_two_arms' handover from 9 s to 15 s: the left closes on the bar, both hold
+# it, the right lets go, the left carries it off (a clean run: each stack opens no violation)
+ARM_RATE = 50.0
+
+
+@dataclasses.dataclass(frozen=True)
+class ArmEdit:
+    """One reproducible change of the two arms' recording (each arm's JointState on its own topic, names without
+    the arm's prefix) or of its topic mapping. `kind`: delay (the `arm`'s messages on frames lo..hi logged `d` s
+    after their stamp: before the left's, with it, after it, a frame or more late, out of order), drop (its messages
+    on frames lo..hi: a topic stopping, and restarting after hi), stamp (its stamps on frames lo..hi moved `d` s: back
+    behind the other topic's or its own, far back as a restarted driver's, or ahead), names (its messages on frames
+    lo..hi named otherwise: a name twice, none, one renamed to a joint of the other arm or to nothing, the list
+    cut), value (a position NaN, infinite or beyond the plausible), restart (both topics' stamps from frame lo
+    on `d` s back, the recording going on: a simulator restarted), mapping (a key of the topic mapping set: the
+    prefixes, a topic's joint_names, the topics swapped)."""
+
+    kind: str
+    params: tuple
+
+
+def _arm_messages(states: tuple[RobotState, ...]) -> list[list[Any]]:
+    """[topic, log time, stamp, names, positions, arm, frame] per message, the right's 2 ms before the left's, the
+    bar's pose 4 ms before (arm 'bar', names None, positions its Pose), in log order."""
+    out: list[list[Any]] = []
+    for k, state in enumerate(states):
+        out.append(["/objects/bar/pose", state.t - 0.004, state.t - 0.004, None, state.object_poses["bar"], "bar", k])
+        names, q = state.joint_names, state.joint_position
+        for arm, t in (("right", state.t - 0.002), ("left", state.t)):
+            mine = [i for i, n in enumerate(names) if n.startswith(f"{arm}/")]
+            unprefixed = [names[i].removeprefix(f"{arm}/") for i in mine]
+            out.append([ARM_TOPICS[arm], t, t, unprefixed, [float(q[i]) for i in mine], arm, k])
+    return out
+
+
+def arm_messages(states: tuple[RobotState, ...], edits: tuple[ArmEdit, ...]) -> list[list[Any]]:
+    """The messages with `edits` applied (mapping edits are the topic mapping's: `arm_topics_mapping`)."""
+    messages = _arm_messages(states)
+    for edit in edits:
+        kind, p = edit.kind, edit.params
+        if kind == "mapping":
+            continue
+        if kind == "restart":
+            lo, d = p
+            for msg in messages:
+                if msg[6] >= lo:
+                    msg[2] -= d
+            continue
+        arm, lo, hi, *rest = p
+        hits = [msg for msg in messages if msg[5] == arm and lo <= msg[6] <= hi]
+        for msg in hits:
+            if kind == "delay":
+                msg[1] = msg[2] + rest[0]
+            elif kind == "drop":
+                messages.remove(msg)
+            elif kind == "stamp":
+                msg[2] += rest[0]
+            elif kind == "names":
+                msg[3], msg[4] = _renamed(msg[3], msg[4], rest[0])
+            elif kind == "value":
+                msg[4] = [rest[0] if i == 0 else v for i, v in enumerate(msg[4])]
+    return messages
+
+
+def _renamed(names: list[str], positions: list[float], how: str) -> tuple[list[str], list[float]]:
+    if how == "twice":
+        return [*names, names[0]], [*positions, positions[0]]
+    if how == "none":
+        return [], positions
+    if how == "cut":
+        return names, positions[:-1]
+    if how == "empty":
+        return [], []
+    return [how, *names[1:]], positions  # the first renamed: another arm's, prefixed already, or nothing's
+
+
+def write_arm_topics_bag(path: Path, states: tuple[RobotState, ...], edits: tuple[ArmEdit, ...] = ()) -> Path:
+    shutil.rmtree(path, ignore_errors=True)
+    with BagWriter(path) as writer:
+        for topic, log_t, stamp, names, values, arm, _ in sorted(arm_messages(states, edits), key=lambda m: m[1]):
+            if arm == "bar":
+                writer.write_pose(topic, stamp, values, log_t=log_t)
+            else:
+                zeros = [0.0] * len(values)
+                writer.write_joint_state(topic, stamp, names, values, zeros, zeros, log_t=log_t)
+    return path
+
+
+def write_one_topic_bag(path: Path, states: tuple[RobotState, ...]) -> Path:
+    """The same readings on one /joint_states named `left/waist`, ..., stamped as the left's: the reference."""
+    shutil.rmtree(path, ignore_errors=True)
+    with BagWriter(path) as writer:
+        for state in states:
+            writer.write_pose("/objects/bar/pose", state.t - 0.004, state.object_poses["bar"])
+            q = list(state.joint_position)
+            writer.write_joint_state(
+                "/joint_states", state.t, list(state.joint_names), q, [0.0] * len(q), [0.0] * len(q)
+            )
+    return path
+
+
+ARM_MAPPING = {
+    "joint_states": ARM_TOPICS["left"],
+    "joint_prefix": "left/",
+    "more_joint_states": {ARM_TOPICS["right"]: {"prefix": "right/"}},
+    "wrench": None,
+}
+_ARM_JOINTS_SENT = ("waist", "shoulder", "elbow", "wrist_angle", "left_finger", "right_finger")
+
+
+def arm_topics_mapping(edits: tuple[ArmEdit, ...] = ()) -> dict[str, Any]:
+    """The topic mapping as a document with the `mapping` edits: (key, value) for a top key (`joint_prefix`,
+    `joint_names`), ('right', key, value) for the right topic's entry (value None: the key removed), ('swap',):
+    the right topic makes the frames and the left's is merged, or ('relative',): the topics without their `/`."""
+    doc = copy.deepcopy(ARM_MAPPING)
+    right = doc["more_joint_states"][ARM_TOPICS["right"]]
+    for edit in edits:
+        if edit.kind != "mapping":
+            continue
+        p = edit.params
+        if p == ("swap",):
+            doc["joint_states"], doc["joint_prefix"] = ARM_TOPICS["right"], right.get("prefix", "")
+            doc["more_joint_states"] = {ARM_TOPICS["left"]: {"prefix": "left/"}}
+            right = doc["more_joint_states"][ARM_TOPICS["left"]]
+        elif p == ("relative",):
+            doc["joint_states"] = doc["joint_states"].lstrip("/")
+            doc["more_joint_states"] = {t.lstrip("/"): e for t, e in doc["more_joint_states"].items()}
+        elif p[0] == "right":
+            if p[2] is None:
+                right.pop(p[1], None)
+            else:
+                right[p[1]] = p[2]
+        elif p[1] is None:
+            doc.pop(p[0], None)
+        else:
+            doc[p[0]] = p[1]
+    return doc
+
+
+_ARM_RENAMES = ["right/waist", "left/waist", "waist ", "Waist", "", "wrist_rotate", "left_finger"]
+_ARM_MAPPING_EDITS = st.one_of(
+    st.just(("swap",)),
+    st.just(("relative",)),
+    st.tuples(st.just("joint_prefix"), st.sampled_from(["", "right/", "left", "left/left/", None])),
+    st.tuples(st.just("right"), st.just("prefix"), st.sampled_from(["", "left/", "right", "Right/", "right/", None])),
+    st.tuples(st.just("right"), st.just("joint_names"), st.one_of(
+        st.just({n: f"right/{n}" for n in _ARM_JOINTS_SENT}),  # each name given: the prefix's own
+        st.dictionaries(st.sampled_from(_ARM_JOINTS_SENT), st.sampled_from(
+            ["left/waist", "left/right_finger", "right/waist", "nope"]), min_size=1, max_size=2),
+    )),
+    st.tuples(st.just("joint_names"), st.sampled_from([{"waist": "right/waist"}, {"waist": "left/waist"}])),
+)  # fmt: skip
+
+
+@st.composite
+def arm_topic_edits(draw: Callable) -> tuple[str, tuple[ArmEdit, ...]]:
+    """The stack that reads it ('left' or 'right' arm's description) and 1-3 edits of the two arms' recording or its
+    topic mapping (`ArmEdit`); one time in four only the order of the messages changed, the topic mapping named
+    otherwise but alike, or both."""
+    arm = draw(st.sampled_from(["left", "right"]))
+    frames = ARM_WINDOW.stop - ARM_WINDOW.start
+    if draw(st.integers(0, 3)) == 0:  # alike: the frames and verdicts of the one prefixed topic
+        edits = [ArmEdit("delay", ("right", 0, frames, draw(st.sampled_from([-0.002, -0.01, -0.015]))))]
+        if draw(st.booleans()):
+            edits.append(ArmEdit("mapping", draw(st.sampled_from([("relative",), ("right", "joint_names", {
+                n: f"right/{n}" for n in _ARM_JOINTS_SENT})]))))  # fmt: skip
+        return arm, tuple(edits)
+    edits = []
+    for _ in range(draw(st.integers(1, 3))):
+        kind = draw(st.sampled_from(["delay", "drop", "drop", "stamp", "names", "value", "restart", "mapping"]))
+        side = draw(st.sampled_from(["right", "right", "left"]))
+        lo = draw(st.sampled_from([0, 0, 100, 150, 299]) | st.integers(0, frames - 1))
+        hi = lo + draw(st.sampled_from([0, 1, 10, 24, 26, 60, frames]))  # joint_held is 25 frames
+        if kind == "delay":
+            params: tuple = (side, lo, hi, draw(st.sampled_from([-0.03, 0.0, 0.001, 0.02, 0.1, 1.0])))
+        elif kind == "drop":
+            params = (side, lo, hi)
+        elif kind == "stamp":
+            params = (side, lo, hi, draw(st.sampled_from([-0.001, -0.03, -0.5, -3.0, -100.0, 0.05, 2.0])))
+        elif kind == "names":
+            params = (side, lo, hi, draw(st.sampled_from(["twice", "none", "cut", "empty", *_ARM_RENAMES])))
+        elif kind == "value":
+            params = (side, lo, hi, draw(st.sampled_from([math.nan, math.inf, -math.inf, 1e12, 1e308])))
+        elif kind == "restart":
+            params = (lo, draw(st.sampled_from([0.5, 3.0, 8.9, 100.0])))
+        else:
+            params = draw(_ARM_MAPPING_EDITS)
+        edits.append(ArmEdit(kind, params))
+    return arm, tuple(edits)
+
+
+def _alike(edits: tuple[ArmEdit, ...]) -> bool:
+    """Whether the edits leave the recording and mapping what the one prefixed topic is: the right's messages still
+    before the left's of the same frame, topics and names spelt otherwise alike."""
+    return all(  # (logged more than 18 ms early, before the left's message of the frame before)
+        (e.kind == "delay" and e.params[0] == "right" and -0.018 < e.params[3] < 0)
+        or (e.kind == "mapping" and (e.params == ("relative",) or (e.params[:2] == ("right", "joint_names")
+            and e.params[2] == {n: f"right/{n}" for n in _ARM_JOINTS_SENT})))
+        for e in edits
+    )  # fmt: skip
+
+
+def arm_topics_outcome(bag: Path, robot: Path, topics: Path, reference: BagResult, edits: tuple[ArmEdit, ...]) -> str:
+    """Replay as `safety-monitor replay BAG --robot ROBOT --topics TOPICS` does it (`tf_outcome`'s configuration
+    check: an error naming the topic mapping's file), then the bag scored: an error naming the bag, or a result
+    that is well-formed, that the estimator node's stage gives too (`live_disagrees`), with a frame for every left
+    message sent unless an issue said why not (`miscounted`), no violation (`false_alarm`: the handover is clean), every
+    frame stale before each topic merged by name has sent (`unseen_arm_judged`), and,
+    where the edits change nothing but the messages' order and the mapping's spelling, the frames and verdicts
+    of the one prefixed topic (`reference`) and no issue (`changed_silently` otherwise)."""
+    from safety_monitor.pipeline.assemble import StreamMapping
+    from safety_monitor.replay.names import absolute_mapping
+    from safety_monitor.replay.score import check_config
+
+    try:
+        config = ReplayConfig(robot=str(robot), mapping=StreamMapping.parse(str(topics)), rate_hz=ARM_RATE)
+        check_config(config)
+    except SafetyMonitorError as exc:
+        return "config_error" if str(topics) in str(exc) and "\n" not in str(exc) else "unnamed"
+    r = score_bag(bag, config)
+    if not r.ok:
+        return "unnamed" if "\n" in r.error else _failure_class(bag, r.error)
+    if malformed(r, reference):
+        return "malformed"
+    live = live_states(bag, config, r.rate_hz)
+    if live.disagrees(r):
+        return "live_disagrees"
+    if any(o.violations for o in r.trace.outcomes):
+        return "false_alarm"
+    merged = [m.topic for m in absolute_mapping(config.mapping).more_joint_states]
+    heard = max((live.first_heard.get(t, math.inf) for t in merged), default=-math.inf)
+    if any(now < heard and "joint_states" not in s.stale for s, now in zip(live.samples, live.arrivals)):
+        return "unseen_arm_judged"  # an arm whose topic has sent nothing yet stood where the model draws it
+    sent, said = r.topics[absolute_mapping(config.mapping).joint_states].count, sum(r.issues.values())
+    if not sent - said <= r.frames <= sent + said:
+        return "miscounted"  # (a frame more: the streams stopped before the bag's end, said as `stream_stopped`)
+    if _alike(edits):
+        assert r.timeline is not None and reference.timeline is not None
+        if r.issues or r.warnings or r.frames != reference.frames or r.timeline.runs != reference.timeline.runs:
+            return "changed_silently"
+        return "ok_same"
+    return "ok_flagged" if r.issues or r.warnings else "ok_quiet"
 
 
 # ------------------------------------------------------------- two arms: other_arms, ignored joints, entities

@@ -533,6 +533,44 @@ def test_a_file_that_is_not_an_event_log_is_one_line_naming_it(content, line, tm
     assert len(err.splitlines()) == 1
 
 
+@pytest.mark.parametrize(
+    "field, value, why",
+    [
+        ("rollout", [], "'rollout' is [], not a whole number or null"),  # was: TypeError, unhashable type: 'list'
+        ("robot", [1], "'robot' is [1], not a string or null"),
+        ("episode", {"a": 1}, "'episode' is {'a': 1}, not a whole number or null"),
+        ("objects", 3, "'objects' is 3, not a list of names"),  # was: TypeError in the --once view
+        ("counterexample", "x", "'counterexample' is 'x', not a counterexample"),
+    ],
+)
+def test_a_record_with_a_field_the_monitor_never_writes_is_one_line_naming_it(
+    events, field, value, why, tmp_path, capsys
+):
+    """A damaged line that is still JSON with a property and a kind (found by fuzzing: test_fuzz_logs.py) made
+    `alerts --log` an internal error, or showed a violation opened at rollout `{}` that its recovery never closed."""
+    path = tmp_path / "events.jsonl"
+    opened, recovered = events
+    path.write_text(json.dumps(opened) + "\n" + json.dumps({**recovered, field: value}) + "\n")
+    for view in ("--once", "--json"):
+        code, out, err = show_log(capsys, path, view)
+        assert code == 2 and out == "" and len(err.splitlines()) == 1, err
+        assert err.startswith(f"safety-monitor alerts: error: {path} is not an event log: line 2 is not a JSON record")
+        assert f"({why}: " in err
+
+
+def test_a_line_nested_past_the_stack_is_no_record_for_the_console_nor_for_a_starting_monitor(tmp_path, capsys):
+    """json.loads raises RecursionError, no ValueError, for 100,000 nested brackets: `alerts --log` was an internal
+    error, and a monitor starting on such a log (its last line read to tell whether the last run died) crashed."""
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b'{"property": "*", "kind": "monitor_started"}\n' + b"[" * 100_000 + b"\n")
+    code, out, err = show_log(capsys, path)
+    assert code == 2 and out == "" and len(err.splitlines()) == 1
+    assert err.startswith(f"safety-monitor alerts: error: {path} is not an event log: line 2 is not a JSON record")
+    log = event_log(path)
+    assert log.open() is None
+    log.close()
+
+
 def test_log_takes_a_monitors_folder_and_says_what_it_expected_otherwise(tmp_path, capsys):
     expected = "give a monitor's event log or its folder ($ROS_HOME/safety_monitor/events.jsonl by default"
     (tmp_path / "a.jsonl").touch()

@@ -310,6 +310,24 @@ def test_stamps_stepping_ahead_while_the_log_times_run_on_are_a_time_jump_not_a_
     assert r.stale_by_stream == {"joint_states": 1}
 
 
+def test_a_recording_whose_input_restarted_spans_every_frame_it_scored(tmp_path, state, specs):
+    """A simulator restarted while recorded: every stream's stamps go back 50 s at frame 75 (a new rollout). The
+    bag's time range held its first and last frame, t_end 50 s before t_start: a negative duration in report.json
+    and the plots' time axis (found by fuzzing: test_fuzz_robots.py's arm topics restarted)."""
+    path = tmp_path / "restarted"
+    with BagWriter(path) as w:
+        for k in range(N):
+            log_t = 100.0 + k / RATE
+            t = log_t - (50.0 if k >= 75 else 0.0)
+            w.write_wrench("/wrist_wrench", t, state.wrench, log_t=log_t)
+            for name, pose in state.object_poses.items():
+                w.write_pose(f"/objects/{name}/pose", t, pose, log_t=log_t)
+            w.write_joint_state("/joint_states", t, list(state.joint_names), state.joint_position, log_t=log_t)
+    r = score_bag(path, config(specs))
+    assert r.ok and r.rollouts == 2 and r.issues.get("input_restarted"), (r.error, r.issues)
+    assert (r.t_start, r.t_end) == (50.0 + 75 / RATE, 100.0 + 74 / RATE) and r.duration > 0
+
+
 def test_frozen_wrench_stream_is_reported_stale_and_blind(tmp_path, state, specs):
     r = score_bag(write_bag(tmp_path / "frozen", state, wrench_until=50), config(specs))
     assert r.ok

@@ -7,6 +7,7 @@ from __future__ import annotations
 import configparser
 import importlib
 import json
+import re
 import shlex
 import uuid
 from pathlib import Path
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from safety_monitor.enums import EventKind
+from safety_monitor.errors import SourceError
 from safety_monitor.io import messages as m
 from safety_monitor.monitor.events import Event
 
@@ -59,7 +61,7 @@ def test_event_values_are_plain_text_with_the_record_under_json():
     types = m.rosbags_types()
     opened = {
         **Event(EventKind.OPENED, "no_excess_wrench", "collision_contact", 120, 0.24, 3).to_json(),
-        "counterexample": {"frames": [118, 120], "explanation": "x"},
+        "counterexample": {"frames": [118, 120], "explanation": "x", "formula": "G(!excess_wrench)", "values": {}},
         "sync": True,
     }
     (status,) = m.events_msg(types, [opened], 0.24).status
@@ -70,6 +72,31 @@ def test_event_values_are_plain_text_with_the_record_under_json():
     assert "counterexample" not in values and "property" not in values  # nested or in the status: record only
     assert json.loads(values["json"]) == opened
     assert m.decode_events(m.events_msg(types, [opened], 0.24)) == [opened]
+
+
+@pytest.mark.parametrize(
+    "record, why",
+    [
+        ({"property": "p", "kind": "opened", "rollout": []}, "'rollout' is [], not a whole number or null"),
+        ({"property": "p", "kind": "opened", "objects": "mug"}, "'objects' is 'mug', not a list of names"),
+        ({"property": "p", "kind": "opened", "counterexample": {"frames": 3}}, "not a counterexample"),
+    ],
+)
+def test_an_event_record_the_monitor_never_writes_is_a_source_error(record, why):
+    """As an event log's line is (`alerts --log`): the console matched alerts by these fields and showed what they
+    were about, and crashed on an unhashable rollout or a counterexample of another shape."""
+    types = m.rosbags_types()
+    with pytest.raises(SourceError, match=re.escape(why)):
+        m.decode_events(m.events_msg(types, [record], 0.0))
+
+
+def test_an_event_nested_past_the_stack_is_a_source_error():
+    """json.loads raises RecursionError, no JSONDecodeError, for 100,000 nested brackets."""
+    types = m.rosbags_types()
+    msg = m.events_msg(types, [{"property": "p", "kind": "opened"}], 0.0)
+    msg.status[0].values[0].value = "[" * 100_000
+    with pytest.raises(SourceError, match="'json' is not JSON"):
+        m.decode_events(msg)
 
 
 def test_events_recorded_before_the_json_key_still_decode():

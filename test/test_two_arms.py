@@ -27,7 +27,7 @@ from safety_monitor.grounding.grounder import load_default_grounder
 from safety_monitor.grounding.thresholds import load_thresholds
 from safety_monitor.grounding.twin import twin_for
 from safety_monitor.io import messages as m
-from safety_monitor.io.bag import BagWriter
+from safety_monitor.io.bag import BagReader, BagWriter
 from safety_monitor.monitor.live import SpecSetMonitor
 from safety_monitor.pipeline.assemble import StreamMapping
 from safety_monitor.pipeline.supervisor import Supervisor
@@ -266,6 +266,28 @@ def test_each_arms_own_topic_with_its_prefix_scores_as_one_prefixed_topic(aloha,
         assert events == [(e.property, e.kind.value, e.frame, e.objects) for e in one.trace.events], arm
         if scenario == "hands_meet":  # the verdicts compared are no empty list: the hands met in both stacks
             assert [e[:2] for e in events if e[1] == "opened"] == [("no_forbidden_contact", "opened")], arm
+
+
+def test_an_arms_topic_that_has_not_sent_yet_leaves_the_frames_stale(aloha, handover, tmp_path):
+    """The right arm's driver starts late: its first message comes after the hands met. The left stack's frames
+    before it are stale (`missing_joints`), the meeting unknown; they were judged with the right arm where the model
+    draws it (straight up), no issue said and the contact silently missed (found by fuzzing: test_fuzz_robots.py's
+    arm topics)."""
+    states = _hands_meet(handover.states)
+    _arm_topics_bag(tmp_path / "two", states, one_topic=False)
+    late = tmp_path / "late"
+    with BagReader(tmp_path / "two") as reader, BagWriter(late) as writer:
+        for topic, t_ns, msg in reader.messages(set(reader.topics)):
+            if topic != ARM_TOPICS["right"] or t_ns / 1e9 > states[130].t:
+                writer.write(topic, msg, t_ns / 1e9)
+    config = ReplayConfig(
+        robot=str(aloha["left"]), mapping=StreamMapping.parse(str(_arm_topics_mapping(tmp_path))), rate_hz=script.RATE
+    )
+    result = score_bag(late, config)
+    assert result.ok and result.frames == len(states), result.error
+    assert result.issues == {"missing_joints": 131} and result.stale_frames >= 131
+    assert "no message merged from more_joint_states /puppet_right/joint_states yet" in result.issue_examples[0].detail
+    assert result.trace.outcome("no_forbidden_contact").blind_frames >= 131
 
 
 def test_live_nodes_read_each_arms_topic_as_replay_does(aloha, handover, tmp_path):

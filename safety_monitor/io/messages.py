@@ -476,7 +476,8 @@ def events_msg(types: SimpleNamespace, events: Sequence[Any], t: float, hardware
 
 def decode_events(msg: Any) -> list[dict[str, Any]]:
     """DiagnosticArray -> one dict per event: its `json` record. Statuses without one (bags recorded
-    before that key existed) had every field JSON-encoded under its own key."""
+    before that key existed) had every field JSON-encoded under its own key. SourceError for a record that
+    is none the monitor writes (`event_problem`)."""
     out = []
     for status in msg.status:
         where = f"event {status.name!r}/{status.message!r}"
@@ -488,12 +489,64 @@ def decode_events(msg: Any) -> list[dict[str, Any]]:
         else:
             event = {"property": str(status.name), "kind": str(status.message)}
             event.update((key, _json(text, f"{where}: field {key!r}")) for key, text in items.items())
+        problem = event_problem(event)
+        if problem is not None:
+            raise SourceError(f"{where}: {problem}")
         out.append(event)
     return out
+
+
+def event_problem(record: dict[str, Any]) -> str | None:
+    """Why a decoded event record (an events message's, an event log's line) is none the monitor writes, as far as
+    its readers rely on it (the alerts console: nodes/alerts.py): `property` and `kind` strings, the `robot`,
+    `rollout` and `episode` an alert is matched by, the `objects` it was about and an opened one's
+    `counterexample`. None when it is one. Fields a reader only shows, and keys it does not know (a newer monitor's),
+    are taken as they come."""
+    for key in ("property", "kind"):
+        if not isinstance(record.get(key), str):
+            return f"{key!r} is {record.get(key)!r:.40}, not a string"
+    wrong = [
+        (key, what)
+        for key, what, fits in (
+            ("robot", "a string or null", lambda v: v is None or isinstance(v, str)),
+            ("rollout", "a whole number or null", _whole_or_null),
+            ("episode", "a whole number or null", _whole_or_null),
+            ("objects", "a list of names", lambda v: v is None or _strings(v)),
+            ("counterexample", "a counterexample", lambda v: v is None or _counterexample(v)),
+        )
+        if key in record and not fits(record[key])
+    ]
+    if not wrong:
+        return None
+    key, what = wrong[0]
+    return f"{key!r} is {record[key]!r:.40}, not {what}"
+
+
+def _whole_or_null(value: Any) -> bool:
+    return value is None or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _counterexample(cx: Any) -> bool:
+    """`Counterexample.to_json()`'s shape, as far as `alerts.counterexample_lines` reads it."""
+    return (
+        isinstance(cx, dict)
+        and isinstance(cx.get("explanation"), str)
+        and "formula" in cx
+        and isinstance(cx.get("frames"), list)
+        and len(cx["frames"]) == 2
+        and (cx.get("decisive") is None or _strings(cx["decisive"]))
+        and isinstance(cx.get("values"), dict)
+        and all(isinstance(runs, list) and all(isinstance(r, list) and len(r) == 3 for r in runs) for runs in
+                cx["values"].values())
+    )  # fmt: skip
 
 
 def _json(text: str, where: str) -> Any:
     try:
         return json.loads(text)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the stack
         raise SourceError(f"{where} is not JSON: {text[:80]!r}") from None

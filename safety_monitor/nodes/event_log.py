@@ -40,6 +40,7 @@ from typing import Any, BinaryIO
 
 from safety_monitor.enums import LogRecordKind
 from safety_monitor.errors import SafetyMonitorError, SourceError
+from safety_monitor.io.messages import event_problem
 from safety_monitor.nodes.log_sync import LogSyncer
 
 Say = Callable[[str, str, str], object]  # (level, key, text): the node's throttled logger
@@ -405,7 +406,7 @@ def parse_line(line: bytes) -> dict[str, Any] | None:
     """One log line as its JSON object, None when it is not one."""
     try:
         record = json.loads(line)
-    except ValueError:  # not JSON, or not UTF-8
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past the stack
         return None
     return record if isinstance(record, dict) else None
 
@@ -414,7 +415,9 @@ class LogRecords:
     """A log's records in order, one per whole line, as the file holds them when read (`alerts --log`).
     A last line without its newline that starts a record is a write a kill cut short (that batch was
     never published): not read, and `torn_bytes` says how long it was once the records have been.
-    SourceError, naming the line, for anything else that is not a record (a file that is not an event log)."""
+    SourceError, naming the line, for anything else that is not a record (a file that is not an event log), or
+    not one as the monitor writes them (`messages.event_problem`: a field of another type, as a damaged disk
+    leaves it)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -430,22 +433,19 @@ class LogRecords:
     def _records(self, f: BinaryIO) -> Iterator[dict[str, Any]]:
         for n, line in enumerate(f, 1):
             record = parse_line(line)
+            problem = "not a JSON object" if record is None else event_problem(record)
             whole = line.endswith(b"\n")
-            if whole and record is not None and _is_record(record):
+            if whole and problem is None:
+                assert record is not None  # (for mypy: no problem says so)
                 yield record
-            elif not whole and line.startswith(b"{") and (record is None or _is_record(record)):
+            elif not whole and line.startswith(b"{") and (record is None or problem is None):
                 self.torn_bytes = len(line)
                 return
-            else:
+            else:  # each record names its property (`*` for the log's own) and kind
                 raise SourceError(
                     f"{self.path} is not an event log: line {n} is not a JSON record with a property and a "
-                    f"kind, as the monitor writes them ({line[:60]!r})"
+                    f"kind, as the monitor writes them ({problem}: {line[:60]!r})"
                 )
-
-
-def _is_record(record: dict[str, Any]) -> bool:
-    """Whether a log line's object is a record: each names its property (`*` for the log's own) and kind."""
-    return isinstance(record.get("property"), str) and isinstance(record.get("kind"), str)
 
 
 def cut_torn_line(log: Path) -> int:

@@ -425,6 +425,8 @@ class FrameAssembler:
         for more in m.more_joint_states:
             rename = lambda names, more=more: _once(more.rename(names))  # noqa: E731
             self._sides[more.topic] = _Side(more.stream, f"{MORE_JOINTS} {more.topic}", rename)
+        # the configured topics merged by name that have merged no message yet (`_missing`)
+        self._unheard = len(m.more_joint_states) + bool(m.gripper_joint_states)
         self._owners: dict[str, str] = {}  # robot joint -> the label of the topic that sends it (the first to)
         self._watched: np.ndarray | None = None  # the joints `_missing` checks (None: the required ones)
 
@@ -909,6 +911,8 @@ class FrameAssembler:
         for row, values in enumerate((sample.position, sample.velocity, sample.effort)):
             ok = values is not None and len(values) == n and _finite(values)
             self._values[row, dst] = values[src] if ok and values is not None else np.nan
+        if side.stamp == -math.inf:
+            self._unheard -= 1
         self._joint_t[dst] = side.stamp = t
         self._check_driver(t, stream, received)
 
@@ -1001,8 +1005,24 @@ class FrameAssembler:
         """Whether a joint has had no position for longer than `joint_held` (dropped from the messages or
         renamed, or its topic stopped): its held value would be a guess, so the frame is stale (an issue every
         frame). The joints checked are the required ones and any optional one a topic that makes no frames has
-        sent (`_watched`): another arm on a topic of its own that stops would stand where it was unseen."""
+        sent (`_watched`): another arm on a topic of its own that stops would stand where it was unseen. So is a
+        frame before such a topic has sent a message it merges: which joints it sends is known only then, and an
+        arm never seen would stand where the model draws it."""
         assert self._joint_t is not None and self.joints is not None  # called on frames, after the first message
+        if self._unheard:
+            m = self.mapping
+            unheard = [
+                side.label
+                for key, side in self._sides.items()
+                if side.stamp == -math.inf and (key is not None or m.gripper_joint_states)
+            ]
+            self._issue(
+                IssueKind.MISSING_JOINTS,
+                JOINTS,
+                t,
+                f"no message merged from {', '.join(unheard)} yet: the joints it sends are unknown; frame stale",
+            )
+            return True
         watched = self._watched
         stamps = self._joint_t[: self._needed] if watched is None else self._joint_t[watched]
         old: list[bool] = (t - stamps > self.limits.joint_held).tolist()

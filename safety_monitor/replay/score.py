@@ -131,7 +131,7 @@ class BagResult:
     error: str | None = None
     trace: TraceResult | None = None
     frames: int = 0
-    t_start: float | None = None
+    t_start: float | None = None  # the earliest and the latest frame's time (at a restart the stamps go back)
     t_end: float | None = None
     rate_hz: float | None = None
     stale_frames: int = 0  # frames with at least one stale input stream
@@ -468,9 +468,9 @@ class _Scorer:
         part.last = (last, values, unknown)
         r.unknown_frames += unknown_frames
         r.stale_frames += stale_frames
-        if r.t_start is None:
-            r.t_start = times[0]
-        r.t_end = times[-1]
+        first, last = min(times), max(times)  # (an input that restarted inside the bag stamps its frames back)
+        r.t_start = first if r.t_start is None else min(r.t_start, first)
+        r.t_end = last if r.t_end is None else max(r.t_end, last)
         r.frames += len(times)
 
     def finish(self, bag_end: float | None) -> None:
