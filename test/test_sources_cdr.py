@@ -548,7 +548,12 @@ def test_events_writer_gives_rosbags_bytes_of_events_msg_that_decode_back(tmp_pa
             "t": 0.25,
             "rollout": 1,
             "robot": "r1",
-            "counterexample": {"values": {"a": [[0, 2, False], [3, 3, True]]}, "explanation": "\u00fc \u00f1"},
+            "counterexample": {
+                "formula": "G(!a)",
+                "frames": [0, 3],
+                "values": {"a": [[0, 2, False], [3, 3, True]]},
+                "explanation": "\u00fc \u00f1",
+            },
         }
         for kind in ("opened", "recovered", "blind", "unrecovered_at_end", "state_lost", "seeing")
     ]
