@@ -442,6 +442,23 @@ def play(
     raise PlaybackError(f"the nodes were not connected in {attempts} attempts:\n{done.stderr[-3000:]}")
 
 
+def logged_events(log: Path) -> list[dict]:
+    """The events of the monitor node's event log as `messages.event_fields` gives them: the log's own records
+    and the node's bookkeeping (rollout, robot, wall time, pid) left out."""
+    from safety_monitor.enums import LogRecordKind
+
+    own = {k.value for k in LogRecordKind}
+    events = []
+    for line in log.read_text().splitlines():
+        record = json.loads(line)
+        if record["kind"] in own:
+            continue
+        for key in ("rollout", "robot", "wall_time", "pid"):
+            record.pop(key, None)
+        events.append(record)
+    return events
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("bag", type=Path)

@@ -24,7 +24,6 @@ The arm without a gripper runs the same script (the cube slides away from its to
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +33,7 @@ import yaml
 from mjcf_robots import write_mjcf
 from urdf_robots import OBJECTS, description, write_robot
 
-from safety_monitor.enums import EventKind, IssueKind, LogRecordKind
+from safety_monitor.enums import EventKind, IssueKind
 from safety_monitor.frames import Pose
 from safety_monitor.grounding.grounder import load_default_grounder
 from safety_monitor.io import messages as m
@@ -256,15 +255,7 @@ def test_live_nodes_in_separate_processes_give_the_replayed_events(case):
     robot = case.robot
     inputs = ["/joint_states", "/objects/cube/pose", *([GRIPPER_TOPIC] if robot.own_topic else [])]
     frames, log = bag_player.play(case.bag, case.folder / "live", case.params, estimator=True, inputs=inputs)
-    own = {k.value for k in LogRecordKind}
-    live = []
-    for line in log.read_text().splitlines():
-        record = json.loads(line)
-        if record["kind"] in own:
-            continue
-        for key in ("rollout", "robot", "wall_time", "pid"):  # the monitor node's bookkeeping in its log
-            record.pop(key, None)
-        live.append(record)
+    live = bag_player.logged_events(log)
     assert frames == FRAMES
     assert live == [m.event_fields(e) for e in case.replayed.trace.events]
     assert _keyed(live) == expected_events(robot)

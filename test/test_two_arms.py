@@ -9,7 +9,6 @@ scripted by `two_arm_run`; a shared torso (ROBOTIS's ai_worker) is `mjcf_robots.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +18,6 @@ import yaml
 from mjcf_robots import bimanual_mjcf
 
 from safety_monitor.cli import main
-from safety_monitor.enums import LogRecordKind
 from safety_monitor.errors import GroundingError
 from safety_monitor.frames import Pose, RobotState
 from safety_monitor.grounding.description import load_robot_description
@@ -314,15 +312,7 @@ def test_live_nodes_read_each_arms_topic_as_replay_does(aloha, handover, tmp_pat
     assert replayed.ok and replayed.issues == {}, replayed.error
     inputs = [*ARM_TOPICS.values(), "/objects/bar/pose"]
     frames, log = bag_player.play(bag, tmp_path / "live", params, True, inputs=inputs, frames_from=ARM_TOPICS["left"])
-    own = {k.value for k in LogRecordKind}
-    live = []
-    for line in log.read_text().splitlines():
-        record = json.loads(line)
-        if record["kind"] in own:
-            continue
-        for key in ("rollout", "robot", "wall_time", "pid"):  # the monitor node's bookkeeping in its log
-            record.pop(key, None)
-        live.append(record)
+    live = bag_player.logged_events(log)
     assert frames == replayed.frames == len(states)
     assert live == [m.event_fields(e) for e in replayed.trace.events]
     assert [(e["property"], e["kind"]) for e in live if e["kind"] == "opened"] == [("no_forbidden_contact", "opened")]
