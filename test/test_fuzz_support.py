@@ -2034,6 +2034,7 @@ def denormalized_written(edits: tuple[TfEdit, ...]) -> int:
     from safety_monitor.pipeline.tf import denormalized, frame_id
 
     pose_topic = any(e.kind == "pose_topic" for e in edits)
+    read = "cube" not in mobile_mapping(edits)["object_frames"]  # (else a mapping edit gave the cube a TF frame again)
     count = 0
     for topic, _, items, _ in mobile_messages(edits):
         if topic == "/joint_states":
@@ -2043,7 +2044,7 @@ def denormalized_written(edits: tuple[TfEdit, ...]) -> int:
             if not np.isfinite(q).all() or denormalized(q) is None:
                 continue
             if pose_topic and (parent, child) == _LINKS["cube"]:  # a value beyond the plausible is `nan` first
-                count += bool(np.all(np.abs(np.concatenate([position, q])) < 1e9))
+                count += read and bool(np.all(np.abs(np.concatenate([position, q])) < 1e9))
             else:
                 count += frame_id(parent) != frame_id(child)
     return count
@@ -2121,7 +2122,9 @@ def live_states(bag: Path, config: ReplayConfig, rate_hz: float | None, watch_ba
     """The estimator node's stage on the bag's messages in log order, as its subscriptions hand them over (a decoder
     per topic; a slower stream's arrival time only where the stage asks for it, a joint message's always), at the
     control rate replay measured (the node's parameter), and its samples to the Supervisor as the monitor node
-    drives it (`live_rollouts`: on arrival, the watchdog ticked between them, finished at the bag's end). The
+    drives it (`live_rollouts`: on arrival, the watchdog ticked between them, finished at the bag's end; a
+    `predicates_gap` its watchdog said after the last frame counted as replay's `stream_stopped` at the bag's end,
+    the same blind frames, said once the end is known: not fixed). The
     grounder is replay's kept one, restarted: a MuJoCo model compiled for each input grew a campaign's address
     space past its limit (6 GiB after 340 inputs: "Could not allocate memory")."""
     from safety_monitor.pipeline.assemble import JOINTS, WRENCH, pose_stream
@@ -2142,10 +2145,12 @@ def live_states(bag: Path, config: ReplayConfig, rate_hz: float | None, watch_ba
     def stepped(valuation: Any, t: float, stale: frozenset[str]) -> None:
         run.timeline.add(blind if valuation is None else get(valuation), t)
 
-    def take(step: Any) -> None:
+    def take(step: Any) -> int:
+        """Count the Supervisor's step; how many predicates gaps it said."""
         run.count(step.issues)
         run.events.extend(step.events)
         run.rollouts.extend(step.finished)
+        return sum(i.kind is IssueKind.PREDICATES_GAP for i in step.issues)
 
     watching = _watching_base(run.base_calls) if watch_base else contextlib.nullcontext()
     with watching, BagReader(bag) as reader:
@@ -2166,12 +2171,12 @@ def live_states(bag: Path, config: ReplayConfig, rate_hz: float | None, watch_ba
         kinds = {"joints": MessageType.JOINT_STATE, "more": MessageType.JOINT_STATE, "wrench": MessageType.WRENCH_STAMPED,
                  "pose": MessageType.POSE_STAMPED, "tf": MessageType.TF_MESSAGE}  # fmt: skip
         decoders: dict[str, Any] = {}
-        last = None
+        last, gaps = None, 0  # (gaps: said by the watchdog since the last frame)
         for topic, msgtype, t_ns, raw in reader.raw_messages(set(routes)):
             now = t_ns / 1e9
             while last is not None and now - last > TICK_S:
                 last += TICK_S
-                take(supervisor.tick(last))
+                gaps += take(supervisor.tick(last))
             last = now
             kind, key = routes[topic]
             read = decoders.get(topic)
@@ -2192,7 +2197,7 @@ def live_states(bag: Path, config: ReplayConfig, rate_hz: float | None, watch_ba
                     run.samples.append(step.sample)
                     run.arrivals.append(now)
                     run.count(step.issues)
-                    take(supervisor.sample(step.sample, now))
+                    gaps = take(supervisor.sample(step.sample, now))
                     continue
             elif kind == "more":
                 step = stage.more_joints(key, value, now if needs(value.stamp) else None)
@@ -2205,6 +2210,10 @@ def live_states(bag: Path, config: ReplayConfig, rate_hz: float | None, watch_ba
             run.count(step.issues)
         run.count(stage.finish().issues)
         take(supervisor.finish(reader.end_time))
+    if gaps:  # the watchdog said the predicates stopped coming after the last frame; replay says it at the end
+        run.issues[IssueKind.PREDICATES_GAP] -= gaps
+        run.issues[IssueKind.STREAM_STOPPED] = run.issues.get(IssueKind.STREAM_STOPPED, 0) + gaps
+        run.issues = {k: n for k, n in run.issues.items() if n}
     return run
 
 
