@@ -167,9 +167,9 @@ def arm_topics(tmp_path_factory):
 
 @settings(FUZZ, max_examples=4)
 @given(item=arm_topic_edits())
-@example(
-    item=("left", (ArmEdit("drop", ("right", 0, 130)),))
-)  # was: the right arm, never seen, judged at its zero pose
+# was: the right arm, never seen, judged at its zero pose; a position stamped ahead held as fresh (an alarm)
+@example(item=("left", (ArmEdit("drop", ("right", 0, 130)),)))
+@example(item=("right", (ArmEdit("stamp", ("right", 30, 54, 2.0)),)))
 @example(item=("right", (ArmEdit("delay", ("right", 0, 150, -0.015)), ArmEdit("mapping", ("relative",)))))
 @example(item=("left", (ArmEdit("restart", (80, 3.0)), ArmEdit("drop", ("left", 70, 90)))))
 def test_each_arms_joint_state_on_a_topic_of_its_own_edited(arm_topics, item):

@@ -338,6 +338,29 @@ def test_an_arms_topic_that_stops_makes_the_frames_stale_after_joint_held(watche
     assert stale == list(range(30, 40))  # from 1.6 s: more than 0.5 s after its last stamp, 1.098
 
 
+def test_an_arms_topic_whose_stamps_ran_ahead_makes_the_frames_stale_until_the_frames_catch_up():
+    """The right arm's topic stamped 2 s ahead for five messages (a driver's clock glitch), then on time again: its
+    readings after are behind the last one it sent, dropped as going backwards. The frames were fresh, the right arm
+    judged where it was when the glitch ended while it moved on (in a handover, a bar let go read as dropped: found
+    by fuzzing, test_fuzz_robots.py's arm topics). Now a position stamped more than `joint_held` after the frame is
+    no more usable than one that old: stale until the frames catch up with it."""
+    mapping = StreamMapping(wrench=None, joint_prefix="left/", more_joint_states=(JointTopic("/r", "right/"),))
+    a = FrameAssembler(("right/waist", "right/gripper"), mapping=mapping, optional=("left/waist", "left/gripper"))
+    stale, said = [], set()
+    for k in range(150):  # 50 Hz
+        t = 1.0 + k / 50
+        a.on_joint_update(_sample(t - 0.002 + (2.0 if 20 <= k < 25 else 0.0), 0.3 + k / 100, 0.04), topic="/r")
+        frame = a.on_joint_sample(_sample(t, 0.1, 0.02))
+        assert frame is not None
+        if "joint_states" in frame.stale:
+            stale.append(k)
+            said.update(i.detail for i in frame.issues if i.kind is IssueKind.MISSING_JOINTS)
+    assert stale == list(range(20, 100))  # until the last stamp taken, 1.48 + 2, is no more than 0.5 s ahead
+    assert said == {
+        "the position of right/waist, right/gripper is stamped more than 0.5 s after the frame; frame stale"
+    }
+
+
 def test_two_topics_whose_prefixes_make_the_same_names_drop_the_later_ones_messages():
     """Both arms' topics given `left/`: the names cannot be told apart, so the topic whose message comes second
     has its messages dropped, each with a line naming the file, both keys and topics, and the joints."""

@@ -1007,7 +1007,9 @@ class FrameAssembler:
         frame). The joints checked are the required ones and any optional one a topic that makes no frames has
         sent (`_watched`): another arm on a topic of its own that stops would stand where it was unseen. So is a
         frame before such a topic has sent a message it merges: which joints it sends is known only then, and an
-        arm never seen would stand where the model draws it."""
+        arm never seen would stand where the model draws it. And one whose position is stamped more than
+        `joint_held` after it: that topic's stamps ran ahead, so its readings after, stamped behind that one, are
+        dropped (`backwards`) and the arm would be judged where it was then, as if fresh."""
         assert self._joint_t is not None and self.joints is not None  # called on frames, after the first message
         if self._unheard:
             m = self.mapping
@@ -1023,19 +1025,18 @@ class FrameAssembler:
                 f"no message merged from {', '.join(unheard)} yet: the joints it sends are unknown; frame stale",
             )
             return True
-        watched = self._watched
+        watched, limit = self._watched, self.limits.joint_held
         stamps = self._joint_t[: self._needed] if watched is None else self._joint_t[watched]
-        old: list[bool] = (t - stamps > self.limits.joint_held).tolist()
-        if not any(old):
+        ages = t - stamps
+        if not (abs(ages) > limit).any():
             return False
         joints = self.joints if watched is None else [self.joints[i] for i in watched.tolist()]
-        names = ", ".join(name for name, gone in zip(joints, old) if gone)
-        self._issue(
-            IssueKind.MISSING_JOINTS,
-            JOINTS,
-            t,
-            f"no position for {names} for more than {self.limits.joint_held:g} s; frame stale",
-        )
+        gone = ", ".join(name for name, age in zip(joints, ages.tolist()) if age > limit)
+        ahead = ", ".join(name for name, age in zip(joints, ages.tolist()) if age < -limit)
+        said = [f"no position for {gone} for more than {limit:g} s"] if gone else []
+        if ahead:  # its topic's stamps ran ahead: the readings behind that one are dropped as going backwards
+            said.append(f"the position of {ahead} is stamped more than {limit:g} s after the frame")
+        self._issue(IssueKind.MISSING_JOINTS, JOINTS, t, f"{'; '.join(said)}; frame stale")
         return True
 
     def _frozen(self, block: np.ndarray, t: float) -> bool:
