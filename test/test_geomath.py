@@ -17,6 +17,7 @@ from safety_monitor.frames import Pose
 from safety_monitor.grounding import _geomath
 from safety_monitor.grounding.fixtures import object_inside, object_supported_inside
 from safety_monitor.grounding.geometry import Box, BoxStack, norm
+from safety_monitor.grounding.grounder import Grounder
 from safety_monitor.grounding.motion import interpolate_rotation, quat_to_matrix, rotation_angle
 
 SIGNS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], dtype=float)
@@ -446,3 +447,86 @@ def test_joint_jumps_judge_as_numpy_does_with_one_stamp_or_one_per_joint():
         assert _geomath.joint_jumps(current, times, previous, before, rates) == want
     with pytest.raises(ValueError, match="joint_jumps: times: expected 3 stamps, got 2"):
         _geomath.joint_jumps(current, np.zeros(2), previous, 1.0, rates)
+
+
+def _usable_poses_oracle(objects, given, ages, limit, fallback):
+    """The Grounder's pass over the objects as it was written in Python."""
+    if not (given.keys() <= set(objects) and ages.keys() <= set(objects)):
+        return None
+    stale, usable, usable_ages = {}, {}, {}
+    for o in objects:
+        pose, age = given.get(o), float(ages.get(o, 0.0))
+        if pose is None:
+            stale[f"object_pose/{o}"] = math.inf
+        elif not math.isfinite(age) or age > limit:
+            stale[f"object_pose/{o}"] = age if math.isfinite(age) else math.inf
+        else:
+            try:
+                ok = _geomath.pose_usable(pose)
+            except TypeError:
+                ok = fallback(pose)
+            if ok:
+                usable[o], usable_ages[o] = pose, age
+    return usable, usable_ages, stale
+
+
+def test_usable_poses_sorts_each_object_as_the_grounder_did_in_python():
+    """Missing, old, NaN-aged, NaN and list poses, ages of several number types: the same usable poses and
+    ages and the same stale entries, in the objects' order; None when a pose or age names another object."""
+    rng = np.random.default_rng(13)
+    objects = ("mug", "plate", "cube", "bin")
+    keys = tuple(f"object_pose/{o}" for o in objects)
+    asked = []
+
+    def fallback(pose):
+        asked.append(pose)
+        return Grounder._pose_ok(pose)
+
+    for _ in range(500):
+        given, ages = {}, {}
+        for o in objects:
+            if rng.random() < 0.8:
+                position, quaternion = rng.normal(size=3), rng.normal(size=4)
+                if rng.random() < 0.1:
+                    position[1] = np.nan
+                pose = (
+                    Pose(position.tolist(), quaternion.tolist()) if rng.random() < 0.1 else Pose(position, quaternion)
+                )
+                given[o] = pose
+            if rng.random() < 0.8:
+                kinds = [rng.uniform(0.0, 0.3), math.inf, math.nan, 0, np.float32(0.05), np.float64(0.25), True]
+                ages[o] = kinds[rng.integers(len(kinds))]
+        if rng.random() < 0.05:
+            ages["banana"] = 0.1
+        stale: dict[str, float] = {}
+        got = _geomath.usable_poses(objects, keys, given, ages, 0.2, stale, fallback)
+        want = _usable_poses_oracle(objects, given, ages, 0.2, Grounder._pose_ok)
+        if want is None:
+            assert got is None
+            continue
+        usable, usable_ages, want_stale = want
+        assert got is not None
+        assert list(got[0].items()) == list(usable.items())
+        assert list(got[1].items()) == list(usable_ages.items())
+        assert all(type(age) is float for age in got[1].values())
+        assert list(stale.items()) == list(want_stale.items())
+    assert asked and all(isinstance(p.position, list) for p in asked)  # only poses it cannot read itself
+    with pytest.raises(TypeError, match="usable_poses: objects and stale_keys must be tuples of one length"):
+        _geomath.usable_poses(objects, keys[:2], {}, {}, 0.2, {}, fallback)
+
+
+def test_named_values_builds_the_dict_dict_zip_would_and_says_whether_every_value_is_finite():
+    names = ("a", "b", "a", "c")
+    values = np.array([1.0, 2.0, 3.0, 4.0])
+    assert _geomath.named_values(names, values) == (dict(zip(names, values.tolist())), True)
+    assert _geomath.named_values(list(names), values[::-1].copy())[0] == {"a": 2.0, "b": 3.0, "c": 1.0}
+    assert _geomath.named_values(names[:2], np.array([[0.0, 9.0], [np.inf, 9.0]])[:, 0]) == (
+        {"a": 0.0, "b": math.inf},
+        False,
+    )
+    with pytest.raises(ValueError, match="named_values: 4 names but 3 values"):
+        _geomath.named_values(names, values[:3])
+    with pytest.raises(TypeError, match="named_values: values: expected a numpy array"):
+        _geomath.named_values(names, [1.0, 2.0, 3.0, 4.0])
+    with pytest.raises(ValueError, match="named_values: values: expected a 1-d array of format d"):
+        _geomath.named_values(names, values.astype(np.float32))

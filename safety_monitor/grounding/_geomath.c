@@ -20,6 +20,10 @@
 /* A Pose's attribute names, interned once (PyObject_GetAttrString makes a new string on every call). */
 static PyObject *str_position, *str_quaternion;
 
+/* The grounder's per-frame passes, defined at the end of the file. */
+static PyObject *usable_poses(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+static PyObject *named_values(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+
 /* The array's data when it is a native-order, C-contiguous numpy array of `n` float64 values (that can be
  * written to, if asked); else NULL, with no error set: the caller takes the buffer-protocol path. */
 static double *fast_doubles(PyObject *obj, Py_ssize_t n, int writable)
@@ -413,29 +417,39 @@ static PyObject *pose_finite(PyObject *self, PyObject *const *args, Py_ssize_t n
     return PyBool_FromLong(isfinite(sum) && q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3] > 1e-12);
 }
 
+/* Whether `pose`'s values are usable when its position and quaternion are 1-D, C-contiguous float64 arrays of 3
+ * and 4 values (as every source gives them): 1 or 0 (pose_finite's test); -2 when they are something else
+ * (the caller's general path: shapes checked, other types converted); -1 with an error set (no such attribute). */
+static int flat_pose_usable(PyObject *pose)
+{
+    PyObject *position = PyObject_GetAttr(pose, str_position);
+    PyObject *quaternion = position == NULL ? NULL : PyObject_GetAttr(pose, str_quaternion);
+    int result = -1;
+    if (quaternion != NULL) {
+        const double *p = fast_doubles(position, 3, 0), *q = fast_doubles(quaternion, 4, 0);
+        if (p == NULL || q == NULL || PyArray_NDIM((PyArrayObject *)position) != 1 ||
+            PyArray_NDIM((PyArrayObject *)quaternion) != 1) {
+            result = -2;
+        } else {
+            double sum = (p[0] + p[1] + p[2]) + (q[0] + q[1] + q[2] + q[3]);
+            result = isfinite(sum) && q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3] > 1e-12;
+        }
+    }
+    Py_XDECREF(position);
+    Py_XDECREF(quaternion);
+    return result;
+}
+
 /* pose_usable(pose) -> bool: pose_finite of pose.position and pose.quaternion when both are 1-D, C-contiguous
  * float64 arrays of 3 and 4 values (as every source gives them); a TypeError otherwise, for the caller's
  * general path (shapes checked, other types converted). One call per object a frame instead of the shape
  * tests and attribute reads in Python. */
 static PyObject *pose_usable(PyObject *self, PyObject *pose)
 {
-    PyObject *position = PyObject_GetAttr(pose, str_position);
-    PyObject *quaternion = position == NULL ? NULL : PyObject_GetAttr(pose, str_quaternion);
-    PyObject *result = NULL;
-    if (quaternion != NULL) {
-        const double *p = fast_doubles(position, 3, 0), *q = fast_doubles(quaternion, 4, 0);
-        if (p == NULL || q == NULL || PyArray_NDIM((PyArrayObject *)position) != 1 ||
-            PyArray_NDIM((PyArrayObject *)quaternion) != 1) {
-            PyErr_SetString(PyExc_TypeError, "pose_usable: position and quaternion are not 1-D float64 arrays");
-        } else {
-            double sum = (p[0] + p[1] + p[2]) + (q[0] + q[1] + q[2] + q[3]);
-            result = PyBool_FromLong(isfinite(sum) &&
-                                     q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3] > 1e-12);
-        }
-    }
-    Py_XDECREF(position);
-    Py_XDECREF(quaternion);
-    return result;
+    int usable = flat_pose_usable(pose);
+    if (usable == -2)
+        PyErr_SetString(PyExc_TypeError, "pose_usable: position and quaternion are not 1-D float64 arrays");
+    return usable < 0 ? NULL : PyBool_FromLong(usable);
 }
 
 /* norm3(v) -> float: the Euclidean length of a 3-vector, sqrt((x*x + y*y) + z*z). Never fused into
@@ -1318,6 +1332,10 @@ static PyMethodDef methods[] = {
      "Some joint's velocity or effort beyond its limit: 1, 0, or -1 (unknown)."},
     {"entity_gaps", (PyCFunction)(void (*)(void))entity_gaps, METH_FASTCALL,
      "The twin's gaps per entity pair: (gaps, gripper_gaps, pairs)."},
+    {"usable_poses", (PyCFunction)(void (*)(void))usable_poses, METH_FASTCALL,
+     "The frame's usable object poses and their ages; the others' ages into stale."},
+    {"named_values", (PyCFunction)(void (*)(void))named_values, METH_FASTCALL,
+     "{name: value} of a float64 vector, and whether every value is finite."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1332,4 +1350,130 @@ PyMODINIT_FUNC PyInit__geomath(void)
     if (str_position == NULL || str_quaternion == NULL)
         return NULL;
     return PyModule_Create(&module);
+}
+
+/* ---- The grounder's per-frame passes over names, in one call each: walking a few names and dicts in Python
+ * cost several microseconds a frame (a dict built by dict(zip()) about 0.6 us an entry). ---- */
+
+/* A float for `value` as float() gives it: the object itself when it is a float, else a new one. */
+static PyObject *as_float(PyObject *value, double x)
+{
+    return PyFloat_CheckExact(value) ? Py_NewRef(value) : PyFloat_FromDouble(x);
+}
+
+/* usable_poses(objects, stale_keys, given, ages, limit, stale, fallback) -> (usable, usable_ages) or None
+ *
+ * The Grounder's pass over the described `objects` (a tuple of names; `stale_keys` their keys in `stale`, in
+ * the same order) for one frame: each one's pose in `given` and its age (s) in `ages` (dicts; a missing age
+ * is 0, an age any number). A missing pose goes to `stale` as inf, one older than `limit` (or whose age is not
+ * finite: inf) with its age; a pose whose values are usable (float64 arrays: pose_usable's test; any other
+ * values: `fallback(pose)`) goes to `usable` and its age to `usable_ages`, in the objects' order. None when
+ * `given` or `ages` names something that is not one of `objects` (the caller says what). */
+static PyObject *usable_poses(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs(nargs, 7, "usable_poses") < 0)
+        return NULL;
+    PyObject *objects = args[0], *keys = args[1], *given = args[2], *ages = args[3], *stale = args[5];
+    if (!PyTuple_Check(objects) || !PyTuple_Check(keys) || PyTuple_GET_SIZE(keys) != PyTuple_GET_SIZE(objects) ||
+        !PyDict_Check(given) || !PyDict_Check(ages) || !PyDict_Check(stale)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "usable_poses: objects and stale_keys must be tuples of one length, given, ages and stale dicts");
+        return NULL;
+    }
+    double limit = PyFloat_AsDouble(args[4]);
+    if (limit == -1.0 && PyErr_Occurred())
+        return NULL;
+    PyObject *usable = PyDict_New(), *usable_ages = PyDict_New(), *result = NULL;
+    if (usable == NULL || usable_ages == NULL)
+        goto done;
+    Py_ssize_t posed = 0, aged = 0; /* objects with a pose, with an age */
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(objects); i++) {
+        PyObject *o = PyTuple_GET_ITEM(objects, i), *key = PyTuple_GET_ITEM(keys, i);
+        PyObject *pose = PyDict_GetItemWithError(given, o);
+        if (pose == NULL && PyErr_Occurred())
+            goto done;
+        PyObject *age_value = PyDict_GetItemWithError(ages, o);
+        if (age_value == NULL && PyErr_Occurred())
+            goto done;
+        posed += pose != NULL;
+        aged += age_value != NULL;
+        double age = 0.0;
+        if (age_value != NULL && (age = PyFloat_AsDouble(age_value)) == -1.0 && PyErr_Occurred())
+            goto done;
+        PyObject *entry = NULL; /* the value for `stale` or `usable_ages` */
+        if (pose == NULL || !isfinite(age) || age > limit) {
+            entry = pose != NULL && isfinite(age) ? as_float(age_value, age) : PyFloat_FromDouble(INFINITY);
+            int failed = entry == NULL || PyDict_SetItem(stale, key, entry) < 0;
+            Py_XDECREF(entry);
+            if (failed)
+                goto done;
+            continue;
+        }
+        Py_INCREF(pose); /* the fallback runs Python code */
+        int ok = flat_pose_usable(pose);
+        if (ok == -2) {
+            PyObject *answer = PyObject_CallOneArg(args[6], pose);
+            ok = answer == NULL ? -1 : PyObject_IsTrue(answer);
+            Py_XDECREF(answer);
+        }
+        if (ok > 0) {
+            entry = age_value != NULL ? as_float(age_value, age) : PyFloat_FromDouble(0.0);
+            if (entry == NULL || PyDict_SetItem(usable, o, pose) < 0 || PyDict_SetItem(usable_ages, o, entry) < 0)
+                ok = -1;
+            Py_XDECREF(entry);
+        }
+        Py_DECREF(pose);
+        if (ok < 0)
+            goto done;
+    }
+    if (posed != PyDict_GET_SIZE(given) || aged != PyDict_GET_SIZE(ages))
+        result = Py_NewRef(Py_None);
+    else
+        result = PyTuple_Pack(2, usable, usable_ages);
+done:
+    Py_XDECREF(usable);
+    Py_XDECREF(usable_ages);
+    return result;
+}
+
+/* named_values(names, values) -> (dict, finite)
+ *
+ * {names[i]: values[i]} from a sequence of names and a 1-d float64 array of as many values (a name listed
+ * twice keeps its later value, as dict(zip()) does), and whether every value is finite. A TypeError or
+ * ValueError for anything else: the caller converts through numpy and says what is wrong. */
+static PyObject *named_values(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs(nargs, 2, "named_values") < 0)
+        return NULL;
+    View values = {0};
+    PyObject *names = NULL, *out = NULL, *result = NULL;
+    if (view_open(args[1], &values, 'd', 1, 0, "named_values: values") < 0)
+        goto done;
+    names = PySequence_Fast(args[0], "named_values: names must be a sequence");
+    if (names == NULL)
+        goto done;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(names);
+    if (values.b.shape[0] != n) {
+        PyErr_Format(PyExc_ValueError, "named_values: %zd names but %zd values", n, values.b.shape[0]);
+        goto done;
+    }
+    out = PyDict_New();
+    if (out == NULL)
+        goto done;
+    int finite = 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double x = get_d(at(&values, i));
+        finite = finite && isfinite(x);
+        PyObject *value = PyFloat_FromDouble(x);
+        int failed = value == NULL || PyDict_SetItem(out, PySequence_Fast_GET_ITEM(names, i), value) < 0;
+        Py_XDECREF(value);
+        if (failed)
+            goto done;
+    }
+    result = Py_BuildValue("(OO)", out, finite ? Py_True : Py_False);
+done:
+    Py_XDECREF(names);
+    Py_XDECREF(out);
+    view_close(&values);
+    return result;
 }

@@ -1,6 +1,6 @@
 """Types of the C kernels in _geomath.c (float64 arrays in, of the shapes named; any strides)."""
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -85,3 +85,13 @@ def entity_gaps(
     key_sorted: list[tuple[str, str]],
     key_gripper: list[tuple[str, ...]],
 ) -> tuple[dict[str, dict[str, float]], dict[str, float], list[tuple[str, str, float]]]: ...
+def usable_poses(
+    objects: tuple[str, ...],
+    stale_keys: tuple[str, ...],
+    given: dict[str, Any],
+    ages: dict[str, Any],
+    limit: float,
+    stale: dict[str, float],
+    fallback: Callable[[Any], bool],
+) -> tuple[dict[str, Any], dict[str, float]] | None: ...
+def named_values(names: Sequence[str], values: np.ndarray) -> tuple[dict[str, float], bool]: ...
