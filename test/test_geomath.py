@@ -530,3 +530,28 @@ def test_named_values_builds_the_dict_dict_zip_would_and_says_whether_every_valu
         _geomath.named_values(names, [1.0, 2.0, 3.0, 4.0])
     with pytest.raises(ValueError, match="named_values: values: expected a 1-d array of format d"):
         _geomath.named_values(names, values.astype(np.float32))
+
+
+def test_set_joints_writes_positions_then_followers_from_their_leaders_as_python_sums():
+    rng = np.random.default_rng(14)
+    pair = np.array([[5, 1], [6, 5]], dtype=np.int64)  # 6 follows 5, which follows 1: set in that order
+    poly = rng.normal(size=(2, 7))
+    for skip in (False, True):
+        qpos = rng.normal(size=8)
+        before = qpos.copy()
+        positions = rng.normal(size=4)
+        positions[2] = np.nan
+        src, adr = np.array([3, 2, 0], dtype=np.int64), np.array([1, 2, 4], dtype=np.int64)
+        _geomath.set_joints(qpos, positions, src, adr, skip, pair, poly)
+        want = before.copy()
+        want[1], want[4] = positions[3], positions[0]
+        want[2] = before[2] if skip else np.nan
+        for (follower, leader), (ref_f, ref_l, c0, c1, c2, c3, c4) in zip(pair.tolist(), poly.tolist()):
+            y = float(want[leader]) - ref_l
+            want[follower] = ref_f + c0 + y * (c1 + y * (c2 + y * (c3 + y * c4)))
+        assert qpos.tobytes() == want.tobytes()
+    no_followers = (np.empty((0, 2), dtype=np.int64), np.empty((0, 7)))
+    with pytest.raises(IndexError, match="set_joints: a joint index is outside the positions or qpos"):
+        _geomath.set_joints(qpos, positions, np.array([4]), np.array([0]), False, *no_followers)
+    with pytest.raises(TypeError, match="set_joints: positions: expected a numpy array"):
+        _geomath.set_joints(qpos, positions.tolist(), src, adr, False, *no_followers)

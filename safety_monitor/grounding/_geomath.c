@@ -23,6 +23,7 @@ static PyObject *str_position, *str_quaternion;
 /* The grounder's per-frame passes, defined at the end of the file. */
 static PyObject *usable_poses(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 static PyObject *named_values(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+static PyObject *set_joints(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 /* The array's data when it is a native-order, C-contiguous numpy array of `n` float64 values (that can be
  * written to, if asked); else NULL, with no error set: the caller takes the buffer-protocol path. */
@@ -1336,6 +1337,8 @@ static PyMethodDef methods[] = {
      "The frame's usable object poses and their ages; the others' ages into stale."},
     {"named_values", (PyCFunction)(void (*)(void))named_values, METH_FASTCALL,
      "{name: value} of a float64 vector, and whether every value is finite."},
+    {"set_joints", (PyCFunction)(void (*)(void))set_joints, METH_FASTCALL,
+     "A frame's joint positions into qpos, then the follower joints from their leaders."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1475,5 +1478,68 @@ done:
     Py_XDECREF(names);
     Py_XDECREF(out);
     view_close(&values);
+    return result;
+}
+
+/* set_joints(qpos, positions, src, adr, skip_nonfinite, follower_qpos, follower_poly) -> None
+ *
+ * A frame's joint positions into MuJoCo's qpos (float64, written in place): qpos[adr[i]] = positions[src[i]]
+ * (`positions` a 1-d float64 array, `src` and `adr` int64), a value that is not finite skipped (its joint
+ * stays where it was) when `skip_nonfinite`. Then each follower joint is set from its leader, in the rows'
+ * order: row k of `follower_qpos` (int64, (k, 2)) holds the (follower, leader) qpos addresses, row k of
+ * `follower_poly` (float64, (k, 7)) their reference positions and MuJoCo's joint-equality polynomial,
+ * follower = ref_f + c0 + y (c1 + y (c2 + y (c3 + y c4))) with y = leader - ref_l, summed as written. */
+static PyObject *set_joints(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs(nargs, 7, "set_joints") < 0)
+        return NULL;
+    int skip = PyObject_IsTrue(args[4]);
+    if (skip < 0)
+        return NULL;
+    View qpos = {0}, positions = {0}, src = {0}, adr = {0}, pair = {0}, poly = {0};
+    PyObject *result = NULL;
+    if (view_open(args[0], &qpos, 'd', 1, 1, "set_joints: qpos") < 0 ||
+        view_open(args[1], &positions, 'd', 1, 0, "set_joints: positions") < 0 ||
+        view_open(args[2], &src, 'l', 1, 0, "set_joints: src") < 0 ||
+        view_open(args[3], &adr, 'l', 1, 0, "set_joints: adr") < 0 ||
+        view_open(args[5], &pair, 'l', 2, 0, "set_joints: follower_qpos") < 0 ||
+        view_open(args[6], &poly, 'd', 2, 0, "set_joints: follower_poly") < 0)
+        goto done;
+    Py_ssize_t nq = qpos.b.shape[0], n = positions.b.shape[0], nf = pair.b.shape[0];
+    if (adr.b.shape[0] != src.b.shape[0] || pair.b.shape[1] != 2 || poly.b.shape[0] != nf || poly.b.shape[1] != 7) {
+        PyErr_SetString(PyExc_ValueError, "set_joints: src and adr, or the follower rows, do not match");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < src.b.shape[0]; i++) {
+        long long from = get_l(&src, at(&src, i)), to = get_l(&adr, at(&adr, i));
+        if (from < 0 || from >= n || to < 0 || to >= nq) {
+            PyErr_SetString(PyExc_IndexError, "set_joints: a joint index is outside the positions or qpos");
+            goto done;
+        }
+        double x = get_d(at(&positions, from));
+        if (isfinite(x) || !skip)
+            memcpy(at(&qpos, to), &x, 8);
+    }
+    for (Py_ssize_t k = 0; k < nf; k++) {
+        long long follower = get_l(&pair, at2(&pair, k, 0)), leader = get_l(&pair, at2(&pair, k, 1));
+        if (follower < 0 || follower >= nq || leader < 0 || leader >= nq) {
+            PyErr_SetString(PyExc_IndexError, "set_joints: a follower or leader address is outside qpos");
+            goto done;
+        }
+        double c[7];
+        for (int j = 0; j < 7; j++)
+            c[j] = get_d(at2(&poly, k, j));
+        double y = get_d(at(&qpos, leader)) - c[1];
+        double x = c[0] + c[2] + y * (c[3] + y * (c[4] + y * (c[5] + y * c[6])));
+        memcpy(at(&qpos, follower), &x, 8);
+    }
+    result = Py_NewRef(Py_None);
+done:
+    view_close(&qpos);
+    view_close(&positions);
+    view_close(&src);
+    view_close(&adr);
+    view_close(&pair);
+    view_close(&poly);
     return result;
 }

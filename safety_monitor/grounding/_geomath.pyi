@@ -95,3 +95,12 @@ def usable_poses(
     fallback: Callable[[Any], bool],
 ) -> tuple[dict[str, Any], dict[str, float]] | None: ...
 def named_values(names: Sequence[str], values: np.ndarray) -> tuple[dict[str, float], bool]: ...
+def set_joints(
+    qpos: np.ndarray,
+    positions: np.ndarray,
+    src: np.ndarray,
+    adr: np.ndarray,
+    skip_nonfinite: bool,
+    follower_qpos: np.ndarray,
+    follower_poly: np.ndarray,
+) -> None: ...
