@@ -744,8 +744,8 @@ static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t n
             double dx = get_d(at2(&xpos, ga, 0)) - get_d(at2(&xpos, gb, 0));
             double dy = get_d(at2(&xpos, ga, 1)) - get_d(at2(&xpos, gb, 1));
             double dz = get_d(at2(&xpos, ga, 2)) - get_d(at2(&xpos, gb, 2));
-            *at(&near, i) = sqrt(dx * dx + dy * dy + dz * dz) - get_d(at(&rbound, t)) <= margin &&
-                            bounds_within(&bounds, ga, gb, margin + 1e-9);
+            double within = get_d(at(&rbound, t)) + margin + 1e-9; /* squared: see may_touch */
+            *at(&near, i) = dx * dx + dy * dy + dz * dz <= within * within && bounds_within(&bounds, ga, gb, margin + 1e-9);
         }
     }
     for (Py_ssize_t i = 0; i < npairs; i++) {
@@ -886,16 +886,21 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
     if (bounds_open(&bounds, &xpos, &xmat, &aabb) < 0)
         goto done;
     int touch = 0;
+    /* A few hundred pairs a frame: the loop reads copies of the views, which no call can change, so their
+     * buffers and strides stay in registers, and compares the squared distance with the squared reach grown
+     * by another 1e-9 m (never narrower than the root's test, and no libm call per pair). */
+    const View pos = xpos, first = sa, second = sb, radii = rsum;
     for (Py_ssize_t k = 0; k < nsphere && !touch; k++) {
-        long long a = get_l(&sa, at(&sa, k)), b = get_l(&sb, at(&sb, k));
+        long long a = get_l(&first, at(&first, k)), b = get_l(&second, at(&second, k));
         if (a < 0 || b < 0 || a >= ngeom || b >= ngeom) {
             PyErr_SetString(PyExc_ValueError, "may_touch: a pair names a geom the model does not have");
             goto done;
         }
-        double dx = get_d(at2(&xpos, a, 0)) - get_d(at2(&xpos, b, 0));
-        double dy = get_d(at2(&xpos, a, 1)) - get_d(at2(&xpos, b, 1));
-        double dz = get_d(at2(&xpos, a, 2)) - get_d(at2(&xpos, b, 2));
-        touch = sqrt(dx * dx + dy * dy + dz * dz) <= get_d(at(&rsum, k)) + reach && bounds_within(&bounds, a, b, reach);
+        double dx = get_d(at2(&pos, a, 0)) - get_d(at2(&pos, b, 0));
+        double dy = get_d(at2(&pos, a, 1)) - get_d(at2(&pos, b, 1));
+        double dz = get_d(at2(&pos, a, 2)) - get_d(at2(&pos, b, 2));
+        double within = get_d(at(&radii, k)) + reach + 1e-9;
+        touch = dx * dx + dy * dy + dz * dz <= within * within && bounds_within(&bounds, a, b, reach);
     }
     for (Py_ssize_t k = 0; k < nplane && !touch; k++) {
         long long p = get_l(&plane, at(&plane, k)), g = get_l(&other, at(&other, k));
