@@ -8,6 +8,7 @@ values to rounding (numpy's matmul may sum in another order).
 from __future__ import annotations
 
 import array
+import bisect
 import math
 
 import numpy as np
@@ -18,7 +19,7 @@ from safety_monitor.grounding import _geomath
 from safety_monitor.grounding.fixtures import object_inside, object_supported_inside
 from safety_monitor.grounding.geometry import Box, BoxStack, norm
 from safety_monitor.grounding.grounder import Grounder
-from safety_monitor.grounding.motion import interpolate_rotation, quat_to_matrix, rotation_angle
+from safety_monitor.grounding.motion import Track, interpolate_rotation, point3, quat_to_matrix, rotation_angle
 
 SIGNS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], dtype=float)
 
@@ -555,3 +556,31 @@ def test_set_joints_writes_positions_then_followers_from_their_leaders_as_python
         _geomath.set_joints(qpos, positions, np.array([4]), np.array([0]), False, *no_followers)
     with pytest.raises(TypeError, match="set_joints: positions: expected a numpy array"):
         _geomath.set_joints(qpos, positions.tolist(), src, adr, False, *no_followers)
+
+
+def test_vector3_and_point3_give_the_floats_numpy_gives():
+    for v in (np.array([0.1, -2.0, 3e300]), np.arange(6.0)[::2], np.array([[1.0], [2.0], [3.0]])[:, 0]):
+        assert _geomath.vector3(v) == tuple(v.tolist()) and all(type(x) is float for x in _geomath.vector3(v))
+    same = (0.1, 0.2, 0.3)
+    assert _geomath.vector3(same) is same  # the tracks' own tuples pass as they are
+    for other in ([1.0, 2.0, 3.0], (1, 2, 3), np.array([1, 2, 3]), np.array([1.0, 2.0, 3.0], dtype=np.float32)):
+        with pytest.raises((TypeError, ValueError), match="vector3"):
+            _geomath.vector3(other)
+        assert point3(other) == tuple(np.asarray(other, dtype=float).tolist())
+        assert all(type(x) is float for x in point3(other))
+
+
+def test_a_track_drops_old_samples_as_the_bisection_rule_does():
+    """More than 64 samples older than the horizon: all but the newest of them are dropped, at the sample that
+    makes them 65 (asked without the bisection first), whatever the spacing of the samples."""
+    rng = np.random.default_rng(15)
+    track, times, t = Track(0.05), [], 0.0
+    for _ in range(3000):
+        t += float(rng.choice([0.0005, 0.002, 0.01, 0.03]))
+        assert track.add(t, rng.normal(size=3), np.eye(3))
+        times.append(t)
+        cut = bisect.bisect_right(times, t - 0.05) - 1
+        if cut > 64:
+            del times[:cut]
+        assert track.times == times and len(track.positions) == len(track.rotations) == len(times)
+    assert not track.add(t, np.zeros(3), np.eye(3))  # a repeat of the newest measurement
