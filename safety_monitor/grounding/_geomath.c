@@ -735,22 +735,32 @@ static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t n
     if (affected != Py_None) { /* only pairs with a moved geom change their bounds test or distance */
         if (bounds_open(&bounds, &xpos, &xmat, &aabb) < 0)
             goto done;
+        /* a hundred pairs and more a frame: buffers and strides in locals, as in may_touch's loop */
+        const char *pos = xpos.b.buf, *pairs_at = idx.b.buf, *first = sa.b.buf, *second = sb.b.buf;
+        const char *radii = rbound.b.buf;
+        const Py_ssize_t row = xpos.b.strides[0], col = xpos.b.strides[1], pairs_step = idx.b.strides[0],
+                         first_step = sa.b.strides[0], second_step = sb.b.strides[0], radii_step = rbound.b.strides[0];
         for (Py_ssize_t t = 0; t < idx.b.shape[0]; t++) {
-            long long i = get_l(&idx, at(&idx, t)), ga = get_l(&sa, at(&sa, t)), gb = get_l(&sb, at(&sb, t));
+            long long i, ga, gb; /* int64: view_open checked the kind */
+            memcpy(&i, pairs_at + t * pairs_step, 8);
+            memcpy(&ga, first + t * first_step, 8);
+            memcpy(&gb, second + t * second_step, 8);
             if (i < 0 || i >= npairs || ga < 0 || ga >= ngeom || gb < 0 || gb >= ngeom) {
                 PyErr_SetString(PyExc_ValueError, "entity_gaps: an affected pair is out of range");
                 goto done;
             }
             *at(&fresh, i) = 0;
-            double dx = get_d(at2(&xpos, ga, 0)) - get_d(at2(&xpos, gb, 0));
-            double dy = get_d(at2(&xpos, ga, 1)) - get_d(at2(&xpos, gb, 1));
-            double dz = get_d(at2(&xpos, ga, 2)) - get_d(at2(&xpos, gb, 2));
-            double within = get_d(at(&rbound, t)) + margin + 1e-9; /* squared: see may_touch */
+            const char *pa = pos + ga * row, *pb = pos + gb * row;
+            double dx = get_d(pa) - get_d(pb), dy = get_d(pa + col) - get_d(pb + col);
+            double dz = get_d(pa + 2 * col) - get_d(pb + 2 * col);
+            double within = get_d(radii + t * radii_step) + margin + 1e-9; /* squared: see may_touch */
             *at(&near, i) = dx * dx + dy * dy + dz * dz <= within * within && bounds_within(&bounds, ga, gb, margin + 1e-9);
         }
     }
+    const char *near_at = near.b.buf;
+    const Py_ssize_t near_step = near.b.strides[0];
     for (Py_ssize_t i = 0; i < npairs; i++) {
-        if (!*at(&near, i))
+        if (!near_at[i * near_step])
             continue;
         long long key = get_l(&pkey, at(&pkey, i));
         if (key < 0 || key >= nkeys) {
@@ -887,20 +897,25 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
     if (bounds_open(&bounds, &xpos, &xmat, &aabb) < 0)
         goto done;
     int touch = 0;
-    /* A few hundred pairs a frame: the loop reads copies of the views, which no call can change, so their
-     * buffers and strides stay in registers, and compares the squared distance with the squared reach grown
-     * by another 1e-9 m (never narrower than the root's test, and no libm call per pair). */
-    const View pos = xpos, first = sa, second = sb, radii = rsum;
+    /* A few hundred pairs a frame: the loop reads its arrays through buffers and strides held in locals (the
+     * views' strides live in memory that the call below might change, so they were reloaded every pair), and
+     * compares the squared distance with the squared reach grown by another 1e-9 m (never narrower than the
+     * root's test, and no libm call per pair). */
+    const char *pos = xpos.b.buf, *first = sa.b.buf, *second = sb.b.buf, *radii = rsum.b.buf;
+    const Py_ssize_t row = xpos.b.strides[0], col = xpos.b.strides[1], first_step = sa.b.strides[0],
+                     second_step = sb.b.strides[0], radii_step = rsum.b.strides[0];
     for (Py_ssize_t k = 0; k < nsphere && !touch; k++) {
-        long long a = get_l(&first, at(&first, k)), b = get_l(&second, at(&second, k));
+        long long a, b; /* int64: view_open checked the kind */
+        memcpy(&a, first + k * first_step, 8);
+        memcpy(&b, second + k * second_step, 8);
         if (a < 0 || b < 0 || a >= ngeom || b >= ngeom) {
             PyErr_SetString(PyExc_ValueError, "may_touch: a pair names a geom the model does not have");
             goto done;
         }
-        double dx = get_d(at2(&pos, a, 0)) - get_d(at2(&pos, b, 0));
-        double dy = get_d(at2(&pos, a, 1)) - get_d(at2(&pos, b, 1));
-        double dz = get_d(at2(&pos, a, 2)) - get_d(at2(&pos, b, 2));
-        double within = get_d(at(&radii, k)) + reach + 1e-9;
+        const char *pa = pos + a * row, *pb = pos + b * row;
+        double dx = get_d(pa) - get_d(pb), dy = get_d(pa + col) - get_d(pb + col);
+        double dz = get_d(pa + 2 * col) - get_d(pb + 2 * col);
+        double within = get_d(radii + k * radii_step) + reach + 1e-9;
         touch = dx * dx + dy * dy + dz * dz <= within * within && bounds_within(&bounds, a, b, reach);
     }
     for (Py_ssize_t k = 0; k < nplane && !touch; k++) {
