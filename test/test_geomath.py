@@ -235,6 +235,7 @@ def test_entity_gaps_names_a_wrong_array():
         twin._key_names,
         twin._key_sorted,
         twin._key_gripper,
+        [None, None],
     ]
     with pytest.raises(ValueError, match="entity_gaps: pair_near: expected a 1-d array of format"):
         _geomath.entity_gaps(*args)

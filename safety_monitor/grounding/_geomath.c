@@ -615,7 +615,7 @@ static inline int bounds_within(GeomBounds *gb, long long a, long long b, double
 
 /* entity_gaps(ncon, contact_geom, contact_dist, contact_key, affected, geom_xpos, geom_xmat, geom_aabb,
  *             pair_near, pair_fresh, pair_key, pa, pb, pair_gap, margin, measure, model, data, key_names,
- *             key_sorted, key_gripper)
+ *             key_sorted, key_gripper, last)
  *   -> (gaps, gripper_gaps, pairs)
  *
  * The kinematic twin's smallest signed gap per entity pair, and the three maps FrameGeometry holds.
@@ -630,22 +630,27 @@ static inline int bounds_within(GeomBounds *gb, long long a, long long b, double
  * Python call per pair; the addresses must be live, which the caller (the twin, owning both) guarantees.
  * The maps list the keys in ascending order, so they depend on which contacts there are, not on their order.
  * `gaps` has every pair both ways round; `pairs` (a, b, gap) with a < b; `gripper_gaps` the smallest gap
- * from a gripper part to each entity (`key_gripper[key]`: the entities of that key a gripper part faces). */
+ * from a gripper part to each entity (`key_gripper[key]`: the entities of that key a gripper part faces).
+ * `last` is a list [keys and gaps packed, maps] kept between calls: a call whose keys and gaps are the last
+ * call's, bit for bit (a third of the frames: only resting pairs near), returns the last call's maps, the same
+ * objects (read-only, as FrameGeometry hands them out), instead of building them again. */
 /* mj_geomDistance(const mjModel *m, mjData *d, int geom1, int geom2, mjtNum distmax, mjtNum fromto[6]) */
 typedef double (*GeomDistance)(const void *, void *, int, int, double, double *);
 
 static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (check_nargs(nargs, 21, "entity_gaps") < 0)
+    if (check_nargs(nargs, 22, "entity_gaps") < 0)
         return NULL;
     Py_ssize_t ncon = PyLong_AsSsize_t(args[0]);
     double margin = PyFloat_AsDouble(args[14]);
     if (PyErr_Occurred())
         return NULL;
     PyObject *affected = args[4], *measure = args[15], *model = args[16], *data = args[17];
-    PyObject *key_names = args[18], *key_sorted = args[19], *key_gripper = args[20];
-    if (!PyList_Check(key_names) || !PyList_Check(key_sorted) || !PyList_Check(key_gripper)) {
-        PyErr_SetString(PyExc_TypeError, "entity_gaps: key_names, key_sorted and key_gripper must be lists");
+    PyObject *key_names = args[18], *key_sorted = args[19], *key_gripper = args[20], *last = args[21];
+    if (!PyList_Check(key_names) || !PyList_Check(key_sorted) || !PyList_Check(key_gripper) || !PyList_Check(last) ||
+        PyList_GET_SIZE(last) != 2) {
+        PyErr_SetString(PyExc_TypeError,
+                        "entity_gaps: key_names, key_sorted and key_gripper must be lists, last a list of two");
         return NULL;
     }
     View geom = {0}, dist = {0}, ckey = {0}, idx = {0}, sa = {0}, sb = {0}, rbound = {0}, xpos = {0}, xmat = {0};
@@ -654,7 +659,7 @@ static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t n
     GeomBounds bounds = {0};
     double *value = NULL;
     Py_ssize_t *order = NULL, count = 0;
-    PyObject *gaps = NULL, *gripper = NULL, *pairs = NULL, *result = NULL;
+    PyObject *gaps = NULL, *gripper = NULL, *pairs = NULL, *packed = NULL, *result = NULL;
     if ((ncon > 0 && (view_open(args[1], &geom, 'i', 2, 0, "entity_gaps: contact_geom") < 0 ||
                       view_open(args[2], &dist, 'd', 1, 0, "entity_gaps: contact_dist") < 0)) ||
         view_open(args[3], &ckey, 'l', 2, 0, "entity_gaps: contact_key") < 0 ||
@@ -815,6 +820,20 @@ static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t n
             order[m] = order[m - 1];
         order[m] = key;
     }
+    packed = PyBytes_FromStringAndSize(NULL, count * 16); /* (key, gap) per key, as int64 and float64 */
+    if (packed == NULL)
+        goto done;
+    for (Py_ssize_t n = 0; n < count; n++) {
+        long long key = order[n];
+        memcpy(PyBytes_AS_STRING(packed) + 16 * n, &key, 8);
+        memcpy(PyBytes_AS_STRING(packed) + 16 * n + 8, &value[key], 8);
+    }
+    PyObject *before = PyList_GET_ITEM(last, 0);
+    if (PyBytes_Check(before) && PyBytes_GET_SIZE(before) == count * 16 &&
+        memcmp(PyBytes_AS_STRING(before), PyBytes_AS_STRING(packed), (size_t)count * 16) == 0) {
+        result = Py_NewRef(PyList_GET_ITEM(last, 1));
+        goto done;
+    }
     gaps = PyDict_New(), gripper = PyDict_New(), pairs = PyList_New(0);
     if (gaps == NULL || gripper == NULL || pairs == NULL)
         goto done;
@@ -848,10 +867,13 @@ static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t n
             goto done;
     }
     result = PyTuple_Pack(3, gaps, gripper, pairs);
+    if (result != NULL && (PyList_SetItem(last, 0, Py_NewRef(packed)) < 0 || PyList_SetItem(last, 1, Py_NewRef(result)) < 0))
+        Py_CLEAR(result);
 done:
     Py_XDECREF(gaps);
     Py_XDECREF(gripper);
     Py_XDECREF(pairs);
+    Py_XDECREF(packed);
     PyMem_Free(value);
     PyMem_Free(order);
     bounds_close(&bounds);

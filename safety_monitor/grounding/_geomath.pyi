@@ -84,6 +84,7 @@ def entity_gaps(
     key_names: list[tuple[str, str]],
     key_sorted: list[tuple[str, str]],
     key_gripper: list[tuple[str, ...]],
+    last: list[Any],
 ) -> tuple[dict[str, dict[str, float]], dict[str, float], list[tuple[str, str, float]]]: ...
 def usable_poses(
     objects: tuple[str, ...],

@@ -179,6 +179,8 @@ class KinematicTwin:
             self.margin,
         )
         self._gap_names = (self._key_names, self._key_sorted, self._key_gripper)
+        # the last call's keys and gaps packed, with the maps it built (handed out again while they hold)
+        self._last_maps: list[Any] = [None, None]
         self._boxes_still = [False] * len(self._box_builders)  # no box's body moved
         self._object_slots = tuple(self._object_qpos.items())  # (object, address of its free joint's qpos)
         self._parked = {
@@ -222,13 +224,14 @@ class KinematicTwin:
         self.forget()
 
     def forget(self) -> None:
-        """Drop the distances and boxes kept from earlier frames: the next compute measures everything
-        (needed only after changing the model or data by hand)."""
+        """Drop the distances, boxes and gap maps kept from earlier frames: the next compute measures and builds
+        everything (needed only after changing the model or data by hand)."""
         self._qpos_bits[:] = -1
         self._pair_fresh[:] = False
         self._contacts.forget()
         self._boxes.clear()
         self._last_boxes = None
+        self._last_maps[:] = (None, None)
 
     # ------------------------------------------------------------------------------------------------
     def compute(
@@ -384,7 +387,8 @@ class KinematicTwin:
         and the per-pair list built in the same pass. Touching pairs come from the contact list
         (`contacts`: count, geom pairs, distances), measured pairs from mj_geomDistance (candidates within the
         report margin by bounding sphere and box; a pair not among the `affected` ones, neither of whose geoms
-        moved since it was last measured, keeps that distance). The walk is C (`_geomath.entity_gaps`)."""
+        moved since it was last measured, keeps that distance). The walk is C (`_geomath.entity_gaps`); a frame
+        whose gaps are all the last frame's gets the last frame's maps again (read-only, as the boxes)."""
         return _geomath.entity_gaps(
             contacts[0],
             contacts[1],
@@ -394,6 +398,7 @@ class KinematicTwin:
             *self._gap_pairs,
             *self._measure,
             *self._gap_names,
+            self._last_maps,
         )
 
     def _plan(self, key: bytes) -> _Plan:
