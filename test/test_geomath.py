@@ -14,7 +14,7 @@ import math
 import numpy as np
 import pytest
 
-from safety_monitor.frames import Pose
+from safety_monitor.frames import Pose, Wrench
 from safety_monitor.grounding import _geomath
 from safety_monitor.grounding.fixtures import object_inside, object_supported_inside
 from safety_monitor.grounding.geometry import Box, BoxStack, norm
@@ -585,3 +585,21 @@ def test_a_track_drops_old_samples_as_the_bisection_rule_does():
             del times[:cut]
         assert track.times == times and len(track.positions) == len(track.rotations) == len(times)
     assert not track.add(t, np.zeros(3), np.eye(3))  # a repeat of the newest measurement
+
+
+@pytest.mark.parametrize(
+    ("force", "torque", "finite"),
+    [
+        ([0.1, -2.0, 3.0], [0.0, 0.0, 0.0], True),
+        ([1e300, 1e300, 1e300], [0.0, 0.0, 1e300], True),  # huge but finite (their norm overflows)
+        ([0.1, math.nan, 3.0], [0.0, 0.0, 0.0], False),
+        ([0.1, 2.0, 3.0], [0.0, -math.inf, 0.0], False),
+    ],
+)
+def test_wrench_finite_reads_every_value_of_float64_wrenches_and_leaves_the_rest(force, torque, finite):
+    assert _geomath.wrench_finite(Wrench(np.array(force), np.array(torque))) is finite
+    assert _geomath.wrench_finite(Wrench(np.array([force]).T[:, 0], np.array(torque))) is finite  # strided
+    with pytest.raises(TypeError, match="wrench_finite: force: expected a float64 array, got list"):
+        _geomath.wrench_finite(Wrench(force, np.array(torque)))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="wrench_finite: torque: expected 3 float64 values"):
+        _geomath.wrench_finite(Wrench(np.array(force), np.zeros(3, dtype=np.float32)))

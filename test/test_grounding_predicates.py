@@ -1135,6 +1135,7 @@ def test_frames_of_lists_and_other_mappings_ground_as_arrays_and_dicts_do():
             s.missing = {"cube"} if 20 <= k < 24 else set()
             s.ages = {"mug": 0.3} if 25 <= k < 28 else {"plate": 0.01}
             s.pos["plate"][0] = math.nan if k == 30 else 0.0
+            s.wrench = Wrench(np.array([0.0, math.inf if k == 33 else 1.0, 0.0]), np.zeros(3))
             if k == 10:
                 s.grasp()
         st = b.state()
@@ -1145,6 +1146,7 @@ def test_frames_of_lists_and_other_mappings_ground_as_arrays_and_dicts_do():
                 {o: Pose(p.position.tolist(), p.quaternion.astype(np.float32)) for o, p in st.object_poses.items()}
             ),
             object_ages=MappingProxyType(dict(st.object_ages)),
+            wrench=Wrench(st.wrench.force.tolist(), st.wrench.torque.astype(np.float32)),
         )
         assert b.g.step(listed, b.geometry()) == a.step()
         b.k += 1

@@ -25,6 +25,7 @@ static PyObject *usable_poses(PyObject *self, PyObject *const *args, Py_ssize_t 
 static PyObject *named_values(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 static PyObject *set_joints(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 static PyObject *vector3(PyObject *self, PyObject *v);
+static PyObject *wrench_finite(PyObject *self, PyObject *wrench);
 
 /* The array's data when it is a native-order, C-contiguous numpy array of `n` float64 values (that can be
  * written to, if asked); else NULL, with no error set: the caller takes the buffer-protocol path. */
@@ -1383,6 +1384,7 @@ static PyMethodDef methods[] = {
     {"set_joints", (PyCFunction)(void (*)(void))set_joints, METH_FASTCALL,
      "A frame's joint positions into qpos, then the follower joints from their leaders."},
     {"vector3", (PyCFunction)vector3, METH_O, "A float64 3-vector's values as a tuple of floats."},
+    {"wrench_finite", (PyCFunction)wrench_finite, METH_O, "Every force and torque value of a float64 wrench is finite."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1600,4 +1602,28 @@ static PyObject *vector3(PyObject *self, PyObject *v)
     if (load(v, x, 3, "vector3") < 0)
         return NULL;
     return Py_BuildValue("(ddd)", x[0], x[1], x[2]);
+}
+
+/* wrench_finite(wrench) -> bool: every value of wrench.force and wrench.torque finite, when both are float64
+ * arrays of 3 values (any strides); a TypeError or ValueError otherwise, for the caller's general path. */
+static PyObject *wrench_finite(PyObject *self, PyObject *wrench)
+{
+    static PyObject *str_force = NULL, *str_torque = NULL; /* interned on first use */
+    if (str_force == NULL && (str_force = PyUnicode_InternFromString("force")) == NULL)
+        return NULL;
+    if (str_torque == NULL && (str_torque = PyUnicode_InternFromString("torque")) == NULL)
+        return NULL;
+    double v[6];
+    PyObject *force = PyObject_GetAttr(wrench, str_force);
+    PyObject *torque = force == NULL ? NULL : PyObject_GetAttr(wrench, str_torque);
+    int failed = torque == NULL || load(force, v, 3, "wrench_finite: force") < 0 ||
+                 load(torque, v + 3, 3, "wrench_finite: torque") < 0;
+    Py_XDECREF(force);
+    Py_XDECREF(torque);
+    if (failed)
+        return NULL;
+    int finite = 1;
+    for (int i = 0; i < 6; i++)
+        finite = finite && isfinite(v[i]);
+    return PyBool_FromLong(finite);
 }

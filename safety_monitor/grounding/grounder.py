@@ -228,7 +228,8 @@ class Grounder:
                 self._unplaced, self._placing = False, self.warmup_frames
         if geometry is None:
             carried = self._carried(state, poses, ages) if self._grasp.held else None  # most frames: none held
-            geometry = self.twin.compute(state.joint_names, state.joint_position, poses, carried, base)
+            twin = self._twin if self._twin is not None else self.twin  # (the property builds it on first use)
+            geometry = twin.compute(state.joint_names, state.joint_position, poses, carried, base)
         else:
             geometry = geometry.forget(frozenset(o for o in self.robot.objects if o not in poses))
         speed, slip = self._object_motion(state, poses, ages, geometry)
@@ -237,17 +238,22 @@ class Grounder:
             fractions[f] = fraction = open_fraction(joints[joint])
             history.append(fraction)
             deltas[f] = fraction - history[0] if len(history) == history.maxlen else None
-        inp = FrameInputs(  # by position: keywords cost 0.4 us a frame
-            state.t,  # t
-            frame,  # frame
-            geometry,  # geometry
-            self.robot.gripper.closed(joints),  # gripper_closed
-            fractions,  # fixture_fraction
-            deltas,  # fixture_delta
-            speed,  # object_speed
-            slip,  # object_slip
-            wrench,  # wrench
-            frozenset(state.events),  # events
+        # by position, through tuple.__new__ itself: the NamedTuple's own __new__ is a Python call (2 thousand
+        # instructions a frame), keywords cost more again
+        inp = _new_tuple(
+            FrameInputs,
+            (
+                state.t,  # t
+                frame,  # frame
+                geometry,  # geometry
+                self.robot.gripper.closed(joints),  # gripper_closed
+                fractions,  # fixture_fraction
+                deltas,  # fixture_delta
+                speed,  # object_speed
+                slip,  # object_slip
+                wrench,  # wrench
+                frozenset(state.events),  # events
+            ),
         )
         by_grasp = self._grasp.step(inp)  # the families in dependency order
         by_fixtures = self._fixtures.step(inp)
@@ -398,7 +404,11 @@ class Grounder:
         if not math.isfinite(age) or age > self.thresholds.max_age_s.wrench:
             stale["wrench"] = age if math.isfinite(age) else math.inf
             return None
-        return w if _finite_wrench(w) else None
+        try:  # float64 3-vectors, as every source gives them: checked in one call
+            finite = _geomath.wrench_finite(w)
+        except (TypeError, ValueError):
+            finite = _finite_wrench(w)
+        return w if finite else None
 
     def _carried(self, state: RobotState, poses: Mapping[str, Pose], ages: Mapping[str, float]) -> Carry | None:
         """Objects held on the previous frame whose pose is older than this frame: given this frame's
@@ -510,17 +520,12 @@ class _ObjectMotion:
         self.speed: tuple[float, float] | None = None
 
 
+_new_tuple = tuple.__new__  # builds a NamedTuple from its values without the class's Python __new__
 _BEYOND_REACH = (math.inf, math.inf)  # the drift of an object beyond reach of the hand (one tuple for all frames)
 
 
 def _finite_wrench(w: Wrench) -> bool:
-    """Every force and torque value finite: at once when both are float64 3-vectors of finite length (the
-    common case; two C calls where reading the six values into Python took 1.8 us), else value by value."""
-    try:
-        if math.isfinite(_geomath.norm3(w.force) + _geomath.norm3(w.torque)):
-            return True
-    except (TypeError, ValueError):  # not float64 3-vectors
-        pass
+    """Every force and torque value finite, value by value (any array-like values)."""
     values = np.asarray(w.force, dtype=float).ravel().tolist() + np.asarray(w.torque, dtype=float).ravel().tolist()
     return all(map(math.isfinite, values))
 
