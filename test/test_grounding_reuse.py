@@ -78,6 +78,38 @@ def test_the_gap_maps_are_handed_out_again_only_while_every_gap_is_the_same():
     assert 100 < again < len(states) - 100
 
 
+def test_a_frame_where_nothing_moved_gets_the_last_geometry_again(states):
+    """The same joints and poses as the last compute (the arm at rest between pose updates): the same
+    FrameGeometry object; a joint or pose that moved, an object that became unknown, or forget(): a new one,
+    equal to what a fresh twin computes."""
+    twin, fresh = load_default_grounder(RATE).twin, load_default_grounder(RATE).twin
+    s = states[300]
+
+    def geometry(joints, poses):
+        fresh.forget()
+        want = fresh.compute(s.joint_names, joints, poses)
+        got = twin.compute(s.joint_names, joints, poses)
+        assert (got.ee_position.tolist(), got.gaps, got.object_boxes.keys(), got.unknown) == (
+            want.ee_position.tolist(),
+            want.gaps,
+            want.object_boxes.keys(),
+            want.unknown,
+        )
+        return got
+
+    first = geometry(s.joint_position, s.object_poses)
+    assert geometry(s.joint_position.copy(), dict(s.object_poses)) is first
+    moved = s.joint_position.copy()
+    moved[0] += 1e-6
+    assert geometry(moved, s.object_poses) is not first
+    again = geometry(moved, s.object_poses)
+    without_plate = {o: p for o, p in s.object_poses.items() if o != "plate"}
+    assert geometry(moved, without_plate) is not again and geometry(moved, without_plate).unknown == {"plate"}
+    last = geometry(moved, without_plate)
+    twin.forget()
+    assert geometry(moved, without_plate) is not last
+
+
 def test_a_restarted_grounder_grounds_the_next_recording_as_a_new_one_would(states):
     """Replay keeps one grounder per process and restarts it for each bag: after a grasp and a carry (the cube
     held, moved, the twin's MjData and kept geometry where the carry left them) it is as a new one."""
