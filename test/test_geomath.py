@@ -8,17 +8,19 @@ values to rounding (numpy's matmul may sum in another order).
 from __future__ import annotations
 
 import array
+import bisect
 import math
 import types
 
 import numpy as np
 import pytest
 
-from safety_monitor.frames import Pose
+from safety_monitor.frames import Pose, Wrench
 from safety_monitor.grounding import _geomath
 from safety_monitor.grounding.fixtures import object_inside, object_supported_inside
 from safety_monitor.grounding.geometry import Box, BoxStack, norm
-from safety_monitor.grounding.motion import interpolate_rotation, quat_to_matrix, rotation_angle
+from safety_monitor.grounding.grounder import Grounder
+from safety_monitor.grounding.motion import Track, interpolate_rotation, point3, quat_to_matrix, rotation_angle
 
 SIGNS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], dtype=float)
 
@@ -234,6 +236,7 @@ def test_entity_gaps_names_a_wrong_array():
         twin._key_names,
         twin._key_sorted,
         twin._key_gripper,
+        [None, None],
     ]
     with pytest.raises(ValueError, match="entity_gaps: pair_near: expected a 1-d array of format"):
         _geomath.entity_gaps(*args)
@@ -467,3 +470,157 @@ def test_joint_jumps_judge_as_numpy_does_with_one_stamp_or_one_per_joint():
         assert _geomath.joint_jumps(current, times, previous, before, rates) == want
     with pytest.raises(ValueError, match="joint_jumps: times: expected 3 stamps, got 2"):
         _geomath.joint_jumps(current, np.zeros(2), previous, 1.0, rates)
+
+
+def _usable_poses_oracle(objects, given, ages, limit, fallback):
+    """The Grounder's pass over the objects as it was written in Python."""
+    if not (given.keys() <= set(objects) and ages.keys() <= set(objects)):
+        return None
+    stale, usable, usable_ages = {}, {}, {}
+    for o in objects:
+        pose, age = given.get(o), float(ages.get(o, 0.0))
+        if pose is None:
+            stale[f"object_pose/{o}"] = math.inf
+        elif not math.isfinite(age) or age > limit:
+            stale[f"object_pose/{o}"] = age if math.isfinite(age) else math.inf
+        else:
+            try:
+                ok = _geomath.pose_usable(pose)
+            except TypeError:
+                ok = fallback(pose)
+            if ok:
+                usable[o], usable_ages[o] = pose, age
+    return usable, usable_ages, stale
+
+
+def test_usable_poses_sorts_each_object_as_the_grounder_did_in_python():
+    """Missing, old, NaN-aged, NaN and list poses, ages of several number types: the same usable poses and
+    ages and the same stale entries, in the objects' order; None when a pose or age names another object."""
+    rng = np.random.default_rng(13)
+    objects = ("mug", "plate", "cube", "bin")
+    keys = tuple(f"object_pose/{o}" for o in objects)
+    asked = []
+
+    def fallback(pose):
+        asked.append(pose)
+        return Grounder._pose_ok(pose)
+
+    for _ in range(500):
+        given, ages = {}, {}
+        for o in objects:
+            if rng.random() < 0.8:
+                position, quaternion = rng.normal(size=3), rng.normal(size=4)
+                if rng.random() < 0.1:
+                    position[1] = np.nan
+                pose = (
+                    Pose(position.tolist(), quaternion.tolist()) if rng.random() < 0.1 else Pose(position, quaternion)
+                )
+                given[o] = pose
+            if rng.random() < 0.8:
+                kinds = [rng.uniform(0.0, 0.3), math.inf, math.nan, 0, np.float32(0.05), np.float64(0.25), True]
+                ages[o] = kinds[rng.integers(len(kinds))]
+        if rng.random() < 0.05:
+            ages["banana"] = 0.1
+        stale: dict[str, float] = {}
+        got = _geomath.usable_poses(objects, keys, given, ages, 0.2, stale, fallback)
+        want = _usable_poses_oracle(objects, given, ages, 0.2, Grounder._pose_ok)
+        if want is None:
+            assert got is None
+            continue
+        usable, usable_ages, want_stale = want
+        assert got is not None
+        assert list(got[0].items()) == list(usable.items())
+        assert list(got[1].items()) == list(usable_ages.items())
+        assert all(type(age) is float for age in got[1].values())
+        assert list(stale.items()) == list(want_stale.items())
+    assert asked and all(isinstance(p.position, list) for p in asked)  # only poses it cannot read itself
+    with pytest.raises(TypeError, match="usable_poses: objects and stale_keys must be tuples of one length"):
+        _geomath.usable_poses(objects, keys[:2], {}, {}, 0.2, {}, fallback)
+
+
+def test_named_values_builds_the_dict_dict_zip_would_and_says_whether_every_value_is_finite():
+    names = ("a", "b", "a", "c")
+    values = np.array([1.0, 2.0, 3.0, 4.0])
+    assert _geomath.named_values(names, values) == (dict(zip(names, values.tolist())), True)
+    assert _geomath.named_values(list(names), values[::-1].copy())[0] == {"a": 2.0, "b": 3.0, "c": 1.0}
+    assert _geomath.named_values(names[:2], np.array([[0.0, 9.0], [np.inf, 9.0]])[:, 0]) == (
+        {"a": 0.0, "b": math.inf},
+        False,
+    )
+    with pytest.raises(ValueError, match="named_values: 4 names but 3 values"):
+        _geomath.named_values(names, values[:3])
+    with pytest.raises(TypeError, match="named_values: values: expected a numpy array"):
+        _geomath.named_values(names, [1.0, 2.0, 3.0, 4.0])
+    with pytest.raises(ValueError, match="named_values: values: expected a 1-d array of format d"):
+        _geomath.named_values(names, values.astype(np.float32))
+
+
+def test_set_joints_writes_positions_then_followers_from_their_leaders_as_python_sums():
+    rng = np.random.default_rng(14)
+    pair = np.array([[5, 1], [6, 5]], dtype=np.int64)  # 6 follows 5, which follows 1: set in that order
+    poly = rng.normal(size=(2, 7))
+    for skip in (False, True):
+        qpos = rng.normal(size=8)
+        before = qpos.copy()
+        positions = rng.normal(size=4)
+        positions[2] = np.nan
+        src, adr = np.array([3, 2, 0], dtype=np.int64), np.array([1, 2, 4], dtype=np.int64)
+        _geomath.set_joints(qpos, positions, src, adr, skip, pair, poly)
+        want = before.copy()
+        want[1], want[4] = positions[3], positions[0]
+        want[2] = before[2] if skip else np.nan
+        for (follower, leader), (ref_f, ref_l, c0, c1, c2, c3, c4) in zip(pair.tolist(), poly.tolist()):
+            y = float(want[leader]) - ref_l
+            want[follower] = ref_f + c0 + y * (c1 + y * (c2 + y * (c3 + y * c4)))
+        assert qpos.tobytes() == want.tobytes()
+    no_followers = (np.empty((0, 2), dtype=np.int64), np.empty((0, 7)))
+    with pytest.raises(IndexError, match="set_joints: a joint index is outside the positions or qpos"):
+        _geomath.set_joints(qpos, positions, np.array([4]), np.array([0]), False, *no_followers)
+    with pytest.raises(TypeError, match="set_joints: positions: expected a numpy array"):
+        _geomath.set_joints(qpos, positions.tolist(), src, adr, False, *no_followers)
+
+
+def test_vector3_and_point3_give_the_floats_numpy_gives():
+    for v in (np.array([0.1, -2.0, 3e300]), np.arange(6.0)[::2], np.array([[1.0], [2.0], [3.0]])[:, 0]):
+        assert _geomath.vector3(v) == tuple(v.tolist()) and all(type(x) is float for x in _geomath.vector3(v))
+    same = (0.1, 0.2, 0.3)
+    assert _geomath.vector3(same) is same  # the tracks' own tuples pass as they are
+    for other in ([1.0, 2.0, 3.0], (1, 2, 3), np.array([1, 2, 3]), np.array([1.0, 2.0, 3.0], dtype=np.float32)):
+        with pytest.raises((TypeError, ValueError), match="vector3"):
+            _geomath.vector3(other)
+        assert point3(other) == tuple(np.asarray(other, dtype=float).tolist())
+        assert all(type(x) is float for x in point3(other))
+
+
+def test_a_track_drops_old_samples_as_the_bisection_rule_does():
+    """More than 64 samples older than the horizon: all but the newest of them are dropped, at the sample that
+    makes them 65 (asked without the bisection first), whatever the spacing of the samples."""
+    rng = np.random.default_rng(15)
+    track, times, t = Track(0.05), [], 0.0
+    for _ in range(3000):
+        t += float(rng.choice([0.0005, 0.002, 0.01, 0.03]))
+        assert track.add(t, rng.normal(size=3), np.eye(3))
+        times.append(t)
+        cut = bisect.bisect_right(times, t - 0.05) - 1
+        if cut > 64:
+            del times[:cut]
+        assert track.times == times and len(track.positions) == len(track.rotations) == len(times)
+    assert not track.add(t, np.zeros(3), np.eye(3))  # a repeat of the newest measurement
+
+
+@pytest.mark.parametrize(
+    ("force", "torque", "finite"),
+    [
+        ([0.1, -2.0, 3.0], [0.0, 0.0, 0.0], True),
+        ([1e300, 1e300, 1e300], [0.0, 0.0, 1e300], True),  # huge but finite (their norm overflows)
+        ([0.1, math.nan, 3.0], [0.0, 0.0, 0.0], False),
+        ([0.1, 2.0, 3.0], [0.0, -math.inf, 0.0], False),
+    ],
+)
+def test_wrench_finite_reads_every_value_of_float64_wrenches_and_leaves_the_rest(force, torque, finite):
+    assert _geomath.wrench_finite(Wrench(np.array(force), np.array(torque))) is finite
+    assert _geomath.wrench_finite(Wrench(np.array([force]).T[:, 0], np.array(torque))) is finite  # strided
+    with pytest.raises(TypeError, match="wrench_finite: force: expected a float64 array, got list"):
+        _geomath.wrench_finite(Wrench(force, np.array(torque)))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="wrench_finite: torque: expected 3 float64 values"):
+        _geomath.wrench_finite(Wrench(np.array(force), np.zeros(3, dtype=np.float32)))

@@ -3,6 +3,8 @@ geoms, and not at all when none can touch, gives the contacts a full mj_collisio
 
 from __future__ import annotations
 
+import math
+
 import mujoco
 import numpy as np
 import pytest
@@ -165,6 +167,29 @@ def test_every_contact_of_the_workcell_is_between_candidate_pairs_and_kept_conta
         assert all((a, b) in candidates for a, b, _ in want)
         compared += len(want)
     assert compared > 1000
+
+
+def test_may_touch_keeps_every_pair_the_bounding_spheres_root_test_keeps():
+    """The sphere test compares squares (no square root per pair): at the edge of the reach it must never drop
+    a pair that sqrt(distance^2) <= radii + margin + 1e-9 keeps, or mj_collision would miss a contact."""
+    rng = np.random.default_rng(5)
+    xmat = np.tile(np.eye(3).ravel(), (2, 1))
+    aabb = np.array([[0, 0, 0, 1.0, 1.0, 1.0]] * 2)  # boxes that always overlap: the sphere test decides
+    none = np.zeros(0, dtype=np.int64)
+    kept = 0
+    for _ in range(20000):
+        radii, margin = rng.uniform(0.001, 0.5), rng.choice([0.0, rng.uniform(0.0, 0.05)])
+        direction = rng.normal(size=3)
+        direction /= np.linalg.norm(direction)
+        edge = radii + margin + 1e-9 + rng.choice([-1.0, 1.0]) * rng.choice([0.0, 1e-17, 1e-16, 1e-15, 1e-12])
+        xpos = np.array([rng.normal(size=3), np.zeros(3)])
+        xpos[1] = xpos[0] + direction * edge
+        dx, dy, dz = (xpos[0] - xpos[1]).tolist()
+        root = math.sqrt(dx * dx + dy * dy + dz * dz) <= radii + margin + 1e-9
+        got = _geomath.may_touch(xpos, xmat, aabb, np.array([0]), np.array([1]), np.array([radii]), none, none, margin)
+        assert got or not root, (radii, margin, edge)
+        kept += root
+    assert kept > 5000  # the edge is crossed both ways
 
 
 def test_may_touch_and_keep_contacts_known_cases():

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from pathlib import Path
+from types import MappingProxyType
 
 import numpy as np
 import pytest
@@ -1167,6 +1168,37 @@ def test_bad_frames_raise_errors_naming_the_item():
         s.g.step(dataclasses.replace(st, t=4.0, object_poses=poses), s.geometry())
     with pytest.raises(GroundingError, match="not a finite"):
         s.g.step(dataclasses.replace(st, t=float("nan")), s.geometry())
+
+
+def test_frames_of_lists_and_other_mappings_ground_as_arrays_and_dicts_do():
+    """Every source gives float64 arrays and dicts, which the grounder reads in one C call each; lists, float32
+    and read-only mappings take the general path to the same frames (missing, stale, NaN and grasped poses
+    included), and a joint count that does not match is named."""
+    a, b = Scene(), Scene()
+    for k in range(40):
+        for s in (a, b):
+            s.fingers = 0.024 if k >= 10 else 0.04  # closed on the cube from frame 10
+            s.missing = {"cube"} if 20 <= k < 24 else set()
+            s.ages = {"mug": 0.3} if 25 <= k < 28 else {"plate": 0.01}
+            s.pos["plate"][0] = math.nan if k == 30 else 0.0
+            s.wrench = Wrench(np.array([0.0, math.inf if k == 33 else 1.0, 0.0]), np.zeros(3))
+            if k == 10:
+                s.grasp()
+        st = b.state()
+        listed = dataclasses.replace(
+            st,
+            joint_position=st.joint_position.tolist(),
+            object_poses=MappingProxyType(
+                {o: Pose(p.position.tolist(), p.quaternion.astype(np.float32)) for o, p in st.object_poses.items()}
+            ),
+            object_ages=MappingProxyType(dict(st.object_ages)),
+            wrench=Wrench(st.wrench.force.tolist(), st.wrench.torque.astype(np.float32)),
+        )
+        assert b.g.step(listed, b.geometry()) == a.step()
+        b.k += 1
+    short = dataclasses.replace(st, t=99.0, joint_position=st.joint_position[:-1])
+    with pytest.raises(GroundingError, match=r"10 joint names but joint_position has shape \(9,\)"):
+        b.g.step(short, b.geometry())
 
 
 def test_contamination_spreads_by_contact_and_sanitizing_cleans_the_robot():

@@ -57,6 +57,59 @@ def test_reused_geometry_gives_the_frames_a_fresh_computation_gives(states):
     assert any(f[3] for f in got) and any("object_pose/plate" in f[4] for f in got)
 
 
+def test_the_gap_maps_are_handed_out_again_only_while_every_gap_is_the_same():
+    """A frame whose keys and gaps are the last frame's, bit for bit, gets the last frame's maps (the same
+    objects); every frame's maps equal those a twin that builds them afresh gives (the start of an episode:
+    the arm still, then reaching over the objects)."""
+    states = [s for k, s in zip(range(1200), run_episode("pick_and_place_mug"))]
+    warm, cold = load_default_grounder(RATE).twin, load_default_grounder(RATE).twin
+    last, again = None, 0
+    for state in states:
+        geo = warm.compute(state.joint_names, state.joint_position, state.object_poses)
+        cold.forget()
+        fresh = cold.compute(state.joint_names, state.joint_position, state.object_poses)
+        assert (geo.gaps, geo.gripper_gaps, geo.pairs) == (fresh.gaps, fresh.gripper_gaps, fresh.pairs)
+        if last is not None and geo.pairs is last.pairs:
+            assert geo.gaps is last.gaps and geo.gripper_gaps is last.gripper_gaps
+            again += 1
+        elif last is not None:
+            assert geo.pairs != last.pairs  # built anew only when a gap or key changed
+        last = geo
+    assert 100 < again < len(states) - 100
+
+
+def test_a_frame_where_nothing_moved_gets_the_last_geometry_again(states):
+    """The same joints and poses as the last compute (the arm at rest between pose updates): the same
+    FrameGeometry object; a joint or pose that moved, an object that became unknown, or forget(): a new one,
+    equal to what a fresh twin computes."""
+    twin, fresh = load_default_grounder(RATE).twin, load_default_grounder(RATE).twin
+    s = states[300]
+
+    def geometry(joints, poses):
+        fresh.forget()
+        want = fresh.compute(s.joint_names, joints, poses)
+        got = twin.compute(s.joint_names, joints, poses)
+        assert (got.ee_position.tolist(), got.gaps, got.object_boxes.keys(), got.unknown) == (
+            want.ee_position.tolist(),
+            want.gaps,
+            want.object_boxes.keys(),
+            want.unknown,
+        )
+        return got
+
+    first = geometry(s.joint_position, s.object_poses)
+    assert geometry(s.joint_position.copy(), dict(s.object_poses)) is first
+    moved = s.joint_position.copy()
+    moved[0] += 1e-6
+    assert geometry(moved, s.object_poses) is not first
+    again = geometry(moved, s.object_poses)
+    without_plate = {o: p for o, p in s.object_poses.items() if o != "plate"}
+    assert geometry(moved, without_plate) is not again and geometry(moved, without_plate).unknown == {"plate"}
+    last = geometry(moved, without_plate)
+    twin.forget()
+    assert geometry(moved, without_plate) is not last
+
+
 def test_a_restarted_grounder_grounds_the_next_recording_as_a_new_one_would(states):
     """Replay keeps one grounder per process and restarts it for each bag: after a grasp and a carry (the cube
     held, moved, the twin's MjData and kept geometry where the carry left them) it is as a new one."""

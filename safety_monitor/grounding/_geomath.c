@@ -20,6 +20,13 @@
 /* A Pose's attribute names, interned once (PyObject_GetAttrString makes a new string on every call). */
 static PyObject *str_position, *str_quaternion;
 
+/* The grounder's per-frame passes, defined at the end of the file. */
+static PyObject *usable_poses(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+static PyObject *named_values(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+static PyObject *set_joints(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+static PyObject *vector3(PyObject *self, PyObject *v);
+static PyObject *wrench_finite(PyObject *self, PyObject *wrench);
+
 /* The array's data when it is a native-order, C-contiguous numpy array of `n` float64 values (that can be
  * written to, if asked); else NULL, with no error set: the caller takes the buffer-protocol path. */
 static double *fast_doubles(PyObject *obj, Py_ssize_t n, int writable)
@@ -413,29 +420,39 @@ static PyObject *pose_finite(PyObject *self, PyObject *const *args, Py_ssize_t n
     return PyBool_FromLong(isfinite(sum) && q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3] > 1e-12);
 }
 
+/* Whether `pose`'s values are usable when its position and quaternion are 1-D, C-contiguous float64 arrays of 3
+ * and 4 values (as every source gives them): 1 or 0 (pose_finite's test); -2 when they are something else
+ * (the caller's general path: shapes checked, other types converted); -1 with an error set (no such attribute). */
+static int flat_pose_usable(PyObject *pose)
+{
+    PyObject *position = PyObject_GetAttr(pose, str_position);
+    PyObject *quaternion = position == NULL ? NULL : PyObject_GetAttr(pose, str_quaternion);
+    int result = -1;
+    if (quaternion != NULL) {
+        const double *p = fast_doubles(position, 3, 0), *q = fast_doubles(quaternion, 4, 0);
+        if (p == NULL || q == NULL || PyArray_NDIM((PyArrayObject *)position) != 1 ||
+            PyArray_NDIM((PyArrayObject *)quaternion) != 1) {
+            result = -2;
+        } else {
+            double sum = (p[0] + p[1] + p[2]) + (q[0] + q[1] + q[2] + q[3]);
+            result = isfinite(sum) && q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3] > 1e-12;
+        }
+    }
+    Py_XDECREF(position);
+    Py_XDECREF(quaternion);
+    return result;
+}
+
 /* pose_usable(pose) -> bool: pose_finite of pose.position and pose.quaternion when both are 1-D, C-contiguous
  * float64 arrays of 3 and 4 values (as every source gives them); a TypeError otherwise, for the caller's
  * general path (shapes checked, other types converted). One call per object a frame instead of the shape
  * tests and attribute reads in Python. */
 static PyObject *pose_usable(PyObject *self, PyObject *pose)
 {
-    PyObject *position = PyObject_GetAttr(pose, str_position);
-    PyObject *quaternion = position == NULL ? NULL : PyObject_GetAttr(pose, str_quaternion);
-    PyObject *result = NULL;
-    if (quaternion != NULL) {
-        const double *p = fast_doubles(position, 3, 0), *q = fast_doubles(quaternion, 4, 0);
-        if (p == NULL || q == NULL || PyArray_NDIM((PyArrayObject *)position) != 1 ||
-            PyArray_NDIM((PyArrayObject *)quaternion) != 1) {
-            PyErr_SetString(PyExc_TypeError, "pose_usable: position and quaternion are not 1-D float64 arrays");
-        } else {
-            double sum = (p[0] + p[1] + p[2]) + (q[0] + q[1] + q[2] + q[3]);
-            result = PyBool_FromLong(isfinite(sum) &&
-                                     q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3] > 1e-12);
-        }
-    }
-    Py_XDECREF(position);
-    Py_XDECREF(quaternion);
-    return result;
+    int usable = flat_pose_usable(pose);
+    if (usable == -2)
+        PyErr_SetString(PyExc_TypeError, "pose_usable: position and quaternion are not 1-D float64 arrays");
+    return usable < 0 ? NULL : PyBool_FromLong(usable);
 }
 
 /* norm3(v) -> float: the Euclidean length of a 3-vector, sqrt((x*x + y*y) + z*z). Never fused into
@@ -599,7 +616,7 @@ static inline int bounds_within(GeomBounds *gb, long long a, long long b, double
 
 /* entity_gaps(ncon, contact_geom, contact_dist, contact_key, affected, geom_xpos, geom_xmat, geom_aabb,
  *             pair_near, pair_fresh, pair_key, pa, pb, pair_gap, margin, measure, model, data, key_names,
- *             key_sorted, key_gripper)
+ *             key_sorted, key_gripper, last)
  *   -> (gaps, gripper_gaps, pairs)
  *
  * The kinematic twin's smallest signed gap per entity pair, and the three maps FrameGeometry holds.
@@ -614,22 +631,27 @@ static inline int bounds_within(GeomBounds *gb, long long a, long long b, double
  * Python call per pair; the addresses must be live, which the caller (the twin, owning both) guarantees.
  * The maps list the keys in ascending order, so they depend on which contacts there are, not on their order.
  * `gaps` has every pair both ways round; `pairs` (a, b, gap) with a < b; `gripper_gaps` the smallest gap
- * from a gripper part to each entity (`key_gripper[key]`: the entities of that key a gripper part faces). */
+ * from a gripper part to each entity (`key_gripper[key]`: the entities of that key a gripper part faces).
+ * `last` is a list [keys and gaps packed, maps] kept between calls: a call whose keys and gaps are the last
+ * call's, bit for bit (a third of the frames: only resting pairs near), returns the last call's maps, the same
+ * objects (read-only, as FrameGeometry hands them out), instead of building them again. */
 /* mj_geomDistance(const mjModel *m, mjData *d, int geom1, int geom2, mjtNum distmax, mjtNum fromto[6]) */
 typedef double (*GeomDistance)(const void *, void *, int, int, double, double *);
 
 static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (check_nargs(nargs, 21, "entity_gaps") < 0)
+    if (check_nargs(nargs, 22, "entity_gaps") < 0)
         return NULL;
     Py_ssize_t ncon = PyLong_AsSsize_t(args[0]);
     double margin = PyFloat_AsDouble(args[14]);
     if (PyErr_Occurred())
         return NULL;
     PyObject *affected = args[4], *measure = args[15], *model = args[16], *data = args[17];
-    PyObject *key_names = args[18], *key_sorted = args[19], *key_gripper = args[20];
-    if (!PyList_Check(key_names) || !PyList_Check(key_sorted) || !PyList_Check(key_gripper)) {
-        PyErr_SetString(PyExc_TypeError, "entity_gaps: key_names, key_sorted and key_gripper must be lists");
+    PyObject *key_names = args[18], *key_sorted = args[19], *key_gripper = args[20], *last = args[21];
+    if (!PyList_Check(key_names) || !PyList_Check(key_sorted) || !PyList_Check(key_gripper) || !PyList_Check(last) ||
+        PyList_GET_SIZE(last) != 2) {
+        PyErr_SetString(PyExc_TypeError,
+                        "entity_gaps: key_names, key_sorted and key_gripper must be lists, last a list of two");
         return NULL;
     }
     View geom = {0}, dist = {0}, ckey = {0}, idx = {0}, sa = {0}, sb = {0}, rbound = {0}, xpos = {0}, xmat = {0};
@@ -638,7 +660,7 @@ static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t n
     GeomBounds bounds = {0};
     double *value = NULL;
     Py_ssize_t *order = NULL, count = 0;
-    PyObject *gaps = NULL, *gripper = NULL, *pairs = NULL, *result = NULL;
+    PyObject *gaps = NULL, *gripper = NULL, *pairs = NULL, *packed = NULL, *result = NULL;
     if ((ncon > 0 && (view_open(args[1], &geom, 'i', 2, 0, "entity_gaps: contact_geom") < 0 ||
                       view_open(args[2], &dist, 'd', 1, 0, "entity_gaps: contact_dist") < 0)) ||
         view_open(args[3], &ckey, 'l', 2, 0, "entity_gaps: contact_key") < 0 ||
@@ -719,22 +741,32 @@ static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t n
     if (affected != Py_None) { /* only pairs with a moved geom change their bounds test or distance */
         if (bounds_open(&bounds, &xpos, &xmat, &aabb) < 0)
             goto done;
+        /* a hundred pairs and more a frame: buffers and strides in locals, as in may_touch's loop */
+        const char *pos = xpos.b.buf, *pairs_at = idx.b.buf, *first = sa.b.buf, *second = sb.b.buf;
+        const char *radii = rbound.b.buf;
+        const Py_ssize_t row = xpos.b.strides[0], col = xpos.b.strides[1], pairs_step = idx.b.strides[0],
+                         first_step = sa.b.strides[0], second_step = sb.b.strides[0], radii_step = rbound.b.strides[0];
         for (Py_ssize_t t = 0; t < idx.b.shape[0]; t++) {
-            long long i = get_l(&idx, at(&idx, t)), ga = get_l(&sa, at(&sa, t)), gb = get_l(&sb, at(&sb, t));
+            long long i, ga, gb; /* int64: view_open checked the kind */
+            memcpy(&i, pairs_at + t * pairs_step, 8);
+            memcpy(&ga, first + t * first_step, 8);
+            memcpy(&gb, second + t * second_step, 8);
             if (i < 0 || i >= npairs || ga < 0 || ga >= ngeom || gb < 0 || gb >= ngeom) {
                 PyErr_SetString(PyExc_ValueError, "entity_gaps: an affected pair is out of range");
                 goto done;
             }
             *at(&fresh, i) = 0;
-            double dx = get_d(at2(&xpos, ga, 0)) - get_d(at2(&xpos, gb, 0));
-            double dy = get_d(at2(&xpos, ga, 1)) - get_d(at2(&xpos, gb, 1));
-            double dz = get_d(at2(&xpos, ga, 2)) - get_d(at2(&xpos, gb, 2));
-            *at(&near, i) = sqrt(dx * dx + dy * dy + dz * dz) - get_d(at(&rbound, t)) <= margin &&
-                            bounds_within(&bounds, ga, gb, margin + 1e-9);
+            const char *pa = pos + ga * row, *pb = pos + gb * row;
+            double dx = get_d(pa) - get_d(pb), dy = get_d(pa + col) - get_d(pb + col);
+            double dz = get_d(pa + 2 * col) - get_d(pb + 2 * col);
+            double within = get_d(radii + t * radii_step) + margin + 1e-9; /* squared: see may_touch */
+            *at(&near, i) = dx * dx + dy * dy + dz * dz <= within * within && bounds_within(&bounds, ga, gb, margin + 1e-9);
         }
     }
+    const char *near_at = near.b.buf;
+    const Py_ssize_t near_step = near.b.strides[0];
     for (Py_ssize_t i = 0; i < npairs; i++) {
-        if (!*at(&near, i))
+        if (!near_at[i * near_step])
             continue;
         long long key = get_l(&pkey, at(&pkey, i));
         if (key < 0 || key >= nkeys) {
@@ -789,6 +821,20 @@ static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t n
             order[m] = order[m - 1];
         order[m] = key;
     }
+    packed = PyBytes_FromStringAndSize(NULL, count * 16); /* (key, gap) per key, as int64 and float64 */
+    if (packed == NULL)
+        goto done;
+    for (Py_ssize_t n = 0; n < count; n++) {
+        long long key = order[n];
+        memcpy(PyBytes_AS_STRING(packed) + 16 * n, &key, 8);
+        memcpy(PyBytes_AS_STRING(packed) + 16 * n + 8, &value[key], 8);
+    }
+    PyObject *before = PyList_GET_ITEM(last, 0);
+    if (PyBytes_Check(before) && PyBytes_GET_SIZE(before) == count * 16 &&
+        memcmp(PyBytes_AS_STRING(before), PyBytes_AS_STRING(packed), (size_t)count * 16) == 0) {
+        result = Py_NewRef(PyList_GET_ITEM(last, 1));
+        goto done;
+    }
     gaps = PyDict_New(), gripper = PyDict_New(), pairs = PyList_New(0);
     if (gaps == NULL || gripper == NULL || pairs == NULL)
         goto done;
@@ -822,10 +868,13 @@ static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t n
             goto done;
     }
     result = PyTuple_Pack(3, gaps, gripper, pairs);
+    if (result != NULL && (PyList_SetItem(last, 0, Py_NewRef(packed)) < 0 || PyList_SetItem(last, 1, Py_NewRef(result)) < 0))
+        Py_CLEAR(result);
 done:
     Py_XDECREF(gaps);
     Py_XDECREF(gripper);
     Py_XDECREF(pairs);
+    Py_XDECREF(packed);
     PyMem_Free(value);
     PyMem_Free(order);
     bounds_close(&bounds);
@@ -871,16 +920,26 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
     if (bounds_open(&bounds, &xpos, &xmat, &aabb) < 0)
         goto done;
     int touch = 0;
+    /* A few hundred pairs a frame: the loop reads its arrays through buffers and strides held in locals (the
+     * views' strides live in memory that the call below might change, so they were reloaded every pair), and
+     * compares the squared distance with the squared reach grown by another 1e-9 m (never narrower than the
+     * root's test, and no libm call per pair). */
+    const char *pos = xpos.b.buf, *first = sa.b.buf, *second = sb.b.buf, *radii = rsum.b.buf;
+    const Py_ssize_t row = xpos.b.strides[0], col = xpos.b.strides[1], first_step = sa.b.strides[0],
+                     second_step = sb.b.strides[0], radii_step = rsum.b.strides[0];
     for (Py_ssize_t k = 0; k < nsphere && !touch; k++) {
-        long long a = get_l(&sa, at(&sa, k)), b = get_l(&sb, at(&sb, k));
+        long long a, b; /* int64: view_open checked the kind */
+        memcpy(&a, first + k * first_step, 8);
+        memcpy(&b, second + k * second_step, 8);
         if (a < 0 || b < 0 || a >= ngeom || b >= ngeom) {
             PyErr_SetString(PyExc_ValueError, "may_touch: a pair names a geom the model does not have");
             goto done;
         }
-        double dx = get_d(at2(&xpos, a, 0)) - get_d(at2(&xpos, b, 0));
-        double dy = get_d(at2(&xpos, a, 1)) - get_d(at2(&xpos, b, 1));
-        double dz = get_d(at2(&xpos, a, 2)) - get_d(at2(&xpos, b, 2));
-        touch = sqrt(dx * dx + dy * dy + dz * dz) <= get_d(at(&rsum, k)) + reach && bounds_within(&bounds, a, b, reach);
+        const char *pa = pos + a * row, *pb = pos + b * row;
+        double dx = get_d(pa) - get_d(pb), dy = get_d(pa + col) - get_d(pb + col);
+        double dz = get_d(pa + 2 * col) - get_d(pb + 2 * col);
+        double within = get_d(radii + k * radii_step) + reach + 1e-9;
+        touch = dx * dx + dy * dy + dz * dz <= within * within && bounds_within(&bounds, a, b, reach);
     }
     for (Py_ssize_t k = 0; k < nplane && !touch; k++) {
         long long p = get_l(&plane, at(&plane, k)), g = get_l(&other, at(&other, k));
@@ -1373,9 +1432,16 @@ static PyMethodDef methods[] = {
      "Some joint's velocity or effort beyond its limit: 1, 0, or -1 (unknown)."},
     {"entity_gaps", (PyCFunction)(void (*)(void))entity_gaps, METH_FASTCALL,
      "The twin's gaps per entity pair: (gaps, gripper_gaps, pairs)."},
-    /* speed-b */
     {"named_outside", (PyCFunction)(void (*)(void))named_outside, METH_FASTCALL,
      "Some named value outside its bounds (NaN is)."},
+    {"usable_poses", (PyCFunction)(void (*)(void))usable_poses, METH_FASTCALL,
+     "The frame's usable object poses and their ages; the others' ages into stale."},
+    {"named_values", (PyCFunction)(void (*)(void))named_values, METH_FASTCALL,
+     "{name: value} of a float64 vector, and whether every value is finite."},
+    {"set_joints", (PyCFunction)(void (*)(void))set_joints, METH_FASTCALL,
+     "A frame's joint positions into qpos, then the follower joints from their leaders."},
+    {"vector3", (PyCFunction)vector3, METH_O, "A float64 3-vector's values as a tuple of floats."},
+    {"wrench_finite", (PyCFunction)wrench_finite, METH_O, "Every force and torque value of a float64 wrench is finite."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1390,4 +1456,231 @@ PyMODINIT_FUNC PyInit__geomath(void)
     if (str_position == NULL || str_quaternion == NULL)
         return NULL;
     return PyModule_Create(&module);
+}
+
+/* ---- The grounder's per-frame passes over names, in one call each: walking a few names and dicts in Python
+ * cost several microseconds a frame (a dict built by dict(zip()) about 0.6 us an entry). ---- */
+
+/* A float for `value` as float() gives it: the object itself when it is a float, else a new one. */
+static PyObject *as_float(PyObject *value, double x)
+{
+    return PyFloat_CheckExact(value) ? Py_NewRef(value) : PyFloat_FromDouble(x);
+}
+
+/* usable_poses(objects, stale_keys, given, ages, limit, stale, fallback) -> (usable, usable_ages) or None
+ *
+ * The Grounder's pass over the described `objects` (a tuple of names; `stale_keys` their keys in `stale`, in
+ * the same order) for one frame: each one's pose in `given` and its age (s) in `ages` (dicts; a missing age
+ * is 0, an age any number). A missing pose goes to `stale` as inf, one older than `limit` (or whose age is not
+ * finite: inf) with its age; a pose whose values are usable (float64 arrays: pose_usable's test; any other
+ * values: `fallback(pose)`) goes to `usable` and its age to `usable_ages`, in the objects' order. None when
+ * `given` or `ages` names something that is not one of `objects` (the caller says what). */
+static PyObject *usable_poses(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs(nargs, 7, "usable_poses") < 0)
+        return NULL;
+    PyObject *objects = args[0], *keys = args[1], *given = args[2], *ages = args[3], *stale = args[5];
+    if (!PyTuple_Check(objects) || !PyTuple_Check(keys) || PyTuple_GET_SIZE(keys) != PyTuple_GET_SIZE(objects) ||
+        !PyDict_Check(given) || !PyDict_Check(ages) || !PyDict_Check(stale)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "usable_poses: objects and stale_keys must be tuples of one length, given, ages and stale dicts");
+        return NULL;
+    }
+    double limit = PyFloat_AsDouble(args[4]);
+    if (limit == -1.0 && PyErr_Occurred())
+        return NULL;
+    PyObject *usable = PyDict_New(), *usable_ages = PyDict_New(), *result = NULL;
+    if (usable == NULL || usable_ages == NULL)
+        goto done;
+    Py_ssize_t posed = 0, aged = 0; /* objects with a pose, with an age */
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(objects); i++) {
+        PyObject *o = PyTuple_GET_ITEM(objects, i), *key = PyTuple_GET_ITEM(keys, i);
+        PyObject *pose = PyDict_GetItemWithError(given, o);
+        if (pose == NULL && PyErr_Occurred())
+            goto done;
+        PyObject *age_value = PyDict_GetItemWithError(ages, o);
+        if (age_value == NULL && PyErr_Occurred())
+            goto done;
+        posed += pose != NULL;
+        aged += age_value != NULL;
+        double age = 0.0;
+        if (age_value != NULL && (age = PyFloat_AsDouble(age_value)) == -1.0 && PyErr_Occurred())
+            goto done;
+        PyObject *entry = NULL; /* the value for `stale` or `usable_ages` */
+        if (pose == NULL || !isfinite(age) || age > limit) {
+            entry = pose != NULL && isfinite(age) ? as_float(age_value, age) : PyFloat_FromDouble(INFINITY);
+            int failed = entry == NULL || PyDict_SetItem(stale, key, entry) < 0;
+            Py_XDECREF(entry);
+            if (failed)
+                goto done;
+            continue;
+        }
+        Py_INCREF(pose); /* the fallback runs Python code */
+        int ok = flat_pose_usable(pose);
+        if (ok == -2) {
+            PyObject *answer = PyObject_CallOneArg(args[6], pose);
+            ok = answer == NULL ? -1 : PyObject_IsTrue(answer);
+            Py_XDECREF(answer);
+        }
+        if (ok > 0) {
+            entry = age_value != NULL ? as_float(age_value, age) : PyFloat_FromDouble(0.0);
+            if (entry == NULL || PyDict_SetItem(usable, o, pose) < 0 || PyDict_SetItem(usable_ages, o, entry) < 0)
+                ok = -1;
+            Py_XDECREF(entry);
+        }
+        Py_DECREF(pose);
+        if (ok < 0)
+            goto done;
+    }
+    if (posed != PyDict_GET_SIZE(given) || aged != PyDict_GET_SIZE(ages))
+        result = Py_NewRef(Py_None);
+    else
+        result = PyTuple_Pack(2, usable, usable_ages);
+done:
+    Py_XDECREF(usable);
+    Py_XDECREF(usable_ages);
+    return result;
+}
+
+/* named_values(names, values) -> (dict, finite)
+ *
+ * {names[i]: values[i]} from a sequence of names and a 1-d float64 array of as many values (a name listed
+ * twice keeps its later value, as dict(zip()) does), and whether every value is finite. A TypeError or
+ * ValueError for anything else: the caller converts through numpy and says what is wrong. */
+static PyObject *named_values(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs(nargs, 2, "named_values") < 0)
+        return NULL;
+    View values = {0};
+    PyObject *names = NULL, *out = NULL, *result = NULL;
+    if (view_open(args[1], &values, 'd', 1, 0, "named_values: values") < 0)
+        goto done;
+    names = PySequence_Fast(args[0], "named_values: names must be a sequence");
+    if (names == NULL)
+        goto done;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(names);
+    if (values.b.shape[0] != n) {
+        PyErr_Format(PyExc_ValueError, "named_values: %zd names but %zd values", n, values.b.shape[0]);
+        goto done;
+    }
+    out = PyDict_New();
+    if (out == NULL)
+        goto done;
+    int finite = 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double x = get_d(at(&values, i));
+        finite = finite && isfinite(x);
+        PyObject *value = PyFloat_FromDouble(x);
+        int failed = value == NULL || PyDict_SetItem(out, PySequence_Fast_GET_ITEM(names, i), value) < 0;
+        Py_XDECREF(value);
+        if (failed)
+            goto done;
+    }
+    result = Py_BuildValue("(OO)", out, finite ? Py_True : Py_False);
+done:
+    Py_XDECREF(names);
+    Py_XDECREF(out);
+    view_close(&values);
+    return result;
+}
+
+/* set_joints(qpos, positions, src, adr, skip_nonfinite, follower_qpos, follower_poly) -> None
+ *
+ * A frame's joint positions into MuJoCo's qpos (float64, written in place): qpos[adr[i]] = positions[src[i]]
+ * (`positions` a 1-d float64 array, `src` and `adr` int64), a value that is not finite skipped (its joint
+ * stays where it was) when `skip_nonfinite`. Then each follower joint is set from its leader, in the rows'
+ * order: row k of `follower_qpos` (int64, (k, 2)) holds the (follower, leader) qpos addresses, row k of
+ * `follower_poly` (float64, (k, 7)) their reference positions and MuJoCo's joint-equality polynomial,
+ * follower = ref_f + c0 + y (c1 + y (c2 + y (c3 + y c4))) with y = leader - ref_l, summed as written. */
+static PyObject *set_joints(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs(nargs, 7, "set_joints") < 0)
+        return NULL;
+    int skip = PyObject_IsTrue(args[4]);
+    if (skip < 0)
+        return NULL;
+    View qpos = {0}, positions = {0}, src = {0}, adr = {0}, pair = {0}, poly = {0};
+    PyObject *result = NULL;
+    if (view_open(args[0], &qpos, 'd', 1, 1, "set_joints: qpos") < 0 ||
+        view_open(args[1], &positions, 'd', 1, 0, "set_joints: positions") < 0 ||
+        view_open(args[2], &src, 'l', 1, 0, "set_joints: src") < 0 ||
+        view_open(args[3], &adr, 'l', 1, 0, "set_joints: adr") < 0 ||
+        view_open(args[5], &pair, 'l', 2, 0, "set_joints: follower_qpos") < 0 ||
+        view_open(args[6], &poly, 'd', 2, 0, "set_joints: follower_poly") < 0)
+        goto done;
+    Py_ssize_t nq = qpos.b.shape[0], n = positions.b.shape[0], nf = pair.b.shape[0];
+    if (adr.b.shape[0] != src.b.shape[0] || pair.b.shape[1] != 2 || poly.b.shape[0] != nf || poly.b.shape[1] != 7) {
+        PyErr_SetString(PyExc_ValueError, "set_joints: src and adr, or the follower rows, do not match");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < src.b.shape[0]; i++) {
+        long long from = get_l(&src, at(&src, i)), to = get_l(&adr, at(&adr, i));
+        if (from < 0 || from >= n || to < 0 || to >= nq) {
+            PyErr_SetString(PyExc_IndexError, "set_joints: a joint index is outside the positions or qpos");
+            goto done;
+        }
+        double x = get_d(at(&positions, from));
+        if (isfinite(x) || !skip)
+            memcpy(at(&qpos, to), &x, 8);
+    }
+    for (Py_ssize_t k = 0; k < nf; k++) {
+        long long follower = get_l(&pair, at2(&pair, k, 0)), leader = get_l(&pair, at2(&pair, k, 1));
+        if (follower < 0 || follower >= nq || leader < 0 || leader >= nq) {
+            PyErr_SetString(PyExc_IndexError, "set_joints: a follower or leader address is outside qpos");
+            goto done;
+        }
+        double c[7];
+        for (int j = 0; j < 7; j++)
+            c[j] = get_d(at2(&poly, k, j));
+        double y = get_d(at(&qpos, leader)) - c[1];
+        double x = c[0] + c[2] + y * (c[3] + y * (c[4] + y * (c[5] + y * c[6])));
+        memcpy(at(&qpos, follower), &x, 8);
+    }
+    result = Py_NewRef(Py_None);
+done:
+    view_close(&qpos);
+    view_close(&positions);
+    view_close(&src);
+    view_close(&adr);
+    view_close(&pair);
+    view_close(&poly);
+    return result;
+}
+
+/* vector3(v) -> (x, y, z): the values of a float64 3-vector (any strides) as Python floats, or a tuple of
+ * three floats itself; a TypeError or ValueError for anything else (the caller converts through numpy, which
+ * took 2.3 thousand instructions a call where this takes a few hundred). */
+static PyObject *vector3(PyObject *self, PyObject *v)
+{
+    if (PyTuple_CheckExact(v) && PyTuple_GET_SIZE(v) == 3 && PyFloat_CheckExact(PyTuple_GET_ITEM(v, 0)) &&
+        PyFloat_CheckExact(PyTuple_GET_ITEM(v, 1)) && PyFloat_CheckExact(PyTuple_GET_ITEM(v, 2)))
+        return Py_NewRef(v);
+    double x[3];
+    if (load(v, x, 3, "vector3") < 0)
+        return NULL;
+    return Py_BuildValue("(ddd)", x[0], x[1], x[2]);
+}
+
+/* wrench_finite(wrench) -> bool: every value of wrench.force and wrench.torque finite, when both are float64
+ * arrays of 3 values (any strides); a TypeError or ValueError otherwise, for the caller's general path. */
+static PyObject *wrench_finite(PyObject *self, PyObject *wrench)
+{
+    static PyObject *str_force = NULL, *str_torque = NULL; /* interned on first use */
+    if (str_force == NULL && (str_force = PyUnicode_InternFromString("force")) == NULL)
+        return NULL;
+    if (str_torque == NULL && (str_torque = PyUnicode_InternFromString("torque")) == NULL)
+        return NULL;
+    double v[6];
+    PyObject *force = PyObject_GetAttr(wrench, str_force);
+    PyObject *torque = force == NULL ? NULL : PyObject_GetAttr(wrench, str_torque);
+    int failed = torque == NULL || load(force, v, 3, "wrench_finite: force") < 0 ||
+                 load(torque, v + 3, 3, "wrench_finite: torque") < 0;
+    Py_XDECREF(force);
+    Py_XDECREF(torque);
+    if (failed)
+        return NULL;
+    int finite = 1;
+    for (int i = 0; i < 6; i++)
+        finite = finite && isfinite(v[i]);
+    return PyBool_FromLong(finite);
 }

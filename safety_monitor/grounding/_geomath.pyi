@@ -1,6 +1,6 @@
 """Types of the C kernels in _geomath.c (float64 arrays in, of the shapes named; any strides)."""
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -84,7 +84,29 @@ def entity_gaps(
     key_names: list[tuple[str, str]],
     key_sorted: list[tuple[str, str]],
     key_gripper: list[tuple[str, ...]],
+    last: list[Any],
 ) -> tuple[dict[str, dict[str, float]], dict[str, float], list[tuple[str, str, float]]]: ...
 def named_outside(
     values: Mapping[str, float], names: tuple[str, ...], lower: np.ndarray, upper: np.ndarray
 ) -> bool: ...
+def usable_poses(
+    objects: tuple[str, ...],
+    stale_keys: tuple[str, ...],
+    given: dict[str, Any],
+    ages: dict[str, Any],
+    limit: float,
+    stale: dict[str, float],
+    fallback: Callable[[Any], bool],
+) -> tuple[dict[str, Any], dict[str, float]] | None: ...
+def named_values(names: Sequence[str], values: np.ndarray) -> tuple[dict[str, float], bool]: ...
+def set_joints(
+    qpos: np.ndarray,
+    positions: np.ndarray,
+    src: np.ndarray,
+    adr: np.ndarray,
+    skip_nonfinite: bool,
+    follower_qpos: np.ndarray,
+    follower_poly: np.ndarray,
+) -> None: ...
+def vector3(v: Any) -> tuple[float, float, float]: ...
+def wrench_finite(wrench: Any) -> bool: ...

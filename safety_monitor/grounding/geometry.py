@@ -15,7 +15,7 @@ import numpy as np
 
 from safety_monitor.grounding import _geomath
 from safety_monitor.grounding.description import GRIPPER_PARTS
-from safety_monitor.grounding.motion import in_frame
+from safety_monitor.grounding.motion import in_frame, point3
 from safety_monitor.records import direct_init
 
 
@@ -35,7 +35,7 @@ class Box:
     def to_local(self, point: np.ndarray) -> tuple[float, float, float]:
         """A world point in the box's frame (origin at the centre), in plain floats (the same on every
         machine, as `motion.in_frame`)."""
-        return in_frame(tuple(self.center.tolist()), self.rotation, point)
+        return in_frame(point3(self.center), self.rotation, point)
 
     def corners(self) -> np.ndarray:
         """The eight corners (world), computed once per box (read-only: shared by every reader)."""

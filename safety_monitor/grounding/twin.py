@@ -30,7 +30,6 @@ import contextlib
 import ctypes
 import functools
 import hashlib
-import math
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -120,9 +119,17 @@ class KinematicTwin:
         self._finger_geoms = np.array(
             [g for g in range(m.ngeom) if body_entity[m.geom_bodyid[g]] in FINGER_PARTS], dtype=np.int64
         )
-        self._followers = _followers(m)
+        # joint equalities as `_geomath.set_joints` reads them: (follower, leader) qpos addresses, and per row the
+        # reference positions and polynomial
+        followers = _followers(m)
+        self._followers = (
+            np.array([row[:2] for row in followers], dtype=np.int64).reshape(-1, 2),
+            np.array([(*row[2:4], *row[4]) for row in followers], dtype=float).reshape(-1, 7),
+        )
         self._interiors = {n: (m.body(i.body).id, i.center, i.half_size) for n, i in robot.interiors().items()}
         self._joint_maps: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray, bool]] = {}
+        no_map = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), False)
+        self._last_joint_map: tuple[tuple[str, ...] | None, tuple[np.ndarray, np.ndarray, bool]] = (None, no_map)
         self._pa, self._pb = self._measured_pairs(m)
         self._pair_rbound = m.geom_rbound[self._pa] + m.geom_rbound[self._pb]
         n = len(self.entities)
@@ -172,6 +179,9 @@ class KinematicTwin:
             self.margin,
         )
         self._gap_names = (self._key_names, self._key_sorted, self._key_gripper)
+        # the last call's keys and gaps packed, with the maps it built (handed out again while they hold)
+        self._last_maps: list[Any] = [None, None]
+        self._last_geometry: FrameGeometry | None = None  # the last compute's, for a frame where nothing moved
         self._boxes_still = [False] * len(self._box_builders)  # no box's body moved
         self._object_slots = tuple(self._object_qpos.items())  # (object, address of its free joint's qpos)
         self._parked = {
@@ -215,13 +225,15 @@ class KinematicTwin:
         self.forget()
 
     def forget(self) -> None:
-        """Drop the distances and boxes kept from earlier frames: the next compute measures everything
-        (needed only after changing the model or data by hand)."""
+        """Drop the distances, boxes and gap maps kept from earlier frames: the next compute measures and builds
+        everything (needed only after changing the model or data by hand)."""
         self._qpos_bits[:] = -1
         self._pair_fresh[:] = False
         self._contacts.forget()
         self._boxes.clear()
         self._last_boxes = None
+        self._last_maps[:] = (None, None)
+        self._last_geometry = None
 
     # ------------------------------------------------------------------------------------------------
     def compute(
@@ -245,38 +257,47 @@ class KinematicTwin:
         qpos = self._qpos
         if base is not None:
             self._place_base(base)
-        values = np.asarray(joint_position, dtype=float)[src]
-        if unchecked and not math.isfinite(values.sum()):  # the grounder checks required joints only: an ignored
-            bad = ~np.isfinite(values)  # one may read NaN, and then stays where it was
-            values[bad] = qpos[adr[bad]]
-        qpos[adr] = values
-        for follower, leader, ref_f, ref_l, (c0, c1, c2, c3, c4) in self._followers:
-            y = qpos.item(leader) - ref_l
-            qpos[follower] = ref_f + c0 + y * (c1 + y * (c2 + y * (c3 + y * c4)))
+        # the grounder checks required joints only: an ignored one may read NaN, and then stays where it was
+        # (`unchecked`); followers are set from their leaders after. In C: numpy's indexing cost 5 us a frame.
+        try:
+            _geomath.set_joints(qpos, joint_position, src, adr, unchecked, *self._followers)
+        except (TypeError, ValueError):  # not a float64 vector
+            _geomath.set_joints(qpos, np.asarray(joint_position, dtype=float), src, adr, unchecked, *self._followers)
         try:
             _geomath.place_objects(qpos, self._object_slots, poses, self._parked)
         except (TypeError, ValueError):  # poses in lists or other dtypes, another Mapping: through numpy
             self._place_objects(poses)
-        mujoco.mj_kinematics(m, d)
         site_pos, site_rot = self._site_pos, self._site_rot
-        placed = carried(site_pos.copy(), site_rot.copy()) if carried is not None else None
-        if placed:
-            quat = np.empty(4)
-            for o, (rel_pos, rel_rot) in placed.items():
-                qadr = self._object_qpos[o]
-                position, rotation = _geomath.compose_pose(site_pos, site_rot, rel_pos, rel_rot)
-                qpos[qadr : qadr + 3] = position
-                mujoco.mju_mat2Quat(quat, rotation)
-                qpos[qadr + 3 : qadr + 7] = quat
+        if carried is None:  # qpos is final before the kinematics
+            changed = _geomath.qpos_changed(qpos, self._qpos_bits)
+            last, boxes = self._last_geometry, self._last_boxes
+            if b"\x01" not in changed and last is not None and boxes is not None and boxes[0] == poses.keys():
+                # nothing moved since the last compute (one frame in fifteen): MjData still holds its kinematics,
+                # so this frame's geometry is the last one, handed out again (read-only, as its maps are)
+                return last
             mujoco.mj_kinematics(m, d)
-        affected, boxes_moved, contact_plan = self._plan(_geomath.qpos_changed(qpos, self._qpos_bits))
+        else:
+            mujoco.mj_kinematics(m, d)
+            placed = carried(site_pos.copy(), site_rot.copy())
+            if placed:
+                quat = np.empty(4)
+                for o, (rel_pos, rel_rot) in placed.items():
+                    qadr = self._object_qpos[o]
+                    position, rotation = _geomath.compose_pose(site_pos, site_rot, rel_pos, rel_rot)
+                    qpos[qadr : qadr + 3] = position
+                    mujoco.mju_mat2Quat(quat, rotation)
+                    qpos[qadr + 3 : qadr + 7] = quat
+                mujoco.mj_kinematics(m, d)
+            changed = _geomath.qpos_changed(qpos, self._qpos_bits)
+        affected, boxes_moved, contact_plan = self._plan(changed)
         contacts = self._contacts.collide(m, d, contact_plan)
         object_boxes, interiors, unknown = self._frame_boxes(boxes_moved, poses)
         ee_position, ee_rotation, points = _geomath.site_frame(site_pos, site_rot, self._geom_xpos, self._finger_geoms)
         gaps, gripper_gaps, pairs = self._gaps(contacts, affected)
-        return FrameGeometry.with_derived(
+        self._last_geometry = FrameGeometry.with_derived(
             ee_position, ee_rotation, points, gaps, object_boxes, interiors, unknown, gripper_gaps, pairs
         )
+        return self._last_geometry
 
     def _place_base(self, base: Pose) -> None:
         """Set the root's free joint so that the base body lands at `base` (root = base x root-in-base)."""
@@ -379,7 +400,8 @@ class KinematicTwin:
         and the per-pair list built in the same pass. Touching pairs come from the contact list
         (`contacts`: count, geom pairs, distances), measured pairs from mj_geomDistance (candidates within the
         report margin by bounding sphere and box; a pair not among the `affected` ones, neither of whose geoms
-        moved since it was last measured, keeps that distance). The walk is C (`_geomath.entity_gaps`)."""
+        moved since it was last measured, keeps that distance). The walk is C (`_geomath.entity_gaps`); a frame
+        whose gaps are all the last frame's gets the last frame's maps again (read-only, as the boxes)."""
         return _geomath.entity_gaps(
             contacts[0],
             contacts[1],
@@ -389,6 +411,7 @@ class KinematicTwin:
             *self._gap_pairs,
             *self._measure,
             *self._gap_names,
+            self._last_maps,
         )
 
     def _plan(self, key: bytes) -> _Plan:
@@ -439,6 +462,9 @@ class KinematicTwin:
 
     def _joint_map(self, joint_names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, bool]:
         """(frame indices, their qpos addresses, whether any is a joint the grounder does not check for NaN)."""
+        last = self._last_joint_map
+        if joint_names is last[0]:  # most frames: the previous frame's tuple (not even hashed then)
+            return last[1]
         cached = self._joint_maps.get(joint_names)
         if cached is None:
             m = self.model
@@ -454,6 +480,7 @@ class KinematicTwin:
                     unchecked = unchecked or name not in required
             cached = (np.array(src, dtype=np.int64), np.array(adr, dtype=np.int64), unchecked)
             self._joint_maps[joint_names] = cached
+        self._last_joint_map = (joint_names, cached)
         return cached
 
     def _object_body(self, o: str) -> str:
