@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from safety_monitor.grounding import _geomath
 from safety_monitor.grounding.debounce import Persistence, Tri, any3
 from safety_monitor.grounding.description import GRIPPER_PARTS, OTHER_ARM, ROBOT_PARTS, RobotDescription
 from safety_monitor.grounding.fixtures import FixtureEstimator
@@ -212,4 +213,7 @@ class ContactEstimator:
         if w is None:
             return None
         force_n, torque_nm = self._wrench_limits
-        return bool(norm(w.force) > force_n or norm(w.torque) > torque_nm)
+        try:  # float64 3-vectors, as every source gives them: `norm`'s C calls, without its wrapper's call
+            return _geomath.norm3(w.force) > force_n or _geomath.norm3(w.torque) > torque_nm
+        except (TypeError, ValueError):
+            return bool(norm(w.force) > force_n or norm(w.torque) > torque_nm)
