@@ -134,7 +134,7 @@ class ContactEstimator:
             v = self._forbidden(rule)
             if v is not False:
                 verdicts[pair] = v
-        uncertain = bool(geo.unknown) or None in verdicts.values()
+        uncertain = bool(geo.unknown) or (bool(verdicts) and None in verdicts.values())
         runs: dict[tuple[str, str], Persistence] = {}
         sustained: Tri = None if uncertain else False  # Kleene OR over the pairs' runs, folded in as they go by
         for pair, v in verdicts.items():
@@ -147,7 +147,7 @@ class ContactEstimator:
             elif lasting is None and not sustained:
                 sustained = None
             runs[pair] = run
-        for pair, run in self.runs.items():  # an object of it has no pose: the contact may go on
+        for pair, run in self.runs.items() if self.runs else ():  # an object of it has no pose: the contact may go on
             if pair not in runs and set(pair) & geo.unknown:
                 run.step(None)
                 runs[pair] = run
