@@ -472,8 +472,11 @@ class SkillEstimator:
 
     # place ------------------------------------------------------------------------------------------
     def _place_candidate(self, inp: FrameInputs, held: str | None) -> str | None:
-        if self.lifted:
-            self.lifted = {o for o in self.lifted if self.grasp.grasped[o]}
+        grasped = self.grasp.grasped
+        for o in self.lifted:  # rebuilt once one is no longer grasped (while carrying: never, and no set built)
+            if not grasped[o]:
+                self.lifted = {o for o in self.lifted if grasped[o]}
+                break
         if held is None or not self.grasp.raw[held]:  # falling out of the fingers is a drop, not a place
             return None
         geo = inp.geometry
@@ -504,7 +507,7 @@ class SkillEstimator:
         fragile_clear = held not in self.fragile or clear
         slip = inp.object_slip.get(held)
         sync = None if slip is None else (slip[0] < slip_m and slip[1] < slip_rad)
-        return all3([sync, clutter < clutter_bound, fragile_clear])
+        return sync if clutter < clutter_bound and fragile_clear else False  # all3 of the three (two are known)
 
     # open / close -----------------------------------------------------------------------------------
     def _fixture_candidates(self, inp: FrameInputs) -> tuple[str | None, str | None]:
