@@ -457,6 +457,23 @@ def test_named_outside_judges_as_python_compares_and_names_a_missing_joint():
         _geomath.named_outside({"a": 0.0}, ("a", "e"), np.full(2, -1.0), np.full(2, 1.0))
 
 
+def test_take_into_gathers_as_numpy_indexing_does_from_strided_rows_and_names_a_bad_index():
+    rng = np.random.default_rng(14)
+    for _ in range(200):
+        block = rng.normal(size=(3, 9))
+        row = block[int(rng.integers(3))] if rng.random() < 0.5 else block[:, int(rng.integers(9))]  # strided too
+        index = rng.integers(0, len(row), int(rng.integers(0, 6)))
+        out = np.full(len(index), np.nan)
+        _geomath.take_into(row, index, out)
+        assert out.tolist() == row[index].tolist()
+    with pytest.raises(IndexError, match="take_into: an index is outside the row"):
+        _geomath.take_into(np.zeros(3), np.array([0, 3]), np.empty(2))
+    with pytest.raises(ValueError, match="take_into: index and out differ in length"):
+        _geomath.take_into(np.zeros(3), np.array([0, 1]), np.empty(3))
+    with pytest.raises(TypeError):  # a list: the caller converts it
+        _geomath.take_into([0.0, 1.0], np.array([0]), np.empty(1))
+
+
 def test_joint_jumps_judge_as_numpy_does_with_one_stamp_or_one_per_joint():
     rng = np.random.default_rng(12)
     rates = np.array([2.0, 1.0, 4.0])

@@ -1345,7 +1345,7 @@ done:
     return result;
 }
 
-/* ---- speed-b: the estimator families' per-frame kernels ---- */
+/* ---- the estimator families' per-frame kernels ---- */
 
 /* named_outside(values, names, lower, upper) -> bool
  *
@@ -1400,6 +1400,41 @@ done:
     return result;
 }
 
+/* take_into(row, index, out) -> None: out[k] = row[index[k]] for a 1-d float64 row, int64 indices and a
+ * writable float64 `out` of their length (numpy's fancy indexing, without its dispatch and a new array; an
+ * index outside the row raises IndexError). */
+static PyObject *take_into(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs(nargs, 3, "take_into") < 0)
+        return NULL;
+    View row = {0}, index = {0}, out = {0};
+    PyObject *result = NULL;
+    if (view_open(args[0], &row, 'd', 1, 0, "take_into: row") < 0 ||
+        view_open(args[1], &index, 'l', 1, 0, "take_into: index") < 0 ||
+        view_open(args[2], &out, 'd', 1, 1, "take_into: out") < 0)
+        goto done;
+    Py_ssize_t n = row.b.shape[0], m = index.b.shape[0];
+    if (out.b.shape[0] != m) {
+        PyErr_SetString(PyExc_ValueError, "take_into: index and out differ in length");
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < m; k++) {
+        long long j = get_l(&index, at(&index, k));
+        if (j < 0 || j >= n) {
+            PyErr_SetString(PyExc_IndexError, "take_into: an index is outside the row");
+            goto done;
+        }
+        memcpy(at(&out, k), at(&row, j), sizeof(double));
+    }
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    view_close(&row);
+    view_close(&index);
+    view_close(&out);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"box_overlap", (PyCFunction)(void (*)(void))box_overlap, METH_FASTCALL, "Oriented boxes overlap (SAT)."},
     {"placement", (PyCFunction)(void (*)(void))placement, METH_FASTCALL, "(inside, bottom) of a box in a region."},
@@ -1442,6 +1477,7 @@ static PyMethodDef methods[] = {
      "A frame's joint positions into qpos, then the follower joints from their leaders."},
     {"vector3", (PyCFunction)vector3, METH_O, "A float64 3-vector's values as a tuple of floats."},
     {"wrench_finite", (PyCFunction)wrench_finite, METH_O, "Every force and torque value of a float64 wrench is finite."},
+    {"take_into", (PyCFunction)(void (*)(void))take_into, METH_FASTCALL, "out[k] = row[index[k]] (float64)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from safety_monitor.grounding import _geomath
 from safety_monitor.grounding.debounce import Persistence, Tri, any3
 from safety_monitor.grounding.description import GRIPPER_PARTS, OTHER_ARM, ROBOT_PARTS, RobotDescription
 from safety_monitor.grounding.fixtures import FixtureEstimator
@@ -133,7 +134,7 @@ class ContactEstimator:
             v = self._forbidden(rule)
             if v is not False:
                 verdicts[pair] = v
-        uncertain = bool(geo.unknown) or None in verdicts.values()
+        uncertain = bool(geo.unknown) or (bool(verdicts) and None in verdicts.values())
         runs: dict[tuple[str, str], Persistence] = {}
         sustained: Tri = None if uncertain else False  # Kleene OR over the pairs' runs, folded in as they go by
         for pair, v in verdicts.items():
@@ -146,7 +147,7 @@ class ContactEstimator:
             elif lasting is None and not sustained:
                 sustained = None
             runs[pair] = run
-        for pair, run in self.runs.items():  # an object of it has no pose: the contact may go on
+        for pair, run in self.runs.items() if self.runs else ():  # an object of it has no pose: the contact may go on
             if pair not in runs and set(pair) & geo.unknown:
                 run.step(None)
                 runs[pair] = run
@@ -212,4 +213,7 @@ class ContactEstimator:
         if w is None:
             return None
         force_n, torque_nm = self._wrench_limits
-        return bool(norm(w.force) > force_n or norm(w.torque) > torque_nm)
+        try:  # float64 3-vectors, as every source gives them: `norm`'s C calls, without its wrapper's call
+            return _geomath.norm3(w.force) > force_n or _geomath.norm3(w.torque) > torque_nm
+        except (TypeError, ValueError):
+            return bool(norm(w.force) > force_n or norm(w.torque) > torque_nm)

@@ -81,8 +81,11 @@ class ContaminationEstimator:
         else:
             edges, touched = self._contacts(pairs)
             self._contacts_for = (pairs, edges, touched)
-        contact_raw = _contact_with(touched, self.contaminated, self.maybe, geo.unknown)
-        contact_clean = _contact_with(touched, self.clean, self.clean, geo.unknown)
+        if touched or geo.unknown:
+            contact_raw = _contact_with(touched, self.contaminated, self.maybe, geo.unknown)
+            contact_clean = _contact_with(touched, self.clean, self.clean, geo.unknown)
+        else:  # the robot touches no object, and every object is seen (most frames)
+            contact_raw = contact_clean = False
         event, constant = self._sanitized
         sanitized = constant if constant is not None else event in inp.events
         if sanitized:  # seen: in every completion

@@ -159,7 +159,7 @@ class FixtureEstimator:
                 left = False
         self.target = t = self._target(gripper_gaps, distance)
         deltas, still = inp.fixture_delta, self._motion_delta
-        unknown_objects = not geo.unknown.isdisjoint(self.graspable)
+        unknown_objects = bool(geo.unknown) and not geo.unknown.isdisjoint(self.graspable)  # most frames: none
         self.gripped, self.directions = gripped, directions = {}, {}
         operated = []
         # Kleene OR (any3) and AND (all3) over the fixtures, folded in as they go by
@@ -215,14 +215,15 @@ class FixtureEstimator:
     def _target(self, gripper_gaps: dict[str, float], outside: list[float]) -> str | None:
         """Openable fixture nearest the gripper by surface gap; else the one whose interior is nearest the EE
         (`outside`: per interior, the grasp centre's distance)."""
-        inf = math.inf
-        best, best_gap = None, inf
-        for f, housing in self._housings:
-            gap = min(gripper_gaps.get(f, inf), gripper_gaps.get(housing, inf))
-            if gap < best_gap:
-                best, best_gap = f, gap
-        if best is not None:
-            return best
+        if gripper_gaps:  # (most frames the gripper is near nothing)
+            inf = math.inf
+            best, best_gap = None, inf
+            for f, housing in self._housings:
+                gap = min(gripper_gaps.get(f, inf), gripper_gaps.get(housing, inf))
+                if gap < best_gap:
+                    best, best_gap = f, gap
+            if best is not None:
+                return best
         nearest = None  # min() of (distance, name), in a loop: no list built
         for f, i in self._ranked_rows:
             key = (outside[i], f)
@@ -275,7 +276,7 @@ class FixtureEstimator:
         episode. `gripped`: the gripper holds it; `direction`: its motion; `unknown_near`: some object's pose
         is unknown."""
         geo = inp.geometry
-        _, _, contact, margin = self._distances
+        contact = self._distances[2]
         operated = gripped or direction != 0.0
         hit: Tri = False  # the moving part touches an arm link or an object not inside the fixture
         for other, gap in geo.gaps.get(f, _NEAR_NOTHING).items():
@@ -286,7 +287,7 @@ class FixtureEstimator:
                 break
             if other in self.graspable:
                 region = geo.interiors.get(f)  # an object with a gap has a box (FrameGeometry's invariant)
-                if region is None or not object_inside(geo.object_boxes[other], region, margin):
+                if region is None or not object_inside(geo.object_boxes[other], region, self._distances[3]):
                     hit = True
                     break
         if hit:  # a hit counts only while the fixture is operated; unknown if an unseen object may be touching it

@@ -188,7 +188,12 @@ class GraspEstimator:
         clearance, bilateral, slip_m, slip_rad = self._grasp_limits
         grasp_n, stable_n = self._persistence
         gaps, boxes, speeds, slips, unknown = geo.gaps, geo.object_boxes, inp.object_speed, inp.object_slip, geo.unknown
-        fingers = [gaps.get(f, _NO_GAPS) for f in FINGER_PARTS] if closed else []  # open: nothing is held
+        touches: dict[str, int] = {}  # per entity, the finger bodies within clearance of it (open: nothing is held)
+        if closed:
+            for part in FINGER_PARTS:
+                for e, gap in gaps.get(part, _NO_GAPS).items():
+                    if gap <= clearance:
+                        touches[e] = touches.get(e, 0) + 1
         taken = gaps.get(OTHER_ARM, _NO_GAPS)  # a bimanual robot's other arm, near the objects it holds
         raws, grasped, stables, movings, inf = self.raw, self.grasped, self.stable, self.moving, math.inf
         # Kleene OR (any3) and AND (all3) over the objects, folded in as they go by: no list or call per aggregate
@@ -220,11 +225,7 @@ class GraspEstimator:
                     st.grip_run = 0
             else:
                 st.seen = True
-                touching = 0
-                for row in fingers:
-                    if row.get(o, inf) <= clearance:
-                        touching += 1
-                raw = closed and touching >= bilateral
+                raw = closed and touches.get(o, 0) >= bilateral
                 if raw:
                     st.grip_run += 1
                 elif st.grip_run:

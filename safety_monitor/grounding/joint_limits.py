@@ -100,6 +100,9 @@ class JumpDetector:
         self._layouts: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray | None]] = {}
         self._last: tuple[tuple[str, ...], tuple[np.ndarray, np.ndarray | None]] | None = None
         self._previous: tuple[np.ndarray, np.ndarray | float] | None = None
+        # an array of the judged joints' length no longer referenced: the next frame's positions are gathered into
+        # it (the previous frame's array and this one take turns: no new array a frame)
+        self._spare = np.empty(len(self.joints))
 
     def _layout(self, names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray | None]:
         """Indices into a frame's joints of the judged joints it has, and where they go among the judged
@@ -124,19 +127,26 @@ class JumpDetector:
         self, names: tuple[str, ...], positions: np.ndarray, stamps: np.ndarray | float
     ) -> tuple[JointJump, ...] | None:
         """The joints that jumped since the previous call; None on the first (nothing to step from).
-        `stamps`: per joint of `names`, the stamp of its position (a number: every joint sampled then)."""
+        `positions`: per joint of `names` (any 1-d sequence of numbers); `stamps`: per joint of `names`, the stamp
+        of its position (a number: every joint sampled then)."""
         src, dst = self._layout(names)
         if dst is None:
-            current = positions[src]
+            current = self._spare
+            try:  # a float64 array, as every source gives it: gathered in C into the spare array
+                _geomath.take_into(positions, src, current)
+            except (TypeError, ValueError):
+                current = np.asarray(positions, dtype=float)[src]
             times = stamps[src] if isinstance(stamps, np.ndarray) else stamps
         else:  # judged joints missing from this frame are NaN: never judged
             current = np.full(len(self.joints), np.nan)
-            current[dst] = positions[src]
+            current[dst] = np.asarray(positions, dtype=float)[src]
             times = np.full(len(self.joints), np.nan)
             times[dst] = stamps[src] if isinstance(stamps, np.ndarray) else stamps
         previous, self._previous = self._previous, (current, times)
         if previous is None:
+            self._spare = np.empty(len(self.joints))  # `current` is kept
             return None
+        self._spare = previous[0]  # its positions are read for the last time below
         if not self._any_wraps:
             hits = _geomath.joint_jumps(current, times, previous[0], previous[1], self._rate)
             if not hits:  # most frames: no generator set up
@@ -253,7 +263,7 @@ class JointLimitEstimator:
         jump: Tri = False
         if self._velocities:
             stamps = state.t if state.joint_stamps is None else np.asarray(state.joint_stamps, dtype=float)
-            jumps = self._jumps.step(state.joint_names, np.asarray(state.joint_position, dtype=float), stamps)
+            jumps = self._jumps.step(state.joint_names, state.joint_position, stamps)
             self.jumps = jumps or ()
             # the first frame has no step to judge: false, not unknown, or every rollout would start blind
             jump = bool(jumps)

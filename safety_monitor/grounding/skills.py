@@ -118,6 +118,9 @@ DOCS = {
 
 
 _NEAR_NOTHING: dict[str, float] = {}  # geo.gaps.get(e, _NEAR_NOTHING): geo.near(e) without the call (read only)
+# an idle frame's values in DOCS order up to preconditions_place: no onset, no skill active, no pick target (its
+# preconditions vacuous), nothing to place
+_IDLE: tuple[Tri, ...] = (False,) * 4 + (True,) * 4 + (True, False)
 
 
 def _agreed(value: Tri, others: list[Tri]) -> Tri:
@@ -219,14 +222,14 @@ class _FixtureHold:
     release reading briefly as closed, is not another attempt.
     """
 
-    def __init__(self, window: int):
+    def __init__(self, window: int, closed_end: float, open_end: float):
         self.window = window
+        self.ends = (closed_end, open_end)  # open fractions at or beyond which the fixture is at an end stop
         self.direction = 0.0
         self.idle = window + 1  # frames since the gripper last touched the fixture
 
-    def step(self, touching: bool, closed_hand: bool, moving: float, end_stop: float) -> float:
-        """Direction of the attempt under way this frame; `end_stop` is +1 at the closed end of the range,
-        -1 at the open end, 0 between."""
+    def step(self, touching: bool, closed_hand: bool, moving: float, fraction: float) -> float:
+        """Direction of the attempt under way this frame, given the fixture's open `fraction`."""
         if not touching:
             self.idle += 1
             if self.idle > self.window:
@@ -235,8 +238,9 @@ class _FixtureHold:
         self.idle = 0
         if moving != 0.0:
             self.direction = moving
-        elif self.direction == 0.0 and closed_hand:
-            self.direction = end_stop
+        elif self.direction == 0.0 and closed_hand:  # at the closed end it can only open, at the open end close
+            closed_end, open_end = self.ends
+            self.direction = 1.0 if fraction <= closed_end else -1.0 if fraction >= open_end else 0.0
         return self.direction
 
 
@@ -252,7 +256,10 @@ class SkillEstimator:
     ):
         self.robot, self.th, self.grasp, self.fixtures = robot, thresholds, grasp, fixtures
         self.skills = {s: _Skill(counts.skill_onset_window) for s in SKILLS}
-        self.holds = {f: _FixtureHold(counts.skill_onset_window) for f in fixtures.fixtures}
+        closed_end = thresholds.fixtures.fully_closed_fraction
+        self.holds = {
+            f: _FixtureHold(counts.skill_onset_window, closed_end, 1.0 - closed_end) for f in fixtures.fixtures
+        }
         self.fragile = frozenset(o for o in grasp.objects if catalog.has(o, "fragile"))
         self.supports = frozenset(
             e
@@ -264,19 +271,26 @@ class SkillEstimator:
         self.maybe_released: set[str] = set()  # released in some completions only (a drop at an unknown frame)
         self.maybe_picked = False  # the running pick's target may have been grasped unseen: the pick may have ended
         self.maybe_placed = False  # the held object may have been let go unseen: the running place may have ended
+        self._resting = False  # `_at_rest` after the last frame that was not idle (see `_idle`)
         d, fr, m = thresholds.distances_m, thresholds.fixtures, thresholds.motion  # read once: every frame needs them
         self._reach, self._path, self._margin = d.reach, d.path_obstruction, d.placement_margin
         # the last (fixture, interior, object boxes) `_close_ok` measured, and whether none straddled it
         self._straddle_for: tuple[str, Box, Mapping[str, Box], Tri] | None = None
         self._placing = (d.placement_proximity, thresholds.counts.clutter_bound, m.grasp_slip_m, m.grasp_slip_rad)
         self._fully_open, self._fully_closed = fr.fully_open_fraction, fr.fully_closed_fraction
-        self._open_end = 1.0 - fr.fully_closed_fraction
 
     def step(self, inp: FrameInputs) -> tuple[Tri, ...]:
         """This frame's values in DOCS order (onsets, onset ends, preconditions)."""
+        if self._idle(inp):  # most frames between attempts: only the focus fixture's preconditions to ask
+            f = self.fixtures.target
+            return (
+                *_IDLE,
+                True if f is None else self._open_ok(f, inp, None),  # preconditions_open
+                True if f is None else self._close_ok(f, inp),  # preconditions_close
+            )
         g, fraction = self.grasp, inp.fixture_fraction
         held: str | None = None
-        for o in g.objects:
+        for o in g.held:  # the first object grasped (held lists them, in `objects` order; most frames: none)
             if g.grasped[o]:
                 held = o
                 break
@@ -335,6 +349,7 @@ class SkillEstimator:
         close_onset = closing.step(to_close, f is not None and fraction[f] <= self._fully_closed)
         f = closing.target or to_close or focus
         close_ok = True if f is None else self._close_ok(f, inp)
+        self._resting = self._at_rest()
         return (
             pick_onset,  # skill_pick_onset
             place_onset,  # skill_place_onset
@@ -349,6 +364,28 @@ class SkillEstimator:
             open_ok,  # preconditions_open
             close_ok,  # preconditions_close
         )
+
+    def _idle(self, inp: FrameInputs) -> bool:
+        """Nothing near the gripper, nothing held or pending in the grasp family, every object seen, and the skills
+        at rest since the last frame that was not idle (`_at_rest`): `step` would find no candidate and no
+        uncertainty, advance nothing (a fixture hold idle beyond its window stays so, whatever its count) and decide
+        every value but the focus fixture's preconditions as the last frame did."""
+        g, geo = self.grasp, inp.geometry
+        return self._resting and not (
+            g.held or g.maybe_grasped or g.dropped or g.maybe_dropped or geo.gripper_gaps or geo.unknown
+        )
+
+    def _at_rest(self) -> bool:
+        """No skill or fixture hold under way or possibly so, and nothing released or lifted to follow."""
+        if self.lifted or self.released or self.maybe_released or self.maybe_picked or self.maybe_placed:
+            return False
+        for skill in self.skills.values():  # loops, not all(): a generator's set-up costs more than these reads
+            if skill.target is not None or skill.since_unsure <= skill.window or skill.ended is not True:
+                return False
+        for hold in self.holds.values():  # noqa: SIM110
+            if hold.direction != 0.0 or hold.idle <= hold.window:
+                return False
+        return True
 
     def _let_go(self, held: str) -> tuple[str | None, ...]:
         """What the hand holds in the completions where `held`, the first object counted as grasped, was let go by a
@@ -389,7 +426,7 @@ class SkillEstimator:
                 for o in self.maybe_released
                 if (gaps.get(o, inf) <= reach or o in geo.unknown) and o not in self.released
             }
-        if held is not None or inp.gripper_closed:
+        if held is not None or inp.gripper_closed or not gaps:  # no gap: nothing within reach (most frames)
             return None
         best, best_gap = None, inf
         for o in self.grasp.objects:  # the first nearest, as min() would pick it
@@ -435,8 +472,11 @@ class SkillEstimator:
 
     # place ------------------------------------------------------------------------------------------
     def _place_candidate(self, inp: FrameInputs, held: str | None) -> str | None:
-        if self.lifted:
-            self.lifted = {o for o in self.lifted if self.grasp.grasped[o]}
+        grasped = self.grasp.grasped
+        for o in self.lifted:  # rebuilt once one is no longer grasped (while carrying: never, and no set built)
+            if not grasped[o]:
+                self.lifted = {o for o in self.lifted if grasped[o]}
+                break
         if held is None or not self.grasp.raw[held]:  # falling out of the fingers is a drop, not a place
             return None
         geo = inp.geometry
@@ -467,7 +507,7 @@ class SkillEstimator:
         fragile_clear = held not in self.fragile or clear
         slip = inp.object_slip.get(held)
         sync = None if slip is None else (slip[0] < slip_m and slip[1] < slip_rad)
-        return all3([sync, clutter < clutter_bound, fragile_clear])
+        return sync if clutter < clutter_bound and fragile_clear else False  # all3 of the three (two are known)
 
     # open / close -----------------------------------------------------------------------------------
     def _fixture_candidates(self, inp: FrameInputs) -> tuple[str | None, str | None]:
@@ -475,12 +515,9 @@ class SkillEstimator:
         advancing every fixture's hold."""
         fx, fraction, closed_hand = self.fixtures, inp.fixture_fraction, inp.gripper_closed
         gripped, directions = fx.gripped, fx.directions
-        fully_closed, open_end = self._fully_closed, self._open_end
         to_open = to_close = None
         for f, hold in self.holds.items():
-            frac = fraction[f]
-            end_stop = 1.0 if frac <= fully_closed else -1.0 if frac >= open_end else 0.0
-            direction = hold.step(gripped[f], closed_hand, directions[f], end_stop)
+            direction = hold.step(gripped[f], closed_hand, directions[f], fraction[f])
             if direction > 0:
                 to_open = to_open or f
             elif direction < 0:
@@ -493,15 +530,13 @@ class SkillEstimator:
         if held is not None:
             return False
         geo, objects = inp.geometry, self.grasp.objects
-        region = geo.interiors.get(f)
         for o, gap in geo.gaps.get(f, _NEAR_NOTHING).items():
-            if (
-                gap <= self._path
-                and o in objects
-                and (region is None or not object_inside(geo.object_boxes[o], region, self._margin))
-            ):
-                return False
-        return None if not geo.unknown.isdisjoint(objects) else True
+            if gap <= self._path and o in objects:  # (most frames: none; the interior is looked up then)
+                region = geo.interiors.get(f)
+                if region is None or not object_inside(geo.object_boxes[o], region, self._margin):
+                    return False
+        unknown = geo.unknown  # most frames: none, and no set operation
+        return None if unknown and not unknown.isdisjoint(objects) else True
 
     def _close_ok(self, f: str, inp: FrameInputs) -> Tri:
         """No gripper point inside the fixture and no object straddling its interior boundary (unknown,
