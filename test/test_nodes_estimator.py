@@ -138,7 +138,7 @@ def test_predicates_match_direct_grounding_and_stop_turns_stale(states, monkeypa
         for g, e in zip(got, expected):
             assert g.t == pytest.approx(e.t, abs=1e-9)
             assert dict(g.values) == e.values and g.unknown == e.unknown
-        assert calls["pose_usable"] >= FRAMES and refused == Counter()  # no C kernel refused the node's input
+        assert calls["usable_poses"] >= FRAMES and refused == Counter()  # no C kernel refused the node's input
 
         spin_until(executor, lambda: diag and diag[-1][0] == T.DiagnosticStatus.STALE)
         assert "no joint_states" in diag[-1][1]
