@@ -1451,6 +1451,22 @@ def test_reach_in_left_fixture_and_internal_support():
     assert not s.step().values["object_in_fixture"]
 
 
+def test_a_fixture_touched_on_a_traces_first_frames_waits_for_its_motion():
+    """A fixture's motion is measured over the motion window (one frame at 20 Hz, 25 at 500 Hz): before it is, the
+    cabinet door may be moving. An open hand on it may push it (operated: allowed), so forbidden_contact is unknown,
+    not true, until the door is seen still; a mug against a door the hand does not hold may be hit by it, so
+    fixture_obstacle_hit is unknown, not false, as long."""
+    for rate, window in ((20.0, 1), (500.0, 25)):
+        s = Scene(rate=rate)
+        s.contacts[("hand", "cabinet")] = 0.0
+        assert tri(s.step(window + 2), "forbidden_contact") == [None] * window + [True] * 2
+        s = Scene(rate=rate)
+        s.contacts[("cabinet", "mug")] = 0.0
+        frames = s.step(window + 2)
+        assert tri(frames, "fixture_obstacle_hit") == [None] * window + [False] * 2
+        assert tri(frames, "forbidden_contact") == [False] * (window + 2)  # the mug on a support
+
+
 def test_obstacle_hit_then_retract_timeout_after_100_frames_and_retract_clears_it():
     s = Scene()
     s.contacts[("hand", "drawer")] = 0.0
