@@ -618,6 +618,29 @@ def test_raw_grasps_seen_after_a_closed_gripper_gap_may_complete_a_grasp_begun_i
     assert tri(opened, "object_dropped") == [False] * 4 + [None] + [False] * 2
 
 
+def test_a_grasp_under_way_on_a_traces_first_frame_may_have_begun_before_it():
+    """A monitor started late (or a grounder reset when its input restarted) finds the cube between the closed
+    fingers on its first frame: the grasp may have begun before, so it is unknown, not false, until the debounce
+    has seen its 5 frames. Let go on the 3rd frame, the cube may have been dropped (unknown up to the debounce's
+    5th open frame) and may be the focus; the open hand beside it may be backing off from a place, not
+    approaching a pick: no known pick onset whose preconditions (the cube not yet seen at rest) would fail.
+    Held on, the grasp is decided on the 5th frame; a trace begun with the hand open is judged from its first."""
+    s = Scene()
+    s.grasp()
+    held = s.step(2)
+    s.release()
+    opened = s.step(8)
+    assert tri(held + opened, "object_grasped") == [None] * 6 + [False] * 4
+    assert tri(opened, "object_dropped") == [None] * 5 + [False] * 3
+    assert tri(opened, "object_left_gripper") == [None] * 8
+    assert True not in tri(opened, "skill_pick_onset") and False not in tri(opened, "preconditions_pick")
+    s = Scene()
+    s.grasp()
+    assert tri(s.step(6), "object_grasped") == [None] * 4 + [True] * 2
+    s = Scene()
+    assert tri(s.step(3), "object_grasped") == [False] * 3
+
+
 def test_missing_pose_is_unknown_held_and_reported_stale():
     s = Scene()
     s.step(3)
@@ -1449,6 +1472,22 @@ def test_reach_in_left_fixture_and_internal_support():
     s.pos["cube"] = centre.copy()  # inside but floating
     s.ee = centre.copy()
     assert not s.step().values["object_in_fixture"]
+
+
+def test_a_fixture_touched_on_a_traces_first_frames_waits_for_its_motion():
+    """A fixture's motion is measured over the motion window (one frame at 20 Hz, 25 at 500 Hz): before it is, the
+    cabinet door may be moving. An open hand on it may push it (operated: allowed), so forbidden_contact is unknown,
+    not true, until the door is seen still; a mug against a door the hand does not hold may be hit by it, so
+    fixture_obstacle_hit is unknown, not false, as long."""
+    for rate, window in ((20.0, 1), (500.0, 25)):
+        s = Scene(rate=rate)
+        s.contacts[("hand", "cabinet")] = 0.0
+        assert tri(s.step(window + 2), "forbidden_contact") == [None] * window + [True] * 2
+        s = Scene(rate=rate)
+        s.contacts[("cabinet", "mug")] = 0.0
+        frames = s.step(window + 2)
+        assert tri(frames, "fixture_obstacle_hit") == [None] * window + [False] * 2
+        assert tri(frames, "forbidden_contact") == [False] * (window + 2)  # the mug on a support
 
 
 def test_obstacle_hit_then_retract_timeout_after_100_frames_and_retract_clears_it():

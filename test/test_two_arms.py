@@ -97,6 +97,18 @@ def test_a_handover_raises_no_alarm_and_each_stack_sees_its_own_arms_grasp_only(
         assert all(not unknown for f in frames[3:] for unknown in [[p for p, v in f.items() if v is None]]), arm
 
 
+def test_a_stack_started_as_its_hand_lets_the_bar_go_raises_no_alarm(aloha, handover):
+    """The right's stack started late (or its grounder reset when the input restarted: `input_restarted`), 5
+    frames before the right hand opens on the bar the left has taken: the grasp may have begun before its first
+    frame, so it is unknown, and the opening may be a drop, not an open hand approaching a bar it has not seen
+    at rest (a pick without its preconditions). No alarm; the grasp is unknown where it was not yet seen whole."""
+    first = 550  # the right's gripper opens on the 6th frame, before the grasp debounce (13 frames) decides
+    frames, events = _watch(aloha["right"], handover.states[first : first + 150])
+    assert frames[0]["object_grasped_raw"] is True and frames[5]["object_grasped_raw"] is False
+    assert [f["object_grasped"] for f in frames[:6]] == [None] * 6
+    assert [e for e in events if e["kind"] == "opened"] == []
+
+
 def _hands_meet(states: tuple[RobotState, ...]) -> list[RobotState]:
     """The right holds its hand out where the handover was; the left's grasp centre comes to 2 cm short of the
     right's (their fingers interlock), stays there 1.5 s and goes home. The bar stands on the table throughout."""

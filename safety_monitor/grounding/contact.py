@@ -42,7 +42,8 @@ DOCS = {
         "bodies, a manipulated object or a fixture being operated; a grasped or moving object with anything "
         "but a support, container, the gripper or the other arm of a bimanual robot, which touches them "
         "under a monitor of its own; unknown where an object at rest on no support may count as grasped in some "
-        "completions only, a grasp or drop hidden in a pose gap undecided)",
+        "completions only, a grasp or drop hidden in a pose gap undecided, and for an open hand on a fixture whose "
+        "motion is not measured yet, a trace's first motion window)",
         "twin gaps, object_grasped, object motion, fixture operation",
         "contact 0.002 m",
     ),
@@ -69,7 +70,7 @@ class _Fixed:
 
 @dataclass(frozen=True, slots=True)
 class _Operated:
-    """A gripper body on a fixture part: allowed while that fixture is operated."""
+    """A gripper body on a fixture part: allowed while that fixture is operated (unknown while it may be)."""
 
     fixture: str
 
@@ -183,7 +184,8 @@ class ContactEstimator:
         if isinstance(rule, _Fixed):
             return rule.forbidden
         if isinstance(rule, _Operated):
-            return rule.fixture not in self.fixtures.operated
+            fx, f = self.fixtures, rule.fixture
+            return False if f in fx.operated else None if f in fx.maybe_operated else True
         g = self.grasp
         return any3([v for obj in rule.objects for v in (g.is_grasped(obj), g.moving[obj])])
 

@@ -3,7 +3,9 @@
 The *focus fixture* is the openable fixture whose parts are nearest the gripper (within the twin's report
 margin), else the one whose interior is nearest the grasp centre; single-fixture predicates (fully open /
 closed) read it. A fixture is *operated* while the gripper holds it closed-handed, pushes or pulls it
-while it moves, or reaches into it: only then may the robot touch it (see contact.py).
+while it moves, or reaches into it: only then may the robot touch it (see contact.py). Its motion is measured over
+the motion window, so on a trace's first frames, before the window is filled, whether an open hand on it moves it is
+unknown: it may be operated (`maybe_operated`); and an obstacle on one the hand does not hold may be a hit.
 """
 
 from __future__ import annotations
@@ -49,7 +51,8 @@ DOCS = {
     ),
     "fixture_obstacle_hit": PredicateDoc(
         "a fixture being operated (gripped or moving) has its moving part touching an obstacle: an arm "
-        "link or an object not inside it",
+        "link or an object not inside it (unknown for one not gripped while its motion is not measured yet: a "
+        "trace's first motion window)",
         "twin gaps, fixture motion",
         "contact 0.002 m; gripper_clearance 0.01 m; fixture_motion_delta 0.001 per motion window",
     ),
@@ -97,7 +100,8 @@ class _Episode:
 
 
 class FixtureEstimator:
-    """Fixture family; later estimators read `fixtures`, `target`, `gripped`, `directions`, `reach_in`, `operated`."""
+    """Fixture family; later estimators read `fixtures`, `target`, `gripped`, `directions`, `reach_in`, `operated`,
+    `maybe_operated`."""
 
     def __init__(
         self,
@@ -130,6 +134,7 @@ class FixtureEstimator:
         self._fully_open, self._fully_closed = fr.fully_open_fraction, fr.fully_closed_fraction
         self.target: str | None = None
         self.operated: frozenset[str] = frozenset()
+        self.maybe_operated: frozenset[str] = frozenset()  # not operated, but in some completions (motion unmeasured)
         self.gripped: dict[str, bool] = {}
         self.directions: dict[str, float] = {}  # +1 opening, -1 closing, 0 still or unknown, over the motion window
         self.reach_in: dict[str, bool] = {}
@@ -161,7 +166,7 @@ class FixtureEstimator:
         deltas, still = inp.fixture_delta, self._motion_delta
         unknown_objects = bool(geo.unknown) and not geo.unknown.isdisjoint(self.graspable)  # most frames: none
         self.gripped, self.directions = gripped, directions = {}, {}
-        operated = []
+        operated, maybe_operated = [], []
         # Kleene OR (any3) and AND (all3) over the fixtures, folded in as they go by
         hit_any: Tri = False  # fixture_obstacle_hit
         retracting_all: Tri = None  # retracting, over the fixtures with an episode (None: none has one yet)
@@ -172,7 +177,9 @@ class FixtureEstimator:
             direction = directions[f] = 0.0 if delta is None or abs(delta) <= still else math.copysign(1.0, delta)
             if reach_in.get(f) or (grip and (closed or direction != 0.0)):
                 operated.append(f)
-            hit, retr, expired = self._mechanism(f, inp, grip, direction, unknown_objects)
+            elif grip and delta is None:  # held open-handed, its motion not measured yet: pushed or pulled, or not
+                maybe_operated.append(f)
+            hit, retr, expired = self._mechanism(f, inp, grip, direction, delta is None, unknown_objects)
             if hit:
                 hit_any = True
             elif hit is None and not hit_any:
@@ -184,6 +191,7 @@ class FixtureEstimator:
             elif expired is None and not timeout:
                 timeout = None
         self.operated = frozenset(operated) if operated else _NONE
+        self.maybe_operated = frozenset(maybe_operated) if maybe_operated else _NONE
         open_fraction = None if t is None else inp.fixture_fraction[t]
         return (
             open_fraction is not None and open_fraction >= self._fully_open,  # fixture_fully_open
@@ -270,14 +278,14 @@ class FixtureEstimator:
         return False
 
     def _mechanism(
-        self, f: str, inp: FrameInputs, gripped: bool, direction: float, unknown_near: bool
+        self, f: str, inp: FrameInputs, gripped: bool, direction: float, unmeasured: bool, unknown_near: bool
     ) -> tuple[Tri, bool | None, Tri]:
         """(obstacle hit, retracting or None without an episode this frame, retract timeout), advancing the
-        episode. `gripped`: the gripper holds it; `direction`: its motion; `unknown_near`: some object's pose
-        is unknown."""
+        episode. `gripped`: the gripper holds it; `direction`: its motion (0.0 `unmeasured`: not known yet);
+        `unknown_near`: some object's pose is unknown."""
         geo = inp.geometry
         contact = self._distances[2]
-        operated = gripped or direction != 0.0
+        operated: Tri = gripped or direction != 0.0 or (None if unmeasured else False)
         hit: Tri = False  # the moving part touches an arm link or an object not inside the fixture
         for other, gap in geo.gaps.get(f, _NEAR_NOTHING).items():
             if gap > contact:
@@ -293,7 +301,7 @@ class FixtureEstimator:
         if hit:  # a hit counts only while the fixture is operated; unknown if an unseen object may be touching it
             hit = operated
         elif unknown_near:
-            hit = None if operated else False
+            hit = False if operated is False else None
         ep = self.episodes[f]
         if hit and not ep.active:
             ep.active, ep.retracted, ep.direction = True, False, self.last_direction[f]

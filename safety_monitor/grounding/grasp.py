@@ -18,7 +18,9 @@ timer on any of those frames, or never: never surely expired, it stops once the 
 at rest for the stability persistence after the last of them (`calm`: its latch says nothing of a grasp it may
 have had). That grasp may also have made it the focus: the post-drop predicates are known only where every
 object that may be the focus agrees (`other_foci`), until a grasp seen settles which one was last. An open
-gripper holds nothing, seen or not: its raw grasp is false and the evidence runs on.
+gripper holds nothing, seen or not: its raw grasp is false and the evidence runs on. The frames before the first
+one (a monitor started late, a grounder reset after its input restarted) were not seen either: an object between
+the closed fingers there may have been grasped for long, so its evidence restarts as after such a gap (`_first`).
 
 `maybe_dropped` names the objects whose drop on this frame is unknown, for the families a drop starts something
 in (a transfer, the pick skill's re-arming); `maybe_grasped` those not counted as grasped that a grasp hidden in a
@@ -51,7 +53,9 @@ DOCS = {
         "gripper_clearance 0.01 m; bilateral_contact_bodies 2; gripper closed_below or closed_above (robot.yaml)",
     ),
     "object_grasped": PredicateDoc(
-        "some manipulated object is grasped: object_grasped_raw per object after a symmetric debounce",
+        "some manipulated object is grasped: object_grasped_raw per object after a symmetric debounce (unknown while "
+        "its evidence restarts: after a pose gap with the gripper closed, or held on a trace's first frame, until the "
+        "debounce has seen its full run)",
         "object_grasped_raw",
         "grasp_persistence 0.25 s (5 frames at 20 Hz), both edges",
     ),
@@ -172,6 +176,7 @@ class GraspEstimator:
         self._rest = (m.linear_stability_mps, m.angular_stability_radps)
         self._persistence = (counts.grasp_persistence, counts.stability_persistence)
         self._quiet = False  # every object was seen and quiet on the last frame (see `step`)
+        self._first = True  # no frame stepped yet: what was held before it was not seen
 
     def step(self, inp: FrameInputs) -> tuple[Tri, ...]:
         """This frame's values in DOCS order.
@@ -227,6 +232,9 @@ class GraspEstimator:
                 st.seen = True
                 raw = closed and touches.get(o, 0) >= bilateral
                 if raw:
+                    if self._first:  # held on the first frame (a monitor started late): it may have been grasped
+                        debounce.restart()  # before, and counts as grasped, or not, once the debounce decides
+                        st.earliest, st.grip_run = frame - grasp_n, grasp_n - 1
                     st.grip_run += 1
                 elif st.grip_run:
                     st.grip_run = 0
@@ -362,6 +370,7 @@ class GraspEstimator:
         if quiet:
             stable_all = self._rests(quiet, boxes, speeds, stable_all)
         self._quiet = len(quiet) == len(self._states) and not unknown
+        self._first = False
         if rose:
             self._find_foci()
         left, settled, timeout = self._about_focus(geo, frame)
