@@ -178,22 +178,24 @@ class GraspEstimator:
 
         An object is quiet on a frame when it is neither raw-grasped nor counted as grasped before or after it,
         its grasp evidence is not restarting and its settle timer is not running: of it, only its rest is asked.
-        When every object was seen and quiet on the last frame, and is seen with the gripper open on this one,
-        all stay so (no grasp evidence to count: each debounce is at rest) and the frame asks only their rest."""
+        When every object was seen and quiet on the last frame, and is seen with the gripper open on this one, or
+        closed with no finger body within clearance of anything, all stay so (no grasp evidence to count: each
+        debounce is at rest) and the frame asks only their rest."""
         geo, frame, closed = inp.geometry, inp.frame, inp.gripper_closed
-        if self._quiet and not closed and not geo.unknown:  # most frames
-            rests = self._rests(self._states, geo.object_boxes, inp.object_speed, True)
-            left, settled, timeout = self._about_focus(geo, frame)
-            return (False, False, True, False, False, left, rests, settled, timeout)  # DOCS order, as below
         clearance, bilateral, slip_m, slip_rad = self._grasp_limits
-        grasp_n, stable_n = self._persistence
-        gaps, boxes, speeds, slips, unknown = geo.gaps, geo.object_boxes, inp.object_speed, inp.object_slip, geo.unknown
+        gaps = geo.gaps
         touches: dict[str, int] = {}  # per entity, the finger bodies within clearance of it (open: nothing is held)
         if closed:
             for part in FINGER_PARTS:
                 for e, gap in gaps.get(part, _NO_GAPS).items():
                     if gap <= clearance:
                         touches[e] = touches.get(e, 0) + 1
+        if self._quiet and not touches and not geo.unknown:  # most frames
+            rests = self._rests(self._states, geo.object_boxes, inp.object_speed, True)
+            left, settled, timeout = self._about_focus(geo, frame)
+            return (False, False, True, False, False, left, rests, settled, timeout)  # DOCS order, as below
+        grasp_n, stable_n = self._persistence
+        boxes, speeds, slips, unknown = geo.object_boxes, inp.object_speed, inp.object_slip, geo.unknown
         taken = gaps.get(OTHER_ARM, _NO_GAPS)  # a bimanual robot's other arm, near the objects it holds
         raws, grasped, stables, movings, inf = self.raw, self.grasped, self.stable, self.moving, math.inf
         # Kleene OR (any3) and AND (all3) over the objects, folded in as they go by: no list or call per aggregate
