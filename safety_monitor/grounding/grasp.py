@@ -114,6 +114,7 @@ _NO_GAPS: dict[str, float] = {}  # a finger body near nothing (read only)
 _NONE: frozenset[str] = frozenset()  # no object dropped (most frames)
 _ABOUT_FOCUS = ("object_left_gripper", "object_settled", "settle_timeout")
 _NO_FOCUS: tuple[Tri, Tri, Tri] = (False, False, False)  # _ABOUT_FOCUS before any grasp
+_NOT_RESTING: tuple[object, object, Tri] = (object(), object(), None)  # `resting` that no speed and box match
 
 
 class _ObjectGrasp:
@@ -136,7 +137,7 @@ class _ObjectGrasp:
         self.displaced: tuple[Box, Box, bool] | None = None  # (box, anchor, moved beyond the slip thresholds)
         # (speed, box, moving) of its last `_stability` if its latch held and its box had not moved off the anchor:
         # while the latch holds (its anchor fixed), a frame with the same speed and box objects is judged the same
-        self.resting: tuple[tuple[float, float] | None, Box | None, Tri] | None = None
+        self.resting: tuple[object, object, Tri] = _NOT_RESTING
 
 
 class GraspEstimator:
@@ -433,10 +434,10 @@ class GraspEstimator:
         for o, st in objects:
             speed, box = speeds.get(o), boxes.get(o)
             resting = st.resting  # a resting object brings the same speed and box objects frame after frame
-            if resting is not None and resting[0] is speed and resting[1] is box and st.stable.value:
-                stable, movings[o] = True, resting[2]  # as `_stability` judged them (no call)
-            else:
-                stable, movings[o] = self._stability(st, speed, box, False)
+            if resting[0] is speed and resting[1] is box and st.stable.value:
+                stables[o], movings[o] = True, resting[2]  # as `_stability` judged them (no call)
+                continue  # (stable: object_stable stays as folded so far)
+            stable, movings[o] = self._stability(st, speed, box, False)
             stables[o] = stable
             if stable is False:
                 stable_all = False
@@ -469,7 +470,7 @@ class GraspEstimator:
     ) -> tuple[Tri, Tri]:
         """(stable latch, moving now) for one object, given its speed and box this frame."""
         latch = st.stable
-        st.resting = None
+        st.resting = _NOT_RESTING
         linear, angular = self._rest
         moving = None if speed is None else not (speed[0] < linear and speed[1] < angular)
         if held:
