@@ -130,6 +130,7 @@ class FixtureEstimator:
         self._fully_open, self._fully_closed = fr.fully_open_fraction, fr.fully_closed_fraction
         self.target: str | None = None
         self.operated: frozenset[str] = frozenset()
+        # per fixture (per enclosure for `reach_in`): filled in place, every key on every frame (no dict built a frame)
         self.gripped: dict[str, bool] = {}
         self.directions: dict[str, float] = {}  # +1 opening, -1 closing, 0 still or unknown, over the motion window
         self.reach_in: dict[str, bool] = {}
@@ -148,7 +149,7 @@ class FixtureEstimator:
         beyond, distance = self._interiors.reach(
             self._interior_boxes, geo.gripper_points
         )  # per interior: the nearest gripper point's excess, the grasp centre's distance
-        self.reach_in = reach_in = {}
+        reach_in = self.reach_in
         inside = False  # a gripper point inside an enclosure
         left = True  # no gripper point within reach of an enclosure
         for f, i in self._enclosure_rows:
@@ -160,7 +161,7 @@ class FixtureEstimator:
         self.target = t = self._target(gripper_gaps, distance)
         deltas, still = inp.fixture_delta, self._motion_delta
         unknown_objects = bool(geo.unknown) and not geo.unknown.isdisjoint(self.graspable)  # most frames: none
-        self.gripped, self.directions = gripped, directions = {}, {}
+        gripped, directions = self.gripped, self.directions
         operated = []
         # Kleene OR (any3) and AND (all3) over the fixtures, folded in as they go by
         hit_any: Tri = False  # fixture_obstacle_hit
