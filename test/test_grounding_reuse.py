@@ -337,3 +337,22 @@ def test_a_quiet_grasp_family_counts_a_closed_grip_once_both_fingers_touch():
     got = [step(frame, True, gripping) for frame in range(4, 4 + persistence)]
     assert got == [(True, False)] * (persistence - 1) + [(True, True)]
     assert grasp.focus == "mug" and grasp.held == ("mug",)
+
+
+def test_the_focus_fixture_away_from_the_gripper_is_the_nearest_interior_and_on_a_tie_the_first_name():
+    """With the gripper near nothing, the focus fixture is the one whose interior is nearest the grasp centre,
+    as min() of (distance, name) picks it: on equal distances, the name first in order."""
+    fixtures = load_default_grounder(RATE)._fixtures
+    rows = dict(fixtures._ranked_rows)  # fixture -> its place among the interior distances
+    assert {"drawer", "cabinet"} <= rows.keys()
+
+    def target(**distance):
+        outside = [math.inf] * len(fixtures.with_interior)
+        for f, d in distance.items():
+            outside[rows[f]] = d
+        return fixtures._target({}, outside)
+
+    assert target(drawer=0.2, cabinet=0.3) == "drawer"
+    assert target(drawer=0.3, cabinet=0.2) == "cabinet"
+    assert target(drawer=0.3, cabinet=0.3) == "cabinet"  # a tie: by name
+    assert target(drawer=-0.0, cabinet=0.0) == "cabinet"

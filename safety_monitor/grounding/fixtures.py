@@ -225,13 +225,14 @@ class FixtureEstimator:
                     best, best_gap = f, gap
             if best is not None:
                 return best
-        nearest = None  # min() of (distance, name), in a loop: no list built
+        # min() of (distance, name), in a loop comparing as those tuples compare: no list or key tuple built
+        nearest, nearest_distance = None, math.inf
         for f, i in self._ranked_rows:
-            key = (outside[i], f)
-            if nearest is None or key < nearest:
-                nearest = key
+            distance = outside[i]
+            if nearest is None or distance < nearest_distance or (distance == nearest_distance and f < nearest):
+                nearest, nearest_distance = f, distance
         if nearest is not None:
-            return nearest[1]
+            return nearest
         return self.fixtures[0] if self.fixtures else None
 
     def _focus_in_fixture(self, inp: FrameInputs) -> Tri:
