@@ -16,6 +16,7 @@ import pytest
 
 from safety_monitor.errors import GroundingError
 from safety_monitor.frames import Pose, RobotState, Wrench
+from safety_monitor.grounding.debounce import Persistence
 from safety_monitor.grounding.description import load_robot_description
 from safety_monitor.grounding.geometry import Box, FrameGeometry
 from safety_monitor.grounding.grounder import PREDICATES, Grounder
@@ -1517,3 +1518,15 @@ def test_transfer_into_the_bin_settles():
     settled = first_true(inside, "contained_settled")
     assert 5 <= settled <= 12  # stability latch (5 frames) then content-entry debounce (5 frames)
     assert not any(series(inside, "transfer_timeout"))
+
+
+def test_a_persistence_counts_runs_across_unknown_frames_and_ends_both_on_a_false():
+    """True once seen true for n frames; an unknown frame ends the seen run but extends the possible one; a
+    known false ends both, whatever they had reached (one frame a persistence of n frames is never shorter than)."""
+    p = Persistence(3)
+    assert [p.step(v) for v in (True, True, None, True, True)] == [False, False, None, None, None]
+    assert [p.step(v) for v in (True, False, True, True, True)] == [True, False, False, False, True]
+    assert [p.step(v) for v in (None, None, False, None)] == [None, None, False, None]
+    assert Persistence(2, possible=1).step(None) is None  # an unseen spell before the first frame counts
+    with pytest.raises(ValueError, match="persistence of 0 frames"):
+        Persistence(0)

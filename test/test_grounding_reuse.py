@@ -311,3 +311,48 @@ def test_kept_box_answers_follow_a_new_interior_or_new_object_boxes():
     assert skills._close_ok("drawer", frame(geometry(inside, near))) is True
     shifted = {**near, "drawer": _box(0.2, 0.2, 0.2)}  # the mug's box stays, the drawer's wall moves onto it
     assert skills._close_ok("drawer", frame(geometry(inside, shifted))) is False
+
+
+def test_a_quiet_grasp_family_counts_a_closed_grip_once_both_fingers_touch():
+    """Every object seen and quiet skips the grasp evidence on a frame with nothing between the fingers, open or
+    closed: a closed gripper whose fingers touch an object is no such frame, and its raw grasp counts at once."""
+    grasp = load_default_grounder(RATE)._grasp
+    boxes = {o: _box(float(k), 0.05, 0.05) for k, o in enumerate(grasp.objects)}
+    at_rest = {o: (0.0, 0.0) for o in grasp.objects}
+    gripping = {
+        "finger_left": {"mug": 0.0},
+        "finger_right": {"mug": 0.0},
+        "mug": {"finger_left": 0.0, "finger_right": 0.0},
+    }
+
+    def step(frame, closed, gaps):
+        geo = FrameGeometry(np.zeros(3), np.eye(3), np.zeros((3, 3)), gaps, boxes, {})
+        values = grasp.step(FrameInputs(frame * 0.05, frame, geo, closed, {}, {}, at_rest, {}, None, frozenset()))
+        return values[0], values[1]  # object_grasped_raw, object_grasped
+
+    for frame in range(4):  # quiet: open, then closed on nothing
+        assert step(frame, frame >= 2, {}) == (False, False)
+    assert grasp._quiet
+    persistence = grasp._persistence[0]
+    got = [step(frame, True, gripping) for frame in range(4, 4 + persistence)]
+    assert got == [(True, False)] * (persistence - 1) + [(True, True)]
+    assert grasp.focus == "mug" and grasp.held == ("mug",)
+
+
+def test_the_focus_fixture_away_from_the_gripper_is_the_nearest_interior_and_on_a_tie_the_first_name():
+    """With the gripper near nothing, the focus fixture is the one whose interior is nearest the grasp centre,
+    as min() of (distance, name) picks it: on equal distances, the name first in order."""
+    fixtures = load_default_grounder(RATE)._fixtures
+    rows = dict(fixtures._ranked_rows)  # fixture -> its place among the interior distances
+    assert {"drawer", "cabinet"} <= rows.keys()
+
+    def target(**distance):
+        outside = [math.inf] * len(fixtures.with_interior)
+        for f, d in distance.items():
+            outside[rows[f]] = d
+        return fixtures._target({}, outside)
+
+    assert target(drawer=0.2, cabinet=0.3) == "drawer"
+    assert target(drawer=0.3, cabinet=0.2) == "cabinet"
+    assert target(drawer=0.3, cabinet=0.3) == "cabinet"  # a tie: by name
+    assert target(drawer=-0.0, cabinet=0.0) == "cabinet"

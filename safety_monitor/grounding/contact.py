@@ -130,6 +130,9 @@ class ContactEstimator:
         else:
             judged = self._judged(pairs)
             self._judged_for = (pairs, judged)
+        if not judged and not self.runs and not geo.unknown:  # most frames: nothing to judge or follow, all seen
+            self._unseen, self._unseen_run = geo.unknown, 0
+            return False, False, self.wrench.step(self._excess(inp))  # DOCS order, as below
         verdicts: dict[tuple[str, str], Tri] = {}
         for pair, rule in judged:  # most frames: none
             v = self._forbidden(rule)

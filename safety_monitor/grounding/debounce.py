@@ -85,11 +85,16 @@ class Persistence:
 
     def __init__(self, n: int, possible: int = 0):
         """`possible`: frames before the first step that may already have been true (an unseen spell)."""
+        if n < 1:
+            raise ValueError(f"a persistence of {n} frames: it needs at least one")
         self.n, self.seen, self.possible = n, 0, possible
 
     def step(self, raw: Tri) -> Tri:
+        if raw is False:  # most frames: a known false ends both runs, and no run is long enough
+            self.seen = self.possible = 0
+            return False
         self.seen = self.seen + 1 if raw else 0
-        self.possible = 0 if raw is False else self.possible + 1
+        self.possible += 1
         if self.seen >= self.n:
             return True
         return None if raw is None or self.possible >= self.n else False

@@ -135,6 +135,7 @@ class FixtureEstimator:
         self.target: str | None = None
         self.operated: frozenset[str] = frozenset()
         self.maybe_operated: frozenset[str] = frozenset()  # not operated, but in some completions (motion unmeasured)
+        # per fixture (per enclosure for `reach_in`): filled in place, every key on every frame (no dict built a frame)
         self.gripped: dict[str, bool] = {}
         self.directions: dict[str, float] = {}  # +1 opening, -1 closing, 0 still or unknown, over the motion window
         self.reach_in: dict[str, bool] = {}
@@ -153,7 +154,7 @@ class FixtureEstimator:
         beyond, distance = self._interiors.reach(
             self._interior_boxes, geo.gripper_points
         )  # per interior: the nearest gripper point's excess, the grasp centre's distance
-        self.reach_in = reach_in = {}
+        reach_in = self.reach_in
         inside = False  # a gripper point inside an enclosure
         left = True  # no gripper point within reach of an enclosure
         for f, i in self._enclosure_rows:
@@ -165,7 +166,7 @@ class FixtureEstimator:
         self.target = t = self._target(gripper_gaps, distance)
         deltas, still = inp.fixture_delta, self._motion_delta
         unknown_objects = bool(geo.unknown) and not geo.unknown.isdisjoint(self.graspable)  # most frames: none
-        self.gripped, self.directions = gripped, directions = {}, {}
+        gripped, directions = self.gripped, self.directions
         operated, maybe_operated = [], []
         # Kleene OR (any3) and AND (all3) over the fixtures, folded in as they go by
         hit_any: Tri = False  # fixture_obstacle_hit
@@ -232,13 +233,14 @@ class FixtureEstimator:
                     best, best_gap = f, gap
             if best is not None:
                 return best
-        nearest = None  # min() of (distance, name), in a loop: no list built
+        # min() of (distance, name), in a loop comparing as those tuples compare: no list or key tuple built
+        nearest, nearest_distance = None, math.inf
         for f, i in self._ranked_rows:
-            key = (outside[i], f)
-            if nearest is None or key < nearest:
-                nearest = key
+            distance = outside[i]
+            if nearest is None or distance < nearest_distance or (distance == nearest_distance and f < nearest):
+                nearest, nearest_distance = f, distance
         if nearest is not None:
-            return nearest[1]
+            return nearest
         return self.fixtures[0] if self.fixtures else None
 
     def _focus_in_fixture(self, inp: FrameInputs) -> Tri:

@@ -118,6 +118,7 @@ _NO_GAPS: dict[str, float] = {}  # a finger body near nothing (read only)
 _NONE: frozenset[str] = frozenset()  # no object dropped (most frames)
 _ABOUT_FOCUS = ("object_left_gripper", "object_settled", "settle_timeout")
 _NO_FOCUS: tuple[Tri, Tri, Tri] = (False, False, False)  # _ABOUT_FOCUS before any grasp
+_NOT_RESTING: tuple[object, object, Tri] = (object(), object(), None)  # `resting` that no speed and box match
 
 
 class _ObjectGrasp:
@@ -140,7 +141,7 @@ class _ObjectGrasp:
         self.displaced: tuple[Box, Box, bool] | None = None  # (box, anchor, moved beyond the slip thresholds)
         # (speed, box, moving) of its last `_stability` if its latch held and its box had not moved off the anchor:
         # while the latch holds (its anchor fixed), a frame with the same speed and box objects is judged the same
-        self.resting: tuple[tuple[float, float] | None, Box | None, Tri] | None = None
+        self.resting: tuple[object, object, Tri] = _NOT_RESTING
 
 
 class GraspEstimator:
@@ -183,22 +184,24 @@ class GraspEstimator:
 
         An object is quiet on a frame when it is neither raw-grasped nor counted as grasped before or after it,
         its grasp evidence is not restarting and its settle timer is not running: of it, only its rest is asked.
-        When every object was seen and quiet on the last frame, and is seen with the gripper open on this one,
-        all stay so (no grasp evidence to count: each debounce is at rest) and the frame asks only their rest."""
+        When every object was seen and quiet on the last frame, and is seen with the gripper open on this one, or
+        closed with no finger body within clearance of anything, all stay so (no grasp evidence to count: each
+        debounce is at rest) and the frame asks only their rest."""
         geo, frame, closed = inp.geometry, inp.frame, inp.gripper_closed
-        if self._quiet and not closed and not geo.unknown:  # most frames
-            rests = self._rests(self._states, geo.object_boxes, inp.object_speed, True)
-            left, settled, timeout = self._about_focus(geo, frame)
-            return (False, False, True, False, False, left, rests, settled, timeout)  # DOCS order, as below
         clearance, bilateral, slip_m, slip_rad = self._grasp_limits
-        grasp_n, stable_n = self._persistence
-        gaps, boxes, speeds, slips, unknown = geo.gaps, geo.object_boxes, inp.object_speed, inp.object_slip, geo.unknown
+        gaps = geo.gaps
         touches: dict[str, int] = {}  # per entity, the finger bodies within clearance of it (open: nothing is held)
         if closed:
             for part in FINGER_PARTS:
                 for e, gap in gaps.get(part, _NO_GAPS).items():
                     if gap <= clearance:
                         touches[e] = touches.get(e, 0) + 1
+        if self._quiet and not touches and not geo.unknown:  # most frames
+            rests = self._rests(self._states, geo.object_boxes, inp.object_speed, True)
+            left, settled, timeout = self._about_focus(geo, frame)
+            return (False, False, True, False, False, left, rests, settled, timeout)  # DOCS order, as below
+        grasp_n, stable_n = self._persistence
+        boxes, speeds, slips, unknown = geo.object_boxes, inp.object_speed, inp.object_slip, geo.unknown
         taken = gaps.get(OTHER_ARM, _NO_GAPS)  # a bimanual robot's other arm, near the objects it holds
         raws, grasped, stables, movings, inf = self.raw, self.grasped, self.stable, self.moving, math.inf
         # Kleene OR (any3) and AND (all3) over the objects, folded in as they go by: no list or call per aggregate
@@ -440,10 +443,10 @@ class GraspEstimator:
         for o, st in objects:
             speed, box = speeds.get(o), boxes.get(o)
             resting = st.resting  # a resting object brings the same speed and box objects frame after frame
-            if resting is not None and resting[0] is speed and resting[1] is box and st.stable.value:
-                stable, movings[o] = True, resting[2]  # as `_stability` judged them (no call)
-            else:
-                stable, movings[o] = self._stability(st, speed, box, False)
+            if resting[0] is speed and resting[1] is box and st.stable.value:
+                stables[o], movings[o] = True, resting[2]  # as `_stability` judged them (no call)
+                continue  # (stable: object_stable stays as folded so far)
+            stable, movings[o] = self._stability(st, speed, box, False)
             stables[o] = stable
             if stable is False:
                 stable_all = False
@@ -476,7 +479,7 @@ class GraspEstimator:
     ) -> tuple[Tri, Tri]:
         """(stable latch, moving now) for one object, given its speed and box this frame."""
         latch = st.stable
-        st.resting = None
+        st.resting = _NOT_RESTING
         linear, angular = self._rest
         moving = None if speed is None else not (speed[0] < linear and speed[1] < angular)
         if held:
