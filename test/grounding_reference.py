@@ -10,8 +10,12 @@ Regenerate it only when grounding changes *on purpose* (a threshold, a semantics
 makes the change, and say so in the commit:
 
     .venv/bin/python test/grounding_reference.py record [SCRATCH_DIR]
+    .venv/bin/python test/grounding_reference.py reground
 
 (SCRATCH_DIR: where `benchmarks/check_identical.py` keeps its simulated states, reused when present.)
+`reground` keeps the file's inputs and grounds them again, printing the cells that moved per episode: for a
+change of semantics alone, since the simulator's states drift from the stored ones as the simulator changes,
+and `record` would replace every episode's inputs (and values that depend on them) with the change's.
 """
 
 from __future__ import annotations
@@ -212,7 +216,34 @@ def record(scratch: Path, path: Path = REFERENCE) -> None:
     print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)")
 
 
+def reground(path: Path = REFERENCE) -> None:
+    with np.load(path) as data:
+        arrays = dict(data)
+    predicates, objects, episodes = load(path)
+    streams = stale_streams(objects)
+    for e in episodes:
+        values, unknown, stale = outputs(ground(load_default_grounder(e.rate_hz), e.states), predicates, streams)
+        moved = {
+            "values": np.argwhere(values != e.values),
+            "unknown": np.argwhere(unknown != e.unknown),
+            "stale": np.argwhere(~((stale == e.stale) | (np.isnan(stale) & np.isnan(e.stale)))),
+        }
+        for kind, cells in moved.items():
+            if cells.size:
+                names = sorted({(predicates if kind != "stale" else streams)[c] for c in cells[:, 1].tolist()})
+                print(
+                    f"{e.name}: {len(cells)} {kind} cells moved, frames {cells[:, 0].min()}-{cells[:, 0].max()}: "
+                    f"{', '.join(names)}"
+                )
+        arrays |= {f"{e.name}/out_values": values, f"{e.name}/out_unknown": unknown, f"{e.name}/out_stale": stale}
+    np.savez_compressed(path, **arrays)
+    print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)")
+
+
 if __name__ == "__main__":
-    if len(sys.argv) < 2 or sys.argv[1] != "record":
+    if len(sys.argv) == 2 and sys.argv[1] == "reground":
+        reground()
+    elif len(sys.argv) >= 2 and sys.argv[1] == "record":
+        record(Path(sys.argv[2]) if len(sys.argv) > 2 else Path("/tmp/grounding_reference"))
+    else:
         sys.exit(__doc__)
-    record(Path(sys.argv[2]) if len(sys.argv) > 2 else Path("/tmp/grounding_reference"))
