@@ -90,8 +90,9 @@ DOCS = {
         "every manipulated object not grasped is at rest (sticky-true latch, reset by a grasp or by a "
         "displacement beyond the slip thresholds; unknown where an object may have been grasped unseen: while that "
         "grasp may last, and after it may have ended until the object is seen at rest for the persistence after "
-        "its last possible drop; and where an object grasped before a pose gap may have dropped unseen since, until "
-        "its grasp is decided)",
+        "its last possible drop; where an object grasped before a pose gap may have dropped unseen since, until "
+        "its grasp is decided; and on a trace's first frames, until each object is seen at rest for the persistence "
+        "or moving)",
         "object poses over the motion window",
         "linear 0.05 m/s, angular 0.25 rad/s; stability_persistence 0.25 s (5 frames)",
     ),
@@ -125,6 +126,9 @@ class _ObjectGrasp:
     def __init__(self, counts: FrameCounts):
         self.grasp = SymmetricDebounce(counts.grasp_persistence)
         self.stable = StickyTrue(counts.stability_persistence)
+        # whether it was at rest before the trace began (a monitor started late, a grounder reset by an input
+        # restart) is unseen: unknown until it is seen at rest for the persistence, or moving
+        self.stable.restart()
         self.settle = Timer(counts.settle_timeout)
         self.seen = False  # its geometry was known on some frame (a gap can only follow that)
         self.grip_run = 0  # frames since its raw grasp was last false (or the gripper open): it may be held
