@@ -255,6 +255,14 @@ def test_entity_gaps_names_a_wrong_array():
     with pytest.raises(TypeError):
         _geomath.entity_gaps(*args)
     args[15:18] = [address, model, data]
+    moved = np.arange(4, dtype=np.int64)
+    args[4] = (moved, twin._pa[:4], twin._pb[:8:2], twin._pair_rbound[:4])  # a strided view among the affected
+    with pytest.raises(ValueError, match="entity_gaps: affected sb: expected a C-contiguous array"):
+        _geomath.entity_gaps(*args)
+    args[4] = (moved - 5, twin._pa[:4], twin._pb[:4], twin._pair_rbound[:4])  # a pair index below 0
+    with pytest.raises(ValueError, match="entity_gaps: an affected pair is out of range"):
+        _geomath.entity_gaps(*args)
+    args[4] = None
     args[8] = np.ones_like(twin._pair_near)  # every pair near and not yet measured: each is measured in C
     args[9] = np.zeros_like(twin._pair_fresh)
     args[12] = np.full_like(twin._pb, twin.model.ngeom)  # ... so a geom the model lacks must be caught first
