@@ -270,6 +270,27 @@ def test_entity_gaps_names_a_wrong_array():
         _geomath.entity_gaps(*args)
 
 
+def test_entity_gaps_finds_a_near_pair_wherever_its_flag_lies():
+    """The walk reads the near flags eight at a time: a lone near pair first, last or at either end of a group
+    of eight is measured all the same (here: its kept distance)."""
+    from safety_monitor.grounding.grounder import load_default_grounder
+
+    twin = load_default_grounder(500.0).twin
+    npairs = len(twin._pa)
+    for i in sorted({0, 7, 8, 15, npairs - 9, npairs - 8, npairs - 1}):
+        near, fresh = np.zeros(npairs, dtype=bool), np.zeros(npairs, dtype=bool)
+        near[i] = fresh[i] = True
+        measured = np.full(npairs, 5.0)
+        measured[i] = 0.001
+        gaps, _, pairs = _geomath.entity_gaps(
+            0, None, None, twin._contact_key, None, twin.data.geom_xpos, twin.data.geom_xmat, twin._geom_aabb,
+            near, fresh, twin._pair_key, twin._pa, twin._pb, measured, twin.margin, *twin._measure,
+            twin._key_names, twin._key_sorted, twin._key_gripper, [None, None],
+        )  # fmt: skip
+        a, b = twin._key_names[twin._pair_key[i]]
+        assert gaps == {a: {b: 0.001}, b: {a: 0.001}} and [p[2] for p in pairs] == [0.001], i
+
+
 @pytest.mark.parametrize(
     ("position", "quaternion", "usable"),
     [
