@@ -255,11 +255,40 @@ def test_entity_gaps_names_a_wrong_array():
     with pytest.raises(TypeError):
         _geomath.entity_gaps(*args)
     args[15:18] = [address, model, data]
+    moved = np.arange(4, dtype=np.int64)
+    args[4] = (moved, twin._pa[:4], twin._pb[:8:2], twin._pair_rbound[:4])  # a strided view among the affected
+    with pytest.raises(ValueError, match="entity_gaps: affected sb: expected a C-contiguous array"):
+        _geomath.entity_gaps(*args)
+    args[4] = (moved - 5, twin._pa[:4], twin._pb[:4], twin._pair_rbound[:4])  # a pair index below 0
+    with pytest.raises(ValueError, match="entity_gaps: an affected pair is out of range"):
+        _geomath.entity_gaps(*args)
+    args[4] = None
     args[8] = np.ones_like(twin._pair_near)  # every pair near and not yet measured: each is measured in C
     args[9] = np.zeros_like(twin._pair_fresh)
     args[12] = np.full_like(twin._pb, twin.model.ngeom)  # ... so a geom the model lacks must be caught first
     with pytest.raises(ValueError, match="entity_gaps: a measured pair names a geom the model does not have"):
         _geomath.entity_gaps(*args)
+
+
+def test_entity_gaps_finds_a_near_pair_wherever_its_flag_lies():
+    """The walk reads the near flags eight at a time: a lone near pair first, last or at either end of a group
+    of eight is measured all the same (here: its kept distance)."""
+    from safety_monitor.grounding.grounder import load_default_grounder
+
+    twin = load_default_grounder(500.0).twin
+    npairs = len(twin._pa)
+    for i in sorted({0, 7, 8, 15, npairs - 9, npairs - 8, npairs - 1}):
+        near, fresh = np.zeros(npairs, dtype=bool), np.zeros(npairs, dtype=bool)
+        near[i] = fresh[i] = True
+        measured = np.full(npairs, 5.0)
+        measured[i] = 0.001
+        gaps, _, pairs = _geomath.entity_gaps(
+            0, None, None, twin._contact_key, None, twin.data.geom_xpos, twin.data.geom_xmat, twin._geom_aabb,
+            near, fresh, twin._pair_key, twin._pa, twin._pb, measured, twin.margin, *twin._measure,
+            twin._key_names, twin._key_sorted, twin._key_gripper, [None, None],
+        )  # fmt: skip
+        a, b = twin._key_names[twin._pair_key[i]]
+        assert gaps == {a: {b: 0.001}, b: {a: 0.001}} and [p[2] for p in pairs] == [0.001], i
 
 
 @pytest.mark.parametrize(

@@ -220,5 +220,10 @@ def test_may_touch_and_keep_contacts_known_cases():
         _geomath.keep_contacts(np.array([[0, 7]], dtype=np.int32), np.zeros(1), 1, moved, 0, None, None)
     with pytest.raises(ValueError, match="may_touch: a pair names a geom the model does not have"):
         _geomath.may_touch(xpos, xmat, aabb, np.array([0]), np.array([5]), np.array([1.0]), none, none, 0.0)
+    with pytest.raises(ValueError, match="may_touch: a pair names a geom the model does not have"):
+        _geomath.may_touch(xpos, xmat, aabb, np.array([-1]), np.array([0]), np.array([1.0]), none, none, 0.0)
+    every_other = np.array([0, 2, 1, 2])[::2]  # the per-pair loop indexes plain arrays: a strided one is refused
+    with pytest.raises(ValueError, match="may_touch: sa: expected a C-contiguous array"):
+        _geomath.may_touch(xpos, xmat, aabb, every_other, np.array([1, 2]), np.array([0.1, 0.1]), none, none, 0.0)
     with pytest.raises(ValueError, match="may_touch: array lengths do not match"):
         _geomath.may_touch(xpos, xmat, aabb[:2], *spheres, none, none, 0.0)

@@ -536,6 +536,23 @@ static inline long long get_l(const View *v, const char *p)
     return x;
 }
 
+/* The data of a View as a plain C array when it is C-contiguous (as numpy's fancy indexing and MjData's arrays
+ * are), else NULL with a ValueError naming `what`. The per-pair loops index plain arrays: with a stride per
+ * array, reloaded from the stack for want of registers, each pair cost half as many instructions again. */
+static const void *contiguous(const View *v, const char *what)
+{
+    Py_ssize_t step = v->b.itemsize;
+    for (int d = v->b.ndim - 1; d >= 0; d--) {
+        if (v->b.shape[d] > 1 && v->b.strides[d] != step) {
+            PyErr_Format(PyExc_ValueError, "%s: expected a C-contiguous array", what);
+            return NULL;
+        }
+        step *= v->b.shape[d];
+    }
+    static const double empty = 0.0; /* an empty buffer may have no data: never read, but never NULL */
+    return v->b.buf != NULL ? v->b.buf : (const void *)&empty;
+}
+
 /* setdefault(outer, a, {})[b] = value */
 static int put_row(PyObject *outer, PyObject *a, PyObject *b, PyObject *value)
 {
@@ -629,6 +646,7 @@ static inline int bounds_within(GeomBounds *gb, long long a, long long b, double
  * `measure` is either a Python callable (given the MjModel and MjData) or the address of MuJoCo's C
  * mj_geomDistance (given the addresses of the mjModel and mjData: MjModel._address), which spares a
  * Python call per pair; the addresses must be live, which the caller (the twin, owning both) guarantees.
+ * geom_xpos, pair_near, pair_fresh and the `affected` arrays must be C-contiguous.
  * The maps list the keys in ascending order, so they depend on which contacts there are, not on their order.
  * `gaps` has every pair both ways round; `pairs` (a, b, gap) with a < b; `gripper_gaps` the smallest gap
  * from a gripper part to each entity (`key_gripper[key]`: the entities of that key a gripper part faces).
@@ -741,32 +759,41 @@ static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t n
     if (affected != Py_None) { /* only pairs with a moved geom change their bounds test or distance */
         if (bounds_open(&bounds, &xpos, &xmat, &aabb) < 0)
             goto done;
-        /* a hundred pairs and more a frame: buffers and strides in locals, as in may_touch's loop */
-        const char *pos = xpos.b.buf, *pairs_at = idx.b.buf, *first = sa.b.buf, *second = sb.b.buf;
-        const char *radii = rbound.b.buf;
-        const Py_ssize_t row = xpos.b.strides[0], col = xpos.b.strides[1], pairs_step = idx.b.strides[0],
-                         first_step = sa.b.strides[0], second_step = sb.b.strides[0], radii_step = rbound.b.strides[0];
+        /* a hundred pairs and more a frame: plain C arrays, as in may_touch's loop */
+        const double *pos = contiguous(&xpos, "entity_gaps: geom_xpos");
+        const double *radii = contiguous(&rbound, "entity_gaps: affected rbound");
+        const long long *pairs_at = contiguous(&idx, "entity_gaps: affected idx");
+        const long long *first = contiguous(&sa, "entity_gaps: affected sa");
+        const long long *second = contiguous(&sb, "entity_gaps: affected sb");
+        char *fresh_at = (char *)contiguous(&fresh, "entity_gaps: pair_fresh");
+        char *near_flags = (char *)contiguous(&near, "entity_gaps: pair_near");
+        if (pos == NULL || radii == NULL || pairs_at == NULL || first == NULL || second == NULL || fresh_at == NULL ||
+            near_flags == NULL)
+            goto done;
         for (Py_ssize_t t = 0; t < idx.b.shape[0]; t++) {
-            long long i, ga, gb; /* int64: view_open checked the kind */
-            memcpy(&i, pairs_at + t * pairs_step, 8);
-            memcpy(&ga, first + t * first_step, 8);
-            memcpy(&gb, second + t * second_step, 8);
-            if (i < 0 || i >= npairs || ga < 0 || ga >= ngeom || gb < 0 || gb >= ngeom) {
+            long long i = pairs_at[t], ga = first[t], gb = second[t]; /* int64: view_open checked the kind */
+            if ((unsigned long long)i >= (unsigned long long)npairs || (unsigned long long)ga >= (unsigned long long)ngeom ||
+                (unsigned long long)gb >= (unsigned long long)ngeom) { /* (negative ones wrap to the top) */
                 PyErr_SetString(PyExc_ValueError, "entity_gaps: an affected pair is out of range");
                 goto done;
             }
-            *at(&fresh, i) = 0;
-            const char *pa = pos + ga * row, *pb = pos + gb * row;
-            double dx = get_d(pa) - get_d(pb), dy = get_d(pa + col) - get_d(pb + col);
-            double dz = get_d(pa + 2 * col) - get_d(pb + 2 * col);
-            double within = get_d(radii + t * radii_step) + margin + 1e-9; /* squared: see may_touch */
-            *at(&near, i) = dx * dx + dy * dy + dz * dz <= within * within && bounds_within(&bounds, ga, gb, margin + 1e-9);
+            fresh_at[i] = 0;
+            const double *pa = pos + 3 * ga, *pb = pos + 3 * gb;
+            double dx = pa[0] - pb[0], dy = pa[1] - pb[1], dz = pa[2] - pb[2];
+            double within = radii[t] + margin + 1e-9; /* squared: see may_touch */
+            near_flags[i] = dx * dx + dy * dy + dz * dz <= within * within && bounds_within(&bounds, ga, gb, margin + 1e-9);
         }
     }
-    const char *near_at = near.b.buf;
-    const Py_ssize_t near_step = near.b.strides[0];
+    const char *near_at = contiguous(&near, "entity_gaps: pair_near");
+    if (near_at == NULL)
+        goto done;
     for (Py_ssize_t i = 0; i < npairs; i++) {
-        if (!near_at[i * near_step])
+        uint64_t eight; /* a few pairs of hundreds are near: their flags are read eight at a time */
+        if ((i & 7) == 0 && npairs - i >= 8 && (memcpy(&eight, near_at + i, 8), eight == 0)) {
+            i += 7;
+            continue;
+        }
+        if (!near_at[i])
             continue;
         long long key = get_l(&pkey, at(&pkey, i));
         if (key < 0 || key >= nkeys) {
@@ -891,7 +918,7 @@ done:
  * geom whose box reaches within `margin` of a plane's front (the plane's z axis; behind it counts). A geom
  * lies inside both of its bounds, and MuJoCo makes the same sphere test before it looks at a pair, so when
  * this says no, mj_collision has nothing to add. A 1e-9 m slack keeps the answer on the side of colliding
- * where rounding could differ. */
+ * where rounding could differ. geom_xpos, sa, sb and rsum must be C-contiguous. */
 static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (check_nargs(nargs, 9, "may_touch") < 0)
@@ -920,26 +947,26 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
     if (bounds_open(&bounds, &xpos, &xmat, &aabb) < 0)
         goto done;
     int touch = 0;
-    /* A few hundred pairs a frame: the loop reads its arrays through buffers and strides held in locals (the
-     * views' strides live in memory that the call below might change, so they were reloaded every pair), and
-     * compares the squared distance with the squared reach grown by another 1e-9 m (never narrower than the
-     * root's test, and no libm call per pair). */
-    const char *pos = xpos.b.buf, *first = sa.b.buf, *second = sb.b.buf, *radii = rsum.b.buf;
-    const Py_ssize_t row = xpos.b.strides[0], col = xpos.b.strides[1], first_step = sa.b.strides[0],
-                     second_step = sb.b.strides[0], radii_step = rsum.b.strides[0];
-    for (Py_ssize_t k = 0; k < nsphere && !touch; k++) {
-        long long a, b; /* int64: view_open checked the kind */
-        memcpy(&a, first + k * first_step, 8);
-        memcpy(&b, second + k * second_step, 8);
-        if (a < 0 || b < 0 || a >= ngeom || b >= ngeom) {
+    /* A few hundred pairs a frame: the loop indexes plain C arrays (`contiguous`), and compares the squared
+     * distance with the squared reach grown by another 1e-9 m (never narrower than the root's test, and no
+     * libm call per pair). */
+    const double *pos = contiguous(&xpos, "may_touch: geom_xpos"), *radii = contiguous(&rsum, "may_touch: rsum");
+    const long long *first = contiguous(&sa, "may_touch: sa"), *second = contiguous(&sb, "may_touch: sb");
+    if (pos == NULL || radii == NULL || first == NULL || second == NULL)
+        goto done;
+    for (Py_ssize_t k = 0; k < nsphere; k++) {
+        long long a = first[k], b = second[k]; /* int64: view_open checked the kind; a negative one wraps to the top */
+        if ((unsigned long long)a >= (unsigned long long)ngeom || (unsigned long long)b >= (unsigned long long)ngeom) {
             PyErr_SetString(PyExc_ValueError, "may_touch: a pair names a geom the model does not have");
             goto done;
         }
-        const char *pa = pos + a * row, *pb = pos + b * row;
-        double dx = get_d(pa) - get_d(pb), dy = get_d(pa + col) - get_d(pb + col);
-        double dz = get_d(pa + 2 * col) - get_d(pb + 2 * col);
-        double within = get_d(radii + k * radii_step) + reach + 1e-9;
-        touch = dx * dx + dy * dy + dz * dz <= within * within && bounds_within(&bounds, a, b, reach);
+        const double *pa = pos + 3 * a, *pb = pos + 3 * b;
+        double dx = pa[0] - pb[0], dy = pa[1] - pb[1], dz = pa[2] - pb[2];
+        double within = radii[k] + reach + 1e-9;
+        if (dx * dx + dy * dy + dz * dz <= within * within && bounds_within(&bounds, a, b, reach)) {
+            touch = 1;
+            break;
+        }
     }
     for (Py_ssize_t k = 0; k < nplane && !touch; k++) {
         long long p = get_l(&plane, at(&plane, k)), g = get_l(&other, at(&other, k));

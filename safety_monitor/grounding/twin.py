@@ -271,7 +271,9 @@ class KinematicTwin:
         if carried is None:  # qpos is final before the kinematics
             changed = _geomath.qpos_changed(qpos, self._qpos_bits)
             last, boxes = self._last_geometry, self._last_boxes
-            if b"\x01" not in changed and last is not None and boxes is not None and boxes[0] == poses.keys():
+            # (the byte as an int: a bytes operand is first tried as one, its TypeError raised and dropped every
+            # frame, 1.8 thousand instructions)
+            if 1 not in changed and last is not None and boxes is not None and boxes[0] == poses.keys():
                 # nothing moved since the last compute (one frame in fifteen): MjData still holds its kinematics,
                 # so this frame's geometry is the last one, handed out again (read-only, as its maps are)
                 return last
