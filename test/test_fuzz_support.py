@@ -16,12 +16,14 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import enum
 import functools
 import io
 import json
 import math
 import operator
 import os
+import pickle
 import random
 import re
 import shutil
@@ -90,6 +92,7 @@ FAILURES = (
     "refused_a_log",
     "unseen_arm_judged",
     "changed_silently",
+    "grounder_differs",
 )
 
 
@@ -2607,3 +2610,391 @@ def arm_outcome(robot: Path, states: tuple[RobotState, ...]) -> str:
         except GroundingError:
             rejected += 1
     return "grounded" if not rejected else "frames_rejected"
+
+
+# ------------------------------------------------------------------------------------ grounder differential
+GROUNDER_RATE = 500.0  # the scripted episodes' control rate
+GROUNDER_EPISODES = (  # (task, fault): every scripted task and fault, as benchmarks/check_identical.py grounds them
+    *((t, None) for t in ("pick_and_place_cube", "pick_and_place_mug", "pick_and_place_plate", "place_in_cabinet",
+                          "open_drawer", "close_drawer", "dump_into_bin")),
+    *((None, f) for f in ("early_release", "slip", "fixture_collision", "reach_into_closed_cabinet", "raw_then_clean",
+                          "push_blocked_drawer", "place_on_clutter", "overspeed")),
+)  # fmt: skip
+
+
+class Stress(enum.StrEnum):
+    """How a GrounderEdit stresses the grounder's caches (keyed on the same pairs, nothing moved, the same gap
+    maps, quiet objects, the same joint names)."""
+
+    FREEZE = "freeze"  # joints and objects held exactly still, then one object (or a joint) stepped by `step`
+    TELEPORT = "teleport"  # an object moved away for a few frames and back to exactly where it was
+    POSE_GAP = "pose_gap"  # an object's pose missing, NaN or too old, then back at the same or another place
+    JOINT_STEP = "joint_step"  # joints held exactly still, then one joint moved by a tiny step
+    WRENCH = "wrench"  # the wrench missing, NaN, stale or at its age limit
+    GRIPPER = "gripper"  # the fingers opening or closing while nothing else moves
+    SAME_STAMP = "same_stamp"  # a frame repeated with the same stamp (refused: the grounder must go on unchanged)
+    RESET = "reset"  # Grounder.reset() before a frame
+    EVENT = "event"  # the sanitizing event on a frame
+    MARGIN = "margin"  # an object walked in and out of the twin's report margin around the fingers
+
+
+@dataclasses.dataclass(frozen=True)
+class GrounderEdit:
+    """One edit of a window of frames: `at` and `until` are fractions of the window; `params` per `kind`."""
+
+    kind: Stress
+    at: float
+    until: float
+    params: tuple[Any, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class GrounderCase:
+    """A window of one scripted episode (`start` a fraction of it, `length` frames) and the edits applied to it."""
+
+    episode: int  # index into GROUNDER_EPISODES
+    start: float
+    length: int
+    edits: tuple[GrounderEdit, ...]
+
+
+# steps: one ulp of the coordinate, or a threshold's size (thresholds.yaml, the twin's report margin, one motion
+# window's travel at the stability speed) times just under or over one, or half and twice it
+_THRESHOLD_STEPS = ("distances_m.gripper_clearance", "distances_m.contact", "distances_m.reach",
+                    "distances_m.placement_margin", "distances_m.placement_proximity", "distances_m.path_obstruction",
+                    "motion.grasp_slip_m", "motion.grasp_slip_rad", "twin.margin", "motion.stable_travel")  # fmt: skip
+_STEPS = st.one_of(
+    st.just(("ulp", 1)),
+    st.just(("ulp", -1)),
+    st.tuples(st.sampled_from(_THRESHOLD_STEPS), st.sampled_from([1 - 1e-9, 1 + 1e-9, 0.999, 1.001, 0.5, 2.0])),
+)
+_AXES = st.integers(0, 6)  # a pose's x, y, z, then its quaternion's w, x, y, z
+_FRACTIONS = st.floats(0.0, 1.0)
+_OBJECTS = st.sampled_from(["mug", "plate", "raw_chicken", "cube", "*"])  # "*": every object
+_OFFSETS = st.sampled_from([(0.3, 0.0, 0.0), (0.0, 0.0, 0.2), (0.05, -0.05, 0.0), (0.0, 0.0, -0.01), (1e-7, 0.0, 0.0)])
+_POSE_TROUBLE = st.sampled_from(["missing", "nan", "old", "ageinf", "age_limit", "age_over", "quat_zero"])
+_WRENCH_TROUBLE = st.sampled_from(["missing", "nan", "old", "ageinf", "age_limit", "none_age", "huge"])
+
+
+@st.composite
+def grounder_edits(draw: Callable) -> GrounderCase:
+    """A window of 60-700 frames of a scripted episode with 1-5 edits that stress the grounder's caches."""
+    edits = []
+    for _ in range(draw(st.integers(1, 5))):
+        kind = draw(st.sampled_from(list(Stress)))
+        at, span = draw(_FRACTIONS), draw(st.floats(0.0, 0.6))
+        if kind is Stress.FREEZE:
+            params: tuple[Any, ...] = (draw(_OBJECTS), draw(_AXES), draw(_STEPS), draw(st.integers(0, 40)))
+        elif kind is Stress.TELEPORT:
+            params = (draw(_OBJECTS), draw(_OFFSETS), draw(st.integers(1, 30)))
+        elif kind is Stress.POSE_GAP:
+            params = (draw(_OBJECTS), draw(_POSE_TROUBLE), draw(st.sampled_from(["natural", "same", "elsewhere"])))
+        elif kind is Stress.JOINT_STEP:
+            params = (draw(st.integers(0, 9)), draw(_STEPS), draw(st.integers(0, 40)))
+        elif kind is Stress.WRENCH:
+            params = (draw(_WRENCH_TROUBLE),)
+        elif kind is Stress.GRIPPER:
+            params = (draw(st.sampled_from([0.0, 0.04, 0.036, 0.02])),)
+        elif kind is Stress.SAME_STAMP:
+            params = (draw(st.integers(1, 3)), draw(st.booleans()))  # repeats, the same content or the next frame's
+        elif kind is Stress.MARGIN:
+            params = (draw(_OBJECTS.filter(lambda o: o != "*")), draw(st.sampled_from([0.02, 0.05, 0.08, 0.2])))
+        else:
+            params = ()
+        edits.append(GrounderEdit(kind, at, min(1.0, at + span), params))
+    return GrounderCase(
+        draw(st.integers(0, len(GROUNDER_EPISODES) - 1)), draw(_FRACTIONS), draw(st.integers(60, 700)), tuple(edits)
+    )
+
+
+def _step_size(name: str, factor: float, grounder: Any) -> float:
+    """A threshold's size in metres (or radians) times `factor`."""
+    th = grounder.thresholds
+    if name == "twin.margin":
+        return grounder.twin.margin * factor
+    if name == "motion.stable_travel":
+        return th.motion.linear_stability_mps * th.durations_s.motion_window * factor
+    section, key = name.split(".")
+    return getattr(getattr(th, section), key) * factor
+
+
+def _replace(s: RobotState, **changes: Any) -> RobotState:
+    return dataclasses.replace(s, **changes)
+
+
+def _moved(pose: Pose, axis: int, step: Any, grounder: Any) -> Pose:
+    """`pose` with coordinate `axis` (x, y, z, then the quaternion's) stepped by one ulp or a threshold's size."""
+    values = np.concatenate([pose.position, pose.quaternion])
+    kind, amount = step
+    if kind == "ulp":
+        values[axis] = np.nextafter(values[axis], math.copysign(math.inf, amount))
+    else:
+        values[axis] += _step_size(kind, amount, grounder)
+    return Pose(values[:3].copy(), values[3:].copy())
+
+
+def _objects(which: str, state: RobotState) -> list[str]:
+    return list(state.object_poses) if which == "*" else [which] if which in state.object_poses else []
+
+
+@functools.cache
+def _input_grounder() -> Any:
+    """A default grounder of this tree for making inputs (thresholds, the twin's fingers): never the one compared,
+    whose twin keeps its caches."""
+    from safety_monitor.grounding.grounder import load_default_grounder
+
+    return load_default_grounder(GROUNDER_RATE)
+
+
+def edited_window(states: list[RobotState], case: GrounderCase) -> list[RobotState | None]:
+    """The case's window of `states` with its edits applied in order; None: `Grounder.reset()` there. Stamps keep
+    increasing except where SAME_STAMP repeats one."""
+    grounder = _input_grounder()
+    start = int(case.start * max(0, len(states) - case.length))
+    window: list[RobotState | None] = list(states[start : start + case.length])
+    n = len(window)
+    for e in case.edits:
+        a = min(n - 1, int(e.at * n))
+        b = max(a, min(n, int(e.until * n)))
+        frames = [k for k in range(a, b) if window[k] is not None] or [a]  # a point edit: frame `a`
+        if window[a] is None:
+            continue
+        first = window[a]
+        assert first is not None
+        if e.kind in (Stress.FREEZE, Stress.JOINT_STEP, Stress.GRIPPER):
+            held_poses, held_ages = dict(first.object_poses), dict(first.object_ages)
+            moved_poses, position = dict(held_poses), first.joint_position.copy()
+            if e.kind is Stress.FREEZE:
+                which, axis, step, after = e.params
+                for o in _objects(which, first):
+                    moved_poses[o] = _moved(held_poses[o], axis, step, grounder)
+            elif e.kind is Stress.JOINT_STEP:
+                joint, step, after = e.params
+                joint %= len(position)
+                position[joint] = _moved(Pose(np.full(3, position[joint]), np.zeros(4)), 0, step, grounder).position[0]
+            else:
+                after = 0
+            for i, k in enumerate(frames):
+                s = window[k]
+                assert s is not None
+                joints = first.joint_position.copy()
+                if e.kind is Stress.GRIPPER:  # the fingers walk linearly to the target, the rest held
+                    for j, name in enumerate(first.joint_names):
+                        if name in grounder.robot.gripper.joints:
+                            joints[j] += (e.params[0] - joints[j]) * (i + 1) / len(frames)
+                window[k] = _replace(s, joint_position=joints, object_poses=held_poses, object_ages=held_ages,
+                                     wrench=first.wrench, wrench_age=first.wrench_age, contacts=first.contacts)  # fmt: skip
+            for k in range(b, min(n, b + after)):  # then stepped, and held there
+                s = window[k]
+                if s is not None:
+                    window[k] = _replace(s, joint_position=position, object_poses=moved_poses, object_ages=held_ages)
+        elif e.kind is Stress.TELEPORT:
+            which, offset, frames_away = e.params
+            for k in frames[:frames_away]:
+                s = window[k]
+                assert s is not None
+                poses = dict(s.object_poses)
+                for o in _objects(which, s):
+                    poses[o] = Pose(poses[o].position + np.array(offset), poses[o].quaternion)
+                window[k] = _replace(s, object_poses=poses)
+        elif e.kind is Stress.POSE_GAP:
+            which, trouble, back = e.params
+            limit = grounder.thresholds.max_age_s.object_pose
+            for k in frames:
+                s = window[k]
+                assert s is not None
+                poses, ages = dict(s.object_poses), dict(s.object_ages)
+                for o in _objects(which, s):
+                    if trouble == "missing":
+                        del poses[o]
+                        ages.pop(o, None)
+                    elif trouble == "nan":
+                        poses[o] = Pose(np.array([np.nan, 0.0, 0.0]), poses[o].quaternion)
+                    elif trouble == "quat_zero":
+                        poses[o] = Pose(poses[o].position, np.zeros(4))
+                    else:
+                        ages[o] = {"old": 0.3, "ageinf": math.inf, "age_limit": limit, "age_over": math.nextafter(limit, 1)}[trouble]  # fmt: skip
+                window[k] = _replace(s, object_poses=poses, object_ages=ages)
+            for k in range(b, min(n, b + 20)) if back != "natural" else ():  # back where it was, or elsewhere
+                s = window[k]
+                if s is not None:
+                    poses = dict(s.object_poses)
+                    for o in _objects(which, first):
+                        if o in poses:
+                            p = first.object_poses[o]
+                            poses[o] = (
+                                p if back == "same" else Pose(p.position + np.array([0.0, 0.1, 0.05]), p.quaternion)
+                            )
+                    window[k] = _replace(s, object_poses=poses)
+        elif e.kind is Stress.WRENCH:
+            (trouble,) = e.params
+            limit = grounder.thresholds.max_age_s.wrench
+            for k in frames:
+                s = window[k]
+                assert s is not None
+                if trouble == "missing":
+                    window[k] = _replace(s, wrench=None, wrench_age=None)
+                elif trouble == "nan":
+                    window[k] = _replace(s, wrench=Wrench(np.array([np.nan, 0.0, 0.0]), np.zeros(3)))
+                elif trouble == "huge":
+                    window[k] = _replace(s, wrench=Wrench(np.array([0.0, 0.0, 1e3]), np.zeros(3)))
+                elif trouble == "none_age":
+                    window[k] = _replace(s, wrench_age=None)
+                else:
+                    window[k] = _replace(s, wrench_age={"old": 0.2, "ageinf": math.inf, "age_limit": limit}[trouble])
+        elif e.kind is Stress.SAME_STAMP:
+            repeats, same = e.params
+            s = first
+            nxt = window[a + 1] if a + 1 < n else None
+            copy_of = s if same or nxt is None else _replace(nxt, t=s.t)
+            window[a + 1 : a + 1] = [copy_of] * repeats
+            n = len(window)
+        elif e.kind is Stress.RESET:
+            window.insert(a, None)
+            n = len(window)
+        elif e.kind is Stress.EVENT:
+            window[a] = _replace(first, events=frozenset({*first.events, grounder.thresholds.sanitized.event}))
+        elif e.kind is Stress.MARGIN:  # from 0.15 m from the fingers' site to `closest` and back, in a straight line
+            which, closest = e.params
+            for i, k in enumerate(frames):
+                s = window[k]
+                assert s is not None
+                if which not in s.object_poses:
+                    continue
+                site = grounder.twin.compute(s.joint_names, s.joint_position, {}, None, None).ee_position
+                phase = abs(2 * (i + 0.5) / len(frames) - 1)  # 1 -> 0 -> 1
+                d = closest + (0.15 - closest) * phase
+                poses = dict(s.object_poses)
+                poses[which] = Pose(np.asarray(site, dtype=float) + np.array([d, 0.0, 0.0]), poses[which].quaternion)
+                window[k] = _replace(s, object_poses=poses)
+    return window
+
+
+def step_records(grounder: Any, steps: list[Any]) -> list[tuple]:
+    """Each step's record, from a reset grounder: a frame's (t, frame, values in order, unknown, stale ages, named
+    objects) as benchmarks/check_identical.py's `frame_record` (and the objects), ("error", type, message) for a
+    frame it refuses, ("reset",) for None (reset there). Self-contained: the baseline runs its source."""
+    grounder.reset()
+    out: list[tuple] = []
+    for s in steps:
+        if s is None:
+            grounder.reset()
+            out.append(("reset",))
+            continue
+        try:
+            f = grounder.step(s)
+        except Exception as exc:  # a refused frame is part of the behaviour compared
+            out.append(("error", type(exc).__name__, str(exc)))
+            continue
+        out.append((f.t, f.frame, tuple(f.values.items()), tuple(sorted(f.unknown)), tuple(sorted(f.stale.items())),
+                    tuple(sorted(f.objects.items()))))  # fmt: skip
+    return out
+
+
+_BASELINE_SERVER = """
+import os, pickle, struct, sys
+from typing import Any
+out = os.fdopen(os.dup(1), "wb")
+os.dup2(2, 1)  # anything printed goes to stderr, not into the replies
+import safety_monitor
+from safety_monitor.grounding.grounder import load_default_grounder
+exec(sys.argv[1])
+grounder = load_default_grounder(float(sys.argv[2]))
+def reply(value):
+    data = pickle.dumps(value)
+    out.write(struct.pack("<Q", len(data)) + data)
+    out.flush()
+reply(safety_monitor.__file__)
+while True:
+    head = sys.stdin.buffer.read(8)
+    if len(head) < 8:
+        break
+    reply(step_records(grounder, pickle.loads(sys.stdin.buffer.read(struct.unpack("<Q", head)[0]))))
+"""
+
+
+class BaselineGrounder:
+    """The default grounder of another source tree (`baseline`, e.g. main before a speed change), in a subprocess
+    started with PYTHONPATH=baseline: `records(steps)` are its step_records of pickled RobotStates."""
+
+    def __init__(self, baseline: Path, rate_hz: float = GROUNDER_RATE) -> None:
+        import inspect
+        import subprocess
+        import sys
+
+        baseline = Path(baseline).resolve()
+        if not (baseline / "safety_monitor" / "grounding" / "grounder.py").is_file():
+            raise SafetyMonitorError(f"{baseline}: not a safety_monitor source tree (no safety_monitor/grounding)")
+        env = {k: v for k, v in os.environ.items() if k != "_ROS_WHEELS_BOOTSTRAP_COMPLETE"}
+        env["PYTHONPATH"] = str(baseline)
+        self._proc = subprocess.Popen(
+            [sys.executable, "-c", _BASELINE_SERVER, inspect.getsource(step_records), str(rate_hz)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            cwd=baseline,
+        )
+        where = self._read()
+        if not str(where).startswith(str(baseline)):
+            self.close()
+            raise SafetyMonitorError(f"{baseline}: the baseline imported safety_monitor from {where}")
+
+    def _read(self) -> Any:
+        import struct
+
+        assert self._proc.stdout is not None
+        head = self._proc.stdout.read(8)
+        if len(head) < 8:
+            raise SafetyMonitorError(f"the baseline grounder exited ({self._proc.wait()})")
+        return pickle.loads(self._proc.stdout.read(struct.unpack("<Q", head)[0]))
+
+    def records(self, steps: list[RobotState | None]) -> list[tuple]:
+        import struct
+
+        assert self._proc.stdin is not None
+        data = pickle.dumps(steps)
+        self._proc.stdin.write(struct.pack("<Q", len(data)) + data)
+        self._proc.stdin.flush()
+        return self._read()
+
+    def close(self) -> None:
+        """End the subprocess: at once if it does not end with its input (stopped mid-reply by a hang)."""
+        import subprocess
+
+        if self._proc.stdin is not None:
+            self._proc.stdin.close()
+        try:
+            self._proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+
+
+@functools.cache
+def scripted_states(index: int) -> list[RobotState]:
+    """Every frame of scripted episode `index` (GROUNDER_EPISODES, seed 0)."""
+    from safety_monitor.sim.runner import run_episode
+
+    task, fault = GROUNDER_EPISODES[index]
+    return list(run_episode(task, fault, seed=0))
+
+
+def first_difference(want: list[tuple], got: list[tuple]) -> int | None:
+    """The index of the first record that differs bit for bit (pickled: NaN and -0.0 too), None if none."""
+    for i, (a, b) in enumerate(zip(want, got)):
+        if pickle.dumps(a) != pickle.dumps(b):
+            return i
+    return None if len(want) == len(got) else min(len(want), len(got))
+
+
+def grounder_outcome(case: GrounderCase, grounder: Any, baseline: BaselineGrounder) -> tuple[str, str]:
+    """(`same` or `grounder_differs`, detail): the case's frames grounded by `grounder` (this tree's) and the
+    baseline tree's, record for record."""
+    steps = edited_window(scripted_states(case.episode), case)
+    mine, theirs = step_records(grounder, steps), baseline.records(steps)
+    i = first_difference(theirs, mine)
+    if i is None:
+        return "same", ""
+    a = theirs[i] if i < len(theirs) else None
+    b = mine[i] if i < len(mine) else None
+    return "grounder_differs", f"step {i} of {len(steps)}:\n  baseline {a}\n  this     {b}"
