@@ -2636,6 +2636,9 @@ class Stress(enum.StrEnum):
     RESET = "reset"  # Grounder.reset() before a frame
     EVENT = "event"  # the sanitizing event on a frame
     MARGIN = "margin"  # an object walked in and out of the twin's report margin around the fingers
+    SLOW_POSES = "slow_poses"  # poses from a slower stream: one sample kept for `period` frames, its age growing
+    REORDER = "reorder"  # the poses' mapping in another order
+    JOINT_ORDER = "joint_order"  # the joints in reverse order, or in theirs but in a new name tuple each frame
 
 
 @dataclasses.dataclass(frozen=True)
@@ -2672,8 +2675,13 @@ _AXES = st.integers(0, 6)  # a pose's x, y, z, then its quaternion's w, x, y, z
 _FRACTIONS = st.floats(0.0, 1.0)
 _OBJECTS = st.sampled_from(["mug", "plate", "raw_chicken", "cube", "*"])  # "*": every object
 _OFFSETS = st.sampled_from([(0.3, 0.0, 0.0), (0.0, 0.0, 0.2), (0.05, -0.05, 0.0), (0.0, 0.0, -0.01), (1e-7, 0.0, 0.0)])
-_POSE_TROUBLE = st.sampled_from(["missing", "nan", "old", "ageinf", "age_limit", "age_over", "quat_zero"])
-_WRENCH_TROUBLE = st.sampled_from(["missing", "nan", "old", "ageinf", "age_limit", "none_age", "huge"])
+_POSE_TROUBLE = st.sampled_from(
+    ["missing", "nan", "inf", "old", "ageinf", "age_nan", "age_negative", "age_limit", "age_over", "quat_zero",
+     "age_only", "ghost"]
+)  # fmt: skip
+_WRENCH_TROUBLE = st.sampled_from(
+    ["missing", "nan", "inf", "old", "ageinf", "age_limit", "none_age", "huge", "overflow"]
+)
 
 
 @st.composite
@@ -2690,7 +2698,11 @@ def grounder_edits(draw: Callable) -> GrounderCase:
         elif kind is Stress.POSE_GAP:
             params = (draw(_OBJECTS), draw(_POSE_TROUBLE), draw(st.sampled_from(["natural", "same", "elsewhere"])))
         elif kind is Stress.JOINT_STEP:
-            params = (draw(st.integers(0, 9)), draw(_STEPS), draw(st.integers(0, 40)))
+            params = (
+                draw(st.integers(0, 9)),
+                draw(_STEPS | st.sampled_from([("nan", 1), ("inf", -1)])),
+                draw(st.integers(0, 40)),
+            )
         elif kind is Stress.WRENCH:
             params = (draw(_WRENCH_TROUBLE),)
         elif kind is Stress.GRIPPER:
@@ -2699,6 +2711,10 @@ def grounder_edits(draw: Callable) -> GrounderCase:
             params = (draw(st.integers(1, 3)), draw(st.booleans()))  # repeats, the same content or the next frame's
         elif kind is Stress.MARGIN:
             params = (draw(_OBJECTS.filter(lambda o: o != "*")), draw(st.sampled_from([0.02, 0.05, 0.08, 0.2])))
+        elif kind is Stress.JOINT_ORDER:
+            params = (draw(st.booleans()),)
+        elif kind is Stress.SLOW_POSES:  # periods up to beyond the pose age limit (125 frames)
+            params = (draw(_OBJECTS), draw(st.sampled_from([2, 3, 15, 16, 17, 50, 124, 126, 200])))
         else:
             params = ()
         edits.append(GrounderEdit(kind, at, min(1.0, at + span), params))
@@ -2728,6 +2744,8 @@ def _moved(pose: Pose, axis: int, step: Any, grounder: Any) -> Pose:
     kind, amount = step
     if kind == "ulp":
         values[axis] = np.nextafter(values[axis], math.copysign(math.inf, amount))
+    elif kind in ("nan", "inf"):
+        values[axis] = math.copysign(float(kind), amount)
     else:
         values[axis] += _step_size(kind, amount, grounder)
     return Pose(values[:3].copy(), values[3:].copy())
@@ -2805,15 +2823,19 @@ def edited_window(states: list[RobotState], case: GrounderCase) -> list[RobotSta
                 assert s is not None
                 poses, ages = dict(s.object_poses), dict(s.object_ages)
                 for o in _objects(which, s):
-                    if trouble == "missing":
+                    if trouble in ("missing", "age_only"):  # no pose (and no age, or an age alone)
                         del poses[o]
-                        ages.pop(o, None)
-                    elif trouble == "nan":
-                        poses[o] = Pose(np.array([np.nan, 0.0, 0.0]), poses[o].quaternion)
+                        if trouble == "missing":
+                            ages.pop(o, None)
+                    elif trouble in ("nan", "inf"):
+                        poses[o] = Pose(np.array([float(trouble), 0.0, 0.0]), poses[o].quaternion)
                     elif trouble == "quat_zero":
                         poses[o] = Pose(poses[o].position, np.zeros(4))
+                    elif trouble == "ghost":  # a pose of an object the robot does not describe: refused
+                        poses["ghost"] = poses[o]
                     else:
-                        ages[o] = {"old": 0.3, "ageinf": math.inf, "age_limit": limit, "age_over": math.nextafter(limit, 1)}[trouble]  # fmt: skip
+                        ages[o] = {"old": 0.3, "ageinf": math.inf, "age_nan": math.nan, "age_negative": -0.01,
+                                   "age_limit": limit, "age_over": math.nextafter(limit, 1)}[trouble]  # fmt: skip
                 window[k] = _replace(s, object_poses=poses, object_ages=ages)
             for k in range(b, min(n, b + 20)) if back != "natural" else ():  # back where it was, or elsewhere
                 s = window[k]
@@ -2834,10 +2856,11 @@ def edited_window(states: list[RobotState], case: GrounderCase) -> list[RobotSta
                 assert s is not None
                 if trouble == "missing":
                     window[k] = _replace(s, wrench=None, wrench_age=None)
-                elif trouble == "nan":
-                    window[k] = _replace(s, wrench=Wrench(np.array([np.nan, 0.0, 0.0]), np.zeros(3)))
-                elif trouble == "huge":
-                    window[k] = _replace(s, wrench=Wrench(np.array([0.0, 0.0, 1e3]), np.zeros(3)))
+                elif trouble in ("nan", "inf"):
+                    window[k] = _replace(s, wrench=Wrench(np.array([float(trouble), 0.0, 0.0]), np.zeros(3)))
+                elif trouble in ("huge", "overflow"):  # over the force limit; a norm that overflows
+                    force = np.array([0.0, 0.0, 1e3]) if trouble == "huge" else np.full(3, 1e300)
+                    window[k] = _replace(s, wrench=Wrench(force, np.zeros(3)))
                 elif trouble == "none_age":
                     window[k] = _replace(s, wrench_age=None)
                 else:
@@ -2867,13 +2890,50 @@ def edited_window(states: list[RobotState], case: GrounderCase) -> list[RobotSta
                 poses = dict(s.object_poses)
                 poses[which] = Pose(np.asarray(site, dtype=float) + np.array([d, 0.0, 0.0]), poses[which].quaternion)
                 window[k] = _replace(s, object_poses=poses)
+        elif e.kind is Stress.SLOW_POSES:
+            which, period = e.params
+            for k in frames:
+                s, sample = window[k], window[a + (k - a) // period * period]
+                assert s is not None
+                if sample is None:  # a reset there
+                    continue
+                poses, ages = dict(s.object_poses), dict(s.object_ages)
+                for o in _objects(which, s):
+                    if o in sample.object_poses:
+                        poses[o], ages[o] = sample.object_poses[o], sample.object_ages.get(o, 0.0) + (s.t - sample.t)
+                    else:
+                        poses.pop(o)
+                        ages.pop(o, None)
+                window[k] = _replace(s, object_poses=poses, object_ages=ages)
+        elif e.kind is Stress.JOINT_ORDER:
+            (reverse,) = e.params
+            for k in frames:
+                s = window[k]
+                assert s is not None
+                if reverse:
+                    rows = {f: None if (v := getattr(s, f)) is None else v[::-1].copy()
+                            for f in ("joint_position", "joint_velocity", "joint_effort", "joint_stamps")}  # fmt: skip
+                    window[k] = _replace(s, joint_names=tuple(reversed(s.joint_names)), **rows)
+                else:
+                    window[k] = _replace(s, joint_names=tuple(list(s.joint_names)))
+        elif e.kind is Stress.REORDER:
+            for k in frames:
+                s = window[k]
+                assert s is not None
+                window[k] = _replace(s, object_poses=dict(reversed(s.object_poses.items())))
     return window
 
 
 def step_records(grounder: Any, steps: list[Any]) -> list[tuple]:
     """Each step's record, from a reset grounder: a frame's (t, frame, values in order, unknown, stale ages, named
     objects) as benchmarks/check_identical.py's `frame_record` (and the objects), ("error", type, message) for a
-    frame it refuses, ("reset",) for None (reset there). Self-contained: the baseline runs its source."""
+    frame it refuses (its tree's folder spelt <tree>), ("reset",) for None (reset there). Self-contained: the baseline
+    runs its source."""
+    import os
+
+    import safety_monitor
+
+    tree = os.path.dirname(os.path.dirname(os.path.abspath(safety_monitor.__file__)))
     grounder.reset()
     out: list[tuple] = []
     for s in steps:
@@ -2884,7 +2944,7 @@ def step_records(grounder: Any, steps: list[Any]) -> list[tuple]:
         try:
             f = grounder.step(s)
         except Exception as exc:  # a refused frame is part of the behaviour compared
-            out.append(("error", type(exc).__name__, str(exc)))
+            out.append(("error", type(exc).__name__, str(exc).replace(tree, "<tree>")))
             continue
         out.append((f.t, f.frame, tuple(f.values.items()), tuple(sorted(f.unknown)), tuple(sorted(f.stale.items())),
                     tuple(sorted(f.objects.items()))))  # fmt: skip
