@@ -2639,6 +2639,7 @@ class Stress(enum.StrEnum):
     SLOW_POSES = "slow_poses"  # poses from a slower stream: one sample kept for `period` frames, its age growing
     REORDER = "reorder"  # the poses' mapping in another order
     JOINT_ORDER = "joint_order"  # the joints in reverse order, or in theirs but in a new name tuple each frame
+    TYPES = "types"  # the frame's arrays as lists, float32 or strided views (the kernels' fallbacks)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -2713,6 +2714,11 @@ def grounder_edits(draw: Callable) -> GrounderCase:
             params = (draw(_OBJECTS.filter(lambda o: o != "*")), draw(st.sampled_from([0.02, 0.05, 0.08, 0.2])))
         elif kind is Stress.JOINT_ORDER:
             params = (draw(st.booleans()),)
+        elif kind is Stress.TYPES:
+            params = (
+                draw(st.sampled_from(["list", "float32", "strided"])),
+                draw(st.sampled_from(["joints", "poses", "wrench", "all"])),
+            )
         elif kind is Stress.SLOW_POSES:  # periods up to beyond the pose age limit (125 frames)
             params = (draw(_OBJECTS), draw(st.sampled_from([2, 3, 15, 16, 17, 50, 124, 126, 200])))
         else:
@@ -2762,6 +2768,28 @@ def _input_grounder() -> Any:
     from safety_monitor.grounding.grounder import load_default_grounder
 
     return load_default_grounder(GROUNDER_RATE)
+
+
+def _retyped(s: RobotState, how: str, what: str) -> RobotState:
+    """`s` with the arrays of `what` as lists, float32 arrays or strided float64 views of the same values."""
+
+    def conv(a: Any) -> Any:
+        if a is None:
+            return None
+        if how == "list":
+            return np.asarray(a).tolist()
+        if how == "float32":
+            return np.asarray(a, dtype=np.float32)
+        return np.repeat(np.asarray(a, dtype=float), 2)[::2]
+
+    changes: dict[str, Any] = {}
+    if what in ("joints", "all"):
+        changes.update({f: conv(getattr(s, f)) for f in ("joint_position", "joint_velocity", "joint_effort")})
+    if what in ("poses", "all"):
+        changes["object_poses"] = {o: Pose(conv(p.position), conv(p.quaternion)) for o, p in s.object_poses.items()}
+    if what in ("wrench", "all") and s.wrench is not None:
+        changes["wrench"] = Wrench(conv(s.wrench.force), conv(s.wrench.torque))
+    return _replace(s, **changes)
 
 
 def edited_window(states: list[RobotState], case: GrounderCase) -> list[RobotState | None]:
@@ -2916,6 +2944,11 @@ def edited_window(states: list[RobotState], case: GrounderCase) -> list[RobotSta
                     window[k] = _replace(s, joint_names=tuple(reversed(s.joint_names)), **rows)
                 else:
                     window[k] = _replace(s, joint_names=tuple(list(s.joint_names)))
+        elif e.kind is Stress.TYPES:
+            for k in frames:
+                s = window[k]
+                assert s is not None
+                window[k] = _retyped(s, *e.params)
         elif e.kind is Stress.REORDER:
             for k in frames:
                 s = window[k]
