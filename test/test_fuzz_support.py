@@ -2687,7 +2687,8 @@ _WRENCH_TROUBLE = st.sampled_from(
 
 @st.composite
 def grounder_edits(draw: Callable) -> GrounderCase:
-    """A window of 60-700 frames of a scripted episode with 1-5 edits that stress the grounder's caches."""
+    """A window of 60-700 frames of a scripted episode, or 2000-4000 (its timeouts run out: 5 s), with 1-5 edits that
+    stress the grounder's caches."""
     edits = []
     for _ in range(draw(st.integers(1, 5))):
         kind = draw(st.sampled_from(list(Stress)))
@@ -2725,7 +2726,10 @@ def grounder_edits(draw: Callable) -> GrounderCase:
             params = ()
         edits.append(GrounderEdit(kind, at, min(1.0, at + span), params))
     return GrounderCase(
-        draw(st.integers(0, len(GROUNDER_EPISODES) - 1)), draw(_FRACTIONS), draw(st.integers(60, 700)), tuple(edits)
+        draw(st.integers(0, len(GROUNDER_EPISODES) - 1)),
+        draw(_FRACTIONS),
+        draw(st.integers(60, 700) | st.integers(2000, 4000)),
+        tuple(edits),
     )
 
 
