@@ -3,7 +3,7 @@ names) against a tree without them: scripted episodes edited to stress them (obj
 then stepped by one ulp or across a threshold, poses and the wrench lost and back, the fingers moving alone, frames
 repeated, resets) ground to the same frames, bit for bit. The differential runs only with a baseline source tree
 (its kernels built) in SAFETY_MONITOR_GROUNDER_BASELINE; benchmarks/fuzz_inputs.py --grounder runs the long
-campaign. The edits themselves, and the cache bugs the campaign found, are tested without one."""
+campaign. The edits themselves are tested without one."""
 
 import os
 from pathlib import Path
