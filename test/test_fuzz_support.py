@@ -2640,6 +2640,7 @@ class Stress(enum.StrEnum):
     REORDER = "reorder"  # the poses' mapping in another order
     JOINT_ORDER = "joint_order"  # the joints in reverse order, or in theirs but in a new name tuple each frame
     TYPES = "types"  # the frame's arrays as lists, float32 or strided views (the kernels' fallbacks)
+    JOINT_STAMPS = "joint_stamps"  # the fingers on a slower topic: their positions and stamps kept for `period` frames
 
 
 @dataclasses.dataclass(frozen=True)
@@ -2720,6 +2721,8 @@ def grounder_edits(draw: Callable) -> GrounderCase:
                 draw(st.sampled_from(["list", "float32", "strided"])),
                 draw(st.sampled_from(["joints", "poses", "wrench", "all"])),
             )
+        elif kind is Stress.JOINT_STAMPS:
+            params = (draw(st.sampled_from([1, 2, 5, 16, 60])),)
         elif kind is Stress.SLOW_POSES:  # periods up to beyond the pose age limit (125 frames)
             params = (draw(_OBJECTS), draw(st.sampled_from([2, 3, 15, 16, 17, 50, 124, 126, 200])))
         else:
@@ -2953,6 +2956,18 @@ def edited_window(states: list[RobotState], case: GrounderCase) -> list[RobotSta
                 s = window[k]
                 assert s is not None
                 window[k] = _retyped(s, *e.params)
+        elif e.kind is Stress.JOINT_STAMPS:
+            (period,) = e.params
+            fingers = [j for j, name in enumerate(first.joint_names) if name in grounder.robot.gripper.joints]
+            for k in frames:
+                s, sample = window[k], window[a + (k - a) // period * period]
+                assert s is not None
+                if sample is None or sample.joint_names != s.joint_names:  # a reset there, or reordered joints
+                    continue
+                position, stamps = np.array(s.joint_position, dtype=float), np.full(len(s.joint_names), s.t)
+                for j in fingers:
+                    position[j], stamps[j] = sample.joint_position[j], sample.t
+                window[k] = _replace(s, joint_position=position, joint_stamps=stamps)
         elif e.kind is Stress.REORDER:
             for k in frames:
                 s = window[k]
