@@ -45,6 +45,8 @@ from safety_monitor.frames import Pose, PredicateSample, RobotState, Wrench
 from safety_monitor.io.bag import BagReader, BagWriter
 from safety_monitor.io.messages import decode_predicates
 from safety_monitor.replay.score import BagResult, ReplayConfig, pool_rollouts, score_bag
+from safety_monitor.sim.faults import FAULTS
+from safety_monitor.sim.tasks import TASKS
 from safety_monitor.specs.compile import compile_formula
 from safety_monitor.specs.ltlf import (
     Always,
@@ -2615,11 +2617,9 @@ def arm_outcome(robot: Path, states: tuple[RobotState, ...]) -> str:
 # ------------------------------------------------------------------------------------ grounder differential
 GROUNDER_RATE = 500.0  # the scripted episodes' control rate
 GROUNDER_EPISODES = (  # (task, fault): every scripted task and fault, as benchmarks/check_identical.py grounds them
-    *((t, None) for t in ("pick_and_place_cube", "pick_and_place_mug", "pick_and_place_plate", "place_in_cabinet",
-                          "open_drawer", "close_drawer", "dump_into_bin")),
-    *((None, f) for f in ("early_release", "slip", "fixture_collision", "reach_into_closed_cabinet", "raw_then_clean",
-                          "push_blocked_drawer", "place_on_clutter", "overspeed")),
-)  # fmt: skip
+    *((t, None) for t in TASKS),
+    *((None, f) for f in FAULTS),
+)
 
 
 class Stress(enum.StrEnum):
@@ -2747,10 +2747,6 @@ def _step_size(name: str, factor: float, grounder: Any) -> float:
     return getattr(getattr(th, section), key) * factor
 
 
-def _replace(s: RobotState, **changes: Any) -> RobotState:
-    return dataclasses.replace(s, **changes)
-
-
 def _moved(pose: Pose, axis: int, step: Any, grounder: Any) -> Pose:
     """`pose` with coordinate `axis` (x, y, z, then the quaternion's) stepped by one ulp or a threshold's size."""
     values = np.concatenate([pose.position, pose.quaternion])
@@ -2796,7 +2792,7 @@ def _retyped(s: RobotState, how: str, what: str) -> RobotState:
         changes["object_poses"] = {o: Pose(conv(p.position), conv(p.quaternion)) for o, p in s.object_poses.items()}
     if what in ("wrench", "all") and s.wrench is not None:
         changes["wrench"] = Wrench(conv(s.wrench.force), conv(s.wrench.torque))
-    return _replace(s, **changes)
+    return dataclasses.replace(s, **changes)
 
 
 def edited_window(states: list[RobotState], case: GrounderCase) -> list[RobotState | None]:
@@ -2835,12 +2831,14 @@ def edited_window(states: list[RobotState], case: GrounderCase) -> list[RobotSta
                     for j, name in enumerate(first.joint_names):
                         if name in grounder.robot.gripper.joints:
                             joints[j] += (e.params[0] - joints[j]) * (i + 1) / len(frames)
-                window[k] = _replace(s, joint_position=joints, object_poses=held_poses, object_ages=held_ages,
+                window[k] = dataclasses.replace(s, joint_position=joints, object_poses=held_poses, object_ages=held_ages,
                                      wrench=first.wrench, wrench_age=first.wrench_age, contacts=first.contacts)  # fmt: skip
             for k in range(b, min(n, b + after)):  # then stepped, and held there
                 s = window[k]
                 if s is not None:
-                    window[k] = _replace(s, joint_position=position, object_poses=moved_poses, object_ages=held_ages)
+                    window[k] = dataclasses.replace(
+                        s, joint_position=position, object_poses=moved_poses, object_ages=held_ages
+                    )
         elif e.kind is Stress.TELEPORT:
             which, offset, frames_away = e.params
             for k in frames[:frames_away]:
@@ -2849,7 +2847,7 @@ def edited_window(states: list[RobotState], case: GrounderCase) -> list[RobotSta
                 poses = dict(s.object_poses)
                 for o in _objects(which, s):
                     poses[o] = Pose(poses[o].position + np.array(offset), poses[o].quaternion)
-                window[k] = _replace(s, object_poses=poses)
+                window[k] = dataclasses.replace(s, object_poses=poses)
         elif e.kind is Stress.POSE_GAP:
             which, trouble, back = e.params
             limit = grounder.thresholds.max_age_s.object_pose
@@ -2871,7 +2869,7 @@ def edited_window(states: list[RobotState], case: GrounderCase) -> list[RobotSta
                     else:
                         ages[o] = {"old": 0.3, "ageinf": math.inf, "age_nan": math.nan, "age_negative": -0.01,
                                    "age_limit": limit, "age_over": math.nextafter(limit, 1)}[trouble]  # fmt: skip
-                window[k] = _replace(s, object_poses=poses, object_ages=ages)
+                window[k] = dataclasses.replace(s, object_poses=poses, object_ages=ages)
             for k in range(b, min(n, b + 20)) if back != "natural" else ():  # back where it was, or elsewhere
                 s = window[k]
                 if s is not None:
@@ -2882,7 +2880,7 @@ def edited_window(states: list[RobotState], case: GrounderCase) -> list[RobotSta
                             poses[o] = (
                                 p if back == "same" else Pose(p.position + np.array([0.0, 0.1, 0.05]), p.quaternion)
                             )
-                    window[k] = _replace(s, object_poses=poses)
+                    window[k] = dataclasses.replace(s, object_poses=poses)
         elif e.kind is Stress.WRENCH:
             (trouble,) = e.params
             limit = grounder.thresholds.max_age_s.wrench
@@ -2890,28 +2888,32 @@ def edited_window(states: list[RobotState], case: GrounderCase) -> list[RobotSta
                 s = window[k]
                 assert s is not None
                 if trouble == "missing":
-                    window[k] = _replace(s, wrench=None, wrench_age=None)
+                    window[k] = dataclasses.replace(s, wrench=None, wrench_age=None)
                 elif trouble in ("nan", "inf"):
-                    window[k] = _replace(s, wrench=Wrench(np.array([float(trouble), 0.0, 0.0]), np.zeros(3)))
+                    window[k] = dataclasses.replace(s, wrench=Wrench(np.array([float(trouble), 0.0, 0.0]), np.zeros(3)))
                 elif trouble in ("huge", "overflow"):  # over the force limit; a norm that overflows
                     force = np.array([0.0, 0.0, 1e3]) if trouble == "huge" else np.full(3, 1e300)
-                    window[k] = _replace(s, wrench=Wrench(force, np.zeros(3)))
+                    window[k] = dataclasses.replace(s, wrench=Wrench(force, np.zeros(3)))
                 elif trouble == "none_age":
-                    window[k] = _replace(s, wrench_age=None)
+                    window[k] = dataclasses.replace(s, wrench_age=None)
                 else:
-                    window[k] = _replace(s, wrench_age={"old": 0.2, "ageinf": math.inf, "age_limit": limit}[trouble])
+                    window[k] = dataclasses.replace(
+                        s, wrench_age={"old": 0.2, "ageinf": math.inf, "age_limit": limit}[trouble]
+                    )
         elif e.kind is Stress.SAME_STAMP:
             repeats, same = e.params
             s = first
             nxt = window[a + 1] if a + 1 < n else None
-            copy_of = s if same or nxt is None else _replace(nxt, t=s.t)
+            copy_of = s if same or nxt is None else dataclasses.replace(nxt, t=s.t)
             window[a + 1 : a + 1] = [copy_of] * repeats
             n = len(window)
         elif e.kind is Stress.RESET:
             window.insert(a, None)
             n = len(window)
         elif e.kind is Stress.EVENT:
-            window[a] = _replace(first, events=frozenset({*first.events, grounder.thresholds.sanitized.event}))
+            window[a] = dataclasses.replace(
+                first, events=frozenset({*first.events, grounder.thresholds.sanitized.event})
+            )
         elif e.kind is Stress.MARGIN:  # from 0.15 m from the fingers' site to `closest` and back, in a straight line
             which, closest = e.params
             for i, k in enumerate(frames):
@@ -2924,7 +2926,7 @@ def edited_window(states: list[RobotState], case: GrounderCase) -> list[RobotSta
                 d = closest + (0.15 - closest) * phase
                 poses = dict(s.object_poses)
                 poses[which] = Pose(np.asarray(site, dtype=float) + np.array([d, 0.0, 0.0]), poses[which].quaternion)
-                window[k] = _replace(s, object_poses=poses)
+                window[k] = dataclasses.replace(s, object_poses=poses)
         elif e.kind is Stress.SLOW_POSES:
             which, period = e.params
             for k in frames:
@@ -2939,7 +2941,7 @@ def edited_window(states: list[RobotState], case: GrounderCase) -> list[RobotSta
                     else:
                         poses.pop(o)
                         ages.pop(o, None)
-                window[k] = _replace(s, object_poses=poses, object_ages=ages)
+                window[k] = dataclasses.replace(s, object_poses=poses, object_ages=ages)
         elif e.kind is Stress.JOINT_ORDER:
             (reverse,) = e.params
             for k in frames:
@@ -2948,9 +2950,9 @@ def edited_window(states: list[RobotState], case: GrounderCase) -> list[RobotSta
                 if reverse:
                     rows = {f: None if (v := getattr(s, f)) is None else v[::-1].copy()
                             for f in ("joint_position", "joint_velocity", "joint_effort", "joint_stamps")}  # fmt: skip
-                    window[k] = _replace(s, joint_names=tuple(reversed(s.joint_names)), **rows)
+                    window[k] = dataclasses.replace(s, joint_names=tuple(reversed(s.joint_names)), **rows)
                 else:
-                    window[k] = _replace(s, joint_names=tuple(list(s.joint_names)))
+                    window[k] = dataclasses.replace(s, joint_names=tuple(list(s.joint_names)))
         elif e.kind is Stress.TYPES:
             for k in frames:
                 s = window[k]
@@ -2967,12 +2969,12 @@ def edited_window(states: list[RobotState], case: GrounderCase) -> list[RobotSta
                 position, stamps = np.array(s.joint_position, dtype=float), np.full(len(s.joint_names), s.t)
                 for j in fingers:
                     position[j], stamps[j] = sample.joint_position[j], sample.t
-                window[k] = _replace(s, joint_position=position, joint_stamps=stamps)
+                window[k] = dataclasses.replace(s, joint_position=position, joint_stamps=stamps)
         elif e.kind is Stress.REORDER:
             for k in frames:
                 s = window[k]
                 assert s is not None
-                window[k] = _replace(s, object_poses=dict(reversed(s.object_poses.items())))
+                window[k] = dataclasses.replace(s, object_poses=dict(reversed(s.object_poses.items())))
     return window
 
 
