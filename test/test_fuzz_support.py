@@ -2633,7 +2633,7 @@ class Stress(enum.StrEnum):
     WRENCH = "wrench"  # the wrench missing, NaN, stale or at its age limit
     GRIPPER = "gripper"  # the fingers opening or closing while nothing else moves
     SAME_STAMP = "same_stamp"  # a frame repeated with the same stamp (refused: the grounder must go on unchanged)
-    RESET = "reset"  # Grounder.reset() before a frame
+    RESET = "reset"  # Grounder.reset() before a frame, or restart() (the twin's MjData and kept geometry too)
     EVENT = "event"  # the sanitizing event on a frame
     MARGIN = "margin"  # an object walked in and out of the twin's report margin around the fingers
     SLOW_POSES = "slow_poses"  # poses from a slower stream: one sample kept for `period` frames, its age growing
@@ -2714,7 +2714,7 @@ def grounder_edits(draw: Callable) -> GrounderCase:
             params = (draw(st.integers(1, 3)), draw(st.booleans()))  # repeats, the same content or the next frame's
         elif kind is Stress.MARGIN:
             params = (draw(_OBJECTS.filter(lambda o: o != "*")), draw(st.sampled_from([0.02, 0.05, 0.08, 0.2])))
-        elif kind is Stress.JOINT_ORDER:
+        elif kind in (Stress.JOINT_ORDER, Stress.RESET):  # reversed; restart
             params = (draw(st.booleans()),)
         elif kind is Stress.TYPES:
             params = (
@@ -2795,18 +2795,21 @@ def _retyped(s: RobotState, how: str, what: str) -> RobotState:
     return dataclasses.replace(s, **changes)
 
 
-def edited_window(states: list[RobotState], case: GrounderCase) -> list[RobotState | None]:
-    """The case's window of `states` with its edits applied in order; None: `Grounder.reset()` there. Stamps keep
-    increasing except where SAME_STAMP repeats one."""
+RESTART = "restart"  # a step of `step_records`: Grounder.restart() there (None: reset())
+
+
+def edited_window(states: list[RobotState], case: GrounderCase) -> list[Any]:
+    """The case's window of `states` with its edits applied in order; None: `Grounder.reset()` there, RESTART:
+    `restart()`. Stamps keep increasing except where SAME_STAMP repeats one."""
     grounder = _input_grounder()
     start = int(case.start * max(0, len(states) - case.length))
-    window: list[RobotState | None] = list(states[start : start + case.length])
+    window: list[Any] = list(states[start : start + case.length])
     n = len(window)
     for e in case.edits:
         a = min(n - 1, int(e.at * n))
         b = max(a, min(n, int(e.until * n)))
-        frames = [k for k in range(a, b) if window[k] is not None] or [a]  # a point edit: frame `a`
-        if window[a] is None:
+        frames = [k for k in range(a, b) if isinstance(window[k], RobotState)] or [a]  # a point edit: frame `a`
+        if not isinstance(window[a], RobotState):
             continue
         first = window[a]
         assert first is not None
@@ -2831,11 +2834,18 @@ def edited_window(states: list[RobotState], case: GrounderCase) -> list[RobotSta
                     for j, name in enumerate(first.joint_names):
                         if name in grounder.robot.gripper.joints:
                             joints[j] += (e.params[0] - joints[j]) * (i + 1) / len(frames)
-                window[k] = dataclasses.replace(s, joint_position=joints, object_poses=held_poses, object_ages=held_ages,
-                                     wrench=first.wrench, wrench_age=first.wrench_age, contacts=first.contacts)  # fmt: skip
+                window[k] = dataclasses.replace(
+                    s,
+                    joint_position=joints,
+                    object_poses=held_poses,
+                    object_ages=held_ages,
+                    wrench=first.wrench,
+                    wrench_age=first.wrench_age,
+                    contacts=first.contacts,
+                )
             for k in range(b, min(n, b + after)):  # then stepped, and held there
                 s = window[k]
-                if s is not None:
+                if isinstance(s, RobotState):
                     window[k] = dataclasses.replace(
                         s, joint_position=position, object_poses=moved_poses, object_ages=held_ages
                     )
@@ -2872,7 +2882,7 @@ def edited_window(states: list[RobotState], case: GrounderCase) -> list[RobotSta
                 window[k] = dataclasses.replace(s, object_poses=poses, object_ages=ages)
             for k in range(b, min(n, b + 20)) if back != "natural" else ():  # back where it was, or elsewhere
                 s = window[k]
-                if s is not None:
+                if isinstance(s, RobotState):
                     poses = dict(s.object_poses)
                     for o in _objects(which, first):
                         if o in poses:
@@ -2903,12 +2913,12 @@ def edited_window(states: list[RobotState], case: GrounderCase) -> list[RobotSta
         elif e.kind is Stress.SAME_STAMP:
             repeats, same = e.params
             s = first
-            nxt = window[a + 1] if a + 1 < n else None
+            nxt = window[a + 1] if a + 1 < n and isinstance(window[a + 1], RobotState) else None
             copy_of = s if same or nxt is None else dataclasses.replace(nxt, t=s.t)
             window[a + 1 : a + 1] = [copy_of] * repeats
             n = len(window)
         elif e.kind is Stress.RESET:
-            window.insert(a, None)
+            window.insert(a, RESTART if e.params and e.params[0] else None)
             n = len(window)
         elif e.kind is Stress.EVENT:
             window[a] = dataclasses.replace(
@@ -2932,7 +2942,7 @@ def edited_window(states: list[RobotState], case: GrounderCase) -> list[RobotSta
             for k in frames:
                 s, sample = window[k], window[a + (k - a) // period * period]
                 assert s is not None
-                if sample is None:  # a reset there
+                if not isinstance(sample, RobotState):  # a reset there
                     continue
                 poses, ages = dict(s.object_poses), dict(s.object_ages)
                 for o in _objects(which, s):
@@ -2964,7 +2974,9 @@ def edited_window(states: list[RobotState], case: GrounderCase) -> list[RobotSta
             for k in frames:
                 s, sample = window[k], window[a + (k - a) // period * period]
                 assert s is not None
-                if sample is None or sample.joint_names != s.joint_names:  # a reset there, or reordered joints
+                if (
+                    not isinstance(sample, RobotState) or sample.joint_names != s.joint_names
+                ):  # a reset there, or reordered joints
                     continue
                 position, stamps = np.array(s.joint_position, dtype=float), np.full(len(s.joint_names), s.t)
                 for j in fingers:
@@ -2981,7 +2993,7 @@ def edited_window(states: list[RobotState], case: GrounderCase) -> list[RobotSta
 def step_records(grounder: Any, steps: list[Any]) -> list[tuple]:
     """Each step's record, from a reset grounder: a frame's (t, frame, values in order, unknown, stale ages, named
     objects) as benchmarks/check_identical.py's `frame_record` (and the objects), ("error", type, message) for a
-    frame it refuses (its tree's folder spelt <tree>), ("reset",) for None (reset there). Self-contained: the baseline
+    frame it refuses (its tree's folder spelt <tree>), ("reset",) for None (reset there), ("restart",) for RESTART. Self-contained: the baseline
     runs its source."""
     import os
 
@@ -2991,9 +3003,9 @@ def step_records(grounder: Any, steps: list[Any]) -> list[tuple]:
     grounder.reset()
     out: list[tuple] = []
     for s in steps:
-        if s is None:
-            grounder.reset()
-            out.append(("reset",))
+        if s is None or s == "restart":  # (RESTART: this source runs where test_fuzz_support is not imported)
+            grounder.reset() if s is None else grounder.restart()
+            out.append(("reset",) if s is None else ("restart",))
             continue
         try:
             f = grounder.step(s)
