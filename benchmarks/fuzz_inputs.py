@@ -2,7 +2,8 @@
 
     .venv/bin/python benchmarks/fuzz_inputs.py [--formulas 10000] [--compile 1000] [--specs 2000]
         [--bags 1000] [--markers 600] [--objects 300] [--plans 300] [--traces 300] [--configs 600]
-        [--tf 300] [--arms 300] [--arm-topics 300] [--logs 600] [--seconds S] [--seed 0] [--out DIR]
+        [--tf 300] [--arms 300] [--arm-topics 300] [--logs 600] [--grounder 2000 --baseline DIR]
+        [--seconds S] [--seed 0] [--out DIR]
 
 The same strategies and oracles as the test_fuzz_* unit tests (test/test_fuzz_support.py), run much
 longer. Each input ends in an outcome class; the FAILURES classes (an exception other than
@@ -51,7 +52,14 @@ what reproduces them. The same --seed and counts give the same inputs, also afte
   the other topic has sent, and where only the order and spelling changed, the one prefixed topic's verdicts;
 - logs: event logs the monitor node's EventLog writes over several runs (a crash, a restart saying the state
   was lost, a full disk, rollouts), cut at any byte, lines edited, junk appended or logs joined, through
-  `safety-monitor alerts --log`: one line naming the file, or the view a live console fed the same records shows.
+  `safety-monitor alerts --log`: one line naming the file, or the view a live console fed the same records shows;
+- grounder (only with --baseline, another source tree with its kernels built, e.g. main before a speed change):
+  windows of the scripted episodes edited to stress the grounder's caches (objects or joints held exactly still,
+  then stepped by one ulp or just under or over a threshold; objects teleported and back; poses missing, NaN or
+  too old and back at the same or another place; the wrench missing, NaN or stale; the fingers moving alone;
+  frames repeated with the same stamp; `reset()` mid-window; objects walked through the twin's report margin),
+  grounded by this tree's default grounder and the baseline's (in a subprocess): every frame's values, unknown,
+  stale ages and named objects bit for bit (`grounder_differs` otherwise).
 """
 
 from __future__ import annotations
@@ -521,6 +529,43 @@ def check_config(folder: Path, timeout: float) -> Callable[[tuple[str, Any], Pat
     return check
 
 
+def check_grounder(baseline: Path, timeout: float) -> Callable[[Any, Path], list[str]]:
+    """The same edited frames grounded by this tree's default grounder and by `baseline`'s, record for record."""
+    import pickle
+
+    from test_fuzz_support import (
+        GROUNDER_RATE,
+        BaselineGrounder,
+        edited_window,
+        grounder_outcome,
+        guarded,
+        scripted_states,
+    )
+
+    from safety_monitor.grounding.grounder import load_default_grounder
+
+    grounder, other = load_default_grounder(GROUNDER_RATE), [BaselineGrounder(baseline)]
+    found = [""]  # the difference's detail
+
+    def compared(case: Any) -> str:
+        outcome, found[0] = grounder_outcome(case, grounder, other[0])
+        return outcome
+
+    def check(case: Any, folder: Path) -> list[str]:
+        found[0] = ""
+        outcome, detail = guarded(lambda: compared(case), timeout)
+        if outcome == "hang":  # the baseline may be mid-reply: start another
+            other[0].close()
+            other[0] = BaselineGrounder(baseline)
+        if outcome != "same":
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "detail.txt").write_text(f"{case!r}\n{detail or found[0]}\n")
+            (folder / "steps.pkl").write_bytes(pickle.dumps(edited_window(scripted_states(case.episode), case)))
+        return [outcome]
+
+    return check
+
+
 def generators() -> dict[str, dict[str, Any]]:
     """Per part, its input generators by name (each gets an equal share of the part's inputs)."""
     from hypothesis import strategies as st
@@ -535,6 +580,7 @@ def generators() -> dict[str, dict[str, Any]]:
         damages,
         deep_formula_texts,
         formulas,
+        grounder_edits,
         held_marker_layouts,
         json_traces,
         log_edits,
@@ -592,6 +638,7 @@ def generators() -> dict[str, dict[str, Any]]:
                 lambda kw: LogEdit("every_cut", kw)
             ),  # (every byte of a log of up to 41 windows)
         },
+        "grounder": {"edited": grounder_edits()},
     }
 
 
@@ -612,6 +659,15 @@ def main() -> int:
         "--arm-topics", type=int, default=300, help="two arms' JointStates on topics of their own, edited"
     )
     parser.add_argument("--logs", type=int, default=600, help="event logs cut, edited or joined, through alerts --log")
+    parser.add_argument(
+        "--grounder", type=int, default=2000, help="edited episode windows grounded here and by --baseline's tree"
+    )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="the source tree (its kernels built) whose grounder the grounder part compares with; without it the "
+        "part is skipped",
+    )
     parser.add_argument(
         "--seconds", type=float, default=3600.0, help="wall-clock budget per part (shared by its generators)"
     )
@@ -650,6 +706,7 @@ def main() -> int:
         "arms": lambda: check_arms(Path(tempfile.mkdtemp(dir=out)), args.timeout),
         "arm_topics": lambda: check_arm_topics(Path(tempfile.mkdtemp(dir=out)), args.timeout),
         "logs": lambda: check_logs(Path(tempfile.mkdtemp(dir=out)), args.timeout),
+        "grounder": lambda: check_grounder(args.baseline, args.timeout),
     }
     budget = {
         "formulas": args.formulas,
@@ -665,7 +722,10 @@ def main() -> int:
         "arms": args.arms,
         "arm_topics": args.arm_topics,
         "logs": args.logs,
+        "grounder": args.grounder if args.baseline else 0,
     }
+    if args.grounder > 0 and not args.baseline:
+        print("grounder: skipped (no --baseline tree to compare with)", flush=True)
     failing = 0
     for name, named in generators().items():
         if budget[name] <= 0:

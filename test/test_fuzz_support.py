@@ -16,12 +16,14 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import enum
 import functools
 import io
 import json
 import math
 import operator
 import os
+import pickle
 import random
 import re
 import shutil
@@ -43,6 +45,8 @@ from safety_monitor.frames import Pose, PredicateSample, RobotState, Wrench
 from safety_monitor.io.bag import BagReader, BagWriter
 from safety_monitor.io.messages import decode_predicates
 from safety_monitor.replay.score import BagResult, ReplayConfig, pool_rollouts, score_bag
+from safety_monitor.sim.faults import FAULTS
+from safety_monitor.sim.tasks import TASKS
 from safety_monitor.specs.compile import compile_formula
 from safety_monitor.specs.ltlf import (
     Always,
@@ -90,6 +94,7 @@ FAILURES = (
     "refused_a_log",
     "unseen_arm_judged",
     "changed_silently",
+    "grounder_differs",
 )
 
 
@@ -2610,3 +2615,515 @@ def arm_outcome(robot: Path, states: tuple[RobotState, ...]) -> str:
         except GroundingError:
             rejected += 1
     return "grounded" if not rejected else "frames_rejected"
+
+
+# ------------------------------------------------------------------------------------ grounder differential
+GROUNDER_RATE = 500.0  # the scripted episodes' control rate
+GROUNDER_EPISODES = (  # (task, fault): every scripted task and fault, as benchmarks/check_identical.py grounds them
+    *((t, None) for t in TASKS),
+    *((None, f) for f in FAULTS),
+)
+
+
+class Stress(enum.StrEnum):
+    """How a GrounderEdit stresses the grounder's caches (keyed on the same pairs, nothing moved, the same gap
+    maps, quiet objects, the same joint names)."""
+
+    FREEZE = "freeze"  # joints and objects held exactly still, then one object (or a joint) stepped by `step`
+    TELEPORT = "teleport"  # an object moved away for a few frames and back to exactly where it was
+    POSE_GAP = "pose_gap"  # an object's pose missing, NaN or too old, then back at the same or another place
+    JOINT_STEP = "joint_step"  # joints held exactly still, then one joint moved by a tiny step
+    WRENCH = "wrench"  # the wrench missing, NaN, stale or at its age limit
+    GRIPPER = "gripper"  # the fingers opening or closing while nothing else moves
+    SAME_STAMP = "same_stamp"  # a frame repeated with the same stamp (refused: the grounder must go on unchanged)
+    RESET = "reset"  # Grounder.reset() before a frame, or restart() (the twin's MjData and kept geometry too)
+    EVENT = "event"  # the sanitizing event on a frame
+    MARGIN = "margin"  # an object walked in and out of the twin's report margin around the fingers
+    SLOW_POSES = "slow_poses"  # poses from a slower stream: one sample kept for `period` frames, its age growing
+    REORDER = "reorder"  # the poses' mapping in another order
+    JOINT_ORDER = "joint_order"  # the joints in reverse order, or in theirs but in a new name tuple each frame
+    TYPES = "types"  # the frame's arrays as lists, float32 or strided views (the kernels' fallbacks)
+    JOINT_STAMPS = "joint_stamps"  # the fingers on a slower topic: their positions and stamps kept for `period` frames
+
+
+@dataclasses.dataclass(frozen=True)
+class GrounderEdit:
+    """One edit of a window of frames: `at` and `until` are fractions of the window; `params` per `kind`."""
+
+    kind: Stress
+    at: float
+    until: float
+    params: tuple[Any, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class GrounderCase:
+    """A window of one scripted episode (`start` a fraction of it, `length` frames) and the edits applied to it."""
+
+    episode: int  # index into GROUNDER_EPISODES
+    start: float
+    length: int
+    edits: tuple[GrounderEdit, ...]
+
+
+# steps: one ulp of the coordinate, or a threshold's size (thresholds.yaml, the twin's report margin, one motion
+# window's travel at the stability speed) times just under or over one, or half and twice it
+_THRESHOLD_STEPS = ("distances_m.gripper_clearance", "distances_m.contact", "distances_m.reach",
+                    "distances_m.placement_margin", "distances_m.placement_proximity", "distances_m.path_obstruction",
+                    "motion.grasp_slip_m", "motion.grasp_slip_rad", "twin.margin", "motion.stable_travel")  # fmt: skip
+_STEPS = st.one_of(
+    st.just(("ulp", 1)),
+    st.just(("ulp", -1)),
+    st.tuples(st.sampled_from(_THRESHOLD_STEPS), st.sampled_from([1 - 1e-9, 1 + 1e-9, 0.999, 1.001, 0.5, 2.0])),
+)
+_AXES = st.integers(0, 6)  # a pose's x, y, z, then its quaternion's w, x, y, z
+_FRACTIONS = st.floats(0.0, 1.0)
+_OBJECTS = st.sampled_from(["mug", "plate", "raw_chicken", "cube", "*"])  # "*": every object
+_OFFSETS = st.sampled_from([(0.3, 0.0, 0.0), (0.0, 0.0, 0.2), (0.05, -0.05, 0.0), (0.0, 0.0, -0.01), (1e-7, 0.0, 0.0)])
+_POSE_TROUBLE = st.sampled_from(
+    ["missing", "nan", "inf", "old", "ageinf", "age_nan", "age_negative", "age_limit", "age_over", "quat_zero",
+     "age_only", "ghost"]
+)  # fmt: skip
+_WRENCH_TROUBLE = st.sampled_from(
+    ["missing", "nan", "inf", "old", "ageinf", "age_limit", "none_age", "huge", "overflow"]
+)
+
+
+@st.composite
+def grounder_edits(draw: Callable) -> GrounderCase:
+    """A window of 60-700 frames of a scripted episode, or 2000-4000 (its timeouts run out: 5 s), with 1-5 edits that
+    stress the grounder's caches."""
+    edits = []
+    for _ in range(draw(st.integers(1, 5))):
+        kind = draw(st.sampled_from(list(Stress)))
+        at, span = draw(_FRACTIONS), draw(st.floats(0.0, 0.6))
+        if kind is Stress.FREEZE:
+            params: tuple[Any, ...] = (draw(_OBJECTS), draw(_AXES), draw(_STEPS), draw(st.integers(0, 40)))
+        elif kind is Stress.TELEPORT:
+            params = (draw(_OBJECTS), draw(_OFFSETS), draw(st.integers(1, 30)))
+        elif kind is Stress.POSE_GAP:
+            params = (draw(_OBJECTS), draw(_POSE_TROUBLE), draw(st.sampled_from(["natural", "same", "elsewhere"])))
+        elif kind is Stress.JOINT_STEP:
+            params = (
+                draw(st.integers(0, 9)),
+                draw(_STEPS | st.sampled_from([("nan", 1), ("inf", -1)])),
+                draw(st.integers(0, 40)),
+            )
+        elif kind is Stress.WRENCH:
+            params = (draw(_WRENCH_TROUBLE),)
+        elif kind is Stress.GRIPPER:
+            params = (draw(st.sampled_from([0.0, 0.04, 0.036, 0.02])),)
+        elif kind is Stress.SAME_STAMP:
+            params = (draw(st.integers(1, 3)), draw(st.booleans()))  # repeats, the same content or the next frame's
+        elif kind is Stress.MARGIN:
+            params = (draw(_OBJECTS.filter(lambda o: o != "*")), draw(st.sampled_from([0.02, 0.05, 0.08, 0.2])))
+        elif kind in (Stress.JOINT_ORDER, Stress.RESET):  # reversed; restart
+            params = (draw(st.booleans()),)
+        elif kind is Stress.TYPES:
+            params = (
+                draw(st.sampled_from(["list", "float32", "strided"])),
+                draw(st.sampled_from(["joints", "poses", "wrench", "all"])),
+            )
+        elif kind is Stress.JOINT_STAMPS:
+            params = (draw(st.sampled_from([1, 2, 5, 16, 60])),)
+        elif kind is Stress.SLOW_POSES:  # periods up to beyond the pose age limit (125 frames)
+            params = (draw(_OBJECTS), draw(st.sampled_from([2, 3, 15, 16, 17, 50, 124, 126, 200])))
+        else:
+            params = ()
+        edits.append(GrounderEdit(kind, at, min(1.0, at + span), params))
+    return GrounderCase(
+        draw(st.integers(0, len(GROUNDER_EPISODES) - 1)),
+        draw(_FRACTIONS),
+        draw(st.integers(60, 700) | st.integers(2000, 4000)),
+        tuple(edits),
+    )
+
+
+def _step_size(name: str, factor: float, grounder: Any) -> float:
+    """A threshold's size in metres (or radians) times `factor`."""
+    th = grounder.thresholds
+    if name == "twin.margin":
+        return grounder.twin.margin * factor
+    if name == "motion.stable_travel":
+        return th.motion.linear_stability_mps * th.durations_s.motion_window * factor
+    section, key = name.split(".")
+    return getattr(getattr(th, section), key) * factor
+
+
+def _moved(pose: Pose, axis: int, step: Any, grounder: Any) -> Pose:
+    """`pose` with coordinate `axis` (x, y, z, then the quaternion's) stepped by one ulp or a threshold's size."""
+    values = np.concatenate([pose.position, pose.quaternion])
+    kind, amount = step
+    if kind == "ulp":
+        values[axis] = np.nextafter(values[axis], math.copysign(math.inf, amount))
+    elif kind in ("nan", "inf"):
+        values[axis] = math.copysign(float(kind), amount)
+    else:
+        values[axis] += _step_size(kind, amount, grounder)
+    return Pose(values[:3].copy(), values[3:].copy())
+
+
+def _objects(which: str, state: RobotState) -> list[str]:
+    return list(state.object_poses) if which == "*" else [which] if which in state.object_poses else []
+
+
+@functools.cache
+def _input_grounder() -> Any:
+    """A default grounder of this tree for making inputs (thresholds, the twin's fingers): never the one compared,
+    whose twin keeps its caches."""
+    from safety_monitor.grounding.grounder import load_default_grounder
+
+    return load_default_grounder(GROUNDER_RATE)
+
+
+def _retyped(s: RobotState, how: str, what: str) -> RobotState:
+    """`s` with the arrays of `what` as lists, float32 arrays or strided float64 views of the same values."""
+
+    def conv(a: Any) -> Any:
+        if a is None:
+            return None
+        if how == "list":
+            return np.asarray(a).tolist()
+        if how == "float32":
+            return np.asarray(a, dtype=np.float32)
+        return np.repeat(np.asarray(a, dtype=float), 2)[::2]
+
+    changes: dict[str, Any] = {}
+    if what in ("joints", "all"):
+        changes.update({f: conv(getattr(s, f)) for f in ("joint_position", "joint_velocity", "joint_effort")})
+    if what in ("poses", "all"):
+        changes["object_poses"] = {o: Pose(conv(p.position), conv(p.quaternion)) for o, p in s.object_poses.items()}
+    if what in ("wrench", "all") and s.wrench is not None:
+        changes["wrench"] = Wrench(conv(s.wrench.force), conv(s.wrench.torque))
+    return dataclasses.replace(s, **changes)
+
+
+RESTART = "restart"  # a step of `step_records`: Grounder.restart() there (None: reset())
+
+
+def edited_window(states: list[RobotState], case: GrounderCase) -> list[Any]:
+    """The case's window of `states` with its edits applied in order; None: `Grounder.reset()` there, RESTART:
+    `restart()`. Stamps keep increasing except where SAME_STAMP repeats one."""
+    grounder = _input_grounder()
+    start = int(case.start * max(0, len(states) - case.length))
+    window: list[Any] = list(states[start : start + case.length])
+    n = len(window)
+    for e in case.edits:
+        a = min(n - 1, int(e.at * n))
+        b = max(a, min(n, int(e.until * n)))
+        frames = [k for k in range(a, b) if isinstance(window[k], RobotState)] or [a]  # a point edit: frame `a`
+        if not isinstance(window[a], RobotState):
+            continue
+        first = window[a]
+        assert first is not None
+        if e.kind in (Stress.FREEZE, Stress.JOINT_STEP, Stress.GRIPPER):
+            held_poses, held_ages = dict(first.object_poses), dict(first.object_ages)
+            moved_poses, position = dict(held_poses), first.joint_position.copy()
+            if e.kind is Stress.FREEZE:
+                which, axis, step, after = e.params
+                for o in _objects(which, first):
+                    moved_poses[o] = _moved(held_poses[o], axis, step, grounder)
+            elif e.kind is Stress.JOINT_STEP:
+                joint, step, after = e.params
+                joint %= len(position)
+                position[joint] = _moved(Pose(np.full(3, position[joint]), np.zeros(4)), 0, step, grounder).position[0]
+            else:
+                after = 0
+            for i, k in enumerate(frames):
+                s = window[k]
+                assert s is not None
+                joints = first.joint_position.copy()
+                if e.kind is Stress.GRIPPER:  # the fingers walk linearly to the target, the rest held
+                    for j, name in enumerate(first.joint_names):
+                        if name in grounder.robot.gripper.joints:
+                            joints[j] += (e.params[0] - joints[j]) * (i + 1) / len(frames)
+                window[k] = dataclasses.replace(
+                    s,
+                    joint_position=joints,
+                    object_poses=held_poses,
+                    object_ages=held_ages,
+                    wrench=first.wrench,
+                    wrench_age=first.wrench_age,
+                    contacts=first.contacts,
+                )
+            for k in range(b, min(n, b + after)):  # then stepped, and held there
+                s = window[k]
+                if isinstance(s, RobotState):
+                    window[k] = dataclasses.replace(
+                        s, joint_position=position, object_poses=moved_poses, object_ages=held_ages
+                    )
+        elif e.kind is Stress.TELEPORT:
+            which, offset, frames_away = e.params
+            for k in frames[:frames_away]:
+                s = window[k]
+                assert s is not None
+                poses = dict(s.object_poses)
+                for o in _objects(which, s):
+                    poses[o] = Pose(poses[o].position + np.array(offset), poses[o].quaternion)
+                window[k] = dataclasses.replace(s, object_poses=poses)
+        elif e.kind is Stress.POSE_GAP:
+            which, trouble, back = e.params
+            limit = grounder.thresholds.max_age_s.object_pose
+            for k in frames:
+                s = window[k]
+                assert s is not None
+                poses, ages = dict(s.object_poses), dict(s.object_ages)
+                for o in _objects(which, s):
+                    if trouble in ("missing", "age_only"):  # no pose (and no age, or an age alone)
+                        del poses[o]
+                        if trouble == "missing":
+                            ages.pop(o, None)
+                    elif trouble in ("nan", "inf"):
+                        poses[o] = Pose(np.array([float(trouble), 0.0, 0.0]), poses[o].quaternion)
+                    elif trouble == "quat_zero":
+                        poses[o] = Pose(poses[o].position, np.zeros(4))
+                    elif trouble == "ghost":  # a pose of an object the robot does not describe: refused
+                        poses["ghost"] = poses[o]
+                    else:
+                        ages[o] = {"old": 0.3, "ageinf": math.inf, "age_nan": math.nan, "age_negative": -0.01,
+                                   "age_limit": limit, "age_over": math.nextafter(limit, 1)}[trouble]  # fmt: skip
+                window[k] = dataclasses.replace(s, object_poses=poses, object_ages=ages)
+            for k in range(b, min(n, b + 20)) if back != "natural" else ():  # back where it was, or elsewhere
+                s = window[k]
+                if isinstance(s, RobotState):
+                    poses = dict(s.object_poses)
+                    for o in _objects(which, first):
+                        if o in poses:
+                            p = first.object_poses[o]
+                            poses[o] = (
+                                p if back == "same" else Pose(p.position + np.array([0.0, 0.1, 0.05]), p.quaternion)
+                            )
+                    window[k] = dataclasses.replace(s, object_poses=poses)
+        elif e.kind is Stress.WRENCH:
+            (trouble,) = e.params
+            limit = grounder.thresholds.max_age_s.wrench
+            for k in frames:
+                s = window[k]
+                assert s is not None
+                if trouble == "missing":
+                    window[k] = dataclasses.replace(s, wrench=None, wrench_age=None)
+                elif trouble in ("nan", "inf"):
+                    window[k] = dataclasses.replace(s, wrench=Wrench(np.array([float(trouble), 0.0, 0.0]), np.zeros(3)))
+                elif trouble in ("huge", "overflow"):  # over the force limit; a norm that overflows
+                    force = np.array([0.0, 0.0, 1e3]) if trouble == "huge" else np.full(3, 1e300)
+                    window[k] = dataclasses.replace(s, wrench=Wrench(force, np.zeros(3)))
+                elif trouble == "none_age":
+                    window[k] = dataclasses.replace(s, wrench_age=None)
+                else:
+                    window[k] = dataclasses.replace(
+                        s, wrench_age={"old": 0.2, "ageinf": math.inf, "age_limit": limit}[trouble]
+                    )
+        elif e.kind is Stress.SAME_STAMP:
+            repeats, same = e.params
+            s = first
+            nxt = window[a + 1] if a + 1 < n and isinstance(window[a + 1], RobotState) else None
+            copy_of = s if same or nxt is None else dataclasses.replace(nxt, t=s.t)
+            window[a + 1 : a + 1] = [copy_of] * repeats
+            n = len(window)
+        elif e.kind is Stress.RESET:
+            window.insert(a, RESTART if e.params and e.params[0] else None)
+            n = len(window)
+        elif e.kind is Stress.EVENT:
+            window[a] = dataclasses.replace(
+                first, events=frozenset({*first.events, grounder.thresholds.sanitized.event})
+            )
+        elif e.kind is Stress.MARGIN:  # from 0.15 m from the fingers' site to `closest` and back, in a straight line
+            which, closest = e.params
+            for i, k in enumerate(frames):
+                s = window[k]
+                assert s is not None
+                if which not in s.object_poses:
+                    continue
+                site = grounder.twin.compute(s.joint_names, s.joint_position, {}, None, None).ee_position
+                phase = abs(2 * (i + 0.5) / len(frames) - 1)  # 1 -> 0 -> 1
+                d = closest + (0.15 - closest) * phase
+                poses = dict(s.object_poses)
+                poses[which] = Pose(np.asarray(site, dtype=float) + np.array([d, 0.0, 0.0]), poses[which].quaternion)
+                window[k] = dataclasses.replace(s, object_poses=poses)
+        elif e.kind is Stress.SLOW_POSES:
+            which, period = e.params
+            for k in frames:
+                s, sample = window[k], window[a + (k - a) // period * period]
+                assert s is not None
+                if not isinstance(sample, RobotState):  # a reset there
+                    continue
+                poses, ages = dict(s.object_poses), dict(s.object_ages)
+                for o in _objects(which, s):
+                    if o in sample.object_poses:
+                        poses[o], ages[o] = sample.object_poses[o], sample.object_ages.get(o, 0.0) + (s.t - sample.t)
+                    else:
+                        poses.pop(o)
+                        ages.pop(o, None)
+                window[k] = dataclasses.replace(s, object_poses=poses, object_ages=ages)
+        elif e.kind is Stress.JOINT_ORDER:
+            (reverse,) = e.params
+            for k in frames:
+                s = window[k]
+                assert s is not None
+                if reverse:
+                    rows = {f: None if (v := getattr(s, f)) is None else v[::-1].copy()
+                            for f in ("joint_position", "joint_velocity", "joint_effort", "joint_stamps")}  # fmt: skip
+                    window[k] = dataclasses.replace(s, joint_names=tuple(reversed(s.joint_names)), **rows)
+                else:
+                    window[k] = dataclasses.replace(s, joint_names=tuple(list(s.joint_names)))
+        elif e.kind is Stress.TYPES:
+            for k in frames:
+                s = window[k]
+                assert s is not None
+                window[k] = _retyped(s, *e.params)
+        elif e.kind is Stress.JOINT_STAMPS:
+            (period,) = e.params
+            fingers = [j for j, name in enumerate(first.joint_names) if name in grounder.robot.gripper.joints]
+            for k in frames:
+                s, sample = window[k], window[a + (k - a) // period * period]
+                assert s is not None
+                if (
+                    not isinstance(sample, RobotState) or sample.joint_names != s.joint_names
+                ):  # a reset there, or reordered joints
+                    continue
+                position, stamps = np.array(s.joint_position, dtype=float), np.full(len(s.joint_names), s.t)
+                for j in fingers:
+                    position[j], stamps[j] = sample.joint_position[j], sample.t
+                window[k] = dataclasses.replace(s, joint_position=position, joint_stamps=stamps)
+        elif e.kind is Stress.REORDER:
+            for k in frames:
+                s = window[k]
+                assert s is not None
+                window[k] = dataclasses.replace(s, object_poses=dict(reversed(s.object_poses.items())))
+    return window
+
+
+def step_records(grounder: Any, steps: list[Any]) -> list[tuple]:
+    """Each step's record, from a reset grounder: a frame's (t, frame, values in order, unknown, stale ages, named
+    objects) as benchmarks/check_identical.py's `frame_record` (and the objects), ("error", type, message) for a
+    frame it refuses (its tree's folder spelt <tree>), ("reset",) for None (reset there), ("restart",) for RESTART. Self-contained: the baseline
+    runs its source."""
+    import os
+
+    import safety_monitor
+
+    tree = os.path.dirname(os.path.dirname(os.path.abspath(safety_monitor.__file__)))
+    grounder.reset()
+    out: list[tuple] = []
+    for s in steps:
+        if s is None or s == "restart":  # (RESTART: this source runs where test_fuzz_support is not imported)
+            grounder.reset() if s is None else grounder.restart()
+            out.append(("reset",) if s is None else ("restart",))
+            continue
+        try:
+            f = grounder.step(s)
+        except Exception as exc:  # a refused frame is part of the behaviour compared
+            out.append(("error", type(exc).__name__, str(exc).replace(tree, "<tree>")))
+            continue
+        out.append((f.t, f.frame, tuple(f.values.items()), tuple(sorted(f.unknown)), tuple(sorted(f.stale.items())),
+                    tuple(sorted(f.objects.items()))))  # fmt: skip
+    return out
+
+
+_BASELINE_SERVER = """
+import os, pickle, struct, sys
+from typing import Any
+out = os.fdopen(os.dup(1), "wb")
+os.dup2(2, 1)  # anything printed goes to stderr, not into the replies
+import safety_monitor
+from safety_monitor.grounding.grounder import load_default_grounder
+exec(sys.argv[1])
+grounder = load_default_grounder(float(sys.argv[2]))
+def reply(value):
+    data = pickle.dumps(value)
+    out.write(struct.pack("<Q", len(data)) + data)
+    out.flush()
+reply(safety_monitor.__file__)
+while True:
+    head = sys.stdin.buffer.read(8)
+    if len(head) < 8:
+        break
+    reply(step_records(grounder, pickle.loads(sys.stdin.buffer.read(struct.unpack("<Q", head)[0]))))
+"""
+
+
+class BaselineGrounder:
+    """The default grounder of another source tree (`baseline`, e.g. main before a speed change), in a subprocess
+    started with PYTHONPATH=baseline: `records(steps)` are its step_records of pickled RobotStates."""
+
+    def __init__(self, baseline: Path, rate_hz: float = GROUNDER_RATE) -> None:
+        import inspect
+        import subprocess
+        import sys
+
+        baseline = Path(baseline).resolve()
+        if not (baseline / "safety_monitor" / "grounding" / "grounder.py").is_file():
+            raise SafetyMonitorError(f"{baseline}: not a safety_monitor source tree (no safety_monitor/grounding)")
+        env = {k: v for k, v in os.environ.items() if k != "_ROS_WHEELS_BOOTSTRAP_COMPLETE"}
+        env["PYTHONPATH"] = str(baseline)
+        self._proc = subprocess.Popen(
+            [sys.executable, "-c", _BASELINE_SERVER, inspect.getsource(step_records), str(rate_hz)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            cwd=baseline,
+        )
+        where = self._read()
+        if not str(where).startswith(str(baseline)):
+            self.close()
+            raise SafetyMonitorError(f"{baseline}: the baseline imported safety_monitor from {where}")
+
+    def _read(self) -> Any:
+        import struct
+
+        assert self._proc.stdout is not None
+        head = self._proc.stdout.read(8)
+        if len(head) < 8:
+            raise SafetyMonitorError(f"the baseline grounder exited ({self._proc.wait()})")
+        return pickle.loads(self._proc.stdout.read(struct.unpack("<Q", head)[0]))
+
+    def records(self, steps: list[RobotState | None]) -> list[tuple]:
+        import struct
+
+        assert self._proc.stdin is not None
+        data = pickle.dumps(steps)
+        self._proc.stdin.write(struct.pack("<Q", len(data)) + data)
+        self._proc.stdin.flush()
+        return self._read()
+
+    def close(self) -> None:
+        """End the subprocess: at once if it does not end with its input (stopped mid-reply by a hang)."""
+        import subprocess
+
+        if self._proc.stdin is not None:
+            self._proc.stdin.close()
+        try:
+            self._proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+
+
+@functools.cache
+def scripted_states(index: int) -> list[RobotState]:
+    """Every frame of scripted episode `index` (GROUNDER_EPISODES, seed 0)."""
+    from safety_monitor.sim.runner import run_episode
+
+    task, fault = GROUNDER_EPISODES[index]
+    return list(run_episode(task, fault, seed=0))
+
+
+def first_difference(want: list[tuple], got: list[tuple]) -> int | None:
+    """The index of the first record that differs bit for bit (pickled: NaN and -0.0 too), None if none."""
+    for i, (a, b) in enumerate(zip(want, got)):
+        if pickle.dumps(a) != pickle.dumps(b):
+            return i
+    return None if len(want) == len(got) else min(len(want), len(got))
+
+
+def grounder_outcome(case: GrounderCase, grounder: Any, baseline: BaselineGrounder) -> tuple[str, str]:
+    """(`same` or `grounder_differs`, detail): the case's frames grounded by `grounder` (this tree's) and the
+    baseline tree's, record for record."""
+    steps = edited_window(scripted_states(case.episode), case)
+    mine, theirs = step_records(grounder, steps), baseline.records(steps)
+    i = first_difference(theirs, mine)
+    if i is None:
+        return "same", ""
+    a = theirs[i] if i < len(theirs) else None
+    b = mine[i] if i < len(mine) else None
+    return "grounder_differs", f"step {i} of {len(steps)}:\n  baseline {a}\n  this     {b}"
