@@ -375,6 +375,72 @@ def test_an_arms_topic_whose_stamps_ran_ahead_makes_the_frames_stale_until_the_f
     }
 
 
+@pytest.mark.parametrize("stream", ["object_pose/cube", "tf", "wrench", "base_pose", "gripper_joint_states"])
+def test_a_stream_stamped_ahead_of_the_frames_for_a_moment_is_stale_until_a_sample_after_it_comes(stream):
+    """A slower stream's stamps 2 s ahead for five samples (its clock glitched), then on time again: its true readings
+    after, stamped behind the last one taken, are dropped as going backwards. The object pose (from its topic or TF),
+    the wrench and a mobile base's pose were taken as fresh (an age below zero is none), so the frames were judged
+    on the glitch's value for 2 s. Now the stream is stale from the first frame it is stamped further ahead of than
+    its age limit, with one issue naming it, until a sample stamped after that one comes: no frame judges the stuck
+    value. (The gripper's topic made the frames stale only until they came within `joint_held` of that stamp, 71b9046:
+    then they were judged on the glitch's position for 0.5 s.)"""
+    from safety_monitor.frames import Wrench
+    from safety_monitor.pipeline.assemble import GRIPPER_JOINTS, pose_stream
+
+    name = "cube" if stream in ("object_pose/cube", "tf") else None
+    mapping = StreamMapping(
+        wrench="/wrench" if stream == "wrench" else None,
+        gripper_joint_states="/gripper" if stream == GRIPPER_JOINTS else None,
+        world_frame="odom" if stream == "base_pose" else "",
+    )
+    a = FrameAssembler(("waist", "gripper"), objects=(name,) if name else (), mapping=mapping)
+    tree = TransformTree("base_link", {"cube": "cube"})
+    upright = np.array([1.0, 0.0, 0.0, 0.0])
+    seen, stale, said = [], [], []
+    for k in range(150):  # 50 Hz; the sample 4 ms before its frame, with its number as value
+        t = 1.0 + k / 50
+        stamp, received = t - 0.004 + (2.0 if 20 <= k < 25 else 0.0), t - 0.003
+        if stream == "object_pose/cube":
+            a.on_pose_sample("cube", Pose(np.array([k, 0.0, 0.0]), upright), stamp, received)
+        elif stream == "tf":
+            for found, pose, at in tree.update(
+                [Transform("base_link", "cube", Pose(np.array([k, 0, 0.0]), upright), stamp)]
+            ):
+                a.on_pose_sample(found, pose, at, received)
+        elif stream == "wrench":
+            a.on_wrench_sample(Wrench(np.array([k, 0.0, 0.0]), np.zeros(3)), stamp, received)
+        elif stream == "base_pose":
+            a.on_base_sample(Pose(np.array([k * 1e-5, 0.0, 0.0]), upright), stamp, received)
+        else:
+            a.on_joint_update(_sample(stamp, k, names=("gripper",)), received)
+        frame = a.on_joint_sample(
+            _sample(t, k / 100, names=("waist",)) if stream == GRIPPER_JOINTS else _sample(t, k / 100, 0.02), t
+        )
+        assert frame is not None
+        said += [i for i in frame.issues if i.kind not in (IssueKind.BACKWARDS, IssueKind.DUPLICATE_STAMP)]
+        state = frame.state
+        key = "joint_states" if stream == GRIPPER_JOINTS else pose_stream(name) if name else stream
+        if key in frame.stale:
+            stale.append(k)
+            continue
+        seen.append(
+            state.object_poses["cube"].position[0]
+            if name
+            else state.wrench.force[0]
+            if stream == "wrench"
+            else state.base_pose.position[0] * 1e5
+            if stream == "base_pose"
+            else state.joint("gripper")
+        )
+        assert seen[-1] == pytest.approx(k), (k, seen[-1])  # this frame's own sample, never the glitch's
+    assert stale[0] == 20 and stale == list(range(20, stale[-1] + 1)) and 123 <= stale[-1] <= 125, stale
+    if stream == GRIPPER_JOINTS:
+        assert {i.kind for i in said} == {IssueKind.MISSING_JOINTS}
+    else:
+        ((kind, named, at),) = {(i.kind, i.stream, i.t) for i in said}
+        assert (kind, named, at) == (IssueKind.STAMP_AHEAD, pose_stream(name) if name else stream, pytest.approx(1.4))
+
+
 def test_two_topics_whose_prefixes_make_the_same_names_drop_the_later_ones_messages():
     """Both arms' topics given `left/`: the names cannot be told apart, so the topic whose message comes second
     has its messages dropped, each with a line naming the file, both keys and topics, and the joints."""

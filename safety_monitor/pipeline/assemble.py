@@ -403,7 +403,8 @@ class FrameAssembler:
         self._period: np.ndarray | None = None  # per joint, the shortest time between two of its positions
         self._judged = np.zeros(0, dtype=bool)  # per joint, whether it is one of `judged`
         self._held: np.ndarray | None = None  # per joint, how long its position may be held (`judged`)
-        self._doubted: np.ndarray | None = None  # per joint, its last position was stamped ahead of a frame
+        self._stamped_ahead: np.ndarray | None = None  # per joint, its last position was stamped ahead of a frame
+        self._streams_ahead: set[str] = set()  # wrench and pose streams whose last sample was so (`_stale`)
         self._complete = False  # every joint has had a position
         self._layouts: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray] | None] = {}
         self._renamed: dict[tuple[str, ...], tuple[str, ...]] = {}
@@ -489,14 +490,14 @@ class FrameAssembler:
         self._period = np.full(n, np.inf)
         self._judged = np.array([name in self._judged_names for name in self.joints], dtype=bool)
         self._held = np.where(self._judged, min(limits.joint_held, limits.joint_states), limits.joint_held)
-        self._doubted = np.zeros(n, dtype=bool)
+        self._stamped_ahead = np.zeros(n, dtype=bool)
 
     def _took(self, joints: np.ndarray, t: float) -> None:
         """Positions stamped `t` for `joints` (frame indices), before their stamps are set: the shortest time
         between a joint's positions bounds how long a judged one may be held (`judged`), and a position after one
         stamped ahead of the frames is sound again."""
         assert self._joint_t is not None and self._period is not None and self._held is not None
-        assert self._doubted is not None
+        assert self._stamped_ahead is not None
         since = t - self._joint_t[joints]
         shorter = since < self._period[joints]
         if shorter.any():
@@ -508,8 +509,8 @@ class FrameAssembler:
                 self._held[judged] = np.minimum(
                     limits.joint_held, np.maximum(limits.joint_states, GAP_PERIODS * self._period[judged])
                 )
-        if self._doubted.any():
-            self._doubted[joints] = False
+        if self._stamped_ahead.any():
+            self._stamped_ahead[joints] = False
 
     def _layout(self, names: tuple[str, ...], t: float) -> tuple[np.ndarray, np.ndarray] | None:
         """(source index, frame index) arrays for a new name list, cached in `_layouts`; None when the
@@ -555,21 +556,51 @@ class FrameAssembler:
         return frozenset(self._stale(t))
 
     def _stale(self, t: float) -> list[str]:
+        """Streams older than their limit at `t`, never received, or whose last sample was stamped further after a
+        frame than that (`_ahead_of`)."""
         stale = []
+        ahead = self._streams_ahead
+        wrench, limit = self._wrench, self.limits.wrench
         if self.mapping.wrench is not None and (
-            self._wrench is None or self._wrench_frozen or t - self._wrench[1] > self.limits.wrench
+            wrench is None or self._wrench_frozen or abs(t - wrench[1]) > limit or (ahead and WRENCH in ahead)
         ):
+            if wrench is not None and wrench[1] - t > limit:
+                self._ahead_of(t, WRENCH, wrench[1], limit)
             stale.append(WRENCH)
         limit, stamps = self.limits.pose, self._pose_stamps
         for name, stream in self._pose_streams:
             stamp = stamps.get(name)
-            if stamp is None or t - stamp > limit:
+            if stamp is None or abs(t - stamp) > limit or (ahead and stream in ahead):
+                if stamp is not None and stamp - t > limit:
+                    self._ahead_of(t, stream, stamp, limit)
                 stale.append(stream)
+        base = self._base
         if self._mobile and (
-            self._base is None or t - self._base[1] > limit or self._base_doubted is not None or self._base_jump_unseen
+            base is None
+            or abs(t - base[1]) > limit
+            or (ahead and BASE_POSE in ahead)
+            or self._base_doubted is not None
+            or self._base_jump_unseen
         ):
+            if base is not None and base[1] - t > limit:
+                self._ahead_of(t, BASE_POSE, base[1], limit)
             stale.append(BASE_POSE)
         return stale
+
+    def _ahead_of(self, t: float, stream: str, stamp: float, limit: float) -> None:
+        """`stream`'s last sample is stamped more than its age limit after the frame at `t`: its clock ran ahead,
+        and its readings after, stamped behind that one, are dropped as going backwards; held, the frames would be
+        judged on its value as if fresh once they came within the limit of it. So it is stale until a sample stamped
+        after it is taken (said once)."""
+        if stream not in self._streams_ahead:
+            self._streams_ahead.add(stream)
+            self._issue(
+                IssueKind.STAMP_AHEAD,
+                stream,
+                t,
+                f"stamped {stamp - t:.3f} s after the frame at {t:.6f} (limit {limit:g} s): its clock ran ahead; "
+                f"stale until a sample stamped after {stamp:.6f} comes (those behind it are dropped)",
+            )
 
     def _check_late(self, stamp: float, stream: str, limit: float) -> None:
         """A sample stamped more than its age limit before the last frame came after that frame was made:
@@ -617,6 +648,12 @@ class FrameAssembler:
         )
 
     # ------------------------------------------------------------------------------ callbacks
+    def _caught_up(self, stream: str, stamp: float, limit: float) -> None:
+        """A sample of `stream` stamped `stamp` was taken: after one that ran ahead (`_ahead_of`), it is usable
+        again unless it too is stamped more than `limit` after the last frame."""
+        if self._t is None or stamp - self._t <= limit:
+            self._streams_ahead.discard(stream)
+
     def on_wrench(self, msg: Any, received: float | None = None) -> None:
         wrench, stamp = wrench_of(msg)
         self.on_wrench_sample(wrench, stamp, received)
@@ -640,6 +677,8 @@ class FrameAssembler:
         if self._wrench is not None and stamp - self._wrench[1] > self.limits.wrench:
             self._wrench_repeats = _Repeats()  # silent longer than its stale limit: no repeats were received
         self._wrench = (wrench, stamp)
+        if self._streams_ahead:
+            self._caught_up(WRENCH, stamp, self.limits.wrench)
         self._check_late(stamp, WRENCH, self.limits.wrench)
         limit = self.limits.wrench_frozen
         key = wrench.force.tobytes() + wrench.torque.tobytes()
@@ -666,6 +705,8 @@ class FrameAssembler:
             return
         self._poses[name] = pose
         self._pose_stamps[name] = usable
+        if self._streams_ahead:
+            self._caught_up(stream, usable, self.limits.pose)
         self._check_late(usable, stream, self.limits.pose)
         self._check_driver(usable, stream, received)
 
@@ -679,6 +720,8 @@ class FrameAssembler:
         if self._base is not None:
             self._judge_base_step(*self._base, pose, usable)
         self._base = (pose, usable)
+        if self._streams_ahead:
+            self._caught_up(BASE_POSE, usable, self.limits.pose)
         self._check_late(usable, BASE_POSE, self.limits.pose)
         self._check_driver(usable, BASE_POSE, received)
 
@@ -1056,7 +1099,7 @@ class FrameAssembler:
         readings after, stamped behind that one, are dropped (`backwards`), and the arm would be judged where it was
         then, as if fresh."""
         assert self._joint_t is not None and self.joints is not None  # called on frames, after the first message
-        assert self._held is not None and self._doubted is not None
+        assert self._held is not None and self._stamped_ahead is not None
         if self._unheard:
             m = self.mapping
             unheard = [
@@ -1074,12 +1117,12 @@ class FrameAssembler:
         watched = self._watched
         which = slice(self._needed) if watched is None else watched
         ages, held = t - self._joint_t[which], self._held[which]
-        if not (np.abs(ages) > held).any() and not self._doubted.any():
+        if not (np.abs(ages) > held).any() and not self._stamped_ahead.any():
             return False
         ahead = ages < -held
         if ahead.any():
-            self._doubted[np.arange(len(self.joints))[which][ahead]] = True
-        doubted, gone = self._doubted[which], ages > held
+            self._stamped_ahead[np.arange(len(self.joints))[which][ahead]] = True
+        doubted, gone = self._stamped_ahead[which], ages > held
         if not (gone.any() or doubted.any()):
             return False
         joints = self.joints[which] if watched is None else [self.joints[i] for i in watched.tolist()]
