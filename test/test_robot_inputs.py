@@ -325,7 +325,7 @@ def test_an_arms_topic_that_stops_makes_the_frames_stale_after_it_may_be_held(wa
     stand where it was, unseen, and judged there). In the right arm's own stack they are the arm it judges: held
     as long as the frames allow a gap (five of the topic's periods, 0.1 s), not 0.5 s while the bar it carries
     moves on and reads as slipping (a false alarm in a handover whose only fault was dropped messages, found by
-    fuzzing: test_fuzz_support's `held_alarm`)."""
+    fuzzing: fuzz_inputs.py's arm_topics, once classed `held_alarm`)."""
     arms = {"left": ("left/waist", "left/gripper"), "right": ("right/waist", "right/gripper")}
     other = arms["left" if watched == "right" else "right"]
     mapping = StreamMapping(wrench=None, joint_prefix="left/", more_joint_states=(JointTopic("/r", "right/"),))
