@@ -46,10 +46,9 @@ what reproduces them. The same --seed and counts give the same inputs, also afte
 - arm_topics: the handover with each arm's JointState on a topic of its own (names without the arm's prefix,
   `joint_prefix` and `more_joint_states`), a topic stopping, restarting, stamped backwards, its names colliding
   or cut, its values NaN, its messages in any order, the mapping's prefixes and joint_names edited, read by
-  either arm's stack: an error naming the file or the bag, or no alarm (but `restarted_alarm`: the left's input
-  restarted as its hand comes to the bar, a grounder that has not seen the bar at rest yet; `held_alarm`: the
-  stack's own arm on the merged topic, its joints held up to joint_held), live as replay, every frame stale before
-  the other topic has sent, and where only the order and spelling changed, the one prefixed topic's verdicts;
+  either arm's stack: an error naming the file or the bag, or no alarm (also where the input restarted
+  mid-handover or a judged arm's messages were dropped), live as replay, every frame stale before the other
+  topic has sent, and where only the order and spelling changed, the one prefixed topic's verdicts;
 - logs: event logs the monitor node's EventLog writes over several runs (a crash, a restart saying the state
   was lost, a full disk, rollouts), cut at any byte, lines edited, junk appended or logs joined, through
   `safety-monitor alerts --log`: one line naming the file, or the view a live console fed the same records shows;

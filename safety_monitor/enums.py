@@ -94,6 +94,7 @@ class IssueKind(StrEnum):
     FROZEN = "frozen"  # values bit-identical for longer than a real sensor stays still: stale
     STREAM_STOPPED = "stream_stopped"  # a stream that stopped while others went on
     LATE_ARRIVAL = "late_arrival"  # a sample that came after frames it was fresh for: they had it stale
+    STAMP_AHEAD = "stamp_ahead"  # a sample stamped further after a frame than its age limit: stale until a later one
     UNDECODABLE = "undecodable"  # bytes that are no message of the type: dropped
     GROUNDING = "grounding"  # the frame could not be grounded: every predicate unknown
     FRAME_GAP = "frame_gap"  # recorded frame numbers skip: frames lost or the estimator restarted

@@ -2492,15 +2492,9 @@ def arm_topics_outcome(bag: Path, robot: Path, topics: Path, reference: BagResul
     check: an error naming the topic mapping's file), then the bag scored: an error naming the bag, or a result
     that is well-formed, that the estimator node's stage gives too (`live_disagrees`), with a frame for every left
     message sent unless an issue said why not (`miscounted`), every frame stale before each topic merged by name has
-    sent (`unseen_arm_judged`), no violation (`false_alarm`: the handover is clean) unless the left's input restarted
-    (`restarted_alarm`: the restarted grounder starts mid-handover without its history, as a monitor started then
-    would, and if the left hand comes to the bar within the stability persistence (13 frames) it has not seen the
-    bar at rest yet: its latch reads not at rest, not unknown, and the approach is a pick without its
-    preconditions; not fixed, a design decision: unknown there, every trace's first frames would be so too. The
-    right's, started as its hand lets go of the bar, does not alarm: the grasp under way may have begun before) or
-    the stack's own arm is on the topic merged by name and its messages were dropped or late (`held_alarm`: its
-    joints are held for up to `joint_held`, 0.5 s, as a slower topic's, so a moving arm is judged where it was and a
-    bar it holds can read as slipping; not fixed), and,
+    sent (`unseen_arm_judged`), no violation (`false_alarm`: the handover is clean, whatever restarted or was dropped:
+    a grounder restarted mid-handover judges what it has not seen unknown, and a judged arm's joints are held no
+    longer than their own periods allow), and,
     where the edits change nothing but the messages' order and the mapping's spelling, the frames and verdicts
     of the one prefixed topic (`reference`) and no issue (`changed_silently` otherwise)."""
     from safety_monitor.pipeline.assemble import StreamMapping
@@ -2527,12 +2521,8 @@ def arm_topics_outcome(bag: Path, robot: Path, topics: Path, reference: BagResul
     sent, said = r.topics[absolute_mapping(config.mapping).joint_states].count, sum(r.issues.values())
     if not sent - said <= r.frames <= sent + said:
         return "miscounted"  # (a frame more: the streams stopped before the bag's end, said as `stream_stopped`)
-    if any(o.violations for o in r.trace.outcomes):  # (`restarted_alarm`, `held_alarm`: see the docstring)
-        if r.issues.get(IssueKind.INPUT_RESTARTED) and robot.parent.name == "left":
-            return "restarted_alarm"
-        merged = "left" if ArmEdit("mapping", ("swap",)) in edits else "right"  # the arm on the topic merged by name
-        held = any(e.kind in ("drop", "delay", "stamp", "names", "value") and e.params[0] == merged for e in edits)
-        return "held_alarm" if robot.parent.name == merged and held else "false_alarm"
+    if any(o.violations for o in r.trace.outcomes):
+        return "false_alarm"
     if _alike(edits):
         assert r.timeline is not None and reference.timeline is not None
         if r.issues or r.warnings or r.frames != reference.frames or r.timeline.runs != reference.timeline.runs:

@@ -36,7 +36,9 @@ class _Grounder:
         joint_limits=SimpleNamespace(jump_factor=2.0),
         base_jump=BaseJump(),
     )
-    robot = SimpleNamespace(required_joints=NAMES, accepted_joints=frozenset(), objects={"mug": None}, base_body="base")
+    robot = SimpleNamespace(
+        required_joints=NAMES, robot_joints=NAMES, accepted_joints=frozenset(), objects={"mug": None}, base_body="base"
+    )
     joint_limits: dict = {}  # no velocity limits: no jump issues
     warmup_frames = 2
     wrench_sensor = True

@@ -199,7 +199,9 @@ def test_inspect_refuses_a_configured_topic_of_the_wrong_type_and_does_not_repla
 
 def test_a_slow_gripper_topic_is_judged_over_its_own_period_and_a_real_jump_on_it_still_counts(setup):
     """A gripper at 10 Hz under a 500 Hz arm moves 0.016 per message, 80 % of its 0.2 m/s limit: over the arm's
-    2 ms frame period that is 40 times too fast, over its own 0.1 s well within. A glitch on it is a jump."""
+    2 ms frame period that is 40 times too fast, over its own 0.1 s well within. A glitch on it is a jump. Its
+    position is held for five of its periods (0.5 s, `joint_held`), known from its second message (before the arm's
+    first frame here; until then no longer than the frames' gap limit, 50 ms)."""
     from urdf_robots import write_robot
 
     from safety_monitor.grounding.grounder import load_default_grounder
@@ -211,6 +213,7 @@ def test_a_slow_gripper_topic_is_judged_over_its_own_period_and_a_real_jump_on_i
     stage = Estimator(grounder, StreamMapping(wrench=None, gripper_joint_states="/gripper/joint_states"))
     gripper = [0.0, 0.016, 0.032, 0.016, 0.0, 0.016, 0.5, 0.016]  # per 0.1 s; 0.5: a glitch
     jumps, issues = [], []
+    stage.gripper_joints(JointSample(("gripper_joint",), np.array([0.0]), None, None, 0.899))  # its period: 0.1 s
     for k in range(50 * len(gripper)):
         t = 1.0 + 0.002 * k
         if k % 50 == 0:
@@ -316,14 +319,18 @@ def test_each_arms_topic_has_its_prefix_its_own_stamps_and_its_own_nan():
 
 
 @pytest.mark.parametrize("watched", ["right", "left"])
-def test_an_arms_topic_that_stops_makes_the_frames_stale_after_joint_held(watched):
-    """The right arm's joints are held for `joint_held` (0.5 s) after its topic stops, as a gripper topic's: then
-    the frames are stale, naming them. So in the left arm's stack too, where they are the other arm's (optional,
-    placed by the twin): it would stand where it was, unseen, and judged there."""
+def test_an_arms_topic_that_stops_makes_the_frames_stale_after_it_may_be_held(watched):
+    """The right arm's topic stops. In the left arm's stack, its joints are the other arm's (optional, placed by the
+    twin): held for `joint_held` (0.5 s), as a drawer encoder's, then the frames are stale, naming them (it would
+    stand where it was, unseen, and judged there). In the right arm's own stack they are the arm it judges: held
+    as long as the frames allow a gap (five of the topic's periods, 0.1 s), not 0.5 s while the bar it carries
+    moves on and reads as slipping (a false alarm in a handover whose only fault was dropped messages, found by
+    fuzzing: fuzz_inputs.py's arm_topics, once classed `held_alarm`)."""
     arms = {"left": ("left/waist", "left/gripper"), "right": ("right/waist", "right/gripper")}
     other = arms["left" if watched == "right" else "right"]
     mapping = StreamMapping(wrench=None, joint_prefix="left/", more_joint_states=(JointTopic("/r", "right/"),))
-    a = FrameAssembler(arms[watched], mapping=mapping, optional=other)
+    a = FrameAssembler(arms[watched], mapping=mapping, optional=other, judged=arms[watched])
+    held = {"left": 0.5, "right": 0.1}[watched]
     stale = []
     for k in range(40):  # 50 Hz, the right arm's topic silent after 1.1 s
         t = 1.0 + k / 50
@@ -334,18 +341,24 @@ def test_an_arms_topic_that_stops_makes_the_frames_stale_after_joint_held(watche
         if "joint_states" in frame.stale:
             stale.append(k)
             assert [i.kind for i in frame.issues] == [IssueKind.MISSING_JOINTS], k
-            assert "no position for right/waist, right/gripper for more than 0.5 s" in frame.issues[0].detail
-    assert stale == list(range(30, 40))  # from 1.6 s: more than 0.5 s after its last stamp, 1.098
+            assert f"no position for right/waist, right/gripper for more than {held:g} s" in frame.issues[0].detail
+    assert stale == list(range(30 if watched == "left" else 10, 40))  # from 1.6 s (1.2 s): after its last, 1.098
 
 
 def test_an_arms_topic_whose_stamps_ran_ahead_makes_the_frames_stale_until_the_frames_catch_up():
     """The right arm's topic stamped 2 s ahead for five messages (a driver's clock glitch), then on time again: its
     readings after are behind the last one it sent, dropped as going backwards. The frames were fresh, the right arm
     judged where it was when the glitch ended while it moved on (in a handover, a bar let go read as dropped: found
-    by fuzzing, test_fuzz_robots.py's arm topics). Now a position stamped more than `joint_held` after the frame is
-    no more usable than one that old: stale until the frames catch up with it."""
+    by fuzzing, test_fuzz_robots.py's arm topics). A position stamped further after a frame than it may be held is
+    no more usable than one that old; and it stays unusable until a position after it comes: once the frames are
+    within the limit of it, its readings stamped behind it are still dropped, and it is the arm's pose of 2 s before."""
     mapping = StreamMapping(wrench=None, joint_prefix="left/", more_joint_states=(JointTopic("/r", "right/"),))
-    a = FrameAssembler(("right/waist", "right/gripper"), mapping=mapping, optional=("left/waist", "left/gripper"))
+    a = FrameAssembler(
+        ("right/waist", "right/gripper"),
+        mapping=mapping,
+        optional=("left/waist", "left/gripper"),
+        judged=("right/waist", "right/gripper"),
+    )
     stale, said = [], set()
     for k in range(150):  # 50 Hz
         t = 1.0 + k / 50
@@ -355,10 +368,77 @@ def test_an_arms_topic_whose_stamps_ran_ahead_makes_the_frames_stale_until_the_f
         if "joint_states" in frame.stale:
             stale.append(k)
             said.update(i.detail for i in frame.issues if i.kind is IssueKind.MISSING_JOINTS)
-    assert stale == list(range(20, 100))  # until the last stamp taken, 1.48 + 2, is no more than 0.5 s ahead
+    assert stale == list(range(20, 125))  # until a position stamped after 1.478 + 2 comes (k = 124: resyncs)
     assert said == {
-        "the position of right/waist, right/gripper is stamped more than 0.5 s after the frame; frame stale"
+        "the position of right/waist, right/gripper was stamped further after a frame than it may be held, none after "
+        "it since; frame stale"
     }
+
+
+@pytest.mark.parametrize("stream", ["object_pose/cube", "tf", "wrench", "base_pose", "gripper_joint_states"])
+def test_a_stream_stamped_ahead_of_the_frames_for_a_moment_is_stale_until_a_sample_after_it_comes(stream):
+    """A slower stream's stamps 2 s ahead for five samples (its clock glitched), then on time again: its true readings
+    after, stamped behind the last one taken, are dropped as going backwards. The object pose (from its topic or TF),
+    the wrench and a mobile base's pose were taken as fresh (an age below zero is none), so the frames were judged
+    on the glitch's value for 2 s. Now the stream is stale from the first frame it is stamped further ahead of than
+    its age limit, with one issue naming it, until a sample stamped after that one comes: no frame judges the stuck
+    value. (The gripper's topic made the frames stale only until they came within `joint_held` of that stamp, 71b9046:
+    then they were judged on the glitch's position for 0.5 s.)"""
+    from safety_monitor.frames import Wrench
+    from safety_monitor.pipeline.assemble import GRIPPER_JOINTS, pose_stream
+
+    name = "cube" if stream in ("object_pose/cube", "tf") else None
+    mapping = StreamMapping(
+        wrench="/wrench" if stream == "wrench" else None,
+        gripper_joint_states="/gripper" if stream == GRIPPER_JOINTS else None,
+        world_frame="odom" if stream == "base_pose" else "",
+    )
+    a = FrameAssembler(("waist", "gripper"), objects=(name,) if name else (), mapping=mapping)
+    tree = TransformTree("base_link", {"cube": "cube"})
+    upright = np.array([1.0, 0.0, 0.0, 0.0])
+    seen, stale, said = [], [], []
+    for k in range(150):  # 50 Hz; the sample 4 ms before its frame, with its number as value
+        t = 1.0 + k / 50
+        stamp, received = t - 0.004 + (2.0 if 20 <= k < 25 else 0.0), t - 0.003
+        if stream == "object_pose/cube":
+            a.on_pose_sample("cube", Pose(np.array([k, 0.0, 0.0]), upright), stamp, received)
+        elif stream == "tf":
+            for found, pose, at in tree.update(
+                [Transform("base_link", "cube", Pose(np.array([k, 0, 0.0]), upright), stamp)]
+            ):
+                a.on_pose_sample(found, pose, at, received)
+        elif stream == "wrench":
+            a.on_wrench_sample(Wrench(np.array([k, 0.0, 0.0]), np.zeros(3)), stamp, received)
+        elif stream == "base_pose":
+            a.on_base_sample(Pose(np.array([k * 1e-5, 0.0, 0.0]), upright), stamp, received)
+        else:
+            a.on_joint_update(_sample(stamp, k, names=("gripper",)), received)
+        frame = a.on_joint_sample(
+            _sample(t, k / 100, names=("waist",)) if stream == GRIPPER_JOINTS else _sample(t, k / 100, 0.02), t
+        )
+        assert frame is not None
+        said += [i for i in frame.issues if i.kind not in (IssueKind.BACKWARDS, IssueKind.DUPLICATE_STAMP)]
+        state = frame.state
+        key = "joint_states" if stream == GRIPPER_JOINTS else pose_stream(name) if name else stream
+        if key in frame.stale:
+            stale.append(k)
+            continue
+        seen.append(
+            state.object_poses["cube"].position[0]
+            if name
+            else state.wrench.force[0]
+            if stream == "wrench"
+            else state.base_pose.position[0] * 1e5
+            if stream == "base_pose"
+            else state.joint("gripper")
+        )
+        assert seen[-1] == pytest.approx(k), (k, seen[-1])  # this frame's own sample, never the glitch's
+    assert stale[0] == 20 and stale == list(range(20, stale[-1] + 1)) and 123 <= stale[-1] <= 125, stale
+    if stream == GRIPPER_JOINTS:
+        assert {i.kind for i in said} == {IssueKind.MISSING_JOINTS}
+    else:
+        ((kind, named, at),) = {(i.kind, i.stream, i.t) for i in said}
+        assert (kind, named, at) == (IssueKind.STAMP_AHEAD, pose_stream(name) if name else stream, pytest.approx(1.4))
 
 
 def test_two_topics_whose_prefixes_make_the_same_names_drop_the_later_ones_messages():

@@ -312,6 +312,34 @@ def test_an_arms_topic_that_has_not_sent_yet_leaves_the_frames_stale(aloha, hand
     assert result.trace.outcome("no_forbidden_contact").blind_frames >= 131
 
 
+def test_the_right_arms_topic_dropping_messages_while_it_carries_the_bar_blinds_its_stack_without_an_alarm(
+    aloha, handover, tmp_path
+):
+    """The right arm carries the bar over; its topic, merged by name into the left topic's frames, drops 10 messages
+    (0.2 s). The right stack held its own arm's joints for up to `joint_held` (0.5 s): the hand judged where it was
+    while the bar's pose moved on with it, a grasp read as lost and the bar as dropped, an alarm on a run whose only
+    fault was dropped messages (found by fuzzing, fuzz_inputs.py's arm_topics, classed `held_alarm`). Its own arm's
+    joints are now held as long as the frames allow a gap (five periods, 0.1 s): then the frames are stale
+    (`missing_joints`), the stack blind, no violation. The left stack, where they are the other arm's, holds them
+    for 0.5 s and goes stale for fewer frames."""
+    states = handover.states[150:450]
+    _arm_topics_bag(tmp_path / "two", states, one_topic=False)
+    dropped = tmp_path / "dropped"
+    lo, hi = states[120].t - 0.01, states[130].t  # its messages of frames 120 to 130
+    with BagReader(tmp_path / "two") as reader, BagWriter(dropped) as writer:
+        for topic, t_ns, msg in reader.messages(set(reader.topics)):
+            if topic != ARM_TOPICS["right"] or not lo <= t_ns / 1e9 <= hi:
+                writer.write(topic, msg, t_ns / 1e9)
+    mapping = StreamMapping.parse(str(_arm_topics_mapping(tmp_path)))
+    stale = {}
+    for arm in ("right", "left"):
+        result = score_bag(dropped, ReplayConfig(robot=str(aloha[arm]), mapping=mapping, rate_hz=script.RATE))
+        assert result.ok and result.frames == len(states), result.error
+        assert not any(o.violations for o in result.trace.outcomes), (arm, result.trace.events)
+        stale[arm] = result.issues.get("missing_joints", 0)
+    assert stale == {"right": 7, "left": 0}  # the right stack: frames 124 to 130, more than 0.1 s after frame 119
+
+
 def test_live_nodes_read_each_arms_topic_as_replay_does(aloha, handover, tmp_path):
     """The right arm's estimator and monitor nodes (each its own process, fed by `bag_player` in lockstep with the
     bag's log times) on the two arms' topics: the frames and events replay gives, its own arm's joints merged

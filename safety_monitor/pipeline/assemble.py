@@ -305,6 +305,9 @@ def _separator(name: str) -> int:
     return next((i for i, c in enumerate(name) if not c.isalnum()), -1)
 
 
+GAP_PERIODS = 5.0  # periods of its own a stream may miss before what it sent last is stale (jitter is no gap)
+
+
 @dataclass(frozen=True)
 class StaleLimits:
     """Seconds after which a stream counts as stale (the monitor then reports itself blind).
@@ -315,8 +318,10 @@ class StaleLimits:
     always move by some bits, so only a stuck driver repeats exactly (0 = off, for robots that do).
     `wrench_frozen`: the same for the six wrench values (a real force-torque sensor is never that quiet).
     `joint_held`: a joint whose position has not come for longer than this (dropped or renamed mid-stream)
-    makes the frame stale; a joint on a slower publisher of its own (a drawer encoder, a gripper at 10 Hz)
-    stays fresh, which the control-frame gap `joint_states` would not allow.
+    makes the frame stale; a joint on a slower publisher of its own (a drawer encoder, another arm's driver)
+    stays fresh, which the control-frame gap `joint_states` would not allow. A joint the stack judges (its own
+    arm's and gripper's, `FrameAssembler`'s `judged`) is held less: `GAP_PERIODS` of its own periods, at least
+    `joint_states` (what the frames themselves allow), at most `joint_held`.
     """
 
     joint_states: float = 0.05
@@ -333,7 +338,7 @@ class StaleLimits:
         (timestamp jitter on real robots is not a jump). Every driver builds its limits here."""
         ages = grounder.thresholds.max_age_s
         return cls(
-            joint_states=max(0.05, 5.0 / grounder.control_rate_hz),
+            joint_states=max(0.05, GAP_PERIODS / grounder.control_rate_hz),
             wrench=settings.wrench_stale_s or ages.wrench,
             pose=settings.pose_stale_s or ages.object_pose,
             joints_frozen=settings.joint_states_frozen_s,
@@ -366,6 +371,12 @@ class FrameAssembler:
     `jump_factor` times the limit over the time between the two a `JOINT_JUMP` issue
     (`grounding.joint_limits.JumpDetector`, the rule the grounder's `joint_position_jump` reads).
     `base_jump`: when a mobile base's pose jumped (`on_base_sample`).
+    `judged`: the joints whose held positions the stack would judge by (its own arm's and gripper's: the
+    description's `robot_joints`). Held after their topic's messages stopped coming, the arm would be judged where
+    it was while what it carries moves on (a bar it holds read as slipping): so each is held at most
+    `GAP_PERIODS` of its own periods (the shortest time between its positions; before two have come, none),
+    at least the frames' gap limit `limits.joint_states`, at most `limits.joint_held`, which any other joint
+    keeps (another arm's, a drawer encoder's).
     """
 
     def __init__(
@@ -378,6 +389,7 @@ class FrameAssembler:
         jump_factor: float = 2.0,
         optional: Sequence[str] = (),
         base_jump: BaseJump = BaseJump(),
+        judged: Iterable[str] = (),
     ) -> None:
         self.mapping = mapping or StreamMapping()
         self.limits = limits or StaleLimits()
@@ -387,6 +399,12 @@ class FrameAssembler:
         self._needed = len(joints) if joints is not None else None  # the first this many joints are required
         self._values: np.ndarray | None = None  # rows: position, velocity, effort (NaN: not known)
         self._joint_t: np.ndarray | None = None  # per joint, the stamp of its last position (-inf: none yet)
+        self._judged_names = frozenset(judged)
+        self._period: np.ndarray | None = None  # per joint, the shortest time between two of its positions
+        self._judged = np.zeros(0, dtype=bool)  # per joint, whether it is one of `judged`
+        self._held: np.ndarray | None = None  # per joint, how long its position may be held (`judged`)
+        self._stamped_ahead: np.ndarray | None = None  # per joint, its last position was stamped ahead of a frame
+        self._streams_ahead: set[str] = set()  # wrench and pose streams whose last sample was so (`_stale`)
         self._complete = False  # every joint has had a position
         self._layouts: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray] | None] = {}
         self._renamed: dict[tuple[str, ...], tuple[str, ...]] = {}
@@ -466,8 +484,33 @@ class FrameAssembler:
     def _init_joints(self, names: tuple[str, ...]) -> None:
         if self.joints is None:
             self.joints, self._needed = names, len(names)
-        self._values = np.full((3, len(self.joints)), np.nan)
-        self._joint_t = np.full(len(self.joints), -np.inf)
+        n, limits = len(self.joints), self.limits
+        self._values = np.full((3, n), np.nan)
+        self._joint_t = np.full(n, -np.inf)
+        self._period = np.full(n, np.inf)
+        self._judged = np.array([name in self._judged_names for name in self.joints], dtype=bool)
+        self._held = np.where(self._judged, min(limits.joint_held, limits.joint_states), limits.joint_held)
+        self._stamped_ahead = np.zeros(n, dtype=bool)
+
+    def _took(self, joints: np.ndarray, t: float) -> None:
+        """Positions stamped `t` for `joints` (frame indices), before their stamps are set: the shortest time
+        between a joint's positions bounds how long a judged one may be held (`judged`), and a position after one
+        stamped ahead of the frames is sound again."""
+        assert self._joint_t is not None and self._period is not None and self._held is not None
+        assert self._stamped_ahead is not None
+        since = t - self._joint_t[joints]
+        shorter = since < self._period[joints]
+        if shorter.any():
+            which = joints[shorter]
+            self._period[which] = since[shorter]
+            judged = which[self._judged[which]]
+            if len(judged):
+                limits = self.limits
+                self._held[judged] = np.minimum(
+                    limits.joint_held, np.maximum(limits.joint_states, GAP_PERIODS * self._period[judged])
+                )
+        if self._stamped_ahead.any():
+            self._stamped_ahead[joints] = False
 
     def _layout(self, names: tuple[str, ...], t: float) -> tuple[np.ndarray, np.ndarray] | None:
         """(source index, frame index) arrays for a new name list, cached in `_layouts`; None when the
@@ -513,21 +556,51 @@ class FrameAssembler:
         return frozenset(self._stale(t))
 
     def _stale(self, t: float) -> list[str]:
+        """Streams older than their limit at `t`, never received, or whose last sample was stamped further after a
+        frame than that (`_ahead_of`)."""
         stale = []
+        ahead = self._streams_ahead
+        wrench, limit = self._wrench, self.limits.wrench
         if self.mapping.wrench is not None and (
-            self._wrench is None or self._wrench_frozen or t - self._wrench[1] > self.limits.wrench
+            wrench is None or self._wrench_frozen or abs(t - wrench[1]) > limit or (ahead and WRENCH in ahead)
         ):
+            if wrench is not None and wrench[1] - t > limit:
+                self._ahead_of(t, WRENCH, wrench[1], limit)
             stale.append(WRENCH)
         limit, stamps = self.limits.pose, self._pose_stamps
         for name, stream in self._pose_streams:
             stamp = stamps.get(name)
-            if stamp is None or t - stamp > limit:
+            if stamp is None or abs(t - stamp) > limit or (ahead and stream in ahead):
+                if stamp is not None and stamp - t > limit:
+                    self._ahead_of(t, stream, stamp, limit)
                 stale.append(stream)
+        base = self._base
         if self._mobile and (
-            self._base is None or t - self._base[1] > limit or self._base_doubted is not None or self._base_jump_unseen
+            base is None
+            or abs(t - base[1]) > limit
+            or (ahead and BASE_POSE in ahead)
+            or self._base_doubted is not None
+            or self._base_jump_unseen
         ):
+            if base is not None and base[1] - t > limit:
+                self._ahead_of(t, BASE_POSE, base[1], limit)
             stale.append(BASE_POSE)
         return stale
+
+    def _ahead_of(self, t: float, stream: str, stamp: float, limit: float) -> None:
+        """`stream`'s last sample is stamped more than its age limit after the frame at `t`: its clock ran ahead,
+        and its readings after, stamped behind that one, are dropped as going backwards; held, the frames would be
+        judged on its value as if fresh once they came within the limit of it. So it is stale until a sample stamped
+        after it is taken (said once)."""
+        if stream not in self._streams_ahead:
+            self._streams_ahead.add(stream)
+            self._issue(
+                IssueKind.STAMP_AHEAD,
+                stream,
+                t,
+                f"stamped {stamp - t:.3f} s after the frame at {t:.6f} (limit {limit:g} s): its clock ran ahead; "
+                f"stale until a sample stamped after {stamp:.6f} comes (those behind it are dropped)",
+            )
 
     def _check_late(self, stamp: float, stream: str, limit: float) -> None:
         """A sample stamped more than its age limit before the last frame came after that frame was made:
@@ -575,6 +648,12 @@ class FrameAssembler:
         )
 
     # ------------------------------------------------------------------------------ callbacks
+    def _caught_up(self, stream: str, stamp: float, limit: float) -> None:
+        """A sample of `stream` stamped `stamp` was taken: after one that ran ahead (`_ahead_of`), it is usable
+        again unless it too is stamped more than `limit` after the last frame."""
+        if self._t is None or stamp - self._t <= limit:
+            self._streams_ahead.discard(stream)
+
     def on_wrench(self, msg: Any, received: float | None = None) -> None:
         wrench, stamp = wrench_of(msg)
         self.on_wrench_sample(wrench, stamp, received)
@@ -598,6 +677,8 @@ class FrameAssembler:
         if self._wrench is not None and stamp - self._wrench[1] > self.limits.wrench:
             self._wrench_repeats = _Repeats()  # silent longer than its stale limit: no repeats were received
         self._wrench = (wrench, stamp)
+        if self._streams_ahead:
+            self._caught_up(WRENCH, stamp, self.limits.wrench)
         self._check_late(stamp, WRENCH, self.limits.wrench)
         limit = self.limits.wrench_frozen
         key = wrench.force.tobytes() + wrench.torque.tobytes()
@@ -624,6 +705,8 @@ class FrameAssembler:
             return
         self._poses[name] = pose
         self._pose_stamps[name] = usable
+        if self._streams_ahead:
+            self._caught_up(stream, usable, self.limits.pose)
         self._check_late(usable, stream, self.limits.pose)
         self._check_driver(usable, stream, received)
 
@@ -637,6 +720,8 @@ class FrameAssembler:
         if self._base is not None:
             self._judge_base_step(*self._base, pose, usable)
         self._base = (pose, usable)
+        if self._streams_ahead:
+            self._caught_up(BASE_POSE, usable, self.limits.pose)
         self._check_late(usable, BASE_POSE, self.limits.pose)
         self._check_driver(usable, BASE_POSE, received)
 
@@ -795,6 +880,7 @@ class FrameAssembler:
         if layout is None:
             joint_t.fill(t)
         else:
+            self._took(layout[1], t)
             joint_t[layout[1]] = t
         if not self._complete:
             seen = np.isfinite(joint_t[: self._needed])
@@ -913,6 +999,7 @@ class FrameAssembler:
             self._values[row, dst] = values[src] if ok and values is not None else np.nan
         if side.stamp == -math.inf:
             self._unheard -= 1
+        self._took(dst, t)
         self._joint_t[dst] = side.stamp = t
         self._check_driver(t, stream, received)
 
@@ -1002,15 +1089,17 @@ class FrameAssembler:
         return True
 
     def _missing(self, t: float) -> bool:
-        """Whether a joint has had no position for longer than `joint_held` (dropped from the messages or
-        renamed, or its topic stopped): its held value would be a guess, so the frame is stale (an issue every
-        frame). The joints checked are the required ones and any optional one a topic that makes no frames has
-        sent (`_watched`): another arm on a topic of its own that stops would stand where it was unseen. So is a
-        frame before such a topic has sent a message it merges: which joints it sends is known only then, and an
-        arm never seen would stand where the model draws it. And one whose position is stamped more than
-        `joint_held` after it: that topic's stamps ran ahead, so its readings after, stamped behind that one, are
-        dropped (`backwards`) and the arm would be judged where it was then, as if fresh."""
+        """Whether a joint has had no position for longer than it may be held (`judged`; `joint_held` for most):
+        dropped from the messages or renamed, or its topic stopped. Its held value would be a guess, so the frame is
+        stale (an issue every frame). The joints checked are the required ones and any optional one a topic that
+        makes no frames has sent (`_watched`): another arm on a topic of its own that stops would stand where it was
+        unseen. So is a frame before such a topic has sent a message it merges: which joints it sends is known only
+        then, and an arm never seen would stand where the model draws it. And one whose position was stamped further
+        after a frame than it may be held, until a position after it comes: that topic's stamps ran ahead, its
+        readings after, stamped behind that one, are dropped (`backwards`), and the arm would be judged where it was
+        then, as if fresh."""
         assert self._joint_t is not None and self.joints is not None  # called on frames, after the first message
+        assert self._held is not None and self._stamped_ahead is not None
         if self._unheard:
             m = self.mapping
             unheard = [
@@ -1025,17 +1114,28 @@ class FrameAssembler:
                 f"no message merged from {', '.join(unheard)} yet: the joints it sends are unknown; frame stale",
             )
             return True
-        watched, limit = self._watched, self.limits.joint_held
-        stamps = self._joint_t[: self._needed] if watched is None else self._joint_t[watched]
-        ages = t - stamps
-        if not (abs(ages) > limit).any():
+        watched = self._watched
+        which = slice(self._needed) if watched is None else watched
+        ages, held = t - self._joint_t[which], self._held[which]
+        if not (np.abs(ages) > held).any() and not self._stamped_ahead.any():
             return False
-        joints = self.joints if watched is None else [self.joints[i] for i in watched.tolist()]
-        gone = ", ".join(name for name, age in zip(joints, ages.tolist()) if age > limit)
-        ahead = ", ".join(name for name, age in zip(joints, ages.tolist()) if age < -limit)
-        said = [f"no position for {gone} for more than {limit:g} s"] if gone else []
-        if ahead:  # its topic's stamps ran ahead: the readings behind that one are dropped as going backwards
-            said.append(f"the position of {ahead} is stamped more than {limit:g} s after the frame")
+        ahead = ages < -held
+        if ahead.any():
+            self._stamped_ahead[np.arange(len(self.joints))[which][ahead]] = True
+        doubted, gone = self._stamped_ahead[which], ages > held
+        if not (gone.any() or doubted.any()):
+            return False
+        joints = self.joints[which] if watched is None else [self.joints[i] for i in watched.tolist()]
+        said = [
+            f"no position for {', '.join(n for n, g, h in zip(joints, gone, held) if g and h == limit)} for more "
+            f"than {limit:g} s"
+            for limit in sorted(set(held[gone].tolist()))
+        ]
+        if doubted.any():  # its topic's stamps ran ahead: the readings behind that one are dropped as going backwards
+            names = ", ".join(n for n, d in zip(joints, doubted) if d)
+            said.append(
+                f"the position of {names} was stamped further after a frame than it may be held, none after it since"
+            )
         self._issue(IssueKind.MISSING_JOINTS, JOINTS, t, f"{'; '.join(said)}; frame stale")
         return True
 

@@ -107,6 +107,7 @@ class Estimator:
             self.grounder.thresholds.joint_limits.jump_factor,
             optional=sorted(robot.accepted_joints - set(robot.required_joints)),  # the twin places them (other arm)
             base_jump=self.grounder.thresholds.base_jump,
+            judged=robot.robot_joints,  # its own arm and gripper: never judged where they were (held)
         )
         self.frames = 0  # frames of the current rollout: the next sample's number
         self._last_t: float | None = None  # time of the last frame grounded in this rollout
