@@ -43,7 +43,7 @@ from safety_monitor.grounding.debounce import StickyTrue, SymmetricDebounce, Tim
 from safety_monitor.grounding.description import FINGER_PARTS, OTHER_ARM
 from safety_monitor.grounding.geometry import Box, FrameGeometry
 from safety_monitor.grounding.inputs import FrameInputs, PredicateDoc
-from safety_monitor.grounding.motion import rotation_angle
+from safety_monitor.grounding.motion import point3, rotation_angle
 from safety_monitor.grounding.thresholds import FrameCounts, Motion, Thresholds
 
 DOCS = {
@@ -517,5 +517,5 @@ class GraspEstimator:
 
 def _displaced(box: Box, anchor: Box, motion: Motion) -> bool:
     """Moved beyond the slip thresholds since the stability latch closed at `anchor`."""
-    drift = math.dist(box.center, anchor.center)
+    drift = math.dist(point3(box.center), point3(anchor.center))  # (on arrays it builds and drops an IndexError)
     return drift > motion.grasp_slip_m or rotation_angle(anchor.rotation, box.rotation) > motion.grasp_slip_rad
