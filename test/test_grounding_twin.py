@@ -130,8 +130,10 @@ def test_grasp_release_and_settle_frame_by_frame(episode):
     assert not any(f.values["settle_timeout"] or f.values["forbidden_contact"] for f in frames)
     # the states carry no joint velocity or effort, so the workcell's rate and effort limits are never judged
     unjudged = {"joint_velocity_out_of_limits", "joint_effort_out_of_limits"}
-    assert frames[0].unknown == {"object_stable", *unjudged}  # no object velocity yet (contact is decided at once)
-    assert all(f.unknown == unjudged for f in frames[1:])
+    # no object velocity on frame 0 (contact is decided at once); then whether the cube was at rest before the
+    # trace began is unseen until it has been seen at rest for the stability persistence (5 frames at 20 Hz)
+    assert [k for k, f in enumerate(frames) if "object_stable" in f.unknown] == [0, 1, 2, 3, 4]
+    assert all(f.unknown - {"object_stable"} == unjudged for f in frames)
 
 
 def test_an_older_pose_of_a_held_object_is_carried_with_the_hand(episode):
