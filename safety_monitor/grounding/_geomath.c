@@ -573,19 +573,32 @@ static int put_row(PyObject *outer, PyObject *a, PyObject *b, PyObject *value)
 /* World-axis bounds of geoms after mj_kinematics: each geom's box in its own frame (geom_aabb: centre,
  * half sizes) placed at the geom's pose and bounded along the world axes. Found as pairs ask for them and
  * kept for the call (a geom is in many pairs). A geom lies inside its bounds, so two geoms farther apart
- * than `reach` along some world axis of their bounds are farther apart than `reach`. */
+ * than `reach` along some world axis of their bounds are farther apart than `reach`.
+ * A model of up to SMALL_MODEL geoms keeps them on the stack (`room`): a heap block that size goes past
+ * pymalloc's 512 bytes to the system allocator, about 600 instructions a call for its malloc and free. */
+#define SMALL_MODEL 64
 typedef struct {
     const View *xpos, *xmat, *aabb;
     double *bounds; /* per geom: low x, y, z, high x, y, z */
     char *known;
+    double room[6 * SMALL_MODEL];
+    char known_room[SMALL_MODEL];
 } GeomBounds;
+
+/* Nothing to release yet (not `= {0}`, which would clear `room` on every call). */
+static void bounds_none(GeomBounds *gb) { gb->bounds = NULL, gb->known = NULL; }
 
 static int bounds_open(GeomBounds *gb, const View *xpos, const View *xmat, const View *aabb)
 {
     Py_ssize_t ngeom = xpos->b.shape[0];
     gb->xpos = xpos, gb->xmat = xmat, gb->aabb = aabb;
-    gb->bounds = PyMem_Malloc((size_t)(ngeom > 0 ? ngeom : 1) * 6 * sizeof(double));
-    gb->known = PyMem_Calloc((size_t)(ngeom > 0 ? ngeom : 1), 1);
+    if (ngeom <= SMALL_MODEL) {
+        gb->bounds = gb->room, gb->known = gb->known_room;
+        memset(gb->known, 0, (size_t)(ngeom > 0 ? ngeom : 1));
+        return 0;
+    }
+    gb->bounds = PyMem_Malloc((size_t)ngeom * 6 * sizeof(double));
+    gb->known = PyMem_Calloc((size_t)ngeom, 1);
     if (gb->bounds == NULL || gb->known == NULL) {
         PyErr_NoMemory();
         return -1;
@@ -595,8 +608,10 @@ static int bounds_open(GeomBounds *gb, const View *xpos, const View *xmat, const
 
 static void bounds_close(GeomBounds *gb)
 {
-    PyMem_Free(gb->bounds);
-    PyMem_Free(gb->known);
+    if (gb->bounds != gb->room) {
+        PyMem_Free(gb->bounds);
+        PyMem_Free(gb->known);
+    }
 }
 
 static inline const double *bounds_of(GeomBounds *gb, long long g)
@@ -655,6 +670,7 @@ static inline int bounds_within(GeomBounds *gb, long long a, long long b, double
  * objects (read-only, as FrameGeometry hands them out), instead of building them again. */
 /* mj_geomDistance(const mjModel *m, mjData *d, int geom1, int geom2, mjtNum distmax, mjtNum fromto[6]) */
 typedef double (*GeomDistance)(const void *, void *, int, int, double, double *);
+#define SMALL_KEYS 1024 /* entity-pair keys, or contacts and measured pairs, kept on the stack */
 
 static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -675,9 +691,10 @@ static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t n
     View geom = {0}, dist = {0}, ckey = {0}, idx = {0}, sa = {0}, sb = {0}, rbound = {0}, xpos = {0}, xmat = {0};
     View aabb = {0};
     View near = {0}, fresh = {0}, pkey = {0}, pa = {0}, pb = {0}, measured = {0};
-    GeomBounds bounds = {0};
-    double *value = NULL;
-    Py_ssize_t *order = NULL, count = 0;
+    GeomBounds bounds;
+    bounds_none(&bounds);
+    double *value = NULL, value_room[SMALL_KEYS];
+    Py_ssize_t *order = NULL, order_room[SMALL_KEYS], count = 0;
     PyObject *gaps = NULL, *gripper = NULL, *pairs = NULL, *packed = NULL, *result = NULL;
     if ((ncon > 0 && (view_open(args[1], &geom, 'i', 2, 0, "entity_gaps: contact_geom") < 0 ||
                       view_open(args[2], &dist, 'd', 1, 0, "entity_gaps: contact_dist") < 0)) ||
@@ -732,8 +749,9 @@ static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t n
             goto done;
         }
     }
-    value = PyMem_Malloc((size_t)nkeys * sizeof(double));
-    order = PyMem_Malloc((size_t)(ncon + npairs + 1) * sizeof(Py_ssize_t));
+    /* on the stack for a model of a few entities and pairs (as GeomBounds: a system malloc and free spared) */
+    value = nkeys <= SMALL_KEYS ? value_room : PyMem_Malloc((size_t)nkeys * sizeof(double));
+    order = ncon + npairs + 1 <= SMALL_KEYS ? order_room : PyMem_Malloc((size_t)(ncon + npairs + 1) * sizeof(Py_ssize_t));
     if (value == NULL || order == NULL) {
         PyErr_NoMemory();
         goto done;
@@ -902,8 +920,10 @@ done:
     Py_XDECREF(gripper);
     Py_XDECREF(pairs);
     Py_XDECREF(packed);
-    PyMem_Free(value);
-    PyMem_Free(order);
+    if (value != value_room)
+        PyMem_Free(value);
+    if (order != order_room)
+        PyMem_Free(order);
     bounds_close(&bounds);
     View *views[] = {&geom, &dist, &ckey, &idx, &sa, &sb, &rbound, &xpos, &xmat, &aabb, &near, &fresh, &pkey, &pa, &pb, &measured};
     for (size_t v = 0; v < sizeof(views) / sizeof(views[0]); v++)
@@ -928,7 +948,8 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
         return NULL;
     double reach = margin + 1e-9;
     View xpos = {0}, xmat = {0}, aabb = {0}, sa = {0}, sb = {0}, rsum = {0}, plane = {0}, other = {0};
-    GeomBounds bounds = {0};
+    GeomBounds bounds;
+    bounds_none(&bounds);
     PyObject *result = NULL;
     if (view_open(args[0], &xpos, 'd', 2, 0, "may_touch: geom_xpos") < 0 ||
         view_open(args[1], &xmat, 'd', 2, 0, "may_touch: geom_xmat") < 0 ||
