@@ -346,6 +346,17 @@ static PyObject *box_corners(PyObject *self, PyObject *const *args, Py_ssize_t n
     return frozen_array(2, shape, out, 24);
 }
 
+/* The world pose (out_p, out_r) of the pose (q, s) given in the frame (p, r), summed left to right without
+ * fused multiply-adds, as relative_rotation (compose_pose, place_carried). */
+static void compose(const double *p, const double *r, const double *q, const double *s, double *out_p, double *out_r)
+{
+    for (int i = 0; i < 3; i++) {
+        out_p[i] = p[i] + (r[3 * i] * q[0] + r[3 * i + 1] * q[1] + r[3 * i + 2] * q[2]);
+        for (int j = 0; j < 3; j++)
+            out_r[3 * i + j] = r[3 * i] * s[j] + r[3 * i + 1] * s[3 + j] + r[3 * i + 2] * s[6 + j];
+    }
+}
+
 /* compose_pose(position, rotation, rel_position, rel_rotation) -> (position + rotation rel_position,
  * rotation rel_rotation), new (3,) and (9,) arrays: the world pose of a pose given in the frame
  * (position, rotation). Summed left to right without fused multiply-adds, as relative_rotation. */
@@ -356,11 +367,7 @@ static PyObject *compose_pose(PyObject *self, PyObject *const *args, Py_ssize_t 
         load(args[1], r, 9, "compose_pose: rotation") < 0 || load(args[2], q, 3, "compose_pose: rel_position") < 0 ||
         load(args[3], s, 9, "compose_pose: rel_rotation") < 0)
         return NULL;
-    for (int i = 0; i < 3; i++) {
-        out_p[i] = p[i] + (r[3 * i] * q[0] + r[3 * i + 1] * q[1] + r[3 * i + 2] * q[2]);
-        for (int j = 0; j < 3; j++)
-            out_r[3 * i + j] = r[3 * i] * s[j] + r[3 * i + 1] * s[3 + j] + r[3 * i + 2] * s[6 + j];
-    }
+    compose(p, r, q, s, out_p, out_r);
     npy_intp vector[1] = {3}, flat[1] = {9};
     PyObject *position = new_array(1, vector, out_p, 3);
     PyObject *rotation = position == NULL ? NULL : new_array(1, flat, out_r, 9);
@@ -1483,6 +1490,50 @@ done:
     return result;
 }
 
+/* ---- speed-e ---- */
+
+/* mju_mat2Quat(mjtNum quat[4], const mjtNum mat[9]) */
+typedef void (*Mat2Quat)(double *, const double *);
+
+/* place_carried(qpos, address, position, rotation, rel_position, rel_rotation, mat2quat) -> None
+ *
+ * A carried object's free joint (the 7 qpos values at `address`) set to the pose (rel_position, rel_rotation)
+ * given in the frame (position, rotation): compose_pose's sums, then MuJoCo's own mju_mat2Quat, whose C address
+ * `mat2quat` is (as entity_gaps takes mj_geomDistance's), for the quaternion. One call in place of compose_pose's
+ * two new arrays, a new quaternion, the bound mju_mat2Quat and two slice assignments per object and frame. */
+static PyObject *place_carried(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    double p[3], r[9], q[3], s[9], out_p[3], out_r[9];
+    if (check_nargs(nargs, 7, "place_carried") < 0 || load(args[2], p, 3, "place_carried: position") < 0 ||
+        load(args[3], r, 9, "place_carried: rotation") < 0 || load(args[4], q, 3, "place_carried: rel_position") < 0 ||
+        load(args[5], s, 9, "place_carried: rel_rotation") < 0)
+        return NULL;
+    Py_ssize_t adr = PyLong_AsSsize_t(args[1]);
+    Mat2Quat mat2quat = (Mat2Quat)PyLong_AsVoidPtr(args[6]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (mat2quat == NULL) {
+        PyErr_SetString(PyExc_ValueError, "place_carried: mat2quat must be a non-null address");
+        return NULL;
+    }
+    PyArrayObject *a = (PyArrayObject *)args[0];
+    if (!PyArray_Check(args[0]) || PyArray_TYPE(a) != NPY_DOUBLE || !PyArray_ISNOTSWAPPED(a) ||
+        !PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISWRITEABLE(a)) {
+        PyErr_SetString(PyExc_TypeError, "place_carried: qpos must be a writable C-contiguous float64 array");
+        return NULL;
+    }
+    double *qpos = PyArray_DATA(a);
+    Py_ssize_t nq = PyArray_SIZE(a);
+    if (adr < 0 || adr + 7 > nq) {
+        PyErr_Format(PyExc_ValueError, "place_carried: address %zd is outside qpos (%zd values)", adr, nq);
+        return NULL;
+    }
+    compose(p, r, q, s, out_p, out_r);
+    memcpy(qpos + adr, out_p, sizeof out_p);
+    mat2quat(qpos + adr + 3, out_r);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"box_overlap", (PyCFunction)(void (*)(void))box_overlap, METH_FASTCALL, "Oriented boxes overlap (SAT)."},
     {"placement", (PyCFunction)(void (*)(void))placement, METH_FASTCALL, "(inside, bottom) of a box in a region."},
@@ -1526,6 +1577,8 @@ static PyMethodDef methods[] = {
     {"vector3", (PyCFunction)vector3, METH_O, "A float64 3-vector's values as a tuple of floats."},
     {"wrench_finite", (PyCFunction)wrench_finite, METH_O, "Every force and torque value of a float64 wrench is finite."},
     {"take_into", (PyCFunction)(void (*)(void))take_into, METH_FASTCALL, "out[k] = row[index[k]] (float64)."},
+    {"place_carried", (PyCFunction)(void (*)(void))place_carried, METH_FASTCALL,
+     "A carried object's free-joint qpos from its pose in a frame (MuJoCo's mju_mat2Quat by address)."},
     {NULL, NULL, 0, NULL},
 };
 

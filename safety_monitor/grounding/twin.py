@@ -96,10 +96,11 @@ class KinematicTwin:
         if _exclude_within_entities(spec, m, body_entity):  # their contacts would be dropped anyway
             m = _compile(spec, robot)
         self.model, self.data = m, mujoco.MjData(m)
-        address = _c_geom_distance()  # the gap walk's mj_geomDistance: C to C where the library is found
+        address = _c_function("mj_geomDistance")  # the gap walk's mj_geomDistance: C to C where the library is found
         self._measure: tuple[Callable[..., float] | int, Any, Any] = (
             (mujoco.mj_geomDistance, m, self.data) if address is None else (address, m._address, self.data._address)
         )
+        self._mat2quat = _c_function("mju_mat2Quat")  # a carried object placed in one C call (None: through Python)
         m.geom_margin[:] = contact_margin
         m.geom_gap[:] = 0.0
         self._contacts = Contacts(m)
@@ -282,11 +283,15 @@ class KinematicTwin:
             mujoco.mj_kinematics(m, d)
             placed = carried(site_pos.copy(), site_rot.copy())
             if placed:
-                quat = np.empty(4)
+                mat2quat = self._mat2quat
                 for o, (rel_pos, rel_rot) in placed.items():
                     qadr = self._object_qpos[o]
+                    if mat2quat is not None:
+                        _geomath.place_carried(qpos, qadr, site_pos, site_rot, rel_pos, rel_rot, mat2quat)
+                        continue
                     position, rotation = _geomath.compose_pose(site_pos, site_rot, rel_pos, rel_rot)
                     qpos[qadr : qadr + 3] = position
+                    quat = np.empty(4)
                     mujoco.mju_mat2Quat(quat, rotation)
                     qpos[qadr + 3 : qadr + 7] = quat
                 mujoco.mj_kinematics(m, d)
@@ -620,17 +625,17 @@ def _body_qpos(m: mujoco.MjModel) -> np.ndarray:
     return dep
 
 
-def _c_geom_distance() -> int | None:
-    """Address of MuJoCo's C `mj_geomDistance` in the library the bindings ship (None when it is not found
-    or is another MuJoCo version than the bindings'): the gap walk calls it directly, sparing a Python call
-    per measured pair (about a microsecond each, a dozen pairs a frame)."""
+def _c_function(name: str) -> int | None:
+    """Address of MuJoCo's C function `name` in the library the bindings ship (None when it is not found or is
+    another MuJoCo version than the bindings'): the C kernels call it directly, sparing a Python call each time
+    (mj_geomDistance: about a microsecond a measured pair, a dozen pairs a frame; mju_mat2Quat: a carried object)."""
     folder = Path(mujoco.__file__).parent
     for path in sorted(folder.glob("libmujoco.so*")) + sorted(folder.glob("libmujoco*.dylib")):
         try:
             lib = ctypes.CDLL(str(path))
             lib.mj_version.restype = ctypes.c_int
             if lib.mj_version() == mujoco.mj_version():
-                return ctypes.cast(lib.mj_geomDistance, ctypes.c_void_p).value
+                return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
         except (OSError, AttributeError):
             continue
     return None
