@@ -296,7 +296,8 @@ class KinematicTwin:
                     qpos[qadr + 3 : qadr + 7] = quat
                 mujoco.mj_kinematics(m, d)
             changed = _geomath.qpos_changed(qpos, self._qpos_bits)
-        affected, boxes_moved, contact_plan = self._plan(changed)
+        # (most frames: a plan made on an earlier frame, read without a call)
+        affected, boxes_moved, contact_plan = self._plans.get(changed) or self._plan(changed)
         contacts = self._contacts.collide(m, d, contact_plan)
         object_boxes, interiors, unknown = self._frame_boxes(boxes_moved, poses)
         ee_position, ee_rotation, points = _geomath.site_frame(site_pos, site_rot, self._geom_xpos, self._finger_geoms)
