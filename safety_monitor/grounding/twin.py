@@ -162,9 +162,11 @@ class KinematicTwin:
         )
         self._boxes: dict[str, Box] = {}  # built while the body rested where it is now
         self._last_boxes: tuple[frozenset[str], dict[str, Box], dict[str, Box], frozenset[str]] | None = None
-        self._box_builders = tuple((o, self._world_box) for o in robot.objects) + tuple(
-            (n, self._interior_box) for n in self._interiors
-        )
+        # per box, in _box_bodies' order: (owner, body, centre in the body frame, half sizes, whether an interior)
+        self._box_places = tuple(
+            (o, self._object_bodies[o], *self._object_box[o], False) for o in robot.objects
+        ) + tuple((n, body, center, half, True) for n, (body, center, half) in self._interiors.items())
+        self._body_poses = (self.data.xpos, self.data.xmat)  # views (MjData's attributes build new ones per read)
         # entity_gaps' arguments that stay (one tuple each side of the distance function, which tests and the
         # benchmark swap: twenty attribute reads a frame otherwise)
         self._gap_pairs = (
@@ -183,7 +185,7 @@ class KinematicTwin:
         # the last call's keys and gaps packed, with the maps it built (handed out again while they hold)
         self._last_maps: list[Any] = [None, None]
         self._last_geometry: FrameGeometry | None = None  # the last compute's, for a frame where nothing moved
-        self._boxes_still = [False] * len(self._box_builders)  # no box's body moved
+        self._boxes_still = [False] * len(self._box_places)  # no box's body moved
         self._object_slots = tuple(self._object_qpos.items())  # (object, address of its free joint's qpos)
         self._parked = {
             o: np.array([_PARK + 10.0 * i, _PARK, _PARK, 1.0, 0.0, 0.0, 0.0]) for i, o in enumerate(robot.objects)
@@ -357,35 +359,25 @@ class KinematicTwin:
 
     def _update_boxes(self, moved: list[bool], poses: Mapping[str, Pose]) -> tuple[bool, bool]:
         """Build the boxes of usable objects and of interiors whose body moved since the last frame (or
-        that have none yet): a box kept is one built at the body's present pose. Returns whether any object
-        box, and whether any interior box, was built or dropped."""
-        boxes, interiors = self._boxes, self._interiors
+        that have none yet): a box kept is one built at the body's present pose, read-only (it is reused for as
+        long as its body rests). An object's box is its geoms' bounding box in its body frame, moved. Returns
+        whether any object box, and whether any interior box, was built or dropped. (Built in the loop: a method
+        call per box cost as much as the box.)"""
+        boxes = self._boxes
+        xpos, xmat = self._body_poses
         objects_rebuilt = interiors_rebuilt = False
-        for (owner, build), body_moved in zip(self._box_builders, moved):
+        for (owner, body, center, half, interior), body_moved in zip(self._box_places, moved):
             if body_moved or owner not in boxes:
-                if owner in interiors:
-                    boxes[owner] = build(owner)
-                    interiors_rebuilt = True
-                elif owner in poses:
-                    boxes[owner] = build(owner)
-                    objects_rebuilt = True
+                if interior or owner in poses:
+                    world, rotation = _geomath.body_box(xpos, xmat, body, center)
+                    boxes[owner] = Box(world, rotation, half)
+                    if interior:
+                        interiors_rebuilt = True
+                    else:
+                        objects_rebuilt = True
                 elif boxes.pop(owner, None) is not None:
                     objects_rebuilt = True
         return objects_rebuilt, interiors_rebuilt
-
-    def _world_box(self, o: str) -> Box:
-        """World box of object `o` after mj_kinematics: its geoms' bounding box in its body frame, moved."""
-        center, half = self._object_box[o]
-        return self._body_box(self._object_bodies[o], center, half)
-
-    def _interior_box(self, name: str) -> Box:
-        return self._body_box(*self._interiors[name])
-
-    def _body_box(self, body: int, center: np.ndarray, half: np.ndarray) -> Box:
-        """The box fixed in `body` at `center` (body frame) after mj_kinematics, read-only (it is reused for
-        as long as its body rests)."""
-        world, rotation = _geomath.body_box(self.data.xpos, self.data.xmat, body, center)
-        return Box(world, rotation, half)
 
     def body_contacts(self, contacts: Sequence) -> dict[str, dict[str, float]]:
         """Privileged simulator contacts (body names) as entity gaps, to cross-check the twin."""
