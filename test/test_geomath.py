@@ -291,6 +291,50 @@ def test_entity_gaps_finds_a_near_pair_wherever_its_flag_lies():
         assert gaps == {a: {b: 0.001}, b: {a: 0.001}} and [p[2] for p in pairs] == [0.001], i
 
 
+def test_entity_gaps_answers_alike_for_models_past_its_stack_room():
+    """A model of up to 64 geoms and 1024 entity-pair keys keeps its bounds and keys on the stack, a larger one
+    on the heap: padded with far geoms and unused keys past both, the twin's frame gives the same maps."""
+    from safety_monitor.grounding.grounder import load_default_grounder
+    from safety_monitor.mujoco_gl import mujoco
+    from safety_monitor.sim.runner import run_episode
+
+    twin = load_default_grounder(500.0).twin
+    state = next(iter(run_episode("pick_and_place_mug")))
+    twin.compute(state.joint_names, state.joint_position, state.object_poses)
+    m, d = twin.model, twin.data
+    extra = 70 - m.ngeom
+    everything = np.arange(len(twin._pa), dtype=np.int64)
+    affected = (everything, twin._pa, twin._pb, twin._pair_rbound)
+
+    def gaps(xpos, xmat, aabb, contact_key, key_names, key_sorted, key_gripper):
+        near, fresh = np.zeros_like(twin._pair_near), np.zeros_like(twin._pair_fresh)
+        return _geomath.entity_gaps(
+            d.ncon, d.contact.geom, d.contact.dist, contact_key, affected, xpos, xmat, aabb, near, fresh,
+            twin._pair_key, twin._pa, twin._pb, np.zeros(len(twin._pa)), twin.margin, *twin._measure, key_names,
+            key_sorted, key_gripper, [None, None],
+        )  # fmt: skip
+
+    mujoco.mj_collision(m, d)
+    small = gaps(
+        d.geom_xpos, d.geom_xmat, twin._geom_aabb, twin._contact_key, twin._key_names, twin._key_sorted,
+        twin._key_gripper,
+    )  # fmt: skip
+    same = 5000  # two geoms of one entity: a key past the padded ones too
+    contact_key = np.full((m.ngeom + extra, m.ngeom + extra), same, dtype=np.int64)
+    contact_key[: m.ngeom, : m.ngeom] = np.where(twin._contact_key == len(twin._key_names), same, twin._contact_key)
+    unused = 1100 - len(twin._key_names)
+    large = gaps(
+        np.vstack([d.geom_xpos, np.full((extra, 3), 1e3)]),
+        np.vstack([d.geom_xmat, np.tile(np.eye(3).ravel(), (extra, 1))]),
+        np.vstack([twin._geom_aabb, np.zeros((extra, 6))]),
+        contact_key,
+        twin._key_names + [("x", "y")] * unused,
+        twin._key_sorted + [("x", "y")] * unused,
+        twin._key_gripper + [()] * unused,
+    )
+    assert small[0] and large == small
+
+
 @pytest.mark.parametrize(
     ("position", "quaternion", "usable"),
     [

@@ -356,3 +356,24 @@ def test_the_focus_fixture_away_from_the_gripper_is_the_nearest_interior_and_on_
     assert target(drawer=0.3, cabinet=0.2) == "cabinet"
     assert target(drawer=0.3, cabinet=0.3) == "cabinet"  # a tie: by name
     assert target(drawer=-0.0, cabinet=0.0) == "cabinet"
+
+
+def test_the_step_reads_each_fixtures_open_fraction_as_the_description_gives_it():
+    """The step computes Fixture.open_fraction's terms inline (no call per fixture and frame): the fractions the
+    families read, and their change over the motion window, are the description's, bit for bit."""
+    grounder = load_default_grounder(500.0)
+    seen: list[FrameInputs] = []
+    step = grounder._fixtures.step
+    grounder._fixtures.step = lambda inp: seen.append(inp) or step(inp)  # type: ignore[method-assign]
+    states = list(run_episode("open_drawer"))[::8]
+    for state in states:
+        grounder.step(state)
+    fixtures = grounder.robot.fixtures
+    window = grounder.counts.motion_window
+    for k, (state, inp) in enumerate(zip(states, seen, strict=True)):
+        joints = dict(zip(state.joint_names, state.joint_position.tolist(), strict=True))
+        want = {f: fx.open_fraction(joints[fx.joint]) for f, fx in fixtures.items()}
+        assert inp.fixture_fraction == want
+        if k >= window:
+            assert inp.fixture_delta == {f: want[f] - seen[k - window].fixture_fraction[f] for f in fixtures}
+    assert any(inp.fixture_fraction["drawer"] > 0.1 for inp in seen)  # the drawer opened

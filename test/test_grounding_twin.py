@@ -18,6 +18,7 @@ import yaml
 
 from safety_monitor.errors import GroundingError
 from safety_monitor.frames import Contact, Pose, RobotState, Wrench
+from safety_monitor.grounding import _geomath
 from safety_monitor.grounding.description import parse_robot_description
 from safety_monitor.grounding.grounder import Grounder, load_default_grounder
 from safety_monitor.grounding.motion import quat_to_matrix
@@ -136,11 +137,9 @@ def test_grasp_release_and_settle_frame_by_frame(episode):
     assert all(f.unknown - {"object_stable"} == unjudged for f in frames)
 
 
-def test_an_older_pose_of_a_held_object_is_carried_with_the_hand(episode):
-    """Perception at half the control rate: every other frame repeats the previous pose, one frame old.
-    The hand moves up to 1.5 cm a frame while carrying, more than the gripper clearance."""
-    grounder, _, states, _ = episode
-    slow = [
+def half_rate(states: list[RobotState]) -> list[RobotState]:
+    """Perception at half the control rate: every other frame repeats the previous pose, one frame old."""
+    return [
         st
         if k % 2 == 0
         else dataclasses.replace(
@@ -148,12 +147,36 @@ def test_an_older_pose_of_a_held_object_is_carried_with_the_hand(episode):
         )
         for k, st in enumerate(states)
     ]
+
+
+def test_an_older_pose_of_a_held_object_is_carried_with_the_hand(episode):
+    """Perception at half the control rate. The hand moves up to 1.5 cm a frame while carrying, more than the
+    gripper clearance."""
+    grounder, _, states, _ = episode
     g = load_default_grounder(RATE)
-    frames = [g.step(st) for st in slow]
+    frames = [g.step(st) for st in half_rate(states)]
     assert runs(frames, "object_grasped_raw") == [(16, 60)]
     assert runs(frames, "object_grasped") == [(20, 64)]
     assert not any(f.values["forbidden_contact"] for f in frames)
     assert grounder.twin is not g.twin
+
+
+def test_a_carried_object_is_placed_alike_in_one_c_call_and_through_python(episode, monkeypatch):
+    """Where MuJoCo's library is found the twin places a carried object in one C call (`place_carried`, its
+    mju_mat2Quat by address), else through compose_pose and the bound mju_mat2Quat: the same qpos bits."""
+    _, _, states, _ = episode
+    in_c, in_python = load_default_grounder(RATE), load_default_grounder(RATE)
+    assert in_c.twin._mat2quat is not None
+    in_python.twin._mat2quat = None
+    calls = []
+    place = _geomath.place_carried
+    monkeypatch.setattr(_geomath, "place_carried", lambda *args: calls.append(args[1]) or place(*args))
+    for st in half_rate(states):
+        assert in_c.step(st) == in_python.step(st)
+        assert in_c.twin.data.qpos.tobytes() == in_python.twin.data.qpos.tobytes()
+    assert len(calls) >= 10  # the frames repeating a pose while the cube is held
+    with pytest.raises(ValueError, match="place_carried: address 99 is outside qpos"):
+        place(in_c.twin.data.qpos, 99, np.zeros(3), np.eye(3), np.zeros(3), np.eye(3), in_c.twin._mat2quat)
 
 
 def test_a_pose_measured_between_frames_is_carried_from_where_the_hand_was_then(episode):

@@ -346,6 +346,17 @@ static PyObject *box_corners(PyObject *self, PyObject *const *args, Py_ssize_t n
     return frozen_array(2, shape, out, 24);
 }
 
+/* The world pose (out_p, out_r) of the pose (q, s) given in the frame (p, r), summed left to right without
+ * fused multiply-adds, as relative_rotation (compose_pose, place_carried). */
+static void compose(const double *p, const double *r, const double *q, const double *s, double *out_p, double *out_r)
+{
+    for (int i = 0; i < 3; i++) {
+        out_p[i] = p[i] + (r[3 * i] * q[0] + r[3 * i + 1] * q[1] + r[3 * i + 2] * q[2]);
+        for (int j = 0; j < 3; j++)
+            out_r[3 * i + j] = r[3 * i] * s[j] + r[3 * i + 1] * s[3 + j] + r[3 * i + 2] * s[6 + j];
+    }
+}
+
 /* compose_pose(position, rotation, rel_position, rel_rotation) -> (position + rotation rel_position,
  * rotation rel_rotation), new (3,) and (9,) arrays: the world pose of a pose given in the frame
  * (position, rotation). Summed left to right without fused multiply-adds, as relative_rotation. */
@@ -356,11 +367,7 @@ static PyObject *compose_pose(PyObject *self, PyObject *const *args, Py_ssize_t 
         load(args[1], r, 9, "compose_pose: rotation") < 0 || load(args[2], q, 3, "compose_pose: rel_position") < 0 ||
         load(args[3], s, 9, "compose_pose: rel_rotation") < 0)
         return NULL;
-    for (int i = 0; i < 3; i++) {
-        out_p[i] = p[i] + (r[3 * i] * q[0] + r[3 * i + 1] * q[1] + r[3 * i + 2] * q[2]);
-        for (int j = 0; j < 3; j++)
-            out_r[3 * i + j] = r[3 * i] * s[j] + r[3 * i + 1] * s[3 + j] + r[3 * i + 2] * s[6 + j];
-    }
+    compose(p, r, q, s, out_p, out_r);
     npy_intp vector[1] = {3}, flat[1] = {9};
     PyObject *position = new_array(1, vector, out_p, 3);
     PyObject *rotation = position == NULL ? NULL : new_array(1, flat, out_r, 9);
@@ -573,19 +580,32 @@ static int put_row(PyObject *outer, PyObject *a, PyObject *b, PyObject *value)
 /* World-axis bounds of geoms after mj_kinematics: each geom's box in its own frame (geom_aabb: centre,
  * half sizes) placed at the geom's pose and bounded along the world axes. Found as pairs ask for them and
  * kept for the call (a geom is in many pairs). A geom lies inside its bounds, so two geoms farther apart
- * than `reach` along some world axis of their bounds are farther apart than `reach`. */
+ * than `reach` along some world axis of their bounds are farther apart than `reach`.
+ * A model of up to SMALL_MODEL geoms keeps them on the stack (`room`): a heap block that size goes past
+ * pymalloc's 512 bytes to the system allocator, about 600 instructions a call for its malloc and free. */
+#define SMALL_MODEL 64
 typedef struct {
     const View *xpos, *xmat, *aabb;
     double *bounds; /* per geom: low x, y, z, high x, y, z */
     char *known;
+    double room[6 * SMALL_MODEL];
+    char known_room[SMALL_MODEL];
 } GeomBounds;
+
+/* Nothing to release yet (not `= {0}`, which would clear `room` on every call). */
+static void bounds_none(GeomBounds *gb) { gb->bounds = NULL, gb->known = NULL; }
 
 static int bounds_open(GeomBounds *gb, const View *xpos, const View *xmat, const View *aabb)
 {
     Py_ssize_t ngeom = xpos->b.shape[0];
     gb->xpos = xpos, gb->xmat = xmat, gb->aabb = aabb;
-    gb->bounds = PyMem_Malloc((size_t)(ngeom > 0 ? ngeom : 1) * 6 * sizeof(double));
-    gb->known = PyMem_Calloc((size_t)(ngeom > 0 ? ngeom : 1), 1);
+    if (ngeom <= SMALL_MODEL) {
+        gb->bounds = gb->room, gb->known = gb->known_room;
+        memset(gb->known, 0, (size_t)(ngeom > 0 ? ngeom : 1));
+        return 0;
+    }
+    gb->bounds = PyMem_Malloc((size_t)ngeom * 6 * sizeof(double));
+    gb->known = PyMem_Calloc((size_t)ngeom, 1);
     if (gb->bounds == NULL || gb->known == NULL) {
         PyErr_NoMemory();
         return -1;
@@ -595,8 +615,10 @@ static int bounds_open(GeomBounds *gb, const View *xpos, const View *xmat, const
 
 static void bounds_close(GeomBounds *gb)
 {
-    PyMem_Free(gb->bounds);
-    PyMem_Free(gb->known);
+    if (gb->bounds != gb->room) {
+        PyMem_Free(gb->bounds);
+        PyMem_Free(gb->known);
+    }
 }
 
 static inline const double *bounds_of(GeomBounds *gb, long long g)
@@ -655,6 +677,8 @@ static inline int bounds_within(GeomBounds *gb, long long a, long long b, double
  * objects (read-only, as FrameGeometry hands them out), instead of building them again. */
 /* mj_geomDistance(const mjModel *m, mjData *d, int geom1, int geom2, mjtNum distmax, mjtNum fromto[6]) */
 typedef double (*GeomDistance)(const void *, void *, int, int, double, double *);
+#define SMALL_KEYS 1024 /* entity-pair keys, or contacts and measured pairs, kept on the stack */
+static double infinities[SMALL_KEYS]; /* every one INFINITY (set at import): `value`'s start, copied in blocks */
 
 static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -675,9 +699,10 @@ static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t n
     View geom = {0}, dist = {0}, ckey = {0}, idx = {0}, sa = {0}, sb = {0}, rbound = {0}, xpos = {0}, xmat = {0};
     View aabb = {0};
     View near = {0}, fresh = {0}, pkey = {0}, pa = {0}, pb = {0}, measured = {0};
-    GeomBounds bounds = {0};
-    double *value = NULL;
-    Py_ssize_t *order = NULL, count = 0;
+    GeomBounds bounds;
+    bounds_none(&bounds);
+    double *value = NULL, value_room[SMALL_KEYS];
+    Py_ssize_t *order = NULL, order_room[SMALL_KEYS], count = 0;
     PyObject *gaps = NULL, *gripper = NULL, *pairs = NULL, *packed = NULL, *result = NULL;
     if ((ncon > 0 && (view_open(args[1], &geom, 'i', 2, 0, "entity_gaps: contact_geom") < 0 ||
                       view_open(args[2], &dist, 'd', 1, 0, "entity_gaps: contact_dist") < 0)) ||
@@ -732,14 +757,16 @@ static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t n
             goto done;
         }
     }
-    value = PyMem_Malloc((size_t)nkeys * sizeof(double));
-    order = PyMem_Malloc((size_t)(ncon + npairs + 1) * sizeof(Py_ssize_t));
+    /* on the stack for a model of a few entities and pairs (as GeomBounds: a system malloc and free spared) */
+    value = nkeys <= SMALL_KEYS ? value_room : PyMem_Malloc((size_t)nkeys * sizeof(double));
+    order = ncon + npairs + 1 <= SMALL_KEYS ? order_room : PyMem_Malloc((size_t)(ncon + npairs + 1) * sizeof(Py_ssize_t));
     if (value == NULL || order == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    for (Py_ssize_t k = 0; k < nkeys; k++)
-        value[k] = INFINITY; /* inf: not yet a key (a gap is always finite) */
+    /* inf: not yet a key (a gap is always finite); copied, since a store per key cost 6 instructions each */
+    for (Py_ssize_t k = 0; k < nkeys; k += SMALL_KEYS)
+        memcpy(value + k, infinities, (size_t)(nkeys - k < SMALL_KEYS ? nkeys - k : SMALL_KEYS) * sizeof(double));
     for (Py_ssize_t c = 0; c < ncon; c++) {
         long long g1 = get_l(&geom, at2(&geom, c, 0)), g2 = get_l(&geom, at2(&geom, c, 1));
         if (g1 < 0 || g2 < 0 || g1 >= ngeom || g2 >= ngeom) {
@@ -902,8 +929,10 @@ done:
     Py_XDECREF(gripper);
     Py_XDECREF(pairs);
     Py_XDECREF(packed);
-    PyMem_Free(value);
-    PyMem_Free(order);
+    if (value != value_room)
+        PyMem_Free(value);
+    if (order != order_room)
+        PyMem_Free(order);
     bounds_close(&bounds);
     View *views[] = {&geom, &dist, &ckey, &idx, &sa, &sb, &rbound, &xpos, &xmat, &aabb, &near, &fresh, &pkey, &pa, &pb, &measured};
     for (size_t v = 0; v < sizeof(views) / sizeof(views[0]); v++)
@@ -928,7 +957,8 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
         return NULL;
     double reach = margin + 1e-9;
     View xpos = {0}, xmat = {0}, aabb = {0}, sa = {0}, sb = {0}, rsum = {0}, plane = {0}, other = {0};
-    GeomBounds bounds = {0};
+    GeomBounds bounds;
+    bounds_none(&bounds);
     PyObject *result = NULL;
     if (view_open(args[0], &xpos, 'd', 2, 0, "may_touch: geom_xpos") < 0 ||
         view_open(args[1], &xmat, 'd', 2, 0, "may_touch: geom_xmat") < 0 ||
@@ -1462,6 +1492,50 @@ done:
     return result;
 }
 
+/* ---- speed-e ---- */
+
+/* mju_mat2Quat(mjtNum quat[4], const mjtNum mat[9]) */
+typedef void (*Mat2Quat)(double *, const double *);
+
+/* place_carried(qpos, address, position, rotation, rel_position, rel_rotation, mat2quat) -> None
+ *
+ * A carried object's free joint (the 7 qpos values at `address`) set to the pose (rel_position, rel_rotation)
+ * given in the frame (position, rotation): compose_pose's sums, then MuJoCo's own mju_mat2Quat, whose C address
+ * `mat2quat` is (as entity_gaps takes mj_geomDistance's), for the quaternion. One call in place of compose_pose's
+ * two new arrays, a new quaternion, the bound mju_mat2Quat and two slice assignments per object and frame. */
+static PyObject *place_carried(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    double p[3], r[9], q[3], s[9], out_p[3], out_r[9];
+    if (check_nargs(nargs, 7, "place_carried") < 0 || load(args[2], p, 3, "place_carried: position") < 0 ||
+        load(args[3], r, 9, "place_carried: rotation") < 0 || load(args[4], q, 3, "place_carried: rel_position") < 0 ||
+        load(args[5], s, 9, "place_carried: rel_rotation") < 0)
+        return NULL;
+    Py_ssize_t adr = PyLong_AsSsize_t(args[1]);
+    Mat2Quat mat2quat = (Mat2Quat)PyLong_AsVoidPtr(args[6]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (mat2quat == NULL) {
+        PyErr_SetString(PyExc_ValueError, "place_carried: mat2quat must be a non-null address");
+        return NULL;
+    }
+    PyArrayObject *a = (PyArrayObject *)args[0];
+    if (!PyArray_Check(args[0]) || PyArray_TYPE(a) != NPY_DOUBLE || !PyArray_ISNOTSWAPPED(a) ||
+        !PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISWRITEABLE(a)) {
+        PyErr_SetString(PyExc_TypeError, "place_carried: qpos must be a writable C-contiguous float64 array");
+        return NULL;
+    }
+    double *qpos = PyArray_DATA(a);
+    Py_ssize_t nq = PyArray_SIZE(a);
+    if (adr < 0 || adr + 7 > nq) {
+        PyErr_Format(PyExc_ValueError, "place_carried: address %zd is outside qpos (%zd values)", adr, nq);
+        return NULL;
+    }
+    compose(p, r, q, s, out_p, out_r);
+    memcpy(qpos + adr, out_p, sizeof out_p);
+    mat2quat(qpos + adr + 3, out_r);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"box_overlap", (PyCFunction)(void (*)(void))box_overlap, METH_FASTCALL, "Oriented boxes overlap (SAT)."},
     {"placement", (PyCFunction)(void (*)(void))placement, METH_FASTCALL, "(inside, bottom) of a box in a region."},
@@ -1505,6 +1579,8 @@ static PyMethodDef methods[] = {
     {"vector3", (PyCFunction)vector3, METH_O, "A float64 3-vector's values as a tuple of floats."},
     {"wrench_finite", (PyCFunction)wrench_finite, METH_O, "Every force and torque value of a float64 wrench is finite."},
     {"take_into", (PyCFunction)(void (*)(void))take_into, METH_FASTCALL, "out[k] = row[index[k]] (float64)."},
+    {"place_carried", (PyCFunction)(void (*)(void))place_carried, METH_FASTCALL,
+     "A carried object's free-joint qpos from its pose in a frame (MuJoCo's mju_mat2Quat by address)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1516,6 +1592,8 @@ PyMODINIT_FUNC PyInit__geomath(void)
     import_array();
     str_position = PyUnicode_InternFromString("position");
     str_quaternion = PyUnicode_InternFromString("quaternion");
+    for (int k = 0; k < SMALL_KEYS; k++)
+        infinities[k] = INFINITY;
     if (str_position == NULL || str_quaternion == NULL)
         return NULL;
     return PyModule_Create(&module);

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -204,9 +204,10 @@ class Grounder:
         self._motion = {o: _ObjectMotion(horizon) for o in r.objects}
         self._carry_memo: dict[str, tuple[tuple[float, bytes, bytes], tuple[np.ndarray, np.ndarray]]] = {}
         window = counts.motion_window + 1
-        # per fixture: its joint, how open a position is, and its open fractions over the motion window
-        self._fixture_inputs: tuple[tuple[str, str, Callable[[float], float], deque[float]], ...] = tuple(
-            (f, fx.joint, fx.open_fraction, deque(maxlen=window)) for f, fx in r.fixtures.items()
+        # per fixture: its joint, its closed position and range (Fixture.open_fraction's terms, read every frame
+        # without a call), and its open fractions over the motion window
+        self._fixture_inputs: tuple[tuple[str, str, float, float, deque[float]], ...] = tuple(
+            (f, fx.joint, fx.closed, fx.open - fx.closed, deque(maxlen=window)) for f, fx in r.fixtures.items()
         )
 
     # ------------------------------------------------------------------------------------------------
@@ -234,8 +235,8 @@ class Grounder:
             geometry = geometry.forget(frozenset(o for o in self.robot.objects if o not in poses))
         speed, slip = self._object_motion(state, poses, ages, geometry)
         fractions, deltas = {}, {}
-        for f, joint, open_fraction, history in self._fixture_inputs:
-            fractions[f] = fraction = open_fraction(joints[joint])
+        for f, joint, closed, span, history in self._fixture_inputs:
+            fractions[f] = fraction = (joints[joint] - closed) / span  # Fixture.open_fraction
             history.append(fraction)
             deltas[f] = fraction - history[0] if len(history) == history.maxlen else None
         # by position, through tuple.__new__ itself: the NamedTuple's own __new__ is a Python call (2 thousand

@@ -96,10 +96,11 @@ class KinematicTwin:
         if _exclude_within_entities(spec, m, body_entity):  # their contacts would be dropped anyway
             m = _compile(spec, robot)
         self.model, self.data = m, mujoco.MjData(m)
-        address = _c_geom_distance()  # the gap walk's mj_geomDistance: C to C where the library is found
+        address = _c_function("mj_geomDistance")  # the gap walk's mj_geomDistance: C to C where the library is found
         self._measure: tuple[Callable[..., float] | int, Any, Any] = (
             (mujoco.mj_geomDistance, m, self.data) if address is None else (address, m._address, self.data._address)
         )
+        self._mat2quat = _c_function("mju_mat2Quat")  # a carried object placed in one C call (None: through Python)
         m.geom_margin[:] = contact_margin
         m.geom_gap[:] = 0.0
         self._contacts = Contacts(m)
@@ -161,9 +162,11 @@ class KinematicTwin:
         )
         self._boxes: dict[str, Box] = {}  # built while the body rested where it is now
         self._last_boxes: tuple[frozenset[str], dict[str, Box], dict[str, Box], frozenset[str]] | None = None
-        self._box_builders = tuple((o, self._world_box) for o in robot.objects) + tuple(
-            (n, self._interior_box) for n in self._interiors
-        )
+        # per box, in _box_bodies' order: (owner, body, centre in the body frame, half sizes, whether an interior)
+        self._box_places = tuple(
+            (o, self._object_bodies[o], *self._object_box[o], False) for o in robot.objects
+        ) + tuple((n, body, center, half, True) for n, (body, center, half) in self._interiors.items())
+        self._body_poses = (self.data.xpos, self.data.xmat)  # views (MjData's attributes build new ones per read)
         # entity_gaps' arguments that stay (one tuple each side of the distance function, which tests and the
         # benchmark swap: twenty attribute reads a frame otherwise)
         self._gap_pairs = (
@@ -182,7 +185,7 @@ class KinematicTwin:
         # the last call's keys and gaps packed, with the maps it built (handed out again while they hold)
         self._last_maps: list[Any] = [None, None]
         self._last_geometry: FrameGeometry | None = None  # the last compute's, for a frame where nothing moved
-        self._boxes_still = [False] * len(self._box_builders)  # no box's body moved
+        self._boxes_still = [False] * len(self._box_places)  # no box's body moved
         self._object_slots = tuple(self._object_qpos.items())  # (object, address of its free joint's qpos)
         self._parked = {
             o: np.array([_PARK + 10.0 * i, _PARK, _PARK, 1.0, 0.0, 0.0, 0.0]) for i, o in enumerate(robot.objects)
@@ -282,16 +285,21 @@ class KinematicTwin:
             mujoco.mj_kinematics(m, d)
             placed = carried(site_pos.copy(), site_rot.copy())
             if placed:
-                quat = np.empty(4)
+                mat2quat = self._mat2quat
                 for o, (rel_pos, rel_rot) in placed.items():
                     qadr = self._object_qpos[o]
+                    if mat2quat is not None:
+                        _geomath.place_carried(qpos, qadr, site_pos, site_rot, rel_pos, rel_rot, mat2quat)
+                        continue
                     position, rotation = _geomath.compose_pose(site_pos, site_rot, rel_pos, rel_rot)
                     qpos[qadr : qadr + 3] = position
+                    quat = np.empty(4)
                     mujoco.mju_mat2Quat(quat, rotation)
                     qpos[qadr + 3 : qadr + 7] = quat
                 mujoco.mj_kinematics(m, d)
             changed = _geomath.qpos_changed(qpos, self._qpos_bits)
-        affected, boxes_moved, contact_plan = self._plan(changed)
+        # (most frames: a plan made on an earlier frame, read without a call)
+        affected, boxes_moved, contact_plan = self._plans.get(changed) or self._plan(changed)
         contacts = self._contacts.collide(m, d, contact_plan)
         object_boxes, interiors, unknown = self._frame_boxes(boxes_moved, poses)
         ee_position, ee_rotation, points = _geomath.site_frame(site_pos, site_rot, self._geom_xpos, self._finger_geoms)
@@ -351,35 +359,25 @@ class KinematicTwin:
 
     def _update_boxes(self, moved: list[bool], poses: Mapping[str, Pose]) -> tuple[bool, bool]:
         """Build the boxes of usable objects and of interiors whose body moved since the last frame (or
-        that have none yet): a box kept is one built at the body's present pose. Returns whether any object
-        box, and whether any interior box, was built or dropped."""
-        boxes, interiors = self._boxes, self._interiors
+        that have none yet): a box kept is one built at the body's present pose, read-only (it is reused for as
+        long as its body rests). An object's box is its geoms' bounding box in its body frame, moved. Returns
+        whether any object box, and whether any interior box, was built or dropped. (Built in the loop: a method
+        call per box cost as much as the box.)"""
+        boxes = self._boxes
+        xpos, xmat = self._body_poses
         objects_rebuilt = interiors_rebuilt = False
-        for (owner, build), body_moved in zip(self._box_builders, moved):
+        for (owner, body, center, half, interior), body_moved in zip(self._box_places, moved):
             if body_moved or owner not in boxes:
-                if owner in interiors:
-                    boxes[owner] = build(owner)
-                    interiors_rebuilt = True
-                elif owner in poses:
-                    boxes[owner] = build(owner)
-                    objects_rebuilt = True
+                if interior or owner in poses:
+                    world, rotation = _geomath.body_box(xpos, xmat, body, center)
+                    boxes[owner] = Box(world, rotation, half)
+                    if interior:
+                        interiors_rebuilt = True
+                    else:
+                        objects_rebuilt = True
                 elif boxes.pop(owner, None) is not None:
                     objects_rebuilt = True
         return objects_rebuilt, interiors_rebuilt
-
-    def _world_box(self, o: str) -> Box:
-        """World box of object `o` after mj_kinematics: its geoms' bounding box in its body frame, moved."""
-        center, half = self._object_box[o]
-        return self._body_box(self._object_bodies[o], center, half)
-
-    def _interior_box(self, name: str) -> Box:
-        return self._body_box(*self._interiors[name])
-
-    def _body_box(self, body: int, center: np.ndarray, half: np.ndarray) -> Box:
-        """The box fixed in `body` at `center` (body frame) after mj_kinematics, read-only (it is reused for
-        as long as its body rests)."""
-        world, rotation = _geomath.body_box(self.data.xpos, self.data.xmat, body, center)
-        return Box(world, rotation, half)
 
     def body_contacts(self, contacts: Sequence) -> dict[str, dict[str, float]]:
         """Privileged simulator contacts (body names) as entity gaps, to cross-check the twin."""
@@ -620,17 +618,17 @@ def _body_qpos(m: mujoco.MjModel) -> np.ndarray:
     return dep
 
 
-def _c_geom_distance() -> int | None:
-    """Address of MuJoCo's C `mj_geomDistance` in the library the bindings ship (None when it is not found
-    or is another MuJoCo version than the bindings'): the gap walk calls it directly, sparing a Python call
-    per measured pair (about a microsecond each, a dozen pairs a frame)."""
+def _c_function(name: str) -> int | None:
+    """Address of MuJoCo's C function `name` in the library the bindings ship (None when it is not found or is
+    another MuJoCo version than the bindings'): the C kernels call it directly, sparing a Python call each time
+    (mj_geomDistance: about a microsecond a measured pair, a dozen pairs a frame; mju_mat2Quat: a carried object)."""
     folder = Path(mujoco.__file__).parent
     for path in sorted(folder.glob("libmujoco.so*")) + sorted(folder.glob("libmujoco*.dylib")):
         try:
             lib = ctypes.CDLL(str(path))
             lib.mj_version.restype = ctypes.c_int
             if lib.mj_version() == mujoco.mj_version():
-                return ctypes.cast(lib.mj_geomDistance, ctypes.c_void_p).value
+                return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
         except (OSError, AttributeError):
             continue
     return None
