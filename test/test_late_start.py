@@ -61,6 +61,23 @@ def test_a_clean_run_started_late_raises_no_alarm(sweep, stack, task, phase, sec
     assert run.phase == phase and run.opened == {}, run
 
 
+UNDER_WAY = [  # (task, phase, seconds into it, the onset that may have pulsed before the start)
+    ("pick_and_place_mug", "retreat", 0.0, "skill_pick_onset"),  # the open hand by the mug it just placed
+    ("pick_and_place_cube", "close", 0.0, "skill_pick_onset"),  # the open hand around the cube
+    ("dump_into_bin", "retreat", 0.02, "skill_pick_onset"),  # the open hand above the chicken it dropped
+    ("open_drawer", "slide", 0.2, "skill_open_onset"),  # the hand pulling the drawer's handle
+]
+
+
+@pytest.mark.parametrize("task,phase,seconds,onset", UNDER_WAY)
+def test_an_approach_under_way_on_the_first_frame_is_no_onset(sweep, stack, task, phase, seconds, onset):
+    """It may have begun before the start: unknown, not a pulse the monitor would count as a trigger (the
+    sweep found one on 241 of 1786 starts at 50 Hz before this rule)."""
+    rec = sweep.record(task, RATE)
+    run = stack.run(rec, start_in(rec, phase, seconds))
+    assert run.first_pulses == [] and onset in run.unknown_from_start, run
+
+
 FAULTS = [  # (fault, phase, seconds into it): a start before the fault's onset
     ("early_release", "transport", 0.1),  # mid-carry, before the fingers ease
     ("slip", "transport", 0.1),  # mid-carry, before the grip fails
