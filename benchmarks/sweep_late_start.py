@@ -204,14 +204,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         with tqdm(total=sum(len(s) for _, s in plan), desc=f"starts at {rate:g} Hz") as bar:
             findings += [sweep(rec, stack, starts, bar) for rec, starts in plan]
     for f in findings:
-        what = (
-            f"{len(f.false_alarms)} false alarm(s)"
-            if f.onset is None
-            else (f"caught from {f.caught_before_onset} earlier start(s), missed from {len(f.missed)}")
-        )
+        what = f"{len(f.false_alarms)} false alarm(s), {len(f.first_pulses)} first-frame pulse(s)"
+        if f.onset is not None:
+            what += f"; caught from {f.caught_before_onset} earlier start(s), missed from {len(f.missed)}"
         print(f"{f.name:28s} {f.rate_hz:5g} Hz  {f.runs:4d} starts  {what}")
         for a in f.false_alarms + f.missed + f.first_pulses:
             print(f"    {a}")
+    for rate in args.rates:
+        at = [f for f in findings if f.rate_hz == rate]
+        missed = [m for f in at for m in f.missed]
+        print(
+            f"{rate:g} Hz: {sum(f.runs for f in at)} starts, {sum(len(f.false_alarms) for f in at)} false alarm(s), "
+            f"{sum(len(f.first_pulses) for f in at)} first-frame pulse(s), fault caught from "
+            f"{sum(f.caught_before_onset for f in at)} earlier start(s), missed from {len(missed)} "
+            f"({sum(1 for m in missed if m['blind'])} of them blind)"
+        )
     longest: dict[str, float] = {}
     for f in findings:
         for p, s in f.unknown_max_s.items():
