@@ -25,13 +25,13 @@ def states():
     for k, state in enumerate(run_episode("pick_and_place_mug")):
         if k >= 2300:
             break
-        if k >= 900:  # approach, grasp, lift and carry
+        if k >= 600:  # approach (its onset seen: on a trace's first frame it would be unknown), grasp, lift and carry
             out.append(state)
-    for k in range(200, 260):  # the plate's pose missing for a while, then the cube's too old, then back
+    for k in range(500, 560):  # the plate's pose missing for a while, then the cube's too old, then back
         s = out[k]
         poses, ages = dict(s.object_poses), dict(s.object_ages)
         del poses["plate"], ages["plate"]
-        if k >= 230:
+        if k >= 530:
             ages["cube"] = 0.4
         out[k] = dataclasses.replace(s, object_poses=poses, object_ages=ages)
     return out

@@ -50,7 +50,7 @@ DOCS = {
         "first frame of a pick approach: open empty gripper within reach of a manipulated object (unknown while "
         "an object lost from sight may be within reach, and on an approach seen within the window after that; "
         "while the object in reach may have been released by a drop at an unknown frame, or the hand may hold an "
-        "object grasped unseen)",
+        "object grasped unseen; seen on a trace's first frame, where it may have begun before)",
         "twin gripper-object gaps, finger joints, object_grasped",
         "reach 0.05 m",
     ),
@@ -58,19 +58,21 @@ DOCS = {
         "first frame of a place approach: a grasped object, held between the fingers and lifted clear of "
         "every support since its grasp, comes within reach of a support or container (unknown while it is unseen, "
         "or may have been let go unseen, and with nothing surely held, while an object grasped unseen may be held, "
-        "unseen or between the fingers)",
+        "unseen or between the fingers; seen on a trace's first frame, where it may have begun before)",
         "twin object gaps, object_grasped, object_grasped_raw",
         "reach 0.05 m",
     ),
     "skill_open_onset": PredicateDoc(
         "first frame of an open attempt: the gripper engages an openable fixture's moving part while it "
-        "opens, or begins a closed-handed hold on it fully closed (even if it then never moves)",
+        "opens, or begins a closed-handed hold on it fully closed (even if it then never moves; unknown seen on a "
+        "trace's first frame, where it may have begun before)",
         "twin gaps, finger joints, fixture joint motion",
         "gripper_clearance 0.01 m; fixture_motion_delta 0.001; fully_closed_fraction 0.05",
     ),
     "skill_close_onset": PredicateDoc(
         "first frame of a close attempt: the gripper engages an openable fixture's moving part while it "
-        "closes, or begins a closed-handed hold on it at the open end of its range",
+        "closes, or begins a closed-handed hold on it at the open end of its range (unknown seen on a trace's first "
+        "frame, where it may have begun before)",
         "twin gaps, finger joints, fixture joint motion",
         "gripper_clearance 0.01 m; fixture_motion_delta 0.001; 1 - fully_closed_fraction",
     ),
@@ -147,7 +149,11 @@ class _Skill:
         self.active = False  # the attempt is under way (started, neither completed nor lapsed)
         self.misses = 0  # seen non-approaching frames since the last approach or unsure frame
         self.possible = 0  # frames since the last seen approach (seen misses and unsure frames), near unsure ones
-        self.since_unsure = window + 1  # frames since the last unsure frame (beyond the window: none recent)
+        # frames since the last unsure frame (beyond the window: none recent). A trace's first frame counts as the
+        # window's last: an approach seen on it may have begun before it (its onset unknown, not a pulse), while an
+        # attempt not approaching there is taken as none under way (unknown, it would blind every precondition
+        # property for a window at the start of every run)
+        self.since_unsure = window
         self.ended: Tri = True  # `skill_<x>_onset_end` this frame
 
     def step(self, candidate: str | None, done: bool, unsure: bool = False) -> Tri:

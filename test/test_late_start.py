@@ -1,0 +1,101 @@
+"""A monitor started at any moment of a run (a node restarted mid-task, a bag replayed from its middle, a
+grounder reset when its inputs restarted) raises no alarm on a clean run and still catches a fault that
+happens after it started.
+
+A deterministic slice of benchmarks/sweep_late_start.py at 50 Hz: the starts its sweep found to be the
+risky ones (just after a release, during the settle, mid-approach, mid-carry, mid-slide), each a phase of
+the script plus an offset, so the starts follow the script if it changes.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mujoco")
+
+SWEEP = Path(__file__).resolve().parents[1] / "benchmarks" / "sweep_late_start.py"
+RATE = 50.0
+
+
+@pytest.fixture(scope="module")
+def sweep():
+    spec = importlib.util.spec_from_file_location("sweep_late_start", SWEEP)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["sweep_late_start"] = module  # its dataclasses resolve their annotations through it
+    spec.loader.exec_module(module)
+    yield module
+    del sys.modules["sweep_late_start"]
+
+
+@pytest.fixture(scope="module")
+def stack(sweep):
+    return sweep.Stack(RATE)
+
+
+def start_in(rec, phase: str, seconds: float) -> int:
+    """The frame `seconds` into the first segment labelled `phase`."""
+    return rec.phases.index(phase) + round(seconds * rec.rate_hz)
+
+
+CLEAN = [  # (task, phase, seconds into it)
+    ("pick_and_place_mug", "retreat", 0.0),  # the fingers just opened on the placed mug
+    ("pick_and_place_cube", "release", 0.1),  # the fingers opening
+    ("pick_and_place_plate", "done", 0.02),  # the plate set down, the arm at rest: the settle
+    ("dump_into_bin", "retreat", 0.02),  # the chicken falling into the bin
+    ("pick_and_place_mug", "approach", 0.3),  # mid-approach, the hand empty and open
+    ("pick_and_place_cube", "close", 0.0),  # the open hand around the cube, about to close
+    ("place_in_cabinet", "transport", 0.3),  # mid-carry, the mug held since before the start
+    ("open_drawer", "slide", 0.2),  # pulling the drawer, its motion not measured yet
+]
+
+
+@pytest.mark.parametrize("task,phase,seconds", CLEAN)
+def test_a_clean_run_started_late_raises_no_alarm(sweep, stack, task, phase, seconds):
+    rec = sweep.record(task, RATE)
+    run = stack.run(rec, start_in(rec, phase, seconds))
+    assert run.phase == phase and run.opened == {}, run
+
+
+UNDER_WAY = [  # (task, phase, seconds into it, the onset that may have pulsed before the start)
+    ("pick_and_place_mug", "retreat", 0.0, "skill_pick_onset"),  # the open hand by the mug it just placed
+    ("pick_and_place_cube", "close", 0.0, "skill_pick_onset"),  # the open hand around the cube
+    ("dump_into_bin", "retreat", 0.02, "skill_pick_onset"),  # the open hand above the chicken it dropped
+    ("open_drawer", "slide", 0.2, "skill_open_onset"),  # the hand pulling the drawer's handle
+]
+
+
+@pytest.mark.parametrize("task,phase,seconds,onset", UNDER_WAY)
+def test_an_approach_under_way_on_the_first_frame_is_no_onset(sweep, stack, task, phase, seconds, onset):
+    """It may have begun before the start: unknown, not a pulse the monitor would count as a trigger (the
+    sweep found one on 241 of 1786 starts at 50 Hz before this rule)."""
+    rec = sweep.record(task, RATE)
+    run = stack.run(rec, start_in(rec, phase, seconds))
+    assert run.first_pulses == [] and onset in run.unknown_from_start, run
+
+
+FAULTS = [  # (fault, phase, seconds into it): a start before the fault's onset
+    ("early_release", "transport", 0.1),  # mid-carry, before the fingers ease
+    ("slip", "transport", 0.1),  # mid-carry, before the grip fails
+    ("fixture_collision", "detour", 0.1),  # the empty hand on its way to the bin wall
+    ("place_on_clutter", "transport", 0.3),  # mid-carry, before the place among the clutter
+    ("push_blocked_drawer", "approach", 0.2),  # mid-approach to the jammed drawer's handle
+]
+
+
+@pytest.mark.parametrize("fault,phase,seconds", FAULTS)
+def test_a_fault_after_a_late_start_is_still_caught(sweep, stack, fault, phase, seconds):
+    from safety_monitor.sim.faults import FAULTS as SPECS
+
+    spec = SPECS[fault]
+    rec = sweep.record(fault, RATE)
+    start = start_in(rec, phase, seconds)
+    onset = min(f for p, f in stack.run(rec, 0).opened.items() if p in spec.expected_properties)
+    run = stack.run(rec, start)
+    assert run.phase == phase and start < onset, (start, onset)
+    assert set(spec.expected_properties) <= run.opened.keys(), run
+    assert run.opened.keys() <= set(spec.expected_properties) | set(spec.allowed_properties), run
