@@ -714,3 +714,35 @@ def test_wrench_finite_reads_every_value_of_float64_wrenches_and_leaves_the_rest
         _geomath.wrench_finite(Wrench(force, np.array(torque)))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="wrench_finite: torque: expected 3 float64 values"):
         _geomath.wrench_finite(Wrench(np.array(force), np.zeros(3, dtype=np.float32)))
+
+
+def test_joint_limits_answer_as_named_outside_and_row_beyond_do_and_false_without_limits():
+    rng = np.random.default_rng(15)
+    names = ("a", "b", "c", "d")
+    lower, upper = np.full(4, -1.0), np.full(4, 1.0)
+    seen = set()
+    for _ in range(500):
+        values = dict(zip(names, rng.normal(0.0, 0.6, 4).tolist()))
+        rows = [None if rng.random() < 0.2 else rng.normal(0.0, 1.0, int(rng.integers(3, 6))) for _ in range(2)]
+        for row in rows:
+            if row is not None and rng.random() < 0.3:
+                row[rng.integers(len(row))] = np.nan
+        robot = None if rng.random() < 0.1 else np.arange(3, dtype=np.intp)
+        index = [None if rng.random() < 0.2 else np.array([0, 2], dtype=np.intp) for _ in range(2)]
+        limits = [rng.uniform(0.5, 2.0, 2) for _ in range(2)]
+        layout = (4, robot, index[0], limits[0], index[1], limits[1])
+        want = [_geomath.named_outside(values, names, lower, upper)]
+        for row, i, lim in zip(rows, index, limits):
+            answer = None if row is None else _geomath.row_beyond(row, 4, robot, i, lim) if i is not None else 0
+            want.append(False if i is None else None if answer is None or answer < 0 else bool(answer))
+        got = _geomath.joint_limits(values, names, lower, upper, rows[0], rows[1], layout)
+        assert got == tuple(want) and all(g is w for g, w in zip(got, want))
+        seen.add(got)
+    assert {v for answer in seen for v in answer[1:]} == {False, True, None}
+    layout = (4, None, np.array([0]), np.ones(1), None, np.ones(0))
+    with pytest.raises(TypeError):  # a list row: the caller converts it
+        _geomath.joint_limits({"a": 0.0}, ("a",), lower[:1], upper[:1], [0.0, 1.0], None, layout)
+    with pytest.raises(KeyError, match="'e'"):
+        _geomath.joint_limits({"a": 0.0}, ("e",), lower[:1], upper[:1], None, None, layout)
+    with pytest.raises(TypeError, match="joint_limits: layout must be a 6-tuple"):
+        _geomath.joint_limits({"a": 0.0}, ("a",), lower[:1], upper[:1], None, None, layout[:5])

@@ -240,3 +240,21 @@ def test_predicates_read_properties_not_names():
         )
         results[kind] = g.step(state, geo).values["robot_contact_raw"]
     assert results == {"block": False, "raw_meat": True}
+
+
+def test_a_gripper_read_once_still_answers_for_its_own_thresholds_and_kind():
+    """`Gripper.closed` reads its thresholds from a per-gripper cache: a replaced gripper (another threshold, a
+    joint closing upward, or no gripper) must answer for its own values, not the first one's."""
+    from dataclasses import replace
+
+    from safety_monitor.grounding.description import ClosedPast, GripperKind
+
+    gripper = load_default_grounder(500.0).robot.gripper
+    joints = dict.fromkeys(gripper.joints, 0.02)
+    assert gripper.closed(joints)  # below the default threshold: closed (and the cache filled)
+    lower = replace(gripper, closed_past=tuple(ClosedPast(0.01, False) for _ in gripper.joints))
+    assert not lower.closed(joints)
+    upward = replace(gripper, closed_past=tuple(ClosedPast(0.01, True) for _ in gripper.joints))
+    assert upward.closed(joints)
+    assert not replace(gripper, kind=GripperKind.NONE).closed(joints)
+    assert gripper.closed(joints)

@@ -1536,7 +1536,58 @@ static PyObject *place_carried(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_RETURN_NONE;
 }
 
+/* ---- speed-f ---- */
+
+/* joint_limits(values, names, lower, upper, velocity_row, effort_row, layout) -> (position, velocity, effort)
+ *
+ * JointLimitEstimator's three limit predicates in one call, composed of the kernels above: named_outside(values,
+ * names, lower, upper), then per row row_beyond(row, *layout's names, robot, that row's index and limits), with
+ * `layout` (names, robot, velocity_index, velocity_limit, effort_index, effort_limit). A row's predicate is False
+ * when its index is None (no joint has that limit), None (unknown) when the row is None or row_beyond answers -1.
+ * The same answers and errors as those calls, without two Python calls and three C calls a frame. */
+static PyObject *joint_limits(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs(nargs, 7, "joint_limits") < 0)
+        return NULL;
+    PyObject *layout = args[6];
+    if (!PyTuple_Check(layout) || PyTuple_GET_SIZE(layout) != 6) {
+        PyErr_SetString(PyExc_TypeError, "joint_limits: layout must be a 6-tuple (names, robot, velocity index and "
+                                         "limits, effort index and limits)");
+        return NULL;
+    }
+    PyObject *judged[3] = {named_outside(self, args, 4), NULL, NULL};
+    if (judged[0] == NULL)
+        return NULL;
+    for (int r = 0; r < 2; r++) {
+        PyObject *row = args[4 + r], *index = PyTuple_GET_ITEM(layout, 2 + 2 * r);
+        if (index == Py_None || row == Py_None) {
+            judged[1 + r] = Py_NewRef(index == Py_None ? Py_False : Py_None);
+            continue;
+        }
+        PyObject *call[5] = {row, PyTuple_GET_ITEM(layout, 0), PyTuple_GET_ITEM(layout, 1), index,
+                             PyTuple_GET_ITEM(layout, 3 + 2 * r)};
+        PyObject *answer = row_beyond(self, call, 5);
+        if (answer == NULL)
+            goto fail;
+        long beyond = PyLong_AsLong(answer);
+        Py_DECREF(answer);
+        judged[1 + r] = Py_NewRef(beyond < 0 ? Py_None : beyond ? Py_True : Py_False);
+    }
+    PyObject *result = PyTuple_Pack(3, judged[0], judged[1], judged[2]);
+    Py_DECREF(judged[0]);
+    Py_DECREF(judged[1]);
+    Py_DECREF(judged[2]);
+    return result;
+fail:
+    Py_XDECREF(judged[0]);
+    Py_XDECREF(judged[1]);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
+    /* ---- speed-f ---- */
+    {"joint_limits", (PyCFunction)(void (*)(void))joint_limits, METH_FASTCALL,
+     "(position, velocity, effort) beyond their limits: named_outside and row_beyond in one call."},
     {"box_overlap", (PyCFunction)(void (*)(void))box_overlap, METH_FASTCALL, "Oriented boxes overlap (SAT)."},
     {"placement", (PyCFunction)(void (*)(void))placement, METH_FASTCALL, "(inside, bottom) of a box in a region."},
     {"interior_reach", (PyCFunction)(void (*)(void))interior_reach, METH_FASTCALL,

@@ -120,3 +120,12 @@ def place_carried(
     rel_rotation: np.ndarray,
     mat2quat: int,
 ) -> None: ...
+def joint_limits(
+    values: Mapping[str, float],
+    names: tuple[str, ...],
+    lower: np.ndarray,
+    upper: np.ndarray,
+    velocity_row: np.ndarray | None,
+    effort_row: np.ndarray | None,
+    layout: tuple[int, np.ndarray | None, np.ndarray | None, np.ndarray, np.ndarray | None, np.ndarray],
+) -> tuple[bool, bool | None, bool | None]: ...

@@ -166,6 +166,7 @@ class FixtureEstimator:
         self.target = t = self._target(gripper_gaps, distance)
         deltas, still = inp.fixture_delta, self._motion_delta
         unknown_objects = bool(geo.unknown) and not geo.unknown.isdisjoint(self.graspable)  # most frames: none
+        gaps, episodes, last_direction = geo.gaps, self.episodes, self.last_direction
         gripped, directions = self.gripped, self.directions
         operated, maybe_operated = [], []
         # Kleene OR (any3) and AND (all3) over the fixtures, folded in as they go by
@@ -180,6 +181,10 @@ class FixtureEstimator:
                 operated.append(f)
             elif grip and delta is None:  # held open-handed, its motion not measured yet: pushed or pulled, or not
                 maybe_operated.append(f)
+            if f not in gaps and not unknown_objects and not episodes[f].active:  # most frames: near nothing, no
+                if direction != 0.0:  # episode to follow (`_mechanism` would find no hit, and keep only the direction)
+                    last_direction[f] = direction
+                continue
             hit, retr, expired = self._mechanism(f, inp, grip, direction, delta is None, unknown_objects)
             if hit:
                 hit_any = True
@@ -199,7 +204,7 @@ class FixtureEstimator:
             open_fraction is not None and open_fraction <= self._fully_closed,  # fixture_fully_closed
             inside,  # reach_in_fixture
             left,  # left_fixture
-            self._focus_in_fixture(inp),  # object_in_fixture
+            self._focus_in_fixture(inp) if self.grasp.focus or self.grasp.other_foci else False,  # object_in_fixture
             hit_any,  # fixture_obstacle_hit
             bool(retracting_all),  # retracting
             timeout,  # retract_timeout

@@ -202,7 +202,7 @@ class GraspEstimator:
                         touches[e] = touches.get(e, 0) + 1
         if self._quiet and not touches and not geo.unknown:  # most frames
             rests = self._rests(self._states, geo.object_boxes, inp.object_speed, True)
-            left, settled, timeout = self._about_focus(geo, frame)
+            left, settled, timeout = self._about_focus(geo, frame) if self.focus or self.other_foci else _NO_FOCUS
             return (False, False, True, False, False, left, rests, settled, timeout)  # DOCS order, as below
         grasp_n, stable_n = self._persistence
         boxes, speeds, slips, unknown = geo.object_boxes, inp.object_speed, inp.object_slip, geo.unknown

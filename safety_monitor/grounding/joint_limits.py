@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -106,11 +107,8 @@ class JumpDetector:
 
     def _layout(self, names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray | None]:
         """Indices into a frame's joints of the judged joints it has, and where they go among the judged
-        (None: the frame has them all), cached per name list; the last one by identity (a source hands out
-        the same tuple frame after frame: not even hashed then)."""
-        last = self._last
-        if last is not None and last[0] is names:
-            return last[1]
+        (None: the frame has them all), cached per name list. `step` asks the last one by identity first (a
+        source hands out the same tuple frame after frame: then not even hashed, and no call)."""
         layout = self._layouts.get(names)
         if layout is None:
             index = {n: i for i, n in enumerate(names)}
@@ -129,7 +127,8 @@ class JumpDetector:
         """The joints that jumped since the previous call; None on the first (nothing to step from).
         `positions`: per joint of `names` (any 1-d sequence of numbers); `stamps`: per joint of `names`, the stamp
         of its position (a number: every joint sampled then)."""
-        src, dst = self._layout(names)
+        last = self._last
+        src, dst = last[1] if last is not None and last[0] is names else self._layout(names)
         if dst is None:
             current = self._spare
             try:  # a float64 array, as every source gives it: gathered in C into the spare array
@@ -170,15 +169,15 @@ def jump_issue(jumps: tuple[JointJump, ...], t: float, stream: str = "joint_stat
     return StreamIssue(IssueKind.JOINT_JUMP, stream, t, f"joint position jump: {text}")
 
 
-@dataclass(frozen=True)
-class _RowLayout:
-    """Where one list of joint names puts what a velocity or effort row is read for (indices into the row)."""
+class _RowLayout(NamedTuple):
+    """Where one list of joint names puts what a velocity or effort row is read for (indices into the row). A
+    tuple: `_geomath.joint_limits` reads it by position."""
 
     names: int  # how many names the frame lists
     robot: np.ndarray | None  # the robot's joints (None: some are not listed, and a row is never complete)
-    velocity_index: np.ndarray  # each joint with a velocity limit, and the limit
+    velocity_index: np.ndarray | None  # each joint with a velocity limit, and the limit (None: no joint has one)
     velocity_limit: np.ndarray
-    effort_index: np.ndarray
+    effort_index: np.ndarray | None  # (None: no joint has an effort limit)
     effort_limit: np.ndarray
 
 
@@ -226,10 +225,7 @@ class JointLimitEstimator:
         }
 
     def _layout(self, names: tuple[str, ...]) -> _RowLayout:
-        """Cached per name list; the last one by identity (`JumpDetector._layout`)."""
-        last = self._last
-        if last is not None and last[0] is names:
-            return last[1]
+        """Cached per name list; `step` asks the last one by identity first (`JumpDetector._layout`)."""
         layout = self._layouts.get(names)
         if layout is None:
             index = {n: i for i, n in enumerate(names)}  # a name listed twice: its last place, as a dict reads it
@@ -239,9 +235,9 @@ class JointLimitEstimator:
             layout = self._layouts[names] = _RowLayout(
                 len(names),
                 None if robot is None else np.array(robot, dtype=np.intp),
-                np.array([i for i, _ in velocities], dtype=np.intp),
+                np.array([i for i, _ in velocities], dtype=np.intp) if self._velocities else None,
                 np.array([v for _, v in velocities], dtype=float),
-                np.array([i for i, _ in efforts], dtype=np.intp),
+                np.array([i for i, _ in efforts], dtype=np.intp) if self._efforts else None,
                 np.array([v for _, v in efforts], dtype=float),
             )
         self._last = (names, layout)
@@ -251,15 +247,23 @@ class JointLimitEstimator:
         """One frame's values in DOCS order: `positions` by joint name; velocities and efforts from `state`'s
         rows (unknown without a finite value for every robot joint); its per-joint stamps time the jumps
         (without them every joint was sampled at `state.t`)."""
-        position: Tri = _geomath.named_outside(positions, *self._positions)
-        velocity: Tri = False  # no limits: false
-        effort: Tri = False
+        position: Tri
+        velocity: Tri
+        effort: Tri
         if self._velocities or self._efforts:
-            layout = self._layout(state.joint_names)
-            if self._velocities:
-                velocity = _beyond(state.joint_velocity, layout, layout.velocity_index, layout.velocity_limit)
-            if self._efforts:
-                effort = _beyond(state.joint_effort, layout, layout.effort_index, layout.effort_limit)
+            names, last = state.joint_names, self._last
+            layout = last[1] if last is not None and last[0] is names else self._layout(names)
+            velocities, efforts = state.joint_velocity, state.joint_effort
+            try:  # float64 rows (or None), as every source gives them: the three limits in one C call
+                position, velocity, effort = _geomath.joint_limits(
+                    positions, *self._positions, velocities, efforts, layout
+                )
+            except (TypeError, ValueError):  # a row that is not a 1-d float64 array (else raised again, as it is)
+                position, velocity, effort = _geomath.joint_limits(
+                    positions, *self._positions, _floats(velocities), _floats(efforts), layout
+                )
+        else:  # no velocity or effort limits: those two false
+            position, velocity, effort = _geomath.named_outside(positions, *self._positions), False, False
         jump: Tri = False
         if self._velocities:
             stamps = state.t if state.joint_stamps is None else np.asarray(state.joint_stamps, dtype=float)
@@ -270,13 +274,6 @@ class JointLimitEstimator:
         return position, velocity, effort, jump
 
 
-def _beyond(row: np.ndarray | None, layout: _RowLayout, index: np.ndarray, limits: np.ndarray) -> Tri:
-    """Some joint's value in `row` beyond its limit; unknown without a row, or with a robot joint's value
-    missing or not finite (the other joints' values are not read)."""
-    if row is None:
-        return None
-    try:  # float64 arrays, as every source gives them: read as they are
-        beyond = _geomath.row_beyond(row, layout.names, layout.robot, index, limits)
-    except (TypeError, ValueError):  # not a 1-d float64 array
-        beyond = _geomath.row_beyond(np.asarray(row, dtype=float), layout.names, layout.robot, index, limits)
-    return None if beyond < 0 else bool(beyond)
+def _floats(row: np.ndarray | None) -> np.ndarray | None:
+    """A velocity or effort row as a float64 array (None stays None: unknown)."""
+    return None if row is None else np.asarray(row, dtype=float)
