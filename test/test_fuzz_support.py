@@ -2798,7 +2798,8 @@ _STEPS = st.one_of(
 )
 _AXES = st.integers(0, 6)  # a pose's x, y, z, then its quaternion's w, x, y, z
 _FRACTIONS = st.floats(0.0, 1.0)
-_OBJECTS = st.sampled_from(["mug", "plate", "raw_chicken", "cube", "bar", "*"])  # "*": every object
+_OBJECT_NAMES = ("mug", "plate", "raw_chicken", "cube", "bar")  # the workcell's, the URDF arms' and the handover's
+_OBJECTS = st.sampled_from([*_OBJECT_NAMES, "*"])  # "*": every object
 _OFFSETS = st.sampled_from([(0.3, 0.0, 0.0), (0.0, 0.0, 0.2), (0.05, -0.05, 0.0), (0.0, 0.0, -0.01), (1e-7, 0.0, 0.0)])
 _POSE_TROUBLE = st.sampled_from(
     ["missing", "nan", "inf", "old", "ageinf", "age_nan", "age_negative", "age_limit", "age_over", "quat_zero",
@@ -2888,8 +2889,18 @@ def _moved(pose: Pose, axis: int, step: Any, grounder: Any) -> Pose:
     return Pose(values[:3].copy(), values[3:].copy())
 
 
-def _objects(which: str, state: RobotState) -> list[str]:
-    return list(state.object_poses) if which == "*" else [which] if which in state.object_poses else []
+def _object(which: str, grounder: Any) -> str:
+    """The object an edit names, on a robot that lacks it the one at its place in _OBJECT_NAMES counted round the
+    robot's own (so that every edit bites on every robot)."""
+    names = list(grounder.robot.objects)
+    return which if which in names or not names else names[_OBJECT_NAMES.index(which) % len(names)]
+
+
+def _objects(which: str, state: RobotState, grounder: Any) -> list[str]:
+    if which == "*":
+        return list(state.object_poses)
+    name = _object(which, grounder)
+    return [name] if name in state.object_poses else []
 
 
 @functools.cache
@@ -2944,7 +2955,7 @@ def edited_window(states: list[RobotState], case: GrounderCase) -> list[Any]:
             moved_poses, position = dict(held_poses), first.joint_position.copy()
             if e.kind is Stress.FREEZE:
                 which, axis, step, after = e.params
-                for o in _objects(which, first):
+                for o in _objects(which, first, grounder):
                     moved_poses[o] = _moved(held_poses[o], axis, step, grounder)
             elif e.kind is Stress.JOINT_STEP:
                 joint, step, after = e.params
@@ -2981,7 +2992,7 @@ def edited_window(states: list[RobotState], case: GrounderCase) -> list[Any]:
                 s = window[k]
                 assert s is not None
                 poses = dict(s.object_poses)
-                for o in _objects(which, s):
+                for o in _objects(which, s, grounder):
                     poses[o] = Pose(poses[o].position + np.array(offset), poses[o].quaternion)
                 window[k] = dataclasses.replace(s, object_poses=poses)
         elif e.kind is Stress.POSE_GAP:
@@ -2991,7 +3002,7 @@ def edited_window(states: list[RobotState], case: GrounderCase) -> list[Any]:
                 s = window[k]
                 assert s is not None
                 poses, ages = dict(s.object_poses), dict(s.object_ages)
-                for o in _objects(which, s):
+                for o in _objects(which, s, grounder):
                     if trouble in ("missing", "age_only"):  # no pose (and no age, or an age alone)
                         del poses[o]
                         if trouble == "missing":
@@ -3010,7 +3021,7 @@ def edited_window(states: list[RobotState], case: GrounderCase) -> list[Any]:
                 s = window[k]
                 if isinstance(s, RobotState):
                     poses = dict(s.object_poses)
-                    for o in _objects(which, first):
+                    for o in _objects(which, first, grounder):
                         if o in poses:
                             p = first.object_poses[o]
                             poses[o] = (
@@ -3052,6 +3063,7 @@ def edited_window(states: list[RobotState], case: GrounderCase) -> list[Any]:
             )
         elif e.kind is Stress.MARGIN:  # from 0.15 m from the fingers' site to `closest` and back, in a straight line
             which, closest = e.params
+            which = _object(which, grounder)
             for i, k in enumerate(frames):
                 s = window[k]
                 assert s is not None
@@ -3071,7 +3083,7 @@ def edited_window(states: list[RobotState], case: GrounderCase) -> list[Any]:
                 if not isinstance(sample, RobotState):  # a reset there
                     continue
                 poses, ages = dict(s.object_poses), dict(s.object_ages)
-                for o in _objects(which, s):
+                for o in _objects(which, s, grounder):
                     if o in sample.object_poses:
                         poses[o], ages[o] = sample.object_poses[o], sample.object_ages.get(o, 0.0) + (s.t - sample.t)
                     else:
