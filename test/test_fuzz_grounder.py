@@ -105,5 +105,10 @@ def test_a_mobile_base_edit_loses_moves_or_holds_its_pose_and_leaves_a_fixed_bas
     assert all(s.base_pose is still[20].base_pose for s in still[20:40])
     assert still[40].base_pose.position[0] == np.nextafter(still[20].base_pose.position[0], np.inf)
     assert np.array_equal(still[59].joint_position, still[20].joint_position) and still[60] is intact[60]
+    overlapping = (GrounderEdit(Stress.BASE, 0.2, 0.4, ("missing",)), GrounderEdit(Stress.BASE, 0.3, 0.5, ("away",)))
+    both = edited_window(intact, GrounderCase(1, 0.0, 100, overlapping, GrounderRobot.MOBILE))
+    assert both[35].base_pose is None and np.array_equal(
+        both[45].base_pose.position, intact[45].base_pose.position + 0.5
+    )
     arm = edited("missing", GrounderRobot.URDF)
     assert arm == case_states(GrounderCase(0, 0.0, 100, (), GrounderRobot.URDF))[:100]

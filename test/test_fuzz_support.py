@@ -3125,26 +3125,26 @@ def edited_window(states: list[RobotState], case: GrounderCase) -> list[Any]:
                 s = window[k]
                 assert s is not None
                 window[k] = dataclasses.replace(s, object_poses=dict(reversed(s.object_poses.items())))
-        elif e.kind is Stress.BASE and first.base_pose is not None:  # (a fixed base has none)
+        elif e.kind is Stress.BASE and grounder.mobile_base:
             (trouble,) = e.params
             held = first.base_pose
             for k in frames:
                 s = window[k]
-                assert s is not None and s.base_pose is not None
+                assert s is not None
                 if trouble == "missing":
                     window[k] = dataclasses.replace(s, base_pose=None, base_age=None)
                 elif trouble == "nan":
-                    window[k] = dataclasses.replace(s, base_pose=Pose(np.array([math.nan, 0.0, 0.0]), held.quaternion))
+                    window[k] = dataclasses.replace(s, base_pose=Pose(np.array([math.nan, 0.0, 0.0]), np.eye(4)[0]))
                 elif trouble in ("old", "age_limit"):
                     limit = grounder.thresholds.max_age_s.object_pose
                     window[k] = dataclasses.replace(s, base_age=limit if trouble == "age_limit" else 2 * limit)
-                elif trouble == "away":  # 0.5 m off its path (a localisation's jump), then back on it
+                elif trouble == "away" and s.base_pose is not None:  # 0.5 m off its path (a jump), then back on it
                     window[k] = dataclasses.replace(
                         s, base_pose=Pose(s.base_pose.position + 0.5, s.base_pose.quaternion)
                     )
-                else:  # held exactly still, the arm too, then stepped one ulp along x and held there
+                elif trouble == "still":  # held exactly still, the arm too, then stepped one ulp along x and held
                     window[k] = dataclasses.replace(s, base_pose=held, joint_position=first.joint_position)
-            if trouble == "still":
+            if trouble == "still" and held is not None:
                 stepped = Pose(np.array([np.nextafter(held.position[0], np.inf), *held.position[1:]]), held.quaternion)
                 for k in range(b, min(n, b + 20)):
                     s = window[k]
