@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/fuzz_inputs.py [--formulas 10000] [--compile 1000] [--specs 2000]
         [--bags 1000] [--markers 600] [--objects 300] [--plans 300] [--traces 300] [--configs 600]
-        [--tf 300] [--arms 300] [--arm-topics 300] [--logs 600] [--grounder 2000 --baseline DIR]
+        [--tf 300] [--arms 300] [--arm-topics 300] [--logs 600] [--grounder 2000 --baseline DIR [--robots all]]
         [--seconds S] [--seed 0] [--out DIR]
 
 The same strategies and oracles as the test_fuzz_* unit tests (test/test_fuzz_support.py), run much
@@ -53,12 +53,15 @@ what reproduces them. The same --seed and counts give the same inputs, also afte
   was lost, a full disk, rollouts), cut at any byte, lines edited, junk appended or logs joined, through
   `safety-monitor alerts --log`: one line naming the file, or the view a live console fed the same records shows;
 - grounder (only with --baseline, another source tree with its kernels built, e.g. main before a speed change):
-  windows of the scripted episodes edited to stress the grounder's caches (objects or joints held exactly still,
+  windows of a robot's own runs edited to stress the grounder's caches (objects or joints held exactly still,
   then stepped by one ulp or just under or over a threshold; objects teleported and back; poses missing, NaN or
   too old and back at the same or another place; the wrench missing, NaN or stale; the fingers moving alone;
-  frames repeated with the same stamp; `reset()` mid-window; objects walked through the twin's report margin),
-  grounded by this tree's default grounder and the baseline's (in a subprocess): every frame's values, unknown,
-  stale ages and named objects bit for bit (`grounder_differs` otherwise).
+  frames repeated with the same stamp; `reset()` mid-window; objects walked through the twin's report margin; a
+  mobile base's pose lost, away or held still), grounded by this tree's grounder of that robot and the baseline's
+  (in a subprocess): every frame's values, unknown, stale ages and named objects bit for bit (`grounder_differs`
+  otherwise, prefixed with the robot). `--robots`: the workcell's scripted episodes at 500 Hz (the default), also
+  every 5th or 10th step at 100 or 50 Hz, the mobile base, the URDF arm with two fingers (50, 100 Hz) or without
+  gripper and wrench sensor, either arm of the two-arm handover (test_fuzz_support.GrounderRobot), or `all`.
 """
 
 from __future__ import annotations
@@ -532,22 +535,13 @@ def check_grounder(baseline: Path, timeout: float) -> Callable[[Any, Path], list
     """The same edited frames grounded by this tree's default grounder and by `baseline`'s, record for record."""
     import pickle
 
-    from test_fuzz_support import (
-        GROUNDER_RATE,
-        BaselineGrounder,
-        edited_window,
-        grounder_outcome,
-        guarded,
-        scripted_states,
-    )
+    from test_fuzz_support import BaselineGrounder, case_states, edited_window, grounder_outcome, guarded
 
-    from safety_monitor.grounding.grounder import load_default_grounder
-
-    grounder, other = load_default_grounder(GROUNDER_RATE), [BaselineGrounder(baseline)]
+    other = [BaselineGrounder(baseline)]
     found = [""]  # the difference's detail
 
     def compared(case: Any) -> str:
-        outcome, found[0] = grounder_outcome(case, grounder, other[0])
+        outcome, found[0] = grounder_outcome(case, other[0])
         return outcome
 
     def check(case: Any, folder: Path) -> list[str]:
@@ -559,19 +553,21 @@ def check_grounder(baseline: Path, timeout: float) -> Callable[[Any, Path], list
         if outcome != "same":
             folder.mkdir(parents=True, exist_ok=True)
             (folder / "detail.txt").write_text(f"{case!r}\n{detail or found[0]}\n")
-            (folder / "steps.pkl").write_bytes(pickle.dumps(edited_window(scripted_states(case.episode), case)))
-        return [outcome]
+            (folder / "steps.pkl").write_bytes(pickle.dumps(edited_window(case_states(case), case)))
+        return [f"{case.robot}:{outcome}"]
 
     return check
 
 
-def generators() -> dict[str, dict[str, Any]]:
-    """Per part, its input generators by name (each gets an equal share of the part's inputs)."""
+def generators(robots: tuple[str, ...] = ("workcell",)) -> dict[str, dict[str, Any]]:
+    """Per part, its input generators by name (each gets an equal share of the part's inputs); the grounder's, one
+    per robot of `robots` (GrounderRobot values)."""
     from hypothesis import strategies as st
     from test_fuzz_support import (
         FORMULA_ALPHABET,
         LOG_LAYOUTS,
         STORAGES,
+        GrounderRobot,
         LogEdit,
         arm_configs,
         arm_topic_edits,
@@ -637,7 +633,7 @@ def generators() -> dict[str, dict[str, Any]]:
                 lambda kw: LogEdit("every_cut", kw)
             ),  # (every byte of a log of up to 41 windows)
         },
-        "grounder": {"edited": grounder_edits()},
+        "grounder": {robot: grounder_edits((GrounderRobot(robot),)) for robot in robots},
     }
 
 
@@ -662,6 +658,12 @@ def main() -> int:
         "--grounder", type=int, default=2000, help="edited episode windows grounded here and by --baseline's tree"
     )
     parser.add_argument(
+        "--robots",
+        default="workcell",
+        help="the grounder part's robots and rates, comma-separated, or `all`: workcell (500 Hz), workcell_100, "
+        "workcell_50, mobile, urdf, urdf_100, no_gripper, left_arm, right_arm (an equal share each)",
+    )
+    parser.add_argument(
         "--baseline",
         type=Path,
         help="the source tree (its kernels built) whose grounder the grounder part compares with; without it the "
@@ -679,13 +681,19 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0, help="hypothesis seed (generator i uses seed + i)")
     parser.add_argument("--out", help="folder for failing inputs (default: a new temporary folder)")
     args = parser.parse_args()
+    sys.path.insert(0, str(REPO / "test"))
+    from test_fuzz_support import GrounderRobot
+
+    robots = tuple(GrounderRobot) if args.robots == "all" else tuple(r.strip() for r in args.robots.split(","))
+    unknown = [r for r in robots if r not in tuple(GrounderRobot)]
+    if unknown:
+        parser.error(f"--robots: no robot {', '.join(unknown)} (one of {', '.join(GrounderRobot)}, or all)")
 
     out = Path(args.out or tempfile.mkdtemp(prefix="fuzz_inputs_"))
     out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("SAFETY_MONITOR_CACHE_DIR", str(out / "dfa_cache"))  # random formulas stay out of ~/.cache
     os.environ.setdefault("MUJOCO_GL", "egl")
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
-    sys.path.insert(0, str(REPO / "test"))
     print(
         f"{platform.processor() or platform.machine()}, Python {platform.python_version()}, seed {args.seed}, "
         f"timeout {args.timeout:.0f} s per input, failing inputs to {out}",
@@ -726,7 +734,7 @@ def main() -> int:
     if args.grounder > 0 and not args.baseline:
         print("grounder: skipped (no --baseline tree to compare with)", flush=True)
     failing = 0
-    for name, named in generators().items():
+    for name, named in generators(robots).items():
         if budget[name] <= 0:
             continue
         check = checks[name]()

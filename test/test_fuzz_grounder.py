@@ -17,7 +17,9 @@ from test_fuzz_support import (
     BaselineGrounder,
     GrounderCase,
     GrounderEdit,
+    GrounderRobot,
     Stress,
+    case_states,
     edited_window,
     grounder_edits,
     grounder_outcome,
@@ -39,15 +41,10 @@ def baseline():
     other.close()
 
 
-@pytest.fixture(scope="module")
-def grounder():
-    return load_default_grounder(GROUNDER_RATE)
-
-
-@given(case=grounder_edits())
-@settings(FUZZ, max_examples=8)
-def test_grounder_matches_the_baseline(baseline, grounder, case):
-    outcome, detail = grounder_outcome(case, grounder, baseline)
+@given(case=grounder_edits(tuple(GrounderRobot)))
+@settings(FUZZ, max_examples=12)
+def test_grounder_matches_the_baseline(baseline, case):
+    outcome, detail = grounder_outcome(case, baseline)
     assert outcome == "same", f"{case!r}\n{detail}"
 
 
@@ -72,3 +69,46 @@ def test_edits_hold_still_then_step_one_ulp_and_repeat_and_reset():
     records = step_records(load_default_grounder(GROUNDER_RATE), window)
     assert [r[0] for r in records[101:103]] == ["error", "error"]  # refused, and grounding goes on
     assert records[103][1] == records[100][1] + 1 and records[161] == ("reset",) and records[162][1] == 0
+
+
+@pytest.mark.parametrize(
+    "robot", [r for r in GrounderRobot if r not in (GrounderRobot.WORKCELL, GrounderRobot.WORKCELL_100)]
+)
+def test_each_robots_runs_ground_at_its_rate_and_do_what_they_are_for(robot):
+    """Every run of the robot grounds without a refused frame, its stamps a control period apart; the gripper
+    robots grasp and drop, the mobile base's contact run touches the table."""
+    from test_fuzz_support import compared_grounder, grounder_setup, robot_run, run_count
+
+    rate = grounder_setup(robot).rate_hz
+    for index in range(min(2, run_count(robot))):
+        states = robot_run(robot, index)
+        assert np.allclose(np.diff([s.t for s in states]), 1 / rate)
+        records = step_records(compared_grounder(robot), states)
+        assert all(r[0] != "error" for r in records)
+        held = sum(dict(r[2])["object_grasped"] is True for r in records)
+        touched = sum(dict(r[2])["forbidden_contact_sustained"] is True for r in records)
+        if robot in (GrounderRobot.MOBILE, GrounderRobot.NO_GRIPPER):
+            assert held == 0 and (touched > 0) == (robot is GrounderRobot.MOBILE and index == 1)
+        else:
+            assert held > rate and sum(dict(r[2])["object_dropped"] is True for r in records) == 1
+
+
+def test_a_mobile_base_edit_loses_moves_or_holds_its_pose_and_leaves_a_fixed_base_alone():
+    def edited(trouble: str, robot: GrounderRobot = GrounderRobot.MOBILE) -> list:
+        case = GrounderCase(1, 0.0, 100, (GrounderEdit(Stress.BASE, 0.2, 0.4, (trouble,)),), robot)
+        return edited_window(case_states(case), case)
+
+    intact = case_states(GrounderCase(1, 0.0, 100, (), GrounderRobot.MOBILE))[:100]
+    lost, away, still = edited("missing"), edited("away"), edited("still")
+    assert all(s.base_pose is None for s in lost[20:40]) and lost[40] is intact[40]
+    assert np.array_equal(away[30].base_pose.position, intact[30].base_pose.position + 0.5) and away[40] is intact[40]
+    assert all(s.base_pose is still[20].base_pose for s in still[20:40])
+    assert still[40].base_pose.position[0] == np.nextafter(still[20].base_pose.position[0], np.inf)
+    assert np.array_equal(still[59].joint_position, still[20].joint_position) and still[60] is intact[60]
+    overlapping = (GrounderEdit(Stress.BASE, 0.2, 0.4, ("missing",)), GrounderEdit(Stress.BASE, 0.3, 0.5, ("away",)))
+    both = edited_window(intact, GrounderCase(1, 0.0, 100, overlapping, GrounderRobot.MOBILE))
+    assert both[35].base_pose is None and np.array_equal(
+        both[45].base_pose.position, intact[45].base_pose.position + 0.5
+    )
+    arm = edited("missing", GrounderRobot.URDF)
+    assert arm == case_states(GrounderCase(0, 0.0, 100, (), GrounderRobot.URDF))[:100]

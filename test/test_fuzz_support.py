@@ -2615,6 +2615,134 @@ GROUNDER_EPISODES = (  # (task, fault): every scripted task and fault, as benchm
 )
 
 
+class GrounderRobot(enum.StrEnum):
+    """The robot and control rate whose own runs a GrounderCase's window is cut from (thresholds in seconds scale
+    with the rate: every count, window and persistence)."""
+
+    WORKCELL = "workcell"  # the default workcell at 500 Hz: every scripted task and fault (GROUNDER_EPISODES)
+    WORKCELL_100 = "workcell_100"  # the same episodes, every 5th control step, grounded at 100 Hz
+    WORKCELL_50 = "workcell_50"  # every 10th, at 50 Hz
+    MOBILE = "mobile"  # test_mobile_base's base past the table at 25 Hz (its pose each frame), arm raised or lowered
+    URDF = "urdf"  # urdf_robots' 7-joint arm with two fingers and meshes: a pick and place, then the drawer, 50 Hz
+    URDF_100 = "urdf_100"  # the same at 100 Hz
+    NO_GRIPPER = "no_gripper"  # urdf_robots' arm without gripper or wrench sensor: its tool on the cube, 50 Hz
+    LEFT_ARM = "left_arm"  # two_arm_run's handover at 50 Hz, grounded by the left arm's stack (other_arms)
+    RIGHT_ARM = "right_arm"  # the same, by the right arm's
+
+
+_WORKCELL_STRIDES = {GrounderRobot.WORKCELL: 1, GrounderRobot.WORKCELL_100: 5, GrounderRobot.WORKCELL_50: 10}
+
+
+@dataclasses.dataclass(frozen=True)
+class GrounderSetup:
+    """How a GrounderRobot's grounder is built: `load_default_grounder(rate_hz, **arguments())`, in either tree."""
+
+    rate_hz: float
+    config: str | None  # its robot.yaml; None: the package's workcell
+    wrench_sensor: bool = True
+    mobile_base: bool = False
+
+    def arguments(self) -> dict[str, Any]:
+        return {"config": self.config, "wrench_sensor": self.wrench_sensor, "mobile_base": self.mobile_base}
+
+    def build(self) -> Any:
+        from safety_monitor.grounding.grounder import load_default_grounder
+
+        return load_default_grounder(self.rate_hz, **self.arguments())
+
+
+@functools.cache
+def _robots_folder() -> Path:
+    """Where the robots' files are written, once per process (removed at its exit)."""
+    import atexit
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="fuzz_grounder_robots_"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
+@functools.cache
+def grounder_setup(robot: GrounderRobot) -> GrounderSetup:
+    """`robot`'s grounder, its files written into `_robots_folder()` (the baseline tree reads the same)."""
+    from urdf_robots import write_robot
+
+    folder = _robots_folder()
+    if robot in _WORKCELL_STRIDES:
+        return GrounderSetup(GROUNDER_RATE / _WORKCELL_STRIDES[robot], None)
+    if robot is GrounderRobot.MOBILE:
+        from mjcf_robots import write_mobile_robot
+        from test_mobile_base import RATE
+
+        return GrounderSetup(RATE, str(write_mobile_robot(folder / "mobile")), wrench_sensor=False, mobile_base=True)
+    if robot in (GrounderRobot.URDF, GrounderRobot.URDF_100):
+        rate = 50.0 if robot is GrounderRobot.URDF else 100.0
+        return GrounderSetup(rate, str(write_robot(folder / robot.value, 7, "two_fingers", mesh=True)))
+    if robot is GrounderRobot.NO_GRIPPER:
+        return GrounderSetup(50.0, str(write_robot(folder / robot.value, 6, "none")), wrench_sensor=False)
+    import two_arm_run
+
+    arm = "left" if robot is GrounderRobot.LEFT_ARM else "right"
+    return GrounderSetup(two_arm_run.RATE, str(_two_arms_described()[arm]), wrench_sensor=False)
+
+
+@functools.cache
+def _two_arms_described() -> dict[str, Path]:
+    import two_arm_run
+
+    (_robots_folder() / "two_arms").mkdir()
+    with contextlib.redirect_stdout(io.StringIO()):  # (robot init's report)
+        return two_arm_run.describe(_robots_folder() / "two_arms")
+
+
+@functools.cache
+def compared_grounder(robot: GrounderRobot) -> Any:
+    """This tree's grounder for `robot`, the one compared (kept from case to case, reset before each)."""
+    return grounder_setup(robot).build()
+
+
+def run_count(robot: GrounderRobot) -> int:
+    """How many runs of its own `robot` has."""
+    if robot in _WORKCELL_STRIDES:
+        return len(GROUNDER_EPISODES)
+    return 2 if robot in (GrounderRobot.MOBILE, GrounderRobot.LEFT_ARM, GrounderRobot.RIGHT_ARM) else 1
+
+
+def case_states(case: GrounderCase) -> list[RobotState]:
+    """The run a case's window is cut from."""
+    return robot_run(case.robot, case.episode % run_count(case.robot))
+
+
+@functools.cache
+def robot_run(robot: GrounderRobot, index: int) -> list[RobotState]:
+    """Every frame of `robot`'s run `index`: a scripted episode (GROUNDER_EPISODES, seed 0) every stride-th step for
+    the workcell; the mobile base's clean or contact drive; the URDF arms' scripted runs; the handover, whole or
+    from the right arm's grasp on (the left's stack starting late)."""
+    if robot in _WORKCELL_STRIDES:
+        return scripted_states(index, _WORKCELL_STRIDES[robot])
+    if robot is GrounderRobot.MOBILE:
+        from test_mobile_base import CUBE, FRAMES, ODOM, RATE, arm_at, base_at
+
+        return [
+            RobotState(
+                t=5.0 + k / RATE,
+                joint_names=MOBILE_JOINTS,
+                joint_position=arm_at(k, contact=bool(index)),
+                object_poses={"cube": CUBE},
+                object_ages={"cube": 0.004},
+                base_pose=Pose(ODOM + base_at(k).position, base_at(k).quaternion),
+                base_age=0.002,
+            )
+            for k in range(FRAMES)
+        ]
+    if robot in (GrounderRobot.URDF, GrounderRobot.URDF_100, GrounderRobot.NO_GRIPPER):
+        return _urdf_run(robot)
+    import two_arm_run
+
+    states = list(two_arm_run.run().states)
+    return states if index == 0 else states[two_arm_run.HOLDING["right"].start + 10 :]
+
+
 class Stress(enum.StrEnum):
     """How a GrounderEdit stresses the grounder's caches (keyed on the same pairs, nothing moved, the same gap
     maps, quiet objects, the same joint names)."""
@@ -2634,6 +2762,7 @@ class Stress(enum.StrEnum):
     JOINT_ORDER = "joint_order"  # the joints in reverse order, or in theirs but in a new name tuple each frame
     TYPES = "types"  # the frame's arrays as lists, float32 or strided views (the kernels' fallbacks)
     JOINT_STAMPS = "joint_stamps"  # the fingers on a slower topic: their positions and stamps kept for `period` frames
+    BASE = "base"  # a mobile base's pose missing, NaN, too old, away and back, or held still then stepped one ulp
 
 
 @dataclasses.dataclass(frozen=True)
@@ -2648,12 +2777,13 @@ class GrounderEdit:
 
 @dataclasses.dataclass(frozen=True)
 class GrounderCase:
-    """A window of one scripted episode (`start` a fraction of it, `length` frames) and the edits applied to it."""
+    """A window of one of `robot`'s runs (`start` a fraction of it, `length` frames) and the edits applied to it."""
 
-    episode: int  # index into GROUNDER_EPISODES
+    episode: int  # index into the robot's runs (GROUNDER_EPISODES for the workcell), modulo their number
     start: float
     length: int
     edits: tuple[GrounderEdit, ...]
+    robot: GrounderRobot = GrounderRobot.WORKCELL
 
 
 # steps: one ulp of the coordinate, or a threshold's size (thresholds.yaml, the twin's report margin, one motion
@@ -2668,7 +2798,8 @@ _STEPS = st.one_of(
 )
 _AXES = st.integers(0, 6)  # a pose's x, y, z, then its quaternion's w, x, y, z
 _FRACTIONS = st.floats(0.0, 1.0)
-_OBJECTS = st.sampled_from(["mug", "plate", "raw_chicken", "cube", "*"])  # "*": every object
+_OBJECT_NAMES = ("mug", "plate", "raw_chicken", "cube", "bar")  # the workcell's, the URDF arms' and the handover's
+_OBJECTS = st.sampled_from([*_OBJECT_NAMES, "*"])  # "*": every object
 _OFFSETS = st.sampled_from([(0.3, 0.0, 0.0), (0.0, 0.0, 0.2), (0.05, -0.05, 0.0), (0.0, 0.0, -0.01), (1e-7, 0.0, 0.0)])
 _POSE_TROUBLE = st.sampled_from(
     ["missing", "nan", "inf", "old", "ageinf", "age_nan", "age_negative", "age_limit", "age_over", "quat_zero",
@@ -2677,12 +2808,14 @@ _POSE_TROUBLE = st.sampled_from(
 _WRENCH_TROUBLE = st.sampled_from(
     ["missing", "nan", "inf", "old", "ageinf", "age_limit", "none_age", "huge", "overflow"]
 )
+_BASE_TROUBLE = st.sampled_from(["missing", "nan", "old", "age_limit", "away", "still"])
 
 
 @st.composite
-def grounder_edits(draw: Callable) -> GrounderCase:
-    """A window of 60-700 frames of a scripted episode, or 2000-4000 (its timeouts run out: 5 s), with 1-5 edits that
-    stress the grounder's caches."""
+def grounder_edits(draw: Callable, robots: tuple[GrounderRobot, ...] = (GrounderRobot.WORKCELL,)) -> GrounderCase:
+    """A window of 60-700 frames of one of `robots`' runs, or 2000-4000 (at 500 Hz the timeouts run out: 5 s), with
+    1-5 edits that stress the grounder's caches."""
+    robot = draw(st.sampled_from(robots)) if len(robots) > 1 else robots[0]
     edits = []
     for _ in range(draw(st.integers(1, 5))):
         kind = draw(st.sampled_from(list(Stress)))
@@ -2718,6 +2851,8 @@ def grounder_edits(draw: Callable) -> GrounderCase:
             params = (draw(st.sampled_from([1, 2, 5, 16, 60])),)
         elif kind is Stress.SLOW_POSES:  # periods up to beyond the pose age limit (125 frames)
             params = (draw(_OBJECTS), draw(st.sampled_from([2, 3, 15, 16, 17, 50, 124, 126, 200])))
+        elif kind is Stress.BASE:
+            params = (draw(_BASE_TROUBLE),)
         else:
             params = ()
         edits.append(GrounderEdit(kind, at, min(1.0, at + span), params))
@@ -2726,6 +2861,7 @@ def grounder_edits(draw: Callable) -> GrounderCase:
         draw(_FRACTIONS),
         draw(st.integers(60, 700) | st.integers(2000, 4000)),
         tuple(edits),
+        robot,
     )
 
 
@@ -2753,17 +2889,25 @@ def _moved(pose: Pose, axis: int, step: Any, grounder: Any) -> Pose:
     return Pose(values[:3].copy(), values[3:].copy())
 
 
-def _objects(which: str, state: RobotState) -> list[str]:
-    return list(state.object_poses) if which == "*" else [which] if which in state.object_poses else []
+def _object(which: str, grounder: Any) -> str:
+    """The object an edit names, on a robot that lacks it the one at its place in _OBJECT_NAMES counted round the
+    robot's own (so that every edit bites on every robot)."""
+    names = list(grounder.robot.objects)
+    return which if which in names or not names else names[_OBJECT_NAMES.index(which) % len(names)]
+
+
+def _objects(which: str, state: RobotState, grounder: Any) -> list[str]:
+    if which == "*":
+        return list(state.object_poses)
+    name = _object(which, grounder)
+    return [name] if name in state.object_poses else []
 
 
 @functools.cache
-def _input_grounder() -> Any:
-    """A default grounder of this tree for making inputs (thresholds, the twin's fingers): never the one compared,
+def _input_grounder(robot: GrounderRobot = GrounderRobot.WORKCELL) -> Any:
+    """A grounder of this tree for making `robot`'s inputs (thresholds, the twin's fingers): never the one compared,
     whose twin keeps its caches."""
-    from safety_monitor.grounding.grounder import load_default_grounder
-
-    return load_default_grounder(GROUNDER_RATE)
+    return grounder_setup(robot).build()
 
 
 def _retyped(s: RobotState, how: str, what: str) -> RobotState:
@@ -2794,7 +2938,7 @@ RESTART = "restart"  # a step of `step_records`: Grounder.restart() there (None:
 def edited_window(states: list[RobotState], case: GrounderCase) -> list[Any]:
     """The case's window of `states` with its edits applied in order; None: `Grounder.reset()` there, RESTART:
     `restart()`. Stamps keep increasing except where SAME_STAMP repeats one."""
-    grounder = _input_grounder()
+    grounder = _input_grounder(case.robot)
     start = int(case.start * max(0, len(states) - case.length))
     window: list[Any] = list(states[start : start + case.length])
     n = len(window)
@@ -2811,7 +2955,7 @@ def edited_window(states: list[RobotState], case: GrounderCase) -> list[Any]:
             moved_poses, position = dict(held_poses), first.joint_position.copy()
             if e.kind is Stress.FREEZE:
                 which, axis, step, after = e.params
-                for o in _objects(which, first):
+                for o in _objects(which, first, grounder):
                     moved_poses[o] = _moved(held_poses[o], axis, step, grounder)
             elif e.kind is Stress.JOINT_STEP:
                 joint, step, after = e.params
@@ -2848,7 +2992,7 @@ def edited_window(states: list[RobotState], case: GrounderCase) -> list[Any]:
                 s = window[k]
                 assert s is not None
                 poses = dict(s.object_poses)
-                for o in _objects(which, s):
+                for o in _objects(which, s, grounder):
                     poses[o] = Pose(poses[o].position + np.array(offset), poses[o].quaternion)
                 window[k] = dataclasses.replace(s, object_poses=poses)
         elif e.kind is Stress.POSE_GAP:
@@ -2858,7 +3002,7 @@ def edited_window(states: list[RobotState], case: GrounderCase) -> list[Any]:
                 s = window[k]
                 assert s is not None
                 poses, ages = dict(s.object_poses), dict(s.object_ages)
-                for o in _objects(which, s):
+                for o in _objects(which, s, grounder):
                     if trouble in ("missing", "age_only"):  # no pose (and no age, or an age alone)
                         del poses[o]
                         if trouble == "missing":
@@ -2877,7 +3021,7 @@ def edited_window(states: list[RobotState], case: GrounderCase) -> list[Any]:
                 s = window[k]
                 if isinstance(s, RobotState):
                     poses = dict(s.object_poses)
-                    for o in _objects(which, first):
+                    for o in _objects(which, first, grounder):
                         if o in poses:
                             p = first.object_poses[o]
                             poses[o] = (
@@ -2919,12 +3063,13 @@ def edited_window(states: list[RobotState], case: GrounderCase) -> list[Any]:
             )
         elif e.kind is Stress.MARGIN:  # from 0.15 m from the fingers' site to `closest` and back, in a straight line
             which, closest = e.params
+            which = _object(which, grounder)
             for i, k in enumerate(frames):
                 s = window[k]
                 assert s is not None
                 if which not in s.object_poses:
                     continue
-                site = grounder.twin.compute(s.joint_names, s.joint_position, {}, None, None).ee_position
+                site = grounder.twin.compute(s.joint_names, s.joint_position, {}, None, s.base_pose).ee_position
                 phase = abs(2 * (i + 0.5) / len(frames) - 1)  # 1 -> 0 -> 1
                 d = closest + (0.15 - closest) * phase
                 poses = dict(s.object_poses)
@@ -2938,7 +3083,7 @@ def edited_window(states: list[RobotState], case: GrounderCase) -> list[Any]:
                 if not isinstance(sample, RobotState):  # a reset there
                     continue
                 poses, ages = dict(s.object_poses), dict(s.object_ages)
-                for o in _objects(which, s):
+                for o in _objects(which, s, grounder):
                     if o in sample.object_poses:
                         poses[o], ages[o] = sample.object_poses[o], sample.object_ages.get(o, 0.0) + (s.t - sample.t)
                     else:
@@ -2980,6 +3125,31 @@ def edited_window(states: list[RobotState], case: GrounderCase) -> list[Any]:
                 s = window[k]
                 assert s is not None
                 window[k] = dataclasses.replace(s, object_poses=dict(reversed(s.object_poses.items())))
+        elif e.kind is Stress.BASE and grounder.mobile_base:
+            (trouble,) = e.params
+            held = first.base_pose
+            for k in frames:
+                s = window[k]
+                assert s is not None
+                if trouble == "missing":
+                    window[k] = dataclasses.replace(s, base_pose=None, base_age=None)
+                elif trouble == "nan":
+                    window[k] = dataclasses.replace(s, base_pose=Pose(np.array([math.nan, 0.0, 0.0]), np.eye(4)[0]))
+                elif trouble in ("old", "age_limit"):
+                    limit = grounder.thresholds.max_age_s.object_pose
+                    window[k] = dataclasses.replace(s, base_age=limit if trouble == "age_limit" else 2 * limit)
+                elif trouble == "away" and s.base_pose is not None:  # 0.5 m off its path (a jump), then back on it
+                    window[k] = dataclasses.replace(
+                        s, base_pose=Pose(s.base_pose.position + 0.5, s.base_pose.quaternion)
+                    )
+                elif trouble == "still":  # held exactly still, the arm too, then stepped one ulp along x and held
+                    window[k] = dataclasses.replace(s, base_pose=held, joint_position=first.joint_position)
+            if trouble == "still" and held is not None:
+                stepped = Pose(np.array([np.nextafter(held.position[0], np.inf), *held.position[1:]]), held.quaternion)
+                for k in range(b, min(n, b + 20)):
+                    s = window[k]
+                    if isinstance(s, RobotState):
+                        window[k] = dataclasses.replace(s, base_pose=stepped, joint_position=first.joint_position)
     return window
 
 
@@ -3018,7 +3188,7 @@ os.dup2(2, 1)  # anything printed goes to stderr, not into the replies
 import safety_monitor
 from safety_monitor.grounding.grounder import load_default_grounder
 exec(sys.argv[1])
-grounder = load_default_grounder(float(sys.argv[2]))
+grounders = {}  # (rate, load_default_grounder's arguments) -> that grounder, built on its first request
 def reply(value):
     data = pickle.dumps(value)
     out.write(struct.pack("<Q", len(data)) + data)
@@ -3028,15 +3198,20 @@ while True:
     head = sys.stdin.buffer.read(8)
     if len(head) < 8:
         break
-    reply(step_records(grounder, pickle.loads(sys.stdin.buffer.read(struct.unpack("<Q", head)[0]))))
+    rate, arguments, steps = pickle.loads(sys.stdin.buffer.read(struct.unpack("<Q", head)[0]))
+    key = (rate, tuple(sorted(arguments.items())))
+    if key not in grounders:
+        grounders[key] = load_default_grounder(rate, **arguments)
+    reply(step_records(grounders[key], steps))
 """
 
 
 class BaselineGrounder:
-    """The default grounder of another source tree (`baseline`, e.g. main before a speed change), in a subprocess
-    started with PYTHONPATH=baseline: `records(steps)` are its step_records of pickled RobotStates."""
+    """The grounders of another source tree (`baseline`, e.g. main before a speed change), in a subprocess started
+    with PYTHONPATH=baseline: `records(steps, setup)` are the step_records of pickled RobotStates by its grounder
+    built as `setup` says (kept from call to call, as this tree's)."""
 
-    def __init__(self, baseline: Path, rate_hz: float = GROUNDER_RATE) -> None:
+    def __init__(self, baseline: Path) -> None:
         import inspect
         import subprocess
         import sys
@@ -3047,7 +3222,7 @@ class BaselineGrounder:
         env = {k: v for k, v in os.environ.items() if k != "_ROS_WHEELS_BOOTSTRAP_COMPLETE"}
         env["PYTHONPATH"] = str(baseline)
         self._proc = subprocess.Popen(
-            [sys.executable, "-c", _BASELINE_SERVER, inspect.getsource(step_records), str(rate_hz)],
+            [sys.executable, "-c", _BASELINE_SERVER, inspect.getsource(step_records)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,
@@ -3067,11 +3242,11 @@ class BaselineGrounder:
             raise SafetyMonitorError(f"the baseline grounder exited ({self._proc.wait()})")
         return pickle.loads(self._proc.stdout.read(struct.unpack("<Q", head)[0]))
 
-    def records(self, steps: list[RobotState | None]) -> list[tuple]:
+    def records(self, steps: list[Any], setup: GrounderSetup = GrounderSetup(GROUNDER_RATE, None)) -> list[tuple]:
         import struct
 
         assert self._proc.stdin is not None
-        data = pickle.dumps(steps)
+        data = pickle.dumps((setup.rate_hz, setup.arguments(), steps))
         self._proc.stdin.write(struct.pack("<Q", len(data)) + data)
         self._proc.stdin.flush()
         return self._read()
@@ -3090,12 +3265,88 @@ class BaselineGrounder:
 
 
 @functools.cache
-def scripted_states(index: int) -> list[RobotState]:
-    """Every frame of scripted episode `index` (GROUNDER_EPISODES, seed 0)."""
+def scripted_states(index: int, stride: int = 1) -> list[RobotState]:
+    """Every `stride`-th control step of scripted episode `index` (GROUNDER_EPISODES, seed 0; 500 Hz / stride)."""
     from safety_monitor.sim.runner import run_episode
 
     task, fault = GROUNDER_EPISODES[index]
-    return list(run_episode(task, fault, seed=0))
+    return list(run_episode(task, fault, seed=0, stride=stride))
+
+
+# the URDF arms' script: (seconds, then the hand's target: yaw (joint1), reach from the base's axis and height of
+# its grasp point (pointing down), gripper closed, the drawer's opening); the joints move linearly in between
+_CUBE_AT = (0.35, 0.02)  # the cube resting on the table, on the base's x axis
+_URDF_SCRIPT = (
+    (0.0, 0.0, 0.35, 0.15, False, 0.0),
+    (0.5, 0.0, 0.35, 0.15, False, 0.0),
+    (1.0, 0.0, *_CUBE_AT, False, 0.0),  # down to the cube (the arm without gripper: its tool on it)
+    (0.5, 0.0, *_CUBE_AT, True, 0.0),  # closing
+    (0.5, 0.0, *_CUBE_AT, True, 0.0),
+    (1.0, 0.0, 0.35, 0.15, True, 0.0),  # lifted
+    (1.5, 0.8, 0.35, 0.15, True, 0.0),  # carried round
+    (1.0, 0.8, *_CUBE_AT, True, 0.0),  # put down
+    (0.5, 0.8, *_CUBE_AT, False, 0.0),  # let go
+    (1.0, 0.8, 0.35, 0.15, False, 0.0),
+    (1.5, 0.0, 0.35, 0.15, False, 0.15),  # back, the drawer opening on its own
+    (1.0, 0.0, 0.35, 0.15, False, 0.15),
+)
+
+
+def _urdf_reach(grounder: Any, yaw: float, reach: float, height: float) -> dict[str, float]:
+    """Arm joints putting the grasp point at (`reach`, `height`) turned by `yaw`, the hand pointing down: Newton's
+    method on joint2 and joint4 (y axes), joint6 keeping the hand vertical."""
+    names, arm = grounder.robot.required_joints, grounder.robot.arm_joints
+    q = np.zeros(len(names))
+
+    def at(v: np.ndarray) -> tuple[np.ndarray, dict[str, float]]:
+        joints = dict.fromkeys(arm, 0.0) | {"joint2": v[0], "joint4": v[1], "joint6": math.pi - v[0] - v[1]}
+        q[: len(arm)] = [joints[j] for j in arm]
+        ee = grounder.twin.compute(names, q, {}).ee_position
+        return np.array([ee[0] - reach, ee[2] - height]), joints
+
+    v = np.array([0.3, 1.5])
+    for _ in range(30):
+        r, joints = at(v)
+        jac = np.column_stack([(at(v + d)[0] - r) / 1e-7 for d in np.eye(2) * 1e-7])
+        v = v - np.linalg.solve(jac, r)
+    r, joints = at(v)
+    assert np.abs(r).max() < 1e-9, r
+    return joints | {"joint1": yaw}
+
+
+def _urdf_run(robot: GrounderRobot) -> list[RobotState]:
+    """The URDF arm's script at its rate: the hand goes down to the cube, closes on it, lifts, carries it round
+    and puts it down (the cube follows the grasp point while the fingers are closed, turned with the hand), then
+    the drawer opens on its own; the arm without gripper puts its tool on the cube and goes round without it. The
+    wrench weighs the cube while it is held."""
+    grounder, rate = _input_grounder(robot), grounder_setup(robot).rate_hz
+    names, fingers = grounder.robot.required_joints, grounder.robot.gripper.joints
+    keys = []
+    for seconds, yaw, reach, height, closed, drawer in _URDF_SCRIPT:
+        joints = _urdf_reach(grounder, yaw, reach, height)
+        joints |= dict.fromkeys(fingers, 0.02 if closed else 0.04) | {"drawer_slide": drawer}
+        keys.append((round(seconds * rate), np.array([joints[n] for n in names]), closed and bool(fingers)))
+    cube = Pose(np.array([_CUBE_AT[0], 0.0, _CUBE_AT[1]]), np.array([1.0, 0.0, 0.0, 0.0]))
+    states: list[RobotState] = []
+    for (_, q0, was_closed), (frames, q1, closed) in zip(keys, keys[1:]):
+        held = was_closed and closed  # (grasped at yaw 0)
+        for i in range(frames):
+            q = q0 + (q1 - q0) * (i + 1) / frames
+            if held:
+                ee = grounder.twin.compute(names, q, {}).ee_position
+                cube = Pose(np.array(ee, dtype=float), np.array([math.cos(q[0] / 2), 0.0, 0.0, math.sin(q[0] / 2)]))
+            states.append(
+                RobotState(
+                    t=1.0 + len(states) / rate,
+                    joint_names=names,
+                    joint_position=q,
+                    wrench=Wrench(np.array([0.0, 0.0, -0.5 if held else 0.0]), np.zeros(3)),
+                    wrench_age=0.0,
+                    object_poses={"cube": cube},
+                    object_ages={"cube": 0.0},
+                )
+            )
+    return states
 
 
 def first_difference(want: list[tuple], got: list[tuple]) -> int | None:
@@ -3106,11 +3357,12 @@ def first_difference(want: list[tuple], got: list[tuple]) -> int | None:
     return None if len(want) == len(got) else min(len(want), len(got))
 
 
-def grounder_outcome(case: GrounderCase, grounder: Any, baseline: BaselineGrounder) -> tuple[str, str]:
-    """(`same` or `grounder_differs`, detail): the case's frames grounded by `grounder` (this tree's) and the
-    baseline tree's, record for record."""
-    steps = edited_window(scripted_states(case.episode), case)
-    mine, theirs = step_records(grounder, steps), baseline.records(steps)
+def grounder_outcome(case: GrounderCase, baseline: BaselineGrounder) -> tuple[str, str]:
+    """(`same` or `grounder_differs`, detail): the case's frames grounded by this tree's grounder of its robot
+    (`compared_grounder`) and the baseline tree's, record for record."""
+    steps = edited_window(case_states(case), case)
+    mine = step_records(compared_grounder(case.robot), steps)
+    theirs = baseline.records(steps, grounder_setup(case.robot))
     i = first_difference(theirs, mine)
     if i is None:
         return "same", ""
