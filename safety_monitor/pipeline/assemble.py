@@ -914,7 +914,10 @@ class FrameAssembler:
             self._arrived = received
         self._t = t
         self._stopped_flagged = False
-        if self._jumps.joints and not unusable and (jumps := self._jumps.step(self.joints, block[0], joint_t)):
+        # the positions' row view (no index to parse) and, when this message sent every joint, their one stamp as a
+        # number (the detector gathers no stamps then)
+        stamped = t if layout is None else joint_t
+        if self._jumps.joints and not unusable and (jumps := self._jumps.step(self.joints, self._rows[0], stamped)):
             self._pending.append(jump_issue(jumps, t, JOINTS))
         wrench = None if WRENCH in stale else self._wrench  # what is stale here is not the grounder's to use
         stamps = self._pose_stamps
