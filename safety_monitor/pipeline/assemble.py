@@ -398,6 +398,7 @@ class FrameAssembler:
         self.joints: tuple[str, ...] | None = (*joints, *optional) if joints is not None else None
         self._needed = len(joints) if joints is not None else None  # the first this many joints are required
         self._values: np.ndarray | None = None  # rows: position, velocity, effort (NaN: not known)
+        self._rows: tuple[np.ndarray, ...] = ()  # views of `_values`' rows (`_init_joints`)
         self._joint_t: np.ndarray | None = None  # per joint, the stamp of its last position (-inf: none yet)
         self._judged_names = frozenset(judged)
         self._period: np.ndarray | None = None  # per joint, the shortest time between two of its positions
@@ -486,6 +487,9 @@ class FrameAssembler:
             self.joints, self._needed = names, len(names)
         n, limits = len(self.joints), self.limits
         self._values = np.full((3, n), np.nan)
+        # its rows as views, made once: `row[...] = values` writes a whole row in a third of `block[i] = values`'s
+        # instructions (numpy's index parsing), for the message that sends every joint (most)
+        self._rows = tuple(self._values)
         self._joint_t = np.full(n, -np.inf)
         self._period = np.full(n, np.inf)
         self._judged = np.array([name in self._judged_names for name in self.joints], dtype=bool)
@@ -869,7 +873,8 @@ class FrameAssembler:
             effort, effort_finite = self._optional(e, n, "efforts", t)
         rows = (sample.position, velocity, effort)
         if layout is None:  # every row overwritten: its finiteness is the message's
-            block[0], block[1], block[2] = rows
+            position_row, velocity_row, effort_row = self._rows
+            position_row[...], velocity_row[...], effort_row[...] = rows
             finite = (True, velocity_finite, effort_finite)
         else:
             src, dst = layout
@@ -909,7 +914,10 @@ class FrameAssembler:
             self._arrived = received
         self._t = t
         self._stopped_flagged = False
-        if self._jumps.joints and not unusable and (jumps := self._jumps.step(self.joints, block[0], joint_t)):
+        # the positions' row view (no index to parse) and, when this message sent every joint, their one stamp as a
+        # number (the detector gathers no stamps then)
+        stamped = t if layout is None else joint_t
+        if self._jumps.joints and not unusable and (jumps := self._jumps.step(self.joints, self._rows[0], stamped)):
             self._pending.append(jump_issue(jumps, t, JOINTS))
         wrench = None if WRENCH in stale else self._wrench  # what is stale here is not the grounder's to use
         stamps = self._pose_stamps
@@ -936,7 +944,7 @@ class FrameAssembler:
             if base is not None:
                 state = replace(state, base_pose=base[0], base_age=max(0.0, t - base[1]))
         self.frames += 1
-        return AssembledFrame(state, frozenset(stale), self.drain_issues(), resync)
+        return AssembledFrame(state, frozenset(stale) if stale else _FRESH, self.drain_issues(), resync)
 
     def on_joint_update(self, sample: JointSample, received: float | None = None, topic: str | None = None) -> None:
         """Joints from a JointState topic that makes no frames, merged by name into the frames the driving stream
@@ -1168,6 +1176,7 @@ class FrameAssembler:
         return values, False
 
 
+_FRESH: frozenset[str] = frozenset()  # a frame with no stream stale (most): one set, not one a frame
 _AMBIGUOUS: tuple[str, ...] = ("<a joint listed twice>",)  # stands for a name list, compared by identity
 _NEW: tuple[np.ndarray, np.ndarray] = (np.empty(0, np.intp), np.empty(0, np.intp))  # no layout yet (by identity)
 
@@ -1238,7 +1247,8 @@ def ground_frame(grounder: Any, assembled: AssembledFrame, frame: int) -> tuple[
         return _unknown(grounder, assembled, frame), str(exc)
     if assembled.resync:
         return _unknown(grounder, assembled, frame), None
-    stale = assembled.stale | frozenset(grounded.stale)
+    # most frames the grounder finds nothing stale: the assembler's set as it is, no set built
+    stale = assembled.stale | frozenset(grounded.stale) if grounded.stale else assembled.stale
     return PredicateSample(grounded.values, state.t, frame, grounded.unknown, stale, grounded.objects), None
 
 
