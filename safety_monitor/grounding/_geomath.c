@@ -940,14 +940,15 @@ done:
     return result;
 }
 
-/* may_touch(geom_xpos, geom_xmat, geom_aabb, sa, sb, rsum, plane, other, margin) -> bool
+/* may_touch(geom_xpos, geom_xmat, geom_aabb, sa, sb, reach2, plane, other, margin) -> bool
  *
  * Whether mj_collision could report a contact for one of the given geom pairs: two bounded geoms whose
- * bounding spheres (radii summed in `rsum`) and world-axis box bounds both come within `margin`, or a
- * geom whose box reaches within `margin` of a plane's front (the plane's z axis; behind it counts). A geom
+ * bounding spheres (`reach2`: contacts.sphere_reach2, per pair) and world-axis box bounds both come
+ * within `margin`, or a geom whose box reaches within `margin` of a plane's front (the plane's z axis;
+ * behind it counts). A geom
  * lies inside both of its bounds, and MuJoCo makes the same sphere test before it looks at a pair, so when
  * this says no, mj_collision has nothing to add. A 1e-9 m slack keeps the answer on the side of colliding
- * where rounding could differ. geom_xpos, sa, sb and rsum must be C-contiguous. */
+ * where rounding could differ. geom_xpos, sa, sb and reach2 must be C-contiguous. */
 static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (check_nargs(nargs, 9, "may_touch") < 0)
@@ -956,7 +957,7 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
     if (margin == -1.0 && PyErr_Occurred())
         return NULL;
     double reach = margin + 1e-9;
-    View xpos = {0}, xmat = {0}, aabb = {0}, sa = {0}, sb = {0}, rsum = {0}, plane = {0}, other = {0};
+    View xpos = {0}, xmat = {0}, aabb = {0}, sa = {0}, sb = {0}, rsq = {0}, plane = {0}, other = {0};
     GeomBounds bounds;
     bounds_none(&bounds);
     PyObject *result = NULL;
@@ -964,13 +965,13 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
         view_open(args[1], &xmat, 'd', 2, 0, "may_touch: geom_xmat") < 0 ||
         view_open(args[2], &aabb, 'd', 2, 0, "may_touch: geom_aabb") < 0 ||
         view_open(args[3], &sa, 'l', 1, 0, "may_touch: sa") < 0 || view_open(args[4], &sb, 'l', 1, 0, "may_touch: sb") < 0 ||
-        view_open(args[5], &rsum, 'd', 1, 0, "may_touch: rsum") < 0 ||
+        view_open(args[5], &rsq, 'd', 1, 0, "may_touch: reach2") < 0 ||
         view_open(args[6], &plane, 'l', 1, 0, "may_touch: plane") < 0 ||
         view_open(args[7], &other, 'l', 1, 0, "may_touch: other") < 0)
         goto done;
     Py_ssize_t ngeom = xpos.b.shape[0], nsphere = sa.b.shape[0], nplane = plane.b.shape[0];
     if (xpos.b.shape[1] != 3 || xmat.b.shape[0] != ngeom || xmat.b.shape[1] != 9 || aabb.b.shape[0] != ngeom ||
-        aabb.b.shape[1] != 6 || sb.b.shape[0] != nsphere || rsum.b.shape[0] != nsphere || other.b.shape[0] != nplane) {
+        aabb.b.shape[1] != 6 || sb.b.shape[0] != nsphere || rsq.b.shape[0] != nsphere || other.b.shape[0] != nplane) {
         PyErr_SetString(PyExc_ValueError, "may_touch: array lengths do not match");
         goto done;
     }
@@ -978,11 +979,11 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
         goto done;
     int touch = 0;
     /* A few hundred pairs a frame: the loop indexes plain C arrays (`contiguous`), and compares the squared
-     * distance with the squared reach grown by another 1e-9 m (never narrower than the root's test, and no
-     * libm call per pair). */
-    const double *pos = contiguous(&xpos, "may_touch: geom_xpos"), *radii = contiguous(&rsum, "may_touch: rsum");
+     * distance with the pair's squared reach, grown by another 1e-9 m (never narrower than the root's test,
+     * and no libm call per pair) and squared once per plan, not per pair and frame. */
+    const double *pos = contiguous(&xpos, "may_touch: geom_xpos"), *within2 = contiguous(&rsq, "may_touch: reach2");
     const long long *first = contiguous(&sa, "may_touch: sa"), *second = contiguous(&sb, "may_touch: sb");
-    if (pos == NULL || radii == NULL || first == NULL || second == NULL)
+    if (pos == NULL || within2 == NULL || first == NULL || second == NULL)
         goto done;
     for (Py_ssize_t k = 0; k < nsphere; k++) {
         long long a = first[k], b = second[k]; /* int64: view_open checked the kind; a negative one wraps to the top */
@@ -992,8 +993,7 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
         }
         const double *pa = pos + 3 * a, *pb = pos + 3 * b;
         double dx = pa[0] - pb[0], dy = pa[1] - pb[1], dz = pa[2] - pb[2];
-        double within = radii[k] + reach + 1e-9;
-        if (dx * dx + dy * dy + dz * dz <= within * within && bounds_within(&bounds, a, b, reach)) {
+        if (dx * dx + dy * dy + dz * dz <= within2[k] && bounds_within(&bounds, a, b, reach)) {
             touch = 1;
             break;
         }
@@ -1015,7 +1015,7 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
     result = PyBool_FromLong(touch);
 done:
     bounds_close(&bounds);
-    View *views[] = {&xpos, &xmat, &aabb, &sa, &sb, &rsum, &plane, &other};
+    View *views[] = {&xpos, &xmat, &aabb, &sa, &sb, &rsq, &plane, &other};
     for (size_t v = 0; v < sizeof(views) / sizeof(views[0]); v++)
         view_close(views[v]);
     return result;

@@ -30,7 +30,7 @@ def may_touch(
     geom_aabb: np.ndarray,
     sa: np.ndarray,
     sb: np.ndarray,
-    rsum: np.ndarray,
+    reach2: np.ndarray,
     plane: np.ndarray,
     other: np.ndarray,
     margin: float,
