@@ -1291,30 +1291,49 @@ static int times_open(PyObject *obj, Times *t, Py_ssize_t n, const char *what)
 
 static inline double time_at(const Times *t, Py_ssize_t k) { return t->is_array ? get_d(at(&t->v, k)) : t->scalar; }
 
-/* joint_jumps(current, times, previous, previous_times, rates) -> ((k, step, allowed), ...)
+/* joint_jumps(row, index, current, times, previous, previous_times, rates) -> ((k, step, allowed), ...) or None
  *
- * The judged joints whose |current - previous| exceeds rate x (time - previous time), as the array path's
- * ufuncs judge them (the same IEEE operations, no contraction): NaN positions or stamps are never judged.
- * `times` and `previous_times` are each a number or a per-joint array. */
+ * The judged joints' positions gathered, current[k] = row[index[k]] (numpy's fancy indexing, without its
+ * dispatch and a new array; an index outside the row raises IndexError), then those whose |current - previous|
+ * exceeds rate x (time - previous time), as the array path's ufuncs judge them (the same IEEE operations, no
+ * contraction): NaN positions or stamps are never judged. None, after the gathering, when `previous` is None
+ * (nothing to step from, or the caller judges). One call a frame: the gathering and the judging cost a call's
+ * setup each when they were two. `times` and `previous_times` are each a number or a per-joint array. */
 static PyObject *joint_jumps(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (check_nargs(nargs, 5, "joint_jumps") < 0)
+    if (check_nargs(nargs, 7, "joint_jumps") < 0)
         return NULL;
-    View cur = {0}, prev = {0}, rates = {0};
+    View row = {0}, index = {0}, cur = {0}, prev = {0}, rates = {0};
     Times now = {0}, then = {0};
     now.v.b.obj = then.v.b.obj = NULL;
     PyObject *result = NULL, *hits = NULL;
-    if (view_open(args[0], &cur, 'd', 1, 0, "joint_jumps: current") < 0 ||
-        view_open(args[2], &prev, 'd', 1, 0, "joint_jumps: previous") < 0 ||
-        view_open(args[4], &rates, 'd', 1, 0, "joint_jumps: rates") < 0)
+    int judge = args[4] != Py_None;
+    if (view_open(args[0], &row, 'd', 1, 0, "joint_jumps: row") < 0 ||
+        view_open(args[1], &index, 'l', 1, 0, "joint_jumps: index") < 0 ||
+        view_open(args[2], &cur, 'd', 1, 1, "joint_jumps: current") < 0 ||
+        (judge && view_open(args[4], &prev, 'd', 1, 0, "joint_jumps: previous") < 0) ||
+        view_open(args[6], &rates, 'd', 1, 0, "joint_jumps: rates") < 0)
         goto done;
-    Py_ssize_t n = cur.b.shape[0];
-    if (prev.b.shape[0] != n || rates.b.shape[0] != n) {
-        PyErr_SetString(PyExc_ValueError, "joint_jumps: current, previous and rates differ in length");
+    Py_ssize_t width = row.b.shape[0], n = cur.b.shape[0];
+    if (index.b.shape[0] != n || (judge && prev.b.shape[0] != n) || rates.b.shape[0] != n) {
+        PyErr_SetString(PyExc_ValueError, "joint_jumps: index, current, previous and rates differ in length");
         goto done;
     }
-    if (times_open(args[1], &now, n, "joint_jumps: times") < 0 ||
-        times_open(args[3], &then, n, "joint_jumps: previous_times") < 0)
+    for (Py_ssize_t k = 0; k < n; k++) {
+        long long j = get_l(&index, at(&index, k));
+        if (j < 0 || j >= width) {
+            PyErr_SetString(PyExc_IndexError, "joint_jumps: an index is outside the row");
+            goto done;
+        }
+        memcpy(at(&cur, k), at(&row, j), sizeof(double));
+    }
+    if (!judge) {
+        Py_INCREF(Py_None);
+        result = Py_None;
+        goto done;
+    }
+    if (times_open(args[3], &now, n, "joint_jumps: times") < 0 ||
+        times_open(args[5], &then, n, "joint_jumps: previous_times") < 0)
         goto done;
     hits = PyList_New(0);
     if (hits == NULL)
@@ -1334,11 +1353,9 @@ static PyObject *joint_jumps(PyObject *self, PyObject *const *args, Py_ssize_t n
     result = PyList_AsTuple(hits);
 done:
     Py_XDECREF(hits);
-    view_close(&cur);
-    view_close(&prev);
-    view_close(&rates);
-    view_close(&now.v);
-    view_close(&then.v);
+    View *views[] = {&row, &index, &cur, &prev, &rates, &now.v, &then.v};
+    for (size_t v = 0; v < sizeof(views) / sizeof(views[0]); v++)
+        view_close(views[v]);
     return result;
 }
 
@@ -1454,41 +1471,6 @@ static PyObject *named_outside(PyObject *self, PyObject *const *args, Py_ssize_t
 done:
     view_close(&lower);
     view_close(&upper);
-    return result;
-}
-
-/* take_into(row, index, out) -> None: out[k] = row[index[k]] for a 1-d float64 row, int64 indices and a
- * writable float64 `out` of their length (numpy's fancy indexing, without its dispatch and a new array; an
- * index outside the row raises IndexError). */
-static PyObject *take_into(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (check_nargs(nargs, 3, "take_into") < 0)
-        return NULL;
-    View row = {0}, index = {0}, out = {0};
-    PyObject *result = NULL;
-    if (view_open(args[0], &row, 'd', 1, 0, "take_into: row") < 0 ||
-        view_open(args[1], &index, 'l', 1, 0, "take_into: index") < 0 ||
-        view_open(args[2], &out, 'd', 1, 1, "take_into: out") < 0)
-        goto done;
-    Py_ssize_t n = row.b.shape[0], m = index.b.shape[0];
-    if (out.b.shape[0] != m) {
-        PyErr_SetString(PyExc_ValueError, "take_into: index and out differ in length");
-        goto done;
-    }
-    for (Py_ssize_t k = 0; k < m; k++) {
-        long long j = get_l(&index, at(&index, k));
-        if (j < 0 || j >= n) {
-            PyErr_SetString(PyExc_IndexError, "take_into: an index is outside the row");
-            goto done;
-        }
-        memcpy(at(&out, k), at(&row, j), sizeof(double));
-    }
-    Py_INCREF(Py_None);
-    result = Py_None;
-done:
-    view_close(&row);
-    view_close(&index);
-    view_close(&out);
     return result;
 }
 
@@ -1614,7 +1596,7 @@ static PyMethodDef methods[] = {
      "The end-effector site's pose, copied, and the gripper points."},
     {"body_box", (PyCFunction)(void (*)(void))body_box, METH_FASTCALL, "A body-fixed box in the world."},
     {"joint_jumps", (PyCFunction)(void (*)(void))joint_jumps, METH_FASTCALL,
-     "Judged joints that stepped further than their rate allows: ((k, step, allowed), ...)."},
+     "Judged joints' positions gathered, and those that stepped further than their rate allows: ((k, step, allowed), ...)."},
     {"row_beyond", (PyCFunction)(void (*)(void))row_beyond, METH_FASTCALL,
      "Some joint's velocity or effort beyond its limit: 1, 0, or -1 (unknown)."},
     {"entity_gaps", (PyCFunction)(void (*)(void))entity_gaps, METH_FASTCALL,
@@ -1629,7 +1611,6 @@ static PyMethodDef methods[] = {
      "A frame's joint positions into qpos, then the follower joints from their leaders."},
     {"vector3", (PyCFunction)vector3, METH_O, "A float64 3-vector's values as a tuple of floats."},
     {"wrench_finite", (PyCFunction)wrench_finite, METH_O, "Every force and torque value of a float64 wrench is finite."},
-    {"take_into", (PyCFunction)(void (*)(void))take_into, METH_FASTCALL, "out[k] = row[index[k]] (float64)."},
     {"place_carried", (PyCFunction)(void (*)(void))place_carried, METH_FASTCALL,
      "A carried object's free-joint qpos from its pose in a frame (MuJoCo's mju_mat2Quat by address)."},
     {NULL, NULL, 0, NULL},
