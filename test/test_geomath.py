@@ -723,6 +723,27 @@ def test_wrench_finite_reads_every_value_of_float64_wrenches_and_leaves_the_rest
         _geomath.wrench_finite(Wrench(np.array(force), np.zeros(3, dtype=np.float32)))
 
 
+@pytest.mark.parametrize(
+    ("force", "torque", "plausible"),
+    [
+        ([0.1, -2.0, 3.0], [0.0, -0.0, 0.0], True),
+        ([9.9e8, -9.9e8, 0.0], [0.0, 0.0, 0.0], True),
+        ([0.1, 1e9, 3.0], [0.0, 0.0, 0.0], False),  # at the limit: implausible
+        ([0.1, math.nan, 3.0], [0.0, 0.0, 0.0], False),
+        ([0.1, 2.0, 3.0], [0.0, -math.inf, 0.0], False),
+    ],
+)
+def test_wrench_key_is_the_six_values_bytes_when_every_one_is_plausible(force, torque, plausible):
+    wrench = Wrench(np.array(force), np.array(torque))
+    want = wrench.force.tobytes() + wrench.torque.tobytes() if plausible else None
+    assert _geomath.wrench_key(wrench, 1e9) == want
+    assert _geomath.wrench_key(Wrench(np.array([force]).T[:, 0], np.array(torque)), 1e9) == want  # strided
+    with pytest.raises(TypeError, match="wrench_key: force: expected a float64 array, got list"):
+        _geomath.wrench_key(Wrench(force, np.array(torque)), 1e9)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="wrench_key: torque: expected 3 float64 values"):
+        _geomath.wrench_key(Wrench(np.array(force), np.zeros(3, dtype=np.float32)), 1e9)
+
+
 def test_joint_limits_answer_as_named_outside_and_row_beyond_do_and_false_without_limits():
     rng = np.random.default_rng(15)
     names = ("a", "b", "c", "d")

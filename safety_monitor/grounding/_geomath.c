@@ -26,6 +26,7 @@ static PyObject *named_values(PyObject *self, PyObject *const *args, Py_ssize_t 
 static PyObject *set_joints(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 static PyObject *vector3(PyObject *self, PyObject *v);
 static PyObject *wrench_finite(PyObject *self, PyObject *wrench);
+static PyObject *wrench_key(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 /* The array's data when it is a native-order, C-contiguous numpy array of `n` float64 values (that can be
  * written to, if asked); else NULL, with no error set: the caller takes the buffer-protocol path. */
@@ -1611,6 +1612,8 @@ static PyMethodDef methods[] = {
      "A frame's joint positions into qpos, then the follower joints from their leaders."},
     {"vector3", (PyCFunction)vector3, METH_O, "A float64 3-vector's values as a tuple of floats."},
     {"wrench_finite", (PyCFunction)wrench_finite, METH_O, "Every force and torque value of a float64 wrench is finite."},
+    {"wrench_key", (PyCFunction)(void (*)(void))wrench_key, METH_FASTCALL,
+     "A plausible float64 wrench's six values as bytes (its frozen check's key), else None."},
     {"place_carried", (PyCFunction)(void (*)(void))place_carried, METH_FASTCALL,
      "A carried object's free-joint qpos from its pose in a frame (MuJoCo's mju_mat2Quat by address)."},
     {NULL, NULL, 0, NULL},
@@ -1856,4 +1859,36 @@ static PyObject *wrench_finite(PyObject *self, PyObject *wrench)
     for (int i = 0; i < 6; i++)
         finite = finite && isfinite(v[i]);
     return PyBool_FromLong(finite);
+}
+
+/* wrench_key(wrench, limit) -> bytes or None: the six force and torque values' bytes (what the frozen check
+ * compares: bit-identical, so 0.0 and -0.0 differ) when every one is plausible (|value| < limit; NaN is not),
+ * else None; a TypeError or ValueError unless both are float64 arrays of 3 values (any strides), for the
+ * caller's general path. One call a wrench message in place of the plausibility test's two lists and hypot
+ * and the key's two tobytes. */
+static PyObject *wrench_key(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    static PyObject *str_force = NULL, *str_torque = NULL; /* interned on first use */
+    if (check_nargs(nargs, 2, "wrench_key") < 0)
+        return NULL;
+    if (str_force == NULL && (str_force = PyUnicode_InternFromString("force")) == NULL)
+        return NULL;
+    if (str_torque == NULL && (str_torque = PyUnicode_InternFromString("torque")) == NULL)
+        return NULL;
+    double limit = PyFloat_AsDouble(args[1]);
+    if (limit == -1.0 && PyErr_Occurred())
+        return NULL;
+    double v[6];
+    PyObject *force = PyObject_GetAttr(args[0], str_force);
+    PyObject *torque = force == NULL ? NULL : PyObject_GetAttr(args[0], str_torque);
+    int failed = torque == NULL || load(force, v, 3, "wrench_key: force") < 0 ||
+                 load(torque, v + 3, 3, "wrench_key: torque") < 0;
+    Py_XDECREF(force);
+    Py_XDECREF(torque);
+    if (failed)
+        return NULL;
+    for (int i = 0; i < 6; i++)
+        if (!(fabs(v[i]) < limit))
+            Py_RETURN_NONE;
+    return PyBytes_FromStringAndSize((const char *)v, sizeof(v));
 }

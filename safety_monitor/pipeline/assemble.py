@@ -32,6 +32,7 @@ from safety_monitor.enums import IssueKind
 from safety_monitor.errors import GroundingError, SourceError
 from safety_monitor.files import load_yaml
 from safety_monitor.frames import BASE_POSE, JointSample, Pose, PredicateSample, RobotState, StreamIssue, Wrench
+from safety_monitor.grounding import _geomath
 from safety_monitor.grounding.description import RobotDescription
 from safety_monitor.grounding.joint_limits import JumpDetector, jump_issue
 from safety_monitor.grounding.thresholds import BaseJump
@@ -666,7 +667,11 @@ class FrameAssembler:
         """`on_wrench` for a wrench already read from its message (replay reads it from the bag's bytes)."""
         if stamp == 0.0:
             stamp = self._stamp(stamp, received, WRENCH)
-        if not _finite(wrench.force, wrench.torque):
+        try:  # float64 force and torque, as every source gives them: tested and keyed in one C call
+            key = _geomath.wrench_key(wrench, _LIMIT)
+        except (TypeError, ValueError):  # other arrays: numpy's general path
+            key = wrench.force.tobytes() + wrench.torque.tobytes() if _finite(wrench.force, wrench.torque) else None
+        if key is None:
             self._issue(
                 IssueKind.NAN,
                 WRENCH,
@@ -685,7 +690,6 @@ class FrameAssembler:
             self._caught_up(WRENCH, stamp, self.limits.wrench)
         self._check_late(stamp, WRENCH, self.limits.wrench)
         limit = self.limits.wrench_frozen
-        key = wrench.force.tobytes() + wrench.torque.tobytes()
         frozen = bool(limit) and self._wrench_repeats.held(key, stamp) > limit
         if frozen and not self._wrench_frozen:
             self._issue(
