@@ -744,6 +744,26 @@ def test_wrench_key_is_the_six_values_bytes_when_every_one_is_plausible(force, t
         _geomath.wrench_key(Wrench(np.array(force), np.zeros(3, dtype=np.float32)), 1e9)
 
 
+def test_plausible_answers_as_the_test_of_each_value_does_for_rows_of_any_strides():
+    rng = np.random.default_rng(16)
+    special = [math.nan, math.inf, -math.inf, 1e9, -1e9, np.nextafter(1e9, 0.0), -0.0, 1e300, 5e-324]
+    seen = set()
+    for _ in range(2000):
+        rows = [rng.normal(0.0, 1.0, int(rng.integers(0, 10))) * 10.0 ** rng.integers(0, 10) for _ in range(3)]
+        for row in rows:
+            if len(row) and rng.random() < 0.3:
+                row[rng.integers(len(row))] = special[rng.integers(len(special))]
+        rows[0] = np.concatenate([rows[0], rows[0]])[::2]  # strided
+        want = all(abs(x) < 1e9 for row in rows for x in row.tolist())
+        assert _geomath.plausible(1e9, *rows) is want
+        seen.add(want)
+    assert seen == {True, False}
+    with pytest.raises(ValueError, match="plausible: row: expected a 1-d array of format d"):
+        _geomath.plausible(1e9, np.zeros(3), np.zeros(3, dtype=np.float32))
+    with pytest.raises(ValueError, match="plausible: row: expected a 1-d array"):
+        _geomath.plausible(1e9, np.zeros((2, 3)))
+
+
 def test_joint_limits_answer_as_named_outside_and_row_beyond_do_and_false_without_limits():
     rng = np.random.default_rng(15)
     names = ("a", "b", "c", "d")

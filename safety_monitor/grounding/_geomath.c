@@ -27,6 +27,7 @@ static PyObject *set_joints(PyObject *self, PyObject *const *args, Py_ssize_t na
 static PyObject *vector3(PyObject *self, PyObject *v);
 static PyObject *wrench_finite(PyObject *self, PyObject *wrench);
 static PyObject *wrench_key(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+static PyObject *plausible(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 /* The array's data when it is a native-order, C-contiguous numpy array of `n` float64 values (that can be
  * written to, if asked); else NULL, with no error set: the caller takes the buffer-protocol path. */
@@ -1612,6 +1613,8 @@ static PyMethodDef methods[] = {
      "A frame's joint positions into qpos, then the follower joints from their leaders."},
     {"vector3", (PyCFunction)vector3, METH_O, "A float64 3-vector's values as a tuple of floats."},
     {"wrench_finite", (PyCFunction)wrench_finite, METH_O, "Every force and torque value of a float64 wrench is finite."},
+    {"plausible", (PyCFunction)(void (*)(void))plausible, METH_FASTCALL,
+     "Every value of every 1-d float64 row below the limit in magnitude."},
     {"wrench_key", (PyCFunction)(void (*)(void))wrench_key, METH_FASTCALL,
      "A plausible float64 wrench's six values as bytes (its frozen check's key), else None."},
     {"place_carried", (PyCFunction)(void (*)(void))place_carried, METH_FASTCALL,
@@ -1891,4 +1894,29 @@ static PyObject *wrench_key(PyObject *self, PyObject *const *args, Py_ssize_t na
         if (!(fabs(v[i]) < limit))
             Py_RETURN_NONE;
     return PyBytes_FromStringAndSize((const char *)v, sizeof(v));
+}
+
+/* plausible(limit, *rows) -> bool: every value of every row below `limit` in magnitude (NaN is not); a
+ * TypeError or ValueError unless each row is a 1-d float64 array (any strides), for the caller's general path.
+ * A joint message's two or three rows in one call, where listing their values to test them made a float
+ * object of each. */
+static PyObject *plausible(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 1) {
+        PyErr_SetString(PyExc_TypeError, "plausible: expected a limit and rows");
+        return NULL;
+    }
+    double limit = PyFloat_AsDouble(args[0]);
+    if (limit == -1.0 && PyErr_Occurred())
+        return NULL;
+    int ok = 1;
+    for (Py_ssize_t r = 1; r < nargs; r++) {
+        View row = {0};
+        if (view_open(args[r], &row, 'd', 1, 0, "plausible: row") < 0)
+            return NULL;
+        for (Py_ssize_t k = 0; k < row.b.shape[0] && ok; k++)
+            ok = fabs(get_d(at(&row, k))) < limit;
+        view_close(&row);
+    }
+    return PyBool_FromLong(ok);
 }
