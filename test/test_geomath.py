@@ -530,36 +530,43 @@ def test_named_outside_judges_as_python_compares_and_names_a_missing_joint():
         _geomath.named_outside({"a": 0.0}, ("a", "e"), np.full(2, -1.0), np.full(2, 1.0))
 
 
-def test_take_into_gathers_as_numpy_indexing_does_from_strided_rows_and_names_a_bad_index():
+def test_joint_jumps_gather_as_numpy_indexing_does_from_strided_rows_and_name_a_bad_index():
     rng = np.random.default_rng(14)
     for _ in range(200):
         block = rng.normal(size=(3, 9))
         row = block[int(rng.integers(3))] if rng.random() < 0.5 else block[:, int(rng.integers(9))]  # strided too
         index = rng.integers(0, len(row), int(rng.integers(0, 6)))
         out = np.full(len(index), np.nan)
-        _geomath.take_into(row, index, out)
+        assert _geomath.joint_jumps(row, index, out, 1.0, None, None, np.ones(len(index))) is None  # nothing to judge
         assert out.tolist() == row[index].tolist()
-    with pytest.raises(IndexError, match="take_into: an index is outside the row"):
-        _geomath.take_into(np.zeros(3), np.array([0, 3]), np.empty(2))
-    with pytest.raises(ValueError, match="take_into: index and out differ in length"):
-        _geomath.take_into(np.zeros(3), np.array([0, 1]), np.empty(3))
+    rates = np.ones(2)
+    with pytest.raises(IndexError, match="joint_jumps: an index is outside the row"):
+        _geomath.joint_jumps(np.zeros(3), np.array([0, 3]), np.empty(2), 1.0, None, None, rates)
+    with pytest.raises(ValueError, match="joint_jumps: index, current, previous and rates differ in length"):
+        _geomath.joint_jumps(np.zeros(3), np.array([0, 1]), np.empty(3), 1.0, None, None, rates)
+    with pytest.raises(ValueError, match="joint_jumps: index, current, previous and rates differ in length"):
+        _geomath.joint_jumps(np.zeros(3), np.array([0, 1]), np.empty(2), 1.0, np.zeros(3), 0.0, rates)
     with pytest.raises(TypeError):  # a list: the caller converts it
-        _geomath.take_into([0.0, 1.0], np.array([0]), np.empty(1))
+        _geomath.joint_jumps([0.0, 1.0], np.array([0]), np.empty(1), 1.0, None, None, np.ones(1))
 
 
 def test_joint_jumps_judge_as_numpy_does_with_one_stamp_or_one_per_joint():
     rng = np.random.default_rng(12)
     rates = np.array([2.0, 1.0, 4.0])
+    index = np.array([2, 0, 1])
     for _ in range(2000):
-        current, previous = rng.normal(0.0, 0.01, 3), rng.normal(0.0, 0.01, 3)
-        current[rng.integers(3)] = np.nan if rng.random() < 0.1 else current[0]
+        row, previous = rng.normal(0.0, 0.01, 3), rng.normal(0.0, 0.01, 3)
+        row[rng.integers(3)] = np.nan if rng.random() < 0.1 else row[0]
         times = 1.002 if rng.random() < 0.5 else 1.0 + rng.uniform(0.0, 0.004, 3)
         before = 1.0 if rng.random() < 0.5 else rng.uniform(0.996, 1.0, 3)
+        current = row[index]
         step, allowed = np.abs(current - previous), rates * (times - before)
         want = tuple((k, float(step[k]), float(allowed[k])) for k in np.flatnonzero(step > allowed).tolist())
-        assert _geomath.joint_jumps(current, times, previous, before, rates) == want
+        out = np.empty(3)
+        assert _geomath.joint_jumps(row, index, out, times, previous, before, rates) == want
+        assert out.tobytes() == current.tobytes()
     with pytest.raises(ValueError, match="joint_jumps: times: expected 3 stamps, got 2"):
-        _geomath.joint_jumps(current, np.zeros(2), previous, 1.0, rates)
+        _geomath.joint_jumps(row, index, out, np.zeros(2), previous, 1.0, rates)
 
 
 def _usable_poses_oracle(objects, given, ages, limit, fallback):
@@ -714,6 +721,47 @@ def test_wrench_finite_reads_every_value_of_float64_wrenches_and_leaves_the_rest
         _geomath.wrench_finite(Wrench(force, np.array(torque)))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="wrench_finite: torque: expected 3 float64 values"):
         _geomath.wrench_finite(Wrench(np.array(force), np.zeros(3, dtype=np.float32)))
+
+
+@pytest.mark.parametrize(
+    ("force", "torque", "plausible"),
+    [
+        ([0.1, -2.0, 3.0], [0.0, -0.0, 0.0], True),
+        ([9.9e8, -9.9e8, 0.0], [0.0, 0.0, 0.0], True),
+        ([0.1, 1e9, 3.0], [0.0, 0.0, 0.0], False),  # at the limit: implausible
+        ([0.1, math.nan, 3.0], [0.0, 0.0, 0.0], False),
+        ([0.1, 2.0, 3.0], [0.0, -math.inf, 0.0], False),
+    ],
+)
+def test_wrench_key_is_the_six_values_bytes_when_every_one_is_plausible(force, torque, plausible):
+    wrench = Wrench(np.array(force), np.array(torque))
+    want = wrench.force.tobytes() + wrench.torque.tobytes() if plausible else None
+    assert _geomath.wrench_key(wrench, 1e9) == want
+    assert _geomath.wrench_key(Wrench(np.array([force]).T[:, 0], np.array(torque)), 1e9) == want  # strided
+    with pytest.raises(TypeError, match="wrench_key: force: expected a float64 array, got list"):
+        _geomath.wrench_key(Wrench(force, np.array(torque)), 1e9)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="wrench_key: torque: expected 3 float64 values"):
+        _geomath.wrench_key(Wrench(np.array(force), np.zeros(3, dtype=np.float32)), 1e9)
+
+
+def test_plausible_answers_as_the_test_of_each_value_does_for_rows_of_any_strides():
+    rng = np.random.default_rng(16)
+    special = [math.nan, math.inf, -math.inf, 1e9, -1e9, np.nextafter(1e9, 0.0), -0.0, 1e300, 5e-324]
+    seen = set()
+    for _ in range(2000):
+        rows = [rng.normal(0.0, 1.0, int(rng.integers(0, 10))) * 10.0 ** rng.integers(0, 10) for _ in range(3)]
+        for row in rows:
+            if len(row) and rng.random() < 0.3:
+                row[rng.integers(len(row))] = special[rng.integers(len(special))]
+        rows[0] = np.concatenate([rows[0], rows[0]])[::2]  # strided
+        want = all(abs(x) < 1e9 for row in rows for x in row.tolist())
+        assert _geomath.plausible(1e9, *rows) is want
+        seen.add(want)
+    assert seen == {True, False}
+    with pytest.raises(ValueError, match="plausible: row: expected a 1-d array of format d"):
+        _geomath.plausible(1e9, np.zeros(3), np.zeros(3, dtype=np.float32))
+    with pytest.raises(ValueError, match="plausible: row: expected a 1-d array"):
+        _geomath.plausible(1e9, np.zeros((2, 3)))
 
 
 def test_joint_limits_answer_as_named_outside_and_row_beyond_do_and_false_without_limits():

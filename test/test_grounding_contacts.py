@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from safety_monitor.grounding import _geomath, contacts
-from safety_monitor.grounding.contacts import Contacts, candidate_pairs
+from safety_monitor.grounding.contacts import Contacts, candidate_pairs, sphere_reach2
 from safety_monitor.grounding.grounder import load_default_grounder
 from safety_monitor.sim.runner import run_episode
 
@@ -186,7 +186,8 @@ def test_may_touch_keeps_every_pair_the_bounding_spheres_root_test_keeps():
         xpos[1] = xpos[0] + direction * edge
         dx, dy, dz = (xpos[0] - xpos[1]).tolist()
         root = math.sqrt(dx * dx + dy * dy + dz * dz) <= radii + margin + 1e-9
-        got = _geomath.may_touch(xpos, xmat, aabb, np.array([0]), np.array([1]), np.array([radii]), none, none, margin)
+        reach2 = sphere_reach2(np.array([radii]), margin)
+        got = _geomath.may_touch(xpos, xmat, aabb, np.array([0]), np.array([1]), reach2, none, none, margin)
         assert got or not root, (radii, margin, edge)
         kept += root
     assert kept > 5000  # the edge is crossed both ways
@@ -197,10 +198,11 @@ def test_may_touch_and_keep_contacts_known_cases():
     xmat = np.tile(np.eye(3).ravel(), (3, 1))
     aabb = np.array([[0, 0, 0, 0.1, 0.1, 0.1]] * 3, dtype=float)  # cubes of side 0.2 at their geoms' centres
     none = np.zeros(0, dtype=np.int64)
-    spheres = (np.array([0]), np.array([1]), np.array([0.35]))
+    spheres = (np.array([0]), np.array([1]), sphere_reach2(np.array([0.35]), 0.002))
     assert not _geomath.may_touch(xpos, xmat, aabb, *spheres, none, none, 0.002)  # 0.3 m apart
-    assert _geomath.may_touch(xpos, xmat, aabb, *spheres, none, none, 0.31)  # within a 0.31 m margin
-    near = (np.array([0]), np.array([2]), np.array([0.5]))  # spheres overlap, boxes 0.2 m apart
+    wide = (*spheres[:2], sphere_reach2(np.array([0.35]), 0.31))
+    assert _geomath.may_touch(xpos, xmat, aabb, *wide, none, none, 0.31)  # within a 0.31 m margin
+    near = (np.array([0]), np.array([2]), sphere_reach2(np.array([0.5]), 0.002))  # spheres overlap, boxes 0.2 m apart
     assert not _geomath.may_touch(xpos, xmat, aabb, *near, none, none, 0.002)
     plane = (np.array([2]), np.array([0]))  # geom 2 as a plane at z = 0.4 facing up: the cube at 0 is behind it
     assert _geomath.may_touch(xpos, xmat, aabb, none, none, np.zeros(0), *plane, 0.002)

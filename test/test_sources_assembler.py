@@ -438,6 +438,24 @@ def test_a_wrench_repeating_bit_identical_values_is_stale_and_not_handed_to_the_
     assert WRENCH not in a.on_joint_states(js(1.02)).stale
 
 
+def test_a_wrench_frozen_check_tells_zero_from_minus_zero_and_takes_other_arrays():
+    """The frozen check compares the values' bits (a sensor's sign flip around zero is a change); a wrench of
+    float32 or integer arrays is tested and compared as numpy holds it."""
+    a = FrameAssembler(["j1", "j2"], limits=StaleLimits(wrench_frozen=0.005))
+    for k in range(8):  # one torque value flips between 0.0 and -0.0: never frozen
+        a.on_wrench_sample(Wrench(W.force, np.array([0.0, 0.0, -0.0 if k % 2 else 0.0])), 1.0 + k * 0.002)
+        frame = a.on_joint_states(js(1.0 + k * 0.002, pos=(0.1, 0.2 + k * 1e-6)))
+        assert WRENCH not in frame.stale and not frame.issues
+    b = FrameAssembler(["j1", "j2"], limits=StaleLimits(wrench_frozen=0.005))
+    issues = []
+    for k in range(8):
+        b.on_wrench_sample(Wrench(np.array([1, 2, 3]), np.zeros(3, dtype=np.float32)), 1.0 + k * 0.002)
+        issues += b.on_joint_states(js(1.0 + k * 0.002, pos=(0.1, 0.2 + k * 1e-6))).issues
+    assert [(i.kind, i.t) for i in issues] == [("frozen", 1.006)]
+    b.on_wrench_sample(Wrench(np.array([1, 2, 3]), np.array([0.0, np.nan, 0.0], dtype=np.float32)), 1.02)
+    assert kinds(b.drain_issues()) == ["nan"]
+
+
 def test_the_frozen_wrench_issue_is_raised_once_at_the_onset():
     a = FrameAssembler(["j1", "j2"], limits=StaleLimits(wrench_frozen=0.005))
     issues = []

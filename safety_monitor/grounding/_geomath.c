@@ -26,6 +26,8 @@ static PyObject *named_values(PyObject *self, PyObject *const *args, Py_ssize_t 
 static PyObject *set_joints(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 static PyObject *vector3(PyObject *self, PyObject *v);
 static PyObject *wrench_finite(PyObject *self, PyObject *wrench);
+static PyObject *wrench_key(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+static PyObject *plausible(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 /* The array's data when it is a native-order, C-contiguous numpy array of `n` float64 values (that can be
  * written to, if asked); else NULL, with no error set: the caller takes the buffer-protocol path. */
@@ -940,14 +942,15 @@ done:
     return result;
 }
 
-/* may_touch(geom_xpos, geom_xmat, geom_aabb, sa, sb, rsum, plane, other, margin) -> bool
+/* may_touch(geom_xpos, geom_xmat, geom_aabb, sa, sb, reach2, plane, other, margin) -> bool
  *
  * Whether mj_collision could report a contact for one of the given geom pairs: two bounded geoms whose
- * bounding spheres (radii summed in `rsum`) and world-axis box bounds both come within `margin`, or a
- * geom whose box reaches within `margin` of a plane's front (the plane's z axis; behind it counts). A geom
+ * bounding spheres (`reach2`: contacts.sphere_reach2, per pair) and world-axis box bounds both come
+ * within `margin`, or a geom whose box reaches within `margin` of a plane's front (the plane's z axis;
+ * behind it counts). A geom
  * lies inside both of its bounds, and MuJoCo makes the same sphere test before it looks at a pair, so when
  * this says no, mj_collision has nothing to add. A 1e-9 m slack keeps the answer on the side of colliding
- * where rounding could differ. geom_xpos, sa, sb and rsum must be C-contiguous. */
+ * where rounding could differ. geom_xpos, sa, sb and reach2 must be C-contiguous. */
 static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (check_nargs(nargs, 9, "may_touch") < 0)
@@ -956,7 +959,7 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
     if (margin == -1.0 && PyErr_Occurred())
         return NULL;
     double reach = margin + 1e-9;
-    View xpos = {0}, xmat = {0}, aabb = {0}, sa = {0}, sb = {0}, rsum = {0}, plane = {0}, other = {0};
+    View xpos = {0}, xmat = {0}, aabb = {0}, sa = {0}, sb = {0}, rsq = {0}, plane = {0}, other = {0};
     GeomBounds bounds;
     bounds_none(&bounds);
     PyObject *result = NULL;
@@ -964,13 +967,13 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
         view_open(args[1], &xmat, 'd', 2, 0, "may_touch: geom_xmat") < 0 ||
         view_open(args[2], &aabb, 'd', 2, 0, "may_touch: geom_aabb") < 0 ||
         view_open(args[3], &sa, 'l', 1, 0, "may_touch: sa") < 0 || view_open(args[4], &sb, 'l', 1, 0, "may_touch: sb") < 0 ||
-        view_open(args[5], &rsum, 'd', 1, 0, "may_touch: rsum") < 0 ||
+        view_open(args[5], &rsq, 'd', 1, 0, "may_touch: reach2") < 0 ||
         view_open(args[6], &plane, 'l', 1, 0, "may_touch: plane") < 0 ||
         view_open(args[7], &other, 'l', 1, 0, "may_touch: other") < 0)
         goto done;
     Py_ssize_t ngeom = xpos.b.shape[0], nsphere = sa.b.shape[0], nplane = plane.b.shape[0];
     if (xpos.b.shape[1] != 3 || xmat.b.shape[0] != ngeom || xmat.b.shape[1] != 9 || aabb.b.shape[0] != ngeom ||
-        aabb.b.shape[1] != 6 || sb.b.shape[0] != nsphere || rsum.b.shape[0] != nsphere || other.b.shape[0] != nplane) {
+        aabb.b.shape[1] != 6 || sb.b.shape[0] != nsphere || rsq.b.shape[0] != nsphere || other.b.shape[0] != nplane) {
         PyErr_SetString(PyExc_ValueError, "may_touch: array lengths do not match");
         goto done;
     }
@@ -978,11 +981,11 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
         goto done;
     int touch = 0;
     /* A few hundred pairs a frame: the loop indexes plain C arrays (`contiguous`), and compares the squared
-     * distance with the squared reach grown by another 1e-9 m (never narrower than the root's test, and no
-     * libm call per pair). */
-    const double *pos = contiguous(&xpos, "may_touch: geom_xpos"), *radii = contiguous(&rsum, "may_touch: rsum");
+     * distance with the pair's squared reach, grown by another 1e-9 m (never narrower than the root's test,
+     * and no libm call per pair) and squared once per plan, not per pair and frame. */
+    const double *pos = contiguous(&xpos, "may_touch: geom_xpos"), *within2 = contiguous(&rsq, "may_touch: reach2");
     const long long *first = contiguous(&sa, "may_touch: sa"), *second = contiguous(&sb, "may_touch: sb");
-    if (pos == NULL || radii == NULL || first == NULL || second == NULL)
+    if (pos == NULL || within2 == NULL || first == NULL || second == NULL)
         goto done;
     for (Py_ssize_t k = 0; k < nsphere; k++) {
         long long a = first[k], b = second[k]; /* int64: view_open checked the kind; a negative one wraps to the top */
@@ -992,8 +995,7 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
         }
         const double *pa = pos + 3 * a, *pb = pos + 3 * b;
         double dx = pa[0] - pb[0], dy = pa[1] - pb[1], dz = pa[2] - pb[2];
-        double within = radii[k] + reach + 1e-9;
-        if (dx * dx + dy * dy + dz * dz <= within * within && bounds_within(&bounds, a, b, reach)) {
+        if (dx * dx + dy * dy + dz * dz <= within2[k] && bounds_within(&bounds, a, b, reach)) {
             touch = 1;
             break;
         }
@@ -1015,7 +1017,7 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
     result = PyBool_FromLong(touch);
 done:
     bounds_close(&bounds);
-    View *views[] = {&xpos, &xmat, &aabb, &sa, &sb, &rsum, &plane, &other};
+    View *views[] = {&xpos, &xmat, &aabb, &sa, &sb, &rsq, &plane, &other};
     for (size_t v = 0; v < sizeof(views) / sizeof(views[0]); v++)
         view_close(views[v]);
     return result;
@@ -1291,30 +1293,49 @@ static int times_open(PyObject *obj, Times *t, Py_ssize_t n, const char *what)
 
 static inline double time_at(const Times *t, Py_ssize_t k) { return t->is_array ? get_d(at(&t->v, k)) : t->scalar; }
 
-/* joint_jumps(current, times, previous, previous_times, rates) -> ((k, step, allowed), ...)
+/* joint_jumps(row, index, current, times, previous, previous_times, rates) -> ((k, step, allowed), ...) or None
  *
- * The judged joints whose |current - previous| exceeds rate x (time - previous time), as the array path's
- * ufuncs judge them (the same IEEE operations, no contraction): NaN positions or stamps are never judged.
- * `times` and `previous_times` are each a number or a per-joint array. */
+ * The judged joints' positions gathered, current[k] = row[index[k]] (numpy's fancy indexing, without its
+ * dispatch and a new array; an index outside the row raises IndexError), then those whose |current - previous|
+ * exceeds rate x (time - previous time), as the array path's ufuncs judge them (the same IEEE operations, no
+ * contraction): NaN positions or stamps are never judged. None, after the gathering, when `previous` is None
+ * (nothing to step from, or the caller judges). One call a frame: the gathering and the judging cost a call's
+ * setup each when they were two. `times` and `previous_times` are each a number or a per-joint array. */
 static PyObject *joint_jumps(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (check_nargs(nargs, 5, "joint_jumps") < 0)
+    if (check_nargs(nargs, 7, "joint_jumps") < 0)
         return NULL;
-    View cur = {0}, prev = {0}, rates = {0};
+    View row = {0}, index = {0}, cur = {0}, prev = {0}, rates = {0};
     Times now = {0}, then = {0};
     now.v.b.obj = then.v.b.obj = NULL;
     PyObject *result = NULL, *hits = NULL;
-    if (view_open(args[0], &cur, 'd', 1, 0, "joint_jumps: current") < 0 ||
-        view_open(args[2], &prev, 'd', 1, 0, "joint_jumps: previous") < 0 ||
-        view_open(args[4], &rates, 'd', 1, 0, "joint_jumps: rates") < 0)
+    int judge = args[4] != Py_None;
+    if (view_open(args[0], &row, 'd', 1, 0, "joint_jumps: row") < 0 ||
+        view_open(args[1], &index, 'l', 1, 0, "joint_jumps: index") < 0 ||
+        view_open(args[2], &cur, 'd', 1, 1, "joint_jumps: current") < 0 ||
+        (judge && view_open(args[4], &prev, 'd', 1, 0, "joint_jumps: previous") < 0) ||
+        view_open(args[6], &rates, 'd', 1, 0, "joint_jumps: rates") < 0)
         goto done;
-    Py_ssize_t n = cur.b.shape[0];
-    if (prev.b.shape[0] != n || rates.b.shape[0] != n) {
-        PyErr_SetString(PyExc_ValueError, "joint_jumps: current, previous and rates differ in length");
+    Py_ssize_t width = row.b.shape[0], n = cur.b.shape[0];
+    if (index.b.shape[0] != n || (judge && prev.b.shape[0] != n) || rates.b.shape[0] != n) {
+        PyErr_SetString(PyExc_ValueError, "joint_jumps: index, current, previous and rates differ in length");
         goto done;
     }
-    if (times_open(args[1], &now, n, "joint_jumps: times") < 0 ||
-        times_open(args[3], &then, n, "joint_jumps: previous_times") < 0)
+    for (Py_ssize_t k = 0; k < n; k++) {
+        long long j = get_l(&index, at(&index, k));
+        if (j < 0 || j >= width) {
+            PyErr_SetString(PyExc_IndexError, "joint_jumps: an index is outside the row");
+            goto done;
+        }
+        memcpy(at(&cur, k), at(&row, j), sizeof(double));
+    }
+    if (!judge) {
+        Py_INCREF(Py_None);
+        result = Py_None;
+        goto done;
+    }
+    if (times_open(args[3], &now, n, "joint_jumps: times") < 0 ||
+        times_open(args[5], &then, n, "joint_jumps: previous_times") < 0)
         goto done;
     hits = PyList_New(0);
     if (hits == NULL)
@@ -1334,11 +1355,9 @@ static PyObject *joint_jumps(PyObject *self, PyObject *const *args, Py_ssize_t n
     result = PyList_AsTuple(hits);
 done:
     Py_XDECREF(hits);
-    view_close(&cur);
-    view_close(&prev);
-    view_close(&rates);
-    view_close(&now.v);
-    view_close(&then.v);
+    View *views[] = {&row, &index, &cur, &prev, &rates, &now.v, &then.v};
+    for (size_t v = 0; v < sizeof(views) / sizeof(views[0]); v++)
+        view_close(views[v]);
     return result;
 }
 
@@ -1454,41 +1473,6 @@ static PyObject *named_outside(PyObject *self, PyObject *const *args, Py_ssize_t
 done:
     view_close(&lower);
     view_close(&upper);
-    return result;
-}
-
-/* take_into(row, index, out) -> None: out[k] = row[index[k]] for a 1-d float64 row, int64 indices and a
- * writable float64 `out` of their length (numpy's fancy indexing, without its dispatch and a new array; an
- * index outside the row raises IndexError). */
-static PyObject *take_into(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (check_nargs(nargs, 3, "take_into") < 0)
-        return NULL;
-    View row = {0}, index = {0}, out = {0};
-    PyObject *result = NULL;
-    if (view_open(args[0], &row, 'd', 1, 0, "take_into: row") < 0 ||
-        view_open(args[1], &index, 'l', 1, 0, "take_into: index") < 0 ||
-        view_open(args[2], &out, 'd', 1, 1, "take_into: out") < 0)
-        goto done;
-    Py_ssize_t n = row.b.shape[0], m = index.b.shape[0];
-    if (out.b.shape[0] != m) {
-        PyErr_SetString(PyExc_ValueError, "take_into: index and out differ in length");
-        goto done;
-    }
-    for (Py_ssize_t k = 0; k < m; k++) {
-        long long j = get_l(&index, at(&index, k));
-        if (j < 0 || j >= n) {
-            PyErr_SetString(PyExc_IndexError, "take_into: an index is outside the row");
-            goto done;
-        }
-        memcpy(at(&out, k), at(&row, j), sizeof(double));
-    }
-    Py_INCREF(Py_None);
-    result = Py_None;
-done:
-    view_close(&row);
-    view_close(&index);
-    view_close(&out);
     return result;
 }
 
@@ -1614,7 +1598,7 @@ static PyMethodDef methods[] = {
      "The end-effector site's pose, copied, and the gripper points."},
     {"body_box", (PyCFunction)(void (*)(void))body_box, METH_FASTCALL, "A body-fixed box in the world."},
     {"joint_jumps", (PyCFunction)(void (*)(void))joint_jumps, METH_FASTCALL,
-     "Judged joints that stepped further than their rate allows: ((k, step, allowed), ...)."},
+     "Judged joints' positions gathered, and those that stepped further than their rate allows: ((k, step, allowed), ...)."},
     {"row_beyond", (PyCFunction)(void (*)(void))row_beyond, METH_FASTCALL,
      "Some joint's velocity or effort beyond its limit: 1, 0, or -1 (unknown)."},
     {"entity_gaps", (PyCFunction)(void (*)(void))entity_gaps, METH_FASTCALL,
@@ -1629,7 +1613,10 @@ static PyMethodDef methods[] = {
      "A frame's joint positions into qpos, then the follower joints from their leaders."},
     {"vector3", (PyCFunction)vector3, METH_O, "A float64 3-vector's values as a tuple of floats."},
     {"wrench_finite", (PyCFunction)wrench_finite, METH_O, "Every force and torque value of a float64 wrench is finite."},
-    {"take_into", (PyCFunction)(void (*)(void))take_into, METH_FASTCALL, "out[k] = row[index[k]] (float64)."},
+    {"plausible", (PyCFunction)(void (*)(void))plausible, METH_FASTCALL,
+     "Every value of every 1-d float64 row below the limit in magnitude."},
+    {"wrench_key", (PyCFunction)(void (*)(void))wrench_key, METH_FASTCALL,
+     "A plausible float64 wrench's six values as bytes (its frozen check's key), else None."},
     {"place_carried", (PyCFunction)(void (*)(void))place_carried, METH_FASTCALL,
      "A carried object's free-joint qpos from its pose in a frame (MuJoCo's mju_mat2Quat by address)."},
     {NULL, NULL, 0, NULL},
@@ -1875,4 +1862,61 @@ static PyObject *wrench_finite(PyObject *self, PyObject *wrench)
     for (int i = 0; i < 6; i++)
         finite = finite && isfinite(v[i]);
     return PyBool_FromLong(finite);
+}
+
+/* wrench_key(wrench, limit) -> bytes or None: the six force and torque values' bytes (what the frozen check
+ * compares: bit-identical, so 0.0 and -0.0 differ) when every one is plausible (|value| < limit; NaN is not),
+ * else None; a TypeError or ValueError unless both are float64 arrays of 3 values (any strides), for the
+ * caller's general path. One call a wrench message in place of the plausibility test's two lists and hypot
+ * and the key's two tobytes. */
+static PyObject *wrench_key(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    static PyObject *str_force = NULL, *str_torque = NULL; /* interned on first use */
+    if (check_nargs(nargs, 2, "wrench_key") < 0)
+        return NULL;
+    if (str_force == NULL && (str_force = PyUnicode_InternFromString("force")) == NULL)
+        return NULL;
+    if (str_torque == NULL && (str_torque = PyUnicode_InternFromString("torque")) == NULL)
+        return NULL;
+    double limit = PyFloat_AsDouble(args[1]);
+    if (limit == -1.0 && PyErr_Occurred())
+        return NULL;
+    double v[6];
+    PyObject *force = PyObject_GetAttr(args[0], str_force);
+    PyObject *torque = force == NULL ? NULL : PyObject_GetAttr(args[0], str_torque);
+    int failed = torque == NULL || load(force, v, 3, "wrench_key: force") < 0 ||
+                 load(torque, v + 3, 3, "wrench_key: torque") < 0;
+    Py_XDECREF(force);
+    Py_XDECREF(torque);
+    if (failed)
+        return NULL;
+    for (int i = 0; i < 6; i++)
+        if (!(fabs(v[i]) < limit))
+            Py_RETURN_NONE;
+    return PyBytes_FromStringAndSize((const char *)v, sizeof(v));
+}
+
+/* plausible(limit, *rows) -> bool: every value of every row below `limit` in magnitude (NaN is not); a
+ * TypeError or ValueError unless each row is a 1-d float64 array (any strides), for the caller's general path.
+ * A joint message's two or three rows in one call, where listing their values to test them made a float
+ * object of each. */
+static PyObject *plausible(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 1) {
+        PyErr_SetString(PyExc_TypeError, "plausible: expected a limit and rows");
+        return NULL;
+    }
+    double limit = PyFloat_AsDouble(args[0]);
+    if (limit == -1.0 && PyErr_Occurred())
+        return NULL;
+    int ok = 1;
+    for (Py_ssize_t r = 1; r < nargs; r++) {
+        View row = {0};
+        if (view_open(args[r], &row, 'd', 1, 0, "plausible: row") < 0)
+            return NULL;
+        for (Py_ssize_t k = 0; k < row.b.shape[0] && ok; k++)
+            ok = fabs(get_d(at(&row, k))) < limit;
+        view_close(&row);
+    }
+    return PyBool_FromLong(ok);
 }

@@ -30,7 +30,7 @@ def may_touch(
     geom_aabb: np.ndarray,
     sa: np.ndarray,
     sb: np.ndarray,
-    rsum: np.ndarray,
+    reach2: np.ndarray,
     plane: np.ndarray,
     other: np.ndarray,
     margin: float,
@@ -48,12 +48,14 @@ def place_objects(
     qpos: np.ndarray, slots: tuple[tuple[str, int], ...], poses: Mapping[str, Any], parked: dict[str, np.ndarray]
 ) -> None: ...
 def joint_jumps(
+    row: np.ndarray,
+    index: np.ndarray,
     current: np.ndarray,
     times: np.ndarray | float,
-    previous: np.ndarray,
-    previous_times: np.ndarray | float,
+    previous: np.ndarray | None,
+    previous_times: np.ndarray | float | None,
     rates: np.ndarray,
-) -> tuple[tuple[int, float, float], ...]: ...
+) -> tuple[tuple[int, float, float], ...] | None: ...
 def row_beyond(row: np.ndarray, names: int, robot: np.ndarray | None, index: np.ndarray, limits: np.ndarray) -> int: ...
 def qpos_changed(qpos: np.ndarray, last_bits: np.ndarray) -> bytes: ...
 def site_frame(
@@ -110,7 +112,8 @@ def set_joints(
 ) -> None: ...
 def vector3(v: Any) -> tuple[float, float, float]: ...
 def wrench_finite(wrench: Any) -> bool: ...
-def take_into(row: np.ndarray, index: np.ndarray, out: np.ndarray) -> None: ...
+def wrench_key(wrench: Any, limit: float) -> bytes | None: ...
+def plausible(limit: float, *rows: np.ndarray) -> bool: ...
 def place_carried(
     qpos: np.ndarray,
     address: int,

@@ -31,8 +31,8 @@ class ContactPlan(NamedTuple):
     geom_moved: np.ndarray  # bool per geom
     contype: np.ndarray  # the model's contype for moved geoms, 0 for resting ones
     # `_geomath.may_touch`'s arguments after the geom poses: the geoms' boxes, the candidate pairs of bounded
-    # geoms (a, b, radii summed), the candidate (plane, geom) pairs, the margin (one tuple: building the
-    # call's nine arguments every frame cost as much as the test)
+    # geoms (a, b, squared reach: sphere_reach2), the candidate (plane, geom) pairs, the margin (one tuple:
+    # building the call's nine arguments every frame cost as much as the test)
     bounds: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]
     unbounded: bool  # a candidate pair has a geom with no bounding sphere: always collide
 
@@ -71,7 +71,15 @@ class Contacts:
         return ContactPlan(
             geom_moved=geom_moved,
             contype=np.where(geom_moved, self._contype, 0).astype(self._contype.dtype),
-            bounds=(self._aabb, sa, sb, rbound[sa] + rbound[sb], plane, other, self._margin),
+            bounds=(
+                self._aabb,
+                sa,
+                sb,
+                sphere_reach2(rbound[sa] + rbound[sb], self._margin),
+                plane,
+                other,
+                self._margin,
+            ),
             unbounded=bool(np.any(~bounded & ~one_plane)),
         )
 
@@ -107,6 +115,14 @@ class Contacts:
             self._dist = np.concatenate([self._dist[: self._n], np.zeros(size - self._n)])
         self._n = _geomath.keep_contacts(self._geom, self._dist, self._n, plan.geom_moved, ncon, new_geom, new_dist)
         return self._n, self._geom, self._dist
+
+
+def sphere_reach2(rsum: np.ndarray, margin: float) -> np.ndarray:
+    """`_geomath.may_touch`'s squared distance within which two bounding spheres (radii summed in `rsum`) may
+    touch: the radii, the margin and its 1e-9 m slack, grown by another 1e-9 m so that comparing squares is
+    never narrower than comparing roots, squared once per plan (the kernel's own rounding, in its order)."""
+    within = rsum + (margin + 1e-9) + 1e-9
+    return within * within
 
 
 def candidate_pairs(m: mujoco.MjModel) -> tuple[np.ndarray, np.ndarray]:

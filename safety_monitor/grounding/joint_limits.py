@@ -88,9 +88,9 @@ class JumpDetector:
     """Position jumps, judged per joint over the time since that joint's own previous sample (its stamp in
     `RobotState.joint_stamps`): a joint held between the samples of its slower topic has not moved, and its
     next step spans its own period. Joints without a velocity limit, or missing from a frame, are not judged.
-    Stateful: the previous frame's positions and stamps, as arrays. Joints that do not wrap are judged in one
-    C call (`_geomath.joint_jumps`: six ufunc calls on a handful of joints cost several times more, for the
-    same IEEE operations)."""
+    Stateful: the previous frame's positions and stamps, as arrays. Joints that do not wrap are gathered and
+    judged in one C call (`_geomath.joint_jumps`: six ufunc calls on a handful of joints cost several times
+    more, for the same IEEE operations)."""
 
     def __init__(self, limits: Mapping[str, JointLimit], jump_factor: float):
         judged = [(j, lim.velocity, lim.wraps) for j, lim in limits.items() if lim.velocity is not None]
@@ -98,26 +98,26 @@ class JumpDetector:
         self._rate = np.array([jump_factor * velocity for _, velocity, _ in judged])  # allowed step per second
         self._wraps = np.array([wraps for *_, wraps in judged], dtype=bool)
         self._any_wraps = bool(self._wraps.any())
-        self._layouts: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray | None]] = {}
-        self._last: tuple[tuple[str, ...], tuple[np.ndarray, np.ndarray | None]] | None = None
+        self._layouts: dict[tuple[str, ...], tuple[np.ndarray, bool]] = {}
+        self._last: tuple[tuple[str, ...], tuple[np.ndarray, bool]] | None = None
         self._previous: tuple[np.ndarray, np.ndarray | float] | None = None
         # an array of the judged joints' length no longer referenced: the next frame's positions are gathered into
         # it (the previous frame's array and this one take turns: no new array a frame)
         self._spare = np.empty(len(self.joints))
 
-    def _layout(self, names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray | None]:
-        """Indices into a frame's joints of the judged joints it has, and where they go among the judged
-        (None: the frame has them all), cached per name list. `step` asks the last one by identity first (a
-        source hands out the same tuple frame after frame: then not even hashed, and no call)."""
+    def _layout(self, names: tuple[str, ...]) -> tuple[np.ndarray, bool]:
+        """Indices into a frame's joints of the judged joints, and whether the frame lacks some (then the
+        indices are into its row with a NaN put first, which the missing ones read), cached per name list.
+        `step` asks the last one by identity first (a source hands out the same tuple frame after frame: then
+        not even hashed, and no call)."""
         layout = self._layouts.get(names)
         if layout is None:
             index = {n: i for i, n in enumerate(names)}
-            present = [k for k, j in enumerate(self.joints) if j in index]
-            src = np.array([index[self.joints[k]] for k in present], dtype=np.intp)
-            layout = self._layouts[names] = (
-                src,
-                None if len(present) == len(self.joints) else np.array(present, dtype=np.intp),
+            partial = not index.keys() >= set(self.joints)
+            src = (
+                [index[j] + 1 if j in index else 0 for j in self.joints] if partial else [index[j] for j in self.joints]
             )
+            layout = self._layouts[names] = (np.array(src, dtype=np.intp), partial)
         self._last = (names, layout)
         return layout
 
@@ -128,26 +128,27 @@ class JumpDetector:
         `positions`: per joint of `names` (any 1-d sequence of numbers); `stamps`: per joint of `names`, the stamp
         of its position (a number: every joint sampled then)."""
         last = self._last
-        src, dst = last[1] if last is not None and last[0] is names else self._layout(names)
-        if dst is None:
-            current = self._spare
-            try:  # a float64 array, as every source gives it: gathered in C into the spare array
-                _geomath.take_into(positions, src, current)
-            except (TypeError, ValueError):
-                current = np.asarray(positions, dtype=float)[src]
-            times = stamps[src] if isinstance(stamps, np.ndarray) else stamps
-        else:  # judged joints missing from this frame are NaN: never judged
-            current = np.full(len(self.joints), np.nan)
-            current[dst] = np.asarray(positions, dtype=float)[src]
-            times = np.full(len(self.joints), np.nan)
-            times[dst] = stamps[src] if isinstance(stamps, np.ndarray) else stamps
-        previous, self._previous = self._previous, (current, times)
+        src, partial = last[1] if last is not None and last[0] is names else self._layout(names)
+        if partial:  # judged joints missing from this frame read a NaN: never judged
+            positions = np.concatenate(((math.nan,), np.asarray(positions, dtype=float)))
+            if isinstance(stamps, np.ndarray):
+                stamps = np.concatenate(((math.nan,), stamps))
+        current, times = self._spare, stamps[src] if isinstance(stamps, np.ndarray) else stamps
+        previous = self._previous
+        # gathered into the spare array and, but on the first frame or with a continuous joint, judged: one C call
+        before, before_times = (None, None) if previous is None or self._any_wraps else previous
+        judge = before is not None
+        try:  # a float64 row, as every source gives it
+            hits = _geomath.joint_jumps(positions, src, current, times, before, before_times, self._rate)
+        except (TypeError, ValueError):  # a row that is not a 1-d float64 array (else raised again, as it is)
+            row = np.asarray(positions, dtype=float)
+            hits = _geomath.joint_jumps(row, src, current, times, before, before_times, self._rate)
+        self._previous = (current, times)
         if previous is None:
             self._spare = np.empty(len(self.joints))  # `current` is kept
             return None
         self._spare = previous[0]  # its positions are read for the last time below
-        if not self._any_wraps:
-            hits = _geomath.joint_jumps(current, times, previous[0], previous[1], self._rate)
+        if judge:
             if not hits:  # most frames: no generator set up
                 return ()
             return tuple(JointJump(self.joints[k], step, allowed) for k, step, allowed in hits)
