@@ -115,6 +115,7 @@ DOCS = {
 }
 
 
+_GRAVITY = 9.81  # m/s²
 _NO_GAPS: dict[str, float] = {}  # a finger body near nothing (read only)
 _NONE: frozenset[str] = frozenset()  # no object dropped (most frames)
 _ABOUT_FOCUS = ("object_left_gripper", "object_settled", "settle_timeout")
@@ -180,6 +181,8 @@ class GraspEstimator:
         )
         self._rest = (m.linear_stability_mps, m.angular_stability_radps)
         self._persistence = (counts.grasp_persistence, counts.stability_persistence)
+        held_s = thresholds.durations_s.grasp_persistence  # an object the closed fingers let go falls this far before
+        self._fall_m = d.gripper_clearance + 0.5 * _GRAVITY * held_s * held_s  # its debounce lets it go
         self._quiet = False  # every object was seen and quiet on the last frame (see `step`)
         self._first = True  # no frame stepped yet: what was held before it was not seen
 
@@ -218,6 +221,8 @@ class GraspEstimator:
         quiet = []  # the quiet objects, whose rest is asked after the loop
         rose = False  # some object's latest grasp rise may have moved: which may be the focus is asked again
         engaged: Tri = False  # some object counts as grasped before or after this frame (open gripper: a release)
+        # the first frame's closed hand holds no object: it may have let one go just before (see below)
+        empty = closed and self._first and not any(touches.get(o, 0) >= bilateral for o in self.objects)
         for o, st in self._states:
             debounce = st.grasp
             unseen = o in unknown
@@ -243,6 +248,11 @@ class GraspEstimator:
                         debounce.restart()  # before, and counts as grasped, or not, once the debounce decides
                         st.earliest, st.grip_run = frame - grasp_n, grasp_n - 1
                     st.grip_run += 1
+                elif empty and self._within_fall(geo, o):  # the closed hand, empty on the first frame, may have just
+                    debounce.restart()  # let it go, its debounce holding it still: counted as grasped, or not, once
+                    st.earliest, st.maybe_held = frame - grasp_n, True  # the debounce decides, it may drop on any
+                    # frame until then (`maybe_dropped`); not made a possible focus (the trace-start assumption: the
+                    # post-drop predicates would stay unknown until a grasp is seen)
                 elif st.grip_run:
                     st.grip_run = 0
             before, resumed = debounce.value, debounce.warming
@@ -392,6 +402,15 @@ class GraspEstimator:
             settled,  # object_settled
             timeout,  # settle_timeout
         )
+
+    def _within_fall(self, geo: FrameGeometry, o: str) -> bool:
+        """Whether `o` (its box, to its farthest corner) is within `_fall_m` of the hand: a closed hand may have held
+        it until it fell out, its debounce holding it still (a farther one was not held in the persistence before,
+        unless the hand itself moved away faster than it falls)."""
+        box = geo.object_boxes.get(o)
+        if box is None:
+            return True
+        return math.dist(point3(box.center), point3(geo.ee_position)) - math.hypot(*box.half) <= self._fall_m
 
     def name_objects(self, values: Mapping[str, bool], out: dict[str, tuple[str, ...]]) -> None:
         """The objects each of this family's true predicates is about, from this frame's state (`Grounder`)."""
