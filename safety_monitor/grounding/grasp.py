@@ -20,7 +20,11 @@ have had). That grasp may also have made it the focus: the post-drop predicates 
 object that may be the focus agrees (`other_foci`), until a grasp seen settles which one was last. An open
 gripper holds nothing, seen or not: its raw grasp is false and the evidence runs on. The frames before the first
 one (a monitor started late, a grounder reset after its input restarted) were not seen either: an object between
-the closed fingers there may have been grasped for long, so its evidence restarts as after such a gap (`_first`).
+the closed fingers there may have been grasped for long, so its evidence restarts as after such a gap (`_first`),
+and, the closed hand empty, one within the distance a dropped object falls in the grasp persistence may just have
+fallen out, its debounce holding it still: its evidence restarts too, and it may drop on any frame until the
+debounce decides, but it is not made a possible focus (the post-drop predicates read as if nothing was held, where
+they would otherwise stay unknown until the next grasp; a hand that holds an object is taken to have held no other).
 
 `maybe_dropped` names the objects whose drop on this frame is unknown, for the families a drop starts something
 in (a transfer, the pick skill's re-arming); `maybe_grasped` those not counted as grasped that a grasp hidden in a
@@ -54,9 +58,10 @@ DOCS = {
     ),
     "object_grasped": PredicateDoc(
         "some manipulated object is grasped: object_grasped_raw per object after a symmetric debounce (unknown while "
-        "its evidence restarts: after a pose gap with the gripper closed, or held on a trace's first frame, until the "
+        "its evidence restarts: after a pose gap with the gripper closed, or on a trace's first frame with it closed, "
+        "held there or, the hand empty, within the distance a dropped object falls in the persistence, until the "
         "debounce has seen its full run)",
-        "object_grasped_raw",
+        "object_grasped_raw, object boxes and end-effector position on a trace's first frame",
         "grasp_persistence 0.25 s (5 frames at 20 Hz), both edges",
     ),
     "object_sync": PredicateDoc(
@@ -68,7 +73,8 @@ DOCS = {
     ),
     "object_dropped": PredicateDoc(
         "a grasped object stopped being grasped this frame (falling edge of object_grasped; unknown while a drop "
-        "may have happened unseen, after a pose gap with the gripper closed)",
+        "may have happened unseen, after a pose gap with the gripper closed, or may end a grasp from before a trace's "
+        "first frame: an object near a closed, empty hand there, until its debounce decides)",
         "object_grasped",
         "-",
     ),
