@@ -228,7 +228,7 @@ class GraspEstimator:
         rose = False  # some object's latest grasp rise may have moved: which may be the focus is asked again
         engaged: Tri = False  # some object counts as grasped before or after this frame (open gripper: a release)
         # the first frame's closed hand holds no object: it may have let one go just before (see below)
-        empty = closed and self._first and not any(touches.get(o, 0) >= bilateral for o in self.objects)
+        empty = self._first and closed and not any(touches.get(o, 0) >= bilateral for o in self.objects)
         for o, st in self._states:
             debounce = st.grasp
             unseen = o in unknown
