@@ -2,9 +2,10 @@
 grounder reset when its inputs restarted) raises no alarm on a clean run and still catches a fault that
 happens after it started.
 
-A deterministic slice of benchmarks/sweep_late_start.py at 50 Hz: the starts its sweep found to be the
-risky ones (just after a release, during the settle, mid-approach, mid-carry, mid-slide), each a phase of
-the script plus an offset, so the starts follow the script if it changes.
+A deterministic slice of benchmarks/sweep_late_start.py at 50 Hz (and one start at 500 Hz): the starts its
+sweep found to be the risky ones (just after a release, during the settle, mid-approach, mid-carry, mid-slide,
+the mug just out of the closed fingers), each a phase of the script plus an offset, so the starts follow the
+script if it changes.
 """
 
 from __future__ import annotations
