@@ -2,9 +2,10 @@
 grounder reset when its inputs restarted) raises no alarm on a clean run and still catches a fault that
 happens after it started.
 
-A deterministic slice of benchmarks/sweep_late_start.py at 50 Hz: the starts its sweep found to be the
-risky ones (just after a release, during the settle, mid-approach, mid-carry, mid-slide), each a phase of
-the script plus an offset, so the starts follow the script if it changes.
+A deterministic slice of benchmarks/sweep_late_start.py at 50 Hz (and one start at 500 Hz): the starts its
+sweep found to be the risky ones (just after a release, during the settle, mid-approach, mid-carry, mid-slide,
+the mug just out of the closed fingers), each a phase of the script plus an offset, so the starts follow the
+script if it changes.
 """
 
 from __future__ import annotations
@@ -99,3 +100,44 @@ def test_a_fault_after_a_late_start_is_still_caught(sweep, stack, fault, phase, 
     assert run.phase == phase and start < onset, (start, onset)
     assert set(spec.expected_properties) <= run.opened.keys(), run
     assert run.opened.keys() <= set(spec.expected_properties) | set(spec.allowed_properties), run
+
+
+MUG_OUT = [  # (rate, seconds into fingers_ease): the mug already out of the fingers, which stay closed
+    (RATE, 0.3),
+    (RATE, 0.4),
+    (500.0, 0.52),
+]
+
+
+@pytest.mark.parametrize("rate,seconds", MUG_OUT)
+def test_a_drop_the_debounce_may_still_hold_on_the_first_frame_is_blind_not_missed(sweep, stack, rate, seconds):
+    """The debounce of a grasp before the start may still hold the mug, its drop come after the start: the drop
+    is unknown until the debounce decides, so the fault is caught or its property blind, never silently missed
+    (the sweep missed it from these starts while an empty closed hand counted everything near it as not held)."""
+    from safety_monitor.sim.faults import FAULTS as SPECS
+
+    expected = set(SPECS["early_release"].expected_properties)
+    rec = sweep.record("early_release", rate)
+    run = (stack if rate == RATE else sweep.Stack(rate)).run(rec, start_in(rec, "fingers_ease", seconds))
+    assert run.phase == "fingers_ease", run
+    assert expected <= run.opened.keys() or expected & run.blind, run
+
+
+FOCUS = ("object_left_gripper", "object_settled", "settle_timeout", "object_in_fixture")
+CLOSED_EMPTY = [  # (task, phase, seconds into it): a closed hand holding nothing, an object within fall distance
+    ("open_drawer", "approach", 0.3),  # the closed hand on its way to the handle
+    ("early_release", "fingers_ease", 0.4),  # the mug just out of the closed fingers
+]
+
+
+@pytest.mark.parametrize("task,phase,seconds", CLOSED_EMPTY)
+def test_a_closed_empty_hand_on_the_first_frame_leaves_the_focus_known(sweep, stack, task, phase, seconds):
+    """An object near it may just have been let go (its drop unknown, above), but it is not made a possible
+    focus: the post-drop predicates stay known, as where nothing was held (made one, they stayed unknown for up
+    to 14 s after such starts, until the next grasp, and from every start of a robot resting with it closed)."""
+    rec = sweep.record(task, RATE)
+    grounder = stack.grounder
+    grounder.restart()
+    frames = [grounder.step(state) for state in rec.states[start_in(rec, phase, seconds) :]]
+    assert "object_dropped" in frames[0].unknown and not frames[0].values["object_grasped_raw"], frames[0]
+    assert [f.frame for f in frames if f.unknown.intersection(FOCUS)] == []

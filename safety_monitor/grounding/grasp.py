@@ -20,7 +20,11 @@ have had). That grasp may also have made it the focus: the post-drop predicates 
 object that may be the focus agrees (`other_foci`), until a grasp seen settles which one was last. An open
 gripper holds nothing, seen or not: its raw grasp is false and the evidence runs on. The frames before the first
 one (a monitor started late, a grounder reset after its input restarted) were not seen either: an object between
-the closed fingers there may have been grasped for long, so its evidence restarts as after such a gap (`_first`).
+the closed fingers there may have been grasped for long, so its evidence restarts as after such a gap (`_first`),
+and, the closed hand empty, one within the distance a dropped object falls in the grasp persistence may just have
+fallen out, its debounce holding it still: its evidence restarts too, and it may drop on any frame until the
+debounce decides, but it is not made a possible focus (the post-drop predicates read as if nothing was held, where
+they would otherwise stay unknown until the next grasp; a hand that holds an object is taken to have held no other).
 
 `maybe_dropped` names the objects whose drop on this frame is unknown, for the families a drop starts something
 in (a transfer, the pick skill's re-arming); `maybe_grasped` those not counted as grasped that a grasp hidden in a
@@ -54,9 +58,10 @@ DOCS = {
     ),
     "object_grasped": PredicateDoc(
         "some manipulated object is grasped: object_grasped_raw per object after a symmetric debounce (unknown while "
-        "its evidence restarts: after a pose gap with the gripper closed, or held on a trace's first frame, until the "
+        "its evidence restarts: after a pose gap with the gripper closed, or on a trace's first frame with it closed, "
+        "held there or, the hand empty, within the distance a dropped object falls in the persistence, until the "
         "debounce has seen its full run)",
-        "object_grasped_raw",
+        "object_grasped_raw, object boxes and end-effector position on a trace's first frame",
         "grasp_persistence 0.25 s (5 frames at 20 Hz), both edges",
     ),
     "object_sync": PredicateDoc(
@@ -68,7 +73,8 @@ DOCS = {
     ),
     "object_dropped": PredicateDoc(
         "a grasped object stopped being grasped this frame (falling edge of object_grasped; unknown while a drop "
-        "may have happened unseen, after a pose gap with the gripper closed)",
+        "may have happened unseen, after a pose gap with the gripper closed, or may end a grasp from before a trace's "
+        "first frame: an object near a closed, empty hand there, until its debounce decides)",
         "object_grasped",
         "-",
     ),
@@ -115,6 +121,7 @@ DOCS = {
 }
 
 
+_GRAVITY = 9.81  # m/s²
 _NO_GAPS: dict[str, float] = {}  # a finger body near nothing (read only)
 _NONE: frozenset[str] = frozenset()  # no object dropped (most frames)
 _ABOUT_FOCUS = ("object_left_gripper", "object_settled", "settle_timeout")
@@ -180,6 +187,8 @@ class GraspEstimator:
         )
         self._rest = (m.linear_stability_mps, m.angular_stability_radps)
         self._persistence = (counts.grasp_persistence, counts.stability_persistence)
+        held_s = thresholds.durations_s.grasp_persistence  # an object the closed fingers let go falls this far before
+        self._fall_m = d.gripper_clearance + 0.5 * _GRAVITY * held_s * held_s  # its debounce lets it go
         self._quiet = False  # every object was seen and quiet on the last frame (see `step`)
         self._first = True  # no frame stepped yet: what was held before it was not seen
 
@@ -218,6 +227,8 @@ class GraspEstimator:
         quiet = []  # the quiet objects, whose rest is asked after the loop
         rose = False  # some object's latest grasp rise may have moved: which may be the focus is asked again
         engaged: Tri = False  # some object counts as grasped before or after this frame (open gripper: a release)
+        # the first frame's closed hand holds no object: it may have let one go just before (see below)
+        empty = self._first and closed and not any(touches.get(o, 0) >= bilateral for o in self.objects)
         for o, st in self._states:
             debounce = st.grasp
             unseen = o in unknown
@@ -243,6 +254,11 @@ class GraspEstimator:
                         debounce.restart()  # before, and counts as grasped, or not, once the debounce decides
                         st.earliest, st.grip_run = frame - grasp_n, grasp_n - 1
                     st.grip_run += 1
+                elif empty and self._within_fall(geo, o):  # the closed hand, empty on the first frame, may have just
+                    debounce.restart()  # let it go, its debounce holding it still: counted as grasped, or not, once
+                    st.earliest, st.maybe_held = frame - grasp_n, True  # the debounce decides, it may drop on any
+                    # frame until then (`maybe_dropped`); not made a possible focus (the trace-start assumption: the
+                    # post-drop predicates would stay unknown until a grasp is seen)
                 elif st.grip_run:
                     st.grip_run = 0
             before, resumed = debounce.value, debounce.warming
@@ -392,6 +408,15 @@ class GraspEstimator:
             settled,  # object_settled
             timeout,  # settle_timeout
         )
+
+    def _within_fall(self, geo: FrameGeometry, o: str) -> bool:
+        """Whether `o` (its box, to its farthest corner) is within `_fall_m` of the hand: a closed hand may have held
+        it until it fell out, its debounce holding it still (a farther one was not held in the persistence before,
+        unless the hand itself moved away faster than it falls)."""
+        box = geo.object_boxes.get(o)
+        if box is None:
+            return True
+        return math.dist(point3(box.center), point3(geo.ee_position)) - math.hypot(*box.half) <= self._fall_m
 
     def name_objects(self, values: Mapping[str, bool], out: dict[str, tuple[str, ...]]) -> None:
         """The objects each of this family's true predicates is about, from this frame's state (`Grounder`)."""
