@@ -392,6 +392,17 @@ def test_qpos_changed_compares_bits_and_keeps_the_new_ones():
         _geomath.qpos_changed(qpos, last[:3])
 
 
+def test_views_take_an_equivalent_type_number_and_refuse_swapped_bytes():
+    """A view kind matches its exact numpy type number first, then any equivalent one (int64 as long long);
+    a float64 array in the other byte order is no native double."""
+    qpos = np.array([0.0, 1.0])
+    last = np.full(2, -1, dtype=np.longlong)  # int64 under another type number than np.int64's on Linux
+    assert _geomath.qpos_changed(qpos, last) == b"\x01\x01" and last.tolist() == qpos.view(np.int64).tolist()
+    swapped = qpos.astype(qpos.dtype.newbyteorder())
+    with pytest.raises(ValueError, match="qpos_changed: qpos: expected a 1-d array of format d"):
+        _geomath.qpos_changed(swapped, np.full(2, -1, dtype=np.int64))
+
+
 def test_place_objects_writes_poses_and_parks_the_rest():
     from safety_monitor.frames import Pose
 
