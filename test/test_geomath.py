@@ -805,3 +805,17 @@ def test_joint_limits_answer_as_named_outside_and_row_beyond_do_and_false_withou
         _geomath.joint_limits({"a": 0.0}, ("e",), lower[:1], upper[:1], None, None, layout)
     with pytest.raises(TypeError, match="joint_limits: layout must be a 6-tuple"):
         _geomath.joint_limits({"a": 0.0}, ("a",), lower[:1], upper[:1], None, None, layout[:5])
+
+
+def test_copy_ints_copies_int32_values_and_names_a_mismatch():
+    dst, src = np.zeros(4, dtype=np.int32), np.array([3, -1, 0, 7], dtype=np.int32)
+    _geomath.copy_ints(dst, src)
+    assert dst.tolist() == [3, -1, 0, 7] and src.tolist() == [3, -1, 0, 7]
+    with pytest.raises(ValueError, match="copy_ints: dst and src differ in length"):
+        _geomath.copy_ints(dst, src[:3])
+    with pytest.raises(ValueError, match="copy_ints: src: expected a C-contiguous array"):
+        _geomath.copy_ints(dst[:2], src[::2])
+    with pytest.raises(ValueError, match="copy_ints: src: expected a 1-d array of format i"):
+        _geomath.copy_ints(dst, src.astype(np.int64))
+    with pytest.raises(TypeError, match="copy_ints: dst: expected a writable numpy array"):
+        _geomath.copy_ints(_read_only(dst.copy()), src)

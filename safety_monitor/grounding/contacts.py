@@ -100,11 +100,11 @@ class Contacts:
             views = self._data = (d, d.geom_xpos, d.geom_xmat)
         if plan.unbounded or _geomath.may_touch(views[1], views[2], *plan.bounds):
             contype = self._model_contype
-            np.copyto(contype, plan.contype)
+            _geomath.copy_ints(contype, plan.contype)  # (np.copyto: 3.6 thousand instructions a call)
             try:
                 mujoco.mj_collision(m, d)
             finally:
-                np.copyto(contype, self._contype)
+                _geomath.copy_ints(contype, self._contype)
             ncon = d.ncon
             if ncon:
                 found = d.contact
