@@ -392,6 +392,17 @@ def test_qpos_changed_compares_bits_and_keeps_the_new_ones():
         _geomath.qpos_changed(qpos, last[:3])
 
 
+def test_views_take_an_equivalent_type_number_and_refuse_swapped_bytes():
+    """A view kind matches its exact numpy type number first, then any equivalent one (int64 as long long);
+    a float64 array in the other byte order is no native double."""
+    qpos = np.array([0.0, 1.0])
+    last = np.full(2, -1, dtype=np.longlong)  # int64 under another type number than np.int64's on Linux
+    assert _geomath.qpos_changed(qpos, last) == b"\x01\x01" and last.tolist() == qpos.view(np.int64).tolist()
+    swapped = qpos.astype(qpos.dtype.newbyteorder())
+    with pytest.raises(ValueError, match="qpos_changed: qpos: expected a 1-d array of format d"):
+        _geomath.qpos_changed(swapped, np.full(2, -1, dtype=np.int64))
+
+
 def test_place_objects_writes_poses_and_parks_the_rest():
     from safety_monitor.frames import Pose
 
@@ -794,3 +805,17 @@ def test_joint_limits_answer_as_named_outside_and_row_beyond_do_and_false_withou
         _geomath.joint_limits({"a": 0.0}, ("e",), lower[:1], upper[:1], None, None, layout)
     with pytest.raises(TypeError, match="joint_limits: layout must be a 6-tuple"):
         _geomath.joint_limits({"a": 0.0}, ("a",), lower[:1], upper[:1], None, None, layout[:5])
+
+
+def test_copy_ints_copies_int32_values_and_names_a_mismatch():
+    dst, src = np.zeros(4, dtype=np.int32), np.array([3, -1, 0, 7], dtype=np.int32)
+    _geomath.copy_ints(dst, src)
+    assert dst.tolist() == [3, -1, 0, 7] and src.tolist() == [3, -1, 0, 7]
+    with pytest.raises(ValueError, match="copy_ints: dst and src differ in length"):
+        _geomath.copy_ints(dst, src[:3])
+    with pytest.raises(ValueError, match="copy_ints: src: expected a C-contiguous array"):
+        _geomath.copy_ints(dst[:2], src[::2])
+    with pytest.raises(ValueError, match="copy_ints: src: expected a 1-d array of format i"):
+        _geomath.copy_ints(dst, src.astype(np.int64))
+    with pytest.raises(TypeError, match="copy_ints: dst: expected a writable numpy array"):
+        _geomath.copy_ints(_read_only(dst.copy()), src)

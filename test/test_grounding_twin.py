@@ -179,6 +179,27 @@ def test_a_carried_object_is_placed_alike_in_one_c_call_and_through_python(episo
         place(in_c.twin.data.qpos, 99, np.zeros(3), np.eye(3), np.zeros(3), np.eye(3), in_c.twin._mat2quat)
 
 
+def test_the_twin_places_a_held_object_from_the_grounders_kept_arrays_uncopied(episode):
+    """Perception at a quarter of the control rate: a held pose two and three frames old lies between recorded
+    end-effector samples, so the grounder keeps its placement and hands the twin those arrays again, uncopied.
+    They are read-only: neither of the twin's placing paths writes them, and both place alike."""
+    _, _, states, _ = episode
+    quarter = [
+        st
+        if k % 4 == 0
+        else dataclasses.replace(
+            st, object_poses=states[k - k % 4].object_poses, object_ages={o: (k % 4) / RATE for o in st.object_poses}
+        )
+        for k, st in enumerate(states)
+    ]
+    in_c, in_python = load_default_grounder(RATE), load_default_grounder(RATE)
+    in_python.twin._mat2quat = None
+    for st in quarter:
+        assert in_c.step(st) == in_python.step(st)
+    kept = [a for g in (in_c, in_python) for _, placed in g._carry_memo.values() for a in placed]
+    assert kept and not any(a.flags.writeable for a in kept)
+
+
 def test_a_pose_measured_between_frames_is_carried_from_where_the_hand_was_then(episode):
     """Every pose measured a fifth of a frame before its frame (an unsynchronised camera): the hand was
     80 % of the way from the previous frame's pose, up to 1.2 cm beyond it, more than the gripper

@@ -100,15 +100,20 @@ class Contacts:
             views = self._data = (d, d.geom_xpos, d.geom_xmat)
         if plan.unbounded or _geomath.may_touch(views[1], views[2], *plan.bounds):
             contype = self._model_contype
-            np.copyto(contype, plan.contype)
+            _geomath.copy_ints(contype, plan.contype)  # (np.copyto: 3.6 thousand instructions a call)
             try:
                 mujoco.mj_collision(m, d)
             finally:
-                np.copyto(contype, self._contype)
-            ncon = d.ncon
+                _geomath.copy_ints(contype, self._contype)
+            # the count from the distances' length: nearly every frame that collides finds contacts, whose arrays
+            # it reads anyway, and reading MjData.ncon cost 1.3 thousand instructions more
+            found = d.contact
+            new_dist = found.dist
+            ncon = len(new_dist)
             if ncon:
-                found = d.contact
-                new_geom, new_dist = found.geom, found.dist
+                new_geom = found.geom
+            else:
+                new_dist = None
         if self._n + ncon > len(self._dist):
             size = 2 * (self._n + ncon)
             self._geom = np.concatenate([self._geom[: self._n], np.zeros((size - self._n, 2), dtype=np.int32)])

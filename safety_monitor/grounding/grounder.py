@@ -455,8 +455,9 @@ class Grounder:
                         _geomath.relative_rotation(ee_rot, quat_to_matrix(pose.quaternion)),
                     )
                     if track.times[-1] > measured + TIME_EPS:  # interpolated between recorded samples only
+                        placed[0].flags.writeable = placed[1].flags.writeable = False  # kept: handed out, read
                         memo[o] = (key, placed)
-                out[o] = (placed[0].copy(), placed[1].copy())  # the twin's own arrays, never the kept ones
+                out[o] = placed  # (the twin reads them only: no copy a frame)
             return out
 
         return relative

@@ -17,7 +17,9 @@ from safety_monitor.grounding import _geomath
 
 Carry = Callable[[np.ndarray, np.ndarray], Mapping[str, tuple[np.ndarray, np.ndarray]]]
 """Given this frame's end-effector (position, rotation): each held object's pose relative to the
-end-effector when the object's pose was measured (the twin places it there relative to this frame's)."""
+end-effector when the object's pose was measured (the twin places it there relative to this frame's). Both
+sides only read the arrays handed over, during the call (the twin hands in its own buffers, the grounder the
+arrays it keeps for later frames): no copy either way."""
 
 TIME_EPS = 1e-9  # seconds: measurement times (frame time minus age) equal up to rounding are the same instant
 

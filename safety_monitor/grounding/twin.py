@@ -283,7 +283,7 @@ class KinematicTwin:
             mujoco.mj_kinematics(m, d)
         else:
             mujoco.mj_kinematics(m, d)
-            placed = carried(site_pos.copy(), site_rot.copy())
+            placed = carried(site_pos, site_rot)  # (read during the call only: `Carry`)
             if placed:
                 mat2quat = self._mat2quat
                 for o, (rel_pos, rel_rot) in placed.items():
