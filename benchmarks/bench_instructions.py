@@ -12,7 +12,8 @@ bench_grounding.py's `timed_calls` times (mj_kinematics, mj_collision, mj_geomDi
 it calls): the same child under `valgrind --tool=callgrind`, whose call graph gives each call's inclusive
 instructions per calling site; the calls summed are those entered from outside MuJoCo's library (the bindings,
 as the twin and its contact list call them from Python, and the C kernels' gap walk), not MuJoCo's calls to
-itself, less the same run with no frames. It then prints the step against the baseline twin's MuJoCo calls,
+itself, less the same run with no frames. The MuJoCo functions' own instructions: the bindings' handling of a
+call from Python, which bench_grounding.py's CPU time of a call includes, is not counted. It then prints the step against the baseline twin's MuJoCo calls,
 both in instructions over the same frames (issue 17's measure, which the CPU-time ratio of bench_grounding.py
 cannot settle on a loaded machine). Callgrind's `--toggle-collect` would not do: it toggles on every entry
 and exit, so a counted function that another counted function calls would switch counting off. Needs
@@ -113,7 +114,7 @@ def entered_from_outside(callgrind_out: str, functions: tuple[str, ...], library
         if line.startswith("ob="):
             caller_object = line[3:]
         elif line.startswith("cfn="):
-            callee = line[4:].split("'")[0]  # a recursion level's suffix
+            callee = line[4:]
         elif line.startswith("calls=") and callee in calls and library not in caller_object:
             calls[callee] += int(line[6:].split()[0])
             counted[callee] += int(next(lines).split()[1])  # the call site's position, then its inclusive Ir
