@@ -212,13 +212,25 @@ def replay_results(bag: Path) -> dict:
 
     def recording_monitor(config, rate_hz):
         monitor = make_monitor(config, rate_hz)
-        step = monitor.step
+        step, again = monitor.step, monitor.step_again
+        last: list = [None, False]  # the valuation last stepped, as recorded; inside `step` (which may call
+        # `step_again` for equal values: that frame is recorded once)
 
         def recorded(valuation, t):
-            seen.append((t, None if valuation is None else tuple(valuation.items())))
-            return step(valuation, t)
+            last[0] = None if valuation is None else tuple(valuation.items())
+            seen.append((t, last[0]))
+            last[1] = True
+            try:
+                return step(valuation, t)
+            finally:
+                last[1] = False
 
-        monitor.step = recorded
+        def recorded_again(t):  # the caller passed the last valuation again (`SpecSetMonitor.step_again`)
+            if not last[1]:
+                seen.append((t, last[0]))
+            return again(t)
+
+        monitor.step, monitor.step_again = recorded, recorded_again
         return monitor
 
     score.make_monitor = recording_monitor

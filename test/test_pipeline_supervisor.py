@@ -444,3 +444,27 @@ def test_frames_that_repeat_the_last_values_step_on_one_valuation(make):
     assert seen[2] == {"a": None, "b": False} and seen[3] == {"a": False, "b": True}
     feed(sup, [quiet(4, b=True)])
     assert seen[4] is seen[3]
+
+
+def test_a_valuation_stepped_again_after_a_rewind_is_read_again(make):
+    """Frames equal to the last step on its valuation object, which the monitor then need not read
+    (`step_again`); once anything else moved the monitor (here a start marker that came after the trace's first
+    frames, rewinding it to step them again blind), the same object is read again: never_a opens on the first
+    frame after the marker, as in a run on fresh dicts."""
+
+    def run(fresh):
+        sup = make()
+        steps = []
+        for k in range(10):
+            frame = quiet(k, a=True)
+            valuation = dict(frame.values) if fresh else frame.values
+            steps.append(
+                sup.frame(valuation, frame.t, k, frame.stale, frame.t) if fresh else sup.sample(frame, frame.t)
+            )
+            if k == 4:
+                steps.append(sup.marker(EpisodeMarker(START, 0, 1.0), frame.t + 0.001))
+        return [(e.rollout, e.event.property, e.event.kind, e.event.frame) for s in steps for e in s.events]
+
+    events = run(fresh=False)
+    assert (0, "never_a", EventKind.OPENED, 5) in events
+    assert events == run(fresh=True)

@@ -240,23 +240,34 @@ class SpecSetMonitor:
                 raise SpecError(
                     f"frame {i}: expected a mapping predicate -> bool, got {type(frame).__name__}"
                 ) from None
-        same = values == self._last_values
-        if same:
-            values = self._last_values  # log one shared tuple per run of equal frames
-        else:
-            letters, unknown = self._letters_of(values, i)  # a bad frame raises here, before anything moves
+        if values == self._last_values:
+            return self.step_again(t)
+        letters, unknown = self._letters_of(values, i)  # a bad frame raises here, before anything moves
+        self._log_frame(i, t, values)
+        self._last_values, self._letters, self._unknown = values, letters, unknown
+        return self._move(letters, unknown, i, t)
+
+    def step_again(self, t: float | None = None) -> Sequence[Event]:
+        """`step` on a frame with the last frame's values, which the caller knows (it passes the same valuation
+        again, as the Supervisor does for equal frames): nothing to read or compare. Most frames repeat the last
+        one's values, and reading a frame's predicates is most of a step's cost. Needs a frame stepped since
+        `reset` (or `rewind`)."""
+        i = self._i
+        self._log_frame(i, t, self._last_values)  # one shared tuple logged per run of equal frames
+        if self._still:
+            return _NO_EVENTS
+        return self._move(self._letters, self._unknown, i, t)
+
+    def _log_frame(self, i: int, t: float | None, values: object) -> None:
         self._i, self._t = i + 1, t
         if i - self._log_base == self._log_size:  # full: carry the last `history` frames to new lists
             self._log, self._log_times = self._log[-self.history :], self._log_times[-self.history :]
             self._log_base = i - self.history
         self._log.append(values)
         self._log_times.append(t)
-        if same:
-            if self._still:
-                return _NO_EVENTS
-            letters, unknown = self._letters, self._unknown
-        else:
-            self._last_values, self._letters, self._unknown = values, letters, unknown
+
+    def _move(self, letters: np.ndarray, unknown: list[int] | None, i: int, t: float | None) -> Sequence[Event]:
+        """Every property's transition on this frame's `letters`: its events."""
         if unknown is not None or self._n_sets:
             return self._step_sets(letters, unknown, i, t)
         before = self._rows

@@ -151,6 +151,7 @@ class Step:
 
 
 NOTHING = Step()  # most frames: stepped, and nothing to report
+_NOT_STEPPED = object()  # no valuation is it (`Supervisor._last_stepped`)
 
 
 @dataclass
@@ -179,7 +180,7 @@ class Supervisor:
         self, monitor: SpecSetMonitor, settings: MonitorSettings, on_frame: FrameObserver | None = None
     ) -> None:
         self.monitor = monitor
-        self._step = monitor.step
+        self._step, self._again = monitor.step, monitor.step_again
         self._on_frame = on_frame
         self._predicates = monitor.predicates
         self._needed = frozenset(monitor.predicates)
@@ -218,6 +219,9 @@ class Supervisor:
         self.late_markers = self.missing_markers = 0  # start markers that came late; rollouts ended without an end
         self._late_start = False  # the current rollout's start marker came late
         self._plain = False  # nothing but stepping to do for the next advancing frame (frame()'s fast path)
+        # the valuation the fast path stepped last, while nothing else has moved the monitor since (`_replan`
+        # forgets it): the same object again holds the same values, which the monitor need not read
+        self._last_stepped: object = _NOT_STEPPED
 
     # ------------------------------------------------------------------------------------ status
     @property
@@ -295,7 +299,8 @@ class Supervisor:
             if number is not None:
                 self._expected = number + 1
             valuation = self._completed
-            events = self._step(valuation, t)
+            events = self._again(t) if valuation is self._last_stepped else self._step(valuation, t)
+            self._last_stepped = valuation
             self._record(t)
             self._keep(valuation)
             self._countdown -= 1
@@ -721,6 +726,7 @@ class Supervisor:
             out.status = status
 
     def _replan(self) -> None:
+        self._last_stepped = _NOT_STEPPED  # every path but the fast one ends here, and may have moved the monitor
         self._plain = (
             self._status is InputStatus.FRESH
             and self._in_trace
