@@ -120,3 +120,11 @@ def test_a_late_marker_restarts_the_grounder_and_a_stamp_far_behind_restarts_the
     assert [i[0] for i in _issues(late)] == ["late_marker"]
     back = PipelineEdit(PipelineStress.STAMPS, 0.5, 0.5, (Feed.JOINTS, "backwards", 10.0))
     assert [i[0] for i in _issues(PipelineCase(1, 0.0, 100, (back,), GrounderRobot.URDF))][:1] == ["input_restarted"]
+
+
+def test_a_joint_step_just_over_the_jump_limit_is_a_jump_and_just_under_is_not():
+    def jumps(factor: float) -> int:
+        edit = PipelineEdit(PipelineStress.JOINT_JUMP, 0.5, 0.5, (0, ("limit", factor), 1))
+        return sum(i[0] == "joint_jump" for i in _issues(PipelineCase(0, 0.1, 60, (edit,), GrounderRobot.URDF)))
+
+    assert jumps(0.999) == 0 and jumps(1.001) >= 1

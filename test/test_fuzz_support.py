@@ -3418,7 +3418,7 @@ class PipelineStress(enum.StrEnum):
     HOLD = "hold"  # a stream's (or every stream's) values held exactly still, then one value stepped one ulp
     SIGNED_ZERO = "signed_zero"  # a value held at 0.0 then -0.0 (once, or every other message), the rest held
     NONFINITE = "nonfinite"  # NaN, inf or an implausible value in a message
-    JOINT_JUMP = "joint_jump"  # a joint jumping away for a few frames and back
+    JOINT_JUMP = "joint_jump"  # a joint jumping away for a few frames and back (by just under or over the limit too)
     NAMES = "names"  # a JointState's names reordered, cut, duplicated, extended or empty
     STAMPS = "stamps"  # a stream's stamp repeated, backwards, far ahead or zero once, or shifted for a while
     SILENCE = "silence"  # a stream stopping for a while, then restarting
@@ -3487,8 +3487,10 @@ def pipeline_edits(draw: Callable, robots: tuple[GrounderRobot, ...] = (Grounder
             params = (draw(_STREAMS), draw(st.integers(0, 12)), draw(st.sampled_from([math.nan, math.inf, -math.inf,
                       2e9, -2e9])), draw(st.integers(1, 5)))  # fmt: skip
         elif kind is PipelineStress.JOINT_JUMP:
-            params = (draw(st.integers(0, 12)), draw(st.sampled_from([1e-3, 0.05, 0.3, 1.0, 3.0, -0.3])),
-                      draw(st.integers(1, 5)))  # fmt: skip
+            sizes = st.sampled_from([1e-3, 0.05, 0.3, 1.0, 3.0, -0.3]) | st.tuples(
+                st.just("limit"), st.sampled_from([1 - 1e-9, 1 + 1e-9, 0.999, 1.001, 2.0, -1.001])
+            )  # radians, or a factor of the largest step the JumpDetector lets through
+            params = (draw(st.integers(0, 12)), draw(sizes), draw(st.integers(1, 5)))
         elif kind is PipelineStress.NAMES:
             params = (
                 draw(st.sampled_from([Feed.JOINTS, Feed.GRIPPER])),
@@ -3659,8 +3661,15 @@ def pipeline_messages(case: PipelineCase) -> list[tuple[str, Any, float]]:
             index, size, away = e.params
             for m in messages:
                 if m.kind is Feed.JOINTS and a <= m.frame < a + away and len(m.payload.names):
-                    values = _msg_values(m)
-                    values[index % len(values)] += size
+                    values, names = _msg_values(m), m.payload.names
+                    judged = [j for j, name in enumerate(names) if getattr(grounder.joint_limits.get(name), "velocity",
+                              None) is not None]  # fmt: skip
+                    if isinstance(size, tuple) and judged:  # the jump factor times the velocity limit over a period
+                        j = judged[index % len(judged)]
+                        limit = grounder.joint_limits[names[j]].velocity
+                        values[j] += size[1] * grounder.thresholds.joint_limits.jump_factor * limit / rate
+                    else:
+                        values[index % len(values)] += size[1] if isinstance(size, tuple) else size
                     m.payload = _with(m, values)
         elif e.kind is PipelineStress.NAMES:
             stream, how = e.params
