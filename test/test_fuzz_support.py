@@ -3774,19 +3774,23 @@ def _jump_base(messages: list[_Message], grounder: Any, a: int, b: int, axis: st
 def estimator_records(grounder: Any, mapping: dict[str, Any], messages: list[tuple], node: bool) -> list[tuple]:
     """Each message's EstimatorStep as a record, from a reset grounder and a new Estimator over it (StreamMapping of
     `mapping`): (sample as step_records has a frame, or None; issues (kind, stream, t, detail); frozen; frozen
-    changed; rollout start), or ("error", type, message) for an exception. Driven as replay drives the stage, or as
-    the estimator node does (`node`: a slower stream's arrival time only where `needs_arrival` asks). Self-contained:
-    the baseline runs its source."""
+    changed; rollout start; the Supervisor's Step on the sample, over the default specs, as text), or ("error",
+    type, message) for an exception. Driven as replay drives the stage, or as the estimator node does (`node`: a
+    slower stream's arrival time only where `needs_arrival` asks). Self-contained: the baseline runs its source."""
     import os
 
     import safety_monitor
     from safety_monitor.pipeline.assemble import StreamMapping
     from safety_monitor.pipeline.estimator import Estimator
+    from safety_monitor.pipeline.supervisor import Supervisor
+    from safety_monitor.replay.score import ReplayConfig, make_monitor
+    from safety_monitor.settings import MonitorSettings
 
     tree = os.path.dirname(os.path.dirname(os.path.abspath(safety_monitor.__file__)))
     grounder.reset()
     try:
         stage = Estimator(grounder, StreamMapping(**mapping))
+        supervisor = Supervisor(make_monitor(ReplayConfig(), grounder.control_rate_hz), MonitorSettings())
     except Exception as exc:
         return [("error", type(exc).__name__, str(exc).replace(tree, "<tree>"))]
     out: list[tuple] = []
@@ -3811,10 +3815,18 @@ def estimator_records(grounder: Any, mapping: dict[str, Any], messages: list[tup
             out.append(("error", type(exc).__name__, str(exc).replace(tree, "<tree>")))
             continue
         s = step.sample
+        try:  # the monitor node steps the frames as they come, its clock (here the arrival time) beside them
+            said = ""
+            for told in (supervisor.sample(s, received) if s is not None else None,
+                         supervisor.finish(received) if kind == "finish" else None):  # fmt: skip
+                said += "" if told is None or told == type(told)() else repr(told)  # (most frames: nothing to say)
+        except Exception as exc:
+            said = f"error {type(exc).__name__}: {exc}"
         sample = None if s is None else (s.t, s.frame, tuple(s.values.items()), tuple(sorted(s.unknown)),
                                          tuple(sorted(s.stale)), tuple(sorted(s.objects.items())))  # fmt: skip
         issues = tuple((i.kind.value, i.stream, i.t, i.detail) for i in step.issues)
-        out.append((sample, issues, step.frozen, step.frozen_changed, None if step.start is None else step.start.value))
+        start = None if step.start is None else step.start.value
+        out.append((sample, issues, step.frozen, step.frozen_changed, start, said))
     return out
 
 
