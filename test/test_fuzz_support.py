@@ -7,8 +7,8 @@ exception other than SafetyMonitorError escaping (`leak:<type>`), no result with
 well-formed, a formula that prints to something that parses differently or whose DFA disagrees with
 the reference evaluator, a damaged bag whose verdicts are silently safer than the intact bag's, frames
 lost or live and replay apart, an alarm on a clean run, a mobile base used while untrusted or its jumps
-miscounted, a quaternion misjudged against tf2's tolerance, an arm judged before its topic has sent, and
-an event log misread.
+miscounted, a quaternion misjudged against tf2's tolerance, an arm judged before its topic has sent, an
+event log misread, and a grounder or Estimator (and the monitor over it) that differs from a baseline tree's.
 """
 
 from __future__ import annotations
@@ -3222,7 +3222,8 @@ while True:
 class BaselineGrounder:
     """The grounders of another source tree (`baseline`, e.g. main before a speed change), in a subprocess started
     with PYTHONPATH=baseline: `records(steps, setup)` are the step_records of pickled RobotStates by its grounder
-    built as `setup` says (kept from call to call, as this tree's)."""
+    built as `setup` says (kept from call to call, as this tree's); `estimator_records(...)` those of messages
+    through its Estimator over that grounder."""
 
     def __init__(self, baseline: Path) -> None:
         import inspect
