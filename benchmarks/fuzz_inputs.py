@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/fuzz_inputs.py [--formulas 10000] [--compile 1000] [--specs 2000]
         [--bags 1000] [--markers 600] [--objects 300] [--plans 300] [--traces 300] [--configs 600]
         [--tf 300] [--arms 300] [--arm-topics 300] [--logs 600] [--grounder 2000 --baseline DIR [--robots all]]
-        [--seconds S] [--seed 0] [--out DIR]
+        [--pipeline 2000 --baseline DIR] [--seconds S] [--seed 0] [--out DIR]
 
 The same strategies and oracles as the test_fuzz_* unit tests (test/test_fuzz_support.py), run much
 longer. Each input ends in an outcome class; the FAILURES classes (an exception other than
@@ -61,7 +61,19 @@ what reproduces them. The same --seed and counts give the same inputs, also afte
   (in a subprocess): every frame's values, unknown, stale ages and named objects bit for bit (`grounder_differs`
   otherwise, prefixed with the robot). `--robots`: the workcell's scripted episodes at 500 Hz (the default), also
   every 5th or 10th step at 100 or 50 Hz, the mobile base, the URDF arm with two fingers (50, 100 Hz) or without
-  gripper and wrench sensor, either arm of the two-arm handover (test_fuzz_support.GrounderRobot), or `all`.
+  gripper and wrench sensor, either arm of the two-arm handover (test_fuzz_support.GrounderRobot), or `all`; the
+  edits also move only the other arm's fingers;
+- pipeline (only with --baseline, as the grounder part): the same robots' runs as message streams (JointState,
+  wrench, object poses, the gripper's JointState topic, a mobile base's pose on TF) edited to stress the stages
+  around the grounder (values held exactly still then stepped one ulp, 0.0 against -0.0, NaN and inf, joints jumping
+  and back, names reordered or cut, stamps repeated, backwards, far ahead or zero, topics stopping and restarting,
+  messages out of order across topics, the base jumping just under or over thresholds.yaml's base_jump, rollout
+  markers on time or late; stamps from the run's own clock or a wall clock's), fed to this tree's `Estimator` and
+  the baseline's as replay drives it or as the estimator node does: every EstimatorStep's sample, issues and
+  frozen flags bit for bit (`estimator_differs` otherwise, prefixed with the robot). `--robots` as the grounder's.
+
+"This tree" is the one `safety_monitor` is imported from: PYTHONPATH=<another worktree> runs the grounder and
+pipeline parts of that tree (with this file's test helpers) against --baseline.
 """
 
 from __future__ import annotations
@@ -559,6 +571,34 @@ def check_grounder(baseline: Path, timeout: float) -> Callable[[Any, Path], list
     return check
 
 
+def check_pipeline(baseline: Path, timeout: float) -> Callable[[Any, Path], list[str]]:
+    """The same edited message stream through this tree's Estimator and `baseline`'s, step for step."""
+    import pickle
+
+    from test_fuzz_support import BaselineGrounder, guarded, pipeline_mapping, pipeline_messages, pipeline_outcome
+
+    other = [BaselineGrounder(baseline)]
+    found = [""]
+
+    def compared(case: Any) -> str:
+        outcome, found[0] = pipeline_outcome(case, other[0])
+        return outcome
+
+    def check(case: Any, folder: Path) -> list[str]:
+        found[0] = ""
+        outcome, detail = guarded(lambda: compared(case), timeout)
+        if outcome == "hang":
+            other[0].close()
+            other[0] = BaselineGrounder(baseline)
+        if outcome != "same":
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "detail.txt").write_text(f"{case!r}\n{detail or found[0]}\n")
+            (folder / "messages.pkl").write_bytes(pickle.dumps((pipeline_mapping(case), pipeline_messages(case))))
+        return [f"{case.robot}:{outcome}"]
+
+    return check
+
+
 def generators(robots: tuple[str, ...] = ("workcell",)) -> dict[str, dict[str, Any]]:
     """Per part, its input generators by name (each gets an equal share of the part's inputs); the grounder's, one
     per robot of `robots` (GrounderRobot values)."""
@@ -586,6 +626,7 @@ def generators(robots: tuple[str, ...] = ("workcell",)) -> dict[str, dict[str, A
         mutated_plans,
         mutated_traces,
         objects_values,
+        pipeline_edits,
         rendered,
         spec_documents,
         spec_file_bytes,
@@ -634,6 +675,7 @@ def generators(robots: tuple[str, ...] = ("workcell",)) -> dict[str, dict[str, A
             ),  # (every byte of a log of up to 41 windows)
         },
         "grounder": {robot: grounder_edits((GrounderRobot(robot),)) for robot in robots},
+        "pipeline": {robot: pipeline_edits((GrounderRobot(robot),)) for robot in robots},
     }
 
 
@@ -658,16 +700,22 @@ def main() -> int:
         "--grounder", type=int, default=2000, help="edited episode windows grounded here and by --baseline's tree"
     )
     parser.add_argument(
+        "--pipeline",
+        type=int,
+        default=2000,
+        help="edited message streams through this tree's and --baseline's Estimator",
+    )
+    parser.add_argument(
         "--robots",
         default="workcell",
-        help="the grounder part's robots and rates, comma-separated, or `all`: workcell (500 Hz), workcell_100, "
+        help="the grounder and pipeline parts' robots and rates, comma-separated, or `all`: workcell (500 Hz), workcell_100, "
         "workcell_50, mobile, urdf, urdf_100, no_gripper, left_arm, right_arm (an equal share each)",
     )
     parser.add_argument(
         "--baseline",
         type=Path,
-        help="the source tree (its kernels built) whose grounder the grounder part compares with; without it the "
-        "part is skipped",
+        help="the source tree (its kernels built) whose grounder and Estimator the grounder and pipeline parts compare "
+        "with; without it they are skipped",
     )
     parser.add_argument(
         "--seconds", type=float, default=3600.0, help="wall-clock budget per part (shared by its generators)"
@@ -694,9 +742,12 @@ def main() -> int:
     os.environ.setdefault("SAFETY_MONITOR_CACHE_DIR", str(out / "dfa_cache"))  # random formulas stay out of ~/.cache
     os.environ.setdefault("MUJOCO_GL", "egl")
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+    import safety_monitor
+
     print(
         f"{platform.processor() or platform.machine()}, Python {platform.python_version()}, seed {args.seed}, "
-        f"timeout {args.timeout:.0f} s per input, failing inputs to {out}",
+        f"timeout {args.timeout:.0f} s per input, failing inputs to {out}, safety_monitor from "
+        f"{Path(safety_monitor.__file__).parents[1]}",
         flush=True,
     )
     checks = {
@@ -714,6 +765,7 @@ def main() -> int:
         "arm_topics": lambda: check_arm_topics(Path(tempfile.mkdtemp(dir=out)), args.timeout),
         "logs": lambda: check_logs(Path(tempfile.mkdtemp(dir=out)), args.timeout),
         "grounder": lambda: check_grounder(args.baseline, args.timeout),
+        "pipeline": lambda: check_pipeline(args.baseline, args.timeout),
     }
     budget = {
         "formulas": args.formulas,
@@ -730,9 +782,11 @@ def main() -> int:
         "arm_topics": args.arm_topics,
         "logs": args.logs,
         "grounder": args.grounder if args.baseline else 0,
+        "pipeline": args.pipeline if args.baseline else 0,
     }
-    if args.grounder > 0 and not args.baseline:
-        print("grounder: skipped (no --baseline tree to compare with)", flush=True)
+    for name in ("grounder", "pipeline"):
+        if getattr(args, name) > 0 and not args.baseline:
+            print(f"{name}: skipped (no --baseline tree to compare with)", flush=True)
     failing = 0
     for name, named in generators(robots).items():
         if budget[name] <= 0:

@@ -20,6 +20,7 @@ from test_fuzz_support import (
     GrounderRobot,
     Stress,
     case_states,
+    compared_grounder,
     edited_window,
     grounder_edits,
     grounder_outcome,
@@ -112,3 +113,22 @@ def test_a_mobile_base_edit_loses_moves_or_holds_its_pose_and_leaves_a_fixed_bas
     )
     arm = edited("missing", GrounderRobot.URDF)
     assert arm == case_states(GrounderCase(0, 0.0, 100, (), GrounderRobot.URDF))[:100]
+
+
+def test_the_other_arms_fingers_move_alone_and_a_single_arm_holds_still():
+    """The two-arm edit the other stack's gripper makes: only the other arm's fingers walk to the target."""
+    from test_fuzz_support import _other_fingers
+
+    edit = (GrounderEdit(Stress.OTHER_FINGERS, 0.2, 0.6, (0.02,)),)
+    for robot in (GrounderRobot.LEFT_ARM, GrounderRobot.RIGHT_ARM):
+        case = GrounderCase(0, 0.5, 100, edit, robot)
+        window = edited_window(case_states(case), case)
+        names = window[20].joint_names
+        other = [names.index(j) for j in _other_fingers(robot)]
+        assert other and not set(_other_fingers(robot)) & set(compared_grounder(robot).robot.gripper.joints)
+        assert all(np.array_equal(np.delete(s.joint_position, other), np.delete(window[20].joint_position, other))
+                   for s in window[20:60])  # fmt: skip
+        assert window[59].joint_position[other].tolist() == [0.02] * len(other) != window[20].joint_position[other]
+    one_arm = GrounderCase(0, 0.5, 100, edit, GrounderRobot.URDF)
+    held = edited_window(case_states(one_arm), one_arm)
+    assert all(np.array_equal(s.joint_position, held[20].joint_position) for s in held[20:60])

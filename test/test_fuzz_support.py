@@ -7,8 +7,8 @@ exception other than SafetyMonitorError escaping (`leak:<type>`), no result with
 well-formed, a formula that prints to something that parses differently or whose DFA disagrees with
 the reference evaluator, a damaged bag whose verdicts are silently safer than the intact bag's, frames
 lost or live and replay apart, an alarm on a clean run, a mobile base used while untrusted or its jumps
-miscounted, a quaternion misjudged against tf2's tolerance, an arm judged before its topic has sent, and
-an event log misread.
+miscounted, a quaternion misjudged against tf2's tolerance, an arm judged before its topic has sent, an
+event log misread, and a grounder or Estimator (and the monitor over it) that differs from a baseline tree's.
 """
 
 from __future__ import annotations
@@ -95,6 +95,7 @@ FAILURES = (
     "unseen_arm_judged",
     "changed_silently",
     "grounder_differs",
+    "estimator_differs",
 )
 
 
@@ -2763,6 +2764,8 @@ class Stress(enum.StrEnum):
     TYPES = "types"  # the frame's arrays as lists, float32 or strided views (the kernels' fallbacks)
     JOINT_STAMPS = "joint_stamps"  # the fingers on a slower topic: their positions and stamps kept for `period` frames
     BASE = "base"  # a mobile base's pose missing, NaN, too old, away and back, or held still then stepped one ulp
+    OTHER_FINGERS = "other_fingers"  # the other arm's fingers moving while nothing else moves (a two-arm robot's;
+    # elsewhere everything holds still)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -2834,7 +2837,7 @@ def grounder_edits(draw: Callable, robots: tuple[GrounderRobot, ...] = (Grounder
             )
         elif kind is Stress.WRENCH:
             params = (draw(_WRENCH_TROUBLE),)
-        elif kind is Stress.GRIPPER:
+        elif kind in (Stress.GRIPPER, Stress.OTHER_FINGERS):
             params = (draw(st.sampled_from([0.0, 0.04, 0.036, 0.02])),)
         elif kind is Stress.SAME_STAMP:
             params = (draw(st.integers(1, 3)), draw(st.booleans()))  # repeats, the same content or the next frame's
@@ -2932,6 +2935,15 @@ def _retyped(s: RobotState, how: str, what: str) -> RobotState:
     return dataclasses.replace(s, **changes)
 
 
+_OTHER_ARM = {GrounderRobot.LEFT_ARM: GrounderRobot.RIGHT_ARM, GrounderRobot.RIGHT_ARM: GrounderRobot.LEFT_ARM}
+
+
+def _other_fingers(robot: GrounderRobot) -> tuple[str, ...]:
+    """The finger joints of the arm beside `robot`'s (the other arm's own stack's gripper), none for one arm."""
+    other = _OTHER_ARM.get(robot)
+    return () if other is None else tuple(_input_grounder(other).robot.gripper.joints)
+
+
 RESTART = "restart"  # a step of `step_records`: Grounder.restart() there (None: reset())
 
 
@@ -2950,7 +2962,7 @@ def edited_window(states: list[RobotState], case: GrounderCase) -> list[Any]:
             continue
         first = window[a]
         assert first is not None
-        if e.kind in (Stress.FREEZE, Stress.JOINT_STEP, Stress.GRIPPER):
+        if e.kind in (Stress.FREEZE, Stress.JOINT_STEP, Stress.GRIPPER, Stress.OTHER_FINGERS):
             held_poses, held_ages = dict(first.object_poses), dict(first.object_ages)
             moved_poses, position = dict(held_poses), first.joint_position.copy()
             if e.kind is Stress.FREEZE:
@@ -2963,13 +2975,14 @@ def edited_window(states: list[RobotState], case: GrounderCase) -> list[Any]:
                 position[joint] = _moved(Pose(np.full(3, position[joint]), np.zeros(4)), 0, step, grounder).position[0]
             else:
                 after = 0
+            fingers = _other_fingers(case.robot) if e.kind is Stress.OTHER_FINGERS else grounder.robot.gripper.joints
             for i, k in enumerate(frames):
                 s = window[k]
                 assert s is not None
                 joints = first.joint_position.copy()
-                if e.kind is Stress.GRIPPER:  # the fingers walk linearly to the target, the rest held
-                    for j, name in enumerate(first.joint_names):
-                        if name in grounder.robot.gripper.joints:
+                if e.kind in (Stress.GRIPPER, Stress.OTHER_FINGERS):  # the fingers walk linearly to the target, the
+                    for j, name in enumerate(first.joint_names):  # rest held
+                        if name in fingers:
                             joints[j] += (e.params[0] - joints[j]) * (i + 1) / len(frames)
                 window[k] = dataclasses.replace(
                     s,
@@ -3198,18 +3211,19 @@ while True:
     head = sys.stdin.buffer.read(8)
     if len(head) < 8:
         break
-    rate, arguments, steps = pickle.loads(sys.stdin.buffer.read(struct.unpack("<Q", head)[0]))
+    function, rate, arguments, payload = pickle.loads(sys.stdin.buffer.read(struct.unpack("<Q", head)[0]))
     key = (rate, tuple(sorted(arguments.items())))
     if key not in grounders:
         grounders[key] = load_default_grounder(rate, **arguments)
-    reply(step_records(grounders[key], steps))
+    reply(globals()[function](grounders[key], *payload))  # step_records or estimator_records
 """
 
 
 class BaselineGrounder:
     """The grounders of another source tree (`baseline`, e.g. main before a speed change), in a subprocess started
     with PYTHONPATH=baseline: `records(steps, setup)` are the step_records of pickled RobotStates by its grounder
-    built as `setup` says (kept from call to call, as this tree's)."""
+    built as `setup` says (kept from call to call, as this tree's); `estimator_records(...)` those of messages
+    through its Estimator over that grounder."""
 
     def __init__(self, baseline: Path) -> None:
         import inspect
@@ -3222,7 +3236,12 @@ class BaselineGrounder:
         env = {k: v for k, v in os.environ.items() if k != "_ROS_WHEELS_BOOTSTRAP_COMPLETE"}
         env["PYTHONPATH"] = str(baseline)
         self._proc = subprocess.Popen(
-            [sys.executable, "-c", _BASELINE_SERVER, inspect.getsource(step_records)],
+            [
+                sys.executable,
+                "-c",
+                _BASELINE_SERVER,
+                inspect.getsource(step_records) + "\n" + inspect.getsource(estimator_records),
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,
@@ -3243,10 +3262,19 @@ class BaselineGrounder:
         return pickle.loads(self._proc.stdout.read(struct.unpack("<Q", head)[0]))
 
     def records(self, steps: list[Any], setup: GrounderSetup = GrounderSetup(GROUNDER_RATE, None)) -> list[tuple]:
+        return self._call("step_records", setup, (steps,))
+
+    def estimator_records(
+        self, messages: list[tuple], setup: GrounderSetup, mapping: dict[str, Any], node: bool
+    ) -> list[tuple]:
+        """`estimator_records` of the messages by the baseline's Estimator over its grounder built as `setup` says."""
+        return self._call("estimator_records", setup, (mapping, messages, node))
+
+    def _call(self, function: str, setup: GrounderSetup, payload: tuple) -> list[tuple]:
         import struct
 
         assert self._proc.stdin is not None
-        data = pickle.dumps((setup.rate_hz, setup.arguments(), steps))
+        data = pickle.dumps((function, setup.rate_hz, setup.arguments(), payload))
         self._proc.stdin.write(struct.pack("<Q", len(data)) + data)
         self._proc.stdin.flush()
         return self._read()
@@ -3369,3 +3397,450 @@ def grounder_outcome(case: GrounderCase, baseline: BaselineGrounder) -> tuple[st
     a = theirs[i] if i < len(theirs) else None
     b = mine[i] if i < len(mine) else None
     return "grounder_differs", f"step {i} of {len(steps)}:\n  baseline {a}\n  this     {b}"
+
+
+# ------------------------------------------------------------------------------------ pipeline differential
+class Feed(enum.StrEnum):
+    """A message's way into the Estimator, as the estimator node's callbacks and replay's loop call it."""
+
+    JOINTS = "joints"  # Estimator.joints: /joint_states, the frame-driving stream
+    GRIPPER = "gripper"  # Estimator.gripper_joints: the gripper's own JointState topic
+    WRENCH = "wrench"  # Estimator.wrench
+    POSE = "pose"  # Estimator.pose: an object's PoseStamped
+    TF = "tf"  # Estimator.transforms: a mobile base's pose in the world frame
+    MARKER = "marker"  # Estimator.new_rollout: a rollout start marker
+    FINISH = "finish"  # Estimator.finish: the end of the input
+
+
+class PipelineStress(enum.StrEnum):
+    """How a PipelineEdit stresses the stages around the grounder (the assembler's rows, stale sets, JumpDetector,
+    wrench key; the Estimator's resync, warm-up, restarts and frozen joints)."""
+
+    HOLD = "hold"  # a stream's (or every stream's) values held exactly still, then one value stepped one ulp
+    SIGNED_ZERO = "signed_zero"  # a value held at 0.0 then -0.0 (once, or every other message), the rest held
+    NONFINITE = "nonfinite"  # NaN, inf or an implausible value in a message
+    JOINT_JUMP = "joint_jump"  # a joint jumping away for a few frames and back (by just under or over the limit too)
+    NAMES = "names"  # a JointState's names reordered, cut, duplicated, extended or empty
+    STAMPS = "stamps"  # a stream's stamp repeated, backwards, far ahead or zero once, or shifted for a while
+    SILENCE = "silence"  # a stream stopping for a while, then restarting
+    SHUFFLE = "shuffle"  # messages out of order across topics: each frame's reversed, slower ones a frame late, any
+    BASE = "base"  # a mobile base's pose jumping by just under or over base_jump's reach (or turn), then back
+    MARKER = "marker"  # a rollout start marker at a frame's time (or between two), on time or some frames late
+
+
+@dataclasses.dataclass(frozen=True)
+class PipelineEdit:
+    """One edit of a message stream: `at` and `until` are fractions of its frames; `params` per `kind`."""
+
+    kind: PipelineStress
+    at: float
+    until: float
+    params: tuple[Any, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class PipelineCase:
+    """A window of one of `robot`'s runs sent as messages (`gripper_topic`: the fingers on a JointState topic of
+    their own, where the robot has a gripper), edited, driven as replay does (every arrival time given) or as the
+    estimator node does (`node`: a slower stream's arrival time only where `needs_arrival` asks for it), its stamps
+    `clock` seconds on."""
+
+    episode: int
+    start: float
+    length: int
+    edits: tuple[PipelineEdit, ...]
+    robot: GrounderRobot = GrounderRobot.WORKCELL
+    gripper_topic: bool = False
+    node: bool = False
+    clock: float = 0.0  # added to every stamp: the run's own time (its first poses unstamped), or a wall clock's
+
+
+_STREAM_FEEDS = (Feed.JOINTS, Feed.GRIPPER, Feed.WRENCH, Feed.POSE, Feed.TF)
+_STREAMS = st.sampled_from(_STREAM_FEEDS)
+_HOLD_STEPS = st.sampled_from(["ulp+", "ulp-", "none"])
+_HOLD_SPANS = st.sampled_from(["span", "frozen-1", "frozen", "frozen+1"])  # or around the frozen limit, in frames
+_STAMP_HOW = st.sampled_from(["repeat", "backwards", "ahead", "zero", "shift"])
+_STAMP_AMOUNTS = st.sampled_from([1e-9, 1e-6, 0.001, 0.05, 0.3, 1.0, 2.9, 3.1, 10.0, 1e6])
+_BASE_FACTORS = st.sampled_from([1 - 1e-9, 1 + 1e-9, 1 - 1e-6, 1 + 1e-6, 0.5, 2.0])
+
+
+@st.composite
+def pipeline_edits(draw: Callable, robots: tuple[GrounderRobot, ...] = (GrounderRobot.WORKCELL,)) -> PipelineCase:
+    """A window of 30-400 frames of one of `robots`' runs, or 1100-3000 (beyond the frozen limit at 500 Hz), with
+    1-5 edits that stress the stages around the grounder."""
+    robot = draw(st.sampled_from(robots)) if len(robots) > 1 else robots[0]
+    edits = []
+    for _ in range(draw(st.integers(1, 5))):
+        kind = draw(st.sampled_from(list(PipelineStress)))
+        at, span = draw(_FRACTIONS), draw(st.floats(0.0, 0.8))
+        if kind is PipelineStress.HOLD:
+            params: tuple[Any, ...] = (
+                draw(st.sampled_from([*_STREAM_FEEDS, "all"])),
+                draw(st.integers(0, 12)),
+                draw(_HOLD_STEPS),
+                draw(_HOLD_SPANS),
+                draw(st.integers(0, 40)),
+            )
+        elif kind is PipelineStress.SIGNED_ZERO:
+            params = (draw(_STREAMS), draw(st.integers(0, 12)), draw(st.sampled_from(["once", "alternate"])),
+                      draw(_HOLD_SPANS))  # fmt: skip
+        elif kind is PipelineStress.NONFINITE:
+            params = (draw(_STREAMS), draw(st.integers(0, 12)), draw(st.sampled_from([math.nan, math.inf, -math.inf,
+                      2e9, -2e9])), draw(st.integers(1, 5)))  # fmt: skip
+        elif kind is PipelineStress.JOINT_JUMP:
+            sizes = st.sampled_from([1e-3, 0.05, 0.3, 1.0, 3.0, -0.3]) | st.tuples(
+                st.just("limit"), st.sampled_from([1 - 1e-9, 1 + 1e-9, 0.999, 1.001, 2.0, -1.001])
+            )  # radians, or a factor of the largest step the JumpDetector lets through
+            params = (draw(st.integers(0, 12)), draw(sizes), draw(st.integers(1, 5)))
+        elif kind is PipelineStress.NAMES:
+            params = (
+                draw(st.sampled_from([Feed.JOINTS, Feed.GRIPPER])),
+                draw(st.sampled_from(["reverse", "rotate", "cut_first", "cut_last", "duplicate", "extra", "empty"])),
+            )
+        elif kind is PipelineStress.STAMPS:
+            params = (draw(_STREAMS), draw(_STAMP_HOW), draw(_STAMP_AMOUNTS))
+        elif kind is PipelineStress.SILENCE:
+            params = (draw(_STREAMS),)
+        elif kind is PipelineStress.SHUFFLE:
+            params = (draw(st.sampled_from(["reverse", "late", "random"])), draw(st.integers(0, 2**16)))
+        elif kind is PipelineStress.BASE:
+            params = (draw(st.sampled_from(["x", "y", "yaw"])), draw(_BASE_FACTORS), draw(st.integers(1, 30)))
+        else:
+            params = (draw(st.integers(0, 5)), draw(st.booleans()))  # frames late; between two frames
+        edits.append(PipelineEdit(kind, at, min(1.0, at + span), params))
+    return PipelineCase(
+        draw(st.integers(0, len(GROUNDER_EPISODES) - 1)),
+        draw(_FRACTIONS),
+        draw(st.integers(30, 400) | st.integers(1100, 3000)),
+        tuple(edits),
+        robot,
+        draw(st.booleans()),
+        draw(st.booleans()),
+        draw(st.sampled_from([0.0, 1000.0, 1.7e9])),
+    )
+
+
+def pipeline_mapping(case: PipelineCase) -> dict[str, Any]:
+    """The StreamMapping arguments the case's messages are read with (topics other than the gripper's, TF's and the
+    world frame do not reach the Estimator)."""
+    grounder = _input_grounder(case.robot)
+    mapping: dict[str, Any] = {} if grounder.wrench_sensor else {"wrench": None}
+    if grounder.mobile_base:
+        mapping["world_frame"] = "map"
+    if case.gripper_topic and grounder.robot.gripper.joints:
+        mapping["gripper_joint_states"] = "/gripper/joint_states"
+    return mapping
+
+
+@dataclasses.dataclass
+class _Message:
+    kind: Feed
+    payload: Any
+    received: float
+    frame: int  # the window's frame it was sent with
+
+
+def _msg_stamp(m: _Message) -> float:
+    if m.kind in (Feed.JOINTS, Feed.GRIPPER):
+        return m.payload.stamp
+    if m.kind is Feed.TF:
+        return m.payload[0][3]
+    return m.payload[-1]
+
+
+def _msg_values(m: _Message) -> np.ndarray:
+    """The message's numbers: positions, force then torque, or position then quaternion."""
+    if m.kind in (Feed.JOINTS, Feed.GRIPPER):
+        return np.array(m.payload.position, dtype=float)
+    if m.kind is Feed.WRENCH:
+        return np.concatenate([m.payload[0].force, m.payload[0].torque])
+    pose = m.payload[0][2] if m.kind is Feed.TF else m.payload[1]
+    return np.concatenate([pose.position, pose.quaternion])
+
+
+def _with(m: _Message, values: np.ndarray | None = None, stamp: float | None = None) -> Any:
+    """The message's payload with `values` (as `_msg_values` has them) and `stamp` in place."""
+    stamp = _msg_stamp(m) if stamp is None else stamp
+    values = _msg_values(m) if values is None else np.array(values, dtype=float)
+    p = m.payload
+    if m.kind in (Feed.JOINTS, Feed.GRIPPER):
+        return dataclasses.replace(p, position=values, stamp=stamp)
+    if m.kind is Feed.WRENCH:
+        return (Wrench(values[:3].copy(), values[3:].copy()), stamp)
+    pose = Pose(values[:3].copy(), values[3:].copy())
+    if m.kind is Feed.TF:
+        return [(p[0][0], p[0][1], pose, stamp)]
+    return (p[0], pose, stamp)
+
+
+def _frame_messages(
+    s: RobotState, k: int, grounder: Any, mapping: dict[str, Any], sent: dict[str, float]
+) -> list[_Message]:
+    """Frame `k`'s messages, slower streams first as they arrive, each received a little after its stamp; a slower
+    stream's sample (its stamp the frame's time less its age) sent once, when it is newer than the last (`sent`:
+    stream -> the last stamp sent)."""
+    from safety_monitor.frames import JointSample
+
+    def new(stream: str, stamp: float) -> bool:
+        if sent.get(stream, -math.inf) >= stamp:
+            return False
+        sent[stream] = stamp
+        return True
+
+    out: list[_Message] = []
+    names, position = list(s.joint_names), np.asarray(s.joint_position, dtype=float)
+    if mapping.get("gripper_joint_states"):
+        fingers = [j for j, n in enumerate(names) if n in grounder.robot.gripper.joints]
+        sample = JointSample(tuple(names[j] for j in fingers), position[fingers], None, None, s.t)
+        out.append(_Message(Feed.GRIPPER, sample, s.t + 0.0004, k))
+        kept = [j for j in range(len(names)) if j not in fingers]
+        names, position = [names[j] for j in kept], position[kept]
+    if grounder.wrench_sensor and s.wrench is not None and new("wrench", stamp := s.t - (s.wrench_age or 0.0)):
+        out.append(_Message(Feed.WRENCH, (s.wrench, stamp), stamp + 0.0003, k))
+    for name, pose in s.object_poses.items():
+        if not new(name, stamp := s.t - s.object_ages.get(name, 0.0)):
+            continue
+        out.append(_Message(Feed.POSE, (name, pose, stamp), stamp + 0.0002, k))
+    if grounder.mobile_base and s.base_pose is not None and new("base", stamp := s.t - (s.base_age or 0.0)):
+        out.append(_Message(Feed.TF, [("map", grounder.robot.base_body, s.base_pose, stamp)], stamp + 0.0001, k))
+    joints = JointSample(tuple(names), position.copy(), None, None, s.t)
+    out.append(_Message(Feed.JOINTS, joints, s.t + 0.0005, k))
+    return out
+
+
+def pipeline_messages(case: PipelineCase) -> list[tuple[str, Any, float]]:
+    """The case's messages in arrival order, edited: (Feed value, payload, arrival time), ending with FINISH.
+    Payloads: a JointSample (joints, gripper), (Wrench, stamp), (object, Pose, stamp), [(parent, child, Pose,
+    stamp)] (tf), the marker's time."""
+    grounder = _input_grounder(case.robot)
+    mapping = pipeline_mapping(case)
+    states = case_states(GrounderCase(case.episode, case.start, case.length, (), case.robot))
+    start = int(case.start * max(0, len(states) - case.length))
+    window = [dataclasses.replace(s, t=s.t + case.clock) for s in states[start : start + case.length]]
+    n = len(window)
+    rate = grounder_setup(case.robot).rate_hz
+    from safety_monitor.settings import EstimatorSettings
+
+    frozen_frames = math.ceil(EstimatorSettings().joint_states_frozen_s * rate) + 1  # their stamps the limit apart
+    sent: dict[str, float] = {}
+    messages = [m for k, s in enumerate(window) for m in _frame_messages(s, k, grounder, mapping, sent)]
+    for e in case.edits:
+        a = min(n - 1, int(e.at * n))
+        b = max(a + 1, min(n, int(e.until * n)))
+        if e.kind in (PipelineStress.HOLD, PipelineStress.SIGNED_ZERO):
+            stream, index, how, spans = e.params[:4]
+            if spans != "span":  # held for the frozen limit's frames, one fewer or one more
+                b = min(n, a + frozen_frames + {"frozen-1": -1, "frozen": 0, "frozen+1": 1}[spans])
+            after = e.params[4] if e.kind is PipelineStress.HOLD else 0
+            held: dict[tuple[Feed, Any], np.ndarray] = {}
+            for m in messages:
+                if not (a <= m.frame < b + after) or (stream != "all" and m.kind is not stream):
+                    continue
+                if m.kind in (Feed.MARKER, Feed.FINISH):
+                    continue
+                key = (m.kind, m.payload[0] if m.kind is Feed.POSE else None)
+                values = held.setdefault(key, _msg_values(m)).copy()
+                if len(values) == 0:
+                    continue
+                i = index % len(values)
+                if e.kind is PipelineStress.SIGNED_ZERO:
+                    values[i] = 0.0
+                    if (how == "once" and m.frame >= (a + b) // 2) or (how == "alternate" and (m.frame - a) % 2):
+                        values[i] = -0.0
+                elif m.frame >= b and how != "none":  # then stepped, and held there
+                    values[i] = np.nextafter(values[i], math.inf if how == "ulp+" else -math.inf)
+                m.payload = _with(m, values)
+        elif e.kind is PipelineStress.NONFINITE:
+            stream, index, value, count = e.params
+            for m in messages:
+                if m.kind is stream and a <= m.frame < min(b, a + count):
+                    values = _msg_values(m)
+                    if len(values):
+                        values[index % len(values)] = value
+                        m.payload = _with(m, values)
+        elif e.kind is PipelineStress.JOINT_JUMP:
+            index, size, away = e.params
+            for m in messages:
+                if m.kind is Feed.JOINTS and a <= m.frame < a + away and len(m.payload.names):
+                    values, names = _msg_values(m), m.payload.names
+                    judged = [j for j, name in enumerate(names) if getattr(grounder.joint_limits.get(name), "velocity",
+                              None) is not None]  # fmt: skip
+                    if isinstance(size, tuple) and judged:  # the jump factor times the velocity limit over a period
+                        j = judged[index % len(judged)]
+                        limit = grounder.joint_limits[names[j]].velocity
+                        values[j] += size[1] * grounder.thresholds.joint_limits.jump_factor * limit / rate
+                    else:
+                        values[index % len(values)] += size[1] if isinstance(size, tuple) else size
+                    m.payload = _with(m, values)
+        elif e.kind is PipelineStress.NAMES:
+            stream, how = e.params
+            for m in messages:
+                if m.kind is stream and a <= m.frame < b and len(m.payload.names):
+                    m.payload = _renamed_sample(m.payload, how)
+        elif e.kind is PipelineStress.STAMPS:
+            stream, how, amount = e.params
+            chosen = [
+                m for m in messages if m.kind is stream and (a <= m.frame < b if how == "shift" else m.frame == a)
+            ]
+            last = {m.frame: _msg_stamp(m) for m in messages if m.kind is stream}
+            for m in chosen:
+                t = _msg_stamp(m)
+                stamp = {"repeat": last.get(m.frame - 1, t), "backwards": t - amount, "ahead": t + amount,
+                         "zero": 0.0, "shift": t + amount}[how]  # fmt: skip
+                m.payload = _with(m, stamp=stamp)
+        elif e.kind is PipelineStress.SILENCE:
+            (stream,) = e.params
+            messages = [m for m in messages if not (m.kind is stream and a <= m.frame < b)]
+        elif e.kind is PipelineStress.SHUFFLE:
+            how, seed = e.params
+            inside = [i for i, m in enumerate(messages) if a <= m.frame < b]
+            if inside:
+                lo, hi = inside[0], inside[-1] + 1
+                part = messages[lo:hi]
+                if how == "reverse":  # each frame's messages, its joints first
+                    order = {id(m): i for i, m in enumerate(part)}
+                    part.sort(key=lambda m: (m.frame, -order[id(m)]))
+                elif how == "late":  # the slower streams' messages after the next frame's joints (a stable sort)
+                    part.sort(key=lambda m: m.frame + (0.0 if m.kind is Feed.JOINTS else 1.5))
+                else:
+                    random.Random(seed).shuffle(part)
+                messages[lo:hi] = part
+        elif e.kind is PipelineStress.BASE and grounder.mobile_base:
+            _jump_base(messages, grounder, a, b, *e.params)
+        elif e.kind is PipelineStress.MARKER:
+            late, between = e.params
+            t = window[a].t + (0.5 / rate if between else 0.0)
+            marker = _Message(Feed.MARKER, t, window[a].t, a)
+            after = [i for i, m in enumerate(messages) if m.kind is Feed.JOINTS and m.frame == a + late - 1]
+            before = [i for i, m in enumerate(messages) if m.frame >= a]
+            where = after[0] + 1 if late and after else before[0] if before else len(messages)
+            messages.insert(where, marker)
+    out: list[tuple[str, Any, float]] = []
+    received = -math.inf
+    for m in messages:  # arrival times never go back: out of order means sent so
+        received = max(received, m.received)
+        out.append((m.kind.value, m.payload, received))
+    out.append((Feed.FINISH.value, None, received))
+    return out
+
+
+def _renamed_sample(sample: Any, how: str) -> Any:
+    names, position = list(sample.names), np.array(sample.position, dtype=float)
+    if how == "reverse":
+        names, position = names[::-1], position[::-1].copy()
+    elif how == "rotate":
+        names, position = names[1:] + names[:1], np.roll(position, -1)
+    elif how == "cut_first":
+        names, position = names[1:], position[1:]
+    elif how == "cut_last":
+        names, position = names[:-1], position[:-1]
+    elif how == "duplicate" and len(names) > 1:
+        names[1] = names[0]
+    elif how == "extra":
+        names, position = [*names, "unlisted_joint"], np.append(position, 0.0)
+    elif how == "empty":
+        names = []
+    return dataclasses.replace(sample, names=tuple(names), position=position)
+
+
+def _jump_base(messages: list[_Message], grounder: Any, a: int, b: int, axis: str, factor: float, held: int) -> None:
+    """The base's pose on frame `a` `factor` times base_jump's reach (or turn) from its last pose, along `axis`,
+    the same offset from its path kept for `held` frames (within a..b), then back on its path."""
+    base = [m for m in messages if m.kind is Feed.TF]
+    previous = [m for m in base if m.frame < a]
+    jumped = [m for m in base if a <= m.frame < min(b, a + held)]
+    if not previous or not jumped:
+        return
+    rule = grounder.thresholds.base_jump
+    last, first = previous[-1].payload[0], jumped[0].payload[0]
+    dt = first[3] - last[3]
+    if axis == "yaw":
+        turn = (rule.noise_rad + rule.angular_speed_radps * dt) * factor
+        q = last[2].quaternion
+        spin = np.array([math.cos(turn / 2), 0.0, 0.0, math.sin(turn / 2)])
+        w1, v1, w2, v2 = spin[0], spin[1:], q[0], q[1:]
+        quaternion = np.array([w1 * w2 - v1 @ v2, *(w1 * v2 + w2 * v1 + np.cross(v1, v2))])
+        for m in jumped:
+            parent, child, pose, stamp = m.payload[0]
+            m.payload = [(parent, child, Pose(pose.position, quaternion), stamp)]
+        return
+    reach = (rule.noise_m + rule.linear_speed_mps * dt) * factor
+    target = last[2].position + np.array([reach, 0.0, 0.0] if axis == "x" else [0.0, reach, 0.0])
+    offset = target - first[2].position
+    for m in jumped:
+        parent, child, pose, stamp = m.payload[0]
+        m.payload = [(parent, child, Pose(pose.position + offset, pose.quaternion), stamp)]
+
+
+def estimator_records(grounder: Any, mapping: dict[str, Any], messages: list[tuple], node: bool) -> list[tuple]:
+    """Each message's EstimatorStep as a record, from a reset grounder and a new Estimator over it (StreamMapping of
+    `mapping`): (sample as step_records has a frame, or None; issues (kind, stream, t, detail); frozen; frozen
+    changed; rollout start; the Supervisor's Step on the sample, over the default specs, as text), or ("error",
+    type, message) for an exception. Driven as replay drives the stage, or as the estimator node does (`node`: a
+    slower stream's arrival time only where `needs_arrival` asks). Self-contained: the baseline runs its source."""
+    import os
+
+    import safety_monitor
+    from safety_monitor.pipeline.assemble import StreamMapping
+    from safety_monitor.pipeline.estimator import Estimator
+    from safety_monitor.pipeline.supervisor import Supervisor
+    from safety_monitor.replay.score import ReplayConfig, make_monitor
+    from safety_monitor.settings import MonitorSettings
+
+    tree = os.path.dirname(os.path.dirname(os.path.abspath(safety_monitor.__file__)))
+    grounder.reset()
+    try:
+        stage = Estimator(grounder, StreamMapping(**mapping))
+        supervisor = Supervisor(make_monitor(ReplayConfig(), grounder.control_rate_hz), MonitorSettings())
+    except Exception as exc:
+        return [("error", type(exc).__name__, str(exc).replace(tree, "<tree>"))]
+    out: list[tuple] = []
+    for kind, payload, received in messages:
+        needs = stage.assembler.needs_arrival
+        try:
+            if kind == "joints":
+                step = stage.joints(payload, received)  # (the node reads its clock for every one)
+            elif kind == "gripper":
+                step = stage.gripper_joints(payload, received if not node or needs(payload.stamp) else None)
+            elif kind == "wrench":
+                step = stage.wrench(payload[0], payload[1], received if not node or needs(payload[1]) else None)
+            elif kind == "pose":
+                step = stage.pose(*payload, received if not node or needs(payload[2]) else None)
+            elif kind == "tf":
+                step = stage.transforms(payload, received if not node or any(needs(t[3]) for t in payload) else None)
+            elif kind == "marker":
+                step = stage.new_rollout(payload)
+            else:
+                step = stage.finish()
+        except Exception as exc:
+            out.append(("error", type(exc).__name__, str(exc).replace(tree, "<tree>")))
+            continue
+        s = step.sample
+        try:  # the monitor node steps the frames as they come, its clock (here the arrival time) beside them
+            said = ""
+            for told in (supervisor.sample(s, received) if s is not None else None,
+                         supervisor.finish(received) if kind == "finish" else None):  # fmt: skip
+                said += "" if told is None or told == type(told)() else repr(told)  # (most frames: nothing to say)
+        except Exception as exc:
+            said = f"error {type(exc).__name__}: {exc}"
+        sample = None if s is None else (s.t, s.frame, tuple(s.values.items()), tuple(sorted(s.unknown)),
+                                         tuple(sorted(s.stale)), tuple(sorted(s.objects.items())))  # fmt: skip
+        issues = tuple((i.kind.value, i.stream, i.t, i.detail) for i in step.issues)
+        start = None if step.start is None else step.start.value
+        out.append((sample, issues, step.frozen, step.frozen_changed, start, said))
+    return out
+
+
+def pipeline_outcome(case: PipelineCase, baseline: BaselineGrounder) -> tuple[str, str]:
+    """(`same` or `estimator_differs`, detail): the case's messages through this tree's Estimator over its grounder
+    (`compared_grounder`) and the baseline tree's, record for record."""
+    messages, mapping = pipeline_messages(case), pipeline_mapping(case)
+    mine = estimator_records(compared_grounder(case.robot), mapping, messages, case.node)
+    theirs = baseline.estimator_records(messages, grounder_setup(case.robot), mapping, case.node)
+    i = first_difference(theirs, mine)
+    if i is None:
+        return "same", ""
+    a = theirs[i] if i < len(theirs) else None
+    b = mine[i] if i < len(mine) else None
+    m = messages[i] if i < len(messages) else None
+    return "estimator_differs", f"message {i} of {len(messages)} ({m!r:.300}):\n  baseline {a}\n  this     {b}"
