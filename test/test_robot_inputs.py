@@ -79,6 +79,17 @@ def test_a_tf_link_far_from_unit_length_is_dropped_as_tf2_drops_it_and_the_link_
     assert np.isnan(pose.quaternion[0]) and tree.problems == []
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_an_infinite_tf_translation_reaches_the_poses_below_it_as_nan_without_warnings():
+    """inf times a rotated zero component is invalid: numpy warned on every chain through such a link. It is kept
+    as NaN, as a NaN or infinite quaternion is, so the assembler refuses the poses it reaches (`nan`), quietly."""
+    tree = TransformTree("base_link", {"cube": "cube"})
+    tree.update([Transform("base_link", "camera", Pose(np.ones(3), np.array([0.6, 0.0, 0.0, 0.8])), 1.0)])
+    infinite = Pose(np.array([np.inf, 0.0, 0.0]), np.array([0.6, 0.8, 0.0, 0.0]))
+    ((_, pose, _),) = tree.update([Transform("camera", "cube", infinite, 1.0)])
+    assert np.isnan(pose.position).all() and np.isfinite(pose.quaternion).all() and tree.problems == []
+
+
 def test_an_unnamed_joint_state_takes_joint_order_and_without_it_says_so():
     sample = JointSample((), np.array([0.1, 0.2]), None, None, 1.0)
     named = FrameAssembler(("a", "b"), mapping=StreamMapping(joint_order=("a", "b"))).on_joint_sample(sample)

@@ -8,8 +8,8 @@ so a pose is as old as its oldest-news link says; it is handed on only when a me
 chain and the stamp changed (a static link arriving again repeats nothing). Quaternions are w first, as in
 `frames.Pose`; each link's is normalised once, within float error of unit length (`QUATERNION_TOLERANCE`). One
 beyond it is dropped, as tf2 drops it (a zero or unscaled quaternion: a corrupt message or a driver bug), and said
-(`denormalized_quaternion`); the link keeps its last transform. A NaN or infinite one is kept as NaN: the
-assembler refuses the poses it reaches (`nan`).
+(`denormalized_quaternion`); the link keeps its last transform. A NaN or infinite one, or translation, is kept
+as NaN: the assembler refuses the poses it reaches (`nan`).
 
 A tree that loops has no pose to give, as tf2's lookups fail on one: a frame given as its own parent is dropped
 (tf2 drops it too), and a chain that runs into a loop (a link back up the chain, the world frame given a parent
@@ -111,6 +111,8 @@ def invert(pose: Pose) -> Pose:
 IDENTITY = Pose(np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0]))
 _NO_ROTATION = np.full(4, np.nan)  # a NaN or infinite quaternion's link (NaN carries on without warnings)
 _NO_ROTATION.flags.writeable = False
+_NO_TRANSLATION = np.full(3, np.nan)  # an infinite translation's (inf times a zero component warns in a chain)
+_NO_TRANSLATION.flags.writeable = False
 ROBOT = ""  # the name the robot base's pose is handed on under: no object has it (robot.yaml refuses empty names)
 
 
@@ -148,7 +150,11 @@ class TransformTree:
                 what = f"transform {tr.parent!r} -> {tr.child!r} at {tr.stamp:.6f}: {why}; dropped"
                 problems.append(TreeProblem(IssueKind.DENORMALIZED_QUATERNION, None, tr.stamp, what))
                 continue
-            pose = Pose(tr.pose.position, q / math.sqrt(float(q.dot(q))) if finite else _NO_ROTATION)
+            p = tr.pose.position
+            pose = Pose(
+                p if np.isfinite(p).all() else _NO_TRANSLATION,
+                q / math.sqrt(float(q.dot(q))) if finite else _NO_ROTATION,
+            )
             link = Transform(parent, child, pose, tr.stamp)
             first = touched.get(child)
             if first is not None and not _same(first, link):
