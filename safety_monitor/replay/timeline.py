@@ -24,23 +24,27 @@ class Timeline:
     frames: int = 0
     _last: tuple | None = None
     _t: float = field(default=0.0, init=False, repr=False, compare=False)  # the last frame's seconds
+    _given: tuple | None = field(default=None, init=False, repr=False, compare=False)  # the last tuple passed
 
     def add(self, values: Sequence[bool | None], t: float) -> None:
-        """Append one frame's values (in `names` order)."""
+        """Append one frame's values (in `names` order). Replay passes one tuple per run of equal frames: the same
+        tuple again is the last frame's values, with nothing to copy or compare (a list may have changed in place)."""
         frame = self.frames
-        values = tuple(values)
-        if values != self._last:
-            values = tuple(None if v is None else bool(v) for v in values)  # plain singletons, JSON-ready
-            prev = self._last
-            if frame:
-                self.times[frame - 1] = self._t
-            self.times[frame] = t
-            for name, value, old in zip(self.names, values, prev or (object(),) * len(values)):
-                runs = self.runs.setdefault(name, [])
-                if runs and value == old:
-                    continue
-                runs.append([frame, frame, value])
-            self._last = values
+        if values is not self._given:
+            self._given = values if type(values) is tuple else None
+            values = tuple(values)
+            if values != self._last:
+                values = tuple(None if v is None else bool(v) for v in values)  # plain singletons, JSON-ready
+                prev = self._last
+                if frame:
+                    self.times[frame - 1] = self._t
+                self.times[frame] = t
+                for name, value, old in zip(self.names, values, prev or (object(),) * len(values)):
+                    runs = self.runs.setdefault(name, [])
+                    if runs and value == old:
+                        continue
+                    runs.append([frame, frame, value])
+                self._last = values
         self._t = t
         self.frames = frame + 1
 
