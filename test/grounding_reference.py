@@ -20,7 +20,6 @@ and `record` would replace every episode's inputs (and values that depend on the
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -28,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from benchmark_scripts import benchmark_script
 
 from safety_monitor.frames import Pose, RobotState, Wrench
 from safety_monitor.grounding.grounder import Grounder, PredicateFrame, load_default_grounder
@@ -179,13 +179,9 @@ def load(path: Path = REFERENCE) -> tuple[tuple[str, ...], tuple[str, ...], list
 
 def _check_identical(scratch: Path):
     """benchmarks/check_identical.py as a module: its simulated episodes and degraded copies."""
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "check_identical.py"
-    spec = importlib.util.spec_from_file_location("check_identical", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
     scratch.mkdir(parents=True, exist_ok=True)
-    return module.sim_inputs(scratch)
+    with benchmark_script("check_identical") as module:
+        return module.sim_inputs(scratch)
 
 
 def record(scratch: Path, path: Path = REFERENCE) -> None:

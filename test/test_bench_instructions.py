@@ -1,7 +1,6 @@
 """The instruction-count benchmark (benchmarks/bench_instructions.py) counts a step's instructions without
 start-up, and its twin's MuJoCo calls from callgrind's call graph, and says what is missing."""
 
-import importlib.util
 import re
 import shutil
 import subprocess
@@ -9,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from benchmark_scripts import benchmark_script
 
 pytest.importorskip("mujoco")
 
@@ -71,12 +71,8 @@ calls=5 0
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_instructions", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_instructions"] = module  # its dataclass resolves its annotations through it
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules["bench_instructions"]
+    with benchmark_script("bench_instructions") as module:
+        yield module
 
 
 def test_mujoco_calls_are_counted_where_entered_from_outside_the_library_with_all_they_call(bench):

@@ -2,25 +2,16 @@
 figures recorded in benchmarks/README.md stay measurable as the nodes change (a stream the estimator
 stopped grounding, a topic renamed, events not reaching the driver would all show here)."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
+from benchmark_scripts import benchmark_script
 
 pytest.importorskip("rclpy")
-
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_load.py"
 
 
 @pytest.fixture(scope="module")
 def bench_load():
-    spec = importlib.util.spec_from_file_location("bench_load", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_load"] = module  # its dataclasses resolve their annotations through it
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules["bench_load"]
+    with benchmark_script("bench_load") as module:
+        yield module
 
 
 def test_two_robots_at_a_low_rate_lose_no_frame_and_report_every_event(bench_load):

@@ -10,27 +10,18 @@ script if it changes.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
+from benchmark_scripts import benchmark_script
 
 pytest.importorskip("mujoco")
 
-SWEEP = Path(__file__).resolve().parents[1] / "benchmarks" / "sweep_late_start.py"
 RATE = 50.0
 
 
 @pytest.fixture(scope="module")
 def sweep():
-    spec = importlib.util.spec_from_file_location("sweep_late_start", SWEEP)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["sweep_late_start"] = module  # its dataclasses resolve their annotations through it
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules["sweep_late_start"]
+    with benchmark_script("sweep_late_start") as module:
+        yield module
 
 
 @pytest.fixture(scope="module")
