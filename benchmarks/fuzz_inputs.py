@@ -543,60 +543,61 @@ def check_config(folder: Path, timeout: float) -> Callable[[tuple[str, Any], Pat
     return check
 
 
-def check_grounder(baseline: Path, timeout: float) -> Callable[[Any, Path], list[str]]:
-    """The same edited frames grounded by this tree's default grounder and by `baseline`'s, record for record."""
+def check_against(
+    baseline: Path,
+    timeout: float,
+    outcome: Callable[[Any, Any], tuple[str, str]],
+    inputs: Callable[[Any], tuple[str, object]],
+) -> Callable[[Any, Path], list[str]]:
+    """The same case through this tree and `baseline`'s (`outcome(case, baseline)`: its class and the difference's
+    detail); a difference is written with `inputs(case)` (a file name and what to pickle), a hang restarts the
+    baseline (it may be mid-reply)."""
     import pickle
 
-    from test_fuzz_support import BaselineGrounder, case_states, edited_window, grounder_outcome, guarded
+    from test_fuzz_support import BaselineGrounder, guarded
 
     other = [BaselineGrounder(baseline)]
     found = [""]  # the difference's detail
 
     def compared(case: Any) -> str:
-        outcome, found[0] = grounder_outcome(case, other[0])
-        return outcome
+        result, found[0] = outcome(case, other[0])
+        return result
 
     def check(case: Any, folder: Path) -> list[str]:
         found[0] = ""
-        outcome, detail = guarded(lambda: compared(case), timeout)
-        if outcome == "hang":  # the baseline may be mid-reply: start another
+        result, detail = guarded(lambda: compared(case), timeout)
+        if result == "hang":
             other[0].close()
             other[0] = BaselineGrounder(baseline)
-        if outcome != "same":
+        if result != "same":
             folder.mkdir(parents=True, exist_ok=True)
             (folder / "detail.txt").write_text(f"{case!r}\n{detail or found[0]}\n")
-            (folder / "steps.pkl").write_bytes(pickle.dumps(edited_window(case_states(case), case)))
-        return [f"{case.robot}:{outcome}"]
+            name, data = inputs(case)
+            (folder / name).write_bytes(pickle.dumps(data))
+        return [f"{case.robot}:{result}"]
 
     return check
+
+
+def check_grounder(baseline: Path, timeout: float) -> Callable[[Any, Path], list[str]]:
+    """The same edited frames grounded by this tree's default grounder and by `baseline`'s, record for record."""
+    from test_fuzz_support import case_states, edited_window, grounder_outcome
+
+    return check_against(
+        baseline, timeout, grounder_outcome, lambda case: ("steps.pkl", edited_window(case_states(case), case))
+    )
 
 
 def check_pipeline(baseline: Path, timeout: float) -> Callable[[Any, Path], list[str]]:
     """The same edited message stream through this tree's Estimator and `baseline`'s, step for step."""
-    import pickle
+    from test_fuzz_support import pipeline_mapping, pipeline_messages, pipeline_outcome
 
-    from test_fuzz_support import BaselineGrounder, guarded, pipeline_mapping, pipeline_messages, pipeline_outcome
-
-    other = [BaselineGrounder(baseline)]
-    found = [""]
-
-    def compared(case: Any) -> str:
-        outcome, found[0] = pipeline_outcome(case, other[0])
-        return outcome
-
-    def check(case: Any, folder: Path) -> list[str]:
-        found[0] = ""
-        outcome, detail = guarded(lambda: compared(case), timeout)
-        if outcome == "hang":
-            other[0].close()
-            other[0] = BaselineGrounder(baseline)
-        if outcome != "same":
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / "detail.txt").write_text(f"{case!r}\n{detail or found[0]}\n")
-            (folder / "messages.pkl").write_bytes(pickle.dumps((pipeline_mapping(case), pipeline_messages(case))))
-        return [f"{case.robot}:{outcome}"]
-
-    return check
+    return check_against(
+        baseline,
+        timeout,
+        pipeline_outcome,
+        lambda case: ("messages.pkl", (pipeline_mapping(case), pipeline_messages(case))),
+    )
 
 
 def generators(robots: tuple[str, ...] = ("workcell",)) -> dict[str, dict[str, Any]]:
