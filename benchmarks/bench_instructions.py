@@ -60,6 +60,12 @@ def _child(tool: list[str], tree: Path, states_file: Path, frames: int) -> str:
         "_ROS_WHEELS_BOOTSTRAP_COMPLETE": "1",  # no rclpy needed: valgrind must not follow a re-exec
         "OPENBLAS_NUM_THREADS": "1",  # no spinning worker threads, whose count varies from run to run
         "OMP_NUM_THREADS": "1",
+        # Valgrind gives the client a small brk segment. When glibc's malloc first outgrows it, malloc falls back
+        # to mmap and succeeds but leaves errno at ENOMEM; MuJoCo's XML reader reads errno after parsing a number
+        # and then rejects the model ("unknown error in attribute 'size'") if that allocation fell inside it,
+        # which the environment's size decided. A top pad larger than the segment makes malloc's very first
+        # sbrk fail, at start-up, before MuJoCo parses anything.
+        "GLIBC_TUNABLES": "glibc.malloc.top_pad=67108864",
     }
     out = subprocess.run(
         ["valgrind", *tool, sys.executable, __file__, "--ground", str(states_file), str(frames)],
