@@ -658,6 +658,23 @@ static inline int bounds_within(GeomBounds *gb, long long a, long long b, double
     return 1;
 }
 
+/* The squared distance between the world-axis bounds of geoms `a` and `b` (0 where they overlap): no more than
+ * the squared gap between the geoms themselves, which lie inside their bounds. */
+static inline double bounds_apart2(GeomBounds *gb, long long a, long long b)
+{
+    const double *p = bounds_of(gb, a), *q = bounds_of(gb, b);
+    double sum = 0.0;
+    for (int i = 0; i < 3; i++) {
+        double apart = p[i] - q[3 + i] > q[i] - p[3 + i] ? p[i] - q[3 + i] : q[i] - p[3 + i];
+        if (apart > 0.0)
+            sum += apart * apart;
+    }
+    return sum;
+}
+
+/* m: a measured pair whose bounds lie this much farther apart than its key's gap so far is not measured */
+#define MEASURE_SLACK 1e-6
+
 /* entity_gaps(ncon, contact_geom, contact_dist, contact_key, affected, geom_xpos, geom_xmat, geom_aabb,
  *             pair_near, pair_fresh, pair_key, pa, pb, pair_gap, margin, measure, model, data, key_names,
  *             key_sorted, key_gripper, last)
@@ -669,7 +686,9 @@ static inline int bounds_within(GeomBounds *gb, long long a, long long b, double
  * bounds tested again (bounding spheres, then the world-axis bounds of the geoms' boxes: a pair farther
  * apart than the margin cannot count) and its measurement made stale; each pair
  * within the report margin whose entities are not already touching takes its kept distance, or a new one
- * from measure(model, data, geom_a, geom_b, margin, None) (mj_geomDistance), and counts if under the margin.
+ * from measure(model, data, geom_a, geom_b, margin, None) (mj_geomDistance), and counts if under the margin;
+ * a pair whose geoms' world-axis bounds lie farther apart than its key's gap so far is not measured (it cannot
+ * lower the gap; it stays stale).
  * `measure` is either a Python callable (given the MjModel and MjData) or the address of MuJoCo's C
  * mj_geomDistance (given the addresses of the mjModel and mjData: MjModel._address), which spares a
  * Python call per pair; the addresses must be live, which the caller (the twin, owning both) guarantees.
@@ -836,14 +855,23 @@ static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t n
         if (known <= 0.0) /* already touching: a positive distance cannot matter */
             continue;
         double gap;
+        long long ga = get_l(&pa, at(&pa, i)), gb = get_l(&pb, at(&pb, i));
         if (*at(&fresh, i)) {
             gap = get_d(at(&measured, i));
+        } else if (ga < 0 || ga >= ngeom || gb < 0 || gb >= ngeom) { /* MuJoCo does not check */
+            PyErr_SetString(PyExc_ValueError, "entity_gaps: a measured pair names a geom the model does not have");
+            goto done;
+        } else if (known < INFINITY && (bounds.bounds != NULL || bounds_open(&bounds, &xpos, &xmat, &aabb) == 0) &&
+                   bounds_apart2(&bounds, ga, gb) > (known + MEASURE_SLACK) * (known + MEASURE_SLACK)) {
+            /* Another pair of these two entities is nearer already (the palm and a carried mug's body, then its
+             * handle): this pair's gap cannot lower the key's, so it is not measured (and stays stale). A gap
+             * mj_geomDistance measures lies between a point of each geom (GJK's witness points, or a primitive
+             * pair's nearest points), so it is never below the two geoms' world-axis bounds' separation but by
+             * rounding, which MEASURE_SLACK covers many times over at any workcell's scale. */
+            continue;
+        } else if (PyErr_Occurred()) { /* bounds_open ran out of memory */
+            goto done;
         } else if (direct != NULL) {
-            long long ga = get_l(&pa, at(&pa, i)), gb = get_l(&pb, at(&pb, i));
-            if (ga < 0 || ga >= ngeom || gb < 0 || gb >= ngeom) { /* MuJoCo does not check */
-                PyErr_SetString(PyExc_ValueError, "entity_gaps: a measured pair names a geom the model does not have");
-                goto done;
-            }
             gap = direct(model_ptr, data_ptr, (int)ga, (int)gb, margin, NULL);
             memcpy(at(&measured, i), &gap, 8);
             *at(&fresh, i) = 1;

@@ -6,7 +6,8 @@ Kinematics and distances only, no dynamics. Two sources of signed surface gaps p
 - `mj_geomDistance` measures the pairs whose *positive* gap matters (a gripper or object geom against
   any other entity's geom) out to the largest distance threshold. Candidates come from a bounds test over
   the allowed pairs (bounding spheres, then the geoms' boxes grown by that threshold), so only nearby
-  pairs reach the per-pair call. (Margin-based
+  pairs reach the per-pair call, and only while their boxes' bounds are nearer than another pair of the same
+  two entities already is (the palm against a carried mug's handle, once its body is measured). (Margin-based
   `mj_collision` misses positive gaps too often to be trusted for them: cylinder-box and even some box-box
   pairs within the margin go unreported.)
 This is what grounds contact on hardware; privileged simulator contacts are only a cross-check
