@@ -973,7 +973,7 @@ done:
     return result;
 }
 
-/* may_touch(geom_xpos, geom_xmat, geom_aabb, sa, sb, reach2, plane, other, margin) -> bool
+/* may_touch(geom_xpos, geom_xmat, geom_aabb, sa, sb, reach2, plane, other, margin[, first]) -> bool
  *
  * Whether mj_collision could report a contact for one of the given geom pairs: two bounded geoms whose
  * bounding spheres (`reach2`: contacts.sphere_reach2, per pair) and world-axis box bounds both come
@@ -981,20 +981,25 @@ done:
  * behind it counts). A geom
  * lies inside both of its bounds, and MuJoCo makes the same sphere test before it looks at a pair, so when
  * this says no, mj_collision has nothing to add. A 1e-9 m slack keeps the answer on the side of colliding
- * where rounding could differ. geom_xpos, sa, sb and reach2 must be C-contiguous. */
+ * where rounding could differ. geom_xpos, sa, sb and reach2 must be C-contiguous.
+ * `first` (optional): an int64 array of one element, the bounded pair tested before the others (any other
+ * value: none), where the pair found within reach is written. The answer does not depend on it: any pair
+ * within reach makes it yes. A held object touches the same fingers frame after frame, and testing their pair
+ * first spares the walk through the hundreds of pairs before it. */
 static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (check_nargs(nargs, 9, "may_touch") < 0)
+    if (nargs != 10 && check_nargs(nargs, 9, "may_touch") < 0)
         return NULL;
     double margin = PyFloat_AsDouble(args[8]);
     if (margin == -1.0 && PyErr_Occurred())
         return NULL;
     double reach = margin + 1e-9;
-    View xpos = {0}, xmat = {0}, aabb = {0}, sa = {0}, sb = {0}, rsq = {0}, plane = {0}, other = {0};
+    View xpos = {0}, xmat = {0}, aabb = {0}, sa = {0}, sb = {0}, rsq = {0}, plane = {0}, other = {0}, hint = {0};
     GeomBounds bounds;
     bounds_none(&bounds);
     PyObject *result = NULL;
-    if (view_open(args[0], &xpos, 'd', 2, 0, "may_touch: geom_xpos") < 0 ||
+    if ((nargs == 10 && view_open(args[9], &hint, 'l', 1, 1, "may_touch: first") < 0) ||
+        view_open(args[0], &xpos, 'd', 2, 0, "may_touch: geom_xpos") < 0 ||
         view_open(args[1], &xmat, 'd', 2, 0, "may_touch: geom_xmat") < 0 ||
         view_open(args[2], &aabb, 'd', 2, 0, "may_touch: geom_aabb") < 0 ||
         view_open(args[3], &sa, 'l', 1, 0, "may_touch: sa") < 0 || view_open(args[4], &sb, 'l', 1, 0, "may_touch: sb") < 0 ||
@@ -1004,7 +1009,8 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
         goto done;
     Py_ssize_t ngeom = xpos.b.shape[0], nsphere = sa.b.shape[0], nplane = plane.b.shape[0];
     if (xpos.b.shape[1] != 3 || xmat.b.shape[0] != ngeom || xmat.b.shape[1] != 9 || aabb.b.shape[0] != ngeom ||
-        aabb.b.shape[1] != 6 || sb.b.shape[0] != nsphere || rsq.b.shape[0] != nsphere || other.b.shape[0] != nplane) {
+        aabb.b.shape[1] != 6 || sb.b.shape[0] != nsphere || rsq.b.shape[0] != nsphere || other.b.shape[0] != nplane ||
+        (nargs == 10 && hint.b.shape[0] != 1)) {
         PyErr_SetString(PyExc_ValueError, "may_touch: array lengths do not match");
         goto done;
     }
@@ -1016,9 +1022,14 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
      * and no libm call per pair) and squared once per plan, not per pair and frame. */
     const double *pos = contiguous(&xpos, "may_touch: geom_xpos"), *within2 = contiguous(&rsq, "may_touch: reach2");
     const long long *first = contiguous(&sa, "may_touch: sa"), *second = contiguous(&sb, "may_touch: sb");
-    if (pos == NULL || within2 == NULL || first == NULL || second == NULL)
+    long long *hinted = nargs == 10 ? (long long *)contiguous(&hint, "may_touch: first") : NULL;
+    if (pos == NULL || within2 == NULL || first == NULL || second == NULL || (nargs == 10 && hinted == NULL))
         goto done;
-    for (Py_ssize_t k = 0; k < nsphere; k++) {
+    Py_ssize_t start = hinted != NULL && *hinted >= 0 && *hinted < nsphere ? (Py_ssize_t)*hinted : -1;
+    for (Py_ssize_t n = start < 0 ? 0 : -1; n < nsphere; n++) { /* the hinted pair (n = -1), then the others */
+        if (n == start)
+            continue;
+        Py_ssize_t k = n < 0 ? start : n;
         long long a = first[k], b = second[k]; /* int64: view_open checked the kind; a negative one wraps to the top */
         if ((unsigned long long)a >= (unsigned long long)ngeom || (unsigned long long)b >= (unsigned long long)ngeom) {
             PyErr_SetString(PyExc_ValueError, "may_touch: a pair names a geom the model does not have");
@@ -1028,6 +1039,8 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
         double dx = pa[0] - pb[0], dy = pa[1] - pb[1], dz = pa[2] - pb[2];
         if (dx * dx + dy * dy + dz * dz <= within2[k] && bounds_within(&bounds, a, b, reach)) {
             touch = 1;
+            if (hinted != NULL)
+                *hinted = (long long)k;
             break;
         }
     }
@@ -1048,7 +1061,7 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
     result = PyBool_FromLong(touch);
 done:
     bounds_close(&bounds);
-    View *views[] = {&xpos, &xmat, &aabb, &sa, &sb, &rsq, &plane, &other};
+    View *views[] = {&xpos, &xmat, &aabb, &sa, &sb, &rsq, &plane, &other, &hint};
     for (size_t v = 0; v < sizeof(views) / sizeof(views[0]); v++)
         view_close(views[v]);
     return result;
