@@ -335,6 +335,51 @@ def test_entity_gaps_answers_alike_for_models_past_its_stack_room():
     assert small[0] and large == small
 
 
+def test_entity_gaps_leaves_unmeasured_only_a_pair_that_cannot_lower_its_key():
+    """Of two measured pairs of one entity pair (the palm against the mug's body, then its handle), the second is
+    measured only while its geoms' bounds lie within the first's gap: turned and moved about the palm, the mug's
+    gap is always the smaller of the two measurements, whichever part faces the palm, and the handle is left
+    unmeasured where the body is nearer by more than the bounds' reach."""
+    from safety_monitor.grounding.grounder import load_default_grounder
+    from safety_monitor.mujoco_gl import mujoco
+    from safety_monitor.sim.runner import run_episode
+
+    twin = load_default_grounder(500.0).twin
+    state = next(iter(run_episode("pick_and_place_mug")))
+    twin.compute(state.joint_names, state.joint_position, state.object_poses)
+    m, d = twin.model, twin.data
+    palm, body, handle = (m.geom(name).id for name in ("palm", "mug_body", "mug_handle"))
+    pairs = [int(np.flatnonzero((twin._pa == palm) & (twin._pb == g))[0]) for g in (body, handle)]
+    assert pairs[0] < pairs[1]  # the body's pair is measured first
+    measured = []
+
+    def measure(*args):
+        measured.append(args[3])
+        return mujoco.mj_geomDistance(*args)
+
+    at = twin._object_qpos["mug"]
+    handle_nearer = handle_skipped = 0
+    for angle in np.linspace(0.0, 2 * math.pi, 16, endpoint=False):
+        for offset in (0.06, 0.08, 0.1):
+            d.qpos[at : at + 3] = d.geom_xpos[palm] + (offset, 0.0, 0.0)
+            d.qpos[at + 3 : at + 7] = (math.cos(angle / 2), 0.0, 0.0, math.sin(angle / 2))
+            mujoco.mj_kinematics(m, d)
+            near, fresh = np.zeros_like(twin._pair_near), np.zeros_like(twin._pair_fresh)
+            near[pairs] = True
+            measured.clear()
+            gaps, _, _ = _geomath.entity_gaps(
+                0, None, None, twin._contact_key, None, d.geom_xpos, d.geom_xmat, twin._geom_aabb, near, fresh,
+                twin._pair_key, twin._pa, twin._pb, np.zeros(len(twin._pa)), twin.margin, measure, m, d,
+                twin._key_names, twin._key_sorted, twin._key_gripper, [None, None],
+            )  # fmt: skip
+            each = [mujoco.mj_geomDistance(m, d, palm, g, twin.margin, None) for g in (body, handle)]
+            expected = min(each)
+            assert gaps.get("hand", {}).get("mug", twin.margin) == expected, (angle, offset)
+            handle_nearer += each[1] < each[0]
+            handle_skipped += handle not in measured
+    assert handle_nearer and handle_skipped
+
+
 @pytest.mark.parametrize(
     ("position", "quaternion", "usable"),
     [

@@ -229,3 +229,25 @@ def test_may_touch_and_keep_contacts_known_cases():
         _geomath.may_touch(xpos, xmat, aabb, every_other, np.array([1, 2]), np.array([0.1, 0.1]), none, none, 0.0)
     with pytest.raises(ValueError, match="may_touch: array lengths do not match"):
         _geomath.may_touch(xpos, xmat, aabb[:2], *spheres, none, none, 0.0)
+
+
+def test_may_touch_answers_alike_whichever_pair_it_tests_first():
+    """The pair found within reach on the last call is tested first: when it has moved apart, another pair within
+    reach still makes the answer yes (and is tested first next time), and none within reach makes it no."""
+    xpos = np.array([[0.0, 0, 0], [0.15, 0, 0], [1.0, 0, 0], [1.15, 0, 0]])
+    xmat = np.tile(np.eye(3).ravel(), (4, 1))
+    aabb = np.array([[0, 0, 0, 0.1, 0.1, 0.1]] * 4, dtype=float)  # cubes of side 0.2: 0 and 1 overlap, 2 and 3 too
+    none = np.zeros(0, dtype=np.int64)
+    pairs = (np.array([0, 2]), np.array([1, 3]), sphere_reach2(np.full(2, 0.2), 0.002))
+    first = np.full(1, -1, dtype=np.int64)
+    assert _geomath.may_touch(xpos, xmat, aabb, *pairs, none, none, 0.002, first) and first[0] == 0
+    xpos[1] = (0.5, 0.0, 0.0)  # the pair tested first moves apart: the other one still touches
+    assert _geomath.may_touch(xpos, xmat, aabb, *pairs, none, none, 0.002, first) and first[0] == 1
+    xpos[3] = (1.5, 0.0, 0.0)  # neither does now
+    assert not _geomath.may_touch(xpos, xmat, aabb, *pairs, none, none, 0.002, first) and first[0] == 1
+    xpos[1] = (0.15, 0.0, 0.0)
+    for hint in (5, -7):  # no such pair: none first
+        first[0] = hint
+        assert _geomath.may_touch(xpos, xmat, aabb, *pairs, none, none, 0.002, first) and first[0] == 0
+    with pytest.raises(ValueError, match="may_touch: array lengths do not match"):
+        _geomath.may_touch(xpos, xmat, aabb, *pairs, none, none, 0.002, np.zeros(2, dtype=np.int64))

@@ -11,6 +11,7 @@ import math
 import numpy as np
 import pytest
 
+from safety_monitor.frames import Pose
 from safety_monitor.grounding.geometry import Box, FrameGeometry
 from safety_monitor.grounding.grounder import load_default_grounder
 from safety_monitor.grounding.inputs import FrameInputs
@@ -154,6 +155,32 @@ def test_a_frame_where_only_the_arm_moved_hands_out_the_last_boxes_without_box_w
     after = twin.compute(second.joint_names, second.joint_position, poses)
     assert after.object_boxes is before.object_boxes and after.interiors is before.interiors
     assert after.unknown is before.unknown
+
+
+def test_a_frame_where_one_object_moved_rebuilds_its_box_alone(states):
+    """A carried object moves every frame while the others rest: its box is built anew at its new pose, every
+    other box and the interiors are the last frame's objects; an object whose pose goes and comes back (the
+    posed objects change) loses its box and gets it again, as a fresh twin builds it."""
+    twin = load_default_grounder(RATE).twin
+    state = states[0]
+    poses = dict(state.object_poses)
+    before = twin.compute(state.joint_names, state.joint_position, poses)
+    mug = poses["mug"]
+    moved = {**poses, "mug": Pose(np.asarray(mug.position) + (0.01, 0.0, 0.0), mug.quaternion)}
+    after = twin.compute(state.joint_names, state.joint_position, moved)
+    shift = after.object_boxes["mug"].center - before.object_boxes["mug"].center
+    assert np.allclose(shift, (0.01, 0.0, 0.0), atol=1e-12)
+    assert all(after.object_boxes[o] is before.object_boxes[o] for o in poses if o != "mug")
+    assert after.interiors is before.interiors and after.unknown is before.unknown
+    without = {o: p for o, p in moved.items() if o != "cube"}
+    gone = twin.compute(state.joint_names, state.joint_position, without)
+    assert "cube" not in gone.object_boxes and gone.unknown == {"cube"}
+    back = twin.compute(state.joint_names, state.joint_position, moved)
+    fresh = load_default_grounder(RATE).twin.compute(state.joint_names, state.joint_position, moved)
+    for o in fresh.object_boxes:
+        a, b = back.object_boxes[o], fresh.object_boxes[o]
+        assert all(np.array_equal(getattr(a, f), getattr(b, f)) for f in ("center", "rotation", "half")), o
+    assert back.unknown == frozenset()
 
 
 def test_a_box_keeps_its_corners_read_only():

@@ -658,6 +658,23 @@ static inline int bounds_within(GeomBounds *gb, long long a, long long b, double
     return 1;
 }
 
+/* The squared distance between the world-axis bounds of geoms `a` and `b` (0 where they overlap): no more than
+ * the squared gap between the geoms themselves, which lie inside their bounds. */
+static inline double bounds_apart2(GeomBounds *gb, long long a, long long b)
+{
+    const double *p = bounds_of(gb, a), *q = bounds_of(gb, b);
+    double sum = 0.0;
+    for (int i = 0; i < 3; i++) {
+        double apart = p[i] - q[3 + i] > q[i] - p[3 + i] ? p[i] - q[3 + i] : q[i] - p[3 + i];
+        if (apart > 0.0)
+            sum += apart * apart;
+    }
+    return sum;
+}
+
+/* m: a measured pair whose bounds lie this much farther apart than its key's gap so far is not measured */
+#define MEASURE_SLACK 1e-6
+
 /* entity_gaps(ncon, contact_geom, contact_dist, contact_key, affected, geom_xpos, geom_xmat, geom_aabb,
  *             pair_near, pair_fresh, pair_key, pa, pb, pair_gap, margin, measure, model, data, key_names,
  *             key_sorted, key_gripper, last)
@@ -669,7 +686,9 @@ static inline int bounds_within(GeomBounds *gb, long long a, long long b, double
  * bounds tested again (bounding spheres, then the world-axis bounds of the geoms' boxes: a pair farther
  * apart than the margin cannot count) and its measurement made stale; each pair
  * within the report margin whose entities are not already touching takes its kept distance, or a new one
- * from measure(model, data, geom_a, geom_b, margin, None) (mj_geomDistance), and counts if under the margin.
+ * from measure(model, data, geom_a, geom_b, margin, None) (mj_geomDistance), and counts if under the margin;
+ * a pair whose geoms' world-axis bounds lie farther apart than its key's gap so far is not measured (it cannot
+ * lower the gap; it stays stale).
  * `measure` is either a Python callable (given the MjModel and MjData) or the address of MuJoCo's C
  * mj_geomDistance (given the addresses of the mjModel and mjData: MjModel._address), which spares a
  * Python call per pair; the addresses must be live, which the caller (the twin, owning both) guarantees.
@@ -836,14 +855,23 @@ static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t n
         if (known <= 0.0) /* already touching: a positive distance cannot matter */
             continue;
         double gap;
+        long long ga = get_l(&pa, at(&pa, i)), gb = get_l(&pb, at(&pb, i));
         if (*at(&fresh, i)) {
             gap = get_d(at(&measured, i));
+        } else if (ga < 0 || ga >= ngeom || gb < 0 || gb >= ngeom) { /* MuJoCo does not check */
+            PyErr_SetString(PyExc_ValueError, "entity_gaps: a measured pair names a geom the model does not have");
+            goto done;
+        } else if (known < INFINITY && (bounds.bounds != NULL || bounds_open(&bounds, &xpos, &xmat, &aabb) == 0) &&
+                   bounds_apart2(&bounds, ga, gb) > (known + MEASURE_SLACK) * (known + MEASURE_SLACK)) {
+            /* Another pair of these two entities is nearer already (the palm and a carried mug's body, then its
+             * handle): this pair's gap cannot lower the key's, so it is not measured (and stays stale). A gap
+             * mj_geomDistance measures lies between a point of each geom (GJK's witness points, or a primitive
+             * pair's nearest points), so it is never below the two geoms' world-axis bounds' separation but by
+             * rounding, which MEASURE_SLACK covers many times over at any workcell's scale. */
+            continue;
+        } else if (PyErr_Occurred()) { /* bounds_open ran out of memory */
+            goto done;
         } else if (direct != NULL) {
-            long long ga = get_l(&pa, at(&pa, i)), gb = get_l(&pb, at(&pb, i));
-            if (ga < 0 || ga >= ngeom || gb < 0 || gb >= ngeom) { /* MuJoCo does not check */
-                PyErr_SetString(PyExc_ValueError, "entity_gaps: a measured pair names a geom the model does not have");
-                goto done;
-            }
             gap = direct(model_ptr, data_ptr, (int)ga, (int)gb, margin, NULL);
             memcpy(at(&measured, i), &gap, 8);
             *at(&fresh, i) = 1;
@@ -945,7 +973,7 @@ done:
     return result;
 }
 
-/* may_touch(geom_xpos, geom_xmat, geom_aabb, sa, sb, reach2, plane, other, margin) -> bool
+/* may_touch(geom_xpos, geom_xmat, geom_aabb, sa, sb, reach2, plane, other, margin[, first]) -> bool
  *
  * Whether mj_collision could report a contact for one of the given geom pairs: two bounded geoms whose
  * bounding spheres (`reach2`: contacts.sphere_reach2, per pair) and world-axis box bounds both come
@@ -953,20 +981,25 @@ done:
  * behind it counts). A geom
  * lies inside both of its bounds, and MuJoCo makes the same sphere test before it looks at a pair, so when
  * this says no, mj_collision has nothing to add. A 1e-9 m slack keeps the answer on the side of colliding
- * where rounding could differ. geom_xpos, sa, sb and reach2 must be C-contiguous. */
+ * where rounding could differ. geom_xpos, sa, sb and reach2 must be C-contiguous.
+ * `first` (optional): an int64 array of one element, the bounded pair tested before the others (any other
+ * value: none), where the pair found within reach is written. The answer does not depend on it: any pair
+ * within reach makes it yes. A held object touches the same fingers frame after frame, and testing their pair
+ * first spares the walk through the hundreds of pairs before it. */
 static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (check_nargs(nargs, 9, "may_touch") < 0)
+    if (nargs != 10 && check_nargs(nargs, 9, "may_touch") < 0)
         return NULL;
     double margin = PyFloat_AsDouble(args[8]);
     if (margin == -1.0 && PyErr_Occurred())
         return NULL;
     double reach = margin + 1e-9;
-    View xpos = {0}, xmat = {0}, aabb = {0}, sa = {0}, sb = {0}, rsq = {0}, plane = {0}, other = {0};
+    View xpos = {0}, xmat = {0}, aabb = {0}, sa = {0}, sb = {0}, rsq = {0}, plane = {0}, other = {0}, hint = {0};
     GeomBounds bounds;
     bounds_none(&bounds);
     PyObject *result = NULL;
-    if (view_open(args[0], &xpos, 'd', 2, 0, "may_touch: geom_xpos") < 0 ||
+    if ((nargs == 10 && view_open(args[9], &hint, 'l', 1, 1, "may_touch: first") < 0) ||
+        view_open(args[0], &xpos, 'd', 2, 0, "may_touch: geom_xpos") < 0 ||
         view_open(args[1], &xmat, 'd', 2, 0, "may_touch: geom_xmat") < 0 ||
         view_open(args[2], &aabb, 'd', 2, 0, "may_touch: geom_aabb") < 0 ||
         view_open(args[3], &sa, 'l', 1, 0, "may_touch: sa") < 0 || view_open(args[4], &sb, 'l', 1, 0, "may_touch: sb") < 0 ||
@@ -976,7 +1009,8 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
         goto done;
     Py_ssize_t ngeom = xpos.b.shape[0], nsphere = sa.b.shape[0], nplane = plane.b.shape[0];
     if (xpos.b.shape[1] != 3 || xmat.b.shape[0] != ngeom || xmat.b.shape[1] != 9 || aabb.b.shape[0] != ngeom ||
-        aabb.b.shape[1] != 6 || sb.b.shape[0] != nsphere || rsq.b.shape[0] != nsphere || other.b.shape[0] != nplane) {
+        aabb.b.shape[1] != 6 || sb.b.shape[0] != nsphere || rsq.b.shape[0] != nsphere || other.b.shape[0] != nplane ||
+        (nargs == 10 && hint.b.shape[0] != 1)) {
         PyErr_SetString(PyExc_ValueError, "may_touch: array lengths do not match");
         goto done;
     }
@@ -988,9 +1022,14 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
      * and no libm call per pair) and squared once per plan, not per pair and frame. */
     const double *pos = contiguous(&xpos, "may_touch: geom_xpos"), *within2 = contiguous(&rsq, "may_touch: reach2");
     const long long *first = contiguous(&sa, "may_touch: sa"), *second = contiguous(&sb, "may_touch: sb");
-    if (pos == NULL || within2 == NULL || first == NULL || second == NULL)
+    long long *hinted = nargs == 10 ? (long long *)contiguous(&hint, "may_touch: first") : NULL;
+    if (pos == NULL || within2 == NULL || first == NULL || second == NULL || (nargs == 10 && hinted == NULL))
         goto done;
-    for (Py_ssize_t k = 0; k < nsphere; k++) {
+    Py_ssize_t start = hinted != NULL && *hinted >= 0 && *hinted < nsphere ? (Py_ssize_t)*hinted : -1;
+    for (Py_ssize_t n = start < 0 ? 0 : -1; n < nsphere; n++) { /* the hinted pair (n = -1), then the others */
+        if (n == start)
+            continue;
+        Py_ssize_t k = n < 0 ? start : n;
         long long a = first[k], b = second[k]; /* int64: view_open checked the kind; a negative one wraps to the top */
         if ((unsigned long long)a >= (unsigned long long)ngeom || (unsigned long long)b >= (unsigned long long)ngeom) {
             PyErr_SetString(PyExc_ValueError, "may_touch: a pair names a geom the model does not have");
@@ -1000,6 +1039,8 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
         double dx = pa[0] - pb[0], dy = pa[1] - pb[1], dz = pa[2] - pb[2];
         if (dx * dx + dy * dy + dz * dz <= within2[k] && bounds_within(&bounds, a, b, reach)) {
             touch = 1;
+            if (hinted != NULL)
+                *hinted = (long long)k;
             break;
         }
     }
@@ -1020,7 +1061,7 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
     result = PyBool_FromLong(touch);
 done:
     bounds_close(&bounds);
-    View *views[] = {&xpos, &xmat, &aabb, &sa, &sb, &rsq, &plane, &other};
+    View *views[] = {&xpos, &xmat, &aabb, &sa, &sb, &rsq, &plane, &other, &hint};
     for (size_t v = 0; v < sizeof(views) / sizeof(views[0]); v++)
         view_close(views[v]);
     return result;

@@ -34,6 +34,7 @@ def may_touch(
     plane: np.ndarray,
     other: np.ndarray,
     margin: float,
+    first: np.ndarray = ...,
 ) -> bool: ...
 def keep_contacts(
     geom: np.ndarray,

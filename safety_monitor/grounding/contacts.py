@@ -31,9 +31,10 @@ class ContactPlan(NamedTuple):
     geom_moved: np.ndarray  # bool per geom
     contype: np.ndarray  # the model's contype for moved geoms, 0 for resting ones
     # `_geomath.may_touch`'s arguments after the geom poses: the geoms' boxes, the candidate pairs of bounded
-    # geoms (a, b, squared reach: sphere_reach2), the candidate (plane, geom) pairs, the margin (one tuple:
-    # building the call's nine arguments every frame cost as much as the test)
-    bounds: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]
+    # geoms (a, b, squared reach: sphere_reach2), the candidate (plane, geom) pairs, the margin, and the bounded
+    # pair to test first, the last one found within reach (a held object's fingers: one test, not hundreds) (one
+    # tuple: building the call's ten arguments every frame cost as much as the test)
+    bounds: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, np.ndarray]
     unbounded: bool  # a candidate pair has a geom with no bounding sphere: always collide
 
 
@@ -79,6 +80,7 @@ class Contacts:
                 plane,
                 other,
                 self._margin,
+                np.full(1, -1, dtype=np.int64),  # (written by may_touch; which pair it holds never changes its answer)
             ),
             unbounded=bool(np.any(~bounded & ~one_plane)),
         )

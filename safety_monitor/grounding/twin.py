@@ -6,7 +6,8 @@ Kinematics and distances only, no dynamics. Two sources of signed surface gaps p
 - `mj_geomDistance` measures the pairs whose *positive* gap matters (a gripper or object geom against
   any other entity's geom) out to the largest distance threshold. Candidates come from a bounds test over
   the allowed pairs (bounding spheres, then the geoms' boxes grown by that threshold), so only nearby
-  pairs reach the per-pair call. (Margin-based
+  pairs reach the per-pair call, and only while their boxes' bounds are nearer than another pair of the same
+  two entities already is (the palm against a carried mug's handle, once its body is measured). (Margin-based
   `mj_collision` misses positive gaps too often to be trusted for them: cylinder-box and even some box-box
   pairs within the margin go unreported.)
 This is what grounds contact on hardware; privileged simulator contacts are only a cross-check
@@ -58,9 +59,11 @@ from safety_monitor.grounding.urdf import JointLimit
 from safety_monitor.mujoco_gl import mujoco
 from safety_monitor.names import did_you_mean
 
+# a box's place: (owner, body, centre in the body frame, half sizes, whether an interior)
+_BoxPlace = tuple[str, int, np.ndarray, np.ndarray, bool]
 # per set of moved qpos: measured pairs to redo (indices, geoms, radii), boxes to rebuild (None: no box's body
-# moved), contacts to find
-_Plan = tuple[tuple[np.ndarray, ...] | None, list[bool] | None, ContactPlan | None]
+# moved; else per place whether its body moved, and the places that did), contacts to find
+_Plan = tuple[tuple[np.ndarray, ...] | None, tuple[list[bool], tuple[_BoxPlace, ...]] | None, ContactPlan | None]
 _PARK = 1000.0  # objects without a usable pose are parked this far away, spaced apart
 _FAR = 10.0  # m: beyond any gripper's opening (mj_geomDistance reports no gap larger than its bound)
 _SAME_PAD = 1e-3  # m: finger geom pairs this near the nearest pair's gap face each other across the grasp
@@ -162,8 +165,8 @@ class KinematicTwin:
         )
         self._boxes: dict[str, Box] = {}  # built while the body rested where it is now
         self._last_boxes: tuple[frozenset[str], dict[str, Box], dict[str, Box], frozenset[str]] | None = None
-        # per box, in _box_bodies' order: (owner, body, centre in the body frame, half sizes, whether an interior)
-        self._box_places = tuple(
+        # per box, in _box_bodies' order
+        self._box_places: tuple[_BoxPlace, ...] = tuple(
             (o, self._object_bodies[o], *self._object_box[o], False) for o in robot.objects
         ) + tuple((n, body, center, half, True) for n, (body, center, half) in self._interiors.items())
         self._body_poses = (self.data.xpos, self.data.xmat)  # views (MjData's attributes build new ones per read)
@@ -185,7 +188,7 @@ class KinematicTwin:
         # the last call's keys and gaps packed, with the maps it built (handed out again while they hold)
         self._last_maps: list[Any] = [None, None]
         self._last_geometry: FrameGeometry | None = None  # the last compute's, for a frame where nothing moved
-        self._boxes_still = [False] * len(self._box_places)  # no box's body moved
+        self._boxes_still = ([False] * len(self._box_places), ())  # no box's body moved (a plan's entry)
         self._object_slots = tuple(self._object_qpos.items())  # (object, address of its free joint's qpos)
         self._parked = {
             o: np.array([_PARK + 10.0 * i, _PARK, _PARK, 1.0, 0.0, 0.0, 0.0]) for i, o in enumerate(robot.objects)
@@ -337,46 +340,49 @@ class KinematicTwin:
                 qpos[at + 3 : at + 7] = pose.quaternion
 
     def _frame_boxes(
-        self, moved: list[bool] | None, poses: Mapping[str, Pose]
+        self, moved: tuple[list[bool], tuple[_BoxPlace, ...]] | None, poses: Mapping[str, Pose]
     ) -> tuple[dict[str, Box], dict[str, Box], frozenset[str]]:
         """This frame's object boxes, interior boxes and unknown objects. Each is handed out again, the same
         object, while what it is made of stays (most frames: only the arm moves; an object's box is rebuilt on
         its pose update, interiors only while a fixture moves), so a frame does not rebuild dicts and a set
         equal to the last frame's. Readers take them as read-only (FrameGeometry's fields are Mappings)."""
         last, boxes = self._last_boxes, self._boxes
-        if moved is None and last is not None and last[0] == poses.keys():  # most frames: only the arm moved
-            return last[1], last[2], last[3]  # (no box to build or drop: the last frame built them for these poses)
-        objects_rebuilt, interiors_rebuilt = self._update_boxes(moved or self._boxes_still, poses)
-        if last is not None and last[0] == poses.keys():
+        if last is not None and last[0] == poses.keys():  # the objects posed last frame, each with its box there
+            if moved is None:  # most frames: only the arm moved
+                return last[1], last[2], last[3]  # (no box to build or drop: the last frame built them for these poses)
+            # only the moved bodies' boxes change (a carried object's, every frame: the places at rest not visited)
+            objects_rebuilt, interiors_rebuilt = self._update_boxes(moved[1], poses)
             names, unknown = last[0], last[3]
             object_boxes = last[1] if not objects_rebuilt else {o: boxes[o] for o in poses}
-        else:
+        else:  # objects came or went: the boxes of moved bodies, and any an object or interior lacks
+            flags = (moved or self._boxes_still)[0]
+            places = tuple(p for p, body_moved in zip(self._box_places, flags) if body_moved or p[0] not in boxes)
+            objects_rebuilt, interiors_rebuilt = self._update_boxes(places, poses)
             names, unknown = frozenset(poses), frozenset(o for o in self.robot.objects if o not in poses)
             object_boxes = {o: boxes[o] for o in poses}
         interiors = last[2] if last is not None and not interiors_rebuilt else {n: boxes[n] for n in self._interiors}
         self._last_boxes = (names, object_boxes, interiors, unknown)
         return object_boxes, interiors, unknown
 
-    def _update_boxes(self, moved: list[bool], poses: Mapping[str, Pose]) -> tuple[bool, bool]:
-        """Build the boxes of usable objects and of interiors whose body moved since the last frame (or
-        that have none yet): a box kept is one built at the body's present pose, read-only (it is reused for as
-        long as its body rests). An object's box is its geoms' bounding box in its body frame, moved. Returns
-        whether any object box, and whether any interior box, was built or dropped. (Built in the loop: a method
-        call per box cost as much as the box.)"""
+    def _update_boxes(self, places: tuple[_BoxPlace, ...], poses: Mapping[str, Pose]) -> tuple[bool, bool]:
+        """Build the boxes of usable objects and of interiors at `places` (whose body moved since the last frame,
+        or that have none yet), and drop those of objects without a pose: a box kept is one built at the body's
+        present pose, read-only (it is reused for as long as its body rests). An object's box is its geoms'
+        bounding box in its body frame, moved. Returns whether any object box, and whether any interior box, was
+        built or dropped. (Built in the loop: a method call per box cost as much as the box.)"""
         boxes = self._boxes
         xpos, xmat = self._body_poses
         objects_rebuilt = interiors_rebuilt = False
-        for (owner, body, center, half, interior), body_moved in zip(self._box_places, moved):
-            if body_moved or owner not in boxes:
-                if interior or owner in poses:
-                    world, rotation = _geomath.body_box(xpos, xmat, body, center)
-                    boxes[owner] = Box(world, rotation, half)
-                    if interior:
-                        interiors_rebuilt = True
-                    else:
-                        objects_rebuilt = True
-                elif boxes.pop(owner, None) is not None:
+        for owner, body, center, half, interior in places:
+            if interior or owner in poses:
+                world, rotation = _geomath.body_box(xpos, xmat, body, center)
+                boxes[owner] = Box(world, rotation, half)
+                if interior:
+                    interiors_rebuilt = True
+                else:
                     objects_rebuilt = True
+            elif boxes.pop(owner, None) is not None:
+                objects_rebuilt = True
         return objects_rebuilt, interiors_rebuilt
 
     def body_contacts(self, contacts: Sequence) -> dict[str, dict[str, float]]:
@@ -416,7 +422,7 @@ class KinematicTwin:
 
     def _plan(self, key: bytes) -> _Plan:
         """What a frame whose qpos changed where `key` has a 1 byte (`_geomath.qpos_changed`) must redo: the measured pairs with a moved geom (indices,
-        their geoms, bounding radii; None if none), per box builder whether its body moved (None: none did), and which contacts
+        their geoms, bounding radii; None if none), per box place whether its body moved and the places that did (None: none did), and which contacts
         to ask mj_collision for (None: no geom moved). A frame changes the same qpos as many frames before it
         (the arm; an object on a pose update): cached."""
         plan = self._plans.get(key)
@@ -429,8 +435,11 @@ class KinematicTwin:
             idx = np.flatnonzero(geom_moved.take(self._pa) | geom_moved.take(self._pb))
             affected = (idx, self._pa.take(idx), self._pb.take(idx), self._pair_rbound.take(idx)) if idx.size else None
             contact_plan = self._contacts.plan(self.model, geom_moved) if geom_moved.any() else None
-            boxes_moved = body_moved.take(self._box_bodies).tolist()
-            plan = self._plans[key] = (affected, boxes_moved if any(boxes_moved) else None, contact_plan)
+            flags = body_moved.take(self._box_bodies).tolist()
+            boxes_moved = (
+                (flags, tuple(p for p, moved in zip(self._box_places, flags) if moved)) if any(flags) else None
+            )
+            plan = self._plans[key] = (affected, boxes_moved, contact_plan)
         return plan
 
     def _measured_pairs(self, m: mujoco.MjModel) -> tuple[np.ndarray, np.ndarray]:
