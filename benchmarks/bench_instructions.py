@@ -2,7 +2,10 @@
 
 Timings on these shared 2-core machines swing 30-50 % within an hour; instruction counts repeat to within
 a hundred instructions in two billion (PYTHONHASHSEED fixed, BLAS on one thread: OpenBLAS's idle worker
-threads spin, and their spinning varied the start-up's count by 2 %, more than 40 frames' work). The four scripted episodes are recorded once (RobotStates, pickled to a
+threads spin, and their spinning varied the start-up's count by 2 %, more than 40 frames' work) in one
+environment. The environment's size (a variable more or less, a longer tree path) moves the start-up
+subtracted by up to about half a million, 13k a frame over 40 frames but about 130 over 4000: count
+enough frames for the figure you need. The four scripted episodes are recorded once (RobotStates, pickled to a
 scratch file), then each tree grounds the first `--frames` of every episode under `valgrind
 --tool=cachegrind --cache-sim=no`, and again with none: the difference over the frames grounded is the
 step's instructions a frame, without start-up. `--baseline DIR` (another checkout's root, e.g. `git archive
