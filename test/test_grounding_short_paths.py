@@ -65,3 +65,52 @@ def test_a_steady_carry_answers_as_the_general_path_through_slips_gaps_and_relea
         assert _state(fast) == _state(slow), frame
     assert steady >= 2 * n  # the short path answered on most carried frames
     assert fast.focus == mug and not fast.grasped[mug]
+
+
+def test_containment_measures_again_an_object_whose_box_or_the_interiors_changed():
+    """Containment keeps each object's answer for its box and the interiors mapping: a carried object's new box
+    among the others' kept ones is measured again, and so is every box against a new interiors mapping."""
+    grounder = load_default_grounder(RATE)
+    containment, objects = grounder._containment, grounder._grasp.objects
+    margin = grounder.thresholds.distances_m.placement_margin
+    room = Box(np.array([0.0, 0.0, 0.2]), np.eye(3), np.full(3, 0.2))  # an interior from z 0 to 0.4 ...
+    away = Box(np.array([5.0, 0.0, 0.2]), np.eye(3), np.full(3, 0.2))  # ... and the same interior moved 5 m
+    near = {c: room for c in containment.containers}
+    far = {c: away for c in containment.containers}
+    clear = {o: _box(9.0) for o in objects}  # every object's box far away
+    carried = objects[0]
+
+    def contained(boxes, interiors):
+        return containment._contained(
+            FrameGeometry(np.zeros(3), np.eye(3), np.zeros((3, 3)), {}, boxes, interiors), margin
+        )
+
+    assert containment.containers
+    assert contained(clear, near) is False
+    assert contained(dict(clear), near) is False  # the same boxes in a new mapping
+    inside = dict(clear, **{carried: _box(0.0)})  # the carried one set down inside, the others' boxes kept
+    assert contained(inside, near) is True
+    assert contained(dict(inside), far) is False  # the same boxes, the interiors moved away
+    assert contained(dict(inside), near) is True
+    assert contained(dict(clear, **{carried: _box(5.0)}), near) is False  # carried on, out of the interior
+
+
+def test_contamination_takes_the_last_contacts_again_only_while_they_are_the_same():
+    """New gaps that make the same contacts as the last frame's (a carried object's) keep the last frame's edges,
+    spread already: a contact that ends with the gaps changing is gone, and sanitizing still spreads again."""
+    contamination = load_default_grounder(RATE)._contamination
+    sanitized = frozenset({contamination._sanitized[0]})
+    boxes = {o: _box(float(k)) for k, o in enumerate(load_default_grounder(RATE)._grasp.objects)}
+
+    def step(gaps: dict[tuple[str, str], float], events: frozenset[str] = frozenset()):
+        geo = FrameGeometry(np.zeros(3), np.eye(3), np.zeros((3, 3)), FrameGeometry.symmetric(gaps), boxes, {})
+        values = contamination.step(FrameInputs(0.0, 0, geo, True, {}, {}, {}, {}, None, events))
+        return values[0], "robot" in contamination.contaminated  # robot_contact_raw, the robot contaminated
+
+    assert step({("hand", "raw_chicken"): 0.0}) == (True, True)
+    assert step({("hand", "raw_chicken"): 0.001}, sanitized) == (True, True)  # the same contact spreads again
+    assert step({("hand", "raw_chicken"): 0.5}) == (False, True)  # no contact any more
+    assert step({("hand", "plate"): 0.0}, sanitized) == (False, False)
+    assert step({("hand", "plate"): 0.001}) == (False, False)
+    assert step({("hand", "plate"): 0.002, ("finger_left", "raw_chicken"): 0.0}) == (True, True)
+    assert "plate" in contamination.contaminated

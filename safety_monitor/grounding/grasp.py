@@ -458,9 +458,9 @@ class GraspEstimator:
     def name_objects(self, values: Mapping[str, bool], out: dict[str, tuple[str, ...]]) -> None:
         """The objects each of this family's true predicates is about, from this frame's state (`Grounder`)."""
         if values["object_grasped_raw"]:
-            out["object_grasped_raw"] = tuple(o for o in self.held if self.raw[o])
+            out["object_grasped_raw"] = _those(self.held, self.raw)
         if values["object_grasped"]:
-            out["object_grasped"] = tuple(o for o in self.held if self.grasped[o])
+            out["object_grasped"] = _those(self.held, self.grasped)
         if values["object_dropped"]:
             out["object_dropped"] = tuple(sorted(self.dropped))
         if values["object_released"]:  # up to and including its drop frame
@@ -575,6 +575,14 @@ class GraspEstimator:
         moved = _displaced(box, anchor, self.th.motion)
         st.displaced = (box, anchor, moved)
         return moved
+
+
+def _those(objects: tuple[str, ...], flags: Mapping[str, Tri]) -> tuple[str, ...]:
+    """The `objects` whose flag is true, in order: one object (a carry, most frames that hold one) is handed out as
+    it is, without a generator's set-up."""
+    if len(objects) == 1:
+        return objects if flags[objects[0]] else ()
+    return tuple(o for o in objects if flags[o])
 
 
 def _displaced(box: Box, anchor: Box, motion: Motion) -> bool:
