@@ -114,3 +114,38 @@ def test_contamination_takes_the_last_contacts_again_only_while_they_are_the_sam
     assert step({("hand", "plate"): 0.001}) == (False, False)
     assert step({("hand", "plate"): 0.002, ("finger_left", "raw_chicken"): 0.0}) == (True, True)
     assert "plate" in contamination.contaminated
+
+
+def test_a_fixture_near_only_what_it_cannot_hit_answers_as_the_general_path():
+    """A fixture whose moving part is near only what cannot hit it (its own housing, the gripper) skips the obstacle
+    mechanism as one near nothing does: driven through an obstacle episode (an object hit while it is opened, the
+    hand let go) and out again, it answers as a twin that asks the mechanism whenever anything is near."""
+    fast, slow = load_default_grounder(RATE)._fixtures, load_default_grounder(RATE)._fixtures
+    slow._hitters = frozenset(load_default_grounder(RATE).robot.entities)  # anything near: the mechanism is asked
+    f, obstacle = "cabinet", fast.graspable[0]
+    boxes = {o: _box(9.0) for o in fast.graspable}  # outside every interior
+    interiors = {
+        g: Box(np.array([0.0, 3.0 * k, 0.2]), np.eye(3), np.full(3, 0.2)) for k, g in enumerate(fast.with_interior)
+    }
+    housing = {(f, f + ".housing"): 0.002}
+    gripped = {**housing, ("finger_left", f): 0.0, ("finger_right", f): 0.0}
+    hit = {**gripped, (f, obstacle): 0.0}
+    # (finger and fixture gaps, gripper closed, the fixture's open-fraction change), frame by frame
+    script = [(housing, False, 0.0)] * 3
+    script += [(gripped, True, 0.0)] * 2 + [(gripped, True, 0.2)] * 2  # gripped, then opened
+    script += [(hit, True, 0.2)] * 3  # against an object outside it
+    script += [({**housing, (f, obstacle): 0.0}, False, 0.0)] * 2  # the hand let go: retracted
+    script += [(housing, False, -0.2)] * 2 + [(housing, False, 0.0)] * 3  # swinging back alone, then still
+    episodes = 0
+    for frame, (gaps, closed, delta) in enumerate(script):
+        geo = FrameGeometry(np.zeros(3), np.eye(3), np.zeros((3, 3)), FrameGeometry.symmetric(gaps), boxes, interiors)
+        fractions = {g: 0.5 for g in fast.fixtures}
+        deltas = {g: delta if g == f else 0.0 for g in fast.fixtures}
+        inp = FrameInputs(frame / RATE, frame, geo, closed, fractions, deltas, {}, {}, None, frozenset())
+        assert fast.step(inp) == slow.step(inp), frame
+        assert fast.last_direction == slow.last_direction, frame
+        assert [vars(e) | {"timer": vars(e.timer)} for e in fast.episodes.values()] == [
+            vars(e) | {"timer": vars(e.timer)} for e in slow.episodes.values()
+        ], frame
+        episodes += fast.episodes[f].active
+    assert episodes and not fast.episodes[f].active
