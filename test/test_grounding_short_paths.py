@@ -4,9 +4,12 @@ short path is switched off before every frame, and both must give the same value
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 
 from safety_monitor.grounding.geometry import Box, FrameGeometry
+from safety_monitor.grounding.grasp import DOCS as GRASP_DOCS
 from safety_monitor.grounding.grounder import load_default_grounder
 from safety_monitor.grounding.inputs import FrameInputs
 
@@ -65,6 +68,26 @@ def test_a_steady_carry_answers_as_the_general_path_through_slips_gaps_and_relea
         assert _state(fast) == _state(slow), frame
     assert steady >= 2 * n  # the short path answered on most carried frames
     assert fast.focus == mug and not fast.grasped[mug]
+
+
+def test_a_carrys_named_objects_are_tuples_of_their_own():
+    """A frame's records are compared pickled (check_identical, the differential fuzzers): each predicate's named
+    objects are a tuple of its own, as the general path builds them; one shared between two predicates would be
+    pickled as a reference to the first."""
+    grasp = load_default_grounder(RATE)._grasp
+    mug = grasp.objects[0]
+    boxes = {o: _box(float(k)) for k, o in enumerate(grasp.objects)}
+    gaps = {"finger_left": {mug: 0.0}, "finger_right": {mug: 0.0}}
+    geo = FrameGeometry(np.zeros(3), np.eye(3), np.zeros((3, 3)), gaps, boxes, {})
+    at_rest = {o: (0.0, 0.0) for o in grasp.objects}
+    for frame in range(grasp._persistence[0] + 2):  # grasped, then carried steadily
+        inp = FrameInputs(frame / RATE, frame, geo, True, {}, {}, at_rest, {mug: (0.0, 0.0)}, None, frozenset())
+        values = dict(zip(GRASP_DOCS, grasp.step(inp), strict=True))
+    assert grasp._carry is not None and values["object_grasped_raw"] and values["object_grasped"]
+    named: dict[str, tuple[str, ...]] = {}
+    grasp.name_objects(values, named)
+    assert named["object_grasped_raw"] == named["object_grasped"] == (mug,)
+    assert pickle.dumps(named) == pickle.dumps({p: tuple(list(objects)) for p, objects in named.items()})
 
 
 def test_containment_measures_again_an_object_whose_box_or_the_interiors_changed():

@@ -578,10 +578,11 @@ class GraspEstimator:
 
 
 def _those(objects: tuple[str, ...], flags: Mapping[str, Tri]) -> tuple[str, ...]:
-    """The `objects` whose flag is true, in order: one object (a carry, most frames that hold one) is handed out as
-    it is, without a generator's set-up."""
+    """The `objects` whose flag is true, in order, a new tuple (shared with no other predicate's, as a frame's
+    records are pickled: a shared one would be written as a reference); one object (a carry, most frames that
+    hold one) without a generator's set-up."""
     if len(objects) == 1:
-        return objects if flags[objects[0]] else ()
+        return (objects[0],) if flags[objects[0]] else ()
     return tuple(o for o in objects if flags[o])
 
 
