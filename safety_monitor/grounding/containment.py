@@ -96,6 +96,9 @@ class ContainmentEstimator:
         self.maybe: list[_MaybeTransfer] = []  # transfers that may have replaced this one unseen (usually none)
         # the last (object boxes, interiors) `_contained` was asked about, and its answer
         self._contained_for: tuple[Mapping[str, Box], Mapping[str, Box], Tri] | None = None
+        # per object: the box and interiors mapping it was last measured against, and whether it was inside a
+        # container (a carried object's box is new every frame, the others' stay: only it is measured again)
+        self._inside_for: dict[str, tuple[Box, Mapping[str, Box], bool]] = {}
 
     def step(self, inp: FrameInputs) -> tuple[Tri, ...]:
         """This frame's values in DOCS order."""
@@ -242,18 +245,28 @@ class ContainmentEstimator:
         return contained
 
     def _contained_in(self, boxes: Mapping[str, Box], interiors: Mapping[str, Box], margin: float) -> Tri:
-        placement = _geomath.placement
+        placement, measured = _geomath.placement, self._inside_for
         contained: Tri = False
         for o in self.grasp.objects:
             box = boxes.get(o)
             if box is None:
                 contained = None
                 continue
+            last = measured.get(o)
+            if last is not None and last[0] is box and last[1] is interiors:  # the same read-only boxes
+                if last[2]:
+                    return True
+                continue
+            inside = False
             center, rotation, half = box.center, box.rotation, box.half
             for c in self.containers:  # object_inside, unwrapped: the box's arrays read once
                 region = interiors[c]
                 if placement(center, rotation, half, region.center, region.rotation, region.half, margin)[0]:
-                    return True
+                    inside = True
+                    break
+            measured[o] = (box, interiors, inside)
+            if inside:
+                return True
         return contained
 
     def _container_below(self, o: str, inp: FrameInputs) -> str | None:

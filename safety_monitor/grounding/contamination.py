@@ -80,6 +80,8 @@ class ContaminationEstimator:
             edges, touched = last[1], last[2]
         else:
             edges, touched = self._contacts(pairs)
+            if edges == last[1] and touched == last[2]:  # new gaps, the same contacts (a carried object's gaps
+                edges, touched = last[1], last[2]  # change every frame): the last frame's edges, spread already
             self._contacts_for = (pairs, edges, touched)
         if touched or geo.unknown:
             contact_raw = _contact_with(touched, self.contaminated, self.maybe, geo.unknown)

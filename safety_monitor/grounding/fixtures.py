@@ -126,6 +126,7 @@ class FixtureEstimator:
         self._ranked_rows = tuple((f, self.with_interior.index(f)) for f in self.fixtures if f in self.with_interior)
         self._housings = tuple((f, f + HOUSING) for f in self.fixtures)
         self.graspable = grasp.objects
+        self._hitters = frozenset(("arm", *self.graspable))  # what a fixture's moving part can hit (`_mechanism`)
         self.episodes = {f: _Episode(counts) for f in self.fixtures}
         self.last_direction = {f: 0.0 for f in self.fixtures}
         d, fr = thresholds.distances_m, thresholds.fixtures  # read once: every frame needs them
@@ -181,8 +182,12 @@ class FixtureEstimator:
                 operated.append(f)
             elif grip and delta is None:  # held open-handed, its motion not measured yet: pushed or pulled, or not
                 maybe_operated.append(f)
-            if f not in gaps and not unknown_objects and not episodes[f].active:  # most frames: near nothing, no
-                if direction != 0.0:  # episode to follow (`_mechanism` would find no hit, and keep only the direction)
+            if (
+                not unknown_objects
+                and not episodes[f].active
+                and gaps.get(f, _NEAR_NOTHING).keys().isdisjoint(self._hitters)
+            ):  # most frames: near nothing it can hit (its own housing at most), no episode to follow (`_mechanism`
+                if direction != 0.0:  # would find no hit, and keep only the direction)
                     last_direction[f] = direction
                 continue
             hit, retr, expired = self._mechanism(f, inp, grip, direction, delta is None, unknown_objects)

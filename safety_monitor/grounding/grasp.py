@@ -190,6 +190,13 @@ class GraspEstimator:
         held_s = thresholds.durations_s.grasp_persistence  # an object the closed fingers let go falls this far before
         self._fall_m = d.gripper_clearance + 0.5 * _GRAVITY * held_s * held_s  # its debounce lets it go
         self._quiet = False  # every object was seen and quiet on the last frame (see `step`)
+        # per object: it, its state, and the others' names and states (a steady carry's terms, see `step`)
+        self._carries = {
+            o: (o, st, frozenset(self.state) - {o}, tuple(q for q in self._states if q[0] != o))
+            for o, st in self._states
+        }
+        self._carry: tuple[str, _ObjectGrasp, frozenset[str], tuple[tuple[str, _ObjectGrasp], ...]] | None = None
+        # (the one carried steadily on the last frame)
         self._first = True  # no frame stepped yet: what was held before it was not seen
 
     def step(self, inp: FrameInputs) -> tuple[Tri, ...]:
@@ -199,7 +206,16 @@ class GraspEstimator:
         its grasp evidence is not restarting and its settle timer is not running: of it, only its rest is asked.
         When every object was seen and quiet on the last frame, and is seen with the gripper open on this one, or
         closed with no finger body within clearance of anything, all stay so (no grasp evidence to count: each
-        debounce is at rest) and the frame asks only their rest."""
+        debounce is at rest) and the frame asks only their rest.
+
+        An object is carried steadily on a frame when it is seen, raw-grasped and counted as grasped, its grasp
+        evidence is not restarting, and every other object is seen and quiet. When one was so on the last frame
+        (`_carry`), and on this one every object is seen, the gripper closed and both finger bodies touch it and
+        no other, it stays so, and the general path would: step its debounce on a raw true equal to its value (its
+        run already 0: unchanged), reset its already reset latch, leave its timers (a grasped object's settle
+        timer is read, not stepped), evidence, drop lists and the focus alone, count its raw run on, and find the
+        others quiet as before (their debounces and runs at rest); so the frame asks only its slip and speed and
+        the others' rest, and returns what the general path would."""
         geo, frame, closed = inp.geometry, inp.frame, inp.gripper_closed
         clearance, bilateral, slip_m, slip_rad = self._grasp_limits
         gaps = geo.gaps
@@ -213,6 +229,22 @@ class GraspEstimator:
             rests = self._rests(self._states, geo.object_boxes, inp.object_speed, True)
             left, settled, timeout = self._about_focus(geo, frame) if self.focus or self.other_foci else _NO_FOCUS
             return (False, False, True, False, False, left, rests, settled, timeout)  # DOCS order, as below
+        carry = self._carry
+        if carry is not None and closed and not geo.unknown and touches.get(carry[0], 0) >= bilateral:
+            o, st, other_names, others = carry
+            for e, n in touches.items():  # (a handful of entities near the fingers, not every object)
+                if n >= bilateral and e in other_names:
+                    break
+            else:  # a steady carry (see above)
+                st.grip_run += 1
+                speeds = inp.object_speed
+                self.stable[o], self.moving[o] = self._stability(st, speeds.get(o), None, True)
+                slip = inp.object_slip.get(o)
+                synced = None if slip is None else (slip[0] < slip_m and slip[1] < slip_rad)
+                sync: Tri = False if synced is False else None if synced is None else True  # as folded below
+                rests = self._rests(others, geo.object_boxes, speeds, True)
+                left, settled, timeout = self._about_focus(geo, frame)
+                return (True, True, sync, False, False, left, rests, settled, timeout)  # DOCS order, as below
         grasp_n, stable_n = self._persistence
         boxes, speeds, slips, unknown = geo.object_boxes, inp.object_speed, inp.object_slip, geo.unknown
         taken = gaps.get(OTHER_ARM, _NO_GAPS)  # a bimanual robot's other arm, near the objects it holds
@@ -393,6 +425,11 @@ class GraspEstimator:
         if quiet:
             stable_all = self._rests(quiet, boxes, speeds, stable_all)
         self._quiet = len(quiet) == len(self._states) and not unknown
+        self._carry = None
+        if len(quiet) == len(self._states) - 1 and not unknown and len(held) == 1:
+            carry = self._carries[held[0]]
+            if raws[carry[0]] and grasped[carry[0]] and not carry[1].grasp.warming:
+                self._carry = carry
         self._first = False
         if rose:
             self._find_foci()
@@ -421,9 +458,9 @@ class GraspEstimator:
     def name_objects(self, values: Mapping[str, bool], out: dict[str, tuple[str, ...]]) -> None:
         """The objects each of this family's true predicates is about, from this frame's state (`Grounder`)."""
         if values["object_grasped_raw"]:
-            out["object_grasped_raw"] = tuple(o for o in self.held if self.raw[o])
+            out["object_grasped_raw"] = _those(self.held, self.raw)
         if values["object_grasped"]:
-            out["object_grasped"] = tuple(o for o in self.held if self.grasped[o])
+            out["object_grasped"] = _those(self.held, self.grasped)
         if values["object_dropped"]:
             out["object_dropped"] = tuple(sorted(self.dropped))
         if values["object_released"]:  # up to and including its drop frame
@@ -538,6 +575,15 @@ class GraspEstimator:
         moved = _displaced(box, anchor, self.th.motion)
         st.displaced = (box, anchor, moved)
         return moved
+
+
+def _those(objects: tuple[str, ...], flags: Mapping[str, Tri]) -> tuple[str, ...]:
+    """The `objects` whose flag is true, in order, a new tuple (shared with no other predicate's, as a frame's
+    records are pickled: a shared one would be written as a reference); one object (a carry, most frames that
+    hold one) without a generator's set-up."""
+    if len(objects) == 1:
+        return (objects[0],) if flags[objects[0]] else ()
+    return tuple(o for o in objects if flags[o])
 
 
 def _displaced(box: Box, anchor: Box, motion: Motion) -> bool:
