@@ -446,6 +446,27 @@ def test_frames_that_repeat_the_last_values_step_on_one_valuation(make):
     assert seen[4] is seen[3]
 
 
+def test_a_repeated_valuation_is_keyed_on_the_values_and_unknown_predicates(make):
+    """Frames repeating the last one's unknown predicates and values step on one valuation too (a predicate
+    unknown for a while); one input changed alone makes a new valuation: a value (also where the caller changed
+    the dict the last valuation was built from to it), the unknown set, or a key (here `b` sent as `c`, with the
+    same value: `b` unknown, never sent)."""
+    seen = []
+    sup = make(on_frame=lambda v, t, stale: seen.append(v))
+
+    def frame(k, unknown=frozenset(), **values):
+        return PredicateSample(values, 1.0 + k * DT, k, frozenset(unknown))
+
+    first = frame(0, "a", a=False, b=False)
+    feed(sup, [first, frame(1, "a", a=False, b=False)])
+    assert seen[0] is seen[1] and seen[1] == {"a": None, "b": False}
+    first.values["b"] = True  # the caller's dict, now equal to the next one's
+    feed(sup, [frame(2, "a", a=False, b=True), frame(3, "b", a=False, b=True), frame(4, "b", a=True, b=True)])
+    assert seen[2:] == [{"a": None, "b": True}, {"a": False, "b": None}, {"a": True, "b": None}]
+    feed(sup, [quiet(5), frame(6, a=False, c=False)])
+    assert seen[5] == {"a": False, "b": False} and seen[6] == {"a": False, "b": None}
+
+
 def test_a_valuation_stepped_again_after_a_rewind_is_read_again(make):
     """Frames equal to the last step on its valuation object, which the monitor then need not read
     (`step_again`); once anything else moved the monitor (here a start marker that came after the trace's first

@@ -629,10 +629,13 @@ class FrameAssembler:
 
     def _runs_ahead(self, t: float) -> bool:
         """Whether a slower stream's stamp `t` is more than the gap limit past the joint stream's, not yet said."""
+        last, heard = self._t, self._heard
+        # max() as a conditional here and on every frame (`_timeline`, the wrench's age): the builtin parses its
+        # arguments as keywords too, half a thousand instructions a call, asked three times a frame
         return (
-            self._t is not None
+            last is not None
             and not self._stopped_flagged
-            and t - max(self._t, self._heard) > self.limits.joint_states
+            and t - (heard if heard > last else last) > self.limits.joint_states
         )
 
     def _check_driver(self, t: float, stream: str, received: float | None) -> None:
@@ -939,7 +942,7 @@ class FrameAssembler:
             copied[2] if finite[2] else None,  # joint_effort
             joint_t.copy(),  # joint_stamps
             wrench[0] if wrench else None,
-            max(0.0, t - wrench[1]) if wrench else None,  # wrench_age
+            (t - wrench[1] if t - wrench[1] > 0.0 else 0.0) if wrench else None,  # wrench_age: max(0.0, t - stamp)
             poses,
             {n: t - s if t - s > 0.0 else 0.0 for n, s in stamps.items()},  # object_ages: max(0.0, t - s)
         )
@@ -1072,7 +1075,7 @@ class FrameAssembler:
                 f"{ahead:.6f} that jumped ahead: that message alone dropped",
             )
         limit = self.limits.joint_states
-        heard = max(last, self._heard)
+        heard = self._heard if self._heard > last else last  # max(last, self._heard)
         if t - heard > limit:
             if self._resumed(t, heard, received):
                 self._went_back = False

@@ -199,7 +199,9 @@ class Supervisor:
         self._unsent_reported = False
         self._known: object = object()  # the last valuation checked for missing predicates ...
         self._completed: Valuation = {}  # ... and it with those unknown
-        self._last_valuation: Valuation = {}  # the last sample's (`sample`)
+        self._last_valuation: Valuation = {}  # the last sample's (`sample`) ...
+        self._last_values: Valuation = {}  # ... built from a copy of these values ...
+        self._last_unknown: frozenset[str] | None = None  # ... with these predicates unknown
         self._in_trace = False
         self._trace_t0 = math.inf  # the current trace's first frame time
         self._ended_t = -math.inf  # the last frame's time of the last trace closed
@@ -264,13 +266,16 @@ class Supervisor:
 
     # ------------------------------------------------------------------------------------ inputs
     def sample(self, sample: PredicateSample, now: float) -> Step:
-        """One frame as the estimator sends it, arrived at `now` on the driver's clock. A frame with every
-        predicate known and the values of the last valuation steps on that same object (most frames repeat
-        the last one's values): `frame` then checks it by identity, and replay's timeline reads it once."""
-        values, last = sample.values, self._last_valuation
-        if sample.unknown or values != last:  # (a known frame's valuation is a copy of its values)
-            last = self._last_valuation = sample.valuation()
-        return self.frame(last, sample.t, sample.frame, sample.stale, now, sample.objects)
+        """One frame as the estimator sends it, arrived at `now` on the driver's clock. A frame with the values
+        and unknown predicates of the last one steps on the last one's valuation (most frames repeat them, some
+        with a predicate unknown for a while, which built a valuation each): `frame` then checks it by identity,
+        and replay's timeline reads it once."""
+        values, unknown = sample.values, sample.unknown
+        if values != self._last_values or unknown != self._last_unknown:
+            valuation = self._last_valuation = sample.valuation()
+            # a copy (the caller may change its dict): a known frame's valuation is one
+            self._last_values, self._last_unknown = dict(values) if unknown else valuation, unknown
+        return self.frame(self._last_valuation, sample.t, sample.frame, sample.stale, now, sample.objects)
 
     def frame(
         self,
