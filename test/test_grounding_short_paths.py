@@ -172,3 +172,71 @@ def test_a_fixture_near_only_what_it_cannot_hit_answers_as_the_general_path():
         ], frame
         episodes += fast.episodes[f].active
     assert episodes and not fast.episodes[f].active
+
+
+def _skills_state(skills) -> dict:
+    """Everything the skill family keeps but its short paths' flags and `_close_ok`'s cache; a hold's idle count as
+    far as it is read (beyond the window: the short path leaves it there without counting on)."""
+    skipped = ("robot", "th", "grasp", "fixtures", "skills", "holds", "_straddle_for", "_pick_quiet", "_holds_quiet")
+    kept = {k: v for k, v in vars(skills).items() if k not in skipped}
+    holds = {f: (h.direction, min(h.idle, h.window + 1)) for f, h in skills.holds.items()}
+    return {**kept, "skills": {s: vars(k) for s, k in skills.skills.items()}, "holds": holds}
+
+
+def test_a_carry_and_a_hand_off_the_fixtures_skip_the_skills_at_rest_as_the_general_path_would():
+    """The pick at rest while an object is carried, and the open and close skills at rest while no fixture is held,
+    are not stepped: driven through a pick, a carry (its place approach, a pose gap), a drawer opened with the
+    object in hand, a release and a second pick, and a closed hand on the drawer with nothing in it, the skill
+    family answers as a twin whose short paths are switched off before every frame, and keeps the same state."""
+    fast, slow = load_default_grounder(RATE), load_default_grounder(RATE)
+    grasp = fast._grasp
+    mug, f = grasp.objects[0], "drawer"
+    n, window = grasp._persistence[0], fast._skills.skills["pick"].window
+    boxes = {o: _box(float(k)) for k, o in enumerate(grasp.objects)}
+    interiors = {
+        g: Box(np.array([0.0, 3.0 + 3.0 * k, 0.2]), np.eye(3), np.full(3, 0.2))
+        for k, g in enumerate(fast._fixtures.with_interior)
+    }
+    near = {("hand", mug): 0.03}  # the open hand within reach of the mug
+    held = {("finger_left", mug): 0.0, ("finger_right", mug): 0.0}
+    lifted = {**held, ("arm", "arm"): 0.5}  # (pairs far from any support)
+    placing = {**held, (mug, "table"): 0.02}  # the carried mug within reach of the table
+    drawer = {("finger_left", f): 0.0, ("finger_right", f): 0.0}
+    # (gripper closed, gaps, objects unseen, the drawer's open-fraction change), frame by frame
+    script = [(False, {}, (), 0.0)] * 3
+    script += [(False, near, (), 0.0)] * 2  # a pick approach
+    script += [(True, held, (), 0.0)] * (n + window + 4)  # grasped, the pick's approach lapsing
+    script += [(True, lifted, (), 0.0)] * (window + 3)  # carried clear of every support
+    script += [(True, placing, (), 0.0)] * 3  # a place approach
+    script += [(True, placing, (mug,), 0.0)] * 2  # the mug unseen while carried
+    script += [(True, lifted, (), 0.0)] * (window + 3)
+    script += [(True, {**lifted, **drawer}, (), 0.0)] * 2 + [(True, {**lifted, **drawer}, (), 0.2)] * 3  # a drawer
+    script += [(True, lifted, (), 0.0)] * (window + 3)  # opened with the mug in hand, let go
+    script += [(False, placing, (), 0.0)] * (n + 2)  # released on the table
+    script += [(False, {}, (), 0.0)] * (window + 2) + [(False, near, (), 0.0)] * 2  # backed off, a second approach
+    script += [(True, drawer, (), 0.0)] * 3 + [(True, drawer, (), -0.2)] * 3  # the drawer closed, nothing in hand
+    script += [(False, {}, (), 0.0)] * (window + 3)
+    quiet = {"_pick_quiet": 0, "_holds_quiet": 0}
+    onsets = [False] * 4  # pick, place, open, close: each seen
+    for frame, (closed, gaps, unseen, delta) in enumerate(script):
+        seen = {o: b for o, b in boxes.items() if o not in unseen}
+        geo = FrameGeometry(
+            np.zeros(3), np.eye(3), np.zeros((3, 3)), FrameGeometry.symmetric(gaps), seen, interiors, frozenset(unseen)
+        )
+        fractions = {g: 0.5 for g in fast._fixtures.fixtures}
+        deltas = {g: delta if g == f else 0.0 for g in fast._fixtures.fixtures}
+        speeds = {o: (0.0, 0.0) for o in seen}
+        slips = {mug: (0.0, 0.0)} if mug in seen else {}
+        inp = FrameInputs(frame / RATE, frame, geo, closed, fractions, deltas, speeds, slips, None, frozenset())
+        for flag in quiet:
+            quiet[flag] += getattr(fast._skills, flag)
+            setattr(slow._skills, flag, False)  # the general path on every frame
+        for grounder in (fast, slow):
+            grounder._grasp.step(inp)
+            grounder._fixtures.step(inp)
+        values = fast._skills.step(inp)
+        assert values == slow._skills.step(inp), frame
+        onsets = [o or v is True for o, v in zip(onsets, values[:4], strict=True)]
+        assert _skills_state(fast._skills) == _skills_state(slow._skills), frame
+    assert quiet["_pick_quiet"] >= 2 * window and quiet["_holds_quiet"] >= 2 * window  # the short paths answered
+    assert all(onsets)
