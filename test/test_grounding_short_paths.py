@@ -8,6 +8,7 @@ import pickle
 
 import numpy as np
 
+from safety_monitor.grounding import _geomath
 from safety_monitor.grounding.geometry import Box, FrameGeometry
 from safety_monitor.grounding.grasp import DOCS as GRASP_DOCS
 from safety_monitor.grounding.grounder import load_default_grounder
@@ -240,3 +241,45 @@ def test_a_carry_and_a_hand_off_the_fixtures_skip_the_skills_at_rest_as_the_gene
         assert _skills_state(fast._skills) == _skills_state(slow._skills), frame
     assert quiet["_pick_quiet"] >= 2 * window and quiet["_holds_quiet"] >= 2 * window  # the short paths answered
     assert all(onsets)
+
+
+def test_contact_and_contamination_walk_the_pairs_in_c_as_in_python_as_pairs_come_and_go():
+    """Contact and contamination walk a frame's gap pairs in C once every pair in reach has its rule: through a carry
+    whose gaps change every frame, pairs first seen (their rules then found in Python) and contacts made and broken,
+    both answer as twins that forget every rule before each frame, and so walk the pairs in Python whenever one is
+    in reach, and both keep the same rules."""
+    fast, slow = load_default_grounder(RATE), load_default_grounder(RATE)
+    mug, plate = min(fast._contamination.raw), min(fast._contamination.clean)  # the carried one raw
+    boxes = {o: _box(float(k)) for k, o in enumerate(fast._grasp.objects)}
+    interiors = {
+        g: Box(np.array([0.0, 3.0 + 3.0 * k, 0.2]), np.eye(3), np.full(3, 0.2))
+        for k, g in enumerate(fast._fixtures.with_interior)
+    }
+    fractions = {g: 0.5 for g in fast._fixtures.fixtures}
+    in_c = forbidden = 0
+    rng = np.random.default_rng(7)
+    for frame in range(60):
+        gaps = {("finger_left", mug): 0.0, ("finger_right", mug): rng.uniform(0.0, 0.012), ("arm", "table"): 0.3}
+        if frame >= 10:  # the mug carried near the plate and the table, touching them now and then
+            gaps |= {(mug, plate): rng.choice([0.0, 0.002, 0.004]), (mug, "table"): rng.choice([0.001, 0.03])}
+        if 20 <= frame < 30:  # the arm on the cabinet (forbidden), the hand on the drawer
+            gaps |= {("arm", "cabinet"): 0.0, ("hand", "drawer"): rng.choice([0.0, 0.01])}
+        geo = FrameGeometry(np.zeros(3), np.eye(3), np.zeros((3, 3)), FrameGeometry.symmetric(gaps), boxes, interiors)
+        inp = FrameInputs(frame / RATE, frame, geo, True, fractions, fractions, {}, {}, None, frozenset())
+        contact, contamination = fast._contact, fast._contamination
+        in_c += (
+            _geomath.pairs_within(geo.pairs, contact._rules, contact._contact) is not None
+            and _geomath.pairs_within(geo.pairs, contamination._rules, contamination._bound) is not None
+        )
+        slow._contact._rules, slow._contamination._rules = {}, {}  # the pairs walked in Python
+        for grounder in (fast, slow):
+            grounder._grasp.step(inp)
+            grounder._fixtures.step(inp)
+        assert contact.step(inp) == slow._contact.step(inp), frame
+        assert contamination.step(inp) == slow._contamination.step(inp), frame
+        assert contamination.contaminated == slow._contamination.contaminated, frame
+        for kept, found in ((contact._rules, slow._contact._rules), (contamination._rules, slow._contamination._rules)):
+            assert all(kept[a][b] == rule for a, row in found.items() for b, rule in row.items()), frame
+        forbidden += bool(contact.runs)
+    assert in_c >= 40  # the kernel walked most frames
+    assert {"robot", plate} <= fast._contamination.contaminated and forbidden  # contacts were made
