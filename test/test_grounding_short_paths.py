@@ -283,3 +283,57 @@ def test_contact_and_contamination_walk_the_pairs_in_c_as_in_python_as_pairs_com
         forbidden += bool(contact.runs)
     assert in_c >= 40  # the kernel walked most frames
     assert {"robot", plate} <= fast._contamination.contaminated and forbidden  # contacts were made
+
+
+def _fixtures_state(fixtures) -> dict:
+    """What the fixture family keeps and later families read, its obstacle episodes included."""
+    episodes = [vars(e) | {"timer": vars(e.timer)} for e in fixtures.episodes.values()]
+    kept = ("target", "gripped", "directions", "reach_in", "operated", "maybe_operated", "last_direction")
+    return {k: getattr(fixtures, k) for k in kept} | {"episodes": episodes}
+
+
+def test_quiet_fixtures_skip_the_per_fixture_loop_as_the_general_path_would():
+    """A frame whose fixture motion is the last quiet frame's, with no fixture part near the gripper, none reached
+    into, every object seen and nothing that can hit a fixture near, skips the per-fixture loop: driven through a
+    housing near the gripper, a drawer gripped and opened, the arm and an object against a fixture, a reach into an
+    interior, an unseen object and a fixture swinging alone (its motion changed in the caller's dict, in place), the
+    family answers as a twin that runs the loop on every frame, and keeps the same state."""
+    fast, slow = load_default_grounder(RATE)._fixtures, load_default_grounder(RATE)._fixtures
+    drawer, cabinet, obstacle = "drawer", "cabinet", fast.graspable[0]
+    boxes = {o: _box(9.0) for o in fast.graspable}  # outside every interior
+    interiors = {
+        g: Box(np.array([0.0, 3.0 * k, 0.2]), np.eye(3), np.full(3, 0.2)) for k, g in enumerate(fast.with_interior)
+    }
+    housing = {(cabinet, cabinet + ".housing"): 0.002}  # always near: what cannot hit it
+    far, inside = np.full((3, 3), 1.5), np.array([[0.0, 0.0, 0.2], [0.0, 0.0, 0.25], [0.0, 0.0, 0.3]])  # gripper points
+    near = {**housing, ("hand", drawer + ".housing"): 0.03}  # the hand near the drawer's housing
+    gripped = {**housing, ("finger_left", drawer): 0.0, ("finger_right", drawer): 0.0}
+    # (gaps, gripper points, gripper closed, the drawer's open-fraction change, objects unseen), frame by frame
+    script = [(housing, far, False, 0.0, ())] * 3
+    script += [(near, far, False, 0.0, ())] * 2 + [(housing, far, False, 0.0, ())] * 3
+    script += [(gripped, far, True, 0.0, ())] * 2 + [(gripped, far, True, 0.2, ())] * 3  # gripped, opened
+    script += [({**gripped, (drawer, obstacle): 0.0}, far, True, 0.2, ())] * 3  # against an object outside it
+    script += [(housing, far, False, 0.0, ())] * 4  # let go
+    script += [({**housing, ("arm", cabinet): 0.0}, far, False, 0.0, ())] * 2  # the arm against the cabinet
+    script += [(housing, inside, False, 0.0, ())] * 2 + [(housing, far, False, 0.0, ())] * 2  # a reach in
+    script += [(housing, far, False, 0.0, (obstacle,))] * 2 + [(housing, far, False, 0.0, ())] * 2  # unseen
+    script += [(housing, far, False, -0.2, ())] * 2 + [(housing, far, False, 0.0, ())] * 3  # swinging alone
+    script += [(housing, far, False, None, ())] * 2 + [(housing, far, False, 0.0, ())] * 3  # its motion unknown
+    fractions = {g: 0.5 for g in fast.fixtures}
+    deltas: dict[str, float | None] = {g: 0.0 for g in fast.fixtures}  # one dict, changed in place
+    skipped, seen_states = 0, set()
+    for frame, (gaps, points, closed, delta, unseen) in enumerate(script):
+        seen = {o: b for o, b in boxes.items() if o not in unseen}
+        geo = FrameGeometry(
+            np.zeros(3), np.eye(3), points, FrameGeometry.symmetric(gaps), seen, interiors, frozenset(unseen)
+        )
+        deltas[drawer] = delta
+        inp = FrameInputs(frame / RATE, frame, geo, closed, fractions, deltas, {}, {}, None, frozenset())
+        skipped += fast._quiet_deltas == deltas and gaps is housing and points is far and not unseen
+        slow._quiet_deltas = None  # the per-fixture loop on every frame
+        assert fast.step(inp) == slow.step(inp), frame
+        assert _fixtures_state(fast) == _fixtures_state(slow), frame
+        seen_states |= {fast.target, *fast.operated, *(f + " in" for f, v in fast.reach_in.items() if v)}
+        seen_states |= {f + " episode" for f, e in fast.episodes.items() if e.active}
+    assert skipped >= 10  # the short path answered
+    assert {cabinet, drawer, drawer + " in", drawer + " episode"} <= seen_states
