@@ -864,3 +864,23 @@ def test_copy_ints_copies_int32_values_and_names_a_mismatch():
         _geomath.copy_ints(dst, src.astype(np.int64))
     with pytest.raises(TypeError, match="copy_ints: dst: expected a writable numpy array"):
         _geomath.copy_ints(_read_only(dst.copy()), src)
+
+
+def test_pairs_within_gives_the_rules_of_the_pairs_within_their_limit_in_order_or_none_for_a_pair_without_one():
+    """The contact and contamination families' walk over a frame's gap pairs: a rule's limit is inclusive, a None rule
+    never counts, a pair beyond the bound is not looked up, and a pair within it without a rule (or a gap that is not a
+    float) hands the walk back to the caller."""
+    near, far = (0.01, "near"), (0.001, "far")
+    rules = {"a": {"b": near, "c": None, "d": far}, "b": {"c": far}}
+    pairs = [("a", "b", 0.01), ("a", "c", 0.0), ("a", "d", 0.002), ("b", "c", -0.5), ("x", "y", 0.02)]
+    assert _geomath.pairs_within(pairs, rules, 0.01) == [near, far]  # x, y beyond the bound: never looked up
+    assert _geomath.pairs_within(pairs, rules, 0.01)[0] is near  # the rules themselves
+    assert _geomath.pairs_within([("a", "b", math.nan), ("a", "d", math.inf)], rules, 0.01) == []
+    assert _geomath.pairs_within(pairs, rules, 0.02) is None  # x, y within it, without a rule
+    assert _geomath.pairs_within([("a", "z", 0.0)], rules, 0.02) is None  # a row without the pair
+    assert _geomath.pairs_within([("a", "b", 0)], rules, 0.02) is None  # an int gap: compared in Python
+    assert _geomath.pairs_within([("a", "b", np.float64(0.01))], rules, 0.02) == [near]
+    assert _geomath.pairs_within([], {}, 0.0) == []
+    for bad in (([("a", "b")], rules, 0.01), ((("a", "b", 0.0),), rules, 0.01), ([("a", "b", 0.0)], {"a": []}, 0.1)):
+        with pytest.raises(TypeError, match="pairs_within"):
+            _geomath.pairs_within(*bad)

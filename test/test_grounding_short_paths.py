@@ -8,6 +8,7 @@ import pickle
 
 import numpy as np
 
+from safety_monitor.grounding import _geomath
 from safety_monitor.grounding.geometry import Box, FrameGeometry
 from safety_monitor.grounding.grasp import DOCS as GRASP_DOCS
 from safety_monitor.grounding.grounder import load_default_grounder
@@ -172,3 +173,167 @@ def test_a_fixture_near_only_what_it_cannot_hit_answers_as_the_general_path():
         ], frame
         episodes += fast.episodes[f].active
     assert episodes and not fast.episodes[f].active
+
+
+def _skills_state(skills) -> dict:
+    """Everything the skill family keeps but its short paths' flags and `_close_ok`'s cache; a hold's idle count as
+    far as it is read (beyond the window: the short path leaves it there without counting on)."""
+    skipped = ("robot", "th", "grasp", "fixtures", "skills", "holds", "_straddle_for", "_pick_quiet", "_holds_quiet")
+    kept = {k: v for k, v in vars(skills).items() if k not in skipped}
+    holds = {f: (h.direction, min(h.idle, h.window + 1)) for f, h in skills.holds.items()}
+    return {**kept, "skills": {s: vars(k) for s, k in skills.skills.items()}, "holds": holds}
+
+
+def test_a_carry_and_a_hand_off_the_fixtures_skip_the_skills_at_rest_as_the_general_path_would():
+    """The pick at rest while an object is carried, and the open and close skills at rest while no fixture is held,
+    are not stepped: driven through a pick, a carry (its place approach, a pose gap), a drawer opened with the
+    object in hand, a release and a second pick, and a closed hand on the drawer with nothing in it, the skill
+    family answers as a twin whose short paths are switched off before every frame, and keeps the same state."""
+    fast, slow = load_default_grounder(RATE), load_default_grounder(RATE)
+    grasp = fast._grasp
+    mug, f = grasp.objects[0], "drawer"
+    n, window = grasp._persistence[0], fast._skills.skills["pick"].window
+    boxes = {o: _box(float(k)) for k, o in enumerate(grasp.objects)}
+    interiors = {
+        g: Box(np.array([0.0, 3.0 + 3.0 * k, 0.2]), np.eye(3), np.full(3, 0.2))
+        for k, g in enumerate(fast._fixtures.with_interior)
+    }
+    near = {("hand", mug): 0.03}  # the open hand within reach of the mug
+    held = {("finger_left", mug): 0.0, ("finger_right", mug): 0.0}
+    lifted = {**held, ("arm", "arm"): 0.5}  # (pairs far from any support)
+    placing = {**held, (mug, "table"): 0.02}  # the carried mug within reach of the table
+    drawer = {("finger_left", f): 0.0, ("finger_right", f): 0.0}
+    # (gripper closed, gaps, objects unseen, the drawer's open-fraction change), frame by frame
+    script = [(False, {}, (), 0.0)] * 3
+    script += [(False, near, (), 0.0)] * 2  # a pick approach
+    script += [(True, held, (), 0.0)] * (n + window + 4)  # grasped, the pick's approach lapsing
+    script += [(True, lifted, (), 0.0)] * (window + 3)  # carried clear of every support
+    script += [(True, placing, (), 0.0)] * 3  # a place approach
+    script += [(True, placing, (mug,), 0.0)] * 2  # the mug unseen while carried
+    script += [(True, lifted, (), 0.0)] * (window + 3)
+    script += [(True, {**lifted, **drawer}, (), 0.0)] * 2 + [(True, {**lifted, **drawer}, (), 0.2)] * 3  # a drawer
+    script += [(True, lifted, (), 0.0)] * (window + 3)  # opened with the mug in hand, let go
+    script += [(False, placing, (), 0.0)] * (n + 2)  # released on the table
+    script += [(False, {}, (), 0.0)] * (window + 2) + [(False, near, (), 0.0)] * 2  # backed off, a second approach
+    script += [(True, drawer, (), 0.0)] * 3 + [(True, drawer, (), -0.2)] * 3  # the drawer closed, nothing in hand
+    script += [(False, {}, (), 0.0)] * (window + 3)
+    quiet = {"_pick_quiet": 0, "_holds_quiet": 0}
+    onsets = [False] * 4  # pick, place, open, close: each seen
+    for frame, (closed, gaps, unseen, delta) in enumerate(script):
+        seen = {o: b for o, b in boxes.items() if o not in unseen}
+        geo = FrameGeometry(
+            np.zeros(3), np.eye(3), np.zeros((3, 3)), FrameGeometry.symmetric(gaps), seen, interiors, frozenset(unseen)
+        )
+        fractions = {g: 0.5 for g in fast._fixtures.fixtures}
+        deltas = {g: delta if g == f else 0.0 for g in fast._fixtures.fixtures}
+        speeds = {o: (0.0, 0.0) for o in seen}
+        slips = {mug: (0.0, 0.0)} if mug in seen else {}
+        inp = FrameInputs(frame / RATE, frame, geo, closed, fractions, deltas, speeds, slips, None, frozenset())
+        for flag in quiet:
+            quiet[flag] += getattr(fast._skills, flag)
+            setattr(slow._skills, flag, False)  # the general path on every frame
+        for grounder in (fast, slow):
+            grounder._grasp.step(inp)
+            grounder._fixtures.step(inp)
+        values = fast._skills.step(inp)
+        assert values == slow._skills.step(inp), frame
+        onsets = [o or v is True for o, v in zip(onsets, values[:4], strict=True)]
+        assert _skills_state(fast._skills) == _skills_state(slow._skills), frame
+    assert quiet["_pick_quiet"] >= 2 * window and quiet["_holds_quiet"] >= 2 * window  # the short paths answered
+    assert all(onsets)
+
+
+def test_contact_and_contamination_walk_the_pairs_in_c_as_in_python_as_pairs_come_and_go():
+    """Contact and contamination walk a frame's gap pairs in C once every pair in reach has its rule: through a carry
+    whose gaps change every frame, pairs first seen (their rules then found in Python) and contacts made and broken,
+    both answer as twins that forget every rule before each frame, and so walk the pairs in Python whenever one is
+    in reach, and both keep the same rules."""
+    fast, slow = load_default_grounder(RATE), load_default_grounder(RATE)
+    mug, plate = min(fast._contamination.raw), min(fast._contamination.clean)  # the carried one raw
+    boxes = {o: _box(float(k)) for k, o in enumerate(fast._grasp.objects)}
+    interiors = {
+        g: Box(np.array([0.0, 3.0 + 3.0 * k, 0.2]), np.eye(3), np.full(3, 0.2))
+        for k, g in enumerate(fast._fixtures.with_interior)
+    }
+    fractions = {g: 0.5 for g in fast._fixtures.fixtures}
+    in_c = forbidden = 0
+    rng = np.random.default_rng(7)
+    for frame in range(60):
+        gaps = {("finger_left", mug): 0.0, ("finger_right", mug): rng.uniform(0.0, 0.012), ("arm", "table"): 0.3}
+        if frame >= 10:  # the mug carried near the plate and the table, touching them now and then
+            gaps |= {(mug, plate): rng.choice([0.0, 0.002, 0.004]), (mug, "table"): rng.choice([0.001, 0.03])}
+        if 20 <= frame < 30:  # the arm on the cabinet (forbidden), the hand on the drawer
+            gaps |= {("arm", "cabinet"): 0.0, ("hand", "drawer"): rng.choice([0.0, 0.01])}
+        geo = FrameGeometry(np.zeros(3), np.eye(3), np.zeros((3, 3)), FrameGeometry.symmetric(gaps), boxes, interiors)
+        inp = FrameInputs(frame / RATE, frame, geo, True, fractions, fractions, {}, {}, None, frozenset())
+        contact, contamination = fast._contact, fast._contamination
+        in_c += (
+            _geomath.pairs_within(geo.pairs, contact._rules, contact._contact) is not None
+            and _geomath.pairs_within(geo.pairs, contamination._rules, contamination._bound) is not None
+        )
+        slow._contact._rules, slow._contamination._rules = {}, {}  # the pairs walked in Python
+        for grounder in (fast, slow):
+            grounder._grasp.step(inp)
+            grounder._fixtures.step(inp)
+        assert contact.step(inp) == slow._contact.step(inp), frame
+        assert contamination.step(inp) == slow._contamination.step(inp), frame
+        assert contamination.contaminated == slow._contamination.contaminated, frame
+        for kept, found in ((contact._rules, slow._contact._rules), (contamination._rules, slow._contamination._rules)):
+            assert all(kept[a][b] == rule for a, row in found.items() for b, rule in row.items()), frame
+        forbidden += bool(contact.runs)
+    assert in_c >= 40  # the kernel walked most frames
+    assert {"robot", plate} <= fast._contamination.contaminated and forbidden  # contacts were made
+
+
+def _fixtures_state(fixtures) -> dict:
+    """What the fixture family keeps and later families read, its obstacle episodes included."""
+    episodes = [vars(e) | {"timer": vars(e.timer)} for e in fixtures.episodes.values()]
+    kept = ("target", "gripped", "directions", "reach_in", "operated", "maybe_operated", "last_direction")
+    return {k: getattr(fixtures, k) for k in kept} | {"episodes": episodes}
+
+
+def test_quiet_fixtures_skip_the_per_fixture_loop_as_the_general_path_would():
+    """A frame whose fixture motion is the last quiet frame's, with no fixture part near the gripper, none reached
+    into, every object seen and nothing that can hit a fixture near, skips the per-fixture loop: driven through a
+    housing near the gripper, a drawer gripped and opened, the arm and an object against a fixture, a reach into an
+    interior, an unseen object and a fixture swinging alone (its motion changed in the caller's dict, in place), the
+    family answers as a twin that runs the loop on every frame, and keeps the same state."""
+    fast, slow = load_default_grounder(RATE)._fixtures, load_default_grounder(RATE)._fixtures
+    drawer, cabinet, obstacle = "drawer", "cabinet", fast.graspable[0]
+    boxes = {o: _box(9.0) for o in fast.graspable}  # outside every interior
+    interiors = {
+        g: Box(np.array([0.0, 3.0 * k, 0.2]), np.eye(3), np.full(3, 0.2)) for k, g in enumerate(fast.with_interior)
+    }
+    housing = {(cabinet, cabinet + ".housing"): 0.002}  # always near: what cannot hit it
+    far, inside = np.full((3, 3), 1.5), np.array([[0.0, 0.0, 0.2], [0.0, 0.0, 0.25], [0.0, 0.0, 0.3]])  # gripper points
+    near = {**housing, ("hand", drawer + ".housing"): 0.03}  # the hand near the drawer's housing
+    gripped = {**housing, ("finger_left", drawer): 0.0, ("finger_right", drawer): 0.0}
+    # (gaps, gripper points, gripper closed, the drawer's open-fraction change, objects unseen), frame by frame
+    script = [(housing, far, False, 0.0, ())] * 3
+    script += [(near, far, False, 0.0, ())] * 2 + [(housing, far, False, 0.0, ())] * 3
+    script += [(gripped, far, True, 0.0, ())] * 2 + [(gripped, far, True, 0.2, ())] * 3  # gripped, opened
+    script += [({**gripped, (drawer, obstacle): 0.0}, far, True, 0.2, ())] * 3  # against an object outside it
+    script += [(housing, far, False, 0.0, ())] * 4  # let go
+    script += [({**housing, ("arm", cabinet): 0.0}, far, False, 0.0, ())] * 2  # the arm against the cabinet
+    script += [(housing, inside, False, 0.0, ())] * 2 + [(housing, far, False, 0.0, ())] * 2  # a reach in
+    script += [(housing, far, False, 0.0, (obstacle,))] * 2 + [(housing, far, False, 0.0, ())] * 2  # unseen
+    script += [(housing, far, False, -0.2, ())] * 2 + [(housing, far, False, 0.0, ())] * 3  # swinging alone
+    script += [(housing, far, False, None, ())] * 2 + [(housing, far, False, 0.0, ())] * 3  # its motion unknown
+    fractions = {g: 0.5 for g in fast.fixtures}
+    deltas: dict[str, float | None] = {g: 0.0 for g in fast.fixtures}  # one dict, changed in place
+    skipped, seen_states = 0, set()
+    for frame, (gaps, points, closed, delta, unseen) in enumerate(script):
+        seen = {o: b for o, b in boxes.items() if o not in unseen}
+        geo = FrameGeometry(
+            np.zeros(3), np.eye(3), points, FrameGeometry.symmetric(gaps), seen, interiors, frozenset(unseen)
+        )
+        deltas[drawer] = delta
+        inp = FrameInputs(frame / RATE, frame, geo, closed, fractions, deltas, {}, {}, None, frozenset())
+        skipped += fast._quiet_deltas == deltas and gaps is housing and points is far and not unseen
+        slow._quiet_deltas = None  # the per-fixture loop on every frame
+        assert fast.step(inp) == slow.step(inp), frame
+        assert _fixtures_state(fast) == _fixtures_state(slow), frame
+        seen_states |= {fast.target, *fast.operated, *(f + " in" for f, v in fast.reach_in.items() if v)}
+        seen_states |= {f + " episode" for f, e in fast.episodes.items() if e.active}
+    assert skipped >= 10  # the short path answered
+    assert {cabinet, drawer, drawer + " in", drawer + " episode"} <= seen_states

@@ -1642,6 +1642,79 @@ done:
     return result;
 }
 
+/* ---- speed-p ---- */
+
+/* pairs_within(pairs, rules, bound) -> list or None
+ *
+ * A frame's walk over its gap pairs for the contact and contamination families, which kept each pair's rule
+ * (fixed per workcell) and walked the pairs in Python on every frame whose gaps changed (a carried object's, every
+ * frame): for each (a, b, gap) of `pairs` (a list of 3-tuples) whose gap is at most `bound`, its rule
+ * `rules[a][b]`, None (the pair never counts) or a tuple whose first item is the gap at or below which it counts;
+ * the rules of the pairs within their limit, in `pairs`' order (a gap beyond `bound`, every limit's largest, is
+ * within none). Gaps and limits compared as Python compares floats. None when a pair within `bound` has no rule
+ * yet, or a gap or limit is not a float: the caller walks the pairs itself (and keeps their rules). */
+static PyObject *pairs_within(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs(nargs, 3, "pairs_within") < 0)
+        return NULL;
+    PyObject *pairs = args[0], *rules = args[1];
+    if (!PyList_Check(pairs) || !PyDict_Check(rules) || !PyFloat_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "pairs_within: pairs must be a list, rules a dict and bound a float");
+        return NULL;
+    }
+    double bound = PyFloat_AS_DOUBLE(args[2]);
+    PyObject *within = PyList_New(0);
+    if (within == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(pairs); i++) {
+        PyObject *pair = PyList_GET_ITEM(pairs, i);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 3) {
+            PyErr_SetString(PyExc_TypeError, "pairs_within: each pair must be an (a, b, gap) tuple");
+            goto fail;
+        }
+        PyObject *gap = PyTuple_GET_ITEM(pair, 2);
+        if (!PyFloat_Check(gap))
+            goto unknown;
+        double g = PyFloat_AS_DOUBLE(gap);
+        if (!(g <= bound))
+            continue;
+        PyObject *row = PyDict_GetItemWithError(rules, PyTuple_GET_ITEM(pair, 0));
+        if (row == NULL) {
+            if (PyErr_Occurred())
+                goto fail;
+            goto unknown;
+        }
+        if (!PyDict_Check(row)) {
+            PyErr_SetString(PyExc_TypeError, "pairs_within: each rules row must be a dict");
+            goto fail;
+        }
+        PyObject *rule = PyDict_GetItemWithError(row, PyTuple_GET_ITEM(pair, 1));
+        if (rule == NULL) {
+            if (PyErr_Occurred())
+                goto fail;
+            goto unknown;
+        }
+        if (rule == Py_None)
+            continue;
+        if (!PyTuple_Check(rule) || PyTuple_GET_SIZE(rule) < 1) {
+            PyErr_SetString(PyExc_TypeError, "pairs_within: each rule must be None or a tuple (limit, ...)");
+            goto fail;
+        }
+        PyObject *limit = PyTuple_GET_ITEM(rule, 0);
+        if (!PyFloat_Check(limit))
+            goto unknown;
+        if (g <= PyFloat_AS_DOUBLE(limit) && PyList_Append(within, rule) < 0)
+            goto fail;
+    }
+    return within;
+unknown:
+    Py_DECREF(within);
+    Py_RETURN_NONE;
+fail:
+    Py_DECREF(within);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     /* ---- speed-f ---- */
     {"joint_limits", (PyCFunction)(void (*)(void))joint_limits, METH_FASTCALL,
@@ -1696,6 +1769,9 @@ static PyMethodDef methods[] = {
     /* ---- speed-i ---- */
     {"copy_ints", (PyCFunction)(void (*)(void))copy_ints, METH_FASTCALL,
      "The int32 values of one 1-d C-contiguous array into another of its length."},
+    /* ---- speed-p ---- */
+    {"pairs_within", (PyCFunction)(void (*)(void))pairs_within, METH_FASTCALL,
+     "The rules of a frame's gap pairs within their limits, or None for a pair without one."},
     {NULL, NULL, 0, NULL},
 };
 

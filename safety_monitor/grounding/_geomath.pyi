@@ -134,3 +134,6 @@ def joint_limits(
     effort_row: np.ndarray | None,
     layout: tuple[int, np.ndarray | None, np.ndarray | None, np.ndarray, np.ndarray | None, np.ndarray],
 ) -> tuple[bool, bool | None, bool | None]: ...
+def pairs_within(
+    pairs: list[tuple[str, str, float]], rules: Mapping[str, Mapping[str, tuple[Any, ...] | None]], bound: float
+) -> list[Any] | None: ...

@@ -88,6 +88,7 @@ class _Objects:
 
 _Rule = _Fixed | _Operated | _Objects  # what decides a contact between two entities
 _ALLOWED, _FORBIDDEN = _Fixed(False), _Fixed(True)
+_Judged = tuple[float, tuple[str, str], _Rule]  # a pair in contact to judge: (the contact gap, the pair, its rule)
 
 
 class ContactEstimator:
@@ -108,11 +109,13 @@ class ContactEstimator:
         self.runs: dict[tuple[str, str], Persistence] = {}  # pairs in forbidden contact, or maybe still
         self._unseen: frozenset[str] = frozenset()  # objects without a pose on the previous frame
         self._unseen_run = 0  # consecutive frames up to the previous one on which some object had no pose
-        self._rules: dict[tuple[str, str], _Rule] = {}
+        # per pair (a < b) once in contact, rules[a][b]: None if always allowed, else (the contact gap, the pair, its
+        # rule), nested so `_geomath.pairs_within` looks pairs up without building a key
+        self._rules: dict[str, dict[str, _Judged | None]] = {}
         # the last frame's pairs and their contacts that are not always allowed: most frames bring the same gaps
-        self._judged_for: tuple[list[tuple[str, str, float]], list[tuple[tuple[str, str], _Rule]]] = ([], [])
+        self._judged_for: tuple[list[tuple[str, str, float]], list[_Judged]] = ([], [])
         self.wrench = Persistence(counts.wrench_persistence)
-        self._contact = thresholds.distances_m.contact  # read once: every frame needs them
+        self._contact = float(thresholds.distances_m.contact)  # read once: every frame needs them
         self._wrench_limits = (thresholds.wrench.force_n, thresholds.wrench.torque_nm)
         self.supports = frozenset(
             e
@@ -134,7 +137,7 @@ class ContactEstimator:
             self._unseen, self._unseen_run = geo.unknown, 0
             return False, False, self.wrench.step(self._excess(inp))  # DOCS order, as below
         verdicts: dict[tuple[str, str], Tri] = {}
-        for pair, rule in judged:  # most frames: none
+        for _, pair, rule in judged:  # most frames: none
             v = self._forbidden(rule)
             if v is not False:
                 verdicts[pair] = v
@@ -170,17 +173,22 @@ class ContactEstimator:
             lasting = [pair for pair, run in self.runs.items() if run.seen >= run.n]
             out["forbidden_contact_sustained"] = tuple(dict.fromkeys(name for pair in lasting for name in pair))
 
-    def _judged(self, pairs: list[tuple[str, str, float]]) -> list[tuple[tuple[str, str], _Rule]]:
+    def _judged(self, pairs: list[tuple[str, str, float]]) -> list[_Judged]:
         """The pairs in contact among `pairs` whose verdict is not always allowed, with their rules."""
-        contact, rules = self._contact, self._rules
-        judged = []
-        for a, b, gap in pairs:
-            if gap <= contact:
-                rule = rules.get((a, b))
-                if rule is None:
-                    rule = rules[(a, b)] = self._rule(a, b)
-                if rule is not _ALLOWED:  # most contacts (robot self-contact, gripper on object): nothing to judge
-                    judged.append(((a, b), rule))
+        judged = _geomath.pairs_within(pairs, self._rules, self._contact)  # the walk in C (a carried object's gaps
+        if judged is None:  # change every frame); a pair first in contact: its rule found once, walking in Python
+            contact, rules = self._contact, self._rules
+            judged = []
+            for a, b, gap in pairs:
+                if gap <= contact:
+                    row = rules.setdefault(a, {})
+                    if b in row:
+                        entry = row[b]
+                    else:
+                        rule = self._rule(a, b)  # most contacts (robot self-contact, gripper on object): allowed
+                        entry = row[b] = None if rule is _ALLOWED else (contact, (a, b), rule)
+                    if entry is not None:
+                        judged.append(entry)
         return judged
 
     def _forbidden(self, rule: _Rule) -> Tri:

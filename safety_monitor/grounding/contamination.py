@@ -17,11 +17,15 @@ unknown exactly where an object in `maybe` and not in `contaminated` decides it.
 
 from __future__ import annotations
 
+from safety_monitor.grounding import _geomath
 from safety_monitor.grounding.debounce import Persistence, Tri
 from safety_monitor.grounding.description import GRIPPER_PARTS, ROBOT_PARTS, RobotDescription
 from safety_monitor.grounding.inputs import FrameInputs, PredicateDoc
 from safety_monitor.grounding.semantics import ObjectCatalog
 from safety_monitor.grounding.thresholds import FrameCounts, Thresholds
+
+_Carry = tuple[float, tuple[str, str], str | None]  # (the gap at or below which a pair touches, its edge, the
+# object the robot then touches): how a pair carries contamination (`ContaminationEstimator._rule`)
 
 DOCS = {
     "robot_contact_raw": PredicateDoc(
@@ -64,7 +68,10 @@ class ContaminationEstimator:
         self._seen: set[str] = set()  # the objects that had a pose on some frame (a gap can only follow that)
         self._object_set = frozenset(self.objects)
         self.clean_contact = Persistence(counts.clean_contact_tolerance + 1)
-        self._rules: dict[tuple[str, str], tuple[float, tuple[str, str], str | None] | None] = {}
+        # per pair (a < b), rules[a][b]: `_rule`'s answer (nested, so `_geomath.pairs_within` looks pairs up without
+        # building a key), and the largest gap any rule counts
+        self._rules: dict[str, dict[str, _Carry | None]] = {}
+        self._bound = float(max(thresholds.distances_m.gripper_clearance, thresholds.distances_m.contact))
         # the last frame's pairs, and the contacts they made (edges, objects the robot touches): most frames bring
         # the same gaps (nothing near a moving part), which make the same contacts
         self._contacts_for: tuple[list[tuple[str, str, float]], list[tuple[str, str]], set[str]] = ([], [], set())
@@ -110,21 +117,26 @@ class ContaminationEstimator:
 
     def _contacts(self, pairs: list[tuple[str, str, float]]) -> tuple[list[tuple[str, str]], set[str]]:
         """The contamination edges the gaps `pairs` make, and the objects the robot touches."""
-        edges: list[tuple[str, str]] = []
-        touched = set()
+        within = _geomath.pairs_within(pairs, self._rules, self._bound)  # the walk in C (a carried object's gaps
+        if within is None:  # change every frame); a pair not seen before: its rule computed once, walking in Python
+            within = self._within(pairs)
+        return [rule[1] for rule in within], {rule[2] for rule in within if rule[2] is not None}
+
+    def _within(self, pairs: list[tuple[str, str, float]]) -> list[_Carry]:
+        """`_geomath.pairs_within` in Python: the rules of `pairs` within their gaps, each pair's rule kept."""
+        within = []
         rules = self._rules
         for a, b, gap in pairs:
-            try:
-                rule = rules[(a, b)]
-            except KeyError:  # first sight of this pair: rule computed once
-                rule = rules[(a, b)] = self._rule(a, b)
+            row = rules.setdefault(a, {})
+            if b in row:
+                rule = row[b]
+            else:  # first sight of this pair: rule computed once
+                rule = row[b] = self._rule(a, b)
             if rule is not None and gap <= rule[0]:
-                edges.append(rule[1])
-                if rule[2] is not None:
-                    touched.add(rule[2])
-        return edges, touched
+                within.append(rule)
+        return within
 
-    def _rule(self, a: str, b: str) -> tuple[float, tuple[str, str], str | None] | None:
+    def _rule(self, a: str, b: str) -> _Carry | None:
         """How a gap between entities `a` < `b` carries contamination (fixed per workcell): (the gap at or
         below which they touch, the edge, the object the robot then touches), None if it cannot."""
         d, objects = self.th.distances_m, self._object_set

@@ -127,6 +127,10 @@ class FixtureEstimator:
         self._housings = tuple((f, f + HOUSING) for f in self.fixtures)
         self.graspable = grasp.objects
         self._hitters = frozenset(("arm", *self.graspable))  # what a fixture's moving part can hit (`_mechanism`)
+        self._parts = frozenset((*self.fixtures, *(housing for _, housing in self._housings)))  # `_target`'s gaps
+        # the fixture motion of the last frame the per-fixture loop ran on if it left every fixture quiet (none gripped,
+        # moving, reached into or operated, no obstacle mechanism asked), else None: see `step`
+        self._quiet_deltas: Mapping[str, float | None] | None = None
         self.episodes = {f: _Episode(counts) for f in self.fixtures}
         self.last_direction = {f: 0.0 for f in self.fixtures}
         d, fr = thresholds.distances_m, thresholds.fixtures  # read once: every frame needs them
@@ -143,9 +147,7 @@ class FixtureEstimator:
 
     def step(self, inp: FrameInputs) -> tuple[Tri, ...]:
         """This frame's values in DOCS order."""
-        geo, closed = inp.geometry, inp.gripper_closed
-        clearance, reach, _, _ = self._distances
-        gripper_gaps, inf = geo.gripper_gaps, math.inf
+        geo, reach = inp.geometry, self._distances[1]
         interiors = geo.interiors
         if interiors is not self._interiors_seen:  # the twin hands out the same mapping while no interior moves
             self._interiors_seen, self._interior_boxes = (
@@ -164,12 +166,58 @@ class FixtureEstimator:
                 inside = True
             if beyond[i] <= reach:
                 left = False
-        self.target = t = self._target(gripper_gaps, distance)
-        deltas, still = inp.fixture_delta, self._motion_delta
+        deltas, gripper_gaps = inp.fixture_delta, geo.gripper_gaps
         unknown_objects = bool(geo.unknown) and not geo.unknown.isdisjoint(self.graspable)  # most frames: none
-        gaps, episodes, last_direction = geo.gaps, self.episodes, self.last_direction
+        # most frames: the fixtures' motion as on the last frame the per-fixture loop left every fixture quiet, and
+        # still no part of one near the gripper, none reached into, every object seen and nothing that can hit one
+        # near: the loop would leave each as it was (not gripped, still, not operated, no episode) and ask no
+        # obstacle mechanism, and `_target` would find no part near the gripper
+        hit_any: Tri
+        retracting_all: Tri
+        timeout: Tri
+        if (
+            deltas == self._quiet_deltas
+            and not inside
+            and self._parts.isdisjoint(gripper_gaps)
+            and not unknown_objects
+            and self._nothing_to_hit(geo.gaps)
+        ):
+            self.target = t = self._nearest_interior(distance)
+            hit_any, retracting_all, timeout = False, None, False
+        else:
+            self.target = t = self._target(gripper_gaps, distance)
+            hit_any, retracting_all, timeout = self._per_fixture(inp, deltas, unknown_objects)
+        open_fraction = None if t is None else inp.fixture_fraction[t]
+        return (
+            open_fraction is not None and open_fraction >= self._fully_open,  # fixture_fully_open
+            open_fraction is not None and open_fraction <= self._fully_closed,  # fixture_fully_closed
+            inside,  # reach_in_fixture
+            left,  # left_fixture
+            self._focus_in_fixture(inp) if self.grasp.focus or self.grasp.other_foci else False,  # object_in_fixture
+            hit_any,  # fixture_obstacle_hit
+            bool(retracting_all),  # retracting
+            timeout,  # retract_timeout
+        )
+
+    def _nothing_to_hit(self, gaps: Mapping[str, Mapping[str, float]]) -> bool:
+        """No fixture's moving part is near anything that can hit it (its own housing at most)."""
+        hitters = self._hitters
+        for f in self.fixtures:  # noqa: SIM110 (a loop: a generator's set-up costs more than two tests)
+            if not hitters.isdisjoint(gaps.get(f, _NEAR_NOTHING)):
+                return False
+        return True
+
+    def _per_fixture(
+        self, inp: FrameInputs, deltas: Mapping[str, float | None], unknown_objects: bool
+    ) -> tuple[Tri, Tri, Tri]:
+        """Each fixture's grip, motion and operation this frame, and its obstacle episode advanced: (fixture_obstacle_hit,
+        retracting over the fixtures with an episode (None: none has one), retract_timeout)."""
+        geo, closed, reach_in = inp.geometry, inp.gripper_closed, self.reach_in
+        clearance, still, inf = self._distances[0], self._motion_delta, math.inf
+        gaps, gripper_gaps, episodes, last_direction = geo.gaps, geo.gripper_gaps, self.episodes, self.last_direction
         gripped, directions = self.gripped, self.directions
         operated, maybe_operated = [], []
+        quiet = True  # every fixture left quiet (see `_quiet_deltas`)
         # Kleene OR (any3) and AND (all3) over the fixtures, folded in as they go by
         hit_any: Tri = False  # fixture_obstacle_hit
         retracting_all: Tri = None  # retracting, over the fixtures with an episode (None: none has one yet)
@@ -182,6 +230,8 @@ class FixtureEstimator:
                 operated.append(f)
             elif grip and delta is None:  # held open-handed, its motion not measured yet: pushed or pulled, or not
                 maybe_operated.append(f)
+            if grip or direction != 0.0 or reach_in.get(f):
+                quiet = False
             if (
                 not unknown_objects
                 and not episodes[f].active
@@ -190,6 +240,7 @@ class FixtureEstimator:
                 if direction != 0.0:  # would find no hit, and keep only the direction)
                     last_direction[f] = direction
                 continue
+            quiet = False
             hit, retr, expired = self._mechanism(f, inp, grip, direction, delta is None, unknown_objects)
             if hit:
                 hit_any = True
@@ -203,17 +254,8 @@ class FixtureEstimator:
                 timeout = None
         self.operated = frozenset(operated) if operated else _NONE
         self.maybe_operated = frozenset(maybe_operated) if maybe_operated else _NONE
-        open_fraction = None if t is None else inp.fixture_fraction[t]
-        return (
-            open_fraction is not None and open_fraction >= self._fully_open,  # fixture_fully_open
-            open_fraction is not None and open_fraction <= self._fully_closed,  # fixture_fully_closed
-            inside,  # reach_in_fixture
-            left,  # left_fixture
-            self._focus_in_fixture(inp) if self.grasp.focus or self.grasp.other_foci else False,  # object_in_fixture
-            hit_any,  # fixture_obstacle_hit
-            bool(retracting_all),  # retracting
-            timeout,  # retract_timeout
-        )
+        self._quiet_deltas = dict(deltas) if quiet else None  # (a copy: a caller may change its dict in place)
+        return hit_any, retracting_all, timeout
 
     def name_objects(self, values: Mapping[str, bool], out: dict[str, tuple[str, ...]]) -> None:
         """The fixtures (and the focus object) each of this family's true predicates is about (`Grounder`)."""
@@ -243,6 +285,10 @@ class FixtureEstimator:
                     best, best_gap = f, gap
             if best is not None:
                 return best
+        return self._nearest_interior(outside)
+
+    def _nearest_interior(self, outside: list[float]) -> str | None:
+        """`_target` with no part of an openable fixture near the gripper."""
         # min() of (distance, name), in a loop comparing as those tuples compare: no list or key tuple built
         nearest, nearest_distance = None, math.inf
         for f, i in self._ranked_rows:

@@ -179,6 +179,11 @@ class _Skill:
         self.target, self.active, self.misses, self.ended = candidate, True, 0, False
         return True
 
+    def at_rest(self) -> bool:
+        """No attempt under way or possibly so: `step` on a frame without a candidate or an unsure approach
+        advances nothing and returns no onset (its `ended` stays true)."""
+        return self.target is None and self.since_unsure > self.window and self.ended is True
+
     def _step_unsure(self, candidate: str | None, done: bool, unsure: bool) -> Tri:
         """`step` on an unsure frame and for the window after one."""
         window = self.window
@@ -234,6 +239,11 @@ class _FixtureHold:
         self.direction = 0.0
         self.idle = window + 1  # frames since the gripper last touched the fixture
 
+    def at_rest(self) -> bool:
+        """Not working the fixture, nor within the window of a touch: `step` without a touch leaves it so (its
+        idle count only grows beyond the window)."""
+        return self.direction == 0.0 and self.idle > self.window
+
     def step(self, touching: bool, closed_hand: bool, moving: float, fraction: float) -> float:
         """Direction of the attempt under way this frame, given the fixture's open `fraction`."""
         if not touching:
@@ -278,6 +288,12 @@ class SkillEstimator:
         self.maybe_picked = False  # the running pick's target may have been grasped unseen: the pick may have ended
         self.maybe_placed = False  # the held object may have been let go unseen: the running place may have ended
         self._resting = False  # `_at_rest` after the last frame that was not idle (see `_idle`)
+        # the pick at rest (and not maybe completed), after the last frame that stepped it: while an object is held,
+        # and nothing released or dropped is followed, it finds no candidate and stays so (see `step`)
+        self._pick_quiet = False
+        # the open and close skills and every fixture hold at rest, after the last frame that stepped them: a frame
+        # on which the gripper holds no fixture advances nothing but the holds' idle counts (see `step`)
+        self._holds_quiet = False
         d, fr, m = thresholds.distances_m, thresholds.fixtures, thresholds.motion  # read once: every frame needs them
         self._reach, self._path, self._margin = d.reach, d.path_obstruction, d.placement_margin
         # the last (fixture, interior, object boxes) `_close_ok` measured, and whether none straddled it
@@ -311,23 +327,35 @@ class SkillEstimator:
             g.maybe_grasped if held is None else self._let_go(held) if g.maybe_let_go else ()
         )
         hand = None if None in maybe else held  # the pick candidate is asked of the hand empty in some completion
-        candidate = self._pick_candidate(inp, hand)
         unseen = inp.geometry.unknown
-        unsure = bool(unseen) and self._pick_unsure(unseen, candidate, pick.target, hand, inp.gripper_closed)
-        if candidate in self.maybe_released or (maybe and candidate is not None):  # released, or the hand empty,
-            candidate, unsure = None, True  # in some completions only: whether it approaches anything is unknown
-        pick_onset = pick.step(candidate, held == (pick.target or candidate), unsure)
-        pick_end = pick.ended
-        if maybe or self.maybe_picked:  # its target grasped unseen, the pick may have completed: it may have ended
-            self.maybe_picked = pick.active and (self.maybe_picked or pick.target in maybe)  # while it runs here
-            if self.maybe_picked and pick_end is False:
-                pick_end = None
-        target = pick.target or candidate
-        pick_ok = True if target is None else self._pick_ok(target, inp, held)
-        if maybe and target is not None:
-            pick_ok = _agreed(pick_ok, [self._pick_ok(target, inp, o) for o in maybe])
-        if pick_end is None:  # whether (and on which object) an attempt runs is unknown: so are its preconditions
-            pick_ok = None
+        pick_onset: Tri
+        pick_end: Tri
+        pick_ok: Tri
+        if (
+            hand is not None
+            and not maybe
+            and self._pick_quiet
+            and not (g.dropped or g.maybe_dropped or self.released or self.maybe_released)
+        ):  # a carry (most frames that hold one): the general path would find no candidate (nothing released to
+            pick_onset, pick_end, pick_ok = False, True, True  # follow, the hand full) and no target, and step none
+        else:
+            candidate = self._pick_candidate(inp, hand)
+            unsure = bool(unseen) and self._pick_unsure(unseen, candidate, pick.target, hand, inp.gripper_closed)
+            if candidate in self.maybe_released or (maybe and candidate is not None):  # released, or the hand empty,
+                candidate, unsure = None, True  # in some completions only: whether it approaches anything is unknown
+            pick_onset = pick.step(candidate, held == (pick.target or candidate), unsure)
+            pick_end = pick.ended
+            if maybe or self.maybe_picked:  # its target grasped unseen, the pick may have completed: it may have
+                self.maybe_picked = pick.active and (self.maybe_picked or pick.target in maybe)  # ended while it runs
+                if self.maybe_picked and pick_end is False:
+                    pick_end = None
+            target = pick.target or candidate
+            pick_ok = True if target is None else self._pick_ok(target, inp, held)
+            if maybe and target is not None:
+                pick_ok = _agreed(pick_ok, [self._pick_ok(target, inp, o) for o in maybe])
+            if pick_end is None:  # whether (and on which object) an attempt runs is unknown: so are its preconditions
+                pick_ok = None
+            self._pick_quiet = pick.at_rest() and not self.maybe_picked
         place_candidate = self._place_candidate(inp, held)
         if held is not None:
             place_unsure = held in unseen
@@ -344,15 +372,22 @@ class SkillEstimator:
         place_ok = self._place_ok(inp, held)
         if maybe:
             place_ok = _agreed(place_ok, [self._place_ok(inp, o) for o in maybe])
-        to_open, to_close = self._fixture_candidates(inp)
-        f = opening.target or to_open
-        open_onset = opening.step(to_open, f is not None and fraction[f] >= self._fully_open)
+        open_onset: Tri
+        close_onset: Tri
+        if self._holds_quiet and True not in self.fixtures.gripped.values():  # most frames: no fixture worked
+            open_onset = close_onset = False  # nor held: no candidate, no target, nothing to step
+            to_open = to_close = None
+        else:
+            to_open, to_close = self._fixture_candidates(inp)
+            f = opening.target or to_open
+            open_onset = opening.step(to_open, f is not None and fraction[f] >= self._fully_open)
+            f = closing.target or to_close
+            close_onset = closing.step(to_close, f is not None and fraction[f] <= self._fully_closed)
+            self._holds_quiet = opening.at_rest() and closing.at_rest() and self._holds_at_rest()
         f = opening.target or to_open or focus
         open_ok = True if f is None else self._open_ok(f, inp, held)
         if maybe and f is not None:  # something grasped, or nothing, in some completions
             open_ok = _agreed(open_ok, [self._open_ok(f, inp, o) for o in maybe])
-        f = closing.target or to_close
-        close_onset = closing.step(to_close, f is not None and fraction[f] <= self._fully_closed)
         f = closing.target or to_close or focus
         close_ok = True if f is None else self._close_ok(f, inp)
         self._resting = self._at_rest()
@@ -386,10 +421,14 @@ class SkillEstimator:
         if self.lifted or self.released or self.maybe_released or self.maybe_picked or self.maybe_placed:
             return False
         for skill in self.skills.values():  # loops, not all(): a generator's set-up costs more than these reads
-            if skill.target is not None or skill.since_unsure <= skill.window or skill.ended is not True:
+            if not skill.at_rest():
                 return False
+        return self._holds_at_rest()
+
+    def _holds_at_rest(self) -> bool:
+        """Every fixture hold at rest."""
         for hold in self.holds.values():  # noqa: SIM110
-            if hold.direction != 0.0 or hold.idle <= hold.window:
+            if not hold.at_rest():
                 return False
         return True
 
