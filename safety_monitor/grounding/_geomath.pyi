@@ -134,3 +134,21 @@ def joint_limits(
     effort_row: np.ndarray | None,
     layout: tuple[int, np.ndarray | None, np.ndarray | None, np.ndarray, np.ndarray | None, np.ndarray],
 ) -> tuple[bool, bool | None, bool | None]: ...
+
+# ---- speed-o: MuJoCo's calls from C (only where built with MuJoCo's headers: MUJOCO_HEADER is their version, else 0)
+MUJOCO_HEADER: int
+# (function, log handler setter, global handler getter, mjModel, mjData addresses, the error raised)
+MuJoCoCalls = tuple[int, int, int, int, int, type[BaseException]]
+
+def mujoco_call(calls: MuJoCoCalls) -> None: ...
+def collide_moved(
+    calls: MuJoCoCalls,
+    model_contype: np.ndarray,
+    moved_contype: np.ndarray,
+    contype: np.ndarray,
+    geom: np.ndarray,
+    dist: np.ndarray,
+    n: int,
+    geom_moved: np.ndarray,
+    run: bool,
+) -> int: ...
