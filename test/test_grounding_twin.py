@@ -179,6 +179,72 @@ def test_a_carried_object_is_placed_alike_in_one_c_call_and_through_python(episo
         place(in_c.twin.data.qpos, 99, np.zeros(3), np.eye(3), np.zeros(3), np.eye(3), in_c.twin._mat2quat)
 
 
+# every MjData array mj_kinematics writes
+KINEMATICS = (
+    "xpos",
+    "xquat",
+    "xmat",
+    "xipos",
+    "ximat",
+    "geom_xpos",
+    "geom_xmat",
+    "site_xpos",
+    "site_xmat",
+    "xanchor",
+    "xaxis",
+)
+needs_direct = pytest.mark.skipif(
+    getattr(_geomath, "MUJOCO_HEADER", 0) != mujoco.mj_version(), reason="kernels built without this MuJoCo's headers"
+)
+
+
+def kinematics(d: mujoco.MjData) -> list[bytes]:
+    return [getattr(d, name).tobytes() for name in KINEMATICS]
+
+
+@needs_direct
+def test_a_carried_objects_kinematics_redone_alone_are_a_whole_mj_kinematics(episode, monkeypatch):
+    """After a carried object's placement the twin redoes its body's kinematics alone (free_body_kinematics), not
+    a second whole mj_kinematics: MjData's kinematics are the same bits on every frame, into the carry and out of it."""
+    _, _, states, _ = episode
+    alone, whole = load_default_grounder(RATE), load_default_grounder(RATE)
+    assert alone.twin._free_kinematics is not None
+    whole.twin._free_kinematics = None
+    calls = []
+    redo = _geomath.free_body_kinematics
+    monkeypatch.setattr(_geomath, "free_body_kinematics", lambda *args: calls.append(args[1]) or redo(*args))
+    frames = half_rate(states)  # (the frames repeating a pose while the cube is held place it)
+    for st in frames:
+        assert alone.step(st) == whole.step(st)
+        assert kinematics(alone.twin.data) == kinematics(whole.twin.data)
+    assert 10 <= len(calls) < len(frames)
+
+
+@needs_direct
+def test_free_body_kinematics_gives_mj_kinematics_bits_for_every_object_and_refuses_other_bodies():
+    twin = load_default_grounder(RATE).twin
+    m, d = twin.model, twin.data
+    rng = np.random.default_rng(3)
+    for o, adr in twin._object_qpos.items():
+        body = twin._object_bodies[o]
+        for _ in range(200):
+            d.qpos[adr : adr + 3] = rng.uniform(-2, 2, 3)
+            quat = rng.normal(size=4)  # not quite unit length: both normalizations count
+            d.qpos[adr + 3 : adr + 7] = quat / np.linalg.norm(quat) * (1 + rng.normal() * 1e-9)
+            mujoco.mj_kinematics(m, d)
+            want = kinematics(d)
+            placed = d.qpos[adr : adr + 7].copy()
+            d.qpos[adr : adr + 3] = rng.uniform(-2, 2, 3)
+            mujoco.mj_kinematics(m, d)  # everything where the last frame left it, this object elsewhere
+            d.qpos[adr : adr + 7] = placed
+            _geomath.free_body_kinematics(twin._free_kinematics, body)
+            assert kinematics(d) == want, o
+    arm_link = int(m.jnt_bodyid[m.joint(twin.robot.arm_joints[0]).id])
+    for body in (0, arm_link, m.nbody):
+        with pytest.raises(ValueError, match=f"free_body_kinematics: body {body} is not a free body without children"):
+            _geomath.free_body_kinematics(twin._free_kinematics, body)
+
+
 def test_the_twin_places_a_held_object_from_the_grounders_kept_arrays_uncopied(episode):
     """Perception at a quarter of the control rate: a held pose two and three frames old lies between recorded
     end-effector samples, so the grounder keeps its placement and hands the twin those arrays again, uncopied.
