@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import types
 from pathlib import Path
 
 import mujoco
@@ -19,6 +20,7 @@ import yaml
 from safety_monitor.errors import GroundingError
 from safety_monitor.frames import Contact, Pose, RobotState, Wrench
 from safety_monitor.grounding import _geomath
+from safety_monitor.grounding import twin as twin_module
 from safety_monitor.grounding.description import parse_robot_description
 from safety_monitor.grounding.grounder import Grounder, load_default_grounder
 from safety_monitor.grounding.motion import quat_to_matrix
@@ -243,6 +245,27 @@ def test_free_body_kinematics_gives_mj_kinematics_bits_for_every_object_and_refu
     for body in (0, arm_link, m.nbody):
         with pytest.raises(ValueError, match=f"free_body_kinematics: body {body} is not a free body without children"):
             _geomath.free_body_kinematics(twin._free_kinematics, body)
+
+
+@needs_direct
+@pytest.mark.parametrize(
+    ("xml", "alone"),
+    [
+        ("<body name='box'><freejoint/><geom type='box' size='.1 .1 .1'/></body>", True),
+        ("<body name='box'><freejoint/><geom type='box' size='.1 .1 .1'/><body><geom size='.1'/></body></body>", False),
+        ("<body name='box'><joint type='slide'/><joint type='hinge'/><geom type='box' size='.1 .1 .1'/></body>", False),
+    ],
+    ids=["free body", "a body below it", "other joints"],
+)
+@pytest.mark.parametrize("sleeps", [False, True])
+def test_a_carried_objects_kinematics_are_redone_alone_only_where_nothing_else_moves_with_it(xml, alone, sleeps):
+    """Only a body hanging from the world by its free joint alone, with no body below it, in a model that does not
+    sleep (mj_kinematics then skips bodies), has its kinematics redone alone: any other keeps the whole call."""
+    option = "<option><flag sleep='enable'/></option>" if sleeps else ""
+    m = mujoco.MjModel.from_xml_string(f"<mujoco>{option}<worldbody>{xml}</worldbody></mujoco>")
+    robot = types.SimpleNamespace(objects={"box": types.SimpleNamespace(body=None)})
+    calls = twin_module._free_body_calls(m, mujoco.MjData(m), robot)
+    assert (calls is not None) == (alone and not sleeps)
 
 
 def test_the_twin_places_a_held_object_from_the_grounders_kept_arrays_uncopied(episode):
