@@ -1,11 +1,23 @@
 """ament_python package: `colcon build` in a ROS 2 workspace, or `pip install .` on a plain machine."""
 
+import importlib.util
 from glob import glob
+from pathlib import Path
 
 import numpy
 from setuptools import Extension, find_packages, setup
 
 PACKAGE = "safety_monitor"
+
+
+def mujoco_headers() -> list[str]:
+    """The folder of the MuJoCo headers the mujoco wheel ships beside its bindings (found without importing them),
+    or none: the kernels then call MuJoCo through the bindings only."""
+    spec = importlib.util.find_spec("mujoco")
+    origin = spec.origin if spec is not None else None
+    folder = Path(origin).parent / "include" if origin else None
+    return [str(folder)] if folder is not None and (folder / "mujoco" / "mujoco.h").is_file() else []
+
 
 setup(
     name=PACKAGE,
@@ -17,7 +29,9 @@ setup(
         Extension(
             f"{PACKAGE}.grounding._geomath",
             [f"{PACKAGE}/grounding/_geomath.c"],
-            include_dirs=[numpy.get_include()],  # the kernels read arrays through numpy's C API
+            # the kernels read arrays through numpy's C API, and MuJoCo's structs through its headers where found
+            include_dirs=[numpy.get_include(), *mujoco_headers()],
+            define_macros=[("SAFETY_MONITOR_MUJOCO", "1")] if mujoco_headers() else [],
             extra_compile_args=["-O2", "-ffp-contract=off", "-std=c99"],
         )
     ],

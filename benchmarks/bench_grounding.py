@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import os
 import re
 import subprocess
@@ -166,18 +167,24 @@ class TimedMuJoCo:
 
 @contextlib.contextmanager
 def timed_calls(kinematic_twin, timed: TimedMuJoCo) -> Iterator[None]:
-    """The twin's MuJoCo calls made through `timed`: its contact list's mj_collision and its gap walk's
-    mj_geomDistance included (which it otherwise calls from C)."""
+    """The twin's MuJoCo calls made through `timed`: its mj_kinematics, its contact list's mj_collision and its gap
+    walk's mj_geomDistance included (which it otherwise calls from C)."""
     from safety_monitor.grounding import contacts, twin
 
-    measure = kinematic_twin._measure
+    measure, kinematics, direct = kinematic_twin._measure, kinematic_twin._kinematics, kinematic_twin._contacts._direct
     twin.mujoco = contacts.mujoco = timed
     kinematic_twin._measure = (timed.mj_geomDistance, kinematic_twin.model, kinematic_twin.data)
+    kinematic_twin._kinematics = functools.partial(timed.mj_kinematics, kinematic_twin.model, kinematic_twin.data)
+    kinematic_twin._contacts._direct = None
     try:
         yield
     finally:
         twin.mujoco = contacts.mujoco = mujoco
-        kinematic_twin._measure = measure
+        kinematic_twin._measure, kinematic_twin._kinematics, kinematic_twin._contacts._direct = (
+            measure,
+            kinematics,
+            direct,
+        )
 
 
 def interface_floor(grounder, states: list[RobotState]) -> float:

@@ -9,7 +9,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from safety_monitor.grounding import _geomath, contacts
+from safety_monitor.grounding import _geomath, contacts, twin
 from safety_monitor.grounding.contacts import Contacts, candidate_pairs, sphere_reach2
 from safety_monitor.grounding.grounder import load_default_grounder
 from safety_monitor.sim.runner import run_episode
@@ -251,3 +251,104 @@ def test_may_touch_answers_alike_whichever_pair_it_tests_first():
         assert _geomath.may_touch(xpos, xmat, aabb, *pairs, none, none, 0.002, first) and first[0] == 0
     with pytest.raises(ValueError, match="may_touch: array lengths do not match"):
         _geomath.may_touch(xpos, xmat, aabb, *pairs, none, none, 0.002, np.zeros(2, dtype=np.int64))
+
+
+needs_direct = pytest.mark.skipif(
+    getattr(_geomath, "MUJOCO_HEADER", 0) != mujoco.mj_version(), reason="kernels built without this MuJoCo's headers"
+)
+
+
+def direct_contacts(m: mujoco.MjModel, d: mujoco.MjData) -> Contacts:
+    """A contact list that collides `d` from C, as the twin's does."""
+    calls = twin._direct_calls(m, d)
+    assert calls is not None
+    return Contacts(m, (d, calls[1]))
+
+
+@needs_direct
+def test_collisions_from_c_list_the_contacts_a_full_collision_does(monkeypatch):
+    """The same moves as through the bindings: every frame's list equals a full mj_collision's, none of it through
+    the bindings, also when the new contacts outgrow the list (its room cut to the contacts it holds each frame)."""
+    counting = CountingMuJoCo()
+    monkeypatch.setattr(contacts, "mujoco", counting)
+    short = []  # the calls that found no room
+    collide_moved = _geomath.collide_moved
+
+    def noting_room(*args):
+        n = collide_moved(*args)
+        short.append(n < 0)
+        return n
+
+    monkeypatch.setattr(_geomath, "collide_moved", noting_room)
+    m, d = scene()
+    kept = direct_contacts(m, d)
+    rng = np.random.default_rng(7)
+    free = {name: m.jnt_qposadr[m.body(name).jntadr[0]] for name in ("ball", "brick", "can")}
+    mujoco.mj_kinematics(m, d)
+    assert listed(*kept.collide(m, d, kept.plan(m, np.ones(m.ngeom, dtype=bool)))) == full(m, d)
+    touching = 0
+    for _ in range(400):
+        moved = [b for b in free if rng.random() < 0.4]
+        for b in moved:
+            adr = free[b]
+            d.qpos[adr : adr + 3] = rng.uniform([-0.8, -0.4, -0.02], [0.8, 0.4, 0.6])
+            quat = rng.normal(size=4)
+            d.qpos[adr + 3 : adr + 7] = quat / np.linalg.norm(quat)
+        mujoco.mj_kinematics(m, d)
+        geom_moved = np.isin(m.geom_bodyid, [m.body(b).id for b in moved])
+        kept._geom, kept._dist = kept._geom[: kept._n].copy(), kept._dist[: kept._n].copy()  # no room to spare
+        got = listed(*kept.collide(m, d, kept.plan(m, geom_moved) if moved else None))
+        want = full(m, d)
+        assert got == want
+        touching += bool(want)
+    assert touching > 0 and 0 < sum(short) < len(short)
+    assert counting.collisions == 0
+    assert np.array_equal(m.geom_contype, mujoco.MjModel.from_xml_string(SCENE).geom_contype)  # masks restored
+
+
+@needs_direct
+def test_collisions_from_c_of_another_mjdata_go_through_the_bindings(monkeypatch):
+    counting = CountingMuJoCo()
+    monkeypatch.setattr(contacts, "mujoco", counting)
+    m, d = scene()
+    other = mujoco.MjData(m)
+    kept = Contacts(m, (other, twin._direct_calls(m, other)[1]))
+    mujoco.mj_kinematics(m, d)
+    assert listed(*kept.collide(m, d, kept.plan(m, np.ones(m.ngeom, dtype=bool)))) == full(m, d)
+    assert counting.collisions == 1
+
+
+@needs_direct
+def test_mujocos_errors_in_calls_from_c_are_raised_on_one_line_with_the_masks_restored():
+    """A collision that runs out of MuJoCo's memory is the bindings' FatalError, its first line only, and leaves
+    the model's masks as they were; the kinematics' calls report the same way, and work after it."""
+    xml = "<mujoco><size memory='60K'/><worldbody>{}</worldbody></mujoco>".format(
+        "".join(f"<body pos='0 0 {i * 0.01}'><freejoint/><geom type='box' size='.1 .1 .1'/></body>" for i in range(40))
+    )
+    m = mujoco.MjModel.from_xml_string(xml)
+    m.geom_margin[:] = MARGIN
+    d = mujoco.MjData(m)
+    masks = m.geom_contype.copy()
+    kinematics, collision = twin._direct_calls(m, d)
+    _geomath.mujoco_call(kinematics)
+    kept = Contacts(m, (d, collision))
+    with pytest.raises(mujoco.FatalError, match=r"^mj_stackAlloc: out of memory, stack overflow at [^\n]*$"):
+        kept.collide(m, d, kept.plan(m, np.ones(m.ngeom, dtype=bool)))
+    assert np.array_equal(m.geom_contype, masks)
+    with pytest.raises(mujoco.FatalError, match=r"^mj_stackAlloc: out of memory"):
+        _geomath.mujoco_call((collision[0], *kinematics[1:]))  # mj_collision's address, plain
+    _geomath.mujoco_call(kinematics)  # MuJoCo's own handler is back: a call that fails raises, one that works works
+    with pytest.raises(mujoco.FatalError, match="mj_stackAlloc"):
+        mujoco.mj_collision(m, d)
+
+
+def test_a_twin_calls_mujoco_through_the_bindings_when_the_kernels_lack_its_headers(monkeypatch):
+    """Built without MuJoCo's headers (or with another version's), the twin calls mj_kinematics and mj_collision
+    through the bindings, and its geometry is the same."""
+    states = list(run_episode("pick_and_place_mug"))
+    in_c = load_default_grounder(500.0)
+    monkeypatch.setattr(_geomath, "MUJOCO_HEADER", 0, raising=False)
+    bound = load_default_grounder(500.0)
+    assert bound.twin._contacts._direct is None
+    for state in states:
+        assert in_c.step(state).values == bound.step(state).values

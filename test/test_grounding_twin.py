@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import types
 from pathlib import Path
 
 import mujoco
@@ -19,6 +20,7 @@ import yaml
 from safety_monitor.errors import GroundingError
 from safety_monitor.frames import Contact, Pose, RobotState, Wrench
 from safety_monitor.grounding import _geomath
+from safety_monitor.grounding import twin as twin_module
 from safety_monitor.grounding.description import parse_robot_description
 from safety_monitor.grounding.grounder import Grounder, load_default_grounder
 from safety_monitor.grounding.motion import quat_to_matrix
@@ -177,6 +179,93 @@ def test_a_carried_object_is_placed_alike_in_one_c_call_and_through_python(episo
     assert len(calls) >= 10  # the frames repeating a pose while the cube is held
     with pytest.raises(ValueError, match="place_carried: address 99 is outside qpos"):
         place(in_c.twin.data.qpos, 99, np.zeros(3), np.eye(3), np.zeros(3), np.eye(3), in_c.twin._mat2quat)
+
+
+# every MjData array mj_kinematics writes
+KINEMATICS = (
+    "xpos",
+    "xquat",
+    "xmat",
+    "xipos",
+    "ximat",
+    "geom_xpos",
+    "geom_xmat",
+    "site_xpos",
+    "site_xmat",
+    "xanchor",
+    "xaxis",
+)
+needs_direct = pytest.mark.skipif(
+    getattr(_geomath, "MUJOCO_HEADER", 0) != mujoco.mj_version(), reason="kernels built without this MuJoCo's headers"
+)
+
+
+def kinematics(d: mujoco.MjData) -> list[bytes]:
+    return [getattr(d, name).tobytes() for name in KINEMATICS]
+
+
+@needs_direct
+def test_a_carried_objects_kinematics_redone_alone_are_a_whole_mj_kinematics(episode, monkeypatch):
+    """After a carried object's placement the twin redoes its body's kinematics alone (free_body_kinematics), not
+    a second whole mj_kinematics: MjData's kinematics are the same bits on every frame, into the carry and out of it."""
+    _, _, states, _ = episode
+    alone, whole = load_default_grounder(RATE), load_default_grounder(RATE)
+    assert alone.twin._free_kinematics is not None
+    whole.twin._free_kinematics = None
+    calls = []
+    redo = _geomath.free_body_kinematics
+    monkeypatch.setattr(_geomath, "free_body_kinematics", lambda *args: calls.append(args[1]) or redo(*args))
+    frames = half_rate(states)  # (the frames repeating a pose while the cube is held place it)
+    for st in frames:
+        assert alone.step(st) == whole.step(st)
+        assert kinematics(alone.twin.data) == kinematics(whole.twin.data)
+    assert 10 <= len(calls) < len(frames)
+
+
+@needs_direct
+def test_free_body_kinematics_gives_mj_kinematics_bits_for_every_object_and_refuses_other_bodies():
+    twin = load_default_grounder(RATE).twin
+    m, d = twin.model, twin.data
+    rng = np.random.default_rng(3)
+    for o, adr in twin._object_qpos.items():
+        body = twin._object_bodies[o]
+        for _ in range(200):
+            d.qpos[adr : adr + 3] = rng.uniform(-2, 2, 3)
+            quat = rng.normal(size=4)  # not quite unit length: both normalizations count
+            d.qpos[adr + 3 : adr + 7] = quat / np.linalg.norm(quat) * (1 + rng.normal() * 1e-9)
+            mujoco.mj_kinematics(m, d)
+            want = kinematics(d)
+            placed = d.qpos[adr : adr + 7].copy()
+            d.qpos[adr : adr + 3] = rng.uniform(-2, 2, 3)
+            mujoco.mj_kinematics(m, d)  # everything where the last frame left it, this object elsewhere
+            d.qpos[adr : adr + 7] = placed
+            _geomath.free_body_kinematics(twin._free_kinematics, body)
+            assert kinematics(d) == want, o
+    arm_link = int(m.jnt_bodyid[m.joint(twin.robot.arm_joints[0]).id])
+    for body in (0, arm_link, m.nbody):
+        with pytest.raises(ValueError, match=f"free_body_kinematics: body {body} is not a free body without children"):
+            _geomath.free_body_kinematics(twin._free_kinematics, body)
+
+
+@needs_direct
+@pytest.mark.parametrize(
+    ("xml", "alone"),
+    [
+        ("<body name='box'><freejoint/><geom type='box' size='.1 .1 .1'/></body>", True),
+        ("<body name='box'><freejoint/><geom type='box' size='.1 .1 .1'/><body><geom size='.1'/></body></body>", False),
+        ("<body name='box'><joint type='slide'/><joint type='hinge'/><geom type='box' size='.1 .1 .1'/></body>", False),
+    ],
+    ids=["free body", "a body below it", "other joints"],
+)
+@pytest.mark.parametrize("sleeps", [False, True])
+def test_a_carried_objects_kinematics_are_redone_alone_only_where_nothing_else_moves_with_it(xml, alone, sleeps):
+    """Only a body hanging from the world by its free joint alone, with no body below it, in a model that does not
+    sleep (mj_kinematics then skips bodies), has its kinematics redone alone: any other keeps the whole call."""
+    option = "<option><flag sleep='enable'/></option>" if sleeps else ""
+    m = mujoco.MjModel.from_xml_string(f"<mujoco>{option}<worldbody>{xml}</worldbody></mujoco>")
+    robot = types.SimpleNamespace(objects={"box": types.SimpleNamespace(body=None)})
+    calls = twin_module._free_body_calls(m, mujoco.MjData(m), robot)
+    assert (calls is not None) == (alone and not sleeps)
 
 
 def test_the_twin_places_a_held_object_from_the_grounders_kept_arrays_uncopied(episode):

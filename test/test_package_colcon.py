@@ -65,6 +65,25 @@ def test_the_estimators_kernels_are_compiled_into_the_install(installed):
     assert (grounding[0] / "_geomath.pyi").is_file()
 
 
+def test_the_installed_kernels_call_mujoco_from_c(installed):
+    """colcon's build finds the headers the mujoco wheel ships, so the installed twin calls mj_kinematics and
+    mj_collision from C (built without them, it would call through the bindings: right, but slower)."""
+    site = next(installed.glob("lib/python3*/site-packages"))
+    env = {k: v for k, v in os.environ.items() if k != "_ROS_WHEELS_BOOTSTRAP_COMPLETE"}
+    env["PYTHONPATH"] = str(site)
+    script = (
+        "import mujoco\n"
+        "from safety_monitor.grounding import _geomath\n"
+        "print(_geomath.__file__, _geomath.MUJOCO_HEADER == mujoco.mj_version())"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=installed, capture_output=True, text=True, env=env, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    path, direct = out.stdout.split()
+    assert Path(path).is_relative_to(site) and direct == "True", out.stdout
+
+
 def test_installed_command_checks_the_installed_specs(installed):
     site = next(installed.glob("lib/python3*/site-packages"))
     env = {k: v for k, v in os.environ.items() if k != "_ROS_WHEELS_BOOTSTRAP_COMPLETE"}

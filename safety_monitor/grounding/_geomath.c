@@ -1715,6 +1715,264 @@ fail:
     return NULL;
 }
 
+/* ---- speed-o ---- */
+
+/* MuJoCo's mj_kinematics and mj_collision called from C (the twin's per-frame calls: the bindings' handling cost
+ * about 1.5 thousand instructions a call, and reading a collision's contacts through MjData.contact about six
+ * thousand more). Built only where setup.py found MuJoCo's headers (beside the bindings, in the wheel); the
+ * twin uses it only when MUJOCO_HEADER is the loaded library's mj_version(), so the structs read here are the
+ * library's. An mju_error inside the call comes back here as the bindings' do (a thread-local log handler that
+ * jumps back, warnings forwarded as they would be), and is raised as `error` with its first line. */
+#ifdef SAFETY_MONITOR_MUJOCO
+#include <mujoco/mujoco.h>
+#include <setjmp.h>
+
+typedef void (*MuJoCoStep)(const mjModel *, mjData *);
+typedef mjfLogHandler (*SetTlsLogHandler)(mjfLogHandler);
+typedef mjfLogHandler (*GetGlobalLogHandler)(void);
+
+/* Used with the GIL held, and only the calling thread's MuJoCo calls reach a thread-local handler. */
+static jmp_buf mujoco_jump;
+static char mujoco_error[256];
+static mjfLogHandler mujoco_forward;
+
+static void on_mujoco_log(const mjLogMessage *msg)
+{
+    if (msg->level != mjLOG_ERROR) {
+        if (mujoco_forward != NULL)
+            mujoco_forward(msg);
+        return;
+    }
+    size_t n = strcspn(msg->subject, "\n");
+    if (n >= sizeof mujoco_error)
+        n = sizeof mujoco_error - 1;
+    memcpy(mujoco_error, msg->subject, n);
+    mujoco_error[n] = '\0';
+    longjmp(mujoco_jump, 1);
+}
+
+/* The calls' addresses: (mj_kinematics or mj_collision, _mjPRIVATE_setTlsLogHandler,
+ * _mjPRIVATE_getGlobalLogHandler, mjModel, mjData, error class) as the twin gathers them. */
+typedef struct {
+    MuJoCoStep step;
+    SetTlsLogHandler set_tls;
+    GetGlobalLogHandler get_global;
+    const mjModel *model;
+    mjData *data;
+    PyObject *error;
+} MuJoCoCall;
+
+static int mujoco_call_open(PyObject *calls, MuJoCoCall *c, const char *what)
+{
+    if (!PyTuple_Check(calls) || PyTuple_GET_SIZE(calls) != 6) {
+        PyErr_Format(PyExc_TypeError, "%s: calls must be a 6-tuple (function, handler setter, handler getter, "
+                                      "model, data, error)", what);
+        return -1;
+    }
+    void *p[5];
+    for (int i = 0; i < 5; i++)
+        p[i] = PyLong_AsVoidPtr(PyTuple_GET_ITEM(calls, i));
+    if (PyErr_Occurred())
+        return -1;
+    if (p[0] == NULL || p[1] == NULL || p[2] == NULL || p[3] == NULL || p[4] == NULL) {
+        PyErr_Format(PyExc_ValueError, "%s: the calls' addresses must be non-null", what);
+        return -1;
+    }
+    c->step = (MuJoCoStep)p[0], c->set_tls = (SetTlsLogHandler)p[1], c->get_global = (GetGlobalLogHandler)p[2];
+    c->model = p[3], c->data = p[4], c->error = PyTuple_GET_ITEM(calls, 5);
+    return 0;
+}
+
+/* c->step(model, data) with MuJoCo's errors caught; -1 with the error raised. `contype`: the model's contact
+ * masks, swapped for `swap` (n values) during the call and back after it, an error or not (NULL: none). */
+static int mujoco_step(const MuJoCoCall *c, int *contype, const int *swap, const int *restore, Py_ssize_t n)
+{
+    mjfLogHandler previous = c->set_tls(on_mujoco_log);
+    mjfLogHandler forward = mujoco_forward;
+    mujoco_forward = previous != NULL ? previous : c->get_global();
+    if (contype != NULL)
+        memmove(contype, swap, (size_t)n * sizeof(int));
+    volatile int failed = 0;
+    if (setjmp(mujoco_jump) == 0) /* (setjmp's answer tested, never stored: C99 7.13.1.1) */
+        c->step(c->model, c->data);
+    else
+        failed = 1;
+    if (contype != NULL)
+        memmove(contype, restore, (size_t)n * sizeof(int));
+    mujoco_forward = forward;
+    c->set_tls(previous);
+    if (failed) {
+        if (PyExceptionClass_Check(c->error))
+            PyErr_SetString(c->error, mujoco_error);
+        else
+            PyErr_SetString(PyExc_RuntimeError, mujoco_error);
+        return -1;
+    }
+    return 0;
+}
+
+/* mujoco_call(calls) -> None: mj_kinematics (or another (model, data) function) through `calls`. */
+static PyObject *mujoco_call(PyObject *self, PyObject *calls)
+{
+    MuJoCoCall c;
+    if (mujoco_call_open(calls, &c, "mujoco_call") < 0 || mujoco_step(&c, NULL, NULL, NULL, 0) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* collide_moved(calls, model_contype, moved_contype, contype, geom, dist, n, geom_moved, run) -> int
+ *
+ * Contacts.collide's frame that collides, in one call: when `run`, mj_collision through `calls` with the model's
+ * masks (`model_contype`, its int32 view) swapped for `moved_contype` and back to `contype` after; then keep_contacts
+ * of the `n` kept contacts (`geom`, `dist`: the kept list, written in place) and the contacts MjData holds, read
+ * from its structs. Returns the new count, or minus the count needed when the kept list has no room for it, having
+ * changed nothing but MjData (call again with `run` false once it has room). */
+static PyObject *collide_moved(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs(nargs, 9, "collide_moved") < 0)
+        return NULL;
+    MuJoCoCall c;
+    Py_ssize_t n = PyLong_AsSsize_t(args[6]);
+    int run = PyObject_IsTrue(args[8]);
+    if ((n == -1 || run < 0) && PyErr_Occurred())
+        return NULL;
+    if (mujoco_call_open(args[0], &c, "collide_moved") < 0)
+        return NULL;
+    View model_contype = {0}, moved_contype = {0}, contype = {0}, geom = {0}, dist = {0}, moved = {0};
+    PyObject *result = NULL;
+    if (view_open(args[1], &model_contype, 'i', 1, 1, "collide_moved: model_contype") < 0 ||
+        view_open(args[2], &moved_contype, 'i', 1, 0, "collide_moved: moved_contype") < 0 ||
+        view_open(args[3], &contype, 'i', 1, 0, "collide_moved: contype") < 0 ||
+        view_open(args[4], &geom, 'i', 2, 1, "collide_moved: geom") < 0 ||
+        view_open(args[5], &dist, 'd', 1, 1, "collide_moved: dist") < 0 ||
+        view_open(args[7], &moved, '?', 1, 0, "collide_moved: geom_moved") < 0)
+        goto done;
+    Py_ssize_t ngeom = c.model->ngeom, capacity = geom.b.shape[0];
+    if (model_contype.b.shape[0] != ngeom || moved_contype.b.shape[0] != ngeom || contype.b.shape[0] != ngeom ||
+        moved.b.shape[0] != ngeom || geom.b.shape[1] != 2 || dist.b.shape[0] != capacity || n < 0 || n > capacity) {
+        PyErr_SetString(PyExc_ValueError, "collide_moved: array lengths do not match the model or the count");
+        goto done;
+    }
+    int *masks = (int *)contiguous(&model_contype, "collide_moved: model_contype");
+    const int *swap = masks != NULL ? contiguous(&moved_contype, "collide_moved: moved_contype") : NULL;
+    const int *restore = swap != NULL ? contiguous(&contype, "collide_moved: contype") : NULL;
+    if (restore == NULL || (run && mujoco_step(&c, masks, swap, restore, ngeom) < 0))
+        goto done;
+    Py_ssize_t kept = 0, ncon = c.data->ncon;
+    const mjContact *found = c.data->contact;
+    for (Py_ssize_t k = 0; k < n; k++) { /* (keep_contacts' first pass, counting only: nothing moves yet) */
+        long long g1 = get_l(&geom, at2(&geom, k, 0)), g2 = get_l(&geom, at2(&geom, k, 1));
+        if (g1 < 0 || g2 < 0 || g1 >= ngeom || g2 >= ngeom) {
+            PyErr_SetString(PyExc_ValueError, "collide_moved: a contact names a geom the model does not have");
+            goto done;
+        }
+        kept += !(*at(&moved, g1) || *at(&moved, g2));
+    }
+    if (kept + ncon > capacity) {
+        result = PyLong_FromSsize_t(-(kept + ncon));
+        goto done;
+    }
+    kept = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        long long g1 = get_l(&geom, at2(&geom, k, 0)), g2 = get_l(&geom, at2(&geom, k, 1));
+        if (*at(&moved, g1) || *at(&moved, g2))
+            continue;
+        if (kept != k) {
+            memcpy(at2(&geom, kept, 0), at2(&geom, k, 0), 4);
+            memcpy(at2(&geom, kept, 1), at2(&geom, k, 1), 4);
+            memcpy(at(&dist, kept), at(&dist, k), 8);
+        }
+        kept++;
+    }
+    for (Py_ssize_t k = 0; k < ncon; k++, kept++) {
+        memcpy(at2(&geom, kept, 0), &found[k].geom[0], 4);
+        memcpy(at2(&geom, kept, 1), &found[k].geom[1], 4);
+        memcpy(at(&dist, kept), &found[k].dist, 8);
+    }
+    result = PyLong_FromSsize_t(kept);
+done:;
+    View *views[] = {&model_contype, &moved_contype, &contype, &geom, &dist, &moved};
+    for (size_t v = 0; v < sizeof(views) / sizeof(views[0]); v++)
+        view_close(views[v]);
+    return result;
+}
+
+/* free_body_kinematics(calls, body) -> None
+ *
+ * What mj_kinematics writes for `body`, a body hanging from the world by one free joint with no body below it (a
+ * carried object), from its qpos, with the rest of MjData as mj_kinematics left it: MuJoCo's own steps for such a
+ * body, in its order (the joint's quaternion normalized, its anchor and axis, normalized again, the body's pose
+ * and rotation matrix, then its inertial frame, geoms and sites through mj_local2Global), so every value is the
+ * one a whole mj_kinematics gives, bit for bit. A carry frame places the held object after a first mj_kinematics
+ * (its placement needs the end-effector's pose): this spares the second one (about 13 thousand instructions).
+ * `calls`: the addresses (mju_normalize4, mju_quat2Mat, mj_local2Global, mjModel, mjData). */
+typedef mjtNum (*Normalize4)(mjtNum *);
+typedef void (*Quat2Mat)(mjtNum *, const mjtNum *);
+typedef void (*Local2Global)(mjData *, mjtNum *, mjtNum *, const mjtNum *, const mjtNum *, int, mjtByte);
+
+static PyObject *free_body_kinematics(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs(nargs, 2, "free_body_kinematics") < 0)
+        return NULL;
+    PyObject *calls = args[0];
+    if (!PyTuple_Check(calls) || PyTuple_GET_SIZE(calls) != 5) {
+        PyErr_SetString(PyExc_TypeError, "free_body_kinematics: calls must be a 5-tuple of addresses");
+        return NULL;
+    }
+    void *p[5];
+    for (int i = 0; i < 5; i++)
+        p[i] = PyLong_AsVoidPtr(PyTuple_GET_ITEM(calls, i));
+    Py_ssize_t b = PyLong_AsSsize_t(args[1]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (p[0] == NULL || p[1] == NULL || p[2] == NULL || p[3] == NULL || p[4] == NULL) {
+        PyErr_SetString(PyExc_ValueError, "free_body_kinematics: the calls' addresses must be non-null");
+        return NULL;
+    }
+    Normalize4 normalize4 = (Normalize4)p[0];
+    Quat2Mat quat2mat = (Quat2Mat)p[1];
+    Local2Global local2global = (Local2Global)p[2];
+    const mjModel *m = p[3];
+    mjData *d = p[4];
+    if (b < 1 || b >= m->nbody || m->body_jntnum[b] != 1 || m->jnt_type[m->body_jntadr[b]] != mjJNT_FREE ||
+        m->body_parentid[b] != 0 || (m->opt.enableflags & mjENBL_SLEEP)) {
+        PyErr_Format(PyExc_ValueError, "free_body_kinematics: body %zd is not a free body without children (or the "
+                                       "model sleeps)", b);
+        return NULL;
+    }
+    for (int c = 0; c < m->nbody; c++)
+        if (c != b && m->body_parentid[c] == b) {
+            PyErr_Format(PyExc_ValueError, "free_body_kinematics: body %zd is not a free body without children (or "
+                                           "the model sleeps)", b);
+            return NULL;
+        }
+    int jnt = m->body_jntadr[b], qadr = m->jnt_qposadr[jnt];
+    mjtNum xpos[3], xquat[4];
+    memcpy(xpos, d->qpos + qadr, sizeof xpos);
+    memcpy(xquat, d->qpos + qadr + 3, sizeof xquat);
+    normalize4(xquat);
+    memcpy(d->xanchor + 3 * jnt, xpos, sizeof xpos);
+    memcpy(d->xaxis + 3 * jnt, m->jnt_axis + 3 * jnt, 3 * sizeof(mjtNum));
+    normalize4(xquat);
+    memcpy(d->xquat + 4 * b, xquat, sizeof xquat);
+    memcpy(d->xpos + 3 * b, xpos, sizeof xpos);
+    quat2mat(d->xmat + 9 * b, xquat);
+    local2global(d, d->xipos + 3 * b, d->ximat + 9 * b, m->body_ipos + 3 * b, m->body_iquat + 4 * b, (int)b,
+                 m->body_sameframe[b]);
+    for (int g = m->body_geomadr[b]; g >= 0 && g < m->body_geomadr[b] + m->body_geomnum[b]; g++)
+        local2global(d, d->geom_xpos + 3 * g, d->geom_xmat + 9 * g, m->geom_pos + 3 * g, m->geom_quat + 4 * g, (int)b,
+                     m->geom_sameframe[g]);
+    for (int s = 0; s < m->nsite; s++)
+        if (m->site_bodyid[s] == b)
+            local2global(d, d->site_xpos + 3 * s, d->site_xmat + 9 * s, m->site_pos + 3 * s, m->site_quat + 4 * s,
+                         (int)b, m->site_sameframe[s]);
+    Py_RETURN_NONE;
+}
+#define MUJOCO_HEADER mjVERSION_HEADER
+#else
+#define MUJOCO_HEADER 0
+#endif
+
 static PyMethodDef methods[] = {
     /* ---- speed-f ---- */
     {"joint_limits", (PyCFunction)(void (*)(void))joint_limits, METH_FASTCALL,
@@ -1772,6 +2030,14 @@ static PyMethodDef methods[] = {
     /* ---- speed-p ---- */
     {"pairs_within", (PyCFunction)(void (*)(void))pairs_within, METH_FASTCALL,
      "The rules of a frame's gap pairs within their limits, or None for a pair without one."},
+    /* ---- speed-o ---- */
+#ifdef SAFETY_MONITOR_MUJOCO
+    {"mujoco_call", (PyCFunction)mujoco_call, METH_O, "MuJoCo's (model, data) function by address, its errors raised."},
+    {"collide_moved", (PyCFunction)(void (*)(void))collide_moved, METH_FASTCALL,
+     "mj_collision by address on the moved geoms' masks, and the kept contacts with its new ones; the new count."},
+    {"free_body_kinematics", (PyCFunction)(void (*)(void))free_body_kinematics, METH_FASTCALL,
+     "What mj_kinematics writes for a free body without children, from its qpos."},
+#endif
     {NULL, NULL, 0, NULL},
 };
 
@@ -1787,7 +2053,10 @@ PyMODINIT_FUNC PyInit__geomath(void)
         infinities[k] = INFINITY;
     if (str_position == NULL || str_quaternion == NULL)
         return NULL;
-    return PyModule_Create(&module);
+    PyObject *mod = PyModule_Create(&module);
+    if (mod != NULL && PyModule_AddIntConstant(mod, "MUJOCO_HEADER", MUJOCO_HEADER) < 0)
+        Py_CLEAR(mod);
+    return mod;
 }
 
 /* ---- The grounder's per-frame passes over names, in one call each: walking a few names and dicts in Python

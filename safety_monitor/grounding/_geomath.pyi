@@ -137,3 +137,22 @@ def joint_limits(
 def pairs_within(
     pairs: list[tuple[str, str, float]], rules: Mapping[str, Mapping[str, tuple[Any, ...] | None]], bound: float
 ) -> list[Any] | None: ...
+
+# ---- speed-o: MuJoCo's calls from C (only where built with MuJoCo's headers: MUJOCO_HEADER is their version, else 0)
+MUJOCO_HEADER: int
+# (function, log handler setter, global handler getter, mjModel, mjData addresses, the error raised)
+MuJoCoCalls = tuple[int, int, int, int, int, type[BaseException]]
+
+def mujoco_call(calls: MuJoCoCalls) -> None: ...
+def collide_moved(
+    calls: MuJoCoCalls,
+    model_contype: np.ndarray,
+    moved_contype: np.ndarray,
+    contype: np.ndarray,
+    geom: np.ndarray,
+    dist: np.ndarray,
+    n: int,
+    geom_moved: np.ndarray,
+    run: bool,
+) -> int: ...
+def free_body_kinematics(calls: tuple[int, ...], body: int) -> None: ...

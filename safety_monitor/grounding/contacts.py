@@ -13,6 +13,10 @@ Clearing `contype` selects exactly the moved pairs only where every geom's `cont
 `conaffinity` and the model has no explicit `<pair>`s (MuJoCo collides those whatever the masks say); any
 other model gets a full mj_collision every frame. The masks, and the candidate pairs they allow, are read
 once, when the twin is built: a twin whose model's masks are changed afterwards must be built anew.
+
+The twin's list calls mj_collision from C and reads MjData's contacts there (`_geomath.collide_moved`, where the
+kernels were built with MuJoCo's headers): the bindings' handling of the call and of MjData.contact cost more
+than the rest of a frame's collision work outside MuJoCo.
 """
 
 from __future__ import annotations
@@ -41,7 +45,10 @@ class ContactPlan(NamedTuple):
 class Contacts:
     """The contacts of the twin's MjData at its present pose, carried from frame to frame."""
 
-    def __init__(self, m: mujoco.MjModel):
+    def __init__(self, m: mujoco.MjModel, direct: tuple[mujoco.MjData, _geomath.MuJoCoCalls] | None = None):
+        """`direct`: an MjData and the `_geomath.collide_moved` calls bound to it (the twin's), so that a frame
+        that collides with that MjData calls mj_collision and reads its contacts in C; None: through the bindings."""
+        self._direct = direct
         self.reuse = m.npair == 0 and bool(np.array_equal(m.geom_contype, m.geom_conaffinity))
         self._contype = m.geom_contype.copy()
         self._model_contype = m.geom_contype  # a view of the model's masks (reading the attribute builds a new one)
@@ -101,6 +108,15 @@ class Contacts:
         if views is None or views[0] is not d:  # reading MjData's arrays builds new views: 0.2 us a frame
             views = self._data = (d, d.geom_xpos, d.geom_xmat)
         if plan.unbounded or _geomath.may_touch(views[1], views[2], *plan.bounds):
+            direct = self._direct
+            if direct is not None and direct[0] is d:  # (the path below in one C call, MjData's contacts read there)
+                calls = (direct[1], self._model_contype, plan.contype, self._contype)
+                n = _geomath.collide_moved(*calls, self._geom, self._dist, self._n, plan.geom_moved, True)
+                if n < 0:  # no room: MjData holds the new contacts until the next collision
+                    self._room(-n)
+                    n = _geomath.collide_moved(*calls, self._geom, self._dist, self._n, plan.geom_moved, False)
+                self._n = n
+                return n, self._geom, self._dist
             contype = self._model_contype
             _geomath.copy_ints(contype, plan.contype)  # (np.copyto: 3.6 thousand instructions a call)
             try:
@@ -117,11 +133,15 @@ class Contacts:
             else:
                 new_dist = None
         if self._n + ncon > len(self._dist):
-            size = 2 * (self._n + ncon)
-            self._geom = np.concatenate([self._geom[: self._n], np.zeros((size - self._n, 2), dtype=np.int32)])
-            self._dist = np.concatenate([self._dist[: self._n], np.zeros(size - self._n)])
+            self._room(self._n + ncon)
         self._n = _geomath.keep_contacts(self._geom, self._dist, self._n, plan.geom_moved, ncon, new_geom, new_dist)
         return self._n, self._geom, self._dist
+
+    def _room(self, needed: int) -> None:
+        """The kept list grown to twice `needed` contacts, its kept ones copied."""
+        size = 2 * needed
+        self._geom = np.concatenate([self._geom[: self._n], np.zeros((size - self._n, 2), dtype=np.int32)])
+        self._dist = np.concatenate([self._dist[: self._n], np.zeros(size - self._n)])
 
 
 def sphere_reach2(rsum: np.ndarray, margin: float) -> np.ndarray:

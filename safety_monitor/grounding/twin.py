@@ -106,7 +106,15 @@ class KinematicTwin:
         self._mat2quat = _c_function("mju_mat2Quat")  # a carried object placed in one C call (None: through Python)
         m.geom_margin[:] = contact_margin
         m.geom_gap[:] = 0.0
-        self._contacts = Contacts(m)
+        direct = _direct_calls(m, self.data)  # the per-frame mj_kinematics and mj_collision called from C
+        self._kinematics: Callable[[], None] = (
+            functools.partial(mujoco.mj_kinematics, m, self.data)
+            if direct is None
+            else functools.partial(_geomath.mujoco_call, direct[0])
+        )
+        self._contacts = Contacts(m, None if direct is None else (self.data, direct[1]))
+        # a carried object's kinematics redone alone after its placement (None: a second whole mj_kinematics)
+        self._free_kinematics = _free_body_calls(m, self.data, robot) if direct is not None else None
         self.body_entity = np.array([index[e] for e in body_entity], dtype=np.int64)
         self.geom_entity = self.body_entity[m.geom_bodyid]
         self._object_qpos = {
@@ -283,23 +291,26 @@ class KinematicTwin:
                 # nothing moved since the last compute (one frame in fifteen): MjData still holds its kinematics,
                 # so this frame's geometry is the last one, handed out again (read-only, as its maps are)
                 return last
-            mujoco.mj_kinematics(m, d)
+            self._kinematics()
         else:
-            mujoco.mj_kinematics(m, d)
+            self._kinematics()
             placed = carried(site_pos, site_rot)  # (read during the call only: `Carry`)
             if placed:
-                mat2quat = self._mat2quat
+                mat2quat, free = self._mat2quat, self._free_kinematics
                 for o, (rel_pos, rel_rot) in placed.items():
                     qadr = self._object_qpos[o]
                     if mat2quat is not None:
                         _geomath.place_carried(qpos, qadr, site_pos, site_rot, rel_pos, rel_rot, mat2quat)
+                        if free is not None:  # (nothing else moves with it: its body's kinematics alone)
+                            _geomath.free_body_kinematics(free, self._object_bodies[o])
                         continue
                     position, rotation = _geomath.compose_pose(site_pos, site_rot, rel_pos, rel_rot)
                     qpos[qadr : qadr + 3] = position
                     quat = np.empty(4)
                     mujoco.mju_mat2Quat(quat, rotation)
                     qpos[qadr + 3 : qadr + 7] = quat
-                mujoco.mj_kinematics(m, d)
+                if free is None or mat2quat is None:
+                    self._kinematics()
             changed = _geomath.qpos_changed(qpos, self._qpos_bits)
         # (most frames: a plan made on an earlier frame, read without a call)
         affected, boxes_moved, contact_plan = self._plans.get(changed) or self._plan(changed)
@@ -641,6 +652,36 @@ def _c_function(name: str) -> int | None:
         except (OSError, AttributeError):
             continue
     return None
+
+
+def _direct_calls(m: mujoco.MjModel, d: mujoco.MjData) -> tuple[_geomath.MuJoCoCalls, _geomath.MuJoCoCalls] | None:
+    """`_geomath`'s calls of mj_kinematics and mj_collision on `m` and `d` from C (their addresses, the thread-local
+    log handler's setter and the global one's getter through which MuJoCo's errors come back, the model's and data's
+    addresses, and the error raised, the bindings' own): None when the kernels were built without MuJoCo's headers or
+    with another version's, or the library is not found (the twin then calls through the bindings)."""
+    if getattr(_geomath, "MUJOCO_HEADER", 0) != mujoco.mj_version():
+        return None
+    names = ("mj_kinematics", "mj_collision", "_mjPRIVATE_setTlsLogHandler", "_mjPRIVATE_getGlobalLogHandler")
+    kinematics, collision, set_tls, get_global = (_c_function(name) for name in names)
+    if kinematics is None or collision is None or set_tls is None or get_global is None:
+        return None
+    rest = (set_tls, get_global, m._address, d._address, mujoco.FatalError)
+    return (kinematics, *rest), (collision, *rest)
+
+
+def _free_body_calls(m: mujoco.MjModel, d: mujoco.MjData, robot: RobotDescription) -> tuple[int, ...] | None:
+    """`_geomath.free_body_kinematics`'s calls (mju_normalize4, mju_quat2Mat, mj_local2Global, the model's and data's
+    addresses) where every object's body hangs from the world by its free joint alone with no body below it and the
+    model does not sleep (mj_kinematics then skips bodies): None otherwise, or where a function is not found."""
+    bodies = [m.body(robot.objects[o].body or o).id for o in robot.objects]
+    if m.opt.enableflags & int(mujoco.mjtEnableBit.mjENBL_SLEEP) or any(
+        m.body_jntnum[b] != 1 or m.body_parentid[b] != 0 or b in m.body_parentid[1:] for b in bodies
+    ):
+        return None
+    normalize, quat2mat, local2global = (_c_function(n) for n in ("mju_normalize4", "mju_quat2Mat", "mj_local2Global"))
+    if normalize is None or quat2mat is None or local2global is None:
+        return None
+    return normalize, quat2mat, local2global, m._address, d._address
 
 
 def twin_for(robot: RobotDescription, thresholds: Thresholds, mobile_base: bool = False) -> KinematicTwin:
