@@ -526,3 +526,16 @@ def test_a_chain_of_coupled_joints_three_deep_is_set_in_one_frame(tmp_path):
     twin = KinematicTwin(robot, 0.1)
     tip = twin.compute(("l3",), np.array([0.1]), {}).ee_position
     assert tip[0] == pytest.approx(4 * 0.1 + 0.05)
+
+
+@needs_direct
+def test_a_kernel_that_does_not_retrace_this_mujocos_kinematics_is_not_used(monkeypatch):
+    """The kernel retraces MuJoCo's steps for a free body: it is tried once when the twin is built, and one that does
+    not give the loaded MuJoCo's mj_kinematics (as another release's might not) leaves the whole call in place."""
+    m = mujoco.MjModel.from_xml_string(
+        "<mujoco><worldbody><body name='box'><freejoint/><geom type='box' size='.1 .1 .1'/></body></worldbody></mujoco>"
+    )
+    robot = types.SimpleNamespace(objects={"box": types.SimpleNamespace(body=None)})
+    assert twin_module._free_body_calls(m, mujoco.MjData(m), robot) is not None
+    monkeypatch.setattr(_geomath, "free_body_kinematics", lambda calls, body: None)  # leaves the body elsewhere
+    assert twin_module._free_body_calls(m, mujoco.MjData(m), robot) is None

@@ -681,7 +681,47 @@ def _free_body_calls(m: mujoco.MjModel, d: mujoco.MjData, robot: RobotDescriptio
     normalize, quat2mat, local2global = (_c_function(n) for n in ("mju_normalize4", "mju_quat2Mat", "mj_local2Global"))
     if normalize is None or quat2mat is None or local2global is None:
         return None
+    if not _free_body_agrees(m, (normalize, quat2mat, local2global), bodies):
+        return None
     return normalize, quat2mat, local2global, m._address, d._address
+
+
+# what mj_kinematics writes for a body, its joints, geoms and sites
+_KINEMATICS = (
+    "xpos",
+    "xquat",
+    "xmat",
+    "xipos",
+    "ximat",
+    "geom_xpos",
+    "geom_xmat",
+    "site_xpos",
+    "site_xmat",
+    "xanchor",
+    "xaxis",
+)
+
+
+def _free_body_agrees(m: mujoco.MjModel, functions: tuple[int, int, int], bodies: list[int]) -> bool:
+    """Whether `_geomath.free_body_kinematics` gives the loaded MuJoCo's mj_kinematics bit for bit on each of
+    `bodies`, tried once on a scratch MjData: the kernel retraces MuJoCo's steps for a free body, and a MuJoCo
+    release that changed them (its headers' version matching its library's says nothing of that) must fall back
+    to the whole call, never move a result."""
+    d = mujoco.MjData(m)
+    calls = (*functions, m._address, d._address)
+    for b in bodies:
+        adr = int(m.jnt_qposadr[m.body_jntadr[b]])
+        d.qpos[adr : adr + 7] = (0.3, -0.2, 0.7, 0.9, 0.1, -0.3, 0.2)  # (a quaternion off unit length: both norms)
+        mujoco.mj_kinematics(m, d)
+        want = [getattr(d, name).tobytes() for name in _KINEMATICS]
+        placed = d.qpos[adr : adr + 7].copy()
+        d.qpos[adr : adr + 3] += 0.5
+        mujoco.mj_kinematics(m, d)  # everything as a first mj_kinematics leaves it, this body elsewhere
+        d.qpos[adr : adr + 7] = placed
+        _geomath.free_body_kinematics(calls, b)
+        if [getattr(d, name).tobytes() for name in _KINEMATICS] != want:
+            return False
+    return True
 
 
 def twin_for(robot: RobotDescription, thresholds: Thresholds, mobile_base: bool = False) -> KinematicTwin:
