@@ -21,7 +21,7 @@ import numpy as np
 
 from safety_monitor.errors import GroundingError
 from safety_monitor.files import config_dir
-from safety_monitor.frames import BASE_POSE, Pose, RobotState, Wrench
+from safety_monitor.frames import BASE_POSE, FrozenValues, Pose, RobotState, Wrench
 from safety_monitor.grounding import (
     _geomath,
     contact,
@@ -66,8 +66,9 @@ _UNPLACED: tuple[Tri, ...] = (None,) * (len(PREDICATES) - len(joint_limits.DOCS)
 class PredicateFrame:
     """Named predicate values for one control frame.
 
-    `values` has every predicate; those in `unknown` could not be decided this frame (missing, NaN or
-    stale input) and carry their last decided value. `stale` maps each sampled stream older than its
+    `values` has every predicate, read-only (the same object on frames that repeat the last one's decisions);
+    those in `unknown` could not be decided this frame (missing, NaN or stale input) and carry their last
+    decided value. `stale` maps each sampled stream older than its
     limit (`wrench`, `object_pose/<name>`; never received: inf) to its age in seconds. `objects` names, for
     each object-bound predicate that holds (decided) this frame, the objects or fixtures it is about (the
     focus object, the dropped one, a transfer's object and container), so an alert can say which.
@@ -75,7 +76,7 @@ class PredicateFrame:
 
     t: float
     frame: int
-    values: dict[str, bool]
+    values: Mapping[str, bool]
     unknown: frozenset[str]
     stale: dict[str, float]
     objects: dict[str, tuple[str, ...]]
@@ -170,7 +171,7 @@ class Grounder:
         self._limits = JointLimitEstimator(self.joint_limits, th.joint_limits, r.robot_joints)
         # the previous frame's decisions (PREDICATES order, None: undecided) and what they made
         self._decided: tuple[Tri, ...] = ()
-        self._values = dict.fromkeys(PREDICATES, False)
+        self._values = FrozenValues(dict.fromkeys(PREDICATES, False))
         self._unknown: frozenset[str] = frozenset()
         self._checked_names: set[tuple[str, ...]] = set()
         self._names: tuple[str, ...] = ()  # the previous frame's joint names (checked)
@@ -291,8 +292,8 @@ class Grounder:
         self, state: RobotState, frame: int, decided: tuple[Tri, ...], stale: dict[str, float]
     ) -> PredicateFrame:
         """The frame from this frame's decisions (PREDICATES order)."""
-        if decided == self._decided:  # most frames: every decision as on the previous one, so its values
-            values, unknown = self._values.copy(), self._unknown
+        if decided == self._decided:  # most frames: every decision as on the previous one, so its values (read-only:
+            values, unknown = self._values, self._unknown  # handed out again, no copy)
         else:
             values, unknown = self._decide(decided)
         self._frame, self._t = frame, state.t
@@ -304,17 +305,19 @@ class Grounder:
                 del objects[p]
         return PredicateFrame(state.t, frame, values, unknown, stale, objects)
 
-    def _decide(self, decided: tuple[Tri, ...]) -> tuple[dict[str, bool], frozenset[str]]:
+    def _decide(self, decided: tuple[Tri, ...]) -> tuple[FrozenValues, frozenset[str]]:
         """Each predicate's value from this frame's decisions (PREDICATES order), an undecided one (None)
-        keeping its last value; kept for the next frame, which hands out a copy."""
+        keeping its last value; kept for the next frame, which hands out the same values if its decisions repeat."""
         if None in decided:
             last = self._values
-            values = {k: last[k] if v is None else bool(v) for k, v in zip(PREDICATES, decided, strict=True)}
+            values = FrozenValues(
+                {k: last[k] if v is None else bool(v) for k, v in zip(PREDICATES, decided, strict=True)}
+            )
             unknown = frozenset(k for k, v in zip(PREDICATES, decided) if v is None)
         else:
-            values, unknown = dict(zip(PREDICATES, map(bool, decided), strict=True)), frozenset()
+            values, unknown = FrozenValues(zip(PREDICATES, map(bool, decided), strict=True)), frozenset()
         self._decided, self._values, self._unknown = decided, values, unknown
-        return values.copy(), unknown
+        return values, unknown
 
     # ------------------------------------------------------------------------------------------------
     def _check_time(self, t: float, frame: int) -> None:
