@@ -134,3 +134,14 @@ def joint_limits(
     effort_row: np.ndarray | None,
     layout: tuple[int, np.ndarray | None, np.ndarray | None, np.ndarray, np.ndarray | None, np.ndarray],
 ) -> tuple[bool, bool | None, bool | None]: ...
+def samples_repeat(
+    t: float,
+    eps: float,
+    objects: tuple[str, ...],
+    poses: Mapping[str, Any],
+    ages: Mapping[str, float],
+    times: tuple[list[float], ...],
+    gaps: Mapping[str, float],
+    reach: float,
+    beyond: list[bool | None],
+) -> bool: ...

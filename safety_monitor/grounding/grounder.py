@@ -203,6 +203,11 @@ class Grounder:
         self._motion_limits = (th.durations_s.motion_window, th.distances_m.reach)
         self._ee_track = Track(horizon)
         self._motion = {o: _ObjectMotion(horizon) for o in r.objects}
+        # `_object_motion`'s short path reads each track's times (one list for the track's life), each object's side
+        # of the reach on the last frame (True beyond, False within, None unknown) and hands out the last answer
+        self._motion_times = tuple(m.track.times for m in self._motion.values())
+        self._beyond: list[bool | None] = [None] * len(self._motion)
+        self._motion_answer: tuple[_PerObject, _PerObject] = ({}, {})  # (none handed out before a side is known)
         self._carry_memo: dict[str, tuple[tuple[float, bytes, bytes], tuple[np.ndarray, np.ndarray]]] = {}
         window = counts.motion_window + 1
         # per fixture: its joint, its closed position and range (Fixture.open_fraction's terms, read every frame
@@ -467,24 +472,34 @@ class Grounder:
 
     def _object_motion(
         self, state: RobotState, poses: Mapping[str, Pose], ages: Mapping[str, float], geo: FrameGeometry
-    ) -> tuple[dict[str, tuple[float, float] | None], dict[str, tuple[float, float] | None]]:
+    ) -> tuple[_PerObject, _PerObject]:
         """Per object: speed over the motion window, and drift relative to the end-effector over it.
 
         Each pose is placed at its measurement time (frame time minus age) and compared with the
         end-effector pose at that time, so a slow perception stream does not read as slip. Drift is only
         tracked for objects within reach of the gripper; one beyond reach has infinite drift.
+
+        Most frames no pose sample is new (a slower stream repeats it) and no object crosses the reach: every
+        object's answer is then the last frame's (its speed kept since its last sample, its drift infinite or
+        its relative track's kept change), and the last frame's dicts are handed out again (read-only, as every
+        family takes them) after one C call that checks all of it (`_geomath.samples_repeat`).
         """
         window, reach = self._motion_limits
         t, ee_track = state.t, self._ee_track
         ee_track.add(t, geo.ee_position, geo.ee_rotation)
-        speed: dict[str, tuple[float, float] | None] = {}
-        slip: dict[str, tuple[float, float] | None] = {}
         gripper_gaps, boxes, inf = geo.gripper_gaps, geo.object_boxes, math.inf
-        for o, m in self._motion.items():
+        beyond = self._beyond
+        if _geomath.samples_repeat(
+            t, TIME_EPS, self._pose_streams[0], poses, ages, self._motion_times, gripper_gaps, reach, beyond
+        ):
+            return self._motion_answer
+        speed: _PerObject = {}
+        slip: _PerObject = {}
+        for i, (o, m) in enumerate(self._motion.items()):
             pose = poses.get(o)
             track, relative = m.track, m.relative
             if pose is None:  # stale or missing: its motion restarts when the pose returns, never read across the gap
-                speed[o] = slip[o] = None
+                speed[o] = slip[o] = beyond[i] = None
                 if track.times and o in self._grasp.state:  # seen, now gone: whether it rests is unknown until
                     self._grasp.state[o].stable.restart()  # it is seen at rest again (never seen: not yet stable)
                 track.clear()
@@ -503,14 +518,16 @@ class Grounder:
             if gripper_gaps.get(o, inf) > reach:  # beyond reach of the hand: certainly not moving with it
                 if relative.times:  # most frames: cleared already (no call)
                     relative.clear()
-                slip[o] = _BEYOND_REACH
+                slip[o], beyond[i] = _BEYOND_REACH, True
                 continue
+            beyond[i] = False
             if new:
                 at = ee_track.pose_at(measured)
                 ee_pos, ee_rot = at if at is not None else (ee_track.positions[0], ee_track.rotations[0])
                 relative.add(measured, in_frame(ee_pos, ee_rot, pose.position), _geomath.relative_rotation(ee_rot, rot))
             rel = relative.change(window)
             slip[o] = None if rel is None else (rel[0], rel[1])
+        self._motion_answer = speed, slip
         return speed, slip
 
 
@@ -525,6 +542,7 @@ class _ObjectMotion:
         self.speed: tuple[float, float] | None = None
 
 
+_PerObject = dict[str, tuple[float, float] | None]  # an object's speed or drift (None: unknown)
 _new_tuple = tuple.__new__  # builds a NamedTuple from its values without the class's Python __new__
 _BEYOND_REACH = (math.inf, math.inf)  # the drift of an object beyond reach of the hand (one tuple for all frames)
 
