@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 import numpy as np
 
@@ -96,6 +97,23 @@ class JointSample:
     velocity: np.ndarray | None
     effort: np.ndarray | None
     stamp: float
+
+
+class FrozenValues(dict[str, bool]):
+    """Predicate values no one may change: the grounder hands out the same object while none of its decisions
+    changes, so a reader that kept the last one knows the next equal by identity (`Supervisor.sample`), where a
+    plain dict would need a comparison and a copy each frame. Its mutators raise; a copy (`dict(v)`, `v.copy()`,
+    `v | other`) is a plain dict to change."""
+
+    __slots__ = ()
+
+    def _read_only(self, *args: object, **kwargs: object) -> NoReturn:
+        raise TypeError("predicate values are read-only: change a copy (dict(values))")
+
+    __setitem__ = __delitem__ = __ior__ = clear = pop = popitem = setdefault = update = _read_only
+
+    def __reduce__(self) -> tuple[type[FrozenValues], tuple[dict[str, bool]]]:
+        return FrozenValues, (dict(self),)  # (pickle's default would fill it through __setitem__)
 
 
 @direct_init

@@ -660,9 +660,10 @@ def test_missing_pose_is_unknown_held_and_reported_stale():
     assert "object_pose/cube" not in back[0].stale and "object_grasped_raw" not in back[0].unknown
 
 
-def test_every_frame_lists_every_predicate_in_order_as_a_bool_and_repeats_hand_out_their_own_dicts():
+def test_every_frame_lists_every_predicate_in_order_as_a_bool_and_repeats_hand_out_the_same_read_only_values():
     """The families' values are joined by position: a frame's keys are PREDICATES in order, each value a
-    plain bool, unknown or not; a frame that repeats the previous one's decisions gets a dict of its own."""
+    plain bool, unknown or not; a frame that repeats the previous one's decisions hands out the same values,
+    which no one may change (a writer fails loudly), and one that changes a decision new ones."""
     s = Scene()
     frames = s.step(3)
     s.grasp()
@@ -672,7 +673,10 @@ def test_every_frame_lists_every_predicate_in_order_as_a_bool_and_repeats_hand_o
     assert frames[-1].unknown and frames[-1].unknown == frames[-2].unknown
     for f in frames:
         assert tuple(f.values) == PREDICATES and all(type(v) is bool for v in f.values.values())
-    frames[-1].values["object_grasped"] = not frames[-1].values["object_grasped"]
+    assert frames[-1].values is frames[-2].values and frames[1].values is frames[0].values
+    assert frames[3].values is not frames[2].values and frames[3].values != frames[2].values
+    with pytest.raises(TypeError, match="read-only"):
+        frames[-1].values["object_grasped"] = not frames[-1].values["object_grasped"]
     assert s.step().values == frames[-2].values
 
 

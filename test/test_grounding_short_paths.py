@@ -4,15 +4,19 @@ short path is switched off before every frame, and both must give the same value
 
 from __future__ import annotations
 
+import math
 import pickle
+from types import SimpleNamespace
 
 import numpy as np
 
+from safety_monitor.frames import Pose
 from safety_monitor.grounding import _geomath
 from safety_monitor.grounding.geometry import Box, FrameGeometry
 from safety_monitor.grounding.grasp import DOCS as GRASP_DOCS
 from safety_monitor.grounding.grounder import load_default_grounder
 from safety_monitor.grounding.inputs import FrameInputs
+from safety_monitor.grounding.motion import quat_to_matrix
 
 RATE = 20.0  # a grasp persistence of a few frames
 
@@ -337,3 +341,48 @@ def test_quiet_fixtures_skip_the_per_fixture_loop_as_the_general_path_would():
         seen_states |= {f + " episode" for f, e in fast.episodes.items() if e.active}
     assert skipped >= 10  # the short path answered
     assert {cabinet, drawer, drawer + " in", drawer + " episode"} <= seen_states
+
+
+def test_object_motion_hands_out_the_last_answer_only_while_no_sample_is_new_and_no_object_crosses_the_reach():
+    """Objects whose pose samples repeat (a slower stream) and that stay on their side of the reach get the last
+    frame's speed and drift again, without a walk over them; a new sample, a pose lost and back, an object
+    crossing the reach either way between samples (the hand moving, its pose not), or an age that is not a float
+    take the general path. Beside a twin whose short path is off on every frame, the answers and the tracks stay
+    the same."""
+    fast, slow = load_default_grounder(RATE), load_default_grounder(RATE)
+    mug, plate, chicken, cube = fast.robot.objects
+    reach = fast.thresholds.distances_m.reach
+    rest = fast._motion_limits[0] * 3  # a sample every this many seconds: it repeats on the frames between
+    dt, short = 0.002, 0
+    last = None
+    for k in range(600):
+        t = 1.0 + k * dt
+        ee = np.array([0.3 + 0.2 * math.sin(k / 90), 0.1, 0.2])
+        stamp = 1.0 + (k * dt // rest) * rest  # every object's newest sample
+        poses = {
+            mug: Pose(np.array([0.3 + 0.1 * math.sin(stamp), 0.0, 0.05]), np.array([1.0, 0.0, 0.0, 0.0])),
+            plate: Pose(np.array([0.6, 0.2, 0.0]), np.array([1.0, 0.0, 0.0, 0.0])),
+            chicken: Pose(np.array([0.3 + 0.2 * math.sin(stamp / 0.18), 0.1, 0.2]), np.array([0.0, 1.0, 0.0, 0.0])),
+            cube: Pose(np.array([0.1, -0.2, 0.05]), np.array([1.0, 0.0, 0.0, 0.0])),
+        }
+        if 250 <= k < 290:
+            del poses[cube]  # lost, then back
+        ages = {o: t - stamp for o in poses}
+        if k == 400:
+            ages[plate] = int(ages[plate])  # (not a float: the general path's arithmetic)
+        # the mug crosses the reach both ways on frames between its samples; the chicken stays within it
+        gaps = {mug: reach * (1.0 + math.sin(k / 13)), chicken: 0.01}
+        boxes = {o: Box(p.position, quat_to_matrix(p.quaternion), np.full(3, 0.03)) for o, p in poses.items()}
+        geo = FrameGeometry.with_derived(ee, np.eye(3), np.zeros((3, 3)), {}, boxes, {}, frozenset(), gaps, [])
+        state = SimpleNamespace(t=t)
+        slow._beyond[:] = [None] * len(slow._beyond)  # the general path on every frame
+        got, want = fast._object_motion(state, poses, ages, geo), slow._object_motion(state, poses, ages, geo)
+        assert got == want, k
+        short += got is last
+        last = got
+        for o in poses:
+            a, b = fast._motion[o], slow._motion[o]
+            assert (a.speed, a.track.times, a.relative.times) == (b.speed, b.track.times, b.relative.times), (k, o)
+            assert a.track.positions == b.track.positions and a.relative.positions == b.relative.positions, (k, o)
+    crossings = sum((math.sin(k / 13) > 0) != (math.sin((k + 1) / 13) > 0) for k in range(600))
+    assert 400 < short < 600 - crossings

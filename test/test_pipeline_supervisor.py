@@ -10,7 +10,7 @@ import pytest
 from two_property_specs import PROPS, SPECS
 
 from safety_monitor.enums import EventKind, IssueKind
-from safety_monitor.frames import PredicateSample
+from safety_monitor.frames import FrozenValues, PredicateSample
 from safety_monitor.monitor.live import SpecSetMonitor
 from safety_monitor.pipeline.markers import END, START, EpisodeMarker
 from safety_monitor.pipeline.supervisor import NOTHING, InputStatus, Supervisor, Withdrawn
@@ -465,6 +465,34 @@ def test_a_repeated_valuation_is_keyed_on_the_values_and_unknown_predicates(make
     assert seen[2:] == [{"a": None, "b": True}, {"a": False, "b": None}, {"a": True, "b": None}]
     feed(sup, [quiet(5), frame(6, a=False, c=False)])
     assert seen[5] == {"a": False, "b": False} and seen[6] == {"a": False, "b": None}
+
+
+def test_read_only_values_sent_again_step_as_equal_plain_dicts_would(make):
+    """Read-only values (the grounder's, the same object while its decisions repeat) sent again are known equal
+    by identity; the same object with other unknown predicates, another one, or a plain dict between two sends of
+    it is noticed: every frame steps on the valuation that fresh plain dicts of its values give, in random runs
+    over a few read-only objects, plain dicts and unknown sets."""
+    rng = random.Random(7)
+    pool = [FrozenValues(a=a, b=b) for a in (False, True) for b in (False, True)]
+    frames = []
+    for k in range(600):
+        values = rng.choice(pool[:2]) if rng.random() < 0.8 else rng.choice([*pool, {"a": True, "b": False}])
+        unknown = frozenset({"a"}) if rng.random() < 0.05 else frozenset()
+        frames += [PredicateSample(values, 1.0 + k * DT, k, unknown)]
+
+    def run(fresh):
+        seen = []
+        sup = make(on_frame=lambda v, t, stale: seen.append(dict(v)))
+        feed(sup, [replace(f, values=dict(f.values)) if fresh else f for f in frames])
+        return seen
+
+    assert run(fresh=False) == run(fresh=True)
+    seen = []
+    sup = make(on_frame=lambda v, t, stale: seen.append(v))
+    plain, read_only = quiet(1, a=True), quiet(0)
+    read_only = replace(read_only, values=FrozenValues(read_only.values))
+    feed(sup, [read_only, plain, replace(read_only, t=plain.t + DT, frame=2)])
+    assert seen == [{"a": False, "b": False}, {"a": True, "b": False}, {"a": False, "b": False}]
 
 
 def test_a_valuation_stepped_again_after_a_rewind_is_read_again(make):

@@ -9,7 +9,7 @@ import pickle
 import numpy as np
 import pytest
 
-from safety_monitor.frames import JointSample, Pose, PredicateSample, RobotState, Wrench
+from safety_monitor.frames import FrozenValues, JointSample, Pose, PredicateSample, RobotState, Wrench
 from safety_monitor.grounding.geometry import Box, FrameGeometry
 from safety_monitor.grounding.grounder import PredicateFrame
 from safety_monitor.monitor.events import Event
@@ -98,3 +98,26 @@ def test_the_pipelines_records_set_every_field(cls, args):
     assert vars(record).keys() == {f.name for f in dataclasses.fields(cls)}
     with pytest.raises(dataclasses.FrozenInstanceError):
         setattr(record, dataclasses.fields(cls)[0].name, None)
+
+
+def test_frozen_values_refuse_every_change_and_pickle_and_copy_as_themselves():
+    """A grounder's values (read-only, handed out again while its decisions repeat) refuse every mutator with
+    one clear error and stay as they were; pickled they come back read-only and equal; copies are plain dicts."""
+    values = FrozenValues(a=True, b=False)
+    changes = (
+        lambda v: v.__setitem__("a", False),
+        lambda v: v.__delitem__("a"),
+        lambda v: v.__ior__({"a": False}),
+        lambda v: v.update(a=False),
+        lambda v: v.pop("a"),
+        lambda v: v.popitem(),
+        lambda v: v.setdefault("c", True),
+        lambda v: v.clear(),
+    )
+    for change in changes:
+        with pytest.raises(TypeError, match="read-only"):
+            change(values)
+    assert values == {"a": True, "b": False}
+    back = pickle.loads(pickle.dumps(values))
+    assert type(back) is FrozenValues and back == values
+    assert all(type(c) is dict and c == values for c in (dict(values), values.copy(), values | {}))

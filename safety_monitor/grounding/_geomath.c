@@ -1972,6 +1972,69 @@ static PyObject *free_body_kinematics(PyObject *self, PyObject *const *args, Py_
 #else
 #define MUJOCO_HEADER 0
 #endif
+/* ---- speed-n ---- */
+
+/* samples_repeat(t, eps, objects, poses, ages, times, gaps, reach, beyond) -> bool
+ *
+ * Whether the Grounder's object-motion pass would give every object last frame's answer: each of `objects` (a
+ * tuple of names) has a pose in `poses` and its age in `ages` (dicts), measured (t - age) no later than its
+ * track's newest sample plus `eps` (`times`: each track's list of times, in the objects' order), so no track
+ * takes a sample; and each lies on the side of `reach` it lay on last frame (`beyond`: a list, in the objects'
+ * order, of True when its gap in `gaps` (inf when absent) was beyond reach, False within it, None unknown). The
+ * pass's own comparisons, in doubles: the same answers. False wherever a time, age or gap is not a float (the
+ * pass then decides with Python's arithmetic). One call where the pass's walk over four objects cost about ten
+ * thousand instructions a frame, on the most frames, whose pose samples repeat (a slower stream). */
+static PyObject *samples_repeat(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs(nargs, 9, "samples_repeat") < 0)
+        return NULL;
+    PyObject *objects = args[2], *poses = args[3], *ages = args[4], *times = args[5], *gaps = args[6], *beyond = args[8];
+    if (!PyTuple_Check(objects) || !PyTuple_Check(times) || !PyList_Check(beyond) || !PyDict_Check(poses) ||
+        !PyDict_Check(ages) || !PyDict_Check(gaps) || PyTuple_GET_SIZE(times) != PyTuple_GET_SIZE(objects) ||
+        PyList_GET_SIZE(beyond) != PyTuple_GET_SIZE(objects)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "samples_repeat: objects and times must be tuples and beyond a list of one length, poses, "
+                        "ages and gaps dicts");
+        return NULL;
+    }
+    double eps = PyFloat_AsDouble(args[1]), reach = PyFloat_AsDouble(args[7]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (!PyFloat_CheckExact(args[0]))
+        Py_RETURN_FALSE;
+    double t = PyFloat_AS_DOUBLE(args[0]);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(objects); i++) {
+        PyObject *o = PyTuple_GET_ITEM(objects, i), *track = PyTuple_GET_ITEM(times, i);
+        if (!PyList_Check(track)) {
+            PyErr_SetString(PyExc_TypeError, "samples_repeat: each track's times must be a list");
+            return NULL;
+        }
+        PyObject *pose = PyDict_GetItemWithError(poses, o), *age, *gap, *newest;
+        if (pose == NULL)
+            goto missing;
+        if ((age = PyDict_GetItemWithError(ages, o)) == NULL)
+            goto missing;
+        Py_ssize_t n = PyList_GET_SIZE(track);
+        if (n == 0 || !PyFloat_CheckExact(age) || !PyFloat_CheckExact(newest = PyList_GET_ITEM(track, n - 1)))
+            Py_RETURN_FALSE;
+        if (!(t - PyFloat_AS_DOUBLE(age) <= PyFloat_AS_DOUBLE(newest) + eps))
+            Py_RETURN_FALSE;
+        double g = INFINITY;
+        if ((gap = PyDict_GetItemWithError(gaps, o)) != NULL) {
+            if (!PyFloat_CheckExact(gap))
+                Py_RETURN_FALSE;
+            g = PyFloat_AS_DOUBLE(gap);
+        } else if (PyErr_Occurred())
+            return NULL;
+        if (PyList_GET_ITEM(beyond, i) != (g > reach ? Py_True : Py_False))
+            Py_RETURN_FALSE;
+    }
+    Py_RETURN_TRUE;
+missing:
+    if (PyErr_Occurred())
+        return NULL;
+    Py_RETURN_FALSE;
+}
 
 static PyMethodDef methods[] = {
     /* ---- speed-f ---- */
@@ -2038,6 +2101,9 @@ static PyMethodDef methods[] = {
     {"free_body_kinematics", (PyCFunction)(void (*)(void))free_body_kinematics, METH_FASTCALL,
      "What mj_kinematics writes for a free body without children, from its qpos."},
 #endif
+    /* ---- speed-n ---- */
+    {"samples_repeat", (PyCFunction)(void (*)(void))samples_repeat, METH_FASTCALL,
+     "Whether no object's pose sample is new and none crossed the reach since the last frame."},
     {NULL, NULL, 0, NULL},
 };
 

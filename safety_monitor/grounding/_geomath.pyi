@@ -156,3 +156,14 @@ def collide_moved(
     run: bool,
 ) -> int: ...
 def free_body_kinematics(calls: tuple[int, ...], body: int) -> None: ...
+def samples_repeat(
+    t: float,
+    eps: float,
+    objects: tuple[str, ...],
+    poses: Mapping[str, Any],
+    ages: Mapping[str, float],
+    times: tuple[list[float], ...],
+    gaps: Mapping[str, float],
+    reach: float,
+    beyond: list[bool | None],
+) -> bool: ...

@@ -21,7 +21,7 @@ import numpy as np
 
 from safety_monitor.errors import GroundingError
 from safety_monitor.files import config_dir
-from safety_monitor.frames import BASE_POSE, Pose, RobotState, Wrench
+from safety_monitor.frames import BASE_POSE, FrozenValues, Pose, RobotState, Wrench
 from safety_monitor.grounding import (
     _geomath,
     contact,
@@ -66,8 +66,9 @@ _UNPLACED: tuple[Tri, ...] = (None,) * (len(PREDICATES) - len(joint_limits.DOCS)
 class PredicateFrame:
     """Named predicate values for one control frame.
 
-    `values` has every predicate; those in `unknown` could not be decided this frame (missing, NaN or
-    stale input) and carry their last decided value. `stale` maps each sampled stream older than its
+    `values` has every predicate, read-only (the same object on frames that repeat the last one's decisions);
+    those in `unknown` could not be decided this frame (missing, NaN or stale input) and carry their last
+    decided value. `stale` maps each sampled stream older than its
     limit (`wrench`, `object_pose/<name>`; never received: inf) to its age in seconds. `objects` names, for
     each object-bound predicate that holds (decided) this frame, the objects or fixtures it is about (the
     focus object, the dropped one, a transfer's object and container), so an alert can say which.
@@ -75,7 +76,7 @@ class PredicateFrame:
 
     t: float
     frame: int
-    values: dict[str, bool]
+    values: Mapping[str, bool]
     unknown: frozenset[str]
     stale: dict[str, float]
     objects: dict[str, tuple[str, ...]]
@@ -170,7 +171,7 @@ class Grounder:
         self._limits = JointLimitEstimator(self.joint_limits, th.joint_limits, r.robot_joints)
         # the previous frame's decisions (PREDICATES order, None: undecided) and what they made
         self._decided: tuple[Tri, ...] = ()
-        self._values = dict.fromkeys(PREDICATES, False)
+        self._values = FrozenValues(dict.fromkeys(PREDICATES, False))
         self._unknown: frozenset[str] = frozenset()
         self._checked_names: set[tuple[str, ...]] = set()
         self._names: tuple[str, ...] = ()  # the previous frame's joint names (checked)
@@ -202,6 +203,11 @@ class Grounder:
         self._motion_limits = (th.durations_s.motion_window, th.distances_m.reach)
         self._ee_track = Track(horizon)
         self._motion = {o: _ObjectMotion(horizon) for o in r.objects}
+        # `_object_motion`'s short path reads each track's times (one list for the track's life), each object's side
+        # of the reach on the last frame (True beyond, False within, None unknown) and hands out the last answer
+        self._motion_times = tuple(m.track.times for m in self._motion.values())
+        self._beyond: list[bool | None] = [None] * len(self._motion)
+        self._motion_answer: tuple[_PerObject, _PerObject] = ({}, {})  # (none handed out before a side is known)
         self._carry_memo: dict[str, tuple[tuple[float, bytes, bytes], tuple[np.ndarray, np.ndarray]]] = {}
         window = counts.motion_window + 1
         # per fixture: its joint, its closed position and range (Fixture.open_fraction's terms, read every frame
@@ -291,8 +297,8 @@ class Grounder:
         self, state: RobotState, frame: int, decided: tuple[Tri, ...], stale: dict[str, float]
     ) -> PredicateFrame:
         """The frame from this frame's decisions (PREDICATES order)."""
-        if decided == self._decided:  # most frames: every decision as on the previous one, so its values
-            values, unknown = self._values.copy(), self._unknown
+        if decided == self._decided:  # most frames: every decision as on the previous one, so its values (read-only:
+            values, unknown = self._values, self._unknown  # handed out again, no copy)
         else:
             values, unknown = self._decide(decided)
         self._frame, self._t = frame, state.t
@@ -304,17 +310,19 @@ class Grounder:
                 del objects[p]
         return PredicateFrame(state.t, frame, values, unknown, stale, objects)
 
-    def _decide(self, decided: tuple[Tri, ...]) -> tuple[dict[str, bool], frozenset[str]]:
+    def _decide(self, decided: tuple[Tri, ...]) -> tuple[FrozenValues, frozenset[str]]:
         """Each predicate's value from this frame's decisions (PREDICATES order), an undecided one (None)
-        keeping its last value; kept for the next frame, which hands out a copy."""
+        keeping its last value; kept for the next frame, which hands out the same values if its decisions repeat."""
         if None in decided:
             last = self._values
-            values = {k: last[k] if v is None else bool(v) for k, v in zip(PREDICATES, decided, strict=True)}
+            values = FrozenValues(
+                {k: last[k] if v is None else bool(v) for k, v in zip(PREDICATES, decided, strict=True)}
+            )
             unknown = frozenset(k for k, v in zip(PREDICATES, decided) if v is None)
         else:
-            values, unknown = dict(zip(PREDICATES, map(bool, decided), strict=True)), frozenset()
+            values, unknown = FrozenValues(zip(PREDICATES, map(bool, decided), strict=True)), frozenset()
         self._decided, self._values, self._unknown = decided, values, unknown
-        return values.copy(), unknown
+        return values, unknown
 
     # ------------------------------------------------------------------------------------------------
     def _check_time(self, t: float, frame: int) -> None:
@@ -464,24 +472,34 @@ class Grounder:
 
     def _object_motion(
         self, state: RobotState, poses: Mapping[str, Pose], ages: Mapping[str, float], geo: FrameGeometry
-    ) -> tuple[dict[str, tuple[float, float] | None], dict[str, tuple[float, float] | None]]:
+    ) -> tuple[_PerObject, _PerObject]:
         """Per object: speed over the motion window, and drift relative to the end-effector over it.
 
         Each pose is placed at its measurement time (frame time minus age) and compared with the
         end-effector pose at that time, so a slow perception stream does not read as slip. Drift is only
         tracked for objects within reach of the gripper; one beyond reach has infinite drift.
+
+        Most frames no pose sample is new (a slower stream repeats it) and no object crosses the reach: every
+        object's answer is then the last frame's (its speed kept since its last sample, its drift infinite or
+        its relative track's kept change), and the last frame's dicts are handed out again (read-only, as every
+        family takes them) after one C call that checks all of it (`_geomath.samples_repeat`).
         """
         window, reach = self._motion_limits
         t, ee_track = state.t, self._ee_track
         ee_track.add(t, geo.ee_position, geo.ee_rotation)
-        speed: dict[str, tuple[float, float] | None] = {}
-        slip: dict[str, tuple[float, float] | None] = {}
         gripper_gaps, boxes, inf = geo.gripper_gaps, geo.object_boxes, math.inf
-        for o, m in self._motion.items():
+        beyond = self._beyond
+        if _geomath.samples_repeat(
+            t, TIME_EPS, self._pose_streams[0], poses, ages, self._motion_times, gripper_gaps, reach, beyond
+        ):
+            return self._motion_answer
+        speed: _PerObject = {}
+        slip: _PerObject = {}
+        for i, (o, m) in enumerate(self._motion.items()):
             pose = poses.get(o)
             track, relative = m.track, m.relative
             if pose is None:  # stale or missing: its motion restarts when the pose returns, never read across the gap
-                speed[o] = slip[o] = None
+                speed[o] = slip[o] = beyond[i] = None
                 if track.times and o in self._grasp.state:  # seen, now gone: whether it rests is unknown until
                     self._grasp.state[o].stable.restart()  # it is seen at rest again (never seen: not yet stable)
                 track.clear()
@@ -500,14 +518,16 @@ class Grounder:
             if gripper_gaps.get(o, inf) > reach:  # beyond reach of the hand: certainly not moving with it
                 if relative.times:  # most frames: cleared already (no call)
                     relative.clear()
-                slip[o] = _BEYOND_REACH
+                slip[o], beyond[i] = _BEYOND_REACH, True
                 continue
+            beyond[i] = False
             if new:
                 at = ee_track.pose_at(measured)
                 ee_pos, ee_rot = at if at is not None else (ee_track.positions[0], ee_track.rotations[0])
                 relative.add(measured, in_frame(ee_pos, ee_rot, pose.position), _geomath.relative_rotation(ee_rot, rot))
             rel = relative.change(window)
             slip[o] = None if rel is None else (rel[0], rel[1])
+        self._motion_answer = speed, slip
         return speed, slip
 
 
@@ -522,6 +542,7 @@ class _ObjectMotion:
         self.speed: tuple[float, float] | None = None
 
 
+_PerObject = dict[str, tuple[float, float] | None]  # an object's speed or drift (None: unknown)
 _new_tuple = tuple.__new__  # builds a NamedTuple from its values without the class's Python __new__
 _BEYOND_REACH = (math.inf, math.inf)  # the drift of an object beyond reach of the hand (one tuple for all frames)
 

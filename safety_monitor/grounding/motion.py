@@ -70,7 +70,8 @@ def interpolate_rotation(a: np.ndarray, b: np.ndarray, s: float) -> np.ndarray:
 
 
 class Track:
-    """Poses (position, rotation matrix) by measurement time, oldest first, kept for `horizon` seconds."""
+    """Poses (position, rotation matrix) by measurement time, oldest first, kept for `horizon` seconds. `times`
+    is one list for the track's life, changed in place (the Grounder's object-motion short path keeps it)."""
 
     def __init__(self, horizon: float):
         self.horizon = horizon

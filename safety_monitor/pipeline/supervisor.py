@@ -64,7 +64,7 @@ from types import MappingProxyType
 from typing import NamedTuple
 
 from safety_monitor.enums import EventKind, IssueKind
-from safety_monitor.frames import SAME_TIME_S, PredicateSample, StreamIssue
+from safety_monitor.frames import SAME_TIME_S, FrozenValues, PredicateSample, StreamIssue
 from safety_monitor.monitor.episodes import PropertyOutcome
 from safety_monitor.monitor.events import Event
 from safety_monitor.monitor.live import Checkpoint, SpecSetMonitor
@@ -202,6 +202,7 @@ class Supervisor:
         self._last_valuation: Valuation = {}  # the last sample's (`sample`) ...
         self._last_values: Valuation = {}  # ... built from a copy of these values ...
         self._last_unknown: frozenset[str] | None = None  # ... with these predicates unknown
+        self._given: FrozenValues | None = None  # the read-only values last sampled (equal to _last_values)
         self._in_trace = False
         self._trace_t0 = math.inf  # the current trace's first frame time
         self._ended_t = -math.inf  # the last frame's time of the last trace closed
@@ -269,12 +270,15 @@ class Supervisor:
         """One frame as the estimator sends it, arrived at `now` on the driver's clock. A frame with the values
         and unknown predicates of the last one steps on the last one's valuation (most frames repeat them, some
         with a predicate unknown for a while, which built a valuation each): `frame` then checks it by identity,
-        and replay's timeline reads it once."""
+        and replay's timeline reads it once. The grounder's read-only values, handed out again while its decisions
+        repeat, are known equal by identity: no comparison."""
         values, unknown = sample.values, sample.unknown
-        if values != self._last_values or unknown != self._last_unknown:
-            valuation = self._last_valuation = sample.valuation()
-            # a copy (the caller may change its dict): a known frame's valuation is one
-            self._last_values, self._last_unknown = dict(values) if unknown else valuation, unknown
+        if values is not self._given or unknown != self._last_unknown:
+            if values != self._last_values or unknown != self._last_unknown:
+                valuation = self._last_valuation = sample.valuation()
+                # a copy (the caller may change its dict): a known frame's valuation is one
+                self._last_values, self._last_unknown = dict(values) if unknown else valuation, unknown
+            self._given = values if type(values) is FrozenValues else None  # (no one changes these)
         return self.frame(self._last_valuation, sample.t, sample.frame, sample.stale, now, sample.objects)
 
     def frame(
