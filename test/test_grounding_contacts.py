@@ -253,6 +253,43 @@ def test_may_touch_answers_alike_whichever_pair_it_tests_first():
         _geomath.may_touch(xpos, xmat, aabb, *pairs, none, none, 0.002, np.zeros(2, dtype=np.int64))
 
 
+def test_may_touch_marks_every_geom_in_a_pair_within_reach():
+    """`near`: every pair is tested (none first, `first` untouched) and the geoms of those within reach marked."""
+    xpos = np.array([[0.0, 0, 0], [0.203, 0, 0], [1.0, 0, 0], [1.2015, 0, 0], [2.0, 0, 0], [3.0, 0, 0.104]])
+    xmat = np.tile(np.eye(3).ravel(), (6, 1))
+    aabb = np.array([[0, 0, 0, 0.1, 0.1, 0.1]] * 6, dtype=float)  # cubes of side 0.2
+    none = np.zeros(0, dtype=np.int64)
+    first, near = np.full(1, 1, dtype=np.int64), np.ones(6, dtype=bool)
+    for margin, marked in ((0.002, [2, 3]), (0.004, [0, 1, 2, 3])):  # 0-1 3 mm apart, 2-3 1.5 mm
+        pairs = (np.array([0, 2]), np.array([1, 3]), sphere_reach2(np.full(2, 0.2), margin))
+        assert _geomath.may_touch(xpos, xmat, aabb, *pairs, none, none, margin, first, near)
+        assert np.flatnonzero(near).tolist() == marked and first[0] == 1
+    xpos[3] = (1.205, 0.0, 0.0)  # 5 mm: only 0-1 within 4 mm
+    assert _geomath.may_touch(xpos, xmat, aabb, *pairs, none, none, 0.004, first, near)
+    assert np.flatnonzero(near).tolist() == [0, 1]
+    plane = (np.array([4]), np.array([5]))  # geom 4 a plane at z = 0 facing up, the cube 4 mm above it
+    assert _geomath.may_touch(xpos, xmat, aabb, none, none, np.zeros(0), *plane, 0.004, first, near)
+    assert np.flatnonzero(near).tolist() == [4, 5]
+    assert not _geomath.may_touch(xpos, xmat, aabb, none, none, np.zeros(0), *plane, 0.002, first, near)
+    assert not near.any()
+    with pytest.raises(ValueError, match="may_touch: array lengths do not match"):
+        _geomath.may_touch(xpos, xmat, aabb, *pairs, none, none, 0.002, first, near[:5])
+
+
+def test_a_plans_near_bounds_reach_twice_the_margin_as_mujocos_contacts_do():
+    """MuJoCo reports a pair's contacts out to the sum of its geoms' margins (a 2.5 mm box-plane contact with 2 mm
+    margins: the moves of test_collisions_from_c_list_the_contacts_a_full_collision_does find one), so the geoms
+    mj_collision from C keeps are those in a pair within twice the (largest) margin, not within the margin."""
+    m, d = scene()
+    mujoco.mj_forward(m, d)
+    assert {c.includemargin for c in d.contact} == {2 * MARGIN}
+    plan = Contacts(m).plan(m, np.ones(m.ngeom, dtype=bool))
+    assert plan.near_bounds[6] == 2 * MARGIN and plan.bounds[6] == MARGIN
+    rsum = m.geom_rbound[plan.bounds[1]] + m.geom_rbound[plan.bounds[2]]
+    assert np.array_equal(plan.near_bounds[3], sphere_reach2(rsum, 2 * MARGIN))
+    assert [np.array_equal(a, b) for a, b in zip(plan.near_bounds, plan.bounds)] == [1, 1, 1, 0, 1, 1, 0, 1]
+
+
 needs_direct = pytest.mark.skipif(
     getattr(_geomath, "MUJOCO_HEADER", 0) != mujoco.mj_version(), reason="kernels built without this MuJoCo's headers"
 )
@@ -303,7 +340,34 @@ def test_collisions_from_c_list_the_contacts_a_full_collision_does(monkeypatch):
         touching += bool(want)
     assert touching > 0 and 0 < sum(short) < len(short)
     assert counting.collisions == 0
-    assert np.array_equal(m.geom_contype, mujoco.MjModel.from_xml_string(SCENE).geom_contype)  # masks restored
+    assert masks(m) == masks(mujoco.MjModel.from_xml_string(SCENE))  # masks restored
+
+
+def masks(m: mujoco.MjModel) -> list[list[int]]:
+    """The model's contact masks: geoms' contype and conaffinity, bodies' contype and conaffinity."""
+    return [a.tolist() for a in (m.geom_contype, m.geom_conaffinity, m.body_contype, m.body_conaffinity)]
+
+
+@needs_direct
+def test_collisions_from_c_leave_out_the_geoms_near_leaves_out():
+    """collide_moved runs mj_collision with the geoms `near` leaves out cleared from the masks (and their bodies,
+    when all of their geoms are out), the moved ones' contype kept, and every mask restored after."""
+    m, d = scene()
+    ball = m.jnt_qposadr[m.body("ball").jntadr[0]]
+    d.qpos[ball + 2] = 0.1 - MARGIN / 2  # on the floor, within the margin
+    mujoco.mj_kinematics(m, d)
+    before = masks(m)
+    kept = direct_contacts(m, d)
+    geom = np.zeros((64, 2), dtype=np.int32)
+    moved = m.geom_bodyid == m.body("ball").id
+    ball_geom = int(np.flatnonzero(moved)[0])
+    floor_and_ball = (m.geom_bodyid == 0) & (m.geom_type == mujoco.mjtGeom.mjGEOM_PLANE) | moved
+    want = [c for c in full(m, d) if ball_geom in c[:2]]
+    assert len(want) == 1
+    for near, found in ((None, want), (floor_and_ball, want), (moved, []), (~moved, [])):
+        n = _geomath.collide_moved(kept._direct[1], geom, np.zeros(64), 0, moved, near, True)
+        assert [(min(a, b), max(a, b)) for a, b in geom[:n].tolist()] == [c[:2] for c in found]
+        assert masks(m) == before
 
 
 @needs_direct
@@ -328,13 +392,13 @@ def test_mujocos_errors_in_calls_from_c_are_raised_on_one_line_with_the_masks_re
     m = mujoco.MjModel.from_xml_string(xml)
     m.geom_margin[:] = MARGIN
     d = mujoco.MjData(m)
-    masks = m.geom_contype.copy()
+    before = masks(m)
     kinematics, collision = twin._direct_calls(m, d)
     _geomath.mujoco_call(kinematics)
     kept = Contacts(m, (d, collision))
     with pytest.raises(mujoco.FatalError, match=r"^mj_stackAlloc: out of memory, stack overflow at [^\n]*$"):
-        kept.collide(m, d, kept.plan(m, np.ones(m.ngeom, dtype=bool)))
-    assert np.array_equal(m.geom_contype, masks)
+        kept.collide(m, d, kept.plan(m, m.geom_bodyid % 2 == 1))  # (every other box moved, some near)
+    assert masks(m) == before
     with pytest.raises(mujoco.FatalError, match=r"^mj_stackAlloc: out of memory"):
         _geomath.mujoco_call((collision[0], *kinematics[1:]))  # mj_collision's address, plain
     _geomath.mujoco_call(kinematics)  # MuJoCo's own handler is back: a call that fails raises, one that works works

@@ -985,20 +985,24 @@ done:
  * `first` (optional): an int64 array of one element, the bounded pair tested before the others (any other
  * value: none), where the pair found within reach is written. The answer does not depend on it: any pair
  * within reach makes it yes. A held object touches the same fingers frame after frame, and testing their pair
- * first spares the walk through the hundreds of pairs before it. */
+ * first spares the walk through the hundreds of pairs before it.
+ * `near` (optional, with `first`): a bool array per geom, written: whether the geom is in a pair within reach.
+ * Every pair is then tested (`first` is neither read nor written). */
 static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 10 && check_nargs(nargs, 9, "may_touch") < 0)
+    if (nargs != 10 && nargs != 11 && check_nargs(nargs, 9, "may_touch") < 0)
         return NULL;
     double margin = PyFloat_AsDouble(args[8]);
     if (margin == -1.0 && PyErr_Occurred())
         return NULL;
     double reach = margin + 1e-9;
     View xpos = {0}, xmat = {0}, aabb = {0}, sa = {0}, sb = {0}, rsq = {0}, plane = {0}, other = {0}, hint = {0};
+    View near = {0};
     GeomBounds bounds;
     bounds_none(&bounds);
     PyObject *result = NULL;
-    if ((nargs == 10 && view_open(args[9], &hint, 'l', 1, 1, "may_touch: first") < 0) ||
+    if ((nargs >= 10 && view_open(args[9], &hint, 'l', 1, 1, "may_touch: first") < 0) ||
+        (nargs == 11 && view_open(args[10], &near, '?', 1, 1, "may_touch: near") < 0) ||
         view_open(args[0], &xpos, 'd', 2, 0, "may_touch: geom_xpos") < 0 ||
         view_open(args[1], &xmat, 'd', 2, 0, "may_touch: geom_xmat") < 0 ||
         view_open(args[2], &aabb, 'd', 2, 0, "may_touch: geom_aabb") < 0 ||
@@ -1010,7 +1014,7 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
     Py_ssize_t ngeom = xpos.b.shape[0], nsphere = sa.b.shape[0], nplane = plane.b.shape[0];
     if (xpos.b.shape[1] != 3 || xmat.b.shape[0] != ngeom || xmat.b.shape[1] != 9 || aabb.b.shape[0] != ngeom ||
         aabb.b.shape[1] != 6 || sb.b.shape[0] != nsphere || rsq.b.shape[0] != nsphere || other.b.shape[0] != nplane ||
-        (nargs == 10 && hint.b.shape[0] != 1)) {
+        (nargs >= 10 && hint.b.shape[0] != 1) || (nargs == 11 && near.b.shape[0] != ngeom)) {
         PyErr_SetString(PyExc_ValueError, "may_touch: array lengths do not match");
         goto done;
     }
@@ -1022,9 +1026,15 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
      * and no libm call per pair) and squared once per plan, not per pair and frame. */
     const double *pos = contiguous(&xpos, "may_touch: geom_xpos"), *within2 = contiguous(&rsq, "may_touch: reach2");
     const long long *first = contiguous(&sa, "may_touch: sa"), *second = contiguous(&sb, "may_touch: sb");
-    long long *hinted = nargs == 10 ? (long long *)contiguous(&hint, "may_touch: first") : NULL;
-    if (pos == NULL || within2 == NULL || first == NULL || second == NULL || (nargs == 10 && hinted == NULL))
+    long long *hinted = nargs >= 10 ? (long long *)contiguous(&hint, "may_touch: first") : NULL;
+    char *marks = nargs == 11 ? (char *)contiguous(&near, "may_touch: near") : NULL;
+    if (pos == NULL || within2 == NULL || first == NULL || second == NULL || (nargs >= 10 && hinted == NULL) ||
+        (nargs == 11 && marks == NULL))
         goto done;
+    if (marks != NULL) {
+        memset(marks, 0, (size_t)ngeom);
+        hinted = NULL; /* (every pair is tested: none first) */
+    }
     Py_ssize_t start = hinted != NULL && *hinted >= 0 && *hinted < nsphere ? (Py_ssize_t)*hinted : -1;
     for (Py_ssize_t n = start < 0 ? 0 : -1; n < nsphere; n++) { /* the hinted pair (n = -1), then the others */
         if (n == start)
@@ -1037,14 +1047,19 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
         }
         const double *pa = pos + 3 * a, *pb = pos + 3 * b;
         double dx = pa[0] - pb[0], dy = pa[1] - pb[1], dz = pa[2] - pb[2];
-        if (dx * dx + dy * dy + dz * dz <= within2[k] && bounds_within(&bounds, a, b, reach)) {
+        if (dx * dx + dy * dy + dz * dz <= within2[k] && (marks == NULL || !(marks[a] && marks[b])) &&
+            bounds_within(&bounds, a, b, reach)) {
             touch = 1;
+            if (marks != NULL) {
+                marks[a] = marks[b] = 1;
+                continue;
+            }
             if (hinted != NULL)
                 *hinted = (long long)k;
             break;
         }
     }
-    for (Py_ssize_t k = 0; k < nplane && !touch; k++) {
+    for (Py_ssize_t k = 0; k < nplane && (!touch || marks != NULL); k++) {
         long long p = get_l(&plane, at(&plane, k)), g = get_l(&other, at(&other, k));
         if (p < 0 || g < 0 || p >= ngeom || g >= ngeom) {
             PyErr_SetString(PyExc_ValueError, "may_touch: a pair names a geom the model does not have");
@@ -1056,12 +1071,16 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
             double n = get_d(at2(&xmat, p, 3 * i + 2));
             height += n * ((n >= 0.0 ? box[i] : box[3 + i]) - get_d(at2(&xpos, p, i)));
         }
-        touch = height <= reach;
+        if (height <= reach) {
+            touch = 1;
+            if (marks != NULL)
+                marks[p] = marks[g] = 1;
+        }
     }
     result = PyBool_FromLong(touch);
 done:
     bounds_close(&bounds);
-    View *views[] = {&xpos, &xmat, &aabb, &sa, &sb, &rsq, &plane, &other, &hint};
+    View *views[] = {&xpos, &xmat, &aabb, &sa, &sb, &rsq, &plane, &other, &hint, &near};
     for (size_t v = 0; v < sizeof(views) / sizeof(views[0]); v++)
         view_close(views[v]);
     return result;
@@ -1783,22 +1802,30 @@ static int mujoco_call_open(PyObject *calls, MuJoCoCall *c, const char *what)
     return 0;
 }
 
-/* c->step(model, data) with MuJoCo's errors caught; -1 with the error raised. `contype`: the model's contact
- * masks, swapped for `swap` (n values) during the call and back after it, an error or not (NULL: none). */
-static int mujoco_step(const MuJoCoCall *c, int *contype, const int *swap, const int *restore, Py_ssize_t n)
+/* A model's contact masks swapped for a call: `masks` (n values) set to `swap` before it, back to `restore` after. */
+typedef struct {
+    int *masks;
+    const int *swap;
+    const int *restore;
+    Py_ssize_t n;
+} MaskSwap;
+
+/* c->step(model, data) with MuJoCo's errors caught; -1 with the error raised. The `nswaps` masks of `swaps` are
+ * swapped during the call and back after it, an error or not. */
+static int mujoco_step(const MuJoCoCall *c, const MaskSwap *swaps, int nswaps)
 {
     mjfLogHandler previous = c->set_tls(on_mujoco_log);
     mjfLogHandler forward = mujoco_forward;
     mujoco_forward = previous != NULL ? previous : c->get_global();
-    if (contype != NULL)
-        memmove(contype, swap, (size_t)n * sizeof(int));
+    for (int i = 0; i < nswaps; i++)
+        memmove(swaps[i].masks, swaps[i].swap, (size_t)swaps[i].n * sizeof(int));
     volatile int failed = 0;
     if (setjmp(mujoco_jump) == 0) /* (setjmp's answer tested, never stored: C99 7.13.1.1) */
         c->step(c->model, c->data);
     else
         failed = 1;
-    if (contype != NULL)
-        memmove(contype, restore, (size_t)n * sizeof(int));
+    for (int i = 0; i < nswaps; i++)
+        memmove(swaps[i].masks, swaps[i].restore, (size_t)swaps[i].n * sizeof(int));
     mujoco_forward = forward;
     c->set_tls(previous);
     if (failed) {
@@ -1815,49 +1842,77 @@ static int mujoco_step(const MuJoCoCall *c, int *contype, const int *swap, const
 static PyObject *mujoco_call(PyObject *self, PyObject *calls)
 {
     MuJoCoCall c;
-    if (mujoco_call_open(calls, &c, "mujoco_call") < 0 || mujoco_step(&c, NULL, NULL, NULL, 0) < 0)
+    if (mujoco_call_open(calls, &c, "mujoco_call") < 0 || mujoco_step(&c, NULL, 0) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
 
-/* collide_moved(calls, model_contype, moved_contype, contype, geom, dist, n, geom_moved, run) -> int
+/* collide_moved(calls, geom, dist, n, geom_moved, near, run) -> int
  *
  * Contacts.collide's frame that collides, in one call: when `run`, mj_collision through `calls` with the model's
- * masks (`model_contype`, its int32 view) swapped for `moved_contype` and back to `contype` after; then keep_contacts
- * of the `n` kept contacts (`geom`, `dist`: the kept list, written in place) and the contacts MjData holds, read
- * from its structs. Returns the new count, or minus the count needed when the kept list has no room for it, having
- * changed nothing but MjData (call again with `run` false once it has room). */
+ * contact masks swapped for the frame's and back after: a geom keeps its contype only if it moved (the resting ones'
+ * contacts are kept), and where `near` (None, or a bool per geom: may_touch's) leaves a geom out, its conaffinity
+ * too; each body's masks are its geoms' ORed. A geom left out is in no pair within reach of a moved geom, so
+ * mj_collision would find it no contact; with its masks cleared MuJoCo's broadphase never looks at it (nor at its
+ * body when all of its geoms are out: the world body's pairs with every body at rest, their boxes and sweep).
+ * Then keep_contacts of the `n` kept contacts (`geom`, `dist`: the kept list, written in place) and the contacts
+ * MjData holds, read from its structs. Returns the new count, or minus the count needed when the kept list has no
+ * room for it, having changed nothing but MjData (call again with `run` false once it has room). */
 static PyObject *collide_moved(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (check_nargs(nargs, 9, "collide_moved") < 0)
+    if (check_nargs(nargs, 7, "collide_moved") < 0)
         return NULL;
     MuJoCoCall c;
-    Py_ssize_t n = PyLong_AsSsize_t(args[6]);
-    int run = PyObject_IsTrue(args[8]);
+    Py_ssize_t n = PyLong_AsSsize_t(args[3]);
+    int run = PyObject_IsTrue(args[6]);
     if ((n == -1 || run < 0) && PyErr_Occurred())
         return NULL;
     if (mujoco_call_open(args[0], &c, "collide_moved") < 0)
         return NULL;
-    View model_contype = {0}, moved_contype = {0}, contype = {0}, geom = {0}, dist = {0}, moved = {0};
+    View geom = {0}, dist = {0}, moved = {0}, near = {0};
+    int room[8 * SMALL_MODEL], *masks = room; /* the frame's masks, then the model's own (kept to restore them) */
     PyObject *result = NULL;
-    if (view_open(args[1], &model_contype, 'i', 1, 1, "collide_moved: model_contype") < 0 ||
-        view_open(args[2], &moved_contype, 'i', 1, 0, "collide_moved: moved_contype") < 0 ||
-        view_open(args[3], &contype, 'i', 1, 0, "collide_moved: contype") < 0 ||
-        view_open(args[4], &geom, 'i', 2, 1, "collide_moved: geom") < 0 ||
-        view_open(args[5], &dist, 'd', 1, 1, "collide_moved: dist") < 0 ||
-        view_open(args[7], &moved, '?', 1, 0, "collide_moved: geom_moved") < 0)
+    if (view_open(args[1], &geom, 'i', 2, 1, "collide_moved: geom") < 0 ||
+        view_open(args[2], &dist, 'd', 1, 1, "collide_moved: dist") < 0 ||
+        view_open(args[4], &moved, '?', 1, 0, "collide_moved: geom_moved") < 0 ||
+        (args[5] != Py_None && view_open(args[5], &near, '?', 1, 0, "collide_moved: near") < 0))
         goto done;
-    Py_ssize_t ngeom = c.model->ngeom, capacity = geom.b.shape[0];
-    if (model_contype.b.shape[0] != ngeom || moved_contype.b.shape[0] != ngeom || contype.b.shape[0] != ngeom ||
-        moved.b.shape[0] != ngeom || geom.b.shape[1] != 2 || dist.b.shape[0] != capacity || n < 0 || n > capacity) {
+    const mjModel *m = c.model;
+    Py_ssize_t ngeom = m->ngeom, nbody = m->nbody, capacity = geom.b.shape[0];
+    if (moved.b.shape[0] != ngeom || (args[5] != Py_None && near.b.shape[0] != ngeom) || geom.b.shape[1] != 2 ||
+        dist.b.shape[0] != capacity || n < 0 || n > capacity) {
         PyErr_SetString(PyExc_ValueError, "collide_moved: array lengths do not match the model or the count");
         goto done;
     }
-    int *masks = (int *)contiguous(&model_contype, "collide_moved: model_contype");
-    const int *swap = masks != NULL ? contiguous(&moved_contype, "collide_moved: moved_contype") : NULL;
-    const int *restore = swap != NULL ? contiguous(&contype, "collide_moved: contype") : NULL;
-    if (restore == NULL || (run && mujoco_step(&c, masks, swap, restore, ngeom) < 0))
-        goto done;
+    if (run) {
+        Py_ssize_t size = 4 * (ngeom + nbody);
+        if (ngeom + nbody > 2 * SMALL_MODEL && (masks = PyMem_Malloc((size_t)size * sizeof(int))) == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        int *contype = masks, *conaffinity = contype + ngeom, *body_contype = conaffinity + ngeom;
+        int *body_conaffinity = body_contype + nbody, *saved = body_conaffinity + nbody;
+        memcpy(saved, m->geom_contype, (size_t)ngeom * sizeof(int));
+        memcpy(saved + ngeom, m->geom_conaffinity, (size_t)ngeom * sizeof(int));
+        memcpy(saved + 2 * ngeom, m->body_contype, (size_t)nbody * sizeof(int));
+        memcpy(saved + 2 * ngeom + nbody, m->body_conaffinity, (size_t)nbody * sizeof(int));
+        memset(body_contype, 0, (size_t)(2 * nbody) * sizeof(int));
+        for (Py_ssize_t g = 0; g < ngeom; g++) {
+            int in = args[5] == Py_None || *at(&near, g), b = m->geom_bodyid[g];
+            contype[g] = in && *at(&moved, g) ? m->geom_contype[g] : 0;
+            conaffinity[g] = in ? m->geom_conaffinity[g] : 0;
+            body_contype[b] |= contype[g];
+            body_conaffinity[b] |= conaffinity[g];
+        }
+        MaskSwap swaps[4] = {
+            {m->geom_contype, contype, saved, ngeom},
+            {m->geom_conaffinity, conaffinity, saved + ngeom, ngeom},
+            {m->body_contype, body_contype, saved + 2 * ngeom, nbody},
+            {m->body_conaffinity, body_conaffinity, saved + 2 * ngeom + nbody, nbody},
+        };
+        if (mujoco_step(&c, swaps, 4) < 0)
+            goto done;
+    }
     Py_ssize_t kept = 0, ncon = c.data->ncon;
     const mjContact *found = c.data->contact;
     for (Py_ssize_t k = 0; k < n; k++) { /* (keep_contacts' first pass, counting only: nothing moves yet) */
@@ -1891,7 +1946,9 @@ static PyObject *collide_moved(PyObject *self, PyObject *const *args, Py_ssize_t
     }
     result = PyLong_FromSsize_t(kept);
 done:;
-    View *views[] = {&model_contype, &moved_contype, &contype, &geom, &dist, &moved};
+    if (masks != room)
+        PyMem_Free(masks);
+    View *views[] = {&geom, &dist, &moved, &near};
     for (size_t v = 0; v < sizeof(views) / sizeof(views[0]); v++)
         view_close(views[v]);
     return result;

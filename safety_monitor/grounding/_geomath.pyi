@@ -35,6 +35,7 @@ def may_touch(
     other: np.ndarray,
     margin: float,
     first: np.ndarray = ...,
+    near: np.ndarray = ...,
 ) -> bool: ...
 def keep_contacts(
     geom: np.ndarray,
@@ -146,13 +147,11 @@ MuJoCoCalls = tuple[int, int, int, int, int, type[BaseException]]
 def mujoco_call(calls: MuJoCoCalls) -> None: ...
 def collide_moved(
     calls: MuJoCoCalls,
-    model_contype: np.ndarray,
-    moved_contype: np.ndarray,
-    contype: np.ndarray,
     geom: np.ndarray,
     dist: np.ndarray,
     n: int,
     geom_moved: np.ndarray,
+    near: np.ndarray | None,
     run: bool,
 ) -> int: ...
 def free_body_kinematics(calls: tuple[int, ...], body: int) -> None: ...

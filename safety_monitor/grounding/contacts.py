@@ -5,9 +5,12 @@ the arm moves. A contact between two geoms whose bodies did not move since it wa
 contact (their poses are bit-identical, and MuJoCo's narrowphase keeps no state between calls), so it is
 kept, and mj_collision runs with the resting geoms' `contype` cleared: MuJoCo then checks only pairs with a
 moved geom. When no pair with a moved geom has its bounding spheres (or a plane and a sphere) within the
-contact margin, mj_collision could add nothing and is not called at all. The kept and new contacts are
-the ones a full mj_collision finds, in another order; the twin's gaps are the smallest per entity pair,
-which does not depend on it.
+contact margin, mj_collision could add nothing and is not called at all. Called from C, it runs with every geom
+in no pair with a moved geom within twice the margin (MuJoCo reports a pair's contacts out to the sum of its geoms'
+margins) left out of the masks, conaffinity too: its broadphase then never looks at them, nor at a body all of whose
+geoms are out (the world body's pairs with every resting body, their boxes and sweep, about a third of a call).
+The kept and new contacts are the ones a full mj_collision finds, in another order; the twin's gaps are the
+smallest per entity pair, which does not depend on it.
 
 Clearing `contype` selects exactly the moved pairs only where every geom's `contype` equals its
 `conaffinity` and the model has no explicit `<pair>`s (MuJoCo collides those whatever the masks say); any
@@ -39,6 +42,9 @@ class ContactPlan(NamedTuple):
     # pair to test first, the last one found within reach (a held object's fingers: one test, not hundreds) (one
     # tuple: building the call's ten arguments every frame cost as much as the test)
     bounds: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, np.ndarray]
+    # the same with twice the margin (MuJoCo reports a pair's contacts out to the sum of its geoms' margins), for
+    # may_touch to mark the geoms in a pair within it: mj_collision from C leaves the others out
+    near_bounds: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, np.ndarray]
     unbounded: bool  # a candidate pair has a geom with no bounding sphere: always collide
 
 
@@ -56,6 +62,7 @@ class Contacts:
         self._ca, self._cb = candidate_pairs(m)
         self._plane = m.geom_type == int(mujoco.mjtGeom.mjGEOM_PLANE)
         self._aabb = m.geom_aabb.reshape(m.ngeom, 6)
+        self._near = np.zeros(m.ngeom, dtype=bool)  # the geoms in a pair within twice the margin (the C path's)
         self._geom = np.zeros((64, 2), dtype=np.int32)
         self._dist = np.zeros(64)
         self._n = 0
@@ -76,18 +83,21 @@ class Contacts:
         plane = np.where(plane_a, ca, cb)[one_plane]
         other = np.where(plane_a, cb, ca)[one_plane]
         sa, sb = ca[bounded], cb[bounded]
+        rsum, first = rbound[sa] + rbound[sb], np.full(1, -1, dtype=np.int64)
         return ContactPlan(
             geom_moved=geom_moved,
             contype=np.where(geom_moved, self._contype, 0).astype(self._contype.dtype),
-            bounds=(
+            # (`first`: written by may_touch; which pair it holds never changes its answer)
+            bounds=(self._aabb, sa, sb, sphere_reach2(rsum, self._margin), plane, other, self._margin, first),
+            near_bounds=(
                 self._aabb,
                 sa,
                 sb,
-                sphere_reach2(rbound[sa] + rbound[sb], self._margin),
+                sphere_reach2(rsum, 2 * self._margin),
                 plane,
                 other,
-                self._margin,
-                np.full(1, -1, dtype=np.int64),  # (written by may_touch; which pair it holds never changes its answer)
+                2 * self._margin,
+                first,
             ),
             unbounded=bool(np.any(~bounded & ~one_plane)),
         )
@@ -107,16 +117,21 @@ class Contacts:
         views = self._data
         if views is None or views[0] is not d:  # reading MjData's arrays builds new views: 0.2 us a frame
             views = self._data = (d, d.geom_xpos, d.geom_xmat)
-        if plan.unbounded or _geomath.may_touch(views[1], views[2], *plan.bounds):
-            direct = self._direct
-            if direct is not None and direct[0] is d:  # (the path below in one C call, MjData's contacts read there)
-                calls = (direct[1], self._model_contype, plan.contype, self._contype)
-                n = _geomath.collide_moved(*calls, self._geom, self._dist, self._n, plan.geom_moved, True)
+        direct = self._direct
+        if direct is not None and direct[0] is d:  # (the path below in one C call, MjData's contacts read there)
+            near = None if plan.unbounded else self._near
+            if near is None or (
+                _geomath.may_touch(views[1], views[2], *plan.bounds)
+                and _geomath.may_touch(views[1], views[2], *plan.near_bounds, near)  # (marks the geoms near)
+            ):
+                kept = (self._geom, self._dist, self._n, plan.geom_moved, near)
+                n = _geomath.collide_moved(direct[1], *kept, True)
                 if n < 0:  # no room: MjData holds the new contacts until the next collision
                     self._room(-n)
-                    n = _geomath.collide_moved(*calls, self._geom, self._dist, self._n, plan.geom_moved, False)
+                    n = _geomath.collide_moved(direct[1], self._geom, self._dist, self._n, plan.geom_moved, near, False)
                 self._n = n
                 return n, self._geom, self._dist
+        elif plan.unbounded or _geomath.may_touch(views[1], views[2], *plan.bounds):
             contype = self._model_contype
             _geomath.copy_ints(contype, plan.contype)  # (np.copyto: 3.6 thousand instructions a call)
             try:
