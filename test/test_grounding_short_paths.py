@@ -28,7 +28,7 @@ def _box(x: float) -> Box:
 def _state(grasp) -> dict:
     """Everything the grasp family keeps, its objects' debounces, latches and timers included."""
     per_object = {o: {k: vars(v) if hasattr(v, "n") else v for k, v in vars(st).items()} for o, st in grasp._states}
-    kept = {k: v for k, v in vars(grasp).items() if k not in ("state", "_states", "_carries", "_carry")}
+    kept = {k: v for k, v in vars(grasp).items() if k not in ("state", "_states", "_carries", "_carry", "_rested")}
     return {**kept, "per_object": per_object}
 
 
@@ -73,6 +73,48 @@ def test_a_steady_carry_answers_as_the_general_path_through_slips_gaps_and_relea
         assert _state(fast) == _state(slow), frame
     assert steady >= 2 * n  # the short path answered on most carried frames
     assert fast.focus == mug and not fast.grasped[mug]
+
+
+def test_quiet_frames_repeating_the_speeds_and_boxes_skip_the_rest_only_while_every_object_rested_as_before():
+    """A quiet frame bringing the last one's speeds and boxes mappings again asks no object's rest, only while the
+    last frame found every object resting as before: driven through repeats, a grasp and a drop that leave an object
+    resting at a new place (then the first mappings again), a box moved off its anchor in a new boxes mapping with
+    the speeds repeated, a speed beyond the rest thresholds in a new speeds mapping with the boxes
+    repeated, the latch closing again, a pose gap and a closed hand on the table, the grasp family answers as a twin
+    that asks every object on every frame, and keeps the same state."""
+    fast, slow = load_default_grounder(RATE)._grasp, load_default_grounder(RATE)._grasp
+    o = fast.objects[1]
+    n = fast._persistence[1]
+    boxes = {p: _box(float(k)) for k, p in enumerate(fast.objects)}
+    moved = dict(boxes, **{o: _box(5.0)})  # o displaced beyond the slip thresholds, the others' boxes kept
+    unseen = {p: b for p, b in boxes.items() if p != o}
+    still = {p: (0.0, 0.0) for p in fast.objects}
+    moving = dict(still, **{o: (1.0, 0.0)})  # o beyond the rest thresholds
+    gone = {p: s for p, s in still.items() if p != o}
+    table = {"finger_left": {"table": 0.0}, "finger_right": {"table": 0.0}}
+    held = {"finger_left": {o: 0.0}, "finger_right": {o: 0.0}}
+    # (gripper closed, finger gaps, boxes, speeds), each the same mapping object for as long as it repeats
+    script = [(False, {}, boxes, still)] * (n + 4)  # seen at rest for the persistence: latched, then repeats
+    script += [(True, held, boxes, still)] * (n + 2)  # o grasped, the mappings repeated
+    script += [(False, {}, moved, still)] * (n + 2)  # let go: o settles at its new place, every object quiet again
+    script += [(False, {}, boxes, still)] * 3  # the first mappings again: o off its new anchor
+    script += [(False, {}, moved, still)] * 3  # moved off its anchor, the speeds repeated: the latch opens
+    script += [(False, {}, moved, moving)] * 2  # moving, the boxes repeated
+    script += [(False, {}, moved, still)] * (n + 4)  # at rest again for the persistence: latched again
+    script += [(False, {}, unseen, gone)] * 2  # a gap in its pose
+    script += [(False, {}, moved, still)] * (n + 4)
+    script += [(True, table, moved, still)] * 2  # a closed hand on the table, the mappings repeated
+    script += [(False, {}, moved, still)] * 3
+    skipped = 0
+    for frame, (closed, gaps, seen, speeds) in enumerate(script):
+        absent = frozenset(fast.objects) - seen.keys()
+        geo = FrameGeometry(np.zeros(3), np.eye(3), np.zeros((3, 3)), gaps, seen, {}, absent)
+        inp = FrameInputs(frame / RATE, frame, geo, closed, {}, {}, speeds, {}, None, frozenset())
+        skipped += fast._quiet and fast._rested[0] is speeds and fast._rested[1] is seen and not gaps
+        slow._rested = (None, None)  # every object asked on every frame
+        assert fast.step(inp) == slow.step(inp), frame
+        assert _state(fast) == _state(slow), frame
+    assert skipped >= 2 * n  # the short path answered on most repeated frames
 
 
 def test_a_carrys_named_objects_are_tuples_of_their_own():

@@ -127,6 +127,7 @@ _NONE: frozenset[str] = frozenset()  # no object dropped (most frames)
 _ABOUT_FOCUS = ("object_left_gripper", "object_settled", "settle_timeout")
 _NO_FOCUS: tuple[Tri, Tri, Tri] = (False, False, False)  # _ABOUT_FOCUS before any grasp
 _NOT_RESTING: tuple[object, object, Tri] = (object(), object(), None)  # `resting` that no speed and box match
+_NOT_RESTED: tuple[object, object] = _NOT_RESTING[:2]  # `_rested` that no speeds and boxes mappings match
 
 
 class _ObjectGrasp:
@@ -190,6 +191,11 @@ class GraspEstimator:
         held_s = thresholds.durations_s.grasp_persistence  # an object the closed fingers let go falls this far before
         self._fall_m = d.gripper_clearance + 0.5 * _GRAVITY * held_s * held_s  # its debounce lets it go
         self._quiet = False  # every object was seen and quiet on the last frame (see `step`)
+        # the (speeds, boxes) mappings of the last frame if it was quiet and `_rests` found every object resting as
+        # before (answered from its `resting`, changing no state): a quiet frame bringing the same two mappings
+        # (the motion and the twin hand them out again while no sample and no box is new) would again, object_stable
+        # true, and asks nothing
+        self._rested: tuple[object, object] = _NOT_RESTED
         # per object: it, its state, and the others' names and states (a steady carry's terms, see `step`)
         self._carries = {
             o: (o, st, frozenset(self.state) - {o}, tuple(q for q in self._states if q[0] != o))
@@ -226,7 +232,13 @@ class GraspEstimator:
                     if gap <= clearance:
                         touches[e] = touches.get(e, 0) + 1
         if self._quiet and not touches and not geo.unknown:  # most frames
-            rests = self._rests(self._states, geo.object_boxes, inp.object_speed, True)
+            speeds, boxes = inp.object_speed, geo.object_boxes
+            rested = self._rested
+            if rested[0] is speeds and rested[1] is boxes:  # (see `_rested`)
+                rests: Tri = True
+            else:
+                self._rested = (speeds, boxes)  # (`_rests` forgets them if it asks an object's `_stability`)
+                rests = self._rests(self._states, boxes, speeds, True)
             left, settled, timeout = self._about_focus(geo, frame) if self.focus or self.other_foci else _NO_FOCUS
             return (False, False, True, False, False, left, rests, settled, timeout)  # DOCS order, as below
         carry = self._carry
@@ -425,6 +437,7 @@ class GraspEstimator:
         if quiet:
             stable_all = self._rests(quiet, boxes, speeds, stable_all)
         self._quiet = len(quiet) == len(self._states) and not unknown
+        self._rested = _NOT_RESTED  # (this frame may have changed an object's state)
         self._carry = None
         if len(quiet) == len(self._states) - 1 and not unknown and len(held) == 1:
             carry = self._carries[held[0]]
@@ -514,6 +527,7 @@ class GraspEstimator:
                 continue  # (stable: object_stable stays as folded so far)
             stable, movings[o] = self._stability(st, speed, box, False)
             stables[o] = stable
+            self._rested = _NOT_RESTED  # its state may have changed: the next frame asks again
             if stable is False:
                 stable_all = False
             elif stable is None and stable_all is not False:
