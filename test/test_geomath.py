@@ -789,11 +789,11 @@ def _python_pose_at(track: Track, t: float, later: tuple | None) -> tuple | None
 
 
 def _python_change(track: Track, window: float) -> tuple[float, float, float] | None:
-    """Track._measure as motion.py wrote it in Python before `_geomath.track_change` (the reference)."""
+    """Track.change's measure as motion.py wrote it in Python before `_geomath.track_change` (the reference)."""
     if not track.times:
         return None
-    i = track.at(track.times[-1] - window)
-    if i is None:
+    i = bisect.bisect_right(track.times, track.times[-1] - window + TIME_EPS) - 1
+    if i < 0:
         return None
     dt = track.times[-1] - track.times[i]
     return (

@@ -96,11 +96,6 @@ class Track:
             del times[:cut], self.positions[:cut], self.rotations[:cut]
         return True
 
-    def at(self, t: float) -> int | None:
-        """Index of the newest sample measured at or before `t` (None if all are newer)."""
-        i = bisect_right(self.times, t + TIME_EPS) - 1
-        return i if i >= 0 else None
-
     def pose_at(
         self, t: float, later: tuple[float, tuple[float, float, float], np.ndarray] | None = None
     ) -> tuple[tuple[float, float, float], np.ndarray] | None:
@@ -122,14 +117,11 @@ class Track:
         """
         if self._change is not None and self._change[0] == window:
             return self._change[1]
-        change = self._measure(window)
-        self._change = (window, change)
-        return change
-
-    def _measure(self, window: float) -> tuple[float, float, float] | None:
         # one C call (`_geomath.track_change`): the bisection, math.dist and rotation_angle cost about 1.6
         # microseconds in Python
-        return _geomath.track_change(self.times, self.positions, self.rotations, window, TIME_EPS)
+        change = _geomath.track_change(self.times, self.positions, self.rotations, window, TIME_EPS)
+        self._change = (window, change)
+        return change
 
     def clear(self) -> None:
         if self.times:  # an empty track's remembered change (none) stays right
