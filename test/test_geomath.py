@@ -768,6 +768,23 @@ def test_a_track_drops_old_samples_as_the_bisection_rule_does():
     assert not track.add(t, np.zeros(3), np.eye(3))  # a repeat of the newest measurement
 
 
+def test_pose_key_is_the_bytes_numpy_gives_for_float64_poses_and_none_for_the_rest():
+    position, quaternion = (
+        np.array([0.1, -0.0, 3e300]),
+        np.array([[1.0, 0.5], [0.0, 0.5], [0.0, 0.5], [0.0, 0.5]])[:, 0],
+    )
+    want = position.tobytes() + np.asarray(quaternion).tobytes()
+    assert _geomath.pose_key(Pose(position, quaternion)) == want  # the quaternion strided
+    for other in (
+        Pose(position.tolist(), quaternion),
+        Pose(position, quaternion.astype(np.float32)),
+        Pose(position, position),
+    ):
+        assert _geomath.pose_key(other) is None  # type: ignore[arg-type]
+    with pytest.raises(AttributeError):
+        _geomath.pose_key(object())
+
+
 def _python_pose_at(track: Track, t: float, later: tuple | None) -> tuple | None:
     """Track.pose_at as motion.py wrote it in Python before `_geomath.track_pose_at` (the reference)."""
     times = track.times

@@ -167,6 +167,7 @@ def samples_repeat(
     reach: float,
     beyond: list[bool | None],
 ) -> bool: ...
+def pose_key(pose: Any) -> bytes | None: ...
 def track_change(
     times: list[float],
     positions: list[tuple[float, float, float]],
