@@ -20,7 +20,14 @@ from safety_monitor.grounding import _geomath
 from safety_monitor.grounding.fixtures import object_inside, object_supported_inside
 from safety_monitor.grounding.geometry import Box, BoxStack, norm
 from safety_monitor.grounding.grounder import Grounder
-from safety_monitor.grounding.motion import Track, interpolate_rotation, point3, quat_to_matrix, rotation_angle
+from safety_monitor.grounding.motion import (
+    TIME_EPS,
+    Track,
+    interpolate_rotation,
+    point3,
+    quat_to_matrix,
+    rotation_angle,
+)
 
 SIGNS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], dtype=float)
 
@@ -759,6 +766,102 @@ def test_a_track_drops_old_samples_as_the_bisection_rule_does():
             del times[:cut]
         assert track.times == times and len(track.positions) == len(track.rotations) == len(times)
     assert not track.add(t, np.zeros(3), np.eye(3))  # a repeat of the newest measurement
+
+
+def test_pose_key_is_the_bytes_numpy_gives_for_float64_poses_and_none_for_the_rest():
+    position, quaternion = (
+        np.array([0.1, -0.0, 3e300]),
+        np.array([[1.0, 0.5], [0.0, 0.5], [0.0, 0.5], [0.0, 0.5]])[:, 0],
+    )
+    want = position.tobytes() + np.asarray(quaternion).tobytes()
+    assert _geomath.pose_key(Pose(position, quaternion)) == want  # the quaternion strided
+    for other in (
+        Pose(position.tolist(), quaternion),
+        Pose(position, quaternion.astype(np.float32)),
+        Pose(position, position),
+    ):
+        assert _geomath.pose_key(other) is None  # type: ignore[arg-type]
+    with pytest.raises(AttributeError):
+        _geomath.pose_key(object())
+
+
+def _python_pose_at(track: Track, t: float, later: tuple | None) -> tuple | None:
+    """Track.pose_at as motion.py wrote it in Python before `_geomath.track_pose_at` (the reference)."""
+    times = track.times
+    i = bisect.bisect_right(times, t + TIME_EPS) - 1
+    if i < 0:
+        return None
+    t0, p0, r0 = times[i], track.positions[i], track.rotations[i]
+    if i + 1 < len(times):
+        t1, p1, r1 = times[i + 1], track.positions[i + 1], track.rotations[i + 1]
+    elif later is not None and later[0] > t0 + TIME_EPS:
+        t1, p1, r1 = later
+    else:
+        return p0, r0
+    if t >= t1:
+        return p1, r1
+    s = max(0.0, (t - t0) / (t1 - t0))
+    (x0, y0, z0), (x1, y1, z1) = p0, p1
+    return (x0 + s * (x1 - x0), y0 + s * (y1 - y0), z0 + s * (z1 - z0)), interpolate_rotation(r0, r1, s)
+
+
+def _python_change(track: Track, window: float) -> tuple[float, float, float] | None:
+    """Track.change's measure as motion.py wrote it in Python before `_geomath.track_change` (the reference)."""
+    if not track.times:
+        return None
+    i = bisect.bisect_right(track.times, track.times[-1] - window + TIME_EPS) - 1
+    if i < 0:
+        return None
+    dt = track.times[-1] - track.times[i]
+    return (
+        math.dist(track.positions[-1], track.positions[i]),
+        rotation_angle(track.rotations[i], track.rotations[-1]),
+        dt,
+    )
+
+
+@pytest.mark.parametrize("int_times", [False, True])
+def test_a_tracks_pose_at_and_change_in_c_are_the_python_bodies_bits(int_times):
+    """Interpolated poses (before the first sample, between two, at one, beyond the newest with and without a
+    later sample, a rotation without a unique axis) and changes over windows the track does and does not span:
+    the same bits and the same objects as the Python bodies the kernels replace; times may be ints (a frame's t)."""
+    rng = np.random.default_rng(31)
+    track = Track(5.0 if not int_times else 500.0)
+    step = (
+        (lambda: float(rng.choice([0.0005, 0.002, 0.01, 0.03]))) if not int_times else (lambda: int(rng.integers(1, 4)))
+    )
+    t = 0.0 if not int_times else 0
+    assert track.pose_at(1.0) is None and track.change(0.1) is None
+    for k in range(400):
+        t += step()
+        rotation = quat_to_matrix(rng.normal(size=4)) if k % 7 else np.eye(3)
+        track.add(t, rng.normal(size=3), rotation if k % 11 else track.rotations[-1] if track.rotations else rotation)
+        later = (t + step(), tuple(rng.normal(size=3).tolist()), quat_to_matrix(rng.normal(size=4)))
+        for at in (
+            t - 3 * step() * rng.random(),
+            t,
+            t + 0.5 * step(),
+            track.times[0] - 1.0,
+            float(track.times[-2]) if k else t,
+        ):
+            for extra in (None, later, (float(track.times[-1]), later[1], later[2])):
+                got, want = track.pose_at(at, extra), _python_pose_at(track, at, extra)
+                if want is None:
+                    assert got is None
+                    continue
+                assert got[0] == want[0] and all(type(x) is float for x in got[0])  # the floats themselves
+                assert got[1].tobytes() == want[1].tobytes()
+                kept = (*track.positions, *track.rotations, *(extra[1:] if extra else ()))
+                for mine, theirs in zip(got, want, strict=True):  # a sample's own objects where Python gave them
+                    assert mine is theirs or not any(theirs is x for x in kept)
+        for window in (0.001, 0.03, 0.2, 1.0, 3.0) if not int_times else (1, 5, 40):
+            track._change = None
+            got, want = track.change(window), _python_change(track, window)
+            assert got == want and (got is None or [type(x) for x in got] == [type(x) for x in want])
+    with pytest.raises(TypeError, match="track_pose_at: times, positions and rotations must be lists"):
+        _geomath.track_pose_at(track.times, tuple(track.positions), track.rotations, 1.0, TIME_EPS, None)
+    with pytest.raises(TypeError, match="track_change: times, positions and rotations must be lists"):
+        _geomath.track_change(track.times, track.positions, track.rotations[1:], 1.0, TIME_EPS)
 
 
 @pytest.mark.parametrize(

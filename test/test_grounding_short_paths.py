@@ -428,3 +428,37 @@ def test_object_motion_hands_out_the_last_answer_only_while_no_sample_is_new_and
             assert a.track.positions == b.track.positions and a.relative.positions == b.relative.positions, (k, o)
     crossings = sum((math.sin(k / 13) > 0) != (math.sin((k + 1) / 13) > 0) for k in range(600))
     assert 400 < short < 600 - crossings
+
+
+def test_a_carried_objects_kept_placement_is_keyed_on_its_pose_values_and_measurement_time():
+    """The grounder keeps a held object's placement relative to the hand while its pose sample repeats: a pose
+    changed in place (same arrays, new values), one given as lists, or a new measurement time places it anew,
+    as a grounder with nothing kept does."""
+    g = load_default_grounder(RATE)
+    mug = g._grasp.objects[0]
+    rng = np.random.default_rng(5)
+    for k in range(6):  # the hand's track: a sample a frame, turning and moving
+        g._ee_track.add(k * 0.05, rng.normal(size=3), quat_to_matrix(rng.normal(size=4)))
+    g._grasp.held = (mug,)
+    ee = (rng.normal(size=3), quat_to_matrix(rng.normal(size=4)))
+    pose = Pose(np.array([0.4, 0.1, 0.5]), np.array([0.9, 0.1, 0.2, 0.3]))
+
+    def placed(pose: Pose, age: float) -> tuple[np.ndarray, np.ndarray]:
+        state = SimpleNamespace(t=0.3)
+        fresh = load_default_grounder(RATE)  # the general path: nothing kept
+        fresh._ee_track, fresh._grasp.held = g._ee_track, g._grasp.held
+        want = fresh._carried(state, {mug: pose}, {mug: age})(*ee)[mug]  # type: ignore[misc, arg-type]
+        got = g._carried(state, {mug: pose}, {mug: age})(*ee)[mug]  # type: ignore[misc, arg-type]
+        assert [a.tobytes() for a in got] == [a.tobytes() for a in want]
+        return got
+
+    first = placed(pose, 0.12)
+    assert placed(pose, 0.12) is first  # the same sample: the kept placement itself
+    pose.quaternion[0] = 0.8  # changed in place
+    moved = placed(pose, 0.12)
+    assert moved is not first and moved[1].tobytes() != first[1].tobytes()
+    pose.position[2] = 0.6
+    assert placed(pose, 0.12)[0].tobytes() != moved[0].tobytes()
+    listed = Pose(pose.position.tolist(), pose.quaternion.tolist())  # type: ignore[arg-type]
+    assert placed(listed, 0.12)[0].tobytes() == placed(pose, 0.12)[0].tobytes()  # the same values as lists
+    assert placed(pose, 0.17)[0].tobytes() != placed(pose, 0.12)[0].tobytes()  # measured at another time

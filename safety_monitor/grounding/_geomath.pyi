@@ -166,3 +166,19 @@ def samples_repeat(
     reach: float,
     beyond: list[bool | None],
 ) -> bool: ...
+def pose_key(pose: Any) -> bytes | None: ...
+def track_change(
+    times: list[float],
+    positions: list[tuple[float, float, float]],
+    rotations: list[np.ndarray],
+    window: float,
+    eps: float,
+) -> tuple[float, float, float] | None: ...
+def track_pose_at(
+    times: list[float],
+    positions: list[tuple[float, float, float]],
+    rotations: list[np.ndarray],
+    t: float,
+    eps: float,
+    later: tuple[float, tuple[float, float, float], np.ndarray] | None,
+) -> tuple[tuple[float, float, float], np.ndarray] | None: ...

@@ -208,7 +208,7 @@ class Grounder:
         self._motion_times = tuple(m.track.times for m in self._motion.values())
         self._beyond: list[bool | None] = [None] * len(self._motion)
         self._motion_answer: tuple[_PerObject, _PerObject] = ({}, {})  # (none handed out before a side is known)
-        self._carry_memo: dict[str, tuple[tuple[float, bytes, bytes], tuple[np.ndarray, np.ndarray]]] = {}
+        self._carry_memo: dict[str, tuple[tuple[float, bytes], tuple[np.ndarray, np.ndarray]]] = {}
         window = counts.motion_window + 1
         # per fixture: its joint, its closed position and range (Fixture.open_fraction's terms, read every frame
         # without a call), and its open fractions over the motion window
@@ -443,11 +443,10 @@ class Grounder:
             out = {}
             later = None
             for o, measured, pose in carried:
-                key = (
-                    measured,
-                    np.asarray(pose.position, dtype=float).tobytes(),
-                    np.asarray(pose.quaternion, dtype=float).tobytes(),
-                )
+                values = _geomath.pose_key(pose)  # float64 arrays, as every source gives them: in one call
+                if values is None:
+                    values = _pose_bytes(pose)
+                key = (measured, values)
                 known = memo.get(o)
                 if known is not None and known[0] == key:
                     placed = known[1]
@@ -545,6 +544,11 @@ class _ObjectMotion:
 _PerObject = dict[str, tuple[float, float] | None]  # an object's speed or drift (None: unknown)
 _new_tuple = tuple.__new__  # builds a NamedTuple from its values without the class's Python __new__
 _BEYOND_REACH = (math.inf, math.inf)  # the drift of an object beyond reach of the hand (one tuple for all frames)
+
+
+def _pose_bytes(pose: Pose) -> bytes:
+    """A pose's position and quaternion values as float64 bytes, joined (any array-like values)."""
+    return np.asarray(pose.position, dtype=float).tobytes() + np.asarray(pose.quaternion, dtype=float).tobytes()
 
 
 def _finite_wrench(w: Wrench) -> bool:
