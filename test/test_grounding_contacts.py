@@ -64,6 +64,19 @@ def scene() -> tuple[mujoco.MjModel, mujoco.MjData]:
     return m, mujoco.MjData(m)
 
 
+def move_some(rng: np.random.Generator, m: mujoco.MjModel, d: mujoco.MjData, free: dict[str, int]) -> list[str]:
+    """Each of the `free` bodies (name: qpos address) moved with probability 0.4, anywhere from resting on the floor
+    or against another body to far off; MjData's kinematics after it. The bodies moved."""
+    moved = [b for b in free if rng.random() < 0.4]
+    for b in moved:
+        adr = free[b]
+        d.qpos[adr : adr + 3] = rng.uniform([-0.8, -0.4, -0.02], [0.8, 0.4, 0.6])
+        quat = rng.normal(size=4)
+        d.qpos[adr + 3 : adr + 7] = quat / np.linalg.norm(quat)
+    mujoco.mj_kinematics(m, d)
+    return moved
+
+
 def test_only_moved_geoms_are_collided_and_the_list_is_a_full_collisions(monkeypatch):
     counting = CountingMuJoCo()
     monkeypatch.setattr(contacts, "mujoco", counting)
@@ -76,13 +89,7 @@ def test_only_moved_geoms_are_collided_and_the_list_is_a_full_collisions(monkeyp
     assert listed(*kept.collide(m, d, kept.plan(m, np.ones(m.ngeom, dtype=bool)))) == full(m, d)
     steps, touching = 400, 0
     for _ in range(steps):
-        moved = [b for b in free if rng.random() < 0.4]
-        for b in moved:  # anywhere from resting on the floor or against another body to far off
-            adr = free[b]
-            d.qpos[adr : adr + 3] = rng.uniform([-0.8, -0.4, -0.02], [0.8, 0.4, 0.6])
-            quat = rng.normal(size=4)
-            d.qpos[adr + 3 : adr + 7] = quat / np.linalg.norm(quat)
-        mujoco.mj_kinematics(m, d)
+        moved = move_some(rng, m, d, free)
         geom_moved = np.isin(m.geom_bodyid, [m.body(b).id for b in moved])
         got = listed(*kept.collide(m, d, kept.plan(m, geom_moved) if moved else None))
         want = full(m, d)
@@ -325,13 +332,7 @@ def test_collisions_from_c_list_the_contacts_a_full_collision_does(monkeypatch):
     assert listed(*kept.collide(m, d, kept.plan(m, np.ones(m.ngeom, dtype=bool)))) == full(m, d)
     touching = 0
     for _ in range(400):
-        moved = [b for b in free if rng.random() < 0.4]
-        for b in moved:
-            adr = free[b]
-            d.qpos[adr : adr + 3] = rng.uniform([-0.8, -0.4, -0.02], [0.8, 0.4, 0.6])
-            quat = rng.normal(size=4)
-            d.qpos[adr + 3 : adr + 7] = quat / np.linalg.norm(quat)
-        mujoco.mj_kinematics(m, d)
+        moved = move_some(rng, m, d, free)
         geom_moved = np.isin(m.geom_bodyid, [m.body(b).id for b in moved])
         kept._geom, kept._dist = kept._geom[: kept._n].copy(), kept._dist[: kept._n].copy()  # no room to spare
         got = listed(*kept.collide(m, d, kept.plan(m, geom_moved) if moved else None))

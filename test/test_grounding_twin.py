@@ -182,19 +182,7 @@ def test_a_carried_object_is_placed_alike_in_one_c_call_and_through_python(episo
 
 
 # every MjData array mj_kinematics writes
-KINEMATICS = (
-    "xpos",
-    "xquat",
-    "xmat",
-    "xipos",
-    "ximat",
-    "geom_xpos",
-    "geom_xmat",
-    "site_xpos",
-    "site_xmat",
-    "xanchor",
-    "xaxis",
-)
+KINEMATICS = twin_module._KINEMATICS  # what mj_kinematics writes for a body, its joints, geoms and sites
 needs_direct = pytest.mark.skipif(
     getattr(_geomath, "MUJOCO_HEADER", 0) != mujoco.mj_version(), reason="kernels built without this MuJoCo's headers"
 )
