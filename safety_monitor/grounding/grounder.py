@@ -171,6 +171,7 @@ class Grounder:
         self._limits = JointLimitEstimator(self.joint_limits, th.joint_limits, r.robot_joints)
         # the previous frame's decisions (PREDICATES order, None: undecided) and what they made
         self._decided: tuple[Tri, ...] = ()
+        self._by_family: tuple[tuple[Tri, ...] | None, ...] = _NO_FAMILIES  # the family tuples `_decided` joins
         self._values = FrozenValues(dict.fromkeys(PREDICATES, False))
         self._unknown: frozenset[str] = frozenset()
         self._checked_names: set[tuple[str, ...]] = set()
@@ -271,7 +272,20 @@ class Grounder:
         by_limits = self._limits.step(state, joints)
         if self._placing:  # the geometry's estimators gather evidence again since the base pose returned
             self._placing -= 1
+            self._by_family = _NO_FAMILIES
             return self._finish(state, frame, (*_UNPLACED, *by_limits), stale)
+        last = self._by_family
+        if (  # each family hands out the same tuple while its decisions repeat: then this frame's joined decisions
+            by_grasp is last[0]  # are the last frame's (`_by_family` always joins to `_decided`), not built or compared
+            and by_contact is last[1]
+            and by_contamination is last[2]
+            and by_skills is last[3]
+            and by_fixtures is last[4]
+            and by_containment is last[5]
+            and by_limits is last[6]
+        ):
+            return self._finish(state, frame, None, stale)
+        self._by_family = (by_grasp, by_contact, by_contamination, by_skills, by_fixtures, by_containment, by_limits)
         decided = (  # PREDICATES order
             *by_grasp,
             *by_contact,
@@ -291,14 +305,16 @@ class Grounder:
         decide nothing for `warmup_frames`, when the base returns); the joint limits are the joints' alone."""
         self._unplaced = True
         self._placing = 0
+        self._by_family = _NO_FAMILIES
         return self._finish(state, frame, (*_UNPLACED, *self._limits.step(state, joints)), stale)
 
     def _finish(
-        self, state: RobotState, frame: int, decided: tuple[Tri, ...], stale: dict[str, float]
+        self, state: RobotState, frame: int, decided: tuple[Tri, ...] | None, stale: dict[str, float]
     ) -> PredicateFrame:
-        """The frame from this frame's decisions (PREDICATES order)."""
-        if decided == self._decided:  # most frames: every decision as on the previous one, so its values (read-only:
-            values, unknown = self._values, self._unknown  # handed out again, no copy)
+        """The frame from this frame's decisions (PREDICATES order; None: the last frame's, known by identity)."""
+        if decided is None or decided == self._decided:  # most frames: every decision as on the previous one, so its
+            # values (read-only: handed out again, no copy)
+            values, unknown = self._values, self._unknown
         else:
             values, unknown = self._decide(decided)
         self._frame, self._t = frame, state.t
@@ -543,6 +559,7 @@ class _ObjectMotion:
 
 _PerObject = dict[str, tuple[float, float] | None]  # an object's speed or drift (None: unknown)
 _new_tuple = tuple.__new__  # builds a NamedTuple from its values without the class's Python __new__
+_NO_FAMILIES: tuple[None, ...] = (None,) * 7  # no family tuples joined into the last decisions (`Grounder._by_family`)
 _BEYOND_REACH = (math.inf, math.inf)  # the drift of an object beyond reach of the hand (one tuple for all frames)
 
 

@@ -214,6 +214,7 @@ class JointLimitEstimator:
         self._last: tuple[tuple[str, ...], _RowLayout] | None = None
         self._jumps = JumpDetector(self.limits, margins.jump_factor)
         self.jumps: tuple[JointJump, ...] = ()
+        self._answer: tuple[Tri, Tri, Tri, Tri] | None = None  # the last frame's values, as handed out
 
     @property
     def judged(self) -> dict[str, bool]:
@@ -272,7 +273,11 @@ class JointLimitEstimator:
             self.jumps = jumps or ()
             # the first frame has no step to judge: false, not unknown, or every rollout would start blind
             jump = bool(jumps)
-        return position, velocity, effort, jump
+        answer = (position, velocity, effort, jump)
+        if answer == self._answer:  # the last frame's tuple again: the Grounder knows repeated decisions by identity
+            return self._answer
+        self._answer = answer
+        return answer
 
 
 def _floats(row: np.ndarray | None) -> np.ndarray | None:
