@@ -15,7 +15,7 @@ import types
 import numpy as np
 import pytest
 
-from safety_monitor.frames import Pose, Wrench
+from safety_monitor.frames import Pose, RobotState, Wrench
 from safety_monitor.grounding import _geomath
 from safety_monitor.grounding.fixtures import object_inside, object_supported_inside
 from safety_monitor.grounding.geometry import Box, BoxStack, norm
@@ -987,3 +987,96 @@ def test_pairs_within_gives_the_rules_of_the_pairs_within_their_limit_in_order_o
     for bad in (([("a", "b")], rules, 0.01), ((("a", "b", 0.0),), rules, 0.01), ([("a", "b", 0.0)], {"a": []}, 0.1)):
         with pytest.raises(TypeError, match="pairs_within"):
             _geomath.pairs_within(*bad)
+
+
+def _readings_oracle(state, last_t, objects, pose_limit, wrench_limit, wrench_sensor):
+    """The Grounder's checks one by one (`_check_time`, `_joints`, `_usable_poses`, `_usable_wrench`) in plain Python,
+    for names already checked: (joints, poses, ages, wrench, stale), or None where one of them would raise."""
+    t = state.t
+    if not math.isfinite(t) or (last_t is not None and t <= last_t):
+        return None
+    values = np.asarray(state.joint_position, dtype=float).tolist()
+    joints = dict(zip(state.joint_names, values, strict=True))
+    found = _usable_poses_oracle(objects, state.object_poses, state.object_ages, pose_limit, Grounder._pose_ok)
+    if found is None:
+        return None
+    poses, ages, stale = found
+    wrench, w = None, state.wrench
+    if wrench_sensor and w is None:
+        stale["wrench"] = math.inf
+    elif wrench_sensor:
+        age = 0.0 if state.wrench_age is None else float(state.wrench_age)
+        if not math.isfinite(age) or age > wrench_limit:
+            stale["wrench"] = age if math.isfinite(age) else math.inf
+        else:
+            flat = np.concatenate([np.ravel(w.force), np.ravel(w.torque)]).astype(float)
+            wrench = w if np.isfinite(flat).all() else None
+    return joints, poses, ages, wrench, stale
+
+
+def test_frame_readings_checks_a_plain_frame_as_the_grounder_does_one_check_at_a_time_and_hands_back_the_rest():
+    """Random frames (times out of order, NaN joints, other name tuples, strided or list rows, old, NaN and missing
+    ages, NaN wrenches, unknown objects): where the call answers, the same joints, poses, ages, wrench and stale ages
+    (in order) as the checks one by one; it answers every plain frame, and None for any frame a check reports on or
+    converts for, without raising."""
+    rng = np.random.default_rng(32)
+    objects = ("mug", "plate", "cube")
+    keys = tuple(f"object_pose/{o}" for o in objects)
+    names = ("j1", "j2", "j3")
+    answered = 0
+    for _ in range(3000):
+        last_t = None if rng.random() < 0.1 else float(rng.uniform(0.0, 1.0))
+        t = float(rng.uniform(0.0, 2.0)) if rng.random() < 0.9 else [math.nan, math.inf, 3, True][rng.integers(4)]
+        position = rng.normal(size=3)
+        plain = True
+        if rng.random() < 0.05:
+            position[rng.integers(3)] = [math.nan, math.inf][rng.integers(2)]
+            plain = False
+        if rng.random() < 0.05:
+            position, plain = np.repeat(position, 2)[::2], False  # strided: the caller's numpy path
+        if rng.random() < 0.05:
+            position, plain = position.tolist(), False
+        given, ages = {}, {}
+        for o in objects:
+            if rng.random() < 0.85:
+                given[o] = Pose(rng.normal(size=3), rng.normal(size=4) if rng.random() < 0.95 else np.zeros(4))
+            if rng.random() < 0.85:
+                ages[o] = [float(rng.uniform(0.0, 0.3)), math.inf, math.nan, 0.0][rng.integers(4)]
+        if rng.random() < 0.03:
+            given["banana"] = Pose(np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0]))
+        wrench = None if rng.random() < 0.1 else Wrench(rng.normal(size=3), rng.normal(size=3))
+        if wrench is not None and rng.random() < 0.1:
+            wrench.force[0] = math.nan
+        if wrench is not None and rng.random() < 0.05:
+            wrench, plain = Wrench(wrench.force.tolist(), wrench.torque), False
+        wrench_age = [None, float(rng.uniform(0.0, 0.1)), math.nan, 1.0][rng.integers(4)]
+        if rng.random() < 0.05:
+            wrench_age, plain = np.float64(0.01), False
+        last_names = names if rng.random() < 0.95 else ("j1", "j2", "j3")
+        plain = plain and last_names is names and isinstance(t, float)
+        state = RobotState(
+            t, names, position, wrench=wrench, wrench_age=wrench_age, object_poses=given, object_ages=ages
+        )
+        sensor = bool(rng.random() < 0.9)
+        stale: dict[str, float] = {}
+        got = _geomath.frame_readings(
+            state, last_t, last_names, objects, keys, 0.2, Grounder._pose_ok, 0.05, sensor, stale
+        )
+        want = _readings_oracle(state, last_t, objects, 0.2, 0.05, sensor) if last_names is names else None
+        if got is None:
+            assert not (plain and want is not None)
+            continue
+        answered += 1
+        assert want is not None
+        joints, poses, pose_ages, usable, want_stale = want
+        assert got[0] == joints and all(type(v) is float for v in got[0].values())
+        assert list(got[1].items()) == list(poses.items())
+        assert list(got[2].items()) == list(pose_ages.items())
+        assert got[3] is usable
+        assert list(stale.items()) == list(want_stale.items())
+    assert answered > 1000
+    with pytest.raises(TypeError, match="frame_readings: stale must be a dict"):
+        _geomath.frame_readings(state, None, names, objects, keys, 0.2, Grounder._pose_ok, 0.05, True, [])
+    with pytest.raises(TypeError, match=r"frame_readings\(\) takes 10 arguments \(2 given\)"):
+        _geomath.frame_readings(state, None)  # type: ignore[call-arg]
+    assert _geomath.frame_readings(object(), None, names, objects, keys, 0.2, Grounder._pose_ok, 0.05, True, {}) is None

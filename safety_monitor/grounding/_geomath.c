@@ -28,6 +28,7 @@ static PyObject *vector3(PyObject *self, PyObject *v);
 static PyObject *wrench_finite(PyObject *self, PyObject *wrench);
 static PyObject *wrench_key(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 static PyObject *plausible(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+static PyObject *frame_readings(PyObject *self, PyObject *const *args, Py_ssize_t nargs); /* speed-u */
 
 /* The array's data when it is a native-order, C-contiguous numpy array of `n` float64 values (that can be
  * written to, if asked); else NULL, with no error set: the caller takes the buffer-protocol path. */
@@ -2343,6 +2344,9 @@ static PyMethodDef methods[] = {
      "A track's (distance, angle, elapsed) from the sample a window before the newest to the newest, or None."},
     {"track_pose_at", (PyCFunction)(void (*)(void))track_pose_at, METH_FASTCALL,
      "A track's pose at a time, interpolated between the samples either side, or None."},
+    /* ---- speed-u ---- */
+    {"frame_readings", (PyCFunction)(void (*)(void))frame_readings, METH_FASTCALL,
+     "A plain frame's joints, usable poses and ages, and usable wrench (stale ages into stale), else None."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -2646,4 +2650,114 @@ static PyObject *plausible(PyObject *self, PyObject *const *args, Py_ssize_t nar
         view_close(&row);
     }
     return PyBool_FromLong(ok);
+}
+
+/* ---- speed-u ---- */
+
+/* frame_readings(state, last_t, last_names, objects, stale_keys, pose_limit, pose_ok, wrench_limit, wrench_sensor,
+ *                stale) -> (joints, poses, ages, wrench) or None
+ *
+ * The Grounder's checks of one frame's readings in one call, for the frame every source gives: `state.t` a finite
+ * float after `last_t` (a float, or None before the first frame), the joint names the same tuple as the last
+ * frame's (`last_names`, checked then), `joint_position` a 1-d float64 array of as many values, all finite,
+ * `object_poses` and `object_ages` dicts naming only `objects`, and the wrench's age a float or None and its
+ * values float64 3-vectors. Then: the name -> position dict (named_values'), the usable poses and their ages with
+ * the others' ages into `stale` (usable_poses' with `objects`, `stale_keys`, `pose_limit` and `pose_ok`), and the
+ * wrench if usable (the Grounder's `_usable_wrench`: None without `wrench_sensor`; a missing one into `stale` as
+ * inf, an old one with its age or inf). None for any other frame, `stale` perhaps partly filled: the caller takes
+ * its checks one by one, which say what is wrong, on a fresh dict. An error of `pose_ok` or an age's conversion
+ * is raised, as that path would raise it. */
+static PyObject *frame_readings(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    static PyObject *s_t, *s_names, *s_position, *s_poses, *s_ages, *s_wrench, *s_wrench_age;
+    if (s_wrench_age == NULL && ((s_t = PyUnicode_InternFromString("t")) == NULL ||
+                                 (s_names = PyUnicode_InternFromString("joint_names")) == NULL ||
+                                 (s_position = PyUnicode_InternFromString("joint_position")) == NULL ||
+                                 (s_poses = PyUnicode_InternFromString("object_poses")) == NULL ||
+                                 (s_ages = PyUnicode_InternFromString("object_ages")) == NULL ||
+                                 (s_wrench = PyUnicode_InternFromString("wrench")) == NULL ||
+                                 (s_wrench_age = PyUnicode_InternFromString("wrench_age")) == NULL))
+        return NULL;
+    if (check_nargs(nargs, 10, "frame_readings") < 0)
+        return NULL;
+    PyObject *state = args[0], *last_t = args[1], *stale = args[9];
+    if (!PyDict_Check(stale)) {
+        PyErr_SetString(PyExc_TypeError, "frame_readings: stale must be a dict");
+        return NULL;
+    }
+    double pose_limit = PyFloat_AsDouble(args[5]), wrench_limit = PyFloat_AsDouble(args[7]);
+    if ((pose_limit == -1.0 || wrench_limit == -1.0) && PyErr_Occurred())
+        return NULL;
+    int wrench_sensor = PyObject_IsTrue(args[8]);
+    if (wrench_sensor < 0)
+        return NULL;
+    /* every `goto done` without an error set answers None: a frame for the caller's checks one by one */
+    PyObject *t = NULL, *names = NULL, *position = NULL, *given = NULL, *ages = NULL, *wrench = NULL, *age = NULL;
+    PyObject *joints = NULL, *found = NULL, *result = NULL;
+    if ((t = PyObject_GetAttr(state, s_t)) == NULL || (names = PyObject_GetAttr(state, s_names)) == NULL ||
+        (position = PyObject_GetAttr(state, s_position)) == NULL)
+        goto done;
+    double now = PyFloat_CheckExact(t) ? PyFloat_AS_DOUBLE(t) : NAN;
+    if (!isfinite(now) || !(last_t == Py_None || (PyFloat_CheckExact(last_t) && now > PyFloat_AS_DOUBLE(last_t))) ||
+        names != args[2] || !PyTuple_Check(names) || !PyArray_Check(position) ||
+        PyArray_NDIM((PyArrayObject *)position) != 1)
+        goto done;
+    const double *q = fast_doubles(position, PyTuple_GET_SIZE(names), 0);
+    if (q == NULL || (joints = PyDict_New()) == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); i++) {
+        if (!isfinite(q[i])) /* the joints' check says whether it may be */
+            goto done;
+        PyObject *value = PyFloat_FromDouble(q[i]);
+        int failed = value == NULL || PyDict_SetItem(joints, PyTuple_GET_ITEM(names, i), value) < 0;
+        Py_XDECREF(value);
+        if (failed)
+            goto done;
+    }
+    if ((given = PyObject_GetAttr(state, s_poses)) == NULL || (ages = PyObject_GetAttr(state, s_ages)) == NULL ||
+        !PyDict_CheckExact(given) || !PyDict_CheckExact(ages))
+        goto done;
+    PyObject *walk[7] = {args[3], args[4], given, ages, args[5], stale, args[6]};
+    if ((found = usable_poses(NULL, walk, 7)) == NULL || found == Py_None)
+        goto done;
+    PyObject *usable = Py_None;
+    if (wrench_sensor) {
+        if ((wrench = PyObject_GetAttr(state, s_wrench)) == NULL || (age = PyObject_GetAttr(state, s_wrench_age)) == NULL ||
+            !(age == Py_None || PyFloat_CheckExact(age)))
+            goto done;
+        double a = age == Py_None ? 0.0 : PyFloat_AS_DOUBLE(age);
+        if (wrench == Py_None || !isfinite(a) || a > wrench_limit) {
+            PyObject *entry = wrench != Py_None && isfinite(a) ? as_float(age, a) : PyFloat_FromDouble(INFINITY);
+            int failed = entry == NULL || PyDict_SetItem(stale, s_wrench, entry) < 0;
+            Py_XDECREF(entry);
+            if (failed)
+                goto done;
+        } else {
+            PyObject *finite = wrench_finite(NULL, wrench);
+            if (finite == NULL) { /* values that are not float64 3-vectors: the caller's check converts them */
+                if (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_ValueError))
+                    PyErr_Clear();
+                goto done;
+            }
+            if (finite == Py_True)
+                usable = wrench;
+            Py_DECREF(finite);
+        }
+    }
+    result = PyTuple_Pack(4, joints, PyTuple_GET_ITEM(found, 0), PyTuple_GET_ITEM(found, 1), usable);
+done:
+    if (result == NULL && (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_AttributeError))) {
+        PyErr_Clear(); /* (a state without some reading: the caller's checks read the ones they need) */
+        result = Py_NewRef(Py_None);
+    }
+    Py_XDECREF(t);
+    Py_XDECREF(names);
+    Py_XDECREF(position);
+    Py_XDECREF(given);
+    Py_XDECREF(ages);
+    Py_XDECREF(wrench);
+    Py_XDECREF(age);
+    Py_XDECREF(joints);
+    Py_XDECREF(found);
+    return result;
 }

@@ -182,3 +182,15 @@ def track_pose_at(
     eps: float,
     later: tuple[float, tuple[float, float, float], np.ndarray] | None,
 ) -> tuple[tuple[float, float, float], np.ndarray] | None: ...
+def frame_readings(
+    state: Any,
+    last_t: float | None,
+    last_names: tuple[str, ...],
+    objects: tuple[str, ...],
+    stale_keys: tuple[str, ...],
+    pose_limit: float,
+    pose_ok: Callable[[Any], bool],
+    wrench_limit: float,
+    wrench_sensor: bool,
+    stale: dict[str, float],
+) -> tuple[dict[str, float], dict[str, Any], dict[str, float], Any] | None: ...

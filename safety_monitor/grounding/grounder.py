@@ -221,11 +221,27 @@ class Grounder:
     def step(self, state: RobotState, geometry: FrameGeometry | None = None) -> PredicateFrame:
         """Ground one frame. `geometry` replaces the twin (tests, or an external geometry source)."""
         frame = self._frame + 1
-        self._check_time(state.t, frame)
-        joints = self._joints(state, frame)
         stale: dict[str, float] = {}
-        poses, ages = self._usable_poses(state, stale)
-        wrench = self._usable_wrench(state, stale)
+        max_age = self.thresholds.max_age_s
+        readings = _geomath.frame_readings(  # most frames: the checks below in one call
+            state,
+            self._t,
+            self._names,
+            *self._pose_streams,
+            max_age.object_pose,
+            self._pose_ok,
+            max_age.wrench,
+            self.wrench_sensor,
+            stale,
+        )
+        if readings is not None:
+            joints, poses, ages, wrench = readings
+        else:  # the first frame, new joint names, or a reading to convert or report: each check says what
+            stale = {}
+            self._check_time(state.t, frame)
+            joints = self._joints(state, frame)
+            poses, ages = self._usable_poses(state, stale)
+            wrench = self._usable_wrench(state, stale)
         base = None
         if self.mobile_base and geometry is None:
             base = self._usable_base(state, stale)
