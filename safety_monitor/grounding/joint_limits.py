@@ -268,8 +268,28 @@ class JointLimitEstimator:
             position, velocity, effort = _geomath.named_outside(positions, *self._positions), False, False
         jump: Tri = False
         if self._velocities:
-            stamps = state.t if state.joint_stamps is None else np.asarray(state.joint_stamps, dtype=float)
-            jumps = self._jumps.step(state.joint_names, state.joint_position, stamps)
+            detector, names, t = self._jumps, state.joint_names, state.t
+            last, previous = detector._last, detector._previous
+            jumps: tuple[JointJump, ...] | None
+            if (  # most frames: JumpDetector.step's judged path without its call (a thousand instructions): every
+                state.joint_stamps is None  # joint sampled at t, the last frame's names, none missing, none wraps,
+                and last is not None  # a previous frame to step from
+                and last[0] is names
+                and previous is not None
+                and not (last[1][1] or detector._any_wraps)
+            ):
+                current, row = detector._spare, state.joint_position
+                try:  # a float64 row (else JumpDetector.step converts it, or raises): gathered into the spare array
+                    hits = _geomath.joint_jumps(row, last[1][0], current, t, *previous, detector._rate)
+                except (TypeError, ValueError):
+                    jumps = detector.step(names, row, t)
+                else:
+                    detector._previous, detector._spare = (current, t), previous[0]
+                    joints = detector.joints
+                    jumps = tuple(JointJump(joints[k], step, allowed) for k, step, allowed in hits) if hits else ()
+            else:
+                stamps = t if state.joint_stamps is None else np.asarray(state.joint_stamps, dtype=float)
+                jumps = detector.step(names, state.joint_position, stamps)
             self.jumps = jumps or ()
             # the first frame has no step to judge: false, not unknown, or every rollout would start blind
             jump = bool(jumps)
