@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import array
 import bisect
+import dataclasses
 import math
 import types
 
 import numpy as np
 import pytest
 
-from safety_monitor.frames import Pose, RobotState, Wrench
+from safety_monitor.frames import FrozenValues, Pose, RobotState, Wrench
 from safety_monitor.grounding import _geomath
 from safety_monitor.grounding.fixtures import object_inside, object_supported_inside
 from safety_monitor.grounding.geometry import Box, BoxStack, norm
-from safety_monitor.grounding.grounder import Grounder
+from safety_monitor.grounding.grounder import Grounder, PredicateFrame
 from safety_monitor.grounding.motion import (
     TIME_EPS,
     Track,
@@ -1080,3 +1081,27 @@ def test_frame_readings_checks_a_plain_frame_as_the_grounder_does_one_check_at_a
     with pytest.raises(TypeError, match=r"frame_readings\(\) takes 10 arguments \(2 given\)"):
         _geomath.frame_readings(state, None)  # type: ignore[call-arg]
     assert _geomath.frame_readings(object(), None, names, objects, keys, 0.2, Grounder._pose_ok, 0.05, True, {}) is None
+
+
+def test_record_fills_a_direct_init_dataclass_as_its_init_does_and_refuses_other_classes():
+    fields = tuple(PredicateFrame.__dataclass_fields__)
+    values = (0.5, 3, FrozenValues({"a": True}), frozenset({"a"}), {"wrench": math.inf}, {"a": ("mug",)})
+    made, built = _geomath.record(PredicateFrame, fields, *values), PredicateFrame(*values)
+    assert (
+        type(made) is PredicateFrame and made == built and list(made.__dict__.items()) == list(built.__dict__.items())
+    )
+    assert all(getattr(made, f) is v for f, v in zip(fields, values, strict=True))  # the values themselves
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.t = 1.0  # type: ignore[misc]
+    with pytest.raises(TypeError, match="record: expected a class, a tuple of field names and a value for each"):
+        _geomath.record(PredicateFrame, fields, *values[:5])
+    with pytest.raises(TypeError, match="record: expected a class"):
+        _geomath.record(PredicateFrame, list(fields), *values)
+    with pytest.raises(TypeError, match="record: int is not a class with object's __new__ and a dict"):
+        _geomath.record(int, ("real",), 1)
+
+    class Slotted:
+        __slots__ = ("a",)
+
+    with pytest.raises(TypeError, match="record: Slotted is not a class with object's __new__ and a dict"):
+        _geomath.record(Slotted, ("a",), 1)

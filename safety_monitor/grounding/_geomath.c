@@ -29,6 +29,7 @@ static PyObject *wrench_finite(PyObject *self, PyObject *wrench);
 static PyObject *wrench_key(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 static PyObject *plausible(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 static PyObject *frame_readings(PyObject *self, PyObject *const *args, Py_ssize_t nargs); /* speed-u */
+static PyObject *record(PyObject *self, PyObject *const *args, Py_ssize_t nargs);         /* speed-u */
 
 /* The array's data when it is a native-order, C-contiguous numpy array of `n` float64 values (that can be
  * written to, if asked); else NULL, with no error set: the caller takes the buffer-protocol path. */
@@ -2347,6 +2348,8 @@ static PyMethodDef methods[] = {
     /* ---- speed-u ---- */
     {"frame_readings", (PyCFunction)(void (*)(void))frame_readings, METH_FASTCALL,
      "A plain frame's joints, usable poses and ages, and usable wrench (stale ages into stale), else None."},
+    {"record", (PyCFunction)(void (*)(void))record, METH_FASTCALL,
+     "An instance of a class with its dict filled field by field, without calling __init__."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -2760,4 +2763,33 @@ done:
     Py_XDECREF(joints);
     Py_XDECREF(found);
     return result;
+}
+
+/* record(cls, fields, *values) -> an instance of `cls` with its dict filled, field by field, in order (what
+ * `records.direct_init`'s __init__ does, without a Python call: the Grounder builds a PredicateFrame a frame).
+ * `cls` a type whose instances have a dict and whose __new__ is object's; `fields` a tuple of as many names as
+ * values. */
+static PyObject *record(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 2 || !PyType_Check(args[0]) || !PyTuple_CheckExact(args[1]) ||
+        PyTuple_GET_SIZE(args[1]) != nargs - 2) {
+        PyErr_SetString(PyExc_TypeError, "record: expected a class, a tuple of field names and a value for each");
+        return NULL;
+    }
+    PyTypeObject *cls = (PyTypeObject *)args[0];
+    if (cls->tp_new != PyBaseObject_Type.tp_new || cls->tp_dictoffset == 0) {
+        PyErr_Format(PyExc_TypeError, "record: %.80s is not a class with object's __new__ and a dict", cls->tp_name);
+        return NULL;
+    }
+    PyObject *obj = cls->tp_alloc(cls, 0);
+    if (obj == NULL)
+        return NULL;
+    PyObject *dict = PyObject_GenericGetDict(obj, NULL);
+    int failed = dict == NULL;
+    for (Py_ssize_t i = 0; !failed && i < nargs - 2; i++)
+        failed = PyDict_SetItem(dict, PyTuple_GET_ITEM(args[1], i), args[i + 2]) < 0;
+    Py_XDECREF(dict);
+    if (failed)
+        Py_CLEAR(obj);
+    return obj;
 }

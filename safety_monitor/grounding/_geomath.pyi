@@ -1,9 +1,11 @@
 """Types of the C kernels in _geomath.c (float64 arrays in, of the shapes named; any strides)."""
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
+
+_T = TypeVar("_T")
 
 def box_overlap(
     ac: np.ndarray, ar: np.ndarray, ah: np.ndarray, bc: np.ndarray, br: np.ndarray, bh: np.ndarray
@@ -194,3 +196,4 @@ def frame_readings(
     wrench_sensor: bool,
     stale: dict[str, float],
 ) -> tuple[dict[str, float], dict[str, Any], dict[str, float], Any] | None: ...
+def record(cls: type[_T], fields: tuple[str, ...], *values: Any) -> _T: ...

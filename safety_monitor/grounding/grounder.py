@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -191,7 +191,16 @@ class Grounder:
         self._contamination = contamination.ContaminationEstimator(r, cat, th, counts)
         self._containment = containment.ContainmentEstimator(r, cat, th, counts, self._grasp)
         self._skills = skills.SkillEstimator(r, cat, th, counts, self._grasp, self._fixtures)
-        self._naming = (self._grasp, self._fixtures, self._contact, self._containment)  # object-bound families
+        # the object-bound families and their predicates, and (`_finish`) the name_objects of those that may name
+        # one for the values `_namers_for`
+        self._naming = (
+            (self._grasp, tuple(grasp.DOCS)),
+            (self._fixtures, tuple(fixtures.DOCS)),
+            (self._contact, tuple(contact.DOCS)),
+            (self._containment, tuple(containment.DOCS)),
+        )
+        self._namers_for: Mapping[str, bool] | None = None
+        self._namers: tuple[Callable[[Mapping[str, bool], dict[str, tuple[str, ...]]], None], ...] = ()
         self._families = (  # in dependency order, as `step` runs them
             self._grasp,
             self._fixtures,
@@ -334,13 +343,18 @@ class Grounder:
         else:
             values, unknown = self._decide(decided)
         self._frame, self._t = frame, state.t
+        if values is not self._namers_for:  # (the same values object is handed out while the decisions repeat)
+            # a family names only its own predicates that hold (PredicateFrame.objects): one with none that holds is
+            # not asked (on most frames the contact family, and the containment family but during a transfer)
+            self._namers = tuple(f.name_objects for f, own in self._naming if any([values[p] for p in own]))
+            self._namers_for = values
         objects: dict[str, tuple[str, ...]] = {}
-        for family in self._naming:  # read only the state the families keep, for the predicates that hold
-            family.name_objects(values, objects)
+        for name_objects in self._namers:  # read only the state the families keep, for the predicates that hold
+            name_objects(values, objects)
         if unknown:
             for p in unknown & objects.keys():
                 del objects[p]
-        return PredicateFrame(state.t, frame, values, unknown, stale, objects)
+        return _record(PredicateFrame, _FRAME_FIELDS, state.t, frame, values, unknown, stale, objects)
 
     def _decide(self, decided: tuple[Tri, ...]) -> tuple[FrozenValues, frozenset[str]]:
         """Each predicate's value from this frame's decisions (PREDICATES order), an undecided one (None)
@@ -574,6 +588,8 @@ class _ObjectMotion:
 
 
 _PerObject = dict[str, tuple[float, float] | None]  # an object's speed or drift (None: unknown)
+_record = _geomath.record  # PredicateFrame(...) without its Python __init__ (direct_init's, in C: a thousand instructions)
+_FRAME_FIELDS = tuple(PredicateFrame.__dataclass_fields__)
 _new_tuple = tuple.__new__  # builds a NamedTuple from its values without the class's Python __new__
 _NO_FAMILIES: tuple[None, ...] = (None,) * 7  # no family tuples joined into the last decisions (`Grounder._by_family`)
 _BEYOND_REACH = (math.inf, math.inf)  # the drift of an object beyond reach of the hand (one tuple for all frames)
