@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import array
 import bisect
+import collections
 import dataclasses
 import math
+import struct
 import types
 
 import numpy as np
@@ -1105,3 +1107,42 @@ def test_record_fills_a_direct_init_dataclass_as_its_init_does_and_refuses_other
 
     with pytest.raises(TypeError, match="record: Slotted is not a class with object's __new__ and a dict"):
         _geomath.record(Slotted, ("a",), 1)
+
+
+def test_fixture_inputs_gives_the_fractions_and_window_deltas_the_grounders_deque_loop_did():
+    """Random joint values (NaN, inf, -0.0 and ints among them), windows of 1 to 4 frames: the same fractions and
+    deltas, bit for bit and in order, as the loop over deques; a missing joint, a zero span or a bad row raises."""
+    rng = np.random.default_rng(33)
+    for window in (1, 2, 4):
+        specs = (("drawer", "slide", 0.0, 0.4), ("door", "hinge", -0.2, 1.5), ("lid", "lid_joint", 1, -2))
+        rows = tuple((f, j, closed, span, []) for f, j, closed, span in specs)
+        queues = {f: collections.deque(maxlen=window) for f, *_ in specs}
+        for _ in range(30):
+            joints = {}
+            for _, joint, *_ in specs:
+                kinds = [float(rng.normal()), math.nan, math.inf, -0.0, int(rng.integers(-2, 3)), 0.0]
+                joints[joint] = kinds[rng.integers(len(kinds))] if rng.random() < 0.3 else float(rng.normal())
+            want_fractions, want_deltas = {}, {}
+            for f, joint, closed, span in specs:
+                want_fractions[f] = fraction = (joints[joint] - closed) / span
+                queues[f].append(fraction)
+                want_deltas[f] = fraction - queues[f][0] if len(queues[f]) == window else None
+            fractions, deltas = _geomath.fixture_inputs(joints, rows, window)
+            assert [(f, struct.pack("d", x)) for f, x in fractions.items()] == [
+                (f, struct.pack("d", x)) for f, x in want_fractions.items()
+            ]
+            assert [(f, None if x is None else struct.pack("d", x)) for f, x in deltas.items()] == [
+                (f, None if x is None else struct.pack("d", x)) for f, x in want_deltas.items()
+            ]
+            assert all(len(history) == len(queues[f]) for f, *_, history in rows)
+    assert _geomath.fixture_inputs({}, (), 3) == ({}, {})
+    with pytest.raises(KeyError, match="slide"):
+        _geomath.fixture_inputs({}, (("drawer", "slide", 0.0, 0.4, []),), 3)
+    with pytest.raises(ZeroDivisionError):
+        _geomath.fixture_inputs({"slide": 0.1}, (("drawer", "slide", 0.0, 0.0, []),), 3)
+    with pytest.raises(TypeError, match="fixture_inputs: a row must be"):
+        _geomath.fixture_inputs({"slide": 0.1}, (("drawer", "slide", 0.0, 0.4, collections.deque()),), 3)
+    with pytest.raises(TypeError, match="fixture_inputs: joints must be a dict, rows a tuple, window positive"):
+        _geomath.fixture_inputs({"slide": 0.1}, (), 0)
+    with pytest.raises(TypeError):
+        _geomath.fixture_inputs({"slide": "0.1"}, (("drawer", "slide", 0.0, 0.4, []),), 3)

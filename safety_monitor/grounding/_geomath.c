@@ -30,6 +30,7 @@ static PyObject *wrench_key(PyObject *self, PyObject *const *args, Py_ssize_t na
 static PyObject *plausible(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 static PyObject *frame_readings(PyObject *self, PyObject *const *args, Py_ssize_t nargs); /* speed-u */
 static PyObject *record(PyObject *self, PyObject *const *args, Py_ssize_t nargs);         /* speed-u */
+static PyObject *fixture_inputs(PyObject *self, PyObject *const *args, Py_ssize_t nargs); /* speed-u */
 
 /* The array's data when it is a native-order, C-contiguous numpy array of `n` float64 values (that can be
  * written to, if asked); else NULL, with no error set: the caller takes the buffer-protocol path. */
@@ -2350,6 +2351,8 @@ static PyMethodDef methods[] = {
      "A plain frame's joints, usable poses and ages, and usable wrench (stale ages into stale), else None."},
     {"record", (PyCFunction)(void (*)(void))record, METH_FASTCALL,
      "An instance of a class with its dict filled field by field, without calling __init__."},
+    {"fixture_inputs", (PyCFunction)(void (*)(void))fixture_inputs, METH_FASTCALL,
+     "Each fixture's open fraction and its change over the motion window (its history list kept)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -2792,4 +2795,70 @@ static PyObject *record(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (failed)
         Py_CLEAR(obj);
     return obj;
+}
+
+/* fixture_inputs(joints, rows, window) -> (fractions, deltas)
+ *
+ * Each fixture's open fraction, (joints[joint] - closed) / span (Fixture.open_fraction), and its change over the
+ * motion window: `rows` a tuple of (fixture, joint, closed, span, history) with `history` a list of the fixture's
+ * last fractions, this one appended and the oldest dropped beyond `window` of them; the delta is this fraction
+ * less the oldest once the list holds `window`, else None. A joint's value any number (a KeyError for a missing
+ * one, a ZeroDivisionError for a zero span, as the Python arithmetic raises them). */
+static PyObject *fixture_inputs(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs(nargs, 3, "fixture_inputs") < 0)
+        return NULL;
+    PyObject *joints = args[0], *rows = args[1];
+    Py_ssize_t window = PyLong_AsSsize_t(args[2]);
+    if (window == -1 && PyErr_Occurred())
+        return NULL;
+    if (!PyDict_Check(joints) || !PyTuple_Check(rows) || window < 1) {
+        PyErr_SetString(PyExc_TypeError, "fixture_inputs: joints must be a dict, rows a tuple, window positive");
+        return NULL;
+    }
+    PyObject *fractions = PyDict_New(), *deltas = PyDict_New(), *result = NULL;
+    if (fractions == NULL || deltas == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(rows); i++) {
+        PyObject *row = PyTuple_GET_ITEM(rows, i);
+        if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != 5 || !PyList_CheckExact(PyTuple_GET_ITEM(row, 4))) {
+            PyErr_SetString(PyExc_TypeError, "fixture_inputs: a row must be (fixture, joint, closed, span, list)");
+            goto done;
+        }
+        PyObject *history = PyTuple_GET_ITEM(row, 4);
+        PyObject *value = PyDict_GetItemWithError(joints, PyTuple_GET_ITEM(row, 1));
+        if (value == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetObject(PyExc_KeyError, PyTuple_GET_ITEM(row, 1));
+            goto done;
+        }
+        double q = PyFloat_AsDouble(value), closed = PyFloat_AsDouble(PyTuple_GET_ITEM(row, 2)),
+               span = PyFloat_AsDouble(PyTuple_GET_ITEM(row, 3));
+        if ((q == -1.0 || closed == -1.0 || span == -1.0) && PyErr_Occurred())
+            goto done;
+        if (span == 0.0) {
+            PyErr_SetString(PyExc_ZeroDivisionError, "float division by zero");
+            goto done;
+        }
+        double x = (q - closed) / span;
+        PyObject *fraction = PyFloat_FromDouble(x);
+        int failed = fraction == NULL || PyDict_SetItem(fractions, PyTuple_GET_ITEM(row, 0), fraction) < 0 ||
+                     PyList_Append(history, fraction) < 0;
+        Py_XDECREF(fraction);
+        if (failed || (PyList_GET_SIZE(history) > window &&
+                       PyList_SetSlice(history, 0, PyList_GET_SIZE(history) - window, NULL) < 0))
+            goto done;
+        PyObject *delta = PyList_GET_SIZE(history) == window
+                              ? PyFloat_FromDouble(x - PyFloat_AsDouble(PyList_GET_ITEM(history, 0)))
+                              : Py_NewRef(Py_None);
+        failed = delta == NULL || PyDict_SetItem(deltas, PyTuple_GET_ITEM(row, 0), delta) < 0;
+        Py_XDECREF(delta);
+        if (failed)
+            goto done;
+    }
+    result = PyTuple_Pack(2, fractions, deltas);
+done:
+    Py_XDECREF(fractions);
+    Py_XDECREF(deltas);
+    return result;
 }

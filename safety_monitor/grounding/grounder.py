@@ -11,7 +11,6 @@ can still tell a guess from a fact.
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -219,11 +218,11 @@ class Grounder:
         self._beyond: list[bool | None] = [None] * len(self._motion)
         self._motion_answer: tuple[_PerObject, _PerObject] = ({}, {})  # (none handed out before a side is known)
         self._carry_memo: dict[str, tuple[tuple[float, bytes], tuple[np.ndarray, np.ndarray]]] = {}
-        window = counts.motion_window + 1
+        self._fixture_window = counts.motion_window + 1
         # per fixture: its joint, its closed position and range (Fixture.open_fraction's terms, read every frame
-        # without a call), and its open fractions over the motion window
-        self._fixture_inputs: tuple[tuple[str, str, float, float, deque[float]], ...] = tuple(
-            (f, fx.joint, fx.closed, fx.open - fx.closed, deque(maxlen=window)) for f, fx in r.fixtures.items()
+        # without a call), and its open fractions over the motion window (`_geomath.fixture_inputs` keeps them)
+        self._fixture_inputs: tuple[tuple[str, str, float, float, list[float]], ...] = tuple(
+            (f, fx.joint, fx.closed, fx.open - fx.closed, []) for f, fx in r.fixtures.items()
         )
 
     # ------------------------------------------------------------------------------------------------
@@ -266,11 +265,9 @@ class Grounder:
         else:
             geometry = geometry.forget(frozenset(o for o in self.robot.objects if o not in poses))
         speed, slip = self._object_motion(state, poses, ages, geometry)
-        fractions, deltas = {}, {}
-        for f, joint, closed, span, history in self._fixture_inputs:
-            fractions[f] = fraction = (joints[joint] - closed) / span  # Fixture.open_fraction
-            history.append(fraction)
-            deltas[f] = fraction - history[0] if len(history) == history.maxlen else None
+        # each fixture's open fraction and its change over the motion window, in one call (the loop in Python cost two
+        # thousand instructions a frame)
+        fractions, deltas = _geomath.fixture_inputs(joints, self._fixture_inputs, self._fixture_window)
         # by position, through tuple.__new__ itself: the NamedTuple's own __new__ is a Python call (2 thousand
         # instructions a frame), keywords cost more again
         inp = _new_tuple(
