@@ -20,6 +20,7 @@ import pytest
 
 from safety_monitor.frames import FrozenValues, Pose, RobotState, Wrench
 from safety_monitor.grounding import _geomath
+from safety_monitor.grounding.description import ClosedPast, Gripper, GripperKind
 from safety_monitor.grounding.fixtures import object_inside, object_supported_inside
 from safety_monitor.grounding.geometry import Box, BoxStack, norm
 from safety_monitor.grounding.grounder import Grounder, PredicateFrame
@@ -1109,16 +1110,25 @@ def test_record_fills_a_direct_init_dataclass_as_its_init_does_and_refuses_other
         _geomath.record(Slotted, ("a",), 1)
 
 
-def test_fixture_inputs_gives_the_fractions_and_window_deltas_the_grounders_deque_loop_did():
-    """Random joint values (NaN, inf, -0.0 and ints among them), windows of 1 to 4 frames: the same fractions and
-    deltas, bit for bit and in order, as the loop over deques; a missing joint, a zero span or a bad row raises."""
+def test_joint_inputs_gives_gripper_closed_and_the_fractions_and_window_deltas_the_grounders_python_did():
+    """Random joint values (NaN, inf, -0.0 and ints among them), windows of 1 to 4 frames: Gripper.closed's answer, and
+    the same fractions and deltas, bit for bit and in order, as the loop over deques; a missing joint, a zero span or
+    a bad row raises, and a threshold or gripper value that is not a float raises a TypeError before any history
+    changes."""
     rng = np.random.default_rng(33)
+    grippers = [
+        Gripper(GripperKind.NONE, (), (), (), ()),
+        Gripper(GripperKind.TWO_FINGERS, (), (), (), ()),  # no joints: closed, as all() of nothing
+        Gripper(GripperKind.TWO_FINGERS, ("left", "right"), (), (), (ClosedPast(0.01, False), ClosedPast(-0.01, True))),
+    ]
     for window in (1, 2, 4):
         specs = (("drawer", "slide", 0.0, 0.4), ("door", "hinge", -0.2, 1.5), ("lid", "lid_joint", 1, -2))
         rows = tuple((f, j, closed, span, []) for f, j, closed, span in specs)
         queues = {f: collections.deque(maxlen=window) for f, *_ in specs}
-        for _ in range(30):
-            joints = {}
+        for _ in range(60):
+            joints = {"left": float(rng.normal(0.0, 0.02)), "right": float(rng.normal(0.0, 0.02))}
+            if rng.random() < 0.1:
+                joints["left"] = math.nan
             for _, joint, *_ in specs:
                 kinds = [float(rng.normal()), math.nan, math.inf, -0.0, int(rng.integers(-2, 3)), 0.0]
                 joints[joint] = kinds[rng.integers(len(kinds))] if rng.random() < 0.3 else float(rng.normal())
@@ -1127,7 +1137,14 @@ def test_fixture_inputs_gives_the_fractions_and_window_deltas_the_grounders_dequ
                 want_fractions[f] = fraction = (joints[joint] - closed) / span
                 queues[f].append(fraction)
                 want_deltas[f] = fraction - queues[f][0] if len(queues[f]) == window else None
-            fractions, deltas = _geomath.fixture_inputs(joints, rows, window)
+            gripper = grippers[rng.integers(len(grippers))]
+            closing = (
+                None
+                if gripper.kind is GripperKind.NONE
+                else tuple((j, p.at, p.upward) for j, p in zip(gripper.joints, gripper.closed_past, strict=True))
+            )
+            closed, fractions, deltas = _geomath.joint_inputs(joints, closing, rows, window)
+            assert closed is gripper.closed(joints)
             assert [(f, struct.pack("d", x)) for f, x in fractions.items()] == [
                 (f, struct.pack("d", x)) for f, x in want_fractions.items()
             ]
@@ -1135,14 +1152,27 @@ def test_fixture_inputs_gives_the_fractions_and_window_deltas_the_grounders_dequ
                 (f, None if x is None else struct.pack("d", x)) for f, x in want_deltas.items()
             ]
             assert all(len(history) == len(queues[f]) for f, *_, history in rows)
-    assert _geomath.fixture_inputs({}, (), 3) == ({}, {})
+    assert _geomath.joint_inputs({}, None, (), 3) == (False, {}, {})
+    history: list[float] = [0.5]
+    drawer = (("drawer", "slide", 0.0, 0.4, history),)
+    for closing, joints in (
+        ((("left", 1, False),), {"left": 0.0, "slide": 0.1}),  # an int threshold: Gripper.closed compares it
+        ((("left", 1.0, False),), {"left": 0, "slide": 0.1}),
+        (None, {"slide": "0.1"}),
+    ):
+        with pytest.raises(TypeError):
+            _geomath.joint_inputs(joints, closing, drawer, 3)
+        assert history == [0.5]
     with pytest.raises(KeyError, match="slide"):
-        _geomath.fixture_inputs({}, (("drawer", "slide", 0.0, 0.4, []),), 3)
+        _geomath.joint_inputs({}, None, drawer, 3)
+    with pytest.raises(KeyError, match="left"):
+        _geomath.joint_inputs({"slide": 0.1}, (("left", 0.0, True),), drawer, 3)
     with pytest.raises(ZeroDivisionError):
-        _geomath.fixture_inputs({"slide": 0.1}, (("drawer", "slide", 0.0, 0.0, []),), 3)
-    with pytest.raises(TypeError, match="fixture_inputs: a row must be"):
-        _geomath.fixture_inputs({"slide": 0.1}, (("drawer", "slide", 0.0, 0.4, collections.deque()),), 3)
-    with pytest.raises(TypeError, match="fixture_inputs: joints must be a dict, rows a tuple, window positive"):
-        _geomath.fixture_inputs({"slide": 0.1}, (), 0)
-    with pytest.raises(TypeError):
-        _geomath.fixture_inputs({"slide": "0.1"}, (("drawer", "slide", 0.0, 0.4, []),), 3)
+        _geomath.joint_inputs({"slide": 0.1}, None, (("drawer", "slide", 0.0, 0.0, []),), 3)
+    assert history == [0.5]
+    with pytest.raises(TypeError, match="joint_inputs: a row must be"):
+        _geomath.joint_inputs({"slide": 0.1}, None, (("drawer", "slide", 0.0, 0.4, collections.deque()),), 3)
+    with pytest.raises(TypeError, match="joint_inputs: a gripper row must be"):
+        _geomath.joint_inputs({"slide": 0.1}, (("left",),), (), 3)
+    with pytest.raises(TypeError, match="joint_inputs: joints must be a dict, closing None or a tuple"):
+        _geomath.joint_inputs({"slide": 0.1}, None, (), 0)

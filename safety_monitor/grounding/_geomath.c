@@ -30,7 +30,7 @@ static PyObject *wrench_key(PyObject *self, PyObject *const *args, Py_ssize_t na
 static PyObject *plausible(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 static PyObject *frame_readings(PyObject *self, PyObject *const *args, Py_ssize_t nargs); /* speed-u */
 static PyObject *record(PyObject *self, PyObject *const *args, Py_ssize_t nargs);         /* speed-u */
-static PyObject *fixture_inputs(PyObject *self, PyObject *const *args, Py_ssize_t nargs); /* speed-u */
+static PyObject *joint_inputs(PyObject *self, PyObject *const *args, Py_ssize_t nargs);   /* speed-u */
 
 /* The array's data when it is a native-order, C-contiguous numpy array of `n` float64 values (that can be
  * written to, if asked); else NULL, with no error set: the caller takes the buffer-protocol path. */
@@ -2351,8 +2351,8 @@ static PyMethodDef methods[] = {
      "A plain frame's joints, usable poses and ages, and usable wrench (stale ages into stale), else None."},
     {"record", (PyCFunction)(void (*)(void))record, METH_FASTCALL,
      "An instance of a class with its dict filled field by field, without calling __init__."},
-    {"fixture_inputs", (PyCFunction)(void (*)(void))fixture_inputs, METH_FASTCALL,
-     "Each fixture's open fraction and its change over the motion window (its history list kept)."},
+    {"joint_inputs", (PyCFunction)(void (*)(void))joint_inputs, METH_FASTCALL,
+     "Whether the gripper is closed, each fixture's open fraction and its change over the motion window."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -2797,24 +2797,56 @@ static PyObject *record(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return obj;
 }
 
-/* fixture_inputs(joints, rows, window) -> (fractions, deltas)
+/* joint_inputs(joints, closing, rows, window) -> (gripper_closed, fractions, deltas)
  *
- * Each fixture's open fraction, (joints[joint] - closed) / span (Fixture.open_fraction), and its change over the
- * motion window: `rows` a tuple of (fixture, joint, closed, span, history) with `history` a list of the fixture's
- * last fractions, this one appended and the oldest dropped beyond `window` of them; the delta is this fraction
- * less the oldest once the list holds `window`, else None. A joint's value any number (a KeyError for a missing
- * one, a ZeroDivisionError for a zero span, as the Python arithmetic raises them). */
-static PyObject *fixture_inputs(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+ * What the Grounder reads from a frame's joints (`joints`, name -> value) besides the limits. Whether the gripper is
+ * closed (Gripper.closed): `closing` None (no gripper): False; else every (joint, at, upward) of it past `at`, above
+ * it when `upward`, else below (a float joint value and a float `at`, else a TypeError before anything changes: the
+ * caller asks Gripper.closed, which compares other numbers exactly). Each fixture's open fraction,
+ * (joints[joint] - closed) / span (Fixture.open_fraction), and its change over the motion window: `rows` a tuple of
+ * (fixture, joint, closed, span, history) with `history` a list of the fixture's last fractions, this one appended
+ * and the oldest dropped beyond `window` of them; the delta is this fraction less the oldest once the list holds
+ * `window`, else None. A joint's value any number there (a KeyError for a missing joint, a ZeroDivisionError for a
+ * zero span, as the Python arithmetic raises them). Every row is read before any history changes: an error leaves
+ * them as they were. */
+static PyObject *joint_inputs(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (check_nargs(nargs, 3, "fixture_inputs") < 0)
+    if (check_nargs(nargs, 4, "joint_inputs") < 0)
         return NULL;
-    PyObject *joints = args[0], *rows = args[1];
-    Py_ssize_t window = PyLong_AsSsize_t(args[2]);
+    PyObject *joints = args[0], *closing = args[1], *rows = args[2];
+    Py_ssize_t window = PyLong_AsSsize_t(args[3]);
     if (window == -1 && PyErr_Occurred())
         return NULL;
-    if (!PyDict_Check(joints) || !PyTuple_Check(rows) || window < 1) {
-        PyErr_SetString(PyExc_TypeError, "fixture_inputs: joints must be a dict, rows a tuple, window positive");
+    if (!PyDict_Check(joints) || !(closing == Py_None || PyTuple_Check(closing)) || !PyTuple_Check(rows) || window < 1) {
+        PyErr_SetString(PyExc_TypeError,
+                        "joint_inputs: joints must be a dict, closing None or a tuple, rows a tuple, window positive");
         return NULL;
+    }
+    int closed_hand = closing != Py_None;
+    for (Py_ssize_t i = 0; closing != Py_None && i < PyTuple_GET_SIZE(closing); i++) {
+        PyObject *row = PyTuple_GET_ITEM(closing, i);
+        if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != 3 || !PyFloat_CheckExact(PyTuple_GET_ITEM(row, 1))) {
+            PyErr_SetString(PyExc_TypeError, "joint_inputs: a gripper row must be (joint, float at, upward)");
+            return NULL;
+        }
+        PyObject *value = PyDict_GetItemWithError(joints, PyTuple_GET_ITEM(row, 0));
+        if (value == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetObject(PyExc_KeyError, PyTuple_GET_ITEM(row, 0));
+            return NULL;
+        }
+        if (!PyFloat_CheckExact(value)) {
+            PyErr_SetString(PyExc_TypeError, "joint_inputs: a gripper joint's value is not a float");
+            return NULL;
+        }
+        int upward = PyObject_IsTrue(PyTuple_GET_ITEM(row, 2));
+        if (upward < 0)
+            return NULL;
+        double q = PyFloat_AS_DOUBLE(value), at = PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(row, 1));
+        if (!(upward ? q > at : q < at)) {
+            closed_hand = 0;
+            break;
+        }
     }
     PyObject *fractions = PyDict_New(), *deltas = PyDict_New(), *result = NULL;
     if (fractions == NULL || deltas == NULL)
@@ -2822,10 +2854,9 @@ static PyObject *fixture_inputs(PyObject *self, PyObject *const *args, Py_ssize_
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(rows); i++) {
         PyObject *row = PyTuple_GET_ITEM(rows, i);
         if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != 5 || !PyList_CheckExact(PyTuple_GET_ITEM(row, 4))) {
-            PyErr_SetString(PyExc_TypeError, "fixture_inputs: a row must be (fixture, joint, closed, span, list)");
+            PyErr_SetString(PyExc_TypeError, "joint_inputs: a row must be (fixture, joint, closed, span, list)");
             goto done;
         }
-        PyObject *history = PyTuple_GET_ITEM(row, 4);
         PyObject *value = PyDict_GetItemWithError(joints, PyTuple_GET_ITEM(row, 1));
         if (value == NULL) {
             if (!PyErr_Occurred())
@@ -2840,23 +2871,28 @@ static PyObject *fixture_inputs(PyObject *self, PyObject *const *args, Py_ssize_
             PyErr_SetString(PyExc_ZeroDivisionError, "float division by zero");
             goto done;
         }
-        double x = (q - closed) / span;
-        PyObject *fraction = PyFloat_FromDouble(x);
-        int failed = fraction == NULL || PyDict_SetItem(fractions, PyTuple_GET_ITEM(row, 0), fraction) < 0 ||
-                     PyList_Append(history, fraction) < 0;
+        PyObject *fraction = PyFloat_FromDouble((q - closed) / span);
+        int failed = fraction == NULL || PyDict_SetItem(fractions, PyTuple_GET_ITEM(row, 0), fraction) < 0;
         Py_XDECREF(fraction);
-        if (failed || (PyList_GET_SIZE(history) > window &&
-                       PyList_SetSlice(history, 0, PyList_GET_SIZE(history) - window, NULL) < 0))
+        if (failed)
+            goto done;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(rows); i++) { /* every row read: now the histories change */
+        PyObject *row = PyTuple_GET_ITEM(rows, i), *history = PyTuple_GET_ITEM(row, 4);
+        PyObject *fraction = PyDict_GetItemWithError(fractions, PyTuple_GET_ITEM(row, 0));
+        if (fraction == NULL || PyList_Append(history, fraction) < 0 ||
+            (PyList_GET_SIZE(history) > window && PyList_SetSlice(history, 0, PyList_GET_SIZE(history) - window, NULL) < 0))
             goto done;
         PyObject *delta = PyList_GET_SIZE(history) == window
-                              ? PyFloat_FromDouble(x - PyFloat_AsDouble(PyList_GET_ITEM(history, 0)))
+                              ? PyFloat_FromDouble(PyFloat_AS_DOUBLE(fraction) -
+                                                   PyFloat_AS_DOUBLE(PyList_GET_ITEM(history, 0)))
                               : Py_NewRef(Py_None);
-        failed = delta == NULL || PyDict_SetItem(deltas, PyTuple_GET_ITEM(row, 0), delta) < 0;
+        int failed = delta == NULL || PyDict_SetItem(deltas, PyTuple_GET_ITEM(row, 0), delta) < 0;
         Py_XDECREF(delta);
         if (failed)
             goto done;
     }
-    result = PyTuple_Pack(2, fractions, deltas);
+    result = PyTuple_Pack(3, closed_hand ? Py_True : Py_False, fractions, deltas);
 done:
     Py_XDECREF(fractions);
     Py_XDECREF(deltas);

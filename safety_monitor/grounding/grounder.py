@@ -32,7 +32,7 @@ from safety_monitor.grounding import (
     skills,
 )
 from safety_monitor.grounding.debounce import Tri
-from safety_monitor.grounding.description import RobotDescription, load_robot_description
+from safety_monitor.grounding.description import GripperKind, RobotDescription, load_robot_description
 from safety_monitor.grounding.geometry import FrameGeometry
 from safety_monitor.grounding.inputs import FrameInputs, PredicateDoc
 from safety_monitor.grounding.joint_limits import JointLimitEstimator, merge_limits
@@ -218,6 +218,12 @@ class Grounder:
         self._beyond: list[bool | None] = [None] * len(self._motion)
         self._motion_answer: tuple[_PerObject, _PerObject] = ({}, {})  # (none handed out before a side is known)
         self._carry_memo: dict[str, tuple[tuple[float, bytes], tuple[np.ndarray, np.ndarray]]] = {}
+        g = r.gripper  # (joint, threshold, upward) per gripper joint, None without one: Gripper.closed's reads
+        self._closing = (
+            None
+            if g.kind is GripperKind.NONE
+            else tuple(zip(g.joints, (p.at for p in g.closed_past), (p.upward for p in g.closed_past)))
+        )
         self._fixture_window = counts.motion_window + 1
         # per fixture: its joint, its closed position and range (Fixture.open_fraction's terms, read every frame
         # without a call), and its open fractions over the motion window (`_geomath.fixture_inputs` keeps them)
@@ -265,9 +271,15 @@ class Grounder:
         else:
             geometry = geometry.forget(frozenset(o for o in self.robot.objects if o not in poses))
         speed, slip = self._object_motion(state, poses, ages, geometry)
-        # each fixture's open fraction and its change over the motion window, in one call (the loop in Python cost two
-        # thousand instructions a frame)
-        fractions, deltas = _geomath.fixture_inputs(joints, self._fixture_inputs, self._fixture_window)
+        # whether the gripper is closed, and each fixture's open fraction and its change over the motion window, in one
+        # call (Gripper.closed and the loop over the fixtures cost four thousand instructions a frame in Python)
+        try:
+            closed, fractions, deltas = _geomath.joint_inputs(
+                joints, self._closing, self._fixture_inputs, self._fixture_window
+            )
+        except TypeError:  # (nothing changed) a threshold that is not a float: Gripper.closed compares it exactly
+            closed = self.robot.gripper.closed(joints)
+            _, fractions, deltas = _geomath.joint_inputs(joints, None, self._fixture_inputs, self._fixture_window)
         # by position, through tuple.__new__ itself: the NamedTuple's own __new__ is a Python call (2 thousand
         # instructions a frame), keywords cost more again
         inp = _new_tuple(
@@ -276,7 +288,7 @@ class Grounder:
                 state.t,  # t
                 frame,  # frame
                 geometry,  # geometry
-                self.robot.gripper.closed(joints),  # gripper_closed
+                closed,  # gripper_closed
                 fractions,  # fixture_fraction
                 deltas,  # fixture_delta
                 speed,  # object_speed
@@ -585,7 +597,9 @@ class _ObjectMotion:
 
 
 _PerObject = dict[str, tuple[float, float] | None]  # an object's speed or drift (None: unknown)
-_record = _geomath.record  # PredicateFrame(...) without its Python __init__ (direct_init's, in C: a thousand instructions)
+_record = (
+    _geomath.record
+)  # PredicateFrame(...) without its Python __init__ (direct_init's, in C: a thousand instructions)
 _FRAME_FIELDS = tuple(PredicateFrame.__dataclass_fields__)
 _new_tuple = tuple.__new__  # builds a NamedTuple from its values without the class's Python __new__
 _NO_FAMILIES: tuple[None, ...] = (None,) * 7  # no family tuples joined into the last decisions (`Grounder._by_family`)
