@@ -269,18 +269,18 @@ class JointLimitEstimator:
         jump: Tri = False
         if self._velocities:
             detector, names, t = self._jumps, state.joint_names, state.t
-            last, previous = detector._last, detector._previous
+            seen, previous = detector._last, detector._previous  # its last names and their layout
             jumps: tuple[JointJump, ...] | None
             if (  # most frames: JumpDetector.step's judged path without its call (a thousand instructions): every
                 state.joint_stamps is None  # joint sampled at t, the last frame's names, none missing, none wraps,
-                and last is not None  # a previous frame to step from
-                and last[0] is names
+                and seen is not None  # a previous frame to step from
+                and seen[0] is names
                 and previous is not None
-                and not (last[1][1] or detector._any_wraps)
+                and not (seen[1][1] or detector._any_wraps)
             ):
                 current, row = detector._spare, state.joint_position
                 try:  # a float64 row (else JumpDetector.step converts it, or raises): gathered into the spare array
-                    hits = _geomath.joint_jumps(row, last[1][0], current, t, *previous, detector._rate)
+                    hits = _geomath.joint_jumps(row, seen[1][0], current, t, *previous, detector._rate)
                 except (TypeError, ValueError):
                     jumps = detector.step(names, row, t)
                 else:
