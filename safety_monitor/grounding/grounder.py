@@ -226,7 +226,7 @@ class Grounder:
         )
         self._fixture_window = counts.motion_window + 1
         # per fixture: its joint, its closed position and range (Fixture.open_fraction's terms, read every frame
-        # without a call), and its open fractions over the motion window (`_geomath.fixture_inputs` keeps them)
+        # without a call), and its open fractions over the motion window (`_geomath.joint_inputs` keeps them)
         self._fixture_inputs: tuple[tuple[str, str, float, float, list[float]], ...] = tuple(
             (f, fx.joint, fx.closed, fx.open - fx.closed, []) for f, fx in r.fixtures.items()
         )
@@ -597,9 +597,8 @@ class _ObjectMotion:
 
 
 _PerObject = dict[str, tuple[float, float] | None]  # an object's speed or drift (None: unknown)
-_record = (
-    _geomath.record
-)  # PredicateFrame(...) without its Python __init__ (direct_init's, in C: a thousand instructions)
+# PredicateFrame(...) without the Python call of direct_init's __init__ (in C: a thousand instructions a frame)
+_record = _geomath.record
 _FRAME_FIELDS = tuple(PredicateFrame.__dataclass_fields__)
 _new_tuple = tuple.__new__  # builds a NamedTuple from its values without the class's Python __new__
 _NO_FAMILIES: tuple[None, ...] = (None,) * 7  # no family tuples joined into the last decisions (`Grounder._by_family`)
