@@ -1063,9 +1063,8 @@ def test_frame_readings_checks_a_plain_frame_as_the_grounder_does_one_check_at_a
         )
         sensor = bool(rng.random() < 0.9)
         stale: dict[str, float] = {}
-        got = _geomath.frame_readings(
-            state, last_t, last_names, objects, keys, 0.2, Grounder._pose_ok, 0.05, sensor, stale
-        )
+        terms = (objects, keys, 0.2, Grounder._pose_ok, 0.05, sensor)
+        got = _geomath.frame_readings(state, last_t, last_names, stale, terms)
         want = _readings_oracle(state, last_t, objects, 0.2, 0.05, sensor) if last_names is names else None
         if got is None:
             assert not (plain and want is not None)
@@ -1079,11 +1078,13 @@ def test_frame_readings_checks_a_plain_frame_as_the_grounder_does_one_check_at_a
         assert got[3] is usable
         assert list(stale.items()) == list(want_stale.items())
     assert answered > 1000
-    with pytest.raises(TypeError, match="frame_readings: stale must be a dict"):
-        _geomath.frame_readings(state, None, names, objects, keys, 0.2, Grounder._pose_ok, 0.05, True, [])
-    with pytest.raises(TypeError, match=r"frame_readings\(\) takes 10 arguments \(2 given\)"):
+    with pytest.raises(TypeError, match="frame_readings: stale must be a dict, the grounder's terms a 6-tuple"):
+        _geomath.frame_readings(state, None, names, [], terms)
+    with pytest.raises(TypeError, match="frame_readings: stale must be a dict, the grounder's terms a 6-tuple"):
+        _geomath.frame_readings(state, None, names, {}, terms[:5])
+    with pytest.raises(TypeError, match=r"frame_readings\(\) takes 5 arguments \(2 given\)"):
         _geomath.frame_readings(state, None)  # type: ignore[call-arg]
-    assert _geomath.frame_readings(object(), None, names, objects, keys, 0.2, Grounder._pose_ok, 0.05, True, {}) is None
+    assert _geomath.frame_readings(object(), None, names, {}, terms) is None
 
 
 def test_record_fills_a_direct_init_dataclass_as_its_init_does_and_refuses_other_classes():

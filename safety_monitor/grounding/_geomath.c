@@ -2660,8 +2660,8 @@ static PyObject *plausible(PyObject *self, PyObject *const *args, Py_ssize_t nar
 
 /* ---- speed-u ---- */
 
-/* frame_readings(state, last_t, last_names, objects, stale_keys, pose_limit, pose_ok, wrench_limit, wrench_sensor,
- *                stale) -> (joints, poses, ages, wrench) or None
+/* frame_readings(state, last_t, last_names, stale, (objects, stale_keys, pose_limit, pose_ok, wrench_limit,
+ *                wrench_sensor)) -> (joints, poses, ages, wrench) or None
  *
  * The Grounder's checks of one frame's readings in one call, for the frame every source gives: `state.t` a finite
  * float after `last_t` (a float, or None before the first frame), the joint names the same tuple as the last
@@ -2684,17 +2684,18 @@ static PyObject *frame_readings(PyObject *self, PyObject *const *args, Py_ssize_
                                  (s_wrench = PyUnicode_InternFromString("wrench")) == NULL ||
                                  (s_wrench_age = PyUnicode_InternFromString("wrench_age")) == NULL))
         return NULL;
-    if (check_nargs(nargs, 10, "frame_readings") < 0)
+    if (check_nargs(nargs, 5, "frame_readings") < 0)
         return NULL;
-    PyObject *state = args[0], *last_t = args[1], *stale = args[9];
-    if (!PyDict_Check(stale)) {
-        PyErr_SetString(PyExc_TypeError, "frame_readings: stale must be a dict");
+    PyObject *state = args[0], *last_t = args[1], *stale = args[3], *fixed = args[4];
+    if (!PyDict_Check(stale) || !PyTuple_CheckExact(fixed) || PyTuple_GET_SIZE(fixed) != 6) {
+        PyErr_SetString(PyExc_TypeError, "frame_readings: stale must be a dict, the grounder's terms a 6-tuple");
         return NULL;
     }
-    double pose_limit = PyFloat_AsDouble(args[5]), wrench_limit = PyFloat_AsDouble(args[7]);
+    PyObject *const *terms = &PyTuple_GET_ITEM(fixed, 0); /* objects, stale_keys, pose_limit, pose_ok, ... */
+    double pose_limit = PyFloat_AsDouble(terms[2]), wrench_limit = PyFloat_AsDouble(terms[4]);
     if ((pose_limit == -1.0 || wrench_limit == -1.0) && PyErr_Occurred())
         return NULL;
-    int wrench_sensor = PyObject_IsTrue(args[8]);
+    int wrench_sensor = PyObject_IsTrue(terms[5]);
     if (wrench_sensor < 0)
         return NULL;
     /* every `goto done` without an error set answers None: a frame for the caller's checks one by one */
@@ -2723,7 +2724,7 @@ static PyObject *frame_readings(PyObject *self, PyObject *const *args, Py_ssize_
     if ((given = PyObject_GetAttr(state, s_poses)) == NULL || (ages = PyObject_GetAttr(state, s_ages)) == NULL ||
         !PyDict_CheckExact(given) || !PyDict_CheckExact(ages))
         goto done;
-    PyObject *walk[7] = {args[3], args[4], given, ages, args[5], stale, args[6]};
+    PyObject *walk[7] = {terms[0], terms[1], given, ages, terms[2], stale, terms[3]};
     if ((found = usable_poses(NULL, walk, 7)) == NULL || found == Py_None)
         goto done;
     PyObject *usable = Py_None;

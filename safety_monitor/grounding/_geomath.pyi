@@ -188,13 +188,8 @@ def frame_readings(
     state: Any,
     last_t: float | None,
     last_names: tuple[str, ...],
-    objects: tuple[str, ...],
-    stale_keys: tuple[str, ...],
-    pose_limit: float,
-    pose_ok: Callable[[Any], bool],
-    wrench_limit: float,
-    wrench_sensor: bool,
     stale: dict[str, float],
+    terms: tuple[tuple[str, ...], tuple[str, ...], float, Callable[[Any], bool], float, bool],
 ) -> tuple[dict[str, float], dict[str, Any], dict[str, float], Any] | None: ...
 def record(cls: type[_T], fields: tuple[str, ...], *values: Any) -> _T: ...
 def joint_inputs(

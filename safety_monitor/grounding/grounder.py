@@ -107,6 +107,15 @@ class Grounder:
         # the described objects and the names of their pose streams in `stale`, built once
         self._pose_streams = (tuple(robot.objects), tuple(f"object_pose/{o}" for o in robot.objects))
         self._twin = twin
+        # what `_geomath.frame_readings` checks a frame against (the terms of `_usable_poses` and `_usable_wrench`)
+        max_age = thresholds.max_age_s
+        self._reading_terms = (
+            *self._pose_streams,
+            max_age.object_pose,
+            self._pose_ok,
+            max_age.wrench,
+            wrench_sensor,
+        )
         # False: no wrench stream is configured (topic mapping `wrench: none`): the predicates that read it are
         # not grounded (constantly false, `applicability` says their properties do not apply), never stale
         self.wrench_sensor = wrench_sensor
@@ -236,18 +245,8 @@ class Grounder:
         """Ground one frame. `geometry` replaces the twin (tests, or an external geometry source)."""
         frame = self._frame + 1
         stale: dict[str, float] = {}
-        max_age = self.thresholds.max_age_s
-        readings = _geomath.frame_readings(  # most frames: the checks below in one call
-            state,
-            self._t,
-            self._names,
-            *self._pose_streams,
-            max_age.object_pose,
-            self._pose_ok,
-            max_age.wrench,
-            self.wrench_sensor,
-            stale,
-        )
+        # most frames: the checks below in one call
+        readings = _geomath.frame_readings(state, self._t, self._names, stale, self._reading_terms)
         if readings is not None:
             joints, poses, ages, wrench = readings
         else:  # the first frame, new joint names, or a reading to convert or report: each check says what
