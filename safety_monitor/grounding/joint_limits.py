@@ -256,16 +256,18 @@ class JointLimitEstimator:
             names, last = state.joint_names, self._last
             layout = last[1] if last is not None and last[0] is names else self._layout(names)
             velocities, efforts = state.joint_velocity, state.joint_effort
+            judged, lower, upper = self._positions  # (a call with a starred argument costs a thousand instructions)
             try:  # float64 rows (or None), as every source gives them: the three limits in one C call
                 position, velocity, effort = _geomath.joint_limits(
-                    positions, *self._positions, velocities, efforts, layout
+                    positions, judged, lower, upper, velocities, efforts, layout
                 )
             except (TypeError, ValueError):  # a row that is not a 1-d float64 array (else raised again, as it is)
                 position, velocity, effort = _geomath.joint_limits(
-                    positions, *self._positions, _floats(velocities), _floats(efforts), layout
+                    positions, judged, lower, upper, _floats(velocities), _floats(efforts), layout
                 )
         else:  # no velocity or effort limits: those two false
-            position, velocity, effort = _geomath.named_outside(positions, *self._positions), False, False
+            judged, lower, upper = self._positions
+            position, velocity, effort = _geomath.named_outside(positions, judged, lower, upper), False, False
         jump: Tri = False
         if self._velocities:
             detector, names, t = self._jumps, state.joint_names, state.t
@@ -280,7 +282,7 @@ class JointLimitEstimator:
             ):
                 current, row = detector._spare, state.joint_position
                 try:  # a float64 row (else JumpDetector.step converts it, or raises): gathered into the spare array
-                    hits = _geomath.joint_jumps(row, seen[1][0], current, t, *previous, detector._rate)
+                    hits = _geomath.joint_jumps(row, seen[1][0], current, t, previous[0], previous[1], detector._rate)
                 except (TypeError, ValueError):
                     jumps = detector.step(names, row, t)
                 else:
