@@ -9,17 +9,21 @@ from __future__ import annotations
 
 import array
 import bisect
+import collections
+import dataclasses
 import math
+import struct
 import types
 
 import numpy as np
 import pytest
 
-from safety_monitor.frames import Pose, Wrench
+from safety_monitor.frames import FrozenValues, Pose, RobotState, Wrench
 from safety_monitor.grounding import _geomath
+from safety_monitor.grounding.description import ClosedPast, Gripper, GripperKind
 from safety_monitor.grounding.fixtures import object_inside, object_supported_inside
 from safety_monitor.grounding.geometry import Box, BoxStack, norm
-from safety_monitor.grounding.grounder import Grounder
+from safety_monitor.grounding.grounder import Grounder, PredicateFrame
 from safety_monitor.grounding.motion import (
     TIME_EPS,
     Track,
@@ -987,3 +991,189 @@ def test_pairs_within_gives_the_rules_of_the_pairs_within_their_limit_in_order_o
     for bad in (([("a", "b")], rules, 0.01), ((("a", "b", 0.0),), rules, 0.01), ([("a", "b", 0.0)], {"a": []}, 0.1)):
         with pytest.raises(TypeError, match="pairs_within"):
             _geomath.pairs_within(*bad)
+
+
+def _readings_oracle(state, last_t, objects, pose_limit, wrench_limit, wrench_sensor):
+    """The Grounder's checks one by one (`_check_time`, `_joints`, `_usable_poses`, `_usable_wrench`) in plain Python,
+    for names already checked: (joints, poses, ages, wrench, stale), or None where one of them would raise."""
+    t = state.t
+    if not math.isfinite(t) or (last_t is not None and t <= last_t):
+        return None
+    values = np.asarray(state.joint_position, dtype=float).tolist()
+    joints = dict(zip(state.joint_names, values, strict=True))
+    found = _usable_poses_oracle(objects, state.object_poses, state.object_ages, pose_limit, Grounder._pose_ok)
+    if found is None:
+        return None
+    poses, ages, stale = found
+    wrench, w = None, state.wrench
+    if wrench_sensor and w is None:
+        stale["wrench"] = math.inf
+    elif wrench_sensor:
+        age = 0.0 if state.wrench_age is None else float(state.wrench_age)
+        if not math.isfinite(age) or age > wrench_limit:
+            stale["wrench"] = age if math.isfinite(age) else math.inf
+        else:
+            flat = np.concatenate([np.ravel(w.force), np.ravel(w.torque)]).astype(float)
+            wrench = w if np.isfinite(flat).all() else None
+    return joints, poses, ages, wrench, stale
+
+
+def test_frame_readings_checks_a_plain_frame_as_the_grounder_does_one_check_at_a_time_and_hands_back_the_rest():
+    """Random frames (times out of order, NaN joints, other name tuples, strided or list rows, old, NaN and missing
+    ages, NaN wrenches, unknown objects): where the call answers, the same joints, poses, ages, wrench and stale ages
+    (in order) as the checks one by one; it answers every plain frame, and None for any frame a check reports on or
+    converts for, without raising."""
+    rng = np.random.default_rng(32)
+    objects = ("mug", "plate", "cube")
+    keys = tuple(f"object_pose/{o}" for o in objects)
+    names = ("j1", "j2", "j3")
+    answered = 0
+    for _ in range(3000):
+        last_t = None if rng.random() < 0.1 else float(rng.uniform(0.0, 1.0))
+        t = float(rng.uniform(0.0, 2.0)) if rng.random() < 0.9 else [math.nan, math.inf, 3, True][rng.integers(4)]
+        position = rng.normal(size=3)
+        plain = True
+        if rng.random() < 0.05:
+            position[rng.integers(3)] = [math.nan, math.inf][rng.integers(2)]
+            plain = False
+        if rng.random() < 0.05:
+            position, plain = np.repeat(position, 2)[::2], False  # strided: the caller's numpy path
+        if rng.random() < 0.05:
+            position, plain = position.tolist(), False
+        given, ages = {}, {}
+        for o in objects:
+            if rng.random() < 0.85:
+                given[o] = Pose(rng.normal(size=3), rng.normal(size=4) if rng.random() < 0.95 else np.zeros(4))
+            if rng.random() < 0.85:
+                ages[o] = [float(rng.uniform(0.0, 0.3)), math.inf, math.nan, 0.0][rng.integers(4)]
+        if rng.random() < 0.03:
+            given["banana"] = Pose(np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0]))
+        wrench = None if rng.random() < 0.1 else Wrench(rng.normal(size=3), rng.normal(size=3))
+        if wrench is not None and rng.random() < 0.1:
+            wrench.force[0] = math.nan
+        if wrench is not None and rng.random() < 0.05:
+            wrench, plain = Wrench(wrench.force.tolist(), wrench.torque), False
+        wrench_age = [None, float(rng.uniform(0.0, 0.1)), math.nan, 1.0][rng.integers(4)]
+        if rng.random() < 0.05:
+            wrench_age, plain = np.float64(0.01), False
+        last_names = names if rng.random() < 0.95 else ("j1", "j2", "j3")
+        plain = plain and last_names is names and isinstance(t, float)
+        state = RobotState(
+            t, names, position, wrench=wrench, wrench_age=wrench_age, object_poses=given, object_ages=ages
+        )
+        sensor = bool(rng.random() < 0.9)
+        stale: dict[str, float] = {}
+        terms = (objects, keys, 0.2, Grounder._pose_ok, 0.05, sensor)
+        got = _geomath.frame_readings(state, last_t, last_names, stale, terms)
+        want = _readings_oracle(state, last_t, objects, 0.2, 0.05, sensor) if last_names is names else None
+        if got is None:
+            assert not (plain and want is not None)
+            continue
+        answered += 1
+        assert want is not None
+        joints, poses, pose_ages, usable, want_stale = want
+        assert got[0] == joints and all(type(v) is float for v in got[0].values())
+        assert list(got[1].items()) == list(poses.items())
+        assert list(got[2].items()) == list(pose_ages.items())
+        assert got[3] is usable
+        assert list(stale.items()) == list(want_stale.items())
+    assert answered > 1000
+    with pytest.raises(TypeError, match="frame_readings: stale must be a dict, the grounder's terms a 6-tuple"):
+        _geomath.frame_readings(state, None, names, [], terms)
+    with pytest.raises(TypeError, match="frame_readings: stale must be a dict, the grounder's terms a 6-tuple"):
+        _geomath.frame_readings(state, None, names, {}, terms[:5])
+    with pytest.raises(TypeError, match=r"frame_readings\(\) takes 5 arguments \(2 given\)"):
+        _geomath.frame_readings(state, None)  # type: ignore[call-arg]
+    assert _geomath.frame_readings(object(), None, names, {}, terms) is None
+
+
+def test_record_fills_a_direct_init_dataclass_as_its_init_does_and_refuses_other_classes():
+    fields = tuple(PredicateFrame.__dataclass_fields__)
+    values = (0.5, 3, FrozenValues({"a": True}), frozenset({"a"}), {"wrench": math.inf}, {"a": ("mug",)})
+    made, built = _geomath.record(PredicateFrame, fields, *values), PredicateFrame(*values)
+    assert (
+        type(made) is PredicateFrame and made == built and list(made.__dict__.items()) == list(built.__dict__.items())
+    )
+    assert all(getattr(made, f) is v for f, v in zip(fields, values, strict=True))  # the values themselves
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.t = 1.0  # type: ignore[misc]
+    with pytest.raises(TypeError, match="record: expected a class, a tuple of field names and a value for each"):
+        _geomath.record(PredicateFrame, fields, *values[:5])
+    with pytest.raises(TypeError, match="record: expected a class"):
+        _geomath.record(PredicateFrame, list(fields), *values)
+    with pytest.raises(TypeError, match="record: int is not a class with object's __new__ and a dict"):
+        _geomath.record(int, ("real",), 1)
+
+    class Slotted:
+        __slots__ = ("a",)
+
+    with pytest.raises(TypeError, match="record: Slotted is not a class with object's __new__ and a dict"):
+        _geomath.record(Slotted, ("a",), 1)
+
+
+def test_joint_inputs_gives_gripper_closed_and_the_fractions_and_window_deltas_the_grounders_python_did():
+    """Random joint values (NaN, inf, -0.0 and ints among them), windows of 1 to 4 frames: Gripper.closed's answer, and
+    the same fractions and deltas, bit for bit and in order, as the loop over deques; a missing joint, a zero span or
+    a bad row raises, and a threshold or gripper value that is not a float raises a TypeError before any history
+    changes."""
+    rng = np.random.default_rng(33)
+    grippers = [
+        Gripper(GripperKind.NONE, (), (), (), ()),
+        Gripper(GripperKind.TWO_FINGERS, (), (), (), ()),  # no joints: closed, as all() of nothing
+        Gripper(GripperKind.TWO_FINGERS, ("left", "right"), (), (), (ClosedPast(0.01, False), ClosedPast(-0.01, True))),
+    ]
+    for window in (1, 2, 4):
+        specs = (("drawer", "slide", 0.0, 0.4), ("door", "hinge", -0.2, 1.5), ("lid", "lid_joint", 1, -2))
+        rows = tuple((f, j, closed, span, []) for f, j, closed, span in specs)
+        queues = {f: collections.deque(maxlen=window) for f, *_ in specs}
+        for _ in range(60):
+            joints = {"left": float(rng.normal(0.0, 0.02)), "right": float(rng.normal(0.0, 0.02))}
+            if rng.random() < 0.1:
+                joints["left"] = math.nan
+            for _, joint, *_ in specs:
+                kinds = [float(rng.normal()), math.nan, math.inf, -0.0, int(rng.integers(-2, 3)), 0.0]
+                joints[joint] = kinds[rng.integers(len(kinds))] if rng.random() < 0.3 else float(rng.normal())
+            want_fractions, want_deltas = {}, {}
+            for f, joint, closed, span in specs:
+                want_fractions[f] = fraction = (joints[joint] - closed) / span
+                queues[f].append(fraction)
+                want_deltas[f] = fraction - queues[f][0] if len(queues[f]) == window else None
+            gripper = grippers[rng.integers(len(grippers))]
+            closing = (
+                None
+                if gripper.kind is GripperKind.NONE
+                else tuple((j, p.at, p.upward) for j, p in zip(gripper.joints, gripper.closed_past, strict=True))
+            )
+            closed, fractions, deltas = _geomath.joint_inputs(joints, closing, rows, window)
+            assert closed is gripper.closed(joints)
+            assert [(f, struct.pack("d", x)) for f, x in fractions.items()] == [
+                (f, struct.pack("d", x)) for f, x in want_fractions.items()
+            ]
+            assert [(f, None if x is None else struct.pack("d", x)) for f, x in deltas.items()] == [
+                (f, None if x is None else struct.pack("d", x)) for f, x in want_deltas.items()
+            ]
+            assert all(len(history) == len(queues[f]) for f, *_, history in rows)
+    assert _geomath.joint_inputs({}, None, (), 3) == (False, {}, {})
+    history: list[float] = [0.5]
+    drawer = (("drawer", "slide", 0.0, 0.4, history),)
+    for closing, joints in (
+        ((("left", 1, False),), {"left": 0.0, "slide": 0.1}),  # an int threshold: Gripper.closed compares it
+        ((("left", 1.0, False),), {"left": 0, "slide": 0.1}),
+        (None, {"slide": "0.1"}),
+    ):
+        with pytest.raises(TypeError):
+            _geomath.joint_inputs(joints, closing, drawer, 3)
+        assert history == [0.5]
+    with pytest.raises(KeyError, match="slide"):
+        _geomath.joint_inputs({}, None, drawer, 3)
+    with pytest.raises(KeyError, match="left"):
+        _geomath.joint_inputs({"slide": 0.1}, (("left", 0.0, True),), drawer, 3)
+    with pytest.raises(ZeroDivisionError):
+        _geomath.joint_inputs({"slide": 0.1}, None, (("drawer", "slide", 0.0, 0.0, []),), 3)
+    assert history == [0.5]
+    with pytest.raises(TypeError, match="joint_inputs: a row must be"):
+        _geomath.joint_inputs({"slide": 0.1}, None, (("drawer", "slide", 0.0, 0.4, collections.deque()),), 3)
+    with pytest.raises(TypeError, match="joint_inputs: a gripper row must be"):
+        _geomath.joint_inputs({"slide": 0.1}, (("left",),), (), 3)
+    with pytest.raises(TypeError, match="joint_inputs: joints must be a dict, closing None or a tuple"):
+        _geomath.joint_inputs({"slide": 0.1}, None, (), 0)

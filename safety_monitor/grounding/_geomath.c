@@ -28,6 +28,9 @@ static PyObject *vector3(PyObject *self, PyObject *v);
 static PyObject *wrench_finite(PyObject *self, PyObject *wrench);
 static PyObject *wrench_key(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 static PyObject *plausible(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+static PyObject *frame_readings(PyObject *self, PyObject *const *args, Py_ssize_t nargs); /* speed-u */
+static PyObject *record(PyObject *self, PyObject *const *args, Py_ssize_t nargs);         /* speed-u */
+static PyObject *joint_inputs(PyObject *self, PyObject *const *args, Py_ssize_t nargs);   /* speed-u */
 
 /* The array's data when it is a native-order, C-contiguous numpy array of `n` float64 values (that can be
  * written to, if asked); else NULL, with no error set: the caller takes the buffer-protocol path. */
@@ -2343,6 +2346,13 @@ static PyMethodDef methods[] = {
      "A track's (distance, angle, elapsed) from the sample a window before the newest to the newest, or None."},
     {"track_pose_at", (PyCFunction)(void (*)(void))track_pose_at, METH_FASTCALL,
      "A track's pose at a time, interpolated between the samples either side, or None."},
+    /* ---- speed-u ---- */
+    {"frame_readings", (PyCFunction)(void (*)(void))frame_readings, METH_FASTCALL,
+     "A plain frame's joints, usable poses and ages, and usable wrench (stale ages into stale), else None."},
+    {"record", (PyCFunction)(void (*)(void))record, METH_FASTCALL,
+     "An instance of a class with its dict filled field by field, without calling __init__."},
+    {"joint_inputs", (PyCFunction)(void (*)(void))joint_inputs, METH_FASTCALL,
+     "Whether the gripper is closed, each fixture's open fraction and its change over the motion window."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -2646,4 +2656,246 @@ static PyObject *plausible(PyObject *self, PyObject *const *args, Py_ssize_t nar
         view_close(&row);
     }
     return PyBool_FromLong(ok);
+}
+
+/* ---- speed-u ---- */
+
+/* frame_readings(state, last_t, last_names, stale, (objects, stale_keys, pose_limit, pose_ok, wrench_limit,
+ *                wrench_sensor)) -> (joints, poses, ages, wrench) or None
+ *
+ * The Grounder's checks of one frame's readings in one call, for the frame every source gives: `state.t` a finite
+ * float after `last_t` (a float, or None before the first frame), the joint names the same tuple as the last
+ * frame's (`last_names`, checked then), `joint_position` a 1-d float64 array of as many values, all finite,
+ * `object_poses` and `object_ages` dicts naming only `objects`, and the wrench's age a float or None and its
+ * values float64 3-vectors. Then: the name -> position dict (named_values'), the usable poses and their ages with
+ * the others' ages into `stale` (usable_poses' with `objects`, `stale_keys`, `pose_limit` and `pose_ok`), and the
+ * wrench if usable (the Grounder's `_usable_wrench`: None without `wrench_sensor`; a missing one into `stale` as
+ * inf, an old one with its age or inf). None for any other frame, `stale` perhaps partly filled: the caller takes
+ * its checks one by one, which say what is wrong, on a fresh dict. An error of `pose_ok` or an age's conversion
+ * is raised, as that path would raise it. */
+static PyObject *frame_readings(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    static PyObject *s_t, *s_names, *s_position, *s_poses, *s_ages, *s_wrench, *s_wrench_age;
+    if (s_wrench_age == NULL && ((s_t = PyUnicode_InternFromString("t")) == NULL ||
+                                 (s_names = PyUnicode_InternFromString("joint_names")) == NULL ||
+                                 (s_position = PyUnicode_InternFromString("joint_position")) == NULL ||
+                                 (s_poses = PyUnicode_InternFromString("object_poses")) == NULL ||
+                                 (s_ages = PyUnicode_InternFromString("object_ages")) == NULL ||
+                                 (s_wrench = PyUnicode_InternFromString("wrench")) == NULL ||
+                                 (s_wrench_age = PyUnicode_InternFromString("wrench_age")) == NULL))
+        return NULL;
+    if (check_nargs(nargs, 5, "frame_readings") < 0)
+        return NULL;
+    PyObject *state = args[0], *last_t = args[1], *stale = args[3], *fixed = args[4];
+    if (!PyDict_Check(stale) || !PyTuple_CheckExact(fixed) || PyTuple_GET_SIZE(fixed) != 6) {
+        PyErr_SetString(PyExc_TypeError, "frame_readings: stale must be a dict, the grounder's terms a 6-tuple");
+        return NULL;
+    }
+    PyObject *const *terms = &PyTuple_GET_ITEM(fixed, 0); /* objects, stale_keys, pose_limit, pose_ok, ... */
+    double pose_limit = PyFloat_AsDouble(terms[2]), wrench_limit = PyFloat_AsDouble(terms[4]);
+    if ((pose_limit == -1.0 || wrench_limit == -1.0) && PyErr_Occurred())
+        return NULL;
+    int wrench_sensor = PyObject_IsTrue(terms[5]);
+    if (wrench_sensor < 0)
+        return NULL;
+    /* every `goto done` without an error set answers None: a frame for the caller's checks one by one */
+    PyObject *t = NULL, *names = NULL, *position = NULL, *given = NULL, *ages = NULL, *wrench = NULL, *age = NULL;
+    PyObject *joints = NULL, *found = NULL, *result = NULL;
+    if ((t = PyObject_GetAttr(state, s_t)) == NULL || (names = PyObject_GetAttr(state, s_names)) == NULL ||
+        (position = PyObject_GetAttr(state, s_position)) == NULL)
+        goto done;
+    double now = PyFloat_CheckExact(t) ? PyFloat_AS_DOUBLE(t) : NAN;
+    if (!isfinite(now) || !(last_t == Py_None || (PyFloat_CheckExact(last_t) && now > PyFloat_AS_DOUBLE(last_t))) ||
+        names != args[2] || !PyTuple_Check(names) || !PyArray_Check(position) ||
+        PyArray_NDIM((PyArrayObject *)position) != 1)
+        goto done;
+    const double *q = fast_doubles(position, PyTuple_GET_SIZE(names), 0);
+    if (q == NULL || (joints = PyDict_New()) == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); i++) {
+        if (!isfinite(q[i])) /* the joints' check says whether it may be */
+            goto done;
+        PyObject *value = PyFloat_FromDouble(q[i]);
+        int failed = value == NULL || PyDict_SetItem(joints, PyTuple_GET_ITEM(names, i), value) < 0;
+        Py_XDECREF(value);
+        if (failed)
+            goto done;
+    }
+    if ((given = PyObject_GetAttr(state, s_poses)) == NULL || (ages = PyObject_GetAttr(state, s_ages)) == NULL ||
+        !PyDict_CheckExact(given) || !PyDict_CheckExact(ages))
+        goto done;
+    PyObject *walk[7] = {terms[0], terms[1], given, ages, terms[2], stale, terms[3]};
+    if ((found = usable_poses(NULL, walk, 7)) == NULL || found == Py_None)
+        goto done;
+    PyObject *usable = Py_None;
+    if (wrench_sensor) {
+        if ((wrench = PyObject_GetAttr(state, s_wrench)) == NULL || (age = PyObject_GetAttr(state, s_wrench_age)) == NULL ||
+            !(age == Py_None || PyFloat_CheckExact(age)))
+            goto done;
+        double a = age == Py_None ? 0.0 : PyFloat_AS_DOUBLE(age);
+        if (wrench == Py_None || !isfinite(a) || a > wrench_limit) {
+            PyObject *entry = wrench != Py_None && isfinite(a) ? as_float(age, a) : PyFloat_FromDouble(INFINITY);
+            int failed = entry == NULL || PyDict_SetItem(stale, s_wrench, entry) < 0;
+            Py_XDECREF(entry);
+            if (failed)
+                goto done;
+        } else {
+            PyObject *finite = wrench_finite(NULL, wrench);
+            if (finite == NULL) { /* values that are not float64 3-vectors: the caller's check converts them */
+                if (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_ValueError))
+                    PyErr_Clear();
+                goto done;
+            }
+            if (finite == Py_True)
+                usable = wrench;
+            Py_DECREF(finite);
+        }
+    }
+    result = PyTuple_Pack(4, joints, PyTuple_GET_ITEM(found, 0), PyTuple_GET_ITEM(found, 1), usable);
+done:
+    if (result == NULL && (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_AttributeError))) {
+        PyErr_Clear(); /* (a state without some reading: the caller's checks read the ones they need) */
+        result = Py_NewRef(Py_None);
+    }
+    Py_XDECREF(t);
+    Py_XDECREF(names);
+    Py_XDECREF(position);
+    Py_XDECREF(given);
+    Py_XDECREF(ages);
+    Py_XDECREF(wrench);
+    Py_XDECREF(age);
+    Py_XDECREF(joints);
+    Py_XDECREF(found);
+    return result;
+}
+
+/* record(cls, fields, *values) -> an instance of `cls` with its dict filled, field by field, in order (what
+ * `records.direct_init`'s __init__ does, without a Python call: the Grounder builds a PredicateFrame a frame).
+ * `cls` a type whose instances have a dict and whose __new__ is object's; `fields` a tuple of as many names as
+ * values. */
+static PyObject *record(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 2 || !PyType_Check(args[0]) || !PyTuple_CheckExact(args[1]) ||
+        PyTuple_GET_SIZE(args[1]) != nargs - 2) {
+        PyErr_SetString(PyExc_TypeError, "record: expected a class, a tuple of field names and a value for each");
+        return NULL;
+    }
+    PyTypeObject *cls = (PyTypeObject *)args[0];
+    if (cls->tp_new != PyBaseObject_Type.tp_new || cls->tp_dictoffset == 0) {
+        PyErr_Format(PyExc_TypeError, "record: %.80s is not a class with object's __new__ and a dict", cls->tp_name);
+        return NULL;
+    }
+    PyObject *obj = cls->tp_alloc(cls, 0);
+    if (obj == NULL)
+        return NULL;
+    PyObject *dict = PyObject_GenericGetDict(obj, NULL);
+    int failed = dict == NULL;
+    for (Py_ssize_t i = 0; !failed && i < nargs - 2; i++)
+        failed = PyDict_SetItem(dict, PyTuple_GET_ITEM(args[1], i), args[i + 2]) < 0;
+    Py_XDECREF(dict);
+    if (failed)
+        Py_CLEAR(obj);
+    return obj;
+}
+
+/* joint_inputs(joints, closing, rows, window) -> (gripper_closed, fractions, deltas)
+ *
+ * What the Grounder reads from a frame's joints (`joints`, name -> value) besides the limits. Whether the gripper is
+ * closed (Gripper.closed): `closing` None (no gripper): False; else every (joint, at, upward) of it past `at`, above
+ * it when `upward`, else below (a float joint value and a float `at`, else a TypeError before anything changes: the
+ * caller asks Gripper.closed, which compares other numbers exactly). Each fixture's open fraction,
+ * (joints[joint] - closed) / span (Fixture.open_fraction), and its change over the motion window: `rows` a tuple of
+ * (fixture, joint, closed, span, history) with `history` a list of the fixture's last fractions, this one appended
+ * and the oldest dropped beyond `window` of them; the delta is this fraction less the oldest once the list holds
+ * `window`, else None. A joint's value any number there (a KeyError for a missing joint, a ZeroDivisionError for a
+ * zero span, as the Python arithmetic raises them). Every row is read before any history changes: an error leaves
+ * them as they were. */
+static PyObject *joint_inputs(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs(nargs, 4, "joint_inputs") < 0)
+        return NULL;
+    PyObject *joints = args[0], *closing = args[1], *rows = args[2];
+    Py_ssize_t window = PyLong_AsSsize_t(args[3]);
+    if (window == -1 && PyErr_Occurred())
+        return NULL;
+    if (!PyDict_Check(joints) || !(closing == Py_None || PyTuple_Check(closing)) || !PyTuple_Check(rows) || window < 1) {
+        PyErr_SetString(PyExc_TypeError,
+                        "joint_inputs: joints must be a dict, closing None or a tuple, rows a tuple, window positive");
+        return NULL;
+    }
+    int closed_hand = closing != Py_None;
+    for (Py_ssize_t i = 0; closing != Py_None && i < PyTuple_GET_SIZE(closing); i++) {
+        PyObject *row = PyTuple_GET_ITEM(closing, i);
+        if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != 3 || !PyFloat_CheckExact(PyTuple_GET_ITEM(row, 1))) {
+            PyErr_SetString(PyExc_TypeError, "joint_inputs: a gripper row must be (joint, float at, upward)");
+            return NULL;
+        }
+        PyObject *value = PyDict_GetItemWithError(joints, PyTuple_GET_ITEM(row, 0));
+        if (value == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetObject(PyExc_KeyError, PyTuple_GET_ITEM(row, 0));
+            return NULL;
+        }
+        if (!PyFloat_CheckExact(value)) {
+            PyErr_SetString(PyExc_TypeError, "joint_inputs: a gripper joint's value is not a float");
+            return NULL;
+        }
+        int upward = PyObject_IsTrue(PyTuple_GET_ITEM(row, 2));
+        if (upward < 0)
+            return NULL;
+        double q = PyFloat_AS_DOUBLE(value), at = PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(row, 1));
+        if (!(upward ? q > at : q < at)) {
+            closed_hand = 0;
+            break;
+        }
+    }
+    PyObject *fractions = PyDict_New(), *deltas = PyDict_New(), *result = NULL;
+    if (fractions == NULL || deltas == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(rows); i++) {
+        PyObject *row = PyTuple_GET_ITEM(rows, i);
+        if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != 5 || !PyList_CheckExact(PyTuple_GET_ITEM(row, 4))) {
+            PyErr_SetString(PyExc_TypeError, "joint_inputs: a row must be (fixture, joint, closed, span, list)");
+            goto done;
+        }
+        PyObject *value = PyDict_GetItemWithError(joints, PyTuple_GET_ITEM(row, 1));
+        if (value == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetObject(PyExc_KeyError, PyTuple_GET_ITEM(row, 1));
+            goto done;
+        }
+        double q = PyFloat_AsDouble(value), closed = PyFloat_AsDouble(PyTuple_GET_ITEM(row, 2)),
+               span = PyFloat_AsDouble(PyTuple_GET_ITEM(row, 3));
+        if ((q == -1.0 || closed == -1.0 || span == -1.0) && PyErr_Occurred())
+            goto done;
+        if (span == 0.0) {
+            PyErr_SetString(PyExc_ZeroDivisionError, "float division by zero");
+            goto done;
+        }
+        PyObject *fraction = PyFloat_FromDouble((q - closed) / span);
+        int failed = fraction == NULL || PyDict_SetItem(fractions, PyTuple_GET_ITEM(row, 0), fraction) < 0;
+        Py_XDECREF(fraction);
+        if (failed)
+            goto done;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(rows); i++) { /* every row read: now the histories change */
+        PyObject *row = PyTuple_GET_ITEM(rows, i), *history = PyTuple_GET_ITEM(row, 4);
+        PyObject *fraction = PyDict_GetItemWithError(fractions, PyTuple_GET_ITEM(row, 0));
+        if (fraction == NULL || PyList_Append(history, fraction) < 0 ||
+            (PyList_GET_SIZE(history) > window && PyList_SetSlice(history, 0, PyList_GET_SIZE(history) - window, NULL) < 0))
+            goto done;
+        PyObject *delta = PyList_GET_SIZE(history) == window
+                              ? PyFloat_FromDouble(PyFloat_AS_DOUBLE(fraction) -
+                                                   PyFloat_AS_DOUBLE(PyList_GET_ITEM(history, 0)))
+                              : Py_NewRef(Py_None);
+        int failed = delta == NULL || PyDict_SetItem(deltas, PyTuple_GET_ITEM(row, 0), delta) < 0;
+        Py_XDECREF(delta);
+        if (failed)
+            goto done;
+    }
+    result = PyTuple_Pack(3, closed_hand ? Py_True : Py_False, fractions, deltas);
+done:
+    Py_XDECREF(fractions);
+    Py_XDECREF(deltas);
+    return result;
 }

@@ -1,9 +1,11 @@
 """Types of the C kernels in _geomath.c (float64 arrays in, of the shapes named; any strides)."""
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
+
+_T = TypeVar("_T")
 
 def box_overlap(
     ac: np.ndarray, ar: np.ndarray, ah: np.ndarray, bc: np.ndarray, br: np.ndarray, bh: np.ndarray
@@ -182,3 +184,17 @@ def track_pose_at(
     eps: float,
     later: tuple[float, tuple[float, float, float], np.ndarray] | None,
 ) -> tuple[tuple[float, float, float], np.ndarray] | None: ...
+def frame_readings(
+    state: Any,
+    last_t: float | None,
+    last_names: tuple[str, ...],
+    stale: dict[str, float],
+    terms: tuple[tuple[str, ...], tuple[str, ...], float, Callable[[Any], bool], float, bool],
+) -> tuple[dict[str, float], dict[str, Any], dict[str, float], Any] | None: ...
+def record(cls: type[_T], fields: tuple[str, ...], *values: Any) -> _T: ...
+def joint_inputs(
+    joints: Mapping[str, float],
+    closing: tuple[tuple[str, float, bool], ...] | None,
+    rows: tuple[tuple[str, str, float, float, list[float]], ...],
+    window: int,
+) -> tuple[bool, dict[str, float], dict[str, float | None]]: ...

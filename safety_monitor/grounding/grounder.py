@@ -11,8 +11,7 @@ can still tell a guess from a fact.
 from __future__ import annotations
 
 import math
-from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,7 +32,7 @@ from safety_monitor.grounding import (
     skills,
 )
 from safety_monitor.grounding.debounce import Tri
-from safety_monitor.grounding.description import RobotDescription, load_robot_description
+from safety_monitor.grounding.description import GripperKind, RobotDescription, load_robot_description
 from safety_monitor.grounding.geometry import FrameGeometry
 from safety_monitor.grounding.inputs import FrameInputs, PredicateDoc
 from safety_monitor.grounding.joint_limits import JointLimitEstimator, merge_limits
@@ -108,6 +107,15 @@ class Grounder:
         # the described objects and the names of their pose streams in `stale`, built once
         self._pose_streams = (tuple(robot.objects), tuple(f"object_pose/{o}" for o in robot.objects))
         self._twin = twin
+        # what `_geomath.frame_readings` checks a frame against (the terms of `_usable_poses` and `_usable_wrench`)
+        max_age = thresholds.max_age_s
+        self._reading_terms = (
+            *self._pose_streams,
+            max_age.object_pose,
+            self._pose_ok,
+            max_age.wrench,
+            wrench_sensor,
+        )
         # False: no wrench stream is configured (topic mapping `wrench: none`): the predicates that read it are
         # not grounded (constantly false, `applicability` says their properties do not apply), never stale
         self.wrench_sensor = wrench_sensor
@@ -171,6 +179,7 @@ class Grounder:
         self._limits = JointLimitEstimator(self.joint_limits, th.joint_limits, r.robot_joints)
         # the previous frame's decisions (PREDICATES order, None: undecided) and what they made
         self._decided: tuple[Tri, ...] = ()
+        self._by_family: tuple[tuple[Tri, ...] | None, ...] = _NO_FAMILIES  # the family tuples `_decided` joins
         self._values = FrozenValues(dict.fromkeys(PREDICATES, False))
         self._unknown: frozenset[str] = frozenset()
         self._checked_names: set[tuple[str, ...]] = set()
@@ -190,7 +199,16 @@ class Grounder:
         self._contamination = contamination.ContaminationEstimator(r, cat, th, counts)
         self._containment = containment.ContainmentEstimator(r, cat, th, counts, self._grasp)
         self._skills = skills.SkillEstimator(r, cat, th, counts, self._grasp, self._fixtures)
-        self._naming = (self._grasp, self._fixtures, self._contact, self._containment)  # object-bound families
+        # the object-bound families and their predicates, and (`_finish`) the name_objects of those that may name
+        # one for the values `_namers_for`
+        self._naming = (
+            (self._grasp, tuple(grasp.DOCS)),
+            (self._fixtures, tuple(fixtures.DOCS)),
+            (self._contact, tuple(contact.DOCS)),
+            (self._containment, tuple(containment.DOCS)),
+        )
+        self._namers_for: Mapping[str, bool] | None = None
+        self._namers: tuple[Callable[[Mapping[str, bool], dict[str, tuple[str, ...]]], None], ...] = ()
         self._families = (  # in dependency order, as `step` runs them
             self._grasp,
             self._fixtures,
@@ -209,22 +227,34 @@ class Grounder:
         self._beyond: list[bool | None] = [None] * len(self._motion)
         self._motion_answer: tuple[_PerObject, _PerObject] = ({}, {})  # (none handed out before a side is known)
         self._carry_memo: dict[str, tuple[tuple[float, bytes], tuple[np.ndarray, np.ndarray]]] = {}
-        window = counts.motion_window + 1
+        g = r.gripper  # (joint, threshold, upward) per gripper joint, None without one: Gripper.closed's reads
+        self._closing = (
+            None
+            if g.kind is GripperKind.NONE
+            else tuple(zip(g.joints, (p.at for p in g.closed_past), (p.upward for p in g.closed_past)))
+        )
+        self._fixture_window = counts.motion_window + 1
         # per fixture: its joint, its closed position and range (Fixture.open_fraction's terms, read every frame
-        # without a call), and its open fractions over the motion window
-        self._fixture_inputs: tuple[tuple[str, str, float, float, deque[float]], ...] = tuple(
-            (f, fx.joint, fx.closed, fx.open - fx.closed, deque(maxlen=window)) for f, fx in r.fixtures.items()
+        # without a call), and its open fractions over the motion window (`_geomath.joint_inputs` keeps them)
+        self._fixture_inputs: tuple[tuple[str, str, float, float, list[float]], ...] = tuple(
+            (f, fx.joint, fx.closed, fx.open - fx.closed, []) for f, fx in r.fixtures.items()
         )
 
     # ------------------------------------------------------------------------------------------------
     def step(self, state: RobotState, geometry: FrameGeometry | None = None) -> PredicateFrame:
         """Ground one frame. `geometry` replaces the twin (tests, or an external geometry source)."""
         frame = self._frame + 1
-        self._check_time(state.t, frame)
-        joints = self._joints(state, frame)
         stale: dict[str, float] = {}
-        poses, ages = self._usable_poses(state, stale)
-        wrench = self._usable_wrench(state, stale)
+        # most frames: the checks below in one call
+        readings = _geomath.frame_readings(state, self._t, self._names, stale, self._reading_terms)
+        if readings is not None:
+            joints, poses, ages, wrench = readings
+        else:  # the first frame, new joint names, or a reading to convert or report: each check says what
+            stale = {}
+            self._check_time(state.t, frame)
+            joints = self._joints(state, frame)
+            poses, ages = self._usable_poses(state, stale)
+            wrench = self._usable_wrench(state, stale)
         base = None
         if self.mobile_base and geometry is None:
             base = self._usable_base(state, stale)
@@ -240,11 +270,15 @@ class Grounder:
         else:
             geometry = geometry.forget(frozenset(o for o in self.robot.objects if o not in poses))
         speed, slip = self._object_motion(state, poses, ages, geometry)
-        fractions, deltas = {}, {}
-        for f, joint, closed, span, history in self._fixture_inputs:
-            fractions[f] = fraction = (joints[joint] - closed) / span  # Fixture.open_fraction
-            history.append(fraction)
-            deltas[f] = fraction - history[0] if len(history) == history.maxlen else None
+        # whether the gripper is closed, and each fixture's open fraction and its change over the motion window, in one
+        # call (Gripper.closed and the loop over the fixtures cost four thousand instructions a frame in Python)
+        try:
+            closed, fractions, deltas = _geomath.joint_inputs(
+                joints, self._closing, self._fixture_inputs, self._fixture_window
+            )
+        except TypeError:  # (nothing changed) a threshold that is not a float: Gripper.closed compares it exactly
+            closed = self.robot.gripper.closed(joints)
+            _, fractions, deltas = _geomath.joint_inputs(joints, None, self._fixture_inputs, self._fixture_window)
         # by position, through tuple.__new__ itself: the NamedTuple's own __new__ is a Python call (2 thousand
         # instructions a frame), keywords cost more again
         inp = _new_tuple(
@@ -253,7 +287,7 @@ class Grounder:
                 state.t,  # t
                 frame,  # frame
                 geometry,  # geometry
-                self.robot.gripper.closed(joints),  # gripper_closed
+                closed,  # gripper_closed
                 fractions,  # fixture_fraction
                 deltas,  # fixture_delta
                 speed,  # object_speed
@@ -271,7 +305,20 @@ class Grounder:
         by_limits = self._limits.step(state, joints)
         if self._placing:  # the geometry's estimators gather evidence again since the base pose returned
             self._placing -= 1
+            self._by_family = _NO_FAMILIES
             return self._finish(state, frame, (*_UNPLACED, *by_limits), stale)
+        last = self._by_family
+        if (  # each family hands out the same tuple while its decisions repeat: then this frame's joined decisions
+            by_grasp is last[0]  # are the last frame's (`_by_family` always joins to `_decided`), not built or compared
+            and by_contact is last[1]
+            and by_contamination is last[2]
+            and by_skills is last[3]
+            and by_fixtures is last[4]
+            and by_containment is last[5]
+            and by_limits is last[6]
+        ):
+            return self._finish(state, frame, None, stale)
+        self._by_family = (by_grasp, by_contact, by_contamination, by_skills, by_fixtures, by_containment, by_limits)
         decided = (  # PREDICATES order
             *by_grasp,
             *by_contact,
@@ -291,24 +338,31 @@ class Grounder:
         decide nothing for `warmup_frames`, when the base returns); the joint limits are the joints' alone."""
         self._unplaced = True
         self._placing = 0
+        self._by_family = _NO_FAMILIES
         return self._finish(state, frame, (*_UNPLACED, *self._limits.step(state, joints)), stale)
 
     def _finish(
-        self, state: RobotState, frame: int, decided: tuple[Tri, ...], stale: dict[str, float]
+        self, state: RobotState, frame: int, decided: tuple[Tri, ...] | None, stale: dict[str, float]
     ) -> PredicateFrame:
-        """The frame from this frame's decisions (PREDICATES order)."""
-        if decided == self._decided:  # most frames: every decision as on the previous one, so its values (read-only:
-            values, unknown = self._values, self._unknown  # handed out again, no copy)
+        """The frame from this frame's decisions (PREDICATES order; None: the last frame's, known by identity)."""
+        if decided is None or decided == self._decided:  # most frames: every decision as on the previous one, so its
+            # values (read-only: handed out again, no copy)
+            values, unknown = self._values, self._unknown
         else:
             values, unknown = self._decide(decided)
         self._frame, self._t = frame, state.t
+        if values is not self._namers_for:  # (the same values object is handed out while the decisions repeat)
+            # a family names only its own predicates that hold (PredicateFrame.objects): one with none that holds is
+            # not asked (on most frames the contact family, and the containment family but during a transfer)
+            self._namers = tuple(f.name_objects for f, own in self._naming if any([values[p] for p in own]))
+            self._namers_for = values
         objects: dict[str, tuple[str, ...]] = {}
-        for family in self._naming:  # read only the state the families keep, for the predicates that hold
-            family.name_objects(values, objects)
+        for name_objects in self._namers:  # read only the state the families keep, for the predicates that hold
+            name_objects(values, objects)
         if unknown:
             for p in unknown & objects.keys():
                 del objects[p]
-        return PredicateFrame(state.t, frame, values, unknown, stale, objects)
+        return _record(PredicateFrame, _FRAME_FIELDS, state.t, frame, values, unknown, stale, objects)
 
     def _decide(self, decided: tuple[Tri, ...]) -> tuple[FrozenValues, frozenset[str]]:
         """Each predicate's value from this frame's decisions (PREDICATES order), an undecided one (None)
@@ -542,7 +596,11 @@ class _ObjectMotion:
 
 
 _PerObject = dict[str, tuple[float, float] | None]  # an object's speed or drift (None: unknown)
+# PredicateFrame(...) without the Python call of direct_init's __init__ (in C: a thousand instructions a frame)
+_record = _geomath.record
+_FRAME_FIELDS = tuple(PredicateFrame.__dataclass_fields__)
 _new_tuple = tuple.__new__  # builds a NamedTuple from its values without the class's Python __new__
+_NO_FAMILIES: tuple[None, ...] = (None,) * 7  # no family tuples joined into the last decisions (`Grounder._by_family`)
 _BEYOND_REACH = (math.inf, math.inf)  # the drift of an object beyond reach of the hand (one tuple for all frames)
 
 

@@ -214,6 +214,7 @@ class JointLimitEstimator:
         self._last: tuple[tuple[str, ...], _RowLayout] | None = None
         self._jumps = JumpDetector(self.limits, margins.jump_factor)
         self.jumps: tuple[JointJump, ...] = ()
+        self._answer: tuple[Tri, Tri, Tri, Tri] | None = None  # the last frame's values, as handed out
 
     @property
     def judged(self) -> dict[str, bool]:
@@ -255,24 +256,50 @@ class JointLimitEstimator:
             names, last = state.joint_names, self._last
             layout = last[1] if last is not None and last[0] is names else self._layout(names)
             velocities, efforts = state.joint_velocity, state.joint_effort
+            judged, lower, upper = self._positions  # (a call with a starred argument costs a thousand instructions)
             try:  # float64 rows (or None), as every source gives them: the three limits in one C call
                 position, velocity, effort = _geomath.joint_limits(
-                    positions, *self._positions, velocities, efforts, layout
+                    positions, judged, lower, upper, velocities, efforts, layout
                 )
             except (TypeError, ValueError):  # a row that is not a 1-d float64 array (else raised again, as it is)
                 position, velocity, effort = _geomath.joint_limits(
-                    positions, *self._positions, _floats(velocities), _floats(efforts), layout
+                    positions, judged, lower, upper, _floats(velocities), _floats(efforts), layout
                 )
         else:  # no velocity or effort limits: those two false
-            position, velocity, effort = _geomath.named_outside(positions, *self._positions), False, False
+            judged, lower, upper = self._positions
+            position, velocity, effort = _geomath.named_outside(positions, judged, lower, upper), False, False
         jump: Tri = False
         if self._velocities:
-            stamps = state.t if state.joint_stamps is None else np.asarray(state.joint_stamps, dtype=float)
-            jumps = self._jumps.step(state.joint_names, state.joint_position, stamps)
+            detector, names, t = self._jumps, state.joint_names, state.t
+            seen, previous = detector._last, detector._previous  # its last names and their layout
+            jumps: tuple[JointJump, ...] | None
+            if (  # most frames: JumpDetector.step's judged path without its call (a thousand instructions): every
+                state.joint_stamps is None  # joint sampled at t, the last frame's names, none missing, none wraps,
+                and seen is not None  # a previous frame to step from
+                and seen[0] is names
+                and previous is not None
+                and not (seen[1][1] or detector._any_wraps)
+            ):
+                current, row = detector._spare, state.joint_position
+                try:  # a float64 row (else JumpDetector.step converts it, or raises): gathered into the spare array
+                    hits = _geomath.joint_jumps(row, seen[1][0], current, t, previous[0], previous[1], detector._rate)
+                except (TypeError, ValueError):
+                    jumps = detector.step(names, row, t)
+                else:
+                    detector._previous, detector._spare = (current, t), previous[0]
+                    joints = detector.joints
+                    jumps = tuple(JointJump(joints[k], step, allowed) for k, step, allowed in hits) if hits else ()
+            else:
+                stamps = t if state.joint_stamps is None else np.asarray(state.joint_stamps, dtype=float)
+                jumps = detector.step(names, state.joint_position, stamps)
             self.jumps = jumps or ()
             # the first frame has no step to judge: false, not unknown, or every rollout would start blind
             jump = bool(jumps)
-        return position, velocity, effort, jump
+        answer = (position, velocity, effort, jump)
+        if answer == self._answer:  # the last frame's tuple again: the Grounder knows repeated decisions by identity
+            return self._answer
+        self._answer = answer
+        return answer
 
 
 def _floats(row: np.ndarray | None) -> np.ndarray | None:

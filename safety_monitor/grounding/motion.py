@@ -82,12 +82,15 @@ class Track:
 
     def add(self, t: float, position: np.ndarray | tuple[float, float, float], rotation: np.ndarray) -> bool:
         """Record a pose measured at `t`; a repeat of the newest measurement (same or older t) is skipped."""
-        if self.times and t <= self.times[-1] + TIME_EPS:
+        times = self.times
+        if times and t <= times[-1] + TIME_EPS:
             return False
         self._change = None
-        times = self.times
         times.append(t)
-        self.positions.append(point3(position))
+        try:  # point3's fast path without its call (an add a frame for the end-effector's track)
+            self.positions.append(_geomath.vector3(position))
+        except (TypeError, ValueError):
+            self.positions.append(point3(position))
         self.rotations.append(rotation)
         # once 66 samples lie at or before the horizon (times[65] does), all but the newest of them are dropped, in
         # one batch; asking times[65] first spares most calls the bisection
