@@ -565,6 +565,8 @@ static const void *contiguous(const View *v, const char *what)
     return v->b.buf != NULL ? v->b.buf : (const void *)&empty;
 }
 
+static inline long long get_l_raw(const char *p) { long long x; memcpy(&x, p, 8); return x; }
+
 /* setdefault(outer, a, {})[b] = value */
 static int put_row(PyObject *outer, PyObject *a, PyObject *b, PyObject *value)
 {
@@ -703,6 +705,128 @@ static inline double bounds_apart2(GeomBounds *gb, long long a, long long b)
 typedef double (*GeomDistance)(const void *, void *, int, int, double, double *);
 #define SMALL_KEYS 1024 /* entity-pair keys, or contacts and measured pairs, kept on the stack */
 static double infinities[SMALL_KEYS]; /* every one INFINITY (set at import): `value`'s start, copied in blocks */
+
+/* entity_gaps' rebuild, handing out again what the last call's maps hold that is still true: a frame where the arm
+ * moves changes the gaps of the keys near the gripper, not the rows of the entities resting apart from it, and
+ * building a dict costs ten times reading one. The keys' layout must be the twin's, key = a * n + b over n distinct
+ * entity names, key_names[key] = (names[a], names[b]) (n * n keys; else nothing is reused). An entity's row is the
+ * last one, the same dict, when no key of that entity came, went or changed its gap, bit for bit: its entries
+ * would be built in the same order with the same values. A key's (a, b, gap) entry is the last one when its gap
+ * is the same, and the gripper gaps are when no key a gripper part faces came, went or changed. */
+#define REUSE_ENTITIES 32 /* up to SMALL_KEYS keys: their entries on the stack */
+typedef struct {
+    Py_ssize_t n;       /* entities, 0: nothing reused */
+    PyObject *gaps;     /* the last maps' gaps (borrowed: `last` holds them until the new maps replace them) */
+    PyObject *gripper;  /* the last gripper gaps where they still hold (borrowed), or NULL */
+    PyObject **entries; /* per key of the new order, the last (a, b, gap) entry where its gap is the same, or NULL */
+    PyObject *names[REUSE_ENTITIES]; /* each entity's name, as key_names gives it (checked to be one object) */
+    char changed[REUSE_ENTITIES];    /* per entity: a key of it came, went or changed */
+    char placed[REUSE_ENTITIES];     /* per entity with a reused row: in the new gaps already */
+    PyObject *room[SMALL_KEYS];
+} Reuse;
+
+/* Whether key_names[key] names entities key / n and key % n as every key seen so far does. */
+static int reuse_names(Reuse *r, PyObject *key_names, long long key)
+{
+    PyObject *names = PyList_GET_ITEM(key_names, key);
+    if (!PyTuple_Check(names) || PyTuple_GET_SIZE(names) != 2)
+        return 0;
+    Py_ssize_t side[2] = {(Py_ssize_t)key / r->n, (Py_ssize_t)key % r->n};
+    for (int s = 0; s < 2; s++) {
+        PyObject *name = PyTuple_GET_ITEM(names, s);
+        if (r->names[side[s]] == NULL)
+            r->names[side[s]] = name;
+        else if (r->names[side[s]] != name)
+            return 0;
+    }
+    return 1;
+}
+
+/* Compare the new keys and gaps (`order`, `value`, `count`) with the last call's (`last`), key by key (both
+ * ascending). Nothing is reused (r->n = 0) where the last maps or the keys are not as this call builds them. */
+static void reuse_open(Reuse *r, PyObject *last, PyObject *key_names, PyObject *key_sorted, PyObject *key_gripper,
+                       const Py_ssize_t *order, const double *value, Py_ssize_t count)
+{
+    r->n = 0, r->gaps = r->gripper = NULL, r->entries = NULL;
+    PyObject *before = PyList_GET_ITEM(last, 0), *maps = PyList_GET_ITEM(last, 1);
+    Py_ssize_t nkeys = PyList_GET_SIZE(key_names), n = (Py_ssize_t)(sqrt((double)nkeys) + 0.5);
+    if (n < 1 || n * n != nkeys || n > REUSE_ENTITIES || count > SMALL_KEYS || !PyBytes_Check(before) ||
+        PyBytes_GET_SIZE(before) % 16 || !PyTuple_Check(maps) || PyTuple_GET_SIZE(maps) != 3)
+        return;
+    PyObject *gaps = PyTuple_GET_ITEM(maps, 0), *gripper = PyTuple_GET_ITEM(maps, 1), *pairs = PyTuple_GET_ITEM(maps, 2);
+    Py_ssize_t old = PyBytes_GET_SIZE(before) / 16;
+    if (!PyDict_CheckExact(gaps) || !PyDict_CheckExact(gripper) || !PyList_CheckExact(pairs) ||
+        PyList_GET_SIZE(pairs) != old)
+        return;
+    r->n = n;
+    memset(r->names, 0, sizeof r->names);
+    memset(r->changed, 0, sizeof r->changed);
+    memset(r->placed, 0, sizeof r->placed);
+    int gripper_same = 1;
+    const char *packed = PyBytes_AS_STRING(before);
+    for (Py_ssize_t i = 0, j = 0; i < old || j < count;) {
+        long long was = 0, key;
+        if (i < old)
+            memcpy(&was, packed + 16 * i, 8);
+        if (i < old && (was < 0 || was >= nkeys || (i > 0 && was <= get_l_raw(packed + 16 * (i - 1))))) {
+            r->n = 0; /* (not a packed list of this call's keys) */
+            return;
+        }
+        if (j < count && (i == old || order[j] < was)) { /* a key came */
+            key = order[j];
+            r->room[j++] = NULL;
+        } else if (i < old && (j == count || was < order[j])) { /* a key went */
+            key = was;
+            i++;
+        } else { /* the same key: the same entry if the same gap */
+            key = was;
+            PyObject *entry = PyList_GET_ITEM(pairs, i), *sorted = PyList_GET_ITEM(key_sorted, key);
+            int same = memcmp(packed + 16 * i + 8, &value[key], 8) == 0;
+            r->room[j] = same && PyTuple_CheckExact(entry) && PyTuple_GET_SIZE(entry) == 3 && PyTuple_Check(sorted) &&
+                                 PyTuple_GET_SIZE(sorted) == 2 && PyTuple_GET_ITEM(entry, 0) == PyTuple_GET_ITEM(sorted, 0) &&
+                                 PyTuple_GET_ITEM(entry, 1) == PyTuple_GET_ITEM(sorted, 1) &&
+                                 PyFloat_CheckExact(PyTuple_GET_ITEM(entry, 2)) &&
+                                 memcmp(&PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(entry, 2)), &value[key], 8) == 0
+                             ? entry
+                             : NULL;
+            i++, j++;
+            if (!reuse_names(r, key_names, key)) {
+                r->n = 0;
+                return;
+            }
+            if (same)
+                continue;
+        }
+        PyObject *facing = PyList_GET_ITEM(key_gripper, key);
+        if (!reuse_names(r, key_names, key) || !PyTuple_Check(facing)) {
+            r->n = 0;
+            return;
+        }
+        r->changed[key / n] = r->changed[key % n] = 1;
+        gripper_same = gripper_same && PyTuple_GET_SIZE(facing) == 0;
+    }
+    r->gaps = gaps;
+    r->gripper = gripper_same ? gripper : NULL;
+    r->entries = r->room;
+}
+
+/* put_row(gaps, x, y, gap) for entity `e` named x, unless its row is the last one: that is put in once, whole. */
+static int reuse_row(Reuse *r, PyObject *gaps, Py_ssize_t e, PyObject *x, PyObject *y, PyObject *gap)
+{
+    if (r->n == 0 || r->changed[e])
+        return put_row(gaps, x, y, gap);
+    if (r->placed[e])
+        return 0;
+    PyObject *row = PyDict_GetItemWithError(r->gaps, x);
+    if (row == NULL && PyErr_Occurred())
+        return -1;
+    if (row == NULL || !PyDict_CheckExact(row)) { /* (not as the last call built it: built anew) */
+        r->changed[e] = 1;
+        return put_row(gaps, x, y, gap);
+    }
+    r->placed[e] = 1;
+    return PyDict_SetItem(gaps, x, row);
+}
 
 static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -922,7 +1046,13 @@ static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t n
         result = Py_NewRef(PyList_GET_ITEM(last, 1));
         goto done;
     }
-    gaps = PyDict_New(), gripper = PyDict_New(), pairs = PyList_New(0);
+    /* What the last maps hold that is still true (`Reuse`): the entries of keys whose gap is the same, bit for bit,
+     * the rows of entities none of whose keys came, went or changed, and the gripper gaps when no key a gripper
+     * part faces did. */
+    Reuse reuse;
+    reuse_open(&reuse, last, key_names, key_sorted, key_gripper, order, value, count);
+    gaps = PyDict_New(), pairs = PyList_New(count);
+    gripper = reuse.gripper != NULL ? Py_NewRef(reuse.gripper) : PyDict_New();
     if (gaps == NULL || gripper == NULL || pairs == NULL)
         goto done;
     for (Py_ssize_t n = 0; n < count; n++) {
@@ -934,25 +1064,32 @@ static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t n
             PyErr_SetString(PyExc_TypeError, "entity_gaps: key_names, key_sorted and key_gripper hold tuples");
             goto done;
         }
-        PyObject *gap = PyFloat_FromDouble(value[key]);
-        if (gap == NULL)
-            goto done;
+        PyObject *entry = reuse.entries != NULL ? reuse.entries[n] : NULL;
+        if (entry != NULL) {
+            Py_INCREF(entry);
+        } else {
+            PyObject *gap = PyFloat_FromDouble(value[key]);
+            entry = gap == NULL ? NULL : PyTuple_Pack(3, PyTuple_GET_ITEM(sorted, 0), PyTuple_GET_ITEM(sorted, 1), gap);
+            Py_XDECREF(gap);
+            if (entry == NULL)
+                goto done;
+        }
+        PyList_SET_ITEM(pairs, n, entry); /* (the list owns it now) */
+        PyObject *gap = PyTuple_GET_ITEM(entry, 2);
         PyObject *a = PyTuple_GET_ITEM(names, 0), *b = PyTuple_GET_ITEM(names, 1);
-        PyObject *entry = PyTuple_Pack(3, PyTuple_GET_ITEM(sorted, 0), PyTuple_GET_ITEM(sorted, 1), gap);
-        int failed = entry == NULL || put_row(gaps, a, b, gap) < 0 || put_row(gaps, b, a, gap) < 0 ||
-                     PyList_Append(pairs, entry) < 0;
-        Py_XDECREF(entry);
-        for (Py_ssize_t f = 0; !failed && f < PyTuple_GET_SIZE(facing); f++) {
+        Py_ssize_t ea = reuse.n ? key / reuse.n : 0, eb = reuse.n ? key % reuse.n : 0;
+        if (reuse_row(&reuse, gaps, ea, a, b, gap) < 0 || reuse_row(&reuse, gaps, eb, b, a, gap) < 0)
+            goto done;
+        if (reuse.gripper != NULL)
+            continue;
+        for (Py_ssize_t f = 0; f < PyTuple_GET_SIZE(facing); f++) {
             PyObject *other = PyTuple_GET_ITEM(facing, f);
             PyObject *before = PyDict_GetItemWithError(gripper, other);
             if (before == NULL && PyErr_Occurred())
-                failed = 1;
-            else if (before == NULL || value[key] < PyFloat_AS_DOUBLE(before))
-                failed = PyDict_SetItem(gripper, other, gap) < 0;
+                goto done;
+            if ((before == NULL || value[key] < PyFloat_AS_DOUBLE(before)) && PyDict_SetItem(gripper, other, gap) < 0)
+                goto done;
         }
-        Py_DECREF(gap);
-        if (failed)
-            goto done;
     }
     result = PyTuple_Pack(3, gaps, gripper, pairs);
     if (result != NULL && (PyList_SetItem(last, 0, Py_NewRef(packed)) < 0 || PyList_SetItem(last, 1, Py_NewRef(result)) < 0))
