@@ -1110,7 +1110,46 @@ done:
     return result;
 }
 
-/* may_touch(geom_xpos, geom_xmat, geom_aabb, sa, sb, reach2, plane, other, margin[, first]) -> bool
+/* may_touch's `kept`: [KEPT_COUNT] how many candidates there are (NaN: none taken yet), then each geom's position
+ * when they were taken, then the candidates, ascending: the bounded pairs whose bounding spheres were then within
+ * KEPT_REACH of their reach (or had a non-finite distance). A pair that was not is out of reach for as long as each
+ * geom has moved less than KEPT_REACH / 2 since (the triangle inequality: their distance has shrunk by less than
+ * KEPT_REACH), so only the candidates are tested then; the first call after some geom has moved farther takes them
+ * again, testing every pair. Each move is taken along the axes summed (never less than the straight one), and a
+ * slack (a micrometre, and a billionth of the distance) covers the rounding of the distance, its square and the
+ * moves many times over at any workcell's scale, so a pair passed over is one whose own test says no. A non-finite
+ * position or move takes them again (NaN compares false). */
+#define KEPT_COUNT 0
+#define KEPT_REF 1
+#define KEPT_REACH 0.05 /* m: about a second of the arm's motion, a few dozen frames */
+
+/* Whether a pair whose bounding spheres are `d2` apart (squared) may come within reach (`within2`, squared) before
+ * some geom has moved KEPT_REACH / 2. */
+static inline int kept_candidate(double d2, double within2)
+{
+    double d = sqrt(d2);
+    return !(d - sqrt(within2) - 1e-6 - 1e-9 * d >= KEPT_REACH);
+}
+
+/* The number of candidates when they still hold at positions `pos` (every geom has moved less than KEPT_REACH / 2
+ * since they were taken, and they are in order and range), else -1 (the positions recorded now: take them again). */
+static Py_ssize_t kept_count(double *state, const double *pos, Py_ssize_t ngeom, Py_ssize_t nsphere)
+{
+    double *ref = state + KEPT_REF, count = state[KEPT_COUNT];
+    const double *cand = ref + 3 * ngeom;
+    int hold = count >= 0.0 && count <= (double)nsphere;
+    for (Py_ssize_t g = 0; hold && g < ngeom; g++)
+        hold = fabs(pos[3 * g] - ref[3 * g]) + fabs(pos[3 * g + 1] - ref[3 * g + 1]) + fabs(pos[3 * g + 2] - ref[3 * g + 2]) <
+               KEPT_REACH / 2;
+    for (Py_ssize_t n = 0; hold && n < (Py_ssize_t)count; n++)
+        hold = cand[n] >= (n > 0 ? cand[n - 1] + 1.0 : 0.0) && cand[n] < (double)nsphere && cand[n] == floor(cand[n]);
+    if (hold)
+        return (Py_ssize_t)count;
+    memcpy(ref, pos, (size_t)(3 * ngeom) * sizeof(double));
+    return -1;
+}
+
+/* may_touch(geom_xpos, geom_xmat, geom_aabb, sa, sb, reach2, plane, other, margin[, first[, near[, kept]]]) -> bool
  *
  * Whether mj_collision could report a contact for one of the given geom pairs: two bounded geoms whose
  * bounding spheres (`reach2`: contacts.sphere_reach2, per pair) and world-axis box bounds both come
@@ -1123,23 +1162,29 @@ done:
  * value: none), where the pair found within reach is written. The answer does not depend on it: any pair
  * within reach makes it yes. A held object touches the same fingers frame after frame, and testing their pair
  * first spares the walk through the hundreds of pairs before it.
- * `near` (optional, with `first`): a bool array per geom, written: whether the geom is in a pair within reach.
- * Every pair is then tested (`first` is neither read nor written). */
+ * `near` (optional, with `first`; None: not given): a bool array per geom, written: whether the geom is in a pair
+ * within reach. Every pair is then tested (`first` is neither read nor written).
+ * `kept` (optional, with `near`; None: not given): a float64 array of 1 + 3 ngeom + len(sa) values kept between
+ * calls with the same pairs and reach (NaN at first), with which the pairs far out of reach are passed over until a
+ * geom has moved far enough to close that distance (`KEPT_*`). */
 static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 10 && nargs != 11 && check_nargs(nargs, 9, "may_touch") < 0)
+    if ((nargs < 10 || nargs > 12) && check_nargs(nargs, 9, "may_touch") < 0)
         return NULL;
     double margin = PyFloat_AsDouble(args[8]);
     if (margin == -1.0 && PyErr_Occurred())
         return NULL;
     double reach = margin + 1e-9;
+    int has_near = nargs >= 11 && args[10] != Py_None, has_kept = nargs == 12 && args[11] != Py_None;
     View xpos = {0}, xmat = {0}, aabb = {0}, sa = {0}, sb = {0}, rsq = {0}, plane = {0}, other = {0}, hint = {0};
-    View near = {0};
+    View near = {0}, kept = {0};
     GeomBounds bounds;
     bounds_none(&bounds);
     PyObject *result = NULL;
+    double *state = NULL;
     if ((nargs >= 10 && view_open(args[9], &hint, 'l', 1, 1, "may_touch: first") < 0) ||
-        (nargs == 11 && view_open(args[10], &near, '?', 1, 1, "may_touch: near") < 0) ||
+        (has_near && view_open(args[10], &near, '?', 1, 1, "may_touch: near") < 0) ||
+        (has_kept && view_open(args[11], &kept, 'd', 1, 1, "may_touch: kept") < 0) ||
         view_open(args[0], &xpos, 'd', 2, 0, "may_touch: geom_xpos") < 0 ||
         view_open(args[1], &xmat, 'd', 2, 0, "may_touch: geom_xmat") < 0 ||
         view_open(args[2], &aabb, 'd', 2, 0, "may_touch: geom_aabb") < 0 ||
@@ -1151,7 +1196,8 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
     Py_ssize_t ngeom = xpos.b.shape[0], nsphere = sa.b.shape[0], nplane = plane.b.shape[0];
     if (xpos.b.shape[1] != 3 || xmat.b.shape[0] != ngeom || xmat.b.shape[1] != 9 || aabb.b.shape[0] != ngeom ||
         aabb.b.shape[1] != 6 || sb.b.shape[0] != nsphere || rsq.b.shape[0] != nsphere || other.b.shape[0] != nplane ||
-        (nargs >= 10 && hint.b.shape[0] != 1) || (nargs == 11 && near.b.shape[0] != ngeom)) {
+        (nargs >= 10 && hint.b.shape[0] != 1) || (has_near && near.b.shape[0] != ngeom) ||
+        (has_kept && kept.b.shape[0] != KEPT_REF + 3 * ngeom + nsphere)) {
         PyErr_SetString(PyExc_ValueError, "may_touch: array lengths do not match");
         goto done;
     }
@@ -1164,28 +1210,36 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
     const double *pos = contiguous(&xpos, "may_touch: geom_xpos"), *within2 = contiguous(&rsq, "may_touch: reach2");
     const long long *first = contiguous(&sa, "may_touch: sa"), *second = contiguous(&sb, "may_touch: sb");
     long long *hinted = nargs >= 10 ? (long long *)contiguous(&hint, "may_touch: first") : NULL;
-    char *marks = nargs == 11 ? (char *)contiguous(&near, "may_touch: near") : NULL;
+    char *marks = has_near ? (char *)contiguous(&near, "may_touch: near") : NULL;
+    state = has_kept ? (double *)contiguous(&kept, "may_touch: kept") : NULL;
     if (pos == NULL || within2 == NULL || first == NULL || second == NULL || (nargs >= 10 && hinted == NULL) ||
-        (nargs == 11 && marks == NULL))
+        (has_near && marks == NULL) || (has_kept && state == NULL))
         goto done;
     if (marks != NULL) {
         memset(marks, 0, (size_t)ngeom);
         hinted = NULL; /* (every pair is tested: none first) */
     }
+    /* with `kept`: the candidates, when they hold (`hold`: their number), else taken again in this walk (`refresh`) */
+    double *cand = state != NULL ? state + KEPT_REF + 3 * ngeom : NULL;
+    Py_ssize_t hold = state != NULL ? kept_count(state, pos, ngeom, nsphere) : -1, count = 0;
+    int refresh = state != NULL && hold < 0;
     Py_ssize_t start = hinted != NULL && *hinted >= 0 && *hinted < nsphere ? (Py_ssize_t)*hinted : -1;
-    for (Py_ssize_t n = start < 0 ? 0 : -1; n < nsphere; n++) { /* the hinted pair (n = -1), then the others */
-        if (n == start)
-            continue;
-        Py_ssize_t k = n < 0 ? start : n;
+    int found = 0; /* (a walk taking the candidates goes on past the pair found, for the others) */
+    for (Py_ssize_t n = start < 0 ? 0 : -1, total = hold >= 0 ? hold : nsphere; n < total; n++) {
+        /* the hinted pair (n = -1), then the others (or the candidates) */
+        Py_ssize_t k = n < 0 ? start : hold >= 0 ? (Py_ssize_t)cand[n] : n;
         long long a = first[k], b = second[k]; /* int64: view_open checked the kind; a negative one wraps to the top */
         if ((unsigned long long)a >= (unsigned long long)ngeom || (unsigned long long)b >= (unsigned long long)ngeom) {
             PyErr_SetString(PyExc_ValueError, "may_touch: a pair names a geom the model does not have");
             goto done;
         }
         const double *pa = pos + 3 * a, *pb = pos + 3 * b;
-        double dx = pa[0] - pb[0], dy = pa[1] - pb[1], dz = pa[2] - pb[2];
-        if (dx * dx + dy * dy + dz * dz <= within2[k] && (marks == NULL || !(marks[a] && marks[b])) &&
-            bounds_within(&bounds, a, b, reach)) {
+        double dx = pa[0] - pb[0], dy = pa[1] - pb[1], dz = pa[2] - pb[2], d2 = dx * dx + dy * dy + dz * dz;
+        if (refresh && n >= 0 && kept_candidate(d2, within2[k]))
+            cand[count++] = (double)k;
+        if (found || (n >= 0 && k == start))
+            continue;
+        if (d2 <= within2[k] && (marks == NULL || !(marks[a] && marks[b])) && bounds_within(&bounds, a, b, reach)) {
             touch = 1;
             if (marks != NULL) {
                 marks[a] = marks[b] = 1;
@@ -1193,9 +1247,13 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
             }
             if (hinted != NULL)
                 *hinted = (long long)k;
-            break;
+            if (!refresh)
+                break;
+            found = 1;
         }
     }
+    if (refresh)
+        state[KEPT_COUNT] = (double)count;
     for (Py_ssize_t k = 0; k < nplane && (!touch || marks != NULL); k++) {
         long long p = get_l(&plane, at(&plane, k)), g = get_l(&other, at(&other, k));
         if (p < 0 || g < 0 || p >= ngeom || g >= ngeom) {
@@ -1216,8 +1274,10 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
     }
     result = PyBool_FromLong(touch);
 done:
+    if (result == NULL && state != NULL) /* (a walk cut short may have taken only some candidates: all again) */
+        state[KEPT_COUNT] = NAN;
     bounds_close(&bounds);
-    View *views[] = {&xpos, &xmat, &aabb, &sa, &sb, &rsq, &plane, &other, &hint, &near};
+    View *views[] = {&xpos, &xmat, &aabb, &sa, &sb, &rsq, &plane, &other, &hint, &near, &kept};
     for (size_t v = 0; v < sizeof(views) / sizeof(views[0]); v++)
         view_close(views[v]);
     return result;
