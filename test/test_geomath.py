@@ -269,6 +269,20 @@ def test_entity_gaps_names_a_wrong_array():
     args[4] = (moved - 5, twin._pa[:4], twin._pb[:4], twin._pair_rbound[:4])  # a pair index below 0
     with pytest.raises(ValueError, match="entity_gaps: an affected pair is out of range"):
         _geomath.entity_gaps(*args)
+    kept = np.full(1 + 3 * twin.model.ngeom + 4, np.nan)
+    args[4] = (moved, twin._pa[:4], twin._pb[:4], twin._pair_rbound[:4], kept[:-1])  # kept for other pairs
+    with pytest.raises(ValueError, match="entity_gaps: affected kept's length does not match"):
+        _geomath.entity_gaps(*args)
+    args[4] = (moved, twin._pa[:4], twin._pb[:4], twin._pair_rbound[:4], kept.astype(np.float32))
+    with pytest.raises(ValueError, match="entity_gaps: affected kept: expected a 1-d array of format d"):
+        _geomath.entity_gaps(*args)
+    for _ in range(2):  # candidates taken, then holding: a pair index out of range is caught, and they are dropped
+        args[4] = (moved, twin._pa[:4], twin._pb[:4], twin._pair_rbound[:4], kept)
+        _geomath.entity_gaps(*args)
+        args[4] = (moved + len(twin._pa), twin._pa[:4], twin._pb[:4], twin._pair_rbound[:4], kept)
+        with pytest.raises(ValueError, match="entity_gaps: an affected pair is out of range"):
+            _geomath.entity_gaps(*args)
+        assert math.isnan(kept[0])  # (a walk cut short: candidates taken again)
     args[4] = None
     args[8] = np.ones_like(twin._pair_near)  # every pair near and not yet measured: each is measured in C
     args[9] = np.zeros_like(twin._pair_fresh)

@@ -674,6 +674,45 @@ static inline double bounds_apart2(GeomBounds *gb, long long a, long long b)
     return sum;
 }
 
+/* may_touch's and entity_gaps' `kept`, for a walk over pairs testing their bounding spheres: [KEPT_COUNT] how many candidates there are (NaN: none taken yet), then each geom's position
+ * when they were taken, then the candidates, ascending: the pairs (their indices in the walk) whose bounding spheres were then within
+ * KEPT_REACH of their reach (or had a non-finite distance). A pair that was not is out of reach for as long as each
+ * geom has moved less than KEPT_REACH / 2 since (the triangle inequality: their distance has shrunk by less than
+ * KEPT_REACH), so only the candidates are tested then; the first call after some geom has moved farther takes them
+ * again, testing every pair. Each move is taken along the axes summed (never less than the straight one), and a
+ * slack (a micrometre, and a billionth of the distance) covers the rounding of the distance, its square and the
+ * moves many times over at any workcell's scale, so a pair passed over is one whose own test says no. A non-finite
+ * position or move takes them again (NaN compares false). */
+#define KEPT_COUNT 0
+#define KEPT_REF 1
+#define KEPT_REACH 0.05 /* m: about a second of the arm's motion, a few dozen frames */
+
+/* Whether a pair whose bounding spheres are `d2` apart (squared) may come within `reach` before some geom has moved
+ * KEPT_REACH / 2. */
+static inline int kept_candidate(double d2, double reach)
+{
+    double d = sqrt(d2);
+    return !(d - reach - 1e-6 - 1e-9 * d >= KEPT_REACH);
+}
+
+/* The number of candidates when they still hold at positions `pos` (every geom has moved less than KEPT_REACH / 2
+ * since they were taken, and they are in order and range), else -1 (the positions recorded now: take them again). */
+static Py_ssize_t kept_count(double *state, const double *pos, Py_ssize_t ngeom, Py_ssize_t nsphere)
+{
+    double *ref = state + KEPT_REF, count = state[KEPT_COUNT];
+    const double *cand = ref + 3 * ngeom;
+    int hold = count >= 0.0 && count <= (double)nsphere;
+    for (Py_ssize_t g = 0; hold && g < ngeom; g++)
+        hold = fabs(pos[3 * g] - ref[3 * g]) + fabs(pos[3 * g + 1] - ref[3 * g + 1]) + fabs(pos[3 * g + 2] - ref[3 * g + 2]) <
+               KEPT_REACH / 2;
+    for (Py_ssize_t n = 0; hold && n < (Py_ssize_t)count; n++)
+        hold = cand[n] >= (n > 0 ? cand[n - 1] + 1.0 : 0.0) && cand[n] < (double)nsphere && cand[n] == floor(cand[n]);
+    if (hold)
+        return (Py_ssize_t)count;
+    memcpy(ref, pos, (size_t)(3 * ngeom) * sizeof(double));
+    return -1;
+}
+
 /* m: a measured pair whose bounds lie this much farther apart than its key's gap so far is not measured */
 #define MEASURE_SLACK 1e-6
 
@@ -684,7 +723,8 @@ static inline double bounds_apart2(GeomBounds *gb, long long a, long long b)
  *
  * The kinematic twin's smallest signed gap per entity pair, and the three maps FrameGeometry holds.
  * Touching pairs come from the contact list (the smallest distance per entity-pair key). Then every
- * measured pair with a moved geom (`affected`: None, or its indices, geoms and bounding radii) has its
+ * measured pair with a moved geom (`affected`: None, or its indices, geoms and bounding radii, and optionally
+ * the walk's `kept` candidates, as may_touch's, of 1 + 3 ngeom + len(indices) values) has its
  * bounds tested again (bounding spheres, then the world-axis bounds of the geoms' boxes: a pair farther
  * apart than the margin cannot count) and its measurement made stale; each pair
  * within the report margin whose entities are not already touching takes its kept distance, or a new one
@@ -846,7 +886,8 @@ static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t n
     }
     View geom = {0}, dist = {0}, ckey = {0}, idx = {0}, sa = {0}, sb = {0}, rbound = {0}, xpos = {0}, xmat = {0};
     View aabb = {0};
-    View near = {0}, fresh = {0}, pkey = {0}, pa = {0}, pb = {0}, measured = {0};
+    View near = {0}, fresh = {0}, pkey = {0}, pa = {0}, pb = {0}, measured = {0}, kept = {0};
+    double *state = NULL;
     GeomBounds bounds;
     bounds_none(&bounds);
     double *value = NULL, value_room[SMALL_KEYS];
@@ -866,8 +907,8 @@ static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t n
         view_open(args[13], &measured, 'd', 1, 1, "entity_gaps: pair_gap") < 0)
         goto done;
     if (affected != Py_None) {
-        if (!PyTuple_Check(affected) || PyTuple_GET_SIZE(affected) != 4) {
-            PyErr_SetString(PyExc_TypeError, "entity_gaps: affected must be None or (idx, sa, sb, rbound)");
+        if (!PyTuple_Check(affected) || PyTuple_GET_SIZE(affected) < 4 || PyTuple_GET_SIZE(affected) > 5) {
+            PyErr_SetString(PyExc_TypeError, "entity_gaps: affected must be None or (idx, sa, sb, rbound[, kept])");
             goto done;
         }
         if (view_open(PyTuple_GET_ITEM(affected, 0), &idx, 'l', 1, 0, "entity_gaps: affected idx") < 0 ||
@@ -879,6 +920,14 @@ static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t n
         if (sa.b.shape[0] != moved || sb.b.shape[0] != moved || rbound.b.shape[0] != moved) {
             PyErr_SetString(PyExc_ValueError, "entity_gaps: affected idx, sa, sb and rbound differ in length");
             goto done;
+        }
+        if (PyTuple_GET_SIZE(affected) == 5 && PyTuple_GET_ITEM(affected, 4) != Py_None) {
+            if (view_open(PyTuple_GET_ITEM(affected, 4), &kept, 'd', 1, 1, "entity_gaps: affected kept") < 0)
+                goto done;
+            if (kept.b.shape[0] != KEPT_REF + 3 * xpos.b.shape[0] + moved) {
+                PyErr_SetString(PyExc_ValueError, "entity_gaps: affected kept's length does not match");
+                goto done;
+            }
         }
     }
     /* keys: a * n + b over n entities, n * n for two geoms of one entity */
@@ -945,7 +994,21 @@ static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t n
         if (pos == NULL || radii == NULL || pairs_at == NULL || first == NULL || second == NULL || fresh_at == NULL ||
             near_flags == NULL)
             goto done;
-        for (Py_ssize_t t = 0; t < idx.b.shape[0]; t++) {
+        state = kept.b.buf != NULL ? (double *)contiguous(&kept, "entity_gaps: affected kept") : NULL;
+        if (kept.b.buf != NULL && state == NULL)
+            goto done;
+        Py_ssize_t moved = idx.b.shape[0], hold = state != NULL ? kept_count(state, pos, ngeom, moved) : -1, count = 0;
+        const double *cand = state != NULL ? state + KEPT_REF + 3 * ngeom : NULL;
+        for (Py_ssize_t t = 0; hold >= 0 && t < moved; t++) { /* candidates holding: the others are out of reach */
+            long long i = pairs_at[t];
+            if ((unsigned long long)i >= (unsigned long long)npairs) {
+                PyErr_SetString(PyExc_ValueError, "entity_gaps: an affected pair is out of range");
+                goto done;
+            }
+            fresh_at[i] = near_flags[i] = 0;
+        }
+        for (Py_ssize_t n = 0, total = hold >= 0 ? hold : moved; n < total; n++) { /* the candidates, or every pair */
+            Py_ssize_t t = hold >= 0 ? (Py_ssize_t)cand[n] : n; /* (a candidate is in range: kept_count) */
             long long i = pairs_at[t], ga = first[t], gb = second[t]; /* int64: view_open checked the kind */
             if ((unsigned long long)i >= (unsigned long long)npairs || (unsigned long long)ga >= (unsigned long long)ngeom ||
                 (unsigned long long)gb >= (unsigned long long)ngeom) { /* (negative ones wrap to the top) */
@@ -954,10 +1017,14 @@ static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t n
             }
             fresh_at[i] = 0;
             const double *pa = pos + 3 * ga, *pb = pos + 3 * gb;
-            double dx = pa[0] - pb[0], dy = pa[1] - pb[1], dz = pa[2] - pb[2];
+            double dx = pa[0] - pb[0], dy = pa[1] - pb[1], dz = pa[2] - pb[2], d2 = dx * dx + dy * dy + dz * dz;
             double within = radii[t] + margin + 1e-9; /* squared: see may_touch */
-            near_flags[i] = dx * dx + dy * dy + dz * dz <= within * within && bounds_within(&bounds, ga, gb, margin + 1e-9);
+            if (state != NULL && hold < 0 && kept_candidate(d2, within))
+                state[KEPT_REF + 3 * ngeom + count++] = (double)t;
+            near_flags[i] = d2 <= within * within && bounds_within(&bounds, ga, gb, margin + 1e-9);
         }
+        if (state != NULL && hold < 0)
+            state[KEPT_COUNT] = (double)count;
     }
     const char *near_at = contiguous(&near, "entity_gaps: pair_near");
     if (near_at == NULL)
@@ -1104,49 +1171,12 @@ done:
     if (order != order_room)
         PyMem_Free(order);
     bounds_close(&bounds);
-    View *views[] = {&geom, &dist, &ckey, &idx, &sa, &sb, &rbound, &xpos, &xmat, &aabb, &near, &fresh, &pkey, &pa, &pb, &measured};
+    if (result == NULL && state != NULL) /* (a walk cut short may have taken only some candidates: all again) */
+        state[KEPT_COUNT] = NAN;
+    View *views[] = {&geom, &dist, &ckey, &idx, &sa, &sb, &rbound, &xpos, &xmat, &aabb, &near, &fresh, &pkey, &pa, &pb, &measured, &kept};
     for (size_t v = 0; v < sizeof(views) / sizeof(views[0]); v++)
         view_close(views[v]);
     return result;
-}
-
-/* may_touch's `kept`: [KEPT_COUNT] how many candidates there are (NaN: none taken yet), then each geom's position
- * when they were taken, then the candidates, ascending: the bounded pairs whose bounding spheres were then within
- * KEPT_REACH of their reach (or had a non-finite distance). A pair that was not is out of reach for as long as each
- * geom has moved less than KEPT_REACH / 2 since (the triangle inequality: their distance has shrunk by less than
- * KEPT_REACH), so only the candidates are tested then; the first call after some geom has moved farther takes them
- * again, testing every pair. Each move is taken along the axes summed (never less than the straight one), and a
- * slack (a micrometre, and a billionth of the distance) covers the rounding of the distance, its square and the
- * moves many times over at any workcell's scale, so a pair passed over is one whose own test says no. A non-finite
- * position or move takes them again (NaN compares false). */
-#define KEPT_COUNT 0
-#define KEPT_REF 1
-#define KEPT_REACH 0.05 /* m: about a second of the arm's motion, a few dozen frames */
-
-/* Whether a pair whose bounding spheres are `d2` apart (squared) may come within reach (`within2`, squared) before
- * some geom has moved KEPT_REACH / 2. */
-static inline int kept_candidate(double d2, double within2)
-{
-    double d = sqrt(d2);
-    return !(d - sqrt(within2) - 1e-6 - 1e-9 * d >= KEPT_REACH);
-}
-
-/* The number of candidates when they still hold at positions `pos` (every geom has moved less than KEPT_REACH / 2
- * since they were taken, and they are in order and range), else -1 (the positions recorded now: take them again). */
-static Py_ssize_t kept_count(double *state, const double *pos, Py_ssize_t ngeom, Py_ssize_t nsphere)
-{
-    double *ref = state + KEPT_REF, count = state[KEPT_COUNT];
-    const double *cand = ref + 3 * ngeom;
-    int hold = count >= 0.0 && count <= (double)nsphere;
-    for (Py_ssize_t g = 0; hold && g < ngeom; g++)
-        hold = fabs(pos[3 * g] - ref[3 * g]) + fabs(pos[3 * g + 1] - ref[3 * g + 1]) + fabs(pos[3 * g + 2] - ref[3 * g + 2]) <
-               KEPT_REACH / 2;
-    for (Py_ssize_t n = 0; hold && n < (Py_ssize_t)count; n++)
-        hold = cand[n] >= (n > 0 ? cand[n - 1] + 1.0 : 0.0) && cand[n] < (double)nsphere && cand[n] == floor(cand[n]);
-    if (hold)
-        return (Py_ssize_t)count;
-    memcpy(ref, pos, (size_t)(3 * ngeom) * sizeof(double));
-    return -1;
 }
 
 /* may_touch(geom_xpos, geom_xmat, geom_aabb, sa, sb, reach2, plane, other, margin[, first[, near[, kept]]]) -> bool
@@ -1235,7 +1265,7 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
         }
         const double *pa = pos + 3 * a, *pb = pos + 3 * b;
         double dx = pa[0] - pb[0], dy = pa[1] - pb[1], dz = pa[2] - pb[2], d2 = dx * dx + dy * dy + dz * dz;
-        if (refresh && n >= 0 && kept_candidate(d2, within2[k]))
+        if (refresh && n >= 0 && kept_candidate(d2, sqrt(within2[k])))
             cand[count++] = (double)k;
         if (found || (n >= 0 && k == start))
             continue;
