@@ -485,6 +485,45 @@ def test_place_objects_writes_poses_and_parks_the_rest():
         _geomath.place_objects(qpos, (("cup", 12),), {}, parked)
 
 
+def test_place_objects_reads_each_pose_field_as_getattr_does():
+    """The fields are read from the pose's __dict__ only where getattr would read them there: a class attribute
+    (a property), a __getattr__, a class changed after its first pose was read, or a field missing from the
+    __dict__ are read through getattr."""
+
+    class Plain:
+        def __init__(self, position, quaternion):
+            self.position, self.quaternion = position, quaternion
+
+    class Hooked:
+        def __getattr__(self, name):
+            return np.full(3 if name == "position" else 4, 2.0)
+
+    class Lacking(Plain):
+        def __init__(self):
+            self.position = np.full(3, 3.0)
+
+        quaternion = np.full(4, 4.0)  # (a class attribute)
+
+    qpos, slots, parked = np.zeros(7), (("cup", 0),), {"cup": np.zeros(7)}
+
+    def placed(pose):
+        _geomath.place_objects(qpos, slots, {"cup": pose}, parked)
+        return qpos.tolist()
+
+    assert placed(Plain(np.full(3, 1.0), np.full(4, 0.5))) == [1.0] * 3 + [0.5] * 4
+    assert placed(Hooked()) == [2.0] * 7
+    assert placed(Lacking()) == [3.0] * 3 + [4.0] * 4
+    pose = Plain(np.full(3, 1.0), np.full(4, 0.5))
+    assert placed(pose) == [1.0] * 3 + [0.5] * 4
+    Plain.position = property(lambda self: np.full(3, 9.0))  # a data descriptor now wins over the __dict__
+    assert placed(pose) == [9.0] * 3 + [0.5] * 4
+    del Plain.position
+    assert placed(pose) == [1.0] * 3 + [0.5] * 4
+    del pose.quaternion
+    with pytest.raises(AttributeError, match="quaternion"):
+        placed(pose)
+
+
 def test_body_box_places_a_body_fixed_box_in_new_read_only_arrays():
     rng = np.random.default_rng(3)
     xpos = rng.normal(size=(3, 3))

@@ -1378,6 +1378,41 @@ done:;
  * pose in `poses` (a dict: .position, 3 float64 values, and .quaternion, 4), or from `parked` (a dict of
  * 7-value arrays) when it has none. A pose of another type is a TypeError or ValueError (the twin then
  * writes it through numpy); the objects before it are set by then. */
+/* pose.<name> (`name` interned), read from the instance's __dict__ where that is what getattr reads: a type that
+ * looks attributes up generically and has no class attribute of that name (a plain dataclass's field, as Pose's),
+ * checked once per type and version (a type changed since gets a new version tag, and is checked again). Else, or
+ * where the __dict__ lacks it, getattr itself. (getattr cost 240 instructions a field, a frame reads eight.) */
+static PyTypeObject *plain_type;
+static unsigned int plain_version;
+
+static PyObject *plain_field(PyObject *pose, PyObject *name)
+{
+    PyTypeObject *type = Py_TYPE(pose);
+    if (type != plain_type || type->tp_version_tag != plain_version || !plain_version) {
+        plain_type = NULL;
+#ifdef Py_TPFLAGS_MANAGED_DICT
+        int has_dict = type->tp_dictoffset != 0 || PyType_HasFeature(type, Py_TPFLAGS_MANAGED_DICT);
+#else
+        int has_dict = type->tp_dictoffset != 0;
+#endif
+        if (type->tp_getattro == PyObject_GenericGetAttr && has_dict &&
+            _PyType_Lookup(type, str_position) == NULL && _PyType_Lookup(type, str_quaternion) == NULL &&
+            PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG))
+            plain_type = type, plain_version = type->tp_version_tag;
+    }
+    if (type == plain_type && (name == str_position || name == str_quaternion)) {
+        PyObject *fields = PyObject_GenericGetDict(pose, NULL);
+        if (fields == NULL)
+            return NULL;
+        PyObject *value = PyDict_CheckExact(fields) ? PyDict_GetItemWithError(fields, name) : NULL;
+        Py_XINCREF(value);
+        Py_DECREF(fields);
+        if (value != NULL || PyErr_Occurred())
+            return value;
+    }
+    return PyObject_GetAttr(pose, name);
+}
+
 static PyObject *place_objects(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (check_nargs(nargs, 4, "place_objects") < 0)
@@ -1423,8 +1458,8 @@ static PyObject *place_objects(PyObject *self, PyObject *const *args, Py_ssize_t
                 return NULL;
             continue;
         }
-        PyObject *position = PyObject_GetAttr(pose, str_position);
-        PyObject *quaternion = position == NULL ? NULL : PyObject_GetAttr(pose, str_quaternion);
+        PyObject *position = plain_field(pose, str_position);
+        PyObject *quaternion = position == NULL ? NULL : plain_field(pose, str_quaternion);
         int failed = quaternion == NULL || load(position, qpos + adr, 3, "place_objects: position") < 0 ||
                      load(quaternion, qpos + adr + 3, 4, "place_objects: quaternion") < 0;
         Py_XDECREF(position);
