@@ -406,30 +406,11 @@ def test_the_step_reads_each_fixtures_open_fraction_as_the_description_gives_it(
     assert any(inp.fixture_fraction["drawer"] > 0.1 for inp in seen)  # the drawer opened
 
 
-def without_kept(twin):
-    """`twin` planning with no kept candidates: every walk tests every pair, as before there were any."""
-    plan = twin._plan
-
-    def planned(key):
-        affected, boxes, contact = plan(key)
-        if affected is not None:
-            affected = affected[:4]
-        if contact is not None:
-            contact = contact._replace(
-                bounds=contact.bounds[:9] + (None,), near_bounds=contact.near_bounds[:9] + (None,)
-            )
-        twin._plans[key] = (affected, boxes, contact)
-        return twin._plans[key]
-
-    twin._plan = planned
-    return twin
-
-
 def test_kept_candidates_and_reused_rows_give_the_maps_a_fresh_walk_builds(states):
     """The walks that test only their kept candidates (may_touch's, entity_gaps') and the maps built reusing the last
     frame's rows and entries give every frame the gaps, in the same order, the gripper gaps and the pair list that
     walks over every pair and maps built afresh give; rows are reused while the arm moves near the objects."""
-    warm, cold = load_default_grounder(RATE).twin, without_kept(load_default_grounder(RATE).twin)
+    warm, cold = load_default_grounder(RATE).twin, load_default_grounder(RATE).twin  # (forgetting: every pair walked)
     last, rows_again = None, 0
     for state in states:
         geo = warm.compute(state.joint_names, state.joint_position, state.object_poses)
@@ -442,3 +423,11 @@ def test_kept_candidates_and_reused_rows_give_the_maps_a_fresh_walk_builds(state
             rows_again += any(row is last.gaps.get(a) for a, row in geo.gaps.items())
         last = geo
     assert rows_again > 100
+    # the warm twin's walks hold candidates, fewer than their pairs; the cold one's take them again every frame
+    assert any(a is not None and 0 <= a[4][0] < len(a[0]) for a, _, _ in warm._plans.values())
+    cold.forget()
+    assert all(a is None or math.isnan(a[4][0]) for a, _, _ in cold._plans.values())
+    assert all(
+        c is None or (math.isnan(c.bounds[9][0]) and math.isnan(c.near_bounds[9][0]))
+        for _, _, c in cold._plans.values()
+    )

@@ -10,7 +10,9 @@ in no pair with a moved geom within twice the margin (MuJoCo reports a pair's co
 margins) left out of the masks, conaffinity too: its broadphase then never looks at them, nor at a body all of whose
 geoms are out (the world body's pairs with every resting body, their boxes and sweep, about a third of a call).
 The kept and new contacts are the ones a full mj_collision finds, in another order; the twin's gaps are the
-smallest per entity pair, which does not depend on it.
+smallest per entity pair, which does not depend on it. The bounds tests walk only a plan's kept candidates, the pairs
+that were within 5 cm of their reach when last taken, while no geom has moved 2.5 cm since (`_geomath.may_touch`'s
+`kept`): the others cannot have come within reach.
 
 Clearing `contype` selects exactly the moved pairs only where every geom's `contype` equals its
 `conaffinity` and the model has no explicit `<pair>`s (MuJoCo collides those whatever the masks say); any

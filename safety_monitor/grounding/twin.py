@@ -239,8 +239,8 @@ class KinematicTwin:
         self.forget()
 
     def forget(self) -> None:
-        """Drop the distances, boxes and gap maps kept from earlier frames: the next compute measures and builds
-        everything (needed only after changing the model or data by hand)."""
+        """Drop the distances, boxes, gap maps and the walks' candidate pairs kept from earlier frames: the next compute
+        measures, tests and builds everything (needed only after changing the model or data by hand)."""
         self._qpos_bits[:] = -1
         self._pair_fresh[:] = False
         self._contacts.forget()
@@ -248,6 +248,11 @@ class KinematicTwin:
         self._last_boxes = None
         self._last_maps[:] = (None, None)
         self._last_geometry = None
+        for affected, _, contact_plan in self._plans.values():  # the walks' kept candidates: taken again (NaN)
+            if affected is not None:
+                affected[4][0] = np.nan
+            if contact_plan is not None:
+                contact_plan.bounds[9][0] = contact_plan.near_bounds[9][0] = np.nan
 
     # ------------------------------------------------------------------------------------------------
     def compute(
