@@ -273,6 +273,20 @@ def test_entity_gaps_names_a_wrong_array():
     args[4] = (moved - 5, twin._pa[:4], twin._pb[:4], twin._pair_rbound[:4])  # a pair index below 0
     with pytest.raises(ValueError, match="entity_gaps: an affected pair is out of range"):
         _geomath.entity_gaps(*args)
+    kept = np.full(1 + 3 * twin.model.ngeom + 4, np.nan)
+    args[4] = (moved, twin._pa[:4], twin._pb[:4], twin._pair_rbound[:4], kept[:-1])  # kept for other pairs
+    with pytest.raises(ValueError, match="entity_gaps: affected kept's length does not match"):
+        _geomath.entity_gaps(*args)
+    args[4] = (moved, twin._pa[:4], twin._pb[:4], twin._pair_rbound[:4], kept.astype(np.float32))
+    with pytest.raises(ValueError, match="entity_gaps: affected kept: expected a 1-d array of format d"):
+        _geomath.entity_gaps(*args)
+    for _ in range(2):  # candidates taken, then holding: a pair index out of range is caught, and they are dropped
+        args[4] = (moved, twin._pa[:4], twin._pb[:4], twin._pair_rbound[:4], kept)
+        _geomath.entity_gaps(*args)
+        args[4] = (moved + len(twin._pa), twin._pa[:4], twin._pb[:4], twin._pair_rbound[:4], kept)
+        with pytest.raises(ValueError, match="entity_gaps: an affected pair is out of range"):
+            _geomath.entity_gaps(*args)
+        assert math.isnan(kept[0])  # (a walk cut short: candidates taken again)
     args[4] = None
     args[8] = np.ones_like(twin._pair_near)  # every pair near and not yet measured: each is measured in C
     args[9] = np.zeros_like(twin._pair_fresh)
@@ -473,6 +487,45 @@ def test_place_objects_writes_poses_and_parks_the_rest():
         _geomath.place_objects(qpos, slots, {"cup": Pose([1.0, 2, 3], [1.0, 0, 0, 0])}, parked)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="place_objects: address 12 is outside qpos"):
         _geomath.place_objects(qpos, (("cup", 12),), {}, parked)
+
+
+def test_place_objects_reads_each_pose_field_as_getattr_does():
+    """The fields are read from the pose's __dict__ only where getattr would read them there: a class attribute
+    (a property), a __getattr__, a class changed after its first pose was read, or a field missing from the
+    __dict__ are read through getattr."""
+
+    class Plain:
+        def __init__(self, position, quaternion):
+            self.position, self.quaternion = position, quaternion
+
+    class Hooked:
+        def __getattr__(self, name):
+            return np.full(3 if name == "position" else 4, 2.0)
+
+    class Lacking(Plain):
+        def __init__(self):
+            self.position = np.full(3, 3.0)
+
+        quaternion = np.full(4, 4.0)  # (a class attribute)
+
+    qpos, slots, parked = np.zeros(7), (("cup", 0),), {"cup": np.zeros(7)}
+
+    def placed(pose):
+        _geomath.place_objects(qpos, slots, {"cup": pose}, parked)
+        return qpos.tolist()
+
+    assert placed(Plain(np.full(3, 1.0), np.full(4, 0.5))) == [1.0] * 3 + [0.5] * 4
+    assert placed(Hooked()) == [2.0] * 7
+    assert placed(Lacking()) == [3.0] * 3 + [4.0] * 4
+    pose = Plain(np.full(3, 1.0), np.full(4, 0.5))
+    assert placed(pose) == [1.0] * 3 + [0.5] * 4
+    Plain.position = property(lambda self: np.full(3, 9.0))  # a data descriptor now wins over the __dict__
+    assert placed(pose) == [9.0] * 3 + [0.5] * 4
+    del Plain.position
+    assert placed(pose) == [1.0] * 3 + [0.5] * 4
+    del pose.quaternion
+    with pytest.raises(AttributeError, match="quaternion"):
+        placed(pose)
 
 
 def test_body_box_places_a_body_fixed_box_in_new_read_only_arrays():

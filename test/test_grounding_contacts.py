@@ -294,7 +294,9 @@ def test_a_plans_near_bounds_reach_twice_the_margin_as_mujocos_contacts_do():
     assert plan.near_bounds[6] == 2 * MARGIN and plan.bounds[6] == MARGIN
     rsum = m.geom_rbound[plan.bounds[1]] + m.geom_rbound[plan.bounds[2]]
     assert np.array_equal(plan.near_bounds[3], sphere_reach2(rsum, 2 * MARGIN))
-    assert [np.array_equal(a, b) for a, b in zip(plan.near_bounds, plan.bounds)] == [1, 1, 1, 0, 1, 1, 0, 1]
+    assert [np.array_equal(a, b) for a, b in zip(plan.near_bounds[:8], plan.bounds[:8])] == [1, 1, 1, 0, 1, 1, 0, 1]
+    # only the near walk marks the geoms near; each walk keeps its own clearances (its own reach)
+    assert plan.bounds[8] is None and plan.near_bounds[8] is not None and plan.near_bounds[9] is not plan.bounds[9]
 
 
 needs_direct = pytest.mark.skipif(
@@ -417,3 +419,57 @@ def test_a_twin_calls_mujoco_through_the_bindings_when_the_kernels_lack_its_head
     assert bound.twin._contacts._direct is None
     for state in states:
         assert in_c.step(state).values == bound.step(state).values
+
+
+def random_walk(rng: np.random.Generator, ngeom: int, frames: int) -> list[np.ndarray]:
+    """Geom positions frame after frame: small steps, now and then a jump (past KEPT_REACH / 2), a geom at the edge
+    of a pair's reach, or a NaN."""
+    xpos, out = rng.uniform(-0.3, 0.3, size=(ngeom, 3)), []
+    for _ in range(frames):
+        xpos = xpos + rng.normal(scale=rng.choice([1e-4, 2e-3, 0.03]), size=xpos.shape)
+        kind = rng.integers(20)
+        if kind == 0:
+            xpos[rng.integers(ngeom)] = np.nan
+        elif kind == 1:
+            xpos = rng.uniform(-0.3, 0.3, size=(ngeom, 3))
+        out.append(xpos.copy())
+        if kind == 2:
+            xpos = np.nan_to_num(xpos, nan=0.0)
+    return out
+
+
+def test_may_touch_answers_alike_with_or_without_kept_candidates():
+    """`kept`: only the pairs near their reach when the candidates were taken are tested until a geom has moved
+    KEPT_REACH / 2; the answer, the pair written to `first` and the geoms marked in `near` are the ones a walk over
+    every pair gives, frame after frame, through small moves, jumps, NaN and a pair list that changes."""
+    rng = np.random.default_rng(11)
+    ngeom = 12
+    xmat = np.tile(np.eye(3).ravel(), (ngeom, 1))
+    aabb = np.column_stack([np.zeros((ngeom, 3)), rng.uniform(0.005, 0.05, size=(ngeom, 3))])
+    rbound = np.linalg.norm(aabb[:, 3:], axis=1)
+    sa, sb = (
+        np.array(side, dtype=np.int64) for side in zip(*[(a, b) for a in range(ngeom) for b in range(a + 1, ngeom)])
+    )
+    plane = np.zeros(0, dtype=np.int64)
+    said, passed_over = {True: 0, False: 0}, 0
+    for margin in (0.002, 0.05):
+        reach2 = sphere_reach2(rbound[sa] + rbound[sb], margin)
+        kept = np.full(1 + 3 * ngeom + len(sa), np.nan)
+        near_kept = np.full(1 + 3 * ngeom + len(sa), np.nan)
+        first, first_kept = np.full(1, -1, dtype=np.int64), np.full(1, -1, dtype=np.int64)
+        near, near_with = np.zeros(ngeom, dtype=bool), np.zeros(ngeom, dtype=bool)
+        for xpos in random_walk(rng, ngeom, 3000):
+            args = (xpos, xmat, aabb, sa, sb, reach2, plane, plane, margin)
+            want = _geomath.may_touch(*args, first)
+            assert _geomath.may_touch(*args, first_kept, None, kept) == want and first_kept[0] == first[0]
+            assert _geomath.may_touch(*args, first, near) == _geomath.may_touch(*args, first, near_with, near_kept)
+            assert np.array_equal(near, near_with)
+            said[want] += 1
+            passed_over += kept[0] < len(sa)  # (candidates taken, fewer than the pairs)
+    assert min(said.values()) > 500 and passed_over > 3000
+    with pytest.raises(ValueError, match="may_touch: array lengths do not match"):
+        _geomath.may_touch(xpos, xmat, aabb, sa, sb, reach2, plane, plane, 0.002, first, None, kept[:-1])
+    with pytest.raises(ValueError, match="may_touch: kept: expected a 1-d array of format d"):
+        _geomath.may_touch(
+            xpos, xmat, aabb, sa, sb, reach2, plane, plane, 0.002, first, None, np.zeros(len(kept), dtype=np.int64)
+        )

@@ -404,3 +404,30 @@ def test_the_step_reads_each_fixtures_open_fraction_as_the_description_gives_it(
         if k >= window:
             assert inp.fixture_delta == {f: want[f] - seen[k - window].fixture_fraction[f] for f in fixtures}
     assert any(inp.fixture_fraction["drawer"] > 0.1 for inp in seen)  # the drawer opened
+
+
+def test_kept_candidates_and_reused_rows_give_the_maps_a_fresh_walk_builds(states):
+    """The walks that test only their kept candidates (may_touch's, entity_gaps') and the maps built reusing the last
+    frame's rows and entries give every frame the gaps, in the same order, the gripper gaps and the pair list that
+    walks over every pair and maps built afresh give; rows are reused while the arm moves near the objects."""
+    warm, cold = load_default_grounder(RATE).twin, load_default_grounder(RATE).twin  # (forgetting: every pair walked)
+    last, rows_again = None, 0
+    for state in states:
+        geo = warm.compute(state.joint_names, state.joint_position, state.object_poses)
+        cold.forget()
+        fresh = cold.compute(state.joint_names, state.joint_position, state.object_poses)
+        got = [(a, list(row.items())) for a, row in geo.gaps.items()]
+        assert got == [(a, list(row.items())) for a, row in fresh.gaps.items()]
+        assert list(geo.gripper_gaps.items()) == list(fresh.gripper_gaps.items()) and geo.pairs == fresh.pairs
+        if last is not None and geo.pairs is not last.pairs:
+            rows_again += any(row is last.gaps.get(a) for a, row in geo.gaps.items())
+        last = geo
+    assert rows_again > 100
+    # the warm twin's walks hold candidates, fewer than their pairs; the cold one's take them again every frame
+    assert any(a is not None and 0 <= a[4][0] < len(a[0]) for a, _, _ in warm._plans.values())
+    cold.forget()
+    assert all(a is None or math.isnan(a[4][0]) for a, _, _ in cold._plans.values())
+    assert all(
+        c is None or (math.isnan(c.bounds[9][0]) and math.isnan(c.near_bounds[9][0]))
+        for _, _, c in cold._plans.values()
+    )

@@ -568,6 +568,8 @@ static const void *contiguous(const View *v, const char *what)
     return v->b.buf != NULL ? v->b.buf : (const void *)&empty;
 }
 
+static inline long long get_l_raw(const char *p) { long long x; memcpy(&x, p, 8); return x; }
+
 /* setdefault(outer, a, {})[b] = value */
 static int put_row(PyObject *outer, PyObject *a, PyObject *b, PyObject *value)
 {
@@ -675,6 +677,46 @@ static inline double bounds_apart2(GeomBounds *gb, long long a, long long b)
     return sum;
 }
 
+/* may_touch's and entity_gaps' `kept`, for a walk over pairs testing their bounding spheres: [KEPT_COUNT] how many
+ * candidates there are (NaN: none taken yet), then each geom's position when they were taken, then the candidates,
+ * ascending: the pairs (their indices in the walk) whose bounding spheres were then within KEPT_REACH of their reach
+ * (or had a non-finite distance). A pair that was not is out of reach for as long as each
+ * geom has moved less than KEPT_REACH / 2 since (the triangle inequality: their distance has shrunk by less than
+ * KEPT_REACH), so only the candidates are tested then; the first call after some geom has moved farther takes them
+ * again, testing every pair. Each move is taken along the axes summed (never less than the straight one), and a
+ * slack (a micrometre, and a billionth of the distance) covers the rounding of the distance, its square and the
+ * moves many times over at any workcell's scale, so a pair passed over is one whose own test says no. A non-finite
+ * position or move takes them again (NaN compares false). */
+#define KEPT_COUNT 0
+#define KEPT_REF 1
+#define KEPT_REACH 0.05 /* m (0.025 and 0.1 measured: both cost more) */
+
+/* Whether a pair whose bounding spheres are `d2` apart (squared) may come within `reach` before some geom has moved
+ * KEPT_REACH / 2. */
+static inline int kept_candidate(double d2, double reach)
+{
+    double d = sqrt(d2);
+    return !(d - reach - 1e-6 - 1e-9 * d >= KEPT_REACH);
+}
+
+/* The number of candidates when they still hold at positions `pos` (every geom has moved less than KEPT_REACH / 2
+ * since they were taken, and they are in order and range), else -1 (the positions recorded now: take them again). */
+static Py_ssize_t kept_count(double *state, const double *pos, Py_ssize_t ngeom, Py_ssize_t nsphere)
+{
+    double *ref = state + KEPT_REF, count = state[KEPT_COUNT];
+    const double *cand = ref + 3 * ngeom;
+    int hold = count >= 0.0 && count <= (double)nsphere;
+    for (Py_ssize_t g = 0; hold && g < ngeom; g++)
+        hold = fabs(pos[3 * g] - ref[3 * g]) + fabs(pos[3 * g + 1] - ref[3 * g + 1]) + fabs(pos[3 * g + 2] - ref[3 * g + 2]) <
+               KEPT_REACH / 2;
+    for (Py_ssize_t n = 0; hold && n < (Py_ssize_t)count; n++)
+        hold = cand[n] >= (n > 0 ? cand[n - 1] + 1.0 : 0.0) && cand[n] < (double)nsphere && cand[n] == floor(cand[n]);
+    if (hold)
+        return (Py_ssize_t)count;
+    memcpy(ref, pos, (size_t)(3 * ngeom) * sizeof(double));
+    return -1;
+}
+
 /* m: a measured pair whose bounds lie this much farther apart than its key's gap so far is not measured */
 #define MEASURE_SLACK 1e-6
 
@@ -685,7 +727,8 @@ static inline double bounds_apart2(GeomBounds *gb, long long a, long long b)
  *
  * The kinematic twin's smallest signed gap per entity pair, and the three maps FrameGeometry holds.
  * Touching pairs come from the contact list (the smallest distance per entity-pair key). Then every
- * measured pair with a moved geom (`affected`: None, or its indices, geoms and bounding radii) has its
+ * measured pair with a moved geom (`affected`: None, or its indices, geoms and bounding radii, and optionally
+ * the walk's `kept` candidates, as may_touch's, of 1 + 3 ngeom + len(indices) values) has its
  * bounds tested again (bounding spheres, then the world-axis bounds of the geoms' boxes: a pair farther
  * apart than the margin cannot count) and its measurement made stale; each pair
  * within the report margin whose entities are not already touching takes its kept distance, or a new one
@@ -707,6 +750,128 @@ typedef double (*GeomDistance)(const void *, void *, int, int, double, double *)
 #define SMALL_KEYS 1024 /* entity-pair keys, or contacts and measured pairs, kept on the stack */
 static double infinities[SMALL_KEYS]; /* every one INFINITY (set at import): `value`'s start, copied in blocks */
 
+/* entity_gaps' rebuild, handing out again what the last call's maps hold that is still true: a frame where the arm
+ * moves changes the gaps of the keys near the gripper, not the rows of the entities resting apart from it, and
+ * building a dict costs ten times reading one. The keys' layout must be the twin's, key = a * n + b over n distinct
+ * entity names, key_names[key] = (names[a], names[b]) (n * n keys; else nothing is reused). An entity's row is the
+ * last one, the same dict, when no key of that entity came, went or changed its gap, bit for bit: its entries
+ * would be built in the same order with the same values. A key's (a, b, gap) entry is the last one when its gap
+ * is the same, and the gripper gaps are when no key a gripper part faces came, went or changed. */
+#define REUSE_ENTITIES 32 /* up to SMALL_KEYS keys: their entries on the stack */
+typedef struct {
+    Py_ssize_t n;       /* entities, 0: nothing reused */
+    PyObject *gaps;     /* the last maps' gaps (borrowed: `last` holds them until the new maps replace them) */
+    PyObject *gripper;  /* the last gripper gaps where they still hold (borrowed), or NULL */
+    PyObject **entries; /* per key of the new order, the last (a, b, gap) entry where its gap is the same, or NULL */
+    PyObject *names[REUSE_ENTITIES]; /* each entity's name, as key_names gives it (checked to be one object) */
+    char changed[REUSE_ENTITIES];    /* per entity: a key of it came, went or changed */
+    char placed[REUSE_ENTITIES];     /* per entity with a reused row: in the new gaps already */
+    PyObject *room[SMALL_KEYS];
+} Reuse;
+
+/* Whether key_names[key] names entities key / n and key % n as every key seen so far does. */
+static int reuse_names(Reuse *r, PyObject *key_names, long long key)
+{
+    PyObject *names = PyList_GET_ITEM(key_names, key);
+    if (!PyTuple_Check(names) || PyTuple_GET_SIZE(names) != 2)
+        return 0;
+    Py_ssize_t side[2] = {(Py_ssize_t)key / r->n, (Py_ssize_t)key % r->n};
+    for (int s = 0; s < 2; s++) {
+        PyObject *name = PyTuple_GET_ITEM(names, s);
+        if (r->names[side[s]] == NULL)
+            r->names[side[s]] = name;
+        else if (r->names[side[s]] != name)
+            return 0;
+    }
+    return 1;
+}
+
+/* Compare the new keys and gaps (`order`, `value`, `count`) with the last call's (`last`), key by key (both
+ * ascending). Nothing is reused (r->n = 0) where the last maps or the keys are not as this call builds them. */
+static void reuse_open(Reuse *r, PyObject *last, PyObject *key_names, PyObject *key_sorted, PyObject *key_gripper,
+                       const Py_ssize_t *order, const double *value, Py_ssize_t count)
+{
+    r->n = 0, r->gaps = r->gripper = NULL, r->entries = NULL;
+    PyObject *before = PyList_GET_ITEM(last, 0), *maps = PyList_GET_ITEM(last, 1);
+    Py_ssize_t nkeys = PyList_GET_SIZE(key_names), n = (Py_ssize_t)(sqrt((double)nkeys) + 0.5);
+    if (n < 1 || n * n != nkeys || n > REUSE_ENTITIES || count > SMALL_KEYS || !PyBytes_Check(before) ||
+        PyBytes_GET_SIZE(before) % 16 || !PyTuple_Check(maps) || PyTuple_GET_SIZE(maps) != 3)
+        return;
+    PyObject *gaps = PyTuple_GET_ITEM(maps, 0), *gripper = PyTuple_GET_ITEM(maps, 1), *pairs = PyTuple_GET_ITEM(maps, 2);
+    Py_ssize_t old = PyBytes_GET_SIZE(before) / 16;
+    if (!PyDict_CheckExact(gaps) || !PyDict_CheckExact(gripper) || !PyList_CheckExact(pairs) ||
+        PyList_GET_SIZE(pairs) != old)
+        return;
+    r->n = n;
+    memset(r->names, 0, sizeof r->names);
+    memset(r->changed, 0, sizeof r->changed);
+    memset(r->placed, 0, sizeof r->placed);
+    int gripper_same = 1;
+    const char *packed = PyBytes_AS_STRING(before);
+    for (Py_ssize_t i = 0, j = 0; i < old || j < count;) {
+        long long was = 0, key;
+        if (i < old)
+            memcpy(&was, packed + 16 * i, 8);
+        if (i < old && (was < 0 || was >= nkeys || (i > 0 && was <= get_l_raw(packed + 16 * (i - 1))))) {
+            r->n = 0; /* (not a packed list of this call's keys) */
+            return;
+        }
+        if (j < count && (i == old || order[j] < was)) { /* a key came */
+            key = order[j];
+            r->room[j++] = NULL;
+        } else if (i < old && (j == count || was < order[j])) { /* a key went */
+            key = was;
+            i++;
+        } else { /* the same key: the same entry if the same gap */
+            key = was;
+            PyObject *entry = PyList_GET_ITEM(pairs, i), *sorted = PyList_GET_ITEM(key_sorted, key);
+            int same = memcmp(packed + 16 * i + 8, &value[key], 8) == 0;
+            r->room[j] = same && PyTuple_CheckExact(entry) && PyTuple_GET_SIZE(entry) == 3 && PyTuple_Check(sorted) &&
+                                 PyTuple_GET_SIZE(sorted) == 2 && PyTuple_GET_ITEM(entry, 0) == PyTuple_GET_ITEM(sorted, 0) &&
+                                 PyTuple_GET_ITEM(entry, 1) == PyTuple_GET_ITEM(sorted, 1) &&
+                                 PyFloat_CheckExact(PyTuple_GET_ITEM(entry, 2)) &&
+                                 memcmp(&PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(entry, 2)), &value[key], 8) == 0
+                             ? entry
+                             : NULL;
+            i++, j++;
+            if (!reuse_names(r, key_names, key)) {
+                r->n = 0;
+                return;
+            }
+            if (same)
+                continue;
+        }
+        PyObject *facing = PyList_GET_ITEM(key_gripper, key);
+        if (!reuse_names(r, key_names, key) || !PyTuple_Check(facing)) {
+            r->n = 0;
+            return;
+        }
+        r->changed[key / n] = r->changed[key % n] = 1;
+        gripper_same = gripper_same && PyTuple_GET_SIZE(facing) == 0;
+    }
+    r->gaps = gaps;
+    r->gripper = gripper_same ? gripper : NULL;
+    r->entries = r->room;
+}
+
+/* put_row(gaps, x, y, gap) for entity `e` named x, unless its row is the last one: that is put in once, whole. */
+static int reuse_row(Reuse *r, PyObject *gaps, Py_ssize_t e, PyObject *x, PyObject *y, PyObject *gap)
+{
+    if (r->n == 0 || r->changed[e])
+        return put_row(gaps, x, y, gap);
+    if (r->placed[e])
+        return 0;
+    PyObject *row = PyDict_GetItemWithError(r->gaps, x);
+    if (row == NULL && PyErr_Occurred())
+        return -1;
+    if (row == NULL || !PyDict_CheckExact(row)) { /* (not as the last call built it: built anew) */
+        r->changed[e] = 1;
+        return put_row(gaps, x, y, gap);
+    }
+    r->placed[e] = 1;
+    return PyDict_SetItem(gaps, x, row);
+}
+
 static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (check_nargs(nargs, 22, "entity_gaps") < 0)
@@ -725,7 +890,8 @@ static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t n
     }
     View geom = {0}, dist = {0}, ckey = {0}, idx = {0}, sa = {0}, sb = {0}, rbound = {0}, xpos = {0}, xmat = {0};
     View aabb = {0};
-    View near = {0}, fresh = {0}, pkey = {0}, pa = {0}, pb = {0}, measured = {0};
+    View near = {0}, fresh = {0}, pkey = {0}, pa = {0}, pb = {0}, measured = {0}, kept = {0};
+    double *state = NULL;
     GeomBounds bounds;
     bounds_none(&bounds);
     double *value = NULL, value_room[SMALL_KEYS];
@@ -745,8 +911,8 @@ static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t n
         view_open(args[13], &measured, 'd', 1, 1, "entity_gaps: pair_gap") < 0)
         goto done;
     if (affected != Py_None) {
-        if (!PyTuple_Check(affected) || PyTuple_GET_SIZE(affected) != 4) {
-            PyErr_SetString(PyExc_TypeError, "entity_gaps: affected must be None or (idx, sa, sb, rbound)");
+        if (!PyTuple_Check(affected) || PyTuple_GET_SIZE(affected) < 4 || PyTuple_GET_SIZE(affected) > 5) {
+            PyErr_SetString(PyExc_TypeError, "entity_gaps: affected must be None or (idx, sa, sb, rbound[, kept])");
             goto done;
         }
         if (view_open(PyTuple_GET_ITEM(affected, 0), &idx, 'l', 1, 0, "entity_gaps: affected idx") < 0 ||
@@ -758,6 +924,14 @@ static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t n
         if (sa.b.shape[0] != moved || sb.b.shape[0] != moved || rbound.b.shape[0] != moved) {
             PyErr_SetString(PyExc_ValueError, "entity_gaps: affected idx, sa, sb and rbound differ in length");
             goto done;
+        }
+        if (PyTuple_GET_SIZE(affected) == 5 && PyTuple_GET_ITEM(affected, 4) != Py_None) {
+            if (view_open(PyTuple_GET_ITEM(affected, 4), &kept, 'd', 1, 1, "entity_gaps: affected kept") < 0)
+                goto done;
+            if (kept.b.shape[0] != KEPT_REF + 3 * xpos.b.shape[0] + moved) {
+                PyErr_SetString(PyExc_ValueError, "entity_gaps: affected kept's length does not match");
+                goto done;
+            }
         }
     }
     /* keys: a * n + b over n entities, n * n for two geoms of one entity */
@@ -824,7 +998,21 @@ static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t n
         if (pos == NULL || radii == NULL || pairs_at == NULL || first == NULL || second == NULL || fresh_at == NULL ||
             near_flags == NULL)
             goto done;
-        for (Py_ssize_t t = 0; t < idx.b.shape[0]; t++) {
+        state = kept.b.buf != NULL ? (double *)contiguous(&kept, "entity_gaps: affected kept") : NULL;
+        if (kept.b.buf != NULL && state == NULL)
+            goto done;
+        Py_ssize_t moved = idx.b.shape[0], hold = state != NULL ? kept_count(state, pos, ngeom, moved) : -1, count = 0;
+        const double *cand = state != NULL ? state + KEPT_REF + 3 * ngeom : NULL;
+        for (Py_ssize_t t = 0; hold >= 0 && t < moved; t++) { /* candidates holding: the others are out of reach */
+            long long i = pairs_at[t];
+            if ((unsigned long long)i >= (unsigned long long)npairs) {
+                PyErr_SetString(PyExc_ValueError, "entity_gaps: an affected pair is out of range");
+                goto done;
+            }
+            fresh_at[i] = near_flags[i] = 0;
+        }
+        for (Py_ssize_t n = 0, total = hold >= 0 ? hold : moved; n < total; n++) { /* the candidates, or every pair */
+            Py_ssize_t t = hold >= 0 ? (Py_ssize_t)cand[n] : n; /* (a candidate is in range: kept_count) */
             long long i = pairs_at[t], ga = first[t], gb = second[t]; /* int64: view_open checked the kind */
             if ((unsigned long long)i >= (unsigned long long)npairs || (unsigned long long)ga >= (unsigned long long)ngeom ||
                 (unsigned long long)gb >= (unsigned long long)ngeom) { /* (negative ones wrap to the top) */
@@ -833,10 +1021,14 @@ static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t n
             }
             fresh_at[i] = 0;
             const double *pa = pos + 3 * ga, *pb = pos + 3 * gb;
-            double dx = pa[0] - pb[0], dy = pa[1] - pb[1], dz = pa[2] - pb[2];
+            double dx = pa[0] - pb[0], dy = pa[1] - pb[1], dz = pa[2] - pb[2], d2 = dx * dx + dy * dy + dz * dz;
             double within = radii[t] + margin + 1e-9; /* squared: see may_touch */
-            near_flags[i] = dx * dx + dy * dy + dz * dz <= within * within && bounds_within(&bounds, ga, gb, margin + 1e-9);
+            if (state != NULL && hold < 0 && kept_candidate(d2, within))
+                state[KEPT_REF + 3 * ngeom + count++] = (double)t;
+            near_flags[i] = d2 <= within * within && bounds_within(&bounds, ga, gb, margin + 1e-9);
         }
+        if (state != NULL && hold < 0)
+            state[KEPT_COUNT] = (double)count;
     }
     const char *near_at = contiguous(&near, "entity_gaps: pair_near");
     if (near_at == NULL)
@@ -925,7 +1117,13 @@ static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t n
         result = Py_NewRef(PyList_GET_ITEM(last, 1));
         goto done;
     }
-    gaps = PyDict_New(), gripper = PyDict_New(), pairs = PyList_New(0);
+    /* What the last maps hold that is still true (`Reuse`): the entries of keys whose gap is the same, bit for bit,
+     * the rows of entities none of whose keys came, went or changed, and the gripper gaps when no key a gripper
+     * part faces did. */
+    Reuse reuse;
+    reuse_open(&reuse, last, key_names, key_sorted, key_gripper, order, value, count);
+    gaps = PyDict_New(), pairs = PyList_New(count);
+    gripper = reuse.gripper != NULL ? Py_NewRef(reuse.gripper) : PyDict_New();
     if (gaps == NULL || gripper == NULL || pairs == NULL)
         goto done;
     for (Py_ssize_t n = 0; n < count; n++) {
@@ -937,25 +1135,32 @@ static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t n
             PyErr_SetString(PyExc_TypeError, "entity_gaps: key_names, key_sorted and key_gripper hold tuples");
             goto done;
         }
-        PyObject *gap = PyFloat_FromDouble(value[key]);
-        if (gap == NULL)
-            goto done;
+        PyObject *entry = reuse.entries != NULL ? reuse.entries[n] : NULL;
+        if (entry != NULL) {
+            Py_INCREF(entry);
+        } else {
+            PyObject *gap = PyFloat_FromDouble(value[key]);
+            entry = gap == NULL ? NULL : PyTuple_Pack(3, PyTuple_GET_ITEM(sorted, 0), PyTuple_GET_ITEM(sorted, 1), gap);
+            Py_XDECREF(gap);
+            if (entry == NULL)
+                goto done;
+        }
+        PyList_SET_ITEM(pairs, n, entry); /* (the list owns it now) */
+        PyObject *gap = PyTuple_GET_ITEM(entry, 2);
         PyObject *a = PyTuple_GET_ITEM(names, 0), *b = PyTuple_GET_ITEM(names, 1);
-        PyObject *entry = PyTuple_Pack(3, PyTuple_GET_ITEM(sorted, 0), PyTuple_GET_ITEM(sorted, 1), gap);
-        int failed = entry == NULL || put_row(gaps, a, b, gap) < 0 || put_row(gaps, b, a, gap) < 0 ||
-                     PyList_Append(pairs, entry) < 0;
-        Py_XDECREF(entry);
-        for (Py_ssize_t f = 0; !failed && f < PyTuple_GET_SIZE(facing); f++) {
+        Py_ssize_t ea = reuse.n ? key / reuse.n : 0, eb = reuse.n ? key % reuse.n : 0;
+        if (reuse_row(&reuse, gaps, ea, a, b, gap) < 0 || reuse_row(&reuse, gaps, eb, b, a, gap) < 0)
+            goto done;
+        if (reuse.gripper != NULL)
+            continue;
+        for (Py_ssize_t f = 0; f < PyTuple_GET_SIZE(facing); f++) {
             PyObject *other = PyTuple_GET_ITEM(facing, f);
             PyObject *before = PyDict_GetItemWithError(gripper, other);
             if (before == NULL && PyErr_Occurred())
-                failed = 1;
-            else if (before == NULL || value[key] < PyFloat_AS_DOUBLE(before))
-                failed = PyDict_SetItem(gripper, other, gap) < 0;
+                goto done;
+            if ((before == NULL || value[key] < PyFloat_AS_DOUBLE(before)) && PyDict_SetItem(gripper, other, gap) < 0)
+                goto done;
         }
-        Py_DECREF(gap);
-        if (failed)
-            goto done;
     }
     result = PyTuple_Pack(3, gaps, gripper, pairs);
     if (result != NULL && (PyList_SetItem(last, 0, Py_NewRef(packed)) < 0 || PyList_SetItem(last, 1, Py_NewRef(result)) < 0))
@@ -970,13 +1175,15 @@ done:
     if (order != order_room)
         PyMem_Free(order);
     bounds_close(&bounds);
-    View *views[] = {&geom, &dist, &ckey, &idx, &sa, &sb, &rbound, &xpos, &xmat, &aabb, &near, &fresh, &pkey, &pa, &pb, &measured};
+    if (result == NULL && state != NULL) /* (a walk cut short may have taken only some candidates: all again) */
+        state[KEPT_COUNT] = NAN;
+    View *views[] = {&geom, &dist, &ckey, &idx, &sa, &sb, &rbound, &xpos, &xmat, &aabb, &near, &fresh, &pkey, &pa, &pb, &measured, &kept};
     for (size_t v = 0; v < sizeof(views) / sizeof(views[0]); v++)
         view_close(views[v]);
     return result;
 }
 
-/* may_touch(geom_xpos, geom_xmat, geom_aabb, sa, sb, reach2, plane, other, margin[, first]) -> bool
+/* may_touch(geom_xpos, geom_xmat, geom_aabb, sa, sb, reach2, plane, other, margin[, first[, near[, kept]]]) -> bool
  *
  * Whether mj_collision could report a contact for one of the given geom pairs: two bounded geoms whose
  * bounding spheres (`reach2`: contacts.sphere_reach2, per pair) and world-axis box bounds both come
@@ -989,23 +1196,29 @@ done:
  * value: none), where the pair found within reach is written. The answer does not depend on it: any pair
  * within reach makes it yes. A held object touches the same fingers frame after frame, and testing their pair
  * first spares the walk through the hundreds of pairs before it.
- * `near` (optional, with `first`): a bool array per geom, written: whether the geom is in a pair within reach.
- * Every pair is then tested (`first` is neither read nor written). */
+ * `near` (optional, with `first`; None: not given): a bool array per geom, written: whether the geom is in a pair
+ * within reach. Every pair is then tested (`first` is neither read nor written).
+ * `kept` (optional, with `near`; None: not given): a float64 array of 1 + 3 ngeom + len(sa) values kept between
+ * calls with the same pairs and reach (NaN at first), with which the pairs far out of reach are passed over until a
+ * geom has moved far enough to close that distance (`KEPT_*`). */
 static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 10 && nargs != 11 && check_nargs(nargs, 9, "may_touch") < 0)
+    if ((nargs < 10 || nargs > 12) && check_nargs(nargs, 9, "may_touch") < 0)
         return NULL;
     double margin = PyFloat_AsDouble(args[8]);
     if (margin == -1.0 && PyErr_Occurred())
         return NULL;
     double reach = margin + 1e-9;
+    int has_near = nargs >= 11 && args[10] != Py_None, has_kept = nargs == 12 && args[11] != Py_None;
     View xpos = {0}, xmat = {0}, aabb = {0}, sa = {0}, sb = {0}, rsq = {0}, plane = {0}, other = {0}, hint = {0};
-    View near = {0};
+    View near = {0}, kept = {0};
     GeomBounds bounds;
     bounds_none(&bounds);
     PyObject *result = NULL;
+    double *state = NULL;
     if ((nargs >= 10 && view_open(args[9], &hint, 'l', 1, 1, "may_touch: first") < 0) ||
-        (nargs == 11 && view_open(args[10], &near, '?', 1, 1, "may_touch: near") < 0) ||
+        (has_near && view_open(args[10], &near, '?', 1, 1, "may_touch: near") < 0) ||
+        (has_kept && view_open(args[11], &kept, 'd', 1, 1, "may_touch: kept") < 0) ||
         view_open(args[0], &xpos, 'd', 2, 0, "may_touch: geom_xpos") < 0 ||
         view_open(args[1], &xmat, 'd', 2, 0, "may_touch: geom_xmat") < 0 ||
         view_open(args[2], &aabb, 'd', 2, 0, "may_touch: geom_aabb") < 0 ||
@@ -1017,7 +1230,8 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
     Py_ssize_t ngeom = xpos.b.shape[0], nsphere = sa.b.shape[0], nplane = plane.b.shape[0];
     if (xpos.b.shape[1] != 3 || xmat.b.shape[0] != ngeom || xmat.b.shape[1] != 9 || aabb.b.shape[0] != ngeom ||
         aabb.b.shape[1] != 6 || sb.b.shape[0] != nsphere || rsq.b.shape[0] != nsphere || other.b.shape[0] != nplane ||
-        (nargs >= 10 && hint.b.shape[0] != 1) || (nargs == 11 && near.b.shape[0] != ngeom)) {
+        (nargs >= 10 && hint.b.shape[0] != 1) || (has_near && near.b.shape[0] != ngeom) ||
+        (has_kept && kept.b.shape[0] != KEPT_REF + 3 * ngeom + nsphere)) {
         PyErr_SetString(PyExc_ValueError, "may_touch: array lengths do not match");
         goto done;
     }
@@ -1030,28 +1244,36 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
     const double *pos = contiguous(&xpos, "may_touch: geom_xpos"), *within2 = contiguous(&rsq, "may_touch: reach2");
     const long long *first = contiguous(&sa, "may_touch: sa"), *second = contiguous(&sb, "may_touch: sb");
     long long *hinted = nargs >= 10 ? (long long *)contiguous(&hint, "may_touch: first") : NULL;
-    char *marks = nargs == 11 ? (char *)contiguous(&near, "may_touch: near") : NULL;
+    char *marks = has_near ? (char *)contiguous(&near, "may_touch: near") : NULL;
+    state = has_kept ? (double *)contiguous(&kept, "may_touch: kept") : NULL;
     if (pos == NULL || within2 == NULL || first == NULL || second == NULL || (nargs >= 10 && hinted == NULL) ||
-        (nargs == 11 && marks == NULL))
+        (has_near && marks == NULL) || (has_kept && state == NULL))
         goto done;
     if (marks != NULL) {
         memset(marks, 0, (size_t)ngeom);
         hinted = NULL; /* (every pair is tested: none first) */
     }
+    /* with `kept`: the candidates, when they hold (`hold`: their number), else taken again in this walk (`refresh`) */
+    double *cand = state != NULL ? state + KEPT_REF + 3 * ngeom : NULL;
+    Py_ssize_t hold = state != NULL ? kept_count(state, pos, ngeom, nsphere) : -1, count = 0;
+    int refresh = state != NULL && hold < 0;
     Py_ssize_t start = hinted != NULL && *hinted >= 0 && *hinted < nsphere ? (Py_ssize_t)*hinted : -1;
-    for (Py_ssize_t n = start < 0 ? 0 : -1; n < nsphere; n++) { /* the hinted pair (n = -1), then the others */
-        if (n == start)
-            continue;
-        Py_ssize_t k = n < 0 ? start : n;
+    int found = 0; /* (a walk taking the candidates goes on past the pair found, for the others) */
+    for (Py_ssize_t n = start < 0 ? 0 : -1, total = hold >= 0 ? hold : nsphere; n < total; n++) {
+        /* the hinted pair (n = -1), then the others (or the candidates) */
+        Py_ssize_t k = n < 0 ? start : hold >= 0 ? (Py_ssize_t)cand[n] : n;
         long long a = first[k], b = second[k]; /* int64: view_open checked the kind; a negative one wraps to the top */
         if ((unsigned long long)a >= (unsigned long long)ngeom || (unsigned long long)b >= (unsigned long long)ngeom) {
             PyErr_SetString(PyExc_ValueError, "may_touch: a pair names a geom the model does not have");
             goto done;
         }
         const double *pa = pos + 3 * a, *pb = pos + 3 * b;
-        double dx = pa[0] - pb[0], dy = pa[1] - pb[1], dz = pa[2] - pb[2];
-        if (dx * dx + dy * dy + dz * dz <= within2[k] && (marks == NULL || !(marks[a] && marks[b])) &&
-            bounds_within(&bounds, a, b, reach)) {
+        double dx = pa[0] - pb[0], dy = pa[1] - pb[1], dz = pa[2] - pb[2], d2 = dx * dx + dy * dy + dz * dz;
+        if (refresh && n >= 0 && kept_candidate(d2, sqrt(within2[k])))
+            cand[count++] = (double)k;
+        if (found || (n >= 0 && k == start))
+            continue;
+        if (d2 <= within2[k] && (marks == NULL || !(marks[a] && marks[b])) && bounds_within(&bounds, a, b, reach)) {
             touch = 1;
             if (marks != NULL) {
                 marks[a] = marks[b] = 1;
@@ -1059,9 +1281,13 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
             }
             if (hinted != NULL)
                 *hinted = (long long)k;
-            break;
+            if (!refresh)
+                break;
+            found = 1;
         }
     }
+    if (refresh)
+        state[KEPT_COUNT] = (double)count;
     for (Py_ssize_t k = 0; k < nplane && (!touch || marks != NULL); k++) {
         long long p = get_l(&plane, at(&plane, k)), g = get_l(&other, at(&other, k));
         if (p < 0 || g < 0 || p >= ngeom || g >= ngeom) {
@@ -1082,8 +1308,10 @@ static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nar
     }
     result = PyBool_FromLong(touch);
 done:
+    if (result == NULL && state != NULL) /* (a walk cut short may have taken only some candidates: all again) */
+        state[KEPT_COUNT] = NAN;
     bounds_close(&bounds);
-    View *views[] = {&xpos, &xmat, &aabb, &sa, &sb, &rsq, &plane, &other, &hint, &near};
+    View *views[] = {&xpos, &xmat, &aabb, &sa, &sb, &rsq, &plane, &other, &hint, &near, &kept};
     for (size_t v = 0; v < sizeof(views) / sizeof(views[0]); v++)
         view_close(views[v]);
     return result;
@@ -1154,6 +1382,41 @@ done:;
  * pose in `poses` (a dict: .position, 3 float64 values, and .quaternion, 4), or from `parked` (a dict of
  * 7-value arrays) when it has none. A pose of another type is a TypeError or ValueError (the twin then
  * writes it through numpy); the objects before it are set by then. */
+/* pose.<name> (`name` interned), read from the instance's __dict__ where that is what getattr reads: a type that
+ * looks attributes up generically and has no class attribute of that name (a plain dataclass's field, as Pose's),
+ * checked once per type and version (a type changed since gets a new version tag, and is checked again). Else, or
+ * where the __dict__ lacks it, getattr itself. (getattr cost 240 instructions a field, a frame reads eight.) */
+static PyTypeObject *plain_type;
+static unsigned int plain_version;
+
+static PyObject *plain_field(PyObject *pose, PyObject *name)
+{
+    PyTypeObject *type = Py_TYPE(pose);
+    if (type != plain_type || type->tp_version_tag != plain_version || !plain_version) {
+        plain_type = NULL;
+#ifdef Py_TPFLAGS_MANAGED_DICT
+        int has_dict = type->tp_dictoffset != 0 || PyType_HasFeature(type, Py_TPFLAGS_MANAGED_DICT);
+#else
+        int has_dict = type->tp_dictoffset != 0;
+#endif
+        if (type->tp_getattro == PyObject_GenericGetAttr && has_dict &&
+            _PyType_Lookup(type, str_position) == NULL && _PyType_Lookup(type, str_quaternion) == NULL &&
+            PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG))
+            plain_type = type, plain_version = type->tp_version_tag;
+    }
+    if (type == plain_type && (name == str_position || name == str_quaternion)) {
+        PyObject *fields = PyObject_GenericGetDict(pose, NULL);
+        if (fields == NULL)
+            return NULL;
+        PyObject *value = PyDict_CheckExact(fields) ? PyDict_GetItemWithError(fields, name) : NULL;
+        Py_XINCREF(value);
+        Py_DECREF(fields);
+        if (value != NULL || PyErr_Occurred())
+            return value;
+    }
+    return PyObject_GetAttr(pose, name);
+}
+
 static PyObject *place_objects(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (check_nargs(nargs, 4, "place_objects") < 0)
@@ -1199,8 +1462,8 @@ static PyObject *place_objects(PyObject *self, PyObject *const *args, Py_ssize_t
                 return NULL;
             continue;
         }
-        PyObject *position = PyObject_GetAttr(pose, str_position);
-        PyObject *quaternion = position == NULL ? NULL : PyObject_GetAttr(pose, str_quaternion);
+        PyObject *position = plain_field(pose, str_position);
+        PyObject *quaternion = position == NULL ? NULL : plain_field(pose, str_quaternion);
         int failed = quaternion == NULL || load(position, qpos + adr, 3, "place_objects: position") < 0 ||
                      load(quaternion, qpos + adr + 3, 4, "place_objects: quaternion") < 0;
         Py_XDECREF(position);

@@ -37,7 +37,8 @@ def may_touch(
     other: np.ndarray,
     margin: float,
     first: np.ndarray = ...,
-    near: np.ndarray = ...,
+    near: np.ndarray | None = ...,
+    kept: np.ndarray | None = ...,
 ) -> bool: ...
 def keep_contacts(
     geom: np.ndarray,

@@ -10,7 +10,9 @@ in no pair with a moved geom within twice the margin (MuJoCo reports a pair's co
 margins) left out of the masks, conaffinity too: its broadphase then never looks at them, nor at a body all of whose
 geoms are out (the world body's pairs with every resting body, their boxes and sweep, about a third of a call).
 The kept and new contacts are the ones a full mj_collision finds, in another order; the twin's gaps are the
-smallest per entity pair, which does not depend on it.
+smallest per entity pair, which does not depend on it. The bounds tests walk only a plan's kept candidates, the pairs
+that were within 5 cm of their reach when last taken, while no geom has moved 2.5 cm since (`_geomath.may_touch`'s
+`kept`): the others cannot have come within reach.
 
 Clearing `contype` selects exactly the moved pairs only where every geom's `contype` equals its
 `conaffinity` and the model has no explicit `<pair>`s (MuJoCo collides those whatever the masks say); any
@@ -31,6 +33,20 @@ import numpy as np
 from safety_monitor.grounding import _geomath
 from safety_monitor.mujoco_gl import mujoco
 
+# may_touch's arguments after the geom poses (aabb, sa, sb, reach2, plane, other, margin, first, near, kept)
+_Bounds = tuple[
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    float,
+    np.ndarray,
+    np.ndarray | None,
+    np.ndarray,
+]
+
 
 class ContactPlan(NamedTuple):
     """What a frame with these geoms moved must ask MuJoCo (kept per set of moved bodies)."""
@@ -38,13 +54,14 @@ class ContactPlan(NamedTuple):
     geom_moved: np.ndarray  # bool per geom
     contype: np.ndarray  # the model's contype for moved geoms, 0 for resting ones
     # `_geomath.may_touch`'s arguments after the geom poses: the geoms' boxes, the candidate pairs of bounded
-    # geoms (a, b, squared reach: sphere_reach2), the candidate (plane, geom) pairs, the margin, and the bounded
-    # pair to test first, the last one found within reach (a held object's fingers: one test, not hundreds) (one
-    # tuple: building the call's ten arguments every frame cost as much as the test)
-    bounds: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, np.ndarray]
-    # the same with twice the margin (MuJoCo reports a pair's contacts out to the sum of its geoms' margins), for
-    # may_touch to mark the geoms in a pair within it: mj_collision from C leaves the others out
-    near_bounds: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, np.ndarray]
+    # geoms (a, b, squared reach: sphere_reach2), the candidate (plane, geom) pairs, the margin, the bounded
+    # pair to test first, the last one found within reach (a held object's fingers: one test, not hundreds), no
+    # `near`, and what the kernel keeps between frames to pass over the pairs far out of reach (`kept`) (one
+    # tuple: building the call's twelve arguments every frame cost as much as the test)
+    bounds: _Bounds
+    # the same with twice the margin (MuJoCo reports a pair's contacts out to the sum of its geoms' margins) and
+    # the geoms in a pair within it marked in `near` (the twin's): mj_collision from C leaves the others out
+    near_bounds: _Bounds
     unbounded: bool  # a candidate pair has a geom with no bounding sphere: always collide
 
 
@@ -84,20 +101,23 @@ class Contacts:
         other = np.where(plane_a, cb, ca)[one_plane]
         sa, sb = ca[bounded], cb[bounded]
         rsum, first = rbound[sa] + rbound[sb], np.full(1, -1, dtype=np.int64)
+        aabb, margin = self._aabb, self._margin
         return ContactPlan(
             geom_moved=geom_moved,
             contype=np.where(geom_moved, self._contype, 0).astype(self._contype.dtype),
             # (`first`: written by may_touch; which pair it holds never changes its answer)
-            bounds=(self._aabb, sa, sb, sphere_reach2(rsum, self._margin), plane, other, self._margin, first),
+            bounds=(aabb, sa, sb, sphere_reach2(rsum, margin), plane, other, margin, first, None, kept(m, sa)),
             near_bounds=(
-                self._aabb,
+                aabb,
                 sa,
                 sb,
-                sphere_reach2(rsum, 2 * self._margin),
+                sphere_reach2(rsum, 2 * margin),
                 plane,
                 other,
-                2 * self._margin,
+                2 * margin,
                 first,
+                self._near,
+                kept(m, sa),
             ),
             unbounded=bool(np.any(~bounded & ~one_plane)),
         )
@@ -122,7 +142,7 @@ class Contacts:
             near = None if plan.unbounded else self._near
             if near is None or (
                 _geomath.may_touch(views[1], views[2], *plan.bounds)
-                and _geomath.may_touch(views[1], views[2], *plan.near_bounds, near)  # (marks the geoms near)
+                and _geomath.may_touch(views[1], views[2], *plan.near_bounds)  # (marks the geoms near in `near`)
             ):
                 kept = (self._geom, self._dist, self._n, plan.geom_moved, near)
                 n = _geomath.collide_moved(direct[1], *kept, True)
@@ -157,6 +177,11 @@ class Contacts:
         size = 2 * needed
         self._geom = np.concatenate([self._geom[: self._n], np.zeros((size - self._n, 2), dtype=np.int32)])
         self._dist = np.concatenate([self._dist[: self._n], np.zeros(size - self._n)])
+
+
+def kept(m: mujoco.MjModel, sa: np.ndarray) -> np.ndarray:
+    """A new `_geomath.may_touch` `kept` array for the bounded pairs `sa` of model `m` (NaN: nothing kept yet)."""
+    return np.full(1 + 3 * m.ngeom + len(sa), np.nan)
 
 
 def sphere_reach2(rsum: np.ndarray, margin: float) -> np.ndarray:

@@ -61,7 +61,7 @@ from safety_monitor.names import did_you_mean
 
 # a box's place: (owner, body, centre in the body frame, half sizes, whether an interior)
 _BoxPlace = tuple[str, int, np.ndarray, np.ndarray, bool]
-# per set of moved qpos: measured pairs to redo (indices, geoms, radii), boxes to rebuild (None: no box's body
+# per set of moved qpos: measured pairs to redo (indices, geoms, radii, the walk's kept candidates), boxes to rebuild (None: no box's body
 # moved; else per place whether its body moved, and the places that did), contacts to find
 _Plan = tuple[tuple[np.ndarray, ...] | None, tuple[list[bool], tuple[_BoxPlace, ...]] | None, ContactPlan | None]
 _PARK = 1000.0  # objects without a usable pose are parked this far away, spaced apart
@@ -239,8 +239,8 @@ class KinematicTwin:
         self.forget()
 
     def forget(self) -> None:
-        """Drop the distances, boxes and gap maps kept from earlier frames: the next compute measures and builds
-        everything (needed only after changing the model or data by hand)."""
+        """Drop the distances, boxes, gap maps and the walks' candidate pairs kept from earlier frames: the next compute
+        measures, tests and builds everything (needed only after changing the model or data by hand)."""
         self._qpos_bits[:] = -1
         self._pair_fresh[:] = False
         self._contacts.forget()
@@ -248,6 +248,11 @@ class KinematicTwin:
         self._last_boxes = None
         self._last_maps[:] = (None, None)
         self._last_geometry = None
+        for affected, _, contact_plan in self._plans.values():  # the walks' kept candidates: taken again (NaN)
+            if affected is not None:
+                affected[4][0] = np.nan
+            if contact_plan is not None:
+                contact_plan.bounds[9][0] = contact_plan.near_bounds[9][0] = np.nan
 
     # ------------------------------------------------------------------------------------------------
     def compute(
@@ -433,7 +438,7 @@ class KinematicTwin:
 
     def _plan(self, key: bytes) -> _Plan:
         """What a frame whose qpos changed where `key` has a 1 byte (`_geomath.qpos_changed`) must redo: the measured pairs with a moved geom (indices,
-        their geoms, bounding radii; None if none), per box place whether its body moved and the places that did (None: none did), and which contacts
+        their geoms, bounding radii, entity_gaps' kept candidates; None if none), per box place whether its body moved and the places that did (None: none did), and which contacts
         to ask mj_collision for (None: no geom moved). A frame changes the same qpos as many frames before it
         (the arm; an object on a pose update): cached."""
         plan = self._plans.get(key)
@@ -444,7 +449,11 @@ class KinematicTwin:
             body_moved = np.any(self._body_qpos[:, changed], axis=1)
             geom_moved = body_moved[self.model.geom_bodyid]
             idx = np.flatnonzero(geom_moved.take(self._pa) | geom_moved.take(self._pb))
-            affected = (idx, self._pa.take(idx), self._pb.take(idx), self._pair_rbound.take(idx)) if idx.size else None
+            # (with `entity_gaps`' kept candidates of this plan's walk: NaN, none yet)
+            kept = np.full(1 + 3 * self.model.ngeom + idx.size, np.nan)
+            affected = (
+                (idx, self._pa.take(idx), self._pb.take(idx), self._pair_rbound.take(idx), kept) if idx.size else None
+            )
             contact_plan = self._contacts.plan(self.model, geom_moved) if geom_moved.any() else None
             flags = body_moved.take(self._box_bodies).tolist()
             boxes_moved = (
