@@ -307,18 +307,12 @@ class Grounder:
             self._placing -= 1
             self._by_family = _NO_FAMILIES
             return self._finish(state, frame, (*_UNPLACED, *by_limits), stale)
-        last = self._by_family
-        if (  # each family hands out the same tuple while its decisions repeat: then this frame's joined decisions
-            by_grasp is last[0]  # are the last frame's (`_by_family` always joins to `_decided`), not built or compared
-            and by_contact is last[1]
-            and by_contamination is last[2]
-            and by_skills is last[3]
-            and by_fixtures is last[4]
-            and by_containment is last[5]
-            and by_limits is last[6]
-        ):
+        by_family = (by_grasp, by_contact, by_contamination, by_skills, by_fixtures, by_containment, by_limits)
+        if by_family == self._by_family:  # most frames: every family decides as on the last frame, so the joined
+            # decisions are the last frame's (`_by_family` always joins to `_decided`): not built nor compared again
+            # (seven short tuples compared, each item first by identity: the joined tuple is neither built nor compared)
             return self._finish(state, frame, None, stale)
-        self._by_family = (by_grasp, by_contact, by_contamination, by_skills, by_fixtures, by_containment, by_limits)
+        self._by_family = by_family
         decided = (  # PREDICATES order
             *by_grasp,
             *by_contact,
