@@ -825,6 +825,60 @@ def test_a_track_drops_old_samples_as_the_bisection_rule_does():
     assert not track.add(t, np.zeros(3), np.eye(3))  # a repeat of the newest measurement
 
 
+def _python_add(track: Track, t: float, position: object, rotation: np.ndarray) -> bool:
+    """Track.add as motion.py wrote it in Python before `_geomath.track_add` (the reference), on its lists."""
+    times = track.times
+    if times and t <= times[-1] + TIME_EPS:
+        return False
+    times.append(t)
+    track.positions.append(point3(position))  # type: ignore[arg-type]
+    track.rotations.append(rotation)
+    if len(times) > 65 and times[65] <= t - track.horizon:
+        cut = bisect.bisect_right(times, t - track.horizon) - 1
+        del times[:cut], track.positions[:cut], track.rotations[:cut]
+    return True
+
+
+@pytest.mark.parametrize("int_times", [False, True])
+def test_a_tracks_add_in_c_is_the_python_bodys(int_times):
+    """Samples new, repeated (equal up to TIME_EPS, or older), NaN, past the horizon in batches, positions as float64
+    arrays, tuples of floats and other sequences (converted through numpy): the same lists of the same objects as
+    the Python body the kernel replaces, its answer, and the remembered change forgotten on each new sample."""
+    rng = np.random.default_rng(47)
+    horizon = 0.05 if not int_times else 40
+    track, mirror = Track(horizon), Track(horizon)
+    t: float = 0.0 if not int_times else 0
+    for k in range(3000):
+        if int_times:
+            t += int(rng.choice([0, 1, 2, 5]))
+        else:
+            t += float(rng.choice([0.0, 1e-10, -0.001, 0.0005, 0.002, 0.01, 0.03]))
+        at = math.nan if k % 97 == 50 else t
+        position = (rng.normal(size=3), tuple(rng.normal(size=3).tolist()), rng.normal(size=3).tolist())[k % 3]
+        rotation = np.eye(3) * k
+        track.change(0.01)
+        want = _python_add(mirror, at, position, rotation)
+        assert track.add(at, position, rotation) is want
+        assert (track._change is None) is want  # forgotten only when the sample is taken
+        assert track.times == mirror.times or (math.isnan(at) and len(track.times) == len(mirror.times))
+        assert [type(x) for x in track.times] == [type(x) for x in mirror.times]
+        assert track.positions == mirror.positions and all(type(x) is float for p in track.positions for x in p)
+        assert all(a is b for a, b in zip(track.rotations, mirror.rotations, strict=True))
+        if math.isnan(at):  # a NaN time: later samples compare against it as Python's floats do; start again
+            track.clear()
+            mirror.clear()
+    with pytest.raises(TypeError, match="track_add: times, positions and rotations must be lists"):
+        _geomath.track_add(track.times, tuple(track.positions), track.rotations, 1.0, (0.0, 0.0, 0.0), None, 1.0, 0.0)
+    empty: list = []
+    with pytest.raises((TypeError, ValueError), match="vector3"):
+        _geomath.track_add(empty, [], [], 1.0, [0.0, 0.0, 0.0], None, 1.0, TIME_EPS)
+    assert empty == []  # nothing changed before the position was read
+    with pytest.raises(TypeError):
+        _geomath.track_add([1.0], [(0.0, 0.0, 0.0)], [None], "2", (0.0, 0.0, 0.0), None, 1.0, TIME_EPS)
+    with pytest.raises(TypeError):
+        _geomath.track_add([], [], [], 1.0, (0.0, 0.0, 0.0), None, 1.0)  # type: ignore[call-arg]
+
+
 def test_pose_key_is_the_bytes_numpy_gives_for_float64_poses_and_none_for_the_rest():
     position, quaternion = (
         np.array([0.1, -0.0, 3e300]),

@@ -31,6 +31,7 @@ static PyObject *plausible(PyObject *self, PyObject *const *args, Py_ssize_t nar
 static PyObject *frame_readings(PyObject *self, PyObject *const *args, Py_ssize_t nargs); /* speed-u */
 static PyObject *record(PyObject *self, PyObject *const *args, Py_ssize_t nargs);         /* speed-u */
 static PyObject *joint_inputs(PyObject *self, PyObject *const *args, Py_ssize_t nargs);   /* speed-u */
+static PyObject *track_add(PyObject *self, PyObject *const *args, Py_ssize_t nargs);      /* speed-x */
 
 /* The array's data when it is a native-order, C-contiguous numpy array of `n` float64 values (that can be
  * written to, if asked); else NULL, with no error set: the caller takes the buffer-protocol path. */
@@ -2616,6 +2617,9 @@ static PyMethodDef methods[] = {
      "An instance of a class with its dict filled field by field, without calling __init__."},
     {"joint_inputs", (PyCFunction)(void (*)(void))joint_inputs, METH_FASTCALL,
      "Whether the gripper is closed, each fixture's open fraction and its change over the motion window."},
+    /* ---- speed-x ---- */
+    {"track_add", (PyCFunction)(void (*)(void))track_add, METH_FASTCALL,
+     "Record a pose in a track's lists unless it repeats the newest; drop the samples past the horizon."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -3161,4 +3165,52 @@ done:
     Py_XDECREF(fractions);
     Py_XDECREF(deltas);
     return result;
+}
+
+/* ---- speed-x: motion.Track.add in one call (an add a frame for the end-effector's track, one for each new object
+ * sample): its Python body cost about a thousand instructions. ---- */
+
+/* track_add(times, positions, rotations, t, position, rotation, horizon, eps) -> bool: Track.add's lists. False
+ * when `t` is no later than the newest time plus eps (a repeat: nothing changes); else appends t, the position as
+ * vector3 gives it and the rotation itself, and once 66 samples lie at or before t - horizon (times[65] does) drops
+ * all but the newest of them, at bisect_right(times, t - horizon) - 1. The comparisons in doubles, as Python's on
+ * floats (ints of seconds: exact well below 2^53). A position that is not a float64 3-vector or a tuple of floats
+ * raises TypeError or ValueError before any list changes (the caller converts it through numpy). */
+static PyObject *track_add(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs(nargs, 8, "track_add") < 0 || track_lists(args, "track_add") < 0)
+        return NULL;
+    PyObject *times = args[0], *positions = args[1], *rotations = args[2], *t = args[3];
+    double eps = PyFloat_AsDouble(args[7]), at = 0.0, newest;
+    if (eps == -1.0 && PyErr_Occurred())
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(times);
+    if (n > 0) { /* (an empty track takes any time unread, as Track.add's `times and ...` does) */
+        if ((at = PyFloat_AsDouble(t)) == -1.0 && PyErr_Occurred())
+            return NULL;
+        if (track_time(times, n - 1, &newest) < 0)
+            return NULL;
+        if (at <= newest + eps)
+            Py_RETURN_FALSE;
+    }
+    PyObject *position = vector3(NULL, args[4]);
+    if (position == NULL)
+        return NULL;
+    int failed = PyList_Append(times, t) < 0 || PyList_Append(positions, position) < 0 ||
+                 PyList_Append(rotations, args[5]) < 0;
+    Py_DECREF(position);
+    if (failed)
+        return NULL;
+    if (n + 1 > 65) { /* (n > 0: `at` read above) */
+        double horizon = PyFloat_AsDouble(args[6]), old;
+        if ((horizon == -1.0 && PyErr_Occurred()) || track_time(times, 65, &old) < 0)
+            return NULL;
+        if (old <= at - horizon) {
+            Py_ssize_t cut = times_bisect_right(times, at - horizon) - 1;
+            if (cut < -1 || PyList_SetSlice(times, 0, cut, NULL) < 0 || PyList_SetSlice(positions, 0, cut, NULL) < 0 ||
+                PyList_SetSlice(rotations, 0, cut, NULL) < 0)
+                return NULL;
+        }
+    }
+    Py_RETURN_TRUE;
 }

@@ -199,3 +199,13 @@ def joint_inputs(
     rows: tuple[tuple[str, str, float, float, list[float]], ...],
     window: int,
 ) -> tuple[bool, dict[str, float], dict[str, float | None]]: ...
+def track_add(
+    times: list[float],
+    positions: list[tuple[float, float, float]],
+    rotations: list[np.ndarray],
+    t: float,
+    position: Any,
+    rotation: np.ndarray,
+    horizon: float,
+    eps: float,
+) -> bool: ...

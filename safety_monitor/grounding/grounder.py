@@ -533,7 +533,19 @@ class Grounder:
         """
         window, reach = self._motion_limits
         t, ee_track = state.t, self._ee_track
-        ee_track.add(t, geo.ee_position, geo.ee_rotation)
+        try:  # ee_track.add's C call without its Python call (every frame); the end-effector's track is never asked
+            _geomath.track_add(  # its change, so there is none remembered to forget
+                ee_track.times,
+                ee_track.positions,
+                ee_track.rotations,
+                t,
+                geo.ee_position,
+                geo.ee_rotation,
+                ee_track.horizon,
+                TIME_EPS,
+            )
+        except (TypeError, ValueError):  # (nothing changed) a position that is not a float64 3-vector: numpy converts
+            ee_track.add(t, geo.ee_position, geo.ee_rotation)
         gripper_gaps, boxes, inf = geo.gripper_gaps, geo.object_boxes, math.inf
         beyond = self._beyond
         if _geomath.samples_repeat(

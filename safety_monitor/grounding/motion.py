@@ -8,7 +8,6 @@ the end-effector track lets an object pose be compared with the end-effector at 
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
 from collections.abc import Callable, Mapping
 
 import numpy as np
@@ -81,23 +80,20 @@ class Track:
         self._change: tuple[float, tuple[float, float, float] | None] | None = None  # (window, change) until add/clear
 
     def add(self, t: float, position: np.ndarray | tuple[float, float, float], rotation: np.ndarray) -> bool:
-        """Record a pose measured at `t`; a repeat of the newest measurement (same or older t) is skipped."""
-        times = self.times
-        if times and t <= times[-1] + TIME_EPS:
-            return False
-        self._change = None
-        times.append(t)
-        try:  # point3's fast path without its call (an add a frame for the end-effector's track)
-            self.positions.append(_geomath.vector3(position))
-        except (TypeError, ValueError):
-            self.positions.append(point3(position))
-        self.rotations.append(rotation)
-        # once 66 samples lie at or before the horizon (times[65] does), all but the newest of them are dropped, in
-        # one batch; asking times[65] first spares most calls the bisection
-        if len(times) > 65 and times[65] <= t - self.horizon:
-            cut = bisect_right(times, t - self.horizon) - 1
-            del times[:cut], self.positions[:cut], self.rotations[:cut]
-        return True
+        """Record a pose measured at `t`; a repeat of the newest measurement (same or older t) is skipped.
+        Once 66 samples lie at or before the horizon (times[65] does), all but the newest of them are dropped, in
+        one batch. One C call (`_geomath.track_add`: its Python body cost about a thousand instructions)."""
+        try:
+            added = _geomath.track_add(
+                self.times, self.positions, self.rotations, t, position, rotation, self.horizon, TIME_EPS
+            )
+        except (TypeError, ValueError):  # a position that is not a float64 3-vector (nothing changed): numpy's
+            added = _geomath.track_add(  # conversion first
+                self.times, self.positions, self.rotations, t, point3(position), rotation, self.horizon, TIME_EPS
+            )
+        if added:
+            self._change = None
+        return added
 
     def pose_at(
         self, t: float, later: tuple[float, tuple[float, float, float], np.ndarray] | None = None
