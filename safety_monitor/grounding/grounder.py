@@ -84,6 +84,58 @@ class PredicateFrame:
 class Grounder:
     """Stateful estimator set for one robot; call `step` once per control frame, `reset` between episodes."""
 
+    # Its attributes in slots: Python 3.11 keeps an instance's attributes beside it (and reads them fast) only up
+    # to 29 names a class; past that every read goes through a plain dict (1.5 thousand instructions a frame
+    # here). `__dict__` keeps the class open to other attributes (tests replace `step`).
+    __slots__ = (
+        "__dict__",
+        "_accepted",
+        "_beyond",
+        "_by_family",
+        "_carry_memo",
+        "_checked_names",
+        "_closing",
+        "_contact",
+        "_containment",
+        "_contamination",
+        "_decided",
+        "_ee_track",
+        "_families",
+        "_fixture_inputs",
+        "_fixture_window",
+        "_fixtures",
+        "_frame",
+        "_grasp",
+        "_limits",
+        "_motion",
+        "_motion_answer",
+        "_motion_limits",
+        "_motion_times",
+        "_namers",
+        "_namers_for",
+        "_names",
+        "_naming",
+        "_placing",
+        "_pose_streams",
+        "_reading_terms",
+        "_required",
+        "_skills",
+        "_t",
+        "_twin",
+        "_unknown",
+        "_unplaced",
+        "_values",
+        "catalog",
+        "control_rate_hz",
+        "counts",
+        "joint_limits",
+        "mobile_base",
+        "predicates",
+        "robot",
+        "thresholds",
+        "wrench_sensor",
+    )
+
     def __init__(
         self,
         robot: RobotDescription,
