@@ -85,6 +85,48 @@ class SpecSetMonitor:
     returns its TraceResult; `reset()` (or `finish()`) readies the monitor for the next rollout.
     """
 
+    # Its attributes in slots: Python 3.11 keeps an instance's attributes inline (read fast) only up to 29 names a
+    # class, past that every read goes through the dict (a thousand instructions a frame). `__dict__`: other attributes still allowed.
+    __slots__ = (
+        "__dict__",
+        "_all_unknown",
+        "_blind",
+        "_completions",
+        "_edges",
+        "_edges_left",
+        "_flags",
+        "_get",
+        "_i",
+        "_last_edge",
+        "_last_values",
+        "_ledgers",
+        "_letters",
+        "_log",
+        "_log_base",
+        "_log_size",
+        "_log_times",
+        "_n_atoms",
+        "_n_sets",
+        "_next",
+        "_offsets",
+        "_order",
+        "_rest_rows",
+        "_rows",
+        "_sets",
+        "_start",
+        "_state_of",
+        "_still",
+        "_t",
+        "_trigger_held",
+        "_unknown",
+        "_weights",
+        "_widths",
+        "_windows",
+        "automata",
+        "history",
+        "predicates",
+    )
+
     def __init__(
         self,
         automata: Sequence[MonitorAutomaton],
