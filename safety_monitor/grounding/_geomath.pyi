@@ -198,3 +198,11 @@ def joint_inputs(
     rows: tuple[tuple[str, str, float, float, list[float]], ...],
     window: int,
 ) -> tuple[bool, dict[str, float], dict[str, float | None]]: ...
+def joint_rows(  # a row that is not a 1-d float64 array (a missing one's NaN float): TypeError or ValueError
+    block: np.ndarray,
+    stamps: np.ndarray,
+    t: float,
+    position: np.ndarray,
+    velocity: np.ndarray | float,
+    effort: np.ndarray | float,
+) -> tuple[np.ndarray, np.ndarray, bytes]: ...
