@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -938,7 +938,10 @@ class FrameAssembler:
             poses = self._poses.copy()
         if copied is None:  # the frame's own: one copy, its rows views (three row copies cost 0.2 us more)
             copied, joint_stamps = block.copy(), joint_t.copy()
-        state = RobotState(  # by position: ten keyword arguments cost 0.5 us a frame
+        base = self._base if self._mobile and BASE_POSE not in stale else None
+        state = _record(  # RobotState's dict filled in C, every field in order, as its __init__ fills it
+            RobotState,
+            _STATE_FIELDS,
             t,
             self.joints,
             copied[0],  # joint_position
@@ -949,11 +952,11 @@ class FrameAssembler:
             (t - wrench[1] if t - wrench[1] > 0.0 else 0.0) if wrench else None,  # wrench_age: max(0.0, t - stamp)
             poses,
             {n: t - s if t - s > 0.0 else 0.0 for n, s in stamps.items()},  # object_ages: max(0.0, t - s)
+            _NO_CONTACTS,
+            _NO_EVENTS,
+            base[0] if base is not None else None,  # base_pose
+            max(0.0, t - base[1]) if base is not None else None,  # base_age
         )
-        if self._mobile:
-            base = None if BASE_POSE in stale else self._base
-            if base is not None:
-                state = replace(state, base_pose=base[0], base_age=max(0.0, t - base[1]))
         self.frames += 1
         # every field by position through tuple.__new__: the NamedTuple's Python __new__ is 1.2 thousand
         # instructions a frame more
@@ -1192,6 +1195,13 @@ class FrameAssembler:
 
 _FRESH: frozenset[str] = frozenset()  # a frame with no stream stale (most): one set, not one a frame
 _new_tuple = tuple.__new__  # builds a NamedTuple from all its values without the class's Python __new__
+# a frame's RobotState and PredicateSample built by `_geomath.record`: the dict `records.direct_init`'s __init__
+# fills, every field given in order (a field added to either makes the call raise, never a record without it);
+# the Python __init__ call is half a thousand instructions more each
+_record = _geomath.record
+_STATE_FIELDS = tuple(f.name for f in fields(RobotState))
+_SAMPLE_FIELDS = tuple(f.name for f in fields(PredicateSample))
+_NO_CONTACTS, _NO_EVENTS = RobotState.contacts, RobotState.events  # the defaults a frame keeps (class attributes)
 _AMBIGUOUS: tuple[str, ...] = ("<a joint listed twice>",)  # stands for a name list, compared by identity
 _NEW: tuple[np.ndarray, np.ndarray] = (np.empty(0, np.intp), np.empty(0, np.intp))  # no layout yet (by identity)
 
@@ -1270,7 +1280,9 @@ def ground_frame(grounder: Any, assembled: AssembledFrame, frame: int) -> tuple[
         return _unknown(grounder, assembled, frame), None
     # most frames the grounder finds nothing stale: the assembler's set as it is, no set built
     stale = assembled.stale | frozenset(grounded.stale) if grounded.stale else assembled.stale
-    return PredicateSample(grounded.values, state.t, frame, grounded.unknown, stale, grounded.objects), None
+    return _record(
+        PredicateSample, _SAMPLE_FIELDS, grounded.values, state.t, frame, grounded.unknown, stale, grounded.objects
+    ), None
 
 
 def _unknown(grounder: Any, assembled: AssembledFrame, frame: int) -> PredicateSample:
