@@ -1284,3 +1284,54 @@ def test_joint_inputs_gives_gripper_closed_and_the_fractions_and_window_deltas_t
         _geomath.joint_inputs({"slide": 0.1}, (("left",),), (), 3)
     with pytest.raises(TypeError, match="joint_inputs: joints must be a dict, closing None or a tuple"):
         _geomath.joint_inputs({"slide": 0.1}, None, (), 0)
+
+
+# ---- speed-w ----
+def test_joint_rows_matches_numpy_writes_and_copies() -> None:
+    rng = np.random.default_rng(32)
+    for n in (0, 1, 2, 7, 12):
+        for _ in range(20):
+            block, stamps = np.full((3, n), np.nan), np.full(n, -np.inf)
+            want_block, want_stamps = block.copy(), stamps.copy()
+            rows = [rng.normal(size=2 * n)[::2] if rng.random() < 0.3 else rng.normal(size=n) for _ in range(3)]
+            if n and rng.random() < 0.3:  # NaN, infinite and huge values are copied as they are
+                rows[rng.integers(3)][rng.integers(n)] = rng.choice([np.nan, np.inf, -1e300])
+            t = float(rng.normal())
+            copied, copied_stamps, key = _geomath.joint_rows(block, stamps, t, *rows)
+            want_block[0][...], want_block[1][...], want_block[2][...] = rows
+            want_stamps.fill(t)
+            assert block.tobytes() == want_block.tobytes() == copied.tobytes() == key
+            assert stamps.tobytes() == want_stamps.tobytes() == copied_stamps.tobytes()
+            for mine, want in ((copied, want_block), (copied_stamps, want_stamps)):
+                assert mine.shape == want.shape and mine.dtype == want.dtype and mine.flags.writeable
+                assert mine.flags.c_contiguous and mine.flags.owndata and not np.shares_memory(mine, want)
+            assert not np.shares_memory(copied, block) and not np.shares_memory(copied_stamps, stamps)
+
+
+def test_joint_rows_refuses_other_arguments_and_writes_nothing() -> None:
+    n = 3
+    row = np.arange(n, dtype=float)
+    for args, error in (
+        ((np.full((3, n), np.nan), np.zeros(n), 0.5, row, row, np.arange(n)), ValueError),  # int64 effort
+        ((np.full((3, n), np.nan), np.zeros(n), 0.5, row, row, np.zeros(n + 1)), ValueError),
+        ((np.full((3, n), np.nan), np.zeros(n), 0.5, row, np.nan, row), TypeError),  # a missing row
+        ((np.full((3, n), np.nan), np.zeros(n), 0.5, row, row, [0.0, 1.0, 2.0]), TypeError),
+        ((np.full((3, n), np.nan), np.zeros(n), 0.5, row, row, np.zeros((1, n))), TypeError),
+        ((np.full((3, n), np.nan), np.zeros(n), "0.5", row, row, row), TypeError),
+        ((np.full((3, n), np.nan, np.float32), np.zeros(n), 0.5, row, row, row), TypeError),
+        ((np.full((3, n), np.nan).T.copy().T, np.zeros(n), 0.5, row, row, row), TypeError),  # not C-contiguous
+        ((np.full((2, n), np.nan), np.zeros(n), 0.5, row, row, row), TypeError),
+        ((np.full((3, n + 1), np.nan), np.zeros(n), 0.5, row, row, row), TypeError),
+        ((np.full((3, n), np.nan), np.zeros(n)[::-1], 0.5, row, row, row), TypeError),
+        ((np.full((3, n), np.nan), np.zeros((1, n)), 0.5, row, row, row), TypeError),
+    ):
+        block, stamps = np.array(args[0]), np.array(args[1])
+        with pytest.raises(error):
+            _geomath.joint_rows(*args)
+        assert args[0].tobytes() == block.tobytes() and np.asarray(args[1]).tobytes() == stamps.tobytes()
+    frozen = np.full((3, n), np.nan)
+    frozen.flags.writeable = False
+    with pytest.raises(TypeError):
+        _geomath.joint_rows(frozen, np.zeros(n), 0.5, row, row, row)
+    with pytest.raises(TypeError):
+        _geomath.joint_rows(np.full((3, n), np.nan), np.zeros(n), 0.5, row, row)

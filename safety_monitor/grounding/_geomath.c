@@ -32,6 +32,7 @@ static PyObject *frame_readings(PyObject *self, PyObject *const *args, Py_ssize_
 static PyObject *record(PyObject *self, PyObject *const *args, Py_ssize_t nargs);         /* speed-u */
 static PyObject *joint_inputs(PyObject *self, PyObject *const *args, Py_ssize_t nargs);   /* speed-u */
 static PyObject *track_add(PyObject *self, PyObject *const *args, Py_ssize_t nargs);      /* speed-x */
+static PyObject *joint_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs);     /* speed-w */
 
 /* The array's data when it is a native-order, C-contiguous numpy array of `n` float64 values (that can be
  * written to, if asked); else NULL, with no error set: the caller takes the buffer-protocol path. */
@@ -2620,6 +2621,9 @@ static PyMethodDef methods[] = {
     /* ---- speed-x ---- */
     {"track_add", (PyCFunction)(void (*)(void))track_add, METH_FASTCALL,
      "Record a pose in a track's lists unless it repeats the newest; drop the samples past the horizon."},
+    /* ---- speed-w ---- */
+    {"joint_rows", (PyCFunction)(void (*)(void))joint_rows, METH_FASTCALL,
+     "A joint message's three rows into the block, every stamp set; the frame's copies and the block's bytes."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -3213,4 +3217,65 @@ static PyObject *track_add(PyObject *self, PyObject *const *args, Py_ssize_t nar
         }
     }
     Py_RETURN_TRUE;
+}
+
+/* ---- speed-w ---- */
+
+/* joint_rows(block, stamps, t, position, velocity, effort) -> (block copy, stamps copy, block bytes): a joint
+ * message that sends every joint, as the frame assembler takes it. The three rows (1-d float64 numpy arrays,
+ * any strides, `n` values each) are written into `block` (a writable C-contiguous float64 array of shape (3, n)) and every
+ * value of `stamps` (writable C-contiguous float64, n values) set to `t`; returned are new arrays equal to
+ * `block.copy()` and `stamps.copy()` after that, and `block.tobytes()` (the frozen check's key). A TypeError
+ * or ValueError, with nothing written, unless every argument is as said: the caller's numpy path then. The
+ * rows are read into the copy first, so a row that fails leaves the block as it was. */
+static PyObject *joint_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs(nargs, 6, "joint_rows") < 0)
+        return NULL;
+    if (!PyArray_Check(args[1]) || PyArray_NDIM((PyArrayObject *)args[1]) != 1) {
+        PyErr_SetString(PyExc_TypeError, "joint_rows: stamps must be a 1-d float64 array");
+        return NULL;
+    }
+    Py_ssize_t n = PyArray_SIZE((PyArrayObject *)args[1]);
+    double *stamps = fast_doubles(args[1], n, 1);
+    double *block = PyArray_Check(args[0]) && PyArray_NDIM((PyArrayObject *)args[0]) == 2 &&
+                            PyArray_DIM((PyArrayObject *)args[0], 0) == 3
+                        ? fast_doubles(args[0], 3 * n, 1)
+                        : NULL;
+    if (stamps == NULL || block == NULL) {
+        PyErr_SetString(PyExc_TypeError,
+                        "joint_rows: block (3, n) and stamps (n) must be writable C-contiguous float64 arrays");
+        return NULL;
+    }
+    for (int i = 3; i < 6; i++)
+        if (!PyArray_Check(args[i]) || PyArray_NDIM((PyArrayObject *)args[i]) != 1) {
+            PyErr_SetString(PyExc_TypeError, "joint_rows: each row must be a 1-d float64 array");
+            return NULL;
+        }
+    double t = PyFloat_AsDouble(args[2]);
+    if (t == -1.0 && PyErr_Occurred())
+        return NULL;
+    npy_intp shape[2] = {3, n};
+    PyObject *copied = PyArray_SimpleNew(2, shape, NPY_DOUBLE);
+    if (copied == NULL)
+        return NULL;
+    double *rows = PyArray_DATA((PyArrayObject *)copied);
+    if (load(args[3], rows, n, "joint_rows: position") < 0 || load(args[4], rows + n, n, "joint_rows: velocity") < 0 ||
+        load(args[5], rows + 2 * n, n, "joint_rows: effort") < 0) {
+        Py_DECREF(copied);
+        return NULL;
+    }
+    PyObject *stamped = PyArray_SimpleNew(1, shape + 1, NPY_DOUBLE);
+    PyObject *key = PyBytes_FromStringAndSize((const char *)rows, (Py_ssize_t)(3 * n * sizeof(double)));
+    if (stamped == NULL || key == NULL) {
+        Py_DECREF(copied);
+        Py_XDECREF(stamped);
+        Py_XDECREF(key);
+        return NULL;
+    }
+    memcpy(block, rows, (size_t)(3 * n) * sizeof(double));
+    double *out = PyArray_DATA((PyArrayObject *)stamped);
+    for (Py_ssize_t i = 0; i < n; i++)
+        stamps[i] = out[i] = t;
+    return Py_BuildValue("(NNN)", copied, stamped, key);
 }

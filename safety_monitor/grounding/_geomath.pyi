@@ -209,3 +209,11 @@ def track_add(
     horizon: float,
     eps: float,
 ) -> bool: ...
+def joint_rows(  # a row that is not a 1-d float64 array (a missing one's NaN float): TypeError or ValueError
+    block: np.ndarray,
+    stamps: np.ndarray,
+    t: float,
+    position: np.ndarray,
+    velocity: np.ndarray | float,
+    effort: np.ndarray | float,
+) -> tuple[np.ndarray, np.ndarray, bytes]: ...

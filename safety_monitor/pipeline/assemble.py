@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -879,19 +879,22 @@ class FrameAssembler:
             velocity, velocity_finite = self._optional(v, n, "velocities", t)
             effort, effort_finite = self._optional(e, n, "efforts", t)
         rows = (sample.position, velocity, effort)
+        joint_t = self._joint_t
+        copied: np.ndarray | None = None  # the frame's block and stamps, when copied as the rows were written
+        key: bytes | None = None  # the block's bytes then
         if layout is None:  # every row overwritten: its finiteness is the message's
-            position_row, velocity_row, effort_row = self._rows
-            position_row[...], velocity_row[...], effort_row[...] = rows
             finite = (True, velocity_finite, effort_finite)
+            try:  # three float64 rows, as every source gives them: written, every stamp set, copied in one C call
+                copied, joint_stamps, key = _geomath.joint_rows(block, joint_t, t, *rows)
+            except (TypeError, ValueError):  # (a missing row is a NaN float: numpy's general path)
+                position_row, velocity_row, effort_row = self._rows
+                position_row[...], velocity_row[...], effort_row[...] = rows
+                joint_t.fill(t)
         else:
             src, dst = layout
             for row, values in enumerate(rows):
                 block[row, dst] = values if isinstance(values, float) else values[src]
             finite = np.isfinite(block[:, : self._needed]).all(axis=1).tolist()  # an optional joint's NaN: none
-        joint_t = self._joint_t
-        if layout is None:
-            joint_t.fill(t)
-        else:
             self._took(layout[1], t)
             joint_t[layout[1]] = t
         if not self._complete:
@@ -912,7 +915,7 @@ class FrameAssembler:
             unusable = True  # held positions do not repeat: the frozen clock restarts when they return
             self._joint_repeats, self.joints_frozen = _Repeats(), False
         else:
-            unusable = self._frozen(block, t)
+            unusable = self._frozen(block, t, key)
         resync = not unusable and (broken or self._skipped)
         self._skipped = unusable
         if unusable or resync:
@@ -933,23 +936,27 @@ class FrameAssembler:
             poses = {n: self._poses[n] for n in stamps}
         else:  # every pose: `_poses` has the keys of `_pose_stamps`, set together in the same order
             poses = self._poses.copy()
-        copied = block.copy()  # the frame's own: one copy, its rows views (three row copies cost 0.2 us more)
-        state = RobotState(  # by position: ten keyword arguments cost 0.5 us a frame
+        if copied is None:  # the frame's own: one copy, its rows views (three row copies cost 0.2 us more)
+            copied, joint_stamps = block.copy(), joint_t.copy()
+        base = self._base if self._mobile and BASE_POSE not in stale else None
+        state = _record(  # RobotState's dict filled in C, every field in order, as its __init__ fills it
+            RobotState,
+            _STATE_FIELDS,
             t,
             self.joints,
             copied[0],  # joint_position
             copied[1] if finite[1] else None,  # joint_velocity
             copied[2] if finite[2] else None,  # joint_effort
-            joint_t.copy(),  # joint_stamps
+            joint_stamps,
             wrench[0] if wrench else None,
             (t - wrench[1] if t - wrench[1] > 0.0 else 0.0) if wrench else None,  # wrench_age: max(0.0, t - stamp)
             poses,
             {n: t - s if t - s > 0.0 else 0.0 for n, s in stamps.items()},  # object_ages: max(0.0, t - s)
+            _NO_CONTACTS,
+            _NO_EVENTS,
+            base[0] if base is not None else None,  # base_pose
+            max(0.0, t - base[1]) if base is not None else None,  # base_age
         )
-        if self._mobile:
-            base = None if BASE_POSE in stale else self._base
-            if base is not None:
-                state = replace(state, base_pose=base[0], base_age=max(0.0, t - base[1]))
         self.frames += 1
         # every field by position through tuple.__new__: the NamedTuple's Python __new__ is 1.2 thousand
         # instructions a frame more
@@ -1156,10 +1163,11 @@ class FrameAssembler:
         self._issue(IssueKind.MISSING_JOINTS, JOINTS, t, f"{'; '.join(said)}; frame stale")
         return True
 
-    def _frozen(self, block: np.ndarray, t: float) -> bool:
-        """Whether the joint values have been bit-identical for longer than the limit (issue at the onset)."""
+    def _frozen(self, block: np.ndarray, t: float, key: bytes | None = None) -> bool:
+        """Whether the joint values have been bit-identical for longer than the limit (issue at the onset).
+        `key`: `block.tobytes()` when the caller has it."""
         limit = self.limits.joints_frozen
-        frozen = bool(limit) and self._joint_repeats.held(block.tobytes(), t) > limit
+        frozen = bool(limit) and self._joint_repeats.held(block.tobytes() if key is None else key, t) > limit
         if frozen and not self.joints_frozen:
             self._issue(
                 IssueKind.FROZEN,
@@ -1187,6 +1195,13 @@ class FrameAssembler:
 
 _FRESH: frozenset[str] = frozenset()  # a frame with no stream stale (most): one set, not one a frame
 _new_tuple = tuple.__new__  # builds a NamedTuple from all its values without the class's Python __new__
+# a frame's RobotState and PredicateSample built by `_geomath.record`: the dict `records.direct_init`'s __init__
+# fills, every field given in order (a field added to either makes the call raise, never a record without it);
+# the Python __init__ call is half a thousand instructions more each
+_record = _geomath.record
+_STATE_FIELDS = tuple(f.name for f in fields(RobotState))
+_SAMPLE_FIELDS = tuple(f.name for f in fields(PredicateSample))
+_NO_CONTACTS, _NO_EVENTS = RobotState.contacts, RobotState.events  # the defaults a frame keeps (class attributes)
 _AMBIGUOUS: tuple[str, ...] = ("<a joint listed twice>",)  # stands for a name list, compared by identity
 _NEW: tuple[np.ndarray, np.ndarray] = (np.empty(0, np.intp), np.empty(0, np.intp))  # no layout yet (by identity)
 
@@ -1265,7 +1280,9 @@ def ground_frame(grounder: Any, assembled: AssembledFrame, frame: int) -> tuple[
         return _unknown(grounder, assembled, frame), None
     # most frames the grounder finds nothing stale: the assembler's set as it is, no set built
     stale = assembled.stale | frozenset(grounded.stale) if grounded.stale else assembled.stale
-    return PredicateSample(grounded.values, state.t, frame, grounded.unknown, stale, grounded.objects), None
+    return _record(
+        PredicateSample, _SAMPLE_FIELDS, grounded.values, state.t, frame, grounded.unknown, stale, grounded.objects
+    ), None
 
 
 def _unknown(grounder: Any, assembled: AssembledFrame, frame: int) -> PredicateSample:

@@ -119,7 +119,9 @@ class Estimator:
     # ------------------------------------------------------------------------------------- inputs
     def joints(self, sample: JointSample, received: float | None = None) -> EstimatorStep:
         """A /joint_states message: the frame it makes, grounded and numbered (or None, its issues say why)."""
-        restarted = self._restarted(sample.stamp)
+        stamp, last = sample.stamp, self._last_t
+        # `_restarted`'s own test first (NaN restarts, as there): a call a frame less on the common path
+        restarted = () if last is None or not stamp or stamp >= last - self._restart_s else self._restarted(stamp)
         clock, assembler = self._clock, self.assembler
         start = clock() if clock else 0.0
         frame = assembler.on_joint_sample(sample, received)
@@ -159,7 +161,8 @@ class Estimator:
 
     def wrench(self, wrench: Wrench, stamp: float, received: float | None = None) -> EstimatorStep:
         """A wrist wrench message: sampled by the next frame."""
-        restarted = self._restarted(stamp)
+        last = self._last_t  # (`_restarted`'s test first, as in `joints`)
+        restarted = () if last is None or not stamp or stamp >= last - self._restart_s else self._restarted(stamp)
         clock = self._clock
         start = clock() if clock else 0.0
         self.assembler.on_wrench_sample(wrench, stamp, received)
@@ -169,7 +172,8 @@ class Estimator:
 
     def pose(self, name: str, pose: Pose, stamp: float, received: float | None = None) -> EstimatorStep:
         """An object's pose message: sampled by the next frame."""
-        restarted = self._restarted(stamp)
+        last = self._last_t  # (`_restarted`'s test first, as in `joints`)
+        restarted = () if last is None or not stamp or stamp >= last - self._restart_s else self._restarted(stamp)
         clock = self._clock
         start = clock() if clock else 0.0
         self.assembler.on_pose_sample(name, pose, stamp, received)
