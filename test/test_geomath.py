@@ -1296,6 +1296,9 @@ def test_joint_rows_matches_numpy_writes_and_copies() -> None:
             rows = [rng.normal(size=2 * n)[::2] if rng.random() < 0.3 else rng.normal(size=n) for _ in range(3)]
             if n and rng.random() < 0.3:  # NaN, infinite and huge values are copied as they are
                 rows[rng.integers(3)][rng.integers(n)] = rng.choice([np.nan, np.inf, -1e300])
+            for k in (1, 2):  # a velocity or effort row the message lacks comes as one float (NaN), filling the row
+                if rng.random() < 0.3:
+                    rows[k] = rng.choice([np.nan, 0.5, np.float64(-2.0)])
             t = float(rng.normal())
             copied, copied_stamps, key = _geomath.joint_rows(block, stamps, t, *rows)
             want_block[0][...], want_block[1][...], want_block[2][...] = rows
@@ -1314,7 +1317,8 @@ def test_joint_rows_refuses_other_arguments_and_writes_nothing() -> None:
     for args, error in (
         ((np.full((3, n), np.nan), np.zeros(n), 0.5, row, row, np.arange(n)), ValueError),  # int64 effort
         ((np.full((3, n), np.nan), np.zeros(n), 0.5, row, row, np.zeros(n + 1)), ValueError),
-        ((np.full((3, n), np.nan), np.zeros(n), 0.5, row, np.nan, row), TypeError),  # a missing row
+        ((np.full((3, n), np.nan), np.zeros(n), 0.5, np.nan, row, row), TypeError),  # no position row
+        ((np.full((3, n), np.nan), np.zeros(n), 0.5, row, 1, row), TypeError),  # an int for a row
         ((np.full((3, n), np.nan), np.zeros(n), 0.5, row, row, [0.0, 1.0, 2.0]), TypeError),
         ((np.full((3, n), np.nan), np.zeros(n), 0.5, row, row, np.zeros((1, n))), TypeError),
         ((np.full((3, n), np.nan), np.zeros(n), "0.5", row, row, row), TypeError),

@@ -3228,6 +3228,18 @@ static PyObject *track_add(PyObject *self, PyObject *const *args, Py_ssize_t nar
  * `block.copy()` and `stamps.copy()` after that, and `block.tobytes()` (the frozen check's key). A TypeError
  * or ValueError, with nothing written, unless every argument is as said: the caller's numpy path then. The
  * rows are read into the copy first, so a row that fails leaves the block as it was. */
+/* A row from a float64 array, or every value `obj` when it is a float (a row the message lacks: numpy's
+ * `row[...] = nan` on the general path). */
+static int load_row(PyObject *obj, double *dst, Py_ssize_t n, const char *what)
+{
+    if (!PyFloat_Check(obj))
+        return load(obj, dst, n, what);
+    double value = PyFloat_AS_DOUBLE(obj);
+    for (Py_ssize_t i = 0; i < n; i++)
+        dst[i] = value;
+    return 0;
+}
+
 static PyObject *joint_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (check_nargs(nargs, 6, "joint_rows") < 0)
@@ -3247,9 +3259,10 @@ static PyObject *joint_rows(PyObject *self, PyObject *const *args, Py_ssize_t na
                         "joint_rows: block (3, n) and stamps (n) must be writable C-contiguous float64 arrays");
         return NULL;
     }
-    for (int i = 3; i < 6; i++)
-        if (!PyArray_Check(args[i]) || PyArray_NDIM((PyArrayObject *)args[i]) != 1) {
-            PyErr_SetString(PyExc_TypeError, "joint_rows: each row must be a 1-d float64 array");
+    for (int i = 3; i < 6; i++)  /* (a velocity or effort row the message lacks comes as one float, NaN) */
+        if ((i == 3 || !PyFloat_Check(args[i])) &&
+            (!PyArray_Check(args[i]) || PyArray_NDIM((PyArrayObject *)args[i]) != 1)) {
+            PyErr_SetString(PyExc_TypeError, "joint_rows: each row must be a 1-d float64 array (or a float: a missing row)");
             return NULL;
         }
     double t = PyFloat_AsDouble(args[2]);
@@ -3260,8 +3273,8 @@ static PyObject *joint_rows(PyObject *self, PyObject *const *args, Py_ssize_t na
     if (copied == NULL)
         return NULL;
     double *rows = PyArray_DATA((PyArrayObject *)copied);
-    if (load(args[3], rows, n, "joint_rows: position") < 0 || load(args[4], rows + n, n, "joint_rows: velocity") < 0 ||
-        load(args[5], rows + 2 * n, n, "joint_rows: effort") < 0) {
+    if (load(args[3], rows, n, "joint_rows: position") < 0 || load_row(args[4], rows + n, n, "joint_rows: velocity") < 0 ||
+        load_row(args[5], rows + 2 * n, n, "joint_rows: effort") < 0) {
         Py_DECREF(copied);
         return NULL;
     }

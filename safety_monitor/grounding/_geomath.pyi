@@ -209,7 +209,7 @@ def track_add(
     horizon: float,
     eps: float,
 ) -> bool: ...
-def joint_rows(  # a row that is not a 1-d float64 array (a missing one's NaN float): TypeError or ValueError
+def joint_rows(  # a row neither a 1-d float64 array nor (velocity, effort: a missing row) a float: TypeError
     block: np.ndarray,
     stamps: np.ndarray,
     t: float,

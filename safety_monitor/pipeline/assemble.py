@@ -886,7 +886,7 @@ class FrameAssembler:
             finite = (True, velocity_finite, effort_finite)
             try:  # three float64 rows, as every source gives them: written, every stamp set, copied in one C call
                 copied, joint_stamps, key = _geomath.joint_rows(block, joint_t, t, *rows)
-            except (TypeError, ValueError):  # (a missing row is a NaN float: numpy's general path)
+            except (TypeError, ValueError):  # (rows of another dtype or shape: numpy's general path)
                 position_row, velocity_row, effort_row = self._rows
                 position_row[...], velocity_row[...], effort_row[...] = rows
                 joint_t.fill(t)
