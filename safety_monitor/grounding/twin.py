@@ -279,9 +279,9 @@ class KinematicTwin:
         # the grounder checks required joints only: an ignored one may read NaN, and then stays where it was
         # (`unchecked`); followers are set from their leaders after. In C: numpy's indexing cost 5 us a frame.
         try:
-            _geomath.set_joints(qpos, joint_position, src, adr, unchecked, *self._followers)
+            _geomath.set_joints(qpos, joint_position, src, adr, unchecked, self._followers)
         except (TypeError, ValueError):  # not a float64 vector
-            _geomath.set_joints(qpos, np.asarray(joint_position, dtype=float), src, adr, unchecked, *self._followers)
+            _geomath.set_joints(qpos, np.asarray(joint_position, dtype=float), src, adr, unchecked, self._followers)
         try:
             _geomath.place_objects(qpos, self._object_slots, poses, self._parked)
         except (TypeError, ValueError):  # poses in lists or other dtypes, another Mapping: through numpy
@@ -430,9 +430,9 @@ class KinematicTwin:
             contacts[2],
             self._contact_key,
             affected,
-            *self._gap_pairs,
-            *self._measure,
-            *self._gap_names,
+            self._gap_pairs,
+            self._measure,
+            self._gap_names,
             self._last_maps,
         )
 
