@@ -1339,3 +1339,55 @@ def test_joint_rows_refuses_other_arguments_and_writes_nothing() -> None:
         _geomath.joint_rows(frozen, np.zeros(n), 0.5, row, row, row)
     with pytest.raises(TypeError):
         _geomath.joint_rows(np.full((3, n), np.nan), np.zeros(n), 0.5, row, row)
+
+
+# --- speed-y: the twin's kernels with their fixed runs of arguments as one tuple ---
+
+
+def test_twin_kernels_take_their_fixed_runs_as_tuples_alike():
+    """set_joints, may_touch and entity_gaps with a run of arguments as the one tuple the twin keeps answer and
+    write as with the run spread; anything but a tuple there, or a tuple of the wrong length, raises TypeError."""
+    from safety_monitor.grounding.contacts import sphere_reach2
+    from safety_monitor.grounding.grounder import load_default_grounder
+
+    rng = np.random.default_rng(32)
+    followers = (np.array([[5, 1], [6, 5]], dtype=np.int64), rng.normal(size=(2, 7)))
+    src, adr = np.array([3, 2, 0], dtype=np.int64), np.array([1, 2, 4], dtype=np.int64)
+    for skip in (False, True):
+        positions = rng.normal(size=4)
+        positions[2] = np.nan
+        spread, whole = rng.normal(size=8), np.empty(8)
+        whole[:] = spread
+        _geomath.set_joints(spread, positions, src, adr, skip, *followers)
+        _geomath.set_joints(whole, positions, src, adr, skip, followers)
+        assert whole.tobytes() == spread.tobytes()
+    for wrong in (list(followers), followers[:1], (*followers, None)):
+        with pytest.raises(TypeError, match="set_joints"):
+            _geomath.set_joints(whole, positions, src, adr, False, wrong)
+
+    xpos = np.array([[0.0, 0, 0], [0.5, 0, 0], [0.0, 0, 0.4]])
+    xmat = np.tile(np.eye(3).ravel(), (3, 1))
+    aabb = np.array([[0, 0, 0, 0.1, 0.1, 0.1]] * 3, dtype=float)
+    none = np.zeros(0, dtype=np.int64)
+    for margin in (0.002, 0.31, math.nan):
+        bounds = (aabb, np.array([0]), np.array([1]), sphere_reach2(np.array([0.35]), margin), none, none, margin)
+        assert _geomath.may_touch(xpos, xmat, bounds) is _geomath.may_touch(xpos, xmat, *bounds)
+    for wrong in (list(bounds), bounds[:5], (*bounds, none, None, None, None)):
+        with pytest.raises(TypeError, match="may_touch"):
+            _geomath.may_touch(xpos, xmat, wrong)
+
+    twin = load_default_grounder(500.0).twin
+    npairs = len(twin._pa)
+    near, fresh = np.ones(npairs, dtype=bool), np.ones(npairs, dtype=bool)
+    measured = rng.uniform(0.0, 0.01, size=npairs)
+    pairs = (
+        twin.data.geom_xpos, twin.data.geom_xmat, twin._geom_aabb, near, fresh, twin._pair_key, twin._pa, twin._pb,
+        measured, twin.margin,
+    )  # fmt: skip
+    names = (twin._key_names, twin._key_sorted, twin._key_gripper)
+    head = (0, None, None, twin._contact_key, None)
+    want = _geomath.entity_gaps(*head, *pairs, *twin._measure, *names, [None, None])
+    assert _geomath.entity_gaps(*head, pairs, twin._measure, names, [None, None]) == want
+    for wrong in ((list(pairs), twin._measure, names), (pairs, twin._measure[:2], names), (pairs, twin._measure, None)):
+        with pytest.raises(TypeError, match="entity_gaps"):
+            _geomath.entity_gaps(*head, *wrong, [None, None])

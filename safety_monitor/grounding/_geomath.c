@@ -126,6 +126,32 @@ static int check_nargs(Py_ssize_t nargs, Py_ssize_t want, const char *name)
     return -1;
 }
 
+/* The call's arguments with each of args[at .. at + count), which must be tuples, spread in its place, into `room`
+ * (of `cap`; the items borrowed from the tuples, which the caller holds); `*nargs` becomes the spread count. For a
+ * caller passing a run of arguments fixed at construction as the tuple it keeps: spread in Python, f(*t) built a
+ * list and a tuple every call (CALL_FUNCTION_EX, near a thousand instructions in CPython 3.11). */
+static PyObject *const *spread_tuples(PyObject *const *args, Py_ssize_t *nargs, Py_ssize_t at, Py_ssize_t count,
+                                      PyObject **room, Py_ssize_t cap, const char *name)
+{
+    Py_ssize_t n = 0;
+    for (Py_ssize_t i = 0; i < *nargs; i++) {
+        int spread = i >= at && i < at + count;
+        if (spread && !PyTuple_CheckExact(args[i])) {
+            PyErr_Format(PyExc_TypeError, "%s: argument %zd must be a tuple", name, i);
+            return NULL;
+        }
+        Py_ssize_t k = spread ? PyTuple_GET_SIZE(args[i]) : 1;
+        if (k > cap - n) {
+            PyErr_Format(PyExc_TypeError, "%s() takes at most %zd arguments spread", name, cap);
+            return NULL;
+        }
+        for (Py_ssize_t j = 0; j < k; j++)
+            room[n++] = spread ? PyTuple_GET_ITEM(args[i], j) : args[i];
+    }
+    *nargs = n;
+    return room;
+}
+
 typedef struct {
     double c[3], r[9], h[3]; /* centre, rotation (row-major; columns are the box axes), half sizes */
 } Box;
@@ -726,6 +752,9 @@ static Py_ssize_t kept_count(double *state, const double *pos, Py_ssize_t ngeom,
  *             pair_near, pair_fresh, pair_key, pa, pb, pair_gap, margin, measure, model, data, key_names,
  *             key_sorted, key_gripper, last)
  *   -> (gaps, gripper_gaps, pairs)
+ * or entity_gaps(ncon, contact_geom, contact_dist, contact_key, affected, (geom_xpos, ..., margin),
+ *                (measure, model, data), (key_names, key_sorted, key_gripper), last): the runs that stay as the
+ *                twin's tuples.
  *
  * The kinematic twin's smallest signed gap per entity pair, and the three maps FrameGeometry holds.
  * Touching pairs come from the contact list (the smallest distance per entity-pair key). Then every
@@ -876,6 +905,9 @@ static int reuse_row(Reuse *r, PyObject *gaps, Py_ssize_t e, PyObject *x, PyObje
 
 static PyObject *entity_gaps(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
+    PyObject *spread[22];
+    if (nargs == 9 && (args = spread_tuples(args, &nargs, 5, 3, spread, 22, "entity_gaps")) == NULL)
+        return NULL;
     if (check_nargs(nargs, 22, "entity_gaps") < 0)
         return NULL;
     Py_ssize_t ncon = PyLong_AsSsize_t(args[0]);
@@ -1202,9 +1234,13 @@ done:
  * within reach. Every pair is then tested (`first` is neither read nor written).
  * `kept` (optional, with `near`; None: not given): a float64 array of 1 + 3 ngeom + len(sa) values kept between
  * calls with the same pairs and reach (NaN at first), with which the pairs far out of reach are passed over until a
- * geom has moved far enough to close that distance (`KEPT_*`). */
+ * geom has moved far enough to close that distance (`KEPT_*`).
+ * Also may_touch(geom_xpos, geom_xmat, bounds): the other arguments as one tuple (a plan's, built once). */
 static PyObject *may_touch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
+    PyObject *spread[12];
+    if (nargs == 3 && (args = spread_tuples(args, &nargs, 2, 1, spread, 12, "may_touch")) == NULL)
+        return NULL;
     if ((nargs < 10 || nargs > 12) && check_nargs(nargs, 9, "may_touch") < 0)
         return NULL;
     double margin = PyFloat_AsDouble(args[8]);
@@ -2778,9 +2814,13 @@ done:
  * stays where it was) when `skip_nonfinite`. Then each follower joint is set from its leader, in the rows'
  * order: row k of `follower_qpos` (int64, (k, 2)) holds the (follower, leader) qpos addresses, row k of
  * `follower_poly` (float64, (k, 7)) their reference positions and MuJoCo's joint-equality polynomial,
- * follower = ref_f + c0 + y (c1 + y (c2 + y (c3 + y c4))) with y = leader - ref_l, summed as written. */
+ * follower = ref_f + c0 + y (c1 + y (c2 + y (c3 + y c4))) with y = leader - ref_l, summed as written.
+ * Also set_joints(qpos, positions, src, adr, skip_nonfinite, (follower_qpos, follower_poly)). */
 static PyObject *set_joints(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
+    PyObject *spread[7];
+    if (nargs == 6 && (args = spread_tuples(args, &nargs, 5, 1, spread, 7, "set_joints")) == NULL)
+        return NULL;
     if (check_nargs(nargs, 7, "set_joints") < 0)
         return NULL;
     int skip = PyObject_IsTrue(args[4]);

@@ -1,7 +1,7 @@
 """Types of the C kernels in _geomath.c (float64 arrays in, of the shapes named; any strides)."""
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 import numpy as np
 
@@ -26,6 +26,9 @@ def compose_pose(
 def pose_finite(position: np.ndarray, quaternion: np.ndarray) -> bool: ...
 def pose_usable(pose: Any) -> bool: ...
 def norm3(v: np.ndarray) -> float: ...
+@overload
+def may_touch(geom_xpos: np.ndarray, geom_xmat: np.ndarray, bounds: tuple[Any, ...], /) -> bool: ...
+@overload
 def may_touch(
     geom_xpos: np.ndarray,
     geom_xmat: np.ndarray,
@@ -70,6 +73,20 @@ def site_frame(
 def body_box(
     xpos: np.ndarray, xmat: np.ndarray, body: int, local_center: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]: ...
+@overload
+def entity_gaps(
+    ncon: int,
+    contact_geom: np.ndarray | None,
+    contact_dist: np.ndarray | None,
+    contact_key: np.ndarray,
+    affected: tuple[np.ndarray, ...] | None,
+    pairs: tuple[Any, ...],
+    measure: tuple[Any, ...],
+    names: tuple[Any, ...],
+    last: list[Any],
+    /,
+) -> tuple[dict[str, dict[str, float]], dict[str, float], list[tuple[str, str, float]]]: ...
+@overload
 def entity_gaps(
     ncon: int,
     contact_geom: np.ndarray | None,
@@ -107,6 +124,17 @@ def usable_poses(
     fallback: Callable[[Any], bool],
 ) -> tuple[dict[str, Any], dict[str, float]] | None: ...
 def named_values(names: Sequence[str], values: np.ndarray) -> tuple[dict[str, float], bool]: ...
+@overload
+def set_joints(
+    qpos: np.ndarray,
+    positions: np.ndarray,
+    src: np.ndarray,
+    adr: np.ndarray,
+    skip_nonfinite: bool,
+    followers: tuple[np.ndarray, np.ndarray],
+    /,
+) -> None: ...
+@overload
 def set_joints(
     qpos: np.ndarray,
     positions: np.ndarray,

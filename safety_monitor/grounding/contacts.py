@@ -141,17 +141,16 @@ class Contacts:
         if direct is not None and direct[0] is d:  # (the path below in one C call, MjData's contacts read there)
             near = None if plan.unbounded else self._near
             if near is None or (
-                _geomath.may_touch(views[1], views[2], *plan.bounds)
-                and _geomath.may_touch(views[1], views[2], *plan.near_bounds)  # (marks the geoms near in `near`)
+                _geomath.may_touch(views[1], views[2], plan.bounds)
+                and _geomath.may_touch(views[1], views[2], plan.near_bounds)  # (marks the geoms near in `near`)
             ):
-                kept = (self._geom, self._dist, self._n, plan.geom_moved, near)
-                n = _geomath.collide_moved(direct[1], *kept, True)
+                n = _geomath.collide_moved(direct[1], self._geom, self._dist, self._n, plan.geom_moved, near, True)
                 if n < 0:  # no room: MjData holds the new contacts until the next collision
                     self._room(-n)
                     n = _geomath.collide_moved(direct[1], self._geom, self._dist, self._n, plan.geom_moved, near, False)
                 self._n = n
                 return n, self._geom, self._dist
-        elif plan.unbounded or _geomath.may_touch(views[1], views[2], *plan.bounds):
+        elif plan.unbounded or _geomath.may_touch(views[1], views[2], plan.bounds):
             contype = self._model_contype
             _geomath.copy_ints(contype, plan.contype)  # (np.copyto: 3.6 thousand instructions a call)
             try:

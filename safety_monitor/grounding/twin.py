@@ -82,6 +82,68 @@ class KinematicTwin:
     """`report_margin`: farthest gap any predicate reads; `contact_margin`: gap that counts as touching;
     `mobile_base`: the robot is placed each frame at the base pose `compute` is given."""
 
+    # Its attributes in slots: Python 3.11 keeps an instance's attributes inline (read fast) only up to 29 names a
+    # class, past that every read goes through the dict (1.8 thousand instructions a frame here). `__dict__`: other
+    # attributes still allowed (`digest` is a cached_property; tests replace methods).
+    __slots__ = (
+        "__dict__",
+        "_base_slot",
+        "_body_poses",
+        "_body_qpos",
+        "_box_bodies",
+        "_box_places",
+        "_boxes",
+        "_boxes_still",
+        "_contact_key",
+        "_contacts",
+        "_ee_site",
+        "_finger_geoms",
+        "_followers",
+        "_free_kinematics",
+        "_gap_names",
+        "_gap_pairs",
+        "_geom_aabb",
+        "_geom_xmat",
+        "_geom_xpos",
+        "_interiors",
+        "_joint_maps",
+        "_key_gripper",
+        "_key_names",
+        "_key_sorted",
+        "_kinematics",
+        "_last_boxes",
+        "_last_geometry",
+        "_last_joint_map",
+        "_last_maps",
+        "_mat2quat",
+        "_measure",
+        "_object_bodies",
+        "_object_box",
+        "_object_qpos",
+        "_object_slots",
+        "_pa",
+        "_pair_fresh",
+        "_pair_gap",
+        "_pair_key",
+        "_pair_near",
+        "_pair_rbound",
+        "_parked",
+        "_pb",
+        "_plans",
+        "_qpos",
+        "_qpos_bits",
+        "_site_pos",
+        "_site_rot",
+        "body_entity",
+        "data",
+        "entities",
+        "geom_entity",
+        "margin",
+        "mobile_base",
+        "model",
+        "robot",
+    )
+
     def __init__(
         self, robot: RobotDescription, report_margin: float, contact_margin: float = 0.0, mobile_base: bool = False
     ):
@@ -279,9 +341,9 @@ class KinematicTwin:
         # the grounder checks required joints only: an ignored one may read NaN, and then stays where it was
         # (`unchecked`); followers are set from their leaders after. In C: numpy's indexing cost 5 us a frame.
         try:
-            _geomath.set_joints(qpos, joint_position, src, adr, unchecked, *self._followers)
+            _geomath.set_joints(qpos, joint_position, src, adr, unchecked, self._followers)
         except (TypeError, ValueError):  # not a float64 vector
-            _geomath.set_joints(qpos, np.asarray(joint_position, dtype=float), src, adr, unchecked, *self._followers)
+            _geomath.set_joints(qpos, np.asarray(joint_position, dtype=float), src, adr, unchecked, self._followers)
         try:
             _geomath.place_objects(qpos, self._object_slots, poses, self._parked)
         except (TypeError, ValueError):  # poses in lists or other dtypes, another Mapping: through numpy
@@ -430,9 +492,9 @@ class KinematicTwin:
             contacts[2],
             self._contact_key,
             affected,
-            *self._gap_pairs,
-            *self._measure,
-            *self._gap_names,
+            self._gap_pairs,
+            self._measure,
+            self._gap_names,
             self._last_maps,
         )
 
