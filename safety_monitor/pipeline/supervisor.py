@@ -176,6 +176,59 @@ class Supervisor:
     a blind frame), for a driver that keeps a timeline of them (replay).
     """
 
+    # Its attributes in slots: Python 3.11 keeps an instance's attributes inline (read fast) only up to 29 names a
+    # class, past that every read goes through the dict (this class's and the FrameAssembler's: 6 thousand
+    # instructions a replayed frame). `__dict__`: other attributes still allowed.
+    __slots__ = (
+        "__dict__",
+        "_advanced_at",
+        "_again",
+        "_atoms",
+        "_backwards_from",
+        "_checkpoints",
+        "_completed",
+        "_countdown",
+        "_ended_t",
+        "_events",
+        "_expected",
+        "_frozen",
+        "_given",
+        "_in_trace",
+        "_index",
+        "_keep",
+        "_known",
+        "_last_stepped",
+        "_last_t",
+        "_last_unknown",
+        "_last_valuation",
+        "_last_values",
+        "_late_start",
+        "_lost",
+        "_needed",
+        "_on_frame",
+        "_order_t",
+        "_pending_end",
+        "_plain",
+        "_predicates",
+        "_record",
+        "_repeated",
+        "_restart_s",
+        "_soonest",
+        "_start",
+        "_starts",
+        "_status",
+        "_step",
+        "_time_faults",
+        "_timeout",
+        "_times",
+        "_trace_t0",
+        "_unsent_reported",
+        "_valuations",
+        "late_markers",
+        "missing_markers",
+        "monitor",
+    )
+
     def __init__(
         self, monitor: SpecSetMonitor, settings: MonitorSettings, on_frame: FrameObserver | None = None
     ) -> None:
