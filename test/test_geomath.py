@@ -1286,7 +1286,7 @@ def test_joint_inputs_gives_gripper_closed_and_the_fractions_and_window_deltas_t
         _geomath.joint_inputs({"slide": 0.1}, None, (), 0)
 
 
-# ---- speed-w ----
+# ---- a joint message's rows ----
 def test_joint_rows_matches_numpy_writes_and_copies() -> None:
     rng = np.random.default_rng(32)
     for n in (0, 1, 2, 7, 12):
@@ -1341,7 +1341,7 @@ def test_joint_rows_refuses_other_arguments_and_writes_nothing() -> None:
         _geomath.joint_rows(np.full((3, n), np.nan), np.zeros(n), 0.5, row, row)
 
 
-# --- speed-y: the twin's kernels with their fixed runs of arguments as one tuple ---
+# --- the twin's kernels with their fixed runs of arguments as one tuple ---
 
 
 def test_twin_kernels_take_their_fixed_runs_as_tuples_alike():

@@ -28,11 +28,11 @@ static PyObject *vector3(PyObject *self, PyObject *v);
 static PyObject *wrench_finite(PyObject *self, PyObject *wrench);
 static PyObject *wrench_key(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 static PyObject *plausible(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
-static PyObject *frame_readings(PyObject *self, PyObject *const *args, Py_ssize_t nargs); /* speed-u */
-static PyObject *record(PyObject *self, PyObject *const *args, Py_ssize_t nargs);         /* speed-u */
-static PyObject *joint_inputs(PyObject *self, PyObject *const *args, Py_ssize_t nargs);   /* speed-u */
-static PyObject *track_add(PyObject *self, PyObject *const *args, Py_ssize_t nargs);      /* speed-x */
-static PyObject *joint_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs);     /* speed-w */
+static PyObject *frame_readings(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+static PyObject *record(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+static PyObject *joint_inputs(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+static PyObject *track_add(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+static PyObject *joint_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 /* The array's data when it is a native-order, C-contiguous numpy array of `n` float64 values (that can be
  * written to, if asked); else NULL, with no error set: the caller takes the buffer-protocol path. */
@@ -1843,7 +1843,7 @@ done:
     return result;
 }
 
-/* ---- speed-e ---- */
+/* ---- a carried object's placement ---- */
 
 /* mju_mat2Quat(mjtNum quat[4], const mjtNum mat[9]) */
 typedef void (*Mat2Quat)(double *, const double *);
@@ -1887,7 +1887,7 @@ static PyObject *place_carried(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_RETURN_NONE;
 }
 
-/* ---- speed-f ---- */
+/* ---- joint limits ---- */
 
 /* joint_limits(values, names, lower, upper, velocity_row, effort_row, layout) -> (position, velocity, effort)
  *
@@ -1935,7 +1935,7 @@ fail:
     return NULL;
 }
 
-/* ---- speed-i ---- */
+/* ---- integer copies ---- */
 
 /* copy_ints(dst, src): the int32 values of `src` into `dst`, both 1-d, C-contiguous and of one length (the
  * contact masks Contacts swaps around mj_collision). np.copyto cost 3.6 thousand instructions a call here,
@@ -1965,7 +1965,7 @@ done:
     return result;
 }
 
-/* ---- speed-p ---- */
+/* ---- the families' gap-pair walk ---- */
 
 /* pairs_within(pairs, rules, bound) -> list or None
  *
@@ -2038,7 +2038,7 @@ fail:
     return NULL;
 }
 
-/* ---- speed-o ---- */
+/* ---- MuJoCo's calls from C ---- */
 
 /* MuJoCo's mj_kinematics and mj_collision called from C (the twin's per-frame calls: the bindings' handling cost
  * about 1.5 thousand instructions a call, and reading a collision's contacts through MjData.contact about six
@@ -2333,7 +2333,7 @@ static PyObject *free_body_kinematics(PyObject *self, PyObject *const *args, Py_
 #else
 #define MUJOCO_HEADER 0
 #endif
-/* ---- speed-n ---- */
+/* ---- object motion's repeat frames ---- */
 
 /* samples_repeat(t, eps, objects, poses, ages, times, gaps, reach, beyond) -> bool
  *
@@ -2397,7 +2397,7 @@ missing:
     Py_RETURN_FALSE;
 }
 
-/* ---- speed-q: a motion.Track's searches over its lists (times, positions, rotations), one call each where the
+/* ---- a motion.Track's searches over its lists (times, positions, rotations), one call each where the
  * Python bodies cost about 1.6 (change) and 3.7 (pose_at) microseconds. The same operations in the same order:
  * bisect_right's comparisons on the times as doubles (floats, or ints of seconds: exact well below 2^53), the
  * interpolation's terms as motion.py writes them, math.dist itself (its algorithm differs between Python
@@ -2574,7 +2574,7 @@ static PyObject *pose_key(PyObject *self, PyObject *pose)
 }
 
 static PyMethodDef methods[] = {
-    /* ---- speed-f ---- */
+    /* ---- joint limits ---- */
     {"joint_limits", (PyCFunction)(void (*)(void))joint_limits, METH_FASTCALL,
      "(position, velocity, effort) beyond their limits: named_outside and row_beyond in one call."},
     {"box_overlap", (PyCFunction)(void (*)(void))box_overlap, METH_FASTCALL, "Oriented boxes overlap (SAT)."},
@@ -2624,13 +2624,13 @@ static PyMethodDef methods[] = {
      "A plausible float64 wrench's six values as bytes (its frozen check's key), else None."},
     {"place_carried", (PyCFunction)(void (*)(void))place_carried, METH_FASTCALL,
      "A carried object's free-joint qpos from its pose in a frame (MuJoCo's mju_mat2Quat by address)."},
-    /* ---- speed-i ---- */
+    /* ---- integer copies ---- */
     {"copy_ints", (PyCFunction)(void (*)(void))copy_ints, METH_FASTCALL,
      "The int32 values of one 1-d C-contiguous array into another of its length."},
-    /* ---- speed-p ---- */
+    /* ---- the families' gap-pair walk ---- */
     {"pairs_within", (PyCFunction)(void (*)(void))pairs_within, METH_FASTCALL,
      "The rules of a frame's gap pairs within their limits, or None for a pair without one."},
-    /* ---- speed-o ---- */
+    /* ---- MuJoCo's calls from C ---- */
 #ifdef SAFETY_MONITOR_MUJOCO
     {"mujoco_call", (PyCFunction)mujoco_call, METH_O, "MuJoCo's (model, data) function by address, its errors raised."},
     {"collide_moved", (PyCFunction)(void (*)(void))collide_moved, METH_FASTCALL,
@@ -2638,26 +2638,26 @@ static PyMethodDef methods[] = {
     {"free_body_kinematics", (PyCFunction)(void (*)(void))free_body_kinematics, METH_FASTCALL,
      "What mj_kinematics writes for a free body without children, from its qpos."},
 #endif
-    /* ---- speed-n ---- */
+    /* ---- object motion's repeat frames ---- */
     {"samples_repeat", (PyCFunction)(void (*)(void))samples_repeat, METH_FASTCALL,
      "Whether no object's pose sample is new and none crossed the reach since the last frame."},
-    /* ---- speed-q ---- */
+    /* ---- motion tracks ---- */
     {"pose_key", (PyCFunction)pose_key, METH_O, "A float64 pose's seven values as bytes, else None."},
     {"track_change", (PyCFunction)(void (*)(void))track_change, METH_FASTCALL,
      "A track's (distance, angle, elapsed) from the sample a window before the newest to the newest, or None."},
     {"track_pose_at", (PyCFunction)(void (*)(void))track_pose_at, METH_FASTCALL,
      "A track's pose at a time, interpolated between the samples either side, or None."},
-    /* ---- speed-u ---- */
+    /* ---- the grounder's frame readings, records and joint inputs ---- */
     {"frame_readings", (PyCFunction)(void (*)(void))frame_readings, METH_FASTCALL,
      "A plain frame's joints, usable poses and ages, and usable wrench (stale ages into stale), else None."},
     {"record", (PyCFunction)(void (*)(void))record, METH_FASTCALL,
      "An instance of a class with its dict filled field by field, without calling __init__."},
     {"joint_inputs", (PyCFunction)(void (*)(void))joint_inputs, METH_FASTCALL,
      "Whether the gripper is closed, each fixture's open fraction and its change over the motion window."},
-    /* ---- speed-x ---- */
+    /* ---- motion tracks' adds ---- */
     {"track_add", (PyCFunction)(void (*)(void))track_add, METH_FASTCALL,
      "Record a pose in a track's lists unless it repeats the newest; drop the samples past the horizon."},
-    /* ---- speed-w ---- */
+    /* ---- a joint message's rows ---- */
     {"joint_rows", (PyCFunction)(void (*)(void))joint_rows, METH_FASTCALL,
      "A joint message's three rows into the block, every stamp set; the frame's copies and the block's bytes."},
     {NULL, NULL, 0, NULL},
@@ -2969,7 +2969,7 @@ static PyObject *plausible(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return PyBool_FromLong(ok);
 }
 
-/* ---- speed-u ---- */
+/* ---- the grounder's frame readings, records and joint inputs ---- */
 
 /* frame_readings(state, last_t, last_names, stale, (objects, stale_keys, pose_limit, pose_ok, wrench_limit,
  *                wrench_sensor)) -> (joints, poses, ages, wrench) or None
@@ -3211,7 +3211,7 @@ done:
     return result;
 }
 
-/* ---- speed-x: motion.Track.add in one call (an add a frame for the end-effector's track, one for each new object
+/* ---- motion.Track.add in one call (an add a frame for the end-effector's track, one for each new object
  * sample): its Python body cost about a thousand instructions. ---- */
 
 /* track_add(times, positions, rotations, t, position, rotation, horizon, eps) -> bool: Track.add's lists. False
@@ -3259,7 +3259,7 @@ static PyObject *track_add(PyObject *self, PyObject *const *args, Py_ssize_t nar
     Py_RETURN_TRUE;
 }
 
-/* ---- speed-w ---- */
+/* ---- a joint message's rows ---- */
 
 /* joint_rows(block, stamps, t, position, velocity, effort) -> (block copy, stamps copy, block bytes): a joint
  * message that sends every joint, as the frame assembler takes it. The three rows (1-d float64 numpy arrays,

@@ -170,7 +170,7 @@ def pairs_within(
     pairs: list[tuple[str, str, float]], rules: Mapping[str, Mapping[str, tuple[Any, ...] | None]], bound: float
 ) -> list[Any] | None: ...
 
-# ---- speed-o: MuJoCo's calls from C (only where built with MuJoCo's headers: MUJOCO_HEADER is their version, else 0)
+# ---- MuJoCo's calls from C (only where built with MuJoCo's headers: MUJOCO_HEADER is their version, else 0)
 MUJOCO_HEADER: int
 # (function, log handler setter, global handler getter, mjModel, mjData addresses, the error raised)
 MuJoCoCalls = tuple[int, int, int, int, int, type[BaseException]]
