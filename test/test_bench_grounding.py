@@ -33,6 +33,16 @@ def test_idle_mode_times_each_pause(spin):
         assert 0 < int(r[4]) <= int(r[5]) and int(r[6]) > 0 and int(r[7]) > 0
 
 
+def agrees(ratio: float, num: float, den: float, *, num_digits: int, rel: float = 0.0) -> bool:
+    """Whether a printed ratio (one decimal) is num / den within what printing them rounded off (`num` to
+    `num_digits` decimals, `den` to one), and `rel` beside: on a fast machine a call time of 1.8 us printed to a
+    tenth is already 3 % off, so a fixed relative tolerance would fail there and pass on a slow one."""
+    half_num, half_den = 0.5 * 10.0**-num_digits, 0.05
+    low = (num - half_num) / (den + half_den) * (1 - rel) - 0.05
+    high = (num + half_num) / (den - half_den) * (1 + rel) + 0.05 if den > half_den else float("inf")
+    return low <= ratio <= high
+
+
 def test_idle_mode_pauses_before_each_burst_of_steps():
     out = subprocess.run(
         [sys.executable, str(BENCH), "--idle", "1", "--burst", "5", "--frames", "60"],
@@ -68,7 +78,7 @@ def test_mujoco_mode_times_the_twins_calls_on_an_episode():
     mujoco_us = float(re.search(r"^MuJoCo calls in all +([\d.]+) us", out.stdout, re.M)[1])
     assert twin > mujoco_us  # the twin's calls are part of its compute
     ratio = float(re.search(r"^step / MuJoCo calls +([\d.]+) x$", out.stdout, re.M)[1])
-    assert ratio == pytest.approx(float(step[1]) / mujoco_us, rel=0.05)
+    assert agrees(ratio, float(step[1]), mujoco_us, num_digits=0, rel=0.05), out.stdout
     assert sum(map(float, stages.values())) == pytest.approx(float(step[1]), abs=len(stages))  # the parts add up
 
 
@@ -87,7 +97,9 @@ def test_urdf_mode_times_the_workcell_and_the_urdf_arm_against_their_mujoco_call
     for _, step, calls, kinematics, collision, ratio in rows:
         # the twin's calls: kinematics every frame, collision on frames where a moved geom may touch another
         assert float(collision) <= 1.0 and float(kinematics) >= 1.0
-        assert 0 < float(calls) < float(step) and float(ratio) == pytest.approx(float(step) / float(calls), rel=0.02)
+        assert 0 < float(calls) < float(step) and agrees(float(ratio), float(step), float(calls), num_digits=1), (
+            out.stdout
+        )
 
 
 def test_baseline_mode_measures_the_other_checkouts_twin_in_the_same_run(tmp_path):
@@ -104,9 +116,9 @@ def test_baseline_mode_measures_the_other_checkouts_twin_in_the_same_run(tmp_pat
     )
     step = float(re.search(r"^all +\d+ frames +(\d+) us CPU per frame$", out.stdout, re.M)[1])
     assert len(figure) == 3, out.stdout
-    assert float(figure["step / baseline calls"]) == pytest.approx(
-        step / float(figure["baseline MuJoCo calls"]), rel=0.05
-    )
+    assert agrees(
+        float(figure["step / baseline calls"]), step, float(figure["baseline MuJoCo calls"]), num_digits=0, rel=0.05
+    ), out.stdout
     assert float(figure["baseline step"]) > float(figure["baseline MuJoCo calls"]) > 0
     bad = subprocess.run(
         [sys.executable, str(BENCH), "--episodes", "open_drawer", "--mujoco", "--baseline", str(tmp_path)],
